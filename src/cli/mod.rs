@@ -1,0 +1,71 @@
+//! The command line: clap definitions and the code that turns them into calls of the library.
+//! Nothing below this module sees clap.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use crate::sysroot::SysRoot;
+
+/// Documented exit codes.
+pub mod exit {
+    /// Success: nothing failed.
+    pub const OK: u8 = 0;
+    /// The command ran and found failures (audit findings, verify drift).
+    pub const FAILURES: u8 = 1;
+    /// The command could not do its job (bad input, unreadable files, not permitted).
+    pub const ERROR: u8 = 2;
+}
+
+/// lowlat: inventory, audit, plan, apply (with exact revert), verify and measure a Linux
+/// server for low latency.
+#[derive(Debug, Parser)]
+#[command(name = "lowlat", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Read the machine from this directory tree instead of `/` (a fixture or a copy of one).
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "snapshot")]
+    pub root: Option<PathBuf>,
+
+    /// Read the machine from a file made by `lowlat snapshot`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (audit, verify); \
+2 the command could not run (bad input, unreadable files, not permitted).";
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Summarise the machine: CPU, topology, NUMA, memory, kernel, isolation, power, IRQs.
+    Inventory(inventory::InventoryArgs),
+}
+
+pub mod inventory;
+
+impl Cli {
+    /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
+    pub fn sysroot(&self) -> Result<SysRoot> {
+        if let Some(dir) = &self.root {
+            if !dir.is_dir() {
+                anyhow::bail!(
+                    "--root {}: not a directory (give the top of a tree laid out like /)",
+                    dir.display()
+                );
+            }
+            return Ok(SysRoot::dir(dir));
+        }
+        Ok(SysRoot::live())
+    }
+}
+
+/// Runs the parsed command line and returns the exit code.
+pub fn run(cli: Cli) -> Result<u8> {
+    match &cli.command {
+        Command::Inventory(args) => inventory::run(&cli, args),
+    }
+}

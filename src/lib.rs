@@ -1,0 +1,9 @@
+//! lowlat: take a Linux server from "unknown" to "proven deterministic and fast".
+//!
+//! The library holds everything; `main.rs` only parses the command line and maps errors to
+//! exit codes. See `DESIGN.md` in the shared notes and README.md for the picture.
+
+pub mod cli;
+pub mod machine;
+pub mod measure;
+pub mod sysroot;

@@ -1,0 +1,374 @@
+//! CPU sets, and the two text forms the kernel uses for them.
+//!
+//! * the list form (`0-3,8-11`), written by `*_list` files and `isolcpus=`;
+//! * the mask form (`ff,ffffffff`), hexadecimal in 32-bit groups separated by commas,
+//!   most significant group first, written by `smp_affinity`, `cpumask` files and friends.
+//!
+//! Both parsers accept what real kernels write (trailing newlines and NUL bytes, leading zero
+//! groups, stride lists such as `0-15:2/4` in the list form) and reject everything else with a
+//! message that says what was wrong.
+
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+/// A set of logical CPU numbers, ordered. Serialized as the kernel's list form (`"0-3,8"`).
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CpuSet(BTreeSet<u32>);
+
+/// Why a CPU list or mask could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuSetError {
+    /// A token that is not a number, a range or a stride range.
+    #[error("'{token}' is not a CPU number or range (expected forms like 3, 0-7 or 0-15:2/4)")]
+    BadToken {
+        /// The offending token.
+        token: String,
+    },
+    /// A range whose end is lower than its start.
+    #[error("range '{token}' runs backwards (write the lower CPU first)")]
+    Backwards {
+        /// The offending token.
+        token: String,
+    },
+    /// A CPU number above the supported maximum.
+    #[error("CPU {cpu} is out of range (at most {max})")]
+    TooLarge {
+        /// The number given.
+        cpu: u64,
+        /// The largest accepted CPU number.
+        max: u32,
+    },
+    /// A mask group that is not hexadecimal of at most 8 digits.
+    #[error("mask group '{group}' is not a 32-bit hexadecimal number")]
+    BadMaskGroup {
+        /// The offending group.
+        group: String,
+    },
+}
+
+/// The largest CPU number accepted from text (the kernel's NR_CPUS maximum is 8192).
+pub const MAX_CPU: u32 = 8191;
+
+impl CpuSet {
+    /// The empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the kernel's list form. Empty text (or only whitespace/NULs) is the empty set.
+    pub fn parse_list(text: &str) -> Result<Self, CpuSetError> {
+        let mut set = BTreeSet::new();
+        let text = clean(text);
+        if text.is_empty() {
+            return Ok(Self(set));
+        }
+        for token in text.split(',') {
+            let token = token.trim();
+            let bad = || CpuSetError::BadToken {
+                token: token.to_string(),
+            };
+            let (range, stride) = match token.split_once(':') {
+                Some((range, stride)) => {
+                    let (used, group) = stride.split_once('/').ok_or_else(bad)?;
+                    let used: u32 = used.parse().map_err(|_| bad())?;
+                    let group: u32 = group.parse().map_err(|_| bad())?;
+                    if used == 0 || group == 0 || used > group {
+                        return Err(bad());
+                    }
+                    (range, Some((used, group)))
+                }
+                None => (token, None),
+            };
+            let (lo, hi) = match range.split_once('-') {
+                Some((lo, hi)) => (parse_cpu(lo, token)?, parse_cpu(hi, token)?),
+                None => {
+                    let cpu = parse_cpu(range, token)?;
+                    (cpu, cpu)
+                }
+            };
+            if hi < lo {
+                return Err(CpuSetError::Backwards {
+                    token: token.to_string(),
+                });
+            }
+            for cpu in lo..=hi {
+                let keep = match stride {
+                    Some((used, group)) => (cpu - lo) % group < used,
+                    None => true,
+                };
+                if keep {
+                    set.insert(cpu);
+                }
+            }
+        }
+        Ok(Self(set))
+    }
+
+    /// Parses the kernel's mask form (`ff,ffffffff`); `0x` prefixes are accepted.
+    pub fn parse_mask(text: &str) -> Result<Self, CpuSetError> {
+        let text = clean(text);
+        let mut set = BTreeSet::new();
+        if text.is_empty() {
+            return Ok(Self(set));
+        }
+        let groups: Vec<&str> = text.split(',').collect();
+        for (index_from_right, group) in groups.iter().rev().enumerate() {
+            let digits = group
+                .trim()
+                .trim_start_matches("0x")
+                .trim_start_matches("0X");
+            if digits.is_empty() || digits.len() > 8 {
+                return Err(CpuSetError::BadMaskGroup {
+                    group: group.to_string(),
+                });
+            }
+            let value = u32::from_str_radix(digits, 16).map_err(|_| CpuSetError::BadMaskGroup {
+                group: group.to_string(),
+            })?;
+            for bit in 0..32 {
+                if value & (1 << bit) != 0 {
+                    let cpu = index_from_right as u64 * 32 + bit;
+                    if cpu > MAX_CPU as u64 {
+                        return Err(CpuSetError::TooLarge { cpu, max: MAX_CPU });
+                    }
+                    set.insert(cpu as u32);
+                }
+            }
+        }
+        Ok(Self(set))
+    }
+
+    /// The list form, as the kernel writes it (`0-3,8`), empty for the empty set.
+    pub fn to_list(&self) -> String {
+        let mut out = String::new();
+        let mut iter = self.0.iter().copied().peekable();
+        while let Some(start) = iter.next() {
+            let mut end = start;
+            while iter.peek() == Some(&(end + 1)) {
+                end = iter.next().unwrap_or(end);
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            if start == end {
+                out.push_str(&start.to_string());
+            } else {
+                out.push_str(&format!("{start}-{end}"));
+            }
+        }
+        out
+    }
+
+    /// The mask form as the kernel writes it: comma-separated 32-bit groups, the most
+    /// significant group first without leading zeros, the others zero-padded to 8 digits.
+    /// The empty set is `0`.
+    pub fn to_mask(&self) -> String {
+        self.to_mask_width(0)
+    }
+
+    /// The mask form padded to cover `nr_cpus` CPUs, as `/proc/irq/*/smp_affinity` prints it
+    /// (every group 8 digits except the first, which has `ceil(nr_cpus/4) mod 8` digits).
+    pub fn to_mask_width(&self, nr_cpus: u32) -> String {
+        let highest = self.0.iter().next_back().copied().map_or(0, |c| c + 1);
+        let bits = highest.max(nr_cpus).max(1);
+        let ngroups = bits.div_ceil(32) as usize;
+        let mut groups = vec![0u32; ngroups];
+        for &cpu in &self.0 {
+            groups[(cpu / 32) as usize] |= 1 << (cpu % 32);
+        }
+        let mut out = String::new();
+        for (i, value) in groups.iter().enumerate().rev() {
+            if i == ngroups - 1 {
+                let first_digits = if nr_cpus == 0 {
+                    1
+                } else {
+                    let rem_bits = bits - (ngroups as u32 - 1) * 32;
+                    rem_bits.div_ceil(4) as usize
+                };
+                out.push_str(&format!("{value:0first_digits$x}"));
+            } else {
+                out.push_str(&format!(",{value:08x}"));
+            }
+        }
+        out
+    }
+
+    /// Adds one CPU.
+    pub fn insert(&mut self, cpu: u32) -> bool {
+        self.0.insert(cpu)
+    }
+
+    /// Removes one CPU.
+    pub fn remove(&mut self, cpu: u32) -> bool {
+        self.0.remove(&cpu)
+    }
+
+    /// Whether `cpu` is in the set.
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.0.contains(&cpu)
+    }
+
+    /// Number of CPUs in the set.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The CPUs in ascending order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The lowest CPU, if any.
+    pub fn first(&self) -> Option<u32> {
+        self.0.first().copied()
+    }
+
+    /// CPUs in both sets.
+    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+        Self(self.0.intersection(&other.0).copied().collect())
+    }
+
+    /// CPUs in either set.
+    pub fn union(&self, other: &CpuSet) -> CpuSet {
+        Self(self.0.union(&other.0).copied().collect())
+    }
+
+    /// CPUs in `self` but not in `other`.
+    pub fn difference(&self, other: &CpuSet) -> CpuSet {
+        Self(self.0.difference(&other.0).copied().collect())
+    }
+
+    /// Whether every CPU of `self` is in `other`.
+    pub fn is_subset(&self, other: &CpuSet) -> bool {
+        self.0.is_subset(&other.0)
+    }
+
+    /// Whether the sets share a CPU.
+    pub fn intersects(&self, other: &CpuSet) -> bool {
+        !self.0.is_disjoint(&other.0)
+    }
+}
+
+/// Strips the newline, spaces and trailing NUL bytes some kernels leave in sysfs files.
+fn clean(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+}
+
+fn parse_cpu(text: &str, token: &str) -> Result<u32, CpuSetError> {
+    let value: u64 = text.trim().parse().map_err(|_| CpuSetError::BadToken {
+        token: token.to_string(),
+    })?;
+    if value > MAX_CPU as u64 {
+        return Err(CpuSetError::TooLarge {
+            cpu: value,
+            max: MAX_CPU,
+        });
+    }
+    Ok(value as u32)
+}
+
+impl FromIterator<u32> for CpuSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl FromStr for CpuSet {
+    type Err = CpuSetError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse_list(s)
+    }
+}
+
+impl fmt::Display for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_list())
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CpuSet({})", self.to_list())
+    }
+}
+
+impl Serialize for CpuSet {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_list())
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse_list(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_the_kernel_list_forms() {
+        let set = CpuSet::parse_list("0-3,8-11\n").unwrap();
+        assert_eq!(set.to_list(), "0-3,8-11");
+        assert_eq!(CpuSet::parse_list("").unwrap().len(), 0);
+        assert_eq!(CpuSet::parse_list("5\0\0").unwrap().to_list(), "5");
+        assert_eq!(CpuSet::parse_list("0-15:2/4").unwrap().to_list(), "0-1,4-5,8-9,12-13");
+    }
+
+    #[test]
+    fn rejects_malformed_lists() {
+        for bad in ["1-", "a", "3-1", "1,,2", "-1", "0-15:0/4", "99999"] {
+            assert!(CpuSet::parse_list(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn masks_match_the_guide() {
+        // seeds/000: isolated 1-7,9-15 is fefe, housekeeping 0,8 is 101.
+        assert_eq!(CpuSet::parse_list("1-7,9-15").unwrap().to_mask(), "fefe");
+        assert_eq!(CpuSet::parse_list("0,8").unwrap().to_mask(), "101");
+        assert_eq!(CpuSet::parse_list("0-39").unwrap().to_mask(), "ff,ffffffff");
+        assert_eq!(CpuSet::parse_mask("ff,ffffffff").unwrap().to_list(), "0-39");
+        assert_eq!(CpuSet::parse_mask("00000000,00000101").unwrap().to_list(), "0,8");
+        assert_eq!(CpuSet::new().to_mask(), "0");
+    }
+
+    #[test]
+    fn padded_masks_match_proc_irq() {
+        // A 16-CPU machine prints smp_affinity as 4 hex digits; 128 CPUs as 4 full groups.
+        let set = CpuSet::parse_list("0").unwrap();
+        assert_eq!(set.to_mask_width(16), "0001");
+        assert_eq!(
+            set.to_mask_width(128),
+            "00000000,00000000,00000000,00000001"
+        );
+        assert_eq!(set.to_mask_width(2), "1");
+    }
+
+    proptest! {
+        #[test]
+        fn list_round_trips(cpus in proptest::collection::btree_set(0u32..600, 0..80)) {
+            let set: CpuSet = cpus.into_iter().collect();
+            prop_assert_eq!(CpuSet::parse_list(&set.to_list()).unwrap(), set.clone());
+            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask()).unwrap(), set.clone());
+            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask_width(600)).unwrap(), set);
+        }
+
+        #[test]
+        fn parsers_never_panic(text in ".{0,40}") {
+            let _ = CpuSet::parse_list(&text);
+            let _ = CpuSet::parse_mask(&text);
+        }
+    }
+}

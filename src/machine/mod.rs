@@ -1,0 +1,121 @@
+//! The machine model: a typed, read-only picture of one server, read through a [`SysRoot`].
+//!
+//! Every part is read by a `read(&mut Reader)` function in its own module. Missing sources
+//! become [`Avail::Unavailable`] with a reason; garbled content becomes a [`Warning`] naming the
+//! file and line, and the rest of the model is still read. Reading never panics and never
+//! writes.
+
+pub mod avail;
+pub mod cpulist;
+
+pub use avail::{Avail, Warning, Warnings};
+pub use cpulist::CpuSet;
+
+use crate::sysroot::{ReadError, SysRoot};
+use std::str::FromStr;
+
+/// A SysRoot plus the warnings collected while reading from it; every reader takes one.
+pub struct Reader<'a> {
+    /// Where the files come from.
+    pub root: &'a SysRoot,
+    /// Problems met so far.
+    pub warnings: Warnings,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `root` with no warnings yet.
+    pub fn new(root: &'a SysRoot) -> Self {
+        Self {
+            root,
+            warnings: Warnings::default(),
+        }
+    }
+
+    /// A whole file, or why it is unavailable.
+    pub fn text(&mut self, path: &str) -> Avail<String> {
+        self.root.read(path).into()
+    }
+
+    /// A one-value file, trimmed, or why it is unavailable.
+    pub fn value(&mut self, path: &str) -> Avail<String> {
+        self.root.read_value(path).into()
+    }
+
+    /// A one-value file parsed as `T`; garbled content is unavailable and warned about.
+    pub fn parse<T: FromStr>(&mut self, path: &str) -> Avail<T> {
+        match self.root.read_value(path) {
+            Ok(text) => match text.parse() {
+                Ok(value) => Avail::Available(value),
+                Err(_) => {
+                    let message = format!("cannot parse '{}'", truncate(&text, 40));
+                    self.warnings.file(path, message.clone());
+                    Avail::missing(format!("{path}: {message}"))
+                }
+            },
+            Err(e) => Avail::missing(e.to_string()),
+        }
+    }
+
+    /// A one-value file parsed as `T`, or `None` when absent or garbled (garbled is warned).
+    pub fn opt<T: FromStr>(&mut self, path: &str) -> Option<T> {
+        match self.parse(path) {
+            Avail::Available(value) => Some(value),
+            Avail::Unavailable { .. } => None,
+        }
+    }
+
+    /// A CPU list file (`0-3,8`); garbled content is unavailable and warned about.
+    pub fn cpulist(&mut self, path: &str) -> Avail<CpuSet> {
+        self.cpus(path, CpuSet::parse_list)
+    }
+
+    /// A CPU mask file (`ff,ffffffff`); garbled content is unavailable and warned about.
+    pub fn cpumask(&mut self, path: &str) -> Avail<CpuSet> {
+        self.cpus(path, CpuSet::parse_mask)
+    }
+
+    fn cpus(
+        &mut self,
+        path: &str,
+        parse: fn(&str) -> Result<CpuSet, cpulist::CpuSetError>,
+    ) -> Avail<CpuSet> {
+        match self.root.read_value(path) {
+            Ok(text) => match parse(&text) {
+                Ok(set) => Avail::Available(set),
+                Err(e) => {
+                    self.warnings.file(path, e.to_string());
+                    Avail::missing(format!("{path}: {e}"))
+                }
+            },
+            Err(e) => Avail::missing(e.to_string()),
+        }
+    }
+
+    /// Reads a file and reports a read failure other than "absent" as a warning.
+    pub fn text_or_warn(&mut self, path: &str) -> Option<String> {
+        match self.root.read(path) {
+            Ok(text) => Some(text),
+            Err(ReadError::NotFound { .. }) => None,
+            Err(e) => {
+                self.warnings.file(path, e.to_string());
+                None
+            }
+        }
+    }
+}
+
+impl<T: Clone> Avail<T> {
+    /// The value, cloned, if available.
+    pub fn get_owned(&self) -> Option<T> {
+        self.get().cloned()
+    }
+}
+
+/// Shortens text for a message.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}...", text.chars().take(max).collect::<String>())
+    }
+}

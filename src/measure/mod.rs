@@ -1,0 +1,3 @@
+//! Measurement engines and the harness they share.
+
+pub mod harness;
