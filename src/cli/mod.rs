@@ -43,9 +43,12 @@ const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (a
 pub enum Command {
     /// Summarise the machine: CPU, topology, NUMA, memory, kernel, isolation, power, IRQs.
     Inventory(inventory::InventoryArgs),
+    /// Measure the machine: jitter, timer latency, memory, core-to-core, wake-up, frequency.
+    Measure(measure::MeasureArgs),
 }
 
 pub mod inventory;
+pub mod measure;
 
 impl Cli {
     /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
@@ -67,5 +70,6 @@ impl Cli {
 pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Inventory(args) => inventory::run(&cli, args),
+        Command::Measure(args) => measure::run(&cli, args),
     }
 }
