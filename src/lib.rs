@@ -6,4 +6,6 @@
 pub mod cli;
 pub mod machine;
 pub mod measure;
+pub mod report;
+pub mod snapshot;
 pub mod sysroot;
