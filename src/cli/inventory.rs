@@ -10,8 +10,10 @@ use crate::report::inventory;
 
 /// Options of `lowlat inventory`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  lowlat inventory\n  lowlat inventory --json | jq .machine.topology.shape\n  \
-lowlat inventory --snapshot host1.lowlat")]
+#[command(
+    after_help = "Examples:\n  lowlat inventory\n  lowlat inventory --json | jq .machine.topology.shape\n  \
+lowlat inventory --snapshot host1.lowlat"
+)]
 pub struct InventoryArgs {
     /// Print the versioned JSON document (schema_version, tool, machine) instead of the summary.
     #[arg(long)]
