@@ -13,8 +13,124 @@
 //! no hardware IRQ; ARM prints the trigger as its own word (`GICv3  27 Level  arch_timer`).
 //! All of these are understood.
 
-use super::{Warnings, truncate};
+pub mod classify;
+
+pub use classify::{IrqClass, classify};
+
+use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where the kernel lists interrupts.
+pub const INTERRUPTS: &str = "/proc/interrupts";
+/// Where the kernel lists softirq counts.
+pub const SOFTIRQS: &str = "/proc/softirqs";
+/// The affinity given to IRQs allocated from now on.
+pub const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
+
+/// The machine's interrupts: the counts table and each numbered IRQ's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Irqs {
+    /// `/proc/interrupts`, parsed.
+    pub table: InterruptTable,
+    /// One entry per numbered row of the table, in the same order.
+    pub irqs: Vec<Irq>,
+    /// `/proc/irq/default_smp_affinity`: the CPUs new IRQs may be delivered to.
+    pub default_affinity: Avail<CpuSet>,
+    /// `/proc/softirqs`, parsed.
+    pub softirqs: Avail<SoftirqTable>,
+}
+
+/// One numbered IRQ and its settings from `/proc/irq/N/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Irq {
+    /// The Linux IRQ number.
+    pub number: u32,
+    /// What the IRQ serves, from its actions.
+    pub class: IrqClass,
+    /// The CPUs the IRQ may be delivered to (`smp_affinity_list`, else `smp_affinity`).
+    pub affinity: Avail<CpuSet>,
+    /// The CPUs the IRQ is actually delivered to (`effective_affinity_list`, else
+    /// `effective_affinity`; kernels before 4.15 and some architectures lack it).
+    pub effective_affinity: Avail<CpuSet>,
+    /// The NUMA node of the IRQ descriptor (`/proc/irq/N/node`); `None` when absent or -1.
+    pub node: Option<u32>,
+    /// The NUMA node of the device the IRQ serves (a NIC or NVMe controller), from its sysfs
+    /// `numa_node`; `None` when the class names no device, sysfs does not resolve it, or the
+    /// platform reports -1.
+    pub device_node: Option<u32>,
+}
+
+impl Irqs {
+    /// The table row of `irq`.
+    pub fn row(&self, irq: &Irq) -> Option<&IrqRow> {
+        self.table.numbered(irq.number)
+    }
+}
+
+/// Reads `/proc/interrupts`, `/proc/softirqs`, `/proc/irq/default_smp_affinity` and each
+/// numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
+pub fn read(r: &mut Reader) -> Avail<Irqs> {
+    let text = match r.text(INTERRUPTS) {
+        Avail::Available(text) => text,
+        Avail::Unavailable { unavailable } => return Avail::missing(unavailable),
+    };
+    let table = parse_interrupts(&text, INTERRUPTS, &mut r.warnings);
+    let mut device_nodes = BTreeMap::new();
+    let irqs = table
+        .rows
+        .iter()
+        .filter_map(|row| Some(read_irq(r, row.number?, &row.actions, &mut device_nodes)))
+        .collect();
+    let softirqs = r
+        .text(SOFTIRQS)
+        .map(|text| parse_softirqs(&text, SOFTIRQS, &mut r.warnings));
+    Avail::Available(Irqs {
+        table,
+        irqs,
+        default_affinity: r.cpumask(DEFAULT_AFFINITY),
+        softirqs,
+    })
+}
+
+/// Reads `/proc/irq/N/`; `device_nodes` caches sysfs node lookups shared by a NIC's queues.
+fn read_irq(
+    r: &mut Reader,
+    number: u32,
+    actions: &[String],
+    device_nodes: &mut BTreeMap<String, Option<u32>>,
+) -> Irq {
+    let dir = format!("/proc/irq/{number}");
+    let class = classify(actions);
+    let device_node = class.device_node_path().and_then(|path| {
+        *device_nodes
+            .entry(path)
+            .or_insert_with_key(|path| node_value(r, path))
+    });
+    Irq {
+        number,
+        affinity: list_or_mask(r, &format!("{dir}/smp_affinity")),
+        effective_affinity: list_or_mask(r, &format!("{dir}/effective_affinity")),
+        node: node_value(r, &format!("{dir}/node")),
+        device_node,
+        class,
+    }
+}
+
+/// A CPU set from `<base>_list`, or from the mask file `<base>` where the list is absent.
+fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
+    let list = format!("{base}_list");
+    if r.root.exists(&list) {
+        r.cpulist(&list)
+    } else {
+        r.cpumask(base)
+    }
+}
+
+/// A NUMA node file: a node number, or -1 for none.
+fn node_value(r: &mut Reader, path: &str) -> Option<u32> {
+    r.opt::<i64>(path).and_then(|node| u32::try_from(node).ok())
+}
 
 /// `/proc/interrupts`, parsed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -385,9 +501,22 @@ fn garbled(line: &str, why: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::sysroot::SysRoot;
     use proptest::prelude::*;
+
+    /// A temporary root holding `files` (system path, content); shared by the readers' tests.
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        for (path, content) in files {
+            let host = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(host.parent().expect("a file has a parent"))
+                .expect("create the parent directory");
+            std::fs::write(host, content).expect("write the fixture file");
+        }
+        dir
+    }
 
     const P: &str = "/proc/interrupts";
 
@@ -586,5 +715,85 @@ PIN:          0          0   Posted-interrupt notification event
                 prop_assert!(row.counts.len() == 2 || row.counts.len() == 1);
             }
         }
+    }
+
+    #[test]
+    fn reads_irq_directories_nic_nodes_and_softirqs() {
+        let interrupts = "           CPU0       CPU1       CPU2       CPU3\n\
+             40:  1  0  0  0  IR-PCI-MSIX-0000:17:00.0   0-edge      eth0-TxRx-0\n\
+             41:  0  5  0  0  IR-PCI-MSIX-0000:17:00.0   1-edge      eth0-TxRx-1\n\
+             50:  0  0  9  0  IR-PCI-MSIX-0000:41:00.0   3-edge      mlx5_comp3@pci:0000:41:00.0\n\
+             60:  0  0  0  2  IR-PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n\
+             61:  0  0  0  0  IR-PCI-MSIX-0000:01:00.0   2-edge      nvme0q2\n\
+            LOC:  10  20  30  40   Local timer interrupts\n";
+        let dir = tree(&[
+            ("/proc/interrupts", interrupts),
+            ("/proc/irq/default_smp_affinity", "3\n"),
+            ("/proc/irq/40/smp_affinity_list", "0-1\n"),
+            ("/proc/irq/40/effective_affinity_list", "0\n"),
+            ("/proc/irq/40/node", "1\n"),
+            ("/proc/irq/41/smp_affinity", "0c\n"),
+            ("/proc/irq/41/node", "-1\n"),
+            ("/proc/irq/50/smp_affinity_list", "2\n"),
+            ("/proc/irq/60/smp_affinity_list", "3\n"),
+            ("/proc/irq/61/smp_affinity_list", "3-x\n"),
+            ("/sys/class/net/eth0/device/numa_node", "1\n"),
+            ("/sys/bus/pci/devices/0000:41:00.0/numa_node", "0\n"),
+            ("/sys/class/nvme/nvme0/device/numa_node", "-1\n"),
+        ]);
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r).get_owned().expect("/proc/interrupts is there");
+        let warnings = r.warnings.into_vec();
+
+        assert_eq!(
+            irqs.default_affinity.get().map(CpuSet::to_list).as_deref(),
+            Some("0-1")
+        );
+        let numbers: Vec<u32> = irqs.irqs.iter().map(|irq| irq.number).collect();
+        assert_eq!(numbers, vec![40, 41, 50, 60, 61]);
+        let irq = |n: u32| irqs.irqs.iter().find(|irq| irq.number == n).unwrap();
+        let list = |set: &Avail<CpuSet>| set.get().map(CpuSet::to_list);
+
+        assert_eq!(list(&irq(40).affinity).as_deref(), Some("0-1"));
+        assert_eq!(list(&irq(40).effective_affinity).as_deref(), Some("0"));
+        assert_eq!(irq(40).node, Some(1));
+        assert_eq!(irq(40).device_node, Some(1));
+        assert!(matches!(irq(40).class, IrqClass::NicQueue { queue: 0, .. }));
+        // The mask file stands in for an absent list file.
+        assert_eq!(list(&irq(41).affinity).as_deref(), Some("2-3"));
+        assert_eq!(irq(41).node, None);
+        // A missing file is a reason, not a warning.
+        assert!(
+            irq(41)
+                .effective_affinity
+                .reason()
+                .is_some_and(|why| why.contains("does not exist"))
+        );
+        assert_eq!(irq(50).device_node, Some(0));
+        assert_eq!(irq(60).device_node, None);
+        assert!(matches!(
+            irq(60).class,
+            IrqClass::Storage { managed: true, .. }
+        ));
+        assert_eq!(irqs.row(irq(50)).map(|row| row.total()), Some(9));
+        // A garbled file is one warning naming it, and unavailable.
+        assert!(irq(61).affinity.get().is_none());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].path, "/proc/irq/61/smp_affinity_list");
+        assert!(irqs.softirqs.reason().is_some());
+    }
+
+    #[test]
+    fn no_proc_interrupts_is_unavailable_without_warnings() {
+        let dir = tree(&[]);
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r);
+        assert!(
+            irqs.reason()
+                .is_some_and(|why| why.contains("/proc/interrupts"))
+        );
+        assert!(r.warnings.into_vec().is_empty());
     }
 }
