@@ -264,7 +264,8 @@ pub fn parse_softirqs(text: &str, path: &str, warnings: &mut Warnings) -> Softir
     SoftirqTable { cpus, rows }
 }
 
-/// The numbered lines after the header (1-based numbers), with blank lines dropped.
+/// The numbered lines after the header (1-based numbers), with trailing NUL bytes cut and
+/// blank lines dropped.
 type Body<'t> = Vec<(usize, &'t str)>;
 
 /// Reads the `CPU0 CPU1 ...` header (the first non-blank line) and returns the CPU columns and
@@ -273,7 +274,7 @@ fn header<'t>(text: &'t str, path: &str, warnings: &mut Warnings) -> Option<(Vec
     let mut lines = text
         .lines()
         .enumerate()
-        .map(|(i, line)| (i + 1, line))
+        .map(|(i, line)| (i + 1, line.trim_end_matches('\0')))
         .filter(|(_, line)| !line.trim().is_empty());
     let Some((lineno, first)) = lines.next() else {
         warnings.file(
@@ -374,13 +375,15 @@ fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
     let mut rest = text;
     while counts.len() < max {
         let trimmed = rest.trim_start();
-        let end = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
-        match trimmed[..end].parse::<u64>() {
-            Ok(count) if end > 0 => {
+        let (word, after) = trimmed
+            .split_once(char::is_whitespace)
+            .unwrap_or((trimmed, ""));
+        match word.parse::<u64>() {
+            Ok(count) => {
                 counts.push(count);
-                rest = &trimmed[end..];
+                rest = after;
             }
-            _ => break,
+            Err(_) => break,
         }
     }
     (counts, rest)
@@ -483,7 +486,7 @@ fn words(text: &str) -> Vec<(usize, usize, &str)> {
     for (i, c) in text.char_indices() {
         match (c.is_whitespace(), start) {
             (true, Some(s)) => {
-                out.push((s, i, &text[s..i]));
+                out.extend(text.get(s..i).map(|word| (s, i, word)));
                 start = None;
             }
             (false, None) => start = Some(i),
@@ -491,7 +494,7 @@ fn words(text: &str) -> Vec<(usize, usize, &str)> {
         }
     }
     if let Some(s) = start {
-        out.push((s, text.len(), &text[s..]));
+        out.extend(text.get(s..).map(|word| (s, text.len(), word)));
     }
     out
 }
@@ -686,6 +689,13 @@ PIN:          0          0   Posted-interrupt notification event
         assert_eq!(table.rows[2].counts, vec![659, 0]);
         let lines: Vec<Option<usize>> = warnings.into_vec().iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![Some(4), Some(6)]);
+    }
+
+    #[test]
+    fn trailing_nul_bytes_are_ignored() {
+        let (table, warnings) = parse("  CPU0\n 3:  5  IO-APIC 3-edge  x\0\0\n\0\0\0");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(table.numbered(3).unwrap().actions, vec!["x"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod avail;
 pub mod cpulist;
 pub mod irq;
+pub mod services;
 pub mod tasks;
 
 pub use avail::{Avail, Warning, Warnings};

@@ -176,18 +176,19 @@ pub struct Stat {
 /// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so it runs
 /// from the first `(` to the last `)`.
 pub fn parse_stat(text: &str) -> Result<Stat, String> {
-    let open = text.find('(').ok_or("no '(' before the command name")?;
-    let close = text.rfind(')').ok_or("no ')' after the command name")?;
-    if close < open {
-        return Err("')' before '('".to_string());
-    }
-    let pid = text[..open].trim();
+    let (pid, rest) = text
+        .split_once('(')
+        .ok_or("no '(' before the command name")?;
+    let (comm, tail) = rest
+        .rsplit_once(')')
+        .ok_or("no ')' after the command name")?;
+    let pid = pid.trim();
     let pid = pid
         .parse()
         .map_err(|_| format!("pid '{}' is not a number", truncate(pid, 20)))?;
-    let comm = text[open + 1..close].to_string();
+    let comm = comm.to_string();
     // fields[0] is field 3 (state).
-    let fields: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let fields: Vec<&str> = tail.split_whitespace().collect();
     let field = |n: usize| -> Result<&str, String> {
         fields
             .get(n - 3)
@@ -226,6 +227,7 @@ pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> Status {
     let mut status = Status::default();
     let mut mask = None;
     for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\0');
         let Some((key, value)) = line.split_once(':') else {
             if !line.trim().is_empty() {
                 let message = format!("expected 'Key: value': '{}'", truncate(line, 60));
@@ -451,7 +453,7 @@ mod tests {
     #[test]
     fn parses_status_with_fallback_to_the_mask() {
         let mut warnings = Warnings::default();
-        let text = "Name:\tkthreadd\nKthread:\t1\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n";
+        let text = "Name:\tkthreadd\nKthread:\t1\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n\0\0";
         let status = parse_status(text, "/proc/2/status", &mut warnings);
         assert_eq!(status.cpus_allowed.unwrap().to_list(), "0-1");
         assert_eq!(status.kthread, Some(true));
