@@ -18,6 +18,7 @@ pub mod classify;
 pub use classify::{IrqClass, classify};
 
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
+use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -117,13 +118,25 @@ fn read_irq(
     }
 }
 
-/// A CPU set from `<base>_list`, or from the mask file `<base>` where the list is absent.
+/// A CPU set from `<base>_list`, or from the mask file `<base>` where the list is absent
+/// (kernels before 2.6.36 and hwloc-era trees write only masks). Garbled content is warned.
 fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
     let list = format!("{base}_list");
-    if r.root.exists(&list) {
-        r.cpulist(&list)
-    } else {
-        r.cpumask(base)
+    // Read first and fall back on "absent": a stat per file would double the syscalls.
+    let (path, text, parse): (&str, _, fn(&str) -> _) = match r.root.read_value(&list) {
+        Ok(text) => (&list, text, CpuSet::parse_list),
+        Err(ReadError::NotFound { .. }) => match r.root.read_value(base) {
+            Ok(text) => (base, text, CpuSet::parse_mask),
+            Err(e) => return Avail::missing(e.to_string()),
+        },
+        Err(e) => return Avail::missing(e.to_string()),
+    };
+    match parse(&text) {
+        Ok(set) => Avail::Available(set),
+        Err(e) => {
+            r.warnings.file(path, e.to_string());
+            Avail::missing(format!("{path}: {e}"))
+        }
     }
 }
 
@@ -135,7 +148,8 @@ fn node_value(r: &mut Reader, path: &str) -> Option<u32> {
 /// `/proc/interrupts`, parsed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InterruptTable {
-    /// The CPU of each count column, from the header (online CPUs at the time of reading).
+    /// The CPU of each count column, from the header (online CPUs at the time of reading),
+    /// ascending.
     pub cpus: Vec<u32>,
     /// The rows, in file order.
     pub rows: Vec<IrqRow>,
@@ -181,8 +195,8 @@ impl InterruptTable {
             return 0;
         }
         self.cpus
-            .iter()
-            .position(|&c| c == cpu)
+            .binary_search(&cpu)
+            .ok()
             .and_then(|i| row.counts.get(i).copied())
             .unwrap_or(0)
     }
@@ -371,22 +385,33 @@ fn split_label(line: &str) -> Option<(&str, &str)> {
 /// Takes up to `max` whitespace-separated unsigned counts from the start of `text`, returning
 /// them and the text after the last one taken.
 fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
-    let mut counts = Vec::new();
-    let mut rest = text;
+    // A byte loop: a 512-CPU machine's /proc/interrupts holds millions of counts.
+    let bytes = text.as_bytes();
+    let mut counts = Vec::with_capacity(max);
+    let mut taken = 0; // where the text after the last count taken starts
+    let mut at = 0;
     while counts.len() < max {
-        let trimmed = rest.trim_start();
-        let (word, after) = trimmed
-            .split_once(char::is_whitespace)
-            .unwrap_or((trimmed, ""));
-        match word.parse::<u64>() {
-            Ok(count) => {
+        while let Some(b' ' | b'\t') = bytes.get(at) {
+            at += 1;
+        }
+        let start = at;
+        let mut value: Option<u64> = Some(0);
+        while let Some(&b) = bytes.get(at).filter(|b| b.is_ascii_digit()) {
+            value = value
+                .and_then(|v| v.checked_mul(10))
+                .and_then(|v| v.checked_add(u64::from(b - b'0')));
+            at += 1;
+        }
+        let ends_word = bytes.get(at).is_none_or(u8::is_ascii_whitespace);
+        match value {
+            Some(count) if at > start && ends_word => {
                 counts.push(count);
-                rest = after;
+                taken = at;
             }
-            Err(_) => break,
+            _ => break,
         }
     }
-    (counts, rest)
+    (counts, text.get(taken..).unwrap_or(""))
 }
 
 /// Pads a row that has fewer counts than CPU columns with zeros, with a warning.
