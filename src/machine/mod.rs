@@ -8,6 +8,9 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod irq;
+pub mod services;
+pub mod tasks;
 pub mod topology;
 
 pub use avail::{Avail, Warning, Warnings};
