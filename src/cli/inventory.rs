@@ -26,7 +26,8 @@ pub fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))?;
+        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))
+            .map_err(std::io::Error::from)?;
         writeln!(stdout)?;
     } else {
         stdout.write_all(inventory::render_text(&machine).as_bytes())?;
