@@ -6,4 +6,5 @@
 pub mod cli;
 pub mod machine;
 pub mod measure;
+pub mod results;
 pub mod sysroot;

@@ -1,3 +1,6 @@
 //! Measurement engines and the harness they share.
 
+pub mod clock;
 pub mod harness;
+pub mod jitter;
+pub mod tsc;

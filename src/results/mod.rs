@@ -1,0 +1,4 @@
+//! Results: the versioned JSON documents, the printers of the peers' formats and the
+//! importers of their outputs.
+
+pub mod sysjitter;
