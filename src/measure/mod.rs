@@ -3,4 +3,5 @@
 pub mod clock;
 pub mod harness;
 pub mod jitter;
+pub mod timer;
 pub mod tsc;
