@@ -6,5 +6,8 @@
 pub mod cli;
 pub mod machine;
 pub mod measure;
+pub mod plan;
+pub mod report;
 pub mod results;
+pub mod snapshot;
 pub mod sysroot;
