@@ -72,8 +72,8 @@ impl BusyRecord {
     /// An empty record with its buffers allocated and written once, so the loop neither
     /// allocates nor page-faults on them.
     pub fn new(config: LoopConfig) -> Self {
-        let mut gaps = vec![Gap::default(); config.capacity.max(1)];
-        gaps.clear();
+        let mut gaps = Vec::new();
+        crate::measure::harness::prefault(&mut gaps, Gap::default(), config.capacity.max(1));
         let high = config.hist_max_ticks.max(2);
         let hist = Histogram::new_with_bounds(1, high, HDR_DIGITS)
             .unwrap_or_else(|_| Histogram::new(HDR_DIGITS).expect("3 digits are valid"));
