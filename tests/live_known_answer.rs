@@ -136,3 +136,29 @@ fn ctrl_c_stops_and_still_prints_results() {
     assert_eq!(doc["result"]["interrupted"], true);
     assert!(doc["result"]["cpus"][0]["runtime_ns"].as_u64().unwrap() > 100_000_000);
 }
+
+#[test]
+#[ignore = "live: measures CPU 1 for at most 2 s"]
+fn a_full_gap_buffer_is_reported_and_the_results_kept() {
+    let out = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args([
+            "measure",
+            "jitter",
+            "--cpus",
+            "1",
+            "--threshold",
+            "1000",
+            "--duration",
+            "2s",
+        ])
+        .args(["--max-gaps", "5", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the gap buffer filled (5 gaps)"));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cpu = &doc["result"]["cpus"][0];
+    assert_eq!(cpu["buffer_full"], true);
+    assert_eq!(cpu["interruptions"], 5);
+}

@@ -1,6 +1,7 @@
 //! Clock backends of the measurement loops: the real ones (TSC, `clock_nanosleep`) and
 //! scripted ones, so that loops, statistics and printers are tested deterministically.
 
+use super::harness::monotonic_ns;
 use std::collections::VecDeque;
 
 /// A counter read back to back by the busy loop.
@@ -59,11 +60,6 @@ pub trait DeadlineClock {
 /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` followed by
 /// `clock_gettime(CLOCK_MONOTONIC)`, as cyclictest does.
 pub struct Monotonic;
-
-fn monotonic_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 impl DeadlineClock for Monotonic {
     fn now_ns(&mut self) -> u64 {

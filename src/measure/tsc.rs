@@ -159,20 +159,6 @@ pub fn invariant_tsc() -> bool {
     }
 }
 
-/// Whether CPUID reports that the code runs under a hypervisor (leaf 1 ECX bit 31).
-pub fn under_hypervisor() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        raw_cpuid::CpuId::new()
-            .get_feature_info()
-            .is_some_and(|f| f.has_hypervisor())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// The counter frequency as CPUID gives it, when it does.
 fn cpuid_frequency() -> Option<(u64, FreqMethod)> {
     #[cfg(target_arch = "x86_64")]

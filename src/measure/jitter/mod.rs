@@ -9,7 +9,7 @@ use super::clock::TscTicks;
 use super::env::{self, Environment};
 use super::inject::{self, InjectSpec};
 use super::session::{self, Helper};
-use super::tsc::Tsc;
+use super::tsc::{self, Tsc};
 use super::{harness, load};
 use crate::machine::{CpuSet, Warning};
 use crate::sysroot::SysRoot;
@@ -183,6 +183,13 @@ fn setup(cpu: u32, priority: Option<u8>, config: LoopConfig) -> (BusyRecord, Opt
         && let Err(e) = harness::set_fifo_priority(priority)
     {
         error = Some(format!("cannot run at SCHED_FIFO {priority}: {e}"));
+    }
+    // rdtscp says where the counter was read: a thread not on its CPU would measure another.
+    if error.is_none() && tsc::has_rdtscp() {
+        let (_, on) = tsc::read_with_cpu();
+        if on != cpu {
+            error = Some(format!("pinned to CPU {cpu} but running on CPU {on}"));
+        }
     }
     let capacity = if error.is_some() { 1 } else { config.capacity };
     (BusyRecord::new(LoopConfig { capacity, ..config }), error)
