@@ -9,6 +9,7 @@ pub mod avail;
 pub mod cpu;
 pub mod cpulist;
 pub mod irq;
+pub mod net;
 pub mod services;
 pub mod tasks;
 pub mod topology;
@@ -140,6 +141,8 @@ pub struct Machine {
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
     pub services: services::Services,
+    /// Network interfaces with their NUMA node and RPS masks.
+    pub net: Avail<Vec<net::NetInterface>>,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -157,6 +160,7 @@ impl Machine {
         let irqs = irq::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
+        let net = net::read(&mut r);
         Machine {
             cpu,
             hypervisor,
@@ -164,6 +168,7 @@ impl Machine {
             irqs,
             tasks,
             services,
+            net,
             warnings: r.warnings.into_vec(),
         }
     }

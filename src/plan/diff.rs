@@ -101,6 +101,7 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             _ => Current::Unknown(format!("lowlat does not read workqueue {rest}")),
         },
         "kthread" => current_kthread(rest, machine),
+        "rps" => current_rps(rest, machine),
         "service" => match machine.services.service(rest.trim_end_matches(".service")) {
             Some(service) if service.enabled => Current::Value("enabled".into()),
             Some(service) if service.installed => Current::Value("disabled".into()),
@@ -121,6 +122,32 @@ fn current_irq(s: &Setting, machine: &Machine) -> Current {
     match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {
         Some(irq) => cpus(&irq.affinity, false),
         None => Current::Absent,
+    }
+}
+
+fn current_rps(rest: &str, machine: &Machine) -> Current {
+    let interfaces = match &machine.net {
+        Avail::Available(interfaces) => interfaces,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let name = rest.strip_suffix(":rps_cpus").unwrap_or(rest);
+    let Some(iface) = interfaces.iter().find(|i| i.name == name) else {
+        return Current::Absent;
+    };
+    let mut masks: Vec<String> = Vec::new();
+    for queue in &iface.rx_queues {
+        let mask = queue
+            .rps_cpus
+            .get()
+            .map_or_else(|| "?".to_string(), CpuSet::to_mask);
+        if !masks.contains(&mask) {
+            masks.push(mask);
+        }
+    }
+    match masks.len() {
+        0 => Current::Absent,
+        1 => Current::Value(masks.remove(0)),
+        _ => Current::Value(format!("mixed: {}", masks.join("; "))),
     }
 }
 

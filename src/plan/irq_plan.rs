@@ -60,6 +60,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     };
     let topology = &inputs.machine.topology;
     let spread = nic_spread(irqs, topology, hk);
+    let mut managed: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for irq in &irqs.irqs {
         let name = actions(irqs, irq);
         let reaches_isolated = irq
@@ -77,12 +78,13 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
                     );
                 }
             }
-            IrqClass::Storage { managed: true, .. } => {
+            IrqClass::Storage {
+                managed: true,
+                device,
+                ..
+            } => {
                 if reaches_isolated {
-                    draft.unmovable(
-                        format!("irq {} ({name})", irq.number),
-                        "a kernel-managed queue vector, whose affinity cannot be written; isolcpus=managed_irq keeps it off the isolated CPUs from the next boot",
-                    );
+                    managed.entry(device.as_str()).or_default().push(irq.number);
                 }
             }
             _ => {
@@ -95,7 +97,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
                         QUEUE_GUIDE,
                     ));
                 } else {
-                    let (cpus, where_) = local_housekeeping(topology, hk, irq.device_node);
+                    let (cpus, where_) = local_housekeeping(topology, hk, irq_node(irq));
                     draft.add(setting(
                         format!("{PREFIX}{}:affinity", irq.number),
                         cpus.to_list(),
@@ -107,6 +109,97 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
             }
         }
     }
+    for (device, numbers) in managed {
+        draft.unmovable(
+            format!("irqs {} ({device} queues)", ranges(&numbers)),
+            "kernel-managed queue vectors, whose affinity cannot be written; isolcpus=managed_irq keeps them off the isolated CPUs from the next boot",
+        );
+    }
+}
+
+/// Numbers as ranges: `41-47,49-55`.
+fn ranges(numbers: &[u32]) -> String {
+    let mut sorted = numbers.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut iter = sorted.into_iter().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        out.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
+}
+
+/// The `id` prefix of RPS settings.
+pub const RPS_PREFIX: &str = "rps:";
+
+/// Adds the RPS mask of every interface with receive queues (loopback aside): where RPS is on,
+/// it steers only to the housekeeping CPUs of the interface's node; where it is off, it stays
+/// off (the NIC's own queues, spread by the IRQ plan, already share the load, and RPS would add
+/// an inter-processor interrupt per packet batch).
+pub fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
+    let hk = &inputs.partition.housekeeping;
+    let source = "TuneD/OpenShift performance profiles (RPS masks); Linux networking/scaling.rst";
+    let interfaces = match &inputs.machine.net {
+        Avail::Available(interfaces) => interfaces,
+        Avail::Unavailable { unavailable } => {
+            draft.skip(
+                setting(
+                    format!("{RPS_PREFIX}*:rps_cpus"),
+                    hk.to_mask(),
+                    Layer::Runtime,
+                    "RPS steers only to housekeeping CPUs.",
+                    source,
+                ),
+                format!("the network interfaces could not be read: {unavailable}"),
+            );
+            return;
+        }
+    };
+    for iface in interfaces
+        .iter()
+        .filter(|i| i.name != "lo" && !i.rx_queues.is_empty())
+    {
+        let current = iface.rps_union();
+        let (value, why) = if current.is_empty() {
+            (
+                CpuSet::new().to_mask(),
+                "RPS stays off: the receive queues' own IRQs carry the packets to housekeeping CPUs".to_string(),
+            )
+        } else {
+            let (cpus, where_) = local_housekeeping(
+                &inputs.machine.topology,
+                hk,
+                iface.numa_node.map(|n| (n, "where its device is")),
+            );
+            (
+                cpus.to_mask(),
+                format!(
+                    "RPS steers received packets only to the housekeeping CPUs{where_}, never to isolated ones"
+                ),
+            )
+        };
+        draft.add(setting(
+            format!("{RPS_PREFIX}{}:rps_cpus", iface.name),
+            value,
+            Layer::Runtime,
+            format!(
+                "{} ({} receive queues): {why}.",
+                iface.name,
+                iface.rx_queues.len()
+            ),
+            source,
+        ));
+    }
 }
 
 /// The handler names of an IRQ, comma-separated, or `?`.
@@ -117,15 +210,28 @@ fn actions(irqs: &Irqs, irq: &Irq) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The NUMA node an IRQ belongs to: its device's (from sysfs), else its descriptor's
+/// (`/proc/irq/N/node`, where the kernel allocates MSI vectors of a device), with the words
+/// saying which.
+fn irq_node(irq: &Irq) -> Option<(u32, &'static str)> {
+    irq.device_node
+        .map(|n| (n, "where its device is"))
+        .or_else(|| irq.node.map(|n| (n, "the node of its IRQ descriptor")))
+}
+
 /// The housekeeping CPUs of `node` when it has some, else all of them; with the words saying
 /// which.
-fn local_housekeeping(topology: &Topology, hk: &CpuSet, node: Option<u32>) -> (CpuSet, String) {
-    if let Some(node) = node
+fn local_housekeeping(
+    topology: &Topology,
+    hk: &CpuSet,
+    node: Option<(u32, &str)>,
+) -> (CpuSet, String) {
+    if let Some((node, basis)) = node
         && let Some(n) = topology.nodes.iter().find(|n| n.id == node)
     {
         let local = n.cpus.intersection(hk);
         if !local.is_empty() {
-            return (local, format!(" of node {node}, where its device is"));
+            return (local, format!(" of node {node}, {basis}"));
         }
     }
     (hk.clone(), String::new())
@@ -165,7 +271,7 @@ fn nic_spread(irqs: &Irqs, topology: &Topology, hk: &CpuSet) -> BTreeMap<u32, (u
         let Some(queues) = nics.get(name) else {
             continue;
         };
-        let node = queues.iter().find_map(|(irq, _)| irq.device_node);
+        let node = queues.iter().find_map(|(irq, _)| irq_node(irq));
         let (cpus, where_) = local_housekeeping(topology, hk, node);
         let order = cores_first(topology, &cpus);
         let n = order.len();
@@ -188,16 +294,14 @@ fn nic_spread(irqs: &Irqs, topology: &Topology, hk: &CpuSet) -> BTreeMap<u32, (u
     out
 }
 
-/// The IRQs the plan pins to a single CPU (the NIC queue spread), in ascending order.
+/// The IRQs the plan pins one by one by the NIC queue spread (their source is the queue
+/// rule), in ascending order.
 pub fn pinned_irqs(plan: &Plan) -> Vec<u32> {
     let mut irqs: Vec<u32> = plan
         .settings
         .iter()
-        .filter_map(|s| {
-            let n = number(&s.id)?;
-            let cpus: CpuSet = s.value.parse().ok()?;
-            (cpus.len() == 1).then_some(n)
-        })
+        .filter(|s| s.source == QUEUE_GUIDE)
+        .filter_map(|s| number(&s.id))
         .collect();
     irqs.sort_unstable();
     irqs
@@ -228,6 +332,17 @@ pub fn render(plan: &Plan, header: &str) -> String {
         let _ = writeln!(out, "\n{:>5}  {:<12}  why", "irq", "cpus");
         for (n, cpus, why) in irqs {
             let _ = writeln!(out, "{n:>5}  {cpus:<12}  {why}");
+        }
+    }
+    let rps: Vec<_> = plan
+        .settings
+        .iter()
+        .filter(|s| s.id.starts_with(RPS_PREFIX))
+        .collect();
+    if !rps.is_empty() {
+        out.push_str("\nReceive packet steering (every rx queue of the interface):\n");
+        for s in rps {
+            let _ = writeln!(out, "  {} = {}    {}", s.id, s.value, s.rationale);
         }
     }
     let stays: Vec<_> = plan

@@ -14,6 +14,7 @@
 //! | `sysctl:<key>` | `/proc/sys/<key with / for .>` | the value as `sysctl` writes it |
 //! | `irq:default:affinity` | `/proc/irq/default_smp_affinity` | hex mask |
 //! | `irq:<N>:affinity` | `/proc/irq/<N>/smp_affinity_list` | CPU list |
+//! | `rps:<interface>:rps_cpus` | `/sys/class/net/<interface>/queues/rx-*/rps_cpus`, every receive queue | hex mask |
 //! | `workqueue:cpumask` | `/sys/devices/virtual/workqueue/cpumask` | hex mask |
 //! | `workqueue:<name>:cpumask` | `/sys/devices/virtual/workqueue/<name>/cpumask` | hex mask |
 //! | `kthread:<name>:affinity` | `sched_setaffinity` of every kernel thread named `<name>`; a name ending in `*` matches every kernel thread whose name starts with what precedes it (`rcuop/*`) | CPU list |
@@ -291,6 +292,7 @@ pub fn build(
     kernel_cmdline::plan(&inputs, &mut draft)?;
     sysctl::plan(&inputs, &mut draft);
     irq_plan::plan(&inputs, &mut draft);
+    irq_plan::plan_rps(&inputs, &mut draft);
     kthread_plan::plan(&inputs, &mut draft);
     for finding in findings {
         draft.add(finding);

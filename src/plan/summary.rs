@@ -58,7 +58,7 @@ pub fn render(plan: &Plan, topology: &Topology) -> String {
     row(
         &mut out,
         "isolated",
-        format!("{:<16}mask {}", p.isolated.to_list(), p.isolated_mask()),
+        format!("{}  (mask {})", p.isolated.to_list(), p.isolated_mask()),
     );
     row(&mut out, "no-balance", or_none(&p.no_balance));
     row(
@@ -108,8 +108,8 @@ pub fn render(plan: &Plan, topology: &Topology) -> String {
         if settings.is_empty() {
             continue;
         }
-        let reboot = if settings.iter().any(|s| s.reboot) {
-            " (takes effect after a reboot)"
+        let reboot = if settings.iter().all(|s| s.reboot) {
+            " (takes effect at the next boot)"
         } else {
             ""
         };
@@ -150,7 +150,12 @@ pub fn render(plan: &Plan, topology: &Topology) -> String {
             Layer::File => {
                 for s in &settings {
                     let path = s.id.strip_prefix("file:").unwrap_or(&s.id);
-                    let _ = writeln!(out, "    {path} ({} lines)", s.value.lines().count());
+                    let boot = if s.reboot {
+                        ", takes effect at the next boot"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "    {path} ({} lines{boot})", s.value.lines().count());
                 }
             }
             _ => {
