@@ -133,6 +133,17 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         Some("/etc/default/grub.d/99-lowlat.cfg"),
         &|h| kernel_cmdline::grub_dropin(plan, h),
     ));
+    if plan
+        .setting(&format!("file:{}", sysctl::INSTALL_PATH))
+        .is_none()
+    {
+        // No sysctl to set: the file still lists what was skipped and why.
+        out.push(text(
+            "sysctl.d/99-lowlat.conf",
+            Some(sysctl::INSTALL_PATH),
+            &|h| sysctl::render(plan, h),
+        ));
+    }
     // The files lowlat apply installs: exactly the content recorded in the plan.
     for (path, install) in [
         ("sysctl.d/99-lowlat.conf", sysctl::INSTALL_PATH),

@@ -50,7 +50,7 @@ pub fn render(plan: &Plan, topology: &Topology) -> String {
         &mut out,
         "housekeeping",
         format!(
-            "{:<16}mask {}",
+            "{}  (mask {})",
             p.housekeeping.to_list(),
             p.housekeeping_mask()
         ),
