@@ -112,7 +112,11 @@ impl SysRoot {
     pub fn recorded_paths(&self) -> Vec<String> {
         self.recorded
             .as_ref()
-            .map(|r| r.lock().map(|set| set.iter().cloned().collect()).unwrap_or_default())
+            .map(|r| {
+                r.lock()
+                    .map(|set| set.iter().cloned().collect())
+                    .unwrap_or_default()
+            })
             .unwrap_or_default()
     }
 
@@ -165,8 +169,8 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file = std::fs::File::open(self.host_path(path))
-            .map_err(|e| ReadError::from_io(path, e))?;
+        let file =
+            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
@@ -241,11 +245,17 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
         std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.1.0\n\0").unwrap();
         let root = SysRoot::dir(dir.path()).recording();
-        assert_eq!(root.read_value("/proc/sys/kernel/osrelease").unwrap(), "6.1.0");
+        assert_eq!(
+            root.read_value("/proc/sys/kernel/osrelease").unwrap(),
+            "6.1.0"
+        );
         assert!(root.read("/proc/nothing").unwrap_err().is_not_found());
         assert_eq!(root.recorded_paths(), vec!["/proc/sys/kernel/osrelease"]);
         // `..` cannot climb out of the root.
-        assert_eq!(root.host_path("/../../etc/passwd"), dir.path().join("etc/passwd"));
+        assert_eq!(
+            root.host_path("/../../etc/passwd"),
+            dir.path().join("etc/passwd")
+        );
     }
 
     #[test]
@@ -255,7 +265,11 @@ mod tests {
             std::fs::create_dir_all(dir.path().join("cpus").join(name)).unwrap();
         }
         let root = SysRoot::dir(dir.path());
-        let names: Vec<u32> = root.list_numbered("/cpus", "cpu").iter().map(|n| n.0).collect();
+        let names: Vec<u32> = root
+            .list_numbered("/cpus", "cpu")
+            .iter()
+            .map(|n| n.0)
+            .collect();
         assert_eq!(names, vec![0, 2, 10]);
     }
 }

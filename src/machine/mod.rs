@@ -7,6 +7,7 @@
 
 pub mod avail;
 pub mod cpulist;
+pub mod kernel;
 
 pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;
