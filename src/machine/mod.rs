@@ -9,6 +9,7 @@ pub mod avail;
 pub mod cpu;
 pub mod cpulist;
 pub mod kernel;
+pub mod power;
 pub mod topology;
 
 pub use avail::{Avail, Warning, Warnings};
