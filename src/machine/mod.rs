@@ -8,6 +8,7 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod firmware;
 pub mod kernel;
 pub mod power;
 pub mod topology;
