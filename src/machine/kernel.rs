@@ -130,7 +130,13 @@ fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
     let nohz_full = match r.value(&nohz_path) {
         // A kernel built with NO_HZ_FULL but booted without nohz_full= prints "(null)".
         Avail::Available(text) if text == "(null)" => Avail::Available(CpuSet::new()),
-        Avail::Available(_) => r.cpulist(&nohz_path),
+        Avail::Available(text) => match CpuSet::parse_list(&text) {
+            Ok(set) => Avail::Available(set),
+            Err(e) => {
+                r.warnings.file(&nohz_path, e.to_string());
+                Avail::missing(format!("{nohz_path}: {e}"))
+            }
+        },
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),
     };
     let cpus_of = |key: &str| {
@@ -205,16 +211,20 @@ fn read_clocksource(r: &mut Reader) -> Avail<Clocksource> {
     }
 }
 
+/// Test helper for the machine readers: writes `contents` at the system path `path` of the
+/// fixture tree rooted at `dir`, creating the directories on the way.
+#[cfg(test)]
+pub(crate) fn write_tree_file(dir: &std::path::Path, path: &str, contents: impl AsRef<[u8]>) {
+    let file = dir.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().expect("a path under the tree")).expect("create dirs");
+    std::fs::write(file, contents).expect("write fixture file");
+}
+
 #[cfg(test)]
 mod tests {
+    use super::write_tree_file as write;
     use super::*;
     use crate::sysroot::SysRoot;
-
-    fn write(dir: &std::path::Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
 
     /// The RT guest of seeds/002 after tuning.
     fn rt_guest() -> tempfile::TempDir {
