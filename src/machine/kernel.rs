@@ -139,60 +139,39 @@ fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
         },
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),
     };
-    let cpus_of = |key: &str| {
-        let param = cmdline?.last(key)?;
-        let value = param.value.as_deref().unwrap_or("");
-        Some(boot_value(
-            key,
-            parse_boot_cpulist(value, possible.as_ref()),
-        ))
+    let possible = possible.as_ref();
+    let param = |key: &str| {
+        cmdline
+            .and_then(|c| c.last(key))
+            .map(|p| p.value.clone().unwrap_or_default())
     };
-    let isolcpus = cmdline.and_then(|c| c.last("isolcpus")).map(|param| {
-        let value = param.value.as_deref().unwrap_or("");
-        boot_value("isolcpus", parse_isolcpus(value, possible.as_ref()))
-    });
-    let isolation = Isolation {
+    let isolcpus =
+        param("isolcpus").map(|value| boot_value(r, "isolcpus", parse_isolcpus(&value, possible)));
+    let mut cpus_of = |key: &str| {
+        param(key).map(|value| boot_value(r, key, parse_boot_cpulist(&value, possible)))
+    };
+    let cmdline_nohz_full = cpus_of("nohz_full");
+    let rcu_nocbs = cpus_of("rcu_nocbs");
+    let irqaffinity = cpus_of("irqaffinity");
+    Isolation {
         isolated: r.cpulist(&format!("{CPU_DIR}/isolated")),
         nohz_full,
         isolcpus,
-        cmdline_nohz_full: cpus_of("nohz_full"),
-        rcu_nocbs: cpus_of("rcu_nocbs"),
-        irqaffinity: cpus_of("irqaffinity"),
-    };
-    for (key, value) in [
-        (
-            "isolcpus",
-            isolation.isolcpus.as_ref().and_then(|v| v.reason()),
-        ),
-        (
-            "nohz_full",
-            isolation
-                .cmdline_nohz_full
-                .as_ref()
-                .and_then(|v| v.reason()),
-        ),
-        (
-            "rcu_nocbs",
-            isolation.rcu_nocbs.as_ref().and_then(|v| v.reason()),
-        ),
-        (
-            "irqaffinity",
-            isolation.irqaffinity.as_ref().and_then(|v| v.reason()),
-        ),
-    ] {
-        if let Some(reason) = value {
-            r.warnings
-                .file("/proc/cmdline", format!("{key}=: {reason}"));
-        }
+        cmdline_nohz_full,
+        rcu_nocbs,
+        irqaffinity,
     }
-    isolation
 }
 
-/// A command-line value, or why it does not parse (naming the parameter).
-fn boot_value<T>(key: &str, parsed: Result<T, String>) -> Avail<T> {
+/// A command-line value, or why it does not parse (naming the parameter, warned about).
+fn boot_value<T>(r: &mut Reader, key: &str, parsed: Result<T, String>) -> Avail<T> {
     match parsed {
         Ok(value) => Avail::Available(value),
-        Err(e) => Avail::missing(format!("/proc/cmdline {key}=: {e}")),
+        Err(e) => {
+            let message = format!("{key}=: {e}");
+            r.warnings.file("/proc/cmdline", message.clone());
+            Avail::missing(format!("/proc/cmdline {message}"))
+        }
     }
 }
 
