@@ -8,8 +8,11 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod firmware;
 pub mod irq;
+pub mod kernel;
 pub mod net;
+pub mod power;
 pub mod services;
 pub mod tasks;
 pub mod topology;
