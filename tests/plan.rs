@@ -22,17 +22,13 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn machine(name: &str) -> (Machine, String) {
-    let root = SysRoot::dir(fixture(name));
-    let host = root
-        .read_value("/proc/sys/kernel/hostname")
-        .unwrap_or_else(|_| "unknown".into());
-    (Machine::read(&root), host)
+fn machine(name: &str) -> Machine {
+    Machine::read(&SysRoot::dir(fixture(name)))
 }
 
 fn plan_with(name: &str, request: &PlanRequest) -> (Machine, Plan) {
-    let (machine, host) = machine(name);
-    let plan = plan::build(&machine, &host, request, Vec::new()).unwrap();
+    let machine = machine(name);
+    let plan = plan::build(&machine, request, Vec::new()).unwrap();
     (machine, plan)
 }
 
@@ -334,14 +330,14 @@ fn hugepage_requests_are_checked_against_the_machine() {
             },
             ..PlanRequest::default()
         };
-        let (machine, host) = machine("epyc7f32-2s");
-        plan::build(&machine, &host, &request, Vec::new())
+        let machine = machine("epyc7f32-2s");
+        plan::build(&machine, &request, Vec::new())
             .unwrap_err()
             .to_string()
     };
     assert!(refuse(&["1G:600"]).contains("--hugepages 1G:600"));
     assert!(refuse(&["1G:600"]).contains("GiB of memory"));
-    assert!(refuse(&["4M:4"]).contains("2M or 1G"));
+    assert!(refuse(&["4M:4"]).contains("the kernel offers hugepages of 2M, 1G only"));
     assert!(refuse(&["2M:4", "2M:8"]).contains("twice"));
 }
 

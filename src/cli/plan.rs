@@ -141,10 +141,7 @@ impl PlanArgs {
 pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let host = root
-        .read_value("/proc/sys/kernel/hostname")
-        .unwrap_or_else(|_| "unknown".to_string());
-    let plan = plan::build(&machine, &host, &args.request(), Vec::new())?;
+    let plan = plan::build(&machine, &args.request(), Vec::new())?;
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::Plan;
-use super::irq_plan;
 use super::setting::{Layer, Setting};
+use super::{irq_plan, kernel_cmdline};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::sysroot::{ReadError, SysRoot};
@@ -100,6 +100,12 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, true),
             _ => Current::Unknown(format!("lowlat does not read workqueue {rest}")),
         },
+        "cmdline" => current_cmdline(s, machine),
+        "sysctl" => match machine.kernel.sysctls.get(rest) {
+            Some(Avail::Available(value)) => Current::Value(value.clone()),
+            Some(Avail::Unavailable { unavailable }) => Current::Unknown(unavailable.clone()),
+            None => Current::Unknown(format!("lowlat does not read sysctl {rest}")),
+        },
         "kthread" => current_kthread(rest, machine),
         "rps" => current_rps(rest, machine),
         "service" => match machine.services.service(rest.trim_end_matches(".service")) {
@@ -108,6 +114,30 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             _ => Current::Absent,
         },
         _ => Current::Unknown(format!("lowlat does not read {kind} settings yet")),
+    }
+}
+
+/// Every argument of the current command line with a key the setting owns, in order.
+fn current_cmdline(s: &Setting, machine: &Machine) -> Current {
+    let cmdline = match &machine.kernel.cmdline {
+        Avail::Available(cmdline) => cmdline,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let keys = kernel_cmdline::owned_keys(s);
+    let args: Vec<String> = cmdline
+        .params
+        .iter()
+        .filter(|p| keys.iter().any(|k| p.is(k)))
+        .map(|p| match &p.value {
+            Some(value) if value.contains(char::is_whitespace) => format!("{}=\"{value}\"", p.key),
+            Some(value) => format!("{}={value}", p.key),
+            None => p.key.clone(),
+        })
+        .collect();
+    if args.is_empty() {
+        Current::Absent
+    } else {
+        Current::Value(args.join(" "))
     }
 }
 

@@ -98,8 +98,41 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
     ));
     plan_hugepages(inputs, &options.hugepages, draft)?;
     plan_idle(options.power, cpu, draft);
-    plan_tradeoffs(options.allow_security_tradeoffs, draft);
+    plan_tradeoffs(inputs, draft);
+    plan_removals(inputs, draft);
     Ok(())
+}
+
+/// Removes arguments of the current command line that contradict the idle policy.
+fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
+    let Some(cmdline) = inputs.machine.kernel.cmdline.get() else {
+        return;
+    };
+    let power = inputs.request.options.power;
+    let poll = "idle=poll keeps every idle CPU spinning at full power, the housekeeping cores and idle SMT siblings included, taking turbo headroom and pipeline slots from the busy cores; the isolated cores that busy-poll gain nothing from it.";
+    let no_limit = "The balanced power policy sets no idle limit on the command line.";
+    let mut conflicts: Vec<(&str, &str)> = Vec::new();
+    if cmdline.value("idle") == Some("poll") {
+        conflicts.push(("idle", poll));
+    }
+    if power == Power::Balanced {
+        conflicts.extend([
+            ("cpuidle.off", no_limit),
+            ("processor.max_cstate", no_limit),
+            ("intel_idle.max_cstate", no_limit),
+        ]);
+    }
+    for (key, why) in conflicts {
+        let id = format!("{PREFIX}{key}");
+        if cmdline.has(key) && !draft.settings.iter().any(|s| s.id == id) {
+            draft.add(boot(
+                key,
+                "",
+                why,
+                &format!("{GUIDE} §4.3.5 (what it sets)"),
+            ));
+        }
+    }
 }
 
 /// `isolcpus=`: managed IRQs off every isolated CPU; scheduler domains (no load balancing) on
@@ -171,6 +204,17 @@ fn plan_hugepages(
         problem,
     };
     let mut sizes = BTreeSet::new();
+    let kernel_sizes: Vec<HugepagePool> = inputs
+        .machine
+        .kernel
+        .hugepages
+        .global
+        .iter()
+        .map(|p| HugepagePool {
+            size_kib: p.size_kib,
+            count: 1,
+        })
+        .collect();
     for pool in pools {
         if !sizes.insert(pool.size_kib) {
             return Err(refuse(
@@ -178,7 +222,19 @@ fn plan_hugepages(
                 "this page size is given twice; give each size once".into(),
             ));
         }
-        if let Some(cpu) = inputs.machine.cpu.get().filter(|c| is_x86(c)) {
+        if !kernel_sizes.is_empty() {
+            if !kernel_sizes.iter().any(|k| k.size_kib == pool.size_kib) {
+                let offered: Vec<String> =
+                    kernel_sizes.iter().map(HugepagePool::size_arg).collect();
+                return Err(refuse(
+                    pool,
+                    format!(
+                        "the kernel offers hugepages of {} only; use one of those sizes",
+                        offered.join(", ")
+                    ),
+                ));
+            }
+        } else if let Some(cpu) = inputs.machine.cpu.get().filter(|c| is_x86(c)) {
             match pool.size_kib {
                 2048 => {}
                 1_048_576 if cpu.has_flag("pdpe1gb") => {}
@@ -266,7 +322,9 @@ fn plan_idle(power: Power, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
     }
 }
 
-fn plan_tradeoffs(allowed: bool, draft: &mut Draft) {
+fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
+    let allowed = inputs.request.options.allow_security_tradeoffs;
+    let cmdline = inputs.machine.kernel.cmdline.get();
     let offers = [
         tradeoff(
             "mitigations",
@@ -302,12 +360,15 @@ fn plan_tradeoffs(allowed: bool, draft: &mut Draft) {
     for offer in offers {
         if allowed {
             draft.add(offer);
-        } else {
-            draft.skip(
-                offer,
-                "security trade-off: planned only with --allow-security-tradeoffs",
-            );
+            continue;
         }
+        let key = offer.id.strip_prefix(PREFIX).unwrap_or(&offer.id);
+        let reason = if cmdline.is_some_and(|c| c.has(key)) {
+            "security trade-off: planned only with --allow-security-tradeoffs (already on the command line: lowlat neither adds nor removes it)"
+        } else {
+            "security trade-off: planned only with --allow-security-tradeoffs"
+        };
+        draft.skip(offer, reason);
     }
 }
 

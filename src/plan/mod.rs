@@ -57,15 +57,24 @@ pub struct Target {
     pub model: Option<String>,
     /// The online CPUs when the plan was made.
     pub cpus: CpuSet,
+    /// The kernel release the plan was made on (`uname -r`), when known: which sysctls exist
+    /// depends on it.
+    pub kernel: Option<String>,
 }
 
 impl Target {
-    /// The identity of `machine`, known as `host`.
-    pub fn of(machine: &Machine, host: &str) -> Self {
+    /// The identity of `machine`.
+    pub fn of(machine: &Machine) -> Self {
         Self {
-            host: host.to_string(),
+            host: machine
+                .kernel
+                .hostname
+                .get()
+                .cloned()
+                .unwrap_or_else(|| "unknown".to_string()),
             model: machine.cpu.get().and_then(|c| c.model_name.clone()),
             cpus: machine.topology.online_cpus(),
+            kernel: machine.kernel.release.get().cloned(),
         }
     }
 }
@@ -264,12 +273,11 @@ pub mod sources {
     pub const KERNEL_PARAMS: &str = "Linux admin-guide/kernel-parameters";
 }
 
-/// Builds the plan for `machine` (known as `host`): the partition, the settings derived from
-/// it and from the options, then `findings` (the audit's remediations; a finding whose id the
-/// plan already sets is dropped), then the files rendered from all of them.
+/// Builds the plan for `machine`: the partition, the settings derived from it and from the
+/// options, then `findings` (the audit's remediations; a finding whose id the plan already
+/// sets is dropped), then the files rendered from all of them.
 pub fn build(
     machine: &Machine,
-    host: &str,
     request: &PlanRequest,
     findings: Vec<Setting>,
 ) -> Result<Plan, PlanError> {
@@ -300,7 +308,7 @@ pub fn build(
     let mut plan = Plan {
         schema_version: PLAN_SCHEMA_VERSION,
         lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
-        target: Target::of(machine, host),
+        target: Target::of(machine),
         profile: request.profile,
         options: request.options.clone(),
         partition,
@@ -309,7 +317,7 @@ pub fn build(
         unmovable: draft.unmovable,
     };
     plan.settings = draft.settings;
-    sysctl::keep_existing(&sysctl::SysctlValues::new(), &mut plan);
+    sysctl::keep_existing(&machine.kernel.sysctls, &mut plan);
     plan.settings.sort_by_key(|s| apply_rank(s.layer));
     let (files, services) = artifacts::installed_files(&plan);
     plan.settings.extend(files);
