@@ -138,17 +138,17 @@ pub struct Machine {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// CPUs, cores, caches, NUMA nodes.
     pub topology: topology::Topology,
-    /// The running kernel: release, command line, isolation, sysctls, memory settings.
-    pub kernel: kernel::Kernel,
-    /// cpufreq, boost, cpuidle.
-    pub power: power::Power,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
     /// Processes and kernel threads with their affinity and scheduling.
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
     pub services: services::Services,
-    /// DMI identity, SMBIOS tables and memory population.
+    /// Kernel release, command line, isolation, sysctls, clocksource, THP, hugepages, memory.
+    pub kernel: kernel::Kernel,
+    /// cpufreq, boost, cpuidle and resume-latency constraints.
+    pub power: power::Power,
+    /// DMI identity, SMBIOS processors and DIMMs, memory population.
     pub firmware: firmware::Firmware,
     /// Network interfaces with their NUMA node and RPS masks.
     pub net: Avail<Vec<net::NetInterface>>,
@@ -166,22 +166,22 @@ impl Machine {
             .get()
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
-        let kernel = kernel::read(&mut r);
-        let power = power::read(&mut r);
         let irqs = irq::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
+        let kernel = kernel::read(&mut r);
+        let power = power::read(&mut r);
         let firmware = firmware::read(&mut r);
         let net = net::read(&mut r);
         Machine {
             cpu,
             hypervisor,
             topology,
-            kernel,
-            power,
             irqs,
             tasks,
             services,
+            kernel,
+            power,
             firmware,
             net,
             warnings: r.warnings.into_vec(),
