@@ -404,3 +404,58 @@ fn cpu_sets_in_the_plan_stay_within_the_machine() {
         }
     }
 }
+
+#[test]
+fn diff_reads_the_current_value_of_every_kind_of_setting() {
+    use lowlat::plan::diff::{Current, current};
+    let root = SysRoot::dir(fixture("epyc7f32-2s-tuned"));
+    let machine = Machine::read(&root);
+    let now_for = |id: &str, value: &str, layer: Layer| {
+        current(&plan::setting(id, value, layer, "", ""), &machine, &root)
+    };
+    let now = |id: &str, layer: Layer| now_for(id, "", layer);
+    let value = |v: &str| Current::Value(v.to_string());
+    assert_eq!(now("cmdline:idle", Layer::Boot), value("idle=poll"));
+    // The keys of the planned value count: all three hugepage keys.
+    assert_eq!(
+        now_for(
+            "cmdline:hugepages",
+            "default_hugepagesz=1G hugepagesz=1G hugepages=4",
+            Layer::Boot
+        ),
+        value("hugepagesz=2MB hugepages=6000 default_hugepagesz=2MB")
+    );
+    assert_eq!(now("cmdline:isolcpus", Layer::Boot), Current::Absent);
+    assert_eq!(now("sysctl:vm.swappiness", Layer::Sysctl), value("0"));
+    assert_eq!(now("thp:enabled", Layer::Runtime), value("never"));
+    assert_eq!(
+        now("cpufreq:governor", Layer::Runtime),
+        value("performance")
+    );
+    assert_eq!(
+        now("cpu:3:pm_qos_resume_latency_us", Layer::Runtime),
+        value("0")
+    );
+    assert_eq!(now("workqueue:cpumask", Layer::Runtime), value("101"));
+    assert_eq!(
+        now("kthread:kswapd0:affinity", Layer::Runtime),
+        value("0,8")
+    );
+    assert_eq!(now("rps:ens1f0np0:rps_cpus", Layer::Runtime), value("0"));
+    assert_eq!(
+        now("file:/etc/lowlat/plan.json", Layer::File),
+        Current::Absent
+    );
+    assert!(matches!(
+        now("file:/etc/sysctl.d/100-lowlatency.conf", Layer::File),
+        Current::Value(text) if text.contains("kernel.numa_balancing")
+    ));
+    assert_eq!(
+        now("service:tuned.service", Layer::Service),
+        value("enabled")
+    );
+    assert!(matches!(
+        now("frobnicate:x", Layer::Runtime),
+        Current::Unknown(_)
+    ));
+}
