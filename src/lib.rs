@@ -6,4 +6,7 @@
 pub mod cli;
 pub mod machine;
 pub mod measure;
+pub mod plan;
+pub mod report;
+pub mod snapshot;
 pub mod sysroot;

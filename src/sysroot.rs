@@ -8,7 +8,7 @@
 //! A SysRoot can record the paths it was asked for; `lowlat snapshot` uses that to capture
 //! exactly the files the machine model reads.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
@@ -65,9 +65,20 @@ impl ReadError {
 pub struct SysRoot {
     dir: PathBuf,
     live: bool,
-    recorded: Option<Mutex<BTreeSet<String>>>,
+    recorded: Option<Mutex<BTreeMap<String, Recorded>>>,
     /// Keeps an unpacked snapshot alive as long as the root is used.
     _tempdir: Option<tempfile::TempDir>,
+}
+
+/// What a recording SysRoot saw at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// A file that was read, with the bytes read.
+    File(Vec<u8>),
+    /// A directory that was listed.
+    Dir,
+    /// A path whose existence was checked and found.
+    Exists,
 }
 
 /// The largest single file lowlat reads (a /proc/interrupts of a big machine is a few MiB).
@@ -102,17 +113,18 @@ impl SysRoot {
         }
     }
 
-    /// Starts recording every path read, for [`SysRoot::recorded_paths`].
+    /// Starts recording every path read, listed or found, with the bytes read, for
+    /// [`SysRoot::recorded`]. `lowlat snapshot` captures exactly this.
     pub fn recording(mut self) -> Self {
-        self.recorded = Some(Mutex::new(BTreeSet::new()));
+        self.recorded = Some(Mutex::new(BTreeMap::new()));
         self
     }
 
-    /// The system paths read since recording started, sorted.
-    pub fn recorded_paths(&self) -> Vec<String> {
+    /// What was recorded, by system path, sorted.
+    pub fn recorded(&self) -> BTreeMap<String, Recorded> {
         self.recorded
             .as_ref()
-            .map(|r| r.lock().map(|set| set.iter().cloned().collect()).unwrap_or_default())
+            .and_then(|r| r.lock().ok().map(|map| map.clone()))
             .unwrap_or_default()
     }
 
@@ -137,11 +149,14 @@ impl SysRoot {
         out
     }
 
-    fn record(&self, path: &str) {
+    fn record(&self, path: &str, what: Recorded) {
         if let Some(recorded) = &self.recorded
-            && let Ok(mut set) = recorded.lock()
+            && let Ok(mut map) = recorded.lock()
         {
-            set.insert(path.to_string());
+            // A file read beats a mere existence check of the same path.
+            if what != Recorded::Exists || !map.contains_key(path) {
+                map.insert(path.to_string(), what);
+            }
         }
     }
 
@@ -177,7 +192,7 @@ impl SysRoot {
                 source: io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")),
             });
         }
-        self.record(path);
+        self.record(path, Recorded::File(bytes.clone()));
         Ok(bytes)
     }
 
@@ -193,7 +208,11 @@ impl SysRoot {
 
     /// Whether a path exists under the root (file or directory).
     pub fn exists(&self, path: &str) -> bool {
-        self.host_path(path).exists()
+        let found = self.host_path(path).exists();
+        if found {
+            self.record(path, Recorded::Exists);
+        }
+        found
     }
 
     /// The names in a directory, sorted; an absent directory is empty.
@@ -203,6 +222,7 @@ impl SysRoot {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(ReadError::from_io(path, e)),
         };
+        self.record(path, Recorded::Dir);
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
@@ -253,7 +273,12 @@ mod tests {
         let root = SysRoot::dir(dir.path()).recording();
         assert_eq!(root.read_value("/proc/sys/kernel/osrelease").unwrap(), "6.1.0");
         assert!(root.read("/proc/nothing").unwrap_err().is_not_found());
-        assert_eq!(root.recorded_paths(), vec!["/proc/sys/kernel/osrelease"]);
+        let recorded = root.recorded();
+        assert_eq!(recorded.len(), 1);
+        assert_eq!(
+            recorded.get("/proc/sys/kernel/osrelease"),
+            Some(&Recorded::File(b"6.1.0\n\0".to_vec()))
+        );
         // `..` cannot climb out of the root.
         assert_eq!(root.host_path("/../../etc/passwd"), dir.path().join("etc/passwd"));
     }

@@ -2,13 +2,18 @@
 
 use anyhow::Result;
 use clap::Args;
+use std::io::Write;
 
 use super::{Cli, exit};
+use crate::machine::Machine;
+use crate::report::inventory;
 
 /// Options of `lowlat inventory`.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat inventory\n  lowlat inventory --json | jq .machine.topology.shape\n  \
+lowlat inventory --snapshot host1.lowlat")]
 pub struct InventoryArgs {
-    /// Print the versioned JSON document instead of the summary.
+    /// Print the versioned JSON document (schema_version, tool, machine) instead of the summary.
     #[arg(long)]
     pub json: bool,
 }
@@ -16,6 +21,13 @@ pub struct InventoryArgs {
 /// Runs `lowlat inventory`.
 pub fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    let _ = (root, args.json);
+    let machine = Machine::read(&root);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(inventory::render_text(&machine).as_bytes())?;
+    }
     Ok(exit::OK)
 }

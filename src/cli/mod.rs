@@ -43,12 +43,16 @@ const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (a
 pub enum Command {
     /// Summarise the machine: CPU, topology, NUMA, memory, kernel, isolation, power, IRQs.
     Inventory(inventory::InventoryArgs),
+    /// Capture the files lowlat reads into one archive, to inventory or audit elsewhere with
+    /// `--snapshot FILE`.
+    Snapshot(snapshot::SnapshotArgs),
     /// Measure the machine: jitter, timer latency, memory, core-to-core, wake-up, frequency.
     Measure(measure::MeasureArgs),
 }
 
 pub mod inventory;
 pub mod measure;
+pub mod snapshot;
 
 impl Cli {
     /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
@@ -62,6 +66,9 @@ impl Cli {
             }
             return Ok(SysRoot::dir(dir));
         }
+        if let Some(file) = &self.snapshot {
+            return Ok(crate::snapshot::open(file)?.0);
+        }
         Ok(SysRoot::live())
     }
 }
@@ -71,5 +78,6 @@ pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Inventory(args) => inventory::run(&cli, args),
         Command::Measure(args) => measure::run(&cli, args),
+        Command::Snapshot(args) => snapshot::run(&cli, args),
     }
 }

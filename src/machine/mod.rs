@@ -6,7 +6,9 @@
 //! writes.
 
 pub mod avail;
+pub mod cpu;
 pub mod cpulist;
+pub mod topology;
 
 pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;
@@ -117,5 +119,37 @@ pub fn truncate(text: &str, max: usize) -> String {
         text.to_string()
     } else {
         format!("{}...", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// Everything lowlat knows about one machine.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Machine {
+    /// Processor identity and flags.
+    pub cpu: Avail<cpu::CpuIdentity>,
+    /// The hypervisor, when the machine is virtual.
+    pub hypervisor: Option<cpu::Hypervisor>,
+    /// CPUs, cores, caches, NUMA nodes.
+    pub topology: topology::Topology,
+    /// Problems met while reading (garbled lines, unreadable files), with file and line.
+    pub warnings: Vec<Warning>,
+}
+
+impl Machine {
+    /// Reads the machine under `root`. Never fails: what is missing is `Unavailable`, what is
+    /// garbled is in `warnings`.
+    pub fn read(root: &SysRoot) -> Machine {
+        let mut r = Reader::new(root);
+        let cpu = cpu::read(&mut r);
+        let hypervisor = cpu
+            .get()
+            .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
+        let topology = topology::read(&mut r);
+        Machine {
+            cpu,
+            hypervisor,
+            topology,
+            warnings: r.warnings.into_vec(),
+        }
     }
 }

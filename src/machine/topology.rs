@@ -1,0 +1,560 @@
+//! CPU topology from sysfs: logical CPUs, cores, dies, packages, caches (L3 groups are AMD's
+//! CCXs), NUMA nodes with memory and distances, and the shape derived from them.
+//!
+//! Cores are identified as lstopo does: CPUs sharing (package, die, core_id) are SMT siblings
+//! of one core. `thread_siblings` alone is not trusted, since AMD Bulldozer-family kernels
+//! report a two-core module there.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Avail, CpuSet, Reader};
+
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+const NODE_DIR: &str = "/sys/devices/system/node";
+
+/// The CPU topology of a machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// CPUs the kernel could ever bring up (/sys/devices/system/cpu/possible).
+    pub possible: Avail<CpuSet>,
+    /// CPUs physically present.
+    pub present: Avail<CpuSet>,
+    /// CPUs online now.
+    pub online: Avail<CpuSet>,
+    /// CPUs present but offline.
+    pub offline: Avail<CpuSet>,
+    /// SMT control as the kernel reports it (`on`, `off`, `forceoff`, `notsupported`, ...).
+    pub smt_control: Avail<String>,
+    /// Every logical CPU with a directory under /sys/devices/system/cpu, in ascending order.
+    pub cpus: Vec<LogicalCpu>,
+    /// Every cache instance (one entry per distinct set of CPUs sharing it), by level.
+    pub caches: Vec<Cache>,
+    /// NUMA nodes, by number (absent on kernels without NUMA support: then empty).
+    pub nodes: Vec<NumaNode>,
+    /// Counts derived from the above.
+    pub shape: Shape,
+}
+
+/// One logical CPU (a hardware thread, lstopo's PU).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogicalCpu {
+    /// The OS CPU number.
+    pub cpu: u32,
+    /// Whether it is online.
+    pub online: bool,
+    /// Package (socket) id, `physical_package_id`.
+    pub package: Option<u32>,
+    /// Die id within the package (`die_id`), where the kernel reports it.
+    pub die: Option<u32>,
+    /// Core id within the package/die (`core_id`).
+    pub core: Option<u32>,
+    /// The SMT siblings of this CPU, itself included.
+    pub siblings: CpuSet,
+    /// The NUMA node holding this CPU.
+    pub node: Option<u32>,
+}
+
+/// The kind of a cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CacheKind {
+    /// Data cache.
+    Data,
+    /// Instruction cache.
+    Instruction,
+    /// Unified cache.
+    Unified,
+}
+
+/// One cache instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    /// Cache level (1, 2, 3, ...).
+    pub level: u8,
+    /// Data, instruction or unified.
+    pub kind: CacheKind,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// The CPUs sharing this instance.
+    pub cpus: CpuSet,
+    /// Line size in bytes.
+    pub line_bytes: Option<u32>,
+    /// Associativity (ways).
+    pub ways: Option<u32>,
+}
+
+/// One NUMA node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// Node number.
+    pub id: u32,
+    /// CPUs of the node (empty for memory-only nodes, e.g. GPU or CXL memory).
+    pub cpus: CpuSet,
+    /// Memory of the node in KiB (`MemTotal` of nodeN/meminfo).
+    pub mem_total_kib: Avail<u64>,
+    /// Free memory of the node in KiB (`MemFree`).
+    pub mem_free_kib: Avail<u64>,
+    /// SLIT distances from this node to every node, in the order of [`Topology::nodes`].
+    pub distances: Vec<u32>,
+    /// True when the kernel exposes no NUMA nodes and lowlat stands in one node holding every
+    /// CPU and all memory (as lstopo does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub implied: bool,
+}
+
+/// Counts derived from the topology (online CPUs only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Online logical CPUs.
+    pub cpus: usize,
+    /// Packages (sockets) with an online CPU.
+    pub sockets: usize,
+    /// Physical cores with an online CPU.
+    pub cores: usize,
+    /// Cores per socket when every socket has the same number.
+    pub cores_per_socket: Option<usize>,
+    /// The largest number of online threads of one core (2 with SMT on).
+    pub threads_per_core: usize,
+    /// NUMA nodes (memory-only nodes included).
+    pub numa_nodes: usize,
+    /// NUMA nodes with CPUs per socket (AMD's NPS setting) when uniform.
+    pub nodes_per_socket: Option<usize>,
+    /// L3 cache instances (AMD CCXs; one per socket on most Intel parts).
+    pub l3_groups: usize,
+    /// L3 instances per NUMA node with CPUs, when uniform.
+    pub l3_groups_per_node: Option<usize>,
+    /// Cores per L3 instance, when uniform.
+    pub cores_per_l3: Option<usize>,
+}
+
+impl Topology {
+    /// The online CPUs.
+    pub fn online_cpus(&self) -> CpuSet {
+        self.cpus.iter().filter(|c| c.online).map(|c| c.cpu).collect()
+    }
+
+    /// One logical CPU by number.
+    pub fn cpu(&self, cpu: u32) -> Option<&LogicalCpu> {
+        self.cpus
+            .binary_search_by_key(&cpu, |c| c.cpu)
+            .ok()
+            .and_then(|index| self.cpus.get(index))
+    }
+
+    /// The NUMA node of a CPU.
+    pub fn node_of(&self, cpu: u32) -> Option<u32> {
+        self.cpu(cpu).and_then(|c| c.node)
+    }
+
+    /// The SMT siblings of a CPU, itself included (just itself when unknown).
+    pub fn siblings_of(&self, cpu: u32) -> CpuSet {
+        self.cpu(cpu)
+            .map(|c| c.siblings.clone())
+            .unwrap_or_else(|| [cpu].into_iter().collect())
+    }
+
+    /// The L3 instances, each as its CPU set, ordered by first CPU.
+    pub fn l3_groups(&self) -> Vec<CpuSet> {
+        let mut groups: Vec<CpuSet> = self
+            .caches
+            .iter()
+            .filter(|c| c.level == 3)
+            .map(|c| c.cpus.clone())
+            .collect();
+        groups.sort_by_key(|g| g.first());
+        groups
+    }
+
+    /// The size of every cache instance of every level, summed, in bytes.
+    pub fn total_cache_bytes(&self) -> u64 {
+        self.caches.iter().map(|c| c.size_bytes).sum()
+    }
+
+    /// The size of every instance of the last (highest) cache level, summed, in bytes.
+    pub fn llc_bytes_total(&self) -> u64 {
+        let top = self.caches.iter().map(|c| c.level).max().unwrap_or(0);
+        self.caches
+            .iter()
+            .filter(|c| c.level == top)
+            .map(|c| c.size_bytes)
+            .sum()
+    }
+
+    /// The physical cores, each as the set of its online CPUs, ordered by first CPU.
+    pub fn cores(&self) -> Vec<CpuSet> {
+        let online = self.online_cpus();
+        let mut cores: BTreeSet<CpuSet> = BTreeSet::new();
+        for cpu in self.cpus.iter().filter(|c| c.online) {
+            cores.insert(cpu.siblings.intersection(&online));
+        }
+        let mut cores: Vec<CpuSet> = cores.into_iter().filter(|c| !c.is_empty()).collect();
+        cores.sort_by_key(|c| c.first());
+        cores
+    }
+
+    /// The packages (socket ids) with an online CPU.
+    pub fn packages(&self) -> Vec<u32> {
+        let set: BTreeSet<u32> = self
+            .cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.package.unwrap_or(0))
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// The online CPUs ordered by package, NUMA node, L3 group, core and thread, so that
+    /// neighbours in the list share the most.
+    pub fn cpus_by_locality(&self) -> Vec<u32> {
+        let l3 = self.l3_groups();
+        let group_of = |cpu: u32| l3.iter().position(|g| g.contains(cpu)).unwrap_or(usize::MAX);
+        let mut cpus: Vec<&LogicalCpu> = self.cpus.iter().filter(|c| c.online).collect();
+        cpus.sort_by_key(|c| {
+            (
+                c.package.unwrap_or(0),
+                c.node.unwrap_or(0),
+                group_of(c.cpu),
+                c.siblings.first().unwrap_or(c.cpu),
+                c.cpu,
+            )
+        });
+        cpus.into_iter().map(|c| c.cpu).collect()
+    }
+}
+
+/// Reads the topology.
+pub fn read(r: &mut Reader) -> Topology {
+    let possible = r.cpulist(&format!("{CPU_DIR}/possible"));
+    let present = r.cpulist(&format!("{CPU_DIR}/present"));
+    let online = r.cpulist(&format!("{CPU_DIR}/online"));
+    let offline = r.cpulist(&format!("{CPU_DIR}/offline"));
+    let smt_control = r.value(&format!("{CPU_DIR}/smt/control"));
+    let mut nodes = read_nodes(r);
+    if nodes.is_empty() {
+        nodes.push(implied_node(r));
+    }
+    let node_of: BTreeMap<u32, u32> = nodes
+        .iter()
+        .flat_map(|n| n.cpus.iter().map(move |cpu| (cpu, n.id)))
+        .collect();
+
+    let mut cpus = Vec::new();
+    let mut package_sets: BTreeMap<u32, CpuSet> = BTreeMap::new();
+    let mut caches: BTreeMap<(u8, CacheKind, CpuSet), Cache> = BTreeMap::new();
+    for (cpu, name) in r.root.list_numbered(CPU_DIR, "cpu") {
+        let dir = format!("{CPU_DIR}/{name}");
+        let is_online = match r.opt::<u8>(&format!("{dir}/online")) {
+            Some(flag) => flag == 1,
+            None => online.get().is_none_or(|set| set.contains(cpu)),
+        };
+        let topo = format!("{dir}/topology");
+        let thread_siblings = r
+            .cpulist(&format!("{topo}/thread_siblings_list"))
+            .get_owned()
+            .or_else(|| r.cpumask(&format!("{topo}/thread_siblings")).get_owned());
+        let package_cpus = r
+            .cpulist(&format!("{topo}/package_cpus_list"))
+            .get_owned()
+            .or_else(|| r.cpulist(&format!("{topo}/core_siblings_list")).get_owned())
+            .or_else(|| r.cpumask(&format!("{topo}/core_siblings")).get_owned());
+        if let Some(set) = package_cpus {
+            package_sets.insert(cpu, set);
+        }
+        cpus.push(LogicalCpu {
+            cpu,
+            online: is_online,
+            package: r.opt::<i64>(&format!("{topo}/physical_package_id")).and_then(non_negative),
+            die: r.opt::<i64>(&format!("{topo}/die_id")).and_then(non_negative),
+            core: r.opt::<i64>(&format!("{topo}/core_id")).and_then(non_negative),
+            siblings: thread_siblings.unwrap_or_else(|| [cpu].into_iter().collect()),
+            node: node_of.get(&cpu).copied(),
+        });
+        for cache in read_caches(r, &dir) {
+            caches
+                .entry((cache.level, cache.kind, cache.cpus.clone()))
+                .or_insert(cache);
+        }
+    }
+    packages_from_sibling_sets(&mut cpus, &package_sets);
+    siblings_from_core_ids(&mut cpus);
+    let caches = caches.into_values().collect();
+    let mut topology = Topology {
+        possible,
+        present,
+        online,
+        offline,
+        smt_control,
+        cpus,
+        caches,
+        nodes,
+        shape: Shape::default(),
+    };
+    topology.shape = shape(&topology);
+    topology
+}
+
+fn non_negative(value: i64) -> Option<u32> {
+    u32::try_from(value).ok()
+}
+
+/// Numbers the packages of CPUs whose `physical_package_id` is unknown (-1 on some POWER
+/// kernels) by their distinct package CPU sets (`core_siblings`), as lstopo does.
+fn packages_from_sibling_sets(cpus: &mut [LogicalCpu], package_sets: &BTreeMap<u32, CpuSet>) {
+    if cpus.iter().all(|c| c.package.is_some()) {
+        return;
+    }
+    let mut distinct: Vec<&CpuSet> = package_sets.values().collect();
+    distinct.sort_by_key(|set| set.first());
+    distinct.dedup();
+    for cpu in cpus.iter_mut().filter(|c| c.package.is_none()) {
+        cpu.package = package_sets
+            .get(&cpu.cpu)
+            .and_then(|set| distinct.iter().position(|d| *d == set))
+            .and_then(|index| u32::try_from(index).ok());
+    }
+}
+
+/// Groups CPUs into cores by (package, die, NUMA node, core_id), as lstopo does, where the ids
+/// are known; CPUs without a core id keep the kernel's thread_siblings. The node is part of the
+/// key because kernels before die_id existed repeat core ids in each die of a package (AMD
+/// Opteron 6200: core_id 0-7 twice per socket), and a core never spans two nodes.
+fn siblings_from_core_ids(cpus: &mut [LogicalCpu]) {
+    let key = |cpu: &LogicalCpu| {
+        cpu.core.map(|core| {
+            (
+                cpu.package.unwrap_or(0),
+                cpu.die.unwrap_or(0),
+                cpu.node.unwrap_or(0),
+                core,
+            )
+        })
+    };
+    let mut by_core: BTreeMap<(u32, u32, u32, u32), CpuSet> = BTreeMap::new();
+    for cpu in cpus.iter() {
+        if let Some(key) = key(cpu) {
+            by_core.entry(key).or_default().insert(cpu.cpu);
+        }
+    }
+    for cpu in cpus.iter_mut() {
+        if let Some(set) = key(cpu).and_then(|key| by_core.get(&key)) {
+            cpu.siblings = set.clone();
+        }
+    }
+}
+
+fn read_caches(r: &mut Reader, cpu_dir: &str) -> Vec<Cache> {
+    let mut out = Vec::new();
+    let cache_dir = format!("{cpu_dir}/cache");
+    for (_, name) in r.root.list_numbered(&cache_dir, "index") {
+        let dir = format!("{cache_dir}/{name}");
+        let Some(level) = r.opt::<u8>(&format!("{dir}/level")) else {
+            continue;
+        };
+        let kind = match r.opt::<String>(&format!("{dir}/type")).as_deref() {
+            Some("Data") => CacheKind::Data,
+            Some("Instruction") => CacheKind::Instruction,
+            _ => CacheKind::Unified,
+        };
+        let size_path = format!("{dir}/size");
+        let Some(size_bytes) = r.opt::<String>(&size_path).and_then(|s| parse_size(&s)) else {
+            continue;
+        };
+        let cpus = r
+            .cpulist(&format!("{dir}/shared_cpu_list"))
+            .get_owned()
+            .or_else(|| r.cpumask(&format!("{dir}/shared_cpu_map")).get_owned());
+        let Some(cpus) = cpus else { continue };
+        out.push(Cache {
+            level,
+            kind,
+            size_bytes,
+            cpus,
+            line_bytes: r.opt(&format!("{dir}/coherency_line_size")),
+            ways: r.opt(&format!("{dir}/ways_of_associativity")),
+        });
+    }
+    out
+}
+
+/// Parses a sysfs cache size: `32K`, `16384K`, `1M`, `512` (bytes).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let number: u64 = text[..digits_end].parse().ok()?;
+    let factor = match text[digits_end..].trim().trim_end_matches(['B', 'b']) {
+        "" => 1,
+        "K" | "k" => 1 << 10,
+        "M" | "m" => 1 << 20,
+        "G" | "g" => 1 << 30,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+fn read_nodes(r: &mut Reader) -> Vec<NumaNode> {
+    let mut nodes = Vec::new();
+    for (id, name) in r.root.list_numbered(NODE_DIR, "node") {
+        let dir = format!("{NODE_DIR}/{name}");
+        let cpus = r
+            .cpulist(&format!("{dir}/cpulist"))
+            .get_owned()
+            .or_else(|| r.cpumask(&format!("{dir}/cpumap")).get_owned())
+            .unwrap_or_default();
+        let meminfo_path = format!("{dir}/meminfo");
+        let (mem_total_kib, mem_free_kib) = match r.text(&meminfo_path) {
+            Avail::Available(text) => {
+                let field = |key: &str| match node_meminfo_field(&text, key) {
+                    Some(value) => Avail::Available(value),
+                    None => Avail::missing(format!("{meminfo_path} has no {key}")),
+                };
+                (field("MemTotal"), field("MemFree"))
+            }
+            Avail::Unavailable { unavailable } => (
+                Avail::missing(unavailable.clone()),
+                Avail::missing(unavailable),
+            ),
+        };
+        let distance_path = format!("{dir}/distance");
+        let distances = match r.root.read_value(&distance_path) {
+            Ok(text) => text
+                .split_whitespace()
+                .map_while(|d| match d.parse() {
+                    Ok(d) => Some(d),
+                    Err(_) => {
+                        r.warnings
+                            .file(&distance_path, format!("'{d}' is not a distance"));
+                        None
+                    }
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        nodes.push(NumaNode {
+            id,
+            cpus,
+            mem_total_kib,
+            mem_free_kib,
+            distances,
+            implied: false,
+        });
+    }
+    nodes
+}
+
+/// The one node of a machine whose kernel has no NUMA support: every CPU, all of /proc/meminfo.
+fn implied_node(r: &mut Reader) -> NumaNode {
+    let cpus = r
+        .root
+        .list_numbered(CPU_DIR, "cpu")
+        .into_iter()
+        .map(|(cpu, _)| cpu)
+        .collect();
+    let meminfo = r.text("/proc/meminfo");
+    let field = |key: &str| match &meminfo {
+        Avail::Available(text) => match node_meminfo_field(text, key) {
+            Some(kib) => Avail::Available(kib),
+            None => Avail::missing(format!("/proc/meminfo has no {key}")),
+        },
+        Avail::Unavailable { unavailable } => Avail::missing(unavailable.clone()),
+    };
+    NumaNode {
+        id: 0,
+        cpus,
+        mem_total_kib: field("MemTotal"),
+        mem_free_kib: field("MemFree"),
+        distances: vec![10],
+        implied: true,
+    }
+}
+
+/// Reads `Node 0 MemTotal:  32823440 kB` (or /proc/meminfo's `MemTotal: 32823440 kB`) lines;
+/// returns KiB.
+fn node_meminfo_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        if name.split_whitespace().last()? != key {
+            return None;
+        }
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn uniform(counts: impl IntoIterator<Item = usize>) -> Option<usize> {
+    let set: BTreeSet<usize> = counts.into_iter().collect();
+    (set.len() == 1).then(|| set.into_iter().next().unwrap_or(0))
+}
+
+fn shape(t: &Topology) -> Shape {
+    let online = t.online_cpus();
+    let cores = t.cores();
+    let packages = t.packages();
+    let package_of = |cpu: u32| t.cpu(cpu).and_then(|c| c.package).unwrap_or(0);
+    let cores_per_socket = uniform(
+        packages
+            .iter()
+            .map(|&p| cores.iter().filter(|c| c.first().map(package_of) == Some(p)).count()),
+    );
+    let cpu_nodes: Vec<&NumaNode> = t.nodes.iter().filter(|n| n.cpus.intersects(&online)).collect();
+    let nodes_per_socket = if cpu_nodes.is_empty() {
+        None
+    } else {
+        uniform(packages.iter().map(|&p| {
+            cpu_nodes
+                .iter()
+                .filter(|n| n.cpus.iter().any(|cpu| package_of(cpu) == p))
+                .count()
+        }))
+    };
+    let l3 = t.l3_groups();
+    let l3_groups_per_node = if cpu_nodes.is_empty() || l3.is_empty() {
+        None
+    } else {
+        uniform(
+            cpu_nodes
+                .iter()
+                .map(|n| l3.iter().filter(|g| g.intersects(&n.cpus)).count()),
+        )
+    };
+    let cores_per_l3 = uniform(l3.iter().map(|g| {
+        cores
+            .iter()
+            .filter(|core| core.is_subset(g) && !core.is_empty())
+            .count()
+    }))
+    .filter(|_| !l3.is_empty());
+    Shape {
+        cpus: online.len(),
+        sockets: packages.len(),
+        cores: cores.len(),
+        cores_per_socket,
+        threads_per_core: cores.iter().map(CpuSet::len).max().unwrap_or(0),
+        numa_nodes: t.nodes.len(),
+        nodes_per_socket,
+        l3_groups: l3.len(),
+        l3_groups_per_node,
+        cores_per_l3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes() {
+        assert_eq!(parse_size("32K"), Some(32 << 10));
+        assert_eq!(parse_size("16384K\n"), Some(16 << 20));
+        assert_eq!(parse_size("1M"), Some(1 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("12Q"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn node_meminfo() {
+        let text = "Node 0 MemTotal:       32823440 kB\nNode 0 MemFree:        1000 kB\n";
+        assert_eq!(node_meminfo_field(text, "MemTotal"), Some(32823440));
+        assert_eq!(node_meminfo_field(text, "MemFree"), Some(1000));
+        assert_eq!(node_meminfo_field(text, "MemUsed"), None);
+    }
+}

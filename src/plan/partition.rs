@@ -1,0 +1,379 @@
+//! The CPU partition: housekeeping CPUs (the OS, IRQs, kernel threads) and isolated CPUs (the
+//! latency-critical workload), computed from the topology so that SMT siblings stay together
+//! and every NUMA node keeps housekeeping.
+//!
+//! Default: the first N physical cores of each NUMA node (N = 1) with all their SMT siblings
+//! are housekeeping; the rest is isolated. Optionally the next M cores of each node form a
+//! "no balance" band (TuneD's `no_balance_cores`, `isolcpus=` domain isolation), as the
+//! HPE/AMD guide of seeds/000 computes with its shell script.
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::CpuSet;
+use crate::machine::topology::Topology;
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionRequest {
+    /// Physical cores per NUMA node kept for housekeeping (`--housekeeping-cores`, default 1).
+    pub housekeeping_cores_per_node: usize,
+    /// Cores per NUMA node, after the housekeeping ones, in the no-balance band
+    /// (`--no-balance`, default 0).
+    pub no_balance_cores_per_node: usize,
+    /// Explicit housekeeping CPUs (`--housekeeping`); the rest is isolated.
+    pub housekeeping: Option<CpuSet>,
+    /// Explicit isolated CPUs (`--isolate`); the rest is housekeeping.
+    pub isolate: Option<CpuSet>,
+    /// Accept an isolated CPU whose SMT sibling is housekeeping (`--allow-split-smt`).
+    pub allow_split_smt: bool,
+}
+
+impl Default for PartitionRequest {
+    fn default() -> Self {
+        Self {
+            housekeeping_cores_per_node: 1,
+            no_balance_cores_per_node: 0,
+            housekeeping: None,
+            isolate: None,
+            allow_split_smt: false,
+        }
+    }
+}
+
+/// A checked partition of the online CPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    /// CPUs for the OS, IRQs and kernel threads.
+    pub housekeeping: CpuSet,
+    /// CPUs for the latency-critical workload (nohz_full, rcu_nocbs, no IRQs).
+    pub isolated: CpuSet,
+    /// Isolated CPUs also taken out of scheduler load balancing (`isolcpus=domain`), a subset
+    /// of `isolated`; empty unless asked for.
+    pub no_balance: CpuSet,
+    /// Number of possible CPUs, which sets the width of the kernel's hex masks.
+    pub nr_cpus: u32,
+}
+
+/// Why a partition was refused. Each message names the flag to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionError {
+    /// A CPU named that the machine does not have.
+    #[error("{flag}: CPU(s) {cpus} do not exist on this machine (online CPUs: {online})")]
+    NoSuchCpu {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The CPUs not found.
+        cpus: CpuSet,
+        /// The machine's online CPUs.
+        online: CpuSet,
+    },
+    /// A CPU named that is offline.
+    #[error("{flag}: CPU(s) {cpus} are offline; bring them online or leave them out")]
+    Offline {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The offline CPUs.
+        cpus: CpuSet,
+    },
+    /// Both lists given, and they overlap or leave CPUs out.
+    #[error(
+        "--housekeeping and --isolate must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
+    )]
+    Contradiction {
+        /// CPUs in both lists.
+        overlap: CpuSet,
+        /// Online CPUs in neither.
+        missing: CpuSet,
+        /// The online CPUs.
+        online: CpuSet,
+    },
+    /// CPU 0 isolated: it handles boot-time and legacy work that cannot move.
+    #[error(
+        "CPU 0 cannot be isolated: the kernel keeps boot-time and legacy work (timers, some IRQs) on it; leave it in --housekeeping"
+    )]
+    CpuZeroIsolated,
+    /// An isolated CPU whose SMT sibling is housekeeping.
+    #[error(
+        "isolated CPU(s) {isolated} share a core with housekeeping CPU(s) {housekeeping}: the housekeeping thread would disturb them; isolate or keep whole cores, or pass --allow-split-smt"
+    )]
+    SplitSmt {
+        /// Isolated CPUs with a housekeeping sibling.
+        isolated: CpuSet,
+        /// Their housekeeping siblings.
+        housekeeping: CpuSet,
+    },
+    /// A NUMA node with CPUs but no housekeeping CPU.
+    #[error(
+        "NUMA node {node} (CPUs {cpus}) has no housekeeping CPU: its memory reclaim, IRQs and kernel threads would run remote; keep at least one of its cores in --housekeeping"
+    )]
+    NodeWithoutHousekeeping {
+        /// The node.
+        node: u32,
+        /// Its CPUs.
+        cpus: CpuSet,
+    },
+    /// Nothing left to isolate.
+    #[error(
+        "no CPU is left to isolate (online CPUs: {online}); lower --housekeeping-cores or name fewer --housekeeping CPUs"
+    )]
+    NothingIsolated {
+        /// The online CPUs.
+        online: CpuSet,
+    },
+}
+
+/// Computes and checks the partition for `topology`.
+pub fn compute(topology: &Topology, request: &PartitionRequest) -> Result<Partition, PartitionError> {
+    let online = topology.online_cpus();
+    let known: CpuSet = topology.cpus.iter().map(|c| c.cpu).collect();
+    for (flag, set) in [
+        ("--housekeeping", &request.housekeeping),
+        ("--isolate", &request.isolate),
+    ] {
+        let Some(set) = set else { continue };
+        let unknown = set.difference(&known);
+        if !unknown.is_empty() {
+            return Err(PartitionError::NoSuchCpu {
+                flag,
+                cpus: unknown,
+                online,
+            });
+        }
+        let offline = set.difference(&online);
+        if !offline.is_empty() {
+            return Err(PartitionError::Offline {
+                flag,
+                cpus: offline,
+            });
+        }
+    }
+
+    let (housekeeping, no_balance_band) = match (&request.housekeeping, &request.isolate) {
+        (Some(hk), Some(iso)) => {
+            let overlap = hk.intersection(iso);
+            let missing = online.difference(&hk.union(iso));
+            if !overlap.is_empty() || !missing.is_empty() {
+                return Err(PartitionError::Contradiction {
+                    overlap,
+                    missing,
+                    online,
+                });
+            }
+            (hk.clone(), CpuSet::new())
+        }
+        (Some(hk), None) => (hk.clone(), CpuSet::new()),
+        (None, Some(iso)) => (online.difference(iso), CpuSet::new()),
+        (None, None) => first_cores_per_node(topology, request),
+    };
+    let isolated = online.difference(&housekeeping);
+    let partition = Partition {
+        no_balance: no_balance_band.intersection(&isolated),
+        housekeeping,
+        isolated,
+        nr_cpus: topology
+            .possible
+            .get()
+            .and_then(|p| p.iter().next_back())
+            .map_or(online.iter().next_back().unwrap_or(0) + 1, |last| last + 1),
+    };
+    check(topology, &partition, request)?;
+    Ok(partition)
+}
+
+/// The default: per node, the first `housekeeping_cores_per_node` cores (all their threads) are
+/// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band.
+fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (CpuSet, CpuSet) {
+    let online = topology.online_cpus();
+    let cores = topology.cores();
+    let mut housekeeping = CpuSet::new();
+    let mut no_balance = CpuSet::new();
+    for node in topology.nodes.iter().filter(|n| n.cpus.intersects(&online)) {
+        let node_cores: Vec<&CpuSet> = cores.iter().filter(|c| c.is_subset(&node.cpus)).collect();
+        let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
+        let nb_end = (hk_end + request.no_balance_cores_per_node).min(node_cores.len());
+        for core in &node_cores[..hk_end] {
+            housekeeping = housekeeping.union(core);
+        }
+        for core in &node_cores[hk_end..nb_end] {
+            no_balance = no_balance.union(core);
+        }
+    }
+    (housekeeping, no_balance)
+}
+
+fn check(
+    topology: &Topology,
+    partition: &Partition,
+    request: &PartitionRequest,
+) -> Result<(), PartitionError> {
+    let online = topology.online_cpus();
+    if partition.isolated.is_empty() {
+        return Err(PartitionError::NothingIsolated { online });
+    }
+    if partition.isolated.contains(0) {
+        return Err(PartitionError::CpuZeroIsolated);
+    }
+    if !request.allow_split_smt {
+        let mut split_iso = CpuSet::new();
+        let mut split_hk = CpuSet::new();
+        for cpu in partition.isolated.iter() {
+            let hk_siblings = topology
+                .siblings_of(cpu)
+                .intersection(&partition.housekeeping);
+            if !hk_siblings.is_empty() {
+                split_iso.insert(cpu);
+                split_hk = split_hk.union(&hk_siblings);
+            }
+        }
+        if !split_iso.is_empty() {
+            return Err(PartitionError::SplitSmt {
+                isolated: split_iso,
+                housekeeping: split_hk,
+            });
+        }
+    }
+    for node in &topology.nodes {
+        let cpus = node.cpus.intersection(&online);
+        if !cpus.is_empty() && !cpus.intersects(&partition.housekeeping) {
+            return Err(PartitionError::NodeWithoutHousekeeping {
+                node: node.id,
+                cpus,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Partition {
+    /// Housekeeping CPUs as a kernel hex mask (`101` for CPUs 0 and 8).
+    pub fn housekeeping_mask(&self) -> String {
+        self.housekeeping.to_mask()
+    }
+
+    /// Isolated CPUs as a kernel hex mask (`fefe` for CPUs 1-7,9-15).
+    pub fn isolated_mask(&self) -> String {
+        self.isolated.to_mask()
+    }
+
+    /// The `tuned.non_isolcpus=` form: the housekeeping mask in zero-padded 32-bit groups
+    /// (`00000101`), as TuneD's cpu-partitioning writes it on the kernel command line.
+    pub fn tuned_non_isolcpus(&self) -> String {
+        let groups = self.nr_cpus.div_ceil(32).max(1) * 32;
+        self.housekeeping.to_mask_width(groups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::topology::{LogicalCpu, NumaNode, Shape};
+    use crate::machine::{Avail, topology::Topology};
+
+    /// `sockets` × `cores` × `threads`, one node per socket, siblings numbered N and N+cores*sockets.
+    fn machine(sockets: u32, cores: u32, threads: u32) -> Topology {
+        let per_thread = sockets * cores;
+        let mut cpus = Vec::new();
+        let mut nodes: Vec<NumaNode> = (0..sockets)
+            .map(|id| NumaNode {
+                id,
+                cpus: CpuSet::new(),
+                mem_total_kib: Avail::missing("test"),
+                mem_free_kib: Avail::missing("test"),
+                distances: vec![],
+                implied: false,
+            })
+            .collect();
+        for t in 0..threads {
+            for s in 0..sockets {
+                for c in 0..cores {
+                    let cpu = t * per_thread + s * cores + c;
+                    let siblings = (0..threads).map(|k| k * per_thread + s * cores + c).collect();
+                    nodes[s as usize].cpus.insert(cpu);
+                    cpus.push(LogicalCpu {
+                        cpu,
+                        online: true,
+                        package: Some(s),
+                        die: Some(0),
+                        core: Some(c),
+                        siblings,
+                        node: Some(s),
+                    });
+                }
+            }
+        }
+        cpus.sort_by_key(|c| c.cpu);
+        Topology {
+            possible: Avail::Available((0..per_thread * threads).collect()),
+            present: Avail::missing("test"),
+            online: Avail::missing("test"),
+            offline: Avail::missing("test"),
+            smt_control: Avail::missing("test"),
+            cpus,
+            caches: vec![],
+            nodes,
+            shape: Shape::default(),
+        }
+    }
+
+    #[test]
+    fn the_guides_partition_on_two_8_core_sockets() {
+        let p = compute(&machine(2, 8, 1), &PartitionRequest::default()).unwrap();
+        assert_eq!(p.housekeeping.to_list(), "0,8");
+        assert_eq!(p.isolated.to_list(), "1-7,9-15");
+        assert_eq!(p.isolated_mask(), "fefe");
+        assert_eq!(p.housekeeping_mask(), "101");
+        assert_eq!(p.tuned_non_isolcpus(), "00000101");
+    }
+
+    #[test]
+    fn siblings_stay_together() {
+        // 2 × 28 cores × 2 threads, siblings N and N+56 (the Xeon fixture's numbering).
+        let p = compute(&machine(2, 28, 2), &PartitionRequest::default()).unwrap();
+        assert_eq!(p.housekeeping.to_list(), "0,28,56,84");
+    }
+
+    #[test]
+    fn no_balance_band_follows_housekeeping() {
+        let request = PartitionRequest {
+            no_balance_cores_per_node: 2,
+            ..PartitionRequest::default()
+        };
+        let p = compute(&machine(2, 8, 1), &request).unwrap();
+        assert_eq!(p.no_balance.to_list(), "1-2,9-10");
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let topo = machine(2, 4, 2);
+        let with = |hk: Option<&str>, iso: Option<&str>| PartitionRequest {
+            housekeeping: hk.map(|s| s.parse().unwrap()),
+            isolate: iso.map(|s| s.parse().unwrap()),
+            ..PartitionRequest::default()
+        };
+        assert_eq!(
+            compute(&topo, &with(None, Some("0-3"))).unwrap_err(),
+            PartitionError::CpuZeroIsolated
+        );
+        assert!(matches!(
+            compute(&topo, &with(None, Some("1"))).unwrap_err(),
+            PartitionError::SplitSmt { .. }
+        ));
+        assert!(matches!(
+            compute(&topo, &with(None, Some("4-7,12-15"))).unwrap_err(),
+            PartitionError::NodeWithoutHousekeeping { node: 1, .. }
+        ));
+        assert!(matches!(
+            compute(&topo, &with(None, Some("99"))).unwrap_err(),
+            PartitionError::NoSuchCpu { flag: "--isolate", .. }
+        ));
+        assert!(matches!(
+            compute(&topo, &with(Some("0-4"), Some("4-15"))).unwrap_err(),
+            PartitionError::Contradiction { .. }
+        ));
+        let split_ok = PartitionRequest {
+            allow_split_smt: true,
+            ..with(Some("0,4,8"), None)
+        };
+        assert!(compute(&topo, &split_ok).is_ok());
+    }
+}

@@ -1,0 +1,62 @@
+//! Settings: one knob of the machine with its desired value, shared by the audit (as the fix of
+//! a finding), the plan (as what to change) and apply/verify (as what to write and check).
+
+use serde::{Deserialize, Serialize};
+
+/// Where a setting lives, which decides how it is applied and whether a reboot is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// BIOS / UEFI setup (manual).
+    Firmware,
+    /// Physical hardware: DIMM population, cabling (manual).
+    Hardware,
+    /// Kernel command line (needs a reboot).
+    Boot,
+    /// A sysctl under /proc/sys.
+    Sysctl,
+    /// Other run-time state: IRQ and task affinity, cpufreq, cpuidle, workqueue masks, THP.
+    Runtime,
+    /// A system service (irqbalance, tuned, ...).
+    Service,
+    /// A configuration file lowlat installs.
+    File,
+}
+
+impl Layer {
+    /// Lower-case name as used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Firmware => "firmware",
+            Layer::Hardware => "hardware",
+            Layer::Boot => "boot",
+            Layer::Sysctl => "sysctl",
+            Layer::Runtime => "runtime",
+            Layer::Service => "service",
+            Layer::File => "file",
+        }
+    }
+}
+
+/// One knob and the value lowlat wants it to have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    /// Stable identity: `sysctl:kernel.numa_balancing`, `cmdline:nohz_full`,
+    /// `irq:45:affinity`, `kthread:rcu_preempt:affinity`, `service:irqbalance`,
+    /// `file:/etc/sysctl.d/99-lowlat.conf`, `cpufreq:governor`, `cpuidle:cpu3:state2`.
+    pub id: String,
+    /// The desired value, as written to the knob (`0`, `1-7,9-15`, `performance`,
+    /// `disabled`); for files, their whole content.
+    pub value: String,
+    /// Where it lives.
+    pub layer: Layer,
+    /// Whether it takes effect only after a reboot.
+    pub reboot: bool,
+    /// Why, in one or two sentences.
+    pub rationale: String,
+    /// Where the recommendation comes from ("AMD EPYC 7002 low-latency guide §4.2.1").
+    pub source: String,
+    /// What is given up for it, when it weakens security (`mitigations=off`, `selinux=0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_tradeoff: Option<String>,
+}

@@ -1,0 +1,4 @@
+//! Human and machine renderings of lowlat's results.
+
+pub mod inventory;
+pub mod units;

@@ -1,0 +1,46 @@
+//! Formatting of sizes and other quantities for people.
+
+/// Formats a byte count with binary units: `512 B`, `32 KiB`, `16 MiB`, `1.5 GiB`.
+pub fn bytes(value: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut size = value as f64;
+    let mut unit = 0;
+    while size >= 1024.0 && unit < UNITS.len() - 1 {
+        size /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        return format!("{value} B");
+    }
+    let text = format!("{size:.1}");
+    format!("{} {}", text.trim_end_matches(".0"), UNITS[unit])
+}
+
+/// Formats a KiB count with binary units.
+pub fn kib(value: u64) -> String {
+    bytes(value.saturating_mul(1024))
+}
+
+/// "1 thing" / "2 things".
+pub fn plural(count: usize, one: &str, many: &str) -> String {
+    if count == 1 {
+        format!("{count} {one}")
+    } else {
+        format!("{count} {many}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(32 << 10), "32 KiB");
+        assert_eq!(bytes(16 << 20), "16 MiB");
+        assert_eq!(bytes(3 << 29), "1.5 GiB");
+        assert_eq!(kib(32823440), "31.3 GiB");
+        assert_eq!(plural(1, "node", "nodes"), "1 node");
+    }
+}

@@ -1,0 +1,289 @@
+//! Snapshots: the files the machine model read, captured into one compressed archive that can
+//! be read on another machine with `--snapshot FILE`.
+//!
+//! Format: a tar stream compressed with zstd. The first entry is `manifest.json`
+//! ([`Manifest`]); the machine's files follow under `root/` with their system paths
+//! (`root/proc/cpuinfo`). Only regular files and directories are written.
+//!
+//! Opening a snapshot unpacks it into a private temporary directory, written by lowlat itself
+//! entry by entry: absolute paths, `..`, links, device files, oversize entries and archives too
+//! large to be a snapshot are refused with an error naming the entry.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use crate::sysroot::{MAX_FILE_BYTES, Recorded, SysRoot};
+
+/// The `format` field of every snapshot manifest.
+pub const FORMAT: &str = "lowlat-snapshot";
+/// The version of the snapshot layout this lowlat writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The most bytes an archive may unpack to.
+pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+/// The most entries an archive may hold.
+pub const MAX_ENTRIES: usize = 500_000;
+
+/// What a snapshot says about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always `lowlat-snapshot`.
+    pub format: String,
+    /// Layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Version of the lowlat that captured it.
+    pub tool_version: String,
+    /// Host name of the captured machine (/proc/sys/kernel/hostname), or `unknown`.
+    pub host: String,
+    /// When it was captured, RFC 3339 in UTC.
+    pub captured_at: String,
+    /// The root that was captured (`/` for a live machine).
+    pub source_root: String,
+    /// Number of files captured.
+    pub files: usize,
+    /// Total size of the captured files in bytes (before compression).
+    pub bytes: u64,
+}
+
+/// Writes a snapshot of what `root` recorded to `out` (atomically: a temp file renamed into
+/// place). Returns the manifest written.
+pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
+    let recorded = root.recorded();
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut dirs: Vec<String> = Vec::new();
+    for (path, what) in recorded {
+        match what {
+            Recorded::File(bytes) => files.push((path, bytes)),
+            Recorded::Dir => dirs.push(path),
+            Recorded::Exists => match root.read_bytes(&path) {
+                Ok(bytes) => files.push((path, bytes)),
+                Err(_) => dirs.push(path),
+            },
+        }
+    }
+    let manifest = Manifest {
+        format: FORMAT.to_string(),
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: root
+            .read_value("/proc/sys/kernel/hostname")
+            .unwrap_or_else(|_| "unknown".to_string()),
+        captured_at: jiff::Timestamp::now().to_string(),
+        source_root: root.dir_path().display().to_string(),
+        files: files.len(),
+        bytes: files.iter().map(|(_, b)| b.len() as u64).sum(),
+    };
+
+    let mut builder = tar::Builder::new(Vec::new());
+    let manifest_json = serde_json::to_vec_pretty(&manifest)?;
+    append(&mut builder, "manifest.json", &manifest_json)?;
+    for dir in &dirs {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(0o755);
+        header.set_size(0);
+        builder.append_data(&mut header, archive_name(dir), std::io::empty())?;
+    }
+    for (path, bytes) in &files {
+        append(&mut builder, &archive_name(path), bytes)?;
+    }
+    let tarball = builder.into_inner()?;
+    let compressed = ruzstd::encoding::compress_to_vec(
+        tarball.as_slice(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    write_atomically(out, &compressed)?;
+    Ok(manifest)
+}
+
+fn archive_name(path: &str) -> String {
+    format!("root/{}", path.trim_start_matches('/'))
+}
+
+fn append(builder: &mut tar::Builder<Vec<u8>>, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_mode(0o644);
+    header.set_size(bytes.len() as u64);
+    builder
+        .append_data(&mut header, name, bytes)
+        .with_context(|| format!("adding {name} to the snapshot"))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, fsynced and renamed.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Opens a snapshot: checks and unpacks it into a private temporary directory and returns a
+/// SysRoot over it (which removes the directory when dropped) with the manifest.
+pub fn open(file: &Path) -> Result<(SysRoot, Manifest)> {
+    let raw = std::fs::File::open(file)
+        .with_context(|| format!("--snapshot {}: cannot open", file.display()))?;
+    let decoder = ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| {
+        anyhow::anyhow!(
+            "--snapshot {}: not a lowlat snapshot (not zstd-compressed: {e}); make one with `lowlat snapshot -o FILE`",
+            file.display()
+        )
+    })?;
+    let tempdir = tempfile::Builder::new()
+        .prefix("lowlat-snapshot-")
+        .tempdir()
+        .context("creating a private temporary directory for the snapshot")?;
+    let top = tempdir.path().join("root");
+    std::fs::create_dir(&top)?;
+    let manifest = unpack(decoder.take(MAX_TOTAL_BYTES + 1), &top)
+        .with_context(|| format!("--snapshot {}", file.display()))?;
+    Ok((SysRoot::unpacked(tempdir, top), manifest))
+}
+
+fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
+    let mut archive = tar::Archive::new(stream);
+    let mut manifest: Option<Manifest> = None;
+    let mut total: u64 = 0;
+    for (index, entry) in archive
+        .entries()
+        .context("not a tar archive inside")?
+        .enumerate()
+    {
+        if index >= MAX_ENTRIES {
+            bail!("more than {MAX_ENTRIES} entries: not a snapshot lowlat made");
+        }
+        let mut entry = entry.context("truncated or corrupt archive")?;
+        let name = entry.path()?.to_string_lossy().into_owned();
+        let size = entry.header().size()?;
+        if size > MAX_FILE_BYTES {
+            bail!("entry {name} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit");
+        }
+        total += size;
+        if total > MAX_TOTAL_BYTES {
+            bail!("unpacks to more than {MAX_TOTAL_BYTES} bytes: not a snapshot lowlat made");
+        }
+        if name == "manifest.json" {
+            let mut text = String::new();
+            entry.read_to_string(&mut text)?;
+            let parsed: Manifest =
+                serde_json::from_str(&text).context("manifest.json is not a lowlat manifest")?;
+            if parsed.format != FORMAT || parsed.format_version > FORMAT_VERSION {
+                bail!(
+                    "manifest says format '{}' version {}; this lowlat reads '{FORMAT}' up to version {FORMAT_VERSION} (upgrade lowlat)",
+                    parsed.format,
+                    parsed.format_version
+                );
+            }
+            manifest = Some(parsed);
+            continue;
+        }
+        let relative = safe_relative(&name)?;
+        let target = top.join(&relative);
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => std::fs::create_dir_all(&target)?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let mut out = std::fs::File::create(&target)
+                    .with_context(|| format!("unpacking {name}"))?;
+                std::io::copy(&mut entry.by_ref().take(size), &mut out)?;
+            }
+            other => bail!(
+                "entry {name} is a {other:?}, not a regular file or directory; snapshots hold no links or devices"
+            ),
+        }
+    }
+    manifest.context("no manifest.json: not a snapshot lowlat made")
+}
+
+/// Checks an archive entry name and returns it relative to the snapshot's `root/`.
+fn safe_relative(name: &str) -> Result<PathBuf> {
+    let path = Path::new(name);
+    let mut out = PathBuf::new();
+    let mut components = path.components();
+    if components.next() != Some(Component::Normal("root".as_ref())) {
+        bail!("entry {name} is outside root/");
+    }
+    for component in components {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            _ => bail!("entry {name} has an absolute path or '..'; refused"),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names_cannot_escape() {
+        assert!(safe_relative("root/proc/cpuinfo").is_ok());
+        assert!(safe_relative("root/../etc/passwd").is_err());
+        assert!(safe_relative("/root/x").is_err());
+        assert!(safe_relative("etc/passwd").is_err());
+    }
+
+    #[test]
+    fn round_trip_keeps_what_was_read() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(src.path().join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(src.path().join("sys/empty")).unwrap();
+        std::fs::write(src.path().join("proc/sys/kernel/hostname"), "box1\n").unwrap();
+        std::fs::write(src.path().join("proc/unread"), "x").unwrap();
+        let root = SysRoot::dir(src.path()).recording();
+        root.read("/proc/sys/kernel/hostname").unwrap();
+        root.list("/sys/empty").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let file = out.path().join("snap.lowlat");
+        let manifest = write(&root, &file).unwrap();
+        assert_eq!(manifest.host, "box1");
+        assert_eq!(manifest.files, 1);
+
+        let (opened, read_back) = open(&file).unwrap();
+        assert_eq!(read_back, manifest);
+        assert_eq!(opened.read_value("/proc/sys/kernel/hostname").unwrap(), "box1");
+        assert!(opened.exists("/sys/empty"));
+        assert!(!opened.exists("/proc/unread"));
+    }
+
+    fn compress(tarball: Vec<u8>) -> tempfile::NamedTempFile {
+        let compressed = ruzstd::encoding::compress_to_vec(
+            tarball.as_slice(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&compressed).unwrap();
+        file
+    }
+
+    #[test]
+    fn refuses_links_and_garbage() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        builder
+            .append_link(&mut header, "root/etc/passwd", "/etc/passwd")
+            .unwrap();
+        let file = compress(builder.into_inner().unwrap());
+        let err = format!("{:#}", open(file.path()).unwrap_err());
+        assert!(err.contains("no links"), "{err}");
+
+        let mut garbage = tempfile::NamedTempFile::new().unwrap();
+        garbage.write_all(b"not a snapshot").unwrap();
+        let err = format!("{:#}", open(garbage.path()).unwrap_err());
+        assert!(err.contains("not a lowlat snapshot"), "{err}");
+    }
+}

@@ -1,0 +1,98 @@
+//! lowlat reads the real sysfs trees of hwloc's test suite (in ../shared/hwloc-samples) and
+//! agrees with lstopo on packages, NUMA nodes, cores and CPUs. Skipped when the samples are
+//! absent (they are not part of this repository).
+
+use lowlat::machine::{Reader, topology};
+use lowlat::sysroot::SysRoot;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn samples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/hwloc-samples")
+}
+
+/// What lstopo printed: counts of objects by kind.
+#[derive(Debug, PartialEq)]
+struct Counts {
+    packages: usize,
+    nodes: usize,
+    cores: usize,
+    cpus: usize,
+}
+
+fn lstopo_counts(console: &str) -> Counts {
+    let count = |kind: &str| {
+        console
+            .lines()
+            .filter(|l| l.trim_start().starts_with(&format!("{kind} L#")))
+            .count()
+    };
+    Counts {
+        packages: count("Package"),
+        nodes: count("NUMANode"),
+        cores: count("Core"),
+        cpus: count("PU"),
+    }
+}
+
+fn unpack(archive: &Path, into: &Path) -> Option<PathBuf> {
+    let status = Command::new("tar")
+        .arg("xjf")
+        .arg(archive)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    std::fs::read_dir(into)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+}
+
+#[test]
+fn agrees_with_lstopo_on_every_sample() {
+    let dir = samples_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    };
+    let mut checked = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let Some(stem) = name.strip_suffix(".tar.bz2") else {
+            continue;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let Some(tree) = unpack(&path, tmp.path()) else {
+            eprintln!("skipped {name}: tar xjf failed");
+            continue;
+        };
+        let root = SysRoot::dir(&tree);
+        let mut reader = Reader::new(&root);
+        let topo = topology::read(&mut reader);
+        let shape = &topo.shape;
+        let console = dir.join(format!("{stem}.console"));
+        let Ok(console) = std::fs::read_to_string(&console) else {
+            // No lstopo view (the cgroup-restricted tree): reading without a panic is the test.
+            assert!(shape.cpus > 0, "{name}: no CPUs read");
+            checked += 1;
+            continue;
+        };
+        let want = lstopo_counts(&console);
+        let got = Counts {
+            packages: shape.sockets,
+            // lstopo attaches CPU-less GPU memory nodes to the GPU, not to the machine.
+            nodes: topo.nodes.iter().filter(|n| !n.cpus.is_empty()).count(),
+            cores: shape.cores,
+            cpus: shape.cpus,
+        };
+        assert_eq!(got, want, "{name}: lowlat vs lstopo");
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} samples checked");
+}
