@@ -296,7 +296,7 @@ mod tests {
         assert_eq!(u64::from_le_bytes(buf), 42);
         assert!(root.read_at("/dev/cpu/0/msr", 0xfc, &mut buf).is_err());
         assert!(root.read_at("/dev/cpu/1/msr", 0, &mut buf).unwrap_err().is_not_found());
-        assert!(root.recorded_paths().is_empty());
+        assert!(root.recorded().is_empty());
     }
 
     #[test]

@@ -4,6 +4,8 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use super::Cli;
+use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
+use super::measure_mem::{MembwArgs, MemlatArgs};
 
 /// Options of `lowlat measure`.
 #[derive(Debug, Args)]
@@ -15,9 +17,28 @@ pub struct MeasureArgs {
 
 /// The measurement engines.
 #[derive(Debug, Subcommand)]
-pub enum MeasureEngine {}
+pub enum MeasureEngine {
+    /// Memory bandwidth: STREAM Copy, Scale, Add and Triad over the machine and per NUMA node
+    /// (a STREAM-variant).
+    Membw(MembwArgs),
+    /// Memory latency: a pointer-chase curve over buffer sizes (L1, L2, L3, DRAM) and an
+    /// idle-latency NUMA node matrix.
+    Memlat(MemlatArgs),
+    /// Core-to-core latency: cache-line ping-pong between every pair of CPUs.
+    C2c(C2cArgs),
+    /// Cross-CPU wake-up latency: a futex wake on one CPU until the thread runs on another.
+    Wakeup(WakeupArgs),
+    /// Effective frequency per CPU under load (boost, throttling, steadiness).
+    Freq(FreqArgs),
+}
 
 /// Runs `lowlat measure`.
-pub fn run(_cli: &Cli, args: &MeasureArgs) -> Result<u8> {
-    match args.engine {}
+pub fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
+    match &args.engine {
+        MeasureEngine::Membw(a) => super::measure_mem::run_membw(cli, a),
+        MeasureEngine::Memlat(a) => super::measure_mem::run_memlat(cli, a),
+        MeasureEngine::C2c(a) => super::measure_cpu::run_c2c(cli, a),
+        MeasureEngine::Wakeup(a) => super::measure_cpu::run_wakeup(cli, a),
+        MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
+    }
 }

@@ -52,6 +52,9 @@ pub enum Command {
 
 pub mod inventory;
 pub mod measure;
+pub mod measure_common;
+pub mod measure_cpu;
+pub mod measure_mem;
 pub mod snapshot;
 
 impl Cli {

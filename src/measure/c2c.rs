@@ -68,6 +68,17 @@ pub struct C2cRun {
     pub matrix_mean_ns: Matrix,
 }
 
+/// Everything `lowlat measure c2c` measured, with its summaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct C2cReport {
+    /// The pairs and the matrix.
+    pub run: C2cRun,
+    /// Pairs summarised by how their CPUs are related.
+    pub by_class: Vec<ClassLatency>,
+    /// Matrix indices after which the L3 group (or package) changes.
+    pub group_breaks: Vec<usize>,
+}
+
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
 pub enum C2cError {

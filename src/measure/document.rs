@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::report::inventory::Tool;
+
 /// The version of the measurement document layout; bumped when a field changes meaning or is
 /// removed (adding fields does not bump it).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -12,10 +14,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct Document<'a, T: Serialize> {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
-    /// Always "lowlat".
-    pub tool: &'static str,
-    /// The lowlat version (Cargo package version).
-    pub tool_version: &'static str,
+    /// The lowlat that wrote it.
+    pub tool: Tool,
     /// The engine: "membw", "memlat", "c2c", "wakeup" or "freq".
     pub engine: &'static str,
     /// One sentence saying how the numbers were measured.
@@ -42,8 +42,7 @@ impl<'a, T: Serialize> Document<'a, T> {
     ) -> Self {
         Self {
             schema_version: SCHEMA_VERSION,
-            tool: "lowlat",
-            tool_version: env!("CARGO_PKG_VERSION"),
+            tool: Tool::this(),
             engine,
             method,
             started_at: started_at.to_string(),
@@ -70,7 +69,8 @@ mod tests {
         let doc = Document::new("c2c", "ping-pong", started, false, &warnings, &42);
         let json: serde_json::Value = serde_json::from_str(&doc.to_json().unwrap()).unwrap();
         assert_eq!(json["schema_version"], SCHEMA_VERSION);
-        assert_eq!(json["tool"], "lowlat");
+        assert_eq!(json["tool"]["name"], "lowlat");
+        assert_eq!(json["tool"]["version"], env!("CARGO_PKG_VERSION"));
         assert_eq!(json["engine"], "c2c");
         assert_eq!(json["started_at"], "1970-01-01T00:00:00Z");
         assert_eq!(json["warnings"][0], "a note");

@@ -21,6 +21,7 @@ use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
 use super::harness::{StopFlag, pin_current_thread};
+use super::matrix::Matrix;
 use super::progress::should_stop;
 use super::region::{Backing, Region};
 
@@ -117,7 +118,8 @@ pub struct KernelRate {
 /// stream.c's validation of the final array contents.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Validation {
-    /// True when the mean relative error of every array is at most [`EPSILON`].
+    /// True when every element was checked and the mean relative error of every array is at
+    /// most [`EPSILON`].
     pub validated: bool,
     /// The threshold used.
     pub epsilon: f64,
@@ -125,6 +127,8 @@ pub struct Validation {
     pub avg_relative_error: [f64; 3],
     /// Elements of a, b and c whose relative error exceeds epsilon.
     pub failing_elements: [u64; 3],
+    /// Elements of a, b and c checked (the array length when all went well).
+    pub checked_elements: [u64; 3],
 }
 
 /// One STREAM run.
@@ -160,6 +164,42 @@ impl StreamRun {
             .find(|k| k.kernel == kernel)
             .map(|k| k.best_rate_mb_per_s)
     }
+}
+
+/// A run with the CPUs of one NUMA node and the memory of another (or the same).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeRun {
+    /// The node whose CPUs ran the threads.
+    pub cpu_node: u32,
+    /// The node the arrays were bound to.
+    pub memory_node: u32,
+    /// The run.
+    pub run: StreamRun,
+}
+
+/// The node × node bandwidth matrix: CPUs of node i, memory of node j. The diagonal holds the
+/// per-node figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeBandwidth {
+    /// Best Triad rate in MB/s (10^6 bytes/s); rows = CPU node, columns = memory node.
+    pub triad_best_mb_per_s: Matrix,
+    /// Every cell's run, in measuring order.
+    pub runs: Vec<NodeRun>,
+}
+
+/// Everything `lowlat measure membw` measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MembwReport {
+    /// [`LABEL`].
+    pub label: &'static str,
+    /// All cache instances of all levels and sockets, bytes (the base of the sizing rule).
+    pub total_cache_bytes: u64,
+    /// What STREAM's rule asks per array ([`stream_array_bytes`]), bytes.
+    pub rule_array_bytes: u64,
+    /// The run over all chosen CPUs, memory placed by first touch.
+    pub system: StreamRun,
+    /// The node matrix, when asked for (or when the machine has several nodes).
+    pub node_matrix: Option<NodeBandwidth>,
 }
 
 /// Why a run could not be done.
@@ -215,21 +255,42 @@ pub fn expected_values(iterations: usize) -> [f64; 3] {
     [a, b, c]
 }
 
-/// Sums of absolute errors and counts of elements off by more than epsilon (relative), for one
-/// chunk of each array against `expected`.
-fn chunk_errors(arrays: [&[f64]; 3], expected: [f64; 3]) -> ([f64; 3], [u64; 3]) {
-    let mut sums = [0.0; 3];
-    let mut failing = [0u64; 3];
+/// Error sums over some elements of a, b and c.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ErrorSums {
+    /// Sum of absolute errors per array.
+    pub sums: [f64; 3],
+    /// Elements whose relative error exceeds epsilon, per array.
+    pub failing: [u64; 3],
+    /// Elements checked, per array.
+    pub checked: [u64; 3],
+}
+
+impl ErrorSums {
+    /// Adds another chunk's sums.
+    pub fn add(&mut self, other: &ErrorSums) {
+        for i in 0..3 {
+            self.sums[i] += other.sums[i];
+            self.failing[i] += other.failing[i];
+            self.checked[i] += other.checked[i];
+        }
+    }
+}
+
+/// The error sums of one chunk of each array against `expected`.
+fn chunk_errors(arrays: [&[f64]; 3], expected: [f64; 3]) -> ErrorSums {
+    let mut out = ErrorSums::default();
     for (i, values) in arrays.iter().enumerate() {
         let want = expected[i];
         for &v in values.iter() {
-            sums[i] += (v - want).abs();
+            out.sums[i] += (v - want).abs();
             if relative(v - want, want).abs() > EPSILON {
-                failing[i] += 1;
+                out.failing[i] += 1;
             }
         }
+        out.checked[i] = values.len() as u64;
     }
-    (sums, failing)
+    out
 }
 
 /// `error / reference`, or the error itself when the reference is zero.
@@ -241,20 +302,18 @@ fn relative(error: f64, reference: f64) -> f64 {
     }
 }
 
-/// stream.c's verdict from the summed errors over all `elements` of each array.
-pub fn validate(
-    sums: [f64; 3],
-    failing: [u64; 3],
-    elements: usize,
-    expected: [f64; 3],
-) -> Validation {
+/// stream.c's verdict from the error sums over all `elements` of each array; every element
+/// must have been checked.
+pub fn validate(errors: &ErrorSums, elements: usize, expected: [f64; 3]) -> Validation {
     let n = elements.max(1) as f64;
-    let avg_relative_error = [0, 1, 2].map(|i| relative(sums[i] / n, expected[i]).abs());
+    let avg_relative_error = [0, 1, 2].map(|i| relative(errors.sums[i] / n, expected[i]).abs());
     Validation {
-        validated: avg_relative_error.iter().all(|e| *e <= EPSILON),
+        validated: avg_relative_error.iter().all(|e| *e <= EPSILON)
+            && errors.checked.iter().all(|&c| c == elements as u64),
         epsilon: EPSILON,
         avg_relative_error,
-        failing_elements: failing,
+        failing_elements: errors.failing,
+        checked_elements: errors.checked,
     }
 }
 
@@ -345,7 +404,8 @@ fn opaque(v: [f64; 4]) -> [f64; 4] {
 fn split_chunks<'a>(mut values: &'a mut [f64], ranges: &[Range<usize>]) -> Vec<&'a mut [f64]> {
     let mut out = Vec::with_capacity(ranges.len());
     for range in ranges {
-        let (head, tail) = std::mem::take(&mut values).split_at_mut(range.len().min(values.len()));
+        let len = range.len().min(values.len());
+        let (head, tail) = std::mem::take(&mut values).split_at_mut(len);
         out.push(head);
         values = tail;
     }
@@ -378,8 +438,7 @@ struct Outcome {
     check_pass_s: f64,
     times: [Vec<f64>; 4],
     iterations: usize,
-    error_sums: [f64; 3],
-    failing: [u64; 3],
+    errors: ErrorSums,
 }
 
 /// Runs STREAM as configured. Ctrl-C or `stop` ends it after the current iteration; the run
@@ -500,20 +559,16 @@ fn worker(
         out.iterations += 1;
     }
     let expected = expected_values(out.iterations);
-    (out.error_sums, out.failing) = chunk_errors([a, b, c], expected);
+    out.errors = chunk_errors([a, b, c], expected);
     out
 }
 
 /// Combines the threads' outcomes into the run's figures.
 fn assemble(config: &StreamConfig, outcomes: Vec<Outcome>) -> StreamRun {
     let iterations = outcomes.first().map_or(0, |o| o.iterations);
-    let mut sums = [0.0; 3];
-    let mut failing = [0u64; 3];
+    let mut errors = ErrorSums::default();
     for o in &outcomes {
-        for i in 0..3 {
-            sums[i] += o.error_sums[i];
-            failing[i] += o.failing[i];
-        }
+        errors.add(&o.errors);
     }
     let leader = outcomes.into_iter().next().unwrap_or_default();
     let kernels: Vec<KernelRate> = Kernel::ALL
@@ -542,7 +597,7 @@ fn assemble(config: &StreamConfig, outcomes: Vec<Outcome>) -> StreamRun {
         iterations_done: iterations,
         check_pass_us: leader.check_pass_s * 1e6,
         kernels,
-        validation: validate(sums, failing, config.elements, expected_values(iterations)),
+        validation: validate(&errors, config.elements, expected_values(iterations)),
         warnings,
     }
 }
@@ -603,13 +658,26 @@ mod tests {
         let mut bad = vec![expected[1]; 100];
         bad[7] *= 1.5;
         let c = vec![expected[2]; 100];
-        let (sums, failing) = chunk_errors([&good, &bad, &c], expected);
-        let v = validate(sums, failing, 100, expected);
+        let v = validate(&chunk_errors([&good, &bad, &c], expected), 100, expected);
         assert!(!v.validated);
         assert_eq!(v.failing_elements, [0, 1, 0]);
         assert!((v.avg_relative_error[1] - 0.005).abs() < 1e-12);
-        let (sums, failing) = chunk_errors([&good, &good[..0], &c], expected);
-        assert!(validate(sums, failing, 100, expected).validated);
+        let b = vec![expected[1]; 100];
+        assert!(validate(&chunk_errors([&good, &b, &c], expected), 100, expected).validated);
+        // Elements never checked fail the validation too.
+        let mut partial = chunk_errors([&good[..50], &b[..50], &c[..50]], expected);
+        assert!(!validate(&partial, 100, expected).validated);
+        partial.add(&chunk_errors([&good[50..], &b[50..], &c[50..]], expected));
+        assert!(validate(&partial, 100, expected).validated);
+    }
+
+    #[test]
+    fn chunks_split_the_whole_array() {
+        let mut values: Vec<f64> = (0..10).map(f64::from).collect();
+        let chunks = split_chunks(&mut values, &static_chunks(10, 3));
+        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        assert_eq!(lens, vec![4, 3, 3]);
+        assert_eq!(chunks[2][0], 7.0);
     }
 
     #[test]
@@ -638,6 +706,7 @@ mod tests {
         let run = run(&config, &StopFlag::new()).unwrap();
         assert_eq!(run.iterations_done, 4);
         assert!(run.validation.validated, "{:?}", run.validation);
+        assert_eq!(run.validation.checked_elements, [200_003; 3]);
         assert_eq!(run.kernels.len(), 4);
         for k in &run.kernels {
             assert_eq!(k.times_s.len(), 4);
@@ -660,6 +729,7 @@ mod tests {
         assert_eq!(run.iterations_done, 0);
         assert!(run.kernels.is_empty());
         assert!(run.validation.validated);
+        assert_eq!(run.validation.checked_elements, [1000; 3]);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 use super::harness::{StopFlag, pin_current_thread};
+use super::matrix::Matrix;
 use super::progress::{Progress, should_stop};
 use super::region::{Backing, Region};
 use super::summary::Summary;
@@ -101,6 +102,26 @@ pub struct ChaseRun {
     pub seed: u64,
     /// One point per size, in the order measured (fewer when interrupted).
     pub points: Vec<ChasePoint>,
+}
+
+/// The idle-latency node × node matrix: a CPU of node i chasing through memory of node j.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeLatency {
+    /// Buffer size of every cell, bytes.
+    pub size_bytes: u64,
+    /// Median nanoseconds per load; rows = CPU node, columns = memory node.
+    pub median_ns: Matrix,
+    /// Every cell's run, in measuring order.
+    pub runs: Vec<ChaseRun>,
+}
+
+/// Everything `lowlat measure memlat` measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemlatReport {
+    /// The latency curve over the sizes.
+    pub curve: ChaseRun,
+    /// The node matrix, when asked for (or when the machine has several nodes).
+    pub node_matrix: Option<NodeLatency>,
 }
 
 /// Why a run could not be done.
@@ -261,7 +282,7 @@ pub fn run(
                     }
                     progress.step(&format!(
                         "{} on CPU {}",
-                        super::units::bytes(size),
+                        crate::report::units::bytes(size),
                         config.cpu
                     ));
                     points.extend(measure_size(config, &region, size as usize, &mut rng));

@@ -1,0 +1,239 @@
+//! What the hardware measurement commands share: the common flags, the value parsers, reading
+//! this machine, choosing the CPUs, and writing the result.
+
+use anyhow::{Result, bail};
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+
+use super::Cli;
+use crate::machine::{CpuSet, Machine, Reader};
+use crate::measure::document::Document;
+use crate::measure::harness::{self, StopFlag};
+use crate::measure::memory::MemoryBudget;
+use crate::measure::place::{self, CpuPlace};
+use crate::sysroot::SysRoot;
+
+/// Flags every hardware engine takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// CPUs to use, in the kernel's list form (`0-7,16`). Default: every online CPU this
+    /// process may run on.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<CpuSet>,
+
+    /// Print the versioned JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// clap parser for a CPU list.
+pub fn parse_cpus(text: &str) -> Result<CpuSet, String> {
+    CpuSet::parse_list(text).map_err(|e| e.to_string())
+}
+
+/// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
+/// `T`/`TiB` (case-insensitive); fractions are allowed with a suffix (`1.5G`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            return Err(format!(
+                "'{text}': write a binary suffix (K or KiB, M or MiB, G or GiB, T or TiB)"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "'{text}' is not a size (expected a number with an optional K, M, G or T)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (expected a number such as 64K or 2G)"))?;
+    if shift == 0 && number.contains('.') {
+        return Err(format!("'{text}': a size in bytes must be a whole number"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// The CPUs to measure, in locality order: `requested` (all of which must be online and
+/// allowed), or every online CPU in `allowed`.
+pub fn select_cpus(
+    places: &[CpuPlace],
+    requested: Option<&CpuSet>,
+    allowed: &CpuSet,
+) -> Result<Vec<CpuPlace>, String> {
+    let online: CpuSet = places.iter().map(|p| p.cpu).collect();
+    if let Some(requested) = requested {
+        let offline = requested.difference(&online);
+        if !offline.is_empty() {
+            return Err(format!(
+                "--cpus {requested}: CPU {offline} not online (online: {online})"
+            ));
+        }
+        let barred = requested.difference(allowed);
+        if !barred.is_empty() {
+            return Err(format!(
+                "--cpus {requested}: this process may not run on CPU {barred} (its affinity \
+                 is {allowed}; see taskset or the cgroup's cpuset)"
+            ));
+        }
+    }
+    let chosen: Vec<CpuPlace> = places
+        .iter()
+        .filter(|p| allowed.contains(p.cpu) && requested.is_none_or(|r| r.contains(p.cpu)))
+        .cloned()
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!(
+            "no CPU to measure: online {online}, allowed {allowed}"
+        ));
+    }
+    Ok(chosen)
+}
+
+/// This machine, read for a measurement, and the CPUs chosen.
+pub struct Session {
+    /// The machine model.
+    pub machine: Machine,
+    /// The chosen CPUs with their places, in locality order.
+    pub places: Vec<CpuPlace>,
+    /// The memory the engines may use.
+    pub budget: MemoryBudget,
+    /// When the session started.
+    pub started: jiff::Timestamp,
+    /// Stops the engines early (Ctrl-C also does).
+    pub stop: StopFlag,
+    root: SysRoot,
+}
+
+impl Session {
+    /// Reads this machine and chooses the CPUs; installs the Ctrl-C handler so an interrupted
+    /// run still writes what it measured.
+    pub fn open(cli: &Cli, common: &CommonArgs) -> Result<Session> {
+        let root = cli.sysroot()?;
+        if !root.is_live() {
+            bail!(
+                "lowlat measure runs on this machine; --root and --snapshot describe other \
+                 machines (drop them)"
+            );
+        }
+        let machine = Machine::read(&root);
+        let budget = MemoryBudget::read(&mut Reader::new(&root));
+        let allowed = harness::current_affinity()?;
+        let places = select_cpus(
+            &place::places(&machine.topology),
+            common.cpus.as_ref(),
+            &allowed,
+        )
+        .map_err(anyhow::Error::msg)?;
+        harness::catch_interrupt();
+        Ok(Session {
+            machine,
+            places,
+            budget,
+            started: jiff::Timestamp::now(),
+            stop: StopFlag::new(),
+            root,
+        })
+    }
+
+    /// The root the machine was read from (this machine).
+    pub fn root(&self) -> &SysRoot {
+        &self.root
+    }
+
+    /// The chosen CPU numbers, in locality order.
+    pub fn cpus(&self) -> Vec<u32> {
+        self.places.iter().map(|p| p.cpu).collect()
+    }
+
+    /// Writes the result: the JSON document with `json`, else `text`; notes an interrupted
+    /// run on stderr.
+    pub fn emit<T: Serialize>(
+        &self,
+        json: bool,
+        engine: &'static str,
+        method: &'static str,
+        warnings: &[String],
+        result: &T,
+        text: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let interrupted = harness::interrupted() || self.stop.is_stopped();
+        let mut out = std::io::stdout().lock();
+        if json {
+            let doc = Document::new(engine, method, self.started, interrupted, warnings, result);
+            writeln!(out, "{}", doc.to_json()?)?;
+        } else {
+            out.write_all(text().as_bytes())?;
+            for w in warnings {
+                writeln!(out, "warning: {w}")?;
+            }
+        }
+        if interrupted {
+            eprintln!("lowlat: interrupted; the results above hold what was measured until then");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(cpus: &[u32]) -> Vec<CpuPlace> {
+        cpus.iter()
+            .map(|&cpu| CpuPlace {
+                cpu,
+                package: Some(0),
+                node: Some(0),
+                l3_group: Some(0),
+                core: cpu,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("64kib"), Ok(65536));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size(" 2 GiB "), Ok(2 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        for bad in ["", "K", "12Q", "1.5", "-4K", "4KB", "99999999999T", "1..2M"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cpus_must_be_online_and_allowed() {
+        let all = places(&[0, 1, 2, 3]);
+        let allowed: CpuSet = [0, 1, 2].into_iter().collect();
+        let got = select_cpus(&all, None, &allowed).unwrap();
+        assert_eq!(got.iter().map(|p| p.cpu).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let one: CpuSet = [1].into_iter().collect();
+        assert_eq!(select_cpus(&all, Some(&one), &allowed).unwrap().len(), 1);
+        let offline: CpuSet = [1, 9].into_iter().collect();
+        let err = select_cpus(&all, Some(&offline), &allowed).unwrap_err();
+        assert!(err.contains("CPU 9 not online"), "{err}");
+        let barred: CpuSet = [3].into_iter().collect();
+        let err = select_cpus(&all, Some(&barred), &allowed).unwrap_err();
+        assert!(err.contains("may not run on CPU 3"), "{err}");
+        assert!(select_cpus(&all, None, &CpuSet::new()).is_err());
+    }
+}
