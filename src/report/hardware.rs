@@ -306,7 +306,7 @@ pub fn freq_text(run: &FreqRun) -> String {
         "{:>5}{:>12}{:>10}{:>10}{:>10}{:>11}{:>13}",
         "cpu", "median MHz", "min MHz", "max MHz", "spread %", "APERF MHz", "APERF/MPERF"
     );
-    let mut reasons: Vec<&str> = Vec::new();
+    let mut missing: Vec<(u32, &str)> = Vec::new();
     for c in &run.cpus {
         let s = &c.effective_mhz;
         let spread = if s.median > 0.0 {
@@ -321,10 +321,8 @@ pub fn freq_text(run: &FreqRun) -> String {
             ),
             None => ("-".to_string(), "-".to_string()),
         };
-        if let Some(reason) = c.aperf_mperf.reason()
-            && !reasons.contains(&reason)
-        {
-            reasons.push(reason);
+        if let Some(reason) = c.aperf_mperf.reason() {
+            missing.push((c.cpu, reason));
         }
         let _ = writeln!(
             out,
@@ -332,8 +330,15 @@ pub fn freq_text(run: &FreqRun) -> String {
             c.cpu, s.median, s.min, s.max, spread, aperf, ratio
         );
     }
-    for reason in reasons {
-        let _ = writeln!(out, "APERF/MPERF unavailable: {reason}");
+    if let Some((cpu, reason)) = missing.first() {
+        let others = match missing.len() {
+            1 => String::new(),
+            n => format!(" (and likewise on {} more CPUs)", n - 1),
+        };
+        let _ = writeln!(
+            out,
+            "APERF/MPERF unavailable on CPU {cpu}: {reason}{others}"
+        );
     }
     out
 }
