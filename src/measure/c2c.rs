@@ -106,8 +106,8 @@ struct Line(AtomicU32);
 #[repr(align(128))]
 struct Abort(AtomicBool);
 
-/// Measures one pair: `from` starts and times the round trips, `to` answers. `None` when
-/// stopped before the samples were complete.
+/// Measures one pair: `from` starts and times the round trips, `to` answers. When stopped,
+/// the pair holds the samples completed; `None` when there were none.
 pub fn measure_pair(
     from: u32,
     to: u32,
@@ -142,7 +142,7 @@ pub fn measure_pair(
             }
             ready.wait();
             if pinned.is_err() || abort.0.load(Ordering::Relaxed) {
-                return pinned.map(|()| None);
+                return pinned.map(|()| Vec::new());
             }
             let samples = start(&line, &abort, config, stop);
             abort.0.store(true, Ordering::Relaxed);
@@ -165,13 +165,11 @@ pub fn measure_pair(
             cpu: to,
             message: e.to_string(),
         })?;
-    Ok(samples
-        .and_then(|s| Summary::of(&s))
-        .map(|one_way_ns| PairLatency {
-            from_cpu: from,
-            to_cpu: to,
-            one_way_ns,
-        }))
+    Ok(Summary::of(&samples).map(|one_way_ns| PairLatency {
+        from_cpu: from,
+        to_cpu: to,
+        one_way_ns,
+    }))
 }
 
 /// The answering side: flips PING to PONG `flips` times, or until aborted.
@@ -189,12 +187,13 @@ fn answer(line: &Line, abort: &Abort, flips: u64) {
     }
 }
 
-/// The starting side: times the samples; the first is discarded. `None` when stopped.
-fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) -> Option<Vec<f64>> {
+/// The starting side: times the samples; the first is discarded. When stopped (or the
+/// answerer went away) it returns the samples completed so far.
+fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) -> Vec<f64> {
     let mut samples = Vec::with_capacity(config.samples as usize);
     for i in 0..=config.samples {
         if should_stop(stop) {
-            return None;
+            break;
         }
         let begin = Instant::now();
         for _ in 0..config.round_trips {
@@ -204,7 +203,7 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
                 .is_err()
             {
                 if abort.0.load(Ordering::Relaxed) {
-                    return None;
+                    return samples;
                 }
             }
         }
@@ -213,7 +212,7 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
             samples.push(ns / f64::from(config.round_trips) / 2.0);
         }
     }
-    Some(samples)
+    samples
 }
 
 /// Measures every pair of `cpus` (each unordered pair once, or both ways when

@@ -115,8 +115,8 @@ fn prepare(cpu: u32, fifo: Option<u8>) -> Result<(), WakeError> {
     Ok(())
 }
 
-/// Measures wake-ups from `waker` to `woken`. `None` when stopped before the samples were
-/// complete.
+/// Measures wake-ups from `waker` to `woken`. When stopped, the pair holds the samples
+/// completed; `None` when there were none.
 pub fn measure_pair(
     waker: u32,
     woken: u32,
@@ -177,13 +177,12 @@ pub fn measure_pair(
     };
     let samples = waker_side.map_err(|_| panicked(waker))??;
     sleeper_side.map_err(|_| panicked(woken))??;
-    Ok(samples.and_then(|(latencies, not_asleep)| {
-        Some(WakeLatency {
-            waker_cpu: waker,
-            woken_cpu: woken,
-            latency_ns: Summary::of(&latencies)?,
-            not_asleep,
-        })
+    let (latencies, not_asleep) = samples;
+    Ok(Summary::of(&latencies).map(|latency_ns| WakeLatency {
+        waker_cpu: waker,
+        woken_cpu: woken,
+        latency_ns,
+        not_asleep,
     }))
 }
 
@@ -214,20 +213,15 @@ fn sleep_loop(word: &Word, report: &Report, total: u32) {
 }
 
 /// The waker: for each sample wait for the sleeper, let the gap pass, wake it, collect the
-/// latency. Returns the kept latencies and the count of samples dropped, or `None` if stopped
-/// or the sleeper went away.
-fn wake_loop(
-    word: &Word,
-    report: &Report,
-    config: WakeConfig,
-    stop: &StopFlag,
-) -> Option<(Vec<f64>, u32)> {
+/// latency. Returns the kept latencies and the count of samples dropped, so far when stopped
+/// or when the sleeper went away.
+fn wake_loop(word: &Word, report: &Report, config: WakeConfig, stop: &StopFlag) -> (Vec<f64>, u32) {
     let mut latencies = Vec::with_capacity(config.samples as usize);
     let mut not_asleep = 0;
     let gap_ns = i64::from(config.gap_us) * 1000;
     for k in 1..=config.samples + 1 {
         if should_stop(stop) || !spin_until(report, |r| r.ready.load(Ordering::Acquire) >= k) {
-            return None;
+            break;
         }
         let announced = now_ns();
         while now_ns() - announced < gap_ns {
@@ -237,7 +231,7 @@ fn wake_loop(
         word.0.store(k, Ordering::Release);
         let _ = rustix::thread::futex::wake(&word.0, rustix::thread::futex::Flags::PRIVATE, 1);
         if !spin_until(report, |r| r.done.load(Ordering::Acquire) >= k) {
-            return None;
+            break;
         }
         if k == 1 {
             continue;
@@ -249,7 +243,7 @@ fn wake_loop(
             not_asleep += 1;
         }
     }
-    Some((latencies, not_asleep))
+    (latencies, not_asleep)
 }
 
 /// Spins until `done(report)` holds (true) or the pair is aborted (false).
