@@ -22,6 +22,7 @@ lowlat measure c2c --cpus 0-15 --csv > c2c.csv\n  lowlat measure c2c --samples 1
 The defaults (1000 round trips x 300 samples) are core-to-core-latency's; a full matrix takes \
 O(CPUs^2) pairs.")]
 pub struct C2cArgs {
+    /// The flags every hardware engine takes.
     #[command(flatten)]
     pub common: CommonArgs,
 
@@ -88,6 +89,7 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
 #[command(after_help = "Examples:\n  lowlat measure wakeup\n  \
 lowlat measure wakeup --cpus 2-5 --fifo 50 --json")]
 pub struct WakeupArgs {
+    /// The flags every hardware engine takes.
     #[command(flatten)]
     pub common: CommonArgs,
 
@@ -148,6 +150,7 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
 lowlat measure freq --together --json\n\n\
 APERF/MPERF are read from /dev/cpu/N/msr when possible (root, `modprobe msr`).")]
 pub struct FreqArgs {
+    /// The flags every hardware engine takes.
     #[command(flatten)]
     pub common: CommonArgs,
 

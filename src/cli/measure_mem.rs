@@ -26,6 +26,7 @@ use crate::report::units::bytes;
 lowlat measure membw --threads 8 --size 4G --json\n  lowlat measure membw --nodes 0-3\n\n\
 Figures are a STREAM-variant: the STREAM 5.10 kernels and rules, reimplemented in Rust.")]
 pub struct MembwArgs {
+    /// The flags every hardware engine takes.
     #[command(flatten)]
     pub common: CommonArgs,
 
@@ -54,6 +55,7 @@ pub struct MembwArgs {
 lowlat measure memlat --cpu 3 --sizes 16K,1M,1G --hugepages\n  \
 lowlat measure memlat --nodes 0-3 --sizes 1G")]
 pub struct MemlatArgs {
+    /// The flags every hardware engine takes.
     #[command(flatten)]
     pub common: CommonArgs,
 
