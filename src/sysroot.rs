@@ -75,8 +75,8 @@ pub struct SysRoot {
 pub enum Recorded {
     /// A file that was read, with the bytes read.
     File(Vec<u8>),
-    /// A directory that was listed.
-    Dir,
+    /// A directory that was listed, with the names it held.
+    Dir(Vec<String>),
     /// A path whose existence was checked and found.
     Exists,
 }
@@ -180,8 +180,8 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file = std::fs::File::open(self.host_path(path))
-            .map_err(|e| ReadError::from_io(path, e))?;
+        let file =
+            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
@@ -206,6 +206,11 @@ impl SysRoot {
             .map_err(|e| ReadError::from_io(path, e))
     }
 
+    /// Whether a path is a directory under the root.
+    pub fn is_dir(&self, path: &str) -> bool {
+        self.host_path(path).is_dir()
+    }
+
     /// Whether a path exists under the root (file or directory).
     pub fn exists(&self, path: &str) -> bool {
         let found = self.host_path(path).exists();
@@ -222,12 +227,12 @@ impl SysRoot {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(ReadError::from_io(path, e)),
         };
-        self.record(path, Recorded::Dir);
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort_by(|a, b| natural_cmp(a, b));
+        self.record(path, Recorded::Dir(names.clone()));
         Ok(names)
     }
 
@@ -271,7 +276,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
         std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.1.0\n\0").unwrap();
         let root = SysRoot::dir(dir.path()).recording();
-        assert_eq!(root.read_value("/proc/sys/kernel/osrelease").unwrap(), "6.1.0");
+        assert_eq!(
+            root.read_value("/proc/sys/kernel/osrelease").unwrap(),
+            "6.1.0"
+        );
         assert!(root.read("/proc/nothing").unwrap_err().is_not_found());
         let recorded = root.recorded();
         assert_eq!(recorded.len(), 1);
@@ -280,7 +288,10 @@ mod tests {
             Some(&Recorded::File(b"6.1.0\n\0".to_vec()))
         );
         // `..` cannot climb out of the root.
-        assert_eq!(root.host_path("/../../etc/passwd"), dir.path().join("etc/passwd"));
+        assert_eq!(
+            root.host_path("/../../etc/passwd"),
+            dir.path().join("etc/passwd")
+        );
     }
 
     #[test]
@@ -306,7 +317,11 @@ mod tests {
             std::fs::create_dir_all(dir.path().join("cpus").join(name)).unwrap();
         }
         let root = SysRoot::dir(dir.path());
-        let names: Vec<u32> = root.list_numbered("/cpus", "cpu").iter().map(|n| n.0).collect();
+        let names: Vec<u32> = root
+            .list_numbered("/cpus", "cpu")
+            .iter()
+            .map(|n| n.0)
+            .collect();
         assert_eq!(names, vec![0, 2, 10]);
     }
 }

@@ -33,14 +33,20 @@ fn membw_validates_and_warns_below_the_rule() {
     ]);
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["engine"], "membw");
-    assert_eq!(doc["interrupted"], false);
+    assert_eq!(doc["result"]["interrupted"], false);
+    assert!(doc["result"]["method"].as_str().unwrap().contains("STREAM"));
+    assert!(
+        doc["environment"]["online"].is_string(),
+        "{}",
+        doc["environment"]
+    );
     let system = &doc["result"]["system"];
     assert_eq!(system["validation"]["validated"], true);
     assert_eq!(system["array_elements"], 1 << 20);
     assert_eq!(system["kernels"].as_array().unwrap().len(), 4);
     assert_eq!(system["kernels"][3]["kernel"], "triad");
     assert!(system["kernels"][3]["best_rate_mb_per_s"].as_f64().unwrap() > 0.0);
-    let warnings = doc["warnings"].to_string();
+    let warnings = doc["result"]["warnings"].to_string();
     assert!(warnings.contains("below STREAM's rule"), "{warnings}");
     assert!(
         doc["result"]["label"]
@@ -265,5 +271,5 @@ fn measuring_refuses_another_machines_root() {
         .args(["--root", dir.path().to_str().unwrap(), "measure", "freq"])
         .assert()
         .code(2)
-        .stderr(contains("runs on this machine"));
+        .stderr(contains("measurements run on this machine only"));
 }

@@ -1,17 +1,20 @@
 //! What the hardware measurement commands share: the common flags, the value parsers, reading
 //! this machine, choosing the CPUs, and writing the result.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
 
 use super::Cli;
-use crate::machine::{CpuSet, Machine, Reader};
-use crate::measure::document::Document;
+use super::measure::{live_root, parse_cpus};
+use crate::machine::{CpuSet, Machine};
+use crate::measure::env;
 use crate::measure::harness::{self, StopFlag};
 use crate::measure::memory::MemoryBudget;
 use crate::measure::place::{self, CpuPlace};
+use crate::results::Document;
+use crate::results::measured::Measured;
 use crate::sysroot::SysRoot;
 
 /// Flags every hardware engine takes.
@@ -25,11 +28,6 @@ pub struct CommonArgs {
     /// Print the versioned JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
-}
-
-/// clap parser for a CPU list.
-pub fn parse_cpus(text: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_list(text).map_err(|e| e.to_string())
 }
 
 /// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
@@ -114,8 +112,6 @@ pub struct Session {
     pub places: Vec<CpuPlace>,
     /// The memory the engines may use.
     pub budget: MemoryBudget,
-    /// When the session started.
-    pub started: jiff::Timestamp,
     /// Stops the engines early (Ctrl-C also does).
     pub stop: StopFlag,
     root: SysRoot,
@@ -125,15 +121,9 @@ impl Session {
     /// Reads this machine and chooses the CPUs; installs the Ctrl-C handler so an interrupted
     /// run still writes what it measured.
     pub fn open(cli: &Cli, common: &CommonArgs) -> Result<Session> {
-        let root = cli.sysroot()?;
-        if !root.is_live() {
-            bail!(
-                "lowlat measure runs on this machine; --root and --snapshot describe other \
-                 machines (drop them)"
-            );
-        }
+        let root = live_root(cli)?;
         let machine = Machine::read(&root);
-        let budget = MemoryBudget::read(&mut Reader::new(&root));
+        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
         let allowed = harness::current_affinity()?;
         let places = select_cpus(
             &place::places(&machine.topology),
@@ -146,7 +136,6 @@ impl Session {
             machine,
             places,
             budget,
-            started: jiff::Timestamp::now(),
             stop: StopFlag::new(),
             root,
         })
@@ -162,8 +151,8 @@ impl Session {
         self.places.iter().map(|p| p.cpu).collect()
     }
 
-    /// Writes the result: the JSON document with `json`, else `text`; notes an interrupted
-    /// run on stderr.
+    /// Writes the result: the JSON document (with the environment of the chosen CPUs) with
+    /// `json`, else `text`; notes an interrupted run on stderr.
     pub fn emit<T: Serialize>(
         &self,
         json: bool,
@@ -176,8 +165,14 @@ impl Session {
         let interrupted = harness::interrupted() || self.stop.is_stopped();
         let mut out = std::io::stdout().lock();
         if json {
-            let doc = Document::new(engine, method, self.started, interrupted, warnings, result);
-            writeln!(out, "{}", doc.to_json()?)?;
+            let figures = Measured {
+                method,
+                interrupted,
+                warnings,
+                figures: result,
+            };
+            let doc = Document::new(engine, env::capture(&self.root, &self.cpus()), figures);
+            writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         } else {
             out.write_all(text().as_bytes())?;
             for w in warnings {

@@ -5,15 +5,16 @@ use anyhow::Result;
 use clap::Args;
 
 use super::exit;
-use super::measure_common::{CommonArgs, Session, parse_cpus, parse_size};
+use super::measure::parse_cpus;
+use super::measure_common::{CommonArgs, Session, parse_size};
+use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
-use crate::machine::{CpuSet, Reader};
 use crate::measure::matrix::Matrix;
 use crate::measure::membw::{
     self, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream_array_bytes,
 };
 use crate::measure::memlat::{self, ChaseConfig, MemlatReport, NodeLatency};
-use crate::measure::memory::{MemoryBudget, check_node, check_node_hugepages, node_hugepages_free};
+use crate::measure::memory::{MemoryBudget, check_node};
 use crate::measure::place::{self, CpuPlace};
 use crate::measure::progress::{Progress, should_stop};
 use crate::measure::region::Backing;
@@ -379,7 +380,6 @@ pub fn plan_memlat(
     topology: &Topology,
     places: &[CpuPlace],
     budget: &MemoryBudget,
-    r: &mut Reader,
     args: &MemlatArgs,
 ) -> Result<MemlatPlan, String> {
     let cpu = match args.cpu {
@@ -410,17 +410,11 @@ pub fn plan_memlat(
     } else {
         Backing::Normal
     };
-    let node_check = |node: &NumaNode, r: &mut Reader| -> Result<(), String> {
+    let node_check = |node: &NumaNode| -> Result<(), String> {
         check_node(node, &what, largest)?;
         if let Backing::Huge { page_bytes } = backing {
-            let page_kib = page_bytes as u64 / 1024;
             let pages = largest.div_ceil(page_bytes as u64);
-            check_node_hugepages(
-                node.id,
-                pages,
-                page_kib,
-                &node_hugepages_free(r, node.id, page_kib),
-            )?;
+            budget.check_node_hugepages(node.id, pages, page_bytes as u64 / 1024)?;
         }
         Ok(())
     };
@@ -429,13 +423,13 @@ pub fn plan_memlat(
             let ids: CpuSet = topology.nodes.iter().map(|n| n.id).collect();
             format!("--node {id}: NUMA node {id} does not exist (nodes: {ids})")
         })?;
-        node_check(node, r)?;
+        node_check(node)?;
     }
     let nodes = matrix_nodes(topology, args.nodes.as_ref())?;
     let MatrixAxes { rows, columns } =
         matrix_axes(&nodes, places, args.nodes.is_some(), largest, &what)?;
     for node in &columns {
-        node_check(node, r)?;
+        node_check(node)?;
     }
     let curve = ChaseConfig {
         cpu,
@@ -466,7 +460,6 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.machine.topology,
         &session.places,
         &session.budget,
-        &mut Reader::new(session.root()),
         args,
     )
     .map_err(|e| anyhow::anyhow!("memlat: {e}"))?;
@@ -601,6 +594,7 @@ mod tests {
             available_kib: Avail::Available(available_kib),
             hugepage_kib: Avail::Available(2048),
             hugepages_free: Avail::Available(0),
+            node_hugepages_free: Default::default(),
         }
     }
 
@@ -736,10 +730,7 @@ mod tests {
         let dir = machine_tree(2, 1, 2, 32, &[1 << 20, 1 << 20]);
         let topo = topology(&dir);
         let places = place::places(&topo);
-        let root = SysRoot::dir(dir.path());
-        let mut r = Reader::new(&root);
-        let plan =
-            plan_memlat(&topo, &places, &budget(4 << 20), &mut r, &memlat_args(&[])).unwrap();
+        let plan = plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(&[])).unwrap();
         assert_eq!(plan.curve.cpu, 0);
         // 2 × 32 MiB of L3: up to 256 MiB.
         assert_eq!(plan.curve.sizes.last(), Some(&(256 << 20)));
@@ -750,7 +741,7 @@ mod tests {
         let args = memlat_args(&[
             "--cpu", "3", "--window", "full", "--sizes", "16K,1M", "--node", "1",
         ]);
-        let plan = plan_memlat(&topo, &places, &budget(4 << 20), &mut r, &args).unwrap();
+        let plan = plan_memlat(&topo, &places, &budget(4 << 20), &args).unwrap();
         assert_eq!(
             (
                 plan.curve.cpu,
@@ -764,7 +755,6 @@ mod tests {
             &topo,
             &places,
             &budget(4 << 20),
-            &mut r,
             &memlat_args(&["--cpu", "9"]),
         )
         .unwrap_err();
@@ -776,7 +766,6 @@ mod tests {
             &topo,
             &places,
             &budget(4 << 20),
-            &mut r,
             &memlat_args(&["--node", "4"]),
         )
         .unwrap_err();
@@ -785,7 +774,6 @@ mod tests {
             &topo,
             &places,
             &budget(4 << 20),
-            &mut r,
             &memlat_args(&["--hugepages"]),
         )
         .unwrap_err();
@@ -794,7 +782,6 @@ mod tests {
             &topo,
             &places,
             &budget(4 << 20),
-            &mut r,
             &memlat_args(&["--sizes", "8G"]),
         )
         .unwrap_err();
@@ -803,7 +790,6 @@ mod tests {
             &topo,
             &places,
             &budget(4 << 20),
-            &mut r,
             &memlat_args(&["--stride", "48"]),
         )
         .unwrap_err();
@@ -817,7 +803,6 @@ mod tests {
             &topo,
             &places,
             &hp,
-            &mut r,
             &memlat_args(&["--hugepages", "--sizes", "4M", "--nodes", "1"]),
         )
         .unwrap_err();

@@ -8,6 +8,12 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod firmware;
+pub mod irq;
+pub mod kernel;
+pub mod power;
+pub mod services;
+pub mod tasks;
 pub mod topology;
 
 pub use avail::{Avail, Warning, Warnings};
@@ -131,6 +137,18 @@ pub struct Machine {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// CPUs, cores, caches, NUMA nodes.
     pub topology: topology::Topology,
+    /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
+    pub irqs: Avail<irq::Irqs>,
+    /// Processes and kernel threads with their affinity and scheduling.
+    pub tasks: Avail<tasks::Tasks>,
+    /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
+    pub services: services::Services,
+    /// Kernel release, command line, isolation, sysctls, clocksource, THP, hugepages, memory.
+    pub kernel: kernel::Kernel,
+    /// cpufreq, boost, cpuidle and resume-latency constraints.
+    pub power: power::Power,
+    /// DMI identity, SMBIOS processors and DIMMs, memory population.
+    pub firmware: firmware::Firmware,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -145,10 +163,22 @@ impl Machine {
             .get()
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
+        let irqs = irq::read(&mut r);
+        let tasks = tasks::read(&mut r);
+        let services = services::read(&mut r, &tasks);
+        let kernel = kernel::read(&mut r);
+        let power = power::read(&mut r);
+        let firmware = firmware::read(&mut r);
         Machine {
             cpu,
             hypervisor,
             topology,
+            irqs,
+            tasks,
+            services,
+            kernel,
+            power,
+            firmware,
             warnings: r.warnings.into_vec(),
         }
     }

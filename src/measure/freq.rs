@@ -19,6 +19,7 @@ use std::sync::Barrier;
 use super::harness::{StopFlag, pin_current_thread};
 use super::progress::{Progress, should_stop};
 use super::summary::Summary;
+use super::tsc::monotonic_raw_ns as raw_ns;
 use crate::machine::Avail;
 use crate::sysroot::{ReadError, SysRoot};
 
@@ -140,14 +141,6 @@ pub const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarc
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn add_chain(_turns: u64) {}
 
-/// CLOCK_MONOTONIC_RAW in nanoseconds (not slewed by NTP).
-fn raw_ns() -> i64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
-    t.tv_sec
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec)
-}
-
 /// Reads APERF and MPERF of `cpu` through the SysRoot.
 fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), String> {
     let path = format!("/dev/cpu/{cpu}/msr");
@@ -169,10 +162,10 @@ fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), String> {
 }
 
 /// APERF/MPERF figures from two readings `elapsed_ns` apart.
-pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: i64) -> Avail<AperfMperf> {
+pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: u64) -> Avail<AperfMperf> {
     let aperf = after.0.wrapping_sub(before.0) as f64;
     let mperf = after.1.wrapping_sub(before.1) as f64;
-    if elapsed_ns <= 0 || mperf == 0.0 {
+    if elapsed_ns == 0 || mperf == 0.0 {
         return Avail::missing("APERF/MPERF did not advance during the samples");
     }
     let us = elapsed_ns as f64 / 1000.0;
@@ -192,12 +185,12 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqConfig) -> Option<CpuFreq>
     loop {
         let t0 = raw_ns();
         add_chain(turns);
-        let ns = (raw_ns() - t0).max(1);
+        let ns = raw_ns().saturating_sub(t0).max(1);
         ns_per_turn = ns as f64 / turns as f64;
         if ns < 500_000 {
             turns = turns.saturating_mul(2);
         }
-        if raw_ns() - start >= config.warmup_ms as i64 * 1_000_000 {
+        if raw_ns().saturating_sub(start) >= config.warmup_ms.saturating_mul(1_000_000) {
             break;
         }
     }
@@ -208,10 +201,10 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqConfig) -> Option<CpuFreq>
     for _ in 0..config.samples {
         let t0 = raw_ns();
         add_chain(turns);
-        let ns = (raw_ns() - t0).max(1) as f64;
+        let ns = raw_ns().saturating_sub(t0).max(1) as f64;
         mhz.push((turns * ADDS_PER_TURN) as f64 / ns * 1000.0);
     }
-    let elapsed = raw_ns() - t_before;
+    let elapsed = raw_ns().saturating_sub(t_before);
     let aperf = match (msr_before, read_aperf_mperf(root, cpu)) {
         (Ok(before), Ok(after)) => aperf_mperf(before, after, elapsed),
         (Err(why), _) | (_, Err(why)) => Avail::missing(why),

@@ -2,14 +2,17 @@
 //! into a clear error before anything is mapped: not enough available memory, a NUMA node
 //! without memory or without enough free memory, huge pages not reserved.
 
+use std::collections::BTreeMap;
+
+use crate::machine::Avail;
+use crate::machine::kernel::{Hugepages, Meminfo};
 use crate::machine::topology::NumaNode;
-use crate::machine::{Avail, Reader};
 use crate::report::units::bytes;
 
 /// The system memory file.
 const MEMINFO: &str = "/proc/meminfo";
 
-/// The memory figures of /proc/meminfo the engines need.
+/// The memory figures the engines need, from the machine model's kernel part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryBudget {
     /// `MemAvailable`: memory available to new work without swapping, KiB.
@@ -18,32 +21,44 @@ pub struct MemoryBudget {
     pub hugepage_kib: Avail<u64>,
     /// `HugePages_Free`: free huge pages of the default size (count).
     pub hugepages_free: Avail<u64>,
-}
-
-/// One `Key: value [kB]` field of a meminfo text; `None` when absent or not a number.
-pub fn meminfo_field(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let (name, rest) = line.split_once(':')?;
-        (name.trim() == key).then_some(())?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
+    /// Free huge pages of the default size per NUMA node (count).
+    pub node_hugepages_free: BTreeMap<u32, Avail<u64>>,
 }
 
 impl MemoryBudget {
-    /// Reads /proc/meminfo through the reader.
-    pub fn read(r: &mut Reader) -> MemoryBudget {
-        let text = r.text(MEMINFO);
-        let field = |key: &str| match &text {
-            Avail::Available(text) => match meminfo_field(text, key) {
+    /// The budget from /proc/meminfo and the huge page pools, as the machine model read them.
+    pub fn new(meminfo: &Avail<Meminfo>, hugepages: &Hugepages) -> MemoryBudget {
+        let field = |pick: fn(&Meminfo) -> Option<u64>, key: &str| match meminfo {
+            Avail::Available(m) => match pick(m) {
                 Some(value) => Avail::Available(value),
                 None => Avail::missing(format!("{MEMINFO} has no {key}")),
             },
             Avail::Unavailable { unavailable } => Avail::missing(unavailable.clone()),
         };
+        let hugepage_kib = field(|m| m.hugepage_size_kib, "Hugepagesize");
+        let node_hugepages_free = hugepages
+            .nodes
+            .iter()
+            .map(|node| {
+                let pool = hugepage_kib
+                    .get()
+                    .and_then(|&kib| node.pools.iter().find(|p| p.size_kib == kib));
+                let free = match pool {
+                    Some(pool) => pool.free.clone(),
+                    None => Avail::missing(format!(
+                        "/sys/devices/system/node/node{}/hugepages has no pool of the default \
+                         huge page size",
+                        node.node
+                    )),
+                };
+                (node.node, free)
+            })
+            .collect();
         MemoryBudget {
-            available_kib: field("MemAvailable"),
-            hugepage_kib: field("Hugepagesize"),
-            hugepages_free: field("HugePages_Free"),
+            available_kib: field(|m| m.mem_available_kib, "MemAvailable"),
+            hugepage_kib,
+            hugepages_free: field(|m| m.hugepages_free, "HugePages_Free"),
+            node_hugepages_free,
         }
     }
 
@@ -89,36 +104,26 @@ impl MemoryBudget {
         let page = usize::try_from(page).map_err(|_| "huge page size too large".to_string())?;
         Ok((page, pages))
     }
-}
 
-/// Free huge pages of `page_kib` KiB on NUMA node `node`
-/// (`/sys/devices/system/node/nodeN/hugepages/hugepages-<size>kB/free_hugepages`).
-pub fn node_hugepages_free(r: &mut Reader, node: u32, page_kib: u64) -> Avail<u64> {
-    r.parse(&format!(
-        "/sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/free_hugepages"
-    ))
-}
-
-/// Fails when node `node` has fewer than `pages` free huge pages of `page_kib` KiB: binding
-/// huge pages to a node that lacks them ends in SIGBUS at the first touch, not in an error.
-pub fn check_node_hugepages(
-    node: u32,
-    pages: u64,
-    page_kib: u64,
-    free: &Avail<u64>,
-) -> Result<(), String> {
-    match free.get() {
-        Some(&free) if free >= pages => Ok(()),
-        Some(&free) => Err(format!(
-            "--hugepages: NUMA node {node} has {free} free huge pages of {} but {pages} are \
-             needed; reserve them on that node, e.g. `echo {pages} > \
-             /sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/nr_hugepages`",
-            bytes(page_kib.saturating_mul(1024))
-        )),
-        None => Err(format!(
-            "--hugepages: cannot tell how many huge pages NUMA node {node} has free ({})",
-            free.reason().unwrap_or_default()
-        )),
+    /// Fails when node `node` has fewer than `pages` free huge pages of `page_kib` KiB:
+    /// binding huge pages to a node that lacks them ends in SIGBUS at the first touch, not
+    /// in an error.
+    pub fn check_node_hugepages(&self, node: u32, pages: u64, page_kib: u64) -> Result<(), String> {
+        let unknown = Avail::missing(format!("no huge page pool is listed for node {node}"));
+        let free = self.node_hugepages_free.get(&node).unwrap_or(&unknown);
+        match free.get() {
+            Some(&free) if free >= pages => Ok(()),
+            Some(&free) => Err(format!(
+                "--hugepages: NUMA node {node} has {free} free huge pages of {} but {pages} are \
+                 needed; reserve them on that node, e.g. `echo {pages} > \
+                 /sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/nr_hugepages`",
+                bytes(page_kib.saturating_mul(1024))
+            )),
+            None => Err(format!(
+                "--hugepages: cannot tell how many huge pages NUMA node {node} has free ({})",
+                free.reason().unwrap_or_default()
+            )),
+        }
     }
 }
 
@@ -146,12 +151,14 @@ pub fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::kernel::{HugePool, NodeHugepages};
 
     fn budget(available_kib: u64, page_kib: u64, free: u64) -> MemoryBudget {
         MemoryBudget {
             available_kib: Avail::Available(available_kib),
             hugepage_kib: Avail::Available(page_kib),
             hugepages_free: Avail::Available(free),
+            node_hugepages_free: BTreeMap::new(),
         }
     }
 
@@ -166,33 +173,59 @@ mod tests {
         }
     }
 
-    #[test]
-    fn reads_meminfo_fields() {
-        let text = "MemTotal:       24684000 kB\nMemAvailable:   24240000 kB\n\
-                    HugePages_Free:        3\nHugepagesize:       2048 kB\ngarbage\n";
-        assert_eq!(meminfo_field(text, "MemAvailable"), Some(24_240_000));
-        assert_eq!(meminfo_field(text, "HugePages_Free"), Some(3));
-        assert_eq!(meminfo_field(text, "Hugepagesize"), Some(2048));
-        assert_eq!(meminfo_field(text, "MemFree"), None);
-        assert_eq!(meminfo_field("MemFree: lots", "MemFree"), None);
+    fn pool(size_kib: u64, free: u64) -> HugePool {
+        HugePool {
+            size_kib,
+            total: Avail::Available(free),
+            free: Avail::Available(free),
+            reserved: Avail::missing("per node"),
+            surplus: Avail::Available(0),
+        }
     }
 
     #[test]
-    fn reads_through_a_root() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
-        std::fs::write(
-            dir.path().join("proc/meminfo"),
-            "MemAvailable: 1000 kB\nHugePages_Free: 0\nHugepagesize: 2048 kB\n",
-        )
-        .unwrap();
-        let root = crate::sysroot::SysRoot::dir(dir.path());
-        let b = MemoryBudget::read(&mut Reader::new(&root));
-        assert_eq!(b, budget(1000, 2048, 0));
-        let empty = tempfile::tempdir().unwrap();
-        let root = crate::sysroot::SysRoot::dir(empty.path());
-        let b = MemoryBudget::read(&mut Reader::new(&root));
-        assert!(b.available_kib.reason().unwrap().contains("/proc/meminfo"));
+    fn built_from_the_kernel_model() {
+        let meminfo = Avail::Available(Meminfo {
+            mem_available_kib: Some(1000),
+            hugepages_free: Some(3),
+            hugepage_size_kib: Some(2048),
+            ..Meminfo::default()
+        });
+        let hugepages = Hugepages {
+            global: vec![pool(2048, 3)],
+            nodes: vec![
+                NodeHugepages {
+                    node: 0,
+                    pools: vec![pool(2048, 1), pool(1 << 20, 4)],
+                },
+                NodeHugepages {
+                    node: 1,
+                    pools: vec![pool(1 << 20, 4)],
+                },
+            ],
+        };
+        let b = MemoryBudget::new(&meminfo, &hugepages);
+        assert_eq!(b.available_kib, Avail::Available(1000));
+        assert_eq!(b.hugepage_kib, Avail::Available(2048));
+        assert_eq!(b.hugepages_free, Avail::Available(3));
+        assert_eq!(b.node_hugepages_free[&0], Avail::Available(1));
+        assert!(
+            b.node_hugepages_free[&1]
+                .reason()
+                .unwrap()
+                .contains("node1")
+        );
+        let missing =
+            MemoryBudget::new(&Avail::missing("/proc/meminfo does not exist"), &hugepages);
+        assert!(
+            missing
+                .available_kib
+                .reason()
+                .unwrap()
+                .contains("/proc/meminfo")
+        );
+        let old = MemoryBudget::new(&Avail::Available(Meminfo::default()), &hugepages);
+        assert!(old.available_kib.reason().unwrap().contains("MemAvailable"));
     }
 
     #[test]
@@ -234,23 +267,19 @@ mod tests {
 
     #[test]
     fn node_huge_pages_are_checked() {
-        assert!(check_node_hugepages(1, 4, 2048, &Avail::Available(4)).is_ok());
-        let err = check_node_hugepages(1, 4, 2048, &Avail::Available(1)).unwrap_err();
+        let mut b = budget(1 << 30, 2048, 8);
+        b.node_hugepages_free.insert(0, Avail::Available(4));
+        b.node_hugepages_free.insert(1, Avail::Available(1));
+        assert!(b.check_node_hugepages(0, 4, 2048).is_ok());
+        let err = b.check_node_hugepages(1, 4, 2048).unwrap_err();
         assert!(
             err.contains("node 1 has 1 free") && err.contains("node1/hugepages"),
             "{err}"
         );
-        assert!(check_node_hugepages(1, 4, 2048, &Avail::missing("absent")).is_err());
-        let dir = tempfile::tempdir().unwrap();
-        let pool = dir
-            .path()
-            .join("sys/devices/system/node/node1/hugepages/hugepages-2048kB");
-        std::fs::create_dir_all(&pool).unwrap();
-        std::fs::write(pool.join("free_hugepages"), "7\n").unwrap();
-        let root = crate::sysroot::SysRoot::dir(dir.path());
-        assert_eq!(
-            node_hugepages_free(&mut Reader::new(&root), 1, 2048),
-            Avail::Available(7)
+        assert!(
+            b.check_node_hugepages(2, 4, 2048)
+                .unwrap_err()
+                .contains("node 2")
         );
     }
 

@@ -5,10 +5,15 @@
 //! frequency). They take plain inputs (CPU lists, sizes) and return serialisable results; the
 //! CLI derives the inputs from the machine's topology with [`place`].
 
+pub mod attribution;
 pub mod c2c;
-pub mod document;
+pub mod clock;
+pub mod env;
 pub mod freq;
 pub mod harness;
+pub mod inject;
+pub mod jitter;
+pub mod load;
 pub mod matrix;
 pub mod membw;
 pub mod memlat;
@@ -16,5 +21,8 @@ pub mod memory;
 pub mod place;
 pub mod progress;
 pub mod region;
+pub mod session;
 pub mod summary;
+pub mod timer;
+pub mod tsc;
 pub mod wakeup;

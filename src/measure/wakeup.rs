@@ -11,9 +11,9 @@
 
 use serde::Serialize;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use super::harness::{StopFlag, pin_current_thread, set_fifo_priority};
+use super::harness::{StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority};
 use super::matrix::Matrix;
 use super::progress::{Progress, should_stop};
 use super::summary::Summary;
@@ -83,19 +83,11 @@ struct Report {
     /// The sample the sleeper last woke from.
     done: AtomicU32,
     /// Clock reading when it woke, nanoseconds.
-    woke_ns: AtomicI64,
+    woke_ns: AtomicU64,
     /// Whether it was asleep in the kernel when woken.
     slept: AtomicBool,
     /// Set by either side to end the pair early.
     abort: AtomicBool,
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every CPU.
-fn now_ns() -> i64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec)
 }
 
 /// Pins the calling thread and applies the policy, naming what failed.
@@ -135,7 +127,7 @@ pub fn measure_pair(
     let report = Report {
         ready: AtomicU32::new(0),
         done: AtomicU32::new(0),
-        woke_ns: AtomicI64::new(0),
+        woke_ns: AtomicU64::new(0),
         slept: AtomicBool::new(false),
         abort: AtomicBool::new(false),
     };
@@ -202,7 +194,7 @@ fn sleep_loop(word: &Word, report: &Report, total: u32) {
                 slept = true;
             }
         }
-        let woke = now_ns();
+        let woke = monotonic_ns();
         if report.abort.load(Ordering::Acquire) {
             return;
         }
@@ -218,16 +210,16 @@ fn sleep_loop(word: &Word, report: &Report, total: u32) {
 fn wake_loop(word: &Word, report: &Report, config: WakeConfig, stop: &StopFlag) -> (Vec<f64>, u32) {
     let mut latencies = Vec::with_capacity(config.samples as usize);
     let mut not_asleep = 0;
-    let gap_ns = i64::from(config.gap_us) * 1000;
+    let gap_ns = u64::from(config.gap_us) * 1000;
     for k in 1..=config.samples + 1 {
         if should_stop(stop) || !spin_until(report, |r| r.ready.load(Ordering::Acquire) >= k) {
             break;
         }
-        let announced = now_ns();
-        while now_ns() - announced < gap_ns {
+        let announced = monotonic_ns();
+        while monotonic_ns().saturating_sub(announced) < gap_ns {
             std::hint::spin_loop();
         }
-        let sent = now_ns();
+        let sent = monotonic_ns();
         word.0.store(k, Ordering::Release);
         let _ = rustix::thread::futex::wake(&word.0, rustix::thread::futex::Flags::PRIVATE, 1);
         if !spin_until(report, |r| r.done.load(Ordering::Acquire) >= k) {
@@ -238,7 +230,7 @@ fn wake_loop(word: &Word, report: &Report, config: WakeConfig, stop: &StopFlag) 
         }
         if report.slept.load(Ordering::Relaxed) {
             let woke = report.woke_ns.load(Ordering::Relaxed);
-            latencies.push((woke - sent) as f64);
+            latencies.push(woke.saturating_sub(sent) as f64);
         } else {
             not_asleep += 1;
         }
