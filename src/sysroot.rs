@@ -200,8 +200,8 @@ impl SysRoot {
     /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         use std::os::unix::fs::FileExt;
-        let file = std::fs::File::open(self.host_path(path))
-            .map_err(|e| ReadError::from_io(path, e))?;
+        let file =
+            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
         file.read_exact_at(buf, offset)
             .map_err(|e| ReadError::from_io(path, e))
     }
@@ -306,7 +306,11 @@ mod tests {
         root.read_at("/dev/cpu/0/msr", 0xe8, &mut buf).unwrap();
         assert_eq!(u64::from_le_bytes(buf), 42);
         assert!(root.read_at("/dev/cpu/0/msr", 0xfc, &mut buf).is_err());
-        assert!(root.read_at("/dev/cpu/1/msr", 0, &mut buf).unwrap_err().is_not_found());
+        assert!(
+            root.read_at("/dev/cpu/1/msr", 0, &mut buf)
+                .unwrap_err()
+                .is_not_found()
+        );
         assert!(root.recorded().is_empty());
     }
 
