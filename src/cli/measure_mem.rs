@@ -808,4 +808,62 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("NUMA node 1"), "{err}");
     }
+
+    /// A fixture machine of tests/fixtures/machines, with its places and memory budget.
+    fn fixture(name: &str) -> (crate::machine::Machine, Vec<CpuPlace>, MemoryBudget) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines")
+            .join(name);
+        let machine = crate::machine::Machine::read(&SysRoot::dir(dir));
+        let places = place::places(&machine.topology);
+        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
+        (machine, places, budget)
+    }
+
+    #[test]
+    fn fixture_machines_size_by_the_rule_and_spread_by_topology() {
+        // epyc7f32-2s: 16 × (32 + 32 + 512 KiB + 16 MiB) = 265 MiB of cache → 1060 MiB per
+        // array; threads alternate sockets; one matrix row per socket node.
+        let (m, places, budget) = fixture("epyc7f32-2s");
+        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(plan.total_cache_bytes, 265 << 20);
+        assert_eq!(plan.rule_bytes, 1060 << 20);
+        assert_eq!(plan.system_cpus[..4], [0, 8, 1, 9]);
+        assert_eq!(plan.system_cpus.len(), 16);
+        assert_eq!(
+            plan.rows,
+            vec![(0, (0..8).collect()), (1, (8..16).collect())]
+        );
+        assert_eq!(plan.columns, vec![0, 1]);
+        assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+
+        // milan64-nps4-smt: 64 × 576 KiB + 8 × 32 MiB = 292 MiB; one thread per core, the
+        // four nodes in turn, then the other L3 group of each node.
+        let (m, places, budget) = fixture("milan64-nps4-smt");
+        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(plan.rule_bytes, 4 * (292 << 20));
+        assert_eq!(plan.system_cpus.len(), 64);
+        assert_eq!(plan.system_cpus[..8], [0, 16, 32, 48, 8, 24, 40, 56]);
+        assert!(plan.system_cpus.iter().all(|&c| c < 64), "no SMT sibling");
+        assert_eq!(plan.columns, vec![0, 1, 2, 3]);
+        assert_eq!(plan.rows[1].1.len(), 16);
+        // memlat: 4 × 256 MiB of L3 → the curve reaches 1 GiB; one chasing CPU per node.
+        let plan = plan_memlat(&m.topology, &places, &budget, &memlat_args(&[])).unwrap();
+        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+
+        // xeon-2s-smt: siblings N and N+56; two L3 groups, one per socket.
+        let (m, places, budget) = fixture("xeon-2s-smt");
+        let plan = plan_membw(
+            &m.topology,
+            &places,
+            &budget,
+            &membw_args(&["--threads", "4"]),
+        )
+        .unwrap();
+        assert_eq!(plan.system_cpus, vec![0, 28, 1, 29]);
+        assert_eq!(place::group_breaks(&places), vec![55]);
+        let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
+        assert_eq!(order, vec![0, 56, 1, 57]);
+    }
 }
