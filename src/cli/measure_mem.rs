@@ -852,6 +852,22 @@ mod tests {
         assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
         assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
 
+        // kvm-guest-2vcpu (this development VM): 2 × (32 + 32 KiB + 1 MiB) + 32 MiB of cache
+        // → 136.5 MiB per array; one node, so no matrix unless asked for.
+        let (m, places, budget) = fixture("kvm-guest-2vcpu");
+        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(plan.rule_bytes, 4 * ((2 * 1088) << 10) + (128 << 20));
+        assert_eq!(plan.system_cpus, vec![0, 1]);
+        assert!(plan.rows.is_empty() && plan.columns.is_empty());
+        let plan = plan_membw(
+            &m.topology,
+            &places,
+            &budget,
+            &membw_args(&["--nodes", "0"]),
+        )
+        .unwrap();
+        assert_eq!((plan.rows.len(), plan.columns.clone()), (1, vec![0]));
+
         // xeon-2s-smt: siblings N and N+56; two L3 groups, one per socket.
         let (m, places, budget) = fixture("xeon-2s-smt");
         let plan = plan_membw(
