@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::exit;
-use super::measure::parse_cpus;
-use super::measure_common::{CommonArgs, Session, parse_size};
+use super::measure::{parse_cpus, parse_size};
+use super::measure_common::{CommonArgs, Session};
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::matrix::Matrix;
