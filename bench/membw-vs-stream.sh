@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# Runs `lowlat measure membw` against STREAM references, alternately, PAIRS times, with the
-# same array length and thread count, and prints per kernel the median of each tool, the
-# ratio lowlat / reference and the reference's own run-to-run spread.
+# Runs `lowlat measure membw` against a packaged STREAM reference, alternately, PAIRS times,
+# with the same array length and thread count, and prints per kernel the median of each
+# tool, the ratio lowlat / reference and the reference's own run-to-run spread.
 #
-# References (each used when present):
-#   * likwid-bench `stream` kernels (Debian: apt-get install likwid). likwid-bench reports
-#     one rate over all its iterations (an average, not STREAM's best-of), for Triad only
-#     (its `stream` kernel is STREAM's Triad, counted the STREAM way: 24 bytes per element).
-#   * stream.c 5.10 built from STREAM_SRC (a checkout of jeffhammond/STREAM) with
-#     gcc -O3 -march=native -fopenmp and the same STREAM_ARRAY_SIZE and NTIMES, run with
-#     OMP_PROC_BIND=spread OMP_PLACES=cores: the exact reference, all four kernels.
+# Reference: likwid-bench `stream` kernels (Debian: apt-get install likwid). likwid-bench
+# reports one rate over all its iterations (an average, not STREAM's best-of), for Triad only
+# (its `stream` kernel is STREAM's Triad, counted the STREAM way: 24 bytes per element).
 #
 # Installs nothing. Needs python3 and a release build of lowlat (cargo build --release) or
 # LOWLAT=path. LIKWID_KERNEL picks the likwid kernel (default stream; e.g. stream_avx).
@@ -42,18 +38,11 @@ if command -v likwid-bench >/dev/null; then
     # likwid-bench sizes the three arrays together, in 1000-byte kB.
     LIKWID_KB=$(( ELEMENTS * 8 * 3 / 1000 ))
 fi
-if [ -n "${STREAM_SRC:-}" ] && [ -f "$STREAM_SRC/stream.c" ]; then
-    refs+=(stream_c)
-    gcc -O3 -march=native -fopenmp -mcmodel=medium -DSTREAM_ARRAY_SIZE="$ELEMENTS" \
-        -DNTIMES="$NTIMES" "$STREAM_SRC/stream.c" -o "$OUT/stream" 2>"$OUT/stream.build" \
-        || { echo "stream.c did not build: $(cat "$OUT/stream.build")" >&2; exit 2; }
-fi
-[ ${#refs[@]} -gt 0 ] || { echo "no reference: install likwid or set STREAM_SRC" >&2; exit 2; }
+[ ${#refs[@]} -gt 0 ] || { echo "no reference: apt-get install likwid" >&2; exit 2; }
 
 run_ref() {
     case "$1" in
         likwid) likwid-bench -t "$LIKWID_KERNEL" -w "N:${LIKWID_KB}kB:${THREADS}" > "$2" 2>&1 ;;
-        stream_c) OMP_NUM_THREADS=$THREADS OMP_PROC_BIND=spread OMP_PLACES=cores "$OUT/stream" > "$2" 2>&1 ;;
     esac
 }
 
@@ -85,19 +74,8 @@ for i in range(1, pairs + 1):
         add(f"{name} avg MB/s", "lowlat", k["bytes_per_iteration"] / k["avg_time_s"] / 1e6)
     for ref in refs:
         text = open(f"{out}/{ref}{i}.txt").read()
-        if ref == "likwid":
-            m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
-            add("Triad avg MB/s", "likwid", float(m.group(1)))
-        else:
-            assert "Solution Validates" in text, f"stream.c run {i} did not validate"
-            for name in ("Copy", "Scale", "Add", "Triad"):
-                m = re.search(rf"^{name}:\s+([\d.]+)\s+([\d.]+)", text, re.M)
-                add(f"{name} best MB/s", "stream_c", float(m.group(1)))
-            # stream.c prints avg time; rate from it: bytes / avg time.
-            for name, words in (("Copy", 2), ("Scale", 2), ("Add", 3), ("Triad", 3)):
-                m = re.search(rf"^{name}:\s+[\d.]+\s+([\d.]+)", text, re.M)
-                n = int(re.search(r"Array size = (\d+)", text).group(1))
-                add(f"{name} avg MB/s", "stream_c", words * 8 * n / float(m.group(1)) / 1e6)
+        m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
+        add("Triad avg MB/s", "likwid", float(m.group(1)))
 
 print(f"{'metric':<18}{'lowlat':>12}{'reference':>12}{'ref':>10}{'ratio':>8}  ref spread (min..max, range/median)")
 for metric, by in rows.items():
