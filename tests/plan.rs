@@ -459,3 +459,46 @@ fn diff_reads_the_current_value_of_every_kind_of_setting() {
         Current::Unknown(_)
     ));
 }
+
+#[test]
+fn systemd_accepts_the_units() {
+    let Ok(version) = std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+    else {
+        eprintln!("skipped: systemd-analyze is not installed");
+        return;
+    };
+    assert!(version.status.success());
+    let (_, plan) = default_plan("epyc7f32-2s");
+    let files = artifacts::render(&plan);
+    let dir = tempfile::tempdir().unwrap();
+    // lowlat is not installed here, and verify checks that ExecStart= is executable.
+    let unit = artifact(&files, "systemd/lowlat-runtime.service")
+        .replace("/usr/local/bin/lowlat", "/bin/true");
+    std::fs::write(dir.path().join("lowlat-runtime.service"), unit).unwrap();
+    // The irqbalance drop-in, next to a stand-in irqbalance.service.
+    std::fs::write(
+        dir.path().join("irqbalance.service"),
+        "[Service]\nExecStart=/bin/true $IRQBALANCE_ARGS\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("irqbalance.service.d")).unwrap();
+    std::fs::write(
+        dir.path().join("irqbalance.service.d/50-lowlat.conf"),
+        artifact(&files, "systemd/irqbalance.service.d/50-lowlat.conf"),
+    )
+    .unwrap();
+    for unit in ["lowlat-runtime.service", "irqbalance.service"] {
+        let out = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(dir.path().join(unit))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.trim().is_empty(),
+            "systemd-analyze verify {unit}:\n{stderr}"
+        );
+    }
+}
