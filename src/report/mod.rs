@@ -1,4 +1,5 @@
 //! Human and machine renderings of lowlat's results.
 
+pub mod audit;
 pub mod inventory;
 pub mod units;
