@@ -193,8 +193,8 @@ fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                let mut out = std::fs::File::create(&target)
-                    .with_context(|| format!("unpacking {name}"))?;
+                let mut out =
+                    std::fs::File::create(&target).with_context(|| format!("unpacking {name}"))?;
                 std::io::copy(&mut entry.by_ref().take(size), &mut out)?;
             }
             other => bail!(
@@ -253,7 +253,10 @@ mod tests {
 
         let (opened, read_back) = open(&file).unwrap();
         assert_eq!(read_back, manifest);
-        assert_eq!(opened.read_value("/proc/sys/kernel/hostname").unwrap(), "box1");
+        assert_eq!(
+            opened.read_value("/proc/sys/kernel/hostname").unwrap(),
+            "box1"
+        );
         assert!(opened.exists("/sys/empty"));
         assert!(!opened.exists("/proc/unread"));
     }

@@ -180,8 +180,8 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file = std::fs::File::open(self.host_path(path))
-            .map_err(|e| ReadError::from_io(path, e))?;
+        let file =
+            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
@@ -261,7 +261,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
         std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), "6.1.0\n\0").unwrap();
         let root = SysRoot::dir(dir.path()).recording();
-        assert_eq!(root.read_value("/proc/sys/kernel/osrelease").unwrap(), "6.1.0");
+        assert_eq!(
+            root.read_value("/proc/sys/kernel/osrelease").unwrap(),
+            "6.1.0"
+        );
         assert!(root.read("/proc/nothing").unwrap_err().is_not_found());
         let recorded = root.recorded();
         assert_eq!(recorded.len(), 1);
@@ -270,7 +273,10 @@ mod tests {
             Some(&Recorded::File(b"6.1.0\n\0".to_vec()))
         );
         // `..` cannot climb out of the root.
-        assert_eq!(root.host_path("/../../etc/passwd"), dir.path().join("etc/passwd"));
+        assert_eq!(
+            root.host_path("/../../etc/passwd"),
+            dir.path().join("etc/passwd")
+        );
     }
 
     #[test]
@@ -280,7 +286,11 @@ mod tests {
             std::fs::create_dir_all(dir.path().join("cpus").join(name)).unwrap();
         }
         let root = SysRoot::dir(dir.path());
-        let names: Vec<u32> = root.list_numbered("/cpus", "cpu").iter().map(|n| n.0).collect();
+        let names: Vec<u32> = root
+            .list_numbered("/cpus", "cpu")
+            .iter()
+            .map(|n| n.0)
+            .collect();
         assert_eq!(names, vec![0, 2, 10]);
     }
 }

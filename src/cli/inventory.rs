@@ -10,8 +10,10 @@ use crate::report::inventory;
 
 /// Options of `lowlat inventory`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  lowlat inventory\n  lowlat inventory --json | jq .machine.topology.shape\n  \
-lowlat inventory --snapshot host1.lowlat")]
+#[command(
+    after_help = "Examples:\n  lowlat inventory\n  lowlat inventory --json | jq .machine.topology.shape\n  \
+lowlat inventory --snapshot host1.lowlat"
+)]
 pub struct InventoryArgs {
     /// Print the versioned JSON document (schema_version, tool, machine) instead of the summary.
     #[arg(long)]
@@ -24,7 +26,8 @@ pub fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))?;
+        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))
+            .map_err(std::io::Error::from)?;
         writeln!(stdout)?;
     } else {
         stdout.write_all(inventory::render_text(&machine).as_bytes())?;

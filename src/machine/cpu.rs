@@ -163,8 +163,7 @@ pub fn read_hypervisor(r: &mut Reader, identity: &CpuIdentity) -> Option<Hypervi
     }
     Some(Hypervisor {
         vendor: "unknown".to_string(),
-        evidence: "the CPU's hypervisor flag; nothing under the root names the vendor"
-            .to_string(),
+        evidence: "the CPU's hypervisor flag; nothing under the root names the vendor".to_string(),
     })
 }
 
@@ -209,8 +208,14 @@ processor\t: 1\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu\n\n";
         let mut warnings = Warnings::default();
         let id = parse_cpuinfo(EPYC, &mut warnings);
         assert_eq!(id.vendor.as_deref(), Some("AuthenticAMD"));
-        assert_eq!((id.family, id.model, id.stepping), (Some(23), Some(49), Some(0)));
-        assert_eq!(id.model_name.as_deref(), Some("AMD EPYC 7F32 8-Core Processor"));
+        assert_eq!(
+            (id.family, id.model, id.stepping),
+            (Some(23), Some(49), Some(0))
+        );
+        assert_eq!(
+            id.model_name.as_deref(),
+            Some("AMD EPYC 7F32 8-Core Processor")
+        );
         assert_eq!(id.microcode.as_deref(), Some("0x830104d"));
         assert!(id.invariant_tsc());
         assert!(!id.is_virtual());
@@ -221,7 +226,10 @@ processor\t: 1\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu\n\n";
     #[test]
     fn garbled_lines_are_warned_and_skipped() {
         let mut warnings = Warnings::default();
-        let id = parse_cpuinfo("processor : 0\nthis is junk\nvendor_id : GenuineIntel\n", &mut warnings);
+        let id = parse_cpuinfo(
+            "processor : 0\nthis is junk\nvendor_id : GenuineIntel\n",
+            &mut warnings,
+        );
         assert_eq!(id.vendor.as_deref(), Some("GenuineIntel"));
         let warnings = warnings.into_vec();
         assert_eq!(warnings.len(), 1);

@@ -323,7 +323,10 @@ mod tests {
         assert_eq!(set.to_list(), "0-3,8-11");
         assert_eq!(CpuSet::parse_list("").unwrap().len(), 0);
         assert_eq!(CpuSet::parse_list("5\0\0").unwrap().to_list(), "5");
-        assert_eq!(CpuSet::parse_list("0-15:2/4").unwrap().to_list(), "0-1,4-5,8-9,12-13");
+        assert_eq!(
+            CpuSet::parse_list("0-15:2/4").unwrap().to_list(),
+            "0-1,4-5,8-9,12-13"
+        );
     }
 
     #[test]
@@ -340,7 +343,10 @@ mod tests {
         assert_eq!(CpuSet::parse_list("0,8").unwrap().to_mask(), "101");
         assert_eq!(CpuSet::parse_list("0-39").unwrap().to_mask(), "ff,ffffffff");
         assert_eq!(CpuSet::parse_mask("ff,ffffffff").unwrap().to_list(), "0-39");
-        assert_eq!(CpuSet::parse_mask("00000000,00000101").unwrap().to_list(), "0,8");
+        assert_eq!(
+            CpuSet::parse_mask("00000000,00000101").unwrap().to_list(),
+            "0,8"
+        );
         assert_eq!(CpuSet::new().to_mask(), "0");
     }
 

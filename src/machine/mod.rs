@@ -8,6 +8,9 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod irq;
+pub mod services;
+pub mod tasks;
 pub mod topology;
 
 pub use avail::{Avail, Warning, Warnings};
@@ -131,6 +134,12 @@ pub struct Machine {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// CPUs, cores, caches, NUMA nodes.
     pub topology: topology::Topology,
+    /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
+    pub irqs: Avail<irq::Irqs>,
+    /// Processes and kernel threads with their affinity and scheduling.
+    pub tasks: Avail<tasks::Tasks>,
+    /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
+    pub services: services::Services,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -145,10 +154,16 @@ impl Machine {
             .get()
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
+        let irqs = irq::read(&mut r);
+        let tasks = tasks::read(&mut r);
+        let services = services::read(&mut r, &tasks);
         Machine {
             cpu,
             hypervisor,
             topology,
+            irqs,
+            tasks,
+            services,
             warnings: r.warnings.into_vec(),
         }
     }

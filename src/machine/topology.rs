@@ -130,7 +130,11 @@ pub struct Shape {
 impl Topology {
     /// The online CPUs.
     pub fn online_cpus(&self) -> CpuSet {
-        self.cpus.iter().filter(|c| c.online).map(|c| c.cpu).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.cpu)
+            .collect()
     }
 
     /// One logical CPU by number.
@@ -207,7 +211,11 @@ impl Topology {
     /// neighbours in the list share the most.
     pub fn cpus_by_locality(&self) -> Vec<u32> {
         let l3 = self.l3_groups();
-        let group_of = |cpu: u32| l3.iter().position(|g| g.contains(cpu)).unwrap_or(usize::MAX);
+        let group_of = |cpu: u32| {
+            l3.iter()
+                .position(|g| g.contains(cpu))
+                .unwrap_or(usize::MAX)
+        };
         let mut cpus: Vec<&LogicalCpu> = self.cpus.iter().filter(|c| c.online).collect();
         cpus.sort_by_key(|c| {
             (
@@ -263,9 +271,15 @@ pub fn read(r: &mut Reader) -> Topology {
         cpus.push(LogicalCpu {
             cpu,
             online: is_online,
-            package: r.opt::<i64>(&format!("{topo}/physical_package_id")).and_then(non_negative),
-            die: r.opt::<i64>(&format!("{topo}/die_id")).and_then(non_negative),
-            core: r.opt::<i64>(&format!("{topo}/core_id")).and_then(non_negative),
+            package: r
+                .opt::<i64>(&format!("{topo}/physical_package_id"))
+                .and_then(non_negative),
+            die: r
+                .opt::<i64>(&format!("{topo}/die_id"))
+                .and_then(non_negative),
+            core: r
+                .opt::<i64>(&format!("{topo}/core_id"))
+                .and_then(non_negative),
             siblings: thread_siblings.unwrap_or_else(|| [cpu].into_iter().collect()),
             node: node_of.get(&cpu).copied(),
         });
@@ -379,7 +393,9 @@ fn read_caches(r: &mut Reader, cpu_dir: &str) -> Vec<Cache> {
 /// Parses a sysfs cache size: `32K`, `16384K`, `1M`, `512` (bytes).
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
-    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let number: u64 = text[..digits_end].parse().ok()?;
     let factor = match text[digits_end..].trim().trim_end_matches(['B', 'b']) {
         "" => 1,
@@ -489,12 +505,17 @@ fn shape(t: &Topology) -> Shape {
     let cores = t.cores();
     let packages = t.packages();
     let package_of = |cpu: u32| t.cpu(cpu).and_then(|c| c.package).unwrap_or(0);
-    let cores_per_socket = uniform(
-        packages
+    let cores_per_socket = uniform(packages.iter().map(|&p| {
+        cores
             .iter()
-            .map(|&p| cores.iter().filter(|c| c.first().map(package_of) == Some(p)).count()),
-    );
-    let cpu_nodes: Vec<&NumaNode> = t.nodes.iter().filter(|n| n.cpus.intersects(&online)).collect();
+            .filter(|c| c.first().map(package_of) == Some(p))
+            .count()
+    }));
+    let cpu_nodes: Vec<&NumaNode> = t
+        .nodes
+        .iter()
+        .filter(|n| n.cpus.intersects(&online))
+        .collect();
     let nodes_per_socket = if cpu_nodes.is_empty() {
         None
     } else {

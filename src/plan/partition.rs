@@ -123,7 +123,10 @@ pub enum PartitionError {
 }
 
 /// Computes and checks the partition for `topology`.
-pub fn compute(topology: &Topology, request: &PartitionRequest) -> Result<Partition, PartitionError> {
+pub fn compute(
+    topology: &Topology,
+    request: &PartitionRequest,
+) -> Result<Partition, PartitionError> {
     let online = topology.online_cpus();
     let known: CpuSet = topology.cpus.iter().map(|c| c.cpu).collect();
     for (flag, set) in [
@@ -287,7 +290,9 @@ mod tests {
             for s in 0..sockets {
                 for c in 0..cores {
                     let cpu = t * per_thread + s * cores + c;
-                    let siblings = (0..threads).map(|k| k * per_thread + s * cores + c).collect();
+                    let siblings = (0..threads)
+                        .map(|k| k * per_thread + s * cores + c)
+                        .collect();
                     nodes[s as usize].cpus.insert(cpu);
                     cpus.push(LogicalCpu {
                         cpu,
@@ -364,7 +369,10 @@ mod tests {
         ));
         assert!(matches!(
             compute(&topo, &with(None, Some("99"))).unwrap_err(),
-            PartitionError::NoSuchCpu { flag: "--isolate", .. }
+            PartitionError::NoSuchCpu {
+                flag: "--isolate",
+                ..
+            }
         ));
         assert!(matches!(
             compute(&topo, &with(Some("0-4"), Some("4-15"))).unwrap_err(),

@@ -73,7 +73,11 @@ pub fn render_text(m: &Machine) -> String {
     out.push('\n');
     out.push_str(&drawing(&m.topology));
     if !m.warnings.is_empty() {
-        let _ = writeln!(out, "\n{} while reading:", plural(m.warnings.len(), "warning", "warnings"));
+        let _ = writeln!(
+            out,
+            "\n{} while reading:",
+            plural(m.warnings.len(), "warning", "warnings")
+        );
         for w in &m.warnings {
             let _ = writeln!(out, "  {w}");
         }
@@ -90,7 +94,10 @@ fn or_reason<T>(value: &Avail<T>, show: impl FnOnce(&T) -> String) -> String {
 
 fn cpu_line(m: &Machine) -> String {
     or_reason(&m.cpu, |id| {
-        let mut line = id.model_name.clone().unwrap_or_else(|| "unknown model".into());
+        let mut line = id
+            .model_name
+            .clone()
+            .unwrap_or_else(|| "unknown model".into());
         let mut detail = Vec::new();
         if let Some(vendor) = &id.vendor {
             detail.push(vendor.clone());
@@ -123,9 +130,10 @@ fn cpu_line(m: &Machine) -> String {
 
 fn shape_line(t: &Topology) -> String {
     let s = &t.shape;
-    let cores = s
-        .cores_per_socket
-        .map_or_else(|| format!("{} cores in all", s.cores), |c| plural(c, "core", "cores"));
+    let cores = s.cores_per_socket.map_or_else(
+        || format!("{} cores in all", s.cores),
+        |c| plural(c, "core", "cores"),
+    );
     let smt = match (s.threads_per_core, t.smt_control.get()) {
         (n, Some(control)) if n > 1 => format!("SMT on ({control})"),
         (n, _) if n > 1 => "SMT on".to_string(),
@@ -227,7 +235,8 @@ fn cache_line(t: &Topology) -> String {
 
 /// The topology as a tree: packages → nodes → L3 groups → cores → threads.
 pub fn drawing(t: &Topology) -> String {
-    let mut out = String::from("Topology (package → NUMA node → L3 group → [threads of each core])\n");
+    let mut out =
+        String::from("Topology (package → NUMA node → L3 group → [threads of each core])\n");
     let cores = t.cores();
     let l3 = t.caches.iter().filter(|c| c.level == 3).collect::<Vec<_>>();
     for package in t.packages() {
@@ -239,7 +248,11 @@ pub fn drawing(t: &Topology) -> String {
             .collect();
         let _ = writeln!(out, "package {package}: CPUs {package_cpus}");
         for node in t.nodes.iter().filter(|n| n.cpus.intersects(&package_cpus)) {
-            let mem = node.mem_total_kib.get().map(|k| kib(*k)).unwrap_or_default();
+            let mem = node
+                .mem_total_kib
+                .get()
+                .map(|k| kib(*k))
+                .unwrap_or_default();
             let _ = writeln!(out, "  node {}: {mem}", node.id);
             let node_cpus = node.cpus.intersection(&package_cpus);
             let groups: Vec<(String, CpuSet)> = if l3.is_empty() {
@@ -254,7 +267,15 @@ pub fn drawing(t: &Topology) -> String {
                 let members: Vec<String> = cores
                     .iter()
                     .filter(|core| core.is_subset(&group) && core.is_subset(&node_cpus))
-                    .map(|core| format!("[{}]", core.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")))
+                    .map(|core| {
+                        format!(
+                            "[{}]",
+                            core.iter()
+                                .map(|c| c.to_string())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        )
+                    })
                     .collect();
                 let indent = if label.is_empty() { "    " } else { "      " };
                 if !label.is_empty() {

@@ -1,0 +1,834 @@
+//! Interrupts: `/proc/interrupts`, `/proc/softirqs`, and each numbered IRQ's affinity and node
+//! from `/proc/irq/N/`.
+//!
+//! `/proc/interrupts` has a header of online CPUs (`CPU0 CPU1 ...`, with gaps where CPUs are
+//! offline) and two kinds of rows:
+//!
+//! * numbered rows: `  45:  0  12  IR-PCI-MSI 524288-edge  nvme0q1` — a count per CPU, the irq
+//!   chip, the hardware IRQ number and trigger, and the actions (handlers) comma-separated;
+//! * named rows: `LOC:  45808  48261  Local timer interrupts` — per-CPU counts and a
+//!   description, or a single total (`ERR:  0`, `MIS:  0`).
+//!
+//! Older kernels (before 3.11 or so) glue the trigger to the chip (`IR-PCI-MSI-edge`) and print
+//! no hardware IRQ; ARM prints the trigger as its own word (`GICv3  27 Level  arch_timer`).
+//! All of these are understood.
+
+pub mod classify;
+
+pub use classify::{IrqClass, classify};
+
+use super::{Avail, CpuSet, Reader, Warnings, truncate};
+use crate::sysroot::ReadError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where the kernel lists interrupts.
+pub const INTERRUPTS: &str = "/proc/interrupts";
+/// Where the kernel lists softirq counts.
+pub const SOFTIRQS: &str = "/proc/softirqs";
+/// The affinity given to IRQs allocated from now on.
+pub const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
+
+/// The machine's interrupts: the counts table and each numbered IRQ's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Irqs {
+    /// `/proc/interrupts`, parsed.
+    pub table: InterruptTable,
+    /// One entry per numbered row of the table, in the same order.
+    pub irqs: Vec<Irq>,
+    /// `/proc/irq/default_smp_affinity`: the CPUs new IRQs may be delivered to.
+    pub default_affinity: Avail<CpuSet>,
+    /// `/proc/softirqs`, parsed.
+    pub softirqs: Avail<SoftirqTable>,
+}
+
+/// One numbered IRQ and its settings from `/proc/irq/N/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Irq {
+    /// The Linux IRQ number.
+    pub number: u32,
+    /// What the IRQ serves, from its actions.
+    pub class: IrqClass,
+    /// The CPUs the IRQ may be delivered to (`smp_affinity_list`, else `smp_affinity`).
+    pub affinity: Avail<CpuSet>,
+    /// The CPUs the IRQ is actually delivered to (`effective_affinity_list`, else
+    /// `effective_affinity`; kernels before 4.15 and some architectures lack it).
+    pub effective_affinity: Avail<CpuSet>,
+    /// The NUMA node of the IRQ descriptor (`/proc/irq/N/node`); `None` when absent or -1.
+    pub node: Option<u32>,
+    /// The NUMA node of the device the IRQ serves (a NIC or NVMe controller), from its sysfs
+    /// `numa_node`; `None` when the class names no device, sysfs does not resolve it, or the
+    /// platform reports -1.
+    pub device_node: Option<u32>,
+}
+
+impl Irqs {
+    /// The table row of `irq`.
+    pub fn row(&self, irq: &Irq) -> Option<&IrqRow> {
+        self.table.numbered(irq.number)
+    }
+}
+
+/// Reads `/proc/interrupts`, `/proc/softirqs`, `/proc/irq/default_smp_affinity` and each
+/// numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
+pub fn read(r: &mut Reader) -> Avail<Irqs> {
+    let text = match r.text(INTERRUPTS) {
+        Avail::Available(text) => text,
+        Avail::Unavailable { unavailable } => return Avail::missing(unavailable),
+    };
+    let table = parse_interrupts(&text, INTERRUPTS, &mut r.warnings);
+    let mut device_nodes = BTreeMap::new();
+    let irqs = table
+        .rows
+        .iter()
+        .filter_map(|row| Some(read_irq(r, row.number?, &row.actions, &mut device_nodes)))
+        .collect();
+    let softirqs = r
+        .text(SOFTIRQS)
+        .map(|text| parse_softirqs(&text, SOFTIRQS, &mut r.warnings));
+    Avail::Available(Irqs {
+        table,
+        irqs,
+        default_affinity: r.cpumask(DEFAULT_AFFINITY),
+        softirqs,
+    })
+}
+
+/// Reads `/proc/irq/N/`; `device_nodes` caches sysfs node lookups shared by a NIC's queues.
+fn read_irq(
+    r: &mut Reader,
+    number: u32,
+    actions: &[String],
+    device_nodes: &mut BTreeMap<String, Option<u32>>,
+) -> Irq {
+    let dir = format!("/proc/irq/{number}");
+    let class = classify(actions);
+    let device_node = class.device_node_path().and_then(|path| {
+        *device_nodes
+            .entry(path)
+            .or_insert_with_key(|path| node_value(r, path))
+    });
+    Irq {
+        number,
+        affinity: list_or_mask(r, &format!("{dir}/smp_affinity")),
+        effective_affinity: list_or_mask(r, &format!("{dir}/effective_affinity")),
+        node: node_value(r, &format!("{dir}/node")),
+        device_node,
+        class,
+    }
+}
+
+/// A CPU set from `<base>_list`, or from the mask file `<base>` where the list is absent
+/// (kernels before 2.6.36 and hwloc-era trees write only masks). Garbled content is warned.
+fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
+    let list = format!("{base}_list");
+    // Read first and fall back on "absent": a stat per file would double the syscalls.
+    let (path, text, parse): (&str, _, fn(&str) -> _) = match r.root.read_value(&list) {
+        Ok(text) => (&list, text, CpuSet::parse_list),
+        Err(ReadError::NotFound { .. }) => match r.root.read_value(base) {
+            Ok(text) => (base, text, CpuSet::parse_mask),
+            Err(e) => return Avail::missing(e.to_string()),
+        },
+        Err(e) => return Avail::missing(e.to_string()),
+    };
+    match parse(&text) {
+        Ok(set) => Avail::Available(set),
+        Err(e) => {
+            r.warnings.file(path, e.to_string());
+            Avail::missing(format!("{path}: {e}"))
+        }
+    }
+}
+
+/// A NUMA node file: a node number, or -1 for none.
+fn node_value(r: &mut Reader, path: &str) -> Option<u32> {
+    r.opt::<i64>(path).and_then(|node| u32::try_from(node).ok())
+}
+
+/// `/proc/interrupts`, parsed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterruptTable {
+    /// The CPU of each count column, from the header (online CPUs at the time of reading),
+    /// ascending.
+    pub cpus: Vec<u32>,
+    /// The rows, in file order.
+    pub rows: Vec<IrqRow>,
+}
+
+/// One row of `/proc/interrupts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IrqRow {
+    /// The row label without the colon: `"45"`, `"LOC"`, `"NMI"`.
+    pub id: String,
+    /// The Linux IRQ number for numbered rows; `None` for named (architecture) rows.
+    pub number: Option<u32>,
+    /// Interrupt counts (events since boot), parallel to [`InterruptTable::cpus`]; a single
+    /// machine-wide total for rows that have no per-CPU counts (`ERR`, `MIS`).
+    pub counts: Vec<u64>,
+    /// The interrupt controller (irq chip) name, e.g. `IR-PCI-MSI`, `IO-APIC`, `GICv3`.
+    pub chip: Option<String>,
+    /// The hardware IRQ number within the chip's domain, e.g. `524288`.
+    pub hwirq: Option<String>,
+    /// The trigger or flow handler, e.g. `edge`, `fasteoi`, `Level`.
+    pub trigger: Option<String>,
+    /// The handlers registered on the IRQ (driver-chosen names such as `nvme0q1`,
+    /// `eth0-TxRx-3`, `PCIe PME`), in the order printed.
+    pub actions: Vec<String>,
+    /// The description of a named row, e.g. `Local timer interrupts`.
+    pub description: Option<String>,
+}
+
+impl IrqRow {
+    /// All events of this row, summed over CPUs.
+    pub fn total(&self) -> u64 {
+        self.counts
+            .iter()
+            .fold(0u64, |sum, c| sum.saturating_add(*c))
+    }
+}
+
+impl InterruptTable {
+    /// The count of `row` on `cpu`; 0 when the CPU has no column (offline) and for rows that
+    /// only have a machine-wide total (`ERR`, `MIS`) on machines with more than one CPU column.
+    pub fn count(&self, row: &IrqRow, cpu: u32) -> u64 {
+        if row.counts.len() != self.cpus.len() {
+            return 0;
+        }
+        self.cpus
+            .binary_search(&cpu)
+            .ok()
+            .and_then(|i| row.counts.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// The numbered row of Linux IRQ `number`.
+    pub fn numbered(&self, number: u32) -> Option<&IrqRow> {
+        self.rows.iter().find(|row| row.number == Some(number))
+    }
+
+    /// The row labelled `id` (`"LOC"`, `"45"`).
+    pub fn row(&self, id: &str) -> Option<&IrqRow> {
+        self.rows.iter().find(|row| row.id == id)
+    }
+}
+
+/// `/proc/softirqs`, parsed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SoftirqTable {
+    /// The CPU of each count column, from the header.
+    pub cpus: Vec<u32>,
+    /// One row per softirq vector, in file order.
+    pub rows: Vec<SoftirqRow>,
+}
+
+/// One softirq vector and its per-CPU counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SoftirqRow {
+    /// The vector name: `HI`, `TIMER`, `NET_TX`, `NET_RX`, `BLOCK`, `IRQ_POLL`, `TASKLET`,
+    /// `SCHED`, `HRTIMER`, `RCU`.
+    pub name: String,
+    /// Times the vector was raised (events since boot), parallel to [`SoftirqTable::cpus`].
+    pub counts: Vec<u64>,
+}
+
+/// Parses `/proc/interrupts`. Garbled lines are reported as warnings naming `path` and the
+/// 1-based line, and skipped; everything else is kept.
+pub fn parse_interrupts(text: &str, path: &str, warnings: &mut Warnings) -> InterruptTable {
+    let Some((cpus, body)) = header(text, path, warnings) else {
+        return InterruptTable::default();
+    };
+    let mut table = InterruptTable {
+        cpus,
+        rows: Vec::new(),
+    };
+    for (lineno, line) in body {
+        if let Some(row) = interrupt_row(line, &table.cpus, path, lineno, warnings) {
+            table.rows.push(row);
+        }
+    }
+    table
+}
+
+/// Parses `/proc/softirqs`. Garbled lines are reported as warnings and skipped.
+pub fn parse_softirqs(text: &str, path: &str, warnings: &mut Warnings) -> SoftirqTable {
+    let Some((cpus, body)) = header(text, path, warnings) else {
+        return SoftirqTable::default();
+    };
+    let mut rows = Vec::new();
+    for (lineno, line) in body {
+        let Some((label, rest)) = split_label(line) else {
+            warnings.line(path, lineno, garbled(line, "expected 'NAME: counts...'"));
+            continue;
+        };
+        let (counts, after) = leading_counts(rest, cpus.len());
+        if !after.trim().is_empty() {
+            warnings.line(
+                path,
+                lineno,
+                garbled(line, "unexpected text after the counts"),
+            );
+            continue;
+        }
+        let counts = full_width(counts, cpus.len(), path, lineno, warnings);
+        rows.push(SoftirqRow {
+            name: label.to_string(),
+            counts,
+        });
+    }
+    SoftirqTable { cpus, rows }
+}
+
+/// The numbered lines after the header (1-based numbers), with trailing NUL bytes cut and
+/// blank lines dropped.
+type Body<'t> = Vec<(usize, &'t str)>;
+
+/// Reads the `CPU0 CPU1 ...` header (the first non-blank line) and returns the CPU columns and
+/// the remaining lines. A missing header is a file-level warning and yields `None`.
+fn header<'t>(text: &'t str, path: &str, warnings: &mut Warnings) -> Option<(Vec<u32>, Body<'t>)> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.trim_end_matches('\0')))
+        .filter(|(_, line)| !line.trim().is_empty());
+    let Some((lineno, first)) = lines.next() else {
+        warnings.file(
+            path,
+            "the file is empty (expected a 'CPU0 CPU1 ...' header)",
+        );
+        return None;
+    };
+    let mut cpus = Vec::new();
+    for word in first.split_whitespace() {
+        match word.strip_prefix("CPU").and_then(|n| n.parse::<u32>().ok()) {
+            Some(cpu) if cpus.last().is_none_or(|&last| cpu > last) => cpus.push(cpu),
+            _ => {
+                warnings.line(
+                    path,
+                    lineno,
+                    garbled(first, "expected a header of ascending 'CPUn' columns"),
+                );
+                return None;
+            }
+        }
+    }
+    if cpus.is_empty() {
+        warnings.line(path, lineno, garbled(first, "the header names no CPU"));
+        return None;
+    }
+    Some((cpus, lines.collect()))
+}
+
+fn interrupt_row(
+    line: &str,
+    cpus: &[u32],
+    path: &str,
+    lineno: usize,
+    warnings: &mut Warnings,
+) -> Option<IrqRow> {
+    let Some((label, rest)) = split_label(line) else {
+        warnings.line(path, lineno, garbled(line, "expected 'IRQ: counts...'"));
+        return None;
+    };
+    let numeric = label.bytes().all(|b| b.is_ascii_digit());
+    let number = if numeric {
+        match label.parse::<u32>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                warnings.line(path, lineno, garbled(line, "IRQ number out of range"));
+                return None;
+            }
+        }
+    } else {
+        None
+    };
+    let (counts, after) = leading_counts(rest, cpus.len());
+    if counts.is_empty() {
+        warnings.line(path, lineno, garbled(line, "no interrupt counts"));
+        return None;
+    }
+    // A lone total (ERR, MIS) is kept as is; any other short row was cut off.
+    let single_total = number.is_none() && counts.len() == 1 && after.trim().is_empty();
+    let counts = if single_total {
+        counts
+    } else {
+        full_width(counts, cpus.len(), path, lineno, warnings)
+    };
+    let mut row = IrqRow {
+        id: label.to_string(),
+        number,
+        counts,
+        chip: None,
+        hwirq: None,
+        trigger: None,
+        actions: Vec::new(),
+        description: None,
+    };
+    if number.is_some() {
+        describe_numbered(after, &mut row);
+    } else {
+        let description = after.trim();
+        row.description = (!description.is_empty()).then(|| description.to_string());
+    }
+    Some(row)
+}
+
+/// Splits `  45: rest` into `("45", " rest")`; the label must be one word.
+fn split_label(line: &str) -> Option<(&str, &str)> {
+    let (label, rest) = line.split_once(':')?;
+    let label = label.trim();
+    if label.is_empty() || label.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((label, rest))
+}
+
+/// Takes up to `max` whitespace-separated unsigned counts from the start of `text`, returning
+/// them and the text after the last one taken.
+fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
+    // A byte loop: a 512-CPU machine's /proc/interrupts holds millions of counts.
+    let bytes = text.as_bytes();
+    let mut counts = Vec::with_capacity(max);
+    let mut taken = 0; // where the text after the last count taken starts
+    let mut at = 0;
+    while counts.len() < max {
+        while let Some(b' ' | b'\t') = bytes.get(at) {
+            at += 1;
+        }
+        let start = at;
+        let mut value: Option<u64> = Some(0);
+        while let Some(&b) = bytes.get(at).filter(|b| b.is_ascii_digit()) {
+            value = value
+                .and_then(|v| v.checked_mul(10))
+                .and_then(|v| v.checked_add(u64::from(b - b'0')));
+            at += 1;
+        }
+        let ends_word = bytes.get(at).is_none_or(u8::is_ascii_whitespace);
+        match value {
+            Some(count) if at > start && ends_word => {
+                counts.push(count);
+                taken = at;
+            }
+            _ => break,
+        }
+    }
+    (counts, text.get(taken..).unwrap_or(""))
+}
+
+/// Pads a row that has fewer counts than CPU columns with zeros, with a warning.
+fn full_width(
+    mut counts: Vec<u64>,
+    width: usize,
+    path: &str,
+    lineno: usize,
+    warnings: &mut Warnings,
+) -> Vec<u64> {
+    if counts.len() < width {
+        warnings.line(
+            path,
+            lineno,
+            format!(
+                "{} counts for {width} CPU columns; the missing ones are taken as 0",
+                counts.len()
+            ),
+        );
+        counts.resize(width, 0);
+    }
+    counts
+}
+
+/// Trigger and flow-handler names as the kernel prints them.
+const TRIGGERS: &[&str] = &[
+    "edge",
+    "level",
+    "fasteoi",
+    "simple",
+    "percpu",
+    "percpu_devid",
+    "Edge",
+    "Level",
+    "bad",
+];
+
+/// Fills chip, hwirq, trigger and actions from the text after the counts of a numbered row.
+fn describe_numbered(text: &str, row: &mut IrqRow) {
+    let words = words(text);
+    let Some(&(_, chip_end, chip)) = words.first() else {
+        return;
+    };
+    let mut used_end = chip_end;
+    row.chip = Some(chip.to_string());
+    let second = words.get(1).copied();
+    if let Some((_, end, word)) = second
+        && let Some((hwirq, trigger)) = hwirq_trigger(word)
+    {
+        // `524288-edge` (x86 since 3.11) or `-edge` (no irq domain).
+        row.hwirq = hwirq.map(str::to_string);
+        row.trigger = Some(trigger.to_string());
+        used_end = end;
+    } else if let Some((_, end, word)) = second
+        && word.bytes().all(|b| b.is_ascii_digit())
+    {
+        // `27 Level` (GENERIC_IRQ_SHOW_LEVEL) or a bare `27`.
+        row.hwirq = Some(word.to_string());
+        used_end = end;
+        if let Some(&(_, end, trigger)) = words.get(2)
+            && TRIGGERS.contains(&trigger)
+        {
+            row.trigger = Some(trigger.to_string());
+            used_end = end;
+        }
+    } else if let Some((name, trigger)) = chip.rsplit_once('-')
+        && !name.is_empty()
+        && TRIGGERS.contains(&trigger)
+    {
+        // `IR-PCI-MSI-edge` (kernels before 3.11 glue the trigger to the chip).
+        row.chip = Some(name.to_string());
+        row.trigger = Some(trigger.to_string());
+    }
+    row.actions = text
+        .get(used_end..)
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|action| !action.is_empty())
+        .map(str::to_string)
+        .collect();
+}
+
+/// Splits `524288-edge` into (`Some("524288")`, `"edge"`) and `-edge` into (`None`, `"edge"`).
+fn hwirq_trigger(word: &str) -> Option<(Option<&str>, &str)> {
+    let (hwirq, trigger) = word.split_once('-')?;
+    if !TRIGGERS.contains(&trigger) || !hwirq.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(((!hwirq.is_empty()).then_some(hwirq), trigger))
+}
+
+/// The whitespace-separated words of `text` with their byte ranges.
+fn words(text: &str) -> Vec<(usize, usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.extend(text.get(s..i).map(|word| (s, i, word)));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.extend(text.get(s..).map(|word| (s, text.len(), word)));
+    }
+    out
+}
+
+fn garbled(line: &str, why: &str) -> String {
+    format!("{why}; line skipped: '{}'", truncate(line.trim(), 60))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::sysroot::SysRoot;
+    use proptest::prelude::*;
+
+    /// A temporary root holding `files` (system path, content); shared by the readers' tests.
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        for (path, content) in files {
+            let host = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(host.parent().expect("a file has a parent"))
+                .expect("create the parent directory");
+            std::fs::write(host, content).expect("write the fixture file");
+        }
+        dir
+    }
+
+    const P: &str = "/proc/interrupts";
+
+    /// The development machine's own /proc/interrupts (a 2-vCPU KVM guest, kernel 6.x).
+    const KVM_GUEST: &str = "           CPU0       CPU1       
+ 24:          1          0  IO-APIC   5-edge      ACPI:Ged
+ 26:          0         14  IO-APIC   4-edge      ttyS0
+ 28:          0          0 PCI-MSIX-0000:00:01.0   0-edge      virtio0-config
+ 36:          0       8729 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0
+ 38:          0        921 PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
+ 39:        695          0 PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0
+NMI:          0          0   Non-maskable interrupts
+LOC:      45808      48261   Local timer interrupts
+IWI:          0          1   IRQ work interrupts
+TRM:          0          0   Thermal event interrupts
+HYP:         88         32   Hypervisor callback interrupts
+ERR:          0
+MIS:          0
+PIN:          0          0   Posted-interrupt notification event
+";
+
+    fn parse(text: &str) -> (InterruptTable, Vec<crate::machine::Warning>) {
+        let mut warnings = Warnings::default();
+        let table = parse_interrupts(text, P, &mut warnings);
+        (table, warnings.into_vec())
+    }
+
+    #[test]
+    fn parses_the_kvm_guest() {
+        let (table, warnings) = parse(KVM_GUEST);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(table.cpus, vec![0, 1]);
+        assert_eq!(table.rows.len(), 14);
+        let nvme = table.numbered(36).unwrap();
+        assert_eq!(nvme.chip.as_deref(), Some("PCI-MSIX-0000:00:02.0"));
+        assert_eq!(nvme.hwirq.as_deref(), Some("1"));
+        assert_eq!(nvme.trigger.as_deref(), Some("edge"));
+        assert_eq!(nvme.actions, vec!["virtio1-req.0"]);
+        assert_eq!(table.count(nvme, 1), 8729);
+        assert_eq!(table.count(nvme, 0), 0);
+        assert_eq!(table.count(nvme, 7), 0);
+        let loc = table.row("LOC").unwrap();
+        assert_eq!(loc.number, None);
+        assert_eq!(loc.description.as_deref(), Some("Local timer interrupts"));
+        assert_eq!(loc.total(), 45808 + 48261);
+        assert_eq!(table.count(loc, 1), 48261);
+        let err = table.row("ERR").unwrap();
+        assert_eq!(err.counts, vec![0]);
+        assert_eq!(err.description, None);
+    }
+
+    #[test]
+    fn lone_totals_are_not_attributed_to_a_cpu() {
+        let (table, warnings) = parse("  CPU0 CPU1\nERR: 7\nMIS: 3\n");
+        assert!(warnings.is_empty());
+        let err = table.row("ERR").unwrap();
+        assert_eq!(err.total(), 7);
+        assert_eq!(table.count(err, 0), 0);
+    }
+
+    #[test]
+    fn parses_several_actions_with_spaces_and_sparse_cpus() {
+        let text = "           CPU0       CPU2       CPU3\n\
+            122:          0          0          5  IR-PCI-MSI 458752-edge      PCIe PME, pciehp\n\
+            130:         10          0          0  IR-PCI-MSIX-0000:41:00.0   3-edge      mlx5_comp3@pci:0000:41:00.0\n\
+            131:          0          0          0  IR-PCI-MSI 524288-edge\n";
+        let (table, warnings) = parse(text);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(table.cpus, vec![0, 2, 3]);
+        let pme = table.numbered(122).unwrap();
+        assert_eq!(pme.actions, vec!["PCIe PME", "pciehp"]);
+        assert_eq!(table.count(pme, 3), 5);
+        assert_eq!(table.count(pme, 1), 0);
+        assert_eq!(table.numbered(130).unwrap().hwirq.as_deref(), Some("3"));
+        let idle = table.numbered(131).unwrap();
+        assert!(idle.actions.is_empty());
+        assert_eq!(idle.hwirq.as_deref(), Some("524288"));
+    }
+
+    #[test]
+    fn parses_arm64_rows() {
+        let text = "           CPU0       CPU1\n\
+             11:      12345      67890     GICv3  27 Level     arch_timer\n\
+             14:          0          0     GICv3  23 Level     arm-pmu\n\
+             47:        100          0   ITS-MSI 524288 Edge      nvme0q0\n\
+            IPI0:       1000       2000       Rescheduling interrupts\n\
+            Err:          0\n";
+        let (table, warnings) = parse(text);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let timer = table.numbered(11).unwrap();
+        assert_eq!(timer.chip.as_deref(), Some("GICv3"));
+        assert_eq!(timer.hwirq.as_deref(), Some("27"));
+        assert_eq!(timer.trigger.as_deref(), Some("Level"));
+        assert_eq!(timer.actions, vec!["arch_timer"]);
+        assert_eq!(table.numbered(47).unwrap().actions, vec!["nvme0q0"]);
+        let ipi = table.row("IPI0").unwrap();
+        assert_eq!(ipi.description.as_deref(), Some("Rescheduling interrupts"));
+        assert_eq!(table.row("Err").unwrap().counts, vec![0]);
+    }
+
+    #[test]
+    fn parses_old_kernels_with_the_trigger_glued_to_the_chip() {
+        // RHEL 7 (kernel 3.10) and the i386 XT-PIC.
+        let text = "           CPU0       CPU1\n\
+              0:         35          0   IO-APIC-edge      timer\n\
+              2:          0          0    XT-PIC-XT-PIC    cascade\n\
+             64:     123456          0   IR-PCI-MSI-edge      eth0-TxRx-0\n";
+        let (table, warnings) = parse(text);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let timer = table.numbered(0).unwrap();
+        assert_eq!(timer.chip.as_deref(), Some("IO-APIC"));
+        assert_eq!(timer.trigger.as_deref(), Some("edge"));
+        assert_eq!(timer.hwirq, None);
+        assert_eq!(timer.actions, vec!["timer"]);
+        let cascade = table.numbered(2).unwrap();
+        assert_eq!(cascade.chip.as_deref(), Some("XT-PIC-XT-PIC"));
+        assert_eq!(cascade.actions, vec!["cascade"]);
+        let nic = table.numbered(64).unwrap();
+        assert_eq!(nic.chip.as_deref(), Some("IR-PCI-MSI"));
+        assert_eq!(nic.actions, vec!["eth0-TxRx-0"]);
+    }
+
+    #[test]
+    fn garbled_lines_are_warned_and_skipped() {
+        let text = "           CPU0       CPU1\n\
+             24:          1          0  IO-APIC   5-edge      ACPI:Ged\n\
+            this line is garbage\n\
+             25:     xx  IO-APIC   6-edge      ACPI:Ged\n\
+             26:          7\n\
+            99999999999:  1 2 chip\n\
+             27:          1          2  IO-APIC   7-edge      ok\n";
+        let (table, warnings) = parse(text);
+        let ids: Vec<&str> = table.rows.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, vec!["24", "26", "27"]);
+        // The cut-off row 26 is kept, padded with 0 and warned about.
+        assert_eq!(table.numbered(26).unwrap().counts, vec![7, 0]);
+        let lines: Vec<Option<usize>> = warnings.iter().map(|w| w.line).collect();
+        assert_eq!(lines, vec![Some(3), Some(4), Some(5), Some(6)]);
+        assert!(warnings.iter().all(|w| w.path == P));
+    }
+
+    #[test]
+    fn a_missing_header_is_one_warning() {
+        let (table, warnings) = parse(" 24:  1  0  IO-APIC  5-edge  x\n");
+        assert!(table.rows.is_empty());
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(1));
+        let (_, warnings) = parse("\n\n");
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, None);
+    }
+
+    #[test]
+    fn parses_softirqs() {
+        let text = "                    CPU0       CPU1       \n\
+                      HI:          0          0\n\
+                   TIMER:       6580       7601\n\
+                  NET_RX:        659\n\
+                     RCU:      16606      17146\n\
+                 garbage\n";
+        let mut warnings = Warnings::default();
+        let table = parse_softirqs(text, "/proc/softirqs", &mut warnings);
+        assert_eq!(table.cpus, vec![0, 1]);
+        let names: Vec<&str> = table.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, vec!["HI", "TIMER", "NET_RX", "RCU"]);
+        assert_eq!(table.rows[1].counts, vec![6580, 7601]);
+        assert_eq!(table.rows[2].counts, vec![659, 0]);
+        let lines: Vec<Option<usize>> = warnings.into_vec().iter().map(|w| w.line).collect();
+        assert_eq!(lines, vec![Some(4), Some(6)]);
+    }
+
+    #[test]
+    fn trailing_nul_bytes_are_ignored() {
+        let (table, warnings) = parse("  CPU0\n 3:  5  IO-APIC 3-edge  x\0\0\n\0\0\0");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(table.numbered(3).unwrap().actions, vec!["x"]);
+    }
+
+    #[test]
+    fn serializes_and_deserializes() {
+        let (table, _) = parse(KVM_GUEST);
+        let json = serde_json::to_string(&table).unwrap();
+        let back: InterruptTable = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, table);
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(text in "(\\PC{0,30}\n){0,6}") {
+            let mut warnings = Warnings::default();
+            let _ = parse_interrupts(&text, P, &mut warnings);
+            let _ = parse_softirqs(&text, P, &mut warnings);
+        }
+
+        #[test]
+        fn parsers_never_panic_on_near_valid_rows(
+            rows in proptest::collection::vec("[ 0-9A-Za-z:,.\\-]{0,40}", 0..8)
+        ) {
+            let text = format!("  CPU0  CPU1\n{}", rows.join("\n"));
+            let mut warnings = Warnings::default();
+            let table = parse_interrupts(&text, P, &mut warnings);
+            for row in &table.rows {
+                prop_assert!(row.counts.len() == 2 || row.counts.len() == 1);
+            }
+        }
+    }
+
+    #[test]
+    fn reads_irq_directories_nic_nodes_and_softirqs() {
+        let interrupts = "           CPU0       CPU1       CPU2       CPU3\n\
+             40:  1  0  0  0  IR-PCI-MSIX-0000:17:00.0   0-edge      eth0-TxRx-0\n\
+             41:  0  5  0  0  IR-PCI-MSIX-0000:17:00.0   1-edge      eth0-TxRx-1\n\
+             50:  0  0  9  0  IR-PCI-MSIX-0000:41:00.0   3-edge      mlx5_comp3@pci:0000:41:00.0\n\
+             60:  0  0  0  2  IR-PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n\
+             61:  0  0  0  0  IR-PCI-MSIX-0000:01:00.0   2-edge      nvme0q2\n\
+            LOC:  10  20  30  40   Local timer interrupts\n";
+        let dir = tree(&[
+            ("/proc/interrupts", interrupts),
+            ("/proc/irq/default_smp_affinity", "3\n"),
+            ("/proc/irq/40/smp_affinity_list", "0-1\n"),
+            ("/proc/irq/40/effective_affinity_list", "0\n"),
+            ("/proc/irq/40/node", "1\n"),
+            ("/proc/irq/41/smp_affinity", "0c\n"),
+            ("/proc/irq/41/node", "-1\n"),
+            ("/proc/irq/50/smp_affinity_list", "2\n"),
+            ("/proc/irq/60/smp_affinity_list", "3\n"),
+            ("/proc/irq/61/smp_affinity_list", "3-x\n"),
+            ("/sys/class/net/eth0/device/numa_node", "1\n"),
+            ("/sys/bus/pci/devices/0000:41:00.0/numa_node", "0\n"),
+            ("/sys/class/nvme/nvme0/device/numa_node", "-1\n"),
+        ]);
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r).get_owned().expect("/proc/interrupts is there");
+        let warnings = r.warnings.into_vec();
+
+        assert_eq!(
+            irqs.default_affinity.get().map(CpuSet::to_list).as_deref(),
+            Some("0-1")
+        );
+        let numbers: Vec<u32> = irqs.irqs.iter().map(|irq| irq.number).collect();
+        assert_eq!(numbers, vec![40, 41, 50, 60, 61]);
+        let irq = |n: u32| irqs.irqs.iter().find(|irq| irq.number == n).unwrap();
+        let list = |set: &Avail<CpuSet>| set.get().map(CpuSet::to_list);
+
+        assert_eq!(list(&irq(40).affinity).as_deref(), Some("0-1"));
+        assert_eq!(list(&irq(40).effective_affinity).as_deref(), Some("0"));
+        assert_eq!(irq(40).node, Some(1));
+        assert_eq!(irq(40).device_node, Some(1));
+        assert!(matches!(irq(40).class, IrqClass::NicQueue { queue: 0, .. }));
+        // The mask file stands in for an absent list file.
+        assert_eq!(list(&irq(41).affinity).as_deref(), Some("2-3"));
+        assert_eq!(irq(41).node, None);
+        // A missing file is a reason, not a warning.
+        assert!(
+            irq(41)
+                .effective_affinity
+                .reason()
+                .is_some_and(|why| why.contains("does not exist"))
+        );
+        assert_eq!(irq(50).device_node, Some(0));
+        assert_eq!(irq(60).device_node, None);
+        assert!(matches!(
+            irq(60).class,
+            IrqClass::Storage { managed: true, .. }
+        ));
+        assert_eq!(irqs.row(irq(50)).map(|row| row.total()), Some(9));
+        // A garbled file is one warning naming it, and unavailable.
+        assert!(irq(61).affinity.get().is_none());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].path, "/proc/irq/61/smp_affinity_list");
+        assert!(irqs.softirqs.reason().is_some());
+    }
+
+    #[test]
+    fn no_proc_interrupts_is_unavailable_without_warnings() {
+        let dir = tree(&[]);
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r);
+        assert!(
+            irqs.reason()
+                .is_some_and(|why| why.contains("/proc/interrupts"))
+        );
+        assert!(r.warnings.into_vec().is_empty());
+    }
+}

@@ -1,0 +1,333 @@
+//! The system software around the kernel that decides about the same knobs as lowlat:
+//! workqueue CPU masks, irqbalance, TuneD and other services, and the OS release.
+//!
+//! Only files are read (no `systemctl`), so this works on fixture trees and snapshots:
+//! a service is *enabled* when a `*.wants/` directory under `/etc/systemd/system` links its
+//! unit, *installed* when its unit file exists, and *running* when a process with its command
+//! name runs (or, for one-shot units, when the kernel state they set is in force).
+
+pub mod irqbalance;
+pub mod os_release;
+pub mod tuned;
+pub mod vars;
+
+pub use irqbalance::IrqbalanceConfig;
+pub use os_release::OsRelease;
+pub use tuned::{CpuPartitioning, Tuned, TunedCpus};
+
+use super::tasks::Tasks;
+use super::{Avail, CpuSet, Reader};
+use crate::sysroot::ReadError;
+use serde::{Deserialize, Serialize};
+
+/// The CPUs unbound workqueues (`kworker/uN:M`) may run on.
+pub const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+/// The CPUs the writeback workqueue (page cache flushing) may run on.
+pub const WRITEBACK_CPUMASK: &str = "/sys/bus/workqueue/devices/writeback/cpumask";
+
+/// Where systemd unit files live: the admin's directory first, then the vendor's.
+const UNIT_DIRS: [&str; 3] = [
+    "/etc/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+];
+
+/// Services, workqueue masks and OS release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Services {
+    /// `/sys/devices/virtual/workqueue/cpumask`: CPUs for unbound workqueues.
+    pub workqueue_cpumask: Avail<CpuSet>,
+    /// `/sys/bus/workqueue/devices/writeback/cpumask`: CPUs for writeback workers.
+    pub writeback_cpumask: Avail<CpuSet>,
+    /// irqbalance's environment file.
+    pub irqbalance: Avail<IrqbalanceConfig>,
+    /// TuneD's profile and cpu-partitioning variables.
+    pub tuned: Tuned,
+    /// The services that manage CPU, IRQ and power knobs, in a fixed order.
+    pub services: Vec<Service>,
+    /// The OS release.
+    pub os_release: Avail<OsRelease>,
+}
+
+impl Services {
+    /// The service called `name` (`irqbalance`, `tuned` ...).
+    pub fn service(&self, name: &str) -> Option<&Service> {
+        self.services.iter().find(|service| service.name == name)
+    }
+}
+
+/// One service and its state as files show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    /// The service's common name (`irqbalance`, `chronyd`).
+    pub name: String,
+    /// The unit file found (`chrony.service` on Debian, `chronyd.service` on RHEL); the
+    /// first known unit name when none is installed.
+    pub unit: String,
+    /// Whether a unit file exists under `/etc/systemd/system`, `/usr/lib/systemd/system` or
+    /// `/lib/systemd/system`.
+    pub installed: bool,
+    /// Whether a `*.wants/` directory under `/etc/systemd/system` links the unit (it starts
+    /// at boot).
+    pub enabled: bool,
+    /// Whether the unit is masked (its `/etc/systemd/system` entry is empty, a link to
+    /// `/dev/null`).
+    pub masked: bool,
+    /// Whether it is in force now: a process with its command name runs, or for one-shot
+    /// units the state they set (kdump: a crash kernel is loaded; ksm: KSM is merging).
+    /// `None` when the files cannot tell (cpupower; tasks unavailable).
+    pub running: Option<bool>,
+}
+
+/// How to tell whether a service is in force.
+enum Probe {
+    /// A process with this command name (at most 15 bytes, as the kernel truncates it).
+    Process(&'static str),
+    /// A sysfs file that reads `1` while the service's effect is in force.
+    KernelFlag(&'static str),
+    /// A one-shot unit whose effect the files do not show.
+    Unknown,
+}
+
+/// The services lowlat reports: name, unit names across distributions, probe.
+const KNOWN: &[(&str, &[&str], Probe)] = &[
+    (
+        "irqbalance",
+        &["irqbalance.service"],
+        Probe::Process("irqbalance"),
+    ),
+    ("tuned", &["tuned.service"], Probe::Process("tuned")),
+    (
+        "power-profiles-daemon",
+        &["power-profiles-daemon.service"],
+        Probe::Process("power-profiles-"),
+    ),
+    (
+        "tuned-ppd",
+        &["tuned-ppd.service"],
+        Probe::Process("tuned-ppd"),
+    ),
+    ("cpupower", &["cpupower.service"], Probe::Unknown),
+    (
+        "kdump",
+        &["kdump.service", "kdump-tools.service"],
+        Probe::KernelFlag("/sys/kernel/kexec_crash_loaded"),
+    ),
+    (
+        "ksm",
+        &["ksm.service"],
+        Probe::KernelFlag("/sys/kernel/mm/ksm/run"),
+    ),
+    (
+        "ksmtuned",
+        &["ksmtuned.service"],
+        Probe::Process("ksmtuned"),
+    ),
+    ("numad", &["numad.service"], Probe::Process("numad")),
+    (
+        "thermald",
+        &["thermald.service"],
+        Probe::Process("thermald"),
+    ),
+    (
+        "chronyd",
+        &["chronyd.service", "chrony.service"],
+        Probe::Process("chronyd"),
+    ),
+];
+
+/// Reads workqueue masks, irqbalance, TuneD, the known services and the OS release; `tasks`
+/// (from [`super::tasks::read`]) tells which daemons run.
+pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> Services {
+    Services {
+        workqueue_cpumask: r.cpumask(WORKQUEUE_CPUMASK),
+        writeback_cpumask: r.cpumask(WRITEBACK_CPUMASK),
+        irqbalance: irqbalance::read(r),
+        tuned: tuned::read(r),
+        services: read_services(r, tasks),
+        os_release: os_release::read(r),
+    }
+}
+
+fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
+    let units: Vec<Vec<String>> = UNIT_DIRS
+        .iter()
+        .map(|dir| r.root.list(dir).unwrap_or_default())
+        .collect();
+    let wants: Vec<String> = units
+        .first()
+        .into_iter()
+        .flatten()
+        .filter(|name| name.ends_with(".wants"))
+        .flat_map(|dir| {
+            r.root
+                .list(&format!("{}/{dir}", UNIT_DIRS[0]))
+                .unwrap_or_default()
+        })
+        .collect();
+    KNOWN
+        .iter()
+        .map(|(name, unit_names, probe)| {
+            let installed_unit = unit_names
+                .iter()
+                .find(|unit| units.iter().any(|dir| dir.contains(&unit.to_string())));
+            let unit = installed_unit
+                .or(unit_names.first())
+                .copied()
+                .unwrap_or(name);
+            let masked = units
+                .first()
+                .is_some_and(|admin| admin.contains(&unit.to_string()))
+                && r.root
+                    .read(&format!("{}/{unit}", UNIT_DIRS[0]))
+                    .is_ok_and(|text| text.trim().is_empty());
+            Service {
+                name: name.to_string(),
+                unit: unit.to_string(),
+                installed: installed_unit.is_some(),
+                enabled: wants.iter().any(|linked| linked == unit),
+                masked,
+                running: running(r, probe, tasks),
+            }
+        })
+        .collect()
+}
+
+fn running(r: &mut Reader, probe: &Probe, tasks: &Avail<Tasks>) -> Option<bool> {
+    match probe {
+        Probe::Process(comm) => tasks
+            .get()
+            .map(|tasks| tasks.with_comm(comm).next().is_some()),
+        Probe::KernelFlag(path) => r.value(path).get().map(|value| value == "1"),
+        Probe::Unknown => None,
+    }
+}
+
+/// The first of `paths` that exists, with its text; absent files are skipped, any other
+/// failure (e.g. only root may read it) is the reason the value is unavailable.
+fn first_file(r: &Reader, paths: &[&'static str]) -> Result<(&'static str, String), String> {
+    for path in paths {
+        match r.root.read(path) {
+            Ok(text) => return Ok((path, text)),
+            Err(ReadError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("none of {} exists", paths.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::irq::tests::tree;
+    use crate::machine::tasks::{SchedPolicy, Task};
+    use crate::sysroot::SysRoot;
+    use std::os::unix::fs::symlink;
+
+    fn task(pid: u32, comm: &str) -> Task {
+        Task {
+            pid,
+            comm: comm.to_string(),
+            ppid: 1,
+            state: "S".to_string(),
+            kernel_thread: false,
+            cpus_allowed: Avail::Available(CpuSet::parse_list("0-3").unwrap()),
+            policy: SchedPolicy::Other,
+            rt_priority: 0,
+            nice: 0,
+            last_cpu: 0,
+            per_cpu: None,
+            movable: true,
+            affinity_locked: false,
+        }
+    }
+
+    #[test]
+    fn reads_services_masks_and_configs() {
+        let dir = tree(&[
+            (WORKQUEUE_CPUMASK, "0101\n"),
+            ("/usr/lib/systemd/system/irqbalance.service", "[Unit]\n"),
+            ("/usr/lib/systemd/system/tuned.service", "[Unit]\n"),
+            ("/lib/systemd/system/chrony.service", "[Unit]\n"),
+            ("/usr/lib/systemd/system/kdump.service", "[Unit]\n"),
+            ("/sys/kernel/kexec_crash_loaded", "1\n"),
+            ("/sys/kernel/mm/ksm/run", "0\n"),
+            ("/etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPUS=fefe\n"),
+            ("/etc/os-release", "ID=\"rhel\"\nVERSION_ID=\"8.1\"\n"),
+            ("/etc/tuned/active_profile", "cpu-partitioning\n"),
+        ]);
+        let etc = dir.path().join("etc/systemd/system");
+        let wants = etc.join("multi-user.target.wants");
+        std::fs::create_dir_all(&wants).unwrap();
+        // Absolute links dangle (or point at the host) under a fixture root; only the names
+        // count.
+        for unit in ["irqbalance.service", "chrony.service"] {
+            symlink(format!("/usr/lib/systemd/system/{unit}"), wants.join(unit)).unwrap();
+        }
+        symlink("/dev/null", etc.join("tuned.service")).unwrap();
+
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let tasks = Avail::Available(Tasks {
+            tasks: vec![task(800, "irqbalance"), task(900, "power-profiles-")],
+            unreadable: 0,
+        });
+        let services = read(&mut r, &tasks);
+        assert!(r.warnings.into_vec().is_empty());
+
+        assert_eq!(
+            services
+                .workqueue_cpumask
+                .get()
+                .map(CpuSet::to_list)
+                .as_deref(),
+            Some("0,8")
+        );
+        assert!(services.writeback_cpumask.reason().is_some());
+        let banned = services.irqbalance.get().and_then(|c| c.banned().cloned());
+        assert_eq!(banned.map(|c| c.to_list()).as_deref(), Some("1-7,9-15"));
+        assert_eq!(
+            services.os_release.get().and_then(|o| o.id.as_deref()),
+            Some("rhel")
+        );
+
+        let s = |name: &str| services.service(name).unwrap();
+        let state = |name: &str| {
+            let svc = s(name);
+            (svc.installed, svc.enabled, svc.masked, svc.running)
+        };
+        assert_eq!(state("irqbalance"), (true, true, false, Some(true)));
+        assert_eq!(state("tuned"), (true, false, true, Some(false)));
+        assert_eq!(s("chronyd").unit, "chrony.service");
+        assert_eq!(state("chronyd"), (true, true, false, Some(false)));
+        assert_eq!(
+            state("power-profiles-daemon"),
+            (false, false, false, Some(true))
+        );
+        assert_eq!(state("kdump").3, Some(true));
+        assert_eq!(state("ksm"), (false, false, false, Some(false)));
+        assert_eq!(state("cpupower"), (false, false, false, None));
+        assert_eq!(state("thermald").3, Some(false));
+        assert_eq!(services.services.len(), KNOWN.len());
+    }
+
+    #[test]
+    fn an_empty_root_is_all_unavailable_without_warnings() {
+        let dir = tree(&[]);
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let services = read(&mut r, &Avail::missing("no /proc"));
+        assert!(r.warnings.into_vec().is_empty());
+        assert!(services.workqueue_cpumask.reason().is_some());
+        assert!(services.irqbalance.reason().is_some());
+        assert!(services.os_release.reason().is_some());
+        assert!(
+            services
+                .services
+                .iter()
+                .all(|s| !s.installed && !s.enabled && !s.masked && s.running.is_none())
+        );
+        let json = serde_json::to_value(&services).unwrap();
+        assert!(json["irqbalance"]["unavailable"].is_string());
+    }
+}
