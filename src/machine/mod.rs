@@ -8,6 +8,7 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod iommu;
 pub mod irq;
 pub mod services;
 pub mod tasks;
@@ -136,6 +137,8 @@ pub struct Machine {
     pub topology: topology::Topology,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
+    /// Whether an IOMMU translates device DMA.
+    pub iommu: iommu::Iommu,
     /// Processes and kernel threads with their affinity and scheduling.
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
@@ -155,6 +158,7 @@ impl Machine {
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
         let irqs = irq::read(&mut r);
+        let iommu = iommu::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
         Machine {
@@ -162,6 +166,7 @@ impl Machine {
             hypervisor,
             topology,
             irqs,
+            iommu,
             tasks,
             services,
             warnings: r.warnings.into_vec(),
