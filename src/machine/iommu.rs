@@ -11,7 +11,7 @@ pub const UNITS: &str = "/sys/class/iommu";
 pub const GROUPS: &str = "/sys/kernel/iommu_groups";
 
 /// The IOMMU as the OS sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Iommu {
     /// The IOMMU units the kernel registered; empty when the IOMMU is off (in the BIOS or
     /// with `amd_iommu=off` / `intel_iommu=off`). Unavailable when the root has no

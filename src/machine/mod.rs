@@ -8,8 +8,11 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod firmware;
 pub mod iommu;
 pub mod irq;
+pub mod kernel;
+pub mod power;
 pub mod services;
 pub mod tasks;
 pub mod topology;
@@ -135,6 +138,10 @@ pub struct Machine {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// CPUs, cores, caches, NUMA nodes.
     pub topology: topology::Topology,
+    /// The running kernel: release, command line, isolation, sysctls, memory settings.
+    pub kernel: kernel::Kernel,
+    /// cpufreq, boost, cpuidle.
+    pub power: power::Power,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
     /// Whether an IOMMU translates device DMA.
@@ -143,6 +150,8 @@ pub struct Machine {
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
     pub services: services::Services,
+    /// DMI identity, SMBIOS tables and memory population.
+    pub firmware: firmware::Firmware,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -157,18 +166,24 @@ impl Machine {
             .get()
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
+        let kernel = kernel::read(&mut r);
+        let power = power::read(&mut r);
         let irqs = irq::read(&mut r);
         let iommu = iommu::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
+        let firmware = firmware::read(&mut r);
         Machine {
             cpu,
             hypervisor,
             topology,
+            kernel,
+            power,
             irqs,
             iommu,
             tasks,
             services,
+            firmware,
             warnings: r.warnings.into_vec(),
         }
     }

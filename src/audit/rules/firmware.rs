@@ -9,7 +9,6 @@ use crate::machine::power::BoostState;
 use crate::plan::setting::Layer;
 
 const GUIDE_BIOS: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
-const RBSU: &str = "System Configuration → BIOS/Platform Configuration (RBSU)";
 
 /// How to check a BIOS setting the OS cannot see.
 const CHECK_IN_BIOS: &str = "the OS cannot read this BIOS setting: check it in BIOS setup (menus below) or with the server's management tool (HPE iLO RESTful `ilorest get --selector Bios`, Dell `racadm get BIOS`, Lenovo `OneCli config show`)";
