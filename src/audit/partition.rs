@@ -111,7 +111,10 @@ pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
 /// Chooses the partition: `isolate` if given (checked against the machine's CPUs), else the
 /// machine's own isolated CPUs, else the default partition. Only a bad `--isolate` is an
 /// error; a machine whose partition cannot be formed gets [`PartitionSource::Unavailable`].
-pub fn choose(machine: &Machine, isolate: Option<&CpuSet>) -> Result<AuditPartition, PartitionError> {
+pub fn choose(
+    machine: &Machine,
+    isolate: Option<&CpuSet>,
+) -> Result<AuditPartition, PartitionError> {
     let topology = &machine.topology;
     let online = topology.online_cpus();
     let nr_cpus = topology

@@ -90,7 +90,11 @@ pub enum ProfileError {
 
 /// The names of all profiles, comma-separated, for messages.
 pub fn valid_names() -> String {
-    PROFILES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+    PROFILES
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Loads the profile called `name`.
@@ -215,7 +219,11 @@ mod tests {
         let uses = uses_of("LL-SMT").unwrap();
         assert_eq!(
             uses,
-            vec![("low-latency", "~off"), ("realtime-host", "off"), ("throughput", "on")]
+            vec![
+                ("low-latency", "~off"),
+                ("realtime-host", "off"),
+                ("throughput", "on")
+            ]
         );
     }
 }

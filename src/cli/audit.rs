@@ -11,10 +11,12 @@ use crate::report::audit as report;
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
-#[command(after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
+#[command(
+    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n\n\
-Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule).")]
+Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
+)]
 pub struct AuditArgs {
     /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
     #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
@@ -45,7 +47,10 @@ pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let profile = profile::load(&args.profile)?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
-            anyhow!("--explain {id}: no such rule; valid rule ids: {}", rules::valid_ids())
+            anyhow!(
+                "--explain {id}: no such rule; valid rule ids: {}",
+                rules::valid_ids()
+            )
         })?),
         None => None,
     };
@@ -60,7 +65,10 @@ pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &report::document(&machine, &result, profile.info))?;
+        serde_json::to_writer_pretty(
+            &mut stdout,
+            &report::document(&machine, &result, profile.info),
+        )?;
         writeln!(stdout)?;
     } else {
         stdout.write_all(report::render_text(&machine, &result, profile.info).as_bytes())?;

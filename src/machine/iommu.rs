@@ -54,7 +54,11 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("sys/class/iommu/ivhd0")).unwrap();
         std::fs::create_dir_all(dir.path().join("sys/kernel/iommu_groups/3")).unwrap();
         std::fs::create_dir_all(dir.path().join("sys/kernel/iommu_groups/12")).unwrap();
-        std::fs::write(dir.path().join("sys/kernel/iommu_groups/3/type"), "identity\n").unwrap();
+        std::fs::write(
+            dir.path().join("sys/kernel/iommu_groups/3/type"),
+            "identity\n",
+        )
+        .unwrap();
         let root = SysRoot::dir(dir.path());
         let iommu = read(&mut Reader::new(&root));
         assert_eq!(iommu.units.get().unwrap(), &vec!["ivhd0".to_string()]);

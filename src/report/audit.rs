@@ -83,7 +83,11 @@ impl MachineIdentity {
     }
 
     fn line(&self) -> String {
-        let mut parts = vec![self.hostname.clone().unwrap_or_else(|| "(no hostname)".to_string())];
+        let mut parts = vec![
+            self.hostname
+                .clone()
+                .unwrap_or_else(|| "(no hostname)".to_string()),
+        ];
         parts.extend(self.system.clone());
         parts.extend(self.cpu_model.clone());
         parts.push(format!("{} socket(s), {} CPUs", self.sockets, self.cpus));
@@ -115,7 +119,11 @@ impl From<&ProfileInfo> for ProfileSummary {
 }
 
 /// The JSON document of an audit.
-pub fn document<'a>(machine: &'a Machine, audit: &'a Audit, info: &ProfileInfo) -> AuditDocument<'a> {
+pub fn document<'a>(
+    machine: &'a Machine,
+    audit: &'a Audit,
+    info: &ProfileInfo,
+) -> AuditDocument<'a> {
     AuditDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
@@ -157,12 +165,12 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     let _ = writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
     let _ = writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
     let _ = writeln!(out, "partition: {}", audit.partition.describe());
-    let width = audit.findings.iter().map(|f| f.rule.len()).max().unwrap_or(0);
     let mut layers: Vec<Layer> = audit.findings.iter().map(|f| f.layer).collect();
     layers.dedup();
     for layer in layers {
         let findings: Vec<&Finding> = audit.findings.iter().filter(|f| f.layer == layer).collect();
         let counts = Counts::of(findings.iter().copied());
+        let width = findings.iter().map(|f| f.rule.len()).max().unwrap_or(0);
         let _ = writeln!(out, "\n{} ({})", layer_heading(layer), counts_text(&counts));
         for finding in findings {
             render_finding(&mut out, finding, width);
@@ -170,7 +178,11 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     }
     let _ = writeln!(out, "\nsummary: {}", counts_text(&audit.counts()));
     if !machine.warnings.is_empty() {
-        let _ = writeln!(out, "{} warning(s) while reading the machine (see --json)", machine.warnings.len());
+        let _ = writeln!(
+            out,
+            "{} warning(s) while reading the machine (see --json)",
+            machine.warnings.len()
+        );
     }
     let _ = writeln!(
         out,
@@ -186,6 +198,9 @@ fn status_label(status: Status) -> String {
     }
 }
 
+/// Indent of the lines under a finding (past the status column).
+const UNDER: &str = "           ";
+
 fn render_finding(out: &mut String, finding: &Finding, width: usize) {
     let _ = writeln!(
         out,
@@ -194,73 +209,119 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize) {
         finding.rule,
         finding.observed
     );
-    let indent = " ".repeat(13 + width);
-    let show_details = matches!(finding.status, Status::Fail | Status::Warn);
-    if show_details {
-        for line in finding.details.iter().take(DETAIL_LINES) {
-            let _ = writeln!(out, "{indent}{line}");
-        }
-        if finding.details.len() > DETAIL_LINES {
-            let _ = writeln!(out, "{indent}... and {} more", finding.details.len() - DETAIL_LINES);
-        }
-    }
     match finding.status {
         Status::Fail | Status::Warn => {
+            for line in finding.details.iter().take(DETAIL_LINES) {
+                let _ = writeln!(out, "{UNDER}{line}");
+            }
+            if finding.details.len() > DETAIL_LINES {
+                let _ = writeln!(
+                    out,
+                    "{UNDER}... and {} more",
+                    finding.details.len() - DETAIL_LINES
+                );
+            }
             if let Some(fix) = fix_line(&finding.remediation) {
-                let _ = writeln!(out, "{indent}fix: {fix}");
+                let _ = writeln!(out, "{UNDER}fix: {fix}");
             }
         }
         Status::Unknown => {
-            if let Some(manual) = &finding.remediation.manual {
-                let _ = writeln!(out, "{indent}check: {}", first_clause(manual));
+            let remediation = &finding.remediation;
+            if let Some(step) = remediation.bios.first() {
+                let _ = writeln!(
+                    out,
+                    "{UNDER}check in BIOS ({}): {} = {}",
+                    step.firmware, step.path, step.value
+                );
+            } else if let Some(manual) = &remediation.manual {
+                let _ = writeln!(out, "{UNDER}check: {}", first_sentence(manual));
             }
         }
         _ => {}
     }
 }
 
-/// The first clause of a long instruction, for one-line output.
-fn first_clause(text: &str) -> &str {
-    text.split(": ").next().unwrap_or(text)
+/// The first sentence (or `;`-clause) of a long instruction, for one-line output.
+fn first_sentence(text: &str) -> &str {
+    let end = [". ", "; "]
+        .iter()
+        .filter_map(|sep| text.find(sep))
+        .min()
+        .unwrap_or(text.len());
+    &text[..end]
 }
 
-/// How one setting is written on a line.
+/// How one setting is written on a line: `nohz_full=1-7`, `vm.swappiness=0`,
+/// `irq:45:affinity=0,8`.
 fn setting_text(setting: &Setting) -> String {
-    let key = setting.id.split_once(':').map_or(setting.id.as_str(), |(_, rest)| rest);
+    let key = setting
+        .id
+        .split_once(':')
+        .map_or(setting.id.as_str(), |(_, rest)| rest);
     match setting.layer {
         Layer::Boot if setting.value.is_empty() => key.to_string(),
         Layer::Boot | Layer::Sysctl => format!("{key}={}", setting.value),
-        Layer::Service => format!("{key}: {}", setting.value),
-        _ => format!("{} = {}", setting.id, setting.value),
+        Layer::Service => format!("{key} {}", setting.value),
+        Layer::File => match key.rsplit_once(':') {
+            Some((path, name)) => format!("{path} {name}={}", setting.value),
+            None => format!("{key} = {}", setting.value),
+        },
+        _ => format!("{}={}", setting.id, setting.value),
     }
 }
 
-/// The one-line fix of a remediation: its settings, else its BIOS step, else its manual text.
+/// What a group of settings of one layer is called at the start of a fix line.
+fn layer_prefix(layer: Layer) -> &'static str {
+    match layer {
+        Layer::Boot => "kernel command line ",
+        Layer::Sysctl => "sysctl ",
+        Layer::Service => "service ",
+        Layer::File => "file ",
+        _ => "set ",
+    }
+}
+
+/// The one-line fix of a remediation: its settings grouped by layer (the first few), else
+/// its BIOS step, else the first sentence of its manual text.
 pub fn fix_line(remediation: &Remediation) -> Option<String> {
     const SHOWN: usize = 3;
     let settings = &remediation.settings;
     if !settings.is_empty() {
-        let kinds: std::collections::BTreeSet<Layer> = settings.iter().map(|s| s.layer).collect();
-        let prefix = match kinds.into_iter().collect::<Vec<_>>().as_slice() {
-            [Layer::Boot] => "kernel command line: ",
-            [Layer::Sysctl] => "sysctl ",
-            [Layer::Service] => "service ",
-            _ => "",
-        };
-        let shown: Vec<String> = settings.iter().take(SHOWN).map(setting_text).collect();
-        let mut line = format!("{prefix}{}", shown.join(" "));
+        let mut groups: Vec<(Layer, Vec<String>)> = Vec::new();
+        for setting in settings.iter().take(SHOWN) {
+            let text = setting_text(setting);
+            match groups.iter_mut().find(|(layer, _)| *layer == setting.layer) {
+                Some((_, texts)) => texts.push(text),
+                None => groups.push((setting.layer, vec![text])),
+            }
+        }
+        let mut line = groups
+            .iter()
+            .map(|(layer, texts)| {
+                let sep = if *layer == Layer::Boot { " " } else { ", " };
+                format!("{}{}", layer_prefix(*layer), texts.join(sep))
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
         if settings.len() > SHOWN {
             let _ = write!(line, " (+{} more)", settings.len() - SHOWN);
         }
         if let Some(step) = remediation.bios.first() {
-            let _ = write!(line, "; or BIOS: {} = {}", step.path.rsplit(" → ").next().unwrap_or(&step.path), step.value);
+            let item = step.path.rsplit(" → ").next().unwrap_or(&step.path);
+            let _ = write!(line, "; or in the BIOS: {item} = {}", step.value);
         }
         return Some(line);
     }
     if let Some(step) = remediation.bios.first() {
-        return Some(format!("BIOS ({}): {} = {}", step.firmware, step.path, step.value));
+        return Some(format!(
+            "BIOS ({}): {} = {}",
+            step.firmware, step.path, step.value
+        ));
     }
-    remediation.manual.as_deref().map(|m| first_clause(m).to_string())
+    remediation
+        .manual
+        .as_deref()
+        .map(|m| first_sentence(m).to_string())
 }
 
 /// Wraps `text` at `width` columns with `indent` before every line.
@@ -303,7 +364,10 @@ pub fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str
     for source in rule.sources {
         let _ = writeln!(out, "  - {source}");
     }
-    let _ = writeln!(out, "\nprofiles (expectation; ~ = advisory, a mismatch warns):");
+    let _ = writeln!(
+        out,
+        "\nprofiles (expectation; ~ = advisory, a mismatch warns):"
+    );
     match profile::uses_of(rule.id) {
         Ok(uses) => {
             for (name, cell) in uses {
@@ -322,7 +386,10 @@ pub fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str
     }
     let _ = writeln!(out, "\non this machine (profile {profile_name}):");
     let Some(finding) = finding else {
-        let _ = writeln!(out, "  the profile does not run this rule; choose one above with --profile");
+        let _ = writeln!(
+            out,
+            "  the profile does not run this rule; choose one above with --profile"
+        );
         return out;
     };
     let _ = writeln!(out, "  status:   {}", finding.status.name());
@@ -345,7 +412,11 @@ pub fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str
         );
     }
     for step in &remediation.bios {
-        let _ = writeln!(out, "  BIOS:     {}: {} = {}", step.firmware, step.path, step.value);
+        let _ = writeln!(
+            out,
+            "  BIOS:     {}: {} = {}",
+            step.firmware, step.path, step.value
+        );
     }
     if let Some(manual) = &remediation.manual {
         let _ = writeln!(out, "  manual:");

@@ -3,7 +3,9 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rules::runtime::{interrupts, irq_line, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
+use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
 use crate::machine::{Avail, CpuSet};
 use crate::plan::setting::Layer;
@@ -19,7 +21,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Boot,
         severity: Severity::High,
         rationale: "Only a fully preemptible (PREEMPT_RT) kernel bounds the time a high-priority task waits for the kernel: interrupt handlers run as threads and spinlocks become sleeping locks. Timer latency on a non-RT kernel has no upper bound (the BC-Linux guide measured a 5954 µs maximum before tuning, 6 µs after).",
-        sources: &["BC-Linux RT virtualization §host system configuration", "TuneD realtime"],
+        sources: &[
+            "BC-Linux RT virtualization §host system configuration",
+            "TuneD realtime",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -32,7 +37,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Boot,
         severity: Severity::High,
         rationale: "nohz_full= stops the scheduler tick on a CPU that runs a single task, removing a periodic interruption (every 1-4 ms) from the isolated CPUs, and keeps unbound kernel work on the housekeeping CPUs at boot. A CPU in nohz_full that is not isolated, or an isolated CPU left out, means the three isolation parameters disagree.",
-        sources: &["AMD EPYC 7002 low-latency guide §4.4.1", "TuneD cpu-partitioning"],
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §4.4.1",
+            "TuneD cpu-partitioning",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -45,7 +53,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Boot,
         severity: Severity::High,
         rationale: "rcu_nocbs= moves RCU callback processing off the listed CPUs into rcuo kthreads that run on housekeeping CPUs; without it each isolated CPU runs its own callbacks in softirq context. Recent kernels imply it from nohz_full=, older ones do not, so it is set explicitly.",
-        sources: &["AMD EPYC 7002 low-latency guide §4.4.1", "TuneD cpu-partitioning"],
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §4.4.1",
+            "TuneD cpu-partitioning",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -70,12 +81,32 @@ pub const RULES: &[Rule] = &[
         check: Check::Fn(isolcpus),
     },
     Rule {
+        id: "LL-MANAGED-IRQS",
+        title: "Kernel-managed interrupts avoid the isolated CPUs (isolcpus=managed_irq)",
+        layer: Layer::Boot,
+        severity: Severity::High,
+        rationale: "Multi-queue drivers (NVMe, virtio-blk, many NICs) let the kernel spread one vector per CPU and manage their affinity: writing smp_affinity fails with EIO, so neither a boot script nor irqbalance can move them. Only isolcpus=managed_irq keeps their effective target off the isolated CPUs (an I/O issued from an isolated CPU may still complete there).",
+        sources: &[
+            "TuneD realtime",
+            "tuning-tools research §5",
+            "tuning-tools research §7.c A.1",
+        ],
+        reboot: true,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(managed_irqs),
+    },
+    Rule {
         id: "LL-HOUSEKEEPING-PER-NODE",
         title: "Every NUMA node keeps at least one housekeeping core",
         layer: Layer::Boot,
         severity: Severity::Medium,
         rationale: "Each NUMA node needs a housekeeping CPU for its memory reclaim (kswapd), its devices' interrupts and per-node kernel threads; without one they run on a remote node or are forced onto isolated CPUs. The guide keeps the first core of each socket (CPUs 0 and 8 on two 8-core sockets).",
-        sources: &["AMD EPYC 7002 low-latency guide §4.3.3", "tuning-tools research §7.b"],
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §4.3.3",
+            "tuning-tools research §7.b",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -169,7 +200,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Boot,
         severity: Severity::Low,
         rationale: "skew_tick=1 offsets each CPU's scheduler tick so that they do not all fire at the same moment and contend for the jiffies and timekeeping locks, which shows as latency spikes on CPUs that still tick.",
-        sources: &["BC-Linux RT virtualization §host system configuration", "TuneD network-latency"],
+        sources: &[
+            "BC-Linux RT virtualization §host system configuration",
+            "TuneD network-latency",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -263,14 +297,21 @@ pub const RULES: &[Rule] = &[
 fn preempt_rt(ctx: &Ctx, _: &Expect) -> Outcome {
     let kernel = &ctx.machine.kernel;
     let expected = "a PREEMPT_RT kernel";
-    let release = kernel.release.get().map_or("unknown release", String::as_str);
+    let release = kernel
+        .release
+        .get()
+        .map_or("unknown release", String::as_str);
     let evidence = kernel
         .preemption
         .get()
         .map_or("/proc/sys/kernel/version".to_string(), |p| p.source.clone());
     match kernel.preempt_rt.get() {
-        Some(true) => Outcome::new(Status::Pass, format!("PREEMPT_RT kernel {release}"), expected)
-            .evidence(evidence),
+        Some(true) => Outcome::new(
+            Status::Pass,
+            format!("PREEMPT_RT kernel {release}"),
+            expected,
+        )
+        .evidence(evidence),
         Some(false) => {
             let model = kernel
                 .preemption
@@ -316,7 +357,7 @@ fn isolation_list(
     }
     let cmd = match cmdline(ctx, &expected) {
         Ok(cmd) => cmd,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let fix = Fix::cmdline(key, iso.to_list());
     let given = match given {
@@ -339,8 +380,8 @@ fn isolation_list(
         }
         Some(Avail::Available(set)) => set,
     };
-    let mut outcome = Outcome::new(Status::Pass, format!("{key}={}", cpus(given)), &expected)
-        .evidence(CMDLINE);
+    let mut outcome =
+        Outcome::new(Status::Pass, format!("{key}={}", cpus(given)), &expected).evidence(CMDLINE);
     if given != iso {
         outcome = outcome
             .with_status(Status::Fail)
@@ -385,7 +426,12 @@ fn nohz_full(ctx: &Ctx, _: &Expect) -> Outcome {
 }
 
 fn rcu_nocbs(ctx: &Ctx, _: &Expect) -> Outcome {
-    isolation_list(ctx, "rcu_nocbs", None, ctx.machine.kernel.isolation.rcu_nocbs.as_ref())
+    isolation_list(
+        ctx,
+        "rcu_nocbs",
+        None,
+        ctx.machine.kernel.isolation.rcu_nocbs.as_ref(),
+    )
 }
 
 fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
@@ -400,7 +446,7 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
         return unknown;
     }
     if let Err(unknown) = cmdline(ctx, &expected) {
-        return unknown;
+        return *unknown;
     }
     let fix = Fix::cmdline("isolcpus", format!("managed_irq,domain,{}", iso.to_list()));
     let isolcpus = match &ctx.machine.kernel.isolation.isolcpus {
@@ -425,7 +471,11 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
     .collect();
-    let observed = format!("isolcpus= {} (flags: {})", cpus(&isolcpus.cpus), flags.join(","));
+    let observed = format!(
+        "isolcpus= {} (flags: {})",
+        cpus(&isolcpus.cpus),
+        flags.join(",")
+    );
     let ok = if required {
         &isolcpus.cpus == iso
     } else {
@@ -461,7 +511,60 @@ fn repartition(ctx: &Ctx, remove: &CpuSet) -> Vec<Fix> {
     if iso.is_empty() {
         return Vec::new();
     }
-    vec![Fix::cmdline("nohz_full", iso.to_list()), Fix::cmdline("rcu_nocbs", iso.to_list())]
+    vec![
+        Fix::cmdline("nohz_full", iso.to_list()),
+        Fix::cmdline("rcu_nocbs", iso.to_list()),
+    ]
+}
+
+fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "kernel-managed IRQs delivered to housekeeping CPUs only";
+    let irqs = match interrupts(ctx, expected) {
+        Ok(irqs) => irqs,
+        Err(unknown) => return *unknown,
+    };
+    let iso = &ctx.partition.isolated;
+    let managed: Vec<&Irq> = irqs.irqs.iter().filter(|irq| is_managed(irq)).collect();
+    let lines: Vec<String> = managed
+        .iter()
+        .filter(|irq| {
+            irq.effective_affinity
+                .get()
+                .or(irq.affinity.get())
+                .is_some_and(|set| set.intersects(iso))
+        })
+        .map(|irq| irq_line(ctx, irqs, irq))
+        .collect();
+    let observed = format!(
+        "{} of {} kernel-managed IRQs delivered to isolated CPUs",
+        lines.len(),
+        managed.len()
+    );
+    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected)
+        .evidence("/proc/irq/*/effective_affinity_list")
+        .evidence("/proc/interrupts");
+    if !lines.is_empty() {
+        // Keep the flags of an existing isolcpus= and add managed_irq.
+        let existing = ctx
+            .machine
+            .kernel
+            .isolation
+            .isolcpus
+            .as_ref()
+            .and_then(|v| v.get());
+        let mut flags = vec!["managed_irq"];
+        if existing.is_some_and(|i| i.domain) {
+            flags.push("domain");
+        }
+        if existing.is_some_and(|i| i.nohz) {
+            flags.push("nohz");
+        }
+        outcome = outcome.fix(Fix::cmdline(
+            "isolcpus",
+            format!("{},{}", flags.join(","), iso.to_list()),
+        ));
+    }
+    with_details(outcome, lines)
 }
 
 fn housekeeping_per_node(ctx: &Ctx, _: &Expect) -> Outcome {
@@ -511,10 +614,15 @@ fn smt_siblings(ctx: &Ctx, _: &Expect) -> Outcome {
     let mut split = CpuSet::new();
     let mut details = Vec::new();
     for cpu in ctx.partition.isolated.iter() {
-        let hk = topology.siblings_of(cpu).intersection(&ctx.partition.housekeeping);
+        let hk = topology
+            .siblings_of(cpu)
+            .intersection(&ctx.partition.housekeeping);
         if !hk.is_empty() {
             split.insert(cpu);
-            details.push(format!("CPU {cpu} shares a core with housekeeping CPU(s) {}", hk.to_list()));
+            details.push(format!(
+                "CPU {cpu} shares a core with housekeeping CPU(s) {}",
+                hk.to_list()
+            ));
         }
     }
     let evidence = "/sys/devices/system/cpu/cpu*/topology/thread_siblings_list";
@@ -529,7 +637,10 @@ fn smt_siblings(ctx: &Ctx, _: &Expect) -> Outcome {
     }
     let mut outcome = Outcome::new(
         Status::Fail,
-        format!("isolated CPU(s) {} have a housekeeping SMT sibling", split.to_list()),
+        format!(
+            "isolated CPU(s) {} have a housekeeping SMT sibling",
+            split.to_list()
+        ),
         expected,
     )
     .evidence(evidence);
@@ -580,7 +691,8 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
     let ok = pools
         .iter()
         .any(|(size, total)| *total > 0 && size_kib.is_none_or(|want| *size == want));
-    let mut outcome = Outcome::verdict(ok, format!("huge pages: {observed}"), expected).evidence(evidence);
+    let mut outcome =
+        Outcome::verdict(ok, format!("huge pages: {observed}"), expected).evidence(evidence);
     if let Ok(cmd) = cmdline(ctx, "") {
         let args: Vec<String> = ["default_hugepagesz", "hugepagesz", "hugepages"]
             .iter()
@@ -588,7 +700,9 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
             .map(param_text)
             .collect();
         if !args.is_empty() {
-            outcome = outcome.evidence(CMDLINE).detail(format!("command line: {}", args.join(" ")));
+            outcome = outcome
+                .evidence(CMDLINE)
+                .detail(format!("command line: {}", args.join(" ")));
         }
     }
     if !ok {
@@ -605,19 +719,18 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
 
 /// A flag-like parameter check: `key` must be present with one of `values` (`None` accepts a
 /// bare flag). A misspelt key or value is named in the details.
-fn param_check(
-    ctx: &Ctx,
-    key: &str,
-    values: &[Option<&str>],
-    expected: &str,
-    fix: Fix,
-) -> Outcome {
+fn param_check(ctx: &Ctx, key: &str, values: &[Option<&str>], expected: &str, fix: Fix) -> Outcome {
     let cmd = match cmdline(ctx, expected) {
         Ok(cmd) => cmd,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let Some(param) = cmd.last(key) else {
-        let mut outcome = Outcome::new(Status::Fail, format!("{key} not set"), expected)
+        let written = if values.contains(&None) {
+            key.to_string()
+        } else {
+            format!("{key}=")
+        };
+        let mut outcome = Outcome::new(Status::Fail, format!("{written} not set"), expected)
             .evidence(CMDLINE)
             .fix(fix);
         if let Some(typo) = misspelt(cmd, key) {
@@ -644,7 +757,13 @@ fn param_check(
 }
 
 fn idle_poll(ctx: &Ctx, _: &Expect) -> Outcome {
-    param_check(ctx, "idle", &[Some("poll")], "idle=poll", Fix::cmdline("idle", "poll"))
+    param_check(
+        ctx,
+        "idle",
+        &[Some("poll")],
+        "idle=poll",
+        Fix::cmdline("idle", "poll"),
+    )
 }
 
 fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
@@ -656,7 +775,7 @@ fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
     let expected = format!("processor.max_cstate <= {limit}");
     let cmd = match cmdline(ctx, &expected) {
         Ok(cmd) => cmd,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let intel = ctx
         .machine
@@ -664,8 +783,10 @@ fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
         .get()
         .is_some_and(|id| id.vendor.as_deref() == Some("GenuineIntel"));
     let value = cmd.value("processor.max_cstate");
-    let ok = value.and_then(|v| v.trim().parse::<u32>().ok()).is_some_and(|v| v <= limit);
-    let observed = value.map_or("processor.max_cstate not set".to_string(), |v| {
+    let ok = value
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .is_some_and(|v| v <= limit);
+    let observed = value.map_or("processor.max_cstate= not set".to_string(), |v| {
         format!("processor.max_cstate={v}")
     });
     let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CMDLINE);
@@ -688,7 +809,7 @@ fn tsc_reliable(ctx: &Ctx, _: &Expect) -> Outcome {
     };
     let cmd = match cmdline(ctx, expected) {
         Ok(cmd) => cmd,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let set = cmd.value("tsc") == Some("reliable");
     if !id.invariant_tsc() {
@@ -698,16 +819,30 @@ fn tsc_reliable(ctx: &Ctx, _: &Expect) -> Outcome {
                 .evidence("/proc/cpuinfo")
                 .manual("remove tsc=reliable: the CPU lacks constant_tsc/nonstop_tsc, so the clocksource watchdog is needed")
         } else {
-            Outcome::skipped("the TSC is not invariant (see LL-TSC-INVARIANT); tsc=reliable would be unsafe")
-                .evidence("/proc/cpuinfo")
+            Outcome::skipped(
+                "the TSC is not invariant (see LL-TSC-INVARIANT); tsc=reliable would be unsafe",
+            )
+            .evidence("/proc/cpuinfo")
         };
     }
-    param_check(ctx, "tsc", &[Some("reliable")], expected, Fix::cmdline("tsc", "reliable"))
-        .evidence("/proc/cpuinfo")
+    param_check(
+        ctx,
+        "tsc",
+        &[Some("reliable")],
+        expected,
+        Fix::cmdline("tsc", "reliable"),
+    )
+    .evidence("/proc/cpuinfo")
 }
 
 fn skew_tick(ctx: &Ctx, _: &Expect) -> Outcome {
-    param_check(ctx, "skew_tick", &[Some("1")], "skew_tick=1", Fix::cmdline("skew_tick", "1"))
+    param_check(
+        ctx,
+        "skew_tick",
+        &[Some("1")],
+        "skew_tick=1",
+        Fix::cmdline("skew_tick", "1"),
+    )
 }
 
 fn nosoftlockup(ctx: &Ctx, _: &Expect) -> Outcome {
@@ -717,32 +852,58 @@ fn nosoftlockup(ctx: &Ctx, _: &Expect) -> Outcome {
     {
         return Outcome::new(Status::Pass, "nowatchdog", expected).evidence(CMDLINE);
     }
-    param_check(ctx, "nosoftlockup", &[None], expected, Fix::cmdline("nosoftlockup", ""))
+    param_check(
+        ctx,
+        "nosoftlockup",
+        &[None],
+        expected,
+        Fix::cmdline("nosoftlockup", ""),
+    )
 }
 
 fn pcie_aspm(ctx: &Ctx, _: &Expect) -> Outcome {
-    param_check(ctx, "pcie_aspm", &[Some("off")], "pcie_aspm=off", Fix::cmdline("pcie_aspm", "off"))
+    param_check(
+        ctx,
+        "pcie_aspm",
+        &[Some("off")],
+        "pcie_aspm=off",
+        Fix::cmdline("pcie_aspm", "off"),
+    )
 }
 
 fn mce(ctx: &Ctx, expect: &Expect) -> Outcome {
-    let values: Vec<Option<&str>> = expect.alternatives.iter().map(|a| Some(a.value.as_str())).collect();
+    let values: Vec<Option<&str>> = expect
+        .alternatives
+        .iter()
+        .map(|a| Some(a.value.as_str()))
+        .collect();
     let expected = expect
         .alternatives
         .iter()
         .map(|a| format!("mce={}", a.value))
         .collect::<Vec<_>>()
         .join(" or ");
-    param_check(ctx, "mce", &values, &expected, Fix::cmdline("mce", expect.preferred()))
+    param_check(
+        ctx,
+        "mce",
+        &values,
+        &expected,
+        Fix::cmdline("mce", expect.preferred()),
+    )
 }
 
 /// Whether the command line turns the IOMMU off, or asks for passthrough.
 fn iommu_args(cmd: &Cmdline) -> (bool, bool) {
     let off = cmd.value("iommu") == Some("off")
         || cmd.value("amd_iommu") == Some("off")
-        || cmd.value("intel_iommu").is_some_and(|v| v.split(',').any(|w| w == "off"));
+        || cmd
+            .value("intel_iommu")
+            .is_some_and(|v| v.split(',').any(|w| w == "off"));
     let pt = cmd.value("iommu") == Some("pt")
         || cmd.value("amd_iommu") == Some("pt")
-        || cmd.value("intel_iommu").is_some_and(|v| v.split(',').any(|w| w == "pt"));
+        || cmd
+            .value("intel_iommu")
+            .is_some_and(|v| v.split(',').any(|w| w == "pt"));
     (off, pt)
 }
 
@@ -758,7 +919,7 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
     };
     let cmd = match cmdline(ctx, expected) {
         Ok(cmd) => cmd,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let (args_off, args_pt) = iommu_args(cmd);
     let iommu = &ctx.machine.iommu;
@@ -799,7 +960,8 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
                 .fix(Fix::cmdline("iommu", "pt"))
                 .manual("enable the IOMMU in the BIOS for device passthrough to guests, and boot with iommu=pt")
         } else {
-            Outcome::skipped("the IOMMU is off: nothing to pass through").evidence("/sys/class/iommu")
+            Outcome::skipped("the IOMMU is off: nothing to pass through")
+                .evidence("/sys/class/iommu")
         };
     }
     if pt && (expect.allows("pt") || expect.allows("pt-if-on")) {

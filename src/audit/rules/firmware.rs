@@ -96,7 +96,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Firmware,
         severity: Severity::Low,
         rationale: "Performance determinism makes every part run at the same, predictable frequency; power determinism lets each part use its full power budget, slightly faster but varying from part to part. The low-latency guide uses Performance Deterministic; Bilibili measured Power a little faster for throughput.",
-        sources: &[GUIDE_BIOS, "Bilibili AMD tuning §4.1.4", "Bilibili AMD tuning §4.3"],
+        sources: &[
+            GUIDE_BIOS,
+            "Bilibili AMD tuning §4.1.4",
+            "Bilibili AMD tuning §4.3",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[
@@ -168,7 +172,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Firmware,
         severity: Severity::High,
         rationale: "Interleaving spreads consecutive memory blocks over the channels of a NUMA node so that streaming accesses use them all; Bilibili measured memory bandwidth halved and SPEC CPU down about 30% at NPS1 with it disabled. Auto means interleaving across the channels the NPS setting assigns, not a load-dependent choice.",
-        sources: &["Bilibili AMD tuning §3.3", "Bilibili AMD tuning §3.5", "Bilibili AMD tuning §3.6"],
+        sources: &[
+            "Bilibili AMD tuning §3.3",
+            "Bilibili AMD tuning §3.5",
+            "Bilibili AMD tuning §3.6",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[
@@ -258,7 +266,8 @@ fn bios_only(ctx: &Ctx, amd_only: bool, expected: &str, value: &str) -> Outcome 
         return skip;
     }
     if amd_only && amd_zen(ctx) == Some(false) {
-        return Outcome::skipped("an AMD EPYC setting; this CPU is not AMD Zen").evidence("/proc/cpuinfo");
+        return Outcome::skipped("an AMD EPYC setting; this CPU is not AMD Zen")
+            .evidence("/proc/cpuinfo");
     }
     Outcome::unknown("not visible to the OS", expected)
         .bios(value)
@@ -283,11 +292,21 @@ fn determinism(ctx: &Ctx, expect: &Expect) -> Outcome {
 }
 
 fn fabric_pstate(ctx: &Ctx, _: &Expect) -> Outcome {
-    bios_only(ctx, true, "APBDIS=1, fixed SOC P-state P0", "APBDIS 1 / Fixed SOC Pstate P0")
+    bios_only(
+        ctx,
+        true,
+        "APBDIS=1, fixed SOC P-state P0",
+        "APBDIS 1 / Fixed SOC Pstate P0",
+    )
 }
 
 fn dram_power_down(ctx: &Ctx, _: &Expect) -> Outcome {
-    bios_only(ctx, false, "DRAM controller power-down disabled", "Disabled")
+    bios_only(
+        ctx,
+        false,
+        "DRAM controller power-down disabled",
+        "Disabled",
+    )
 }
 
 fn memory_interleaving(ctx: &Ctx, _: &Expect) -> Outcome {
@@ -295,7 +314,12 @@ fn memory_interleaving(ctx: &Ctx, _: &Expect) -> Outcome {
 }
 
 fn ctdp(ctx: &Ctx, _: &Expect) -> Outcome {
-    bios_only(ctx, true, "cTDP and PPL at the part's maximum", "the part's maximum TDP")
+    bios_only(
+        ctx,
+        true,
+        "cTDP and PPL at the part's maximum",
+        "the part's maximum TDP",
+    )
 }
 
 fn smt(ctx: &Ctx, expect: &Expect) -> Outcome {
@@ -363,7 +387,8 @@ fn boost(ctx: &Ctx, expect: &Expect) -> Outcome {
         BoostState::Mixed => "mixed across cpufreq policies",
     };
     let observed = format!("boost {state} ({})", boost.source);
-    let base = |status| Outcome::new(status, observed.clone(), expected).evidence(boost.source.clone());
+    let base =
+        |status| Outcome::new(status, observed.clone(), expected).evidence(boost.source.clone());
     match (boost.state, want_on) {
         (BoostState::Enabled, true) => base(Status::Inferred)
             .bios("Enabled")
@@ -388,8 +413,10 @@ fn nps(ctx: &Ctx, expect: &Expect) -> Outcome {
     match amd_zen(ctx) {
         None => return Outcome::unknown("CPU vendor unknown (/proc/cpuinfo unreadable)", expected),
         Some(false) => {
-            return Outcome::skipped("NPS is an AMD EPYC setting (Intel's counterpart is sub-NUMA clustering)")
-                .evidence("/proc/cpuinfo");
+            return Outcome::skipped(
+                "NPS is an AMD EPYC setting (Intel's counterpart is sub-NUMA clustering)",
+            )
+            .evidence("/proc/cpuinfo");
         }
         Some(true) => {}
     }
@@ -417,7 +444,9 @@ accesses once a node's memory is full); choose by whether the workload is NUMA-a
     }
     let ok = !llc_as_numa && want.parse::<usize>().is_ok_and(|n| n == per_socket);
     if ok {
-        return outcome.bios(format!("NPS{want} (HPE: One memory domain per socket for NPS1)"));
+        return outcome.bios(format!(
+            "NPS{want} (HPE: One memory domain per socket for NPS1)"
+        ));
     }
     outcome
         .with_status(Status::Fail)

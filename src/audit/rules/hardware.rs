@@ -38,7 +38,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Hardware,
         severity: Severity::Medium,
         rationale: "Under a hypervisor the host's scheduling, interrupts and exits add latency the guest cannot see or control; microsecond-level isolation needs bare metal (or the real-time guest profile with pinned vCPUs).",
-        sources: &["AMD EPYC 7002 low-latency guide §2", "BC-Linux RT virtualization §background"],
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §2",
+            "BC-Linux RT virtualization §background",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -82,7 +85,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Hardware,
         severity: Severity::Medium,
         rationale: "The memory controller may run modules below their rated speed (BIOS setting, two modules per channel, mixed modules); bandwidth and latency follow the configured speed. EPYC 7002/7003 support DDR4-3200.",
-        sources: &["Bilibili AMD tuning §3.1", "PerfSpect insights", "AMD EPYC 7002 low-latency guide §3.3.3"],
+        sources: &[
+            "Bilibili AMD tuning §3.1",
+            "PerfSpect insights",
+            "AMD EPYC 7002 low-latency guide §3.3.3",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[BiosMenu {
@@ -95,18 +102,20 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
-fn identity<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a CpuIdentity, Outcome> {
-    ctx.machine
-        .cpu
-        .get()
-        .ok_or_else(|| Outcome::unknown("CPU identity unreadable (/proc/cpuinfo)", expected))
+fn identity<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a CpuIdentity, Box<Outcome>> {
+    ctx.machine.cpu.get().ok_or_else(|| {
+        Box::new(Outcome::unknown(
+            "CPU identity unreadable (/proc/cpuinfo)",
+            expected,
+        ))
+    })
 }
 
 fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "constant_tsc and nonstop_tsc";
     let id = match identity(ctx, expected) {
         Ok(id) => id,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let flags: Vec<&str> = ["constant_tsc", "nonstop_tsc"]
         .into_iter()
@@ -117,21 +126,23 @@ fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
     } else {
         flags.join(" and ")
     };
-    let outcome = Outcome::verdict(id.invariant_tsc(), observed, expected).evidence("/proc/cpuinfo");
+    let outcome =
+        Outcome::verdict(id.invariant_tsc(), observed, expected).evidence("/proc/cpuinfo");
     if id.invariant_tsc() {
         return outcome;
     }
     if ctx.machine.hypervisor.is_some() {
         outcome.manual("give the guest a host-passthrough CPU model (libvirt <cpu mode='host-passthrough'/>, QEMU -cpu host,+invtsc) on a host with an invariant TSC")
     } else {
-        outcome.manual("this CPU has no invariant TSC: use a platform that has one for latency work")
+        outcome
+            .manual("this CPU has no invariant TSC: use a platform that has one for latency work")
     }
 }
 
 fn hypervisor(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "bare metal";
     if let Err(unknown) = identity(ctx, expected) {
-        return unknown;
+        return *unknown;
     }
     match &ctx.machine.hypervisor {
         None => Outcome::new(Status::Pass, "bare metal (no hypervisor flag)", expected).evidence("/proc/cpuinfo"),
@@ -147,18 +158,18 @@ fn channels_per_socket(id: &CpuIdentity) -> Option<usize> {
     let (family, model) = (id.family?, id.model?);
     match id.vendor.as_deref()? {
         "AuthenticAMD" => match family {
-            0x17 => Some(8),                       // Naples, Rome
-            0x19 if model < 0x10 => Some(8),       // Milan
+            0x17 => Some(8),                                   // Naples, Rome
+            0x19 if model < 0x10 => Some(8),                   // Milan
             0x19 if (0xa0..0xb0).contains(&model) => Some(12), // Bergamo (Siena differs by SKU)
-            0x19 => Some(12),                      // Genoa
-            0x1a => Some(12),                      // Turin
+            0x19 => Some(12),                                  // Genoa
+            0x1a => Some(12),                                  // Turin
             _ => None,
         },
         "GenuineIntel" if family == 6 => match model {
-            0x55 => Some(6),               // Skylake-SP, Cascade Lake
-            0x6a | 0x6c => Some(8),        // Ice Lake-SP
-            0x8f | 0xcf => Some(8),        // Sapphire Rapids, Emerald Rapids
-            0xad | 0xae => Some(12),       // Granite Rapids
+            0x55 => Some(6),         // Skylake-SP, Cascade Lake
+            0x6a | 0x6c => Some(8),  // Ice Lake-SP
+            0x8f | 0xcf => Some(8),  // Sapphire Rapids, Emerald Rapids
+            0xad | 0xae => Some(12), // Granite Rapids
             _ => None,
         },
         _ => None,
@@ -166,18 +177,23 @@ fn channels_per_socket(id: &CpuIdentity) -> Option<usize> {
 }
 
 /// The memory population, or the outcome to return without it (VMs are skipped).
-fn population<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a MemoryPopulation, Outcome> {
+fn population<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a MemoryPopulation, Box<Outcome>> {
     if let Some(hv) = &ctx.machine.hypervisor {
-        return Err(Outcome::skipped(format!("virtual machine ({}): memory is the host's", hv.vendor)));
+        return Err(Box::new(Outcome::skipped(format!(
+            "virtual machine ({}): memory is the host's",
+            hv.vendor
+        ))));
     }
     match &ctx.machine.firmware.memory {
         Avail::Available(memory) => Ok(memory),
-        Avail::Unavailable { unavailable } => Err(Outcome::unknown(
-            format!("memory population unknown: {unavailable}"),
-            expected,
-        )
-        .evidence(SMBIOS)
-        .manual(ROOT_ONLY)),
+        Avail::Unavailable { unavailable } => Err(Box::new(
+            Outcome::unknown(
+                format!("memory population unknown: {unavailable}"),
+                expected,
+            )
+            .evidence(SMBIOS)
+            .manual(ROOT_ONLY),
+        )),
     }
 }
 
@@ -185,7 +201,7 @@ fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "every channel of every socket populated, the same on each";
     let memory = match population(ctx, expected) {
         Ok(memory) => memory,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
     let sockets = ctx.machine.topology.shape.sockets.max(1);
     let channels = ctx.machine.cpu.get().and_then(channels_per_socket);
@@ -207,12 +223,19 @@ fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
                         .map(|c| c.channel.as_str())
                         .collect();
                     if !empty.is_empty() {
-                        problems.push(format!("socket {}: channel(s) {} empty", socket.socket, empty.join(", ")));
+                        problems.push(format!(
+                            "socket {}: channel(s) {} empty",
+                            socket.socket,
+                            empty.join(", ")
+                        ));
                     }
                     let distinct: std::collections::BTreeSet<usize> =
                         per_channel.iter().map(|c| c.populated_slots).collect();
                     if distinct.len() > 1 {
-                        problems.push(format!("socket {}: channels hold different numbers of modules", socket.socket));
+                        problems.push(format!(
+                            "socket {}: channels hold different numbers of modules",
+                            socket.socket
+                        ));
                     }
                 } else if let Some(channels) = channels
                     && (socket.populated_slots < channels || socket.populated_slots % channels != 0)
@@ -269,7 +292,7 @@ fn dimms_identical(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "one module configuration (size, type, speed, part number)";
     let memory = match population(ctx, expected) {
         Ok(memory) => memory,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
     let lines: Vec<String> = memory
         .configurations
@@ -289,7 +312,8 @@ fn dimms_identical(ctx: &Ctx, _: &Expect) -> Outcome {
     let mut outcome = Outcome::verdict(memory.identical, observed, expected).evidence(SMBIOS);
     outcome.details = lines;
     if !memory.identical {
-        outcome = outcome.manual("replace the odd modules so that every slot holds the same part number");
+        outcome =
+            outcome.manual("replace the odd modules so that every slot holds the same part number");
     }
     outcome
 }
@@ -308,7 +332,7 @@ fn platform_max_mts(id: &CpuIdentity) -> Option<u32> {
 fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "every module at min(rated speed, platform maximum)";
     if let Err(outcome) = population(ctx, expected) {
-        return outcome;
+        return *outcome;
     }
     let Some(smbios) = ctx.machine.firmware.smbios.get() else {
         return Outcome::unknown("SMBIOS tables unreadable", expected).manual(ROOT_ONLY);
@@ -317,7 +341,9 @@ fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
     let mut speeds: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
     let mut slow = Vec::new();
     for dimm in smbios.dimms.iter().filter(|d| d.is_populated()) {
-        *speeds.entry((dimm.configured_speed_mts, dimm.speed_mts)).or_default() += 1;
+        *speeds
+            .entry((dimm.configured_speed_mts, dimm.speed_mts))
+            .or_default() += 1;
         let target = match (dimm.speed_mts, platform) {
             (Some(rated), Some(max)) => Some(rated.min(max)),
             (rated, max) => rated.or(max),
@@ -332,13 +358,18 @@ fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
         }
     }
     if speeds.is_empty() {
-        return Outcome::unknown("no populated module in the SMBIOS tables", expected).evidence(SMBIOS);
+        return Outcome::unknown("no populated module in the SMBIOS tables", expected)
+            .evidence(SMBIOS);
     }
     let mts = |s: Option<u32>| s.map_or("?".to_string(), |s| s.to_string());
     let observed = speeds
         .iter()
         .map(|((configured, rated), count)| {
-            format!("{count} at {} MT/s (rated {})", mts(*configured), mts(*rated))
+            format!(
+                "{count} at {} MT/s (rated {})",
+                mts(*configured),
+                mts(*rated)
+            )
         })
         .collect::<Vec<_>>()
         .join(", ");

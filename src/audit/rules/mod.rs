@@ -41,22 +41,25 @@ pub const CMDLINE: &str = "/proc/cmdline";
 /// An `unknown` outcome when the audit has no partition, for rules about isolated CPUs.
 pub fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
     match &ctx.partition.source {
-        crate::audit::PartitionSource::Unavailable { reason } => {
-            Some(Outcome::unknown(format!("no CPU partition: {reason}"), expected))
-        }
+        crate::audit::PartitionSource::Unavailable { reason } => Some(Outcome::unknown(
+            format!("no CPU partition: {reason}"),
+            expected,
+        )),
         _ => None,
     }
 }
 
 /// The kernel command line, or the `unknown` outcome to return without it.
-pub fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Outcome> {
+pub fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Box<Outcome>> {
     match &ctx.machine.kernel.cmdline {
         crate::machine::Avail::Available(cmdline) => Ok(cmdline),
-        crate::machine::Avail::Unavailable { unavailable } => Err(Outcome::unknown(
-            format!("kernel command line unreadable: {unavailable}"),
-            expected,
-        )
-        .evidence(CMDLINE)),
+        crate::machine::Avail::Unavailable { unavailable } => Err(Box::new(
+            Outcome::unknown(
+                format!("kernel command line unreadable: {unavailable}"),
+                expected,
+            )
+            .evidence(CMDLINE),
+        )),
     }
 }
 
@@ -86,7 +89,10 @@ pub fn near(a: &str, b: &str) -> bool {
         std::cmp::Ordering::Less => tail_eq(ra, &rb[1..]),
         std::cmp::Ordering::Equal => {
             tail_eq(&ra[1..], &rb[1..])
-                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && tail_eq(&ra[2..], &rb[2..]))
+                || (ra.len() >= 2
+                    && ra[0] == rb[1]
+                    && ra[1] == rb[0]
+                    && tail_eq(&ra[2..], &rb[2..]))
         }
     }
 }
@@ -119,7 +125,9 @@ mod tests {
             assert!(seen.insert(rule.id), "{} twice", rule.id);
             assert!(rule.id.starts_with("LL-"), "{}", rule.id);
             assert!(
-                rule.id[3..].chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-'),
+                rule.id[3..]
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-'),
                 "{}",
                 rule.id
             );

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
 use crate::audit::rules::{cpus, without_partition};
-use crate::machine::irq::IrqClass;
+use crate::machine::irq::{Irq, IrqClass, Irqs};
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::{Avail, CpuSet};
@@ -23,8 +23,12 @@ pub const RULES: &[Rule] = &[
         title: "No interrupt may be delivered to an isolated CPU",
         layer: Layer::Runtime,
         severity: Severity::High,
-        rationale: "An interrupt delivered to an isolated CPU stops the application for the handler's duration (microseconds, more with softirq work). Every IRQ's affinity is set to housekeeping CPUs, near the device's NUMA node; kernel-managed IRQs (NVMe, multi-queue NICs) cannot be moved at run time and need isolcpus=managed_irq.",
-        sources: &[GUIDE_SCRIPT, "TuneD cpu-partitioning", "tuning-tools research §7.c B.19"],
+        rationale: "An interrupt delivered to an isolated CPU stops the application for the handler's duration (microseconds, more with softirq work). Every movable IRQ's affinity is set to housekeeping CPUs, near the device's NUMA node; kernel-managed IRQs are the subject of LL-MANAGED-IRQS.",
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c B.19",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -50,7 +54,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::Medium,
         rationale: "Kernel threads that may run anywhere (RCU grace-period and offload threads, kswapd, kthreadd, kcompactd ...) are scheduled onto isolated CPUs when allowed there. Per-CPU threads (ksoftirqd/N, migration/N, cpuhp/N, bound kworkers) cannot move: they are listed, not failed.",
-        sources: &[GUIDE_SCRIPT, "TuneD cpu-partitioning", "tuning-tools research §7.c C.24"],
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c C.24",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -63,7 +71,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::Medium,
         rationale: "A daemon allowed on every CPU (the default) is scheduled onto isolated CPUs and preempts the application. systemd's CPUAffinity= (PID 1 and everything it starts) keeps them on housekeeping CPUs; tasks allowed only on isolated CPUs are the workload and are left alone.",
-        sources: &[GUIDE_SCRIPT, "TuneD cpu-partitioning", "tuning-tools research §7.c D.34"],
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c D.34",
+        ],
         reboot: true,
         security_tradeoff: None,
         bios: &[],
@@ -102,7 +114,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::High,
         rationale: "Dynamic governors (schedutil, ondemand, powersave) lower the clock when a CPU looks idle and raise it with a delay when work arrives; the first microseconds of every burst run slow. The performance governor keeps the highest frequency.",
-        sources: &[GUIDE_SCRIPT, "Bilibili AMD tuning §4.1.5", "TuneD latency-performance"],
+        sources: &[
+            GUIDE_SCRIPT,
+            "Bilibili AMD tuning §4.1.5",
+            "TuneD latency-performance",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -137,7 +153,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::Medium,
         rationale: "With THP on, page faults may compact memory to build a huge page and khugepaged scans and collapses pages in the background: unpredictable stalls. The guide boots with transparent_hugepage=never and uses explicit huge pages.",
-        sources: &["AMD EPYC 7002 low-latency guide §4.4.1", "TuneD network-latency"],
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §4.4.1",
+            "TuneD network-latency",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -150,7 +169,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::High,
         rationale: "clock_gettime() reads the TSC in user space (vDSO) in about 20 ns; hpet and acpi_pm need a slow device read, and in a guest kvm-clock adds a pvclock indirection. The BC-Linux guest disables kvmclock so that the guest uses the host's TSC.",
-        sources: &["BC-Linux RT virtualization §configure the clocksource", "BC-Linux RT virtualization §reboot and check the guest"],
+        sources: &[
+            "BC-Linux RT virtualization §configure the clocksource",
+            "BC-Linux RT virtualization §reboot and check the guest",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -175,15 +197,18 @@ pub const RULES: &[Rule] = &[
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
 /// `unknown` when a machine part is unavailable.
-fn part<'a, T>(avail: &'a Avail<T>, what: &str, expected: &str) -> Result<&'a T, Outcome> {
+fn part<'a, T>(avail: &'a Avail<T>, what: &str, expected: &str) -> Result<&'a T, Box<Outcome>> {
     match avail {
         Avail::Available(value) => Ok(value),
-        Avail::Unavailable { unavailable } => Err(Outcome::unknown(format!("{what}: {unavailable}"), expected)),
+        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
+            format!("{what}: {unavailable}"),
+            expected,
+        ))),
     }
 }
 
 /// Adds detail lines (all of them; the terminal report shortens).
-fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+pub(super) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
     outcome.details.extend(lines);
     outcome
 }
@@ -197,88 +222,83 @@ fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
         .unwrap_or_else(|| hk.clone())
 }
 
-fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
-    let expected = "every IRQ's affinity within the housekeeping CPUs";
+/// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).
+pub(super) fn is_managed(irq: &Irq) -> bool {
+    matches!(irq.class, IrqClass::Storage { managed: true, .. })
+}
+
+/// An IRQ's name (its actions, else the description) and its count on the isolated CPUs.
+pub(super) fn irq_line(ctx: &Ctx, irqs: &Irqs, irq: &Irq) -> String {
+    let iso = &ctx.partition.isolated;
+    let row = irqs.row(irq);
+    let name = row
+        .map(|r| {
+            if r.actions.is_empty() {
+                r.description.clone().unwrap_or_default()
+            } else {
+                r.actions.join(",")
+            }
+        })
+        .unwrap_or_default();
+    let on_iso: u64 = row
+        .map(|r| iso.iter().map(|cpu| irqs.table.count(r, cpu)).sum())
+        .unwrap_or(0);
+    format!(
+        "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
+        irq.number,
+        irq.affinity.get().map_or("?".to_string(), cpus),
+        irq.effective_affinity.get().map_or("?".to_string(), cpus),
+    )
+}
+
+/// The interrupts, or the `unknown` outcome without them.
+pub(super) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
     if let Some(unknown) = without_partition(ctx, expected) {
-        return unknown;
+        return Err(Box::new(unknown));
     }
-    let irqs = match part(&ctx.machine.irqs, "interrupts unreadable", expected) {
+    part(&ctx.machine.irqs, "interrupts unreadable", expected)
+        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
+}
+
+fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "every movable IRQ's affinity within the housekeeping CPUs";
+    let irqs = match interrupts(ctx, expected) {
         Ok(irqs) => irqs,
-        Err(unknown) => return unknown.evidence("/proc/interrupts"),
+        Err(unknown) => return *unknown,
     };
     let iso = &ctx.partition.isolated;
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
-    let mut managed = 0;
-    for irq in &irqs.irqs {
-        let is_managed = matches!(irq.class, IrqClass::Storage { managed: true, .. });
-        let affinity = irq.affinity.get();
-        let effective = irq.effective_affinity.get();
-        let hits = match (affinity, effective) {
-            // A managed IRQ whose effective target avoids the isolated CPUs is fine (that is
-            // what isolcpus=managed_irq achieves); any other IRQ must not even be allowed.
-            (_, Some(eff)) if is_managed => eff.intersects(iso),
-            (Some(aff), _) => aff.intersects(iso),
-            (None, Some(eff)) => eff.intersects(iso),
-            (None, None) => false,
-        };
-        if !hits {
-            continue;
-        }
-        let row = irqs.row(irq);
-        let name = row
-            .map(|r| {
-                if r.actions.is_empty() {
-                    r.description.clone().unwrap_or_default()
-                } else {
-                    r.actions.join(",")
-                }
-            })
-            .unwrap_or_default();
-        let on_iso: u64 = row
-            .map(|r| iso.iter().map(|cpu| irqs.table.count(r, cpu)).sum())
-            .unwrap_or(0);
-        let mut line = format!(
-            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
-            irq.number,
-            affinity.map_or("?".to_string(), cpus),
-            effective.map_or("?".to_string(), cpus),
-        );
-        if is_managed {
-            managed += 1;
-            line.push_str(" (kernel-managed: needs isolcpus=managed_irq)");
-        } else {
+    let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
+    for irq in &movable {
+        let hits = irq
+            .affinity
+            .get()
+            .or(irq.effective_affinity.get())
+            .is_some_and(|set| set.intersects(iso));
+        if hits {
+            lines.push(irq_line(ctx, irqs, irq));
             let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
-            fixes.push(Fix::runtime(format!("irq:{}:affinity", irq.number), target.to_list()));
+            fixes.push(Fix::runtime(
+                format!("irq:{}:affinity", irq.number),
+                target.to_list(),
+            ));
         }
-        lines.push(line);
     }
-    let total = irqs.irqs.len();
-    if lines.is_empty() {
-        return Outcome::new(
-            Status::Pass,
-            format!("none of {total} IRQs may be delivered to isolated CPUs"),
-            expected,
-        )
+    let managed = irqs.irqs.len() - movable.len();
+    let note = if managed > 0 {
+        format!(" ({managed} kernel-managed: see LL-MANAGED-IRQS)")
+    } else {
+        String::new()
+    };
+    let observed = format!(
+        "{} of {} movable IRQs may be delivered to isolated CPUs{note}",
+        lines.len(),
+        movable.len()
+    );
+    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected)
         .evidence("/proc/irq/*/smp_affinity_list")
         .evidence("/proc/interrupts");
-    }
-    let mut outcome = Outcome::new(
-        Status::Fail,
-        format!(
-            "{} of {total} IRQs may be delivered to isolated CPUs{}",
-            lines.len(),
-            if managed > 0 {
-                format!(" ({managed} kernel-managed)")
-            } else {
-                String::new()
-            }
-        ),
-        expected,
-    )
-    .evidence("/proc/irq/*/smp_affinity_list")
-    .evidence("/proc/irq/*/effective_affinity_list")
-    .evidence("/proc/interrupts");
     outcome.fixes = fixes;
     with_details(outcome, lines)
 }
@@ -291,18 +311,29 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     }
     let irqs = match part(&ctx.machine.irqs, "interrupts unreadable", &expected) {
         Ok(irqs) => irqs,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
-    let default = match part(&irqs.default_affinity, "default affinity unreadable", &expected) {
+    let default = match part(
+        &irqs.default_affinity,
+        "default affinity unreadable",
+        &expected,
+    ) {
         Ok(set) => set,
         Err(unknown) => return unknown.evidence(DEFAULT_AFFINITY),
     };
     let ok = !default.is_empty() && default.is_subset(hk);
-    let mut outcome = Outcome::verdict(ok, format!("default_smp_affinity {}", cpus(default)), expected)
-        .evidence(DEFAULT_AFFINITY);
+    let mut outcome = Outcome::verdict(
+        ok,
+        format!("default_smp_affinity {}", cpus(default)),
+        expected,
+    )
+    .evidence(DEFAULT_AFFINITY);
     if !ok {
         outcome = outcome
-            .fix(Fix::runtime("irq:default_smp_affinity", ctx.partition.housekeeping_mask()))
+            .fix(Fix::runtime(
+                "irq:default_smp_affinity",
+                ctx.partition.housekeeping_mask(),
+            ))
             .fix(Fix::cmdline("irqaffinity", hk.to_list()));
     }
     outcome
@@ -336,7 +367,12 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             // Unbound kworkers follow the workqueue cpumask (LL-WORKQUEUE-CPUMASK).
             unbound_workers += 1;
         } else {
-            movable.push(format!("pid {} {}: allowed {}", task.pid, task.comm, cpus(allowed)));
+            movable.push(format!(
+                "pid {} {}: allowed {}",
+                task.pid,
+                task.comm,
+                cpus(allowed)
+            ));
             comms.insert(task.comm.clone());
         }
     }
@@ -344,15 +380,20 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         "{} movable kernel thread(s) allowed on isolated CPUs; {per_cpu} per-CPU thread(s) bound there (cannot move); {unbound_workers} unbound worker(s) following the workqueue mask",
         movable.len()
     );
-    let mut outcome = Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
+    let mut outcome =
+        Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
     for comm in comms {
-        outcome = outcome.fix(Fix::runtime(format!("kthread:{comm}:affinity"), hk.to_list()));
+        outcome = outcome.fix(Fix::runtime(
+            format!("kthread:{comm}:affinity"),
+            hk.to_list(),
+        ));
     }
     with_details(outcome, movable)
 }
 
 fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
-    let expected = "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
+    let expected =
+        "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
     if let Some(unknown) = without_partition(ctx, expected) {
         return unknown;
     }
@@ -378,14 +419,20 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             continue;
         }
         init_unpinned |= task.pid == 1;
-        unpinned.push(format!("pid {} {}: allowed {}", task.pid, task.comm, cpus(allowed)));
+        unpinned.push(format!(
+            "pid {} {}: allowed {}",
+            task.pid,
+            task.comm,
+            cpus(allowed)
+        ));
         comms.insert(task.comm.clone());
     }
     let observed = format!(
         "{} user task(s) allowed on isolated and housekeeping CPUs alike; {placed} placed on isolated CPUs only",
         unpinned.len()
     );
-    let mut outcome = Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
+    let mut outcome =
+        Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
     if init_unpinned {
         outcome = outcome.fix(Fix::file(
             "/etc/systemd/system.conf.d/lowlat.conf",
@@ -412,7 +459,8 @@ fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) ->
         Err(unknown) => return unknown.evidence(path),
     };
     let ok = !mask.is_empty() && mask.is_subset(hk);
-    let mut outcome = Outcome::verdict(ok, format!("cpumask {}", cpus(mask)), expected).evidence(path);
+    let mut outcome =
+        Outcome::verdict(ok, format!("cpumask {}", cpus(mask)), expected).evidence(path);
     if !ok {
         outcome = outcome.fix(Fix::runtime(setting, ctx.partition.housekeeping_mask()));
     }
@@ -432,7 +480,10 @@ fn writeback_cpumask(ctx: &Ctx, _: &Expect) -> Outcome {
 /// `skipped` in a virtual machine, where the host owns frequency and idle.
 fn host_owned(ctx: &Ctx, what: &str) -> Option<Outcome> {
     ctx.machine.hypervisor.as_ref().map(|hv| {
-        Outcome::skipped(format!("virtual machine ({}): the host controls {what}", hv.vendor))
+        Outcome::skipped(format!(
+            "virtual machine ({}): the host controls {what}",
+            hv.vendor
+        ))
     })
 }
 
@@ -454,12 +505,19 @@ fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
     for policy in policies {
         let governor = policy.governor.get().map_or("?", String::as_str);
         if governor != "performance" {
-            slow.push(format!("{} ({}): {governor}", policy.path, policy.affected_cpus.get().map_or("?".to_string(), cpus)));
+            slow.push(format!(
+                "{} ({}): {governor}",
+                policy.path,
+                policy.affected_cpus.get().map_or("?".to_string(), cpus)
+            ));
         }
         if let Some(pref) = policy.energy_performance_preference.get()
             && pref != "performance"
         {
-            epp.push(format!("{}: energy_performance_preference {pref}", policy.path));
+            epp.push(format!(
+                "{}: energy_performance_preference {pref}",
+                policy.path
+            ));
         }
     }
     let governors: BTreeSet<&str> = policies
@@ -477,7 +535,10 @@ fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
         outcome = outcome.fix(Fix::runtime("cpufreq:governor", "performance"));
     }
     if !epp.is_empty() {
-        outcome = outcome.fix(Fix::runtime("cpufreq:energy_performance_preference", "performance"));
+        outcome = outcome.fix(Fix::runtime(
+            "cpufreq:energy_performance_preference",
+            "performance",
+        ));
     }
     slow.extend(epp);
     with_details(outcome, slow)
@@ -486,7 +547,10 @@ fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
 /// Whether an idle state is deeper than C1 (by name; by exit latency when unnamed).
 fn deep(state: &IdleState) -> bool {
     match state.name.get() {
-        Some(name) => !matches!(name.to_ascii_uppercase().as_str(), "POLL" | "C1" | "C1_ACPI" | "HALTPOLL"),
+        Some(name) => !matches!(
+            name.to_ascii_uppercase().as_str(),
+            "POLL" | "C1" | "C1_ACPI" | "HALTPOLL"
+        ),
         None => state.latency_us.get().is_some_and(|l| *l > 2),
     }
 }
@@ -521,7 +585,8 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
     let power = &ctx.machine.power;
     let cmd = ctx.machine.kernel.cmdline.get();
-    let idle_off = cmd.is_some_and(|c| c.value("idle") == Some("poll") || c.value("cpuidle.off") == Some("1"));
+    let idle_off =
+        cmd.is_some_and(|c| c.value("idle") == Some("poll") || c.value("cpuidle.off") == Some("1"));
     let mut deep_cpus = CpuSet::new();
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
@@ -532,7 +597,10 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
         };
         seen += 1;
         let limit = cpu.resume_latency.get();
-        let deep_states: Vec<&IdleState> = states.iter().filter(|s| deep(s) && usable(s, limit)).collect();
+        let deep_states: Vec<&IdleState> = states
+            .iter()
+            .filter(|s| deep(s) && usable(s, limit))
+            .collect();
         if deep_states.is_empty() {
             continue;
         }
@@ -563,8 +631,12 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     let evidence = "/sys/devices/system/cpu/cpu*/cpuidle/state*";
     if seen == 0 {
         if idle_off {
-            return Outcome::new(Status::Pass, "cpuidle off (idle=poll or cpuidle.off=1)", expected)
-                .evidence(super::CMDLINE);
+            return Outcome::new(
+                Status::Pass,
+                "cpuidle off (idle=poll or cpuidle.off=1)",
+                expected,
+            )
+            .evidence(super::CMDLINE);
         }
         let driver = power.cpuidle.get().and_then(|c| c.driver.get().cloned());
         return match driver.as_deref() {
@@ -587,7 +659,9 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     };
     let mut outcome = Outcome::verdict(deep_cpus.is_empty(), observed, expected).evidence(evidence);
     if !deep_cpus.is_empty() {
-        outcome = outcome.evidence("/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us").bios("No C-states");
+        outcome = outcome
+            .evidence("/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us")
+            .bios("No C-states");
         outcome.fixes = fixes;
     }
     with_details(outcome, lines)
@@ -597,13 +671,21 @@ fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
     let want = expect.preferred();
     let expected = format!("transparent_hugepage {}", expect.describe(""));
     let path = "/sys/kernel/mm/transparent_hugepage/enabled";
-    let enabled = match part(&ctx.machine.kernel.thp.enabled, "THP setting unreadable", &expected) {
+    let enabled = match part(
+        &ctx.machine.kernel.thp.enabled,
+        "THP setting unreadable",
+        &expected,
+    ) {
         Ok(choice) => choice,
         Err(unknown) => return unknown.evidence(path),
     };
     let ok = expect.allows(&enabled.current);
-    let mut outcome =
-        Outcome::verdict(ok, format!("transparent_hugepage {}", enabled.current), expected).evidence(path);
+    let mut outcome = Outcome::verdict(
+        ok,
+        format!("transparent_hugepage {}", enabled.current),
+        expected,
+    )
+    .evidence(path);
     if !ok {
         outcome = outcome
             .fix(Fix::runtime("thp:enabled", want))
@@ -614,7 +696,11 @@ fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
 
 fn clocksource(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "current clocksource tsc";
-    let source = match part(&ctx.machine.kernel.clocksource, "clocksource unreadable", expected) {
+    let source = match part(
+        &ctx.machine.kernel.clocksource,
+        "clocksource unreadable",
+        expected,
+    ) {
         Ok(source) => source,
         Err(unknown) => return unknown.evidence(CLOCKSOURCE),
     };
@@ -650,12 +736,20 @@ fn steal(ctx: &Ctx, _: &Expect) -> Outcome {
     if let Some(unknown) = without_partition(ctx, expected) {
         return unknown;
     }
-    let stat = match part(&ctx.machine.kernel.cpu_times, "CPU times unreadable", expected) {
+    let stat = match part(
+        &ctx.machine.kernel.cpu_times,
+        "CPU times unreadable",
+        expected,
+    ) {
         Ok(stat) => stat,
         Err(unknown) => return unknown.evidence("/proc/stat"),
     };
     let mut lines = Vec::new();
-    for (cpu, times) in stat.per_cpu.iter().filter(|(cpu, _)| ctx.partition.isolated.contains(*cpu)) {
+    for (cpu, times) in stat
+        .per_cpu
+        .iter()
+        .filter(|(cpu, _)| ctx.partition.isolated.contains(*cpu))
+    {
         let total = times.user
             + times.nice
             + times.system

@@ -15,7 +15,11 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Service,
         severity: Severity::High,
         rationale: "irqbalance rewrites IRQ affinities every 10 s. By default it bans the CPUs of isolcpus= and nohz_full=; setting IRQBALANCE_BANNED_CPULIST or the deprecated IRQBALANCE_BANNED_CPUS turns that off, and BANNED_CPUS, checked first, wins over CPULIST, so tools that write different variables silently undo each other.",
-        sources: &["TuneD cpu-partitioning", "tuning-tools research §5", "tuning-tools research §7.c B.20"],
+        sources: &[
+            "TuneD cpu-partitioning",
+            "tuning-tools research §5",
+            "tuning-tools research §7.c B.20",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -28,7 +32,10 @@ pub const RULES: &[Rule] = &[
         layer: Layer::Service,
         severity: Severity::Medium,
         rationale: "power-profiles-daemon, tuned-ppd and cpupower.service set governors, EPP and boost on their own schedule; with TuneD or lowlat also setting them, the last writer wins and settings drift. TuneD's own unit declares Conflicts= with them.",
-        sources: &["tuning-tools research §1.1", "tuning-tools research §7.c H.55"],
+        sources: &[
+            "tuning-tools research §1.1",
+            "tuning-tools research §7.c H.55",
+        ],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -37,7 +44,9 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
-/// Whether a service is in force: running, or (when the files cannot tell) enabled.
+/// Whether a service is in force: running, or (when the files cannot tell) enabled. A unit
+/// file is not required: a copied tree or snapshot may hold only the `*.wants` link and the
+/// process.
 fn active(service: &Service) -> bool {
     !service.masked && service.running.unwrap_or(service.enabled)
 }
@@ -49,13 +58,19 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
         return unknown;
     }
     let services = &ctx.machine.services;
-    let Some(service) = services.service("irqbalance").filter(|s| s.installed) else {
+    let Some(service) = services
+        .service("irqbalance")
+        .filter(|s| s.installed || s.enabled || s.running == Some(true))
+    else {
         return Outcome::new(Status::Pass, "irqbalance not installed", expected);
     };
     if !active(service) {
         return Outcome::new(
             Status::Pass,
-            format!("{} not running: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)", service.unit),
+            format!(
+                "{} not running: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)",
+                service.unit
+            ),
             expected,
         )
         .evidence("/proc/*/comm");
@@ -89,11 +104,19 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
                     } else {
                         "IRQBALANCE_BANNED_CPULIST"
                     };
-                    (set.clone(), format!("{var} in {}", config.path), config.path.clone(), notes)
+                    (
+                        set.clone(),
+                        format!("{var} in {}", config.path),
+                        config.path.clone(),
+                        notes,
+                    )
                 }
                 None => (
                     auto_banned(),
-                    format!("automatic ban of isolcpus=/nohz_full= CPUs ({} sets neither variable)", config.path),
+                    format!(
+                        "automatic ban of isolcpus=/nohz_full= CPUs ({} sets neither variable)",
+                        config.path
+                    ),
                     config.path.clone(),
                     notes,
                 ),
@@ -112,9 +135,21 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
         .evidence(path.clone())
         .evidence("/sys/devices/system/cpu/nohz_full");
     if !missing.is_empty() {
-        notes.push(format!("isolated CPUs {} are not banned", missing.to_list()));
-        outcome = outcome.fix(Fix::file(&path, "IRQBALANCE_BANNED_CPULIST", iso.to_list(), false));
-        if services.irqbalance.get().is_some_and(|c| c.banned_cpus.is_some()) {
+        notes.push(format!(
+            "isolated CPUs {} are not banned",
+            missing.to_list()
+        ));
+        outcome = outcome.fix(Fix::file(
+            &path,
+            "IRQBALANCE_BANNED_CPULIST",
+            iso.to_list(),
+            false,
+        ));
+        if services
+            .irqbalance
+            .get()
+            .is_some_and(|c| c.banned_cpus.is_some())
+        {
             outcome = outcome.manual(format!(
                 "remove IRQBALANCE_BANNED_CPUS from {path} (it wins over the list), then restart irqbalance"
             ));
@@ -125,21 +160,24 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
 }
 
 fn conflicting_tuners(ctx: &Ctx, _: &Expect) -> Outcome {
-    let expected = "at most one tuner (TuneD or lowlat), no power-profiles-daemon, tuned-ppd or cpupower";
+    let expected =
+        "at most one tuner (TuneD or lowlat), no power-profiles-daemon, tuned-ppd or cpupower";
     let services = &ctx.machine.services;
     let fighting: Vec<&Service> = ["power-profiles-daemon", "tuned-ppd", "cpupower"]
         .into_iter()
         .filter_map(|name| services.service(name))
-        .filter(|s| s.installed && active(s))
+        .filter(|s| active(s))
         .collect();
-    let tuned = services.service("tuned").filter(|s| s.installed && active(s));
+    let tuned = services.service("tuned").filter(|s| active(s));
     let mut names: Vec<String> = fighting.iter().map(|s| s.unit.clone()).collect();
     if let Some(tuned) = tuned {
         let profile = services
             .tuned
             .active_profiles
             .get()
-            .map_or("profile unknown".to_string(), |p| format!("profile {}", p.join(" ")));
+            .map_or("profile unknown".to_string(), |p| {
+                format!("profile {}", p.join(" "))
+            });
         names.push(format!("{} ({profile})", tuned.unit));
     }
     let observed = if names.is_empty() {
