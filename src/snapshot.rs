@@ -52,16 +52,39 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
     let recorded = root.recorded();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut dirs: Vec<String> = Vec::new();
-    for (path, what) in recorded {
+    let mut placeholders: Vec<String> = Vec::new();
+    for (path, what) in &recorded {
         match what {
-            Recorded::File(bytes) => files.push((path, bytes)),
-            Recorded::Dir => dirs.push(path),
-            Recorded::Exists => match root.read_bytes(&path) {
-                Ok(bytes) => files.push((path, bytes)),
-                Err(_) => dirs.push(path),
+            Recorded::File(bytes) => files.push((path.clone(), bytes.clone())),
+            Recorded::Dir(names) => {
+                dirs.push(path.clone());
+                for name in names {
+                    let child = format!("{}/{name}", path.trim_end_matches('/'));
+                    let inside = format!("{child}/");
+                    let holds_recorded = recorded
+                        .range(inside.clone()..)
+                        .next()
+                        .is_some_and(|(p, _)| p.starts_with(&inside));
+                    if !recorded.contains_key(&child) && !holds_recorded {
+                        placeholders.push(child);
+                    }
+                }
+            }
+            Recorded::Exists => match root.read_bytes(path) {
+                Ok(bytes) => files.push((path.clone(), bytes)),
+                Err(_) => dirs.push(path.clone()),
             },
         }
     }
+    for child in placeholders {
+        if root.is_dir(&child) {
+            dirs.push(child);
+        } else {
+            files.push((child, Vec::new()));
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
     let manifest = Manifest {
         format: FORMAT.to_string(),
         format_version: FORMAT_VERSION,

@@ -75,8 +75,8 @@ pub struct SysRoot {
 pub enum Recorded {
     /// A file that was read, with the bytes read.
     File(Vec<u8>),
-    /// A directory that was listed.
-    Dir,
+    /// A directory that was listed, with the names it held.
+    Dir(Vec<String>),
     /// A path whose existence was checked and found.
     Exists,
 }
@@ -196,6 +196,11 @@ impl SysRoot {
         Ok(bytes)
     }
 
+    /// Whether a path is a directory under the root.
+    pub fn is_dir(&self, path: &str) -> bool {
+        self.host_path(path).is_dir()
+    }
+
     /// Whether a path exists under the root (file or directory).
     pub fn exists(&self, path: &str) -> bool {
         let found = self.host_path(path).exists();
@@ -212,12 +217,12 @@ impl SysRoot {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(ReadError::from_io(path, e)),
         };
-        self.record(path, Recorded::Dir);
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort_by(|a, b| natural_cmp(a, b));
+        self.record(path, Recorded::Dir(names.clone()));
         Ok(names)
     }
 

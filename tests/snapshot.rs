@@ -20,10 +20,13 @@ fn round_trip(root: SysRoot) {
         inventory::render_text(&captured),
         inventory::render_text(&replayed)
     );
-    assert_eq!(
-        serde_json::to_value(inventory::document(&captured)).unwrap(),
-        serde_json::to_value(inventory::document(&replayed)).unwrap()
-    );
+    let a = serde_json::to_value(inventory::document(&captured)).unwrap();
+    let b = serde_json::to_value(inventory::document(&replayed)).unwrap();
+    if a != b {
+        let mut differences = Vec::new();
+        diff("", &a, &b, &mut differences);
+        panic!("the snapshot reads differently at {differences:?}");
+    }
 }
 
 #[test]
@@ -39,5 +42,31 @@ fn a_snapshot_of_every_fixture_gives_the_same_inventory() {
     };
     for entry in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
         round_trip(SysRoot::dir(entry.path()));
+    }
+}
+
+/// The JSON paths where two documents differ (at most 10).
+fn diff(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    if out.len() >= 10 || a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (key, value) in x {
+                diff(
+                    &format!("{path}.{key}"),
+                    value,
+                    y.get(key).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                diff(&format!("{path}[{i}]"), p, q, out);
+            }
+        }
+        _ => out.push(format!("{path}: {a} vs {b}")),
     }
 }

@@ -9,13 +9,15 @@
 //! message that says what was wrong.
 
 use serde::{Deserialize, Serialize, Serializer};
-use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
 /// A set of logical CPU numbers, ordered. Serialized as the kernel's list form (`"0-3,8"`).
+///
+/// Stored as a bitmap of 64-bit words without trailing zero words, so equal sets are equal
+/// values and set operations on machines with hundreds of CPUs are a few word operations.
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CpuSet(BTreeSet<u32>);
+pub struct CpuSet(Vec<u64>);
 
 /// Why a CPU list or mask could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,10 +61,10 @@ impl CpuSet {
 
     /// Parses the kernel's list form. Empty text (or only whitespace/NULs) is the empty set.
     pub fn parse_list(text: &str) -> Result<Self, CpuSetError> {
-        let mut set = BTreeSet::new();
+        let mut set = CpuSet::new();
         let text = clean(text);
         if text.is_empty() {
-            return Ok(Self(set));
+            return Ok(set);
         }
         for token in text.split(',') {
             let token = token.trim();
@@ -93,25 +95,24 @@ impl CpuSet {
                     token: token.to_string(),
                 });
             }
-            for cpu in lo..=hi {
-                let keep = match stride {
-                    Some((used, group)) => (cpu - lo) % group < used,
-                    None => true,
-                };
-                if keep {
-                    set.insert(cpu);
+            match stride {
+                Some((used, group)) => {
+                    for cpu in (lo..=hi).filter(|cpu| (cpu - lo) % group < used) {
+                        set.insert(cpu);
+                    }
                 }
+                None => set.insert_range(lo, hi),
             }
         }
-        Ok(Self(set))
+        Ok(set)
     }
 
     /// Parses the kernel's mask form (`ff,ffffffff`); `0x` prefixes are accepted.
     pub fn parse_mask(text: &str) -> Result<Self, CpuSetError> {
         let text = clean(text);
-        let mut set = BTreeSet::new();
+        let mut set = CpuSet::new();
         if text.is_empty() {
-            return Ok(Self(set));
+            return Ok(set);
         }
         let groups: Vec<&str> = text.split(',').collect();
         for (index_from_right, group) in groups.iter().rev().enumerate() {
@@ -127,23 +128,29 @@ impl CpuSet {
             let value = u32::from_str_radix(digits, 16).map_err(|_| CpuSetError::BadMaskGroup {
                 group: group.to_string(),
             })?;
-            for bit in 0..32 {
-                if value & (1 << bit) != 0 {
-                    let cpu = index_from_right as u64 * 32 + bit;
-                    if cpu > MAX_CPU as u64 {
-                        return Err(CpuSetError::TooLarge { cpu, max: MAX_CPU });
-                    }
-                    set.insert(cpu as u32);
-                }
+            if value == 0 {
+                continue;
             }
+            let highest = index_from_right as u64 * 32 + 31 - u64::from(value.leading_zeros());
+            if highest > MAX_CPU as u64 {
+                return Err(CpuSetError::TooLarge {
+                    cpu: highest,
+                    max: MAX_CPU,
+                });
+            }
+            let word = index_from_right / 2;
+            let shift = (index_from_right % 2) * 32;
+            set.grow_to(word);
+            set.0[word] |= u64::from(value) << shift;
         }
-        Ok(Self(set))
+        set.trim();
+        Ok(set)
     }
 
     /// The list form, as the kernel writes it (`0-3,8`), empty for the empty set.
     pub fn to_list(&self) -> String {
         let mut out = String::new();
-        let mut iter = self.0.iter().copied().peekable();
+        let mut iter = self.iter().peekable();
         while let Some(start) = iter.next() {
             let mut end = start;
             while iter.peek() == Some(&(end + 1)) {
@@ -171,13 +178,15 @@ impl CpuSet {
     /// The mask form padded to cover `nr_cpus` CPUs, as `/proc/irq/*/smp_affinity` prints it
     /// (every group 8 digits except the first, which has `ceil(nr_cpus/4) mod 8` digits).
     pub fn to_mask_width(&self, nr_cpus: u32) -> String {
-        let highest = self.0.iter().next_back().copied().map_or(0, |c| c + 1);
+        let highest = self.last().map_or(0, |c| c + 1);
         let bits = highest.max(nr_cpus).max(1);
         let ngroups = bits.div_ceil(32) as usize;
-        let mut groups = vec![0u32; ngroups];
-        for &cpu in &self.0 {
-            groups[(cpu / 32) as usize] |= 1 << (cpu % 32);
-        }
+        let groups: Vec<u32> = (0..ngroups)
+            .map(|g| {
+                let word = self.0.get(g / 2).copied().unwrap_or(0);
+                (word >> ((g % 2) * 32)) as u32
+            })
+            .collect();
         let mut out = String::new();
         for (i, value) in groups.iter().enumerate().rev() {
             if i == ngroups - 1 {
@@ -195,24 +204,42 @@ impl CpuSet {
         out
     }
 
-    /// Adds one CPU.
+    /// Adds one CPU; returns whether it was new.
     pub fn insert(&mut self, cpu: u32) -> bool {
-        self.0.insert(cpu)
+        let (word, bit) = (cpu as usize / 64, cpu % 64);
+        self.grow_to(word);
+        let was = self.0[word] & (1 << bit) != 0;
+        self.0[word] |= 1 << bit;
+        !was
     }
 
-    /// Removes one CPU.
+    /// Adds every CPU from `lo` to `hi`, both included.
+    pub fn insert_range(&mut self, lo: u32, hi: u32) {
+        for cpu in lo..=hi {
+            self.insert(cpu);
+        }
+    }
+
+    /// Removes one CPU; returns whether it was there.
     pub fn remove(&mut self, cpu: u32) -> bool {
-        self.0.remove(&cpu)
+        let was = self.contains(cpu);
+        if was {
+            self.0[cpu as usize / 64] &= !(1 << (cpu % 64));
+            self.trim();
+        }
+        was
     }
 
     /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: u32) -> bool {
-        self.0.contains(&cpu)
+        self.0
+            .get(cpu as usize / 64)
+            .is_some_and(|word| word & (1 << (cpu % 64)) != 0)
     }
 
     /// Number of CPUs in the set.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
 
     /// Whether the set is empty.
@@ -222,37 +249,72 @@ impl CpuSet {
 
     /// The CPUs in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
-        self.0.iter().copied()
+        (0..self.0.len() as u32 * 64).filter(|&cpu| self.contains(cpu))
     }
 
     /// The lowest CPU, if any.
     pub fn first(&self) -> Option<u32> {
-        self.0.first().copied()
+        self.0
+            .iter()
+            .position(|&w| w != 0)
+            .map(|i| i as u32 * 64 + self.0[i].trailing_zeros())
+    }
+
+    /// The highest CPU, if any.
+    pub fn last(&self) -> Option<u32> {
+        self.0
+            .last()
+            .map(|w| (self.0.len() as u32 - 1) * 64 + 63 - w.leading_zeros())
     }
 
     /// CPUs in both sets.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        Self(self.0.intersection(&other.0).copied().collect())
+        self.zip(other, |a, b| a & b)
     }
 
     /// CPUs in either set.
     pub fn union(&self, other: &CpuSet) -> CpuSet {
-        Self(self.0.union(&other.0).copied().collect())
+        self.zip(other, |a, b| a | b)
     }
 
     /// CPUs in `self` but not in `other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
-        Self(self.0.difference(&other.0).copied().collect())
+        self.zip(other, |a, b| a & !b)
     }
 
     /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.0.is_subset(&other.0)
+        self.difference(other).is_empty()
     }
 
     /// Whether the sets share a CPU.
     pub fn intersects(&self, other: &CpuSet) -> bool {
-        !self.0.is_disjoint(&other.0)
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    }
+
+    fn zip(&self, other: &CpuSet, op: impl Fn(u64, u64) -> u64) -> CpuSet {
+        let len = self.0.len().max(other.0.len());
+        let word = |set: &CpuSet, i: usize| set.0.get(i).copied().unwrap_or(0);
+        let mut out = CpuSet(
+            (0..len)
+                .map(|i| op(word(self, i), word(other, i)))
+                .collect(),
+        );
+        out.trim();
+        out
+    }
+
+    fn grow_to(&mut self, word: usize) {
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+    }
+
+    /// Drops trailing zero words, so that equal sets compare equal.
+    fn trim(&mut self) {
+        while self.0.last() == Some(&0) {
+            self.0.pop();
+        }
     }
 }
 
@@ -276,7 +338,11 @@ fn parse_cpu(text: &str, token: &str) -> Result<u32, CpuSetError> {
 
 impl FromIterator<u32> for CpuSet {
     fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
-        Self(iter.into_iter().collect())
+        let mut set = CpuSet::new();
+        for cpu in iter {
+            set.insert(cpu);
+        }
+        set
     }
 }
 

@@ -113,14 +113,8 @@ fn why_no_table(error: &ReadError) -> String {
 mod tests {
     use super::smbios::builder::{DDR4, MemoryDevice, Table};
     use super::*;
+    use crate::machine::kernel::write_tree_file as write;
     use crate::sysroot::SysRoot;
-    use std::path::Path;
-
-    fn write(dir: &Path, path: &str, bytes: &[u8]) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, bytes).unwrap();
-    }
 
     #[test]
     fn reads_ids_tables_and_population() {
@@ -149,7 +143,7 @@ mod tests {
         }
         table.end();
         write(d, smbios::TABLE, &table.bytes);
-        write(d, smbios::ENTRY_POINT, &table.entry_point_v3());
+        write(d, smbios::ENTRY_POINT, table.entry_point_v3());
         let root = SysRoot::dir(d);
         let mut r = Reader::new(&root);
         let firmware = read(&mut r);

@@ -130,63 +130,48 @@ fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
     let nohz_full = match r.value(&nohz_path) {
         // A kernel built with NO_HZ_FULL but booted without nohz_full= prints "(null)".
         Avail::Available(text) if text == "(null)" => Avail::Available(CpuSet::new()),
-        Avail::Available(_) => r.cpulist(&nohz_path),
+        Avail::Available(text) => match CpuSet::parse_list(&text) {
+            Ok(set) => Avail::Available(set),
+            Err(e) => {
+                r.warnings.file(&nohz_path, e.to_string());
+                Avail::missing(format!("{nohz_path}: {e}"))
+            }
+        },
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),
     };
-    let cpus_of = |key: &str| {
-        let param = cmdline?.last(key)?;
-        let value = param.value.as_deref().unwrap_or("");
-        Some(boot_value(
-            key,
-            parse_boot_cpulist(value, possible.as_ref()),
-        ))
+    let possible = possible.as_ref();
+    let param = |key: &str| {
+        cmdline
+            .and_then(|c| c.last(key))
+            .map(|p| p.value.clone().unwrap_or_default())
     };
-    let isolcpus = cmdline.and_then(|c| c.last("isolcpus")).map(|param| {
-        let value = param.value.as_deref().unwrap_or("");
-        boot_value("isolcpus", parse_isolcpus(value, possible.as_ref()))
-    });
-    let isolation = Isolation {
+    let isolcpus =
+        param("isolcpus").map(|value| boot_value(r, "isolcpus", parse_isolcpus(&value, possible)));
+    let mut cpus_of = |key: &str| {
+        param(key).map(|value| boot_value(r, key, parse_boot_cpulist(&value, possible)))
+    };
+    let cmdline_nohz_full = cpus_of("nohz_full");
+    let rcu_nocbs = cpus_of("rcu_nocbs");
+    let irqaffinity = cpus_of("irqaffinity");
+    Isolation {
         isolated: r.cpulist(&format!("{CPU_DIR}/isolated")),
         nohz_full,
         isolcpus,
-        cmdline_nohz_full: cpus_of("nohz_full"),
-        rcu_nocbs: cpus_of("rcu_nocbs"),
-        irqaffinity: cpus_of("irqaffinity"),
-    };
-    for (key, value) in [
-        (
-            "isolcpus",
-            isolation.isolcpus.as_ref().and_then(|v| v.reason()),
-        ),
-        (
-            "nohz_full",
-            isolation
-                .cmdline_nohz_full
-                .as_ref()
-                .and_then(|v| v.reason()),
-        ),
-        (
-            "rcu_nocbs",
-            isolation.rcu_nocbs.as_ref().and_then(|v| v.reason()),
-        ),
-        (
-            "irqaffinity",
-            isolation.irqaffinity.as_ref().and_then(|v| v.reason()),
-        ),
-    ] {
-        if let Some(reason) = value {
-            r.warnings
-                .file("/proc/cmdline", format!("{key}=: {reason}"));
-        }
+        cmdline_nohz_full,
+        rcu_nocbs,
+        irqaffinity,
     }
-    isolation
 }
 
-/// A command-line value, or why it does not parse (naming the parameter).
-fn boot_value<T>(key: &str, parsed: Result<T, String>) -> Avail<T> {
+/// A command-line value, or why it does not parse (naming the parameter, warned about).
+fn boot_value<T>(r: &mut Reader, key: &str, parsed: Result<T, String>) -> Avail<T> {
     match parsed {
         Ok(value) => Avail::Available(value),
-        Err(e) => Avail::missing(format!("/proc/cmdline {key}=: {e}")),
+        Err(e) => {
+            let message = format!("{key}=: {e}");
+            r.warnings.file("/proc/cmdline", message.clone());
+            Avail::missing(format!("/proc/cmdline {message}"))
+        }
     }
 }
 
@@ -205,16 +190,20 @@ fn read_clocksource(r: &mut Reader) -> Avail<Clocksource> {
     }
 }
 
+/// Test helper for the machine readers: writes `contents` at the system path `path` of the
+/// fixture tree rooted at `dir`, creating the directories on the way.
+#[cfg(test)]
+pub(crate) fn write_tree_file(dir: &std::path::Path, path: &str, contents: impl AsRef<[u8]>) {
+    let file = dir.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().expect("a path under the tree")).expect("create dirs");
+    std::fs::write(file, contents).expect("write fixture file");
+}
+
 #[cfg(test)]
 mod tests {
+    use super::write_tree_file as write;
     use super::*;
     use crate::sysroot::SysRoot;
-
-    fn write(dir: &std::path::Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
 
     /// The RT guest of seeds/002 after tuning.
     fn rt_guest() -> tempfile::TempDir {

@@ -385,23 +385,14 @@ fn read_idle_states(r: &mut Reader, cpu: u32) -> Avail<Vec<IdleState>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::kernel::write_tree_file as write;
     use crate::sysroot::SysRoot;
     use std::path::Path;
-
-    fn write(dir: &Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
 
     fn policy(d: &Path, id: u32, cpus: &str, governor: &str) {
         let p = format!("{CPUFREQ_DIR}/policy{id}");
         write(d, &format!("{p}/scaling_driver"), "acpi-cpufreq\n");
-        write(
-            d,
-            &format!("{p}/scaling_governor"),
-            &format!("{governor}\n"),
-        );
+        write(d, &format!("{p}/scaling_governor"), format!("{governor}\n"));
         write(
             d,
             &format!("{p}/scaling_available_governors"),
@@ -412,16 +403,16 @@ mod tests {
         write(d, &format!("{p}/scaling_cur_freq"), "3699945\n");
         write(d, &format!("{p}/cpuinfo_min_freq"), "1500000\n");
         write(d, &format!("{p}/cpuinfo_max_freq"), "3700000\n");
-        write(d, &format!("{p}/affected_cpus"), &format!("{cpus}\n"));
+        write(d, &format!("{p}/affected_cpus"), format!("{cpus}\n"));
     }
 
     fn idle_state(d: &Path, cpu: u32, k: u32, name: &str, latency: u32, disable: &str) {
         let s = format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{k}");
-        write(d, &format!("{s}/name"), &format!("{name}\n"));
+        write(d, &format!("{s}/name"), format!("{name}\n"));
         write(d, &format!("{s}/desc"), "ACPI FFH MWAIT 0x0\n");
-        write(d, &format!("{s}/latency"), &format!("{latency}\n"));
-        write(d, &format!("{s}/residency"), &format!("{}\n", latency * 2));
-        write(d, &format!("{s}/disable"), &format!("{disable}\n"));
+        write(d, &format!("{s}/latency"), format!("{latency}\n"));
+        write(d, &format!("{s}/residency"), format!("{}\n", latency * 2));
+        write(d, &format!("{s}/disable"), format!("{disable}\n"));
     }
 
     /// Two CPUs of the tuned EPYC 7F32 (seeds/000): performance governor, boost off, C2
@@ -591,7 +582,7 @@ mod tests {
         for cpu in 0..4 {
             let c = format!("{CPU_DIR}/cpu{cpu}/cpufreq");
             let shared = if cpu < 2 { "0 1" } else { "2 3" };
-            write(d, &format!("{c}/affected_cpus"), &format!("{shared}\n"));
+            write(d, &format!("{c}/affected_cpus"), format!("{shared}\n"));
             write(d, &format!("{c}/scaling_governor"), "ondemand\n");
         }
         let root = SysRoot::dir(d);

@@ -291,7 +291,8 @@ pub fn read(r: &mut Reader) -> Topology {
     }
     packages_from_sibling_sets(&mut cpus, &package_sets);
     siblings_from_core_ids(&mut cpus);
-    let caches = caches.into_values().collect();
+    let mut caches: Vec<Cache> = caches.into_values().collect();
+    caches.sort_by_key(|c| (c.level, c.kind, c.cpus.first()));
     let mut topology = Topology {
         possible,
         present,

@@ -302,7 +302,7 @@ impl<'s, 'a> Fields<'s, 'a> {
 
 fn decode_bios(f: &mut Fields) -> BiosInfo {
     let release = match (f.byte(0x14), f.byte(0x15)) {
-        (Some(major), Some(minor)) if major != 0xFF => Some(format!("{major}.{minor:02}")),
+        (Some(major), Some(minor)) if major != 0xFF => Some(format!("{major}.{minor}")),
         _ => None,
     };
     BiosInfo {

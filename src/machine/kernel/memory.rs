@@ -243,6 +243,7 @@ pub fn read_meminfo(r: &mut Reader) -> Avail<Meminfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::kernel::write_tree_file as write;
     use crate::sysroot::SysRoot;
     use proptest::prelude::*;
 
@@ -307,19 +308,13 @@ DirectMap1G:     8388608 kB
         assert_eq!(info.hugepage_size_kib, Some(2048));
     }
 
-    fn write(dir: &std::path::Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
-
     #[test]
     fn reads_pools_globally_and_per_node() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         for (size, nr) in [("1048576", "12"), ("2048", "0")] {
             let pool = format!("/sys/kernel/mm/hugepages/hugepages-{size}kB");
-            write(d, &format!("{pool}/nr_hugepages"), &format!("{nr}\n"));
+            write(d, &format!("{pool}/nr_hugepages"), format!("{nr}\n"));
             write(d, &format!("{pool}/free_hugepages"), "12\n");
             write(d, &format!("{pool}/resv_hugepages"), "0\n");
             write(d, &format!("{pool}/surplus_hugepages"), "0\n");
