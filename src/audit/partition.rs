@@ -173,3 +173,100 @@ pub fn choose(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysroot::SysRoot;
+    use std::path::Path;
+
+    fn write(dir: &Path, path: &str, text: &str) {
+        let file = dir.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    /// Two nodes of four single-thread cores: CPUs 0-3 and 4-7.
+    fn two_nodes(extra: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "/sys/devices/system/cpu/possible", "0-7\n");
+        write(d, "/sys/devices/system/cpu/online", "0-7\n");
+        for cpu in 0..8 {
+            let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+            write(
+                d,
+                &format!("{t}/physical_package_id"),
+                &format!("{}\n", cpu / 4),
+            );
+            write(d, &format!("{t}/core_id"), &format!("{}\n", cpu % 4));
+            write(d, &format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+        }
+        write(d, "/sys/devices/system/node/node0/cpulist", "0-3\n");
+        write(d, "/sys/devices/system/node/node1/cpulist", "4-7\n");
+        for (path, text) in extra {
+            write(d, path, text);
+        }
+        dir
+    }
+
+    fn machine(dir: &tempfile::TempDir) -> Machine {
+        Machine::read(&SysRoot::dir(dir.path()))
+    }
+
+    #[test]
+    fn default_partition_keeps_the_first_core_of_each_node() {
+        let dir = two_nodes(&[]);
+        let p = choose(&machine(&dir), None).unwrap();
+        assert_eq!(p.source, PartitionSource::Default);
+        assert_eq!(p.housekeeping.to_list(), "0,4");
+        assert_eq!(p.isolated.to_list(), "1-3,5-7");
+        assert_eq!(p.nr_cpus, 8);
+        assert!(p.describe().contains("lowlat's default"));
+    }
+
+    #[test]
+    fn the_machines_own_isolation_wins_over_the_default() {
+        let dir = two_nodes(&[
+            ("/proc/cmdline", "ro nohz_full=2-3,6-7 rcu_nocbs=2-3,6-7\n"),
+            ("/sys/devices/system/cpu/nohz_full", "2-3,6-7\n"),
+        ]);
+        let p = choose(&machine(&dir), None).unwrap();
+        assert_eq!(p.isolated.to_list(), "2-3,6-7");
+        assert_eq!(p.housekeeping.to_list(), "0-1,4-5");
+        let PartitionSource::Kernel { from } = &p.source else {
+            panic!("{:?}", p.source)
+        };
+        assert_eq!(
+            from,
+            &vec!["nohz_full".to_string(), "nohz_full=".to_string()]
+        );
+    }
+
+    #[test]
+    fn isolate_flag_is_checked_but_not_judged() {
+        let dir = two_nodes(&[]);
+        let m = machine(&dir);
+        // A split the rules will report (node 1 without housekeeping) is still audited.
+        let p = choose(&m, Some(&"4-7".parse().unwrap())).unwrap();
+        assert_eq!(p.source, PartitionSource::Flag);
+        assert_eq!(p.housekeeping.to_list(), "0-3");
+        let err = choose(&m, Some(&"6-9".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--isolate") && err.contains("8-9"), "{err}");
+        let err = choose(&m, Some(&"0-7".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no CPU is left"), "{err}");
+    }
+
+    #[test]
+    fn no_topology_means_no_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "/proc/cpuinfo", "processor : 0\n");
+        let p = choose(&machine(&dir), None).unwrap();
+        assert!(!p.is_known());
+        assert!(p.describe().starts_with("none: no default partition"));
+    }
+}

@@ -343,3 +343,56 @@ impl Outcome {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::rules;
+
+    fn rule(id: &str) -> &'static Rule {
+        rules::find(id).unwrap()
+    }
+
+    #[test]
+    fn parses_alternatives_bounds_and_advice() {
+        let e = Expect::parse("~3600|>=10", rule("LL-SYSCTL-VM-STAT-INTERVAL")).unwrap();
+        assert!(e.advisory);
+        assert_eq!(e.preferred(), "3600");
+        assert_eq!(
+            e.alternatives[1],
+            Alternative {
+                op: Op::Ge,
+                value: "10".into()
+            }
+        );
+        assert_eq!(e.describe("0,8"), "3600 or >= 10");
+        let hk = Expect::parse("hk", rule("LL-SYSCTL-KERNEL-WATCHDOG-CPUMASK")).unwrap();
+        assert!(!hk.advisory);
+        assert_eq!(hk.describe("0,8"), "0,8");
+    }
+
+    #[test]
+    fn refuses_what_a_rule_does_not_understand() {
+        let err = Expect::parse("maybe", rule("LL-SMT")).unwrap_err();
+        assert!(err.contains("LL-SMT accepts one of on, off"), "{err}");
+        assert!(Expect::parse(">=1", rule("LL-SMT")).is_err());
+        assert!(Expect::parse("<=x", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
+        assert!(Expect::parse("0|", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
+    }
+
+    #[test]
+    fn fixes_carry_their_layer_and_reboot() {
+        let fix = Fix::cmdline("nohz_full", "1-7");
+        assert_eq!(
+            (fix.id.as_str(), fix.layer, fix.reboot),
+            ("cmdline:nohz_full", Layer::Boot, true)
+        );
+        let fix = Fix::sysctl("vm.swappiness", "0");
+        assert_eq!(
+            (fix.id.as_str(), fix.layer, fix.reboot),
+            ("sysctl:vm.swappiness", Layer::Sysctl, false)
+        );
+        let fix = Fix::file("/etc/x.conf", "K", "v", true);
+        assert_eq!(fix.id, "file:/etc/x.conf:K");
+    }
+}

@@ -146,3 +146,6 @@ mod tests {
         assert!(!near("quiet", "skew_tick"));
     }
 }
+
+#[cfg(test)]
+mod rule_tests;
