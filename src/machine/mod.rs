@@ -138,19 +138,19 @@ pub struct Machine {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// CPUs, cores, caches, NUMA nodes.
     pub topology: topology::Topology,
-    /// The running kernel: release, command line, isolation, sysctls, memory settings.
-    pub kernel: kernel::Kernel,
-    /// cpufreq, boost, cpuidle.
-    pub power: power::Power,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
-    /// Whether an IOMMU translates device DMA.
+    /// Whether an IOMMU translates device DMA (units and default domain type).
     pub iommu: iommu::Iommu,
     /// Processes and kernel threads with their affinity and scheduling.
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
     pub services: services::Services,
-    /// DMI identity, SMBIOS tables and memory population.
+    /// Kernel release, command line, isolation, sysctls, clocksource, THP, hugepages, memory.
+    pub kernel: kernel::Kernel,
+    /// cpufreq, boost, cpuidle and resume-latency constraints.
+    pub power: power::Power,
+    /// DMI identity, SMBIOS processors and DIMMs, memory population.
     pub firmware: firmware::Firmware,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
@@ -166,23 +166,23 @@ impl Machine {
             .get()
             .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
         let topology = topology::read(&mut r);
-        let kernel = kernel::read(&mut r);
-        let power = power::read(&mut r);
         let irqs = irq::read(&mut r);
         let iommu = iommu::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
+        let kernel = kernel::read(&mut r);
+        let power = power::read(&mut r);
         let firmware = firmware::read(&mut r);
         Machine {
             cpu,
             hypervisor,
             topology,
-            kernel,
-            power,
             irqs,
             iommu,
             tasks,
             services,
+            kernel,
+            power,
             firmware,
             warnings: r.warnings.into_vec(),
         }
