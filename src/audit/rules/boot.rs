@@ -935,6 +935,9 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
     let pt = args_pt || domain == Some("identity");
     let mut observed = if on {
         format!("IOMMU on ({})", units.join(", "))
+    } else if args_pt {
+        "IOMMU off (no units under /sys/class/iommu; iommu=pt on the command line has nothing to act on)"
+            .to_string()
     } else {
         "IOMMU off (no units under /sys/class/iommu)".to_string()
     };
