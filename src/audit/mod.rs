@@ -62,6 +62,7 @@ impl Audit {
 /// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
 pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
     let ctx = Ctx { machine, partition };
+    let firmware = BiosVendors::of(machine);
     let mut findings: Vec<Finding> = profile
         .entries
         .iter()
@@ -70,7 +71,7 @@ pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> 
                 Check::Fn(check) => check(&ctx, &entry.expect),
                 Check::Sysctl(key) => rules::sysctl::check(&ctx, key, &entry.expect),
             };
-            finding(entry.rule, outcome, entry.expect.advisory)
+            finding(entry.rule, outcome, entry.expect.advisory, &firmware)
         })
         .collect();
     // Stable: table order within a layer.
@@ -82,8 +83,42 @@ pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> 
     }
 }
 
+/// Which BIOS setup utilities a machine may have: HPE's RBSU on HPE servers, AMD's CBS menus
+/// on other boards with an AMD CPU; both when the DMI vendor is unknown.
+struct BiosVendors {
+    hpe: bool,
+    amd: bool,
+}
+
+impl BiosVendors {
+    fn of(machine: &Machine) -> Self {
+        let is_hpe = machine.firmware.dmi.sys_vendor.get().map(|vendor| {
+            let vendor = vendor.to_ascii_lowercase();
+            vendor.contains("hpe") || vendor.contains("hewlett")
+        });
+        let amd_cpu = machine
+            .cpu
+            .get()
+            .and_then(|id| id.vendor.as_deref())
+            .is_none_or(|vendor| vendor == "AuthenticAMD");
+        Self {
+            hpe: is_hpe != Some(false),
+            amd: amd_cpu && is_hpe != Some(true),
+        }
+    }
+
+    /// Whether menus of `firmware` (`HPE RBSU`, `AMD CBS`) can exist on this machine.
+    fn applies(&self, firmware: &str) -> bool {
+        match firmware {
+            "HPE RBSU" => self.hpe,
+            "AMD CBS" => self.amd,
+            _ => true,
+        }
+    }
+}
+
 /// Turns a check's outcome into a finding with the rule's data.
-fn finding(rule: &Rule, outcome: Outcome, advisory: bool) -> Finding {
+fn finding(rule: &Rule, outcome: Outcome, advisory: bool, firmware: &BiosVendors) -> Finding {
     let status = match outcome.status {
         Status::Fail if advisory => Status::Warn,
         status => status,
@@ -110,6 +145,7 @@ fn finding(rule: &Rule, outcome: Outcome, advisory: bool) -> Finding {
             Some(value) => rule
                 .bios
                 .iter()
+                .filter(|menu| firmware.applies(menu.firmware))
                 .map(|menu| BiosStep {
                     firmware: menu.firmware.to_string(),
                     path: menu.path.to_string(),

@@ -16,6 +16,8 @@ pub struct ProfileInfo {
     pub summary: &'static str,
     /// The documents it follows.
     pub sources: &'static [&'static str],
+    /// Whether it isolates CPUs (its rules check the partition).
+    pub isolates: bool,
 }
 
 /// The profiles, in the column order of the table.
@@ -28,21 +30,25 @@ pub const PROFILES: &[ProfileInfo] = &[
             "TuneD cpu-partitioning",
             "TuneD network-latency",
         ],
+        isolates: true,
     },
     ProfileInfo {
         name: "realtime-host",
         summary: "real-time KVM host: PREEMPT_RT kernel, isolated cores for pinned vCPUs, 1G huge pages",
         sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-host"],
+        isolates: true,
     },
     ProfileInfo {
         name: "realtime-guest",
         summary: "real-time KVM guest: PREEMPT_RT kernel, isolated vCPUs, TSC clocksource",
         sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-guest"],
+        isolates: true,
     },
     ProfileInfo {
         name: "throughput",
         summary: "compute throughput: SMT and boost on, every memory channel populated, performance governor",
         sources: &["Bilibili AMD tuning", "PerfSpect insights"],
+        isolates: false,
     },
 ];
 

@@ -164,7 +164,9 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     let mut out = String::new();
     let _ = writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
     let _ = writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
-    let _ = writeln!(out, "partition: {}", audit.partition.describe());
+    if info.isolates {
+        let _ = writeln!(out, "partition: {}", audit.partition.describe());
+    }
     let mut layers: Vec<Layer> = audit.findings.iter().map(|f| f.layer).collect();
     layers.dedup();
     for layer in layers {

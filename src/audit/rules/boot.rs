@@ -316,7 +316,8 @@ fn preempt_rt(ctx: &Ctx, _: &Expect) -> Outcome {
             let model = kernel
                 .preemption
                 .get()
-                .map(|p| format!("{:?}", p.model).to_lowercase())
+                .and_then(|p| serde_json::to_value(p.model).ok())
+                .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "not real-time".to_string());
             Outcome::new(
                 Status::Fail,

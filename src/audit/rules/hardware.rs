@@ -132,7 +132,7 @@ fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
         return outcome;
     }
     if ctx.machine.hypervisor.is_some() {
-        outcome.manual("give the guest a host-passthrough CPU model (libvirt <cpu mode='host-passthrough'/>, QEMU -cpu host,+invtsc) on a host with an invariant TSC")
+        outcome.manual("expose an invariant TSC to the guest: libvirt <cpu mode='host-passthrough' migratable='off'/> (a migratable host-passthrough CPU hides invtsc) or QEMU -cpu host,+invtsc, on a host whose TSC is invariant")
     } else {
         outcome
             .manual("this CPU has no invariant TSC: use a platform that has one for latency work")

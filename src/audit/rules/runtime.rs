@@ -653,7 +653,7 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
         };
     }
     let observed = if deep_cpus.is_empty() {
-        format!("only POLL/C1 usable on {} CPUs", cpus(&scope))
+        format!("only POLL/C1 usable on CPUs {}", cpus(&scope))
     } else {
         format!("deep C-states usable on CPUs {}", cpus(&deep_cpus))
     };
