@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${1:-30}
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 results=bench/RESULTS.md
 fixture=tests/fixtures/machines/epyc7f32-2s
 bin=target/release/lowlat
@@ -40,6 +41,7 @@ mean_ms() {
     python3 - "$work/$name.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
+open(sys.argv[1][:-len(".json")] + ".mean", "w").write(f"{r['mean']*1e3:.3f}")
 print(f"{r['mean']*1e3:.2f} ± {r['stddev']*1e3:.2f} ms ({r['min']*1e3:.2f}..{r['max']*1e3:.2f})")
 EOF
   else
@@ -51,15 +53,19 @@ EOF
     printf '%s\n' "${times[@]}" | python3 -c '
 import statistics, sys
 v = [int(x) / 1000 for x in sys.stdin]
-print(f"{statistics.mean(v):.2f} ± {statistics.pstdev(v):.2f} ms ({min(v):.2f}..{max(v):.2f})")'
+open(sys.argv[1], "w").write(f"{statistics.mean(v):.3f}")
+print(f"{statistics.mean(v):.2f} ± {statistics.pstdev(v):.2f} ms ({min(v):.2f}..{max(v):.2f})")' "$work/$name.mean"
   fi
 }
 
 small=$(mean_ms small "$bin" --root "$fixture" audit)
 large=$(mean_ms large "$bin" --root "$work/synthetic-512" audit)
 large_json=$(mean_ms large_json "$bin" --root "$work/synthetic-512" audit --json)
-findings_small=$("$bin" --root "$fixture" audit --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
-findings_large=$("$bin" --root "$work/synthetic-512" audit --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
+# The same machine read with a short rendering and no rules: how much of the audit's time is
+# reading /proc and /sys.
+large_read=$(mean_ms large_read "$bin" --root "$work/synthetic-512" inventory)
+findings_small=$({ "$bin" --root "$fixture" audit --json || true; } | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
+findings_large=$({ "$bin" --root "$work/synthetic-512" audit --json || true; } | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
 
 if [ "$have_tuned" = yes ]; then
   tuned_out=$(timeout 60 tuned-adm verify 2>&1 | tr '\n' ' ' | sed 's/ *$//') || true
@@ -70,20 +76,28 @@ else
 fi
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+[ -f "$results" ] || printf '# Benchmark results\n\nAppended by the scripts in bench/; newest last.\n' > "$results"
 {
   echo
   echo "## audit ($(date -u +%Y-%m-%dT%H:%MZ), lowlat $(git rev-parse --short HEAD))"
   echo
-  echo "Machine: ${cpu:-unknown CPU}, $(nproc) CPUs online, kernel $(uname -r), shared with other jobs."
-  echo "Method: $( [ "$have_hyperfine" = yes ] && echo "hyperfine $(hyperfine --version | cut -d' ' -f2), 3 warm-ups" || echo "date +%s%N loop") , $runs runs each, release build, wall time of the whole process (read + audit + render)."
+  echo "Machine: ${cpu:-unknown CPU}, $(nproc) CPUs online, kernel $(uname -r), load average $load at the start (shared with other jobs)."
+  echo "Method: $( [ "$have_hyperfine" = yes ] && echo "hyperfine $(hyperfine --version | cut -d' ' -f2), 3 warm-ups" || echo "date +%s%N loop"), $runs runs each, release build, wall time of the whole process (read + audit + render)."
   echo
   echo "| command | machine | findings | time (mean ± sd, min..max) | target |"
   echo "|---|---|---|---|---|"
   echo "| \`lowlat --root … audit\` | epyc7f32-2s fixture (16 CPUs) | $findings_small | $small | < 50 ms |"
   echo "| \`lowlat --root … audit\` | synthetic-512 (512 CPUs) | $findings_large | $large | < 500 ms |"
   echo "| \`lowlat --root … audit --json\` | synthetic-512 (512 CPUs) | $findings_large | $large_json | |"
+  echo "| \`lowlat --root … inventory\` (same read, no rules) | synthetic-512 (512 CPUs) | n/a | $large_read | |"
   echo "| \`tuned-adm verify\` | this machine | n/a | $tuned_time | |"
   echo
+  if [ -f "$work/tuned.mean" ]; then
+    ratio=$(python3 -c 'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.3f}")' \
+      "$(cat "$work/small.mean")" "$(cat "$work/tuned.mean")")
+    echo "Ratio, lowlat audit of epyc7f32-2s / tuned-adm verify (its refusal): $ratio."
+    echo
+  fi
   echo "tuned-adm verify said: \`$tuned_out\`. It only answers through the TuneD daemon over"
   echo "D-Bus; starting the daemon here would apply a TuneD profile to this shared machine, so it"
   echo "was not started and the time above is that of the refusal (Python start-up and the D-Bus"
