@@ -523,3 +523,21 @@ fn audit_writes_nothing() {
         }
     }
 }
+
+#[test]
+fn a_snapshot_audits_like_the_tree_it_was_taken_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tuned.lowlat");
+    let root = fixture("epyc7f32-2s-tuned");
+    let (code, _, err) = run(&root, &["snapshot", "-o", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, from_tree, _) = run(&root, &["audit", "--json"]);
+    assert_eq!(code, 1);
+    let replay = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args(["--snapshot", file.to_str().unwrap(), "audit", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(String::from_utf8(replay.stdout).unwrap(), from_tree);
+}

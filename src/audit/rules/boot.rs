@@ -402,7 +402,8 @@ fn isolation_list(
     outcome
 }
 
-/// "extra: 0; missing: 9-15" for two CPU sets that should be equal.
+/// What differs between a listed CPU set and the isolated one ("not isolated but listed: 0;
+/// isolated but not listed: 9-15").
 fn difference(given: &CpuSet, wanted: &CpuSet) -> String {
     let extra = given.difference(wanted);
     let missing = wanted.difference(given);
@@ -483,7 +484,7 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
         isolcpus.cpus.is_subset(iso)
     };
     let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CMDLINE);
-    if let Some(Avail::Available(applied)) = Some(&ctx.machine.kernel.isolation.isolated) {
+    if let Avail::Available(applied) = &ctx.machine.kernel.isolation.isolated {
         outcome = outcome.evidence(ISOLATED_SYSFS);
         if isolcpus.domain && applied != &isolcpus.cpus {
             outcome = outcome.with_status(Status::Fail).detail(format!(
