@@ -173,7 +173,7 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
         let findings: Vec<&Finding> = audit.findings.iter().filter(|f| f.layer == layer).collect();
         let counts = Counts::of(findings.iter().copied());
         let width = findings.iter().map(|f| f.rule.len()).max().unwrap_or(0);
-        let _ = writeln!(out, "\n{} ({})", layer_heading(layer), counts_text(&counts));
+        let _ = writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
         for finding in findings {
             render_finding(&mut out, finding, width);
         }
