@@ -56,7 +56,10 @@ pub enum Command {
 pub mod audit;
 pub mod inventory;
 pub mod measure;
+pub mod measure_common;
+pub mod measure_cpu;
 pub mod measure_jitter;
+pub mod measure_mem;
 pub mod measure_timer;
 pub mod snapshot;
 
