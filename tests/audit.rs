@@ -76,13 +76,15 @@ fn finding<'a>(doc: &'a Value, rule: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no finding for {rule}"))
 }
 
-/// Each fixture with the profile it was described for, and the exit code it must give.
-const CASES: [(&str, &str, i32); 5] = [
+/// Each fixture with the profile it was described for (the captured KVM guest: the guest
+/// profile), and the exit code it must give.
+const CASES: [(&str, &str, i32); 6] = [
     ("epyc7f32-2s", "low-latency", 1),
     ("epyc7f32-2s-tuned", "low-latency", 1),
     ("milan64-nps4-smt", "throughput", 0),
     ("rt-guest-4vcpu", "realtime-guest", 1),
     ("xeon-2s-smt", "low-latency", 1),
+    ("kvm-guest-2vcpu", "realtime-guest", 1),
 ];
 
 #[test]
