@@ -3,7 +3,7 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
-use crate::audit::rules::runtime::{interrupts, irq_line, is_managed, with_details};
+use crate::audit::rules::runtime::{IrqIndex, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
@@ -526,6 +526,7 @@ fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
         Err(unknown) => return *unknown,
     };
     let iso = &ctx.partition.isolated;
+    let index = IrqIndex::new(ctx, irqs);
     let managed: Vec<&Irq> = irqs.irqs.iter().filter(|irq| is_managed(irq)).collect();
     let lines: Vec<String> = managed
         .iter()
@@ -535,7 +536,7 @@ fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
                 .or(irq.affinity.get())
                 .is_some_and(|set| set.intersects(iso))
         })
-        .map(|irq| irq_line(ctx, irqs, irq))
+        .map(|irq| index.line(irq))
         .collect();
     let observed = format!(
         "{} of {} kernel-managed IRQs delivered to isolated CPUs",

@@ -1,12 +1,12 @@
 //! Run-time rules: what may run on the isolated CPUs (IRQs, kernel threads, user tasks,
 //! workqueues), frequency and idle states, THP, the clocksource and steal time.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
 use crate::audit::rules::{cpus, without_partition};
-use crate::machine::irq::{Irq, IrqClass, Irqs};
+use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::{Avail, CpuSet};
@@ -227,28 +227,66 @@ pub(super) fn is_managed(irq: &Irq) -> bool {
     matches!(irq.class, IrqClass::Storage { managed: true, .. })
 }
 
-/// An IRQ's name (its actions, else the description) and its count on the isolated CPUs.
-pub(super) fn irq_line(ctx: &Ctx, irqs: &Irqs, irq: &Irq) -> String {
-    let iso = &ctx.partition.isolated;
-    let row = irqs.row(irq);
-    let name = row
-        .map(|r| {
-            if r.actions.is_empty() {
-                r.description.clone().unwrap_or_default()
-            } else {
-                r.actions.join(",")
-            }
-        })
-        .unwrap_or_default();
-    let on_iso: u64 = row
-        .map(|r| iso.iter().map(|cpu| irqs.table.count(r, cpu)).sum())
-        .unwrap_or(0);
-    format!(
-        "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
-        irq.number,
-        irq.affinity.get().map_or("?".to_string(), cpus),
-        irq.effective_affinity.get().map_or("?".to_string(), cpus),
-    )
+/// The interrupt table indexed once per check: rows by IRQ number, and the columns of the
+/// isolated CPUs (a 512-CPU machine has thousands of IRQs; looking each up would be quadratic).
+pub(super) struct IrqIndex<'a> {
+    rows: HashMap<u32, &'a IrqRow>,
+    iso_columns: Vec<usize>,
+    columns: usize,
+}
+
+impl<'a> IrqIndex<'a> {
+    /// Indexes `irqs` for the isolated CPUs of `ctx`.
+    pub(super) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
+        let iso = &ctx.partition.isolated;
+        Self {
+            rows: irqs
+                .table
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.number?, row)))
+                .collect(),
+            iso_columns: irqs
+                .table
+                .cpus
+                .iter()
+                .enumerate()
+                .filter(|(_, cpu)| iso.contains(**cpu))
+                .map(|(column, _)| column)
+                .collect(),
+            columns: irqs.table.cpus.len(),
+        }
+    }
+
+    /// An IRQ's name (its actions, else the description), its affinities and its count on the
+    /// isolated CPUs, for a detail line.
+    pub(super) fn line(&self, irq: &Irq) -> String {
+        let row = self.rows.get(&irq.number);
+        let name = row
+            .map(|r| {
+                if r.actions.is_empty() {
+                    r.description.clone().unwrap_or_default()
+                } else {
+                    r.actions.join(",")
+                }
+            })
+            .unwrap_or_default();
+        let on_iso: u64 = row
+            .filter(|r| r.counts.len() == self.columns)
+            .map(|r| {
+                self.iso_columns
+                    .iter()
+                    .filter_map(|&c| r.counts.get(c))
+                    .sum()
+            })
+            .unwrap_or(0);
+        format!(
+            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
+            irq.number,
+            irq.affinity.get().map_or("?".to_string(), cpus),
+            irq.effective_affinity.get().map_or("?".to_string(), cpus),
+        )
+    }
 }
 
 /// The interrupts, or the `unknown` outcome without them.
@@ -269,6 +307,7 @@ fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     let iso = &ctx.partition.isolated;
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
+    let index = IrqIndex::new(ctx, irqs);
     let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
     for irq in &movable {
         let hits = irq
@@ -277,7 +316,7 @@ fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             .or(irq.effective_affinity.get())
             .is_some_and(|set| set.intersects(iso));
         if hits {
-            lines.push(irq_line(ctx, irqs, irq));
+            lines.push(index.line(irq));
             let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
                 format!("irq:{}:affinity", irq.number),
