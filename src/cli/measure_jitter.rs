@@ -11,7 +11,7 @@ use super::{Cli, exit};
 use crate::machine::CpuSet;
 use crate::measure::inject::InjectSpec;
 use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
-use crate::measure::session::check_cpus;
+use crate::measure::session::{Plan, check_cpus};
 use crate::results::{Document, jitter as printers, oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.
@@ -81,11 +81,13 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         None => CpuSet::new(),
     };
     let request = JitterRequest {
-        cpus,
+        plan: Plan {
+            cpus,
+            duration: args.duration,
+            load,
+            inject: args.inject,
+        },
         threshold_ns: args.threshold,
-        duration: args.duration,
-        load,
-        inject: args.inject,
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
@@ -106,12 +108,16 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         JitterFormat::Sysjitter => print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?,
         JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
         JitterFormat::Json => {
-            let doc = Document::new("jitter", run.environment.clone(), printers::result(&run));
+            let doc = Document::new(
+                "jitter",
+                run.session.environment.clone(),
+                printers::result(&run),
+            );
             print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         }
     }
     let mut code = exit::OK;
-    for cpu in &run.cpus {
+    for cpu in &run.session.cpus {
         if let Some(error) = &cpu.setup_error {
             eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
             code = exit::ERROR;

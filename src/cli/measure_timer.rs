@@ -10,7 +10,7 @@ use super::measure::{
 use super::{Cli, exit};
 use crate::machine::CpuSet;
 use crate::measure::inject::InjectSpec;
-use crate::measure::session::check_cpus;
+use crate::measure::session::{Plan, check_cpus};
 use crate::measure::timer::cyclic::MAX_BUCKETS;
 use crate::measure::timer::{self, DEFAULT_PRIORITY, TimerRequest};
 use crate::results::{Document, timer as printers};
@@ -80,13 +80,15 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         anyhow::bail!("--histogram {buckets}: at most {MAX_BUCKETS} µs (as cyclictest -h)");
     }
     let request = TimerRequest {
-        cpus,
+        plan: Plan {
+            cpus,
+            duration: args.duration,
+            load,
+            inject: args.inject,
+        },
         interval_ns: args.interval.saturating_mul(1000),
-        duration: args.duration,
         priority: args.priority,
         histogram_buckets: buckets as usize,
-        load,
-        inject: args.inject,
     };
     let run = timer::run(&root, request)?;
     let format = if args.json {
@@ -98,12 +100,16 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         TimerFormat::Table => print(&printers::table(&run))?,
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
         TimerFormat::Json => {
-            let doc = Document::new("timer", run.environment.clone(), printers::result(&run));
+            let doc = Document::new(
+                "timer",
+                run.session.environment.clone(),
+                printers::result(&run),
+            );
             print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         }
     }
     let mut code = exit::OK;
-    for cpu in &run.cpus {
+    for cpu in &run.session.cpus {
         if let Some(error) = &cpu.setup_error {
             eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
             code = exit::ERROR;
