@@ -325,25 +325,22 @@ pub fn table(run: &JitterRun) -> String {
         "(durations in ns; loop = mean loop iteration, the detection floor is its minimum)\n",
     );
     for cpu in &result.cpus {
-        if let Some(error) = &cpu.setup_error {
-            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
-        }
-        if cpu.buffer_full {
-            let _ = writeln!(
-                out,
+        let full = cpu.buffer_full.then(|| {
+            format!(
                 "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
-                 that time (raise --threshold or --max-gaps)",
+                 that time (raise --threshold or --max-gaps)\n",
                 cpu.cpu,
                 cpu.capacity,
                 cpu.runtime_ns as f64 / 1e9
-            );
-        }
-        if let Some(spins) = cpu.injector_spins {
-            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
-        }
-        if let Some(a) = &cpu.attribution {
-            out.push_str(&attribution_line(a));
-        }
+            )
+        });
+        out.push_str(&cpu_notes(
+            cpu.cpu,
+            cpu.setup_error.as_deref(),
+            full,
+            cpu.injector_spins,
+            cpu.attribution.as_ref(),
+        ));
     }
     out.push_str(&notes(run));
     out
@@ -361,8 +358,32 @@ fn freq_method(tsc: &Tsc) -> String {
     }
 }
 
+/// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
+/// it was not measured, the engine's own `note` (ending in a newline), how often the
+/// injector spun on it and what ran on it during the run.
+pub fn cpu_notes(
+    cpu: u32,
+    setup_error: Option<&str>,
+    note: Option<String>,
+    injector_spins: Option<u64>,
+    attribution: Option<&CpuAttribution>,
+) -> String {
+    let mut out = String::new();
+    if let Some(error) = setup_error {
+        let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
+    }
+    out.extend(note);
+    if let Some(spins) = injector_spins {
+        let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
+    }
+    if let Some(a) = attribution {
+        out.push_str(&attribution_line(a));
+    }
+    out
+}
+
 /// One line per CPU with what ran on it during the run.
-pub fn attribution_line(a: &CpuAttribution) -> String {
+fn attribution_line(a: &CpuAttribution) -> String {
     let list =
         |items: &crate::machine::Avail<Vec<crate::measure::attribution::EventCount>>| match items
             .get()
@@ -453,4 +474,36 @@ pub fn aligned(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Avail;
+
+    #[test]
+    fn cpu_notes_come_in_a_fixed_order() {
+        let attribution = CpuAttribution {
+            cpu: 3,
+            irqs: Avail::Available(Vec::new()),
+            softirqs: Avail::missing("no /proc/softirqs"),
+            context_switches: Avail::missing("not read"),
+        };
+        let text = cpu_notes(
+            3,
+            Some("cannot pin to CPU 3: EINVAL"),
+            Some("CPU 3: the gap buffer filled\n".to_string()),
+            Some(7),
+            Some(&attribution),
+        );
+        assert_eq!(
+            text,
+            "CPU 3: not measured: cannot pin to CPU 3: EINVAL\n\
+             CPU 3: the gap buffer filled\n\
+             CPU 3: injector spun 7 times\n\
+             CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
+             context switches of the measuring thread: unavailable (not read)\n"
+        );
+        assert_eq!(cpu_notes(1, None, None, None, None), "");
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use super::hdr::{HdrJson, to_json};
-use super::jitter::{aligned, attribution_line};
+use super::jitter::{aligned, cpu_notes};
 use crate::machine::{CpuSet, Warning};
 use crate::measure::attribution::CpuAttribution;
 use crate::measure::inject::InjectSpec;
@@ -230,15 +230,13 @@ pub fn table(run: &TimerRun) -> String {
         let _ = writeln!(out, "note: {reason}");
     }
     for cpu in &result.cpus {
-        if let Some(error) = &cpu.setup_error {
-            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
-        }
-        if let Some(spins) = cpu.injector_spins {
-            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
-        }
-        if let Some(a) = &cpu.attribution {
-            out.push_str(&attribution_line(a));
-        }
+        out.push_str(&cpu_notes(
+            cpu.cpu,
+            cpu.setup_error.as_deref(),
+            None,
+            cpu.injector_spins,
+            cpu.attribution.as_ref(),
+        ));
     }
     out
 }
