@@ -27,20 +27,44 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
     Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// The share of timer samples late by 100-500 µs in a 1 s run without injection: the
-/// background the plateau test must stand out from.
-fn timer_background() -> f64 {
-    let doc = measure(&[
+/// `measure timer` on CPU 1 every 1 ms for `duration`, with cyclictest's histogram up to
+/// 1000 µs and `extra` flags, as JSON.
+fn timer(duration: &str, extra: &[&str]) -> Value {
+    let args = [
         "timer",
         "--cpus",
         "1",
         "--interval",
         "1000",
         "--duration",
-        "1s",
+        duration,
         "--histogram",
         "1000",
-    ]);
+    ];
+    measure(&[&args[..], extra].concat())
+}
+
+/// `measure jitter` on CPU 1 for `duration` with a 300 µs threshold, the measuring thread
+/// at SCHED_FIFO 1, and `extra` flags, as JSON.
+fn jitter(duration: &str, extra: &[&str]) -> Value {
+    let args = [
+        "jitter",
+        "--cpus",
+        "1",
+        "--threshold",
+        "300000",
+        "--duration",
+        duration,
+        "--priority",
+        "1",
+    ];
+    measure(&[&args[..], extra].concat())
+}
+
+/// The share of timer samples late by 100-500 µs in a 1 s run without injection: the
+/// background the plateau test must stand out from.
+fn timer_background() -> f64 {
+    let doc = timer("1s", &[]);
     let cpu = &doc["result"]["cpus"][0];
     let buckets = cpu["cyclictest"]["buckets"].as_array().unwrap();
     let late: u64 = buckets[100..500].iter().map(|b| b.as_u64().unwrap()).sum();
@@ -49,17 +73,7 @@ fn timer_background() -> f64 {
 
 /// Gaps of 300 µs or more per second in a 1 s busy loop without injection.
 fn jitter_background() -> f64 {
-    let doc = measure(&[
-        "jitter",
-        "--cpus",
-        "1",
-        "--threshold",
-        "300000",
-        "--duration",
-        "1s",
-        "--priority",
-        "1",
-    ]);
+    let doc = jitter("1s", &[]);
     doc["result"]["cpus"][0]["per_second"].as_f64().unwrap()
 }
 
@@ -95,19 +109,7 @@ fn injected_spins_show_as_interruptions() {
     if !quiet_enough("jitter gaps/s", jitter_background(), 20.0) {
         return;
     }
-    let doc = measure(&[
-        "jitter",
-        "--cpus",
-        "1",
-        "--threshold",
-        "300000",
-        "--duration",
-        "3s",
-        "--inject",
-        "10:500",
-        "--priority",
-        "1",
-    ]);
+    let doc = jitter("3s", &["--inject", "10:500"]);
     assert_eq!(doc["schema_version"], 1);
     let cpu = &doc["result"]["cpus"][0];
     let rate = cpu["per_second"].as_f64().unwrap();
@@ -129,19 +131,7 @@ fn injected_spins_show_as_a_timer_plateau() {
     // 10.3 ms is not a multiple of the 1 ms interval, so the spin's phase sweeps the
     // interval: about half of the spins (500 us of each 1000 us) catch one deadline, late
     // by anything from 0 to 500 us, i.e. about 48 samples/s spread evenly over 0-500 us.
-    let doc = measure(&[
-        "timer",
-        "--cpus",
-        "1",
-        "--interval",
-        "1000",
-        "--duration",
-        "3s",
-        "--inject",
-        "10.3:500",
-        "--histogram",
-        "1000",
-    ]);
+    let doc = timer("3s", &["--inject", "10.3:500"]);
     let cpu = &doc["result"]["cpus"][0];
     let samples = cpu["samples"].as_u64().unwrap() as f64;
     let buckets: Vec<u64> = cpu["cyclictest"]["buckets"]

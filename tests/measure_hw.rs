@@ -21,6 +21,23 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out).unwrap()
 }
 
+/// `lowlat ARGS`, which must be refused (exit code 2) before measuring.
+fn refused(args: &[&str]) -> assert_cmd::assert::Assert {
+    lowlat().args(args).assert().code(2)
+}
+
+/// A small c2c run on CPUs 0 and 1.
+const C2C_0_1: [&str; 8] = [
+    "measure",
+    "c2c",
+    "--cpus",
+    "0,1",
+    "--round-trips",
+    "50",
+    "--samples",
+    "5",
+];
+
 /// How many CPUs this process may run on.
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -123,31 +140,12 @@ fn c2c_csv_and_json() {
         return;
     }
     lowlat()
-        .args([
-            "measure",
-            "c2c",
-            "--cpus",
-            "0,1",
-            "--round-trips",
-            "50",
-            "--samples",
-            "5",
-        ])
+        .args(C2C_0_1)
         .arg("--csv")
         .assert()
         .success()
         .stdout(contains("cpu,0,1\n"));
-    let doc = json(&[
-        "measure",
-        "c2c",
-        "--cpus",
-        "0,1",
-        "--round-trips",
-        "50",
-        "--samples",
-        "5",
-        "--json",
-    ]);
+    let doc = json(&[&C2C_0_1[..], &["--json"]].concat());
     let pair = &doc["result"]["run"]["pairs"][0];
     assert!(pair["one_way_ns"]["mean"].as_f64().unwrap() > 0.0);
     assert_eq!(
@@ -209,40 +207,16 @@ fn freq_reports_every_cpu() {
 
 #[test]
 fn sizes_that_cannot_fit_are_refused_before_allocation() {
-    lowlat()
-        .args(["measure", "membw", "--size", "100T"])
-        .assert()
-        .code(2)
-        .stderr(contains("MemAvailable"));
-    lowlat()
-        .args(["measure", "memlat", "--sizes", "64T"])
-        .assert()
-        .code(2)
-        .stderr(contains("MemAvailable"));
-    lowlat()
-        .args(["measure", "membw", "--size", "4KB"])
-        .assert()
-        .code(2)
-        .stderr(contains("binary suffix"));
+    refused(&["measure", "membw", "--size", "100T"]).stderr(contains("MemAvailable"));
+    refused(&["measure", "memlat", "--sizes", "64T"]).stderr(contains("MemAvailable"));
+    refused(&["measure", "membw", "--size", "4KB"]).stderr(contains("binary suffix"));
 }
 
 #[test]
 fn missing_nodes_and_cpus_are_refused() {
-    lowlat()
-        .args(["measure", "membw", "--nodes", "99"])
-        .assert()
-        .code(2)
-        .stderr(contains("NUMA node 99 does not exist"));
-    lowlat()
-        .args(["measure", "memlat", "--node", "99"])
-        .assert()
-        .code(2)
-        .stderr(contains("--node 99"));
-    lowlat()
-        .args(["measure", "c2c", "--cpus", "4000"])
-        .assert()
-        .code(2)
-        .stderr(contains("CPU 4000 not online"));
+    refused(&["measure", "membw", "--nodes", "99"]).stderr(contains("NUMA node 99 does not exist"));
+    refused(&["measure", "memlat", "--node", "99"]).stderr(contains("--node 99"));
+    refused(&["measure", "c2c", "--cpus", "4000"]).stderr(contains("CPU 4000 not online"));
 }
 
 #[test]
@@ -256,10 +230,7 @@ fn hugepages_not_reserved_is_a_clear_error() {
     if free > 0 {
         return; // this machine has huge pages reserved
     }
-    lowlat()
-        .args(["measure", "memlat", "--hugepages", "--sizes", "64M"])
-        .assert()
-        .code(2)
+    refused(&["measure", "memlat", "--hugepages", "--sizes", "64M"])
         .stderr(contains("no huge pages are free"))
         .stderr(contains("/proc/sys/vm/nr_hugepages"));
 }
@@ -267,9 +238,6 @@ fn hugepages_not_reserved_is_a_clear_error() {
 #[test]
 fn measuring_refuses_another_machines_root() {
     let dir = tempfile::tempdir().unwrap();
-    lowlat()
-        .args(["--root", dir.path().to_str().unwrap(), "measure", "freq"])
-        .assert()
-        .code(2)
+    refused(&["--root", dir.path().to_str().unwrap(), "measure", "freq"])
         .stderr(contains("measurements run on this machine only"));
 }

@@ -1,18 +1,23 @@
-//! What the hardware measurement commands share: the common flags, reading this machine,
-//! choosing the CPUs, and writing the result.
+//! What the measurement commands share. The hardware engines (membw, memlat, c2c, wakeup,
+//! freq): the common flags, reading this machine, choosing the CPUs, and writing the result.
+//! The loop engines (jitter, timer): their common flags, checked into a session plan, the
+//! JSON document and the report of CPUs not measured.
 
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
+use std::time::Duration;
 
 use super::Cli;
-use super::measure::{live_root, parse_cpus};
+use super::measure::{live_root, parse_cpus, parse_duration, print};
 use crate::machine::{CpuSet, Machine};
-use crate::measure::env;
+use crate::measure::env::{self, Environment};
 use crate::measure::harness::{self, StopFlag};
+use crate::measure::inject::InjectSpec;
 use crate::measure::memory::MemoryBudget;
 use crate::measure::place::{self, CpuPlace};
+use crate::measure::session::{CpuLoop, Plan, check_cpus};
 use crate::results::Document;
 use crate::results::measured::Measured;
 use crate::sysroot::SysRoot;
@@ -28,6 +33,69 @@ pub struct CommonArgs {
     /// Print the versioned JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Flags every loop engine (jitter, timer) takes: where, how long, what runs alongside, and
+/// `--json`.
+#[derive(Debug, Args)]
+pub struct LoopArgs {
+    /// CPUs to measure, one measuring thread each (e.g. 2-3,6).
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: CpuSet,
+    /// How long to measure: 10s, 500ms, 2m.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// CPUs to load with a busy hog during the measurement.
+    #[arg(long, value_name = "CPULIST", value_parser = parse_cpus)]
+    pub load: Option<CpuSet>,
+    /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
+    /// PERIOD_MS (e.g. 10:500).
+    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
+    pub inject: Option<InjectSpec>,
+    /// Same as --format json.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl LoopArgs {
+    /// The session plan, with the CPUs of `--cpus` and `--load` checked to be online under
+    /// `root`.
+    pub fn plan(&self, root: &SysRoot) -> Result<Plan> {
+        let cpus = check_cpus(root, "--cpus", &self.cpus).map_err(anyhow::Error::msg)?;
+        let load = match &self.load {
+            Some(load) => {
+                check_cpus(root, "--load", load).map_err(anyhow::Error::msg)?;
+                load.clone()
+            }
+            None => CpuSet::new(),
+        };
+        Ok(Plan {
+            cpus,
+            duration: self.duration,
+            load,
+            inject: self.inject,
+        })
+    }
+}
+
+/// Prints a loop engine's result as the versioned JSON document, with the environment the
+/// run captured.
+pub fn print_document<T: Serialize>(
+    engine: &'static str,
+    environment: &Environment,
+    result: T,
+) -> Result<()> {
+    let doc = Document::new(engine, environment.clone(), result);
+    print(&(serde_json::to_string_pretty(&doc)? + "\n"))
+}
+
+/// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
+/// was not (the command then ends with an error code).
+pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
+    if let Some(error) = &cpu.setup_error {
+        eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
+    }
+    cpu.setup_error.is_some()
 }
 
 /// The CPUs to measure, in locality order: `requested` (all of which must be online and
@@ -162,6 +230,43 @@ mod tests {
                 core: cpu,
             })
             .collect()
+    }
+
+    fn loop_args(args: &[&str]) -> LoopArgs {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: LoopArgs,
+        }
+        <Wrap as clap::Parser>::parse_from(std::iter::once("loop").chain(args.iter().copied())).args
+    }
+
+    #[test]
+    fn loop_flags_become_a_checked_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let online = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&online).unwrap();
+        std::fs::write(online.join("online"), "0-1\n").unwrap();
+        let root = SysRoot::dir(dir.path());
+        let plan = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"])
+            .plan(&root)
+            .unwrap();
+        assert_eq!(plan.cpus, vec![1]);
+        assert_eq!(plan.duration, Duration::from_secs(2));
+        assert!(plan.load.is_empty());
+        assert_eq!(plan.inject.map(|i| i.spin_ns), Some(500_000));
+        let plan = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "0"])
+            .plan(&root)
+            .unwrap();
+        assert_eq!(plan.load.to_list(), "0");
+        let err = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "3"])
+            .plan(&root)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--load 3: CPU 3 does not exist or is offline"),
+            "{err}"
+        );
     }
 
     #[test]

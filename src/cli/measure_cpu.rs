@@ -3,9 +3,9 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::io::Write;
 
 use super::exit;
+use super::measure::print;
 use super::measure_common::{CommonArgs, Session};
 use crate::measure::c2c::{self, C2cReport, PingPongConfig};
 use crate::measure::freq::{self, FreqConfig};
@@ -14,6 +14,16 @@ use crate::measure::place;
 use crate::measure::progress::Progress;
 use crate::measure::wakeup::{self, WakeConfig};
 use crate::report::hardware;
+
+/// Locks memory for the pair engines, whose threads must not page-fault mid-sample; returns
+/// the warning to show when that is not permitted.
+fn lock_memory() -> Vec<String> {
+    if harness::lock_memory() {
+        Vec::new()
+    } else {
+        vec!["memory could not be locked (mlockall): page faults may add noise".into()]
+    }
+}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -46,10 +56,7 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = Session::open(cli, &args.common)?;
-    let mut warnings = Vec::new();
-    if !harness::lock_memory() {
-        warnings.push("memory could not be locked (mlockall): page faults may add noise".into());
-    }
+    let warnings = lock_memory();
     let config = PingPongConfig {
         round_trips: args.round_trips,
         samples: args.samples,
@@ -69,7 +76,7 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         run,
     };
     if args.csv {
-        std::io::stdout().write_all(report.run.matrix_mean_ns.to_csv().as_bytes())?;
+        print(&report.run.matrix_mean_ns.to_csv())?;
         return Ok(exit::OK);
     }
     session.emit(
@@ -115,10 +122,7 @@ pub struct WakeupArgs {
 /// Runs `lowlat measure wakeup`.
 pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let session = Session::open(cli, &args.common)?;
-    let mut warnings = Vec::new();
-    if !harness::lock_memory() {
-        warnings.push("memory could not be locked (mlockall): page faults may add noise".into());
-    }
+    let warnings = lock_memory();
     let config = WakeConfig {
         samples: args.samples,
         gap_us: args.gap_us,
@@ -128,7 +132,7 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let run = wakeup::run(&session.cpus(), config, &session.stop, &mut progress)?;
     progress.finish();
     if args.csv {
-        std::io::stdout().write_all(run.matrix_median_ns.to_csv().as_bytes())?;
+        print(&run.matrix_median_ns.to_csv())?;
         return Ok(exit::OK);
     }
     let breaks = place::group_breaks(&session.places);

@@ -2,17 +2,12 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use std::time::Duration;
 
-use super::measure::{
-    live_root, parse_cpus, parse_duration, parse_positive, parse_priority, print,
-};
+use super::measure::{live_root, parse_positive, parse_priority, print};
+use super::measure_common::{LoopArgs, print_document, report_not_measured};
 use super::{Cli, exit};
-use crate::machine::CpuSet;
-use crate::measure::inject::InjectSpec;
 use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
-use crate::measure::session::check_cpus;
-use crate::results::{Document, jitter as printers, oslat, sysjitter};
+use crate::results::{jitter as printers, oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.
 #[derive(Debug, Args)]
@@ -22,31 +17,18 @@ lowlat measure jitter --cpus 1 --threshold 300000 --duration 3s --inject 10:500\
 lowlat measure jitter --cpus 1 --threshold 200 --duration 10s --format sysjitter --raw run"
 )]
 pub struct JitterArgs {
-    /// CPUs to measure, one busy thread each (e.g. 2-3,6).
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
-    pub cpus: CpuSet,
+    /// The flags every loop engine takes.
+    #[command(flatten)]
+    pub common: LoopArgs,
     /// A gap of at least this many ns between two counter reads is an interruption.
     #[arg(long, value_name = "NS", value_parser = parse_positive)]
     pub threshold: u64,
-    /// How long to measure: 10s, 500ms, 2m.
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub duration: Duration,
     /// Also write sysjitter's per-CPU raw files PREFIX.<cpu>.
     #[arg(long, value_name = "PREFIX")]
     pub raw: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = JitterFormat::Table)]
     pub format: JitterFormat,
-    /// Same as --format json.
-    #[arg(long)]
-    pub json: bool,
-    /// CPUs to load with a busy hog during the measurement.
-    #[arg(long, value_name = "CPULIST", value_parser = parse_cpus)]
-    pub load: Option<CpuSet>,
-    /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
-    /// PERIOD_MS (e.g. 10:500).
-    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
-    pub inject: Option<InjectSpec>,
     /// Run the measuring threads at this SCHED_FIFO priority (default: normal scheduling,
     /// as sysjitter and oslat).
     #[arg(long, value_name = "P", value_parser = parse_priority)]
@@ -72,20 +54,9 @@ pub enum JitterFormat {
 /// Runs `lowlat measure jitter`.
 pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     let root = live_root(cli)?;
-    let cpus = check_cpus(&root, "--cpus", &args.cpus).map_err(anyhow::Error::msg)?;
-    let load = match &args.load {
-        Some(load) => {
-            check_cpus(&root, "--load", load).map_err(anyhow::Error::msg)?;
-            load.clone()
-        }
-        None => CpuSet::new(),
-    };
     let request = JitterRequest {
-        cpus,
+        plan: args.common.plan(&root)?,
         threshold_ns: args.threshold,
-        duration: args.duration,
-        load,
-        inject: args.inject,
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
@@ -96,7 +67,7 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
                 .with_context(|| format!("--raw {prefix}: writing {name}"))?;
         }
     }
-    let format = if args.json {
+    let format = if args.common.json {
         JitterFormat::Json
     } else {
         args.format
@@ -106,14 +77,12 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         JitterFormat::Sysjitter => print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?,
         JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
         JitterFormat::Json => {
-            let doc = Document::new("jitter", run.environment.clone(), printers::result(&run));
-            print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+            print_document("jitter", &run.session.environment, printers::result(&run))?
         }
     }
     let mut code = exit::OK;
-    for cpu in &run.cpus {
-        if let Some(error) = &cpu.setup_error {
-            eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
+    for cpu in &run.session.cpus {
+        if report_not_measured(cpu) {
             code = exit::ERROR;
         }
         if cpu.record.full {

@@ -9,6 +9,7 @@ use super::measure::{parse_cpus, parse_size};
 use super::measure_common::{CommonArgs, Session};
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
+use crate::measure::harness::StopFlag;
 use crate::measure::matrix::Matrix;
 use crate::measure::membw::{
     self, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream_array_bytes,
@@ -123,6 +124,14 @@ fn parse_window(text: &str) -> Result<Window, String> {
     }
 }
 
+/// NUMA node `id`, or an error naming the flag (`--node 3`) that asked for it.
+fn find_node<'t>(topology: &'t Topology, id: u32, flag: &str) -> Result<&'t NumaNode, String> {
+    topology.nodes.iter().find(|n| n.id == id).ok_or_else(|| {
+        let ids: CpuSet = topology.nodes.iter().map(|n| n.id).collect();
+        format!("{flag}: NUMA node {id} does not exist (nodes: {ids})")
+    })
+}
+
 /// The node list of `--nodes`, or every node of a multi-node machine; each checked to exist.
 fn matrix_nodes<'t>(
     topology: &'t Topology,
@@ -131,12 +140,7 @@ fn matrix_nodes<'t>(
     match requested {
         Some(list) => list
             .iter()
-            .map(|id| {
-                topology.nodes.iter().find(|n| n.id == id).ok_or_else(|| {
-                    let ids: CpuSet = topology.nodes.iter().map(|n| n.id).collect();
-                    format!("--nodes {list}: NUMA node {id} does not exist (nodes: {ids})")
-                })
-            })
+            .map(|id| find_node(topology, id, &format!("--nodes {list}")))
             .collect(),
         None if topology.nodes.len() > 1 => Ok(topology.nodes.iter().collect()),
         None => Ok(Vec::new()),
@@ -191,6 +195,32 @@ fn matrix_axes<'t>(
         ));
     }
     Ok(MatrixAxes { rows, columns })
+}
+
+/// An empty node × node matrix: rows = the nodes of `rows` (CPU side), columns = memory
+/// nodes.
+fn node_matrix<T>(rows: &[(u32, T)], columns: &[u32]) -> Matrix {
+    let row_nodes: Vec<u32> = rows.iter().map(|(node, _)| *node).collect();
+    Matrix::numbered("cpu node", "memory node", &row_nodes, columns)
+}
+
+/// Measures the cells of a node × node matrix row by row with `measure(row index, row,
+/// column index, memory node)`, ending early (keeping what was done) at Ctrl-C or `stop`.
+fn each_cell<T>(
+    rows: &[T],
+    columns: &[u32],
+    stop: &StopFlag,
+    mut measure: impl FnMut(usize, &T, usize, u32) -> Result<()>,
+) -> Result<()> {
+    for (r, row) in rows.iter().enumerate() {
+        for (c, &memory_node) in columns.iter().enumerate() {
+            if should_stop(stop) {
+                return Ok(());
+            }
+            measure(r, row, c, memory_node)?;
+        }
+    }
+    Ok(())
 }
 
 /// Everything decided before a membw run.
@@ -303,17 +333,9 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         bytes(plan.elements as u64 * 8)
     ));
     let system = membw::run(&config(plan.system_cpus.clone(), None), &session.stop)?;
-    let node_matrix = (!plan.rows.is_empty()).then(|| {
-        let labels = |ids: Vec<u32>| ids.iter().map(u32::to_string).collect();
-        NodeBandwidth {
-            triad_best_mb_per_s: Matrix::new(
-                "cpu node",
-                "memory node",
-                labels(plan.rows.iter().map(|r| r.0).collect()),
-                labels(plan.columns.clone()),
-            ),
-            runs: Vec::new(),
-        }
+    let node_matrix = (!plan.rows.is_empty()).then(|| NodeBandwidth {
+        triad_best_mb_per_s: node_matrix(&plan.rows, &plan.columns),
+        runs: Vec::new(),
     });
     let mut report = MembwReport {
         label: membw::LABEL,
@@ -323,11 +345,11 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         node_matrix,
     };
     if let Some(matrix) = &mut report.node_matrix {
-        'cells: for (r, (cpu_node, cpus)) in plan.rows.iter().enumerate() {
-            for (c, &memory_node) in plan.columns.iter().enumerate() {
-                if should_stop(&session.stop) {
-                    break 'cells;
-                }
+        each_cell(
+            &plan.rows,
+            &plan.columns,
+            &session.stop,
+            |r, (cpu_node, cpus), c, memory_node| {
                 progress.step(&format!(
                     "CPUs of node {cpu_node}, memory of node {memory_node}"
                 ));
@@ -340,8 +362,9 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
                     memory_node,
                     run,
                 });
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
     progress.finish();
     let mut warnings = plan.warnings.clone();
@@ -419,11 +442,7 @@ pub fn plan_memlat(
         Ok(())
     };
     if let Some(id) = args.node {
-        let node = topology.nodes.iter().find(|n| n.id == id).ok_or_else(|| {
-            let ids: CpuSet = topology.nodes.iter().map(|n| n.id).collect();
-            format!("--node {id}: NUMA node {id} does not exist (nodes: {ids})")
-        })?;
-        node_check(node)?;
+        node_check(find_node(topology, id, &format!("--node {id}"))?)?;
     }
     let nodes = matrix_nodes(topology, args.nodes.as_ref())?;
     let MatrixAxes { rows, columns } =
@@ -471,20 +490,15 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let largest = plan.curve.sizes.iter().copied().max().unwrap_or(0);
     let mut node_matrix = (!plan.rows.is_empty()).then(|| NodeLatency {
         size_bytes: largest,
-        median_ns: Matrix::new(
-            "cpu node",
-            "memory node",
-            plan.rows.iter().map(|r| r.0.to_string()).collect(),
-            plan.columns.iter().map(u32::to_string).collect(),
-        ),
+        median_ns: node_matrix(&plan.rows, &plan.columns),
         runs: Vec::new(),
     });
     if let Some(matrix) = &mut node_matrix {
-        'cells: for (r, &(_, cpu)) in plan.rows.iter().enumerate() {
-            for (c, &memory_node) in plan.columns.iter().enumerate() {
-                if should_stop(&session.stop) {
-                    break 'cells;
-                }
+        each_cell(
+            &plan.rows,
+            &plan.columns,
+            &session.stop,
+            |r, &(_, cpu), c, memory_node| {
                 let cell = ChaseConfig {
                     cpu,
                     sizes: vec![largest],
@@ -496,8 +510,9 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
                     matrix.median_ns.set(r, c, point.latency_ns.median);
                 }
                 matrix.runs.push(run);
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
     progress.finish();
     let report = MemlatReport { curve, node_matrix };
@@ -517,6 +532,7 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
 mod tests {
     use super::*;
     use crate::machine::Avail;
+    use crate::machine::kernel::write_tree_file;
     use crate::sysroot::SysRoot;
     use clap::Parser;
 
@@ -531,11 +547,7 @@ mod tests {
         node_mem_kib: &[u64],
     ) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let w = |path: &str, text: String| {
-            let path = dir.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let w = |path: &str, text: String| write_tree_file(dir.path(), path, text);
         let per_node = groups * cores;
         let total = nodes * per_node;
         w(
@@ -682,42 +694,21 @@ mod tests {
         let dir = machine_tree(2, 1, 2, 1, &[1 << 20, 1 << 20]);
         let topo = topology(&dir);
         let places = place::places(&topo);
-        let err = plan_membw(&topo, &places, &budget(100 << 10), &membw_args(&[])).unwrap_err();
+        let plan = |available_kib, args: &[&str]| {
+            plan_membw(&topo, &places, &budget(available_kib), &membw_args(args))
+        };
+        let err = plan(100 << 10, &[]).unwrap_err();
         assert!(err.contains("MemAvailable"), "{err}");
-        let err = plan_membw(
-            &topo,
-            &places,
-            &budget(64 << 20),
-            &membw_args(&["--size", "512M"]),
-        )
-        .unwrap_err();
+        let err = plan(64 << 20, &["--size", "512M"]).unwrap_err();
         assert!(
             err.contains("NUMA node 0") && err.contains("MemFree"),
             "{err}"
         );
-        let err = plan_membw(
-            &topo,
-            &places,
-            &budget(64 << 20),
-            &membw_args(&["--nodes", "7"]),
-        )
-        .unwrap_err();
+        let err = plan(64 << 20, &["--nodes", "7"]).unwrap_err();
         assert!(err.contains("node 7 does not exist (nodes: 0-1)"), "{err}");
-        let err = plan_membw(
-            &topo,
-            &places,
-            &budget(64 << 20),
-            &membw_args(&["--threads", "9"]),
-        )
-        .unwrap_err();
+        let err = plan(64 << 20, &["--threads", "9"]).unwrap_err();
         assert!(err.contains("only 4 CPUs"), "{err}");
-        let plan = plan_membw(
-            &topo,
-            &places,
-            &budget(64 << 20),
-            &membw_args(&["--size", "16M", "--nodes", "0"]),
-        )
-        .unwrap();
+        let plan = plan(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
         assert!(
             plan.warnings[0].contains("below STREAM's rule"),
             "{:?}",
@@ -751,48 +742,21 @@ mod tests {
             (3, None, Some(1))
         );
 
-        let err = plan_memlat(
-            &topo,
-            &places,
-            &budget(4 << 20),
-            &memlat_args(&["--cpu", "9"]),
-        )
-        .unwrap_err();
+        let refused = |args: &[&str]| {
+            plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args)).unwrap_err()
+        };
+        let err = refused(&["--cpu", "9"]);
         assert!(
             err.contains("--cpu 9: not among the chosen CPUs (0-3)"),
             "{err}"
         );
-        let err = plan_memlat(
-            &topo,
-            &places,
-            &budget(4 << 20),
-            &memlat_args(&["--node", "4"]),
-        )
-        .unwrap_err();
+        let err = refused(&["--node", "4"]);
         assert!(err.contains("--node 4"), "{err}");
-        let err = plan_memlat(
-            &topo,
-            &places,
-            &budget(4 << 20),
-            &memlat_args(&["--hugepages"]),
-        )
-        .unwrap_err();
+        let err = refused(&["--hugepages"]);
         assert!(err.contains("nr_hugepages"), "{err}");
-        let err = plan_memlat(
-            &topo,
-            &places,
-            &budget(4 << 20),
-            &memlat_args(&["--sizes", "8G"]),
-        )
-        .unwrap_err();
+        let err = refused(&["--sizes", "8G"]);
         assert!(err.contains("MemAvailable"), "{err}");
-        let err = plan_memlat(
-            &topo,
-            &places,
-            &budget(4 << 20),
-            &memlat_args(&["--stride", "48"]),
-        )
-        .unwrap_err();
+        let err = refused(&["--stride", "48"]);
         assert!(err.contains("stride 48"), "{err}");
         // Enough huge pages globally but none on node 1: refused, not a SIGBUS later.
         let hp = MemoryBudget {

@@ -43,6 +43,9 @@ const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (a
 pub enum Command {
     /// Summarise the machine: CPU, topology, NUMA, memory, kernel, isolation, power, IRQs.
     Inventory(inventory::InventoryArgs),
+    /// Check the machine against a tuning profile: findings with evidence, sources and exact
+    /// fixes.
+    Audit(audit::AuditArgs),
     /// Capture the files lowlat reads into one archive, to inventory or audit elsewhere with
     /// `--snapshot FILE`.
     Snapshot(snapshot::SnapshotArgs),
@@ -54,6 +57,7 @@ pub enum Command {
     Plan(plan::PlanArgs),
 }
 
+pub mod audit;
 pub mod inventory;
 pub mod measure;
 pub mod measure_common;
@@ -87,6 +91,7 @@ impl Cli {
 pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Inventory(args) => inventory::run(&cli, args),
+        Command::Audit(args) => audit::run(&cli, args),
         Command::Measure(args) => measure::run(&cli, args),
         Command::Snapshot(args) => snapshot::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),

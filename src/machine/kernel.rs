@@ -124,21 +124,27 @@ pub fn read(r: &mut Reader) -> Kernel {
     }
 }
 
-fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
-    let possible = r.cpulist(&format!("{CPU_DIR}/possible")).get_owned();
-    let nohz_path = format!("{CPU_DIR}/nohz_full");
-    let nohz_full = match r.value(&nohz_path) {
+/// `/sys/devices/system/cpu/nohz_full`: the CPUs in adaptive-tick mode (none when the
+/// file says `(null)`); garbled content is unavailable and warned about.
+pub fn read_nohz_full(r: &mut Reader) -> Avail<CpuSet> {
+    let path = format!("{CPU_DIR}/nohz_full");
+    match r.value(&path) {
         // A kernel built with NO_HZ_FULL but booted without nohz_full= prints "(null)".
         Avail::Available(text) if text == "(null)" => Avail::Available(CpuSet::new()),
         Avail::Available(text) => match CpuSet::parse_list(&text) {
             Ok(set) => Avail::Available(set),
             Err(e) => {
-                r.warnings.file(&nohz_path, e.to_string());
-                Avail::missing(format!("{nohz_path}: {e}"))
+                r.warnings.file(&path, e.to_string());
+                Avail::missing(format!("{path}: {e}"))
             }
         },
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),
-    };
+    }
+}
+
+fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
+    let possible = r.cpulist(&format!("{CPU_DIR}/possible")).get_owned();
+    let nohz_full = read_nohz_full(r);
     let possible = possible.as_ref();
     let param = |key: &str| {
         cmdline

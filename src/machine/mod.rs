@@ -9,6 +9,7 @@ pub mod avail;
 pub mod cpu;
 pub mod cpulist;
 pub mod firmware;
+pub mod iommu;
 pub mod irq;
 pub mod kernel;
 pub mod net;
@@ -140,6 +141,8 @@ pub struct Machine {
     pub topology: topology::Topology,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
+    /// Whether an IOMMU translates device DMA (units and default domain type).
+    pub iommu: iommu::Iommu,
     /// Processes and kernel threads with their affinity and scheduling.
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
@@ -175,19 +178,23 @@ impl Machine {
             });
             let kernel_power =
                 scope.spawn(|| read_part(root, |r| (kernel::read(r), power::read(r))));
-            let ((cpu, hypervisor, topology, firmware, net), mut warnings) = read_part(root, |r| {
-                let cpu = cpu::read(r);
-                let hypervisor = cpu
-                    .get()
-                    .and_then(|identity| cpu::read_hypervisor(r, identity));
-                (
-                    cpu,
-                    hypervisor,
-                    topology::read(r),
-                    firmware::read(r),
-                    net::read(r),
-                )
-            });
+            let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) =
+                read_part(root, |r| {
+                    let cpu = cpu::read(r);
+                    let hypervisor = cpu
+                        .get()
+                        .and_then(|identity| cpu::read_hypervisor(r, identity));
+                    let topology = topology::read(r);
+                    let firmware = firmware::read(r);
+                    (
+                        cpu,
+                        hypervisor,
+                        topology,
+                        firmware,
+                        iommu::read(r),
+                        net::read(r),
+                    )
+                });
             let (irqs, irq_warnings) = join(irqs);
             let ((tasks, services), task_warnings) = join(tasks);
             let ((kernel, power), kernel_warnings) = join(kernel_power);
@@ -199,6 +206,7 @@ impl Machine {
                 hypervisor,
                 topology,
                 irqs,
+                iommu,
                 tasks,
                 services,
                 kernel,

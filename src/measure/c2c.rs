@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use super::harness::{StopFlag, pin_current_thread};
 use super::matrix::Matrix;
+use super::pairs::{check_two, measure_pairs};
 use super::place::{CpuPlace, PairClass};
 use super::progress::{Progress, should_stop};
 use super::summary::Summary;
@@ -123,24 +124,25 @@ pub fn measure_pair(
     let abort = Abort(AtomicBool::new(false));
     let ready = Barrier::new(2);
     let flips = u64::from(config.round_trips) * (u64::from(config.samples) + 1);
+    // Each side pins its thread (a failure aborts the pair for both), then both start.
+    let pin_and_wait = |cpu| {
+        let pinned = pin_current_thread(cpu);
+        if pinned.is_err() {
+            abort.0.store(true, Ordering::Relaxed);
+        }
+        ready.wait();
+        pinned
+    };
     let (ping, pong) = std::thread::scope(|scope| {
         let answerer = scope.spawn(|| {
-            let pinned = pin_current_thread(to);
-            if pinned.is_err() {
-                abort.0.store(true, Ordering::Relaxed);
-            }
-            ready.wait();
+            let pinned = pin_and_wait(to);
             if pinned.is_ok() && !abort.0.load(Ordering::Relaxed) {
                 answer(&line, &abort, flips);
             }
             pinned
         });
         let starter = scope.spawn(|| {
-            let pinned = pin_current_thread(from);
-            if pinned.is_err() {
-                abort.0.store(true, Ordering::Relaxed);
-            }
-            ready.wait();
+            let pinned = pin_and_wait(from);
             if pinned.is_err() || abort.0.load(Ordering::Relaxed) {
                 return pinned.map(|()| Vec::new());
             }
@@ -224,12 +226,7 @@ pub fn run(
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<C2cRun, C2cError> {
-    if cpus.len() < 2 {
-        return Err(C2cError::Config(format!(
-            "needs at least two CPUs, got {}",
-            cpus.len()
-        )));
-    }
+    check_two(cpus).map_err(C2cError::Config)?;
     let mut order = Vec::new();
     for i in 0..cpus.len() {
         for j in i + 1..cpus.len() {
@@ -239,19 +236,17 @@ pub fn run(
             }
         }
     }
-    progress.add_total(order.len());
-    let labels: Vec<String> = cpus.iter().map(u32::to_string).collect();
-    let mut matrix = Matrix::new("cpu", "cpu", labels.clone(), labels);
-    let mut pairs = Vec::with_capacity(order.len());
-    for (i, j) in order {
-        if should_stop(stop) {
-            break;
-        }
-        let (from, to) = (cpus[i], cpus[j]);
-        progress.step(&format!("CPU {from} <-> CPU {to}"));
-        let Some(pair) = measure_pair(from, to, config, stop)? else {
-            break;
-        };
+    let measured = measure_pairs(
+        cpus,
+        &order,
+        stop,
+        progress,
+        |from, to| format!("CPU {from} <-> CPU {to}"),
+        |from, to| measure_pair(from, to, config, stop),
+    )?;
+    let mut matrix = Matrix::numbered("cpu", "cpu", cpus, cpus);
+    let mut pairs = Vec::with_capacity(measured.len());
+    for (i, j, pair) in measured {
         matrix.set(i, j, pair.one_way_ns.mean);
         if !both_directions {
             matrix.set(j, i, pair.one_way_ns.mean);
@@ -368,11 +363,7 @@ mod tests {
 
     #[test]
     fn matrix_is_symmetric_within_noise() {
-        let cpus: Vec<u32> = crate::measure::harness::current_affinity()
-            .unwrap()
-            .iter()
-            .take(2)
-            .collect();
+        let cpus = crate::measure::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }

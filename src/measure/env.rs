@@ -2,7 +2,7 @@
 //! runs are not comparable (kernel command line, isolation, SMT siblings of the measured
 //! CPUs, governors, clocksource, hypervisor).
 
-use crate::machine::{Avail, CpuSet, Reader, Warning, cpu};
+use crate::machine::{Avail, CpuSet, Reader, Warning, cpu, kernel};
 use crate::sysroot::SysRoot;
 use serde::Serialize;
 
@@ -101,7 +101,7 @@ pub fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
         cmdline: r.value("/proc/cmdline"),
         online: r.cpulist(&format!("{CPU_DIR}/online")),
         isolated: r.cpulist(&format!("{CPU_DIR}/isolated")),
-        nohz_full: nohz_full(&mut r),
+        nohz_full: kernel::read_nohz_full(&mut r),
         clocksource: r.value(&format!("{CLOCKSOURCE_DIR}/current_clocksource")),
         available_clocksources: r.value(&format!("{CLOCKSOURCE_DIR}/available_clocksource")),
         tsc_flags,
@@ -111,27 +111,10 @@ pub fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
     }
 }
 
-/// `nohz_full` holds `(null)` when the feature is off.
-fn nohz_full(r: &mut Reader) -> Avail<CpuSet> {
-    let path = format!("{CPU_DIR}/nohz_full");
-    match r.value(&path) {
-        Avail::Available(text) if text == "(null)" || text.is_empty() => {
-            Avail::Available(CpuSet::new())
-        }
-        Avail::Available(_) => r.cpulist(&path),
-        Avail::Unavailable { unavailable } => Avail::Unavailable { unavailable },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(dir: &std::path::Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
+    use crate::machine::kernel::write_tree_file as write;
 
     #[test]
     fn captures_what_makes_runs_comparable() {
@@ -178,5 +161,13 @@ mod tests {
         assert_eq!(env.cpus[0].governor.get().unwrap(), "performance");
         // CPU 3 has no topology files in this tree: unavailable, with the reason.
         assert!(env.cpus[1].smt_siblings.reason().unwrap().contains("cpu3"));
+        // nohz_full is read as the machine model reads it: a list, or garbled and warned about.
+        write(d, "/sys/devices/system/cpu/nohz_full", "2-3\n");
+        let env = capture(&SysRoot::dir(d), &[2]);
+        assert_eq!(env.nohz_full.get().unwrap().to_list(), "2-3");
+        write(d, "/sys/devices/system/cpu/nohz_full", "2-x\n");
+        let env = capture(&SysRoot::dir(d), &[2]);
+        assert!(env.nohz_full.reason().unwrap().contains("nohz_full"));
+        assert!(env.warnings.iter().any(|w| w.path.ends_with("/nohz_full")));
     }
 }

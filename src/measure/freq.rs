@@ -235,6 +235,10 @@ pub fn run(
             "needs at least one CPU, one sample and a sample length of at least 1 ms".into(),
         ));
     }
+    let panicked = |cpu| FreqError::Pin {
+        cpu,
+        message: "the thread panicked".into(),
+    };
     let on_cpu = |cpu: u32| -> Result<Option<CpuFreq>, FreqError> {
         pin_current_thread(cpu).map_err(|e| FreqError::Pin {
             cpu,
@@ -261,14 +265,7 @@ pub fn run(
             handles
                 .into_iter()
                 .zip(cpus)
-                .map(|(h, &cpu)| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(FreqError::Pin {
-                            cpu,
-                            message: "the thread panicked".into(),
-                        })
-                    })
-                })
+                .map(|(h, &cpu)| h.join().unwrap_or_else(|_| Err(panicked(cpu))))
                 .collect()
         });
         for result in results {
@@ -282,12 +279,7 @@ pub fn run(
             }
             progress.step(&format!("CPU {cpu}"));
             let result = std::thread::scope(|scope| scope.spawn(|| on_cpu(cpu)).join());
-            let result = result.unwrap_or_else(|_| {
-                Err(FreqError::Pin {
-                    cpu,
-                    message: "the thread panicked".into(),
-                })
-            })?;
+            let result = result.unwrap_or_else(|_| Err(panicked(cpu)))?;
             out.extend(result);
         }
     }
@@ -347,11 +339,7 @@ mod tests {
 
     #[test]
     fn measures_a_plausible_frequency() {
-        let cpus: Vec<u32> = crate::measure::harness::current_affinity()
-            .unwrap()
-            .iter()
-            .take(2)
-            .collect();
+        let cpus = crate::measure::harness::first_allowed_cpus(2);
         // A root without /dev/cpu: APERF/MPERF are unavailable, the add chain still runs.
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());

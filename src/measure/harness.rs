@@ -99,6 +99,17 @@ pub fn gettid() -> u32 {
     rustix::thread::gettid().as_raw_nonzero().get() as u32
 }
 
+/// Test helper: the first `n` CPUs this process may run on (fewer on a smaller machine, so a
+/// test that needs `n` checks the length and has nothing to measure otherwise).
+#[cfg(test)]
+pub(crate) fn first_allowed_cpus(n: usize) -> Vec<u32> {
+    current_affinity()
+        .expect("sched_getaffinity of this process")
+        .iter()
+        .take(n)
+        .collect()
+}
+
 /// Restricts the calling thread to `cpus` (e.g. the housekeeping CPUs, to keep the main
 /// thread off the measured ones).
 pub fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {

@@ -32,6 +32,12 @@ impl Matrix {
         }
     }
 
+    /// An empty matrix whose rows and columns are numbered (CPUs, NUMA nodes).
+    pub fn numbered(row_kind: &str, column_kind: &str, rows: &[u32], columns: &[u32]) -> Self {
+        let labels = |ids: &[u32]| ids.iter().map(u32::to_string).collect();
+        Self::new(row_kind, column_kind, labels(rows), labels(columns))
+    }
+
     /// Sets one cell; out-of-range indices are ignored.
     pub fn set(&mut self, row: usize, column: usize, value: f64) {
         if let Some(cell) = self.values.get_mut(row).and_then(|r| r.get_mut(column)) {
@@ -119,8 +125,7 @@ mod tests {
     use super::*;
 
     fn sample() -> Matrix {
-        let labels = vec!["0".to_string(), "1".to_string(), "2".to_string()];
-        let mut m = Matrix::new("cpu", "cpu", labels.clone(), labels);
+        let mut m = Matrix::numbered("cpu", "cpu", &[0, 1, 2], &[0, 1, 2]);
         m.set(0, 1, 21.5);
         m.set(1, 0, 21.25);
         m.set(2, 0, 110.0);

@@ -18,6 +18,7 @@ pub mod matrix;
 pub mod membw;
 pub mod memlat;
 pub mod memory;
+pub mod pairs;
 pub mod place;
 pub mod progress;
 pub mod region;

@@ -5,9 +5,18 @@
 //!
 //! The main thread keeps off the measured CPUs when it can, takes Ctrl-C (the measuring
 //! threads block SIGINT) and sleeps through the run without waking to poll.
+//!
+//! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
+//! environment, memory locked, the `--load` hogs and `--inject` injectors alongside, and the
+//! IRQ, softirq and context-switch counters read around it.
 
+use super::attribution::{CounterObserver, CpuAttribution, attribute};
+use super::env::{self, Environment};
 use super::harness::{self, StopFlag};
-use crate::machine::CpuSet;
+use super::inject::{self, InjectSpec};
+use super::load;
+use crate::machine::{CpuSet, Warning};
+use crate::sysroot::SysRoot;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -41,6 +50,8 @@ pub struct Outcome<T> {
     pub main_cpus: CpuSet,
     /// Wall time from GO to stop, ns.
     pub elapsed_ns: u64,
+    /// Each measuring thread's kernel thread id, in the order of the CPUs.
+    pub tids: Vec<u32>,
 }
 
 /// A helper thread: runs on its CPU until the stop flag is set.
@@ -66,7 +77,7 @@ where
     let end_ns = AtomicU64::new(0);
     let tids = Mutex::new(vec![0u32; cpus.len()]);
     harness::block_interrupt(true);
-    let (results, interrupted, elapsed_ns) = std::thread::scope(|scope| {
+    let (results, interrupted, elapsed_ns, thread_ids) = std::thread::scope(|scope| {
         for helper in helpers {
             let stop = stop.clone();
             scope.spawn(move || helper(&stop));
@@ -113,14 +124,159 @@ where
             .into_iter()
             .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        (results, interrupted, elapsed)
+        (results, interrupted, elapsed, ids)
     });
     Outcome {
         results,
         interrupted,
         main_cpus,
         elapsed_ns,
+        tids: thread_ids,
     }
+}
+
+/// What every loop engine (jitter, timer) is asked, whatever it measures.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The CPUs to measure (checked to be online), one measuring thread each.
+    pub cpus: Vec<u32>,
+    /// How long to measure (above 0).
+    pub duration: Duration,
+    /// CPUs to load with a hog during the run.
+    pub load: CpuSet,
+    /// The known-answer injector to run on each measured CPU.
+    pub inject: Option<InjectSpec>,
+}
+
+/// One measured CPU of a loop engine.
+#[derive(Debug, Clone)]
+pub struct CpuLoop<R> {
+    /// The CPU.
+    pub cpu: u32,
+    /// Kernel thread id of its measuring thread.
+    pub tid: u32,
+    /// What its loop recorded.
+    pub record: R,
+    /// Why its thread could not measure (pinning, priority or the engine's own check
+    /// failed), if it could not.
+    pub setup_error: Option<String>,
+}
+
+/// A finished loop-engine run: each CPU's record and the conditions it was taken under.
+#[derive(Debug, Clone)]
+pub struct Finished<R> {
+    /// Each measured CPU, in the order of the plan.
+    pub cpus: Vec<CpuLoop<R>>,
+    /// Whether Ctrl-C cut the run short.
+    pub interrupted: bool,
+    /// Wall time of the run, ns.
+    pub elapsed_ns: u64,
+    /// The CPUs the main thread ran on (empty: it shared the measured ones).
+    pub main_cpus: CpuSet,
+    /// Whether memory was locked (mlockall).
+    pub memory_locked: bool,
+    /// Spins done by each CPU's injector (empty without an injector).
+    pub injector_spins: Vec<u64>,
+    /// What was counted on each CPU during the run.
+    pub attribution: Vec<CpuAttribution>,
+    /// The machine when it ran.
+    pub environment: Environment,
+    /// Problems met reading the counters.
+    pub warnings: Vec<Warning>,
+}
+
+/// Runs a loop engine on `plan`: captures the environment, locks memory, runs the hogs and
+/// injectors alongside and reads the counters before GO and after the stop, saying
+/// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
+/// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
+/// `measure` fills the record of every thread that can.
+pub fn run_loops<R: Send>(
+    root: &SysRoot,
+    plan: &Plan,
+    progress: String,
+    setup: impl Fn(u32) -> (R, Option<String>) + Sync,
+    measure: impl Fn(&mut R, &Go) + Sync,
+) -> Finished<R> {
+    let environment = env::capture(root, &plan.cpus);
+    let memory_locked = harness::lock_memory();
+    let mut helpers: Vec<Helper> = load::hogs(&plan.load);
+    let spins = plan.inject.map(|spec| {
+        let (injectors, counts) = inject::injectors(&plan.cpus, spec);
+        helpers.extend(injectors);
+        counts
+    });
+    let mut observer = CounterObserver::new(root, progress);
+    let outcome = run(
+        &plan.cpus,
+        plan.duration,
+        setup,
+        |(mut record, error): (R, Option<String>), go| {
+            if error.is_none() {
+                measure(&mut record, go);
+            }
+            (record, error)
+        },
+        helpers,
+        &mut observer,
+    );
+    let cpus = plan
+        .cpus
+        .iter()
+        .zip(outcome.results)
+        .enumerate()
+        .map(|(slot, (&cpu, (record, setup_error)))| CpuLoop {
+            cpu,
+            tid: outcome.tids.get(slot).copied().unwrap_or(0),
+            record,
+            setup_error,
+        })
+        .collect();
+    Finished {
+        cpus,
+        interrupted: outcome.interrupted,
+        elapsed_ns: outcome.elapsed_ns,
+        main_cpus: outcome.main_cpus,
+        memory_locked,
+        injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
+        attribution: attribute(&plan.cpus, &observer.before, &observer.after),
+        environment,
+        warnings: observer.warnings.into_vec(),
+    }
+}
+
+/// Refuses to start when a SCHED_FIFO `priority` is asked for, or an injector (`inject`,
+/// which runs at [`inject::PRIORITY`]) is, but not permitted.
+pub fn check_fifo(priority: Option<u8>, inject: bool) -> anyhow::Result<()> {
+    if let Some(priority) = priority {
+        harness::fifo_permitted(priority).map_err(|e| {
+            anyhow::anyhow!(
+                "--priority {priority}: SCHED_FIFO is not permitted ({e}); run as root, with \
+                 CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {priority}, or drop --priority"
+            )
+        })?;
+    }
+    if inject {
+        harness::fifo_permitted(inject::PRIORITY).map_err(|e| {
+            anyhow::anyhow!(
+                "--inject: the injector needs SCHED_FIFO {} and that is not permitted ({e}); \
+                 run as root or with CAP_SYS_NICE",
+                inject::PRIORITY
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Run on a measuring thread before anything is allocated: pins it to `cpu` and, with a
+/// `priority`, runs it at SCHED_FIFO; returns why the thread cannot measure, if it cannot.
+pub fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
+    if let Err(e) = harness::pin_current_thread(cpu) {
+        return Some(format!("cannot pin to CPU {cpu}: {e}"));
+    }
+    let priority = priority?;
+    harness::set_fifo_priority(priority)
+        .err()
+        .map(|e| format!("cannot run at SCHED_FIFO {priority}: {e}"))
 }
 
 /// Checks that every CPU of `cpus` (given with `flag`) exists and is online, from
@@ -225,6 +381,55 @@ mod tests {
         assert_eq!(outcome.results, vec![10, 10]);
         assert!(!outcome.interrupted);
         assert!(outcome.elapsed_ns >= 30_000_000);
+        assert_eq!(outcome.tids.len(), 2);
+        assert!(
+            outcome.tids.iter().all(|&tid| tid > 0),
+            "{:?}",
+            outcome.tids
+        );
+        assert_ne!(outcome.tids[0], outcome.tids[1]);
         assert_eq!(observer.0, vec!["before true", "after 2"]);
+    }
+
+    #[test]
+    fn loops_measure_only_where_setup_succeeded() {
+        // An empty root: the environment and the counters are unavailable, the run goes on.
+        let dir = tempfile::tempdir().unwrap();
+        let root = crate::sysroot::SysRoot::dir(dir.path());
+        let plan = Plan {
+            cpus: vec![0, 0],
+            duration: Duration::from_millis(10),
+            load: CpuSet::new(),
+            inject: None,
+        };
+        let refused = std::sync::atomic::AtomicBool::new(false);
+        let finished = run_loops(
+            &root,
+            &plan,
+            "test run".to_string(),
+            |_| {
+                // The first thread to set up is refused, the other measures.
+                let first = !refused.swap(true, Ordering::Relaxed);
+                (0u32, first.then(|| "refused".to_string()))
+            },
+            |count, _| *count += 1,
+        );
+        assert_eq!(finished.cpus.len(), 2);
+        for cpu in &finished.cpus {
+            assert_eq!(cpu.cpu, 0);
+            assert!(cpu.tid > 0);
+            let expected = if cpu.setup_error.is_some() { 0 } else { 1 };
+            assert_eq!(cpu.record, expected, "{:?}", cpu.setup_error);
+        }
+        assert_eq!(finished.cpus.iter().map(|c| c.record).sum::<u32>(), 1);
+        assert!(finished.injector_spins.is_empty());
+        assert_eq!(finished.attribution.len(), 2);
+        assert!(finished.environment.kernel_release.reason().is_some());
+    }
+
+    #[test]
+    fn unpinnable_threads_say_why() {
+        let error = prepare_thread(8000, Some(1)).unwrap();
+        assert!(error.starts_with("cannot pin to CPU 8000"), "{error}");
     }
 }

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use super::harness::{StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority};
 use super::matrix::Matrix;
+use super::pairs::{check_two, measure_pairs};
 use super::progress::{Progress, should_stop};
 use super::summary::Summary;
 
@@ -133,24 +134,25 @@ pub fn measure_pair(
     };
     let started = Barrier::new(2);
     let total = config.samples + 1;
+    // Each side prepares its thread (a failure aborts the pair for both), then both start.
+    let prepare_and_wait = |cpu| {
+        let prepared = prepare(cpu, config.fifo_priority);
+        if prepared.is_err() {
+            report.abort.store(true, Ordering::Relaxed);
+        }
+        started.wait();
+        prepared
+    };
     let (waker_side, sleeper_side) = std::thread::scope(|scope| {
         let sleeper = scope.spawn(|| {
-            let prepared = prepare(woken, config.fifo_priority);
-            if prepared.is_err() {
-                report.abort.store(true, Ordering::Relaxed);
-            }
-            started.wait();
+            let prepared = prepare_and_wait(woken);
             if prepared.is_ok() {
                 sleep_loop(&word, &report, total);
             }
             prepared
         });
         let waker_thread = scope.spawn(|| {
-            let prepared = prepare(waker, config.fifo_priority);
-            if prepared.is_err() {
-                report.abort.store(true, Ordering::Relaxed);
-            }
-            started.wait();
+            let prepared = prepare_and_wait(waker);
             let result = match prepared {
                 Ok(()) => Ok(wake_loop(&word, &report, config, stop)),
                 Err(e) => Err(e),
@@ -257,31 +259,27 @@ pub fn run(
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<WakeupRun, WakeError> {
-    if cpus.len() < 2 {
-        return Err(WakeError::Config(format!(
-            "needs at least two CPUs, got {}",
-            cpus.len()
-        )));
-    }
-    progress.add_total(cpus.len() * (cpus.len() - 1));
-    let labels: Vec<String> = cpus.iter().map(u32::to_string).collect();
-    let mut matrix = Matrix::new("waker cpu", "woken cpu", labels.clone(), labels);
-    let mut pairs = Vec::new();
-    'all: for (i, &waker) in cpus.iter().enumerate() {
-        for (j, &woken) in cpus.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            if should_stop(stop) {
-                break 'all;
-            }
-            progress.step(&format!("CPU {waker} wakes CPU {woken}"));
-            let Some(pair) = measure_pair(waker, woken, config, stop)? else {
-                break 'all;
-            };
-            matrix.set(i, j, pair.latency_ns.median);
-            pairs.push(pair);
-        }
+    check_two(cpus).map_err(WakeError::Config)?;
+    let order: Vec<(usize, usize)> = (0..cpus.len())
+        .flat_map(|i| {
+            (0..cpus.len())
+                .filter(move |&j| j != i)
+                .map(move |j| (i, j))
+        })
+        .collect();
+    let measured = measure_pairs(
+        cpus,
+        &order,
+        stop,
+        progress,
+        |waker, woken| format!("CPU {waker} wakes CPU {woken}"),
+        |waker, woken| measure_pair(waker, woken, config, stop),
+    )?;
+    let mut matrix = Matrix::numbered("waker cpu", "woken cpu", cpus, cpus);
+    let mut pairs = Vec::with_capacity(measured.len());
+    for (i, j, pair) in measured {
+        matrix.set(i, j, pair.latency_ns.median);
+        pairs.push(pair);
     }
     Ok(WakeupRun {
         cpus: cpus.to_vec(),
@@ -305,11 +303,7 @@ mod tests {
 
     #[test]
     fn latency_is_positive_and_finite() {
-        let cpus: Vec<u32> = crate::measure::harness::current_affinity()
-            .unwrap()
-            .iter()
-            .take(2)
-            .collect();
+        let cpus = crate::measure::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }
@@ -338,11 +332,7 @@ mod tests {
 
     #[test]
     fn stop_ends_early() {
-        let cpus: Vec<u32> = crate::measure::harness::current_affinity()
-            .unwrap()
-            .iter()
-            .take(2)
-            .collect();
+        let cpus = crate::measure::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return;
         }

@@ -7,8 +7,10 @@ use super::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use crate::machine::{CpuSet, Warning};
 use crate::measure::attribution::CpuAttribution;
 use crate::measure::inject::InjectSpec;
+use crate::measure::jitter::JitterRun;
+use crate::measure::jitter::busy::BusyRecord;
 use crate::measure::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
-use crate::measure::jitter::{CpuRun, JitterRun};
+use crate::measure::session::CpuLoop;
 use crate::measure::tsc::{Tsc, ticks_to_ns};
 use serde::Serialize;
 use std::fmt::Write;
@@ -134,7 +136,7 @@ fn stats_ns(s: &GapStats, hz: u64) -> StatsNs {
     }
 }
 
-fn cpu_stats(cpu: &CpuRun) -> GapStats {
+fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
     let mut ticks: Vec<u64> = cpu.record.gaps.iter().map(|g| g.ticks).collect();
     gap_stats(&mut ticks)
 }
@@ -143,6 +145,7 @@ fn cpu_stats(cpu: &CpuRun) -> GapStats {
 pub fn result(run: &JitterRun) -> JitterResult {
     let hz = run.tsc.hz;
     let cpus = run
+        .session
         .cpus
         .iter()
         .enumerate()
@@ -188,30 +191,31 @@ pub fn result(run: &JitterRun) -> JitterResult {
                     counts: rec.buckets.to_vec(),
                     overflow_sum_us: rec.overflow_sum,
                 },
-                injector_spins: run.injector_spins.get(slot).copied(),
-                attribution: run.attribution.get(slot).cloned(),
+                injector_spins: run.session.injector_spins.get(slot).copied(),
+                attribution: run.session.attribution.get(slot).cloned(),
             }
         })
         .collect();
     JitterResult {
         threshold_ns: run.request.threshold_ns,
-        duration_ns: u64::try_from(run.request.duration.as_nanos()).unwrap_or(u64::MAX),
-        elapsed_ns: run.elapsed_ns,
-        interrupted: run.interrupted,
+        duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: run.session.elapsed_ns,
+        interrupted: run.session.interrupted,
         counter: run.tsc,
         priority: run.request.priority,
-        load: run.request.load.clone(),
-        inject: run.request.inject,
-        memory_locked: run.memory_locked,
-        main_cpus: run.main_cpus.clone(),
+        load: run.request.plan.load.clone(),
+        inject: run.request.plan.inject,
+        memory_locked: run.session.memory_locked,
+        main_cpus: run.session.main_cpus.clone(),
         cpus,
-        warnings: run.warnings.clone(),
+        warnings: run.session.warnings.clone(),
     }
 }
 
 /// The sysjitter summary columns of a run.
 pub fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
-    run.cpus
+    run.session
+        .cpus
         .iter()
         .map(|cpu| SysjitterCore {
             cpu: cpu.cpu,
@@ -225,8 +229,9 @@ pub fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
 
 /// The sysjitter `--raw` files of a run: (file name, contents) per CPU.
 pub fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
-    let largest = run.cpus.iter().map(|c| c.cpu).max().unwrap_or(0);
-    run.cpus
+    let largest = run.session.cpus.iter().map(|c| c.cpu).max().unwrap_or(0);
+    run.session
+        .cpus
         .iter()
         .zip(sysjitter_cores(run))
         .map(|(cpu, core)| {
@@ -248,7 +253,8 @@ pub fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
 /// The oslat columns of a run.
 pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
     let mhz = run.tsc.mhz().max(1);
-    run.cpus
+    run.session
+        .cpus
         .iter()
         .map(|cpu| {
             let rec = &cpu.record;
@@ -319,25 +325,22 @@ pub fn table(run: &JitterRun) -> String {
         "(durations in ns; loop = mean loop iteration, the detection floor is its minimum)\n",
     );
     for cpu in &result.cpus {
-        if let Some(error) = &cpu.setup_error {
-            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
-        }
-        if cpu.buffer_full {
-            let _ = writeln!(
-                out,
+        let full = cpu.buffer_full.then(|| {
+            format!(
                 "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
-                 that time (raise --threshold or --max-gaps)",
+                 that time (raise --threshold or --max-gaps)\n",
                 cpu.cpu,
                 cpu.capacity,
                 cpu.runtime_ns as f64 / 1e9
-            );
-        }
-        if let Some(spins) = cpu.injector_spins {
-            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
-        }
-        if let Some(a) = &cpu.attribution {
-            out.push_str(&attribution_line(a));
-        }
+            )
+        });
+        out.push_str(&cpu_notes(
+            cpu.cpu,
+            cpu.setup_error.as_deref(),
+            full,
+            cpu.injector_spins,
+            cpu.attribution.as_ref(),
+        ));
     }
     out.push_str(&notes(run));
     out
@@ -355,8 +358,32 @@ fn freq_method(tsc: &Tsc) -> String {
     }
 }
 
+/// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
+/// it was not measured, the engine's own `note` (ending in a newline), how often the
+/// injector spun on it and what ran on it during the run.
+pub fn cpu_notes(
+    cpu: u32,
+    setup_error: Option<&str>,
+    note: Option<String>,
+    injector_spins: Option<u64>,
+    attribution: Option<&CpuAttribution>,
+) -> String {
+    let mut out = String::new();
+    if let Some(error) = setup_error {
+        let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
+    }
+    out.extend(note);
+    if let Some(spins) = injector_spins {
+        let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
+    }
+    if let Some(a) = attribution {
+        out.push_str(&attribution_line(a));
+    }
+    out
+}
+
 /// One line per CPU with what ran on it during the run.
-pub fn attribution_line(a: &CpuAttribution) -> String {
+fn attribution_line(a: &CpuAttribution) -> String {
     let list =
         |items: &crate::machine::Avail<Vec<crate::measure::attribution::EventCount>>| match items
             .get()
@@ -391,14 +418,14 @@ pub fn attribution_line(a: &CpuAttribution) -> String {
 /// together, main thread on a measured CPU, memory not locked).
 fn notes(run: &JitterRun) -> String {
     let mut out = String::new();
-    if let Some(h) = &run.environment.hypervisor {
+    if let Some(h) = &run.session.environment.hypervisor {
         let _ = writeln!(
             out,
             "note: virtual machine ({}): time the host takes the CPU away counts as interruptions",
             h.vendor
         );
     }
-    for cpu in &run.environment.cpus {
+    for cpu in &run.session.environment.cpus {
         if !cpu.measured_siblings.is_empty() {
             let _ = writeln!(
                 out,
@@ -408,10 +435,10 @@ fn notes(run: &JitterRun) -> String {
             );
         }
     }
-    if run.main_cpus.is_empty() {
+    if run.session.main_cpus.is_empty() {
         out.push_str("note: every usable CPU was measured; the main thread shared them\n");
     }
-    if !run.memory_locked {
+    if !run.session.memory_locked {
         out.push_str("note: memory could not be locked (mlockall); page faults may show up\n");
     }
     out
@@ -447,4 +474,36 @@ pub fn aligned(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Avail;
+
+    #[test]
+    fn cpu_notes_come_in_a_fixed_order() {
+        let attribution = CpuAttribution {
+            cpu: 3,
+            irqs: Avail::Available(Vec::new()),
+            softirqs: Avail::missing("no /proc/softirqs"),
+            context_switches: Avail::missing("not read"),
+        };
+        let text = cpu_notes(
+            3,
+            Some("cannot pin to CPU 3: EINVAL"),
+            Some("CPU 3: the gap buffer filled\n".to_string()),
+            Some(7),
+            Some(&attribution),
+        );
+        assert_eq!(
+            text,
+            "CPU 3: not measured: cannot pin to CPU 3: EINVAL\n\
+             CPU 3: the gap buffer filled\n\
+             CPU 3: injector spun 7 times\n\
+             CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
+             context switches of the measuring thread: unavailable (not read)\n"
+        );
+        assert_eq!(cpu_notes(1, None, None, None, None), "");
+    }
 }

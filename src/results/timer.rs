@@ -2,11 +2,13 @@
 
 use super::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use super::hdr::{HdrJson, to_json};
-use super::jitter::{aligned, attribution_line};
+use super::jitter::{aligned, cpu_notes};
 use crate::machine::{CpuSet, Warning};
 use crate::measure::attribution::CpuAttribution;
 use crate::measure::inject::InjectSpec;
-use crate::measure::timer::{TimerCpu, TimerRun};
+use crate::measure::session::CpuLoop;
+use crate::measure::timer::TimerRun;
+use crate::measure::timer::wakeup::TimerRecord;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -93,7 +95,7 @@ pub struct CyclicJson {
     pub overflow_cycles: Vec<u64>,
 }
 
-fn cpu_result(run: &TimerRun, slot: usize, cpu: &TimerCpu) -> TimerCpuResult {
+fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerCpuResult {
     let rec = &cpu.record;
     let q = |quantile| {
         if rec.hist.is_empty() {
@@ -124,8 +126,8 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &TimerCpu) -> TimerCpuResult {
             overflows: rec.cyclic.overflows,
             overflow_cycles: rec.cyclic.overflow_cycles.clone(),
         }),
-        injector_spins: run.injector_spins.get(slot).copied(),
-        attribution: run.attribution.get(slot).cloned(),
+        injector_spins: run.session.injector_spins.get(slot).copied(),
+        attribution: run.session.attribution.get(slot).cloned(),
     }
 }
 
@@ -133,21 +135,22 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &TimerCpu) -> TimerCpuResult {
 pub fn result(run: &TimerRun) -> TimerResult {
     TimerResult {
         interval_ns: run.request.interval_ns,
-        duration_ns: u64::try_from(run.request.duration.as_nanos()).unwrap_or(u64::MAX),
-        elapsed_ns: run.elapsed_ns,
-        interrupted: run.interrupted,
+        duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: run.session.elapsed_ns,
+        interrupted: run.session.interrupted,
         fifo_priority: run.fifo_priority,
         normal_priority_reason: run.normal_priority_reason.clone(),
-        load: run.request.load.clone(),
-        inject: run.request.inject,
-        memory_locked: run.memory_locked,
+        load: run.request.plan.load.clone(),
+        inject: run.request.plan.inject,
+        memory_locked: run.session.memory_locked,
         cpus: run
+            .session
             .cpus
             .iter()
             .enumerate()
             .map(|(slot, cpu)| cpu_result(run, slot, cpu))
             .collect(),
-        warnings: run.warnings.clone(),
+        warnings: run.session.warnings.clone(),
     }
 }
 
@@ -155,11 +158,16 @@ pub fn result(run: &TimerRun) -> TimerResult {
 /// (cyclictest `-q -h`), else one `T:` line per thread (cyclictest `-q`).
 pub fn cyclictest(run: &TimerRun) -> String {
     if run.request.histogram_buckets > 0 {
-        let stats: Vec<_> = run.cpus.iter().map(|c| c.record.cyclic.clone()).collect();
+        let stats: Vec<_> = run
+            .session
+            .cpus
+            .iter()
+            .map(|c| c.record.cyclic.clone())
+            .collect();
         return histogram_block(&stats);
     }
     let mut out = String::new();
-    for (index, cpu) in run.cpus.iter().enumerate() {
+    for (index, cpu) in run.session.cpus.iter().enumerate() {
         let label = ThreadLabel {
             index: index as u32,
             tid: cpu.tid,
@@ -222,15 +230,13 @@ pub fn table(run: &TimerRun) -> String {
         let _ = writeln!(out, "note: {reason}");
     }
     for cpu in &result.cpus {
-        if let Some(error) = &cpu.setup_error {
-            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
-        }
-        if let Some(spins) = cpu.injector_spins {
-            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
-        }
-        if let Some(a) = &cpu.attribution {
-            out.push_str(&attribution_line(a));
-        }
+        out.push_str(&cpu_notes(
+            cpu.cpu,
+            cpu.setup_error.as_deref(),
+            None,
+            cpu.injector_spins,
+            cpu.attribution.as_ref(),
+        ));
     }
     out
 }

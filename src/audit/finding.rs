@@ -1,0 +1,199 @@
+//! Findings: what one rule concluded about one machine, with the evidence and the fix.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::setting::{Layer, Setting};
+
+/// The verdict of one rule.
+///
+/// Ordered from best to worst for sorting; `Skipped` sorts last since it says nothing about
+/// the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The machine is as the profile expects, read from the OS.
+    Pass,
+    /// A BIOS-only setting whose OS-visible effects match the expectation. Not a pass: the
+    /// setting itself cannot be read from the OS; the finding says how to confirm it.
+    Inferred,
+    /// The evidence is missing (no such file under the root, not readable, a container).
+    Unknown,
+    /// Differs from the profile in a way the profile treats as advice, or a contested value.
+    Warn,
+    /// Differs from the profile.
+    Fail,
+    /// The rule does not apply here (a knob this kernel does not have, bare metal vs VM).
+    Skipped,
+}
+
+impl Status {
+    /// Every status, in report order.
+    pub const ALL: [Status; 6] = [
+        Status::Pass,
+        Status::Warn,
+        Status::Fail,
+        Status::Inferred,
+        Status::Unknown,
+        Status::Skipped,
+    ];
+
+    /// Lower-case name as in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Inferred => "inferred",
+            Status::Unknown => "unknown",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+            Status::Skipped => "skipped",
+        }
+    }
+}
+
+/// How much a failure of the rule costs in latency (or, for the throughput profile, in
+/// performance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Interruptions of tens of microseconds or more on the isolated CPUs, or a large
+    /// throughput loss.
+    High,
+    /// Occasional interruptions or a measurable loss.
+    Medium,
+    /// Small or workload-dependent effect.
+    Low,
+}
+
+impl Severity {
+    /// Lower-case name as in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+        }
+    }
+}
+
+/// One BIOS setup menu path with the value to choose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BiosStep {
+    /// Whose setup utility: `HPE RBSU` (HPE ProLiant) or `AMD CBS` (AMD reference BIOS, on
+    /// most other EPYC boards).
+    pub firmware: String,
+    /// The menu path, items separated by ` → `.
+    pub path: String,
+    /// The value to select there.
+    pub value: String,
+    /// Where the path comes from.
+    pub source: String,
+}
+
+/// How to fix (or, for `unknown` findings, how to check) a finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remediation {
+    /// Exact settings lowlat can apply (kernel argument, sysctl, file line, runtime value).
+    /// `lowlat plan` collects these from failing and warning findings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<Setting>,
+    /// BIOS setup steps, for settings only the firmware controls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bios: Vec<BiosStep>,
+    /// What to do by hand (install a kernel, move a DIMM) or how to check what the OS cannot
+    /// see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual: Option<String>,
+}
+
+impl Remediation {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.settings.is_empty() && self.bios.is_empty() && self.manual.is_none()
+    }
+}
+
+/// What one rule concluded about the machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The rule's stable id, e.g. `LL-IRQ-ON-ISOLATED`.
+    pub rule: String,
+    /// The rule's title.
+    pub title: String,
+    /// Where the fix lives.
+    pub layer: Layer,
+    /// How much a failure costs.
+    pub severity: Severity,
+    /// The verdict.
+    pub status: Status,
+    /// What was seen, in one line (values, CPU lists).
+    pub observed: String,
+    /// What the profile expects, in one line.
+    pub expected: String,
+    /// The files the observation comes from (system paths, as on the examined machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// Longer observations, one item per line (IRQs with names and counts, task names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+    /// Whether the fix takes effect only after a reboot.
+    pub reboot: bool,
+    /// What the fix gives up in security or safety, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_tradeoff: Option<String>,
+    /// Where the recommendation comes from.
+    pub sources: Vec<String>,
+    /// How to fix it (empty on a pass).
+    #[serde(default, skip_serializing_if = "Remediation::is_empty")]
+    pub remediation: Remediation,
+}
+
+/// How many findings of each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Findings that passed.
+    pub pass: usize,
+    /// Findings that warn.
+    pub warn: usize,
+    /// Findings that failed.
+    pub fail: usize,
+    /// BIOS settings inferred from OS evidence.
+    pub inferred: usize,
+    /// Findings without evidence.
+    pub unknown: usize,
+    /// Rules that do not apply to this machine.
+    pub skipped: usize,
+}
+
+impl Counts {
+    /// Counts the findings.
+    pub fn of<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Self {
+        let mut counts = Counts::default();
+        for finding in findings {
+            *counts.slot(finding.status) += 1;
+        }
+        counts
+    }
+
+    fn slot(&mut self, status: Status) -> &mut usize {
+        match status {
+            Status::Pass => &mut self.pass,
+            Status::Warn => &mut self.warn,
+            Status::Fail => &mut self.fail,
+            Status::Inferred => &mut self.inferred,
+            Status::Unknown => &mut self.unknown,
+            Status::Skipped => &mut self.skipped,
+        }
+    }
+
+    /// The count of one status.
+    pub fn get(&self, status: Status) -> usize {
+        match status {
+            Status::Pass => self.pass,
+            Status::Warn => self.warn,
+            Status::Fail => self.fail,
+            Status::Inferred => self.inferred,
+            Status::Unknown => self.unknown,
+            Status::Skipped => self.skipped,
+        }
+    }
+}

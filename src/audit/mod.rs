@@ -1,0 +1,187 @@
+//! `lowlat audit`: rules on the machine model, grouped into profiles, yielding findings with
+//! evidence, sources and exact fixes.
+//!
+//! The audit only reads the [`Machine`]; it never touches the system. `lowlat plan` calls
+//! [`run`] and collects [`Audit::fixes`], the settings of the failing and warning findings.
+
+pub mod finding;
+pub mod partition;
+pub mod profile;
+pub mod rule;
+pub mod rules;
+
+pub use finding::{Counts, Finding, Remediation, Severity, Status};
+pub use partition::{AuditPartition, PartitionSource};
+pub use profile::{DEFAULT_PROFILE, Profile, ProfileError};
+
+use crate::audit::finding::BiosStep;
+use crate::audit::rule::{Check, Ctx, Outcome, Rule};
+use crate::machine::Machine;
+use crate::plan::setting::Setting;
+
+/// The result of auditing one machine against one profile.
+#[derive(Debug, Clone)]
+pub struct Audit {
+    /// The profile's name.
+    pub profile: &'static str,
+    /// The partition the isolation rules checked against.
+    pub partition: AuditPartition,
+    /// One finding per rule of the profile, ordered by layer, then table order.
+    pub findings: Vec<Finding>,
+}
+
+impl Audit {
+    /// How many findings of each status.
+    pub fn counts(&self) -> Counts {
+        Counts::of(&self.findings)
+    }
+
+    /// Whether any finding failed (exit code 1).
+    pub fn has_failures(&self) -> bool {
+        self.findings.iter().any(|f| f.status == Status::Fail)
+    }
+
+    /// The settings that remediate the failing and warning findings, in finding order, each
+    /// setting id once (the first finding proposing it wins).
+    pub fn fixes(&self) -> Vec<&Setting> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.findings
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .flat_map(|f| &f.remediation.settings)
+            .filter(|s| seen.insert(s.id.as_str()))
+            .collect()
+    }
+
+    /// The finding of one rule.
+    pub fn finding(&self, rule_id: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.rule == rule_id)
+    }
+}
+
+/// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
+pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
+    let ctx = Ctx { machine, partition };
+    let firmware = BiosVendors::of(machine);
+    let mut findings: Vec<Finding> = profile
+        .entries
+        .iter()
+        .map(|entry| {
+            let outcome = match entry.rule.check {
+                Check::Fn(check) => check(&ctx, &entry.expect),
+                Check::Sysctl(key) => rules::sysctl::check(&ctx, key, &entry.expect),
+            };
+            finding(entry.rule, outcome, entry.expect.advisory, &firmware)
+        })
+        .collect();
+    // Stable: table order within a layer.
+    findings.sort_by_key(|f| f.layer);
+    Audit {
+        profile: profile.info.name,
+        partition: partition.clone(),
+        findings,
+    }
+}
+
+/// Which BIOS setup utilities a machine may have: HPE's RBSU on HPE servers, AMD's CBS menus
+/// on other boards with an AMD CPU; both when the DMI vendor is unknown.
+struct BiosVendors {
+    hpe: bool,
+    amd: bool,
+}
+
+impl BiosVendors {
+    fn of(machine: &Machine) -> Self {
+        let is_hpe = machine.firmware.dmi.sys_vendor.get().map(|vendor| {
+            let vendor = vendor.to_ascii_lowercase();
+            vendor.contains("hpe") || vendor.contains("hewlett")
+        });
+        let amd_cpu = machine
+            .cpu
+            .get()
+            .and_then(|id| id.vendor.as_deref())
+            .is_none_or(|vendor| vendor == "AuthenticAMD");
+        Self {
+            hpe: is_hpe != Some(false),
+            amd: amd_cpu && is_hpe != Some(true),
+        }
+    }
+
+    /// Whether menus of `firmware` (`HPE RBSU`, `AMD CBS`) can exist on this machine.
+    fn applies(&self, firmware: &str) -> bool {
+        match firmware {
+            "HPE RBSU" => self.hpe,
+            "AMD CBS" => self.amd,
+            _ => true,
+        }
+    }
+}
+
+/// Turns a check's outcome into a finding with the rule's data.
+fn finding(rule: &Rule, outcome: Outcome, advisory: bool, firmware: &BiosVendors) -> Finding {
+    let status = match outcome.status {
+        Status::Fail if advisory => Status::Warn,
+        status => status,
+    };
+    let sources: Vec<String> = rule.sources.iter().map(|s| s.to_string()).collect();
+    let remediation = if matches!(status, Status::Pass | Status::Skipped) {
+        Remediation::default()
+    } else {
+        let rationale = first_sentence(rule.rationale);
+        let settings = outcome
+            .fixes
+            .into_iter()
+            .map(|fix| Setting {
+                id: fix.id,
+                value: fix.value,
+                layer: fix.layer,
+                reboot: fix.reboot,
+                rationale: rationale.clone(),
+                source: sources.join("; "),
+                security_tradeoff: rule.security_tradeoff.map(str::to_string),
+            })
+            .collect();
+        let bios = match &outcome.bios_value {
+            Some(value) => rule
+                .bios
+                .iter()
+                .filter(|menu| firmware.applies(menu.firmware))
+                .map(|menu| BiosStep {
+                    firmware: menu.firmware.to_string(),
+                    path: menu.path.to_string(),
+                    value: value.clone(),
+                    source: menu.source.to_string(),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Remediation {
+            settings,
+            bios,
+            manual: outcome.manual,
+        }
+    };
+    Finding {
+        rule: rule.id.to_string(),
+        title: rule.title.to_string(),
+        layer: rule.layer,
+        severity: rule.severity,
+        status,
+        observed: outcome.observed,
+        expected: outcome.expected,
+        evidence: outcome.evidence,
+        details: outcome.details,
+        reboot: rule.reboot,
+        security_tradeoff: rule.security_tradeoff.map(str::to_string),
+        sources,
+        remediation,
+    }
+}
+
+/// The first sentence of a rationale (up to and including the first `. `).
+fn first_sentence(text: &str) -> String {
+    match text.find(". ") {
+        Some(end) => text[..=end].to_string(),
+        None => text.to_string(),
+    }
+}

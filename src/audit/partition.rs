@@ -1,0 +1,272 @@
+//! The CPU partition an audit checks against: the one given with `--isolate`, else the one the
+//! machine already has (`isolcpus=`, `nohz_full=`), else lowlat's default partition (the first
+//! physical core of each NUMA node, with its SMT siblings, for housekeeping).
+
+use serde::Serialize;
+
+use crate::machine::{CpuSet, Machine};
+use crate::plan::partition::{self, PartitionError, PartitionRequest};
+
+/// Where the isolated set of an audit comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum PartitionSource {
+    /// `--isolate CPULIST`.
+    Flag,
+    /// The machine's own isolation.
+    Kernel {
+        /// The parameters or files it was read from (`nohz_full`, `isolcpus`).
+        from: Vec<String>,
+    },
+    /// lowlat's default partition, since the machine isolates nothing.
+    Default,
+    /// No partition could be formed; rules about isolation report `unknown`.
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The partition of an audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditPartition {
+    /// CPUs for the OS, IRQs and kernel threads (the online CPUs not isolated).
+    pub housekeeping: CpuSet,
+    /// CPUs for the latency-critical workload.
+    pub isolated: CpuSet,
+    /// Where the isolated set comes from.
+    pub source: PartitionSource,
+    /// Number of possible CPUs, which sets the width of the kernel's hex masks.
+    pub nr_cpus: u32,
+}
+
+impl AuditPartition {
+    /// Whether a partition exists (the isolation rules have something to check).
+    pub fn is_known(&self) -> bool {
+        !matches!(self.source, PartitionSource::Unavailable { .. })
+    }
+
+    /// The housekeeping CPUs as a kernel hex mask.
+    pub fn housekeeping_mask(&self) -> String {
+        self.housekeeping.to_mask()
+    }
+
+    /// One line for reports: `housekeeping 0,8, isolated 1-7,9-15 (from nohz_full)`.
+    pub fn describe(&self) -> String {
+        let from = match &self.source {
+            PartitionSource::Flag => "from --isolate".to_string(),
+            PartitionSource::Kernel { from } => format!("the machine's own, from {}", from.join(", ")),
+            PartitionSource::Default => {
+                "lowlat's default: the machine isolates nothing; first core of each NUMA node for housekeeping"
+                    .to_string()
+            }
+            PartitionSource::Unavailable { reason } => return format!("none: {reason}"),
+        };
+        format!(
+            "housekeeping {}, isolated {} ({from})",
+            list_or_none(&self.housekeeping),
+            list_or_none(&self.isolated)
+        )
+    }
+}
+
+fn list_or_none(set: &CpuSet) -> String {
+    if set.is_empty() {
+        "none".to_string()
+    } else {
+        set.to_list()
+    }
+}
+
+/// The CPUs the kernel isolates in any way (the `isolated` and `nohz_full` files, and
+/// `isolcpus=`, `nohz_full=` on the command line), with the names of the sources that
+/// contributed.
+pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
+    let isolation = &machine.kernel.isolation;
+    let mut set = CpuSet::new();
+    let mut from = Vec::new();
+    let mut add = |name: &str, cpus: Option<&CpuSet>| {
+        if let Some(cpus) = cpus.filter(|c| !c.is_empty()) {
+            set = set.union(cpus);
+            from.push(name.to_string());
+        }
+    };
+    add("nohz_full", isolation.nohz_full.get());
+    add("isolated", isolation.isolated.get());
+    add(
+        "isolcpus=",
+        isolation
+            .isolcpus
+            .as_ref()
+            .and_then(|v| v.get())
+            .map(|i| &i.cpus),
+    );
+    add(
+        "nohz_full=",
+        isolation.cmdline_nohz_full.as_ref().and_then(|v| v.get()),
+    );
+    (set, from)
+}
+
+/// Chooses the partition: `isolate` if given (checked against the machine's CPUs), else the
+/// machine's own isolated CPUs, else the default partition. Only a bad `--isolate` is an
+/// error; a machine whose partition cannot be formed gets [`PartitionSource::Unavailable`].
+pub fn choose(
+    machine: &Machine,
+    isolate: Option<&CpuSet>,
+) -> Result<AuditPartition, PartitionError> {
+    let topology = &machine.topology;
+    let online = topology.online_cpus();
+    let nr_cpus = topology
+        .possible
+        .get()
+        .and_then(|p| p.iter().next_back())
+        .or_else(|| online.iter().next_back())
+        .map_or(0, |last| last + 1);
+    let split = |isolated: CpuSet, source: PartitionSource| AuditPartition {
+        housekeeping: online.difference(&isolated),
+        isolated,
+        source,
+        nr_cpus,
+    };
+    if let Some(isolate) = isolate {
+        let known: CpuSet = topology.cpus.iter().map(|c| c.cpu).collect();
+        let unknown = isolate.difference(&known);
+        if !unknown.is_empty() {
+            return Err(PartitionError::NoSuchCpu {
+                flag: "--isolate",
+                cpus: unknown,
+                online,
+            });
+        }
+        let offline = isolate.difference(&online);
+        if !offline.is_empty() {
+            return Err(PartitionError::Offline {
+                flag: "--isolate",
+                cpus: offline,
+            });
+        }
+        if isolate.is_empty() || online.difference(isolate).is_empty() {
+            return Err(PartitionError::NothingIsolated { online });
+        }
+        return Ok(split(isolate.clone(), PartitionSource::Flag));
+    }
+    let (kernel, from) = kernel_isolated(machine);
+    if !kernel.is_empty() {
+        let isolated = kernel.intersection(&online);
+        return Ok(split(isolated, PartitionSource::Kernel { from }));
+    }
+    match partition::compute(topology, &PartitionRequest::default()) {
+        Ok(p) => Ok(AuditPartition {
+            housekeeping: p.housekeeping,
+            isolated: p.isolated,
+            source: PartitionSource::Default,
+            nr_cpus,
+        }),
+        Err(e) => Ok(AuditPartition {
+            housekeeping: online,
+            isolated: CpuSet::new(),
+            source: PartitionSource::Unavailable {
+                reason: format!("no default partition: {e}"),
+            },
+            nr_cpus,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysroot::SysRoot;
+    use std::path::Path;
+
+    fn write(dir: &Path, path: &str, text: &str) {
+        let file = dir.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    /// Two nodes of four single-thread cores: CPUs 0-3 and 4-7.
+    fn two_nodes(extra: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "/sys/devices/system/cpu/possible", "0-7\n");
+        write(d, "/sys/devices/system/cpu/online", "0-7\n");
+        for cpu in 0..8 {
+            let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+            write(
+                d,
+                &format!("{t}/physical_package_id"),
+                &format!("{}\n", cpu / 4),
+            );
+            write(d, &format!("{t}/core_id"), &format!("{}\n", cpu % 4));
+            write(d, &format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+        }
+        write(d, "/sys/devices/system/node/node0/cpulist", "0-3\n");
+        write(d, "/sys/devices/system/node/node1/cpulist", "4-7\n");
+        for (path, text) in extra {
+            write(d, path, text);
+        }
+        dir
+    }
+
+    fn machine(dir: &tempfile::TempDir) -> Machine {
+        Machine::read(&SysRoot::dir(dir.path()))
+    }
+
+    #[test]
+    fn default_partition_keeps_the_first_core_of_each_node() {
+        let dir = two_nodes(&[]);
+        let p = choose(&machine(&dir), None).unwrap();
+        assert_eq!(p.source, PartitionSource::Default);
+        assert_eq!(p.housekeeping.to_list(), "0,4");
+        assert_eq!(p.isolated.to_list(), "1-3,5-7");
+        assert_eq!(p.nr_cpus, 8);
+        assert!(p.describe().contains("lowlat's default"));
+    }
+
+    #[test]
+    fn the_machines_own_isolation_wins_over_the_default() {
+        let dir = two_nodes(&[
+            ("/proc/cmdline", "ro nohz_full=2-3,6-7 rcu_nocbs=2-3,6-7\n"),
+            ("/sys/devices/system/cpu/nohz_full", "2-3,6-7\n"),
+        ]);
+        let p = choose(&machine(&dir), None).unwrap();
+        assert_eq!(p.isolated.to_list(), "2-3,6-7");
+        assert_eq!(p.housekeeping.to_list(), "0-1,4-5");
+        let PartitionSource::Kernel { from } = &p.source else {
+            panic!("{:?}", p.source)
+        };
+        assert_eq!(
+            from,
+            &vec!["nohz_full".to_string(), "nohz_full=".to_string()]
+        );
+    }
+
+    #[test]
+    fn isolate_flag_is_checked_but_not_judged() {
+        let dir = two_nodes(&[]);
+        let m = machine(&dir);
+        // A split the rules will report (node 1 without housekeeping) is still audited.
+        let p = choose(&m, Some(&"4-7".parse().unwrap())).unwrap();
+        assert_eq!(p.source, PartitionSource::Flag);
+        assert_eq!(p.housekeeping.to_list(), "0-3");
+        let err = choose(&m, Some(&"6-9".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--isolate") && err.contains("8-9"), "{err}");
+        let err = choose(&m, Some(&"0-7".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no CPU is left"), "{err}");
+    }
+
+    #[test]
+    fn no_topology_means_no_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "/proc/cpuinfo", "processor : 0\n");
+        let p = choose(&machine(&dir), None).unwrap();
+        assert!(!p.is_known());
+        assert!(p.describe().starts_with("none: no default partition"));
+    }
+}

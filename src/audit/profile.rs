@@ -1,0 +1,235 @@
+//! Audit profiles: named lists of rules with per-profile expectations, kept as data in
+//! `profiles.table` (one row per rule, one column per profile).
+
+use crate::audit::rule::{Expect, Rule};
+use crate::audit::rules;
+
+/// The profile table, compiled in.
+const TABLE: &str = include_str!("profiles.table");
+
+/// A profile's name and what it is for.
+#[derive(Debug)]
+pub struct ProfileInfo {
+    /// The name given to `--profile`.
+    pub name: &'static str,
+    /// What the profile targets, in one line.
+    pub summary: &'static str,
+    /// The documents it follows.
+    pub sources: &'static [&'static str],
+    /// Whether it isolates CPUs (its rules check the partition).
+    pub isolates: bool,
+}
+
+/// The profiles, in the column order of the table.
+pub const PROFILES: &[ProfileInfo] = &[
+    ProfileInfo {
+        name: "low-latency",
+        summary: "isolated cores for a busy-polling application (HFT): no interruptions on the isolated CPUs",
+        sources: &[
+            "AMD EPYC 7002 low-latency guide",
+            "TuneD cpu-partitioning",
+            "TuneD network-latency",
+        ],
+        isolates: true,
+    },
+    ProfileInfo {
+        name: "realtime-host",
+        summary: "real-time KVM host: PREEMPT_RT kernel, isolated cores for pinned vCPUs, 1G huge pages",
+        sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-host"],
+        isolates: true,
+    },
+    ProfileInfo {
+        name: "realtime-guest",
+        summary: "real-time KVM guest: PREEMPT_RT kernel, isolated vCPUs, TSC clocksource",
+        sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-guest"],
+        isolates: true,
+    },
+    ProfileInfo {
+        name: "throughput",
+        summary: "compute throughput: SMT and boost on, every memory channel populated, performance governor",
+        sources: &["Bilibili AMD tuning", "PerfSpect insights"],
+        isolates: false,
+    },
+];
+
+/// The profile used when `--profile` is not given.
+pub const DEFAULT_PROFILE: &str = "low-latency";
+
+/// One rule of a profile with the profile's expectation.
+#[derive(Debug)]
+pub struct Entry {
+    /// The rule.
+    pub rule: &'static Rule,
+    /// What the profile expects of it.
+    pub expect: Expect,
+}
+
+/// A loaded profile.
+#[derive(Debug)]
+pub struct Profile {
+    /// Name and purpose.
+    pub info: &'static ProfileInfo,
+    /// Its rules in table order.
+    pub entries: Vec<Entry>,
+}
+
+/// Why a profile could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// `--profile` named no profile.
+    #[error("--profile {given}: no such profile; valid profiles: {valid}")]
+    Unknown {
+        /// The name given.
+        given: String,
+        /// The valid names, comma-separated.
+        valid: String,
+    },
+    /// The compiled-in table is malformed (a bug in lowlat; the tests catch it).
+    #[error("src/audit/profiles.table:{line}: {message}")]
+    Table {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The names of all profiles, comma-separated, for messages.
+pub fn valid_names() -> String {
+    PROFILES
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Loads the profile called `name`.
+pub fn load(name: &str) -> Result<Profile, ProfileError> {
+    let Some(column) = PROFILES.iter().position(|p| p.name == name) else {
+        return Err(ProfileError::Unknown {
+            given: name.to_string(),
+            valid: valid_names(),
+        });
+    };
+    let mut entries = Vec::new();
+    for row in rows()? {
+        let cell = row.cells.get(column).copied().unwrap_or("-");
+        if cell == "-" {
+            continue;
+        }
+        let expect = Expect::parse(cell, row.rule).map_err(|message| ProfileError::Table {
+            line: row.line,
+            message,
+        })?;
+        entries.push(Entry {
+            rule: row.rule,
+            expect,
+        });
+    }
+    Ok(Profile {
+        info: &PROFILES[column],
+        entries,
+    })
+}
+
+/// The profiles that run `rule_id`, with their raw expectation cells.
+pub fn uses_of(rule_id: &str) -> Result<Vec<(&'static str, &'static str)>, ProfileError> {
+    let mut out = Vec::new();
+    for row in rows()? {
+        if row.rule.id != rule_id {
+            continue;
+        }
+        for (info, cell) in PROFILES.iter().zip(&row.cells) {
+            if *cell != "-" {
+                out.push((info.name, *cell));
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct Row {
+    line: usize,
+    rule: &'static Rule,
+    cells: Vec<&'static str>,
+}
+
+/// Parses the table: checks the header names the profiles in order, every rule exists and
+/// appears once, and every row has one cell per profile.
+fn rows() -> Result<Vec<Row>, ProfileError> {
+    let mut out: Vec<Row> = Vec::new();
+    let mut header_seen = false;
+    for (index, text) in TABLE.lines().enumerate() {
+        let line = index + 1;
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let mut words = text.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        let cells: Vec<&'static str> = words.collect();
+        let error = |message: String| ProfileError::Table { line, message };
+        if !header_seen {
+            let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+            if first != "rule" || cells != names {
+                return Err(error(format!("header must be 'rule {}'", names.join(" "))));
+            }
+            header_seen = true;
+            continue;
+        }
+        let rule = rules::find(first).ok_or_else(|| error(format!("no rule {first}")))?;
+        if cells.len() != PROFILES.len() {
+            return Err(error(format!(
+                "{first}: {} cells, expected one per profile ({})",
+                cells.len(),
+                PROFILES.len()
+            )));
+        }
+        if out.iter().any(|r| r.rule.id == rule.id) {
+            return Err(error(format!("{first} appears twice")));
+        }
+        out.push(Row { line, rule, cells });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_loads_and_every_rule_is_used() {
+        let mut used = std::collections::BTreeSet::new();
+        for info in PROFILES {
+            let profile = load(info.name).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!profile.entries.is_empty(), "{}", info.name);
+            used.extend(profile.entries.iter().map(|e| e.rule.id));
+        }
+        for rule in rules::all() {
+            assert!(used.contains(rule.id), "{} is in no profile", rule.id);
+        }
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_valid_ones() {
+        let err = load("fast").unwrap_err().to_string();
+        assert!(err.contains("--profile fast"), "{err}");
+        assert!(
+            err.contains("low-latency, realtime-host, realtime-guest, throughput"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_rule_differs_between_profiles() {
+        let uses = uses_of("LL-SMT").unwrap();
+        assert_eq!(
+            uses,
+            vec![
+                ("low-latency", "~off"),
+                ("realtime-host", "off"),
+                ("throughput", "on")
+            ]
+        );
+    }
+}

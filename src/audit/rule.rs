@@ -1,0 +1,398 @@
+//! Rules: the data (id, title, layer, rationale, sources, BIOS paths) and the check code that
+//! turns a machine and a profile's expectation into an [`Outcome`].
+
+use crate::audit::finding::{Severity, Status};
+use crate::audit::partition::AuditPartition;
+use crate::machine::Machine;
+use crate::plan::setting::Layer;
+
+/// One audit rule. The catalogue is in [`crate::audit::rules`]; which profiles use a rule, and
+/// with which expectation, is in the profile table ([`crate::audit::profile`]).
+#[derive(Debug)]
+pub struct Rule {
+    /// Stable id, `LL-` followed by upper-case words (`LL-IRQ-ON-ISOLATED`). Never reused.
+    pub id: &'static str,
+    /// One line saying what the rule checks.
+    pub title: &'static str,
+    /// Where the fix lives.
+    pub layer: Layer,
+    /// How much a failure costs.
+    pub severity: Severity,
+    /// Why it matters, with the mechanism; the first sentence doubles as the rationale of the
+    /// settings the rule proposes.
+    pub rationale: &'static str,
+    /// Where the recommendation comes from ("AMD EPYC 7002 low-latency guide §4.2.1").
+    pub sources: &'static [&'static str],
+    /// Whether the fix takes effect only after a reboot.
+    pub reboot: bool,
+    /// What the fix gives up in security or safety.
+    pub security_tradeoff: Option<&'static str>,
+    /// BIOS menu paths for the setting, when the firmware controls it.
+    pub bios: &'static [BiosMenu],
+    /// Which expectations the profile table may give this rule.
+    pub accepts: Accepts,
+    /// The check.
+    pub check: Check,
+}
+
+/// A BIOS setup menu path (the value to choose depends on the profile and comes from the
+/// check).
+#[derive(Debug)]
+pub struct BiosMenu {
+    /// `HPE RBSU` or `AMD CBS`.
+    pub firmware: &'static str,
+    /// Menu items separated by ` → `.
+    pub path: &'static str,
+    /// Where the path comes from.
+    pub source: &'static str,
+}
+
+/// The expectations a rule understands, validated when the profile table is loaded.
+#[derive(Debug)]
+pub enum Accepts {
+    /// One of these words, e.g. `on`, `off`.
+    Words(&'static [&'static str]),
+    /// Values compared with `=`, `<=` or `>=` (numbers), or `hk` for the housekeeping CPUs.
+    Values,
+}
+
+/// The code of a rule.
+pub enum Check {
+    /// A function of the machine, the partition and the expectation.
+    Fn(fn(&Ctx, &Expect) -> Outcome),
+    /// The generic sysctl comparison of this key (`vm.swappiness`).
+    Sysctl(&'static str),
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Check::Fn(_) => f.write_str("Check::Fn"),
+            Check::Sysctl(key) => write!(f, "Check::Sysctl({key})"),
+        }
+    }
+}
+
+/// What a check sees.
+pub struct Ctx<'a> {
+    /// The machine.
+    pub machine: &'a Machine,
+    /// The CPU partition the audit checks against.
+    pub partition: &'a AuditPartition,
+}
+
+/// How a value is compared with the expected one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Equal (numbers numerically, CPU lists as sets, words as text).
+    Eq,
+    /// At most (numbers).
+    Le,
+    /// At least (numbers).
+    Ge,
+}
+
+/// One accepted value of an expectation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alternative {
+    /// The comparison.
+    pub op: Op,
+    /// The value: a word, a number, or `hk` (the housekeeping CPUs).
+    pub value: String,
+}
+
+/// A profile's expectation for one rule, parsed from the profile table:
+/// `[~]alt[|alt...]`, each alternative `[>=|<=]value`. A leading `~` makes the rule advisory
+/// in that profile: a mismatch warns instead of failing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    /// A mismatch is a warning, not a failure.
+    pub advisory: bool,
+    /// The accepted values; the first is the one remediations aim for.
+    pub alternatives: Vec<Alternative>,
+}
+
+impl Expect {
+    /// Parses one cell of the profile table for `rule`; the error says what is wrong.
+    pub fn parse(cell: &str, rule: &Rule) -> Result<Expect, String> {
+        let (advisory, body) = match cell.strip_prefix('~') {
+            Some(rest) => (true, rest),
+            None => (false, cell),
+        };
+        let mut alternatives = Vec::new();
+        for part in body.split('|') {
+            let (op, value) = if let Some(v) = part.strip_prefix(">=") {
+                (Op::Ge, v)
+            } else if let Some(v) = part.strip_prefix("<=") {
+                (Op::Le, v)
+            } else {
+                (Op::Eq, part)
+            };
+            if value.is_empty() {
+                return Err(format!("'{cell}': empty alternative"));
+            }
+            match &rule.accepts {
+                Accepts::Words(words) => {
+                    if op != Op::Eq || !words.contains(&value) {
+                        return Err(format!(
+                            "'{cell}': {} accepts one of {}",
+                            rule.id,
+                            words.join(", ")
+                        ));
+                    }
+                }
+                Accepts::Values => {
+                    if op != Op::Eq && value.parse::<i64>().is_err() {
+                        return Err(format!("'{cell}': <= and >= need a number"));
+                    }
+                }
+            }
+            alternatives.push(Alternative {
+                op,
+                value: value.to_string(),
+            });
+        }
+        Ok(Expect {
+            advisory,
+            alternatives,
+        })
+    }
+
+    /// The first (preferred) value.
+    pub fn preferred(&self) -> &str {
+        self.alternatives.first().map_or("", |a| a.value.as_str())
+    }
+
+    /// Whether `word` is one of the accepted values.
+    pub fn allows(&self, word: &str) -> bool {
+        self.alternatives.iter().any(|a| a.value == word)
+    }
+
+    /// The expectation as people read it: `0`, `>= 600`, `0 or >= 600`.
+    pub fn describe(&self, hk: &str) -> String {
+        self.alternatives
+            .iter()
+            .map(|a| {
+                let value = if a.value == "hk" { hk } else { &a.value };
+                match a.op {
+                    Op::Eq => value.to_string(),
+                    Op::Le => format!("<= {value}"),
+                    Op::Ge => format!(">= {value}"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// A change that would fix a finding; the audit turns it into a [`crate::plan::setting::Setting`]
+/// carrying the rule's rationale, sources and trade-off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fix {
+    /// The setting's identity (`sysctl:vm.swappiness`, `cmdline:nohz_full`).
+    pub id: String,
+    /// The value to set.
+    pub value: String,
+    /// Where it lives.
+    pub layer: Layer,
+    /// Whether it needs a reboot.
+    pub reboot: bool,
+}
+
+impl Fix {
+    /// A kernel command-line argument (`cmdline:KEY`, reboot needed). `value` is the whole
+    /// argument after `=`; empty for flags such as `nosoftlockup`.
+    pub fn cmdline(key: &str, value: impl Into<String>) -> Fix {
+        Fix {
+            id: format!("cmdline:{key}"),
+            value: value.into(),
+            layer: Layer::Boot,
+            reboot: true,
+        }
+    }
+
+    /// A sysctl (`sysctl:KEY`), effective at once.
+    pub fn sysctl(key: &str, value: impl Into<String>) -> Fix {
+        Fix {
+            id: format!("sysctl:{key}"),
+            value: value.into(),
+            layer: Layer::Sysctl,
+            reboot: false,
+        }
+    }
+
+    /// A run-time value (affinity, cpufreq, cpuidle, sysfs), effective at once.
+    pub fn runtime(id: impl Into<String>, value: impl Into<String>) -> Fix {
+        Fix {
+            id: id.into(),
+            value: value.into(),
+            layer: Layer::Runtime,
+            reboot: false,
+        }
+    }
+
+    /// A service state (`service:NAME`).
+    pub fn service(name: &str, state: &str) -> Fix {
+        Fix {
+            id: format!("service:{name}"),
+            value: state.to_string(),
+            layer: Layer::Service,
+            reboot: false,
+        }
+    }
+
+    /// A configuration file line lowlat installs (`file:PATH:KEY`).
+    pub fn file(path: &str, key: &str, value: impl Into<String>, reboot: bool) -> Fix {
+        Fix {
+            id: format!("file:{path}:{key}"),
+            value: value.into(),
+            layer: Layer::File,
+            reboot,
+        }
+    }
+}
+
+/// What a check concluded, before the audit adds the rule's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The verdict (a `Fail` becomes `Warn` when the profile's expectation is advisory).
+    pub status: Status,
+    /// What was seen, one line.
+    pub observed: String,
+    /// What was expected, one line.
+    pub expected: String,
+    /// Files read.
+    pub evidence: Vec<String>,
+    /// Longer observations, one item each.
+    pub details: Vec<String>,
+    /// Settings that fix it.
+    pub fixes: Vec<Fix>,
+    /// The value to choose in the rule's BIOS menus, when the firmware is involved.
+    pub bios_value: Option<String>,
+    /// Manual steps, or how to check what the OS cannot see.
+    pub manual: Option<String>,
+}
+
+impl Outcome {
+    /// An outcome with this status.
+    pub fn new(status: Status, observed: impl Into<String>, expected: impl Into<String>) -> Self {
+        Self {
+            status,
+            observed: observed.into(),
+            expected: expected.into(),
+            evidence: Vec::new(),
+            details: Vec::new(),
+            fixes: Vec::new(),
+            bios_value: None,
+            manual: None,
+        }
+    }
+
+    /// Pass or fail depending on `ok`.
+    pub fn verdict(ok: bool, observed: impl Into<String>, expected: impl Into<String>) -> Self {
+        let status = if ok { Status::Pass } else { Status::Fail };
+        Self::new(status, observed, expected)
+    }
+
+    /// Evidence is missing: `why` names what could not be read.
+    pub fn unknown(why: impl Into<String>, expected: impl Into<String>) -> Self {
+        Self::new(Status::Unknown, why, expected)
+    }
+
+    /// The rule does not apply: `why` says why.
+    pub fn skipped(why: impl Into<String>) -> Self {
+        Self::new(Status::Skipped, why, "-")
+    }
+
+    /// Adds a file the observation comes from.
+    pub fn evidence(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        if !self.evidence.contains(&path) {
+            self.evidence.push(path);
+        }
+        self
+    }
+
+    /// Adds a detail line.
+    pub fn detail(mut self, line: impl Into<String>) -> Self {
+        self.details.push(line.into());
+        self
+    }
+
+    /// Adds a fix (kept only for outcomes that are not a pass).
+    pub fn fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
+        self
+    }
+
+    /// Sets the value to choose in the rule's BIOS menus.
+    pub fn bios(mut self, value: impl Into<String>) -> Self {
+        self.bios_value = Some(value.into());
+        self
+    }
+
+    /// Sets the manual instruction.
+    pub fn manual(mut self, text: impl Into<String>) -> Self {
+        self.manual = Some(text.into());
+        self
+    }
+
+    /// Changes the status.
+    pub fn with_status(mut self, status: Status) -> Self {
+        self.status = status;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::rules;
+
+    fn rule(id: &str) -> &'static Rule {
+        rules::find(id).unwrap()
+    }
+
+    #[test]
+    fn parses_alternatives_bounds_and_advice() {
+        let e = Expect::parse("~3600|>=10", rule("LL-SYSCTL-VM-STAT-INTERVAL")).unwrap();
+        assert!(e.advisory);
+        assert_eq!(e.preferred(), "3600");
+        assert_eq!(
+            e.alternatives[1],
+            Alternative {
+                op: Op::Ge,
+                value: "10".into()
+            }
+        );
+        assert_eq!(e.describe("0,8"), "3600 or >= 10");
+        let hk = Expect::parse("hk", rule("LL-SYSCTL-KERNEL-WATCHDOG-CPUMASK")).unwrap();
+        assert!(!hk.advisory);
+        assert_eq!(hk.describe("0,8"), "0,8");
+    }
+
+    #[test]
+    fn refuses_what_a_rule_does_not_understand() {
+        let err = Expect::parse("maybe", rule("LL-SMT")).unwrap_err();
+        assert!(err.contains("LL-SMT accepts one of on, off"), "{err}");
+        assert!(Expect::parse(">=1", rule("LL-SMT")).is_err());
+        assert!(Expect::parse("<=x", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
+        assert!(Expect::parse("0|", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
+    }
+
+    #[test]
+    fn fixes_carry_their_layer_and_reboot() {
+        let fix = Fix::cmdline("nohz_full", "1-7");
+        assert_eq!(
+            (fix.id.as_str(), fix.layer, fix.reboot),
+            ("cmdline:nohz_full", Layer::Boot, true)
+        );
+        let fix = Fix::sysctl("vm.swappiness", "0");
+        assert_eq!(
+            (fix.id.as_str(), fix.layer, fix.reboot),
+            ("sysctl:vm.swappiness", Layer::Sysctl, false)
+        );
+        let fix = Fix::file("/etc/x.conf", "K", "v", true);
+        assert_eq!(fix.id, "file:/etc/x.conf:K");
+    }
+}

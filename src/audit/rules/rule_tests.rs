@@ -1,0 +1,288 @@
+//! Rule checks on small trees built for one point each (the fixture machines are covered by
+//! the golden tests in tests/audit.rs).
+
+use std::path::Path;
+
+use crate::audit::finding::{Finding, Status};
+use crate::audit::partition;
+use crate::audit::profile::{Entry, PROFILES, Profile};
+use crate::audit::rule::Expect;
+use crate::audit::rules;
+use crate::machine::Machine;
+use crate::sysroot::SysRoot;
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let file = dir.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+/// One socket of four single-thread cores, kernel 5.14, nohz_full=2-3; `extra` files on top.
+fn tree(extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "/proc/cpuinfo",
+        "processor : 0\nvendor_id : AuthenticAMD\ncpu family : 23\nmodel : 49\nflags : fpu tsc constant_tsc nonstop_tsc\n\n",
+    );
+    write(d, "/proc/sys/kernel/osrelease", "5.14.0\n");
+    write(d, "/proc/cmdline", "ro nohz_full=2-3 rcu_nocbs=2-3\n");
+    write(d, "/sys/devices/system/cpu/possible", "0-3\n");
+    write(d, "/sys/devices/system/cpu/online", "0-3\n");
+    write(d, "/sys/devices/system/cpu/nohz_full", "2-3\n");
+    for cpu in 0..4 {
+        let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        write(d, &format!("{t}/physical_package_id"), "0\n");
+        write(d, &format!("{t}/core_id"), &format!("{cpu}\n"));
+        write(d, &format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+    }
+    write(d, "/sys/devices/system/node/node0/cpulist", "0-3\n");
+    for (path, text) in extra {
+        write(d, path, text);
+    }
+    dir
+}
+
+/// Runs one rule with one expectation (a profile table cell) on the tree.
+fn audit_one(dir: &tempfile::TempDir, id: &str, cell: &str) -> Finding {
+    let machine = Machine::read(&SysRoot::dir(dir.path()));
+    let rule = rules::find(id).unwrap();
+    let profile = Profile {
+        info: &PROFILES[0],
+        entries: vec![Entry {
+            rule,
+            expect: Expect::parse(cell, rule).unwrap(),
+        }],
+    };
+    let partition = partition::choose(&machine, None).unwrap();
+    let audit = crate::audit::run(&machine, &profile, &partition);
+    audit.findings.into_iter().next().unwrap()
+}
+
+/// A /proc/PID/stat line with the fields the task reader needs (policy SCHED_OTHER).
+fn stat(pid: u32, comm: &str) -> String {
+    let mut fields = vec!["0"; 50];
+    fields[0] = "S";
+    format!("{pid} ({comm}) {}\n", fields.join(" "))
+}
+
+#[test]
+fn missing_sysctl_is_skipped_on_a_known_kernel_and_unknown_otherwise() {
+    let dir = tree(&[]);
+    let f = audit_one(&dir, "LL-SYSCTL-KERNEL-SCHED-LATENCY-NS", "24000000");
+    assert_eq!(f.status, Status::Skipped);
+    assert!(
+        f.observed.contains("does not exist on kernel 5.14.0"),
+        "{}",
+        f.observed
+    );
+    assert!(
+        f.observed.contains("moved to /sys/kernel/debug/sched/"),
+        "{}",
+        f.observed
+    );
+    assert!(f.remediation.is_empty());
+
+    std::fs::remove_file(dir.path().join("proc/sys/kernel/osrelease")).unwrap();
+    let f = audit_one(&dir, "LL-SYSCTL-KERNEL-SCHED-LATENCY-NS", "24000000");
+    assert_eq!(f.status, Status::Unknown);
+}
+
+#[test]
+fn sysctl_values_bounds_and_cpu_lists() {
+    let dir = tree(&[
+        ("/proc/sys/vm/swappiness", "30\n"),
+        ("/proc/sys/kernel/watchdog_cpumask", "0-1\n"),
+        ("/proc/sys/kernel/timer_migration", "0\n"),
+    ]);
+    let f = audit_one(&dir, "LL-SYSCTL-VM-SWAPPINESS", "0|<=10");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.expected, "vm.swappiness = 0 or <= 10");
+    let fix = &f.remediation.settings[0];
+    assert_eq!(
+        (fix.id.as_str(), fix.value.as_str()),
+        ("sysctl:vm.swappiness", "0")
+    );
+    assert!(
+        fix.source
+            .contains("AMD EPYC 7002 low-latency guide §4.2.1")
+    );
+    assert!(audit_one(&dir, "LL-SYSCTL-VM-SWAPPINESS", "<=30").status == Status::Pass);
+    // watchdog_cpumask is compared as a CPU set with the housekeeping CPUs (0-1).
+    assert_eq!(
+        audit_one(&dir, "LL-SYSCTL-KERNEL-WATCHDOG-CPUMASK", "hk").status,
+        Status::Pass
+    );
+    // Advisory: a contested value warns.
+    assert_eq!(
+        audit_one(&dir, "LL-SYSCTL-KERNEL-TIMER-MIGRATION", "~1").status,
+        Status::Warn
+    );
+}
+
+#[test]
+fn misspelt_parameters_and_values_are_named() {
+    let dir = tree(&[("/proc/cmdline", "ro pcie_asmp=off idle=pool\n")]);
+    let f = audit_one(&dir, "LL-PCIE-ASPM", "off");
+    assert_eq!(f.status, Status::Fail);
+    assert!(f.details[0].contains("pcie_asmp=off"), "{:?}", f.details);
+    let f = audit_one(&dir, "LL-IDLE-POLL", "poll");
+    assert_eq!(f.observed, "idle=pool");
+    assert!(
+        f.details[0].contains("did you mean poll?"),
+        "{:?}",
+        f.details
+    );
+    assert_eq!(f.remediation.settings[0].id, "cmdline:idle");
+}
+
+#[test]
+fn isolation_lists_must_match_the_isolated_set() {
+    let dir = tree(&[("/proc/cmdline", "ro nohz_full=2-3 rcu_nocbs=3\n")]);
+    let f = audit_one(&dir, "LL-RCU-NOCBS", "iso");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.details, vec!["isolated but not listed: 2"]);
+    assert_eq!(f.remediation.settings[0].value, "2-3");
+    assert!(f.remediation.settings[0].reboot);
+    assert_eq!(audit_one(&dir, "LL-NOHZ-FULL", "iso").status, Status::Pass);
+    // isolcpus: optional in low-latency, required in the real-time profiles.
+    assert_eq!(
+        audit_one(&dir, "LL-ISOLCPUS", "optional").status,
+        Status::Pass
+    );
+    let f = audit_one(&dir, "LL-ISOLCPUS", "required");
+    assert_eq!(f.remediation.settings[0].value, "managed_irq,domain,2-3");
+}
+
+#[test]
+fn irqbalance_banned_cpus_wins_over_the_list() {
+    let dir = tree(&[
+        ("/proc/1/stat", &stat(1, "systemd")),
+        ("/proc/1/status", "Cpus_allowed_list:\t0-1\n"),
+        ("/proc/200/stat", &stat(200, "irqbalance")),
+        ("/proc/200/status", "Cpus_allowed_list:\t0-1\n"),
+        (
+            "/etc/sysconfig/irqbalance",
+            "IRQBALANCE_BANNED_CPUS=00000008\nIRQBALANCE_BANNED_CPULIST=2-3\n",
+        ),
+    ]);
+    let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.observed.contains("banning 3 (IRQBALANCE_BANNED_CPUS"),
+        "{}",
+        f.observed
+    );
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d.contains("wins over IRQBALANCE_BANNED_CPULIST"))
+    );
+    assert!(
+        f.remediation
+            .manual
+            .as_deref()
+            .unwrap()
+            .contains("remove IRQBALANCE_BANNED_CPUS")
+    );
+
+    // Neither variable: irqbalance bans the nohz_full CPUs itself.
+    std::fs::write(
+        dir.path().join("etc/sysconfig/irqbalance"),
+        "IRQBALANCE_ARGS=\n",
+    )
+    .unwrap();
+    let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for cpu in 0..4 {
+        for (k, name, latency) in [(0, "POLL", 0), (1, "C1", 1), (2, "C2", 400)] {
+            let s = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}");
+            files.push((format!("{s}/name"), format!("{name}\n")));
+            files.push((format!("{s}/latency"), format!("{latency}\n")));
+            files.push((format!("{s}/disable"), "0\n".to_string()));
+        }
+    }
+    files.push((
+        "/sys/devices/system/cpu/cpuidle/current_driver".into(),
+        "acpi_idle\n".into(),
+    ));
+    let extra: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = tree(&extra);
+    let f = audit_one(&dir, "LL-CSTATES", "c1");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.observed, "deep C-states usable on CPUs 2-3");
+    let ids: Vec<(&str, &str)> = f
+        .remediation
+        .settings
+        .iter()
+        .map(|s| (s.id.as_str(), s.value.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("cpu:2:pm_qos_resume_latency_us", "1"),
+            ("cpu:3:pm_qos_resume_latency_us", "1")
+        ]
+    );
+    for cpu in [2, 3] {
+        write(
+            dir.path(),
+            &format!("/sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"),
+            "1\n",
+        );
+    }
+    assert_eq!(audit_one(&dir, "LL-CSTATES", "c1").status, Status::Pass);
+}
+
+#[test]
+fn iommu_passthrough_only_matters_when_the_iommu_is_on() {
+    let dir = tree(&[("/sys/class/net/lo/type", "772\n")]);
+    assert_eq!(
+        audit_one(&dir, "LL-IOMMU", "pt-if-on").status,
+        Status::Skipped
+    );
+    let f = audit_one(&dir, "LL-IOMMU", "~off|pt");
+    assert_eq!(f.status, Status::Inferred);
+    assert_eq!(f.remediation.bios.len(), 2);
+    assert_eq!(f.remediation.bios[0].value, "Disabled");
+
+    std::fs::create_dir_all(dir.path().join("sys/class/iommu/ivhd0")).unwrap();
+    let f = audit_one(&dir, "LL-IOMMU", "pt-if-on");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.remediation.settings[0].id, "cmdline:iommu");
+    assert!(f.security_tradeoff.is_some());
+    write(dir.path(), "/proc/cmdline", "ro iommu=pt\n");
+    assert_eq!(audit_one(&dir, "LL-IOMMU", "pt-if-on").status, Status::Pass);
+}
+
+#[test]
+fn bios_only_settings_are_never_a_pass() {
+    let dir = tree(&[]);
+    for (id, cell) in [
+        ("LL-DETERMINISM", "performance"),
+        ("LL-FABRIC-PSTATE", "p0"),
+        ("LL-BIOS-PROFILE", "low-latency"),
+        ("LL-SMT", "off"),
+        ("LL-NPS", "1"),
+    ] {
+        let f = audit_one(&dir, id, cell);
+        assert!(
+            matches!(f.status, Status::Inferred | Status::Unknown),
+            "{id}: {:?}",
+            f.status
+        );
+        assert!(
+            !f.remediation.bios.is_empty() || f.remediation.manual.is_some(),
+            "{id}"
+        );
+    }
+}

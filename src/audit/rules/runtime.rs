@@ -1,0 +1,826 @@
+//! Run-time rules: what may run on the isolated CPUs (IRQs, kernel threads, user tasks,
+//! workqueues), frequency and idle states, THP, the clocksource and steal time.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::audit::finding::{Severity, Status};
+use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rules::{cpus, without_partition};
+use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
+use crate::machine::power::{IdleState, ResumeLatency};
+use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
+use crate::machine::{Avail, CpuSet};
+use crate::plan::setting::Layer;
+
+const GUIDE_SCRIPT: &str = "AMD EPYC 7002 low-latency guide §4.3.3";
+const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
+const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+
+/// The runtime-layer rules.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "LL-IRQ-ON-ISOLATED",
+        title: "No interrupt may be delivered to an isolated CPU",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "An interrupt delivered to an isolated CPU stops the application for the handler's duration (microseconds, more with softirq work). Every movable IRQ's affinity is set to housekeeping CPUs, near the device's NUMA node; kernel-managed IRQs are the subject of LL-MANAGED-IRQS.",
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c B.19",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(irq_on_isolated),
+    },
+    Rule {
+        id: "LL-IRQ-DEFAULT-AFFINITY",
+        title: "New interrupts default to housekeeping CPUs",
+        layer: Layer::Runtime,
+        severity: Severity::Medium,
+        rationale: "/proc/irq/default_smp_affinity is the affinity of interrupts allocated from now on (a NIC reset, a hot-plugged device); if it includes isolated CPUs, new IRQs land there until someone moves them. irqaffinity= sets it at boot.",
+        sources: &["TuneD cpu-partitioning", "tuning-tools research §7.c B.18"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["hk"]),
+        check: Check::Fn(irq_default_affinity),
+    },
+    Rule {
+        id: "LL-KTHREADS-ON-ISOLATED",
+        title: "Movable kernel threads stay on housekeeping CPUs",
+        layer: Layer::Runtime,
+        severity: Severity::Medium,
+        rationale: "Kernel threads that may run anywhere (RCU grace-period and offload threads, kswapd, kthreadd, kcompactd ...) are scheduled onto isolated CPUs when allowed there. Per-CPU threads (ksoftirqd/N, migration/N, cpuhp/N, bound kworkers) cannot move: they are listed, not failed.",
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c C.24",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(kthreads_on_isolated),
+    },
+    Rule {
+        id: "LL-TASKS-ON-ISOLATED",
+        title: "User tasks not placed on isolated CPUs stay off them",
+        layer: Layer::Runtime,
+        severity: Severity::Medium,
+        rationale: "A daemon allowed on every CPU (the default) is scheduled onto isolated CPUs and preempts the application. systemd's CPUAffinity= (PID 1 and everything it starts) keeps them on housekeeping CPUs; tasks allowed only on isolated CPUs are the workload and are left alone.",
+        sources: &[
+            GUIDE_SCRIPT,
+            "TuneD cpu-partitioning",
+            "tuning-tools research §7.c D.34",
+        ],
+        reboot: true,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(tasks_on_isolated),
+    },
+    Rule {
+        id: "LL-WORKQUEUE-CPUMASK",
+        title: "Unbound workqueues run on housekeeping CPUs",
+        layer: Layer::Runtime,
+        severity: Severity::Medium,
+        rationale: "Unbound workqueue workers (kworker/uN:M) run wherever /sys/devices/virtual/workqueue/cpumask allows; left at all CPUs, deferred kernel work lands on isolated CPUs.",
+        sources: &["TuneD cpu-partitioning", "tuning-tools research §7.c C.22"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["hk"]),
+        check: Check::Fn(workqueue_cpumask),
+    },
+    Rule {
+        id: "LL-WRITEBACK-CPUMASK",
+        title: "Writeback workers run on housekeeping CPUs",
+        layer: Layer::Runtime,
+        severity: Severity::Low,
+        rationale: "Page-cache writeback has its own workqueue with its own mask (/sys/bus/workqueue/devices/writeback/cpumask), which overrides the global one; the guide's boot script sets it to the housekeeping CPUs.",
+        sources: &[GUIDE_SCRIPT, "TuneD cpu-partitioning"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["hk"]),
+        check: Check::Fn(writeback_cpumask),
+    },
+    Rule {
+        id: "LL-GOVERNOR",
+        title: "cpufreq governor is performance",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "Dynamic governors (schedutil, ondemand, powersave) lower the clock when a CPU looks idle and raise it with a delay when work arrives; the first microseconds of every burst run slow. The performance governor keeps the highest frequency.",
+        sources: &[
+            GUIDE_SCRIPT,
+            "Bilibili AMD tuning §4.1.5",
+            "TuneD latency-performance",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["performance"]),
+        check: Check::Fn(governor),
+    },
+    Rule {
+        id: "LL-CSTATES",
+        title: "No C-state deeper than C1",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "Waking from a deep C-state (AMD CC6, Intel C6) takes tens to hundreds of microseconds and flushes the core's caches. Keeping to POLL and C1 bounds wake-up latency; a per-CPU pm_qos_resume_latency_us limit does it at run time without a process holding /dev/cpu_dma_latency.",
+        sources: &[
+            GUIDE_BIOS_CSTATE,
+            "BC-Linux RT virtualization §host BIOS configuration",
+            "Bilibili AMD tuning §4.1.1",
+            "tuning-tools research §7.c E.43",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[BiosMenu {
+            firmware: "HPE RBSU",
+            path: "System Configuration → BIOS/Platform Configuration (RBSU) → Power and Performance Options → Minimum Processor Idle Power Core C-State",
+            source: GUIDE_BIOS_CSTATE,
+        }],
+        accepts: Accepts::Words(&["c1", "c1-all"]),
+        check: Check::Fn(cstates),
+    },
+    Rule {
+        id: "LL-THP",
+        title: "Transparent huge pages",
+        layer: Layer::Runtime,
+        severity: Severity::Medium,
+        rationale: "With THP on, page faults may compact memory to build a huge page and khugepaged scans and collapses pages in the background: unpredictable stalls. The guide boots with transparent_hugepage=never and uses explicit huge pages.",
+        sources: &[
+            "AMD EPYC 7002 low-latency guide §4.4.1",
+            "TuneD network-latency",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["never", "madvise", "always"]),
+        check: Check::Fn(thp),
+    },
+    Rule {
+        id: "LL-CLOCKSOURCE",
+        title: "The clocksource is the TSC",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "clock_gettime() reads the TSC in user space (vDSO) in about 20 ns; hpet and acpi_pm need a slow device read, and in a guest kvm-clock adds a pvclock indirection. The BC-Linux guest disables kvmclock so that the guest uses the host's TSC.",
+        sources: &[
+            "BC-Linux RT virtualization §configure the clocksource",
+            "BC-Linux RT virtualization §reboot and check the guest",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["tsc"]),
+        check: Check::Fn(clocksource),
+    },
+    Rule {
+        id: "LL-STEAL",
+        title: "Isolated vCPUs see no steal time",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "Steal time is time a vCPU was runnable but the host ran something else: the guest's latency is then the host's scheduling latency. vCPUs pinned one-to-one on isolated host cores see none.",
+        sources: &["BC-Linux RT virtualization §bind physical CPUs"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(steal),
+    },
+];
+
+const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
+
+/// `unknown` when a machine part is unavailable.
+fn part<'a, T>(avail: &'a Avail<T>, what: &str, expected: &str) -> Result<&'a T, Box<Outcome>> {
+    match avail {
+        Avail::Available(value) => Ok(value),
+        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
+            format!("{what}: {unavailable}"),
+            expected,
+        ))),
+    }
+}
+
+/// Adds detail lines (all of them; the terminal report shortens).
+pub(super) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+    outcome.details.extend(lines);
+    outcome
+}
+
+/// The housekeeping CPUs on `node`, else all housekeeping CPUs.
+fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
+    let hk = &ctx.partition.housekeeping;
+    node.and_then(|n| ctx.machine.topology.nodes.iter().find(|node| node.id == n))
+        .map(|node| node.cpus.intersection(hk))
+        .filter(|near| !near.is_empty())
+        .unwrap_or_else(|| hk.clone())
+}
+
+/// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).
+pub(super) fn is_managed(irq: &Irq) -> bool {
+    matches!(irq.class, IrqClass::Storage { managed: true, .. })
+}
+
+/// The interrupt table indexed once per check: rows by IRQ number, and the columns of the
+/// isolated CPUs (a 512-CPU machine has thousands of IRQs; looking each up would be quadratic).
+pub(super) struct IrqIndex<'a> {
+    rows: HashMap<u32, &'a IrqRow>,
+    iso_columns: Vec<usize>,
+    columns: usize,
+}
+
+impl<'a> IrqIndex<'a> {
+    /// Indexes `irqs` for the isolated CPUs of `ctx`.
+    pub(super) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
+        let iso = &ctx.partition.isolated;
+        Self {
+            rows: irqs
+                .table
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.number?, row)))
+                .collect(),
+            iso_columns: irqs
+                .table
+                .cpus
+                .iter()
+                .enumerate()
+                .filter(|(_, cpu)| iso.contains(**cpu))
+                .map(|(column, _)| column)
+                .collect(),
+            columns: irqs.table.cpus.len(),
+        }
+    }
+
+    /// An IRQ's name (its actions, else the description), its affinities and its count on the
+    /// isolated CPUs, for a detail line.
+    pub(super) fn line(&self, irq: &Irq) -> String {
+        let row = self.rows.get(&irq.number);
+        let name = row
+            .map(|r| {
+                if r.actions.is_empty() {
+                    r.description.clone().unwrap_or_default()
+                } else {
+                    r.actions.join(",")
+                }
+            })
+            .unwrap_or_default();
+        let on_iso: u64 = row
+            .filter(|r| r.counts.len() == self.columns)
+            .map(|r| {
+                self.iso_columns
+                    .iter()
+                    .filter_map(|&c| r.counts.get(c))
+                    .sum()
+            })
+            .unwrap_or(0);
+        format!(
+            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
+            irq.number,
+            irq.affinity.get().map_or("?".to_string(), cpus),
+            irq.effective_affinity.get().map_or("?".to_string(), cpus),
+        )
+    }
+}
+
+/// The interrupts, or the `unknown` outcome without them.
+pub(super) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return Err(Box::new(unknown));
+    }
+    part(&ctx.machine.irqs, "interrupts unreadable", expected)
+        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
+}
+
+fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "every movable IRQ's affinity within the housekeeping CPUs";
+    let irqs = match interrupts(ctx, expected) {
+        Ok(irqs) => irqs,
+        Err(unknown) => return *unknown,
+    };
+    let iso = &ctx.partition.isolated;
+    let mut lines = Vec::new();
+    let mut fixes = Vec::new();
+    let index = IrqIndex::new(ctx, irqs);
+    let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
+    for irq in &movable {
+        let hits = irq
+            .affinity
+            .get()
+            .or(irq.effective_affinity.get())
+            .is_some_and(|set| set.intersects(iso));
+        if hits {
+            lines.push(index.line(irq));
+            let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
+            fixes.push(Fix::runtime(
+                format!("irq:{}:affinity", irq.number),
+                target.to_list(),
+            ));
+        }
+    }
+    let managed = irqs.irqs.len() - movable.len();
+    let note = if managed > 0 {
+        format!(" ({managed} kernel-managed: see LL-MANAGED-IRQS)")
+    } else {
+        String::new()
+    };
+    let observed = format!(
+        "{} of {} movable IRQs may be delivered to isolated CPUs{note}",
+        lines.len(),
+        movable.len()
+    );
+    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected)
+        .evidence("/proc/irq/*/smp_affinity_list")
+        .evidence("/proc/interrupts");
+    outcome.fixes = fixes;
+    with_details(outcome, lines)
+}
+
+fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
+    let hk = &ctx.partition.housekeeping;
+    let expected = format!("default_smp_affinity within {}", cpus(hk));
+    if let Some(unknown) = without_partition(ctx, &expected) {
+        return unknown;
+    }
+    let irqs = match part(&ctx.machine.irqs, "interrupts unreadable", &expected) {
+        Ok(irqs) => irqs,
+        Err(unknown) => return *unknown,
+    };
+    let default = match part(
+        &irqs.default_affinity,
+        "default affinity unreadable",
+        &expected,
+    ) {
+        Ok(set) => set,
+        Err(unknown) => return unknown.evidence(DEFAULT_AFFINITY),
+    };
+    let ok = !default.is_empty() && default.is_subset(hk);
+    let mut outcome = Outcome::verdict(
+        ok,
+        format!("default_smp_affinity {}", cpus(default)),
+        expected,
+    )
+    .evidence(DEFAULT_AFFINITY);
+    if !ok {
+        outcome = outcome
+            .fix(Fix::runtime(
+                "irq:default_smp_affinity",
+                ctx.partition.housekeeping_mask(),
+            ))
+            .fix(Fix::cmdline("irqaffinity", hk.to_list()));
+    }
+    outcome
+}
+
+fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "movable kernel threads allowed only on housekeeping CPUs";
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return unknown;
+    }
+    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
+        Ok(tasks) => tasks,
+        Err(unknown) => return unknown.evidence("/proc/*/status"),
+    };
+    let iso = &ctx.partition.isolated;
+    let hk = &ctx.partition.housekeeping;
+    let mut movable = Vec::new();
+    let mut per_cpu = 0;
+    let mut unbound_workers = 0;
+    let mut comms = BTreeSet::new();
+    for task in tasks.tasks.iter().filter(|t| t.kernel_thread) {
+        let Some(allowed) = task.cpus_allowed.get() else {
+            continue;
+        };
+        if !allowed.intersects(iso) {
+            continue;
+        }
+        if !task.movable {
+            per_cpu += 1;
+        } else if task.affinity_locked {
+            // Unbound kworkers follow the workqueue cpumask (LL-WORKQUEUE-CPUMASK).
+            unbound_workers += 1;
+        } else {
+            movable.push(format!(
+                "pid {} {}: allowed {}",
+                task.pid,
+                task.comm,
+                cpus(allowed)
+            ));
+            comms.insert(task.comm.clone());
+        }
+    }
+    let observed = format!(
+        "{} movable kernel thread(s) allowed on isolated CPUs; {per_cpu} per-CPU thread(s) bound there (cannot move); {unbound_workers} unbound worker(s) following the workqueue mask",
+        movable.len()
+    );
+    let mut outcome =
+        Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
+    for comm in comms {
+        outcome = outcome.fix(Fix::runtime(
+            format!("kthread:{comm}:affinity"),
+            hk.to_list(),
+        ));
+    }
+    with_details(outcome, movable)
+}
+
+fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected =
+        "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return unknown;
+    }
+    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
+        Ok(tasks) => tasks,
+        Err(unknown) => return unknown.evidence("/proc/*/status"),
+    };
+    let iso = &ctx.partition.isolated;
+    let hk = &ctx.partition.housekeeping;
+    let mut unpinned = Vec::new();
+    let mut placed = 0;
+    let mut init_unpinned = false;
+    let mut comms = BTreeSet::new();
+    for task in tasks.tasks.iter().filter(|t| !t.kernel_thread) {
+        let Some(allowed) = task.cpus_allowed.get() else {
+            continue;
+        };
+        if !allowed.intersects(iso) {
+            continue;
+        }
+        if allowed.is_subset(iso) {
+            placed += 1;
+            continue;
+        }
+        init_unpinned |= task.pid == 1;
+        unpinned.push(format!(
+            "pid {} {}: allowed {}",
+            task.pid,
+            task.comm,
+            cpus(allowed)
+        ));
+        comms.insert(task.comm.clone());
+    }
+    let observed = format!(
+        "{} user task(s) allowed on isolated and housekeeping CPUs alike; {placed} placed on isolated CPUs only",
+        unpinned.len()
+    );
+    let mut outcome =
+        Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
+    if init_unpinned {
+        outcome = outcome.fix(Fix::file(
+            "/etc/systemd/system.conf.d/lowlat.conf",
+            "CPUAffinity",
+            hk.to_list().replace(',', " "),
+            true,
+        ));
+    }
+    for comm in comms {
+        outcome = outcome.fix(Fix::runtime(format!("task:{comm}:affinity"), hk.to_list()));
+    }
+    with_details(outcome, unpinned)
+}
+
+/// A workqueue mask must be non-empty and within the housekeeping CPUs.
+fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) -> Outcome {
+    let hk = &ctx.partition.housekeeping;
+    let expected = format!("{path} within {}", cpus(hk));
+    if let Some(unknown) = without_partition(ctx, &expected) {
+        return unknown;
+    }
+    let mask = match part(mask, "mask unreadable", &expected) {
+        Ok(mask) => mask,
+        Err(unknown) => return unknown.evidence(path),
+    };
+    let ok = !mask.is_empty() && mask.is_subset(hk);
+    let mut outcome =
+        Outcome::verdict(ok, format!("cpumask {}", cpus(mask)), expected).evidence(path);
+    if !ok {
+        outcome = outcome.fix(Fix::runtime(setting, ctx.partition.housekeeping_mask()));
+    }
+    outcome
+}
+
+fn workqueue_cpumask(ctx: &Ctx, _: &Expect) -> Outcome {
+    let mask = &ctx.machine.services.workqueue_cpumask;
+    workqueue_mask(ctx, mask, WORKQUEUE_CPUMASK, "workqueue:cpumask")
+}
+
+fn writeback_cpumask(ctx: &Ctx, _: &Expect) -> Outcome {
+    let mask = &ctx.machine.services.writeback_cpumask;
+    workqueue_mask(ctx, mask, WRITEBACK_CPUMASK, "workqueue:writeback:cpumask")
+}
+
+/// `skipped` in a virtual machine, where the host owns frequency and idle.
+fn host_owned(ctx: &Ctx, what: &str) -> Option<Outcome> {
+    ctx.machine.hypervisor.as_ref().map(|hv| {
+        Outcome::skipped(format!(
+            "virtual machine ({}): the host controls {what}",
+            hv.vendor
+        ))
+    })
+}
+
+fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "scaling_governor performance on every CPU";
+    let policies = match &ctx.machine.power.cpufreq {
+        Avail::Available(policies) => policies,
+        Avail::Unavailable { unavailable } => {
+            if let Some(skip) = host_owned(ctx, "frequency") {
+                return skip;
+            }
+            return Outcome::unknown(format!("no cpufreq: {unavailable}"), expected)
+                .evidence("/sys/devices/system/cpu/cpufreq")
+                .manual("without cpufreq the firmware sets the frequency: check the BIOS power regulator (HPE: Static High Performance Mode)");
+        }
+    };
+    let mut slow = Vec::new();
+    let mut epp = Vec::new();
+    for policy in policies {
+        let governor = policy.governor.get().map_or("?", String::as_str);
+        if governor != "performance" {
+            slow.push(format!(
+                "{} ({}): {governor}",
+                policy.path,
+                policy.affected_cpus.get().map_or("?".to_string(), cpus)
+            ));
+        }
+        if let Some(pref) = policy.energy_performance_preference.get()
+            && pref != "performance"
+        {
+            epp.push(format!(
+                "{}: energy_performance_preference {pref}",
+                policy.path
+            ));
+        }
+    }
+    let governors: BTreeSet<&str> = policies
+        .iter()
+        .filter_map(|p| p.governor.get().map(String::as_str))
+        .collect();
+    let observed = format!(
+        "{} cpufreq policies, governor {}",
+        policies.len(),
+        governors.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    let mut outcome = Outcome::verdict(slow.is_empty() && epp.is_empty(), observed, expected)
+        .evidence("/sys/devices/system/cpu/cpufreq/policy*/scaling_governor");
+    if !slow.is_empty() {
+        outcome = outcome.fix(Fix::runtime("cpufreq:governor", "performance"));
+    }
+    if !epp.is_empty() {
+        outcome = outcome.fix(Fix::runtime(
+            "cpufreq:energy_performance_preference",
+            "performance",
+        ));
+    }
+    slow.extend(epp);
+    with_details(outcome, slow)
+}
+
+/// Whether an idle state is deeper than C1 (by name; by exit latency when unnamed).
+fn deep(state: &IdleState) -> bool {
+    match state.name.get() {
+        Some(name) => !matches!(
+            name.to_ascii_uppercase().as_str(),
+            "POLL" | "C1" | "C1_ACPI" | "HALTPOLL"
+        ),
+        None => state.latency_us.get().is_some_and(|l| *l > 2),
+    }
+}
+
+/// Whether the CPU may enter `state`: enabled, and allowed by the resume-latency limit.
+fn usable(state: &IdleState, limit: Option<&ResumeLatency>) -> bool {
+    let enabled = state.disabled.get().is_none_or(|d| !d);
+    let allowed = match (limit, state.latency_us.get()) {
+        (Some(ResumeLatency::ZeroLatency), Some(latency)) => *latency == 0,
+        (Some(ResumeLatency::MaxUs(max)), Some(latency)) => *latency <= u64::from(*max),
+        _ => true,
+    };
+    enabled && allowed
+}
+
+fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
+    let all = expect.preferred() == "c1-all";
+    let scope: CpuSet = if all {
+        ctx.machine.topology.online_cpus()
+    } else {
+        ctx.partition.isolated.clone()
+    };
+    let expected = format!(
+        "no C-state deeper than C1 usable on {} CPUs",
+        if all { "all" } else { "isolated" }
+    );
+    if !all && let Some(unknown) = without_partition(ctx, &expected) {
+        return unknown;
+    }
+    if let Some(skip) = host_owned(ctx, "C-states") {
+        return skip;
+    }
+    let power = &ctx.machine.power;
+    let cmd = ctx.machine.kernel.cmdline.get();
+    let idle_off =
+        cmd.is_some_and(|c| c.value("idle") == Some("poll") || c.value("cpuidle.off") == Some("1"));
+    let mut deep_cpus = CpuSet::new();
+    let mut lines = Vec::new();
+    let mut fixes = Vec::new();
+    let mut seen = 0;
+    for cpu in power.cpus.iter().filter(|c| scope.contains(c.cpu)) {
+        let Some(states) = cpu.idle_states.get() else {
+            continue;
+        };
+        seen += 1;
+        let limit = cpu.resume_latency.get();
+        let deep_states: Vec<&IdleState> = states
+            .iter()
+            .filter(|s| deep(s) && usable(s, limit))
+            .collect();
+        if deep_states.is_empty() {
+            continue;
+        }
+        deep_cpus.insert(cpu.cpu);
+        let names: Vec<String> = deep_states
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({} µs)",
+                    s.name.get().map_or("?", String::as_str),
+                    s.latency_us.get().map_or("?".to_string(), u64::to_string)
+                )
+            })
+            .collect();
+        lines.push(format!("CPU {}: {}", cpu.cpu, names.join(", ")));
+        let shallow = states
+            .iter()
+            .filter(|s| !deep(s))
+            .filter_map(|s| s.latency_us.get().copied())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        fixes.push(Fix::runtime(
+            format!("cpu:{}:pm_qos_resume_latency_us", cpu.cpu),
+            shallow.to_string(),
+        ));
+    }
+    let evidence = "/sys/devices/system/cpu/cpu*/cpuidle/state*";
+    if seen == 0 {
+        if idle_off {
+            return Outcome::new(
+                Status::Pass,
+                "cpuidle off (idle=poll or cpuidle.off=1)",
+                expected,
+            )
+            .evidence(super::CMDLINE);
+        }
+        let driver = power.cpuidle.get().and_then(|c| c.driver.get().cloned());
+        return match driver.as_deref() {
+            Some("none") => Outcome::new(
+                Status::Pass,
+                "no cpuidle driver: idle CPUs only halt (C1)",
+                expected,
+            )
+            .evidence("/sys/devices/system/cpu/cpuidle/current_driver"),
+            _ => Outcome::unknown("no cpuidle states readable for these CPUs", expected)
+                .evidence(evidence)
+                .bios("No C-states")
+                .manual("check `cpupower idle-info`, and the BIOS C-state setting"),
+        };
+    }
+    let observed = if deep_cpus.is_empty() {
+        format!("only POLL/C1 usable on CPUs {}", cpus(&scope))
+    } else {
+        format!("deep C-states usable on CPUs {}", cpus(&deep_cpus))
+    };
+    let mut outcome = Outcome::verdict(deep_cpus.is_empty(), observed, expected).evidence(evidence);
+    if !deep_cpus.is_empty() {
+        outcome = outcome
+            .evidence("/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us")
+            .bios("No C-states");
+        outcome.fixes = fixes;
+    }
+    with_details(outcome, lines)
+}
+
+fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
+    let want = expect.preferred();
+    let expected = format!("transparent_hugepage {}", expect.describe(""));
+    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+    let enabled = match part(
+        &ctx.machine.kernel.thp.enabled,
+        "THP setting unreadable",
+        &expected,
+    ) {
+        Ok(choice) => choice,
+        Err(unknown) => return unknown.evidence(path),
+    };
+    let ok = expect.allows(&enabled.current);
+    let mut outcome = Outcome::verdict(
+        ok,
+        format!("transparent_hugepage {}", enabled.current),
+        expected,
+    )
+    .evidence(path);
+    if !ok {
+        outcome = outcome
+            .fix(Fix::runtime("thp:enabled", want))
+            .fix(Fix::cmdline("transparent_hugepage", want));
+    }
+    outcome
+}
+
+fn clocksource(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "current clocksource tsc";
+    let source = match part(
+        &ctx.machine.kernel.clocksource,
+        "clocksource unreadable",
+        expected,
+    ) {
+        Ok(source) => source,
+        Err(unknown) => return unknown.evidence(CLOCKSOURCE),
+    };
+    let ok = source.current == "tsc";
+    let observed = format!(
+        "clocksource {} (available: {})",
+        source.current,
+        source.available.join(" ")
+    );
+    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CLOCKSOURCE);
+    if ok {
+        return outcome;
+    }
+    if source.available.iter().any(|s| s == "tsc") {
+        outcome = outcome
+            .fix(Fix::runtime("clocksource:current", "tsc"))
+            .fix(Fix::cmdline("clocksource", "tsc"));
+    } else if ctx.machine.hypervisor.is_some() {
+        outcome = outcome.manual(
+            "the guest has no usable TSC clocksource: give it a host-passthrough CPU with an invariant TSC and disable kvmclock in the domain XML (<clock><timer name='kvmclock' present='no'/></clock>)",
+        );
+    } else {
+        outcome = outcome.manual("the kernel marked the TSC unstable (see `dmesg | grep -i tsc`); check LL-TSC-INVARIANT and the BIOS");
+    }
+    outcome
+}
+
+fn steal(ctx: &Ctx, _: &Expect) -> Outcome {
+    let expected = "no steal time on isolated vCPUs (< 0.1% of their time)";
+    if ctx.machine.hypervisor.is_none() {
+        return Outcome::skipped("bare metal: no steal time").evidence("/proc/cpuinfo");
+    }
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return unknown;
+    }
+    let stat = match part(
+        &ctx.machine.kernel.cpu_times,
+        "CPU times unreadable",
+        expected,
+    ) {
+        Ok(stat) => stat,
+        Err(unknown) => return unknown.evidence("/proc/stat"),
+    };
+    let mut lines = Vec::new();
+    for (cpu, times) in stat
+        .per_cpu
+        .iter()
+        .filter(|(cpu, _)| ctx.partition.isolated.contains(*cpu))
+    {
+        let total = times.user
+            + times.nice
+            + times.system
+            + times.idle
+            + times.iowait
+            + times.irq
+            + times.softirq
+            + times.steal;
+        if total == 0 {
+            continue;
+        }
+        // Per mille, rounded down; 1 = 0.1%.
+        let per_mille = times.steal.saturating_mul(1000) / total;
+        if per_mille >= 1 {
+            lines.push(format!(
+                "CPU {cpu}: {} of {total} ticks stolen ({}.{}%)",
+                times.steal,
+                per_mille / 10,
+                per_mille % 10
+            ));
+        }
+    }
+    let observed = if lines.is_empty() {
+        "no isolated vCPU lost 0.1% or more of its time to steal".to_string()
+    } else {
+        format!("{} isolated vCPU(s) lose time to the host", lines.len())
+    };
+    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected).evidence("/proc/stat");
+    if !lines.is_empty() {
+        outcome = outcome.manual(
+            "on the host, pin each vCPU thread to its own isolated host core (virsh vcpupin, or <cputune><vcpupin> in the domain XML) and the emulator threads to housekeeping cores (<emulatorpin>)",
+        );
+    }
+    with_details(outcome, lines)
+}

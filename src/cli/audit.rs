@@ -1,0 +1,81 @@
+//! `lowlat audit`.
+
+use anyhow::{Result, anyhow};
+use clap::Args;
+use std::io::Write;
+
+use super::{Cli, exit};
+use crate::audit::{self, profile, rules};
+use crate::machine::{CpuSet, Machine};
+use crate::report::audit as report;
+
+/// Options of `lowlat audit`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
+Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
+lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n\n\
+Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
+)]
+pub struct AuditArgs {
+    /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    pub profile: String,
+
+    /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
+    /// isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
+    /// housekeeping and the rest isolated.
+    #[arg(long, value_name = "CPULIST", value_parser = parse_cpulist)]
+    pub isolate: Option<CpuSet>,
+
+    /// Print the versioned JSON document (schema_version, tool, machine, partition, profile,
+    /// findings) instead of the report.
+    #[arg(long, conflicts_with = "explain")]
+    pub json: bool,
+
+    /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
+    #[arg(long, value_name = "RULE")]
+    pub explain: Option<String>,
+}
+
+fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
+    CpuSet::parse_list(text).map_err(|e| e.to_string())
+}
+
+/// Runs `lowlat audit`.
+pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
+    let profile = profile::load(&args.profile)?;
+    let rule = match &args.explain {
+        Some(id) => Some(rules::find(id).ok_or_else(|| {
+            anyhow!(
+                "--explain {id}: no such rule; valid rule ids: {}",
+                rules::valid_ids()
+            )
+        })?),
+        None => None,
+    };
+    let root = cli.sysroot()?;
+    let machine = Machine::read(&root);
+    let partition = audit::partition::choose(&machine, args.isolate.as_ref())?;
+    let result = audit::run(&machine, &profile, &partition);
+    let mut stdout = std::io::stdout().lock();
+    if let Some(rule) = rule {
+        let text = report::render_explain(rule, result.finding(rule.id), profile.info.name);
+        stdout.write_all(text.as_bytes())?;
+        return Ok(exit::OK);
+    }
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut stdout,
+            &report::document(&machine, &result, profile.info),
+        )?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(report::render_text(&machine, &result, profile.info).as_bytes())?;
+    }
+    Ok(if result.has_failures() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,108 @@
+//! Pair-by-pair runs over CPUs (c2c, wakeup): the pairs one after the other in the
+//! engine's order, with progress, ending early at Ctrl-C or the stop flag and keeping the
+//! pairs done so far.
+
+use super::harness::StopFlag;
+use super::progress::{Progress, should_stop};
+
+/// Refuses a CPU list that has no pair.
+pub fn check_two(cpus: &[u32]) -> Result<(), String> {
+    if cpus.len() < 2 {
+        return Err(format!("needs at least two CPUs, got {}", cpus.len()));
+    }
+    Ok(())
+}
+
+/// Measures the pairs of `order` (indices into `cpus`) one after the other with
+/// `measure(cpus[i], cpus[j])`, each announced as `label(cpus[i], cpus[j])`. Stops early,
+/// keeping the pairs done, at Ctrl-C or `stop`, or when a pair comes back empty (it was
+/// stopped before its first sample); fails at the first error. Returns the measured pairs
+/// with their indices, in order.
+pub fn measure_pairs<P, E>(
+    cpus: &[u32],
+    order: &[(usize, usize)],
+    stop: &StopFlag,
+    progress: &mut Progress,
+    label: impl Fn(u32, u32) -> String,
+    mut measure: impl FnMut(u32, u32) -> Result<Option<P>, E>,
+) -> Result<Vec<(usize, usize, P)>, E> {
+    progress.add_total(order.len());
+    let mut done = Vec::with_capacity(order.len());
+    for &(i, j) in order {
+        if should_stop(stop) {
+            break;
+        }
+        let (Some(&a), Some(&b)) = (cpus.get(i), cpus.get(j)) else {
+            continue;
+        };
+        progress.step(&label(a, b));
+        let Some(pair) = measure(a, b)? else {
+            break;
+        };
+        done.push((i, j, pair));
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_run_in_order_until_one_comes_back_empty() {
+        let cpus = [4, 5, 6];
+        let order = [(0, 1), (1, 2), (2, 0), (0, 2)];
+        let mut seen = Vec::new();
+        let done = measure_pairs(
+            &cpus,
+            &order,
+            &StopFlag::new(),
+            &mut Progress::silent(),
+            |a, b| format!("{a}-{b}"),
+            |a, b| -> Result<_, String> {
+                seen.push((a, b));
+                Ok((a != 6).then_some(a * 10 + b))
+            },
+        )
+        .unwrap();
+        assert_eq!(done, vec![(0, 1, 45), (1, 2, 56)]);
+        assert_eq!(
+            seen,
+            vec![(4, 5), (5, 6), (6, 4)],
+            "nothing after the empty pair"
+        );
+    }
+
+    #[test]
+    fn stop_and_errors_end_the_run() {
+        let stop = StopFlag::new();
+        stop.stop();
+        let never = |_: u32, _: u32| -> Result<Option<u32>, String> { panic!("measured") };
+        let done = measure_pairs(
+            &[0, 1],
+            &[(0, 1)],
+            &stop,
+            &mut Progress::silent(),
+            |_, _| String::new(),
+            never,
+        );
+        assert!(done.unwrap().is_empty());
+        let failed = measure_pairs(
+            &[0, 1],
+            &[(0, 1), (1, 0)],
+            &StopFlag::new(),
+            &mut Progress::silent(),
+            |_, _| String::new(),
+            |a, _| {
+                if a == 0 {
+                    Err("no".to_string())
+                } else {
+                    Ok(Some(a))
+                }
+            },
+        );
+        assert_eq!(failed, Err("no".to_string()));
+        assert!(check_two(&[3]).unwrap_err().contains("got 1"));
+        assert!(check_two(&[3, 4]).is_ok());
+    }
+}
