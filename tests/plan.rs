@@ -4,7 +4,7 @@
 use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::{PlanRequest, Profile};
 use lowlat::plan::setting::Layer;
-use lowlat::plan::{self, Plan, artifacts};
+use lowlat::plan::{self, Plan, artifacts, findings};
 use lowlat::sysroot::SysRoot;
 use std::path::{Path, PathBuf};
 
@@ -33,9 +33,14 @@ fn machine(name: &str) -> Machine {
     Machine::read(&SysRoot::dir(fixture(name)))
 }
 
+/// The plan `lowlat plan` makes: the audit's remediations included.
 fn plan_with(name: &str, request: &PlanRequest) -> (Machine, Plan) {
     let machine = machine(name);
-    let plan = plan::build(&machine, request, |_| Vec::new()).unwrap();
+    let profile = findings::audit_profile(request.profile).unwrap();
+    let plan = plan::build(&machine, request, |partition| {
+        findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap();
     (machine, plan)
 }
 
@@ -501,4 +506,64 @@ fn systemd_accepts_the_units() {
             "systemd-analyze verify {unit}:\n{stderr}"
         );
     }
+}
+
+#[test]
+fn the_audits_remediations_join_the_plan_without_overriding_it() {
+    let (_, plan) = default_plan("epyc7f32-2s");
+    // From the audit: the guide's sysctls, written to sysctl.d.
+    assert_eq!(
+        plan.setting("sysctl:kernel.numa_balancing").unwrap().value,
+        "0"
+    );
+    let files = artifacts::render(&plan);
+    let sysctl = artifact(&files, "sysctl.d/99-lowlat.conf");
+    assert!(sysctl.contains("\nkernel.numa_balancing = 0\n"), "{sysctl}");
+    // The audit's low-latency profile leans to idle=poll; the power policy decides: C1.
+    assert!(plan.setting("cmdline:idle").is_none());
+    assert_eq!(
+        plan.setting("cmdline:processor.max_cstate").unwrap().value,
+        "processor.max_cstate=1"
+    );
+    // Command-line remediations are whole arguments, as the plan writes them.
+    assert_eq!(
+        plan.setting("cmdline:pcie_aspm").unwrap().value,
+        "pcie_aspm=off"
+    );
+    // Security trade-offs from the audit wait for the flag.
+    assert!(
+        plan.skipped
+            .iter()
+            .any(|s| s.setting.id == "sysctl:kernel.sched_rt_runtime_us")
+    );
+    // The audit's IRQ and kthread fixes use the plan's own placement.
+    assert!(plan.setting("irq:default_smp_affinity").is_none());
+}
+
+#[test]
+fn sysctls_the_kernel_lacks_are_listed_as_skipped() {
+    // RHEL 9's 5.14 kernel has no kernel.sched_min_granularity_ns (debugfs since 5.13).
+    let machine = machine("xeon-2s-smt");
+    let plan = plan::build(&machine, &PlanRequest::default(), |_| {
+        vec![
+            plan::setting(
+                "sysctl:kernel.sched_min_granularity_ns",
+                "100000000",
+                Layer::Sysctl,
+                "guide",
+                "guide",
+            ),
+            plan::setting("sysctl:vm.swappiness", "10", Layer::Sysctl, "why", "src"),
+        ]
+    })
+    .unwrap();
+    let files = artifacts::render(&plan);
+    let sysctl = artifact(&files, "sysctl.d/99-lowlat.conf");
+    let (set, skipped) = sysctl.split_once("# Skipped:").unwrap();
+    assert!(set.contains("\nvm.swappiness = 10\n"), "{sysctl}");
+    assert!(!set.contains("sched_min_granularity_ns"));
+    assert!(
+        skipped.contains("# kernel.sched_min_granularity_ns = 100000000    (not on this kernel"),
+        "{sysctl}"
+    );
 }

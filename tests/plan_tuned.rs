@@ -7,7 +7,8 @@
 
 use lowlat::machine::Machine;
 use lowlat::plan::request::PlanRequest;
-use lowlat::plan::{self, artifacts};
+use lowlat::plan::setting::Layer;
+use lowlat::plan::{self, artifacts, findings};
 use lowlat::sysroot::SysRoot;
 use std::path::Path;
 use std::process::Command;
@@ -76,7 +77,11 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
     // online here, so a plan for another machine could not load.
     let root = SysRoot::live();
     let machine = Machine::read(&root);
-    let plan = match plan::build(&machine, &PlanRequest::default(), |_| Vec::new()) {
+    let request = PlanRequest::default();
+    let profile = findings::audit_profile(request.profile).unwrap();
+    let plan = match plan::build(&machine, &request, |partition| {
+        findings::audit_remediations(&machine, &profile, partition)
+    }) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("skipped: this machine cannot be partitioned ({e})");
@@ -153,5 +158,10 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
         "irqaffinity={}",
         plan.partition.housekeeping.to_list()
     )));
+    // Every planned sysctl reached TuneD's [sysctl] unit with its value.
+    for s in plan.layer(Layer::Sysctl) {
+        let key = s.id.trim_start_matches("sysctl:");
+        assert_eq!(value(&format!("sysctl.{key}")), s.value, "{key}");
+    }
     assert!(!stderr.contains("ERROR"), "TuneD logged errors:\n{stderr}");
 }

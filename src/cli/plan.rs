@@ -9,7 +9,7 @@ use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::partition::PartitionRequest;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, artifacts, summary, write};
+use crate::plan::{self, artifacts, findings, summary, write};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -141,7 +141,11 @@ impl PlanArgs {
 pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let plan = plan::build(&machine, &args.request(), |_| Vec::new())?;
+    let request = args.request();
+    let profile = findings::audit_profile(request.profile)?;
+    let plan = plan::build(&machine, &request, |partition| {
+        findings::audit_remediations(&machine, &profile, partition)
+    })?;
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);

@@ -7,7 +7,36 @@
 
 use super::Draft;
 use super::kernel_cmdline::PREFIX as CMDLINE;
+use super::partition::Partition;
+use super::request::Profile;
 use super::setting::Setting;
+use crate::audit::{self, AuditPartition, PartitionSource, ProfileError};
+use crate::machine::Machine;
+
+/// The audit profile of a plan profile (they share their names).
+pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
+    audit::profile::load(profile.name())
+}
+
+/// The remediations of the failing and warning findings of the audit of `machine` against
+/// `profile`, on the plan's own partition (given to the audit as an explicit partition).
+pub fn audit_remediations(
+    machine: &Machine,
+    profile: &audit::Profile,
+    partition: &Partition,
+) -> Vec<Setting> {
+    let partition = AuditPartition {
+        housekeeping: partition.housekeeping.clone(),
+        isolated: partition.isolated.clone(),
+        source: PartitionSource::Flag,
+        nr_cpus: partition.nr_cpus,
+    };
+    audit::run(machine, profile, &partition)
+        .fixes()
+        .into_iter()
+        .cloned()
+        .collect()
+}
 
 /// Id prefixes of knobs the plan derives from the partition.
 const PLAN_FAMILIES: &[&str] = &[
@@ -131,6 +160,17 @@ mod tests {
                 ("thp:enabled", "never"),
             ]
         );
+    }
+
+    #[test]
+    fn every_plan_profile_is_an_audit_profile() {
+        for profile in [
+            Profile::LowLatency,
+            Profile::RealtimeHost,
+            Profile::RealtimeGuest,
+        ] {
+            assert!(audit_profile(profile).is_ok(), "{}", profile.name());
+        }
     }
 
     #[test]
