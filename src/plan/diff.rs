@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::Plan;
 use super::setting::{Layer, Setting};
 use super::{irq_plan, kernel_cmdline};
-use crate::machine::power::ResumeLatency;
+use crate::machine::power::{BoostState, ResumeLatency};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::sysroot::{ReadError, SysRoot};
@@ -107,7 +107,8 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             Some(Avail::Unavailable { unavailable }) => Current::Unknown(unavailable.clone()),
             None => Current::Unknown(format!("lowlat does not read sysctl {rest}")),
         },
-        "kthread" => current_kthread(rest, machine),
+        "kthread" => current_task(rest, machine, true),
+        "task" => current_task(rest, machine, false),
         "rps" => current_rps(rest, machine),
         "thp" => {
             let thp = &machine.kernel.thp;
@@ -207,6 +208,19 @@ fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
         let value = match knob {
             "governor" => &policy.governor,
             "energy_performance_preference" => &policy.energy_performance_preference,
+            "boost" => {
+                return match &machine.power.boost {
+                    Avail::Available(boost) => Current::Value(
+                        match boost.state {
+                            BoostState::Enabled => "1",
+                            BoostState::Disabled => "0",
+                            BoostState::Mixed => "mixed",
+                        }
+                        .into(),
+                    ),
+                    Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
+                };
+            }
             _ => return Current::Unknown(format!("lowlat does not read cpufreq {knob}")),
         };
         let value = value.get().cloned().unwrap_or_else(|| "?".into());
@@ -245,7 +259,9 @@ fn distinct(mut values: Vec<String>) -> Current {
     }
 }
 
-fn current_kthread(rest: &str, machine: &Machine) -> Current {
+/// `kthread:NAME:affinity|priority` (kernel threads) or `task:NAME:...` (user tasks): the
+/// value of every matching task, one or the distinct ones.
+fn current_task(rest: &str, machine: &Machine, kernel: bool) -> Current {
     let tasks = match &machine.tasks {
         Avail::Available(tasks) => tasks,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
@@ -261,7 +277,7 @@ fn current_kthread(rest: &str, machine: &Machine) -> Current {
     for task in tasks
         .tasks
         .iter()
-        .filter(|t| t.kernel_thread && matches(&t.comm))
+        .filter(|t| t.kernel_thread == kernel && matches(&t.comm))
     {
         let value = match what {
             "priority" => match task.policy {
