@@ -8,5 +8,6 @@ pub mod machine;
 pub mod measure;
 pub mod plan;
 pub mod report;
+pub mod results;
 pub mod snapshot;
 pub mod sysroot;

@@ -52,6 +52,8 @@ pub enum Command {
 
 pub mod inventory;
 pub mod measure;
+pub mod measure_jitter;
+pub mod measure_timer;
 pub mod snapshot;
 
 impl Cli {

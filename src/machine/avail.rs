@@ -4,17 +4,19 @@ use serde::{Deserialize, Serialize};
 
 /// A value read from the machine, or the reason it could not be read.
 ///
-/// Serialized as the value itself, or as `{"unavailable": "reason"}`.
+/// Serialized as the value itself, or as `{"unavailable": "reason"}`. (`Unavailable` is listed
+/// first so that deserializing tries it first: a struct whose fields are all optional would
+/// otherwise swallow `{"unavailable": ...}`.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Avail<T> {
-    /// The value was read.
-    Available(T),
     /// The value could not be read; the reason names the file and what to do.
     Unavailable {
         /// Why the value is missing, e.g. "/sys/devices/system/cpu/cpu0/cpufreq does not exist".
         unavailable: String,
     },
+    /// The value was read.
+    Available(T),
 }
 
 impl<T> Avail<T> {

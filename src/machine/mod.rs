@@ -8,7 +8,10 @@
 pub mod avail;
 pub mod cpu;
 pub mod cpulist;
+pub mod firmware;
 pub mod irq;
+pub mod kernel;
+pub mod power;
 pub mod services;
 pub mod tasks;
 pub mod topology;
@@ -140,6 +143,12 @@ pub struct Machine {
     pub tasks: Avail<tasks::Tasks>,
     /// Workqueue masks, irqbalance, TuneD, services that manage the same knobs, OS release.
     pub services: services::Services,
+    /// Kernel release, command line, isolation, sysctls, clocksource, THP, hugepages, memory.
+    pub kernel: kernel::Kernel,
+    /// cpufreq, boost, cpuidle and resume-latency constraints.
+    pub power: power::Power,
+    /// DMI identity, SMBIOS processors and DIMMs, memory population.
+    pub firmware: firmware::Firmware,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -157,6 +166,9 @@ impl Machine {
         let irqs = irq::read(&mut r);
         let tasks = tasks::read(&mut r);
         let services = services::read(&mut r, &tasks);
+        let kernel = kernel::read(&mut r);
+        let power = power::read(&mut r);
+        let firmware = firmware::read(&mut r);
         Machine {
             cpu,
             hypervisor,
@@ -164,6 +176,9 @@ impl Machine {
             irqs,
             tasks,
             services,
+            kernel,
+            power,
+            firmware,
             warnings: r.warnings.into_vec(),
         }
     }

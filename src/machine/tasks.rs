@@ -219,6 +219,10 @@ pub struct Status {
     pub cpus_allowed: Option<CpuSet>,
     /// `Kthread:` (kernels since 6.x say whether the task is a kernel thread).
     pub kthread: Option<bool>,
+    /// `voluntary_ctxt_switches:` (the task blocked or yielded), since the task started.
+    pub voluntary_ctxt_switches: Option<u64>,
+    /// `nonvoluntary_ctxt_switches:` (the task was preempted), since the task started.
+    pub nonvoluntary_ctxt_switches: Option<u64>,
 }
 
 /// Parses `/proc/<pid>/status`; lines that are not `Key: value` and unparsable CPU sets are
@@ -241,6 +245,17 @@ pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> Status {
             "Cpus_allowed" => CpuSet::parse_mask(value),
             "Kthread" => {
                 status.kthread = Some(value == "1");
+                continue;
+            }
+            "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches" => {
+                let count = value.parse().ok();
+                if count.is_none() {
+                    warnings.line(path, i + 1, format!("{key}: not a count: '{value}'"));
+                } else if key.starts_with("non") {
+                    status.nonvoluntary_ctxt_switches = count;
+                } else {
+                    status.voluntary_ctxt_switches = count;
+                }
                 continue;
             }
             _ => continue,
@@ -464,6 +479,18 @@ mod tests {
         assert_eq!(status.kthread, None);
         let lines: Vec<Option<usize>> = warnings.into_vec().iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![Some(2), Some(4)]);
+    }
+
+    #[test]
+    fn parses_context_switch_counts() {
+        let mut warnings = Warnings::default();
+        let text = "voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        let status = parse_status(text, "/proc/1/task/1/status", &mut warnings);
+        assert_eq!(status.voluntary_ctxt_switches, Some(12));
+        assert_eq!(status.nonvoluntary_ctxt_switches, Some(3));
+        let status = parse_status("voluntary_ctxt_switches:\tx\n", "s", &mut warnings);
+        assert_eq!(status.voluntary_ctxt_switches, None);
+        assert_eq!(warnings.into_vec().len(), 1);
     }
 
     #[test]

@@ -67,6 +67,11 @@ impl StopFlag {
     pub fn is_stopped(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// The flag itself, for loops that poll it with a plain load.
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -87,4 +92,82 @@ pub fn catch_interrupt() {
 /// Whether Ctrl-C was pressed since [`catch_interrupt`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// The kernel thread id of the calling thread.
+pub fn gettid() -> u32 {
+    rustix::thread::gettid().as_raw_nonzero().get() as u32
+}
+
+/// Restricts the calling thread to `cpus` (e.g. the housekeeping CPUs, to keep the main
+/// thread off the measured ones).
+pub fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    for cpu in cpus
+        .iter()
+        .filter(|&c| (c as usize) < rustix::thread::CpuSet::MAX_CPU)
+    {
+        set.set(cpu as usize);
+    }
+    rustix::thread::sched_setaffinity(None, &set).map_err(std::io::Error::from)
+}
+
+/// Whether threads of this process may run at SCHED_FIFO `priority`: tried on a short-lived
+/// thread, so the caller's own policy is untouched.
+pub fn fifo_permitted(priority: u8) -> std::io::Result<()> {
+    std::thread::spawn(move || set_fifo_priority(priority))
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
+}
+
+/// Blocks (`true`) or unblocks (`false`) SIGINT in the calling thread. Threads inherit the
+/// mask of the thread that creates them: blocking it before spawning the measuring threads
+/// keeps Ctrl-C off the measured CPUs, and the main thread takes it instead.
+pub fn block_interrupt(block: bool) {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset before use; pthread_sigmask
+    // only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// `CLOCK_MONOTONIC` in ns.
+pub fn monotonic_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until `deadline_ns` (`CLOCK_MONOTONIC`), or until Ctrl-C (see [`catch_interrupt`])
+/// or `stop`. Returns true when it was cut short by Ctrl-C. Wakes only for those (a signal
+/// interrupts the sleep), never to poll.
+pub fn sleep_until(deadline_ns: u64, stop: &StopFlag) -> bool {
+    let deadline = rustix::time::Timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as i64,
+        tv_nsec: (deadline_ns % 1_000_000_000) as _,
+    };
+    loop {
+        if interrupted() {
+            return true;
+        }
+        if stop.is_stopped() || monotonic_ns() >= deadline_ns {
+            return false;
+        }
+        let _ =
+            rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &deadline);
+    }
+}
+
+/// Writes every page of `buf` once, so that a later first write does not page-fault.
+pub fn prefault<T: Copy>(buf: &mut Vec<T>, fill: T, len: usize) {
+    buf.clear();
+    buf.resize(len, fill);
+    buf.clear();
 }

@@ -70,6 +70,15 @@ pub fn render_text(m: &Machine) -> String {
     });
     row(&mut out, "NUMA", &numa_lines(&m.topology, zen));
     row(&mut out, "Caches", &cache_line(&m.topology));
+    row(&mut out, "Memory", &memory_lines(m));
+    row(&mut out, "Firmware", &firmware_line(m));
+    row(&mut out, "OS", &os_line(m));
+    row(&mut out, "Kernel", &kernel_lines(m));
+    row(&mut out, "Isolation", &isolation_lines(m));
+    row(&mut out, "Power", &power_lines(m));
+    row(&mut out, "IRQs", &irq_lines(m));
+    row(&mut out, "Tasks", &task_line(m));
+    row(&mut out, "Services", &service_lines(m));
     out.push('\n');
     out.push_str(&drawing(&m.topology));
     if !m.warnings.is_empty() {
@@ -233,6 +242,327 @@ fn cache_line(t: &Topology) -> String {
     line
 }
 
+fn memory_lines(m: &Machine) -> String {
+    let mut out = match m.kernel.meminfo.get().and_then(|mi| mi.mem_total_kib) {
+        Some(total) => format!("{} RAM seen by the kernel", kib(total)),
+        None => "RAM size unavailable".to_string(),
+    };
+    match &m.firmware.memory {
+        Avail::Available(pop) => {
+            let _ = write!(
+                out,
+                "\n{} of {} slots populated, {} in DIMMs",
+                pop.populated_slots,
+                pop.total_slots,
+                kib(pop.total_mib * 1024)
+            );
+            for c in &pop.configurations {
+                let _ = write!(
+                    out,
+                    "\n  {} × {} {} {} {}",
+                    c.count,
+                    kib(c.size_mib * 1024),
+                    c.memory_type.as_deref().unwrap_or("?"),
+                    c.speed_mts
+                        .map_or("? MT/s".to_string(), |s| format!("{s} MT/s")),
+                    c.part_number.as_deref().unwrap_or("")
+                );
+            }
+            if !pop.identical && pop.configurations.len() > 1 {
+                out.push_str("\n  DIMMs differ: mixed sizes, speeds or parts");
+            }
+            match &pop.sockets {
+                Avail::Available(sockets) => {
+                    for socket in sockets {
+                        let channels = match &socket.channels {
+                            Avail::Available(ch) => {
+                                let used = ch.iter().filter(|c| c.populated_slots > 0).count();
+                                format!(", {used} of {} channels populated", ch.len())
+                            }
+                            Avail::Unavailable { .. } => String::new(),
+                        };
+                        let _ = write!(
+                            out,
+                            "\n  socket {}: {} of {} slots{channels}",
+                            socket.socket, socket.populated_slots, socket.total_slots
+                        );
+                    }
+                }
+                Avail::Unavailable { unavailable } => {
+                    let _ = write!(out, "\n  per-socket population unavailable ({unavailable})");
+                }
+            }
+        }
+        Avail::Unavailable { unavailable } => {
+            let _ = write!(out, "\nDIMMs unavailable ({unavailable})");
+        }
+    }
+    out
+}
+
+fn firmware_line(m: &Machine) -> String {
+    let dmi = &m.firmware.dmi;
+    let text = |a: &Avail<String>| a.get().cloned();
+    let system = [text(&dmi.sys_vendor), text(&dmi.product_name)]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let bios = [
+        text(&dmi.bios_vendor),
+        text(&dmi.bios_version),
+        text(&dmi.bios_date),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    match (system.is_empty(), bios.is_empty()) {
+        (true, true) => {
+            "unavailable (no /sys/class/dmi/id: a VM without SMBIOS, or not x86)".to_string()
+        }
+        _ => format!("{system}; BIOS {bios}"),
+    }
+}
+
+fn os_line(m: &Machine) -> String {
+    or_reason(&m.services.os_release, |os| {
+        os.pretty_name
+            .clone()
+            .or_else(|| os.id.clone())
+            .unwrap_or_else(|| "unknown".to_string())
+    })
+}
+
+fn kernel_lines(m: &Machine) -> String {
+    let k = &m.kernel;
+    let mut out = or_reason(&k.release, String::clone);
+    if let Some(p) = k.preemption.get() {
+        let model = serde_name(&p.model);
+        let dynamic = if p.dynamic { ", dynamic" } else { "" };
+        let _ = write!(out, " (preemption {model}{dynamic})");
+    }
+    if let Some(cs) = k.clocksource.get() {
+        let _ = write!(
+            out,
+            "; clocksource {} (available: {})",
+            cs.current,
+            cs.available.join(" ")
+        );
+    }
+    let _ = write!(
+        out,
+        "\ncmdline: {}",
+        or_reason(&k.cmdline, |c| c.raw.clone())
+    );
+    let thp = or_reason(&k.thp.enabled, |c| c.current.clone());
+    let huge: Vec<String> = k
+        .hugepages
+        .global
+        .iter()
+        .filter_map(|pool| {
+            let total = *pool.total.get()?;
+            (total > 0).then(|| format!("{total} × {}", kib(pool.size_kib)))
+        })
+        .collect();
+    let huge = if huge.is_empty() {
+        "none reserved".to_string()
+    } else {
+        huge.join(", ")
+    };
+    let _ = write!(out, "\nTHP {thp}; huge pages {huge}");
+    out
+}
+
+fn isolation_lines(m: &Machine) -> String {
+    let iso = &m.kernel.isolation;
+    let set = |a: &Avail<CpuSet>| match a {
+        Avail::Available(s) if s.is_empty() => "none".to_string(),
+        Avail::Available(s) => s.to_list(),
+        Avail::Unavailable { .. } => "unknown".to_string(),
+    };
+    let opt = |a: &Option<Avail<CpuSet>>| a.as_ref().map_or("none".to_string(), set);
+    let isolcpus = match &iso.isolcpus {
+        Some(Avail::Available(i)) => {
+            let mut flags = Vec::new();
+            if i.managed_irq {
+                flags.push("managed_irq");
+            }
+            if i.domain {
+                flags.push("domain");
+            }
+            if i.nohz {
+                flags.push("nohz");
+            }
+            format!("{} [{}]", i.cpus, flags.join(","))
+        }
+        Some(Avail::Unavailable { unavailable }) => format!("garbled ({unavailable})"),
+        None => "none".to_string(),
+    };
+    let mut out = format!(
+        "isolated {}; nohz_full {}; isolcpus= {isolcpus}; rcu_nocbs= {}; irqaffinity= {}",
+        set(&iso.isolated),
+        set(&iso.nohz_full),
+        opt(&iso.rcu_nocbs),
+        opt(&iso.irqaffinity)
+    );
+    let s = &m.services;
+    let _ = write!(
+        out,
+        "\nworkqueue cpumask {}; writeback cpumask {}",
+        set(&s.workqueue_cpumask),
+        set(&s.writeback_cpumask)
+    );
+    if let Some(irqs) = m.irqs.get() {
+        let _ = write!(
+            out,
+            "; default IRQ affinity {}",
+            set(&irqs.default_affinity)
+        );
+    }
+    out
+}
+
+fn power_lines(m: &Machine) -> String {
+    let p = &m.power;
+    let mut out = match &p.cpufreq {
+        Avail::Available(policies) => {
+            let mut by_setting: Vec<(String, usize)> = Vec::new();
+            for policy in policies {
+                let key = format!(
+                    "{} / {}",
+                    policy.driver.get().map_or("?", String::as_str),
+                    policy.governor.get().map_or("?", String::as_str)
+                );
+                match by_setting.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, n)) => *n += 1,
+                    None => by_setting.push((key, 1)),
+                }
+            }
+            let parts: Vec<String> = by_setting
+                .iter()
+                .map(|(k, n)| format!("{k} ({})", plural(*n, "policy", "policies")))
+                .collect();
+            format!("cpufreq {}", parts.join(", "))
+        }
+        Avail::Unavailable { unavailable } => format!("cpufreq unavailable ({unavailable})"),
+    };
+    if let Some(boost) = p.boost.get() {
+        let _ = write!(
+            out,
+            "; boost {} ({})",
+            serde_name(&boost.state),
+            boost.source
+        );
+    }
+    match &p.cpuidle.get().and_then(|c| c.driver.get().cloned()) {
+        Some(driver) => {
+            let governor = p
+                .cpuidle
+                .get()
+                .and_then(|c| c.governor.get().cloned())
+                .unwrap_or_else(|| "?".to_string());
+            let states: Vec<String> = p
+                .cpus
+                .first()
+                .and_then(|c| c.idle_states.get())
+                .map(|states| {
+                    states
+                        .iter()
+                        .map(|s| {
+                            format!(
+                                "{} {}µs{}",
+                                s.name.get().map_or("?", String::as_str),
+                                s.latency_us.get().copied().unwrap_or(0),
+                                if s.disabled.get() == Some(&true) {
+                                    " (disabled)"
+                                } else {
+                                    ""
+                                }
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "\ncpuidle {driver} / {governor}: {}",
+                states.join(", ")
+            );
+        }
+        None => out.push_str("\ncpuidle unavailable (no /sys/devices/system/cpu/cpuidle driver)"),
+    }
+    out
+}
+
+fn irq_lines(m: &Machine) -> String {
+    or_reason(&m.irqs, |irqs| {
+        use crate::machine::irq::IrqClass;
+        let nic_queues = irqs
+            .irqs
+            .iter()
+            .filter(|i| matches!(i.class, IrqClass::NicQueue { .. }))
+            .count();
+        let storage = irqs
+            .irqs
+            .iter()
+            .filter(|i| matches!(i.class, IrqClass::Storage { .. }))
+            .count();
+        format!(
+            "{} numbered IRQs ({nic_queues} NIC queues, {storage} storage queues) over {} CPU columns",
+            irqs.irqs.len(),
+            irqs.table.cpus.len()
+        )
+    })
+}
+
+fn task_line(m: &Machine) -> String {
+    or_reason(&m.tasks, |t| {
+        let kthreads = t.tasks.iter().filter(|t| t.kernel_thread).count();
+        let per_cpu = t.tasks.iter().filter(|t| t.per_cpu.is_some()).count();
+        let rt = t.tasks.iter().filter(|t| t.rt_priority > 0).count();
+        let mut line = format!(
+            "{} processes: {} user, {kthreads} kernel threads ({per_cpu} per-CPU), {rt} real-time",
+            t.tasks.len(),
+            t.tasks.len() - kthreads
+        );
+        if t.unreadable > 0 {
+            let _ = write!(line, "; {} unreadable without root", t.unreadable);
+        }
+        line
+    })
+}
+
+fn service_lines(m: &Machine) -> String {
+    let s = &m.services;
+    let notable: Vec<String> = s
+        .services
+        .iter()
+        .filter(|svc| svc.installed || svc.running == Some(true))
+        .map(|svc| {
+            let state = match (svc.running, svc.enabled) {
+                (Some(true), _) => "running",
+                (_, true) => "enabled, not running",
+                _ => "installed",
+            };
+            format!("{} ({state})", svc.name)
+        })
+        .collect();
+    let mut out = if notable.is_empty() {
+        "none of the tuning-related services found".to_string()
+    } else {
+        notable.join(", ")
+    };
+    if let Some(profiles) = s.tuned.active_profiles.get().filter(|p| !p.is_empty()) {
+        let _ = write!(out, "\nTuneD active profile: {}", profiles.join(" "));
+    }
+    if let Some(cfg) = s.irqbalance.get() {
+        let banned = cfg.banned().map_or("none".to_string(), |b| b.to_list());
+        let _ = write!(out, "\nirqbalance ({}): banned CPUs {banned}", cfg.path);
+    }
+    out
+}
+
 /// The topology as a tree: packages → nodes → L3 groups → cores → threads.
 pub fn drawing(t: &Topology) -> String {
     let mut out =
@@ -277,17 +607,35 @@ pub fn drawing(t: &Topology) -> String {
                         )
                     })
                     .collect();
-                let indent = if label.is_empty() { "    " } else { "      " };
-                if !label.is_empty() {
-                    let _ = writeln!(out, "    {label}:");
-                }
-                for chunk in wrap(&members, 96) {
-                    let _ = writeln!(out, "{indent}{chunk}");
+                let lines = wrap(&members, 96);
+                match (label.is_empty(), lines.as_slice()) {
+                    (false, [one]) if label.len() + one.len() < 90 => {
+                        let _ = writeln!(out, "    {label}: {one}");
+                    }
+                    (false, _) => {
+                        let _ = writeln!(out, "    {label}:");
+                        for line in &lines {
+                            let _ = writeln!(out, "      {line}");
+                        }
+                    }
+                    (true, _) => {
+                        for line in &lines {
+                            let _ = writeln!(out, "    {line}");
+                        }
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// The name serde gives a unit enum variant (`none-or-voluntary`, `enabled`).
+fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "?".to_string(),
+    }
 }
 
 fn wrap(items: &[String], width: usize) -> Vec<String> {

@@ -1,0 +1,182 @@
+//! The environment recorded with every measurement, read through the SysRoot: without it two
+//! runs are not comparable (kernel command line, isolation, SMT siblings of the measured
+//! CPUs, governors, clocksource, hypervisor).
+
+use crate::machine::{Avail, CpuSet, Reader, Warning, cpu};
+use crate::sysroot::SysRoot;
+use serde::Serialize;
+
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+const CLOCKSOURCE_DIR: &str = "/sys/devices/system/clocksource/clocksource0";
+
+/// The machine as it was when a measurement ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Environment {
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel_release: Avail<String>,
+    /// Kernel command line (`/proc/cmdline`).
+    pub cmdline: Avail<String>,
+    /// Online CPUs.
+    pub online: Avail<CpuSet>,
+    /// CPUs isolated from the scheduler (`isolcpus=`), as the kernel reports them.
+    pub isolated: Avail<CpuSet>,
+    /// CPUs in adaptive-tick mode (`nohz_full=`).
+    pub nohz_full: Avail<CpuSet>,
+    /// The clocksource in use.
+    pub clocksource: Avail<String>,
+    /// Clocksources the kernel could use, space-separated.
+    pub available_clocksources: Avail<String>,
+    /// CPU flags that say whether the TSC can be trusted (`constant_tsc`, `nonstop_tsc`,
+    /// `tsc_reliable`, `tsc_known_freq`, `tsc_adjust`, `rdtscp`), those present.
+    pub tsc_flags: Vec<String>,
+    /// The hypervisor, when the machine is virtual (its host's noise shows up as
+    /// interruptions).
+    pub hypervisor: Option<cpu::Hypervisor>,
+    /// Per measured CPU: siblings and frequency governor.
+    pub cpus: Vec<CpuEnvironment>,
+    /// Problems met while reading the above.
+    pub warnings: Vec<Warning>,
+}
+
+/// What matters about one measured CPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuEnvironment {
+    /// The CPU.
+    pub cpu: u32,
+    /// Its SMT siblings, itself included (`topology/thread_siblings_list`).
+    pub smt_siblings: Avail<CpuSet>,
+    /// Siblings that were measured in the same run too (they compete for the core).
+    pub measured_siblings: CpuSet,
+    /// The cpufreq governor (`cpufreq/scaling_governor`).
+    pub governor: Avail<String>,
+}
+
+/// TSC-related flags worth recording.
+const TSC_FLAGS: [&str; 6] = [
+    "constant_tsc",
+    "nonstop_tsc",
+    "tsc_reliable",
+    "tsc_known_freq",
+    "tsc_adjust",
+    "rdtscp",
+];
+
+/// Reads the environment of a measurement of `cpus`.
+pub fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
+    let mut r = Reader::new(root);
+    let measured: CpuSet = cpus.iter().copied().collect();
+    let identity = cpu::read(&mut r);
+    let (tsc_flags, hypervisor) = match identity.get() {
+        Some(identity) => (
+            TSC_FLAGS
+                .iter()
+                .filter(|f| identity.has_flag(f))
+                .map(|f| f.to_string())
+                .collect(),
+            cpu::read_hypervisor(&mut r, identity),
+        ),
+        None => (Vec::new(), None),
+    };
+    let cpus = cpus
+        .iter()
+        .map(|&cpu| {
+            let smt_siblings =
+                r.cpulist(&format!("{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"));
+            let measured_siblings = smt_siblings
+                .get()
+                .map(|s| s.intersection(&measured))
+                .unwrap_or_default();
+            let mut measured_siblings = measured_siblings;
+            measured_siblings.remove(cpu);
+            CpuEnvironment {
+                cpu,
+                smt_siblings,
+                measured_siblings,
+                governor: r.value(&format!("{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")),
+            }
+        })
+        .collect();
+    Environment {
+        kernel_release: r.value("/proc/sys/kernel/osrelease"),
+        cmdline: r.value("/proc/cmdline"),
+        online: r.cpulist(&format!("{CPU_DIR}/online")),
+        isolated: r.cpulist(&format!("{CPU_DIR}/isolated")),
+        nohz_full: nohz_full(&mut r),
+        clocksource: r.value(&format!("{CLOCKSOURCE_DIR}/current_clocksource")),
+        available_clocksources: r.value(&format!("{CLOCKSOURCE_DIR}/available_clocksource")),
+        tsc_flags,
+        hypervisor,
+        cpus,
+        warnings: r.warnings.into_vec(),
+    }
+}
+
+/// `nohz_full` holds `(null)` when the feature is off.
+fn nohz_full(r: &mut Reader) -> Avail<CpuSet> {
+    let path = format!("{CPU_DIR}/nohz_full");
+    match r.value(&path) {
+        Avail::Available(text) if text == "(null)" || text.is_empty() => {
+            Avail::Available(CpuSet::new())
+        }
+        Avail::Available(_) => r.cpulist(&path),
+        Avail::Unavailable { unavailable } => Avail::Unavailable { unavailable },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &std::path::Path, path: &str, text: &str) {
+        let file = dir.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    #[test]
+    fn captures_what_makes_runs_comparable() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "/proc/cmdline", "ro isolcpus=2-3 nohz_full=2-3\n");
+        write(d, "/proc/sys/kernel/osrelease", "6.18.0\n");
+        write(
+            d,
+            "/proc/cpuinfo",
+            "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc hypervisor\n\n",
+        );
+        write(d, "/sys/devices/system/cpu/online", "0-3\n");
+        write(d, "/sys/devices/system/cpu/isolated", "2-3\n");
+        write(d, "/sys/devices/system/cpu/nohz_full", "(null)\n");
+        write(
+            d,
+            "/sys/devices/system/cpu/cpu2/topology/thread_siblings_list",
+            "2-3\n",
+        );
+        write(
+            d,
+            "/sys/devices/system/cpu/cpu2/cpufreq/scaling_governor",
+            "performance\n",
+        );
+        write(
+            d,
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            "tsc\n",
+        );
+        write(
+            d,
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            "kvm-clock tsc\n",
+        );
+        let env = capture(&SysRoot::dir(d), &[2, 3]);
+        assert_eq!(env.cmdline.get().unwrap(), "ro isolcpus=2-3 nohz_full=2-3");
+        assert_eq!(env.isolated.get().unwrap().to_list(), "2-3");
+        assert_eq!(env.nohz_full.get().unwrap().to_list(), "");
+        assert_eq!(env.clocksource.get().unwrap(), "tsc");
+        assert_eq!(env.tsc_flags, vec!["constant_tsc", "nonstop_tsc"]);
+        assert_eq!(env.hypervisor.unwrap().vendor, "KVM");
+        assert_eq!(env.cpus[0].measured_siblings.to_list(), "3");
+        assert_eq!(env.cpus[0].governor.get().unwrap(), "performance");
+        // CPU 3 has no topology files in this tree: unavailable, with the reason.
+        assert!(env.cpus[1].smt_siblings.reason().unwrap().contains("cpu3"));
+    }
+}

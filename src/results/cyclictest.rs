@@ -1,0 +1,219 @@
+//! cyclictest compatibility: the `-h` histogram block and the `T:` summary line as rt-tests
+//! 2.4 to 2.6 print them (every bucket row, zeros included, and a `# Total:` line; v2.7 and
+//! later drop zero rows and the total), and a parser for the `-v` per-sample stream so that
+//! recorded runs can be replayed through lowlat's statistics.
+
+use crate::machine::Warnings;
+use crate::measure::timer::cyclic::CyclicStats;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The histogram block of `cyclictest -h N`, one column per thread, ending with the blank
+/// line cyclictest prints after it. All threads must have the same bucket count.
+pub fn histogram_block(threads: &[CyclicStats]) -> String {
+    let mut out = String::from("# Histogram\n");
+    let rows = threads.iter().map(|t| t.buckets.len()).max().unwrap_or(0);
+    for bucket in 0..rows {
+        let _ = write!(out, "{bucket:06} ");
+        let counts: Vec<String> = threads
+            .iter()
+            .map(|t| format!("{:06}", t.buckets.get(bucket).copied().unwrap_or(0)))
+            .collect();
+        out.push_str(&counts.join("\t"));
+        out.push('\n');
+    }
+    let mut line = |label: &str, value: &dyn Fn(&CyclicStats) -> String| {
+        out.push_str(label);
+        for thread in threads {
+            out.push(' ');
+            out.push_str(&value(thread));
+        }
+        out.push('\n');
+    };
+    line("# Total:", &|t| format!("{:09}", t.in_buckets()));
+    line("# Min Latencies:", &|t| format!("{:05}", t.min));
+    line("# Avg Latencies:", &|t| format!("{:05}", t.avg()));
+    line("# Max Latencies:", &|t| format!("{:05}", t.max));
+    line("# Histogram Overflows:", &|t| format!("{:05}", t.overflows));
+    out.push_str("# Histogram Overflow at cycle number:\n");
+    for (index, thread) in threads.iter().enumerate() {
+        let _ = write!(out, "# Thread {index}:");
+        for cycle in &thread.overflow_cycles {
+            let _ = write!(out, " {cycle:05}");
+        }
+        let listed = thread.overflow_cycles.len() as u64;
+        if listed < thread.overflows {
+            let _ = write!(out, " # {:05} others", thread.overflows - listed);
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// What identifies a thread in cyclictest's `T:` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadLabel {
+    /// Thread index.
+    pub index: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// SCHED_FIFO priority (0 for normal scheduling).
+    pub priority: u8,
+    /// Interval, µs.
+    pub interval_us: u64,
+}
+
+/// cyclictest's summary line for one thread (µs mode).
+pub fn thread_line(label: &ThreadLabel, stats: &CyclicStats) -> String {
+    format!(
+        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+        label.index,
+        label.tid,
+        label.priority,
+        label.interval_us,
+        stats.cycles,
+        stats.min,
+        stats.act,
+        stats.avg(),
+        stats.max
+    )
+}
+
+/// A `cyclictest -v` output read back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VerboseStream {
+    /// Latencies (µs) per thread index, in cycle order.
+    pub threads: BTreeMap<u32, Vec<i64>>,
+    /// The histogram block the tool printed after the samples (from `# Histogram` to the
+    /// end), when there is one.
+    pub histogram_block: Option<String>,
+}
+
+impl VerboseStream {
+    /// Feeds every thread's samples to fresh statistics with `buckets` histogram buckets.
+    pub fn replay(&self, buckets: usize) -> Vec<CyclicStats> {
+        self.threads
+            .values()
+            .map(|samples| {
+                let mut stats = CyclicStats::new(buckets);
+                for &us in samples {
+                    stats.add(us);
+                }
+                stats
+            })
+            .collect()
+    }
+}
+
+/// Parses `cyclictest -v` output: `thread:cycle:value` lines are samples; other lines (the
+/// tool's messages, `T:` lines, the histogram) are not samples and are skipped. A line of
+/// three colon-separated fields that are not numbers, and a cycle number out of sequence,
+/// are reported as warnings naming `path` and the 1-based line.
+pub fn parse_verbose(text: &str, path: &str, warnings: &mut Warnings) -> VerboseStream {
+    let mut stream = VerboseStream::default();
+    let mut next_cycle: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut histogram_from = None;
+    let mut offset = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += line.len();
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.starts_with("# Histogram") && histogram_from.is_none() {
+            histogram_from = Some(start);
+        }
+        if line.starts_with('#') || line.matches(':').count() != 2 {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(':').map(str::trim).collect();
+        let parsed = (
+            fields.first().and_then(|f| f.parse::<u32>().ok()),
+            fields.get(1).and_then(|f| f.parse::<u64>().ok()),
+            fields.get(2).and_then(|f| f.parse::<i64>().ok()),
+        );
+        let (Some(thread), Some(cycle), Some(value)) = parsed else {
+            warnings.line(
+                path,
+                index + 1,
+                "expected thread:cycle:latency as three numbers; line skipped",
+            );
+            continue;
+        };
+        let expected = next_cycle.entry(thread).or_insert(0);
+        if cycle != *expected {
+            warnings.line(
+                path,
+                index + 1,
+                format!(
+                    "thread {thread}: cycle {cycle} follows {}: samples are missing or repeated",
+                    expected.wrapping_sub(1)
+                ),
+            );
+        }
+        *expected = cycle + 1;
+        stream.threads.entry(thread).or_default().push(value);
+    }
+    stream.histogram_block = histogram_from
+        .and_then(|from| text.get(from..))
+        .map(str::to_string);
+    stream
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_lists_every_row_totals_and_overflow_cycles() {
+        let mut a = CyclicStats::new(3);
+        let mut b = CyclicStats::new(3);
+        for us in [1, 1, 2, 7] {
+            a.add(us);
+        }
+        for us in [0, 4, 5, 6, 8] {
+            b.add(us);
+        }
+        let expected = "# Histogram\n000000 000000\t000001\n000001 000002\t000000\n\
+            000002 000001\t000000\n# Total: 000000003 000000001\n\
+            # Min Latencies: 00001 00000\n# Avg Latencies: 00002 00004\n\
+            # Max Latencies: 00007 00008\n# Histogram Overflows: 00001 00004\n\
+            # Histogram Overflow at cycle number:\n# Thread 0: 00003\n\
+            # Thread 1: 00001 00002 00003 # 00001 others\n\n";
+        assert_eq!(histogram_block(&[a, b]), expected);
+    }
+
+    #[test]
+    fn thread_line_matches_cyclictest_widths() {
+        let mut stats = CyclicStats::new(0);
+        for us in [17, 60, 47] {
+            stats.add(us);
+        }
+        let label = ThreadLabel {
+            index: 0,
+            tid: 9262,
+            priority: 95,
+            interval_us: 1000,
+        };
+        assert_eq!(
+            thread_line(&label, &stats),
+            "T: 0 ( 9262) P:95 I:1000 C:      3 Min:     17 Act:   47 Avg:   41 Max:      60"
+        );
+    }
+
+    #[test]
+    fn verbose_stream_groups_samples_and_warns() {
+        let text = "Using 1 cpus.\nThread 0 Interval: 1000\n       0:       0:      41\n\
+            \x20      1:       0:       7\n       0:       2:      50\n       0:       x:      50\n\
+            # Histogram\n000000 000001\n";
+        let mut warnings = Warnings::default();
+        let stream = parse_verbose(text, "v.txt", &mut warnings);
+        assert_eq!(stream.threads[&0], vec![41, 50]);
+        assert_eq!(stream.threads[&1], vec![7]);
+        assert_eq!(
+            stream.histogram_block.as_deref(),
+            Some("# Histogram\n000000 000001\n")
+        );
+        let lines: Vec<_> = warnings.into_vec().iter().map(|w| w.line).collect();
+        assert_eq!(lines, vec![Some(5), Some(6)]);
+    }
+}

@@ -1,0 +1,450 @@
+//! The jitter result: its JSON form, the plain terminal table, and the bridges to the
+//! sysjitter and oslat printers.
+
+use super::hdr::{HdrJson, to_json};
+use super::oslat::OslatThread;
+use super::sysjitter::{SysjitterCore, raw_file, raw_file_name};
+use crate::machine::{CpuSet, Warning};
+use crate::measure::attribution::CpuAttribution;
+use crate::measure::inject::InjectSpec;
+use crate::measure::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
+use crate::measure::jitter::{CpuRun, JitterRun};
+use crate::measure::tsc::{Tsc, ticks_to_ns};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// `lowlat measure jitter` as JSON.
+#[derive(Debug, Serialize)]
+pub struct JitterResult {
+    /// Gaps at or above this were counted as interruptions, ns.
+    pub threshold_ns: u64,
+    /// Duration asked for, ns.
+    pub duration_ns: u64,
+    /// Wall time of the run, ns.
+    pub elapsed_ns: u64,
+    /// Whether Ctrl-C cut the run short.
+    pub interrupted: bool,
+    /// The counter read by the loop and how its frequency was found.
+    pub counter: Tsc,
+    /// SCHED_FIFO priority of the measuring threads (`null`: normal scheduling).
+    pub priority: Option<u8>,
+    /// CPUs loaded with a hog during the run.
+    pub load: CpuSet,
+    /// The injector run on each measured CPU, if any.
+    pub inject: Option<InjectSpec>,
+    /// Whether memory was locked (mlockall).
+    pub memory_locked: bool,
+    /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
+    pub main_cpus: CpuSet,
+    /// One entry per measured CPU.
+    pub cpus: Vec<JitterCpu>,
+    /// Problems met reading the counters.
+    pub warnings: Vec<Warning>,
+}
+
+/// One measured CPU in the JSON.
+#[derive(Debug, Serialize)]
+pub struct JitterCpu {
+    /// The CPU.
+    pub cpu: u32,
+    /// Why it was not measured, when it was not.
+    pub setup_error: Option<String>,
+    /// Time measured, ns.
+    pub runtime_ns: u64,
+    /// Loop iterations.
+    pub loops: u64,
+    /// Mean loop iteration (runtime / iterations), ns.
+    pub loop_period_ns: f64,
+    /// Shortest loop iteration, ns (the detection floor).
+    pub min_loop_period_ns: u64,
+    /// Interruptions (gaps at or above the threshold).
+    pub interruptions: u64,
+    /// Interruptions per second of runtime.
+    pub per_second: f64,
+    /// Interruption statistics as sysjitter defines them, ns.
+    pub stats_ns: StatsNs,
+    /// Sum of the interruptions over the runtime, percent.
+    pub total_percent: f64,
+    /// Whether the gap buffer filled (the CPU then stopped early; its statistics cover only
+    /// its own runtime).
+    pub buffer_full: bool,
+    /// Size of the gap buffer, interruptions.
+    pub capacity: usize,
+    /// Whether the sysjitter tool would sort these gaps differently (gaps 2^31 ticks apart).
+    pub sysjitter_sort_may_differ: bool,
+    /// Histogram of the interruption lengths.
+    pub histogram: HdrJson,
+    /// Every loop iteration in oslat's 1 µs buckets.
+    pub oslat: OslatJson,
+    /// Spins the injector did on this CPU (absent without `--inject`).
+    pub injector_spins: Option<u64>,
+    /// What was counted on this CPU during the run.
+    pub attribution: Option<CpuAttribution>,
+}
+
+/// [`GapStats`] converted to ns with the exact counter frequency.
+#[derive(Debug, Serialize)]
+pub struct StatsNs {
+    /// Shortest interruption, ns.
+    pub min: u64,
+    /// Upper median, ns.
+    pub median: u64,
+    /// Integer mean, ns.
+    pub mean: u64,
+    /// 90th percentile (nearest rank), ns.
+    pub p90: u64,
+    /// 99th percentile, ns.
+    pub p99: u64,
+    /// 99.9th percentile, ns.
+    pub p99_9: u64,
+    /// 99.99th percentile, ns.
+    pub p99_99: u64,
+    /// 99.999th percentile, ns.
+    pub p99_999: u64,
+    /// Longest interruption, ns.
+    pub max: u64,
+    /// Sum of the interruptions, ns.
+    pub total: u64,
+}
+
+/// oslat's view of the same loop.
+#[derive(Debug, Serialize)]
+pub struct OslatJson {
+    /// Width of a bucket, µs (bucket `i` holds iterations of `[i, i+1)` µs).
+    pub bucket_us: u32,
+    /// Iterations per bucket; the last bucket also holds the longer ones.
+    pub counts: Vec<u64>,
+    /// Sum over the longer ones of (whole µs − number of buckets), as oslat keeps it.
+    pub overflow_sum_us: u64,
+}
+
+fn stats_ns(s: &GapStats, hz: u64) -> StatsNs {
+    let ns = |ticks| ticks_to_ns(ticks, hz);
+    StatsNs {
+        min: ns(s.min),
+        median: ns(s.median),
+        mean: ns(s.mean),
+        p90: ns(s.p90),
+        p99: ns(s.p99),
+        p99_9: ns(s.p999),
+        p99_99: ns(s.p9999),
+        p99_999: ns(s.p99999),
+        max: ns(s.max),
+        total: ns(s.total),
+    }
+}
+
+fn cpu_stats(cpu: &CpuRun) -> GapStats {
+    let mut ticks: Vec<u64> = cpu.record.gaps.iter().map(|g| g.ticks).collect();
+    gap_stats(&mut ticks)
+}
+
+/// Builds the JSON result.
+pub fn result(run: &JitterRun) -> JitterResult {
+    let hz = run.tsc.hz;
+    let cpus = run
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(slot, cpu)| {
+            let rec = &cpu.record;
+            let stats = cpu_stats(cpu);
+            let runtime_ns = ticks_to_ns(rec.runtime_ticks(), hz);
+            let seconds = runtime_ns as f64 / 1e9;
+            let loops = rec.loops();
+            JitterCpu {
+                cpu: cpu.cpu,
+                setup_error: cpu.setup_error.clone(),
+                runtime_ns,
+                loops,
+                loop_period_ns: if loops == 0 {
+                    0.0
+                } else {
+                    runtime_ns as f64 / loops as f64
+                },
+                min_loop_period_ns: if rec.min_period == u64::MAX {
+                    0
+                } else {
+                    ticks_to_ns(rec.min_period, hz)
+                },
+                interruptions: stats.n,
+                per_second: if seconds > 0.0 {
+                    stats.n as f64 / seconds
+                } else {
+                    0.0
+                },
+                total_percent: if rec.runtime_ticks() == 0 {
+                    0.0
+                } else {
+                    stats.total as f64 * 100.0 / rec.runtime_ticks() as f64
+                },
+                stats_ns: stats_ns(&stats, hz),
+                buffer_full: rec.full,
+                capacity: rec.config.capacity,
+                sysjitter_sort_may_differ: sysjitter_sort_may_differ(&stats),
+                histogram: to_json(&rec.hist, |t| ticks_to_ns(t, hz)),
+                oslat: OslatJson {
+                    bucket_us: 1,
+                    counts: rec.buckets.to_vec(),
+                    overflow_sum_us: rec.overflow_sum,
+                },
+                injector_spins: run.injector_spins.get(slot).copied(),
+                attribution: run.attribution.get(slot).cloned(),
+            }
+        })
+        .collect();
+    JitterResult {
+        threshold_ns: run.request.threshold_ns,
+        duration_ns: u64::try_from(run.request.duration.as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: run.elapsed_ns,
+        interrupted: run.interrupted,
+        counter: run.tsc,
+        priority: run.request.priority,
+        load: run.request.load.clone(),
+        inject: run.request.inject,
+        memory_locked: run.memory_locked,
+        main_cpus: run.main_cpus.clone(),
+        cpus,
+        warnings: run.warnings.clone(),
+    }
+}
+
+/// The sysjitter summary columns of a run.
+pub fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
+    run.cpus
+        .iter()
+        .map(|cpu| SysjitterCore {
+            cpu: cpu.cpu,
+            threshold_ns: run.request.threshold_ns,
+            cpu_mhz: run.tsc.mhz(),
+            runtime_ticks: cpu.record.runtime_ticks(),
+            stats: cpu_stats(cpu),
+        })
+        .collect()
+}
+
+/// The sysjitter `--raw` files of a run: (file name, contents) per CPU.
+pub fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
+    let largest = run.cpus.iter().map(|c| c.cpu).max().unwrap_or(0);
+    run.cpus
+        .iter()
+        .zip(sysjitter_cores(run))
+        .map(|(cpu, core)| {
+            let start = cpu.record.start;
+            let gaps: Vec<(u64, u64)> = cpu
+                .record
+                .gaps
+                .iter()
+                .map(|g| (g.end.wrapping_sub(start), g.ticks))
+                .collect();
+            (
+                raw_file_name(prefix, cpu.cpu, largest),
+                raw_file(&core, &gaps),
+            )
+        })
+        .collect()
+}
+
+/// The oslat columns of a run.
+pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
+    let mhz = run.tsc.mhz().max(1);
+    run.cpus
+        .iter()
+        .map(|cpu| {
+            let rec = &cpu.record;
+            OslatThread {
+                cpu: cpu.cpu,
+                mhz,
+                buckets: rec.buckets,
+                overflow_sum: rec.overflow_sum,
+                min_us: if rec.min_period == u64::MAX {
+                    0
+                } else {
+                    rec.min_period / mhz
+                },
+                max_us: rec.max_period / mhz,
+                seconds: rec.runtime_ticks() as f64 / run.tsc.hz.max(1) as f64,
+            }
+        })
+        .collect()
+}
+
+/// The plain terminal table: one row per CPU, all durations in ns, then what each CPU
+/// counted during the run and the notes that qualify the numbers.
+pub fn table(run: &JitterRun) -> String {
+    let result = result(run);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "jitter: threshold {} ns, {:.3} s{}; counter {:.3} MHz ({}){}",
+        result.threshold_ns,
+        result.elapsed_ns as f64 / 1e9,
+        if result.interrupted {
+            " (interrupted by Ctrl-C)"
+        } else {
+            ""
+        },
+        run.tsc.hz as f64 / 1e6,
+        freq_method(&run.tsc),
+        if run.tsc.invariant {
+            ""
+        } else {
+            ", NOT invariant"
+        },
+    );
+    let header = [
+        "cpu", "gaps", "gaps/s", "min", "median", "mean", "p90", "p99", "p99.9", "max", "total%",
+        "loop",
+    ];
+    let mut rows = vec![header.map(String::from).to_vec()];
+    for cpu in &result.cpus {
+        let s = &cpu.stats_ns;
+        rows.push(vec![
+            cpu.cpu.to_string(),
+            cpu.interruptions.to_string(),
+            format!("{:.1}", cpu.per_second),
+            s.min.to_string(),
+            s.median.to_string(),
+            s.mean.to_string(),
+            s.p90.to_string(),
+            s.p99.to_string(),
+            s.p99_9.to_string(),
+            s.max.to_string(),
+            format!("{:.3}", cpu.total_percent),
+            format!("{:.1}", cpu.loop_period_ns),
+        ]);
+    }
+    out.push_str(&aligned(&rows));
+    out.push_str(
+        "(durations in ns; loop = mean loop iteration, the detection floor is its minimum)\n",
+    );
+    for cpu in &result.cpus {
+        if let Some(error) = &cpu.setup_error {
+            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
+        }
+        if cpu.buffer_full {
+            let _ = writeln!(
+                out,
+                "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
+                 that time (raise --threshold or --max-gaps)",
+                cpu.cpu,
+                cpu.capacity,
+                cpu.runtime_ns as f64 / 1e9
+            );
+        }
+        if let Some(spins) = cpu.injector_spins {
+            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
+        }
+        if let Some(a) = &cpu.attribution {
+            out.push_str(&attribution_line(a));
+        }
+    }
+    out.push_str(&notes(run));
+    out
+}
+
+fn freq_method(tsc: &Tsc) -> String {
+    use crate::measure::tsc::FreqMethod;
+    match tsc.freq {
+        FreqMethod::Cpuid15 => "CPUID leaf 0x15".into(),
+        FreqMethod::HypervisorLeaf => "hypervisor CPUID leaf 0x40000010".into(),
+        FreqMethod::Calibrated { rounds, spread_ppm } => format!(
+            "calibrated against CLOCK_MONOTONIC_RAW, {rounds} rounds, last two {spread_ppm} ppm apart"
+        ),
+        FreqMethod::MonotonicRaw => "CLOCK_MONOTONIC_RAW".into(),
+    }
+}
+
+/// One line per CPU with what ran on it during the run.
+pub fn attribution_line(a: &CpuAttribution) -> String {
+    let list =
+        |items: &crate::machine::Avail<Vec<crate::measure::attribution::EventCount>>| match items
+            .get()
+        {
+            Some(items) if items.is_empty() => "none".to_string(),
+            Some(items) => items
+                .iter()
+                .take(5)
+                .map(|e| format!("{} {}", e.source, e.count))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => format!("unavailable ({})", items.reason().unwrap_or("")),
+        };
+    let ctxt = match a.context_switches.get() {
+        Some(c) => format!("{} voluntary, {} involuntary", c.voluntary, c.involuntary),
+        None => format!(
+            "unavailable ({})",
+            a.context_switches.reason().unwrap_or("")
+        ),
+    };
+    format!(
+        "CPU {} during the run: IRQs: {}; softirqs: {}; context switches of the measuring \
+         thread: {}\n",
+        a.cpu,
+        list(&a.irqs),
+        list(&a.softirqs),
+        ctxt
+    )
+}
+
+/// Notes that qualify the numbers of a run (virtual machine, SMT siblings measured
+/// together, main thread on a measured CPU, memory not locked).
+fn notes(run: &JitterRun) -> String {
+    let mut out = String::new();
+    if let Some(h) = &run.environment.hypervisor {
+        let _ = writeln!(
+            out,
+            "note: virtual machine ({}): time the host takes the CPU away counts as interruptions",
+            h.vendor
+        );
+    }
+    for cpu in &run.environment.cpus {
+        if !cpu.measured_siblings.is_empty() {
+            let _ = writeln!(
+                out,
+                "note: CPU {} shares its core with measured CPU {}",
+                cpu.cpu,
+                cpu.measured_siblings.to_list()
+            );
+        }
+    }
+    if run.main_cpus.is_empty() {
+        out.push_str("note: every usable CPU was measured; the main thread shared them\n");
+    }
+    if !run.memory_locked {
+        out.push_str("note: memory could not be locked (mlockall); page faults may show up\n");
+    }
+    out
+}
+
+/// Left-aligns the first column and right-aligns the others.
+pub fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                let width = widths.get(c).copied().unwrap_or(0);
+                if c == 0 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,124 @@
+//! The oslat view of a busy-loop run, as oslat (rt-tests 2.7 and later) prints it: one column
+//! per thread, 1 µs buckets labelled by their upper edge, the last one holding the
+//! overflows, then minimum, average, maximum and duration.
+//!
+//! Differences from the tool, on purpose: the average adds each thread's own overflow sum
+//! (oslat adds thread 0's to every thread), and no header block is printed. rt-tests 2.4 to
+//! 2.6 print `(Mhz)`, and 2.4 reports minimum and maximum one µs higher.
+
+use crate::measure::jitter::busy::OSLAT_BUCKETS;
+use std::fmt::Write;
+
+/// One oslat column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OslatThread {
+    /// The CPU.
+    pub cpu: u32,
+    /// Counter frequency, whole MHz.
+    pub mhz: u64,
+    /// Iterations per 1 µs bucket; the last also holds the longer ones.
+    pub buckets: [u64; OSLAT_BUCKETS],
+    /// Sum over the longer ones of (whole µs − number of buckets).
+    pub overflow_sum: u64,
+    /// Shortest iteration, whole µs (truncated).
+    pub min_us: u64,
+    /// Longest iteration, whole µs (truncated).
+    pub max_us: u64,
+    /// Time measured, s.
+    pub seconds: f64,
+}
+
+impl OslatThread {
+    /// oslat's average: each bucket counted at its upper edge, plus the overflow sum, over
+    /// the iterations, µs.
+    pub fn average_us(&self) -> f64 {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let weighted: u64 = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| count.saturating_mul(i as u64 + 1))
+            .fold(0u64, u64::saturating_add);
+        (weighted.saturating_add(self.overflow_sum)) as f64 / total as f64
+    }
+}
+
+/// The table oslat prints after a run.
+pub fn view(threads: &[OslatThread]) -> String {
+    let mut out = String::new();
+    let mut row = |label: &str, values: Vec<String>, suffix: &str| {
+        let _ = write!(out, "{label:>12}:\t");
+        for value in values {
+            let _ = write!(out, " {value}");
+        }
+        out.push_str(suffix);
+        out.push('\n');
+    };
+    let each = |f: &dyn Fn(&OslatThread) -> String| threads.iter().map(f).collect::<Vec<_>>();
+    row("Core", each(&|t| t.cpu.to_string()), "");
+    row("Counter Freq", each(&|t| t.mhz.to_string()), " (MHz)");
+    for bucket in 0..OSLAT_BUCKETS {
+        let suffix = if bucket + 1 == OSLAT_BUCKETS {
+            " (including overflows)"
+        } else {
+            ""
+        };
+        row(
+            &format!("{:03} (us)", bucket + 1),
+            each(&|t| t.buckets[bucket].to_string()),
+            suffix,
+        );
+    }
+    row("Minimum", each(&|t| t.min_us.to_string()), " (us)");
+    row(
+        "Average",
+        each(&|t| format!("{:.3}", t.average_us())),
+        " (us)",
+    );
+    row("Maximum", each(&|t| t.max_us.to_string()), " (us)");
+    row(
+        "Max-Min",
+        each(&|t| (t.max_us - t.min_us.min(t.max_us)).to_string()),
+        " (us)",
+    );
+    row("Duration", each(&|t| format!("{:.3}", t.seconds)), " (sec)");
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_oslat_rows_with_upper_edge_labels() {
+        let mut buckets = [0; OSLAT_BUCKETS];
+        buckets[0] = 1000;
+        buckets[2] = 10;
+        buckets[31] = 2;
+        let thread = OslatThread {
+            cpu: 1,
+            mhz: 2597,
+            buckets,
+            overflow_sum: 100,
+            min_us: 0,
+            max_us: 80,
+            seconds: 1.0004,
+        };
+        // (1000*1 + 10*3 + 2*32 + 100) / 1012.
+        assert!((thread.average_us() - 1194.0 / 1012.0).abs() < 1e-12);
+        let text = view(&[thread]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "        Core:\t 1");
+        assert_eq!(lines[1], "Counter Freq:\t 2597 (MHz)");
+        assert_eq!(lines[2], "    001 (us):\t 1000");
+        assert_eq!(lines[33], "    032 (us):\t 2 (including overflows)");
+        assert_eq!(lines[34], "     Minimum:\t 0 (us)");
+        assert_eq!(lines[35], "     Average:\t 1.180 (us)");
+        assert_eq!(lines[37], "     Max-Min:\t 80 (us)");
+        assert_eq!(lines[38], "    Duration:\t 1.000 (sec)");
+    }
+}

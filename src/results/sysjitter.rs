@@ -1,0 +1,345 @@
+//! sysjitter 1.4 compatibility: its summary table, its `--raw` files, and a parser for those
+//! files so that recorded runs can be replayed through lowlat's statistics.
+//!
+//! The arithmetic follows sysjitter's, which decides the last digit: the counter frequency is
+//! truncated to whole MHz, ticks become ns as `ticks * 1000 / mhz` (integer), seconds are
+//! single-precision floats, and the rate is a single-precision division.
+
+use crate::machine::Warnings;
+use crate::measure::jitter::stats::GapStats;
+use std::fmt::Write;
+
+/// One core's column of the summary, in sysjitter's units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SysjitterCore {
+    /// The core measured.
+    pub cpu: u32,
+    /// The threshold asked for, ns.
+    pub threshold_ns: u64,
+    /// Counter frequency truncated to whole MHz.
+    pub cpu_mhz: u64,
+    /// Counter ticks between the start and the stop of the measurement.
+    pub runtime_ticks: u64,
+    /// The interruption statistics, ticks.
+    pub stats: GapStats,
+}
+
+impl SysjitterCore {
+    fn ns(&self, ticks: u64) -> u64 {
+        ticks_to_ns_int_mhz(ticks, self.cpu_mhz)
+    }
+
+    /// Seconds as sysjitter computes them: a double division returned as a float.
+    fn seconds(&self, ticks: u64) -> f32 {
+        if self.cpu_mhz == 0 {
+            return 0.0;
+        }
+        (ticks as f64 / (self.cpu_mhz as f64 * 1e6)) as f32
+    }
+
+    fn runtime_s(&self) -> f32 {
+        self.seconds(self.runtime_ticks)
+    }
+
+    fn per_sec(&self) -> f32 {
+        self.stats.n as f32 / self.runtime_s()
+    }
+
+    fn total_percent(&self) -> f64 {
+        if self.runtime_ticks == 0 {
+            return 0.0;
+        }
+        self.stats.total as f64 * 100.0 / self.runtime_ticks as f64
+    }
+}
+
+/// `ticks * 1000 / mhz`, integer, as sysjitter converts (0 when mhz is 0).
+pub fn ticks_to_ns_int_mhz(ticks: u64, mhz: u64) -> u64 {
+    if mhz == 0 {
+        return 0;
+    }
+    u64::try_from(u128::from(ticks) * 1000 / u128::from(mhz)).unwrap_or(u64::MAX)
+}
+
+/// The transposed summary table sysjitter prints on stdout: one `label:` row per statistic
+/// and one value per core.
+pub fn summary(cores: &[SysjitterCore]) -> String {
+    let mut out = String::new();
+    let mut row = |label: &str, value: &dyn Fn(&SysjitterCore) -> String| {
+        out.push_str(label);
+        out.push(':');
+        for core in cores {
+            out.push(' ');
+            out.push_str(&value(core));
+        }
+        out.push('\n');
+    };
+    row("core_i", &|c| c.cpu.to_string());
+    row("threshold(ns)", &|c| c.threshold_ns.to_string());
+    row("cpu_mhz", &|c| c.cpu_mhz.to_string());
+    row("runtime(ns)", &|c| c.ns(c.runtime_ticks).to_string());
+    row("runtime(s)", &|c| {
+        format!("{:.3}", f64::from(c.runtime_s()))
+    });
+    row("int_n", &|c| c.stats.n.to_string());
+    row("int_n_per_sec", &|c| {
+        format!("{:.3}", f64::from(c.per_sec()))
+    });
+    let s = |pick: fn(&GapStats) -> u64| move |c: &SysjitterCore| c.ns(pick(&c.stats)).to_string();
+    row("int_min(ns)", &s(|g| g.min));
+    row("int_median(ns)", &s(|g| g.median));
+    row("int_mean(ns)", &s(|g| g.mean));
+    row("int_90(ns)", &s(|g| g.p90));
+    row("int_99(ns)", &s(|g| g.p99));
+    row("int_999(ns)", &s(|g| g.p999));
+    row("int_9999(ns)", &s(|g| g.p9999));
+    row("int_99999(ns)", &s(|g| g.p99999));
+    row("int_max(ns)", &s(|g| g.max));
+    row("int_total(ns)", &s(|g| g.total));
+    row("int_total(%)", &|c| format!("{:.3}", c.total_percent()));
+    out
+}
+
+/// The name of a raw file: `PREFIX.<cpu>` with the CPU zero-padded to the width of the
+/// largest CPU measured (`raw.07` when CPUs go to 15).
+pub fn raw_file_name(prefix: &str, cpu: u32, largest_cpu: u32) -> String {
+    let width = largest_cpu.to_string().len();
+    format!("{prefix}.{cpu:0width$}")
+}
+
+/// The contents of sysjitter's unsorted `--raw` file for one core. `gap_ends` are the end of
+/// each gap in ticks since the start of the measurement, paired with its length in ticks.
+pub fn raw_file(core: &SysjitterCore, gaps: &[(u64, u64)]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# cpu_mhz: {}", core.cpu_mhz);
+    let _ = writeln!(out, "# threshold: {}ns", core.threshold_ns);
+    let _ = writeln!(out, "# n_interruptions: {}", core.stats.n);
+    if core.stats.n == 0 {
+        return out;
+    }
+    let _ = writeln!(out, "# interruption: {:.6}%", core.total_percent());
+    let _ = writeln!(out, "# total_interruption: {} cycles", core.stats.total);
+    let _ = writeln!(out, "# total_runtime: {} cycles", core.runtime_ticks);
+    let seconds = |ticks| f64::from(core.seconds(ticks));
+    let _ = writeln!(
+        out,
+        "# total_interruption: {:.9} seconds",
+        seconds(core.stats.total)
+    );
+    let _ = writeln!(
+        out,
+        "# total_runtime: {:.9} seconds",
+        seconds(core.runtime_ticks)
+    );
+    out.push_str("#\n");
+    out.push_str("#      Timestamp      delta   <== interruption =>\n");
+    out.push_str("#         (nsec)     (usec)   (cycles)     (nsec)\n");
+    let mut prev_end = gaps.first().map_or(0, |g| g.0);
+    for &(end, ticks) in gaps {
+        let delta_us = end.wrapping_sub(prev_end) / core.cpu_mhz.max(1);
+        prev_end = end;
+        let _ = writeln!(
+            out,
+            "{:16} {:10} {:10} {:10}",
+            core.ns(end),
+            delta_us,
+            ticks,
+            core.ns(ticks)
+        );
+    }
+    out
+}
+
+/// A sysjitter `--raw` file read back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawFile {
+    /// `# cpu_mhz:`, whole MHz.
+    pub cpu_mhz: Option<u64>,
+    /// `# threshold:`, ns.
+    pub threshold_ns: Option<u64>,
+    /// `# n_interruptions:`.
+    pub n_interruptions: Option<u64>,
+    /// `# total_runtime: N cycles` (absent when there were no interruptions).
+    pub total_runtime_ticks: Option<u64>,
+    /// `# total_interruption: N cycles`.
+    pub total_interruption_ticks: Option<u64>,
+    /// The body rows, in file order.
+    pub rows: Vec<RawRow>,
+}
+
+/// One body row of a raw file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawRow {
+    /// End of the gap, ns since the start of the measurement.
+    pub timestamp_ns: u64,
+    /// µs since the end of the previous row's gap (unsorted files only).
+    pub delta_us: Option<u64>,
+    /// Length of the gap, ticks.
+    pub ticks: u64,
+    /// Length of the gap, ns.
+    pub ns: u64,
+}
+
+/// Parses a sysjitter `--raw` file (unsorted with four columns, or `--sort` with three).
+/// Garbled lines are skipped and reported as warnings naming `path` and the 1-based line.
+pub fn parse_raw(text: &str, path: &str, warnings: &mut Warnings) -> RawFile {
+    let mut file = RawFile::default();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if let Some(header) = line.strip_prefix('#') {
+            parse_header(header.trim(), &mut file);
+            continue;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Result<Vec<u64>, _> = line.split_whitespace().map(str::parse).collect();
+        match fields.as_deref() {
+            Ok([ts, delta, ticks, ns]) => file.rows.push(RawRow {
+                timestamp_ns: *ts,
+                delta_us: Some(*delta),
+                ticks: *ticks,
+                ns: *ns,
+            }),
+            Ok([ts, ticks, ns]) => file.rows.push(RawRow {
+                timestamp_ns: *ts,
+                delta_us: None,
+                ticks: *ticks,
+                ns: *ns,
+            }),
+            _ => warnings.line(
+                path,
+                number,
+                "expected 3 or 4 unsigned numbers (timestamp, [delta,] cycles, ns); line skipped",
+            ),
+        }
+    }
+    if let Some(n) = file.n_interruptions
+        && n != file.rows.len() as u64
+    {
+        warnings.file(
+            path,
+            format!(
+                "the header says {n} interruptions but {} rows were read",
+                file.rows.len()
+            ),
+        );
+    }
+    file
+}
+
+impl RawFile {
+    /// The summary column of this file, computed with lowlat's statistics from the gap
+    /// lengths in ticks. Fails, naming what is missing, when the header lacks the frequency,
+    /// the threshold or the run length (sysjitter omits the latter when nothing was recorded).
+    pub fn core(&self, cpu: u32) -> Result<SysjitterCore, String> {
+        let missing = |what: &str| format!("the raw file of CPU {cpu} has no '# {what}' line");
+        let mut ticks: Vec<u64> = self.rows.iter().map(|r| r.ticks).collect();
+        Ok(SysjitterCore {
+            cpu,
+            threshold_ns: self.threshold_ns.ok_or_else(|| missing("threshold"))?,
+            cpu_mhz: self.cpu_mhz.ok_or_else(|| missing("cpu_mhz"))?,
+            runtime_ticks: self
+                .total_runtime_ticks
+                .ok_or_else(|| missing("total_runtime: N cycles"))?,
+            stats: crate::measure::jitter::stats::gap_stats(&mut ticks),
+        })
+    }
+}
+
+fn parse_header(header: &str, file: &mut RawFile) {
+    let Some((key, value)) = header.split_once(':') else {
+        return;
+    };
+    let value = value.trim();
+    let number = |suffix: &str| value.strip_suffix(suffix)?.trim().parse().ok();
+    match key.trim() {
+        "cpu_mhz" => file.cpu_mhz = value.parse().ok(),
+        "threshold" => file.threshold_ns = number("ns"),
+        "n_interruptions" => file.n_interruptions = value.parse().ok(),
+        "total_runtime" if value.ends_with("cycles") => {
+            file.total_runtime_ticks = number("cycles");
+        }
+        "total_interruption" if value.ends_with("cycles") => {
+            file.total_interruption_ticks = number("cycles");
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::jitter::stats::gap_stats;
+
+    fn core(gaps: &mut [u64]) -> SysjitterCore {
+        SysjitterCore {
+            cpu: 3,
+            threshold_ns: 1000,
+            cpu_mhz: 2000,
+            runtime_ticks: 6_000_000_000,
+            stats: gap_stats(gaps),
+        }
+    }
+
+    #[test]
+    fn summary_rows_use_sysjitter_arithmetic() {
+        let core = core(&mut [2001, 4000, 2_000_000]);
+        let text = summary(&[core]);
+        let expected = "core_i: 3\nthreshold(ns): 1000\ncpu_mhz: 2000\n\
+            runtime(ns): 3000000000\nruntime(s): 3.000\nint_n: 3\nint_n_per_sec: 1.000\n\
+            int_min(ns): 1000\nint_median(ns): 2000\nint_mean(ns): 334333\n\
+            int_90(ns): 1000000\nint_99(ns): 1000000\nint_999(ns): 1000000\n\
+            int_9999(ns): 1000000\nint_99999(ns): 1000000\nint_max(ns): 1000000\n\
+            int_total(ns): 1003000\nint_total(%): 0.033\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn raw_file_has_the_header_and_fixed_width_rows() {
+        let core = core(&mut [2001, 4001]);
+        let text = raw_file(&core, &[(10_000, 2001), (2_012_000, 4001)]);
+        let expected = "# cpu_mhz: 2000\n# threshold: 1000ns\n# n_interruptions: 2\n\
+            # interruption: 0.000100%\n# total_interruption: 6002 cycles\n\
+            # total_runtime: 6000000000 cycles\n# total_interruption: 0.000003001 seconds\n\
+            # total_runtime: 3.000000000 seconds\n#\n\
+            #      Timestamp      delta   <== interruption =>\n\
+            #         (nsec)     (usec)   (cycles)     (nsec)\n\
+            \x20           5000          0       2001       1000\n\
+            \x20        1006000       1001       4001       2000\n";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn raw_file_without_interruptions_stops_after_the_count() {
+        let core = core(&mut []);
+        assert_eq!(
+            raw_file(&core, &[]),
+            "# cpu_mhz: 2000\n# threshold: 1000ns\n# n_interruptions: 0\n"
+        );
+    }
+
+    #[test]
+    fn raw_names_are_zero_padded_to_the_largest_cpu() {
+        assert_eq!(raw_file_name("run", 7, 15), "run.07");
+        assert_eq!(raw_file_name("run", 1, 1), "run.1");
+    }
+
+    #[test]
+    fn parse_raw_reads_headers_rows_and_warns_about_garbage() {
+        let text = "# cpu_mhz: 2445\n# threshold: 1000ns\n# n_interruptions: 2\n\
+            # total_runtime: 99 cycles\n# total_runtime: 3.0 seconds\n\
+            1 0 2445 1000\nnot a row\n5 2 100\n";
+        let mut warnings = Warnings::default();
+        let file = parse_raw(text, "run.1", &mut warnings);
+        assert_eq!(file.cpu_mhz, Some(2445));
+        assert_eq!(file.threshold_ns, Some(1000));
+        assert_eq!(file.total_runtime_ticks, Some(99));
+        assert_eq!(file.rows.len(), 2);
+        assert_eq!(file.rows[1].delta_us, None);
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(7));
+        assert_eq!(warnings[0].path, "run.1");
+    }
+}

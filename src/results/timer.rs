@@ -1,0 +1,236 @@
+//! The timer result: its JSON form, the plain terminal table and the cyclictest output.
+
+use super::cyclictest::{ThreadLabel, histogram_block, thread_line};
+use super::hdr::{HdrJson, to_json};
+use super::jitter::{aligned, attribution_line};
+use crate::machine::{CpuSet, Warning};
+use crate::measure::attribution::CpuAttribution;
+use crate::measure::inject::InjectSpec;
+use crate::measure::timer::{TimerCpu, TimerRun};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// `lowlat measure timer` as JSON.
+#[derive(Debug, Serialize)]
+pub struct TimerResult {
+    /// The period, ns.
+    pub interval_ns: u64,
+    /// Duration asked for, ns.
+    pub duration_ns: u64,
+    /// Wall time of the run, ns.
+    pub elapsed_ns: u64,
+    /// Whether Ctrl-C cut the run short.
+    pub interrupted: bool,
+    /// SCHED_FIFO priority of the measuring threads (`null`: normal scheduling).
+    pub fifo_priority: Option<u8>,
+    /// Why SCHED_FIFO was not used, when it was not.
+    pub normal_priority_reason: Option<String>,
+    /// CPUs loaded with a hog during the run.
+    pub load: CpuSet,
+    /// The injector run on each measured CPU, if any.
+    pub inject: Option<InjectSpec>,
+    /// Whether memory was locked (mlockall).
+    pub memory_locked: bool,
+    /// One entry per measured CPU.
+    pub cpus: Vec<TimerCpuResult>,
+    /// Problems met reading the counters.
+    pub warnings: Vec<Warning>,
+}
+
+/// One measured CPU in the JSON.
+#[derive(Debug, Serialize)]
+pub struct TimerCpuResult {
+    /// The CPU.
+    pub cpu: u32,
+    /// Why it was not measured, when it was not.
+    pub setup_error: Option<String>,
+    /// Wake-ups recorded.
+    pub samples: u64,
+    /// Periods skipped because a wake-up came after the next deadline.
+    pub skipped_periods: u64,
+    /// Smallest latency, ns (0 without samples).
+    pub min_ns: u64,
+    /// Mean latency, ns.
+    pub mean_ns: f64,
+    /// Largest latency, ns.
+    pub max_ns: u64,
+    /// Latency percentiles from the histogram, ns: p50, p90, p99, p99.9, p99.99.
+    pub percentiles_ns: Percentiles,
+    /// Histogram of all latencies.
+    pub histogram: HdrJson,
+    /// cyclictest's 1 µs histogram, when one was asked for.
+    pub cyclictest: Option<CyclicJson>,
+    /// Spins the injector did on this CPU (absent without `--inject`).
+    pub injector_spins: Option<u64>,
+    /// What was counted on this CPU during the run.
+    pub attribution: Option<CpuAttribution>,
+}
+
+/// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
+/// largest latency).
+#[derive(Debug, Serialize)]
+pub struct Percentiles {
+    /// Median, ns.
+    pub p50: u64,
+    /// 90th percentile, ns.
+    pub p90: u64,
+    /// 99th percentile, ns.
+    pub p99: u64,
+    /// 99.9th percentile, ns.
+    pub p99_9: u64,
+    /// 99.99th percentile, ns.
+    pub p99_99: u64,
+}
+
+/// cyclictest's histogram in the JSON.
+#[derive(Debug, Serialize)]
+pub struct CyclicJson {
+    /// Samples per 1 µs bucket (bucket `i`: `[i, i+1)` µs).
+    pub buckets: Vec<u64>,
+    /// Samples at or beyond the last bucket.
+    pub overflows: u64,
+    /// Cycle numbers (0-based) of the first overflows.
+    pub overflow_cycles: Vec<u64>,
+}
+
+fn cpu_result(run: &TimerRun, slot: usize, cpu: &TimerCpu) -> TimerCpuResult {
+    let rec = &cpu.record;
+    let q = |quantile| {
+        if rec.hist.is_empty() {
+            0
+        } else {
+            let value = rec.hist.value_at_quantile(quantile);
+            rec.hist.highest_equivalent(value).min(rec.max_ns)
+        }
+    };
+    TimerCpuResult {
+        cpu: cpu.cpu,
+        setup_error: cpu.setup_error.clone(),
+        samples: rec.samples(),
+        skipped_periods: rec.skipped,
+        min_ns: if rec.samples() == 0 { 0 } else { rec.min_ns },
+        mean_ns: rec.mean_ns(),
+        max_ns: rec.max_ns,
+        percentiles_ns: Percentiles {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+        },
+        histogram: to_json(&rec.hist, |ns| ns),
+        cyclictest: (!rec.cyclic.buckets.is_empty()).then(|| CyclicJson {
+            buckets: rec.cyclic.buckets.clone(),
+            overflows: rec.cyclic.overflows,
+            overflow_cycles: rec.cyclic.overflow_cycles.clone(),
+        }),
+        injector_spins: run.injector_spins.get(slot).copied(),
+        attribution: run.attribution.get(slot).cloned(),
+    }
+}
+
+/// Builds the JSON result.
+pub fn result(run: &TimerRun) -> TimerResult {
+    TimerResult {
+        interval_ns: run.request.interval_ns,
+        duration_ns: u64::try_from(run.request.duration.as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: run.elapsed_ns,
+        interrupted: run.interrupted,
+        fifo_priority: run.fifo_priority,
+        normal_priority_reason: run.normal_priority_reason.clone(),
+        load: run.request.load.clone(),
+        inject: run.request.inject,
+        memory_locked: run.memory_locked,
+        cpus: run
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(slot, cpu)| cpu_result(run, slot, cpu))
+            .collect(),
+        warnings: run.warnings.clone(),
+    }
+}
+
+/// cyclictest's output for the run: the histogram block when a histogram was asked for
+/// (cyclictest `-q -h`), else one `T:` line per thread (cyclictest `-q`).
+pub fn cyclictest(run: &TimerRun) -> String {
+    if run.request.histogram_buckets > 0 {
+        let stats: Vec<_> = run.cpus.iter().map(|c| c.record.cyclic.clone()).collect();
+        return histogram_block(&stats);
+    }
+    let mut out = String::new();
+    for (index, cpu) in run.cpus.iter().enumerate() {
+        let label = ThreadLabel {
+            index: index as u32,
+            tid: cpu.tid,
+            priority: run.fifo_priority.unwrap_or(0),
+            interval_us: run.request.interval_ns / 1000,
+        };
+        out.push_str(&thread_line(&label, &cpu.record.cyclic));
+        out.push('\n');
+    }
+    out
+}
+
+/// The plain terminal table: one row per CPU, latencies in µs with ns precision.
+pub fn table(run: &TimerRun) -> String {
+    let result = result(run);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "timer: every {} us for {:.3} s{}, {}",
+        result.interval_ns / 1000,
+        result.elapsed_ns as f64 / 1e9,
+        if result.interrupted {
+            " (interrupted by Ctrl-C)"
+        } else {
+            ""
+        },
+        match result.fifo_priority {
+            Some(p) => format!("SCHED_FIFO {p}"),
+            None => "normal priority".to_string(),
+        }
+    );
+    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
+    let mut rows = vec![
+        [
+            "cpu", "samples", "skipped", "min", "avg", "p50", "p90", "p99", "p99.9", "p99.99",
+            "max",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for cpu in &result.cpus {
+        let p = &cpu.percentiles_ns;
+        rows.push(vec![
+            cpu.cpu.to_string(),
+            cpu.samples.to_string(),
+            cpu.skipped_periods.to_string(),
+            us(cpu.min_ns),
+            format!("{:.3}", cpu.mean_ns / 1000.0),
+            us(p.p50),
+            us(p.p90),
+            us(p.p99),
+            us(p.p99_9),
+            us(p.p99_99),
+            us(cpu.max_ns),
+        ]);
+    }
+    out.push_str(&aligned(&rows));
+    out.push_str("(latencies in us: wake-up time minus deadline; percentiles within 0.1 %)\n");
+    if let Some(reason) = &result.normal_priority_reason {
+        let _ = writeln!(out, "note: {reason}");
+    }
+    for cpu in &result.cpus {
+        if let Some(error) = &cpu.setup_error {
+            let _ = writeln!(out, "CPU {}: not measured: {error}", cpu.cpu);
+        }
+        if let Some(spins) = cpu.injector_spins {
+            let _ = writeln!(out, "CPU {}: injector spun {spins} times", cpu.cpu);
+        }
+        if let Some(a) = &cpu.attribution {
+            out.push_str(&attribution_line(a));
+        }
+    }
+    out
+}

@@ -1,0 +1,123 @@
+//! `lowlat inventory` on the fixture machines: the facts the issue names, and golden files of
+//! the text view and the JSON document.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/machines")
+        .join(name)
+}
+
+fn lowlat(machine: &str, args: &[&str]) -> String {
+    let out = Command::cargo_bin("lowlat")
+        .unwrap()
+        .arg("--root")
+        .arg(fixture(machine))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lowlat {args:?} on {machine}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(machine: &str) -> Value {
+    serde_json::from_str(&lowlat(machine, &["inventory", "--json"])).unwrap()
+}
+
+const MACHINES: [&str; 5] = [
+    "epyc7f32-2s",
+    "epyc7f32-2s-tuned",
+    "milan64-nps4-smt",
+    "xeon-2s-smt",
+    "rt-guest-4vcpu",
+];
+
+#[test]
+fn golden_text_and_json() {
+    for machine in MACHINES {
+        insta::assert_snapshot!(format!("{machine}.txt"), lowlat(machine, &["inventory"]));
+        insta::assert_json_snapshot!(format!("{machine}.json"), json(machine));
+    }
+}
+
+#[test]
+fn epyc7f32_2s_is_the_guides_server() {
+    let text = lowlat("epyc7f32-2s", &["inventory"]);
+    assert!(
+        text.contains("2 sockets × 8 cores × 1 thread = 16 CPUs"),
+        "{text}"
+    );
+    assert!(text.contains("node 0: CPUs 0-7"), "{text}");
+    assert!(text.contains("node 1: CPUs 8-15"), "{text}");
+    assert!(
+        text.contains("16 of 32 slots populated") && text.contains("16 × 32 GiB DDR4 3200 MT/s"),
+        "{text}"
+    );
+    let doc = json("epyc7f32-2s");
+    let nodes = &doc["machine"]["topology"]["nodes"];
+    assert_eq!(nodes[0]["distances"], serde_json::json!([10, 32]));
+    assert_eq!(nodes[1]["distances"], serde_json::json!([32, 10]));
+    assert_eq!(doc["schema_version"], 1);
+}
+
+#[test]
+fn milan_has_four_nodes_per_socket_and_siblings_n_plus_64() {
+    let doc = json("milan64-nps4-smt");
+    let topology = &doc["machine"]["topology"];
+    assert_eq!(topology["shape"]["nodes_per_socket"], 4);
+    assert_eq!(topology["shape"]["l3_groups"], 8);
+    assert_eq!(topology["cpus"][0]["siblings"], "0,64");
+}
+
+#[test]
+fn xeon_siblings_are_n_plus_56() {
+    let doc = json("xeon-2s-smt");
+    assert_eq!(doc["machine"]["topology"]["cpus"][0]["siblings"], "0,56");
+    assert_eq!(doc["machine"]["topology"]["cpus"][83]["siblings"], "27,83");
+}
+
+#[test]
+fn a_snapshot_of_a_fixture_prints_the_same_inventory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("epyc.lowlat");
+    lowlat("epyc7f32-2s", &["snapshot", "-o", file.to_str().unwrap()]);
+    let replayed = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args(["inventory", "--snapshot", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(replayed.status.success());
+    assert_eq!(
+        String::from_utf8(replayed.stdout).unwrap(),
+        lowlat("epyc7f32-2s", &["inventory"])
+    );
+}
+
+#[test]
+fn bad_roots_and_snapshots_are_clear_errors() {
+    let out = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args(["--root", "/nonexistent/tree", "inventory"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--root /nonexistent/tree"));
+
+    let garbage = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(garbage.path(), b"garbage").unwrap();
+    let out = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args(["inventory", "--snapshot"])
+        .arg(garbage.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a lowlat snapshot"));
+}
