@@ -48,12 +48,17 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// Measure the machine: jitter, timer latency, memory, core-to-core, wake-up, frequency.
     Measure(measure::MeasureArgs),
+    /// Compute the CPU partition and the desired settings, and render every artifact (kernel
+    /// command line, sysctl.d, TuneD profile, systemd units, irqbalance, IRQ and kernel-thread
+    /// plans, plan.json) from that one plan.
+    Plan(plan::PlanArgs),
 }
 
 pub mod inventory;
 pub mod measure;
 pub mod measure_jitter;
 pub mod measure_timer;
+pub mod plan;
 pub mod snapshot;
 
 impl Cli {
@@ -81,5 +86,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Inventory(args) => inventory::run(&cli, args),
         Command::Measure(args) => measure::run(&cli, args),
         Command::Snapshot(args) => snapshot::run(&cli, args),
+        Command::Plan(args) => plan::run(&cli, args),
     }
 }

@@ -11,6 +11,7 @@ pub mod cpulist;
 pub mod firmware;
 pub mod irq;
 pub mod kernel;
+pub mod net;
 pub mod power;
 pub mod services;
 pub mod tasks;
@@ -149,6 +150,8 @@ pub struct Machine {
     pub power: power::Power,
     /// DMI identity, SMBIOS processors and DIMMs, memory population.
     pub firmware: firmware::Firmware,
+    /// Network interfaces with their NUMA node and RPS masks.
+    pub net: Avail<Vec<net::NetInterface>>,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -169,6 +172,7 @@ impl Machine {
         let kernel = kernel::read(&mut r);
         let power = power::read(&mut r);
         let firmware = firmware::read(&mut r);
+        let net = net::read(&mut r);
         Machine {
             cpu,
             hypervisor,
@@ -179,6 +183,7 @@ impl Machine {
             kernel,
             power,
             firmware,
+            net,
             warnings: r.warnings.into_vec(),
         }
     }

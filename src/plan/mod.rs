@@ -1,4 +1,341 @@
-//! Plans: the CPU partition and the desired settings derived from it and from the audit.
+//! Plans: the CPU partition and the desired settings derived from it and from the audit, and
+//! the artifacts rendered from them.
+//!
+//! A [`Plan`] is made for one machine ([`Target`]) and is the input of `lowlat apply`. It is
+//! written as `plan.json` (see [`Plan::to_json`] and [`Plan::from_json`]); every other artifact
+//! (kernel command line, sysctl.d, TuneD profile, systemd units, irqbalance configuration, IRQ
+//! and kernel-thread plans) is rendered from the same value, so they cannot disagree.
+//!
+//! # Setting identities used by plans
+//!
+//! | id | knob | value |
+//! |---|---|---|
+//! | `cmdline:<key>` | kernel command line | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
+//! | `sysctl:<key>` | `/proc/sys/<key with / for .>` | the value as `sysctl` writes it |
+//! | `irq:default:affinity` | `/proc/irq/default_smp_affinity` | hex mask |
+//! | `irq:<N>:affinity` | `/proc/irq/<N>/smp_affinity_list` | CPU list |
+//! | `rps:<interface>:rps_cpus` | `/sys/class/net/<interface>/queues/rx-*/rps_cpus`, every receive queue | hex mask |
+//! | `workqueue:cpumask` | `/sys/devices/virtual/workqueue/cpumask` | hex mask |
+//! | `workqueue:<name>:cpumask` | `/sys/devices/virtual/workqueue/<name>/cpumask` | hex mask |
+//! | `kthread:<name>:affinity` | `sched_setaffinity` of every kernel thread named `<name>`; a name ending in `*` matches every kernel thread whose name starts with what precedes it (`rcuop/*`) | CPU list |
+//! | `kthread:<name>:priority` | `sched_setscheduler` of the kernel threads `<name>` matches (as above) | `fifo:<priority>` |
+//! | `file:<path>` | a file lowlat installs | the whole content |
+//! | `service:<unit>` | a systemd unit | `enabled` |
 
+pub mod artifacts;
+pub mod diff;
+pub mod irq_plan;
+pub mod irqbalance;
+pub mod kernel_cmdline;
+pub mod kthread_plan;
 pub mod partition;
+pub mod request;
 pub mod setting;
+pub mod summary;
+pub mod sysctl;
+pub mod systemd;
+pub mod tuned;
+pub mod write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{CpuSet, Machine};
+use partition::{Partition, PartitionError};
+use request::{PlanOptions, PlanRequest, Profile};
+use setting::{Layer, Setting};
+
+/// Version of the plan.json layout; raised when a field changes meaning or is removed.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
+/// machine it runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// Host name (`/proc/sys/kernel/hostname`), or `unknown`.
+    pub host: String,
+    /// Processor model name, when known.
+    pub model: Option<String>,
+    /// The online CPUs when the plan was made.
+    pub cpus: CpuSet,
+    /// The kernel release the plan was made on (`uname -r`), when known: which sysctls exist
+    /// depends on it.
+    pub kernel: Option<String>,
+}
+
+impl Target {
+    /// The identity of `machine`.
+    pub fn of(machine: &Machine) -> Self {
+        Self {
+            host: machine
+                .kernel
+                .hostname
+                .get()
+                .cloned()
+                .unwrap_or_else(|| "unknown".to_string()),
+            model: machine.cpu.get().and_then(|c| c.model_name.clone()),
+            cpus: machine.topology.online_cpus(),
+            kernel: machine.kernel.release.get().cloned(),
+        }
+    }
+}
+
+/// A desired setting that the plan leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// What would have been set.
+    pub setting: Setting,
+    /// Why it is not (`not on this kernel`, `needs --allow-security-tradeoffs`, ...).
+    pub reason: String,
+}
+
+/// Something that stays on isolated CPUs because it cannot be moved, reported so that nobody
+/// is surprised by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmovable {
+    /// What it is: `irq 120 (nvme0q3)`, `kthread ksoftirqd/3`.
+    pub what: String,
+    /// Why it cannot be moved, and what keeps it quiet instead.
+    pub reason: String,
+}
+
+/// A plan: the desired state of one machine. Serialized as plan.json, the input of
+/// `lowlat apply`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Layout version of plan.json ([`PLAN_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The lowlat version that made the plan.
+    pub lowlat_version: String,
+    /// The machine the plan was made for.
+    pub target: Target,
+    /// The workload profile.
+    pub profile: Profile,
+    /// The options chosen (power policy, hugepages, trade-offs).
+    pub options: PlanOptions,
+    /// The CPU partition every setting derives from.
+    pub partition: Partition,
+    /// The desired settings, in the order they should be applied (boot, sysctl, runtime,
+    /// file, service).
+    pub settings: Vec<Setting>,
+    /// Desired settings left out, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// IRQs and kernel threads that stay where they are, with the reason.
+    pub unmovable: Vec<Unmovable>,
+}
+
+/// Why a plan could not be made. Each message names the flag to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The partition was refused.
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// A hugepage request the machine cannot satisfy.
+    #[error("--hugepages {pool}: {problem}")]
+    Hugepages {
+        /// The request as given.
+        pool: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// Why a plan.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanReadError {
+    /// Not JSON, or not a plan.
+    #[error("not a lowlat plan: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a lowlat with another layout.
+    #[error(
+        "plan.json has schema_version {found}, this lowlat reads {PLAN_SCHEMA_VERSION}; make the plan again with this lowlat"
+    )]
+    Version {
+        /// The version found.
+        found: u32,
+    },
+}
+
+impl Plan {
+    /// plan.json, pretty-printed, with a final newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Reads plan.json, checking its layout version.
+    pub fn from_json(text: &str) -> Result<Plan, PlanReadError> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: u32,
+        }
+        let version: Version = serde_json::from_str(text)?;
+        if version.schema_version != PLAN_SCHEMA_VERSION {
+            return Err(PlanReadError::Version {
+                found: version.schema_version,
+            });
+        }
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// The settings of one layer.
+    pub fn layer(&self, layer: Layer) -> impl Iterator<Item = &Setting> + '_ {
+        self.settings.iter().filter(move |s| s.layer == layer)
+    }
+
+    /// The setting with this id.
+    pub fn setting(&self, id: &str) -> Option<&Setting> {
+        self.settings.iter().find(|s| s.id == id)
+    }
+
+    /// The skipped settings of one layer.
+    pub fn skipped_in(&self, layer: Layer) -> impl Iterator<Item = &Skipped> + '_ {
+        self.skipped
+            .iter()
+            .filter(move |s| s.setting.layer == layer)
+    }
+}
+
+/// What the pieces of a plan are computed from.
+pub struct Inputs<'a> {
+    /// The machine.
+    pub machine: &'a Machine,
+    /// What the user asked for.
+    pub request: &'a PlanRequest,
+    /// The checked partition.
+    pub partition: &'a Partition,
+}
+
+/// Settings, skips and unmovable things collected while a plan is built.
+#[derive(Debug, Default)]
+pub struct Draft {
+    /// Settings so far.
+    pub settings: Vec<Setting>,
+    /// Skipped settings so far.
+    pub skipped: Vec<Skipped>,
+    /// Unmovable things so far.
+    pub unmovable: Vec<Unmovable>,
+}
+
+impl Draft {
+    /// Adds a setting unless one with the same id is already there (the first one wins).
+    pub fn add(&mut self, setting: Setting) {
+        if !self.settings.iter().any(|s| s.id == setting.id) {
+            self.settings.push(setting);
+        }
+    }
+
+    /// Records a setting left out, with the reason.
+    pub fn skip(&mut self, setting: Setting, reason: impl Into<String>) {
+        self.skipped.push(Skipped {
+            setting,
+            reason: reason.into(),
+        });
+    }
+
+    /// Records something that cannot be moved off the isolated CPUs.
+    pub fn unmovable(&mut self, what: impl Into<String>, reason: impl Into<String>) {
+        self.unmovable.push(Unmovable {
+            what: what.into(),
+            reason: reason.into(),
+        });
+    }
+}
+
+/// A setting; `reboot` follows from the layer (boot arguments need one, nothing else does).
+pub fn setting(
+    id: impl Into<String>,
+    value: impl Into<String>,
+    layer: Layer,
+    rationale: impl Into<String>,
+    source: impl Into<String>,
+) -> Setting {
+    Setting {
+        id: id.into(),
+        value: value.into(),
+        layer,
+        reboot: matches!(layer, Layer::Boot | Layer::Firmware | Layer::Hardware),
+        rationale: rationale.into(),
+        source: source.into(),
+        security_tradeoff: None,
+    }
+}
+
+/// Where the recommendations come from, cited in every setting.
+pub mod sources {
+    /// seeds/000: the HPE/AMD low-latency tuning guide for EPYC 7002 (RHEL 8.1, TuneD).
+    pub const GUIDE: &str = "AMD EPYC 7002 low-latency guide";
+    /// seeds/002: real-time KVM host and guest tuning on BC-Linux.
+    pub const RT_GUIDE: &str = "BC-Linux real-time KVM guide";
+    /// seeds/004: FreeBSD cpuset binding of igb queue IRQs.
+    pub const QUEUE_GUIDE: &str = "FreeBSD igb queue IRQ guide";
+    /// The kernel's own documentation of boot parameters.
+    pub const KERNEL_PARAMS: &str = "Linux admin-guide/kernel-parameters";
+}
+
+/// Builds the plan for `machine`: the partition, the settings derived from it and from the
+/// options, then `findings` (the audit's remediations; a finding whose id the plan already
+/// sets is dropped), then the files rendered from all of them.
+pub fn build(
+    machine: &Machine,
+    request: &PlanRequest,
+    findings: Vec<Setting>,
+) -> Result<Plan, PlanError> {
+    let mut partition = partition::compute(&machine.topology, &request.partition)?;
+    if request.profile.static_isolation() && partition.no_balance.is_empty() {
+        partition.no_balance = partition.isolated.clone();
+    }
+    let mut options = request.options.clone();
+    options.kthread_priorities |= request.profile.kthread_priorities();
+    let request = PlanRequest {
+        options,
+        ..request.clone()
+    };
+    let inputs = Inputs {
+        machine,
+        request: &request,
+        partition: &partition,
+    };
+    let mut draft = Draft::default();
+    kernel_cmdline::plan(&inputs, &mut draft)?;
+    sysctl::plan(&inputs, &mut draft);
+    irq_plan::plan(&inputs, &mut draft);
+    irq_plan::plan_rps(&inputs, &mut draft);
+    kthread_plan::plan(&inputs, &mut draft);
+    for finding in findings {
+        draft.add(finding);
+    }
+    let mut plan = Plan {
+        schema_version: PLAN_SCHEMA_VERSION,
+        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
+        target: Target::of(machine),
+        profile: request.profile,
+        options: request.options.clone(),
+        partition,
+        settings: Vec::new(),
+        skipped: draft.skipped,
+        unmovable: draft.unmovable,
+    };
+    plan.settings = draft.settings;
+    sysctl::keep_existing(&machine.kernel.sysctls, &mut plan);
+    plan.settings.sort_by_key(|s| apply_rank(s.layer));
+    let (files, services) = artifacts::installed_files(&plan);
+    plan.settings.extend(files);
+    plan.settings.extend(services);
+    Ok(plan)
+}
+
+/// The order in which layers are applied: boot arguments first (they only take effect at the
+/// next boot), then run-time state, then the files that make it persistent, then the services
+/// that read those files.
+fn apply_rank(layer: Layer) -> u8 {
+    match layer {
+        Layer::Firmware => 0,
+        Layer::Hardware => 1,
+        Layer::Boot => 2,
+        Layer::Sysctl => 3,
+        Layer::Runtime => 4,
+        Layer::File => 5,
+        Layer::Service => 6,
+    }
+}

@@ -1,0 +1,173 @@
+//! `lowlat plan`.
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{Cli, exit};
+use crate::machine::{CpuSet, Machine};
+use crate::plan::partition::PartitionRequest;
+use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
+use crate::plan::{self, artifacts, summary, write};
+
+/// Options of `lowlat plan`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
+lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json"
+)]
+pub struct PlanArgs {
+    /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
+    /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
+    #[arg(long, value_enum, default_value_t = ProfileArg::LowLatency)]
+    pub profile: ProfileArg,
+
+    /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
+    /// [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..),
+          conflicts_with_all = ["housekeeping", "isolate"])]
+    pub housekeeping_cores: Option<u16>,
+
+    /// Cores per NUMA node, after the housekeeping ones, also taken out of scheduler load
+    /// balancing (TuneD's no_balance_cores).
+    #[arg(long, value_name = "N", conflicts_with_all = ["housekeeping", "isolate"])]
+    pub no_balance: Option<u16>,
+
+    /// Housekeeping CPUs (e.g. 0,8 or 0-1,64-65); every other online CPU is isolated.
+    #[arg(long, value_name = "CPULIST")]
+    pub housekeeping: Option<CpuSet>,
+
+    /// Isolated CPUs (e.g. 1-7,9-15); every other online CPU is housekeeping.
+    #[arg(long, value_name = "CPULIST")]
+    pub isolate: Option<CpuSet>,
+
+    /// Accept an isolated CPU whose SMT sibling is housekeeping.
+    #[arg(long)]
+    pub allow_split_smt: bool,
+
+    /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
+    #[arg(long, value_enum, default_value_t = PowerArg::Latency)]
+    pub power: PowerArg,
+
+    /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
+    /// first is the default size.
+    #[arg(long, value_name = "SIZE:COUNT")]
+    pub hugepages: Vec<HugepagePool>,
+
+    /// Also plan the guide's security trade-offs (mitigations=off, selinux=0, audit=0,
+    /// mce=ignore_ce, ipv6.disable=1), each labelled.
+    #[arg(long)]
+    pub allow_security_tradeoffs: bool,
+
+    /// Give ksoftirqd, rcuc, rcub and ktimers SCHED_FIFO priorities (on by default for the
+    /// realtime profiles).
+    #[arg(long)]
+    pub kthread_priorities: bool,
+
+    /// Write every artifact (plan.json, kernel-cmdline.txt, sysctl.d, TuneD profile, systemd
+    /// units, irqbalance configuration, IRQ and kernel-thread plans) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// With --out: write into a directory that is not empty, replacing lowlat's files.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+
+    /// Print plan.json instead of the summary.
+    #[arg(long, conflicts_with = "diff")]
+    pub json: bool,
+
+    /// Print, for each setting, the value on this machine and the planned one.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+/// `--profile` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// Busy-polling applications on isolated cores.
+    LowLatency,
+    /// A real-time KVM host.
+    RealtimeHost,
+    /// A real-time KVM guest.
+    RealtimeGuest,
+}
+
+/// `--power` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PowerArg {
+    /// No C-state deeper than C1.
+    Latency,
+    /// No idle-state limit on the command line.
+    Balanced,
+}
+
+impl PlanArgs {
+    /// The request these options describe.
+    pub fn request(&self) -> PlanRequest {
+        let defaults = PartitionRequest::default();
+        PlanRequest {
+            profile: match self.profile {
+                ProfileArg::LowLatency => Profile::LowLatency,
+                ProfileArg::RealtimeHost => Profile::RealtimeHost,
+                ProfileArg::RealtimeGuest => Profile::RealtimeGuest,
+            },
+            partition: PartitionRequest {
+                housekeeping_cores_per_node: self
+                    .housekeeping_cores
+                    .map_or(defaults.housekeeping_cores_per_node, usize::from),
+                no_balance_cores_per_node: self
+                    .no_balance
+                    .map_or(defaults.no_balance_cores_per_node, usize::from),
+                housekeeping: self.housekeeping.clone(),
+                isolate: self.isolate.clone(),
+                allow_split_smt: self.allow_split_smt,
+            },
+            options: PlanOptions {
+                power: match self.power {
+                    PowerArg::Latency => Power::Latency,
+                    PowerArg::Balanced => Power::Balanced,
+                },
+                hugepages: self.hugepages.clone(),
+                allow_security_tradeoffs: self.allow_security_tradeoffs,
+                kthread_priorities: self.kthread_priorities,
+            },
+        }
+    }
+}
+
+/// Runs `lowlat plan`.
+pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
+    let root = cli.sysroot()?;
+    let machine = Machine::read(&root);
+    let plan = plan::build(&machine, &args.request(), Vec::new())?;
+    let mut stdout = std::io::stdout().lock();
+    if let Some(dir) = &args.out {
+        let files = artifacts::render(&plan);
+        write::write_dir(dir, &files, args.force)?;
+        if !args.json && !args.diff {
+            writeln!(
+                stdout,
+                "lowlat: wrote {} files to {}",
+                files.len(),
+                dir.display()
+            )?;
+            for file in &files {
+                match file.install {
+                    Some(install) => writeln!(stdout, "  {:<46} -> {install}", file.path)?,
+                    None => writeln!(stdout, "  {}", file.path)?,
+                }
+            }
+        }
+    }
+    if args.json {
+        stdout.write_all(plan.to_json().as_bytes())?;
+    } else if args.diff {
+        stdout
+            .write_all(plan::diff::render(&plan::diff::diff(&plan, &machine, &root)).as_bytes())?;
+    } else if args.out.is_none() {
+        stdout.write_all(summary::render(&plan, &machine.topology).as_bytes())?;
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,283 @@
+//! `lowlat plan --diff`: for each planned setting, the value on the machine now and the planned
+//! one, in the same form so that they compare as text.
+
+use std::fmt::Write;
+
+use super::Plan;
+use super::setting::{Layer, Setting};
+use super::{irq_plan, kernel_cmdline};
+use crate::machine::tasks::SchedPolicy;
+use crate::machine::{Avail, CpuSet, Machine};
+use crate::sysroot::{ReadError, SysRoot};
+
+/// The value of a knob on the machine now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Current {
+    /// The value, in the form the plan writes it.
+    Value(String),
+    /// The knob is not set at all (an absent file, no such argument).
+    Absent,
+    /// lowlat cannot tell, and why.
+    Unknown(String),
+}
+
+/// Whether a setting already has its planned value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Already as planned.
+    Same,
+    /// Will change.
+    Change,
+    /// The current value is unknown.
+    Unknown,
+}
+
+/// One line of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The setting's identity.
+    pub id: String,
+    /// Where it lives.
+    pub layer: Layer,
+    /// Whether the change needs a reboot.
+    pub reboot: bool,
+    /// The value now.
+    pub current: Current,
+    /// The planned value.
+    pub planned: String,
+    /// Same, change or unknown.
+    pub status: Status,
+}
+
+/// Compares every setting of `plan` with `machine` (and the files under `root`).
+pub fn diff(plan: &Plan, machine: &Machine, root: &SysRoot) -> Vec<Entry> {
+    plan.settings
+        .iter()
+        .map(|s| {
+            let current = current(s, machine, root);
+            let status = match &current {
+                Current::Value(v) if *v == s.value => Status::Same,
+                Current::Absent if s.value.is_empty() => Status::Same,
+                Current::Unknown(_) => Status::Unknown,
+                _ => Status::Change,
+            };
+            Entry {
+                id: s.id.clone(),
+                layer: s.layer,
+                reboot: s.reboot,
+                current,
+                planned: s.value.clone(),
+                status,
+            }
+        })
+        .collect()
+}
+
+/// A CPU set in the form of `like`: a list, or a mask when `like` is one.
+fn same_form(cpus: &CpuSet, mask: bool) -> String {
+    if mask { cpus.to_mask() } else { cpus.to_list() }
+}
+
+fn cpus(value: &Avail<CpuSet>, mask: bool) -> Current {
+    match value {
+        Avail::Available(cpus) => Current::Value(same_form(cpus, mask)),
+        Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
+    }
+}
+
+/// The current value of one setting.
+pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
+    let (kind, rest) = s.id.split_once(':').unwrap_or((s.id.as_str(), ""));
+    match kind {
+        "file" => match root.read(rest) {
+            Ok(text) => Current::Value(text),
+            Err(ReadError::NotFound { .. }) => Current::Absent,
+            Err(e) => Current::Unknown(e.to_string()),
+        },
+        "irq" => current_irq(s, machine),
+        "workqueue" => match rest {
+            "cpumask" => cpus(&machine.services.workqueue_cpumask, true),
+            "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, true),
+            _ => Current::Unknown(format!("lowlat does not read workqueue {rest}")),
+        },
+        "cmdline" => current_cmdline(s, machine),
+        "sysctl" => match machine.kernel.sysctls.get(rest) {
+            Some(Avail::Available(value)) => Current::Value(value.clone()),
+            Some(Avail::Unavailable { unavailable }) => Current::Unknown(unavailable.clone()),
+            None => Current::Unknown(format!("lowlat does not read sysctl {rest}")),
+        },
+        "kthread" => current_kthread(rest, machine),
+        "rps" => current_rps(rest, machine),
+        "service" => match machine.services.service(rest.trim_end_matches(".service")) {
+            Some(service) if service.enabled => Current::Value("enabled".into()),
+            Some(service) if service.installed => Current::Value("disabled".into()),
+            _ => Current::Absent,
+        },
+        _ => Current::Unknown(format!("lowlat does not read {kind} settings yet")),
+    }
+}
+
+/// Every argument of the current command line with a key the setting owns, in order.
+fn current_cmdline(s: &Setting, machine: &Machine) -> Current {
+    let cmdline = match &machine.kernel.cmdline {
+        Avail::Available(cmdline) => cmdline,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let keys = kernel_cmdline::owned_keys(s);
+    let args: Vec<String> = cmdline
+        .params
+        .iter()
+        .filter(|p| keys.iter().any(|k| p.is(k)))
+        .map(|p| match &p.value {
+            Some(value) if value.contains(char::is_whitespace) => format!("{}=\"{value}\"", p.key),
+            Some(value) => format!("{}={value}", p.key),
+            None => p.key.clone(),
+        })
+        .collect();
+    if args.is_empty() {
+        Current::Absent
+    } else {
+        Current::Value(args.join(" "))
+    }
+}
+
+fn current_irq(s: &Setting, machine: &Machine) -> Current {
+    let irqs = match &machine.irqs {
+        Avail::Available(irqs) => irqs,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    if s.id == irq_plan::DEFAULT_ID {
+        return cpus(&irqs.default_affinity, true);
+    }
+    match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {
+        Some(irq) => cpus(&irq.affinity, false),
+        None => Current::Absent,
+    }
+}
+
+fn current_rps(rest: &str, machine: &Machine) -> Current {
+    let interfaces = match &machine.net {
+        Avail::Available(interfaces) => interfaces,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let name = rest.strip_suffix(":rps_cpus").unwrap_or(rest);
+    let Some(iface) = interfaces.iter().find(|i| i.name == name) else {
+        return Current::Absent;
+    };
+    let mut masks: Vec<String> = Vec::new();
+    for queue in &iface.rx_queues {
+        let mask = queue
+            .rps_cpus
+            .get()
+            .map_or_else(|| "?".to_string(), CpuSet::to_mask);
+        if !masks.contains(&mask) {
+            masks.push(mask);
+        }
+    }
+    match masks.len() {
+        0 => Current::Absent,
+        1 => Current::Value(masks.remove(0)),
+        _ => Current::Value(format!("mixed: {}", masks.join("; "))),
+    }
+}
+
+fn current_kthread(rest: &str, machine: &Machine) -> Current {
+    let tasks = match &machine.tasks {
+        Avail::Available(tasks) => tasks,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let Some((name, what)) = rest.rsplit_once(':') else {
+        return Current::Unknown(format!("'{rest}' is not NAME:affinity or NAME:priority"));
+    };
+    let matches = |comm: &str| match name.strip_suffix('*') {
+        Some(prefix) => comm.starts_with(prefix),
+        None => comm == name,
+    };
+    let mut values: Vec<String> = Vec::new();
+    for task in tasks
+        .tasks
+        .iter()
+        .filter(|t| t.kernel_thread && matches(&t.comm))
+    {
+        let value = match what {
+            "priority" => match task.policy {
+                SchedPolicy::Fifo => format!("fifo:{}", task.rt_priority),
+                SchedPolicy::Rr => format!("rr:{}", task.rt_priority),
+                other => format!("{other:?}").to_lowercase(),
+            },
+            _ => match task.cpus_allowed.get() {
+                Some(cpus) => cpus.to_list(),
+                None => "?".into(),
+            },
+        };
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    match values.len() {
+        0 => Current::Absent,
+        1 => Current::Value(values.remove(0)),
+        _ => Current::Value(format!("mixed: {}", values.join("; "))),
+    }
+}
+
+/// Shortens a value for one table cell: files show their line count.
+fn cell(layer: Layer, value: &str) -> String {
+    if layer == Layer::File {
+        return format!("({} lines)", value.lines().count());
+    }
+    if value.is_empty() {
+        return "(removed)".into();
+    }
+    crate::machine::truncate(value, 60)
+}
+
+/// The diff as a table: one line per setting, `=` same, `~` change, `?` unknown.
+pub fn render(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    let same = entries.iter().filter(|e| e.status == Status::Same).count();
+    let change = entries
+        .iter()
+        .filter(|e| e.status == Status::Change)
+        .count();
+    let reboot = entries
+        .iter()
+        .filter(|e| e.status == Status::Change && e.reboot)
+        .count();
+    let unknown = entries.len() - same - change;
+    let _ = writeln!(
+        out,
+        "{} settings: {same} already as planned, {change} to change ({reboot} of them at the next boot), {unknown} unknown",
+        entries.len()
+    );
+    out.push_str("  = already as planned   ~ to change   ? current value unknown\n\n");
+    let width = entries
+        .iter()
+        .map(|e| e.id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(48);
+    for e in entries {
+        let mark = match e.status {
+            Status::Same => '=',
+            Status::Change => '~',
+            Status::Unknown => '?',
+        };
+        let now = match &e.current {
+            Current::Value(v) => cell(e.layer, v),
+            Current::Absent => "(absent)".into(),
+            Current::Unknown(why) => format!("(unknown: {})", crate::machine::truncate(why, 50)),
+        };
+        let id = if e.id.chars().count() > width {
+            crate::machine::truncate(&e.id, width.saturating_sub(3))
+        } else {
+            e.id.clone()
+        };
+        let _ = writeln!(
+            out,
+            "{mark} {id:<width$}  {now}  ->  {}",
+            cell(e.layer, &e.planned)
+        );
+    }
+    out
+}

@@ -1,0 +1,602 @@
+//! The kernel command line of a plan: which arguments to add and remove, why, and the commands
+//! that install them with grubby or through /etc/default/grub.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::partition::Partition;
+use super::request::{HugepagePool, Power};
+use super::setting::{Layer, Setting};
+use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
+use super::{Draft, Inputs, Plan, PlanError, setting};
+use crate::machine::cpu::CpuIdentity;
+
+/// The `id` prefix of kernel command line settings.
+pub const PREFIX: &str = "cmdline:";
+
+/// A boot setting adding `args` under the key `key`.
+fn boot(key: &str, args: impl Into<String>, rationale: &str, source: &str) -> Setting {
+    setting(
+        format!("{PREFIX}{key}"),
+        args,
+        Layer::Boot,
+        rationale,
+        source,
+    )
+}
+
+/// A boot setting with a security trade-off label.
+fn tradeoff(key: &str, arg: &str, rationale: &str, tradeoff: &str) -> Setting {
+    Setting {
+        security_tradeoff: Some(tradeoff.to_string()),
+        ..boot(key, arg, rationale, &format!("{GUIDE} §4.3.5"))
+    }
+}
+
+/// Adds the boot arguments of the plan to `draft`.
+pub fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
+    let p = inputs.partition;
+    let options = &inputs.request.options;
+    let cpu = inputs.machine.cpu.get();
+    let iso = p.isolated.to_list();
+    let hk = p.housekeeping.to_list();
+
+    draft.add(boot(
+        "isolcpus",
+        isolcpus_args(p),
+        &isolcpus_rationale(p),
+        &format!("{GUIDE} §4.3.2 (no_balance_cores); {KERNEL_PARAMS} (isolcpus=)"),
+    ));
+    draft.add(boot(
+        "nohz_full",
+        format!("nohz_full={iso}"),
+        "Stops the scheduler tick on isolated CPUs that run a single task, and keeps unbound kernel threads and timers off them.",
+        &format!("{GUIDE} §4.4.1"),
+    ));
+    draft.add(boot(
+        "rcu_nocbs",
+        format!("rcu_nocbs={iso}"),
+        "Runs the RCU callbacks of isolated CPUs in kernel threads on the housekeeping CPUs.",
+        &format!("{GUIDE} §4.4.1"),
+    ));
+    draft.add(boot(
+        "irqaffinity",
+        format!("irqaffinity={hk}"),
+        "Gives every IRQ set up during boot the housekeeping CPUs as its affinity, before any run-time placement.",
+        &format!("TuneD realtime-virtual-host profile; {KERNEL_PARAMS} (irqaffinity=)"),
+    ));
+    draft.add(boot(
+        "nohz",
+        "nohz=on",
+        "Lets idle CPUs stop their tick (the base nohz_full builds on).",
+        &format!("{GUIDE} §4.4.1"),
+    ));
+    draft.add(boot(
+        "skew_tick",
+        "skew_tick=1",
+        "Offsets the tick of each CPU so that they do not all contend for the jiffies and timer locks at once.",
+        &format!("TuneD network-latency profile; {RT_GUIDE}"),
+    ));
+    draft.add(boot(
+        "nosoftlockup",
+        "nosoftlockup",
+        "Disables the soft-lockup detector, whose per-CPU timer would interrupt the isolated CPUs and which reports busy-polling threads as lockups.",
+        &format!("{GUIDE} §4.4.1"),
+    ));
+    draft.add(boot(
+        "nmi_watchdog",
+        "nmi_watchdog=0",
+        "Disables the NMI (hard-lockup) watchdog, a periodic performance-counter NMI on every CPU.",
+        &format!("{GUIDE} §4.3.5"),
+    ));
+    plan_tsc(cpu, draft);
+    draft.add(boot(
+        "transparent_hugepage",
+        "transparent_hugepage=never",
+        "No transparent hugepages: khugepaged scans and compaction stall page faults unpredictably; use explicit hugepages.",
+        &format!("{GUIDE} §4.3.5"),
+    ));
+    plan_hugepages(inputs, &options.hugepages, draft)?;
+    plan_idle(options.power, cpu, draft);
+    plan_tradeoffs(inputs, draft);
+    plan_removals(inputs, draft);
+    Ok(())
+}
+
+/// Removes arguments of the current command line that contradict the idle policy.
+fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
+    let Some(cmdline) = inputs.machine.kernel.cmdline.get() else {
+        return;
+    };
+    let power = inputs.request.options.power;
+    let poll = "idle=poll keeps every idle CPU spinning at full power, the housekeeping cores and idle SMT siblings included, taking turbo headroom and pipeline slots from the busy cores; the isolated cores that busy-poll gain nothing from it.";
+    let no_limit = "The balanced power policy sets no idle limit on the command line.";
+    let mut conflicts: Vec<(&str, &str)> = Vec::new();
+    if cmdline.value("idle") == Some("poll") {
+        conflicts.push(("idle", poll));
+    }
+    if power == Power::Balanced {
+        conflicts.extend([
+            ("cpuidle.off", no_limit),
+            ("processor.max_cstate", no_limit),
+            ("intel_idle.max_cstate", no_limit),
+        ]);
+    }
+    for (key, why) in conflicts {
+        let id = format!("{PREFIX}{key}");
+        if cmdline.has(key) && !draft.settings.iter().any(|s| s.id == id) {
+            draft.add(boot(
+                key,
+                "",
+                why,
+                &format!("{GUIDE} §4.3.5 (what it sets)"),
+            ));
+        }
+    }
+}
+
+/// `isolcpus=`: managed IRQs off every isolated CPU; scheduler domains (no load balancing) on
+/// the no-balance CPUs. Two arguments when the sets differ: the kernel keeps one housekeeping
+/// mask per flag.
+pub fn isolcpus_args(p: &Partition) -> String {
+    let iso = p.isolated.to_list();
+    if p.no_balance.is_empty() {
+        format!("isolcpus=managed_irq,{iso}")
+    } else if p.no_balance == p.isolated {
+        format!("isolcpus=managed_irq,domain,{iso}")
+    } else {
+        format!(
+            "isolcpus=managed_irq,{iso} isolcpus=domain,{}",
+            p.no_balance.to_list()
+        )
+    }
+}
+
+fn isolcpus_rationale(p: &Partition) -> String {
+    let managed = "Keeps kernel-managed IRQs (multi-queue NVMe and NIC vectors, whose affinity cannot be changed at run time) off the isolated CPUs (managed_irq).";
+    if p.no_balance.is_empty() {
+        format!(
+            "{managed} The isolated CPUs keep scheduler load balancing among themselves; pin each latency-critical thread."
+        )
+    } else if p.no_balance == p.isolated {
+        format!(
+            "{managed} Takes the isolated CPUs out of scheduler load balancing (domain): tasks placed there are never migrated."
+        )
+    } else {
+        format!(
+            "{managed} Takes the no-balance CPUs {} out of scheduler load balancing (domain) with a second isolcpus= argument, which kernels without per-flag housekeeping masks ignore with the warning 'Housekeeping: nohz_full= must match isolcpus='.",
+            p.no_balance.to_list()
+        )
+    }
+}
+
+fn plan_tsc(cpu: Option<&CpuIdentity>, draft: &mut Draft) {
+    let arg = boot(
+        "tsc",
+        "tsc=reliable",
+        "Marks the TSC reliable: no clocksource watchdog timer, no fall-back to HPET when the watchdog misjudges it.",
+        &format!("{GUIDE} §4.3.5; {RT_GUIDE}"),
+    );
+    match cpu {
+        Some(cpu) if cpu.invariant_tsc() => draft.add(arg),
+        Some(_) => draft.skip(
+            arg,
+            "the CPU does not report an invariant TSC (constant_tsc and nonstop_tsc); the clocksource watchdog must stay",
+        ),
+        None => draft.skip(
+            arg,
+            "the CPU flags are unknown (/proc/cpuinfo unreadable), so an invariant TSC cannot be confirmed",
+        ),
+    }
+}
+
+/// Hugepage pools on the command line, checked against the CPU's page sizes and the memory.
+fn plan_hugepages(
+    inputs: &Inputs,
+    pools: &[HugepagePool],
+    draft: &mut Draft,
+) -> Result<(), PlanError> {
+    let Some(first) = pools.first() else {
+        return Ok(());
+    };
+    let refuse = |pool: &HugepagePool, problem: String| PlanError::Hugepages {
+        pool: pool.to_string(),
+        problem,
+    };
+    let mut sizes = BTreeSet::new();
+    let kernel_sizes: Vec<HugepagePool> = inputs
+        .machine
+        .kernel
+        .hugepages
+        .global
+        .iter()
+        .map(|p| HugepagePool {
+            size_kib: p.size_kib,
+            count: 1,
+        })
+        .collect();
+    for pool in pools {
+        if !sizes.insert(pool.size_kib) {
+            return Err(refuse(
+                pool,
+                "this page size is given twice; give each size once".into(),
+            ));
+        }
+        if !kernel_sizes.is_empty() {
+            if !kernel_sizes.iter().any(|k| k.size_kib == pool.size_kib) {
+                let offered: Vec<String> =
+                    kernel_sizes.iter().map(HugepagePool::size_arg).collect();
+                return Err(refuse(
+                    pool,
+                    format!(
+                        "the kernel offers hugepages of {} only; use one of those sizes",
+                        offered.join(", ")
+                    ),
+                ));
+            }
+        } else if let Some(cpu) = inputs.machine.cpu.get().filter(|c| is_x86(c)) {
+            match pool.size_kib {
+                2048 => {}
+                1_048_576 if cpu.has_flag("pdpe1gb") => {}
+                1_048_576 => {
+                    return Err(refuse(
+                        pool,
+                        "the CPU has no 1 GiB page support (no pdpe1gb flag); use 2M pages".into(),
+                    ));
+                }
+                _ => {
+                    return Err(refuse(
+                        pool,
+                        "x86 pages are 2M or 1G; use one of those sizes".into(),
+                    ));
+                }
+            }
+        }
+    }
+    let total_kib: u64 = pools.iter().map(HugepagePool::total_kib).sum();
+    let memory_kib: Option<u64> = inputs
+        .machine
+        .topology
+        .nodes
+        .iter()
+        .map(|n| n.mem_total_kib.get().copied())
+        .sum();
+    if let Some(memory_kib) = memory_kib.filter(|&m| m > 0)
+        && total_kib >= memory_kib
+    {
+        return Err(refuse(
+            first,
+            format!(
+                "the pools take {} GiB but the machine has {} GiB of memory; ask for fewer pages",
+                total_kib >> 20,
+                memory_kib >> 20
+            ),
+        ));
+    }
+    let mut args = format!("default_hugepagesz={}", first.size_arg());
+    for pool in pools {
+        let _ = write!(
+            args,
+            " hugepagesz={} hugepages={}",
+            pool.size_arg(),
+            pool.count
+        );
+    }
+    draft.add(boot(
+        "hugepages",
+        args,
+        "Reserves the hugepage pools at boot, while memory is not yet fragmented (1 GiB pages can only be had reliably then); the first size is the default.",
+        &format!("{GUIDE} §4.3.5; {RT_GUIDE}"),
+    ));
+    Ok(())
+}
+
+fn is_x86(cpu: &CpuIdentity) -> bool {
+    matches!(
+        cpu.vendor.as_deref(),
+        Some("GenuineIntel" | "AuthenticAMD" | "HygonGenuine")
+    )
+}
+
+/// Idle-state arguments chosen by the power policy.
+fn plan_idle(power: Power, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
+    let source = format!("{GUIDE} §4.3.5; {RT_GUIDE}");
+    match power {
+        Power::Latency => {
+            draft.add(boot(
+                "processor.max_cstate",
+                "processor.max_cstate=1",
+                "Limits idle to C1 (wake-up in about a microsecond) instead of deep C-states (tens to hundreds of microseconds). Chosen over idle=poll, which burns the housekeeping cores and idle SMT siblings at full power for little gain.",
+                &source,
+            ));
+            if cpu.and_then(|c| c.vendor.as_deref()) == Some("GenuineIntel") {
+                draft.add(boot(
+                    "intel_idle.max_cstate",
+                    "intel_idle.max_cstate=0",
+                    "Disables the intel_idle driver, which ignores processor.max_cstate, so that the C1 limit holds.",
+                    &source,
+                ));
+            }
+        }
+        Power::Balanced => {}
+    }
+}
+
+fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
+    let allowed = inputs.request.options.allow_security_tradeoffs;
+    let cmdline = inputs.machine.kernel.cmdline.get();
+    let offers = [
+        tradeoff(
+            "mitigations",
+            "mitigations=off",
+            "Removes the cost of CPU vulnerability mitigations on every kernel entry and exit.",
+            "disables the Spectre/Meltdown/MDS/... mitigations: code running on this machine may read memory of other processes and of the kernel",
+        ),
+        tradeoff(
+            "selinux",
+            "selinux=0",
+            "Removes SELinux access checks from system calls.",
+            "disables SELinux mandatory access control",
+        ),
+        tradeoff(
+            "audit",
+            "audit=0",
+            "Removes the kernel audit subsystem's per-system-call work.",
+            "disables the kernel audit trail",
+        ),
+        tradeoff(
+            "mce",
+            "mce=ignore_ce",
+            "Stops the periodic polling of corrected machine-check errors.",
+            "corrected memory and CPU errors are no longer reported: no early warning of failing hardware",
+        ),
+        tradeoff(
+            "ipv6.disable",
+            "ipv6.disable=1",
+            "Removes the IPv6 stack and its timers.",
+            "IPv6 networking is unavailable",
+        ),
+    ];
+    for offer in offers {
+        if allowed {
+            draft.add(offer);
+            continue;
+        }
+        let key = offer.id.strip_prefix(PREFIX).unwrap_or(&offer.id);
+        let reason = if cmdline.is_some_and(|c| c.has(key)) {
+            "security trade-off: planned only with --allow-security-tradeoffs (already on the command line: lowlat neither adds nor removes it)"
+        } else {
+            "security trade-off: planned only with --allow-security-tradeoffs"
+        };
+        draft.skip(offer, reason);
+    }
+}
+
+/// The keys a boot setting owns: the id's key and every key in its value.
+pub fn owned_keys(setting: &Setting) -> Vec<String> {
+    let mut keys = vec![
+        setting
+            .id
+            .strip_prefix(PREFIX)
+            .unwrap_or(&setting.id)
+            .to_string(),
+    ];
+    push_keys(&mut keys, &setting.value);
+    keys
+}
+
+/// Appends the keys of the arguments in `args` that `keys` does not hold yet.
+fn push_keys(keys: &mut Vec<String>, args: &str) {
+    for token in args.split_whitespace() {
+        let key = token.split_once('=').map_or(token, |(k, _)| k);
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_string());
+        }
+    }
+}
+
+/// The arguments to add (in plan order) and the keys to remove.
+pub fn add_and_remove(plan: &Plan) -> (Vec<&str>, Vec<String>) {
+    let mut add = Vec::new();
+    let mut remove = Vec::new();
+    for setting in plan.layer(Layer::Boot) {
+        if setting.value.trim().is_empty() {
+            remove.extend(owned_keys(setting));
+        } else {
+            add.extend(setting.value.split_whitespace());
+        }
+    }
+    (add, remove)
+}
+
+/// kernel-cmdline.txt: a shell fragment setting `LOWLAT_CMDLINE_ADD` and
+/// `LOWLAT_CMDLINE_REMOVE`, each argument explained, and the boot-loader commands as comments.
+pub fn render(plan: &Plan, header: &str) -> String {
+    let (add, remove) = add_and_remove(plan);
+    let add_line = add.join(" ");
+    let remove_line = remove.join(" ");
+    let mut out = String::from(header);
+    out.push_str(
+        "#\n# A shell fragment: `. ./kernel-cmdline.txt` sets the two variables below. Everything\n\
+         # else is comments: the reasons, then the commands for your boot loader.\n\n",
+    );
+    let _ = writeln!(out, "LOWLAT_CMDLINE_ADD=\"{add_line}\"");
+    let _ = writeln!(out, "LOWLAT_CMDLINE_REMOVE=\"{remove_line}\"");
+
+    out.push_str("\n# Arguments to add, and why:\n");
+    for s in plan
+        .layer(Layer::Boot)
+        .filter(|s| !s.value.trim().is_empty() && s.security_tradeoff.is_none())
+    {
+        explain(&mut out, &s.value, &s.rationale, &s.source);
+    }
+    let tradeoffs: Vec<&Setting> = plan
+        .layer(Layer::Boot)
+        .filter(|s| s.security_tradeoff.is_some())
+        .collect();
+    if !tradeoffs.is_empty() {
+        out.push_str("#\n# Security trade-offs, planned because of --allow-security-tradeoffs:\n");
+        for s in tradeoffs {
+            let label = format!(
+                "SECURITY TRADE-OFF: {}. {}",
+                s.security_tradeoff.as_deref().unwrap_or(""),
+                s.rationale
+            );
+            explain(&mut out, &s.value, &label, &s.source);
+        }
+    }
+    let removals: Vec<&Setting> = plan
+        .layer(Layer::Boot)
+        .filter(|s| s.value.trim().is_empty())
+        .collect();
+    if !removals.is_empty() {
+        out.push_str("#\n# Arguments to remove, and why:\n");
+        for s in removals {
+            explain(&mut out, &owned_keys(s).join(" "), &s.rationale, &s.source);
+        }
+    }
+    let skipped: Vec<_> = plan.skipped_in(Layer::Boot).collect();
+    if !skipped.is_empty() {
+        out.push_str("#\n# Not planned:\n");
+        for s in skipped {
+            let _ = writeln!(out, "#   {}  ({})", s.setting.value, s.reason);
+        }
+    }
+    render_commands(&mut out, &add_line, &remove, two_isolcpus(&add));
+    out
+}
+
+fn explain(out: &mut String, args: &str, rationale: &str, source: &str) {
+    let _ = writeln!(out, "#   {args}");
+    let _ = writeln!(out, "#       {rationale} [{source}]");
+}
+
+fn two_isolcpus(add: &[&str]) -> bool {
+    add.iter().filter(|a| a.starts_with("isolcpus=")).count() > 1
+}
+
+/// The grubby and /etc/default/grub commands, as comments.
+fn render_commands(out: &mut String, add: &str, remove: &[String], two_isolcpus: bool) {
+    out.push_str(
+        "#\n# ---- grubby (RHEL, CentOS Stream, Rocky, Alma, Fedora): every installed kernel.\n\
+         # First drop any earlier value of the planned keys, then add the arguments:\n",
+    );
+    let mut drop = Vec::new();
+    push_keys(&mut drop, add);
+    push_keys(&mut drop, &remove.join(" "));
+    let _ = writeln!(
+        out,
+        "# grubby --update-kernel=ALL --remove-args=\"{}\"",
+        drop.join(" ")
+    );
+    let _ = writeln!(out, "# grubby --update-kernel=ALL --args=\"{add}\"");
+    out.push_str("# grubby --info=DEFAULT        # check the args= line\n");
+    if two_isolcpus {
+        out.push_str(
+            "# NOTE: this plan has two isolcpus= arguments and grubby keeps one value per name:\n\
+             # use the /etc/default/grub method, or edit the options line of /boot/loader/entries/*.conf.\n",
+        );
+    }
+    let _ = write!(
+        out,
+        "#\n# ---- /etc/default/grub (Debian, Ubuntu; GRUB systems without grubby).\n\
+         # grub/{GRUB_DROPIN} drops earlier values of the planned keys from GRUB_CMDLINE_LINUX and\n\
+         # GRUB_CMDLINE_LINUX_DEFAULT and appends the arguments to GRUB_CMDLINE_LINUX_DEFAULT;\n\
+         # /etc/default/grub itself is not edited, and deleting the file undoes it.\n\
+         # install -D -m 0644 grub/{GRUB_DROPIN} /etc/default/grub.d/{GRUB_DROPIN}\n\
+         # update-grub                       # Debian, Ubuntu\n\
+         # Where grub2-mkconfig does not read /etc/default/grub.d (RHEL, SUSE without BLS):\n\
+         # echo '. /etc/default/grub.d/{GRUB_DROPIN}' >> /etc/default/grub\n\
+         # grub2-mkconfig -o /boot/grub2/grub.cfg                       # BIOS\n\
+         # grub2-mkconfig -o /boot/efi/EFI/$(. /etc/os-release; echo $ID)/grub.cfg   # UEFI, RHEL 8 and older\n\
+         #\n\
+         # After the reboot, /proc/cmdline must hold every argument of LOWLAT_CMDLINE_ADD\n\
+         # (`lowlat verify` checks it).\n"
+    );
+}
+
+/// The file name of the /etc/default/grub.d drop-in.
+pub const GRUB_DROPIN: &str = "99-lowlat.cfg";
+
+/// The /etc/default/grub.d drop-in: a POSIX shell fragment, sourced by grub-mkconfig after
+/// /etc/default/grub, that drops every earlier value of the keys the plan owns from both
+/// command-line variables and appends the planned arguments to `GRUB_CMDLINE_LINUX_DEFAULT`.
+pub fn grub_dropin(plan: &Plan, header: &str) -> String {
+    let (add, remove) = add_and_remove(plan);
+    let add_line = add.join(" ");
+    let mut keys = Vec::new();
+    push_keys(&mut keys, &add_line);
+    push_keys(&mut keys, &remove.join(" "));
+    let mut out = String::from(header);
+    out.push_str(
+        "#\n# Sourced by grub-mkconfig (update-grub) after /etc/default/grub. Delete it and run\n\
+         # update-grub to undo.\n\n",
+    );
+    let _ = write!(
+        out,
+        "lowlat_drop() {{\n\
+         \x20   lowlat_out=\n\
+         \x20   set -f\n\
+         \x20   for lowlat_arg in $1; do\n\
+         \x20       case \"${{lowlat_arg%%=*}}\" in\n\
+         \x20           {}) ;;\n\
+         \x20           *) lowlat_out=\"$lowlat_out $lowlat_arg\" ;;\n\
+         \x20       esac\n\
+         \x20   done\n\
+         \x20   set +f\n\
+         \x20   printf '%s' \"${{lowlat_out# }}\"\n\
+         }}\n\
+         GRUB_CMDLINE_LINUX=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX\")\"\n\
+         GRUB_CMDLINE_LINUX_DEFAULT=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX_DEFAULT\") {add_line}\"\n\
+         unset -f lowlat_drop\n\
+         unset lowlat_out lowlat_arg\n",
+        keys.join("|")
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::CpuSet;
+
+    fn partition(iso: &str, nb: &str) -> Partition {
+        Partition {
+            housekeeping: "0,8".parse().unwrap(),
+            isolated: iso.parse().unwrap(),
+            no_balance: nb.parse::<CpuSet>().unwrap(),
+            nr_cpus: 16,
+        }
+    }
+
+    #[test]
+    fn isolcpus_follows_the_no_balance_band() {
+        assert_eq!(
+            isolcpus_args(&partition("1-7,9-15", "")),
+            "isolcpus=managed_irq,1-7,9-15"
+        );
+        assert_eq!(
+            isolcpus_args(&partition("1-7,9-15", "1-7,9-15")),
+            "isolcpus=managed_irq,domain,1-7,9-15"
+        );
+        assert_eq!(
+            isolcpus_args(&partition("1-7,9-15", "1-2,9-10")),
+            "isolcpus=managed_irq,1-7,9-15 isolcpus=domain,1-2,9-10"
+        );
+    }
+
+    #[test]
+    fn owned_keys_cover_the_id_and_the_value() {
+        let s = boot(
+            "hugepages",
+            "default_hugepagesz=1G hugepagesz=1G hugepages=4 hugepagesz=2M hugepages=8",
+            "",
+            "",
+        );
+        assert_eq!(
+            owned_keys(&s),
+            ["hugepages", "default_hugepagesz", "hugepagesz"]
+        );
+        assert_eq!(owned_keys(&boot("idle", "", "", "")), ["idle"]);
+    }
+}

@@ -1,0 +1,293 @@
+//! The kernel-thread plan: movable kernel threads and the unbound and writeback workqueues to
+//! the housekeeping CPUs; per-CPU kernel threads of isolated CPUs listed as unmovable; and, as
+//! an option, SCHED_FIFO priorities for the softirq, RCU and timer threads.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::setting::{Layer, Setting};
+use super::sources::GUIDE;
+use super::{Draft, Inputs, Plan, setting};
+use crate::machine::tasks::{PerCpuKind, Task};
+use crate::machine::topology::Topology;
+use crate::machine::{Avail, CpuSet};
+
+/// The `id` prefix of kernel-thread settings.
+pub const PREFIX: &str = "kthread:";
+
+/// Real-time priorities of per-CPU kernel threads (name prefix, SCHED_FIFO priority), as
+/// TuneD's realtime-virtual-host profile sets them: above normal tasks, below the workload's
+/// own real-time threads.
+const PRIORITIES: &[(&str, u32)] = &[
+    ("ksoftirqd/", 2),
+    ("ktimers/", 2),
+    ("rcuc/", 4),
+    ("rcub/", 4),
+];
+
+/// Adds the workqueue masks, the kernel-thread affinities and (if asked) priorities.
+pub fn plan(inputs: &Inputs, draft: &mut Draft) {
+    let hk = &inputs.partition.housekeeping;
+    let services = &inputs.machine.services;
+    for (id, current, why) in [
+        (
+            "workqueue:cpumask",
+            &services.workqueue_cpumask,
+            "Unbound workqueue workers (kworker/u*) run only on the housekeeping CPUs.",
+        ),
+        (
+            "workqueue:writeback:cpumask",
+            &services.writeback_cpumask,
+            "Dirty-page writeback workers run only on the housekeeping CPUs.",
+        ),
+    ] {
+        let s = setting(
+            id,
+            hk.to_mask(),
+            Layer::Runtime,
+            why,
+            format!("{GUIDE} §4.3.3 (step 2); TuneD cpu-partitioning profile ([sysfs])"),
+        );
+        match current {
+            Avail::Available(_) => draft.add(s),
+            Avail::Unavailable { unavailable } => draft.skip(s, unavailable.clone()),
+        }
+    }
+
+    let tasks = match &inputs.machine.tasks {
+        Avail::Available(tasks) => tasks,
+        Avail::Unavailable { unavailable } => {
+            draft.skip(
+                kthread(
+                    "*",
+                    hk.to_list(),
+                    "Every movable kernel thread to the housekeeping CPUs.",
+                ),
+                format!("the kernel threads could not be read: {unavailable}"),
+            );
+            if inputs.request.options.kthread_priorities {
+                for &(prefix, priority) in PRIORITIES {
+                    draft.add(priority_setting(prefix, priority));
+                }
+            }
+            return;
+        }
+    };
+    let kthreads: Vec<&Task> = tasks.tasks.iter().filter(|t| t.kernel_thread).collect();
+    plan_affinity(&kthreads, &inputs.machine.topology, hk, draft);
+    plan_unmovable(&kthreads, &inputs.partition.isolated, draft);
+    if inputs.request.options.kthread_priorities {
+        for &(prefix, priority) in PRIORITIES {
+            let s = priority_setting(prefix, priority);
+            if kthreads.iter().any(|t| t.comm.starts_with(prefix)) {
+                draft.add(s);
+            } else {
+                draft.skip(
+                    s,
+                    "no such kernel thread on this kernel (PREEMPT_RT kernels have them)",
+                );
+            }
+        }
+    }
+}
+
+fn kthread(name: &str, value: String, rationale: &str) -> Setting {
+    setting(
+        format!("{PREFIX}{name}:affinity"),
+        value,
+        Layer::Runtime,
+        rationale,
+        format!("{GUIDE} §4.3.3 (steps 6 and 8); TuneD cpu-partitioning profile ([scheduler])"),
+    )
+}
+
+fn priority_setting(prefix: &str, priority: u32) -> Setting {
+    setting(
+        format!("{PREFIX}{prefix}*:priority"),
+        format!("fifo:{priority}"),
+        Layer::Runtime,
+        "Runs the per-CPU softirq, timer and RCU threads with a real-time priority, so that a busy real-time task cannot starve them (which would stall the whole machine).",
+        "TuneD realtime-virtual-host profile (group.ksoftirqd, group.ktimers, group.rcuc, group.rcub)",
+    )
+}
+
+/// The setting name for a movable kernel thread: the name itself, or `prefix/*` for a family
+/// of threads (`rcuop/*`, `jbd2/*`), and the node of per-node threads (`kswapd1`,
+/// `kcompactd1`).
+fn family(comm: &str) -> (String, Option<u32>) {
+    if let Some((prefix, _)) = comm.split_once('/') {
+        return (format!("{prefix}/*"), None);
+    }
+    for per_node in ["kswapd", "kcompactd"] {
+        if let Some(rest) = comm.strip_prefix(per_node) {
+            let digits = rest.split(':').next().unwrap_or("");
+            if let Ok(node) = digits.parse() {
+                return (comm.to_string(), Some(node));
+            }
+        }
+    }
+    (comm.to_string(), None)
+}
+
+fn plan_affinity(kthreads: &[&Task], topology: &Topology, hk: &CpuSet, draft: &mut Draft) {
+    let mut families: BTreeMap<String, Option<u32>> = BTreeMap::new();
+    for task in kthreads {
+        let rcu_offload = task.per_cpu.is_some_and(|p| p.kind == PerCpuKind::Rcuop);
+        let movable = task.movable
+            && !task.affinity_locked
+            && (task.per_cpu.is_none() || rcu_offload)
+            && !task.comm.starts_with("irq/");
+        if movable {
+            let (name, node) = family(&task.comm);
+            families.entry(name).or_insert(node);
+        }
+    }
+    for (name, node) in families {
+        let local = node
+            .and_then(|node| topology.nodes.iter().find(|n| n.id == node))
+            .map(|n| n.cpus.intersection(hk))
+            .filter(|cpus| !cpus.is_empty());
+        let (cpus, why) = match local {
+            Some(cpus) => (
+                cpus,
+                format!(
+                    "Per-node memory thread to the housekeeping CPUs of its node {}.",
+                    node.unwrap_or(0)
+                ),
+            ),
+            None => (
+                hk.clone(),
+                "Movable kernel thread to the housekeeping CPUs.".to_string(),
+            ),
+        };
+        draft.add(kthread(&name, cpus.to_list(), &why));
+    }
+}
+
+/// Why a per-CPU kernel thread of an isolated CPU stays, and what keeps it quiet.
+fn stays(kind: PerCpuKind) -> &'static str {
+    match kind {
+        PerCpuKind::Ksoftirqd => {
+            "runs softirqs raised on its CPU; quiet while no IRQ is delivered there"
+        }
+        PerCpuKind::Migration => {
+            "the stop-machine thread; runs only for task migration and CPU hotplug"
+        }
+        PerCpuKind::Rcuc => {
+            "RCU callbacks on PREEMPT_RT; rcu_nocbs moves them to rcuo threads on housekeeping CPUs"
+        }
+        PerCpuKind::Cpuhp => "CPU hotplug state machine; runs only when a CPU goes on- or offline",
+        PerCpuKind::Kworker => {
+            "bound workqueue work queued on its CPU (vmstat, LRU drains); nohz_full and a long vm.stat_interval keep it rare"
+        }
+        PerCpuKind::IdleInject => {
+            "forced idle for thermal or power capping; runs only when capping is active"
+        }
+        PerCpuKind::Watchdog => {
+            "the soft-lockup watchdog; nosoftlockup and kernel.watchdog_cpumask stop it"
+        }
+        PerCpuKind::IrqWork => "irq_work on PREEMPT_RT; quiet when nothing queues work on its CPU",
+        PerCpuKind::Ktimers => {
+            "timer softirq on PREEMPT_RT; nohz_full keeps timers off busy isolated CPUs"
+        }
+        PerCpuKind::Rcuop => "RCU callback offload thread",
+    }
+}
+
+fn kind_name(kind: PerCpuKind) -> &'static str {
+    match kind {
+        PerCpuKind::Ksoftirqd => "ksoftirqd",
+        PerCpuKind::Migration => "migration",
+        PerCpuKind::Rcuc => "rcuc",
+        PerCpuKind::Cpuhp => "cpuhp",
+        PerCpuKind::Kworker => "kworker (bound)",
+        PerCpuKind::IdleInject => "idle_inject",
+        PerCpuKind::Watchdog => "watchdog",
+        PerCpuKind::IrqWork => "irq_work",
+        PerCpuKind::Ktimers => "ktimers",
+        PerCpuKind::Rcuop => "rcuop",
+    }
+}
+
+/// One entry per kind of bound per-CPU thread found on isolated CPUs.
+fn plan_unmovable(kthreads: &[&Task], isolated: &CpuSet, draft: &mut Draft) {
+    let mut kinds: BTreeMap<&'static str, (PerCpuKind, CpuSet)> = BTreeMap::new();
+    for task in kthreads {
+        if let Some(per_cpu) = task.per_cpu.filter(|p| p.kind.binds())
+            && isolated.contains(per_cpu.cpu)
+        {
+            kinds
+                .entry(kind_name(per_cpu.kind))
+                .or_insert_with(|| (per_cpu.kind, CpuSet::new()))
+                .1
+                .insert(per_cpu.cpu);
+        }
+    }
+    for (name, (kind, cpus)) in kinds {
+        draft.unmovable(
+            format!("kthread {name} on CPUs {}", cpus.to_list()),
+            format!("per-CPU, bound to its CPU: {}", stays(kind)),
+        );
+    }
+}
+
+/// kthread-plan.txt: workqueue masks, kernel-thread affinities and priorities, and what stays.
+pub fn render(plan: &Plan, header: &str) -> String {
+    let mut out = String::from(header);
+    out.push_str("#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n");
+    let settings: Vec<&Setting> = plan
+        .settings
+        .iter()
+        .filter(|s| s.id.starts_with("workqueue:") || s.id.starts_with(PREFIX))
+        .collect();
+    if settings.is_empty() {
+        out.push_str("\nNo kernel thread or workqueue to move.\n");
+    } else {
+        out.push('\n');
+        for s in settings {
+            let _ = writeln!(out, "{} = {}\n    {}", s.id, s.value, s.rationale);
+        }
+    }
+    let skipped: Vec<_> = plan
+        .skipped
+        .iter()
+        .filter(|s| s.setting.id.starts_with("workqueue:") || s.setting.id.starts_with(PREFIX))
+        .collect();
+    if !skipped.is_empty() {
+        out.push_str("\nNot planned:\n");
+        for s in skipped {
+            let _ = writeln!(
+                out,
+                "  {} = {}: {}",
+                s.setting.id, s.setting.value, s.reason
+            );
+        }
+    }
+    let stays: Vec<_> = plan
+        .unmovable
+        .iter()
+        .filter(|u| u.what.starts_with("kthread"))
+        .collect();
+    if !stays.is_empty() {
+        out.push_str("\nStays on the isolated CPUs:\n");
+        for u in stays {
+            let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_group_numbered_threads_and_find_nodes() {
+        assert_eq!(family("rcuop/17"), ("rcuop/*".to_string(), None));
+        assert_eq!(family("jbd2/nvme0n1p2-8"), ("jbd2/*".to_string(), None));
+        assert_eq!(family("kswapd1"), ("kswapd1".to_string(), Some(1)));
+        assert_eq!(family("kswapd0:1"), ("kswapd0:1".to_string(), Some(0)));
+        assert_eq!(family("kcompactd3"), ("kcompactd3".to_string(), Some(3)));
+        assert_eq!(family("khugepaged"), ("khugepaged".to_string(), None));
+    }
+}

@@ -1,0 +1,190 @@
+//! The terminal summary of a plan: the partition in every form users need, then the settings
+//! by layer, what was skipped and what stays on the isolated CPUs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::Plan;
+use super::setting::Layer;
+use crate::machine::CpuSet;
+use crate::machine::topology::Topology;
+
+/// Width of the label column.
+const LABEL: usize = 20;
+
+fn or_none(set: &CpuSet) -> String {
+    if set.is_empty() {
+        "none".into()
+    } else {
+        set.to_list()
+    }
+}
+
+/// The summary; `topology` adds the per-node view of the partition.
+pub fn render(plan: &Plan, topology: &Topology) -> String {
+    let p = &plan.partition;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "lowlat plan: profile {}, power {}",
+        plan.profile, plan.options.power
+    );
+    let _ = writeln!(
+        out,
+        "{:<LABEL$}{}{}, CPUs {}",
+        "machine",
+        plan.target.host,
+        plan.target
+            .model
+            .as_deref()
+            .map(|m| format!(", {m}"))
+            .unwrap_or_default(),
+        plan.target.cpus.to_list()
+    );
+
+    out.push_str("\nPartition\n");
+    let row = |out: &mut String, label: &str, text: String| {
+        let _ = writeln!(out, "  {label:<w$}{text}", w = LABEL - 2);
+    };
+    row(
+        &mut out,
+        "housekeeping",
+        format!(
+            "{}  (mask {})",
+            p.housekeeping.to_list(),
+            p.housekeeping_mask()
+        ),
+    );
+    row(
+        &mut out,
+        "isolated",
+        format!("{}  (mask {})", p.isolated.to_list(), p.isolated_mask()),
+    );
+    row(&mut out, "no-balance", or_none(&p.no_balance));
+    row(
+        &mut out,
+        "TuneD",
+        format!("isolated_cores={}", p.isolated.to_list()),
+    );
+    row(
+        &mut out,
+        "",
+        if p.no_balance.is_empty() {
+            "no_balance_cores unset".into()
+        } else {
+            format!("no_balance_cores={}", p.no_balance.to_list())
+        },
+    );
+    row(
+        &mut out,
+        "",
+        format!("tuned.non_isolcpus={}", p.tuned_non_isolcpus()),
+    );
+    for node in &topology.nodes {
+        let online = node.cpus.intersection(&plan.target.cpus);
+        if online.is_empty() {
+            continue;
+        }
+        row(
+            &mut out,
+            &format!("node {}", node.id),
+            format!(
+                "housekeeping {}, isolated {}",
+                or_none(&online.intersection(&p.housekeeping)),
+                or_none(&online.intersection(&p.isolated))
+            ),
+        );
+    }
+
+    let _ = writeln!(out, "\nSettings ({})", plan.settings.len());
+    for layer in [
+        Layer::Boot,
+        Layer::Sysctl,
+        Layer::Runtime,
+        Layer::File,
+        Layer::Service,
+    ] {
+        let settings: Vec<_> = plan.layer(layer).collect();
+        if settings.is_empty() {
+            continue;
+        }
+        let reboot = if settings.iter().all(|s| s.reboot) {
+            " (takes effect at the next boot)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "  {}{reboot}", layer.name());
+        match layer {
+            Layer::Boot => {
+                for s in &settings {
+                    let label = if s.security_tradeoff.is_some() {
+                        "  [SECURITY TRADE-OFF]"
+                    } else {
+                        ""
+                    };
+                    let value = if s.value.is_empty() {
+                        format!("remove {}", s.id)
+                    } else {
+                        s.value.clone()
+                    };
+                    let _ = writeln!(out, "    {value}{label}");
+                }
+            }
+            Layer::Runtime => {
+                let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+                for s in &settings {
+                    *kinds
+                        .entry(s.id.split(':').next().unwrap_or(""))
+                        .or_default() += 1;
+                }
+                for s in settings.iter().filter(|s| !s.id.starts_with("irq:")) {
+                    let _ = writeln!(out, "    {} = {}", s.id, s.value);
+                }
+                if let Some(irqs) = kinds.get("irq") {
+                    let _ = writeln!(
+                        out,
+                        "    irq: {irqs} affinities (default and per IRQ; see irq-plan.txt)"
+                    );
+                }
+            }
+            Layer::File => {
+                for s in &settings {
+                    let path = s.id.strip_prefix("file:").unwrap_or(&s.id);
+                    let boot = if s.reboot {
+                        ", takes effect at the next boot"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "    {path} ({} lines{boot})", s.value.lines().count());
+                }
+            }
+            _ => {
+                for s in &settings {
+                    let id = s.id.split_once(':').map_or(s.id.as_str(), |(_, rest)| rest);
+                    let _ = writeln!(out, "    {id} = {}", s.value);
+                }
+            }
+        }
+    }
+    if !plan.skipped.is_empty() {
+        let _ = writeln!(out, "\nNot planned ({})", plan.skipped.len());
+        for s in &plan.skipped {
+            let _ = writeln!(
+                out,
+                "  {} = {}: {}",
+                s.setting.id, s.setting.value, s.reason
+            );
+        }
+    }
+    if !plan.unmovable.is_empty() {
+        let _ = writeln!(out, "\nStays where it is ({})", plan.unmovable.len());
+        for u in &plan.unmovable {
+            let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+        }
+    }
+    out.push_str(
+        "\nWrite the artifacts with --out DIR; compare with this machine with --diff; \
+         print plan.json with --json.\n",
+    );
+    out
+}

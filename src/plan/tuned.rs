@@ -1,0 +1,107 @@
+//! The TuneD rendering of a plan, for sites that keep TuneD: a `lowlat` profile that includes
+//! TuneD's cpu-partitioning profile, and the `cpu-partitioning-variables.conf` that profile
+//! reads its CPU lists from.
+//!
+//! cpu-partitioning derives `nohz=on`, `nohz_full`, `rcu_nocbs`, `nosoftlockup`, the
+//! workqueue masks, systemd's `CPUAffinity`, irqbalance's banned CPUs and (for
+//! `no_balance_cores`) `isolcpus=<cpus>` from the variables; the profile adds the rest of the
+//! plan's boot arguments and sysctls. Boot arguments the plan removes cannot be removed by
+//! TuneD (it only removes what it added), so they are listed as comments.
+
+use std::fmt::Write;
+
+use super::Plan;
+use super::kernel_cmdline::{self, PREFIX as CMDLINE};
+use super::setting::Layer;
+use super::sysctl;
+
+/// The profile name.
+pub const PROFILE: &str = "lowlat";
+
+/// Where the variables file is installed (cpu-partitioning reads it from there).
+pub const VARIABLES_PATH: &str = "/etc/tuned/cpu-partitioning-variables.conf";
+
+/// Where the profile is installed.
+pub const PROFILE_PATH: &str = "/etc/tuned/lowlat/tuned.conf";
+
+/// Boot settings that cpu-partitioning (or network-latency, which it includes) already
+/// derives from the same variables; the profile does not repeat them.
+const FROM_CPU_PARTITIONING: &[&str] = &[
+    "nohz",
+    "nohz_full",
+    "rcu_nocbs",
+    "nosoftlockup",
+    "skew_tick",
+];
+
+/// tuned/lowlat/tuned.conf.
+pub fn render_profile(plan: &Plan, header: &str) -> String {
+    let p = &plan.partition;
+    let mut out = String::from(header);
+    let _ = write!(
+        out,
+        "#\n# A TuneD profile built on cpu-partitioning: install it as {PROFILE_PATH}, install\n\
+         # cpu-partitioning-variables.conf as {VARIABLES_PATH}, then run\n\
+         # `tuned-adm profile {PROFILE}`. Use either this profile or `lowlat apply` for the boot\n\
+         # arguments and sysctls, not both. The IRQ spread of NIC queues and the kernel-thread\n\
+         # placement are applied by lowlat-runtime.service in either case.\n\
+         # cpu-partitioning also adds intel_pstate=disable to the command line.\n\n\
+         [main]\n\
+         summary=lowlat plan for {host}: housekeeping {hk}, isolated {iso}\n\
+         include=cpu-partitioning\n",
+        host = plan.target.host,
+        hk = p.housekeeping.to_list(),
+        iso = p.isolated.to_list(),
+    );
+
+    let sysctls: Vec<_> = plan
+        .layer(Layer::Sysctl)
+        .filter_map(|s| sysctl::key(&s.id).map(|key| (key, &s.value)))
+        .collect();
+    if !sysctls.is_empty() {
+        out.push_str("\n[sysctl]\n");
+        for (key, value) in sysctls {
+            let _ = writeln!(out, "{key}={value}");
+        }
+    }
+
+    let mut args = vec![format!("isolcpus=managed_irq,{}", p.isolated.to_list())];
+    let mut removed = Vec::new();
+    for s in plan.layer(Layer::Boot) {
+        let key = s.id.strip_prefix(CMDLINE).unwrap_or(&s.id);
+        if key == "isolcpus" || FROM_CPU_PARTITIONING.contains(&key) {
+            continue;
+        }
+        if s.value.trim().is_empty() {
+            removed.extend(kernel_cmdline::owned_keys(s));
+        } else {
+            args.extend(s.value.split_whitespace().map(str::to_string));
+        }
+    }
+    out.push_str("\n[bootloader]\n");
+    if !removed.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Remove by hand (TuneD only removes arguments it added): {}",
+            removed.join(" ")
+        );
+    }
+    let _ = writeln!(out, "cmdline_lowlat=+{}", args.join(" "));
+    out
+}
+
+/// cpu-partitioning-variables.conf.
+pub fn render_variables(plan: &Plan, header: &str) -> String {
+    let p = &plan.partition;
+    let mut out = String::from(header);
+    let _ = write!(
+        out,
+        "#\n# Read by TuneD's cpu-partitioning profile (and so by the {PROFILE} profile).\n\
+         isolated_cores={}\n",
+        p.isolated.to_list()
+    );
+    if !p.no_balance.is_empty() {
+        let _ = writeln!(out, "no_balance_cores={}", p.no_balance.to_list());
+    }
+    out
+}

@@ -1,0 +1,97 @@
+//! Writing a plan's artifacts into an output directory: refused when the directory holds
+//! anything unless forced, each file written atomically (temporary file, fsync, rename).
+
+use anyhow::{Context, Result, bail};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::artifacts::Artifact;
+use crate::snapshot::write_atomically;
+
+/// Writes `artifacts` under `dir` (created if missing) and returns the paths written. A
+/// directory that is not empty is refused unless `force`; with `force` the artifacts replace
+/// files of the same name and nothing else is touched.
+pub fn write_dir(dir: &Path, artifacts: &[Artifact], force: bool) -> Result<Vec<PathBuf>> {
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!(
+                "--out {}: exists and is not a directory; choose a directory path",
+                dir.display()
+            );
+        }
+        let mut entries = std::fs::read_dir(dir)
+            .with_context(|| format!("--out {}: cannot list the directory", dir.display()))?;
+        if entries.next().is_some() && !force {
+            bail!(
+                "--out {}: the directory is not empty; choose an empty or new directory, or add --force to replace lowlat's files in it",
+                dir.display()
+            );
+        }
+    }
+    let mut written = Vec::new();
+    for artifact in artifacts {
+        let path = dir.join(&artifact.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("--out: cannot create {}", parent.display()))?;
+        }
+        write_atomically(&path, artifact.content.as_bytes())
+            .with_context(|| format!("--out: cannot write {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("--out: cannot set the mode of {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn artifact(path: &str, content: &str) -> Artifact {
+        Artifact {
+            path: path.into(),
+            install: None,
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn writes_nested_files_and_refuses_a_non_empty_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let files = [artifact("a.txt", "a\n"), artifact("sub/b.conf", "b\n")];
+        let written = write_dir(&out, &files, false).unwrap();
+        assert_eq!(written.len(), 2);
+        assert_eq!(
+            std::fs::read_to_string(out.join("sub/b.conf")).unwrap(),
+            "b\n"
+        );
+        let mode = std::fs::metadata(out.join("a.txt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+
+        let err = write_dir(&out, &files, false).unwrap_err().to_string();
+        assert!(
+            err.contains("not empty") && err.contains("--force"),
+            "{err}"
+        );
+
+        std::fs::write(out.join("mine.txt"), "keep").unwrap();
+        write_dir(&out, &[artifact("a.txt", "new\n")], true).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("a.txt")).unwrap(), "new\n");
+        assert_eq!(
+            std::fs::read_to_string(out.join("mine.txt")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn refuses_a_file_as_directory() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let err = write_dir(tmp.path(), &[], true).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+}

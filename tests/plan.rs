@@ -1,0 +1,399 @@
+//! `lowlat plan` on the fixture machines: the guide's values, SMT siblings kept together, a
+//! housekeeping core on every NUMA node, golden files of every artifact, and the refusals.
+
+use lowlat::machine::{CpuSet, Machine};
+use lowlat::plan::request::{PlanRequest, Profile};
+use lowlat::plan::setting::Layer;
+use lowlat::plan::{self, Plan, artifacts};
+use lowlat::sysroot::SysRoot;
+use std::path::{Path, PathBuf};
+
+const FIXTURES: &[&str] = &[
+    "epyc7f32-2s",
+    "epyc7f32-2s-tuned",
+    "milan64-nps4-smt",
+    "xeon-2s-smt",
+    "rt-guest-4vcpu",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/machines")
+        .join(name)
+}
+
+fn machine(name: &str) -> Machine {
+    Machine::read(&SysRoot::dir(fixture(name)))
+}
+
+fn plan_with(name: &str, request: &PlanRequest) -> (Machine, Plan) {
+    let machine = machine(name);
+    let plan = plan::build(&machine, request, Vec::new()).unwrap();
+    (machine, plan)
+}
+
+fn default_plan(name: &str) -> (Machine, Plan) {
+    plan_with(name, &PlanRequest::default())
+}
+
+fn boot_args(plan: &Plan) -> Vec<&str> {
+    plan.layer(Layer::Boot)
+        .flat_map(|s| s.value.split_whitespace())
+        .collect()
+}
+
+fn artifact<'a>(files: &'a [artifacts::Artifact], path: &str) -> &'a str {
+    &files
+        .iter()
+        .find(|a| a.path == path)
+        .unwrap_or_else(|| panic!("no artifact {path}"))
+        .content
+}
+
+#[test]
+fn epyc7f32_gets_the_guides_partition_in_every_form() {
+    let (_, plan) = default_plan("epyc7f32-2s");
+    let p = &plan.partition;
+    assert_eq!(p.housekeeping.to_list(), "0,8");
+    assert_eq!(p.isolated.to_list(), "1-7,9-15");
+    assert_eq!(p.isolated_mask(), "fefe");
+    assert_eq!(p.housekeeping_mask(), "101");
+    assert_eq!(p.tuned_non_isolcpus(), "00000101");
+    let args = boot_args(&plan);
+    for arg in [
+        "isolcpus=managed_irq,1-7,9-15",
+        "nohz_full=1-7,9-15",
+        "rcu_nocbs=1-7,9-15",
+        "irqaffinity=0,8",
+        "nohz=on",
+        "skew_tick=1",
+        "nosoftlockup",
+        "nmi_watchdog=0",
+        "tsc=reliable",
+        "transparent_hugepage=never",
+        "processor.max_cstate=1",
+    ] {
+        assert!(args.contains(&arg), "{arg} missing from {args:?}");
+    }
+    // AMD: no intel_idle argument; no trade-off without the flag.
+    assert!(!args.iter().any(|a| a.starts_with("intel_idle")));
+    assert!(!args.contains(&"mitigations=off"));
+    assert_eq!(plan.setting("workqueue:cpumask").unwrap().value, "101");
+    assert_eq!(plan.setting("irq:default:affinity").unwrap().value, "101");
+    // kswapd of each node goes to that node's housekeeping CPU.
+    assert_eq!(plan.setting("kthread:kswapd0:affinity").unwrap().value, "0");
+    assert_eq!(plan.setting("kthread:kswapd1:affinity").unwrap().value, "8");
+
+    let files = artifacts::render(&plan);
+    let vars = artifact(&files, "tuned/cpu-partitioning-variables.conf");
+    assert!(vars.contains("\nisolated_cores=1-7,9-15\n"), "{vars}");
+    assert!(!vars.contains("no_balance_cores="));
+    let env = artifact(&files, "irqbalance/irqbalance.env");
+    assert!(env.contains("IRQBALANCE_BANNED_CPULIST=1-7,9-15\n"));
+    assert!(env.contains("IRQBALANCE_BANNED_CPUS=fefe\n"));
+    let affinity = artifact(&files, "systemd/system.conf.d/50-lowlat.conf");
+    assert!(affinity.contains("CPUAffinity=0,8\n"));
+    // Every text artifact names the version, the profile and the partition.
+    for file in files.iter().filter(|f| f.path != "plan.json") {
+        assert!(
+            file.content.contains("lowlat 0.")
+                && file.content.contains("Profile: low-latency")
+                && file
+                    .content
+                    .contains("housekeeping 0,8 (mask 101), isolated 1-7,9-15 (mask fefe)"),
+            "{} lacks the header",
+            file.path
+        );
+    }
+}
+
+#[test]
+fn the_no_balance_band_maps_to_isolcpus_domain_and_tuned() {
+    let mut request = PlanRequest::default();
+    request.partition.no_balance_cores_per_node = 7;
+    let (_, plan) = plan_with("epyc7f32-2s", &request);
+    assert_eq!(plan.partition.no_balance.to_list(), "1-7,9-15");
+    assert!(boot_args(&plan).contains(&"isolcpus=managed_irq,domain,1-7,9-15"));
+    let files = artifacts::render(&plan);
+    assert!(
+        artifact(&files, "tuned/cpu-partitioning-variables.conf")
+            .contains("no_balance_cores=1-7,9-15\n")
+    );
+
+    request.partition.no_balance_cores_per_node = 2;
+    let (_, plan) = plan_with("epyc7f32-2s", &request);
+    let args = boot_args(&plan);
+    assert!(args.contains(&"isolcpus=managed_irq,1-7,9-15"));
+    assert!(args.contains(&"isolcpus=domain,1-2,9-10"));
+    let text = artifact(&artifacts::render(&plan), "kernel-cmdline.txt").to_string();
+    assert!(text.contains("two isolcpus= arguments"), "{text}");
+}
+
+/// Every isolated CPU's SMT siblings are isolated too, and every node has housekeeping.
+fn check_whole_cores_and_nodes(machine: &Machine, plan: &Plan) {
+    let topo = &machine.topology;
+    for cpu in plan.partition.isolated.iter() {
+        assert!(
+            topo.siblings_of(cpu).is_subset(&plan.partition.isolated),
+            "CPU {cpu} is isolated but a sibling is not"
+        );
+    }
+    for node in topo.nodes.iter().filter(|n| !n.cpus.is_empty()) {
+        assert!(
+            node.cpus.intersects(&plan.partition.housekeeping),
+            "node {} has no housekeeping CPU",
+            node.id
+        );
+    }
+}
+
+#[test]
+fn milan_nps4_keeps_siblings_together_with_housekeeping_on_all_four_nodes() {
+    let (machine, plan) = default_plan("milan64-nps4-smt");
+    assert_eq!(machine.topology.nodes.len(), 4);
+    assert_eq!(
+        plan.partition.housekeeping.to_list(),
+        "0,16,32,48,64,80,96,112"
+    );
+    check_whole_cores_and_nodes(&machine, &plan);
+    for node in &machine.topology.nodes {
+        assert_eq!(
+            node.cpus.intersection(&plan.partition.housekeeping).len(),
+            2
+        );
+    }
+}
+
+#[test]
+fn xeon_keeps_siblings_n_and_n_plus_56_together() {
+    let (machine, plan) = default_plan("xeon-2s-smt");
+    assert_eq!(plan.partition.housekeeping.to_list(), "0,28,56,84");
+    check_whole_cores_and_nodes(&machine, &plan);
+    let args = boot_args(&plan);
+    assert!(
+        args.contains(&"intel_idle.max_cstate=0"),
+        "Intel gets the intel_idle limit"
+    );
+
+    let mut request = PlanRequest::default();
+    request.partition.housekeeping_cores_per_node = 2;
+    let (machine, plan) = plan_with("xeon-2s-smt", &request);
+    assert_eq!(
+        plan.partition.housekeeping.to_list(),
+        "0-1,28-29,56-57,84-85"
+    );
+    check_whole_cores_and_nodes(&machine, &plan);
+}
+
+#[test]
+fn every_fixture_plans_whole_cores_and_housekeeping_per_node() {
+    for name in FIXTURES {
+        let (machine, plan) = default_plan(name);
+        check_whole_cores_and_nodes(&machine, &plan);
+        assert!(plan.partition.housekeeping.contains(0), "{name}");
+    }
+}
+
+#[test]
+fn nic_queues_spread_over_the_nics_node_with_the_queue_rule() {
+    let mut request = PlanRequest::default();
+    request.partition.housekeeping_cores_per_node = 2;
+    let (machine, plan) = plan_with("milan64-nps4-smt", &request);
+    // The mlx5 NIC sits on node 1; its housekeeping CPUs are 16,17 and siblings 80,81,
+    // ordered one thread per core first: 16, 17, 80, 81.
+    let irqs = machine.irqs.get().unwrap();
+    let mut seen = Vec::new();
+    for irq in &irqs.irqs {
+        if let lowlat::machine::irq::IrqClass::NicQueue { queue, .. } = irq.class {
+            let cpu = &plan
+                .setting(&format!("irq:{}:affinity", irq.number))
+                .unwrap()
+                .value;
+            let expected = ["16", "17", "80", "81"][queue as usize % 4];
+            assert_eq!(cpu, expected, "queue {queue}");
+            seen.push(queue);
+        }
+    }
+    assert!(seen.len() >= 8, "the fixture has NIC queues");
+    let files = artifacts::render(&plan);
+    let env = artifact(&files, "irqbalance/irqbalance.env");
+    assert!(
+        env.contains("--banirq=34 "),
+        "queue IRQs are kept from irqbalance: {env}"
+    );
+}
+
+#[test]
+fn realtime_guest_isolates_statically_and_raises_kthread_priorities() {
+    let request = PlanRequest {
+        profile: Profile::RealtimeGuest,
+        ..PlanRequest::default()
+    };
+    let (_, plan) = plan_with("rt-guest-4vcpu", &request);
+    assert_eq!(plan.partition.no_balance, plan.partition.isolated);
+    assert!(boot_args(&plan).contains(&"isolcpus=managed_irq,domain,1-3"));
+    assert_eq!(
+        plan.setting("kthread:ksoftirqd/*:priority").unwrap().value,
+        "fifo:2"
+    );
+}
+
+#[test]
+fn plan_json_round_trips_and_checks_its_version() {
+    let (_, plan) = default_plan("xeon-2s-smt");
+    let text = plan.to_json();
+    assert_eq!(Plan::from_json(&text).unwrap(), plan);
+    let old = text.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    let err = Plan::from_json(&old).unwrap_err().to_string();
+    assert!(err.contains("schema_version 99"), "{err}");
+    assert!(Plan::from_json("{}").is_err());
+}
+
+#[test]
+fn files_in_the_plan_are_the_files_written() {
+    let (_, plan) = default_plan("epyc7f32-2s");
+    let files = artifacts::render(&plan);
+    for file in &files {
+        if let Some(install) = file.install
+            && let Some(s) = plan.setting(&format!("file:{install}"))
+        {
+            assert_eq!(s.value, file.content, "{}", file.path);
+        }
+    }
+    assert!(
+        plan.setting("file:/etc/systemd/system/lowlat-runtime.service")
+            .is_some()
+    );
+}
+
+#[test]
+fn golden_artifacts() {
+    for name in FIXTURES {
+        let (_, plan) = default_plan(name);
+        for file in artifacts::render(&plan) {
+            let snapshot = format!("{name}__{}", file.path.replace('/', "__"));
+            insta::assert_snapshot!(snapshot, file.content);
+        }
+    }
+}
+
+#[test]
+fn golden_artifacts_with_every_option() {
+    let request = PlanRequest {
+        options: lowlat::plan::request::PlanOptions {
+            power: lowlat::plan::request::Power::Balanced,
+            hugepages: vec!["1G:16".parse().unwrap(), "2M:1024".parse().unwrap()],
+            allow_security_tradeoffs: true,
+            kthread_priorities: true,
+        },
+        ..PlanRequest::default()
+    };
+    let (_, plan) = plan_with("epyc7f32-2s-tuned", &request);
+    let files = artifacts::render(&plan);
+    for path in [
+        "kernel-cmdline.txt",
+        "tuned/lowlat/tuned.conf",
+        "kthread-plan.txt",
+    ] {
+        insta::assert_snapshot!(
+            format!("epyc7f32-2s-tuned-options__{}", path.replace('/', "__")),
+            artifact(&files, path)
+        );
+    }
+    let args = boot_args(&plan);
+    assert!(args.contains(&"default_hugepagesz=1G"));
+    assert!(args.contains(&"mitigations=off"));
+    let tradeoffs: Vec<_> = plan
+        .layer(Layer::Boot)
+        .filter(|s| s.security_tradeoff.is_some())
+        .map(|s| s.value.as_str())
+        .collect();
+    assert_eq!(
+        tradeoffs,
+        [
+            "mitigations=off",
+            "selinux=0",
+            "audit=0",
+            "mce=ignore_ce",
+            "ipv6.disable=1"
+        ]
+    );
+}
+
+#[test]
+fn hugepage_requests_are_checked_against_the_machine() {
+    let refuse = |pools: &[&str]| {
+        let request = PlanRequest {
+            options: lowlat::plan::request::PlanOptions {
+                hugepages: pools.iter().map(|p| p.parse().unwrap()).collect(),
+                ..Default::default()
+            },
+            ..PlanRequest::default()
+        };
+        let machine = machine("epyc7f32-2s");
+        plan::build(&machine, &request, Vec::new())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(refuse(&["1G:600"]).contains("--hugepages 1G:600"));
+    assert!(refuse(&["1G:600"]).contains("GiB of memory"));
+    assert!(refuse(&["4M:4"]).contains("the kernel offers hugepages of 2M, 1G only"));
+    assert!(refuse(&["2M:4", "2M:8"]).contains("twice"));
+}
+
+#[test]
+fn the_grub_dropin_replaces_earlier_values_and_keeps_the_rest() {
+    let (_, plan) = default_plan("epyc7f32-2s");
+    let files = artifacts::render(&plan);
+    let dropin = artifact(&files, "grub/99-lowlat.cfg");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("99-lowlat.cfg");
+    std::fs::write(&path, dropin).unwrap();
+    let script = format!(
+        "GRUB_CMDLINE_LINUX='ro crashkernel=auto nohz_full=2-3 rhgb'\n\
+         GRUB_CMDLINE_LINUX_DEFAULT='quiet isolcpus=4-7 idle=poll'\n\
+         . {}\n\
+         printf '%s\\n%s\\n' \"$GRUB_CMDLINE_LINUX\" \"$GRUB_CMDLINE_LINUX_DEFAULT\"",
+        path.display()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("ro crashkernel=auto rhgb"));
+    let default = lines.next().unwrap();
+    assert!(
+        default.starts_with("quiet idle=poll isolcpus=managed_irq,1-7,9-15 "),
+        "{default}"
+    );
+    assert!(!default.contains("isolcpus=4-7"));
+}
+
+#[test]
+fn cpu_sets_in_the_plan_stay_within_the_machine() {
+    for name in FIXTURES {
+        let (machine, plan) = default_plan(name);
+        let online = machine.topology.online_cpus();
+        for s in plan
+            .settings
+            .iter()
+            .filter(|s| s.id.starts_with("irq:") && !s.id.contains("default"))
+        {
+            let cpus: CpuSet = s.value.parse().unwrap();
+            assert!(
+                cpus.is_subset(&plan.partition.housekeeping),
+                "{name} {}",
+                s.id
+            );
+            assert!(cpus.is_subset(&online));
+        }
+    }
+}
