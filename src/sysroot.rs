@@ -118,6 +118,8 @@ pub struct FileMeta {
     pub uid: u32,
     /// Owner group id.
     pub gid: u32,
+    /// Inode number (tells whether a path still names an open file).
+    pub ino: u64,
 }
 
 /// Mode and owner to give a file that is written whole.
@@ -350,6 +352,7 @@ impl SysRoot {
             mode: meta.mode() & 0o7777,
             uid: meta.uid(),
             gid: meta.gid(),
+            ino: meta.ino(),
         }))
     }
 
