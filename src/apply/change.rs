@@ -197,11 +197,11 @@ pub fn run_follow_ups(ctx: &Ctx, follow_ups: Vec<FollowUp>, dry_run: bool) -> Ve
     follow_ups
         .into_iter()
         .map(|f| match ctx.runner {
-            _ if dry_run => format!("would run: {}", f.shown()),
             None => format!(
                 "run on the machine itself: {} (lowlat runs commands only on the live root)",
                 f.shown()
             ),
+            Some(_) if dry_run => format!("would run: {}", f.shown()),
             Some(runner) => match f.run(runner) {
                 Ok(()) => format!("ran: {}", f.shown()),
                 Err(why) => format!("warning: {why}"),

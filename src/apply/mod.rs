@@ -18,6 +18,8 @@ pub mod journal;
 pub mod lock;
 pub mod revert;
 pub mod target;
+#[cfg(test)]
+mod tests;
 pub mod verify;
 
 use serde::Serialize;
@@ -59,6 +61,15 @@ impl Scope {
         }
     }
 
+    /// The name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Runtime => "runtime",
+            Scope::Boot => "boot",
+            Scope::All => "all",
+        }
+    }
+
     /// Whether plan.json itself is installed.
     fn installs_plan(self) -> bool {
         self != Scope::Runtime
@@ -93,7 +104,7 @@ pub fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
 
 /// One line of work: a setting (or all boot settings together) and its changes.
 pub struct Item {
-    /// The setting id, or `kernel command line (ids...)` for the boot settings.
+    /// The setting id, or `cmdline:* (N settings)` for the boot settings.
     pub label: String,
     /// Its layer.
     pub layer: Layer,
@@ -130,7 +141,7 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
                 problems.push(problem.clone());
             }
             items.push(Item {
-                label: format!("kernel command line ({})", ids.join(", ")),
+                label: format!("cmdline:* ({} settings)", ids.len()),
                 layer: Layer::Boot,
                 expansion,
                 boot_args,
@@ -358,6 +369,30 @@ pub fn boot_id(root: &crate::sysroot::SysRoot) -> Option<String> {
     root.read_value("/proc/sys/kernel/random/boot_id").ok()
 }
 
+/// Why apply could not start. Nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Another apply or revert runs.
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    /// The journal of an earlier apply is damaged or cannot be written.
+    #[error(transparent)]
+    Journal(#[from] journal::AppendError),
+}
+
+/// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
+pub fn apply(
+    ctx: &Ctx,
+    items: &[Item],
+    plan_path: &str,
+    steps: &mut Steps,
+) -> Result<ApplyReport, ApplyError> {
+    let lock = lock::Lock::acquire(ctx.root)?;
+    let begin = begin_record(ctx, plan_path, lock.created_dirs());
+    let mut writer = Writer::open(ctx.root, begin)?;
+    Ok(execute(ctx, items, Some(&mut writer), steps))
+}
+
 /// Runs the items. With `writer` `None` it is a dry run: nothing is written.
 pub fn execute(
     ctx: &Ctx,
@@ -446,7 +481,7 @@ pub fn execute(
         .follow_ups
         .extend(run_follow_ups(ctx, follow_ups.drain(), dry_run));
     report.journaled = writer.as_ref().is_some_and(|w| w.started());
-    report.pending_reboot = pending_reboot(ctx, items);
+    report.pending_reboot = !dry_run && pending_reboot(ctx, items);
     report
 }
 

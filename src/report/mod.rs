@@ -1,4 +1,5 @@
 //! Human and machine renderings of lowlat's results.
 
+pub mod apply;
 pub mod inventory;
 pub mod units;

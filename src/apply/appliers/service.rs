@@ -292,6 +292,7 @@ mod tests {
     #[test]
     fn masks_and_restores_a_running_enabled_unit() {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
         let root = SysRoot::dir(dir.path());
         let machine = Machine::read(&root);
         let state = RefCell::new(State {
