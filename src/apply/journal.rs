@@ -410,11 +410,17 @@ impl<'a> Writer<'a> {
         })
     }
 
+    /// Writes the pending `begin` record, if it is still pending; returns whether it wrote.
+    pub fn start(&mut self) -> Result<bool, WriteError> {
+        match self.begin.take() {
+            Some(begin) => self.write(&begin).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
     /// Appends `record` durably (after the pending `begin`, if any).
     pub fn append(&mut self, record: &Record) -> Result<(), WriteError> {
-        if let Some(begin) = self.begin.take() {
-            self.write(&begin)?;
-        }
+        self.start()?;
         self.write(record)
     }
 

@@ -507,10 +507,13 @@ fn run_one(
         line.outcome = Outcome::WouldChange;
         return Ok(());
     };
+    let journal_failed =
+        |e: crate::sysroot::WriteError| ChangeError::Failed(format!("journal: {e}"));
+    if writer.start().map_err(journal_failed)? {
+        steps.step()?;
+    }
     for record in &inspection.prior {
-        writer
-            .append(record)
-            .map_err(|e| ChangeError::Failed(format!("journal: {e}")))?;
+        writer.append(record).map_err(journal_failed)?;
         steps.step()?;
     }
     change.apply(ctx)?;

@@ -258,12 +258,14 @@ pub fn revert(ctx: &Ctx, dry_run: bool) -> Result<RevertReport, RevertError> {
         report.lines.push(line);
     }
     report.follow_ups = run_follow_ups(ctx, follow_ups.drain(), false);
-    if let Some(Entry {
-        record: Record::Begin { created_dirs, .. },
-        ..
-    }) = journal.entries.first()
-    {
-        lock.remove_dirs_on_release(created_dirs);
+    match journal.entries.first() {
+        Some(Entry {
+            record: Record::Begin { created_dirs, .. },
+            ..
+        }) => lock.remove_dirs_on_release(created_dirs),
+        // The first line was torn by a crash: which directories it would have named is
+        // unknown, but lowlat's own state directory is removed when empty.
+        _ => lock.remove_dirs_on_release(&[journal::STATE_DIR.to_string()]),
     }
     if let Err(e) = ctx.root.remove_file(JOURNAL_PATH) {
         report.stopped = Some(format!(

@@ -284,6 +284,23 @@ fn a_crash_after_any_step_is_reverted_exactly() {
 }
 
 #[test]
+fn a_crash_while_the_first_line_was_written_leaves_nothing_behind() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let root = f.root();
+    root.create_dirs(super::journal::STATE_DIR).unwrap();
+    root.append_durably(JOURNAL_PATH, b"{\"crc32\":\"00", 0o600)
+        .unwrap();
+    let report = run_revert(&f);
+    assert_eq!(report.torn_last_line, Some(1));
+    assert!(report.lines.is_empty());
+    // /var and /var/lib are not known to be lowlat's: only its own state directory goes.
+    let mut now = f.now();
+    assert!(!now.contains_key("var/lib/lowlat"));
+    assert!(now.remove("var/lib").is_some() && now.remove("var").is_some());
+    tree::assert_same(&f.pristine, &now, "revert of a torn first line");
+}
+
+#[test]
 fn a_damaged_journal_stops_revert_before_any_change() {
     let f = Fixture::new("rt-guest-4vcpu");
     let plan = plan_for(&f.machine, &f.root());

@@ -138,7 +138,10 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     };
     let items = apply::prepare(&ctx, &plan, &text, args.scope())
         .map_err(|problem| anyhow::anyhow!("--plan {}: {problem}", args.plan.display()))?;
-    let plan_path = args.plan.display().to_string();
+    let plan_path = std::fs::canonicalize(&args.plan)
+        .unwrap_or_else(|_| args.plan.clone())
+        .display()
+        .to_string();
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
