@@ -228,6 +228,22 @@ fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
     manifest.context("no manifest.json: not a snapshot lowlat made")
 }
 
+/// Copies a tree of regular files and directories (an unpacked snapshot) to `to`.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("writing {}", target.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks an archive entry name and returns it relative to the snapshot's `root/`.
 fn safe_relative(name: &str) -> Result<PathBuf> {
     let path = Path::new(name);

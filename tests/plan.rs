@@ -8,13 +8,20 @@ use lowlat::plan::{self, Plan, artifacts};
 use lowlat::sysroot::SysRoot;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &[&str] = &[
-    "epyc7f32-2s",
-    "epyc7f32-2s-tuned",
-    "milan64-nps4-smt",
-    "xeon-2s-smt",
-    "rt-guest-4vcpu",
-];
+/// Every fixture machine (new ones are picked up by the golden test and fail it until their
+/// snapshots are reviewed).
+fn fixtures() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "the fixture machines are missing");
+    names
+}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -187,7 +194,7 @@ fn xeon_keeps_siblings_n_and_n_plus_56_together() {
 
 #[test]
 fn every_fixture_plans_whole_cores_and_housekeeping_per_node() {
-    for name in FIXTURES {
+    for name in &fixtures() {
         let (machine, plan) = default_plan(name);
         check_whole_cores_and_nodes(&machine, &plan);
         assert!(plan.partition.housekeeping.contains(0), "{name}");
@@ -268,7 +275,7 @@ fn files_in_the_plan_are_the_files_written() {
 
 #[test]
 fn golden_artifacts() {
-    for name in FIXTURES {
+    for name in &fixtures() {
         let (_, plan) = default_plan(name);
         for file in artifacts::render(&plan) {
             let snapshot = format!("{name}__{}", file.path.replace('/', "__"));
@@ -379,7 +386,7 @@ fn the_grub_dropin_replaces_earlier_values_and_keeps_the_rest() {
 
 #[test]
 fn cpu_sets_in_the_plan_stay_within_the_machine() {
-    for name in FIXTURES {
+    for name in &fixtures() {
         let (machine, plan) = default_plan(name);
         let online = machine.topology.online_cpus();
         for s in plan
@@ -396,4 +403,59 @@ fn cpu_sets_in_the_plan_stay_within_the_machine() {
             assert!(cpus.is_subset(&online));
         }
     }
+}
+
+#[test]
+fn diff_reads_the_current_value_of_every_kind_of_setting() {
+    use lowlat::plan::diff::{Current, current};
+    let root = SysRoot::dir(fixture("epyc7f32-2s-tuned"));
+    let machine = Machine::read(&root);
+    let now_for = |id: &str, value: &str, layer: Layer| {
+        current(&plan::setting(id, value, layer, "", ""), &machine, &root)
+    };
+    let now = |id: &str, layer: Layer| now_for(id, "", layer);
+    let value = |v: &str| Current::Value(v.to_string());
+    assert_eq!(now("cmdline:idle", Layer::Boot), value("idle=poll"));
+    // The keys of the planned value count: all three hugepage keys.
+    assert_eq!(
+        now_for(
+            "cmdline:hugepages",
+            "default_hugepagesz=1G hugepagesz=1G hugepages=4",
+            Layer::Boot
+        ),
+        value("hugepagesz=2MB hugepages=6000 default_hugepagesz=2MB")
+    );
+    assert_eq!(now("cmdline:isolcpus", Layer::Boot), Current::Absent);
+    assert_eq!(now("sysctl:vm.swappiness", Layer::Sysctl), value("0"));
+    assert_eq!(now("thp:enabled", Layer::Runtime), value("never"));
+    assert_eq!(
+        now("cpufreq:governor", Layer::Runtime),
+        value("performance")
+    );
+    assert_eq!(
+        now("cpu:3:pm_qos_resume_latency_us", Layer::Runtime),
+        value("0")
+    );
+    assert_eq!(now("workqueue:cpumask", Layer::Runtime), value("101"));
+    assert_eq!(
+        now("kthread:kswapd0:affinity", Layer::Runtime),
+        value("0,8")
+    );
+    assert_eq!(now("rps:ens1f0np0:rps_cpus", Layer::Runtime), value("0"));
+    assert_eq!(
+        now("file:/etc/lowlat/plan.json", Layer::File),
+        Current::Absent
+    );
+    assert!(matches!(
+        now("file:/etc/sysctl.d/100-lowlatency.conf", Layer::File),
+        Current::Value(text) if text.contains("kernel.numa_balancing")
+    ));
+    assert_eq!(
+        now("service:tuned.service", Layer::Service),
+        value("enabled")
+    );
+    assert!(matches!(
+        now("frobnicate:x", Layer::Runtime),
+        Current::Unknown(_)
+    ));
 }

@@ -9,12 +9,18 @@ use crate::machine::Machine;
 
 /// Options of `lowlat snapshot`.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  lowlat snapshot -o $(hostname).lowlat\n  \
-lowlat inventory --snapshot host1.lowlat     # on any other machine")]
+#[command(after_help = "Examples:\n  lowlat snapshot -o $(hostname).lowlat\n  \
+lowlat inventory --snapshot host1.lowlat             # on any other machine\n  \
+lowlat --snapshot host1.lowlat snapshot --extract DIR   # the captured files as a tree")]
 pub struct SnapshotArgs {
     /// Where to write the snapshot (a zstd-compressed tar with a manifest).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    #[arg(short, long, value_name = "FILE", required_unless_present = "extract")]
+    pub output: Option<PathBuf>,
+
+    /// With --snapshot FILE: write the captured files as a tree under DIR (usable with --root)
+    /// instead of taking a snapshot.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub extract: Option<PathBuf>,
 
     /// Replace FILE if it exists.
     #[arg(long)]
@@ -23,25 +29,55 @@ pub struct SnapshotArgs {
 
 /// Runs `lowlat snapshot`.
 pub fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
+    if let Some(dir) = &args.extract {
+        return extract(cli, dir, args.force);
+    }
+    let Some(output) = &args.output else {
+        bail!("-o FILE: say where to write the snapshot");
+    };
     if cli.snapshot.is_some() {
         bail!("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead");
     }
-    if args.output.exists() && !args.force {
+    if output.exists() && !args.force {
         bail!(
             "-o {}: the file exists; choose another name or add --force",
-            args.output.display()
+            output.display()
         );
     }
     let root = cli.sysroot()?.recording();
     let machine = Machine::read(&root);
-    let manifest = crate::snapshot::write(&root, &args.output)?;
+    let manifest = crate::snapshot::write(&root, output)?;
     eprintln!(
         "lowlat: wrote {} ({} files, {} KiB before compression, host {}; {} warnings while reading)",
-        args.output.display(),
+        output.display(),
         manifest.files,
         manifest.bytes.div_ceil(1024),
         manifest.host,
         machine.warnings.len()
+    );
+    Ok(exit::OK)
+}
+
+/// `--extract DIR`: copies the unpacked snapshot tree to DIR.
+fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
+    let Some(file) = &cli.snapshot else {
+        bail!("--extract needs --snapshot FILE: the snapshot to extract");
+    };
+    let non_empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
+    if non_empty && !force {
+        bail!(
+            "--extract {}: the directory is not empty; choose another or add --force",
+            dir.display()
+        );
+    }
+    let (root, manifest) = crate::snapshot::open(file)?;
+    crate::snapshot::copy_tree(root.dir_path(), dir)?;
+    eprintln!(
+        "lowlat: extracted {} files of host {} (captured {}) into {}",
+        manifest.files,
+        manifest.host,
+        manifest.captured_at,
+        dir.display()
     );
     Ok(exit::OK)
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::Plan;
 use super::setting::{Layer, Setting};
 use super::{irq_plan, kernel_cmdline};
+use crate::machine::power::ResumeLatency;
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::sysroot::{ReadError, SysRoot};
@@ -108,6 +109,24 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
         },
         "kthread" => current_kthread(rest, machine),
         "rps" => current_rps(rest, machine),
+        "thp" => {
+            let thp = &machine.kernel.thp;
+            let choice = match rest {
+                "enabled" => &thp.enabled,
+                "defrag" => &thp.defrag,
+                _ => return Current::Unknown(format!("lowlat does not read thp {rest}")),
+            };
+            match choice {
+                Avail::Available(choice) => Current::Value(choice.current.clone()),
+                Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
+            }
+        }
+        "clocksource" => match &machine.kernel.clocksource {
+            Avail::Available(clocksource) => Current::Value(clocksource.current.clone()),
+            Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
+        },
+        "cpufreq" => current_cpufreq(rest, machine),
+        "cpu" => current_resume_latency(rest, machine),
         "service" => match machine.services.service(rest.trim_end_matches(".service")) {
             Some(service) if service.enabled => Current::Value("enabled".into()),
             Some(service) if service.installed => Current::Value("disabled".into()),
@@ -174,10 +193,55 @@ fn current_rps(rest: &str, machine: &Machine) -> Current {
             masks.push(mask);
         }
     }
-    match masks.len() {
+    distinct(masks)
+}
+
+/// A cpufreq knob over every policy: one value, or the distinct ones.
+fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
+    let policies = match &machine.power.cpufreq {
+        Avail::Available(policies) => policies,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let mut values: Vec<String> = Vec::new();
+    for policy in policies {
+        let value = match knob {
+            "governor" => &policy.governor,
+            "energy_performance_preference" => &policy.energy_performance_preference,
+            _ => return Current::Unknown(format!("lowlat does not read cpufreq {knob}")),
+        };
+        let value = value.get().cloned().unwrap_or_else(|| "?".into());
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    distinct(values)
+}
+
+/// `cpu:N:pm_qos_resume_latency_us`, as the file reads.
+fn current_resume_latency(rest: &str, machine: &Machine) -> Current {
+    let cpu = rest
+        .strip_suffix(":pm_qos_resume_latency_us")
+        .and_then(|n| n.parse::<u32>().ok());
+    let Some(cpu) = cpu else {
+        return Current::Unknown(format!("lowlat does not read cpu {rest}"));
+    };
+    match machine.power.cpus.iter().find(|c| c.cpu == cpu) {
+        Some(power) => match &power.resume_latency {
+            Avail::Available(ResumeLatency::NoConstraint) => Current::Value("0".into()),
+            Avail::Available(ResumeLatency::ZeroLatency) => Current::Value("n/a".into()),
+            Avail::Available(ResumeLatency::MaxUs(us)) => Current::Value(us.to_string()),
+            Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
+        },
+        None => Current::Absent,
+    }
+}
+
+/// One value, several as `mixed: a; b`, or absent.
+fn distinct(mut values: Vec<String>) -> Current {
+    match values.len() {
         0 => Current::Absent,
-        1 => Current::Value(masks.remove(0)),
-        _ => Current::Value(format!("mixed: {}", masks.join("; "))),
+        1 => Current::Value(values.remove(0)),
+        _ => Current::Value(format!("mixed: {}", values.join("; "))),
     }
 }
 
@@ -214,11 +278,7 @@ fn current_kthread(rest: &str, machine: &Machine) -> Current {
             values.push(value);
         }
     }
-    match values.len() {
-        0 => Current::Absent,
-        1 => Current::Value(values.remove(0)),
-        _ => Current::Value(format!("mixed: {}", values.join("; "))),
-    }
+    distinct(values)
 }
 
 /// Shortens a value for one table cell: files show their line count.

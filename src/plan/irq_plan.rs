@@ -111,7 +111,11 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     }
     for (device, numbers) in managed {
         draft.unmovable(
-            format!("irqs {} ({device} queues)", ranges(&numbers)),
+            format!(
+                "{} {} ({device} queues)",
+                if numbers.len() == 1 { "irq" } else { "irqs" },
+                ranges(&numbers)
+            ),
             "kernel-managed queue vectors, whose affinity cannot be written; isolcpus=managed_irq keeps them off the isolated CPUs from the next boot",
         );
     }

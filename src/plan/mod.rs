@@ -24,6 +24,7 @@
 
 pub mod artifacts;
 pub mod diff;
+pub mod findings;
 pub mod irq_plan;
 pub mod irqbalance;
 pub mod kernel_cmdline;
@@ -274,8 +275,8 @@ pub mod sources {
 }
 
 /// Builds the plan for `machine`: the partition, the settings derived from it and from the
-/// options, then `findings` (the audit's remediations; a finding whose id the plan already
-/// sets is dropped), then the files rendered from all of them.
+/// options, then `findings` (the audit's remediations, see [`findings::add`]), then the files
+/// rendered from all of them.
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
@@ -302,9 +303,11 @@ pub fn build(
     irq_plan::plan(&inputs, &mut draft);
     irq_plan::plan_rps(&inputs, &mut draft);
     kthread_plan::plan(&inputs, &mut draft);
-    for finding in findings {
-        draft.add(finding);
-    }
+    findings::add(
+        &mut draft,
+        findings,
+        request.options.allow_security_tradeoffs,
+    );
     let mut plan = Plan {
         schema_version: PLAN_SCHEMA_VERSION,
         lowlat_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -1,0 +1,150 @@
+//! The audit's remediations in a plan. The plan decides the partition-derived knobs itself
+//! (IRQ, RPS, workqueue and kernel-thread placement, irqbalance, systemd's CPU affinity, the
+//! isolation, idle and hugepage arguments); a remediation for one of those is dropped, since
+//! the plan's own setting follows the chosen partition and options. The others (sysctls,
+//! cpufreq, THP, clocksource, services, ...) are added, security trade-offs only with
+//! `--allow-security-tradeoffs`, and command-line values are written the plan's way.
+
+use super::Draft;
+use super::kernel_cmdline::PREFIX as CMDLINE;
+use super::setting::Setting;
+
+/// Id prefixes of knobs the plan derives from the partition.
+const PLAN_FAMILIES: &[&str] = &[
+    "irq:",
+    "rps:",
+    "workqueue:",
+    "kthread:",
+    "file:/etc/systemd/system.conf.d/",
+    "file:/etc/default/irqbalance",
+    "file:/etc/sysconfig/irqbalance",
+];
+
+/// Command-line keys the power policy and `--hugepages` decide.
+const PLAN_KEYS: &[&str] = &[
+    "idle",
+    "cpuidle.off",
+    "processor.max_cstate",
+    "intel_idle.max_cstate",
+    "hugepages",
+    "hugepagesz",
+    "default_hugepagesz",
+];
+
+/// Whether the plan decides this setting itself.
+fn decided_by_plan(draft: &Draft, id: &str) -> bool {
+    PLAN_FAMILIES.iter().any(|prefix| id.starts_with(prefix))
+        || id
+            .strip_prefix(CMDLINE)
+            .is_some_and(|key| PLAN_KEYS.contains(&key))
+        || draft.settings.iter().any(|s| s.id == id)
+        || draft.skipped.iter().any(|s| s.setting.id == id)
+}
+
+/// A command-line value as the plan writes it: the whole argument (`pcie_aspm=off`, a bare
+/// `nosoftlockup`). Remediations that give only what follows `=` (empty for a flag) are
+/// completed.
+fn cmdline_argument(key: &str, value: &str) -> String {
+    let complete = value
+        .split_whitespace()
+        .next()
+        .is_some_and(|first| first == key || first.starts_with(&format!("{key}=")));
+    if complete {
+        value.to_string()
+    } else if value.is_empty() {
+        key.to_string()
+    } else {
+        format!("{key}={value}")
+    }
+}
+
+/// Adds the remediations the plan does not decide itself.
+pub fn add(draft: &mut Draft, findings: Vec<Setting>, allow_security_tradeoffs: bool) {
+    for mut finding in findings {
+        if decided_by_plan(draft, &finding.id) {
+            continue;
+        }
+        if let Some(key) = finding.id.strip_prefix(CMDLINE) {
+            finding.value = cmdline_argument(key, &finding.value);
+        }
+        if finding.security_tradeoff.is_some() && !allow_security_tradeoffs {
+            draft.skip(
+                finding,
+                "security trade-off: planned only with --allow-security-tradeoffs",
+            );
+        } else {
+            draft.add(finding);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::setting as make;
+    use crate::plan::setting::Layer;
+
+    fn fix(id: &str, value: &str, layer: Layer) -> Setting {
+        make(id, value, layer, "why", "audit")
+    }
+
+    #[test]
+    fn the_plan_keeps_its_own_knobs_and_adds_the_rest() {
+        let mut draft = Draft::default();
+        draft.add(fix("cmdline:nohz_full", "nohz_full=1-7", Layer::Boot));
+        let findings = vec![
+            fix("cmdline:nohz_full", "2-7", Layer::Boot),
+            fix("cmdline:idle", "poll", Layer::Boot),
+            fix("cmdline:hugepagesz", "1G", Layer::Boot),
+            fix("irq:default_smp_affinity", "101", Layer::Runtime),
+            fix("kthread:kswapd0:affinity", "0,8", Layer::Runtime),
+            fix(
+                "file:/etc/default/irqbalance:IRQBALANCE_BANNED_CPULIST",
+                "1-7",
+                Layer::File,
+            ),
+            fix(
+                "file:/etc/systemd/system.conf.d/lowlat.conf:CPUAffinity",
+                "0 8",
+                Layer::File,
+            ),
+            fix("sysctl:vm.stat_interval", "10", Layer::Sysctl),
+            fix("cmdline:pcie_aspm", "off", Layer::Boot),
+            fix("cmdline:nowatchdog", "", Layer::Boot),
+            fix("cmdline:iommu", "iommu=pt", Layer::Boot),
+            fix("thp:enabled", "never", Layer::Runtime),
+        ];
+        add(&mut draft, findings, false);
+        let got: Vec<(&str, &str)> = draft
+            .settings
+            .iter()
+            .map(|s| (s.id.as_str(), s.value.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("cmdline:nohz_full", "nohz_full=1-7"),
+                ("sysctl:vm.stat_interval", "10"),
+                ("cmdline:pcie_aspm", "pcie_aspm=off"),
+                ("cmdline:nowatchdog", "nowatchdog"),
+                ("cmdline:iommu", "iommu=pt"),
+                ("thp:enabled", "never"),
+            ]
+        );
+    }
+
+    #[test]
+    fn tradeoffs_need_the_flag() {
+        let tradeoff = Setting {
+            security_tradeoff: Some("no corrected-error reports".into()),
+            ..fix("cmdline:mce", "off", Layer::Boot)
+        };
+        let mut draft = Draft::default();
+        add(&mut draft, vec![tradeoff.clone()], false);
+        assert!(draft.settings.is_empty());
+        assert_eq!(draft.skipped[0].setting.value, "mce=off");
+        let mut draft = Draft::default();
+        add(&mut draft, vec![tradeoff], true);
+        assert_eq!(draft.settings[0].value, "mce=off");
+    }
+}
