@@ -280,6 +280,16 @@ impl SysRoot {
         Ok(bytes)
     }
 
+    /// Reads exactly `buf.len()` bytes at `offset` of a file: device files where the offset
+    /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
+    pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
+        use std::os::unix::fs::FileExt;
+        let file =
+            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
+        file.read_exact_at(buf, offset)
+            .map_err(|e| ReadError::from_io(path, e))
+    }
+
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
         self.host_path(path).is_dir()
@@ -554,6 +564,26 @@ mod tests {
             root.host_path("/../../etc/passwd"),
             dir.path().join("etc/passwd")
         );
+    }
+
+    #[test]
+    fn reads_at_an_offset_without_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev/cpu/0")).unwrap();
+        let mut msr = vec![0u8; 0x100];
+        msr[0xe8..0xf0].copy_from_slice(&42u64.to_le_bytes());
+        std::fs::write(dir.path().join("dev/cpu/0/msr"), &msr).unwrap();
+        let root = SysRoot::dir(dir.path()).recording();
+        let mut buf = [0u8; 8];
+        root.read_at("/dev/cpu/0/msr", 0xe8, &mut buf).unwrap();
+        assert_eq!(u64::from_le_bytes(buf), 42);
+        assert!(root.read_at("/dev/cpu/0/msr", 0xfc, &mut buf).is_err());
+        assert!(
+            root.read_at("/dev/cpu/1/msr", 0, &mut buf)
+                .unwrap_err()
+                .is_not_found()
+        );
+        assert!(root.recorded().is_empty());
     }
 
     #[test]

@@ -27,6 +27,52 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
     Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// The share of timer samples late by 100-500 µs in a 1 s run without injection: the
+/// background the plateau test must stand out from.
+fn timer_background() -> f64 {
+    let doc = measure(&[
+        "timer",
+        "--cpus",
+        "1",
+        "--interval",
+        "1000",
+        "--duration",
+        "1s",
+        "--histogram",
+        "1000",
+    ]);
+    let cpu = &doc["result"]["cpus"][0];
+    let buckets = cpu["cyclictest"]["buckets"].as_array().unwrap();
+    let late: u64 = buckets[100..500].iter().map(|b| b.as_u64().unwrap()).sum();
+    late as f64 / cpu["samples"].as_f64().unwrap()
+}
+
+/// Gaps of 300 µs or more per second in a 1 s busy loop without injection.
+fn jitter_background() -> f64 {
+    let doc = measure(&[
+        "jitter",
+        "--cpus",
+        "1",
+        "--threshold",
+        "300000",
+        "--duration",
+        "1s",
+        "--priority",
+        "1",
+    ]);
+    doc["result"]["cpus"][0]["per_second"].as_f64().unwrap()
+}
+
+/// A known answer can only be checked where the background is well below it; on a machine
+/// that busy (other jobs preempting the vCPUs) the test says so and skips.
+fn quiet_enough(what: &str, background: f64, limit: f64) -> bool {
+    if background > limit {
+        eprintln!("skipped: {what} background {background:.3} is above {limit}: machine too busy");
+        return false;
+    }
+    true
+}
+
 fn measure(args: &[&str]) -> Value {
     let out = Command::cargo_bin("lowlat")
         .unwrap()
@@ -46,6 +92,9 @@ fn measure(args: &[&str]) -> Value {
 #[test]
 fn injected_spins_show_as_interruptions() {
     let Some(_turn) = live() else { return };
+    if !quiet_enough("jitter gaps/s", jitter_background(), 20.0) {
+        return;
+    }
     let doc = measure(&[
         "jitter",
         "--cpus",
@@ -74,6 +123,9 @@ fn injected_spins_show_as_interruptions() {
 #[test]
 fn injected_spins_show_as_a_timer_plateau() {
     let Some(_turn) = live() else { return };
+    if !quiet_enough("timer share late by 100-500 us", timer_background(), 0.01) {
+        return;
+    }
     // 10.3 ms is not a multiple of the 1 ms interval, so the spin's phase sweeps the
     // interval: about half of the spins (500 us of each 1000 us) catch one deadline, late
     // by anything from 0 to 500 us, i.e. about 48 samples/s spread evenly over 0-500 us.

@@ -5,6 +5,8 @@ use clap::{Args, Subcommand};
 use std::time::Duration;
 
 use super::Cli;
+use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
+use super::measure_mem::{MembwArgs, MemlatArgs};
 use crate::machine::CpuSet;
 use crate::sysroot::SysRoot;
 
@@ -23,6 +25,18 @@ pub enum MeasureEngine {
     Jitter(super::measure_jitter::JitterArgs),
     /// Timer wake-up latency per CPU: cyclictest's measurement, with percentiles.
     Timer(super::measure_timer::TimerArgs),
+    /// Memory bandwidth: STREAM Copy, Scale, Add and Triad over the machine and per NUMA node
+    /// (a STREAM-variant).
+    Membw(MembwArgs),
+    /// Memory latency: a pointer-chase curve over buffer sizes (L1, L2, L3, DRAM) and an
+    /// idle-latency NUMA node matrix.
+    Memlat(MemlatArgs),
+    /// Core-to-core latency: cache-line ping-pong between every pair of CPUs.
+    C2c(C2cArgs),
+    /// Cross-CPU wake-up latency: a futex wake on one CPU until the thread runs on another.
+    Wakeup(WakeupArgs),
+    /// Effective frequency per CPU under load (boost, throttling, steadiness).
+    Freq(FreqArgs),
 }
 
 /// Runs `lowlat measure`.
@@ -30,6 +44,11 @@ pub fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
     match &args.engine {
         MeasureEngine::Jitter(args) => super::measure_jitter::run(cli, args),
         MeasureEngine::Timer(args) => super::measure_timer::run(cli, args),
+        MeasureEngine::Membw(a) => super::measure_mem::run_membw(cli, a),
+        MeasureEngine::Memlat(a) => super::measure_mem::run_memlat(cli, a),
+        MeasureEngine::C2c(a) => super::measure_cpu::run_c2c(cli, a),
+        MeasureEngine::Wakeup(a) => super::measure_cpu::run_wakeup(cli, a),
+        MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
     }
 }
 
@@ -73,6 +92,44 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("must be above zero".to_string());
     }
     Ok(duration)
+}
+
+/// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
+/// `T`/`TiB` (case-insensitive); fractions are allowed with a suffix (`1.5G`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            return Err(format!(
+                "'{text}': write a binary suffix (K or KiB, M or MiB, G or GiB, T or TiB)"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "'{text}' is not a size (expected a number with an optional K, M, G or T)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (expected a number such as 64K or 2G)"))?;
+    if shift == 0 && number.contains('.') {
+        return Err(format!("'{text}': a size in bytes must be a whole number"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(bytes.round() as u64)
 }
 
 /// Parses a CPU list (`1`, `2-3,6`).
@@ -121,6 +178,19 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("64kib"), Ok(65536));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size(" 2 GiB "), Ok(2 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        for bad in ["", "K", "12Q", "1.5", "-4K", "4KB", "99999999999T", "1..2M"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -65,7 +65,10 @@ pub enum Command {
 pub mod apply;
 pub mod inventory;
 pub mod measure;
+pub mod measure_common;
+pub mod measure_cpu;
 pub mod measure_jitter;
+pub mod measure_mem;
 pub mod measure_timer;
 pub mod plan;
 pub mod revert;

@@ -159,32 +159,63 @@ pub struct Machine {
 impl Machine {
     /// Reads the machine under `root`. Never fails: what is missing is `Unavailable`, what is
     /// garbled is in `warnings`.
+    ///
+    /// Independent subsystems are read on separate threads (a 512-CPU server means tens of
+    /// thousands of small sysfs and procfs files); the result and the order of the warnings
+    /// do not depend on the threads.
     pub fn read(root: &SysRoot) -> Machine {
-        let mut r = Reader::new(root);
-        let cpu = cpu::read(&mut r);
-        let hypervisor = cpu
-            .get()
-            .and_then(|identity| cpu::read_hypervisor(&mut r, identity));
-        let topology = topology::read(&mut r);
-        let irqs = irq::read(&mut r);
-        let tasks = tasks::read(&mut r);
-        let services = services::read(&mut r, &tasks);
-        let kernel = kernel::read(&mut r);
-        let power = power::read(&mut r);
-        let firmware = firmware::read(&mut r);
-        let net = net::read(&mut r);
-        Machine {
-            cpu,
-            hypervisor,
-            topology,
-            irqs,
-            tasks,
-            services,
-            kernel,
-            power,
-            firmware,
-            net,
-            warnings: r.warnings.into_vec(),
-        }
+        std::thread::scope(|scope| {
+            let irqs = scope.spawn(|| read_part(root, irq::read));
+            let tasks = scope.spawn(|| {
+                read_part(root, |r| {
+                    let tasks = tasks::read(r);
+                    let services = services::read(r, &tasks);
+                    (tasks, services)
+                })
+            });
+            let kernel_power =
+                scope.spawn(|| read_part(root, |r| (kernel::read(r), power::read(r))));
+            let ((cpu, hypervisor, topology, firmware, net), mut warnings) = read_part(root, |r| {
+                let cpu = cpu::read(r);
+                let hypervisor = cpu
+                    .get()
+                    .and_then(|identity| cpu::read_hypervisor(r, identity));
+                let topology = topology::read(r);
+                (cpu, hypervisor, topology, firmware::read(r), net::read(r))
+            });
+            let (irqs, irq_warnings) = join(irqs);
+            let ((tasks, services), task_warnings) = join(tasks);
+            let ((kernel, power), kernel_warnings) = join(kernel_power);
+            warnings.extend(irq_warnings);
+            warnings.extend(task_warnings);
+            warnings.extend(kernel_warnings);
+            Machine {
+                cpu,
+                hypervisor,
+                topology,
+                irqs,
+                tasks,
+                services,
+                kernel,
+                power,
+                firmware,
+                net,
+                warnings,
+            }
+        })
     }
+}
+
+/// Runs one reader with its own warnings.
+fn read_part<T>(root: &SysRoot, read: impl FnOnce(&mut Reader) -> T) -> (T, Vec<Warning>) {
+    let mut reader = Reader::new(root);
+    let value = read(&mut reader);
+    (value, reader.warnings.into_vec())
+}
+
+/// Joins a reader thread; readers do not panic, but if one did, its panic goes on here.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }

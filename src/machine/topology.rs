@@ -260,20 +260,23 @@ pub fn read(r: &mut Reader) -> Topology {
             .cpulist(&format!("{topo}/thread_siblings_list"))
             .get_owned()
             .or_else(|| r.cpumask(&format!("{topo}/thread_siblings")).get_owned());
-        let package_cpus = r
-            .cpulist(&format!("{topo}/package_cpus_list"))
-            .get_owned()
-            .or_else(|| r.cpulist(&format!("{topo}/core_siblings_list")).get_owned())
-            .or_else(|| r.cpumask(&format!("{topo}/core_siblings")).get_owned());
-        if let Some(set) = package_cpus {
-            package_sets.insert(cpu, set);
+        let package = r
+            .opt::<i64>(&format!("{topo}/physical_package_id"))
+            .and_then(non_negative);
+        if package.is_none() {
+            let package_cpus = r
+                .cpulist(&format!("{topo}/package_cpus_list"))
+                .get_owned()
+                .or_else(|| r.cpulist(&format!("{topo}/core_siblings_list")).get_owned())
+                .or_else(|| r.cpumask(&format!("{topo}/core_siblings")).get_owned());
+            if let Some(set) = package_cpus {
+                package_sets.insert(cpu, set);
+            }
         }
         cpus.push(LogicalCpu {
             cpu,
             online: is_online,
-            package: r
-                .opt::<i64>(&format!("{topo}/physical_package_id"))
-                .and_then(non_negative),
+            package,
             die: r
                 .opt::<i64>(&format!("{topo}/die_id"))
                 .and_then(non_negative),
@@ -283,10 +286,8 @@ pub fn read(r: &mut Reader) -> Topology {
             siblings: thread_siblings.unwrap_or_else(|| [cpu].into_iter().collect()),
             node: node_of.get(&cpu).copied(),
         });
-        for cache in read_caches(r, &dir) {
-            caches
-                .entry((cache.level, cache.kind, cache.cpus.clone()))
-                .or_insert(cache);
+        for cache in read_caches(r, &dir, &caches) {
+            caches.insert((cache.level, cache.kind, cache.cpus.clone()), cache);
         }
     }
     packages_from_sibling_sets(&mut cpus, &package_sets);
@@ -357,11 +358,22 @@ fn siblings_from_core_ids(cpus: &mut [LogicalCpu]) {
     }
 }
 
-fn read_caches(r: &mut Reader, cpu_dir: &str) -> Vec<Cache> {
+/// Reads the caches of one CPU that are not in `known` yet: a cache shared by many CPUs is
+/// read once, from its first CPU, so that a large machine costs a few reads per instance.
+fn read_caches(
+    r: &mut Reader,
+    cpu_dir: &str,
+    known: &BTreeMap<(u8, CacheKind, CpuSet), Cache>,
+) -> Vec<Cache> {
     let mut out = Vec::new();
     let cache_dir = format!("{cpu_dir}/cache");
     for (_, name) in r.root.list_numbered(&cache_dir, "index") {
         let dir = format!("{cache_dir}/{name}");
+        let cpus = r
+            .cpulist(&format!("{dir}/shared_cpu_list"))
+            .get_owned()
+            .or_else(|| r.cpumask(&format!("{dir}/shared_cpu_map")).get_owned());
+        let Some(cpus) = cpus else { continue };
         let Some(level) = r.opt::<u8>(&format!("{dir}/level")) else {
             continue;
         };
@@ -370,15 +382,15 @@ fn read_caches(r: &mut Reader, cpu_dir: &str) -> Vec<Cache> {
             Some("Instruction") => CacheKind::Instruction,
             _ => CacheKind::Unified,
         };
-        let size_path = format!("{dir}/size");
-        let Some(size_bytes) = r.opt::<String>(&size_path).and_then(|s| parse_size(&s)) else {
+        if known.contains_key(&(level, kind, cpus.clone())) {
+            continue;
+        }
+        let Some(size_bytes) = r
+            .opt::<String>(&format!("{dir}/size"))
+            .and_then(|s| parse_size(&s))
+        else {
             continue;
         };
-        let cpus = r
-            .cpulist(&format!("{dir}/shared_cpu_list"))
-            .get_owned()
-            .or_else(|| r.cpumask(&format!("{dir}/shared_cpu_map")).get_owned());
-        let Some(cpus) = cpus else { continue };
         out.push(Cache {
             level,
             kind,

@@ -4,6 +4,7 @@
 pub mod cyclictest;
 pub mod hdr;
 pub mod jitter;
+pub mod measured;
 pub mod oslat;
 pub mod sysjitter;
 pub mod timer;

@@ -1,0 +1,231 @@
+//! `lowlat measure c2c`, `wakeup` and `freq`: the engines that measure between and on CPUs,
+//! in locality order so that CCX, CCD and socket blocks are visible.
+
+use anyhow::Result;
+use clap::Args;
+use std::io::Write;
+
+use super::exit;
+use super::measure_common::{CommonArgs, Session};
+use crate::measure::c2c::{self, C2cReport, PingPongConfig};
+use crate::measure::freq::{self, FreqConfig};
+use crate::measure::harness;
+use crate::measure::place;
+use crate::measure::progress::Progress;
+use crate::measure::wakeup::{self, WakeConfig};
+use crate::report::hardware;
+
+/// Options of `lowlat measure c2c`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat measure c2c\n  \
+lowlat measure c2c --cpus 0-15 --csv > c2c.csv\n  lowlat measure c2c --samples 1000 --json\n\n\
+The defaults (1000 round trips x 300 samples) are core-to-core-latency's; a full matrix takes \
+O(CPUs^2) pairs.")]
+pub struct C2cArgs {
+    /// The flags every hardware engine takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Round trips timed together in one sample.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub round_trips: u32,
+
+    /// Samples per pair (one more is taken first and discarded).
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+
+    /// Measure each pair both ways (A starts, then B starts) instead of once.
+    #[arg(long)]
+    pub both_directions: bool,
+
+    /// Print the matrix of mean one-way latencies (ns) as CSV instead of tables.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+}
+
+/// Runs `lowlat measure c2c`.
+pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
+    let session = Session::open(cli, &args.common)?;
+    let mut warnings = Vec::new();
+    if !harness::lock_memory() {
+        warnings.push("memory could not be locked (mlockall): page faults may add noise".into());
+    }
+    let config = PingPongConfig {
+        round_trips: args.round_trips,
+        samples: args.samples,
+    };
+    let mut progress = Progress::stderr("c2c", 0);
+    let run = c2c::run(
+        &session.cpus(),
+        args.both_directions,
+        config,
+        &session.stop,
+        &mut progress,
+    )?;
+    progress.finish();
+    let report = C2cReport {
+        by_class: c2c::by_class(&run.pairs, &session.places),
+        group_breaks: place::group_breaks(&session.places),
+        run,
+    };
+    if args.csv {
+        std::io::stdout().write_all(report.run.matrix_mean_ns.to_csv().as_bytes())?;
+        return Ok(exit::OK);
+    }
+    session.emit(
+        args.common.json,
+        "c2c",
+        "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
+         latency = half a round trip, per sample of round trips timed with CLOCK_MONOTONIC",
+        &warnings,
+        &report,
+        || hardware::c2c_text(&report),
+    )?;
+    Ok(exit::OK)
+}
+
+/// Options of `lowlat measure wakeup`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat measure wakeup\n  \
+lowlat measure wakeup --cpus 2-5 --fifo 50 --json")]
+pub struct WakeupArgs {
+    /// The flags every hardware engine takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Wake-ups per ordered pair (one more is taken first and discarded).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+
+    /// Microseconds the waker waits after the sleeper announced it sleeps, so that it is
+    /// asleep (and its CPU possibly idle) when woken.
+    #[arg(long, value_name = "US", default_value_t = 200)]
+    pub gap_us: u32,
+
+    /// Run both threads at SCHED_FIFO with this priority (1-99; needs root or
+    /// CAP_SYS_NICE).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub fifo: Option<u8>,
+
+    /// Print the matrix of median latencies (ns) as CSV instead of tables.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+}
+
+/// Runs `lowlat measure wakeup`.
+pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
+    let session = Session::open(cli, &args.common)?;
+    let mut warnings = Vec::new();
+    if !harness::lock_memory() {
+        warnings.push("memory could not be locked (mlockall): page faults may add noise".into());
+    }
+    let config = WakeConfig {
+        samples: args.samples,
+        gap_us: args.gap_us,
+        fifo_priority: args.fifo,
+    };
+    let mut progress = Progress::stderr("wakeup", 0);
+    let run = wakeup::run(&session.cpus(), config, &session.stop, &mut progress)?;
+    progress.finish();
+    if args.csv {
+        std::io::stdout().write_all(run.matrix_median_ns.to_csv().as_bytes())?;
+        return Ok(exit::OK);
+    }
+    let breaks = place::group_breaks(&session.places);
+    session.emit(
+        args.common.json,
+        "wakeup",
+        "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read from \
+         CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are dropped",
+        &warnings,
+        &run,
+        || hardware::wakeup_text(&run, &breaks),
+    )?;
+    Ok(exit::OK)
+}
+
+/// Options of `lowlat measure freq`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat measure freq\n  \
+lowlat measure freq --together --json\n\n\
+APERF/MPERF are read from /dev/cpu/N/msr when possible (root, `modprobe msr`).")]
+pub struct FreqArgs {
+    /// The flags every hardware engine takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Load every chosen CPU at once (all-core frequency) instead of one at a time
+    /// (single-core boost).
+    #[arg(long)]
+    pub together: bool,
+
+    /// Load before the first sample, in milliseconds (lets the clock ramp up).
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub warmup_ms: u64,
+
+    /// Length of one sample in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_ms: u64,
+
+    /// Samples per CPU.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+}
+
+/// Runs `lowlat measure freq`.
+pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
+    let session = Session::open(cli, &args.common)?;
+    let config = FreqConfig {
+        warmup_ms: args.warmup_ms,
+        sample_ms: args.sample_ms,
+        samples: args.samples,
+        together: args.together,
+    };
+    let mut progress = Progress::stderr("freq", 0);
+    let run = freq::run(
+        &session.cpus(),
+        session.root(),
+        config,
+        &session.stop,
+        &mut progress,
+    )?;
+    progress.finish();
+    session.emit(
+        args.common.json,
+        "freq",
+        "a chain of dependent register adds (one cycle each) timed with CLOCK_MONOTONIC_RAW; \
+         APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is readable",
+        &[],
+        &run,
+        || hardware::freq_text(&run),
+    )?;
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::Machine;
+    use crate::measure::place::{self, PairClass};
+    use crate::sysroot::SysRoot;
+
+    #[test]
+    fn c2c_order_and_classes_on_milan_nps4() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/milan64-nps4-smt");
+        let machine = Machine::read(&SysRoot::dir(dir));
+        let places = place::places(&machine.topology);
+        // Siblings next to each other, CCX by CCX (8 cores, 16 CPUs), so the heatmap shows
+        // 16 × 16 blocks.
+        let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
+        assert_eq!(order, vec![0, 64, 1, 65]);
+        assert_eq!(
+            place::group_breaks(&places),
+            vec![15, 31, 47, 63, 79, 95, 111]
+        );
+        let at = |cpu: u32| places.iter().find(|p| p.cpu == cpu).unwrap();
+        assert_eq!(PairClass::of(at(0), at(64)), PairClass::SmtSiblings);
+        assert_eq!(PairClass::of(at(0), at(7)), PairClass::SameL3);
+        assert_eq!(PairClass::of(at(0), at(8)), PairClass::SamePackage);
+        assert_eq!(PairClass::of(at(0), at(127)), PairClass::SamePackage);
+    }
+}

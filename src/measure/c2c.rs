@@ -1,0 +1,426 @@
+//! `c2c`: core-to-core latency by cache-line ping-pong (research/evaluation-tools.md §3).
+//!
+//! Two threads, pinned to CPUs A and B, share one cache line holding a flag. B flips it from
+//! PING to PONG with compare-and-swap, A flips it back, so every round trip moves the line from
+//! one core's cache to the other's and back. A sample times `round_trips` round trips with the
+//! monotonic clock; half a round trip is the one-way latency. The first sample of each pair is a
+//! warm-up and is discarded. This is the algorithm and the defaults (1000 round trips × 300
+//! samples) of `core-to-core-latency`'s CAS benchmark, so figures compare with it.
+//!
+//! CPUs are measured in the order given; callers pass them ordered by package, node and L3
+//! group ([`super::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Instant;
+
+use super::harness::{StopFlag, pin_current_thread};
+use super::matrix::Matrix;
+use super::place::{CpuPlace, PairClass};
+use super::progress::{Progress, should_stop};
+use super::summary::Summary;
+
+/// Round trips per sample and samples per pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PingPongConfig {
+    /// Round trips timed together in one sample.
+    pub round_trips: u32,
+    /// Samples kept per pair (one more is taken first and discarded).
+    pub samples: u32,
+}
+
+impl Default for PingPongConfig {
+    /// core-to-core-latency's defaults: 1000 round trips per sample, 300 samples.
+    fn default() -> Self {
+        Self {
+            round_trips: 1000,
+            samples: 300,
+        }
+    }
+}
+
+/// The latency between two CPUs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairLatency {
+    /// The CPU that starts each round trip and times it.
+    pub from_cpu: u32,
+    /// The CPU that answers.
+    pub to_cpu: u32,
+    /// One-way latency (half a round trip) per sample, nanoseconds.
+    pub one_way_ns: Summary,
+}
+
+/// A whole c2c run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct C2cRun {
+    /// The CPUs, in the order of the matrix.
+    pub cpus: Vec<u32>,
+    /// Round trips per sample and samples per pair.
+    pub config: PingPongConfig,
+    /// Whether each pair was measured in both directions.
+    pub both_directions: bool,
+    /// Every measured pair, in measuring order.
+    pub pairs: Vec<PairLatency>,
+    /// Mean one-way latency in nanoseconds, row = starting CPU, column = answering CPU; a pair
+    /// measured in one direction fills both cells.
+    pub matrix_mean_ns: Matrix,
+}
+
+/// Everything `lowlat measure c2c` measured, with its summaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct C2cReport {
+    /// The pairs and the matrix.
+    pub run: C2cRun,
+    /// Pairs summarised by how their CPUs are related.
+    pub by_class: Vec<ClassLatency>,
+    /// Matrix indices after which the L3 group (or package) changes.
+    pub group_breaks: Vec<usize>,
+}
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum C2cError {
+    /// A thread could not be pinned.
+    #[error("c2c: cannot pin a thread to CPU {cpu}: {message} (is the CPU online and allowed?)")]
+    Pin {
+        /// The CPU.
+        cpu: u32,
+        /// The error.
+        message: String,
+    },
+    /// The configuration is unusable.
+    #[error("c2c: {0}")]
+    Config(String),
+}
+
+const PING: u32 = 0;
+const PONG: u32 = 1;
+
+/// The flag on a cache line of its own (128 bytes: adjacent-line prefetchers pair lines).
+#[repr(align(128))]
+struct Line(AtomicU32);
+
+/// The abort flag, on another line than the ping-pong flag.
+#[repr(align(128))]
+struct Abort(AtomicBool);
+
+/// Measures one pair: `from` starts and times the round trips, `to` answers. When stopped,
+/// the pair holds the samples completed; `None` when there were none.
+pub fn measure_pair(
+    from: u32,
+    to: u32,
+    config: PingPongConfig,
+    stop: &StopFlag,
+) -> Result<Option<PairLatency>, C2cError> {
+    if config.round_trips == 0 || config.samples == 0 {
+        return Err(C2cError::Config(
+            "round trips and samples must be at least 1".into(),
+        ));
+    }
+    let line = Line(AtomicU32::new(PING));
+    let abort = Abort(AtomicBool::new(false));
+    let ready = Barrier::new(2);
+    let flips = u64::from(config.round_trips) * (u64::from(config.samples) + 1);
+    let (ping, pong) = std::thread::scope(|scope| {
+        let answerer = scope.spawn(|| {
+            let pinned = pin_current_thread(to);
+            if pinned.is_err() {
+                abort.0.store(true, Ordering::Relaxed);
+            }
+            ready.wait();
+            if pinned.is_ok() && !abort.0.load(Ordering::Relaxed) {
+                answer(&line, &abort, flips);
+            }
+            pinned
+        });
+        let starter = scope.spawn(|| {
+            let pinned = pin_current_thread(from);
+            if pinned.is_err() {
+                abort.0.store(true, Ordering::Relaxed);
+            }
+            ready.wait();
+            if pinned.is_err() || abort.0.load(Ordering::Relaxed) {
+                return pinned.map(|()| Vec::new());
+            }
+            let samples = start(&line, &abort, config, stop);
+            abort.0.store(true, Ordering::Relaxed);
+            Ok(samples)
+        });
+        (starter.join(), answerer.join())
+    });
+    let join_failed = |cpu| C2cError::Pin {
+        cpu,
+        message: "the thread panicked".into(),
+    };
+    let samples = ping
+        .map_err(|_| join_failed(from))?
+        .map_err(|e| C2cError::Pin {
+            cpu: from,
+            message: e.to_string(),
+        })?;
+    pong.map_err(|_| join_failed(to))?
+        .map_err(|e| C2cError::Pin {
+            cpu: to,
+            message: e.to_string(),
+        })?;
+    Ok(Summary::of(&samples).map(|one_way_ns| PairLatency {
+        from_cpu: from,
+        to_cpu: to,
+        one_way_ns,
+    }))
+}
+
+/// The answering side: flips PING to PONG `flips` times, or until aborted.
+fn answer(line: &Line, abort: &Abort, flips: u64) {
+    for _ in 0..flips {
+        while line
+            .0
+            .compare_exchange(PING, PONG, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            if abort.0.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+    }
+}
+
+/// The starting side: times the samples; the first is discarded. When stopped (or the
+/// answerer went away) it returns the samples completed so far.
+fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) -> Vec<f64> {
+    let mut samples = Vec::with_capacity(config.samples as usize);
+    for i in 0..=config.samples {
+        if should_stop(stop) {
+            break;
+        }
+        let begin = Instant::now();
+        for _ in 0..config.round_trips {
+            while line
+                .0
+                .compare_exchange(PONG, PING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                if abort.0.load(Ordering::Relaxed) {
+                    return samples;
+                }
+            }
+        }
+        let ns = begin.elapsed().as_nanos() as f64;
+        if i > 0 {
+            samples.push(ns / f64::from(config.round_trips) / 2.0);
+        }
+    }
+    samples
+}
+
+/// Measures every pair of `cpus` (each unordered pair once, or both ways when
+/// `both_directions`). Ctrl-C or `stop` ends the run; pairs done so far are kept.
+pub fn run(
+    cpus: &[u32],
+    both_directions: bool,
+    config: PingPongConfig,
+    stop: &StopFlag,
+    progress: &mut Progress,
+) -> Result<C2cRun, C2cError> {
+    if cpus.len() < 2 {
+        return Err(C2cError::Config(format!(
+            "needs at least two CPUs, got {}",
+            cpus.len()
+        )));
+    }
+    let mut order = Vec::new();
+    for i in 0..cpus.len() {
+        for j in i + 1..cpus.len() {
+            order.push((i, j));
+            if both_directions {
+                order.push((j, i));
+            }
+        }
+    }
+    progress.add_total(order.len());
+    let labels: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    let mut matrix = Matrix::new("cpu", "cpu", labels.clone(), labels);
+    let mut pairs = Vec::with_capacity(order.len());
+    for (i, j) in order {
+        if should_stop(stop) {
+            break;
+        }
+        let (from, to) = (cpus[i], cpus[j]);
+        progress.step(&format!("CPU {from} <-> CPU {to}"));
+        let Some(pair) = measure_pair(from, to, config, stop)? else {
+            break;
+        };
+        matrix.set(i, j, pair.one_way_ns.mean);
+        if !both_directions {
+            matrix.set(j, i, pair.one_way_ns.mean);
+        }
+        pairs.push(pair);
+    }
+    Ok(C2cRun {
+        cpus: cpus.to_vec(),
+        config,
+        both_directions,
+        pairs,
+        matrix_mean_ns: matrix,
+    })
+}
+
+/// The pairs of one [`PairClass`], summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassLatency {
+    /// How the CPUs of these pairs are related.
+    pub class: PairClass,
+    /// Pairs in the class.
+    pub pairs: usize,
+    /// Mean of the pairs' mean one-way latencies, nanoseconds.
+    pub mean_ns: f64,
+    /// The lowest pair mean, nanoseconds.
+    pub min_ns: f64,
+    /// The highest pair mean, nanoseconds.
+    pub max_ns: f64,
+}
+
+/// Groups the pairs by how their CPUs are related (SMT siblings, same L3, same package,
+/// other package), the summary numbers of a topology-ordered heatmap.
+pub fn by_class(pairs: &[PairLatency], places: &[CpuPlace]) -> Vec<ClassLatency> {
+    let place = |cpu: u32| places.iter().find(|p| p.cpu == cpu);
+    let mut classes: BTreeMap<PairClass, Vec<f64>> = BTreeMap::new();
+    for pair in pairs {
+        let class = match (place(pair.from_cpu), place(pair.to_cpu)) {
+            (Some(a), Some(b)) => PairClass::of(a, b),
+            _ => PairClass::Unknown,
+        };
+        classes.entry(class).or_default().push(pair.one_way_ns.mean);
+    }
+    classes
+        .into_iter()
+        .map(|(class, means)| ClassLatency {
+            class,
+            pairs: means.len(),
+            mean_ns: means.iter().sum::<f64>() / means.len() as f64,
+            min_ns: means.iter().copied().fold(f64::INFINITY, f64::min),
+            max_ns: means.iter().copied().fold(0.0, f64::max),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::place::tests::described;
+
+    fn pair(from: u32, to: u32, mean: f64) -> PairLatency {
+        PairLatency {
+            from_cpu: from,
+            to_cpu: to,
+            one_way_ns: Summary::of(&[mean]).unwrap(),
+        }
+    }
+
+    #[test]
+    fn classes_summarise_pairs() {
+        let places = described(2, 2, 2, 1);
+        let pairs = [
+            pair(0, 1, 20.0),
+            pair(2, 3, 30.0),
+            pair(0, 2, 100.0),
+            pair(0, 4, 200.0),
+        ];
+        let classes = by_class(&pairs, &places);
+        let got: Vec<(PairClass, usize, f64)> = classes
+            .iter()
+            .map(|c| (c.class, c.pairs, c.mean_ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (PairClass::SameL3, 2, 25.0),
+                (PairClass::SamePackage, 1, 100.0),
+                (PairClass::CrossPackage, 1, 200.0),
+            ]
+        );
+        assert_eq!((classes[0].min_ns, classes[0].max_ns), (20.0, 30.0));
+    }
+
+    #[test]
+    fn needs_two_cpus_and_valid_counts() {
+        let stop = StopFlag::new();
+        let mut progress = Progress::silent();
+        assert!(run(&[0], false, PingPongConfig::default(), &stop, &mut progress).is_err());
+        let zero = PingPongConfig {
+            round_trips: 0,
+            samples: 1,
+        };
+        assert!(measure_pair(0, 1, zero, &stop).is_err());
+    }
+
+    #[test]
+    fn unpinnable_cpu_is_an_error_not_a_hang() {
+        let config = PingPongConfig {
+            round_trips: 10,
+            samples: 2,
+        };
+        let err = measure_pair(0, 8000, config, &StopFlag::new()).unwrap_err();
+        assert!(matches!(err, C2cError::Pin { cpu: 8000, .. }), "{err}");
+    }
+
+    #[test]
+    fn matrix_is_symmetric_within_noise() {
+        let cpus: Vec<u32> = crate::measure::harness::current_affinity()
+            .unwrap()
+            .iter()
+            .take(2)
+            .collect();
+        if cpus.len() < 2 {
+            return; // a one-CPU machine has no pair to measure
+        }
+        let config = PingPongConfig {
+            round_trips: 200,
+            samples: 50,
+        };
+        let run = run(
+            &cpus,
+            true,
+            config,
+            &StopFlag::new(),
+            &mut Progress::silent(),
+        )
+        .unwrap();
+        assert_eq!(run.pairs.len(), 2);
+        let there = run.pairs[0].one_way_ns.median;
+        let back = run.pairs[1].one_way_ns.median;
+        assert!(there > 0.0 && back > 0.0);
+        // The same line moves the same way in both directions; a shared VM adds noise, so the
+        // medians need only agree within a factor of two.
+        assert!(
+            there / back < 2.0 && back / there < 2.0,
+            "{there} ns vs {back} ns"
+        );
+        assert_eq!(
+            run.matrix_mean_ns.get(0, 1),
+            Some(run.pairs[0].one_way_ns.mean)
+        );
+        assert_eq!(
+            run.matrix_mean_ns.get(1, 0),
+            Some(run.pairs[1].one_way_ns.mean)
+        );
+        assert_eq!(run.matrix_mean_ns.get(0, 0), None);
+    }
+
+    #[test]
+    fn stop_keeps_partial_results() {
+        let stop = StopFlag::new();
+        stop.stop();
+        let run = run(
+            &[0, 1],
+            false,
+            PingPongConfig::default(),
+            &stop,
+            &mut Progress::silent(),
+        )
+        .unwrap();
+        assert!(run.pairs.is_empty());
+    }
+}

@@ -1,0 +1,297 @@
+//! What memory the memory engines may use, and the checks that turn a size that cannot work
+//! into a clear error before anything is mapped: not enough available memory, a NUMA node
+//! without memory or without enough free memory, huge pages not reserved.
+
+use std::collections::BTreeMap;
+
+use crate::machine::Avail;
+use crate::machine::kernel::{Hugepages, Meminfo};
+use crate::machine::topology::NumaNode;
+use crate::report::units::bytes;
+
+/// The system memory file.
+const MEMINFO: &str = "/proc/meminfo";
+
+/// The memory figures the engines need, from the machine model's kernel part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryBudget {
+    /// `MemAvailable`: memory available to new work without swapping, KiB.
+    pub available_kib: Avail<u64>,
+    /// `Hugepagesize`: the default huge page size, KiB.
+    pub hugepage_kib: Avail<u64>,
+    /// `HugePages_Free`: free huge pages of the default size (count).
+    pub hugepages_free: Avail<u64>,
+    /// Free huge pages of the default size per NUMA node (count).
+    pub node_hugepages_free: BTreeMap<u32, Avail<u64>>,
+}
+
+impl MemoryBudget {
+    /// The budget from /proc/meminfo and the huge page pools, as the machine model read them.
+    pub fn new(meminfo: &Avail<Meminfo>, hugepages: &Hugepages) -> MemoryBudget {
+        let field = |pick: fn(&Meminfo) -> Option<u64>, key: &str| match meminfo {
+            Avail::Available(m) => match pick(m) {
+                Some(value) => Avail::Available(value),
+                None => Avail::missing(format!("{MEMINFO} has no {key}")),
+            },
+            Avail::Unavailable { unavailable } => Avail::missing(unavailable.clone()),
+        };
+        let hugepage_kib = field(|m| m.hugepage_size_kib, "Hugepagesize");
+        let node_hugepages_free = hugepages
+            .nodes
+            .iter()
+            .map(|node| {
+                let pool = hugepage_kib
+                    .get()
+                    .and_then(|&kib| node.pools.iter().find(|p| p.size_kib == kib));
+                let free = match pool {
+                    Some(pool) => pool.free.clone(),
+                    None => Avail::missing(format!(
+                        "/sys/devices/system/node/node{}/hugepages has no pool of the default \
+                         huge page size",
+                        node.node
+                    )),
+                };
+                (node.node, free)
+            })
+            .collect();
+        MemoryBudget {
+            available_kib: field(|m| m.mem_available_kib, "MemAvailable"),
+            hugepage_kib,
+            hugepages_free: field(|m| m.hugepages_free, "HugePages_Free"),
+            node_hugepages_free,
+        }
+    }
+
+    /// Fails when `need` bytes exceed MemAvailable. An unknown MemAvailable passes (the
+    /// kernel will refuse instead), since old kernels do not print it.
+    pub fn check_available(&self, what: &str, need: u64) -> Result<(), String> {
+        match self.available_kib.get() {
+            Some(&kib) if need > kib.saturating_mul(1024) => Err(format!(
+                "{what} needs {} but {MEMINFO} says only {} is available (MemAvailable): \
+                 ask for less",
+                bytes(need),
+                bytes(kib.saturating_mul(1024))
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The default huge page size in bytes and the pages `need` bytes take, or why huge pages
+    /// cannot be used: none reserved, too few free.
+    pub fn check_hugepages(&self, what: &str, need: u64) -> Result<(usize, u64), String> {
+        let page_kib = *self.hugepage_kib.get().ok_or_else(|| {
+            format!(
+                "--hugepages: the huge page size is unknown ({}); is hugetlbfs built in?",
+                self.hugepage_kib.reason().unwrap_or_default()
+            )
+        })?;
+        let page = page_kib.saturating_mul(1024).max(1);
+        let pages = need.div_ceil(page);
+        let free = self.hugepages_free.get().copied().unwrap_or(0);
+        if free < pages {
+            let reserved = if free == 0 {
+                "no huge pages are free".to_string()
+            } else {
+                format!("only {free} are free")
+            };
+            return Err(format!(
+                "--hugepages: {what} needs {pages} huge pages of {} but {reserved} \
+                 (HugePages_Free in {MEMINFO}); reserve them first, e.g. \
+                 `echo {pages} > /proc/sys/vm/nr_hugepages` as root",
+                bytes(page)
+            ));
+        }
+        let page = usize::try_from(page).map_err(|_| "huge page size too large".to_string())?;
+        Ok((page, pages))
+    }
+
+    /// Fails when node `node` has fewer than `pages` free huge pages of `page_kib` KiB:
+    /// binding huge pages to a node that lacks them ends in SIGBUS at the first touch, not
+    /// in an error.
+    pub fn check_node_hugepages(&self, node: u32, pages: u64, page_kib: u64) -> Result<(), String> {
+        let unknown = Avail::missing(format!("no huge page pool is listed for node {node}"));
+        let free = self.node_hugepages_free.get(&node).unwrap_or(&unknown);
+        match free.get() {
+            Some(&free) if free >= pages => Ok(()),
+            Some(&free) => Err(format!(
+                "--hugepages: NUMA node {node} has {free} free huge pages of {} but {pages} are \
+                 needed; reserve them on that node, e.g. `echo {pages} > \
+                 /sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/nr_hugepages`",
+                bytes(page_kib.saturating_mul(1024))
+            )),
+            None => Err(format!(
+                "--hugepages: cannot tell how many huge pages NUMA node {node} has free ({})",
+                free.reason().unwrap_or_default()
+            )),
+        }
+    }
+}
+
+/// Fails when `node` has no memory, or less free memory than `need` bytes.
+pub fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), String> {
+    let path = format!("/sys/devices/system/node/node{}/meminfo", node.id);
+    if node.mem_total_kib.get() == Some(&0) {
+        return Err(format!(
+            "NUMA node {} has no memory (MemTotal 0 kB in {path}): choose a node with memory",
+            node.id
+        ));
+    }
+    match node.mem_free_kib.get() {
+        Some(&kib) if need > kib.saturating_mul(1024) => Err(format!(
+            "{what} needs {} on NUMA node {} but only {} is free there (MemFree in {path}): \
+             ask for less",
+            bytes(need),
+            node.id,
+            bytes(kib.saturating_mul(1024))
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::kernel::{HugePool, NodeHugepages};
+
+    fn budget(available_kib: u64, page_kib: u64, free: u64) -> MemoryBudget {
+        MemoryBudget {
+            available_kib: Avail::Available(available_kib),
+            hugepage_kib: Avail::Available(page_kib),
+            hugepages_free: Avail::Available(free),
+            node_hugepages_free: BTreeMap::new(),
+        }
+    }
+
+    fn node(id: u32, total_kib: u64, free_kib: u64) -> NumaNode {
+        NumaNode {
+            id,
+            cpus: Default::default(),
+            mem_total_kib: Avail::Available(total_kib),
+            mem_free_kib: Avail::Available(free_kib),
+            distances: vec![10],
+            implied: false,
+        }
+    }
+
+    fn pool(size_kib: u64, free: u64) -> HugePool {
+        HugePool {
+            size_kib,
+            total: Avail::Available(free),
+            free: Avail::Available(free),
+            reserved: Avail::missing("per node"),
+            surplus: Avail::Available(0),
+        }
+    }
+
+    #[test]
+    fn built_from_the_kernel_model() {
+        let meminfo = Avail::Available(Meminfo {
+            mem_available_kib: Some(1000),
+            hugepages_free: Some(3),
+            hugepage_size_kib: Some(2048),
+            ..Meminfo::default()
+        });
+        let hugepages = Hugepages {
+            global: vec![pool(2048, 3)],
+            nodes: vec![
+                NodeHugepages {
+                    node: 0,
+                    pools: vec![pool(2048, 1), pool(1 << 20, 4)],
+                },
+                NodeHugepages {
+                    node: 1,
+                    pools: vec![pool(1 << 20, 4)],
+                },
+            ],
+        };
+        let b = MemoryBudget::new(&meminfo, &hugepages);
+        assert_eq!(b.available_kib, Avail::Available(1000));
+        assert_eq!(b.hugepage_kib, Avail::Available(2048));
+        assert_eq!(b.hugepages_free, Avail::Available(3));
+        assert_eq!(b.node_hugepages_free[&0], Avail::Available(1));
+        assert!(
+            b.node_hugepages_free[&1]
+                .reason()
+                .unwrap()
+                .contains("node1")
+        );
+        let missing =
+            MemoryBudget::new(&Avail::missing("/proc/meminfo does not exist"), &hugepages);
+        assert!(
+            missing
+                .available_kib
+                .reason()
+                .unwrap()
+                .contains("/proc/meminfo")
+        );
+        let old = MemoryBudget::new(&Avail::Available(Meminfo::default()), &hugepages);
+        assert!(old.available_kib.reason().unwrap().contains("MemAvailable"));
+    }
+
+    #[test]
+    fn available_memory_bounds_the_size() {
+        let b = budget(1 << 20, 2048, 0); // 1 GiB available
+        assert!(b.check_available("3 arrays", 1 << 29).is_ok());
+        let err = b.check_available("3 arrays", 3 << 30).unwrap_err();
+        assert!(
+            err.contains("3 GiB") && err.contains("MemAvailable"),
+            "{err}"
+        );
+        let unknown = MemoryBudget {
+            available_kib: Avail::missing("old kernel"),
+            ..b
+        };
+        assert!(unknown.check_available("x", u64::MAX).is_ok());
+    }
+
+    #[test]
+    fn huge_pages_must_be_reserved() {
+        let err = budget(1 << 30, 2048, 0)
+            .check_hugepages("a 256 MiB buffer", 256 << 20)
+            .unwrap_err();
+        assert!(err.contains("128 huge pages of 2 MiB"), "{err}");
+        assert!(err.contains("no huge pages are free"), "{err}");
+        assert!(
+            err.contains("echo 128 > /proc/sys/vm/nr_hugepages"),
+            "{err}"
+        );
+        let err = budget(1 << 30, 2048, 5)
+            .check_hugepages("x", 256 << 20)
+            .unwrap_err();
+        assert!(err.contains("only 5 are free"), "{err}");
+        assert_eq!(
+            budget(1 << 30, 2048, 128).check_hugepages("x", (256 << 20) - 1),
+            Ok((2 << 20, 128))
+        );
+    }
+
+    #[test]
+    fn node_huge_pages_are_checked() {
+        let mut b = budget(1 << 30, 2048, 8);
+        b.node_hugepages_free.insert(0, Avail::Available(4));
+        b.node_hugepages_free.insert(1, Avail::Available(1));
+        assert!(b.check_node_hugepages(0, 4, 2048).is_ok());
+        let err = b.check_node_hugepages(1, 4, 2048).unwrap_err();
+        assert!(
+            err.contains("node 1 has 1 free") && err.contains("node1/hugepages"),
+            "{err}"
+        );
+        assert!(
+            b.check_node_hugepages(2, 4, 2048)
+                .unwrap_err()
+                .contains("node 2")
+        );
+    }
+
+    #[test]
+    fn nodes_need_memory() {
+        let err = check_node(&node(2, 0, 0), "x", 1).unwrap_err();
+        assert!(
+            err.contains("node 2 has no memory") && err.contains("node2/meminfo"),
+            "{err}"
+        );
+        let err = check_node(&node(1, 1 << 20, 1 << 10), "3 arrays", 3 << 20).unwrap_err();
+        assert!(err.contains("only 1 MiB is free"), "{err}");
+        assert!(check_node(&node(0, 1 << 20, 1 << 20), "x", 1 << 20).is_ok());
+    }
+}

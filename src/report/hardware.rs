@@ -1,0 +1,365 @@
+//! Terminal tables of the hardware engines: STREAM's familiar layout for membw, the latency
+//! curve with the cache level each size fits in, and the CPU × CPU matrices.
+
+use std::fmt::Write;
+
+use crate::machine::topology::{CacheKind, Topology};
+use crate::measure::c2c::C2cReport;
+use crate::measure::freq::FreqRun;
+use crate::measure::membw::{MembwReport, StreamRun};
+use crate::measure::memlat::{ChaseRun, MemlatReport};
+use crate::measure::summary::Summary;
+use crate::measure::wakeup::WakeupRun;
+use crate::report::units::bytes;
+
+/// A CPU list written compactly (`0,4,1,5`), shortened after 16 CPUs.
+fn cpu_list(cpus: &[u32]) -> String {
+    let shown: Vec<String> = cpus.iter().take(16).map(u32::to_string).collect();
+    if cpus.len() > 16 {
+        format!("{},... ({} CPUs)", shown.join(","), cpus.len())
+    } else {
+        shown.join(",")
+    }
+}
+
+/// MiB with one decimal, as stream.c prints array sizes.
+fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
+}
+
+/// The table of one STREAM run, in stream.c's layout.
+fn stream_table(out: &mut String, run: &StreamRun) {
+    let _ = writeln!(
+        out,
+        "{:<12}{:>15}{:>13}{:>13}{:>13}",
+        "Function", "Best Rate MB/s", "Avg time", "Min time", "Max time"
+    );
+    for k in &run.kernels {
+        let _ = writeln!(
+            out,
+            "{:<12}{:>15.1}{:>13.6}{:>13.6}{:>13.6}",
+            format!("{}:", k.kernel.name()),
+            k.best_rate_mb_per_s,
+            k.avg_time_s,
+            k.min_time_s,
+            k.max_time_s
+        );
+    }
+    if run.kernels.is_empty() {
+        let _ = writeln!(
+            out,
+            "(no rates: {} of {} iterations done, at least 2 are needed)",
+            run.iterations_done, run.ntimes
+        );
+    }
+    let v = &run.validation;
+    if v.validated {
+        let _ = writeln!(
+            out,
+            "Solution Validates: avg error less than {:e} on all three arrays",
+            v.epsilon
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Solution does NOT validate: relative avg error a {:e}, b {:e}, c {:e}; \
+             elements off by more than {:e}: a {}, b {}, c {}",
+            v.avg_relative_error[0],
+            v.avg_relative_error[1],
+            v.avg_relative_error[2],
+            v.epsilon,
+            v.failing_elements[0],
+            v.failing_elements[1],
+            v.failing_elements[2]
+        );
+    }
+}
+
+/// `lowlat measure membw` as text.
+pub fn membw_text(report: &MembwReport) -> String {
+    let mut out = String::new();
+    let run = &report.system;
+    let _ = writeln!(out, "{}", report.label);
+    let _ = writeln!(
+        out,
+        "Array size = {} (elements), {} per array, {} in all",
+        run.array_elements,
+        mib(run.array_bytes),
+        mib(run.array_bytes * 3)
+    );
+    let _ = writeln!(
+        out,
+        "STREAM's rule: each array at least 4 x {} of cache (all levels, all sockets) = {}",
+        bytes(report.total_cache_bytes),
+        mib(report.rule_array_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "Threads: {} on CPUs {}; memory placed by first touch",
+        run.cpus.len(),
+        cpu_list(&run.cpus)
+    );
+    let _ = writeln!(
+        out,
+        "Each kernel ran {} times; the best rate skips the first; times include thread dispatch\n",
+        run.iterations_done
+    );
+    stream_table(&mut out, run);
+    if let Some(matrix) = &report.node_matrix {
+        let _ = writeln!(
+            out,
+            "\nTriad best rate, MB/s: rows = CPUs (one per core) of node, columns = memory of node"
+        );
+        out.push_str(&matrix.triad_best_mb_per_s.render(0, &[]));
+        if let Some(bad) = matrix.runs.iter().find(|r| !r.run.validation.validated) {
+            let _ = writeln!(
+                out,
+                "node {} -> node {} does NOT validate:",
+                bad.cpu_node, bad.memory_node
+            );
+            stream_table(&mut out, &bad.run);
+        }
+    }
+    out
+}
+
+/// The caches a CPU reads through (data and unified), smallest level first, with labels.
+fn caches_of(topology: &Topology, cpu: u32) -> Vec<(String, u64)> {
+    let mut caches: Vec<(u8, String, u64)> = topology
+        .caches
+        .iter()
+        .filter(|c| c.cpus.contains(cpu) && c.kind != CacheKind::Instruction)
+        .map(|c| {
+            let suffix = if c.kind == CacheKind::Data { "d" } else { "" };
+            (c.level, format!("L{}{suffix}", c.level), c.size_bytes)
+        })
+        .collect();
+    caches.sort();
+    caches
+        .into_iter()
+        .map(|(_, label, size)| (label, size))
+        .collect()
+}
+
+/// The smallest cache a buffer of `size` bytes fits in, or "DRAM".
+fn fits_in(size: u64, caches: &[(String, u64)]) -> &str {
+    caches
+        .iter()
+        .find(|(_, bytes)| size <= *bytes)
+        .map_or("DRAM", |(label, _)| label.as_str())
+}
+
+/// How the chase was set up, in one line.
+fn chase_setup(run: &ChaseRun) -> String {
+    let memory = run
+        .memory_node
+        .map_or("first touch".to_string(), |n| format!("bound to node {n}"));
+    let order = run
+        .window_bytes
+        .map_or("random over the whole buffer".to_string(), |w| {
+            format!(
+                "random within {} windows, windows in random order",
+                bytes(w as u64)
+            )
+        });
+    let pages = match run.huge_page_bytes {
+        Some(page) => format!("{} huge pages", bytes(page as u64)),
+        None => "normal pages".to_string(),
+    };
+    format!(
+        "CPU {}, memory {memory}, stride {} B, {order}, {pages}, seed {}",
+        run.cpu, run.stride_bytes, run.seed
+    )
+}
+
+/// `lowlat measure memlat` as text.
+pub fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
+    let mut out = String::new();
+    let curve = &report.curve;
+    let _ = writeln!(out, "Pointer chase: {}", chase_setup(curve));
+    let caches = caches_of(topology, curve.cpu);
+    let _ = writeln!(
+        out,
+        "{:>10}  {:<6}{:>10}{:>11}{:>10}",
+        "size", "fits", "best ns", "median ns", "max ns"
+    );
+    for p in &curve.points {
+        let _ = writeln!(
+            out,
+            "{:>10}  {:<6}{:>10.2}{:>11.2}{:>10.2}",
+            bytes(p.size_bytes),
+            fits_in(p.size_bytes, &caches),
+            p.latency_ns.min,
+            p.latency_ns.median,
+            p.latency_ns.max
+        );
+    }
+    if let Some(matrix) = &report.node_matrix {
+        let _ = writeln!(
+            out,
+            "\nIdle latency at {}, median ns: rows = CPU node, columns = memory node",
+            bytes(matrix.size_bytes)
+        );
+        out.push_str(&matrix.median_ns.render(1, &[]));
+    }
+    out
+}
+
+/// `lowlat measure c2c` as text.
+pub fn c2c_text(report: &C2cReport) -> String {
+    let mut out = String::new();
+    let run = &report.run;
+    let _ = writeln!(
+        out,
+        "Core-to-core latency, mean one-way ns (half a round trip; {} round trips x {} \
+         samples per pair); CPUs in locality order, | between L3 groups",
+        run.config.round_trips, run.config.samples
+    );
+    out.push_str(&run.matrix_mean_ns.render(1, &report.group_breaks));
+    if !report.by_class.is_empty() {
+        let _ = writeln!(out, "\nBy relation:");
+        for c in &report.by_class {
+            let _ = writeln!(
+                out,
+                "  {:<24}{:>6} pairs  mean {:>7.1} ns  (min {:.1}, max {:.1})",
+                c.class.label(),
+                c.pairs,
+                c.mean_ns,
+                c.min_ns,
+                c.max_ns
+            );
+        }
+    }
+    let by_mean = |a: &&crate::measure::c2c::PairLatency, b: &&crate::measure::c2c::PairLatency| {
+        a.one_way_ns.mean.total_cmp(&b.one_way_ns.mean)
+    };
+    if let (Some(lo), Some(hi)) = (
+        run.pairs.iter().min_by(by_mean),
+        run.pairs.iter().max_by(by_mean),
+    ) {
+        let _ = writeln!(
+            out,
+            "Lowest: CPU {} - CPU {} {:.1} ± {:.1} ns; highest: CPU {} - CPU {} {:.1} ± {:.1} ns (± = standard error)",
+            lo.from_cpu,
+            lo.to_cpu,
+            lo.one_way_ns.mean,
+            lo.one_way_ns.std_error(),
+            hi.from_cpu,
+            hi.to_cpu,
+            hi.one_way_ns.mean,
+            hi.one_way_ns.std_error()
+        );
+    }
+    out
+}
+
+/// `lowlat measure wakeup` as text.
+pub fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Wake-up latency, median ns from FUTEX_WAKE on the waker's CPU to the woken thread \
+         running ({} samples per pair, {} µs gap{})",
+        run.config.samples,
+        run.config.gap_us,
+        run.config
+            .fifo_priority
+            .map_or(String::new(), |p| format!(", SCHED_FIFO {p}"))
+    );
+    out.push_str(&run.matrix_median_ns.render(0, breaks));
+    let medians: Vec<f64> = run.pairs.iter().map(|p| p.latency_ns.median).collect();
+    if let Some(s) = Summary::of(&medians) {
+        let _ = writeln!(
+            out,
+            "Pair medians: lowest {:.0} ns, median {:.0} ns, highest {:.0} ns",
+            s.min, s.median, s.max
+        );
+    }
+    let dropped: u32 = run.pairs.iter().map(|p| p.not_asleep).sum();
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "{dropped} samples dropped because the sleeper was not asleep yet (raise --gap-us)"
+        );
+    }
+    out
+}
+
+/// `lowlat measure freq` as text.
+pub fn freq_text(run: &FreqRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Effective frequency under load (dependent adds, one per cycle; {}; {} samples of {} ms \
+         after {} ms warm-up)",
+        if run.config.together {
+            "all CPUs loaded together"
+        } else {
+            "one CPU loaded at a time"
+        },
+        run.config.samples,
+        run.config.sample_ms,
+        run.config.warmup_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:>5}{:>12}{:>10}{:>10}{:>10}{:>11}{:>13}",
+        "cpu", "median MHz", "min MHz", "max MHz", "spread %", "APERF MHz", "APERF/MPERF"
+    );
+    let mut missing: Vec<(u32, &str)> = Vec::new();
+    for c in &run.cpus {
+        let s = &c.effective_mhz;
+        let spread = if s.median > 0.0 {
+            (s.max - s.min) / s.median * 100.0
+        } else {
+            0.0
+        };
+        let (aperf, ratio) = match c.aperf_mperf.get() {
+            Some(a) => (
+                format!("{:.1}", a.aperf_mhz),
+                format!("{:.3}", a.aperf_per_mperf),
+            ),
+            None => ("-".to_string(), "-".to_string()),
+        };
+        if let Some(reason) = c.aperf_mperf.reason() {
+            missing.push((c.cpu, reason));
+        }
+        let _ = writeln!(
+            out,
+            "{:>5}{:>12.1}{:>10.1}{:>10.1}{:>10.2}{:>11}{:>13}",
+            c.cpu, s.median, s.min, s.max, spread, aperf, ratio
+        );
+    }
+    if let Some((cpu, reason)) = missing.first() {
+        let others = match missing.len() {
+            1 => String::new(),
+            n => format!(" (and likewise on {} more CPUs)", n - 1),
+        };
+        let _ = writeln!(
+            out,
+            "APERF/MPERF unavailable on CPU {cpu}: {reason}{others}"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_placed_in_the_smallest_cache_holding_them() {
+        let caches = vec![
+            ("L1d".to_string(), 32 << 10),
+            ("L2".to_string(), 1 << 20),
+            ("L3".to_string(), 32 << 20),
+        ];
+        assert_eq!(fits_in(16 << 10, &caches), "L1d");
+        assert_eq!(fits_in(32 << 10, &caches), "L1d");
+        assert_eq!(fits_in(48 << 10, &caches), "L2");
+        assert_eq!(fits_in(24 << 20, &caches), "L3");
+        assert_eq!(fits_in(256 << 20, &caches), "DRAM");
+        assert_eq!(cpu_list(&[0, 4, 1]), "0,4,1");
+        assert!(cpu_list(&(0..20).collect::<Vec<_>>()).ends_with("(20 CPUs)"));
+    }
+}

@@ -1,0 +1,275 @@
+//! `lowlat measure membw|memlat|c2c|wakeup|freq` on this machine, with small sizes: the
+//! documents are well formed and the figures sane (no timing assertions beyond sanity), and
+//! bad input is refused before anything is allocated.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn lowlat() -> Command {
+    Command::cargo_bin("lowlat").unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = lowlat()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// How many CPUs this process may run on.
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn membw_validates_and_warns_below_the_rule() {
+    let doc = json(&[
+        "measure", "membw", "--size", "8M", "--ntimes", "3", "--json",
+    ]);
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["engine"], "membw");
+    assert_eq!(doc["result"]["interrupted"], false);
+    assert!(doc["result"]["method"].as_str().unwrap().contains("STREAM"));
+    assert!(
+        doc["environment"]["online"].is_string(),
+        "{}",
+        doc["environment"]
+    );
+    let system = &doc["result"]["system"];
+    assert_eq!(system["validation"]["validated"], true);
+    assert_eq!(system["array_elements"], 1 << 20);
+    assert_eq!(system["kernels"].as_array().unwrap().len(), 4);
+    assert_eq!(system["kernels"][3]["kernel"], "triad");
+    assert!(system["kernels"][3]["best_rate_mb_per_s"].as_f64().unwrap() > 0.0);
+    let warnings = doc["result"]["warnings"].to_string();
+    assert!(warnings.contains("below STREAM's rule"), "{warnings}");
+    assert!(
+        doc["result"]["label"]
+            .as_str()
+            .unwrap()
+            .contains("STREAM-variant")
+    );
+}
+
+#[test]
+fn membw_node_matrix_on_node_zero() {
+    let doc = json(&[
+        "measure", "membw", "--size", "4M", "--ntimes", "2", "--nodes", "0", "--json",
+    ]);
+    let matrix = &doc["result"]["node_matrix"];
+    assert_eq!(matrix["triad_best_mb_per_s"]["rows"][0], "0");
+    assert_eq!(matrix["runs"][0]["memory_node"], 0);
+    assert_eq!(matrix["runs"][0]["run"]["validation"]["validated"], true);
+    assert!(
+        matrix["triad_best_mb_per_s"]["values"][0][0]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn membw_text_looks_like_stream() {
+    lowlat()
+        .args([
+            "measure",
+            "membw",
+            "--size",
+            "2M",
+            "--ntimes",
+            "2",
+            "--threads",
+            "1",
+        ])
+        .assert()
+        .success()
+        .stdout(contains("Function"))
+        .stdout(contains("Triad:"))
+        .stdout(contains("Solution Validates"));
+}
+
+#[test]
+fn memlat_curve_rises() {
+    let doc = json(&[
+        "measure",
+        "memlat",
+        "--sizes",
+        "16K,128M",
+        "--samples",
+        "2",
+        "--sample-ms",
+        "10",
+        "--json",
+    ]);
+    let points = doc["result"]["curve"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let small = points[0]["latency_ns"]["median"].as_f64().unwrap();
+    let large = points[1]["latency_ns"]["median"].as_f64().unwrap();
+    assert!(
+        small > 0.0 && large > 2.0 * small,
+        "16K {small} ns, 128M {large} ns"
+    );
+    assert_eq!(doc["result"]["curve"]["window_bytes"], 4096);
+}
+
+#[test]
+fn c2c_csv_and_json() {
+    if cpus() < 2 {
+        return;
+    }
+    lowlat()
+        .args([
+            "measure",
+            "c2c",
+            "--cpus",
+            "0,1",
+            "--round-trips",
+            "50",
+            "--samples",
+            "5",
+        ])
+        .arg("--csv")
+        .assert()
+        .success()
+        .stdout(contains("cpu,0,1\n"));
+    let doc = json(&[
+        "measure",
+        "c2c",
+        "--cpus",
+        "0,1",
+        "--round-trips",
+        "50",
+        "--samples",
+        "5",
+        "--json",
+    ]);
+    let pair = &doc["result"]["run"]["pairs"][0];
+    assert!(pair["one_way_ns"]["mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        doc["result"]["run"]["matrix_mean_ns"]["values"][0][0],
+        Value::Null
+    );
+}
+
+#[test]
+fn wakeup_latency_is_positive() {
+    if cpus() < 2 {
+        return;
+    }
+    let doc = json(&[
+        "measure",
+        "wakeup",
+        "--cpus",
+        "0,1",
+        "--samples",
+        "10",
+        "--gap-us",
+        "50",
+        "--json",
+    ]);
+    let pairs = doc["result"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    for pair in pairs {
+        let median = pair["latency_ns"]["median"].as_f64().unwrap();
+        assert!(median > 0.0 && median < 1e9, "{pair}");
+    }
+}
+
+#[test]
+fn freq_reports_every_cpu() {
+    let doc = json(&[
+        "measure",
+        "freq",
+        "--cpus",
+        "0",
+        "--samples",
+        "2",
+        "--sample-ms",
+        "2",
+        "--warmup-ms",
+        "5",
+        "--json",
+    ]);
+    let cpu = &doc["result"]["cpus"][0];
+    assert_eq!(cpu["cpu"], 0);
+    let mhz = cpu["effective_mhz"]["median"].as_f64().unwrap();
+    assert!((100.0..10_000.0).contains(&mhz), "{mhz}");
+    // APERF/MPERF: a value, or the reason it is missing.
+    let aperf = &cpu["aperf_mperf"];
+    assert!(
+        aperf.get("aperf_mhz").is_some() || aperf.get("unavailable").is_some(),
+        "{aperf}"
+    );
+}
+
+#[test]
+fn sizes_that_cannot_fit_are_refused_before_allocation() {
+    lowlat()
+        .args(["measure", "membw", "--size", "100T"])
+        .assert()
+        .code(2)
+        .stderr(contains("MemAvailable"));
+    lowlat()
+        .args(["measure", "memlat", "--sizes", "64T"])
+        .assert()
+        .code(2)
+        .stderr(contains("MemAvailable"));
+    lowlat()
+        .args(["measure", "membw", "--size", "4KB"])
+        .assert()
+        .code(2)
+        .stderr(contains("binary suffix"));
+}
+
+#[test]
+fn missing_nodes_and_cpus_are_refused() {
+    lowlat()
+        .args(["measure", "membw", "--nodes", "99"])
+        .assert()
+        .code(2)
+        .stderr(contains("NUMA node 99 does not exist"));
+    lowlat()
+        .args(["measure", "memlat", "--node", "99"])
+        .assert()
+        .code(2)
+        .stderr(contains("--node 99"));
+    lowlat()
+        .args(["measure", "c2c", "--cpus", "4000"])
+        .assert()
+        .code(2)
+        .stderr(contains("CPU 4000 not online"));
+}
+
+#[test]
+fn hugepages_not_reserved_is_a_clear_error() {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let free = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if free > 0 {
+        return; // this machine has huge pages reserved
+    }
+    lowlat()
+        .args(["measure", "memlat", "--hugepages", "--sizes", "64M"])
+        .assert()
+        .code(2)
+        .stderr(contains("no huge pages are free"))
+        .stderr(contains("/proc/sys/vm/nr_hugepages"));
+}
+
+#[test]
+fn measuring_refuses_another_machines_root() {
+    let dir = tempfile::tempdir().unwrap();
+    lowlat()
+        .args(["--root", dir.path().to_str().unwrap(), "measure", "freq"])
+        .assert()
+        .code(2)
+        .stderr(contains("measurements run on this machine only"));
+}
