@@ -136,11 +136,12 @@ fn variable_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// Whether a task-name pattern is usable: a kernel `comm` (at most 15 bytes, no NUL or
-/// newline), optionally ending in `*`.
+/// Whether a task-name pattern is usable: a command name as `/proc/PID/stat` shows it (15
+/// bytes for user tasks; kernel threads show up to 63 since Linux 6.x; no NUL or newline),
+/// optionally ending in `*`.
 fn task_pattern(pattern: &str) -> bool {
     let name = pattern.strip_suffix('*').unwrap_or(pattern);
-    !pattern.is_empty() && name.len() <= 15 && !name.contains(['\0', '\n', '*'])
+    !pattern.is_empty() && name.len() <= 63 && !name.contains(['\0', '\n', '*'])
 }
 
 /// A hugepage size as the kernel names its pool directories (`2048kB`).
@@ -150,7 +151,7 @@ fn page_size(text: &str) -> Option<u64> {
 
 /// Parses a setting id.
 pub fn parse(id: &str) -> Result<Target, TargetError> {
-    let malformed = |why: &str| Err(TargetError::Malformed(format!("'{id}': {why}")));
+    let malformed = |why: &str| Err(TargetError::Malformed(why.to_string()));
     let Some((family, rest)) = id.split_once(':') else {
         return Err(TargetError::Unknown);
     };
@@ -204,7 +205,7 @@ pub fn parse(id: &str) -> Result<Target, TargetError> {
             };
             if !task_pattern(pattern) {
                 return malformed(
-                    "the name must be a command name of at most 15 bytes, optionally ending in *",
+                    "the name must be a command name of at most 63 bytes, optionally ending in *",
                 );
             }
             Ok(Target::Tasks {
@@ -408,7 +409,7 @@ mod tests {
             "workqueue:../x:cpumask",
             "rps:../x:rps_cpus",
             "rps:eth0",
-            "kthread:name_longer_than_15:affinity",
+            "kthread:a_name_longer_than_the_63_bytes_a_kernel_thread_name_can_ever_have:affinity",
             "kthread:a*b:affinity",
             "kthread:x:nice",
             "cpufreq:policyx:governor",
