@@ -35,7 +35,7 @@ fn machine(name: &str) -> Machine {
 
 fn plan_with(name: &str, request: &PlanRequest) -> (Machine, Plan) {
     let machine = machine(name);
-    let plan = plan::build(&machine, request, Vec::new()).unwrap();
+    let plan = plan::build(&machine, request, |_| Vec::new()).unwrap();
     (machine, plan)
 }
 
@@ -338,7 +338,7 @@ fn hugepage_requests_are_checked_against_the_machine() {
             ..PlanRequest::default()
         };
         let machine = machine("epyc7f32-2s");
-        plan::build(&machine, &request, Vec::new())
+        plan::build(&machine, &request, |_| Vec::new())
             .unwrap_err()
             .to_string()
     };

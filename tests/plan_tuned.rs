@@ -76,7 +76,7 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
     // online here, so a plan for another machine could not load.
     let root = SysRoot::live();
     let machine = Machine::read(&root);
-    let plan = match plan::build(&machine, &PlanRequest::default(), Vec::new()) {
+    let plan = match plan::build(&machine, &PlanRequest::default(), |_| Vec::new()) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("skipped: this machine cannot be partitioned ({e})");

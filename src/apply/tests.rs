@@ -82,7 +82,7 @@ fn plan_for(machine: &Machine, root: &SysRoot) -> Plan {
             Layer::File,
         ));
     }
-    let mut plan = crate::plan::build(machine, &PlanRequest::default(), Vec::new()).unwrap();
+    let mut plan = crate::plan::build(machine, &PlanRequest::default(), |_| Vec::new()).unwrap();
     let at = plan
         .settings
         .iter()

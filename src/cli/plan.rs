@@ -141,7 +141,7 @@ impl PlanArgs {
 pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let plan = plan::build(&machine, &args.request(), Vec::new())?;
+    let plan = plan::build(&machine, &args.request(), |_| Vec::new())?;
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);

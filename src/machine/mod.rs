@@ -180,8 +180,13 @@ impl Machine {
                 let hypervisor = cpu
                     .get()
                     .and_then(|identity| cpu::read_hypervisor(r, identity));
-                let topology = topology::read(r);
-                (cpu, hypervisor, topology, firmware::read(r), net::read(r))
+                (
+                    cpu,
+                    hypervisor,
+                    topology::read(r),
+                    firmware::read(r),
+                    net::read(r),
+                )
             });
             let (irqs, irq_warnings) = join(irqs);
             let ((tasks, services), task_warnings) = join(tasks);

@@ -21,6 +21,10 @@
 //! | `kthread:<name>:priority` | `sched_setscheduler` of the kernel threads `<name>` matches (as above) | `fifo:<priority>` |
 //! | `file:<path>` | a file lowlat installs | the whole content |
 //! | `service:<unit>` | a systemd unit | `enabled` |
+//!
+//! Settings that come from the audit's remediations keep the audit's identities (`thp:enabled`,
+//! `cpufreq:governor`, `cpu:<N>:pm_qos_resume_latency_us`, `service:<name>` = `masked`, ...),
+//! except that their command-line values are written as whole arguments like the plan's.
 
 pub mod artifacts;
 pub mod diff;
@@ -275,12 +279,12 @@ pub mod sources {
 }
 
 /// Builds the plan for `machine`: the partition, the settings derived from it and from the
-/// options, then `findings` (the audit's remediations, see [`findings::add`]), then the files
-/// rendered from all of them.
+/// options, then the remediations `remediations` returns for that partition (the audit's, see
+/// [`findings::add`]), then the files rendered from all of them.
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
-    findings: Vec<Setting>,
+    remediations: impl FnOnce(&Partition) -> Vec<Setting>,
 ) -> Result<Plan, PlanError> {
     let mut partition = partition::compute(&machine.topology, &request.partition)?;
     if request.profile.static_isolation() && partition.no_balance.is_empty() {
@@ -305,7 +309,7 @@ pub fn build(
     kthread_plan::plan(&inputs, &mut draft);
     findings::add(
         &mut draft,
-        findings,
+        remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
     let mut plan = Plan {
