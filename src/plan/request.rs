@@ -261,6 +261,21 @@ mod tests {
         assert!("99999999999999999999G:1".parse::<HugepagePool>().is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn pools_never_panic_and_print_back(text in ".{0,24}") {
+            if let Ok(pool) = text.parse::<HugepagePool>() {
+                proptest::prop_assert_eq!(pool.to_string().parse::<HugepagePool>(), Ok(pool));
+            }
+        }
+
+        #[test]
+        fn valid_pools_round_trip(kib in 1u64..(1 << 40), count in 1u64..1_000_000) {
+            let pool = HugepagePool { size_kib: kib, count };
+            proptest::prop_assert_eq!(pool.to_string().parse::<HugepagePool>(), Ok(pool));
+        }
+    }
+
     #[test]
     fn profiles_decide_static_isolation() {
         assert!(!Profile::LowLatency.static_isolation());
