@@ -122,3 +122,55 @@ fn bad_roots_and_snapshots_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a lowlat snapshot"));
 }
+
+/// Copies a tree (files and directories; symlinks kept as links).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_unprivileged_user_gets_everything_but_root_only_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let runuser = std::path::Path::new("/usr/sbin/runuser");
+    if !rustix::process::geteuid().is_root() || !runuser.exists() {
+        eprintln!("skipped: needs root and runuser to run lowlat as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = dir.path().join("epyc");
+    copy_tree(&fixture("epyc7f32-2s"), &tree);
+    // As on a real machine, the SMBIOS table is readable by root only.
+    let dmi = tree.join("sys/firmware/dmi/tables/DMI");
+    std::fs::set_permissions(&dmi, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let binary = dir.path().join("lowlat");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("lowlat"), &binary).unwrap();
+    let out = std::process::Command::new(runuser)
+        .args(["-u", "nobody", "--"])
+        .arg(&binary)
+        .arg("--root")
+        .arg(&tree)
+        .arg("inventory")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("2 sockets × 8 cores × 1 thread"), "{text}");
+    assert!(text.contains("needs root"), "{text}");
+}
