@@ -3,6 +3,7 @@
 //! The library holds everything; `main.rs` only parses the command line and maps errors to
 //! exit codes. See `DESIGN.md` in the shared notes and README.md for the picture.
 
+pub mod apply;
 pub mod audit;
 pub mod cli;
 pub mod machine;

@@ -11,7 +11,8 @@ use crate::sysroot::SysRoot;
 pub mod exit {
     /// Success: nothing failed.
     pub const OK: u8 = 0;
-    /// The command ran and found failures (audit findings, verify drift).
+    /// The command ran and found failures (audit findings, verify drift, values apply or revert
+    /// could not set).
     pub const FAILURES: u8 = 1;
     /// The command could not do its job (bad input, unreadable files, not permitted).
     pub const ERROR: u8 = 2;
@@ -35,7 +36,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (audit, verify); \
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (audit, verify drift, apply or revert refusals); \
 2 the command could not run (bad input, unreadable files, not permitted).";
 
 /// The subcommands.
@@ -55,8 +56,16 @@ pub enum Command {
     /// command line, sysctl.d, TuneD profile, systemd units, irqbalance, IRQ and kernel-thread
     /// plans, plan.json) from that one plan.
     Plan(plan::PlanArgs),
+    /// Make the machine match a plan, journaling every prior value first (needs root on the
+    /// live machine).
+    Apply(apply::ApplyArgs),
+    /// Put back every value `lowlat apply` changed, from its journal.
+    Revert(revert::RevertArgs),
+    /// Check the machine against a plan: ok, drift, pending-reboot or unsupported per setting.
+    Verify(verify::VerifyArgs),
 }
 
+pub mod apply;
 pub mod audit;
 pub mod inventory;
 pub mod measure;
@@ -66,7 +75,9 @@ pub mod measure_jitter;
 pub mod measure_mem;
 pub mod measure_timer;
 pub mod plan;
+pub mod revert;
 pub mod snapshot;
+pub mod verify;
 
 impl Cli {
     /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
@@ -95,5 +106,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Measure(args) => measure::run(&cli, args),
         Command::Snapshot(args) => snapshot::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
+        Command::Apply(args) => apply::run(&cli, args),
+        Command::Revert(args) => revert::run(&cli, args),
+        Command::Verify(args) => verify::run(&cli, args),
     }
 }

@@ -1,5 +1,6 @@
 //! Human and machine renderings of lowlat's results.
 
+pub mod apply;
 pub mod audit;
 pub mod hardware;
 pub mod inventory;

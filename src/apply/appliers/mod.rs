@@ -1,0 +1,56 @@
+//! From a setting to the changes that make it: kernel knobs, files, tasks, services, and the
+//! kernel command line (all boot settings together, see [`boot`]).
+
+pub mod boot;
+pub mod file;
+pub mod kernel;
+pub mod service;
+pub mod tasks;
+
+use super::change::{Change, Ctx};
+use super::target::{self, Target, TargetError};
+use crate::plan::setting::{Layer, Setting};
+
+/// What a setting turns into on this machine.
+pub enum Expansion {
+    /// The changes that make it (one per knob, file, thread or service).
+    Changes(Vec<Box<dyn Change>>),
+    /// It cannot be applied here, and why (no such knob on this kernel, a directory tree).
+    Unsupported(String),
+    /// It is done by hand (BIOS, hardware), with what to do.
+    Manual(String),
+    /// The plan's value or id is malformed: apply refuses the plan before changing anything.
+    Invalid(String),
+}
+
+/// The changes of one setting that is not a boot argument.
+pub fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
+    if matches!(setting.layer, Layer::Firmware | Layer::Hardware) {
+        return Expansion::Manual(format!(
+            "a {} setting: set {} to {} by hand",
+            setting.layer.name(),
+            setting.id,
+            setting.value
+        ));
+    }
+    let target = match target::parse(&setting.id) {
+        Ok(target) => target,
+        Err(TargetError::Unknown) => {
+            return Expansion::Unsupported(TargetError::Unknown.to_string());
+        }
+        Err(e) => return Expansion::Invalid(e.to_string()),
+    };
+    let value = setting.value.as_str();
+    if let Target::Cmdline(_) = target {
+        return Expansion::Invalid(format!(
+            "{} is a kernel argument but its layer is {}, not boot",
+            setting.id,
+            setting.layer.name()
+        ));
+    }
+    kernel::expand(ctx.root, &target, value)
+        .or_else(|| file::expand(&target, value))
+        .or_else(|| tasks::expand(ctx, &target, value))
+        .or_else(|| service::expand(ctx, &target, value))
+        .unwrap_or_else(|| Expansion::Unsupported(TargetError::Unknown.to_string()))
+}

@@ -1,0 +1,211 @@
+//! The unit of work of apply, revert and verify: a [`Change`] to one knob, file, task, service
+//! or boot configuration, which can say what it finds now, record how to undo itself, and
+//! make itself.
+
+use std::collections::BTreeSet;
+
+use super::command::{Runner, shown};
+use super::journal::Record;
+use crate::machine::Machine;
+use crate::sysroot::{SysRoot, WriteError};
+
+/// What apply, revert and verify work with.
+pub struct Ctx<'a> {
+    /// The machine's root: `/` or a directory tree.
+    pub root: &'a SysRoot,
+    /// The machine as read at the start (tasks to match, identity).
+    pub machine: &'a Machine,
+    /// System commands; set only for the live machine.
+    pub runner: Option<&'a dyn Runner>,
+}
+
+/// What a change found before acting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// The current value, for display.
+    pub current: String,
+    /// Whether the desired value is already there.
+    pub in_place: bool,
+    /// The records that bring back the current state (written to the journal before the
+    /// change is made).
+    pub prior: Vec<Record>,
+}
+
+/// Why a change could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeError {
+    /// A refusal that real machines give (an IRQ that cannot move, a per-CPU kernel thread, a
+    /// value the kernel does not take): recorded and reported, and the work goes on.
+    Refused(String),
+    /// Anything else: the work stops, leaving the journal complete so that revert works.
+    Failed(String),
+}
+
+impl std::fmt::Display for ChangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChangeError::Refused(why) | ChangeError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// OS errors that a knob or task gives on real machines for values it will not take.
+const REFUSALS: &[i32] = &[
+    libc::EIO,
+    libc::EINVAL,
+    libc::EBUSY,
+    libc::EPERM,
+    libc::ENOSPC,
+    libc::EOPNOTSUPP,
+    libc::ESRCH,
+];
+
+impl ChangeError {
+    /// A write error: a refusal when the errno is one real machines give, else a failure.
+    pub fn from_write(e: &WriteError) -> Self {
+        if e.errno().is_some_and(|errno| REFUSALS.contains(&errno)) {
+            ChangeError::Refused(e.to_string())
+        } else {
+            ChangeError::Failed(e.to_string())
+        }
+    }
+
+    /// A system-call error on a task or knob named `what`.
+    pub fn from_errno(what: &str, errno: rustix::io::Errno) -> Self {
+        let message = format!("{what}: {}", std::io::Error::from(errno));
+        if REFUSALS.contains(&errno.raw_os_error()) {
+            ChangeError::Refused(message)
+        } else {
+            ChangeError::Failed(message)
+        }
+    }
+}
+
+/// One change of apply.
+pub trait Change {
+    /// What it changes: `/proc/sys/vm/stat_interval`, `pid 12 (kswapd0) affinity`.
+    fn target(&self) -> String;
+    /// The desired value, for display.
+    fn desired(&self) -> String;
+    /// Whether it can be made on this root; the reason when not. Checked before anything is
+    /// journaled.
+    fn supported(&self, _ctx: &Ctx) -> Result<(), String> {
+        Ok(())
+    }
+    /// Reads the current state.
+    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError>;
+    /// Makes the change (its prior records are already journaled).
+    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError>;
+    /// What must run once after it (daemon-reload, a restart, the bootloader generator).
+    fn follow_ups(&self, _ctx: &Ctx) -> Vec<FollowUp> {
+        Vec::new()
+    }
+}
+
+/// A command that runs once after all changes (or once before the first service change, for
+/// `daemon-reload`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FollowUp {
+    /// `systemctl daemon-reload`: unit files or drop-ins changed.
+    DaemonReload,
+    /// `systemctl try-restart UNIT`: its configuration changed (restarts it only if running).
+    TryRestart(String),
+    /// The bootloader configuration generator (`grub2-mkconfig -o ...`, `update-grub`).
+    Regenerate {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+}
+
+impl FollowUp {
+    /// The program and arguments.
+    pub fn command(&self) -> (String, Vec<String>) {
+        match self {
+            FollowUp::DaemonReload => ("systemctl".into(), vec!["daemon-reload".into()]),
+            FollowUp::TryRestart(unit) => {
+                ("systemctl".into(), vec!["try-restart".into(), unit.clone()])
+            }
+            FollowUp::Regenerate { program, args } => (program.clone(), args.clone()),
+        }
+    }
+
+    /// The command line, for messages.
+    pub fn shown(&self) -> String {
+        let (program, args) = self.command();
+        shown(&program, &args)
+    }
+
+    /// Runs it with `runner`; the reason when it could not.
+    pub fn run(&self, runner: &dyn Runner) -> Result<(), String> {
+        let (program, args) = self.command();
+        let Some(path) = runner.find(&program) else {
+            return Err(format!(
+                "{program} is not installed; run `{}` by hand",
+                self.shown()
+            ));
+        };
+        match runner.run(&path, &args) {
+            Ok(out) if out.success() => Ok(()),
+            Ok(out) => Err(format!("`{}` failed: {}", self.shown(), out.message())),
+            Err(e) => Err(format!("`{}` could not run: {e}", self.shown())),
+        }
+    }
+}
+
+/// Follow-ups owed after a configuration file changed: systemd files need a daemon-reload,
+/// irqbalance files a restart of irqbalance, GRUB defaults a regeneration.
+pub fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
+    let mut out = Vec::new();
+    if path.starts_with("/etc/systemd/") || path.starts_with("/usr/lib/systemd/") {
+        out.push(FollowUp::DaemonReload);
+    }
+    if path.contains("irqbalance") {
+        out.push(FollowUp::TryRestart("irqbalance.service".into()));
+    }
+    if super::appliers::boot::is_grub_defaults(path) {
+        out.push(super::appliers::boot::regenerate_command(ctx));
+    }
+    out
+}
+
+/// Follow-ups collected while working, run once at the end.
+#[derive(Debug, Default)]
+pub struct FollowUps(BTreeSet<FollowUp>);
+
+impl FollowUps {
+    /// Adds some.
+    pub fn extend(&mut self, more: impl IntoIterator<Item = FollowUp>) {
+        self.0.extend(more);
+    }
+
+    /// Removes and returns `daemon-reload` if owed.
+    pub fn take_daemon_reload(&mut self) -> Option<FollowUp> {
+        self.0.take(&FollowUp::DaemonReload)
+    }
+
+    /// All owed, in the order to run them (daemon-reload, restarts, regeneration).
+    pub fn drain(&mut self) -> Vec<FollowUp> {
+        std::mem::take(&mut self.0).into_iter().collect()
+    }
+}
+
+/// Runs follow-ups on the live machine, or lists them for a directory tree and a dry run;
+/// returns one line per follow-up.
+pub fn run_follow_ups(ctx: &Ctx, follow_ups: Vec<FollowUp>, dry_run: bool) -> Vec<String> {
+    follow_ups
+        .into_iter()
+        .map(|f| match ctx.runner {
+            None => format!(
+                "run on the machine itself: {} (lowlat runs commands only on the live root)",
+                f.shown()
+            ),
+            Some(_) if dry_run => format!("would run: {}", f.shown()),
+            Some(runner) => match f.run(runner) {
+                Ok(()) => format!("ran: {}", f.shown()),
+                Err(why) => format!("warning: {why}"),
+            },
+        })
+        .collect()
+}

@@ -1,0 +1,146 @@
+//! One apply or revert at a time: an exclusive `flock` on `/var/lib/lowlat/lock` under the
+//! SysRoot, holding the owner's pid for the message another lowlat prints. The kernel drops
+//! the lock when the process dies, so a crash never leaves a stale lock; the file is removed
+//! when the lock is released.
+
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
+
+use super::journal::{JOURNAL_PATH, STATE_DIR};
+use crate::sysroot::{SysRoot, WriteError};
+
+/// Where the lock file lives, under the SysRoot.
+pub const LOCK_PATH: &str = "/var/lib/lowlat/lock";
+
+/// Why the lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another lowlat holds it.
+    #[error(
+        "{LOCK_PATH} is held by another lowlat apply or revert ({holder}); wait for it to finish, then run this again"
+    )]
+    Busy {
+        /// `pid N`, or `pid unknown`.
+        holder: String,
+    },
+    /// The lock file could not be created or locked.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// The held lock; released (and its file removed) when dropped.
+#[derive(Debug)]
+pub struct Lock<'a> {
+    root: &'a SysRoot,
+    file: std::fs::File,
+    created_dirs: Vec<String>,
+    remove_on_release: Vec<String>,
+}
+
+impl<'a> Lock<'a> {
+    /// Takes the lock, creating `/var/lib/lowlat` (and its parents) when missing.
+    pub fn acquire(root: &'a SysRoot) -> Result<Self, LockError> {
+        let created_dirs = root.create_dirs(STATE_DIR)?;
+        let failed = |op, e| WriteError {
+            path: LOCK_PATH.to_string(),
+            op,
+            source: e,
+        };
+        // A releasing lowlat removes the file while it holds the lock: if we locked a file
+        // that is no longer the one at LOCK_PATH, try again with the new one.
+        for _ in 0..10 {
+            let mut file = root.open_lock_file(LOCK_PATH, 0o644)?;
+            match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => {}
+                Err(rustix::io::Errno::WOULDBLOCK) => {
+                    let mut text = String::new();
+                    let _ = file.read_to_string(&mut text);
+                    let holder = match text.trim().parse::<u32>() {
+                        Ok(pid) => format!("pid {pid}"),
+                        Err(_) => "pid unknown".to_string(),
+                    };
+                    return Err(LockError::Busy { holder });
+                }
+                Err(e) => return Err(failed("lock", e.into()).into()),
+            }
+            let locked_ino = file.metadata().map_err(|e| failed("stat", e))?.ino();
+            let current = root.metadata(LOCK_PATH).ok().flatten().map(|m| m.ino);
+            if current != Some(locked_ino) {
+                continue;
+            }
+            file.set_len(0).map_err(|e| failed("truncate", e))?;
+            file.rewind().map_err(|e| failed("rewind", e))?;
+            writeln!(file, "{}", std::process::id()).map_err(|e| failed("write", e))?;
+            return Ok(Self {
+                root,
+                file,
+                created_dirs,
+                remove_on_release: Vec::new(),
+            });
+        }
+        Err(LockError::Busy {
+            holder: "it keeps being taken and released".into(),
+        })
+    }
+
+    /// The directories `acquire` created (outermost first).
+    pub fn created_dirs(&self) -> &[String] {
+        &self.created_dirs
+    }
+
+    /// Asks for `dirs` (outermost first) to be removed, when empty, once the lock is released
+    /// and no journal is left.
+    pub fn remove_dirs_on_release(&mut self, dirs: &[String]) {
+        self.remove_on_release = dirs.to_vec();
+    }
+}
+
+impl Drop for Lock<'_> {
+    fn drop(&mut self) {
+        // Removing the file while it is locked lets a waiting lowlat see that its file is
+        // stale (see `acquire`). Failures here leave an empty lock file, which is harmless.
+        let _ = self.root.remove_file(LOCK_PATH);
+        let _ = rustix::fs::flock(&self.file, rustix::fs::FlockOperation::Unlock);
+        if !self.root.exists(JOURNAL_PATH) {
+            let mut dirs = self.remove_on_release.clone();
+            if dirs.is_empty() {
+                dirs = self.created_dirs.clone();
+            }
+            for dir in dirs.iter().rev() {
+                let _ = self.root.remove_empty_dir(dir);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_and_no_trace_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        let lock = Lock::acquire(&root).unwrap();
+        assert_eq!(lock.created_dirs(), ["/var", "/var/lib", "/var/lib/lowlat"]);
+        let pid = root.read_value(LOCK_PATH).unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        let err = Lock::acquire(&root).unwrap_err().to_string();
+        assert!(err.contains(&format!("pid {pid}")), "{err}");
+        drop(lock);
+        // No journal was written: the tree is as before.
+        assert!(root.list("/").unwrap().is_empty());
+        let again = Lock::acquire(&root).unwrap();
+        drop(again);
+    }
+
+    #[test]
+    fn the_state_dir_stays_while_a_journal_is_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        let lock = Lock::acquire(&root).unwrap();
+        root.append_durably(JOURNAL_PATH, b"x\n", 0o600).unwrap();
+        drop(lock);
+        assert_eq!(root.list(STATE_DIR).unwrap(), vec!["journal.jsonl"]);
+    }
+}

@@ -1,0 +1,539 @@
+//! `lowlat apply`: make the machine match a plan, journaling every prior value first, so that
+//! `lowlat revert` ([`revert`]) can put it back exactly; and `lowlat verify` ([`verify`]).
+//!
+//! Apply works in two steps. [`prepare`] turns every setting of the plan into changes (one per
+//! knob, file, thread, service; the kernel arguments of all boot settings form one change) and
+//! refuses the plan, before anything is changed, when a setting is malformed. [`execute`] then,
+//! for each change: reads the current state; if it differs, appends the records that restore
+//! it to the journal (durably), makes the change and reads it back. A refusal that real
+//! machines give (an IRQ that cannot move, a per-CPU kernel thread, a value a knob does not
+//! take) is reported and apply goes on; any other failure stops it, with the journal complete
+//! so that revert works. Follow-ups (daemon-reload, irqbalance restart, GRUB regeneration) run
+//! once at the end, on the live machine only.
+
+pub mod appliers;
+pub mod change;
+pub mod command;
+pub mod journal;
+pub mod lock;
+pub mod revert;
+pub mod target;
+#[cfg(test)]
+mod tests;
+pub mod verify;
+
+use serde::Serialize;
+
+use crate::machine::Machine;
+use crate::plan::setting::{Layer, Setting};
+use crate::plan::{Plan, systemd};
+use appliers::{Expansion, boot};
+use change::{ChangeError, Ctx, FollowUps, run_follow_ups};
+use journal::{Record, Writer};
+
+/// Which part of a plan to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// What takes effect now: sysctls, IRQs, tasks, cpufreq, cpuidle, THP, hugepages,
+    /// services stopped, masked or started.
+    Runtime,
+    /// What persists: kernel arguments, installed files (and /etc/lowlat/plan.json), services
+    /// enabled at boot.
+    Boot,
+    /// Both.
+    All,
+}
+
+impl Scope {
+    /// Whether `setting` belongs to this scope.
+    pub fn includes(self, setting: &Setting) -> bool {
+        let persistent = match setting.layer {
+            Layer::Boot | Layer::File => true,
+            Layer::Service => setting.value == "enabled",
+            Layer::Sysctl | Layer::Runtime => false,
+            Layer::Firmware | Layer::Hardware => return self == Scope::All,
+        };
+        match self {
+            Scope::All => true,
+            Scope::Boot => persistent,
+            Scope::Runtime => !persistent,
+        }
+    }
+
+    /// The name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Runtime => "runtime",
+            Scope::Boot => "boot",
+            Scope::All => "all",
+        }
+    }
+
+    /// Whether plan.json itself is installed.
+    fn installs_plan(self) -> bool {
+        self != Scope::Runtime
+    }
+}
+
+/// Why a plan does not fit the machine. `--force` overrides it.
+pub fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
+    let host = machine.kernel.hostname.get().map(String::as_str);
+    let cpus = machine.topology.online_cpus();
+    let mut problems = Vec::new();
+    if plan.target.host != "unknown" && host.is_some_and(|h| h != plan.target.host) {
+        problems.push(format!(
+            "it was made for host {}, this is {}",
+            plan.target.host,
+            host.unwrap_or("?")
+        ));
+    }
+    if plan.target.cpus != cpus {
+        problems.push(format!(
+            "it was made for CPUs {}, this machine has {} online",
+            plan.target.cpus.to_list(),
+            cpus.to_list()
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// One line of work: a setting (or all boot settings together) and its changes.
+pub struct Item {
+    /// The setting id, or `cmdline:* (N settings)` for the boot settings.
+    pub label: String,
+    /// Its layer.
+    pub layer: Layer,
+    /// What it turned into.
+    pub expansion: Expansion,
+    /// For the boot item: the arguments of every boot setting.
+    pub boot_args: Option<boot::AllArgs>,
+}
+
+/// Turns the plan's settings in `scope` into work items, in plan order (the boot settings
+/// together, where the first of them is). Malformed settings are all listed in the error, and
+/// nothing has been changed.
+pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    let mut problems = Vec::new();
+    let boot_settings: Vec<&Setting> = plan
+        .settings
+        .iter()
+        .filter(|s| s.layer == Layer::Boot && scope.includes(s))
+        .collect();
+    let mut boot_done = false;
+    for setting in plan.settings.iter().filter(|s| scope.includes(s)) {
+        if setting.layer == Layer::Boot {
+            if boot_done {
+                continue;
+            }
+            boot_done = true;
+            let ids: Vec<&str> = boot_settings.iter().map(|s| s.id.as_str()).collect();
+            let (expansion, boot_args) = match boot::args_of(&boot_settings) {
+                Ok(args) => (boot::expand(ctx, &args), Some(boot::AllArgs::of(&args))),
+                Err(problem) => (Expansion::Invalid(problem), None),
+            };
+            if let Expansion::Invalid(problem) = &expansion {
+                problems.push(problem.clone());
+            }
+            items.push(Item {
+                label: format!("cmdline:* ({} settings)", ids.len()),
+                layer: Layer::Boot,
+                expansion,
+                boot_args,
+            });
+            continue;
+        }
+        let expansion = appliers::expand(ctx, setting);
+        if let Expansion::Invalid(problem) = &expansion {
+            problems.push(format!("{}: {problem}", setting.id));
+        }
+        items.push(Item {
+            label: setting.id.clone(),
+            layer: setting.layer,
+            expansion,
+            boot_args: None,
+        });
+    }
+    if scope.installs_plan() {
+        items.push(Item {
+            label: format!("file:{}", systemd::PLAN_PATH),
+            layer: Layer::File,
+            expansion: Expansion::Changes(vec![Box::new(appliers::file::FileChange {
+                path: systemd::PLAN_PATH.to_string(),
+                content: plan_text.as_bytes().to_vec(),
+            })]),
+            boot_args: None,
+        });
+    }
+    if problems.is_empty() {
+        Ok(items)
+    } else {
+        Err(format!(
+            "the plan has settings lowlat cannot apply as written, so nothing was changed:\n  {}",
+            problems.join("\n  ")
+        ))
+    }
+}
+
+/// What happened to one change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Changed.
+    Applied,
+    /// Already had the value.
+    InPlace,
+    /// Would change (dry run).
+    WouldChange,
+    /// Refused by the machine; apply went on.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// Cannot be changed here.
+    Unsupported {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One change and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeReport {
+    /// What it changes.
+    pub target: String,
+    /// The value before (empty when it could not be read).
+    pub from: String,
+    /// The desired value.
+    pub to: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// The summary status of one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItemStatus {
+    /// At least one change made, none refused.
+    Applied,
+    /// Nothing to change.
+    InPlace,
+    /// Changes would be made (dry run).
+    WouldChange,
+    /// At least one change refused.
+    Refused,
+    /// Cannot be applied here.
+    Unsupported,
+    /// Done by hand.
+    Manual,
+}
+
+impl ItemStatus {
+    /// The word shown in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemStatus::Applied => "applied",
+            ItemStatus::InPlace => "in place",
+            ItemStatus::WouldChange => "would change",
+            ItemStatus::Refused => "refused",
+            ItemStatus::Unsupported => "unsupported",
+            ItemStatus::Manual => "manual",
+        }
+    }
+}
+
+/// One item and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ItemReport {
+    /// The setting id (or the boot settings).
+    pub label: String,
+    /// Its layer.
+    pub layer: Layer,
+    /// The summary.
+    pub status: ItemStatus,
+    /// Why, for unsupported and manual items.
+    pub reason: Option<String>,
+    /// Its changes.
+    pub changes: Vec<ChangeReport>,
+}
+
+impl ItemReport {
+    fn status_of(changes: &[ChangeReport]) -> ItemStatus {
+        let any = |f: fn(&Outcome) -> bool| changes.iter().any(|c| f(&c.outcome));
+        if any(|o| matches!(o, Outcome::Refused { .. })) {
+            ItemStatus::Refused
+        } else if any(|o| matches!(o, Outcome::Applied)) {
+            ItemStatus::Applied
+        } else if any(|o| matches!(o, Outcome::WouldChange)) {
+            ItemStatus::WouldChange
+        } else if any(|o| matches!(o, Outcome::InPlace)) || changes.is_empty() {
+            ItemStatus::InPlace
+        } else {
+            ItemStatus::Unsupported
+        }
+    }
+}
+
+/// What apply did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct ApplyReport {
+    /// Every item, in order.
+    pub items: Vec<ItemReport>,
+    /// The follow-up commands run (or to run by hand, or that would run).
+    pub follow_ups: Vec<String>,
+    /// Why apply stopped before the end, if it did.
+    pub stopped: Option<String>,
+    /// Whether changes were journaled.
+    pub journaled: bool,
+    /// Whether kernel arguments are configured but not in effect until a reboot.
+    pub pending_reboot: bool,
+}
+
+impl ApplyReport {
+    /// How many items have `status`.
+    pub fn count(&self, status: ItemStatus) -> usize {
+        self.items.iter().filter(|i| i.status == status).count()
+    }
+}
+
+/// Counts durable steps (journal appends and changes); under `cfg(test)` it can stop apply
+/// right after step k, as a crash there would, to prove that revert restores exactly from any
+/// point.
+#[derive(Debug, Default)]
+pub struct Steps {
+    done: usize,
+    #[cfg(test)]
+    abort_after: Option<usize>,
+}
+
+impl Steps {
+    /// Steps that never abort.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Steps that abort after step `k` (1-based).
+    #[cfg(test)]
+    pub fn aborting_after(k: usize) -> Self {
+        Self {
+            done: 0,
+            abort_after: Some(k),
+        }
+    }
+
+    /// How many durable steps were taken.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    fn step(&mut self) -> Result<(), ChangeError> {
+        self.done += 1;
+        #[cfg(test)]
+        if self.abort_after == Some(self.done) {
+            return Err(ChangeError::Failed(format!(
+                "aborted after step {} (test hook)",
+                self.done
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The `begin` record of an apply.
+pub fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
+    Record::Begin {
+        journal_version: journal::JOURNAL_VERSION,
+        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
+        time: jiff::Timestamp::now().to_string(),
+        boot_id: boot_id(ctx.root),
+        host: ctx
+            .machine
+            .kernel
+            .hostname
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "unknown".into()),
+        plan: plan_path.to_string(),
+        created_dirs: created_dirs.to_vec(),
+    }
+}
+
+/// The id of the running boot, when the root has one.
+pub fn boot_id(root: &crate::sysroot::SysRoot) -> Option<String> {
+    root.read_value("/proc/sys/kernel/random/boot_id").ok()
+}
+
+/// Why apply could not start. Nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Another apply or revert runs.
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    /// The journal of an earlier apply is damaged or cannot be written.
+    #[error(transparent)]
+    Journal(#[from] journal::AppendError),
+}
+
+/// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
+pub fn apply(
+    ctx: &Ctx,
+    items: &[Item],
+    plan_path: &str,
+    steps: &mut Steps,
+) -> Result<ApplyReport, ApplyError> {
+    let lock = lock::Lock::acquire(ctx.root)?;
+    let begin = begin_record(ctx, plan_path, lock.created_dirs());
+    let mut writer = Writer::open(ctx.root, begin)?;
+    Ok(execute(ctx, items, Some(&mut writer), steps))
+}
+
+/// Runs the items. With `writer` `None` it is a dry run: nothing is written.
+pub fn execute(
+    ctx: &Ctx,
+    items: &[Item],
+    mut writer: Option<&mut Writer>,
+    steps: &mut Steps,
+) -> ApplyReport {
+    let dry_run = writer.is_none();
+    let mut report = ApplyReport::default();
+    let mut follow_ups = FollowUps::default();
+    for item in items {
+        let mut item_report = ItemReport {
+            label: item.label.clone(),
+            layer: item.layer,
+            status: ItemStatus::InPlace,
+            reason: None,
+            changes: Vec::new(),
+        };
+        let changes = match &item.expansion {
+            Expansion::Changes(changes) => changes,
+            Expansion::Unsupported(why) | Expansion::Invalid(why) => {
+                item_report.status = ItemStatus::Unsupported;
+                item_report.reason = Some(why.clone());
+                report.items.push(item_report);
+                continue;
+            }
+            Expansion::Manual(what) => {
+                item_report.status = ItemStatus::Manual;
+                item_report.reason = Some(what.clone());
+                report.items.push(item_report);
+                continue;
+            }
+        };
+        if item.layer == Layer::Service
+            && !dry_run
+            && let Some(reload) = follow_ups.take_daemon_reload()
+        {
+            report
+                .follow_ups
+                .extend(run_follow_ups(ctx, vec![reload], false));
+        }
+        for change in changes {
+            let mut line = ChangeReport {
+                target: change.target(),
+                from: String::new(),
+                to: change.desired(),
+                outcome: Outcome::InPlace,
+            };
+            let result = run_one(
+                ctx,
+                change.as_ref(),
+                &mut line,
+                writer.as_deref_mut(),
+                steps,
+            );
+            match result {
+                Ok(()) => {}
+                Err(ChangeError::Refused(reason)) => line.outcome = Outcome::Refused { reason },
+                Err(ChangeError::Failed(reason)) => {
+                    item_report.changes.push(line);
+                    item_report.status = ItemStatus::Refused;
+                    report.items.push(item_report);
+                    report.stopped = Some(reason);
+                    report.journaled = writer.as_ref().is_some_and(|w| w.started());
+                    return report;
+                }
+            }
+            if line.outcome == Outcome::Applied {
+                follow_ups.extend(change.follow_ups(ctx));
+            }
+            if dry_run && line.outcome == Outcome::WouldChange {
+                follow_ups.extend(change.follow_ups(ctx));
+            }
+            item_report.changes.push(line);
+        }
+        item_report.status = ItemReport::status_of(&item_report.changes);
+        if item_report.status == ItemStatus::Unsupported {
+            item_report.reason = item_report.changes.iter().find_map(|c| match &c.outcome {
+                Outcome::Unsupported { reason } => Some(reason.clone()),
+                _ => None,
+            });
+        }
+        report.items.push(item_report);
+    }
+    report
+        .follow_ups
+        .extend(run_follow_ups(ctx, follow_ups.drain(), dry_run));
+    report.journaled = writer.as_ref().is_some_and(|w| w.started());
+    report.pending_reboot = !dry_run && pending_reboot(ctx, items);
+    report
+}
+
+/// Inspects, journals and makes one change, filling in `line`.
+fn run_one(
+    ctx: &Ctx,
+    change: &dyn change::Change,
+    line: &mut ChangeReport,
+    writer: Option<&mut Writer>,
+    steps: &mut Steps,
+) -> Result<(), ChangeError> {
+    if let Err(reason) = change.supported(ctx) {
+        line.outcome = Outcome::Unsupported { reason };
+        return Ok(());
+    }
+    let inspection = change.inspect(ctx)?;
+    line.from = inspection.current;
+    if inspection.in_place {
+        line.outcome = Outcome::InPlace;
+        return Ok(());
+    }
+    let Some(writer) = writer else {
+        line.outcome = Outcome::WouldChange;
+        return Ok(());
+    };
+    let journal_failed =
+        |e: crate::sysroot::WriteError| ChangeError::Failed(format!("journal: {e}"));
+    if writer.start().map_err(journal_failed)? {
+        steps.step()?;
+    }
+    for record in &inspection.prior {
+        writer.append(record).map_err(journal_failed)?;
+        steps.step()?;
+    }
+    change.apply(ctx)?;
+    line.outcome = Outcome::Applied;
+    steps.step()
+}
+
+/// Whether the boot settings among `items` are configured but `/proc/cmdline` does not show
+/// them yet.
+fn pending_reboot(ctx: &Ctx, items: &[Item]) -> bool {
+    let Some((Expansion::Changes(_), Some(args))) = items
+        .iter()
+        .find(|i| i.layer == Layer::Boot)
+        .map(|i| (&i.expansion, i.boot_args.as_ref()))
+    else {
+        return false;
+    };
+    ctx.machine
+        .kernel
+        .cmdline
+        .get()
+        .is_none_or(|cmdline| !args.satisfied_by(&cmdline.raw))
+}

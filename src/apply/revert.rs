@@ -1,0 +1,297 @@
+//! `lowlat revert`: replay the journal backwards, putting back every recorded prior state:
+//! knob values, files (content, mode, owner; removed when lowlat created them, with their
+//! directories), task affinities and policies, service states, boot entries' arguments. Then
+//! the follow-ups run (daemon-reload, irqbalance restart, GRUB regeneration), and the journal,
+//! the lock and the directories lowlat created for them are removed.
+//!
+//! Revert is idempotent: each record is restored only where the state differs, and a revert
+//! interrupted halfway keeps the journal, so running it again finishes the job. A record whose
+//! change never happened (a crash between journaling and changing) restores a value that is
+//! already there. Run-time records (knobs, tasks) of an earlier boot are skipped: that kernel
+//! state is gone, and restoring it would set values this boot never had.
+
+use serde::Serialize;
+
+use super::appliers::boot::grubby;
+use super::appliers::{file, kernel, service, tasks};
+use super::change::{ChangeError, Ctx, FollowUps, follow_ups_for_file, run_follow_ups};
+use super::journal::{self, Entry, JOURNAL_PATH, Journal, JournalError, Record};
+use super::lock::{Lock, LockError};
+
+/// Why revert could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RevertError {
+    /// Another apply or revert runs.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The journal is damaged: nothing was changed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// What happened to one record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreStatus {
+    /// Put back.
+    Restored,
+    /// Already as recorded.
+    Unchanged,
+    /// Would be put back (dry run).
+    WouldRestore,
+    /// Recorded in an earlier boot: that state is gone.
+    OtherBoot,
+    /// The machine refused (an IRQ, a task that exited); revert went on.
+    Refused,
+}
+
+/// One record and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreLine {
+    /// The journal line.
+    pub line: usize,
+    /// What it restores.
+    pub what: String,
+    /// What happened.
+    pub status: RestoreStatus,
+    /// Why, for refusals.
+    pub reason: Option<String>,
+}
+
+/// What revert did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct RevertReport {
+    /// Whether there was a journal at all.
+    pub had_journal: bool,
+    /// Every record, latest first.
+    pub lines: Vec<RestoreLine>,
+    /// Follow-up commands run (or to run by hand).
+    pub follow_ups: Vec<String>,
+    /// A torn last journal line that was ignored (see [`journal`]).
+    pub torn_last_line: Option<usize>,
+    /// Why revert stopped before the end (the journal is kept; run revert again).
+    pub stopped: Option<String>,
+}
+
+impl RevertReport {
+    /// How many records have `status`.
+    pub fn count(&self, status: RestoreStatus) -> usize {
+        self.lines.iter().filter(|l| l.status == status).count()
+    }
+}
+
+/// A short description of what a record restores.
+fn describe(record: &Record) -> String {
+    match record {
+        Record::Begin { time, plan, .. } => format!("apply of {plan} at {time}"),
+        Record::Knob { path, restore, .. } => format!("{path} = {restore}"),
+        Record::File {
+            path, prior: None, ..
+        } => format!("{path}: remove (lowlat created it)"),
+        Record::File {
+            path,
+            prior: Some(p),
+            ..
+        } => format!("{path}: prior content, mode {:o}", p.mode),
+        Record::Affinity { pid, comm, prior } => {
+            format!("pid {pid} ({comm}) affinity {}", prior.to_list())
+        }
+        Record::Scheduler {
+            pid,
+            comm,
+            policy,
+            priority,
+        } => format!("pid {pid} ({comm}) policy {policy} priority {priority}"),
+        Record::Service {
+            unit,
+            enablement,
+            active,
+        } => format!(
+            "service {unit}: {enablement}, {}",
+            if *active { "active" } else { "inactive" }
+        ),
+        Record::KernelArgs { kernel, keys, .. } => {
+            format!("kernel arguments {} of {kernel}", keys.join(", "))
+        }
+    }
+}
+
+/// Restores one record; `Ok(true)` when something changed.
+fn restore(ctx: &Ctx, record: &Record) -> Result<bool, ChangeError> {
+    match record {
+        Record::Begin { .. } => Ok(false),
+        Record::Knob {
+            path,
+            prior,
+            restore,
+        } => kernel::restore(ctx.root, path, prior, restore),
+        Record::File {
+            path,
+            prior,
+            created_dirs,
+        } => file::restore(ctx.root, path, prior.as_ref(), created_dirs),
+        Record::Affinity { pid, comm, prior } => tasks::restore_affinity(
+            ctx.root,
+            &tasks::Thread {
+                tid: *pid,
+                comm: comm.clone(),
+            },
+            prior,
+        ),
+        Record::Scheduler {
+            pid,
+            comm,
+            policy,
+            priority,
+        } => tasks::restore_scheduler(
+            ctx.root,
+            &tasks::Thread {
+                tid: *pid,
+                comm: comm.clone(),
+            },
+            tasks::Policy {
+                policy: *policy,
+                priority: *priority,
+            },
+        ),
+        Record::Service {
+            unit,
+            enablement,
+            active,
+        } => service::restore(
+            ctx,
+            unit,
+            &service::State {
+                enablement: enablement.clone(),
+                active: *active,
+            },
+        ),
+        Record::KernelArgs {
+            kernel,
+            prior,
+            keys,
+        } => grubby::restore(ctx, kernel, prior, keys),
+    }
+}
+
+/// Whether a record describes run-time kernel state (gone after a reboot).
+fn runtime(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Knob { .. } | Record::Affinity { .. } | Record::Scheduler { .. }
+    )
+}
+
+/// The boot id each record was written in (that of the `begin` before it).
+fn boots(journal: &Journal) -> Vec<Option<String>> {
+    let mut current = None;
+    journal
+        .entries
+        .iter()
+        .map(|e| {
+            if let Record::Begin { boot_id, .. } = &e.record {
+                current = boot_id.clone();
+            }
+            current.clone()
+        })
+        .collect()
+}
+
+/// Reverts everything the journal under `ctx.root` records. With `dry_run`, only lists it.
+pub fn revert(ctx: &Ctx, dry_run: bool) -> Result<RevertReport, RevertError> {
+    if dry_run {
+        let Some(journal) = journal::read(ctx.root)? else {
+            return Ok(RevertReport::default());
+        };
+        return Ok(listing(&journal));
+    }
+    let mut lock = Lock::acquire(ctx.root)?;
+    let Some(journal) = journal::read(ctx.root)? else {
+        return Ok(RevertReport::default());
+    };
+    let mut report = RevertReport {
+        had_journal: true,
+        torn_last_line: journal.torn_last_line,
+        ..RevertReport::default()
+    };
+    let this_boot = super::boot_id(ctx.root);
+    let boots = boots(&journal);
+    let mut follow_ups = FollowUps::default();
+    for (entry, boot) in journal.entries.iter().zip(&boots).rev() {
+        if let Record::Begin { .. } = entry.record {
+            continue;
+        }
+        let mut line = RestoreLine {
+            line: entry.line,
+            what: describe(&entry.record),
+            status: RestoreStatus::Unchanged,
+            reason: None,
+        };
+        if runtime(&entry.record) && *boot != this_boot {
+            line.status = RestoreStatus::OtherBoot;
+            report.lines.push(line);
+            continue;
+        }
+        match restore(ctx, &entry.record) {
+            Ok(true) => {
+                line.status = RestoreStatus::Restored;
+                if let Record::File { path, .. } = &entry.record {
+                    follow_ups.extend(follow_ups_for_file(ctx, path));
+                }
+            }
+            Ok(false) => {}
+            Err(ChangeError::Refused(reason)) => {
+                line.status = RestoreStatus::Refused;
+                line.reason = Some(reason);
+            }
+            Err(ChangeError::Failed(reason)) => {
+                report.stopped = Some(format!(
+                    "{JOURNAL_PATH}:{}: {reason}; the journal is kept: fix the cause and run lowlat revert again",
+                    entry.line
+                ));
+                line.status = RestoreStatus::Refused;
+                line.reason = report.stopped.clone();
+                report.lines.push(line);
+                return Ok(report);
+            }
+        }
+        report.lines.push(line);
+    }
+    report.follow_ups = run_follow_ups(ctx, follow_ups.drain(), false);
+    match journal.entries.first() {
+        Some(Entry {
+            record: Record::Begin { created_dirs, .. },
+            ..
+        }) => lock.remove_dirs_on_release(created_dirs),
+        // The first line was torn by a crash: which directories it would have named is
+        // unknown, but lowlat's own state directory is removed when empty.
+        _ => lock.remove_dirs_on_release(&[journal::STATE_DIR.to_string()]),
+    }
+    if let Err(e) = ctx.root.remove_file(JOURNAL_PATH) {
+        report.stopped = Some(format!(
+            "everything was restored, but the journal could not be removed ({e}); remove it by hand"
+        ));
+    }
+    Ok(report)
+}
+
+/// What a revert would restore, latest first.
+fn listing(journal: &Journal) -> RevertReport {
+    RevertReport {
+        had_journal: true,
+        torn_last_line: journal.torn_last_line,
+        lines: journal
+            .entries
+            .iter()
+            .rev()
+            .filter(|e| !matches!(e.record, Record::Begin { .. }))
+            .map(|e| RestoreLine {
+                line: e.line,
+                what: describe(&e.record),
+                status: RestoreStatus::WouldRestore,
+                reason: None,
+            })
+            .collect(),
+        ..RevertReport::default()
+    }
+}

@@ -1,0 +1,436 @@
+//! Apply, revert and verify on copies of the fixture machines: revert leaves the tree
+//! byte-identical (content, modes, links), applying twice equals applying once, a dry run
+//! writes nothing, and a crash after any single step of apply is undone exactly.
+
+use super::journal::JOURNAL_PATH;
+use super::revert::{RestoreStatus, revert};
+use super::verify::{self, Status};
+use super::*;
+use crate::plan::request::PlanRequest;
+use crate::sysroot::SysRoot;
+
+#[path = "../../tests/common/tree.rs"]
+mod tree;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/machines");
+
+/// A fixture machine copied into a temporary directory.
+struct Fixture {
+    dir: tempfile::TempDir,
+    machine: Machine,
+    pristine: tree::Tree,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        tree::copy_tree(&std::path::Path::new(FIXTURES).join(name), dir.path());
+        let machine = Machine::read(&SysRoot::dir(dir.path()));
+        let pristine = tree::describe(dir.path());
+        Fixture {
+            dir,
+            machine,
+            pristine,
+        }
+    }
+
+    /// A fresh copy of the same machine (the machine model is the same).
+    fn again(&self, name: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        tree::copy_tree(&std::path::Path::new(FIXTURES).join(name), dir.path());
+        Fixture {
+            dir,
+            machine: self.machine.clone(),
+            pristine: self.pristine.clone(),
+        }
+    }
+
+    fn root(&self) -> SysRoot {
+        SysRoot::dir(self.dir.path())
+    }
+
+    fn now(&self) -> tree::Tree {
+        tree::describe(self.dir.path())
+    }
+}
+
+fn setting(id: &str, value: &str, layer: Layer) -> Setting {
+    crate::plan::setting(id, value, layer, "test", "test")
+}
+
+/// The plan lowlat makes for the machine, plus knobs the plan does not set on its own (the
+/// audit's remediations), where the machine has them.
+fn plan_for(machine: &Machine, root: &SysRoot) -> Plan {
+    let mut extra = vec![
+        setting("sysctl:vm.stat_interval", "10", Layer::Sysctl),
+        setting("sysctl:kernel.nonexistent_knob", "1", Layer::Sysctl),
+        setting("cpufreq:governor", "powersave", Layer::Runtime),
+        setting("cpufreq:boost", "0", Layer::Runtime),
+        setting("cpuidle:cpu1:state2", "disabled", Layer::Runtime),
+        setting("cpu:1:pm_qos_resume_latency_us", "1", Layer::Runtime),
+        setting("thp:enabled", "never", Layer::Runtime),
+        setting("hugepages:node0:2048kB", "64", Layer::Runtime),
+        setting("clocksource:current", "hpet", Layer::Runtime),
+        setting("service:irqbalance", "masked", Layer::Service),
+        setting("task:order_gw:affinity", "0", Layer::Runtime),
+        setting("bios:smt", "disabled", Layer::Firmware),
+    ];
+    if root.exists("/etc/sysconfig/irqbalance") {
+        extra.push(setting(
+            "file:/etc/sysconfig/irqbalance:IRQBALANCE_BANNED_CPULIST",
+            "1-7",
+            Layer::File,
+        ));
+    }
+    let mut plan = crate::plan::build(machine, &PlanRequest::default(), |_| Vec::new()).unwrap();
+    let at = plan
+        .settings
+        .iter()
+        .position(|s| s.layer == Layer::File)
+        .unwrap_or(plan.settings.len());
+    for s in extra.into_iter().rev() {
+        plan.settings.insert(at, s);
+    }
+    plan
+}
+
+fn ctx<'a>(root: &'a SysRoot, machine: &'a Machine) -> Ctx<'a> {
+    Ctx {
+        root,
+        machine,
+        runner: None,
+    }
+}
+
+fn run_apply(f: &Fixture, plan: &Plan, steps: &mut Steps) -> ApplyReport {
+    let root = f.root();
+    let ctx = ctx(&root, &f.machine);
+    let items = prepare(&ctx, plan, &plan.to_json(), Scope::All).unwrap();
+    apply(&ctx, &items, "/tmp/plan.json", steps).unwrap()
+}
+
+fn run_revert(f: &Fixture) -> revert::RevertReport {
+    let root = f.root();
+    revert(&ctx(&root, &f.machine), false).unwrap()
+}
+
+fn status_of<'r>(report: &'r ApplyReport, label: &str) -> &'r ItemReport {
+    report
+        .items
+        .iter()
+        .find(|i| i.label == label)
+        .unwrap_or_else(|| panic!("no item {label}"))
+}
+
+#[test]
+fn apply_then_revert_leaves_the_tree_byte_identical() {
+    for name in [
+        "epyc7f32-2s",
+        "rt-guest-4vcpu",
+        "epyc7f32-2s-tuned",
+        "kvm-guest-2vcpu",
+    ] {
+        let f = Fixture::new(name);
+        let plan = plan_for(&f.machine, &f.root());
+        let report = run_apply(&f, &plan, &mut Steps::new());
+        assert_eq!(report.stopped, None, "{name}");
+        assert!(report.journaled, "{name}");
+        assert!(report.count(ItemStatus::Applied) > 5, "{name}: {report:#?}");
+        assert!(f.root().exists(JOURNAL_PATH));
+        assert!(!tree::differences(&f.pristine, &f.now()).is_empty());
+        // Directory trees: kernel arguments go to GRUB's defaults, the regeneration is
+        // printed; without GRUB (the captured Firecracker guest) they cannot be installed.
+        if f.root().exists("/etc/default/grub") {
+            assert!(report.pending_reboot, "{name}");
+            assert!(
+                report
+                    .follow_ups
+                    .iter()
+                    .any(|f| f.contains("grub2-mkconfig")),
+                "{name}: {:?}",
+                report.follow_ups
+            );
+        } else {
+            let boot = report
+                .items
+                .iter()
+                .find(|i| i.layer == Layer::Boot)
+                .unwrap();
+            assert_eq!(boot.status, ItemStatus::Unsupported, "{name}");
+            assert!(!report.pending_reboot, "{name}");
+        }
+        let tasks = status_of(&report, "task:order_gw:affinity");
+        assert!(
+            matches!(tasks.status, ItemStatus::Unsupported),
+            "{name}: {tasks:?}"
+        );
+        let manual = status_of(&report, "bios:smt");
+        assert_eq!(manual.status, ItemStatus::Manual);
+        let absent = status_of(&report, "sysctl:kernel.nonexistent_knob");
+        assert_eq!(absent.status, ItemStatus::Unsupported);
+
+        let reverted = run_revert(&f);
+        assert_eq!(reverted.stopped, None, "{name}");
+        assert!(reverted.count(RestoreStatus::Restored) > 5);
+        tree::assert_same(&f.pristine, &f.now(), name);
+
+        // Idempotent: a second revert finds nothing to do.
+        let again = run_revert(&f);
+        assert!(!again.had_journal);
+        tree::assert_same(&f.pristine, &f.now(), name);
+    }
+}
+
+#[test]
+fn the_knobs_get_the_planned_values() {
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    run_apply(&f, &plan, &mut Steps::new());
+    let root = f.root();
+    let value = |path: &str| root.read_value(path).unwrap();
+    assert_eq!(value("/proc/sys/vm/stat_interval"), "10");
+    assert_eq!(
+        value("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "never"
+    );
+    assert_eq!(
+        value("/sys/devices/system/cpu/cpu1/cpuidle/state2/disable"),
+        "1"
+    );
+    assert_eq!(value("/sys/devices/system/cpu/cpufreq/boost"), "0");
+    assert_eq!(
+        value("/sys/devices/system/cpu/cpufreq/policy5/scaling_governor"),
+        "powersave"
+    );
+    let hk = plan.partition.housekeeping.clone();
+    assert_eq!(
+        crate::machine::CpuSet::parse_mask(&value("/proc/irq/default_smp_affinity")).unwrap(),
+        hk
+    );
+    let banned = root.read("/etc/sysconfig/irqbalance").unwrap();
+    assert!(
+        banned.contains("\nIRQBALANCE_BANNED_CPULIST=1-7\n"),
+        "{banned}"
+    );
+    let grub = root.read("/etc/default/grub").unwrap();
+    assert!(grub.contains("# BEGIN lowlat kernel arguments"), "{grub}");
+    assert!(grub.contains("nohz_full="), "{grub}");
+    assert!(
+        root.read("/etc/lowlat/plan.json")
+            .unwrap()
+            .contains("\"schema_version\": 1")
+    );
+    assert_eq!(
+        root.metadata("/etc/lowlat/plan.json")
+            .unwrap()
+            .unwrap()
+            .mode,
+        0o644
+    );
+}
+
+#[test]
+fn applying_twice_equals_applying_once() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let plan = plan_for(&f.machine, &f.root());
+    run_apply(&f, &plan, &mut Steps::new());
+    let once = f.now();
+    let second = run_apply(&f, &plan, &mut Steps::new());
+    assert_eq!(second.stopped, None);
+    assert_eq!(second.count(ItemStatus::Applied), 0, "{second:#?}");
+    assert!(!second.journaled);
+    tree::assert_same(&once, &f.now(), "second apply");
+    run_revert(&f);
+    tree::assert_same(&f.pristine, &f.now(), "revert after two applies");
+}
+
+#[test]
+fn a_dry_run_writes_nothing() {
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let ctx = ctx(&root, &f.machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    assert!(report.count(ItemStatus::WouldChange) > 5);
+    assert_eq!(report.count(ItemStatus::Applied), 0);
+    assert!(
+        report
+            .follow_ups
+            .iter()
+            .all(|f| f.starts_with("run on the machine itself"))
+    );
+    assert!(!report.pending_reboot);
+    tree::assert_same(&f.pristine, &f.now(), "dry run");
+    let listing = revert(&ctx, true).unwrap();
+    assert!(!listing.had_journal);
+}
+
+#[test]
+fn a_crash_after_any_step_is_reverted_exactly() {
+    const NAME: &str = "rt-guest-4vcpu";
+    let first = Fixture::new(NAME);
+    let plan = plan_for(&first.machine, &first.root());
+    let mut steps = Steps::new();
+    run_apply(&first, &plan, &mut steps);
+    let total = steps.done();
+    assert!(total > 20, "only {total} steps");
+    for k in 1..=total {
+        let f = first.again(NAME);
+        let report = run_apply(&f, &plan, &mut Steps::aborting_after(k));
+        let stopped = report.stopped.clone().unwrap_or_default();
+        assert!(
+            stopped.contains(&format!("after step {k}")),
+            "k={k}: {stopped}"
+        );
+        if k % 7 == 0 {
+            // The crash also tore the line being appended after step k.
+            f.root()
+                .append_durably(
+                    JOURNAL_PATH,
+                    b"{\"crc32\":\"0badf00d\",\"entry\":{\"seq",
+                    0o600,
+                )
+                .unwrap();
+        }
+        let reverted = run_revert(&f);
+        assert_eq!(reverted.stopped, None, "k={k}");
+        tree::assert_same(&f.pristine, &f.now(), &format!("crash after step {k}"));
+    }
+}
+
+#[test]
+fn a_crash_while_the_first_line_was_written_leaves_nothing_behind() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let root = f.root();
+    root.create_dirs(super::journal::STATE_DIR).unwrap();
+    root.append_durably(JOURNAL_PATH, b"{\"crc32\":\"00", 0o600)
+        .unwrap();
+    let report = run_revert(&f);
+    assert_eq!(report.torn_last_line, Some(1));
+    assert!(report.lines.is_empty());
+    // /var and /var/lib are not known to be lowlat's: only its own state directory goes.
+    let mut now = f.now();
+    assert!(!now.contains_key("var/lib/lowlat"));
+    assert!(now.remove("var/lib").is_some() && now.remove("var").is_some());
+    tree::assert_same(&f.pristine, &now, "revert of a torn first line");
+}
+
+#[test]
+fn a_damaged_journal_stops_revert_before_any_change() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let plan = plan_for(&f.machine, &f.root());
+    run_apply(&f, &plan, &mut Steps::new());
+    let root = f.root();
+    let text = root.read(JOURNAL_PATH).unwrap();
+    let damaged = text.replacen("\"kind\":\"knob\"", "\"kind\":\"knoB\"", 1);
+    root.replace_file(
+        JOURNAL_PATH,
+        damaged.as_bytes(),
+        crate::sysroot::Perms::mode(0o600),
+    )
+    .unwrap();
+    let applied = f.now();
+    let err = revert(&ctx(&root, &f.machine), false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with(&format!("{JOURNAL_PATH}:")), "{err}");
+    assert!(err.contains("checksum mismatch"), "{err}");
+    tree::assert_same(&applied, &f.now(), "revert of a damaged journal");
+    // Nor does a new apply write after a damaged journal.
+    let ctx = ctx(&root, &f.machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let err = apply(&ctx, &items, "p", &mut Steps::new()).unwrap_err();
+    assert!(err.to_string().contains("checksum mismatch"), "{err}");
+}
+
+#[test]
+fn verify_tells_ok_drift_pending_and_unsupported() {
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let before = verify::verify(&ctx(&root, &f.machine), &plan, "p");
+    assert!(before.drifted());
+    let status = |report: &verify::Report, id: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no check {id}"))
+            .status
+    };
+    assert_eq!(status(&before, "sysctl:vm.stat_interval"), Status::Drift);
+    assert_eq!(status(&before, "cmdline:nohz_full"), Status::Drift);
+    run_apply(&f, &plan, &mut Steps::new());
+    // The kernel arguments and the tasks are read from the tree as it was.
+    let machine = Machine::read(&root);
+    let after = verify::verify(&ctx(&root, &machine), &plan, "p");
+    assert_eq!(status(&after, "sysctl:vm.stat_interval"), Status::Ok);
+    assert_eq!(status(&after, "thp:enabled"), Status::Ok);
+    assert_eq!(status(&after, "cmdline:nohz_full"), Status::PendingReboot);
+    assert_eq!(
+        status(&after, "sysctl:kernel.nonexistent_knob"),
+        Status::Unsupported
+    );
+    assert_eq!(status(&after, "service:irqbalance"), Status::Unsupported);
+    assert_eq!(status(&after, "bios:smt"), Status::Unsupported);
+    for check in after.checks.iter().filter(|c| c.status == Status::Drift) {
+        assert!(
+            check.id.starts_with("kthread:") || check.id.starts_with("task:"),
+            "unexpected drift: {check:?}"
+        );
+    }
+}
+
+#[test]
+fn another_machines_plan_is_told_apart() {
+    let a = Fixture::new("rt-guest-4vcpu");
+    let b = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&a.machine, &a.root());
+    assert_eq!(check_target(&plan, &a.machine), Ok(()));
+    let err = check_target(&plan, &b.machine).unwrap_err();
+    assert!(err.contains("made for host rt-guest-01"), "{err}");
+    assert!(err.contains("CPUs 0-3"), "{err}");
+}
+
+#[test]
+fn malformed_settings_refuse_the_whole_plan() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let mut plan = plan_for(&f.machine, &f.root());
+    plan.settings.push(setting(
+        "irq:default:affinity",
+        "not-a-mask",
+        Layer::Runtime,
+    ));
+    plan.settings
+        .push(setting("cmdline:bad", "x=$(reboot)", Layer::Boot));
+    let root = f.root();
+    let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
+        Err(e) => e,
+        Ok(_) => panic!("prepared a malformed plan"),
+    };
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert!(err.contains("not-a-mask"), "{err}");
+    assert!(err.contains("cmdline:bad"), "{err}");
+}
+
+#[test]
+fn scopes_split_runtime_from_persistent() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let ctx = ctx(&root, &f.machine);
+    let runtime = prepare(&ctx, &plan, "{}", Scope::Runtime).unwrap();
+    assert!(
+        runtime
+            .iter()
+            .all(|i| matches!(i.layer, Layer::Sysctl | Layer::Runtime | Layer::Service))
+    );
+    let boot = prepare(&ctx, &plan, "{}", Scope::Boot).unwrap();
+    assert!(
+        boot.iter()
+            .all(|i| matches!(i.layer, Layer::Boot | Layer::File | Layer::Service))
+    );
+    assert!(boot.iter().any(|i| i.label == "file:/etc/lowlat/plan.json"));
+    assert!(!runtime.iter().any(|i| i.layer == Layer::Boot));
+}

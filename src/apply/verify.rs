@@ -1,0 +1,192 @@
+//! `lowlat verify`: does the machine match the plan? Per setting: `ok`, `drift` (it differs),
+//! `pending-reboot` (kernel arguments configured in the bootloader but not yet in
+//! `/proc/cmdline`) or `unsupported` (not on this machine, or not readable here), with the
+//! expected and actual values. Reading only: it works on the live machine, a directory tree and
+//! a snapshot.
+
+use serde::Serialize;
+
+use super::appliers::{self, Expansion, boot};
+use super::change::{ChangeError, Ctx};
+use crate::plan::Plan;
+use crate::plan::setting::{Layer, Setting};
+
+/// Layout version of the `--json` document.
+pub const VERIFY_SCHEMA_VERSION: u32 = 1;
+
+/// The verdict on one setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The machine has the planned value.
+    Ok,
+    /// It has another value.
+    Drift,
+    /// Kernel arguments configured, in effect after the next boot.
+    PendingReboot,
+    /// Not on this machine, or not readable here.
+    Unsupported,
+}
+
+impl Status {
+    /// The word shown in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Drift => "drift",
+            Status::PendingReboot => "pending-reboot",
+            Status::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// One setting checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The setting id.
+    pub id: String,
+    /// Its layer.
+    pub layer: Layer,
+    /// The verdict.
+    pub status: Status,
+    /// The planned value (for files, a size).
+    pub expected: String,
+    /// What the machine has (the first differing knob when there are several), or why it is
+    /// unsupported.
+    pub actual: String,
+}
+
+/// Counts per verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Summary {
+    /// Settings as planned.
+    pub ok: usize,
+    /// Settings that differ.
+    pub drift: usize,
+    /// Kernel arguments waiting for a reboot.
+    pub pending_reboot: usize,
+    /// Settings that cannot be checked here.
+    pub unsupported: usize,
+}
+
+/// The whole verification (the `--json` document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// [`VERIFY_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The lowlat version that verified.
+    pub lowlat_version: String,
+    /// The plan file checked against.
+    pub plan: String,
+    /// Counts per verdict.
+    pub summary: Summary,
+    /// Every setting, in plan order.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// Whether some setting drifted.
+    pub fn drifted(&self) -> bool {
+        self.summary.drift > 0
+    }
+}
+
+/// Checks every setting of `plan` against the machine of `ctx`.
+pub fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
+    let checks: Vec<Check> = plan.settings.iter().map(|s| check(ctx, s)).collect();
+    let mut summary = Summary::default();
+    for c in &checks {
+        match c.status {
+            Status::Ok => summary.ok += 1,
+            Status::Drift => summary.drift += 1,
+            Status::PendingReboot => summary.pending_reboot += 1,
+            Status::Unsupported => summary.unsupported += 1,
+        }
+    }
+    Report {
+        schema_version: VERIFY_SCHEMA_VERSION,
+        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan: plan_path.to_string(),
+        summary,
+        checks,
+    }
+}
+
+fn check(ctx: &Ctx, setting: &Setting) -> Check {
+    let expected = if setting.layer == Layer::File {
+        format!("{} bytes from the plan", setting.value.len())
+    } else {
+        setting.value.clone()
+    };
+    let (status, actual) = if setting.layer == Layer::Boot {
+        check_boot(ctx, setting)
+    } else {
+        check_changes(ctx, setting)
+    };
+    Check {
+        id: setting.id.clone(),
+        layer: setting.layer,
+        status,
+        expected,
+        actual,
+    }
+}
+
+fn check_changes(ctx: &Ctx, setting: &Setting) -> (Status, String) {
+    let changes = match appliers::expand(ctx, setting) {
+        Expansion::Changes(changes) => changes,
+        Expansion::Unsupported(why) | Expansion::Invalid(why) | Expansion::Manual(why) => {
+            return (Status::Unsupported, why);
+        }
+    };
+    let mut first = None;
+    for change in &changes {
+        match change.inspect(ctx) {
+            Ok(inspection) if inspection.in_place => {
+                first.get_or_insert(inspection.current);
+            }
+            Ok(inspection) => {
+                let actual = if changes.len() > 1 {
+                    format!("{}: {}", change.target(), inspection.current)
+                } else {
+                    inspection.current
+                };
+                return (Status::Drift, actual);
+            }
+            Err(ChangeError::Refused(why) | ChangeError::Failed(why)) => {
+                return (Status::Unsupported, why);
+            }
+        }
+    }
+    (Status::Ok, first.unwrap_or_default())
+}
+
+fn check_boot(ctx: &Ctx, setting: &Setting) -> (Status, String) {
+    let args = match boot::Args::of(setting) {
+        Ok(args) => args,
+        Err(why) => return (Status::Unsupported, why),
+    };
+    let Some(cmdline) = ctx.machine.kernel.cmdline.get() else {
+        return (
+            Status::Unsupported,
+            "/proc/cmdline could not be read".into(),
+        );
+    };
+    let running = boot::AllArgs::of(std::slice::from_ref(&args)).owned_tokens(&cmdline.raw);
+    let running = if running.is_empty() {
+        "none".to_string()
+    } else {
+        running.join(" ")
+    };
+    if args.satisfied_by(&cmdline.raw) {
+        return (Status::Ok, running);
+    }
+    match boot::configured(ctx, &args) {
+        Ok(true) => (
+            Status::PendingReboot,
+            format!("{running} now; configured for the next boot"),
+        ),
+        Ok(false) => (Status::Drift, running),
+        Err(why) => (Status::Drift, format!("{running} ({why})")),
+    }
+}

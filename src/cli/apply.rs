@@ -1,0 +1,207 @@
+//! `lowlat apply`.
+
+use anyhow::{Context, Result, bail};
+use clap::{ArgGroup, Args};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use super::{Cli, exit};
+use crate::apply::change::Ctx;
+use crate::apply::command::SystemRunner;
+use crate::apply::{self, ItemStatus, Scope, Steps};
+use crate::machine::Machine;
+use crate::plan::Plan;
+use crate::report::apply::render_apply;
+use crate::sysroot::SysRoot;
+
+/// Options of `lowlat apply`.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("scope").args(["runtime", "boot", "all"])),
+    after_help = "Examples:\n  lowlat plan --out /tmp/plan && sudo lowlat apply --plan /tmp/plan/plan.json\n  \
+lowlat apply --plan plan.json --dry-run\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
+Every prior value is journaled in /var/lib/lowlat/journal.jsonl (under --root) before it \
+changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do), 1 some \
+changes were refused by the machine, 2 nothing or not everything could be done (the message says \
+why; a stopped apply is undone with `lowlat revert`)."
+)]
+pub struct ApplyArgs {
+    /// The plan to apply (plan.json written by `lowlat plan --out DIR`).
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+
+    /// Only what takes effect now: sysctls, IRQs, kernel threads, cpufreq, cpuidle, THP,
+    /// hugepages, services stopped or masked.
+    #[arg(long)]
+    pub runtime: bool,
+
+    /// Only what persists: kernel arguments, installed files (sysctl.d, systemd units,
+    /// irqbalance, /etc/lowlat/plan.json), services enabled at boot.
+    #[arg(long)]
+    pub boot: bool,
+
+    /// Both (the default).
+    #[arg(long)]
+    pub all: bool,
+
+    /// Show what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Apply without asking (needed when standard input is not a terminal).
+    #[arg(long, short)]
+    pub yes: bool,
+
+    /// Apply a plan made for another machine (other host name or CPUs).
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl ApplyArgs {
+    fn scope(&self) -> Scope {
+        if self.runtime {
+            Scope::Runtime
+        } else if self.boot {
+            Scope::Boot
+        } else {
+            Scope::All
+        }
+    }
+}
+
+/// Refuses to change the live machine without root (`euid` 0). Dry runs and directory trees
+/// need no root.
+pub fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> Result<()> {
+    if root.is_live() && !dry_run && euid != 0 {
+        bail!(
+            "lowlat {command} changes this machine and must run as root (sudo lowlat {command} ...); nothing was changed. --dry-run shows the changes without root."
+        );
+    }
+    Ok(())
+}
+
+/// The root `apply` and `revert` may write to: the live machine or a directory tree, not a
+/// snapshot.
+pub fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
+    if cli.snapshot.is_some() {
+        bail!(
+            "--snapshot: lowlat {command} changes a machine, and a snapshot is read-only; use --root DIR for a directory tree"
+        );
+    }
+    cli.sysroot()
+}
+
+/// Reads and checks a plan file given with `flag`.
+pub fn read_plan(path: &Path, flag: &str) -> Result<(Plan, String)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{flag} {}: cannot read the plan", path.display()))?;
+    let plan = Plan::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}; nothing was changed", path.display()))?;
+    Ok((plan, text))
+}
+
+/// Asks on the terminal; `false` unless the answer is yes.
+fn confirm(question: &str) -> Result<bool> {
+    let mut stderr = std::io::stderr().lock();
+    write!(stderr, "{question} [y/N] ")?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// Runs `lowlat apply`.
+pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
+    let root = writable_root(cli, "apply")?;
+    require_root(
+        &root,
+        args.dry_run,
+        rustix::process::geteuid().as_raw(),
+        "apply",
+    )?;
+    let (plan, text) = read_plan(&args.plan, "--plan")?;
+    let machine = Machine::read(&root);
+    if let Err(problem) = apply::check_target(&plan, &machine) {
+        if !args.force {
+            bail!(
+                "--plan {}: the plan does not fit this machine: {problem}. Make a plan here with `lowlat plan`, or add --force; nothing was changed",
+                args.plan.display()
+            );
+        }
+        eprintln!("lowlat: warning: --force: {problem}");
+    }
+    let runner = SystemRunner;
+    let ctx = Ctx {
+        root: &root,
+        machine: &machine,
+        runner: root.is_live().then_some(&runner as _),
+    };
+    let items = apply::prepare(&ctx, &plan, &text, args.scope())
+        .map_err(|problem| anyhow::anyhow!("--plan {}: {problem}", args.plan.display()))?;
+    let plan_path = std::fs::canonicalize(&args.plan)
+        .unwrap_or_else(|_| args.plan.clone())
+        .display()
+        .to_string();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}",
+        plan.profile,
+        plan.target.host,
+        args.scope().name(),
+        root.dir_path().display(),
+        if args.dry_run { ", dry run" } else { "" }
+    )?;
+    let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
+    let to_change = preview.count(ItemStatus::WouldChange);
+    if args.dry_run || to_change == 0 {
+        stdout.write_all(render_apply(&preview).as_bytes())?;
+        if !args.dry_run {
+            writeln!(stdout, "Nothing to change.")?;
+        }
+        return Ok(exit::OK);
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "{to_change} settings would change: add --yes to apply without a question (standard input is not a terminal); nothing was changed"
+            );
+        }
+        stdout.write_all(render_apply(&preview).as_bytes())?;
+        stdout.flush()?;
+        if !confirm(&format!("Apply {to_change} settings?"))? {
+            writeln!(stdout, "Nothing was changed.")?;
+            return Ok(exit::OK);
+        }
+    }
+    let report = apply::apply(&ctx, &items, &plan_path, &mut Steps::new())?;
+    stdout.write_all(render_apply(&report).as_bytes())?;
+    Ok(if report.stopped.is_some() {
+        exit::ERROR
+    } else if report.count(ItemStatus::Refused) > 0 {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_machine_needs_root_except_for_a_dry_run() {
+        let live = SysRoot::live();
+        let err = require_root(&live, false, 1000, "apply")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("must run as root") && err.contains("nothing was changed"),
+            "{err}"
+        );
+        assert!(require_root(&live, true, 1000, "apply").is_ok());
+        assert!(require_root(&live, false, 0, "apply").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(require_root(&SysRoot::dir(dir.path()), false, 1000, "apply").is_ok());
+    }
+}

@@ -1,0 +1,54 @@
+//! `lowlat revert`.
+
+use anyhow::Result;
+use clap::Args;
+use std::io::Write;
+
+use super::apply::{require_root, writable_root};
+use super::{Cli, exit};
+use crate::apply::change::Ctx;
+use crate::apply::command::SystemRunner;
+use crate::apply::revert::{RestoreStatus, revert};
+use crate::machine::Machine;
+use crate::report::apply::render_revert;
+
+/// Options of `lowlat revert`.
+#[derive(Debug, Args)]
+#[command(after_help = "Puts back every value `lowlat apply` journaled in \
+/var/lib/lowlat/journal.jsonl (under --root), latest first, then removes the journal. Running it \
+again does nothing. Exit codes: 0 reverted (or nothing to revert), 1 some values were refused by \
+the machine, 2 the journal is damaged (nothing was changed) or revert stopped (run it again).")]
+pub struct RevertArgs {
+    /// List what would be restored, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Runs `lowlat revert`.
+pub fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
+    let root = writable_root(cli, "revert")?;
+    require_root(
+        &root,
+        args.dry_run,
+        rustix::process::geteuid().as_raw(),
+        "revert",
+    )?;
+    let machine = Machine::read(&root);
+    let runner = SystemRunner;
+    let ctx = Ctx {
+        root: &root,
+        machine: &machine,
+        runner: root.is_live().then_some(&runner as _),
+    };
+    let report = revert(&ctx, args.dry_run)?;
+    std::io::stdout()
+        .lock()
+        .write_all(render_revert(&report).as_bytes())?;
+    Ok(if report.stopped.is_some() {
+        exit::ERROR
+    } else if report.count(RestoreStatus::Refused) > 0 {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}

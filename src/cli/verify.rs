@@ -1,0 +1,73 @@
+//! `lowlat verify`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{Cli, exit};
+use crate::apply::change::Ctx;
+use crate::apply::command::SystemRunner;
+use crate::apply::verify::verify;
+use crate::machine::Machine;
+use crate::plan::{Plan, systemd};
+use crate::report::apply::render_verify;
+
+/// Options of `lowlat verify`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat verify\n  lowlat verify --plan plan.json --json | jq '.checks[] | select(.status == \"drift\")'\n\n\
+Exit codes: 0 every setting ok or pending a reboot (or unsupported here), 1 some setting drifted, 2 the plan could not be read."
+)]
+pub struct VerifyArgs {
+    /// The plan to check against [default: /etc/lowlat/plan.json under the root, installed by
+    /// `lowlat apply`].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
+    /// Print the versioned JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `lowlat verify`.
+pub fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
+    let root = cli.sysroot()?;
+    let (text, shown) = match &args.plan {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("--plan {}: cannot read the plan", path.display()))?,
+            path.display().to_string(),
+        ),
+        None => (
+            root.read(systemd::PLAN_PATH).with_context(|| {
+                format!(
+                    "{}: no installed plan; give one with --plan FILE",
+                    systemd::PLAN_PATH
+                )
+            })?,
+            systemd::PLAN_PATH.to_string(),
+        ),
+    };
+    let plan = Plan::from_json(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+    let machine = Machine::read(&root);
+    let runner = SystemRunner;
+    let ctx = Ctx {
+        root: &root,
+        machine: &machine,
+        runner: root.is_live().then_some(&runner as _),
+    };
+    let report = verify(&ctx, &plan, &shown);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &report).map_err(std::io::Error::from)?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(render_verify(&report).as_bytes())?;
+    }
+    Ok(if report.drifted() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}

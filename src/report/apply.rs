@@ -1,0 +1,191 @@
+//! Terminal renderings of `lowlat apply`, `lowlat revert` and `lowlat verify`.
+
+use std::fmt::Write;
+
+use crate::apply::journal::JOURNAL_PATH;
+use crate::apply::revert::{RestoreStatus, RevertReport};
+use crate::apply::verify;
+use crate::apply::{ApplyReport, ChangeReport, ItemReport, ItemStatus, Outcome};
+use crate::machine::truncate;
+
+/// The widest value shown before it is cut.
+const VALUE_WIDTH: usize = 60;
+
+fn change_detail(change: &ChangeReport) -> String {
+    let from = if change.from.is_empty() {
+        "?".to_string()
+    } else {
+        truncate(&change.from, VALUE_WIDTH)
+    };
+    let to = truncate(&change.to, VALUE_WIDTH);
+    match &change.outcome {
+        Outcome::Applied | Outcome::WouldChange => format!("{}: {from} -> {to}", change.target),
+        Outcome::InPlace => format!("{}: {from}", change.target),
+        Outcome::Refused { reason } | Outcome::Unsupported { reason } => reason.clone(),
+    }
+}
+
+fn item_detail(item: &ItemReport) -> String {
+    if let Some(reason) = &item.reason {
+        return reason.clone();
+    }
+    match item.changes.as_slice() {
+        [one] => change_detail(one),
+        many => {
+            let count = |f: fn(&Outcome) -> bool| many.iter().filter(|c| f(&c.outcome)).count();
+            let mut parts = Vec::new();
+            for (n, word) in [
+                (count(|o| matches!(o, Outcome::Applied)), "changed"),
+                (count(|o| matches!(o, Outcome::WouldChange)), "to change"),
+                (count(|o| matches!(o, Outcome::InPlace)), "in place"),
+                (count(|o| matches!(o, Outcome::Refused { .. })), "refused"),
+                (
+                    count(|o| matches!(o, Outcome::Unsupported { .. })),
+                    "unsupported",
+                ),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{n} {word}"));
+                }
+            }
+            format!("{} changes: {}", many.len(), parts.join(", "))
+        }
+    }
+}
+
+/// The apply report: one line per setting (refused changes listed under it), a summary,
+/// the follow-ups, the journal and the reboot state.
+pub fn render_apply(report: &ApplyReport) -> String {
+    let mut out = String::new();
+    for item in &report.items {
+        let _ = writeln!(
+            out,
+            "  {:<13} {:<40} {}",
+            item.status.name(),
+            item.label,
+            item_detail(item)
+        );
+        if item.changes.len() > 1 {
+            for change in &item.changes {
+                if let Outcome::Refused { reason } = &change.outcome {
+                    let _ = writeln!(out, "  {:<13} {:<40}   {reason}", "", "");
+                }
+            }
+        }
+    }
+    let mut counts = Vec::new();
+    for status in [
+        ItemStatus::Applied,
+        ItemStatus::WouldChange,
+        ItemStatus::InPlace,
+        ItemStatus::Refused,
+        ItemStatus::Unsupported,
+        ItemStatus::Manual,
+    ] {
+        let n = report.count(status);
+        if n > 0 {
+            counts.push(format!("{n} {}", status.name()));
+        }
+    }
+    let _ = writeln!(out, "\nSettings: {}.", counts.join(", "));
+    for line in &report.follow_ups {
+        let _ = writeln!(out, "Follow-up: {line}");
+    }
+    if report.journaled {
+        let _ = writeln!(
+            out,
+            "Journal: {JOURNAL_PATH} (under the root); `lowlat revert` puts every prior value back."
+        );
+    }
+    if report.pending_reboot {
+        let _ = writeln!(
+            out,
+            "Kernel arguments: configured, pending a reboot (/proc/cmdline does not show them yet)."
+        );
+    }
+    if let Some(why) = &report.stopped {
+        let _ = writeln!(
+            out,
+            "Stopped: {why}\nEvery change made so far is journaled: `lowlat revert` undoes them."
+        );
+    }
+    out
+}
+
+/// The revert report: one line per record, latest first, and a summary.
+pub fn render_revert(report: &RevertReport) -> String {
+    let mut out = String::new();
+    if !report.had_journal {
+        return format!("Nothing to revert: no journal at {JOURNAL_PATH} under the root.\n");
+    }
+    for line in &report.lines {
+        let status = match line.status {
+            RestoreStatus::Restored => "restored",
+            RestoreStatus::Unchanged => "unchanged",
+            RestoreStatus::WouldRestore => "would restore",
+            RestoreStatus::OtherBoot => "earlier boot",
+            RestoreStatus::Refused => "refused",
+        };
+        let _ = write!(out, "  {status:<14} line {:<5} {}", line.line, line.what);
+        if let Some(reason) = &line.reason {
+            let _ = write!(out, ": {reason}");
+        }
+        out.push('\n');
+    }
+    let would = report.count(RestoreStatus::WouldRestore);
+    if would > 0 {
+        let _ = writeln!(
+            out,
+            "\n{would} records would be restored, latest first (dry run: nothing was changed)."
+        );
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nRecords: {} restored, {} unchanged, {} of an earlier boot (that state is gone), {} refused.",
+        report.count(RestoreStatus::Restored),
+        report.count(RestoreStatus::Unchanged),
+        report.count(RestoreStatus::OtherBoot),
+        report.count(RestoreStatus::Refused)
+    );
+    if let Some(line) = report.torn_last_line {
+        let _ = writeln!(
+            out,
+            "Note: line {line} of the journal was cut off by a crash while it was written; the change it described was never made."
+        );
+    }
+    for line in &report.follow_ups {
+        let _ = writeln!(out, "Follow-up: {line}");
+    }
+    if let Some(why) = &report.stopped {
+        let _ = writeln!(out, "Stopped: {why}");
+    }
+    out
+}
+
+/// The verify report: one line per setting and a summary.
+pub fn render_verify(report: &verify::Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  {:<15} {:<40} {:<24} ACTUAL",
+        "STATUS", "SETTING", "EXPECTED"
+    );
+    for check in &report.checks {
+        let _ = writeln!(
+            out,
+            "  {:<15} {:<40} {:<24} {}",
+            check.status.name(),
+            check.id,
+            truncate(&check.expected, 24),
+            truncate(&check.actual, VALUE_WIDTH)
+        );
+    }
+    let s = &report.summary;
+    let _ = writeln!(
+        out,
+        "\nSummary: {} ok, {} drift, {} pending-reboot, {} unsupported (plan {}).",
+        s.ok, s.drift, s.pending_reboot, s.unsupported, report.plan
+    );
+    out
+}
