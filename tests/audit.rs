@@ -151,7 +151,7 @@ fn the_untuned_epyc_fails_the_guides_checks() {
     // The fix of nohz_full is the exact kernel argument, with its provenance.
     let fix = &finding(&doc, "LL-NOHZ-FULL")["remediation"]["settings"][0];
     assert_eq!(fix["id"], "cmdline:nohz_full");
-    assert_eq!(fix["value"], "1-7,9-15");
+    assert_eq!(fix["value"], "nohz_full=1-7,9-15");
     assert_eq!(fix["reboot"], true);
     assert!(
         fix["source"]
@@ -280,12 +280,12 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     assert!(result.has_failures());
     let fixes = result.fixes();
     let find = |id: &str| fixes.iter().find(|s| s.id == id).map(|s| s.value.as_str());
-    assert_eq!(find("cmdline:nohz_full"), Some("1-7,9-15"));
-    assert_eq!(find("cmdline:rcu_nocbs"), Some("1-7,9-15"));
+    assert_eq!(find("cmdline:nohz_full"), Some("nohz_full=1-7,9-15"));
+    assert_eq!(find("cmdline:rcu_nocbs"), Some("rcu_nocbs=1-7,9-15"));
     assert_eq!(find("sysctl:kernel.numa_balancing"), Some("0"));
     assert_eq!(find("sysctl:vm.stat_interval"), Some("3600"));
     assert_eq!(find("workqueue:cpumask"), Some("101"));
-    assert_eq!(find("irq:default_smp_affinity"), Some("101"));
+    assert_eq!(find("irq:default:affinity"), Some("101"));
     // Each setting id once, each with its rationale and source.
     let mut ids: Vec<&str> = fixes.iter().map(|s| s.id.as_str()).collect();
     ids.sort_unstable();
@@ -327,7 +327,7 @@ fn isolate_flag_overrides_and_its_problems_are_findings() {
     let fix = &node["remediation"]["settings"][0];
     assert_eq!(
         (fix["id"].as_str(), fix["value"].as_str()),
-        (Some("cmdline:nohz_full"), Some("1-7,9-15"))
+        (Some("cmdline:nohz_full"), Some("nohz_full=1-7,9-15"))
     );
 }
 

@@ -380,13 +380,17 @@ fn the_grub_dropin_replaces_earlier_values_and_keeps_the_rest() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("ro crashkernel=auto rhgb"));
-    let default = lines.next().unwrap();
+    // The planned arguments go to GRUB_CMDLINE_LINUX (every boot entry, recovery included);
+    // earlier values of the keys the plan owns are dropped from both variables.
+    let linux = lines.next().unwrap();
     assert!(
-        default.starts_with("quiet idle=poll isolcpus=managed_irq,1-7,9-15 "),
-        "{default}"
+        linux.starts_with("ro crashkernel=auto rhgb isolcpus=managed_irq,1-7,9-15 "),
+        "{linux}"
     );
-    assert!(!default.contains("isolcpus=4-7"));
+    assert!(linux.contains(" nohz_full=1-7,9-15") && !linux.contains("nohz_full=2-3"));
+    let default = lines.next().unwrap();
+    assert!(default.starts_with("quiet"), "{default}");
+    assert!(!default.contains("isolcpus=4-7"), "{default}");
 }
 
 #[test]

@@ -200,12 +200,18 @@ pub struct Fix {
 }
 
 impl Fix {
-    /// A kernel command-line argument (`cmdline:KEY`, reboot needed). `value` is the whole
-    /// argument after `=`; empty for flags such as `nosoftlockup`.
+    /// A kernel command-line argument (`cmdline:KEY`, reboot needed). `value` is what goes
+    /// after `=`, empty for flags such as `nosoftlockup`; the fix holds the whole argument
+    /// (`pcie_aspm=off`, `nosoftlockup`), as plan.json does.
     pub fn cmdline(key: &str, value: impl Into<String>) -> Fix {
+        let value = value.into();
         Fix {
             id: format!("cmdline:{key}"),
-            value: value.into(),
+            value: if value.is_empty() {
+                key.to_string()
+            } else {
+                format!("{key}={value}")
+            },
             layer: Layer::Boot,
             reboot: true,
         }

@@ -70,31 +70,11 @@ fn decided_by_plan(draft: &Draft, id: &str) -> bool {
         || draft.skipped.iter().any(|s| s.setting.id == id)
 }
 
-/// A command-line value as the plan writes it: the whole argument (`pcie_aspm=off`, a bare
-/// `nosoftlockup`). Remediations that give only what follows `=` (empty for a flag) are
-/// completed.
-fn cmdline_argument(key: &str, value: &str) -> String {
-    let complete = value
-        .split_whitespace()
-        .next()
-        .is_some_and(|first| first == key || first.starts_with(&format!("{key}=")));
-    if complete {
-        value.to_string()
-    } else if value.is_empty() {
-        key.to_string()
-    } else {
-        format!("{key}={value}")
-    }
-}
-
 /// Adds the remediations the plan does not decide itself.
 pub fn add(draft: &mut Draft, findings: Vec<Setting>, allow_security_tradeoffs: bool) {
-    for mut finding in findings {
+    for finding in findings {
         if decided_by_plan(draft, &finding.id) {
             continue;
-        }
-        if let Some(key) = finding.id.strip_prefix(CMDLINE) {
-            finding.value = cmdline_argument(key, &finding.value);
         }
         if finding.security_tradeoff.is_some() && !allow_security_tradeoffs {
             draft.skip(
@@ -122,10 +102,10 @@ mod tests {
         let mut draft = Draft::default();
         draft.add(fix("cmdline:nohz_full", "nohz_full=1-7", Layer::Boot));
         let findings = vec![
-            fix("cmdline:nohz_full", "2-7", Layer::Boot),
-            fix("cmdline:idle", "poll", Layer::Boot),
-            fix("cmdline:hugepagesz", "1G", Layer::Boot),
-            fix("irq:default_smp_affinity", "101", Layer::Runtime),
+            fix("cmdline:nohz_full", "nohz_full=2-7", Layer::Boot),
+            fix("cmdline:idle", "idle=poll", Layer::Boot),
+            fix("cmdline:hugepagesz", "hugepagesz=1G", Layer::Boot),
+            fix("irq:default:affinity", "101", Layer::Runtime),
             fix("kthread:kswapd0:affinity", "0,8", Layer::Runtime),
             fix(
                 "file:/etc/default/irqbalance:IRQBALANCE_BANNED_CPULIST",
@@ -138,8 +118,8 @@ mod tests {
                 Layer::File,
             ),
             fix("sysctl:vm.stat_interval", "10", Layer::Sysctl),
-            fix("cmdline:pcie_aspm", "off", Layer::Boot),
-            fix("cmdline:nowatchdog", "", Layer::Boot),
+            fix("cmdline:pcie_aspm", "pcie_aspm=off", Layer::Boot),
+            fix("cmdline:nowatchdog", "nowatchdog", Layer::Boot),
             fix("cmdline:iommu", "iommu=pt", Layer::Boot),
             fix("thp:enabled", "never", Layer::Runtime),
         ];
@@ -177,7 +157,7 @@ mod tests {
     fn tradeoffs_need_the_flag() {
         let tradeoff = Setting {
             security_tradeoff: Some("no corrected-error reports".into()),
-            ..fix("cmdline:mce", "off", Layer::Boot)
+            ..fix("cmdline:mce", "mce=off", Layer::Boot)
         };
         let mut draft = Draft::default();
         add(&mut draft, vec![tradeoff.clone()], false);

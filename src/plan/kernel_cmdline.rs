@@ -518,40 +518,26 @@ fn render_commands(out: &mut String, add: &str, remove: &[String], two_isolcpus:
 /// The file name of the /etc/default/grub.d drop-in.
 pub const GRUB_DROPIN: &str = "99-lowlat.cfg";
 
-/// The /etc/default/grub.d drop-in: a POSIX shell fragment, sourced by grub-mkconfig after
-/// /etc/default/grub, that drops every earlier value of the keys the plan owns from both
-/// command-line variables and appends the planned arguments to `GRUB_CMDLINE_LINUX_DEFAULT`.
+/// The /etc/default/grub.d drop-in: the header, then the very block `lowlat apply` writes
+/// (a POSIX shell fragment sourced by grub-mkconfig after /etc/default/grub that drops every
+/// earlier argument with a key the plan owns and appends the planned ones), so that the file
+/// a user installs by hand and the one apply installs cannot differ.
 pub fn grub_dropin(plan: &Plan, header: &str) -> String {
-    let (add, remove) = add_and_remove(plan);
-    let add_line = add.join(" ");
-    let mut keys = Vec::new();
-    push_keys(&mut keys, &add_line);
-    push_keys(&mut keys, &remove.join(" "));
+    use crate::apply::appliers::boot::{AllArgs, Args};
+    let args: Vec<Args> = plan
+        .layer(Layer::Boot)
+        .filter_map(|setting| Args::of(setting).ok())
+        .collect();
     let mut out = String::from(header);
     out.push_str(
-        "#\n# Sourced by grub-mkconfig (update-grub) after /etc/default/grub. Delete it and run\n\
-         # update-grub to undo.\n\n",
+        "#
+# Delete it and run update-grub (or grub2-mkconfig) to undo.
+
+",
     );
-    let _ = write!(
-        out,
-        "lowlat_drop() {{\n\
-         \x20   lowlat_out=\n\
-         \x20   set -f\n\
-         \x20   for lowlat_arg in $1; do\n\
-         \x20       case \"${{lowlat_arg%%=*}}\" in\n\
-         \x20           {}) ;;\n\
-         \x20           *) lowlat_out=\"$lowlat_out $lowlat_arg\" ;;\n\
-         \x20       esac\n\
-         \x20   done\n\
-         \x20   set +f\n\
-         \x20   printf '%s' \"${{lowlat_out# }}\"\n\
-         }}\n\
-         GRUB_CMDLINE_LINUX=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX\")\"\n\
-         GRUB_CMDLINE_LINUX_DEFAULT=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX_DEFAULT\") {add_line}\"\n\
-         unset -f lowlat_drop\n\
-         unset lowlat_out lowlat_arg\n",
-        keys.join("|")
-    );
+    out.push_str(&crate::apply::appliers::boot::grub::render_block(
+        &AllArgs::of(&args),
+    ));
     out
 }
 

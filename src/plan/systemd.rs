@@ -40,7 +40,7 @@ pub fn render_runtime_unit(header: &str) -> String {
          [Service]\n\
          Type=oneshot\n\
          RemainAfterExit=yes\n\
-         ExecStart={BINARY} apply --runtime --plan {PLAN_PATH}\n\n\
+         ExecStart={BINARY} apply --runtime --yes --plan {PLAN_PATH}\n\n\
          [Install]\n\
          WantedBy=multi-user.target\n"
     );

@@ -261,8 +261,8 @@ fn setting_text(setting: &Setting) -> String {
         .split_once(':')
         .map_or(setting.id.as_str(), |(_, rest)| rest);
     match setting.layer {
-        Layer::Boot if setting.value.is_empty() => key.to_string(),
-        Layer::Boot | Layer::Sysctl => format!("{key}={}", setting.value),
+        Layer::Boot => setting.value.clone(),
+        Layer::Sysctl => format!("{key}={}", setting.value),
         Layer::Service => format!("{key} {}", setting.value),
         Layer::File => match key.rsplit_once(':') {
             Some((path, name)) => format!("{path} {name}={}", setting.value),

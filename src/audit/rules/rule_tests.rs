@@ -143,7 +143,7 @@ fn isolation_lists_must_match_the_isolated_set() {
     let f = audit_one(&dir, "LL-RCU-NOCBS", "iso");
     assert_eq!(f.status, Status::Fail);
     assert_eq!(f.details, vec!["isolated but not listed: 2"]);
-    assert_eq!(f.remediation.settings[0].value, "2-3");
+    assert_eq!(f.remediation.settings[0].value, "rcu_nocbs=2-3");
     assert!(f.remediation.settings[0].reboot);
     assert_eq!(audit_one(&dir, "LL-NOHZ-FULL", "iso").status, Status::Pass);
     // isolcpus: optional in low-latency, required in the real-time profiles.
@@ -152,7 +152,10 @@ fn isolation_lists_must_match_the_isolated_set() {
         Status::Pass
     );
     let f = audit_one(&dir, "LL-ISOLCPUS", "required");
-    assert_eq!(f.remediation.settings[0].value, "managed_irq,domain,2-3");
+    assert_eq!(
+        f.remediation.settings[0].value,
+        "isolcpus=managed_irq,domain,2-3"
+    );
 }
 
 #[test]

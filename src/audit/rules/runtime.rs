@@ -370,7 +370,7 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     if !ok {
         outcome = outcome
             .fix(Fix::runtime(
-                "irq:default_smp_affinity",
+                crate::plan::irq_plan::DEFAULT_ID,
                 ctx.partition.housekeeping_mask(),
             ))
             .fix(Fix::cmdline("irqaffinity", hk.to_list()));
