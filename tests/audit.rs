@@ -2,6 +2,9 @@
 //! the findings each machine must have, exit codes and error messages, a machine missing whole
 //! subsystems, and proof that the audit writes nothing.
 
+mod common;
+use common::tree::copy_tree;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -457,23 +460,6 @@ fn fingerprint(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32, i64, i64)> {
         );
     }
     out
-}
-
-/// Copies a tree, keeping symlinks as symlinks (the fixtures have dangling absolute ones).
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Makes every file and directory read-only (root ignores it; the fingerprint is the proof).
