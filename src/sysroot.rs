@@ -449,6 +449,15 @@ impl SysRoot {
         Ok(())
     }
 
+    /// Opens an existing `path` for writing without truncating it (for device files such as
+    /// /dev/cpu_dma_latency, whose request lasts as long as the file stays open).
+    pub fn open_existing_for_write(&self, path: &str) -> Result<std::fs::File, WriteError> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.host_path(path))
+            .map_err(|e| WriteError::new(path, "open", e))
+    }
+
     /// Opens `path` for reading and writing, creating it with `mode` if absent (for lock
     /// files, which are then locked with `flock`).
     pub fn open_lock_file(&self, path: &str, mode: u32) -> Result<std::fs::File, WriteError> {

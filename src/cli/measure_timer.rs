@@ -33,6 +33,19 @@ pub struct TimerArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = TimerFormat::Table)]
     pub format: TimerFormat,
+    /// Hold /dev/cpu_dma_latency at this many µs during the run, which keeps the CPUs out of
+    /// idle states slower to leave (cyclictest holds 0 unless told otherwise; the kernel drops
+    /// the request when lowlat exits).
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 0,
+        conflicts_with = "no_dma_latency"
+    )]
+    pub dma_latency: i32,
+    /// Do not hold /dev/cpu_dma_latency: measure with the idle states the machine allows.
+    #[arg(long)]
+    pub no_dma_latency: bool,
 }
 
 /// How to print the result.
@@ -59,6 +72,26 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         interval_ns: args.interval.saturating_mul(1000),
         priority: args.priority,
         histogram_buckets: buckets as usize,
+    };
+    let _limit = if args.no_dma_latency {
+        None
+    } else {
+        match crate::measure::harness::DmaLatencyLimit::hold(&root, args.dma_latency) {
+            Ok(limit) => {
+                eprintln!(
+                    "lowlat: holding {} at {} µs during the run, as cyclictest does (--no-dma-latency to measure deep idle states too)",
+                    crate::measure::harness::CPU_DMA_LATENCY,
+                    limit.limit_us
+                );
+                Some(limit)
+            }
+            Err(e) => {
+                eprintln!(
+                    "lowlat: note: no idle-state limit held ({e:#}); deep C-states may add to the latencies"
+                );
+                None
+            }
+        }
     };
     let run = timer::run(&root, request)?;
     let format = if args.common.json {

@@ -182,3 +182,52 @@ pub fn prefault<T: Copy>(buf: &mut Vec<T>, fill: T, len: usize) {
     buf.resize(len, fill);
     buf.clear();
 }
+
+/// The PM QoS file through which a process forbids deep C-states while it holds it open.
+pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+/// A CPU wake-up latency limit held through /dev/cpu_dma_latency, as cyclictest and oslat hold
+/// one (0 µs) while they measure: the kernel keeps the request while the file is open and
+/// drops it when it closes, even if lowlat dies, so the machine is left as it was.
+pub struct DmaLatencyLimit {
+    _file: std::fs::File,
+    /// The limit held, µs.
+    pub limit_us: i32,
+}
+
+impl DmaLatencyLimit {
+    /// Opens /dev/cpu_dma_latency under `root` and writes `limit_us` (a native 32-bit value).
+    pub fn hold(root: &crate::sysroot::SysRoot, limit_us: i32) -> anyhow::Result<Self> {
+        use std::io::Write;
+        let mut file = root.open_existing_for_write(CPU_DMA_LATENCY)?;
+        file.write_all(&limit_us.to_ne_bytes())
+            .map_err(|e| anyhow::anyhow!("{CPU_DMA_LATENCY}: {e}"))?;
+        Ok(Self {
+            _file: file,
+            limit_us,
+        })
+    }
+}
+
+#[cfg(test)]
+mod dma_latency_tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_is_written_as_a_native_32_bit_value_and_held() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev")).unwrap();
+        let device = dir.path().join("dev/cpu_dma_latency");
+        std::fs::write(&device, b"").unwrap();
+        let root = crate::sysroot::SysRoot::dir(dir.path());
+        let limit = DmaLatencyLimit::hold(&root, 0).unwrap();
+        assert_eq!(limit.limit_us, 0);
+        assert_eq!(std::fs::read(&device).unwrap(), 0i32.to_ne_bytes());
+        let missing = crate::sysroot::SysRoot::dir(dir.path().join("nothing"));
+        let err = DmaLatencyLimit::hold(&missing, 0).err().unwrap();
+        assert!(
+            format!("{err:#}").contains("/dev/cpu_dma_latency"),
+            "{err:#}"
+        );
+    }
+}
