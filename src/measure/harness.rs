@@ -210,7 +210,7 @@ impl DmaLatencyLimit {
 }
 
 #[cfg(test)]
-mod dma_latency_tests {
+mod tests {
     use super::*;
 
     #[test]
