@@ -416,7 +416,7 @@ fn cpu_sets_in_the_plan_stay_within_the_machine() {
 
 #[test]
 fn diff_reads_the_current_value_of_every_kind_of_setting() {
-    use lowlat::plan::diff::{Current, current};
+    use lowlat::report::plan::diff::{Current, current};
     let root = SysRoot::dir(fixture("epyc7f32-2s-tuned"));
     let machine = Machine::read(&root);
     let now_for = |id: &str, value: &str, layer: Layer| {
