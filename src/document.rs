@@ -134,7 +134,7 @@ impl Header {
             schema_version: kind.schema_version(),
             kind,
             tool: Tool::this(),
-            created: jiff::Timestamp::now().to_string(),
+            created: now(),
             host: host.into(),
         }
     }
@@ -164,6 +164,11 @@ impl<T: Serialize> Document<T> {
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         Ok(serde_json::to_string_pretty(self)? + "\n")
     }
+}
+
+/// The time now as documents record it: RFC 3339, UTC (`2026-11-23T20:38:25.123456789Z`).
+pub fn now() -> String {
+    jiff::Timestamp::now().to_string()
 }
 
 /// The host name under `root` as documents record it: `unknown` when it cannot be read.

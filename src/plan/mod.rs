@@ -103,6 +103,11 @@ pub struct Unmovable {
 /// [`document`] envelope), the input of `lowlat apply`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
+    /// When the plan was made (RFC 3339, UTC): the `created` of its plan.json, so that the
+    /// same plan always serialises to the same bytes. `None` for a schema-1 plan.json, which
+    /// did not record it.
+    #[serde(skip)]
+    pub created: Option<String>,
     /// The machine the plan was made for.
     pub target: Target,
     /// The workload profile.
@@ -150,9 +155,11 @@ pub enum PlanReadError {
 impl Plan {
     /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
     pub fn to_json(&self) -> String {
-        Document::new(Kind::Plan, self.target.host.clone(), self)
-            .to_json()
-            .unwrap_or_default()
+        let mut doc = Document::new(Kind::Plan, self.target.host.clone(), self);
+        if let Some(created) = &self.created {
+            doc.header.created.clone_from(created);
+        }
+        doc.to_json().unwrap_or_default()
     }
 
     /// Reads plan.json, checking its layout version. Schema 1 (before the envelope) carries
@@ -160,7 +167,13 @@ impl Plan {
     pub fn from_json(text: &str) -> Result<Plan, PlanReadError> {
         match document::layout(text, Kind::Plan) {
             Ok(Layout::BeforeEnvelope) => Ok(serde_json::from_str(text)?),
-            Ok(Layout::Envelope) => Ok(serde_json::from_str::<Document<Plan>>(text)?.body),
+            Ok(Layout::Envelope) => {
+                let doc: Document<Plan> = serde_json::from_str(text)?;
+                Ok(Plan {
+                    created: Some(doc.header.created),
+                    ..doc.body
+                })
+            }
             Err(LayoutError::Json(e)) => Err(PlanReadError::Json(e)),
             Err(e) => Err(PlanReadError::Layout(e)),
         }
@@ -296,6 +309,7 @@ pub fn build(
         request.options.allow_security_tradeoffs,
     );
     let mut plan = Plan {
+        created: Some(document::now()),
         target: Target::of(machine),
         profile: request.profile,
         options: request.options.clone(),

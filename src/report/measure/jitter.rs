@@ -17,8 +17,8 @@ use serde::Serialize;
 use std::fmt::Write;
 
 /// How the jitter engine measures, in the result header.
-pub const METHOD: &str = "a busy loop per CPU reads the TSC back to back; a gap between two \
-     reads at or above the threshold is one interruption";
+pub const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
+     two reads at or above the threshold is one interruption";
 
 /// `lowlat measure jitter` as JSON, after the result header.
 #[derive(Debug, Serialize)]

@@ -14,9 +14,9 @@ use serde::Serialize;
 use std::fmt::Write;
 
 /// How the timer engine measures, in the result header.
-pub const METHOD: &str = "a thread per CPU sleeps until absolute deadlines one interval apart \
-     (clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME); latency is the wake-up time minus the \
-     deadline";
+pub const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
+     (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
+     clock read on waking minus the deadline";
 
 /// `lowlat measure timer` as JSON, after the result header.
 #[derive(Debug, Serialize)]
