@@ -69,19 +69,19 @@ impl Kind {
     /// The layout version this lowlat writes for the kind (the table in the module docs).
     pub fn schema_version(self) -> u32 {
         match self {
-            Kind::Inventory
-            | Kind::Audit
-            | Kind::Plan
-            | Kind::Verify
-            | Kind::Journal
-            | Kind::Snapshot
-            | Kind::MeasureJitter
-            | Kind::MeasureTimer
-            | Kind::MeasureMembw
-            | Kind::MeasureMemlat
-            | Kind::MeasureC2c
-            | Kind::MeasureWakeup
-            | Kind::MeasureFreq => 2,
+            Kind::Inventory => 2,
+            Kind::Audit => 2,
+            Kind::Plan => 2,
+            Kind::Verify => 2,
+            Kind::Journal => 2,
+            Kind::Snapshot => 2,
+            Kind::MeasureJitter => 2,
+            Kind::MeasureTimer => 2,
+            Kind::MeasureMembw => 2,
+            Kind::MeasureMemlat => 2,
+            Kind::MeasureC2c => 2,
+            Kind::MeasureWakeup => 2,
+            Kind::MeasureFreq => 2,
         }
     }
 }

@@ -13,3 +13,4 @@ pub mod plan;
 pub mod report;
 pub mod snapshot;
 pub mod sysroot;
+pub mod units;

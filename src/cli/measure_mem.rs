@@ -21,7 +21,7 @@ use crate::measure::place::{self, CpuPlace};
 use crate::measure::progress::{Progress, should_stop};
 use crate::measure::region::Backing;
 use crate::report::measure::hardware;
-use crate::report::units::bytes;
+use crate::units::bytes;
 
 /// Options of `lowlat measure membw`.
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use crate::document::{Document, Kind};
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::report::host;
-use crate::report::units::{bytes, kib, plural};
+use crate::units::{bytes, kib, plural};
 
 /// The body of the inventory JSON document.
 #[derive(Debug, Serialize)]

@@ -10,7 +10,6 @@ pub mod matrix;
 pub mod measure;
 pub mod peer;
 pub mod plan;
-pub mod units;
 
 use crate::document::UNKNOWN_HOST;
 use crate::machine::Machine;

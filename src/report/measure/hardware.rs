@@ -11,7 +11,7 @@ use crate::measure::memlat::{ChaseRun, MemlatReport};
 use crate::measure::summary::Summary;
 use crate::measure::wakeup::WakeupRun;
 use crate::report::matrix;
-use crate::report::units::bytes;
+use crate::units::bytes;
 
 /// A CPU list written compactly (`0,4,1,5`), shortened after 16 CPUs.
 fn cpu_list(cpus: &[u32]) -> String {
