@@ -24,6 +24,7 @@ pub mod verify;
 
 use serde::Serialize;
 
+use crate::document;
 use crate::machine::Machine;
 use crate::plan::setting::{Layer, Setting};
 use crate::plan::{Plan, systemd};
@@ -348,14 +349,7 @@ impl Steps {
 /// The `begin` record of an apply.
 pub fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
     Record::Begin {
-        stamp: BeginStamp::now(
-            ctx.machine
-                .kernel
-                .hostname
-                .get()
-                .cloned()
-                .unwrap_or_else(|| "unknown".into()),
-        ),
+        stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
         plan: plan_path.to_string(),
         created_dirs: created_dirs.to_vec(),
