@@ -6,10 +6,11 @@
 pub mod apply;
 pub mod audit;
 pub mod cli;
+pub mod document;
 pub mod machine;
 pub mod measure;
 pub mod plan;
 pub mod report;
-pub mod results;
 pub mod snapshot;
 pub mod sysroot;
+pub mod units;

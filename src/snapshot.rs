@@ -2,7 +2,7 @@
 //! be read on another machine with `--snapshot FILE`.
 //!
 //! Format: a tar stream compressed with zstd. The first entry is `manifest.json`
-//! ([`Manifest`]); the machine's files follow under `root/` with their system paths
+//! ([`Manifest`], a document of kind `snapshot`); the machine's files follow under `root/` with their system paths
 //! (`root/proc/cpuinfo`). Only regular files and directories are written.
 //!
 //! Opening a snapshot unpacks it into a private temporary directory, written by lowlat itself
@@ -14,36 +14,80 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+use crate::document::{self, Header, Kind, Layout, Tool};
 use crate::sysroot::{MAX_FILE_BYTES, Recorded, SysRoot};
 
-/// The `format` field of every snapshot manifest.
-pub const FORMAT: &str = "lowlat-snapshot";
-/// The version of the snapshot layout this lowlat writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The `format` field of a schema-1 manifest (before the document envelope).
+const FORMAT_BEFORE_ENVELOPE: &str = "lowlat-snapshot";
 /// The most bytes an archive may unpack to.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// The most entries an archive may hold.
 pub const MAX_ENTRIES: usize = 500_000;
 
-/// What a snapshot says about itself.
+/// What a snapshot says about itself: the document envelope (`created` is when it was
+/// captured, `host` the captured machine), then what it holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// Always `lowlat-snapshot`.
-    pub format: String,
-    /// Layout version ([`FORMAT_VERSION`]).
-    pub format_version: u32,
-    /// Version of the lowlat that captured it.
-    pub tool_version: String,
-    /// Host name of the captured machine (/proc/sys/kernel/hostname), or `unknown`.
-    pub host: String,
-    /// When it was captured, RFC 3339 in UTC.
-    pub captured_at: String,
+    /// Which lowlat captured which host, and when.
+    #[serde(flatten)]
+    pub header: Header,
     /// The root that was captured (`/` for a live machine).
     pub source_root: String,
     /// Number of files captured.
     pub files: usize,
     /// Total size of the captured files in bytes (before compression).
     pub bytes: u64,
+}
+
+/// A manifest as schema 1 wrote it, before the document envelope.
+#[derive(Deserialize)]
+struct ManifestBeforeEnvelope {
+    format: String,
+    format_version: u32,
+    tool_version: String,
+    host: String,
+    captured_at: String,
+    source_root: String,
+    files: usize,
+    bytes: u64,
+}
+
+impl Manifest {
+    /// Reads manifest.json, of schema 1 or of this lowlat's layout.
+    fn from_json(text: &str) -> Result<Manifest> {
+        let not_a_manifest = "manifest.json is not a lowlat manifest";
+        match document::layout(text, Kind::Snapshot).context(not_a_manifest)? {
+            Layout::Envelope => Ok(serde_json::from_str(text).context(not_a_manifest)?),
+            Layout::BeforeEnvelope => {
+                let old: ManifestBeforeEnvelope =
+                    serde_json::from_str(text).context(not_a_manifest)?;
+                if old.format != FORMAT_BEFORE_ENVELOPE || old.format_version != 1 {
+                    bail!(
+                        "manifest says format '{}' version {}; this lowlat reads \
+                         '{FORMAT_BEFORE_ENVELOPE}' version 1 or a document of kind snapshot \
+                         (upgrade lowlat)",
+                        old.format,
+                        old.format_version
+                    );
+                }
+                Ok(Manifest {
+                    header: Header {
+                        schema_version: 1,
+                        kind: Kind::Snapshot,
+                        tool: Tool {
+                            name: env!("CARGO_PKG_NAME").to_string(),
+                            version: old.tool_version,
+                        },
+                        created: old.captured_at,
+                        host: old.host,
+                    },
+                    source_root: old.source_root,
+                    files: old.files,
+                    bytes: old.bytes,
+                })
+            }
+        }
+    }
 }
 
 /// Writes a snapshot of what `root` recorded to `out` (atomically: a temp file renamed into
@@ -86,13 +130,7 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
     dirs.sort();
     dirs.dedup();
     let manifest = Manifest {
-        format: FORMAT.to_string(),
-        format_version: FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        host: root
-            .read_value("/proc/sys/kernel/hostname")
-            .unwrap_or_else(|_| "unknown".to_string()),
-        captured_at: jiff::Timestamp::now().to_string(),
+        header: Header::new(Kind::Snapshot, document::host_name(root)),
         source_root: root.dir_path().display().to_string(),
         files: files.len(),
         bytes: files.iter().map(|(_, b)| b.len() as u64).sum(),
@@ -196,16 +234,7 @@ fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
         if name == "manifest.json" {
             let mut text = String::new();
             entry.read_to_string(&mut text)?;
-            let parsed: Manifest =
-                serde_json::from_str(&text).context("manifest.json is not a lowlat manifest")?;
-            if parsed.format != FORMAT || parsed.format_version > FORMAT_VERSION {
-                bail!(
-                    "manifest says format '{}' version {}; this lowlat reads '{FORMAT}' up to version {FORMAT_VERSION} (upgrade lowlat)",
-                    parsed.format,
-                    parsed.format_version
-                );
-            }
-            manifest = Some(parsed);
+            manifest = Some(Manifest::from_json(&text)?);
             continue;
         }
         let relative = safe_relative(&name)?;
@@ -287,7 +316,7 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let file = out.path().join("snap.lowlat");
         let manifest = write(&root, &file).unwrap();
-        assert_eq!(manifest.host, "box1");
+        assert_eq!(manifest.header.host, "box1");
         assert_eq!(manifest.files, 1);
 
         let (opened, read_back) = open(&file).unwrap();

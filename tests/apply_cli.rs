@@ -94,7 +94,8 @@ fn apply_verify_revert_round_trip() {
         ));
     let json = m.lowlat(&["verify", "--json"]).assert().code(1);
     let doc: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["kind"], "verify");
     assert_eq!(doc["plan"], "/etc/lowlat/plan.json");
     assert!(doc["summary"]["pending_reboot"].as_u64().unwrap() > 5);
     assert!(
@@ -199,7 +200,7 @@ fn bad_plans_are_refused_naming_the_file() {
     let text = std::fs::read_to_string(m.plan()).unwrap();
     let cases = [
         (
-            text.replace("\"schema_version\": 1", "\"schema_version\": 99"),
+            text.replace("\"schema_version\": 2", "\"schema_version\": 99"),
             "schema_version 99",
         ),
         ("{ not json".to_string(), "not a lowlat plan"),
@@ -224,6 +225,67 @@ fn bad_plans_are_refused_naming_the_file() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no installed plan"));
+}
+
+/// A document written by lowlat 0.1.0 before the document envelope (schema 1), kept under
+/// tests/fixtures/schema1/.
+fn schema1(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/schema1")
+        .join(name)
+}
+
+#[test]
+fn schema_1_plans_and_journals_still_load() {
+    let m = Machine::new("kvm-guest-2vcpu");
+    let plan = schema1("plan-kvm-guest-2vcpu.json");
+    m.lowlat(&["apply", "--yes", "--plan"])
+        .arg(&plan)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "applied       sysctl:kernel.watchdog_cpumask",
+        ));
+    let verified = m.lowlat(&["verify", "--plan"]).arg(&plan).output().unwrap();
+    assert_ne!(verified.status.code(), Some(2), "{verified:?}");
+    assert!(
+        String::from_utf8_lossy(&verified.stdout)
+            .contains("ok              sysctl:kernel.watchdog_cpumask"),
+        "{verified:?}"
+    );
+    // The schema-1 journal was written by applying the same plan to the same fixture: it
+    // holds the same prior values, so reverting it gives the pristine tree back.
+    std::fs::copy(
+        schema1("journal-kvm-guest-2vcpu.jsonl"),
+        m.root().join("var/lib/lowlat/journal.jsonl"),
+    )
+    .unwrap();
+    m.lowlat(&["revert"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("restored"));
+    m.untouched("revert of a schema-1 journal");
+}
+
+#[test]
+fn documents_carry_the_envelope() {
+    let m = Machine::new("kvm-guest-2vcpu");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(m.plan()).unwrap()).unwrap();
+    assert_eq!(plan["schema_version"], 2);
+    assert_eq!(plan["kind"], "plan");
+    assert_eq!(plan["tool"]["name"], "lowlat");
+    assert_eq!(plan["host"], "vm");
+    assert!(plan["created"].as_str().unwrap().ends_with('Z'));
+    m.apply(&["--yes"]).assert().code(0);
+    let journal = std::fs::read_to_string(m.root().join("var/lib/lowlat/journal.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+    let header = &first["entry"]["record"]["header"];
+    assert_eq!(header["schema_version"], 2);
+    assert_eq!(header["kind"], "journal");
+    assert_eq!(header["host"], "vm");
+    m.lowlat(&["revert"]).assert().code(0);
+    m.untouched("revert");
 }
 
 #[test]

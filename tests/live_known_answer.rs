@@ -110,7 +110,7 @@ fn injected_spins_show_as_interruptions() {
         return;
     }
     let doc = jitter("3s", &["--inject", "10:500"]);
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     let cpu = &doc["result"]["cpus"][0];
     let rate = cpu["per_second"].as_f64().unwrap();
     let median = cpu["stats_ns"]["median"].as_u64().unwrap();

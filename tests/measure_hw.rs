@@ -48,8 +48,8 @@ fn membw_validates_and_warns_below_the_rule() {
     let doc = json(&[
         "measure", "membw", "--size", "8M", "--ntimes", "3", "--json",
     ]);
-    assert_eq!(doc["schema_version"], 1);
-    assert_eq!(doc["engine"], "membw");
+    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["kind"], "measure-membw");
     assert_eq!(doc["result"]["interrupted"], false);
     assert!(doc["result"]["method"].as_str().unwrap().contains("STREAM"));
     assert!(

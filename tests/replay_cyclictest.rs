@@ -3,7 +3,7 @@
 
 use lowlat::machine::Warnings;
 use lowlat::measure::timer::cyclic::CyclicStats;
-use lowlat::results::cyclictest::{ThreadLabel, histogram_block, parse_verbose, thread_line};
+use lowlat::report::peer::cyclictest::{ThreadLabel, histogram_block, parse_verbose, thread_line};
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -20,8 +20,8 @@ fn round_trip(root: SysRoot) {
         inventory::render_text(&captured),
         inventory::render_text(&replayed)
     );
-    let a = serde_json::to_value(inventory::document(&captured)).unwrap();
-    let b = serde_json::to_value(inventory::document(&replayed)).unwrap();
+    let a = serde_json::to_value(inventory::document(&captured).body).unwrap();
+    let b = serde_json::to_value(inventory::document(&replayed).body).unwrap();
     if a != b {
         let mut differences = Vec::new();
         diff("", &a, &b, &mut differences);
@@ -43,6 +43,39 @@ fn a_snapshot_of_every_fixture_gives_the_same_inventory() {
     for entry in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
         round_trip(SysRoot::dir(entry.path()));
     }
+}
+
+#[test]
+fn a_schema_1_snapshot_still_opens() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let file = fixtures.join("schema1/snapshot-kvm-guest-2vcpu.lowlat");
+    let (opened, manifest) = snapshot::open(&file).unwrap();
+    assert_eq!(manifest.header.schema_version, 1);
+    assert_eq!(manifest.header.host, "vm");
+    assert_eq!(manifest.header.tool.version, "0.1.0");
+    assert!(manifest.header.created.starts_with("20"));
+    let original = Machine::read(&SysRoot::dir(fixtures.join("machines/kvm-guest-2vcpu")));
+    assert_eq!(
+        inventory::render_text(&Machine::read(&opened)),
+        inventory::render_text(&original)
+    );
+}
+
+#[test]
+fn a_snapshot_manifest_is_a_snapshot_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("machine.lowlat");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines/kvm-guest-2vcpu");
+    let root = SysRoot::dir(fixture).recording();
+    Machine::read(&root);
+    let written = snapshot::write(&root, &file).unwrap();
+    let json = serde_json::to_value(&written).unwrap();
+    assert_eq!(json["schema_version"], 2);
+    assert_eq!(json["kind"], "snapshot");
+    assert_eq!(json["tool"]["name"], "lowlat");
+    assert_eq!(json["host"], "vm");
+    assert_eq!(snapshot::open(&file).unwrap().1, written);
 }
 
 /// The JSON paths where two documents differ (at most 10).

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+use crate::document::{self, Header, Kind, Layout, LayoutError};
 use crate::machine::CpuSet;
 use crate::sysroot::{ReadError, SysRoot, WriteError};
 
@@ -25,9 +26,6 @@ pub const JOURNAL_PATH: &str = "/var/lib/lowlat/journal.jsonl";
 
 /// The directory of the journal and the lock.
 pub const STATE_DIR: &str = "/var/lib/lowlat";
-
-/// Layout version of the journal's records; raised when a record changes meaning.
-pub const JOURNAL_VERSION: u32 = 1;
 
 /// The bytes of a file or knob: as text when they are UTF-8, else as hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,23 +86,71 @@ pub struct PriorFile {
     pub gid: u32,
 }
 
+/// The identity of an apply in its `begin` record: the journal's document envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BeginStamp {
+    /// Schema 2 on: the envelope every lowlat document carries, under `header`.
+    Envelope {
+        /// The envelope, of kind `journal`.
+        header: Header,
+    },
+    /// Schema 1, as the first journals wrote it (read back so that revert still works).
+    BeforeEnvelope {
+        /// Layout version of the records (1).
+        journal_version: u32,
+        /// The lowlat version that applied.
+        lowlat_version: String,
+        /// When, as an RFC 3339 UTC timestamp.
+        time: String,
+        /// The host name.
+        host: String,
+    },
+}
+
+impl BeginStamp {
+    /// The stamp of an apply starting now on `host`.
+    pub fn now(host: impl Into<String>) -> Self {
+        BeginStamp::Envelope {
+            header: Header::new(Kind::Journal, host),
+        }
+    }
+
+    /// When the apply started, RFC 3339 UTC.
+    pub fn created(&self) -> &str {
+        match self {
+            BeginStamp::Envelope { header } => &header.created,
+            BeginStamp::BeforeEnvelope { time, .. } => time,
+        }
+    }
+
+    /// Whether this lowlat reads the records that follow.
+    pub fn layout(&self) -> Result<Layout, LayoutError> {
+        match self {
+            BeginStamp::Envelope { header } => document::layout_of(
+                Some(header.schema_version),
+                Some(&header.kind.to_string()),
+                Kind::Journal,
+            ),
+            BeginStamp::BeforeEnvelope {
+                journal_version, ..
+            } => document::layout_of(Some(*journal_version), None, Kind::Journal),
+        }
+    }
+}
+
 /// One journal record: the start of an apply, or the prior state of one thing about to change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Record {
     /// An apply started; the records up to the next `begin` belong to it.
     Begin {
-        /// [`JOURNAL_VERSION`] of the writer.
-        journal_version: u32,
-        /// The lowlat version that applied.
-        lowlat_version: String,
-        /// When, as an RFC 3339 UTC timestamp.
-        time: String,
+        /// Which lowlat applied, when, on which host, in which layout.
+        #[serde(flatten)]
+        stamp: BeginStamp,
         /// `/proc/sys/kernel/random/boot_id` at the time: run-time records of another boot
         /// describe a kernel state that no longer exists, and revert skips them.
         boot_id: Option<String>,
-        /// The host name.
-        host: String,
         /// The plan file applied.
         plan: String,
         /// Directories created for the journal itself (outermost first), removed by revert.
@@ -329,27 +375,17 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
         }
     }
     match journal.entries.first() {
-        None
-        | Some(Entry {
-            record:
-                Record::Begin {
-                    journal_version: JOURNAL_VERSION,
-                    ..
-                },
-            ..
-        }) => {}
+        None => {}
         Some(Entry {
-            record: Record::Begin {
-                journal_version, ..
-            },
+            record: Record::Begin { stamp, .. },
             ..
         }) => {
-            return Err(damaged(
-                1,
-                format!(
-                    "written with journal version {journal_version}, this lowlat reads {JOURNAL_VERSION}; revert with the lowlat that applied"
-                ),
-            ));
+            if let Err(e) = stamp.layout() {
+                return Err(damaged(
+                    1,
+                    format!("{e}; revert with the lowlat that applied"),
+                ));
+            }
         }
         Some(first) => {
             return Err(damaged(
@@ -446,11 +482,8 @@ mod tests {
 
     fn begin() -> Record {
         Record::Begin {
-            journal_version: JOURNAL_VERSION,
-            lowlat_version: "0.1.0".into(),
-            time: "2026-01-01T00:00:00Z".into(),
+            stamp: BeginStamp::now("h"),
             boot_id: Some("b".into()),
-            host: "h".into(),
             plan: "/p.json".into(),
             created_dirs: vec![],
         }
@@ -548,15 +581,16 @@ mod tests {
         assert!(err.contains("j:1: the journal does not start"), "{err}");
         let mut future = begin();
         if let Record::Begin {
-            journal_version, ..
+            stamp: BeginStamp::Envelope { header },
+            ..
         } = &mut future
         {
-            *journal_version = 99;
+            header.schema_version = 99;
         }
         let err = parse(text(&[future]).as_bytes(), "j")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("journal version 99"), "{err}");
+        assert!(err.contains("schema_version 99"), "{err}");
         assert!(parse(b"", "j").unwrap().entries.is_empty());
         let err = parse(b"garbage\n", "j").unwrap_err().to_string();
         assert!(err.starts_with("j:1: does not start"), "{err}");

@@ -24,12 +24,13 @@ pub mod verify;
 
 use serde::Serialize;
 
+use crate::document;
 use crate::machine::Machine;
 use crate::plan::setting::{Layer, Setting};
 use crate::plan::{Plan, systemd};
 use appliers::{Expansion, boot};
 use change::{ChangeError, Ctx, FollowUps, run_follow_ups};
-use journal::{Record, Writer};
+use journal::{BeginStamp, Record, Writer};
 
 /// Which part of a plan to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -348,17 +349,8 @@ impl Steps {
 /// The `begin` record of an apply.
 pub fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
     Record::Begin {
-        journal_version: journal::JOURNAL_VERSION,
-        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
-        time: jiff::Timestamp::now().to_string(),
+        stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
-        host: ctx
-            .machine
-            .kernel
-            .hostname
-            .get()
-            .cloned()
-            .unwrap_or_else(|| "unknown".into()),
         plan: plan_path.to_string(),
         created_dirs: created_dirs.to_vec(),
     }

@@ -83,7 +83,7 @@ impl RevertReport {
 /// A short description of what a record restores.
 fn describe(record: &Record) -> String {
     match record {
-        Record::Begin { time, plan, .. } => format!("apply of {plan} at {time}"),
+        Record::Begin { stamp, plan, .. } => format!("apply of {plan} at {}", stamp.created()),
         Record::Knob { path, restore, .. } => format!("{path} = {restore}"),
         Record::File {
             path, prior: None, ..

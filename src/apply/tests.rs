@@ -218,7 +218,7 @@ fn the_knobs_get_the_planned_values() {
     assert!(
         root.read("/etc/lowlat/plan.json")
             .unwrap()
-            .contains("\"schema_version\": 1")
+            .contains("\"kind\": \"plan\"")
     );
     assert_eq!(
         root.metadata("/etc/lowlat/plan.json")

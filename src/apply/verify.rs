@@ -8,11 +8,9 @@ use serde::Serialize;
 
 use super::appliers::{self, Expansion, boot};
 use super::change::{ChangeError, Ctx};
+use crate::document::{Document, Kind};
 use crate::plan::Plan;
 use crate::plan::setting::{Layer, Setting};
-
-/// Layout version of the `--json` document.
-pub const VERIFY_SCHEMA_VERSION: u32 = 1;
 
 /// The verdict on one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,13 +67,9 @@ pub struct Summary {
     pub unsupported: usize,
 }
 
-/// The whole verification (the `--json` document).
+/// The whole verification (the body of the `--json` document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
-    /// [`VERIFY_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The lowlat version that verified.
-    pub lowlat_version: String,
     /// The plan file checked against.
     pub plan: String,
     /// Counts per verdict.
@@ -88,6 +82,11 @@ impl Report {
     /// Whether some setting drifted.
     pub fn drifted(&self) -> bool {
         self.summary.drift > 0
+    }
+
+    /// The `--json` document about `host`: the report in the document envelope.
+    pub fn to_json(&self, host: String) -> Result<String, serde_json::Error> {
+        Document::new(Kind::Verify, host, self).to_json()
     }
 }
 
@@ -104,8 +103,6 @@ pub fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
         }
     }
     Report {
-        schema_version: VERIFY_SCHEMA_VERSION,
-        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
         plan: plan_path.to_string(),
         summary,
         checks,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::Cli;
 use super::measure::{live_root, parse_cpus, parse_duration, print};
+use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
 use crate::measure::env::{self, Environment};
 use crate::measure::harness::{self, StopFlag};
@@ -18,8 +19,8 @@ use crate::measure::inject::InjectSpec;
 use crate::measure::memory::MemoryBudget;
 use crate::measure::place::{self, CpuPlace};
 use crate::measure::session::{CpuLoop, Plan, check_cpus};
-use crate::results::Document;
-use crate::results::measured::Measured;
+use crate::report::measure::document as measure_document;
+use crate::report::measure::header::{Measured, ResultHeader};
 use crate::sysroot::SysRoot;
 
 /// Flags every hardware engine takes.
@@ -81,12 +82,13 @@ impl LoopArgs {
 /// Prints a loop engine's result as the versioned JSON document, with the environment the
 /// run captured.
 pub fn print_document<T: Serialize>(
-    engine: &'static str,
+    kind: Kind,
+    root: &SysRoot,
     environment: &Environment,
     result: T,
 ) -> Result<()> {
-    let doc = Document::new(engine, environment.clone(), result);
-    print(&(serde_json::to_string_pretty(&doc)? + "\n"))
+    let doc = measure_document(kind, document::host_name(root), environment.clone(), result);
+    print(&doc.to_json()?)
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
@@ -186,7 +188,7 @@ impl Session {
     pub fn emit<T: Serialize>(
         &self,
         json: bool,
-        engine: &'static str,
+        kind: Kind,
         method: &'static str,
         warnings: &[String],
         result: &T,
@@ -195,14 +197,20 @@ impl Session {
         let interrupted = harness::interrupted() || self.stop.is_stopped();
         let mut out = std::io::stdout().lock();
         if json {
-            let figures = Measured {
-                method,
-                interrupted,
-                warnings,
+            let measured = Measured {
+                header: ResultHeader {
+                    method,
+                    interrupted,
+                    warnings: warnings.to_vec(),
+                    priority: None,
+                    measured_cpus: self.cpus().into_iter().collect(),
+                },
                 figures: result,
             };
-            let doc = Document::new(engine, env::capture(&self.root, &self.cpus()), figures);
-            writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+            let environment = env::capture(&self.root, &self.cpus());
+            let doc =
+                measure_document(kind, document::host_name(&self.root), environment, measured);
+            out.write_all(doc.to_json()?.as_bytes())?;
         } else {
             out.write_all(text().as_bytes())?;
             for w in warnings {

@@ -7,13 +7,15 @@ use clap::Args;
 use super::exit;
 use super::measure::print;
 use super::measure_common::{CommonArgs, Session};
+use crate::document::Kind;
 use crate::measure::c2c::{self, C2cReport, PingPongConfig};
 use crate::measure::freq::{self, FreqConfig};
 use crate::measure::harness;
 use crate::measure::place;
 use crate::measure::progress::Progress;
 use crate::measure::wakeup::{self, WakeConfig};
-use crate::report::hardware;
+use crate::report::matrix;
+use crate::report::measure::hardware;
 
 /// Locks memory for the pair engines, whose threads must not page-fault mid-sample; returns
 /// the warning to show when that is not permitted.
@@ -76,12 +78,12 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         run,
     };
     if args.csv {
-        print(&report.run.matrix_mean_ns.to_csv())?;
+        print(&matrix::csv(&report.run.matrix_mean_ns))?;
         return Ok(exit::OK);
     }
     session.emit(
         args.common.json,
-        "c2c",
+        Kind::MeasureC2c,
         "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
          latency = half a round trip, per sample of round trips timed with CLOCK_MONOTONIC",
         &warnings,
@@ -132,13 +134,13 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let run = wakeup::run(&session.cpus(), config, &session.stop, &mut progress)?;
     progress.finish();
     if args.csv {
-        print(&run.matrix_median_ns.to_csv())?;
+        print(&matrix::csv(&run.matrix_median_ns))?;
         return Ok(exit::OK);
     }
     let breaks = place::group_breaks(&session.places);
     session.emit(
         args.common.json,
-        "wakeup",
+        Kind::MeasureWakeup,
         "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read from \
          CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are dropped",
         &warnings,
@@ -196,7 +198,7 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     progress.finish();
     session.emit(
         args.common.json,
-        "freq",
+        Kind::MeasureFreq,
         "a chain of dependent register adds (one cycle each) timed with CLOCK_MONOTONIC_RAW; \
          APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is readable",
         &[],

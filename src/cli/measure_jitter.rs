@@ -6,8 +6,10 @@ use clap::{Args, ValueEnum};
 use super::measure::{live_root, parse_positive, parse_priority, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
 use super::{Cli, exit};
+use crate::document::Kind;
 use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
-use crate::results::{jitter as printers, oslat, sysjitter};
+use crate::report::measure::jitter as printers;
+use crate::report::peer::{oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.
 #[derive(Debug, Args)]
@@ -76,9 +78,12 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         JitterFormat::Table => print(&printers::table(&run))?,
         JitterFormat::Sysjitter => print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?,
         JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
-        JitterFormat::Json => {
-            print_document("jitter", &run.session.environment, printers::result(&run))?
-        }
+        JitterFormat::Json => print_document(
+            Kind::MeasureJitter,
+            &root,
+            &run.session.environment,
+            printers::result(&run),
+        )?,
     }
     let mut code = exit::OK;
     for cpu in &run.session.cpus {

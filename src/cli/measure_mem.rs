@@ -7,6 +7,7 @@ use clap::Args;
 use super::exit;
 use super::measure::{parse_cpus, parse_size};
 use super::measure_common::{CommonArgs, Session};
+use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::harness::StopFlag;
@@ -19,8 +20,8 @@ use crate::measure::memory::{MemoryBudget, check_node};
 use crate::measure::place::{self, CpuPlace};
 use crate::measure::progress::{Progress, should_stop};
 use crate::measure::region::Backing;
-use crate::report::hardware;
-use crate::report::units::bytes;
+use crate::report::measure::hardware;
+use crate::units::bytes;
 
 /// Options of `lowlat measure membw`.
 #[derive(Debug, Args)]
@@ -376,7 +377,7 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
             .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
     session.emit(
         args.common.json,
-        "membw",
+        Kind::MeasureMembw,
         "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best rate \
          after the first iteration, MB = 10^6 bytes, STREAM byte counting",
         &warnings,
@@ -518,7 +519,7 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let report = MemlatReport { curve, node_matrix };
     session.emit(
         args.common.json,
-        "memlat",
+        Kind::MeasureMemlat,
         "dependent pointer chase over a random single cycle, one pointer per stride, windows \
          and the lines within them in random order; ns per load over samples after a warm-up",
         &[],

@@ -6,9 +6,10 @@ use clap::{Args, ValueEnum};
 use super::measure::{live_root, parse_positive, parse_priority, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
 use super::{Cli, exit};
+use crate::document::Kind;
 use crate::measure::timer::cyclic::MAX_BUCKETS;
 use crate::measure::timer::{self, DEFAULT_PRIORITY, TimerRequest};
-use crate::results::timer as printers;
+use crate::report::measure::timer as printers;
 
 /// Options of `lowlat measure timer`.
 #[derive(Debug, Args)]
@@ -102,9 +103,12 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     match format {
         TimerFormat::Table => print(&printers::table(&run))?,
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
-        TimerFormat::Json => {
-            print_document("timer", &run.session.environment, printers::result(&run))?
-        }
+        TimerFormat::Json => print_document(
+            Kind::MeasureTimer,
+            &root,
+            &run.session.environment,
+            printers::result(&run),
+        )?,
     }
     let mut code = exit::OK;
     for cpu in &run.session.cpus {

@@ -9,7 +9,8 @@ use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::partition::PartitionRequest;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, artifacts, findings, summary, write};
+use crate::plan::{self, artifacts, findings, write};
+use crate::report::plan::{diff, summary};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -168,8 +169,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     if args.json {
         stdout.write_all(plan.to_json().as_bytes())?;
     } else if args.diff {
-        stdout
-            .write_all(plan::diff::render(&plan::diff::diff(&plan, &machine, &root)).as_bytes())?;
+        stdout.write_all(diff::render(&diff::diff(&plan, &machine, &root)).as_bytes())?;
     } else if args.out.is_none() {
         stdout.write_all(summary::render(&plan, &machine.topology).as_bytes())?;
     }

@@ -52,7 +52,7 @@ pub fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
         output.display(),
         manifest.files,
         manifest.bytes.div_ceil(1024),
-        manifest.host,
+        manifest.header.host,
         machine.warnings.len()
     );
     Ok(exit::OK)
@@ -75,8 +75,8 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
     eprintln!(
         "lowlat: extracted {} files of host {} (captured {}) into {}",
         manifest.files,
-        manifest.host,
-        manifest.captured_at,
+        manifest.header.host,
+        manifest.header.created,
         dir.display()
     );
     Ok(exit::OK)

@@ -9,6 +9,7 @@ use super::{Cli, exit};
 use crate::apply::change::Ctx;
 use crate::apply::command::SystemRunner;
 use crate::apply::verify::verify;
+use crate::document;
 use crate::machine::Machine;
 use crate::plan::{Plan, systemd};
 use crate::report::apply::render_verify;
@@ -60,8 +61,7 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let report = verify(&ctx, &plan, &shown);
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &report).map_err(std::io::Error::from)?;
-        writeln!(stdout)?;
+        stdout.write_all(report.to_json(document::host_name(&root))?.as_bytes())?;
     } else {
         stdout.write_all(render_verify(&report).as_bytes())?;
     }

@@ -282,7 +282,7 @@ pub fn run(
                     }
                     progress.step(&format!(
                         "{} on CPU {}",
-                        crate::report::units::bytes(size),
+                        crate::units::bytes(size),
                         config.cpu
                     ));
                     points.extend(measure_size(config, &region, size as usize, &mut rng));

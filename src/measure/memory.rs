@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::machine::Avail;
 use crate::machine::kernel::{Hugepages, Meminfo};
 use crate::machine::topology::NumaNode;
-use crate::report::units::bytes;
+use crate::units::bytes;
 
 /// The system memory file.
 const MEMINFO: &str = "/proc/meminfo";

@@ -27,7 +27,6 @@
 //! except that their command-line values are written as whole arguments like the plan's.
 
 pub mod artifacts;
-pub mod diff;
 pub mod findings;
 pub mod irq_plan;
 pub mod irqbalance;
@@ -36,7 +35,6 @@ pub mod kthread_plan;
 pub mod partition;
 pub mod request;
 pub mod setting;
-pub mod summary;
 pub mod sysctl;
 pub mod systemd;
 pub mod tuned;
@@ -44,13 +42,11 @@ pub mod write;
 
 use serde::{Deserialize, Serialize};
 
+use crate::document::{self, Document, Kind, Layout, LayoutError};
 use crate::machine::{CpuSet, Machine};
 use partition::{Partition, PartitionError};
 use request::{PlanOptions, PlanRequest, Profile};
 use setting::{Layer, Setting};
-
-/// Version of the plan.json layout; raised when a field changes meaning or is removed.
-pub const PLAN_SCHEMA_VERSION: u32 = 1;
 
 /// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
 /// machine it runs on.
@@ -103,14 +99,15 @@ pub struct Unmovable {
     pub reason: String,
 }
 
-/// A plan: the desired state of one machine. Serialized as plan.json, the input of
-/// `lowlat apply`.
+/// A plan: the desired state of one machine. Serialized as the body of plan.json (in the
+/// [`document`] envelope), the input of `lowlat apply`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
-    /// Layout version of plan.json ([`PLAN_SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// The lowlat version that made the plan.
-    pub lowlat_version: String,
+    /// When the plan was made (RFC 3339, UTC): the `created` of its plan.json, so that the
+    /// same plan always serialises to the same bytes. `None` for a schema-1 plan.json, which
+    /// did not record it.
+    #[serde(skip)]
+    pub created: Option<String>,
     /// The machine the plan was made for.
     pub target: Target,
     /// The workload profile.
@@ -150,37 +147,36 @@ pub enum PlanReadError {
     /// Not JSON, or not a plan.
     #[error("not a lowlat plan: {0}")]
     Json(#[from] serde_json::Error),
-    /// Written by a lowlat with another layout.
-    #[error(
-        "plan.json has schema_version {found}, this lowlat reads {PLAN_SCHEMA_VERSION}; make the plan again with this lowlat"
-    )]
-    Version {
-        /// The version found.
-        found: u32,
-    },
+    /// Written by a lowlat with another layout, or another kind of document.
+    #[error("{0}; make the plan again with this lowlat")]
+    Layout(LayoutError),
 }
 
 impl Plan {
-    /// plan.json, pretty-printed, with a final newline.
+    /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
-        text
+        let mut doc = Document::new(Kind::Plan, self.target.host.clone(), self);
+        if let Some(created) = &self.created {
+            doc.header.created.clone_from(created);
+        }
+        doc.to_json().unwrap_or_default()
     }
 
-    /// Reads plan.json, checking its layout version.
+    /// Reads plan.json, checking its layout version. Schema 1 (before the envelope) carries
+    /// the same fields beside `schema_version` and `lowlat_version`, which are not kept.
     pub fn from_json(text: &str) -> Result<Plan, PlanReadError> {
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: u32,
+        match document::layout(text, Kind::Plan) {
+            Ok(Layout::BeforeEnvelope) => Ok(serde_json::from_str(text)?),
+            Ok(Layout::Envelope) => {
+                let doc: Document<Plan> = serde_json::from_str(text)?;
+                Ok(Plan {
+                    created: Some(doc.header.created),
+                    ..doc.body
+                })
+            }
+            Err(LayoutError::Json(e)) => Err(PlanReadError::Json(e)),
+            Err(e) => Err(PlanReadError::Layout(e)),
         }
-        let version: Version = serde_json::from_str(text)?;
-        if version.schema_version != PLAN_SCHEMA_VERSION {
-            return Err(PlanReadError::Version {
-                found: version.schema_version,
-            });
-        }
-        Ok(serde_json::from_str(text)?)
     }
 
     /// The settings of one layer.
@@ -313,8 +309,7 @@ pub fn build(
         request.options.allow_security_tradeoffs,
     );
     let mut plan = Plan {
-        schema_version: PLAN_SCHEMA_VERSION,
-        lowlat_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: Some(document::now()),
         target: Target::of(machine),
         profile: request.profile,
         options: request.options.clone(),

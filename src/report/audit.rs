@@ -7,23 +7,17 @@ use std::fmt::Write;
 use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
+use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
 use crate::plan::setting::{Layer, Setting};
-use crate::report::inventory::Tool;
-
-/// Version of the audit JSON document; raised when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
+use crate::report::host;
 
 /// Detail lines shown per finding in the terminal (the JSON has them all).
 const DETAIL_LINES: usize = 8;
 
-/// The audit JSON document.
+/// The body of the audit JSON document.
 #[derive(Debug, Serialize)]
-pub struct AuditDocument<'a> {
-    /// Version of this document's layout ([`SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// The lowlat that wrote it.
-    pub tool: Tool,
+pub struct AuditBody<'a> {
     /// Which machine was audited.
     pub machine: MachineIdentity,
     /// The profile.
@@ -123,17 +117,16 @@ pub fn document<'a>(
     machine: &'a Machine,
     audit: &'a Audit,
     info: &ProfileInfo,
-) -> AuditDocument<'a> {
-    AuditDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
+) -> Document<AuditBody<'a>> {
+    let body = AuditBody {
         machine: MachineIdentity::of(machine),
         profile: info.into(),
         partition: &audit.partition,
         counts: audit.counts(),
         findings: &audit.findings,
         warnings: &machine.warnings,
-    }
+    };
+    Document::new(Kind::Audit, host(machine), body)
 }
 
 /// How a layer is headed in the report.

@@ -3,50 +3,22 @@
 use serde::Serialize;
 use std::fmt::Write;
 
+use crate::document::{Document, Kind};
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
-use crate::report::units::{bytes, kib, plural};
+use crate::report::host;
+use crate::units::{bytes, kib, plural};
 
-/// Version of the inventory JSON document; raised when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// The inventory JSON document.
+/// The body of the inventory JSON document.
 #[derive(Debug, Serialize)]
-pub struct InventoryDocument<'a> {
-    /// Version of this document's layout ([`SCHEMA_VERSION`]).
-    pub schema_version: u32,
-    /// The lowlat that wrote it.
-    pub tool: Tool,
+pub struct InventoryBody<'a> {
     /// The machine model.
     pub machine: &'a Machine,
 }
 
-/// The program that wrote a document.
-#[derive(Debug, Serialize)]
-pub struct Tool {
-    /// Always `lowlat`.
-    pub name: &'static str,
-    /// Its version.
-    pub version: &'static str,
-}
-
-impl Tool {
-    /// This lowlat.
-    pub fn this() -> Self {
-        Self {
-            name: "lowlat",
-            version: env!("CARGO_PKG_VERSION"),
-        }
-    }
-}
-
 /// The JSON document for `machine`.
-pub fn document(machine: &Machine) -> InventoryDocument<'_> {
-    InventoryDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
-        machine,
-    }
+pub fn document(machine: &Machine) -> Document<InventoryBody<'_>> {
+    Document::new(Kind::Inventory, host(machine), InventoryBody { machine })
 }
 
 /// Width of the label column of the summary.

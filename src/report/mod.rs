@@ -1,7 +1,25 @@
-//! Human and machine renderings of lowlat's results.
+//! Every rendering of lowlat's results, for people and for programs: terminal printers, the
+//! JSON documents' bodies (in the [`crate::document`] envelope), the peers' formats and the
+//! plan's summary and diff. Report reads the layers below it (machine, audit, plan, apply,
+//! measure); nothing below imports it.
 
 pub mod apply;
 pub mod audit;
-pub mod hardware;
 pub mod inventory;
-pub mod units;
+pub mod matrix;
+pub mod measure;
+pub mod peer;
+pub mod plan;
+
+use crate::document::UNKNOWN_HOST;
+use crate::machine::Machine;
+
+/// The `host` of a document about `machine`: its host name, or `unknown`.
+pub fn host(machine: &Machine) -> String {
+    machine
+        .kernel
+        .hostname
+        .get()
+        .cloned()
+        .unwrap_or_else(|| UNKNOWN_HOST.to_string())
+}

@@ -688,7 +688,7 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
     let observed = pools
         .iter()
-        .map(|(size, total)| format!("{total} × {}", crate::report::units::kib(*size)))
+        .map(|(size, total)| format!("{total} × {}", crate::units::kib(*size)))
         .collect::<Vec<_>>()
         .join(", ");
     let ok = pools

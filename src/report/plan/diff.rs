@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
-use super::Plan;
-use super::setting::{Layer, Setting};
-use super::{irq_plan, kernel_cmdline};
 use crate::machine::power::{BoostState, ResumeLatency};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
+use crate::plan::Plan;
+use crate::plan::setting::{Layer, Setting};
+use crate::plan::{irq_plan, kernel_cmdline};
 use crate::sysroot::{ReadError, SysRoot};
 
 /// The value of a knob on the machine now.

@@ -10,7 +10,8 @@ use crate::measure::membw::{MembwReport, StreamRun};
 use crate::measure::memlat::{ChaseRun, MemlatReport};
 use crate::measure::summary::Summary;
 use crate::measure::wakeup::WakeupRun;
-use crate::report::units::bytes;
+use crate::report::matrix;
+use crate::units::bytes;
 
 /// A CPU list written compactly (`0,4,1,5`), shortened after 16 CPUs.
 fn cpu_list(cpus: &[u32]) -> String {
@@ -110,7 +111,7 @@ pub fn membw_text(report: &MembwReport) -> String {
             out,
             "\nTriad best rate, MB/s: rows = CPUs (one per core) of node, columns = memory of node"
         );
-        out.push_str(&matrix.triad_best_mb_per_s.render(0, &[]));
+        out.push_str(&matrix::table(&matrix.triad_best_mb_per_s, 0, &[]));
         if let Some(bad) = matrix.runs.iter().find(|r| !r.run.validation.validated) {
             let _ = writeln!(
                 out,
@@ -200,7 +201,7 @@ pub fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
             "\nIdle latency at {}, median ns: rows = CPU node, columns = memory node",
             bytes(matrix.size_bytes)
         );
-        out.push_str(&matrix.median_ns.render(1, &[]));
+        out.push_str(&matrix::table(&matrix.median_ns, 1, &[]));
     }
     out
 }
@@ -215,7 +216,7 @@ pub fn c2c_text(report: &C2cReport) -> String {
          samples per pair); CPUs in locality order, | between L3 groups",
         run.config.round_trips, run.config.samples
     );
-    out.push_str(&run.matrix_mean_ns.render(1, &report.group_breaks));
+    out.push_str(&matrix::table(&run.matrix_mean_ns, 1, &report.group_breaks));
     if !report.by_class.is_empty() {
         let _ = writeln!(out, "\nBy relation:");
         for c in &report.by_class {
@@ -266,7 +267,7 @@ pub fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
             .fifo_priority
             .map_or(String::new(), |p| format!(", SCHED_FIFO {p}"))
     );
-    out.push_str(&run.matrix_median_ns.render(0, breaks));
+    out.push_str(&matrix::table(&run.matrix_median_ns, 0, breaks));
     let medians: Vec<f64> = run.pairs.iter().map(|p| p.latency_ns.median).collect();
     if let Some(s) = Summary::of(&medians) {
         let _ = writeln!(

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::Plan;
-use super::setting::Layer;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
+use crate::plan::Plan;
+use crate::plan::setting::Layer;
 
 /// Width of the label column.
 const LABEL: usize = 20;

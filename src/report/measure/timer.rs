@@ -1,18 +1,24 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
-use super::cyclictest::{ThreadLabel, histogram_block, thread_line};
-use super::hdr::{HdrJson, to_json};
+use super::header::{Measured, ResultHeader};
 use super::jitter::{aligned, cpu_notes};
-use crate::machine::{CpuSet, Warning};
+use crate::machine::CpuSet;
 use crate::measure::attribution::CpuAttribution;
 use crate::measure::inject::InjectSpec;
 use crate::measure::session::CpuLoop;
 use crate::measure::timer::TimerRun;
 use crate::measure::timer::wakeup::TimerRecord;
+use crate::report::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
+use crate::report::peer::hdr::{HdrJson, to_json};
 use serde::Serialize;
 use std::fmt::Write;
 
-/// `lowlat measure timer` as JSON.
+/// How the timer engine measures, in the result header.
+pub const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
+     (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
+     clock read on waking minus the deadline";
+
+/// `lowlat measure timer` as JSON, after the result header.
 #[derive(Debug, Serialize)]
 pub struct TimerResult {
     /// The period, ns.
@@ -21,10 +27,6 @@ pub struct TimerResult {
     pub duration_ns: u64,
     /// Wall time of the run, ns.
     pub elapsed_ns: u64,
-    /// Whether Ctrl-C cut the run short.
-    pub interrupted: bool,
-    /// SCHED_FIFO priority of the measuring threads (`null`: normal scheduling).
-    pub fifo_priority: Option<u8>,
     /// Why SCHED_FIFO was not used, when it was not.
     pub normal_priority_reason: Option<String>,
     /// CPUs loaded with a hog during the run.
@@ -33,10 +35,10 @@ pub struct TimerResult {
     pub inject: Option<InjectSpec>,
     /// Whether memory was locked (mlockall).
     pub memory_locked: bool,
+    /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
+    pub main_cpus: CpuSet,
     /// One entry per measured CPU.
     pub cpus: Vec<TimerCpuResult>,
-    /// Problems met reading the counters.
-    pub warnings: Vec<Warning>,
 }
 
 /// One measured CPU in the JSON.
@@ -131,18 +133,29 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
     }
 }
 
-/// Builds the JSON result.
-pub fn result(run: &TimerRun) -> TimerResult {
-    TimerResult {
+/// Builds the JSON result: the shared header, then the timer figures.
+pub fn result(run: &TimerRun) -> Measured<TimerResult> {
+    let header = ResultHeader {
+        method: METHOD,
+        interrupted: run.session.interrupted,
+        warnings: run
+            .session
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        priority: run.fifo_priority,
+        measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
+    };
+    let figures = TimerResult {
         interval_ns: run.request.interval_ns,
         duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
         elapsed_ns: run.session.elapsed_ns,
-        interrupted: run.session.interrupted,
-        fifo_priority: run.fifo_priority,
         normal_priority_reason: run.normal_priority_reason.clone(),
         load: run.request.plan.load.clone(),
         inject: run.request.plan.inject,
         memory_locked: run.session.memory_locked,
+        main_cpus: run.session.main_cpus.clone(),
         cpus: run
             .session
             .cpus
@@ -150,8 +163,8 @@ pub fn result(run: &TimerRun) -> TimerResult {
             .enumerate()
             .map(|(slot, cpu)| cpu_result(run, slot, cpu))
             .collect(),
-        warnings: run.session.warnings.clone(),
-    }
+    };
+    Measured { header, figures }
 }
 
 /// cyclictest's output for the run: the histogram block when a histogram was asked for
@@ -182,19 +195,22 @@ pub fn cyclictest(run: &TimerRun) -> String {
 
 /// The plain terminal table: one row per CPU, latencies in µs with ns precision.
 pub fn table(run: &TimerRun) -> String {
-    let result = result(run);
+    let Measured {
+        header,
+        figures: result,
+    } = result(run);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "timer: every {} us for {:.3} s{}, {}",
         result.interval_ns / 1000,
         result.elapsed_ns as f64 / 1e9,
-        if result.interrupted {
+        if header.interrupted {
             " (interrupted by Ctrl-C)"
         } else {
             ""
         },
-        match result.fifo_priority {
+        match header.priority {
             Some(p) => format!("SCHED_FIFO {p}"),
             None => "normal priority".to_string(),
         }

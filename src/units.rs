@@ -1,4 +1,5 @@
-//! Formatting of sizes and other quantities for people.
+//! Formatting of sizes and other quantities for people: shared by every layer that words a
+//! size (audit observations, measure messages, report tables), so it sits at the bottom.
 
 /// Formats a byte count with binary units: `512 B`, `32 KiB`, `16 MiB`, `1.5 GiB`.
 pub fn bytes(value: u64) -> String {

@@ -1,10 +1,8 @@
 //! The jitter result: its JSON form, the plain terminal table, and the bridges to the
 //! sysjitter and oslat printers.
 
-use super::hdr::{HdrJson, to_json};
-use super::oslat::OslatThread;
-use super::sysjitter::{SysjitterCore, raw_file, raw_file_name};
-use crate::machine::{CpuSet, Warning};
+use super::header::{Measured, ResultHeader};
+use crate::machine::CpuSet;
 use crate::measure::attribution::CpuAttribution;
 use crate::measure::inject::InjectSpec;
 use crate::measure::jitter::JitterRun;
@@ -12,10 +10,17 @@ use crate::measure::jitter::busy::BusyRecord;
 use crate::measure::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
 use crate::measure::session::CpuLoop;
 use crate::measure::tsc::{Tsc, ticks_to_ns};
+use crate::report::peer::hdr::{HdrJson, to_json};
+use crate::report::peer::oslat::OslatThread;
+use crate::report::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use serde::Serialize;
 use std::fmt::Write;
 
-/// `lowlat measure jitter` as JSON.
+/// How the jitter engine measures, in the result header.
+pub const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
+     two reads at or above the threshold is one interruption";
+
+/// `lowlat measure jitter` as JSON, after the result header.
 #[derive(Debug, Serialize)]
 pub struct JitterResult {
     /// Gaps at or above this were counted as interruptions, ns.
@@ -24,12 +29,8 @@ pub struct JitterResult {
     pub duration_ns: u64,
     /// Wall time of the run, ns.
     pub elapsed_ns: u64,
-    /// Whether Ctrl-C cut the run short.
-    pub interrupted: bool,
     /// The counter read by the loop and how its frequency was found.
     pub counter: Tsc,
-    /// SCHED_FIFO priority of the measuring threads (`null`: normal scheduling).
-    pub priority: Option<u8>,
     /// CPUs loaded with a hog during the run.
     pub load: CpuSet,
     /// The injector run on each measured CPU, if any.
@@ -40,8 +41,6 @@ pub struct JitterResult {
     pub main_cpus: CpuSet,
     /// One entry per measured CPU.
     pub cpus: Vec<JitterCpu>,
-    /// Problems met reading the counters.
-    pub warnings: Vec<Warning>,
 }
 
 /// One measured CPU in the JSON.
@@ -141,8 +140,8 @@ fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
     gap_stats(&mut ticks)
 }
 
-/// Builds the JSON result.
-pub fn result(run: &JitterRun) -> JitterResult {
+/// Builds the JSON result: the shared header, then the jitter figures.
+pub fn result(run: &JitterRun) -> Measured<JitterResult> {
     let hz = run.tsc.hz;
     let cpus = run
         .session
@@ -196,20 +195,30 @@ pub fn result(run: &JitterRun) -> JitterResult {
             }
         })
         .collect();
-    JitterResult {
+    let header = ResultHeader {
+        method: METHOD,
+        interrupted: run.session.interrupted,
+        warnings: run
+            .session
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        priority: run.request.priority,
+        measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
+    };
+    let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
         duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
         elapsed_ns: run.session.elapsed_ns,
-        interrupted: run.session.interrupted,
         counter: run.tsc,
-        priority: run.request.priority,
         load: run.request.plan.load.clone(),
         inject: run.request.plan.inject,
         memory_locked: run.session.memory_locked,
         main_cpus: run.session.main_cpus.clone(),
         cpus,
-        warnings: run.session.warnings.clone(),
-    }
+    };
+    Measured { header, figures }
 }
 
 /// The sysjitter summary columns of a run.
@@ -278,14 +287,17 @@ pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
 /// The plain terminal table: one row per CPU, all durations in ns, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
 pub fn table(run: &JitterRun) -> String {
-    let result = result(run);
+    let Measured {
+        header,
+        figures: result,
+    } = result(run);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "jitter: threshold {} ns, {:.3} s{}; counter {:.3} MHz ({}){}",
         result.threshold_ns,
         result.elapsed_ns as f64 / 1e9,
-        if result.interrupted {
+        if header.interrupted {
             " (interrupted by Ctrl-C)"
         } else {
             ""

@@ -1,0 +1,309 @@
+//! The envelope of every JSON document lowlat writes: which layout, which kind, which lowlat,
+//! when and on which host; the document's own fields (its body) follow in the same object.
+//!
+//! ```json
+//! { "schema_version": 2, "kind": "plan", "tool": { "name": "lowlat", "version": "0.1.0" },
+//!   "created": "2026-11-23T20:38:25.123Z", "host": "db1", ...body... }
+//! ```
+//!
+//! Each kind has its own layout version ([`Kind::schema_version`]), raised when a field of that
+//! kind changes meaning or goes:
+//!
+//! | kind              | schema_version | written by                     | read back by        |
+//! |-------------------|----------------|--------------------------------|---------------------|
+//! | `inventory`       | 2              | `inventory --json`             |                     |
+//! | `audit`           | 2              | `audit --json`                 |                     |
+//! | `plan`            | 2              | `plan --json`, `plan.json`     | apply, verify       |
+//! | `verify`          | 2              | `verify --json`                |                     |
+//! | `journal`         | 2              | apply (the `begin` record)     | revert              |
+//! | `snapshot`        | 2              | `snapshot` (`manifest.json`)   | `--snapshot FILE`   |
+//! | `measure-jitter`  | 2              | `measure jitter --json`        |                     |
+//! | `measure-timer`   | 2              | `measure timer --json`         |                     |
+//! | `measure-membw`   | 2              | `measure membw --json`         |                     |
+//! | `measure-memlat`  | 2              | `measure memlat --json`        |                     |
+//! | `measure-c2c`     | 2              | `measure c2c --json`           |                     |
+//! | `measure-wakeup`  | 2              | `measure wakeup --json`        |                     |
+//! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//!
+//! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
+//! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
+//! document back it still accepts schema 1 ([`Layout::BeforeEnvelope`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::sysroot::SysRoot;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// The machine model (`lowlat inventory --json`).
+    Inventory,
+    /// Rules checked against the machine (`lowlat audit --json`).
+    Audit,
+    /// The desired state of one machine (plan.json).
+    Plan,
+    /// The machine checked against a plan (`lowlat verify --json`).
+    Verify,
+    /// The `begin` record of an apply journal.
+    Journal,
+    /// The manifest of a snapshot archive.
+    Snapshot,
+    /// Busy-loop gaps (`lowlat measure jitter`).
+    MeasureJitter,
+    /// Absolute-deadline timer wake-ups (`lowlat measure timer`).
+    MeasureTimer,
+    /// STREAM memory bandwidth (`lowlat measure membw`).
+    MeasureMembw,
+    /// Pointer-chase memory latency (`lowlat measure memlat`).
+    MeasureMemlat,
+    /// Core-to-core cache-line round trips (`lowlat measure c2c`).
+    MeasureC2c,
+    /// Cross-core wake-up latency (`lowlat measure wakeup`).
+    MeasureWakeup,
+    /// Effective frequency (`lowlat measure freq`).
+    MeasureFreq,
+}
+
+impl Kind {
+    /// The layout version this lowlat writes for the kind (the table in the module docs).
+    pub fn schema_version(self) -> u32 {
+        match self {
+            Kind::Inventory => 2,
+            Kind::Audit => 2,
+            Kind::Plan => 2,
+            Kind::Verify => 2,
+            Kind::Journal => 2,
+            Kind::Snapshot => 2,
+            Kind::MeasureJitter => 2,
+            Kind::MeasureTimer => 2,
+            Kind::MeasureMembw => 2,
+            Kind::MeasureMemlat => 2,
+            Kind::MeasureC2c => 2,
+            Kind::MeasureWakeup => 2,
+            Kind::MeasureFreq => 2,
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).ok();
+        f.write_str(name.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+    }
+}
+
+/// The program that wrote a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Always `lowlat`.
+    pub name: String,
+    /// Its version (`0.1.0`).
+    pub version: String,
+}
+
+impl Tool {
+    /// This lowlat.
+    pub fn this() -> Self {
+        Self {
+            name: env!("CARGO_PKG_NAME").to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// The fields every document starts with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The layout version of this kind ([`Kind::schema_version`]).
+    pub schema_version: u32,
+    /// What the document is.
+    pub kind: Kind,
+    /// The lowlat that wrote it.
+    pub tool: Tool,
+    /// When it was written: RFC 3339, UTC.
+    pub created: String,
+    /// Host name of the machine it describes (`/proc/sys/kernel/hostname`), or `unknown`.
+    pub host: String,
+}
+
+impl Header {
+    /// The header of a `kind` document about `host`, written now by this lowlat.
+    pub fn new(kind: Kind, host: impl Into<String>) -> Self {
+        Self {
+            schema_version: kind.schema_version(),
+            kind,
+            tool: Tool::this(),
+            created: now(),
+            host: host.into(),
+        }
+    }
+}
+
+/// A document: the [`Header`], then the body's fields, in one JSON object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document<T> {
+    /// Which layout, kind, lowlat, time and host.
+    #[serde(flatten)]
+    pub header: Header,
+    /// The document's own fields.
+    #[serde(flatten)]
+    pub body: T,
+}
+
+impl<T: Serialize> Document<T> {
+    /// Wraps `body` in the envelope of a `kind` document about `host`.
+    pub fn new(kind: Kind, host: impl Into<String>, body: T) -> Self {
+        Self {
+            header: Header::new(kind, host),
+            body,
+        }
+    }
+
+    /// The document as pretty-printed JSON with a final newline.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+}
+
+/// The time now as documents record it: RFC 3339, UTC (`2026-11-23T20:38:25.123456789Z`).
+pub fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+/// The host name under `root` as documents record it: `unknown` when it cannot be read.
+pub fn host_name(root: &SysRoot) -> String {
+    root.read_value("/proc/sys/kernel/hostname")
+        .unwrap_or_else(|_| UNKNOWN_HOST.to_string())
+}
+
+/// The `host` of a document whose machine has no readable host name.
+pub const UNKNOWN_HOST: &str = "unknown";
+
+/// Which layout a document read back has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Schema 1, written before the envelope: no `kind`; identity in kind-specific fields.
+    BeforeEnvelope,
+    /// The envelope, at this lowlat's version of the kind.
+    Envelope,
+}
+
+/// Why a document cannot be read back by this lowlat.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    /// Not JSON, or no object.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A document of another kind.
+    #[error("this is a {found} document, not a {expected} document")]
+    Kind {
+        /// The kind the reader wants.
+        expected: Kind,
+        /// The kind the document says it is.
+        found: String,
+    },
+    /// A layout version this lowlat does not know.
+    #[error(
+        "{kind} document has schema_version {found}, this lowlat reads 1 to {}",
+        kind.schema_version()
+    )]
+    Version {
+        /// The kind read.
+        kind: Kind,
+        /// The version found.
+        found: u32,
+    },
+}
+
+/// Reads the first fields of a `kind` document: which layout the rest has. A document without
+/// `kind` is schema 1 when its `schema_version` is 1 or absent (the snapshot manifest had
+/// none).
+pub fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
+    #[derive(Deserialize)]
+    struct Stamp {
+        schema_version: Option<u32>,
+        kind: Option<String>,
+    }
+    let stamp: Stamp = serde_json::from_str(text)?;
+    layout_of(stamp.schema_version, stamp.kind.as_deref(), kind)
+}
+
+/// [`layout`] on the two fields already read.
+pub fn layout_of(
+    schema_version: Option<u32>,
+    found_kind: Option<&str>,
+    kind: Kind,
+) -> Result<Layout, LayoutError> {
+    match (found_kind, schema_version) {
+        (None, None | Some(1)) => Ok(Layout::BeforeEnvelope),
+        (Some(found), _) if found != kind.to_string() => Err(LayoutError::Kind {
+            expected: kind,
+            found: found.to_string(),
+        }),
+        (Some(_), Some(found)) if found == kind.schema_version() => Ok(Layout::Envelope),
+        (_, found) => Err(LayoutError::Version {
+            kind,
+            found: found.unwrap_or(0),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Body {
+        files: usize,
+    }
+
+    #[test]
+    fn the_header_comes_first_then_the_body() {
+        let doc = Document::new(Kind::Snapshot, "db1", Body { files: 3 });
+        let text = doc.to_json().unwrap();
+        let keys: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  \""))
+            .map(|l| l.trim().split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            ["schema_version", "kind", "tool", "created", "host", "files"]
+        );
+        assert!(text.contains("\"kind\": \"snapshot\""));
+        assert!(doc.header.created.ends_with('Z'));
+        let back: Document<Body> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn kinds_are_named_in_kebab_case() {
+        assert_eq!(Kind::MeasureC2c.to_string(), "measure-c2c");
+        assert_eq!(Kind::Plan.to_string(), "plan");
+    }
+
+    #[test]
+    fn layouts_are_told_apart() {
+        let current = Document::new(Kind::Plan, "h", Body { files: 1 })
+            .to_json()
+            .unwrap();
+        assert_eq!(layout(&current, Kind::Plan).unwrap(), Layout::Envelope);
+        assert_eq!(
+            layout(
+                r#"{"schema_version":1,"lowlat_version":"0.1.0"}"#,
+                Kind::Plan
+            )
+            .unwrap(),
+            Layout::BeforeEnvelope
+        );
+        assert_eq!(
+            layout(r#"{"format":"lowlat-snapshot"}"#, Kind::Snapshot).unwrap(),
+            Layout::BeforeEnvelope
+        );
+        let err = layout(r#"{"schema_version":99}"#, Kind::Plan).unwrap_err();
+        assert!(err.to_string().contains("schema_version 99"), "{err}");
+        let err = layout(&current, Kind::Journal).unwrap_err();
+        assert!(err.to_string().contains("plan document"), "{err}");
+    }
+}
