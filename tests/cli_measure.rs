@@ -94,3 +94,64 @@ fn measurements_refuse_a_fixture_root() {
     .code(2)
     .stderr(contains("measurements run on this machine only"));
 }
+
+/// C-2: values that overflow are refused (exit 2, naming the flag) before anything starts.
+#[test]
+fn overflowing_values_are_refused() {
+    timer("0", "18446744073709551615", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("too large")));
+    timer("0", "18446744073709551616", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("too large")));
+    jitter("0", "1000", "18446744073709551615", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("too long")));
+    jitter("0", "1000", "99999999999999999999h", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("too long")));
+    jitter("0", "18446744073709551616", "1s", &[])
+        .code(2)
+        .stderr(contains("--threshold").and(contains("too large")));
+}
+
+/// U-8: a negative number names its flag and says what is allowed, not clap's "unexpected
+/// argument '-1'".
+#[test]
+fn negative_values_name_their_flag_and_what_is_allowed() {
+    jitter("0", "1000", "-1s", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("cannot be negative")));
+    jitter("0", "-1", "1s", &[])
+        .code(2)
+        .stderr(contains("--threshold").and(contains("a whole number above zero")));
+    jitter("0", "1000", "1s", &["--priority", "-1"])
+        .code(2)
+        .stderr(contains("--priority").and(contains("1 to 99")));
+    timer("0", "-5", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("negative")));
+    lowlat(&["measure", "membw", "--size", "-1"])
+        .code(2)
+        .stderr(contains("--size").and(contains("cannot be negative")));
+    lowlat(&["measure", "c2c", "--samples", "-3"])
+        .code(2)
+        .stderr(contains("--samples").and(contains("a whole number above zero")));
+    for args in [
+        &[
+            "measure",
+            "jitter",
+            "--cpus",
+            "0",
+            "--threshold",
+            "-1",
+            "--duration",
+            "1s",
+        ][..],
+        &["measure", "membw", "--size", "-1"],
+    ] {
+        lowlat(args)
+            .code(2)
+            .stderr(contains("unexpected argument").not());
+    }
+}

@@ -10,7 +10,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::Cli;
-use super::measure::{live_root, parse_cpus, parse_duration, print};
+use super::measure::{live_root, print};
+use super::values;
 use crate::machine::{CpuSet, Machine};
 use crate::measure::env::{self, Environment};
 use crate::measure::harness::{self, StopFlag};
@@ -27,7 +28,7 @@ use crate::sysroot::SysRoot;
 pub struct CommonArgs {
     /// CPUs to use, in the kernel's list form (`0-7,16`). Default: every online CPU this
     /// process may run on.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub cpus: Option<CpuSet>,
 
     /// Print the versioned JSON document instead of tables.
@@ -40,13 +41,13 @@ pub struct CommonArgs {
 #[derive(Debug, Args)]
 pub struct LoopArgs {
     /// CPUs to measure, one measuring thread each (e.g. 2-3,6).
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub cpus: CpuSet,
     /// How long to measure: 10s, 500ms, 2m.
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
     /// CPUs to load with a busy hog during the measurement.
-    #[arg(long, value_name = "CPULIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "CPULIST", value_parser = values::cpu_list)]
     pub load: Option<CpuSet>,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).

@@ -7,6 +7,7 @@ use clap::Args;
 use super::exit;
 use super::measure::print;
 use super::measure_common::{CommonArgs, Session};
+use super::values;
 use crate::measure::c2c::{self, C2cReport, PingPongConfig};
 use crate::measure::freq::{self, FreqConfig};
 use crate::measure::harness;
@@ -37,11 +38,11 @@ pub struct C2cArgs {
     pub common: CommonArgs,
 
     /// Round trips timed together in one sample.
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1000, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub round_trips: u32,
 
     /// Samples per pair (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 300, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Measure each pair both ways (A starts, then B starts) instead of once.
@@ -101,17 +102,17 @@ pub struct WakeupArgs {
     pub common: CommonArgs,
 
     /// Wake-ups per ordered pair (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Microseconds the waker waits after the sleeper announced it sleeps, so that it is
     /// asleep (and its CPU possibly idle) when woken.
-    #[arg(long, value_name = "US", default_value_t = 200)]
+    #[arg(long, value_name = "US", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub gap_us: u32,
 
     /// Run both threads at SCHED_FIFO with this priority (1-99; needs root or
     /// CAP_SYS_NICE).
-    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    #[arg(long, value_name = "PRIO", allow_negative_numbers = true, value_parser = values::priority)]
     pub fifo: Option<u8>,
 
     /// Print the matrix of median latencies (ns) as CSV instead of tables.
@@ -164,15 +165,15 @@ pub struct FreqArgs {
     pub together: bool,
 
     /// Load before the first sample, in milliseconds (lets the clock ramp up).
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, u64::MAX))]
     pub warmup_ms: u64,
 
     /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub sample_ms: u64,
 
     /// Samples per CPU.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 }
 

@@ -3,8 +3,9 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, parse_positive, parse_priority, print};
+use super::measure::{live_root, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::values;
 use super::{Cli, exit};
 use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::results::{jitter as printers, oslat, sysjitter};
@@ -21,7 +22,7 @@ pub struct JitterArgs {
     #[command(flatten)]
     pub common: LoopArgs,
     /// A gap of at least this many ns between two counter reads is an interruption.
-    #[arg(long, value_name = "NS", value_parser = parse_positive)]
+    #[arg(long, value_name = "NS", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub threshold: u64,
     /// Also write sysjitter's per-CPU raw files PREFIX.<cpu>.
     #[arg(long, value_name = "PREFIX")]
@@ -31,10 +32,10 @@ pub struct JitterArgs {
     pub format: JitterFormat,
     /// Run the measuring threads at this SCHED_FIFO priority (default: normal scheduling,
     /// as sysjitter and oslat).
-    #[arg(long, value_name = "P", value_parser = parse_priority)]
+    #[arg(long, value_name = "P", allow_negative_numbers = true, value_parser = values::priority)]
     pub priority: Option<u8>,
     /// Interruptions kept per CPU; a CPU whose buffer fills stops early and says so.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GAPS as u64, value_parser = parse_positive)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GAPS as u64, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub max_gaps: u64,
 }
 

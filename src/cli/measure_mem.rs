@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::exit;
-use super::measure::{parse_cpus, parse_size};
 use super::measure_common::{CommonArgs, Session};
+use super::values;
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::harness::StopFlag;
@@ -34,20 +34,20 @@ pub struct MembwArgs {
 
     /// Threads of the whole-machine run, spread over L3 groups, one per core before SMT
     /// siblings. Default: one per core of the chosen CPUs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub threads: Option<u32>,
 
     /// NUMA nodes of the node × node matrix (threads on the cores of node i, arrays on node
     /// j). Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub nodes: Option<CpuSet>,
 
     /// Bytes per array (e.g. 2G). Default: STREAM's rule, 4 × all cache of all sockets.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::size)]
     pub size: Option<u64>,
 
     /// Iterations of the four kernels (STREAM's NTIMES); the first is discarded.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(2u32, u32::MAX))]
     pub ntimes: u32,
 }
 
@@ -62,17 +62,17 @@ pub struct MemlatArgs {
     pub common: CommonArgs,
 
     /// The CPU that chases the pointers of the curve. Default: the first chosen CPU.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub cpu: Option<u32>,
 
     /// Bind the curve's buffer to this NUMA node. Default: the chasing CPU's first touch
     /// (its own node).
-    #[arg(long, value_name = "NODE")]
+    #[arg(long, value_name = "NODE", allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub node: Option<u32>,
 
     /// Buffer sizes, comma-separated (16K,1M,256M). Default: 4 KiB to 4 × the last-level
     /// cache of the machine, two sizes per octave.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_hyphen_values = true, value_parser = values::size)]
     pub sizes: Option<Vec<u64>>,
 
     /// Back the buffer with reserved huge pages (MAP_HUGETLB).
@@ -81,24 +81,24 @@ pub struct MemlatArgs {
 
     /// Randomise the visit order within windows of this size, visited in random order (4K:
     /// within and across pages, few TLB misses), or `full` for the whole buffer.
-    #[arg(long, value_name = "BYTES|full", default_value = "4K", value_parser = parse_window)]
+    #[arg(long, value_name = "BYTES|full", default_value = "4K", allow_hyphen_values = true, value_parser = parse_window)]
     pub window: Window,
 
     /// Bytes between chased pointers (64: one cache line).
-    #[arg(long, value_name = "BYTES", default_value = "64", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", default_value = "64", allow_hyphen_values = true, value_parser = values::size)]
     pub stride: u64,
 
     /// NUMA nodes of the idle-latency node × node matrix, measured at the largest size.
     /// Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub nodes: Option<CpuSet>,
 
     /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 100, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub sample_ms: u64,
 
     /// Samples per size (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Seed of the random visit order (the same seed repeats the same chain).
@@ -120,7 +120,7 @@ fn parse_window(text: &str) -> Result<Window, String> {
     if text.trim().eq_ignore_ascii_case("full") {
         Ok(Window::Full)
     } else {
-        parse_size(text).map(Window::Bytes)
+        values::size(text).map(Window::Bytes)
     }
 }
 

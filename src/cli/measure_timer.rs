@@ -3,8 +3,9 @@
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, parse_positive, parse_priority, print};
+use super::measure::{live_root, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::values;
 use super::{Cli, exit};
 use crate::measure::timer::cyclic::MAX_BUCKETS;
 use crate::measure::timer::{self, DEFAULT_PRIORITY, TimerRequest};
@@ -20,15 +21,15 @@ pub struct TimerArgs {
     /// The flags every loop engine takes.
     #[command(flatten)]
     pub common: LoopArgs,
-    /// Period between two deadlines, µs.
-    #[arg(long, value_name = "US", value_parser = parse_positive)]
+    /// Period between two deadlines, µs (at most 2^64 ns).
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX / 1000))]
     pub interval: u64,
     /// SCHED_FIFO priority of the measuring threads; without permission lowlat measures at
     /// normal priority and says so.
-    #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, value_parser = parse_priority)]
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, allow_negative_numbers = true, value_parser = values::priority)]
     pub priority: u8,
     /// Keep cyclictest's histogram of 1 µs buckets up to this many µs (as cyclictest -h).
-    #[arg(long, value_name = "US", value_parser = parse_positive)]
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub histogram: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TimerFormat::Table)]
@@ -69,7 +70,7 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     }
     let request = TimerRequest {
         plan,
-        interval_ns: args.interval.saturating_mul(1000),
+        interval_ns: args.interval * 1000,
         priority: args.priority,
         histogram_buckets: buckets as usize,
     };
