@@ -8,12 +8,12 @@ use super::exit;
 use super::measure::print;
 use super::measure_common::{CommonArgs, Session};
 use super::values;
-use crate::measure::c2c::{self, C2cReport, PingPongConfig};
-use crate::measure::freq::{self, FreqConfig};
-use crate::measure::harness;
-use crate::measure::place;
-use crate::measure::progress::Progress;
-use crate::measure::wakeup::{self, WakeConfig};
+use crate::measure::engines::c2c::{self, C2cReport, PingPongConfig};
+use crate::measure::engines::freq::{self, FreqConfig};
+use crate::measure::engines::wakeup::{self, WakeConfig};
+use crate::measure::runner::harness;
+use crate::measure::runner::place;
+use crate::measure::runner::progress::Progress;
 use crate::report::hardware;
 
 /// Locks memory for the pair engines, whose threads must not page-fault mid-sample; returns
@@ -210,7 +210,7 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use crate::machine::Machine;
-    use crate::measure::place::{self, PairClass};
+    use crate::measure::runner::place::{self, PairClass};
     use crate::sysroot::SysRoot;
 
     #[test]

@@ -7,7 +7,7 @@ use super::measure::{live_root, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
 use super::values;
 use super::{Cli, exit};
-use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
+use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::results::{jitter as printers, oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.

@@ -9,16 +9,16 @@ use super::measure_common::{CommonArgs, Session};
 use super::values;
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
-use crate::measure::harness::StopFlag;
-use crate::measure::matrix::Matrix;
-use crate::measure::membw::{
+use crate::measure::engines::membw::{
     self, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream_array_bytes,
 };
-use crate::measure::memlat::{self, ChaseConfig, MemlatReport, NodeLatency};
-use crate::measure::memory::{MemoryBudget, check_node};
-use crate::measure::place::{self, CpuPlace};
-use crate::measure::progress::{Progress, should_stop};
-use crate::measure::region::Backing;
+use crate::measure::engines::memlat::{self, ChaseConfig, MemlatReport, NodeLatency};
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::memory::{MemoryBudget, check_node};
+use crate::measure::runner::place::{self, CpuPlace};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::region::Backing;
 use crate::report::hardware;
 use crate::report::units::bytes;
 

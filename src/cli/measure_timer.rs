@@ -7,8 +7,8 @@ use super::measure::{live_root, print};
 use super::measure_common::{LoopArgs, print_document, report_not_measured};
 use super::values;
 use super::{Cli, exit};
-use crate::measure::timer::cyclic::MAX_BUCKETS;
-use crate::measure::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
+use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
 use crate::results::timer as printers;
 
 /// Options of `lowlat measure timer`.
@@ -77,11 +77,11 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     let _limit = if args.no_dma_latency {
         None
     } else {
-        match crate::measure::harness::DmaLatencyLimit::hold(&root, args.dma_latency) {
+        match crate::measure::runner::harness::DmaLatencyLimit::hold(&root, args.dma_latency) {
             Ok(limit) => {
                 eprintln!(
                     "lowlat: holding {} at {} µs during the run, as cyclictest does (--no-dma-latency to measure deep idle states too)",
-                    crate::measure::harness::CPU_DMA_LATENCY,
+                    crate::measure::runner::harness::CPU_DMA_LATENCY,
                     limit.limit_us
                 );
                 Some(limit)

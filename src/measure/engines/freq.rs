@@ -16,11 +16,11 @@
 use serde::Serialize;
 use std::sync::Barrier;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
-use super::tsc::monotonic_raw_ns as raw_ns;
 use crate::machine::Avail;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
+use crate::measure::runner::tsc::monotonic_raw_ns as raw_ns;
 use crate::sysroot::{ReadError, SysRoot};
 
 /// Dependent adds per loop turn of the chain.
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn measures_a_plausible_frequency() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         // A root without /dev/cpu: APERF/MPERF are unavailable, the add chain still runs.
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());

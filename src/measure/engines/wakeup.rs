@@ -13,11 +13,13 @@ use serde::Serialize;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use super::harness::{StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority};
-use super::matrix::Matrix;
-use super::pairs::{check_two, measure_pairs};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{
+    StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
+};
+use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -303,7 +305,7 @@ mod tests {
 
     #[test]
     fn latency_is_positive_and_finite() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }
@@ -332,7 +334,7 @@ mod tests {
 
     #[test]
     fn stop_ends_early() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return;
         }

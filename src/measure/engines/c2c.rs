@@ -8,7 +8,7 @@
 //! samples) of `core-to-core-latency`'s CAS benchmark, so figures compare with it.
 //!
 //! CPUs are measured in the order given; callers pass them ordered by package, node and L3
-//! group ([`super::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
+//! group ([`crate::measure::runner::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -16,12 +16,12 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::matrix::Matrix;
-use super::pairs::{check_two, measure_pairs};
-use super::place::{CpuPlace, PairClass};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::place::{CpuPlace, PairClass};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -304,7 +304,7 @@ pub fn by_class(pairs: &[PairLatency], places: &[CpuPlace]) -> Vec<ClassLatency>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::place::tests::described;
+    use crate::measure::runner::place::tests::described;
 
     fn pair(from: u32, to: u32, mean: f64) -> PairLatency {
         PairLatency {
@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn matrix_is_symmetric_within_noise() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }

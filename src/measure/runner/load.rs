@@ -1,9 +1,9 @@
 //! `--load CPULIST`: a CPU hog on each listed CPU during a measurement (like `stress --cpu`),
 //! to see how the measured CPUs fare while their neighbours are busy.
 
-use super::harness::{self, StopFlag};
-use super::session::Helper;
 use crate::machine::CpuSet;
+use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::session::Helper;
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
 pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {

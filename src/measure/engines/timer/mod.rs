@@ -2,14 +2,17 @@
 //! cyclictest's measurement, with percentiles and skipped periods.
 
 pub mod cyclic;
-pub mod wakeup;
+pub mod deadline_loop;
+// The old path, which src/results/timer.rs imports until it moves to src/report/.
+#[doc(hidden)]
+pub use deadline_loop as wakeup;
 
-use super::clock::Monotonic;
-use super::harness;
-use super::session::{self, Finished, Plan};
 use crate::machine::CpuSet;
+use crate::measure::runner::clock::Monotonic;
+use crate::measure::runner::harness;
+use crate::measure::runner::session::{self, Finished, Plan};
 use crate::sysroot::SysRoot;
-use wakeup::TimerRecord;
+use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
 /// `cyclictest -p95`).

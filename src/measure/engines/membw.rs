@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::matrix::Matrix;
-use super::progress::should_stop;
-use super::region::{Backing, Region};
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::progress::should_stop;
+use crate::measure::runner::region::{Backing, Region};
 
 /// How lowlat labels its STREAM figures (stream.c licence rule 3b).
 pub const LABEL: &str = "STREAM-variant (Rust reimplementation of the STREAM 5.10 kernels)";
@@ -694,7 +694,7 @@ mod tests {
     #[test]
     fn small_run_validates() {
         let config = StreamConfig {
-            cpus: crate::measure::harness::current_affinity()
+            cpus: crate::measure::runner::harness::current_affinity()
                 .unwrap()
                 .iter()
                 .take(2)

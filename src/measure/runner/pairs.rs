@@ -2,8 +2,8 @@
 //! engine's order, with progress, ending early at Ctrl-C or the stop flag and keeping the
 //! pairs done so far.
 
-use super::harness::StopFlag;
-use super::progress::{Progress, should_stop};
+use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::progress::{Progress, should_stop};
 
 /// Refuses a CPU list that has no pair.
 pub fn check_two(cpus: &[u32]) -> Result<(), String> {

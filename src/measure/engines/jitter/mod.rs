@@ -4,10 +4,10 @@
 pub mod busy;
 pub mod stats;
 
-use super::clock::TscTicks;
-use super::session::{self, Finished, Plan};
-use super::tsc::{self, Tsc};
 use crate::machine::CpuSet;
+use crate::measure::runner::clock::TscTicks;
+use crate::measure::runner::session::{self, Finished, Plan};
+use crate::measure::runner::tsc::{self, Tsc};
 use crate::sysroot::SysRoot;
 use busy::{BusyRecord, LoopConfig};
 

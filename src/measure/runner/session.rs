@@ -10,12 +10,12 @@
 //! environment, memory locked, the `--load` hogs and `--inject` injectors alongside, and the
 //! IRQ, softirq and context-switch counters read around it.
 
-use super::attribution::{CounterObserver, CpuAttribution, attribute};
-use super::env::{self, Environment};
-use super::harness::{self, StopFlag};
-use super::inject::{self, InjectSpec};
-use super::load;
 use crate::machine::{CpuSet, Warning};
+use crate::measure::runner::attribution::{CounterObserver, CpuAttribution, attribute};
+use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::inject::{self, InjectSpec};
+use crate::measure::runner::load;
 use crate::sysroot::SysRoot;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
