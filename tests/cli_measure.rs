@@ -155,3 +155,60 @@ fn negative_values_name_their_flag_and_what_is_allowed() {
             .stderr(contains("unexpected argument").not());
     }
 }
+
+/// Every engine, with the arguments it needs besides `--cpus`.
+const ENGINES: [&[&str]; 7] = [
+    &["jitter", "--threshold", "1000", "--duration", "1s"],
+    &["timer", "--interval", "1000", "--duration", "1s"],
+    &["membw", "--size", "1M"],
+    &["memlat", "--sizes", "16K"],
+    &["c2c"],
+    &["wakeup"],
+    &["freq"],
+];
+
+/// `--cpus` follows one rule for every engine: a CPU outside this process's affinity is
+/// refused before anything runs, and the message says how to widen it (taskset).
+#[test]
+fn cpus_outside_the_affinity_are_refused_naming_taskset_by_every_engine() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return; // one CPU: there is no CPU outside the affinity to ask for
+    }
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if !online.trim().contains(['-', ',']) {
+        return; // CPU 1 is not online
+    }
+    if std::process::Command::new("taskset")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return; // no taskset on this machine
+    }
+    let lowlat = assert_cmd::cargo::cargo_bin("lowlat");
+    for engine in ENGINES {
+        let mut args = vec!["-c", "0"];
+        args.push(lowlat.to_str().unwrap());
+        args.extend(["measure", engine[0], "--cpus", "1"]);
+        args.extend(&engine[1..]);
+        Command::new("taskset")
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(
+                contains("--cpus 1: this process may not run on CPU 1").and(contains("taskset")),
+            );
+    }
+}
+
+/// An offline or missing CPU is refused with one wording by every engine.
+#[test]
+fn cpus_that_do_not_exist_are_refused_alike_by_every_engine() {
+    for engine in ENGINES {
+        let args = [&["measure", engine[0], "--cpus", "4095"], &engine[1..]].concat();
+        lowlat(&args).code(2).stderr(contains(
+            "--cpus 4095: CPU 4095 does not exist or is offline (online CPUs: ",
+        ));
+    }
+}

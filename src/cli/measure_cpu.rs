@@ -6,25 +6,15 @@ use clap::Args;
 
 use super::exit;
 use super::measure::print;
-use super::measure_common::{CommonArgs, Session};
+use super::measure_common::{CommonArgs, emit, open_session};
 use super::values;
 use crate::measure::engines::c2c::{self, C2cReport, PingPongConfig};
 use crate::measure::engines::freq::{self, FreqConfig};
 use crate::measure::engines::wakeup::{self, WakeConfig};
-use crate::measure::runner::harness;
 use crate::measure::runner::place;
 use crate::measure::runner::progress::Progress;
+use crate::measure::runner::session::Engine;
 use crate::report::hardware;
-
-/// Locks memory for the pair engines, whose threads must not page-fault mid-sample; returns
-/// the warning to show when that is not permitted.
-fn lock_memory() -> Vec<String> {
-    if harness::lock_memory() {
-        Vec::new()
-    } else {
-        vec!["memory could not be locked (mlockall): page faults may add noise".into()]
-    }
-}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -56,15 +46,15 @@ pub struct C2cArgs {
 
 /// Runs `lowlat measure c2c`.
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
-    let warnings = lock_memory();
+    let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
+    let warnings = session.memory_warnings();
     let config = PingPongConfig {
         round_trips: args.round_trips,
         samples: args.samples,
     };
     let mut progress = Progress::stderr("c2c", 0);
     let run = c2c::run(
-        &session.cpus(),
+        &session.cpus_by_locality(),
         args.both_directions,
         config,
         &session.stop,
@@ -80,7 +70,8 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         print(&report.run.matrix_mean_ns.to_csv())?;
         return Ok(exit::OK);
     }
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         "c2c",
         "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
@@ -122,22 +113,28 @@ pub struct WakeupArgs {
 
 /// Runs `lowlat measure wakeup`.
 pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
-    let warnings = lock_memory();
+    let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
+    let warnings = session.memory_warnings();
     let config = WakeConfig {
         samples: args.samples,
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
     };
     let mut progress = Progress::stderr("wakeup", 0);
-    let run = wakeup::run(&session.cpus(), config, &session.stop, &mut progress)?;
+    let run = wakeup::run(
+        &session.cpus_by_locality(),
+        config,
+        &session.stop,
+        &mut progress,
+    )?;
     progress.finish();
     if args.csv {
         print(&run.matrix_median_ns.to_csv())?;
         return Ok(exit::OK);
     }
     let breaks = place::group_breaks(&session.places);
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         "wakeup",
         "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read from \
@@ -179,7 +176,7 @@ pub struct FreqArgs {
 
 /// Runs `lowlat measure freq`.
 pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
+    let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
     let config = FreqConfig {
         warmup_ms: args.warmup_ms,
         sample_ms: args.sample_ms,
@@ -188,14 +185,15 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     };
     let mut progress = Progress::stderr("freq", 0);
     let run = freq::run(
-        &session.cpus(),
+        &session.cpus_by_locality(),
         session.root(),
         config,
         &session.stop,
         &mut progress,
     )?;
     progress.finish();
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         "freq",
         "a chain of dependent register adds (one cycle each) timed with CLOCK_MONOTONIC_RAW; \

@@ -3,11 +3,13 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, print};
-use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::measure::print;
+use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
 use super::values;
 use super::{Cli, exit};
-use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
+use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
+use crate::measure::runner::session::Engine;
+use crate::measure::runner::threads::FifoError;
 use crate::results::{jitter as printers, oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.
@@ -54,14 +56,22 @@ pub enum JitterFormat {
 
 /// Runs `lowlat measure jitter`.
 pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
-    let root = live_root(cli)?;
+    let session = open_session(cli, Engine::Jitter, Some(&args.common.cpus))?;
     let request = JitterRequest {
-        plan: args.common.plan(&root)?,
+        plan: args.common.plan(&session)?,
         threshold_ns: args.threshold,
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
-    let run = jitter::run(&root, request)?;
+    let run = jitter::run(&session, request).map_err(|e| match e {
+        JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+            anyhow::Error::new(e).context(format!("--priority {priority}"))
+        }
+        JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+            anyhow::Error::new(e).context("--inject")
+        }
+        e => e.into(),
+    })?;
     if let Some(prefix) = &args.raw {
         for (name, text) in printers::raw_files(&run, prefix) {
             std::fs::write(&name, text)

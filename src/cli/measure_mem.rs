@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::exit;
-use super::measure_common::{CommonArgs, Session};
+use super::measure_common::{CommonArgs, emit, open_session};
 use super::values;
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
@@ -19,6 +19,7 @@ use crate::measure::runner::memory::{MemoryBudget, check_node};
 use crate::measure::runner::place::{self, CpuPlace};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::region::Backing;
+use crate::measure::runner::session::Engine;
 use crate::report::hardware;
 use crate::report::units::bytes;
 
@@ -312,7 +313,7 @@ pub fn plan_membw(
 
 /// Runs `lowlat measure membw`.
 pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
+    let session = open_session(cli, Engine::Membw, args.common.cpus.as_ref())?;
     let plan = plan_membw(
         &session.machine.topology,
         &session.places,
@@ -374,7 +375,8 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
             .node_matrix
             .as_ref()
             .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         "membw",
         "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best rate \
@@ -474,7 +476,7 @@ pub fn plan_memlat(
 
 /// Runs `lowlat measure memlat`.
 pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
+    let session = open_session(cli, Engine::Memlat, args.common.cpus.as_ref())?;
     let plan = plan_memlat(
         &session.machine.topology,
         &session.places,
@@ -516,7 +518,8 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     }
     progress.finish();
     let report = MemlatReport { curve, node_matrix };
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         "memlat",
         "dependent pointer chase over a random single cycle, one pointer per stride, windows \

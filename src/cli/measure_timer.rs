@@ -1,14 +1,16 @@
 //! `lowlat measure timer`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, print};
-use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::measure::print;
+use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
 use super::values;
 use super::{Cli, exit};
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
+use crate::measure::runner::session::Engine;
 use crate::results::timer as printers;
 
 /// Options of `lowlat measure timer`.
@@ -62,8 +64,8 @@ pub enum TimerFormat {
 
 /// Runs `lowlat measure timer`.
 pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
-    let root = live_root(cli)?;
-    let plan = args.common.plan(&root)?;
+    let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let plan = args.common.plan(&session)?;
     let buckets = args.histogram.unwrap_or(0);
     if buckets > MAX_BUCKETS as u64 {
         anyhow::bail!("--histogram {buckets}: at most {MAX_BUCKETS} µs (as cyclictest -h)");
@@ -77,12 +79,11 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     let _limit = if args.no_dma_latency {
         None
     } else {
-        match crate::measure::runner::harness::DmaLatencyLimit::hold(&root, args.dma_latency) {
+        match DmaLatencyLimit::hold(session.root(), args.dma_latency) {
             Ok(limit) => {
                 eprintln!(
                     "lowlat: holding {} at {} µs during the run, as cyclictest does (--no-dma-latency to measure deep idle states too)",
-                    crate::measure::runner::harness::CPU_DMA_LATENCY,
-                    limit.limit_us
+                    CPU_DMA_LATENCY, limit.limit_us
                 );
                 Some(limit)
             }
@@ -94,7 +95,8 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             }
         }
     };
-    let run = timer::run(&root, request)?;
+    // The timer's own priority falls back to normal scheduling; only the injector's is refused.
+    let run = timer::run(&session, request).context("--inject")?;
     let format = if args.common.json {
         TimerFormat::Json
     } else {

@@ -4,7 +4,7 @@
 //! SPIN, and the timer loop a latency plateau from its baseline up to about SPIN.
 
 use crate::measure::runner::harness::{self, StopFlag};
-use crate::measure::runner::session::Helper;
+use crate::measure::runner::threads::Helper;
 use serde::Serialize;
 use std::str::FromStr;
 use std::sync::Arc;

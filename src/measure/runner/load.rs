@@ -3,7 +3,7 @@
 
 use crate::machine::CpuSet;
 use crate::measure::runner::harness::{self, StopFlag};
-use crate::measure::runner::session::Helper;
+use crate::measure::runner::threads::Helper;
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
 pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {

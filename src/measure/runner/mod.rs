@@ -4,6 +4,7 @@
 
 pub mod attribution;
 pub mod clock;
+pub mod cpus;
 pub mod env;
 pub mod harness;
 pub mod inject;
@@ -15,4 +16,5 @@ pub mod progress;
 pub mod region;
 pub mod session;
 pub mod summary;
+pub mod threads;
 pub mod tsc;

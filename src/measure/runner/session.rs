@@ -1,435 +1,141 @@
-//! One measurement run, the same for every engine: one thread per measured CPU that sets
-//! itself up, waits for GO, measures until the end or Ctrl-C, then waits until the main
-//! thread has read the after-run counters (its `/proc` task entry must still exist); helper
-//! threads (load, injectors) run alongside until the stop.
-//!
-//! The main thread keeps off the measured CPUs when it can, takes Ctrl-C (the measuring
-//! threads block SIGINT) and sleeps through the run without waking to poll.
-//!
-//! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
-//! environment, memory locked, the `--load` hogs and `--inject` injectors alongside, and the
-//! IRQ, softirq and context-switch counters read around it.
+//! The one session every engine runs through: this machine read once, the CPUs chosen by
+//! the one rule ([`super::cpus`]), memory locked where the engine needs it (decided here and
+//! nowhere else), and Ctrl-C caught so that an interrupted run keeps what it measured.
 
-use crate::machine::{CpuSet, Warning};
-use crate::measure::runner::attribution::{CounterObserver, CpuAttribution, attribute};
-use crate::measure::runner::env::{self, Environment};
-use crate::measure::runner::harness::{self, StopFlag};
-use crate::measure::runner::inject::{self, InjectSpec};
-use crate::measure::runner::load;
+use super::cpus::{self, CpuChoiceError};
+use super::harness::{self, StopFlag};
+use super::memory::MemoryBudget;
+use super::place::{self, CpuPlace};
+use crate::machine::{CpuSet, Machine};
 use crate::sysroot::SysRoot;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
-use std::time::Duration;
 
-/// What a measuring thread gets when GO is given.
-pub struct Go<'a> {
-    /// Set when the run must end (end of the duration or Ctrl-C); poll it with a plain load.
-    pub stop: &'a std::sync::atomic::AtomicBool,
-    /// The planned end of the run, ns of `CLOCK_MONOTONIC`.
-    pub end_ns: u64,
+pub use super::threads::{CpuLoop, Finished};
+
+/// The measurement engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Busy-loop gaps.
+    Jitter,
+    /// Timer wake-up latency.
+    Timer,
+    /// STREAM bandwidth.
+    Membw,
+    /// Pointer-chase latency.
+    Memlat,
+    /// Core-to-core ping-pong.
+    C2c,
+    /// Cross-CPU futex wake-up.
+    Wakeup,
+    /// Effective frequency.
+    Freq,
 }
 
-/// Callbacks of the main thread around the run.
-pub trait Observer {
-    /// Called when every thread is set up, before GO, with the measuring threads' ids in
-    /// the order of the CPUs.
-    fn before(&mut self, tids: &[u32]);
-    /// Called when every measuring thread has stopped, before they exit.
-    fn after(&mut self, tids: &[u32]);
+impl Engine {
+    /// Whether the engine runs with memory locked (mlockall): the engines that time single
+    /// events (a gap, a timer wake-up, a round trip, a wake-up) must not take a page fault
+    /// mid-sample. The memory engines map buffers up to the machine's size and prefault
+    /// them; freq touches no memory in its loop.
+    pub fn locks_memory(self) -> bool {
+        matches!(
+            self,
+            Engine::Jitter | Engine::Timer | Engine::C2c | Engine::Wakeup
+        )
+    }
 }
 
-/// How a run ended.
-#[derive(Debug)]
-pub struct Outcome<T> {
-    /// Each measuring thread's result, in the order of the CPUs.
-    pub results: Vec<T>,
-    /// Whether Ctrl-C cut the run short.
-    pub interrupted: bool,
-    /// The CPUs the main thread was restricted to (empty when it could not avoid the
-    /// measured CPUs).
-    pub main_cpus: CpuSet,
-    /// Wall time from GO to stop, ns.
-    pub elapsed_ns: u64,
-    /// Each measuring thread's kernel thread id, in the order of the CPUs.
-    pub tids: Vec<u32>,
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The CPUs could not be chosen.
+    #[error(transparent)]
+    Cpus(#[from] CpuChoiceError),
 }
 
-/// A helper thread: runs on its CPU until the stop flag is set.
-pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
+/// This machine, opened for one measurement.
+pub struct Session {
+    root: SysRoot,
+    /// The machine model.
+    pub machine: Machine,
+    /// The chosen CPUs.
+    pub cpus: CpuSet,
+    /// The chosen CPUs with their places, in locality order.
+    pub places: Vec<CpuPlace>,
+    /// The memory the engines may use.
+    pub budget: MemoryBudget,
+    /// Stops the engine early (Ctrl-C also does).
+    pub stop: StopFlag,
+    engine: Engine,
+    online: CpuSet,
+    allowed: CpuSet,
+    memory_locked: bool,
+}
 
-/// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
-/// `measure(state, go)`. `helpers` start before GO and end at the stop.
-pub fn run<S, T>(
-    cpus: &[u32],
-    duration: Duration,
-    setup: impl Fn(u32) -> S + Sync,
-    measure: impl Fn(S, &Go) -> T + Sync,
-    helpers: Vec<Helper<'_>>,
-    observer: &mut dyn Observer,
-) -> Outcome<T>
-where
-    T: Send,
-{
-    let main_cpus = keep_main_thread_off(cpus);
-    harness::catch_interrupt();
-    let stop = StopFlag::new();
-    let barrier = Barrier::new(cpus.len() + 1);
-    let end_ns = AtomicU64::new(0);
-    let tids = Mutex::new(vec![0u32; cpus.len()]);
-    harness::block_interrupt(true);
-    let (results, interrupted, elapsed_ns, thread_ids) = std::thread::scope(|scope| {
-        for helper in helpers {
-            let stop = stop.clone();
-            scope.spawn(move || helper(&stop));
-        }
-        let workers: Vec<_> = cpus
-            .iter()
-            .enumerate()
-            .map(|(slot, &cpu)| {
-                let (setup, measure, barrier, stop, end_ns, tids) =
-                    (&setup, &measure, &barrier, &stop, &end_ns, &tids);
-                scope.spawn(move || {
-                    if let Ok(mut tids) = tids.lock() {
-                        tids[slot] = harness::gettid();
-                    }
-                    let state = setup(cpu);
-                    barrier.wait(); // ready
-                    barrier.wait(); // go
-                    let go = Go {
-                        stop: stop.flag(),
-                        end_ns: end_ns.load(Ordering::Acquire),
-                    };
-                    let result = measure(state, &go);
-                    barrier.wait(); // finished
-                    barrier.wait(); // released
-                    result
-                })
-            })
-            .collect();
-        harness::block_interrupt(false);
-        barrier.wait();
-        let ids = tids.lock().map(|t| t.clone()).unwrap_or_default();
-        observer.before(&ids);
-        let start = harness::monotonic_ns();
-        let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2);
-        end_ns.store(end, Ordering::Release);
-        barrier.wait();
-        let interrupted = harness::sleep_until(end, &stop);
-        stop.stop();
-        barrier.wait();
-        let elapsed = harness::monotonic_ns().saturating_sub(start);
-        observer.after(&ids);
-        barrier.wait();
-        let results: Vec<T> = workers
+impl Session {
+    /// Reads the machine under `root`, chooses the CPUs (`requested`, or every online CPU this
+    /// process may run on), locks memory when `engine` needs it and installs the Ctrl-C
+    /// handler.
+    pub fn open(
+        root: SysRoot,
+        engine: Engine,
+        requested: Option<&CpuSet>,
+    ) -> Result<Session, SessionError> {
+        let online = cpus::online(&root)?;
+        let allowed = harness::current_affinity().map_err(CpuChoiceError::AffinityUnknown)?;
+        let chosen = cpus::choose(&online, &allowed, requested)?;
+        let machine = Machine::read(&root);
+        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
+        let places = place::places(&machine.topology)
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .filter(|p| chosen.contains(p.cpu))
             .collect();
-        (results, interrupted, elapsed, ids)
-    });
-    Outcome {
-        results,
-        interrupted,
-        main_cpus,
-        elapsed_ns,
-        tids: thread_ids,
-    }
-}
-
-/// What every loop engine (jitter, timer) is asked, whatever it measures.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// The CPUs to measure (checked to be online), one measuring thread each.
-    pub cpus: Vec<u32>,
-    /// How long to measure (above 0).
-    pub duration: Duration,
-    /// CPUs to load with a hog during the run.
-    pub load: CpuSet,
-    /// The known-answer injector to run on each measured CPU.
-    pub inject: Option<InjectSpec>,
-}
-
-/// One measured CPU of a loop engine.
-#[derive(Debug, Clone)]
-pub struct CpuLoop<R> {
-    /// The CPU.
-    pub cpu: u32,
-    /// Kernel thread id of its measuring thread.
-    pub tid: u32,
-    /// What its loop recorded.
-    pub record: R,
-    /// Why its thread could not measure (pinning, priority or the engine's own check
-    /// failed), if it could not.
-    pub setup_error: Option<String>,
-}
-
-/// A finished loop-engine run: each CPU's record and the conditions it was taken under.
-#[derive(Debug, Clone)]
-pub struct Finished<R> {
-    /// Each measured CPU, in the order of the plan.
-    pub cpus: Vec<CpuLoop<R>>,
-    /// Whether Ctrl-C cut the run short.
-    pub interrupted: bool,
-    /// Wall time of the run, ns.
-    pub elapsed_ns: u64,
-    /// The CPUs the main thread ran on (empty: it shared the measured ones).
-    pub main_cpus: CpuSet,
-    /// Whether memory was locked (mlockall).
-    pub memory_locked: bool,
-    /// Spins done by each CPU's injector (empty without an injector).
-    pub injector_spins: Vec<u64>,
-    /// What was counted on each CPU during the run.
-    pub attribution: Vec<CpuAttribution>,
-    /// The machine when it ran.
-    pub environment: Environment,
-    /// Problems met reading the counters.
-    pub warnings: Vec<Warning>,
-}
-
-/// Runs a loop engine on `plan`: captures the environment, locks memory, runs the hogs and
-/// injectors alongside and reads the counters before GO and after the stop, saying
-/// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
-/// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
-/// `measure` fills the record of every thread that can.
-pub fn run_loops<R: Send>(
-    root: &SysRoot,
-    plan: &Plan,
-    progress: String,
-    setup: impl Fn(u32) -> (R, Option<String>) + Sync,
-    measure: impl Fn(&mut R, &Go) + Sync,
-) -> Finished<R> {
-    let environment = env::capture(root, &plan.cpus);
-    let memory_locked = harness::lock_memory();
-    let mut helpers: Vec<Helper> = load::hogs(&plan.load);
-    let spins = plan.inject.map(|spec| {
-        let (injectors, counts) = inject::injectors(&plan.cpus, spec);
-        helpers.extend(injectors);
-        counts
-    });
-    let mut observer = CounterObserver::new(root, progress);
-    let outcome = run(
-        &plan.cpus,
-        plan.duration,
-        setup,
-        |(mut record, error): (R, Option<String>), go| {
-            if error.is_none() {
-                measure(&mut record, go);
-            }
-            (record, error)
-        },
-        helpers,
-        &mut observer,
-    );
-    let cpus = plan
-        .cpus
-        .iter()
-        .zip(outcome.results)
-        .enumerate()
-        .map(|(slot, (&cpu, (record, setup_error)))| CpuLoop {
-            cpu,
-            tid: outcome.tids.get(slot).copied().unwrap_or(0),
-            record,
-            setup_error,
+        let memory_locked = engine.locks_memory() && harness::lock_memory();
+        harness::catch_interrupt();
+        Ok(Session {
+            root,
+            machine,
+            cpus: chosen,
+            places,
+            budget,
+            stop: StopFlag::new(),
+            engine,
+            online,
+            allowed,
+            memory_locked,
         })
-        .collect();
-    Finished {
-        cpus,
-        interrupted: outcome.interrupted,
-        elapsed_ns: outcome.elapsed_ns,
-        main_cpus: outcome.main_cpus,
-        memory_locked,
-        injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
-        attribution: attribute(&plan.cpus, &observer.before, &observer.after),
-        environment,
-        warnings: observer.warnings.into_vec(),
     }
-}
 
-/// Refuses to start when a SCHED_FIFO `priority` is asked for, or an injector (`inject`,
-/// which runs at [`inject::PRIORITY`]) is, but not permitted.
-pub fn check_fifo(priority: Option<u8>, inject: bool) -> anyhow::Result<()> {
-    if let Some(priority) = priority {
-        harness::fifo_permitted(priority).map_err(|e| {
-            anyhow::anyhow!(
-                "--priority {priority}: SCHED_FIFO is not permitted ({e}); run as root, with \
-                 CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {priority}, or drop --priority"
-            )
-        })?;
+    /// The root the machine was read from.
+    pub fn root(&self) -> &SysRoot {
+        &self.root
     }
-    if inject {
-        harness::fifo_permitted(inject::PRIORITY).map_err(|e| {
-            anyhow::anyhow!(
-                "--inject: the injector needs SCHED_FIFO {} and that is not permitted ({e}); \
-                 run as root or with CAP_SYS_NICE",
-                inject::PRIORITY
-            )
-        })?;
+
+    /// The chosen CPU numbers in locality order (the order of [`Session::places`]).
+    pub fn cpus_by_locality(&self) -> Vec<u32> {
+        self.places.iter().map(|p| p.cpu).collect()
     }
-    Ok(())
-}
 
-/// Run on a measuring thread before anything is allocated: pins it to `cpu` and, with a
-/// `priority`, runs it at SCHED_FIFO; returns why the thread cannot measure, if it cannot.
-pub fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
-    if let Err(e) = harness::pin_current_thread(cpu) {
-        return Some(format!("cannot pin to CPU {cpu}: {e}"));
+    /// Checks more CPUs the engine will use (load hogs) by the same rule as the chosen ones.
+    pub fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
+        cpus::choose(&self.online, &self.allowed, Some(requested))
     }
-    let priority = priority?;
-    harness::set_fifo_priority(priority)
-        .err()
-        .map(|e| format!("cannot run at SCHED_FIFO {priority}: {e}"))
-}
 
-/// Checks that every CPU of `cpus` (given with `flag`) exists and is online, from
-/// `/sys/devices/system/cpu/online` under `root`; returns them in order.
-pub fn check_cpus(
-    root: &crate::sysroot::SysRoot,
-    flag: &str,
-    cpus: &CpuSet,
-) -> Result<Vec<u32>, String> {
-    const ONLINE: &str = "/sys/devices/system/cpu/online";
-    if cpus.is_empty() {
-        return Err(format!(
-            "{flag}: no CPU given (e.g. {flag} 1 or {flag} 2-3)"
-        ));
+    /// Whether memory is locked (mlockall).
+    pub fn memory_locked(&self) -> bool {
+        self.memory_locked
     }
-    let online = root
-        .read_value(ONLINE)
-        .map_err(|e| format!("{flag}: cannot tell which CPUs are online: {e}"))?;
-    let online = CpuSet::parse_list(&online).map_err(|e| format!("{flag}: {ONLINE}: {e}"))?;
-    let missing = cpus.difference(&online);
-    if !missing.is_empty() {
-        return Err(format!(
-            "{flag} {}: CPU {} does not exist or is offline (online CPUs: {})",
-            cpus.to_list(),
-            missing.to_list(),
-            online.to_list()
-        ));
-    }
-    Ok(cpus.iter().collect())
-}
 
-/// Restricts the main thread to the CPUs it may use that are not measured; returns them
-/// (empty when every CPU it may use is measured, and it then stays where it was).
-fn keep_main_thread_off(cpus: &[u32]) -> CpuSet {
-    let measured: CpuSet = cpus.iter().copied().collect();
-    let Ok(allowed) = harness::current_affinity() else {
-        return CpuSet::new();
-    };
-    let free = allowed.difference(&measured);
-    if free.is_empty() || harness::pin_current_thread_to(&free).is_err() {
-        return CpuSet::new();
-    }
-    free
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct Record(Vec<String>);
-
-    impl Observer for Record {
-        fn before(&mut self, tids: &[u32]) {
-            self.0
-                .push(format!("before {}", tids.iter().all(|&t| t > 0)));
-        }
-        fn after(&mut self, tids: &[u32]) {
-            self.0.push(format!("after {}", tids.len()));
+    /// What to tell the user about memory locking: a warning when the engine needed memory
+    /// locked and it could not be.
+    pub fn memory_warnings(&self) -> Vec<String> {
+        if self.engine.locks_memory() && !self.memory_locked {
+            vec!["memory could not be locked (mlockall): page faults may add noise".into()]
+        } else {
+            Vec::new()
         }
     }
 
-    #[test]
-    fn cpus_must_be_online() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
-        std::fs::write(dir.path().join("sys/devices/system/cpu/online"), "0-1\n").unwrap();
-        let root = crate::sysroot::SysRoot::dir(dir.path());
-        let set = |list| CpuSet::parse_list(list).unwrap();
-        assert_eq!(check_cpus(&root, "--cpus", &set("1")), Ok(vec![1]));
-        let err = check_cpus(&root, "--cpus", &set("1-3")).unwrap_err();
-        assert!(
-            err.contains("--cpus 1-3: CPU 2-3 does not exist or is offline"),
-            "{err}"
-        );
-        assert!(
-            check_cpus(&root, "--load", &CpuSet::new())
-                .unwrap_err()
-                .starts_with("--load")
-        );
-    }
-
-    #[test]
-    fn runs_setup_measure_and_observer_in_order() {
-        let mut observer = Record(Vec::new());
-        let outcome = run(
-            &[0, 0],
-            Duration::from_millis(30),
-            |cpu| cpu + 10,
-            |state, go| {
-                while !go.stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                state
-            },
-            vec![Box::new(|stop: &StopFlag| {
-                while !stop.is_stopped() {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            })],
-            &mut observer,
-        );
-        assert_eq!(outcome.results, vec![10, 10]);
-        assert!(!outcome.interrupted);
-        assert!(outcome.elapsed_ns >= 30_000_000);
-        assert_eq!(outcome.tids.len(), 2);
-        assert!(
-            outcome.tids.iter().all(|&tid| tid > 0),
-            "{:?}",
-            outcome.tids
-        );
-        assert_ne!(outcome.tids[0], outcome.tids[1]);
-        assert_eq!(observer.0, vec!["before true", "after 2"]);
-    }
-
-    #[test]
-    fn loops_measure_only_where_setup_succeeded() {
-        // An empty root: the environment and the counters are unavailable, the run goes on.
-        let dir = tempfile::tempdir().unwrap();
-        let root = crate::sysroot::SysRoot::dir(dir.path());
-        let plan = Plan {
-            cpus: vec![0, 0],
-            duration: Duration::from_millis(10),
-            load: CpuSet::new(),
-            inject: None,
-        };
-        let refused = std::sync::atomic::AtomicBool::new(false);
-        let finished = run_loops(
-            &root,
-            &plan,
-            "test run".to_string(),
-            |_| {
-                // The first thread to set up is refused, the other measures.
-                let first = !refused.swap(true, Ordering::Relaxed);
-                (0u32, first.then(|| "refused".to_string()))
-            },
-            |count, _| *count += 1,
-        );
-        assert_eq!(finished.cpus.len(), 2);
-        for cpu in &finished.cpus {
-            assert_eq!(cpu.cpu, 0);
-            assert!(cpu.tid > 0);
-            let expected = if cpu.setup_error.is_some() { 0 } else { 1 };
-            assert_eq!(cpu.record, expected, "{:?}", cpu.setup_error);
-        }
-        assert_eq!(finished.cpus.iter().map(|c| c.record).sum::<u32>(), 1);
-        assert!(finished.injector_spins.is_empty());
-        assert_eq!(finished.attribution.len(), 2);
-        assert!(finished.environment.kernel_release.reason().is_some());
-    }
-
-    #[test]
-    fn unpinnable_threads_say_why() {
-        let error = prepare_thread(8000, Some(1)).unwrap();
-        assert!(error.starts_with("cannot pin to CPU 8000"), "{error}");
+    /// Whether the run was cut short (Ctrl-C or the stop flag).
+    pub fn interrupted(&self) -> bool {
+        harness::interrupted() || self.stop.is_stopped()
     }
 }

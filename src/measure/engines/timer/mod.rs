@@ -10,8 +10,8 @@ pub use deadline_loop as wakeup;
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
-use crate::measure::runner::session::{self, Finished, Plan};
-use crate::sysroot::SysRoot;
+use crate::measure::runner::session::Session;
+use crate::measure::runner::threads::{self, FifoError, Finished, Plan};
 use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
@@ -44,11 +44,11 @@ pub struct TimerRun {
     pub session: Finished<TimerRecord>,
 }
 
-/// Runs the measurement. Without permission for SCHED_FIFO it measures at normal priority
+/// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
-pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
+pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, FifoError> {
     let plan = &request.plan;
-    session::check_fifo(None, plan.inject.is_some())?;
+    threads::check_fifo(None, plan.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
         Ok(()) => (Some(request.priority), None),
         Err(e) => {
@@ -68,13 +68,13 @@ pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
         plan.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
-    let session = session::run_loops(
-        root,
+    let finished = threads::run_loops(
+        session,
         plan,
         progress,
         |cpu| {
             // Pinned first, so the histograms are allocated on the CPU's node.
-            let error = session::prepare_thread(cpu, fifo_priority);
+            let error = threads::prepare_thread(cpu, fifo_priority);
             (TimerRecord::new(interval_ns, buckets), error)
         },
         |record, go| record.run(&mut Monotonic, go.stop, go.end_ns),
@@ -83,6 +83,6 @@ pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
         request,
         fifo_priority,
         normal_priority_reason,
-        session,
+        session: finished,
     })
 }
