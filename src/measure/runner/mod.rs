@@ -10,6 +10,7 @@ pub mod harness;
 pub mod inject;
 pub mod load;
 pub mod memory;
+pub mod node_matrix;
 pub mod pairs;
 pub mod place;
 pub mod progress;

@@ -14,6 +14,10 @@
 //! is the latency. The first sample is discarded (multichase does the same); the minimum is the
 //! best latency (lmbench, multichase) and the median the typical one.
 
+mod request;
+
+pub use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+
 use serde::Serialize;
 use std::time::Instant;
 

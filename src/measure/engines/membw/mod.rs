@@ -14,6 +14,10 @@
 //!
 //! Figures are labelled [`LABEL`], as stream.c's licence asks of reimplementations.
 
+mod request;
+
+pub use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+
 use serde::Serialize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};

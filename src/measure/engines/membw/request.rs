@@ -1,0 +1,169 @@
+//! What `membw` is asked, and the plan decided from it before anything is mapped: STREAM's
+//! array sizing rule, the threads spread over the chosen CPUs, and the node × node matrix.
+
+use super::stream_array_bytes;
+use crate::machine::CpuSet;
+use crate::machine::topology::Topology;
+use crate::measure::runner::memory::{MemoryBudget, MemoryError};
+use crate::measure::runner::node_matrix::{MatrixAxes, NodeError, matrix_axes, matrix_nodes};
+use crate::measure::runner::place::{self, CpuPlace};
+use crate::report::units::bytes;
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MembwRequest {
+    /// Threads of the whole-machine run; `None`: one per core of the chosen CPUs.
+    pub threads: Option<u32>,
+    /// NUMA nodes of the node × node matrix; `None`: every node of a multi-node machine.
+    pub nodes: Option<CpuSet>,
+    /// Bytes per array; `None`: STREAM's rule.
+    pub array_bytes: Option<u64>,
+    /// Iterations of the four kernels (STREAM's NTIMES, at least 2).
+    pub ntimes: u32,
+}
+
+/// Everything decided before a membw run.
+#[derive(Debug, PartialEq)]
+pub struct MembwPlan {
+    /// Elements per array.
+    pub elements: usize,
+    /// All cache of the machine, bytes.
+    pub total_cache_bytes: u64,
+    /// STREAM's rule for one array, bytes.
+    pub rule_bytes: u64,
+    /// The CPUs of the whole-machine run, in thread order.
+    pub system_cpus: Vec<u32>,
+    /// Matrix rows: node and the CPUs (one per core, spread) of its threads.
+    pub rows: Vec<(u32, Vec<u32>)>,
+    /// Matrix columns: memory nodes.
+    pub columns: Vec<u32>,
+    /// Rules bent, which the user should know about.
+    pub warnings: Vec<MembwWarning>,
+}
+
+/// A STREAM rule the plan bends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MembwWarning {
+    /// The cache sizes are unknown, so the arrays have stream.c's default size.
+    #[error(
+        "cache sizes unknown (no /sys/devices/system/cpu/cpu*/cache): arrays sized by \
+         stream.c's default of 10,000,000 elements"
+    )]
+    CacheSizesUnknown,
+    /// The arrays asked for are smaller than STREAM's rule.
+    #[error(
+        "arrays of {} are below STREAM's rule of 4 × {} of cache = {} per array: caches may \
+         inflate the rates",
+        bytes(*.array_bytes), bytes(*.total_cache_bytes), bytes(*.rule_bytes)
+    )]
+    BelowRule {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+        /// All cache of the machine, bytes.
+        total_cache_bytes: u64,
+        /// STREAM's rule for one array, bytes.
+        rule_bytes: u64,
+    },
+}
+
+/// Why a membw request cannot be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MembwPlanError {
+    /// More threads than chosen CPUs.
+    #[error("only {chosen} CPUs are chosen")]
+    TooManyThreads {
+        /// Threads asked for.
+        threads: usize,
+        /// CPUs chosen.
+        chosen: usize,
+    },
+    /// Arrays larger than this machine can address.
+    #[error("too large for this machine")]
+    ArraysTooLarge {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+    },
+    /// Arrays with fewer elements than threads.
+    #[error("{elements} elements cannot be shared by {threads} threads")]
+    ArraysTooSmall {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+        /// Elements per array.
+        elements: usize,
+        /// Threads.
+        threads: usize,
+    },
+    /// Not enough memory.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The matrix nodes cannot be used.
+    #[error(transparent)]
+    Nodes(#[from] NodeError),
+}
+
+impl MembwRequest {
+    /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
+    /// fit `budget`, before anything is mapped.
+    pub fn plan(
+        &self,
+        topology: &Topology,
+        places: &[CpuPlace],
+        budget: &MemoryBudget,
+    ) -> Result<MembwPlan, MembwPlanError> {
+        let mut warnings = Vec::new();
+        let total_cache_bytes = topology.total_cache_bytes();
+        let rule_bytes = stream_array_bytes(total_cache_bytes);
+        if total_cache_bytes == 0 {
+            warnings.push(MembwWarning::CacheSizesUnknown);
+        }
+        let array_bytes = self.array_bytes.unwrap_or(rule_bytes);
+        if array_bytes < rule_bytes {
+            warnings.push(MembwWarning::BelowRule {
+                array_bytes,
+                total_cache_bytes,
+                rule_bytes,
+            });
+        }
+        let threads = match self.threads {
+            Some(n) => n as usize,
+            None => place::one_per_core(places).len(),
+        };
+        if threads > places.len() {
+            return Err(MembwPlanError::TooManyThreads {
+                threads,
+                chosen: places.len(),
+            });
+        }
+        let elements = usize::try_from(array_bytes / 8)
+            .map_err(|_| MembwPlanError::ArraysTooLarge { array_bytes })?;
+        if elements < threads {
+            return Err(MembwPlanError::ArraysTooSmall {
+                array_bytes,
+                elements,
+                threads,
+            });
+        }
+        let need = array_bytes.saturating_mul(3);
+        let what = format!("3 arrays of {}", bytes(array_bytes));
+        budget.check_available(&what, need)?;
+        let nodes = matrix_nodes(topology, self.nodes.as_ref())?;
+        let MatrixAxes { rows, columns } =
+            matrix_axes(&nodes, places, self.nodes.is_some(), need, &what)?;
+        let rows = rows
+            .into_iter()
+            .map(|(node, cpus)| {
+                let per_core = place::one_per_core(&cpus).len();
+                (node, place::spread(&cpus, per_core))
+            })
+            .collect();
+        Ok(MembwPlan {
+            elements,
+            total_cache_bytes,
+            rule_bytes,
+            system_cpus: place::spread(places, threads),
+            rows,
+            columns: columns.iter().map(|n| n.id).collect(),
+            warnings,
+        })
+    }
+}
