@@ -47,7 +47,7 @@ pub struct LoopArgs {
     pub load: Option<CpuSet>,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).
-    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
+    #[arg(long, value_name = "PERIOD_MS:SPIN_US", value_parser = values::inject)]
     pub inject: Option<InjectSpec>,
     /// Same as --format json.
     #[arg(long)]

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use crate::machine::CpuSet;
+use crate::measure::runner::inject::InjectSpec;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
@@ -139,6 +140,12 @@ where
         }
         T::try_from(value).map_err(|_| format!("'{text}' is too large; expected {allowed}"))
     }
+}
+
+/// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
+pub fn inject(text: &str) -> Result<InjectSpec, String> {
+    text.parse()
+        .map_err(|e: crate::measure::runner::inject::InjectSpecError| e.to_string())
 }
 
 /// Parses a SCHED_FIFO priority (1-99).

@@ -226,7 +226,7 @@ pub fn run(
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<C2cRun, C2cError> {
-    check_two(cpus).map_err(C2cError::Config)?;
+    check_two(cpus).map_err(|e| C2cError::Config(e.to_string()))?;
     let mut order = Vec::new();
     for i in 0..cpus.len() {
         for j in i + 1..cpus.len() {

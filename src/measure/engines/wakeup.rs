@@ -261,7 +261,7 @@ pub fn run(
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<WakeupRun, WakeError> {
-    check_two(cpus).map_err(WakeError::Config)?;
+    check_two(cpus).map_err(|e| WakeError::Config(e.to_string()))?;
     let order: Vec<(usize, usize)> = (0..cpus.len())
         .flat_map(|i| {
             (0..cpus.len())
