@@ -8,9 +8,9 @@ use super::exit;
 use super::measure::print;
 use super::measure_common::{CommonArgs, emit, open_session};
 use super::values;
-use crate::measure::engines::c2c::{self, C2cReport, PingPongConfig};
-use crate::measure::engines::freq::{self, FreqConfig};
-use crate::measure::engines::wakeup::{self, WakeConfig};
+use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
+use crate::measure::engines::freq::{self, FreqRequest};
+use crate::measure::engines::wakeup::{self, WakeupRequest};
 use crate::measure::runner::place;
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Engine;
@@ -48,15 +48,17 @@ pub struct C2cArgs {
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
     let warnings = session.memory_warnings();
-    let config = PingPongConfig {
-        round_trips: args.round_trips,
-        samples: args.samples,
+    let request = C2cRequest {
+        ping_pong: PingPongConfig {
+            round_trips: args.round_trips,
+            samples: args.samples,
+        },
+        both_directions: args.both_directions,
     };
     let mut progress = Progress::stderr("c2c", 0);
     let run = c2c::run(
         &session.cpus_by_locality(),
-        args.both_directions,
-        config,
+        request,
         &session.stop,
         &mut progress,
     )?;
@@ -115,7 +117,7 @@ pub struct WakeupArgs {
 pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
     let warnings = session.memory_warnings();
-    let config = WakeConfig {
+    let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
@@ -123,7 +125,7 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let mut progress = Progress::stderr("wakeup", 0);
     let run = wakeup::run(
         &session.cpus_by_locality(),
-        config,
+        request,
         &session.stop,
         &mut progress,
     )?;
@@ -177,7 +179,7 @@ pub struct FreqArgs {
 /// Runs `lowlat measure freq`.
 pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
-    let config = FreqConfig {
+    let request = FreqRequest {
         warmup_ms: args.warmup_ms,
         sample_ms: args.sample_ms,
         samples: args.samples,
@@ -187,7 +189,7 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     let run = freq::run(
         &session.cpus_by_locality(),
         session.root(),
-        config,
+        request,
         &session.stop,
         &mut progress,
     )?;

@@ -32,6 +32,15 @@ pub struct PingPongConfig {
     pub samples: u32,
 }
 
+/// What `c2c` is asked: how each pair is timed, and in which directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct C2cRequest {
+    /// Round trips per sample and samples per pair.
+    pub ping_pong: PingPongConfig,
+    /// Measure each pair both ways (A starts, then B starts) instead of once.
+    pub both_directions: bool,
+}
+
 impl Default for PingPongConfig {
     /// core-to-core-latency's defaults: 1000 round trips per sample, 300 samples.
     fn default() -> Self {
@@ -217,15 +226,18 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
     samples
 }
 
-/// Measures every pair of `cpus` (each unordered pair once, or both ways when
-/// `both_directions`). Ctrl-C or `stop` ends the run; pairs done so far are kept.
+/// Measures every pair of `cpus` (each unordered pair once, or both ways when the request
+/// says so). Ctrl-C or `stop` ends the run; pairs done so far are kept.
 pub fn run(
     cpus: &[u32],
-    both_directions: bool,
-    config: PingPongConfig,
+    request: C2cRequest,
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<C2cRun, C2cError> {
+    let C2cRequest {
+        ping_pong: config,
+        both_directions,
+    } = request;
     check_two(cpus).map_err(|e| C2cError::Config(e.to_string()))?;
     let mut order = Vec::new();
     for i in 0..cpus.len() {
@@ -343,7 +355,7 @@ mod tests {
     fn needs_two_cpus_and_valid_counts() {
         let stop = StopFlag::new();
         let mut progress = Progress::silent();
-        assert!(run(&[0], false, PingPongConfig::default(), &stop, &mut progress).is_err());
+        assert!(run(&[0], C2cRequest::default(), &stop, &mut progress).is_err());
         let zero = PingPongConfig {
             round_trips: 0,
             samples: 1,
@@ -371,14 +383,11 @@ mod tests {
             round_trips: 200,
             samples: 50,
         };
-        let run = run(
-            &cpus,
-            true,
-            config,
-            &StopFlag::new(),
-            &mut Progress::silent(),
-        )
-        .unwrap();
+        let request = C2cRequest {
+            ping_pong: config,
+            both_directions: true,
+        };
+        let run = run(&cpus, request, &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         let there = run.pairs[0].one_way_ns.median;
         let back = run.pairs[1].one_way_ns.median;
@@ -406,8 +415,7 @@ mod tests {
         stop.stop();
         let run = run(
             &[0, 1],
-            false,
-            PingPongConfig::default(),
+            C2cRequest::default(),
             &stop,
             &mut Progress::silent(),
         )

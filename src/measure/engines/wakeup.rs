@@ -23,7 +23,7 @@ use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WakeConfig {
+pub struct WakeupRequest {
     /// Wake-ups kept per pair (one more is taken first and discarded).
     pub samples: u32,
     /// Time the waker lets pass after the sleeper announced it sleeps, microseconds.
@@ -51,7 +51,7 @@ pub struct WakeupRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
     /// How each pair was measured.
-    pub config: WakeConfig,
+    pub config: WakeupRequest,
     /// Every measured ordered pair, in measuring order.
     pub pairs: Vec<WakeLatency>,
     /// Median latency in nanoseconds, row = waker CPU, column = woken CPU.
@@ -115,7 +115,7 @@ fn prepare(cpu: u32, fifo: Option<u8>) -> Result<(), WakeError> {
 pub fn measure_pair(
     waker: u32,
     woken: u32,
-    config: WakeConfig,
+    config: WakeupRequest,
     stop: &StopFlag,
 ) -> Result<Option<WakeLatency>, WakeError> {
     if config.samples == 0 {
@@ -211,7 +211,12 @@ fn sleep_loop(word: &Word, report: &Report, total: u32) {
 /// The waker: for each sample wait for the sleeper, let the gap pass, wake it, collect the
 /// latency. Returns the kept latencies and the count of samples dropped, so far when stopped
 /// or when the sleeper went away.
-fn wake_loop(word: &Word, report: &Report, config: WakeConfig, stop: &StopFlag) -> (Vec<f64>, u32) {
+fn wake_loop(
+    word: &Word,
+    report: &Report,
+    config: WakeupRequest,
+    stop: &StopFlag,
+) -> (Vec<f64>, u32) {
     let mut latencies = Vec::with_capacity(config.samples as usize);
     let mut not_asleep = 0;
     let gap_ns = u64::from(config.gap_us) * 1000;
@@ -257,7 +262,7 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
 /// far are kept.
 pub fn run(
     cpus: &[u32],
-    config: WakeConfig,
+    config: WakeupRequest,
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<WakeupRun, WakeError> {
@@ -295,8 +300,8 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn config(samples: u32) -> WakeConfig {
-        WakeConfig {
+    fn config(samples: u32) -> WakeupRequest {
+        WakeupRequest {
             samples,
             gap_us: 50,
             fifo_priority: None,
