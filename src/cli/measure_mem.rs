@@ -9,16 +9,9 @@ use super::measure_common::{CommonArgs, emit, open_session};
 use super::values;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
-use crate::measure::engines::membw::{
-    self, MembwPlan, MembwPlanError, MembwReport, MembwRequest, MembwWarning, NodeBandwidth,
-    NodeRun, StreamConfig,
-};
-use crate::measure::engines::memlat::{
-    self, ChaseConfig, MemlatPlan, MemlatPlanError, MemlatReport, MemlatRequest, NodeLatency,
-    Window,
-};
+use crate::measure::engines::membw::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+use crate::measure::engines::memlat::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
-use crate::measure::runner::node_matrix::{each_cell, empty_matrix};
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Engine;
@@ -195,52 +188,8 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
-        cpus,
-        elements: plan.elements,
-        ntimes: args.ntimes as usize,
-        memory_node,
-    };
-    let mut progress = Progress::stderr("membw", 1 + plan.rows.len() * plan.columns.len());
-    progress.step(&format!(
-        "{} threads, 3 × {}",
-        plan.system_cpus.len(),
-        bytes(plan.elements as u64 * 8)
-    ));
-    let system = membw::run(&config(plan.system_cpus.clone(), None), &session.stop)?;
-    let node_matrix = (!plan.rows.is_empty()).then(|| NodeBandwidth {
-        triad_best_mb_per_s: empty_matrix(&plan.rows, &plan.columns),
-        runs: Vec::new(),
-    });
-    let mut report = MembwReport {
-        label: membw::LABEL,
-        total_cache_bytes: plan.total_cache_bytes,
-        rule_array_bytes: plan.rule_bytes,
-        system,
-        node_matrix,
-    };
-    if let Some(matrix) = &mut report.node_matrix {
-        each_cell(
-            &plan.rows,
-            &plan.columns,
-            &session.stop,
-            |r, (cpu_node, cpus), c, memory_node| {
-                progress.step(&format!(
-                    "CPUs of node {cpu_node}, memory of node {memory_node}"
-                ));
-                let run = membw::run(&config(cpus.clone(), Some(memory_node)), &session.stop)?;
-                if let Some(rate) = run.best_rate(membw::Kernel::Triad) {
-                    matrix.triad_best_mb_per_s.set(r, c, rate);
-                }
-                matrix.runs.push(NodeRun {
-                    cpu_node: *cpu_node,
-                    memory_node,
-                    run,
-                });
-                Ok::<(), anyhow::Error>(())
-            },
-        )?;
-    }
+    let mut progress = Progress::stderr("membw", plan.steps());
+    let report = plan.run(&session.stop, &mut progress)?;
     progress.finish();
     let mut warnings: Vec<String> = plan.warnings.iter().map(membw_warning).collect();
     warnings.extend(report.system.warnings.iter().cloned());
@@ -314,40 +263,9 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let mut progress = Progress::stderr(
-        "memlat",
-        plan.curve.sizes.len() + plan.rows.len() * plan.columns.len(),
-    );
-    let curve = memlat::run(&plan.curve, &session.stop, &mut progress)?;
-    let largest = plan.curve.sizes.iter().copied().max().unwrap_or(0);
-    let mut node_matrix = (!plan.rows.is_empty()).then(|| NodeLatency {
-        size_bytes: largest,
-        median_ns: empty_matrix(&plan.rows, &plan.columns),
-        runs: Vec::new(),
-    });
-    if let Some(matrix) = &mut node_matrix {
-        each_cell(
-            &plan.rows,
-            &plan.columns,
-            &session.stop,
-            |r, &(_, cpu), c, memory_node| {
-                let cell = ChaseConfig {
-                    cpu,
-                    sizes: vec![largest],
-                    memory_node: Some(memory_node),
-                    ..plan.curve.clone()
-                };
-                let run = memlat::run(&cell, &session.stop, &mut progress)?;
-                if let Some(point) = run.points.first() {
-                    matrix.median_ns.set(r, c, point.latency_ns.median);
-                }
-                matrix.runs.push(run);
-                Ok::<(), anyhow::Error>(())
-            },
-        )?;
-    }
+    let mut progress = Progress::stderr("memlat", plan.steps());
+    let report = plan.run(&session.stop, &mut progress)?;
     progress.finish();
-    let report = MemlatReport { curve, node_matrix };
     emit(
         &session,
         args.common.json,

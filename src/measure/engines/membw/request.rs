@@ -1,12 +1,20 @@
 //! What `membw` is asked, and the plan decided from it before anything is mapped: STREAM's
-//! array sizing rule, the threads spread over the chosen CPUs, and the node × node matrix.
+//! array sizing rule, the threads spread over the chosen CPUs, and the node × node matrix;
+//! then the run of that plan: the whole machine, then each cell of the matrix.
 
-use super::stream_array_bytes;
+use super::{
+    Kernel, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, run,
+    stream_array_bytes,
+};
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
+use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
-use crate::measure::runner::node_matrix::{MatrixAxes, NodeError, matrix_axes, matrix_nodes};
+use crate::measure::runner::node_matrix::{
+    MatrixAxes, NodeError, each_cell, empty_matrix, matrix_axes, matrix_nodes,
+};
 use crate::measure::runner::place::{self, CpuPlace};
+use crate::measure::runner::progress::Progress;
 use crate::report::units::bytes;
 
 /// What to measure.
@@ -27,6 +35,8 @@ pub struct MembwRequest {
 pub struct MembwPlan {
     /// Elements per array.
     pub elements: usize,
+    /// Iterations of the four kernels.
+    pub ntimes: usize,
     /// All cache of the machine, bytes.
     pub total_cache_bytes: u64,
     /// STREAM's rule for one array, bytes.
@@ -158,6 +168,7 @@ impl MembwRequest {
             .collect();
         Ok(MembwPlan {
             elements,
+            ntimes: self.ntimes as usize,
             total_cache_bytes,
             rule_bytes,
             system_cpus: place::spread(places, threads),
@@ -165,5 +176,63 @@ impl MembwRequest {
             columns: columns.iter().map(|n| n.id).collect(),
             warnings,
         })
+    }
+}
+
+impl MembwPlan {
+    /// Measurement steps, for progress: the whole machine, then each cell of the matrix.
+    pub fn steps(&self) -> usize {
+        1 + self.rows.len() * self.columns.len()
+    }
+
+    /// Runs the plan: the whole machine, then the node × node matrix cell by cell, saying
+    /// each step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
+    pub fn run(&self, stop: &StopFlag, progress: &mut Progress) -> Result<MembwReport, MembwError> {
+        let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
+            cpus,
+            elements: self.elements,
+            ntimes: self.ntimes,
+            memory_node,
+        };
+        progress.step(&format!(
+            "{} threads, 3 × {}",
+            self.system_cpus.len(),
+            bytes(self.elements as u64 * 8)
+        ));
+        let system = run(&config(self.system_cpus.clone(), None), stop)?;
+        let node_matrix = (!self.rows.is_empty()).then(|| NodeBandwidth {
+            triad_best_mb_per_s: empty_matrix(&self.rows, &self.columns),
+            runs: Vec::new(),
+        });
+        let mut report = MembwReport {
+            label: LABEL,
+            total_cache_bytes: self.total_cache_bytes,
+            rule_array_bytes: self.rule_bytes,
+            system,
+            node_matrix,
+        };
+        if let Some(matrix) = &mut report.node_matrix {
+            each_cell(
+                &self.rows,
+                &self.columns,
+                stop,
+                |r, (cpu_node, cpus), c, memory_node| {
+                    progress.step(&format!(
+                        "CPUs of node {cpu_node}, memory of node {memory_node}"
+                    ));
+                    let run = run(&config(cpus.clone(), Some(memory_node)), stop)?;
+                    if let Some(rate) = run.best_rate(Kernel::Triad) {
+                        matrix.triad_best_mb_per_s.set(r, c, rate);
+                    }
+                    matrix.runs.push(NodeRun {
+                        cpu_node: *cpu_node,
+                        memory_node,
+                        run,
+                    });
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(report)
     }
 }

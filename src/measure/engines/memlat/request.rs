@@ -1,14 +1,17 @@
 //! What `memlat` is asked, and the plan decided from it before anything is mapped: the
-//! chasing CPU, the sizes, the pages, and the node × node matrix.
+//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that plan:
+//! the curve, then each cell of the matrix at the largest size.
 
-use super::{ChaseConfig, MemlatError, default_sizes};
+use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, default_sizes, run};
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
+use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::memory::{MemoryBudget, MemoryError, check_node};
 use crate::measure::runner::node_matrix::{
-    MatrixAxes, NodeError, find_node, matrix_axes, matrix_nodes,
+    MatrixAxes, NodeError, each_cell, empty_matrix, find_node, matrix_axes, matrix_nodes,
 };
 use crate::measure::runner::place::CpuPlace;
+use crate::measure::runner::progress::Progress;
 use crate::measure::runner::region::Backing;
 use crate::report::units::bytes;
 
@@ -171,5 +174,50 @@ impl MemlatRequest {
                 .collect(),
             columns: columns.iter().map(|n| n.id).collect(),
         })
+    }
+}
+
+impl MemlatPlan {
+    /// Measurement steps, for progress: each size of the curve, then each cell of the matrix.
+    pub fn steps(&self) -> usize {
+        self.curve.sizes.len() + self.rows.len() * self.columns.len()
+    }
+
+    /// Runs the plan: the curve, then the node × node matrix at the largest size, saying each
+    /// step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
+    pub fn run(
+        &self,
+        stop: &StopFlag,
+        progress: &mut Progress,
+    ) -> Result<MemlatReport, MemlatError> {
+        let curve = run(&self.curve, stop, progress)?;
+        let largest = self.curve.sizes.iter().copied().max().unwrap_or(0);
+        let mut node_matrix = (!self.rows.is_empty()).then(|| NodeLatency {
+            size_bytes: largest,
+            median_ns: empty_matrix(&self.rows, &self.columns),
+            runs: Vec::new(),
+        });
+        if let Some(matrix) = &mut node_matrix {
+            each_cell(
+                &self.rows,
+                &self.columns,
+                stop,
+                |r, &(_, cpu), c, memory_node| {
+                    let cell = ChaseConfig {
+                        cpu,
+                        sizes: vec![largest],
+                        memory_node: Some(memory_node),
+                        ..self.curve.clone()
+                    };
+                    let run = run(&cell, stop, progress)?;
+                    if let Some(point) = run.points.first() {
+                        matrix.median_ns.set(r, c, point.latency_ns.median);
+                    }
+                    matrix.runs.push(run);
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(MemlatReport { curve, node_matrix })
     }
 }
