@@ -15,7 +15,7 @@ use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::session::{CpuLoop, Engine, Session};
-use crate::measure::runner::threads::Plan;
+use crate::measure::runner::threads::LoopPlan;
 use crate::results::Document;
 use crate::results::measured::Measured;
 
@@ -57,14 +57,14 @@ pub struct LoopArgs {
 impl LoopArgs {
     /// The session plan: the CPUs of `--cpus` as `session` chose them, and those of `--load`
     /// checked by the same rule.
-    pub fn plan(&self, session: &Session) -> Result<Plan> {
+    pub fn plan(&self, session: &Session) -> Result<LoopPlan> {
         let load = match &self.load {
             Some(load) => session
                 .check_cpus(load)
                 .with_context(|| format!("--load {load}"))?,
             None => CpuSet::new(),
         };
-        Ok(Plan {
+        Ok(LoopPlan {
             cpus: session.cpus.iter().collect(),
             duration: self.duration,
             load,

@@ -40,7 +40,7 @@ pub trait Observer {
 
 /// How a run ended.
 #[derive(Debug)]
-pub struct Outcome<T> {
+pub struct ThreadsOutcome<T> {
     /// Each measuring thread's result, in the order of the CPUs.
     pub results: Vec<T>,
     /// Whether Ctrl-C cut the run short.
@@ -66,7 +66,7 @@ pub fn run<S, T>(
     measure: impl Fn(S, &Go) -> T + Sync,
     helpers: Vec<Helper<'_>>,
     observer: &mut dyn Observer,
-) -> Outcome<T>
+) -> ThreadsOutcome<T>
 where
     T: Send,
 {
@@ -126,7 +126,7 @@ where
             .collect();
         (results, interrupted, elapsed, ids)
     });
-    Outcome {
+    ThreadsOutcome {
         results,
         interrupted,
         main_cpus,
@@ -137,8 +137,9 @@ where
 
 /// What every loop engine (jitter, timer) is asked, whatever it measures.
 #[derive(Debug, Clone)]
-pub struct Plan {
-    /// The CPUs to measure (checked to be online), one measuring thread each.
+pub struct LoopPlan {
+    /// The CPUs to measure (chosen by the session: online and allowed), one measuring thread
+    /// each.
     pub cpus: Vec<u32>,
     /// How long to measure (above 0).
     pub duration: Duration,
@@ -192,7 +193,7 @@ pub struct Finished<R> {
 /// `measure` fills the record of every thread that can.
 pub fn run_loops<R: Send>(
     session: &Session,
-    plan: &Plan,
+    plan: &LoopPlan,
     progress: String,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
@@ -370,7 +371,7 @@ mod tests {
         std::fs::write(cpu.join("online"), "0-1023\n").unwrap();
         let root = crate::sysroot::SysRoot::dir(dir.path());
         let session = Session::open(root, Engine::Freq, None).unwrap();
-        let plan = Plan {
+        let plan = LoopPlan {
             cpus: vec![0, 0],
             duration: Duration::from_millis(10),
             load: CpuSet::new(),

@@ -7,7 +7,7 @@ pub mod stats;
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::TscTicks;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, Plan};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use busy::{BusyRecord, LoopConfig};
 
@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_GAPS: usize = 1_000_000;
 #[derive(Debug, Clone)]
 pub struct JitterRequest {
     /// The CPUs, the duration and what runs alongside.
-    pub plan: Plan,
+    pub plan: LoopPlan,
     /// Gaps at or above this are interruptions, ns (above 0).
     pub threshold_ns: u64,
     /// SCHED_FIFO priority of the measuring threads (normal scheduling when `None`).

@@ -437,7 +437,7 @@ impl Shared {
 
 /// What one thread hands back.
 #[derive(Default)]
-struct Outcome {
+struct ThreadOutcome {
     /// Thread 0 only: the check pass and `times[kernel][iteration]`, seconds.
     check_pass_s: f64,
     times: [Vec<f64>; 4],
@@ -491,7 +491,7 @@ pub fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwErr
         failed: Mutex::new(None),
         stop_now: AtomicBool::new(false),
     };
-    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+    let outcomes: Vec<ThreadOutcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = a
             .into_iter()
             .zip(b)
@@ -522,7 +522,7 @@ fn worker(
     ntimes: usize,
     shared: &Shared,
     stop: &StopFlag,
-) -> Outcome {
+) -> ThreadOutcome {
     if let Err(e) = pin_current_thread(cpu)
         && let Ok(mut failed) = shared.failed.lock()
     {
@@ -533,15 +533,15 @@ fn worker(
     }
     shared.barrier.wait();
     if shared.failed.lock().map_or(true, |f| f.is_some()) {
-        return Outcome::default();
+        return ThreadOutcome::default();
     }
     // First touch by the owning thread, in the chunk it will use in every kernel.
     a.fill(1.0);
     b.fill(2.0);
     c.fill(0.0);
-    let mut out = Outcome {
+    let mut out = ThreadOutcome {
         check_pass_s: shared.phase(leader, || a.iter_mut().for_each(|x| *x *= 2.0)),
-        ..Outcome::default()
+        ..ThreadOutcome::default()
     };
     for _ in 0..ntimes {
         if leader && should_stop(stop) {
@@ -568,7 +568,7 @@ fn worker(
 }
 
 /// Combines the threads' outcomes into the run's figures.
-fn assemble(config: &StreamConfig, outcomes: Vec<Outcome>) -> StreamRun {
+fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
     let iterations = outcomes.first().map_or(0, |o| o.iterations);
     let mut errors = ErrorSums::default();
     for o in &outcomes {

@@ -11,7 +11,7 @@ use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, Plan};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
 use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
@@ -22,7 +22,7 @@ pub const DEFAULT_PRIORITY: u8 = 95;
 #[derive(Debug, Clone)]
 pub struct TimerRequest {
     /// The CPUs, the duration and what runs alongside.
-    pub plan: Plan,
+    pub plan: LoopPlan,
     /// The period, ns (above 0).
     pub interval_ns: u64,
     /// SCHED_FIFO priority wanted for the measuring threads.
