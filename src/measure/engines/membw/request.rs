@@ -236,3 +236,68 @@ impl MembwPlan {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::sysroot::SysRoot;
+
+    fn epyc() -> Machine {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/epyc7f32-2s");
+        Machine::read(&SysRoot::dir(dir))
+    }
+
+    fn request() -> MembwRequest {
+        MembwRequest {
+            threads: None,
+            nodes: None,
+            array_bytes: None,
+            ntimes: 10,
+        }
+    }
+
+    #[test]
+    fn plans_by_streams_rule_and_refuses_with_typed_errors() {
+        let m = epyc();
+        let places = place::places(&m.topology);
+        let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
+        let plan = request().plan(&m.topology, &places, &budget).unwrap();
+        assert_eq!(plan.rule_bytes, 1060 << 20);
+        assert_eq!((plan.ntimes, plan.steps()), (10, 1 + 2 * 2));
+        let small = MembwRequest {
+            array_bytes: Some(16 << 20),
+            ..request()
+        };
+        let plan = small.plan(&m.topology, &places, &budget).unwrap();
+        assert!(matches!(
+            plan.warnings[..],
+            [MembwWarning::BelowRule {
+                array_bytes: 16_777_216,
+                ..
+            }]
+        ));
+        let too_many = MembwRequest {
+            threads: Some(17),
+            ..request()
+        };
+        assert_eq!(
+            too_many.plan(&m.topology, &places, &budget),
+            Err(MembwPlanError::TooManyThreads {
+                threads: 17,
+                chosen: 16
+            })
+        );
+        let missing = MembwRequest {
+            nodes: Some([7].into_iter().collect()),
+            ..request()
+        };
+        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MembwPlanError::Nodes(NodeError::Missing { id: 7, .. })
+        ));
+        assert!(!err.to_string().contains("--"), "no flag in {err}");
+    }
+}

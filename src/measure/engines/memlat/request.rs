@@ -221,3 +221,62 @@ impl MemlatPlan {
         Ok(MemlatReport { curve, node_matrix })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::measure::runner::place;
+    use crate::sysroot::SysRoot;
+
+    fn milan() -> Machine {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/milan64-nps4-smt");
+        Machine::read(&SysRoot::dir(dir))
+    }
+
+    fn request() -> MemlatRequest {
+        MemlatRequest {
+            cpu: None,
+            node: None,
+            sizes: None,
+            hugepages: false,
+            window: Window::Bytes(4096),
+            stride_bytes: 64,
+            nodes: None,
+            sample_ms: 100,
+            samples: 5,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn plans_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
+        let m = milan();
+        let places = place::places(&m.topology);
+        let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
+        let plan = request().plan(&m.topology, &places, &budget).unwrap();
+        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+        assert_eq!(plan.steps(), plan.curve.sizes.len() + 4 * 4);
+        let elsewhere = MemlatRequest {
+            cpu: Some(999),
+            ..request()
+        };
+        let err = elsewhere.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MemlatPlanError::CpuNotChosen { cpu: 999, .. }
+        ));
+        let missing = MemlatRequest {
+            node: Some(9),
+            ..request()
+        };
+        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MemlatPlanError::CurveNode(NodeError::Missing { id: 9, .. })
+        ));
+        assert!(!err.to_string().contains("--"), "no flag in {err}");
+    }
+}
