@@ -43,14 +43,6 @@ impl Engine {
     }
 }
 
-/// Why a session could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The CPUs could not be chosen.
-    #[error(transparent)]
-    Cpus(#[from] CpuChoiceError),
-}
-
 /// This machine, opened for one measurement.
 pub struct Session {
     root: SysRoot,
@@ -73,12 +65,12 @@ pub struct Session {
 impl Session {
     /// Reads the machine under `root`, chooses the CPUs (`requested`, or every online CPU this
     /// process may run on), locks memory when `engine` needs it and installs the Ctrl-C
-    /// handler.
+    /// handler. Fails, before anything runs, when the CPUs cannot be chosen.
     pub fn open(
         root: SysRoot,
         engine: Engine,
         requested: Option<&CpuSet>,
-    ) -> Result<Session, SessionError> {
+    ) -> Result<Session, CpuChoiceError> {
         let online = cpus::online(&root)?;
         let allowed = harness::current_affinity().map_err(CpuChoiceError::AffinityUnknown)?;
         let chosen = cpus::choose(&online, &allowed, requested)?;
