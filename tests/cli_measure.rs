@@ -94,3 +94,121 @@ fn measurements_refuse_a_fixture_root() {
     .code(2)
     .stderr(contains("measurements run on this machine only"));
 }
+
+/// C-2: values that overflow are refused (exit 2, naming the flag) before anything starts.
+#[test]
+fn overflowing_values_are_refused() {
+    timer("0", "18446744073709551615", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("too large")));
+    timer("0", "18446744073709551616", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("too large")));
+    jitter("0", "1000", "18446744073709551615", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("too long")));
+    jitter("0", "1000", "99999999999999999999h", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("too long")));
+    jitter("0", "18446744073709551616", "1s", &[])
+        .code(2)
+        .stderr(contains("--threshold").and(contains("too large")));
+}
+
+/// U-8: a negative number names its flag and says what is allowed, not clap's "unexpected
+/// argument '-1'".
+#[test]
+fn negative_values_name_their_flag_and_what_is_allowed() {
+    jitter("0", "1000", "-1s", &[])
+        .code(2)
+        .stderr(contains("--duration").and(contains("cannot be negative")));
+    jitter("0", "-1", "1s", &[])
+        .code(2)
+        .stderr(contains("--threshold").and(contains("a whole number above zero")));
+    jitter("0", "1000", "1s", &["--priority", "-1"])
+        .code(2)
+        .stderr(contains("--priority").and(contains("1 to 99")));
+    timer("0", "-5", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval").and(contains("negative")));
+    lowlat(&["measure", "membw", "--size", "-1"])
+        .code(2)
+        .stderr(contains("--size").and(contains("cannot be negative")));
+    lowlat(&["measure", "c2c", "--samples", "-3"])
+        .code(2)
+        .stderr(contains("--samples").and(contains("a whole number above zero")));
+    for args in [
+        &[
+            "measure",
+            "jitter",
+            "--cpus",
+            "0",
+            "--threshold",
+            "-1",
+            "--duration",
+            "1s",
+        ][..],
+        &["measure", "membw", "--size", "-1"],
+    ] {
+        lowlat(args)
+            .code(2)
+            .stderr(contains("unexpected argument").not());
+    }
+}
+
+/// Every engine, with the arguments it needs besides `--cpus`.
+const ENGINES: [&[&str]; 7] = [
+    &["jitter", "--threshold", "1000", "--duration", "1s"],
+    &["timer", "--interval", "1000", "--duration", "1s"],
+    &["membw", "--size", "1M"],
+    &["memlat", "--sizes", "16K"],
+    &["c2c"],
+    &["wakeup"],
+    &["freq"],
+];
+
+/// `--cpus` follows one rule for every engine: a CPU outside this process's affinity is
+/// refused before anything runs, and the message says how to widen it (taskset).
+#[test]
+fn cpus_outside_the_affinity_are_refused_naming_taskset_by_every_engine() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return; // one CPU: there is no CPU outside the affinity to ask for
+    }
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if !online.trim().contains(['-', ',']) {
+        return; // CPU 1 is not online
+    }
+    if std::process::Command::new("taskset")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return; // no taskset on this machine
+    }
+    let lowlat = assert_cmd::cargo::cargo_bin("lowlat");
+    for engine in ENGINES {
+        let mut args = vec!["-c", "0"];
+        args.push(lowlat.to_str().unwrap());
+        args.extend(["measure", engine[0], "--cpus", "1"]);
+        args.extend(&engine[1..]);
+        Command::new("taskset")
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(
+                contains("--cpus 1: this process may not run on CPU 1").and(contains("taskset")),
+            );
+    }
+}
+
+/// An offline or missing CPU is refused with one wording by every engine.
+#[test]
+fn cpus_that_do_not_exist_are_refused_alike_by_every_engine() {
+    for engine in ENGINES {
+        let args = [&["measure", engine[0], "--cpus", "4095"], &engine[1..]].concat();
+        lowlat(&args).code(2).stderr(contains(
+            "--cpus 4095: CPU 4095 does not exist or is offline (online CPUs: ",
+        ));
+    }
+}

@@ -216,7 +216,9 @@ fn sizes_that_cannot_fit_are_refused_before_allocation() {
 fn missing_nodes_and_cpus_are_refused() {
     refused(&["measure", "membw", "--nodes", "99"]).stderr(contains("NUMA node 99 does not exist"));
     refused(&["measure", "memlat", "--node", "99"]).stderr(contains("--node 99"));
-    refused(&["measure", "c2c", "--cpus", "4000"]).stderr(contains("CPU 4000 not online"));
+    refused(&["measure", "c2c", "--cpus", "4000"]).stderr(contains(
+        "--cpus 4000: CPU 4000 does not exist or is offline",
+    ));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! printer, give the histogram block cyclictest printed after them, byte for byte.
 
 use lowlat::machine::Warnings;
-use lowlat::measure::timer::cyclic::CyclicStats;
+use lowlat::measure::engines::timer::cyclic::CyclicStats;
 use lowlat::report::peer::cyclictest::{ThreadLabel, histogram_block, parse_verbose, thread_line};
 
 const DIR: &str = concat!(

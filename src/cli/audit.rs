@@ -25,7 +25,7 @@ pub struct AuditArgs {
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
     /// isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
     /// housekeeping and the rest isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = parse_cpulist)]
+    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub isolate: Option<CpuSet>,
 
     /// Print the versioned JSON document (schema_version, tool, machine, partition, profile,
@@ -36,10 +36,6 @@ pub struct AuditArgs {
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
-}
-
-fn parse_cpulist(text: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_list(text).map_err(|e| e.to_string())
 }
 
 /// Runs `lowlat audit`.

@@ -1,24 +1,22 @@
-//! What the measurement commands share. The hardware engines (membw, memlat, c2c, wakeup,
-//! freq): the common flags, reading this machine, choosing the CPUs, and writing the result.
-//! The loop engines (jitter, timer): their common flags, checked into a session plan, the
-//! JSON document and the report of CPUs not measured.
+//! What the measurement commands share: the flags of the hardware engines (membw, memlat,
+//! c2c, wakeup, freq) and of the loop engines (jitter, timer), opening the measurement
+//! session with the flags named in its errors, and writing the result.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
 use std::time::Duration;
 
 use super::Cli;
-use super::measure::{live_root, parse_cpus, parse_duration, print};
+use super::measure::{live_root, print};
+use super::values;
 use crate::document::{self, Kind};
-use crate::machine::{CpuSet, Machine};
-use crate::measure::env::{self, Environment};
-use crate::measure::harness::{self, StopFlag};
-use crate::measure::inject::InjectSpec;
-use crate::measure::memory::MemoryBudget;
-use crate::measure::place::{self, CpuPlace};
-use crate::measure::session::{CpuLoop, Plan, check_cpus};
+use crate::machine::CpuSet;
+use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::session::{CpuLoop, Engine, Session};
+use crate::measure::runner::threads::LoopPlan;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
 use crate::sysroot::SysRoot;
@@ -28,7 +26,7 @@ use crate::sysroot::SysRoot;
 pub struct CommonArgs {
     /// CPUs to use, in the kernel's list form (`0-7,16`). Default: every online CPU this
     /// process may run on.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub cpus: Option<CpuSet>,
 
     /// Print the versioned JSON document instead of tables.
@@ -41,17 +39,17 @@ pub struct CommonArgs {
 #[derive(Debug, Args)]
 pub struct LoopArgs {
     /// CPUs to measure, one measuring thread each (e.g. 2-3,6).
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub cpus: CpuSet,
     /// How long to measure: 10s, 500ms, 2m.
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
     /// CPUs to load with a busy hog during the measurement.
-    #[arg(long, value_name = "CPULIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "CPULIST", value_parser = values::cpu_list)]
     pub load: Option<CpuSet>,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).
-    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
+    #[arg(long, value_name = "PERIOD_MS:SPIN_US", value_parser = values::inject)]
     pub inject: Option<InjectSpec>,
     /// Same as --format json.
     #[arg(long)]
@@ -59,23 +57,32 @@ pub struct LoopArgs {
 }
 
 impl LoopArgs {
-    /// The session plan, with the CPUs of `--cpus` and `--load` checked to be online under
-    /// `root`.
-    pub fn plan(&self, root: &SysRoot) -> Result<Plan> {
-        let cpus = check_cpus(root, "--cpus", &self.cpus).map_err(anyhow::Error::msg)?;
+    /// The session plan: the CPUs of `--cpus` as `session` chose them, and those of `--load`
+    /// checked by the same rule.
+    pub fn plan(&self, session: &Session) -> Result<LoopPlan> {
         let load = match &self.load {
-            Some(load) => {
-                check_cpus(root, "--load", load).map_err(anyhow::Error::msg)?;
-                load.clone()
-            }
+            Some(load) => session
+                .check_cpus(load)
+                .with_context(|| format!("--load {load}"))?,
             None => CpuSet::new(),
         };
-        Ok(Plan {
-            cpus,
+        Ok(LoopPlan {
+            cpus: session.cpus.iter().collect(),
             duration: self.duration,
             load,
             inject: self.inject,
         })
+    }
+}
+
+/// Opens the measurement session on this machine for `engine` with the CPUs of `--cpus`
+/// (`cpus`), naming the flag in its errors.
+pub fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<Session> {
+    let root = live_root(cli)?;
+    let session = Session::open(root, engine, cpus);
+    match cpus {
+        Some(cpus) => session.with_context(|| format!("--cpus {cpus}")),
+        None => Ok(session?),
     }
 }
 
@@ -100,145 +107,55 @@ pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     cpu.setup_error.is_some()
 }
 
-/// The CPUs to measure, in locality order: `requested` (all of which must be online and
-/// allowed), or every online CPU in `allowed`.
-pub fn select_cpus(
-    places: &[CpuPlace],
-    requested: Option<&CpuSet>,
-    allowed: &CpuSet,
-) -> Result<Vec<CpuPlace>, String> {
-    let online: CpuSet = places.iter().map(|p| p.cpu).collect();
-    if let Some(requested) = requested {
-        let offline = requested.difference(&online);
-        if !offline.is_empty() {
-            return Err(format!(
-                "--cpus {requested}: CPU {offline} not online (online: {online})"
-            ));
+/// Writes a hardware engine's result: the JSON document (with the environment of the chosen
+/// CPUs) with `json`, else `text`; notes an interrupted run on stderr.
+pub fn emit<T: Serialize>(
+    session: &Session,
+    json: bool,
+    kind: Kind,
+    method: &'static str,
+    warnings: &[String],
+    result: &T,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    let interrupted = session.interrupted();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let cpus = session.cpus_by_locality();
+        let measured = Measured {
+            header: ResultHeader {
+                method,
+                interrupted,
+                warnings: warnings.to_vec(),
+                priority: None,
+                measured_cpus: cpus.iter().copied().collect(),
+            },
+            figures: result,
+        };
+        let environment = env::capture(session.root(), &cpus);
+        let doc = measure_document(
+            kind,
+            document::host_name(session.root()),
+            environment,
+            measured,
+        );
+        out.write_all(doc.to_json()?.as_bytes())?;
+    } else {
+        out.write_all(text().as_bytes())?;
+        for w in warnings {
+            writeln!(out, "warning: {w}")?;
         }
-        let barred = requested.difference(allowed);
-        if !barred.is_empty() {
-            return Err(format!(
-                "--cpus {requested}: this process may not run on CPU {barred} (its affinity \
-                 is {allowed}; see taskset or the cgroup's cpuset)"
-            ));
-        }
     }
-    let chosen: Vec<CpuPlace> = places
-        .iter()
-        .filter(|p| allowed.contains(p.cpu) && requested.is_none_or(|r| r.contains(p.cpu)))
-        .cloned()
-        .collect();
-    if chosen.is_empty() {
-        return Err(format!(
-            "no CPU to measure: online {online}, allowed {allowed}"
-        ));
+    if interrupted {
+        eprintln!("lowlat: interrupted; the results above hold what was measured until then");
     }
-    Ok(chosen)
-}
-
-/// This machine, read for a measurement, and the CPUs chosen.
-pub struct Session {
-    /// The machine model.
-    pub machine: Machine,
-    /// The chosen CPUs with their places, in locality order.
-    pub places: Vec<CpuPlace>,
-    /// The memory the engines may use.
-    pub budget: MemoryBudget,
-    /// Stops the engines early (Ctrl-C also does).
-    pub stop: StopFlag,
-    root: SysRoot,
-}
-
-impl Session {
-    /// Reads this machine and chooses the CPUs; installs the Ctrl-C handler so an interrupted
-    /// run still writes what it measured.
-    pub fn open(cli: &Cli, common: &CommonArgs) -> Result<Session> {
-        let root = live_root(cli)?;
-        let machine = Machine::read(&root);
-        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
-        let allowed = harness::current_affinity()?;
-        let places = select_cpus(
-            &place::places(&machine.topology),
-            common.cpus.as_ref(),
-            &allowed,
-        )
-        .map_err(anyhow::Error::msg)?;
-        harness::catch_interrupt();
-        Ok(Session {
-            machine,
-            places,
-            budget,
-            stop: StopFlag::new(),
-            root,
-        })
-    }
-
-    /// The root the machine was read from (this machine).
-    pub fn root(&self) -> &SysRoot {
-        &self.root
-    }
-
-    /// The chosen CPU numbers, in locality order.
-    pub fn cpus(&self) -> Vec<u32> {
-        self.places.iter().map(|p| p.cpu).collect()
-    }
-
-    /// Writes the result: the JSON document (with the environment of the chosen CPUs) with
-    /// `json`, else `text`; notes an interrupted run on stderr.
-    pub fn emit<T: Serialize>(
-        &self,
-        json: bool,
-        kind: Kind,
-        method: &'static str,
-        warnings: &[String],
-        result: &T,
-        text: impl FnOnce() -> String,
-    ) -> Result<()> {
-        let interrupted = harness::interrupted() || self.stop.is_stopped();
-        let mut out = std::io::stdout().lock();
-        if json {
-            let measured = Measured {
-                header: ResultHeader {
-                    method,
-                    interrupted,
-                    warnings: warnings.to_vec(),
-                    priority: None,
-                    measured_cpus: self.cpus().into_iter().collect(),
-                },
-                figures: result,
-            };
-            let environment = env::capture(&self.root, &self.cpus());
-            let doc =
-                measure_document(kind, document::host_name(&self.root), environment, measured);
-            out.write_all(doc.to_json()?.as_bytes())?;
-        } else {
-            out.write_all(text().as_bytes())?;
-            for w in warnings {
-                writeln!(out, "warning: {w}")?;
-            }
-        }
-        if interrupted {
-            eprintln!("lowlat: interrupted; the results above hold what was measured until then");
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn places(cpus: &[u32]) -> Vec<CpuPlace> {
-        cpus.iter()
-            .map(|&cpu| CpuPlace {
-                cpu,
-                package: Some(0),
-                node: Some(0),
-                l3_group: Some(0),
-                core: cpu,
-            })
-            .collect()
-    }
+    use crate::sysroot::SysRoot;
 
     fn loop_args(args: &[&str]) -> LoopArgs {
         #[derive(clap::Parser)]
@@ -255,42 +172,29 @@ mod tests {
         let online = dir.path().join("sys/devices/system/cpu");
         std::fs::create_dir_all(&online).unwrap();
         std::fs::write(online.join("online"), "0-1\n").unwrap();
-        let root = SysRoot::dir(dir.path());
-        let plan = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"])
-            .plan(&root)
-            .unwrap();
+        let allowed = crate::measure::runner::harness::current_affinity().unwrap();
+        if !(allowed.contains(0) && allowed.contains(1)) {
+            return; // this process may not run on CPUs 0 and 1
+        }
+        let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
+        let session =
+            Session::open(SysRoot::dir(dir.path()), Engine::Freq, Some(&args.cpus)).unwrap();
+        let plan = args.plan(&session).unwrap();
         assert_eq!(plan.cpus, vec![1]);
         assert_eq!(plan.duration, Duration::from_secs(2));
         assert!(plan.load.is_empty());
         assert_eq!(plan.inject.map(|i| i.spin_ns), Some(500_000));
         let plan = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "0"])
-            .plan(&root)
+            .plan(&session)
             .unwrap();
         assert_eq!(plan.load.to_list(), "0");
         let err = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "3"])
-            .plan(&root)
-            .unwrap_err()
-            .to_string();
+            .plan(&session)
+            .unwrap_err();
+        let err = format!("{err:#}");
         assert!(
             err.contains("--load 3: CPU 3 does not exist or is offline"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn cpus_must_be_online_and_allowed() {
-        let all = places(&[0, 1, 2, 3]);
-        let allowed: CpuSet = [0, 1, 2].into_iter().collect();
-        let got = select_cpus(&all, None, &allowed).unwrap();
-        assert_eq!(got.iter().map(|p| p.cpu).collect::<Vec<_>>(), vec![0, 1, 2]);
-        let one: CpuSet = [1].into_iter().collect();
-        assert_eq!(select_cpus(&all, Some(&one), &allowed).unwrap().len(), 1);
-        let offline: CpuSet = [1, 9].into_iter().collect();
-        let err = select_cpus(&all, Some(&offline), &allowed).unwrap_err();
-        assert!(err.contains("CPU 9 not online"), "{err}");
-        let barred: CpuSet = [3].into_iter().collect();
-        let err = select_cpus(&all, Some(&barred), &allowed).unwrap_err();
-        assert!(err.contains("may not run on CPU 3"), "{err}");
-        assert!(select_cpus(&all, None, &CpuSet::new()).is_err());
     }
 }

@@ -6,26 +6,17 @@ use clap::Args;
 
 use super::exit;
 use super::measure::print;
-use super::measure_common::{CommonArgs, Session};
+use super::measure_common::{CommonArgs, emit, open_session};
+use super::values;
 use crate::document::Kind;
-use crate::measure::c2c::{self, C2cReport, PingPongConfig};
-use crate::measure::freq::{self, FreqConfig};
-use crate::measure::harness;
-use crate::measure::place;
-use crate::measure::progress::Progress;
-use crate::measure::wakeup::{self, WakeConfig};
+use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
+use crate::measure::engines::freq::{self, FreqRequest};
+use crate::measure::engines::wakeup::{self, WakeupRequest};
+use crate::measure::runner::place;
+use crate::measure::runner::progress::Progress;
+use crate::measure::runner::session::Engine;
 use crate::report::matrix;
 use crate::report::measure::hardware;
-
-/// Locks memory for the pair engines, whose threads must not page-fault mid-sample; returns
-/// the warning to show when that is not permitted.
-fn lock_memory() -> Vec<String> {
-    if harness::lock_memory() {
-        Vec::new()
-    } else {
-        vec!["memory could not be locked (mlockall): page faults may add noise".into()]
-    }
-}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -39,11 +30,11 @@ pub struct C2cArgs {
     pub common: CommonArgs,
 
     /// Round trips timed together in one sample.
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1000, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub round_trips: u32,
 
     /// Samples per pair (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 300, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Measure each pair both ways (A starts, then B starts) instead of once.
@@ -57,17 +48,19 @@ pub struct C2cArgs {
 
 /// Runs `lowlat measure c2c`.
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
-    let warnings = lock_memory();
-    let config = PingPongConfig {
-        round_trips: args.round_trips,
-        samples: args.samples,
+    let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
+    let warnings = session.memory_warnings();
+    let request = C2cRequest {
+        ping_pong: PingPongConfig {
+            round_trips: args.round_trips,
+            samples: args.samples,
+        },
+        both_directions: args.both_directions,
     };
     let mut progress = Progress::stderr("c2c", 0);
     let run = c2c::run(
-        &session.cpus(),
-        args.both_directions,
-        config,
+        &session.cpus_by_locality(),
+        request,
         &session.stop,
         &mut progress,
     )?;
@@ -81,7 +74,8 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         print(&matrix::csv(&report.run.matrix_mean_ns))?;
         return Ok(exit::OK);
     }
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         Kind::MeasureC2c,
         "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
@@ -103,17 +97,17 @@ pub struct WakeupArgs {
     pub common: CommonArgs,
 
     /// Wake-ups per ordered pair (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Microseconds the waker waits after the sleeper announced it sleeps, so that it is
     /// asleep (and its CPU possibly idle) when woken.
-    #[arg(long, value_name = "US", default_value_t = 200)]
+    #[arg(long, value_name = "US", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub gap_us: u32,
 
     /// Run both threads at SCHED_FIFO with this priority (1-99; needs root or
     /// CAP_SYS_NICE).
-    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    #[arg(long, value_name = "PRIO", allow_negative_numbers = true, value_parser = values::priority)]
     pub fifo: Option<u8>,
 
     /// Print the matrix of median latencies (ns) as CSV instead of tables.
@@ -123,22 +117,28 @@ pub struct WakeupArgs {
 
 /// Runs `lowlat measure wakeup`.
 pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
-    let warnings = lock_memory();
-    let config = WakeConfig {
+    let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
+    let warnings = session.memory_warnings();
+    let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
     };
     let mut progress = Progress::stderr("wakeup", 0);
-    let run = wakeup::run(&session.cpus(), config, &session.stop, &mut progress)?;
+    let run = wakeup::run(
+        &session.cpus_by_locality(),
+        request,
+        &session.stop,
+        &mut progress,
+    )?;
     progress.finish();
     if args.csv {
         print(&matrix::csv(&run.matrix_median_ns))?;
         return Ok(exit::OK);
     }
     let breaks = place::group_breaks(&session.places);
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         Kind::MeasureWakeup,
         "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read from \
@@ -166,22 +166,22 @@ pub struct FreqArgs {
     pub together: bool,
 
     /// Load before the first sample, in milliseconds (lets the clock ramp up).
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, u64::MAX))]
     pub warmup_ms: u64,
 
     /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub sample_ms: u64,
 
     /// Samples per CPU.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 }
 
 /// Runs `lowlat measure freq`.
 pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
-    let config = FreqConfig {
+    let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
+    let request = FreqRequest {
         warmup_ms: args.warmup_ms,
         sample_ms: args.sample_ms,
         samples: args.samples,
@@ -189,14 +189,15 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     };
     let mut progress = Progress::stderr("freq", 0);
     let run = freq::run(
-        &session.cpus(),
+        &session.cpus_by_locality(),
         session.root(),
-        config,
+        request,
         &session.stop,
         &mut progress,
     )?;
     progress.finish();
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         Kind::MeasureFreq,
         "a chain of dependent register adds (one cycle each) timed with CLOCK_MONOTONIC_RAW; \
@@ -206,32 +207,4 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         || hardware::freq_text(&run),
     )?;
     Ok(exit::OK)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::machine::Machine;
-    use crate::measure::place::{self, PairClass};
-    use crate::sysroot::SysRoot;
-
-    #[test]
-    fn c2c_order_and_classes_on_milan_nps4() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/machines/milan64-nps4-smt");
-        let machine = Machine::read(&SysRoot::dir(dir));
-        let places = place::places(&machine.topology);
-        // Siblings next to each other, CCX by CCX (8 cores, 16 CPUs), so the heatmap shows
-        // 16 × 16 blocks.
-        let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
-        assert_eq!(order, vec![0, 64, 1, 65]);
-        assert_eq!(
-            place::group_breaks(&places),
-            vec![15, 31, 47, 63, 79, 95, 111]
-        );
-        let at = |cpu: u32| places.iter().find(|p| p.cpu == cpu).unwrap();
-        assert_eq!(PairClass::of(at(0), at(64)), PairClass::SmtSiblings);
-        assert_eq!(PairClass::of(at(0), at(7)), PairClass::SameL3);
-        assert_eq!(PairClass::of(at(0), at(8)), PairClass::SamePackage);
-        assert_eq!(PairClass::of(at(0), at(127)), PairClass::SamePackage);
-    }
 }

@@ -3,11 +3,14 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, parse_positive, parse_priority, print};
-use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::measure::print;
+use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
+use super::values;
 use super::{Cli, exit};
 use crate::document::Kind;
-use crate::measure::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
+use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
+use crate::measure::runner::session::Engine;
+use crate::measure::runner::threads::FifoError;
 use crate::report::measure::jitter as printers;
 use crate::report::peer::{oslat, sysjitter};
 
@@ -23,7 +26,7 @@ pub struct JitterArgs {
     #[command(flatten)]
     pub common: LoopArgs,
     /// A gap of at least this many ns between two counter reads is an interruption.
-    #[arg(long, value_name = "NS", value_parser = parse_positive)]
+    #[arg(long, value_name = "NS", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub threshold: u64,
     /// Also write sysjitter's per-CPU raw files PREFIX.<cpu>.
     #[arg(long, value_name = "PREFIX")]
@@ -33,10 +36,10 @@ pub struct JitterArgs {
     pub format: JitterFormat,
     /// Run the measuring threads at this SCHED_FIFO priority (default: normal scheduling,
     /// as sysjitter and oslat).
-    #[arg(long, value_name = "P", value_parser = parse_priority)]
+    #[arg(long, value_name = "P", allow_negative_numbers = true, value_parser = values::priority)]
     pub priority: Option<u8>,
     /// Interruptions kept per CPU; a CPU whose buffer fills stops early and says so.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GAPS as u64, value_parser = parse_positive)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GAPS as u64, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub max_gaps: u64,
 }
 
@@ -55,14 +58,22 @@ pub enum JitterFormat {
 
 /// Runs `lowlat measure jitter`.
 pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
-    let root = live_root(cli)?;
+    let session = open_session(cli, Engine::Jitter, Some(&args.common.cpus))?;
     let request = JitterRequest {
-        plan: args.common.plan(&root)?,
+        plan: args.common.plan(&session)?,
         threshold_ns: args.threshold,
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
-    let run = jitter::run(&root, request)?;
+    let run = jitter::run(&session, request).map_err(|e| match e {
+        JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+            anyhow::Error::new(e).context(format!("--priority {priority}"))
+        }
+        JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+            anyhow::Error::new(e).context("--inject")
+        }
+        e => e.into(),
+    })?;
     if let Some(prefix) = &args.raw {
         for (name, text) in printers::raw_files(&run, prefix) {
             std::fs::write(&name, text)
@@ -80,7 +91,7 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
         JitterFormat::Json => print_document(
             Kind::MeasureJitter,
-            &root,
+            session.root(),
             &run.session.environment,
             printers::result(&run),
         )?,

@@ -1,25 +1,21 @@
 //! `lowlat measure membw` and `lowlat measure memlat`: the memory engines, sized and placed
 //! from the machine's topology, with every size and node checked before anything is mapped.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use super::exit;
-use super::measure::{parse_cpus, parse_size};
-use super::measure_common::{CommonArgs, Session};
+use super::measure_common::{CommonArgs, emit, open_session};
+use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
-use crate::machine::topology::{NumaNode, Topology};
-use crate::measure::harness::StopFlag;
-use crate::measure::matrix::Matrix;
-use crate::measure::membw::{
-    self, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream_array_bytes,
-};
-use crate::measure::memlat::{self, ChaseConfig, MemlatReport, NodeLatency};
-use crate::measure::memory::{MemoryBudget, check_node};
-use crate::measure::place::{self, CpuPlace};
-use crate::measure::progress::{Progress, should_stop};
-use crate::measure::region::Backing;
+use crate::machine::topology::Topology;
+use crate::measure::engines::membw::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+use crate::measure::engines::memlat::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+use crate::measure::runner::memory::{MemoryBudget, MemoryError};
+use crate::measure::runner::place::CpuPlace;
+use crate::measure::runner::progress::Progress;
+use crate::measure::runner::session::Engine;
 use crate::report::measure::hardware;
 use crate::units::bytes;
 
@@ -35,20 +31,20 @@ pub struct MembwArgs {
 
     /// Threads of the whole-machine run, spread over L3 groups, one per core before SMT
     /// siblings. Default: one per core of the chosen CPUs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub threads: Option<u32>,
 
     /// NUMA nodes of the node × node matrix (threads on the cores of node i, arrays on node
     /// j). Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub nodes: Option<CpuSet>,
 
     /// Bytes per array (e.g. 2G). Default: STREAM's rule, 4 × all cache of all sockets.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = values::size)]
     pub size: Option<u64>,
 
     /// Iterations of the four kernels (STREAM's NTIMES); the first is discarded.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(2u32, u32::MAX))]
     pub ntimes: u32,
 }
 
@@ -63,17 +59,17 @@ pub struct MemlatArgs {
     pub common: CommonArgs,
 
     /// The CPU that chases the pointers of the curve. Default: the first chosen CPU.
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub cpu: Option<u32>,
 
     /// Bind the curve's buffer to this NUMA node. Default: the chasing CPU's first touch
     /// (its own node).
-    #[arg(long, value_name = "NODE")]
+    #[arg(long, value_name = "NODE", allow_negative_numbers = true, value_parser = values::count(0u32, u32::MAX))]
     pub node: Option<u32>,
 
     /// Buffer sizes, comma-separated (16K,1M,256M). Default: 4 KiB to 4 × the last-level
     /// cache of the machine, two sizes per octave.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', allow_hyphen_values = true, value_parser = values::size)]
     pub sizes: Option<Vec<u64>>,
 
     /// Back the buffer with reserved huge pages (MAP_HUGETLB).
@@ -82,24 +78,24 @@ pub struct MemlatArgs {
 
     /// Randomise the visit order within windows of this size, visited in random order (4K:
     /// within and across pages, few TLB misses), or `full` for the whole buffer.
-    #[arg(long, value_name = "BYTES|full", default_value = "4K", value_parser = parse_window)]
+    #[arg(long, value_name = "BYTES|full", default_value = "4K", allow_hyphen_values = true, value_parser = parse_window)]
     pub window: Window,
 
     /// Bytes between chased pointers (64: one cache line).
-    #[arg(long, value_name = "BYTES", default_value = "64", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", default_value = "64", allow_hyphen_values = true, value_parser = values::size)]
     pub stride: u64,
 
     /// NUMA nodes of the idle-latency node × node matrix, measured at the largest size.
     /// Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub nodes: Option<CpuSet>,
 
     /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 100, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub sample_ms: u64,
 
     /// Samples per size (one more is taken first and discarded).
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
     pub samples: u32,
 
     /// Seed of the random visit order (the same seed repeats the same chain).
@@ -107,275 +103,104 @@ pub struct MemlatArgs {
     pub seed: u64,
 }
 
-/// A randomisation window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Window {
-    /// Windows of this many bytes.
-    Bytes(u64),
-    /// The whole buffer.
-    Full,
-}
-
 /// clap parser for `--window`.
 fn parse_window(text: &str) -> Result<Window, String> {
     if text.trim().eq_ignore_ascii_case("full") {
         Ok(Window::Full)
     } else {
-        parse_size(text).map(Window::Bytes)
+        values::size(text).map(Window::Bytes)
     }
 }
 
-/// NUMA node `id`, or an error naming the flag (`--node 3`) that asked for it.
-fn find_node<'t>(topology: &'t Topology, id: u32, flag: &str) -> Result<&'t NumaNode, String> {
-    topology.nodes.iter().find(|n| n.id == id).ok_or_else(|| {
-        let ids: CpuSet = topology.nodes.iter().map(|n| n.id).collect();
-        format!("{flag}: NUMA node {id} does not exist (nodes: {ids})")
-    })
-}
-
-/// The node list of `--nodes`, or every node of a multi-node machine; each checked to exist.
-fn matrix_nodes<'t>(
-    topology: &'t Topology,
-    requested: Option<&CpuSet>,
-) -> Result<Vec<&'t NumaNode>, String> {
-    match requested {
-        Some(list) => list
-            .iter()
-            .map(|id| find_node(topology, id, &format!("--nodes {list}")))
-            .collect(),
-        None if topology.nodes.len() > 1 => Ok(topology.nodes.iter().collect()),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// The rows and columns of a node × node matrix.
-struct MatrixAxes<'t> {
-    /// Nodes with chosen CPUs, each with those CPUs (locality order).
-    rows: Vec<(u32, Vec<CpuPlace>)>,
-    /// Nodes with memory.
-    columns: Vec<&'t NumaNode>,
-}
-
-/// Rows (nodes with chosen CPUs) and columns (nodes with memory, each checked to hold `need`
-/// bytes); no matrix when no node has memory. `explicit`: the nodes were listed by the user,
-/// so a node without memory is an error rather than skipped.
-fn matrix_axes<'t>(
-    nodes: &[&'t NumaNode],
-    places: &[CpuPlace],
-    explicit: bool,
-    need: u64,
-    what: &str,
-) -> Result<MatrixAxes<'t>, String> {
-    let mut rows = Vec::new();
-    let mut columns = Vec::new();
-    for node in nodes {
-        let cpus: Vec<CpuPlace> = places
-            .iter()
-            .filter(|p| p.node == Some(node.id))
-            .cloned()
-            .collect();
-        if !cpus.is_empty() {
-            rows.push((node.id, cpus));
-        }
-        if node.mem_total_kib.get() == Some(&0) && !explicit {
-            continue;
-        }
-        check_node(node, what, need)?;
-        columns.push(*node);
-    }
-    if columns.is_empty() {
-        return Ok(MatrixAxes {
-            rows: Vec::new(),
-            columns,
-        });
-    }
-    if rows.is_empty() {
-        return Err(format!(
-            "none of the chosen CPUs is on NUMA nodes {}: choose nodes with CPUs (or more --cpus)",
-            nodes.iter().map(|n| n.id).collect::<CpuSet>()
-        ));
-    }
-    Ok(MatrixAxes { rows, columns })
-}
-
-/// An empty node × node matrix: rows = the nodes of `rows` (CPU side), columns = memory
-/// nodes.
-fn node_matrix<T>(rows: &[(u32, T)], columns: &[u32]) -> Matrix {
-    let row_nodes: Vec<u32> = rows.iter().map(|(node, _)| *node).collect();
-    Matrix::numbered("cpu node", "memory node", &row_nodes, columns)
-}
-
-/// Measures the cells of a node × node matrix row by row with `measure(row index, row,
-/// column index, memory node)`, ending early (keeping what was done) at Ctrl-C or `stop`.
-fn each_cell<T>(
-    rows: &[T],
-    columns: &[u32],
-    stop: &StopFlag,
-    mut measure: impl FnMut(usize, &T, usize, u32) -> Result<()>,
-) -> Result<()> {
-    for (r, row) in rows.iter().enumerate() {
-        for (c, &memory_node) in columns.iter().enumerate() {
-            if should_stop(stop) {
-                return Ok(());
-            }
-            measure(r, row, c, memory_node)?;
+impl MembwArgs {
+    /// The request these flags ask for.
+    fn request(&self) -> MembwRequest {
+        MembwRequest {
+            threads: self.threads,
+            nodes: self.nodes.clone(),
+            array_bytes: self.size,
+            ntimes: self.ntimes,
         }
     }
-    Ok(())
 }
 
-/// Everything decided before a membw run.
-#[derive(Debug, PartialEq)]
-pub struct MembwPlan {
-    /// Elements per array.
-    pub elements: usize,
-    /// All cache of the machine, bytes.
-    pub total_cache_bytes: u64,
-    /// STREAM's rule for one array, bytes.
-    pub rule_bytes: u64,
-    /// The CPUs of the whole-machine run, in thread order.
-    pub system_cpus: Vec<u32>,
-    /// Matrix rows: node and the CPUs (one per core, spread) of its threads.
-    pub rows: Vec<(u32, Vec<u32>)>,
-    /// Matrix columns: memory nodes.
-    pub columns: Vec<u32>,
-    /// What the user should know (rules bent).
-    pub warnings: Vec<String>,
-}
-
-/// Decides sizes, threads and nodes, and checks that they fit, before anything is mapped.
-pub fn plan_membw(
+/// The membw plan for these flags on the chosen CPUs, with the flag named in its errors.
+fn plan_membw(
     topology: &Topology,
     places: &[CpuPlace],
     budget: &MemoryBudget,
     args: &MembwArgs,
-) -> Result<MembwPlan, String> {
-    let mut warnings = Vec::new();
-    let total_cache_bytes = topology.total_cache_bytes();
-    let rule_bytes = stream_array_bytes(total_cache_bytes);
-    if total_cache_bytes == 0 {
-        warnings.push(
-            "cache sizes unknown (no /sys/devices/system/cpu/cpu*/cache): arrays sized by \
-             stream.c's default of 10,000,000 elements"
-                .to_string(),
-        );
-    }
-    let array_bytes = args.size.unwrap_or(rule_bytes);
-    if array_bytes < rule_bytes {
-        warnings.push(format!(
+) -> Result<MembwPlan> {
+    args.request()
+        .plan(topology, places, budget)
+        .map_err(|e| {
+            let flag = match &e {
+                MembwPlanError::TooManyThreads { threads, .. } => {
+                    Some(format!("--threads {threads}"))
+                }
+                MembwPlanError::ArraysTooLarge { array_bytes }
+                | MembwPlanError::ArraysTooSmall { array_bytes, .. } => {
+                    Some(format!("--size {array_bytes}"))
+                }
+                MembwPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
+                MembwPlanError::Memory(_) => None,
+            };
+            with_flag(e, flag)
+        })
+        .context("membw")
+}
+
+/// A membw warning as printed: the flag named where the user asked for the bent rule.
+fn membw_warning(warning: &MembwWarning) -> String {
+    match warning {
+        MembwWarning::BelowRule {
+            array_bytes,
+            total_cache_bytes,
+            rule_bytes,
+        } => format!(
             "--size {} is below STREAM's rule of 4 × {} of cache = {} per array: caches may \
              inflate the rates",
-            bytes(array_bytes),
-            bytes(total_cache_bytes),
-            bytes(rule_bytes)
-        ));
+            bytes(*array_bytes),
+            bytes(*total_cache_bytes),
+            bytes(*rule_bytes)
+        ),
+        MembwWarning::CacheSizesUnknown => warning.to_string(),
     }
-    let threads = match args.threads {
-        Some(n) => n as usize,
-        None => place::one_per_core(places).len(),
-    };
-    if threads > places.len() {
-        return Err(format!(
-            "--threads {threads}: only {} CPUs are chosen",
-            places.len()
-        ));
+}
+
+/// `error`, with `flag` in front when there is one.
+fn with_flag<E>(error: E, flag: Option<String>) -> anyhow::Error
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let error = anyhow::Error::new(error);
+    match flag {
+        Some(flag) => error.context(flag),
+        None => error,
     }
-    let elements = usize::try_from(array_bytes / 8)
-        .map_err(|_| format!("--size {array_bytes}: too large for this machine"))?;
-    if elements < threads {
-        return Err(format!(
-            "--size {array_bytes}: {elements} elements cannot be shared by {threads} threads"
-        ));
-    }
-    let need = array_bytes.saturating_mul(3);
-    let what = format!("3 arrays of {}", bytes(array_bytes));
-    budget.check_available(&what, need)?;
-    let nodes = matrix_nodes(topology, args.nodes.as_ref())?;
-    let MatrixAxes { rows, columns } =
-        matrix_axes(&nodes, places, args.nodes.is_some(), need, &what)?;
-    let rows = rows
-        .into_iter()
-        .map(|(node, cpus)| {
-            let per_core = place::one_per_core(&cpus).len();
-            (node, place::spread(&cpus, per_core))
-        })
-        .collect();
-    Ok(MembwPlan {
-        elements,
-        total_cache_bytes,
-        rule_bytes,
-        system_cpus: place::spread(places, threads),
-        rows,
-        columns: columns.iter().map(|n| n.id).collect(),
-        warnings,
-    })
 }
 
 /// Runs `lowlat measure membw`.
 pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
+    let session = open_session(cli, Engine::Membw, args.common.cpus.as_ref())?;
     let plan = plan_membw(
         &session.machine.topology,
         &session.places,
         &session.budget,
         args,
-    )
-    .map_err(|e| anyhow::anyhow!("membw: {e}"))?;
-    let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
-        cpus,
-        elements: plan.elements,
-        ntimes: args.ntimes as usize,
-        memory_node,
-    };
-    let mut progress = Progress::stderr("membw", 1 + plan.rows.len() * plan.columns.len());
-    progress.step(&format!(
-        "{} threads, 3 × {}",
-        plan.system_cpus.len(),
-        bytes(plan.elements as u64 * 8)
-    ));
-    let system = membw::run(&config(plan.system_cpus.clone(), None), &session.stop)?;
-    let node_matrix = (!plan.rows.is_empty()).then(|| NodeBandwidth {
-        triad_best_mb_per_s: node_matrix(&plan.rows, &plan.columns),
-        runs: Vec::new(),
-    });
-    let mut report = MembwReport {
-        label: membw::LABEL,
-        total_cache_bytes: plan.total_cache_bytes,
-        rule_array_bytes: plan.rule_bytes,
-        system,
-        node_matrix,
-    };
-    if let Some(matrix) = &mut report.node_matrix {
-        each_cell(
-            &plan.rows,
-            &plan.columns,
-            &session.stop,
-            |r, (cpu_node, cpus), c, memory_node| {
-                progress.step(&format!(
-                    "CPUs of node {cpu_node}, memory of node {memory_node}"
-                ));
-                let run = membw::run(&config(cpus.clone(), Some(memory_node)), &session.stop)?;
-                if let Some(rate) = run.best_rate(membw::Kernel::Triad) {
-                    matrix.triad_best_mb_per_s.set(r, c, rate);
-                }
-                matrix.runs.push(NodeRun {
-                    cpu_node: *cpu_node,
-                    memory_node,
-                    run,
-                });
-                Ok(())
-            },
-        )?;
-    }
+    )?;
+    let mut progress = Progress::stderr("membw", plan.steps());
+    let report = plan.run(&session.stop, &mut progress)?;
     progress.finish();
-    let mut warnings = plan.warnings.clone();
+    let mut warnings: Vec<String> = plan.warnings.iter().map(membw_warning).collect();
     warnings.extend(report.system.warnings.iter().cloned());
     let validated = report.system.validation.validated
         && report
             .node_matrix
             .as_ref()
             .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         Kind::MeasureMembw,
         "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best rate \
@@ -387,137 +212,63 @@ pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     Ok(if validated { exit::OK } else { exit::FAILURES })
 }
 
-/// Everything decided before a memlat run.
-#[derive(Debug, PartialEq)]
-pub struct MemlatPlan {
-    /// The curve's configuration.
-    pub curve: ChaseConfig,
-    /// Matrix rows: node and the CPU that chases for it.
-    pub rows: Vec<(u32, u32)>,
-    /// Matrix columns: memory nodes.
-    pub columns: Vec<u32>,
+impl MemlatArgs {
+    /// The request these flags ask for.
+    fn request(&self) -> MemlatRequest {
+        MemlatRequest {
+            cpu: self.cpu,
+            node: self.node,
+            sizes: self.sizes.clone(),
+            hugepages: self.hugepages,
+            window: self.window,
+            stride_bytes: self.stride,
+            nodes: self.nodes.clone(),
+            sample_ms: self.sample_ms,
+            samples: self.samples,
+            seed: self.seed,
+        }
+    }
 }
 
-/// Decides the CPU, sizes, pages and nodes, and checks that they fit, before anything is
-/// mapped.
-pub fn plan_memlat(
+/// The memlat plan for these flags on the chosen CPUs, with the flag named in its errors.
+fn plan_memlat(
     topology: &Topology,
     places: &[CpuPlace],
     budget: &MemoryBudget,
     args: &MemlatArgs,
-) -> Result<MemlatPlan, String> {
-    let cpu = match args.cpu {
-        Some(cpu) if places.iter().any(|p| p.cpu == cpu) => cpu,
-        Some(cpu) => {
-            let chosen: CpuSet = places.iter().map(|p| p.cpu).collect();
-            return Err(format!("--cpu {cpu}: not among the chosen CPUs ({chosen})"));
-        }
-        None => places.first().map(|p| p.cpu).ok_or("no CPU chosen")?,
-    };
-    let sizes = args
-        .sizes
-        .clone()
-        .unwrap_or_else(|| memlat::default_sizes(topology.llc_bytes_total()));
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let stride = usize::try_from(args.stride).map_err(|_| "--stride: too large".to_string())?;
-    let window_bytes = match args.window {
-        Window::Full => None,
-        Window::Bytes(b) => Some(usize::try_from(b).map_err(|_| "--window: too large")?),
-    };
-    let what = format!("a {} buffer", bytes(largest));
-    // The buffer, plus the visit order built next to it (one word per line).
-    let order_bytes = largest / args.stride.max(1) * 8;
-    budget.check_available(&what, largest.saturating_add(order_bytes))?;
-    let backing = if args.hugepages {
-        let (page_bytes, _) = budget.check_hugepages(&what, largest)?;
-        Backing::Huge { page_bytes }
-    } else {
-        Backing::Normal
-    };
-    let node_check = |node: &NumaNode| -> Result<(), String> {
-        check_node(node, &what, largest)?;
-        if let Backing::Huge { page_bytes } = backing {
-            let pages = largest.div_ceil(page_bytes as u64);
-            budget.check_node_hugepages(node.id, pages, page_bytes as u64 / 1024)?;
-        }
-        Ok(())
-    };
-    if let Some(id) = args.node {
-        node_check(find_node(topology, id, &format!("--node {id}"))?)?;
-    }
-    let nodes = matrix_nodes(topology, args.nodes.as_ref())?;
-    let MatrixAxes { rows, columns } =
-        matrix_axes(&nodes, places, args.nodes.is_some(), largest, &what)?;
-    for node in &columns {
-        node_check(node)?;
-    }
-    let curve = ChaseConfig {
-        cpu,
-        sizes,
-        stride_bytes: stride,
-        window_bytes,
-        backing,
-        memory_node: args.node,
-        sample_ms: args.sample_ms,
-        samples: args.samples as usize,
-        seed: args.seed,
-    };
-    curve.check().map_err(|e| e.to_string())?;
-    Ok(MemlatPlan {
-        curve,
-        rows: rows
-            .into_iter()
-            .filter_map(|(node, cpus)| Some((node, cpus.first()?.cpu)))
-            .collect(),
-        columns: columns.iter().map(|n| n.id).collect(),
-    })
+) -> Result<MemlatPlan> {
+    let hugepages = |e: &MemoryError| e.is_about_hugepages().then(|| "--hugepages".to_string());
+    args.request()
+        .plan(topology, places, budget)
+        .map_err(|e| {
+            let flag = match &e {
+                MemlatPlanError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
+                MemlatPlanError::NoCpu | MemlatPlanError::Chase(_) => None,
+                MemlatPlanError::StrideTooLarge => Some("--stride".to_string()),
+                MemlatPlanError::WindowTooLarge => Some("--window".to_string()),
+                MemlatPlanError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
+                MemlatPlanError::Memory(e) => hugepages(e),
+                MemlatPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
+            };
+            with_flag(e, flag)
+        })
+        .context("memlat")
 }
 
 /// Runs `lowlat measure memlat`.
 pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
-    let session = Session::open(cli, &args.common)?;
+    let session = open_session(cli, Engine::Memlat, args.common.cpus.as_ref())?;
     let plan = plan_memlat(
         &session.machine.topology,
         &session.places,
         &session.budget,
         args,
-    )
-    .map_err(|e| anyhow::anyhow!("memlat: {e}"))?;
-    let mut progress = Progress::stderr(
-        "memlat",
-        plan.curve.sizes.len() + plan.rows.len() * plan.columns.len(),
-    );
-    let curve = memlat::run(&plan.curve, &session.stop, &mut progress)?;
-    let largest = plan.curve.sizes.iter().copied().max().unwrap_or(0);
-    let mut node_matrix = (!plan.rows.is_empty()).then(|| NodeLatency {
-        size_bytes: largest,
-        median_ns: node_matrix(&plan.rows, &plan.columns),
-        runs: Vec::new(),
-    });
-    if let Some(matrix) = &mut node_matrix {
-        each_cell(
-            &plan.rows,
-            &plan.columns,
-            &session.stop,
-            |r, &(_, cpu), c, memory_node| {
-                let cell = ChaseConfig {
-                    cpu,
-                    sizes: vec![largest],
-                    memory_node: Some(memory_node),
-                    ..plan.curve.clone()
-                };
-                let run = memlat::run(&cell, &session.stop, &mut progress)?;
-                if let Some(point) = run.points.first() {
-                    matrix.median_ns.set(r, c, point.latency_ns.median);
-                }
-                matrix.runs.push(run);
-                Ok(())
-            },
-        )?;
-    }
+    )?;
+    let mut progress = Progress::stderr("memlat", plan.steps());
+    let report = plan.run(&session.stop, &mut progress)?;
     progress.finish();
-    let report = MemlatReport { curve, node_matrix };
-    session.emit(
+    emit(
+        &session,
         args.common.json,
         Kind::MeasureMemlat,
         "dependent pointer chase over a random single cycle, one pointer per stride, windows \
@@ -534,6 +285,7 @@ mod tests {
     use super::*;
     use crate::machine::Avail;
     use crate::machine::kernel::write_tree_file;
+    use crate::measure::runner::place;
     use crate::sysroot::SysRoot;
     use clap::Parser;
 
@@ -679,7 +431,7 @@ mod tests {
             &membw_args(&["--nodes", "0"]),
         );
         // The tree's nodes have no memory: an explicit node without memory is refused.
-        let err = plan.unwrap_err();
+        let err = format!("{:#}", plan.unwrap_err());
         assert!(err.contains("node 0 has no memory"), "{err}");
         let plan = plan_membw(&topo, &places, &budget(u64::MAX / 2048), &membw_args(&[])).unwrap();
         assert_eq!(plan.rule_bytes, 1060 << 20);
@@ -697,6 +449,7 @@ mod tests {
         let places = place::places(&topo);
         let plan = |available_kib, args: &[&str]| {
             plan_membw(&topo, &places, &budget(available_kib), &membw_args(args))
+                .map_err(|e| format!("{e:#}"))
         };
         let err = plan(100 << 10, &[]).unwrap_err();
         assert!(err.contains("MemAvailable"), "{err}");
@@ -711,7 +464,7 @@ mod tests {
         assert!(err.contains("only 4 CPUs"), "{err}");
         let plan = plan(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
         assert!(
-            plan.warnings[0].contains("below STREAM's rule"),
+            membw_warning(&plan.warnings[0]).contains("--size 16 MiB is below STREAM's rule"),
             "{:?}",
             plan.warnings
         );
@@ -744,7 +497,8 @@ mod tests {
         );
 
         let refused = |args: &[&str]| {
-            plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args)).unwrap_err()
+            let err = plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args));
+            format!("{:#}", err.unwrap_err())
         };
         let err = refused(&["--cpu", "9"]);
         assert!(
@@ -771,6 +525,7 @@ mod tests {
             &memlat_args(&["--hugepages", "--sizes", "4M", "--nodes", "1"]),
         )
         .unwrap_err();
+        let err = format!("{err:#}");
         assert!(err.contains("NUMA node 1"), "{err}");
     }
 

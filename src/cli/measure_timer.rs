@@ -1,14 +1,17 @@
 //! `lowlat measure timer`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::{live_root, parse_positive, parse_priority, print};
-use super::measure_common::{LoopArgs, print_document, report_not_measured};
+use super::measure::print;
+use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
+use super::values;
 use super::{Cli, exit};
 use crate::document::Kind;
-use crate::measure::timer::cyclic::MAX_BUCKETS;
-use crate::measure::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
+use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
+use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
 
 /// Options of `lowlat measure timer`.
@@ -21,15 +24,15 @@ pub struct TimerArgs {
     /// The flags every loop engine takes.
     #[command(flatten)]
     pub common: LoopArgs,
-    /// Period between two deadlines, µs.
-    #[arg(long, value_name = "US", value_parser = parse_positive)]
+    /// Period between two deadlines, µs (at most 2^64 ns).
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX / 1000))]
     pub interval: u64,
     /// SCHED_FIFO priority of the measuring threads; without permission lowlat measures at
     /// normal priority and says so.
-    #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, value_parser = parse_priority)]
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, allow_negative_numbers = true, value_parser = values::priority)]
     pub priority: u8,
     /// Keep cyclictest's histogram of 1 µs buckets up to this many µs (as cyclictest -h).
-    #[arg(long, value_name = "US", value_parser = parse_positive)]
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub histogram: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TimerFormat::Table)]
@@ -62,27 +65,26 @@ pub enum TimerFormat {
 
 /// Runs `lowlat measure timer`.
 pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
-    let root = live_root(cli)?;
-    let plan = args.common.plan(&root)?;
+    let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let plan = args.common.plan(&session)?;
     let buckets = args.histogram.unwrap_or(0);
     if buckets > MAX_BUCKETS as u64 {
         anyhow::bail!("--histogram {buckets}: at most {MAX_BUCKETS} µs (as cyclictest -h)");
     }
     let request = TimerRequest {
         plan,
-        interval_ns: args.interval.saturating_mul(1000),
+        interval_ns: args.interval * 1000,
         priority: args.priority,
         histogram_buckets: buckets as usize,
     };
     let _limit = if args.no_dma_latency {
         None
     } else {
-        match crate::measure::harness::DmaLatencyLimit::hold(&root, args.dma_latency) {
+        match DmaLatencyLimit::hold(session.root(), args.dma_latency) {
             Ok(limit) => {
                 eprintln!(
                     "lowlat: holding {} at {} µs during the run, as cyclictest does (--no-dma-latency to measure deep idle states too)",
-                    crate::measure::harness::CPU_DMA_LATENCY,
-                    limit.limit_us
+                    CPU_DMA_LATENCY, limit.limit_us
                 );
                 Some(limit)
             }
@@ -94,7 +96,8 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             }
         }
     };
-    let run = timer::run(&root, request)?;
+    // The timer's own priority falls back to normal scheduling; only the injector's is refused.
+    let run = timer::run(&session, request).context("--inject")?;
     let format = if args.common.json {
         TimerFormat::Json
     } else {
@@ -105,7 +108,7 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
         TimerFormat::Json => print_document(
             Kind::MeasureTimer,
-            &root,
+            session.root(),
             &run.session.environment,
             printers::result(&run),
         )?,

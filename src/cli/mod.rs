@@ -77,6 +77,7 @@ pub mod measure_timer;
 pub mod plan;
 pub mod revert;
 pub mod snapshot;
+pub mod values;
 pub mod verify;
 
 impl Cli {

@@ -1,29 +1,20 @@
-//! Measurement engines and the harness they share.
+//! Measurements: the engines, and the runner they share.
 //!
-//! Hardware engines: [`membw`] (STREAM bandwidth), [`memlat`] (pointer-chase latency), [`c2c`]
-//! (core-to-core ping-pong), [`wakeup`] (cross-CPU futex wake-up) and [`freq`] (effective
-//! frequency). They take plain inputs (CPU lists, sizes) and return serialisable results; the
-//! CLI derives the inputs from the machine's topology with [`place`].
+//! - [`engines`]: what each measurement does. Loop engines ([`engines::jitter`],
+//!   [`engines::timer`]) run one loop per measured CPU for a duration; hardware engines
+//!   ([`engines::membw`], [`engines::memlat`], [`engines::c2c`], [`engines::wakeup`],
+//!   [`engines::freq`]) take plain inputs (CPU lists, sizes) and return serialisable results.
+//!   Each engine is asked with its own request type (`JitterRequest`, `TimerRequest`,
+//!   `MembwRequest`, `MemlatRequest`, `C2cRequest`, `WakeupRequest`, `FreqRequest`); the
+//!   memory engines' requests plan sizes, threads and nodes from the topology themselves.
+//! - [`runner`]: what every engine shares: choosing the CPUs ([`runner::cpus`]: online and
+//!   in this process's affinity), the one [`runner::session::Session`] every engine runs
+//!   through (memory locking, Ctrl-C), the measuring threads, pinning and scheduling,
+//!   clocks, progress, memory regions, placement by topology, the node × node matrix axes,
+//!   the environment and the counters read around a run.
+//!
+//! Engines import the runner; the runner imports no engine.
 
-pub mod attribution;
-pub mod c2c;
-pub mod clock;
-pub mod env;
-pub mod freq;
-pub mod harness;
-pub mod inject;
-pub mod jitter;
-pub mod load;
+pub mod engines;
 pub mod matrix;
-pub mod membw;
-pub mod memlat;
-pub mod memory;
-pub mod pairs;
-pub mod place;
-pub mod progress;
-pub mod region;
-pub mod session;
-pub mod summary;
-pub mod timer;
-pub mod tsc;
-pub mod wakeup;
+pub mod runner;

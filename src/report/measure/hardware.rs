@@ -4,12 +4,12 @@
 use std::fmt::Write;
 
 use crate::machine::topology::{CacheKind, Topology};
-use crate::measure::c2c::C2cReport;
-use crate::measure::freq::FreqRun;
-use crate::measure::membw::{MembwReport, StreamRun};
-use crate::measure::memlat::{ChaseRun, MemlatReport};
-use crate::measure::summary::Summary;
-use crate::measure::wakeup::WakeupRun;
+use crate::measure::engines::c2c::C2cReport;
+use crate::measure::engines::freq::FreqRun;
+use crate::measure::engines::membw::{MembwReport, StreamRun};
+use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
+use crate::measure::engines::wakeup::WakeupRun;
+use crate::measure::runner::summary::Summary;
 use crate::report::matrix;
 use crate::units::bytes;
 
@@ -231,7 +231,8 @@ pub fn c2c_text(report: &C2cReport) -> String {
             );
         }
     }
-    let by_mean = |a: &&crate::measure::c2c::PairLatency, b: &&crate::measure::c2c::PairLatency| {
+    let by_mean = |a: &&crate::measure::engines::c2c::PairLatency,
+                   b: &&crate::measure::engines::c2c::PairLatency| {
         a.one_way_ns.mean.total_cmp(&b.one_way_ns.mean)
     };
     if let (Some(lo), Some(hi)) = (

@@ -3,13 +3,13 @@
 
 use super::header::{Measured, ResultHeader};
 use crate::machine::CpuSet;
-use crate::measure::attribution::CpuAttribution;
-use crate::measure::inject::InjectSpec;
-use crate::measure::jitter::JitterRun;
-use crate::measure::jitter::busy::BusyRecord;
-use crate::measure::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
-use crate::measure::session::CpuLoop;
-use crate::measure::tsc::{Tsc, ticks_to_ns};
+use crate::measure::engines::jitter::JitterRun;
+use crate::measure::engines::jitter::busy::BusyRecord;
+use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
+use crate::measure::runner::attribution::CpuAttribution;
+use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::session::CpuLoop;
+use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::report::peer::hdr::{HdrJson, to_json};
 use crate::report::peer::oslat::OslatThread;
 use crate::report::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
@@ -359,7 +359,7 @@ pub fn table(run: &JitterRun) -> String {
 }
 
 fn freq_method(tsc: &Tsc) -> String {
-    use crate::measure::tsc::FreqMethod;
+    use crate::measure::runner::tsc::FreqMethod;
     match tsc.freq {
         FreqMethod::Cpuid15 => "CPUID leaf 0x15".into(),
         FreqMethod::HypervisorLeaf => "hypervisor CPUID leaf 0x40000010".into(),
@@ -396,19 +396,18 @@ pub fn cpu_notes(
 
 /// One line per CPU with what ran on it during the run.
 fn attribution_line(a: &CpuAttribution) -> String {
-    let list =
-        |items: &crate::machine::Avail<Vec<crate::measure::attribution::EventCount>>| match items
-            .get()
-        {
-            Some(items) if items.is_empty() => "none".to_string(),
-            Some(items) => items
-                .iter()
-                .take(5)
-                .map(|e| format!("{} {}", e.source, e.count))
-                .collect::<Vec<_>>()
-                .join(", "),
-            None => format!("unavailable ({})", items.reason().unwrap_or("")),
-        };
+    let list = |items: &crate::machine::Avail<
+        Vec<crate::measure::runner::attribution::EventCount>,
+    >| match items.get() {
+        Some(items) if items.is_empty() => "none".to_string(),
+        Some(items) => items
+            .iter()
+            .take(5)
+            .map(|e| format!("{} {}", e.source, e.count))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => format!("unavailable ({})", items.reason().unwrap_or("")),
+    };
     let ctxt = match a.context_switches.get() {
         Some(c) => format!("{} voluntary, {} involuntary", c.voluntary, c.involuntary),
         None => format!(

@@ -9,7 +9,7 @@ pub mod timer;
 use serde::Serialize;
 
 use crate::document::{Document, Kind};
-use crate::measure::env::Environment;
+use crate::measure::runner::env::Environment;
 
 /// The body of every measurement document.
 #[derive(Debug, Serialize)]

@@ -3,11 +3,11 @@
 use super::header::{Measured, ResultHeader};
 use super::jitter::{aligned, cpu_notes};
 use crate::machine::CpuSet;
-use crate::measure::attribution::CpuAttribution;
-use crate::measure::inject::InjectSpec;
-use crate::measure::session::CpuLoop;
-use crate::measure::timer::TimerRun;
-use crate::measure::timer::wakeup::TimerRecord;
+use crate::measure::engines::timer::TimerRun;
+use crate::measure::engines::timer::deadline_loop::TimerRecord;
+use crate::measure::runner::attribution::CpuAttribution;
+use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::session::CpuLoop;
 use crate::report::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::report::peer::hdr::{HdrJson, to_json};
 use serde::Serialize;

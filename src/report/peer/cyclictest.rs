@@ -4,7 +4,7 @@
 //! recorded runs can be replayed through lowlat's statistics.
 
 use crate::machine::Warnings;
-use crate::measure::timer::cyclic::CyclicStats;
+use crate::measure::engines::timer::cyclic::CyclicStats;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

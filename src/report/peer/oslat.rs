@@ -6,7 +6,7 @@
 //! (oslat adds thread 0's to every thread), and no header block is printed. rt-tests 2.4 to
 //! 2.6 print `(Mhz)`, and 2.4 reports minimum and maximum one µs higher.
 
-use crate::measure::jitter::busy::OSLAT_BUCKETS;
+use crate::measure::engines::jitter::busy::OSLAT_BUCKETS;
 use std::fmt::Write;
 
 /// One oslat column.

@@ -6,7 +6,7 @@
 //! single-precision floats, and the rate is a single-precision division.
 
 use crate::machine::Warnings;
-use crate::measure::jitter::stats::GapStats;
+use crate::measure::engines::jitter::stats::GapStats;
 use std::fmt::Write;
 
 /// One core's column of the summary, in sysjitter's units.
@@ -242,7 +242,7 @@ impl RawFile {
             runtime_ticks: self
                 .total_runtime_ticks
                 .ok_or_else(|| missing("total_runtime: N cycles"))?,
-            stats: crate::measure::jitter::stats::gap_stats(&mut ticks),
+            stats: crate::measure::engines::jitter::stats::gap_stats(&mut ticks),
         })
     }
 }
@@ -270,7 +270,7 @@ fn parse_header(header: &str, file: &mut RawFile) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::jitter::stats::gap_stats;
+    use crate::measure::engines::jitter::stats::gap_stats;
 
     fn core(gaps: &mut [u64]) -> SysjitterCore {
         SysjitterCore {

@@ -14,14 +14,18 @@
 //! is the latency. The first sample is discarded (multichase does the same); the minimum is the
 //! best latency (lmbench, multichase) and the median the typical one.
 
+mod request;
+
+pub use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+
 use serde::Serialize;
 use std::time::Instant;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::matrix::Matrix;
-use super::progress::{Progress, should_stop};
-use super::region::{Backing, Region};
-use super::summary::Summary;
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::region::{Backing, Region};
+use crate::measure::runner::summary::Summary;
 
 /// The default distance between two chased pointers: one cache line.
 pub const DEFAULT_STRIDE_BYTES: usize = 64;
@@ -455,7 +459,7 @@ mod tests {
 
     #[test]
     fn latency_rises_from_l1_to_dram() {
-        let cpu = crate::measure::harness::current_affinity()
+        let cpu = crate::measure::runner::harness::current_affinity()
             .unwrap()
             .first()
             .unwrap();

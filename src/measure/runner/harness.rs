@@ -197,16 +197,27 @@ pub struct DmaLatencyLimit {
 
 impl DmaLatencyLimit {
     /// Opens /dev/cpu_dma_latency under `root` and writes `limit_us` (a native 32-bit value).
-    pub fn hold(root: &crate::sysroot::SysRoot, limit_us: i32) -> anyhow::Result<Self> {
+    pub fn hold(root: &crate::sysroot::SysRoot, limit_us: i32) -> Result<Self, DmaLatencyError> {
         use std::io::Write;
         let mut file = root.open_existing_for_write(CPU_DMA_LATENCY)?;
         file.write_all(&limit_us.to_ne_bytes())
-            .map_err(|e| anyhow::anyhow!("{CPU_DMA_LATENCY}: {e}"))?;
+            .map_err(DmaLatencyError::Write)?;
         Ok(Self {
             _file: file,
             limit_us,
         })
     }
+}
+
+/// Why the idle-state limit could not be held.
+#[derive(Debug, thiserror::Error)]
+pub enum DmaLatencyError {
+    /// The device could not be opened.
+    #[error(transparent)]
+    Open(#[from] crate::sysroot::WriteError),
+    /// The limit could not be written.
+    #[error("{CPU_DMA_LATENCY}: {0}")]
+    Write(#[source] std::io::Error),
 }
 
 #[cfg(test)]

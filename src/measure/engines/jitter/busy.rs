@@ -6,7 +6,7 @@
 //! min; everything else goes through a cold function. Nothing in the loop allocates: the gap
 //! buffer, the histogram and the buckets are sized and touched before the loop starts.
 
-use crate::measure::clock::TickSource;
+use crate::measure::runner::clock::TickSource;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -73,7 +73,11 @@ impl BusyRecord {
     /// allocates nor page-faults on them.
     pub fn new(config: LoopConfig) -> Self {
         let mut gaps = Vec::new();
-        crate::measure::harness::prefault(&mut gaps, Gap::default(), config.capacity.max(1));
+        crate::measure::runner::harness::prefault(
+            &mut gaps,
+            Gap::default(),
+            config.capacity.max(1),
+        );
         let high = config.hist_max_ticks.max(2);
         let hist = Histogram::new_with_bounds(1, high, HDR_DIGITS)
             .unwrap_or_else(|_| Histogram::new(HDR_DIGITS).expect("3 digits are valid"));
@@ -168,7 +172,7 @@ impl BusyRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::clock::ScriptedTicks;
+    use crate::measure::runner::clock::ScriptedTicks;
 
     fn config(threshold_ticks: u64, capacity: usize) -> LoopConfig {
         LoopConfig {

@@ -2,13 +2,21 @@
 //! engine's order, with progress, ending early at Ctrl-C or the stop flag and keeping the
 //! pairs done so far.
 
-use super::harness::StopFlag;
-use super::progress::{Progress, should_stop};
+use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::progress::{Progress, should_stop};
+
+/// A CPU list that has no pair.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("needs at least two CPUs, got {got}")]
+pub struct NoPair {
+    /// How many CPUs were given.
+    pub got: usize,
+}
 
 /// Refuses a CPU list that has no pair.
-pub fn check_two(cpus: &[u32]) -> Result<(), String> {
+pub fn check_two(cpus: &[u32]) -> Result<(), NoPair> {
     if cpus.len() < 2 {
-        return Err(format!("needs at least two CPUs, got {}", cpus.len()));
+        return Err(NoPair { got: cpus.len() });
     }
     Ok(())
 }
@@ -102,7 +110,7 @@ mod tests {
             },
         );
         assert_eq!(failed, Err("no".to_string()));
-        assert!(check_two(&[3]).unwrap_err().contains("got 1"));
+        assert_eq!(check_two(&[3]), Err(NoPair { got: 1 }));
         assert!(check_two(&[3, 4]).is_ok());
     }
 }

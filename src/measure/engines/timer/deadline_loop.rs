@@ -4,8 +4,8 @@
 //! are counted instead of hidden).
 
 use super::cyclic::CyclicStats;
-use crate::measure::clock::DeadlineClock;
-use crate::measure::jitter::busy::HDR_DIGITS;
+use crate::measure::engines::jitter::busy::HDR_DIGITS;
+use crate::measure::runner::clock::DeadlineClock;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -100,7 +100,7 @@ impl TimerRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::clock::ScriptedWakeups;
+    use crate::measure::runner::clock::ScriptedWakeups;
 
     #[test]
     fn records_lateness_and_skips_missed_periods() {

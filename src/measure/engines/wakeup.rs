@@ -13,15 +13,17 @@ use serde::Serialize;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use super::harness::{StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority};
-use super::matrix::Matrix;
-use super::pairs::{check_two, measure_pairs};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{
+    StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
+};
+use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WakeConfig {
+pub struct WakeupRequest {
     /// Wake-ups kept per pair (one more is taken first and discarded).
     pub samples: u32,
     /// Time the waker lets pass after the sleeper announced it sleeps, microseconds.
@@ -49,7 +51,7 @@ pub struct WakeupRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
     /// How each pair was measured.
-    pub config: WakeConfig,
+    pub config: WakeupRequest,
     /// Every measured ordered pair, in measuring order.
     pub pairs: Vec<WakeLatency>,
     /// Median latency in nanoseconds, row = waker CPU, column = woken CPU.
@@ -113,7 +115,7 @@ fn prepare(cpu: u32, fifo: Option<u8>) -> Result<(), WakeError> {
 pub fn measure_pair(
     waker: u32,
     woken: u32,
-    config: WakeConfig,
+    config: WakeupRequest,
     stop: &StopFlag,
 ) -> Result<Option<WakeLatency>, WakeError> {
     if config.samples == 0 {
@@ -209,7 +211,12 @@ fn sleep_loop(word: &Word, report: &Report, total: u32) {
 /// The waker: for each sample wait for the sleeper, let the gap pass, wake it, collect the
 /// latency. Returns the kept latencies and the count of samples dropped, so far when stopped
 /// or when the sleeper went away.
-fn wake_loop(word: &Word, report: &Report, config: WakeConfig, stop: &StopFlag) -> (Vec<f64>, u32) {
+fn wake_loop(
+    word: &Word,
+    report: &Report,
+    config: WakeupRequest,
+    stop: &StopFlag,
+) -> (Vec<f64>, u32) {
     let mut latencies = Vec::with_capacity(config.samples as usize);
     let mut not_asleep = 0;
     let gap_ns = u64::from(config.gap_us) * 1000;
@@ -255,11 +262,11 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
 /// far are kept.
 pub fn run(
     cpus: &[u32],
-    config: WakeConfig,
+    config: WakeupRequest,
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<WakeupRun, WakeError> {
-    check_two(cpus).map_err(WakeError::Config)?;
+    check_two(cpus).map_err(|e| WakeError::Config(e.to_string()))?;
     let order: Vec<(usize, usize)> = (0..cpus.len())
         .flat_map(|i| {
             (0..cpus.len())
@@ -293,8 +300,8 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn config(samples: u32) -> WakeConfig {
-        WakeConfig {
+    fn config(samples: u32) -> WakeupRequest {
+        WakeupRequest {
             samples,
             gap_us: 50,
             fifo_priority: None,
@@ -303,7 +310,7 @@ mod tests {
 
     #[test]
     fn latency_is_positive_and_finite() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }
@@ -332,7 +339,7 @@ mod tests {
 
     #[test]
     fn stop_ends_early() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return;
         }

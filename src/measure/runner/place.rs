@@ -310,4 +310,22 @@ pub(crate) mod tests {
         };
         assert_eq!(PairClass::of(at(0), &bare), PairClass::Unknown);
     }
+
+    #[test]
+    fn c2c_order_and_classes_on_milan_nps4() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/milan64-nps4-smt");
+        let machine = crate::machine::Machine::read(&crate::sysroot::SysRoot::dir(dir));
+        let places = places(&machine.topology);
+        // Siblings next to each other, CCX by CCX (8 cores, 16 CPUs), so the heatmap shows
+        // 16 × 16 blocks.
+        let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
+        assert_eq!(order, vec![0, 64, 1, 65]);
+        assert_eq!(group_breaks(&places), vec![15, 31, 47, 63, 79, 95, 111]);
+        let at = |cpu: u32| places.iter().find(|p| p.cpu == cpu).unwrap();
+        assert_eq!(PairClass::of(at(0), at(64)), PairClass::SmtSiblings);
+        assert_eq!(PairClass::of(at(0), at(7)), PairClass::SameL3);
+        assert_eq!(PairClass::of(at(0), at(8)), PairClass::SamePackage);
+        assert_eq!(PairClass::of(at(0), at(127)), PairClass::SamePackage);
+    }
 }

@@ -1,7 +1,7 @@
 //! Clock backends of the measurement loops: the real ones (TSC, `clock_nanosleep`) and
 //! scripted ones, so that loops, statistics and printers are tested deterministically.
 
-use super::harness::monotonic_ns;
+use crate::measure::runner::harness::monotonic_ns;
 use std::collections::VecDeque;
 
 /// A counter read back to back by the busy loop.
@@ -11,13 +11,13 @@ pub trait TickSource {
     fn ticks(&mut self) -> Option<u64>;
 }
 
-/// The TSC (see [`crate::measure::tsc`]).
+/// The TSC (see [`crate::measure::runner::tsc`]).
 pub struct TscTicks;
 
 impl TickSource for TscTicks {
     #[inline(always)]
     fn ticks(&mut self) -> Option<u64> {
-        Some(super::tsc::read())
+        Some(crate::measure::runner::tsc::read())
     }
 }
 

@@ -7,16 +7,16 @@
 //! threads block SIGINT) and sleeps through the run without waking to poll.
 //!
 //! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
-//! environment, memory locked, the `--load` hogs and `--inject` injectors alongside, and the
-//! IRQ, softirq and context-switch counters read around it.
+//! environment, memory as the [`Session`] locked it, the load hogs and known-answer injectors
+//! alongside, and the IRQ, softirq and context-switch counters read around it.
 
-use super::attribution::{CounterObserver, CpuAttribution, attribute};
-use super::env::{self, Environment};
-use super::harness::{self, StopFlag};
-use super::inject::{self, InjectSpec};
-use super::load;
 use crate::machine::{CpuSet, Warning};
-use crate::sysroot::SysRoot;
+use crate::measure::runner::attribution::{CounterObserver, CpuAttribution, attribute};
+use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::inject::{self, InjectSpec};
+use crate::measure::runner::load;
+use crate::measure::runner::session::Session;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -40,7 +40,7 @@ pub trait Observer {
 
 /// How a run ended.
 #[derive(Debug)]
-pub struct Outcome<T> {
+pub struct ThreadsOutcome<T> {
     /// Each measuring thread's result, in the order of the CPUs.
     pub results: Vec<T>,
     /// Whether Ctrl-C cut the run short.
@@ -66,7 +66,7 @@ pub fn run<S, T>(
     measure: impl Fn(S, &Go) -> T + Sync,
     helpers: Vec<Helper<'_>>,
     observer: &mut dyn Observer,
-) -> Outcome<T>
+) -> ThreadsOutcome<T>
 where
     T: Send,
 {
@@ -126,7 +126,7 @@ where
             .collect();
         (results, interrupted, elapsed, ids)
     });
-    Outcome {
+    ThreadsOutcome {
         results,
         interrupted,
         main_cpus,
@@ -137,8 +137,9 @@ where
 
 /// What every loop engine (jitter, timer) is asked, whatever it measures.
 #[derive(Debug, Clone)]
-pub struct Plan {
-    /// The CPUs to measure (checked to be online), one measuring thread each.
+pub struct LoopPlan {
+    /// The CPUs to measure (chosen by the session: online and allowed), one measuring thread
+    /// each.
     pub cpus: Vec<u32>,
     /// How long to measure (above 0).
     pub duration: Duration,
@@ -185,20 +186,20 @@ pub struct Finished<R> {
     pub warnings: Vec<Warning>,
 }
 
-/// Runs a loop engine on `plan`: captures the environment, locks memory, runs the hogs and
+/// Runs a loop engine on `plan` in `session`: captures the environment, runs the hogs and
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
 /// `measure` fills the record of every thread that can.
 pub fn run_loops<R: Send>(
-    root: &SysRoot,
-    plan: &Plan,
+    session: &Session,
+    plan: &LoopPlan,
     progress: String,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Finished<R> {
+    let root = session.root();
     let environment = env::capture(root, &plan.cpus);
-    let memory_locked = harness::lock_memory();
     let mut helpers: Vec<Helper> = load::hogs(&plan.load);
     let spins = plan.inject.map(|spec| {
         let (injectors, counts) = inject::injectors(&plan.cpus, spec);
@@ -236,7 +237,7 @@ pub fn run_loops<R: Send>(
         interrupted: outcome.interrupted,
         elapsed_ns: outcome.elapsed_ns,
         main_cpus: outcome.main_cpus,
-        memory_locked,
+        memory_locked: session.memory_locked(),
         injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
         attribution: attribute(&plan.cpus, &observer.before, &observer.after),
         environment,
@@ -244,25 +245,42 @@ pub fn run_loops<R: Send>(
     }
 }
 
+/// A SCHED_FIFO priority that was asked for but is not permitted.
+#[derive(Debug, thiserror::Error)]
+pub enum FifoError {
+    /// The measuring threads' priority.
+    #[error(
+        "SCHED_FIFO {priority} is not permitted ({source}); run as root, with CAP_SYS_NICE or \
+         an RLIMIT_RTPRIO of at least {priority}, or measure at normal priority"
+    )]
+    Measuring {
+        /// The priority asked for.
+        priority: u8,
+        /// Why it was refused.
+        source: std::io::Error,
+    },
+    /// The known-answer injector's priority.
+    #[error(
+        "the injector needs SCHED_FIFO {} and that is not permitted ({source}); run as root or \
+         with CAP_SYS_NICE",
+        inject::PRIORITY
+    )]
+    Injector {
+        /// Why it was refused.
+        source: std::io::Error,
+    },
+}
+
 /// Refuses to start when a SCHED_FIFO `priority` is asked for, or an injector (`inject`,
 /// which runs at [`inject::PRIORITY`]) is, but not permitted.
-pub fn check_fifo(priority: Option<u8>, inject: bool) -> anyhow::Result<()> {
+pub fn check_fifo(priority: Option<u8>, inject: bool) -> Result<(), FifoError> {
     if let Some(priority) = priority {
-        harness::fifo_permitted(priority).map_err(|e| {
-            anyhow::anyhow!(
-                "--priority {priority}: SCHED_FIFO is not permitted ({e}); run as root, with \
-                 CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {priority}, or drop --priority"
-            )
-        })?;
+        harness::fifo_permitted(priority)
+            .map_err(|source| FifoError::Measuring { priority, source })?;
     }
     if inject {
-        harness::fifo_permitted(inject::PRIORITY).map_err(|e| {
-            anyhow::anyhow!(
-                "--inject: the injector needs SCHED_FIFO {} and that is not permitted ({e}); \
-                 run as root or with CAP_SYS_NICE",
-                inject::PRIORITY
-            )
-        })?;
+        harness::fifo_permitted(inject::PRIORITY)
+            .map_err(|source| FifoError::Injector { source })?;
     }
     Ok(())
 }
@@ -277,35 +295,6 @@ pub fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
     harness::set_fifo_priority(priority)
         .err()
         .map(|e| format!("cannot run at SCHED_FIFO {priority}: {e}"))
-}
-
-/// Checks that every CPU of `cpus` (given with `flag`) exists and is online, from
-/// `/sys/devices/system/cpu/online` under `root`; returns them in order.
-pub fn check_cpus(
-    root: &crate::sysroot::SysRoot,
-    flag: &str,
-    cpus: &CpuSet,
-) -> Result<Vec<u32>, String> {
-    const ONLINE: &str = "/sys/devices/system/cpu/online";
-    if cpus.is_empty() {
-        return Err(format!(
-            "{flag}: no CPU given (e.g. {flag} 1 or {flag} 2-3)"
-        ));
-    }
-    let online = root
-        .read_value(ONLINE)
-        .map_err(|e| format!("{flag}: cannot tell which CPUs are online: {e}"))?;
-    let online = CpuSet::parse_list(&online).map_err(|e| format!("{flag}: {ONLINE}: {e}"))?;
-    let missing = cpus.difference(&online);
-    if !missing.is_empty() {
-        return Err(format!(
-            "{flag} {}: CPU {} does not exist or is offline (online CPUs: {})",
-            cpus.to_list(),
-            missing.to_list(),
-            online.to_list()
-        ));
-    }
-    Ok(cpus.iter().collect())
 }
 
 /// Restricts the main thread to the CPUs it may use that are not measured; returns them
@@ -325,6 +314,7 @@ fn keep_main_thread_off(cpus: &[u32]) -> CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::runner::session::Engine;
 
     struct Record(Vec<String>);
 
@@ -336,26 +326,6 @@ mod tests {
         fn after(&mut self, tids: &[u32]) {
             self.0.push(format!("after {}", tids.len()));
         }
-    }
-
-    #[test]
-    fn cpus_must_be_online() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
-        std::fs::write(dir.path().join("sys/devices/system/cpu/online"), "0-1\n").unwrap();
-        let root = crate::sysroot::SysRoot::dir(dir.path());
-        let set = |list| CpuSet::parse_list(list).unwrap();
-        assert_eq!(check_cpus(&root, "--cpus", &set("1")), Ok(vec![1]));
-        let err = check_cpus(&root, "--cpus", &set("1-3")).unwrap_err();
-        assert!(
-            err.contains("--cpus 1-3: CPU 2-3 does not exist or is offline"),
-            "{err}"
-        );
-        assert!(
-            check_cpus(&root, "--load", &CpuSet::new())
-                .unwrap_err()
-                .starts_with("--load")
-        );
     }
 
     #[test]
@@ -393,10 +363,15 @@ mod tests {
 
     #[test]
     fn loops_measure_only_where_setup_succeeded() {
-        // An empty root: the environment and the counters are unavailable, the run goes on.
+        // A root with CPUs online and nothing else: the environment and the counters are
+        // unavailable, the run goes on.
         let dir = tempfile::tempdir().unwrap();
+        let cpu = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        std::fs::write(cpu.join("online"), "0-1023\n").unwrap();
         let root = crate::sysroot::SysRoot::dir(dir.path());
-        let plan = Plan {
+        let session = Session::open(root, Engine::Freq, None).unwrap();
+        let plan = LoopPlan {
             cpus: vec![0, 0],
             duration: Duration::from_millis(10),
             load: CpuSet::new(),
@@ -404,7 +379,7 @@ mod tests {
         };
         let refused = std::sync::atomic::AtomicBool::new(false);
         let finished = run_loops(
-            &root,
+            &session,
             &plan,
             "test run".to_string(),
             |_| {

@@ -2,14 +2,14 @@
 //! cyclictest's measurement, with percentiles and skipped periods.
 
 pub mod cyclic;
-pub mod wakeup;
+pub mod deadline_loop;
 
-use super::clock::Monotonic;
-use super::harness;
-use super::session::{self, Finished, Plan};
 use crate::machine::CpuSet;
-use crate::sysroot::SysRoot;
-use wakeup::TimerRecord;
+use crate::measure::runner::clock::Monotonic;
+use crate::measure::runner::harness;
+use crate::measure::runner::session::Session;
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
+use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
 /// `cyclictest -p95`).
@@ -19,7 +19,7 @@ pub const DEFAULT_PRIORITY: u8 = 95;
 #[derive(Debug, Clone)]
 pub struct TimerRequest {
     /// The CPUs, the duration and what runs alongside.
-    pub plan: Plan,
+    pub plan: LoopPlan,
     /// The period, ns (above 0).
     pub interval_ns: u64,
     /// SCHED_FIFO priority wanted for the measuring threads.
@@ -41,11 +41,11 @@ pub struct TimerRun {
     pub session: Finished<TimerRecord>,
 }
 
-/// Runs the measurement. Without permission for SCHED_FIFO it measures at normal priority
+/// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
-pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
+pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, FifoError> {
     let plan = &request.plan;
-    session::check_fifo(None, plan.inject.is_some())?;
+    threads::check_fifo(None, plan.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
         Ok(()) => (Some(request.priority), None),
         Err(e) => {
@@ -65,13 +65,13 @@ pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
         plan.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
-    let session = session::run_loops(
-        root,
+    let finished = threads::run_loops(
+        session,
         plan,
         progress,
         |cpu| {
             // Pinned first, so the histograms are allocated on the CPU's node.
-            let error = session::prepare_thread(cpu, fifo_priority);
+            let error = threads::prepare_thread(cpu, fifo_priority);
             (TimerRecord::new(interval_ns, buckets), error)
         },
         |record, go| record.run(&mut Monotonic, go.stop, go.end_ns),
@@ -80,6 +80,6 @@ pub fn run(root: &SysRoot, request: TimerRequest) -> anyhow::Result<TimerRun> {
         request,
         fifo_priority,
         normal_priority_reason,
-        session,
+        session: finished,
     })
 }

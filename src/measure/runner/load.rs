@@ -1,9 +1,9 @@
 //! `--load CPULIST`: a CPU hog on each listed CPU during a measurement (like `stress --cpu`),
 //! to see how the measured CPUs fare while their neighbours are busy.
 
-use super::harness::{self, StopFlag};
-use super::session::Helper;
 use crate::machine::CpuSet;
+use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::threads::Helper;
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
 pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
@@ -14,7 +14,7 @@ pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
 
 fn hog(cpu: u32, stop: &StopFlag) {
     if let Err(e) = harness::pin_current_thread(cpu) {
-        eprintln!("lowlat: --load: cannot pin a hog to CPU {cpu}: {e}; that hog is not run");
+        eprintln!("lowlat: cannot pin a load hog to CPU {cpu}: {e}; that hog is not run");
         return;
     }
     let mut x = 0u64;

@@ -14,16 +14,20 @@
 //!
 //! Figures are labelled [`LABEL`], as stream.c's licence asks of reimplementations.
 
+mod request;
+
+pub use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+
 use serde::Serialize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::matrix::Matrix;
-use super::progress::should_stop;
-use super::region::{Backing, Region};
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::progress::should_stop;
+use crate::measure::runner::region::{Backing, Region};
 
 /// How lowlat labels its STREAM figures (stream.c licence rule 3b).
 pub const LABEL: &str = "STREAM-variant (Rust reimplementation of the STREAM 5.10 kernels)";
@@ -433,7 +437,7 @@ impl Shared {
 
 /// What one thread hands back.
 #[derive(Default)]
-struct Outcome {
+struct ThreadOutcome {
     /// Thread 0 only: the check pass and `times[kernel][iteration]`, seconds.
     check_pass_s: f64,
     times: [Vec<f64>; 4],
@@ -487,7 +491,7 @@ pub fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwErr
         failed: Mutex::new(None),
         stop_now: AtomicBool::new(false),
     };
-    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+    let outcomes: Vec<ThreadOutcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = a
             .into_iter()
             .zip(b)
@@ -518,7 +522,7 @@ fn worker(
     ntimes: usize,
     shared: &Shared,
     stop: &StopFlag,
-) -> Outcome {
+) -> ThreadOutcome {
     if let Err(e) = pin_current_thread(cpu)
         && let Ok(mut failed) = shared.failed.lock()
     {
@@ -529,15 +533,15 @@ fn worker(
     }
     shared.barrier.wait();
     if shared.failed.lock().map_or(true, |f| f.is_some()) {
-        return Outcome::default();
+        return ThreadOutcome::default();
     }
     // First touch by the owning thread, in the chunk it will use in every kernel.
     a.fill(1.0);
     b.fill(2.0);
     c.fill(0.0);
-    let mut out = Outcome {
+    let mut out = ThreadOutcome {
         check_pass_s: shared.phase(leader, || a.iter_mut().for_each(|x| *x *= 2.0)),
-        ..Outcome::default()
+        ..ThreadOutcome::default()
     };
     for _ in 0..ntimes {
         if leader && should_stop(stop) {
@@ -564,7 +568,7 @@ fn worker(
 }
 
 /// Combines the threads' outcomes into the run's figures.
-fn assemble(config: &StreamConfig, outcomes: Vec<Outcome>) -> StreamRun {
+fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
     let iterations = outcomes.first().map_or(0, |o| o.iterations);
     let mut errors = ErrorSums::default();
     for o in &outcomes {
@@ -694,7 +698,7 @@ mod tests {
     #[test]
     fn small_run_validates() {
         let config = StreamConfig {
-            cpus: crate::measure::harness::current_affinity()
+            cpus: crate::measure::runner::harness::current_affinity()
                 .unwrap()
                 .iter()
                 .take(2)

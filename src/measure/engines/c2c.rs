@@ -8,7 +8,7 @@
 //! samples) of `core-to-core-latency`'s CAS benchmark, so figures compare with it.
 //!
 //! CPUs are measured in the order given; callers pass them ordered by package, node and L3
-//! group ([`super::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
+//! group ([`crate::measure::runner::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -16,12 +16,12 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::matrix::Matrix;
-use super::pairs::{check_two, measure_pairs};
-use super::place::{CpuPlace, PairClass};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::place::{CpuPlace, PairClass};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,6 +30,15 @@ pub struct PingPongConfig {
     pub round_trips: u32,
     /// Samples kept per pair (one more is taken first and discarded).
     pub samples: u32,
+}
+
+/// What `c2c` is asked: how each pair is timed, and in which directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct C2cRequest {
+    /// Round trips per sample and samples per pair.
+    pub ping_pong: PingPongConfig,
+    /// Measure each pair both ways (A starts, then B starts) instead of once.
+    pub both_directions: bool,
 }
 
 impl Default for PingPongConfig {
@@ -217,16 +226,19 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
     samples
 }
 
-/// Measures every pair of `cpus` (each unordered pair once, or both ways when
-/// `both_directions`). Ctrl-C or `stop` ends the run; pairs done so far are kept.
+/// Measures every pair of `cpus` (each unordered pair once, or both ways when the request
+/// says so). Ctrl-C or `stop` ends the run; pairs done so far are kept.
 pub fn run(
     cpus: &[u32],
-    both_directions: bool,
-    config: PingPongConfig,
+    request: C2cRequest,
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<C2cRun, C2cError> {
-    check_two(cpus).map_err(C2cError::Config)?;
+    let C2cRequest {
+        ping_pong: config,
+        both_directions,
+    } = request;
+    check_two(cpus).map_err(|e| C2cError::Config(e.to_string()))?;
     let mut order = Vec::new();
     for i in 0..cpus.len() {
         for j in i + 1..cpus.len() {
@@ -304,7 +316,7 @@ pub fn by_class(pairs: &[PairLatency], places: &[CpuPlace]) -> Vec<ClassLatency>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::place::tests::described;
+    use crate::measure::runner::place::tests::described;
 
     fn pair(from: u32, to: u32, mean: f64) -> PairLatency {
         PairLatency {
@@ -343,7 +355,7 @@ mod tests {
     fn needs_two_cpus_and_valid_counts() {
         let stop = StopFlag::new();
         let mut progress = Progress::silent();
-        assert!(run(&[0], false, PingPongConfig::default(), &stop, &mut progress).is_err());
+        assert!(run(&[0], C2cRequest::default(), &stop, &mut progress).is_err());
         let zero = PingPongConfig {
             round_trips: 0,
             samples: 1,
@@ -363,7 +375,7 @@ mod tests {
 
     #[test]
     fn matrix_is_symmetric_within_noise() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }
@@ -371,14 +383,11 @@ mod tests {
             round_trips: 200,
             samples: 50,
         };
-        let run = run(
-            &cpus,
-            true,
-            config,
-            &StopFlag::new(),
-            &mut Progress::silent(),
-        )
-        .unwrap();
+        let request = C2cRequest {
+            ping_pong: config,
+            both_directions: true,
+        };
+        let run = run(&cpus, request, &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         let there = run.pairs[0].one_way_ns.median;
         let back = run.pairs[1].one_way_ns.median;
@@ -406,8 +415,7 @@ mod tests {
         stop.stop();
         let run = run(
             &[0, 1],
-            false,
-            PingPongConfig::default(),
+            C2cRequest::default(),
             &stop,
             &mut Progress::silent(),
         )

@@ -16,11 +16,11 @@
 use serde::Serialize;
 use std::sync::Barrier;
 
-use super::harness::{StopFlag, pin_current_thread};
-use super::progress::{Progress, should_stop};
-use super::summary::Summary;
-use super::tsc::monotonic_raw_ns as raw_ns;
 use crate::machine::Avail;
+use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
+use crate::measure::runner::tsc::monotonic_raw_ns as raw_ns;
 use crate::sysroot::{ReadError, SysRoot};
 
 /// Dependent adds per loop turn of the chain.
@@ -33,7 +33,7 @@ const MSR_APERF: u64 = 0xE8;
 
 /// How each CPU is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FreqConfig {
+pub struct FreqRequest {
     /// Load before the first sample, milliseconds (lets boost ramp up).
     pub warmup_ms: u64,
     /// Length of one sample, milliseconds.
@@ -70,7 +70,7 @@ pub struct CpuFreq {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FreqRun {
     /// How each CPU was measured.
-    pub config: FreqConfig,
+    pub config: FreqRequest,
     /// Adds in one turn of the chain.
     pub adds_per_turn: u64,
     /// Per CPU, in the order given (fewer when interrupted).
@@ -177,7 +177,7 @@ pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: u64) -> Av
 }
 
 /// Measures one CPU from a thread already pinned to it.
-fn measure_here(cpu: u32, root: &SysRoot, config: FreqConfig) -> Option<CpuFreq> {
+fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest) -> Option<CpuFreq> {
     // Warm-up, in ~1 ms pieces, which also calibrates the turns per sample.
     let mut turns = 1000u64;
     let start = raw_ns();
@@ -221,7 +221,7 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqConfig) -> Option<CpuFreq>
 pub fn run(
     cpus: &[u32],
     root: &SysRoot,
-    config: FreqConfig,
+    config: FreqRequest,
     stop: &StopFlag,
     progress: &mut Progress,
 ) -> Result<FreqRun, FreqError> {
@@ -294,8 +294,8 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn quick(together: bool) -> FreqConfig {
-        FreqConfig {
+    fn quick(together: bool) -> FreqRequest {
+        FreqRequest {
             warmup_ms: 5,
             sample_ms: 2,
             samples: 3,
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn measures_a_plausible_frequency() {
-        let cpus = crate::measure::harness::first_allowed_cpus(2);
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
         // A root without /dev/cpu: APERF/MPERF are unavailable, the add chain still runs.
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());

@@ -1,10 +1,10 @@
-//! `--inject PERIOD_MS:SPIN_US`: a known-answer noise source. On each measured CPU a
+//! Known-answer noise (PERIOD_MS:SPIN_US). On each measured CPU a
 //! SCHED_FIFO 99 thread wakes at absolute deadlines every PERIOD and spins SPIN, so the
 //! busy loop must see about 1000/PERIOD_MS extra interruptions per second lasting about
 //! SPIN, and the timer loop a latency plateau from its baseline up to about SPIN.
 
-use super::harness::{self, StopFlag};
-use super::session::Helper;
+use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::threads::Helper;
 use serde::Serialize;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The SCHED_FIFO priority of the injectors: above any measuring thread.
 pub const PRIORITY: u8 = 99;
 
-/// What `--inject` asks for.
+/// What known-answer noise is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct InjectSpec {
     /// Time between the starts of two spins, ns.
@@ -22,24 +22,34 @@ pub struct InjectSpec {
     pub spin_ns: u64,
 }
 
+/// Why a known-answer noise specification was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InjectSpecError {
+    /// Not of the form PERIOD_MS:SPIN_US.
+    #[error("'{0}': expected PERIOD_MS:SPIN_US, e.g. 10:500 (spin 500 us every 10 ms)")]
+    Form(String),
+    /// A zero period or spin.
+    #[error("'{0}': the period and the spin must be above 0")]
+    Zero(String),
+    /// A spin as long as the period.
+    #[error("'{0}': the spin must be shorter than the period, or the CPU never gets free")]
+    SpinTooLong(String),
+}
+
 impl FromStr for InjectSpec {
-    type Err = String;
+    type Err = InjectSpecError;
 
     /// Parses `PERIOD_MS:SPIN_US`, e.g. `10:500` or `50.3:100`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let usage = || {
-            format!("'{text}': expected PERIOD_MS:SPIN_US, e.g. 10:500 (spin 500 us every 10 ms)")
-        };
+    fn from_str(text: &str) -> Result<Self, InjectSpecError> {
+        let usage = || InjectSpecError::Form(text.to_string());
         let (period, spin) = text.split_once(':').ok_or_else(usage)?;
         let period_ns = decimal_scaled(period, 1_000_000).ok_or_else(usage)?;
         let spin_ns = decimal_scaled(spin, 1_000).ok_or_else(usage)?;
         if period_ns == 0 || spin_ns == 0 {
-            return Err(format!("'{text}': the period and the spin must be above 0"));
+            return Err(InjectSpecError::Zero(text.to_string()));
         }
         if spin_ns >= period_ns {
-            return Err(format!(
-                "'{text}': the spin must be shorter than the period, or the CPU never gets free"
-            ));
+            return Err(InjectSpecError::SpinTooLong(text.to_string()));
         }
         Ok(Self { period_ns, spin_ns })
     }
@@ -104,7 +114,7 @@ fn inject(cpu: u32, spec: InjectSpec, stop: &StopFlag, count: &AtomicU64) {
     if let Err(e) =
         harness::pin_current_thread(cpu).and_then(|()| harness::set_fifo_priority(PRIORITY))
     {
-        eprintln!("lowlat: --inject: no injector on CPU {cpu}: {e}");
+        eprintln!("lowlat: no known-answer injector on CPU {cpu}: {e}");
         return;
     }
     let mut next = harness::monotonic_ns() + spec.period_ns;
@@ -151,7 +161,7 @@ mod tests {
         for bad in ["10", "10:", ":5", "a:b", "-1:5", "1e3:5", "0:5", "10:0"] {
             assert!(bad.parse::<InjectSpec>().is_err(), "{bad}");
         }
-        let err = "1:1000".parse::<InjectSpec>().unwrap_err();
+        let err = "1:1000".parse::<InjectSpec>().unwrap_err().to_string();
         assert!(err.contains("shorter than the period"), "{err}");
     }
 }

@@ -4,11 +4,11 @@
 pub mod busy;
 pub mod stats;
 
-use super::clock::TscTicks;
-use super::session::{self, Finished, Plan};
-use super::tsc::{self, Tsc};
 use crate::machine::CpuSet;
-use crate::sysroot::SysRoot;
+use crate::measure::runner::clock::TscTicks;
+use crate::measure::runner::session::Session;
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
+use crate::measure::runner::tsc::{self, Tsc, TscError};
 use busy::{BusyRecord, LoopConfig};
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_GAPS: usize = 1_000_000;
 #[derive(Debug, Clone)]
 pub struct JitterRequest {
     /// The CPUs, the duration and what runs alongside.
-    pub plan: Plan,
+    pub plan: LoopPlan,
     /// Gaps at or above this are interruptions, ns (above 0).
     pub threshold_ns: u64,
     /// SCHED_FIFO priority of the measuring threads (normal scheduling when `None`).
@@ -39,11 +39,22 @@ pub struct JitterRun {
     pub session: Finished<BusyRecord>,
 }
 
-/// Runs the measurement. Fails before measuring when the counter cannot be calibrated or a
-/// requested SCHED_FIFO priority is not permitted.
-pub fn run(root: &SysRoot, request: JitterRequest) -> anyhow::Result<JitterRun> {
+/// Why a jitter measurement could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum JitterError {
+    /// A SCHED_FIFO priority asked for is not permitted.
+    #[error(transparent)]
+    Fifo(#[from] FifoError),
+    /// The time-stamp counter cannot be used.
+    #[error(transparent)]
+    Tsc(#[from] TscError),
+}
+
+/// Runs the measurement in `session`. Fails before measuring when the counter cannot be
+/// calibrated or a requested SCHED_FIFO priority is not permitted.
+pub fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
     let plan = &request.plan;
-    session::check_fifo(request.priority, plan.inject.is_some())?;
+    threads::check_fifo(request.priority, plan.inject.is_some())?;
     let tsc = Tsc::detect()?;
     let duration_ns = u64::try_from(plan.duration.as_nanos()).unwrap_or(u64::MAX);
     let threshold_ticks = tsc.ticks(request.threshold_ns).max(1);
@@ -63,8 +74,8 @@ pub fn run(root: &SysRoot, request: JitterRequest) -> anyhow::Result<JitterRun> 
         request.threshold_ns
     );
     let priority = request.priority;
-    let session = session::run_loops(
-        root,
+    let finished = threads::run_loops(
+        session,
         plan,
         progress,
         |cpu| setup(cpu, priority, config),
@@ -73,14 +84,14 @@ pub fn run(root: &SysRoot, request: JitterRequest) -> anyhow::Result<JitterRun> 
     Ok(JitterRun {
         request,
         tsc,
-        session,
+        session: finished,
     })
 }
 
 /// Runs on the measuring thread: pin, priority, buffers (allocated after pinning, so they
 /// are local to the CPU's node).
 fn setup(cpu: u32, priority: Option<u8>, config: LoopConfig) -> (BusyRecord, Option<String>) {
-    let mut error = session::prepare_thread(cpu, priority);
+    let mut error = threads::prepare_thread(cpu, priority);
     // rdtscp says where the counter was read: a thread not on its CPU would measure another.
     if error.is_none() && tsc::has_rdtscp() {
         let (_, on) = tsc::read_with_cpu();

@@ -5,7 +5,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use super::harness::{self, StopFlag};
+use crate::measure::runner::harness::{self, StopFlag};
 
 /// Whether the run should stop now: the flag was set, or Ctrl-C was pressed (see
 /// [`harness::catch_interrupt`]).

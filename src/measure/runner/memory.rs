@@ -64,86 +64,202 @@ impl MemoryBudget {
 
     /// Fails when `need` bytes exceed MemAvailable. An unknown MemAvailable passes (the
     /// kernel will refuse instead), since old kernels do not print it.
-    pub fn check_available(&self, what: &str, need: u64) -> Result<(), String> {
+    pub fn check_available(&self, what: &str, need: u64) -> Result<(), MemoryError> {
         match self.available_kib.get() {
-            Some(&kib) if need > kib.saturating_mul(1024) => Err(format!(
-                "{what} needs {} but {MEMINFO} says only {} is available (MemAvailable): \
-                 ask for less",
-                bytes(need),
-                bytes(kib.saturating_mul(1024))
-            )),
+            Some(&kib) if need > kib.saturating_mul(1024) => Err(MemoryError::NotAvailable {
+                what: what.to_string(),
+                need,
+                available: kib.saturating_mul(1024),
+            }),
             _ => Ok(()),
         }
     }
 
     /// The default huge page size in bytes and the pages `need` bytes take, or why huge pages
     /// cannot be used: none reserved, too few free.
-    pub fn check_hugepages(&self, what: &str, need: u64) -> Result<(usize, u64), String> {
-        let page_kib = *self.hugepage_kib.get().ok_or_else(|| {
-            format!(
-                "--hugepages: the huge page size is unknown ({}); is hugetlbfs built in?",
-                self.hugepage_kib.reason().unwrap_or_default()
-            )
-        })?;
+    pub fn check_hugepages(&self, what: &str, need: u64) -> Result<(usize, u64), MemoryError> {
+        let page_kib =
+            *self
+                .hugepage_kib
+                .get()
+                .ok_or_else(|| MemoryError::HugePageSizeUnknown {
+                    reason: self.hugepage_kib.reason().unwrap_or_default().to_string(),
+                })?;
         let page = page_kib.saturating_mul(1024).max(1);
         let pages = need.div_ceil(page);
         let free = self.hugepages_free.get().copied().unwrap_or(0);
         if free < pages {
-            let reserved = if free == 0 {
-                "no huge pages are free".to_string()
-            } else {
-                format!("only {free} are free")
-            };
-            return Err(format!(
-                "--hugepages: {what} needs {pages} huge pages of {} but {reserved} \
-                 (HugePages_Free in {MEMINFO}); reserve them first, e.g. \
-                 `echo {pages} > /proc/sys/vm/nr_hugepages` as root",
-                bytes(page)
-            ));
+            return Err(MemoryError::HugePagesShort {
+                what: what.to_string(),
+                pages,
+                page,
+                free,
+            });
         }
-        let page = usize::try_from(page).map_err(|_| "huge page size too large".to_string())?;
+        let page = usize::try_from(page).map_err(|_| MemoryError::HugePageTooLarge)?;
         Ok((page, pages))
     }
 
     /// Fails when node `node` has fewer than `pages` free huge pages of `page_kib` KiB:
     /// binding huge pages to a node that lacks them ends in SIGBUS at the first touch, not
     /// in an error.
-    pub fn check_node_hugepages(&self, node: u32, pages: u64, page_kib: u64) -> Result<(), String> {
+    pub fn check_node_hugepages(
+        &self,
+        node: u32,
+        pages: u64,
+        page_kib: u64,
+    ) -> Result<(), MemoryError> {
         let unknown = Avail::missing(format!("no huge page pool is listed for node {node}"));
         let free = self.node_hugepages_free.get(&node).unwrap_or(&unknown);
         match free.get() {
             Some(&free) if free >= pages => Ok(()),
-            Some(&free) => Err(format!(
-                "--hugepages: NUMA node {node} has {free} free huge pages of {} but {pages} are \
-                 needed; reserve them on that node, e.g. `echo {pages} > \
-                 /sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/nr_hugepages`",
-                bytes(page_kib.saturating_mul(1024))
-            )),
-            None => Err(format!(
-                "--hugepages: cannot tell how many huge pages NUMA node {node} has free ({})",
-                free.reason().unwrap_or_default()
-            )),
+            Some(&free) => Err(MemoryError::NodeHugePagesShort {
+                node,
+                free,
+                pages,
+                page_kib,
+            }),
+            None => Err(MemoryError::NodeHugePagesUnknown {
+                node,
+                reason: free.reason().unwrap_or_default().to_string(),
+            }),
         }
     }
 }
 
+/// Why a size cannot work on this machine.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MemoryError {
+    /// More than MemAvailable.
+    #[error(
+        "{what} needs {} but {MEMINFO} says only {} is available (MemAvailable): ask for less",
+        bytes(*.need), bytes(*.available)
+    )]
+    NotAvailable {
+        /// What needs the memory (`3 arrays of 1 GiB`).
+        what: String,
+        /// Bytes needed.
+        need: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// The default huge page size is not known.
+    #[error("the huge page size is unknown ({reason}); is hugetlbfs built in?")]
+    HugePageSizeUnknown {
+        /// Why it is not known.
+        reason: String,
+    },
+    /// Fewer free huge pages than needed.
+    #[error(
+        "{what} needs {pages} huge pages of {} but {} (HugePages_Free in {MEMINFO}); reserve \
+         them first, e.g. `echo {pages} > /proc/sys/vm/nr_hugepages` as root",
+        bytes(*.page), free_pages(*.free)
+    )]
+    HugePagesShort {
+        /// What needs the pages.
+        what: String,
+        /// Huge pages needed.
+        pages: u64,
+        /// Bytes per huge page.
+        page: u64,
+        /// Huge pages free.
+        free: u64,
+    },
+    /// The huge page size does not fit this machine's address width.
+    #[error("huge page size too large")]
+    HugePageTooLarge,
+    /// Fewer free huge pages on a node than needed.
+    #[error(
+        "NUMA node {node} has {free} free huge pages of {} but {pages} are needed; reserve \
+         them on that node, e.g. `echo {pages} > \
+         /sys/devices/system/node/node{node}/hugepages/hugepages-{page_kib}kB/nr_hugepages`",
+        bytes(.page_kib.saturating_mul(1024))
+    )]
+    NodeHugePagesShort {
+        /// The node.
+        node: u32,
+        /// Huge pages free on it.
+        free: u64,
+        /// Huge pages needed.
+        pages: u64,
+        /// KiB per huge page.
+        page_kib: u64,
+    },
+    /// A node's free huge pages are not known.
+    #[error("cannot tell how many huge pages NUMA node {node} has free ({reason})")]
+    NodeHugePagesUnknown {
+        /// The node.
+        node: u32,
+        /// Why they are not known.
+        reason: String,
+    },
+    /// A node without memory.
+    #[error(
+        "NUMA node {node} has no memory (MemTotal 0 kB in {}): choose a node with memory",
+        node_meminfo(*.node)
+    )]
+    NodeWithoutMemory {
+        /// The node.
+        node: u32,
+    },
+    /// Less free memory on a node than needed.
+    #[error(
+        "{what} needs {} on NUMA node {node} but only {} is free there (MemFree in {}): ask \
+         for less",
+        bytes(*.need), bytes(*.free), node_meminfo(*.node)
+    )]
+    NodeMemoryShort {
+        /// What needs the memory.
+        what: String,
+        /// Bytes needed.
+        need: u64,
+        /// The node.
+        node: u32,
+        /// Bytes free on it.
+        free: u64,
+    },
+}
+
+impl MemoryError {
+    /// Whether the error is about huge pages (asked for with a huge-page option).
+    pub fn is_about_hugepages(&self) -> bool {
+        matches!(
+            self,
+            MemoryError::HugePageSizeUnknown { .. }
+                | MemoryError::HugePagesShort { .. }
+                | MemoryError::HugePageTooLarge
+                | MemoryError::NodeHugePagesShort { .. }
+                | MemoryError::NodeHugePagesUnknown { .. }
+        )
+    }
+}
+
+/// `no huge pages are free` or `only N are free`.
+fn free_pages(free: u64) -> String {
+    if free == 0 {
+        "no huge pages are free".to_string()
+    } else {
+        format!("only {free} are free")
+    }
+}
+
+/// A node's meminfo file.
+fn node_meminfo(node: u32) -> String {
+    format!("/sys/devices/system/node/node{node}/meminfo")
+}
+
 /// Fails when `node` has no memory, or less free memory than `need` bytes.
-pub fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), String> {
-    let path = format!("/sys/devices/system/node/node{}/meminfo", node.id);
+pub fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), MemoryError> {
     if node.mem_total_kib.get() == Some(&0) {
-        return Err(format!(
-            "NUMA node {} has no memory (MemTotal 0 kB in {path}): choose a node with memory",
-            node.id
-        ));
+        return Err(MemoryError::NodeWithoutMemory { node: node.id });
     }
     match node.mem_free_kib.get() {
-        Some(&kib) if need > kib.saturating_mul(1024) => Err(format!(
-            "{what} needs {} on NUMA node {} but only {} is free there (MemFree in {path}): \
-             ask for less",
-            bytes(need),
-            node.id,
-            bytes(kib.saturating_mul(1024))
-        )),
+        Some(&kib) if need > kib.saturating_mul(1024) => Err(MemoryError::NodeMemoryShort {
+            what: what.to_string(),
+            need,
+            node: node.id,
+            free: kib.saturating_mul(1024),
+        }),
         _ => Ok(()),
     }
 }
@@ -232,7 +348,10 @@ mod tests {
     fn available_memory_bounds_the_size() {
         let b = budget(1 << 20, 2048, 0); // 1 GiB available
         assert!(b.check_available("3 arrays", 1 << 29).is_ok());
-        let err = b.check_available("3 arrays", 3 << 30).unwrap_err();
+        let err = b
+            .check_available("3 arrays", 3 << 30)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("3 GiB") && err.contains("MemAvailable"),
             "{err}"
@@ -248,7 +367,8 @@ mod tests {
     fn huge_pages_must_be_reserved() {
         let err = budget(1 << 30, 2048, 0)
             .check_hugepages("a 256 MiB buffer", 256 << 20)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("128 huge pages of 2 MiB"), "{err}");
         assert!(err.contains("no huge pages are free"), "{err}");
         assert!(
@@ -257,7 +377,8 @@ mod tests {
         );
         let err = budget(1 << 30, 2048, 5)
             .check_hugepages("x", 256 << 20)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("only 5 are free"), "{err}");
         assert_eq!(
             budget(1 << 30, 2048, 128).check_hugepages("x", (256 << 20) - 1),
@@ -271,7 +392,7 @@ mod tests {
         b.node_hugepages_free.insert(0, Avail::Available(4));
         b.node_hugepages_free.insert(1, Avail::Available(1));
         assert!(b.check_node_hugepages(0, 4, 2048).is_ok());
-        let err = b.check_node_hugepages(1, 4, 2048).unwrap_err();
+        let err = b.check_node_hugepages(1, 4, 2048).unwrap_err().to_string();
         assert!(
             err.contains("node 1 has 1 free") && err.contains("node1/hugepages"),
             "{err}"
@@ -279,18 +400,21 @@ mod tests {
         assert!(
             b.check_node_hugepages(2, 4, 2048)
                 .unwrap_err()
+                .to_string()
                 .contains("node 2")
         );
     }
 
     #[test]
     fn nodes_need_memory() {
-        let err = check_node(&node(2, 0, 0), "x", 1).unwrap_err();
+        let err = check_node(&node(2, 0, 0), "x", 1).unwrap_err().to_string();
         assert!(
             err.contains("node 2 has no memory") && err.contains("node2/meminfo"),
             "{err}"
         );
-        let err = check_node(&node(1, 1 << 20, 1 << 10), "3 arrays", 3 << 20).unwrap_err();
+        let err = check_node(&node(1, 1 << 20, 1 << 10), "3 arrays", 3 << 20)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("only 1 MiB is free"), "{err}");
         assert!(check_node(&node(0, 1 << 20, 1 << 20), "x", 1 << 20).is_ok());
     }

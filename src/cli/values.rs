@@ -1,0 +1,236 @@
+//! The value parsers of every subcommand: CPU lists, durations, sizes, counts and SCHED_FIFO
+//! priorities. Each returns a message that says what is allowed; clap puts the flag in front
+//! of it (`invalid value '-1' for '--threshold <NS>': …`).
+//!
+//! Flags that take a number are declared with `allow_negative_numbers` (or
+//! `allow_hyphen_values` where the value has a unit, as `-1s`), so that a negative value
+//! reaches these parsers and is refused here, naming the flag, instead of clap reading it as
+//! an unknown flag.
+
+use std::time::Duration;
+
+use crate::machine::CpuSet;
+use crate::measure::runner::inject::InjectSpec;
+
+/// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
+/// every flag that names CPUs.
+pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
+    CpuSet::parse_list(text).map_err(|e| e.to_string())
+}
+
+/// Parses a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
+/// Zero, negative durations and durations whose nanoseconds do not fit 64 bits are refused.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    const EXAMPLES: &str = "give one above zero, e.g. 10s, 500ms or 2m";
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "'{text}': a duration cannot be negative; {EXAMPLES}"
+        ));
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let seconds_per_unit = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}' (use us, ms, s, m or h)"
+            ));
+        }
+    };
+    let too_long = || format!("'{text}' is too long (at most 584 years, 2^64 ns)");
+    let duration = Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| too_long())?;
+    if u64::try_from(duration.as_nanos()).is_err() {
+        return Err(too_long());
+    }
+    if duration.is_zero() {
+        return Err(format!("must be above zero; {EXAMPLES}"));
+    }
+    Ok(duration)
+}
+
+/// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
+/// `T`/`TiB` (case-insensitive); fractions are allowed with a suffix (`1.5G`).
+pub fn size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "'{text}': a size cannot be negative; give bytes with an optional K, M, G or T \
+             suffix, e.g. 64K or 2G"
+        ));
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            return Err(format!(
+                "'{text}': write a binary suffix (K or KiB, M or MiB, G or GiB, T or TiB)"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "'{text}' is not a size (expected a number with an optional K, M, G or T)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (expected a number such as 64K or 2G)"))?;
+    if shift == 0 && number.contains('.') {
+        return Err(format!("'{text}': a size in bytes must be a whole number"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// A parser of whole numbers from `min` to `max`; negative numbers and values outside the
+/// range are refused, saying what is allowed.
+pub fn count<T>(
+    min: T,
+    max: T,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Into<u64> + Copy + Send + Sync + 'static,
+{
+    let (min, max): (u64, u64) = (min.into(), max.into());
+    move |text: &str| {
+        let text = text.trim();
+        let allowed = if min == 1 {
+            format!("a whole number above zero, at most {max}")
+        } else {
+            format!("a whole number from {min} to {max}")
+        };
+        if text.starts_with('-') {
+            return Err(format!("'{text}' is negative; expected {allowed}"));
+        }
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "'{text}' is not a whole number; expected {allowed}"
+            ));
+        }
+        let value = match text.parse::<u64>() {
+            Ok(value) if value > max => None,
+            Ok(value) => Some(value),
+            Err(_) => None,
+        };
+        let Some(value) = value else {
+            return Err(format!("'{text}' is too large; expected {allowed}"));
+        };
+        if value < min {
+            return Err(format!("'{text}' is too small; expected {allowed}"));
+        }
+        T::try_from(value).map_err(|_| format!("'{text}' is too large; expected {allowed}"))
+    }
+}
+
+/// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
+pub fn inject(text: &str) -> Result<InjectSpec, String> {
+    text.parse()
+        .map_err(|e: crate::measure::runner::inject::InjectSpecError| e.to_string())
+}
+
+/// Parses a SCHED_FIFO priority (1-99).
+pub fn priority(text: &str) -> Result<u8, String> {
+    match text.trim().parse::<u8>() {
+        Ok(p @ 1..=99) => Ok(p),
+        _ => Err(format!("'{text}': a SCHED_FIFO priority is 1 to 99")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_the_usual_units() {
+        assert_eq!(duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("250us"), Ok(Duration::from_micros(250)));
+        assert!(duration("0s").unwrap_err().contains("above zero"));
+        assert!(duration("10 parsecs").is_err());
+        assert!(duration("s").is_err());
+        assert!(duration("").is_err());
+    }
+
+    #[test]
+    fn negative_and_overflowing_durations_are_refused() {
+        assert!(duration("-1s").unwrap_err().contains("cannot be negative"));
+        for long in ["18446744073709551615", "99999999999999999999h", "5200000h"] {
+            assert!(duration(long).is_err(), "{long}");
+        }
+        assert!(
+            duration("18446744073709551615")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(duration("500000h").is_ok());
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size("64K"), Ok(65536));
+        assert_eq!(size("64kib"), Ok(65536));
+        assert_eq!(size("1.5G"), Ok(3 << 29));
+        assert_eq!(size(" 2 GiB "), Ok(2 << 30));
+        assert_eq!(size("1T"), Ok(1 << 40));
+        for bad in ["", "K", "12Q", "1.5", "-4K", "4KB", "99999999999T", "1..2M"] {
+            assert!(size(bad).is_err(), "{bad}");
+        }
+        assert!(size("-1").unwrap_err().contains("cannot be negative"));
+    }
+
+    #[test]
+    fn counts_say_what_is_allowed() {
+        let positive = count(1u64, u64::MAX);
+        assert!(positive("0").unwrap_err().contains("above zero"));
+        assert_eq!(positive("300000"), Ok(300_000));
+        assert!(positive("-1").unwrap_err().contains("is negative"));
+        assert!(
+            positive("18446744073709551616")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(positive("1e3").unwrap_err().contains("not a whole number"));
+        let small = count(2u32, u32::MAX);
+        assert!(small("1").unwrap_err().contains("from 2 to 4294967295"));
+        assert!(small("4294967296").unwrap_err().contains("too large"));
+        let bounded = count(1u64, 10);
+        assert!(bounded("11").unwrap_err().contains("at most 10"));
+        assert_eq!(bounded("10"), Ok(10));
+    }
+
+    #[test]
+    fn priorities_are_1_to_99() {
+        assert!(priority("100").is_err());
+        assert!(priority("-1").unwrap_err().contains("1 to 99"));
+        assert_eq!(priority("95"), Ok(95));
+    }
+
+    #[test]
+    fn cpu_lists_use_the_kernel_form() {
+        assert_eq!(cpu_list("2-3,6").unwrap().to_list(), "2-3,6");
+        assert!(cpu_list("x").is_err());
+    }
+}

@@ -1,0 +1,303 @@
+//! What `membw` is asked, and the plan decided from it before anything is mapped: STREAM's
+//! array sizing rule, the threads spread over the chosen CPUs, and the node × node matrix;
+//! then the run of that plan: the whole machine, then each cell of the matrix.
+
+use super::{
+    Kernel, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, run,
+    stream_array_bytes,
+};
+use crate::machine::CpuSet;
+use crate::machine::topology::Topology;
+use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::memory::{MemoryBudget, MemoryError};
+use crate::measure::runner::node_matrix::{
+    MatrixAxes, NodeError, each_cell, empty_matrix, matrix_axes, matrix_nodes,
+};
+use crate::measure::runner::place::{self, CpuPlace};
+use crate::measure::runner::progress::Progress;
+use crate::units::bytes;
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MembwRequest {
+    /// Threads of the whole-machine run; `None`: one per core of the chosen CPUs.
+    pub threads: Option<u32>,
+    /// NUMA nodes of the node × node matrix; `None`: every node of a multi-node machine.
+    pub nodes: Option<CpuSet>,
+    /// Bytes per array; `None`: STREAM's rule.
+    pub array_bytes: Option<u64>,
+    /// Iterations of the four kernels (STREAM's NTIMES, at least 2).
+    pub ntimes: u32,
+}
+
+/// Everything decided before a membw run.
+#[derive(Debug, PartialEq)]
+pub struct MembwPlan {
+    /// Elements per array.
+    pub elements: usize,
+    /// Iterations of the four kernels.
+    pub ntimes: usize,
+    /// All cache of the machine, bytes.
+    pub total_cache_bytes: u64,
+    /// STREAM's rule for one array, bytes.
+    pub rule_bytes: u64,
+    /// The CPUs of the whole-machine run, in thread order.
+    pub system_cpus: Vec<u32>,
+    /// Matrix rows: node and the CPUs (one per core, spread) of its threads.
+    pub rows: Vec<(u32, Vec<u32>)>,
+    /// Matrix columns: memory nodes.
+    pub columns: Vec<u32>,
+    /// Rules bent, which the user should know about.
+    pub warnings: Vec<MembwWarning>,
+}
+
+/// A STREAM rule the plan bends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MembwWarning {
+    /// The cache sizes are unknown, so the arrays have stream.c's default size.
+    #[error(
+        "cache sizes unknown (no /sys/devices/system/cpu/cpu*/cache): arrays sized by \
+         stream.c's default of 10,000,000 elements"
+    )]
+    CacheSizesUnknown,
+    /// The arrays asked for are smaller than STREAM's rule.
+    #[error(
+        "arrays of {} are below STREAM's rule of 4 × {} of cache = {} per array: caches may \
+         inflate the rates",
+        bytes(*.array_bytes), bytes(*.total_cache_bytes), bytes(*.rule_bytes)
+    )]
+    BelowRule {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+        /// All cache of the machine, bytes.
+        total_cache_bytes: u64,
+        /// STREAM's rule for one array, bytes.
+        rule_bytes: u64,
+    },
+}
+
+/// Why a membw request cannot be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MembwPlanError {
+    /// More threads than chosen CPUs.
+    #[error("only {chosen} CPUs are chosen")]
+    TooManyThreads {
+        /// Threads asked for.
+        threads: usize,
+        /// CPUs chosen.
+        chosen: usize,
+    },
+    /// Arrays larger than this machine can address.
+    #[error("too large for this machine")]
+    ArraysTooLarge {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+    },
+    /// Arrays with fewer elements than threads.
+    #[error("{elements} elements cannot be shared by {threads} threads")]
+    ArraysTooSmall {
+        /// Bytes per array asked for.
+        array_bytes: u64,
+        /// Elements per array.
+        elements: usize,
+        /// Threads.
+        threads: usize,
+    },
+    /// Not enough memory.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The matrix nodes cannot be used.
+    #[error(transparent)]
+    Nodes(#[from] NodeError),
+}
+
+impl MembwRequest {
+    /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
+    /// fit `budget`, before anything is mapped.
+    pub fn plan(
+        &self,
+        topology: &Topology,
+        places: &[CpuPlace],
+        budget: &MemoryBudget,
+    ) -> Result<MembwPlan, MembwPlanError> {
+        let mut warnings = Vec::new();
+        let total_cache_bytes = topology.total_cache_bytes();
+        let rule_bytes = stream_array_bytes(total_cache_bytes);
+        if total_cache_bytes == 0 {
+            warnings.push(MembwWarning::CacheSizesUnknown);
+        }
+        let array_bytes = self.array_bytes.unwrap_or(rule_bytes);
+        if array_bytes < rule_bytes {
+            warnings.push(MembwWarning::BelowRule {
+                array_bytes,
+                total_cache_bytes,
+                rule_bytes,
+            });
+        }
+        let threads = match self.threads {
+            Some(n) => n as usize,
+            None => place::one_per_core(places).len(),
+        };
+        if threads > places.len() {
+            return Err(MembwPlanError::TooManyThreads {
+                threads,
+                chosen: places.len(),
+            });
+        }
+        let elements = usize::try_from(array_bytes / 8)
+            .map_err(|_| MembwPlanError::ArraysTooLarge { array_bytes })?;
+        if elements < threads {
+            return Err(MembwPlanError::ArraysTooSmall {
+                array_bytes,
+                elements,
+                threads,
+            });
+        }
+        let need = array_bytes.saturating_mul(3);
+        let what = format!("3 arrays of {}", bytes(array_bytes));
+        budget.check_available(&what, need)?;
+        let nodes = matrix_nodes(topology, self.nodes.as_ref())?;
+        let MatrixAxes { rows, columns } =
+            matrix_axes(&nodes, places, self.nodes.is_some(), need, &what)?;
+        let rows = rows
+            .into_iter()
+            .map(|(node, cpus)| {
+                let per_core = place::one_per_core(&cpus).len();
+                (node, place::spread(&cpus, per_core))
+            })
+            .collect();
+        Ok(MembwPlan {
+            elements,
+            ntimes: self.ntimes as usize,
+            total_cache_bytes,
+            rule_bytes,
+            system_cpus: place::spread(places, threads),
+            rows,
+            columns: columns.iter().map(|n| n.id).collect(),
+            warnings,
+        })
+    }
+}
+
+impl MembwPlan {
+    /// Measurement steps, for progress: the whole machine, then each cell of the matrix.
+    pub fn steps(&self) -> usize {
+        1 + self.rows.len() * self.columns.len()
+    }
+
+    /// Runs the plan: the whole machine, then the node × node matrix cell by cell, saying
+    /// each step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
+    pub fn run(&self, stop: &StopFlag, progress: &mut Progress) -> Result<MembwReport, MembwError> {
+        let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
+            cpus,
+            elements: self.elements,
+            ntimes: self.ntimes,
+            memory_node,
+        };
+        progress.step(&format!(
+            "{} threads, 3 × {}",
+            self.system_cpus.len(),
+            bytes(self.elements as u64 * 8)
+        ));
+        let system = run(&config(self.system_cpus.clone(), None), stop)?;
+        let node_matrix = (!self.rows.is_empty()).then(|| NodeBandwidth {
+            triad_best_mb_per_s: empty_matrix(&self.rows, &self.columns),
+            runs: Vec::new(),
+        });
+        let mut report = MembwReport {
+            label: LABEL,
+            total_cache_bytes: self.total_cache_bytes,
+            rule_array_bytes: self.rule_bytes,
+            system,
+            node_matrix,
+        };
+        if let Some(matrix) = &mut report.node_matrix {
+            each_cell(
+                &self.rows,
+                &self.columns,
+                stop,
+                |r, (cpu_node, cpus), c, memory_node| {
+                    progress.step(&format!(
+                        "CPUs of node {cpu_node}, memory of node {memory_node}"
+                    ));
+                    let run = run(&config(cpus.clone(), Some(memory_node)), stop)?;
+                    if let Some(rate) = run.best_rate(Kernel::Triad) {
+                        matrix.triad_best_mb_per_s.set(r, c, rate);
+                    }
+                    matrix.runs.push(NodeRun {
+                        cpu_node: *cpu_node,
+                        memory_node,
+                        run,
+                    });
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::sysroot::SysRoot;
+
+    fn epyc() -> Machine {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/epyc7f32-2s");
+        Machine::read(&SysRoot::dir(dir))
+    }
+
+    fn request() -> MembwRequest {
+        MembwRequest {
+            threads: None,
+            nodes: None,
+            array_bytes: None,
+            ntimes: 10,
+        }
+    }
+
+    #[test]
+    fn plans_by_streams_rule_and_refuses_with_typed_errors() {
+        let m = epyc();
+        let places = place::places(&m.topology);
+        let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
+        let plan = request().plan(&m.topology, &places, &budget).unwrap();
+        assert_eq!(plan.rule_bytes, 1060 << 20);
+        assert_eq!((plan.ntimes, plan.steps()), (10, 1 + 2 * 2));
+        let small = MembwRequest {
+            array_bytes: Some(16 << 20),
+            ..request()
+        };
+        let plan = small.plan(&m.topology, &places, &budget).unwrap();
+        assert!(matches!(
+            plan.warnings[..],
+            [MembwWarning::BelowRule {
+                array_bytes: 16_777_216,
+                ..
+            }]
+        ));
+        let too_many = MembwRequest {
+            threads: Some(17),
+            ..request()
+        };
+        assert_eq!(
+            too_many.plan(&m.topology, &places, &budget),
+            Err(MembwPlanError::TooManyThreads {
+                threads: 17,
+                chosen: 16
+            })
+        );
+        let missing = MembwRequest {
+            nodes: Some([7].into_iter().collect()),
+            ..request()
+        };
+        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MembwPlanError::Nodes(NodeError::Missing { id: 7, .. })
+        ));
+        assert!(!err.to_string().contains("--"), "no flag in {err}");
+    }
+}

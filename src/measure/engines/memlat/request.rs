@@ -1,0 +1,282 @@
+//! What `memlat` is asked, and the plan decided from it before anything is mapped: the
+//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that plan:
+//! the curve, then each cell of the matrix at the largest size.
+
+use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, default_sizes, run};
+use crate::machine::CpuSet;
+use crate::machine::topology::{NumaNode, Topology};
+use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::memory::{MemoryBudget, MemoryError, check_node};
+use crate::measure::runner::node_matrix::{
+    MatrixAxes, NodeError, each_cell, empty_matrix, find_node, matrix_axes, matrix_nodes,
+};
+use crate::measure::runner::place::CpuPlace;
+use crate::measure::runner::progress::Progress;
+use crate::measure::runner::region::Backing;
+use crate::units::bytes;
+
+/// A randomisation window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// Windows of this many bytes.
+    Bytes(u64),
+    /// The whole buffer.
+    Full,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemlatRequest {
+    /// The CPU that chases the curve's pointers; `None`: the first chosen CPU.
+    pub cpu: Option<u32>,
+    /// The NUMA node of the curve's buffer; `None`: the chasing CPU's first touch.
+    pub node: Option<u32>,
+    /// Buffer sizes, bytes; `None`: 4 KiB to 4 × the machine's last-level cache.
+    pub sizes: Option<Vec<u64>>,
+    /// Back the buffer with reserved huge pages.
+    pub hugepages: bool,
+    /// The randomisation window.
+    pub window: Window,
+    /// Bytes between chased pointers.
+    pub stride_bytes: u64,
+    /// NUMA nodes of the node × node matrix; `None`: every node of a multi-node machine.
+    pub nodes: Option<CpuSet>,
+    /// Length of one sample, ms.
+    pub sample_ms: u64,
+    /// Samples per size.
+    pub samples: u32,
+    /// Seed of the random visit order.
+    pub seed: u64,
+}
+
+/// Everything decided before a memlat run.
+#[derive(Debug, PartialEq)]
+pub struct MemlatPlan {
+    /// The curve's configuration.
+    pub curve: ChaseConfig,
+    /// Matrix rows: node and the CPU that chases for it.
+    pub rows: Vec<(u32, u32)>,
+    /// Matrix columns: memory nodes.
+    pub columns: Vec<u32>,
+}
+
+/// Why a memlat request cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum MemlatPlanError {
+    /// The chasing CPU is not among the chosen CPUs.
+    #[error("not among the chosen CPUs ({chosen})")]
+    CpuNotChosen {
+        /// The CPU asked for.
+        cpu: u32,
+        /// The chosen CPUs.
+        chosen: CpuSet,
+    },
+    /// No CPU was chosen.
+    #[error("no CPU chosen")]
+    NoCpu,
+    /// The stride does not fit this machine's address width.
+    #[error("too large")]
+    StrideTooLarge,
+    /// The window does not fit this machine's address width.
+    #[error("too large")]
+    WindowTooLarge,
+    /// The curve's node cannot be used.
+    #[error(transparent)]
+    CurveNode(NodeError),
+    /// Not enough memory or huge pages.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The matrix nodes cannot be used.
+    #[error(transparent)]
+    Nodes(#[from] NodeError),
+    /// The curve's configuration is refused.
+    #[error(transparent)]
+    Chase(#[from] MemlatError),
+}
+
+impl MemlatRequest {
+    /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
+    /// they fit `budget`, before anything is mapped.
+    pub fn plan(
+        &self,
+        topology: &Topology,
+        places: &[CpuPlace],
+        budget: &MemoryBudget,
+    ) -> Result<MemlatPlan, MemlatPlanError> {
+        let cpu = match self.cpu {
+            Some(cpu) if places.iter().any(|p| p.cpu == cpu) => cpu,
+            Some(cpu) => {
+                let chosen: CpuSet = places.iter().map(|p| p.cpu).collect();
+                return Err(MemlatPlanError::CpuNotChosen { cpu, chosen });
+            }
+            None => places
+                .first()
+                .map(|p| p.cpu)
+                .ok_or(MemlatPlanError::NoCpu)?,
+        };
+        let sizes = self
+            .sizes
+            .clone()
+            .unwrap_or_else(|| default_sizes(topology.llc_bytes_total()));
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        let stride =
+            usize::try_from(self.stride_bytes).map_err(|_| MemlatPlanError::StrideTooLarge)?;
+        let window_bytes = match self.window {
+            Window::Full => None,
+            Window::Bytes(b) => {
+                Some(usize::try_from(b).map_err(|_| MemlatPlanError::WindowTooLarge)?)
+            }
+        };
+        let what = format!("a {} buffer", bytes(largest));
+        // The buffer, plus the visit order built next to it (one word per line).
+        let order_bytes = largest / self.stride_bytes.max(1) * 8;
+        budget.check_available(&what, largest.saturating_add(order_bytes))?;
+        let backing = if self.hugepages {
+            let (page_bytes, _) = budget.check_hugepages(&what, largest)?;
+            Backing::Huge { page_bytes }
+        } else {
+            Backing::Normal
+        };
+        let node_check = |node: &NumaNode| -> Result<(), MemoryError> {
+            check_node(node, &what, largest)?;
+            if let Backing::Huge { page_bytes } = backing {
+                let pages = largest.div_ceil(page_bytes as u64);
+                budget.check_node_hugepages(node.id, pages, page_bytes as u64 / 1024)?;
+            }
+            Ok(())
+        };
+        if let Some(id) = self.node {
+            node_check(find_node(topology, id).map_err(MemlatPlanError::CurveNode)?)?;
+        }
+        let nodes = matrix_nodes(topology, self.nodes.as_ref())?;
+        let MatrixAxes { rows, columns } =
+            matrix_axes(&nodes, places, self.nodes.is_some(), largest, &what)?;
+        for node in &columns {
+            node_check(node)?;
+        }
+        let curve = ChaseConfig {
+            cpu,
+            sizes,
+            stride_bytes: stride,
+            window_bytes,
+            backing,
+            memory_node: self.node,
+            sample_ms: self.sample_ms,
+            samples: self.samples as usize,
+            seed: self.seed,
+        };
+        curve.check()?;
+        Ok(MemlatPlan {
+            curve,
+            rows: rows
+                .into_iter()
+                .filter_map(|(node, cpus)| Some((node, cpus.first()?.cpu)))
+                .collect(),
+            columns: columns.iter().map(|n| n.id).collect(),
+        })
+    }
+}
+
+impl MemlatPlan {
+    /// Measurement steps, for progress: each size of the curve, then each cell of the matrix.
+    pub fn steps(&self) -> usize {
+        self.curve.sizes.len() + self.rows.len() * self.columns.len()
+    }
+
+    /// Runs the plan: the curve, then the node × node matrix at the largest size, saying each
+    /// step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
+    pub fn run(
+        &self,
+        stop: &StopFlag,
+        progress: &mut Progress,
+    ) -> Result<MemlatReport, MemlatError> {
+        let curve = run(&self.curve, stop, progress)?;
+        let largest = self.curve.sizes.iter().copied().max().unwrap_or(0);
+        let mut node_matrix = (!self.rows.is_empty()).then(|| NodeLatency {
+            size_bytes: largest,
+            median_ns: empty_matrix(&self.rows, &self.columns),
+            runs: Vec::new(),
+        });
+        if let Some(matrix) = &mut node_matrix {
+            each_cell(
+                &self.rows,
+                &self.columns,
+                stop,
+                |r, &(_, cpu), c, memory_node| {
+                    let cell = ChaseConfig {
+                        cpu,
+                        sizes: vec![largest],
+                        memory_node: Some(memory_node),
+                        ..self.curve.clone()
+                    };
+                    let run = run(&cell, stop, progress)?;
+                    if let Some(point) = run.points.first() {
+                        matrix.median_ns.set(r, c, point.latency_ns.median);
+                    }
+                    matrix.runs.push(run);
+                    Ok(())
+                },
+            )?;
+        }
+        Ok(MemlatReport { curve, node_matrix })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::measure::runner::place;
+    use crate::sysroot::SysRoot;
+
+    fn milan() -> Machine {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/milan64-nps4-smt");
+        Machine::read(&SysRoot::dir(dir))
+    }
+
+    fn request() -> MemlatRequest {
+        MemlatRequest {
+            cpu: None,
+            node: None,
+            sizes: None,
+            hugepages: false,
+            window: Window::Bytes(4096),
+            stride_bytes: 64,
+            nodes: None,
+            sample_ms: 100,
+            samples: 5,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn plans_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
+        let m = milan();
+        let places = place::places(&m.topology);
+        let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
+        let plan = request().plan(&m.topology, &places, &budget).unwrap();
+        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+        assert_eq!(plan.steps(), plan.curve.sizes.len() + 4 * 4);
+        let elsewhere = MemlatRequest {
+            cpu: Some(999),
+            ..request()
+        };
+        let err = elsewhere.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MemlatPlanError::CpuNotChosen { cpu: 999, .. }
+        ));
+        let missing = MemlatRequest {
+            node: Some(9),
+            ..request()
+        };
+        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        assert!(matches!(
+            err,
+            MemlatPlanError::CurveNode(NodeError::Missing { id: 9, .. })
+        ));
+        assert!(!err.to_string().contains("--"), "no flag in {err}");
+    }
+}

@@ -1,0 +1,133 @@
+//! The one session every engine runs through: this machine read once, the CPUs chosen by
+//! the one rule ([`super::cpus`]), memory locked where the engine needs it (decided here and
+//! nowhere else), and Ctrl-C caught so that an interrupted run keeps what it measured.
+
+use super::cpus::{self, CpuChoiceError};
+use super::harness::{self, StopFlag};
+use super::memory::MemoryBudget;
+use super::place::{self, CpuPlace};
+use crate::machine::{CpuSet, Machine};
+use crate::sysroot::SysRoot;
+
+pub use super::threads::{CpuLoop, Finished};
+
+/// The measurement engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Busy-loop gaps.
+    Jitter,
+    /// Timer wake-up latency.
+    Timer,
+    /// STREAM bandwidth.
+    Membw,
+    /// Pointer-chase latency.
+    Memlat,
+    /// Core-to-core ping-pong.
+    C2c,
+    /// Cross-CPU futex wake-up.
+    Wakeup,
+    /// Effective frequency.
+    Freq,
+}
+
+impl Engine {
+    /// Whether the engine runs with memory locked (mlockall): the engines that time single
+    /// events (a gap, a timer wake-up, a round trip, a wake-up) must not take a page fault
+    /// mid-sample. The memory engines map buffers up to the machine's size and prefault
+    /// them; freq touches no memory in its loop.
+    pub fn locks_memory(self) -> bool {
+        matches!(
+            self,
+            Engine::Jitter | Engine::Timer | Engine::C2c | Engine::Wakeup
+        )
+    }
+}
+
+/// This machine, opened for one measurement.
+pub struct Session {
+    root: SysRoot,
+    /// The machine model.
+    pub machine: Machine,
+    /// The chosen CPUs.
+    pub cpus: CpuSet,
+    /// The chosen CPUs with their places, in locality order.
+    pub places: Vec<CpuPlace>,
+    /// The memory the engines may use.
+    pub budget: MemoryBudget,
+    /// Stops the engine early (Ctrl-C also does).
+    pub stop: StopFlag,
+    engine: Engine,
+    online: CpuSet,
+    allowed: CpuSet,
+    memory_locked: bool,
+}
+
+impl Session {
+    /// Reads the machine under `root`, chooses the CPUs (`requested`, or every online CPU this
+    /// process may run on), locks memory when `engine` needs it and installs the Ctrl-C
+    /// handler. Fails, before anything runs, when the CPUs cannot be chosen.
+    pub fn open(
+        root: SysRoot,
+        engine: Engine,
+        requested: Option<&CpuSet>,
+    ) -> Result<Session, CpuChoiceError> {
+        let online = cpus::online(&root)?;
+        let allowed = harness::current_affinity().map_err(CpuChoiceError::AffinityUnknown)?;
+        let chosen = cpus::choose(&online, &allowed, requested)?;
+        let machine = Machine::read(&root);
+        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
+        let places = place::places(&machine.topology)
+            .into_iter()
+            .filter(|p| chosen.contains(p.cpu))
+            .collect();
+        let memory_locked = engine.locks_memory() && harness::lock_memory();
+        harness::catch_interrupt();
+        Ok(Session {
+            root,
+            machine,
+            cpus: chosen,
+            places,
+            budget,
+            stop: StopFlag::new(),
+            engine,
+            online,
+            allowed,
+            memory_locked,
+        })
+    }
+
+    /// The root the machine was read from.
+    pub fn root(&self) -> &SysRoot {
+        &self.root
+    }
+
+    /// The chosen CPU numbers in locality order (the order of [`Session::places`]).
+    pub fn cpus_by_locality(&self) -> Vec<u32> {
+        self.places.iter().map(|p| p.cpu).collect()
+    }
+
+    /// Checks more CPUs the engine will use (load hogs) by the same rule as the chosen ones.
+    pub fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
+        cpus::choose(&self.online, &self.allowed, Some(requested))
+    }
+
+    /// Whether memory is locked (mlockall).
+    pub fn memory_locked(&self) -> bool {
+        self.memory_locked
+    }
+
+    /// What to tell the user about memory locking: a warning when the engine needed memory
+    /// locked and it could not be.
+    pub fn memory_warnings(&self) -> Vec<String> {
+        if self.engine.locks_memory() && !self.memory_locked {
+            vec!["memory could not be locked (mlockall): page faults may add noise".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether the run was cut short (Ctrl-C or the stop flag).
+    pub fn interrupted(&self) -> bool {
+        harness::interrupted() || self.stop.is_stopped()
+    }
+}
