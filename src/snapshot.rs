@@ -449,4 +449,55 @@ mod tests {
         let err = format!("{:#}", open(garbage.path()).unwrap_err());
         assert!(err.contains("not a lowlat snapshot"), "{err}");
     }
+    #[test]
+    fn extract_refuses_a_symlinked_subdirectory_and_replaces_files() {
+        let from = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(from.path().join("proc/sys")).unwrap();
+        std::fs::write(from.path().join("proc/sys/x"), "new\n").unwrap();
+        std::fs::write(from.path().join("top"), "new\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), to.path().join("proc")).unwrap();
+        let err = format!("{:#}", extract_tree(from.path(), to.path()).unwrap_err());
+        assert!(err.contains("outside the root"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+        std::fs::remove_file(to.path().join("proc")).unwrap();
+        std::fs::write(to.path().join("top"), "old\n").unwrap();
+        extract_tree(from.path(), to.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("top")).unwrap(),
+            "new\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("proc/sys/x")).unwrap(),
+            "new\n"
+        );
+    }
+
+    #[test]
+    fn errors_escape_control_characters_from_the_archive() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        builder
+            .append_link(&mut header, "root/\x1b]0;owned\x07\x1b[2J", "x")
+            .unwrap();
+        let file = compress(builder.into_inner().unwrap());
+        let err = format!("{:#}", open(file.path()).unwrap_err());
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err}");
+        assert!(err.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{err}");
+
+        let mut corrupt = tempfile::NamedTempFile::new().unwrap();
+        let mut bytes = ruzstd::encoding::compress_to_vec(
+            &b"\x1b[2J"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        bytes.truncate(6);
+        bytes.extend_from_slice(b"\x1b[2J\x1b]0;x\x07");
+        corrupt.write_all(&bytes).unwrap();
+        let err = format!("{:#}", open(corrupt.path()).unwrap_err());
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err}");
+    }
 }
