@@ -329,6 +329,11 @@ impl SysRoot {
         Ok(file)
     }
 
+    /// The target of the symbolic link `path`, as written in the link (not resolved).
+    pub fn read_link(&self, path: &str) -> Result<PathBuf, ReadError> {
+        std::fs::read_link(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))
+    }
+
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
         self.host_path(path).is_dir()
