@@ -138,6 +138,17 @@ impl Topology {
             .collect()
     }
 
+    /// The number of possible CPUs (the kernel's nr_cpu_ids: the highest possible CPU plus
+    /// one, else the highest online one plus one), which sets the width of the kernel's hex
+    /// masks.
+    pub fn nr_cpu_ids(&self) -> u32 {
+        self.possible
+            .get()
+            .and_then(|p| p.last())
+            .or_else(|| self.online_cpus().last())
+            .map_or(1, |last| last + 1)
+    }
+
     /// One logical CPU by number.
     pub fn cpu(&self, cpu: u32) -> Option<&LogicalCpu> {
         self.cpus
