@@ -1,5 +1,9 @@
-//! Defects of issue 18 that need the lowlat binary: a signal while a snapshot unpacks.
+//! Defects of issue 18 that need the lowlat binary: a signal while a snapshot unpacks, and
+//! apply under `--root` against a tree whose links lead out of it.
 
+mod common;
+
+use common::tree;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -68,4 +72,77 @@ fn sigterm_while_a_snapshot_unpacks_removes_its_directory() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     assert!(unpack_dirs(&tmp).is_empty(), "{:?}", unpack_dirs(&tmp));
+}
+
+/// Applies the default plan of a copy of a fixture whose `link` (a path in the tree) is a
+/// symbolic link to a directory outside it, and returns lowlat's output; the outside directory
+/// holds `file` ("1") and must still hold only that.
+fn apply_with_a_link_out(link: &str, to_file: bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines");
+    tree::copy_tree(&fixtures.join("epyc7f32-2s"), &root);
+    let lowlat = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lowlat"));
+        cmd.arg("--root").arg(&root);
+        cmd
+    };
+    let plan = dir.path().join("plan");
+    assert!(
+        lowlat()
+            .arg("plan")
+            .arg("--out")
+            .arg(&plan)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("file"), "1").unwrap();
+    let at = root.join(link);
+    if at.is_dir() {
+        std::fs::remove_dir_all(&at).unwrap();
+    } else if at.exists() {
+        std::fs::remove_file(&at).unwrap();
+    }
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let target = if to_file {
+        outside.path().join("file")
+    } else {
+        outside.path().to_path_buf()
+    };
+    std::os::unix::fs::symlink(&target, &at).unwrap();
+    let out = lowlat()
+        .args(["apply", "--yes", "--plan"])
+        .arg(plan.join("plan.json"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{link}: apply succeeded");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("file")).unwrap(),
+        "1",
+        "{link}"
+    );
+    let names: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["file"], "{link}: written outside the root");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn apply_under_a_root_never_writes_through_links_that_leave_it() {
+    for (link, to_file) in [
+        ("proc/sys/vm/stat_interval", true),
+        ("etc/sysctl.d", false),
+        ("var/lib/lowlat", false),
+    ] {
+        let output = apply_with_a_link_out(link, to_file);
+        assert!(output.contains("outside the root"), "{link}: {output}");
+    }
 }
