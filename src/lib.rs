@@ -13,4 +13,5 @@ pub mod plan;
 pub mod report;
 pub mod snapshot;
 pub mod sysroot;
+pub mod text;
 pub mod units;

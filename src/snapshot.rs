@@ -7,15 +7,20 @@
 //!
 //! Opening a snapshot unpacks it into a private temporary directory, written by lowlat itself
 //! entry by entry: absolute paths, `..`, links, device files, oversize entries and archives too
-//! large to be a snapshot are refused with an error naming the entry.
+//! large to be a snapshot are refused with an error naming the entry. Ctrl-C or SIGTERM
+//! while it unpacks removes the directory before the process ends, and a terminal sees the
+//! progress once a second.
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
-use crate::sysroot::{MAX_FILE_BYTES, Recorded, SysRoot};
+use crate::sysroot::{MAX_FILE_BYTES, Perms, Recorded, SysRoot, write_file_atomically};
+use crate::text::escape_controls;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).
 const FORMAT_BEFORE_ENVELOPE: &str = "lowlat-snapshot";
@@ -90,8 +95,8 @@ impl Manifest {
     }
 }
 
-/// Writes a snapshot of what `root` recorded to `out` (atomically: a temp file renamed into
-/// place). Returns the manifest written.
+/// Writes a snapshot of what `root` recorded to `out` (atomically, see
+/// [`write_file_atomically`]). Returns the manifest written.
 pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
     let recorded = root.recorded();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -154,7 +159,7 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
         tarball.as_slice(),
         ruzstd::encoding::CompressionLevel::Fastest,
     );
-    write_atomically(out, &compressed)?;
+    write_file_atomically(out, &compressed, Perms::mode(0o644))?;
     Ok(manifest)
 }
 
@@ -172,30 +177,19 @@ fn append(builder: &mut tar::Builder<Vec<u8>>, name: &str, bytes: &[u8]) -> Resu
         .with_context(|| format!("adding {name} to the snapshot"))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, fsynced and renamed.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
 /// Opens a snapshot: checks and unpacks it into a private temporary directory and returns a
 /// SysRoot over it (which removes the directory when dropped) with the manifest.
+///
+/// Ctrl-C or SIGTERM while it unpacks removes the directory, then ends the process as the
+/// signal would have.
 pub fn open(file: &Path) -> Result<(SysRoot, Manifest)> {
     let raw = std::fs::File::open(file)
         .with_context(|| format!("--snapshot {}: cannot open", file.display()))?;
     let decoder = ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| {
         anyhow::anyhow!(
-            "--snapshot {}: not a lowlat snapshot (not zstd-compressed: {e}); make one with `lowlat snapshot -o FILE`",
-            file.display()
+            "--snapshot {}: not a lowlat snapshot (not zstd-compressed: {}); make one with `lowlat snapshot -o FILE`",
+            file.display(),
+            escape_controls(&e.to_string())
         )
     })?;
     let tempdir = tempfile::Builder::new()
@@ -204,12 +198,125 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest)> {
         .context("creating a private temporary directory for the snapshot")?;
     let top = tempdir.path().join("root");
     std::fs::create_dir(&top)?;
-    let manifest = unpack(decoder.take(MAX_TOTAL_BYTES + 1), &top)
-        .with_context(|| format!("--snapshot {}", file.display()))?;
+    let signals = SignalGuard::install();
+    let mut progress = Progress::new(file);
+    let unpacked = unpack(decoder.take(MAX_TOTAL_BYTES + 1), &top, &mut progress);
+    progress.finish();
+    if let Some(signal) = SignalGuard::caught() {
+        drop(tempdir);
+        drop(signals);
+        // SAFETY: raise() only delivers the signal, now with its previous disposition.
+        unsafe { libc::raise(signal) };
+        bail!("--snapshot {}: interrupted while unpacking", file.display());
+    }
+    drop(signals);
+    let manifest = unpacked.map_err(|e| {
+        anyhow::anyhow!(
+            "--snapshot {}: {}",
+            file.display(),
+            escape_controls(&format!("{e:#}"))
+        )
+    })?;
     Ok((SysRoot::unpacked(tempdir, top), manifest))
 }
 
-fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
+/// The signal caught while a snapshot unpacks (0: none).
+static CAUGHT_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn record_signal(signal: libc::c_int) {
+    CAUGHT_SIGNAL.store(signal, Ordering::Relaxed);
+}
+
+/// While it lives, SIGINT and SIGTERM (unless ignored) only record themselves, so that the
+/// unpacking stops and its directory is removed; dropping it restores the previous handlers.
+struct SignalGuard {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalGuard {
+    fn install() -> Self {
+        CAUGHT_SIGNAL.store(0, Ordering::Relaxed);
+        let mut previous = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: plain sigaction calls on zeroed structs; the handler only stores to an
+            // atomic, which is async-signal-safe.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = record_signal as *const () as libc::sighandler_t;
+                libc::sigemptyset(&mut new.sa_mask);
+                if libc::sigaction(signal, &new, std::ptr::null_mut()) == 0 {
+                    previous.push((signal, old));
+                }
+            }
+        }
+        Self { previous }
+    }
+
+    /// The signal caught since [`SignalGuard::install`], if any.
+    fn caught() -> Option<libc::c_int> {
+        Some(CAUGHT_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        for (signal, old) in &self.previous {
+            // SAFETY: restores the disposition saved by install().
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// How much of a snapshot is unpacked, shown on a terminal's stderr once a second.
+struct Progress {
+    label: String,
+    bytes: u64,
+    shown: bool,
+    next: Option<Instant>,
+}
+
+impl Progress {
+    /// Interval between two progress lines.
+    const EVERY: Duration = Duration::from_secs(1);
+
+    fn new(file: &Path) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        Self {
+            label: escape_controls(&file.display().to_string()).into_owned(),
+            bytes: 0,
+            shown: false,
+            next: terminal.then(|| Instant::now() + Self::EVERY),
+        }
+    }
+
+    fn add(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        if let Some(next) = self.next.filter(|next| Instant::now() >= *next) {
+            eprint!(
+                "\rlowlat: unpacking {}: {} MiB",
+                self.label,
+                self.bytes >> 20
+            );
+            self.shown = true;
+            self.next = Some(next + Self::EVERY);
+        }
+    }
+
+    /// Clears the progress line, if one was shown.
+    fn finish(&self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+fn unpack(stream: impl Read, top: &Path, progress: &mut Progress) -> Result<Manifest> {
     let mut archive = tar::Archive::new(stream);
     let mut manifest: Option<Manifest> = None;
     let mut total: u64 = 0;
@@ -218,12 +325,16 @@ fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
         .context("not a tar archive inside")?
         .enumerate()
     {
+        if let Some(signal) = SignalGuard::caught() {
+            bail!("stopped by signal {signal}");
+        }
         if index >= MAX_ENTRIES {
             bail!("more than {MAX_ENTRIES} entries: not a snapshot lowlat made");
         }
         let mut entry = entry.context("truncated or corrupt archive")?;
         let name = entry.path()?.to_string_lossy().into_owned();
         let size = entry.header().size()?;
+        progress.add(size);
         if size > MAX_FILE_BYTES {
             bail!("entry {name} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit");
         }
@@ -257,17 +368,26 @@ fn unpack(stream: impl Read, top: &Path) -> Result<Manifest> {
     manifest.context("no manifest.json: not a snapshot lowlat made")
 }
 
-/// Copies a tree of regular files and directories (an unpacked snapshot) to `to`.
-pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+/// Copies a tree of regular files and directories (an unpacked snapshot) into the directory
+/// `to`, created if missing. Everything is written inside `to`: a symbolic link already there
+/// that leads out of it is refused, and files in the way are replaced.
+pub fn extract_tree(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    copy_into(from, &SysRoot::dir(to), "")
+}
+
+fn copy_into(from: &Path, to: &SysRoot, path: &str) -> Result<()> {
+    to.create_dirs(path)
+        .with_context(|| format!("writing under {}", to.dir_path().display()))?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
-        let target = to.join(entry.file_name());
+        let child = format!("{path}/{}", entry.file_name().to_string_lossy());
         if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
+            copy_into(&entry.path(), to, &child)?;
         } else {
-            std::fs::copy(entry.path(), &target)
-                .with_context(|| format!("writing {}", target.display()))?;
+            let bytes = std::fs::read(entry.path())?;
+            to.replace_file(&child, &bytes, Perms::mode(0o644))
+                .with_context(|| format!("writing under {}", to.dir_path().display()))?;
         }
     }
     Ok(())
@@ -294,6 +414,7 @@ fn safe_relative(name: &str) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn entry_names_cannot_escape() {
@@ -356,5 +477,56 @@ mod tests {
         garbage.write_all(b"not a snapshot").unwrap();
         let err = format!("{:#}", open(garbage.path()).unwrap_err());
         assert!(err.contains("not a lowlat snapshot"), "{err}");
+    }
+    #[test]
+    fn extract_refuses_a_symlinked_subdirectory_and_replaces_files() {
+        let from = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(from.path().join("proc/sys")).unwrap();
+        std::fs::write(from.path().join("proc/sys/x"), "new\n").unwrap();
+        std::fs::write(from.path().join("top"), "new\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), to.path().join("proc")).unwrap();
+        let err = format!("{:#}", extract_tree(from.path(), to.path()).unwrap_err());
+        assert!(err.contains("outside the root"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+        std::fs::remove_file(to.path().join("proc")).unwrap();
+        std::fs::write(to.path().join("top"), "old\n").unwrap();
+        extract_tree(from.path(), to.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("top")).unwrap(),
+            "new\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("proc/sys/x")).unwrap(),
+            "new\n"
+        );
+    }
+
+    #[test]
+    fn errors_escape_control_characters_from_the_archive() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        builder
+            .append_link(&mut header, "root/\x1b]0;owned\x07\x1b[2J", "x")
+            .unwrap();
+        let file = compress(builder.into_inner().unwrap());
+        let err = format!("{:#}", open(file.path()).unwrap_err());
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err}");
+        assert!(err.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{err}");
+
+        let mut corrupt = tempfile::NamedTempFile::new().unwrap();
+        let mut bytes = ruzstd::encoding::compress_to_vec(
+            &b"\x1b[2J"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        bytes.truncate(6);
+        bytes.extend_from_slice(b"\x1b[2J\x1b]0;x\x07");
+        corrupt.write_all(&bytes).unwrap();
+        let err = format!("{:#}", open(corrupt.path()).unwrap_err());
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err}");
     }
 }

@@ -13,30 +13,50 @@
 //! each write on its own, and a knob cannot be renamed over), and configuration files are
 //! replaced atomically (a temporary file in the same directory, fsync, rename, fsync of the
 //! directory) with the mode and owner asked for, so that a crash leaves either the old or the
-//! new file, never half of one.
+//! new file, never half of one. [`write_file_atomically`] is the same write for a file named
+//! by the user (a snapshot, a plan's artifacts).
+//!
+//! Under a root other than `/`, every path is resolved inside the root: a symbolic link (or a
+//! `..`) that would lead out of it is refused, for reads of non-regular files (a FIFO would
+//! block forever) and for every write, directory creation, rename and journal append.
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
+
+use crate::text::escape_controls;
 
 /// Why a system file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The file does not exist under the root (the subsystem or driver is absent).
-    #[error("{path} does not exist")]
+    #[error("{} does not exist", escape_controls(.path))]
     NotFound {
         /// The system path asked for (as on the live machine).
         path: String,
     },
     /// The file exists but may only be read by root.
-    #[error("{path} can only be read by root (run lowlat as root, or with sudo)")]
+    #[error("{} can only be read by root (run lowlat as root, or with sudo)", escape_controls(.path))]
     PermissionDenied {
         /// The system path asked for.
         path: String,
     },
+    /// A FIFO, socket or device where a machine tree (not the live machine) should hold a
+    /// copy of a file; reading it could block forever.
+    #[error(
+        "{} is not a regular file (a FIFO, socket or device); a machine tree holds copies of files: replace it with one",
+        escape_controls(.path)
+    )]
+    NotRegular {
+        /// The system path asked for.
+        path: String,
+    },
     /// Any other I/O error.
-    #[error("{path}: {source}")]
+    #[error("{}: {source}", escape_controls(.path))]
     Io {
         /// The system path asked for.
         path: String,
@@ -69,7 +89,7 @@ impl ReadError {
 
 /// Why a system file could not be written, created or removed.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: cannot {op}: {source}")]
+#[error("{}: cannot {op}: {source}", escape_controls(.path))]
 pub struct WriteError {
     /// The system path (as on the live machine).
     pub path: String,
@@ -264,8 +284,7 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file =
-            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
+        let file = self.open_for_reading(path)?;
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
@@ -284,10 +303,35 @@ impl SysRoot {
     /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         use std::os::unix::fs::FileExt;
-        let file =
-            std::fs::File::open(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))?;
+        let file = self.open_for_reading(path)?;
         file.read_exact_at(buf, offset)
             .map_err(|e| ReadError::from_io(path, e))
+    }
+
+    /// Opens a file for reading without blocking on a FIFO; under a root other than `/`, a
+    /// file that is not a regular one is refused (the live /proc, /sys and /dev answer with
+    /// regular files and character devices, which are read as they are).
+    fn open_for_reading(&self, path: &str) -> Result<std::fs::File, ReadError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.host_path(path))
+            .map_err(|e| ReadError::from_io(path, e))?;
+        if !self.live {
+            let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
+            if !meta.is_file() && !meta.is_dir() {
+                return Err(ReadError::NotRegular {
+                    path: path.to_string(),
+                });
+            }
+        }
+        Ok(file)
+    }
+
+    /// The target of the symbolic link `path`, as written in the link (not resolved).
+    pub fn read_link(&self, path: &str) -> Result<PathBuf, ReadError> {
+        std::fs::read_link(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))
     }
 
     /// Whether a path is a directory under the root.
@@ -337,32 +381,31 @@ impl SysRoot {
     }
 }
 
-/// The write side: used only by `lowlat apply` and `lowlat revert`.
+/// The write side: used only by `lowlat apply`, `lowlat revert` and for trees lowlat writes
+/// (`snapshot --extract`, `plan --out`).
 impl SysRoot {
     /// The kind, mode and owner of `path` (a final symlink is not followed); `None` when absent.
     pub fn metadata(&self, path: &str) -> Result<Option<FileMeta>, ReadError> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = match std::fs::symlink_metadata(self.host_path(path)) {
-            Ok(meta) => meta,
+        let stat = self.parent_dir(path).and_then(|(dir, name)| {
+            Ok(rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW)?)
+        });
+        let stat = match stat {
+            Ok(stat) => stat,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(ReadError::from_io(path, e)),
         };
-        let file_type = meta.file_type();
-        let kind = if file_type.is_symlink() {
-            FileKind::Symlink
-        } else if file_type.is_dir() {
-            FileKind::Dir
-        } else if file_type.is_file() {
-            FileKind::File
-        } else {
-            FileKind::Other
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Symlink => FileKind::Symlink,
+            FileType::Directory => FileKind::Dir,
+            FileType::RegularFile => FileKind::File,
+            _ => FileKind::Other,
         };
         Ok(Some(FileMeta {
             kind,
-            mode: meta.mode() & 0o7777,
-            uid: meta.uid(),
-            gid: meta.gid(),
-            ino: meta.ino(),
+            mode: stat.st_mode & 0o7777,
+            uid: stat.st_uid,
+            gid: stat.st_gid,
+            ino: stat.st_ino,
         }))
     }
 
@@ -371,10 +414,8 @@ impl SysRoot {
     /// values it does not take. The file is never created.
     pub fn write_knob(&self, path: &str, bytes: &[u8]) -> Result<(), WriteError> {
         use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(self.host_path(path))
+        let mut file = self
+            .open_inside(path, OFlags::WRONLY | OFlags::TRUNC, Mode::empty())
             .map_err(|e| WriteError::new(path, "open for writing", e))?;
         let written = file
             .write(bytes)
@@ -392,59 +433,48 @@ impl SysRoot {
         Ok(())
     }
 
-    /// Replaces (or creates) the regular file `path` with `bytes` atomically: a temporary file
-    /// in the same directory gets the content, `perms` and an fsync, is renamed over `path`,
-    /// and the directory is fsynced. The directory must exist (see [`SysRoot::create_dirs`]).
+    /// Replaces (or creates) the regular file `path` with `bytes` atomically (see
+    /// [`write_file_atomically`]). The directory must exist (see [`SysRoot::create_dirs`]).
     pub fn replace_file(&self, path: &str, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
-        use std::io::Write;
-        use std::os::unix::fs::PermissionsExt;
-        let target = self.host_path(path);
-        let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-            return Err(WriteError::new(
-                path,
-                "replace",
-                io::Error::other("not a file path"),
-            ));
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
-            .suffix(".lowlat-tmp")
-            .tempfile_in(dir)
-            .map_err(|e| WriteError::new(path, "create a temporary file next to", e))?;
-        let fail = |op, e| WriteError::new(path, op, e);
-        tmp.write_all(bytes).map_err(|e| fail("write", e))?;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(perms.mode))
-            .map_err(|e| fail("set the mode of", e))?;
-        if perms.uid.is_some() || perms.gid.is_some() {
-            std::os::unix::fs::fchown(tmp.as_file(), perms.uid, perms.gid)
-                .map_err(|e| fail("set the owner of", e))?;
+        let (dir, name) = self
+            .parent_dir(path)
+            .map_err(|e| WriteError::new(path, "open the directory of", e))?;
+        replace_in_dir(&dir, &name, bytes, perms).map_err(|(op, e)| WriteError::new(path, op, e))
+    }
+
+    /// Creates the missing directories of `path` and replaces the file atomically: a file of a
+    /// tree that lowlat writes whole (an extracted snapshot, a plan's artifacts).
+    pub fn install_file(&self, path: &str, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
+        if let Some(parent) = Path::new(path).parent() {
+            self.create_dirs(&parent.to_string_lossy())?;
         }
-        tmp.as_file().sync_all().map_err(|e| fail("fsync", e))?;
-        tmp.persist(&target)
-            .map_err(|e| fail("rename a temporary file over", e.error))?;
-        sync_dir(dir).map_err(|e| fail("fsync the directory of", e))
+        self.replace_file(path, bytes, perms)
     }
 
     /// Appends `bytes` to `path` (created with `mode` if absent) and fsyncs it before
     /// returning; a newly created file also has its directory fsynced. For journals.
     pub fn append_durably(&self, path: &str, bytes: &[u8], mode: u32) -> Result<(), WriteError> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let target = self.host_path(path);
-        let existed = target.exists();
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(mode)
-            .open(&target)
-            .map_err(|e| WriteError::new(path, "open for appending", e))?;
+        let append = OFlags::WRONLY | OFlags::APPEND;
+        let (mut file, created) = match self.open_inside(path, append, Mode::empty()) {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let create = append | OFlags::CREATE | OFlags::EXCL;
+                let file = self
+                    .open_inside(path, create, Mode::from_raw_mode(mode))
+                    .map_err(|e| WriteError::new(path, "create", e))?;
+                (file, true)
+            }
+            Err(e) => return Err(WriteError::new(path, "open for appending", e)),
+        };
         file.write_all(bytes)
             .map_err(|e| WriteError::new(path, "append to", e))?;
         file.sync_data()
             .map_err(|e| WriteError::new(path, "fsync", e))?;
-        if !existed && let Some(dir) = target.parent() {
-            sync_dir(dir).map_err(|e| WriteError::new(path, "fsync the directory of", e))?;
+        if created {
+            self.parent_dir(path)
+                .and_then(|(dir, _)| Ok(rustix::fs::fsync(dir)?))
+                .map_err(|e| WriteError::new(path, "fsync the directory of", e))?;
         }
         Ok(())
     }
@@ -452,35 +482,31 @@ impl SysRoot {
     /// Opens an existing `path` for writing without truncating it (for device files such as
     /// /dev/cpu_dma_latency, whose request lasts as long as the file stays open).
     pub fn open_existing_for_write(&self, path: &str) -> Result<std::fs::File, WriteError> {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.host_path(path))
+        self.open_inside(path, OFlags::WRONLY, Mode::empty())
             .map_err(|e| WriteError::new(path, "open", e))
     }
 
     /// Opens `path` for reading and writing, creating it with `mode` if absent (for lock
     /// files, which are then locked with `flock`).
     pub fn open_lock_file(&self, path: &str, mode: u32) -> Result<std::fs::File, WriteError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(mode)
-            .open(self.host_path(path))
-            .map_err(|e| WriteError::new(path, "open", e))
+        self.open_inside(
+            path,
+            OFlags::RDWR | OFlags::CREATE,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| WriteError::new(path, "open", e))
     }
 
     /// Removes the file (or symlink) `path`; `Ok(false)` when it was already absent.
     pub fn remove_file(&self, path: &str) -> Result<bool, WriteError> {
-        let target = self.host_path(path);
-        match std::fs::remove_file(&target) {
-            Ok(()) => {
-                if let Some(dir) = target.parent() {
-                    sync_dir(dir)
-                        .map_err(|e| WriteError::new(path, "fsync the directory of", e))?;
-                }
+        let removed = self.parent_dir(path).and_then(|(dir, name)| {
+            rustix::fs::unlinkat(&dir, &name, AtFlags::empty())?;
+            Ok(dir)
+        });
+        match removed {
+            Ok(dir) => {
+                rustix::fs::fsync(dir)
+                    .map_err(|e| WriteError::new(path, "fsync the directory of", e.into()))?;
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -491,30 +517,36 @@ impl SysRoot {
     /// Creates the directory `path` and its missing parents (mode 0755) and returns the
     /// directories it created, outermost first, so that they can be removed again.
     pub fn create_dirs(&self, path: &str) -> Result<Vec<String>, WriteError> {
-        use std::os::unix::fs::DirBuilderExt;
-        let mut missing = Vec::new();
-        let mut current = Path::new(path);
-        while !self.host_path(&current.to_string_lossy()).exists() {
-            missing.push(current.to_string_lossy().into_owned());
-            match current.parent() {
-                Some(parent) => current = parent,
-                None => break,
+        let mut created = Vec::new();
+        let mut current = String::new();
+        for component in Path::new(path).components() {
+            let Component::Normal(part) = component else {
+                continue;
+            };
+            current = format!("{current}/{}", part.to_string_lossy());
+            let found = self.open_inside(&current, OFlags::PATH | OFlags::DIRECTORY, Mode::empty());
+            match found {
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(WriteError::new(&current, "create the directory", e)),
             }
+            self.parent_dir(&current)
+                .and_then(|(dir, name)| {
+                    Ok(rustix::fs::mkdirat(dir, &name, Mode::from_raw_mode(0o755))?)
+                })
+                .map_err(|e| WriteError::new(&current, "create the directory", e))?;
+            created.push(current.clone());
         }
-        missing.reverse();
-        for dir in &missing {
-            std::fs::DirBuilder::new()
-                .mode(0o755)
-                .create(self.host_path(dir))
-                .map_err(|e| WriteError::new(dir, "create the directory", e))?;
-        }
-        Ok(missing)
+        Ok(created)
     }
 
     /// Removes the directory `path` if it is empty; `Ok(false)` when it is absent or holds
     /// something (which is then left alone).
     pub fn remove_empty_dir(&self, path: &str) -> Result<bool, WriteError> {
-        match std::fs::remove_dir(self.host_path(path)) {
+        let removed = self
+            .parent_dir(path)
+            .and_then(|(dir, name)| Ok(rustix::fs::unlinkat(dir, &name, AtFlags::REMOVEDIR)?));
+        match removed {
             Ok(()) => Ok(true),
             Err(e)
                 if matches!(
@@ -527,11 +559,217 @@ impl SysRoot {
             Err(e) => Err(WriteError::new(path, "remove the directory", e)),
         }
     }
+
+    /// Opens the system path `path` with `flags`, resolved inside the root (see
+    /// [`open_beneath`]); on the live machine (`/`) the path is opened as it is.
+    fn open_inside(&self, path: &str, flags: OFlags, mode: Mode) -> io::Result<std::fs::File> {
+        let flags = flags | OFlags::CLOEXEC;
+        let fd = if self.live {
+            rustix::fs::open(self.host_path(path), flags, mode)?
+        } else {
+            let root = rustix::fs::open(
+                &self.dir,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            open_beneath(&root, &relative_path(path), flags, mode)?
+        };
+        Ok(fd.into())
+    }
+
+    /// The directory holding `path`, opened inside the root, and the last name of `path`.
+    fn parent_dir(&self, path: &str) -> io::Result<(OwnedFd, OsString)> {
+        let relative = relative_path(path);
+        let Some(name) = relative.file_name() else {
+            return Err(io::Error::other("not a file path"));
+        };
+        let parent = relative
+            .parent()
+            .map_or(String::new(), |p| p.to_string_lossy().into_owned());
+        let dir = self.open_inside(&parent, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?;
+        Ok((dir.into(), name.to_os_string()))
+    }
 }
 
-/// Flushes a directory's entries (a rename or a new file in it) to disk.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+/// Writes `bytes` to the file `path` named by the user (a snapshot, a plan artifact) with the
+/// one atomic write lowlat has: a temporary file in the same directory gets the content,
+/// `perms` and an fsync, is renamed over `path`, and the directory is fsynced, so that a crash
+/// leaves either the old or the new file, never half of one.
+pub fn write_file_atomically(path: &Path, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
+    let shown = path.display().to_string();
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (dir, name),
+        _ => {
+            return Err(WriteError::new(
+                &shown,
+                "replace",
+                io::Error::other("not a file path"),
+            ));
+        }
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let dir = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| WriteError::new(&shown, "open the directory of", e.into()))?;
+    replace_in_dir(&dir, name, bytes, perms).map_err(|(op, e)| WriteError::new(&shown, op, e))
+}
+
+/// The atomic replacement of `name` in the open directory `dir`; on failure, what was being
+/// done and why (the temporary file is removed again).
+fn replace_in_dir(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    bytes: &[u8],
+    perms: Perms,
+) -> Result<(), (&'static str, io::Error)> {
+    use std::io::Write;
+    let (tmp_name, file) =
+        create_temporary(dir, name).map_err(|e| ("create a temporary file next to", e))?;
+    let mut file = std::fs::File::from(file);
+    let filled = (|| {
+        file.write_all(bytes).map_err(|e| ("write", e))?;
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(perms.mode))
+            .map_err(|e| ("set the mode of", e.into()))?;
+        if perms.uid.is_some() || perms.gid.is_some() {
+            std::os::unix::fs::fchown(&file, perms.uid, perms.gid)
+                .map_err(|e| ("set the owner of", e))?;
+        }
+        file.sync_all().map_err(|e| ("fsync", e))?;
+        rustix::fs::renameat(dir, &tmp_name, dir, name)
+            .map_err(|e| ("rename a temporary file over", e.into()))
+    })();
+    if let Err(failure) = filled {
+        let _ = rustix::fs::unlinkat(dir, &tmp_name, AtFlags::empty());
+        return Err(failure);
+    }
+    rustix::fs::fsync(dir).map_err(|e| ("fsync the directory of", e.into()))
+}
+
+/// Creates `.NAME.XXXXXX.lowlat-tmp` (a new name, never an existing file or link) in `dir`.
+fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(OsString, OwnedFd)> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut last = io::Error::other("no free temporary name");
+    for _ in 0..64 {
+        let suffix: String = std::iter::repeat_with(fastrand::alphanumeric)
+            .take(6)
+            .collect();
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{suffix}.lowlat-tmp"));
+        match rustix::fs::openat(dir, &tmp_name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => return Ok((tmp_name, fd)),
+            Err(rustix::io::Errno::EXIST) => last = rustix::io::Errno::EXIST.into(),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last)
+}
+
+/// A system path (`/proc/sys/vm/x`) as a path relative to the root (`proc/sys/vm/x`), without
+/// `..` or `.`.
+fn relative_path(path: &str) -> PathBuf {
+    Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Why a path was refused: it leads out of the root.
+const LEAVES_ROOT: &str =
+    "a symbolic link (or '..') on the way leads outside the root directory; refused";
+
+/// Opens `relative` under the directory `root` so that it resolves inside it: symbolic links
+/// are followed only while they stay inside (an absolute link, or a `..` climbing above
+/// `root`, is refused). Uses openat2 with `RESOLVE_BENEATH` where the kernel has it (5.6 and
+/// later), else [`walk_beneath`].
+fn open_beneath(root: &OwnedFd, relative: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    let path = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    loop {
+        match rustix::fs::openat2(root, path, flags, mode, resolve) {
+            Ok(fd) => return Ok(fd),
+            // A rename or mount raced with the lookup: look again.
+            Err(rustix::io::Errno::AGAIN) => continue,
+            Err(rustix::io::Errno::XDEV) => return Err(io::Error::other(LEAVES_ROOT)),
+            Err(rustix::io::Errno::NOSYS) => return walk_beneath(root, path, flags, mode),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// [`open_beneath`] for kernels without openat2: a walk one component at a time, each opened
+/// without following links; a link is read and its (relative) target walked in its place.
+fn walk_beneath(root: &OwnedFd, relative: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    const MAX_LINKS: usize = 40;
+    let leaves = || io::Error::other(LEAVES_ROOT);
+    let mut pending: Vec<OsString> = Vec::new();
+    push_components(&mut pending, relative).ok_or_else(leaves)?;
+    let mut dirs: Vec<OwnedFd> = vec![root.try_clone()?];
+    let mut links = 0;
+    while let Some(name) = pending.pop() {
+        let current = dirs.last().ok_or_else(leaves)?.as_fd();
+        if name == ".." {
+            if dirs.len() == 1 {
+                return Err(leaves());
+            }
+            dirs.pop();
+            continue;
+        }
+        let is_link = rustix::fs::statat(current, &name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+        if is_link {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(rustix::io::Errno::LOOP.into());
+            }
+            let target = rustix::fs::readlinkat(current, &name, Vec::new())?;
+            let target = Path::new(std::ffi::OsStr::from_bytes(target.as_bytes()));
+            push_components(&mut pending, target).ok_or_else(leaves)?;
+            continue;
+        }
+        if pending.is_empty() {
+            return Ok(rustix::fs::openat(
+                current,
+                &name,
+                flags | OFlags::NOFOLLOW,
+                mode,
+            )?);
+        }
+        let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let next = rustix::fs::openat(current, &name, dir_flags, Mode::empty())?;
+        dirs.push(next);
+    }
+    let current = dirs.last().ok_or_else(leaves)?;
+    Ok(rustix::fs::openat(current, ".", flags, mode)?)
+}
+
+/// Pushes the components of `path` onto the stack `pending` (last component at the bottom);
+/// `None` for an absolute path, which leaves the root.
+fn push_components(pending: &mut Vec<OsString>, path: &Path) -> Option<()> {
+    for component in path.components().rev() {
+        match component {
+            Component::Normal(part) => pending.push(part.to_os_string()),
+            Component::ParentDir => pending.push(OsString::from("..")),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(())
 }
 
 /// Orders names with embedded numbers numerically (`irq2` before `irq10`).
@@ -663,5 +901,141 @@ mod tests {
         root.append_durably("/j", b"b\n", 0o600).unwrap();
         assert_eq!(root.read("/j").unwrap(), "a\nb\n");
         assert_eq!(root.metadata("/j").unwrap().unwrap().mode, 0o600);
+    }
+    #[test]
+    fn a_fifo_in_a_tree_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("proc/cpuinfo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let root = SysRoot::dir(dir.path());
+        let err = root.read("/proc/cpuinfo").unwrap_err();
+        assert!(matches!(err, ReadError::NotRegular { .. }), "{err}");
+        assert!(err.to_string().contains("/proc/cpuinfo"), "{err}");
+        let mut buf = [0u8; 8];
+        assert!(root.read_at("/proc/cpuinfo", 0, &mut buf).is_err());
+    }
+
+    #[test]
+    fn the_live_machine_still_reads_proc_and_sys() {
+        let root = SysRoot::live();
+        assert!(root.read("/proc/self/status").unwrap().contains("Pid:"));
+        if root.exists("/sys/devices/system/cpu/online") {
+            root.read_value("/sys/devices/system/cpu/online").unwrap();
+        }
+    }
+
+    /// A tree whose knob, sysctl.d and journal directory are links to `outside`.
+    fn tree_with_links_out(outside: &Path) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(outside.join("file"), "1\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/sys/vm")).unwrap();
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        std::fs::create_dir_all(dir.path().join("var/lib")).unwrap();
+        let link = |target: &Path, at: &str| {
+            std::os::unix::fs::symlink(target, dir.path().join(at)).unwrap();
+        };
+        link(&outside.join("file"), "proc/sys/vm/stat_interval");
+        link(outside, "etc/sysctl.d");
+        link(outside, "var/lib/lowlat");
+        // A relative link that stays inside is followed, as in sysfs (cpuN/cpufreq).
+        std::fs::create_dir_all(dir.path().join("sys/cpufreq/policy0")).unwrap();
+        std::fs::write(dir.path().join("sys/cpufreq/policy0/governor"), "x\n").unwrap();
+        link(Path::new("cpufreq/policy0"), "sys/cpu0");
+        dir
+    }
+
+    #[test]
+    fn writes_never_leave_the_root_through_links() {
+        let outside = tempfile::tempdir().unwrap();
+        let tree = tree_with_links_out(outside.path());
+        let root = SysRoot::dir(tree.path());
+        let leaves = |e: WriteError| {
+            assert!(e.to_string().contains("outside the root"), "{e}");
+        };
+        leaves(
+            root.write_knob("/proc/sys/vm/stat_interval", b"3600\n")
+                .unwrap_err(),
+        );
+        leaves(
+            root.replace_file("/etc/sysctl.d/99-lowlat.conf", b"x\n", Perms::mode(0o644))
+                .unwrap_err(),
+        );
+        leaves(
+            root.install_file("/etc/sysctl.d/99-lowlat.conf", b"x\n", Perms::mode(0o644))
+                .unwrap_err(),
+        );
+        leaves(root.create_dirs("/var/lib/lowlat/sub").unwrap_err());
+        leaves(
+            root.append_durably("/var/lib/lowlat/journal", b"x\n", 0o600)
+                .unwrap_err(),
+        );
+        leaves(
+            root.open_lock_file("/var/lib/lowlat/lock", 0o600)
+                .unwrap_err(),
+        );
+        leaves(root.remove_file("/etc/sysctl.d/file").unwrap_err());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("file")).unwrap(),
+            "1\n"
+        );
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+
+        root.write_knob("/sys/cpu0/governor", b"performance\n")
+            .unwrap();
+        assert_eq!(
+            root.read_value("/sys/cpufreq/policy0/governor").unwrap(),
+            "performance"
+        );
+    }
+
+    #[test]
+    fn the_walk_without_openat2_refuses_the_same_links() {
+        let outside = tempfile::tempdir().unwrap();
+        let tree = tree_with_links_out(outside.path());
+        let top =
+            rustix::fs::open(tree.path(), OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let walk = |path: &str, flags| walk_beneath(&top, Path::new(path), flags, Mode::empty());
+        for path in [
+            "proc/sys/vm/stat_interval",
+            "etc/sysctl.d/file",
+            "proc/../../x",
+        ] {
+            let err = walk(path, OFlags::WRONLY).unwrap_err();
+            assert!(
+                err.to_string().contains("outside the root"),
+                "{path}: {err}"
+            );
+        }
+        walk("sys/cpu0/governor", OFlags::RDONLY).unwrap();
+        walk("sys/cpu0/../policy0/governor", OFlags::RDONLY).unwrap();
+        walk("proc/sys", OFlags::RDONLY | OFlags::DIRECTORY).unwrap();
+    }
+
+    #[test]
+    fn one_atomic_write_for_user_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snap.lowlat");
+        write_file_atomically(&path, b"one", Perms::mode(0o644)).unwrap();
+        write_file_atomically(&path, b"two", Perms::mode(0o644)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let err = write_file_atomically(&dir.path().join("no/such"), b"x", Perms::mode(0o644))
+            .unwrap_err();
+        assert!(err.to_string().contains("no/such"), "{err}");
+    }
+
+    #[test]
+    fn messages_escape_control_characters_in_paths() {
+        let root = SysRoot::dir(tempfile::tempdir().unwrap().path());
+        let err = root.read("/proc/\x1b]0;owned\x07").unwrap_err();
+        assert!(!err.to_string().contains('\x1b'), "{err}");
+        assert!(err.to_string().contains("\\x1b]0;owned\\x07"), "{err}");
     }
 }

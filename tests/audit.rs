@@ -289,8 +289,8 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     assert_eq!(find("cmdline:rcu_nocbs"), Some("rcu_nocbs=1-7,9-15"));
     assert_eq!(find("sysctl:kernel.numa_balancing"), Some("0"));
     assert_eq!(find("sysctl:vm.stat_interval"), Some("3600"));
-    assert_eq!(find("workqueue:cpumask"), Some("101"));
-    assert_eq!(find("irq:default:affinity"), Some("101"));
+    assert_eq!(find("workqueue:cpumask"), Some("0101"));
+    assert_eq!(find("irq:default:affinity"), Some("0101"));
     // Each setting id once, each with its rationale and source.
     let mut ids: Vec<&str> = fixes.iter().map(|s| s.id.as_str()).collect();
     ids.sort_unstable();

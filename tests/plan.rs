@@ -69,7 +69,7 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
     assert_eq!(p.housekeeping.to_list(), "0,8");
     assert_eq!(p.isolated.to_list(), "1-7,9-15");
     assert_eq!(p.isolated_mask(), "fefe");
-    assert_eq!(p.housekeeping_mask(), "101");
+    assert_eq!(p.housekeeping_mask(), "0101");
     assert_eq!(p.tuned_non_isolcpus(), "00000101");
     let args = boot_args(&plan);
     for arg in [
@@ -90,8 +90,8 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
     // AMD: no intel_idle argument; no trade-off without the flag.
     assert!(!args.iter().any(|a| a.starts_with("intel_idle")));
     assert!(!args.contains(&"mitigations=off"));
-    assert_eq!(plan.setting("workqueue:cpumask").unwrap().value, "101");
-    assert_eq!(plan.setting("irq:default:affinity").unwrap().value, "101");
+    assert_eq!(plan.setting("workqueue:cpumask").unwrap().value, "0101");
+    assert_eq!(plan.setting("irq:default:affinity").unwrap().value, "0101");
     // kswapd of each node goes to that node's housekeeping CPU.
     assert_eq!(plan.setting("kthread:kswapd0:affinity").unwrap().value, "0");
     assert_eq!(plan.setting("kthread:kswapd1:affinity").unwrap().value, "8");
@@ -112,7 +112,7 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
                 && file.content.contains("Profile: low-latency")
                 && file
                     .content
-                    .contains("housekeeping 0,8 (mask 101), isolated 1-7,9-15 (mask fefe)"),
+                    .contains("housekeeping 0,8 (mask 0101), isolated 1-7,9-15 (mask fefe)"),
             "{} lacks the header",
             file.path
         );
@@ -461,12 +461,12 @@ fn diff_reads_the_current_value_of_every_kind_of_setting() {
         now("cpu:3:pm_qos_resume_latency_us", Layer::Runtime),
         value("0")
     );
-    assert_eq!(now("workqueue:cpumask", Layer::Runtime), value("101"));
+    assert_eq!(now("workqueue:cpumask", Layer::Runtime), value("0101"));
     assert_eq!(
         now("kthread:kswapd0:affinity", Layer::Runtime),
         value("0,8")
     );
-    assert_eq!(now("rps:ens1f0np0:rps_cpus", Layer::Runtime), value("0"));
+    assert_eq!(now("rps:ens1f0np0:rps_cpus", Layer::Runtime), value("0000"));
     assert_eq!(
         now("file:/etc/lowlat/plan.json", Layer::File),
         Current::Absent

@@ -33,7 +33,7 @@ fn the_summary_shows_the_partition_in_every_form() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "housekeeping      0,8  (mask 101)",
+            "housekeeping      0,8  (mask 0101)",
         ))
         .stdout(predicate::str::contains(
             "isolated          1-7,9-15  (mask fefe)",
@@ -59,7 +59,7 @@ fn diff_compares_with_the_machine() {
         .success()
         .stdout(predicate::str::contains("already as planned"))
         // The guide already set the workqueue mask to 0,8.
-        .stdout(predicate::str::is_match(r"= workqueue:cpumask +101  ->  101").unwrap())
+        .stdout(predicate::str::is_match(r"= workqueue:cpumask +0101  ->  0101").unwrap())
         .stdout(predicate::str::is_match(r"(?m)^~ kthread:").unwrap());
 }
 

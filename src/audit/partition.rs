@@ -48,7 +48,7 @@ impl AuditPartition {
 
     /// The housekeeping CPUs as a kernel hex mask.
     pub fn housekeeping_mask(&self) -> String {
-        self.housekeeping.to_mask()
+        self.housekeeping.to_mask(self.nr_cpus)
     }
 
     /// One line for reports: `housekeeping 0,8, isolated 1-7,9-15 (from nohz_full)`.
@@ -117,12 +117,7 @@ pub fn choose(
 ) -> Result<AuditPartition, PartitionError> {
     let topology = &machine.topology;
     let online = topology.online_cpus();
-    let nr_cpus = topology
-        .possible
-        .get()
-        .and_then(|p| p.iter().next_back())
-        .or_else(|| online.iter().next_back())
-        .map_or(0, |last| last + 1);
+    let nr_cpus = topology.nr_cpu_ids();
     let split = |isolated: CpuSet, source: PartitionSource| AuditPartition {
         housekeeping: online.difference(&isolated),
         isolated,

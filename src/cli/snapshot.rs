@@ -1,11 +1,12 @@
 //! `lowlat snapshot`.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use std::path::PathBuf;
 
 use super::{Cli, exit};
 use crate::machine::Machine;
+use crate::text::escape_controls;
 
 /// Options of `lowlat snapshot`.
 #[derive(Debug, Args)]
@@ -52,7 +53,7 @@ pub fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
         output.display(),
         manifest.files,
         manifest.bytes.div_ceil(1024),
-        manifest.header.host,
+        escape_controls(&manifest.header.host),
         machine.warnings.len()
     );
     Ok(exit::OK)
@@ -71,12 +72,13 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
         );
     }
     let (root, manifest) = crate::snapshot::open(file)?;
-    crate::snapshot::copy_tree(root.dir_path(), dir)?;
+    crate::snapshot::extract_tree(root.dir_path(), dir)
+        .with_context(|| format!("--extract {}", dir.display()))?;
     eprintln!(
         "lowlat: extracted {} files of host {} (captured {}) into {}",
         manifest.files,
-        manifest.header.host,
-        manifest.header.created,
+        escape_controls(&manifest.header.host),
+        escape_controls(&manifest.header.created),
         dir.display()
     );
     Ok(exit::OK)

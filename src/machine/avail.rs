@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::escape_controls;
+
 /// A value read from the machine, or the reason it could not be read.
 ///
 /// Serialized as the value itself, or as `{"unavailable": "reason"}`. (`Unavailable` is listed
@@ -72,7 +74,8 @@ impl<T, E: std::fmt::Display> From<Result<T, E>> for Avail<T> {
 }
 
 /// A problem met while reading the machine that did not stop the read: a garbled line, a
-/// truncated file, a value out of range.
+/// truncated file, a value out of range. Displayed with control characters escaped (the
+/// message may quote the file).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Warning {
     /// The system path of the file (as on the examined machine).
@@ -85,9 +88,10 @@ pub struct Warning {
 
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (path, message) = (escape_controls(&self.path), escape_controls(&self.message));
         match self.line {
-            Some(line) => write!(f, "{}:{}: {}", self.path, line, self.message),
-            None => write!(f, "{}: {}", self.path, self.message),
+            Some(line) => write!(f, "{path}:{line}: {message}"),
+            None => write!(f, "{path}: {message}"),
         }
     }
 }
@@ -118,5 +122,23 @@ impl Warnings {
     /// The warnings, in the order met.
     pub fn into_vec(self) -> Vec<Warning> {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_show_quoted_file_content_escaped() {
+        let warning = Warning {
+            path: "/proc/cpuinfo".to_string(),
+            line: Some(5),
+            message: "cannot parse '\x1b]0;x\x07'".to_string(),
+        };
+        assert_eq!(
+            warning.to_string(),
+            "/proc/cpuinfo:5: cannot parse '\\x1b]0;x\\x07'"
+        );
     }
 }

@@ -168,18 +168,15 @@ impl CpuSet {
         out
     }
 
-    /// The mask form as the kernel writes it: comma-separated 32-bit groups, the most
-    /// significant group first without leading zeros, the others zero-padded to 8 digits.
-    /// The empty set is `0`.
-    pub fn to_mask(&self) -> String {
-        self.to_mask_width(0)
-    }
-
-    /// The mask form padded to cover `nr_cpus` CPUs, as `/proc/irq/*/smp_affinity` prints it
-    /// (every group 8 digits except the first, which has `ceil(nr_cpus/4) mod 8` digits).
-    pub fn to_mask_width(&self, nr_cpus: u32) -> String {
+    /// The mask form exactly as the kernel writes it on a machine with `nr_cpu_ids` possible
+    /// CPUs (`smp_affinity`, `cpumask` files): comma-separated 32-bit groups, the most
+    /// significant first, zero-padded to the width of `nr_cpu_ids` bits: every group 8 digits
+    /// except the first, which holds the remaining bits (`0101` for CPUs 0 and 8 of 16;
+    /// `00000001,00000001` for CPUs 0 and 32 of 64). A set with a CPU at or above
+    /// `nr_cpu_ids` is widened to hold it.
+    pub fn to_mask(&self, nr_cpu_ids: u32) -> String {
         let highest = self.last().map_or(0, |c| c + 1);
-        let bits = highest.max(nr_cpus).max(1);
+        let bits = highest.max(nr_cpu_ids).max(1);
         let ngroups = bits.div_ceil(32) as usize;
         let groups: Vec<u32> = (0..ngroups)
             .map(|g| {
@@ -190,12 +187,8 @@ impl CpuSet {
         let mut out = String::new();
         for (i, value) in groups.iter().enumerate().rev() {
             if i == ngroups - 1 {
-                let first_digits = if nr_cpus == 0 {
-                    1
-                } else {
-                    let rem_bits = bits - (ngroups as u32 - 1) * 32;
-                    rem_bits.div_ceil(4) as usize
-                };
+                let rem_bits = bits - (ngroups as u32 - 1) * 32;
+                let first_digits = rem_bits.div_ceil(4) as usize;
                 out.push_str(&format!("{value:0first_digits$x}"));
             } else {
                 out.push_str(&format!(",{value:08x}"));
@@ -403,29 +396,38 @@ mod tests {
     }
 
     #[test]
-    fn masks_match_the_guide() {
-        // seeds/000: isolated 1-7,9-15 is fefe, housekeeping 0,8 is 101.
-        assert_eq!(CpuSet::parse_list("1-7,9-15").unwrap().to_mask(), "fefe");
-        assert_eq!(CpuSet::parse_list("0,8").unwrap().to_mask(), "101");
-        assert_eq!(CpuSet::parse_list("0-39").unwrap().to_mask(), "ff,ffffffff");
+    fn masks_are_written_as_the_kernel_writes_them() {
+        // Isolated 1-7,9-15 and housekeeping 0,8 of a 16-CPU machine: 4 digits.
+        assert_eq!(CpuSet::parse_list("1-7,9-15").unwrap().to_mask(16), "fefe");
+        assert_eq!(CpuSet::parse_list("0,8").unwrap().to_mask(16), "0101");
+        assert_eq!(
+            CpuSet::parse_list("0-39").unwrap().to_mask(40),
+            "ff,ffffffff"
+        );
         assert_eq!(CpuSet::parse_mask("ff,ffffffff").unwrap().to_list(), "0-39");
         assert_eq!(
             CpuSet::parse_mask("00000000,00000101").unwrap().to_list(),
             "0,8"
         );
-        assert_eq!(CpuSet::new().to_mask(), "0");
+        assert_eq!(CpuSet::new().to_mask(2), "0");
+        assert_eq!(CpuSet::new().to_mask(16), "0000");
+        // 256 CPUs: 8 full groups, the first one zero-padded as well.
+        let every_32nd: CpuSet = (0..256).step_by(32).collect();
+        assert_eq!(every_32nd.to_mask(256), ["00000001"; 8].join(","));
+        // 112 CPUs (the fixtures README): the first group holds 16 bits.
+        let set = CpuSet::parse_list("30,86").unwrap();
+        assert_eq!(set.to_mask(112), "0000,00400000,00000000,40000000");
+        // A CPU beyond nr_cpu_ids widens the mask rather than being lost.
+        assert_eq!(CpuSet::parse_list("8").unwrap().to_mask(4), "100");
     }
 
     #[test]
     fn padded_masks_match_proc_irq() {
         // A 16-CPU machine prints smp_affinity as 4 hex digits; 128 CPUs as 4 full groups.
         let set = CpuSet::parse_list("0").unwrap();
-        assert_eq!(set.to_mask_width(16), "0001");
-        assert_eq!(
-            set.to_mask_width(128),
-            "00000000,00000000,00000000,00000001"
-        );
-        assert_eq!(set.to_mask_width(2), "1");
+        assert_eq!(set.to_mask(16), "0001");
+        assert_eq!(set.to_mask(128), "00000000,00000000,00000000,00000001");
+        assert_eq!(set.to_mask(2), "1");
     }
 
     proptest! {
@@ -433,8 +435,8 @@ mod tests {
         fn list_round_trips(cpus in proptest::collection::btree_set(0u32..600, 0..80)) {
             let set: CpuSet = cpus.into_iter().collect();
             prop_assert_eq!(CpuSet::parse_list(&set.to_list()).unwrap(), set.clone());
-            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask()).unwrap(), set.clone());
-            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask_width(600)).unwrap(), set);
+            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask(1)).unwrap(), set.clone());
+            prop_assert_eq!(CpuSet::parse_mask(&set.to_mask(600)).unwrap(), set);
         }
 
         #[test]

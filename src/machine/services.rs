@@ -19,6 +19,7 @@ use super::tasks::Tasks;
 use super::{Avail, CpuSet, Reader};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// The CPUs unbound workqueues (`kworker/uN:M`) may run on.
 pub const WORKQUEUE_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
@@ -175,12 +176,17 @@ fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
                 .or(unit_names.first())
                 .copied()
                 .unwrap_or(name);
+            let admin_path = format!("{}/{unit}", UNIT_DIRS[0]);
             let masked = units
                 .first()
                 .is_some_and(|admin| admin.contains(&unit.to_string()))
-                && r.root
-                    .read(&format!("{}/{unit}", UNIT_DIRS[0]))
-                    .is_ok_and(|text| text.trim().is_empty());
+                && (r
+                    .root
+                    .read(&admin_path)
+                    .is_ok_and(|text| text.trim().is_empty())
+                    || r.root
+                        .read_link(&admin_path)
+                        .is_ok_and(|target| target == Path::new("/dev/null")));
             Service {
                 name: name.to_string(),
                 unit: unit.to_string(),

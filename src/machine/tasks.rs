@@ -400,7 +400,7 @@ fn vanished(e: &ReadError) -> bool {
     match e {
         ReadError::NotFound { .. } => true,
         ReadError::Io { source, .. } => source.raw_os_error() == Some(libc::ESRCH),
-        ReadError::PermissionDenied { .. } => false,
+        ReadError::PermissionDenied { .. } | ReadError::NotRegular { .. } => false,
     }
 }
 

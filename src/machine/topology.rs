@@ -117,7 +117,8 @@ pub struct Shape {
     pub threads_per_core: usize,
     /// NUMA nodes (memory-only nodes included).
     pub numa_nodes: usize,
-    /// NUMA nodes with CPUs per socket (AMD's NPS setting) when uniform.
+    /// NUMA nodes with CPUs per socket (AMD's NPS setting) when uniform and no node spans
+    /// two sockets (a VM's one node over several virtual sockets has none).
     pub nodes_per_socket: Option<usize>,
     /// L3 cache instances (AMD CCXs; one per socket on most Intel parts).
     pub l3_groups: usize,
@@ -135,6 +136,17 @@ impl Topology {
             .filter(|c| c.online)
             .map(|c| c.cpu)
             .collect()
+    }
+
+    /// The number of possible CPUs (the kernel's nr_cpu_ids: the highest possible CPU plus
+    /// one, else the highest online one plus one), which sets the width of the kernel's hex
+    /// masks.
+    pub fn nr_cpu_ids(&self) -> u32 {
+        self.possible
+            .get()
+            .and_then(|p| p.last())
+            .or_else(|| self.online_cpus().last())
+            .map_or(1, |last| last + 1)
     }
 
     /// One logical CPU by number.
@@ -207,6 +219,15 @@ impl Topology {
         set.into_iter().collect()
     }
 
+    /// The packages (socket ids) holding a CPU of `node`: more than one where a node spans
+    /// sockets (a VM's single node over several virtual sockets).
+    pub fn node_packages(&self, node: &NumaNode) -> BTreeSet<u32> {
+        node.cpus
+            .iter()
+            .map(|cpu| self.cpu(cpu).and_then(|c| c.package).unwrap_or(0))
+            .collect()
+    }
+
     /// The online CPUs ordered by package, NUMA node, L3 group, core and thread, so that
     /// neighbours in the list share the most.
     pub fn cpus_by_locality(&self) -> Vec<u32> {
@@ -232,15 +253,16 @@ impl Topology {
 
 /// Reads the topology.
 pub fn read(r: &mut Reader) -> Topology {
-    let possible = r.cpulist(&format!("{CPU_DIR}/possible"));
-    let present = r.cpulist(&format!("{CPU_DIR}/present"));
-    let online = r.cpulist(&format!("{CPU_DIR}/online"));
+    let possible = non_empty_cpulist(r, &format!("{CPU_DIR}/possible"));
+    let present = non_empty_cpulist(r, &format!("{CPU_DIR}/present"));
+    let online = non_empty_cpulist(r, &format!("{CPU_DIR}/online"));
     let offline = r.cpulist(&format!("{CPU_DIR}/offline"));
     let smt_control = r.value(&format!("{CPU_DIR}/smt/control"));
     let mut nodes = read_nodes(r);
     if nodes.is_empty() {
         nodes.push(implied_node(r));
     }
+    check_distances(r, &nodes);
     let node_of: BTreeMap<u32, u32> = nodes
         .iter()
         .flat_map(|n| n.cpus.iter().map(move |cpu| (cpu, n.id)))
@@ -307,6 +329,57 @@ pub fn read(r: &mut Reader) -> Topology {
     };
     topology.shape = shape(&topology);
     topology
+}
+
+/// A CPU list that a running kernel never leaves empty (`possible`, `present`, `online`): an
+/// empty one is garbage, warned about and taken as unknown, so that each CPU's own files
+/// decide (an empty `online` would otherwise make every CPU offline).
+fn non_empty_cpulist(r: &mut Reader, path: &str) -> Avail<CpuSet> {
+    match r.cpulist(path) {
+        Avail::Available(set) if set.is_empty() => {
+            let message = "is empty, but a running kernel lists at least one CPU here; ignored";
+            r.warnings.line(path, 1, message);
+            Avail::missing(format!("{path} {message}"))
+        }
+        other => other,
+    }
+}
+
+/// Warns about distance rows that cannot be a SLIT: a row whose length is not the number of
+/// nodes (the matrix is then not shown), a node's distance to itself other than 10, and
+/// distances below 10 (reserved) or of 255 (unreachable).
+fn check_distances(r: &mut Reader, nodes: &[NumaNode]) {
+    const LOCAL: u32 = 10;
+    const UNREACHABLE: u32 = 255;
+    for (row, node) in nodes.iter().enumerate().filter(|(_, n)| !n.implied) {
+        let path = format!("{NODE_DIR}/node{}/distance", node.id);
+        if node.distances.len() != nodes.len() {
+            let message = format!(
+                "{} distances for {} nodes; the distance matrix is not shown",
+                node.distances.len(),
+                nodes.len()
+            );
+            r.warnings.line(&path, 1, message);
+            continue;
+        }
+        for (column, &distance) in node.distances.iter().enumerate() {
+            let to = nodes[column].id;
+            let problem = if column == row && distance != LOCAL {
+                format!(
+                    "distance {distance} from node {to} to itself, where the local distance is {LOCAL}"
+                )
+            } else if distance < LOCAL {
+                format!(
+                    "distance {distance} to node {to} is below {LOCAL} (values 0-9 are reserved)"
+                )
+            } else if distance == UNREACHABLE {
+                format!("distance {UNREACHABLE} to node {to} means unreachable")
+            } else {
+                continue;
+            };
+            r.warnings.line(&path, 1, problem);
+        }
+    }
 }
 
 fn non_negative(value: i64) -> Option<u32> {
@@ -529,16 +602,17 @@ fn shape(t: &Topology) -> Shape {
         .iter()
         .filter(|n| n.cpus.intersects(&online))
         .collect();
-    let nodes_per_socket = if cpu_nodes.is_empty() {
-        None
-    } else {
-        uniform(packages.iter().map(|&p| {
-            cpu_nodes
-                .iter()
-                .filter(|n| n.cpus.iter().any(|cpu| package_of(cpu) == p))
-                .count()
-        }))
-    };
+    let nodes_per_socket =
+        if cpu_nodes.is_empty() || cpu_nodes.iter().any(|n| t.node_packages(n).len() > 1) {
+            None
+        } else {
+            uniform(packages.iter().map(|&p| {
+                cpu_nodes
+                    .iter()
+                    .filter(|n| n.cpus.iter().any(|cpu| package_of(cpu) == p))
+                    .count()
+            }))
+        };
     let l3 = t.l3_groups();
     let l3_groups_per_node = if cpu_nodes.is_empty() || l3.is_empty() {
         None
@@ -590,5 +664,95 @@ mod tests {
         assert_eq!(node_meminfo_field(text, "MemTotal"), Some(32823440));
         assert_eq!(node_meminfo_field(text, "MemFree"), Some(1000));
         assert_eq!(node_meminfo_field(text, "MemUsed"), None);
+    }
+    fn read_tree(files: &[(&str, &str)]) -> (Topology, Vec<String>) {
+        let dir = crate::machine::irq::tests::tree(files);
+        let root = crate::sysroot::SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let topology = read(&mut r);
+        let warnings = r
+            .warnings
+            .into_vec()
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        (topology, warnings)
+    }
+
+    #[test]
+    fn an_empty_online_list_is_warned_and_cpu_0_stays_online() {
+        let (topology, warnings) = read_tree(&[
+            ("/sys/devices/system/cpu/online", "\n"),
+            ("/sys/devices/system/cpu/cpu0/topology/core_id", "0\n"),
+            ("/sys/devices/system/cpu/cpu1/online", "1\n"),
+        ]);
+        assert_eq!(topology.online_cpus().to_list(), "0-1");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("/sys/devices/system/cpu/online:1: is empty")),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn impossible_distances_are_warned_with_file_and_line() {
+        let node = |n: u32, distance: &'static str| {
+            [
+                (
+                    format!("/sys/devices/system/node/node{n}/cpulist"),
+                    format!("{n}\n"),
+                ),
+                (
+                    format!("/sys/devices/system/node/node{n}/distance"),
+                    distance.to_string(),
+                ),
+            ]
+        };
+        let files: Vec<(String, String)> = [
+            node(0, "0 5 20\n"),
+            node(1, "10 255\n"),
+            node(2, "20 255 10\n"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let (_, warnings) = read_tree(&files);
+        let expected = [
+            "/sys/devices/system/node/node0/distance:1: distance 0 from node 0 to itself",
+            "/sys/devices/system/node/node0/distance:1: distance 5 to node 1 is below 10",
+            "/sys/devices/system/node/node1/distance:1: 2 distances for 3 nodes; the distance matrix is not shown",
+            "/sys/devices/system/node/node2/distance:1: distance 255 to node 1 means unreachable",
+        ];
+        for expected in expected {
+            assert!(
+                warnings.iter().any(|w| w.starts_with(expected)),
+                "{expected}: {warnings:?}"
+            );
+        }
+    }
+    #[test]
+    fn one_node_over_four_sockets_has_no_nodes_per_socket() {
+        let mut files = vec![(
+            "/sys/devices/system/node/node0/cpulist".to_string(),
+            "0-3\n".to_string(),
+        )];
+        for cpu in 0..4 {
+            let topo = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+            files.push((format!("{topo}/physical_package_id"), format!("{cpu}\n")));
+            files.push((format!("{topo}/core_id"), "0\n".to_string()));
+        }
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let (topology, _) = read_tree(&files);
+        assert_eq!(topology.shape.sockets, 4);
+        assert_eq!(topology.shape.nodes_per_socket, None);
+        assert_eq!(topology.node_packages(&topology.nodes[0]).len(), 4);
     }
 }

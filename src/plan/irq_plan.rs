@@ -37,7 +37,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     let iso = &inputs.partition.isolated;
     draft.add(setting(
         DEFAULT_ID,
-        hk.to_mask(),
+        hk.to_mask(inputs.partition.nr_cpus),
         Layer::Runtime,
         "IRQs set up from now on start on the housekeeping CPUs.",
         format!("{GUIDE} §4.3.3 (step 7); TuneD cpu-partitioning profile ([scheduler])"),
@@ -159,7 +159,7 @@ pub fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
             draft.skip(
                 setting(
                     format!("{RPS_PREFIX}*:rps_cpus"),
-                    hk.to_mask(),
+                    hk.to_mask(inputs.partition.nr_cpus),
                     Layer::Runtime,
                     "RPS steers only to housekeeping CPUs.",
                     source,
@@ -176,7 +176,7 @@ pub fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
         let current = iface.rps_union();
         let (value, why) = if current.is_empty() {
             (
-                CpuSet::new().to_mask(),
+                CpuSet::new().to_mask(inputs.partition.nr_cpus),
                 "RPS stays off: the receive queues' own IRQs carry the packets to housekeeping CPUs".to_string(),
             )
         } else {
@@ -186,7 +186,7 @@ pub fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
                 iface.numa_node.map(|n| (n, "where its device is")),
             );
             (
-                cpus.to_mask(),
+                cpus.to_mask(inputs.partition.nr_cpus),
                 format!(
                     "RPS steers received packets only to the housekeeping CPUs{where_}, never to isolated ones"
                 ),

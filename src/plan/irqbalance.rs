@@ -33,7 +33,7 @@ pub fn render_env(plan: &Plan, header: &str) -> String {
          # a warning), and is the only one older versions read.\n\
          IRQBALANCE_BANNED_CPUS={}\n\
          IRQBALANCE_BANNED_CPULIST={}\n",
-        plan.partition.isolated.to_mask(),
+        plan.partition.isolated.to_mask(plan.partition.nr_cpus),
         plan.partition.isolated.to_list()
     );
     let pinned = irq_plan::pinned_irqs(plan);

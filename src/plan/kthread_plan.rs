@@ -43,7 +43,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     ] {
         let s = setting(
             id,
-            hk.to_mask(),
+            hk.to_mask(inputs.partition.nr_cpus),
             Layer::Runtime,
             why,
             format!("{GUIDE} §4.3.3 (step 2); TuneD cpu-partitioning profile ([sysfs])"),

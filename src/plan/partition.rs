@@ -173,11 +173,7 @@ pub fn compute(
         no_balance: no_balance_band.intersection(&isolated),
         housekeeping,
         isolated,
-        nr_cpus: topology
-            .possible
-            .get()
-            .and_then(|p| p.iter().next_back())
-            .map_or(online.iter().next_back().unwrap_or(0) + 1, |last| last + 1),
+        nr_cpus: topology.nr_cpu_ids(),
     };
     check(topology, &partition, request)?;
     Ok(partition)
@@ -250,19 +246,19 @@ fn check(
 impl Partition {
     /// Housekeeping CPUs as a kernel hex mask (`101` for CPUs 0 and 8).
     pub fn housekeeping_mask(&self) -> String {
-        self.housekeeping.to_mask()
+        self.housekeeping.to_mask(self.nr_cpus)
     }
 
     /// Isolated CPUs as a kernel hex mask (`fefe` for CPUs 1-7,9-15).
     pub fn isolated_mask(&self) -> String {
-        self.isolated.to_mask()
+        self.isolated.to_mask(self.nr_cpus)
     }
 
     /// The `tuned.non_isolcpus=` form: the housekeeping mask in zero-padded 32-bit groups
     /// (`00000101`), as TuneD's cpu-partitioning writes it on the kernel command line.
     pub fn tuned_non_isolcpus(&self) -> String {
         let groups = self.nr_cpus.div_ceil(32).max(1) * 32;
-        self.housekeeping.to_mask_width(groups)
+        self.housekeeping.to_mask(groups)
     }
 }
 
@@ -326,7 +322,7 @@ mod tests {
         assert_eq!(p.housekeeping.to_list(), "0,8");
         assert_eq!(p.isolated.to_list(), "1-7,9-15");
         assert_eq!(p.isolated_mask(), "fefe");
-        assert_eq!(p.housekeeping_mask(), "101");
+        assert_eq!(p.housekeeping_mask(), "0101");
         assert_eq!(p.tuned_non_isolcpus(), "00000101");
     }
 

@@ -2,11 +2,10 @@
 //! anything unless forced, each file written atomically (temporary file, fsync, rename).
 
 use anyhow::{Context, Result, bail};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::artifacts::Artifact;
-use crate::snapshot::write_atomically;
+use crate::sysroot::{Perms, SysRoot};
 
 /// Writes `artifacts` under `dir` (created if missing) and returns the paths written. A
 /// directory that is not empty is refused unless `force`; with `force` the artifacts replace
@@ -28,17 +27,18 @@ pub fn write_dir(dir: &Path, artifacts: &[Artifact], force: bool) -> Result<Vec<
             );
         }
     }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out: cannot create {}", dir.display()))?;
+    let out = SysRoot::dir(dir);
     let mut written = Vec::new();
     for artifact in artifacts {
         let path = dir.join(&artifact.path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("--out: cannot create {}", parent.display()))?;
-        }
-        write_atomically(&path, artifact.content.as_bytes())
-            .with_context(|| format!("--out: cannot write {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
-            .with_context(|| format!("--out: cannot set the mode of {}", path.display()))?;
+        out.install_file(
+            &artifact.path,
+            artifact.content.as_bytes(),
+            Perms::mode(0o644),
+        )
+        .with_context(|| format!("--out: cannot write {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
@@ -47,6 +47,7 @@ pub fn write_dir(dir: &Path, artifacts: &[Artifact], force: bool) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn artifact(path: &str, content: &str) -> Artifact {
         Artifact {

@@ -229,16 +229,16 @@ fn memory_lines(m: &Machine) -> String {
                 kib(pop.total_mib * 1024)
             );
             for c in &pop.configurations {
-                let _ = write!(
-                    out,
-                    "\n  {} × {} {} {} {}",
-                    c.count,
-                    kib(c.size_mib * 1024),
-                    c.memory_type.as_deref().unwrap_or("?"),
-                    c.speed_mts
-                        .map_or("? MT/s".to_string(), |s| format!("{s} MT/s")),
-                    c.part_number.as_deref().unwrap_or("")
-                );
+                let known = [
+                    c.memory_type.clone(),
+                    c.speed_mts.map(|s| format!("{s} MT/s")),
+                    c.part_number.clone().filter(|p| !p.is_empty()),
+                ];
+                let mut line = format!("{} × {}", c.count, kib(c.size_mib * 1024));
+                for part in known.into_iter().flatten() {
+                    let _ = write!(line, " {part}");
+                }
+                let _ = write!(out, "\n  {line}");
             }
             if !pop.identical && pop.configurations.len() > 1 {
                 out.push_str("\n  DIMMs differ: mixed sizes, speeds or parts");
@@ -555,7 +555,14 @@ pub fn drawing(t: &Topology) -> String {
                 .get()
                 .map(|k| kib(*k))
                 .unwrap_or_default();
-            let _ = writeln!(out, "  node {}: {mem}", node.id);
+            let packages = t.node_packages(node);
+            let shared = if packages.len() > 1 {
+                let ids: Vec<String> = packages.iter().map(u32::to_string).collect();
+                format!(", shared by packages {}", ids.join(","))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "  node {}: {mem}{shared}", node.id);
             let node_cpus = node.cpus.intersection(&package_cpus);
             let groups: Vec<(String, CpuSet)> = if l3.is_empty() {
                 vec![("".to_string(), node_cpus.clone())]

@@ -74,14 +74,17 @@ pub fn diff(plan: &Plan, machine: &Machine, root: &SysRoot) -> Vec<Entry> {
         .collect()
 }
 
-/// A CPU set in the form of `like`: a list, or a mask when `like` is one.
-fn same_form(cpus: &CpuSet, mask: bool) -> String {
-    if mask { cpus.to_mask() } else { cpus.to_list() }
+/// A CPU set in the form of `like`: a list, or a mask of `nr_cpu_ids` CPUs when `like` is one.
+fn same_form(cpus: &CpuSet, mask_of: Option<u32>) -> String {
+    match mask_of {
+        Some(nr_cpu_ids) => cpus.to_mask(nr_cpu_ids),
+        None => cpus.to_list(),
+    }
 }
 
-fn cpus(value: &Avail<CpuSet>, mask: bool) -> Current {
+fn cpus(value: &Avail<CpuSet>, mask_of: Option<u32>) -> Current {
     match value {
-        Avail::Available(cpus) => Current::Value(same_form(cpus, mask)),
+        Avail::Available(cpus) => Current::Value(same_form(cpus, mask_of)),
         Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
     }
 }
@@ -89,6 +92,7 @@ fn cpus(value: &Avail<CpuSet>, mask: bool) -> Current {
 /// The current value of one setting.
 pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
     let (kind, rest) = s.id.split_once(':').unwrap_or((s.id.as_str(), ""));
+    let nr_cpu_ids = machine.topology.nr_cpu_ids();
     match kind {
         "file" => match root.read(rest) {
             Ok(text) => Current::Value(text),
@@ -97,8 +101,8 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
         },
         "irq" => current_irq(s, machine),
         "workqueue" => match rest {
-            "cpumask" => cpus(&machine.services.workqueue_cpumask, true),
-            "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, true),
+            "cpumask" => cpus(&machine.services.workqueue_cpumask, Some(nr_cpu_ids)),
+            "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, Some(nr_cpu_ids)),
             _ => Current::Unknown(format!("lowlat does not read workqueue {rest}")),
         },
         "cmdline" => current_cmdline(s, machine),
@@ -167,10 +171,10 @@ fn current_irq(s: &Setting, machine: &Machine) -> Current {
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
     if s.id == irq_plan::DEFAULT_ID {
-        return cpus(&irqs.default_affinity, true);
+        return cpus(&irqs.default_affinity, Some(machine.topology.nr_cpu_ids()));
     }
     match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {
-        Some(irq) => cpus(&irq.affinity, false),
+        Some(irq) => cpus(&irq.affinity, None),
         None => Current::Absent,
     }
 }
@@ -184,12 +188,13 @@ fn current_rps(rest: &str, machine: &Machine) -> Current {
     let Some(iface) = interfaces.iter().find(|i| i.name == name) else {
         return Current::Absent;
     };
+    let nr_cpu_ids = machine.topology.nr_cpu_ids();
     let mut masks: Vec<String> = Vec::new();
     for queue in &iface.rx_queues {
         let mask = queue
             .rps_cpus
             .get()
-            .map_or_else(|| "?".to_string(), CpuSet::to_mask);
+            .map_or_else(|| "?".to_string(), |cpus| cpus.to_mask(nr_cpu_ids));
         if !masks.contains(&mask) {
             masks.push(mask);
         }

@@ -1,0 +1,50 @@
+//! Text that came from another machine or from a file, made safe to show on a terminal.
+//!
+//! A snapshot, a fixture tree or a damaged file can carry control characters (`ESC ]0;…BEL`
+//! retitles a terminal, `ESC [2J` clears it). Every such value is passed through
+//! [`escape_controls`] before it is printed.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// `text` with every control character (C0, DEL and C1, newlines and tabs included) written as
+/// an escape: `\x1b` for C0 and DEL, `\u{9b}` for C1. Text without control characters is
+/// returned as it is, without copying.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match u32::from(c) {
+            code @ (0..=0x1f | 0x7f) => {
+                let _ = write!(out, "\\x{code:02x}");
+            }
+            code if c.is_control() => {
+                let _ = write!(out, "\\u{{{code:x}}}");
+            }
+            _ => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_sequences_are_escaped() {
+        assert_eq!(
+            escape_controls("\x1b]0;owned\x07\x1b[2Jhost\n\t\x7f"),
+            "\\x1b]0;owned\\x07\\x1b[2Jhost\\x0a\\x09\\x7f"
+        );
+        assert_eq!(escape_controls("a\u{9b}b"), "a\\u{9b}b");
+    }
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        let text = "AMD EPYC 7F32 8-Core Processor µs ×";
+        assert!(matches!(escape_controls(text), Cow::Borrowed(t) if t == text));
+    }
+}

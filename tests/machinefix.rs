@@ -1,0 +1,148 @@
+//! Defects of issue 18 that need the lowlat binary: a signal while a snapshot unpacks, and
+//! apply under `--root` against a tree whose links lead out of it.
+
+mod common;
+
+use common::tree;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A snapshot of many small files: large enough that unpacking it takes a while.
+fn large_snapshot(file: &Path) {
+    let mut builder = tar::Builder::new(Vec::new());
+    let manifest = serde_json::json!({
+        "format": "lowlat-snapshot", "format_version": 1, "tool_version": "0", "host": "big",
+        "captured_at": "2026-01-01T00:00:00Z", "source_root": "/", "files": 0, "bytes": 0,
+    });
+    let manifest = serde_json::to_vec(&manifest).unwrap();
+    let mut append = |name: &str, bytes: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_size(bytes.len() as u64);
+        builder.append_data(&mut header, name, bytes).unwrap();
+    };
+    append("manifest.json", &manifest);
+    let content = vec![b'x'; 512];
+    for i in 0..40_000 {
+        append(&format!("root/proc/many/{}/{i}", i % 100), &content);
+    }
+    let tarball = builder.into_inner().unwrap();
+    let compressed = ruzstd::encoding::compress_to_vec(
+        tarball.as_slice(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    std::fs::write(file, compressed).unwrap();
+}
+
+/// The private directories lowlat unpacks snapshots into, under `tmp`.
+fn unpack_dirs(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("lowlat-snapshot-"))
+        .collect()
+}
+
+#[test]
+fn sigterm_while_a_snapshot_unpacks_removes_its_directory() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.lowlat");
+    large_snapshot(&file);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lowlat"))
+        .args(["--snapshot", &file.to_string_lossy(), "inventory"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while unpack_dirs(&tmp).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "never unpacked");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert!(unpack_dirs(&tmp).is_empty(), "{:?}", unpack_dirs(&tmp));
+}
+
+/// Applies the default plan of a copy of a fixture whose `link` (a path in the tree) is a
+/// symbolic link to a directory outside it, and returns lowlat's output; the outside directory
+/// holds `file` ("1") and must still hold only that.
+fn apply_with_a_link_out(link: &str, to_file: bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines");
+    tree::copy_tree(&fixtures.join("epyc7f32-2s"), &root);
+    let lowlat = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lowlat"));
+        cmd.arg("--root").arg(&root);
+        cmd
+    };
+    let plan = dir.path().join("plan");
+    assert!(
+        lowlat()
+            .arg("plan")
+            .arg("--out")
+            .arg(&plan)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("file"), "1").unwrap();
+    let at = root.join(link);
+    if at.is_dir() {
+        std::fs::remove_dir_all(&at).unwrap();
+    } else if at.exists() {
+        std::fs::remove_file(&at).unwrap();
+    }
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let target = if to_file {
+        outside.path().join("file")
+    } else {
+        outside.path().to_path_buf()
+    };
+    std::os::unix::fs::symlink(&target, &at).unwrap();
+    let out = lowlat()
+        .args(["apply", "--yes", "--plan"])
+        .arg(plan.join("plan.json"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{link}: apply succeeded");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("file")).unwrap(),
+        "1",
+        "{link}"
+    );
+    let names: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["file"], "{link}: written outside the root");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn apply_under_a_root_never_writes_through_links_that_leave_it() {
+    for (link, to_file) in [
+        ("proc/sys/vm/stat_interval", true),
+        ("etc/sysctl.d", false),
+        ("var/lib/lowlat", false),
+    ] {
+        let output = apply_with_a_link_out(link, to_file);
+        assert!(output.contains("outside the root"), "{link}: {output}");
+    }
+}
