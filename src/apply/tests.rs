@@ -9,7 +9,7 @@ use super::*;
 use crate::plan::request::PlanRequest;
 use crate::sysroot::SysRoot;
 
-#[path = "../../tests/common/tree.rs"]
+#[path = "../../tests/it/support/tree.rs"]
 mod tree;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/machines");

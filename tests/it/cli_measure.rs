@@ -1,12 +1,11 @@
 //! `lowlat measure jitter|timer` refuses bad input before measuring, naming the flag.
 
-use assert_cmd::Command;
 use assert_cmd::assert::Assert;
 use predicates::prelude::*;
 use predicates::str::contains;
 
 fn lowlat(args: &[&str]) -> Assert {
-    Command::cargo_bin("lowlat").unwrap().args(args).assert()
+    crate::support::lowlat(&[]).args(args).assert()
 }
 
 /// `lowlat measure jitter` with these --cpus, --threshold and --duration, then `extra`.
