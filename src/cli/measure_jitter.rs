@@ -23,7 +23,7 @@ pub struct JitterArgs {
     /// A gap of at least this many ns between two counter reads is an interruption.
     #[arg(long, value_name = "NS", value_parser = parse_positive)]
     pub threshold: u64,
-    /// Also write sysjitter's per-CPU raw files PREFIX.<cpu>.
+    /// Also write sysjitter's per-CPU raw files PREFIX.CPU (CPU zero-padded).
     #[arg(long, value_name = "PREFIX")]
     pub raw: Option<String>,
     /// Output format.
