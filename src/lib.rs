@@ -13,3 +13,5 @@ pub mod report;
 pub mod results;
 pub mod snapshot;
 pub mod sysroot;
+#[cfg(test)]
+pub(crate) mod test_tree;
