@@ -21,6 +21,15 @@ impl TestTree {
         }
     }
 
+    /// A tree holding just `files` (system path, content).
+    pub(crate) fn with(files: &[(&str, &str)]) -> TestTree {
+        let tree = TestTree::empty();
+        for (path, content) in files {
+            tree.write(path, content);
+        }
+        tree
+    }
+
     /// A copy of the fixture machine `name`.
     pub(crate) fn fixture(name: &str) -> TestTree {
         let tree = TestTree::empty();
