@@ -189,10 +189,10 @@ mod tests {
             let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
             d.write(
                 &format!("{t}/physical_package_id"),
-                &format!("{}\n", cpu / 4),
+                format!("{}\n", cpu / 4),
             );
-            d.write(&format!("{t}/core_id"), &format!("{}\n", cpu % 4));
-            d.write(&format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+            d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
+            d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
         }
         d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
         d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");

@@ -24,8 +24,8 @@ fn tree(extra: &[(&str, &str)]) -> TestTree {
     for cpu in 0..4 {
         let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
         d.write(&format!("{t}/physical_package_id"), "0\n");
-        d.write(&format!("{t}/core_id"), &format!("{cpu}\n"));
-        d.write(&format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+        d.write(&format!("{t}/core_id"), format!("{cpu}\n"));
+        d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
     }
     d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
     for (path, text) in extra {
