@@ -70,7 +70,7 @@ fn agrees_with_lstopo_on_every_sample() {
         };
         let tmp = tempfile::tempdir().unwrap();
         let Some(tree) = unpack(&path, tmp.path()) else {
-            crate::support::missing_data(&format!("bzip2, to unpack {name},"));
+            crate::support::missing_data(&format!("bzip2 (tar xjf {name} failed)"));
             continue;
         };
         let root = SysRoot::dir(&tree);

@@ -48,7 +48,7 @@ pub fn live_tests_allowed() -> bool {
 pub fn missing_data(what: &str) {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "{what} is missing, and CI provides it: failing rather than skipping"
+        "missing: {what}; CI provides it, so this test fails instead of skipping"
     );
-    eprintln!("skipped: {what} is missing");
+    eprintln!("skipped: missing {what}");
 }
