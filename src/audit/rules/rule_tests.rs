@@ -1,5 +1,5 @@
 //! Rule checks on small trees built for one point each (the fixture machines are covered by
-//! the golden tests in tests/audit.rs).
+//! the golden tests in tests/it/audit.rs).
 
 use crate::audit::finding::{Finding, Status};
 use crate::audit::partition;
