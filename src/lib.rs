@@ -13,5 +13,7 @@ pub mod plan;
 pub mod report;
 pub mod snapshot;
 pub mod sysroot;
+#[cfg(test)]
+pub(crate) mod test_tree;
 pub mod text;
 pub mod units;

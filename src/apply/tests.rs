@@ -9,23 +9,19 @@ use super::*;
 use crate::plan::request::PlanRequest;
 use crate::sysroot::SysRoot;
 
-#[path = "../../tests/common/tree.rs"]
-mod tree;
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/machines");
+use crate::test_tree::{TestTree, tree};
 
 /// A fixture machine copied into a temporary directory.
 struct Fixture {
-    dir: tempfile::TempDir,
+    dir: TestTree,
     machine: Machine,
     pristine: tree::Tree,
 }
 
 impl Fixture {
     fn new(name: &str) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        tree::copy_tree(&std::path::Path::new(FIXTURES).join(name), dir.path());
-        let machine = Machine::read(&SysRoot::dir(dir.path()));
+        let dir = TestTree::fixture(name);
+        let machine = Machine::read(&dir.root());
         let pristine = tree::describe(dir.path());
         Fixture {
             dir,
@@ -36,8 +32,7 @@ impl Fixture {
 
     /// A fresh copy of the same machine (the machine model is the same).
     fn again(&self, name: &str) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        tree::copy_tree(&std::path::Path::new(FIXTURES).join(name), dir.path());
+        let dir = TestTree::fixture(name);
         Fixture {
             dir,
             machine: self.machine.clone(),
@@ -46,7 +41,7 @@ impl Fixture {
     }
 
     fn root(&self) -> SysRoot {
-        SysRoot::dir(self.dir.path())
+        self.dir.root()
     }
 
     fn now(&self) -> tree::Tree {

@@ -172,41 +172,33 @@ pub fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
-    use std::path::Path;
-
-    fn write(dir: &Path, path: &str, text: &str) {
-        let file = dir.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
+    use crate::test_tree::TestTree;
 
     /// Two nodes of four single-thread cores: CPUs 0-3 and 4-7.
-    fn two_nodes(extra: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        write(d, "/sys/devices/system/cpu/possible", "0-7\n");
-        write(d, "/sys/devices/system/cpu/online", "0-7\n");
+    fn two_nodes(extra: &[(&str, &str)]) -> TestTree {
+        let dir = TestTree::empty();
+        let d = &dir;
+        d.write("/sys/devices/system/cpu/possible", "0-7\n");
+        d.write("/sys/devices/system/cpu/online", "0-7\n");
         for cpu in 0..8 {
             let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-            write(
-                d,
+            d.write(
                 &format!("{t}/physical_package_id"),
-                &format!("{}\n", cpu / 4),
+                format!("{}\n", cpu / 4),
             );
-            write(d, &format!("{t}/core_id"), &format!("{}\n", cpu % 4));
-            write(d, &format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+            d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
+            d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
         }
-        write(d, "/sys/devices/system/node/node0/cpulist", "0-3\n");
-        write(d, "/sys/devices/system/node/node1/cpulist", "4-7\n");
+        d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
+        d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
         for (path, text) in extra {
-            write(d, path, text);
+            d.write(path, text);
         }
         dir
     }
 
-    fn machine(dir: &tempfile::TempDir) -> Machine {
-        Machine::read(&SysRoot::dir(dir.path()))
+    fn machine(dir: &TestTree) -> Machine {
+        Machine::read(&dir.root())
     }
 
     #[test]
@@ -258,8 +250,8 @@ mod tests {
 
     #[test]
     fn no_topology_means_no_partition() {
-        let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "/proc/cpuinfo", "processor : 0\n");
+        let dir = TestTree::empty();
+        dir.write("/proc/cpuinfo", "processor : 0\n");
         let p = choose(&machine(&dir), None).unwrap();
         assert!(!p.is_known());
         assert!(p.describe().starts_with("none: no default partition"));

@@ -28,7 +28,7 @@ pub struct JitterArgs {
     /// A gap of at least this many ns between two counter reads is an interruption.
     #[arg(long, value_name = "NS", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub threshold: u64,
-    /// Also write sysjitter's per-CPU raw files PREFIX.<cpu>.
+    /// Also write sysjitter's per-CPU raw files PREFIX.CPU (CPU zero-padded).
     #[arg(long, value_name = "PREFIX")]
     pub raw: Option<String>,
     /// Output format.

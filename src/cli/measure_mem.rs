@@ -284,9 +284,9 @@ pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
 mod tests {
     use super::*;
     use crate::machine::Avail;
-    use crate::machine::kernel::write_tree_file;
     use crate::measure::runner::place;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use clap::Parser;
 
     /// A sysfs tree: `nodes` packages of one NUMA node each, each with `groups` L3 groups of
@@ -298,9 +298,9 @@ mod tests {
         cores: u32,
         l3_mib: u32,
         node_mem_kib: &[u64],
-    ) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let w = |path: &str, text: String| write_tree_file(dir.path(), path, text);
+    ) -> TestTree {
+        let dir = TestTree::empty();
+        let w = |path: &str, text: String| dir.write(path, text);
         let per_node = groups * cores;
         let total = nodes * per_node;
         w(
@@ -381,8 +381,8 @@ mod tests {
         Wrap::parse_from(std::iter::once("memlat").chain(extra.iter().copied())).args
     }
 
-    fn topology(dir: &tempfile::TempDir) -> Topology {
-        crate::machine::Machine::read(&SysRoot::dir(dir.path())).topology
+    fn topology(dir: &TestTree) -> Topology {
+        crate::machine::Machine::read(&dir.root()).topology
     }
 
     #[test]

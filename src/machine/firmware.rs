@@ -113,20 +113,18 @@ fn why_no_table(error: &ReadError) -> String {
 mod tests {
     use super::smbios::builder::{DDR4, MemoryDevice, Table};
     use super::*;
-    use crate::machine::kernel::write_tree_file as write;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn reads_ids_tables_and_population() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        write(d, &format!("{DMI_ID}/sys_vendor"), b"HPE\n");
-        write(
-            d,
+        let dir = TestTree::empty();
+        let d = &dir;
+        d.write(&format!("{DMI_ID}/sys_vendor"), b"HPE\n");
+        d.write(
             &format!("{DMI_ID}/product_name"),
             b"ProLiant DL385 Gen10 Plus\n",
         );
-        write(d, &format!("{DMI_ID}/bios_version"), b"A42\n");
+        d.write(&format!("{DMI_ID}/bios_version"), b"A42\n");
         let mut table = Table::default();
         for slot in 1..=4 {
             table.memory_device(&MemoryDevice {
@@ -142,9 +140,9 @@ mod tests {
             });
         }
         table.end();
-        write(d, smbios::TABLE, &table.bytes);
-        write(d, smbios::ENTRY_POINT, table.entry_point_v3());
-        let root = SysRoot::dir(d);
+        d.write(smbios::TABLE, &table.bytes);
+        d.write(smbios::ENTRY_POINT, table.entry_point_v3());
+        let root = d.root();
         let mut r = Reader::new(&root);
         let firmware = read(&mut r);
         assert_eq!(
@@ -165,8 +163,8 @@ mod tests {
 
     #[test]
     fn missing_tables_say_why() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = TestTree::empty();
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let firmware = read(&mut r);
         let why = firmware.smbios.reason().unwrap();

@@ -46,20 +46,15 @@ pub fn read(r: &mut Reader) -> Iommu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn reads_units_and_domain_type() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/class/iommu/ivhd0")).unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/kernel/iommu_groups/3")).unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/kernel/iommu_groups/12")).unwrap();
-        std::fs::write(
-            dir.path().join("sys/kernel/iommu_groups/3/type"),
-            "identity\n",
-        )
-        .unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = TestTree::empty();
+        dir.make_dir("/sys/class/iommu/ivhd0")
+            .make_dir("/sys/kernel/iommu_groups/12")
+            .write("/sys/kernel/iommu_groups/3/type", "identity\n");
+        let root = dir.root();
         let iommu = read(&mut Reader::new(&root));
         assert_eq!(iommu.units.get().unwrap(), &vec!["ivhd0".to_string()]);
         assert_eq!(iommu.default_domain.as_deref(), Some("identity"));
@@ -67,10 +62,10 @@ mod tests {
 
     #[test]
     fn no_sysfs_is_unavailable_and_an_empty_class_is_off() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = TestTree::empty();
+        let root = dir.root();
         assert!(read(&mut Reader::new(&root)).units.reason().is_some());
-        std::fs::create_dir_all(dir.path().join("sys/class/net")).unwrap();
+        dir.make_dir("/sys/class/net");
         let iommu = read(&mut Reader::new(&root));
         assert_eq!(iommu.units.get().map(Vec::len), Some(0));
         assert_eq!(iommu.default_domain, None);

@@ -529,22 +529,11 @@ fn garbled(line: &str, why: &str) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use proptest::prelude::*;
-
-    /// A temporary root holding `files` (system path, content); shared by the readers' tests.
-    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        for (path, content) in files {
-            let host = dir.path().join(path.trim_start_matches('/'));
-            std::fs::create_dir_all(host.parent().expect("a file has a parent"))
-                .expect("create the parent directory");
-            std::fs::write(host, content).expect("write the fixture file");
-        }
-        dir
-    }
 
     const P: &str = "/proc/interrupts";
 
@@ -761,7 +750,7 @@ PIN:          0          0   Posted-interrupt notification event
              60:  0  0  0  2  IR-PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n\
              61:  0  0  0  0  IR-PCI-MSIX-0000:01:00.0   2-edge      nvme0q2\n\
             LOC:  10  20  30  40   Local timer interrupts\n";
-        let dir = tree(&[
+        let dir = TestTree::with(&[
             ("/proc/interrupts", interrupts),
             ("/proc/irq/default_smp_affinity", "3\n"),
             ("/proc/irq/40/smp_affinity_list", "0-1\n"),
@@ -821,7 +810,7 @@ PIN:          0          0   Posted-interrupt notification event
 
     #[test]
     fn no_proc_interrupts_is_unavailable_without_warnings() {
-        let dir = tree(&[]);
+        let dir = TestTree::with(&[]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let irqs = read(&mut r);

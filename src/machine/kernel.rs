@@ -196,68 +196,51 @@ fn read_clocksource(r: &mut Reader) -> Avail<Clocksource> {
     }
 }
 
-/// Test helper for the machine readers: writes `contents` at the system path `path` of the
-/// fixture tree rooted at `dir`, creating the directories on the way.
-#[cfg(test)]
-pub(crate) fn write_tree_file(dir: &std::path::Path, path: &str, contents: impl AsRef<[u8]>) {
-    let file = dir.join(path.trim_start_matches('/'));
-    std::fs::create_dir_all(file.parent().expect("a path under the tree")).expect("create dirs");
-    std::fs::write(file, contents).expect("write fixture file");
-}
-
 #[cfg(test)]
 mod tests {
-    use super::write_tree_file as write;
     use super::*;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     /// The RT guest of seeds/002 after tuning.
-    fn rt_guest() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        write(
-            d,
+    fn rt_guest() -> TestTree {
+        let dir = TestTree::empty();
+        let d = &dir;
+        d.write(
             "/proc/sys/kernel/osrelease",
             "3.10.0-514.26.1.1.rt56.442.el7.BC-Linux.x86_64\n",
         );
-        write(
-            d,
+        d.write(
             "/proc/sys/kernel/version",
             "#1 SMP PREEMPT RT Fri Aug 4 16:52:25 CST 2017\n",
         );
-        write(d, "/proc/sys/kernel/hostname", "rt-guest\n");
-        write(
-            d,
-            "/proc/cmdline",
+        d.write("/proc/sys/kernel/hostname", "rt-guest\n");
+        d.write("/proc/cmdline",
             "BOOT_IMAGE=/vmlinuz-3.10.0-514.26.1.1.rt56.442.el7.BC-Linux.x86_64 root=/dev/mapper/bel-root ro crashkernel=auto rd.lvm.lv=bel/root rd.lvm.lv=bel/swap mce=off default_hugepagesz=1G hugepagesz=1G hugepages=12 idle=pool tsc=reliable rhgb quiet LANG=en_US.UTF-8 skew_tick=1 isolcpus=2-3 intel_pstate=disable nosoftlockup nohz=on nohz_full=2-3 rcu_nocbs=2-3\n",
         );
-        write(d, "/sys/devices/system/cpu/possible", "0-3\n");
-        write(d, "/sys/devices/system/cpu/isolated", "2-3\n");
-        write(d, "/sys/devices/system/cpu/nohz_full", "2-3\n");
-        write(
-            d,
+        d.write("/sys/devices/system/cpu/possible", "0-3\n");
+        d.write("/sys/devices/system/cpu/isolated", "2-3\n");
+        d.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
+        d.write(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             "tsc\n",
         );
-        write(
-            d,
+        d.write(
             "/sys/devices/system/clocksource/clocksource0/available_clocksource",
             "tsc kvm-clock acpi_pm \n",
         );
-        write(d, "/proc/sys/vm/nr_hugepages", "12\n");
-        write(
-            d,
+        d.write("/proc/sys/vm/nr_hugepages", "12\n");
+        d.write(
             "/proc/meminfo",
             "MemTotal: 16266836 kB\nHugePages_Total: 12\nHugepagesize: 1048576 kB\n",
         );
-        write(d, "/proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\n");
+        d.write("/proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\n");
         dir
     }
 
     #[test]
     fn reads_the_rt_guest() {
         let dir = rt_guest();
-        let root = SysRoot::dir(dir.path());
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let kernel = read(&mut r);
         assert_eq!(kernel.preempt_rt.get(), Some(&true));
@@ -290,14 +273,13 @@ mod tests {
     #[test]
     fn null_nohz_full_and_bad_cmdline_lists() {
         let dir = rt_guest();
-        let d = dir.path();
-        write(d, "/sys/devices/system/cpu/nohz_full", "(null)\n");
-        write(
-            d,
+        let d = &dir;
+        d.write("/sys/devices/system/cpu/nohz_full", "(null)\n");
+        d.write(
             "/proc/cmdline",
             "isolcpus=domain,2-x rcu_nocbs=all irqaffinity=0,1\n",
         );
-        let root = SysRoot::dir(d);
+        let root = d.root();
         let mut r = Reader::new(&root);
         let kernel = read(&mut r);
         let iso = &kernel.isolation;
@@ -320,8 +302,8 @@ mod tests {
 
     #[test]
     fn an_empty_root_is_all_unavailable_without_panicking() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = TestTree::empty();
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let kernel = read(&mut r);
         assert!(kernel.release.reason().is_some());

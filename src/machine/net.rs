@@ -85,26 +85,24 @@ pub fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn reads_devices_nodes_and_rps_masks() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().join("sys/class/net");
-        for (path, content) in [
-            ("eth0/device/numa_node", "1\n"),
-            ("eth0/queues/rx-0/rps_cpus", "00000000,00000101\n"),
-            ("eth0/queues/rx-10/rps_cpus", "0\n"),
-            ("eth0/queues/rx-2/rps_cpus", "zz\n"),
-            ("eth0/queues/tx-0/xps_cpus", "0\n"),
-            ("lo/queues/rx-0/rps_cpus", "0\n"),
-            ("virbr0/device/numa_node", "-1\n"),
-        ] {
-            let file = base.join(path);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, content).unwrap();
-        }
-        let root = SysRoot::dir(dir.path());
+        let net = "/sys/class/net";
+        let dir = TestTree::with(&[
+            (&format!("{net}/eth0/device/numa_node"), "1\n"),
+            (
+                &format!("{net}/eth0/queues/rx-0/rps_cpus"),
+                "00000000,00000101\n",
+            ),
+            (&format!("{net}/eth0/queues/rx-10/rps_cpus"), "0\n"),
+            (&format!("{net}/eth0/queues/rx-2/rps_cpus"), "zz\n"),
+            (&format!("{net}/eth0/queues/tx-0/xps_cpus"), "0\n"),
+            (&format!("{net}/lo/queues/rx-0/rps_cpus"), "0\n"),
+            (&format!("{net}/virbr0/device/numa_node"), "-1\n"),
+        ]);
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let interfaces = read(&mut r).get_owned().unwrap();
         let names: Vec<&str> = interfaces.iter().map(|i| i.name.as_str()).collect();
@@ -127,8 +125,7 @@ mod tests {
 
     #[test]
     fn a_missing_class_dir_is_unavailable() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = SysRoot::dir(dir.path());
+        let root = TestTree::empty().root();
         let mut r = Reader::new(&root);
         assert!(read(&mut r).reason().is_some());
     }

@@ -385,58 +385,53 @@ fn read_idle_states(r: &mut Reader, cpu: u32) -> Avail<Vec<IdleState>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::kernel::write_tree_file as write;
-    use crate::sysroot::SysRoot;
-    use std::path::Path;
+    use crate::test_tree::TestTree;
 
-    fn policy(d: &Path, id: u32, cpus: &str, governor: &str) {
+    fn policy(d: &TestTree, id: u32, cpus: &str, governor: &str) {
         let p = format!("{CPUFREQ_DIR}/policy{id}");
-        write(d, &format!("{p}/scaling_driver"), "acpi-cpufreq\n");
-        write(d, &format!("{p}/scaling_governor"), format!("{governor}\n"));
-        write(
-            d,
+        d.write(&format!("{p}/scaling_driver"), "acpi-cpufreq\n");
+        d.write(&format!("{p}/scaling_governor"), format!("{governor}\n"));
+        d.write(
             &format!("{p}/scaling_available_governors"),
             "conservative ondemand userspace powersave performance schedutil \n",
         );
-        write(d, &format!("{p}/scaling_min_freq"), "1500000\n");
-        write(d, &format!("{p}/scaling_max_freq"), "3700000\n");
-        write(d, &format!("{p}/scaling_cur_freq"), "3699945\n");
-        write(d, &format!("{p}/cpuinfo_min_freq"), "1500000\n");
-        write(d, &format!("{p}/cpuinfo_max_freq"), "3700000\n");
-        write(d, &format!("{p}/affected_cpus"), format!("{cpus}\n"));
+        d.write(&format!("{p}/scaling_min_freq"), "1500000\n");
+        d.write(&format!("{p}/scaling_max_freq"), "3700000\n");
+        d.write(&format!("{p}/scaling_cur_freq"), "3699945\n");
+        d.write(&format!("{p}/cpuinfo_min_freq"), "1500000\n");
+        d.write(&format!("{p}/cpuinfo_max_freq"), "3700000\n");
+        d.write(&format!("{p}/affected_cpus"), format!("{cpus}\n"));
     }
 
-    fn idle_state(d: &Path, cpu: u32, k: u32, name: &str, latency: u32, disable: &str) {
+    fn idle_state(d: &TestTree, cpu: u32, k: u32, name: &str, latency: u32, disable: &str) {
         let s = format!("{CPU_DIR}/cpu{cpu}/cpuidle/state{k}");
-        write(d, &format!("{s}/name"), format!("{name}\n"));
-        write(d, &format!("{s}/desc"), "ACPI FFH MWAIT 0x0\n");
-        write(d, &format!("{s}/latency"), format!("{latency}\n"));
-        write(d, &format!("{s}/residency"), format!("{}\n", latency * 2));
-        write(d, &format!("{s}/disable"), format!("{disable}\n"));
+        d.write(&format!("{s}/name"), format!("{name}\n"));
+        d.write(&format!("{s}/desc"), "ACPI FFH MWAIT 0x0\n");
+        d.write(&format!("{s}/latency"), format!("{latency}\n"));
+        d.write(&format!("{s}/residency"), format!("{}\n", latency * 2));
+        d.write(&format!("{s}/disable"), format!("{disable}\n"));
     }
 
     /// Two CPUs of the tuned EPYC 7F32 (seeds/000): performance governor, boost off, C2
     /// disabled on CPU 1.
-    fn epyc() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
+    fn epyc() -> TestTree {
+        let dir = TestTree::empty();
+        let d = &dir;
         policy(d, 0, "0", "performance");
         policy(d, 1, "1", "performance");
-        write(d, &format!("{CPUFREQ_DIR}/boost"), "0\n");
-        write(d, &format!("{CPUIDLE_DIR}/current_driver"), "acpi_idle\n");
-        write(d, &format!("{CPUIDLE_DIR}/current_governor_ro"), "menu\n");
+        d.write(&format!("{CPUFREQ_DIR}/boost"), "0\n");
+        d.write(&format!("{CPUIDLE_DIR}/current_driver"), "acpi_idle\n");
+        d.write(&format!("{CPUIDLE_DIR}/current_governor_ro"), "menu\n");
         for cpu in 0..2 {
             idle_state(d, cpu, 0, "POLL", 0, "0");
             idle_state(d, cpu, 1, "C1", 1, "0");
             idle_state(d, cpu, 2, "C2", 400, if cpu == 1 { "1" } else { "0" });
         }
-        write(
-            d,
+        d.write(
             &format!("{CPU_DIR}/cpu0/power/pm_qos_resume_latency_us"),
             "0\n",
         );
-        write(
-            d,
+        d.write(
             &format!("{CPU_DIR}/cpu1/power/pm_qos_resume_latency_us"),
             "n/a\n",
         );
@@ -446,7 +441,7 @@ mod tests {
     #[test]
     fn reads_policies_boost_and_idle_states() {
         let dir = epyc();
-        let root = SysRoot::dir(dir.path());
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let power = read(&mut r);
         let policies = power.cpufreq.get().unwrap();
@@ -487,19 +482,18 @@ mod tests {
 
     #[test]
     fn intel_pstate_no_turbo_is_inverted() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
+        let dir = TestTree::empty();
+        let d = &dir;
         policy(d, 0, "0 1", "powersave");
-        write(d, &format!("{CPU_DIR}/intel_pstate/no_turbo"), "1\n");
-        write(d, &format!("{CPU_DIR}/intel_pstate/status"), "active\n");
-        write(
-            d,
+        d.write(&format!("{CPU_DIR}/intel_pstate/no_turbo"), "1\n");
+        d.write(&format!("{CPU_DIR}/intel_pstate/status"), "active\n");
+        d.write(
             &format!("{CPUFREQ_DIR}/policy0/energy_performance_preference"),
             "balance_performance\n",
         );
         std::fs::create_dir_all(d.join("sys/devices/system/cpu/cpu0")).unwrap();
         std::fs::create_dir_all(d.join("sys/devices/system/cpu/cpu1")).unwrap();
-        let root = SysRoot::dir(d);
+        let root = d.root();
         let mut r = Reader::new(&root);
         let power = read(&mut r);
         assert_eq!(power.boost.get().unwrap().state, BoostState::Disabled);
@@ -519,28 +513,22 @@ mod tests {
 
     #[test]
     fn per_policy_boost_and_garbled_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
+        let dir = TestTree::empty();
+        let d = &dir;
         policy(d, 0, "0", "performance");
         policy(d, 1, "1", "performance");
-        write(d, &format!("{CPUFREQ_DIR}/policy0/boost"), "1\n");
-        write(d, &format!("{CPUFREQ_DIR}/policy1/boost"), "0\n");
-        write(
-            d,
-            &format!("{CPUFREQ_DIR}/policy1/scaling_max_freq"),
-            "fast\n",
-        );
-        write(
-            d,
+        d.write(&format!("{CPUFREQ_DIR}/policy0/boost"), "1\n");
+        d.write(&format!("{CPUFREQ_DIR}/policy1/boost"), "0\n");
+        d.write(&format!("{CPUFREQ_DIR}/policy1/scaling_max_freq"), "fast\n");
+        d.write(
             &format!("{CPU_DIR}/cpu0/power/pm_qos_resume_latency_us"),
             "20\n",
         );
-        write(
-            d,
+        d.write(
             &format!("{CPU_DIR}/cpu1/power/pm_qos_resume_latency_us"),
             "-\n",
         );
-        let root = SysRoot::dir(d);
+        let root = d.root();
         let mut r = Reader::new(&root);
         let power = read(&mut r);
         assert_eq!(power.boost.get().unwrap().state, BoostState::Mixed);
@@ -562,9 +550,9 @@ mod tests {
 
     #[test]
     fn a_vm_without_cpufreq() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = TestTree::empty();
         std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu/cpu0")).unwrap();
-        let root = SysRoot::dir(dir.path());
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let power = read(&mut r);
         let reason = power.cpufreq.reason().unwrap();
@@ -577,15 +565,15 @@ mod tests {
 
     #[test]
     fn old_kernels_without_policy_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
+        let dir = TestTree::empty();
+        let d = &dir;
         for cpu in 0..4 {
             let c = format!("{CPU_DIR}/cpu{cpu}/cpufreq");
             let shared = if cpu < 2 { "0 1" } else { "2 3" };
-            write(d, &format!("{c}/affected_cpus"), format!("{shared}\n"));
-            write(d, &format!("{c}/scaling_governor"), "ondemand\n");
+            d.write(&format!("{c}/affected_cpus"), format!("{shared}\n"));
+            d.write(&format!("{c}/scaling_governor"), "ondemand\n");
         }
-        let root = SysRoot::dir(d);
+        let root = d.root();
         let mut r = Reader::new(&root);
         let power = read(&mut r);
         let ids: Vec<u32> = power.cpufreq.get().unwrap().iter().map(|p| p.id).collect();

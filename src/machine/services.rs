@@ -225,9 +225,9 @@ fn first_file(r: &Reader, paths: &[&'static str]) -> Result<(&'static str, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::irq::tests::tree;
     use crate::machine::tasks::{SchedPolicy, Task};
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use std::os::unix::fs::symlink;
 
     fn task(pid: u32, comm: &str) -> Task {
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn reads_services_masks_and_configs() {
-        let dir = tree(&[
+        let dir = TestTree::with(&[
             (WORKQUEUE_CPUMASK, "0101\n"),
             ("/usr/lib/systemd/system/irqbalance.service", "[Unit]\n"),
             ("/usr/lib/systemd/system/tuned.service", "[Unit]\n"),
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn an_empty_root_is_all_unavailable_without_warnings() {
-        let dir = tree(&[]);
+        let dir = TestTree::with(&[]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let services = read(&mut r, &Avail::missing("no /proc"));

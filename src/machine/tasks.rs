@@ -407,8 +407,8 @@ fn vanished(e: &ReadError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::irq::tests::tree;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use proptest::prelude::*;
 
     /// `ksoftirqd/1` of the development machine (kernel 6.18): flags 0x4208040 (PF_KTHREAD and
@@ -573,7 +573,7 @@ mod tests {
             ("/proc/cpuinfo", String::new()),
         ];
         let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
-        let dir = tree(&files);
+        let dir = TestTree::with(&files);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let tasks = read(&mut r).get_owned().unwrap();
@@ -611,7 +611,7 @@ mod tests {
 
     #[test]
     fn an_empty_proc_is_unavailable() {
-        let dir = tree(&[("/proc/cpuinfo", "")]);
+        let dir = TestTree::with(&[("/proc/cpuinfo", "")]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         assert!(read(&mut r).reason().is_some());

@@ -666,8 +666,8 @@ mod tests {
         assert_eq!(node_meminfo_field(text, "MemUsed"), None);
     }
     fn read_tree(files: &[(&str, &str)]) -> (Topology, Vec<String>) {
-        let dir = crate::machine::irq::tests::tree(files);
-        let root = crate::sysroot::SysRoot::dir(dir.path());
+        let tree = crate::test_tree::TestTree::with(files);
+        let root = tree.root();
         let mut r = Reader::new(&root);
         let topology = read(&mut r);
         let warnings = r

@@ -354,9 +354,9 @@ mod tests {
 
     #[test]
     fn links_are_refused_not_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink("/dev/null", dir.path().join("link")).unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = crate::test_tree::TestTree::empty();
+        dir.link("/link", "/dev/null");
+        let root = dir.root();
         assert!(matches!(
             prior_file(&root, "/link"),
             Err(ChangeError::Refused(_))

@@ -1,7 +1,5 @@
 //! Rule checks on small trees built for one point each (the fixture machines are covered by
-//! the golden tests in tests/audit.rs).
-
-use std::path::Path;
+//! the golden tests in tests/it/audit.rs).
 
 use crate::audit::finding::{Finding, Status};
 use crate::audit::partition;
@@ -9,44 +7,36 @@ use crate::audit::profile::{Entry, PROFILES, Profile};
 use crate::audit::rule::Expect;
 use crate::audit::rules;
 use crate::machine::Machine;
-use crate::sysroot::SysRoot;
-
-fn write(dir: &Path, path: &str, text: &str) {
-    let file = dir.join(path.trim_start_matches('/'));
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
+use crate::test_tree::TestTree;
 
 /// One socket of four single-thread cores, kernel 5.14, nohz_full=2-3; `extra` files on top.
-fn tree(extra: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    write(
-        d,
-        "/proc/cpuinfo",
+fn tree(extra: &[(&str, &str)]) -> TestTree {
+    let dir = TestTree::empty();
+    let d = &dir;
+    d.write("/proc/cpuinfo",
         "processor : 0\nvendor_id : AuthenticAMD\ncpu family : 23\nmodel : 49\nflags : fpu tsc constant_tsc nonstop_tsc\n\n",
     );
-    write(d, "/proc/sys/kernel/osrelease", "5.14.0\n");
-    write(d, "/proc/cmdline", "ro nohz_full=2-3 rcu_nocbs=2-3\n");
-    write(d, "/sys/devices/system/cpu/possible", "0-3\n");
-    write(d, "/sys/devices/system/cpu/online", "0-3\n");
-    write(d, "/sys/devices/system/cpu/nohz_full", "2-3\n");
+    d.write("/proc/sys/kernel/osrelease", "5.14.0\n");
+    d.write("/proc/cmdline", "ro nohz_full=2-3 rcu_nocbs=2-3\n");
+    d.write("/sys/devices/system/cpu/possible", "0-3\n");
+    d.write("/sys/devices/system/cpu/online", "0-3\n");
+    d.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
     for cpu in 0..4 {
         let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-        write(d, &format!("{t}/physical_package_id"), "0\n");
-        write(d, &format!("{t}/core_id"), &format!("{cpu}\n"));
-        write(d, &format!("{t}/thread_siblings_list"), &format!("{cpu}\n"));
+        d.write(&format!("{t}/physical_package_id"), "0\n");
+        d.write(&format!("{t}/core_id"), format!("{cpu}\n"));
+        d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
     }
-    write(d, "/sys/devices/system/node/node0/cpulist", "0-3\n");
+    d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
     for (path, text) in extra {
-        write(d, path, text);
+        d.write(path, text);
     }
     dir
 }
 
 /// Runs one rule with one expectation (a profile table cell) on the tree.
-fn audit_one(dir: &tempfile::TempDir, id: &str, cell: &str) -> Finding {
-    let machine = Machine::read(&SysRoot::dir(dir.path()));
+fn audit_one(dir: &TestTree, id: &str, cell: &str) -> Finding {
+    let machine = Machine::read(&dir.root());
     let rule = rules::find(id).unwrap();
     let profile = Profile {
         info: &PROFILES[0],
@@ -84,7 +74,7 @@ fn missing_sysctl_is_skipped_on_a_known_kernel_and_unknown_otherwise() {
     );
     assert!(f.remediation.is_empty());
 
-    std::fs::remove_file(dir.path().join("proc/sys/kernel/osrelease")).unwrap();
+    dir.remove("/proc/sys/kernel/osrelease");
     let f = audit_one(&dir, "LL-SYSCTL-KERNEL-SCHED-LATENCY-NS", "24000000");
     assert_eq!(f.status, Status::Unknown);
 }
@@ -191,11 +181,7 @@ fn irqbalance_banned_cpus_wins_over_the_list() {
     );
 
     // Neither variable: irqbalance bans the nohz_full CPUs itself.
-    std::fs::write(
-        dir.path().join("etc/sysconfig/irqbalance"),
-        "IRQBALANCE_ARGS=\n",
-    )
-    .unwrap();
+    dir.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
     let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
     assert_eq!(f.status, Status::Pass, "{}", f.observed);
 }
@@ -237,8 +223,7 @@ fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
         ]
     );
     for cpu in [2, 3] {
-        write(
-            dir.path(),
+        dir.write(
             &format!("/sys/devices/system/cpu/cpu{cpu}/power/pm_qos_resume_latency_us"),
             "1\n",
         );
@@ -258,12 +243,12 @@ fn iommu_passthrough_only_matters_when_the_iommu_is_on() {
     assert_eq!(f.remediation.bios.len(), 2);
     assert_eq!(f.remediation.bios[0].value, "Disabled");
 
-    std::fs::create_dir_all(dir.path().join("sys/class/iommu/ivhd0")).unwrap();
+    dir.make_dir("/sys/class/iommu/ivhd0");
     let f = audit_one(&dir, "LL-IOMMU", "pt-if-on");
     assert_eq!(f.status, Status::Fail);
     assert_eq!(f.remediation.settings[0].id, "cmdline:iommu");
     assert!(f.security_tradeoff.is_some());
-    write(dir.path(), "/proc/cmdline", "ro iommu=pt\n");
+    dir.write("/proc/cmdline", "ro iommu=pt\n");
     assert_eq!(audit_one(&dir, "LL-IOMMU", "pt-if-on").status, Status::Pass);
 }
 

@@ -243,8 +243,7 @@ pub fn read_meminfo(r: &mut Reader) -> Avail<Meminfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::kernel::write_tree_file as write;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use proptest::prelude::*;
 
     #[test]
@@ -310,22 +309,22 @@ DirectMap1G:     8388608 kB
 
     #[test]
     fn reads_pools_globally_and_per_node() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
+        let dir = TestTree::empty();
+        let d = &dir;
         for (size, nr) in [("1048576", "12"), ("2048", "0")] {
             let pool = format!("/sys/kernel/mm/hugepages/hugepages-{size}kB");
-            write(d, &format!("{pool}/nr_hugepages"), format!("{nr}\n"));
-            write(d, &format!("{pool}/free_hugepages"), "12\n");
-            write(d, &format!("{pool}/resv_hugepages"), "0\n");
-            write(d, &format!("{pool}/surplus_hugepages"), "0\n");
+            d.write(&format!("{pool}/nr_hugepages"), format!("{nr}\n"));
+            d.write(&format!("{pool}/free_hugepages"), "12\n");
+            d.write(&format!("{pool}/resv_hugepages"), "0\n");
+            d.write(&format!("{pool}/surplus_hugepages"), "0\n");
         }
         let node = "/sys/devices/system/node/node0/hugepages/hugepages-1048576kB";
-        write(d, &format!("{node}/nr_hugepages"), "12\n");
-        write(d, &format!("{node}/free_hugepages"), "garbage\n");
-        write(d, &format!("{node}/surplus_hugepages"), "0\n");
-        write(d, &format!("{THP_DIR}/enabled"), "always madvise [never]\n");
-        write(d, &format!("{THP_DIR}/defrag"), "always defer\n");
-        let root = SysRoot::dir(d);
+        d.write(&format!("{node}/nr_hugepages"), "12\n");
+        d.write(&format!("{node}/free_hugepages"), "garbage\n");
+        d.write(&format!("{node}/surplus_hugepages"), "0\n");
+        d.write(&format!("{THP_DIR}/enabled"), "always madvise [never]\n");
+        d.write(&format!("{THP_DIR}/defrag"), "always defer\n");
+        let root = d.root();
         let mut r = Reader::new(&root);
         let pages = read_hugepages(&mut r);
         let sizes: Vec<u64> = pages.global.iter().map(|p| p.size_kib).collect();

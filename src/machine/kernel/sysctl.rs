@@ -73,7 +73,7 @@ pub fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn the_list_is_sorted_and_holds_the_guide() {
@@ -110,13 +110,11 @@ mod tests {
 
     #[test]
     fn reads_values_and_marks_missing_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let sys = dir.path().join("proc/sys");
-        std::fs::create_dir_all(sys.join("vm")).unwrap();
-        std::fs::create_dir_all(sys.join("kernel")).unwrap();
-        std::fs::write(sys.join("vm/swappiness"), "0\n").unwrap();
-        std::fs::write(sys.join("kernel/sched_rt_runtime_us"), "-1\n").unwrap();
-        let root = SysRoot::dir(dir.path());
+        let dir = TestTree::with(&[
+            ("/proc/sys/vm/swappiness", "0\n"),
+            ("/proc/sys/kernel/sched_rt_runtime_us", "-1\n"),
+        ]);
+        let root = dir.root();
         let mut r = Reader::new(&root);
         let sysctls = read(&mut r);
         assert_eq!(sysctls.len(), AUDITED_SYSCTLS.len());

@@ -98,8 +98,8 @@ fn banned_irqs(args: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::irq::tests::tree;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn parses_banned_cpus_oneshot_and_args() {
@@ -143,12 +143,12 @@ mod tests {
 
     #[test]
     fn reads_the_debian_path_and_reports_absence() {
-        let dir = tree(&[("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=2-3\n")]);
+        let dir = TestTree::with(&[("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=2-3\n")]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let config = read(&mut r).get_owned().unwrap();
         assert_eq!(config.path, "/etc/default/irqbalance");
-        let empty = tree(&[]);
+        let empty = TestTree::with(&[]);
         let root = SysRoot::dir(empty.path());
         let mut r = Reader::new(&root);
         assert!(read(&mut r).reason().is_some());

@@ -48,8 +48,8 @@ pub fn parse(text: &str, path: &str, warnings: &mut Warnings) -> OsRelease {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::irq::tests::tree;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
 
     const RHEL81: &str = "NAME=\"Red Hat Enterprise Linux\"\nVERSION=\"8.1 (Ootpa)\"\nID=\"rhel\"\n\
         ID_LIKE=\"fedora\"\nVERSION_ID=\"8.1\"\nPLATFORM_ID=\"platform:el8\"\n\
@@ -71,13 +71,13 @@ mod tests {
 
     #[test]
     fn falls_back_to_usr_lib() {
-        let dir = tree(&[("/usr/lib/os-release", "ID=debian\nVERSION_ID=\"12\"\n")]);
+        let dir = TestTree::with(&[("/usr/lib/os-release", "ID=debian\nVERSION_ID=\"12\"\n")]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let os = read(&mut r).get_owned().unwrap();
         assert_eq!(os.path, "/usr/lib/os-release");
         assert_eq!(os.id.as_deref(), Some("debian"));
-        let empty = tree(&[]);
+        let empty = TestTree::with(&[]);
         let root = SysRoot::dir(empty.path());
         let mut r = Reader::new(&root);
         assert!(read(&mut r).reason().is_some());

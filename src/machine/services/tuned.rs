@@ -105,8 +105,8 @@ pub fn parse_tuned_cpulist(text: &str) -> Result<CpuSet, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::irq::tests::tree;
     use crate::sysroot::SysRoot;
+    use crate::test_tree::TestTree;
     use proptest::prelude::*;
 
     #[test]
@@ -127,7 +127,7 @@ mod tests {
     fn reads_profile_and_variables() {
         let variables = "# Examples:\n# isolated_cores=2,4-7\n\
             isolated_cores=1-7,9-15\nno_balance_cores=${f:calc_isolated_cores:1}\n";
-        let dir = tree(&[
+        let dir = TestTree::with(&[
             (ACTIVE_PROFILE, "cpu-partitioning\n"),
             (PROFILE_MODE, "manual\n"),
             (CPU_PARTITIONING_VARIABLES, variables),
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn absent_tuned_is_unavailable_without_warnings() {
-        let dir = tree(&[]);
+        let dir = TestTree::with(&[]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let tuned = read(&mut r);

@@ -8,7 +8,8 @@
 //! samples) of `core-to-core-latency`'s CAS benchmark, so figures compare with it.
 //!
 //! CPUs are measured in the order given; callers pass them ordered by package, node and L3
-//! group ([`crate::measure::runner::place::by_locality`]) so that CCX, CCD and socket blocks are visible.
+//! group ([`crate::measure::runner::place::places`]) so that CCX, CCD and socket blocks are
+//! visible.
 
 use serde::Serialize;
 use std::collections::BTreeMap;

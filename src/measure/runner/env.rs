@@ -114,43 +114,38 @@ pub fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::kernel::write_tree_file as write;
+    use crate::test_tree::TestTree;
 
     #[test]
     fn captures_what_makes_runs_comparable() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        write(d, "/proc/cmdline", "ro isolcpus=2-3 nohz_full=2-3\n");
-        write(d, "/proc/sys/kernel/osrelease", "6.18.0\n");
-        write(
-            d,
+        let dir = TestTree::empty();
+        let d = &dir;
+        d.write("/proc/cmdline", "ro isolcpus=2-3 nohz_full=2-3\n");
+        d.write("/proc/sys/kernel/osrelease", "6.18.0\n");
+        d.write(
             "/proc/cpuinfo",
             "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc hypervisor\n\n",
         );
-        write(d, "/sys/devices/system/cpu/online", "0-3\n");
-        write(d, "/sys/devices/system/cpu/isolated", "2-3\n");
-        write(d, "/sys/devices/system/cpu/nohz_full", "(null)\n");
-        write(
-            d,
+        d.write("/sys/devices/system/cpu/online", "0-3\n");
+        d.write("/sys/devices/system/cpu/isolated", "2-3\n");
+        d.write("/sys/devices/system/cpu/nohz_full", "(null)\n");
+        d.write(
             "/sys/devices/system/cpu/cpu2/topology/thread_siblings_list",
             "2-3\n",
         );
-        write(
-            d,
+        d.write(
             "/sys/devices/system/cpu/cpu2/cpufreq/scaling_governor",
             "performance\n",
         );
-        write(
-            d,
+        d.write(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             "tsc\n",
         );
-        write(
-            d,
+        d.write(
             "/sys/devices/system/clocksource/clocksource0/available_clocksource",
             "kvm-clock tsc\n",
         );
-        let env = capture(&SysRoot::dir(d), &[2, 3]);
+        let env = capture(&d.root(), &[2, 3]);
         assert_eq!(env.cmdline.get().unwrap(), "ro isolcpus=2-3 nohz_full=2-3");
         assert_eq!(env.isolated.get().unwrap().to_list(), "2-3");
         assert_eq!(env.nohz_full.get().unwrap().to_list(), "");
@@ -162,11 +157,11 @@ mod tests {
         // CPU 3 has no topology files in this tree: unavailable, with the reason.
         assert!(env.cpus[1].smt_siblings.reason().unwrap().contains("cpu3"));
         // nohz_full is read as the machine model reads it: a list, or garbled and warned about.
-        write(d, "/sys/devices/system/cpu/nohz_full", "2-3\n");
-        let env = capture(&SysRoot::dir(d), &[2]);
+        d.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
+        let env = capture(&d.root(), &[2]);
         assert_eq!(env.nohz_full.get().unwrap().to_list(), "2-3");
-        write(d, "/sys/devices/system/cpu/nohz_full", "2-x\n");
-        let env = capture(&SysRoot::dir(d), &[2]);
+        d.write("/sys/devices/system/cpu/nohz_full", "2-x\n");
+        let env = capture(&d.root(), &[2]);
         assert!(env.nohz_full.reason().unwrap().contains("nohz_full"));
         assert!(env.warnings.iter().any(|w| w.path.ends_with("/nohz_full")));
     }

@@ -1,9 +1,8 @@
-//! Defects of issue 18 that need the lowlat binary: a signal while a snapshot unpacks, and
-//! apply under `--root` against a tree whose links lead out of it.
+//! Input that tries to hurt: a signal while a snapshot unpacks (its private directory must
+//! go), and apply under `--root` against a tree whose links lead out of it (nothing may be
+//! written outside).
 
-mod common;
-
-use common::tree;
+use crate::support::{fixture, tree};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -80,8 +79,7 @@ fn sigterm_while_a_snapshot_unpacks_removes_its_directory() {
 fn apply_with_a_link_out(link: &str, to_file: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines");
-    tree::copy_tree(&fixtures.join("epyc7f32-2s"), &root);
+    tree::copy_tree(&fixture("epyc7f32-2s"), &root);
     let lowlat = || {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lowlat"));
         cmd.arg("--root").arg(&root);

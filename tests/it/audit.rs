@@ -2,10 +2,9 @@
 //! the findings each machine must have, exit codes and error messages, a machine missing whole
 //! subsystems, and proof that the audit writes nothing.
 
-mod common;
-use common::tree::copy_tree;
+use crate::support::fixture;
+use crate::support::tree::copy_tree;
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -15,16 +14,9 @@ use lowlat::audit::{self, Status, partition, profile};
 use lowlat::machine::Machine;
 use lowlat::sysroot::SysRoot;
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/machines")
-        .join(name)
-}
-
 /// Runs lowlat on a tree; returns (exit code, stdout, stderr).
 fn run(root: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::cargo_bin("lowlat")
-        .unwrap()
+    let out = crate::support::lowlat(&[])
         .arg("--root")
         .arg(root)
         .args(args)
@@ -92,12 +84,13 @@ const CASES: [(&str, &str, i32); 6] = [
 
 #[test]
 fn golden_reports_and_documents() {
+    let _golden = crate::support::golden_files();
     for (machine, profile, code) in CASES {
         let (got, text, err) = run(&fixture(machine), &["audit", "--profile", profile]);
         assert_eq!(got, code, "{machine} {profile}: {err}");
-        insta::assert_snapshot!(format!("audit-{machine}-{profile}.txt"), text);
+        insta::assert_snapshot!(format!("audit__audit-{machine}-{profile}.txt"), text);
         insta::assert_json_snapshot!(
-            format!("audit-{machine}-{profile}.json"),
+            format!("audit__audit-{machine}-{profile}.json"),
             json(machine, profile, code),
             { ".created" => "[created]" }
         );
@@ -108,7 +101,7 @@ fn golden_reports_and_documents() {
         &["audit", "--profile", "realtime-host"],
     );
     assert_eq!(code, 1);
-    insta::assert_snapshot!("audit-xeon-2s-smt-realtime-host.txt", text);
+    insta::assert_snapshot!("audit__audit-xeon-2s-smt-realtime-host.txt", text);
 }
 
 #[test]
@@ -523,8 +516,7 @@ fn a_snapshot_audits_like_the_tree_it_was_taken_from() {
     assert_eq!(code, 0, "{err}");
     let (code, from_tree, _) = run(&root, &["audit", "--json"]);
     assert_eq!(code, 1);
-    let replay = Command::cargo_bin("lowlat")
-        .unwrap()
+    let replay = crate::support::lowlat(&[])
         .args(["--snapshot", file.to_str().unwrap(), "audit", "--json"])
         .output()
         .unwrap();

@@ -3,10 +3,8 @@
 //! ones, and every kind of bad input is refused with a message naming the flag or file while
 //! the tree stays as it was.
 
-mod common;
-
+use crate::support::{fixture, tree};
 use assert_cmd::Command;
-use common::tree;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -19,10 +17,7 @@ struct Machine {
 impl Machine {
     fn new(name: &str) -> Machine {
         let dir = tempfile::tempdir().unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/machines")
-            .join(name);
-        tree::copy_tree(&source, &dir.path().join("root"));
+        tree::copy_tree(&fixture(name), &dir.path().join("root"));
         let pristine = tree::describe(&dir.path().join("root"));
         let machine = Machine { dir, pristine };
         machine
@@ -42,7 +37,7 @@ impl Machine {
     }
 
     fn lowlat(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("lowlat").unwrap();
+        let mut cmd = crate::support::lowlat(&[]);
         cmd.arg("--root").arg(self.root()).args(args);
         cmd
     }
@@ -311,7 +306,7 @@ fn a_damaged_journal_is_refused_naming_the_line() {
 #[test]
 fn a_snapshot_cannot_be_changed() {
     let m = Machine::new("rt-guest-4vcpu");
-    let mut cmd = Command::cargo_bin("lowlat").unwrap();
+    let mut cmd = crate::support::lowlat(&[]);
     cmd.args(["--snapshot", "/nonexistent.lowlat", "apply", "--plan"])
         .arg(m.plan())
         .assert()

@@ -6,7 +6,7 @@ use predicates::prelude::*;
 use predicates::str::contains;
 
 fn lowlat(args: &[&str]) -> Assert {
-    Command::cargo_bin("lowlat").unwrap().args(args).assert()
+    crate::support::lowlat(&[]).args(args).assert()
 }
 
 /// `lowlat measure jitter` with these --cpus, --threshold and --duration, then `extra`.

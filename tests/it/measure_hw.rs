@@ -7,7 +7,7 @@ use predicates::str::contains;
 use serde_json::Value;
 
 fn lowlat() -> Command {
-    Command::cargo_bin("lowlat").unwrap()
+    crate::support::lowlat(&[])
 }
 
 fn json(args: &[&str]) -> Value {

@@ -1,22 +1,13 @@
 //! `lowlat inventory` on the fixture machines: the facts the issue names, and golden files of
 //! the text view and the JSON document.
 
-mod common;
-use common::tree::copy_tree;
+use crate::support::fixture;
+use crate::support::tree::copy_tree;
 
-use assert_cmd::Command;
 use serde_json::Value;
-use std::path::PathBuf;
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/machines")
-        .join(name)
-}
 
 fn lowlat(machine: &str, args: &[&str]) -> String {
-    let out = Command::cargo_bin("lowlat")
-        .unwrap()
+    let out = crate::support::lowlat(&[])
         .arg("--root")
         .arg(fixture(machine))
         .args(args)
@@ -45,9 +36,13 @@ const MACHINES: [&str; 6] = [
 
 #[test]
 fn golden_text_and_json() {
+    let _golden = crate::support::golden_files();
     for machine in MACHINES {
-        insta::assert_snapshot!(format!("{machine}.txt"), lowlat(machine, &["inventory"]));
-        insta::assert_json_snapshot!(format!("{machine}.json"), json(machine), {
+        insta::assert_snapshot!(
+            format!("inventory__{machine}.txt"),
+            lowlat(machine, &["inventory"])
+        );
+        insta::assert_json_snapshot!(format!("inventory__{machine}.json"), json(machine), {
             ".created" => "[created]"
         });
     }
@@ -95,8 +90,7 @@ fn a_snapshot_of_a_fixture_prints_the_same_inventory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("epyc.lowlat");
     lowlat("epyc7f32-2s", &["snapshot", "-o", file.to_str().unwrap()]);
-    let replayed = Command::cargo_bin("lowlat")
-        .unwrap()
+    let replayed = crate::support::lowlat(&[])
         .args(["inventory", "--snapshot", file.to_str().unwrap()])
         .output()
         .unwrap();
@@ -109,8 +103,7 @@ fn a_snapshot_of_a_fixture_prints_the_same_inventory() {
 
 #[test]
 fn bad_roots_and_snapshots_are_clear_errors() {
-    let out = Command::cargo_bin("lowlat")
-        .unwrap()
+    let out = crate::support::lowlat(&[])
         .args(["--root", "/nonexistent/tree", "inventory"])
         .output()
         .unwrap();
@@ -119,8 +112,7 @@ fn bad_roots_and_snapshots_are_clear_errors() {
 
     let garbage = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(garbage.path(), b"garbage").unwrap();
-    let out = Command::cargo_bin("lowlat")
-        .unwrap()
+    let out = crate::support::lowlat(&[])
         .args(["inventory", "--snapshot"])
         .arg(garbage.path())
         .output()

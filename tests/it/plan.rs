@@ -1,12 +1,13 @@
 //! `lowlat plan` on the fixture machines: the guide's values, SMT siblings kept together, a
 //! housekeeping core on every NUMA node, golden files of every artifact, and the refusals.
 
+use crate::support::fixture;
 use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::{PlanRequest, Profile};
 use lowlat::plan::setting::Layer;
 use lowlat::plan::{self, Plan, artifacts, findings};
 use lowlat::sysroot::SysRoot;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Every fixture machine (new ones are picked up by the golden test and fail it until their
 /// snapshots are reviewed).
@@ -21,12 +22,6 @@ fn fixtures() -> Vec<String> {
     names.sort();
     assert!(names.len() >= 5, "the fixture machines are missing");
     names
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/machines")
-        .join(name)
 }
 
 fn machine(name: &str) -> Machine {
@@ -280,10 +275,11 @@ fn files_in_the_plan_are_the_files_written() {
 
 #[test]
 fn golden_artifacts() {
+    let _golden = crate::support::golden_files();
     for name in &fixtures() {
         let (_, plan) = default_plan(name);
         for file in artifacts::render(&plan) {
-            let snapshot = format!("{name}__{}", file.path.replace('/', "__"));
+            let snapshot = format!("plan__{name}__{}", file.path.replace('/', "__"));
             insta::assert_snapshot!(snapshot, without_time(&file.content));
         }
     }
@@ -307,6 +303,7 @@ fn without_time(content: &str) -> String {
 
 #[test]
 fn golden_artifacts_with_every_option() {
+    let _golden = crate::support::golden_files();
     let request = PlanRequest {
         options: lowlat::plan::request::PlanOptions {
             power: lowlat::plan::request::Power::Balanced,
@@ -324,7 +321,10 @@ fn golden_artifacts_with_every_option() {
         "kthread-plan.txt",
     ] {
         insta::assert_snapshot!(
-            format!("epyc7f32-2s-tuned-options__{}", path.replace('/', "__")),
+            format!(
+                "plan__epyc7f32-2s-tuned-options__{}",
+                path.replace('/', "__")
+            ),
             artifact(&files, path)
         );
     }

@@ -1,4 +1,4 @@
-//! Test helpers shared by the unit tests of `src/apply` and the CLI tests: copy a fixture
+//! Tree helpers shared by the integration tests and the library's `test_tree`: copy a fixture
 //! machine into a temporary directory, and describe a whole tree (every path with its kind,
 //! permission bits, content or link target) so that two trees can be compared byte for byte.
 #![allow(dead_code)]

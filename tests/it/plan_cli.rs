@@ -1,18 +1,12 @@
 //! `lowlat plan` from the command line: output modes, the output directory, and one clear
 //! error naming the flag (exit 2) for every kind of bad input.
 
+use crate::support::fixture;
 use assert_cmd::Command;
 use predicates::prelude::*;
-use std::path::{Path, PathBuf};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/machines")
-        .join(name)
-}
 
 fn plan(machine: &str) -> Command {
-    let mut cmd = Command::cargo_bin("lowlat").unwrap();
+    let mut cmd = crate::support::lowlat(&[]);
     cmd.arg("--root").arg(fixture(machine)).arg("plan");
     cmd
 }

@@ -1,0 +1,24 @@
+//! lowlat's integration tests, one binary: each module covers one subcommand or reader, and
+//! `support` holds what they share (the fixture machines, the lowlat binary, golden files).
+//!
+//! Tests that change or measure the live machine are `#[ignore]`d and run only with
+//! `LOWLAT_LIVE_TESTS=1 cargo test -- --include-ignored` (CI does this, as root).
+
+mod support;
+
+mod apply_cli;
+mod apply_live;
+mod audit;
+mod cli_measure;
+mod hostile_input;
+mod hwloc_samples;
+mod inventory;
+mod live_known_answer;
+mod machine_readers;
+mod measure_hw;
+mod plan;
+mod plan_cli;
+mod plan_tuned;
+mod replay_cyclictest;
+mod replay_sysjitter;
+mod snapshot;

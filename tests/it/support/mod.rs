@@ -1,0 +1,54 @@
+//! Helpers shared by every module of the integration tests: the fixture machines, the lowlat
+//! binary, the golden-file settings, and the opt-in gates for tests that need the live
+//! machine or data outside the repository.
+
+pub mod tree;
+
+use std::path::{Path, PathBuf};
+
+/// The directory of the fixture machine `name` (under `tests/fixtures/machines`).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/machines")
+        .join(name)
+}
+
+/// The lowlat binary built for these tests, with `args`.
+pub fn lowlat(args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("lowlat").unwrap();
+    cmd.args(args);
+    cmd
+}
+
+/// Golden files live in `tests/snapshots/` and are named `<module>__<name>.snap`, as they
+/// were when every test file was its own binary: bind these settings, and prefix each
+/// snapshot name with the module (`audit__…`).
+pub fn golden_files() -> insta::internals::SettingsBindDropGuard {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind_to_scope()
+}
+
+/// The environment variable that lets tests change the live machine or measure it.
+pub const LIVE_TESTS: &str = "LOWLAT_LIVE_TESTS";
+
+/// Whether tests that change or measure the live machine may run (`LOWLAT_LIVE_TESTS=1`).
+/// They are `#[ignore]`d as well; when run without the variable they say so and return.
+pub fn live_tests_allowed() -> bool {
+    if std::env::var(LIVE_TESTS).is_ok_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: changes or measures the live machine; set {LIVE_TESTS}=1 to run it");
+    false
+}
+
+/// Data a test needs from outside the repository is missing: under CI (`CI=true`, where the
+/// data is provided) that is a failure; elsewhere the test is skipped with this message.
+pub fn missing_data(what: &str) {
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "missing: {what}; CI provides it, so this test fails instead of skipping"
+    );
+    eprintln!("skipped: missing {what}");
+}
