@@ -13,3 +13,4 @@ pub mod report;
 pub mod results;
 pub mod snapshot;
 pub mod sysroot;
+pub mod tuning;

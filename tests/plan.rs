@@ -3,9 +3,9 @@
 
 use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::{PlanRequest, Profile};
-use lowlat::plan::setting::Layer;
 use lowlat::plan::{self, Plan, artifacts, findings};
 use lowlat::sysroot::SysRoot;
+use lowlat::tuning::setting::Layer;
 use std::path::{Path, PathBuf};
 
 /// Every fixture machine (new ones are picked up by the golden test and fail it until their

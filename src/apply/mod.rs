@@ -25,8 +25,8 @@ pub mod verify;
 use serde::Serialize;
 
 use crate::machine::Machine;
-use crate::plan::setting::{Layer, Setting};
 use crate::plan::{Plan, systemd};
+use crate::tuning::setting::{Layer, Setting};
 use appliers::{Expansion, boot};
 use change::{ChangeError, Ctx, FollowUps, run_follow_ups};
 use journal::{Record, Writer};

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::appliers::{self, Expansion, boot};
 use super::change::{ChangeError, Ctx};
 use crate::plan::Plan;
-use crate::plan::setting::{Layer, Setting};
+use crate::tuning::setting::{Layer, Setting};
 
 /// Layout version of the `--json` document.
 pub const VERIFY_SCHEMA_VERSION: u32 = 1;

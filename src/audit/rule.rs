@@ -4,7 +4,7 @@
 use crate::audit::finding::{Severity, Status};
 use crate::audit::partition::AuditPartition;
 use crate::machine::Machine;
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 /// One audit rule. The catalogue is in [`crate::audit::rules`]; which profiles use a rule, and
 /// with which expectation, is in the profile table ([`crate::audit::profile`]).
@@ -185,7 +185,7 @@ impl Expect {
     }
 }
 
-/// A change that would fix a finding; the audit turns it into a [`crate::plan::setting::Setting`]
+/// A change that would fix a finding; the audit turns it into a [`crate::tuning::setting::Setting`]
 /// carrying the rule's rationale, sources and trade-off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fix {

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
-use crate::plan::partition::PartitionRequest;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
 use crate::plan::{self, artifacts, findings, summary, write};
+use crate::tuning::partition::PartitionRequest;
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]

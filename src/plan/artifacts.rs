@@ -1,10 +1,10 @@
 //! Every artifact of a plan, rendered from the one [`Plan`] value, each with a header naming
 //! lowlat's version, the profile and the partition.
 
-use super::setting::{Layer, Setting};
 use super::{
     Plan, irq_plan, irqbalance, kernel_cmdline, kthread_plan, setting, sysctl, systemd, tuned,
 };
+use crate::tuning::setting::{Layer, Setting};
 
 /// One file of the plan's output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,12 +4,12 @@
 use std::fmt::Write;
 
 use super::Plan;
-use super::setting::{Layer, Setting};
 use super::{irq_plan, kernel_cmdline};
 use crate::machine::power::{BoostState, ResumeLatency};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::sysroot::{ReadError, SysRoot};
+use crate::tuning::setting::{Layer, Setting};
 
 /// The value of a knob on the machine now.
 #[derive(Debug, Clone, PartialEq, Eq)]

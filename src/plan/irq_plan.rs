@@ -9,13 +9,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::Layer;
 use super::sources::{GUIDE, QUEUE_GUIDE};
 use super::{Draft, Inputs, Plan, setting};
 use crate::machine::irq::{Irq, IrqClass, Irqs};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
 use crate::sysroot::natural_cmp;
+use crate::tuning::setting::Layer;
 
 /// The `id` prefix of IRQ settings.
 pub const PREFIX: &str = "irq:";

@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::partition::Partition;
 use super::request::{HugepagePool, Power};
-use super::setting::{Layer, Setting};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
 use super::{Draft, Inputs, Plan, PlanError, setting};
 use crate::machine::cpu::CpuIdentity;
+use crate::tuning::partition::Partition;
+use crate::tuning::setting::{Layer, Setting};
 
 /// The `id` prefix of kernel command line settings.
 pub const PREFIX: &str = "cmdline:";

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::{Layer, Setting};
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, setting};
 use crate::machine::tasks::{PerCpuKind, Task};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::setting::{Layer, Setting};
 
 /// The `id` prefix of kernel-thread settings.
 pub const PREFIX: &str = "kthread:";

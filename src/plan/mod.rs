@@ -33,9 +33,7 @@ pub mod irq_plan;
 pub mod irqbalance;
 pub mod kernel_cmdline;
 pub mod kthread_plan;
-pub mod partition;
 pub mod request;
-pub mod setting;
 pub mod summary;
 pub mod sysctl;
 pub mod systemd;
@@ -45,9 +43,9 @@ pub mod write;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::{CpuSet, Machine};
-use partition::{Partition, PartitionError};
+use crate::tuning::partition::{Partition, PartitionError};
+use crate::tuning::setting::{Layer, Setting};
 use request::{PlanOptions, PlanRequest, Profile};
-use setting::{Layer, Setting};
 
 /// Version of the plan.json layout; raised when a field changes meaning or is removed.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
@@ -286,7 +284,7 @@ pub fn build(
     request: &PlanRequest,
     remediations: impl FnOnce(&Partition) -> Vec<Setting>,
 ) -> Result<Plan, PlanError> {
-    let mut partition = partition::compute(&machine.topology, &request.partition)?;
+    let mut partition = crate::tuning::partition::compute(&machine.topology, &request.partition)?;
     if request.profile.static_isolation() && partition.no_balance.is_empty() {
         partition.no_balance = partition.isolated.clone();
     }

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::Plan;
-use super::setting::Layer;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
+use crate::tuning::setting::Layer;
 
 /// Width of the label column.
 const LABEL: usize = 20;

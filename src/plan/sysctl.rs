@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::Layer;
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, Skipped, setting};
 use crate::machine::Avail;
+use crate::tuning::setting::Layer;
 
 /// The `id` prefix of sysctl settings.
 pub const PREFIX: &str = "sysctl:";

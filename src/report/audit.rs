@@ -8,8 +8,8 @@ use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
 use crate::machine::{Machine, Warning};
-use crate::plan::setting::{Layer, Setting};
 use crate::report::inventory::Tool;
+use crate::tuning::setting::{Layer, Setting};
 
 /// Version of the audit JSON document; raised when a field changes meaning or is removed.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -9,7 +9,7 @@ pub mod tasks;
 
 use super::change::{Change, Ctx};
 use super::target::{self, Target, TargetError};
-use crate::plan::setting::{Layer, Setting};
+use crate::tuning::setting::{Layer, Setting};
 
 /// What a setting turns into on this machine.
 pub enum Expansion {

@@ -8,7 +8,7 @@ use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, wi
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const NOHZ_FULL_SYSFS: &str = "/sys/devices/system/cpu/nohz_full";
 const ISOLATED_SYSFS: &str = "/sys/devices/system/cpu/isolated";

@@ -10,7 +10,7 @@ use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const GUIDE_SCRIPT: &str = "AMD EPYC 7002 low-latency guide §4.3.3";
 const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use super::Expansion;
 use crate::apply::change::{ChangeError, Ctx, FollowUp};
 use crate::machine::kernel::cmdline::{Param, parse_cmdline};
-use crate::plan::setting::Setting;
+use crate::tuning::setting::Setting;
 
 /// The prefix of boot setting ids.
 pub const PREFIX: &str = "cmdline:";
@@ -249,7 +249,7 @@ pub fn args_of(settings: &[&Setting]) -> Result<Vec<Args>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::setting::Layer;
+    use crate::tuning::setting::Layer;
 
     pub(crate) fn boot(id: &str, value: &str) -> Setting {
         Setting {
