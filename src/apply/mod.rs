@@ -17,7 +17,6 @@ pub mod command;
 pub mod journal;
 pub mod lock;
 pub mod revert;
-pub mod target;
 #[cfg(test)]
 mod tests;
 pub mod verify;

@@ -166,7 +166,7 @@ fn current_irq(s: &Setting, machine: &Machine) -> Current {
         Avail::Available(irqs) => irqs,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
-    if s.id == irq_plan::DEFAULT_ID {
+    if s.id == crate::tuning::setting_id::SettingId::IrqDefault.to_string() {
         return cpus(&irqs.default_affinity, true);
     }
     match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {

@@ -10,6 +10,7 @@ use super::{Draft, Inputs, Plan, PlanError, setting};
 use crate::machine::cpu::CpuIdentity;
 use crate::tuning::partition::Partition;
 use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 
 /// The `id` prefix of kernel command line settings.
 pub const PREFIX: &str = "cmdline:";
@@ -17,7 +18,7 @@ pub const PREFIX: &str = "cmdline:";
 /// A boot setting adding `args` under the key `key`.
 fn boot(key: &str, args: impl Into<String>, rationale: &str, source: &str) -> Setting {
     setting(
-        format!("{PREFIX}{key}"),
+        SettingId::Cmdline(key.to_string()).to_string(),
         args,
         Layer::Boot,
         rationale,
@@ -123,7 +124,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
         ]);
     }
     for (key, why) in conflicts {
-        let id = format!("{PREFIX}{key}");
+        let id = SettingId::Cmdline(key.to_string()).to_string();
         if cmdline.has(key) && !draft.settings.iter().any(|s| s.id == id) {
             draft.add(boot(
                 key,

@@ -11,6 +11,7 @@ use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
 const GUIDE_SCRIPT: &str = "AMD EPYC 7002 low-latency guide §4.3.3";
 const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
@@ -319,7 +320,7 @@ fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             lines.push(index.line(irq));
             let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
-                format!("irq:{}:affinity", irq.number),
+                SettingId::Irq(irq.number).to_string(),
                 target.to_list(),
             ));
         }
@@ -370,7 +371,7 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     if !ok {
         outcome = outcome
             .fix(Fix::runtime(
-                crate::plan::irq_plan::DEFAULT_ID,
+                SettingId::IrqDefault.to_string(),
                 ctx.partition.housekeeping_mask(),
             ))
             .fix(Fix::cmdline("irqaffinity", hk.to_list()));
@@ -423,7 +424,12 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
     for comm in comms {
         outcome = outcome.fix(Fix::runtime(
-            format!("kthread:{comm}:affinity"),
+            SettingId::Tasks {
+                kernel: true,
+                pattern: comm.to_string(),
+                attribute: TaskAttribute::Affinity,
+            }
+            .to_string(),
             hk.to_list(),
         ));
     }
@@ -481,7 +487,15 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         ));
     }
     for comm in comms {
-        outcome = outcome.fix(Fix::runtime(format!("task:{comm}:affinity"), hk.to_list()));
+        outcome = outcome.fix(Fix::runtime(
+            SettingId::Tasks {
+                kernel: false,
+                pattern: comm.to_string(),
+                attribute: TaskAttribute::Affinity,
+            }
+            .to_string(),
+            hk.to_list(),
+        ));
     }
     with_details(outcome, unpinned)
 }
@@ -663,7 +677,7 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
             .unwrap_or(0)
             .max(1);
         fixes.push(Fix::runtime(
-            format!("cpu:{}:pm_qos_resume_latency_us", cpu.cpu),
+            SettingId::ResumeLatency(cpu.cpu).to_string(),
             shallow.to_string(),
         ));
     }
