@@ -524,7 +524,7 @@ pub const GRUB_DROPIN: &str = "99-lowlat.cfg";
 /// earlier argument with a key the plan owns and appends the planned ones), so that the file
 /// a user installs by hand and the one apply installs cannot differ.
 pub fn grub_dropin(plan: &Plan, header: &str) -> String {
-    use crate::apply::appliers::boot::{AllArgs, Args};
+    use crate::tuning::kernel_args::{AllArgs, Args};
     let args: Vec<Args> = plan
         .layer(Layer::Boot)
         .filter_map(|setting| Args::of(setting).ok())
@@ -536,9 +536,9 @@ pub fn grub_dropin(plan: &Plan, header: &str) -> String {
 
 ",
     );
-    out.push_str(&crate::apply::appliers::boot::grub::render_block(
-        &AllArgs::of(&args),
-    ));
+    out.push_str(&crate::tuning::grub_block::render_block(&AllArgs::of(
+        &args,
+    )));
     out
 }
 
