@@ -3,7 +3,7 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
-use crate::audit::rules::runtime::{IrqIndex, interrupts, is_managed, with_details};
+use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;

@@ -1,12 +1,13 @@
 //! Run-time rules: what may run on the isolated CPUs (IRQs, kernel threads, user tasks,
 //! workqueues), frequency and idle states, THP, the clocksource and steal time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
-use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
+use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::{Avail, CpuSet};
@@ -197,23 +198,6 @@ pub const RULES: &[Rule] = &[
 
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
-/// `unknown` when a machine part is unavailable.
-fn part<'a, T>(avail: &'a Avail<T>, what: &str, expected: &str) -> Result<&'a T, Box<Outcome>> {
-    match avail {
-        Avail::Available(value) => Ok(value),
-        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
-            format!("{what}: {unavailable}"),
-            expected,
-        ))),
-    }
-}
-
-/// Adds detail lines (all of them; the terminal report shortens).
-pub(super) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
-    outcome.details.extend(lines);
-    outcome
-}
-
 /// The housekeeping CPUs on `node`, else all housekeeping CPUs.
 fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
     let hk = &ctx.partition.housekeeping;
@@ -221,82 +205,6 @@ fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
         .map(|node| node.cpus.intersection(hk))
         .filter(|near| !near.is_empty())
         .unwrap_or_else(|| hk.clone())
-}
-
-/// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).
-pub(super) fn is_managed(irq: &Irq) -> bool {
-    matches!(irq.class, IrqClass::Storage { managed: true, .. })
-}
-
-/// The interrupt table indexed once per check: rows by IRQ number, and the columns of the
-/// isolated CPUs (a 512-CPU machine has thousands of IRQs; looking each up would be quadratic).
-pub(super) struct IrqIndex<'a> {
-    rows: HashMap<u32, &'a IrqRow>,
-    iso_columns: Vec<usize>,
-    columns: usize,
-}
-
-impl<'a> IrqIndex<'a> {
-    /// Indexes `irqs` for the isolated CPUs of `ctx`.
-    pub(super) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
-        let iso = &ctx.partition.isolated;
-        Self {
-            rows: irqs
-                .table
-                .rows
-                .iter()
-                .filter_map(|row| Some((row.number?, row)))
-                .collect(),
-            iso_columns: irqs
-                .table
-                .cpus
-                .iter()
-                .enumerate()
-                .filter(|(_, cpu)| iso.contains(**cpu))
-                .map(|(column, _)| column)
-                .collect(),
-            columns: irqs.table.cpus.len(),
-        }
-    }
-
-    /// An IRQ's name (its actions, else the description), its affinities and its count on the
-    /// isolated CPUs, for a detail line.
-    pub(super) fn line(&self, irq: &Irq) -> String {
-        let row = self.rows.get(&irq.number);
-        let name = row
-            .map(|r| {
-                if r.actions.is_empty() {
-                    r.description.clone().unwrap_or_default()
-                } else {
-                    r.actions.join(",")
-                }
-            })
-            .unwrap_or_default();
-        let on_iso: u64 = row
-            .filter(|r| r.counts.len() == self.columns)
-            .map(|r| {
-                self.iso_columns
-                    .iter()
-                    .filter_map(|&c| r.counts.get(c))
-                    .sum()
-            })
-            .unwrap_or(0);
-        format!(
-            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
-            irq.number,
-            irq.affinity.get().map_or("?".to_string(), cpus),
-            irq.effective_affinity.get().map_or("?".to_string(), cpus),
-        )
-    }
-}
-
-/// The interrupts, or the `unknown` outcome without them.
-pub(super) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return Err(Box::new(unknown));
-    }
-    part(&ctx.machine.irqs, "interrupts unreadable", expected)
-        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
 }
 
 fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
