@@ -10,6 +10,7 @@ use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
+use crate::machine::tasks::Task;
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
@@ -287,28 +288,60 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
+/// The kernel threads (`kernel`) or user tasks allowed on at least one isolated CPU, with the
+/// CPUs each may run on; or the `unknown` outcome when there is no partition or task list.
+/// Both task rules walk the task list through this one filter.
+fn allowed_on_isolated<'a>(
+    ctx: &Ctx<'a>,
+    kernel: bool,
+    expected: &str,
+) -> Result<Vec<(&'a Task, &'a CpuSet)>, Box<Outcome>> {
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return Err(Box::new(unknown));
+    }
+    let tasks = part(&ctx.machine.tasks, "tasks unreadable", expected)
+        .map_err(|unknown| Box::new(unknown.evidence("/proc/*/status")))?;
+    let iso = &ctx.partition.isolated;
+    Ok(tasks
+        .tasks
+        .iter()
+        .filter(|t| t.kernel_thread == kernel)
+        .filter_map(|t| Some((t, t.cpus_allowed.get()?)))
+        .filter(|(_, allowed)| allowed.intersects(iso))
+        .collect())
+}
+
+/// Adds the fix that pins the tasks named `comms` (kernel threads if `kernel`) to the
+/// housekeeping CPUs.
+fn pin_to_housekeeping(
+    ctx: &Ctx,
+    mut outcome: Outcome,
+    kernel: bool,
+    comms: BTreeSet<String>,
+) -> Outcome {
+    let hk = ctx.partition.housekeeping.to_list();
+    for pattern in comms {
+        let id = SettingId::Tasks {
+            kernel,
+            pattern,
+            attribute: TaskAttribute::Affinity,
+        };
+        outcome = outcome.fix(Fix::runtime(id.to_string(), hk.clone()));
+    }
+    outcome
+}
+
 fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "movable kernel threads allowed only on housekeeping CPUs";
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return unknown;
-    }
-    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
+    let tasks = match allowed_on_isolated(ctx, true, expected) {
         Ok(tasks) => tasks,
-        Err(unknown) => return unknown.evidence("/proc/*/status"),
+        Err(unknown) => return *unknown,
     };
-    let iso = &ctx.partition.isolated;
-    let hk = &ctx.partition.housekeeping;
     let mut movable = Vec::new();
     let mut per_cpu = 0;
     let mut unbound_workers = 0;
     let mut comms = BTreeSet::new();
-    for task in tasks.tasks.iter().filter(|t| t.kernel_thread) {
-        let Some(allowed) = task.cpus_allowed.get() else {
-            continue;
-        };
-        if !allowed.intersects(iso) {
-            continue;
-        }
+    for (task, allowed) in tasks {
         if !task.movable {
             per_cpu += 1;
         } else if task.affinity_locked {
@@ -330,43 +363,23 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     );
     let mut outcome =
         Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
-    for comm in comms {
-        outcome = outcome.fix(Fix::runtime(
-            SettingId::Tasks {
-                kernel: true,
-                pattern: comm.to_string(),
-                attribute: TaskAttribute::Affinity,
-            }
-            .to_string(),
-            hk.to_list(),
-        ));
-    }
+    outcome = pin_to_housekeeping(ctx, outcome, true, comms);
     with_details(outcome, movable)
 }
 
 fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected =
         "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return unknown;
-    }
-    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
-        Ok(tasks) => tasks,
-        Err(unknown) => return unknown.evidence("/proc/*/status"),
-    };
     let iso = &ctx.partition.isolated;
-    let hk = &ctx.partition.housekeeping;
+    let tasks = match allowed_on_isolated(ctx, false, expected) {
+        Ok(tasks) => tasks,
+        Err(unknown) => return *unknown,
+    };
     let mut unpinned = Vec::new();
     let mut placed = 0;
     let mut init_unpinned = false;
     let mut comms = BTreeSet::new();
-    for task in tasks.tasks.iter().filter(|t| !t.kernel_thread) {
-        let Some(allowed) = task.cpus_allowed.get() else {
-            continue;
-        };
-        if !allowed.intersects(iso) {
-            continue;
-        }
+    for (task, allowed) in tasks {
         if allowed.is_subset(iso) {
             placed += 1;
             continue;
@@ -390,21 +403,11 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         outcome = outcome.fix(Fix::file(
             "/etc/systemd/system.conf.d/lowlat.conf",
             "CPUAffinity",
-            hk.to_list().replace(',', " "),
+            ctx.partition.housekeeping.to_list().replace(',', " "),
             true,
         ));
     }
-    for comm in comms {
-        outcome = outcome.fix(Fix::runtime(
-            SettingId::Tasks {
-                kernel: false,
-                pattern: comm.to_string(),
-                attribute: TaskAttribute::Affinity,
-            }
-            .to_string(),
-            hk.to_list(),
-        ));
-    }
+    outcome = pin_to_housekeeping(ctx, outcome, false, comms);
     with_details(outcome, unpinned)
 }
 
