@@ -149,7 +149,15 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);
-        write::write_dir(dir, &files, args.force)?;
+        write::write_dir(dir, &files, args.force).map_err(|e| {
+            let hint = match e {
+                write::WriteDirError::NotEmpty(_) => {
+                    "; or add --force to replace lowlat's files in it"
+                }
+                _ => "",
+            };
+            anyhow::anyhow!("--out {e}{hint}")
+        })?;
         if !args.json && !args.diff {
             writeln!(
                 stdout,
