@@ -16,4 +16,5 @@ pub mod sysroot;
 #[cfg(test)]
 pub(crate) mod test_tree;
 pub mod text;
+pub mod tuning;
 pub mod units;

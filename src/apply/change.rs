@@ -164,10 +164,35 @@ pub fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
     if path.contains("irqbalance") {
         out.push(FollowUp::TryRestart("irqbalance.service".into()));
     }
-    if super::appliers::boot::is_grub_defaults(path) {
-        out.push(super::appliers::boot::regenerate_command(ctx));
+    if crate::tuning::grub_block::is_grub_defaults(path) {
+        out.push(regenerate_command(ctx));
     }
     out
+}
+
+/// The command that regenerates the GRUB configuration on this machine.
+pub fn regenerate_command(ctx: &Ctx) -> FollowUp {
+    let installed = |program: &str| ctx.runner.is_some_and(|r| r.find(program).is_some());
+    let debian_like = ctx.machine.services.os_release.get().is_some_and(|os| {
+        os.id
+            .iter()
+            .chain(os.id_like.iter())
+            .any(|id| id == "debian" || id == "ubuntu")
+    });
+    let mkconfig = |program: &str, dir: &str| FollowUp::Regenerate {
+        program: program.into(),
+        args: vec!["-o".into(), format!("{dir}/grub.cfg")],
+    };
+    if installed("update-grub") || (ctx.runner.is_none() && debian_like) {
+        FollowUp::Regenerate {
+            program: "update-grub".into(),
+            args: Vec::new(),
+        }
+    } else if installed("grub2-mkconfig") || ctx.root.is_dir("/boot/grub2") || !debian_like {
+        mkconfig("grub2-mkconfig", "/boot/grub2")
+    } else {
+        mkconfig("grub-mkconfig", "/boot/grub")
+    }
 }
 
 /// Follow-ups collected while working, run once at the end.

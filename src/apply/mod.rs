@@ -17,7 +17,6 @@ pub mod command;
 pub mod journal;
 pub mod lock;
 pub mod revert;
-pub mod target;
 #[cfg(test)]
 mod tests;
 pub mod verify;
@@ -26,8 +25,9 @@ use serde::Serialize;
 
 use crate::document;
 use crate::machine::Machine;
-use crate::plan::setting::{Layer, Setting};
 use crate::plan::{Plan, systemd};
+use crate::tuning::kernel_args::AllArgs;
+use crate::tuning::setting::{Layer, Setting};
 use appliers::{Expansion, boot};
 use change::{ChangeError, Ctx, FollowUps, run_follow_ups};
 use journal::{BeginStamp, Record, Writer};
@@ -112,7 +112,7 @@ pub struct Item {
     /// What it turned into.
     pub expansion: Expansion,
     /// For the boot item: the arguments of every boot setting.
-    pub boot_args: Option<boot::AllArgs>,
+    pub boot_args: Option<AllArgs>,
 }
 
 /// Turns the plan's settings in `scope` into work items, in plan order (the boot settings
@@ -135,7 +135,7 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
             boot_done = true;
             let ids: Vec<&str> = boot_settings.iter().map(|s| s.id.as_str()).collect();
             let (expansion, boot_args) = match boot::args_of(&boot_settings) {
-                Ok(args) => (boot::expand(ctx, &args), Some(boot::AllArgs::of(&args))),
+                Ok(args) => (boot::expand(ctx, &args), Some(AllArgs::of(&args))),
                 Err(problem) => (Expansion::Invalid(problem), None),
             };
             if let Expansion::Invalid(problem) = &expansion {

@@ -10,7 +10,8 @@ use super::appliers::{self, Expansion, boot};
 use super::change::{ChangeError, Ctx};
 use crate::document::{Document, Kind};
 use crate::plan::Plan;
-use crate::plan::setting::{Layer, Setting};
+use crate::tuning::kernel_args::{AllArgs, Args};
+use crate::tuning::setting::{Layer, Setting};
 
 /// The verdict on one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,9 +160,9 @@ fn check_changes(ctx: &Ctx, setting: &Setting) -> (Status, String) {
 }
 
 fn check_boot(ctx: &Ctx, setting: &Setting) -> (Status, String) {
-    let args = match boot::Args::of(setting) {
+    let args = match Args::of(setting) {
         Ok(args) => args,
-        Err(why) => return (Status::Unsupported, why),
+        Err(why) => return (Status::Unsupported, why.to_string()),
     };
     let Some(cmdline) = ctx.machine.kernel.cmdline.get() else {
         return (
@@ -169,7 +170,7 @@ fn check_boot(ctx: &Ctx, setting: &Setting) -> (Status, String) {
             "/proc/cmdline could not be read".into(),
         );
     };
-    let running = boot::AllArgs::of(std::slice::from_ref(&args)).owned_tokens(&cmdline.raw);
+    let running = AllArgs::of(std::slice::from_ref(&args)).owned_tokens(&cmdline.raw);
     let running = if running.is_empty() {
         "none".to_string()
     } else {

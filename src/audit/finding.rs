@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::setting::{Layer, Setting};
+use crate::tuning::setting::{Layer, Setting};
 
 /// The verdict of one rule.
 ///

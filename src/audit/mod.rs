@@ -17,7 +17,7 @@ pub use profile::{DEFAULT_PROFILE, Profile, ProfileError};
 use crate::audit::finding::BiosStep;
 use crate::audit::rule::{Check, Ctx, Outcome, Rule};
 use crate::machine::Machine;
-use crate::plan::setting::Setting;
+use crate::tuning::setting::Setting;
 
 /// The result of auditing one machine against one profile.
 #[derive(Debug, Clone)]

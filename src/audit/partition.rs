@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::machine::{CpuSet, Machine};
-use crate::plan::partition::{self, PartitionError, PartitionRequest};
+use crate::tuning::partition::{self, PartitionError, PartitionRequest};
 
 /// Where the isolated set of an audit comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

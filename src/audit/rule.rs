@@ -4,7 +4,8 @@
 use crate::audit::finding::{Severity, Status};
 use crate::audit::partition::AuditPartition;
 use crate::machine::Machine;
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::SettingId;
 
 /// One audit rule. The catalogue is in [`crate::audit::rules`]; which profiles use a rule, and
 /// with which expectation, is in the profile table ([`crate::audit::profile`]).
@@ -185,7 +186,7 @@ impl Expect {
     }
 }
 
-/// A change that would fix a finding; the audit turns it into a [`crate::plan::setting::Setting`]
+/// A change that would fix a finding; the audit turns it into a [`crate::tuning::setting::Setting`]
 /// carrying the rule's rationale, sources and trade-off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fix {
@@ -206,7 +207,7 @@ impl Fix {
     pub fn cmdline(key: &str, value: impl Into<String>) -> Fix {
         let value = value.into();
         Fix {
-            id: format!("cmdline:{key}"),
+            id: SettingId::Cmdline(key.to_string()).to_string(),
             value: if value.is_empty() {
                 key.to_string()
             } else {
@@ -220,7 +221,7 @@ impl Fix {
     /// A sysctl (`sysctl:KEY`), effective at once.
     pub fn sysctl(key: &str, value: impl Into<String>) -> Fix {
         Fix {
-            id: format!("sysctl:{key}"),
+            id: SettingId::Sysctl(key.to_string()).to_string(),
             value: value.into(),
             layer: Layer::Sysctl,
             reboot: false,
@@ -240,7 +241,7 @@ impl Fix {
     /// A service state (`service:NAME`).
     pub fn service(name: &str, state: &str) -> Fix {
         Fix {
-            id: format!("service:{name}"),
+            id: SettingId::Service(name.to_string()).to_string(),
             value: state.to_string(),
             layer: Layer::Service,
             reboot: false,
@@ -250,7 +251,11 @@ impl Fix {
     /// A configuration file line lowlat installs (`file:PATH:KEY`).
     pub fn file(path: &str, key: &str, value: impl Into<String>, reboot: bool) -> Fix {
         Fix {
-            id: format!("file:{path}:{key}"),
+            id: SettingId::FileKey {
+                path: path.to_string(),
+                key: key.to_string(),
+            }
+            .to_string(),
             value: value.into(),
             layer: Layer::File,
             reboot,

@@ -6,7 +6,6 @@ use clap::{Args, Subcommand};
 use super::Cli;
 use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
 use super::measure_mem::{MembwArgs, MemlatArgs};
-use crate::sysroot::SysRoot;
 
 /// Options of `lowlat measure`.
 #[derive(Debug, Args)]
@@ -48,24 +47,4 @@ pub fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
         MeasureEngine::Wakeup(a) => super::measure_cpu::run_wakeup(cli, a),
         MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
     }
-}
-
-/// The live machine: measurements cannot run on a fixture tree or a snapshot.
-pub fn live_root(cli: &Cli) -> Result<SysRoot> {
-    let root = cli.sysroot()?;
-    if !root.is_live() {
-        anyhow::bail!(
-            "--root/--snapshot: measurements run on this machine only; drop --root/--snapshot"
-        );
-    }
-    Ok(root)
-}
-
-/// Writes `text` to stdout.
-pub fn print(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
-    Ok(())
 }

@@ -9,17 +9,29 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::Cli;
-use super::measure::{live_root, print};
+use super::output::print;
 use super::values;
 use crate::document::{self, Kind};
 use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::session::{CpuLoop, Engine, Session};
+use crate::measure::runner::session::{Engine, Session};
+use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::threads::LoopPlan;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
 use crate::sysroot::SysRoot;
+
+/// The live machine: measurements cannot run on a fixture tree or a snapshot.
+pub fn live_root(cli: &Cli) -> Result<SysRoot> {
+    let root = cli.sysroot()?;
+    if !root.is_live() {
+        anyhow::bail!(
+            "--root/--snapshot: measurements run on this machine only; drop --root/--snapshot"
+        );
+    }
+    Ok(root)
+}
 
 /// Flags every hardware engine takes.
 #[derive(Debug, Args)]

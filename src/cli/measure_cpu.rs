@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::exit;
-use super::measure::print;
 use super::measure_common::{CommonArgs, emit, open_session};
+use super::output::print;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};

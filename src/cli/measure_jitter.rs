@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure::print;
 use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
+use super::output::print;
 use super::values;
 use super::{Cli, exit};
 use crate::document::Kind;

@@ -74,6 +74,7 @@ pub mod measure_cpu;
 pub mod measure_jitter;
 pub mod measure_mem;
 pub mod measure_timer;
+pub mod output;
 pub mod plan;
 pub mod revert;
 pub mod snapshot;

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
-use crate::plan::partition::PartitionRequest;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
 use crate::plan::{self, artifacts, findings, write};
 use crate::report::plan::{diff, summary};
+use crate::tuning::partition::PartitionRequest;
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -150,7 +150,15 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);
-        write::write_dir(dir, &files, args.force)?;
+        write::write_dir(dir, &files, args.force).map_err(|e| {
+            let hint = match e {
+                write::WriteDirError::NotEmpty(_) => {
+                    "; or add --force to replace lowlat's files in it"
+                }
+                _ => "",
+            };
+            anyhow::anyhow!("--out {e}{hint}")
+        })?;
         if !args.json && !args.diff {
             writeln!(
                 stdout,

@@ -1,16 +1,17 @@
 //! Firmware identity and memory hardware: `/sys/class/dmi/id` (readable by anyone) and the
 //! SMBIOS tables (root only) with the memory population derived from them.
 
+pub mod locator;
 pub mod population;
 pub mod smbios;
 
 use serde::{Deserialize, Serialize};
 
+pub use locator::{SlotLocation, parse_locator};
 pub use population::{
-    ChannelPopulation, DimmConfiguration, MemoryPopulation, SocketPopulation, parse_locator,
-    population,
+    ChannelPopulation, DimmConfiguration, MemoryPopulation, SocketPopulation, population,
 };
-pub use smbios::{BiosInfo, Dimm, ProcessorSocket, SlotLocation, Smbios, SystemInfo, parse_smbios};
+pub use smbios::{BiosInfo, Dimm, ProcessorSocket, Smbios, SystemInfo, parse_smbios};
 
 use crate::machine::{Avail, Reader};
 use crate::sysroot::ReadError;

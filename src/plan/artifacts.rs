@@ -1,10 +1,11 @@
 //! Every artifact of a plan, rendered from the one [`Plan`] value, each with a header naming
 //! lowlat's version, the profile and the partition.
 
-use super::setting::{Layer, Setting};
 use super::{
     Plan, irq_plan, irqbalance, kernel_cmdline, kthread_plan, setting, sysctl, systemd, tuned,
 };
+use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 
 /// One file of the plan's output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +60,7 @@ pub fn header(plan: &Plan, install: Option<&str>) -> String {
 pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
     let file = |path: &str, content: String, rationale: &str, source: &str| {
         setting(
-            format!("file:{path}"),
+            SettingId::File(path.to_string()).to_string(),
             content,
             Layer::File,
             rationale,
@@ -103,7 +104,7 @@ pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
         "AMD EPYC 7002 low-latency guide §4.3.3 (one-time.service)",
     ));
     let services = vec![setting(
-        format!("service:{}", systemd::RUNTIME_UNIT),
+        SettingId::Service(systemd::RUNTIME_UNIT.to_string()).to_string(),
         "enabled",
         Layer::Service,
         "Runs the boot-time oneshot on every boot.",
@@ -134,7 +135,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         &|h| kernel_cmdline::grub_dropin(plan, h),
     ));
     if plan
-        .setting(&format!("file:{}", sysctl::INSTALL_PATH))
+        .setting(&SettingId::File(sysctl::INSTALL_PATH.to_string()).to_string())
         .is_none()
     {
         // No sysctl to set: the file still lists what was skipped and why.
@@ -158,7 +159,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         ),
         ("irqbalance/irqbalance.env", irqbalance::ENV_PATH),
     ] {
-        if let Some(s) = plan.setting(&format!("file:{install}")) {
+        if let Some(s) = plan.setting(&SettingId::File(install.to_string()).to_string()) {
             out.push(Artifact {
                 path: path.to_string(),
                 install: Some(install),

@@ -7,11 +7,11 @@
 
 use super::Draft;
 use super::kernel_cmdline::PREFIX as CMDLINE;
-use super::partition::Partition;
 use super::request::Profile;
-use super::setting::Setting;
 use crate::audit::{self, AuditPartition, PartitionSource, ProfileError};
 use crate::machine::Machine;
+use crate::tuning::partition::Partition;
+use crate::tuning::setting::Setting;
 
 /// The audit profile of a plan profile (they share their names).
 pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
@@ -91,7 +91,7 @@ pub fn add(draft: &mut Draft, findings: Vec<Setting>, allow_security_tradeoffs: 
 mod tests {
     use super::*;
     use crate::plan::setting as make;
-    use crate::plan::setting::Layer;
+    use crate::tuning::setting::Layer;
 
     fn fix(id: &str, value: &str, layer: Layer) -> Setting {
         make(id, value, layer, "why", "audit")

@@ -9,26 +9,21 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::Layer;
 use super::sources::{GUIDE, QUEUE_GUIDE};
 use super::{Draft, Inputs, Plan, setting};
 use crate::machine::irq::{Irq, IrqClass, Irqs};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
 use crate::sysroot::natural_cmp;
-
-/// The `id` prefix of IRQ settings.
-pub const PREFIX: &str = "irq:";
-
-/// The id of the default affinity of new IRQs.
-pub const DEFAULT_ID: &str = "irq:default:affinity";
+use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::SettingId;
 
 /// The IRQ number of an `irq:<N>:affinity` id.
 pub fn number(id: &str) -> Option<u32> {
-    id.strip_prefix(PREFIX)?
-        .strip_suffix(":affinity")?
-        .parse()
-        .ok()
+    match id.parse() {
+        Ok(SettingId::Irq(irq)) => Some(irq),
+        _ => None,
+    }
 }
 
 /// Adds the IRQ settings: the default affinity, then every numbered IRQ.
@@ -36,7 +31,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;
     let iso = &inputs.partition.isolated;
     draft.add(setting(
-        DEFAULT_ID,
+        SettingId::IrqDefault.to_string(),
         hk.to_mask(inputs.partition.nr_cpus),
         Layer::Runtime,
         "IRQs set up from now on start on the housekeeping CPUs.",
@@ -90,7 +85,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
             _ => {
                 if let Some((cpu, why)) = spread.get(&irq.number) {
                     draft.add(setting(
-                        format!("{PREFIX}{}:affinity", irq.number),
+                        SettingId::Irq(irq.number).to_string(),
                         cpu.to_string(),
                         Layer::Runtime,
                         format!("{name}: {why}"),
@@ -99,7 +94,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
                 } else {
                     let (cpus, where_) = local_housekeeping(topology, hk, irq_node(irq));
                     draft.add(setting(
-                        format!("{PREFIX}{}:affinity", irq.number),
+                        SettingId::Irq(irq.number).to_string(),
                         cpus.to_list(),
                         Layer::Runtime,
                         format!("{name}: to the housekeeping CPUs{where_}"),
@@ -317,7 +312,7 @@ pub fn render(plan: &Plan, header: &str) -> String {
     out.push_str(
         "#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n\n",
     );
-    if let Some(default) = plan.setting(DEFAULT_ID) {
+    if let Some(default) = plan.setting(&SettingId::IrqDefault.to_string()) {
         let _ = writeln!(
             out,
             "default_smp_affinity  {}    {}",

@@ -4,12 +4,13 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::partition::Partition;
 use super::request::{HugepagePool, Power};
-use super::setting::{Layer, Setting};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
 use super::{Draft, Inputs, Plan, PlanError, setting};
 use crate::machine::cpu::CpuIdentity;
+use crate::tuning::partition::Partition;
+use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 
 /// The `id` prefix of kernel command line settings.
 pub const PREFIX: &str = "cmdline:";
@@ -17,7 +18,7 @@ pub const PREFIX: &str = "cmdline:";
 /// A boot setting adding `args` under the key `key`.
 fn boot(key: &str, args: impl Into<String>, rationale: &str, source: &str) -> Setting {
     setting(
-        format!("{PREFIX}{key}"),
+        SettingId::Cmdline(key.to_string()).to_string(),
         args,
         Layer::Boot,
         rationale,
@@ -123,7 +124,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
         ]);
     }
     for (key, why) in conflicts {
-        let id = format!("{PREFIX}{key}");
+        let id = SettingId::Cmdline(key.to_string()).to_string();
         if cmdline.has(key) && !draft.settings.iter().any(|s| s.id == id) {
             draft.add(boot(
                 key,
@@ -523,7 +524,7 @@ pub const GRUB_DROPIN: &str = "99-lowlat.cfg";
 /// earlier argument with a key the plan owns and appends the planned ones), so that the file
 /// a user installs by hand and the one apply installs cannot differ.
 pub fn grub_dropin(plan: &Plan, header: &str) -> String {
-    use crate::apply::appliers::boot::{AllArgs, Args};
+    use crate::tuning::kernel_args::{AllArgs, Args};
     let args: Vec<Args> = plan
         .layer(Layer::Boot)
         .filter_map(|setting| Args::of(setting).ok())
@@ -535,9 +536,9 @@ pub fn grub_dropin(plan: &Plan, header: &str) -> String {
 
 ",
     );
-    out.push_str(&crate::apply::appliers::boot::grub::render_block(
-        &AllArgs::of(&args),
-    ));
+    out.push_str(&crate::tuning::grub_block::render_block(&AllArgs::of(
+        &args,
+    )));
     out
 }
 

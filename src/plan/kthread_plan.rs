@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::{Layer, Setting};
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, setting};
 use crate::machine::tasks::{PerCpuKind, Task};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
 /// The `id` prefix of kernel-thread settings.
 pub const PREFIX: &str = "kthread:";
@@ -93,7 +94,12 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
 
 fn kthread(name: &str, value: String, rationale: &str) -> Setting {
     setting(
-        format!("{PREFIX}{name}:affinity"),
+        SettingId::Tasks {
+            kernel: true,
+            pattern: name.to_string(),
+            attribute: TaskAttribute::Affinity,
+        }
+        .to_string(),
         value,
         Layer::Runtime,
         rationale,
@@ -103,7 +109,12 @@ fn kthread(name: &str, value: String, rationale: &str) -> Setting {
 
 fn priority_setting(prefix: &str, priority: u32) -> Setting {
     setting(
-        format!("{PREFIX}{prefix}*:priority"),
+        SettingId::Tasks {
+            kernel: true,
+            pattern: format!("{prefix}*"),
+            attribute: TaskAttribute::Priority,
+        }
+        .to_string(),
         format!("fifo:{priority}"),
         Layer::Runtime,
         "Runs the per-CPU softirq, timer and RCU threads with a real-time priority, so that a busy real-time task cannot starve them (which would stall the whole machine).",

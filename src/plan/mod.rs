@@ -6,25 +6,9 @@
 //! (kernel command line, sysctl.d, TuneD profile, systemd units, irqbalance configuration, IRQ
 //! and kernel-thread plans) is rendered from the same value, so they cannot disagree.
 //!
-//! # Setting identities used by plans
-//!
-//! | id | knob | value |
-//! |---|---|---|
-//! | `cmdline:<key>` | kernel command line | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
-//! | `sysctl:<key>` | `/proc/sys/<key with / for .>` | the value as `sysctl` writes it |
-//! | `irq:default:affinity` | `/proc/irq/default_smp_affinity` | hex mask |
-//! | `irq:<N>:affinity` | `/proc/irq/<N>/smp_affinity_list` | CPU list |
-//! | `rps:<interface>:rps_cpus` | `/sys/class/net/<interface>/queues/rx-*/rps_cpus`, every receive queue | hex mask |
-//! | `workqueue:cpumask` | `/sys/devices/virtual/workqueue/cpumask` | hex mask |
-//! | `workqueue:<name>:cpumask` | `/sys/devices/virtual/workqueue/<name>/cpumask` | hex mask |
-//! | `kthread:<name>:affinity` | `sched_setaffinity` of every kernel thread named `<name>`; a name ending in `*` matches every kernel thread whose name starts with what precedes it (`rcuop/*`) | CPU list |
-//! | `kthread:<name>:priority` | `sched_setscheduler` of the kernel threads `<name>` matches (as above) | `fifo:<priority>` |
-//! | `file:<path>` | a file lowlat installs | the whole content |
-//! | `service:<unit>` | a systemd unit | `enabled` |
-//!
-//! Settings that come from the audit's remediations keep the audit's identities (`thp:enabled`,
-//! `cpufreq:governor`, `cpu:<N>:pm_qos_resume_latency_us`, `service:<name>` = `masked`, ...),
-//! except that their command-line values are written as whole arguments like the plan's.
+//! Settings are named by [`crate::tuning::setting_id::SettingId`]; its module holds the one
+//! table of ids. Settings that come from the audit's remediations keep the audit's ids, except
+//! that their command-line values are written as whole arguments like the plan's.
 
 pub mod artifacts;
 pub mod findings;
@@ -32,9 +16,7 @@ pub mod irq_plan;
 pub mod irqbalance;
 pub mod kernel_cmdline;
 pub mod kthread_plan;
-pub mod partition;
 pub mod request;
-pub mod setting;
 pub mod sysctl;
 pub mod systemd;
 pub mod tuned;
@@ -44,9 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::document::{self, Document, Kind, Layout, LayoutError};
 use crate::machine::{CpuSet, Machine};
-use partition::{Partition, PartitionError};
+use crate::tuning::partition::{Partition, PartitionError};
+use crate::tuning::setting::{Layer, Setting};
 use request::{PlanOptions, PlanRequest, Profile};
-use setting::{Layer, Setting};
 
 /// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
 /// machine it runs on.
@@ -282,7 +264,7 @@ pub fn build(
     request: &PlanRequest,
     remediations: impl FnOnce(&Partition) -> Vec<Setting>,
 ) -> Result<Plan, PlanError> {
-    let mut partition = partition::compute(&machine.topology, &request.partition)?;
+    let mut partition = crate::tuning::partition::compute(&machine.topology, &request.partition)?;
     if request.profile.static_isolation() && partition.no_balance.is_empty() {
         partition.no_balance = partition.isolated.clone();
     }

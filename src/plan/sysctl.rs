@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::setting::Layer;
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, Skipped, setting};
 use crate::machine::Avail;
+use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::SettingId;
 
 /// The `id` prefix of sysctl settings.
 pub const PREFIX: &str = "sysctl:";
@@ -22,7 +23,7 @@ pub type SysctlValues = BTreeMap<String, Avail<String>>;
 /// Adds the partition-derived sysctls.
 pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     draft.add(setting(
-        format!("{PREFIX}kernel.watchdog_cpumask"),
+        SettingId::Sysctl("kernel.watchdog_cpumask".to_string()).to_string(),
         inputs.partition.housekeeping.to_list(),
         Layer::Sysctl,
         "Runs the lockup watchdog's per-CPU timers and threads only on the housekeeping CPUs.",

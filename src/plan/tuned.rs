@@ -12,8 +12,8 @@ use std::fmt::Write;
 
 use super::Plan;
 use super::kernel_cmdline::{self, PREFIX as CMDLINE};
-use super::setting::Layer;
 use super::sysctl;
+use crate::tuning::setting::Layer;
 
 /// The profile name.
 pub const PROFILE: &str = "lowlat";

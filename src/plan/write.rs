@@ -1,34 +1,66 @@
 //! Writing a plan's artifacts into an output directory: refused when the directory holds
-//! anything unless forced, each file written atomically (temporary file, fsync, rename).
+//! anything unless forced, each file written atomically (temporary file, fsync, rename), never
+//! through a link that leads out of the directory.
 
-use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
 use super::artifacts::Artifact;
-use crate::sysroot::{Perms, SysRoot};
+use crate::sysroot::{Perms, SysRoot, WriteError};
+
+/// Why the artifacts could not be written; each names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteDirError {
+    /// The output path exists and is not a directory.
+    #[error("{}: exists and is not a directory; choose a directory path", .0.display())]
+    NotADirectory(PathBuf),
+    /// The output directory could not be listed.
+    #[error("{}: cannot list the directory: {source}", path.display())]
+    List {
+        /// The directory.
+        path: PathBuf,
+        /// The error of the listing.
+        source: std::io::Error,
+    },
+    /// The output directory holds files and replacing them was not asked for.
+    #[error("{}: the directory is not empty; choose an empty or new directory", .0.display())]
+    NotEmpty(PathBuf),
+    /// The output directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// The error of the creation.
+        source: std::io::Error,
+    },
+    /// An artifact could not be written (the error names its path).
+    #[error(transparent)]
+    Install(#[from] WriteError),
+}
 
 /// Writes `artifacts` under `dir` (created if missing) and returns the paths written. A
 /// directory that is not empty is refused unless `force`; with `force` the artifacts replace
 /// files of the same name and nothing else is touched.
-pub fn write_dir(dir: &Path, artifacts: &[Artifact], force: bool) -> Result<Vec<PathBuf>> {
+pub fn write_dir(
+    dir: &Path,
+    artifacts: &[Artifact],
+    force: bool,
+) -> Result<Vec<PathBuf>, WriteDirError> {
     if dir.exists() {
         if !dir.is_dir() {
-            bail!(
-                "--out {}: exists and is not a directory; choose a directory path",
-                dir.display()
-            );
+            return Err(WriteDirError::NotADirectory(dir.to_path_buf()));
         }
-        let mut entries = std::fs::read_dir(dir)
-            .with_context(|| format!("--out {}: cannot list the directory", dir.display()))?;
+        let mut entries = std::fs::read_dir(dir).map_err(|source| WriteDirError::List {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         if entries.next().is_some() && !force {
-            bail!(
-                "--out {}: the directory is not empty; choose an empty or new directory, or add --force to replace lowlat's files in it",
-                dir.display()
-            );
+            return Err(WriteDirError::NotEmpty(dir.to_path_buf()));
         }
     }
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--out: cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| WriteDirError::Create {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let out = SysRoot::dir(dir);
     let mut written = Vec::new();
     for artifact in artifacts {
@@ -37,8 +69,7 @@ pub fn write_dir(dir: &Path, artifacts: &[Artifact], force: bool) -> Result<Vec<
             &artifact.path,
             artifact.content.as_bytes(),
             Perms::mode(0o644),
-        )
-        .with_context(|| format!("--out: cannot write {}", path.display()))?;
+        )?;
         written.push(path);
     }
     Ok(written)
@@ -74,11 +105,9 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o644);
 
-        let err = write_dir(&out, &files, false).unwrap_err().to_string();
-        assert!(
-            err.contains("not empty") && err.contains("--force"),
-            "{err}"
-        );
+        let err = write_dir(&out, &files, false).unwrap_err();
+        assert!(matches!(err, WriteDirError::NotEmpty(_)), "{err}");
+        assert!(err.to_string().contains("not empty"), "{err}");
 
         std::fs::write(out.join("mine.txt"), "keep").unwrap();
         write_dir(&out, &[artifact("a.txt", "new\n")], true).unwrap();

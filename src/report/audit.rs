@@ -9,8 +9,8 @@ use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
 use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
-use crate::plan::setting::{Layer, Setting};
 use crate::report::host;
+use crate::tuning::setting::{Layer, Setting};
 
 /// Detail lines shown per finding in the terminal (the JSON has them all).
 const DETAIL_LINES: usize = 8;

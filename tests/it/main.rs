@@ -13,6 +13,7 @@ mod cli_measure;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
+mod layers;
 mod live_known_answer;
 mod machine_readers;
 mod measure_hw;

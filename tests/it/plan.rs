@@ -4,9 +4,9 @@
 use crate::support::fixture;
 use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::{PlanRequest, Profile};
-use lowlat::plan::setting::Layer;
 use lowlat::plan::{self, Plan, artifacts, findings};
 use lowlat::sysroot::SysRoot;
+use lowlat::tuning::setting::Layer;
 use std::path::Path;
 
 /// Every fixture machine (new ones are picked up by the golden test and fail it until their

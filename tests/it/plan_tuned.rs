@@ -7,9 +7,9 @@
 
 use lowlat::machine::Machine;
 use lowlat::plan::request::PlanRequest;
-use lowlat::plan::setting::Layer;
 use lowlat::plan::{self, artifacts, findings};
 use lowlat::sysroot::SysRoot;
+use lowlat::tuning::setting::Layer;
 use std::path::Path;
 use std::process::Command;
 

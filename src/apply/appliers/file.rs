@@ -7,10 +7,10 @@
 use super::Expansion;
 use crate::apply::change::{Change, ChangeError, Ctx, FollowUp, Inspection, follow_ups_for_file};
 use crate::apply::journal::{Bytes, PriorFile, Record};
-use crate::apply::target::Target;
 use crate::machine::Warnings;
 use crate::machine::services::vars;
 use crate::sysroot::{FileKind, Perms, SysRoot};
+use crate::tuning::setting_id::SettingId;
 
 /// The mode of files lowlat creates.
 pub const NEW_FILE_MODE: u32 = 0o644;
@@ -289,13 +289,13 @@ pub fn restore(
 }
 
 /// The file changes of a `file:` target; `None` for other targets.
-pub fn expand(target: &Target, value: &str) -> Option<Expansion> {
+pub fn expand(target: &SettingId, value: &str) -> Option<Expansion> {
     Some(match target {
-        Target::File(path) => Expansion::Changes(vec![Box::new(FileChange {
+        SettingId::File(path) => Expansion::Changes(vec![Box::new(FileChange {
             path: path.clone(),
             content: value.as_bytes().to_vec(),
         })]),
-        Target::FileKey { path, key } => {
+        SettingId::FileKey { path, key } => {
             if value.contains('\n') {
                 return Some(Expansion::Invalid(format!(
                     "the value of {key} must be one line"

@@ -7,9 +7,9 @@
 use super::Expansion;
 use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
 use crate::apply::journal::{Bytes, Record};
-use crate::apply::target::Target;
 use crate::machine::CpuSet;
 use crate::sysroot::SysRoot;
+use crate::tuning::setting_id::SettingId;
 
 /// How a knob's content reads and compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +162,7 @@ pub fn restore(
 const CPU: &str = "/sys/devices/system/cpu";
 
 /// The knob changes of a target that is a kernel knob; `None` for other targets.
-pub fn expand(root: &SysRoot, target: &Target, value: &str) -> Option<Expansion> {
+pub fn expand(root: &SysRoot, target: &SettingId, value: &str) -> Option<Expansion> {
     let one = |path: String, form: Form, absent: String| -> Expansion {
         if let Err(problem) = form.check(value) {
             return Expansion::Invalid(problem);
@@ -177,7 +177,7 @@ pub fn expand(root: &SysRoot, target: &Target, value: &str) -> Option<Expansion>
         })])
     };
     Some(match target {
-        Target::Sysctl(key) => {
+        SettingId::Sysctl(key) => {
             let path = format!("/proc/sys/{}", key.replace('.', "/"));
             one(
                 path.clone(),
@@ -185,30 +185,30 @@ pub fn expand(root: &SysRoot, target: &Target, value: &str) -> Option<Expansion>
                 format!("this kernel has no {path}"),
             )
         }
-        Target::IrqDefault => one(
+        SettingId::IrqDefault => one(
             crate::machine::irq::DEFAULT_AFFINITY.to_string(),
             Form::CpuMask,
             "no /proc/irq/default_smp_affinity (procfs not mounted?)".into(),
         ),
-        Target::Irq(n) => one(
+        SettingId::Irq(n) => one(
             format!("/proc/irq/{n}/smp_affinity_list"),
             Form::CpuList,
             format!("IRQ {n} does not exist now (no /proc/irq/{n}): its device is gone"),
         ),
-        Target::Workqueue(None) => one(
+        SettingId::Workqueue(None) => one(
             crate::machine::services::WORKQUEUE_CPUMASK.to_string(),
             Form::CpuMask,
             "this kernel has no unbound workqueue mask (before 4.2)".into(),
         ),
-        Target::Workqueue(Some(name)) => one(
+        SettingId::Workqueue(Some(name)) => one(
             format!("/sys/bus/workqueue/devices/{name}/cpumask"),
             Form::CpuMask,
             format!("no workqueue named {name} with a sysfs mask"),
         ),
-        Target::Rps(interface) => rps(root, interface, value),
-        Target::Cpufreq { policy, attribute } => cpufreq(root, *policy, attribute, value),
-        Target::Boost => boost(root, value),
-        Target::Cpuidle { cpu, state } => {
+        SettingId::Rps(interface) => rps(root, interface, value),
+        SettingId::Cpufreq { policy, attribute } => cpufreq(root, *policy, attribute, value),
+        SettingId::Boost => boost(root, value),
+        SettingId::Cpuidle { cpu, state } => {
             let want = match value {
                 "disabled" | "1" => "1",
                 "enabled" | "0" => "0",
@@ -230,17 +230,17 @@ pub fn expand(root: &SysRoot, target: &Target, value: &str) -> Option<Expansion>
                 form: Form::Text,
             })])
         }
-        Target::ResumeLatency(cpu) => one(
+        SettingId::ResumeLatency(cpu) => one(
             format!("{CPU}/cpu{cpu}/power/pm_qos_resume_latency_us"),
             Form::Text,
             format!("CPU {cpu} has no PM QoS resume-latency limit"),
         ),
-        Target::Thp(attribute) => one(
+        SettingId::Thp(attribute) => one(
             format!("/sys/kernel/mm/transparent_hugepage/{attribute}"),
             Form::Choice,
             "this kernel has no transparent hugepages (compiled out, as on PREEMPT_RT)".into(),
         ),
-        Target::Hugepages { node, size_kib } => {
+        SettingId::Hugepages { node, size_kib } => {
             if value.parse::<u64>().is_err() {
                 return Some(Expansion::Invalid(format!(
                     "'{value}' is not a number of pages"
@@ -258,7 +258,7 @@ pub fn expand(root: &SysRoot, target: &Target, value: &str) -> Option<Expansion>
                 format!("no {size_kib} KiB hugepage pool here"),
             )
         }
-        Target::Clocksource => one(
+        SettingId::Clocksource => one(
             "/sys/devices/system/clocksource/clocksource0/current_clocksource".into(),
             Form::Text,
             "no clocksource in sysfs".into(),

@@ -8,8 +8,8 @@ pub mod service;
 pub mod tasks;
 
 use super::change::{Change, Ctx};
-use super::target::{self, Target, TargetError};
-use crate::plan::setting::{Layer, Setting};
+use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::{SettingId, SettingIdError};
 
 /// What a setting turns into on this machine.
 pub enum Expansion {
@@ -33,15 +33,15 @@ pub fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
             setting.value
         ));
     }
-    let target = match target::parse(&setting.id) {
+    let target = match setting.id.parse::<SettingId>() {
         Ok(target) => target,
-        Err(TargetError::Unknown) => {
-            return Expansion::Unsupported(TargetError::Unknown.to_string());
+        Err(SettingIdError::Unknown) => {
+            return Expansion::Unsupported(SettingIdError::Unknown.to_string());
         }
         Err(e) => return Expansion::Invalid(e.to_string()),
     };
     let value = setting.value.as_str();
-    if let Target::Cmdline(_) = target {
+    if let SettingId::Cmdline(_) = target {
         return Expansion::Invalid(format!(
             "{} is a kernel argument but its layer is {}, not boot",
             setting.id,
@@ -52,5 +52,5 @@ pub fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
         .or_else(|| file::expand(&target, value))
         .or_else(|| tasks::expand(ctx, &target, value))
         .or_else(|| service::expand(ctx, &target, value))
-        .unwrap_or_else(|| Expansion::Unsupported(TargetError::Unknown.to_string()))
+        .unwrap_or_else(|| Expansion::Unsupported(SettingIdError::Unknown.to_string()))
 }

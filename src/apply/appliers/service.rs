@@ -8,7 +8,7 @@ use super::Expansion;
 use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
 use crate::apply::command::Runner;
 use crate::apply::journal::Record;
-use crate::apply::target::Target;
+use crate::tuning::setting_id::SettingId;
 
 /// What a unit should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,8 +214,8 @@ pub fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError
 }
 
 /// The change of a `service:` target; `None` for other targets.
-pub fn expand(ctx: &Ctx, target: &Target, value: &str) -> Option<Expansion> {
-    let Target::Service(unit) = target else {
+pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+    let SettingId::Service(unit) = target else {
         return None;
     };
     let Some(want) = Want::parse(value) else {
@@ -344,7 +344,7 @@ mod tests {
             machine: &machine,
             runner: None,
         };
-        let target = Target::Service("irqbalance".into());
+        let target = SettingId::Service("irqbalance".into());
         assert!(matches!(
             expand(&ctx, &target, "masked"),
             Some(Expansion::Unsupported(_))

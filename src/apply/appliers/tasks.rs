@@ -7,10 +7,10 @@
 use super::Expansion;
 use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
 use crate::apply::journal::Record;
-use crate::apply::target::{self, Target, TaskAttribute};
 use crate::machine::tasks::{parse_stat, parse_status};
 use crate::machine::{Avail, CpuSet, Warnings};
 use crate::sysroot::SysRoot;
+use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
 
 /// Why tasks are left alone in a directory tree.
 const TREE_ONLY: &str =
@@ -312,8 +312,8 @@ fn threads(root: &SysRoot, pid: u32, comm: &str, kernel: bool) -> Vec<Thread> {
 }
 
 /// The changes of a `kthread:` or `task:` target; `None` for other targets.
-pub fn expand(ctx: &Ctx, target: &Target, value: &str) -> Option<Expansion> {
-    let Target::Tasks {
+pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+    let SettingId::Tasks {
         kernel,
         pattern,
         attribute,
@@ -333,7 +333,9 @@ pub fn expand(ctx: &Ctx, target: &Target, value: &str) -> Option<Expansion> {
     let matched: Vec<Thread> = tasks
         .tasks
         .iter()
-        .filter(|t| t.kernel_thread == *kernel && t.pid != own && target::matches(pattern, &t.comm))
+        .filter(|t| {
+            t.kernel_thread == *kernel && t.pid != own && setting_id::matches(pattern, &t.comm)
+        })
         .flat_map(|t| threads(ctx.root, t.pid, &t.comm, *kernel))
         .collect();
     let kind = if *kernel { "kernel thread" } else { "task" };

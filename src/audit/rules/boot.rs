@@ -3,12 +3,12 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
-use crate::audit::rules::runtime::{IrqIndex, interrupts, is_managed, with_details};
+use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const NOHZ_FULL_SYSFS: &str = "/sys/devices/system/cpu/nohz_full";
 const ISOLATED_SYSFS: &str = "/sys/devices/system/cpu/isolated";

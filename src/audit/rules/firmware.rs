@@ -6,7 +6,7 @@
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
 use crate::machine::power::BoostState;
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const GUIDE_BIOS: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 

@@ -8,7 +8,7 @@ use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Outcome, Rule};
 use crate::machine::Avail;
 use crate::machine::cpu::CpuIdentity;
 use crate::machine::firmware::MemoryPopulation;
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const SMBIOS: &str = "/sys/firmware/dmi/tables/DMI";
 const ROOT_ONLY: &str =

@@ -5,6 +5,7 @@ pub mod firmware;
 pub mod hardware;
 pub mod runtime;
 pub mod service;
+mod support;
 pub mod sysctl;
 
 use crate::audit::rule::{Ctx, Outcome, Rule};

@@ -1,16 +1,19 @@
 //! Run-time rules: what may run on the isolated CPUs (IRQs, kernel threads, user tasks,
 //! workqueues), frequency and idle states, THP, the clocksource and steal time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
-use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
+use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
+use crate::machine::tasks::Task;
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
 const GUIDE_SCRIPT: &str = "AMD EPYC 7002 low-latency guide §4.3.3";
 const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
@@ -196,23 +199,6 @@ pub const RULES: &[Rule] = &[
 
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
-/// `unknown` when a machine part is unavailable.
-fn part<'a, T>(avail: &'a Avail<T>, what: &str, expected: &str) -> Result<&'a T, Box<Outcome>> {
-    match avail {
-        Avail::Available(value) => Ok(value),
-        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
-            format!("{what}: {unavailable}"),
-            expected,
-        ))),
-    }
-}
-
-/// Adds detail lines (all of them; the terminal report shortens).
-pub(super) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
-    outcome.details.extend(lines);
-    outcome
-}
-
 /// The housekeeping CPUs on `node`, else all housekeeping CPUs.
 fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
     let hk = &ctx.partition.housekeeping;
@@ -220,82 +206,6 @@ fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
         .map(|node| node.cpus.intersection(hk))
         .filter(|near| !near.is_empty())
         .unwrap_or_else(|| hk.clone())
-}
-
-/// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).
-pub(super) fn is_managed(irq: &Irq) -> bool {
-    matches!(irq.class, IrqClass::Storage { managed: true, .. })
-}
-
-/// The interrupt table indexed once per check: rows by IRQ number, and the columns of the
-/// isolated CPUs (a 512-CPU machine has thousands of IRQs; looking each up would be quadratic).
-pub(super) struct IrqIndex<'a> {
-    rows: HashMap<u32, &'a IrqRow>,
-    iso_columns: Vec<usize>,
-    columns: usize,
-}
-
-impl<'a> IrqIndex<'a> {
-    /// Indexes `irqs` for the isolated CPUs of `ctx`.
-    pub(super) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
-        let iso = &ctx.partition.isolated;
-        Self {
-            rows: irqs
-                .table
-                .rows
-                .iter()
-                .filter_map(|row| Some((row.number?, row)))
-                .collect(),
-            iso_columns: irqs
-                .table
-                .cpus
-                .iter()
-                .enumerate()
-                .filter(|(_, cpu)| iso.contains(**cpu))
-                .map(|(column, _)| column)
-                .collect(),
-            columns: irqs.table.cpus.len(),
-        }
-    }
-
-    /// An IRQ's name (its actions, else the description), its affinities and its count on the
-    /// isolated CPUs, for a detail line.
-    pub(super) fn line(&self, irq: &Irq) -> String {
-        let row = self.rows.get(&irq.number);
-        let name = row
-            .map(|r| {
-                if r.actions.is_empty() {
-                    r.description.clone().unwrap_or_default()
-                } else {
-                    r.actions.join(",")
-                }
-            })
-            .unwrap_or_default();
-        let on_iso: u64 = row
-            .filter(|r| r.counts.len() == self.columns)
-            .map(|r| {
-                self.iso_columns
-                    .iter()
-                    .filter_map(|&c| r.counts.get(c))
-                    .sum()
-            })
-            .unwrap_or(0);
-        format!(
-            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
-            irq.number,
-            irq.affinity.get().map_or("?".to_string(), cpus),
-            irq.effective_affinity.get().map_or("?".to_string(), cpus),
-        )
-    }
-}
-
-/// The interrupts, or the `unknown` outcome without them.
-pub(super) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return Err(Box::new(unknown));
-    }
-    part(&ctx.machine.irqs, "interrupts unreadable", expected)
-        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
 }
 
 fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
@@ -319,7 +229,7 @@ fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             lines.push(index.line(irq));
             let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
-                format!("irq:{}:affinity", irq.number),
+                SettingId::Irq(irq.number).to_string(),
                 target.to_list(),
             ));
         }
@@ -370,7 +280,7 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     if !ok {
         outcome = outcome
             .fix(Fix::runtime(
-                crate::plan::irq_plan::DEFAULT_ID,
+                SettingId::IrqDefault.to_string(),
                 ctx.partition.housekeeping_mask(),
             ))
             .fix(Fix::cmdline("irqaffinity", hk.to_list()));
@@ -378,28 +288,60 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
+/// The kernel threads (`kernel`) or user tasks allowed on at least one isolated CPU, with the
+/// CPUs each may run on; or the `unknown` outcome when there is no partition or task list.
+/// Both task rules walk the task list through this one filter.
+fn allowed_on_isolated<'a>(
+    ctx: &Ctx<'a>,
+    kernel: bool,
+    expected: &str,
+) -> Result<Vec<(&'a Task, &'a CpuSet)>, Box<Outcome>> {
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return Err(Box::new(unknown));
+    }
+    let tasks = part(&ctx.machine.tasks, "tasks unreadable", expected)
+        .map_err(|unknown| Box::new(unknown.evidence("/proc/*/status")))?;
+    let iso = &ctx.partition.isolated;
+    Ok(tasks
+        .tasks
+        .iter()
+        .filter(|t| t.kernel_thread == kernel)
+        .filter_map(|t| Some((t, t.cpus_allowed.get()?)))
+        .filter(|(_, allowed)| allowed.intersects(iso))
+        .collect())
+}
+
+/// Adds the fix that pins the tasks named `comms` (kernel threads if `kernel`) to the
+/// housekeeping CPUs.
+fn pin_to_housekeeping(
+    ctx: &Ctx,
+    mut outcome: Outcome,
+    kernel: bool,
+    comms: BTreeSet<String>,
+) -> Outcome {
+    let hk = ctx.partition.housekeeping.to_list();
+    for pattern in comms {
+        let id = SettingId::Tasks {
+            kernel,
+            pattern,
+            attribute: TaskAttribute::Affinity,
+        };
+        outcome = outcome.fix(Fix::runtime(id.to_string(), hk.clone()));
+    }
+    outcome
+}
+
 fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected = "movable kernel threads allowed only on housekeeping CPUs";
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return unknown;
-    }
-    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
+    let tasks = match allowed_on_isolated(ctx, true, expected) {
         Ok(tasks) => tasks,
-        Err(unknown) => return unknown.evidence("/proc/*/status"),
+        Err(unknown) => return *unknown,
     };
-    let iso = &ctx.partition.isolated;
-    let hk = &ctx.partition.housekeeping;
     let mut movable = Vec::new();
     let mut per_cpu = 0;
     let mut unbound_workers = 0;
     let mut comms = BTreeSet::new();
-    for task in tasks.tasks.iter().filter(|t| t.kernel_thread) {
-        let Some(allowed) = task.cpus_allowed.get() else {
-            continue;
-        };
-        if !allowed.intersects(iso) {
-            continue;
-        }
+    for (task, allowed) in tasks {
         if !task.movable {
             per_cpu += 1;
         } else if task.affinity_locked {
@@ -421,38 +363,23 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     );
     let mut outcome =
         Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
-    for comm in comms {
-        outcome = outcome.fix(Fix::runtime(
-            format!("kthread:{comm}:affinity"),
-            hk.to_list(),
-        ));
-    }
+    outcome = pin_to_housekeeping(ctx, outcome, true, comms);
     with_details(outcome, movable)
 }
 
 fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
     let expected =
         "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
-    if let Some(unknown) = without_partition(ctx, expected) {
-        return unknown;
-    }
-    let tasks = match part(&ctx.machine.tasks, "tasks unreadable", expected) {
-        Ok(tasks) => tasks,
-        Err(unknown) => return unknown.evidence("/proc/*/status"),
-    };
     let iso = &ctx.partition.isolated;
-    let hk = &ctx.partition.housekeeping;
+    let tasks = match allowed_on_isolated(ctx, false, expected) {
+        Ok(tasks) => tasks,
+        Err(unknown) => return *unknown,
+    };
     let mut unpinned = Vec::new();
     let mut placed = 0;
     let mut init_unpinned = false;
     let mut comms = BTreeSet::new();
-    for task in tasks.tasks.iter().filter(|t| !t.kernel_thread) {
-        let Some(allowed) = task.cpus_allowed.get() else {
-            continue;
-        };
-        if !allowed.intersects(iso) {
-            continue;
-        }
+    for (task, allowed) in tasks {
         if allowed.is_subset(iso) {
             placed += 1;
             continue;
@@ -476,13 +403,11 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         outcome = outcome.fix(Fix::file(
             "/etc/systemd/system.conf.d/lowlat.conf",
             "CPUAffinity",
-            hk.to_list().replace(',', " "),
+            ctx.partition.housekeeping.to_list().replace(',', " "),
             true,
         ));
     }
-    for comm in comms {
-        outcome = outcome.fix(Fix::runtime(format!("task:{comm}:affinity"), hk.to_list()));
-    }
+    outcome = pin_to_housekeeping(ctx, outcome, false, comms);
     with_details(outcome, unpinned)
 }
 
@@ -663,7 +588,7 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
             .unwrap_or(0)
             .max(1);
         fixes.push(Fix::runtime(
-            format!("cpu:{}:pm_qos_resume_latency_us", cpu.cpu),
+            SettingId::ResumeLatency(cpu.cpu).to_string(),
             shallow.to_string(),
         ));
     }

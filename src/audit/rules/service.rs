@@ -5,7 +5,7 @@ use crate::audit::rule::{Accepts, Check, Ctx, Expect, Fix, Outcome, Rule};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::services::Service;
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 /// The service-layer rules.
 pub const RULES: &[Rule] = &[

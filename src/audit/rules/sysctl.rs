@@ -8,7 +8,7 @@ use crate::audit::finding::Severity;
 use crate::audit::rule::{Accepts, Check, Ctx, Expect, Fix, Op, Outcome, Rule};
 use crate::audit::rules::cpus;
 use crate::machine::{Avail, CpuSet};
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 const GUIDE: &str = "AMD EPYC 7002 low-latency guide §4.2.1";
 

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::locator::{self, SlotLocation};
 use crate::machine::Warnings;
 
 /// The SMBIOS table file.
@@ -79,19 +80,6 @@ pub struct ProcessorSocket {
     pub max_speed_mhz: Option<u16>,
     /// Speed at boot (MHz).
     pub current_speed_mhz: Option<u16>,
-}
-
-/// Where a memory slot sits, as far as its locator strings tell.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct SlotLocation {
-    /// The socket, numbered from 0 (boards that count from 1, like `PROC 1` or `P1-`, are
-    /// shifted down); `None` when the locator form is not recognised.
-    pub socket: Option<u32>,
-    /// The memory channel as the board names it (`A`..`H`, or a number); `None` when the
-    /// locators do not name it.
-    pub channel: Option<String>,
-    /// The slot number within the socket or channel, as labelled.
-    pub slot: Option<u32>,
 }
 
 /// One memory device slot (type 17), populated or not.
@@ -177,8 +165,23 @@ pub fn parse_smbios(entry_point: Option<&[u8]>, table: &[u8], warnings: &mut War
             );
         }
     }
-    super::population::locate_all(&mut smbios.dimms);
+    locate_all(&mut smbios.dimms);
     smbios
+}
+
+/// Sets every DIMM's location from its locators, numbering sockets from 0 for the whole table
+/// (labels that start at 1 are shifted down).
+pub fn locate_all(dimms: &mut [Dimm]) {
+    for dimm in dimms.iter_mut() {
+        dimm.location =
+            locator::parse_locator(dimm.locator.as_deref(), dimm.bank_locator.as_deref());
+    }
+    let lowest = dimms.iter().filter_map(|d| d.location.socket).min();
+    if lowest == Some(1) {
+        for dimm in dimms.iter_mut() {
+            dimm.location.socket = dimm.location.socket.map(|s| s - 1);
+        }
+    }
 }
 
 /// One structure of the table, bounds already checked.

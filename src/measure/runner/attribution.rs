@@ -80,7 +80,7 @@ pub fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> C
     }
 }
 
-/// A [`crate::measure::runner::threads::Observer`] that reads the counters before GO and after the stop, and
+/// A [`crate::measure::runner::observer::Observer`] that reads the counters before GO and after the stop, and
 /// says on stderr (from the main thread) when the measurement starts and ends.
 pub struct CounterObserver<'a> {
     root: &'a SysRoot,
@@ -107,7 +107,7 @@ impl<'a> CounterObserver<'a> {
     }
 }
 
-impl crate::measure::runner::threads::Observer for CounterObserver<'_> {
+impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
     fn before(&mut self, tids: &[u32]) {
         self.before = read_counters(self.root, tids, &mut self.warnings);
         eprintln!(

@@ -48,6 +48,9 @@ pub fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
     }
 }
 
+/// A helper thread: runs on its CPU until the stop flag is set.
+pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
+
 /// A flag that measurement loops poll to stop early; set by Ctrl-C or when the duration ends.
 #[derive(Clone, Default)]
 pub struct StopFlag(Arc<AtomicBool>);

@@ -3,8 +3,8 @@
 //! busy loop must see about 1000/PERIOD_MS extra interruptions per second lasting about
 //! SPIN, and the timer loop a latency plateau from its baseline up to about SPIN.
 
+use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
-use crate::measure::runner::threads::Helper;
 use serde::Serialize;
 use std::str::FromStr;
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! to see how the measured CPUs fare while their neighbours are busy.
 
 use crate::machine::CpuSet;
+use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
-use crate::measure::runner::threads::Helper;
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
 pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {

@@ -11,6 +11,7 @@ pub mod inject;
 pub mod load;
 pub mod memory;
 pub mod node_matrix;
+pub mod observer;
 pub mod pairs;
 pub mod place;
 pub mod progress;

@@ -9,8 +9,6 @@ use super::place::{self, CpuPlace};
 use crate::machine::{CpuSet, Machine};
 use crate::sysroot::SysRoot;
 
-pub use super::threads::{CpuLoop, Finished};
-
 /// The measurement engines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {

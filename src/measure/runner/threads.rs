@@ -13,9 +13,10 @@
 use crate::machine::{CpuSet, Warning};
 use crate::measure::runner::attribution::{CounterObserver, CpuAttribution, attribute};
 use crate::measure::runner::env::{self, Environment};
-use crate::measure::runner::harness::{self, StopFlag};
+use crate::measure::runner::harness::{self, Helper, StopFlag};
 use crate::measure::runner::inject::{self, InjectSpec};
 use crate::measure::runner::load;
+use crate::measure::runner::observer::Observer;
 use crate::measure::runner::session::Session;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -27,15 +28,6 @@ pub struct Go<'a> {
     pub stop: &'a std::sync::atomic::AtomicBool,
     /// The planned end of the run, ns of `CLOCK_MONOTONIC`.
     pub end_ns: u64,
-}
-
-/// Callbacks of the main thread around the run.
-pub trait Observer {
-    /// Called when every thread is set up, before GO, with the measuring threads' ids in
-    /// the order of the CPUs.
-    fn before(&mut self, tids: &[u32]);
-    /// Called when every measuring thread has stopped, before they exit.
-    fn after(&mut self, tids: &[u32]);
 }
 
 /// How a run ended.
@@ -53,9 +45,6 @@ pub struct ThreadsOutcome<T> {
     /// Each measuring thread's kernel thread id, in the order of the CPUs.
     pub tids: Vec<u32>,
 }
-
-/// A helper thread: runs on its CPU until the stop flag is set.
-pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
 
 /// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
 /// `measure(state, go)`. `helpers` start before GO and end at the stop.

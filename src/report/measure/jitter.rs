@@ -8,7 +8,7 @@ use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::session::CpuLoop;
+use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::report::peer::hdr::{HdrJson, to_json};
 use crate::report::peer::oslat::OslatThread;

@@ -7,7 +7,7 @@ use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::session::CpuLoop;
+use crate::measure::runner::threads::CpuLoop;
 use crate::report::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::report::peer::hdr::{HdrJson, to_json};
 use serde::Serialize;

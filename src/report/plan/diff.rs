@@ -7,9 +7,10 @@ use crate::machine::power::{BoostState, ResumeLatency};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::plan::Plan;
-use crate::plan::setting::{Layer, Setting};
 use crate::plan::{irq_plan, kernel_cmdline};
 use crate::sysroot::{ReadError, SysRoot};
+use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 
 /// The value of a knob on the machine now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +171,7 @@ fn current_irq(s: &Setting, machine: &Machine) -> Current {
         Avail::Available(irqs) => irqs,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
-    if s.id == irq_plan::DEFAULT_ID {
+    if s.id == SettingId::IrqDefault.to_string() {
         return cpus(&irqs.default_affinity, Some(machine.topology.nr_cpu_ids()));
     }
     match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {

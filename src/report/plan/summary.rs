@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::plan::Plan;
-use crate::plan::setting::Layer;
+use crate::tuning::setting::Layer;
 
 /// Width of the label column.
 const LABEL: usize = 20;

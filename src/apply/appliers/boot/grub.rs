@@ -4,76 +4,13 @@
 //! drop-in file of its own where `/etc/default/grub.d` exists, else a marked block at the end
 //! of `/etc/default/grub`.
 
-use super::{AllArgs, Args};
 use crate::apply::appliers::file;
 use crate::apply::change::{Change, ChangeError, Ctx, FollowUp, Inspection, follow_ups_for_file};
 use crate::sysroot::SysRoot;
-
-/// GRUB's defaults file.
-pub const DEFAULTS_PATH: &str = "/etc/default/grub";
-/// The drop-in directory of Debian and Ubuntu.
-pub const DROPIN_DIR: &str = "/etc/default/grub.d";
-/// lowlat's drop-in (sorted last).
-pub const DROPIN_PATH: &str = "/etc/default/grub.d/99-lowlat.cfg";
-
-const BEGIN: &str = "# BEGIN lowlat kernel arguments";
-const END: &str = "# END lowlat kernel arguments";
-const ARGS_LINE: &str = "GRUB_CMDLINE_LINUX=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX\")";
-const CASE_INDENT: &str = "            ";
-
-/// The block for `args`.
-pub fn render_block(args: &AllArgs) -> String {
-    // Both spellings of each key: the kernel treats `-` and `_` alike.
-    let mut patterns: Vec<String> = Vec::new();
-    for key in &args.keys {
-        patterns.push(key.clone());
-        let dashed = key.replace('_', "-");
-        if dashed != *key {
-            patterns.push(dashed);
-        }
-    }
-    let appended: String = args.tokens.iter().map(|t| format!(" {t}")).collect();
-    format!(
-        "{BEGIN} (written by `lowlat apply`; `lowlat revert` removes it).\n\
-         # Drops every argument with a key lowlat owns, then appends the plan's.\n\
-         lowlat_drop() {{\n\
-         \x20   lowlat_out=\n\
-         \x20   set -f\n\
-         \x20   for lowlat_arg in $1; do\n\
-         \x20       case \"${{lowlat_arg%%=*}}\" in\n\
-         {CASE_INDENT}{patterns}) ;;\n\
-         \x20           *) lowlat_out=\"${{lowlat_out:+$lowlat_out }}$lowlat_arg\" ;;\n\
-         \x20       esac\n\
-         \x20   done\n\
-         \x20   set +f\n\
-         \x20   printf '%s' \"$lowlat_out\"\n\
-         }}\n\
-         GRUB_CMDLINE_LINUX_DEFAULT=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX_DEFAULT\")\"\n\
-         {ARGS_LINE}{appended}\"\n\
-         unset -f lowlat_drop\n\
-         unset lowlat_out lowlat_arg\n\
-         {END}\n",
-        patterns = patterns.join("|"),
-    )
-}
-
-/// Splits lowlat's block off `text`: the text without it, and the block.
-pub fn split_block(text: &str) -> (String, Option<String>) {
-    let Some(start) = text.find(BEGIN) else {
-        return (text.to_string(), None);
-    };
-    let end = text[start..]
-        .find(END)
-        .map_or(text.len(), |e| start + e + END.len());
-    let end = if text[end..].starts_with('\n') {
-        end + 1
-    } else {
-        end
-    };
-    let mut rest = text[..start].to_string();
-    rest.push_str(&text[end..]);
-    (rest, Some(text[start..end].to_string()))
-}
+use crate::tuning::grub_block::{
+    DEFAULTS_PATH, block_args, dropped_keys, render_block, split_block,
+};
+use crate::tuning::kernel_args::{AllArgs, Args};
 
 /// The content `path` should have, given what it has now.
 fn desired(path: &str, current: Option<&str>, args: &AllArgs) -> String {
@@ -151,14 +88,6 @@ impl Change for GrubBlockChange {
     }
 }
 
-/// The arguments a block appends.
-fn block_args(block: &str) -> Option<&str> {
-    block
-        .lines()
-        .find_map(|l| l.strip_prefix(ARGS_LINE))
-        .map(|rest| rest.trim_end_matches('"').trim())
-}
-
 /// Whether the block in `path` installs the arguments of `args`: it drops every key they own
 /// and appends every argument they want.
 pub fn configured(root: &SysRoot, path: &str, args: &Args) -> Result<bool, ChangeError> {
@@ -168,12 +97,7 @@ pub fn configured(root: &SysRoot, path: &str, args: &Args) -> Result<bool, Chang
     let Some(block) = split_block(&text).1 else {
         return Ok(false);
     };
-    let dropped: Vec<&str> = block
-        .lines()
-        .find_map(|l| l.strip_prefix(CASE_INDENT))
-        .and_then(|l| l.strip_suffix(") ;;"))
-        .map(|l| l.split('|').collect())
-        .unwrap_or_default();
+    let dropped = dropped_keys(&block);
     let appended: Vec<&str> = block_args(&block)
         .map(|a| a.split_whitespace().collect())
         .unwrap_or_default();

@@ -1,0 +1,106 @@
+//! Helpers that several rule files share: the `unknown` outcome of a missing machine part,
+//! detail lines, and the interrupt table indexed for the isolated CPUs.
+
+use std::collections::HashMap;
+
+use crate::audit::rule::{Ctx, Outcome};
+use crate::audit::rules::{cpus, without_partition};
+use crate::machine::Avail;
+use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
+
+/// `unknown` when a machine part is unavailable.
+pub(crate) fn part<'a, T>(
+    avail: &'a Avail<T>,
+    what: &str,
+    expected: &str,
+) -> Result<&'a T, Box<Outcome>> {
+    match avail {
+        Avail::Available(value) => Ok(value),
+        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
+            format!("{what}: {unavailable}"),
+            expected,
+        ))),
+    }
+}
+
+/// Adds detail lines (all of them; the terminal report shortens).
+pub(crate) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+    outcome.details.extend(lines);
+    outcome
+}
+
+/// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).
+pub(crate) fn is_managed(irq: &Irq) -> bool {
+    matches!(irq.class, IrqClass::Storage { managed: true, .. })
+}
+
+/// The interrupt table indexed once per check: rows by IRQ number, and the columns of the
+/// isolated CPUs (a 512-CPU machine has thousands of IRQs; looking each up would be quadratic).
+pub(crate) struct IrqIndex<'a> {
+    rows: HashMap<u32, &'a IrqRow>,
+    iso_columns: Vec<usize>,
+    columns: usize,
+}
+
+impl<'a> IrqIndex<'a> {
+    /// Indexes `irqs` for the isolated CPUs of `ctx`.
+    pub(crate) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
+        let iso = &ctx.partition.isolated;
+        Self {
+            rows: irqs
+                .table
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.number?, row)))
+                .collect(),
+            iso_columns: irqs
+                .table
+                .cpus
+                .iter()
+                .enumerate()
+                .filter(|(_, cpu)| iso.contains(**cpu))
+                .map(|(column, _)| column)
+                .collect(),
+            columns: irqs.table.cpus.len(),
+        }
+    }
+
+    /// An IRQ's name (its actions, else the description), its affinities and its count on the
+    /// isolated CPUs, for a detail line.
+    pub(crate) fn line(&self, irq: &Irq) -> String {
+        let row = self.rows.get(&irq.number);
+        let name = row
+            .map(|r| {
+                if r.actions.is_empty() {
+                    r.description.clone().unwrap_or_default()
+                } else {
+                    r.actions.join(",")
+                }
+            })
+            .unwrap_or_default();
+        let on_iso: u64 = row
+            .filter(|r| r.counts.len() == self.columns)
+            .map(|r| {
+                self.iso_columns
+                    .iter()
+                    .filter_map(|&c| r.counts.get(c))
+                    .sum()
+            })
+            .unwrap_or(0);
+        format!(
+            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
+            irq.number,
+            irq.affinity.get().map_or("?".to_string(), cpus),
+            irq.effective_affinity.get().map_or("?".to_string(), cpus),
+        )
+    }
+}
+
+/// The interrupts, or the `unknown` outcome without them.
+pub(crate) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return Err(Box::new(unknown));
+    }
+    part(&ctx.machine.irqs, "interrupts unreadable", expected)
+        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
+}
