@@ -3,7 +3,7 @@
 # the same run `tuned-adm verify` (TuneD's closest counterpart) on this machine; appends the
 # figures to bench/RESULTS.md, section "audit".
 #
-# Targets (issue 3): audit of epyc7f32-2s well under 50 ms, of the 512-CPU machine under 500 ms.
+# Targets: audit of epyc7f32-2s well under 50 ms, of the 512-CPU machine under 500 ms.
 # Usage: bench/audit.sh [RUNS]   (default 30 runs each; needs python3, uses hyperfine if present)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,7 +5,7 @@
 # machine's variables, what `tuned-adm profile cpu-partitioning` does before applying); appends
 # the figures to bench/RESULTS.md, section "plan".
 #
-# Target (issue 4): the 512-CPU plan with all artifacts well under 500 ms.
+# Target: the 512-CPU plan with all artifacts well under 500 ms.
 # Usage: bench/plan.sh [RUNS]   (default 20 runs each; needs python3, uses hyperfine if present)
 set -euo pipefail
 cd "$(dirname "$0")/.."

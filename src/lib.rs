@@ -1,7 +1,8 @@
 //! lowlat: take a Linux server from "unknown" to "proven deterministic and fast".
 //!
 //! The library holds everything; `main.rs` only parses the command line and maps errors to
-//! exit codes. See `DESIGN.md` in the shared notes and README.md for the picture.
+//! exit codes. See docs/architecture.md for the layers and docs/sources.md for the
+//! sources the rules cite (`[S000]`, `[M-STREAM]`, ...).
 
 pub mod apply;
 pub mod audit;

@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn hpe_two_sockets_one_dimm_per_channel() {
-        // seeds/000: 16 × 32 GB in 32 slots, PROC 1/2 DIMM 1..16, every other slot filled.
+        // [S000]: 16 × 32 GB in 32 slots, PROC 1/2 DIMM 1..16, every other slot filled.
         let mut dimms: Vec<Dimm> = (1..=2)
             .flat_map(|proc| {
                 (1..=16).map(move |slot| {

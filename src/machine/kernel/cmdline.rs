@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn splits_the_tuned_hpe_cmdline() {
-        // seeds/000, section 4.3.5, after the guide (spaces restored).
+        // [S000] §4.3.5, after the guide (spaces restored).
         let text = "BOOT_IMAGE=(hd1,gpt2)/vmlinuz-4.18.0-147.5.1.el8_1.x86_64 \
             root=/dev/mapper/rhel-root ro crashkernel=auto rd.lvm.lv=rhel/root quiet \
             selinux=0 mce=ignore_ce nmi_watchdog=0 hugepagesz=2MB hugepages=6000 \
@@ -371,7 +371,7 @@ mod tests {
         assert!(iso.nohz && iso.domain && !iso.managed_irq);
         assert_eq!(iso.cpus.to_list(), "1-7");
 
-        // No flag means domain isolation (seeds/002).
+        // No flag means domain isolation ([S002]).
         let iso = parse_isolcpus("4-7", None).unwrap();
         assert!(iso.domain && !iso.nohz && !iso.managed_irq);
 

@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(parse_pool_dir("nr_hugepages"), None);
     }
 
-    // seeds/002: the RT guest after tuning, 1 GiB default pages.
+    // [S002]: the RT guest after tuning, 1 GiB default pages.
     const RT_GUEST_MEMINFO: &str = "MemTotal:       16266836 kB
 MemFree:         2987652 kB
 MemAvailable:    3141100 kB

@@ -6,7 +6,7 @@ use crate::machine::{Avail, Reader};
 use crate::sysroot::ReadError;
 
 /// The sysctls lowlat reads, sorted. Every key of the HPE low-latency guide's
-/// `/etc/sysctl.d/100-lowlatency.conf` (seeds/000, section 4.2.1) plus the ones the TuneD
+/// `/etc/sysctl.d/100-lowlatency.conf` ([S000] §4.2.1) plus the ones the TuneD
 /// latency, cpu-partitioning and realtime profiles and the RT guides touch. Some exist only on
 /// some kernels (the CFS `sched_*_ns` knobs moved to debugfs in 5.13); those read as
 /// unavailable, "not on this kernel".
@@ -81,7 +81,7 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted, AUDITED_SYSCTLS);
-        // seeds/000, /etc/sysctl.d/100-lowlatency.conf, every key.
+        // [S000], /etc/sysctl.d/100-lowlatency.conf, every key.
         for key in [
             "kernel.hung_task_timeout_secs",
             "kernel.numa_balancing",
