@@ -11,19 +11,33 @@ use std::fmt::Write;
 /// an escape: `\x1b` for C0 and DEL, `\u{9b}` for C1. Text without control characters is
 /// returned as it is, without copying.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    escape_except(text, &[])
+}
+
+/// A whole page of output (lines of a table, a report) made safe for a terminal: as
+/// [`escape_controls`], except that the newlines and tabs that lay the page out are kept.
+pub fn escape_page(text: &str) -> Cow<'_, str> {
+    escape_except(text, &['\n', '\t'])
+}
+
+fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
+    let escaped = |c: char| c.is_control() && !kept.contains(&c);
+    if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
+        if !escaped(c) {
+            out.push(c);
+            continue;
+        }
         match u32::from(c) {
             code @ (0..=0x1f | 0x7f) => {
                 let _ = write!(out, "\\x{code:02x}");
             }
-            code if c.is_control() => {
+            code => {
                 let _ = write!(out, "\\u{{{code:x}}}");
             }
-            _ => out.push(c),
         }
     }
     Cow::Owned(out)
@@ -40,6 +54,14 @@ mod tests {
             "\\x1b]0;owned\\x07\\x1b[2Jhost\\x0a\\x09\\x7f"
         );
         assert_eq!(escape_controls("a\u{9b}b"), "a\\u{9b}b");
+    }
+
+    #[test]
+    fn a_page_keeps_its_layout_and_loses_terminal_sequences() {
+        assert_eq!(
+            escape_page("host\x1b]0;owned\x07\tx\n\x1b[2J"),
+            "host\\x1b]0;owned\\x07\tx\n\\x1b[2J"
+        );
     }
 
     #[test]

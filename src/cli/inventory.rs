@@ -2,8 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::io::Write;
-
+use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::machine::Machine;
 use crate::report::inventory;
@@ -24,13 +23,10 @@ pub struct InventoryArgs {
 pub fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let mut stdout = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &inventory::document(&machine))
-            .map_err(std::io::Error::from)?;
-        writeln!(stdout)?;
+        print_json(&inventory::document(&machine))?;
     } else {
-        stdout.write_all(inventory::render_text(&machine).as_bytes())?;
+        print(&inventory::render_text(&machine))?;
     }
     Ok(exit::OK)
 }
