@@ -44,7 +44,13 @@ build_start=$SECONDS
 echo "fuzz: built in $((SECONDS - build_start)) s"
 bin_dir="target/$(rustc -vV | sed -n 's/^host: //p')/release"
 
-scratch="$(mktemp -d -t lowlat-fuzz-XXXXXX)"
+# On tmpfs where there is one: the machine and snapshot targets write a tree per input, 2-3
+# times faster there than on disk.
+scratch_base="${TMPDIR:-/tmp}"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  scratch_base=/dev/shm
+fi
+scratch="$(mktemp -d -p "$scratch_base" lowlat-fuzz-XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
 
 # Runs one target; its libFuzzer log goes to $scratch/<target>.log, its exit status to
@@ -57,7 +63,8 @@ fuzz_one() {
     cp seeds/"$target"/* "$corpus"/
   fi
   local status=0
-  "$bin_dir/$target" "$corpus" \
+  mkdir -p "$scratch/tmp/$target"
+  TMPDIR="$scratch/tmp/$target" "$bin_dir/$target" "$corpus" \
     -max_total_time="$seconds" -timeout="$unit_timeout_s" -print_final_stats=1 \
     -artifact_prefix="$artifacts/$target/" >"$scratch/$target.log" 2>&1 || status=$?
   echo "$status" >"$scratch/$target.status"
