@@ -38,12 +38,12 @@ fn build_tree(data: &[u8], dir: &Path) {
             continue;
         };
         let file = dir.join(path);
-        if let Some(parent) = file.parent() {
-            if std::fs::create_dir_all(parent).is_err() {
-                continue;
-            }
+        let parent_made = file
+            .parent()
+            .is_none_or(|p| std::fs::create_dir_all(p).is_ok());
+        if parent_made {
+            let _ = std::fs::write(&file, content);
         }
-        let _ = std::fs::write(&file, content);
     }
 }
 

@@ -59,10 +59,23 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&scratch.input, file).expect("writing the fuzz input");
     if let Ok((root, _manifest)) = lowlat::snapshot::open(&scratch.input) {
         let private = root.dir_path().to_path_buf();
-        assert!(private.starts_with(&scratch.tmp), "unpacked outside TMPDIR: {private:?}");
+        assert!(
+            private.starts_with(&scratch.tmp),
+            "unpacked outside TMPDIR: {private:?}"
+        );
         drop(root);
-        assert!(!private.exists(), "{private:?} left behind after the root was dropped");
+        assert!(
+            !private.exists(),
+            "{private:?} left behind after the root was dropped"
+        );
     }
-    assert_eq!(names_in(&scratch.dir), ["input.lowlat", "tmp"], "written outside the private directory");
-    assert!(names_in(&scratch.tmp).is_empty(), "private directory left behind in TMPDIR");
+    assert_eq!(
+        names_in(&scratch.dir),
+        ["input.lowlat", "tmp"],
+        "written outside the private directory"
+    );
+    assert!(
+        names_in(&scratch.tmp).is_empty(),
+        "private directory left behind in TMPDIR"
+    );
 });
