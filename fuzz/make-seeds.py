@@ -10,6 +10,7 @@ libFuzzer mutates them quickly and the committed set stays well under 2 MiB.
 
 import hashlib
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -74,6 +75,8 @@ CONFIG_FILES = [
     "etc/tuned/cpu-partitioning-variables.conf",
     "etc/tuned/realtime-virtual-guest-variables.conf",
 ]
+# The capture time every snapshot seed's manifest says.
+CAPTURED = "2026-01-01T00:00:00Z"
 HUGEPAGE_VALUES = ["2M:512", "1G:4", "2048kB:16", "1GiB:1", "4K:0"]
 
 
@@ -174,14 +177,23 @@ def machine_seed(tree: Path) -> bytes:
     return seed
 
 
-def small_tar(snapshot_tar: bytes, keep: int) -> bytes:
-    """The manifest and the first `keep` other entries of a snapshot's tar."""
+def pinned_tar(snapshot_tar: bytes, keep: int = -1) -> bytes:
+    """The manifest and the first `keep` other entries (all if negative) of a snapshot's tar,
+    with the manifest's capture time pinned to CAPTURED, so that the seeds depend only on the
+    fixtures."""
     out = io.BytesIO()
     with tarfile.open(fileobj=io.BytesIO(snapshot_tar)) as full, tarfile.open(
         fileobj=out, mode="w", format=tarfile.GNU_FORMAT
-    ) as small:
-        for member in full.getmembers()[: keep + 1]:
-            small.addfile(member, full.extractfile(member) if member.isfile() else None)
+    ) as pinned:
+        members = full.getmembers()
+        for member in members if keep < 0 else members[: keep + 1]:
+            data = full.extractfile(member).read() if member.isfile() else None
+            if member.name == "manifest.json":
+                manifest = json.loads(data)
+                manifest["created"] = CAPTURED
+                data = json.dumps(manifest, indent=2).encode()
+                member.size = len(data)
+            pinned.addfile(member, io.BytesIO(data) if data is not None else None)
     return out.getvalue()
 
 
@@ -224,11 +236,13 @@ def tree_seeds(work: Path) -> tuple:
         machines.append(machine_seed(tree))
         tar = subprocess.run(["zstd", "-dc", str(snapshot)], check=True, capture_output=True).stdout
         tars.append(tar)
-    # One compressed snapshot lowlat writes now (the smallest), beside the schema-1 one; the
-    # rest as trimmed tars, which the snapshot target compresses itself.
-    snapshots.append((work / f"{TREE_FIXTURES[1]}.lowlat").read_bytes())
-    snapshots += [small_tar(tar, 40) for tar in tars]
-    with tarfile.open(fileobj=io.BytesIO(tars[0])) as full:
+    # One whole compressed snapshot in this lowlat's layout (the smallest), beside the schema-1
+    # one; the rest as trimmed tars, which the snapshot target compresses itself.
+    whole = pinned_tar(tars[1])
+    compressed = subprocess.run(["zstd", "-q", "-c"], input=whole, check=True, capture_output=True)
+    snapshots.append(compressed.stdout)
+    snapshots += [pinned_tar(tar, 40) for tar in tars]
+    with tarfile.open(fileobj=io.BytesIO(snapshots[-1])) as full:
         manifest = full.extractfile("manifest.json").read()
     snapshots += [hostile_tar(manifest, member) for member in hostile_members()]
     return machines, snapshots
