@@ -91,7 +91,7 @@ for target in "${targets[@]}"; do
   if [ "$status" -eq 0 ]; then
     printf 'fuzz: %-14s ok     %10s executions, corpus %s inputs\n' "$target" "${runs:-?}" "$corpus_size"
   else
-    printf 'fuzz: %-14s FAILED %10s executions (exit %s); input kept under %s\n' \
+    printf 'fuzz: %-14s FAILED %10s executions (exit %s); a crashing input is kept under %s\n' \
       "$target" "${runs:-?}" "$status" "$artifacts/$target/"
     tail -n 60 "$log" | sed "s/^/  $target: /"
     failed+=("$target")
