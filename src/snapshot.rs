@@ -11,7 +11,6 @@
 //! while it unpacks removes the directory before the process ends, and a terminal sees the
 //! progress once a second.
 
-use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Read};
 use std::path::{Component, Path, PathBuf};
@@ -19,7 +18,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
-use crate::sysroot::{MAX_FILE_BYTES, Perms, Recorded, SysRoot, write_file_atomically};
+use crate::sysroot::{MAX_FILE_BYTES, Perms, Recorded, SysRoot, WriteError, write_file_atomically};
 use crate::text::escape_controls;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).
@@ -57,23 +56,143 @@ struct ManifestBeforeEnvelope {
     bytes: u64,
 }
 
+/// Why a snapshot could not be written, opened or extracted. Every message names the file;
+/// names and text that came from the archive are escaped.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The snapshot file could not be opened.
+    #[error("{}: cannot open: {source}", .file.display())]
+    Open {
+        /// The snapshot file.
+        file: PathBuf,
+        /// The error of the open.
+        source: std::io::Error,
+    },
+    /// The file is not zstd-compressed, so lowlat did not make it.
+    #[error(
+        "{}: not a lowlat snapshot (not zstd-compressed: {}); make one with `lowlat snapshot -o FILE`",
+        .file.display(),
+        escape_controls(.reason)
+    )]
+    NotZstd {
+        /// The snapshot file.
+        file: PathBuf,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// The archive inside is damaged, hostile or not one lowlat made.
+    #[error("{}: {}", .file.display(), escape_controls(&.source.to_string()))]
+    Archive {
+        /// The snapshot file.
+        file: PathBuf,
+        /// What is wrong with it.
+        source: ArchiveError,
+    },
+    /// Ctrl-C or SIGTERM arrived while the snapshot was unpacked (its directory is removed).
+    #[error("{}: interrupted while unpacking", .file.display())]
+    Interrupted {
+        /// The snapshot file.
+        file: PathBuf,
+    },
+    /// The private directory to unpack into could not be made.
+    #[error("cannot create a private temporary directory for the snapshot: {0}")]
+    TempDir(std::io::Error),
+    /// The archive could not be built (an entry name the tar format refuses).
+    #[error("cannot add {name} to the snapshot: {source}")]
+    Build {
+        /// The entry.
+        name: String,
+        /// The error of the tar builder.
+        source: std::io::Error,
+    },
+    /// A file could not be read while extracting.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error of the read.
+        source: std::io::Error,
+    },
+    /// A file or directory could not be written (the error names it).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// What is wrong with the archive inside a snapshot file.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The decompressed stream is not a tar archive, or it is cut short.
+    #[error("truncated or corrupt archive: {0}")]
+    Corrupt(std::io::Error),
+    /// More entries than any snapshot lowlat makes.
+    #[error("more than {MAX_ENTRIES} entries: not a snapshot lowlat made")]
+    TooManyEntries,
+    /// One entry is larger than any file lowlat reads.
+    #[error("entry {name} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit")]
+    EntryTooLarge {
+        /// The entry.
+        name: String,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// The entries add up to more than a snapshot may unpack to.
+    #[error("unpacks to more than {MAX_TOTAL_BYTES} bytes: not a snapshot lowlat made")]
+    TooLarge,
+    /// manifest.json is not a lowlat manifest.
+    #[error("manifest.json is not a lowlat manifest: {0}")]
+    BadManifest(String),
+    /// The manifest names a layout this lowlat does not read.
+    #[error(
+        "manifest says format '{format}' version {version}; this lowlat reads \
+         '{FORMAT_BEFORE_ENVELOPE}' version 1 or a document of kind snapshot (upgrade lowlat)"
+    )]
+    UnknownFormat {
+        /// The manifest's `format`.
+        format: String,
+        /// The manifest's `format_version`.
+        version: u32,
+    },
+    /// An entry outside `root/`, absolute or with `..`.
+    #[error("entry {0} is outside root/ (an absolute path or '..'); refused")]
+    Outside(String),
+    /// An entry that is not a regular file or a directory.
+    #[error("entry {name} is a {kind}, not a regular file or directory; snapshots hold no links or devices")]
+    NotRegular {
+        /// The entry.
+        name: String,
+        /// Its tar type.
+        kind: String,
+    },
+    /// No manifest.json in the archive.
+    #[error("no manifest.json: not a snapshot lowlat made")]
+    NoManifest,
+    /// A signal stopped the unpacking.
+    #[error("stopped by signal {0}")]
+    Stopped(i32),
+    /// An entry could not be written into the private directory.
+    #[error("cannot unpack {name}: {source}")]
+    Unpack {
+        /// The entry.
+        name: String,
+        /// The error of the write.
+        source: std::io::Error,
+    },
+}
+
 impl Manifest {
     /// Reads manifest.json, of schema 1 or of this lowlat's layout.
-    fn from_json(text: &str) -> Result<Manifest> {
-        let not_a_manifest = "manifest.json is not a lowlat manifest";
-        match document::layout(text, Kind::Snapshot).context(not_a_manifest)? {
-            Layout::Envelope => Ok(serde_json::from_str(text).context(not_a_manifest)?),
+    fn from_json(text: &str) -> Result<Manifest, ArchiveError> {
+        let bad = |e: &dyn std::fmt::Display| ArchiveError::BadManifest(e.to_string());
+        match document::layout(text, Kind::Snapshot).map_err(|e| bad(&e))? {
+            Layout::Envelope => serde_json::from_str(text).map_err(|e| bad(&e)),
             Layout::BeforeEnvelope => {
                 let old: ManifestBeforeEnvelope =
-                    serde_json::from_str(text).context(not_a_manifest)?;
+                    serde_json::from_str(text).map_err(|e| bad(&e))?;
                 if old.format != FORMAT_BEFORE_ENVELOPE || old.format_version != 1 {
-                    bail!(
-                        "manifest says format '{}' version {}; this lowlat reads \
-                         '{FORMAT_BEFORE_ENVELOPE}' version 1 or a document of kind snapshot \
-                         (upgrade lowlat)",
-                        old.format,
-                        old.format_version
-                    );
+                    return Err(ArchiveError::UnknownFormat {
+                        format: old.format,
+                        version: old.format_version,
+                    });
                 }
                 Ok(Manifest {
                     header: Header {
@@ -97,7 +216,7 @@ impl Manifest {
 
 /// Writes a snapshot of what `root` recorded to `out` (atomically, see
 /// [`write_file_atomically`]). Returns the manifest written.
-pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
+pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
     let recorded = root.recorded();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut dirs: Vec<String> = Vec::new();
@@ -126,7 +245,10 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
         }
     }
     for child in placeholders {
-        if root.is_dir(&child) {
+        // A child that is gone since it was listed (a process that exited while the machine
+        // was read) becomes an empty directory: every read under it then fails as "not
+        // found", as it did while capturing, and not as "not a directory".
+        if root.is_dir(&child) || !root.exists(&child) {
             dirs.push(child);
         } else {
             files.push((child, Vec::new()));
@@ -142,19 +264,27 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest> {
     };
 
     let mut builder = tar::Builder::new(Vec::new());
-    let manifest_json = serde_json::to_vec_pretty(&manifest)?;
+    let manifest_json = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
     append(&mut builder, "manifest.json", &manifest_json)?;
     for dir in &dirs {
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Directory);
         header.set_mode(0o755);
         header.set_size(0);
-        builder.append_data(&mut header, archive_name(dir), std::io::empty())?;
+        let name = archive_name(dir);
+        builder
+            .append_data(&mut header, &name, std::io::empty())
+            .map_err(|source| SnapshotError::Build { name, source })?;
     }
     for (path, bytes) in &files {
         append(&mut builder, &archive_name(path), bytes)?;
     }
-    let tarball = builder.into_inner()?;
+    let tarball = builder
+        .into_inner()
+        .map_err(|source| SnapshotError::Build {
+            name: "the end of the archive".into(),
+            source,
+        })?;
     let compressed = ruzstd::encoding::compress_to_vec(
         tarball.as_slice(),
         ruzstd::encoding::CompressionLevel::Fastest,
@@ -167,14 +297,21 @@ fn archive_name(path: &str) -> String {
     format!("root/{}", path.trim_start_matches('/'))
 }
 
-fn append(builder: &mut tar::Builder<Vec<u8>>, name: &str, bytes: &[u8]) -> Result<()> {
+fn append(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(), SnapshotError> {
     let mut header = tar::Header::new_gnu();
     header.set_entry_type(tar::EntryType::Regular);
     header.set_mode(0o644);
     header.set_size(bytes.len() as u64);
     builder
         .append_data(&mut header, name, bytes)
-        .with_context(|| format!("adding {name} to the snapshot"))
+        .map_err(|source| SnapshotError::Build {
+            name: name.to_string(),
+            source,
+        })
 }
 
 /// Opens a snapshot: checks and unpacks it into a private temporary directory and returns a
@@ -182,22 +319,22 @@ fn append(builder: &mut tar::Builder<Vec<u8>>, name: &str, bytes: &[u8]) -> Resu
 ///
 /// Ctrl-C or SIGTERM while it unpacks removes the directory, then ends the process as the
 /// signal would have.
-pub fn open(file: &Path) -> Result<(SysRoot, Manifest)> {
-    let raw = std::fs::File::open(file)
-        .with_context(|| format!("--snapshot {}: cannot open", file.display()))?;
-    let decoder = ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| {
-        anyhow::anyhow!(
-            "--snapshot {}: not a lowlat snapshot (not zstd-compressed: {}); make one with `lowlat snapshot -o FILE`",
-            file.display(),
-            escape_controls(&e.to_string())
-        )
+pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
+    let raw = std::fs::File::open(file).map_err(|source| SnapshotError::Open {
+        file: file.to_path_buf(),
+        source,
     })?;
+    let decoder =
+        ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| SnapshotError::NotZstd {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let tempdir = tempfile::Builder::new()
         .prefix("lowlat-snapshot-")
         .tempdir()
-        .context("creating a private temporary directory for the snapshot")?;
+        .map_err(SnapshotError::TempDir)?;
     let top = tempdir.path().join("root");
-    std::fs::create_dir(&top)?;
+    std::fs::create_dir(&top).map_err(SnapshotError::TempDir)?;
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
     let unpacked = unpack(decoder.take(MAX_TOTAL_BYTES + 1), &top, &mut progress);
@@ -207,15 +344,14 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest)> {
         drop(signals);
         // SAFETY: raise() only delivers the signal, now with its previous disposition.
         unsafe { libc::raise(signal) };
-        bail!("--snapshot {}: interrupted while unpacking", file.display());
+        return Err(SnapshotError::Interrupted {
+            file: file.to_path_buf(),
+        });
     }
     drop(signals);
-    let manifest = unpacked.map_err(|e| {
-        anyhow::anyhow!(
-            "--snapshot {}: {}",
-            file.display(),
-            escape_controls(&format!("{e:#}"))
-        )
+    let manifest = unpacked.map_err(|source| SnapshotError::Archive {
+        file: file.to_path_buf(),
+        source,
     })?;
     Ok((SysRoot::unpacked(tempdir, top), manifest))
 }
@@ -316,96 +452,119 @@ impl Progress {
     }
 }
 
-fn unpack(stream: impl Read, top: &Path, progress: &mut Progress) -> Result<Manifest> {
+fn unpack(
+    stream: impl Read,
+    top: &Path,
+    progress: &mut Progress,
+) -> Result<Manifest, ArchiveError> {
     let mut archive = tar::Archive::new(stream);
     let mut manifest: Option<Manifest> = None;
     let mut total: u64 = 0;
     for (index, entry) in archive
         .entries()
-        .context("not a tar archive inside")?
+        .map_err(ArchiveError::Corrupt)?
         .enumerate()
     {
         if let Some(signal) = SignalGuard::caught() {
-            bail!("stopped by signal {signal}");
+            return Err(ArchiveError::Stopped(signal));
         }
         if index >= MAX_ENTRIES {
-            bail!("more than {MAX_ENTRIES} entries: not a snapshot lowlat made");
+            return Err(ArchiveError::TooManyEntries);
         }
-        let mut entry = entry.context("truncated or corrupt archive")?;
-        let name = entry.path()?.to_string_lossy().into_owned();
-        let size = entry.header().size()?;
+        let mut entry = entry.map_err(ArchiveError::Corrupt)?;
+        let name = entry
+            .path()
+            .map_err(ArchiveError::Corrupt)?
+            .to_string_lossy()
+            .into_owned();
+        let size = entry.header().size().map_err(ArchiveError::Corrupt)?;
         progress.add(size);
         if size > MAX_FILE_BYTES {
-            bail!("entry {name} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit");
+            return Err(ArchiveError::EntryTooLarge { name, size });
         }
         total += size;
         if total > MAX_TOTAL_BYTES {
-            bail!("unpacks to more than {MAX_TOTAL_BYTES} bytes: not a snapshot lowlat made");
+            return Err(ArchiveError::TooLarge);
         }
         if name == "manifest.json" {
             let mut text = String::new();
-            entry.read_to_string(&mut text)?;
+            entry
+                .read_to_string(&mut text)
+                .map_err(|e| ArchiveError::BadManifest(e.to_string()))?;
             manifest = Some(Manifest::from_json(&text)?);
             continue;
         }
         let relative = safe_relative(&name)?;
         let target = top.join(&relative);
+        let unpacking = |source| ArchiveError::Unpack {
+            name: name.clone(),
+            source,
+        };
         match entry.header().entry_type() {
-            tar::EntryType::Directory => std::fs::create_dir_all(&target)?,
+            tar::EntryType::Directory => std::fs::create_dir_all(&target).map_err(unpacking)?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)?;
+                    std::fs::create_dir_all(parent).map_err(unpacking)?;
                 }
-                let mut out =
-                    std::fs::File::create(&target).with_context(|| format!("unpacking {name}"))?;
-                std::io::copy(&mut entry.by_ref().take(size), &mut out)?;
+                let mut out = std::fs::File::create(&target).map_err(unpacking)?;
+                std::io::copy(&mut entry.by_ref().take(size), &mut out).map_err(unpacking)?;
             }
-            other => bail!(
-                "entry {name} is a {other:?}, not a regular file or directory; snapshots hold no links or devices"
-            ),
+            other => {
+                return Err(ArchiveError::NotRegular {
+                    name,
+                    kind: format!("{other:?}"),
+                });
+            }
         }
     }
-    manifest.context("no manifest.json: not a snapshot lowlat made")
+    manifest.ok_or(ArchiveError::NoManifest)
 }
 
 /// Copies a tree of regular files and directories (an unpacked snapshot) into the directory
 /// `to`, created if missing. Everything is written inside `to`: a symbolic link already there
 /// that leads out of it is refused, and files in the way are replaced.
-pub fn extract_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+pub fn extract_tree(from: &Path, to: &Path) -> Result<(), SnapshotError> {
+    std::fs::create_dir_all(to).map_err(|source| {
+        WriteError::new(&to.display().to_string(), "create the directory", source)
+    })?;
     copy_into(from, &SysRoot::dir(to), "")
 }
 
-fn copy_into(from: &Path, to: &SysRoot, path: &str) -> Result<()> {
-    to.create_dirs(path)
-        .with_context(|| format!("writing under {}", to.dir_path().display()))?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
+fn copy_into(from: &Path, to: &SysRoot, path: &str) -> Result<(), SnapshotError> {
+    let reading = |source| SnapshotError::Read {
+        path: from.to_path_buf(),
+        source,
+    };
+    to.create_dirs(path)?;
+    for entry in std::fs::read_dir(from).map_err(reading)? {
+        let entry = entry.map_err(reading)?;
         let child = format!("{path}/{}", entry.file_name().to_string_lossy());
-        if entry.file_type()?.is_dir() {
+        if entry.file_type().map_err(reading)?.is_dir() {
             copy_into(&entry.path(), to, &child)?;
         } else {
-            let bytes = std::fs::read(entry.path())?;
-            to.replace_file(&child, &bytes, Perms::mode(0o644))
-                .with_context(|| format!("writing under {}", to.dir_path().display()))?;
+            let bytes = std::fs::read(entry.path()).map_err(|source| SnapshotError::Read {
+                path: entry.path(),
+                source,
+            })?;
+            to.replace_file(&child, &bytes, Perms::mode(0o644))?;
         }
     }
     Ok(())
 }
 
 /// Checks an archive entry name and returns it relative to the snapshot's `root/`.
-fn safe_relative(name: &str) -> Result<PathBuf> {
+fn safe_relative(name: &str) -> Result<PathBuf, ArchiveError> {
     let path = Path::new(name);
     let mut out = PathBuf::new();
     let mut components = path.components();
     if components.next() != Some(Component::Normal("root".as_ref())) {
-        bail!("entry {name} is outside root/");
+        return Err(ArchiveError::Outside(name.to_string()));
     }
     for component in components {
         match component {
             Component::Normal(part) => out.push(part),
             Component::CurDir => {}
-            _ => bail!("entry {name} has an absolute path or '..'; refused"),
+            _ => return Err(ArchiveError::Outside(name.to_string())),
         }
     }
     Ok(out)

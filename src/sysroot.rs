@@ -100,7 +100,7 @@ pub struct WriteError {
 }
 
 impl WriteError {
-    fn new(path: &str, op: &'static str, source: io::Error) -> Self {
+    pub(crate) fn new(path: &str, op: &'static str, source: io::Error) -> Self {
         Self {
             path: path.to_string(),
             op,

@@ -1,7 +1,7 @@
 //! The command line: clap definitions and the code that turns them into calls of the library.
 //! Nothing below this module sees clap.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -94,7 +94,8 @@ impl Cli {
             return Ok(SysRoot::dir(dir));
         }
         if let Some(file) = &self.snapshot {
-            return Ok(crate::snapshot::open(file)?.0);
+            let (root, _) = crate::snapshot::open(file).context("--snapshot")?;
+            return Ok(root);
         }
         Ok(SysRoot::live())
     }

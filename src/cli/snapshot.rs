@@ -47,7 +47,7 @@ pub fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     }
     let root = cli.sysroot()?.recording();
     let machine = Machine::read(&root);
-    let manifest = crate::snapshot::write(&root, output)?;
+    let manifest = crate::snapshot::write(&root, output).context("-o")?;
     eprintln!(
         "lowlat: wrote {} ({} files, {} KiB before compression, host {}; {} warnings while reading)",
         output.display(),
@@ -71,7 +71,7 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
             dir.display()
         );
     }
-    let (root, manifest) = crate::snapshot::open(file)?;
+    let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
     crate::snapshot::extract_tree(root.dir_path(), dir)
         .with_context(|| format!("--extract {}", dir.display()))?;
     eprintln!(
