@@ -4,9 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::exit;
-use super::measure::print;
-use super::measure_common::{CommonArgs, emit, open_session};
+use super::measure_common::{CommonArgs, emit, open_session, print_csv};
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
@@ -71,8 +69,7 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         run,
     };
     if args.csv {
-        print(&matrix::csv(&report.run.matrix_mean_ns))?;
-        return Ok(exit::OK);
+        return print_csv(&session, matrix::csv(&report.run.matrix_mean_ns));
     }
     emit(
         &session,
@@ -83,8 +80,8 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         &warnings,
         &report,
         || hardware::c2c_text(&report),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }
 
 /// Options of `lowlat measure wakeup`.
@@ -133,8 +130,7 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     )?;
     progress.finish();
     if args.csv {
-        print(&matrix::csv(&run.matrix_median_ns))?;
-        return Ok(exit::OK);
+        return print_csv(&session, matrix::csv(&run.matrix_median_ns));
     }
     let breaks = place::group_breaks(&session.places);
     emit(
@@ -146,8 +142,8 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         &warnings,
         &run,
         || hardware::wakeup_text(&run, &breaks),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }
 
 /// Options of `lowlat measure freq`.
@@ -205,6 +201,6 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         &[],
         &run,
         || hardware::freq_text(&run),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }

@@ -57,8 +57,17 @@ pub struct ThreadsOutcome<T> {
 /// A helper thread: runs on its CPU until the stop flag is set.
 pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
 
+/// A thread of the run could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot start a measurement thread ({0}); nothing was measured; if the limits of this \
+     user are low (`ulimit -l` locked memory, `ulimit -u` processes), raise them or run as root"
+)]
+pub struct SpawnError(#[source] std::io::Error);
+
 /// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
-/// `measure(state, go)`. `helpers` start before GO and end at the stop.
+/// `measure(state, go)`. `helpers` start before GO and end at the stop. Fails, having
+/// measured nothing, when a thread cannot be started.
 pub fn run<S, T>(
     cpus: &[u32],
     duration: Duration,
@@ -66,7 +75,7 @@ pub fn run<S, T>(
     measure: impl Fn(S, &Go) -> T + Sync,
     helpers: Vec<Helper<'_>>,
     observer: &mut dyn Observer,
-) -> ThreadsOutcome<T>
+) -> Result<ThreadsOutcome<T>, SpawnError>
 where
     T: Send,
 {
@@ -77,36 +86,60 @@ where
     let end_ns = AtomicU64::new(0);
     let tids = Mutex::new(vec![0u32; cpus.len()]);
     harness::block_interrupt(true);
-    let (results, interrupted, elapsed_ns, thread_ids) = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
+        let mut failure = None;
         for helper in helpers {
             let stop = stop.clone();
-            scope.spawn(move || helper(&stop));
+            let started = std::thread::Builder::new().spawn_scoped(scope, move || helper(&stop));
+            failure = failure.or(started.err());
         }
-        let workers: Vec<_> = cpus
-            .iter()
-            .enumerate()
-            .map(|(slot, &cpu)| {
-                let (setup, measure, barrier, stop, end_ns, tids) =
-                    (&setup, &measure, &barrier, &stop, &end_ns, &tids);
-                scope.spawn(move || {
-                    if let Ok(mut tids) = tids.lock() {
-                        tids[slot] = harness::gettid();
-                    }
-                    let state = setup(cpu);
-                    barrier.wait(); // ready
-                    barrier.wait(); // go
-                    let go = Go {
-                        stop: stop.flag(),
-                        end_ns: end_ns.load(Ordering::Acquire),
-                    };
-                    let result = measure(state, &go);
-                    barrier.wait(); // finished
-                    barrier.wait(); // released
-                    result
-                })
-            })
-            .collect();
+        // Each worker waits to be admitted: the barrier counts every CPU, so none may pass it
+        // unless all of them were started.
+        let mut admissions = Vec::new();
+        let mut workers = Vec::new();
+        for (slot, &cpu) in cpus.iter().enumerate() {
+            if failure.is_some() {
+                break;
+            }
+            let (admit, admitted) = std::sync::mpsc::channel::<()>();
+            let (setup, measure, barrier, stop, end_ns, tids) =
+                (&setup, &measure, &barrier, &stop, &end_ns, &tids);
+            let started = std::thread::Builder::new().spawn_scoped(scope, move || {
+                if let Ok(mut tids) = tids.lock() {
+                    tids[slot] = harness::gettid();
+                }
+                admitted.recv().ok()?;
+                let state = setup(cpu);
+                barrier.wait(); // ready
+                barrier.wait(); // go
+                let go = Go {
+                    stop: stop.flag(),
+                    end_ns: end_ns.load(Ordering::Acquire),
+                };
+                let result = measure(state, &go);
+                barrier.wait(); // finished
+                barrier.wait(); // released
+                Some(result)
+            });
+            match started {
+                Ok(worker) => {
+                    workers.push(worker);
+                    admissions.push(admit);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
         harness::block_interrupt(false);
+        if let Some(e) = failure {
+            // The started workers are never admitted (their channels close) and the helpers
+            // see the stop.
+            drop(admissions);
+            stop.stop();
+            return Err(SpawnError(e));
+        }
+        for admit in &admissions {
+            let _ = admit.send(());
+        }
         barrier.wait();
         let ids = tids.lock().map(|t| t.clone()).unwrap_or_default();
         observer.before(&ids);
@@ -116,23 +149,26 @@ where
         barrier.wait();
         let interrupted = harness::sleep_until(end, &stop);
         stop.stop();
+        // A loop asleep until a far deadline (a long timer interval) sees the stop now.
+        for &tid in &ids {
+            harness::wake_thread(tid);
+        }
         barrier.wait();
-        let elapsed = harness::monotonic_ns().saturating_sub(start);
+        let elapsed_ns = harness::monotonic_ns().saturating_sub(start);
         observer.after(&ids);
         barrier.wait();
-        let results: Vec<T> = workers
+        let results = workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .filter_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        (results, interrupted, elapsed, ids)
-    });
-    ThreadsOutcome {
-        results,
-        interrupted,
-        main_cpus,
-        elapsed_ns,
-        tids: thread_ids,
-    }
+        Ok(ThreadsOutcome {
+            results,
+            interrupted,
+            main_cpus,
+            elapsed_ns,
+            tids: ids,
+        })
+    })
 }
 
 /// What every loop engine (jitter, timer) is asked, whatever it measures.
@@ -190,14 +226,14 @@ pub struct Finished<R> {
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
-/// `measure` fills the record of every thread that can.
+/// `measure` fills the record of every thread that can. Fails when a thread cannot be started.
 pub fn run_loops<R: Send>(
     session: &Session,
     plan: &LoopPlan,
     progress: String,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
-) -> Finished<R> {
+) -> Result<Finished<R>, SpawnError> {
     let root = session.root();
     let environment = env::capture(root, &plan.cpus);
     let mut helpers: Vec<Helper> = load::hogs(&plan.load);
@@ -219,7 +255,7 @@ pub fn run_loops<R: Send>(
         },
         helpers,
         &mut observer,
-    );
+    )?;
     let cpus = plan
         .cpus
         .iter()
@@ -232,7 +268,7 @@ pub fn run_loops<R: Send>(
             setup_error,
         })
         .collect();
-    Finished {
+    Ok(Finished {
         cpus,
         interrupted: outcome.interrupted,
         elapsed_ns: outcome.elapsed_ns,
@@ -242,7 +278,7 @@ pub fn run_loops<R: Send>(
         attribution: attribute(&plan.cpus, &observer.before, &observer.after),
         environment,
         warnings: observer.warnings.into_vec(),
-    }
+    })
 }
 
 /// A SCHED_FIFO priority that was asked for but is not permitted.
@@ -347,7 +383,8 @@ mod tests {
                 }
             })],
             &mut observer,
-        );
+        )
+        .unwrap();
         assert_eq!(outcome.results, vec![10, 10]);
         assert!(!outcome.interrupted);
         assert!(outcome.elapsed_ns >= 30_000_000);
@@ -388,7 +425,8 @@ mod tests {
                 (0u32, first.then(|| "refused".to_string()))
             },
             |count, _| *count += 1,
-        );
+        )
+        .unwrap();
         assert_eq!(finished.cpus.len(), 2);
         for cpu in &finished.cpus {
             assert_eq!(cpu.cpu, 0);
