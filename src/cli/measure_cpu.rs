@@ -161,16 +161,17 @@ pub struct FreqArgs {
     #[arg(long)]
     pub together: bool,
 
-    /// Load before the first sample, in milliseconds (lets the clock ramp up).
-    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, u64::MAX))]
+    /// Load before the first sample, in milliseconds (lets the clock ramp up; at most 60000).
+    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, 60_000))]
     pub warmup_ms: u64,
 
-    /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
+    /// Length of one sample in milliseconds (at most 1000, so that Ctrl-C ends the run within
+    /// a second).
+    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, 1000))]
     pub sample_ms: u64,
 
-    /// Samples per CPU.
-    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
+    /// Samples per CPU (at most 100000).
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, 100_000))]
     pub samples: u32,
 }
 

@@ -11,7 +11,7 @@ use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::session::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::report::peer::hdr::{HdrJson, to_json};
-use crate::report::peer::oslat::OslatThread;
+use crate::report::peer::oslat::{self, OslatThread};
 use crate::report::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use serde::Serialize;
 use std::fmt::Write;
@@ -275,9 +275,9 @@ pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
                 min_us: if rec.min_period == u64::MAX {
                     0
                 } else {
-                    rec.min_period / mhz
+                    oslat::oslat_us(rec.min_period, mhz)
                 },
-                max_us: rec.max_period / mhz,
+                max_us: oslat::oslat_us(rec.max_period, mhz),
                 seconds: rec.runtime_ticks() as f64 / run.tsc.hz.max(1) as f64,
             }
         })
