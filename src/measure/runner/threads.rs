@@ -216,10 +216,24 @@ pub struct Finished<R> {
     pub injector_spins: Vec<u64>,
     /// What was counted on each CPU during the run.
     pub attribution: Vec<CpuAttribution>,
+    /// The measured CPUs other tasks shared during the run, one sentence each.
+    pub shared: Vec<String>,
     /// The machine when it ran.
     pub environment: Environment,
     /// Problems met reading the counters.
     pub warnings: Vec<Warning>,
+}
+
+impl<R> Finished<R> {
+    /// Every warning of the run, as sentences: the counters' file problems, then the shared
+    /// CPUs.
+    pub fn warning_lines(&self) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.shared.iter().cloned())
+            .collect()
+    }
 }
 
 /// Runs a loop engine on `plan` in `session`: captures the environment, runs the hogs and
@@ -268,6 +282,11 @@ pub fn run_loops<R: Send>(
             setup_error,
         })
         .collect();
+    let attribution = attribute(&plan.cpus, &observer.before, &observer.after);
+    let shared = attribution
+        .iter()
+        .filter_map(|a| a.shared_warning(outcome.elapsed_ns))
+        .collect();
     Ok(Finished {
         cpus,
         interrupted: outcome.interrupted,
@@ -275,7 +294,8 @@ pub fn run_loops<R: Send>(
         main_cpus: outcome.main_cpus,
         memory_locked: session.memory_locked(),
         injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
-        attribution: attribute(&plan.cpus, &observer.before, &observer.after),
+        attribution,
+        shared,
         environment,
         warnings: observer.warnings.into_vec(),
     })

@@ -198,12 +198,7 @@ pub fn result(run: &JitterRun) -> Measured<JitterResult> {
     let header = ResultHeader {
         method: METHOD,
         interrupted: run.session.interrupted,
-        warnings: run
-            .session
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        warnings: run.session.warning_lines(),
         priority: run.request.priority,
         measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
     };
@@ -354,8 +349,14 @@ pub fn table(run: &JitterRun) -> String {
             cpu.attribution.as_ref(),
         ));
     }
+    out.push_str(&shared_lines(&run.session.shared));
     out.push_str(&notes(run));
     out
+}
+
+/// The warnings of a loop engine's table about measured CPUs other tasks shared.
+pub fn shared_lines(shared: &[String]) -> String {
+    shared.iter().map(|w| format!("warning: {w}\n")).collect()
 }
 
 fn freq_method(tsc: &Tsc) -> String {
@@ -499,6 +500,7 @@ mod tests {
             irqs: Avail::Available(Vec::new()),
             softirqs: Avail::missing("no /proc/softirqs"),
             context_switches: Avail::missing("not read"),
+            waited_ns: Avail::missing("not read"),
         };
         let text = cpu_notes(
             3,
