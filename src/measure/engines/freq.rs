@@ -178,12 +178,7 @@ pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: u64) -> Av
 
 /// Measures one CPU from a thread already pinned to it. Ctrl-C or `stop` ends the warm-up
 /// (nothing measured) or the samples (those taken are kept) within a sample.
-fn measure_here(
-    cpu: u32,
-    root: &SysRoot,
-    config: FreqRequest,
-    stop: &StopFlag,
-) -> Option<CpuFreq> {
+fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) -> Option<CpuFreq> {
     // Warm-up, in ~1 ms pieces, which also calibrates the turns per sample.
     let mut turns = 1000u64;
     let start = raw_ns();

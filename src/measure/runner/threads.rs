@@ -17,6 +17,7 @@ use crate::measure::runner::harness::{self, StopFlag};
 use crate::measure::runner::inject::{self, InjectSpec};
 use crate::measure::runner::load;
 use crate::measure::runner::session::Session;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -147,7 +148,18 @@ where
         let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2);
         end_ns.store(end, Ordering::Release);
         barrier.wait();
-        let interrupted = harness::sleep_until(end, &stop);
+        // Progress only on a terminal, and only from a main thread off the measured CPUs.
+        let interrupted = if !main_cpus.is_empty() && std::io::stderr().is_terminal() {
+            sleep_reporting(start, end, PROGRESS_EVERY_NS, &stop, &mut |done, total| {
+                eprintln!(
+                    "lowlat: {} s of {} s measured",
+                    done / 1_000_000_000,
+                    total / 1_000_000_000
+                );
+            })
+        } else {
+            harness::sleep_until(end, &stop)
+        };
         stop.stop();
         // A loop asleep until a far deadline (a long timer interval) sees the stop now.
         for &tid in &ids {
@@ -169,6 +181,34 @@ where
             tids: ids,
         })
     })
+}
+
+/// How often a long run says on stderr how far it is, ns.
+const PROGRESS_EVERY_NS: u64 = 10_000_000_000;
+
+/// Sleeps from `start_ns` until `end_ns` as [`harness::sleep_until`] does, calling
+/// `report(ns done, ns in all)` every `every_ns` on the way; returns whether Ctrl-C cut it
+/// short.
+fn sleep_reporting(
+    start_ns: u64,
+    end_ns: u64,
+    every_ns: u64,
+    stop: &StopFlag,
+    report: &mut dyn FnMut(u64, u64),
+) -> bool {
+    let total = end_ns.saturating_sub(start_ns);
+    let mut next = start_ns.saturating_add(every_ns);
+    while next < end_ns {
+        if harness::sleep_until(next, stop) {
+            return true;
+        }
+        if stop.is_stopped() {
+            return false;
+        }
+        report(next - start_ns, total);
+        next = next.saturating_add(every_ns);
+    }
+    harness::sleep_until(end_ns, stop)
 }
 
 /// What every loop engine (jitter, timer) is asked, whatever it measures.
@@ -458,6 +498,27 @@ mod tests {
         assert!(finished.injector_spins.is_empty());
         assert_eq!(finished.attribution.len(), 2);
         assert!(finished.environment.kernel_release.reason().is_some());
+    }
+
+    #[test]
+    fn a_long_run_reports_its_progress() {
+        // Issue 18 U-14: a 10-minute run was silent for 10 minutes.
+        let start = harness::monotonic_ns();
+        let mut reports = Vec::new();
+        let interrupted = sleep_reporting(
+            start,
+            start + 35_000_000,
+            10_000_000,
+            &StopFlag::new(),
+            &mut |done, total| reports.push((done, total)),
+        );
+        assert!(!interrupted);
+        let ms = 1_000_000;
+        assert_eq!(
+            reports,
+            vec![(10 * ms, 35 * ms), (20 * ms, 35 * ms), (30 * ms, 35 * ms)]
+        );
+        assert!(harness::monotonic_ns() >= start + 35 * ms);
     }
 
     #[test]
