@@ -194,3 +194,78 @@ fn the_global_root_and_snapshot_say_measure_refuses_them() {
             "`measure` runs on this machine only and refuses it",
         ));
 }
+
+/// Runs lowlat with `args`, sends it Ctrl-C (SIGINT) after `after`, and returns its exit
+/// code, how long it ran and its stderr.
+fn interrupted_after(args: &[&str], after: Duration) -> (Option<i32>, Duration, String) {
+    let started = Instant::now();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill only sends a signal to the child started above.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        started.elapsed(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctrl_c_ends_a_long_timer_sleep_at_once() {
+    // C-3: Ctrl-C waited for the end of the interval's sleep.
+    let cpu = a_cpu();
+    let args = [
+        "measure",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--interval",
+        "4000000",
+        "--duration",
+        "5s",
+        "--no-dma-latency",
+    ];
+    let (code, took, stderr) = interrupted_after(&args, Duration::from_millis(800));
+    assert!(took < Duration::from_millis(2500), "{took:?}: {stderr}");
+    // Interrupted: results printed, incomplete (U-12).
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+}
+
+#[test]
+fn the_injector_stops_at_the_end_of_the_run() {
+    // C-4: the injector slept through its period after the run ended.
+    let cpu = a_cpu();
+    let started = Instant::now();
+    let output = Command::cargo_bin("lowlat")
+        .unwrap()
+        .args([
+            "measure",
+            "jitter",
+            "--cpus",
+            &cpu,
+            "--threshold",
+            "1000000",
+            "--duration",
+            "1s",
+            "--inject",
+            "900:1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("not permitted") {
+        eprintln!("SCHED_FIFO 99 is not permitted here; the injector cannot run: {stderr}");
+        return;
+    }
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(started.elapsed() < Duration::from_millis(1700), "{stderr}");
+}

@@ -4,7 +4,10 @@
 //! threads (load, injectors) run alongside until the stop.
 //!
 //! The main thread keeps off the measured CPUs when it can, takes Ctrl-C (the measuring
-//! threads block SIGINT) and sleeps through the run without waking to poll.
+//! threads block SIGINT) and sleeps through the run without waking to poll (only to say how
+//! far a long run is, on a terminal, every 10 s); at the stop it wakes the measuring threads
+//! from their sleeps. Every thread is started with [`std::thread::Builder`]: one that cannot
+//! start ends the run with [`SpawnError`] before anything is measured.
 //!
 //! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
 //! environment, memory as the [`Session`] locked it, the load hogs and known-answer injectors
