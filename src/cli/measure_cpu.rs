@@ -47,7 +47,7 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
-    let warnings = session.memory_warnings();
+    let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
             round_trips: args.round_trips,
@@ -68,7 +68,11 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         group_breaks: place::group_breaks(&session.places),
         run,
     };
+    warnings.extend(c2c::shared_warning(&report.run.pairs));
     if args.csv {
+        for warning in &warnings {
+            eprintln!("lowlat: warning: {warning}");
+        }
         return print_csv(&session, matrix::csv(&report.run.matrix_mean_ns));
     }
     emit(

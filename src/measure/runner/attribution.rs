@@ -97,6 +97,12 @@ pub fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> C
     }
 }
 
+/// The time the calling thread has waited on a run queue while other tasks ran on its CPU,
+/// ns (`/proc/thread-self/schedstat`); `None` where it cannot be read.
+pub fn own_waited_ns() -> Option<u64> {
+    parse_waited_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
 /// The second field of a task's `schedstat` (`run_ns wait_ns timeslices`): the time the
 /// task was ready to run while another ran on its CPU, ns.
 fn parse_waited_ns(text: &str) -> Option<u64> {
