@@ -156,7 +156,9 @@ pub enum ArchiveError {
     #[error("entry {0} is outside root/ (an absolute path or '..'); refused")]
     Outside(String),
     /// An entry that is not a regular file or a directory.
-    #[error("entry {name} is a {kind}, not a regular file or directory; snapshots hold no links or devices")]
+    #[error(
+        "entry {name} is a {kind}, not a regular file or directory; snapshots hold no links or devices"
+    )]
     NotRegular {
         /// The entry.
         name: String,

@@ -1,11 +1,11 @@
 //! `lowlat inventory`.
 
-use anyhow::Result;
-use clap::Args;
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::machine::Machine;
 use crate::report::inventory;
+use anyhow::Result;
+use clap::Args;
 
 /// Options of `lowlat inventory`.
 #[derive(Debug, Args)]

@@ -7,8 +7,15 @@ use super::Cli;
 use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
 use super::measure_mem::{MembwArgs, MemlatArgs};
 
+/// The exit codes of every measurement, as [`super::measure_common::results_exit`] gives them.
+pub const MEASURE_EXIT_CODES: &str = "Exit codes: 0 the measurement is complete; 1 results were \
+printed but are incomplete (interrupted, a buffer full, a CPU not measured, an output not written, \
+a result not validated); 2 nothing could be measured (bad input, not permitted). --root and \
+--snapshot are refused: measurements run on this machine only.";
+
 /// Options of `lowlat measure`.
 #[derive(Debug, Args)]
+#[command(after_help = MEASURE_EXIT_CODES)]
 pub struct MeasureArgs {
     /// Which measurement to run.
     #[command(subcommand)]

@@ -5,12 +5,11 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use std::io::Write;
 use std::time::Duration;
 
-use super::Cli;
 use super::output::print;
 use super::values;
+use super::{Cli, exit};
 use crate::document::{self, Kind};
 use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
@@ -71,6 +70,7 @@ pub struct LoopArgs {
 impl LoopArgs {
     /// The session plan: the CPUs of `--cpus` as `session` chose them, and those of `--load`
     /// checked by the same rule.
+    /// Refuses a hog on a measured CPU and an injector period longer than the run.
     pub fn plan(&self, session: &Session) -> Result<LoopPlan> {
         let load = match &self.load {
             Some(load) => session
@@ -78,6 +78,27 @@ impl LoopArgs {
                 .with_context(|| format!("--load {load}"))?,
             None => CpuSet::new(),
         };
+        let shared = load.intersection(&self.cpus);
+        if !shared.is_empty() {
+            anyhow::bail!(
+                "--load {} --cpus {}: CPU {} would be loaded and measured at once, and the hog \
+                 would take half of its time; load other CPUs than the measured ones",
+                load,
+                self.cpus,
+                shared.to_list()
+            );
+        }
+        if let Some(inject) = self.inject {
+            let duration_ns = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
+            if inject.period_ns > duration_ns {
+                anyhow::bail!(
+                    "--inject: a period of {} ms is longer than --duration {:?}; the injector \
+                     would never spin; use a shorter period or a longer duration",
+                    inject.period_ns as f64 / 1e6,
+                    self.duration
+                );
+            }
+        }
         Ok(LoopPlan {
             cpus: session.cpus.iter().collect(),
             duration: self.duration,
@@ -98,6 +119,33 @@ pub fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<
     }
 }
 
+/// Checks, before measuring, that files named `PREFIX.<suffix>` can be created: the
+/// directory of `prefix` exists and is writable (a run must not be lost to a typo).
+pub fn check_output_prefix(prefix: &str) -> Result<()> {
+    let path = std::path::Path::new(prefix);
+    if path.file_name().is_none() || prefix.ends_with('/') {
+        anyhow::bail!("give a file name prefix, e.g. run (files run.<cpu>), not a directory");
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "directory {} does not exist; create it or name another",
+            dir.display()
+        );
+    }
+    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).map_err(|e| {
+        anyhow::anyhow!(
+            "directory {} is not writable ({}); name another",
+            dir.display(),
+            std::io::Error::from(e)
+        )
+    })?;
+    Ok(())
+}
+
 /// Prints a loop engine's result as the versioned JSON document, with the environment the
 /// run captured.
 pub fn print_document<T: Serialize>(
@@ -111,7 +159,7 @@ pub fn print_document<T: Serialize>(
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
-/// was not (the command then ends with an error code).
+/// was not (the measurement is then incomplete, see [`results_exit`]).
 pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     if let Some(error) = &cpu.setup_error {
         eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
@@ -119,8 +167,37 @@ pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     cpu.setup_error.is_some()
 }
 
+/// The one exit-code rule of the measurements, once their results are printed: 0
+/// ([`exit::OK`]) when the measurement is complete, 1 ([`exit::FAILURES`]) when it is not
+/// (interrupted, a buffer full, a CPU not measured, an output not written, a result not
+/// validated). A measurement that could not run at all ends with 2 ([`exit::ERROR`]) through
+/// its error, before printing anything.
+pub fn results_exit(complete: bool) -> u8 {
+    if complete { exit::OK } else { exit::FAILURES }
+}
+
+/// Says on stderr that the run was interrupted and the results cover the time until then.
+pub fn note_interrupted() {
+    eprintln!("lowlat: interrupted; the results above hold what was measured until then");
+}
+
+/// Prints a matrix as CSV; an incomplete run ends it with a `# interrupted` comment line, so a
+/// file of it says so too. Returns the exit code ([`results_exit`]).
+pub fn print_csv(session: &Session, csv: String) -> Result<u8> {
+    let interrupted = session.interrupted();
+    let mut text = csv;
+    if interrupted {
+        text.push_str("# interrupted: only the pairs measured until then have values\n");
+        note_interrupted();
+    }
+    print(&text)?;
+    Ok(results_exit(!interrupted))
+}
+
 /// Writes a hardware engine's result: the JSON document (with the environment of the chosen
-/// CPUs) with `json`, else `text`; notes an interrupted run on stderr.
+/// CPUs) with `json`, else `text`; notes an interrupted run on stderr. Returns the exit code
+/// ([`results_exit`]; `complete` says whether the engine's own figures are complete).
+#[allow(clippy::too_many_arguments)]
 pub fn emit<T: Serialize>(
     session: &Session,
     json: bool,
@@ -129,9 +206,9 @@ pub fn emit<T: Serialize>(
     warnings: &[String],
     result: &T,
     text: impl FnOnce() -> String,
-) -> Result<()> {
+    complete: bool,
+) -> Result<u8> {
     let interrupted = session.interrupted();
-    let mut out = std::io::stdout().lock();
     if json {
         let cpus = session.cpus_by_locality();
         let measured = Measured {
@@ -151,17 +228,18 @@ pub fn emit<T: Serialize>(
             environment,
             measured,
         );
-        out.write_all(doc.to_json()?.as_bytes())?;
+        print(&doc.to_json()?)?;
     } else {
-        out.write_all(text().as_bytes())?;
+        let mut page = text();
         for w in warnings {
-            writeln!(out, "warning: {w}")?;
+            page.push_str(&format!("warning: {w}\n"));
         }
+        print(&page)?;
     }
     if interrupted {
-        eprintln!("lowlat: interrupted; the results above hold what was measured until then");
+        note_interrupted();
     }
-    Ok(())
+    Ok(results_exit(complete && !interrupted))
 }
 
 #[cfg(test)]

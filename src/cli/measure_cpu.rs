@@ -4,9 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::exit;
-use super::measure_common::{CommonArgs, emit, open_session};
-use super::output::print;
+use super::measure_common::{CommonArgs, emit, open_session, print_csv};
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
@@ -49,7 +47,7 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
-    let warnings = session.memory_warnings();
+    let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
             round_trips: args.round_trips,
@@ -70,9 +68,12 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         group_breaks: place::group_breaks(&session.places),
         run,
     };
+    warnings.extend(c2c::shared_warning(&report.run.pairs));
     if args.csv {
-        print(&matrix::csv(&report.run.matrix_mean_ns))?;
-        return Ok(exit::OK);
+        for warning in &warnings {
+            eprintln!("lowlat: warning: {warning}");
+        }
+        return print_csv(&session, matrix::csv(&report.run.matrix_mean_ns));
     }
     emit(
         &session,
@@ -83,8 +84,8 @@ pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         &warnings,
         &report,
         || hardware::c2c_text(&report),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }
 
 /// Options of `lowlat measure wakeup`.
@@ -133,8 +134,7 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     )?;
     progress.finish();
     if args.csv {
-        print(&matrix::csv(&run.matrix_median_ns))?;
-        return Ok(exit::OK);
+        return print_csv(&session, matrix::csv(&run.matrix_median_ns));
     }
     let breaks = place::group_breaks(&session.places);
     emit(
@@ -146,8 +146,8 @@ pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         &warnings,
         &run,
         || hardware::wakeup_text(&run, &breaks),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }
 
 /// Options of `lowlat measure freq`.
@@ -165,16 +165,17 @@ pub struct FreqArgs {
     #[arg(long)]
     pub together: bool,
 
-    /// Load before the first sample, in milliseconds (lets the clock ramp up).
-    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, u64::MAX))]
+    /// Load before the first sample, in milliseconds (lets the clock ramp up; at most 60000).
+    #[arg(long, value_name = "MS", default_value_t = 200, allow_negative_numbers = true, value_parser = values::count(0u64, 60_000))]
     pub warmup_ms: u64,
 
-    /// Length of one sample in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
+    /// Length of one sample in milliseconds (at most 1000, so that Ctrl-C ends the run within
+    /// a second).
+    #[arg(long, value_name = "MS", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(1u64, 1000))]
     pub sample_ms: u64,
 
-    /// Samples per CPU.
-    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
+    /// Samples per CPU (at most 100000).
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = values::count(1u32, 100_000))]
     pub samples: u32,
 }
 
@@ -205,6 +206,6 @@ pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         &[],
         &run,
         || hardware::freq_text(&run),
-    )?;
-    Ok(exit::OK)
+        true,
+    )
 }

@@ -3,10 +3,13 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
+use super::Cli;
+use super::measure_common::{
+    LoopArgs, check_output_prefix, note_interrupted, open_session, print_document,
+    report_not_measured, results_exit,
+};
 use super::output::print;
 use super::values;
-use super::{Cli, exit};
 use crate::document::Kind;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
 use crate::measure::runner::session::Engine;
@@ -32,7 +35,7 @@ pub struct JitterArgs {
     #[arg(long, value_name = "PREFIX")]
     pub raw: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = JitterFormat::Table)]
+    #[arg(long, value_enum, default_value_t = JitterFormat::Table, conflicts_with = "json")]
     pub format: JitterFormat,
     /// Run the measuring threads at this SCHED_FIFO priority (default: normal scheduling,
     /// as sysjitter and oslat).
@@ -58,6 +61,9 @@ pub enum JitterFormat {
 
 /// Runs `lowlat measure jitter`.
 pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
+    if let Some(prefix) = &args.raw {
+        check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
+    }
     let session = open_session(cli, Engine::Jitter, Some(&args.common.cpus))?;
     let request = JitterRequest {
         plan: args.common.plan(&session)?,
@@ -74,12 +80,6 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         }
         e => e.into(),
     })?;
-    if let Some(prefix) = &args.raw {
-        for (name, text) in printers::raw_files(&run, prefix) {
-            std::fs::write(&name, text)
-                .with_context(|| format!("--raw {prefix}: writing {name}"))?;
-        }
-    }
     let format = if args.common.json {
         JitterFormat::Json
     } else {
@@ -96,19 +96,31 @@ pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             printers::result(&run),
         )?,
     }
-    let mut code = exit::OK;
+    let mut complete = !run.session.interrupted;
+    if let Some(prefix) = &args.raw {
+        // After the results: a failed write loses the raw files, never the run.
+        for (name, text) in printers::raw_files(&run, prefix) {
+            if let Err(e) = std::fs::write(&name, text) {
+                eprintln!("lowlat: error: --raw {prefix}: writing {name}: {e}");
+                complete = false;
+            }
+        }
+    }
     for cpu in &run.session.cpus {
         if report_not_measured(cpu) {
-            code = exit::ERROR;
+            complete = false;
         }
         if cpu.record.full {
             eprintln!(
-                "lowlat: error: CPU {}: the gap buffer filled ({} gaps); its results cover only \
-                 the time until then; raise --threshold or --max-gaps",
+                "lowlat: CPU {}: the gap buffer filled ({} gaps); its results cover only the \
+                 time until then; raise --threshold or --max-gaps",
                 cpu.cpu, cpu.record.config.capacity
             );
-            code = exit::ERROR;
+            complete = false;
         }
     }
-    Ok(code)
+    if run.session.interrupted {
+        note_interrupted();
+    }
+    Ok(results_exit(complete))
 }

@@ -1,15 +1,17 @@
 //! `lowlat measure timer`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use super::measure_common::{LoopArgs, open_session, print_document, report_not_measured};
+use super::Cli;
+use super::measure_common::{
+    LoopArgs, note_interrupted, open_session, print_document, report_not_measured, results_exit,
+};
 use super::output::print;
 use super::values;
-use super::{Cli, exit};
 use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
-use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
@@ -31,11 +33,12 @@ pub struct TimerArgs {
     /// normal priority and says so.
     #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, allow_negative_numbers = true, value_parser = values::priority)]
     pub priority: u8,
-    /// Keep cyclictest's histogram of 1 µs buckets up to this many µs (as cyclictest -h).
+    /// Keep cyclictest's histogram of 1 µs buckets up to this many µs (as cyclictest -h); it
+    /// is printed by --format cyclictest and --json, not by the table.
     #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub histogram: Option<u64>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = TimerFormat::Table)]
+    #[arg(long, value_enum, default_value_t = TimerFormat::Table, conflicts_with = "json")]
     pub format: TimerFormat,
     /// Hold /dev/cpu_dma_latency at this many µs during the run, which keeps the CPUs out of
     /// idle states slower to leave (cyclictest holds 0 unless told otherwise; the kernel drops
@@ -65,12 +68,32 @@ pub enum TimerFormat {
 
 /// Runs `lowlat measure timer`.
 pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
-    let plan = args.common.plan(&session)?;
+    let interval_ns = u128::from(args.interval) * 1000;
+    if interval_ns > args.common.duration.as_nanos() {
+        anyhow::bail!(
+            "--interval {}: longer than --duration {:?}, so no deadline would fall in the run; \
+             use a shorter interval or a longer duration",
+            args.interval,
+            args.common.duration
+        );
+    }
     let buckets = args.histogram.unwrap_or(0);
     if buckets > MAX_BUCKETS as u64 {
         anyhow::bail!("--histogram {buckets}: at most {MAX_BUCKETS} µs (as cyclictest -h)");
     }
+    let format = if args.common.json {
+        TimerFormat::Json
+    } else {
+        args.format
+    };
+    if args.histogram.is_some() && format == TimerFormat::Table {
+        eprintln!(
+            "lowlat: note: --histogram is printed by --format cyclictest and --json; the table \
+             shows percentiles"
+        );
+    }
+    let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let plan = args.common.plan(&session)?;
     let request = TimerRequest {
         plan,
         interval_ns: args.interval * 1000,
@@ -97,12 +120,10 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         }
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
-    let run = timer::run(&session, request).context("--inject")?;
-    let format = if args.common.json {
-        TimerFormat::Json
-    } else {
-        args.format
-    };
+    let run = timer::run(&session, request).map_err(|e| match e {
+        TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
+        e => e.into(),
+    })?;
     match format {
         TimerFormat::Table => print(&printers::table(&run))?,
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
@@ -113,11 +134,14 @@ pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             printers::result(&run),
         )?,
     }
-    let mut code = exit::OK;
+    let mut complete = !run.session.interrupted;
     for cpu in &run.session.cpus {
         if report_not_measured(cpu) {
-            code = exit::ERROR;
+            complete = false;
         }
     }
-    Ok(code)
+    if run.session.interrupted {
+        note_interrupted();
+    }
+    Ok(results_exit(complete))
 }

@@ -52,6 +52,7 @@ pub fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) -> String
 }
 
 /// CSV: a header `row_kind,col1,col2,...`, then one line per row; blank where unmeasured.
+/// Values (ns) carry at most one decimal: the measurement resolves no finer.
 pub fn csv(matrix: &Matrix) -> String {
     let mut out = String::new();
     out.push_str(&matrix.row_kind);
@@ -65,7 +66,8 @@ pub fn csv(matrix: &Matrix) -> String {
         for c in 0..matrix.columns.len() {
             out.push(',');
             if let Some(v) = matrix.get(r, c) {
-                let _ = write!(out, "{v}");
+                let tenths = format!("{v:.1}");
+                out.push_str(tenths.strip_suffix(".0").unwrap_or(&tenths));
             }
         }
         out.push('\n');
@@ -88,7 +90,16 @@ mod tests {
 
     #[test]
     fn csv_has_blanks_for_unmeasured() {
-        assert_eq!(csv(&sample()), "cpu,0,1,2\n0,,21.5,\n1,21.25,,\n2,110,,\n");
+        assert_eq!(csv(&sample()), "cpu,0,1,2\n0,,21.5,\n1,21.2,,\n2,110,,\n");
+    }
+
+    #[test]
+    fn csv_values_carry_at_most_one_decimal() {
+        // Issue 18: the c2c CSV printed 17 significant digits.
+        let mut m = Matrix::numbered("cpu", "cpu", &[0], &[0, 1]);
+        m.set(0, 0, 14_961.123456789012);
+        m.set(0, 1, 40.04);
+        assert_eq!(csv(&m), "cpu,0,1\n0,14961.1,40\n");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod inventory;
 mod layers;
 mod live_known_answer;
 mod machine_readers;
+mod measure_defects;
 mod measure_hw;
 mod plan;
 mod plan_cli;

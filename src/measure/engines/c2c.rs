@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use crate::measure::matrix::Matrix;
+use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
 use crate::measure::runner::pairs::{check_two, measure_pairs};
 use crate::measure::runner::place::{CpuPlace, PairClass};
@@ -61,6 +62,10 @@ pub struct PairLatency {
     pub to_cpu: u32,
     /// One-way latency (half a round trip) per sample, nanoseconds.
     pub one_way_ns: Summary,
+    /// Share of the pair's run during which one of its threads was ready to run while another
+    /// task ran on its CPU, % (the larger of the two); `None` where the thread's schedstat
+    /// could not be read.
+    pub shared_percent: Option<f64>,
 }
 
 /// A whole c2c run.
@@ -146,19 +151,22 @@ pub fn measure_pair(
     let (ping, pong) = std::thread::scope(|scope| {
         let answerer = scope.spawn(|| {
             let pinned = pin_and_wait(to);
+            let before = own_waited_ns();
             if pinned.is_ok() && !abort.0.load(Ordering::Relaxed) {
                 answer(&line, &abort, flips);
             }
-            pinned
+            pinned.map(|()| waited_since(before))
         });
         let starter = scope.spawn(|| {
             let pinned = pin_and_wait(from);
             if pinned.is_err() || abort.0.load(Ordering::Relaxed) {
-                return pinned.map(|()| Vec::new());
+                return pinned.map(|()| (Vec::new(), None, 0));
             }
+            let (before, began) = (own_waited_ns(), Instant::now());
             let samples = start(&line, &abort, config, stop);
             abort.0.store(true, Ordering::Relaxed);
-            Ok(samples)
+            let elapsed_ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            Ok((samples, waited_since(before), elapsed_ns))
         });
         (starter.join(), answerer.join())
     });
@@ -166,22 +174,53 @@ pub fn measure_pair(
         cpu,
         message: "the thread panicked".into(),
     };
-    let samples = ping
-        .map_err(|_| join_failed(from))?
-        .map_err(|e| C2cError::Pin {
-            cpu: from,
-            message: e.to_string(),
-        })?;
-    pong.map_err(|_| join_failed(to))?
+    let (samples, ping_waited, elapsed_ns) =
+        ping.map_err(|_| join_failed(from))?
+            .map_err(|e| C2cError::Pin {
+                cpu: from,
+                message: e.to_string(),
+            })?;
+    let pong_waited = pong
+        .map_err(|_| join_failed(to))?
         .map_err(|e| C2cError::Pin {
             cpu: to,
             message: e.to_string(),
         })?;
+    let shared_percent = match (ping_waited, pong_waited) {
+        (Some(a), Some(b)) if elapsed_ns > 0 => Some(a.max(b) as f64 * 100.0 / elapsed_ns as f64),
+        _ => None,
+    };
     Ok(Summary::of(&samples).map(|one_way_ns| PairLatency {
         from_cpu: from,
         to_cpu: to,
         one_way_ns,
+        shared_percent,
     }))
+}
+
+/// The time the calling thread waited on a run queue since `before` (an [`own_waited_ns`]
+/// reading), ns.
+fn waited_since(before: Option<u64>) -> Option<u64> {
+    Some(own_waited_ns()?.saturating_sub(before?))
+}
+
+/// Says that pairs ran on CPUs other tasks shared (a thread of the pair waited for at least
+/// 1 % of its run): their latencies hold that time too.
+pub fn shared_warning(pairs: &[PairLatency]) -> Option<String> {
+    let shared: Vec<f64> = pairs
+        .iter()
+        .filter_map(|p| p.shared_percent)
+        .filter(|&percent| percent >= 1.0)
+        .collect();
+    let worst = shared.iter().copied().fold(0.0, f64::max);
+    (!shared.is_empty()).then(|| {
+        format!(
+            "{} of {} pairs ran on CPUs other tasks shared (up to {worst:.0} % of a pair's \
+             time): their latencies include the time those tasks ran",
+            shared.len(),
+            pairs.len()
+        )
+    })
 }
 
 /// The answering side: flips PING to PONG `flips` times, or until aborted.
@@ -324,7 +363,22 @@ mod tests {
             from_cpu: from,
             to_cpu: to,
             one_way_ns: Summary::of(&[mean]).unwrap(),
+            shared_percent: Some(0.0),
         }
+    }
+
+    #[test]
+    fn pairs_on_shared_cpus_are_called_out() {
+        // Issue 18 U-11: c2c under contention reported 14,961 ns without a warning.
+        let mut pairs = vec![pair(0, 1, 20.0), pair(0, 2, 14_961.0), pair(1, 2, 20.0)];
+        assert_eq!(shared_warning(&pairs), None);
+        pairs[1].shared_percent = Some(48.7);
+        pairs[2].shared_percent = None;
+        let warning = shared_warning(&pairs).unwrap();
+        assert!(
+            warning.starts_with("1 of 3 pairs ran on CPUs other tasks shared (up to 49 %"),
+            "{warning}"
+        );
     }
 
     #[test]

@@ -176,8 +176,9 @@ pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: u64) -> Av
     })
 }
 
-/// Measures one CPU from a thread already pinned to it.
-fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest) -> Option<CpuFreq> {
+/// Measures one CPU from a thread already pinned to it. Ctrl-C or `stop` ends the warm-up
+/// (nothing measured) or the samples (those taken are kept) within a sample.
+fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) -> Option<CpuFreq> {
     // Warm-up, in ~1 ms pieces, which also calibrates the turns per sample.
     let mut turns = 1000u64;
     let start = raw_ns();
@@ -193,12 +194,18 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest) -> Option<CpuFreq
         if raw_ns().saturating_sub(start) >= config.warmup_ms.saturating_mul(1_000_000) {
             break;
         }
+        if should_stop(stop) {
+            return None;
+        }
     }
     let turns = ((config.sample_ms as f64 * 1e6 / ns_per_turn) as u64).max(1);
     let msr_before = read_aperf_mperf(root, cpu);
     let t_before = raw_ns();
     let mut mhz = Vec::with_capacity(config.samples as usize);
     for _ in 0..config.samples {
+        if should_stop(stop) {
+            break;
+        }
         let t0 = raw_ns();
         add_chain(turns);
         let ns = raw_ns().saturating_sub(t0).max(1) as f64;
@@ -216,8 +223,8 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest) -> Option<CpuFreq
     })
 }
 
-/// Measures every CPU of `cpus`, one at a time or all together. Ctrl-C or `stop` ends a
-/// one-at-a-time run after the current CPU.
+/// Measures every CPU of `cpus`, one at a time or all together. Ctrl-C or `stop` ends the run
+/// within one sample; the CPUs measured until then are kept.
 pub fn run(
     cpus: &[u32],
     root: &SysRoot,
@@ -244,7 +251,7 @@ pub fn run(
             cpu,
             message: e.to_string(),
         })?;
-        Ok(measure_here(cpu, root, config))
+        Ok(measure_here(cpu, root, config, stop))
     };
     let mut out = Vec::with_capacity(cpus.len());
     if config.together {
@@ -361,6 +368,29 @@ mod tests {
                 assert!(cpu.aperf_mperf.reason().unwrap().contains("modprobe msr"));
             }
         }
+    }
+
+    #[test]
+    fn a_stop_ends_the_warm_up_at_once() {
+        // Issue 18 C-5: Ctrl-C waited for the end of the current CPU's warm-up and samples.
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(1);
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        let config = FreqRequest {
+            warmup_ms: 20_000,
+            ..quick(false)
+        };
+        let stop = StopFlag::new();
+        let started = std::time::Instant::now();
+        let run = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                stop.stop();
+            });
+            run(&cpus, &root, config, &stop, &mut Progress::silent()).unwrap()
+        });
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(run.cpus.is_empty());
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct Counters {
     pub softirqs: Avail<SoftirqTable>,
     /// (voluntary, involuntary) context switches of each measuring thread, in CPU order.
     pub context_switches: Vec<Avail<ContextSwitches>>,
+    /// Time each measuring thread has waited on a run queue, ns, in CPU order.
+    pub waited_ns: Vec<Avail<u64>>,
 }
 
 impl Default for Counters {
@@ -30,6 +32,7 @@ impl Default for Counters {
             interrupts: Avail::missing("not read"),
             softirqs: Avail::missing("not read"),
             context_switches: Vec::new(),
+            waited_ns: Vec::new(),
         }
     }
 }
@@ -73,10 +76,40 @@ pub fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> C
             }
         })
         .collect();
+    let waited_ns = tids
+        .iter()
+        .map(|tid| {
+            let path = format!("/proc/{pid}/task/{tid}/schedstat");
+            match root.read(&path) {
+                Ok(text) => parse_waited_ns(&text).map_or_else(
+                    || Avail::missing(format!("{path}: expected 3 numbers")),
+                    Avail::Available,
+                ),
+                Err(e) => Avail::missing(e.to_string()),
+            }
+        })
+        .collect();
     Counters {
         interrupts: interrupts.into(),
         softirqs: softirqs.into(),
         context_switches,
+        waited_ns,
+    }
+}
+
+/// The time the calling thread has waited on a run queue while other tasks ran on its CPU,
+/// ns (`/proc/thread-self/schedstat`); `None` where it cannot be read.
+pub fn own_waited_ns() -> Option<u64> {
+    parse_waited_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
+/// The second field of a task's `schedstat` (`run_ns wait_ns timeslices`): the time the
+/// task was ready to run while another ran on its CPU, ns.
+fn parse_waited_ns(text: &str) -> Option<u64> {
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    match fields.as_slice() {
+        [_, waited, _] => waited.parse().ok(),
+        _ => None,
     }
 }
 
@@ -133,6 +166,27 @@ pub struct CpuAttribution {
     pub softirqs: Avail<Vec<EventCount>>,
     /// Context switches of the measuring thread during the run.
     pub context_switches: Avail<ContextSwitches>,
+    /// Time the measuring thread was ready to run while other tasks ran on its CPU during
+    /// the run, ns (`/proc/<pid>/task/<tid>/schedstat`).
+    pub waited_ns: Avail<u64>,
+}
+
+impl CpuAttribution {
+    /// Says that the CPU was shared when other tasks took at least 1 % of a run of
+    /// `elapsed_ns` from the measuring thread: its figures then hold their time too.
+    pub fn shared_warning(&self, elapsed_ns: u64) -> Option<String> {
+        let waited = *self.waited_ns.get()?;
+        if elapsed_ns == 0 || waited.saturating_mul(100) < elapsed_ns {
+            return None;
+        }
+        Some(format!(
+            "CPU {} was shared: other tasks ran on it for {:.1} ms ({:.0} % of the run) while \
+             the measuring thread waited; its figures include their time",
+            self.cpu,
+            waited as f64 / 1e6,
+            waited as f64 * 100.0 / elapsed_ns as f64
+        ))
+    }
 }
 
 /// How many times one source fired.
@@ -172,6 +226,13 @@ pub fn attribute(cpus: &[u32], before: &Counters, after: &Counters) -> Vec<CpuAt
                     .and_then(|a| a.reason())
                     .or_else(|| before.context_switches.get(slot).and_then(|b| b.reason()))
                     .map_or_else(|| Avail::missing("not read"), Avail::missing),
+            },
+            waited_ns: match (
+                before.waited_ns.get(slot).and_then(Avail::get),
+                after.waited_ns.get(slot).and_then(Avail::get),
+            ) {
+                (Some(b), Some(a)) => Avail::Available(a.saturating_sub(*b)),
+                _ => Avail::missing("not read"),
             },
         })
         .collect()
@@ -245,6 +306,7 @@ mod tests {
                 voluntary: ctxt.0,
                 involuntary: ctxt.1,
             })],
+            waited_ns: vec![Avail::Available(ctxt.1 * 1_000_000)],
         }
     }
 
@@ -293,6 +355,24 @@ mod tests {
                 involuntary: 8
             })
         );
+    }
+
+    #[test]
+    fn a_cpu_shared_with_other_tasks_is_called_out() {
+        // Issue 18 U-11: a hog on the measured CPU took half of the run and nothing said so.
+        assert_eq!(parse_waited_ns("1234 520000000 77\n"), Some(520_000_000));
+        assert_eq!(parse_waited_ns("1234\n"), None);
+        let before = counters("", "", (0, 0));
+        let after = counters("", "", (0, 520));
+        let cpu = &attribute(&[1], &before, &after)[0];
+        assert_eq!(cpu.waited_ns.get(), Some(&520_000_000));
+        let warning = cpu.shared_warning(1_000_000_000).unwrap();
+        assert!(
+            warning.starts_with("CPU 1 was shared") && warning.contains("52 %"),
+            "{warning}"
+        );
+        let quiet = attribute(&[1], &before, &counters("", "", (0, 1)));
+        assert_eq!(quiet[0].shared_warning(1_000_000_000), None);
     }
 
     #[test]

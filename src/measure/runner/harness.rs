@@ -2,8 +2,8 @@
 //! optionally run at SCHED_FIFO, and stop cleanly when asked (Ctrl-C).
 
 use crate::machine::CpuSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// Pins the calling thread to one CPU.
 pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
@@ -26,11 +26,35 @@ pub fn current_affinity() -> std::io::Result<CpuSet> {
         .collect())
 }
 
-/// Locks current and future memory of the process, so no page fault lands in a measurement.
-/// Returns false (and changes nothing) when not permitted.
-pub fn lock_memory() -> bool {
-    rustix::mm::mlockall(rustix::mm::MlockAllFlags::CURRENT | rustix::mm::MlockAllFlags::FUTURE)
-        .is_ok()
+/// How much of the process's memory is locked (mlockall).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryLock {
+    /// Current and future memory: nothing can page-fault.
+    All,
+    /// Only the memory mapped when it was locked: locking future memory too would lock each
+    /// new thread's stack against `RLIMIT_MEMLOCK`, and starting the threads would fail.
+    Current {
+        /// `RLIMIT_MEMLOCK`, bytes.
+        limit_bytes: u64,
+    },
+    /// Nothing: not permitted.
+    None,
+}
+
+/// Locks the memory of the process, so no page fault lands in a measurement: current and
+/// future memory where `RLIMIT_MEMLOCK` does not apply (unlimited, or root), else only the
+/// current memory (see [`MemoryLock::Current`]); changes nothing when not permitted.
+pub fn lock_memory() -> MemoryLock {
+    use rustix::mm::{MlockAllFlags, mlockall};
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current;
+    let unlimited = limit.is_none() || rustix::process::geteuid().is_root();
+    if unlimited && mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE).is_ok() {
+        return MemoryLock::All;
+    }
+    match (limit, mlockall(MlockAllFlags::CURRENT)) {
+        (Some(limit_bytes), Ok(())) => MemoryLock::Current { limit_bytes },
+        _ => MemoryLock::None,
+    }
 }
 
 /// Runs the calling thread at SCHED_FIFO `priority` (1-99). Uses pthread_setschedparam, which
@@ -52,8 +76,16 @@ pub fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
 pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
 
 /// A flag that measurement loops poll to stop early; set by Ctrl-C or when the duration ends.
+/// Threads that sleep between their work ([`StopFlag::sleep_until`]) are woken by the stop.
 #[derive(Clone, Default)]
-pub struct StopFlag(Arc<AtomicBool>);
+pub struct StopFlag(Arc<StopInner>);
+
+#[derive(Default)]
+struct StopInner {
+    stopped: AtomicBool,
+    lock: Mutex<()>,
+    woken: Condvar,
+}
 
 impl StopFlag {
     /// A flag not yet set.
@@ -61,19 +93,41 @@ impl StopFlag {
         Self::default()
     }
 
-    /// Asks every holder to stop.
+    /// Asks every holder to stop, and wakes those sleeping in [`StopFlag::sleep_until`].
     pub fn stop(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        let _guard = self.0.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.0.stopped.store(true, Ordering::Relaxed);
+        self.0.woken.notify_all();
     }
 
     /// Whether a stop was asked for.
     pub fn is_stopped(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.stopped.load(Ordering::Relaxed)
     }
 
     /// The flag itself, for loops that poll it with a plain load.
     pub fn flag(&self) -> &AtomicBool {
-        &self.0
+        &self.0.stopped
+    }
+
+    /// Sleeps until `deadline_ns` (`CLOCK_MONOTONIC`) or the stop, whichever comes first;
+    /// returns whether the stop came.
+    pub fn sleep_until(&self, deadline_ns: u64) -> bool {
+        let mut guard = self.0.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.is_stopped() {
+                return true;
+            }
+            let now = monotonic_ns();
+            if now >= deadline_ns {
+                return false;
+            }
+            let left = std::time::Duration::from_nanos(deadline_ns - now);
+            guard = match self.0.woken.wait_timeout(guard, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
     }
 }
 
@@ -83,12 +137,34 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
+/// The signal [`wake_thread`] sends: ignored by default, so a stray one never ends the
+/// process; its handler does nothing but end the sleep it lands in.
+const WAKE_SIGNAL: libc::c_int = libc::SIGURG;
+
+extern "C" fn on_wake(_: libc::c_int) {}
+
 /// Installs a SIGINT handler that only records the interrupt (so loops can stop and results can
-/// still be written); [`interrupted`] reports it.
+/// still be written); [`interrupted`] reports it. Also installs the handler of
+/// [`wake_thread`].
 pub fn catch_interrupt() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    // SAFETY: the handlers only store to an atomic or do nothing, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(WAKE_SIGNAL, on_wake as *const () as libc::sighandler_t);
+    }
+}
+
+/// Ends the sleep (`clock_nanosleep`) thread `tid` of this process is in, if any, so that it
+/// sees its stop flag now rather than at its next deadline. Needs [`catch_interrupt`] first.
+pub fn wake_thread(tid: u32) {
+    // SAFETY: tgkill only sends a signal to a thread of this process; its handler is a no-op.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            tid as libc::pid_t,
+            WAKE_SIGNAL,
+        );
     }
 }
 
@@ -129,7 +205,8 @@ pub fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
 /// Whether threads of this process may run at SCHED_FIFO `priority`: tried on a short-lived
 /// thread, so the caller's own policy is untouched.
 pub fn fifo_permitted(priority: u8) -> std::io::Result<()> {
-    std::thread::spawn(move || set_fifo_priority(priority))
+    std::thread::Builder::new()
+        .spawn(move || set_fifo_priority(priority))?
         .join()
         .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
 }
@@ -226,6 +303,41 @@ pub enum DmaLatencyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_ends_a_long_sleep_at_once() {
+        // Issue 18 C-4: an injector slept through its whole period after the run ended.
+        let stop = StopFlag::new();
+        let started = std::time::Instant::now();
+        std::thread::scope(|s| {
+            let sleeper = s.spawn(|| stop.sleep_until(monotonic_ns() + 60_000_000_000));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            stop.stop();
+            assert!(sleeper.join().unwrap());
+        });
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(!StopFlag::new().sleep_until(monotonic_ns() + 1_000_000));
+    }
+
+    #[test]
+    fn memory_is_locked_so_that_threads_can_still_start() {
+        // Issue 18 C-1: under a finite RLIMIT_MEMLOCK, locking future memory made every new
+        // thread stack count against it and spawning panicked.
+        let lock = lock_memory();
+        let started = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| 1)
+            .map(|t| t.join().unwrap());
+        assert_eq!(started.ok(), Some(1), "{lock:?}");
+        if !rustix::process::geteuid().is_root()
+            && rustix::process::getrlimit(rustix::process::Resource::Memlock)
+                .current
+                .is_some()
+        {
+            assert_ne!(lock, MemoryLock::All);
+        }
+        rustix::mm::munlockall().unwrap();
+    }
 
     #[test]
     fn the_limit_is_written_as_a_native_32_bit_value_and_held() {

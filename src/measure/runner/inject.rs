@@ -119,7 +119,7 @@ fn inject(cpu: u32, spec: InjectSpec, stop: &StopFlag, count: &AtomicU64) {
     }
     let mut next = harness::monotonic_ns() + spec.period_ns;
     while !stop.is_stopped() {
-        if harness::sleep_until(next, stop) {
+        if stop.sleep_until(next) {
             return;
         }
         let until = harness::monotonic_ns() + spec.spin_ns;

@@ -3,7 +3,7 @@
 //! nowhere else), and Ctrl-C caught so that an interrupted run keeps what it measured.
 
 use super::cpus::{self, CpuChoiceError};
-use super::harness::{self, StopFlag};
+use super::harness::{self, MemoryLock, StopFlag};
 use super::memory::MemoryBudget;
 use super::place::{self, CpuPlace};
 use crate::machine::{CpuSet, Machine};
@@ -57,7 +57,7 @@ pub struct Session {
     engine: Engine,
     online: CpuSet,
     allowed: CpuSet,
-    memory_locked: bool,
+    memory_lock: MemoryLock,
 }
 
 impl Session {
@@ -78,7 +78,20 @@ impl Session {
             .into_iter()
             .filter(|p| chosen.contains(p.cpu))
             .collect();
-        let memory_locked = engine.locks_memory() && harness::lock_memory();
+        let memory_lock = if engine.locks_memory() {
+            harness::lock_memory()
+        } else {
+            MemoryLock::None
+        };
+        if let MemoryLock::Current { limit_bytes } = memory_lock {
+            eprintln!(
+                "lowlat: notice: locked the memory mapped now, not what is mapped later \
+                 (RLIMIT_MEMLOCK is {} KiB, too small for the threads' stacks); buffers are \
+                 written once before measuring instead; run as root or raise `ulimit -l` to \
+                 lock everything",
+                limit_bytes / 1024
+            );
+        }
         harness::catch_interrupt();
         Ok(Session {
             root,
@@ -90,7 +103,7 @@ impl Session {
             engine,
             online,
             allowed,
-            memory_locked,
+            memory_lock,
         })
     }
 
@@ -111,13 +124,13 @@ impl Session {
 
     /// Whether memory is locked (mlockall).
     pub fn memory_locked(&self) -> bool {
-        self.memory_locked
+        self.memory_lock != MemoryLock::None
     }
 
     /// What to tell the user about memory locking: a warning when the engine needed memory
     /// locked and it could not be.
     pub fn memory_warnings(&self) -> Vec<String> {
-        if self.engine.locks_memory() && !self.memory_locked {
+        if self.engine.locks_memory() && !self.memory_locked() {
             vec!["memory could not be locked (mlockall): page faults may add noise".into()]
         } else {
             Vec::new()

@@ -4,7 +4,10 @@
 //! threads (load, injectors) run alongside until the stop.
 //!
 //! The main thread keeps off the measured CPUs when it can, takes Ctrl-C (the measuring
-//! threads block SIGINT) and sleeps through the run without waking to poll.
+//! threads block SIGINT) and sleeps through the run without waking to poll (only to say how
+//! far a long run is, on a terminal, every 10 s); at the stop it wakes the measuring threads
+//! from their sleeps. Every thread is started with [`std::thread::Builder`]: one that cannot
+//! start ends the run with [`SpawnError`] before anything is measured.
 //!
 //! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
 //! environment, memory as the [`Session`] locked it, the load hogs and known-answer injectors
@@ -18,6 +21,7 @@ use crate::measure::runner::inject::{self, InjectSpec};
 use crate::measure::runner::load;
 use crate::measure::runner::observer::Observer;
 use crate::measure::runner::session::Session;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -46,8 +50,17 @@ pub struct ThreadsOutcome<T> {
     pub tids: Vec<u32>,
 }
 
+/// A thread of the run could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot start a measurement thread ({0}); nothing was measured; if the limits of this \
+     user are low (`ulimit -l` locked memory, `ulimit -u` processes), raise them or run as root"
+)]
+pub struct SpawnError(#[source] std::io::Error);
+
 /// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
-/// `measure(state, go)`. `helpers` start before GO and end at the stop.
+/// `measure(state, go)`. `helpers` start before GO and end at the stop. Fails, having
+/// measured nothing, when a thread cannot be started.
 pub fn run<S, T>(
     cpus: &[u32],
     duration: Duration,
@@ -55,7 +68,7 @@ pub fn run<S, T>(
     measure: impl Fn(S, &Go) -> T + Sync,
     helpers: Vec<Helper<'_>>,
     observer: &mut dyn Observer,
-) -> ThreadsOutcome<T>
+) -> Result<ThreadsOutcome<T>, SpawnError>
 where
     T: Send,
 {
@@ -66,36 +79,60 @@ where
     let end_ns = AtomicU64::new(0);
     let tids = Mutex::new(vec![0u32; cpus.len()]);
     harness::block_interrupt(true);
-    let (results, interrupted, elapsed_ns, thread_ids) = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
+        let mut failure = None;
         for helper in helpers {
             let stop = stop.clone();
-            scope.spawn(move || helper(&stop));
+            let started = std::thread::Builder::new().spawn_scoped(scope, move || helper(&stop));
+            failure = failure.or(started.err());
         }
-        let workers: Vec<_> = cpus
-            .iter()
-            .enumerate()
-            .map(|(slot, &cpu)| {
-                let (setup, measure, barrier, stop, end_ns, tids) =
-                    (&setup, &measure, &barrier, &stop, &end_ns, &tids);
-                scope.spawn(move || {
-                    if let Ok(mut tids) = tids.lock() {
-                        tids[slot] = harness::gettid();
-                    }
-                    let state = setup(cpu);
-                    barrier.wait(); // ready
-                    barrier.wait(); // go
-                    let go = Go {
-                        stop: stop.flag(),
-                        end_ns: end_ns.load(Ordering::Acquire),
-                    };
-                    let result = measure(state, &go);
-                    barrier.wait(); // finished
-                    barrier.wait(); // released
-                    result
-                })
-            })
-            .collect();
+        // Each worker waits to be admitted: the barrier counts every CPU, so none may pass it
+        // unless all of them were started.
+        let mut admissions = Vec::new();
+        let mut workers = Vec::new();
+        for (slot, &cpu) in cpus.iter().enumerate() {
+            if failure.is_some() {
+                break;
+            }
+            let (admit, admitted) = std::sync::mpsc::channel::<()>();
+            let (setup, measure, barrier, stop, end_ns, tids) =
+                (&setup, &measure, &barrier, &stop, &end_ns, &tids);
+            let started = std::thread::Builder::new().spawn_scoped(scope, move || {
+                if let Ok(mut tids) = tids.lock() {
+                    tids[slot] = harness::gettid();
+                }
+                admitted.recv().ok()?;
+                let state = setup(cpu);
+                barrier.wait(); // ready
+                barrier.wait(); // go
+                let go = Go {
+                    stop: stop.flag(),
+                    end_ns: end_ns.load(Ordering::Acquire),
+                };
+                let result = measure(state, &go);
+                barrier.wait(); // finished
+                barrier.wait(); // released
+                Some(result)
+            });
+            match started {
+                Ok(worker) => {
+                    workers.push(worker);
+                    admissions.push(admit);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
         harness::block_interrupt(false);
+        if let Some(e) = failure {
+            // The started workers are never admitted (their channels close) and the helpers
+            // see the stop.
+            drop(admissions);
+            stop.stop();
+            return Err(SpawnError(e));
+        }
+        for admit in &admissions {
+            let _ = admit.send(());
+        }
         barrier.wait();
         let ids = tids.lock().map(|t| t.clone()).unwrap_or_default();
         observer.before(&ids);
@@ -103,25 +140,67 @@ where
         let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2);
         end_ns.store(end, Ordering::Release);
         barrier.wait();
-        let interrupted = harness::sleep_until(end, &stop);
+        // Progress only on a terminal, and only from a main thread off the measured CPUs.
+        let interrupted = if !main_cpus.is_empty() && std::io::stderr().is_terminal() {
+            sleep_reporting(start, end, PROGRESS_EVERY_NS, &stop, &mut |done, total| {
+                eprintln!(
+                    "lowlat: {} s of {} s measured",
+                    done / 1_000_000_000,
+                    total / 1_000_000_000
+                );
+            })
+        } else {
+            harness::sleep_until(end, &stop)
+        };
         stop.stop();
+        // A loop asleep until a far deadline (a long timer interval) sees the stop now.
+        for &tid in &ids {
+            harness::wake_thread(tid);
+        }
         barrier.wait();
-        let elapsed = harness::monotonic_ns().saturating_sub(start);
+        let elapsed_ns = harness::monotonic_ns().saturating_sub(start);
         observer.after(&ids);
         barrier.wait();
-        let results: Vec<T> = workers
+        let results = workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .filter_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        (results, interrupted, elapsed, ids)
-    });
-    ThreadsOutcome {
-        results,
-        interrupted,
-        main_cpus,
-        elapsed_ns,
-        tids: thread_ids,
+        Ok(ThreadsOutcome {
+            results,
+            interrupted,
+            main_cpus,
+            elapsed_ns,
+            tids: ids,
+        })
+    })
+}
+
+/// How often a long run says on stderr how far it is, ns.
+const PROGRESS_EVERY_NS: u64 = 10_000_000_000;
+
+/// Sleeps from `start_ns` until `end_ns` as [`harness::sleep_until`] does, calling
+/// `report(ns done, ns in all)` every `every_ns` on the way; returns whether Ctrl-C cut it
+/// short.
+fn sleep_reporting(
+    start_ns: u64,
+    end_ns: u64,
+    every_ns: u64,
+    stop: &StopFlag,
+    report: &mut dyn FnMut(u64, u64),
+) -> bool {
+    let total = end_ns.saturating_sub(start_ns);
+    let mut next = start_ns.saturating_add(every_ns);
+    while next < end_ns {
+        if harness::sleep_until(next, stop) {
+            return true;
+        }
+        if stop.is_stopped() {
+            return false;
+        }
+        report(next - start_ns, total);
+        next = next.saturating_add(every_ns);
     }
+    harness::sleep_until(end_ns, stop)
 }
 
 /// What every loop engine (jitter, timer) is asked, whatever it measures.
@@ -169,24 +248,38 @@ pub struct Finished<R> {
     pub injector_spins: Vec<u64>,
     /// What was counted on each CPU during the run.
     pub attribution: Vec<CpuAttribution>,
+    /// The measured CPUs other tasks shared during the run, one sentence each.
+    pub shared: Vec<String>,
     /// The machine when it ran.
     pub environment: Environment,
     /// Problems met reading the counters.
     pub warnings: Vec<Warning>,
 }
 
+impl<R> Finished<R> {
+    /// Every warning of the run, as sentences: the counters' file problems, then the shared
+    /// CPUs.
+    pub fn warning_lines(&self) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.shared.iter().cloned())
+            .collect()
+    }
+}
+
 /// Runs a loop engine on `plan` in `session`: captures the environment, runs the hogs and
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
-/// `measure` fills the record of every thread that can.
+/// `measure` fills the record of every thread that can. Fails when a thread cannot be started.
 pub fn run_loops<R: Send>(
     session: &Session,
     plan: &LoopPlan,
     progress: String,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
-) -> Finished<R> {
+) -> Result<Finished<R>, SpawnError> {
     let root = session.root();
     let environment = env::capture(root, &plan.cpus);
     let mut helpers: Vec<Helper> = load::hogs(&plan.load);
@@ -208,7 +301,7 @@ pub fn run_loops<R: Send>(
         },
         helpers,
         &mut observer,
-    );
+    )?;
     let cpus = plan
         .cpus
         .iter()
@@ -221,17 +314,23 @@ pub fn run_loops<R: Send>(
             setup_error,
         })
         .collect();
-    Finished {
+    let attribution = attribute(&plan.cpus, &observer.before, &observer.after);
+    let shared = attribution
+        .iter()
+        .filter_map(|a| a.shared_warning(outcome.elapsed_ns))
+        .collect();
+    Ok(Finished {
         cpus,
         interrupted: outcome.interrupted,
         elapsed_ns: outcome.elapsed_ns,
         main_cpus: outcome.main_cpus,
         memory_locked: session.memory_locked(),
         injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
-        attribution: attribute(&plan.cpus, &observer.before, &observer.after),
+        attribution,
+        shared,
         environment,
         warnings: observer.warnings.into_vec(),
-    }
+    })
 }
 
 /// A SCHED_FIFO priority that was asked for but is not permitted.
@@ -336,7 +435,8 @@ mod tests {
                 }
             })],
             &mut observer,
-        );
+        )
+        .unwrap();
         assert_eq!(outcome.results, vec![10, 10]);
         assert!(!outcome.interrupted);
         assert!(outcome.elapsed_ns >= 30_000_000);
@@ -377,7 +477,8 @@ mod tests {
                 (0u32, first.then(|| "refused".to_string()))
             },
             |count, _| *count += 1,
-        );
+        )
+        .unwrap();
         assert_eq!(finished.cpus.len(), 2);
         for cpu in &finished.cpus {
             assert_eq!(cpu.cpu, 0);
@@ -389,6 +490,27 @@ mod tests {
         assert!(finished.injector_spins.is_empty());
         assert_eq!(finished.attribution.len(), 2);
         assert!(finished.environment.kernel_release.reason().is_some());
+    }
+
+    #[test]
+    fn a_long_run_reports_its_progress() {
+        // Issue 18 U-14: a 10-minute run was silent for 10 minutes.
+        let start = harness::monotonic_ns();
+        let mut reports = Vec::new();
+        let interrupted = sleep_reporting(
+            start,
+            start + 35_000_000,
+            10_000_000,
+            &StopFlag::new(),
+            &mut |done, total| reports.push((done, total)),
+        );
+        assert!(!interrupted);
+        let ms = 1_000_000;
+        assert_eq!(
+            reports,
+            vec![(10 * ms, 35 * ms), (20 * ms, 35 * ms), (30 * ms, 35 * ms)]
+        );
+        assert!(harness::monotonic_ns() >= start + 35 * ms);
     }
 
     #[test]

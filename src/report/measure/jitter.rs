@@ -11,7 +11,7 @@ use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::report::peer::hdr::{HdrJson, to_json};
-use crate::report::peer::oslat::OslatThread;
+use crate::report::peer::oslat::{self, OslatThread};
 use crate::report::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use serde::Serialize;
 use std::fmt::Write;
@@ -198,12 +198,7 @@ pub fn result(run: &JitterRun) -> Measured<JitterResult> {
     let header = ResultHeader {
         method: METHOD,
         interrupted: run.session.interrupted,
-        warnings: run
-            .session
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        warnings: run.session.warning_lines(),
         priority: run.request.priority,
         measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
     };
@@ -275,9 +270,9 @@ pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
                 min_us: if rec.min_period == u64::MAX {
                     0
                 } else {
-                    rec.min_period / mhz
+                    oslat::oslat_us(rec.min_period, mhz)
                 },
-                max_us: rec.max_period / mhz,
+                max_us: oslat::oslat_us(rec.max_period, mhz),
                 seconds: rec.runtime_ticks() as f64 / run.tsc.hz.max(1) as f64,
             }
         })
@@ -354,8 +349,14 @@ pub fn table(run: &JitterRun) -> String {
             cpu.attribution.as_ref(),
         ));
     }
+    out.push_str(&shared_lines(&run.session.shared));
     out.push_str(&notes(run));
     out
+}
+
+/// The warnings of a loop engine's table about measured CPUs other tasks shared.
+pub fn shared_lines(shared: &[String]) -> String {
+    shared.iter().map(|w| format!("warning: {w}\n")).collect()
 }
 
 fn freq_method(tsc: &Tsc) -> String {
@@ -499,6 +500,7 @@ mod tests {
             irqs: Avail::Available(Vec::new()),
             softirqs: Avail::missing("no /proc/softirqs"),
             context_switches: Avail::missing("not read"),
+            waited_ns: Avail::missing("not read"),
         };
         let text = cpu_notes(
             3,

@@ -1,7 +1,7 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
 use super::header::{Measured, ResultHeader};
-use super::jitter::{aligned, cpu_notes};
+use super::jitter::{aligned, cpu_notes, shared_lines};
 use crate::machine::CpuSet;
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
@@ -138,12 +138,7 @@ pub fn result(run: &TimerRun) -> Measured<TimerResult> {
     let header = ResultHeader {
         method: METHOD,
         interrupted: run.session.interrupted,
-        warnings: run
-            .session
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        warnings: run.session.warning_lines(),
         priority: run.fifo_priority,
         measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
     };
@@ -254,5 +249,6 @@ pub fn table(run: &TimerRun) -> String {
             cpu.attribution.as_ref(),
         ));
     }
+    out.push_str(&shared_lines(&run.session.shared));
     out
 }

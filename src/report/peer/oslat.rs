@@ -9,6 +9,13 @@
 use crate::measure::engines::jitter::busy::OSLAT_BUCKETS;
 use std::fmt::Write;
 
+/// A duration of `ticks` of a `mhz` counter as oslat states its minimum and maximum: whole
+/// µs rounded up, so that a loop iteration of a few ns is 1 µs (the upper edge of the first
+/// bucket, as the average counts it), never 0.
+pub fn oslat_us(ticks: u64, mhz: u64) -> u64 {
+    ticks.div_ceil(mhz.max(1))
+}
+
 /// One oslat column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OslatThread {
@@ -20,9 +27,9 @@ pub struct OslatThread {
     pub buckets: [u64; OSLAT_BUCKETS],
     /// Sum over the longer ones of (whole µs − number of buckets).
     pub overflow_sum: u64,
-    /// Shortest iteration, whole µs (truncated).
+    /// Shortest iteration, whole µs (rounded up, see [`oslat_us`]).
     pub min_us: u64,
-    /// Longest iteration, whole µs (truncated).
+    /// Longest iteration, whole µs (rounded up, see [`oslat_us`]).
     pub max_us: u64,
     /// Time measured, s.
     pub seconds: f64,
@@ -92,6 +99,15 @@ pub fn view(threads: &[OslatThread]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minimum_and_maximum_round_up_as_oslat() {
+        // Issue 18: a 20-tick loop iteration at 2597 MHz printed `Minimum: 0 (us)`.
+        assert_eq!(oslat_us(20, 2597), 1);
+        assert_eq!(oslat_us(2597, 2597), 1);
+        assert_eq!(oslat_us(2598, 2597), 2);
+        assert_eq!(oslat_us(0, 2597), 0);
+    }
 
     #[test]
     fn prints_oslat_rows_with_upper_edge_labels() {

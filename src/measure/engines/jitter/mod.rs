@@ -7,7 +7,7 @@ pub mod stats;
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::TscTicks;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use busy::{BusyRecord, LoopConfig};
 
@@ -48,10 +48,13 @@ pub enum JitterError {
     /// The time-stamp counter cannot be used.
     #[error(transparent)]
     Tsc(#[from] TscError),
+    /// A thread of the run could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
 }
 
 /// Runs the measurement in `session`. Fails before measuring when the counter cannot be
-/// calibrated or a requested SCHED_FIFO priority is not permitted.
+/// calibrated, a requested SCHED_FIFO priority is not permitted or a thread cannot start.
 pub fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
     let plan = &request.plan;
     threads::check_fifo(request.priority, plan.inject.is_some())?;
@@ -80,7 +83,7 @@ pub fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, Jitte
         progress,
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
-    );
+    )?;
     Ok(JitterRun {
         request,
         tsc,

@@ -77,17 +77,22 @@ impl TimerRecord {
     }
 
     /// Runs the loop until `stop` is set, a wake-up at or after `end_ns`, or the clock ends.
+    /// A deadline after `end_ns` is never slept to (the run ends at its duration whatever the
+    /// interval), and a wake-up that finds `stop` set (Ctrl-C wakes the sleep) is no sample.
     pub fn run(&mut self, clock: &mut impl DeadlineClock, stop: &AtomicBool, end_ns: u64) {
         let interval = self.interval_ns.max(1);
-        let mut next = clock.now_ns() + interval;
-        while !stop.load(Ordering::Relaxed) {
+        let mut next = clock.now_ns().saturating_add(interval);
+        while !stop.load(Ordering::Relaxed) && next <= end_ns {
             let Some(now) = clock.sleep_until(next) else {
                 break;
             };
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             self.add(now.saturating_sub(next));
-            next += interval;
+            next = next.saturating_add(interval);
             while now > next {
-                next += interval;
+                next = next.saturating_add(interval);
                 self.skipped += 1;
             }
             if now >= end_ns {
@@ -127,5 +132,16 @@ mod tests {
         // Wake-ups at 1.001, 2.001, ... ms: the fifth is after the end.
         assert_eq!(rec.samples(), 5);
         assert_eq!(rec.skipped, 0);
+    }
+
+    #[test]
+    fn never_sleeps_past_the_end_of_the_run() {
+        // Issue 18 C-3: a 10 s interval in a 1 s run slept for 10 s; the first deadline is
+        // after the end, so the loop ends without sleeping to it.
+        let mut clock = ScriptedWakeups::new(0, [0; 4]);
+        let mut rec = TimerRecord::new(10_000_000_000, 0);
+        rec.run(&mut clock, &AtomicBool::new(false), 1_000_000_000);
+        assert_eq!(rec.samples(), 0);
+        assert_eq!(clock.now_ns(), 0, "slept to a deadline after the end");
     }
 }

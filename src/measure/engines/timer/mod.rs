@@ -8,7 +8,7 @@ use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
@@ -41,9 +41,20 @@ pub struct TimerRun {
     pub session: Finished<TimerRecord>,
 }
 
+/// Why a timer measurement could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TimerError {
+    /// The injector's SCHED_FIFO priority is not permitted.
+    #[error(transparent)]
+    Fifo(#[from] FifoError),
+    /// A thread of the run could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+}
+
 /// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
-pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, FifoError> {
+pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerError> {
     let plan = &request.plan;
     threads::check_fifo(None, plan.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
@@ -75,7 +86,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, FifoErr
             (TimerRecord::new(interval_ns, buckets), error)
         },
         |record, go| record.run(&mut Monotonic, go.stop, go.end_ns),
-    );
+    )?;
     Ok(TimerRun {
         request,
         fifo_priority,
