@@ -95,7 +95,7 @@ fn measurements_refuse_a_fixture_root() {
     .stderr(contains("measurements run on this machine only"));
 }
 
-/// C-2: values that overflow are refused (exit 2, naming the flag) before anything starts.
+/// values that overflow are refused (exit 2, naming the flag) before anything starts.
 #[test]
 fn overflowing_values_are_refused() {
     timer("0", "18446744073709551615", "1s", &[])
@@ -115,7 +115,7 @@ fn overflowing_values_are_refused() {
         .stderr(contains("--threshold").and(contains("too large")));
 }
 
-/// U-8: a negative number names its flag and says what is allowed, not clap's "unexpected
+/// a negative number names its flag and says what is allowed, not clap's "unexpected
 /// argument '-1'".
 #[test]
 fn negative_values_name_their_flag_and_what_is_allowed() {

@@ -233,7 +233,7 @@ fn ctrl_c_ends_a_long_timer_sleep_at_once() {
     ];
     let (code, took, stderr) = interrupted_after(&args, Duration::from_millis(800));
     assert!(took < Duration::from_millis(2500), "{took:?}: {stderr}");
-    // Interrupted: results printed, incomplete (U-12).
+    // Interrupted: results printed, incomplete.
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
 }

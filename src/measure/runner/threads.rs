@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn a_long_run_reports_its_progress() {
-        // Issue 18 U-14: a 10-minute run was silent for 10 minutes.
+        // Once: a 10-minute run was silent for 10 minutes.
         let start = harness::monotonic_ns();
         let mut reports = Vec::new();
         let interrupted = sleep_reporting(
