@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn pairs_on_shared_cpus_are_called_out() {
-        // Once: c2c under contention reported 14,961 ns without a warning.
+        // Regression: c2c under contention reported 14,961 ns without a warning.
         let mut pairs = vec![pair(0, 1, 20.0), pair(0, 2, 14_961.0), pair(1, 2, 20.0)];
         assert_eq!(shared_warning(&pairs), None);
         pairs[1].shared_percent = Some(48.7);

@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn a_stop_ends_the_warm_up_at_once() {
-        // Once: Ctrl-C waited for the end of the current CPU's warm-up and samples.
+        // Regression: Ctrl-C waited for the end of the current CPU's warm-up and samples.
         let cpus = crate::measure::runner::harness::first_allowed_cpus(1);
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());

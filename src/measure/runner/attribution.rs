@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_cpu_shared_with_other_tasks_is_called_out() {
-        // Once: a hog on the measured CPU took half of the run and nothing said so.
+        // Regression: a hog on the measured CPU took half of the run and nothing said so.
         assert_eq!(parse_waited_ns("1234 520000000 77\n"), Some(520_000_000));
         assert_eq!(parse_waited_ns("1234\n"), None);
         let before = counters("", "", (0, 0));

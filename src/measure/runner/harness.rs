@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_stop_ends_a_long_sleep_at_once() {
-        // Once: an injector slept through its whole period after the run ended.
+        // Regression: an injector slept through its whole period after the run ended.
         let stop = StopFlag::new();
         let started = std::time::Instant::now();
         std::thread::scope(|s| {
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn memory_is_locked_so_that_threads_can_still_start() {
-        // Once: under a finite RLIMIT_MEMLOCK, locking future memory made every new
+        // Regression: under a finite RLIMIT_MEMLOCK, locking future memory made every new
         // thread stack count against it and spawning panicked.
         let lock = lock_memory();
         let started = std::thread::Builder::new()

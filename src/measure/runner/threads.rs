@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn a_long_run_reports_its_progress() {
-        // Once: a 10-minute run was silent for 10 minutes.
+        // Regression: a 10-minute run was silent for 10 minutes.
         let start = harness::monotonic_ns();
         let mut reports = Vec::new();
         let interrupted = sleep_reporting(

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn never_sleeps_past_the_end_of_the_run() {
-        // Once: a 10 s interval in a 1 s run slept for 10 s; the first deadline is
+        // Regression: a 10 s interval in a 1 s run slept for 10 s; the first deadline is
         // after the end, so the loop ends without sleeping to it.
         let mut clock = ScriptedWakeups::new(0, [0; 4]);
         let mut rec = TimerRecord::new(10_000_000_000, 0);
