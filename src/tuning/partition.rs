@@ -112,6 +112,19 @@ pub enum PartitionError {
         /// Its CPUs.
         cpus: CpuSet,
     },
+    /// More no-balance cores asked per node than a node has left after its housekeeping
+    /// cores.
+    #[error(
+        "{asked} no-balance core(s) per NUMA node asked, but node {node} has only {left} core(s) left after its housekeeping core(s); ask for {left} or fewer"
+    )]
+    TooManyNoBalanceCores {
+        /// Cores per node asked for.
+        asked: usize,
+        /// The first node that has fewer.
+        node: u32,
+        /// Its cores after the housekeeping ones.
+        left: usize,
+    },
     /// Nothing left to isolate.
     #[error(
         "no CPU is left to isolate (online CPUs: {online}); lower --housekeeping-cores or name fewer --housekeeping CPUs"
@@ -166,7 +179,7 @@ pub fn compute(
         }
         (Some(hk), None) => (hk.clone(), CpuSet::new()),
         (None, Some(iso)) => (online.difference(iso), CpuSet::new()),
-        (None, None) => first_cores_per_node(topology, request),
+        (None, None) => first_cores_per_node(topology, request)?,
     };
     let isolated = online.difference(&housekeeping);
     let partition = Partition {
@@ -180,8 +193,12 @@ pub fn compute(
 }
 
 /// The default: per node, the first `housekeeping_cores_per_node` cores (all their threads) are
-/// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band.
-fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (CpuSet, CpuSet) {
+/// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band, which
+/// must fit in every node.
+fn first_cores_per_node(
+    topology: &Topology,
+    request: &PartitionRequest,
+) -> Result<(CpuSet, CpuSet), PartitionError> {
     let online = topology.online_cpus();
     let cores = topology.cores();
     let mut housekeeping = CpuSet::new();
@@ -189,7 +206,15 @@ fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (Cpu
     for node in topology.nodes.iter().filter(|n| n.cpus.intersects(&online)) {
         let node_cores: Vec<&CpuSet> = cores.iter().filter(|c| c.is_subset(&node.cpus)).collect();
         let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
-        let nb_end = (hk_end + request.no_balance_cores_per_node).min(node_cores.len());
+        let left = node_cores.len() - hk_end;
+        if request.no_balance_cores_per_node > left {
+            return Err(PartitionError::TooManyNoBalanceCores {
+                asked: request.no_balance_cores_per_node,
+                node: node.id,
+                left,
+            });
+        }
+        let nb_end = hk_end + request.no_balance_cores_per_node;
         for core in &node_cores[..hk_end] {
             housekeeping = housekeeping.union(core);
         }
@@ -197,7 +222,7 @@ fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (Cpu
             no_balance = no_balance.union(core);
         }
     }
-    (housekeeping, no_balance)
+    Ok((housekeeping, no_balance))
 }
 
 fn check(

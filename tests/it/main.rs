@@ -19,6 +19,7 @@ mod machine_readers;
 mod measure_hw;
 mod plan;
 mod plan_cli;
+mod plan_defects;
 mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;

@@ -12,6 +12,7 @@ use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::tasks::Task;
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
@@ -401,7 +402,7 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
     if init_unpinned {
         outcome = outcome.fix(Fix::file(
-            "/etc/systemd/system.conf.d/lowlat.conf",
+            SYSTEMD_AFFINITY_DROPIN,
             "CPUAffinity",
             ctx.partition.housekeeping.to_list().replace(',', " "),
             true,

@@ -1,0 +1,71 @@
+//! The plan and audit defects of issue 18 (W-3, W-6, U-4, U-5, U-10 and the tuned audit's
+//! wording), each pinned by a test that failed before its fix.
+
+use crate::support::{fixture, lowlat};
+use predicates::prelude::*;
+
+fn on(machine: &str, args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = lowlat(&[]);
+    cmd.arg("--root").arg(fixture(machine)).args(args);
+    cmd
+}
+
+/// U-10: `--no-balance 999` was clamped to the cores a node has; it is refused, naming the flag.
+#[test]
+fn no_balance_beyond_the_nodes_cores_is_refused_naming_the_flag() {
+    on("epyc7f32-2s", &["plan", "--no-balance", "999"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--no-balance 999"))
+        .stderr(predicate::str::contains("ask for 7 or fewer"));
+    on("epyc7f32-2s", &["plan", "--no-balance", "7"])
+        .assert()
+        .success();
+}
+
+/// U-10: `plan --profile throughput` says why there is no such plan instead of clap's list.
+#[test]
+fn plan_profile_throughput_says_why_there_is_no_plan() {
+    on("epyc7f32-2s", &["plan", "--profile", "throughput"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--profile throughput"))
+        .stderr(predicate::str::contains(
+            "lowlat audit --profile throughput",
+        ));
+}
+
+/// U-10: `--isolate` parses through the CLI's one CPU-list parser, whose message names the flag.
+#[test]
+fn plan_cpu_lists_are_parsed_by_the_shared_parser() {
+    on("epyc7f32-2s", &["plan", "--isolate", "1-x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--isolate"));
+}
+
+/// U-5: the audit's fix and the plan name the same systemd drop-in.
+#[test]
+fn audit_fix_names_the_drop_in_the_plan_installs() {
+    let dropin = lowlat::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
+    on("xeon-2s-smt", &["audit"])
+        .assert()
+        .stdout(predicate::str::contains(dropin))
+        .stdout(predicate::str::contains("system.conf.d/lowlat.conf").not());
+    on("xeon-2s-smt", &["plan", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("\"file:{dropin}")));
+}
+
+/// W-6 (wording): the tuned machine's audit named `nohz_full` twice without saying which is
+/// the file and which the boot argument.
+#[test]
+fn audit_names_where_the_machines_own_partition_comes_from() {
+    on("epyc7f32-2s-tuned", &["audit"])
+        .assert()
+        .stdout(predicate::str::contains(
+            "from /sys/devices/system/cpu/nohz_full, nohz_full= in /proc/cmdline)",
+        ));
+}
