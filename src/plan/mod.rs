@@ -290,6 +290,7 @@ pub fn build(
         remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
+    kthread_plan::skip_stopped_threads(&mut draft);
     let mut plan = Plan {
         created: Some(document::now()),
         target: Target::of(machine),

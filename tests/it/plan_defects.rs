@@ -2,6 +2,10 @@
 //! wording), each pinned by a test that failed before its fix.
 
 use crate::support::{fixture, lowlat};
+use lowlat::machine::Machine;
+use lowlat::plan::request::PlanRequest;
+use lowlat::plan::{self, Plan, findings};
+use lowlat::sysroot::SysRoot;
 use predicates::prelude::*;
 
 fn on(machine: &str, args: &[&str]) -> assert_cmd::Command {
@@ -68,4 +72,48 @@ fn audit_names_where_the_machines_own_partition_comes_from() {
         .stdout(predicate::str::contains(
             "from /sys/devices/system/cpu/nohz_full, nohz_full= in /proc/cmdline)",
         ));
+}
+
+/// The plan `lowlat plan` makes for a fixture with the default options.
+fn default_plan(name: &str) -> Plan {
+    let machine = Machine::read(&SysRoot::dir(fixture(name)));
+    let request = PlanRequest::default();
+    let profile = findings::audit_profile(request.profile).unwrap();
+    plan::build(&machine, &request, |partition| {
+        findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap()
+}
+
+/// W-6: the captured machine ran lowlat from bash under PID 1 `process_api`; none of the three
+/// is pinned by name, while long-running tasks still are.
+#[test]
+fn the_plan_pins_neither_lowlat_nor_its_shell_nor_pid_1() {
+    let plan = default_plan("kvm-guest-2vcpu");
+    for id in [
+        "task:lowlat:affinity",
+        "task:bash:affinity",
+        "task:process_api:affinity",
+    ] {
+        assert!(plan.setting(id).is_none(), "{id} planned");
+    }
+}
+
+/// W-2/W-6: khugepaged is not pinned when the plan sets transparent hugepages to never (the
+/// thread stops); the setting is listed as skipped with the reason.
+#[test]
+fn no_affinity_for_a_kernel_thread_the_plan_stops() {
+    let plan = default_plan("epyc7f32-2s");
+    assert_eq!(plan.setting("thp:enabled").unwrap().value, "never");
+    assert!(plan.setting("kthread:khugepaged:affinity").is_none());
+    let skipped = plan
+        .skipped
+        .iter()
+        .find(|s| s.setting.id == "kthread:khugepaged:affinity")
+        .expect("listed as skipped");
+    assert!(
+        skipped.reason.contains("khugepaged does not run"),
+        "{}",
+        skipped.reason
+    );
 }

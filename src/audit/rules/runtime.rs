@@ -10,7 +10,7 @@ use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
-use crate::machine::tasks::Task;
+use crate::machine::tasks::{Task, Tasks};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::Layer;
@@ -408,9 +408,32 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
             true,
         ));
     }
+    let transient = transient_names(&ctx.machine.tasks);
+    comms.retain(|comm| !transient.contains(comm));
     outcome = pin_to_housekeeping(ctx, outcome, false, comms);
     with_details(outcome, unpinned)
 }
+
+/// Names a by-name pin must never match: PID 1 (the systemd drop-in places it and everything it
+/// starts), lowlat itself and the shell that started it (a pin by name would also catch the
+/// admin's shells and lowlat's next runs).
+fn transient_names(tasks: &Avail<Tasks>) -> BTreeSet<String> {
+    let Some(tasks) = tasks.get() else {
+        return BTreeSet::new();
+    };
+    let by_pid = |pid: u32| tasks.tasks.iter().find(|t| t.pid == pid);
+    let mut names: BTreeSet<String> = by_pid(1).map(|t| t.comm.clone()).into_iter().collect();
+    for lowlat in tasks.with_comm(LOWLAT_COMM) {
+        names.insert(lowlat.comm.clone());
+        if let Some(parent) = by_pid(lowlat.ppid).filter(|p| p.pid != 1) {
+            names.insert(parent.comm.clone());
+        }
+    }
+    names
+}
+
+/// lowlat's own command name as the kernel shows it.
+const LOWLAT_COMM: &str = "lowlat";
 
 /// A workqueue mask must be non-empty and within the housekeeping CPUs.
 fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) -> Outcome {
