@@ -2,7 +2,7 @@
 //! wording), each pinned by a test that failed before its fix.
 
 use crate::support::{fixture, lowlat};
-use lowlat::machine::Machine;
+use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::PlanRequest;
 use lowlat::plan::{self, Plan, findings};
 use lowlat::sysroot::SysRoot;
@@ -116,4 +116,25 @@ fn no_affinity_for_a_kernel_thread_the_plan_stops() {
         "{}",
         skipped.reason
     );
+}
+
+/// W-3: the default plan turns SMT off on milan64-nps4-smt (siblings N and N+64); its
+/// partition, boot arguments and IRQ lists name only the CPUs online after that reboot, and its
+/// target accepts those CPUs, so the boot-time `apply --runtime` takes its own plan.
+#[test]
+fn a_plan_that_turns_smt_off_is_made_for_the_cpus_left_online() {
+    let plan = default_plan("milan64-nps4-smt");
+    assert_eq!(plan.setting("cmdline:nosmt").unwrap().value, "nosmt");
+    let after: CpuSet = "0-63".parse().unwrap();
+    assert_eq!(plan.target.cpus_after_reboot.as_ref(), Some(&after));
+    assert!(plan.target.fits_online(&after));
+    assert!(plan.target.fits_online(&"0-127".parse().unwrap()));
+    assert_eq!(plan.partition.housekeeping.to_list(), "0,16,32,48");
+    assert!(plan.partition.isolated.is_subset(&after));
+    let irqaffinity = &plan.setting("cmdline:irqaffinity").unwrap().value;
+    assert_eq!(irqaffinity, "irqaffinity=0,16,32,48");
+    for s in plan.settings.iter().filter(|s| s.id.ends_with(":affinity")) {
+        let cpus: CpuSet = s.value.parse().unwrap_or_default();
+        assert!(cpus.is_subset(&after), "{} = {}", s.id, s.value);
+    }
 }
