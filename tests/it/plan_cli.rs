@@ -54,7 +54,12 @@ fn diff_compares_with_the_machine() {
         .success()
         .stdout(predicate::str::contains("already as planned"))
         // The guide already set the workqueue mask to 0,8.
-        .stdout(predicate::str::is_match(r"= workqueue:cpumask +0101  ->  0101").unwrap())
+        .stdout(
+            predicate::str::is_match(
+                r"= workqueue:cpumask +CPUs 0,8 \(mask 0101\)  ->  CPUs 0,8 \(mask 0101\)",
+            )
+            .unwrap(),
+        )
         .stdout(predicate::str::is_match(r"(?m)^~ kthread:").unwrap());
 }
 

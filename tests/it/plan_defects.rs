@@ -138,3 +138,20 @@ fn a_plan_that_turns_smt_off_is_made_for_the_cpus_left_online() {
         assert!(cpus.is_subset(&after), "{} = {}", s.id, s.value);
     }
 }
+
+/// U-4: a mask is shown to people as its CPU list, labelled with the mask: the audit's fix
+/// read `irq:default:affinity=1` (CPU 0) and the diff put `3 -> 1` beside CPU lists.
+#[test]
+fn masks_are_shown_as_cpu_lists_labelled_with_the_mask() {
+    on("kvm-guest-2vcpu", &["audit", "--profile", "realtime-guest"])
+        .assert()
+        .stdout(predicate::str::contains(
+            "fix: set irq:default:affinity=CPUs 0 (mask 1)",
+        ));
+    on("epyc7f32-2s", &["plan", "--diff"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "CPUs 0-15 (mask ffff)  ->  CPUs 0,8 (mask 0101)",
+        ));
+}
