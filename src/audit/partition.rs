@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::machine::{CpuSet, Machine};
-use crate::tuning::partition::{self, PartitionError, PartitionRequest};
+use crate::tuning::partition::{self, CpuList, PartitionError, PartitionRequest};
 
 /// Where the isolated set of an audit comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -134,7 +134,7 @@ pub fn choose(
         let unknown = isolate.difference(&known);
         if !unknown.is_empty() {
             return Err(PartitionError::NoSuchCpu {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 cpus: unknown,
                 online,
             });
@@ -142,7 +142,7 @@ pub fn choose(
         let offline = isolate.difference(&online);
         if !offline.is_empty() {
             return Err(PartitionError::Offline {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 cpus: offline,
             });
         }
@@ -246,10 +246,11 @@ mod tests {
         let p = choose(&m, Some(&"4-7".parse().unwrap())).unwrap();
         assert_eq!(p.source, PartitionSource::Flag);
         assert_eq!(p.housekeeping.to_list(), "0-3");
-        let err = choose(&m, Some(&"6-9".parse().unwrap()))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("--isolate") && err.contains("8-9"), "{err}");
+        let err = choose(&m, Some(&"6-9".parse().unwrap())).unwrap_err();
+        assert!(
+            matches!(&err, PartitionError::NoSuchCpu { list: CpuList::Isolated, cpus, .. } if cpus.to_list() == "8-9"),
+            "{err}"
+        );
         let err = choose(&m, Some(&"0-7".parse().unwrap()))
             .unwrap_err()
             .to_string();

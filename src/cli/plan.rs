@@ -10,7 +10,7 @@ use crate::machine::{CpuSet, Machine};
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
 use crate::plan::{self, PlanError, artifacts, findings, write};
 use crate::report::plan::{diff, summary};
-use crate::tuning::partition::{PartitionError, PartitionRequest};
+use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -147,6 +147,34 @@ impl PlanArgs {
     }
 }
 
+impl PlanArgs {
+    /// A refused partition, with the options that asked for it.
+    fn partition_error(&self, e: &PartitionError) -> anyhow::Error {
+        let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
+            (true, true) => "--housekeeping and --isolate",
+            (true, false) => "--housekeeping",
+            (false, true) => "--isolate",
+            (false, false) => "--housekeeping-cores",
+        };
+        match e {
+            PartitionError::NoSuchCpu { list, .. } | PartitionError::Offline { list, .. } => {
+                let flag = match list {
+                    CpuList::Housekeeping => "--housekeeping",
+                    CpuList::Isolated => "--isolate",
+                };
+                anyhow::anyhow!("{flag}: {e}")
+            }
+            PartitionError::TooManyNoBalanceCores { asked, .. } => {
+                anyhow::anyhow!("--no-balance {asked}: {e}")
+            }
+            PartitionError::SplitSmt { .. } => {
+                anyhow::anyhow!("{lists}: {e} (--allow-split-smt)")
+            }
+            _ => anyhow::anyhow!("{lists}: {e}"),
+        }
+    }
+}
+
 /// Runs `lowlat plan`.
 pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
@@ -157,10 +185,8 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         findings::audit_remediations(&machine, &profile, partition)
     })
     .map_err(|e| match e {
-        PlanError::Partition(PartitionError::TooManyNoBalanceCores { asked, .. }) => {
-            anyhow::anyhow!("--no-balance {asked}: {e}")
-        }
-        e => e.into(),
+        PlanError::Partition(e) => args.partition_error(&e),
+        PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
     })?;
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {

@@ -121,14 +121,15 @@ pub struct Plan {
     pub unmovable: Vec<Unmovable>,
 }
 
-/// Why a plan could not be made. Each message names the flag to change.
+/// Why a plan could not be made. Each message says what is wrong; the caller names the option
+/// that asked for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// The partition was refused.
     #[error(transparent)]
     Partition(#[from] PartitionError),
     /// A hugepage request the machine cannot satisfy.
-    #[error("--hugepages {pool}: {problem}")]
+    #[error("hugepages {pool}: {problem}")]
     Hugepages {
         /// The request as given.
         pool: String,

@@ -54,30 +54,40 @@ pub struct Partition {
     pub nr_cpus: u32,
 }
 
-/// Why a partition was refused. Each message names the flag to change.
+/// Which of the two CPU lists of a request named a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuList {
+    /// The housekeeping CPUs asked for.
+    Housekeeping,
+    /// The isolated CPUs asked for.
+    Isolated,
+}
+
+/// Why a partition was refused. Each message says what to change; the caller names the
+/// option that carried it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartitionError {
     /// A CPU named that the machine does not have.
-    #[error("{flag}: CPU(s) {cpus} do not exist on this machine (online CPUs: {online})")]
+    #[error("CPU(s) {cpus} do not exist on this machine (online CPUs: {online})")]
     NoSuchCpu {
-        /// The flag that named it.
-        flag: &'static str,
+        /// The list that named it.
+        list: CpuList,
         /// The CPUs not found.
         cpus: CpuSet,
         /// The machine's online CPUs.
         online: CpuSet,
     },
     /// A CPU named that is offline.
-    #[error("{flag}: CPU(s) {cpus} are offline; bring them online or leave them out")]
+    #[error("CPU(s) {cpus} are offline; bring them online or leave them out")]
     Offline {
-        /// The flag that named it.
-        flag: &'static str,
+        /// The list that named it.
+        list: CpuList,
         /// The offline CPUs.
         cpus: CpuSet,
     },
     /// Both lists given, and they overlap or leave CPUs out.
     #[error(
-        "--housekeeping and --isolate must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
+        "the housekeeping and isolated CPUs must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
     )]
     Contradiction {
         /// CPUs in both lists.
@@ -89,12 +99,12 @@ pub enum PartitionError {
     },
     /// CPU 0 isolated: it handles boot-time and legacy work that cannot move.
     #[error(
-        "CPU 0 cannot be isolated: the kernel keeps boot-time and legacy work (timers, some IRQs) on it; leave it in --housekeeping"
+        "CPU 0 cannot be isolated: the kernel keeps boot-time and legacy work (timers, some IRQs) on it; keep it for housekeeping"
     )]
     CpuZeroIsolated,
     /// An isolated CPU whose SMT sibling is housekeeping.
     #[error(
-        "isolated CPU(s) {isolated} share a core with housekeeping CPU(s) {housekeeping}: the housekeeping thread would disturb them; isolate or keep whole cores, or pass --allow-split-smt"
+        "isolated CPU(s) {isolated} share a core with housekeeping CPU(s) {housekeeping}: the housekeeping thread would disturb them; isolate or keep whole cores, or allow split cores"
     )]
     SplitSmt {
         /// Isolated CPUs with a housekeeping sibling.
@@ -104,7 +114,7 @@ pub enum PartitionError {
     },
     /// A NUMA node with CPUs but no housekeeping CPU.
     #[error(
-        "NUMA node {node} (CPUs {cpus}) has no housekeeping CPU: its memory reclaim, IRQs and kernel threads would run remote; keep at least one of its cores in --housekeeping"
+        "NUMA node {node} (CPUs {cpus}) has no housekeeping CPU: its memory reclaim, IRQs and kernel threads would run remote; keep at least one of its cores for housekeeping"
     )]
     NodeWithoutHousekeeping {
         /// The node.
@@ -127,7 +137,7 @@ pub enum PartitionError {
     },
     /// Nothing left to isolate.
     #[error(
-        "no CPU is left to isolate (online CPUs: {online}); lower --housekeeping-cores or name fewer --housekeeping CPUs"
+        "no CPU is left to isolate (online CPUs: {online}); keep fewer cores or CPUs for housekeeping"
     )]
     NothingIsolated {
         /// The online CPUs.
@@ -153,15 +163,15 @@ pub fn compute(
 ) -> Result<Partition, PartitionError> {
     let online = topology.online_cpus();
     let known: CpuSet = topology.cpus.iter().map(|c| c.cpu).collect();
-    for (flag, set) in [
-        ("--housekeeping", &request.housekeeping),
-        ("--isolate", &request.isolate),
+    for (list, set) in [
+        (CpuList::Housekeeping, &request.housekeeping),
+        (CpuList::Isolated, &request.isolate),
     ] {
         let Some(set) = set else { continue };
         let unknown = set.difference(&known);
         if !unknown.is_empty() {
             return Err(PartitionError::NoSuchCpu {
-                flag,
+                list,
                 cpus: unknown,
                 online,
             });
@@ -169,7 +179,7 @@ pub fn compute(
         let offline = set.difference(&online);
         if !offline.is_empty() {
             return Err(PartitionError::Offline {
-                flag,
+                list,
                 cpus: offline,
             });
         }
@@ -402,7 +412,7 @@ mod tests {
         assert!(matches!(
             compute(&topo, &with(None, Some("99"))).unwrap_err(),
             PartitionError::NoSuchCpu {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 ..
             }
         ));

@@ -127,7 +127,7 @@ fn cpus_outside_the_machine_are_refused() {
 fn contradictory_options_are_refused() {
     refused(
         &["--housekeeping", "0-3", "--isolate", "3-15"],
-        "--housekeeping and --isolate must split",
+        "--housekeeping and --isolate: the housekeeping and isolated CPUs must split",
     );
     refused(
         &["--housekeeping", "0,8", "--housekeeping-cores", "2"],

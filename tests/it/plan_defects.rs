@@ -155,3 +155,31 @@ fn masks_are_shown_as_cpu_lists_labelled_with_the_mask() {
             "CPUs 0-15 (mask ffff)  ->  CPUs 0,8 (mask 0101)",
         ));
 }
+
+/// Issue 10: library errors say what is wrong without naming a flag; the CLI adds the flag, so
+/// users still see it.
+#[test]
+fn library_errors_leave_the_flag_to_the_cli() {
+    let err = lowlat::audit::profile::load("fast")
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("--"), "{err}");
+    on("epyc7f32-2s", &["audit", "--profile", "fast"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--profile fast: no such profile"));
+    on("epyc7f32-2s", &["audit", "--isolate", "1-99"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--isolate: CPU(s) 16-99 do not exist",
+        ));
+    on("epyc7f32-2s", &["plan", "--isolate", "8-15"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--isolate: NUMA node 1"));
+    on("epyc7f32-2s", &["plan", "--hugepages", "1G:4096"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--hugepages 1G:4096: "));
+}
