@@ -89,7 +89,7 @@ pub fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
             host.unwrap_or("?")
         ));
     }
-    if plan.target.cpus != cpus {
+    if !plan.target.fits_online(&cpus) {
         problems.push(format!(
             "it was made for CPUs {}, this machine has {} online",
             plan.target.cpus.to_list(),

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::machine::{CpuSet, Machine};
-use crate::tuning::partition::{self, PartitionError, PartitionRequest};
+use crate::tuning::partition::{self, CpuList, PartitionError, PartitionRequest};
 
 /// Where the isolated set of an audit comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,7 +15,8 @@ pub enum PartitionSource {
     Flag,
     /// The machine's own isolation.
     Kernel {
-        /// The parameters or files it was read from (`nohz_full`, `isolcpus`).
+        /// The files and parameters it was read from (`/sys/devices/system/cpu/nohz_full`,
+        /// `isolcpus= in /proc/cmdline`).
         from: Vec<String>,
     },
     /// lowlat's default partition, since the machine isolates nothing.
@@ -51,7 +52,8 @@ impl AuditPartition {
         self.housekeeping.to_mask(self.nr_cpus)
     }
 
-    /// One line for reports: `housekeeping 0,8, isolated 1-7,9-15 (from nohz_full)`.
+    /// One line for reports: `housekeeping 0,8, isolated 1-7,9-15 (the machine's own, from
+    /// /sys/devices/system/cpu/nohz_full)`.
     pub fn describe(&self) -> String {
         let from = match &self.source {
             PartitionSource::Flag => "from --isolate".to_string(),
@@ -79,8 +81,8 @@ fn list_or_none(set: &CpuSet) -> String {
 }
 
 /// The CPUs the kernel isolates in any way (the `isolated` and `nohz_full` files, and
-/// `isolcpus=`, `nohz_full=` on the command line), with the names of the sources that
-/// contributed.
+/// `isolcpus=`, `nohz_full=` on the command line), with the sources that contributed, each
+/// named by its file (`/sys/devices/system/cpu/nohz_full`, `nohz_full= in /proc/cmdline`).
 pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
     let isolation = &machine.kernel.isolation;
     let mut set = CpuSet::new();
@@ -91,10 +93,13 @@ pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
             from.push(name.to_string());
         }
     };
-    add("nohz_full", isolation.nohz_full.get());
-    add("isolated", isolation.isolated.get());
     add(
-        "isolcpus=",
+        "/sys/devices/system/cpu/nohz_full",
+        isolation.nohz_full.get(),
+    );
+    add("/sys/devices/system/cpu/isolated", isolation.isolated.get());
+    add(
+        "isolcpus= in /proc/cmdline",
         isolation
             .isolcpus
             .as_ref()
@@ -102,7 +107,7 @@ pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
             .map(|i| &i.cpus),
     );
     add(
-        "nohz_full=",
+        "nohz_full= in /proc/cmdline",
         isolation.cmdline_nohz_full.as_ref().and_then(|v| v.get()),
     );
     (set, from)
@@ -129,7 +134,7 @@ pub fn choose(
         let unknown = isolate.difference(&known);
         if !unknown.is_empty() {
             return Err(PartitionError::NoSuchCpu {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 cpus: unknown,
                 online,
             });
@@ -137,7 +142,7 @@ pub fn choose(
         let offline = isolate.difference(&online);
         if !offline.is_empty() {
             return Err(PartitionError::Offline {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 cpus: offline,
             });
         }
@@ -226,7 +231,10 @@ mod tests {
         };
         assert_eq!(
             from,
-            &vec!["nohz_full".to_string(), "nohz_full=".to_string()]
+            &vec![
+                "/sys/devices/system/cpu/nohz_full".to_string(),
+                "nohz_full= in /proc/cmdline".to_string()
+            ]
         );
     }
 
@@ -238,10 +246,11 @@ mod tests {
         let p = choose(&m, Some(&"4-7".parse().unwrap())).unwrap();
         assert_eq!(p.source, PartitionSource::Flag);
         assert_eq!(p.housekeeping.to_list(), "0-3");
-        let err = choose(&m, Some(&"6-9".parse().unwrap()))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("--isolate") && err.contains("8-9"), "{err}");
+        let err = choose(&m, Some(&"6-9".parse().unwrap())).unwrap_err();
+        assert!(
+            matches!(&err, PartitionError::NoSuchCpu { list: CpuList::Isolated, cpus, .. } if cpus.to_list() == "8-9"),
+            "{err}"
+        );
         let err = choose(&m, Some(&"0-7".parse().unwrap()))
             .unwrap_err()
             .to_string();

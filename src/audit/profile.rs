@@ -76,8 +76,8 @@ pub struct Profile {
 /// Why a profile could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
-    /// `--profile` named no profile.
-    #[error("--profile {given}: no such profile; valid profiles: {valid}")]
+    /// The name given is no profile's.
+    #[error("{given}: no such profile; valid profiles: {valid}")]
     Unknown {
         /// The name given.
         given: String,
@@ -117,9 +117,9 @@ pub fn load(name: &str) -> Result<Profile, ProfileError> {
         if cell == "-" {
             continue;
         }
-        let expect = Expect::parse(cell, row.rule).map_err(|message| ProfileError::Table {
+        let expect = Expect::parse(cell, row.rule).map_err(|e| ProfileError::Table {
             line: row.line,
-            message,
+            message: e.to_string(),
         })?;
         entries.push(Entry {
             rule: row.rule,
@@ -213,7 +213,8 @@ mod tests {
     #[test]
     fn unknown_profile_lists_the_valid_ones() {
         let err = load("fast").unwrap_err().to_string();
-        assert!(err.contains("--profile fast"), "{err}");
+        assert!(err.starts_with("fast: no such profile"), "{err}");
+        assert!(!err.contains("--profile"), "the CLI names the flag: {err}");
         assert!(
             err.contains("low-latency, realtime-host, realtime-guest, throughput"),
             "{err}"

@@ -102,6 +102,33 @@ pub struct Alternative {
     pub value: String,
 }
 
+/// Why a cell of the profile table is not an expectation for its rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpectError {
+    /// An alternative with no value (`a||b`, a lone `>=`).
+    #[error("'{cell}': empty alternative")]
+    EmptyAlternative {
+        /// The cell.
+        cell: String,
+    },
+    /// A word the rule does not accept, or a comparison on a rule that takes words.
+    #[error("'{cell}': {rule} accepts one of {words}")]
+    NotAWord {
+        /// The cell.
+        cell: String,
+        /// The rule id.
+        rule: &'static str,
+        /// The accepted words, comma-separated.
+        words: String,
+    },
+    /// `<=` or `>=` before something that is not a number.
+    #[error("'{cell}': <= and >= need a number")]
+    NotANumber {
+        /// The cell.
+        cell: String,
+    },
+}
+
 /// A profile's expectation for one rule, parsed from the profile table:
 /// `[~]alt[|alt...]`, each alternative `[>=|<=]value`. A leading `~` makes the rule advisory
 /// in that profile: a mismatch warns instead of failing.
@@ -115,7 +142,7 @@ pub struct Expect {
 
 impl Expect {
     /// Parses one cell of the profile table for `rule`; the error says what is wrong.
-    pub fn parse(cell: &str, rule: &Rule) -> Result<Expect, String> {
+    pub fn parse(cell: &str, rule: &Rule) -> Result<Expect, ExpectError> {
         let (advisory, body) = match cell.strip_prefix('~') {
             Some(rest) => (true, rest),
             None => (false, cell),
@@ -130,21 +157,25 @@ impl Expect {
                 (Op::Eq, part)
             };
             if value.is_empty() {
-                return Err(format!("'{cell}': empty alternative"));
+                return Err(ExpectError::EmptyAlternative {
+                    cell: cell.to_string(),
+                });
             }
             match &rule.accepts {
                 Accepts::Words(words) => {
                     if op != Op::Eq || !words.contains(&value) {
-                        return Err(format!(
-                            "'{cell}': {} accepts one of {}",
-                            rule.id,
-                            words.join(", ")
-                        ));
+                        return Err(ExpectError::NotAWord {
+                            cell: cell.to_string(),
+                            rule: rule.id,
+                            words: words.join(", "),
+                        });
                     }
                 }
                 Accepts::Values => {
                     if op != Op::Eq && value.parse::<i64>().is_err() {
-                        return Err(format!("'{cell}': <= and >= need a number"));
+                        return Err(ExpectError::NotANumber {
+                            cell: cell.to_string(),
+                        });
                     }
                 }
             }
@@ -385,10 +416,23 @@ mod tests {
     #[test]
     fn refuses_what_a_rule_does_not_understand() {
         let err = Expect::parse("maybe", rule("LL-SMT")).unwrap_err();
-        assert!(err.contains("LL-SMT accepts one of on, off"), "{err}");
-        assert!(Expect::parse(">=1", rule("LL-SMT")).is_err());
-        assert!(Expect::parse("<=x", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
-        assert!(Expect::parse("0|", rule("LL-SYSCTL-VM-SWAPPINESS")).is_err());
+        assert!(matches!(err, ExpectError::NotAWord { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("LL-SMT accepts one of on, off"),
+            "{err}"
+        );
+        assert!(matches!(
+            Expect::parse(">=1", rule("LL-SMT")),
+            Err(ExpectError::NotAWord { .. })
+        ));
+        assert!(matches!(
+            Expect::parse("<=x", rule("LL-SYSCTL-VM-SWAPPINESS")),
+            Err(ExpectError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            Expect::parse("0|", rule("LL-SYSCTL-VM-SWAPPINESS")),
+            Err(ExpectError::EmptyAlternative { .. })
+        ));
     }
 
     #[test]

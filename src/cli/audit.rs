@@ -40,7 +40,7 @@ pub struct AuditArgs {
 
 /// Runs `lowlat audit`.
 pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
-    let profile = profile::load(&args.profile)?;
+    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
             anyhow!(
@@ -52,7 +52,9 @@ pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     };
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let partition = audit::partition::choose(&machine, args.isolate.as_ref())?;
+    // Only a bad --isolate is an error.
+    let partition = audit::partition::choose(&machine, args.isolate.as_ref())
+        .map_err(|e| anyhow!("--isolate: {e}"))?;
     let result = audit::run(&machine, &profile, &partition);
     let mut stdout = std::io::stdout().lock();
     if let Some(rule) = rule {

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, artifacts, findings, write};
+use crate::plan::{self, PlanError, artifacts, findings, write};
 use crate::report::plan::{diff, summary};
-use crate::tuning::partition::PartitionRequest;
+use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -21,6 +21,8 @@ lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json 
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
+    /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
+    /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
     #[arg(long, value_enum, default_value_t = ProfileArg::LowLatency)]
     pub profile: ProfileArg,
 
@@ -36,11 +38,11 @@ pub struct PlanArgs {
     pub no_balance: Option<u16>,
 
     /// Housekeeping CPUs (e.g. 0,8 or 0-1,64-65); every other online CPU is isolated.
-    #[arg(long, value_name = "CPULIST")]
+    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub housekeeping: Option<CpuSet>,
 
     /// Isolated CPUs (e.g. 1-7,9-15); every other online CPU is housekeeping.
-    #[arg(long, value_name = "CPULIST")]
+    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub isolate: Option<CpuSet>,
 
     /// Accept an isolated CPU whose SMT sibling is housekeeping.
@@ -93,6 +95,8 @@ pub enum ProfileArg {
     RealtimeHost,
     /// A real-time KVM guest.
     RealtimeGuest,
+    /// Refused with the reason: the audit checks throughput machines, lowlat plans none.
+    Throughput,
 }
 
 /// `--power` values.
@@ -106,13 +110,18 @@ pub enum PowerArg {
 
 impl PlanArgs {
     /// The request these options describe.
-    pub fn request(&self) -> PlanRequest {
+    pub fn request(&self) -> Result<PlanRequest> {
         let defaults = PartitionRequest::default();
-        PlanRequest {
+        Ok(PlanRequest {
             profile: match self.profile {
                 ProfileArg::LowLatency => Profile::LowLatency,
                 ProfileArg::RealtimeHost => Profile::RealtimeHost,
                 ProfileArg::RealtimeGuest => Profile::RealtimeGuest,
+                ProfileArg::Throughput => anyhow::bail!(
+                    "--profile throughput: lowlat plans CPU isolation for latency, and a \
+                     throughput machine isolates nothing, so there is no plan to make; \
+                     check one with `lowlat audit --profile throughput`"
+                ),
             },
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
@@ -134,6 +143,34 @@ impl PlanArgs {
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
             },
+        })
+    }
+}
+
+impl PlanArgs {
+    /// A refused partition, with the options that asked for it.
+    fn partition_error(&self, e: &PartitionError) -> anyhow::Error {
+        let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
+            (true, true) => "--housekeeping and --isolate",
+            (true, false) => "--housekeeping",
+            (false, true) => "--isolate",
+            (false, false) => "--housekeeping-cores",
+        };
+        match e {
+            PartitionError::NoSuchCpu { list, .. } | PartitionError::Offline { list, .. } => {
+                let flag = match list {
+                    CpuList::Housekeeping => "--housekeeping",
+                    CpuList::Isolated => "--isolate",
+                };
+                anyhow::anyhow!("{flag}: {e}")
+            }
+            PartitionError::TooManyNoBalanceCores { asked, .. } => {
+                anyhow::anyhow!("--no-balance {asked}: {e}")
+            }
+            PartitionError::SplitSmt { .. } => {
+                anyhow::anyhow!("{lists}: {e} (--allow-split-smt)")
+            }
+            _ => anyhow::anyhow!("{lists}: {e}"),
         }
     }
 }
@@ -142,10 +179,14 @@ impl PlanArgs {
 pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
-    let request = args.request();
+    let request = args.request()?;
     let profile = findings::audit_profile(request.profile)?;
     let plan = plan::build(&machine, &request, |partition| {
         findings::audit_remediations(&machine, &profile, partition)
+    })
+    .map_err(|e| match e {
+        PlanError::Partition(e) => args.partition_error(&e),
+        PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
     })?;
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {

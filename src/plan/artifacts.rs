@@ -4,6 +4,7 @@
 use super::{
     Plan, irq_plan, irqbalance, kernel_cmdline, kthread_plan, setting, sysctl, systemd, tuned,
 };
+use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 
@@ -79,8 +80,8 @@ pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
     files.push(Setting {
         reboot: true,
         ..file(
-            systemd::AFFINITY_DROPIN_PATH,
-            systemd::render_affinity_dropin(plan, &header(plan, Some(systemd::AFFINITY_DROPIN_PATH))),
+            SYSTEMD_AFFINITY_DROPIN,
+            systemd::render_affinity_dropin(plan, &header(plan, Some(SYSTEMD_AFFINITY_DROPIN))),
             "Keeps PID 1 and every service on the housekeeping CPUs from the next boot on.",
             "TuneD cpu-partitioning profile ([systemd] cpu_affinity); AMD EPYC 7002 low-latency guide §4.3.3",
         )
@@ -151,7 +152,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         ("systemd/lowlat-runtime.service", systemd::RUNTIME_UNIT_PATH),
         (
             "systemd/system.conf.d/50-lowlat.conf",
-            systemd::AFFINITY_DROPIN_PATH,
+            SYSTEMD_AFFINITY_DROPIN,
         ),
         (
             "systemd/irqbalance.service.d/50-lowlat.conf",

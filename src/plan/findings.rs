@@ -113,7 +113,7 @@ mod tests {
                 Layer::File,
             ),
             fix(
-                "file:/etc/systemd/system.conf.d/lowlat.conf:CPUAffinity",
+                "file:/etc/systemd/system.conf.d/50-lowlat.conf:CPUAffinity",
                 "0 8",
                 Layer::File,
             ),

@@ -26,6 +26,47 @@ const PRIORITIES: &[(&str, u32)] = &[
     ("rcub/", 4),
 ];
 
+/// Kernel threads that a planned setting stops: the thread's name and the (id, value) pairs
+/// that stop it. Pinning such a thread pins one that is gone, and on revert one the kernel has
+/// started again under another pid.
+const STOPPED_THREADS: &[(&str, &[(&str, &str)])] = &[(
+    "khugepaged",
+    &[
+        ("thp:enabled", "never"),
+        ("cmdline:transparent_hugepage", "transparent_hugepage=never"),
+    ],
+)];
+
+/// Moves the affinity of every kernel thread another setting of the draft stops to the
+/// skipped settings, with the reason. Runs once every setting is in the draft.
+pub fn skip_stopped_threads(draft: &mut Draft) {
+    let stopped: Vec<(String, String)> = STOPPED_THREADS
+        .iter()
+        .filter_map(|(thread, stoppers)| {
+            let stopper = draft
+                .settings
+                .iter()
+                .find(|s| stoppers.contains(&(s.id.as_str(), s.value.as_str())))?;
+            let id = SettingId::Tasks {
+                kernel: true,
+                pattern: (*thread).to_string(),
+                attribute: TaskAttribute::Affinity,
+            };
+            let reason = format!(
+                "{thread} does not run once {} is {}: nothing to pin",
+                stopper.id, stopper.value
+            );
+            Some((id.to_string(), reason))
+        })
+        .collect();
+    for (id, reason) in stopped {
+        if let Some(at) = draft.settings.iter().position(|s| s.id == id) {
+            let setting = draft.settings.remove(at);
+            draft.skip(setting, reason);
+        }
+    }
+}
+
 /// Adds the workqueue masks, the kernel-thread affinities and (if asked) priorities.
 pub fn plan(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;

@@ -25,9 +25,11 @@ pub mod write;
 use serde::{Deserialize, Serialize};
 
 use crate::document::{self, Document, Kind, Layout, LayoutError};
+use crate::machine::topology::Topology;
 use crate::machine::{CpuSet, Machine};
-use crate::tuning::partition::{Partition, PartitionError};
+use crate::tuning::partition::{Partition, PartitionError, with_smt_off};
 use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 use request::{PlanOptions, PlanRequest, Profile};
 
 /// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
@@ -40,14 +42,25 @@ pub struct Target {
     pub model: Option<String>,
     /// The online CPUs when the plan was made.
     pub cpus: CpuSet,
+    /// The CPUs online after the reboot the plan asks for, when it changes them (`nosmt` takes
+    /// the second thread of every core offline); the boot-time apply runs on those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_after_reboot: Option<CpuSet>,
     /// The kernel release the plan was made on (`uname -r`), when known: which sysctls exist
     /// depends on it.
     pub kernel: Option<String>,
 }
 
 impl Target {
-    /// The identity of `machine`.
-    pub fn of(machine: &Machine) -> Self {
+    /// Whether a machine with these CPUs online is the one the plan was made for: the CPUs
+    /// online when it was made, or those online after its reboot.
+    pub fn fits_online(&self, online: &CpuSet) -> bool {
+        &self.cpus == online || self.cpus_after_reboot.as_ref() == Some(online)
+    }
+
+    /// The identity of `machine`, whose online CPUs become `cpus_after_reboot` after the
+    /// plan's reboot.
+    fn of(machine: &Machine, cpus_after_reboot: Option<CpuSet>) -> Self {
         Self {
             host: machine
                 .kernel
@@ -57,6 +70,7 @@ impl Target {
                 .unwrap_or_else(|| "unknown".to_string()),
             model: machine.cpu.get().and_then(|c| c.model_name.clone()),
             cpus: machine.topology.online_cpus(),
+            cpus_after_reboot,
             kernel: machine.kernel.release.get().cloned(),
         }
     }
@@ -107,14 +121,15 @@ pub struct Plan {
     pub unmovable: Vec<Unmovable>,
 }
 
-/// Why a plan could not be made. Each message names the flag to change.
+/// Why a plan could not be made. Each message says what is wrong; the caller names the option
+/// that asked for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// The partition was refused.
     #[error(transparent)]
     Partition(#[from] PartitionError),
     /// A hugepage request the machine cannot satisfy.
-    #[error("--hugepages {pool}: {problem}")]
+    #[error("hugepages {pool}: {problem}")]
     Hugepages {
         /// The request as given.
         pool: String,
@@ -258,41 +273,41 @@ pub mod sources {
 
 /// Builds the plan for `machine`: the partition, the settings derived from it and from the
 /// options, then the remediations `remediations` returns for that partition (the audit's, see
-/// [`findings::add`]), then the files rendered from all of them.
+/// [`findings::add`]), then the files rendered from all of them. A plan that turns SMT off
+/// (`nosmt`) is made again for the CPUs online after its reboot, so that its partition, IRQ
+/// and task lists name only those.
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
-    remediations: impl FnOnce(&Partition) -> Vec<Setting>,
+    remediations: impl Fn(&Partition) -> Vec<Setting>,
 ) -> Result<Plan, PlanError> {
-    let mut partition = crate::tuning::partition::compute(&machine.topology, &request.partition)?;
-    if request.profile.static_isolation() && partition.no_balance.is_empty() {
-        partition.no_balance = partition.isolated.clone();
-    }
     let mut options = request.options.clone();
     options.kthread_priorities |= request.profile.kthread_priorities();
     let request = PlanRequest {
         options,
         ..request.clone()
     };
-    let inputs = Inputs {
-        machine,
-        request: &request,
-        partition: &partition,
-    };
-    let mut draft = Draft::default();
-    kernel_cmdline::plan(&inputs, &mut draft)?;
-    sysctl::plan(&inputs, &mut draft);
-    irq_plan::plan(&inputs, &mut draft);
-    irq_plan::plan_rps(&inputs, &mut draft);
-    kthread_plan::plan(&inputs, &mut draft);
-    findings::add(
-        &mut draft,
-        remediations(&partition),
-        request.options.allow_security_tradeoffs,
-    );
+    let (mut partition, mut draft) = draft(machine, &machine.topology, &request, &remediations)?;
+    let mut cpus_after_reboot = None;
+    let smt_off = with_smt_off(&machine.topology);
+    let online_after = smt_off.online_cpus();
+    if turns_smt_off(&draft) && online_after != machine.topology.online_cpus() {
+        let mut request = request.clone();
+        for list in [
+            &mut request.partition.housekeeping,
+            &mut request.partition.isolate,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *list = list.intersection(&online_after);
+        }
+        (partition, draft) = self::draft(machine, &smt_off, &request, &remediations)?;
+        cpus_after_reboot = Some(online_after);
+    }
     let mut plan = Plan {
         created: Some(document::now()),
-        target: Target::of(machine),
+        target: Target::of(machine, cpus_after_reboot),
         profile: request.profile,
         options: request.options.clone(),
         partition,
@@ -307,6 +322,46 @@ pub fn build(
     plan.settings.extend(files);
     plan.settings.extend(services);
     Ok(plan)
+}
+
+/// The partition for the CPUs `topology` has online, and the settings for it.
+fn draft(
+    machine: &Machine,
+    topology: &Topology,
+    request: &PlanRequest,
+    remediations: &impl Fn(&Partition) -> Vec<Setting>,
+) -> Result<(Partition, Draft), PlanError> {
+    let mut partition = crate::tuning::partition::compute(topology, &request.partition)?;
+    if request.profile.static_isolation() && partition.no_balance.is_empty() {
+        partition.no_balance = partition.isolated.clone();
+    }
+    let inputs = Inputs {
+        machine,
+        request,
+        partition: &partition,
+    };
+    let mut draft = Draft::default();
+    kernel_cmdline::plan(&inputs, &mut draft)?;
+    sysctl::plan(&inputs, &mut draft);
+    irq_plan::plan(&inputs, &mut draft);
+    irq_plan::plan_rps(&inputs, &mut draft);
+    kthread_plan::plan(&inputs, &mut draft);
+    findings::add(
+        &mut draft,
+        remediations(&partition),
+        request.options.allow_security_tradeoffs,
+    );
+    kthread_plan::skip_stopped_threads(&mut draft);
+    Ok((partition, draft))
+}
+
+/// Whether the draft turns SMT off at the next boot.
+fn turns_smt_off(draft: &Draft) -> bool {
+    let nosmt = SettingId::Cmdline("nosmt".to_string()).to_string();
+    draft
+        .settings
+        .iter()
+        .any(|s| s.id == nosmt && s.value.split_whitespace().any(|arg| arg == "nosmt"))
 }
 
 /// The order in which layers are applied: boot arguments first (they only take effect at the

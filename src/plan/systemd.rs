@@ -13,9 +13,6 @@ pub const RUNTIME_UNIT_PATH: &str = "/etc/systemd/system/lowlat-runtime.service"
 /// The unit name.
 pub const RUNTIME_UNIT: &str = "lowlat-runtime.service";
 
-/// Where the manager drop-in is installed.
-pub const AFFINITY_DROPIN_PATH: &str = "/etc/systemd/system.conf.d/50-lowlat.conf";
-
 /// Where `lowlat apply` installs plan.json for the unit to read.
 pub const PLAN_PATH: &str = "/etc/lowlat/plan.json";
 

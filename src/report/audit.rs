@@ -261,7 +261,7 @@ fn setting_text(setting: &Setting) -> String {
             Some((path, name)) => format!("{path} {name}={}", setting.value),
             None => format!("{key} = {}", setting.value),
         },
-        _ => format!("{}={}", setting.id, setting.value),
+        _ => format!("{}={}", setting.id, setting.value_for_people()),
     }
 }
 

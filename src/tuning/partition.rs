@@ -54,30 +54,40 @@ pub struct Partition {
     pub nr_cpus: u32,
 }
 
-/// Why a partition was refused. Each message names the flag to change.
+/// Which of the two CPU lists of a request named a CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuList {
+    /// The housekeeping CPUs asked for.
+    Housekeeping,
+    /// The isolated CPUs asked for.
+    Isolated,
+}
+
+/// Why a partition was refused. Each message says what to change; the caller names the
+/// option that carried it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PartitionError {
     /// A CPU named that the machine does not have.
-    #[error("{flag}: CPU(s) {cpus} do not exist on this machine (online CPUs: {online})")]
+    #[error("CPU(s) {cpus} do not exist on this machine (online CPUs: {online})")]
     NoSuchCpu {
-        /// The flag that named it.
-        flag: &'static str,
+        /// The list that named it.
+        list: CpuList,
         /// The CPUs not found.
         cpus: CpuSet,
         /// The machine's online CPUs.
         online: CpuSet,
     },
     /// A CPU named that is offline.
-    #[error("{flag}: CPU(s) {cpus} are offline; bring them online or leave them out")]
+    #[error("CPU(s) {cpus} are offline; bring them online or leave them out")]
     Offline {
-        /// The flag that named it.
-        flag: &'static str,
+        /// The list that named it.
+        list: CpuList,
         /// The offline CPUs.
         cpus: CpuSet,
     },
     /// Both lists given, and they overlap or leave CPUs out.
     #[error(
-        "--housekeeping and --isolate must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
+        "the housekeeping and isolated CPUs must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
     )]
     Contradiction {
         /// CPUs in both lists.
@@ -89,12 +99,12 @@ pub enum PartitionError {
     },
     /// CPU 0 isolated: it handles boot-time and legacy work that cannot move.
     #[error(
-        "CPU 0 cannot be isolated: the kernel keeps boot-time and legacy work (timers, some IRQs) on it; leave it in --housekeeping"
+        "CPU 0 cannot be isolated: the kernel keeps boot-time and legacy work (timers, some IRQs) on it; keep it for housekeeping"
     )]
     CpuZeroIsolated,
     /// An isolated CPU whose SMT sibling is housekeeping.
     #[error(
-        "isolated CPU(s) {isolated} share a core with housekeeping CPU(s) {housekeeping}: the housekeeping thread would disturb them; isolate or keep whole cores, or pass --allow-split-smt"
+        "isolated CPU(s) {isolated} share a core with housekeeping CPU(s) {housekeeping}: the housekeeping thread would disturb them; isolate or keep whole cores, or allow split cores"
     )]
     SplitSmt {
         /// Isolated CPUs with a housekeeping sibling.
@@ -104,7 +114,7 @@ pub enum PartitionError {
     },
     /// A NUMA node with CPUs but no housekeeping CPU.
     #[error(
-        "NUMA node {node} (CPUs {cpus}) has no housekeeping CPU: its memory reclaim, IRQs and kernel threads would run remote; keep at least one of its cores in --housekeeping"
+        "NUMA node {node} (CPUs {cpus}) has no housekeeping CPU: its memory reclaim, IRQs and kernel threads would run remote; keep at least one of its cores for housekeeping"
     )]
     NodeWithoutHousekeeping {
         /// The node.
@@ -112,14 +122,38 @@ pub enum PartitionError {
         /// Its CPUs.
         cpus: CpuSet,
     },
+    /// More no-balance cores asked per node than a node has left after its housekeeping
+    /// cores.
+    #[error(
+        "{asked} no-balance core(s) per NUMA node asked, but node {node} has only {left} core(s) left after its housekeeping core(s); ask for {left} or fewer"
+    )]
+    TooManyNoBalanceCores {
+        /// Cores per node asked for.
+        asked: usize,
+        /// The first node that has fewer.
+        node: u32,
+        /// Its cores after the housekeeping ones.
+        left: usize,
+    },
     /// Nothing left to isolate.
     #[error(
-        "no CPU is left to isolate (online CPUs: {online}); lower --housekeeping-cores or name fewer --housekeeping CPUs"
+        "no CPU is left to isolate (online CPUs: {online}); keep fewer cores or CPUs for housekeeping"
     )]
     NothingIsolated {
         /// The online CPUs.
         online: CpuSet,
     },
+}
+
+/// `topology` as it will be once SMT is turned off (`nosmt`): only the first thread of each
+/// core stays online. Partitions for a plan that turns SMT off are computed on it.
+pub fn with_smt_off(topology: &Topology) -> Topology {
+    let first_threads: CpuSet = topology.cores().iter().filter_map(CpuSet::first).collect();
+    let mut after = topology.clone();
+    for cpu in &mut after.cpus {
+        cpu.online &= first_threads.contains(cpu.cpu);
+    }
+    after
 }
 
 /// Computes and checks the partition for `topology`.
@@ -129,15 +163,15 @@ pub fn compute(
 ) -> Result<Partition, PartitionError> {
     let online = topology.online_cpus();
     let known: CpuSet = topology.cpus.iter().map(|c| c.cpu).collect();
-    for (flag, set) in [
-        ("--housekeeping", &request.housekeeping),
-        ("--isolate", &request.isolate),
+    for (list, set) in [
+        (CpuList::Housekeeping, &request.housekeeping),
+        (CpuList::Isolated, &request.isolate),
     ] {
         let Some(set) = set else { continue };
         let unknown = set.difference(&known);
         if !unknown.is_empty() {
             return Err(PartitionError::NoSuchCpu {
-                flag,
+                list,
                 cpus: unknown,
                 online,
             });
@@ -145,7 +179,7 @@ pub fn compute(
         let offline = set.difference(&online);
         if !offline.is_empty() {
             return Err(PartitionError::Offline {
-                flag,
+                list,
                 cpus: offline,
             });
         }
@@ -166,7 +200,7 @@ pub fn compute(
         }
         (Some(hk), None) => (hk.clone(), CpuSet::new()),
         (None, Some(iso)) => (online.difference(iso), CpuSet::new()),
-        (None, None) => first_cores_per_node(topology, request),
+        (None, None) => first_cores_per_node(topology, request)?,
     };
     let isolated = online.difference(&housekeeping);
     let partition = Partition {
@@ -180,8 +214,12 @@ pub fn compute(
 }
 
 /// The default: per node, the first `housekeeping_cores_per_node` cores (all their threads) are
-/// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band.
-fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (CpuSet, CpuSet) {
+/// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band, which
+/// must fit in every node.
+fn first_cores_per_node(
+    topology: &Topology,
+    request: &PartitionRequest,
+) -> Result<(CpuSet, CpuSet), PartitionError> {
     let online = topology.online_cpus();
     let cores = topology.cores();
     let mut housekeeping = CpuSet::new();
@@ -189,7 +227,15 @@ fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (Cpu
     for node in topology.nodes.iter().filter(|n| n.cpus.intersects(&online)) {
         let node_cores: Vec<&CpuSet> = cores.iter().filter(|c| c.is_subset(&node.cpus)).collect();
         let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
-        let nb_end = (hk_end + request.no_balance_cores_per_node).min(node_cores.len());
+        let left = node_cores.len() - hk_end;
+        if request.no_balance_cores_per_node > left {
+            return Err(PartitionError::TooManyNoBalanceCores {
+                asked: request.no_balance_cores_per_node,
+                node: node.id,
+                left,
+            });
+        }
+        let nb_end = hk_end + request.no_balance_cores_per_node;
         for core in &node_cores[..hk_end] {
             housekeeping = housekeeping.union(core);
         }
@@ -197,7 +243,7 @@ fn first_cores_per_node(topology: &Topology, request: &PartitionRequest) -> (Cpu
             no_balance = no_balance.union(core);
         }
     }
-    (housekeeping, no_balance)
+    Ok((housekeeping, no_balance))
 }
 
 fn check(
@@ -366,7 +412,7 @@ mod tests {
         assert!(matches!(
             compute(&topo, &with(None, Some("99"))).unwrap_err(),
             PartitionError::NoSuchCpu {
-                flag: "--isolate",
+                list: CpuList::Isolated,
                 ..
             }
         ));

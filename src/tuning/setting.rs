@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::setting_id::SettingId;
+use crate::machine::CpuSet;
+
 /// Where a setting lives, which decides how it is applied and whether a reboot is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -59,4 +62,23 @@ pub struct Setting {
     /// What is given up for it, when it weakens security (`mitigations=off`, `selinux=0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_tradeoff: Option<String>,
+}
+
+impl Setting {
+    /// The value as people read it: a hex CPU mask is shown as its CPU list, labelled with the
+    /// mask the file takes (`CPUs 0 (mask 1)`), so that it cannot be read as a list; every
+    /// other value as it is.
+    pub fn value_for_people(&self) -> String {
+        value_for_people(&self.id, &self.value)
+    }
+}
+
+/// `value` of the setting `id` as people read it (see [`Setting::value_for_people`]).
+pub fn value_for_people(id: &str, value: &str) -> String {
+    let is_mask = id.parse::<SettingId>().is_ok_and(|id| id.takes_cpu_mask());
+    match CpuSet::parse_mask(value) {
+        Ok(cpus) if is_mask && cpus.is_empty() => format!("no CPU (mask {value})"),
+        Ok(cpus) if is_mask => format!("CPUs {} (mask {value})", cpus.to_list()),
+        _ => value.to_string(),
+    }
 }

@@ -144,6 +144,17 @@ fn page_size(text: &str) -> Option<u64> {
     text.strip_suffix("kB")?.parse().ok().filter(|&k| k > 0)
 }
 
+impl SettingId {
+    /// Whether the value of this setting is a hex CPU mask (the files that take one:
+    /// `default_smp_affinity`, `rps_cpus`, workqueue `cpumask`) rather than a CPU list.
+    pub fn takes_cpu_mask(&self) -> bool {
+        matches!(
+            self,
+            SettingId::IrqDefault | SettingId::Rps(_) | SettingId::Workqueue(_)
+        )
+    }
+}
+
 impl fmt::Display for SettingId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -10,8 +10,9 @@ use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
-use crate::machine::tasks::Task;
+use crate::machine::tasks::{Task, Tasks};
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
@@ -401,15 +402,38 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
     if init_unpinned {
         outcome = outcome.fix(Fix::file(
-            "/etc/systemd/system.conf.d/lowlat.conf",
+            SYSTEMD_AFFINITY_DROPIN,
             "CPUAffinity",
             ctx.partition.housekeeping.to_list().replace(',', " "),
             true,
         ));
     }
+    let transient = transient_names(&ctx.machine.tasks);
+    comms.retain(|comm| !transient.contains(comm));
     outcome = pin_to_housekeeping(ctx, outcome, false, comms);
     with_details(outcome, unpinned)
 }
+
+/// Names a by-name pin must never match: PID 1 (the systemd drop-in places it and everything it
+/// starts), lowlat itself and the shell that started it (a pin by name would also catch the
+/// admin's shells and lowlat's next runs).
+fn transient_names(tasks: &Avail<Tasks>) -> BTreeSet<String> {
+    let Some(tasks) = tasks.get() else {
+        return BTreeSet::new();
+    };
+    let by_pid = |pid: u32| tasks.tasks.iter().find(|t| t.pid == pid);
+    let mut names: BTreeSet<String> = by_pid(1).map(|t| t.comm.clone()).into_iter().collect();
+    for lowlat in tasks.with_comm(LOWLAT_COMM) {
+        names.insert(lowlat.comm.clone());
+        if let Some(parent) = by_pid(lowlat.ppid).filter(|p| p.pid != 1) {
+            names.insert(parent.comm.clone());
+        }
+    }
+    names
+}
+
+/// lowlat's own command name as the kernel shows it.
+const LOWLAT_COMM: &str = "lowlat";
 
 /// A workqueue mask must be non-empty and within the housekeeping CPUs.
 fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) -> Outcome {

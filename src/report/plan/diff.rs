@@ -9,7 +9,7 @@ use crate::machine::{Avail, CpuSet, Machine};
 use crate::plan::Plan;
 use crate::plan::{irq_plan, kernel_cmdline};
 use crate::sysroot::{ReadError, SysRoot};
-use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting::{Layer, Setting, value_for_people};
 use crate::tuning::setting_id::SettingId;
 
 /// The value of a knob on the machine now.
@@ -303,15 +303,16 @@ fn current_task(rest: &str, machine: &Machine, kernel: bool) -> Current {
     distinct(values)
 }
 
-/// Shortens a value for one table cell: files show their line count.
-fn cell(layer: Layer, value: &str) -> String {
+/// Shortens a value of setting `id` for one table cell: files show their line count, CPU
+/// masks their CPU list (labelled with the mask).
+fn cell(id: &str, layer: Layer, value: &str) -> String {
     if layer == Layer::File {
         return format!("({} lines)", value.lines().count());
     }
     if value.is_empty() {
         return "(removed)".into();
     }
-    crate::machine::truncate(value, 60)
+    crate::machine::truncate(&value_for_people(id, value), 60)
 }
 
 /// The diff as a table: one line per setting, `=` same, `~` change, `?` unknown.
@@ -346,7 +347,7 @@ pub fn render(entries: &[Entry]) -> String {
             Status::Unknown => '?',
         };
         let now = match &e.current {
-            Current::Value(v) => cell(e.layer, v),
+            Current::Value(v) => cell(&e.id, e.layer, v),
             Current::Absent => "(absent)".into(),
             Current::Unknown(why) => format!("(unknown: {})", crate::machine::truncate(why, 50)),
         };
@@ -358,7 +359,7 @@ pub fn render(entries: &[Entry]) -> String {
         let _ = writeln!(
             out,
             "{mark} {id:<width$}  {now}  ->  {}",
-            cell(e.layer, &e.planned)
+            cell(&e.id, e.layer, &e.planned)
         );
     }
     out

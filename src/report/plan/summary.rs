@@ -138,7 +138,7 @@ pub fn render(plan: &Plan, topology: &Topology) -> String {
                         .or_default() += 1;
                 }
                 for s in settings.iter().filter(|s| !s.id.starts_with("irq:")) {
-                    let _ = writeln!(out, "    {} = {}", s.id, s.value);
+                    let _ = writeln!(out, "    {} = {}", s.id, s.value_for_people());
                 }
                 if let Some(irqs) = kinds.get("irq") {
                     let _ = writeln!(
