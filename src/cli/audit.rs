@@ -2,8 +2,8 @@
 
 use anyhow::{Result, anyhow};
 use clap::Args;
-use std::io::Write;
 
+use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::audit::{self, profile, rules};
 use crate::machine::{CpuSet, Machine};
@@ -56,20 +56,18 @@ pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let partition = audit::partition::choose(&machine, args.isolate.as_ref())
         .map_err(|e| anyhow!("--isolate: {e}"))?;
     let result = audit::run(&machine, &profile, &partition);
-    let mut stdout = std::io::stdout().lock();
     if let Some(rule) = rule {
-        let text = report::render_explain(rule, result.finding(rule.id), profile.info.name);
-        stdout.write_all(text.as_bytes())?;
+        print(&report::render_explain(
+            rule,
+            result.finding(rule.id),
+            profile.info.name,
+        ))?;
         return Ok(exit::OK);
     }
     if args.json {
-        serde_json::to_writer_pretty(
-            &mut stdout,
-            &report::document(&machine, &result, profile.info),
-        )?;
-        writeln!(stdout)?;
+        print_json(&report::document(&machine, &result, profile.info))?;
     } else {
-        stdout.write_all(report::render_text(&machine, &result, profile.info).as_bytes())?;
+        print(&report::render_text(&machine, &result, profile.info))?;
     }
     Ok(if result.has_failures() {
         exit::FAILURES

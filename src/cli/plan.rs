@@ -2,9 +2,10 @@
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use std::io::Write;
+use std::fmt::Write;
 use std::path::PathBuf;
 
+use super::output::print;
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
@@ -188,7 +189,6 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
     })?;
-    let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &args.out {
         let files = artifacts::render(&plan);
         write::write_dir(dir, &files, args.force).map_err(|e| {
@@ -201,26 +201,22 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
             anyhow::anyhow!("--out {e}{hint}")
         })?;
         if !args.json && !args.diff {
-            writeln!(
-                stdout,
-                "lowlat: wrote {} files to {}",
-                files.len(),
-                dir.display()
-            )?;
+            let mut page = format!("lowlat: wrote {} files to {}\n", files.len(), dir.display());
             for file in &files {
                 match file.install {
-                    Some(install) => writeln!(stdout, "  {:<46} -> {install}", file.path)?,
-                    None => writeln!(stdout, "  {}", file.path)?,
+                    Some(install) => writeln!(page, "  {:<46} -> {install}", file.path)?,
+                    None => writeln!(page, "  {}", file.path)?,
                 }
             }
+            print(&page)?;
         }
     }
     if args.json {
-        stdout.write_all(plan.to_json().as_bytes())?;
+        print(&plan.to_json())?;
     } else if args.diff {
-        stdout.write_all(diff::render(&diff::diff(&plan, &machine, &root)).as_bytes())?;
+        print(&diff::render(&diff::diff(&plan, &machine, &root)))?;
     } else if args.out.is_none() {
-        stdout.write_all(summary::render(&plan, &machine.topology).as_bytes())?;
+        print(&summary::render(&plan, &machine.topology))?;
     }
     Ok(exit::OK)
 }

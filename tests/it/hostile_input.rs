@@ -144,3 +144,28 @@ fn apply_under_a_root_never_writes_through_links_that_leave_it() {
         assert!(output.contains("outside the root"), "{link}: {output}");
     }
 }
+
+/// Terminal control sequences planted in what a machine reports (its hostname, a CPU model
+/// name, a task name) reach the terminal escaped, in the inventory and the audit alike.
+#[test]
+fn control_sequences_from_the_machine_are_escaped_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    tree::copy_tree(&fixture("epyc7f32-2s"), &root);
+    let evil = "\x1b]0;owned\x07\x1b[2J";
+    std::fs::write(root.join("proc/sys/kernel/hostname"), format!("db{evil}1\n")).unwrap();
+    let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap();
+    let cpuinfo = cpuinfo.replace("model name\t: ", &format!("model name\t: {evil}"));
+    std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
+    for command in ["inventory", "audit"] {
+        let output = crate::support::lowlat(&["--root", root.to_str().unwrap(), command])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07'),
+            "{command} printed a raw control character:\n{stdout}"
+        );
+        assert!(stdout.contains("\\x1b]0;owned\\x07"), "{command}:\n{stdout}");
+    }
+}
