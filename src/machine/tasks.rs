@@ -152,7 +152,7 @@ impl PerCpuKind {
 
 /// The fields lowlat uses from `/proc/<pid>/stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stat {
+pub struct ProcStat {
     /// Field 1: process id.
     pub pid: u32,
     /// Field 2: command name, without the parentheses.
@@ -175,7 +175,7 @@ pub struct Stat {
 
 /// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so it runs
 /// from the first `(` to the last `)`.
-pub fn parse_stat(text: &str) -> Result<Stat, String> {
+pub fn parse_stat(text: &str) -> Result<ProcStat, String> {
     let (pid, rest) = text
         .split_once('(')
         .ok_or("no '(' before the command name")?;
@@ -199,7 +199,7 @@ pub fn parse_stat(text: &str) -> Result<Stat, String> {
         text.parse()
             .map_err(|_| format!("field {n} '{}' is not a number", truncate(text, 20)))
     }
-    Ok(Stat {
+    Ok(ProcStat {
         pid,
         comm,
         state: field(3)?.to_string(),
@@ -214,7 +214,7 @@ pub fn parse_stat(text: &str) -> Result<Stat, String> {
 
 /// The fields lowlat uses from `/proc/<pid>/status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Status {
+pub struct ProcStatus {
     /// `Cpus_allowed_list`, else the `Cpus_allowed` mask; `None` when neither parses.
     pub cpus_allowed: Option<CpuSet>,
     /// `Kthread:` (kernels since 6.x say whether the task is a kernel thread).
@@ -227,8 +227,8 @@ pub struct Status {
 
 /// Parses `/proc/<pid>/status`; lines that are not `Key: value` and unparsable CPU sets are
 /// warned about with `path` and the 1-based line.
-pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> Status {
-    let mut status = Status::default();
+pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> ProcStatus {
+    let mut status = ProcStatus::default();
     let mut mask = None;
     for (i, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\0');
@@ -365,7 +365,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
             (status, cpus)
         }
         Err(e) if vanished(&e) => return Read::Skipped,
-        Err(e) => (Status::default(), Avail::missing(e.to_string())),
+        Err(e) => (ProcStatus::default(), Avail::missing(e.to_string())),
     };
     let kernel_thread = status.kthread.unwrap_or(false)
         || stat.flags & PF_KTHREAD != 0
