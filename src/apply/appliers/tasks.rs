@@ -31,7 +31,7 @@ impl Thread {
     }
 
     /// Its command name now; a refusal when it exited or is another task now.
-    fn check_alive(&self, root: &SysRoot) -> Result<crate::machine::tasks::Stat, ChangeError> {
+    fn check_alive(&self, root: &SysRoot) -> Result<crate::machine::tasks::ProcStat, ChangeError> {
         let stat = read_stat(root, self.tid)
             .ok_or_else(|| ChangeError::Refused(format!("{} exited", self.label())))?;
         if stat.comm != self.comm {
@@ -46,7 +46,7 @@ impl Thread {
     }
 }
 
-fn read_stat(root: &SysRoot, tid: u32) -> Option<crate::machine::tasks::Stat> {
+fn read_stat(root: &SysRoot, tid: u32) -> Option<crate::machine::tasks::ProcStat> {
     let text = root.read(&format!("/proc/{tid}/stat")).ok()?;
     parse_stat(&text).ok()
 }
