@@ -39,7 +39,7 @@ pub struct AuditArgs {
 }
 
 /// Runs `lowlat audit`.
-pub fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {

@@ -20,7 +20,7 @@ pub struct InventoryArgs {
 }
 
 /// Runs `lowlat inventory`.
-pub fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
     if args.json {

@@ -8,7 +8,7 @@ use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
 use super::measure_mem::{MembwArgs, MemlatArgs};
 
 /// The exit codes of every measurement, as [`super::measure_common::results_exit`] gives them.
-pub const MEASURE_EXIT_CODES: &str = "Exit codes: 0 the measurement is complete; 1 results were \
+pub(crate) const MEASURE_EXIT_CODES: &str = "Exit codes: 0 the measurement is complete; 1 results were \
 printed but are incomplete (interrupted, a buffer full, a CPU not measured, an output not written, \
 a result not validated); 2 nothing could be measured (bad input, not permitted). --root and \
 --snapshot are refused: measurements run on this machine only.";
@@ -44,7 +44,7 @@ pub enum MeasureEngine {
 }
 
 /// Runs `lowlat measure`.
-pub fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
     match &args.engine {
         MeasureEngine::Jitter(args) => super::measure_jitter::run(cli, args),
         MeasureEngine::Timer(args) => super::measure_timer::run(cli, args),

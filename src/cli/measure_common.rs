@@ -22,7 +22,7 @@ use crate::report::measure::header::{Measured, ResultHeader};
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
-pub fn live_root(cli: &Cli) -> Result<SysRoot> {
+pub(crate) fn live_root(cli: &Cli) -> Result<SysRoot> {
     let root = cli.sysroot()?;
     if !root.is_live() {
         anyhow::bail!(
@@ -110,7 +110,7 @@ impl LoopArgs {
 
 /// Opens the measurement session on this machine for `engine` with the CPUs of `--cpus`
 /// (`cpus`), naming the flag in its errors.
-pub fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<Session> {
+pub(crate) fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<Session> {
     let root = live_root(cli)?;
     let session = Session::open(root, engine, cpus);
     match cpus {
@@ -121,7 +121,7 @@ pub fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<
 
 /// Checks, before measuring, that files named `PREFIX.<suffix>` can be created: the
 /// directory of `prefix` exists and is writable (a run must not be lost to a typo).
-pub fn check_output_prefix(prefix: &str) -> Result<()> {
+pub(crate) fn check_output_prefix(prefix: &str) -> Result<()> {
     let path = std::path::Path::new(prefix);
     if path.file_name().is_none() || prefix.ends_with('/') {
         anyhow::bail!("give a file name prefix, e.g. run (files run.<cpu>), not a directory");
@@ -148,7 +148,7 @@ pub fn check_output_prefix(prefix: &str) -> Result<()> {
 
 /// Prints a loop engine's result as the versioned JSON document, with the environment the
 /// run captured.
-pub fn print_document<T: Serialize>(
+pub(crate) fn print_document<T: Serialize>(
     kind: Kind,
     root: &SysRoot,
     environment: &Environment,
@@ -160,7 +160,7 @@ pub fn print_document<T: Serialize>(
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
 /// was not (the measurement is then incomplete, see [`results_exit`]).
-pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
+pub(crate) fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     if let Some(error) = &cpu.setup_error {
         eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
     }
@@ -172,18 +172,18 @@ pub fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
 /// (interrupted, a buffer full, a CPU not measured, an output not written, a result not
 /// validated). A measurement that could not run at all ends with 2 ([`exit::ERROR`]) through
 /// its error, before printing anything.
-pub fn results_exit(complete: bool) -> u8 {
+pub(crate) fn results_exit(complete: bool) -> u8 {
     if complete { exit::OK } else { exit::FAILURES }
 }
 
 /// Says on stderr that the run was interrupted and the results cover the time until then.
-pub fn note_interrupted() {
+pub(crate) fn note_interrupted() {
     eprintln!("lowlat: interrupted; the results above hold what was measured until then");
 }
 
 /// Prints a matrix as CSV; an incomplete run ends it with a `# interrupted` comment line, so a
 /// file of it says so too. Returns the exit code ([`results_exit`]).
-pub fn print_csv(session: &Session, csv: String) -> Result<u8> {
+pub(crate) fn print_csv(session: &Session, csv: String) -> Result<u8> {
     let interrupted = session.interrupted();
     let mut text = csv;
     if interrupted {
@@ -198,7 +198,7 @@ pub fn print_csv(session: &Session, csv: String) -> Result<u8> {
 /// CPUs) with `json`, else `text`; notes an interrupted run on stderr. Returns the exit code
 /// ([`results_exit`]; `complete` says whether the engine's own figures are complete).
 #[allow(clippy::too_many_arguments)]
-pub fn emit<T: Serialize>(
+pub(crate) fn emit<T: Serialize>(
     session: &Session,
     json: bool,
     kind: Kind,

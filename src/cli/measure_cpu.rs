@@ -45,7 +45,7 @@ pub struct C2cArgs {
 }
 
 /// Runs `lowlat measure c2c`.
-pub fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
+pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
     let mut warnings = session.memory_warnings();
     let request = C2cRequest {
@@ -117,7 +117,7 @@ pub struct WakeupArgs {
 }
 
 /// Runs `lowlat measure wakeup`.
-pub fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
+pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
     let warnings = session.memory_warnings();
     let request = WakeupRequest {
@@ -180,7 +180,7 @@ pub struct FreqArgs {
 }
 
 /// Runs `lowlat measure freq`.
-pub fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
+pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
     let request = FreqRequest {
         warmup_ms: args.warmup_ms,

@@ -60,7 +60,7 @@ pub enum JitterFormat {
 }
 
 /// Runs `lowlat measure jitter`.
-pub fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     if let Some(prefix) = &args.raw {
         check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }

@@ -180,7 +180,7 @@ where
 }
 
 /// Runs `lowlat measure membw`.
-pub fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
+pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Membw, args.common.cpus.as_ref())?;
     let plan = plan_membw(
         &session.machine.topology,
@@ -255,7 +255,7 @@ fn plan_memlat(
 }
 
 /// Runs `lowlat measure memlat`.
-pub fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
+pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Memlat, args.common.cpus.as_ref())?;
     let plan = plan_memlat(
         &session.machine.topology,

@@ -67,7 +67,7 @@ pub enum TimerFormat {
 }
 
 /// Runs `lowlat measure timer`.
-pub fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     let interval_ns = u128::from(args.interval) * 1000;
     if interval_ns > args.common.duration.as_nanos() {
         anyhow::bail!(

@@ -67,21 +67,21 @@ pub enum Command {
     Verify(verify::VerifyArgs),
 }
 
-pub mod apply;
-pub mod audit;
-pub mod inventory;
-pub mod measure;
-pub mod measure_common;
-pub mod measure_cpu;
-pub mod measure_jitter;
-pub mod measure_mem;
-pub mod measure_timer;
-pub mod output;
-pub mod plan;
-pub mod revert;
-pub mod snapshot;
-pub mod values;
-pub mod verify;
+pub(crate) mod apply;
+pub(crate) mod audit;
+pub(crate) mod inventory;
+pub(crate) mod measure;
+pub(crate) mod measure_common;
+pub(crate) mod measure_cpu;
+pub(crate) mod measure_jitter;
+pub(crate) mod measure_mem;
+pub(crate) mod measure_timer;
+pub(crate) mod output;
+pub(crate) mod plan;
+pub(crate) mod revert;
+pub(crate) mod snapshot;
+pub(crate) mod values;
+pub(crate) mod verify;
 
 impl Cli {
     /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.

@@ -9,7 +9,7 @@ use std::io::Write;
 use crate::text::escape_page;
 
 /// Writes the page `text` to stdout, control characters escaped.
-pub fn print(text: &str) -> Result<()> {
+pub(crate) fn print(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(escape_page(text).as_bytes())?;
     stdout.flush()?;
@@ -17,7 +17,7 @@ pub fn print(text: &str) -> Result<()> {
 }
 
 /// Writes `document` to stdout as pretty JSON, with a final newline.
-pub fn print_json<T: serde::Serialize>(document: &T) -> Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(document: &T) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, document).map_err(std::io::Error::from)?;
     writeln!(stdout)?;

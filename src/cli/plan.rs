@@ -177,7 +177,7 @@ impl PlanArgs {
 }
 
 /// Runs `lowlat plan`.
-pub fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
     let request = args.request()?;

@@ -29,7 +29,7 @@ pub struct SnapshotArgs {
 }
 
 /// Runs `lowlat snapshot`.
-pub fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     if let Some(dir) = &args.extract {
         return extract(cli, dir, args.force);
     }

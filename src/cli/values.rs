@@ -14,13 +14,13 @@ use crate::measure::runner::inject::InjectSpec;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
-pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
+pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {
     CpuSet::parse_list(text).map_err(|e| e.to_string())
 }
 
 /// Parses a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
 /// Zero, negative durations and durations whose nanoseconds do not fit 64 bits are refused.
-pub fn duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     const EXAMPLES: &str = "give one above zero, e.g. 10s, 500ms or 2m";
     let text = text.trim();
     if text.starts_with('-') {
@@ -60,7 +60,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 
 /// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
 /// `T`/`TiB` (case-insensitive); fractions are allowed with a suffix (`1.5G`).
-pub fn size(text: &str) -> Result<u64, String> {
+pub(crate) fn size(text: &str) -> Result<u64, String> {
     let text = text.trim();
     if text.starts_with('-') {
         return Err(format!(
@@ -104,7 +104,7 @@ pub fn size(text: &str) -> Result<u64, String> {
 
 /// A parser of whole numbers from `min` to `max`; negative numbers and values outside the
 /// range are refused, saying what is allowed.
-pub fn count<T>(
+pub(crate) fn count<T>(
     min: T,
     max: T,
 ) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
@@ -143,13 +143,13 @@ where
 }
 
 /// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
-pub fn inject(text: &str) -> Result<InjectSpec, String> {
+pub(crate) fn inject(text: &str) -> Result<InjectSpec, String> {
     text.parse()
         .map_err(|e: crate::measure::runner::inject::InjectSpecError| e.to_string())
 }
 
 /// Parses a SCHED_FIFO priority (1-99).
-pub fn priority(text: &str) -> Result<u8, String> {
+pub(crate) fn priority(text: &str) -> Result<u8, String> {
     match text.trim().parse::<u8>() {
         Ok(p @ 1..=99) => Ok(p),
         _ => Err(format!("'{text}': a SCHED_FIFO priority is 1 to 99")),

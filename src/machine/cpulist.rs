@@ -51,7 +51,7 @@ pub enum CpuSetError {
 }
 
 /// The largest CPU number accepted from text (the kernel's NR_CPUS maximum is 8192).
-pub const MAX_CPU: u32 = 8191;
+pub(crate) const MAX_CPU: u32 = 8191;
 
 impl CpuSet {
     /// The empty set.

@@ -1,9 +1,9 @@
 //! Firmware identity and memory hardware: `/sys/class/dmi/id` (readable by anyone) and the
 //! SMBIOS tables (root only) with the memory population derived from them.
 
-pub mod locator;
+pub(crate) mod locator;
 pub mod population;
-pub mod smbios;
+pub(crate) mod smbios;
 
 use serde::{Deserialize, Serialize};
 

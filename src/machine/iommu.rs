@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::{Avail, Reader};
 
 /// Where the kernel lists IOMMU units (`ivhd0` on AMD, `dmar0` on Intel).
-pub const UNITS: &str = "/sys/class/iommu";
+pub(crate) const UNITS: &str = "/sys/class/iommu";
 /// Where the kernel lists IOMMU groups.
-pub const GROUPS: &str = "/sys/kernel/iommu_groups";
+pub(crate) const GROUPS: &str = "/sys/kernel/iommu_groups";
 
 /// The IOMMU as the OS sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct Iommu {
 }
 
 /// Reads the IOMMU state.
-pub fn read(r: &mut Reader) -> Iommu {
+pub(crate) fn read(r: &mut Reader) -> Iommu {
     let units = if r.root.exists("/sys/class") {
         match r.root.list(UNITS) {
             Ok(units) => Avail::Available(units),

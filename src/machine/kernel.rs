@@ -1,11 +1,11 @@
 //! The running kernel: identity, preemption model, command line, CPU isolation, clocksource,
 //! the audited sysctls, huge pages and THP, memory counters and CPU time counters.
 
-pub mod cmdline;
-pub mod memory;
-pub mod preempt;
-pub mod stat;
-pub mod sysctl;
+pub(crate) mod cmdline;
+pub(crate) mod memory;
+pub(crate) mod preempt;
+pub(crate) mod stat;
+pub(crate) mod sysctl;
 
 use std::collections::BTreeMap;
 

@@ -5,14 +5,14 @@
 //! file and line, and the rest of the model is still read. Reading never panics and never
 //! writes.
 
-pub mod avail;
+pub(crate) mod avail;
 pub mod cpu;
-pub mod cpulist;
+pub(crate) mod cpulist;
 pub mod firmware;
-pub mod iommu;
+pub(crate) mod iommu;
 pub mod irq;
 pub mod kernel;
-pub mod net;
+pub(crate) mod net;
 pub mod power;
 pub mod services;
 pub mod tasks;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Avail, CpuSet, Reader};
 
 /// Where the kernel lists network interfaces.
-pub const NET_DIR: &str = "/sys/class/net";
+pub(crate) const NET_DIR: &str = "/sys/class/net";
 
 /// One network interface.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ impl NetInterface {
 }
 
 /// Reads every interface. Unavailable when `/sys/class/net` cannot be listed.
-pub fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
+pub(crate) fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
     let names = match r.root.list(NET_DIR) {
         Ok(names) => names,
         Err(e) => return Avail::missing(e.to_string()),

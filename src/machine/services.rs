@@ -9,7 +9,7 @@
 pub mod irqbalance;
 pub mod os_release;
 pub mod tuned;
-pub mod vars;
+pub(crate) mod vars;
 
 pub use irqbalance::IrqbalanceConfig;
 pub use os_release::OsRelease;

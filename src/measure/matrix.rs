@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// Values indexed by a row label and a column label; a cell not measured is `None`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     /// What the rows are (e.g. "cpu", "cpu node", "waker cpu").
     pub row_kind: String,
     /// What the columns are (e.g. "cpu", "memory node", "woken cpu").
@@ -20,7 +20,12 @@ pub struct Matrix {
 
 impl Matrix {
     /// An empty (all unmeasured) matrix.
-    pub fn new(row_kind: &str, column_kind: &str, rows: Vec<String>, columns: Vec<String>) -> Self {
+    pub(crate) fn new(
+        row_kind: &str,
+        column_kind: &str,
+        rows: Vec<String>,
+        columns: Vec<String>,
+    ) -> Self {
         let values = vec![vec![None; columns.len()]; rows.len()];
         Self {
             row_kind: row_kind.to_string(),
@@ -32,20 +37,25 @@ impl Matrix {
     }
 
     /// An empty matrix whose rows and columns are numbered (CPUs, NUMA nodes).
-    pub fn numbered(row_kind: &str, column_kind: &str, rows: &[u32], columns: &[u32]) -> Self {
+    pub(crate) fn numbered(
+        row_kind: &str,
+        column_kind: &str,
+        rows: &[u32],
+        columns: &[u32],
+    ) -> Self {
         let labels = |ids: &[u32]| ids.iter().map(u32::to_string).collect();
         Self::new(row_kind, column_kind, labels(rows), labels(columns))
     }
 
     /// Sets one cell; out-of-range indices are ignored.
-    pub fn set(&mut self, row: usize, column: usize, value: f64) {
+    pub(crate) fn set(&mut self, row: usize, column: usize, value: f64) {
         if let Some(cell) = self.values.get_mut(row).and_then(|r| r.get_mut(column)) {
             *cell = Some(value);
         }
     }
 
     /// One cell, if measured.
-    pub fn get(&self, row: usize, column: usize) -> Option<f64> {
+    pub(crate) fn get(&self, row: usize, column: usize) -> Option<f64> {
         self.values.get(row)?.get(column).copied().flatten()
     }
 }

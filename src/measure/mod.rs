@@ -16,5 +16,5 @@
 //! Engines import the runner; the runner imports no engine.
 
 pub mod engines;
-pub mod matrix;
-pub mod runner;
+pub(crate) mod matrix;
+pub(crate) mod runner;

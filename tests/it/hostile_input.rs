@@ -153,7 +153,11 @@ fn control_sequences_from_the_machine_are_escaped_on_the_terminal() {
     let root = dir.path().join("root");
     tree::copy_tree(&fixture("epyc7f32-2s"), &root);
     let evil = "\x1b]0;owned\x07\x1b[2J";
-    std::fs::write(root.join("proc/sys/kernel/hostname"), format!("db{evil}1\n")).unwrap();
+    std::fs::write(
+        root.join("proc/sys/kernel/hostname"),
+        format!("db{evil}1\n"),
+    )
+    .unwrap();
     let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap();
     let cpuinfo = cpuinfo.replace("model name\t: ", &format!("model name\t: {evil}"));
     std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
@@ -166,6 +170,9 @@ fn control_sequences_from_the_machine_are_escaped_on_the_terminal() {
             !stdout.contains('\x1b') && !stdout.contains('\x07'),
             "{command} printed a raw control character:\n{stdout}"
         );
-        assert!(stdout.contains("\\x1b]0;owned\\x07"), "{command}:\n{stdout}");
+        assert!(
+            stdout.contains("\\x1b]0;owned\\x07"),
+            "{command}:\n{stdout}"
+        );
     }
 }

@@ -14,9 +14,9 @@ use super::locator::{self, SlotLocation};
 use crate::machine::Warnings;
 
 /// The SMBIOS table file.
-pub const TABLE: &str = "/sys/firmware/dmi/tables/DMI";
+pub(crate) const TABLE: &str = "/sys/firmware/dmi/tables/DMI";
 /// The SMBIOS entry point file.
-pub const ENTRY_POINT: &str = "/sys/firmware/dmi/tables/smbios_entry_point";
+pub(crate) const ENTRY_POINT: &str = "/sys/firmware/dmi/tables/smbios_entry_point";
 
 /// What the SMBIOS tables say about the machine.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -171,7 +171,7 @@ pub fn parse_smbios(entry_point: Option<&[u8]>, table: &[u8], warnings: &mut War
 
 /// Sets every DIMM's location from its locators, numbering sockets from 0 for the whole table
 /// (labels that start at 1 are shifted down).
-pub fn locate_all(dimms: &mut [Dimm]) {
+pub(crate) fn locate_all(dimms: &mut [Dimm]) {
     for dimm in dimms.iter_mut() {
         dimm.location =
             locator::parse_locator(dimm.locator.as_deref(), dimm.bank_locator.as_deref());
@@ -497,13 +497,13 @@ fn decode_memory_device(f: &mut Fields) -> Option<Dimm> {
 pub(crate) mod builder {
     /// A table under construction.
     #[derive(Default)]
-    pub struct Table {
+    pub(crate) struct Table {
         pub bytes: Vec<u8>,
         handle: u16,
     }
 
     /// A type 17 memory device.
-    pub struct MemoryDevice<'a> {
+    pub(crate) struct MemoryDevice<'a> {
         pub locator: &'a str,
         pub bank: &'a str,
         pub size_mib: Option<u64>,
@@ -516,11 +516,11 @@ pub(crate) mod builder {
     }
 
     /// DDR4, as DSP0134 codes it.
-    pub const DDR4: u8 = 0x1A;
+    pub(crate) const DDR4: u8 = 0x1A;
 
     impl Table {
         /// Appends a structure: `fields` are the bytes after the 4-byte header.
-        pub fn structure(&mut self, kind: u8, fields: &[u8], strings: &[&str]) -> &mut Self {
+        pub(crate) fn structure(&mut self, kind: u8, fields: &[u8], strings: &[&str]) -> &mut Self {
             self.bytes.push(kind);
             self.bytes.push(u8::try_from(fields.len() + 4).unwrap());
             self.bytes.extend_from_slice(&self.handle.to_le_bytes());
@@ -538,7 +538,7 @@ pub(crate) mod builder {
         }
 
         /// Type 0 (SMBIOS 2.4 layout, 24 bytes).
-        pub fn bios(&mut self, vendor: &str, version: &str, date: &str) -> &mut Self {
+        pub(crate) fn bios(&mut self, vendor: &str, version: &str, date: &str) -> &mut Self {
             let mut f = vec![1, 2, 0x00, 0xF0, 3, 0xFF];
             f.extend_from_slice(&[0; 8]); // characteristics
             f.extend_from_slice(&[0, 0, 2, 30, 0xFF, 0xFF]);
@@ -546,7 +546,7 @@ pub(crate) mod builder {
         }
 
         /// Type 1 (SMBIOS 2.4 layout, 27 bytes).
-        pub fn system(&mut self, manufacturer: &str, product: &str) -> &mut Self {
+        pub(crate) fn system(&mut self, manufacturer: &str, product: &str) -> &mut Self {
             let mut f = vec![1, 2, 0, 0];
             f.extend_from_slice(&[0; 16]); // UUID
             f.extend_from_slice(&[6, 0, 3]); // wake-up type, SKU, family
@@ -554,7 +554,7 @@ pub(crate) mod builder {
         }
 
         /// Type 4 (SMBIOS 3.0 layout, 48 bytes).
-        pub fn processor(
+        pub(crate) fn processor(
             &mut self,
             socket: &str,
             version: &str,
@@ -584,7 +584,7 @@ pub(crate) mod builder {
         }
 
         /// Type 17 (SMBIOS 3.2 layout, 84 bytes). Empty strings get index 0 ("none").
-        pub fn memory_device<'a>(&mut self, d: &MemoryDevice<'a>) -> &mut Self {
+        pub(crate) fn memory_device<'a>(&mut self, d: &MemoryDevice<'a>) -> &mut Self {
             let (size, extended) = match d.size_mib {
                 None => (0u16, 0u32),
                 Some(mib) if mib >= 0x7FFF => (0x7FFF, u32::try_from(mib).unwrap()),
@@ -628,12 +628,12 @@ pub(crate) mod builder {
         }
 
         /// Type 127, end of table.
-        pub fn end(&mut self) -> &mut Self {
+        pub(crate) fn end(&mut self) -> &mut Self {
             self.structure(127, &[], &[])
         }
 
         /// A valid SMBIOS 3.3 entry point (24 bytes) for this table.
-        pub fn entry_point_v3(&self) -> Vec<u8> {
+        pub(crate) fn entry_point_v3(&self) -> Vec<u8> {
             let mut e = b"_SM3_".to_vec();
             e.extend_from_slice(&[0, 0x18, 3, 3, 0, 1, 0]);
             e.extend_from_slice(&u32::try_from(self.bytes.len()).unwrap().to_le_bytes());

@@ -16,7 +16,7 @@ pub struct Choice {
 }
 
 /// Parses `always [madvise] never`; `None` when no word is bracketed.
-pub fn parse_choice(text: &str) -> Option<Choice> {
+pub(crate) fn parse_choice(text: &str) -> Option<Choice> {
     let mut current = None;
     let mut available = Vec::new();
     for word in text.split_whitespace() {
@@ -47,7 +47,7 @@ pub struct Thp {
 const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 
 /// Reads the THP settings; garbled files are warned about.
-pub fn read_thp(r: &mut Reader) -> Thp {
+pub(crate) fn read_thp(r: &mut Reader) -> Thp {
     Thp {
         enabled: read_choice(r, &format!("{THP_DIR}/enabled")),
         defrag: read_choice(r, &format!("{THP_DIR}/defrag")),
@@ -103,7 +103,7 @@ pub struct Hugepages {
 }
 
 /// The page size in KiB of a pool directory name (`hugepages-2048kB` → 2048).
-pub fn parse_pool_dir(name: &str) -> Option<u64> {
+pub(crate) fn parse_pool_dir(name: &str) -> Option<u64> {
     name.strip_prefix("hugepages-")?
         .strip_suffix("kB")?
         .parse()
@@ -111,7 +111,7 @@ pub fn parse_pool_dir(name: &str) -> Option<u64> {
 }
 
 /// Reads the global and per-node huge page pools.
-pub fn read_hugepages(r: &mut Reader) -> Hugepages {
+pub(crate) fn read_hugepages(r: &mut Reader) -> Hugepages {
     let global = read_pools(r, "/sys/kernel/mm/hugepages", true);
     let nodes = r
         .root
@@ -187,7 +187,7 @@ pub struct Meminfo {
 
 /// Parses `/proc/meminfo` (`Key:   value kB` lines). Lines that do not have that shape are
 /// warned about with `path` and their line number, and skipped.
-pub fn parse_meminfo(text: &str, path: &str, warnings: &mut Warnings) -> Meminfo {
+pub(crate) fn parse_meminfo(text: &str, path: &str, warnings: &mut Warnings) -> Meminfo {
     let mut info = Meminfo::default();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -230,10 +230,10 @@ pub fn parse_meminfo(text: &str, path: &str, warnings: &mut Warnings) -> Meminfo
 }
 
 /// The meminfo file.
-pub const MEMINFO: &str = "/proc/meminfo";
+pub(crate) const MEMINFO: &str = "/proc/meminfo";
 
 /// Reads and parses `/proc/meminfo`.
-pub fn read_meminfo(r: &mut Reader) -> Avail<Meminfo> {
+pub(crate) fn read_meminfo(r: &mut Reader) -> Avail<Meminfo> {
     match r.text(MEMINFO) {
         Avail::Available(text) => Avail::Available(parse_meminfo(&text, MEMINFO, &mut r.warnings)),
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),

@@ -47,7 +47,7 @@ pub struct Preemption {
 
 /// What the version string says about preemption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct VersionFlags {
+pub(crate) struct VersionFlags {
     /// `PREEMPT_RT` or `PREEMPT RT` is present.
     pub rt: bool,
     /// `PREEMPT_DYNAMIC` is present.
@@ -58,7 +58,7 @@ pub struct VersionFlags {
 
 /// Reads the preemption words of a kernel version string such as
 /// `#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)`.
-pub fn parse_version_flags(version: &str) -> VersionFlags {
+pub(crate) fn parse_version_flags(version: &str) -> VersionFlags {
     let words: Vec<&str> = version.split_whitespace().collect();
     let mut flags = VersionFlags::default();
     for (i, word) in words.iter().enumerate() {
@@ -74,7 +74,7 @@ pub fn parse_version_flags(version: &str) -> VersionFlags {
 }
 
 /// Parses a model name as `preempt=` and debugfs spell it.
-pub fn parse_model_name(name: &str) -> Option<PreemptModel> {
+pub(crate) fn parse_model_name(name: &str) -> Option<PreemptModel> {
     match name.trim() {
         "none" => Some(PreemptModel::None),
         "voluntary" => Some(PreemptModel::Voluntary),
@@ -85,7 +85,7 @@ pub fn parse_model_name(name: &str) -> Option<PreemptModel> {
 }
 
 /// The current model of `/sys/kernel/debug/sched/preempt` (`none voluntary (full) lazy`).
-pub fn parse_debugfs_preempt(text: &str) -> Option<PreemptModel> {
+pub(crate) fn parse_debugfs_preempt(text: &str) -> Option<PreemptModel> {
     text.split_whitespace()
         .find_map(|word| word.strip_prefix('(')?.strip_suffix(')'))
         .and_then(parse_model_name)
@@ -93,7 +93,7 @@ pub fn parse_debugfs_preempt(text: &str) -> Option<PreemptModel> {
 
 /// The inputs to [`decide`], each `None` when its source is absent or unreadable.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Evidence<'a> {
+pub(crate) struct Evidence<'a> {
     /// The version string.
     pub version: Option<&'a str>,
     /// The content of `/sys/kernel/debug/sched/preempt`.
@@ -105,15 +105,15 @@ pub struct Evidence<'a> {
 }
 
 /// The path of the debugfs preemption file.
-pub const DEBUGFS_PREEMPT: &str = "/sys/kernel/debug/sched/preempt";
+pub(crate) const DEBUGFS_PREEMPT: &str = "/sys/kernel/debug/sched/preempt";
 /// The version string file.
-pub const VERSION: &str = "/proc/sys/kernel/version";
+pub(crate) const VERSION: &str = "/proc/sys/kernel/version";
 /// The RT patch set's marker file.
-pub const REALTIME: &str = "/sys/kernel/realtime";
+pub(crate) const REALTIME: &str = "/sys/kernel/realtime";
 
 /// Whether the kernel is PREEMPT_RT, or `None` when neither the version string nor
 /// `/sys/kernel/realtime` could be read.
-pub fn is_rt(evidence: &Evidence) -> Option<bool> {
+pub(crate) fn is_rt(evidence: &Evidence) -> Option<bool> {
     let by_flag = evidence.realtime.map(|text| text.trim() == "1");
     let by_version = evidence.version.map(|v| parse_version_flags(v).rt);
     match (by_version, by_flag) {
@@ -124,7 +124,7 @@ pub fn is_rt(evidence: &Evidence) -> Option<bool> {
 
 /// Decides the preemption model from the evidence, or `None` when the version string is
 /// missing and debugfs does not tell.
-pub fn decide(evidence: &Evidence) -> Option<Preemption> {
+pub(crate) fn decide(evidence: &Evidence) -> Option<Preemption> {
     let flags = evidence.version.map(parse_version_flags);
     let dynamic = flags.is_some_and(|f| f.dynamic);
     let found = |model, source: &str| {

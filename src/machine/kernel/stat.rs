@@ -44,7 +44,7 @@ pub struct CpuStat {
 /// Parses the `cpu` lines of `/proc/stat`; other lines are ignored. A `cpu` line with fewer
 /// than the 10 counters every kernel since 2.6.33 prints, or with a non-number, is warned about
 /// with `path` and its line number and skipped.
-pub fn parse_stat(text: &str, path: &str, warnings: &mut Warnings) -> CpuStat {
+pub(crate) fn parse_stat(text: &str, path: &str, warnings: &mut Warnings) -> CpuStat {
     let mut stat = CpuStat::default();
     for (index, line) in text.lines().enumerate() {
         let mut words = line.split_whitespace();
@@ -108,10 +108,10 @@ pub fn parse_stat(text: &str, path: &str, warnings: &mut Warnings) -> CpuStat {
 }
 
 /// The stat file.
-pub const STAT: &str = "/proc/stat";
+pub(crate) const STAT: &str = "/proc/stat";
 
 /// Reads and parses the `cpu` lines of `/proc/stat`.
-pub fn read(r: &mut Reader) -> Avail<CpuStat> {
+pub(crate) fn read(r: &mut Reader) -> Avail<CpuStat> {
     match r.text(STAT) {
         Avail::Available(text) => Avail::Available(parse_stat(&text, STAT, &mut r.warnings)),
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),

@@ -47,13 +47,13 @@ pub const AUDITED_SYSCTLS: &[&str] = &[
 ];
 
 /// The `/proc/sys` path of a sysctl key (`vm.swappiness` → `/proc/sys/vm/swappiness`).
-pub fn sysctl_path(key: &str) -> String {
+pub(crate) fn sysctl_path(key: &str) -> String {
     format!("/proc/sys/{}", key.replace('.', "/"))
 }
 
 /// Reads every key of [`AUDITED_SYSCTLS`]: the value as the kernel prints it (trimmed; tabs
 /// between fields kept), or why it is missing.
-pub fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
+pub(crate) fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
     AUDITED_SYSCTLS
         .iter()
         .map(|key| {

@@ -5,7 +5,7 @@ use crate::machine::{Warnings, truncate};
 
 /// One assignment of a configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Var {
+pub(crate) struct Var {
     /// The variable name.
     pub key: String,
     /// The value, with quotes and escapes resolved.
@@ -15,7 +15,7 @@ pub struct Var {
 }
 
 /// The value of the last assignment of `key` (later assignments win, as in the shell).
-pub fn last<'a>(vars: &'a [Var], key: &str) -> Option<&'a Var> {
+pub(crate) fn last<'a>(vars: &'a [Var], key: &str) -> Option<&'a Var> {
     vars.iter().rev().find(|var| var.key == key)
 }
 
@@ -23,7 +23,7 @@ pub fn last<'a>(vars: &'a [Var], key: &str) -> Option<&'a Var> {
 /// `KEY=value`, `export KEY=value`, single and double quotes, backslash escapes, `#` and `;`
 /// comment lines, and `# comment` after a value. Variables are not expanded. Lines that are
 /// not assignments are warned about (file and 1-based line) and skipped.
-pub fn parse_env_file(text: &str, path: &str, warnings: &mut Warnings) -> Vec<Var> {
+pub(crate) fn parse_env_file(text: &str, path: &str, warnings: &mut Warnings) -> Vec<Var> {
     let mut vars = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -58,7 +58,7 @@ pub fn parse_env_file(text: &str, path: &str, warnings: &mut Warnings) -> Vec<Va
 
 /// Parses TuneD's variable files (`isolated_cores = 2-7`): `key = value` with optional spaces
 /// and quotes, `#` comment lines. Lines without `=` are warned about and skipped.
-pub fn parse_key_values(text: &str, path: &str, warnings: &mut Warnings) -> Vec<Var> {
+pub(crate) fn parse_key_values(text: &str, path: &str, warnings: &mut Warnings) -> Vec<Var> {
     let mut vars = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();

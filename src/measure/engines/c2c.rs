@@ -27,7 +27,7 @@ use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PingPongConfig {
+pub(crate) struct PingPongConfig {
     /// Round trips timed together in one sample.
     pub round_trips: u32,
     /// Samples kept per pair (one more is taken first and discarded).
@@ -36,7 +36,7 @@ pub struct PingPongConfig {
 
 /// What `c2c` is asked: how each pair is timed, and in which directions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct C2cRequest {
+pub(crate) struct C2cRequest {
     /// Round trips per sample and samples per pair.
     pub ping_pong: PingPongConfig,
     /// Measure each pair both ways (A starts, then B starts) instead of once.
@@ -55,7 +55,7 @@ impl Default for PingPongConfig {
 
 /// The latency between two CPUs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairLatency {
+pub(crate) struct PairLatency {
     /// The CPU that starts each round trip and times it.
     pub from_cpu: u32,
     /// The CPU that answers.
@@ -70,7 +70,7 @@ pub struct PairLatency {
 
 /// A whole c2c run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct C2cRun {
+pub(crate) struct C2cRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
     /// Round trips per sample and samples per pair.
@@ -86,7 +86,7 @@ pub struct C2cRun {
 
 /// Everything `lowlat measure c2c` measured, with its summaries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct C2cReport {
+pub(crate) struct C2cReport {
     /// The pairs and the matrix.
     pub run: C2cRun,
     /// Pairs summarised by how their CPUs are related.
@@ -97,7 +97,7 @@ pub struct C2cReport {
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum C2cError {
+pub(crate) enum C2cError {
     /// A thread could not be pinned.
     #[error("c2c: cannot pin a thread to CPU {cpu}: {message} (is the CPU online and allowed?)")]
     Pin {
@@ -124,7 +124,7 @@ struct Abort(AtomicBool);
 
 /// Measures one pair: `from` starts and times the round trips, `to` answers. When stopped,
 /// the pair holds the samples completed; `None` when there were none.
-pub fn measure_pair(
+pub(crate) fn measure_pair(
     from: u32,
     to: u32,
     config: PingPongConfig,
@@ -206,7 +206,7 @@ fn waited_since(before: Option<u64>) -> Option<u64> {
 
 /// Says that pairs ran on CPUs other tasks shared (a thread of the pair waited for at least
 /// 1 % of its run): their latencies hold that time too.
-pub fn shared_warning(pairs: &[PairLatency]) -> Option<String> {
+pub(crate) fn shared_warning(pairs: &[PairLatency]) -> Option<String> {
     let shared: Vec<f64> = pairs
         .iter()
         .filter_map(|p| p.shared_percent)
@@ -268,7 +268,7 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
 
 /// Measures every pair of `cpus` (each unordered pair once, or both ways when the request
 /// says so). Ctrl-C or `stop` ends the run; pairs done so far are kept.
-pub fn run(
+pub(crate) fn run(
     cpus: &[u32],
     request: C2cRequest,
     stop: &StopFlag,
@@ -316,7 +316,7 @@ pub fn run(
 
 /// The pairs of one [`PairClass`], summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClassLatency {
+pub(crate) struct ClassLatency {
     /// How the CPUs of these pairs are related.
     pub class: PairClass,
     /// Pairs in the class.
@@ -331,7 +331,7 @@ pub struct ClassLatency {
 
 /// Groups the pairs by how their CPUs are related (SMT siblings, same L3, same package,
 /// other package), the summary numbers of a topology-ordered heatmap.
-pub fn by_class(pairs: &[PairLatency], places: &[CpuPlace]) -> Vec<ClassLatency> {
+pub(crate) fn by_class(pairs: &[PairLatency], places: &[CpuPlace]) -> Vec<ClassLatency> {
     let place = |cpu: u32| places.iter().find(|p| p.cpu == cpu);
     let mut classes: BTreeMap<PairClass, Vec<f64>> = BTreeMap::new();
     for pair in pairs {

@@ -24,7 +24,7 @@ use crate::measure::runner::tsc::monotonic_raw_ns as raw_ns;
 use crate::sysroot::{ReadError, SysRoot};
 
 /// Dependent adds per loop turn of the chain.
-pub const ADDS_PER_TURN: u64 = 100;
+pub(crate) const ADDS_PER_TURN: u64 = 100;
 
 /// IA32_MPERF / AMD MPERF (reference cycles).
 const MSR_MPERF: u64 = 0xE7;
@@ -33,7 +33,7 @@ const MSR_APERF: u64 = 0xE8;
 
 /// How each CPU is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FreqRequest {
+pub(crate) struct FreqRequest {
     /// Load before the first sample, milliseconds (lets boost ramp up).
     pub warmup_ms: u64,
     /// Length of one sample, milliseconds.
@@ -46,7 +46,7 @@ pub struct FreqRequest {
 
 /// What APERF and MPERF say over the samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct AperfMperf {
+pub(crate) struct AperfMperf {
     /// Actual cycles per microsecond: the frequency in MHz.
     pub aperf_mhz: f64,
     /// Reference cycles per microsecond (the TSC or P0 frequency), MHz.
@@ -57,7 +57,7 @@ pub struct AperfMperf {
 
 /// The frequency of one CPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CpuFreq {
+pub(crate) struct CpuFreq {
     /// The CPU.
     pub cpu: u32,
     /// Add-chain frequency per sample, MHz.
@@ -68,7 +68,7 @@ pub struct CpuFreq {
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FreqRun {
+pub(crate) struct FreqRun {
     /// How each CPU was measured.
     pub config: FreqRequest,
     /// Adds in one turn of the chain.
@@ -79,7 +79,7 @@ pub struct FreqRun {
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum FreqError {
+pub(crate) enum FreqError {
     /// The configuration is unusable.
     #[error("freq: {0}")]
     Config(String),
@@ -136,7 +136,7 @@ fn add_chain(turns: u64) {
 }
 
 /// Whether this build has an add chain (x86-64 and AArch64).
-pub const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+pub(crate) const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn add_chain(_turns: u64) {}
@@ -162,7 +162,11 @@ fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), String> {
 }
 
 /// APERF/MPERF figures from two readings `elapsed_ns` apart.
-pub fn aperf_mperf(before: (u64, u64), after: (u64, u64), elapsed_ns: u64) -> Avail<AperfMperf> {
+pub(crate) fn aperf_mperf(
+    before: (u64, u64),
+    after: (u64, u64),
+    elapsed_ns: u64,
+) -> Avail<AperfMperf> {
     let aperf = after.0.wrapping_sub(before.0) as f64;
     let mperf = after.1.wrapping_sub(before.1) as f64;
     if elapsed_ns == 0 || mperf == 0.0 {
@@ -225,7 +229,7 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) 
 
 /// Measures every CPU of `cpus`, one at a time or all together. Ctrl-C or `stop` ends the run
 /// within one sample; the CPUs measured until then are kept.
-pub fn run(
+pub(crate) fn run(
     cpus: &[u32],
     root: &SysRoot,
     config: FreqRequest,

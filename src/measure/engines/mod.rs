@@ -1,9 +1,9 @@
 //! The measurement engines, one module each; they run through [`super::runner`].
 
-pub mod c2c;
-pub mod freq;
-pub mod jitter;
-pub mod membw;
-pub mod memlat;
+pub(crate) mod c2c;
+pub(crate) mod freq;
+pub(crate) mod jitter;
+pub(crate) mod membw;
+pub(crate) mod memlat;
 pub mod timer;
-pub mod wakeup;
+pub(crate) mod wakeup;

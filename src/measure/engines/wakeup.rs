@@ -23,7 +23,7 @@ use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WakeupRequest {
+pub(crate) struct WakeupRequest {
     /// Wake-ups kept per pair (one more is taken first and discarded).
     pub samples: u32,
     /// Time the waker lets pass after the sleeper announced it sleeps, microseconds.
@@ -34,7 +34,7 @@ pub struct WakeupRequest {
 
 /// Wake-up latency from one CPU to another.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WakeLatency {
+pub(crate) struct WakeLatency {
     /// The CPU that calls FUTEX_WAKE.
     pub waker_cpu: u32,
     /// The CPU whose thread is woken.
@@ -47,7 +47,7 @@ pub struct WakeLatency {
 
 /// A whole wake-up run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WakeupRun {
+pub(crate) struct WakeupRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
     /// How each pair was measured.
@@ -60,7 +60,7 @@ pub struct WakeupRun {
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum WakeError {
+pub(crate) enum WakeError {
     /// A thread could not be pinned or given its policy.
     #[error("wakeup: CPU {cpu}: {message}")]
     Thread {
@@ -112,7 +112,7 @@ fn prepare(cpu: u32, fifo: Option<u8>) -> Result<(), WakeError> {
 
 /// Measures wake-ups from `waker` to `woken`. When stopped, the pair holds the samples
 /// completed; `None` when there were none.
-pub fn measure_pair(
+pub(crate) fn measure_pair(
     waker: u32,
     woken: u32,
     config: WakeupRequest,
@@ -260,7 +260,7 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
 
 /// Measures every ordered pair of distinct `cpus`. Ctrl-C or `stop` ends the run; pairs done so
 /// far are kept.
-pub fn run(
+pub(crate) fn run(
     cpus: &[u32],
     config: WakeupRequest,
     stop: &StopFlag,

@@ -14,7 +14,7 @@ const SOFTIRQS: &str = "/proc/softirqs";
 
 /// Counters read at one moment.
 #[derive(Debug, Clone)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// `/proc/interrupts`, or why it could not be read.
     pub interrupts: Avail<InterruptTable>,
     /// `/proc/softirqs`, or why it could not be read.
@@ -47,7 +47,7 @@ pub struct ContextSwitches {
 }
 
 /// Reads the counters now; `tids` are the measuring threads of this process.
-pub fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> Counters {
+pub(crate) fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> Counters {
     let pid = std::process::id();
     let interrupts = root
         .read(INTERRUPTS)
@@ -99,7 +99,7 @@ pub fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> C
 
 /// The time the calling thread has waited on a run queue while other tasks ran on its CPU,
 /// ns (`/proc/thread-self/schedstat`); `None` where it cannot be read.
-pub fn own_waited_ns() -> Option<u64> {
+pub(crate) fn own_waited_ns() -> Option<u64> {
     parse_waited_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
 }
 
@@ -115,7 +115,7 @@ fn parse_waited_ns(text: &str) -> Option<u64> {
 
 /// A [`crate::measure::runner::observer::Observer`] that reads the counters before GO and after the stop, and
 /// says on stderr (from the main thread) when the measurement starts and ends.
-pub struct CounterObserver<'a> {
+pub(crate) struct CounterObserver<'a> {
     root: &'a SysRoot,
     progress: String,
     /// The counters read before GO.
@@ -129,7 +129,7 @@ pub struct CounterObserver<'a> {
 impl<'a> CounterObserver<'a> {
     /// An observer reading through `root`; `progress` is printed at GO (e.g. "measuring
     /// jitter on CPU 1 for 3 s").
-    pub fn new(root: &'a SysRoot, progress: String) -> Self {
+    pub(crate) fn new(root: &'a SysRoot, progress: String) -> Self {
         Self {
             root,
             progress,
@@ -201,7 +201,7 @@ pub struct EventCount {
 
 /// The per-CPU differences between two readings; `cpus` in the order the counters' threads
 /// were given.
-pub fn attribute(cpus: &[u32], before: &Counters, after: &Counters) -> Vec<CpuAttribution> {
+pub(crate) fn attribute(cpus: &[u32], before: &Counters, after: &Counters) -> Vec<CpuAttribution> {
     cpus.iter()
         .enumerate()
         .map(|(slot, &cpu)| CpuAttribution {

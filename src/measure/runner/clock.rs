@@ -2,17 +2,18 @@
 //! scripted ones, so that loops, statistics and printers are tested deterministically.
 
 use crate::measure::runner::harness::monotonic_ns;
+#[cfg(test)]
 use std::collections::VecDeque;
 
 /// A counter read back to back by the busy loop.
-pub trait TickSource {
+pub(crate) trait TickSource {
     /// The next reading in ticks, or `None` when the source has nothing more to give (only
     /// scripted sources end; the loop then stops as if asked to).
     fn ticks(&mut self) -> Option<u64>;
 }
 
 /// The TSC (see [`crate::measure::runner::tsc`]).
-pub struct TscTicks;
+pub(crate) struct TscTicks;
 
 impl TickSource for TscTicks {
     #[inline(always)]
@@ -22,16 +23,13 @@ impl TickSource for TscTicks {
 }
 
 /// Scripted counter readings, returned in order.
-pub struct ScriptedTicks(VecDeque<u64>);
+#[cfg(test)]
+pub(crate) struct ScriptedTicks(VecDeque<u64>);
 
+#[cfg(test)]
 impl ScriptedTicks {
-    /// Readings given as absolute tick values.
-    pub fn new(readings: impl IntoIterator<Item = u64>) -> Self {
-        Self(readings.into_iter().collect())
-    }
-
     /// Readings built from a start value and the gaps between consecutive reads.
-    pub fn from_gaps(start: u64, gaps: impl IntoIterator<Item = u64>) -> Self {
+    pub(crate) fn from_gaps(start: u64, gaps: impl IntoIterator<Item = u64>) -> Self {
         let mut now = start;
         let mut readings = VecDeque::from([start]);
         for gap in gaps {
@@ -42,6 +40,7 @@ impl ScriptedTicks {
     }
 }
 
+#[cfg(test)]
 impl TickSource for ScriptedTicks {
     fn ticks(&mut self) -> Option<u64> {
         self.0.pop_front()
@@ -59,7 +58,7 @@ pub trait DeadlineClock {
 
 /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` followed by
 /// `clock_gettime(CLOCK_MONOTONIC)`, as cyclictest does.
-pub struct Monotonic;
+pub(crate) struct Monotonic;
 
 impl DeadlineClock for Monotonic {
     fn now_ns(&mut self) -> u64 {
@@ -80,14 +79,16 @@ impl DeadlineClock for Monotonic {
 }
 
 /// A scripted sleeper: each sleep wakes the given number of ns after its deadline.
-pub struct ScriptedWakeups {
+#[cfg(test)]
+pub(crate) struct ScriptedWakeups {
     now: u64,
     late_ns: VecDeque<u64>,
 }
 
+#[cfg(test)]
 impl ScriptedWakeups {
     /// A clock starting at `start_ns` whose successive sleeps wake `late_ns[i]` late.
-    pub fn new(start_ns: u64, late_ns: impl IntoIterator<Item = u64>) -> Self {
+    pub(crate) fn new(start_ns: u64, late_ns: impl IntoIterator<Item = u64>) -> Self {
         Self {
             now: start_ns,
             late_ns: late_ns.into_iter().collect(),
@@ -95,6 +96,7 @@ impl ScriptedWakeups {
     }
 }
 
+#[cfg(test)]
 impl DeadlineClock for ScriptedWakeups {
     fn now_ns(&mut self) -> u64 {
         self.now

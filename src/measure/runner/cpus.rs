@@ -5,7 +5,7 @@ use crate::machine::CpuSet;
 use crate::sysroot::SysRoot;
 
 /// The kernel's list of online CPUs, under the root.
-pub const ONLINE: &str = "/sys/devices/system/cpu/online";
+pub(crate) const ONLINE: &str = "/sys/devices/system/cpu/online";
 
 /// Why the CPUs could not be chosen.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub enum CpuChoiceError {
 }
 
 /// The CPUs online under `root`.
-pub fn online(root: &SysRoot) -> Result<CpuSet, CpuChoiceError> {
+pub(crate) fn online(root: &SysRoot) -> Result<CpuSet, CpuChoiceError> {
     let unknown = |reason: String| CpuChoiceError::OnlineUnknown { reason };
     let text = root
         .read_value(ONLINE)
@@ -62,7 +62,7 @@ pub fn online(root: &SysRoot) -> Result<CpuSet, CpuChoiceError> {
 
 /// The CPUs to use: `requested` (each online and allowed), or every online CPU that is
 /// allowed.
-pub fn choose(
+pub(crate) fn choose(
     online: &CpuSet,
     allowed: &CpuSet,
     requested: Option<&CpuSet>,

@@ -62,7 +62,7 @@ const TSC_FLAGS: [&str; 6] = [
 ];
 
 /// Reads the environment of a measurement of `cpus`.
-pub fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
+pub(crate) fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
     let mut r = Reader::new(root);
     let measured: CpuSet = cpus.iter().copied().collect();
     let identity = cpu::read(&mut r);

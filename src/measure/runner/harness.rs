@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// Pins the calling thread to one CPU.
-pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
+pub(crate) fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     let mut set = rustix::thread::CpuSet::new();
     if cpu as usize >= rustix::thread::CpuSet::MAX_CPU {
         return Err(std::io::Error::other(format!(
@@ -19,7 +19,7 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
 }
 
 /// The CPUs the calling thread may run on.
-pub fn current_affinity() -> std::io::Result<CpuSet> {
+pub(crate) fn current_affinity() -> std::io::Result<CpuSet> {
     let set = rustix::thread::sched_getaffinity(None).map_err(std::io::Error::from)?;
     Ok((0..rustix::thread::CpuSet::MAX_CPU as u32)
         .filter(|&cpu| set.is_set(cpu as usize))
@@ -28,7 +28,7 @@ pub fn current_affinity() -> std::io::Result<CpuSet> {
 
 /// How much of the process's memory is locked (mlockall).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryLock {
+pub(crate) enum MemoryLock {
     /// Current and future memory: nothing can page-fault.
     All,
     /// Only the memory mapped when it was locked: locking future memory too would lock each
@@ -44,7 +44,7 @@ pub enum MemoryLock {
 /// Locks the memory of the process, so no page fault lands in a measurement: current and
 /// future memory where `RLIMIT_MEMLOCK` does not apply (unlimited, or root), else only the
 /// current memory (see [`MemoryLock::Current`]); changes nothing when not permitted.
-pub fn lock_memory() -> MemoryLock {
+pub(crate) fn lock_memory() -> MemoryLock {
     use rustix::mm::{MlockAllFlags, mlockall};
     let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current;
     let unlimited = limit.is_none() || rustix::process::geteuid().is_root();
@@ -59,7 +59,7 @@ pub fn lock_memory() -> MemoryLock {
 
 /// Runs the calling thread at SCHED_FIFO `priority` (1-99). Uses pthread_setschedparam, which
 /// works on glibc and musl alike (musl's sched_setscheduler is ENOSYS by design).
-pub fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
+pub(crate) fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
     // SAFETY: sched_param is plain data; zero-initialise it since musl has extra fields.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = i32::from(priority);
@@ -73,7 +73,7 @@ pub fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
 }
 
 /// A helper thread: runs on its CPU until the stop flag is set.
-pub type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
+pub(crate) type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
 
 /// A flag that measurement loops poll to stop early; set by Ctrl-C or when the duration ends.
 /// Threads that sleep between their work ([`StopFlag::sleep_until`]) are woken by the stop.
@@ -146,7 +146,7 @@ extern "C" fn on_wake(_: libc::c_int) {}
 /// Installs a SIGINT handler that only records the interrupt (so loops can stop and results can
 /// still be written); [`interrupted`] reports it. Also installs the handler of
 /// [`wake_thread`].
-pub fn catch_interrupt() {
+pub(crate) fn catch_interrupt() {
     // SAFETY: the handlers only store to an atomic or do nothing, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
@@ -156,7 +156,7 @@ pub fn catch_interrupt() {
 
 /// Ends the sleep (`clock_nanosleep`) thread `tid` of this process is in, if any, so that it
 /// sees its stop flag now rather than at its next deadline. Needs [`catch_interrupt`] first.
-pub fn wake_thread(tid: u32) {
+pub(crate) fn wake_thread(tid: u32) {
     // SAFETY: tgkill only sends a signal to a thread of this process; its handler is a no-op.
     unsafe {
         libc::syscall(
@@ -169,12 +169,12 @@ pub fn wake_thread(tid: u32) {
 }
 
 /// Whether Ctrl-C was pressed since [`catch_interrupt`].
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
 /// The kernel thread id of the calling thread.
-pub fn gettid() -> u32 {
+pub(crate) fn gettid() -> u32 {
     rustix::thread::gettid().as_raw_nonzero().get() as u32
 }
 
@@ -191,7 +191,7 @@ pub(crate) fn first_allowed_cpus(n: usize) -> Vec<u32> {
 
 /// Restricts the calling thread to `cpus` (e.g. the housekeeping CPUs, to keep the main
 /// thread off the measured ones).
-pub fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
+pub(crate) fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
     let mut set = rustix::thread::CpuSet::new();
     for cpu in cpus
         .iter()
@@ -204,7 +204,7 @@ pub fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
 
 /// Whether threads of this process may run at SCHED_FIFO `priority`: tried on a short-lived
 /// thread, so the caller's own policy is untouched.
-pub fn fifo_permitted(priority: u8) -> std::io::Result<()> {
+pub(crate) fn fifo_permitted(priority: u8) -> std::io::Result<()> {
     std::thread::Builder::new()
         .spawn(move || set_fifo_priority(priority))?
         .join()
@@ -214,7 +214,7 @@ pub fn fifo_permitted(priority: u8) -> std::io::Result<()> {
 /// Blocks (`true`) or unblocks (`false`) SIGINT in the calling thread. Threads inherit the
 /// mask of the thread that creates them: blocking it before spawning the measuring threads
 /// keeps Ctrl-C off the measured CPUs, and the main thread takes it instead.
-pub fn block_interrupt(block: bool) {
+pub(crate) fn block_interrupt(block: bool) {
     // SAFETY: sigset_t is plain data initialised by sigemptyset before use; pthread_sigmask
     // only changes the calling thread's mask.
     unsafe {
@@ -231,7 +231,7 @@ pub fn block_interrupt(block: bool) {
 }
 
 /// `CLOCK_MONOTONIC` in ns.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -239,7 +239,7 @@ pub fn monotonic_ns() -> u64 {
 /// Sleeps until `deadline_ns` (`CLOCK_MONOTONIC`), or until Ctrl-C (see [`catch_interrupt`])
 /// or `stop`. Returns true when it was cut short by Ctrl-C. Wakes only for those (a signal
 /// interrupts the sleep), never to poll.
-pub fn sleep_until(deadline_ns: u64, stop: &StopFlag) -> bool {
+pub(crate) fn sleep_until(deadline_ns: u64, stop: &StopFlag) -> bool {
     let deadline = rustix::time::Timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as i64,
         tv_nsec: (deadline_ns % 1_000_000_000) as _,
@@ -257,19 +257,19 @@ pub fn sleep_until(deadline_ns: u64, stop: &StopFlag) -> bool {
 }
 
 /// Writes every page of `buf` once, so that a later first write does not page-fault.
-pub fn prefault<T: Copy>(buf: &mut Vec<T>, fill: T, len: usize) {
+pub(crate) fn prefault<T: Copy>(buf: &mut Vec<T>, fill: T, len: usize) {
     buf.clear();
     buf.resize(len, fill);
     buf.clear();
 }
 
 /// The PM QoS file through which a process forbids deep C-states while it holds it open.
-pub const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+pub(crate) const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
 /// A CPU wake-up latency limit held through /dev/cpu_dma_latency, as cyclictest and oslat hold
 /// one (0 µs) while they measure: the kernel keeps the request while the file is open and
 /// drops it when it closes, even if lowlat dies, so the machine is left as it was.
-pub struct DmaLatencyLimit {
+pub(crate) struct DmaLatencyLimit {
     _file: std::fs::File,
     /// The limit held, µs.
     pub limit_us: i32,
@@ -277,7 +277,10 @@ pub struct DmaLatencyLimit {
 
 impl DmaLatencyLimit {
     /// Opens /dev/cpu_dma_latency under `root` and writes `limit_us` (a native 32-bit value).
-    pub fn hold(root: &crate::sysroot::SysRoot, limit_us: i32) -> Result<Self, DmaLatencyError> {
+    pub(crate) fn hold(
+        root: &crate::sysroot::SysRoot,
+        limit_us: i32,
+    ) -> Result<Self, DmaLatencyError> {
         use std::io::Write;
         let mut file = root.open_existing_for_write(CPU_DMA_LATENCY)?;
         file.write_all(&limit_us.to_ne_bytes())
@@ -291,7 +294,7 @@ impl DmaLatencyLimit {
 
 /// Why the idle-state limit could not be held.
 #[derive(Debug, thiserror::Error)]
-pub enum DmaLatencyError {
+pub(crate) enum DmaLatencyError {
     /// The device could not be opened.
     #[error(transparent)]
     Open(#[from] crate::sysroot::WriteError),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The SCHED_FIFO priority of the injectors: above any measuring thread.
-pub const PRIORITY: u8 = 99;
+pub(crate) const PRIORITY: u8 = 99;
 
 /// What known-answer noise is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,11 +81,11 @@ fn decimal_scaled(text: &str, scale: u64) -> Option<u64> {
 
 /// How many spins each injector did (in the order of the CPUs given to [`injectors`]).
 #[derive(Debug, Default, Clone)]
-pub struct SpinCounts(Arc<Vec<AtomicU64>>);
+pub(crate) struct SpinCounts(Arc<Vec<AtomicU64>>);
 
 impl SpinCounts {
     /// The counts so far.
-    pub fn get(&self) -> Vec<u64> {
+    pub(crate) fn get(&self) -> Vec<u64> {
         self.0.iter().map(|c| c.load(Ordering::Relaxed)).collect()
     }
 }
@@ -93,7 +93,7 @@ impl SpinCounts {
 /// One injector per CPU of `cpus`. The caller must have checked that SCHED_FIFO 99 is
 /// permitted (see [`harness::fifo_permitted`]); an injector that cannot get it does nothing
 /// and says so.
-pub fn injectors(cpus: &[u32], spec: InjectSpec) -> (Vec<Helper<'static>>, SpinCounts) {
+pub(crate) fn injectors(cpus: &[u32], spec: InjectSpec) -> (Vec<Helper<'static>>, SpinCounts) {
     let counts = SpinCounts(Arc::new(cpus.iter().map(|_| AtomicU64::new(0)).collect()));
     let helpers = cpus
         .iter()

@@ -6,7 +6,7 @@ use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
-pub fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
+pub(crate) fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
     cpus.iter()
         .map(|cpu| -> Helper<'static> { Box::new(move |stop: &StopFlag| hog(cpu, stop)) })
         .collect()

@@ -249,7 +249,7 @@ fn node_meminfo(node: u32) -> String {
 }
 
 /// Fails when `node` has no memory, or less free memory than `need` bytes.
-pub fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), MemoryError> {
+pub(crate) fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), MemoryError> {
     if node.mem_total_kib.get() == Some(&0) {
         return Err(MemoryError::NodeWithoutMemory { node: node.id });
     }

@@ -2,21 +2,21 @@
 //! scheduling, memory locking, Ctrl-C), clocks, progress, memory regions, placement by
 //! topology, the environment and the counters read around a run.
 
-pub mod attribution;
-pub mod clock;
-pub mod cpus;
-pub mod env;
-pub mod harness;
-pub mod inject;
-pub mod load;
-pub mod memory;
-pub mod node_matrix;
-pub mod observer;
-pub mod pairs;
-pub mod place;
-pub mod progress;
-pub mod region;
-pub mod session;
-pub mod summary;
-pub mod threads;
-pub mod tsc;
+pub(crate) mod attribution;
+pub(crate) mod clock;
+pub(crate) mod cpus;
+pub(crate) mod env;
+pub(crate) mod harness;
+pub(crate) mod inject;
+pub(crate) mod load;
+pub(crate) mod memory;
+pub(crate) mod node_matrix;
+pub(crate) mod observer;
+pub(crate) mod pairs;
+pub(crate) mod place;
+pub(crate) mod progress;
+pub(crate) mod region;
+pub(crate) mod session;
+pub(crate) mod summary;
+pub(crate) mod threads;
+pub(crate) mod tsc;

@@ -11,7 +11,7 @@ use crate::measure::matrix::Matrix;
 
 /// Why the nodes of a matrix cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum NodeError {
+pub(crate) enum NodeError {
     /// A node that does not exist.
     #[error("NUMA node {id} does not exist (nodes: {nodes})")]
     Missing {
@@ -34,7 +34,7 @@ pub enum NodeError {
 }
 
 /// NUMA node `id` of `topology`.
-pub fn find_node(topology: &Topology, id: u32) -> Result<&NumaNode, NodeError> {
+pub(crate) fn find_node(topology: &Topology, id: u32) -> Result<&NumaNode, NodeError> {
     topology
         .nodes
         .iter()
@@ -46,7 +46,7 @@ pub fn find_node(topology: &Topology, id: u32) -> Result<&NumaNode, NodeError> {
 }
 
 /// The `requested` nodes, or every node of a multi-node machine; each checked to exist.
-pub fn matrix_nodes<'t>(
+pub(crate) fn matrix_nodes<'t>(
     topology: &'t Topology,
     requested: Option<&CpuSet>,
 ) -> Result<Vec<&'t NumaNode>, NodeError> {
@@ -58,7 +58,7 @@ pub fn matrix_nodes<'t>(
 }
 
 /// The rows and columns of a node × node matrix.
-pub struct MatrixAxes<'t> {
+pub(crate) struct MatrixAxes<'t> {
     /// Nodes with chosen CPUs, each with those CPUs (locality order).
     pub rows: Vec<(u32, Vec<CpuPlace>)>,
     /// Nodes with memory.
@@ -68,7 +68,7 @@ pub struct MatrixAxes<'t> {
 /// Rows (nodes with chosen CPUs) and columns (nodes with memory, each checked to hold `need`
 /// bytes for `what`); no matrix when no node has memory. `explicit`: the nodes were listed
 /// by the user, so a node without memory is an error rather than skipped.
-pub fn matrix_axes<'t>(
+pub(crate) fn matrix_axes<'t>(
     nodes: &[&'t NumaNode],
     places: &[CpuPlace],
     explicit: bool,
@@ -108,14 +108,14 @@ pub fn matrix_axes<'t>(
 
 /// An empty node × node matrix: rows = the nodes of `rows` (CPU side), columns = memory
 /// nodes.
-pub fn empty_matrix<T>(rows: &[(u32, T)], columns: &[u32]) -> Matrix {
+pub(crate) fn empty_matrix<T>(rows: &[(u32, T)], columns: &[u32]) -> Matrix {
     let row_nodes: Vec<u32> = rows.iter().map(|(node, _)| *node).collect();
     Matrix::numbered("cpu node", "memory node", &row_nodes, columns)
 }
 
 /// Measures the cells of a node × node matrix row by row with `measure(row index, row,
 /// column index, memory node)`, ending early (keeping what was done) at Ctrl-C or `stop`.
-pub fn each_cell<T, E>(
+pub(crate) fn each_cell<T, E>(
     rows: &[T],
     columns: &[u32],
     stop: &StopFlag,

@@ -2,7 +2,7 @@
 //! (the counters of [`super::attribution`] are read there).
 
 /// Callbacks of the main thread around the run.
-pub trait Observer {
+pub(crate) trait Observer {
     /// Called when every thread is set up, before GO, with the measuring threads' ids in
     /// the order of the CPUs.
     fn before(&mut self, tids: &[u32]);

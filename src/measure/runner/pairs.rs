@@ -8,13 +8,13 @@ use crate::measure::runner::progress::{Progress, should_stop};
 /// A CPU list that has no pair.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("needs at least two CPUs, got {got}")]
-pub struct NoPair {
+pub(crate) struct NoPair {
     /// How many CPUs were given.
     pub got: usize,
 }
 
 /// Refuses a CPU list that has no pair.
-pub fn check_two(cpus: &[u32]) -> Result<(), NoPair> {
+pub(crate) fn check_two(cpus: &[u32]) -> Result<(), NoPair> {
     if cpus.len() < 2 {
         return Err(NoPair { got: cpus.len() });
     }
@@ -26,7 +26,7 @@ pub fn check_two(cpus: &[u32]) -> Result<(), NoPair> {
 /// keeping the pairs done, at Ctrl-C or `stop`, or when a pair comes back empty (it was
 /// stopped before its first sample); fails at the first error. Returns the measured pairs
 /// with their indices, in order.
-pub fn measure_pairs<P, E>(
+pub(crate) fn measure_pairs<P, E>(
     cpus: &[u32],
     order: &[(usize, usize)],
     stop: &StopFlag,

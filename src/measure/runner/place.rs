@@ -34,7 +34,7 @@ impl CpuPlace {
 }
 
 /// The online CPUs of `topology` in locality order, with their places.
-pub fn places(topology: &Topology) -> Vec<CpuPlace> {
+pub(crate) fn places(topology: &Topology) -> Vec<CpuPlace> {
     let l3 = topology.l3_groups();
     topology
         .cpus_by_locality()
@@ -56,7 +56,7 @@ pub fn places(topology: &Topology) -> Vec<CpuPlace> {
 }
 
 /// The first thread of every core, keeping the order of `places`.
-pub fn one_per_core(places: &[CpuPlace]) -> Vec<CpuPlace> {
+pub(crate) fn one_per_core(places: &[CpuPlace]) -> Vec<CpuPlace> {
     let mut seen = BTreeSet::new();
     places
         .iter()
@@ -70,7 +70,7 @@ pub fn one_per_core(places: &[CpuPlace]) -> Vec<CpuPlace> {
 /// package, then L3 groups within a node. This is the placement of `OMP_PROC_BIND=spread`
 /// with `OMP_PLACES=cores` that STREAM runs use. Returns fewer than `n` CPUs when `places`
 /// has fewer.
-pub fn spread(places: &[CpuPlace], n: usize) -> Vec<u32> {
+pub(crate) fn spread(places: &[CpuPlace], n: usize) -> Vec<u32> {
     let primaries = one_per_core(places);
     let primary_cpus: BTreeSet<u32> = primaries.iter().map(|p| p.cpu).collect();
     let siblings: Vec<CpuPlace> = places
@@ -114,7 +114,7 @@ fn interleave(places: &[CpuPlace], levels: &[fn(&CpuPlace) -> Option<u32>]) -> V
 }
 
 /// The indices after which the L3 group changes along `places`: where tables draw a line.
-pub fn group_breaks(places: &[CpuPlace]) -> Vec<usize> {
+pub(crate) fn group_breaks(places: &[CpuPlace]) -> Vec<usize> {
     places
         .windows(2)
         .enumerate()
@@ -126,7 +126,7 @@ pub fn group_breaks(places: &[CpuPlace]) -> Vec<usize> {
 /// How two CPUs are related, from the closest to the farthest; c2c summaries group pairs by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PairClass {
+pub(crate) enum PairClass {
     /// Two SMT threads of one core.
     SmtSiblings,
     /// Different cores sharing an L3 (one CCX on AMD).
@@ -141,7 +141,7 @@ pub enum PairClass {
 
 impl PairClass {
     /// The class of the pair `(a, b)`.
-    pub fn of(a: &CpuPlace, b: &CpuPlace) -> PairClass {
+    pub(crate) fn of(a: &CpuPlace, b: &CpuPlace) -> PairClass {
         if a.same_core(b) {
             return PairClass::SmtSiblings;
         }
@@ -157,7 +157,7 @@ impl PairClass {
     }
 
     /// A short label for tables.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             PairClass::SmtSiblings => "SMT siblings",
             PairClass::SameL3 => "same L3 group",

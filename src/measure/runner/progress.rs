@@ -35,8 +35,9 @@ impl Progress {
         }
     }
 
-    /// Progress that reports nothing (tests, library callers).
-    pub fn silent() -> Self {
+    /// Progress that reports nothing (tests).
+    #[cfg(test)]
+    pub(crate) fn silent() -> Self {
         Self {
             label: String::new(),
             total: 0,

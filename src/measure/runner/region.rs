@@ -7,7 +7,7 @@ use std::io;
 use std::ptr::NonNull;
 
 /// One anonymous private mapping, unmapped on drop.
-pub struct Region {
+pub(crate) struct Region {
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -19,7 +19,7 @@ unsafe impl Sync for Region {}
 
 /// How the region is backed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backing {
+pub(crate) enum Backing {
     /// Normal pages (4 KiB on x86; transparent huge pages may apply).
     Normal,
     /// Reserved huge pages of this many bytes (MAP_HUGETLB with the default huge page size).
@@ -32,7 +32,7 @@ pub enum Backing {
 impl Region {
     /// Maps at least `len` bytes (rounded up to whole huge pages for [`Backing::Huge`]).
     /// Fails with the kernel's error; for huge pages that means none are free.
-    pub fn map(len: usize, backing: Backing) -> io::Result<Region> {
+    pub(crate) fn map(len: usize, backing: Backing) -> io::Result<Region> {
         let (len, extra) = match backing {
             Backing::Normal => (len.max(1), 0),
             Backing::Huge { page_bytes } => {
@@ -61,7 +61,7 @@ impl Region {
 
     /// Binds the region's future pages to NUMA node `node` (mbind MPOL_BIND). Call before the
     /// first write; pages already placed stay where they are.
-    pub fn bind_to_node(&self, node: u32) -> io::Result<()> {
+    pub(crate) fn bind_to_node(&self, node: u32) -> io::Result<()> {
         const BITS: usize = u64::BITS as usize;
         let mut mask = vec![0u64; node as usize / BITS + 1];
         if let Some(word) = mask.get_mut(node as usize / BITS) {
@@ -89,23 +89,18 @@ impl Region {
     }
 
     /// The mapped length in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Whether the mapping is empty (never: [`Region::map`] maps at least one byte).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The start address.
-    pub fn as_ptr(&self) -> *mut u8 {
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// The region as `f64`s. Reading before writing gives zeros (fresh anonymous memory), and
     /// touches the pages from the reading thread.
-    pub fn as_f64_mut(&mut self) -> &mut [f64] {
+    pub(crate) fn as_f64_mut(&mut self) -> &mut [f64] {
         // SAFETY: page-aligned, zero-filled memory of `len` bytes, exclusively borrowed; every
         // bit pattern is a valid f64.
         unsafe {

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// Minimum, median, mean, standard deviation, 99th percentile and maximum of samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// How many samples.
     pub count: usize,
     /// The smallest sample.
@@ -24,7 +24,7 @@ pub struct Summary {
 
 impl Summary {
     /// Summarises `samples`; `None` when there are none or one is not finite.
-    pub fn of(samples: &[f64]) -> Option<Summary> {
+    pub(crate) fn of(samples: &[f64]) -> Option<Summary> {
         if samples.is_empty() || samples.iter().any(|x| !x.is_finite()) {
             return None;
         }
@@ -59,7 +59,7 @@ impl Summary {
     }
 
     /// The standard error of the mean (stddev / sqrt(count)).
-    pub fn std_error(&self) -> f64 {
+    pub(crate) fn std_error(&self) -> f64 {
         self.stddev / (self.count as f64).sqrt()
     }
 }

@@ -27,7 +27,7 @@ use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
 /// What a measuring thread gets when GO is given.
-pub struct Go<'a> {
+pub(crate) struct Go<'a> {
     /// Set when the run must end (end of the duration or Ctrl-C); poll it with a plain load.
     pub stop: &'a std::sync::atomic::AtomicBool,
     /// The planned end of the run, ns of `CLOCK_MONOTONIC`.
@@ -36,7 +36,7 @@ pub struct Go<'a> {
 
 /// How a run ended.
 #[derive(Debug)]
-pub struct ThreadsOutcome<T> {
+pub(crate) struct ThreadsOutcome<T> {
     /// Each measuring thread's result, in the order of the CPUs.
     pub results: Vec<T>,
     /// Whether Ctrl-C cut the run short.
@@ -61,7 +61,7 @@ pub struct SpawnError(#[source] std::io::Error);
 /// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
 /// `measure(state, go)`. `helpers` start before GO and end at the stop. Fails, having
 /// measured nothing, when a thread cannot be started.
-pub fn run<S, T>(
+pub(crate) fn run<S, T>(
     cpus: &[u32],
     duration: Duration,
     setup: impl Fn(u32) -> S + Sync,
@@ -273,7 +273,7 @@ impl<R> Finished<R> {
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
 /// `measure` fills the record of every thread that can. Fails when a thread cannot be started.
-pub fn run_loops<R: Send>(
+pub(crate) fn run_loops<R: Send>(
     session: &Session,
     plan: &LoopPlan,
     progress: String,
@@ -361,7 +361,7 @@ pub enum FifoError {
 
 /// Refuses to start when a SCHED_FIFO `priority` is asked for, or an injector (`inject`,
 /// which runs at [`inject::PRIORITY`]) is, but not permitted.
-pub fn check_fifo(priority: Option<u8>, inject: bool) -> Result<(), FifoError> {
+pub(crate) fn check_fifo(priority: Option<u8>, inject: bool) -> Result<(), FifoError> {
     if let Some(priority) = priority {
         harness::fifo_permitted(priority)
             .map_err(|source| FifoError::Measuring { priority, source })?;
@@ -375,7 +375,7 @@ pub fn check_fifo(priority: Option<u8>, inject: bool) -> Result<(), FifoError> {
 
 /// Run on a measuring thread before anything is allocated: pins it to `cpu` and, with a
 /// `priority`, runs it at SCHED_FIFO; returns why the thread cannot measure, if it cannot.
-pub fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
+pub(crate) fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
     if let Err(e) = harness::pin_current_thread(cpu) {
         return Some(format!("cannot pin to CPU {cpu}: {e}"));
     }

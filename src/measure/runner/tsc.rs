@@ -25,6 +25,7 @@ pub enum FreqMethod {
         spread_ppm: f64,
     },
     /// The counter is `CLOCK_MONOTONIC_RAW` itself (not x86_64): exactly 1 GHz.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
     MonotonicRaw,
 }
 
@@ -74,7 +75,8 @@ impl Tsc {
     }
 
     /// Converts ticks to nanoseconds (truncated).
-    pub fn ns(&self, ticks: u64) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn ns(&self, ticks: u64) -> u64 {
         ticks_to_ns(ticks, self.hz)
     }
 

@@ -2,19 +2,19 @@
 //! binary, the golden-file settings, and the opt-in gates for tests that need the live
 //! machine or data outside the repository.
 
-pub mod tree;
+pub(crate) mod tree;
 
 use std::path::{Path, PathBuf};
 
 /// The directory of the fixture machine `name` (under `tests/fixtures/machines`).
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/machines")
         .join(name)
 }
 
 /// The lowlat binary built for these tests, with `args`.
-pub fn lowlat(args: &[&str]) -> assert_cmd::Command {
+pub(crate) fn lowlat(args: &[&str]) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("lowlat").unwrap();
     cmd.args(args);
     cmd
@@ -23,7 +23,7 @@ pub fn lowlat(args: &[&str]) -> assert_cmd::Command {
 /// Golden files live in `tests/snapshots/` and are named `<module>__<name>.snap`, as they
 /// were when every test file was its own binary: bind these settings, and prefix each
 /// snapshot name with the module (`audit__…`).
-pub fn golden_files() -> insta::internals::SettingsBindDropGuard {
+pub(crate) fn golden_files() -> insta::internals::SettingsBindDropGuard {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path("../snapshots");
     settings.set_prepend_module_to_snapshot(false);
@@ -31,11 +31,11 @@ pub fn golden_files() -> insta::internals::SettingsBindDropGuard {
 }
 
 /// The environment variable that lets tests change the live machine or measure it.
-pub const LIVE_TESTS: &str = "LOWLAT_LIVE_TESTS";
+pub(crate) const LIVE_TESTS: &str = "LOWLAT_LIVE_TESTS";
 
 /// Whether tests that change or measure the live machine may run (`LOWLAT_LIVE_TESTS=1`).
 /// They are `#[ignore]`d as well; when run without the variable they say so and return.
-pub fn live_tests_allowed() -> bool {
+pub(crate) fn live_tests_allowed() -> bool {
     if std::env::var(LIVE_TESTS).is_ok_and(|v| v == "1") {
         return true;
     }
@@ -45,7 +45,7 @@ pub fn live_tests_allowed() -> bool {
 
 /// Data a test needs from outside the repository is missing: under CI (`CI=true`, where the
 /// data is provided) that is a failure; elsewhere the test is skipped with this message.
-pub fn missing_data(what: &str) {
+pub(crate) fn missing_data(what: &str) {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
         "missing: {what}; CI provides it, so this test fails instead of skipping"

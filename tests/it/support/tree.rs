@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// One path of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Node {
+pub(crate) enum Node {
     /// A directory and its permission bits.
     Dir(u32),
     /// A regular file, its permission bits and content.
@@ -19,10 +19,10 @@ pub enum Node {
 }
 
 /// Every path under `root` (relative, `/`-separated), described.
-pub type Tree = BTreeMap<String, Node>;
+pub(crate) type Tree = BTreeMap<String, Node>;
 
 /// Copies `from` into `to` (created), keeping modes and copying links as links.
-pub fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -41,7 +41,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// Describes every path under `root`.
-pub fn describe(root: &Path) -> Tree {
+pub(crate) fn describe(root: &Path) -> Tree {
     let mut tree = Tree::new();
     walk(root, root, &mut tree);
     tree
@@ -69,7 +69,7 @@ fn walk(root: &Path, dir: &Path, tree: &mut Tree) {
 }
 
 /// The paths that differ between two trees, each with a short reason (empty when equal).
-pub fn differences(before: &Tree, after: &Tree) -> Vec<String> {
+pub(crate) fn differences(before: &Tree, after: &Tree) -> Vec<String> {
     let mut out = Vec::new();
     for (path, node) in before {
         match after.get(path) {
@@ -102,7 +102,7 @@ fn why(a: &Node, b: &Node) -> String {
 }
 
 /// Panics with the differences unless the trees are identical.
-pub fn assert_same(before: &Tree, after: &Tree, context: &str) {
+pub(crate) fn assert_same(before: &Tree, after: &Tree, context: &str) {
     let diffs = differences(before, after);
     assert!(
         diffs.is_empty(),

@@ -12,14 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Number of oslat buckets (1 µs each; the last one also holds the overflows), oslat's
 /// default.
-pub const OSLAT_BUCKETS: usize = 32;
+pub(crate) const OSLAT_BUCKETS: usize = 32;
 
 /// Significant decimal digits of the HDR histograms lowlat keeps.
-pub const HDR_DIGITS: u8 = 3;
+pub(crate) const HDR_DIGITS: u8 = 3;
 
 /// One interruption: when it ended and how long it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Gap {
+pub(crate) struct Gap {
     /// Counter reading at the end of the gap, ticks.
     pub end: u64,
     /// Length of the gap (two consecutive reads), ticks.
@@ -28,7 +28,7 @@ pub struct Gap {
 
 /// Fixed parameters of one busy loop.
 #[derive(Debug, Clone, Copy)]
-pub struct LoopConfig {
+pub(crate) struct LoopConfig {
     /// Gaps at or above this many ticks are interruptions.
     pub threshold_ticks: u64,
     /// Ticks per oslat bucket: the counter frequency in whole MHz (oslat's unit).
@@ -41,7 +41,7 @@ pub struct LoopConfig {
 
 /// Everything one busy loop records.
 #[derive(Debug, Clone)]
-pub struct BusyRecord {
+pub(crate) struct BusyRecord {
     /// The parameters it ran with.
     pub config: LoopConfig,
     /// Counter reading when the loop started, ticks.
@@ -71,7 +71,7 @@ pub struct BusyRecord {
 impl BusyRecord {
     /// An empty record with its buffers allocated and written once, so the loop neither
     /// allocates nor page-faults on them.
-    pub fn new(config: LoopConfig) -> Self {
+    pub(crate) fn new(config: LoopConfig) -> Self {
         let mut gaps = Vec::new();
         crate::measure::runner::harness::prefault(
             &mut gaps,
@@ -98,17 +98,17 @@ impl BusyRecord {
     }
 
     /// Iterations of the loop.
-    pub fn loops(&self) -> u64 {
+    pub(crate) fn loops(&self) -> u64 {
         self.buckets.iter().sum()
     }
 
     /// Ticks between start and stop.
-    pub fn runtime_ticks(&self) -> u64 {
+    pub(crate) fn runtime_ticks(&self) -> u64 {
         self.stop.wrapping_sub(self.start)
     }
 
     /// Runs the loop until `stop` is set or `clock` ends (or the gap buffer fills).
-    pub fn run(&mut self, clock: &mut impl TickSource, stop: &AtomicBool) {
+    pub(crate) fn run(&mut self, clock: &mut impl TickSource, stop: &AtomicBool) {
         let Some(mut prev) = clock.ticks() else {
             return;
         };

@@ -1,8 +1,8 @@
 //! `lowlat measure jitter`: a busy loop per measured CPU that reports every gap at or above a
 //! threshold, with sysjitter's statistics and oslat's 1 µs buckets from the same loop.
 
-pub mod busy;
-pub mod stats;
+pub(crate) mod busy;
+pub(crate) mod stats;
 
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::TscTicks;
@@ -13,11 +13,11 @@ use busy::{BusyRecord, LoopConfig};
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
 /// for its own sizing run.
-pub const DEFAULT_MAX_GAPS: usize = 1_000_000;
+pub(crate) const DEFAULT_MAX_GAPS: usize = 1_000_000;
 
 /// What to measure.
 #[derive(Debug, Clone)]
-pub struct JitterRequest {
+pub(crate) struct JitterRequest {
     /// The CPUs, the duration and what runs alongside.
     pub plan: LoopPlan,
     /// Gaps at or above this are interruptions, ns (above 0).
@@ -30,7 +30,7 @@ pub struct JitterRequest {
 
 /// A finished jitter measurement.
 #[derive(Debug, Clone)]
-pub struct JitterRun {
+pub(crate) struct JitterRun {
     /// What was asked.
     pub request: JitterRequest,
     /// The counter and its frequency.
@@ -41,7 +41,7 @@ pub struct JitterRun {
 
 /// Why a jitter measurement could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum JitterError {
+pub(crate) enum JitterError {
     /// A SCHED_FIFO priority asked for is not permitted.
     #[error(transparent)]
     Fifo(#[from] FifoError),
@@ -55,7 +55,7 @@ pub enum JitterError {
 
 /// Runs the measurement in `session`. Fails before measuring when the counter cannot be
 /// calibrated, a requested SCHED_FIFO priority is not permitted or a thread cannot start.
-pub fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
+pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
     let plan = &request.plan;
     threads::check_fifo(request.priority, plan.inject.is_some())?;
     let tsc = Tsc::detect()?;

@@ -31,10 +31,10 @@ pub struct GapStats {
 }
 
 /// The quantiles sysjitter prints, in its row order after the median and mean.
-pub const QUANTILES: [f64; 5] = [0.9, 0.99, 0.999, 0.9999, 0.99999];
+pub(crate) const QUANTILES: [f64; 5] = [0.9, 0.99, 0.999, 0.9999, 0.99999];
 
 /// Computes the statistics of `durations` (ticks); sorts the slice in place.
-pub fn gap_stats(durations: &mut [u64]) -> GapStats {
+pub(crate) fn gap_stats(durations: &mut [u64]) -> GapStats {
     durations.sort_unstable();
     let n = durations.len();
     let Some(&max) = durations.last() else {
@@ -63,7 +63,7 @@ pub fn gap_stats(durations: &mut [u64]) -> GapStats {
 /// sysjitter sorts with a comparator that truncates the 64-bit difference to `int`, which
 /// misorders gaps that differ by 2^31 ticks or more (about 0.8 s at 2.5 GHz: VM pauses, RT
 /// throttling). lowlat sorts correctly; this says when sysjitter's own numbers may differ.
-pub fn sysjitter_sort_may_differ(stats: &GapStats) -> bool {
+pub(crate) fn sysjitter_sort_may_differ(stats: &GapStats) -> bool {
     stats.max.saturating_sub(stats.min) >= 1 << 31
 }
 

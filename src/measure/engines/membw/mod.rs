@@ -16,7 +16,7 @@
 
 mod request;
 
-pub use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+pub(crate) use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
 
 use serde::Serialize;
 use std::ops::Range;
@@ -30,22 +30,22 @@ use crate::measure::runner::progress::should_stop;
 use crate::measure::runner::region::{Backing, Region};
 
 /// How lowlat labels its STREAM figures (stream.c licence rule 3b).
-pub const LABEL: &str = "STREAM-variant (Rust reimplementation of the STREAM 5.10 kernels)";
+pub(crate) const LABEL: &str = "STREAM-variant (Rust reimplementation of the STREAM 5.10 kernels)";
 
 /// The scalar of Scale and Triad (stream.c's `scalar`).
-pub const SCALAR: f64 = 3.0;
+pub(crate) const SCALAR: f64 = 3.0;
 
 /// stream.c's validation threshold for double precision.
-pub const EPSILON: f64 = 1e-13;
+pub(crate) const EPSILON: f64 = 1e-13;
 
 /// The smallest array lowlat uses: stream.c's default `STREAM_ARRAY_SIZE` of 10,000,000
 /// doubles, "large enough for caches up to 20 MB".
-pub const MIN_ARRAY_BYTES: u64 = 10_000_000 * 8;
+pub(crate) const MIN_ARRAY_BYTES: u64 = 10_000_000 * 8;
 
 /// The bytes of each of the three arrays for a machine whose caches (all levels, all
 /// instances, all sockets) hold `total_cache_bytes`: STREAM rule 1a, at least four times the
 /// cache, in whole f64 elements, and never below [`MIN_ARRAY_BYTES`].
-pub fn stream_array_bytes(total_cache_bytes: u64) -> u64 {
+pub(crate) fn stream_array_bytes(total_cache_bytes: u64) -> u64 {
     let bytes = total_cache_bytes.saturating_mul(4).max(MIN_ARRAY_BYTES);
     bytes.div_ceil(8).min(u64::MAX / 8) * 8
 }
@@ -53,7 +53,7 @@ pub fn stream_array_bytes(total_cache_bytes: u64) -> u64 {
 /// One STREAM kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kernel {
+pub(crate) enum Kernel {
     /// `c[j] = a[j]`.
     Copy,
     /// `b[j] = scalar * c[j]`.
@@ -66,10 +66,10 @@ pub enum Kernel {
 
 impl Kernel {
     /// The kernels in the order stream.c runs them.
-    pub const ALL: [Kernel; 4] = [Kernel::Copy, Kernel::Scale, Kernel::Add, Kernel::Triad];
+    pub(crate) const ALL: [Kernel; 4] = [Kernel::Copy, Kernel::Scale, Kernel::Add, Kernel::Triad];
 
     /// Bytes counted per element (stream.c's `bytes[]`: words read plus words written).
-    pub fn bytes_per_element(self) -> u64 {
+    pub(crate) fn bytes_per_element(self) -> u64 {
         match self {
             Kernel::Copy | Kernel::Scale => 16,
             Kernel::Add | Kernel::Triad => 24,
@@ -77,7 +77,7 @@ impl Kernel {
     }
 
     /// The name stream.c prints.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kernel::Copy => "Copy",
             Kernel::Scale => "Scale",
@@ -89,7 +89,7 @@ impl Kernel {
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamConfig {
+pub(crate) struct StreamConfig {
     /// One thread per entry, pinned to that CPU; thread k owns chunk k of every array.
     pub cpus: Vec<u32>,
     /// Elements (f64) per array.
@@ -102,7 +102,7 @@ pub struct StreamConfig {
 
 /// The rate of one kernel over the kept iterations.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct KernelRate {
+pub(crate) struct KernelRate {
     /// Which kernel.
     pub kernel: Kernel,
     /// Bytes counted per iteration (STREAM convention).
@@ -121,7 +121,7 @@ pub struct KernelRate {
 
 /// stream.c's validation of the final array contents.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Validation {
+pub(crate) struct Validation {
     /// True when every element was checked and the mean relative error of every array is at
     /// most [`EPSILON`].
     pub validated: bool,
@@ -137,7 +137,7 @@ pub struct Validation {
 
 /// One STREAM run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamRun {
+pub(crate) struct StreamRun {
     /// The CPU of each thread, in thread order.
     pub cpus: Vec<u32>,
     /// The NUMA node the arrays were bound to; `null` = first touch by the threads.
@@ -162,7 +162,7 @@ pub struct StreamRun {
 
 impl StreamRun {
     /// The best rate of `kernel` in MB/s, when measured.
-    pub fn best_rate(&self, kernel: Kernel) -> Option<f64> {
+    pub(crate) fn best_rate(&self, kernel: Kernel) -> Option<f64> {
         self.kernels
             .iter()
             .find(|k| k.kernel == kernel)
@@ -172,7 +172,7 @@ impl StreamRun {
 
 /// A run with the CPUs of one NUMA node and the memory of another (or the same).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeRun {
+pub(crate) struct NodeRun {
     /// The node whose CPUs ran the threads.
     pub cpu_node: u32,
     /// The node the arrays were bound to.
@@ -184,7 +184,7 @@ pub struct NodeRun {
 /// The node × node bandwidth matrix: CPUs of node i, memory of node j. The diagonal holds the
 /// per-node figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeBandwidth {
+pub(crate) struct NodeBandwidth {
     /// Best Triad rate in MB/s (10^6 bytes/s); rows = CPU node, columns = memory node.
     pub triad_best_mb_per_s: Matrix,
     /// Every cell's run, in measuring order.
@@ -193,7 +193,7 @@ pub struct NodeBandwidth {
 
 /// Everything `lowlat measure membw` measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MembwReport {
+pub(crate) struct MembwReport {
     /// [`LABEL`].
     pub label: &'static str,
     /// All cache instances of all levels and sockets, bytes (the base of the sizing rule).
@@ -208,7 +208,7 @@ pub struct MembwReport {
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum MembwError {
+pub(crate) enum MembwError {
     /// The configuration is unusable.
     #[error("membw: {0}")]
     Config(String),
@@ -232,7 +232,7 @@ pub enum MembwError {
 
 /// The chunk of `[0, n)` that each of `threads` threads owns under OpenMP's static schedule:
 /// contiguous, the first `n % threads` chunks one element longer.
-pub fn static_chunks(n: usize, threads: usize) -> Vec<Range<usize>> {
+pub(crate) fn static_chunks(n: usize, threads: usize) -> Vec<Range<usize>> {
     let threads = threads.max(1);
     let (q, r) = (n / threads, n % threads);
     let mut start = 0;
@@ -247,7 +247,7 @@ pub fn static_chunks(n: usize, threads: usize) -> Vec<Range<usize>> {
 }
 
 /// The values a, b and c hold after `iterations` iterations (stream.c's scalar replay).
-pub fn expected_values(iterations: usize) -> [f64; 3] {
+pub(crate) fn expected_values(iterations: usize) -> [f64; 3] {
     let (mut a, mut b, mut c) = (1.0f64, 2.0f64, 0.0f64);
     a *= 2.0;
     for _ in 0..iterations {
@@ -261,7 +261,7 @@ pub fn expected_values(iterations: usize) -> [f64; 3] {
 
 /// Error sums over some elements of a, b and c.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ErrorSums {
+pub(crate) struct ErrorSums {
     /// Sum of absolute errors per array.
     pub sums: [f64; 3],
     /// Elements whose relative error exceeds epsilon, per array.
@@ -272,7 +272,7 @@ pub struct ErrorSums {
 
 impl ErrorSums {
     /// Adds another chunk's sums.
-    pub fn add(&mut self, other: &ErrorSums) {
+    pub(crate) fn add(&mut self, other: &ErrorSums) {
         for i in 0..3 {
             self.sums[i] += other.sums[i];
             self.failing[i] += other.failing[i];
@@ -308,7 +308,7 @@ fn relative(error: f64, reference: f64) -> f64 {
 
 /// stream.c's verdict from the error sums over all `elements` of each array; every element
 /// must have been checked.
-pub fn validate(errors: &ErrorSums, elements: usize, expected: [f64; 3]) -> Validation {
+pub(crate) fn validate(errors: &ErrorSums, elements: usize, expected: [f64; 3]) -> Validation {
     let n = elements.max(1) as f64;
     let avg_relative_error = [0, 1, 2].map(|i| relative(errors.sums[i] / n, expected[i]).abs());
     Validation {
@@ -447,7 +447,7 @@ struct ThreadOutcome {
 
 /// Runs STREAM as configured. Ctrl-C or `stop` ends it after the current iteration; the run
 /// then holds the iterations done.
-pub fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwError> {
+pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwError> {
     if config.cpus.is_empty() {
         return Err(MembwError::Config("no CPUs to run on".into()));
     }

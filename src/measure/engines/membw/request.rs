@@ -19,7 +19,7 @@ use crate::units::bytes;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MembwRequest {
+pub(crate) struct MembwRequest {
     /// Threads of the whole-machine run; `None`: one per core of the chosen CPUs.
     pub threads: Option<u32>,
     /// NUMA nodes of the node × node matrix; `None`: every node of a multi-node machine.
@@ -32,7 +32,7 @@ pub struct MembwRequest {
 
 /// Everything decided before a membw run.
 #[derive(Debug, PartialEq)]
-pub struct MembwPlan {
+pub(crate) struct MembwPlan {
     /// Elements per array.
     pub elements: usize,
     /// Iterations of the four kernels.
@@ -53,7 +53,7 @@ pub struct MembwPlan {
 
 /// A STREAM rule the plan bends.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MembwWarning {
+pub(crate) enum MembwWarning {
     /// The cache sizes are unknown, so the arrays have stream.c's default size.
     #[error(
         "cache sizes unknown (no /sys/devices/system/cpu/cpu*/cache): arrays sized by \
@@ -78,7 +78,7 @@ pub enum MembwWarning {
 
 /// Why a membw request cannot be run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum MembwPlanError {
+pub(crate) enum MembwPlanError {
     /// More threads than chosen CPUs.
     #[error("only {chosen} CPUs are chosen")]
     TooManyThreads {
@@ -114,7 +114,7 @@ pub enum MembwPlanError {
 impl MembwRequest {
     /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
     /// fit `budget`, before anything is mapped.
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         topology: &Topology,
         places: &[CpuPlace],
@@ -181,13 +181,17 @@ impl MembwRequest {
 
 impl MembwPlan {
     /// Measurement steps, for progress: the whole machine, then each cell of the matrix.
-    pub fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         1 + self.rows.len() * self.columns.len()
     }
 
     /// Runs the plan: the whole machine, then the node × node matrix cell by cell, saying
     /// each step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
-    pub fn run(&self, stop: &StopFlag, progress: &mut Progress) -> Result<MembwReport, MembwError> {
+    pub(crate) fn run(
+        &self,
+        stop: &StopFlag,
+        progress: &mut Progress,
+    ) -> Result<MembwReport, MembwError> {
         let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
             cpus,
             elements: self.elements,

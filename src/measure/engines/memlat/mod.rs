@@ -16,7 +16,7 @@
 
 mod request;
 
-pub use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+pub(crate) use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
 
 use serde::Serialize;
 use std::time::Instant;
@@ -27,16 +27,10 @@ use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::region::{Backing, Region};
 use crate::measure::runner::summary::Summary;
 
-/// The default distance between two chased pointers: one cache line.
-pub const DEFAULT_STRIDE_BYTES: usize = 64;
-
-/// The default randomisation window: one 4 KiB page.
-pub const DEFAULT_WINDOW_BYTES: usize = 4096;
-
 /// The default size ladder: from 4 KiB to the power of two at or above 4 × the last-level
 /// cache of the whole machine (at least 1 MiB), two points per octave (2^k and 1.5 × 2^k), so
 /// that the L1, L2, L3 and DRAM plateaus all show.
-pub fn default_sizes(llc_bytes_total: u64) -> Vec<u64> {
+pub(crate) fn default_sizes(llc_bytes_total: u64) -> Vec<u64> {
     let top = llc_bytes_total
         .saturating_mul(4)
         .clamp(1 << 20, 1 << 62)
@@ -55,7 +49,7 @@ pub fn default_sizes(llc_bytes_total: u64) -> Vec<u64> {
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChaseConfig {
+pub(crate) struct ChaseConfig {
     /// The CPU the chasing thread is pinned to.
     pub cpu: u32,
     /// Buffer sizes in bytes, each measured in turn.
@@ -79,7 +73,7 @@ pub struct ChaseConfig {
 
 /// The latency at one buffer size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChasePoint {
+pub(crate) struct ChasePoint {
     /// Buffer size in bytes.
     pub size_bytes: u64,
     /// Dependent loads per sample.
@@ -90,7 +84,7 @@ pub struct ChasePoint {
 
 /// One latency curve (or one point of it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChaseRun {
+pub(crate) struct ChaseRun {
     /// The chasing CPU.
     pub cpu: u32,
     /// The node the buffer was bound to; `null` = first touch by the chasing thread.
@@ -110,7 +104,7 @@ pub struct ChaseRun {
 
 /// The idle-latency node × node matrix: a CPU of node i chasing through memory of node j.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeLatency {
+pub(crate) struct NodeLatency {
     /// Buffer size of every cell, bytes.
     pub size_bytes: u64,
     /// Median nanoseconds per load; rows = CPU node, columns = memory node.
@@ -121,7 +115,7 @@ pub struct NodeLatency {
 
 /// Everything `lowlat measure memlat` measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemlatReport {
+pub(crate) struct MemlatReport {
     /// The latency curve over the sizes.
     pub curve: ChaseRun,
     /// The node matrix, when asked for (or when the machine has several nodes).
@@ -130,7 +124,7 @@ pub struct MemlatReport {
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
-pub enum MemlatError {
+pub(crate) enum MemlatError {
     /// The configuration is unusable.
     #[error("memlat: {0}")]
     Config(String),
@@ -154,7 +148,11 @@ pub enum MemlatError {
 
 /// The order in which the lines are visited: windows of `lines_per_window` lines in random
 /// order, the lines of each window in random order. Every line appears exactly once.
-pub fn visit_order(lines: usize, lines_per_window: usize, rng: &mut fastrand::Rng) -> Vec<usize> {
+pub(crate) fn visit_order(
+    lines: usize,
+    lines_per_window: usize,
+    rng: &mut fastrand::Rng,
+) -> Vec<usize> {
     let per = lines_per_window.clamp(1, lines.max(1));
     let mut windows: Vec<usize> = (0..lines.div_ceil(per)).collect();
     rng.shuffle(&mut windows);
@@ -215,7 +213,7 @@ const LOADS_PER_TURN: u64 = 16;
 
 impl ChaseConfig {
     /// Checks the configuration, so errors come before any memory is mapped.
-    pub fn check(&self) -> Result<(), MemlatError> {
+    pub(crate) fn check(&self) -> Result<(), MemlatError> {
         let stride = self.stride_bytes;
         if stride < size_of::<usize>() || !stride.is_power_of_two() {
             return Err(MemlatError::Config(format!(
@@ -250,7 +248,7 @@ impl ChaseConfig {
 
 /// Measures every size of `config` on its CPU. Ctrl-C or `stop` ends the run after the current
 /// size; the run then holds the sizes done.
-pub fn run(
+pub(crate) fn run(
     config: &ChaseConfig,
     stop: &StopFlag,
     progress: &mut Progress,

@@ -26,7 +26,7 @@ pub enum Window {
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemlatRequest {
+pub(crate) struct MemlatRequest {
     /// The CPU that chases the curve's pointers; `None`: the first chosen CPU.
     pub cpu: Option<u32>,
     /// The NUMA node of the curve's buffer; `None`: the chasing CPU's first touch.
@@ -51,7 +51,7 @@ pub struct MemlatRequest {
 
 /// Everything decided before a memlat run.
 #[derive(Debug, PartialEq)]
-pub struct MemlatPlan {
+pub(crate) struct MemlatPlan {
     /// The curve's configuration.
     pub curve: ChaseConfig,
     /// Matrix rows: node and the CPU that chases for it.
@@ -62,7 +62,7 @@ pub struct MemlatPlan {
 
 /// Why a memlat request cannot be run.
 #[derive(Debug, thiserror::Error)]
-pub enum MemlatPlanError {
+pub(crate) enum MemlatPlanError {
     /// The chasing CPU is not among the chosen CPUs.
     #[error("not among the chosen CPUs ({chosen})")]
     CpuNotChosen {
@@ -97,7 +97,7 @@ pub enum MemlatPlanError {
 impl MemlatRequest {
     /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
     /// they fit `budget`, before anything is mapped.
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         topology: &Topology,
         places: &[CpuPlace],
@@ -179,13 +179,13 @@ impl MemlatRequest {
 
 impl MemlatPlan {
     /// Measurement steps, for progress: each size of the curve, then each cell of the matrix.
-    pub fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         self.curve.sizes.len() + self.rows.len() * self.columns.len()
     }
 
     /// Runs the plan: the curve, then the node × node matrix at the largest size, saying each
     /// step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         stop: &StopFlag,
         progress: &mut Progress,

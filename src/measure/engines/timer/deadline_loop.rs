@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Largest latency the histogram resolves: 1 hour, ns (larger ones count at this value).
-pub const HIST_MAX_NS: u64 = 3_600_000_000_000;
+pub(crate) const HIST_MAX_NS: u64 = 3_600_000_000_000;
 
 /// Everything one timer loop records.
 #[derive(Debug, Clone)]

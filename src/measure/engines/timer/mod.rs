@@ -2,7 +2,7 @@
 //! cyclictest's measurement, with percentiles and skipped periods.
 
 pub mod cyclic;
-pub mod deadline_loop;
+pub(crate) mod deadline_loop;
 
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
