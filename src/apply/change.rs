@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::command::{Runner, shown};
 use super::journal::Record;
-use crate::machine::Machine;
+use crate::machine::{CpuSet, Machine};
 use crate::sysroot::{SysRoot, WriteError};
 
 /// What apply, revert and verify work with.
@@ -17,6 +17,13 @@ pub struct Ctx<'a> {
     pub machine: &'a Machine,
     /// System commands; set only for the live machine.
     pub runner: Option<&'a dyn Runner>,
+}
+
+impl Ctx<'_> {
+    /// Every CPU the machine has, online or not: the CPUs a plan's values may name.
+    pub fn machine_cpus(&self) -> CpuSet {
+        self.machine.topology.cpus.iter().map(|c| c.cpu).collect()
+    }
 }
 
 /// What a change found before acting.

@@ -120,7 +120,7 @@ pub struct Item {
 /// nothing has been changed.
 pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<Vec<Item>, String> {
     let mut items = Vec::new();
-    let mut problems = Vec::new();
+    let mut problems = conflicting_settings(&plan.settings);
     let boot_settings: Vec<&Setting> = plan
         .settings
         .iter()
@@ -179,6 +179,26 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
             problems.join("\n  ")
         ))
     }
+}
+
+/// One problem for each id that two settings of the plan give different values.
+fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
+    let mut first: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for setting in settings {
+        let id = setting.id.to_string();
+        match first.get(&id) {
+            Some(value) if *value != setting.value => problems.push(format!(
+                "{id}: the plan sets it twice, to {value} and to {}; keep one",
+                setting.value
+            )),
+            Some(_) => {}
+            None => {
+                first.insert(id, &setting.value);
+            }
+        }
+    }
+    problems
 }
 
 /// What happened to one change.

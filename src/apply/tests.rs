@@ -429,3 +429,36 @@ fn scopes_split_runtime_from_persistent() {
     assert!(boot.iter().any(|i| i.label == "file:/etc/lowlat/plan.json"));
     assert!(!runtime.iter().any(|i| i.layer == Layer::Boot));
 }
+
+#[test]
+fn one_id_with_two_values_refuses_the_plan() {
+    // U-10: both settings used to be applied, the second one winning.
+    let f = Fixture::new("rt-guest-4vcpu");
+    let mut plan = plan_for(&f.machine, &f.root());
+    plan.settings
+        .push(setting("sysctl:vm.stat_interval", "20", Layer::Sysctl));
+    let root = f.root();
+    let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
+        Err(e) => e,
+        Ok(_) => panic!("prepared a plan setting one id twice"),
+    };
+    assert!(
+        err.contains("sysctl:vm.stat_interval: the plan sets it twice, to 10 and to 20"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cpus_the_machine_lacks_refuse_the_plan() {
+    // U-10: `apply --force` of a bigger machine's plan wrote affinities for missing CPUs.
+    let f = Fixture::new("rt-guest-4vcpu");
+    let mut plan = plan_for(&f.machine, &f.root());
+    plan.settings
+        .push(setting("irq:default:affinity", "ff", Layer::Runtime));
+    let root = f.root();
+    let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
+        Err(e) => e,
+        Ok(_) => panic!("prepared a plan naming CPUs 4-7 on a 4-CPU machine"),
+    };
+    assert!(err.contains("names CPUs 4-7"), "{err}");
+}

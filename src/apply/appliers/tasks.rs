@@ -4,7 +4,7 @@
 //! directory tree they are read (for verify) but not changed. A thread the kernel will not
 //! move (a per-CPU kernel thread, `PF_NO_SETAFFINITY`) is reported, and apply goes on.
 
-use super::Expansion;
+use super::{Expansion, kernel};
 use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
 use crate::apply::journal::Record;
 use crate::machine::tasks::{parse_stat, parse_status};
@@ -346,17 +346,22 @@ pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
     }
     Some(match attribute {
         TaskAttribute::Affinity => match CpuSet::parse_list(value) {
-            Ok(cpus) if !cpus.is_empty() => Expansion::Changes(
-                matched
-                    .into_iter()
-                    .map(|thread| {
-                        Box::new(AffinityChange {
-                            thread,
-                            cpus: cpus.clone(),
-                        }) as Box<dyn Change>
-                    })
-                    .collect(),
-            ),
+            Ok(cpus) if !cpus.is_empty() => {
+                match kernel::check_cpus_exist(&cpus, &ctx.machine_cpus()) {
+                    Err(problem) => Expansion::Invalid(problem.to_string()),
+                    Ok(()) => Expansion::Changes(
+                        matched
+                            .into_iter()
+                            .map(|thread| {
+                                Box::new(AffinityChange {
+                                    thread,
+                                    cpus: cpus.clone(),
+                                }) as Box<dyn Change>
+                            })
+                            .collect(),
+                    ),
+                }
+            }
             Ok(_) => Expansion::Invalid("an empty CPU list would stop the tasks".into()),
             Err(e) => Expansion::Invalid(format!("'{value}' is not a CPU list: {e}")),
         },
