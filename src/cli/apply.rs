@@ -20,6 +20,7 @@ use crate::sysroot::SysRoot;
     group(ArgGroup::new("scope").args(["runtime", "boot", "all"])),
     after_help = "Examples:\n  lowlat plan --out /tmp/plan && sudo lowlat apply --plan /tmp/plan/plan.json\n  \
 lowlat apply --plan plan.json --dry-run\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
+Needs the live machine or --root DIR (--snapshot is refused: a snapshot is read-only).\n\n\
 Every prior value is journaled in /var/lib/lowlat/journal.jsonl (under --root) before it \
 changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do), 1 some \
 changes were refused by the machine, 2 nothing or not everything could be done (the message says \
