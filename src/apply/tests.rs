@@ -462,3 +462,32 @@ fn cpus_the_machine_lacks_refuse_the_plan() {
     };
     assert!(err.contains("names CPUs 4-7"), "{err}");
 }
+
+#[test]
+fn a_dry_run_counts_every_plan_setting_once() {
+    // U-7: the boot item of 12 kernel arguments was counted as one setting.
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let ctx = ctx(&root, &f.machine);
+    let items = prepare(&ctx, &plan, "{}", Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    let counted: usize = [
+        ItemStatus::Applied,
+        ItemStatus::WouldChange,
+        ItemStatus::InPlace,
+        ItemStatus::Refused,
+        ItemStatus::Unsupported,
+        ItemStatus::Manual,
+    ]
+    .into_iter()
+    .map(|status| report.count(status))
+    .sum();
+    let boot = plan
+        .settings
+        .iter()
+        .filter(|s| s.layer == Layer::Boot)
+        .count();
+    assert!(boot > 1, "the plan has {boot} kernel arguments");
+    assert_eq!(counted, plan.settings.len());
+}

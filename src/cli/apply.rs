@@ -155,7 +155,7 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     )?;
     let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
     let to_change = preview.count(ItemStatus::WouldChange);
-    if args.dry_run || to_change == 0 {
+    if args.dry_run || !preview.has(ItemStatus::WouldChange) {
         stdout.write_all(render_apply(&preview).as_bytes())?;
         if !args.dry_run {
             writeln!(stdout, "Nothing to change.")?;
@@ -179,7 +179,7 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     stdout.write_all(render_apply(&report).as_bytes())?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
-    } else if report.count(ItemStatus::Refused) > 0 {
+    } else if report.has(ItemStatus::Refused) {
         exit::FAILURES
     } else {
         exit::OK
