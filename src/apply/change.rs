@@ -26,6 +26,31 @@ impl Ctx<'_> {
     }
 }
 
+/// Why a change cannot be made on this root: the one answer apply (`unsupported`) and verify
+/// (`unsupported`, not drift) both give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// Threads are only changed on the live machine.
+    #[error(
+        "tasks can only be changed on the live machine; in a directory tree they are left as they are"
+    )]
+    TasksNotLive,
+    /// Services are only managed on the live machine.
+    #[error("services are only managed on the live machine, with systemctl")]
+    ServicesNotLive,
+    /// No systemctl on the live machine.
+    #[error("systemctl is not installed: lowlat manages services only through systemd")]
+    NoSystemctl,
+    /// Neither grubby nor a GRUB defaults file.
+    #[error(
+        "no grubby and no {defaults}: add the arguments with your bootloader's own tool (for systemd-boot, /etc/kernel/cmdline and kernel-install)"
+    )]
+    NoBootloader {
+        /// The GRUB defaults file looked for.
+        defaults: &'static str,
+    },
+}
+
 /// What a change found before acting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inspection {
@@ -96,7 +121,7 @@ pub trait Change {
     fn desired(&self) -> String;
     /// Whether it can be made on this root; the reason when not. Checked before anything is
     /// journaled.
-    fn supported(&self, _ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, _ctx: &Ctx) -> Result<(), Unsupported> {
         Ok(())
     }
     /// Reads the current state.

@@ -524,7 +524,9 @@ fn run_one(
     steps: &mut Steps,
 ) -> Result<(), ChangeError> {
     if let Err(reason) = change.supported(ctx) {
-        line.outcome = Outcome::Unsupported { reason };
+        line.outcome = Outcome::Unsupported {
+            reason: reason.to_string(),
+        };
         return Ok(());
     }
     let inspection = change.inspect(ctx)?;

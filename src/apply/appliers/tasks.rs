@@ -5,7 +5,7 @@
 //! move (a per-CPU kernel thread, `PF_NO_SETAFFINITY`) is reported, and apply goes on.
 
 use super::{Expansion, kernel};
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
+use crate::apply::change::{Change, ChangeError, Ctx, Inspection, Unsupported};
 use crate::apply::journal::Record;
 use crate::machine::tasks::{parse_stat, parse_status};
 use crate::machine::{Avail, CpuSet, Warnings};
@@ -13,8 +13,6 @@ use crate::sysroot::SysRoot;
 use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
 
 /// Why tasks are left alone in a directory tree.
-const TREE_ONLY: &str =
-    "tasks can only be changed on the live machine; in a directory tree they are left as they are";
 
 /// A thread to change: its id and command name when matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,11 +55,11 @@ fn read_affinity(root: &SysRoot, tid: u32) -> Option<CpuSet> {
     parse_status(&text, &path, &mut Warnings::default()).cpus_allowed
 }
 
-fn live_only(ctx: &Ctx) -> Result<(), String> {
+fn live_only(ctx: &Ctx) -> Result<(), Unsupported> {
     if ctx.root.is_live() {
         Ok(())
     } else {
-        Err(TREE_ONLY.into())
+        Err(Unsupported::TasksNotLive)
     }
 }
 
@@ -82,7 +80,7 @@ impl Change for AffinityChange {
         self.cpus.to_list()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
@@ -208,7 +206,7 @@ impl Change for SchedulerChange {
         self.policy.shown()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
