@@ -44,3 +44,18 @@ fn verify_after_a_complete_apply_finds_no_drift() {
         .code(0)
         .stdout(predicate::str::contains(" 0 drift"));
 }
+
+#[test]
+fn verify_under_a_root_says_where_it_looked_for_the_plan() {
+    // U-9: the message named /etc/lowlat/plan.json as if on the live machine.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    crate::support::tree::copy_tree(&crate::support::fixture("rt-guest-4vcpu"), &root);
+    let root_arg = root.to_str().unwrap();
+    lowlat(&["--root", root_arg, "verify"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "/etc/lowlat/plan.json under --root {root_arg}: no installed plan"
+        )));
+}

@@ -12,8 +12,6 @@ use crate::machine::{Avail, CpuSet, Warnings};
 use crate::sysroot::SysRoot;
 use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
 
-/// Why tasks are left alone in a directory tree.
-
 /// A thread to change: its id and command name when matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
