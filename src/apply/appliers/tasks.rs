@@ -137,9 +137,31 @@ pub struct Policy {
     pub priority: u32,
 }
 
+/// Why a scheduling policy value is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// An unknown policy name.
+    #[error("'{0}' is not fifo:N, rr:N, other, batch or idle")]
+    UnknownPolicy(String),
+    /// A real-time priority outside 1 to 99.
+    #[error("'{0}' is not a real-time priority (1 to 99)")]
+    BadPriority(String),
+    /// fifo or rr without a priority.
+    #[error("'{text}' needs a priority: {name}:<1-99>")]
+    NeedsPriority {
+        /// The value.
+        text: String,
+        /// The policy name.
+        name: String,
+    },
+    /// A priority for a policy that has none.
+    #[error("'{0}': only fifo and rr take a priority")]
+    NoPriority(String),
+}
+
 impl Policy {
     /// Parses `fifo:<1-99>`, `rr:<1-99>`, `other`, `batch` or `idle`.
-    pub fn parse(text: &str) -> Result<Policy, String> {
+    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
         let (name, priority) = match text.split_once(':') {
             Some((name, p)) => (name, Some(p)),
             None => (text, None),
@@ -150,11 +172,7 @@ impl Policy {
             "rr" => libc::SCHED_RR,
             "batch" => libc::SCHED_BATCH,
             "idle" => libc::SCHED_IDLE,
-            _ => {
-                return Err(format!(
-                    "'{text}' is not fifo:N, rr:N, other, batch or idle"
-                ));
-            }
+            _ => return Err(PolicyError::UnknownPolicy(text.to_string())),
         } as u32;
         let realtime = matches!(name, "fifo" | "rr");
         let priority = match (realtime, priority) {
@@ -162,10 +180,15 @@ impl Policy {
                 .parse::<u32>()
                 .ok()
                 .filter(|p| (1..=99).contains(p))
-                .ok_or_else(|| format!("'{p}' is not a real-time priority (1 to 99)"))?,
+                .ok_or_else(|| PolicyError::BadPriority(p.to_string()))?,
             (false, None) => 0,
-            (true, None) => return Err(format!("'{text}' needs a priority: {name}:<1-99>")),
-            (false, Some(_)) => return Err(format!("'{text}': only fifo and rr take a priority")),
+            (true, None) => {
+                return Err(PolicyError::NeedsPriority {
+                    text: text.to_string(),
+                    name: name.to_string(),
+                });
+            }
+            (false, Some(_)) => return Err(PolicyError::NoPriority(text.to_string())),
         };
         Ok(Policy { policy, priority })
     }
@@ -368,7 +391,7 @@ pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
                     .map(|thread| Box::new(SchedulerChange { thread, policy }) as Box<dyn Change>)
                     .collect(),
             ),
-            Err(e) => Expansion::Invalid(e),
+            Err(e) => Expansion::Invalid(e.to_string()),
         },
     })
 }
