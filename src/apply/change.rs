@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::command::{Runner, shown};
 use super::journal::Record;
-use crate::machine::Machine;
+use crate::machine::{CpuSet, Machine};
 use crate::sysroot::{SysRoot, WriteError};
 
 /// What apply, revert and verify work with.
@@ -17,6 +17,38 @@ pub struct Ctx<'a> {
     pub machine: &'a Machine,
     /// System commands; set only for the live machine.
     pub runner: Option<&'a dyn Runner>,
+}
+
+impl Ctx<'_> {
+    /// Every CPU the machine has, online or not: the CPUs a plan's values may name.
+    pub fn machine_cpus(&self) -> CpuSet {
+        self.machine.topology.cpus.iter().map(|c| c.cpu).collect()
+    }
+}
+
+/// Why a change cannot be made on this root: the one answer apply (`unsupported`) and verify
+/// (`unsupported`, not drift) both give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// Threads are only changed on the live machine.
+    #[error(
+        "tasks can only be changed on the live machine; in a directory tree they are left as they are"
+    )]
+    TasksNotLive,
+    /// Services are only managed on the live machine.
+    #[error("services are only managed on the live machine, with systemctl")]
+    ServicesNotLive,
+    /// No systemctl on the live machine.
+    #[error("systemctl is not installed: lowlat manages services only through systemd")]
+    NoSystemctl,
+    /// Neither grubby nor a GRUB defaults file.
+    #[error(
+        "no grubby and no {defaults}: add the arguments with your bootloader's own tool (for systemd-boot, /etc/kernel/cmdline and kernel-install)"
+    )]
+    NoBootloader {
+        /// The GRUB defaults file looked for.
+        defaults: &'static str,
+    },
 }
 
 /// What a change found before acting.
@@ -89,7 +121,7 @@ pub trait Change {
     fn desired(&self) -> String;
     /// Whether it can be made on this root; the reason when not. Checked before anything is
     /// journaled.
-    fn supported(&self, _ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, _ctx: &Ctx) -> Result<(), Unsupported> {
         Ok(())
     }
     /// Reads the current state.

@@ -267,36 +267,63 @@ pub fn encode(seq: usize, record: &Record) -> String {
     )
 }
 
+/// Why one journal line is not a record.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("not UTF-8 text")]
+    NotText,
+    #[error("does not start with {{\"crc32\":\"")]
+    NoStart,
+    #[error("too short")]
+    TooShort,
+    #[error("'{0}' is not a checksum")]
+    BadChecksum(String),
+    #[error("is not {{\"crc32\":...,\"entry\":{{...}}}}")]
+    NoEntry,
+    #[error("checksum mismatch (line says {stored:08x}, content gives {actual:08x})")]
+    Mismatch { stored: u32, actual: u32 },
+    #[error("not a journal record: {0}")]
+    NotRecord(serde_json::Error),
+    #[error("record number {found} found on line {seq}: lines are missing or repeated")]
+    OutOfOrder { found: usize, seq: usize },
+    #[error(
+        "the last line is cut off and does not start like a record (it is not a line lowlat was appending)"
+    )]
+    TornNotRecord,
+}
+
 /// Decodes line `seq` (without its newline).
-fn decode(line: &[u8], seq: usize) -> Result<Record, String> {
-    let text = std::str::from_utf8(line).map_err(|_| "not UTF-8 text".to_string())?;
-    let rest = text
-        .strip_prefix(LINE_START)
-        .ok_or("does not start with {\"crc32\":\"")?;
+fn decode(line: &[u8], seq: usize) -> Result<Record, LineError> {
+    let text = std::str::from_utf8(line).map_err(|_| LineError::NotText)?;
+    let rest = text.strip_prefix(LINE_START).ok_or(LineError::NoStart)?;
     let (crc, rest) = (
-        rest.get(..8).ok_or("too short")?,
+        rest.get(..8).ok_or(LineError::TooShort)?,
         rest.get(8..).unwrap_or(""),
     );
-    let crc = u32::from_str_radix(crc, 16).map_err(|_| format!("'{crc}' is not a checksum"))?;
+    let stored =
+        u32::from_str_radix(crc, 16).map_err(|_| LineError::BadChecksum(crc.to_string()))?;
     let json = rest
         .strip_prefix(ENTRY_KEY)
         .and_then(|r| r.strip_suffix('}'))
-        .ok_or("is not {\"crc32\":...,\"entry\":{...}}")?;
+        .ok_or(LineError::NoEntry)?;
     let actual = crc32(json.as_bytes());
-    if actual != crc {
-        return Err(format!(
-            "checksum mismatch (line says {crc:08x}, content gives {actual:08x})"
-        ));
+    if actual != stored {
+        return Err(LineError::Mismatch { stored, actual });
     }
-    let line: Line =
-        serde_json::from_str(json).map_err(|e| format!("not a journal record: {e}"))?;
+    let line: Line = serde_json::from_str(json).map_err(LineError::NotRecord)?;
     if line.seq != seq {
-        return Err(format!(
-            "record number {} found on line {seq}: lines are missing or repeated",
-            line.seq
-        ));
+        return Err(LineError::OutOfOrder {
+            found: line.seq,
+            seq,
+        });
     }
     Ok(line.record)
+}
+
+/// Whether `tail` can be a line cut while lowlat appended it: it starts like a record.
+fn starts_like_a_record(tail: &[u8]) -> bool {
+    let start = LINE_START.as_bytes();
+    tail.starts_with(start) || start.starts_with(tail)
 }
 
 /// One record and the 1-based line it was read from.
@@ -356,7 +383,7 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
     // that was being written when the writer stopped.
     let tail = lines.pop().filter(|last| !last.is_empty());
     for (i, line) in lines.iter().enumerate() {
-        let record = decode(line, i + 1).map_err(|problem| damaged(i + 1, problem))?;
+        let record = decode(line, i + 1).map_err(|problem| damaged(i + 1, problem.to_string()))?;
         journal.entries.push(Entry {
             line: i + 1,
             record,
@@ -367,6 +394,11 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
         match decode(tail, line) {
             // Everything but the newline made it to disk: the record is whole.
             Ok(record) => journal.entries.push(Entry { line, record }),
+            // Bytes that are no record at all (NULs after a power loss, text edited by hand):
+            // damage, not an interrupted append.
+            Err(_) if !starts_like_a_record(tail) => {
+                return Err(damaged(line, LineError::TornNotRecord.to_string()));
+            }
             // Cut while being appended: its change was never made (records come first).
             Err(_) => {
                 journal.torn_last_line = Some(line);
@@ -563,6 +595,23 @@ mod tests {
             .to_string();
         assert!(err.starts_with("/var/j:2: "), "{err}");
         assert!(err.contains("changed nothing"), "{err}");
+    }
+
+    #[test]
+    fn nul_bytes_or_a_lone_unterminated_line_are_damage_not_a_torn_append() {
+        // W-4: each of these was taken for a torn last line and the journal was deleted.
+        let whole = text(&[begin(), knob("/a")]);
+        let mut nul_tail = whole.clone().into_bytes();
+        nul_tail.extend([0u8; 64]);
+        let cases: [(&[u8], &str); 3] = [
+            (&[0u8; 512], "/var/j:1: "),
+            (b"some text without a newline", "/var/j:1: "),
+            (&nul_tail, "/var/j:3: "),
+        ];
+        for (bytes, at) in cases {
+            let err = parse(bytes, "/var/j").unwrap_err().to_string();
+            assert!(err.starts_with(at), "{err}");
+        }
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub struct Item {
     pub label: String,
     /// Its layer.
     pub layer: Layer,
+    /// How many of the plan's settings it stands for (the boot item: every boot setting; the
+    /// installed plan file: none).
+    pub settings: usize,
     /// What it turned into.
     pub expansion: Expansion,
     /// For the boot item: the arguments of every boot setting.
@@ -120,7 +123,7 @@ pub struct Item {
 /// nothing has been changed.
 pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<Vec<Item>, String> {
     let mut items = Vec::new();
-    let mut problems = Vec::new();
+    let mut problems = conflicting_settings(&plan.settings);
     let boot_settings: Vec<&Setting> = plan
         .settings
         .iter()
@@ -133,7 +136,6 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
                 continue;
             }
             boot_done = true;
-            let ids: Vec<&str> = boot_settings.iter().map(|s| s.id.as_str()).collect();
             let (expansion, boot_args) = match boot::args_of(&boot_settings) {
                 Ok(args) => (boot::expand(ctx, &args), Some(AllArgs::of(&args))),
                 Err(problem) => (Expansion::Invalid(problem), None),
@@ -142,8 +144,9 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
                 problems.push(problem.clone());
             }
             items.push(Item {
-                label: format!("cmdline:* ({} settings)", ids.len()),
+                label: format!("cmdline:* ({} settings)", boot_settings.len()),
                 layer: Layer::Boot,
+                settings: boot_settings.len(),
                 expansion,
                 boot_args,
             });
@@ -154,8 +157,9 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
             problems.push(format!("{}: {problem}", setting.id));
         }
         items.push(Item {
-            label: setting.id.clone(),
+            label: setting.id.to_string(),
             layer: setting.layer,
+            settings: 1,
             expansion,
             boot_args: None,
         });
@@ -164,6 +168,7 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
         items.push(Item {
             label: format!("file:{}", systemd::PLAN_PATH),
             layer: Layer::File,
+            settings: 0,
             expansion: Expansion::Changes(vec![Box::new(appliers::file::FileChange {
                 path: systemd::PLAN_PATH.to_string(),
                 content: plan_text.as_bytes().to_vec(),
@@ -179,6 +184,26 @@ pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<
             problems.join("\n  ")
         ))
     }
+}
+
+/// One problem for each id that two settings of the plan give different values.
+fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
+    let mut first: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for setting in settings {
+        let id = setting.id.to_string();
+        match first.get(&id) {
+            Some(value) if *value != setting.value => problems.push(format!(
+                "{id}: the plan sets it twice, to {value} and to {}; keep one",
+                setting.value
+            )),
+            Some(_) => {}
+            None => {
+                first.insert(id, &setting.value);
+            }
+        }
+    }
+    problems
 }
 
 /// What happened to one change.
@@ -256,6 +281,8 @@ pub struct ItemReport {
     pub label: String,
     /// Its layer.
     pub layer: Layer,
+    /// How many of the plan's settings it stands for (see [`Item::settings`]).
+    pub settings: usize,
     /// The summary.
     pub status: ItemStatus,
     /// Why, for unsupported and manual items.
@@ -297,9 +324,19 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
-    /// How many items have `status`.
+    /// How many of the plan's settings have `status` (the boot item counts each boot setting;
+    /// the installed plan file none), so the counts add up to the settings in scope.
     pub fn count(&self, status: ItemStatus) -> usize {
-        self.items.iter().filter(|i| i.status == status).count()
+        self.items
+            .iter()
+            .filter(|i| i.status == status)
+            .map(|i| i.settings)
+            .sum()
+    }
+
+    /// Whether any item (the installed plan file included) has `status`.
+    pub fn has(&self, status: ItemStatus) -> bool {
+        self.items.iter().any(|i| i.status == status)
     }
 }
 
@@ -399,6 +436,7 @@ pub fn execute(
         let mut item_report = ItemReport {
             label: item.label.clone(),
             layer: item.layer,
+            settings: item.settings,
             status: ItemStatus::InPlace,
             reason: None,
             changes: Vec::new(),
@@ -486,7 +524,9 @@ fn run_one(
     steps: &mut Steps,
 ) -> Result<(), ChangeError> {
     if let Err(reason) = change.supported(ctx) {
-        line.outcome = Outcome::Unsupported { reason };
+        line.outcome = Outcome::Unsupported {
+            reason: reason.to_string(),
+        };
         return Ok(());
     }
     let inspection = change.inspect(ctx)?;

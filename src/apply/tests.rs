@@ -429,3 +429,65 @@ fn scopes_split_runtime_from_persistent() {
     assert!(boot.iter().any(|i| i.label == "file:/etc/lowlat/plan.json"));
     assert!(!runtime.iter().any(|i| i.layer == Layer::Boot));
 }
+
+#[test]
+fn one_id_with_two_values_refuses_the_plan() {
+    // U-10: both settings used to be applied, the second one winning.
+    let f = Fixture::new("rt-guest-4vcpu");
+    let mut plan = plan_for(&f.machine, &f.root());
+    plan.settings
+        .push(setting("sysctl:vm.stat_interval", "20", Layer::Sysctl));
+    let root = f.root();
+    let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
+        Err(e) => e,
+        Ok(_) => panic!("prepared a plan setting one id twice"),
+    };
+    assert!(
+        err.contains("sysctl:vm.stat_interval: the plan sets it twice, to 10 and to 20"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cpus_the_machine_lacks_refuse_the_plan() {
+    // U-10: `apply --force` of a bigger machine's plan wrote affinities for missing CPUs.
+    let f = Fixture::new("rt-guest-4vcpu");
+    let mut plan = plan_for(&f.machine, &f.root());
+    plan.settings
+        .push(setting("irq:default:affinity", "ff", Layer::Runtime));
+    let root = f.root();
+    let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
+        Err(e) => e,
+        Ok(_) => panic!("prepared a plan naming CPUs 4-7 on a 4-CPU machine"),
+    };
+    assert!(err.contains("names CPUs 4-7"), "{err}");
+}
+
+#[test]
+fn a_dry_run_counts_every_plan_setting_once() {
+    // U-7: the boot item of 12 kernel arguments was counted as one setting.
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let ctx = ctx(&root, &f.machine);
+    let items = prepare(&ctx, &plan, "{}", Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    let counted: usize = [
+        ItemStatus::Applied,
+        ItemStatus::WouldChange,
+        ItemStatus::InPlace,
+        ItemStatus::Refused,
+        ItemStatus::Unsupported,
+        ItemStatus::Manual,
+    ]
+    .into_iter()
+    .map(|status| report.count(status))
+    .sum();
+    let boot = plan
+        .settings
+        .iter()
+        .filter(|s| s.layer == Layer::Boot)
+        .count();
+    assert!(boot > 1, "the plan has {boot} kernel arguments");
+    assert_eq!(counted, plan.settings.len());
+}

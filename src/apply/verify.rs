@@ -139,6 +139,9 @@ fn check_changes(ctx: &Ctx, setting: &Setting) -> (Status, String) {
     };
     let mut first = None;
     for change in &changes {
+        if let Err(why) = change.supported(ctx) {
+            return (Status::Unsupported, why.to_string());
+        }
         match change.inspect(ctx) {
             Ok(inspection) if inspection.in_place => {
                 first.get_or_insert(inspection.current);
@@ -178,6 +181,9 @@ fn check_boot(ctx: &Ctx, setting: &Setting) -> (Status, String) {
     };
     if args.satisfied_by(&cmdline.raw) {
         return (Status::Ok, running);
+    }
+    if let Err(why) = boot::backend(ctx) {
+        return (Status::Unsupported, format!("{running} now; {why}"));
     }
     match boot::configured(ctx, &args) {
         Ok(true) => (

@@ -20,6 +20,7 @@ use crate::sysroot::SysRoot;
     group(ArgGroup::new("scope").args(["runtime", "boot", "all"])),
     after_help = "Examples:\n  lowlat plan --out /tmp/plan && sudo lowlat apply --plan /tmp/plan/plan.json\n  \
 lowlat apply --plan plan.json --dry-run\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
+Needs the live machine or --root DIR (--snapshot is refused: a snapshot is read-only).\n\n\
 Every prior value is journaled in /var/lib/lowlat/journal.jsonl (under --root) before it \
 changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do), 1 some \
 changes were refused by the machine, 2 nothing or not everything could be done (the message says \
@@ -154,7 +155,7 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     )?;
     let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
     let to_change = preview.count(ItemStatus::WouldChange);
-    if args.dry_run || to_change == 0 {
+    if args.dry_run || !preview.has(ItemStatus::WouldChange) {
         stdout.write_all(render_apply(&preview).as_bytes())?;
         if !args.dry_run {
             writeln!(stdout, "Nothing to change.")?;
@@ -178,7 +179,7 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     stdout.write_all(render_apply(&report).as_bytes())?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
-    } else if report.count(ItemStatus::Refused) > 0 {
+    } else if report.has(ItemStatus::Refused) {
         exit::FAILURES
     } else {
         exit::OK

@@ -14,10 +14,13 @@ use crate::report::apply::render_revert;
 
 /// Options of `lowlat revert`.
 #[derive(Debug, Args)]
-#[command(after_help = "Puts back every value `lowlat apply` journaled in \
+#[command(
+    after_help = "Needs the live machine or --root DIR (--snapshot is refused: a snapshot is \
+read-only).\n\nPuts back every value `lowlat apply` journaled in \
 /var/lib/lowlat/journal.jsonl (under --root), latest first, then removes the journal. Running it \
 again does nothing. Exit codes: 0 reverted (or nothing to revert), 1 some values were refused by \
-the machine, 2 the journal is damaged (nothing was changed) or revert stopped (run it again).")]
+the machine, 2 the journal is damaged (nothing was changed) or revert stopped (run it again)."
+)]
 pub struct RevertArgs {
     /// List what would be restored, change nothing.
     #[arg(long)]

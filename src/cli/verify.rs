@@ -42,8 +42,13 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         ),
         None => (
             root.read(systemd::PLAN_PATH).with_context(|| {
+                let under = if root.is_live() {
+                    String::new()
+                } else {
+                    format!(" under --root {}", root.dir_path().display())
+                };
                 format!(
-                    "{}: no installed plan; give one with --plan FILE",
+                    "{}{under}: no installed plan; give one with --plan FILE",
                     systemd::PLAN_PATH
                 )
             })?,

@@ -8,8 +8,11 @@ use crate::apply::verify;
 use crate::apply::{ApplyReport, ChangeReport, ItemReport, ItemStatus, Outcome};
 use crate::machine::truncate;
 
-/// The widest value shown before it is cut.
+/// The widest value shown before it is cut (apply) or moved to its own line (verify).
 const VALUE_WIDTH: usize = 60;
+
+/// The width of verify's EXPECTED column.
+const EXPECTED_WIDTH: usize = 24;
 
 fn change_detail(change: &ChangeReport) -> String {
     let from = if change.from.is_empty() {
@@ -168,18 +171,25 @@ pub fn render_verify(report: &verify::Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  {:<15} {:<40} {:<24} ACTUAL",
+        "  {:<15} {:<40} {:<EXPECTED_WIDTH$} ACTUAL",
         "STATUS", "SETTING", "EXPECTED"
     );
     for check in &report.checks {
-        let _ = writeln!(
-            out,
-            "  {:<15} {:<40} {:<24} {}",
-            check.status.name(),
-            check.id,
-            truncate(&check.expected, 24),
-            truncate(&check.actual, VALUE_WIDTH)
-        );
+        let status = check.status.name();
+        if check.expected.chars().count() <= EXPECTED_WIDTH
+            && check.actual.chars().count() <= VALUE_WIDTH
+        {
+            let _ = writeln!(
+                out,
+                "  {status:<15} {:<40} {:<EXPECTED_WIDTH$} {}",
+                check.id, check.expected, check.actual
+            );
+        } else {
+            // Too long for the columns: whole values on their own lines, never cut.
+            let _ = writeln!(out, "  {status:<15} {}", check.id);
+            let _ = writeln!(out, "  {:<15}   expected: {}", "", check.expected);
+            let _ = writeln!(out, "  {:<15}   actual:   {}", "", check.actual);
+        }
     }
     let s = &report.summary;
     let _ = writeln!(
@@ -188,4 +198,29 @@ pub fn render_verify(report: &verify::Report) -> String {
         s.ok, s.drift, s.pending_reboot, s.unsupported, report.plan
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_shows_long_values_whole() {
+        // U-6: `transparent_hugepage=nev...` was cut at the column width.
+        let long =
+            "quiet transparent_hugepage=never isolcpus=managed_irq,domain,2-31 nohz_full=2-31";
+        let report = verify::Report {
+            plan: "/tmp/plan.json".into(),
+            summary: verify::Summary::default(),
+            checks: vec![verify::Check {
+                id: "cmdline:*".into(),
+                layer: crate::tuning::setting::Layer::Boot,
+                status: verify::Status::Drift,
+                expected: long.into(),
+                actual: long.into(),
+            }],
+        };
+        let text = render_verify(&report);
+        assert_eq!(text.matches(long).count(), 2, "{text}");
+    }
 }

@@ -7,6 +7,7 @@
 mod support;
 
 mod apply_cli;
+mod apply_defects;
 mod apply_live;
 mod audit;
 mod cli_measure;

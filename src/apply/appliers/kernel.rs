@@ -8,6 +8,7 @@ use super::Expansion;
 use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
 use crate::apply::journal::{Bytes, Record};
 use crate::machine::CpuSet;
+use crate::machine::cpulist::CpuSetError;
 use crate::sysroot::SysRoot;
 use crate::tuning::setting_id::SettingId;
 
@@ -52,20 +53,66 @@ impl Form {
         }
     }
 
-    /// Checks a desired value; the problem when it cannot be one.
-    fn check(self, want: &str) -> Result<(), String> {
-        match self {
-            Form::CpuList => CpuSet::parse_list(want)
-                .map(|_| ())
-                .map_err(|e| format!("'{want}' is not a CPU list: {e}")),
-            Form::CpuMask => CpuSet::parse_mask(want)
-                .map(|_| ())
-                .map_err(|e| format!("'{want}' is not a CPU mask: {e}")),
+    /// Checks a desired value against the CPUs the machine has (`cpus`).
+    fn check(self, want: &str, cpus: &CpuSet) -> Result<(), ValueError> {
+        let named = match self {
+            Form::CpuList => CpuSet::parse_list(want),
+            Form::CpuMask => CpuSet::parse_mask(want),
             Form::Text | Form::Choice if want.trim().is_empty() || want.contains('\n') => {
-                Err("the value must be one line, not empty".into())
+                return Err(ValueError::NotOneLine);
             }
-            Form::Text | Form::Choice => Ok(()),
+            Form::Text | Form::Choice => return Ok(()),
         }
+        .map_err(|source| ValueError::NotCpus {
+            value: want.to_string(),
+            form: if self == Form::CpuMask {
+                "mask"
+            } else {
+                "list"
+            },
+            source,
+        })?;
+        check_cpus_exist(&named, cpus)
+    }
+}
+
+/// Why a desired value cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    /// Not a CPU list or mask.
+    #[error("'{value}' is not a CPU {form}: {source}")]
+    NotCpus {
+        /// The value.
+        value: String,
+        /// `list` or `mask`.
+        form: &'static str,
+        /// Why.
+        source: CpuSetError,
+    },
+    /// Empty, or more than one line.
+    #[error("the value must be one line, not empty")]
+    NotOneLine,
+    /// Names CPUs the machine does not have (a plan made for a bigger machine).
+    #[error(
+        "it names CPUs {missing} and this machine has only CPUs {have}; make a plan on this machine with `lowlat plan` (nothing overrides this)"
+    )]
+    NoSuchCpus {
+        /// The CPUs named that do not exist, as a list.
+        missing: String,
+        /// The machine's CPUs, as a list.
+        have: String,
+    },
+}
+
+/// Refuses a CPU set naming CPUs not in `cpus` (the machine's CPUs, online or not).
+pub fn check_cpus_exist(named: &CpuSet, cpus: &CpuSet) -> Result<(), ValueError> {
+    if named.is_subset(cpus) {
+        Ok(())
+    } else {
+        Err(ValueError::NoSuchCpus {
+            missing: named.difference(cpus).to_list(),
+            have: cpus.to_list(),
+        })
     }
 }
 
@@ -162,10 +209,11 @@ pub fn restore(
 const CPU: &str = "/sys/devices/system/cpu";
 
 /// The knob changes of a target that is a kernel knob; `None` for other targets.
-pub fn expand(root: &SysRoot, target: &SettingId, value: &str) -> Option<Expansion> {
+/// `cpus` are the machine's CPUs (online or not): a value naming others is invalid.
+pub fn expand(root: &SysRoot, cpus: &CpuSet, target: &SettingId, value: &str) -> Option<Expansion> {
     let one = |path: String, form: Form, absent: String| -> Expansion {
-        if let Err(problem) = form.check(value) {
-            return Expansion::Invalid(problem);
+        if let Err(problem) = form.check(value, cpus) {
+            return Expansion::Invalid(problem.to_string());
         }
         if !root.exists(&path) {
             return Expansion::Unsupported(absent);
@@ -205,7 +253,7 @@ pub fn expand(root: &SysRoot, target: &SettingId, value: &str) -> Option<Expansi
             Form::CpuMask,
             format!("no workqueue named {name} with a sysfs mask"),
         ),
-        SettingId::Rps(interface) => rps(root, interface, value),
+        SettingId::Rps(interface) => rps(root, cpus, interface, value),
         SettingId::Cpufreq { policy, attribute } => cpufreq(root, *policy, attribute, value),
         SettingId::Boost => boost(root, value),
         SettingId::Cpuidle { cpu, state } => {
@@ -268,9 +316,9 @@ pub fn expand(root: &SysRoot, target: &SettingId, value: &str) -> Option<Expansi
 }
 
 /// Every receive queue of `interface` gets the mask.
-fn rps(root: &SysRoot, interface: &str, value: &str) -> Expansion {
-    if let Err(problem) = Form::CpuMask.check(value) {
-        return Expansion::Invalid(problem);
+fn rps(root: &SysRoot, cpus: &CpuSet, interface: &str, value: &str) -> Expansion {
+    if let Err(problem) = Form::CpuMask.check(value, cpus) {
+        return Expansion::Invalid(problem.to_string());
     }
     let dir = format!("/sys/class/net/{interface}/queues");
     let changes: Vec<Box<dyn Change>> = root
@@ -296,8 +344,8 @@ fn rps(root: &SysRoot, interface: &str, value: &str) -> Expansion {
 }
 
 fn cpufreq(root: &SysRoot, policy: Option<u32>, attribute: &str, value: &str) -> Expansion {
-    if let Err(problem) = Form::Text.check(value) {
-        return Expansion::Invalid(problem);
+    if let Err(problem) = Form::Text.check(value, &CpuSet::default()) {
+        return Expansion::Invalid(problem.to_string());
     }
     let dir = format!("{CPU}/cpufreq");
     let changes: Vec<Box<dyn Change>> = root
@@ -364,8 +412,22 @@ mod tests {
         assert!(Form::CpuList.same("0-1,8", "0,1,8"));
         assert!(Form::CpuMask.same("0000,00000101", "101"));
         assert!(!Form::CpuMask.same("ff", "fe"));
-        assert!(Form::CpuList.check("0-3").is_ok());
-        assert!(Form::CpuList.check("x").is_err());
-        assert!(Form::Text.check("").is_err());
+        let cpus = CpuSet::parse_list("0-3").unwrap();
+        assert!(Form::CpuList.check("0-3", &cpus).is_ok());
+        assert!(Form::CpuList.check("x", &cpus).is_err());
+        assert!(Form::Text.check("", &cpus).is_err());
+    }
+
+    #[test]
+    fn a_value_naming_cpus_the_machine_lacks_is_refused() {
+        // U-10: a 112-CPU plan forced onto a 2-CPU tree wrote affinities for CPUs 2-111.
+        let cpus = CpuSet::parse_list("0-1").unwrap();
+        let err = Form::CpuList.check("0-111", &cpus).unwrap_err().to_string();
+        assert!(
+            err.contains("CPUs 2-111") && err.contains("only CPUs 0-1"),
+            "{err}"
+        );
+        assert!(Form::CpuMask.check("4", &cpus).is_err());
+        assert!(Form::CpuMask.check("3", &cpus).is_ok());
     }
 }

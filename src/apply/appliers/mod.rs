@@ -48,7 +48,7 @@ pub fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
             setting.layer.name()
         ));
     }
-    kernel::expand(ctx.root, &target, value)
+    kernel::expand(ctx.root, &ctx.machine_cpus(), &target, value)
         .or_else(|| file::expand(&target, value))
         .or_else(|| tasks::expand(ctx, &target, value))
         .or_else(|| service::expand(ctx, &target, value))

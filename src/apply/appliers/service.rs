@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::Expansion;
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
+use crate::apply::change::{Change, ChangeError, Ctx, Inspection, Unsupported};
 use crate::apply::command::Runner;
 use crate::apply::journal::Record;
 use crate::tuning::setting_id::SettingId;
@@ -124,13 +124,11 @@ impl Systemctl<'_> {
     }
 }
 
-fn systemctl<'a>(ctx: &Ctx<'a>) -> Result<Systemctl<'a>, String> {
+fn systemctl<'a>(ctx: &Ctx<'a>) -> Result<Systemctl<'a>, Unsupported> {
     let Some(runner) = ctx.runner else {
-        return Err("services are only managed on the live machine, with systemctl".into());
+        return Err(Unsupported::ServicesNotLive);
     };
-    let path = runner
-        .find("systemctl")
-        .ok_or("systemctl is not installed: lowlat manages services only through systemd")?;
+    let path = runner.find("systemctl").ok_or(Unsupported::NoSystemctl)?;
     Ok(Systemctl { runner, path })
 }
 
@@ -151,12 +149,12 @@ impl Change for ServiceChange {
         self.want.name().to_string()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
         systemctl(ctx).map(|_| ())
     }
 
     fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
-        let systemctl = systemctl(ctx).map_err(ChangeError::Refused)?;
+        let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
         let state = systemctl.state(&self.unit)?;
         Ok(Inspection {
             current: state.shown(),
@@ -170,7 +168,7 @@ impl Change for ServiceChange {
     }
 
     fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
-        let systemctl = systemctl(ctx).map_err(ChangeError::Refused)?;
+        let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
         let unit = &self.unit;
         match self.want {
             Want::Enabled => {
@@ -190,7 +188,7 @@ impl Change for ServiceChange {
 /// Brings a unit back to the state a journal record found: its enablement first, then
 /// whether it runs. Returns whether anything changed.
 pub fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError> {
-    let systemctl = systemctl(ctx).map_err(ChangeError::Refused)?;
+    let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
     let now = systemctl.state(unit)?;
     let mut changed = false;
     if now.enablement != prior.enablement {
@@ -229,7 +227,7 @@ pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
     };
     Some(match change.supported(ctx) {
         Ok(()) => Expansion::Changes(vec![Box::new(change)]),
-        Err(why) => Expansion::Unsupported(why),
+        Err(why) => Expansion::Unsupported(why.to_string()),
     })
 }
 

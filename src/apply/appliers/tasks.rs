@@ -4,17 +4,13 @@
 //! directory tree they are read (for verify) but not changed. A thread the kernel will not
 //! move (a per-CPU kernel thread, `PF_NO_SETAFFINITY`) is reported, and apply goes on.
 
-use super::Expansion;
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
+use super::{Expansion, kernel};
+use crate::apply::change::{Change, ChangeError, Ctx, Inspection, Unsupported};
 use crate::apply::journal::Record;
 use crate::machine::tasks::{parse_stat, parse_status};
 use crate::machine::{Avail, CpuSet, Warnings};
 use crate::sysroot::SysRoot;
 use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
-
-/// Why tasks are left alone in a directory tree.
-const TREE_ONLY: &str =
-    "tasks can only be changed on the live machine; in a directory tree they are left as they are";
 
 /// A thread to change: its id and command name when matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,11 +53,11 @@ fn read_affinity(root: &SysRoot, tid: u32) -> Option<CpuSet> {
     parse_status(&text, &path, &mut Warnings::default()).cpus_allowed
 }
 
-fn live_only(ctx: &Ctx) -> Result<(), String> {
+fn live_only(ctx: &Ctx) -> Result<(), Unsupported> {
     if ctx.root.is_live() {
         Ok(())
     } else {
-        Err(TREE_ONLY.into())
+        Err(Unsupported::TasksNotLive)
     }
 }
 
@@ -82,7 +78,7 @@ impl Change for AffinityChange {
         self.cpus.to_list()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
@@ -141,9 +137,31 @@ pub struct Policy {
     pub priority: u32,
 }
 
+/// Why a scheduling policy value is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// An unknown policy name.
+    #[error("'{0}' is not fifo:N, rr:N, other, batch or idle")]
+    UnknownPolicy(String),
+    /// A real-time priority outside 1 to 99.
+    #[error("'{0}' is not a real-time priority (1 to 99)")]
+    BadPriority(String),
+    /// fifo or rr without a priority.
+    #[error("'{text}' needs a priority: {name}:<1-99>")]
+    NeedsPriority {
+        /// The value.
+        text: String,
+        /// The policy name.
+        name: String,
+    },
+    /// A priority for a policy that has none.
+    #[error("'{0}': only fifo and rr take a priority")]
+    NoPriority(String),
+}
+
 impl Policy {
     /// Parses `fifo:<1-99>`, `rr:<1-99>`, `other`, `batch` or `idle`.
-    pub fn parse(text: &str) -> Result<Policy, String> {
+    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
         let (name, priority) = match text.split_once(':') {
             Some((name, p)) => (name, Some(p)),
             None => (text, None),
@@ -154,11 +172,7 @@ impl Policy {
             "rr" => libc::SCHED_RR,
             "batch" => libc::SCHED_BATCH,
             "idle" => libc::SCHED_IDLE,
-            _ => {
-                return Err(format!(
-                    "'{text}' is not fifo:N, rr:N, other, batch or idle"
-                ));
-            }
+            _ => return Err(PolicyError::UnknownPolicy(text.to_string())),
         } as u32;
         let realtime = matches!(name, "fifo" | "rr");
         let priority = match (realtime, priority) {
@@ -166,10 +180,15 @@ impl Policy {
                 .parse::<u32>()
                 .ok()
                 .filter(|p| (1..=99).contains(p))
-                .ok_or_else(|| format!("'{p}' is not a real-time priority (1 to 99)"))?,
+                .ok_or_else(|| PolicyError::BadPriority(p.to_string()))?,
             (false, None) => 0,
-            (true, None) => return Err(format!("'{text}' needs a priority: {name}:<1-99>")),
-            (false, Some(_)) => return Err(format!("'{text}': only fifo and rr take a priority")),
+            (true, None) => {
+                return Err(PolicyError::NeedsPriority {
+                    text: text.to_string(),
+                    name: name.to_string(),
+                });
+            }
+            (false, Some(_)) => return Err(PolicyError::NoPriority(text.to_string())),
         };
         Ok(Policy { policy, priority })
     }
@@ -208,7 +227,7 @@ impl Change for SchedulerChange {
         self.policy.shown()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), String> {
+    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
@@ -346,17 +365,22 @@ pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
     }
     Some(match attribute {
         TaskAttribute::Affinity => match CpuSet::parse_list(value) {
-            Ok(cpus) if !cpus.is_empty() => Expansion::Changes(
-                matched
-                    .into_iter()
-                    .map(|thread| {
-                        Box::new(AffinityChange {
-                            thread,
-                            cpus: cpus.clone(),
-                        }) as Box<dyn Change>
-                    })
-                    .collect(),
-            ),
+            Ok(cpus) if !cpus.is_empty() => {
+                match kernel::check_cpus_exist(&cpus, &ctx.machine_cpus()) {
+                    Err(problem) => Expansion::Invalid(problem.to_string()),
+                    Ok(()) => Expansion::Changes(
+                        matched
+                            .into_iter()
+                            .map(|thread| {
+                                Box::new(AffinityChange {
+                                    thread,
+                                    cpus: cpus.clone(),
+                                }) as Box<dyn Change>
+                            })
+                            .collect(),
+                    ),
+                }
+            }
             Ok(_) => Expansion::Invalid("an empty CPU list would stop the tasks".into()),
             Err(e) => Expansion::Invalid(format!("'{value}' is not a CPU list: {e}")),
         },
@@ -367,7 +391,7 @@ pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
                     .map(|thread| Box::new(SchedulerChange { thread, policy }) as Box<dyn Change>)
                     .collect(),
             ),
-            Err(e) => Expansion::Invalid(e),
+            Err(e) => Expansion::Invalid(e.to_string()),
         },
     })
 }

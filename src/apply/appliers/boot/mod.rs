@@ -21,7 +21,7 @@ pub mod grub;
 pub mod grubby;
 
 use super::Expansion;
-use crate::apply::change::{ChangeError, Ctx};
+use crate::apply::change::{ChangeError, Ctx, Unsupported};
 use crate::tuning::grub_block;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::Setting;
@@ -35,7 +35,7 @@ pub enum Backend {
 }
 
 /// The bootloader tooling of the machine, or why there is none lowlat can use.
-pub fn backend(ctx: &Ctx) -> Result<Backend, String> {
+pub fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
     if let Some(path) = ctx.runner.and_then(|r| r.find("grubby")) {
         return Ok(Backend::Grubby(path));
     }
@@ -45,10 +45,9 @@ pub fn backend(ctx: &Ctx) -> Result<Backend, String> {
     if ctx.root.exists(grub_block::DEFAULTS_PATH) {
         return Ok(Backend::GrubFile(grub_block::DEFAULTS_PATH));
     }
-    Err(format!(
-        "no grubby and no {}: add the arguments with your bootloader's own tool (for systemd-boot, /etc/kernel/cmdline and kernel-install)",
-        grub_block::DEFAULTS_PATH
-    ))
+    Err(Unsupported::NoBootloader {
+        defaults: grub_block::DEFAULTS_PATH,
+    })
 }
 
 /// The one change that installs every boot setting's arguments.
@@ -62,14 +61,14 @@ pub fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
         Ok(Backend::GrubFile(path)) => {
             Expansion::Changes(vec![Box::new(grub::GrubBlockChange { path, args: all })])
         }
-        Err(why) => Expansion::Unsupported(why),
+        Err(why) => Expansion::Unsupported(why.to_string()),
     }
 }
 
 /// Whether the bootloader configuration has the arguments of `args` (so that they will be in
 /// effect after a reboot).
 pub fn configured(ctx: &Ctx, args: &Args) -> Result<bool, ChangeError> {
-    match backend(ctx).map_err(ChangeError::Refused)? {
+    match backend(ctx).map_err(|e| ChangeError::Refused(e.to_string()))? {
         Backend::Grubby(path) => grubby::configured(ctx, &path, args),
         Backend::GrubFile(path) => grub::configured(ctx.root, path, args),
     }
