@@ -5,6 +5,7 @@ use clap::{ArgGroup, Args};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use super::output::print;
 use super::{Cli, exit};
 use crate::apply::change::Ctx;
 use crate::apply::command::SystemRunner;
@@ -143,22 +144,20 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         .unwrap_or_else(|_| args.plan.clone())
         .display()
         .to_string();
-    let mut stdout = std::io::stdout().lock();
-    writeln!(
-        stdout,
-        "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}",
+    print(&format!(
+        "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}\n",
         plan.profile,
         plan.target.host,
         args.scope().name(),
         root.dir_path().display(),
         if args.dry_run { ", dry run" } else { "" }
-    )?;
+    ))?;
     let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
     let to_change = preview.count(ItemStatus::WouldChange);
     if args.dry_run || !preview.has(ItemStatus::WouldChange) {
-        stdout.write_all(render_apply(&preview).as_bytes())?;
+        print(&render_apply(&preview))?;
         if !args.dry_run {
-            writeln!(stdout, "Nothing to change.")?;
+            print("Nothing to change.\n")?;
         }
         return Ok(exit::OK);
     }
@@ -168,15 +167,14 @@ pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 "{to_change} settings would change: add --yes to apply without a question (standard input is not a terminal); nothing was changed"
             );
         }
-        stdout.write_all(render_apply(&preview).as_bytes())?;
-        stdout.flush()?;
+        print(&render_apply(&preview))?;
         if !confirm(&format!("Apply {to_change} settings?"))? {
-            writeln!(stdout, "Nothing was changed.")?;
+            print("Nothing was changed.\n")?;
             return Ok(exit::OK);
         }
     }
     let report = apply::apply(&ctx, &items, &plan_path, &mut Steps::new())?;
-    stdout.write_all(render_apply(&report).as_bytes())?;
+    print(&render_apply(&report))?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
     } else if report.has(ItemStatus::Refused) {

@@ -2,9 +2,9 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::io::Write;
 
 use super::apply::{require_root, writable_root};
+use super::output::print;
 use super::{Cli, exit};
 use crate::apply::change::Ctx;
 use crate::apply::command::SystemRunner;
@@ -44,9 +44,7 @@ pub fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         runner: root.is_live().then_some(&runner as _),
     };
     let report = revert(&ctx, args.dry_run)?;
-    std::io::stdout()
-        .lock()
-        .write_all(render_revert(&report).as_bytes())?;
+    print(&render_revert(&report))?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
     } else if report.count(RestoreStatus::Refused) > 0 {

@@ -2,9 +2,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 
+use super::output::print;
 use super::{Cli, exit};
 use crate::apply::change::Ctx;
 use crate::apply::command::SystemRunner;
@@ -64,11 +64,10 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         runner: root.is_live().then_some(&runner as _),
     };
     let report = verify(&ctx, &plan, &shown);
-    let mut stdout = std::io::stdout().lock();
     if args.json {
-        stdout.write_all(report.to_json(document::host_name(&root))?.as_bytes())?;
+        print(&report.to_json(document::host_name(&root))?)?;
     } else {
-        stdout.write_all(render_verify(&report).as_bytes())?;
+        print(&render_verify(&report))?;
     }
     Ok(if report.drifted() {
         exit::FAILURES
