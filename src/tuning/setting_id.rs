@@ -207,6 +207,22 @@ impl fmt::Display for SettingId {
     }
 }
 
+/// Written as its id string, so plan.json and every JSON document keep the table's form.
+impl serde::Serialize for SettingId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Read from its id string; an id that does not parse is refused, naming the id and why.
+impl<'de> serde::Deserialize<'de> for SettingId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse()
+            .map_err(|e| serde::de::Error::custom(format!("setting id `{text}`: {e}")))
+    }
+}
+
 impl FromStr for SettingId {
     type Err = SettingIdError;
 
@@ -557,6 +573,20 @@ mod tests {
                 .prop_map(|(path, key)| SettingId::FileKey { path, key }),
             name.prop_map(SettingId::Cmdline),
         ]
+    }
+
+    #[test]
+    fn serde_writes_and_reads_the_id_string() {
+        let id: SettingId = "cpuidle:cpu3:state2".parse().unwrap();
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, "\"cpuidle:cpu3:state2\"");
+        assert_eq!(serde_json::from_str::<SettingId>(&json).unwrap(), id);
+    }
+
+    #[test]
+    fn serde_refuses_an_id_that_does_not_parse_and_names_it() {
+        let err = serde_json::from_str::<SettingId>("\"frobnicate:x\"").unwrap_err();
+        assert!(err.to_string().contains("frobnicate:x"), "{err}");
     }
 
     proptest::proptest! {
