@@ -167,22 +167,22 @@ impl<T: Serialize> Document<T> {
 }
 
 /// The time now as documents record it: RFC 3339, UTC (`2026-11-23T20:38:25.123456789Z`).
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
 /// The host name under `root` as documents record it: `unknown` when it cannot be read.
-pub fn host_name(root: &SysRoot) -> String {
+pub(crate) fn host_name(root: &SysRoot) -> String {
     root.read_value("/proc/sys/kernel/hostname")
         .unwrap_or_else(|_| UNKNOWN_HOST.to_string())
 }
 
 /// The `host` of a document whose machine has no readable host name.
-pub const UNKNOWN_HOST: &str = "unknown";
+pub(crate) const UNKNOWN_HOST: &str = "unknown";
 
 /// Which layout a document read back has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub(crate) enum Layout {
     /// Schema 1, written before the envelope: no `kind`; identity in kind-specific fields.
     BeforeEnvelope,
     /// The envelope, at this lowlat's version of the kind.
@@ -219,7 +219,7 @@ pub enum LayoutError {
 /// Reads the first fields of a `kind` document: which layout the rest has. A document without
 /// `kind` is schema 1 when its `schema_version` is 1 or absent (the snapshot manifest had
 /// none).
-pub fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
+pub(crate) fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
     #[derive(Deserialize)]
     struct Stamp {
         schema_version: Option<u32>,
@@ -230,7 +230,7 @@ pub fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
 }
 
 /// [`layout`] on the two fields already read.
-pub fn layout_of(
+pub(crate) fn layout_of(
     schema_version: Option<u32>,
     found_kind: Option<&str>,
     kind: Kind,

@@ -4,10 +4,10 @@
 //! exit codes. See docs/architecture.md for the layers and docs/sources.md for the
 //! sources the rules cite (`[S000]`, `[M-STREAM]`, ...).
 
-pub mod apply;
+pub(crate) mod apply;
 pub mod audit;
 pub mod cli;
-pub mod document;
+pub(crate) mod document;
 pub mod machine;
 pub mod measure;
 pub mod plan;
@@ -16,6 +16,6 @@ pub mod snapshot;
 pub mod sysroot;
 #[cfg(test)]
 pub(crate) mod test_tree;
-pub mod text;
+pub(crate) mod text;
 pub mod tuning;
-pub mod units;
+pub(crate) mod units;

@@ -10,13 +10,13 @@ use std::fmt::Write;
 /// `text` with every control character (C0, DEL and C1, newlines and tabs included) written as
 /// an escape: `\x1b` for C0 and DEL, `\u{9b}` for C1. Text without control characters is
 /// returned as it is, without copying.
-pub fn escape_controls(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
     escape_except(text, &[])
 }
 
 /// A whole page of output (lines of a table, a report) made safe for a terminal: as
 /// [`escape_controls`], except that the newlines and tabs that lay the page out are kept.
-pub fn escape_page(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape_page(text: &str) -> Cow<'_, str> {
     escape_except(text, &['\n', '\t'])
 }
 

@@ -2,7 +2,7 @@
 //! size (audit observations, measure messages, report tables), so it sits at the bottom.
 
 /// Formats a byte count with binary units: `512 B`, `32 KiB`, `16 MiB`, `1.5 GiB`.
-pub fn bytes(value: u64) -> String {
+pub(crate) fn bytes(value: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut size = value as f64;
     let mut unit = 0;
@@ -18,12 +18,12 @@ pub fn bytes(value: u64) -> String {
 }
 
 /// Formats a KiB count with binary units.
-pub fn kib(value: u64) -> String {
+pub(crate) fn kib(value: u64) -> String {
     bytes(value.saturating_mul(1024))
 }
 
 /// "1 thing" / "2 things".
-pub fn plural(count: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(count: usize, one: &str, many: &str) -> String {
     if count == 1 {
         format!("{count} {one}")
     } else {

@@ -10,7 +10,7 @@ use crate::machine::{CpuSet, Machine};
 use crate::sysroot::{SysRoot, WriteError};
 
 /// What apply, revert and verify work with.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The machine's root: `/` or a directory tree.
     pub root: &'a SysRoot,
     /// The machine as read at the start (tasks to match, identity).
@@ -21,7 +21,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Every CPU the machine has, online or not: the CPUs a plan's values may name.
-    pub fn machine_cpus(&self) -> CpuSet {
+    pub(crate) fn machine_cpus(&self) -> CpuSet {
         self.machine.topology.cpus.iter().map(|c| c.cpu).collect()
     }
 }
@@ -29,7 +29,7 @@ impl Ctx<'_> {
 /// Why a change cannot be made on this root: the one answer apply (`unsupported`) and verify
 /// (`unsupported`, not drift) both give.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unsupported {
+pub(crate) enum Unsupported {
     /// Threads are only changed on the live machine.
     #[error(
         "tasks can only be changed on the live machine; in a directory tree they are left as they are"
@@ -53,7 +53,7 @@ pub enum Unsupported {
 
 /// What a change found before acting.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inspection {
+pub(crate) struct Inspection {
     /// The current value, for display.
     pub current: String,
     /// Whether the desired value is already there.
@@ -65,7 +65,7 @@ pub struct Inspection {
 
 /// Why a change could not be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChangeError {
+pub(crate) enum ChangeError {
     /// A refusal that real machines give (an IRQ that cannot move, a per-CPU kernel thread, a
     /// value the kernel does not take): recorded and reported, and the work goes on.
     Refused(String),
@@ -94,7 +94,7 @@ const REFUSALS: &[i32] = &[
 
 impl ChangeError {
     /// A write error: a refusal when the errno is one real machines give, else a failure.
-    pub fn from_write(e: &WriteError) -> Self {
+    pub(crate) fn from_write(e: &WriteError) -> Self {
         if e.errno().is_some_and(|errno| REFUSALS.contains(&errno)) {
             ChangeError::Refused(e.to_string())
         } else {
@@ -103,7 +103,7 @@ impl ChangeError {
     }
 
     /// A system-call error on a task or knob named `what`.
-    pub fn from_errno(what: &str, errno: rustix::io::Errno) -> Self {
+    pub(crate) fn from_errno(what: &str, errno: rustix::io::Errno) -> Self {
         let message = format!("{what}: {}", std::io::Error::from(errno));
         if REFUSALS.contains(&errno.raw_os_error()) {
             ChangeError::Refused(message)
@@ -114,7 +114,7 @@ impl ChangeError {
 }
 
 /// One change of apply.
-pub trait Change {
+pub(crate) trait Change {
     /// What it changes: `/proc/sys/vm/stat_interval`, `pid 12 (kswapd0) affinity`.
     fn target(&self) -> String;
     /// The desired value, for display.
@@ -137,7 +137,7 @@ pub trait Change {
 /// A command that runs once after all changes (or once before the first service change, for
 /// `daemon-reload`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FollowUp {
+pub(crate) enum FollowUp {
     /// `systemctl daemon-reload`: unit files or drop-ins changed.
     DaemonReload,
     /// `systemctl try-restart UNIT`: its configuration changed (restarts it only if running).
@@ -153,7 +153,7 @@ pub enum FollowUp {
 
 impl FollowUp {
     /// The program and arguments.
-    pub fn command(&self) -> (String, Vec<String>) {
+    pub(crate) fn command(&self) -> (String, Vec<String>) {
         match self {
             FollowUp::DaemonReload => ("systemctl".into(), vec!["daemon-reload".into()]),
             FollowUp::TryRestart(unit) => {
@@ -164,13 +164,13 @@ impl FollowUp {
     }
 
     /// The command line, for messages.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         let (program, args) = self.command();
         shown(&program, &args)
     }
 
     /// Runs it with `runner`; the reason when it could not.
-    pub fn run(&self, runner: &dyn Runner) -> Result<(), String> {
+    pub(crate) fn run(&self, runner: &dyn Runner) -> Result<(), String> {
         let (program, args) = self.command();
         let Some(path) = runner.find(&program) else {
             return Err(format!(
@@ -188,7 +188,7 @@ impl FollowUp {
 
 /// Follow-ups owed after a configuration file changed: systemd files need a daemon-reload,
 /// irqbalance files a restart of irqbalance, GRUB defaults a regeneration.
-pub fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
+pub(crate) fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
     let mut out = Vec::new();
     if path.starts_with("/etc/systemd/") || path.starts_with("/usr/lib/systemd/") {
         out.push(FollowUp::DaemonReload);
@@ -203,7 +203,7 @@ pub fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
 }
 
 /// The command that regenerates the GRUB configuration on this machine.
-pub fn regenerate_command(ctx: &Ctx) -> FollowUp {
+pub(crate) fn regenerate_command(ctx: &Ctx) -> FollowUp {
     let installed = |program: &str| ctx.runner.is_some_and(|r| r.find(program).is_some());
     let debian_like = ctx.machine.services.os_release.get().is_some_and(|os| {
         os.id
@@ -229,28 +229,28 @@ pub fn regenerate_command(ctx: &Ctx) -> FollowUp {
 
 /// Follow-ups collected while working, run once at the end.
 #[derive(Debug, Default)]
-pub struct FollowUps(BTreeSet<FollowUp>);
+pub(crate) struct FollowUps(BTreeSet<FollowUp>);
 
 impl FollowUps {
     /// Adds some.
-    pub fn extend(&mut self, more: impl IntoIterator<Item = FollowUp>) {
+    pub(crate) fn extend(&mut self, more: impl IntoIterator<Item = FollowUp>) {
         self.0.extend(more);
     }
 
     /// Removes and returns `daemon-reload` if owed.
-    pub fn take_daemon_reload(&mut self) -> Option<FollowUp> {
+    pub(crate) fn take_daemon_reload(&mut self) -> Option<FollowUp> {
         self.0.take(&FollowUp::DaemonReload)
     }
 
     /// All owed, in the order to run them (daemon-reload, restarts, regeneration).
-    pub fn drain(&mut self) -> Vec<FollowUp> {
+    pub(crate) fn drain(&mut self) -> Vec<FollowUp> {
         std::mem::take(&mut self.0).into_iter().collect()
     }
 }
 
 /// Runs follow-ups on the live machine, or lists them for a directory tree and a dry run;
 /// returns one line per follow-up.
-pub fn run_follow_ups(ctx: &Ctx, follow_ups: Vec<FollowUp>, dry_run: bool) -> Vec<String> {
+pub(crate) fn run_follow_ups(ctx: &Ctx, follow_ups: Vec<FollowUp>, dry_run: bool) -> Vec<String> {
     follow_ups
         .into_iter()
         .map(|f| match ctx.runner {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
+pub(crate) struct Output {
     /// The exit status, `None` when killed by a signal.
     pub status: Option<i32>,
     /// Standard output, lossily decoded.
@@ -18,12 +18,12 @@ pub struct Output {
 
 impl Output {
     /// Whether it exited with status 0.
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.status == Some(0)
     }
 
     /// The last non-empty line of standard error, or of standard output, for messages.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let last = |text: &str| {
             text.lines()
                 .rev()
@@ -40,7 +40,7 @@ impl Output {
 }
 
 /// Runs system programs.
-pub trait Runner {
+pub(crate) trait Runner {
     /// The full path of `program` when it is installed.
     fn find(&self, program: &str) -> Option<PathBuf>;
     /// Runs `program` with `args` and waits for it.
@@ -53,7 +53,7 @@ const SYSTEM_DIRS: &[&str] = &["/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 
 /// Runs programs of the live machine with `std::process::Command`.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemRunner;
+pub(crate) struct SystemRunner;
 
 impl Runner for SystemRunner {
     fn find(&self, program: &str) -> Option<PathBuf> {
@@ -82,7 +82,7 @@ impl Runner for SystemRunner {
 }
 
 /// A command line for messages: `systemctl try-restart irqbalance.service`.
-pub fn shown(program: &str, args: &[String]) -> String {
+pub(crate) fn shown(program: &str, args: &[String]) -> String {
     let mut out = program.to_string();
     for arg in args {
         out.push(' ');
@@ -102,7 +102,7 @@ pub(crate) mod fake {
     use std::cell::RefCell;
 
     /// Answers calls with `answer(program, args)`.
-    pub struct FakeRunner<F: Fn(&str, &[String]) -> Output> {
+    pub(crate) struct FakeRunner<F: Fn(&str, &[String]) -> Output> {
         /// The programs it pretends are installed.
         pub installed: Vec<&'static str>,
         /// The answer to each call.
@@ -126,7 +126,7 @@ pub(crate) mod fake {
     }
 
     /// A successful run printing `stdout`.
-    pub fn ok(stdout: &str) -> Output {
+    pub(crate) fn ok(stdout: &str) -> Output {
         Output {
             status: Some(0),
             stdout: stdout.to_string(),
@@ -135,7 +135,7 @@ pub(crate) mod fake {
     }
 
     /// A run ending with `status`, printing `stdout`.
-    pub fn status(status: i32, stdout: &str) -> Output {
+    pub(crate) fn status(status: i32, stdout: &str) -> Output {
         Output {
             status: Some(status),
             stdout: stdout.to_string(),

@@ -22,15 +22,15 @@ use crate::machine::CpuSet;
 use crate::sysroot::{ReadError, SysRoot, WriteError};
 
 /// Where the journal lives, under the SysRoot.
-pub const JOURNAL_PATH: &str = "/var/lib/lowlat/journal.jsonl";
+pub(crate) const JOURNAL_PATH: &str = "/var/lib/lowlat/journal.jsonl";
 
 /// The directory of the journal and the lock.
-pub const STATE_DIR: &str = "/var/lib/lowlat";
+pub(crate) const STATE_DIR: &str = "/var/lib/lowlat";
 
 /// The bytes of a file or knob: as text when they are UTF-8, else as hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Bytes {
+pub(crate) enum Bytes {
     /// UTF-8 text, verbatim.
     Text(String),
     /// Anything else, two lower-case hex digits per byte.
@@ -39,7 +39,7 @@ pub enum Bytes {
 
 impl Bytes {
     /// Stores `bytes`.
-    pub fn of(bytes: &[u8]) -> Self {
+    pub(crate) fn of(bytes: &[u8]) -> Self {
         match std::str::from_utf8(bytes) {
             Ok(text) => Bytes::Text(text.to_string()),
             Err(_) => {
@@ -53,7 +53,7 @@ impl Bytes {
     }
 
     /// The stored bytes; `None` when hex digits are garbled.
-    pub fn to_vec(&self) -> Option<Vec<u8>> {
+    pub(crate) fn to_vec(&self) -> Option<Vec<u8>> {
         match self {
             Bytes::Text(text) => Some(text.as_bytes().to_vec()),
             Bytes::Hex(hex) => {
@@ -75,7 +75,7 @@ impl Bytes {
 
 /// A file as it was before lowlat replaced it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PriorFile {
+pub(crate) struct PriorFile {
     /// The whole content.
     pub content: Bytes,
     /// Permission bits (`0o644` is stored as 420).
@@ -89,7 +89,7 @@ pub struct PriorFile {
 /// The identity of an apply in its `begin` record: the journal's document envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum BeginStamp {
+pub(crate) enum BeginStamp {
     /// Schema 2 on: the envelope every lowlat document carries, under `header`.
     Envelope {
         /// The envelope, of kind `journal`.
@@ -110,14 +110,14 @@ pub enum BeginStamp {
 
 impl BeginStamp {
     /// The stamp of an apply starting now on `host`.
-    pub fn now(host: impl Into<String>) -> Self {
+    pub(crate) fn now(host: impl Into<String>) -> Self {
         BeginStamp::Envelope {
             header: Header::new(Kind::Journal, host),
         }
     }
 
     /// When the apply started, RFC 3339 UTC.
-    pub fn created(&self) -> &str {
+    pub(crate) fn created(&self) -> &str {
         match self {
             BeginStamp::Envelope { header } => &header.created,
             BeginStamp::BeforeEnvelope { time, .. } => time,
@@ -125,7 +125,7 @@ impl BeginStamp {
     }
 
     /// Whether this lowlat reads the records that follow.
-    pub fn layout(&self) -> Result<Layout, LayoutError> {
+    pub(crate) fn layout(&self) -> Result<Layout, LayoutError> {
         match self {
             BeginStamp::Envelope { header } => document::layout_of(
                 Some(header.schema_version),
@@ -142,7 +142,7 @@ impl BeginStamp {
 /// One journal record: the start of an apply, or the prior state of one thing about to change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Record {
+pub(crate) enum Record {
     /// An apply started; the records up to the next `begin` belong to it.
     Begin {
         /// Which lowlat applied, when, on which host, in which layout.
@@ -216,7 +216,7 @@ pub enum Record {
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
-pub fn crc32(bytes: &[u8]) -> u32 {
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut n = 0;
@@ -254,7 +254,7 @@ struct Line {
 }
 
 /// Journal line number `seq` (1-based) holding `record`, with its newline.
-pub fn encode(seq: usize, record: &Record) -> String {
+pub(crate) fn encode(seq: usize, record: &Record) -> String {
     let line = Line {
         seq,
         record: record.clone(),
@@ -328,7 +328,7 @@ fn starts_like_a_record(tail: &[u8]) -> bool {
 
 /// One record and the 1-based line it was read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// 1-based line number in the journal.
     pub line: usize,
     /// The record.
@@ -337,7 +337,7 @@ pub struct Entry {
 
 /// A journal read back and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Journal {
+pub(crate) struct Journal {
     /// The records, in the order they were written.
     pub entries: Vec<Entry>,
     /// The 1-based number of a torn last line that was dropped (see the module docs).
@@ -348,7 +348,7 @@ pub struct Journal {
 
 /// Why a journal cannot be used. Revert changes nothing when it sees one.
 #[derive(Debug, thiserror::Error)]
-pub enum JournalError {
+pub(crate) enum JournalError {
     /// The journal is damaged.
     #[error(
         "{path}:{line}: {problem}; the journal is damaged, so lowlat changed nothing. Keep a copy of the file: each line before {line} still holds one prior value (JSON after \"record\":) to restore by hand"
@@ -367,7 +367,7 @@ pub enum JournalError {
 }
 
 /// Checks and decodes a whole journal (`path` is only used in messages).
-pub fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
+pub(crate) fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
     let damaged = |line: usize, problem: String| JournalError::Damaged {
         path: path.to_string(),
         line,
@@ -430,7 +430,7 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Journal, JournalError> {
 }
 
 /// Reads the journal under `root`; `None` when there is none (nothing to revert).
-pub fn read(root: &SysRoot) -> Result<Option<Journal>, JournalError> {
+pub(crate) fn read(root: &SysRoot) -> Result<Option<Journal>, JournalError> {
     match root.read_bytes(JOURNAL_PATH) {
         Ok(bytes) => parse(&bytes, JOURNAL_PATH).map(Some),
         Err(e) if e.is_not_found() => Ok(None),
@@ -440,7 +440,7 @@ pub fn read(root: &SysRoot) -> Result<Option<Journal>, JournalError> {
 
 /// Why records cannot be appended.
 #[derive(Debug, thiserror::Error)]
-pub enum AppendError {
+pub(crate) enum AppendError {
     /// The existing journal is damaged or unreadable.
     #[error(transparent)]
     Journal(#[from] JournalError),
@@ -451,7 +451,7 @@ pub enum AppendError {
 
 /// Appends records after those of earlier applies, writing the `begin` record just before the
 /// first one, so that an apply that changes nothing leaves no trace.
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     root: &'a SysRoot,
     begin: Option<Record>,
     next_seq: usize,
@@ -461,7 +461,7 @@ impl<'a> Writer<'a> {
     /// A writer that will start with `begin`. The existing journal must be sound; a torn last
     /// line left by a crash is cut off first (its change was never made), so that the next
     /// record does not follow half a line.
-    pub fn open(root: &'a SysRoot, begin: Record) -> Result<Self, AppendError> {
+    pub(crate) fn open(root: &'a SysRoot, begin: Record) -> Result<Self, AppendError> {
         let mut next_seq = 1;
         if let Some(journal) = read(root)? {
             next_seq = journal.entries.len() + 1;
@@ -479,7 +479,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Writes the pending `begin` record, if it is still pending; returns whether it wrote.
-    pub fn start(&mut self) -> Result<bool, WriteError> {
+    pub(crate) fn start(&mut self) -> Result<bool, WriteError> {
         match self.begin.take() {
             Some(begin) => self.write(&begin).map(|()| true),
             None => Ok(false),
@@ -487,7 +487,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Appends `record` durably (after the pending `begin`, if any).
-    pub fn append(&mut self, record: &Record) -> Result<(), WriteError> {
+    pub(crate) fn append(&mut self, record: &Record) -> Result<(), WriteError> {
         self.start()?;
         self.write(record)
     }
@@ -503,7 +503,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Whether anything was written.
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.begin.is_none()
     }
 }

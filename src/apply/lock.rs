@@ -10,11 +10,11 @@ use super::journal::{JOURNAL_PATH, STATE_DIR};
 use crate::sysroot::{SysRoot, WriteError};
 
 /// Where the lock file lives, under the SysRoot.
-pub const LOCK_PATH: &str = "/var/lib/lowlat/lock";
+pub(crate) const LOCK_PATH: &str = "/var/lib/lowlat/lock";
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another lowlat holds it.
     #[error(
         "{LOCK_PATH} is held by another lowlat apply or revert ({holder}); wait for it to finish, then run this again"
@@ -30,7 +30,7 @@ pub enum LockError {
 
 /// The held lock; released (and its file removed) when dropped.
 #[derive(Debug)]
-pub struct Lock<'a> {
+pub(crate) struct Lock<'a> {
     root: &'a SysRoot,
     file: std::fs::File,
     created_dirs: Vec<String>,
@@ -39,7 +39,7 @@ pub struct Lock<'a> {
 
 impl<'a> Lock<'a> {
     /// Takes the lock, creating `/var/lib/lowlat` (and its parents) when missing.
-    pub fn acquire(root: &'a SysRoot) -> Result<Self, LockError> {
+    pub(crate) fn acquire(root: &'a SysRoot) -> Result<Self, LockError> {
         let created_dirs = root.create_dirs(STATE_DIR)?;
         let failed = |op, e| WriteError {
             path: LOCK_PATH.to_string(),
@@ -84,13 +84,13 @@ impl<'a> Lock<'a> {
     }
 
     /// The directories `acquire` created (outermost first).
-    pub fn created_dirs(&self) -> &[String] {
+    pub(crate) fn created_dirs(&self) -> &[String] {
         &self.created_dirs
     }
 
     /// Asks for `dirs` (outermost first) to be removed, when empty, once the lock is released
     /// and no journal is left.
-    pub fn remove_dirs_on_release(&mut self, dirs: &[String]) {
+    pub(crate) fn remove_dirs_on_release(&mut self, dirs: &[String]) {
         self.remove_on_release = dirs.to_vec();
     }
 }

@@ -11,15 +11,15 @@
 //! so that revert works. Follow-ups (daemon-reload, irqbalance restart, GRUB regeneration) run
 //! once at the end, on the live machine only.
 
-pub mod appliers;
-pub mod change;
-pub mod command;
-pub mod journal;
-pub mod lock;
-pub mod revert;
+pub(crate) mod appliers;
+pub(crate) mod change;
+pub(crate) mod command;
+pub(crate) mod journal;
+pub(crate) mod lock;
+pub(crate) mod revert;
 #[cfg(test)]
 mod tests;
-pub mod verify;
+pub(crate) mod verify;
 
 use serde::Serialize;
 
@@ -35,7 +35,7 @@ use journal::{BeginStamp, Record, Writer};
 /// Which part of a plan to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Scope {
+pub(crate) enum Scope {
     /// What takes effect now: sysctls, IRQs, tasks, cpufreq, cpuidle, THP, hugepages,
     /// services stopped, masked or started.
     Runtime,
@@ -48,7 +48,7 @@ pub enum Scope {
 
 impl Scope {
     /// Whether `setting` belongs to this scope.
-    pub fn includes(self, setting: &Setting) -> bool {
+    pub(crate) fn includes(self, setting: &Setting) -> bool {
         let persistent = match setting.layer {
             Layer::Boot | Layer::File => true,
             Layer::Service => setting.value == "enabled",
@@ -63,7 +63,7 @@ impl Scope {
     }
 
     /// The name as on the command line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Scope::Runtime => "runtime",
             Scope::Boot => "boot",
@@ -78,7 +78,7 @@ impl Scope {
 }
 
 /// Why a plan does not fit the machine. `--force` overrides it.
-pub fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
+pub(crate) fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
     let host = machine.kernel.hostname.get().map(String::as_str);
     let cpus = machine.topology.online_cpus();
     let mut problems = Vec::new();
@@ -104,7 +104,7 @@ pub fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
 }
 
 /// One line of work: a setting (or all boot settings together) and its changes.
-pub struct Item {
+pub(crate) struct Item {
     /// The setting id, or `cmdline:* (N settings)` for the boot settings.
     pub label: String,
     /// Its layer.
@@ -121,7 +121,12 @@ pub struct Item {
 /// Turns the plan's settings in `scope` into work items, in plan order (the boot settings
 /// together, where the first of them is). Malformed settings are all listed in the error, and
 /// nothing has been changed.
-pub fn prepare(ctx: &Ctx, plan: &Plan, plan_text: &str, scope: Scope) -> Result<Vec<Item>, String> {
+pub(crate) fn prepare(
+    ctx: &Ctx,
+    plan: &Plan,
+    plan_text: &str,
+    scope: Scope,
+) -> Result<Vec<Item>, String> {
     let mut items = Vec::new();
     let mut problems = conflicting_settings(&plan.settings);
     let boot_settings: Vec<&Setting> = plan
@@ -209,7 +214,7 @@ fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
 /// What happened to one change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Changed.
     Applied,
     /// Already had the value.
@@ -230,7 +235,7 @@ pub enum Outcome {
 
 /// One change and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChangeReport {
+pub(crate) struct ChangeReport {
     /// What it changes.
     pub target: String,
     /// The value before (empty when it could not be read).
@@ -245,7 +250,7 @@ pub struct ChangeReport {
 /// The summary status of one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ItemStatus {
+pub(crate) enum ItemStatus {
     /// At least one change made, none refused.
     Applied,
     /// Nothing to change.
@@ -262,7 +267,7 @@ pub enum ItemStatus {
 
 impl ItemStatus {
     /// The word shown in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ItemStatus::Applied => "applied",
             ItemStatus::InPlace => "in place",
@@ -276,7 +281,7 @@ impl ItemStatus {
 
 /// One item and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ItemReport {
+pub(crate) struct ItemReport {
     /// The setting id (or the boot settings).
     pub label: String,
     /// Its layer.
@@ -310,7 +315,7 @@ impl ItemReport {
 
 /// What apply did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct ApplyReport {
+pub(crate) struct ApplyReport {
     /// Every item, in order.
     pub items: Vec<ItemReport>,
     /// The follow-up commands run (or to run by hand, or that would run).
@@ -326,7 +331,7 @@ pub struct ApplyReport {
 impl ApplyReport {
     /// How many of the plan's settings have `status` (the boot item counts each boot setting;
     /// the installed plan file none), so the counts add up to the settings in scope.
-    pub fn count(&self, status: ItemStatus) -> usize {
+    pub(crate) fn count(&self, status: ItemStatus) -> usize {
         self.items
             .iter()
             .filter(|i| i.status == status)
@@ -335,7 +340,7 @@ impl ApplyReport {
     }
 
     /// Whether any item (the installed plan file included) has `status`.
-    pub fn has(&self, status: ItemStatus) -> bool {
+    pub(crate) fn has(&self, status: ItemStatus) -> bool {
         self.items.iter().any(|i| i.status == status)
     }
 }
@@ -344,7 +349,7 @@ impl ApplyReport {
 /// right after step k, as a crash there would, to prove that revert restores exactly from any
 /// point.
 #[derive(Debug, Default)]
-pub struct Steps {
+pub(crate) struct Steps {
     done: usize,
     #[cfg(test)]
     abort_after: Option<usize>,
@@ -352,13 +357,13 @@ pub struct Steps {
 
 impl Steps {
     /// Steps that never abort.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Steps that abort after step `k` (1-based).
     #[cfg(test)]
-    pub fn aborting_after(k: usize) -> Self {
+    pub(crate) fn aborting_after(k: usize) -> Self {
         Self {
             done: 0,
             abort_after: Some(k),
@@ -366,7 +371,8 @@ impl Steps {
     }
 
     /// How many durable steps were taken.
-    pub fn done(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn done(&self) -> usize {
         self.done
     }
 
@@ -384,7 +390,7 @@ impl Steps {
 }
 
 /// The `begin` record of an apply.
-pub fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
+pub(crate) fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
     Record::Begin {
         stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
@@ -394,13 +400,13 @@ pub fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Reco
 }
 
 /// The id of the running boot, when the root has one.
-pub fn boot_id(root: &crate::sysroot::SysRoot) -> Option<String> {
+pub(crate) fn boot_id(root: &crate::sysroot::SysRoot) -> Option<String> {
     root.read_value("/proc/sys/kernel/random/boot_id").ok()
 }
 
 /// Why apply could not start. Nothing was changed.
 #[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
+pub(crate) enum ApplyError {
     /// Another apply or revert runs.
     #[error(transparent)]
     Lock(#[from] lock::LockError),
@@ -410,7 +416,7 @@ pub enum ApplyError {
 }
 
 /// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
-pub fn apply(
+pub(crate) fn apply(
     ctx: &Ctx,
     items: &[Item],
     plan_path: &str,
@@ -423,7 +429,7 @@ pub fn apply(
 }
 
 /// Runs the items. With `writer` `None` it is a dry run: nothing is written.
-pub fn execute(
+pub(crate) fn execute(
     ctx: &Ctx,
     items: &[Item],
     mut writer: Option<&mut Writer>,

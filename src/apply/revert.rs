@@ -20,7 +20,7 @@ use super::lock::{Lock, LockError};
 
 /// Why revert could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum RevertError {
+pub(crate) enum RevertError {
     /// Another apply or revert runs.
     #[error(transparent)]
     Lock(#[from] LockError),
@@ -32,7 +32,7 @@ pub enum RevertError {
 /// What happened to one record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RestoreStatus {
+pub(crate) enum RestoreStatus {
     /// Put back.
     Restored,
     /// Already as recorded.
@@ -47,7 +47,7 @@ pub enum RestoreStatus {
 
 /// One record and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RestoreLine {
+pub(crate) struct RestoreLine {
     /// The journal line.
     pub line: usize,
     /// What it restores.
@@ -60,7 +60,7 @@ pub struct RestoreLine {
 
 /// What revert did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct RevertReport {
+pub(crate) struct RevertReport {
     /// Whether there was a journal at all.
     pub had_journal: bool,
     /// Every record, latest first.
@@ -75,7 +75,7 @@ pub struct RevertReport {
 
 impl RevertReport {
     /// How many records have `status`.
-    pub fn count(&self, status: RestoreStatus) -> usize {
+    pub(crate) fn count(&self, status: RestoreStatus) -> usize {
         self.lines.iter().filter(|l| l.status == status).count()
     }
 }
@@ -198,7 +198,7 @@ fn boots(journal: &Journal) -> Vec<Option<String>> {
 }
 
 /// Reverts everything the journal under `ctx.root` records. With `dry_run`, only lists it.
-pub fn revert(ctx: &Ctx, dry_run: bool) -> Result<RevertReport, RevertError> {
+pub(crate) fn revert(ctx: &Ctx, dry_run: bool) -> Result<RevertReport, RevertError> {
     if dry_run {
         let Some(journal) = journal::read(ctx.root)? else {
             return Ok(RevertReport::default());

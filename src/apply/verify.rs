@@ -16,7 +16,7 @@ use crate::tuning::setting::{Layer, Setting};
 /// The verdict on one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub(crate) enum Status {
     /// The machine has the planned value.
     Ok,
     /// It has another value.
@@ -29,7 +29,7 @@ pub enum Status {
 
 impl Status {
     /// The word shown in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Drift => "drift",
@@ -41,7 +41,7 @@ impl Status {
 
 /// One setting checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// The setting id.
     pub id: String,
     /// Its layer.
@@ -57,7 +57,7 @@ pub struct Check {
 
 /// Counts per verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Settings as planned.
     pub ok: usize,
     /// Settings that differ.
@@ -70,7 +70,7 @@ pub struct Summary {
 
 /// The whole verification (the body of the `--json` document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// The plan file checked against.
     pub plan: String,
     /// Counts per verdict.
@@ -81,18 +81,18 @@ pub struct Report {
 
 impl Report {
     /// Whether some setting drifted.
-    pub fn drifted(&self) -> bool {
+    pub(crate) fn drifted(&self) -> bool {
         self.summary.drift > 0
     }
 
     /// The `--json` document about `host`: the report in the document envelope.
-    pub fn to_json(&self, host: String) -> Result<String, serde_json::Error> {
+    pub(crate) fn to_json(&self, host: String) -> Result<String, serde_json::Error> {
         Document::new(Kind::Verify, host, self).to_json()
     }
 }
 
 /// Checks every setting of `plan` against the machine of `ctx`.
-pub fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
+pub(crate) fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
     let checks: Vec<Check> = plan.settings.iter().map(|s| check(ctx, s)).collect();
     let mut summary = Summary::default();
     for c in &checks {

@@ -4,11 +4,11 @@
 //! The audit only reads the [`Machine`]; it never touches the system. `lowlat plan` calls
 //! [`run`] and collects [`Audit::fixes`], the settings of the failing and warning findings.
 
-pub mod finding;
+pub(crate) mod finding;
 pub mod partition;
 pub mod profile;
-pub mod rule;
-pub mod rules;
+pub(crate) mod rule;
+pub(crate) mod rules;
 
 pub use finding::{Counts, Finding, Remediation, Severity, Status};
 pub use partition::{AuditPartition, PartitionSource};

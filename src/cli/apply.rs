@@ -73,7 +73,7 @@ impl ApplyArgs {
 
 /// Refuses to change the live machine without root (`euid` 0). Dry runs and directory trees
 /// need no root.
-pub fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> Result<()> {
+pub(crate) fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> Result<()> {
     if root.is_live() && !dry_run && euid != 0 {
         bail!(
             "lowlat {command} changes this machine and must run as root (sudo lowlat {command} ...); nothing was changed. --dry-run shows the changes without root."
@@ -84,7 +84,7 @@ pub fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> 
 
 /// The root `apply` and `revert` may write to: the live machine or a directory tree, not a
 /// snapshot.
-pub fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
+pub(crate) fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
     if cli.snapshot.is_some() {
         bail!(
             "--snapshot: lowlat {command} changes a machine, and a snapshot is read-only; use --root DIR for a directory tree"
@@ -94,7 +94,7 @@ pub fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
 }
 
 /// Reads and checks a plan file given with `flag`.
-pub fn read_plan(path: &Path, flag: &str) -> Result<(Plan, String)> {
+pub(crate) fn read_plan(path: &Path, flag: &str) -> Result<(Plan, String)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{flag} {}: cannot read the plan", path.display()))?;
     let plan = Plan::from_json(&text)
@@ -113,7 +113,7 @@ fn confirm(question: &str) -> Result<bool> {
 }
 
 /// Runs `lowlat apply`.
-pub fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     let root = writable_root(cli, "apply")?;
     require_root(
         &root,

@@ -28,7 +28,7 @@ pub struct RevertArgs {
 }
 
 /// Runs `lowlat revert`.
-pub fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
     let root = writable_root(cli, "revert")?;
     require_root(
         &root,

@@ -32,7 +32,7 @@ pub struct VerifyArgs {
 }
 
 /// Runs `lowlat verify`.
-pub fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let (text, shown) = match &args.plan {
         Some(path) => (

@@ -201,7 +201,7 @@ mod tests {
     use super::*;
     use crate::test_tree::TestTree;
 
-    /// The RT guest of [S002] after tuning.
+    /// The RT guest of \[S002\] after tuning.
     fn rt_guest() -> TestTree {
         let dir = TestTree::empty();
         let d = &dir;

@@ -412,7 +412,7 @@ mod tests {
         d.write(&format!("{s}/disable"), format!("{disable}\n"));
     }
 
-    /// Two CPUs of the tuned EPYC 7F32 ([S000]): performance governor, boost off, C2
+    /// Two CPUs of the tuned EPYC 7F32 (\[S000\]): performance governor, boost off, C2
     /// disabled on CPU 1.
     fn epyc() -> TestTree {
         let dir = TestTree::empty();

@@ -1,14 +1,14 @@
 //! Measurements: the engines, and the runner they share.
 //!
-//! - [`engines`]: what each measurement does. Loop engines ([`engines::jitter`],
+//! - [`engines`]: what each measurement does. Loop engines (`engines::jitter`,
 //!   [`engines::timer`]) run one loop per measured CPU for a duration; hardware engines
-//!   ([`engines::membw`], [`engines::memlat`], [`engines::c2c`], [`engines::wakeup`],
-//!   [`engines::freq`]) take plain inputs (CPU lists, sizes) and return serialisable results.
+//!   (`engines::membw`, `engines::memlat`, `engines::c2c`, `engines::wakeup`,
+//!   `engines::freq`) take plain inputs (CPU lists, sizes) and return serialisable results.
 //!   Each engine is asked with its own request type (`JitterRequest`, `TimerRequest`,
 //!   `MembwRequest`, `MemlatRequest`, `C2cRequest`, `WakeupRequest`, `FreqRequest`); the
 //!   memory engines' requests plan sizes, threads and nodes from the topology themselves.
-//! - [`runner`]: what every engine shares: choosing the CPUs ([`runner::cpus`]: online and
-//!   in this process's affinity), the one [`runner::session::Session`] every engine runs
+//! - `runner`: what every engine shares: choosing the CPUs (`runner::cpus`: online and
+//!   in this process's affinity), the one `runner::session::Session` every engine runs
 //!   through (memory locking, Ctrl-C), the measuring threads, pinning and scheduling,
 //!   clocks, progress, memory regions, placement by topology, the node × node matrix axes,
 //!   the environment and the counters read around a run.

@@ -19,7 +19,7 @@ use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
 /// The IRQ number of an `irq:<N>:affinity` id.
-pub fn number(id: &str) -> Option<u32> {
+pub(crate) fn number(id: &str) -> Option<u32> {
     match id.parse() {
         Ok(SettingId::Irq(irq)) => Some(irq),
         _ => None,
@@ -27,7 +27,7 @@ pub fn number(id: &str) -> Option<u32> {
 }
 
 /// Adds the IRQ settings: the default affinity, then every numbered IRQ.
-pub fn plan(inputs: &Inputs, draft: &mut Draft) {
+pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;
     let iso = &inputs.partition.isolated;
     draft.add(setting(
@@ -139,13 +139,13 @@ fn ranges(numbers: &[u32]) -> String {
 }
 
 /// The `id` prefix of RPS settings.
-pub const RPS_PREFIX: &str = "rps:";
+pub(crate) const RPS_PREFIX: &str = "rps:";
 
 /// Adds the RPS mask of every interface with receive queues (loopback aside): where RPS is on,
 /// it steers only to the housekeeping CPUs of the interface's node; where it is off, it stays
 /// off (the NIC's own queues, spread by the IRQ plan, already share the load, and RPS would add
 /// an inter-processor interrupt per packet batch).
-pub fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
+pub(crate) fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;
     let source = "TuneD/OpenShift performance profiles (RPS masks); Linux networking/scaling.rst";
     let interfaces = match &inputs.machine.net {
@@ -295,7 +295,7 @@ fn nic_spread(irqs: &Irqs, topology: &Topology, hk: &CpuSet) -> BTreeMap<u32, (u
 
 /// The IRQs the plan pins one by one by the NIC queue spread (their source is the queue
 /// rule), in ascending order.
-pub fn pinned_irqs(plan: &Plan) -> Vec<u32> {
+pub(crate) fn pinned_irqs(plan: &Plan) -> Vec<u32> {
     let mut irqs: Vec<u32> = plan
         .settings
         .iter()
@@ -307,7 +307,7 @@ pub fn pinned_irqs(plan: &Plan) -> Vec<u32> {
 }
 
 /// irq-plan.txt: the planned affinity of every IRQ with its reason, then what stays.
-pub fn render(plan: &Plan, header: &str) -> String {
+pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
     out.push_str(
         "#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n\n",

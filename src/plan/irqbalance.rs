@@ -16,13 +16,13 @@ use super::Plan;
 use super::irq_plan;
 
 /// Where the environment file is installed.
-pub const ENV_PATH: &str = "/etc/lowlat/irqbalance.env";
+pub(crate) const ENV_PATH: &str = "/etc/lowlat/irqbalance.env";
 
 /// Where the service drop-in is installed.
-pub const DROPIN_PATH: &str = "/etc/systemd/system/irqbalance.service.d/50-lowlat.conf";
+pub(crate) const DROPIN_PATH: &str = "/etc/systemd/system/irqbalance.service.d/50-lowlat.conf";
 
 /// irqbalance.env.
-pub fn render_env(plan: &Plan, header: &str) -> String {
+pub(crate) fn render_env(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
     let _ = write!(
         out,
@@ -51,7 +51,7 @@ pub fn render_env(plan: &Plan, header: &str) -> String {
 }
 
 /// irqbalance.service.d/50-lowlat.conf.
-pub fn render_dropin(header: &str) -> String {
+pub(crate) fn render_dropin(header: &str) -> String {
     let mut out = String::from(header);
     let _ = write!(
         out,

@@ -13,7 +13,7 @@ use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 
 /// The `id` prefix of kernel command line settings.
-pub const PREFIX: &str = "cmdline:";
+pub(crate) const PREFIX: &str = "cmdline:";
 
 /// A boot setting adding `args` under the key `key`.
 fn boot(key: &str, args: impl Into<String>, rationale: &str, source: &str) -> Setting {
@@ -35,7 +35,7 @@ fn tradeoff(key: &str, arg: &str, rationale: &str, tradeoff: &str) -> Setting {
 }
 
 /// Adds the boot arguments of the plan to `draft`.
-pub fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
+pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
     let p = inputs.partition;
     let options = &inputs.request.options;
     let cpu = inputs.machine.cpu.get();
@@ -139,7 +139,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
 /// `isolcpus=`: managed IRQs off every isolated CPU; scheduler domains (no load balancing) on
 /// the no-balance CPUs. Two arguments when the sets differ: the kernel keeps one housekeeping
 /// mask per flag.
-pub fn isolcpus_args(p: &Partition) -> String {
+pub(crate) fn isolcpus_args(p: &Partition) -> String {
     let iso = p.isolated.to_list();
     if p.no_balance.is_empty() {
         format!("isolcpus=managed_irq,{iso}")
@@ -374,7 +374,7 @@ fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
 }
 
 /// The keys a boot setting owns: the id's key and every key in its value.
-pub fn owned_keys(setting: &Setting) -> Vec<String> {
+pub(crate) fn owned_keys(setting: &Setting) -> Vec<String> {
     let mut keys = vec![
         setting
             .id
@@ -397,7 +397,7 @@ fn push_keys(keys: &mut Vec<String>, args: &str) {
 }
 
 /// The arguments to add (in plan order) and the keys to remove.
-pub fn add_and_remove(plan: &Plan) -> (Vec<&str>, Vec<String>) {
+pub(crate) fn add_and_remove(plan: &Plan) -> (Vec<&str>, Vec<String>) {
     let mut add = Vec::new();
     let mut remove = Vec::new();
     for setting in plan.layer(Layer::Boot) {
@@ -412,7 +412,7 @@ pub fn add_and_remove(plan: &Plan) -> (Vec<&str>, Vec<String>) {
 
 /// kernel-cmdline.txt: a shell fragment setting `LOWLAT_CMDLINE_ADD` and
 /// `LOWLAT_CMDLINE_REMOVE`, each argument explained, and the boot-loader commands as comments.
-pub fn render(plan: &Plan, header: &str) -> String {
+pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let (add, remove) = add_and_remove(plan);
     let add_line = add.join(" ");
     let remove_line = remove.join(" ");
@@ -517,13 +517,13 @@ fn render_commands(out: &mut String, add: &str, remove: &[String], two_isolcpus:
 }
 
 /// The file name of the /etc/default/grub.d drop-in.
-pub const GRUB_DROPIN: &str = "99-lowlat.cfg";
+pub(crate) const GRUB_DROPIN: &str = "99-lowlat.cfg";
 
 /// The /etc/default/grub.d drop-in: the header, then the very block `lowlat apply` writes
 /// (a POSIX shell fragment sourced by grub-mkconfig after /etc/default/grub that drops every
 /// earlier argument with a key the plan owns and appends the planned ones), so that the file
 /// a user installs by hand and the one apply installs cannot differ.
-pub fn grub_dropin(plan: &Plan, header: &str) -> String {
+pub(crate) fn grub_dropin(plan: &Plan, header: &str) -> String {
     use crate::tuning::kernel_args::{AllArgs, Args};
     let args: Vec<Args> = plan
         .layer(Layer::Boot)

@@ -14,7 +14,7 @@ use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
 /// The `id` prefix of kernel-thread settings.
-pub const PREFIX: &str = "kthread:";
+pub(crate) const PREFIX: &str = "kthread:";
 
 /// Real-time priorities of per-CPU kernel threads (name prefix, SCHED_FIFO priority), as
 /// TuneD's realtime-virtual-host profile sets them: above normal tasks, below the workload's
@@ -39,7 +39,7 @@ const STOPPED_THREADS: &[(&str, &[(&str, &str)])] = &[(
 
 /// Moves the affinity of every kernel thread another setting of the draft stops to the
 /// skipped settings, with the reason. Runs once every setting is in the draft.
-pub fn skip_stopped_threads(draft: &mut Draft) {
+pub(crate) fn skip_stopped_threads(draft: &mut Draft) {
     let stopped: Vec<(String, String)> = STOPPED_THREADS
         .iter()
         .filter_map(|(thread, stoppers)| {
@@ -68,7 +68,7 @@ pub fn skip_stopped_threads(draft: &mut Draft) {
 }
 
 /// Adds the workqueue masks, the kernel-thread affinities and (if asked) priorities.
-pub fn plan(inputs: &Inputs, draft: &mut Draft) {
+pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;
     let services = &inputs.machine.services;
     for (id, current, why) in [
@@ -284,7 +284,7 @@ fn plan_unmovable(kthreads: &[&Task], isolated: &CpuSet, draft: &mut Draft) {
 }
 
 /// kthread-plan.txt: workqueue masks, kernel-thread affinities and priorities, and what stays.
-pub fn render(plan: &Plan, header: &str) -> String {
+pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
     out.push_str("#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n");
     let settings: Vec<&Setting> = plan

@@ -6,21 +6,21 @@
 //! (kernel command line, sysctl.d, TuneD profile, systemd units, irqbalance configuration, IRQ
 //! and kernel-thread plans) is rendered from the same value, so they cannot disagree.
 //!
-//! Settings are named by [`crate::tuning::setting_id::SettingId`]; its module holds the one
+//! Settings are named by `crate::tuning::setting_id::SettingId`; its module holds the one
 //! table of ids. Settings that come from the audit's remediations keep the audit's ids, except
 //! that their command-line values are written as whole arguments like the plan's.
 
 pub mod artifacts;
 pub mod findings;
-pub mod irq_plan;
-pub mod irqbalance;
-pub mod kernel_cmdline;
-pub mod kthread_plan;
+pub(crate) mod irq_plan;
+pub(crate) mod irqbalance;
+pub(crate) mod kernel_cmdline;
+pub(crate) mod kthread_plan;
 pub mod request;
-pub mod sysctl;
-pub mod systemd;
-pub mod tuned;
-pub mod write;
+pub(crate) mod sysctl;
+pub(crate) mod systemd;
+pub(crate) mod tuned;
+pub(crate) mod write;
 
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +96,7 @@ pub struct Unmovable {
 }
 
 /// A plan: the desired state of one machine. Serialized as the body of plan.json (in the
-/// [`document`] envelope), the input of `lowlat apply`.
+/// `document` envelope), the input of `lowlat apply`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// When the plan was made (RFC 3339, UTC): the `created` of its plan.json, so that the

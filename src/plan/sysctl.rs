@@ -12,16 +12,16 @@ use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
 /// The `id` prefix of sysctl settings.
-pub const PREFIX: &str = "sysctl:";
+pub(crate) const PREFIX: &str = "sysctl:";
 
 /// Where the file is installed.
-pub const INSTALL_PATH: &str = "/etc/sysctl.d/99-lowlat.conf";
+pub(crate) const INSTALL_PATH: &str = "/etc/sysctl.d/99-lowlat.conf";
 
 /// The current value of each sysctl lowlat read from the target, or why it could not be read.
-pub type SysctlValues = BTreeMap<String, Avail<String>>;
+pub(crate) type SysctlValues = BTreeMap<String, Avail<String>>;
 
 /// Adds the partition-derived sysctls.
-pub fn plan(inputs: &Inputs, draft: &mut Draft) {
+pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     draft.add(setting(
         SettingId::Sysctl("kernel.watchdog_cpumask".to_string()).to_string(),
         inputs.partition.housekeeping.to_list(),
@@ -33,7 +33,7 @@ pub fn plan(inputs: &Inputs, draft: &mut Draft) {
 
 /// Moves every sysctl setting whose key the target kernel does not have (or that lowlat could
 /// not read) from `plan.settings` to `plan.skipped`.
-pub fn keep_existing(values: &SysctlValues, plan: &mut Plan) {
+pub(crate) fn keep_existing(values: &SysctlValues, plan: &mut Plan) {
     let settings = std::mem::take(&mut plan.settings);
     for s in settings {
         let Some(key) = s.id.strip_prefix(PREFIX) else {
@@ -56,13 +56,13 @@ pub fn keep_existing(values: &SysctlValues, plan: &mut Plan) {
 }
 
 /// The key of a sysctl setting.
-pub fn key(id: &str) -> Option<&str> {
+pub(crate) fn key(id: &str) -> Option<&str> {
     id.strip_prefix(PREFIX)
 }
 
 /// sysctl.d/99-lowlat.conf: every planned sysctl with its reason, then the skipped ones as
 /// comments.
-pub fn render(plan: &Plan, header: &str) -> String {
+pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
     out.push_str(
         "#\n# systemd-sysctl applies this file at boot; `sysctl -p /etc/sysctl.d/99-lowlat.conf`\n\

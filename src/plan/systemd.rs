@@ -8,19 +8,19 @@ use std::fmt::Write;
 use super::Plan;
 
 /// Where the unit is installed.
-pub const RUNTIME_UNIT_PATH: &str = "/etc/systemd/system/lowlat-runtime.service";
+pub(crate) const RUNTIME_UNIT_PATH: &str = "/etc/systemd/system/lowlat-runtime.service";
 
 /// The unit name.
-pub const RUNTIME_UNIT: &str = "lowlat-runtime.service";
+pub(crate) const RUNTIME_UNIT: &str = "lowlat-runtime.service";
 
 /// Where `lowlat apply` installs plan.json for the unit to read.
-pub const PLAN_PATH: &str = "/etc/lowlat/plan.json";
+pub(crate) const PLAN_PATH: &str = "/etc/lowlat/plan.json";
 
 /// Where the unit expects the lowlat binary.
-pub const BINARY: &str = "/usr/local/bin/lowlat";
+pub(crate) const BINARY: &str = "/usr/local/bin/lowlat";
 
 /// lowlat-runtime.service.
-pub fn render_runtime_unit(header: &str) -> String {
+pub(crate) fn render_runtime_unit(header: &str) -> String {
     let mut out = String::from(header);
     let _ = write!(
         out,
@@ -45,7 +45,7 @@ pub fn render_runtime_unit(header: &str) -> String {
 }
 
 /// system.conf.d/50-lowlat.conf: `CPUAffinity=` for PID 1, inherited by every service.
-pub fn render_affinity_dropin(plan: &Plan, header: &str) -> String {
+pub(crate) fn render_affinity_dropin(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
     let _ = write!(
         out,

@@ -16,13 +16,13 @@ use super::sysctl;
 use crate::tuning::setting::Layer;
 
 /// The profile name.
-pub const PROFILE: &str = "lowlat";
+pub(crate) const PROFILE: &str = "lowlat";
 
 /// Where the variables file is installed (cpu-partitioning reads it from there).
-pub const VARIABLES_PATH: &str = "/etc/tuned/cpu-partitioning-variables.conf";
+pub(crate) const VARIABLES_PATH: &str = "/etc/tuned/cpu-partitioning-variables.conf";
 
 /// Where the profile is installed.
-pub const PROFILE_PATH: &str = "/etc/tuned/lowlat/tuned.conf";
+pub(crate) const PROFILE_PATH: &str = "/etc/tuned/lowlat/tuned.conf";
 
 /// Boot settings that cpu-partitioning (or network-latency, which it includes) already
 /// derives from the same variables; the profile does not repeat them.
@@ -35,7 +35,7 @@ const FROM_CPU_PARTITIONING: &[&str] = &[
 ];
 
 /// tuned/lowlat/tuned.conf.
-pub fn render_profile(plan: &Plan, header: &str) -> String {
+pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
     let p = &plan.partition;
     let mut out = String::from(header);
     let _ = write!(
@@ -91,7 +91,7 @@ pub fn render_profile(plan: &Plan, header: &str) -> String {
 }
 
 /// cpu-partitioning-variables.conf.
-pub fn render_variables(plan: &Plan, header: &str) -> String {
+pub(crate) fn render_variables(plan: &Plan, header: &str) -> String {
     let p = &plan.partition;
     let mut out = String::from(header);
     let _ = write!(

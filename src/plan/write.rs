@@ -9,7 +9,7 @@ use crate::sysroot::{Perms, SysRoot, WriteError};
 
 /// Why the artifacts could not be written; each names the path.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteDirError {
+pub(crate) enum WriteDirError {
     /// The output path exists and is not a directory.
     #[error("{}: exists and is not a directory; choose a directory path", .0.display())]
     NotADirectory(PathBuf),
@@ -40,7 +40,7 @@ pub enum WriteDirError {
 /// Writes `artifacts` under `dir` (created if missing) and returns the paths written. A
 /// directory that is not empty is refused unless `force`; with `force` the artifacts replace
 /// files of the same name and nothing else is touched.
-pub fn write_dir(
+pub(crate) fn write_dir(
     dir: &Path,
     artifacts: &[Artifact],
     force: bool,

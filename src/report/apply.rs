@@ -58,7 +58,7 @@ fn item_detail(item: &ItemReport) -> String {
 
 /// The apply report: one line per setting (refused changes listed under it), a summary,
 /// the follow-ups, the journal and the reboot state.
-pub fn render_apply(report: &ApplyReport) -> String {
+pub(crate) fn render_apply(report: &ApplyReport) -> String {
     let mut out = String::new();
     for item in &report.items {
         let _ = writeln!(
@@ -116,7 +116,7 @@ pub fn render_apply(report: &ApplyReport) -> String {
 }
 
 /// The revert report: one line per record, latest first, and a summary.
-pub fn render_revert(report: &RevertReport) -> String {
+pub(crate) fn render_revert(report: &RevertReport) -> String {
     let mut out = String::new();
     if !report.had_journal {
         return format!("Nothing to revert: no journal at {JOURNAL_PATH} under the root.\n");
@@ -167,7 +167,7 @@ pub fn render_revert(report: &RevertReport) -> String {
 }
 
 /// The verify report: one line per setting and a summary.
-pub fn render_verify(report: &verify::Report) -> String {
+pub(crate) fn render_verify(report: &verify::Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

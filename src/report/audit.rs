@@ -17,7 +17,7 @@ const DETAIL_LINES: usize = 8;
 
 /// The body of the audit JSON document.
 #[derive(Debug, Serialize)]
-pub struct AuditBody<'a> {
+pub(crate) struct AuditBody<'a> {
     /// Which machine was audited.
     pub machine: MachineIdentity,
     /// The profile.
@@ -34,7 +34,7 @@ pub struct AuditBody<'a> {
 
 /// Enough to tell machines apart in a fleet report.
 #[derive(Debug, Serialize)]
-pub struct MachineIdentity {
+pub(crate) struct MachineIdentity {
     /// Host name (`/proc/sys/kernel/hostname`).
     pub hostname: Option<String>,
     /// System vendor and product from DMI (`HPE ProLiant DL385 Gen10 Plus`).
@@ -55,7 +55,7 @@ pub struct MachineIdentity {
 
 impl MachineIdentity {
     /// The identity of `machine`.
-    pub fn of(machine: &Machine) -> Self {
+    pub(crate) fn of(machine: &Machine) -> Self {
         let dmi = &machine.firmware.dmi;
         let system = [dmi.sys_vendor.get(), dmi.product_name.get()]
             .into_iter()
@@ -93,7 +93,7 @@ impl MachineIdentity {
 
 /// A profile's name, purpose and sources.
 #[derive(Debug, Serialize)]
-pub struct ProfileSummary {
+pub(crate) struct ProfileSummary {
     /// The name.
     pub name: &'static str,
     /// What it targets.
@@ -113,7 +113,7 @@ impl From<&ProfileInfo> for ProfileSummary {
 }
 
 /// The JSON document of an audit.
-pub fn document<'a>(
+pub(crate) fn document<'a>(
     machine: &'a Machine,
     audit: &'a Audit,
     info: &ProfileInfo,
@@ -278,7 +278,7 @@ fn layer_prefix(layer: Layer) -> &'static str {
 
 /// The one-line fix of a remediation: its settings grouped by layer (the first few), else
 /// its BIOS step, else the first sentence of its manual text.
-pub fn fix_line(remediation: &Remediation) -> Option<String> {
+pub(crate) fn fix_line(remediation: &Remediation) -> Option<String> {
     const SHOWN: usize = 3;
     let settings = &remediation.settings;
     if !settings.is_empty() {
@@ -341,7 +341,7 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
 /// machine when the chosen profile runs it.
-pub fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str) -> String {
+pub(crate) fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", rule.id, rule.title);
     let _ = writeln!(

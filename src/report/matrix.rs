@@ -7,7 +7,7 @@ use crate::measure::matrix::Matrix;
 /// A terminal table with `decimals` digits after the point; unmeasured cells are blank.
 /// `breaks_after` lists row/column indices after which a separator is drawn (group
 /// boundaries, e.g. L3 groups).
-pub fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) -> String {
+pub(crate) fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) -> String {
     let cell = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.decimals$}"));
     let label_width = matrix
         .rows
@@ -53,7 +53,7 @@ pub fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) -> String
 
 /// CSV: a header `row_kind,col1,col2,...`, then one line per row; blank where unmeasured.
 /// Values (ns) carry at most one decimal: the measurement resolves no finer.
-pub fn csv(matrix: &Matrix) -> String {
+pub(crate) fn csv(matrix: &Matrix) -> String {
     let mut out = String::new();
     out.push_str(&matrix.row_kind);
     for label in &matrix.columns {

@@ -1,13 +1,13 @@
 //! Every rendering of lowlat's results, for people and for programs: terminal printers, the
-//! JSON documents' bodies (in the [`crate::document`] envelope), the peers' formats and the
+//! JSON documents' bodies (in the `crate::document` envelope), the peers' formats and the
 //! plan's summary and diff. Report reads the layers below it (machine, audit, plan, apply,
 //! measure); nothing below imports it.
 
-pub mod apply;
+pub(crate) mod apply;
 pub mod audit;
 pub mod inventory;
-pub mod matrix;
-pub mod measure;
+pub(crate) mod matrix;
+pub(crate) mod measure;
 pub mod peer;
 pub mod plan;
 

@@ -6,11 +6,11 @@
 use crate::tuning::kernel_args::AllArgs;
 
 /// GRUB's defaults file.
-pub const DEFAULTS_PATH: &str = "/etc/default/grub";
+pub(crate) const DEFAULTS_PATH: &str = "/etc/default/grub";
 /// The drop-in directory of Debian and Ubuntu.
-pub const DROPIN_DIR: &str = "/etc/default/grub.d";
+pub(crate) const DROPIN_DIR: &str = "/etc/default/grub.d";
 /// lowlat's drop-in (sorted last).
-pub const DROPIN_PATH: &str = "/etc/default/grub.d/99-lowlat.cfg";
+pub(crate) const DROPIN_PATH: &str = "/etc/default/grub.d/99-lowlat.cfg";
 
 const BEGIN: &str = "# BEGIN lowlat kernel arguments";
 const END: &str = "# END lowlat kernel arguments";
@@ -18,7 +18,7 @@ const ARGS_LINE: &str = "GRUB_CMDLINE_LINUX=\"$(lowlat_drop \"$GRUB_CMDLINE_LINU
 const CASE_INDENT: &str = "            ";
 
 /// The block for `args`.
-pub fn render_block(args: &AllArgs) -> String {
+pub(crate) fn render_block(args: &AllArgs) -> String {
     // Both spellings of each key: the kernel treats `-` and `_` alike.
     let mut patterns: Vec<String> = Vec::new();
     for key in &args.keys {
@@ -54,7 +54,7 @@ pub fn render_block(args: &AllArgs) -> String {
 }
 
 /// Splits lowlat's block off `text`: the text without it, and the block.
-pub fn split_block(text: &str) -> (String, Option<String>) {
+pub(crate) fn split_block(text: &str) -> (String, Option<String>) {
     let Some(start) = text.find(BEGIN) else {
         return (text.to_string(), None);
     };
@@ -72,12 +72,12 @@ pub fn split_block(text: &str) -> (String, Option<String>) {
 }
 
 /// Whether `path` is a GRUB defaults file (changing it needs a regeneration).
-pub fn is_grub_defaults(path: &str) -> bool {
+pub(crate) fn is_grub_defaults(path: &str) -> bool {
     path == DEFAULTS_PATH || path.starts_with(&format!("{DROPIN_DIR}/"))
 }
 
 /// The arguments a block appends.
-pub fn block_args(block: &str) -> Option<&str> {
+pub(crate) fn block_args(block: &str) -> Option<&str> {
     block
         .lines()
         .find_map(|l| l.strip_prefix(ARGS_LINE))
@@ -85,7 +85,7 @@ pub fn block_args(block: &str) -> Option<&str> {
 }
 
 /// The argument keys a block drops (both spellings of each).
-pub fn dropped_keys(block: &str) -> Vec<&str> {
+pub(crate) fn dropped_keys(block: &str) -> Vec<&str> {
     block
         .lines()
         .find_map(|l| l.strip_prefix(CASE_INDENT))

@@ -9,7 +9,7 @@ use crate::tuning::setting::Setting;
 
 /// Why a boot setting's arguments cannot be written safely into a boot configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KernelArgError {
+pub(crate) enum KernelArgError {
     /// The id's key has characters outside `[A-Za-z0-9_.-]`.
     #[error("'{0}' is not a kernel argument key")]
     Key(String),
@@ -22,10 +22,10 @@ pub enum KernelArgError {
 }
 
 /// The prefix of boot setting ids.
-pub const PREFIX: &str = "cmdline:";
+pub(crate) const PREFIX: &str = "cmdline:";
 
 /// A key as the kernel compares it (`-` and `_` are the same).
-pub fn normal_key(key: &str) -> String {
+pub(crate) fn normal_key(key: &str) -> String {
     key.replace('-', "_")
 }
 
@@ -47,7 +47,7 @@ fn normal_token(param: &Param) -> String {
 
 /// The arguments one boot setting wants.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Args {
+pub(crate) struct Args {
     /// The setting id.
     pub id: String,
     /// The keys it owns, normalised.
@@ -59,7 +59,7 @@ pub struct Args {
 impl Args {
     /// Reads a boot setting; the problem when its arguments cannot be written safely into a
     /// boot configuration (quotes, shell characters, keys outside `[A-Za-z0-9_.-]`).
-    pub fn of(setting: &Setting) -> Result<Args, KernelArgError> {
+    pub(crate) fn of(setting: &Setting) -> Result<Args, KernelArgError> {
         let key = setting.id.strip_prefix(PREFIX).unwrap_or(&setting.id);
         let key_ok = |k: &str| {
             !k.is_empty()
@@ -91,7 +91,7 @@ impl Args {
 
     /// Whether an argument string has exactly these arguments for the owned keys (in any
     /// order).
-    pub fn satisfied_by(&self, args: &str) -> bool {
+    pub(crate) fn satisfied_by(&self, args: &str) -> bool {
         let mut have: Vec<String> = owned_params(args, &self.keys)
             .iter()
             .map(normal_token)
@@ -119,7 +119,7 @@ fn owned_params(args: &str, keys: &BTreeSet<String>) -> Vec<Param> {
 
 /// The arguments of every boot setting together.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AllArgs {
+pub(crate) struct AllArgs {
     /// Every key owned, normalised.
     pub keys: BTreeSet<String>,
     /// Every argument wanted, in plan order.
@@ -128,7 +128,7 @@ pub struct AllArgs {
 
 impl AllArgs {
     /// Joins the settings' arguments.
-    pub fn of(args: &[Args]) -> AllArgs {
+    pub(crate) fn of(args: &[Args]) -> AllArgs {
         AllArgs {
             keys: args.iter().flat_map(|a| a.keys.iter().cloned()).collect(),
             tokens: args.iter().flat_map(|a| a.tokens.iter().cloned()).collect(),
@@ -136,7 +136,7 @@ impl AllArgs {
     }
 
     /// Whether an argument string has exactly the wanted arguments for the owned keys.
-    pub fn satisfied_by(&self, args: &str) -> bool {
+    pub(crate) fn satisfied_by(&self, args: &str) -> bool {
         Args {
             id: String::new(),
             keys: self.keys.clone(),
@@ -146,7 +146,7 @@ impl AllArgs {
     }
 
     /// The arguments of `args` with an owned key, as tokens (what must be removed).
-    pub fn owned_tokens(&self, args: &str) -> Vec<String> {
+    pub(crate) fn owned_tokens(&self, args: &str) -> Vec<String> {
         owned_params(args, &self.keys).iter().map(token).collect()
     }
 }

@@ -147,7 +147,7 @@ pub enum PartitionError {
 
 /// `topology` as it will be once SMT is turned off (`nosmt`): only the first thread of each
 /// core stays online. Partitions for a plan that turns SMT off are computed on it.
-pub fn with_smt_off(topology: &Topology) -> Topology {
+pub(crate) fn with_smt_off(topology: &Topology) -> Topology {
     let first_threads: CpuSet = topology.cores().iter().filter_map(CpuSet::first).collect();
     let mut after = topology.clone();
     for cpu in &mut after.cpus {
@@ -157,7 +157,7 @@ pub fn with_smt_off(topology: &Topology) -> Topology {
 }
 
 /// Computes and checks the partition for `topology`.
-pub fn compute(
+pub(crate) fn compute(
     topology: &Topology,
     request: &PartitionRequest,
 ) -> Result<Partition, PartitionError> {

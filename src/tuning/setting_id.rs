@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 /// What a setting id names; written and parsed as the strings of the module's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SettingId {
+pub(crate) enum SettingId {
     /// A sysctl, by its dotted key.
     Sysctl(String),
     /// The default affinity of new IRQs.
@@ -96,7 +96,7 @@ pub enum SettingId {
 
 /// What is set on matched tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskAttribute {
+pub(crate) enum TaskAttribute {
     /// CPU affinity (a CPU list).
     Affinity,
     /// Scheduling policy and priority.
@@ -105,7 +105,7 @@ pub enum TaskAttribute {
 
 /// Why an id was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SettingIdError {
+pub(crate) enum SettingIdError {
     /// The id's family (`foo:`) is not one lowlat applies.
     #[error("lowlat does not know how to apply this setting")]
     Unknown,
@@ -147,7 +147,7 @@ fn page_size(text: &str) -> Option<u64> {
 impl SettingId {
     /// Whether the value of this setting is a hex CPU mask (the files that take one:
     /// `default_smp_affinity`, `rps_cpus`, workqueue `cpumask`) rather than a CPU list.
-    pub fn takes_cpu_mask(&self) -> bool {
+    pub(crate) fn takes_cpu_mask(&self) -> bool {
         matches!(
             self,
             SettingId::IrqDefault | SettingId::Rps(_) | SettingId::Workqueue(_)
@@ -393,7 +393,7 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
 }
 
 /// Whether a task name matches a pattern (`name`, or `prefix*`).
-pub fn matches(pattern: &str, comm: &str) -> bool {
+pub(crate) fn matches(pattern: &str, comm: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => comm.starts_with(prefix),
         None => comm == pattern,

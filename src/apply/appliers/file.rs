@@ -13,11 +13,11 @@ use crate::sysroot::{FileKind, Perms, SysRoot};
 use crate::tuning::setting_id::SettingId;
 
 /// The mode of files lowlat creates.
-pub const NEW_FILE_MODE: u32 = 0o644;
+pub(crate) const NEW_FILE_MODE: u32 = 0o644;
 
 /// A regular file's content and permissions, `None` when absent; a refusal for anything that
 /// is not a regular file (lowlat does not replace links, directories or devices).
-pub fn prior_file(root: &SysRoot, path: &str) -> Result<Option<PriorFile>, ChangeError> {
+pub(crate) fn prior_file(root: &SysRoot, path: &str) -> Result<Option<PriorFile>, ChangeError> {
     let meta = root
         .metadata(path)
         .map_err(|e| ChangeError::Failed(e.to_string()))?;
@@ -99,7 +99,7 @@ fn describe(prior: Option<&PriorFile>) -> String {
 }
 
 /// Installing a whole file.
-pub struct FileChange {
+pub(crate) struct FileChange {
     /// System path.
     pub path: String,
     /// The whole content.
@@ -138,7 +138,7 @@ impl Change for FileChange {
 }
 
 /// Setting one `KEY=value` assignment in an environment file.
-pub struct FileKeyChange {
+pub(crate) struct FileKeyChange {
     /// System path.
     pub path: String,
     /// The variable.
@@ -218,7 +218,7 @@ fn quote(value: &str) -> String {
 
 /// `text` with the last assignment of `key` replaced by `key=value` (other lines untouched),
 /// or the assignment appended when there is none.
-pub fn set_key(text: &str, key: &str, value: &str) -> String {
+pub(crate) fn set_key(text: &str, key: &str, value: &str) -> String {
     let line = format!("{key}={}", quote(value));
     let assigns = |l: &str| {
         let l = l.trim_start();
@@ -239,7 +239,7 @@ pub fn set_key(text: &str, key: &str, value: &str) -> String {
 /// Puts a file back as a journal record found it: the prior content, mode and owner, or
 /// removed (with the directories created for it, when empty) if it did not exist. Returns
 /// whether anything changed.
-pub fn restore(
+pub(crate) fn restore(
     root: &SysRoot,
     path: &str,
     prior: Option<&PriorFile>,
@@ -289,7 +289,7 @@ pub fn restore(
 }
 
 /// The file changes of a `file:` target; `None` for other targets.
-pub fn expand(target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(target: &SettingId, value: &str) -> Option<Expansion> {
     Some(match target {
         SettingId::File(path) => Expansion::Changes(vec![Box::new(FileChange {
             path: path.clone(),

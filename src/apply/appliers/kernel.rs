@@ -14,7 +14,7 @@ use crate::tuning::setting_id::SettingId;
 
 /// How a knob's content reads and compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     /// A value or whitespace-separated values (`10`, `4 4 1 7`, `performance`).
     Text,
     /// A CPU list (`0-3,8`), compared as a set.
@@ -27,7 +27,7 @@ pub enum Form {
 
 impl Form {
     /// The current value as the knob accepts it back, from what it reads.
-    pub fn current(self, read: &str) -> String {
+    pub(crate) fn current(self, read: &str) -> String {
         let text = read.trim_matches(|c: char| c.is_whitespace() || c == '\0');
         match self {
             Form::Choice => text
@@ -41,7 +41,7 @@ impl Form {
     }
 
     /// Whether `current` (from [`Form::current`]) is the value `want`.
-    pub fn same(self, current: &str, want: &str) -> bool {
+    pub(crate) fn same(self, current: &str, want: &str) -> bool {
         let sets = |parse: fn(&str) -> Result<CpuSet, _>| match (parse(current), parse(want)) {
             (Ok(a), Ok(b)) => a == b,
             _ => current == want,
@@ -78,7 +78,7 @@ impl Form {
 
 /// Why a desired value cannot be written.
 #[derive(Debug, thiserror::Error)]
-pub enum ValueError {
+pub(crate) enum ValueError {
     /// Not a CPU list or mask.
     #[error("'{value}' is not a CPU {form}: {source}")]
     NotCpus {
@@ -105,7 +105,7 @@ pub enum ValueError {
 }
 
 /// Refuses a CPU set naming CPUs not in `cpus` (the machine's CPUs, online or not).
-pub fn check_cpus_exist(named: &CpuSet, cpus: &CpuSet) -> Result<(), ValueError> {
+pub(crate) fn check_cpus_exist(named: &CpuSet, cpus: &CpuSet) -> Result<(), ValueError> {
     if named.is_subset(cpus) {
         Ok(())
     } else {
@@ -118,7 +118,7 @@ pub fn check_cpus_exist(named: &CpuSet, cpus: &CpuSet) -> Result<(), ValueError>
 
 /// Writing one value to one knob.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnobChange {
+pub(crate) struct KnobChange {
     /// System path.
     pub path: String,
     /// The value to write.
@@ -178,7 +178,7 @@ impl Change for KnobChange {
 /// Puts a knob back as a journal record found it: on the live kernel the value it accepts
 /// (`restore`), in a directory tree the bytes read (so the tree is byte-identical again).
 /// Returns whether anything was written.
-pub fn restore(
+pub(crate) fn restore(
     root: &SysRoot,
     path: &str,
     prior: &Bytes,
@@ -210,7 +210,12 @@ const CPU: &str = "/sys/devices/system/cpu";
 
 /// The knob changes of a target that is a kernel knob; `None` for other targets.
 /// `cpus` are the machine's CPUs (online or not): a value naming others is invalid.
-pub fn expand(root: &SysRoot, cpus: &CpuSet, target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(
+    root: &SysRoot,
+    cpus: &CpuSet,
+    target: &SettingId,
+    value: &str,
+) -> Option<Expansion> {
     let one = |path: String, form: Form, absent: String| -> Expansion {
         if let Err(problem) = form.check(value, cpus) {
             return Expansion::Invalid(problem.to_string());

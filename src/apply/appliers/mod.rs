@@ -1,18 +1,18 @@
 //! From a setting to the changes that make it: kernel knobs, files, tasks, services, and the
 //! kernel command line (all boot settings together, see [`boot`]).
 
-pub mod boot;
-pub mod file;
-pub mod kernel;
-pub mod service;
-pub mod tasks;
+pub(crate) mod boot;
+pub(crate) mod file;
+pub(crate) mod kernel;
+pub(crate) mod service;
+pub(crate) mod tasks;
 
 use super::change::{Change, Ctx};
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, SettingIdError};
 
 /// What a setting turns into on this machine.
-pub enum Expansion {
+pub(crate) enum Expansion {
     /// The changes that make it (one per knob, file, thread or service).
     Changes(Vec<Box<dyn Change>>),
     /// It cannot be applied here, and why (no such knob on this kernel, a directory tree).
@@ -24,7 +24,7 @@ pub enum Expansion {
 }
 
 /// The changes of one setting that is not a boot argument.
-pub fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
+pub(crate) fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
     if matches!(setting.layer, Layer::Firmware | Layer::Hardware) {
         return Expansion::Manual(format!(
             "a {} setting: set {} to {} by hand",

@@ -12,7 +12,7 @@ use crate::tuning::setting_id::SettingId;
 
 /// What a unit should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     /// Started at boot (`systemctl enable`).
     Enabled,
     /// Not started at boot and not running (`systemctl disable --now`).
@@ -27,7 +27,7 @@ pub enum Want {
 
 impl Want {
     /// Parses a setting value.
-    pub fn parse(text: &str) -> Option<Want> {
+    pub(crate) fn parse(text: &str) -> Option<Want> {
         Some(match text {
             "enabled" => Want::Enabled,
             "disabled" => Want::Disabled,
@@ -51,7 +51,7 @@ impl Want {
 
 /// A unit's state as systemctl reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct State {
+pub(crate) struct State {
     /// `systemctl is-enabled`: `enabled`, `disabled`, `masked`, `static`, ... or `not-found`.
     pub enablement: String,
     /// Whether `systemctl is-active` says it is active (or activating, reloading).
@@ -61,7 +61,7 @@ pub struct State {
 impl State {
     /// Whether the state is what `want` asks for. A unit that is not installed is as good as
     /// disabled, stopped and masked.
-    pub fn satisfies(&self, want: Want) -> bool {
+    pub(crate) fn satisfies(&self, want: Want) -> bool {
         let absent = self.enablement == "not-found";
         match want {
             Want::Enabled => self.enablement == "enabled",
@@ -133,7 +133,7 @@ fn systemctl<'a>(ctx: &Ctx<'a>) -> Result<Systemctl<'a>, Unsupported> {
 }
 
 /// Bringing a unit to a state.
-pub struct ServiceChange {
+pub(crate) struct ServiceChange {
     /// The unit.
     pub unit: String,
     /// The state.
@@ -187,7 +187,7 @@ impl Change for ServiceChange {
 
 /// Brings a unit back to the state a journal record found: its enablement first, then
 /// whether it runs. Returns whether anything changed.
-pub fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError> {
+pub(crate) fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError> {
     let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
     let now = systemctl.state(unit)?;
     let mut changed = false;
@@ -212,7 +212,7 @@ pub fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError
 }
 
 /// The change of a `service:` target; `None` for other targets.
-pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
     let SettingId::Service(unit) = target else {
         return None;
     };

@@ -14,7 +14,7 @@ use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
 
 /// A thread to change: its id and command name when matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Thread {
+pub(crate) struct Thread {
     /// Thread id (`/proc/<tid>` names it even when it is not a process).
     pub tid: u32,
     /// Command name when matched.
@@ -62,7 +62,7 @@ fn live_only(ctx: &Ctx) -> Result<(), Unsupported> {
 }
 
 /// Setting the CPU affinity of one thread.
-pub struct AffinityChange {
+pub(crate) struct AffinityChange {
     /// The thread.
     pub thread: Thread,
     /// The CPUs it may run on.
@@ -130,7 +130,7 @@ fn set_affinity(thread: &Thread, cpus: &CpuSet) -> Result<(), ChangeError> {
 
 /// A scheduling policy with its real-time priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// `SCHED_*` number.
     pub policy: u32,
     /// Real-time priority (0 for non-real-time policies).
@@ -139,7 +139,7 @@ pub struct Policy {
 
 /// Why a scheduling policy value is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PolicyError {
+pub(crate) enum PolicyError {
     /// An unknown policy name.
     #[error("'{0}' is not fifo:N, rr:N, other, batch or idle")]
     UnknownPolicy(String),
@@ -161,7 +161,7 @@ pub enum PolicyError {
 
 impl Policy {
     /// Parses `fifo:<1-99>`, `rr:<1-99>`, `other`, `batch` or `idle`.
-    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
+    pub(crate) fn parse(text: &str) -> Result<Policy, PolicyError> {
         let (name, priority) = match text.split_once(':') {
             Some((name, p)) => (name, Some(p)),
             None => (text, None),
@@ -211,7 +211,7 @@ impl Policy {
 }
 
 /// Setting the scheduling policy of one thread.
-pub struct SchedulerChange {
+pub(crate) struct SchedulerChange {
     /// The thread.
     pub thread: Thread,
     /// The policy.
@@ -279,7 +279,7 @@ fn set_scheduler(thread: &Thread, policy: Policy) -> Result<(), ChangeError> {
 }
 
 /// Puts a thread's affinity back, if the same thread still runs.
-pub fn restore_affinity(
+pub(crate) fn restore_affinity(
     root: &SysRoot,
     thread: &Thread,
     prior: &CpuSet,
@@ -292,7 +292,7 @@ pub fn restore_affinity(
 }
 
 /// Puts a thread's scheduling policy back, if the same thread still runs.
-pub fn restore_scheduler(
+pub(crate) fn restore_scheduler(
     root: &SysRoot,
     thread: &Thread,
     prior: Policy,
@@ -331,7 +331,7 @@ fn threads(root: &SysRoot, pid: u32, comm: &str, kernel: bool) -> Vec<Thread> {
 }
 
 /// The changes of a `kthread:` or `task:` target; `None` for other targets.
-pub fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
     let SettingId::Tasks {
         kernel,
         pattern,

@@ -14,7 +14,7 @@ const NOHZ_FULL_SYSFS: &str = "/sys/devices/system/cpu/nohz_full";
 const ISOLATED_SYSFS: &str = "/sys/devices/system/cpu/isolated";
 
 /// The boot-layer rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "LL-PREEMPT-RT",
         title: "The running kernel is a PREEMPT_RT kernel",

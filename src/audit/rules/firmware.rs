@@ -14,7 +14,7 @@ const GUIDE_BIOS: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 const CHECK_IN_BIOS: &str = "the OS cannot read this BIOS setting: check it in BIOS setup (menus below) or with the server's management tool (HPE iLO RESTful `ilorest get --selector Bios`, Dell `racadm get BIOS`, Lenovo `OneCli config show`)";
 
 /// The firmware-layer rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "LL-BIOS-PROFILE",
         title: "The BIOS workload profile is set for low latency",

@@ -15,7 +15,7 @@ const ROOT_ONLY: &str =
     "the SMBIOS tables are readable by root only: run lowlat as root, or check `dmidecode -t 17`";
 
 /// The hardware-layer rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "LL-TSC-INVARIANT",
         title: "The TSC is invariant (constant_tsc and nonstop_tsc)",

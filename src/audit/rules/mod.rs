@@ -1,19 +1,19 @@
 //! The rule catalogue, one module per layer, and helpers the checks share.
 
-pub mod boot;
-pub mod firmware;
-pub mod hardware;
-pub mod runtime;
-pub mod service;
+pub(crate) mod boot;
+pub(crate) mod firmware;
+pub(crate) mod hardware;
+pub(crate) mod runtime;
+pub(crate) mod service;
 mod support;
-pub mod sysctl;
+pub(crate) mod sysctl;
 
 use crate::audit::rule::{Ctx, Outcome, Rule};
 use crate::machine::CpuSet;
 use crate::machine::kernel::{Cmdline, Param};
 
 /// Every rule, by layer.
-pub fn all() -> impl Iterator<Item = &'static Rule> {
+pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
     [
         firmware::RULES,
         hardware::RULES,
@@ -27,20 +27,20 @@ pub fn all() -> impl Iterator<Item = &'static Rule> {
 }
 
 /// The rule with this id (exact, case-insensitive).
-pub fn find(id: &str) -> Option<&'static Rule> {
+pub(crate) fn find(id: &str) -> Option<&'static Rule> {
     all().find(|rule| rule.id.eq_ignore_ascii_case(id))
 }
 
 /// Every rule id, comma-separated, for messages.
-pub fn valid_ids() -> String {
+pub(crate) fn valid_ids() -> String {
     all().map(|rule| rule.id).collect::<Vec<_>>().join(", ")
 }
 
 /// Where the kernel command line is read from.
-pub const CMDLINE: &str = "/proc/cmdline";
+pub(crate) const CMDLINE: &str = "/proc/cmdline";
 
 /// An `unknown` outcome when the audit has no partition, for rules about isolated CPUs.
-pub fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
+pub(crate) fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
     match &ctx.partition.source {
         crate::audit::PartitionSource::Unavailable { reason } => Some(Outcome::unknown(
             format!("no CPU partition: {reason}"),
@@ -51,7 +51,7 @@ pub fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
 }
 
 /// The kernel command line, or the `unknown` outcome to return without it.
-pub fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Box<Outcome>> {
+pub(crate) fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Box<Outcome>> {
     match &ctx.machine.kernel.cmdline {
         crate::machine::Avail::Available(cmdline) => Ok(cmdline),
         crate::machine::Avail::Unavailable { unavailable } => Err(Box::new(
@@ -67,7 +67,7 @@ pub fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Box<Out
 /// A parameter on the command line whose key is a likely misspelling of `key` (one edit or
 /// one swap of neighbouring letters away), which the kernel ignores: `pcie_asmp` for
 /// `pcie_aspm`.
-pub fn misspelt<'a>(cmdline: &'a Cmdline, key: &str) -> Option<&'a Param> {
+pub(crate) fn misspelt<'a>(cmdline: &'a Cmdline, key: &str) -> Option<&'a Param> {
     cmdline
         .params
         .iter()
@@ -76,7 +76,7 @@ pub fn misspelt<'a>(cmdline: &'a Cmdline, key: &str) -> Option<&'a Param> {
 
 /// Whether `a` and `b` differ by exactly one insertion, deletion, substitution or swap of
 /// neighbouring characters (restricted Damerau-Levenshtein distance 1), ignoring case.
-pub fn near(a: &str, b: &str) -> bool {
+pub(crate) fn near(a: &str, b: &str) -> bool {
     let a: Vec<char> = a.to_lowercase().chars().collect();
     let b: Vec<char> = b.to_lowercase().chars().collect();
     if a == b || a.len().abs_diff(b.len()) > 1 {
@@ -99,7 +99,7 @@ pub fn near(a: &str, b: &str) -> bool {
 }
 
 /// A CPU list for messages: `1-7,9-15`, or `none`.
-pub fn cpus(set: &CpuSet) -> String {
+pub(crate) fn cpus(set: &CpuSet) -> String {
     if set.is_empty() {
         "none".to_string()
     } else {
@@ -108,7 +108,7 @@ pub fn cpus(set: &CpuSet) -> String {
 }
 
 /// How a parameter is written on the command line: `key=value` or `key`.
-pub fn param_text(param: &Param) -> String {
+pub(crate) fn param_text(param: &Param) -> String {
     match &param.value {
         Some(value) => format!("{}={value}", param.key),
         None => param.key.clone(),

@@ -21,7 +21,7 @@ const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
 const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
 
 /// The runtime-layer rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "LL-IRQ-ON-ISOLATED",
         title: "No interrupt may be delivered to an isolated CPU",

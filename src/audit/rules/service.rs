@@ -8,7 +8,7 @@ use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
 
 /// The service-layer rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "LL-IRQBALANCE",
         title: "irqbalance, if running, keeps IRQs off the isolated CPUs",

@@ -32,7 +32,7 @@ macro_rules! sysctl_rule {
 }
 
 /// The sysctl rules.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     sysctl_rule!(
         "LL-SYSCTL-KERNEL-HUNG-TASK-TIMEOUT-SECS",
         "kernel.hung_task_timeout_secs",
@@ -270,7 +270,7 @@ fn path(key: &str) -> String {
 }
 
 /// Compares the sysctl `key` with the expectation.
-pub fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
+pub(crate) fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
     let hk = &ctx.partition.housekeeping;
     let expected = format!("{key} = {}", expect.describe(&cpus(hk)));
     let path = path(key);

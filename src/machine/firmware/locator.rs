@@ -113,7 +113,7 @@ fn scan(text: &str) -> SlotLocation {
 }
 
 /// Where a slot sits according to its locators, the socket as labelled (see
-/// [`super::smbios::locate_all`] for the numbering from 0).
+/// `super::smbios::locate_all` for the numbering from 0).
 pub fn parse_locator(locator: Option<&str>, bank: Option<&str>) -> SlotLocation {
     let locator = locator.unwrap_or("");
     // Dell: the whole locator is a letter and a number; the letter is the socket.

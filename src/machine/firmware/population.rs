@@ -1,5 +1,5 @@
 //! Memory population derived from the SMBIOS memory devices: slots, sizes, identical modules or
-//! not, and where the slot labels allow it (see [`super::locator`]), population per socket and
+//! not, and where the slot labels allow it (see `super::locator`), population per socket and
 //! per channel.
 //!
 //! HPE's locators number the 16 slots of a DL385 Gen10 Plus socket (8 channels, 2 slots each)
@@ -73,7 +73,7 @@ pub struct ChannelPopulation {
 }
 
 /// Derives the memory population from the memory devices (after
-/// [`super::smbios::locate_all`]).
+/// `super::smbios::locate_all`).
 pub fn population(dimms: &[Dimm]) -> Avail<MemoryPopulation> {
     if dimms.is_empty() {
         return Avail::missing("the SMBIOS tables list no memory devices (type 17)");

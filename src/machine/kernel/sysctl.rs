@@ -6,7 +6,7 @@ use crate::machine::{Avail, Reader};
 use crate::sysroot::ReadError;
 
 /// The sysctls lowlat reads, sorted. Every key of the HPE low-latency guide's
-/// `/etc/sysctl.d/100-lowlatency.conf` ([S000] §4.2.1) plus the ones the TuneD
+/// `/etc/sysctl.d/100-lowlatency.conf` (\[S000\] §4.2.1) plus the ones the TuneD
 /// latency, cpu-partitioning and realtime profiles and the RT guides touch. Some exist only on
 /// some kernels (the CFS `sched_*_ns` knobs moved to debugfs in 5.13); those read as
 /// unavailable, "not on this kernel".

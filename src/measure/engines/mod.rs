@@ -1,4 +1,4 @@
-//! The measurement engines, one module each; they run through [`super::runner`].
+//! The measurement engines, one module each; they run through `super::runner`.
 
 pub(crate) mod c2c;
 pub(crate) mod freq;

@@ -9,13 +9,13 @@ use crate::measure::runner::harness::{self, StopFlag};
 
 /// Whether the run should stop now: the flag was set, or Ctrl-C was pressed (see
 /// [`harness::catch_interrupt`]).
-pub fn should_stop(stop: &StopFlag) -> bool {
+pub(crate) fn should_stop(stop: &StopFlag) -> bool {
     stop.is_stopped() || harness::interrupted()
 }
 
 /// Counts the steps of a run and reports them on stderr: on a terminal one line redrawn in
 /// place, elsewhere a line at every tenth of the run.
-pub struct Progress {
+pub(crate) struct Progress {
     label: String,
     total: usize,
     done: usize,
@@ -25,7 +25,7 @@ pub struct Progress {
 
 impl Progress {
     /// Progress of `total` steps labelled `label` (e.g. "c2c"), reported on stderr.
-    pub fn stderr(label: &str, total: usize) -> Self {
+    pub(crate) fn stderr(label: &str, total: usize) -> Self {
         Self {
             label: label.to_string(),
             total,
@@ -48,12 +48,12 @@ impl Progress {
     }
 
     /// Adds `more` steps to the total (for runs whose size is known only phase by phase).
-    pub fn add_total(&mut self, more: usize) {
+    pub(crate) fn add_total(&mut self, more: usize) {
         self.total += more;
     }
 
     /// Reports that the step described by `what` starts.
-    pub fn step(&mut self, what: &str) {
+    pub(crate) fn step(&mut self, what: &str) {
         self.done += 1;
         if !self.enabled {
             return;
@@ -70,7 +70,7 @@ impl Progress {
     }
 
     /// Ends the progress display (moves past the redrawn line on a terminal).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.enabled && self.terminal && self.done > 0 {
             let _ = writeln!(std::io::stderr());
         }

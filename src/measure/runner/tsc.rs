@@ -12,7 +12,7 @@ use serde::Serialize;
 /// How the counter frequency was found.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "method")]
-pub enum FreqMethod {
+pub(crate) enum FreqMethod {
     /// CPUID leaf 0x15 (TSC / crystal ratio times the crystal frequency).
     Cpuid15,
     /// The hypervisor's timing leaf 0x40000010 (TSC frequency in kHz).
@@ -31,7 +31,7 @@ pub enum FreqMethod {
 
 /// The counter used by the busy-loop engines and what is known about it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Tsc {
+pub(crate) struct Tsc {
     /// Counter ticks per second (Hz).
     pub hz: u64,
     /// Where `hz` comes from.
@@ -42,7 +42,7 @@ pub struct Tsc {
 
 /// Why the counter cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum TscError {
+pub(crate) enum TscError {
     /// The calibration never produced two estimates within 0.1 % of each other.
     #[error(
         "could not calibrate the TSC: {rounds} estimates against CLOCK_MONOTONIC_RAW never \
@@ -57,7 +57,7 @@ pub enum TscError {
 
 impl Tsc {
     /// Finds the counter frequency, from CPUID where it is given, else by calibration.
-    pub fn detect() -> Result<Self, TscError> {
+    pub(crate) fn detect() -> Result<Self, TscError> {
         let invariant = invariant_tsc();
         if let Some((hz, freq)) = cpuid_frequency() {
             return Ok(Self {
@@ -82,19 +82,19 @@ impl Tsc {
 
     /// Converts nanoseconds to ticks, rounded up (so a threshold in ticks is never below the
     /// threshold in ns).
-    pub fn ticks(&self, ns: u64) -> u64 {
+    pub(crate) fn ticks(&self, ns: u64) -> u64 {
         let ticks = (u128::from(ns) * u128::from(self.hz)).div_ceil(1_000_000_000);
         u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
     /// The frequency truncated to whole MHz, as sysjitter and oslat print and compute with.
-    pub fn mhz(&self) -> u64 {
+    pub(crate) fn mhz(&self) -> u64 {
         self.hz / 1_000_000
     }
 }
 
 /// Converts ticks at `hz` to nanoseconds, truncating.
-pub fn ticks_to_ns(ticks: u64, hz: u64) -> u64 {
+pub(crate) fn ticks_to_ns(ticks: u64, hz: u64) -> u64 {
     if hz == 0 {
         return 0;
     }
@@ -103,7 +103,7 @@ pub fn ticks_to_ns(ticks: u64, hz: u64) -> u64 {
 
 /// Reads the counter (bare `rdtsc` on x86_64, as sysjitter does).
 #[inline(always)]
-pub fn read() -> u64 {
+pub(crate) fn read() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: rdtsc has no memory effects; every x86_64 CPU has it.
@@ -118,7 +118,7 @@ pub fn read() -> u64 {
 /// Reads the counter and the id of the CPU it was read on (`rdtscp`; the id is the low 12
 /// bits of TSC_AUX as Linux sets it). Used to check that a thread did not migrate.
 #[inline(always)]
-pub fn read_with_cpu() -> (u64, u32) {
+pub(crate) fn read_with_cpu() -> (u64, u32) {
     #[cfg(target_arch = "x86_64")]
     {
         let mut aux = 0u32;
@@ -134,7 +134,7 @@ pub fn read_with_cpu() -> (u64, u32) {
 }
 
 /// Whether the CPU has `rdtscp` (so [`read_with_cpu`] reports a CPU id).
-pub fn has_rdtscp() -> bool {
+pub(crate) fn has_rdtscp() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         raw_cpuid::CpuId::new()
@@ -148,7 +148,7 @@ pub fn has_rdtscp() -> bool {
 }
 
 /// Whether CPUID reports an invariant TSC (leaf 0x80000007 EDX bit 8).
-pub fn invariant_tsc() -> bool {
+pub(crate) fn invariant_tsc() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         raw_cpuid::CpuId::new()
@@ -191,14 +191,14 @@ const MAX_ROUNDS: u32 = 50;
 
 /// A reference clock and the counter it calibrates; the real one is `CLOCK_MONOTONIC_RAW`
 /// and the TSC, a test one is scripted.
-pub trait CalibrationSource {
+pub(crate) trait CalibrationSource {
     /// One bracketed reading: (reference ns, counter ticks) taken as close together as the
     /// source can.
     fn pair(&mut self) -> (u64, u64);
 }
 
 /// `CLOCK_MONOTONIC_RAW` against the TSC.
-pub struct MonotonicRaw;
+pub(crate) struct MonotonicRaw;
 
 impl CalibrationSource for MonotonicRaw {
     fn pair(&mut self) -> (u64, u64) {
@@ -220,7 +220,7 @@ impl CalibrationSource for MonotonicRaw {
 
 /// Estimates the counter frequency from `source`: each estimate spans at least `window_ns` of
 /// reference time; stops when two consecutive estimates differ by at most 0.1 %.
-pub fn calibrate(
+pub(crate) fn calibrate(
     source: &mut impl CalibrationSource,
     window_ns: u64,
     max_rounds: u32,
@@ -251,7 +251,7 @@ pub fn calibrate(
 }
 
 /// `CLOCK_MONOTONIC_RAW` in ns.
-pub fn monotonic_raw_ns() -> u64 {
+pub(crate) fn monotonic_raw_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicRaw);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -77,7 +77,7 @@ fn stream_table(out: &mut String, run: &StreamRun) {
 }
 
 /// `lowlat measure membw` as text.
-pub fn membw_text(report: &MembwReport) -> String {
+pub(crate) fn membw_text(report: &MembwReport) -> String {
     let mut out = String::new();
     let run = &report.system;
     let _ = writeln!(out, "{}", report.label);
@@ -174,7 +174,7 @@ fn chase_setup(run: &ChaseRun) -> String {
 }
 
 /// `lowlat measure memlat` as text.
-pub fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
+pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
     let mut out = String::new();
     let curve = &report.curve;
     let _ = writeln!(out, "Pointer chase: {}", chase_setup(curve));
@@ -207,7 +207,7 @@ pub fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
 }
 
 /// `lowlat measure c2c` as text.
-pub fn c2c_text(report: &C2cReport) -> String {
+pub(crate) fn c2c_text(report: &C2cReport) -> String {
     let mut out = String::new();
     let run = &report.run;
     let _ = writeln!(
@@ -256,7 +256,7 @@ pub fn c2c_text(report: &C2cReport) -> String {
 }
 
 /// `lowlat measure wakeup` as text.
-pub fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
+pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -288,7 +288,7 @@ pub fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
 }
 
 /// `lowlat measure freq` as text.
-pub fn freq_text(run: &FreqRun) -> String {
+pub(crate) fn freq_text(run: &FreqRun) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

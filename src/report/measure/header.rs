@@ -9,7 +9,7 @@ use crate::machine::CpuSet;
 
 /// The fields every engine's result starts with.
 #[derive(Debug, Serialize)]
-pub struct ResultHeader {
+pub(crate) struct ResultHeader {
     /// One sentence saying how the numbers were measured.
     pub method: &'static str,
     /// True when Ctrl-C stopped the run early; the figures hold what was measured until then.
@@ -24,7 +24,7 @@ pub struct ResultHeader {
 
 /// An engine's result: the [`ResultHeader`], then the engine's own fields flattened in.
 #[derive(Debug, Serialize)]
-pub struct Measured<T: Serialize> {
+pub(crate) struct Measured<T: Serialize> {
     /// How, whether cut short, notes, priority and CPUs.
     #[serde(flatten)]
     pub header: ResultHeader,

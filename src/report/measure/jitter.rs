@@ -17,12 +17,12 @@ use serde::Serialize;
 use std::fmt::Write;
 
 /// How the jitter engine measures, in the result header.
-pub const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
+pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
      two reads at or above the threshold is one interruption";
 
 /// `lowlat measure jitter` as JSON, after the result header.
 #[derive(Debug, Serialize)]
-pub struct JitterResult {
+pub(crate) struct JitterResult {
     /// Gaps at or above this were counted as interruptions, ns.
     pub threshold_ns: u64,
     /// Duration asked for, ns.
@@ -45,7 +45,7 @@ pub struct JitterResult {
 
 /// One measured CPU in the JSON.
 #[derive(Debug, Serialize)]
-pub struct JitterCpu {
+pub(crate) struct JitterCpu {
     /// The CPU.
     pub cpu: u32,
     /// Why it was not measured, when it was not.
@@ -85,7 +85,7 @@ pub struct JitterCpu {
 
 /// [`GapStats`] converted to ns with the exact counter frequency.
 #[derive(Debug, Serialize)]
-pub struct StatsNs {
+pub(crate) struct StatsNs {
     /// Shortest interruption, ns.
     pub min: u64,
     /// Upper median, ns.
@@ -110,7 +110,7 @@ pub struct StatsNs {
 
 /// oslat's view of the same loop.
 #[derive(Debug, Serialize)]
-pub struct OslatJson {
+pub(crate) struct OslatJson {
     /// Width of a bucket, µs (bucket `i` holds iterations of `[i, i+1)` µs).
     pub bucket_us: u32,
     /// Iterations per bucket; the last bucket also holds the longer ones.
@@ -141,7 +141,7 @@ fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
 }
 
 /// Builds the JSON result: the shared header, then the jitter figures.
-pub fn result(run: &JitterRun) -> Measured<JitterResult> {
+pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
     let hz = run.tsc.hz;
     let cpus = run
         .session
@@ -217,7 +217,7 @@ pub fn result(run: &JitterRun) -> Measured<JitterResult> {
 }
 
 /// The sysjitter summary columns of a run.
-pub fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
+pub(crate) fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
     run.session
         .cpus
         .iter()
@@ -232,7 +232,7 @@ pub fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
 }
 
 /// The sysjitter `--raw` files of a run: (file name, contents) per CPU.
-pub fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
+pub(crate) fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
     let largest = run.session.cpus.iter().map(|c| c.cpu).max().unwrap_or(0);
     run.session
         .cpus
@@ -255,7 +255,7 @@ pub fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> {
 }
 
 /// The oslat columns of a run.
-pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
+pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
     let mhz = run.tsc.mhz().max(1);
     run.session
         .cpus
@@ -281,7 +281,7 @@ pub fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
 
 /// The plain terminal table: one row per CPU, all durations in ns, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
-pub fn table(run: &JitterRun) -> String {
+pub(crate) fn table(run: &JitterRun) -> String {
     let Measured {
         header,
         figures: result,
@@ -355,7 +355,7 @@ pub fn table(run: &JitterRun) -> String {
 }
 
 /// The warnings of a loop engine's table about measured CPUs other tasks shared.
-pub fn shared_lines(shared: &[String]) -> String {
+pub(crate) fn shared_lines(shared: &[String]) -> String {
     shared.iter().map(|w| format!("warning: {w}\n")).collect()
 }
 
@@ -374,7 +374,7 @@ fn freq_method(tsc: &Tsc) -> String {
 /// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
 /// it was not measured, the engine's own `note` (ending in a newline), how often the
 /// injector spun on it and what ran on it during the run.
-pub fn cpu_notes(
+pub(crate) fn cpu_notes(
     cpu: u32,
     setup_error: Option<&str>,
     note: Option<String>,
@@ -457,7 +457,7 @@ fn notes(run: &JitterRun) -> String {
 }
 
 /// Left-aligns the first column and right-aligns the others.
-pub fn aligned(rows: &[Vec<String>]) -> String {
+pub(crate) fn aligned(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {

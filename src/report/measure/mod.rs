@@ -1,10 +1,10 @@
 //! The measure engines' results: the JSON document every engine writes (its body and the
 //! shared result header) and the terminal printers of each engine.
 
-pub mod hardware;
-pub mod header;
-pub mod jitter;
-pub mod timer;
+pub(crate) mod hardware;
+pub(crate) mod header;
+pub(crate) mod jitter;
+pub(crate) mod timer;
 
 use serde::Serialize;
 
@@ -13,7 +13,7 @@ use crate::measure::runner::env::Environment;
 
 /// The body of every measurement document.
 #[derive(Debug, Serialize)]
-pub struct MeasureBody<T: Serialize> {
+pub(crate) struct MeasureBody<T: Serialize> {
     /// The command line, argument by argument.
     pub command: Vec<String>,
     /// The machine when it ran.
@@ -23,7 +23,7 @@ pub struct MeasureBody<T: Serialize> {
 }
 
 /// The document of a `kind` measurement on `host`, with this process's command line.
-pub fn document<T: Serialize>(
+pub(crate) fn document<T: Serialize>(
     kind: Kind,
     host: String,
     environment: Environment,

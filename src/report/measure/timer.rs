@@ -14,13 +14,13 @@ use serde::Serialize;
 use std::fmt::Write;
 
 /// How the timer engine measures, in the result header.
-pub const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
+pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
      (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
      clock read on waking minus the deadline";
 
 /// `lowlat measure timer` as JSON, after the result header.
 #[derive(Debug, Serialize)]
-pub struct TimerResult {
+pub(crate) struct TimerResult {
     /// The period, ns.
     pub interval_ns: u64,
     /// Duration asked for, ns.
@@ -43,7 +43,7 @@ pub struct TimerResult {
 
 /// One measured CPU in the JSON.
 #[derive(Debug, Serialize)]
-pub struct TimerCpuResult {
+pub(crate) struct TimerCpuResult {
     /// The CPU.
     pub cpu: u32,
     /// Why it was not measured, when it was not.
@@ -73,7 +73,7 @@ pub struct TimerCpuResult {
 /// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
 /// largest latency).
 #[derive(Debug, Serialize)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     /// Median, ns.
     pub p50: u64,
     /// 90th percentile, ns.
@@ -88,7 +88,7 @@ pub struct Percentiles {
 
 /// cyclictest's histogram in the JSON.
 #[derive(Debug, Serialize)]
-pub struct CyclicJson {
+pub(crate) struct CyclicJson {
     /// Samples per 1 µs bucket (bucket `i`: `[i, i+1)` µs).
     pub buckets: Vec<u64>,
     /// Samples at or beyond the last bucket.
@@ -134,7 +134,7 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
 }
 
 /// Builds the JSON result: the shared header, then the timer figures.
-pub fn result(run: &TimerRun) -> Measured<TimerResult> {
+pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
     let header = ResultHeader {
         method: METHOD,
         interrupted: run.session.interrupted,
@@ -164,7 +164,7 @@ pub fn result(run: &TimerRun) -> Measured<TimerResult> {
 
 /// cyclictest's output for the run: the histogram block when a histogram was asked for
 /// (cyclictest `-q -h`), else one `T:` line per thread (cyclictest `-q`).
-pub fn cyclictest(run: &TimerRun) -> String {
+pub(crate) fn cyclictest(run: &TimerRun) -> String {
     if run.request.histogram_buckets > 0 {
         let stats: Vec<_> = run
             .session
@@ -189,7 +189,7 @@ pub fn cyclictest(run: &TimerRun) -> String {
 }
 
 /// The plain terminal table: one row per CPU, latencies in µs with ns precision.
-pub fn table(run: &TimerRun) -> String {
+pub(crate) fn table(run: &TimerRun) -> String {
     let Measured {
         header,
         figures: result,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// A histogram as written to JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HdrJson {
+pub(crate) struct HdrJson {
     /// Unit of the values: always `ns`.
     pub unit: &'static str,
     /// Significant decimal digits the histogram keeps (values within 10^-digits).
@@ -16,7 +16,7 @@ pub struct HdrJson {
 }
 
 /// Converts `hist` (values in ticks, `to_ns` converts) for JSON.
-pub fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJson {
+pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJson {
     HdrJson {
         unit: "ns",
         significant_digits: hist.sigfig(),

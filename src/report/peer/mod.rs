@@ -2,6 +2,6 @@
 //! and the parsers that replay the peers' recorded outputs through lowlat's statistics.
 
 pub mod cyclictest;
-pub mod hdr;
-pub mod oslat;
+pub(crate) mod hdr;
+pub(crate) mod oslat;
 pub mod sysjitter;

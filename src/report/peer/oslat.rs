@@ -12,13 +12,13 @@ use std::fmt::Write;
 /// A duration of `ticks` of a `mhz` counter as oslat states its minimum and maximum: whole
 /// µs rounded up, so that a loop iteration of a few ns is 1 µs (the upper edge of the first
 /// bucket, as the average counts it), never 0.
-pub fn oslat_us(ticks: u64, mhz: u64) -> u64 {
+pub(crate) fn oslat_us(ticks: u64, mhz: u64) -> u64 {
     ticks.div_ceil(mhz.max(1))
 }
 
 /// One oslat column.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OslatThread {
+pub(crate) struct OslatThread {
     /// The CPU.
     pub cpu: u32,
     /// Counter frequency, whole MHz.
@@ -38,7 +38,7 @@ pub struct OslatThread {
 impl OslatThread {
     /// oslat's average: each bucket counted at its upper edge, plus the overflow sum, over
     /// the iterations, µs.
-    pub fn average_us(&self) -> f64 {
+    pub(crate) fn average_us(&self) -> f64 {
         let total: u64 = self.buckets.iter().sum();
         if total == 0 {
             return 0.0;
@@ -54,7 +54,7 @@ impl OslatThread {
 }
 
 /// The table oslat prints after a run.
-pub fn view(threads: &[OslatThread]) -> String {
+pub(crate) fn view(threads: &[OslatThread]) -> String {
     let mut out = String::new();
     let mut row = |label: &str, values: Vec<String>, suffix: &str| {
         let _ = write!(out, "{label:>12}:\t");

@@ -1,4 +1,4 @@
 //! Renderings of a plan: the terminal summary and the diff against the machine.
 
 pub mod diff;
-pub mod summary;
+pub(crate) mod summary;

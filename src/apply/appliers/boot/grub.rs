@@ -37,7 +37,7 @@ fn read(root: &SysRoot, path: &str) -> Result<Option<String>, ChangeError> {
 }
 
 /// Installing the block.
-pub struct GrubBlockChange {
+pub(crate) struct GrubBlockChange {
     /// The drop-in, or GRUB's defaults file.
     pub path: &'static str,
     /// The arguments.
@@ -90,7 +90,7 @@ impl Change for GrubBlockChange {
 
 /// Whether the block in `path` installs the arguments of `args`: it drops every key they own
 /// and appends every argument they want.
-pub fn configured(root: &SysRoot, path: &str, args: &Args) -> Result<bool, ChangeError> {
+pub(crate) fn configured(root: &SysRoot, path: &str, args: &Args) -> Result<bool, ChangeError> {
     let Some(text) = read(root, path)? else {
         return Ok(false);
     };

@@ -14,7 +14,7 @@ const DEFAULTS_FILES: &[&str] = &["/etc/default/grub", "/etc/kernel/cmdline"];
 
 /// One boot entry as `grubby --info` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The kernel image.
     pub kernel: String,
     /// Its arguments.
@@ -23,7 +23,7 @@ pub struct Entry {
 
 /// Parses `grubby --info=...` output: `key=value` lines (values in double quotes), each entry
 /// starting with `index=`. Entries without a kernel are skipped.
-pub fn parse_info(text: &str) -> Vec<Entry> {
+pub(crate) fn parse_info(text: &str) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut kernel: Option<String> = None;
     let mut args = String::new();
@@ -108,7 +108,7 @@ fn update(
 }
 
 /// Setting the arguments of every boot entry.
-pub struct GrubbyChange {
+pub(crate) struct GrubbyChange {
     /// grubby's path.
     pub grubby: PathBuf,
     /// The arguments.
@@ -176,7 +176,12 @@ impl Change for GrubbyChange {
 
 /// Puts one entry's arguments with the recorded keys back; an entry that is gone (its kernel
 /// was removed) is skipped. Returns whether anything changed.
-pub fn restore(ctx: &Ctx, kernel: &str, prior: &str, keys: &[String]) -> Result<bool, ChangeError> {
+pub(crate) fn restore(
+    ctx: &Ctx,
+    kernel: &str,
+    prior: &str,
+    keys: &[String],
+) -> Result<bool, ChangeError> {
     let runner = runner(ctx)?;
     let Some(grubby) = runner.find("grubby") else {
         return Err(ChangeError::Refused(format!(
@@ -199,7 +204,7 @@ pub fn restore(ctx: &Ctx, kernel: &str, prior: &str, keys: &[String]) -> Result<
 }
 
 /// Whether the default boot entry has the arguments of `args`.
-pub fn configured(ctx: &Ctx, grubby: &Path, args: &Args) -> Result<bool, ChangeError> {
+pub(crate) fn configured(ctx: &Ctx, grubby: &Path, args: &Args) -> Result<bool, ChangeError> {
     let runner = runner(ctx)?;
     Ok(entries(runner, grubby, "DEFAULT")?
         .first()

@@ -17,8 +17,8 @@
 //! this key". Arguments take effect at the next boot: until `/proc/cmdline` shows them, verify
 //! reports them as pending a reboot.
 
-pub mod grub;
-pub mod grubby;
+pub(crate) mod grub;
+pub(crate) mod grubby;
 
 use super::Expansion;
 use crate::apply::change::{ChangeError, Ctx, Unsupported};
@@ -27,7 +27,7 @@ use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::Setting;
 
 /// Where a machine's kernel arguments are configured.
-pub enum Backend {
+pub(crate) enum Backend {
     /// grubby, at this path.
     Grubby(std::path::PathBuf),
     /// A GRUB defaults block in this file.
@@ -35,7 +35,7 @@ pub enum Backend {
 }
 
 /// The bootloader tooling of the machine, or why there is none lowlat can use.
-pub fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
+pub(crate) fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
     if let Some(path) = ctx.runner.and_then(|r| r.find("grubby")) {
         return Ok(Backend::Grubby(path));
     }
@@ -51,7 +51,7 @@ pub fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
 }
 
 /// The one change that installs every boot setting's arguments.
-pub fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
+pub(crate) fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
     let all = AllArgs::of(args);
     match backend(ctx) {
         Ok(Backend::Grubby(path)) => Expansion::Changes(vec![Box::new(grubby::GrubbyChange {
@@ -67,7 +67,7 @@ pub fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
 
 /// Whether the bootloader configuration has the arguments of `args` (so that they will be in
 /// effect after a reboot).
-pub fn configured(ctx: &Ctx, args: &Args) -> Result<bool, ChangeError> {
+pub(crate) fn configured(ctx: &Ctx, args: &Args) -> Result<bool, ChangeError> {
     match backend(ctx).map_err(|e| ChangeError::Refused(e.to_string()))? {
         Backend::Grubby(path) => grubby::configured(ctx, &path, args),
         Backend::GrubFile(path) => grub::configured(ctx.root, path, args),
@@ -75,7 +75,7 @@ pub fn configured(ctx: &Ctx, args: &Args) -> Result<bool, ChangeError> {
 }
 
 /// The boot settings' arguments, checked.
-pub fn args_of(settings: &[&Setting]) -> Result<Vec<Args>, String> {
+pub(crate) fn args_of(settings: &[&Setting]) -> Result<Vec<Args>, String> {
     settings
         .iter()
         .map(|s| Args::of(s).map_err(|e| format!("{}: {e}", s.id)))
