@@ -10,7 +10,7 @@ use crate::machine::{CpuSet, Machine};
 use crate::sysroot::{SysRoot, WriteError};
 
 /// What apply, revert and verify work with.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct ApplyContext<'a> {
     /// The machine's root: `/` or a directory tree.
     pub root: &'a SysRoot,
     /// The machine as read at the start (tasks to match, identity).
@@ -19,7 +19,7 @@ pub(crate) struct Ctx<'a> {
     pub runner: Option<&'a dyn Runner>,
 }
 
-impl Ctx<'_> {
+impl ApplyContext<'_> {
     /// Every CPU the machine has, online or not: the CPUs a plan's values may name.
     pub(crate) fn machine_cpus(&self) -> CpuSet {
         self.machine.topology.cpus.iter().map(|c| c.cpu).collect()
@@ -121,15 +121,15 @@ pub(crate) trait Change {
     fn desired(&self) -> String;
     /// Whether it can be made on this root; the reason when not. Checked before anything is
     /// journaled.
-    fn supported(&self, _ctx: &Ctx) -> Result<(), Unsupported> {
+    fn supported(&self, _ctx: &ApplyContext) -> Result<(), Unsupported> {
         Ok(())
     }
     /// Reads the current state.
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError>;
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError>;
     /// Makes the change (its prior records are already journaled).
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError>;
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError>;
     /// What must run once after it (daemon-reload, a restart, the bootloader generator).
-    fn follow_ups(&self, _ctx: &Ctx) -> Vec<FollowUp> {
+    fn follow_ups(&self, _ctx: &ApplyContext) -> Vec<FollowUp> {
         Vec::new()
     }
 }
@@ -188,7 +188,7 @@ impl FollowUp {
 
 /// Follow-ups owed after a configuration file changed: systemd files need a daemon-reload,
 /// irqbalance files a restart of irqbalance, GRUB defaults a regeneration.
-pub(crate) fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
+pub(crate) fn follow_ups_for_file(ctx: &ApplyContext, path: &str) -> Vec<FollowUp> {
     let mut out = Vec::new();
     if path.starts_with("/etc/systemd/") || path.starts_with("/usr/lib/systemd/") {
         out.push(FollowUp::DaemonReload);
@@ -203,7 +203,7 @@ pub(crate) fn follow_ups_for_file(ctx: &Ctx, path: &str) -> Vec<FollowUp> {
 }
 
 /// The command that regenerates the GRUB configuration on this machine.
-pub(crate) fn regenerate_command(ctx: &Ctx) -> FollowUp {
+pub(crate) fn regenerate_command(ctx: &ApplyContext) -> FollowUp {
     let installed = |program: &str| ctx.runner.is_some_and(|r| r.find(program).is_some());
     let debian_like = ctx.machine.services.os_release.get().is_some_and(|os| {
         os.id
@@ -250,7 +250,11 @@ impl FollowUps {
 
 /// Runs follow-ups on the live machine, or lists them for a directory tree and a dry run;
 /// returns one line per follow-up.
-pub(crate) fn run_follow_ups(ctx: &Ctx, follow_ups: Vec<FollowUp>, dry_run: bool) -> Vec<String> {
+pub(crate) fn run_follow_ups(
+    ctx: &ApplyContext,
+    follow_ups: Vec<FollowUp>,
+    dry_run: bool,
+) -> Vec<String> {
     follow_ups
         .into_iter()
         .map(|f| match ctx.runner {

@@ -29,7 +29,7 @@ use crate::plan::{Plan, systemd};
 use crate::tuning::kernel_args::AllArgs;
 use crate::tuning::setting::{Layer, Setting};
 use appliers::{Expansion, boot};
-use change::{ChangeError, Ctx, FollowUps, run_follow_ups};
+use change::{ApplyContext, ChangeError, FollowUps, run_follow_ups};
 use journal::{BeginStamp, Record, Writer};
 
 /// Which part of a plan to apply.
@@ -122,7 +122,7 @@ pub(crate) struct Item {
 /// together, where the first of them is). Malformed settings are all listed in the error, and
 /// nothing has been changed.
 pub(crate) fn prepare(
-    ctx: &Ctx,
+    ctx: &ApplyContext,
     plan: &Plan,
     plan_text: &str,
     scope: Scope,
@@ -214,7 +214,7 @@ fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
 /// What happened to one change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
-pub(crate) enum Outcome {
+pub(crate) enum ChangeOutcome {
     /// Changed.
     Applied,
     /// Already had the value.
@@ -244,7 +244,7 @@ pub(crate) struct ChangeReport {
     pub to: String,
     /// What happened.
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: ChangeOutcome,
 }
 
 /// The summary status of one item.
@@ -298,14 +298,14 @@ pub(crate) struct ItemReport {
 
 impl ItemReport {
     fn status_of(changes: &[ChangeReport]) -> ItemStatus {
-        let any = |f: fn(&Outcome) -> bool| changes.iter().any(|c| f(&c.outcome));
-        if any(|o| matches!(o, Outcome::Refused { .. })) {
+        let any = |f: fn(&ChangeOutcome) -> bool| changes.iter().any(|c| f(&c.outcome));
+        if any(|o| matches!(o, ChangeOutcome::Refused { .. })) {
             ItemStatus::Refused
-        } else if any(|o| matches!(o, Outcome::Applied)) {
+        } else if any(|o| matches!(o, ChangeOutcome::Applied)) {
             ItemStatus::Applied
-        } else if any(|o| matches!(o, Outcome::WouldChange)) {
+        } else if any(|o| matches!(o, ChangeOutcome::WouldChange)) {
             ItemStatus::WouldChange
-        } else if any(|o| matches!(o, Outcome::InPlace)) || changes.is_empty() {
+        } else if any(|o| matches!(o, ChangeOutcome::InPlace)) || changes.is_empty() {
             ItemStatus::InPlace
         } else {
             ItemStatus::Unsupported
@@ -390,7 +390,7 @@ impl Steps {
 }
 
 /// The `begin` record of an apply.
-pub(crate) fn begin_record(ctx: &Ctx, plan_path: &str, created_dirs: &[String]) -> Record {
+pub(crate) fn begin_record(ctx: &ApplyContext, plan_path: &str, created_dirs: &[String]) -> Record {
     Record::Begin {
         stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
@@ -417,7 +417,7 @@ pub(crate) enum ApplyError {
 
 /// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
 pub(crate) fn apply(
-    ctx: &Ctx,
+    ctx: &ApplyContext,
     items: &[Item],
     plan_path: &str,
     steps: &mut Steps,
@@ -430,7 +430,7 @@ pub(crate) fn apply(
 
 /// Runs the items. With `writer` `None` it is a dry run: nothing is written.
 pub(crate) fn execute(
-    ctx: &Ctx,
+    ctx: &ApplyContext,
     items: &[Item],
     mut writer: Option<&mut Writer>,
     steps: &mut Steps,
@@ -475,7 +475,7 @@ pub(crate) fn execute(
                 target: change.target(),
                 from: String::new(),
                 to: change.desired(),
-                outcome: Outcome::InPlace,
+                outcome: ChangeOutcome::InPlace,
             };
             let result = run_one(
                 ctx,
@@ -486,7 +486,9 @@ pub(crate) fn execute(
             );
             match result {
                 Ok(()) => {}
-                Err(ChangeError::Refused(reason)) => line.outcome = Outcome::Refused { reason },
+                Err(ChangeError::Refused(reason)) => {
+                    line.outcome = ChangeOutcome::Refused { reason }
+                }
                 Err(ChangeError::Failed(reason)) => {
                     item_report.changes.push(line);
                     item_report.status = ItemStatus::Refused;
@@ -496,10 +498,10 @@ pub(crate) fn execute(
                     return report;
                 }
             }
-            if line.outcome == Outcome::Applied {
+            if line.outcome == ChangeOutcome::Applied {
                 follow_ups.extend(change.follow_ups(ctx));
             }
-            if dry_run && line.outcome == Outcome::WouldChange {
+            if dry_run && line.outcome == ChangeOutcome::WouldChange {
                 follow_ups.extend(change.follow_ups(ctx));
             }
             item_report.changes.push(line);
@@ -507,7 +509,7 @@ pub(crate) fn execute(
         item_report.status = ItemReport::status_of(&item_report.changes);
         if item_report.status == ItemStatus::Unsupported {
             item_report.reason = item_report.changes.iter().find_map(|c| match &c.outcome {
-                Outcome::Unsupported { reason } => Some(reason.clone()),
+                ChangeOutcome::Unsupported { reason } => Some(reason.clone()),
                 _ => None,
             });
         }
@@ -523,14 +525,14 @@ pub(crate) fn execute(
 
 /// Inspects, journals and makes one change, filling in `line`.
 fn run_one(
-    ctx: &Ctx,
+    ctx: &ApplyContext,
     change: &dyn change::Change,
     line: &mut ChangeReport,
     writer: Option<&mut Writer>,
     steps: &mut Steps,
 ) -> Result<(), ChangeError> {
     if let Err(reason) = change.supported(ctx) {
-        line.outcome = Outcome::Unsupported {
+        line.outcome = ChangeOutcome::Unsupported {
             reason: reason.to_string(),
         };
         return Ok(());
@@ -538,11 +540,11 @@ fn run_one(
     let inspection = change.inspect(ctx)?;
     line.from = inspection.current;
     if inspection.in_place {
-        line.outcome = Outcome::InPlace;
+        line.outcome = ChangeOutcome::InPlace;
         return Ok(());
     }
     let Some(writer) = writer else {
-        line.outcome = Outcome::WouldChange;
+        line.outcome = ChangeOutcome::WouldChange;
         return Ok(());
     };
     let journal_failed =
@@ -555,13 +557,13 @@ fn run_one(
         steps.step()?;
     }
     change.apply(ctx)?;
-    line.outcome = Outcome::Applied;
+    line.outcome = ChangeOutcome::Applied;
     steps.step()
 }
 
 /// Whether the boot settings among `items` are configured but `/proc/cmdline` does not show
 /// them yet.
-fn pending_reboot(ctx: &Ctx, items: &[Item]) -> bool {
+fn pending_reboot(ctx: &ApplyContext, items: &[Item]) -> bool {
     let Some((Expansion::Changes(_), Some(args))) = items
         .iter()
         .find(|i| i.layer == Layer::Boot)

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::appliers::boot::grubby;
 use super::appliers::{file, kernel, service, tasks};
-use super::change::{ChangeError, Ctx, FollowUps, follow_ups_for_file, run_follow_ups};
+use super::change::{ApplyContext, ChangeError, FollowUps, follow_ups_for_file, run_follow_ups};
 use super::journal::{self, Entry, JOURNAL_PATH, Journal, JournalError, Record};
 use super::lock::{Lock, LockError};
 
@@ -117,7 +117,7 @@ fn describe(record: &Record) -> String {
 }
 
 /// Restores one record; `Ok(true)` when something changed.
-fn restore(ctx: &Ctx, record: &Record) -> Result<bool, ChangeError> {
+fn restore(ctx: &ApplyContext, record: &Record) -> Result<bool, ChangeError> {
     match record {
         Record::Begin { .. } => Ok(false),
         Record::Knob {
@@ -198,7 +198,7 @@ fn boots(journal: &Journal) -> Vec<Option<String>> {
 }
 
 /// Reverts everything the journal under `ctx.root` records. With `dry_run`, only lists it.
-pub(crate) fn revert(ctx: &Ctx, dry_run: bool) -> Result<RevertReport, RevertError> {
+pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, RevertError> {
     if dry_run {
         let Some(journal) = journal::read(ctx.root)? else {
             return Ok(RevertReport::default());

@@ -89,8 +89,8 @@ fn plan_for(machine: &Machine, root: &SysRoot) -> Plan {
     plan
 }
 
-fn ctx<'a>(root: &'a SysRoot, machine: &'a Machine) -> Ctx<'a> {
-    Ctx {
+fn ctx<'a>(root: &'a SysRoot, machine: &'a Machine) -> ApplyContext<'a> {
+    ApplyContext {
         root,
         machine,
         runner: None,

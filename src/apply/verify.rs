@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::appliers::{self, Expansion, boot};
-use super::change::{ChangeError, Ctx};
+use super::change::{ApplyContext, ChangeError};
 use crate::document::{Document, Kind};
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
@@ -92,7 +92,7 @@ impl Report {
 }
 
 /// Checks every setting of `plan` against the machine of `ctx`.
-pub(crate) fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
+pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report {
     let checks: Vec<Check> = plan.settings.iter().map(|s| check(ctx, s)).collect();
     let mut summary = Summary::default();
     for c in &checks {
@@ -110,7 +110,7 @@ pub(crate) fn verify(ctx: &Ctx, plan: &Plan, plan_path: &str) -> Report {
     }
 }
 
-fn check(ctx: &Ctx, setting: &Setting) -> Check {
+fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
     let expected = if setting.layer == Layer::File {
         format!("{} bytes from the plan", setting.value.len())
     } else {
@@ -130,7 +130,7 @@ fn check(ctx: &Ctx, setting: &Setting) -> Check {
     }
 }
 
-fn check_changes(ctx: &Ctx, setting: &Setting) -> (Status, String) {
+fn check_changes(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
     let changes = match appliers::expand(ctx, setting) {
         Expansion::Changes(changes) => changes,
         Expansion::Unsupported(why) | Expansion::Invalid(why) | Expansion::Manual(why) => {
@@ -162,7 +162,7 @@ fn check_changes(ctx: &Ctx, setting: &Setting) -> (Status, String) {
     (Status::Ok, first.unwrap_or_default())
 }
 
-fn check_boot(ctx: &Ctx, setting: &Setting) -> (Status, String) {
+fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
     let args = match Args::of(setting) {
         Ok(args) => args,
         Err(why) => return (Status::Unsupported, why.to_string()),

@@ -15,7 +15,7 @@ pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{DEFAULT_PROFILE, Profile, ProfileError};
 
 use crate::audit::finding::BiosStep;
-use crate::audit::rule::{Check, Ctx, Outcome, Rule};
+use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
 use crate::machine::Machine;
 use crate::tuning::setting::Setting;
 
@@ -61,7 +61,7 @@ impl Audit {
 
 /// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
 pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
-    let ctx = Ctx { machine, partition };
+    let ctx = RuleContext { machine, partition };
     let firmware = BiosVendors::of(machine);
     let mut findings: Vec<Finding> = profile
         .entries
@@ -118,7 +118,7 @@ impl BiosVendors {
 }
 
 /// Turns a check's outcome into a finding with the rule's data.
-fn finding(rule: &Rule, outcome: Outcome, advisory: bool, firmware: &BiosVendors) -> Finding {
+fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVendors) -> Finding {
     let status = match outcome.status {
         Status::Fail if advisory => Status::Warn,
         status => status,

@@ -1,5 +1,5 @@
 //! Rules: the data (id, title, layer, rationale, sources, BIOS paths) and the check code that
-//! turns a machine and a profile's expectation into an [`Outcome`].
+//! turns a machine and a profile's expectation into an [`RuleOutcome`].
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::partition::AuditPartition;
@@ -60,7 +60,7 @@ pub enum Accepts {
 /// The code of a rule.
 pub enum Check {
     /// A function of the machine, the partition and the expectation.
-    Fn(fn(&Ctx, &Expect) -> Outcome),
+    Fn(fn(&RuleContext, &Expect) -> RuleOutcome),
     /// The generic sysctl comparison of this key (`vm.swappiness`).
     Sysctl(&'static str),
 }
@@ -75,7 +75,7 @@ impl std::fmt::Debug for Check {
 }
 
 /// What a check sees.
-pub struct Ctx<'a> {
+pub struct RuleContext<'a> {
     /// The machine.
     pub machine: &'a Machine,
     /// The CPU partition the audit checks against.
@@ -296,7 +296,7 @@ impl Fix {
 
 /// What a check concluded, before the audit adds the rule's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct RuleOutcome {
     /// The verdict (a `Fail` becomes `Warn` when the profile's expectation is advisory).
     pub status: Status,
     /// What was seen, one line.
@@ -315,7 +315,7 @@ pub struct Outcome {
     pub manual: Option<String>,
 }
 
-impl Outcome {
+impl RuleOutcome {
     /// An outcome with this status.
     pub fn new(status: Status, observed: impl Into<String>, expected: impl Into<String>) -> Self {
         Self {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::output::print;
 use super::{Cli, exit};
-use crate::apply::change::Ctx;
+use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
 use crate::apply::{self, ItemStatus, Scope, Steps};
 use crate::machine::Machine;
@@ -133,7 +133,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         eprintln!("lowlat: warning: --force: {problem}");
     }
     let runner = SystemRunner;
-    let ctx = Ctx {
+    let ctx = ApplyContext {
         root: &root,
         machine: &machine,
         runner: root.is_live().then_some(&runner as _),

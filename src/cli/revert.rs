@@ -6,7 +6,7 @@ use clap::Args;
 use super::apply::{require_root, writable_root};
 use super::output::print;
 use super::{Cli, exit};
-use crate::apply::change::Ctx;
+use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
 use crate::apply::revert::{RestoreStatus, revert};
 use crate::machine::Machine;
@@ -38,7 +38,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
     )?;
     let machine = Machine::read(&root);
     let runner = SystemRunner;
-    let ctx = Ctx {
+    let ctx = ApplyContext {
         root: &root,
         machine: &machine,
         runner: root.is_live().then_some(&runner as _),

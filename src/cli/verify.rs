@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::output::print;
 use super::{Cli, exit};
-use crate::apply::change::Ctx;
+use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
 use crate::apply::verify::verify;
 use crate::document;
@@ -58,7 +58,7 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let plan = Plan::from_json(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
     let machine = Machine::read(&root);
     let runner = SystemRunner;
-    let ctx = Ctx {
+    let ctx = ApplyContext {
         root: &root,
         machine: &machine,
         runner: root.is_live().then_some(&runner as _),

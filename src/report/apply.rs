@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::apply::journal::JOURNAL_PATH;
 use crate::apply::revert::{RestoreStatus, RevertReport};
 use crate::apply::verify;
-use crate::apply::{ApplyReport, ChangeReport, ItemReport, ItemStatus, Outcome};
+use crate::apply::{ApplyReport, ChangeOutcome, ChangeReport, ItemReport, ItemStatus};
 use crate::machine::truncate;
 
 /// The widest value shown before it is cut (apply) or moved to its own line (verify).
@@ -22,9 +22,11 @@ fn change_detail(change: &ChangeReport) -> String {
     };
     let to = truncate(&change.to, VALUE_WIDTH);
     match &change.outcome {
-        Outcome::Applied | Outcome::WouldChange => format!("{}: {from} -> {to}", change.target),
-        Outcome::InPlace => format!("{}: {from}", change.target),
-        Outcome::Refused { reason } | Outcome::Unsupported { reason } => reason.clone(),
+        ChangeOutcome::Applied | ChangeOutcome::WouldChange => {
+            format!("{}: {from} -> {to}", change.target)
+        }
+        ChangeOutcome::InPlace => format!("{}: {from}", change.target),
+        ChangeOutcome::Refused { reason } | ChangeOutcome::Unsupported { reason } => reason.clone(),
     }
 }
 
@@ -35,15 +37,22 @@ fn item_detail(item: &ItemReport) -> String {
     match item.changes.as_slice() {
         [one] => change_detail(one),
         many => {
-            let count = |f: fn(&Outcome) -> bool| many.iter().filter(|c| f(&c.outcome)).count();
+            let count =
+                |f: fn(&ChangeOutcome) -> bool| many.iter().filter(|c| f(&c.outcome)).count();
             let mut parts = Vec::new();
             for (n, word) in [
-                (count(|o| matches!(o, Outcome::Applied)), "changed"),
-                (count(|o| matches!(o, Outcome::WouldChange)), "to change"),
-                (count(|o| matches!(o, Outcome::InPlace)), "in place"),
-                (count(|o| matches!(o, Outcome::Refused { .. })), "refused"),
+                (count(|o| matches!(o, ChangeOutcome::Applied)), "changed"),
                 (
-                    count(|o| matches!(o, Outcome::Unsupported { .. })),
+                    count(|o| matches!(o, ChangeOutcome::WouldChange)),
+                    "to change",
+                ),
+                (count(|o| matches!(o, ChangeOutcome::InPlace)), "in place"),
+                (
+                    count(|o| matches!(o, ChangeOutcome::Refused { .. })),
+                    "refused",
+                ),
+                (
+                    count(|o| matches!(o, ChangeOutcome::Unsupported { .. })),
                     "unsupported",
                 ),
             ] {
@@ -70,7 +79,7 @@ pub(crate) fn render_apply(report: &ApplyReport) -> String {
         );
         if item.changes.len() > 1 {
             for change in &item.changes {
-                if let Outcome::Refused { reason } = &change.outcome {
+                if let ChangeOutcome::Refused { reason } = &change.outcome {
                     let _ = writeln!(out, "  {:<13} {:<40}   {reason}", "", "");
                 }
             }

@@ -5,7 +5,9 @@
 //! created for it.
 
 use super::Expansion;
-use crate::apply::change::{Change, ChangeError, Ctx, FollowUp, Inspection, follow_ups_for_file};
+use crate::apply::change::{
+    ApplyContext, Change, ChangeError, FollowUp, Inspection, follow_ups_for_file,
+};
 use crate::apply::journal::{Bytes, PriorFile, Record};
 use crate::machine::Warnings;
 use crate::machine::services::vars;
@@ -115,7 +117,7 @@ impl Change for FileChange {
         format!("{} bytes from the plan", self.content.len())
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let (prior, record) = current(ctx.root, &self.path)?;
         let in_place = prior
             .as_ref()
@@ -128,11 +130,11 @@ impl Change for FileChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         install(ctx.root, &self.path, &self.content)
     }
 
-    fn follow_ups(&self, ctx: &Ctx) -> Vec<FollowUp> {
+    fn follow_ups(&self, ctx: &ApplyContext) -> Vec<FollowUp> {
         follow_ups_for_file(ctx, &self.path)
     }
 }
@@ -171,7 +173,7 @@ impl Change for FileKeyChange {
         self.value.clone()
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let (_, record) = current(ctx.root, &self.path)?;
         let text = self.current_text(ctx.root)?;
         let current = self.current_value(&text);
@@ -182,7 +184,7 @@ impl Change for FileKeyChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         let text = self.current_text(ctx.root)?;
         install(
             ctx.root,
@@ -191,7 +193,7 @@ impl Change for FileKeyChange {
         )
     }
 
-    fn follow_ups(&self, ctx: &Ctx) -> Vec<FollowUp> {
+    fn follow_ups(&self, ctx: &ApplyContext) -> Vec<FollowUp> {
         follow_ups_for_file(ctx, &self.path)
     }
 }

@@ -5,7 +5,7 @@
 //! hugepages than asked), which is reported as a refusal and apply goes on.
 
 use super::Expansion;
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
+use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection};
 use crate::apply::journal::{Bytes, Record};
 use crate::machine::CpuSet;
 use crate::machine::cpulist::CpuSetError;
@@ -146,7 +146,7 @@ impl Change for KnobChange {
         self.want.clone()
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let (raw, current) = self.read(ctx.root)?;
         Ok(Inspection {
             in_place: self.form.same(&current, &self.want),
@@ -159,7 +159,7 @@ impl Change for KnobChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         ctx.root
             .write_knob(&self.path, format!("{}\n", self.want).as_bytes())
             .map_err(|e| ChangeError::from_write(&e))?;

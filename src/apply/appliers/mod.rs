@@ -7,7 +7,7 @@ pub(crate) mod kernel;
 pub(crate) mod service;
 pub(crate) mod tasks;
 
-use super::change::{Change, Ctx};
+use super::change::{ApplyContext, Change};
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, SettingIdError};
 
@@ -24,7 +24,7 @@ pub(crate) enum Expansion {
 }
 
 /// The changes of one setting that is not a boot argument.
-pub(crate) fn expand(ctx: &Ctx, setting: &Setting) -> Expansion {
+pub(crate) fn expand(ctx: &ApplyContext, setting: &Setting) -> Expansion {
     if matches!(setting.layer, Layer::Firmware | Layer::Hardware) {
         return Expansion::Manual(format!(
             "a {} setting: set {} to {} by hand",

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::Expansion;
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection, Unsupported};
+use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection, Unsupported};
 use crate::apply::command::Runner;
 use crate::apply::journal::Record;
 use crate::tuning::setting_id::SettingId;
@@ -124,7 +124,7 @@ impl Systemctl<'_> {
     }
 }
 
-fn systemctl<'a>(ctx: &Ctx<'a>) -> Result<Systemctl<'a>, Unsupported> {
+fn systemctl<'a>(ctx: &ApplyContext<'a>) -> Result<Systemctl<'a>, Unsupported> {
     let Some(runner) = ctx.runner else {
         return Err(Unsupported::ServicesNotLive);
     };
@@ -149,11 +149,11 @@ impl Change for ServiceChange {
         self.want.name().to_string()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
+    fn supported(&self, ctx: &ApplyContext) -> Result<(), Unsupported> {
         systemctl(ctx).map(|_| ())
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
         let state = systemctl.state(&self.unit)?;
         Ok(Inspection {
@@ -167,7 +167,7 @@ impl Change for ServiceChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
         let unit = &self.unit;
         match self.want {
@@ -187,7 +187,7 @@ impl Change for ServiceChange {
 
 /// Brings a unit back to the state a journal record found: its enablement first, then
 /// whether it runs. Returns whether anything changed.
-pub(crate) fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, ChangeError> {
+pub(crate) fn restore(ctx: &ApplyContext, unit: &str, prior: &State) -> Result<bool, ChangeError> {
     let systemctl = systemctl(ctx).map_err(|e| ChangeError::Refused(e.to_string()))?;
     let now = systemctl.state(unit)?;
     let mut changed = false;
@@ -212,7 +212,7 @@ pub(crate) fn restore(ctx: &Ctx, unit: &str, prior: &State) -> Result<bool, Chan
 }
 
 /// The change of a `service:` target; `None` for other targets.
-pub(crate) fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(ctx: &ApplyContext, target: &SettingId, value: &str) -> Option<Expansion> {
     let SettingId::Service(unit) = target else {
         return None;
     };
@@ -302,7 +302,7 @@ mod tests {
             answer: systemd(&state),
             calls: RefCell::new(Vec::new()),
         };
-        let ctx = Ctx {
+        let ctx = ApplyContext {
             root: &root,
             machine: &machine,
             runner: Some(&runner),
@@ -337,7 +337,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
         let machine = Machine::read(&root);
-        let ctx = Ctx {
+        let ctx = ApplyContext {
             root: &root,
             machine: &machine,
             runner: None,
@@ -356,7 +356,7 @@ mod tests {
             answer: |_: &str, _: &[String]| status(0, ""),
             calls: RefCell::new(Vec::new()),
         };
-        let ctx = Ctx {
+        let ctx = ApplyContext {
             runner: Some(&runner),
             ..ctx
         };

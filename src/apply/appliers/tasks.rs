@@ -5,7 +5,7 @@
 //! move (a per-CPU kernel thread, `PF_NO_SETAFFINITY`) is reported, and apply goes on.
 
 use super::{Expansion, kernel};
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection, Unsupported};
+use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection, Unsupported};
 use crate::apply::journal::Record;
 use crate::machine::tasks::{parse_stat, parse_status};
 use crate::machine::{Avail, CpuSet, Warnings};
@@ -53,7 +53,7 @@ fn read_affinity(root: &SysRoot, tid: u32) -> Option<CpuSet> {
     parse_status(&text, &path, &mut Warnings::default()).cpus_allowed
 }
 
-fn live_only(ctx: &Ctx) -> Result<(), Unsupported> {
+fn live_only(ctx: &ApplyContext) -> Result<(), Unsupported> {
     if ctx.root.is_live() {
         Ok(())
     } else {
@@ -78,11 +78,11 @@ impl Change for AffinityChange {
         self.cpus.to_list()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
+    fn supported(&self, ctx: &ApplyContext) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         self.thread.check_alive(ctx.root)?;
         let prior = read_affinity(ctx.root, self.thread.tid).ok_or_else(|| {
             ChangeError::Refused(format!("{}: affinity unreadable", self.thread.label()))
@@ -98,7 +98,7 @@ impl Change for AffinityChange {
         })
     }
 
-    fn apply(&self, _ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, _ctx: &ApplyContext) -> Result<(), ChangeError> {
         set_affinity(&self.thread, &self.cpus)
     }
 }
@@ -227,11 +227,11 @@ impl Change for SchedulerChange {
         self.policy.shown()
     }
 
-    fn supported(&self, ctx: &Ctx) -> Result<(), Unsupported> {
+    fn supported(&self, ctx: &ApplyContext) -> Result<(), Unsupported> {
         live_only(ctx)
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let stat = self.thread.check_alive(ctx.root)?;
         let now = Policy {
             policy: stat.policy,
@@ -249,7 +249,7 @@ impl Change for SchedulerChange {
         })
     }
 
-    fn apply(&self, _ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, _ctx: &ApplyContext) -> Result<(), ChangeError> {
         set_scheduler(&self.thread, self.policy)
     }
 }
@@ -331,7 +331,7 @@ fn threads(root: &SysRoot, pid: u32, comm: &str, kernel: bool) -> Vec<Thread> {
 }
 
 /// The changes of a `kthread:` or `task:` target; `None` for other targets.
-pub(crate) fn expand(ctx: &Ctx, target: &SettingId, value: &str) -> Option<Expansion> {
+pub(crate) fn expand(ctx: &ApplyContext, target: &SettingId, value: &str) -> Option<Expansion> {
     let SettingId::Tasks {
         kernel,
         pattern,

@@ -2,7 +2,7 @@
 //! partition they describe, huge pages, idle and timer parameters, the RT kernel, the IOMMU.
 
 use crate::audit::finding::{Severity, Status};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
@@ -294,7 +294,7 @@ pub(crate) const RULES: &[Rule] = &[
     },
 ];
 
-fn preempt_rt(ctx: &Ctx, _: &Expect) -> Outcome {
+fn preempt_rt(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let kernel = &ctx.machine.kernel;
     let expected = "a PREEMPT_RT kernel";
     let release = kernel
@@ -306,7 +306,7 @@ fn preempt_rt(ctx: &Ctx, _: &Expect) -> Outcome {
         .get()
         .map_or("/proc/sys/kernel/version".to_string(), |p| p.source.clone());
     match kernel.preempt_rt.get() {
-        Some(true) => Outcome::new(
+        Some(true) => RuleOutcome::new(
             Status::Pass,
             format!("PREEMPT_RT kernel {release}"),
             expected,
@@ -319,7 +319,7 @@ fn preempt_rt(ctx: &Ctx, _: &Expect) -> Outcome {
                 .and_then(|p| serde_json::to_value(p.model).ok())
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "not real-time".to_string());
-            Outcome::new(
+            RuleOutcome::new(
                 Status::Fail,
                 format!("kernel {release} is not PREEMPT_RT (preemption: {model})"),
                 expected,
@@ -331,7 +331,7 @@ Debian `apt install linux-image-rt-amd64`, Ubuntu `pro enable realtime-kernel`; 
 6.12 and later builds it with CONFIG_PREEMPT_RT=y",
             )
         }
-        None => Outcome::unknown(
+        None => RuleOutcome::unknown(
             kernel
                 .preempt_rt
                 .reason()
@@ -346,11 +346,11 @@ Debian `apt install linux-image-rt-amd64`, Ubuntu `pro enable realtime-kernel`; 
 /// Compares a CPU list parameter with the isolated set: `effective` is what the kernel
 /// applies (a sysfs file, when it has one), `given` what the command line asks for.
 fn isolation_list(
-    ctx: &Ctx,
+    ctx: &RuleContext,
     key: &str,
     effective: Option<(&str, &Avail<CpuSet>)>,
     given: Option<&Avail<CpuSet>>,
-) -> Outcome {
+) -> RuleOutcome {
     let iso = &ctx.partition.isolated;
     let expected = format!("{key}={}", cpus(iso));
     if let Some(unknown) = without_partition(ctx, &expected) {
@@ -363,7 +363,7 @@ fn isolation_list(
     let fix = Fix::cmdline(key, iso.to_list());
     let given = match given {
         None => {
-            let mut outcome = Outcome::new(Status::Fail, format!("{key}= not set"), &expected)
+            let mut outcome = RuleOutcome::new(Status::Fail, format!("{key}= not set"), &expected)
                 .evidence(CMDLINE)
                 .fix(fix);
             if let Some(typo) = misspelt(cmd, key) {
@@ -375,14 +375,14 @@ fn isolation_list(
             return outcome;
         }
         Some(Avail::Unavailable { unavailable }) => {
-            return Outcome::new(Status::Fail, unavailable.clone(), &expected)
+            return RuleOutcome::new(Status::Fail, unavailable.clone(), &expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
         Some(Avail::Available(set)) => set,
     };
-    let mut outcome =
-        Outcome::new(Status::Pass, format!("{key}={}", cpus(given)), &expected).evidence(CMDLINE);
+    let mut outcome = RuleOutcome::new(Status::Pass, format!("{key}={}", cpus(given)), &expected)
+        .evidence(CMDLINE);
     if given != iso {
         outcome = outcome
             .with_status(Status::Fail)
@@ -417,7 +417,7 @@ fn difference(given: &CpuSet, wanted: &CpuSet) -> String {
     parts.join("; ")
 }
 
-fn nohz_full(ctx: &Ctx, _: &Expect) -> Outcome {
+fn nohz_full(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let isolation = &ctx.machine.kernel.isolation;
     isolation_list(
         ctx,
@@ -427,7 +427,7 @@ fn nohz_full(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn rcu_nocbs(ctx: &Ctx, _: &Expect) -> Outcome {
+fn rcu_nocbs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     isolation_list(
         ctx,
         "rcu_nocbs",
@@ -436,7 +436,7 @@ fn rcu_nocbs(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let iso = &ctx.partition.isolated;
     let required = expect.allows("required");
     let expected = if required {
@@ -453,13 +453,15 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
     let fix = Fix::cmdline("isolcpus", format!("managed_irq,domain,{}", iso.to_list()));
     let isolcpus = match &ctx.machine.kernel.isolation.isolcpus {
         None if required => {
-            return Outcome::new(Status::Fail, "isolcpus= not set", expected)
+            return RuleOutcome::new(Status::Fail, "isolcpus= not set", expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
-        None => return Outcome::new(Status::Pass, "isolcpus= not set", expected).evidence(CMDLINE),
+        None => {
+            return RuleOutcome::new(Status::Pass, "isolcpus= not set", expected).evidence(CMDLINE);
+        }
         Some(Avail::Unavailable { unavailable }) => {
-            return Outcome::new(Status::Fail, unavailable.clone(), expected)
+            return RuleOutcome::new(Status::Fail, unavailable.clone(), expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
@@ -483,7 +485,7 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
     } else {
         isolcpus.cpus.is_subset(iso)
     };
-    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CMDLINE);
+    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(CMDLINE);
     if let Avail::Available(applied) = &ctx.machine.kernel.isolation.isolated {
         outcome = outcome.evidence(ISOLATED_SYSFS);
         if isolcpus.domain && applied != &isolcpus.cpus {
@@ -508,7 +510,7 @@ fn isolcpus(ctx: &Ctx, expect: &Expect) -> Outcome {
 }
 
 /// The isolated set with `remove` moved to housekeeping, as command-line fixes.
-fn repartition(ctx: &Ctx, remove: &CpuSet) -> Vec<Fix> {
+fn repartition(ctx: &RuleContext, remove: &CpuSet) -> Vec<Fix> {
     let iso = ctx.partition.isolated.difference(remove);
     if iso.is_empty() {
         return Vec::new();
@@ -519,7 +521,7 @@ fn repartition(ctx: &Ctx, remove: &CpuSet) -> Vec<Fix> {
     ]
 }
 
-fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
+fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "kernel-managed IRQs delivered to housekeeping CPUs only";
     let irqs = match interrupts(ctx, expected) {
         Ok(irqs) => irqs,
@@ -543,7 +545,7 @@ fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
         lines.len(),
         managed.len()
     );
-    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(lines.is_empty(), observed, expected)
         .evidence("/proc/irq/*/effective_affinity_list")
         .evidence("/proc/interrupts");
     if !lines.is_empty() {
@@ -570,7 +572,7 @@ fn managed_irqs(ctx: &Ctx, _: &Expect) -> Outcome {
     with_details(outcome, lines)
 }
 
-fn housekeeping_per_node(ctx: &Ctx, _: &Expect) -> Outcome {
+fn housekeeping_per_node(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "a housekeeping core on every NUMA node with CPUs";
     if let Some(unknown) = without_partition(ctx, expected) {
         return unknown;
@@ -593,9 +595,10 @@ fn housekeeping_per_node(ctx: &Ctx, _: &Expect) -> Outcome {
     }
     let observed = format!("housekeeping per node: {}", per_node.join("; "));
     if lacking.is_empty() {
-        return Outcome::new(Status::Pass, observed, expected).evidence("/sys/devices/system/node");
+        return RuleOutcome::new(Status::Pass, observed, expected)
+            .evidence("/sys/devices/system/node");
     }
-    let mut outcome = Outcome::new(Status::Fail, observed, expected)
+    let mut outcome = RuleOutcome::new(Status::Fail, observed, expected)
         .evidence("/sys/devices/system/node")
         .detail(format!(
             "node(s) {} have no housekeeping CPU; keep CPUs {} for housekeeping",
@@ -608,7 +611,7 @@ fn housekeeping_per_node(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
-fn smt_siblings(ctx: &Ctx, _: &Expect) -> Outcome {
+fn smt_siblings(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "isolated and housekeeping CPUs on different physical cores";
     if let Some(unknown) = without_partition(ctx, expected) {
         return unknown;
@@ -631,14 +634,14 @@ fn smt_siblings(ctx: &Ctx, _: &Expect) -> Outcome {
     let evidence = "/sys/devices/system/cpu/cpu*/topology/thread_siblings_list";
     if split.is_empty() {
         let threads = topology.shape.threads_per_core;
-        return Outcome::new(
+        return RuleOutcome::new(
             Status::Pass,
             format!("whole cores on each side ({threads} thread(s) per core)"),
             expected,
         )
         .evidence(evidence);
     }
-    let mut outcome = Outcome::new(
+    let mut outcome = RuleOutcome::new(
         Status::Fail,
         format!(
             "isolated CPU(s) {} have a housekeeping SMT sibling",
@@ -656,7 +659,7 @@ fn smt_siblings(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
-fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn hugepages(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want = expect.preferred();
     let (size_kib, name) = match want {
         "1G" => (Some(1_048_576), "1 GiB"),
@@ -680,7 +683,7 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
         evidence = "/proc/meminfo";
     }
     if pools.is_empty() {
-        return Outcome::unknown(
+        return RuleOutcome::unknown(
             "no huge page pools under /sys/kernel/mm/hugepages or /proc/meminfo",
             expected,
         )
@@ -695,7 +698,7 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
         .iter()
         .any(|(size, total)| *total > 0 && size_kib.is_none_or(|want| *size == want));
     let mut outcome =
-        Outcome::verdict(ok, format!("huge pages: {observed}"), expected).evidence(evidence);
+        RuleOutcome::verdict(ok, format!("huge pages: {observed}"), expected).evidence(evidence);
     if let Ok(cmd) = cmdline(ctx, "") {
         let args: Vec<String> = ["default_hugepagesz", "hugepagesz", "hugepages"]
             .iter()
@@ -722,7 +725,13 @@ fn hugepages(ctx: &Ctx, expect: &Expect) -> Outcome {
 
 /// A flag-like parameter check: `key` must be present with one of `values` (`None` accepts a
 /// bare flag). A misspelt key or value is named in the details.
-fn param_check(ctx: &Ctx, key: &str, values: &[Option<&str>], expected: &str, fix: Fix) -> Outcome {
+fn param_check(
+    ctx: &RuleContext,
+    key: &str,
+    values: &[Option<&str>],
+    expected: &str,
+    fix: Fix,
+) -> RuleOutcome {
     let cmd = match cmdline(ctx, expected) {
         Ok(cmd) => cmd,
         Err(unknown) => return *unknown,
@@ -733,7 +742,7 @@ fn param_check(ctx: &Ctx, key: &str, values: &[Option<&str>], expected: &str, fi
         } else {
             format!("{key}=")
         };
-        let mut outcome = Outcome::new(Status::Fail, format!("{written} not set"), expected)
+        let mut outcome = RuleOutcome::new(Status::Fail, format!("{written} not set"), expected)
             .evidence(CMDLINE)
             .fix(fix);
         if let Some(typo) = misspelt(cmd, key) {
@@ -745,7 +754,7 @@ fn param_check(ctx: &Ctx, key: &str, values: &[Option<&str>], expected: &str, fi
         return outcome;
     };
     let ok = values.contains(&param.value.as_deref());
-    let mut outcome = Outcome::verdict(ok, param_text(param), expected).evidence(CMDLINE);
+    let mut outcome = RuleOutcome::verdict(ok, param_text(param), expected).evidence(CMDLINE);
     if !ok {
         if let Some(value) = &param.value
             && let Some(close) = values.iter().flatten().find(|v| near(value, v))
@@ -759,7 +768,7 @@ fn param_check(ctx: &Ctx, key: &str, values: &[Option<&str>], expected: &str, fi
     outcome
 }
 
-fn idle_poll(ctx: &Ctx, _: &Expect) -> Outcome {
+fn idle_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     param_check(
         ctx,
         "idle",
@@ -769,7 +778,7 @@ fn idle_poll(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn max_cstate(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let limit: u32 = expect
         .alternatives
         .first()
@@ -792,7 +801,7 @@ fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
     let observed = value.map_or("processor.max_cstate= not set".to_string(), |v| {
         format!("processor.max_cstate={v}")
     });
-    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CMDLINE);
+    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(CMDLINE);
     if !ok {
         outcome = outcome.fix(Fix::cmdline("processor.max_cstate", limit.to_string()));
     }
@@ -805,10 +814,10 @@ fn max_cstate(ctx: &Ctx, expect: &Expect) -> Outcome {
     outcome
 }
 
-fn tsc_reliable(ctx: &Ctx, _: &Expect) -> Outcome {
+fn tsc_reliable(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "tsc=reliable (on an invariant TSC)";
     let Some(id) = ctx.machine.cpu.get() else {
-        return Outcome::unknown("CPU flags unreadable (/proc/cpuinfo)", expected);
+        return RuleOutcome::unknown("CPU flags unreadable (/proc/cpuinfo)", expected);
     };
     let cmd = match cmdline(ctx, expected) {
         Ok(cmd) => cmd,
@@ -817,12 +826,12 @@ fn tsc_reliable(ctx: &Ctx, _: &Expect) -> Outcome {
     let set = cmd.value("tsc") == Some("reliable");
     if !id.invariant_tsc() {
         return if set {
-            Outcome::new(Status::Fail, "tsc=reliable on a TSC that is not invariant", "no tsc=reliable")
+            RuleOutcome::new(Status::Fail, "tsc=reliable on a TSC that is not invariant", "no tsc=reliable")
                 .evidence(CMDLINE)
                 .evidence("/proc/cpuinfo")
                 .manual("remove tsc=reliable: the CPU lacks constant_tsc/nonstop_tsc, so the clocksource watchdog is needed")
         } else {
-            Outcome::skipped(
+            RuleOutcome::skipped(
                 "the TSC is not invariant (see LL-TSC-INVARIANT); tsc=reliable would be unsafe",
             )
             .evidence("/proc/cpuinfo")
@@ -838,7 +847,7 @@ fn tsc_reliable(ctx: &Ctx, _: &Expect) -> Outcome {
     .evidence("/proc/cpuinfo")
 }
 
-fn skew_tick(ctx: &Ctx, _: &Expect) -> Outcome {
+fn skew_tick(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     param_check(
         ctx,
         "skew_tick",
@@ -848,12 +857,12 @@ fn skew_tick(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn nosoftlockup(ctx: &Ctx, _: &Expect) -> Outcome {
+fn nosoftlockup(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "nosoftlockup (or nowatchdog)";
     if let Ok(cmd) = cmdline(ctx, expected)
         && cmd.has("nowatchdog")
     {
-        return Outcome::new(Status::Pass, "nowatchdog", expected).evidence(CMDLINE);
+        return RuleOutcome::new(Status::Pass, "nowatchdog", expected).evidence(CMDLINE);
     }
     param_check(
         ctx,
@@ -864,7 +873,7 @@ fn nosoftlockup(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn pcie_aspm(ctx: &Ctx, _: &Expect) -> Outcome {
+fn pcie_aspm(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     param_check(
         ctx,
         "pcie_aspm",
@@ -874,7 +883,7 @@ fn pcie_aspm(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn mce(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn mce(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let values: Vec<Option<&str>> = expect
         .alternatives
         .iter()
@@ -910,7 +919,7 @@ fn iommu_args(cmd: &Cmdline) -> (bool, bool) {
     (off, pt)
 }
 
-fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn iommu(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let expected = if expect.allows("off") && expect.allows("pt") {
         "IOMMU off, or iommu=pt"
     } else if expect.allows("off") {
@@ -929,7 +938,7 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
     let units = match &iommu.units {
         Avail::Available(units) => units,
         Avail::Unavailable { unavailable } => {
-            return Outcome::unknown(format!("IOMMU state unknown: {unavailable}"), expected)
+            return RuleOutcome::unknown(format!("IOMMU state unknown: {unavailable}"), expected)
                 .manual("check `ls /sys/class/iommu` (empty: the IOMMU is off) and `dmesg | grep -i -e AMD-Vi -e DMAR`");
         }
     };
@@ -951,7 +960,7 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
         }
     }
     let base = |status| {
-        Outcome::new(status, observed.clone(), expected)
+        RuleOutcome::new(status, observed.clone(), expected)
             .evidence("/sys/class/iommu")
             .evidence(CMDLINE)
     };
@@ -966,7 +975,7 @@ fn iommu(ctx: &Ctx, expect: &Expect) -> Outcome {
                 .fix(Fix::cmdline("iommu", "pt"))
                 .manual("enable the IOMMU in the BIOS for device passthrough to guests, and boot with iommu=pt")
         } else {
-            Outcome::skipped("the IOMMU is off: nothing to pass through")
+            RuleOutcome::skipped("the IOMMU is off: nothing to pass through")
                 .evidence("/sys/class/iommu")
         };
     }

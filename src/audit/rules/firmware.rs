@@ -4,7 +4,7 @@
 //! effect is `unknown` with the menu path and how to check.
 
 use crate::audit::finding::{Severity, Status};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::machine::power::BoostState;
 use crate::tuning::setting::Layer;
 
@@ -243,15 +243,15 @@ pub(crate) const RULES: &[Rule] = &[
 ];
 
 /// Whether the CPU is an AMD Zen part (EPYC settings apply); `None` when unknown.
-fn amd_zen(ctx: &Ctx) -> Option<bool> {
+fn amd_zen(ctx: &RuleContext) -> Option<bool> {
     let id = ctx.machine.cpu.get()?;
     Some(id.vendor.as_deref() == Some("AuthenticAMD") && id.family.is_some_and(|f| f >= 0x17))
 }
 
 /// `skipped` on a virtual machine, whose BIOS belongs to the host.
-fn on_vm(ctx: &Ctx) -> Option<Outcome> {
+fn on_vm(ctx: &RuleContext) -> Option<RuleOutcome> {
     ctx.machine.hypervisor.as_ref().map(|hv| {
-        Outcome::skipped(format!(
+        RuleOutcome::skipped(format!(
             "virtual machine ({}): the host's BIOS decides",
             hv.vendor
         ))
@@ -261,20 +261,20 @@ fn on_vm(ctx: &Ctx) -> Option<Outcome> {
 
 /// A BIOS setting with no OS-visible effect: `unknown` with the menus, skipped on VMs and,
 /// when `amd_only`, on other CPUs.
-fn bios_only(ctx: &Ctx, amd_only: bool, expected: &str, value: &str) -> Outcome {
+fn bios_only(ctx: &RuleContext, amd_only: bool, expected: &str, value: &str) -> RuleOutcome {
     if let Some(skip) = on_vm(ctx) {
         return skip;
     }
     if amd_only && amd_zen(ctx) == Some(false) {
-        return Outcome::skipped("an AMD EPYC setting; this CPU is not AMD Zen")
+        return RuleOutcome::skipped("an AMD EPYC setting; this CPU is not AMD Zen")
             .evidence("/proc/cpuinfo");
     }
-    Outcome::unknown("not visible to the OS", expected)
+    RuleOutcome::unknown("not visible to the OS", expected)
         .bios(value)
         .manual(CHECK_IN_BIOS)
 }
 
-fn bios_profile(ctx: &Ctx, _: &Expect) -> Outcome {
+fn bios_profile(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     bios_only(ctx, false, "Workload Profile: Low Latency (or Custom with the guide's settings)", "Low Latency").manual(
         "the OS cannot read the workload profile. HPE: choose Low Latency, or Custom to adjust from there. \
 Elsewhere set individually: SMT off, Determinism Control Manual / Performance Deterministic, Memory PStates \
@@ -283,7 +283,7 @@ State fixed (APBDIS), core C-states none, Power Regulator Static High Performanc
     )
 }
 
-fn determinism(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn determinism(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let (expected, value) = match expect.preferred() {
         "power" => ("Determinism Slider: Power", "Power"),
         _ => ("Determinism: Performance Deterministic", "Performance"),
@@ -291,7 +291,7 @@ fn determinism(ctx: &Ctx, expect: &Expect) -> Outcome {
     bios_only(ctx, true, expected, value)
 }
 
-fn fabric_pstate(ctx: &Ctx, _: &Expect) -> Outcome {
+fn fabric_pstate(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     bios_only(
         ctx,
         true,
@@ -300,7 +300,7 @@ fn fabric_pstate(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn dram_power_down(ctx: &Ctx, _: &Expect) -> Outcome {
+fn dram_power_down(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     bios_only(
         ctx,
         false,
@@ -309,11 +309,11 @@ fn dram_power_down(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn memory_interleaving(ctx: &Ctx, _: &Expect) -> Outcome {
+fn memory_interleaving(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     bios_only(ctx, false, "memory interleaving enabled (Auto)", "Auto")
 }
 
-fn ctdp(ctx: &Ctx, _: &Expect) -> Outcome {
+fn ctdp(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     bios_only(
         ctx,
         true,
@@ -322,7 +322,7 @@ fn ctdp(ctx: &Ctx, _: &Expect) -> Outcome {
     )
 }
 
-fn smt(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn smt(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want_on = expect.preferred() == "on";
     let expected = if want_on { "SMT on" } else { "SMT off" };
     if let Some(skip) = on_vm(ctx) {
@@ -330,7 +330,7 @@ fn smt(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
     let topology = &ctx.machine.topology;
     if topology.cpus.is_empty() {
-        return Outcome::unknown("no CPU topology under /sys/devices/system/cpu", expected)
+        return RuleOutcome::unknown("no CPU topology under /sys/devices/system/cpu", expected)
             .manual("check `lscpu | grep 'Thread(s) per core'`");
     }
     let threads = topology.shape.threads_per_core;
@@ -338,7 +338,7 @@ fn smt(ctx: &Ctx, expect: &Expect) -> Outcome {
     let control_text = control.map_or(String::new(), |c| format!(", smt/control {c}"));
     let observed = format!("{threads} thread(s) per core{control_text}");
     let base = |status| {
-        Outcome::new(status, observed.clone(), expected)
+        RuleOutcome::new(status, observed.clone(), expected)
             .evidence("/sys/devices/system/cpu/cpu*/topology/thread_siblings_list")
             .evidence("/sys/devices/system/cpu/smt/control")
     };
@@ -367,7 +367,7 @@ fn smt(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
 }
 
-fn boost(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn boost(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want_on = expect.preferred() == "on";
     let expected = if want_on { "boost on" } else { "boost off" };
     if let Some(skip) = on_vm(ctx) {
@@ -376,7 +376,7 @@ fn boost(ctx: &Ctx, expect: &Expect) -> Outcome {
     let boost = match &ctx.machine.power.boost {
         crate::machine::Avail::Available(boost) => boost,
         crate::machine::Avail::Unavailable { unavailable } => {
-            return Outcome::unknown(format!("boost state unknown: {unavailable}"), expected)
+            return RuleOutcome::unknown(format!("boost state unknown: {unavailable}"), expected)
                 .bios(if want_on { "Enabled" } else { "Disabled" })
                 .manual("watch `grep MHz /proc/cpuinfo` (or turbostat) under single-core load: above base frequency means boost is on");
         }
@@ -387,8 +387,9 @@ fn boost(ctx: &Ctx, expect: &Expect) -> Outcome {
         BoostState::Mixed => "mixed across cpufreq policies",
     };
     let observed = format!("boost {state} ({})", boost.source);
-    let base =
-        |status| Outcome::new(status, observed.clone(), expected).evidence(boost.source.clone());
+    let base = |status| {
+        RuleOutcome::new(status, observed.clone(), expected).evidence(boost.source.clone())
+    };
     match (boost.state, want_on) {
         (BoostState::Enabled, true) => base(Status::Inferred)
             .bios("Enabled")
@@ -401,7 +402,7 @@ fn boost(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
 }
 
-fn nps(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn nps(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want = expect.preferred();
     let expected = match want {
         "report" => "NPS reported with its trade-off".to_string(),
@@ -411,9 +412,11 @@ fn nps(ctx: &Ctx, expect: &Expect) -> Outcome {
         return skip;
     }
     match amd_zen(ctx) {
-        None => return Outcome::unknown("CPU vendor unknown (/proc/cpuinfo unreadable)", expected),
+        None => {
+            return RuleOutcome::unknown("CPU vendor unknown (/proc/cpuinfo unreadable)", expected);
+        }
         Some(false) => {
-            return Outcome::skipped(
+            return RuleOutcome::skipped(
                 "NPS is an AMD EPYC setting (Intel's counterpart is sub-NUMA clustering)",
             )
             .evidence("/proc/cpuinfo");
@@ -422,7 +425,7 @@ fn nps(ctx: &Ctx, expect: &Expect) -> Outcome {
     }
     let shape = &ctx.machine.topology.shape;
     let Some(per_socket) = shape.nodes_per_socket else {
-        return Outcome::unknown("NUMA nodes per socket not uniform or unknown", expected)
+        return RuleOutcome::unknown("NUMA nodes per socket not uniform or unknown", expected)
             .manual("check `lscpu | grep -i numa` against the socket count");
     };
     // One node per L3 group with more nodes than NPS allows: LLC-as-NUMA is on.
@@ -432,7 +435,7 @@ fn nps(ctx: &Ctx, expect: &Expect) -> Outcome {
     } else {
         format!("{per_socket} NUMA node(s) per socket: NPS{per_socket}")
     };
-    let outcome = Outcome::new(Status::Inferred, observed, &expected)
+    let outcome = RuleOutcome::new(Status::Inferred, observed, &expected)
         .evidence("/sys/devices/system/node")
         .evidence("/sys/devices/system/cpu/cpu*/topology/physical_package_id");
     if want == "report" {

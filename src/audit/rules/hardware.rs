@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::audit::finding::{Severity, Status};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Outcome, Rule};
+use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::machine::Avail;
 use crate::machine::cpu::CpuIdentity;
 use crate::machine::firmware::MemoryPopulation;
@@ -102,16 +102,19 @@ pub(crate) const RULES: &[Rule] = &[
     },
 ];
 
-fn identity<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a CpuIdentity, Box<Outcome>> {
+fn identity<'a>(
+    ctx: &RuleContext<'a>,
+    expected: &str,
+) -> Result<&'a CpuIdentity, Box<RuleOutcome>> {
     ctx.machine.cpu.get().ok_or_else(|| {
-        Box::new(Outcome::unknown(
+        Box::new(RuleOutcome::unknown(
             "CPU identity unreadable (/proc/cpuinfo)",
             expected,
         ))
     })
 }
 
-fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
+fn tsc_invariant(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "constant_tsc and nonstop_tsc";
     let id = match identity(ctx, expected) {
         Ok(id) => id,
@@ -127,7 +130,7 @@ fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
         flags.join(" and ")
     };
     let outcome =
-        Outcome::verdict(id.invariant_tsc(), observed, expected).evidence("/proc/cpuinfo");
+        RuleOutcome::verdict(id.invariant_tsc(), observed, expected).evidence("/proc/cpuinfo");
     if id.invariant_tsc() {
         return outcome;
     }
@@ -139,14 +142,14 @@ fn tsc_invariant(ctx: &Ctx, _: &Expect) -> Outcome {
     }
 }
 
-fn hypervisor(ctx: &Ctx, _: &Expect) -> Outcome {
+fn hypervisor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "bare metal";
     if let Err(unknown) = identity(ctx, expected) {
         return *unknown;
     }
     match &ctx.machine.hypervisor {
-        None => Outcome::new(Status::Pass, "bare metal (no hypervisor flag)", expected).evidence("/proc/cpuinfo"),
-        Some(hv) => Outcome::new(Status::Fail, format!("virtual machine under {}", hv.vendor), expected)
+        None => RuleOutcome::new(Status::Pass, "bare metal (no hypervisor flag)", expected).evidence("/proc/cpuinfo"),
+        Some(hv) => RuleOutcome::new(Status::Fail, format!("virtual machine under {}", hv.vendor), expected)
             .evidence("/proc/cpuinfo")
             .detail(format!("recognised from {}", hv.evidence))
             .manual("run latency-critical work on bare metal, or use the realtime-guest profile with vCPUs pinned to isolated host cores"),
@@ -177,9 +180,12 @@ fn channels_per_socket(id: &CpuIdentity) -> Option<usize> {
 }
 
 /// The memory population, or the outcome to return without it (VMs are skipped).
-fn population<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a MemoryPopulation, Box<Outcome>> {
+fn population<'a>(
+    ctx: &RuleContext<'a>,
+    expected: &str,
+) -> Result<&'a MemoryPopulation, Box<RuleOutcome>> {
     if let Some(hv) = &ctx.machine.hypervisor {
-        return Err(Box::new(Outcome::skipped(format!(
+        return Err(Box::new(RuleOutcome::skipped(format!(
             "virtual machine ({}): memory is the host's",
             hv.vendor
         ))));
@@ -187,7 +193,7 @@ fn population<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a MemoryPopulation,
     match &ctx.machine.firmware.memory {
         Avail::Available(memory) => Ok(memory),
         Avail::Unavailable { unavailable } => Err(Box::new(
-            Outcome::unknown(
+            RuleOutcome::unknown(
                 format!("memory population unknown: {unavailable}"),
                 expected,
             )
@@ -197,7 +203,7 @@ fn population<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a MemoryPopulation,
     }
 }
 
-fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
+fn memory_channels(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every channel of every socket populated, the same on each";
     let memory = match population(ctx, expected) {
         Ok(memory) => memory,
@@ -252,7 +258,7 @@ fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
         }
         Avail::Unavailable { unavailable } => {
             let Some(channels) = channels else {
-                return Outcome::unknown(
+                return RuleOutcome::unknown(
                     format!(
                         "{} modules in {} slots; slot labels name no sockets ({unavailable}) and the CPU's channel count is not known to lowlat",
                         memory.populated_slots, memory.total_slots
@@ -280,7 +286,7 @@ fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
     );
     let ok = problems.is_empty();
     details.extend(problems);
-    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(SMBIOS);
+    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(SMBIOS);
     outcome.details = details;
     if !ok {
         outcome = outcome.manual(manual);
@@ -288,7 +294,7 @@ fn memory_channels(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
-fn dimms_identical(ctx: &Ctx, _: &Expect) -> Outcome {
+fn dimms_identical(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "one module configuration (size, type, speed, part number)";
     let memory = match population(ctx, expected) {
         Ok(memory) => memory,
@@ -309,7 +315,7 @@ fn dimms_identical(ctx: &Ctx, _: &Expect) -> Outcome {
         })
         .collect();
     let observed = format!("{} module configuration(s)", memory.configurations.len());
-    let mut outcome = Outcome::verdict(memory.identical, observed, expected).evidence(SMBIOS);
+    let mut outcome = RuleOutcome::verdict(memory.identical, observed, expected).evidence(SMBIOS);
     outcome.details = lines;
     if !memory.identical {
         outcome =
@@ -329,13 +335,13 @@ fn platform_max_mts(id: &CpuIdentity) -> Option<u32> {
     }
 }
 
-fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
+fn dimm_speed(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every module at min(rated speed, platform maximum)";
     if let Err(outcome) = population(ctx, expected) {
         return *outcome;
     }
     let Some(smbios) = ctx.machine.firmware.smbios.get() else {
-        return Outcome::unknown("SMBIOS tables unreadable", expected).manual(ROOT_ONLY);
+        return RuleOutcome::unknown("SMBIOS tables unreadable", expected).manual(ROOT_ONLY);
     };
     let platform = ctx.machine.cpu.get().and_then(platform_max_mts);
     let mut speeds: BTreeMap<(Option<u32>, Option<u32>), usize> = BTreeMap::new();
@@ -358,7 +364,7 @@ fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
         }
     }
     if speeds.is_empty() {
-        return Outcome::unknown("no populated module in the SMBIOS tables", expected)
+        return RuleOutcome::unknown("no populated module in the SMBIOS tables", expected)
             .evidence(SMBIOS);
     }
     let mts = |s: Option<u32>| s.map_or("?".to_string(), |s| s.to_string());
@@ -373,7 +379,7 @@ fn dimm_speed(ctx: &Ctx, _: &Expect) -> Outcome {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let mut outcome = Outcome::verdict(slow.is_empty(), observed, expected).evidence(SMBIOS);
+    let mut outcome = RuleOutcome::verdict(slow.is_empty(), observed, expected).evidence(SMBIOS);
     if !slow.is_empty() {
         outcome = outcome
             .bios("Auto")

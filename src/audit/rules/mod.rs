@@ -8,7 +8,7 @@ pub(crate) mod service;
 mod support;
 pub(crate) mod sysctl;
 
-use crate::audit::rule::{Ctx, Outcome, Rule};
+use crate::audit::rule::{Rule, RuleContext, RuleOutcome};
 use crate::machine::CpuSet;
 use crate::machine::kernel::{Cmdline, Param};
 
@@ -40,9 +40,9 @@ pub(crate) fn valid_ids() -> String {
 pub(crate) const CMDLINE: &str = "/proc/cmdline";
 
 /// An `unknown` outcome when the audit has no partition, for rules about isolated CPUs.
-pub(crate) fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
+pub(crate) fn without_partition(ctx: &RuleContext, expected: &str) -> Option<RuleOutcome> {
     match &ctx.partition.source {
-        crate::audit::PartitionSource::Unavailable { reason } => Some(Outcome::unknown(
+        crate::audit::PartitionSource::Unavailable { reason } => Some(RuleOutcome::unknown(
             format!("no CPU partition: {reason}"),
             expected,
         )),
@@ -51,11 +51,14 @@ pub(crate) fn without_partition(ctx: &Ctx, expected: &str) -> Option<Outcome> {
 }
 
 /// The kernel command line, or the `unknown` outcome to return without it.
-pub(crate) fn cmdline<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Cmdline, Box<Outcome>> {
+pub(crate) fn cmdline<'a>(
+    ctx: &RuleContext<'a>,
+    expected: &str,
+) -> Result<&'a Cmdline, Box<RuleOutcome>> {
     match &ctx.machine.kernel.cmdline {
         crate::machine::Avail::Available(cmdline) => Ok(cmdline),
         crate::machine::Avail::Unavailable { unavailable } => Err(Box::new(
-            Outcome::unknown(
+            RuleOutcome::unknown(
                 format!("kernel command line unreadable: {unavailable}"),
                 expected,
             )

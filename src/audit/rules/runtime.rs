@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::audit::finding::{Severity, Status};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::Irq;
@@ -201,7 +201,7 @@ pub(crate) const RULES: &[Rule] = &[
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
 /// The housekeeping CPUs on `node`, else all housekeeping CPUs.
-fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
+fn housekeeping_near(ctx: &RuleContext, node: Option<u32>) -> CpuSet {
     let hk = &ctx.partition.housekeeping;
     node.and_then(|n| ctx.machine.topology.nodes.iter().find(|node| node.id == n))
         .map(|node| node.cpus.intersection(hk))
@@ -209,7 +209,7 @@ fn housekeeping_near(ctx: &Ctx, node: Option<u32>) -> CpuSet {
         .unwrap_or_else(|| hk.clone())
 }
 
-fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every movable IRQ's affinity within the housekeeping CPUs";
     let irqs = match interrupts(ctx, expected) {
         Ok(irqs) => irqs,
@@ -246,14 +246,14 @@ fn irq_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         lines.len(),
         movable.len()
     );
-    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(lines.is_empty(), observed, expected)
         .evidence("/proc/irq/*/smp_affinity_list")
         .evidence("/proc/interrupts");
     outcome.fixes = fixes;
     with_details(outcome, lines)
 }
 
-fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
+fn irq_default_affinity(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let hk = &ctx.partition.housekeeping;
     let expected = format!("default_smp_affinity within {}", cpus(hk));
     if let Some(unknown) = without_partition(ctx, &expected) {
@@ -272,7 +272,7 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
         Err(unknown) => return unknown.evidence(DEFAULT_AFFINITY),
     };
     let ok = !default.is_empty() && default.is_subset(hk);
-    let mut outcome = Outcome::verdict(
+    let mut outcome = RuleOutcome::verdict(
         ok,
         format!("default_smp_affinity {}", cpus(default)),
         expected,
@@ -293,10 +293,10 @@ fn irq_default_affinity(ctx: &Ctx, _: &Expect) -> Outcome {
 /// CPUs each may run on; or the `unknown` outcome when there is no partition or task list.
 /// Both task rules walk the task list through this one filter.
 fn allowed_on_isolated<'a>(
-    ctx: &Ctx<'a>,
+    ctx: &RuleContext<'a>,
     kernel: bool,
     expected: &str,
-) -> Result<Vec<(&'a Task, &'a CpuSet)>, Box<Outcome>> {
+) -> Result<Vec<(&'a Task, &'a CpuSet)>, Box<RuleOutcome>> {
     if let Some(unknown) = without_partition(ctx, expected) {
         return Err(Box::new(unknown));
     }
@@ -315,11 +315,11 @@ fn allowed_on_isolated<'a>(
 /// Adds the fix that pins the tasks named `comms` (kernel threads if `kernel`) to the
 /// housekeeping CPUs.
 fn pin_to_housekeeping(
-    ctx: &Ctx,
-    mut outcome: Outcome,
+    ctx: &RuleContext,
+    mut outcome: RuleOutcome,
     kernel: bool,
     comms: BTreeSet<String>,
-) -> Outcome {
+) -> RuleOutcome {
     let hk = ctx.partition.housekeeping.to_list();
     for pattern in comms {
         let id = SettingId::Tasks {
@@ -332,7 +332,7 @@ fn pin_to_housekeeping(
     outcome
 }
 
-fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "movable kernel threads allowed only on housekeeping CPUs";
     let tasks = match allowed_on_isolated(ctx, true, expected) {
         Ok(tasks) => tasks,
@@ -363,12 +363,12 @@ fn kthreads_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         movable.len()
     );
     let mut outcome =
-        Outcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
+        RuleOutcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
     outcome = pin_to_housekeeping(ctx, outcome, true, comms);
     with_details(outcome, movable)
 }
 
-fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
+fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected =
         "user tasks allowed only on housekeeping CPUs (or only on isolated ones: the workload)";
     let iso = &ctx.partition.isolated;
@@ -399,7 +399,7 @@ fn tasks_on_isolated(ctx: &Ctx, _: &Expect) -> Outcome {
         unpinned.len()
     );
     let mut outcome =
-        Outcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
+        RuleOutcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
     if init_unpinned {
         outcome = outcome.fix(Fix::file(
             SYSTEMD_AFFINITY_DROPIN,
@@ -436,7 +436,12 @@ fn transient_names(tasks: &Avail<Tasks>) -> BTreeSet<String> {
 const LOWLAT_COMM: &str = "lowlat";
 
 /// A workqueue mask must be non-empty and within the housekeeping CPUs.
-fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) -> Outcome {
+fn workqueue_mask(
+    ctx: &RuleContext,
+    mask: &Avail<CpuSet>,
+    path: &str,
+    setting: &str,
+) -> RuleOutcome {
     let hk = &ctx.partition.housekeeping;
     let expected = format!("{path} within {}", cpus(hk));
     if let Some(unknown) = without_partition(ctx, &expected) {
@@ -448,34 +453,34 @@ fn workqueue_mask(ctx: &Ctx, mask: &Avail<CpuSet>, path: &str, setting: &str) ->
     };
     let ok = !mask.is_empty() && mask.is_subset(hk);
     let mut outcome =
-        Outcome::verdict(ok, format!("cpumask {}", cpus(mask)), expected).evidence(path);
+        RuleOutcome::verdict(ok, format!("cpumask {}", cpus(mask)), expected).evidence(path);
     if !ok {
         outcome = outcome.fix(Fix::runtime(setting, ctx.partition.housekeeping_mask()));
     }
     outcome
 }
 
-fn workqueue_cpumask(ctx: &Ctx, _: &Expect) -> Outcome {
+fn workqueue_cpumask(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mask = &ctx.machine.services.workqueue_cpumask;
     workqueue_mask(ctx, mask, WORKQUEUE_CPUMASK, "workqueue:cpumask")
 }
 
-fn writeback_cpumask(ctx: &Ctx, _: &Expect) -> Outcome {
+fn writeback_cpumask(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mask = &ctx.machine.services.writeback_cpumask;
     workqueue_mask(ctx, mask, WRITEBACK_CPUMASK, "workqueue:writeback:cpumask")
 }
 
 /// `skipped` in a virtual machine, where the host owns frequency and idle.
-fn host_owned(ctx: &Ctx, what: &str) -> Option<Outcome> {
+fn host_owned(ctx: &RuleContext, what: &str) -> Option<RuleOutcome> {
     ctx.machine.hypervisor.as_ref().map(|hv| {
-        Outcome::skipped(format!(
+        RuleOutcome::skipped(format!(
             "virtual machine ({}): the host controls {what}",
             hv.vendor
         ))
     })
 }
 
-fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
+fn governor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "scaling_governor performance on every CPU";
     let policies = match &ctx.machine.power.cpufreq {
         Avail::Available(policies) => policies,
@@ -483,7 +488,7 @@ fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
             if let Some(skip) = host_owned(ctx, "frequency") {
                 return skip;
             }
-            return Outcome::unknown(format!("no cpufreq: {unavailable}"), expected)
+            return RuleOutcome::unknown(format!("no cpufreq: {unavailable}"), expected)
                 .evidence("/sys/devices/system/cpu/cpufreq")
                 .manual("without cpufreq the firmware sets the frequency: check the BIOS power regulator (HPE: Static High Performance Mode)");
         }
@@ -517,7 +522,7 @@ fn governor(ctx: &Ctx, _: &Expect) -> Outcome {
         policies.len(),
         governors.into_iter().collect::<Vec<_>>().join(", ")
     );
-    let mut outcome = Outcome::verdict(slow.is_empty() && epp.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(slow.is_empty() && epp.is_empty(), observed, expected)
         .evidence("/sys/devices/system/cpu/cpufreq/policy*/scaling_governor");
     if !slow.is_empty() {
         outcome = outcome.fix(Fix::runtime("cpufreq:governor", "performance"));
@@ -554,7 +559,7 @@ fn usable(state: &IdleState, limit: Option<&ResumeLatency>) -> bool {
     enabled && allowed
 }
 
-fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let all = expect.preferred() == "c1-all";
     let scope: CpuSet = if all {
         ctx.machine.topology.online_cpus()
@@ -619,7 +624,7 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     let evidence = "/sys/devices/system/cpu/cpu*/cpuidle/state*";
     if seen == 0 {
         if idle_off {
-            return Outcome::new(
+            return RuleOutcome::new(
                 Status::Pass,
                 "cpuidle off (idle=poll or cpuidle.off=1)",
                 expected,
@@ -628,13 +633,13 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
         }
         let driver = power.cpuidle.get().and_then(|c| c.driver.get().cloned());
         return match driver.as_deref() {
-            Some("none") => Outcome::new(
+            Some("none") => RuleOutcome::new(
                 Status::Pass,
                 "no cpuidle driver: idle CPUs only halt (C1)",
                 expected,
             )
             .evidence("/sys/devices/system/cpu/cpuidle/current_driver"),
-            _ => Outcome::unknown("no cpuidle states readable for these CPUs", expected)
+            _ => RuleOutcome::unknown("no cpuidle states readable for these CPUs", expected)
                 .evidence(evidence)
                 .bios("No C-states")
                 .manual("check `cpupower idle-info`, and the BIOS C-state setting"),
@@ -645,7 +650,8 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     } else {
         format!("deep C-states usable on CPUs {}", cpus(&deep_cpus))
     };
-    let mut outcome = Outcome::verdict(deep_cpus.is_empty(), observed, expected).evidence(evidence);
+    let mut outcome =
+        RuleOutcome::verdict(deep_cpus.is_empty(), observed, expected).evidence(evidence);
     if !deep_cpus.is_empty() {
         outcome = outcome
             .evidence("/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us")
@@ -655,7 +661,7 @@ fn cstates(ctx: &Ctx, expect: &Expect) -> Outcome {
     with_details(outcome, lines)
 }
 
-fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
+fn thp(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want = expect.preferred();
     let expected = format!("transparent_hugepage {}", expect.describe(""));
     let path = "/sys/kernel/mm/transparent_hugepage/enabled";
@@ -668,7 +674,7 @@ fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
         Err(unknown) => return unknown.evidence(path),
     };
     let ok = expect.allows(&enabled.current);
-    let mut outcome = Outcome::verdict(
+    let mut outcome = RuleOutcome::verdict(
         ok,
         format!("transparent_hugepage {}", enabled.current),
         expected,
@@ -682,7 +688,7 @@ fn thp(ctx: &Ctx, expect: &Expect) -> Outcome {
     outcome
 }
 
-fn clocksource(ctx: &Ctx, _: &Expect) -> Outcome {
+fn clocksource(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "current clocksource tsc";
     let source = match part(
         &ctx.machine.kernel.clocksource,
@@ -698,7 +704,7 @@ fn clocksource(ctx: &Ctx, _: &Expect) -> Outcome {
         source.current,
         source.available.join(" ")
     );
-    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(CLOCKSOURCE);
+    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(CLOCKSOURCE);
     if ok {
         return outcome;
     }
@@ -716,10 +722,10 @@ fn clocksource(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
-fn steal(ctx: &Ctx, _: &Expect) -> Outcome {
+fn steal(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "no steal time on isolated vCPUs (< 0.1% of their time)";
     if ctx.machine.hypervisor.is_none() {
-        return Outcome::skipped("bare metal: no steal time").evidence("/proc/cpuinfo");
+        return RuleOutcome::skipped("bare metal: no steal time").evidence("/proc/cpuinfo");
     }
     if let Some(unknown) = without_partition(ctx, expected) {
         return unknown;
@@ -765,7 +771,8 @@ fn steal(ctx: &Ctx, _: &Expect) -> Outcome {
     } else {
         format!("{} isolated vCPU(s) lose time to the host", lines.len())
     };
-    let mut outcome = Outcome::verdict(lines.is_empty(), observed, expected).evidence("/proc/stat");
+    let mut outcome =
+        RuleOutcome::verdict(lines.is_empty(), observed, expected).evidence("/proc/stat");
     if !lines.is_empty() {
         outcome = outcome.manual(
             "on the host, pin each vCPU thread to its own isolated host core (virsh vcpupin, or <cputune><vcpupin> in the domain XML) and the emulator threads to housekeeping cores (<emulatorpin>)",

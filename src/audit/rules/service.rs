@@ -1,7 +1,7 @@
 //! Service rules: irqbalance's banned CPUs, and other tuners that fight over the same knobs.
 
 use crate::audit::finding::{Severity, Status};
-use crate::audit::rule::{Accepts, Check, Ctx, Expect, Fix, Outcome, Rule};
+use crate::audit::rule::{Accepts, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::services::Service;
 use crate::machine::{Avail, CpuSet};
@@ -51,7 +51,7 @@ fn active(service: &Service) -> bool {
     !service.masked && service.running.unwrap_or(service.enabled)
 }
 
-fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
+fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let iso = &ctx.partition.isolated;
     let expected = format!("irqbalance stopped, or banning {}", cpus(iso));
     if let Some(unknown) = without_partition(ctx, &expected) {
@@ -62,10 +62,10 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
         .service("irqbalance")
         .filter(|s| s.installed || s.enabled || s.running == Some(true))
     else {
-        return Outcome::new(Status::Pass, "irqbalance not installed", expected);
+        return RuleOutcome::new(Status::Pass, "irqbalance not installed", expected);
     };
     if !active(service) {
-        return Outcome::new(
+        return RuleOutcome::new(
             Status::Pass,
             format!(
                 "{} not running: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)",
@@ -131,7 +131,7 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
     };
     let missing = iso.difference(&banned);
     let observed = format!("irqbalance running, banning {} ({how})", cpus(&banned));
-    let mut outcome = Outcome::verdict(missing.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(missing.is_empty(), observed, expected)
         .evidence(path.clone())
         .evidence("/sys/devices/system/cpu/nohz_full");
     if !missing.is_empty() {
@@ -159,7 +159,7 @@ fn irqbalance(ctx: &Ctx, _: &Expect) -> Outcome {
     outcome
 }
 
-fn conflicting_tuners(ctx: &Ctx, _: &Expect) -> Outcome {
+fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected =
         "at most one tuner (TuneD or lowlat), no power-profiles-daemon, tuned-ppd or cpupower";
     let services = &ctx.machine.services;
@@ -187,14 +187,14 @@ fn conflicting_tuners(ctx: &Ctx, _: &Expect) -> Outcome {
     };
     let evidence = "/etc/systemd/system/*.wants";
     if fighting.is_empty() {
-        let outcome = Outcome::new(Status::Pass, observed, expected).evidence(evidence);
+        let outcome = RuleOutcome::new(Status::Pass, observed, expected).evidence(evidence);
         return if tuned.is_some() {
             outcome.detail("TuneD applies its own profile: lowlat's changes to the same knobs would be reverted when TuneD reloads")
         } else {
             outcome
         };
     }
-    let mut outcome = Outcome::new(Status::Fail, observed, expected).evidence(evidence);
+    let mut outcome = RuleOutcome::new(Status::Fail, observed, expected).evidence(evidence);
     for service in fighting {
         outcome = outcome.fix(Fix::service(&service.name, "masked"));
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::audit::rule::{Ctx, Outcome};
+use crate::audit::rule::{RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
@@ -13,10 +13,10 @@ pub(crate) fn part<'a, T>(
     avail: &'a Avail<T>,
     what: &str,
     expected: &str,
-) -> Result<&'a T, Box<Outcome>> {
+) -> Result<&'a T, Box<RuleOutcome>> {
     match avail {
         Avail::Available(value) => Ok(value),
-        Avail::Unavailable { unavailable } => Err(Box::new(Outcome::unknown(
+        Avail::Unavailable { unavailable } => Err(Box::new(RuleOutcome::unknown(
             format!("{what}: {unavailable}"),
             expected,
         ))),
@@ -24,7 +24,7 @@ pub(crate) fn part<'a, T>(
 }
 
 /// Adds detail lines (all of them; the terminal report shortens).
-pub(crate) fn with_details(mut outcome: Outcome, lines: Vec<String>) -> Outcome {
+pub(crate) fn with_details(mut outcome: RuleOutcome, lines: Vec<String>) -> RuleOutcome {
     outcome.details.extend(lines);
     outcome
 }
@@ -44,7 +44,7 @@ pub(crate) struct IrqIndex<'a> {
 
 impl<'a> IrqIndex<'a> {
     /// Indexes `irqs` for the isolated CPUs of `ctx`.
-    pub(crate) fn new(ctx: &Ctx, irqs: &'a Irqs) -> Self {
+    pub(crate) fn new(ctx: &RuleContext, irqs: &'a Irqs) -> Self {
         let iso = &ctx.partition.isolated;
         Self {
             rows: irqs
@@ -97,7 +97,10 @@ impl<'a> IrqIndex<'a> {
 }
 
 /// The interrupts, or the `unknown` outcome without them.
-pub(crate) fn interrupts<'a>(ctx: &Ctx<'a>, expected: &str) -> Result<&'a Irqs, Box<Outcome>> {
+pub(crate) fn interrupts<'a>(
+    ctx: &RuleContext<'a>,
+    expected: &str,
+) -> Result<&'a Irqs, Box<RuleOutcome>> {
     if let Some(unknown) = without_partition(ctx, expected) {
         return Err(Box::new(unknown));
     }

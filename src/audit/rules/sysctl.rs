@@ -5,7 +5,7 @@
 //! tunables and the NUMA-balancing scan knobs moved to debugfs in Linux 5.13), not failed.
 
 use crate::audit::finding::Severity;
-use crate::audit::rule::{Accepts, Check, Ctx, Expect, Fix, Op, Outcome, Rule};
+use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
@@ -270,7 +270,7 @@ fn path(key: &str) -> String {
 }
 
 /// Compares the sysctl `key` with the expectation.
-pub(crate) fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
+pub(crate) fn check(ctx: &RuleContext, key: &str, expect: &Expect) -> RuleOutcome {
     let hk = &ctx.partition.housekeeping;
     let expected = format!("{key} = {}", expect.describe(&cpus(hk)));
     let path = path(key);
@@ -285,12 +285,12 @@ pub(crate) fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
                     if let Some(note) = moved(key) {
                         why.push_str(&format!(" ({note})"));
                     }
-                    Outcome::skipped(why).evidence(path)
+                    RuleOutcome::skipped(why).evidence(path)
                 }
-                Some(_) => Outcome::unknown(format!("{key}: {unavailable}"), expected)
+                Some(_) => RuleOutcome::unknown(format!("{key}: {unavailable}"), expected)
                     .evidence(path)
                     .manual(format!("check `sysctl {key}`")),
-                None => Outcome::unknown(
+                None => RuleOutcome::unknown(
                     format!("{key} not readable and the kernel unknown (no /proc/sys/kernel/osrelease under the root)"),
                     expected,
                 )
@@ -299,11 +299,11 @@ pub(crate) fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
             };
         }
         None => {
-            return Outcome::unknown(format!("lowlat does not read {key}"), expected);
+            return RuleOutcome::unknown(format!("lowlat does not read {key}"), expected);
         }
     };
     if expect.allows("hk") && !ctx.partition.is_known() {
-        return Outcome::unknown(
+        return RuleOutcome::unknown(
             format!("{key} = {value}, but no CPU partition to compare with"),
             expected,
         )
@@ -323,7 +323,7 @@ pub(crate) fn check(ctx: &Ctx, key: &str, expect: &Expect) -> Outcome {
         }
     });
     let observed = format!("{key} = {value}");
-    let mut outcome = Outcome::verdict(ok, observed, expected).evidence(path);
+    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(path);
     if !ok {
         let target = match expect.preferred() {
             "hk" => hk.to_list(),

@@ -5,7 +5,9 @@
 //! of `/etc/default/grub`.
 
 use crate::apply::appliers::file;
-use crate::apply::change::{Change, ChangeError, Ctx, FollowUp, Inspection, follow_ups_for_file};
+use crate::apply::change::{
+    ApplyContext, Change, ChangeError, FollowUp, Inspection, follow_ups_for_file,
+};
 use crate::sysroot::SysRoot;
 use crate::tuning::grub_block::{
     DEFAULTS_PATH, block_args, dropped_keys, render_block, split_block,
@@ -62,7 +64,7 @@ impl Change for GrubBlockChange {
         )
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let (_, record) = file::current(ctx.root, self.path)?;
         let current = read(ctx.root, self.path)?;
         let block = current.as_deref().and_then(|t| split_block(t).1);
@@ -77,13 +79,13 @@ impl Change for GrubBlockChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         let current = read(ctx.root, self.path)?;
         let want = desired(self.path, current.as_deref(), &self.args);
         file::install(ctx.root, self.path, want.as_bytes())
     }
 
-    fn follow_ups(&self, ctx: &Ctx) -> Vec<FollowUp> {
+    fn follow_ups(&self, ctx: &ApplyContext) -> Vec<FollowUp> {
         follow_ups_for_file(ctx, self.path)
     }
 }

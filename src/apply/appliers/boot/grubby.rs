@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AllArgs, Args};
 use crate::apply::appliers::file;
-use crate::apply::change::{Change, ChangeError, Ctx, Inspection};
+use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection};
 use crate::apply::command::{Runner, shown};
 use crate::apply::journal::Record;
 
@@ -68,7 +68,7 @@ fn run(runner: &dyn Runner, grubby: &Path, args: Vec<String>) -> Result<String, 
     }
 }
 
-fn runner<'a>(ctx: &Ctx<'a>) -> Result<&'a dyn Runner, ChangeError> {
+fn runner<'a>(ctx: &ApplyContext<'a>) -> Result<&'a dyn Runner, ChangeError> {
     ctx.runner
         .ok_or_else(|| ChangeError::Failed("grubby runs only on the live machine".into()))
 }
@@ -124,7 +124,7 @@ impl Change for GrubbyChange {
         self.args.tokens.join(" ")
     }
 
-    fn inspect(&self, ctx: &Ctx) -> Result<Inspection, ChangeError> {
+    fn inspect(&self, ctx: &ApplyContext) -> Result<Inspection, ChangeError> {
         let runner = runner(ctx)?;
         let all = entries(runner, &self.grubby, "ALL")?;
         let keys: Vec<String> = self.args.keys.iter().cloned().collect();
@@ -150,7 +150,7 @@ impl Change for GrubbyChange {
         })
     }
 
-    fn apply(&self, ctx: &Ctx) -> Result<(), ChangeError> {
+    fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
         let runner = runner(ctx)?;
         let all = entries(runner, &self.grubby, "ALL")?;
         let mut remove: Vec<String> = Vec::new();
@@ -177,7 +177,7 @@ impl Change for GrubbyChange {
 /// Puts one entry's arguments with the recorded keys back; an entry that is gone (its kernel
 /// was removed) is skipped. Returns whether anything changed.
 pub(crate) fn restore(
-    ctx: &Ctx,
+    ctx: &ApplyContext,
     kernel: &str,
     prior: &str,
     keys: &[String],
@@ -204,7 +204,11 @@ pub(crate) fn restore(
 }
 
 /// Whether the default boot entry has the arguments of `args`.
-pub(crate) fn configured(ctx: &Ctx, grubby: &Path, args: &Args) -> Result<bool, ChangeError> {
+pub(crate) fn configured(
+    ctx: &ApplyContext,
+    grubby: &Path,
+    args: &Args,
+) -> Result<bool, ChangeError> {
     let runner = runner(ctx)?;
     Ok(entries(runner, grubby, "DEFAULT")?
         .first()
@@ -293,7 +297,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
         let machine = Machine::read(&root);
-        let ctx = Ctx {
+        let ctx = ApplyContext {
             root: &root,
             machine: &machine,
             runner: Some(&runner),

@@ -21,7 +21,7 @@ pub(crate) mod grub;
 pub(crate) mod grubby;
 
 use super::Expansion;
-use crate::apply::change::{ChangeError, Ctx, Unsupported};
+use crate::apply::change::{ApplyContext, ChangeError, Unsupported};
 use crate::tuning::grub_block;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::Setting;
@@ -35,7 +35,7 @@ pub(crate) enum Backend {
 }
 
 /// The bootloader tooling of the machine, or why there is none lowlat can use.
-pub(crate) fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
+pub(crate) fn backend(ctx: &ApplyContext) -> Result<Backend, Unsupported> {
     if let Some(path) = ctx.runner.and_then(|r| r.find("grubby")) {
         return Ok(Backend::Grubby(path));
     }
@@ -51,7 +51,7 @@ pub(crate) fn backend(ctx: &Ctx) -> Result<Backend, Unsupported> {
 }
 
 /// The one change that installs every boot setting's arguments.
-pub(crate) fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
+pub(crate) fn expand(ctx: &ApplyContext, args: &[Args]) -> Expansion {
     let all = AllArgs::of(args);
     match backend(ctx) {
         Ok(Backend::Grubby(path)) => Expansion::Changes(vec![Box::new(grubby::GrubbyChange {
@@ -67,7 +67,7 @@ pub(crate) fn expand(ctx: &Ctx, args: &[Args]) -> Expansion {
 
 /// Whether the bootloader configuration has the arguments of `args` (so that they will be in
 /// effect after a reboot).
-pub(crate) fn configured(ctx: &Ctx, args: &Args) -> Result<bool, ChangeError> {
+pub(crate) fn configured(ctx: &ApplyContext, args: &Args) -> Result<bool, ChangeError> {
     match backend(ctx).map_err(|e| ChangeError::Refused(e.to_string()))? {
         Backend::Grubby(path) => grubby::configured(ctx, &path, args),
         Backend::GrubFile(path) => grub::configured(ctx.root, path, args),
