@@ -8,6 +8,7 @@
 pub(crate) mod avail;
 pub mod cpu;
 pub(crate) mod cpulist;
+pub mod fingerprint;
 pub mod firmware;
 pub(crate) mod iommu;
 pub mod irq;
