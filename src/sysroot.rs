@@ -514,6 +514,29 @@ impl SysRoot {
         }
     }
 
+    /// Removes the temporary files an interrupted atomic replacement of `path` left beside it
+    /// (`.NAME.XXXXXX.lowlat-tmp`, see [`SysRoot::replace_file`]): a crash between writing the
+    /// temporary file and renaming it leaves one. Returns how many were removed; an absent
+    /// directory has none.
+    pub fn remove_stale_temporaries(&self, path: &str) -> Result<usize, WriteError> {
+        let Some(name) = Path::new(path).file_name() else {
+            return Ok(0);
+        };
+        let dir = Path::new(path)
+            .parent()
+            .map_or(String::new(), |d| d.to_string_lossy().into_owned());
+        let entries = self
+            .list(&dir)
+            .map_err(|e| WriteError::new(&dir, "list", io::Error::other(e.to_string())))?;
+        let mut removed = 0;
+        for entry in entries {
+            if is_temporary_of(&entry, &name.to_string_lossy()) {
+                removed += usize::from(self.remove_file(&format!("{dir}/{entry}"))?);
+            }
+        }
+        Ok(removed)
+    }
+
     /// Creates the directory `path` and its missing parents (mode 0755) and returns the
     /// directories it created, outermost first, so that they can be removed again.
     pub fn create_dirs(&self, path: &str) -> Result<Vec<String>, WriteError> {
@@ -652,17 +675,35 @@ fn replace_in_dir(
     rustix::fs::fsync(dir).map_err(|e| ("fsync the directory of", e.into()))
 }
 
+/// The suffix of lowlat's temporary files.
+const TEMPORARY_SUFFIX: &str = ".lowlat-tmp";
+/// The length of the random part of a temporary file's name.
+const TEMPORARY_RANDOM_CHARS: usize = 6;
+
+/// Whether `entry` is a temporary file made by [`create_temporary`] for the file `name`.
+fn is_temporary_of(entry: &str, name: &str) -> bool {
+    entry
+        .strip_prefix('.')
+        .and_then(|rest| rest.strip_prefix(name))
+        .and_then(|rest| rest.strip_prefix('.'))
+        .and_then(|rest| rest.strip_suffix(TEMPORARY_SUFFIX))
+        .is_some_and(|random| {
+            random.len() == TEMPORARY_RANDOM_CHARS
+                && random.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
 /// Creates `.NAME.XXXXXX.lowlat-tmp` (a new name, never an existing file or link) in `dir`.
 fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(OsString, OwnedFd)> {
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut last = io::Error::other("no free temporary name");
     for _ in 0..64 {
         let suffix: String = std::iter::repeat_with(fastrand::alphanumeric)
-            .take(6)
+            .take(TEMPORARY_RANDOM_CHARS)
             .collect();
         let mut tmp_name = OsString::from(".");
         tmp_name.push(name);
-        tmp_name.push(format!(".{suffix}.lowlat-tmp"));
+        tmp_name.push(format!(".{suffix}{TEMPORARY_SUFFIX}"));
         match rustix::fs::openat(dir, &tmp_name, flags, Mode::from_raw_mode(0o600)) {
             Ok(fd) => return Ok((tmp_name, fd)),
             Err(rustix::io::Errno::EXIST) => last = rustix::io::Errno::EXIST.into(),
@@ -949,6 +990,45 @@ mod tests {
         std::fs::write(dir.path().join("sys/cpufreq/policy0/governor"), "x\n").unwrap();
         link(Path::new("cpufreq/policy0"), "sys/cpu0");
         dir
+    }
+
+    #[test]
+    fn stale_temporaries_of_one_file_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        root.create_dirs("/etc/sysctl.d").unwrap();
+        let d = dir.path().join("etc/sysctl.d");
+        for name in [
+            ".99-lowlat.conf.aB3xY9.lowlat-tmp",
+            ".99-lowlat.conf.Zz0000.lowlat-tmp",
+            ".99-lowlat.conf.short.lowlat-tmp",
+            ".other.conf.aB3xY9.lowlat-tmp",
+            "99-lowlat.conf.aB3xY9.lowlat-tmp",
+        ] {
+            std::fs::write(d.join(name), "x").unwrap();
+        }
+        assert_eq!(
+            root.remove_stale_temporaries("/etc/sysctl.d/99-lowlat.conf")
+                .unwrap(),
+            2
+        );
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".99-lowlat.conf.short.lowlat-tmp",
+                ".other.conf.aB3xY9.lowlat-tmp",
+                "99-lowlat.conf.aB3xY9.lowlat-tmp"
+            ]
+        );
+        assert_eq!(
+            root.remove_stale_temporaries("/no/such/dir/file").unwrap(),
+            0
+        );
     }
 
     #[test]

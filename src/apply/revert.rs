@@ -267,7 +267,13 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
         // unknown, but lowlat's own state directory is removed when empty.
         _ => lock.remove_dirs_on_release(&[journal::STATE_DIR.to_string()]),
     }
-    if let Err(e) = ctx.root.remove_file(JOURNAL_PATH) {
+    // A crash while the journal itself was being rewritten leaves its temporary file, which
+    // would keep lowlat's state directory from being removed.
+    let journal_gone = ctx
+        .root
+        .remove_stale_temporaries(JOURNAL_PATH)
+        .and_then(|_| ctx.root.remove_file(JOURNAL_PATH));
+    if let Err(e) = journal_gone {
         report.stopped = Some(format!(
             "everything was restored, but the journal could not be removed ({e}); remove it by hand"
         ));

@@ -59,3 +59,98 @@ fn verify_under_a_root_says_where_it_looked_for_the_plan() {
             "/etc/lowlat/plan.json under --root {root_arg}: no installed plan"
         )));
 }
+
+/// Runs `lowlat args` under strace, which kills it with SIGKILL at its `when`-th rename (the
+/// step after a temporary file is written and before it replaces its target). Returns whether
+/// the kill happened (false: lowlat made fewer renames and finished).
+fn killed_at_rename(when: usize, args: &[&str]) -> bool {
+    let inject = format!("inject=rename,renameat,renameat2:signal=SIGKILL:when={when}");
+    let status = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e"])
+        .arg(inject)
+        .arg(assert_cmd::cargo::cargo_bin("lowlat"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    // strace dies of its tracee's signal, or exits with 128 plus its number.
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(9) || status.code() == Some(128 + 9)
+}
+
+fn strace_available() -> bool {
+    let found = std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        crate::support::missing_data("strace (Debian package strace)");
+    }
+    found
+}
+
+#[test]
+fn a_kill_between_writing_a_temporary_file_and_renaming_it_is_reverted_exactly() {
+    // W-1: killed at a rename, apply left `.NAME.XXXXXX.lowlat-tmp` beside the file it was
+    // replacing (inside a directory it had created), and revert left both behind.
+    if !strace_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::support::fixture("rt-guest-4vcpu");
+    let plan = dir.path().join("plan");
+    let fixture_arg = fixture.to_str().unwrap();
+    lowlat(&[
+        "--root",
+        fixture_arg,
+        "plan",
+        "--out",
+        plan.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let plan_file = plan.join("plan.json");
+    let pristine = crate::support::tree::describe(&fixture);
+    let mut kills = 0;
+    for when in 1.. {
+        let root = dir.path().join(format!("root-{when}"));
+        crate::support::tree::copy_tree(&fixture, &root);
+        let root_arg = root.to_str().unwrap();
+        let apply = ["--root", root_arg, "apply", "--yes", "--plan"];
+        let apply = [&apply[..], &[plan_file.to_str().unwrap()]].concat();
+        if !killed_at_rename(when, &apply) {
+            break;
+        }
+        kills += 1;
+        lowlat(&["--root", root_arg, "revert"]).assert().code(0);
+        crate::support::tree::assert_same(
+            &pristine,
+            &crate::support::tree::describe(&root),
+            &format!("apply killed at rename {when}, then reverted"),
+        );
+    }
+    assert!(kills >= 3, "apply made only {kills} renames");
+
+    // Revert killed at its own first rename, then run again.
+    let root = dir.path().join("root-revert");
+    crate::support::tree::copy_tree(&fixture, &root);
+    let root_arg = root.to_str().unwrap();
+    lowlat(&[
+        "--root",
+        root_arg,
+        "apply",
+        "--yes",
+        "--plan",
+        plan_file.to_str().unwrap(),
+    ])
+    .assert()
+    .code(0);
+    assert!(killed_at_rename(1, &["--root", root_arg, "revert"]));
+    lowlat(&["--root", root_arg, "revert"]).assert().code(0);
+    crate::support::tree::assert_same(
+        &pristine,
+        &crate::support::tree::describe(&root),
+        "revert killed at its first rename, then run again",
+    );
+}

@@ -248,6 +248,9 @@ pub(crate) fn restore(
     created_dirs: &[String],
 ) -> Result<bool, ChangeError> {
     let failed = |e: crate::sysroot::WriteError| ChangeError::Failed(e.to_string());
+    // A crash between writing the new content and renaming it over the file left a temporary
+    // file beside it (and keeps a directory apply created from being empty).
+    let stale = root.remove_stale_temporaries(path).map_err(failed)?;
     let now = root
         .metadata(path)
         .map_err(|e| ChangeError::Failed(e.to_string()))?;
@@ -263,7 +266,7 @@ pub(crate) fn restore(
             for dir in created_dirs.iter().rev() {
                 dirs_removed |= root.remove_empty_dir(dir).map_err(failed)?;
             }
-            removed || dirs_removed
+            removed || dirs_removed || stale > 0
         }
         Some(prior) => {
             let content = prior.content.to_vec().ok_or_else(|| {
@@ -284,7 +287,7 @@ pub(crate) fn restore(
                 };
                 root.replace_file(path, &content, perms).map_err(failed)?;
             }
-            !same
+            !same || stale > 0
         }
     };
     Ok(changed)
