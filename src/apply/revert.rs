@@ -217,7 +217,8 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
     let this_boot = super::boot_id(ctx.root);
     let boots = boots(&journal);
     let mut follow_ups = FollowUps::default();
-    for (entry, boot) in journal.entries.iter().zip(&boots).rev() {
+    for at in restore_order(&journal.entries) {
+        let (entry, boot) = (&journal.entries[at], &boots[at]);
         if let Record::Begin { .. } = entry.record {
             continue;
         }
@@ -281,15 +282,27 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
     Ok(report)
 }
 
-/// What a revert would restore, latest first.
+/// The order revert restores records in: latest first, except that kthreadd's affinity comes
+/// back before anything else, because a kernel thread started during revert (khugepaged, when
+/// THP comes back on) inherits kthreadd's affinity of that moment.
+fn restore_order(entries: &[Entry]) -> Vec<usize> {
+    let spawner = |at: &usize| matches!(&entries[*at].record, Record::Affinity { comm, .. } if comm == "kthreadd");
+    let latest_first = (0..entries.len()).rev();
+    latest_first
+        .clone()
+        .filter(spawner)
+        .chain(latest_first.filter(|at| !spawner(at)))
+        .collect()
+}
+
+/// What a revert would restore, in the order it would.
 fn listing(journal: &Journal) -> RevertReport {
     RevertReport {
         had_journal: true,
         torn_last_line: journal.torn_last_line,
-        lines: journal
-            .entries
-            .iter()
-            .rev()
+        lines: restore_order(&journal.entries)
+            .into_iter()
+            .map(|at| &journal.entries[at])
             .filter(|e| !matches!(e.record, Record::Begin { .. }))
             .map(|e| RestoreLine {
                 line: e.line,
@@ -299,5 +312,45 @@ fn listing(journal: &Journal) -> RevertReport {
             })
             .collect(),
         ..RevertReport::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::CpuSet;
+
+    fn affinity(line: usize, comm: &str) -> Entry {
+        Entry {
+            line,
+            record: Record::Affinity {
+                pid: line as u32,
+                comm: comm.into(),
+                prior: CpuSet::parse_list("0-3").unwrap(),
+            },
+        }
+    }
+
+    #[test]
+    fn kthreadd_comes_back_first_and_the_rest_latest_first() {
+        // W-2: restoring THP before kthreadd started khugepaged pinned like kthreadd.
+        let entries = vec![
+            affinity(1, "rcu_gp"),
+            affinity(2, "kthreadd"),
+            Entry {
+                line: 3,
+                record: Record::Knob {
+                    path: "/sys/kernel/mm/transparent_hugepage/enabled".into(),
+                    prior: crate::apply::journal::Bytes::of(b"always [madvise] never\n"),
+                    restore: "madvise".into(),
+                },
+            },
+            affinity(4, "khugepaged"),
+        ];
+        let lines: Vec<usize> = restore_order(&entries)
+            .into_iter()
+            .map(|at| entries[at].line)
+            .collect();
+        assert_eq!(lines, [2, 4, 3, 1]);
     }
 }

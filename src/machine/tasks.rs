@@ -173,6 +173,14 @@ pub struct ProcStat {
     pub policy: u32,
 }
 
+impl ProcStat {
+    /// Whether the stat line alone shows a kernel thread: flagged `PF_KTHREAD`, kthreadd itself,
+    /// or one of its children.
+    pub fn is_kernel_thread(&self) -> bool {
+        self.flags & PF_KTHREAD != 0 || self.ppid == KTHREADD || self.pid == KTHREADD
+    }
+}
+
 /// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so it runs
 /// from the first `(` to the last `)`.
 pub fn parse_stat(text: &str) -> Result<ProcStat, String> {
@@ -367,10 +375,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         Err(e) if vanished(&e) => return Read::Skipped,
         Err(e) => (ProcStatus::default(), Avail::missing(e.to_string())),
     };
-    let kernel_thread = status.kthread.unwrap_or(false)
-        || stat.flags & PF_KTHREAD != 0
-        || stat.ppid == KTHREADD
-        || pid == KTHREADD;
+    let kernel_thread = status.kthread.unwrap_or(false) || stat.is_kernel_thread();
     let per_cpu = per_cpu(&stat.comm).filter(|_| kernel_thread);
     let bound = per_cpu.is_some_and(|p| {
         p.kind.binds()

@@ -151,3 +151,98 @@ fn apply_and_revert_real_sysctls_and_an_irq() {
     }
     assert!(!std::path::Path::new(JOURNAL).exists());
 }
+
+/// The pid and allowed CPUs of the one kernel thread named `comm`, if it runs.
+fn kernel_thread(comm: &str) -> Option<(u32, String)> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (name.trim() == comm).then(|| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let cpus = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            (pid, cpus)
+        })
+    })
+}
+
+#[test]
+#[ignore = "changes the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn revert_leaves_no_kernel_thread_pinned_when_a_stopped_thread_restarts() {
+    // W-2: apply pinned kthreadd and khugepaged to CPU 0 and turned THP off (khugepaged
+    // exits); revert turned THP back on first, so a new khugepaged started pinned like
+    // kthreadd, and the old pid's record was refused as exited.
+    const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+    if !live_tests_allowed() {
+        return;
+    }
+    let Some((_, all_cpus)) = kernel_thread("kthreadd") else {
+        eprintln!("skipped: no kthreadd in /proc");
+        return;
+    };
+    let root = rustix::process::geteuid().is_root();
+    let thp = std::fs::read_to_string(THP).unwrap_or_default();
+    if !root || all_cpus == "0" || std::path::Path::new(JOURNAL).exists() || thp.contains("[never]")
+    {
+        eprintln!(
+            "skipped: needs root, two CPUs, THP on ({THP}: {}) and no journal of a real apply",
+            thp.trim()
+        );
+        return;
+    }
+    if kernel_thread("khugepaged").is_none() {
+        eprintln!("skipped: khugepaged does not run");
+        return;
+    }
+    let out = lowlat(&["plan", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let setting = |id: &str, value: &str, layer: &str| {
+        serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
+            "rationale": "live apply test", "source": "tests/apply_live.rs"})
+    };
+    plan["settings"] = serde_json::json!([
+        setting("kthread:kthreadd:affinity", "0", "runtime"),
+        setting("kthread:khugepaged:affinity", "0", "runtime"),
+        setting("thp:enabled", "never", "runtime"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    let path = path.to_str().unwrap();
+
+    let _guard = RevertOnDrop;
+    let applied = lowlat(&["apply", "--runtime", "--yes", "--plan", path])
+        .output()
+        .unwrap();
+    assert!(
+        applied.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&applied.stdout)
+    );
+    assert_eq!(kernel_thread("kthreadd").unwrap().1, "0");
+    let reverted = lowlat(&["revert"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&reverted.stdout);
+    assert_eq!(reverted.status.code(), Some(0), "{stdout}");
+    assert_eq!(std::fs::read_to_string(THP).unwrap(), thp);
+    assert_eq!(kernel_thread("kthreadd").unwrap().1, all_cpus, "{stdout}");
+    // khugepaged may take a moment to start again once THP is back on.
+    let mut khugepaged = None;
+    for _ in 0..50 {
+        khugepaged = kernel_thread("khugepaged");
+        if khugepaged.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (_, cpus) = khugepaged.expect("khugepaged runs again after revert");
+    assert_eq!(cpus, all_cpus, "khugepaged left pinned: {stdout}");
+}

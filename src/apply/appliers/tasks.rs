@@ -278,17 +278,39 @@ fn set_scheduler(thread: &Thread, policy: Policy) -> Result<(), ChangeError> {
     }
 }
 
-/// Puts a thread's affinity back, if the same thread still runs.
+/// Puts a thread's affinity back. When the thread exited and the kernel has started one kernel
+/// thread of the same name since (khugepaged, stopped by `thp:enabled=never` and started again
+/// when revert restores THP), that thread gets the prior affinity: the record is about the
+/// thread's role, the pid was only how apply found it.
 pub(crate) fn restore_affinity(
     root: &SysRoot,
     thread: &Thread,
     prior: &CpuSet,
 ) -> Result<bool, ChangeError> {
-    thread.check_alive(root)?;
+    let thread = match thread.check_alive(root) {
+        Ok(_) => thread.clone(),
+        Err(gone) => match kernel_threads_named(root, &thread.comm).as_slice() {
+            [successor] => successor.clone(),
+            _ => return Err(gone),
+        },
+    };
     if read_affinity(root, thread.tid).as_ref() == Some(prior) {
         return Ok(false);
     }
-    set_affinity(thread, prior).map(|()| true)
+    set_affinity(&thread, prior).map(|()| true)
+}
+
+/// The kernel threads (children of kthreadd, or flagged `PF_KTHREAD`) named `comm` now.
+fn kernel_threads_named(root: &SysRoot, comm: &str) -> Vec<Thread> {
+    root.list_numbered("/proc", "")
+        .into_iter()
+        .filter_map(|(pid, _)| read_stat(root, pid))
+        .filter(|stat| stat.comm == comm && stat.is_kernel_thread())
+        .map(|stat| Thread {
+            tid: stat.pid,
+            comm: stat.comm,
+        })
+        .collect()
 }
 
 /// Puts a thread's scheduling policy back, if the same thread still runs.
