@@ -154,3 +154,40 @@ fn a_kill_between_writing_a_temporary_file_and_renaming_it_is_reverted_exactly()
         "revert killed at its first rename, then run again",
     );
 }
+
+#[test]
+fn an_os_error_is_printed_once_with_the_path_it_is_about() {
+    // U-9: `Not a directory (os error 20)` was printed twice, once by the library's message
+    // and once more as its cause.
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::support::fixture("rt-guest-4vcpu");
+    let root = dir.path().join("root");
+    crate::support::tree::copy_tree(&fixture, &root);
+    std::fs::create_dir_all(root.join("var/lib")).unwrap();
+    std::fs::write(
+        root.join("var/lib/lowlat"),
+        "a file where a directory belongs",
+    )
+    .unwrap();
+    let plan = dir.path().join("plan");
+    let root_arg = root.to_str().unwrap();
+    lowlat(&["--root", root_arg, "plan", "--out", plan.to_str().unwrap()])
+        .assert()
+        .success();
+    let out = lowlat(&[
+        "--root",
+        root_arg,
+        "apply",
+        "--yes",
+        "--plan",
+        plan.join("plan.json").to_str().unwrap(),
+    ])
+    .assert()
+    .code(2)
+    .get_output()
+    .stderr
+    .clone();
+    let stderr = String::from_utf8(out).unwrap();
+    assert!(stderr.contains("/var/lib/lowlat"), "{stderr}");
+    assert_eq!(stderr.matches("(os error 20)").count(), 1, "{stderr}");
+}
