@@ -225,27 +225,13 @@ fn first_file(r: &Reader, paths: &[&'static str]) -> Result<(&'static str, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::tasks::{SchedPolicy, Task};
+    use crate::machine::tasks::Task;
     use crate::sysroot::SysRoot;
     use crate::test_tree::TestTree;
     use std::os::unix::fs::symlink;
 
     fn task(pid: u32, comm: &str) -> Task {
-        Task {
-            pid,
-            comm: comm.to_string(),
-            ppid: 1,
-            state: "S".to_string(),
-            kernel_thread: false,
-            cpus_allowed: Avail::Available(CpuSet::parse_list("0-3").unwrap()),
-            policy: SchedPolicy::Other,
-            rt_priority: 0,
-            nice: 0,
-            last_cpu: 0,
-            per_cpu: None,
-            movable: true,
-            affinity_locked: false,
-        }
+        Task::sample(pid, comm)
     }
 
     #[test]

@@ -65,6 +65,64 @@ pub struct Task {
     /// bound kthreads and all workqueue workers; unbound kworkers move with the workqueue
     /// cpumask instead).
     pub affinity_locked: bool,
+    /// The task's cgroup in the unified (v2) hierarchy, or systemd's v1 hierarchy, from
+    /// `/proc/<pid>/cgroup` (`/system.slice/irqbalance.service`); `None` for kernel threads and
+    /// when the file is absent or unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+impl Task {
+    /// The systemd service that started the task (`irqbalance.service`), from its cgroup: a
+    /// long-running daemon, as opposed to a login session's processes (`session-3.scope`) or
+    /// PID 1 (`init.scope`).
+    pub fn service_unit(&self) -> Option<&str> {
+        let unit = self.cgroup.as_deref()?.rsplit('/').next()?;
+        unit.ends_with(".service").then_some(unit)
+    }
+}
+
+#[cfg(test)]
+impl Task {
+    /// A sleeping user task allowed on CPUs 0-3, for tests.
+    pub(crate) fn sample(pid: u32, comm: &str) -> Task {
+        Task {
+            pid,
+            comm: comm.to_string(),
+            ppid: 1,
+            state: "S".to_string(),
+            kernel_thread: false,
+            cpus_allowed: Avail::Available(CpuSet::parse_list("0-3").unwrap()),
+            policy: SchedPolicy::Other,
+            rt_priority: 0,
+            nice: 0,
+            last_cpu: 0,
+            per_cpu: None,
+            movable: true,
+            affinity_locked: false,
+            cgroup: None,
+        }
+    }
+}
+
+/// The cgroup path of `/proc/<pid>/cgroup`: the unified hierarchy's line (`0::PATH`), else the
+/// line of systemd's named v1 hierarchy (`1:name=systemd:PATH`).
+pub fn parse_cgroup(text: &str) -> Option<String> {
+    let mut systemd_v1 = None;
+    for line in text.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if id == "0" && controllers.is_empty() {
+            return Some(path.to_string());
+        }
+        if controllers.split(',').any(|c| c == "name=systemd") {
+            systemd_v1 = Some(path.to_string());
+        }
+    }
+    systemd_v1
 }
 
 /// Linux scheduling policies (`SCHED_*`), from stat field 41.
@@ -397,6 +455,14 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         per_cpu,
         movable: !bound,
         affinity_locked: stat.flags & PF_NO_SETAFFINITY != 0,
+        cgroup: if kernel_thread {
+            None
+        } else {
+            r.root
+                .read(&format!("/proc/{pid}/cgroup"))
+                .ok()
+                .and_then(|text| parse_cgroup(&text))
+        },
     }))
 }
 
@@ -415,6 +481,20 @@ mod tests {
     use crate::sysroot::SysRoot;
     use crate::test_tree::TestTree;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_cgroup_names_the_service_of_a_daemon_and_none_of_a_session() {
+        let daemon = parse_cgroup("0::/system.slice/irqbalance.service\n");
+        assert_eq!(daemon.as_deref(), Some("/system.slice/irqbalance.service"));
+        let v1 = "12:cpu,cpuacct:/\n1:name=systemd:/system.slice/sshd.service\n";
+        assert_eq!(parse_cgroup(v1).as_deref(), Some("/system.slice/sshd.service"));
+        assert_eq!(parse_cgroup("garbage\n"), None);
+        let mut task = Task::sample(900, "bash");
+        task.cgroup = Some("/user.slice/user-0.slice/session-3.scope".into());
+        assert_eq!(task.service_unit(), None);
+        task.cgroup = daemon;
+        assert_eq!(task.service_unit(), Some("irqbalance.service"));
+    }
 
     /// `ksoftirqd/1` of the development machine (kernel 6.18): flags 0x4208040 (PF_KTHREAD and
     /// PF_NO_SETAFFINITY set), last on CPU 1, SCHED_OTHER.

@@ -99,6 +99,49 @@ fn the_plan_pins_neither_lowlat_nor_its_shell_nor_pid_1() {
     }
 }
 
+/// W-6: where /proc/PID/cgroup shows which tasks a systemd service started, only those are
+/// pinned by name: the captured guest's build commands (cargo, rustc, grep, head, timeout) ran
+/// in a login session and are not.
+#[test]
+fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    crate::support::tree::copy_tree(&fixture("kvm-guest-2vcpu"), &root);
+    for entry in std::fs::read_dir(root.join("proc")).unwrap() {
+        let path = entry.unwrap().path();
+        let Ok(status) = std::fs::read_to_string(path.join("status")) else {
+            continue;
+        };
+        if status.lines().any(|l| l.starts_with("Kthread:") && l.ends_with('1')) {
+            continue;
+        }
+        let pid = path.file_name().unwrap().to_str().unwrap();
+        let cgroup = match pid {
+            "1" => "/init.scope",
+            "1001" => "/system.slice/sandbox-agent.service",
+            _ => "/user.slice/user-0.slice/session-1.scope",
+        };
+        std::fs::write(path.join("cgroup"), format!("0::{cgroup}\n")).unwrap();
+    }
+    let machine = Machine::read(&SysRoot::dir(&root));
+    let request = PlanRequest::default();
+    let profile = findings::audit_profile(request.profile).unwrap();
+    let plan = plan::build(&machine, &request, |partition| {
+        findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap();
+    let pinned: Vec<&str> = plan
+        .settings
+        .iter()
+        .map(|s| s.id.as_str())
+        .filter(|id| id.starts_with("task:"))
+        .collect();
+    assert_eq!(pinned, ["task:memfd:sealed-91:affinity"]);
+    // Without the cgroup files, the build commands are pinned as before (nothing tells them
+    // from daemons).
+    assert!(default_plan("kvm-guest-2vcpu").setting("task:rustc:affinity").is_some());
+}
+
 /// W-2/W-6: khugepaged is not pinned when the plan sets transparent hugepages to never (the
 /// thread stops); the setting is listed as skipped with the reason.
 #[test]

@@ -408,10 +408,27 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             true,
         ));
     }
-    let transient = transient_names(&ctx.machine.tasks);
-    comms.retain(|comm| !transient.contains(comm));
+    comms = long_running(&ctx.machine.tasks, comms);
     outcome = pin_to_housekeeping(ctx, outcome, false, comms);
     with_details(outcome, unpinned)
+}
+
+/// The names among `comms` worth pinning by name: long-running daemons. Where the tasks' cgroups
+/// are known, a name qualifies when one of its tasks runs in a systemd service (login
+/// sessions, PID 1 and containers do not); where they are not, every name but the transient
+/// ones ([`transient_names`]).
+fn long_running(tasks: &Avail<Tasks>, mut comms: BTreeSet<String>) -> BTreeSet<String> {
+    let transient = transient_names(tasks);
+    comms.retain(|comm| !transient.contains(comm));
+    let Some(tasks) = tasks.get() else {
+        return comms;
+    };
+    let user_tasks = || tasks.tasks.iter().filter(|t| !t.kernel_thread);
+    if user_tasks().all(|t| t.cgroup.is_none()) {
+        return comms;
+    }
+    comms.retain(|comm| user_tasks().any(|t| &t.comm == comm && t.service_unit().is_some()));
+    comms
 }
 
 /// Names a by-name pin must never match: PID 1 (the systemd drop-in places it and everything it
