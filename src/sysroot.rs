@@ -614,6 +614,65 @@ impl SysRoot {
     }
 }
 
+/// Why a directory named by the user for output (a plan's artifacts, an extracted snapshot)
+/// cannot be used; each names the path and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputDirError {
+    /// The path exists and is not a directory.
+    #[error("{}: exists and is not a directory; choose a directory path", escape_controls(&.0.display().to_string()))]
+    NotADirectory(PathBuf),
+    /// The path is a symbolic link whose target does not exist.
+    #[error("{}: is a symbolic link to {}, which does not exist; remove the link or choose another path", escape_controls(&.path.display().to_string()), escape_controls(&.target.display().to_string()))]
+    DanglingLink {
+        /// The link.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
+    /// The directory holds files and replacing them was not asked for.
+    #[error("{}: the directory is not empty; choose an empty or new directory", escape_controls(&.0.display().to_string()))]
+    NotEmpty(PathBuf),
+    /// The directory could not be listed or created.
+    #[error("{}: cannot {op}: {source}", escape_controls(&.path.display().to_string()))]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// `list the directory` or `create the directory`.
+        op: &'static str,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+/// Makes `dir` ready to receive output: created (with its parents) if missing; refused when it
+/// is a file, a dangling link, or a directory that holds anything unless `replace` is set (the
+/// caller then replaces files of the same names and leaves the rest).
+pub fn prepare_output_dir(dir: &Path, replace: bool) -> Result<(), OutputDirError> {
+    let io = |op, source| OutputDirError::Io {
+        path: dir.to_path_buf(),
+        op,
+        source,
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() && !dir.exists() => {
+            return Err(OutputDirError::DanglingLink {
+                path: dir.to_path_buf(),
+                target: std::fs::read_link(dir).unwrap_or_default(),
+            });
+        }
+        Ok(_) if !dir.is_dir() => return Err(OutputDirError::NotADirectory(dir.to_path_buf())),
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dir).map_err(|e| io("list the directory", e))?;
+            if entries.next().is_some() && !replace {
+                return Err(OutputDirError::NotEmpty(dir.to_path_buf()));
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("examine", e)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| io("create the directory", e))
+}
+
 /// Writes `bytes` to the file `path` named by the user (a snapshot, a plan artifact) with the
 /// one atomic write lowlat has: a temporary file in the same directory gets the content,
 /// `perms` and an fsync, is renamed over `path`, and the directory is fsynced, so that a crash

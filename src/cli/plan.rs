@@ -193,7 +193,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         let files = artifacts::render(&plan);
         write::write_dir(dir, &files, args.force).map_err(|e| {
             let hint = match e {
-                write::WriteDirError::NotEmpty(_) => {
+                write::WriteDirError::Dir(crate::sysroot::OutputDirError::NotEmpty(_)) => {
                     "; or add --force to replace lowlat's files in it"
                 }
                 _ => "",

@@ -64,13 +64,13 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
     let Some(file) = &cli.snapshot else {
         bail!("--extract needs --snapshot FILE: the snapshot to extract");
     };
-    let non_empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
-    if non_empty && !force {
-        bail!(
-            "--extract {}: the directory is not empty; choose another or add --force",
-            dir.display()
-        );
-    }
+    crate::sysroot::prepare_output_dir(dir, force).map_err(|e| {
+        let hint = match e {
+            crate::sysroot::OutputDirError::NotEmpty(_) => "; or add --force",
+            _ => "",
+        };
+        anyhow::anyhow!("--extract {e}{hint}")
+    })?;
     let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
     crate::snapshot::extract_tree(root.dir_path(), dir)
         .with_context(|| format!("--extract {}", dir.display()))?;

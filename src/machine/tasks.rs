@@ -111,7 +111,8 @@ pub fn parse_cgroup(text: &str) -> Option<String> {
     let mut systemd_v1 = None;
     for line in text.lines() {
         let mut fields = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        let (Some(id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -487,7 +488,10 @@ mod tests {
         let daemon = parse_cgroup("0::/system.slice/irqbalance.service\n");
         assert_eq!(daemon.as_deref(), Some("/system.slice/irqbalance.service"));
         let v1 = "12:cpu,cpuacct:/\n1:name=systemd:/system.slice/sshd.service\n";
-        assert_eq!(parse_cgroup(v1).as_deref(), Some("/system.slice/sshd.service"));
+        assert_eq!(
+            parse_cgroup(v1).as_deref(),
+            Some("/system.slice/sshd.service")
+        );
         assert_eq!(parse_cgroup("garbage\n"), None);
         let mut task = Task::sample(900, "bash");
         task.cgroup = Some("/user.slice/user-0.slice/session-3.scope".into());

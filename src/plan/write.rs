@@ -5,33 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use super::artifacts::Artifact;
-use crate::sysroot::{Perms, SysRoot, WriteError};
+use crate::sysroot::{OutputDirError, Perms, SysRoot, WriteError, prepare_output_dir};
 
 /// Why the artifacts could not be written; each names the path.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum WriteDirError {
-    /// The output path exists and is not a directory.
-    #[error("{}: exists and is not a directory; choose a directory path", .0.display())]
-    NotADirectory(PathBuf),
-    /// The output directory could not be listed.
-    #[error("{}: cannot list the directory: {source}", path.display())]
-    List {
-        /// The directory.
-        path: PathBuf,
-        /// The error of the listing.
-        source: std::io::Error,
-    },
-    /// The output directory holds files and replacing them was not asked for.
-    #[error("{}: the directory is not empty; choose an empty or new directory", .0.display())]
-    NotEmpty(PathBuf),
-    /// The output directory could not be created.
-    #[error("cannot create {}: {source}", path.display())]
-    Create {
-        /// The directory.
-        path: PathBuf,
-        /// The error of the creation.
-        source: std::io::Error,
-    },
+    /// The output directory cannot be used.
+    #[error(transparent)]
+    Dir(#[from] OutputDirError),
     /// An artifact could not be written (the error names its path).
     #[error(transparent)]
     Install(#[from] WriteError),
@@ -45,22 +26,7 @@ pub(crate) fn write_dir(
     artifacts: &[Artifact],
     force: bool,
 ) -> Result<Vec<PathBuf>, WriteDirError> {
-    if dir.exists() {
-        if !dir.is_dir() {
-            return Err(WriteDirError::NotADirectory(dir.to_path_buf()));
-        }
-        let mut entries = std::fs::read_dir(dir).map_err(|source| WriteDirError::List {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        if entries.next().is_some() && !force {
-            return Err(WriteDirError::NotEmpty(dir.to_path_buf()));
-        }
-    }
-    std::fs::create_dir_all(dir).map_err(|source| WriteDirError::Create {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    prepare_output_dir(dir, force)?;
     let out = SysRoot::dir(dir);
     let mut written = Vec::new();
     for artifact in artifacts {
@@ -106,7 +72,10 @@ mod tests {
         assert_eq!(mode & 0o777, 0o644);
 
         let err = write_dir(&out, &files, false).unwrap_err();
-        assert!(matches!(err, WriteDirError::NotEmpty(_)), "{err}");
+        assert!(
+            matches!(err, WriteDirError::Dir(OutputDirError::NotEmpty(_))),
+            "{err}"
+        );
         assert!(err.to_string().contains("not empty"), "{err}");
 
         std::fs::write(out.join("mine.txt"), "keep").unwrap();

@@ -112,7 +112,10 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
         let Ok(status) = std::fs::read_to_string(path.join("status")) else {
             continue;
         };
-        if status.lines().any(|l| l.starts_with("Kthread:") && l.ends_with('1')) {
+        if status
+            .lines()
+            .any(|l| l.starts_with("Kthread:") && l.ends_with('1'))
+        {
             continue;
         }
         let pid = path.file_name().unwrap().to_str().unwrap();
@@ -139,7 +142,11 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
     assert_eq!(pinned, ["task:memfd:sealed-91:affinity"]);
     // Without the cgroup files, the build commands are pinned as before (nothing tells them
     // from daemons).
-    assert!(default_plan("kvm-guest-2vcpu").setting("task:rustc:affinity").is_some());
+    assert!(
+        default_plan("kvm-guest-2vcpu")
+            .setting("task:rustc:affinity")
+            .is_some()
+    );
 }
 
 /// W-2/W-6: khugepaged is not pinned when the plan sets transparent hugepages to never (the
@@ -225,4 +232,45 @@ fn library_errors_leave_the_flag_to_the_cli() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--hugepages 1G:4096: "));
+}
+
+/// U-9: an output path that is a file or a dangling link gave `File exists (os error 17)`;
+/// `plan --out` and `snapshot --extract` now share one check that says what the path is and
+/// what to do.
+#[test]
+fn output_paths_that_cannot_be_directories_are_refused_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let link = dir.path().join("a-link");
+    std::os::unix::fs::symlink("nowhere", &link).unwrap();
+    let snapshot = dir.path().join("s.lowlat");
+    let root = fixture("rt-guest-4vcpu");
+    let root = root.to_str().unwrap();
+    lowlat(&["--root", root, "snapshot", "-o", snapshot.to_str().unwrap()])
+        .assert()
+        .success();
+    for out in [&file, &link] {
+        let out = out.to_str().unwrap();
+        let plan = lowlat(&["--root", root, "plan", "--out", out, "--force"]);
+        let extract = lowlat(&[
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "snapshot",
+            "--extract",
+            out,
+        ]);
+        for mut command in [plan, extract] {
+            let expected = if out.ends_with("a-file") {
+                "exists and is not a directory; choose a directory path"
+            } else {
+                "is a symbolic link to nowhere, which does not exist; remove the link"
+            };
+            command
+                .assert()
+                .code(2)
+                .stderr(predicate::str::contains(expected))
+                .stderr(predicate::str::contains("os error").not());
+        }
+    }
 }
