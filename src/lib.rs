@@ -19,3 +19,4 @@ pub(crate) mod test_tree;
 pub(crate) mod text;
 pub mod tuning;
 pub(crate) mod units;
+pub(crate) mod watch;

@@ -65,6 +65,9 @@ pub enum Command {
     Revert(revert::RevertArgs),
     /// Check the machine against a plan: ok, drift, pending-reboot or unsupported per setting.
     Verify(verify::VerifyArgs),
+    /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
+    /// the plan, on screen, as JSON lines, or for Prometheus (HTTP or textfile).
+    Watch(watch::WatchArgs),
 }
 
 pub(crate) mod apply;
@@ -82,6 +85,7 @@ pub(crate) mod revert;
 pub(crate) mod snapshot;
 pub(crate) mod values;
 pub(crate) mod verify;
+pub(crate) mod watch;
 
 impl Cli {
     /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
@@ -114,5 +118,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Apply(args) => apply::run(&cli, args),
         Command::Revert(args) => revert::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
+        Command::Watch(args) => watch::run(&cli, args),
     }
 }

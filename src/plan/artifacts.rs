@@ -169,6 +169,11 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         }
     }
     out.push(text(
+        "systemd/lowlat-watch.service",
+        Some(systemd::WATCH_UNIT_PATH),
+        &|h| systemd::render_watch_unit(plan, h),
+    ));
+    out.push(text(
         "tuned/lowlat/tuned.conf",
         Some(tuned::PROFILE_PATH),
         &|h| tuned::render_profile(plan, h),

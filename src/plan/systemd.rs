@@ -44,6 +44,46 @@ pub(crate) fn render_runtime_unit(header: &str) -> String {
     out
 }
 
+/// Where the watch unit goes when it is installed (by hand: `lowlat apply` does not).
+pub(crate) const WATCH_UNIT_PATH: &str = "/etc/systemd/system/lowlat-watch.service";
+
+/// The address the watch unit serves its metrics on.
+pub(crate) const WATCH_LISTEN: &str = "127.0.0.1:9464";
+
+/// lowlat-watch.service: `lowlat watch` on the housekeeping CPUs, serving Prometheus metrics.
+pub(crate) fn render_watch_unit(plan: &Plan, header: &str) -> String {
+    let mut out = String::from(header);
+    let _ = write!(
+        out,
+        "#\n# Watches the isolated CPUs (what interrupts them) and the machine against the plan\n\
+         # (drift), and serves both to Prometheus at http://{WATCH_LISTEN}/metrics. It runs on\n\
+         # the housekeeping CPUs only and reads procfs counters, so it never disturbs the\n\
+         # isolated ones. For node_exporter's textfile collector instead, replace --listen with\n\
+         # --textfile /var/lib/node_exporter/textfile_collector/lowlat.prom and add\n\
+         # ReadWritePaths=/var/lib/node_exporter/textfile_collector.\n\
+         # Install: copy to {WATCH_UNIT_PATH}, then systemctl enable --now lowlat-watch.\n\n\
+         [Unit]\n\
+         Description=lowlat: watch the isolated CPUs and the plan, for Prometheus\n\
+         ConditionPathExists={PLAN_PATH}\n\
+         After={RUNTIME_UNIT}\n\n\
+         [Service]\n\
+         Type=simple\n\
+         ExecStart={BINARY} watch --plan {PLAN_PATH} --listen {WATCH_LISTEN}\n\
+         CPUAffinity={}\n\
+         Nice=10\n\
+         Restart=on-failure\n\
+         RestartSec=10s\n\
+         NoNewPrivileges=yes\n\
+         ProtectSystem=strict\n\
+         ProtectHome=yes\n\
+         PrivateTmp=yes\n\n\
+         [Install]\n\
+         WantedBy=multi-user.target\n",
+        plan.partition.housekeeping.to_list().replace(',', " ")
+    );
+    out
+}
+
 /// system.conf.d/50-lowlat.conf: `CPUAffinity=` for PID 1, inherited by every service.
 pub(crate) fn render_affinity_dropin(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);

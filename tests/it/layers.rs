@@ -23,7 +23,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("report", &["apply", "measure"]),
-    ("cli", &["report"]),
+    ("watch", &["apply"]),
+    ("cli", &["report", "watch"]),
 ];
 
 fn src() -> PathBuf {

@@ -26,3 +26,4 @@ mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
 mod snapshot;
+mod watch;

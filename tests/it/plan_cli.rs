@@ -72,7 +72,7 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("wrote 12 files"));
+        .stdout(predicate::str::contains("wrote 13 files"));
     for file in [
         "plan.json",
         "kernel-cmdline.txt",
@@ -81,6 +81,7 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         "tuned/lowlat/tuned.conf",
         "tuned/cpu-partitioning-variables.conf",
         "systemd/lowlat-runtime.service",
+        "systemd/lowlat-watch.service",
         "systemd/system.conf.d/50-lowlat.conf",
         "systemd/irqbalance.service.d/50-lowlat.conf",
         "irqbalance/irqbalance.env",

@@ -1,0 +1,236 @@
+//! `lowlat watch`.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::output::print;
+use super::{Cli, exit, values};
+use crate::machine::{CpuSet, Machine};
+use crate::plan::Plan;
+use crate::sysroot::{Perms, write_file_atomically};
+use crate::watch::{SystemClock, Tick, Watch, serve, view};
+
+/// Options of `lowlat watch`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Watches the isolated CPUs without disturbing them: it pins itself to the \
+housekeeping CPUs, reads only procfs counters the kernel keeps per CPU (no MSRs, no perf \
+events), and reports what interrupted each isolated CPU and whether the machine still matches \
+the plan.\n\n\
+Examples:\n  lowlat watch --plan /etc/lowlat/plan.json                  # a top-like screen\n  \
+lowlat watch --isolated 2-7 --listen 127.0.0.1:9464          # Prometheus scrapes /metrics\n  \
+lowlat watch --plan plan.json --textfile /var/lib/node_exporter/textfile_collector/lowlat.prom\n  \
+lowlat watch --isolated 2-7 --json | jq -c '.cpus[] | select(.interrupts != {})'\n  \
+lowlat watch --plan plan.json --once                         # one exposition on stdout\n\n\
+Metrics: lowlat_isolated_cpu_interrupts_total{cpu,source}, lowlat_isolated_cpu_softirqs_total{cpu,type}, \
+lowlat_isolated_cpu_time_seconds_total{cpu,mode=irq|softirq|steal}, lowlat_isolated_cpu_schedules_total{cpu} and \
+lowlat_isolated_cpu_runqueue_wait_seconds_total{cpu} (with schedstat), lowlat_plan_drift{check}, \
+lowlat_plan_drift_settings, lowlat_tasks_allowed_on_isolated{kind}, lowlat_build_info{version}.\n\n\
+Exit codes: runs until stopped (Ctrl-C, SIGTERM); with --once, 0 when the plan holds (or none is watched) \
+and 1 when some setting drifted; 2 on bad input (a plan from another machine, a CPU that is not online, \
+an address in use, a textfile directory that cannot be written)."
+)]
+pub struct WatchArgs {
+    /// The plan whose isolated CPUs are watched and whose settings must stay in force
+    /// (e.g. /etc/lowlat/plan.json).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
+    /// The CPUs to watch [default: the plan's isolated CPUs, else the kernel's isolated or
+    /// nohz_full CPUs].
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    pub isolated: Option<CpuSet>,
+
+    /// Time between samples.
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = values::duration)]
+    pub interval: Duration,
+
+    /// Time between full checks against the plan (every setting, as `lowlat verify`, and the
+    /// tasks allowed on isolated CPUs).
+    #[arg(long, value_name = "D", default_value = "60s", value_parser = values::duration)]
+    pub drift_interval: Duration,
+
+    /// Serve the Prometheus exposition at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Write the exposition to FILE each interval, replaced atomically (for node_exporter's
+    /// textfile collector; the name must end in .prom).
+    #[arg(long, value_name = "FILE")]
+    pub textfile: Option<PathBuf>,
+
+    /// Interrupt sources shown per CPU before the rest are summed as "other".
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::count::<u32>(1, 50))]
+    pub top: u32,
+
+    /// One JSON line per interval instead of the screen.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Take one sample (and one full check), print it and exit: the exposition, or a JSON line
+    /// with --json.
+    #[arg(long, conflicts_with = "listen")]
+    pub once: bool,
+}
+
+/// Runs `lowlat watch`.
+pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
+    let root = cli.sysroot()?;
+    let machine = Machine::read(&root);
+    let plan = args
+        .plan
+        .as_deref()
+        .map(|path| read_plan(path, &machine))
+        .transpose()?;
+    let online = machine.topology.online_cpus();
+    let isolated = match (&args.isolated, &plan) {
+        (Some(cpus), _) => cpus.clone(),
+        (None, Some(plan)) => plan.partition.isolated.clone(),
+        (None, None) => machine_isolated(&machine).context(
+            "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
+        )?,
+    };
+    if isolated.is_empty() {
+        bail!("nothing to watch: the isolated CPU list is empty; give --isolated LIST");
+    }
+    if !isolated.is_subset(&online) {
+        bail!(
+            "--isolated {}: CPUs {} are not online (online: {})",
+            isolated.to_list(),
+            isolated.difference(&online).to_list(),
+            online.to_list()
+        );
+    }
+    let housekeeping = online.difference(&isolated);
+    if housekeeping.is_empty() {
+        bail!(
+            "--isolated {}: every online CPU is isolated, so watch has no housekeeping CPU to run on",
+            isolated.to_list()
+        );
+    }
+    if root.is_live()
+        && let Err(e) = crate::measure::runner::harness::pin_current_thread_to(&housekeeping)
+    {
+        eprintln!(
+            "lowlat watch: warning: could not pin itself to the housekeeping CPUs {}: {e}",
+            housekeeping.to_list()
+        );
+    }
+    if let Some(file) = &args.textfile {
+        check_textfile(file)?;
+    }
+    let page: serve::Page = Arc::new(Mutex::new(String::new()));
+    if let Some(addr) = &args.listen {
+        let listener = TcpListener::bind(addr).with_context(|| {
+            format!("--listen {addr}: cannot listen there; choose another address or port")
+        })?;
+        eprintln!(
+            "lowlat watch: serving http://{}/metrics, isolated CPUs {}",
+            listener
+                .local_addr()
+                .map_or(addr.clone(), |a| a.to_string()),
+            isolated.to_list()
+        );
+        serve::serve(listener, page.clone());
+    }
+    let watch = Watch {
+        root: &root,
+        isolated: isolated.clone(),
+        plan,
+        interval: args.interval,
+        drift_interval: args.drift_interval,
+        top: args.top as usize,
+    };
+    let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
+    let clear = screen && std::io::stdout().is_terminal();
+    let mut drifted = false;
+    watch.run(
+        &SystemClock::start(),
+        args.once.then_some(1),
+        |tick: &Tick| {
+            drifted = tick.drift.is_some_and(|d| d.settings() > 0);
+            if let Ok(mut shared) = page.lock() {
+                *shared = tick.exposition.to_string();
+            }
+            if let Some(file) = &args.textfile {
+                write_file_atomically(file, tick.exposition.as_bytes(), Perms::mode(0o644))
+                    .with_context(|| format!("--textfile {}", file.display()))?;
+            }
+            if args.json {
+                print_line(&view::json_line(tick)?)?;
+            } else if args.once {
+                print(tick.exposition)?;
+            } else if screen {
+                let page = view::page(tick, &isolated.to_list());
+                if clear {
+                    print_line(&format!("\x1b[H\x1b[2J{page}"))?;
+                } else {
+                    print(&page)?;
+                }
+            }
+            Ok::<(), anyhow::Error>(())
+        },
+    )?;
+    Ok(if drifted { exit::FAILURES } else { exit::OK })
+}
+
+/// Reads `--plan FILE` and refuses a plan made for another machine.
+fn read_plan(path: &Path, machine: &Machine) -> Result<Plan> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--plan {}: cannot read the plan", path.display()))?;
+    let plan =
+        Plan::from_json(&text).map_err(|e| anyhow::anyhow!("--plan {}: {e}", path.display()))?;
+    crate::apply::check_target(&plan, machine).map_err(|problem| {
+        anyhow::anyhow!(
+            "--plan {}: not this machine's plan: {problem}; make one here with `lowlat plan`",
+            path.display()
+        )
+    })?;
+    Ok(plan)
+}
+
+/// The CPUs the running kernel isolates: `isolated`, else `nohz_full`.
+fn machine_isolated(machine: &Machine) -> Option<CpuSet> {
+    let isolation = &machine.kernel.isolation;
+    [isolation.isolated.get(), isolation.nohz_full.get()]
+        .into_iter()
+        .flatten()
+        .find(|set| !set.is_empty())
+        .cloned()
+}
+
+/// Refuses a textfile whose directory does not exist or cannot be written, before watching.
+fn check_textfile(file: &Path) -> Result<()> {
+    if file.extension().is_none_or(|e| e != "prom") {
+        bail!(
+            "--textfile {}: node_exporter's textfile collector reads only *.prom files; name it so",
+            file.display()
+        );
+    }
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "--textfile {}: cannot write in {}; create the directory or make it writable",
+                file.display(),
+                dir.display()
+            )
+        })
+}
+
+/// Prints one line and flushes, so that a pipe sees each interval at once.
+fn print_line(line: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! The Prometheus text exposition (format 0.0.4) of a sample and the drift checks, as
+//! `promtool check metrics` wants it: HELP and TYPE for every family, base units in names
+//! (`_seconds`, `_total` on counters), no client timestamps (node_exporter's textfile
+//! collector rejects them).
+//!
+//! Cardinality is bounded: only isolated CPUs, and per CPU at most `top` interrupt sources
+//! plus `other`. The sources shown for a CPU are chosen once (the busiest when first seen, then
+//! new ones while fewer than `top`) and kept, so that every series, `other` included, only
+//! grows as a counter must.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::drift::Drift;
+use super::sample::Sample;
+
+/// USER_HZ: the unit of `/proc/stat` times (ticks per second).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// Renders samples; remembers which interrupt sources each CPU shows.
+#[derive(Debug)]
+pub(crate) struct Exporter {
+    top: usize,
+    shown: BTreeMap<u32, Vec<String>>,
+}
+
+impl Exporter {
+    /// An exporter that shows at most `top` interrupt sources per CPU, plus `other`.
+    pub(crate) fn new(top: usize) -> Exporter {
+        Exporter {
+            top,
+            shown: BTreeMap::new(),
+        }
+    }
+
+    /// The exposition of `sample` and `drift` (absent when no plan is watched).
+    pub(crate) fn render(&mut self, sample: &Sample, drift: Option<&Drift>) -> String {
+        let mut out = String::new();
+        family(
+            &mut out,
+            "lowlat_build_info",
+            "gauge",
+            "lowlat's version; always 1.",
+        );
+        let _ = writeln!(
+            out,
+            "lowlat_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        self.interrupts(&mut out, sample);
+        family(
+            &mut out,
+            "lowlat_isolated_cpu_softirqs_total",
+            "counter",
+            "Softirqs raised on an isolated CPU since boot, by vector.",
+        );
+        for cpu in &sample.cpus {
+            for (vector, count) in &cpu.softirqs {
+                let _ = writeln!(
+                    out,
+                    "lowlat_isolated_cpu_softirqs_total{{cpu=\"{}\",type=\"{}\"}} {count}",
+                    cpu.cpu,
+                    label(vector)
+                );
+            }
+        }
+        family(
+            &mut out,
+            "lowlat_isolated_cpu_time_seconds_total",
+            "counter",
+            "Time an isolated CPU spent in hard interrupts, softirqs, or stolen by the hypervisor, since boot.",
+        );
+        for cpu in &sample.cpus {
+            let Some(times) = cpu.times else { continue };
+            for (mode, ticks) in [
+                ("irq", times.irq),
+                ("softirq", times.softirq),
+                ("steal", times.steal),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "lowlat_isolated_cpu_time_seconds_total{{cpu=\"{}\",mode=\"{mode}\"}} {}",
+                    cpu.cpu,
+                    ticks as f64 / TICKS_PER_SECOND
+                );
+            }
+        }
+        if sample.cpus.iter().any(|c| c.schedules.is_some()) {
+            family(
+                &mut out,
+                "lowlat_isolated_cpu_schedules_total",
+                "counter",
+                "Calls of the scheduler on an isolated CPU since boot (/proc/schedstat).",
+            );
+            for cpu in &sample.cpus {
+                if let Some(schedules) = cpu.schedules {
+                    let _ = writeln!(
+                        out,
+                        "lowlat_isolated_cpu_schedules_total{{cpu=\"{}\"}} {schedules}",
+                        cpu.cpu
+                    );
+                }
+            }
+            family(
+                &mut out,
+                "lowlat_isolated_cpu_runqueue_wait_seconds_total",
+                "counter",
+                "Time tasks waited on an isolated CPU's run queue since boot (/proc/schedstat).",
+            );
+            for cpu in &sample.cpus {
+                if let Some(ns) = cpu.runqueue_wait_ns {
+                    let _ = writeln!(
+                        out,
+                        "lowlat_isolated_cpu_runqueue_wait_seconds_total{{cpu=\"{}\"}} {}",
+                        cpu.cpu,
+                        ns as f64 / 1e9
+                    );
+                }
+            }
+        }
+        if let Some(drift) = drift {
+            drift_families(&mut out, drift);
+        }
+        out
+    }
+
+    fn interrupts(&mut self, out: &mut String, sample: &Sample) {
+        family(
+            out,
+            "lowlat_isolated_cpu_interrupts_total",
+            "counter",
+            "Interrupts an isolated CPU handled since boot, by source: the busiest sources per CPU, the rest as \"other\".",
+        );
+        for cpu in &sample.cpus {
+            let shown = self.shown.entry(cpu.cpu).or_default();
+            let mut busiest: Vec<(&String, &u64)> = cpu.interrupts.iter().collect();
+            busiest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            for (source, _) in busiest {
+                if shown.len() >= self.top {
+                    break;
+                }
+                if !shown.contains(source) {
+                    shown.push(source.clone());
+                }
+            }
+            let mut other = 0u64;
+            for (source, count) in &cpu.interrupts {
+                if !shown.contains(source) {
+                    other = other.saturating_add(*count);
+                }
+            }
+            let mut sorted = shown.clone();
+            sorted.sort();
+            for source in &sorted {
+                let count = cpu.interrupts.get(source).copied().unwrap_or(0);
+                let _ = writeln!(
+                    out,
+                    "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"{}\"}} {count}",
+                    cpu.cpu,
+                    label(source)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"other\"}} {other}",
+                cpu.cpu
+            );
+        }
+    }
+}
+
+fn drift_families(out: &mut String, drift: &Drift) {
+    family(
+        out,
+        "lowlat_plan_drift",
+        "gauge",
+        "1 when some setting of this check differs from the watched plan, else 0.",
+    );
+    for (check, settings) in &drift.by_check {
+        let _ = writeln!(
+            out,
+            "lowlat_plan_drift{{check=\"{}\"}} {}",
+            label(check),
+            u8::from(*settings > 0)
+        );
+    }
+    family(
+        out,
+        "lowlat_plan_drift_settings",
+        "gauge",
+        "Settings of the watched plan that differ from the machine.",
+    );
+    let _ = writeln!(out, "lowlat_plan_drift_settings {}", drift.settings());
+    family(
+        out,
+        "lowlat_tasks_allowed_on_isolated",
+        "gauge",
+        "Movable tasks allowed on isolated and housekeeping CPUs alike, by kind (user tasks, kernel threads).",
+    );
+    for (kind, count) in [
+        ("user", drift.user_tasks_on_isolated),
+        ("kernel", drift.kernel_threads_on_isolated),
+    ] {
+        let _ = writeln!(
+            out,
+            "lowlat_tasks_allowed_on_isolated{{kind=\"{kind}\"}} {count}"
+        );
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A label value as the exposition format wants it: backslash, double quote and newline
+/// escaped (IRQ handler names come from drivers).
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::sample::CpuSample;
+
+    fn sample(counts: &[(&str, u64)]) -> Sample {
+        Sample {
+            cpus: vec![CpuSample {
+                cpu: 3,
+                interrupts: counts.iter().map(|(s, c)| (s.to_string(), *c)).collect(),
+                ..CpuSample::default()
+            }],
+            warnings: vec![],
+        }
+    }
+
+    fn value(text: &str, series: &str) -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    }
+
+    #[test]
+    fn the_sources_shown_stay_so_that_other_only_grows() {
+        let mut exporter = Exporter::new(2);
+        let first = exporter.render(&sample(&[("LOC", 100), ("RES", 50), ("CAL", 1)]), None);
+        let other = "lowlat_isolated_cpu_interrupts_total{cpu=\"3\",source=\"other\"}";
+        assert_eq!(value(&first, other), 1);
+        // CAL overtakes RES: RES stays shown, CAL stays in other.
+        let second = exporter.render(&sample(&[("LOC", 110), ("RES", 50), ("CAL", 90)]), None);
+        assert_eq!(value(&second, other), 90);
+        assert!(second.contains("source=\"RES\"} 50"));
+        assert!(!second.contains("source=\"CAL\""));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let text = Exporter::new(5).render(&sample(&[("7 a\"b\\c", 1)]), None);
+        assert!(text.contains(r#"source="7 a\"b\\c"} 1"#), "{text}");
+    }
+}

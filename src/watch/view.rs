@@ -1,0 +1,166 @@
+//! What a person or a script sees each interval: a top-like page, one row per isolated CPU with
+//! what interrupted it during the last interval, and the drift; or one JSON line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::Tick;
+use super::sample::CpuSample;
+
+/// USER_HZ: the unit of `/proc/stat` times (ticks per second).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// One isolated CPU during the last interval.
+#[derive(Debug, Serialize)]
+pub(crate) struct CpuInterval {
+    /// The CPU.
+    pub cpu: u32,
+    /// Interrupts by source during the interval (events), sources with none left out.
+    pub interrupts: BTreeMap<String, u64>,
+    /// Softirqs by vector during the interval (events), vectors with none left out.
+    pub softirqs: BTreeMap<String, u64>,
+    /// Time in hard interrupts during the interval (s).
+    pub irq_s: f64,
+    /// Time in softirqs during the interval (s).
+    pub softirq_s: f64,
+    /// Time stolen by the hypervisor during the interval (s).
+    pub steal_s: f64,
+}
+
+/// One JSON line of `lowlat watch --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Line<'a> {
+    /// Time since the watch started (s).
+    pub at_s: f64,
+    /// Per isolated CPU, what happened since the previous line; empty on the first line.
+    pub cpus: Vec<CpuInterval>,
+    /// Settings of the plan that differ, by kind; absent without a plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<&'a BTreeMap<String, usize>>,
+    /// Problems met while reading, with file and line.
+    pub warnings: &'a [String],
+}
+
+/// The differences between two samples of each CPU (none on the first tick).
+pub(crate) fn intervals(tick: &Tick) -> Vec<CpuInterval> {
+    let Some(previous) = tick.previous else {
+        return Vec::new();
+    };
+    tick.sample
+        .cpus
+        .iter()
+        .filter_map(|now| {
+            let before = previous.cpus.iter().find(|c| c.cpu == now.cpu)?;
+            Some(interval(before, now))
+        })
+        .collect()
+}
+
+fn interval(before: &CpuSample, now: &CpuSample) -> CpuInterval {
+    let grown = |now: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>| {
+        now.iter()
+            .filter_map(|(name, count)| {
+                let delta = count.saturating_sub(before.get(name).copied().unwrap_or(0));
+                (delta > 0).then(|| (name.clone(), delta))
+            })
+            .collect()
+    };
+    let seconds =
+        |pick: fn(&crate::machine::kernel::CpuTimes) -> u64| match (now.times, before.times) {
+            (Some(now), Some(before)) => {
+                pick(&now).saturating_sub(pick(&before)) as f64 / TICKS_PER_SECOND
+            }
+            _ => 0.0,
+        };
+    CpuInterval {
+        cpu: now.cpu,
+        interrupts: grown(&now.interrupts, &before.interrupts),
+        softirqs: grown(&now.softirqs, &before.softirqs),
+        irq_s: seconds(|t| t.irq),
+        softirq_s: seconds(|t| t.softirq),
+        steal_s: seconds(|t| t.steal),
+    }
+}
+
+/// The JSON line of a tick.
+pub(crate) fn json_line(tick: &Tick) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&Line {
+        at_s: tick.at.as_secs_f64(),
+        cpus: intervals(tick),
+        drift: tick.drift.map(|d| &d.by_check),
+        warnings: &tick.sample.warnings,
+    })
+}
+
+/// The terminal page of a tick (without the escape sequence that clears the screen).
+pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "lowlat watch: isolated CPUs {isolated}, {:.0} s since start",
+        tick.at.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "{:>5} {:>9} {:>10} {:>8} {:>8}  interrupted by (last interval)",
+        "CPU", "irq", "softirq", "irq ms", "steal ms"
+    );
+    let rows = intervals(tick);
+    if rows.is_empty() {
+        let _ = writeln!(out, "  (first sample: rates from the next one)");
+    }
+    for row in &rows {
+        let mut sources: Vec<(&String, &u64)> = row.interrupts.iter().collect();
+        sources.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let named: Vec<String> = sources
+            .iter()
+            .take(4)
+            .map(|(s, n)| format!("{} {n}", crate::text::escape_controls(s)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>5} {:>9} {:>10} {:>8.1} {:>8.1}  {}",
+            row.cpu,
+            row.interrupts.values().sum::<u64>(),
+            row.softirqs.values().sum::<u64>(),
+            row.irq_s * 1000.0,
+            row.steal_s * 1000.0,
+            if named.is_empty() {
+                "nothing".to_string()
+            } else {
+                named.join(", ")
+            }
+        );
+    }
+    match tick.drift {
+        None => {}
+        Some(drift) if drift.settings() == 0 => {
+            let _ = writeln!(out, "plan: no drift");
+        }
+        Some(drift) => {
+            let _ = writeln!(out, "plan: {} setting(s) drifted", drift.settings());
+            for (id, expected, actual) in &drift.examples {
+                let _ = writeln!(
+                    out,
+                    "  {}: planned {}, now {}",
+                    crate::text::escape_controls(id),
+                    crate::text::escape_controls(expected),
+                    crate::text::escape_controls(actual)
+                );
+            }
+        }
+    }
+    if let Some(drift) = tick.drift {
+        let _ = writeln!(
+            out,
+            "movable tasks allowed on isolated CPUs: {} user, {} kernel",
+            drift.user_tasks_on_isolated, drift.kernel_threads_on_isolated
+        );
+    }
+    for warning in &tick.sample.warnings {
+        let _ = writeln!(out, "warning: {}", crate::text::escape_controls(warning));
+    }
+    out
+}
