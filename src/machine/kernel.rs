@@ -51,6 +51,18 @@ pub struct Kernel {
     pub cpu_times: Avail<CpuStat>,
 }
 
+impl Kernel {
+    /// The major and minor version of the running kernel, from its release (`6.8` of
+    /// `6.8.0-45-generic`, `3.10` of `3.10.0-514.26.1.1.rt56`).
+    pub fn version(&self) -> Option<(u32, u32)> {
+        let release = self.release.get()?;
+        let mut parts = release.split(|c: char| !c.is_ascii_digit());
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some((major, minor))
+    }
+}
+
 /// CPU isolation: what the kernel applies (sysfs) and what the command line asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Isolation {

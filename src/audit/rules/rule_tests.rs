@@ -274,3 +274,24 @@ fn bios_only_settings_are_never_a_pass() {
         );
     }
 }
+
+#[test]
+fn the_msr_fence_warns_on_amd_kernels_from_5_11_to_6_7_only() {
+    // seeds/003: Linux 6.8 stopped fencing x2APIC and TSC-deadline MSR writes on AMD.
+    let intel = "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\nflags : fpu\n\n";
+    for (release, cpuinfo, status) in [
+        ("5.14.0-284.el9.x86_64\n", None, Status::Warn),
+        ("6.7.12\n", None, Status::Warn),
+        ("6.8.0-45-generic\n", None, Status::Pass),
+        ("4.18.0-147.5.1.el8_1.x86_64\n", None, Status::Pass),
+        ("5.10.0\n", None, Status::Unknown),
+        ("5.14.0\n", Some(intel), Status::Skipped),
+    ] {
+        let mut extra = vec![("/proc/sys/kernel/osrelease", release)];
+        if let Some(cpuinfo) = cpuinfo {
+            extra.push(("/proc/cpuinfo", cpuinfo));
+        }
+        let finding = audit_one(&tree(&extra), "LL-MSR-FENCE", "~unfenced");
+        assert_eq!(finding.status, status, "{release}: {}", finding.observed);
+    }
+}
