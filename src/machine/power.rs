@@ -39,7 +39,9 @@ impl Power {
     }
 }
 
-/// One cpufreq policy: a group of CPUs that share a frequency.
+/// One cpufreq policy: a group of CPUs that share a frequency. `scaling_cur_freq` is not read
+/// on purpose: drivers such as acpi-cpufreq answer it by reading an MSR on a CPU of the policy,
+/// an interrupt to a CPU that may be isolated (`lowlat measure freq` measures frequency instead).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     /// The policy number (`policyN`; on kernels without policy directories, the first CPU).
@@ -56,8 +58,6 @@ pub struct Policy {
     pub min_khz: Avail<u64>,
     /// `scaling_max_freq`: the highest frequency the governor may pick (kHz).
     pub max_khz: Avail<u64>,
-    /// `scaling_cur_freq`: the current frequency as the driver reports it (kHz).
-    pub cur_khz: Avail<u64>,
     /// `cpuinfo_min_freq`: the hardware minimum (kHz).
     pub cpuinfo_min_khz: Avail<u64>,
     /// `cpuinfo_max_freq`: the hardware maximum, boost included where boost is on (kHz).
@@ -274,7 +274,6 @@ fn read_policy(r: &mut Reader, id: u32, path: String) -> Policy {
             .map(|text| text.split_whitespace().map(str::to_string).collect()),
         min_khz: r.parse(&file("scaling_min_freq")),
         max_khz: r.parse(&file("scaling_max_freq")),
-        cur_khz: r.parse(&file("scaling_cur_freq")),
         cpuinfo_min_khz: r.parse(&file("cpuinfo_min_freq")),
         cpuinfo_max_khz: r.parse(&file("cpuinfo_max_freq")),
         affected_cpus: read_with(r, &file("affected_cpus"), parse_cpu_words),
@@ -450,7 +449,6 @@ mod tests {
         assert_eq!(p1.id, 1);
         assert_eq!(p1.governor.get().map(String::as_str), Some("performance"));
         assert_eq!(p1.max_khz.get(), Some(&3_700_000));
-        assert_eq!(p1.cur_khz.get(), Some(&3_699_945));
         assert_eq!(p1.available_governors.get().unwrap().len(), 6);
         assert!(p1.energy_performance_preference.reason().is_some());
         assert!(power.policy_of(7).is_none());
