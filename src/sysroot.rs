@@ -295,8 +295,36 @@ impl SysRoot {
                 source: io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")),
             });
         }
-        self.record(path, Recorded::File(bytes.clone()));
+        if self.recorded.is_some() {
+            self.record(path, Recorded::File(bytes.clone()));
+        }
         Ok(bytes)
+    }
+
+    /// Reads a text file line by line, without holding it whole: `on_line` gets each line
+    /// (1-based number, text without the newline; invalid UTF-8 replaced). For large files read
+    /// again and again (`/proc/interrupts` of a large machine, every interval of `lowlat
+    /// watch`); such reads are not recorded for snapshots.
+    pub fn read_lines(
+        &self,
+        path: &str,
+        mut on_line: impl FnMut(usize, &str),
+    ) -> Result<(), ReadError> {
+        use std::io::BufRead;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, self.open_for_reading(path)?);
+        let mut line = Vec::new();
+        for number in 1.. {
+            line.clear();
+            let read = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| ReadError::from_io(path, e))?;
+            if read == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line);
+            on_line(number, text.trim_end_matches(['\n', '\r']));
+        }
+        Ok(())
     }
 
     /// Reads exactly `buf.len()` bytes at `offset` of a file: device files where the offset

@@ -179,6 +179,19 @@ pub struct IrqRow {
 }
 
 impl IrqRow {
+    /// The count on `cpu`, given the table's CPU columns; 0 when the CPU has no column
+    /// (offline) and for rows that only have a machine-wide total (`ERR`, `MIS`) on machines
+    /// with more than one CPU column.
+    pub fn count_on(&self, cpus: &[u32], cpu: u32) -> u64 {
+        if self.counts.len() != cpus.len() {
+            return 0;
+        }
+        cpus.binary_search(&cpu)
+            .ok()
+            .and_then(|i| self.counts.get(i).copied())
+            .unwrap_or(0)
+    }
+
     /// All events of this row, summed over CPUs.
     pub fn total(&self) -> u64 {
         self.counts
@@ -191,14 +204,7 @@ impl InterruptTable {
     /// The count of `row` on `cpu`; 0 when the CPU has no column (offline) and for rows that
     /// only have a machine-wide total (`ERR`, `MIS`) on machines with more than one CPU column.
     pub fn count(&self, row: &IrqRow, cpu: u32) -> u64 {
-        if row.counts.len() != self.cpus.len() {
-            return 0;
-        }
-        self.cpus
-            .binary_search(&cpu)
-            .ok()
-            .and_then(|i| row.counts.get(i).copied())
-            .unwrap_or(0)
+        row.count_on(&self.cpus, cpu)
     }
 
     /// The numbered row of Linux IRQ `number`.
@@ -234,19 +240,70 @@ pub struct SoftirqRow {
 /// Parses `/proc/interrupts`. Garbled lines are reported as warnings naming `path` and the
 /// 1-based line, and skipped; everything else is kept.
 pub fn parse_interrupts(text: &str, path: &str, warnings: &mut Warnings) -> InterruptTable {
-    let Some((cpus, body)) = header(text, path, warnings) else {
-        return InterruptTable::default();
-    };
-    let mut table = InterruptTable {
-        cpus,
-        rows: Vec::new(),
-    };
-    for (lineno, line) in body {
-        if let Some(row) = interrupt_row(line, &table.cpus, path, lineno, warnings) {
-            table.rows.push(row);
+    let mut table = InterruptTable::default();
+    let mut rows = InterruptRows::new(path);
+    for (lineno, line) in text.lines().enumerate() {
+        rows.line(lineno + 1, line, warnings, |_, row| table.rows.push(row));
+    }
+    rows.finish(warnings);
+    table.cpus = rows.cpus;
+    table
+}
+
+/// `/proc/interrupts` parsed one line at a time, for a caller that keeps only part of each row
+/// (the counts of a few CPUs) instead of the whole table.
+pub struct InterruptRows<'p> {
+    path: &'p str,
+    /// The CPU of each count column, once the header has been read.
+    pub cpus: Vec<u32>,
+    header_seen: bool,
+}
+
+impl<'p> InterruptRows<'p> {
+    /// A parser of the file `path` (named in warnings).
+    pub fn new(path: &'p str) -> Self {
+        Self {
+            path,
+            cpus: Vec::new(),
+            header_seen: false,
         }
     }
-    table
+
+    /// Takes line `lineno` (1-based); a row is handed to `on_row` with the CPU columns. The
+    /// first non-blank line is the header; without a valid one, no row follows.
+    pub fn line(
+        &mut self,
+        lineno: usize,
+        line: &str,
+        warnings: &mut Warnings,
+        mut on_row: impl FnMut(&[u32], IrqRow),
+    ) {
+        let line = line.trim_end_matches('\0');
+        if line.trim().is_empty() {
+            return;
+        }
+        if !self.header_seen {
+            self.header_seen = true;
+            self.cpus = header_columns(lineno, line, self.path, warnings).unwrap_or_default();
+            return;
+        }
+        if self.cpus.is_empty() {
+            return;
+        }
+        if let Some(row) = interrupt_row(line, &self.cpus, self.path, lineno, warnings) {
+            on_row(&self.cpus, row);
+        }
+    }
+
+    /// Reports a file that ended without a header.
+    pub fn finish(&self, warnings: &mut Warnings) {
+        if !self.header_seen {
+            warnings.file(
+                self.path,
+                "the file is empty (expected a 'CPU0 CPU1 ...' header)",
+            );
+        }
+    }
 }
 
 /// Parses `/proc/softirqs`. Garbled lines are reported as warnings and skipped.
@@ -297,6 +354,17 @@ fn header<'t>(text: &'t str, path: &str, warnings: &mut Warnings) -> Option<(Vec
         );
         return None;
     };
+    let cpus = header_columns(lineno, first, path, warnings)?;
+    Some((cpus, lines.collect()))
+}
+
+/// The CPU columns of a `CPU0 CPU1 ...` header line; a warning and `None` when it is not one.
+fn header_columns(
+    lineno: usize,
+    first: &str,
+    path: &str,
+    warnings: &mut Warnings,
+) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for word in first.split_whitespace() {
         match word.strip_prefix("CPU").and_then(|n| n.parse::<u32>().ok()) {
@@ -315,7 +383,7 @@ fn header<'t>(text: &'t str, path: &str, warnings: &mut Warnings) -> Option<(Vec
         warnings.line(path, lineno, garbled(first, "the header names no CPU"));
         return None;
     }
-    Some((cpus, lines.collect()))
+    Some(cpus)
 }
 
 fn interrupt_row(

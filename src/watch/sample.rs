@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::machine::irq::{parse_interrupts, parse_softirqs};
+use crate::machine::irq::{InterruptRows, parse_softirqs};
 use crate::machine::kernel::CpuTimes;
 use crate::machine::kernel::stat::parse_stat;
 use crate::machine::{CpuSet, Warnings};
@@ -52,18 +52,21 @@ impl Sample {
             })
             .collect();
         let mut problems = Vec::new();
-        match root.read("/proc/interrupts") {
-            Ok(text) => {
-                let table = parse_interrupts(&text, "/proc/interrupts", &mut warnings);
+        // Line by line, keeping the isolated CPUs' counts only: on a large machine the file
+        // is tens of megabytes, read every interval.
+        let mut rows = InterruptRows::new("/proc/interrupts");
+        let read = root.read_lines("/proc/interrupts", |lineno, line| {
+            rows.line(lineno, line, &mut warnings, |columns, row| {
                 for sample in &mut cpus {
-                    for row in &table.rows {
-                        let count = table.count(row, sample.cpu);
-                        if count > 0 {
-                            sample.interrupts.insert(source_name(row), count);
-                        }
+                    let count = row.count_on(columns, sample.cpu);
+                    if count > 0 {
+                        sample.interrupts.insert(source_name(&row), count);
                     }
                 }
-            }
+            });
+        });
+        match read {
+            Ok(()) => rows.finish(&mut warnings),
             Err(e) => problems.push(e.to_string()),
         }
         match root.read("/proc/softirqs") {
