@@ -81,19 +81,23 @@ pub struct WatchArgs {
 /// Runs `lowlat watch`.
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    let machine = Machine::read(&root);
-    let plan = args
-        .plan
-        .as_deref()
-        .map(|path| read_plan(path, &machine))
-        .transpose()?;
-    let online = machine.topology.online_cpus();
-    let isolated = match (&args.isolated, &plan) {
-        (Some(cpus), _) => cpus.clone(),
-        (None, Some(plan)) => plan.partition.isolated.clone(),
-        (None, None) => machine_isolated(&machine).context(
-            "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
-        )?,
+    // The machine is read once to check the plan and choose the CPUs, then let go: the loop
+    // reads only the counters (and the whole machine again at each full check).
+    let (plan, online, isolated) = {
+        let machine = Machine::read(&root);
+        let plan = args
+            .plan
+            .as_deref()
+            .map(|path| read_plan(path, &machine))
+            .transpose()?;
+        let isolated = match (&args.isolated, &plan) {
+            (Some(cpus), _) => cpus.clone(),
+            (None, Some(plan)) => plan.partition.isolated.clone(),
+            (None, None) => machine_isolated(&machine).context(
+                "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
+            )?,
+        };
+        (plan, machine.topology.online_cpus(), isolated)
     };
     if isolated.is_empty() {
         bail!("nothing to watch: the isolated CPU list is empty; give --isolated LIST");

@@ -257,7 +257,20 @@ pub struct InterruptRows<'p> {
     /// The CPU of each count column, once the header has been read.
     pub cpus: Vec<u32>,
     header_seen: bool,
+    /// With [`InterruptRows::keeping`]: the CPUs asked for and, once the header is read, the
+    /// columns and CPUs of those that are in the file.
+    keep: Option<Keep>,
 }
+
+/// The columns a caller keeps.
+struct Keep {
+    asked: CpuSet,
+    columns: Vec<usize>,
+    cpus: Vec<u32>,
+}
+
+/// The width of one count column as the kernel prints it (`%10u` and a space).
+const COLUMN_WIDTH: usize = 11;
 
 impl<'p> InterruptRows<'p> {
     /// A parser of the file `path` (named in warnings).
@@ -266,6 +279,22 @@ impl<'p> InterruptRows<'p> {
             path,
             cpus: Vec::new(),
             header_seen: false,
+            keep: None,
+        }
+    }
+
+    /// A parser that hands on only the counts of `cpus` (rows whose counts are parallel to the
+    /// kept CPUs, in ascending order), and skips machine-wide totals (`ERR`, `MIS`). Where the
+    /// counts are in the kernel's fixed-width columns, the other columns are not even parsed:
+    /// the file of a large machine is tens of megabytes.
+    pub fn keeping(path: &'p str, cpus: &CpuSet) -> Self {
+        Self {
+            keep: Some(Keep {
+                asked: cpus.clone(),
+                columns: Vec::new(),
+                cpus: Vec::new(),
+            }),
+            ..Self::new(path)
         }
     }
 
@@ -285,14 +314,38 @@ impl<'p> InterruptRows<'p> {
         if !self.header_seen {
             self.header_seen = true;
             self.cpus = header_columns(lineno, line, self.path, warnings).unwrap_or_default();
+            if let Some(keep) = &mut self.keep {
+                for (column, cpu) in self.cpus.iter().enumerate() {
+                    if keep.asked.contains(*cpu) {
+                        keep.columns.push(column);
+                        keep.cpus.push(*cpu);
+                    }
+                }
+            }
             return;
         }
         if self.cpus.is_empty() {
             return;
         }
-        if let Some(row) = interrupt_row(line, &self.cpus, self.path, lineno, warnings) {
-            on_row(&self.cpus, row);
+        let Some(keep) = &self.keep else {
+            if let Some(row) = interrupt_row(line, &self.cpus, self.path, lineno, warnings) {
+                on_row(&self.cpus, row);
+            }
+            return;
+        };
+        if let Some(row) = kept_columns(line, self.cpus.len(), &keep.columns) {
+            on_row(&keep.cpus, row);
+            return;
         }
+        // Not in the kernel's fixed-width layout: parse the whole row.
+        let Some(mut row) = interrupt_row(line, &self.cpus, self.path, lineno, warnings) else {
+            return;
+        };
+        if row.counts.len() != self.cpus.len() {
+            return; // a machine-wide total
+        }
+        row.counts = keep.columns.iter().map(|&c| row.counts[c]).collect();
+        on_row(&keep.cpus, row);
     }
 
     /// Reports a file that ended without a header.
@@ -421,6 +474,51 @@ fn interrupt_row(
     } else {
         full_width(counts, cpus.len(), path, lineno, warnings)
     };
+    let mut row = IrqRow {
+        id: label.to_string(),
+        number,
+        counts,
+        chip: None,
+        hwirq: None,
+        trigger: None,
+        actions: Vec::new(),
+        description: None,
+    };
+    if number.is_some() {
+        describe_numbered(after, &mut row);
+    } else {
+        let description = after.trim();
+        row.description = (!description.is_empty()).then(|| description.to_string());
+    }
+    Some(row)
+}
+
+/// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
+/// width without parsing the others; `None` when the line is not laid out that way (a count
+/// wider than the column, a short row, a machine-wide total) and must be parsed in full.
+fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
+    let (label, rest) = split_label(line)?;
+    let counts_text = rest.as_bytes().get(..width * COLUMN_WIDTH)?;
+    // Every column is right-aligned digits after at least one space; check the kept ones and
+    // the boundary after the last column.
+    let field = |column: usize| -> Option<u64> {
+        let cell = counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?;
+        let digits = cell.trim_ascii_start();
+        if digits.is_empty() || digits.len() == cell.len() {
+            return None;
+        }
+        std::str::from_utf8(digits).ok()?.parse().ok()
+    };
+    let after = rest.get(width * COLUMN_WIDTH..)?;
+    if !after.is_empty() && !after.starts_with(' ') {
+        return None;
+    }
+    field(width - 1)?;
+    let counts = columns
+        .iter()
+        .map(|&c| field(c))
+        .collect::<Option<Vec<u64>>>()?;
+    let number = label.parse::<u32>().ok();
     let mut row = IrqRow {
         id: label.to_string(),
         number,
@@ -598,6 +696,37 @@ fn garbled(line: &str, why: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kept_columns_agree_with_the_whole_table() {
+        let text = "           CPU0       CPU1       CPU2\n  24:          5          7 12345678901   PCI-MSI 1-edge      nvme0q1\n 25:  1 2 3  IO-APIC  2-edge  timer\nLOC:        100        200        300   Local timer interrupts\nERR:          9\n";
+        let mut warnings = Warnings::default();
+        let table = parse_interrupts(text, "/proc/interrupts", &mut warnings);
+        let keep = CpuSet::parse_list("1-2").unwrap();
+        let mut rows = InterruptRows::keeping("/proc/interrupts", &keep);
+        let mut kept = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            rows.line(n + 1, line, &mut warnings, |cpus, row| {
+                kept.push((cpus.to_vec(), row));
+            });
+        }
+        // The ERR total is machine-wide: not handed on.
+        assert_eq!(kept.len(), 3);
+        for (cpus, row) in &kept {
+            assert_eq!(cpus, &[1, 2]);
+            let whole = table.row(&row.id).unwrap();
+            for &cpu in cpus {
+                assert_eq!(
+                    row.count_on(cpus, cpu),
+                    table.count(whole, cpu),
+                    "{}",
+                    row.id
+                );
+            }
+            assert_eq!(row.actions, whole.actions, "{}", row.id);
+            assert_eq!(row.description, whole.description, "{}", row.id);
+        }
+    }
+
     use super::*;
     use crate::sysroot::SysRoot;
     use crate::test_tree::TestTree;

@@ -131,39 +131,56 @@ impl Exporter {
             "counter",
             "Interrupts an isolated CPU handled since boot, by source: the busiest sources per CPU, the rest as \"other\".",
         );
+        let index: std::collections::HashMap<&str, usize> = sample
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), i))
+            .collect();
         for cpu in &sample.cpus {
             let shown = self.shown.entry(cpu.cpu).or_default();
-            let mut busiest: Vec<(&String, &u64)> = cpu.interrupts.iter().collect();
-            busiest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            for (source, _) in busiest {
-                if shown.len() >= self.top {
-                    break;
-                }
-                if !shown.contains(source) {
-                    shown.push(source.clone());
-                }
-            }
-            let mut other = 0u64;
-            for (source, count) in &cpu.interrupts {
-                if !shown.contains(source) {
-                    other = other.saturating_add(*count);
+            if shown.len() < self.top {
+                let mut busiest: Vec<(&str, u64)> = sample.interrupts_of(cpu).collect();
+                busiest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                for (source, _) in busiest {
+                    if shown.len() >= self.top {
+                        break;
+                    }
+                    if !shown.iter().any(|s| s == source) {
+                        shown.push(source.to_string());
+                    }
                 }
             }
+            let count_of = |source: &str| {
+                index
+                    .get(source)
+                    .and_then(|&i| cpu.interrupts.get(i))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let total = cpu
+                .interrupts
+                .iter()
+                .fold(0u64, |sum, c| sum.saturating_add(*c));
+            let shown_total = shown
+                .iter()
+                .fold(0u64, |sum, s| sum.saturating_add(count_of(s)));
             let mut sorted = shown.clone();
             sorted.sort();
             for source in &sorted {
-                let count = cpu.interrupts.get(source).copied().unwrap_or(0);
                 let _ = writeln!(
                     out,
-                    "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"{}\"}} {count}",
+                    "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"{}\"}} {}",
                     cpu.cpu,
-                    label(source)
+                    label(source),
+                    count_of(source)
                 );
             }
             let _ = writeln!(
                 out,
-                "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"other\"}} {other}",
-                cpu.cpu
+                "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"other\"}} {}",
+                cpu.cpu,
+                total.saturating_sub(shown_total)
             );
         }
     }
@@ -229,9 +246,10 @@ mod tests {
 
     fn sample(counts: &[(&str, u64)]) -> Sample {
         Sample {
+            sources: counts.iter().map(|(s, _)| s.to_string()).collect(),
             cpus: vec![CpuSample {
                 cpu: 3,
-                interrupts: counts.iter().map(|(s, c)| (s.to_string(), *c)).collect(),
+                interrupts: counts.iter().map(|(_, c)| *c).collect(),
                 ..CpuSample::default()
             }],
             warnings: vec![],

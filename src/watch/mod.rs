@@ -203,7 +203,7 @@ mod tests {
         let mut seen = Vec::new();
         watch
             .run(&clock, Some(4), |tick| {
-                let loc = tick.sample.cpus[0].interrupts["LOC"];
+                let loc = tick.sample.count(0, "LOC");
                 let drift = tick.drift.map(|d| d.settings());
                 seen.push((tick.at.as_secs(), loc, drift));
                 assert!(tick.exposition.contains(&format!(

@@ -17,8 +17,8 @@ use crate::sysroot::SysRoot;
 pub(crate) struct CpuSample {
     /// The CPU.
     pub cpu: u32,
-    /// Interrupts by source (`LOC`, `24 nvme0q1`), only sources with a non-zero count (events).
-    pub interrupts: BTreeMap<String, u64>,
+    /// Interrupts per source, parallel to [`Sample::sources`] (events).
+    pub interrupts: Vec<u64>,
     /// Softirqs raised, by vector (`TIMER`, `NET_RX`) (events).
     pub softirqs: BTreeMap<String, u64>,
     /// The CPU's `/proc/stat` time counters, when it has a line.
@@ -32,6 +32,9 @@ pub(crate) struct CpuSample {
 /// One reading of every isolated CPU.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Sample {
+    /// The interrupt sources (`LOC`, `24 nvme0q1`), in `/proc/interrupts` order: a name is
+    /// made once per row, and each CPU keeps one count per source.
+    pub sources: Vec<String>,
     /// One entry per isolated CPU, ascending.
     pub cpus: Vec<CpuSample>,
     /// Problems met while reading (a missing file, a garbled line), with file and line.
@@ -54,14 +57,13 @@ impl Sample {
         let mut problems = Vec::new();
         // Line by line, keeping the isolated CPUs' counts only: on a large machine the file
         // is tens of megabytes, read every interval.
-        let mut rows = InterruptRows::new("/proc/interrupts");
+        let mut sources = Vec::new();
+        let mut rows = InterruptRows::keeping("/proc/interrupts", isolated);
         let read = root.read_lines("/proc/interrupts", |lineno, line| {
             rows.line(lineno, line, &mut warnings, |columns, row| {
+                sources.push(source_name(&row));
                 for sample in &mut cpus {
-                    let count = row.count_on(columns, sample.cpu);
-                    if count > 0 {
-                        sample.interrupts.insert(source_name(&row), count);
-                    }
+                    sample.interrupts.push(row.count_on(columns, sample.cpu));
                 }
             });
         });
@@ -108,9 +110,30 @@ impl Sample {
         }
         problems.extend(warnings.into_vec().into_iter().map(|w| w.to_string()));
         Sample {
+            sources,
             cpus,
             warnings: problems,
         }
+    }
+
+    /// The sources that interrupted `cpu` (a CPU of this sample), with their counts.
+    pub(crate) fn interrupts_of<'s>(
+        &'s self,
+        cpu: &'s CpuSample,
+    ) -> impl Iterator<Item = (&'s str, u64)> + 's {
+        self.sources
+            .iter()
+            .zip(&cpu.interrupts)
+            .filter(|(_, count)| **count > 0)
+            .map(|(source, count)| (source.as_str(), *count))
+    }
+
+    /// The count of `source` on the `at`-th CPU of the sample; 0 when absent.
+    #[cfg(test)]
+    pub(crate) fn count(&self, at: usize, source: &str) -> u64 {
+        self.interrupts_of(&self.cpus[at])
+            .find(|(s, _)| *s == source)
+            .map_or(0, |(_, c)| c)
     }
 }
 
@@ -164,10 +187,10 @@ mod tests {
         assert!(sample.warnings.is_empty(), "{:?}", sample.warnings);
         let cpu = &sample.cpus[0];
         assert_eq!(cpu.cpu, 1);
-        assert_eq!(cpu.interrupts["24 nvme0q1"], 7);
-        assert_eq!(cpu.interrupts["LOC"], 200);
+        assert_eq!(sample.count(0, "24 nvme0q1"), 7);
+        assert_eq!(sample.count(0, "LOC"), 200);
         assert!(
-            !cpu.interrupts.contains_key("RES"),
+            sample.interrupts_of(cpu).all(|(s, _)| s != "RES"),
             "zero counts are left out"
         );
         assert_eq!(cpu.softirqs["TIMER"], 20);

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::Tick;
-use super::sample::CpuSample;
+use super::sample::{CpuSample, Sample};
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
 const TICKS_PER_SECOND: f64 = 100.0;
@@ -53,18 +53,27 @@ pub(crate) fn intervals(tick: &Tick) -> Vec<CpuInterval> {
         .iter()
         .filter_map(|now| {
             let before = previous.cpus.iter().find(|c| c.cpu == now.cpu)?;
-            Some(interval(before, now))
+            Some(interval((previous, before), (tick.sample, now)))
         })
         .collect()
 }
 
-fn interval(before: &CpuSample, now: &CpuSample) -> CpuInterval {
+fn interval(
+    (previous, before): (&Sample, &CpuSample),
+    (sample, now): (&Sample, &CpuSample),
+) -> CpuInterval {
     let grown = |now: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>| {
         now.iter()
             .filter_map(|(name, count)| {
                 let delta = count.saturating_sub(before.get(name).copied().unwrap_or(0));
                 (delta > 0).then(|| (name.clone(), delta))
             })
+            .collect()
+    };
+    let named = |sample: &Sample, cpu: &CpuSample| -> BTreeMap<String, u64> {
+        sample
+            .interrupts_of(cpu)
+            .map(|(s, c)| (s.to_string(), c))
             .collect()
     };
     let seconds =
@@ -76,7 +85,7 @@ fn interval(before: &CpuSample, now: &CpuSample) -> CpuInterval {
         };
     CpuInterval {
         cpu: now.cpu,
-        interrupts: grown(&now.interrupts, &before.interrupts),
+        interrupts: grown(&named(sample, now), &named(previous, before)),
         softirqs: grown(&now.softirqs, &before.softirqs),
         irq_s: seconds(|t| t.irq),
         softirq_s: seconds(|t| t.softirq),

@@ -125,7 +125,8 @@ const FENCED_SINCE: (u32, u32) = (5, 11);
 const UNFENCED_UNTIL: (u32, u32) = (5, 8);
 
 fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
-    let expected = "x2APIC and TSC-deadline MSR writes not fenced (AMD/Hygon on Linux 6.8 or later)";
+    let expected =
+        "x2APIC and TSC-deadline MSR writes not fenced (AMD/Hygon on Linux 6.8 or later)";
     let id = match identity(ctx, expected) {
         Ok(id) => id,
         Err(unknown) => return *unknown,
@@ -141,8 +142,11 @@ fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     }
     let release = ctx.machine.kernel.release.get().map_or("?", String::as_str);
     let Some(version) = ctx.machine.kernel.version() else {
-        return RuleOutcome::unknown(format!("kernel release '{release}' has no version"), expected)
-            .evidence("/proc/sys/kernel/osrelease");
+        return RuleOutcome::unknown(
+            format!("kernel release '{release}' has no version"),
+            expected,
+        )
+        .evidence("/proc/sys/kernel/osrelease");
     };
     let outcome = if version >= UNFENCED_ON_AMD_SINCE {
         RuleOutcome::new(
@@ -161,12 +165,16 @@ fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     } else if version <= UNFENCED_UNTIL {
         RuleOutcome::new(
             Status::Pass,
-            format!("{vendor}, kernel {release}: predates the MSR fence (unless the distribution backported it)"),
+            format!(
+                "{vendor}, kernel {release}: predates the MSR fence (unless the distribution backported it)"
+            ),
             expected,
         )
     } else {
         RuleOutcome::unknown(
-            format!("{vendor}, kernel {release}: whether this release fences MSR writes is not known to lowlat (look for weak_wrmsr_fence in its source)"),
+            format!(
+                "{vendor}, kernel {release}: whether this release fences MSR writes is not known to lowlat (look for weak_wrmsr_fence in its source)"
+            ),
             expected,
         )
     };
