@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
-use crate::sysroot::{MAX_FILE_BYTES, Perms, Recorded, SysRoot, WriteError, write_file_atomically};
+use crate::sysroot::{
+    Durability, MAX_FILE_BYTES, Perms, Recorded, SysRoot, WriteError, write_file_atomically,
+};
 use crate::text::escape_controls;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).
@@ -291,7 +293,7 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
         tarball.as_slice(),
         ruzstd::encoding::CompressionLevel::Fastest,
     );
-    write_file_atomically(out, &compressed, Perms::mode(0o644))?;
+    write_file_atomically(out, &compressed, Perms::mode(0o644), Durability::Synced)?;
     Ok(manifest)
 }
 

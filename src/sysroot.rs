@@ -467,7 +467,8 @@ impl SysRoot {
         let (dir, name) = self
             .parent_dir(path)
             .map_err(|e| WriteError::new(path, "open the directory of", e))?;
-        replace_in_dir(&dir, &name, bytes, perms).map_err(|(op, e)| WriteError::new(path, op, e))
+        replace_in_dir(&dir, &name, bytes, perms, Durability::Synced)
+            .map_err(|(op, e)| WriteError::new(path, op, e))
     }
 
     /// Creates the missing directories of `path` and replaces the file atomically: a file of a
@@ -701,11 +702,28 @@ pub fn prepare_output_dir(dir: &Path, replace: bool) -> Result<(), OutputDirErro
     std::fs::create_dir_all(dir).map_err(|e| io("create the directory", e))
 }
 
+/// Whether a replaced file must survive a crash of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The file and its directory are fsynced: after a crash the file is the old or the new
+    /// one, never half of one (snapshots, plan artifacts, machine files).
+    Synced,
+    /// Readers never see half a file (the rename is atomic), but nothing waits for the disk: a
+    /// file rewritten every second whose loss in a crash does not matter (`lowlat watch`'s
+    /// textfile), where an fsync would cost block-device interrupts every interval.
+    Unsynced,
+}
+
 /// Writes `bytes` to the file `path` named by the user (a snapshot, a plan artifact) with the
-/// one atomic write lowlat has: a temporary file in the same directory gets the content,
-/// `perms` and an fsync, is renamed over `path`, and the directory is fsynced, so that a crash
-/// leaves either the old or the new file, never half of one.
-pub fn write_file_atomically(path: &Path, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
+/// one atomic write lowlat has: a temporary file in the same directory gets the content and
+/// `perms`, is renamed over `path`, and with [`Durability::Synced`] the file and the directory
+/// are fsynced, so that a crash leaves either the old or the new file, never half of one.
+pub fn write_file_atomically(
+    path: &Path,
+    bytes: &[u8],
+    perms: Perms,
+    durability: Durability,
+) -> Result<(), WriteError> {
     let shown = path.display().to_string();
     let (dir, name) = match (path.parent(), path.file_name()) {
         (Some(dir), Some(name)) => (dir, name),
@@ -728,7 +746,8 @@ pub fn write_file_atomically(path: &Path, bytes: &[u8], perms: Perms) -> Result<
         Mode::empty(),
     )
     .map_err(|e| WriteError::new(&shown, "open the directory of", e.into()))?;
-    replace_in_dir(&dir, name, bytes, perms).map_err(|(op, e)| WriteError::new(&shown, op, e))
+    replace_in_dir(&dir, name, bytes, perms, durability)
+        .map_err(|(op, e)| WriteError::new(&shown, op, e))
 }
 
 /// The atomic replacement of `name` in the open directory `dir`; on failure, what was being
@@ -738,6 +757,7 @@ fn replace_in_dir(
     name: &std::ffi::OsStr,
     bytes: &[u8],
     perms: Perms,
+    durability: Durability,
 ) -> Result<(), (&'static str, io::Error)> {
     use std::io::Write;
     let (tmp_name, file) =
@@ -751,13 +771,18 @@ fn replace_in_dir(
             std::os::unix::fs::fchown(&file, perms.uid, perms.gid)
                 .map_err(|e| ("set the owner of", e))?;
         }
-        file.sync_all().map_err(|e| ("fsync", e))?;
+        if durability == Durability::Synced {
+            file.sync_all().map_err(|e| ("fsync", e))?;
+        }
         rustix::fs::renameat(dir, &tmp_name, dir, name)
             .map_err(|e| ("rename a temporary file over", e.into()))
     })();
     if let Err(failure) = filled {
         let _ = rustix::fs::unlinkat(dir, &tmp_name, AtFlags::empty());
         return Err(failure);
+    }
+    if durability == Durability::Unsynced {
+        return Ok(());
     }
     rustix::fs::fsync(dir).map_err(|e| ("fsync the directory of", e.into()))
 }
@@ -1189,12 +1214,17 @@ mod tests {
     fn one_atomic_write_for_user_files() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("snap.lowlat");
-        write_file_atomically(&path, b"one", Perms::mode(0o644)).unwrap();
-        write_file_atomically(&path, b"two", Perms::mode(0o644)).unwrap();
+        write_file_atomically(&path, b"one", Perms::mode(0o644), Durability::Synced).unwrap();
+        write_file_atomically(&path, b"two", Perms::mode(0o644), Durability::Unsynced).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        let err = write_file_atomically(&dir.path().join("no/such"), b"x", Perms::mode(0o644))
-            .unwrap_err();
+        let err = write_file_atomically(
+            &dir.path().join("no/such"),
+            b"x",
+            Perms::mode(0o644),
+            Durability::Synced,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("no/such"), "{err}");
     }
 

@@ -12,7 +12,7 @@ use super::output::print;
 use super::{Cli, exit, values};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::Plan;
-use crate::sysroot::{Perms, write_file_atomically};
+use crate::sysroot::{Durability, Perms, write_file_atomically};
 use crate::watch::{SystemClock, Tick, Watch, serve, view};
 
 /// Options of `lowlat watch`.
@@ -162,8 +162,13 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
                 *shared = tick.exposition.to_string();
             }
             if let Some(file) = &args.textfile {
-                write_file_atomically(file, tick.exposition.as_bytes(), Perms::mode(0o644))
-                    .with_context(|| format!("--textfile {}", file.display()))?;
+                write_file_atomically(
+                    file,
+                    tick.exposition.as_bytes(),
+                    Perms::mode(0o644),
+                    Durability::Unsynced,
+                )
+                .with_context(|| format!("--textfile {}", file.display()))?;
             }
             if args.json {
                 print_line(&view::json_line(tick)?)?;
