@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# lowlat watch's own cost, and whether it disturbs what it watches.
+#
+# 1. On the generated 512-CPU machine (4,000 IRQs, 5,000 tasks; tests/fixtures/generate.py),
+#    `lowlat watch` of 128 isolated CPUs with a plan, 1 s interval, textfile output, for
+#    DURATION seconds: CPU time used (percent of one CPU) and peak RSS (VmHWM). Target: < 1 % and
+#    < 20 MB.
+# 2. On this machine, `lowlat measure jitter` on CPU 1 with `lowlat watch --isolated 1` running
+#    and without, PAIRS alternating pairs of RUN seconds (which goes first alternates):
+#    interruptions per second, each pair and the medians, and the spread of the runs without.
+#
+# Usage: bench/watch.sh [DURATION=30] [PAIRS=5] [RUN=10]. Needs: cargo, python3, 2+ CPUs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-30} pairs=${2:-5} run=${3:-10}
+cargo build --release --quiet
+bin=$PWD/target/release/lowlat
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+
+python3 tests/fixtures/generate.py --synthetic-512 "$work/synthetic-512" >/dev/null
+tree=$work/synthetic-512
+"$bin" --root "$tree" plan --out "$work/plan" >/dev/null
+"$bin" --root "$tree" watch --plan "$work/plan/plan.json" --isolated 128-255 --interval 1s \
+  --textfile "$work/lowlat.prom" &
+pid=$!
+sleep "$duration"
+ticks=$(getconf CLK_TCK)
+read -r utime stime < <(awk '{print $14, $15}' "/proc/$pid/stat")
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+kill "$pid"; wait "$pid" 2>/dev/null || true
+python3 - "$utime" "$stime" "$ticks" "$duration" "$hwm" <<'PY'
+import sys
+utime, stime, ticks, duration, hwm = map(float, sys.argv[1:])
+cpu = (utime + stime) / ticks
+print(f"512 CPUs, 128 watched, 1 s interval, {duration:.0f} s: CPU {cpu:.2f} s = {100*cpu/duration:.2f} % of one CPU; peak RSS {hwm/1024:.1f} MiB")
+PY
+
+jitter() {
+  "$bin" measure jitter --cpus 1 --threshold 1000 --duration "${run}s" --json 2>/dev/null |
+    python3 -c 'import json,sys; c=json.load(sys.stdin)["result"]["cpus"][0]; print(c["per_second"])'
+}
+with=() without=()
+for i in $(seq 1 "$pairs"); do
+  for order in $([ $((i % 2)) = 1 ] && echo "without with" || echo "with without"); do
+    if [ "$order" = with ]; then
+      "$bin" watch --isolated 1 --interval 1s --textfile "$work/live.prom" & wpid=$!
+      sleep 1
+      with+=("$(jitter)")
+      kill "$wpid"; wait "$wpid" 2>/dev/null || true
+    else
+      without+=("$(jitter)")
+    fi
+  done
+done
+python3 - "${without[*]}" "${with[*]}" <<'PY'
+import statistics, sys
+without = [float(x) for x in sys.argv[1].split()]
+with_ = [float(x) for x in sys.argv[2].split()]
+for i, (a, b) in enumerate(zip(without, with_), 1):
+    print(f"pair {i}: interruptions/s without watch {a:8.1f}, with watch {b:8.1f}")
+mw, mx = statistics.median(without), statistics.median(with_)
+print(f"median without {mw:.1f}/s (spread {min(without):.1f}-{max(without):.1f}), with {mx:.1f}/s; ratio with/without {mx/mw:.3f}")
+PY
