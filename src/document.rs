@@ -23,6 +23,7 @@
 //! | `measure-memlat`  | 2              | `measure memlat --json`        |                     |
 //! | `measure-c2c`     | 2              | `measure c2c --json`           |                     |
 //! | `measure-wakeup`  | 2              | `measure wakeup --json`        |                     |
+//! | `measure-ipi`     | 2              | `measure ipi --json`           |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
@@ -61,6 +62,8 @@ pub enum Kind {
     MeasureC2c,
     /// Cross-core wake-up latency (`lowlat measure wakeup`).
     MeasureWakeup,
+    /// Inter-processor interrupt cost (`lowlat measure ipi`).
+    MeasureIpi,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
 }
@@ -81,6 +84,7 @@ impl Kind {
             Kind::MeasureMemlat => 2,
             Kind::MeasureC2c => 2,
             Kind::MeasureWakeup => 2,
+            Kind::MeasureIpi => 2,
             Kind::MeasureFreq => 2,
         }
     }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use super::Cli;
-use super::measure_cpu::{C2cArgs, FreqArgs, WakeupArgs};
+use super::measure_cpu::{C2cArgs, FreqArgs, IpiArgs, WakeupArgs};
 use super::measure_mem::{MembwArgs, MemlatArgs};
 
 /// The exit codes of every measurement, as [`super::measure_common::results_exit`] gives them.
@@ -41,6 +41,9 @@ pub enum MeasureEngine {
     Wakeup(WakeupArgs),
     /// Effective frequency per CPU under load (boost, throttling, steadiness).
     Freq(FreqArgs),
+    /// Inter-processor interrupt cost per CPU pair, and IPI throughput of all CPUs at once,
+    /// through membarrier (no kernel module).
+    Ipi(IpiArgs),
 }
 
 /// Runs `lowlat measure`.
@@ -53,5 +56,6 @@ pub(crate) fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
         MeasureEngine::C2c(a) => super::measure_cpu::run_c2c(cli, a),
         MeasureEngine::Wakeup(a) => super::measure_cpu::run_wakeup(cli, a),
         MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
+        MeasureEngine::Ipi(a) => super::measure_cpu::run_ipi(cli, a),
     }
 }

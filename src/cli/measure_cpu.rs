@@ -9,6 +9,7 @@ use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
 use crate::measure::engines::freq::{self, FreqRequest};
+use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
 use crate::measure::runner::place;
 use crate::measure::runner::progress::Progress;
@@ -146,6 +147,92 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         &warnings,
         &run,
         || hardware::wakeup_text(&run, &breaks),
+        true,
+    )
+}
+
+/// Options of `lowlat measure ipi`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat measure ipi\n  \
+lowlat measure ipi --cpus 0-7 --csv > ipi.csv\n  lowlat measure ipi --mesh --duration 5s --json\n\n\
+What it measures: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) interrupts every other CPU \
+running a thread of this process and waits for each to answer. With the caller on CPU A and \
+one thread spinning on CPU B, one call is the IPI round trip A -> B -> A plus the system \
+call; the same call with no thread on B is the system call alone; the table is the \
+difference of the medians. --mesh runs a caller on every CPU at once (each call interrupts \
+all the others) and reports calls and IPIs per second, like ipi-bench's mesh-ipi.\n\n\
+How it differs from ipi-bench: ipi-bench is a kernel module that sends IPIs with \
+smp_call_function_single and times them in the kernel; lowlat needs no module, and its \
+figure includes membarrier's own work (the walk over the CPUs), so compare lowlat with \
+lowlat (before and after a kernel or BIOS change), not with ipi-bench. Needs Linux 4.14+ \
+with CONFIG_MEMBARRIER.")]
+pub struct IpiArgs {
+    /// The flags every hardware engine takes.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Timed calls per ordered pair, with the target thread running and without it.
+    #[arg(long, value_name = "N", default_value_t = 2000, allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
+    pub samples: u32,
+
+    /// Every CPU calls at once, for --duration: IPI throughput instead of pair latency.
+    #[arg(long)]
+    pub mesh: bool,
+
+    /// How long the mesh runs.
+    #[arg(long, value_name = "D", default_value = "2s", requires = "mesh", allow_hyphen_values = true, value_parser = values::duration)]
+    pub duration: std::time::Duration,
+
+    /// Print the matrix of round trips (ns) as CSV instead of tables.
+    #[arg(long, conflicts_with_all = ["json", "mesh"])]
+    pub csv: bool,
+}
+
+/// Runs `lowlat measure ipi`.
+pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
+    let session = open_session(cli, Engine::Ipi, args.common.cpus.as_ref())?;
+    let warnings = session.memory_warnings();
+    let cpus = session.cpus_by_locality();
+    if cpus.len() < 2 {
+        anyhow::bail!(
+            "--cpus {}: measure ipi needs at least two CPUs (one sends, one is interrupted)",
+            session.cpus.to_list()
+        );
+    }
+    if args.mesh {
+        let run = ipi::mesh(&cpus, args.duration, &session.stop)?;
+        return emit(
+            &session,
+            args.common.json,
+            Kind::MeasureIpi,
+            "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; each call \
+             interrupts every other CPU running a thread of the process and waits for it",
+            &warnings,
+            &run,
+            || hardware::ipi_mesh_text(&run),
+            true,
+        );
+    }
+    let request = IpiRequest {
+        samples: args.samples,
+    };
+    let mut progress = Progress::stderr("ipi", 0);
+    let run = ipi::run(&cpus, request, &session.stop, &mut progress)?;
+    progress.finish();
+    if args.csv {
+        return print_csv(&session, matrix::csv(&run.matrix_round_trip_ns));
+    }
+    let breaks = place::group_breaks(&session.places);
+    emit(
+        &session,
+        args.common.json,
+        Kind::MeasureIpi,
+        "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the sending CPU with a thread \
+         spinning on the interrupted CPU, minus the same call with no thread to interrupt \
+         (medians); CLOCK_MONOTONIC",
+        &warnings,
+        &run,
+        || hardware::ipi_text(&run, &breaks),
         true,
     )
 }

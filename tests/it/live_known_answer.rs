@@ -222,3 +222,23 @@ fn a_full_gap_buffer_is_reported_and_the_results_kept() {
     assert_eq!(cpu["buffer_full"], true);
     assert_eq!(cpu["interruptions"], 5);
 }
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody() {
+    // measure ipi: membarrier with a thread spinning on the other CPU waits for an IPI round
+    // trip; without one it is the system call alone. The difference must show in every pair.
+    let Some(_turn) = live() else { return };
+    let doc = measure(&["ipi", "--cpus", "0-1", "--samples", "1000"]);
+    assert_eq!(doc["kind"], "measure-ipi");
+    let pairs = doc["result"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    for pair in pairs {
+        let with = pair["with_target_ns"]["median"].as_f64().unwrap();
+        let without = pair["baseline_ns"]["median"].as_f64().unwrap();
+        assert!(with > without, "{pair}");
+        assert!(pair["round_trip_ns"].as_f64().unwrap() > 0.0, "{pair}");
+    }
+    let mesh = measure(&["ipi", "--cpus", "0-1", "--mesh", "--duration", "500ms"]);
+    assert!(mesh["result"]["ipis_per_second"].as_f64().unwrap() > 0.0);
+}

@@ -24,6 +24,8 @@ pub enum Engine {
     C2c,
     /// Cross-CPU futex wake-up.
     Wakeup,
+    /// Inter-processor interrupts through membarrier.
+    Ipi,
     /// Effective frequency.
     Freq,
 }
@@ -36,7 +38,7 @@ impl Engine {
     pub fn locks_memory(self) -> bool {
         matches!(
             self,
-            Engine::Jitter | Engine::Timer | Engine::C2c | Engine::Wakeup
+            Engine::Jitter | Engine::Timer | Engine::C2c | Engine::Wakeup | Engine::Ipi
         )
     }
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::measure::engines::c2c::C2cReport;
 use crate::measure::engines::freq::FreqRun;
+use crate::measure::engines::ipi::{IpiRun, MeshRun};
 use crate::measure::engines::membw::{MembwReport, StreamRun};
 use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
 use crate::measure::engines::wakeup::WakeupRun;
@@ -284,6 +285,61 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
             "{dropped} samples dropped because the sleeper was not asleep yet (raise --gap-us)"
         );
     }
+    out
+}
+
+/// `lowlat measure ipi` (pairs) as text.
+pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "IPI round trip, ns: membarrier(PRIVATE_EXPEDITED) on the sending CPU with a thread \
+         spinning on the interrupted CPU, minus the same call with no thread to interrupt \
+         (medians of {} calls each)",
+        run.config.samples
+    );
+    out.push_str(&matrix::table(&run.matrix_round_trip_ns, 0, breaks));
+    let trips: Vec<f64> = run.pairs.iter().map(|p| p.round_trip_ns).collect();
+    if let Some(s) = Summary::of(&trips) {
+        let _ = writeln!(
+            out,
+            "Pairs: lowest {:.0} ns, median {:.0} ns, highest {:.0} ns",
+            s.min, s.median, s.max
+        );
+    }
+    let baselines: Vec<f64> = run.pairs.iter().map(|p| p.baseline_ns.median).collect();
+    if let Some(s) = Summary::of(&baselines) {
+        let _ = writeln!(
+            out,
+            "The call alone (no IPI): median {:.0} ns over the sending CPUs",
+            s.median
+        );
+    }
+    out
+}
+
+/// `lowlat measure ipi --mesh` as text.
+pub(crate) fn ipi_mesh_text(run: &MeshRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "IPI mesh: every CPU calls membarrier(PRIVATE_EXPEDITED) in a loop for {:.1} s, each \
+         call interrupting all the others",
+        run.elapsed_ns as f64 / 1e9
+    );
+    let _ = writeln!(out, "{:>5} {:>12} {:>12}", "CPU", "calls", "calls/s");
+    for cpu in &run.cpus {
+        let _ = writeln!(
+            out,
+            "{:>5} {:>12} {:>12.0}",
+            cpu.cpu, cpu.calls, cpu.calls_per_second
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Total: {:.0} calls/s, {:.0} IPIs/s delivered",
+        run.calls_per_second, run.ipis_per_second
+    );
     out
 }
 

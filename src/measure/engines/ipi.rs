@@ -1,0 +1,385 @@
+//! `ipi`: the cost of an inter-processor interrupt between two CPUs, from user space and
+//! without a kernel module (seeds/003 measured Linux 6.8's AMD change with ipi-bench, which
+//! is one).
+//!
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` interrupts every other CPU that is running a
+//! thread of the calling process and returns once each has run the handler (a full memory
+//! barrier). With the caller on CPU A, one thread spinning on CPU B and every other thread of
+//! the process asleep, one call is: the system call, an IPI from A to B, B's handler, and A
+//! seeing B's acknowledgement. The same call before B's thread exists walks the CPUs and sends
+//! nothing: the difference of the medians is the IPI round trip. ipi-bench sends its IPIs from
+//! the kernel with `smp_call_function_single`; here membarrier's own work is on the path too,
+//! so the figures compare between kernels and machines (before and after a change), not one to
+//! one with ipi-bench's.
+//!
+//! The mesh mode (ipi-bench's `mesh-ipi`) runs a caller on every CPU at once: each call
+//! interrupts all the others, and the result is calls and IPIs per second.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::measure::matrix::Matrix;
+use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::summary::Summary;
+
+/// `MEMBARRIER_CMD_QUERY`: which commands the kernel supports.
+const CMD_QUERY: libc::c_int = 0;
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`: a barrier on every CPU running this process.
+const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`: the registration it needs first.
+const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// Calls taken first on each side and not timed (caches, the first IPI's slow path).
+const WARM_UP: u32 = 20;
+
+/// How a pair run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct IpiRequest {
+    /// Timed calls per pair, with the target thread running and, before, without it.
+    pub samples: u32,
+}
+
+/// The IPI cost from one CPU to another.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct IpiLatency {
+    /// The CPU that calls membarrier (sends the IPI).
+    pub from_cpu: u32,
+    /// The CPU whose spinning thread is interrupted.
+    pub to_cpu: u32,
+    /// One membarrier call with the target thread running: the IPI round trip plus the
+    /// system call (ns).
+    pub with_target_ns: Summary,
+    /// One membarrier call with no other thread running: the system call alone (ns).
+    pub baseline_ns: Summary,
+    /// The IPI round trip: median with the target minus median without (ns).
+    pub round_trip_ns: f64,
+}
+
+/// A whole pair run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct IpiRun {
+    /// The CPUs, in the order of the matrix (locality order).
+    pub cpus: Vec<u32>,
+    /// How each pair was measured.
+    pub config: IpiRequest,
+    /// Every measured ordered pair, in measuring order.
+    pub pairs: Vec<IpiLatency>,
+    /// IPI round trip in ns, row = sending CPU, column = interrupted CPU.
+    pub matrix_round_trip_ns: Matrix,
+}
+
+/// Calls per CPU in the mesh mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct MeshCpu {
+    /// The CPU.
+    pub cpu: u32,
+    /// membarrier calls it completed (each interrupting every other CPU of the run).
+    pub calls: u64,
+    /// Its calls per second (1/s).
+    pub calls_per_second: f64,
+}
+
+/// The mesh mode's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct MeshRun {
+    /// How long the callers ran (ns).
+    pub elapsed_ns: u64,
+    /// Per CPU.
+    pub cpus: Vec<MeshCpu>,
+    /// Calls per second over all CPUs (1/s).
+    pub calls_per_second: f64,
+    /// IPIs delivered per second: each call interrupts the other CPUs of the run (1/s).
+    pub ipis_per_second: f64,
+}
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IpiError {
+    /// The kernel lacks the membarrier command.
+    #[error(
+        "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available: {0} (it needs Linux 4.14 or later built with CONFIG_MEMBARRIER)"
+    )]
+    Unsupported(String),
+    /// A thread could not be pinned.
+    #[error("CPU {cpu}: cannot pin a thread there: {message} (is the CPU online and allowed?)")]
+    Pin {
+        /// The CPU.
+        cpu: u32,
+        /// The error.
+        message: String,
+    },
+    /// The configuration is unusable.
+    #[error("{0}")]
+    Config(String),
+}
+
+fn membarrier(cmd: libc::c_int) -> Result<libc::c_long, std::io::Error> {
+    // SAFETY: membarrier takes a command, flags and a CPU id, and touches no memory of ours.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Checks that the kernel has the command and registers this process for it (once per
+/// process; registering again is harmless).
+pub(crate) fn register() -> Result<(), IpiError> {
+    let supported = membarrier(CMD_QUERY).map_err(|e| IpiError::Unsupported(e.to_string()))?;
+    let needed = libc::c_long::from(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED);
+    if supported & needed != needed {
+        return Err(IpiError::Unsupported(format!(
+            "the kernel supports commands {supported:#x} only"
+        )));
+    }
+    membarrier(CMD_REGISTER_PRIVATE_EXPEDITED)
+        .map(drop)
+        .map_err(|e| IpiError::Unsupported(e.to_string()))
+}
+
+fn pin(cpu: u32) -> Result<(), IpiError> {
+    pin_current_thread(cpu).map_err(|e| IpiError::Pin {
+        cpu,
+        message: e.to_string(),
+    })
+}
+
+/// Times `samples` membarrier calls after the warm-up; fewer when stopped.
+fn timed_calls(samples: u32, stop: &StopFlag) -> Vec<f64> {
+    for _ in 0..WARM_UP {
+        let _ = membarrier(CMD_PRIVATE_EXPEDITED);
+    }
+    let mut times = Vec::with_capacity(samples as usize);
+    for _ in 0..samples {
+        if should_stop(stop) {
+            break;
+        }
+        let start = monotonic_ns();
+        let _ = membarrier(CMD_PRIVATE_EXPEDITED);
+        times.push(monotonic_ns().saturating_sub(start) as f64);
+    }
+    times
+}
+
+/// Measures the IPI cost from `from` to `to`; `None` when stopped before a sample.
+pub(crate) fn measure_pair(
+    from: u32,
+    to: u32,
+    config: IpiRequest,
+    stop: &StopFlag,
+) -> Result<Option<IpiLatency>, IpiError> {
+    if from == to {
+        return Err(IpiError::Config(format!(
+            "CPU {from} cannot interrupt itself (a pair needs two CPUs)"
+        )));
+    }
+    if config.samples == 0 {
+        return Err(IpiError::Config("samples must be at least 1".into()));
+    }
+    register()?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                pin(from)?;
+                let baseline = timed_calls(config.samples, stop);
+                let spinning = AtomicBool::new(false);
+                let done = AtomicBool::new(false);
+                let target = std::thread::scope(|inner| {
+                    let spinner = inner.spawn(|| {
+                        let pinned = pin(to);
+                        spinning.store(true, Ordering::Release);
+                        if pinned.is_ok() {
+                            while !done.load(Ordering::Relaxed) {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        pinned
+                    });
+                    while !spinning.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    let times = timed_calls(config.samples, stop);
+                    done.store(true, Ordering::Relaxed);
+                    let pinned = spinner.join().unwrap_or_else(|_| {
+                        Err(IpiError::Config("the spinning thread panicked".into()))
+                    });
+                    pinned.map(|()| times)
+                })?;
+                let (Some(baseline_ns), Some(with_target_ns)) =
+                    (Summary::of(&baseline), Summary::of(&target))
+                else {
+                    return Ok(None);
+                };
+                Ok(Some(IpiLatency {
+                    from_cpu: from,
+                    to_cpu: to,
+                    round_trip_ns: with_target_ns.median - baseline_ns.median,
+                    with_target_ns,
+                    baseline_ns,
+                }))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(IpiError::Config("the calling thread panicked".into())))
+    })
+}
+
+/// Measures every ordered pair of distinct `cpus`. Ctrl-C or `stop` ends the run; pairs done so
+/// far are kept.
+pub(crate) fn run(
+    cpus: &[u32],
+    config: IpiRequest,
+    stop: &StopFlag,
+    progress: &mut Progress,
+) -> Result<IpiRun, IpiError> {
+    check_two(cpus).map_err(|e| IpiError::Config(e.to_string()))?;
+    register()?;
+    let order: Vec<(usize, usize)> = (0..cpus.len())
+        .flat_map(|i| {
+            (0..cpus.len())
+                .filter(move |&j| j != i)
+                .map(move |j| (i, j))
+        })
+        .collect();
+    let measured = measure_pairs(
+        cpus,
+        &order,
+        stop,
+        progress,
+        |from, to| format!("CPU {from} interrupts CPU {to}"),
+        |from, to| measure_pair(from, to, config, stop),
+    )?;
+    let mut matrix = Matrix::numbered("sending cpu", "interrupted cpu", cpus, cpus);
+    let mut pairs = Vec::with_capacity(measured.len());
+    for (i, j, pair) in measured {
+        matrix.set(i, j, pair.round_trip_ns);
+        pairs.push(pair);
+    }
+    Ok(IpiRun {
+        cpus: cpus.to_vec(),
+        config,
+        pairs,
+        matrix_round_trip_ns: matrix,
+    })
+}
+
+/// Every CPU of `cpus` calls membarrier in a loop for `duration` (or until stopped), each call
+/// interrupting all the others.
+pub(crate) fn mesh(cpus: &[u32], duration: Duration, stop: &StopFlag) -> Result<MeshRun, IpiError> {
+    check_two(cpus).map_err(|e| IpiError::Config(e.to_string()))?;
+    register()?;
+    let counts: Vec<AtomicU64> = cpus.iter().map(|_| AtomicU64::new(0)).collect();
+    let go = AtomicBool::new(false);
+    let end = AtomicBool::new(false);
+    let started = Instant::now();
+    let results: Vec<Result<(), IpiError>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = cpus
+            .iter()
+            .zip(&counts)
+            .map(|(&cpu, count)| {
+                let (go, end) = (&go, &end);
+                scope.spawn(move || {
+                    pin(cpu)?;
+                    while !go.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    let mut calls = 0;
+                    while !end.load(Ordering::Relaxed) {
+                        let _ = membarrier(CMD_PRIVATE_EXPEDITED);
+                        calls += 1;
+                    }
+                    count.store(calls, Ordering::Relaxed);
+                    Ok(())
+                })
+            })
+            .collect();
+        go.store(true, Ordering::Release);
+        while started.elapsed() < duration && !should_stop(stop) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        end.store(true, Ordering::Relaxed);
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(IpiError::Config("a caller thread panicked".into())))
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed();
+    results.into_iter().collect::<Result<Vec<()>, _>>()?;
+    let seconds = elapsed.as_secs_f64();
+    let cpus: Vec<MeshCpu> = cpus
+        .iter()
+        .zip(&counts)
+        .map(|(&cpu, count)| {
+            let calls = count.load(Ordering::Relaxed);
+            MeshCpu {
+                cpu,
+                calls,
+                calls_per_second: calls as f64 / seconds,
+            }
+        })
+        .collect();
+    let calls_per_second: f64 = cpus.iter().map(|c| c.calls_per_second).sum();
+    Ok(MeshRun {
+        elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+        ipis_per_second: calls_per_second * (cpus.len() - 1) as f64,
+        calls_per_second,
+        cpus,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_has_a_positive_finite_round_trip() {
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
+        if cpus.len() < 2 || register().is_err() {
+            return; // a one-CPU machine, or a kernel without membarrier
+        }
+        let config = IpiRequest { samples: 200 };
+        let run = run(&cpus, config, &StopFlag::new(), &mut Progress::silent()).unwrap();
+        assert_eq!(run.pairs.len(), 2);
+        for pair in &run.pairs {
+            assert_eq!(pair.with_target_ns.count, 200);
+            assert!(pair.baseline_ns.min > 0.0, "{pair:?}");
+            // Other tests' threads run in this process, so the baseline may include IPIs to
+            // them: that with-target costs more is checked on the binary (tests/it).
+            assert!(pair.round_trip_ns.is_finite() && pair.round_trip_ns.abs() < 1e8);
+        }
+        assert!(run.matrix_round_trip_ns.get(0, 1).is_some());
+    }
+
+    #[test]
+    fn the_mesh_counts_calls_on_every_cpu() {
+        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
+        if cpus.len() < 2 || register().is_err() {
+            return;
+        }
+        let run = mesh(&cpus, Duration::from_millis(200), &StopFlag::new()).unwrap();
+        assert!(run.cpus.iter().all(|c| c.calls > 0), "{run:?}");
+        assert_eq!(run.ipis_per_second, run.calls_per_second);
+    }
+
+    #[test]
+    fn bad_pairs_are_refused() {
+        let stop = StopFlag::new();
+        let config = IpiRequest { samples: 5 };
+        assert!(measure_pair(0, 0, config, &stop).is_err());
+        assert!(run(&[0], config, &stop, &mut Progress::silent()).is_err());
+        assert!(mesh(&[0], Duration::from_millis(1), &stop).is_err());
+    }
+}
