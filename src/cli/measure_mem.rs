@@ -9,7 +9,9 @@ use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
-use crate::measure::engines::membw::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+use crate::measure::engines::membw::{
+    Kernels, MembwPlan, MembwPlanError, MembwRequest, MembwWarning, Stores,
+};
 use crate::measure::engines::memlat::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
@@ -45,6 +47,22 @@ pub struct MembwArgs {
     /// Iterations of the four kernels (STREAM's NTIMES); the first is discarded.
     #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = values::count(2u32, u32::MAX))]
     pub ntimes: u32,
+
+    /// How the kernels write: `normal` stores (STREAM's figure) or `streaming`
+    /// (non-temporal) stores, which skip the read of each written line: another, higher
+    /// figure, never mixed with STREAM's. The kernels run on the widest vector unit the CPU
+    /// has (AVX-512, AVX2, SSE2); the output says which.
+    #[arg(long, value_name = "KIND", default_value = "normal")]
+    pub stores: StoresArg,
+}
+
+/// `--stores`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoresArg {
+    /// Normal stores: STREAM's accounting.
+    Normal,
+    /// Non-temporal stores.
+    Streaming,
 }
 
 /// Options of `lowlat measure memlat`.
@@ -113,13 +131,20 @@ fn parse_window(text: &str) -> Result<Window, String> {
 
 impl MembwArgs {
     /// The request these flags ask for.
-    fn request(&self) -> MembwRequest {
-        MembwRequest {
+    fn request(&self) -> Result<MembwRequest> {
+        let stores = match self.stores {
+            StoresArg::Normal => Stores::Normal,
+            StoresArg::Streaming => Stores::Streaming,
+        };
+        let kernels =
+            Kernels::detect(stores).map_err(|e| anyhow::anyhow!("--stores streaming: {e}"))?;
+        Ok(MembwRequest {
             threads: self.threads,
             nodes: self.nodes.clone(),
             array_bytes: self.size,
             ntimes: self.ntimes,
-        }
+            kernels,
+        })
     }
 }
 
@@ -130,7 +155,7 @@ fn plan_membw(
     budget: &MemoryBudget,
     args: &MembwArgs,
 ) -> Result<MembwPlan> {
-    args.request()
+    args.request()?
         .plan(topology, places, budget)
         .map_err(|e| {
             let flag = match &e {

@@ -7,7 +7,7 @@ use crate::machine::topology::{CacheKind, Topology};
 use crate::measure::engines::c2c::C2cReport;
 use crate::measure::engines::freq::FreqRun;
 use crate::measure::engines::ipi::{IpiRun, MeshRun};
-use crate::measure::engines::membw::{MembwReport, StreamRun};
+use crate::measure::engines::membw::{MembwReport, Stores, StreamRun};
 use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
 use crate::measure::engines::wakeup::WakeupRun;
 use crate::measure::runner::summary::Summary;
@@ -101,6 +101,14 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         run.cpus.len(),
         cpu_list(&run.cpus)
     );
+    let _ = writeln!(out, "Kernels: {}", run.implementation.describe());
+    if run.implementation.stores == Stores::Streaming {
+        let _ = writeln!(
+            out,
+            "Streaming stores skip the read of each written line: these rates are not \
+             STREAM's figure (STREAM counts the same bytes, with the reads its stores cost)"
+        );
+    }
     let _ = writeln!(
         out,
         "Each kernel ran {} times; the best rate skips the first; times include thread dispatch\n",

@@ -14,8 +14,10 @@
 //!
 //! Figures are labelled [`LABEL`], as stream.c's licence asks of reimplementations.
 
+mod kernels;
 mod request;
 
+pub(crate) use kernels::{Kernels, Stores};
 pub(crate) use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
 
 use serde::Serialize;
@@ -98,6 +100,8 @@ pub(crate) struct StreamConfig {
     pub ntimes: usize,
     /// Bind the arrays to this NUMA node; `None` leaves placement to first touch.
     pub memory_node: Option<u32>,
+    /// The vector unit and stores the kernels use.
+    pub kernels: Kernels,
 }
 
 /// The rate of one kernel over the kept iterations.
@@ -150,6 +154,9 @@ pub(crate) struct StreamRun {
     pub ntimes: usize,
     /// Iterations completed (fewer when interrupted).
     pub iterations_done: usize,
+    /// The vector unit the kernels ran on and the kind of stores (streaming stores give
+    /// another figure than STREAM's).
+    pub implementation: Kernels,
     /// Duration of the untimed-in-STREAM `a = 2a` check pass, microseconds.
     pub check_pass_us: f64,
     /// Per kernel, in stream.c's order; empty when fewer than two iterations completed.
@@ -339,71 +346,6 @@ fn kernel_rate(kernel: Kernel, elements: usize, times: &[f64]) -> Option<KernelR
     })
 }
 
-// The kernels. Each works on one thread's chunks. Copy is written so that LLVM cannot turn it
-// into a memcpy call: glibc's memcpy switches to non-temporal stores on large copies, which
-// changes the traffic STREAM counts (research §6(b) rule 7).
-
-/// `c = a`.
-fn copy(c: &mut [f64], a: &[f64]) {
-    let mut dst = c.chunks_exact_mut(4);
-    let mut src = a.chunks_exact(4);
-    for (d, s) in (&mut dst).zip(&mut src) {
-        d.copy_from_slice(&opaque([s[0], s[1], s[2], s[3]]));
-    }
-    for (d, s) in dst.into_remainder().iter_mut().zip(src.remainder()) {
-        *d = *s;
-    }
-}
-
-/// `b = scalar * c`.
-fn scale(b: &mut [f64], c: &[f64]) {
-    for (b, c) in b.iter_mut().zip(c) {
-        *b = SCALAR * *c;
-    }
-}
-
-/// `c = a + b`.
-fn add(c: &mut [f64], a: &[f64], b: &[f64]) {
-    for ((c, a), b) in c.iter_mut().zip(a).zip(b) {
-        *c = *a + *b;
-    }
-}
-
-/// `a = b + scalar * c`.
-fn triad(a: &mut [f64], b: &[f64], c: &[f64]) {
-    for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
-        *a = *b + SCALAR * *c;
-    }
-}
-
-/// Returns `v` unchanged in registers, hiding from the optimiser that it is a plain copy.
-#[inline(always)]
-fn opaque(v: [f64; 4]) -> [f64; 4] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::{_mm_loadu_pd, _mm_storeu_pd};
-        let mut out = [0.0; 4];
-        // SAFETY: SSE2 is part of x86_64; the pointers address 4 f64 each; the asm is empty.
-        unsafe {
-            let mut lo = _mm_loadu_pd(v.as_ptr());
-            let mut hi = _mm_loadu_pd(v.as_ptr().add(2));
-            core::arch::asm!(
-                "/* {0} {1} */",
-                inout(xmm_reg) lo,
-                inout(xmm_reg) hi,
-                options(pure, nomem, nostack, preserves_flags)
-            );
-            _mm_storeu_pd(out.as_mut_ptr(), lo);
-            _mm_storeu_pd(out.as_mut_ptr().add(2), hi);
-        }
-        out
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        std::hint::black_box(v)
-    }
-}
-
 /// Splits `values` into the chunks `ranges` (contiguous, in order, covering it).
 fn split_chunks<'a>(mut values: &'a mut [f64], ranges: &[Range<usize>]) -> Vec<&'a mut [f64]> {
     let mut out = Vec::with_capacity(ranges.len());
@@ -500,7 +442,7 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
             .enumerate()
             .map(|(k, (((a, b), c), &cpu))| {
                 let shared = &shared;
-                scope.spawn(move || worker(k == 0, cpu, [a, b, c], config.ntimes, shared, stop))
+                scope.spawn(move || worker(k == 0, cpu, [a, b, c], config, shared, stop))
             })
             .collect();
         handles
@@ -519,10 +461,11 @@ fn worker(
     leader: bool,
     cpu: u32,
     [a, b, c]: [&mut [f64]; 3],
-    ntimes: usize,
+    config: &StreamConfig,
     shared: &Shared,
     stop: &StopFlag,
 ) -> ThreadOutcome {
+    let kernels = config.kernels;
     if let Err(e) = pin_current_thread(cpu)
         && let Ok(mut failed) = shared.failed.lock()
     {
@@ -543,7 +486,7 @@ fn worker(
         check_pass_s: shared.phase(leader, || a.iter_mut().for_each(|x| *x *= 2.0)),
         ..ThreadOutcome::default()
     };
-    for _ in 0..ntimes {
+    for _ in 0..config.ntimes {
         if leader && should_stop(stop) {
             shared.stop_now.store(true, Ordering::Relaxed);
         }
@@ -552,10 +495,10 @@ fn worker(
             break;
         }
         let times = [
-            shared.phase(leader, || copy(c, a)),
-            shared.phase(leader, || scale(b, c)),
-            shared.phase(leader, || add(c, a, b)),
-            shared.phase(leader, || triad(a, b, c)),
+            shared.phase(leader, || kernels.copy(c, a)),
+            shared.phase(leader, || kernels.scale(b, c)),
+            shared.phase(leader, || kernels.add(c, a, b)),
+            shared.phase(leader, || kernels.triad(a, b, c)),
         ];
         for (all, t) in out.times.iter_mut().zip(times) {
             all.push(t);
@@ -599,6 +542,7 @@ fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
         array_bytes: (config.elements * size_of::<f64>()) as u64,
         ntimes: config.ntimes,
         iterations_done: iterations,
+        implementation: config.kernels,
         check_pass_us: leader.check_pass_s * 1e6,
         kernels,
         validation: validate(&errors, config.elements, expected_values(iterations)),
@@ -639,20 +583,6 @@ mod tests {
         assert_eq!(expected_values(0), [2.0, 2.0, 0.0]);
         // c = 2, b = 6, c = 8, a = 6 + 24 = 30.
         assert_eq!(expected_values(1), [30.0, 6.0, 8.0]);
-    }
-
-    #[test]
-    fn kernels_compute_stream_values() {
-        let mut a = vec![2.0; 7];
-        let mut b = vec![2.0; 7];
-        let mut c = vec![0.0; 7];
-        copy(&mut c, &a);
-        scale(&mut b, &c);
-        add(&mut c, &a, &b);
-        triad(&mut a, &b, &c);
-        let [ea, eb, ec] = expected_values(1);
-        assert!(a.iter().all(|&x| x == ea) && b.iter().all(|&x| x == eb));
-        assert!(c.iter().all(|&x| x == ec));
     }
 
     #[test]
@@ -706,6 +636,7 @@ mod tests {
             elements: 200_003,
             ntimes: 4,
             memory_node: Some(0),
+            kernels: Kernels::detect(Stores::Normal).unwrap(),
         };
         let run = run(&config, &StopFlag::new()).unwrap();
         assert_eq!(run.iterations_done, 4);
@@ -728,6 +659,7 @@ mod tests {
             elements: 1000,
             ntimes: 5,
             memory_node: None,
+            kernels: Kernels::detect(Stores::Normal).unwrap(),
         };
         let run = run(&config, &stop).unwrap();
         assert_eq!(run.iterations_done, 0);
@@ -744,6 +676,7 @@ mod tests {
             elements: 100,
             ntimes: 2,
             memory_node: None,
+            kernels: Kernels::detect(Stores::Normal).unwrap(),
         };
         let one = StreamConfig {
             ntimes: 1,

@@ -3,7 +3,7 @@
 //! then the run of that plan: the whole machine, then each cell of the matrix.
 
 use super::{
-    Kernel, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, run,
+    Kernel, Kernels, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, run,
     stream_array_bytes,
 };
 use crate::machine::CpuSet;
@@ -28,6 +28,8 @@ pub(crate) struct MembwRequest {
     pub array_bytes: Option<u64>,
     /// Iterations of the four kernels (STREAM's NTIMES, at least 2).
     pub ntimes: u32,
+    /// The vector unit and stores of the kernels.
+    pub kernels: Kernels,
 }
 
 /// Everything decided before a membw run.
@@ -49,6 +51,8 @@ pub(crate) struct MembwPlan {
     pub columns: Vec<u32>,
     /// Rules bent, which the user should know about.
     pub warnings: Vec<MembwWarning>,
+    /// The vector unit and stores of the kernels.
+    pub kernels: Kernels,
 }
 
 /// A STREAM rule the plan bends.
@@ -175,6 +179,7 @@ impl MembwRequest {
             rows,
             columns: columns.iter().map(|n| n.id).collect(),
             warnings,
+            kernels: self.kernels,
         })
     }
 }
@@ -197,6 +202,7 @@ impl MembwPlan {
             elements: self.elements,
             ntimes: self.ntimes,
             memory_node,
+            kernels: self.kernels,
         };
         progress.step(&format!(
             "{} threads, 3 × {}",
@@ -258,6 +264,7 @@ mod tests {
             threads: None,
             nodes: None,
             array_bytes: None,
+            kernels: Kernels::detect(crate::measure::engines::membw::Stores::Normal).unwrap(),
             ntimes: 10,
         }
     }
