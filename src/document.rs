@@ -24,6 +24,7 @@
 //! | `measure-c2c`     | 2              | `measure c2c --json`           |                     |
 //! | `measure-wakeup`  | 2              | `measure wakeup --json`        |                     |
 //! | `measure-ipi`     | 2              | `measure ipi --json`           |                     |
+//! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
@@ -64,6 +65,8 @@ pub enum Kind {
     MeasureWakeup,
     /// Inter-processor interrupt cost (`lowlat measure ipi`).
     MeasureIpi,
+    /// Hardware and firmware latency from the hwlat tracer (`lowlat measure hwlat`).
+    MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
 }
@@ -85,6 +88,7 @@ impl Kind {
             Kind::MeasureC2c => 2,
             Kind::MeasureWakeup => 2,
             Kind::MeasureIpi => 2,
+            Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
         }
     }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use super::Cli;
-use super::measure_cpu::{C2cArgs, FreqArgs, IpiArgs, WakeupArgs};
+use super::measure_cpu::{C2cArgs, FreqArgs, HwlatArgs, IpiArgs, WakeupArgs};
 use super::measure_mem::{MembwArgs, MemlatArgs};
 
 /// The exit codes of every measurement, as [`super::measure_common::results_exit`] gives them.
@@ -44,6 +44,9 @@ pub enum MeasureEngine {
     /// Inter-processor interrupt cost per CPU pair, and IPI throughput of all CPUs at once,
     /// through membarrier (no kernel module).
     Ipi(IpiArgs),
+    /// Latency the hardware and firmware add (SMIs, hypervisor exits) through the kernel's
+    /// hwlat tracer, as hwlatdetect reports it.
+    Hwlat(HwlatArgs),
 }
 
 /// Runs `lowlat measure`.
@@ -57,5 +60,6 @@ pub(crate) fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
         MeasureEngine::Wakeup(a) => super::measure_cpu::run_wakeup(cli, a),
         MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
         MeasureEngine::Ipi(a) => super::measure_cpu::run_ipi(cli, a),
+        MeasureEngine::Hwlat(a) => super::measure_cpu::run_hwlat(cli, a),
     }
 }

@@ -9,6 +9,7 @@ use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
 use crate::measure::engines::freq::{self, FreqRequest};
+use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
 use crate::measure::runner::place;
@@ -233,6 +234,75 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
         &warnings,
         &run,
         || hardware::ipi_text(&run, &breaks),
+        true,
+    )
+}
+
+/// Options of `lowlat measure hwlat`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat measure hwlat                       # hwlatdetect's defaults: 120 s\n  \
+lowlat measure hwlat --duration 10m --threshold 5us --json\n\n\
+The kernel's hwlat tracer spins one CPU at a time with interrupts off for --width of every \
+--window and records gaps of at least --threshold: time taken by the hardware or firmware \
+(SMIs) or, in a VM, by the hypervisor. Needs root, tracefs and CONFIG_HWLAT_TRACER; every \
+tracefs option it sets is put back afterwards, also on error or Ctrl-C. While it runs, the \
+CPU it samples is unusable for --width of every --window: do not run it beside production."
+)]
+pub struct HwlatArgs {
+    /// Print the versioned JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// How long the tracer runs.
+    #[arg(long, value_name = "D", default_value = "120s", allow_hyphen_values = true, value_parser = values::duration)]
+    pub duration: std::time::Duration,
+
+    /// The period of one sampling burst.
+    #[arg(long, value_name = "D", default_value = "1s", allow_hyphen_values = true, value_parser = values::duration)]
+    pub window: std::time::Duration,
+
+    /// How long each burst spins with interrupts off (at most --window).
+    #[arg(long, value_name = "D", default_value = "500ms", allow_hyphen_values = true, value_parser = values::duration)]
+    pub width: std::time::Duration,
+
+    /// Gaps at or above this are recorded (whole microseconds).
+    #[arg(long, value_name = "D", default_value = "10us", allow_hyphen_values = true, value_parser = values::duration)]
+    pub threshold: std::time::Duration,
+}
+
+/// Runs `lowlat measure hwlat`.
+pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
+    if args.width > args.window {
+        anyhow::bail!(
+            "--width {:?}: must be at most --window ({:?})",
+            args.width,
+            args.window
+        );
+    }
+    let session = open_session(cli, Engine::Hwlat, None)?;
+    let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let request = HwlatRequest {
+        duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
+        window_us: micros(args.window),
+        width_us: micros(args.width),
+        threshold_us: micros(args.threshold).max(1),
+    };
+    hwlat::find_tracefs(session.root())?;
+    eprintln!(
+        "lowlat measure hwlat: tracing for {:?} (Ctrl-C ends it early)",
+        args.duration
+    );
+    let run = hwlat::run(session.root(), request, &session.stop)?;
+    emit(
+        &session,
+        args.json,
+        Kind::MeasureHwlat,
+        "the kernel's hwlat tracer: one CPU at a time spins with interrupts off for width of \
+         every window reading the clock; gaps at or above the threshold are recorded",
+        &[],
+        &run,
+        || hardware::hwlat_text(&run),
         true,
     )
 }

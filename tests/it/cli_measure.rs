@@ -212,3 +212,29 @@ fn cpus_that_do_not_exist_are_refused_alike_by_every_engine() {
         ));
     }
 }
+
+#[test]
+fn hwlat_says_when_the_kernel_lacks_the_tracer_and_refuses_a_width_above_the_window() {
+    lowlat(&["measure", "hwlat", "--width", "2s"])
+        .code(2)
+        .stderr(contains("--width 2s: must be at most --window (1s)"));
+    // On a kernel with tracefs and the hwlat tracer (and root) this traces for a second;
+    // elsewhere it must say what is missing, with exit 2.
+    let out = crate::support::lowlat(&["measure", "hwlat", "--duration", "1s", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["kind"], "measure-hwlat");
+        }
+        code => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(
+                stderr.contains("the hwlat tracer is not available on this kernel"),
+                "{stderr}"
+            );
+        }
+    }
+}

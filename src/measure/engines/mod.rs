@@ -2,6 +2,7 @@
 
 pub(crate) mod c2c;
 pub(crate) mod freq;
+pub(crate) mod hwlat;
 pub(crate) mod ipi;
 pub(crate) mod jitter;
 pub(crate) mod membw;

@@ -26,6 +26,8 @@ pub enum Engine {
     Wakeup,
     /// Inter-processor interrupts through membarrier.
     Ipi,
+    /// The kernel's hwlat tracer.
+    Hwlat,
     /// Effective frequency.
     Freq,
 }

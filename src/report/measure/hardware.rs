@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::measure::engines::c2c::C2cReport;
 use crate::measure::engines::freq::FreqRun;
+use crate::measure::engines::hwlat::HwlatRun;
 use crate::measure::engines::ipi::{IpiRun, MeshRun};
 use crate::measure::engines::membw::{MembwReport, Stores, StreamRun};
 use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
@@ -348,6 +349,45 @@ pub(crate) fn ipi_mesh_text(run: &MeshRun) -> String {
         "Total: {:.0} calls/s, {:.0} IPIs/s delivered",
         run.calls_per_second, run.ipis_per_second
     );
+    out
+}
+
+/// `lowlat measure hwlat` as text, with hwlatdetect's summary lines.
+pub(crate) fn hwlat_text(run: &HwlatRun) -> String {
+    let mut out = String::new();
+    let c = &run.config;
+    let _ = writeln!(
+        out,
+        "hwlat tracer ({}): ran {:.1} s, window {} µs, width {} µs, threshold {} µs",
+        run.tracefs,
+        run.elapsed_ns as f64 / 1e9,
+        c.window_us,
+        c.width_us,
+        c.threshold_us
+    );
+    let _ = writeln!(out, "Samples recorded: {}", run.samples.len());
+    match run.max_latency_us {
+        Some(max) => {
+            let _ = writeln!(out, "Max latency: {max} µs");
+        }
+        None => {
+            let _ = writeln!(out, "Max latency: below threshold");
+        }
+    }
+    if !run.samples.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:>6} {:>4} {:>9} {:>9}  timestamp",
+            "seq", "cpu", "inner µs", "outer µs"
+        );
+        for s in &run.samples {
+            let _ = writeln!(
+                out,
+                "{:>6} {:>4} {:>9} {:>9}  {}",
+                s.seq, s.cpu, s.inner_us, s.outer_us, s.timestamp
+            );
+        }
+    }
     out
 }
 
