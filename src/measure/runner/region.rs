@@ -6,6 +6,9 @@
 use std::io;
 use std::ptr::NonNull;
 
+/// The size of a transparent huge page on x86-64 and most arm64 kernels (PMD size).
+pub(crate) const THP_BYTES: usize = 2 << 20;
+
 /// One anonymous private mapping, unmapped on drop.
 pub(crate) struct Region {
     ptr: NonNull<u8>,
@@ -22,6 +25,10 @@ unsafe impl Sync for Region {}
 pub(crate) enum Backing {
     /// Normal pages (4 KiB on x86; transparent huge pages may apply).
     Normal,
+    /// Normal pages the kernel is asked to back with transparent huge pages: the mapping is
+    /// aligned to [`THP_BYTES`] and advised `MADV_HUGEPAGE` (which works in THP's `always`
+    /// and `madvise` modes; in `never`, or without THP, the pages stay small).
+    Transparent,
     /// Reserved huge pages of this many bytes (MAP_HUGETLB with the default huge page size).
     Huge {
         /// The huge page size in bytes (Hugepagesize of /proc/meminfo).
@@ -33,8 +40,11 @@ impl Region {
     /// Maps at least `len` bytes (rounded up to whole huge pages for [`Backing::Huge`]).
     /// Fails with the kernel's error; for huge pages that means none are free.
     pub(crate) fn map(len: usize, backing: Backing) -> io::Result<Region> {
+        if backing == Backing::Transparent {
+            return Region::map_transparent(len);
+        }
         let (len, extra) = match backing {
-            Backing::Normal => (len.max(1), 0),
+            Backing::Normal | Backing::Transparent => (len.max(1), 0),
             Backing::Huge { page_bytes } => {
                 let page = page_bytes.max(1);
                 (len.max(1).div_ceil(page) * page, libc::MAP_HUGETLB)
@@ -57,6 +67,49 @@ impl Region {
         let ptr =
             NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
         Ok(Region { ptr, len })
+    }
+
+    /// A mapping of whole [`THP_BYTES`] blocks starting on a block boundary (a larger one is
+    /// mapped and its ends given back), advised `MADV_HUGEPAGE`.
+    fn map_transparent(len: usize) -> io::Result<Region> {
+        let len = len.max(1).div_ceil(THP_BYTES) * THP_BYTES;
+        let wide = Region::map(len + THP_BYTES, Backing::Normal)?;
+        let start = wide.ptr.as_ptr() as usize;
+        let aligned = start.div_ceil(THP_BYTES) * THP_BYTES;
+        let (head, tail) = (aligned - start, wide.len - (aligned - start) - len);
+        let region = Region {
+            // SAFETY: `aligned` lies inside the mapping, THP_BYTES - 1 bytes at most from its start.
+            ptr: unsafe { NonNull::new_unchecked(aligned as *mut u8) },
+            len,
+        };
+        std::mem::forget(wide);
+        // SAFETY: the two ends are parts of the mapping made above that `region` does not
+        // cover; the advice concerns `region`'s own range.
+        unsafe {
+            if head > 0 {
+                libc::munmap(start as *mut libc::c_void, head);
+            }
+            if tail > 0 {
+                libc::munmap((aligned + len) as *mut libc::c_void, tail);
+            }
+            // Without THP (EINVAL) the pages stay small: the run reports what it got.
+            libc::madvise(region.ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
+        }
+        Ok(region)
+    }
+
+    /// Bytes of the region backed by transparent huge pages now, from the `AnonHugePages` of
+    /// its mapping in `/proc/self/smaps`; `None` when that cannot be read.
+    pub(crate) fn transparent_huge_bytes(&self) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let start = format!("{:x}-", self.ptr.as_ptr() as usize);
+        // Every mapping lists AnonHugePages: the first one after the region's header is its.
+        smaps
+            .lines()
+            .skip_while(|l| !l.starts_with(&start))
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
     }
 
     /// Binds the region's future pages to NUMA node `node` (mbind MPOL_BIND). Call before the
@@ -124,6 +177,17 @@ impl Drop for Region {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transparent_region_is_aligned_to_huge_pages_and_says_what_backs_it() {
+        let mut region = Region::map(3 << 20, Backing::Transparent).unwrap();
+        assert_eq!(region.as_ptr() as usize % THP_BYTES, 0);
+        assert_eq!(region.len(), 4 << 20);
+        region.as_f64_mut().fill(1.0);
+        // How much THP backs depends on the kernel's mode; that it can be read does not.
+        let backed = region.transparent_huge_bytes().expect("smaps names the mapping");
+        assert!(backed <= 4 << 20);
+    }
 
     #[test]
     fn maps_binds_and_writes() {

@@ -173,9 +173,13 @@ fn chase_setup(run: &ChaseRun) -> String {
                 bytes(w as u64)
             )
         });
-    let pages = match run.huge_page_bytes {
-        Some(page) => format!("{} huge pages", bytes(page as u64)),
-        None => "normal pages".to_string(),
+    let pages = match (run.huge_page_bytes, run.transparent_huge_bytes) {
+        (Some(page), _) => format!("reserved {} huge pages", bytes(page as u64)),
+        (None, Some(thp)) => format!(
+            "transparent huge pages asked for ({} of the buffer backed)",
+            bytes(thp)
+        ),
+        (None, None) => "normal pages".to_string(),
     };
     format!(
         "CPU {}, memory {memory}, stride {} B, {order}, {pages}, seed {}",

@@ -93,9 +93,13 @@ pub(crate) struct ChaseRun {
     pub stride_bytes: usize,
     /// Randomisation window in bytes; `null` = the whole buffer.
     pub window_bytes: Option<usize>,
-    /// Page size backing the buffer in bytes when huge pages were asked for; `null` = normal
-    /// pages (transparent huge pages may still apply).
+    /// Page size backing the buffer in bytes when reserved huge pages were asked for; `null`
+    /// = normal pages, with transparent huge pages asked for (see the next field).
     pub huge_page_bytes: Option<usize>,
+    /// Bytes of the buffer the kernel backed with transparent huge pages at the end of the run
+    /// (`AnonHugePages` of the mapping); `null` with reserved huge pages or when unknown. Far
+    /// below the buffer size means most of the chase paid TLB misses on small pages.
+    pub transparent_huge_bytes: Option<u64>,
     /// Seed of the visit order.
     pub seed: u64,
     /// One point per size, in the order measured (fewer when interrupted).
@@ -300,8 +304,12 @@ pub(crate) fn run(
         stride_bytes: config.stride_bytes,
         window_bytes: config.window_bytes,
         huge_page_bytes: match config.backing {
-            Backing::Normal => None,
+            Backing::Normal | Backing::Transparent => None,
             Backing::Huge { page_bytes } => Some(page_bytes),
+        },
+        transparent_huge_bytes: match config.backing {
+            Backing::Transparent => region.transparent_huge_bytes(),
+            Backing::Normal | Backing::Huge { .. } => None,
         },
         seed: config.seed,
         points,

@@ -135,7 +135,8 @@ impl MemlatRequest {
             let (page_bytes, _) = budget.check_hugepages(&what, largest)?;
             Backing::Huge { page_bytes }
         } else {
-            Backing::Normal
+            // DRAM latency, not TLB-miss latency: 2 MiB pages where the kernel gives them.
+            Backing::Transparent
         };
         let node_check = |node: &NumaNode| -> Result<(), MemoryError> {
             check_node(node, &what, largest)?;
