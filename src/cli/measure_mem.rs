@@ -12,7 +12,9 @@ use crate::machine::topology::Topology;
 use crate::measure::engines::membw::{
     Kernels, MembwPlan, MembwPlanError, MembwRequest, MembwWarning, Stores,
 };
-use crate::measure::engines::memlat::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+use crate::measure::engines::memlat::{
+    DELAYS_NS, MemlatPlan, MemlatPlanError, MemlatRequest, Window, loaded,
+};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::progress::Progress;
@@ -118,6 +120,12 @@ pub struct MemlatArgs {
     /// Seed of the random visit order (the same seed repeats the same chain).
     #[arg(long, default_value_t = 0x6c6f_776c_6174)]
     pub seed: u64,
+
+    /// Also measure the loaded-latency curve: the chase at the largest size while THREADS
+    /// other CPUs (of the chosen ones, nearest first) run a Triad bandwidth load at five
+    /// intensities, with the bandwidth each delivered (Intel MLC's loaded latency).
+    #[arg(long, value_name = "THREADS", allow_negative_numbers = true, value_parser = values::count(1u32, u32::MAX))]
+    pub load: Option<u32>,
 }
 
 /// clap parser for `--window`.
@@ -254,6 +262,28 @@ impl MemlatArgs {
     }
 }
 
+/// The CPUs of `--load THREADS`: the chosen CPUs other than the chasing one, in locality
+/// order (nearest first), refused naming the flag when there are too few.
+fn load_cpus(
+    session: &crate::measure::runner::session::Session,
+    chase_cpu: u32,
+    threads: u32,
+) -> Result<Vec<u32>> {
+    let free: Vec<u32> = session
+        .cpus_by_locality()
+        .into_iter()
+        .filter(|&cpu| cpu != chase_cpu)
+        .collect();
+    if free.len() < threads as usize {
+        anyhow::bail!(
+            "--load {threads}: only {} CPU(s) besides the chasing CPU {chase_cpu} are chosen; give --load {} at most, or more --cpus",
+            free.len(),
+            free.len()
+        );
+    }
+    Ok(free.into_iter().take(threads as usize).collect())
+}
+
 /// The memlat plan for these flags on the chosen CPUs, with the flag named in its errors.
 fn plan_memlat(
     topology: &Topology,
@@ -288,8 +318,16 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let mut progress = Progress::stderr("memlat", plan.steps());
-    let report = plan.run(&session.stop, &mut progress)?;
+    let load_cpus = match args.load {
+        Some(threads) => Some(load_cpus(&session, plan.curve.cpu, threads)?),
+        None => None,
+    };
+    let loaded_steps = load_cpus.as_ref().map_or(0, |_| DELAYS_NS.len());
+    let mut progress = Progress::stderr("memlat", plan.steps() + loaded_steps);
+    let mut report = plan.run(&session.stop, &mut progress)?;
+    if let Some(cpus) = &load_cpus {
+        report.loaded = Some(loaded(&plan.curve, cpus, &session.stop, &mut progress)?);
+    }
     progress.finish();
     emit(
         &session,

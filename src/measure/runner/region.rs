@@ -185,7 +185,9 @@ mod tests {
         assert_eq!(region.len(), 4 << 20);
         region.as_f64_mut().fill(1.0);
         // How much THP backs depends on the kernel's mode; that it can be read does not.
-        let backed = region.transparent_huge_bytes().expect("smaps names the mapping");
+        let backed = region
+            .transparent_huge_bytes()
+            .expect("smaps names the mapping");
         assert!(backed <= 4 << 20);
     }
 

@@ -217,6 +217,33 @@ pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String 
         );
         out.push_str(&matrix::table(&matrix.median_ns, 1, &[]));
     }
+    if let Some(loaded) = &report.loaded {
+        let _ = writeln!(
+            out,
+            "\nLoaded latency: the chase at {} while CPUs {} run Triad ({}), lighter load downwards",
+            loaded
+                .points
+                .first()
+                .and_then(|p| p.chase.points.first())
+                .map_or("the largest size".to_string(), |p| bytes(p.size_bytes)),
+            cpu_list(&loaded.load_cpus),
+            loaded.load_kernels.describe()
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>14} {:>11} {:>10}",
+            "delay ns", "load MB/s", "median ns", "best ns"
+        );
+        for p in &loaded.points {
+            if let Some(point) = p.chase.points.first() {
+                let _ = writeln!(
+                    out,
+                    "{:>12} {:>14.1} {:>11.2} {:>10.2}",
+                    p.delay_ns, p.load_mb_per_s, point.latency_ns.median, point.latency_ns.min
+                );
+            }
+        }
+    }
     out
 }
 

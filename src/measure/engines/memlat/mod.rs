@@ -14,8 +14,10 @@
 //! is the latency. The first sample is discarded (multichase does the same); the minimum is the
 //! best latency (lmbench, multichase) and the median the typical one.
 
+mod loaded;
 mod request;
 
+pub(crate) use loaded::{DELAYS_NS, LoadedLatency, loaded};
 pub(crate) use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
 
 use serde::Serialize;
@@ -124,6 +126,9 @@ pub(crate) struct MemlatReport {
     pub curve: ChaseRun,
     /// The node matrix, when asked for (or when the machine has several nodes).
     pub node_matrix: Option<NodeLatency>,
+    /// The loaded-latency curve, when a load was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded: Option<LoadedLatency>,
 }
 
 /// Why a run could not be done.

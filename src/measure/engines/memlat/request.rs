@@ -219,7 +219,11 @@ impl MemlatPlan {
                 },
             )?;
         }
-        Ok(MemlatReport { curve, node_matrix })
+        Ok(MemlatReport {
+            curve,
+            node_matrix,
+            loaded: None,
+        })
     }
 }
 

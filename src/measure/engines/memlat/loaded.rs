@@ -1,0 +1,212 @@
+//! Loaded latency, as Intel MLC's loaded-latency curve shows it: the chase's latency at the
+//! largest size while other CPUs run a bandwidth load, at several load intensities, next to the
+//! bandwidth that load delivered. Idle latency is not what a busy server sees: queues in the
+//! memory controller and the fabric grow with the traffic.
+//!
+//! Each load thread runs STREAM's Triad (with the membw kernels of the CPU's widest vector
+//! unit) over arrays of its own, in 64 KiB chunks, and waits `delay` between chunks: no delay is
+//! the heaviest load, longer delays lighter ones.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{ChaseConfig, ChaseRun, MemlatError, run};
+use crate::measure::engines::membw::{Kernels, Stores};
+use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::region::{Backing, Region};
+
+/// Delays between two chunks of a load thread, heaviest load first (ns).
+pub(crate) const DELAYS_NS: [u64; 5] = [0, 2_000, 10_000, 50_000, 200_000];
+
+/// Elements of one chunk of one array (64 KiB of f64).
+const CHUNK: usize = 8192;
+
+/// Bytes Triad moves per element (STREAM's counting: two reads, one write).
+const TRIAD_BYTES: u64 = 24;
+
+/// One intensity of the load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct LoadedPoint {
+    /// The wait of each load thread between two chunks (ns).
+    pub delay_ns: u64,
+    /// The bandwidth the load threads delivered while the chase ran (MB/s, MB = 10^6, STREAM
+    /// counting).
+    pub load_mb_per_s: f64,
+    /// The chase at the largest size under this load.
+    pub chase: ChaseRun,
+}
+
+/// The loaded-latency curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct LoadedLatency {
+    /// The CPUs that ran the load, one thread each.
+    pub load_cpus: Vec<u32>,
+    /// Bytes of each of a load thread's three arrays.
+    pub load_array_bytes: u64,
+    /// The vector unit of the load kernels.
+    pub load_kernels: Kernels,
+    /// One point per delay, heaviest load first (fewer when interrupted).
+    pub points: Vec<LoadedPoint>,
+}
+
+/// Measures the chase of `config` (at its largest size) under each load intensity, with one
+/// load thread on each of `load_cpus`.
+pub(crate) fn loaded(
+    config: &ChaseConfig,
+    load_cpus: &[u32],
+    stop: &StopFlag,
+    progress: &mut Progress,
+) -> Result<LoadedLatency, MemlatError> {
+    if load_cpus.is_empty() || load_cpus.contains(&config.cpu) {
+        return Err(MemlatError::Config(format!(
+            "the load needs CPUs other than the chasing CPU {}",
+            config.cpu
+        )));
+    }
+    let largest = config.sizes.iter().copied().max().unwrap_or(0);
+    let chase = ChaseConfig {
+        sizes: vec![largest],
+        ..config.clone()
+    };
+    // The load's arrays together are as large as the chase buffer, three times over: out of
+    // every cache, as the chase is.
+    let elements =
+        (usize::try_from(largest).unwrap_or(usize::MAX) / 8 / load_cpus.len()).max(CHUNK);
+    let kernels =
+        Kernels::detect(Stores::Normal).map_err(|e| MemlatError::Config(e.to_string()))?;
+    let mut points = Vec::new();
+    for delay_ns in DELAYS_NS {
+        if should_stop(stop) {
+            break;
+        }
+        let moved: Vec<AtomicU64> = load_cpus.iter().map(|_| AtomicU64::new(0)).collect();
+        let end = AtomicBool::new(false);
+        let measured = std::thread::scope(|scope| {
+            let threads: Vec<_> = load_cpus
+                .iter()
+                .zip(&moved)
+                .map(|(&cpu, moved)| {
+                    let end = &end;
+                    scope.spawn(move || load_thread(cpu, elements, kernels, delay_ns, moved, end))
+                })
+                .collect();
+            // Let the load reach its pace, then chase while counting what it moves.
+            std::thread::sleep(Duration::from_millis(200));
+            let before: u64 = moved.iter().map(|m| m.load(Ordering::Relaxed)).sum();
+            let started = Instant::now();
+            let chased = run(&chase, stop, progress);
+            let seconds = started.elapsed().as_secs_f64();
+            let after: u64 = moved.iter().map(|m| m.load(Ordering::Relaxed)).sum();
+            end.store(true, Ordering::Relaxed);
+            for thread in threads {
+                thread.join().unwrap_or_else(|_| {
+                    Err(MemlatError::Config("a load thread panicked".into()))
+                })?;
+            }
+            let mb_per_s = (after - before) as f64 / seconds / 1e6;
+            chased.map(|chase| (chase, mb_per_s))
+        })?;
+        let (chase, load_mb_per_s) = measured;
+        if chase.points.is_empty() {
+            break;
+        }
+        points.push(LoadedPoint {
+            delay_ns,
+            load_mb_per_s,
+            chase,
+        });
+    }
+    Ok(LoadedLatency {
+        load_cpus: load_cpus.to_vec(),
+        load_array_bytes: (elements * 8) as u64,
+        load_kernels: kernels,
+        points,
+    })
+}
+
+/// One load thread: Triad over its own arrays chunk by chunk, `delay_ns` between chunks,
+/// adding the bytes moved to `moved`, until `end`.
+fn load_thread(
+    cpu: u32,
+    elements: usize,
+    kernels: Kernels,
+    delay_ns: u64,
+    moved: &AtomicU64,
+    end: &AtomicBool,
+) -> Result<(), MemlatError> {
+    pin_current_thread(cpu).map_err(|source| MemlatError::Pin { cpu, source })?;
+    let map = |what: &str| {
+        Region::map(elements * 8, Backing::Transparent).map_err(|source| MemlatError::Memory {
+            what: format!("the load's array {what} on CPU {cpu}"),
+            source,
+        })
+    };
+    let (mut ra, mut rb, mut rc) = (map("a")?, map("b")?, map("c")?);
+    let (a, b, c) = (ra.as_f64_mut(), rb.as_f64_mut(), rc.as_f64_mut());
+    b.fill(1.0);
+    c.fill(2.0);
+    let mut at = 0;
+    while !end.load(Ordering::Relaxed) {
+        let stop = (at + CHUNK).min(elements);
+        kernels.triad(&mut a[at..stop], &b[at..stop], &c[at..stop]);
+        moved.fetch_add((stop - at) as u64 * TRIAD_BYTES, Ordering::Relaxed);
+        at = if stop == elements { 0 } else { stop };
+        if delay_ns > 0 {
+            let until = monotonic_ns() + delay_ns;
+            while monotonic_ns() < until && !end.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::runner::harness::first_allowed_cpus;
+
+    fn config(cpu: u32) -> ChaseConfig {
+        ChaseConfig {
+            cpu,
+            sizes: vec![1 << 20],
+            stride_bytes: 64,
+            window_bytes: Some(4096),
+            backing: Backing::Transparent,
+            memory_node: None,
+            sample_ms: 2,
+            samples: 2,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn every_intensity_has_a_chase_and_the_bandwidth_the_load_moved() {
+        let cpus = first_allowed_cpus(2);
+        if cpus.len() < 2 {
+            return; // no CPU for the load besides the chasing one
+        }
+        let run = loaded(
+            &config(cpus[0]),
+            &cpus[1..],
+            &StopFlag::new(),
+            &mut Progress::silent(),
+        )
+        .unwrap();
+        assert_eq!(run.points.len(), DELAYS_NS.len());
+        for point in &run.points {
+            assert!(point.load_mb_per_s > 0.0, "{point:?}");
+            assert_eq!(point.chase.points.len(), 1);
+        }
+        assert_eq!(run.load_cpus, &cpus[1..]);
+    }
+
+    #[test]
+    fn the_load_may_not_run_on_the_chasing_cpu() {
+        let err = loaded(&config(0), &[0], &StopFlag::new(), &mut Progress::silent());
+        assert!(err.is_err());
+        assert!(loaded(&config(0), &[], &StopFlag::new(), &mut Progress::silent()).is_err());
+    }
+}
