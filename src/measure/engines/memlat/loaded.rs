@@ -8,7 +8,7 @@
 //! the heaviest load, longer delays lighter ones.
 
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{ChaseConfig, ChaseRun, MemlatError, run};
@@ -70,54 +70,70 @@ pub(crate) fn loaded(
         sizes: vec![largest],
         ..config.clone()
     };
-    // The load's arrays together are as large as the chase buffer, three times over: out of
-    // every cache, as the chase is.
+    // The load's arrays together are as large as the chase buffer: out of every cache, as the
+    // chase is.
     let elements =
-        (usize::try_from(largest).unwrap_or(usize::MAX) / 8 / load_cpus.len()).max(CHUNK);
+        (usize::try_from(largest).unwrap_or(usize::MAX) / 8 / 3 / load_cpus.len()).max(CHUNK);
     let kernels =
         Kernels::detect(Stores::Normal).map_err(|e| MemlatError::Config(e.to_string()))?;
-    let mut points = Vec::new();
-    for delay_ns in DELAYS_NS {
-        if should_stop(stop) {
-            break;
-        }
-        let moved: Vec<AtomicU64> = load_cpus.iter().map(|_| AtomicU64::new(0)).collect();
-        let end = AtomicBool::new(false);
-        let measured = std::thread::scope(|scope| {
-            let threads: Vec<_> = load_cpus
-                .iter()
-                .zip(&moved)
-                .map(|(&cpu, moved)| {
-                    let end = &end;
-                    scope.spawn(move || load_thread(cpu, elements, kernels, delay_ns, moved, end))
-                })
-                .collect();
-            // Let the load reach its pace, then chase while counting what it moves.
-            std::thread::sleep(Duration::from_millis(200));
-            let before: u64 = moved.iter().map(|m| m.load(Ordering::Relaxed)).sum();
-            let started = Instant::now();
-            let chased = run(&chase, stop, progress);
-            let seconds = started.elapsed().as_secs_f64();
-            let after: u64 = moved.iter().map(|m| m.load(Ordering::Relaxed)).sum();
-            end.store(true, Ordering::Relaxed);
-            for thread in threads {
-                thread.join().unwrap_or_else(|_| {
-                    Err(MemlatError::Config("a load thread panicked".into()))
-                })?;
+    let moved: Vec<AtomicU64> = load_cpus.iter().map(|_| AtomicU64::new(0)).collect();
+    let ready = AtomicUsize::new(0);
+    let delay = AtomicU64::new(DELAYS_NS[0]);
+    let end = AtomicBool::new(false);
+    let points = std::thread::scope(|scope| {
+        let load = Load {
+            elements,
+            kernels,
+            delay_ns: &delay,
+            ready: &ready,
+            end: &end,
+        };
+        let threads: Vec<_> = load_cpus
+            .iter()
+            .zip(&moved)
+            .map(|(&cpu, moved)| scope.spawn(move || load.run(cpu, moved)))
+            .collect();
+        let points = (|| {
+            // The load threads first touch their arrays; then each intensity in turn.
+            while ready.load(Ordering::Acquire) < load_cpus.len() {
+                if end.load(Ordering::Relaxed) || should_stop(stop) {
+                    return Ok(Vec::new());
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            let mb_per_s = (after - before) as f64 / seconds / 1e6;
-            chased.map(|chase| (chase, mb_per_s))
-        })?;
-        let (chase, load_mb_per_s) = measured;
-        if chase.points.is_empty() {
-            break;
+            let mut points = Vec::new();
+            for delay_ns in DELAYS_NS {
+                if should_stop(stop) {
+                    break;
+                }
+                delay.store(delay_ns, Ordering::Relaxed);
+                // Let the load reach its pace, then chase while counting what it moves.
+                std::thread::sleep(Duration::from_millis(100));
+                let total = || moved.iter().map(|m| m.load(Ordering::Relaxed)).sum::<u64>();
+                let before = total();
+                let started = Instant::now();
+                let chase = run(&chase, stop, progress)?;
+                let load_mb_per_s =
+                    (total() - before) as f64 / started.elapsed().as_secs_f64() / 1e6;
+                if chase.points.is_empty() {
+                    break;
+                }
+                points.push(LoadedPoint {
+                    delay_ns,
+                    load_mb_per_s,
+                    chase,
+                });
+            }
+            Ok(points)
+        })();
+        end.store(true, Ordering::Relaxed);
+        for thread in threads {
+            thread
+                .join()
+                .unwrap_or_else(|_| Err(MemlatError::Config("a load thread panicked".into())))?;
         }
-        points.push(LoadedPoint {
-            delay_ns,
-            load_mb_per_s,
-            chase,
-        });
-    }
+        points
+    })?;
     Ok(LoadedLatency {
         load_cpus: load_cpus.to_vec(),
         load_array_bytes: (elements * 8) as u64,
@@ -126,41 +142,66 @@ pub(crate) fn loaded(
     })
 }
 
-/// One load thread: Triad over its own arrays chunk by chunk, `delay_ns` between chunks,
-/// adding the bytes moved to `moved`, until `end`.
-fn load_thread(
-    cpu: u32,
+/// What every load thread shares.
+#[derive(Clone, Copy)]
+struct Load<'a> {
+    /// Elements of each of a thread's three arrays.
     elements: usize,
+    /// The Triad kernel.
     kernels: Kernels,
-    delay_ns: u64,
-    moved: &AtomicU64,
-    end: &AtomicBool,
-) -> Result<(), MemlatError> {
-    pin_current_thread(cpu).map_err(|source| MemlatError::Pin { cpu, source })?;
-    let map = |what: &str| {
-        Region::map(elements * 8, Backing::Transparent).map_err(|source| MemlatError::Memory {
-            what: format!("the load's array {what} on CPU {cpu}"),
-            source,
-        })
-    };
-    let (mut ra, mut rb, mut rc) = (map("a")?, map("b")?, map("c")?);
-    let (a, b, c) = (ra.as_f64_mut(), rb.as_f64_mut(), rc.as_f64_mut());
-    b.fill(1.0);
-    c.fill(2.0);
-    let mut at = 0;
-    while !end.load(Ordering::Relaxed) {
-        let stop = (at + CHUNK).min(elements);
-        kernels.triad(&mut a[at..stop], &b[at..stop], &c[at..stop]);
-        moved.fetch_add((stop - at) as u64 * TRIAD_BYTES, Ordering::Relaxed);
-        at = if stop == elements { 0 } else { stop };
-        if delay_ns > 0 {
-            let until = monotonic_ns() + delay_ns;
-            while monotonic_ns() < until && !end.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
+    /// The wait between two chunks now (ns).
+    delay_ns: &'a AtomicU64,
+    /// Threads whose arrays are touched and that are loading.
+    ready: &'a AtomicUsize,
+    /// Set to end every thread (also set by a thread that failed).
+    end: &'a AtomicBool,
+}
+
+impl Load<'_> {
+    /// One load thread on `cpu`: Triad over its own arrays chunk by chunk, the current delay
+    /// between chunks, adding the bytes moved to `moved`, until the end.
+    fn run(self, cpu: u32, moved: &AtomicU64) -> Result<(), MemlatError> {
+        let failed = |e: MemlatError| {
+            self.end.store(true, Ordering::Relaxed);
+            e
+        };
+        pin_current_thread(cpu).map_err(|source| failed(MemlatError::Pin { cpu, source }))?;
+        let map = |what: &str| {
+            Region::map(self.elements * 8, Backing::Transparent).map_err(|source| {
+                failed(MemlatError::Memory {
+                    what: format!("the load's array {what} on CPU {cpu}"),
+                    source,
+                })
+            })
+        };
+        let (mut ra, mut rb, mut rc) = (map("a")?, map("b")?, map("c")?);
+        let n = self.elements;
+        let (a, b, c) = (
+            &mut ra.as_f64_mut()[..n],
+            &mut rb.as_f64_mut()[..n],
+            &mut rc.as_f64_mut()[..n],
+        );
+        a.fill(0.0);
+        b.fill(1.0);
+        c.fill(2.0);
+        self.ready.fetch_add(1, Ordering::Release);
+        let mut at = 0;
+        while !self.end.load(Ordering::Relaxed) {
+            let stop = (at + CHUNK).min(n);
+            self.kernels
+                .triad(&mut a[at..stop], &b[at..stop], &c[at..stop]);
+            moved.fetch_add((stop - at) as u64 * TRIAD_BYTES, Ordering::Relaxed);
+            at = if stop == n { 0 } else { stop };
+            let delay = self.delay_ns.load(Ordering::Relaxed);
+            if delay > 0 {
+                let until = monotonic_ns() + delay;
+                while monotonic_ns() < until && !self.end.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
