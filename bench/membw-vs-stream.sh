@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
-# Runs `lowlat measure membw` against a packaged STREAM reference, alternately, PAIRS times,
-# with the same array length and thread count, and prints per kernel the median of each
-# tool, the ratio lowlat / reference and the reference's own run-to-run spread.
+# Runs `lowlat measure membw` against likwid-bench's Copy and Triad kernels, alternately, PAIRS
+# times, with the same array length and thread count, and prints per kernel the median of each
+# tool, the ratio lowlat / likwid and likwid's own run-to-run spread.
 #
-# Reference: likwid-bench `stream` kernels (Debian: apt-get install likwid). likwid-bench
-# reports one rate over all its iterations (an average, not STREAM's best-of), for Triad only
-# (its `stream` kernel is STREAM's Triad, counted the STREAM way: 24 bytes per element).
+# Reference: likwid-bench (Debian: apt-get install likwid): `copy_<isa>` (c = a) and
+# `stream_<isa>` (STREAM's Triad), or with STORES=streaming their non-temporal `copy_mem_<isa>`
+# and `stream_mem_<isa>`, against `lowlat measure membw --stores streaming`. likwid-bench
+# reports one rate over all its iterations (an average, not STREAM's best-of) and counts bytes
+# the STREAM way (16 per Copy element, 24 per Triad element), so lowlat's averages are
+# compared. ISA is the widest unit of this CPU (avx512, else avx; LIKWID_ISA overrides).
 #
 # Installs nothing. Needs python3 and a release build of lowlat (cargo build --release) or
-# LOWLAT=path. LIKWID_KERNEL picks the likwid kernel (default stream; e.g. stream_avx).
+# LOWLAT=path.
 #
-# Usage: bench/membw-vs-stream.sh [PAIRS] [NTIMES]       (defaults: 5 10)
+# Usage: [STORES=normal|streaming] bench/membw-vs-stream.sh [PAIRS] [NTIMES]  (defaults: 7 10)
 set -euo pipefail
 
-PAIRS=${1:-5}
+PAIRS=${1:-7}
 NTIMES=${2:-10}
 LOWLAT=${LOWLAT:-$(dirname "$0")/../target/release/lowlat}
-LIKWID_KERNEL=${LIKWID_KERNEL:-stream}
+STORES=${STORES:-normal}
+if [ -z "${LIKWID_ISA:-}" ]; then
+    if grep -qw avx512f /proc/cpuinfo; then LIKWID_ISA=avx512; else LIKWID_ISA=avx; fi
+fi
+MEM=""; [ "$STORES" = streaming ] && MEM="mem_"
 
 command -v python3 >/dev/null || { echo "missing: python3" >&2; exit 2; }
 [ -x "$LOWLAT" ] || { echo "no lowlat binary at $LOWLAT: run cargo build --release or set LOWLAT" >&2; exit 2; }
@@ -25,32 +32,26 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 # One lowlat run first, to learn the array length and threads lowlat chose by STREAM's rule.
-"$LOWLAT" measure membw --ntimes "$NTIMES" --json > "$OUT/probe.json" 2>/dev/null || true
+"$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/probe.json" 2>/dev/null || true
 read -r ELEMENTS THREADS CPUS < <(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))["result"]["system"]
 print(d["array_elements"], len(d["cpus"]), ",".join(map(str, d["cpus"])))' "$OUT/probe.json")
-echo "array: $ELEMENTS elements, threads: $THREADS on CPUs $CPUS, NTIMES $NTIMES" >&2
+echo "array: $ELEMENTS elements, threads: $THREADS on CPUs $CPUS, NTIMES $NTIMES, stores $STORES, likwid copy_${MEM}$LIKWID_ISA and stream_${MEM}$LIKWID_ISA" >&2
 
-refs=()
-if command -v likwid-bench >/dev/null; then
-    refs+=(likwid)
-    # likwid-bench sizes the three arrays together, in 1000-byte kB.
-    LIKWID_KB=$(( ELEMENTS * 8 * 3 / 1000 ))
-fi
-[ ${#refs[@]} -gt 0 ] || { echo "no reference: apt-get install likwid" >&2; exit 2; }
-
+command -v likwid-bench >/dev/null || { echo "no reference: apt-get install likwid" >&2; exit 2; }
+refs=(likwid)
+# likwid-bench sizes the arrays of a kernel together, in 1000-byte kB.
 run_ref() {
-    case "$1" in
-        likwid) likwid-bench -t "$LIKWID_KERNEL" -w "N:${LIKWID_KB}kB:${THREADS}" > "$2" 2>&1 ;;
-    esac
+    likwid-bench -t "copy_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
+    likwid-bench -t "stream_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
 }
 
 for i in $(seq 1 "$PAIRS"); do
     order="lowlat ${refs[*]}"; [ $((i % 2)) -eq 0 ] && order="${refs[*]} lowlat"
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            "$LOWLAT" measure membw --ntimes "$NTIMES" --json > "$OUT/lowlat$i.json" 2>/dev/null
+            "$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/lowlat$i.json" 2>/dev/null
         else
             run_ref "$who" "$OUT/$who$i.txt"
         fi
@@ -72,10 +73,11 @@ for i in range(1, pairs + 1):
         name = k["kernel"].capitalize()
         add(f"{name} best MB/s", "lowlat", k["best_rate_mb_per_s"])
         add(f"{name} avg MB/s", "lowlat", k["bytes_per_iteration"] / k["avg_time_s"] / 1e6)
-    for ref in refs:
-        text = open(f"{out}/{ref}{i}.txt").read()
+    for kernel in ("copy", "triad"):
+        text = open(f"{out}/likwid{i}.txt.{kernel}").read()
         m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
-        add("Triad avg MB/s", "likwid", float(m.group(1)))
+        assert m, f"no MByte/s in likwid-bench's {kernel} output:\n{text}"
+        add(f"{kernel.capitalize()} avg MB/s", "likwid", float(m.group(1)))
 
 print(f"{'metric':<18}{'lowlat':>12}{'reference':>12}{'ref':>10}{'ratio':>8}  ref spread (min..max, range/median)")
 for metric, by in rows.items():
