@@ -474,23 +474,7 @@ fn interrupt_row(
     } else {
         full_width(counts, cpus.len(), path, lineno, warnings)
     };
-    let mut row = IrqRow {
-        id: label.to_string(),
-        number,
-        counts,
-        chip: None,
-        hwirq: None,
-        trigger: None,
-        actions: Vec::new(),
-        description: None,
-    };
-    if number.is_some() {
-        describe_numbered(after, &mut row);
-    } else {
-        let description = after.trim();
-        row.description = (!description.is_empty()).then(|| description.to_string());
-    }
-    Some(row)
+    Some(row_with_text(label, number, counts, after))
 }
 
 /// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
@@ -519,6 +503,12 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
         .map(|&c| field(c))
         .collect::<Option<Vec<u64>>>()?;
     let number = label.parse::<u32>().ok();
+    Some(row_with_text(label, number, counts, after))
+}
+
+/// A row from its label, counts and the text after the counts: the chip, hardware IRQ,
+/// trigger and handlers of a numbered row, the description of a named one.
+fn row_with_text(label: &str, number: Option<u32>, counts: Vec<u64>, after: &str) -> IrqRow {
     let mut row = IrqRow {
         id: label.to_string(),
         number,
@@ -535,7 +525,7 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
         let description = after.trim();
         row.description = (!description.is_empty()).then(|| description.to_string());
     }
-    Some(row)
+    row
 }
 
 /// Splits `  45: rest` into `("45", " rest")`; the label must be one word.

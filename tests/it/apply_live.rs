@@ -28,6 +28,20 @@ impl Drop for RevertOnDrop {
     }
 }
 
+/// A plan.json setting for these tests.
+fn setting(id: &str, value: &str, layer: &str) -> serde_json::Value {
+    serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
+        "rationale": "live apply test", "source": "tests/apply_live.rs"})
+}
+
+/// Writes `plan` to a plan.json in a new temporary directory (kept while the guard lives).
+fn write_plan(plan: &serde_json::Value) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string_pretty(plan).unwrap()).unwrap();
+    (dir, path)
+}
+
 /// The IRQ with the fewest interrupts whose affinity has several CPUs, and one CPU of it.
 fn quiet_irq(machine: &Machine) -> Option<(u32, CpuSet, u32)> {
     let irqs = machine.irqs.get()?;
@@ -66,42 +80,28 @@ fn apply_and_revert_real_sysctls_and_an_irq() {
         return;
     }
     let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let setting = |id: String, value: String, layer: &str| {
-        serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
-            "rationale": "live apply test", "source": "tests/apply_live.rs"})
-    };
     let stat_before = read(STAT_INTERVAL);
     let stat_want = if stat_before == "2" { "3" } else { "2" };
-    let mut settings = vec![setting(
-        "sysctl:vm.stat_interval".into(),
-        stat_want.into(),
-        "sysctl",
-    )];
+    let mut settings = vec![setting("sysctl:vm.stat_interval", stat_want, "sysctl")];
     let migration_before = std::path::Path::new(TIMER_MIGRATION)
         .exists()
         .then(|| read(TIMER_MIGRATION));
     if let Some(before) = &migration_before {
         let want = if before == "1" { "0" } else { "1" };
-        settings.push(setting(
-            "sysctl:kernel.timer_migration".into(),
-            want.into(),
-            "sysctl",
-        ));
+        settings.push(setting("sysctl:kernel.timer_migration", want, "sysctl"));
     }
     let irq = quiet_irq(&machine);
     if let Some((number, _, cpu)) = &irq {
         settings.push(setting(
-            format!("irq:{number}:affinity"),
-            cpu.to_string(),
+            &format!("irq:{number}:affinity"),
+            &cpu.to_string(),
             "runtime",
         ));
     } else {
         eprintln!("note: no IRQ with a multi-CPU affinity: only sysctls are tested");
     }
     plan["settings"] = serde_json::Value::Array(settings);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("plan.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    let (_dir, path) = write_plan(&plan);
     let path = path.to_str().unwrap();
 
     let _guard = RevertOnDrop;
@@ -205,18 +205,12 @@ fn revert_leaves_no_kernel_thread_pinned_when_a_stopped_thread_restarts() {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let setting = |id: &str, value: &str, layer: &str| {
-        serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
-            "rationale": "live apply test", "source": "tests/apply_live.rs"})
-    };
     plan["settings"] = serde_json::json!([
         setting("kthread:kthreadd:affinity", "0", "runtime"),
         setting("kthread:khugepaged:affinity", "0", "runtime"),
         setting("thp:enabled", "never", "runtime"),
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("plan.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    let (_dir, path) = write_plan(&plan);
     let path = path.to_str().unwrap();
 
     let _guard = RevertOnDrop;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
-use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::summary::Summary;
 
@@ -244,13 +244,7 @@ pub(crate) fn run(
 ) -> Result<IpiRun, IpiError> {
     check_two(cpus).map_err(|e| IpiError::Config(e.to_string()))?;
     register()?;
-    let order: Vec<(usize, usize)> = (0..cpus.len())
-        .flat_map(|i| {
-            (0..cpus.len())
-                .filter(move |&j| j != i)
-                .map(move |j| (i, j))
-        })
-        .collect();
+    let order = ordered_pairs(cpus.len());
     let measured = measure_pairs(
         cpus,
         &order,

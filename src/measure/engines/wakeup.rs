@@ -17,7 +17,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
-use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::summary::Summary;
 
@@ -267,13 +267,7 @@ pub(crate) fn run(
     progress: &mut Progress,
 ) -> Result<WakeupRun, WakeError> {
     check_two(cpus).map_err(|e| WakeError::Config(e.to_string()))?;
-    let order: Vec<(usize, usize)> = (0..cpus.len())
-        .flat_map(|i| {
-            (0..cpus.len())
-                .filter(move |&j| j != i)
-                .map(move |j| (i, j))
-        })
-        .collect();
+    let order = ordered_pairs(cpus.len());
     let measured = measure_pairs(
         cpus,
         &order,

@@ -21,6 +21,14 @@ pub(crate) fn check_two(cpus: &[u32]) -> Result<(), NoPair> {
     Ok(())
 }
 
+/// Every ordered pair of distinct indices below `n` (row-major: (0,1), (0,2), ..., (1,0), ...),
+/// for engines where A to B differs from B to A.
+pub(crate) fn ordered_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+        .collect()
+}
+
 /// Measures the pairs of `order` (indices into `cpus`) one after the other with
 /// `measure(cpus[i], cpus[j])`, each announced as `label(cpus[i], cpus[j])`. Stops early,
 /// keeping the pairs done, at Ctrl-C or `stop`, or when a pair comes back empty (it was
@@ -55,6 +63,15 @@ pub(crate) fn measure_pairs<P, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ordered_pairs_are_every_direction_of_every_pair() {
+        assert_eq!(
+            ordered_pairs(3),
+            [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+        );
+        assert!(ordered_pairs(1).is_empty());
+    }
 
     #[test]
     fn pairs_run_in_order_until_one_comes_back_empty() {
