@@ -28,6 +28,13 @@ impl Drop for RevertOnDrop {
     }
 }
 
+/// The live tests apply and revert through the machine's one journal and lock, so they take
+/// turns (the test harness runs tests in parallel threads).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A plan.json setting for these tests.
 fn setting(id: &str, value: &str, layer: &str) -> serde_json::Value {
     serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
@@ -62,6 +69,7 @@ fn apply_and_revert_real_sysctls_and_an_irq() {
     if !live_tests_allowed() {
         return;
     }
+    let _turn = one_at_a_time();
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipped: applying to the live machine needs root (CI runs this as root)");
         return;
@@ -180,6 +188,7 @@ fn revert_leaves_no_kernel_thread_pinned_when_a_stopped_thread_restarts() {
     if !live_tests_allowed() {
         return;
     }
+    let _turn = one_at_a_time();
     let Some((_, all_cpus)) = kernel_thread("kthreadd") else {
         eprintln!("skipped: no kthreadd in /proc");
         return;
