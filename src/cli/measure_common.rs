@@ -221,7 +221,7 @@ pub(crate) fn emit<T: Serialize>(
             },
             figures: result,
         };
-        let environment = env::capture(session.root(), &cpus);
+        let environment = env::capture(session.root(), &session.machine, &cpus);
         let doc = measure_document(
             kind,
             document::host_name(session.root()),

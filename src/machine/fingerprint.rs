@@ -1,6 +1,7 @@
 //! The settings that matter, as one flat map: what a measurement was taken under and what makes
-//! two hosts "the same". `compare` diffs two documents' fingerprints to say what differs between
-//! (and within) the arms; `fleet` groups hosts by them. Pure: it only looks at a [`Machine`].
+//! two hosts "the same". Every measurement document records it in its environment
+//! (`environment.settings`), so that any two documents can be diffed key by key. Pure: it only
+//! looks at a [`Machine`].
 //!
 //! Keys are stable, lower-case and dotted by subject (`cpu.model`, `topology.sockets`,
 //! `memory.population`); knobs that lowlat can set use their setting id (`sysctl:vm.swappiness`,

@@ -2,7 +2,8 @@
 //! runs are not comparable (kernel command line, isolation, SMT siblings of the measured
 //! CPUs, governors, clocksource, hypervisor).
 
-use crate::machine::{Avail, CpuSet, Reader, Warning, cpu, kernel};
+use crate::machine::fingerprint::Fingerprint;
+use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cpu, kernel};
 use crate::sysroot::SysRoot;
 use serde::Serialize;
 
@@ -34,6 +35,10 @@ pub struct Environment {
     pub hypervisor: Option<cpu::Hypervisor>,
     /// Per measured CPU: siblings and frequency governor.
     pub cpus: Vec<CpuEnvironment>,
+    /// The settings that matter, as one flat map (key → value as the machine shows it), so
+    /// that any two measurement documents can be diffed; see
+    /// [`crate::machine::fingerprint`].
+    pub settings: Fingerprint,
     /// Problems met while reading the above.
     pub warnings: Vec<Warning>,
 }
@@ -61,8 +66,8 @@ const TSC_FLAGS: [&str; 6] = [
     "rdtscp",
 ];
 
-/// Reads the environment of a measurement of `cpus`.
-pub(crate) fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
+/// Reads the environment of a measurement of `cpus` on `machine` (read from `root`).
+pub(crate) fn capture(root: &SysRoot, machine: &Machine, cpus: &[u32]) -> Environment {
     let mut r = Reader::new(root);
     let measured: CpuSet = cpus.iter().copied().collect();
     let identity = cpu::read(&mut r);
@@ -107,6 +112,7 @@ pub(crate) fn capture(root: &SysRoot, cpus: &[u32]) -> Environment {
         tsc_flags,
         hypervisor,
         cpus,
+        settings: Fingerprint::of(machine),
         warnings: r.warnings.into_vec(),
     }
 }
@@ -145,23 +151,25 @@ mod tests {
             "/sys/devices/system/clocksource/clocksource0/available_clocksource",
             "kvm-clock tsc\n",
         );
-        let env = capture(&d.root(), &[2, 3]);
+        let env = capture(&d.root(), &Machine::read(&d.root()), &[2, 3]);
         assert_eq!(env.cmdline.get().unwrap(), "ro isolcpus=2-3 nohz_full=2-3");
         assert_eq!(env.isolated.get().unwrap().to_list(), "2-3");
         assert_eq!(env.nohz_full.get().unwrap().to_list(), "");
         assert_eq!(env.clocksource.get().unwrap(), "tsc");
         assert_eq!(env.tsc_flags, vec!["constant_tsc", "nonstop_tsc"]);
         assert_eq!(env.hypervisor.unwrap().vendor, "KVM");
+        assert_eq!(env.settings.get("kernel.release"), Some("6.18.0"));
+        assert_eq!(env.settings.get("cmdline:isolcpus"), Some("isolcpus=2-3"));
         assert_eq!(env.cpus[0].measured_siblings.to_list(), "3");
         assert_eq!(env.cpus[0].governor.get().unwrap(), "performance");
         // CPU 3 has no topology files in this tree: unavailable, with the reason.
         assert!(env.cpus[1].smt_siblings.reason().unwrap().contains("cpu3"));
         // nohz_full is read as the machine model reads it: a list, or garbled and warned about.
         d.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
-        let env = capture(&d.root(), &[2]);
+        let env = capture(&d.root(), &Machine::read(&d.root()), &[2]);
         assert_eq!(env.nohz_full.get().unwrap().to_list(), "2-3");
         d.write("/sys/devices/system/cpu/nohz_full", "2-x\n");
-        let env = capture(&d.root(), &[2]);
+        let env = capture(&d.root(), &Machine::read(&d.root()), &[2]);
         assert!(env.nohz_full.reason().unwrap().contains("nohz_full"));
         assert!(env.warnings.iter().any(|w| w.path.ends_with("/nohz_full")));
     }

@@ -281,7 +281,7 @@ pub(crate) fn run_loops<R: Send>(
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Result<Finished<R>, SpawnError> {
     let root = session.root();
-    let environment = env::capture(root, &plan.cpus);
+    let environment = env::capture(root, &session.machine, &plan.cpus);
     let mut helpers: Vec<Helper> = load::hogs(&plan.load);
     let spins = plan.inject.map(|spec| {
         let (injectors, counts) = inject::injectors(&plan.cpus, spec);
