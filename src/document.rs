@@ -24,6 +24,8 @@
 //! | `measure-c2c`     | 2              | `measure c2c --json`           |                     |
 //! | `measure-wakeup`  | 2              | `measure wakeup --json`        |                     |
 //! | `measure-ipi`     | 2              | `measure ipi --json`           |                     |
+//! | `measure-ipi-mesh`| 2              | `measure ipi --mesh --json`    |                     |
+//! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
 //!
@@ -63,8 +65,12 @@ pub enum Kind {
     MeasureC2c,
     /// Cross-core wake-up latency (`lowlat measure wakeup`).
     MeasureWakeup,
-    /// Inter-processor interrupt cost (`lowlat measure ipi`).
+    /// Inter-processor interrupt cost per CPU pair (`lowlat measure ipi`).
     MeasureIpi,
+    /// Inter-processor interrupt throughput of all CPUs at once (`lowlat measure ipi --mesh`).
+    MeasureIpiMesh,
+    /// One interval of `lowlat watch --json` (one JSON line each).
+    WatchSample,
     /// Hardware and firmware latency from the hwlat tracer (`lowlat measure hwlat`).
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
@@ -88,6 +94,8 @@ impl Kind {
             Kind::MeasureC2c => 2,
             Kind::MeasureWakeup => 2,
             Kind::MeasureIpi => 2,
+            Kind::MeasureIpiMesh => 2,
+            Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
         }
@@ -171,6 +179,11 @@ impl<T: Serialize> Document<T> {
     /// The document as pretty-printed JSON with a final newline.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// The document on one line, without the newline (for streams of JSON lines).
+    pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
     }
 }
 

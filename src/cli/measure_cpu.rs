@@ -205,7 +205,7 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
         return emit(
             &session,
             args.common.json,
-            Kind::MeasureIpi,
+            Kind::MeasureIpiMesh,
             "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; each call \
              interrupts every other CPU running a thread of the process and waits for it",
             &warnings,

@@ -12,8 +12,10 @@ use super::output::print;
 use super::{Cli, exit, values};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::Plan;
+use crate::report::watch::exposition::Exporter;
+use crate::report::watch::view;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
-use crate::watch::{SystemClock, Tick, Watch, serve, view};
+use crate::watch::{SystemClock, Tick, Watch, serve};
 
 /// Options of `lowlat watch`.
 #[derive(Debug, Args)]
@@ -148,8 +150,9 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         plan,
         interval: args.interval,
         drift_interval: args.drift_interval,
-        top: args.top as usize,
     };
+    let mut exporter = Exporter::new(args.top as usize);
+    let host = crate::document::host_name(&root);
     let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
     let clear = screen && std::io::stdout().is_terminal();
     let mut drifted = false;
@@ -158,22 +161,23 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         args.once.then_some(1),
         |tick: &Tick| {
             drifted = tick.drift.is_some_and(|d| d.settings() > 0);
+            let exposition = exporter.render(tick.sample, tick.drift);
             if let Ok(mut shared) = page.lock() {
-                *shared = tick.exposition.to_string();
+                shared.clone_from(&exposition);
             }
             if let Some(file) = &args.textfile {
                 write_file_atomically(
                     file,
-                    tick.exposition.as_bytes(),
+                    exposition.as_bytes(),
                     Perms::mode(0o644),
                     Durability::Unsynced,
                 )
                 .with_context(|| format!("--textfile {}", file.display()))?;
             }
             if args.json {
-                print_line(&view::json_line(tick)?)?;
+                print_line(&view::json_line(tick, &host)?)?;
             } else if args.once {
-                print(tick.exposition)?;
+                print(&exposition)?;
             } else if screen {
                 let page = view::page(tick, &isolated.to_list());
                 if clear {

@@ -10,6 +10,7 @@ pub(crate) mod matrix;
 pub(crate) mod measure;
 pub mod peer;
 pub mod plan;
+pub(crate) mod watch;
 
 use crate::document::UNKNOWN_HOST;
 use crate::machine::Machine;

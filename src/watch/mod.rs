@@ -1,18 +1,16 @@
 //! `lowlat watch`: an always-on monitor of the isolated CPUs. Each interval it reads, from
 //! procfs only, what interrupted each isolated CPU ([`sample`]); every drift interval it
 //! compares the machine with the watched plan as `verify` does and counts the movable tasks
-//! allowed on isolated CPUs ([`drift`]); it renders both for Prometheus ([`exposition`]) and
-//! for people ([`view`]), and serves the exposition over HTTP ([`serve`]).
+//! allowed on isolated CPUs ([`drift`]), and serves a page over HTTP ([`serve`]). How the
+//! results look (the Prometheus exposition, the screen, the JSON lines) is `report::watch`'s.
 //!
 //! It never wakes an isolated CPU: no per-CPU reads that run on the target CPU (no MSRs, no
 //! perf events), and the CLI pins the process to the housekeeping CPUs before it starts.
 //! Time comes from a [`Clock`], so that tests replay recorded states without sleeping.
 
 pub(crate) mod drift;
-pub(crate) mod exposition;
 pub(crate) mod sample;
 pub(crate) mod serve;
-pub(crate) mod view;
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +18,6 @@ use crate::machine::CpuSet;
 use crate::plan::Plan;
 use crate::sysroot::SysRoot;
 use drift::Drift;
-use exposition::Exporter;
 use sample::Sample;
 
 /// Where time comes from: the system's monotonic clock, or a test's.
@@ -63,8 +60,6 @@ pub(crate) struct Watch<'a> {
     pub interval: Duration,
     /// Time between full checks (drift and tasks); the first sample has one.
     pub drift_interval: Duration,
-    /// Interrupt sources shown per CPU before `other`.
-    pub top: usize,
 }
 
 /// One interval's results, handed to the outputs.
@@ -77,8 +72,6 @@ pub(crate) struct Tick<'a> {
     pub previous: Option<&'a Sample>,
     /// The latest full check (none without a plan).
     pub drift: Option<&'a Drift>,
-    /// The Prometheus exposition of this interval.
-    pub exposition: &'a str,
 }
 
 impl Watch<'_> {
@@ -89,7 +82,6 @@ impl Watch<'_> {
         ticks: Option<usize>,
         mut on_tick: impl FnMut(&Tick) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut exporter = Exporter::new(self.top);
         let mut previous: Option<Sample> = None;
         let mut drift: Option<Drift> = None;
         let mut next_full_check = Duration::ZERO;
@@ -105,13 +97,11 @@ impl Watch<'_> {
                 drift = Some(Drift::check(self.root, plan, &self.isolated));
                 next_full_check = at + self.drift_interval;
             }
-            let exposition = exporter.render(&sample, drift.as_ref());
             on_tick(&Tick {
                 at,
                 sample: &sample,
                 previous: previous.as_ref(),
                 drift: drift.as_ref(),
-                exposition: &exposition,
             })?;
             previous = Some(sample);
             clock.sleep_until(self.interval * (n + 1));
@@ -198,15 +188,16 @@ mod tests {
             plan: Some(plan),
             interval: Duration::from_secs(1),
             drift_interval: Duration::from_secs(2),
-            top: 5,
         };
+        let mut exporter = crate::report::watch::exposition::Exporter::new(5);
         let mut seen = Vec::new();
         watch
             .run(&clock, Some(4), |tick| {
                 let loc = tick.sample.count(0, "LOC");
                 let drift = tick.drift.map(|d| d.settings());
                 seen.push((tick.at.as_secs(), loc, drift));
-                assert!(tick.exposition.contains(&format!(
+                let exposition = exporter.render(tick.sample, tick.drift);
+                assert!(exposition.contains(&format!(
                     "lowlat_isolated_cpu_interrupts_total{{cpu=\"1\",source=\"LOC\"}} {loc}"
                 )));
                 Ok::<(), ()>(())

@@ -22,9 +22,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
-    ("report", &["apply", "measure"]),
     ("watch", &["apply"]),
-    ("cli", &["report", "watch"]),
+    ("report", &["apply", "measure", "watch"]),
+    ("cli", &["report"]),
 ];
 
 fn src() -> PathBuf {

@@ -240,5 +240,6 @@ fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody()
         assert!(pair["round_trip_ns"].as_f64().unwrap() > 0.0, "{pair}");
     }
     let mesh = measure(&["ipi", "--cpus", "0-1", "--mesh", "--duration", "500ms"]);
+    assert_eq!(mesh["kind"], "measure-ipi-mesh");
     assert!(mesh["result"]["ipis_per_second"].as_f64().unwrap() > 0.0);
 }

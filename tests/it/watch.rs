@@ -347,3 +347,29 @@ fn prometheus_scrapes_watch_and_sees_noise_and_drift() {
         "lowlat_plan_drift did not become 1 after {sysctl} changed"
     );
 }
+
+#[test]
+fn json_lines_carry_the_envelope() {
+    let root = fixture("rt-guest-4vcpu");
+    let out = lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "watch",
+        "--isolated",
+        "2",
+        "--once",
+        "--json",
+    ])
+    .assert()
+    .code(0)
+    .get_output()
+    .stdout
+    .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(line["kind"], "watch-sample");
+    assert_eq!(line["schema_version"], 2);
+    assert_eq!(line["host"], "rt-guest-01");
+    assert!(line["cpus"].is_array(), "{line}");
+}

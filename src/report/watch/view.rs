@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::Tick;
-use super::sample::{CpuSample, Sample};
+use crate::document::{Document, Kind};
+use crate::watch::Tick;
+use crate::watch::sample::{CpuSample, Sample};
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
 const TICKS_PER_SECOND: f64 = 100.0;
@@ -29,7 +30,7 @@ pub(crate) struct CpuInterval {
     pub steal_s: f64,
 }
 
-/// One JSON line of `lowlat watch --json`.
+/// The body of one JSON line of `lowlat watch --json` (a `watch-sample` document).
 #[derive(Debug, Serialize)]
 pub(crate) struct Line<'a> {
     /// Time since the watch started (s).
@@ -93,14 +94,15 @@ fn interval(
     }
 }
 
-/// The JSON line of a tick.
-pub(crate) fn json_line(tick: &Tick) -> Result<String, serde_json::Error> {
-    serde_json::to_string(&Line {
+/// The JSON line of a tick: a `watch-sample` document about `host`, on one line.
+pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::Error> {
+    let line = Line {
         at_s: tick.at.as_secs_f64(),
         cpus: intervals(tick),
         drift: tick.drift.map(|d| &d.by_check),
         warnings: &tick.sample.warnings,
-    })
+    };
+    Document::new(Kind::WatchSample, host, line).to_json_line()
 }
 
 /// The terminal page of a tick (without the escape sequence that clears the screen).

@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::drift::Drift;
-use super::sample::Sample;
+use crate::watch::drift::Drift;
+use crate::watch::sample::Sample;
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
 const TICKS_PER_SECOND: f64 = 100.0;
