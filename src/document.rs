@@ -11,7 +11,7 @@
 //!
 //! | kind              | schema_version | written by                     | read back by        |
 //! |-------------------|----------------|--------------------------------|---------------------|
-//! | `inventory`       | 2              | `inventory --json`             |                     |
+//! | `inventory`       | 3              | `inventory --json`             |                     |
 //! | `audit`           | 2              | `audit --json`                 |                     |
 //! | `plan`            | 2              | `plan --json`, `plan.json`     | apply, verify       |
 //! | `verify`          | 2              | `verify --json`                |                     |
@@ -81,7 +81,7 @@ impl Kind {
     /// The layout version this lowlat writes for the kind (the table in the module docs).
     pub fn schema_version(self) -> u32 {
         match self {
-            Kind::Inventory => 2,
+            Kind::Inventory => 3, // 3: cpufreq policies lost `cur_khz`
             Kind::Audit => 2,
             Kind::Plan => 2,
             Kind::Verify => 2,
