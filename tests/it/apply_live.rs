@@ -35,6 +35,21 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `lowlat apply --runtime --yes --plan path` on the live machine, which must succeed (exit 0)
+/// or report refusals (exit 1); its stdout.
+fn apply_runtime(path: &str) -> String {
+    let applied = lowlat(&["apply", "--runtime", "--yes", "--plan", path])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&applied.stdout).into_owned();
+    assert!(
+        applied.status.code().is_some_and(|c| c <= 1),
+        "apply failed: {stdout}\n{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    stdout
+}
+
 /// A plan.json setting for these tests.
 fn setting(id: &str, value: &str, layer: &str) -> serde_json::Value {
     serde_json::json!({"id": id, "value": value, "layer": layer, "reboot": false,
@@ -113,15 +128,7 @@ fn apply_and_revert_real_sysctls_and_an_irq() {
     let path = path.to_str().unwrap();
 
     let _guard = RevertOnDrop;
-    let applied = lowlat(&["apply", "--runtime", "--yes", "--plan", path])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&applied.stdout).into_owned();
-    assert!(
-        applied.status.code().is_some_and(|c| c <= 1),
-        "apply failed: {stdout}\n{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    let stdout = apply_runtime(path);
     assert_eq!(read(STAT_INTERVAL), stat_want, "{stdout}");
     if let Some(before) = &migration_before {
         assert_ne!(&read(TIMER_MIGRATION), before, "{stdout}");
@@ -223,14 +230,7 @@ fn revert_leaves_no_kernel_thread_pinned_when_a_stopped_thread_restarts() {
     let path = path.to_str().unwrap();
 
     let _guard = RevertOnDrop;
-    let applied = lowlat(&["apply", "--runtime", "--yes", "--plan", path])
-        .output()
-        .unwrap();
-    assert!(
-        applied.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        String::from_utf8_lossy(&applied.stdout)
-    );
+    apply_runtime(path);
     assert_eq!(kernel_thread("kthreadd").unwrap().1, "0");
     let reverted = lowlat(&["revert"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&reverted.stdout);

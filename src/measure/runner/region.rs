@@ -101,7 +101,9 @@ impl Region {
     /// Bytes of the region backed by transparent huge pages now, from the `AnonHugePages` of
     /// its mapping in `/proc/self/smaps`; `None` when that cannot be read.
     pub(crate) fn transparent_huge_bytes(&self) -> Option<u64> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let smaps = crate::sysroot::SysRoot::live()
+            .read("/proc/self/smaps")
+            .ok()?;
         let start = format!("{:x}-", self.ptr.as_ptr() as usize);
         // Every mapping lists AnonHugePages: the first one after the region's header is its.
         smaps
