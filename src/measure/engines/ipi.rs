@@ -7,7 +7,10 @@
 //! barrier). With the caller on CPU A, one thread spinning on CPU B and every other thread of
 //! the process asleep, one call is: the system call, an IPI from A to B, B's handler, and A
 //! seeing B's acknowledgement. The same call before B's thread exists walks the CPUs and sends
-//! nothing: the difference of the medians is the IPI round trip. ipi-bench sends its IPIs from
+//! nothing: the difference of the medians is the IPI round trip. A call sends the IPI only if
+//! B's thread is on the CPU at that moment, so the thread counts a heartbeat while it spins
+//! and a call is kept only when the heartbeat moved just before it and again by its end; calls
+//! made while another task held B are counted as discarded, not averaged in. ipi-bench sends its IPIs from
 //! the kernel with `smp_call_function_single`; here membarrier's own work is on the path too,
 //! so the figures compare between kernels and machines (before and after a change), not one to
 //! one with ipi-bench's.
@@ -35,6 +38,9 @@ const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 /// Calls taken first on each side and not timed (caches, the first IPI's slow path).
 const WARM_UP: u32 = 20;
 
+/// How long a call may wait for the target thread to be back on its CPU.
+const TARGET_PATIENCE: Duration = Duration::from_secs(2);
+
 /// How a pair run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) struct IpiRequest {
@@ -56,6 +62,9 @@ pub(crate) struct IpiLatency {
     pub baseline_ns: Summary,
     /// The IPI round trip: median with the target minus median without (ns).
     pub round_trip_ns: f64,
+    /// Calls with the target thread made while it was off its CPU (another task ran there),
+    /// so no IPI was sent: left out of `with_target_ns`.
+    pub discarded: u64,
 }
 
 /// A whole pair run.
@@ -103,6 +112,20 @@ pub(crate) enum IpiError {
         "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available: {0} (it needs Linux 4.14 or later built with CONFIG_MEMBARRIER)"
     )]
     Unsupported(String),
+    /// The target thread did not get its CPU.
+    #[error(
+        "CPU {cpu}: the target thread was off its CPU for {seconds} s after {kept} of {wanted} calls: another task holds the CPU (see `lowlat measure jitter --cpus {cpu}`; isolate it or stop the load)"
+    )]
+    TargetStarved {
+        /// The CPU.
+        cpu: u32,
+        /// Calls kept.
+        kept: usize,
+        /// Calls asked for.
+        wanted: u32,
+        /// How long it waited (s).
+        seconds: u64,
+    },
     /// A thread could not be pinned.
     #[error("CPU {cpu}: cannot pin a thread there: {message} (is the CPU online and allowed?)")]
     Pin {
@@ -155,11 +178,16 @@ fn pin(cpu: u32) -> Result<(), IpiError> {
     })
 }
 
-/// Times `samples` membarrier calls after the warm-up; fewer when stopped.
-fn timed_calls(samples: u32, stop: &StopFlag) -> Vec<f64> {
+fn warm_up() {
     for _ in 0..WARM_UP {
         let _ = membarrier(CMD_PRIVATE_EXPEDITED);
     }
+}
+
+/// Times `samples` membarrier calls after the warm-up, with no other thread running; fewer
+/// when stopped.
+fn timed_calls(samples: u32, stop: &StopFlag) -> Vec<f64> {
+    warm_up();
     let mut times = Vec::with_capacity(samples as usize);
     for _ in 0..samples {
         if should_stop(stop) {
@@ -170,6 +198,56 @@ fn timed_calls(samples: u32, stop: &StopFlag) -> Vec<f64> {
         times.push(monotonic_ns().saturating_sub(start) as f64);
     }
     times
+}
+
+/// Calls timed while the target thread was on its CPU, and those that were not.
+struct TargetCalls {
+    times: Vec<f64>,
+    discarded: u64,
+}
+
+/// Waits until `heartbeat` moves (its thread is running now) and returns its new value;
+/// `None` after [`TARGET_PATIENCE`].
+fn next_beat(heartbeat: &AtomicU64) -> Option<u64> {
+    let deadline = Instant::now() + TARGET_PATIENCE;
+    let seen = heartbeat.load(Ordering::Acquire);
+    let mut spins = 0u32;
+    loop {
+        let now = heartbeat.load(Ordering::Acquire);
+        if now != seen {
+            return Some(now);
+        }
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(1024) && Instant::now() >= deadline {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Times `samples` membarrier calls made while the thread counting `heartbeat` runs: a call
+/// counts only when the heartbeat moved just before it and again by its end. Stops early when
+/// stopped or when the thread stays off its CPU for [`TARGET_PATIENCE`].
+fn timed_calls_with_target(samples: u32, heartbeat: &AtomicU64, stop: &StopFlag) -> TargetCalls {
+    warm_up();
+    let mut calls = TargetCalls {
+        times: Vec::with_capacity(samples as usize),
+        discarded: 0,
+    };
+    while calls.times.len() < samples as usize && !should_stop(stop) {
+        let Some(before) = next_beat(heartbeat) else {
+            break;
+        };
+        let start = monotonic_ns();
+        let _ = membarrier(CMD_PRIVATE_EXPEDITED);
+        let elapsed = monotonic_ns().saturating_sub(start) as f64;
+        if heartbeat.load(Ordering::Acquire) != before {
+            calls.times.push(elapsed);
+        } else {
+            calls.discarded += 1;
+        }
+    }
+    calls
 }
 
 /// Measures the IPI cost from `from` to `to`; `None` when stopped before a sample.
@@ -194,14 +272,17 @@ pub(crate) fn measure_pair(
                 pin(from)?;
                 let baseline = timed_calls(config.samples, stop);
                 let spinning = AtomicBool::new(false);
+                let heartbeat = AtomicU64::new(0);
                 let done = AtomicBool::new(false);
                 let target = std::thread::scope(|inner| {
                     let spinner = inner.spawn(|| {
                         let pinned = pin(to);
                         spinning.store(true, Ordering::Release);
                         if pinned.is_ok() {
+                            let mut beat = 0u64;
                             while !done.load(Ordering::Relaxed) {
-                                std::hint::spin_loop();
+                                beat = beat.wrapping_add(1);
+                                heartbeat.store(beat, Ordering::Release);
                             }
                         }
                         pinned
@@ -209,15 +290,24 @@ pub(crate) fn measure_pair(
                     while !spinning.load(Ordering::Acquire) {
                         std::hint::spin_loop();
                     }
-                    let times = timed_calls(config.samples, stop);
+                    let calls = timed_calls_with_target(config.samples, &heartbeat, stop);
                     done.store(true, Ordering::Relaxed);
                     let pinned = spinner.join().unwrap_or_else(|_| {
                         Err(IpiError::Config("the spinning thread panicked".into()))
                     });
-                    pinned.map(|()| times)
+                    pinned.map(|()| calls)
                 })?;
+                let finished = target.times.len() == config.samples as usize;
+                if !finished && !should_stop(stop) {
+                    return Err(IpiError::TargetStarved {
+                        cpu: to,
+                        kept: target.times.len(),
+                        wanted: config.samples,
+                        seconds: TARGET_PATIENCE.as_secs(),
+                    });
+                }
                 let (Some(baseline_ns), Some(with_target_ns)) =
-                    (Summary::of(&baseline), Summary::of(&target))
+                    (Summary::of(&baseline), Summary::of(&target.times))
                 else {
                     return Ok(None);
                 };
@@ -227,6 +317,7 @@ pub(crate) fn measure_pair(
                     round_trip_ns: with_target_ns.median - baseline_ns.median,
                     with_target_ns,
                     baseline_ns,
+                    discarded: target.discarded,
                 }))
             })
             .join()
@@ -349,6 +440,7 @@ mod tests {
         assert_eq!(run.pairs.len(), 2);
         for pair in &run.pairs {
             assert_eq!(pair.with_target_ns.count, 200);
+            assert!(pair.discarded < 10_000, "{pair:?}");
             assert!(pair.baseline_ns.min > 0.0, "{pair:?}");
             // Other tests' threads run in this process, so the baseline may include IPIs to
             // them: that with-target costs more is checked on the binary (tests/it).
@@ -366,6 +458,16 @@ mod tests {
         let run = mesh(&cpus, Duration::from_millis(200), &StopFlag::new()).unwrap();
         assert!(run.cpus.iter().all(|c| c.calls > 0), "{run:?}");
         assert_eq!(run.ipis_per_second, run.calls_per_second);
+    }
+
+    #[test]
+    fn calls_are_not_timed_while_the_target_is_off_its_cpu() {
+        // A heartbeat nobody counts is a target thread that never runs: no call may be kept.
+        if register().is_err() {
+            return;
+        }
+        let calls = timed_calls_with_target(5, &AtomicU64::new(7), &StopFlag::new());
+        assert!(calls.times.is_empty());
     }
 
     #[test]

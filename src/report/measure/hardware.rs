@@ -355,6 +355,13 @@ pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
             s.median
         );
     }
+    let discarded: u64 = run.pairs.iter().map(|p| p.discarded).sum();
+    if discarded > 0 {
+        let _ = writeln!(
+            out,
+            "{discarded} calls left out because another task held the interrupted CPU (no IPI was sent)"
+        );
+    }
     out
 }
 
