@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, note_interrupted, open_session, print_document, report_not_measured, results_exit,
+    LoopArgs, deliver_document, note_interrupted, open_session, report_not_measured, results_exit,
 };
 use super::output::print;
 use super::values;
@@ -93,6 +93,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         );
     }
     let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let bundle = args.common.bundle.open(&session)?;
     let plan = args.common.plan(&session)?;
     let request = TimerRequest {
         plan,
@@ -127,14 +128,17 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     match format {
         TimerFormat::Table => print(&printers::table(&run))?,
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
-        TimerFormat::Json => print_document(
-            Kind::MeasureTimer,
-            session.root(),
-            &run.session.environment,
-            printers::result(&run),
-        )?,
+        TimerFormat::Json => {}
     }
-    let mut complete = !run.session.interrupted;
+    let saved = deliver_document(
+        Kind::MeasureTimer,
+        session.root(),
+        &run.session.environment,
+        printers::result(&run),
+        format == TimerFormat::Json,
+        bundle.as_ref(),
+    )?;
+    let mut complete = saved && !run.session.interrupted;
     for cpu in &run.session.cpus {
         if report_not_measured(cpu) {
             complete = false;

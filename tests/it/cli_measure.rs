@@ -238,3 +238,17 @@ fn hwlat_says_when_the_kernel_lacks_the_tracer_and_refuses_a_width_above_the_win
         }
     }
 }
+
+#[test]
+fn an_out_that_cannot_be_a_bundle_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("taken");
+    std::fs::write(&file, "").unwrap();
+    let file = file.to_str().unwrap();
+    jitter("0", "1000", "1h", &["--out", file])
+        .code(2)
+        .stderr(contains(format!("--out {file}")).and(contains("not a directory")));
+    lowlat(&["measure", "c2c", "--cpus", "0", "--out", file])
+        .code(2)
+        .stderr(contains("--out"));
+}

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("sysroot", &["text"]),
     ("document", &["sysroot"]),
+    ("bundle", &["document"]),
     ("machine", &["sysroot", "units"]),
     ("snapshot", &["document", "sysroot"]),
     ("tuning", &["machine"]),

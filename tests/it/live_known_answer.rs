@@ -243,3 +243,62 @@ fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody()
     assert_eq!(mesh["kind"], "measure-ipi-mesh");
     assert!(mesh["result"]["ipis_per_second"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn out_collects_every_run_into_one_bundle_with_the_inventory() {
+    let Some(_turn) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("runs");
+    let bundle_arg = bundle.to_str().unwrap();
+    for _ in 0..2 {
+        let out = crate::support::lowlat(&[])
+            .args(["measure", "jitter", "--cpus", "1", "--threshold", "1000"])
+            .args(["--duration", "300ms", "--out", bundle_arg])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        // The page is still the table: --out adds the document, it does not replace output.
+        assert!(!String::from_utf8_lossy(&out.stdout).starts_with('{'));
+    }
+    let out = crate::support::lowlat(&[])
+        .args([
+            "measure",
+            "ipi",
+            "--cpus",
+            "0-1",
+            "--samples",
+            "50",
+            "--csv",
+        ])
+        .args(["--out", bundle_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("sending cpu,"));
+    let mut names: Vec<String> = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "inventory.json",
+            "measure-ipi.json",
+            "measure-jitter-2.json",
+            "measure-jitter.json"
+        ]
+    );
+    for name in &names {
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join(name)).unwrap()).unwrap();
+        assert_eq!(
+            doc["kind"],
+            name.trim_end_matches(".json").trim_end_matches("-2")
+        );
+        if name != "inventory.json" {
+            assert!(doc["environment"]["settings"].is_object(), "{name}");
+        }
+    }
+}
