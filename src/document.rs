@@ -28,6 +28,7 @@
 //! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//! | `check`           | 2              | `check --json`, `check.json`   |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -75,6 +76,8 @@ pub enum Kind {
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
+    /// The audit, the measurements and the profile's targets in one verdict (`lowlat check`).
+    Check,
 }
 
 impl Kind {
@@ -98,6 +101,7 @@ impl Kind {
             Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
+            Kind::Check => 2,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub(crate) mod apply;
 pub mod audit;
 pub mod bundle;
+pub(crate) mod check;
 pub mod cli;
 pub(crate) mod document;
 pub mod machine;

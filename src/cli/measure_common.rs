@@ -15,6 +15,7 @@ use crate::bundle::Bundle;
 use crate::document::{self, Kind};
 use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::CpuLoop;
@@ -222,6 +223,27 @@ fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
                 bundle.dir().display()
             );
             false
+        }
+    }
+}
+
+/// Holds /dev/cpu_dma_latency at `limit_us` while the returned guard lives, as cyclictest
+/// does, saying so on stderr; without permission, says that deep idle states may add to the
+/// latencies and holds nothing.
+pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatencyLimit> {
+    match DmaLatencyLimit::hold(root, limit_us) {
+        Ok(limit) => {
+            eprintln!(
+                "lowlat: holding {} at {} µs during the run, as cyclictest does",
+                CPU_DMA_LATENCY, limit.limit_us
+            );
+            Some(limit)
+        }
+        Err(e) => {
+            eprintln!(
+                "lowlat: note: no idle-state limit held ({e:#}); deep C-states may add to the latencies"
+            );
+            None
         }
     }
 }

@@ -252,3 +252,20 @@ fn an_out_that_cannot_be_a_bundle_is_refused_before_measuring() {
         .code(2)
         .stderr(contains("--out"));
 }
+
+#[test]
+fn check_refuses_a_bad_profile_a_fixture_root_and_a_tiny_duration() {
+    lowlat(&["check", "--profile", "nope"])
+        .code(2)
+        .stderr(contains("--profile nope: no such profile"));
+    let fixture = crate::support::fixture("epyc7f32-2s");
+    lowlat(&["--root", fixture.to_str().unwrap(), "check"])
+        .code(2)
+        .stderr(contains("measurements run on this machine only"));
+    lowlat(&["check", "--duration", "1ms"])
+        .code(2)
+        .stderr(contains("--duration"));
+    lowlat(&["check", "--cpus", "4095"])
+        .code(2)
+        .stderr(contains("--cpus 4095"));
+}

@@ -24,7 +24,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("watch", &["apply"]),
-    ("report", &["apply", "measure", "watch"]),
+    ("check", &["audit", "measure"]),
+    ("report", &["apply", "measure", "watch", "check", "bundle"]),
     ("cli", &["report"]),
 ];
 

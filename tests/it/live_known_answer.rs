@@ -302,3 +302,72 @@ fn out_collects_every_run_into_one_bundle_with_the_inventory() {
         }
     }
 }
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
+    let Some(_turn) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("check");
+    let out = crate::support::lowlat(&[])
+        .args([
+            "check",
+            "--cpus",
+            "1",
+            "--duration",
+            "1s",
+            "--json",
+            "--out",
+        ])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    // This untuned machine fails the low-latency audit: 1, never 2.
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kind"], "check");
+    assert_eq!(doc["verdict"], "fail");
+    assert_eq!(doc["measured"]["cpus"], "1");
+    let cpu = &doc["figures"][0];
+    assert_eq!(cpu["cpu"], 1);
+    assert!(cpu["jitter_seconds"].as_f64().unwrap() > 0.5, "{cpu}");
+    assert!(cpu["timer_samples"].as_u64().unwrap() > 500, "{cpu}");
+    assert!(cpu["timer_max_ns"].as_u64().unwrap() >= cpu["timer_p99_ns"].as_u64().unwrap());
+    let target = &doc["targets"][0];
+    assert_eq!(
+        target["target"]["metric"],
+        "interruptions-ge-10us-per-minute"
+    );
+    assert!(
+        target["target"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("[S000]")
+    );
+    assert_eq!(target["values"][0]["cpu"], 1);
+    let failures = doc["failures"].as_array().unwrap();
+    assert!(
+        failures[0]
+            .as_str()
+            .unwrap()
+            .contains("audit finding(s) failed")
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "audit.json",
+            "check.json",
+            "inventory.json",
+            "measure-jitter.json",
+            "measure-timer.json"
+        ]
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
+    assert_eq!(saved["figures"], doc["figures"]);
+}
