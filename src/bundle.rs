@@ -35,12 +35,12 @@ pub enum BundleError {
         /// The kind.
         kind: Kind,
     },
-    /// A file or directory could not be read.
+    /// A file or directory could not be read (or a checkpoint removed).
     #[error("{}: cannot {op}: {source}", .path.display())]
     Read {
         /// The file or directory.
         path: PathBuf,
-        /// What was being done (`read`, `list the directory`).
+        /// What was being done (`read`, `list the directory`, `remove`).
         op: &'static str,
         /// The underlying error.
         source: std::io::Error,
@@ -108,6 +108,32 @@ impl Bundle {
         let path = self.dir.join(file_name(kind, 1));
         self.write(&path, json)?;
         Ok(path)
+    }
+
+    /// Writes the results so far of a long `kind` run (`measure-jitter.checkpoint.json`),
+    /// replacing the previous checkpoint; returns the file. Readers take it as one more run of
+    /// the kind: after a crash it is the run.
+    pub fn checkpoint(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
+        let path = self.checkpoint_path(kind);
+        self.write(&path, json)?;
+        Ok(path)
+    }
+
+    /// Removes the checkpoint of a `kind` run once its document is in the bundle.
+    pub fn remove_checkpoint(&self, kind: Kind) -> Result<(), BundleError> {
+        let path = self.checkpoint_path(kind);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BundleError::Read {
+                path,
+                op: "remove",
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn checkpoint_path(&self, kind: Kind) -> PathBuf {
+        self.dir.join(format!("{kind}.checkpoint.json"))
     }
 
     fn write(&self, path: &Path, json: &str) -> Result<(), BundleError> {
@@ -243,6 +269,20 @@ mod tests {
         assert_eq!(runs, (1..=11).collect::<Vec<_>>());
         assert!(loaded[1].path.ends_with("measure-jitter.json"));
         assert!(loaded[11].path.ends_with("measure-jitter-11.json"));
+        // A checkpoint is replaced, read as a run while it is there, and removed at the end.
+        bundle
+            .checkpoint(Kind::MeasureTimer, &doc(Kind::MeasureTimer, 1))
+            .unwrap();
+        bundle
+            .checkpoint(Kind::MeasureTimer, &doc(Kind::MeasureTimer, 2))
+            .unwrap();
+        let loaded = read(bundle.dir()).unwrap();
+        let checkpoint = loaded.iter().find(|l| l.kind == "measure-timer").unwrap();
+        assert!(checkpoint.path.ends_with("measure-timer.checkpoint.json"));
+        assert_eq!(checkpoint.value["run"], 2);
+        bundle.remove_checkpoint(Kind::MeasureTimer).unwrap();
+        bundle.remove_checkpoint(Kind::MeasureTimer).unwrap();
+        assert_eq!(read(bundle.dir()).unwrap().len(), 12);
         // Reopening adds to the bundle instead of refusing it.
         let reopened = Bundle::open(bundle.dir()).unwrap();
         let next = reopened.add(Kind::MeasureJitter, "{}").unwrap();

@@ -17,6 +17,7 @@ use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::segments::{self, Merge};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::threads::LoopPlan;
@@ -103,6 +104,11 @@ pub struct LoopArgs {
     /// Where the document is kept.
     #[command(flatten)]
     pub bundle: BundleArgs,
+    /// With --out, save the results so far every D (as KIND.checkpoint.json in the bundle,
+    /// replaced each time and removed when the run ends), so that a crash or kill -9 loses at
+    /// most D. The run is then measured in segments of D with a few ms between them.
+    #[arg(long, value_name = "D", default_value = "60s", allow_hyphen_values = true, value_parser = values::duration)]
+    pub checkpoint: Duration,
 }
 
 impl LoopArgs {
@@ -204,7 +210,14 @@ pub(crate) fn deliver_document<T: Serialize>(
     if print {
         super::output::print(&json)?;
     }
-    Ok(save(bundle, kind, &json))
+    let saved = save(bundle, kind, &json);
+    if saved
+        && let Some(bundle) = bundle
+        && let Err(e) = bundle.remove_checkpoint(kind)
+    {
+        eprintln!("lowlat: warning: --out: {e}");
+    }
+    Ok(saved)
 }
 
 /// Adds `json` to `bundle`; says on stderr why it could not. Returns whether it was saved.
@@ -246,6 +259,47 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
             None
         }
     }
+}
+
+/// Runs a loop engine for `duration`: in one piece, or, with a bundle and a duration longer than
+/// `every`, in segments of `every` whose merged results so far `checkpoint_json` turns into the
+/// bundle's checkpoint after each (see [`segments`]). A checkpoint that cannot be written is
+/// said on stderr; the run goes on.
+pub(crate) fn run_checkpointed<T: Merge, E>(
+    bundle: Option<&Bundle>,
+    kind: Kind,
+    duration: Duration,
+    every: Duration,
+    mut segment: impl FnMut(Duration) -> Result<T, E>,
+    ended: impl Fn(&T) -> bool,
+    checkpoint_json: impl Fn(&T) -> Result<String>,
+) -> Result<T, E> {
+    let Some(bundle) = bundle.filter(|_| duration > every) else {
+        return segment(duration);
+    };
+    let mut measured = Duration::ZERO;
+    segments::in_segments(duration, every, segment, ended, |so_far| {
+        measured += every;
+        let saved = checkpoint_json(so_far).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
+        match saved {
+            Ok(path) => eprintln!(
+                "lowlat: checkpoint: {:.1} of {:.1} s measured, saved in {}",
+                measured.as_secs_f64(),
+                duration.as_secs_f64(),
+                path.display()
+            ),
+            Err(e) => eprintln!("lowlat: warning: --out: no checkpoint written: {e:#}"),
+        }
+    })
+}
+
+/// The warning a checkpoint carries: the run was still going.
+pub(crate) fn checkpoint_warning(elapsed_ns: u64, duration: Duration) -> String {
+    format!(
+        "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
+        elapsed_ns as f64 / 1e9,
+        duration.as_secs_f64()
+    )
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it

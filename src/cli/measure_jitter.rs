@@ -5,8 +5,8 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, check_output_prefix, deliver_document, note_interrupted, open_session,
-    report_not_measured, results_exit,
+    LoopArgs, check_output_prefix, checkpoint_warning, deliver_document, note_interrupted,
+    open_session, report_not_measured, results_exit, run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -14,6 +14,7 @@ use crate::document::Kind;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
+use crate::report::measure::document as measure_document;
 use crate::report::measure::jitter as printers;
 use crate::report::peer::{oslat, sysjitter};
 
@@ -72,7 +73,28 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
-    let run = jitter::run(&session, request).map_err(|e| match e {
+    let duration = request.plan.duration;
+    let run = run_checkpointed(
+        bundle.as_ref(),
+        Kind::MeasureJitter,
+        duration,
+        args.common.checkpoint,
+        |length| {
+            let mut segment = request.clone();
+            segment.plan.duration = length;
+            jitter::run(&session, segment)
+        },
+        |so_far| so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full),
+        |so_far| {
+            let mut result = printers::result(so_far);
+            let note = checkpoint_warning(so_far.session.elapsed_ns, duration);
+            result.header.warnings.push(note);
+            let environment = so_far.session.environment.clone();
+            let host = crate::document::host_name(session.root());
+            Ok(measure_document(Kind::MeasureJitter, host, environment, result).to_json()?)
+        },
+    )
+    .map_err(|e| match e {
         JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
             anyhow::Error::new(e).context(format!("--priority {priority}"))
         }

@@ -5,8 +5,8 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, deliver_document, hold_idle_limit, note_interrupted, open_session,
-    report_not_measured, results_exit,
+    LoopArgs, checkpoint_warning, deliver_document, hold_idle_limit, note_interrupted,
+    open_session, report_not_measured, results_exit, run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -14,6 +14,7 @@ use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
 use crate::measure::runner::session::Engine;
+use crate::report::measure::document as measure_document;
 use crate::report::measure::timer as printers;
 
 /// Options of `lowlat measure timer`.
@@ -107,7 +108,28 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         hold_idle_limit(session.root(), args.dma_latency)
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
-    let run = timer::run(&session, request).map_err(|e| match e {
+    let duration = request.plan.duration;
+    let run = run_checkpointed(
+        bundle.as_ref(),
+        Kind::MeasureTimer,
+        duration,
+        args.common.checkpoint,
+        |length| {
+            let mut segment = request.clone();
+            segment.plan.duration = length;
+            timer::run(&session, segment)
+        },
+        |so_far| so_far.session.interrupted,
+        |so_far| {
+            let mut result = printers::result(so_far);
+            let note = checkpoint_warning(so_far.session.elapsed_ns, duration);
+            result.header.warnings.push(note);
+            let environment = so_far.session.environment.clone();
+            let host = crate::document::host_name(session.root());
+            Ok(measure_document(Kind::MeasureTimer, host, environment, result).to_json()?)
+        },
+    )
+    .map_err(|e| match e {
         TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
         e => e.into(),
     })?;

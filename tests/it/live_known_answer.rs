@@ -371,3 +371,68 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
         serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
     assert_eq!(saved["figures"], doc["figures"]);
 }
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_killed_long_run_leaves_a_checkpoint_and_a_finished_one_its_document() {
+    let Some(_turn) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // kill -9 after two 1 s segments: the checkpoint holds them.
+    let killed = dir.path().join("killed");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lowlat"))
+        .args(["measure", "jitter", "--cpus", "1", "--threshold", "1000"])
+        .args(["--duration", "30s", "--checkpoint", "1s", "--out"])
+        .arg(&killed)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let checkpoint = killed.join("measure-jitter.checkpoint.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let segments = |path: &std::path::Path| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .and_then(|doc| doc["result"]["segments"].as_u64())
+            .unwrap_or(0)
+    };
+    while segments(&checkpoint) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();
+    assert_eq!(doc["kind"], "measure-jitter");
+    assert!(doc["result"]["segments"].as_u64().unwrap() >= 2, "{doc}");
+    let runtime = doc["result"]["cpus"][0]["runtime_ns"].as_u64().unwrap();
+    assert!(runtime >= 1_500_000_000, "{runtime}");
+    let warnings = doc["result"]["warnings"].to_string();
+    assert!(
+        warnings.contains("checkpoint: the run was still going"),
+        "{warnings}"
+    );
+    // A run that ends writes its document, with every segment, and removes the checkpoint.
+    let finished = dir.path().join("finished");
+    let out = crate::support::lowlat(&[])
+        .args(["measure", "timer", "--cpus", "1", "--interval", "1000"])
+        .args([
+            "--duration",
+            "2500ms",
+            "--checkpoint",
+            "1s",
+            "--json",
+            "--out",
+        ])
+        .arg(&finished)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["result"]["segments"], 3);
+    assert!(
+        doc["result"]["cpus"][0]["samples"].as_u64().unwrap() > 2000,
+        "{doc}"
+    );
+    assert!(finished.join("measure-timer.json").exists());
+    assert!(!finished.join("measure-timer.checkpoint.json").exists());
+}

@@ -6,6 +6,7 @@
 use crate::machine::irq::{InterruptTable, SoftirqTable, parse_interrupts, parse_softirqs};
 use crate::machine::tasks::parse_status;
 use crate::machine::{Avail, Warnings};
+use crate::measure::runner::segments::Merge;
 use crate::sysroot::SysRoot;
 use serde::Serialize;
 
@@ -197,6 +198,51 @@ pub struct EventCount {
     pub source: String,
     /// Events during the run.
     pub count: u64,
+}
+
+impl Merge for CpuAttribution {
+    fn merge(&mut self, later: Self) {
+        merge_counts(&mut self.irqs, later.irqs);
+        merge_counts(&mut self.softirqs, later.softirqs);
+        if let (Avail::Available(sum), Avail::Available(more)) =
+            (&mut self.context_switches, &later.context_switches)
+        {
+            sum.voluntary += more.voluntary;
+            sum.involuntary += more.involuntary;
+        } else {
+            self.context_switches = unavailable_of(&self.context_switches, later.context_switches);
+        }
+        if let (Avail::Available(sum), Avail::Available(more)) =
+            (&mut self.waited_ns, &later.waited_ns)
+        {
+            *sum += more;
+        } else {
+            self.waited_ns = unavailable_of(&self.waited_ns, later.waited_ns);
+        }
+    }
+}
+
+/// The unavailable one of `earlier` and `later` (a sum with a missing part is missing).
+fn unavailable_of<T: Clone>(earlier: &Avail<T>, later: Avail<T>) -> Avail<T> {
+    match earlier {
+        Avail::Unavailable { .. } => earlier.clone(),
+        Avail::Available(_) => later,
+    }
+}
+
+/// Adds the event counts of `later` to `sum` by source, most frequent first again.
+fn merge_counts(sum: &mut Avail<Vec<EventCount>>, later: Avail<Vec<EventCount>>) {
+    let (Avail::Available(counts), Avail::Available(more)) = (&mut *sum, &later) else {
+        *sum = unavailable_of(sum, later);
+        return;
+    };
+    for event in more {
+        match counts.iter_mut().find(|c| c.source == event.source) {
+            Some(count) => count.count += event.count,
+            None => counts.push(event.clone()),
+        }
+    }
+    counts.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.source.cmp(&b.source)));
 }
 
 /// The per-CPU differences between two readings; `cpus` in the order the counters' threads

@@ -16,6 +16,7 @@ pub(crate) mod pairs;
 pub(crate) mod place;
 pub(crate) mod progress;
 pub(crate) mod region;
+pub(crate) mod segments;
 pub(crate) mod session;
 pub(crate) mod summary;
 pub(crate) mod threads;

@@ -20,6 +20,7 @@ use crate::measure::runner::harness::{self, Helper, StopFlag};
 use crate::measure::runner::inject::{self, InjectSpec};
 use crate::measure::runner::load;
 use crate::measure::runner::observer::Observer;
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -254,6 +255,38 @@ pub struct Finished<R> {
     pub environment: Environment,
     /// Problems met reading the counters.
     pub warnings: Vec<Warning>,
+    /// Segments the run was measured in (1, or more for a checkpointed run: see
+    /// [`super::segments`]).
+    pub segments: u32,
+}
+
+impl<R: Merge> Merge for Finished<R> {
+    fn merge(&mut self, later: Self) {
+        for (cpu, more) in self.cpus.iter_mut().zip(later.cpus) {
+            cpu.record.merge(more.record);
+            cpu.setup_error = cpu.setup_error.take().or(more.setup_error);
+        }
+        self.interrupted |= later.interrupted;
+        self.elapsed_ns += later.elapsed_ns;
+        self.memory_locked &= later.memory_locked;
+        for (spins, more) in self.injector_spins.iter_mut().zip(later.injector_spins) {
+            *spins += more;
+        }
+        for (attribution, more) in self.attribution.iter_mut().zip(later.attribution) {
+            attribution.merge(more);
+        }
+        self.shared = self
+            .attribution
+            .iter()
+            .filter_map(|a| a.shared_warning(self.elapsed_ns))
+            .collect();
+        for warning in later.warnings {
+            if !self.warnings.contains(&warning) {
+                self.warnings.push(warning);
+            }
+        }
+        self.segments += later.segments;
+    }
 }
 
 impl<R> Finished<R> {
@@ -330,6 +363,7 @@ pub(crate) fn run_loops<R: Send>(
         shared,
         environment,
         warnings: observer.warnings.into_vec(),
+        segments: 1,
     })
 }
 

@@ -27,8 +27,11 @@ pub(crate) struct JitterResult {
     pub threshold_ns: u64,
     /// Duration asked for, ns.
     pub duration_ns: u64,
-    /// Wall time of the run, ns.
+    /// Wall time of the run, ns (of its segments, for a checkpointed run).
     pub elapsed_ns: u64,
+    /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
+    /// `--checkpoint` (nothing is measured for a few ms between two).
+    pub segments: u32,
     /// The counter read by the loop and how its frequency was found.
     pub counter: Tsc,
     /// CPUs loaded with a hog during the run.
@@ -206,6 +209,7 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
         threshold_ns: run.request.threshold_ns,
         duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
         elapsed_ns: run.session.elapsed_ns,
+        segments: run.session.segments,
         counter: run.tsc,
         load: run.request.plan.load.clone(),
         inject: run.request.plan.inject,

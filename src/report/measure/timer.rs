@@ -25,8 +25,11 @@ pub(crate) struct TimerResult {
     pub interval_ns: u64,
     /// Duration asked for, ns.
     pub duration_ns: u64,
-    /// Wall time of the run, ns.
+    /// Wall time of the run, ns (of its segments, for a checkpointed run).
     pub elapsed_ns: u64,
+    /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
+    /// `--checkpoint` (nothing is measured for a few ms between two).
+    pub segments: u32,
     /// Why SCHED_FIFO was not used, when it was not.
     pub normal_priority_reason: Option<String>,
     /// CPUs loaded with a hog during the run.
@@ -146,6 +149,7 @@ pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
         interval_ns: run.request.interval_ns,
         duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
         elapsed_ns: run.session.elapsed_ns,
+        segments: run.session.segments,
         normal_priority_reason: run.normal_priority_reason.clone(),
         load: run.request.plan.load.clone(),
         inject: run.request.plan.inject,

@@ -7,6 +7,7 @@
 //! buffer, the histogram and the buckets are sized and touched before the loop starts.
 
 use crate::measure::runner::clock::TickSource;
+use crate::measure::runner::segments::Merge;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -66,6 +67,9 @@ pub(crate) struct BusyRecord {
     pub max_period: u64,
     /// Sum of the interruption lengths, ticks.
     pub total: u64,
+    /// Ticks between `start` and `stop` when nothing was measured: the pauses between the
+    /// segments of a checkpointed run.
+    pub paused: u64,
 }
 
 impl BusyRecord {
@@ -94,6 +98,7 @@ impl BusyRecord {
             min_period: u64::MAX,
             max_period: 0,
             total: 0,
+            paused: 0,
         }
     }
 
@@ -102,9 +107,11 @@ impl BusyRecord {
         self.buckets.iter().sum()
     }
 
-    /// Ticks between start and stop.
+    /// Ticks measured: between start and stop, less the pauses between segments.
     pub(crate) fn runtime_ticks(&self) -> u64 {
-        self.stop.wrapping_sub(self.start)
+        self.stop
+            .wrapping_sub(self.start)
+            .saturating_sub(self.paused)
     }
 
     /// Runs the loop until `stop` is set or `clock` ends (or the gap buffer fills).
@@ -166,6 +173,27 @@ impl BusyRecord {
             return false;
         }
         true
+    }
+}
+
+impl Merge for BusyRecord {
+    fn merge(&mut self, later: Self) {
+        self.paused += later.paused + later.start.saturating_sub(self.stop);
+        self.stop = later.stop;
+        self.gaps.extend(later.gaps);
+        self.full |= later.full;
+        // Both histograms have the same bounds (one config); a value beyond them saturates.
+        for value in later.hist.iter_recorded() {
+            self.hist
+                .saturating_record_n(value.value_iterated_to(), value.count_at_value());
+        }
+        for (sum, count) in self.buckets.iter_mut().zip(later.buckets) {
+            *sum += count;
+        }
+        self.overflow_sum += later.overflow_sum;
+        self.min_period = self.min_period.min(later.min_period);
+        self.max_period = self.max_period.max(later.max_period);
+        self.total += later.total;
     }
 }
 

@@ -6,6 +6,7 @@ pub(crate) mod stats;
 
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::TscTicks;
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
@@ -37,6 +38,13 @@ pub(crate) struct JitterRun {
     pub tsc: Tsc,
     /// What each CPU's busy loop recorded, and the conditions of the run.
     pub session: Finished<BusyRecord>,
+}
+
+impl Merge for JitterRun {
+    fn merge(&mut self, later: Self) {
+        self.request.plan.duration += later.request.plan.duration;
+        self.session.merge(later.session);
+    }
 }
 
 /// Why a jitter measurement could not start.

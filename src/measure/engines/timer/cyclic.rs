@@ -3,6 +3,8 @@
 //! latencies in `[i, i+1)` µs, anything at or beyond the last bucket is an overflow whose
 //! cycle number (0-based) is kept, up to as many as there are buckets.
 
+use crate::measure::runner::segments::Merge;
+
 /// cyclictest's initial `min`, kept when every sample is larger.
 pub const MIN_SENTINEL: i64 = 1_000_000;
 
@@ -84,6 +86,29 @@ impl CyclicStats {
     }
 }
 
+impl Merge for CyclicStats {
+    fn merge(&mut self, later: Self) {
+        let offset = self.cycles;
+        self.min = self.min.min(later.min);
+        self.max = self.max.max(later.max);
+        if later.cycles > 0 {
+            self.act = later.act;
+        }
+        self.sum += later.sum;
+        for (sum, count) in self.buckets.iter_mut().zip(&later.buckets) {
+            *sum += count;
+        }
+        let room = self
+            .buckets
+            .len()
+            .saturating_sub(self.overflow_cycles.len());
+        self.overflow_cycles
+            .extend(later.overflow_cycles.iter().take(room).map(|c| c + offset));
+        self.overflows += later.overflows;
+        self.cycles += later.cycles;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +143,18 @@ mod tests {
         stats.add(2);
         assert_eq!(stats.avg(), 1);
         assert_eq!(CyclicStats::new(0).avg(), 0);
+    }
+
+    #[test]
+    fn two_segments_merge_into_the_statistics_of_one_run() {
+        let samples = [2, 0, 5, 1, 7, 9, 3, 12];
+        let mut whole = CyclicStats::new(4);
+        samples.iter().for_each(|&us| whole.add(us));
+        let mut first = CyclicStats::new(4);
+        let mut second = CyclicStats::new(4);
+        samples[..3].iter().for_each(|&us| first.add(us));
+        samples[3..].iter().for_each(|&us| second.add(us));
+        first.merge(second);
+        assert_eq!(first, whole);
     }
 }

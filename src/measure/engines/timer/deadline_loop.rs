@@ -6,6 +6,7 @@
 use super::cyclic::CyclicStats;
 use crate::measure::engines::jitter::busy::HDR_DIGITS;
 use crate::measure::runner::clock::DeadlineClock;
+use crate::measure::runner::segments::Merge;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -99,6 +100,21 @@ impl TimerRecord {
                 break;
             }
         }
+    }
+}
+
+impl Merge for TimerRecord {
+    fn merge(&mut self, later: Self) {
+        self.skipped += later.skipped;
+        self.min_ns = self.min_ns.min(later.min_ns);
+        self.max_ns = self.max_ns.max(later.max_ns);
+        self.sum_ns += later.sum_ns;
+        // Both histograms have the same bounds; a value beyond them saturates.
+        for value in later.hist.iter_recorded() {
+            self.hist
+                .saturating_record_n(value.value_iterated_to(), value.count_at_value());
+        }
+        self.cyclic.merge(later.cyclic);
     }
 }
 

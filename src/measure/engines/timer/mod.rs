@@ -7,6 +7,7 @@ pub(crate) mod deadline_loop;
 use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use deadline_loop::TimerRecord;
@@ -39,6 +40,13 @@ pub struct TimerRun {
     pub normal_priority_reason: Option<String>,
     /// What each CPU's timer loop recorded, and the conditions of the run.
     pub session: Finished<TimerRecord>,
+}
+
+impl Merge for TimerRun {
+    fn merge(&mut self, later: Self) {
+        self.request.plan.duration += later.request.plan.duration;
+        self.session.merge(later.session);
+    }
 }
 
 /// Why a timer measurement could not run.
