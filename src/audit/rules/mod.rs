@@ -1,6 +1,7 @@
 //! The rule catalogue, one module per layer, and helpers the checks share.
 
 pub(crate) mod boot;
+pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod hardware;
 pub(crate) mod runtime;
@@ -21,6 +22,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         sysctl::RULES,
         runtime::RULES,
         service::RULES,
+        domain::RULES,
     ]
     .into_iter()
     .flatten()
