@@ -4,6 +4,7 @@ pub(crate) mod boot;
 pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod hardware;
+pub(crate) mod kvm;
 pub(crate) mod runtime;
 pub(crate) mod service;
 mod support;
@@ -21,6 +22,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         boot::RULES,
         sysctl::RULES,
         runtime::RULES,
+        kvm::RULES,
         service::RULES,
         domain::RULES,
     ]
