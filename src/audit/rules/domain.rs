@@ -176,14 +176,14 @@ fn each(
         let names: Vec<&str> = virt.domains.iter().map(|d| d.name.as_str()).collect();
         format!("as expected in {}", names.join(", "))
     } else {
-        format!("not in {}", failing.join(", "))
+        format!("fails in {}", failing.join(", "))
     };
     if failing.is_empty() {
         outcome
     } else {
         let names = failing.join(", ");
         outcome.with_status(Status::Fail).manual(format!(
-            "virsh edit each of {names} as the details say; `lowlat plan --vm NAME --vcpus N` writes the whole fragment"
+            "virsh edit {names} as the details say (`lowlat plan --vm NAME --vcpus N` writes the whole fragment)"
         ))
     }
 }
