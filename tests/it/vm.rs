@@ -302,3 +302,29 @@ fn plan_vm_refuses_what_it_cannot_place() {
     assert_eq!(code, 2);
     assert!(err.contains("'a/b': use letters"), "{err}");
 }
+
+#[test]
+fn a_snapshot_carries_the_domains_and_kvm_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("host.lowlat");
+    let (code, _, err) = run(&["snapshot", "-o", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let out = lowlat(&[
+        "--snapshot",
+        file.to_str().unwrap(),
+        "audit",
+        "--profile",
+        "realtime-host",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(finding(&doc, "LL-VM-VCPU-PIN")["status"], "pass");
+    assert_eq!(
+        finding(&doc, "LL-VM-VCPU-PIN")["observed"],
+        "as expected in rt-vm"
+    );
+    assert_eq!(finding(&doc, "LL-KVM-PARAMETERS")["status"], "pass");
+    assert_eq!(finding(&doc, "LL-KSM")["status"], "pass");
+}
