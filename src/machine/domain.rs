@@ -597,6 +597,18 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text, and any mangling of a real domain, parses or is an error: never a panic.
+        #[test]
+        fn never_panics(text in ".{0,400}", cut in 0usize..2000, junk in "[<>/'=a-z ]{0,12}") {
+            let _ = parse("any.xml", &text);
+            let mut seed = SEED.to_string();
+            let at = (0..=cut.min(seed.len())).rev().find(|&i| seed.is_char_boundary(i)).unwrap_or(0);
+            seed.insert_str(at, &junk);
+            let _ = parse("mangled.xml", &seed);
+        }
+    }
+
     #[test]
     fn units_and_exclusions() {
         assert_eq!(unit_bytes("GiB"), Some(1 << 30));

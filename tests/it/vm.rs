@@ -328,3 +328,46 @@ fn a_snapshot_carries_the_domains_and_kvm_parameters() {
     assert_eq!(finding(&doc, "LL-KVM-PARAMETERS")["status"], "pass");
     assert_eq!(finding(&doc, "LL-KSM")["status"], "pass");
 }
+
+#[test]
+fn two_domains_on_the_same_cores_and_pages_fail_sharing_and_hugepages() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::tree::copy_tree(&fixture(HOST), dir.path());
+    let seed = std::fs::read_to_string(domains().join("rt-vm.xml")).unwrap();
+    let twin = seed
+        .replace("<name>rt-vm</name>", "<name>rt-vm2</name>")
+        .replace(
+            "<vcpupin vcpu='3' cpuset='7'/>",
+            "<vcpupin vcpu='3' cpuset='3'/>",
+        );
+    std::fs::write(dir.path().join("etc/libvirt/qemu/rt-vm2.xml"), twin).unwrap();
+    let out = lowlat(&["audit", "--profile", "realtime-host", "--json"])
+        .arg("--root")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        failing_vm_rules(&doc),
+        BTreeSet::from([
+            "LL-VM-CPU-SHARED".to_string(),
+            "LL-VM-HUGEPAGES".to_string(),
+            "LL-VM-VCPU-PIN".to_string(),
+        ])
+    );
+    let shared = finding(&doc, "LL-VM-CPU-SHARED")["details"].to_string();
+    assert!(
+        shared.contains("rt-vm: vCPU 0 shares host CPU 4 with 1 other vCPU(s)"),
+        "{shared}"
+    );
+    let pages = finding(&doc, "LL-VM-HUGEPAGES")["details"].to_string();
+    assert!(
+        pages.contains("(64 for all domains there); node 0 has 32 reserved"),
+        "{pages}"
+    );
+    let pin = finding(&doc, "LL-VM-VCPU-PIN")["details"].to_string();
+    assert!(
+        pin.contains("rt-vm2: real-time vCPU 3 is on housekeeping CPU 3"),
+        "{pin}"
+    );
+}
