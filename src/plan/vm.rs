@@ -1,6 +1,6 @@
 //! `plan --vm`: a real-time KVM guest laid over the host partition (\[S002\]). From the host plan's
 //! isolated and housekeeping CPUs it chooses one isolated core per vCPU on one NUMA node (the
-//! SMT siblings of those cores stay idle), the node's housekeeping CPUs for the emulator,
+//! SMT siblings of those cores stay idle), the node's housekeeping CPUs for the emulator and an I/O thread,
 //! SCHED_FIFO for the real-time vCPUs (never vCPU 0), and huge pages of the host's size on
 //! that node; then renders the libvirt domain, the host's huge page reservation for the node,
 //! and the guest's own plan (TuneD realtime-virtual-guest variables and kernel arguments)
@@ -217,7 +217,9 @@ const LOCK_HEADROOM_KIB: u64 = crate::audit::rules::domain::LOCK_HEADROOM_KIB;
 
 impl VmPlan {
     /// The libvirt domain: the elements to merge with `virsh edit NAME` into an existing
-    /// domain (or `virsh define` as is, after adding a disk and a network interface).
+    /// domain (or `virsh define` as is, after adding a disk and a network interface). One I/O
+    /// thread, pinned beside the emulator, takes disk I/O off the vCPUs once a disk names it
+    /// (`<driver iothread='1'/>`).
     pub fn domain_xml(&self) -> String {
         let pins: String = self
             .pins
@@ -240,8 +242,10 @@ impl VmPlan {
     <locked/>
   </memoryBacking>
   <vcpu placement='static'>{vcpus}</vcpu>
+  <iothreads>1</iothreads>
   <cputune>
 {pins}    <emulatorpin cpuset='{emulator}'/>
+    <iothreadpin iothread='1' cpuset='{emulator}'/>
     <vcpusched vcpus='{rt}' scheduler='fifo' priority='1'/>
   </cputune>
   <numatune>
