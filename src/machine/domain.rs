@@ -249,7 +249,7 @@ pub fn parse(path: &str, text: &str) -> Result<Domain, DomainError> {
         Some(n) => n,
         None => {
             return Err(error(
-                "no <vcpu> count: add <vcpu placement='static'>N</vcpu>".into(),
+                "no <vcpu> count, or not a number: write <vcpu placement='static'>N</vcpu>".into(),
             ));
         }
     };

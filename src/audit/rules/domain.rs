@@ -444,14 +444,17 @@ fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
             .filter_map(|p| p.total.get().copied())
             .sum()
     };
-    let expected = format!(
-        "huge pages of a reserved host size ({}) on the vCPUs' node",
+    let reserved_sizes = if sizes.is_empty() {
+        "the host reserves none".to_string()
+    } else {
         sizes
             .iter()
-            .map(|s| format!("{s} KiB"))
+            .map(|&s| crate::units::kib(s))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    };
+    let expected =
+        format!("huge pages of a reserved host size ({reserved_sizes}) on the vCPUs' node");
     each(ctx, &expected, |d, _| {
         if !d.memory_backing.hugepages {
             return vec![
@@ -464,14 +467,16 @@ fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
         let mut problems = Vec::new();
         if !sizes.contains(&size) {
             problems.push(format!(
-                "asks for {size} KiB pages, the host reserves none of that size"
+                "asks for {} pages, the host reserves none of that size",
+                crate::units::kib(size)
             ));
         }
         let have = reserved(node, size);
         let all = wanted.get(&(node, size)).copied().unwrap_or(pages);
         if have < all {
+            let human = crate::units::kib(size);
             problems.push(format!(
-                "needs {pages} pages of {size} KiB on node {node} ({all} for all domains there); node {node} has {have} reserved: reserve them with /sys/devices/system/node/node{node}/hugepages/hugepages-{size}kB/nr_hugepages"
+                "needs {pages} pages of {human} on node {node} ({all} for all domains there); node {node} has {have} reserved: reserve them with /sys/devices/system/node/node{node}/hugepages/hugepages-{size}kB/nr_hugepages"
             ));
         }
         let vcpu_nodes = nodes_of(
