@@ -14,9 +14,9 @@ use crate::machine::virt::{DEFINED_DIR, RUNNING_DIR};
 use crate::machine::{CpuSet, Machine};
 use crate::tuning::setting::Layer;
 
-const KBASE: &str = "libvirt kbase kvm-realtime";
-const NOVA: &str = "OpenStack Nova real-time instances (hw:cpu_realtime_mask=^0)";
-const FORMATDOMAIN: &str = "libvirt formatdomain";
+const KBASE: &str = "V-KBASE";
+const NOVA: &str = "V-NOVA";
+const FORMATDOMAIN: &str = "V-FORMATDOMAIN";
 const ANCHORS: &str = "anchors-next research §6";
 
 /// A rule of the domain layer: only the id, title, severity, rationale, sources, accepted
@@ -124,7 +124,7 @@ pub(crate) const RULES: &[Rule] = &[
         "The virtual PMU is off",
         Severity::Low,
         "A virtual PMU makes every guest counter access and overflow a VM exit and adds host work on each guest context switch. <features><pmu state='off'/></features>.",
-        &[KBASE, "OpenStack Nova hw:pmu"],
+        &[KBASE, NOVA],
         &["off"],
         pmu,
     ),

@@ -8,7 +8,7 @@ use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome}
 use crate::machine::virt::KSM_RUN;
 use crate::tuning::setting::Layer;
 
-const TUNED_RTVH: &str = "TuneD realtime-virtual-host";
+const TUNED_RTVH: &str = "V-TUNED-RTVH";
 
 /// The KVM host rules.
 pub(crate) const RULES: &[Rule] = &[
