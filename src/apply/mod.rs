@@ -53,7 +53,7 @@ impl Scope {
             Layer::Boot | Layer::File => true,
             Layer::Service => setting.value == "enabled",
             Layer::Sysctl | Layer::Runtime => false,
-            Layer::Firmware | Layer::Hardware => return self == Scope::All,
+            Layer::Firmware | Layer::Hardware | Layer::Domain => return self == Scope::All,
         };
         match self {
             Scope::All => true,

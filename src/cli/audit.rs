@@ -6,7 +6,7 @@ use clap::Args;
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::audit::{self, profile, rules};
-use crate::machine::{CpuSet, Machine};
+use crate::machine::{CpuSet, Machine, domain};
 use crate::report::audit as report;
 
 /// Options of `lowlat audit`.
@@ -14,7 +14,8 @@ use crate::report::audit as report;
 #[command(
     after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
-lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n\n\
+lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
+lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
@@ -32,6 +33,12 @@ pub struct AuditArgs {
     /// findings) instead of the report.
     #[arg(long, conflicts_with = "explain")]
     pub json: bool,
+
+    /// Audit this libvirt domain file (`virsh dumpxml NAME > FILE`) instead of the domains
+    /// under /etc/libvirt/qemu and /run/libvirt/qemu (the realtime-host profile's LL-VM-*
+    /// rules check them against this machine).
+    #[arg(long, value_name = "FILE")]
+    pub domain: Option<std::path::PathBuf>,
 
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
@@ -51,7 +58,14 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         None => None,
     };
     let root = cli.sysroot()?;
-    let machine = Machine::read(&root);
+    let mut machine = Machine::read(&root);
+    if let Some(path) = &args.domain {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("--domain {}: {e}", path.display()))?;
+        let domain = domain::parse(&path.display().to_string(), &text)
+            .map_err(|e| anyhow!("--domain {e}"))?;
+        machine.virt.only(domain);
+    }
     // Only a bad --isolate is an error.
     let partition = audit::partition::choose(&machine, args.isolate.as_ref())
         .map_err(|e| anyhow!("--isolate: {e}"))?;

@@ -9,7 +9,7 @@ use super::output::print;
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, PlanError, artifacts, findings, write};
+use crate::plan::{self, PlanError, artifacts, findings, vm, write};
 use crate::report::plan::{diff, summary};
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
@@ -17,7 +17,8 @@ use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
-lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json"
+lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
+lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0"
 )]
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
@@ -85,6 +86,54 @@ pub struct PlanArgs {
     /// Print, for each setting, the value on this machine and the planned one.
     #[arg(long)]
     pub diff: bool,
+
+    /// Plan a real-time KVM guest of this name over the host partition: the libvirt domain
+    /// (vCPUs on isolated cores of one node, emulator on that node's housekeeping CPUs, FIFO
+    /// vCPUs, huge pages), the host's huge pages for the node and the guest's own plan. With
+    /// --out, also writes libvirt/NAME.xml and guest/.
+    #[arg(long, value_name = "NAME", value_parser = vm_name, requires = "vcpus",
+          conflicts_with_all = ["json", "diff"])]
+    pub vm: Option<String>,
+
+    /// With --vm: the number of vCPUs (at least 2: vCPU 0 keeps the guest's housekeeping).
+    #[arg(long, value_name = "N", requires = "vm")]
+    pub vcpus: Option<u32>,
+
+    /// With --vm: the real-time (SCHED_FIFO) vCPUs, which the guest isolates [default: every
+    /// vCPU but 0].
+    #[arg(long, value_name = "LIST", requires = "vm", value_parser = super::values::cpu_list)]
+    pub rt_vcpus: Option<CpuSet>,
+
+    /// With --vm: guest memory (32G, 4096M), rounded up to whole huge pages [default: 4G].
+    #[arg(long, value_name = "SIZE", requires = "vm", value_parser = memory_size)]
+    pub memory: Option<u64>,
+
+    /// With --vm: the host NUMA node [default: the first with enough free isolated cores].
+    #[arg(long, value_name = "N", requires = "vm")]
+    pub node: Option<u32>,
+}
+
+/// `--vm NAME`: a libvirt domain name lowlat writes unescaped into XML and file names.
+fn vm_name(text: &str) -> Result<String, String> {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !text.starts_with(['.', '-'])
+    {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "'{text}': use letters, digits, '.', '_' and '-' (not first), as in rt-vm"
+        ))
+    }
+}
+
+/// `--memory SIZE` in KiB.
+fn memory_size(text: &str) -> Result<u64, String> {
+    crate::plan::request::parse_page_size(text)
+        .filter(|&kib| kib > 0)
+        .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
 /// `--profile` values.
@@ -189,8 +238,28 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
     })?;
+    let guest = match &args.vm {
+        Some(name) => Some(
+            vm::plan(
+                &machine,
+                &plan.partition,
+                &vm::VmRequest {
+                    name: name.clone(),
+                    vcpus: args.vcpus.unwrap_or_default(),
+                    rt_vcpus: args.rt_vcpus.clone(),
+                    memory_kib: args.memory.unwrap_or(vm::DEFAULT_MEMORY_KIB),
+                    node: args.node,
+                },
+            )
+            .map_err(|e| anyhow::anyhow!("--vm {name}: {e}"))?,
+        ),
+        None => None,
+    };
     if let Some(dir) = &args.out {
-        let files = artifacts::render(&plan);
+        let mut files = artifacts::render(&plan);
+        if let Some(guest) = &guest {
+            files.extend(guest.artifacts());
+        }
         write::write_dir(dir, &files, args.force).map_err(|e| {
             let hint = match e {
                 write::WriteDirError::Dir(crate::sysroot::OutputDirError::NotEmpty(_)) => {
@@ -215,6 +284,8 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         print(&plan.to_json())?;
     } else if args.diff {
         print(&diff::render(&diff::diff(&plan, &machine, &root)))?;
+    } else if let Some(guest) = &guest {
+        print(&guest.render())?;
     } else if args.out.is_none() {
         print(&summary::render(&plan, &machine.topology))?;
     }

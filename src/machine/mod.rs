@@ -8,6 +8,7 @@
 pub(crate) mod avail;
 pub mod cpu;
 pub(crate) mod cpulist;
+pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
 pub(crate) mod iommu;
@@ -18,6 +19,7 @@ pub mod power;
 pub mod services;
 pub mod tasks;
 pub mod topology;
+pub mod virt;
 
 pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;
@@ -156,6 +158,9 @@ pub struct Machine {
     pub firmware: firmware::Firmware,
     /// Network interfaces with their NUMA node and RPS masks.
     pub net: Avail<Vec<net::NetInterface>>,
+    /// libvirt domains, KVM module parameters and KSM (absent from JSON when none).
+    #[serde(default, skip_serializing_if = "virt::Virt::is_empty")]
+    pub virt: virt::Virt,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -174,7 +179,7 @@ impl Machine {
                 read_part(root, |r| {
                     let tasks = tasks::read(r);
                     let services = services::read(r, &tasks);
-                    (tasks, services)
+                    (tasks, services, virt::read(r))
                 })
             });
             let kernel_power =
@@ -197,7 +202,7 @@ impl Machine {
                     )
                 });
             let (irqs, irq_warnings) = join(irqs);
-            let ((tasks, services), task_warnings) = join(tasks);
+            let ((tasks, services, virt), task_warnings) = join(tasks);
             let ((kernel, power), kernel_warnings) = join(kernel_power);
             warnings.extend(irq_warnings);
             warnings.extend(task_warnings);
@@ -214,6 +219,7 @@ impl Machine {
                 power,
                 firmware,
                 net,
+                virt,
                 warnings,
             }
         })

@@ -20,6 +20,7 @@ pub mod request;
 pub(crate) mod sysctl;
 pub(crate) mod systemd;
 pub(crate) mod tuned;
+pub mod vm;
 pub(crate) mod write;
 
 use serde::{Deserialize, Serialize};
@@ -376,5 +377,6 @@ fn apply_rank(layer: Layer) -> u8 {
         Layer::Runtime => 4,
         Layer::File => 5,
         Layer::Service => 6,
+        Layer::Domain => 7,
     }
 }

@@ -123,8 +123,8 @@ impl FromStr for HugepagePool {
     }
 }
 
-/// Parses `2M`, `1G`, `2048K`, `1GB` into KiB.
-fn parse_page_size(text: &str) -> Option<u64> {
+/// Parses `2M`, `1G`, `2048K`, `1GB` into KiB (page sizes, and `plan --vm --memory`).
+pub(crate) fn parse_page_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let text = text
         .strip_suffix(['B', 'b'])

@@ -139,6 +139,7 @@ fn layer_heading(layer: Layer) -> &'static str {
         Layer::Runtime => "runtime",
         Layer::Service => "services",
         Layer::File => "configuration files",
+        Layer::Domain => "libvirt domains (virsh edit)",
     }
 }
 

@@ -24,6 +24,8 @@ pub enum Layer {
     Service,
     /// A configuration file lowlat installs.
     File,
+    /// A libvirt domain definition, changed with `virsh edit` (manual).
+    Domain,
 }
 
 impl Layer {
@@ -37,6 +39,7 @@ impl Layer {
             Layer::Runtime => "runtime",
             Layer::Service => "service",
             Layer::File => "file",
+            Layer::Domain => "domain",
         }
     }
 }

@@ -26,4 +26,5 @@ mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
 mod snapshot;
+mod vm;
 mod watch;

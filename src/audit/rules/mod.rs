@@ -1,8 +1,10 @@
 //! The rule catalogue, one module per layer, and helpers the checks share.
 
 pub(crate) mod boot;
+pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod hardware;
+pub(crate) mod kvm;
 pub(crate) mod runtime;
 pub(crate) mod service;
 mod support;
@@ -20,7 +22,9 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         boot::RULES,
         sysctl::RULES,
         runtime::RULES,
+        kvm::RULES,
         service::RULES,
+        domain::RULES,
     ]
     .into_iter()
     .flatten()

@@ -296,3 +296,45 @@ fn the_msr_fence_warns_on_amd_kernels_from_5_11_to_6_7_only() {
         assert_eq!(finding.status, status, "{release}: {}", finding.observed);
     }
 }
+
+#[test]
+fn kvm_parameters_and_ksm() {
+    let stock = tree(&[
+        ("/sys/module/kvm/parameters/kvmclock_periodic_sync", "Y\n"),
+        ("/sys/module/kvm/parameters/nx_huge_pages", "auto\n"),
+        ("/sys/module/kvm_intel/parameters/ple_gap", "128\n"),
+        ("/sys/kernel/mm/ksm/run", "1\n"),
+    ]);
+    let f = audit_one(&stock, "LL-KVM-PARAMETERS", "off");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(
+        f.observed,
+        "kvm.kvmclock_periodic_sync=Y kvm_intel.ple_gap=128"
+    );
+    assert!(f.remediation.manual.as_ref().unwrap().contains("ple_gap=0"));
+    let f = audit_one(&stock, "LL-KVM-NX-HUGE-PAGES", "off");
+    assert_eq!(f.status, Status::Fail);
+    assert!(
+        f.security_tradeoff
+            .as_ref()
+            .unwrap()
+            .contains("iTLB multihit")
+    );
+    assert_eq!(audit_one(&stock, "LL-KSM", "off").status, Status::Fail);
+
+    let tuned = tree(&[
+        ("/sys/module/kvm/parameters/kvmclock_periodic_sync", "N\n"),
+        ("/sys/module/kvm_amd/parameters/pause_filter_count", "0\n"),
+        ("/sys/kernel/mm/ksm/run", "2\n"),
+    ]);
+    assert_eq!(
+        audit_one(&tuned, "LL-KVM-PARAMETERS", "off").status,
+        Status::Pass
+    );
+    assert_eq!(audit_one(&tuned, "LL-KSM", "off").status, Status::Pass);
+    let bare = tree(&[]);
+    assert_eq!(
+        audit_one(&bare, "LL-KVM-NX-HUGE-PAGES", "off").status,
+        Status::Skipped
+    );
+}
