@@ -28,6 +28,9 @@
 //! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//! | `bios`            | 2              | `bios read -o FILE`, `--json`  | bios apply, verify  |
+//! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
+//! | `bios-verify`     | 2              | `bios verify --json`           |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -75,6 +78,12 @@ pub enum Kind {
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
+    /// BIOS attributes, pending values and registry read from a BMC (`lowlat bios read`).
+    Bios,
+    /// The values `lowlat bios apply` replaced, for `lowlat bios revert`.
+    BiosJournal,
+    /// BIOS attributes checked against what was asked (`lowlat bios verify --json`).
+    BiosVerify,
 }
 
 impl Kind {
@@ -98,6 +107,9 @@ impl Kind {
             Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
+            Kind::Bios => 2,
+            Kind::BiosJournal => 2,
+            Kind::BiosVerify => 2,
         }
     }
 }

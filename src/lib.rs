@@ -6,6 +6,7 @@
 
 pub(crate) mod apply;
 pub mod audit;
+pub mod bios;
 pub mod cli;
 pub(crate) mod document;
 pub mod machine;

@@ -17,13 +17,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("document", &["sysroot"]),
     ("machine", &["sysroot", "units"]),
     ("snapshot", &["document", "sysroot"]),
+    ("bios", &["document", "text"]),
     ("tuning", &["machine"]),
-    ("audit", &["tuning", "document"]),
+    ("audit", &["tuning", "document", "bios"]),
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("watch", &["apply"]),
-    ("report", &["apply", "measure", "watch"]),
+    ("report", &["apply", "measure", "watch", "bios"]),
     ("cli", &["report"]),
 ];
 

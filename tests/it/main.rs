@@ -10,6 +10,7 @@ mod apply_cli;
 mod apply_defects;
 mod apply_live;
 mod audit;
+mod bios;
 mod cli_measure;
 mod hostile_input;
 mod hwloc_samples;
