@@ -5,6 +5,7 @@
 //! these tests. Every command's output is checked for the password.
 
 use crate::support::{lowlat, missing_data};
+use predicates::prelude::*;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -352,4 +353,104 @@ fn a_bmc_that_does_not_answer_times_out() {
     let (code, _, err) = bios(&url, PASSWORD, false, &["read", "--timeout", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("did not answer within 1 s"), "{err}");
+}
+
+/// The finding of `rule` in an audit document.
+fn finding<'a>(audit: &'a serde_json::Value, rule: &str) -> &'a serde_json::Value {
+    audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule)
+        .unwrap_or_else(|| panic!("no {rule} finding"))
+}
+
+#[test]
+fn audit_judges_the_firmware_rules_on_the_bios_attributes() {
+    let Some(program) = emulator() else { return };
+    let bmc = Emulator::start(&program, false);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("bios.json");
+    let (code, _, err) = bios(
+        &bmc.url,
+        PASSWORD,
+        false,
+        &["read", "-o", saved.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    let root = crate::support::fixture("epyc7f32-2s");
+    let audit = |profile: &str, file: &Path| -> serde_json::Value {
+        let out = lowlat(&["--root", root.to_str().unwrap(), "audit", "--json"])
+            .args(["--profile", profile, "--bios", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().unwrap() < 2,
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    // The emulator's turbo is on: throughput wants it, low-latency advises against it.
+    let boost = finding(&audit("throughput", &saved), "LL-BOOST").clone();
+    assert_eq!(boost["status"], "pass", "{boost}");
+    assert_eq!(
+        boost["observed"],
+        "BIOS attribute ProcTurboMode (Turbo Boost) = on"
+    );
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let bios_uri = document["bios_uri"].as_str().unwrap();
+    assert_eq!(boost["evidence"][0], format!("{}{bios_uri}", bmc.url));
+    let boost = finding(&audit("low-latency", &saved), "LL-BOOST").clone();
+    assert_eq!(boost["status"], "warn", "{boost}");
+    assert!(
+        boost["remediation"]["manual"]
+            .as_str()
+            .unwrap()
+            .contains("--set boost=off"),
+        "{boost}"
+    );
+    // A rule whose attribute this BMC lacks keeps its OS-side verdict.
+    assert_ne!(
+        finding(&audit("low-latency", &saved), "LL-SMT")["observed"]
+            .as_str()
+            .unwrap()
+            .get(..14),
+        Some("BIOS attribute")
+    );
+
+    // The right value staged for the next reset is reported as pending, not as a pass.
+    document["pending"]["ProcTurboMode"] = "Disabled".into();
+    let staged = dir.path().join("staged.json");
+    std::fs::write(&staged, document.to_string()).unwrap();
+    let boost = finding(&audit("low-latency", &staged), "LL-BOOST").clone();
+    assert_eq!(boost["status"], "warn", "{boost}");
+    assert_eq!(
+        boost["observed"],
+        "BIOS attribute ProcTurboMode (Turbo Boost) = on; pending at the next reset: off"
+    );
+    assert!(
+        boost["remediation"]["manual"]
+            .as_str()
+            .unwrap()
+            .contains("staged"),
+        "{boost}"
+    );
+
+    document["kind"] = "plan".into();
+    std::fs::write(&staged, document.to_string()).unwrap();
+    lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "audit",
+        "--bios",
+        staged.to_str().unwrap(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(
+        predicate::str::contains("--bios").and(predicate::str::contains("not a bios document")),
+    );
 }
