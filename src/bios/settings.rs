@@ -70,14 +70,28 @@ pub fn journal(state: &BiosState, changes: &[&Change]) -> Journal {
     }
 }
 
-/// Stages `values` (attribute, value) for the next reset.
+/// The annotation that asks for a change at the next reset.
+const APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
+
+/// Stages `values` (attribute, value) for the next reset. When the BMC offers `OnReset` the
+/// PATCH asks for it; a BMC that then refuses the annotation as unknown (HTTP 400 naming it,
+/// as some Supermicro BMCs do) is sent the same PATCH without it.
 pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result<(), RedfishError> {
     let attributes: serde_json::Map<String, Value> = values.iter().cloned().collect();
-    let mut body = serde_json::json!({ "Attributes": attributes });
-    if state.supported_apply_times.iter().any(|t| t == "OnReset") {
-        body["@Redfish.SettingsApplyTime"] = serde_json::json!({ "ApplyTime": "OnReset" });
+    let plain = serde_json::json!({ "Attributes": attributes });
+    if !state.supported_apply_times.iter().any(|t| t == "OnReset") {
+        return bmc.patch(target(state), &plain).map(|_| ());
     }
-    bmc.patch(target(state), &body).map(|_| ())
+    let mut annotated = plain.clone();
+    annotated[APPLY_TIME] = serde_json::json!({ "ApplyTime": "OnReset" });
+    match bmc.patch(target(state), &annotated) {
+        Err(RedfishError::Status {
+            status: 400,
+            message,
+            ..
+        }) if message.contains(APPLY_TIME) => bmc.patch(target(state), &plain).map(|_| ()),
+        other => other.map(|_| ()),
+    }
 }
 
 /// The values that put back what `journal` changed: the value staged before, else the value

@@ -237,7 +237,10 @@ fn verify(args: &VerifyArgs) -> Result<u8> {
         };
         print_json(&Document::new(Kind::BiosVerify, state.host(), body))?;
     } else {
-        print(&report::render_verify(&checks))?;
+        print(&report::render_verify(
+            &checks,
+            state.settings_object.is_some(),
+        ))?;
     }
     Ok(if checks.iter().any(|c| c.outcome == Outcome::Drift) {
         exit::FAILURES

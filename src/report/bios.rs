@@ -80,8 +80,9 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
     out
 }
 
-/// The checks of `bios verify`, one line each, then the count of each outcome.
-pub fn render_verify(checks: &[Check]) -> String {
+/// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
+/// is false for a BMC without a settings object, whose staged values cannot be seen.
+pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
     let mut out = String::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
@@ -113,5 +114,10 @@ pub fn render_verify(checks: &[Check]) -> String {
         count(Outcome::PendingReset),
         count(Outcome::Drift)
     );
+    if !shows_pending && count(Outcome::Drift) > 0 {
+        out.push_str(
+            "This BMC shows no staged values (no @Redfish.Settings): a change `bios apply` staged is visible only after the next reset.\n",
+        );
+    }
     out
 }
