@@ -114,6 +114,18 @@ pub enum IntentError {
         /// The values allowed, joined.
         allowed: String,
     },
+    /// An attribute a registry dependency locks while another attribute has some value.
+    #[error(
+        "{request}: {attribute} is locked while {because} (the registry's dependencies); change that first (HPE: profile=custom, Dell: SysProfile=Custom), then this"
+    )]
+    Locked {
+        /// The request as given.
+        request: String,
+        /// The attribute.
+        attribute: String,
+        /// The conditions that hold (`WorkloadProfile is LowLatency`), joined.
+        because: String,
+    },
     /// A read-only attribute.
     #[error("{request}: the registry marks {attribute} read-only; the BMC will not change it")]
     ReadOnly {
@@ -208,6 +220,28 @@ fn check(
                 attribute: attribute.to_string(),
             });
         }
+    }
+    let after = state.after_reset();
+    if let Some(lock) = state
+        .registry
+        .as_ref()
+        .and_then(|r| r.lock_on(attribute, &after))
+    {
+        return Err(IntentError::Locked {
+            request: request.to_string(),
+            attribute: attribute.to_string(),
+            because: lock
+                .conditions
+                .iter()
+                .map(|c| {
+                    let now = after
+                        .get(&c.attribute)
+                        .map_or("-".to_string(), super::value_text);
+                    format!("{} is {now}", c.attribute)
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
     }
     let kind = entry.and_then(|e| e.kind.as_deref());
     Ok(Change {

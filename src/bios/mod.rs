@@ -146,6 +146,13 @@ pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
 }
 
 impl BiosState {
+    /// The values the BIOS will have after the next reset: current, overlaid with pending.
+    pub fn after_reset(&self) -> BTreeMap<String, Value> {
+        let mut values = self.current.clone();
+        values.extend(self.pending.clone());
+        values
+    }
+
     /// The host the document describes: the system's `HostName`, else its BMC's address.
     pub fn host(&self) -> String {
         self.system

@@ -26,6 +26,9 @@ struct Vendor {
     rejects_apply_time: bool,
     /// A change is applied at reset only when its PATCH asked for OnReset (Dell's job).
     job_needs_apply_time: bool,
+    /// The workload profile attribute, its locking value and its Custom value: while it is not
+    /// Custom, the registry's dependencies lock SMT and turbo (HPE's WorkloadProfile).
+    profile: Option<(&'static str, &'static str, &'static str)>,
     /// SMT and turbo attributes, their on and off values.
     smt: (&'static str, &'static str, &'static str),
     turbo: (&'static str, &'static str, &'static str),
@@ -39,6 +42,7 @@ const HPE: Vendor = Vendor {
     apply_times: &[],
     rejects_apply_time: false,
     job_needs_apply_time: false,
+    profile: Some(("WorkloadProfile", "LowLatency", "Custom")),
     smt: ("ProcHyperthreading", "Enabled", "Disabled"),
     turbo: ("ProcTurbo", "Enabled", "Disabled"),
 };
@@ -48,6 +52,7 @@ const DELL: Vendor = Vendor {
     apply_times: &["OnReset", "Immediate", "AtMaintenanceWindowStart"],
     rejects_apply_time: false,
     job_needs_apply_time: true,
+    profile: None,
     smt: ("LogicalProc", "Enabled", "Disabled"),
     turbo: ("ProcTurboMode", "Enabled", "Disabled"),
 };
@@ -57,6 +62,7 @@ const LENOVO: Vendor = Vendor {
     apply_times: &[],
     rejects_apply_time: false,
     job_needs_apply_time: false,
+    profile: None,
     smt: ("Processors_HyperThreading", "Enable", "Disable"),
     turbo: ("Processors_TurboMode", "Enable", "Disable"),
 };
@@ -66,6 +72,7 @@ const SUPERMICRO: Vendor = Vendor {
     apply_times: &["OnReset"],
     rejects_apply_time: true,
     job_needs_apply_time: false,
+    profile: None,
     smt: ("Hyper-Threading[ALL]", "Enable", "Disable"),
     turbo: ("TurboMode", "Enable", "Disable"),
 };
@@ -75,6 +82,7 @@ const NO_SETTINGS: Vendor = Vendor {
     apply_times: &[],
     rejects_apply_time: false,
     job_needs_apply_time: false,
+    profile: None,
     smt: ("ProcHyperthreading", "Enabled", "Disabled"),
     turbo: ("ProcTurboMode", "Enabled", "Disabled"),
 };
@@ -232,14 +240,28 @@ fn route(method: &str, path: &str, body: &[u8], v: Vendor, s: &mut State) -> (u1
             200,
             json!({"Id": "BiosRegistry", "Location": [{"Uri": "/registries/bios.json"}]}),
         ),
-        ("GET", "/registries/bios.json") => (
-            200,
-            json!({"Id": "MockBios.v1", "OwningEntity": v.manufacturer,
-            "RegistryEntries": {"Attributes": [
+        ("GET", "/registries/bios.json") => {
+            let mut attributes = vec![
                 registry_entry(v.smt, "Hyper-Threading"),
                 registry_entry(v.turbo, "Turbo Boost"),
-            ]}}),
-        ),
+            ];
+            let mut dependencies = Vec::new();
+            if let Some(profile) = v.profile {
+                attributes.push(registry_entry(profile, "Workload Profile"));
+                for locked in [v.smt.0, v.turbo.0] {
+                    dependencies.push(json!({"Type": "Map", "DependencyFor": locked,
+                        "Dependency": {"MapFrom": [{"MapFromAttribute": profile.0,
+                            "MapFromProperty": "CurrentValue", "MapFromCondition": "NEQ",
+                            "MapFromValue": profile.2}],
+                        "MapToAttribute": locked, "MapToProperty": "ReadOnly", "MapToValue": true}}));
+                }
+            }
+            (
+                200,
+                json!({"Id": "MockBios.v1", "OwningEntity": v.manufacturer,
+                       "RegistryEntries": {"Attributes": attributes, "Dependencies": dependencies}}),
+            )
+        }
         ("PATCH", p) if p == settings_target => {
             let patch: Value = serde_json::from_slice(body).unwrap();
             s.patches.push(patch.clone());
@@ -380,4 +402,39 @@ fn a_failed_patch_leaves_a_journal_and_says_nothing_was_staged() {
     assert_eq!(code, 0, "{err}");
     let (code, page, _) = mock.bios(&["verify", "--set", "smt=on"]);
     assert_eq!(code, 0, "{page}");
+}
+
+#[test]
+fn hpe_settings_are_locked_until_the_workload_profile_is_custom() {
+    let mock = Mock::start(HPE);
+    mock.state
+        .lock()
+        .unwrap()
+        .current
+        .insert("WorkloadProfile".into(), "LowLatency".into());
+    let dir = tempfile::tempdir().unwrap();
+    let journal = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (code, _, err) = mock.bios(&["apply", "--set", "boost=off", "--journal", &journal("1")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("ProcTurbo is locked while WorkloadProfile is LowLatency"),
+        "{err}"
+    );
+    assert!(
+        mock.state.lock().unwrap().patches.is_empty(),
+        "nothing may be sent"
+    );
+
+    let (code, _, err) = mock.bios(&[
+        "apply",
+        "--set",
+        "profile=custom",
+        "--journal",
+        &journal("2"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Custom is staged: after the reset the lock no longer holds, so the change may be staged.
+    let (code, page, err) = mock.bios(&["apply", "--set", "boost=off", "--journal", &journal("3")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(page.contains("ProcTurbo: Enabled → Disabled"), "{page}");
 }
