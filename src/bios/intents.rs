@@ -59,6 +59,8 @@ pub struct Change {
     pub display_name: Option<String>,
     /// The request it came from (`smt=off`, or `ProcTurboMode=Disabled`).
     pub request: String,
+    /// The intent and its value (`smt`, `off`), when the request named one.
+    pub intent: Option<(&'static str, &'static str)>,
     /// The intent table's source for the name, when it came from an intent.
     pub source: Option<&'static str>,
 }
@@ -249,6 +251,7 @@ fn check(
         value: typed(value, kind, current),
         display_name: entry.and_then(|e| e.display_name.clone()),
         request: request.to_string(),
+        intent: row.map(|r| (r.intent, r.value)),
         source: row.map(|r| r.source),
     })
 }

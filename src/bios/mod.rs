@@ -5,6 +5,7 @@
 //! object (pending values) → `/redfish/v1/Registries` → the AttributeRegistry the Bios names,
 //! and returns one [`BiosState`], the body of a `bios` document.
 
+pub mod inband;
 pub mod intents;
 pub mod redfish;
 pub mod registry;

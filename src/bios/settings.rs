@@ -11,9 +11,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::inband::{self, InBand};
 use super::intents::Change;
 use super::redfish::{Bmc, RedfishError};
 use super::{BiosState, same_value};
+use crate::machine::Machine;
 
 /// What `bios apply` changed, written before the PATCH (the body of a `bios-journal` document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,22 +141,36 @@ pub struct Check {
     pub current: Option<Value>,
     /// The value staged for the next reset, when it differs from the current one.
     pub pending: Option<Value>,
-    /// How they compare.
+    /// What the running OS shows of it, when it was asked (`--inband`) and can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inband: Option<InBand>,
+    /// How they compare: a value the BMC reports current but the OS does not show is drift.
     pub outcome: Outcome,
 }
 
-/// Checks both the current and the staged value of each change.
-pub fn verify(state: &BiosState, changes: &[Change]) -> Vec<Check> {
+/// Checks both the current and the staged value of each change and, given the `machine` the
+/// BIOS runs, what its OS shows.
+pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) -> Vec<Check> {
     changes
         .iter()
-        .map(|c| Check {
-            attribute: c.attribute.clone(),
-            display_name: c.display_name.clone(),
-            request: c.request.clone(),
-            wanted: c.value.clone(),
-            current: state.current.get(&c.attribute).cloned(),
-            pending: state.pending.get(&c.attribute).cloned(),
-            outcome: outcome(state, &c.attribute, &c.value),
+        .map(|c| {
+            let inband = machine
+                .zip(c.intent)
+                .and_then(|(m, (intent, value))| inband::check(m, intent, value));
+            let mut outcome = outcome(state, &c.attribute, &c.value);
+            if outcome == Outcome::Ok && inband.as_ref().is_some_and(|i| !i.agrees) {
+                outcome = Outcome::Drift;
+            }
+            Check {
+                attribute: c.attribute.clone(),
+                display_name: c.display_name.clone(),
+                request: c.request.clone(),
+                wanted: c.value.clone(),
+                current: state.current.get(&c.attribute).cloned(),
+                pending: state.pending.get(&c.attribute).cloned(),
+                inband,
+                outcome,
+            }
         })
         .collect()
 }
@@ -209,6 +225,7 @@ mod tests {
             value: json!(value),
             display_name: None,
             request: format!("{attribute}={value}"),
+            intent: None,
             source: None,
         }
     }
@@ -227,6 +244,7 @@ mod tests {
                 change("C", "off"),
                 change("D", "on"),
             ],
+            None,
         )
         .iter()
         .map(|c| c.outcome)

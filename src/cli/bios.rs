@@ -13,6 +13,7 @@ use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
 use crate::bios::settings::{self, Journal, Outcome};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
+use crate::machine::Machine;
 use crate::report::bios as report;
 
 /// The environment variable a password may come from instead of `--password-file`.
@@ -28,7 +29,7 @@ directly (ATTRIBUTE=VALUE, as `bios read` lists them).\n\n\
 Examples:\n  export LOWLAT_BMC_PASSWORD; read -rs LOWLAT_BMC_PASSWORD\n  \
 lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
 lowlat bios apply --bmc https://bmc1 --user admin --set smt=off --set boost=off --journal bmc1.journal\n  \
-lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off\n  \
+lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off --inband   # on the server, after its reset\n  \
 lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n\n\
 Exit codes: 0 done (verify: every value current or staged); 1 verify found drift; 2 could not \
 run (bad flag, unreachable or refusing BMC, an attribute or value the BMC does not accept).";
@@ -139,6 +140,12 @@ pub struct VerifyArgs {
     #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
     pub changes: Vec<String>,
 
+    /// Also check what this machine's OS shows (run on the server after its reset, or with
+    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq. A value the BMC
+    /// reports current that the OS does not show is drift.
+    #[arg(long)]
+    pub inband: bool,
+
     /// Print a `bios-verify` document instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -157,11 +164,11 @@ pub struct RevertArgs {
 }
 
 /// Runs `lowlat bios`.
-pub(crate) fn run(_cli: &Cli, args: &BiosArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &BiosArgs) -> Result<u8> {
     match &args.action {
         BiosAction::Read(a) => read(a),
         BiosAction::Apply(a) => apply(a),
-        BiosAction::Verify(a) => verify(a),
+        BiosAction::Verify(a) => verify(cli, a),
         BiosAction::Revert(a) => revert(a),
     }
 }
@@ -209,7 +216,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     })?;
     print(&report::render_staged(&journal.entries, true))?;
     let after = bios::read(&bmc, args.bmc.system.as_deref())?;
-    let reboot_required = settings::verify(&after, &changes)
+    let reboot_required = settings::verify(&after, &changes, None)
         .iter()
         .any(|c| c.outcome != Outcome::Ok);
     print(&format!(
@@ -219,10 +226,15 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-fn verify(args: &VerifyArgs) -> Result<u8> {
+fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
     let changes = resolve(&state, &args.changes)?;
-    let checks = settings::verify(&state, &changes);
+    let machine = if args.inband {
+        Some(Machine::read(&cli.sysroot()?))
+    } else {
+        None
+    };
+    let checks = settings::verify(&state, &changes, machine.as_ref());
     if args.json {
         #[derive(serde::Serialize)]
         struct Body<'a> {

@@ -105,6 +105,14 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
             text(&c.pending),
             c.request
         );
+        if let Some(inband) = &c.inband {
+            let verdict = if inband.agrees { "agrees" } else { "DISAGREES" };
+            let _ = writeln!(
+                out,
+                "               in-band: {} ({verdict})",
+                inband.observed
+            );
+        }
     }
     let count = |o: Outcome| checks.iter().filter(|c| c.outcome == o).count();
     let _ = writeln!(

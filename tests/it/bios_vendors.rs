@@ -438,3 +438,40 @@ fn hpe_settings_are_locked_until_the_workload_profile_is_custom() {
     assert_eq!(code, 0, "{err}");
     assert!(page.contains("ProcTurbo: Enabled → Disabled"), "{page}");
 }
+
+#[test]
+fn verify_inband_catches_a_bios_value_the_os_does_not_show() {
+    let mock = Mock::start(HPE);
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal");
+    let (code, _, err) = mock.bios(&[
+        "apply",
+        "--set",
+        "smt=off",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    mock.reset(HPE);
+    let verify_on = |machine: &str| {
+        let root = crate::support::fixture(machine);
+        mock.bios(&[
+            "verify",
+            "--set",
+            "smt=off",
+            "--inband",
+            "--root",
+            root.to_str().unwrap(),
+        ])
+    };
+    // The BMC says SMT is off; a server still running two threads per core did not get it.
+    let (code, page, _) = verify_on("xeon-2s-smt");
+    assert_eq!(code, 1, "{page}");
+    assert!(page.contains("in-band: 2 thread(s) per core"), "{page}");
+    assert!(page.contains("DISAGREES"), "{page}");
+    assert!(page.contains("0 ok, 0 pending a reset, 1 drift"), "{page}");
+    let (code, page, _) = verify_on("epyc7f32-2s");
+    assert_eq!(code, 0, "{page}");
+    assert!(page.contains("in-band: 1 thread(s) per core"), "{page}");
+    assert!(page.contains("(agrees)"), "{page}");
+}

@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("document", &["sysroot"]),
     ("machine", &["sysroot", "units"]),
     ("snapshot", &["document", "sysroot"]),
-    ("bios", &["document", "text"]),
+    ("bios", &["machine", "document"]),
     ("tuning", &["machine"]),
     ("audit", &["tuning", "document", "bios"]),
     ("plan", &["audit", "document"]),
