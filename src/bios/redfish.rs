@@ -51,7 +51,7 @@ impl std::fmt::Debug for Credentials {
 pub enum Trust {
     /// The Mozilla roots built into lowlat (a BMC with a publicly signed certificate).
     PublicRoots,
-    /// The certificates of this PEM file (the BMC's own self-signed certificate, or its CA).
+    /// The CA certificates of this PEM file.
     CaPem(Vec<u8>),
     /// No verification at all: anyone on the path can read the password.
     Insecure,
@@ -101,7 +101,7 @@ pub enum RedfishError {
     },
     /// The certificate could not be verified.
     #[error(
-        "{url}: the BMC's certificate is not trusted ({detail}); give its certificate or CA with --ca-file FILE (or --insecure to skip verification, which exposes the password)"
+        "{url}: the BMC's certificate is not trusted ({detail}); give the CA that signed it with --ca-file FILE (or --insecure to skip verification, which exposes the password)"
     )]
     Tls {
         /// The resource asked for.
@@ -267,17 +267,29 @@ impl Bmc {
             },
             ureq::Error::Tls(_) | ureq::Error::Rustls(_) => RedfishError::Tls {
                 url,
-                detail: err.to_string(),
+                detail: tls_detail(err.to_string()),
             },
             ureq::Error::Io(io) if is_tls(&io) => RedfishError::Tls {
                 url,
-                detail: io.to_string(),
+                detail: tls_detail(io.to_string()),
             },
             other => RedfishError::Connect {
                 url,
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// What rustls said, with what it means for a self-signed BMC certificate (a CA certificate
+/// presented as the server's own), which cannot be trusted by giving it as the CA.
+fn tls_detail(said: String) -> String {
+    if said.contains("CaUsedAsEndEntity") {
+        format!(
+            "{said}: the BMC presents a self-signed certificate; have it signed by your CA (BMCs make a CSR) and give that CA"
+        )
+    } else {
+        said
     }
 }
 

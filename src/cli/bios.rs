@@ -26,7 +26,7 @@ smt=on|off, boost=on|off, profile=low-latency|custom, core-cstates=off, package-
 power-regulator=max-perf, energy-perf-bias=max-perf, uncore-frequency=max, \
 determinism=performance|power, x2apic=off, llc-prefetch=off. Any attribute may also be named \
 directly (ATTRIBUTE=VALUE, as `bios read` lists them).\n\n\
-Examples:\n  export LOWLAT_BMC_PASSWORD; read -rs LOWLAT_BMC_PASSWORD\n  \
+Examples:\n  read -rs LOWLAT_BMC_PASSWORD; export LOWLAT_BMC_PASSWORD\n  \
 lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
 lowlat bios apply --bmc https://bmc1 --user admin --set smt=off --set boost=off --journal bmc1.journal\n  \
 lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off --inband   # on the server, after its reset\n  \
@@ -73,8 +73,8 @@ pub struct BmcArgs {
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
 
-    /// Trust the BMC's certificate if it chains to one in this PEM file (its self-signed
-    /// certificate, or its CA). Default: the public web roots.
+    /// Trust the BMC's certificate if a CA in this PEM file signed it. Default: the public web
+    /// roots. A self-signed BMC certificate cannot be trusted this way: have it signed by a CA.
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub ca_file: Option<PathBuf>,
 
@@ -210,7 +210,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
         .collect();
     settings::stage(&bmc, &state, &values).with_context(|| {
         format!(
-            "nothing was staged (the journal {} records the values before)",
+            "the BMC refused the change, so it staged none or part of it: `lowlat bios verify` shows which, and `lowlat bios revert --journal {}` stages the values before again",
             path.display()
         )
     })?;
@@ -278,7 +278,8 @@ fn revert(args: &RevertArgs) -> Result<u8> {
         );
     }
     let values = settings::restoring(&journal);
-    settings::stage(&bmc, &state, &values).context("nothing was reverted")?;
+    settings::stage(&bmc, &state, &values)
+        .context("the BMC refused the revert; `lowlat bios verify` shows what is staged now")?;
     let mut page = String::from("Staged again for the next reset:\n");
     for (attribute, value) in &values {
         page.push_str(&format!("  {attribute}: {}\n", bios::value_text(value)));

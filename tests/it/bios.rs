@@ -58,8 +58,9 @@ struct Emulator {
 }
 
 impl Emulator {
-    /// Starts `program` on a free port, with TLS when `tls` is set.
-    fn start(program: &Path, tls: bool) -> Self {
+    /// Starts `program` on a free port, with TLS when `tls` names the certificate (`bmc`,
+    /// `self-signed`).
+    fn start(program: &Path, tls: Option<&str>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("emulator.conf");
         std::fs::write(
@@ -78,15 +79,15 @@ impl Emulator {
             .arg(&config)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if tls {
+        if let Some(name) = tls {
             command
                 .arg("--ssl-certificate")
-                .arg(bmc_fixture("bmc.pem"))
+                .arg(bmc_fixture(&format!("{name}.pem")))
                 .arg("--ssl-key")
-                .arg(bmc_fixture("bmc.key"));
+                .arg(bmc_fixture(&format!("{name}.key")));
         }
         let child = command.spawn().unwrap();
-        let scheme = if tls { "https" } else { "http" };
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let emulator = Self {
             child,
             url: format!("{scheme}://127.0.0.1:{port}"),
@@ -142,7 +143,7 @@ fn bios(url: &str, password: &str, env: bool, args: &[&str]) -> (i32, String, St
 #[test]
 fn read_apply_verify_and_revert_round_trip() {
     let Some(program) = emulator() else { return };
-    let bmc = Emulator::start(&program, false);
+    let bmc = Emulator::start(&program, None);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("bios.json");
     let journal = dir.path().join("bios.journal");
@@ -265,7 +266,7 @@ fn read_apply_verify_and_revert_round_trip() {
 #[test]
 fn refusals_name_the_cause_and_never_the_password() {
     let Some(program) = emulator() else { return };
-    let bmc = Emulator::start(&program, false);
+    let bmc = Emulator::start(&program, None);
     let wrong = "not-the-password-1234";
     let (code, _, err) = bios(&bmc.url, wrong, false, &["read"]);
     assert_eq!(code, 2);
@@ -318,7 +319,7 @@ fn refusals_name_the_cause_and_never_the_password() {
 #[test]
 fn the_certificate_is_verified_unless_told_otherwise() {
     let Some(program) = emulator() else { return };
-    let bmc = Emulator::start(&program, true);
+    let bmc = Emulator::start(&program, Some("bmc"));
     let (code, _, err) = bios(&bmc.url, PASSWORD, false, &["read"]);
     assert_eq!(code, 2, "an unknown CA must be refused");
     assert!(err.contains("certificate is not trusted"), "{err}");
@@ -334,6 +335,23 @@ fn the_certificate_is_verified_unless_told_otherwise() {
     assert_eq!(code, 0, "{err}");
     assert!(page.contains("ProcTurboMode"), "{page}");
 
+    let (code, _, err) = bios(&bmc.url, PASSWORD, false, &["read", "--insecure"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_self_signed_certificate_needs_insecure_and_says_why() {
+    let Some(program) = emulator() else { return };
+    let bmc = Emulator::start(&program, Some("self-signed"));
+    let own = bmc_fixture("self-signed.pem");
+    let (code, _, err) = bios(
+        &bmc.url,
+        PASSWORD,
+        false,
+        &["read", "--ca-file", own.to_str().unwrap()],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("presents a self-signed certificate"), "{err}");
     let (code, _, err) = bios(&bmc.url, PASSWORD, false, &["read", "--insecure"]);
     assert_eq!(code, 0, "{err}");
 }
@@ -368,7 +386,7 @@ fn finding<'a>(audit: &'a serde_json::Value, rule: &str) -> &'a serde_json::Valu
 #[test]
 fn audit_judges_the_firmware_rules_on_the_bios_attributes() {
     let Some(program) = emulator() else { return };
-    let bmc = Emulator::start(&program, false);
+    let bmc = Emulator::start(&program, None);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("bios.json");
     let (code, _, err) = bios(

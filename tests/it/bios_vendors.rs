@@ -387,7 +387,7 @@ fn a_bmc_without_a_settings_object_takes_the_change_on_the_bios() {
 }
 
 #[test]
-fn a_failed_patch_leaves_a_journal_and_says_nothing_was_staged() {
+fn a_failed_patch_leaves_a_journal_that_revert_uses() {
     let mock = Mock::start(HPE);
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal");
@@ -395,7 +395,8 @@ fn a_failed_patch_leaves_a_journal_and_says_nothing_was_staged() {
     mock.state.lock().unwrap().fail_next_patch = true;
     let (code, _, err) = mock.bios(&["apply", "--set", "smt=off", "--journal", journal]);
     assert_eq!(code, 2);
-    assert!(err.contains("nothing was staged"), "{err}");
+    assert!(err.contains("staged none or part of it"), "{err}");
+    assert!(err.contains("lowlat bios revert --journal"), "{err}");
     assert!(err.contains("HTTP 500: internal error"), "{err}");
     assert!(std::path::Path::new(journal).exists());
     let (code, _, err) = mock.bios(&["revert", "--journal", journal]);
