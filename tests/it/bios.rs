@@ -54,7 +54,7 @@ fn free_port() -> u16 {
 struct Emulator {
     child: Child,
     url: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Emulator {
@@ -78,7 +78,7 @@ impl Emulator {
             .args(["-p", &port.to_string(), "--config"])
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(std::fs::File::create(dir.path().join("emulator.log")).unwrap());
         if let Some(name) = tls {
             command
                 .arg("--ssl-certificate")
@@ -88,16 +88,27 @@ impl Emulator {
         }
         let child = command.spawn().unwrap();
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let emulator = Self {
+        let mut emulator = Self {
             child,
             url: format!("{scheme}://127.0.0.1:{port}"),
-            _dir: dir,
+            dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let log = || {
+                std::fs::read_to_string(emulator.dir.path().join("emulator.log"))
+                    .unwrap_or_default()
+            };
+            if let Some(status) = emulator.child.try_wait().unwrap() {
+                panic!(
+                    "sushy-emulator exited ({status}) before listening on {port}:\n{}",
+                    log()
+                );
+            }
             assert!(
                 Instant::now() < deadline,
-                "sushy-emulator did not listen on {port} within 30 s"
+                "sushy-emulator did not listen on {port} within 30 s:\n{}",
+                log()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
