@@ -224,6 +224,11 @@ fn read_apply_verify_and_revert_round_trip() {
     assert!(page.contains("QuietBoot: true → false"), "{page}");
     // The emulator applies a PATCH at once: no reset is needed for it to be current.
     assert!(page.contains("reboot_required: no"), "{page}");
+    for file in [&saved, &journal] {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(!text.contains(PASSWORD), "{}", file.display());
+        assert!(!text.contains(USER), "the account is no part of a document");
+    }
     let recorded: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
     assert_eq!(recorded["kind"], "bios-journal");
