@@ -31,6 +31,7 @@
 //! | `bios`            | 2              | `bios read -o FILE`, `--json`  | bios apply, verify  |
 //! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
 //! | `bios-verify`     | 2              | `bios verify --json`           |                     |
+//! | `check`           | 2              | `check --json`, `check.json`   |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -84,6 +85,8 @@ pub enum Kind {
     BiosJournal,
     /// BIOS attributes checked against what was asked (`lowlat bios verify --json`).
     BiosVerify,
+    /// The audit, the measurements and the profile's targets in one verdict (`lowlat check`).
+    Check,
 }
 
 impl Kind {
@@ -110,7 +113,15 @@ impl Kind {
             Kind::Bios => 2,
             Kind::BiosJournal => 2,
             Kind::BiosVerify => 2,
+            Kind::Check => 2,
         }
+    }
+}
+
+impl Kind {
+    /// The kind called `name` (`measure-jitter`); `None` for a name this lowlat does not know.
+    pub fn named(name: &str) -> Option<Kind> {
+        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
     }
 }
 
@@ -314,6 +325,8 @@ mod tests {
     fn kinds_are_named_in_kebab_case() {
         assert_eq!(Kind::MeasureC2c.to_string(), "measure-c2c");
         assert_eq!(Kind::Plan.to_string(), "plan");
+        assert_eq!(Kind::named("measure-c2c"), Some(Kind::MeasureC2c));
+        assert_eq!(Kind::named("nonsense"), None);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 pub(crate) mod apply;
 pub mod audit;
 pub mod bios;
+pub mod bundle;
+pub(crate) mod check;
 pub mod cli;
 pub(crate) mod document;
 pub mod machine;

@@ -5,18 +5,22 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::output::print;
 use super::values;
 use super::{Cli, exit};
+use crate::bundle::Bundle;
 use crate::document::{self, Kind};
 use crate::machine::CpuSet;
 use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::threads::LoopPlan;
+use crate::report::inventory;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
 use crate::sysroot::SysRoot;
@@ -32,6 +36,33 @@ pub(crate) fn live_root(cli: &Cli) -> Result<SysRoot> {
     Ok(root)
 }
 
+/// `--out DIR`, which every measurement takes.
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// Also write the JSON document into this bundle directory (created if missing; runs
+    /// accumulate as measure-KIND.json, measure-KIND-2.json, ...), with the machine's
+    /// inventory.json, for `lowlat compare` and `lowlat report`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl BundleArgs {
+    /// Opens the bundle of `--out` before the run (a typo must not cost a measurement) and
+    /// writes the inventory of the session's machine into it.
+    pub(crate) fn open(&self, session: &Session) -> Result<Option<Bundle>> {
+        let Some(dir) = &self.out else {
+            return Ok(None);
+        };
+        let context = || format!("--out {}", dir.display());
+        let bundle = Bundle::open(dir).with_context(context)?;
+        let inventory = serde_json::to_string_pretty(&inventory::document(&session.machine))?;
+        bundle
+            .put(Kind::Inventory, &(inventory + "\n"))
+            .with_context(context)?;
+        Ok(Some(bundle))
+    }
+}
+
 /// Flags every hardware engine takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -43,6 +74,10 @@ pub struct CommonArgs {
     /// Print the versioned JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+
+    /// Where the document is kept.
+    #[command(flatten)]
+    pub bundle: BundleArgs,
 }
 
 /// Flags every loop engine (jitter, timer) takes: where, how long, what runs alongside, and
@@ -65,6 +100,9 @@ pub struct LoopArgs {
     /// Same as --format json.
     #[arg(long)]
     pub json: bool,
+    /// Where the document is kept.
+    #[command(flatten)]
+    pub bundle: BundleArgs,
 }
 
 impl LoopArgs {
@@ -146,16 +184,68 @@ pub(crate) fn check_output_prefix(prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// Prints a loop engine's result as the versioned JSON document, with the environment the
-/// run captured.
-pub(crate) fn print_document<T: Serialize>(
+/// Delivers a loop engine's result as the versioned JSON document, with the environment the
+/// run captured: printed when `print` (`--json`), added to `bundle` (`--out`) when there is
+/// one. Returns whether the bundle got it (a failed write is said on stderr and makes the run
+/// incomplete; the printed results are never lost to it).
+pub(crate) fn deliver_document<T: Serialize>(
     kind: Kind,
     root: &SysRoot,
     environment: &Environment,
     result: T,
-) -> Result<()> {
+    print: bool,
+    bundle: Option<&Bundle>,
+) -> Result<bool> {
+    if !print && bundle.is_none() {
+        return Ok(true);
+    }
     let doc = measure_document(kind, document::host_name(root), environment.clone(), result);
-    print(&doc.to_json()?)
+    let json = doc.to_json()?;
+    if print {
+        super::output::print(&json)?;
+    }
+    Ok(save(bundle, kind, &json))
+}
+
+/// Adds `json` to `bundle`; says on stderr why it could not. Returns whether it was saved.
+fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
+    let Some(bundle) = bundle else {
+        return true;
+    };
+    match bundle.add(kind, json) {
+        Ok(path) => {
+            eprintln!("lowlat: saved {}", path.display());
+            true
+        }
+        Err(e) => {
+            eprintln!(
+                "lowlat: error: --out {}: {e}; the results above are all there is of this run",
+                bundle.dir().display()
+            );
+            false
+        }
+    }
+}
+
+/// Holds /dev/cpu_dma_latency at `limit_us` while the returned guard lives, as cyclictest
+/// does, saying so on stderr; without permission, says that deep idle states may add to the
+/// latencies and holds nothing.
+pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatencyLimit> {
+    match DmaLatencyLimit::hold(root, limit_us) {
+        Ok(limit) => {
+            eprintln!(
+                "lowlat: holding {} at {} µs during the run, as cyclictest does",
+                CPU_DMA_LATENCY, limit.limit_us
+            );
+            Some(limit)
+        }
+        Err(e) => {
+            eprintln!(
+                "lowlat: note: no idle-state limit held ({e:#}); deep C-states may add to the latencies"
+            );
+            None
+        }
+    }
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
@@ -181,65 +271,113 @@ pub(crate) fn note_interrupted() {
     eprintln!("lowlat: interrupted; the results above hold what was measured until then");
 }
 
-/// Prints a matrix as CSV; an incomplete run ends it with a `# interrupted` comment line, so a
-/// file of it says so too. Returns the exit code ([`results_exit`]).
-pub(crate) fn print_csv(session: &Session, csv: String) -> Result<u8> {
-    let interrupted = session.interrupted();
-    let mut text = csv;
-    if interrupted {
-        text.push_str("# interrupted: only the pairs measured until then have values\n");
-        note_interrupted();
+/// How a hardware engine prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageFormat {
+    /// Tables for people.
+    Text,
+    /// The versioned JSON document.
+    Json,
+    /// A matrix as CSV; an incomplete run ends it with a `# interrupted` comment line, so a
+    /// file of it says so too.
+    Csv,
+}
+
+impl PageFormat {
+    /// `--json` or `--csv` (they conflict), else text.
+    pub(crate) fn of(json: bool, csv: bool) -> Self {
+        match (json, csv) {
+            (true, _) => Self::Json,
+            (false, true) => Self::Csv,
+            (false, false) => Self::Text,
+        }
     }
-    print(&text)?;
-    Ok(results_exit(!interrupted))
+}
+
+/// Where a hardware engine's result goes: stdout in `format`, and the bundle of `--out`.
+pub(crate) struct Output {
+    /// What stdout gets.
+    pub format: PageFormat,
+    /// The bundle, with `--out`.
+    pub bundle: Option<Bundle>,
+}
+
+/// What a hardware engine measured, as [`emit`] writes it.
+pub(crate) struct Results<'a, T> {
+    /// Its document's kind.
+    pub kind: Kind,
+    /// How it measured, one sentence for the document.
+    pub method: &'static str,
+    /// Warnings about the figures.
+    pub warnings: &'a [String],
+    /// The figures.
+    pub result: &'a T,
+    /// Whether the engine's own figures are complete.
+    pub complete: bool,
 }
 
 /// Writes a hardware engine's result: the JSON document (with the environment of the chosen
-/// CPUs) with `json`, else `text`; notes an interrupted run on stderr. Returns the exit code
-/// ([`results_exit`]; `complete` says whether the engine's own figures are complete).
-#[allow(clippy::too_many_arguments)]
+/// CPUs) for `--json` and `--out`, else the page `page` makes (tables, or CSV); notes an
+/// interrupted run on stderr. Returns the exit code ([`results_exit`]).
 pub(crate) fn emit<T: Serialize>(
     session: &Session,
-    json: bool,
-    kind: Kind,
-    method: &'static str,
-    warnings: &[String],
-    result: &T,
-    text: impl FnOnce() -> String,
-    complete: bool,
+    output: &Output,
+    results: Results<'_, T>,
+    page: impl FnOnce() -> String,
 ) -> Result<u8> {
     let interrupted = session.interrupted();
-    if json {
+    let wants_document = output.format == PageFormat::Json || output.bundle.is_some();
+    let json = if wants_document {
         let cpus = session.cpus_by_locality();
         let measured = Measured {
             header: ResultHeader {
-                method,
+                method: results.method,
                 interrupted,
-                warnings: warnings.to_vec(),
+                warnings: results.warnings.to_vec(),
                 priority: None,
                 measured_cpus: cpus.iter().copied().collect(),
             },
-            figures: result,
+            figures: results.result,
         };
         let environment = env::capture(session.root(), &session.machine, &cpus);
         let doc = measure_document(
-            kind,
+            results.kind,
             document::host_name(session.root()),
             environment,
             measured,
         );
-        print(&doc.to_json()?)?;
+        Some(doc.to_json()?)
     } else {
-        let mut page = text();
-        for w in warnings {
-            page.push_str(&format!("warning: {w}\n"));
+        None
+    };
+    match (output.format, &json) {
+        (PageFormat::Json, Some(json)) => print(json)?,
+        (PageFormat::Csv, _) => {
+            for warning in results.warnings {
+                eprintln!("lowlat: warning: {warning}");
+            }
+            let mut text = page();
+            if interrupted {
+                text.push_str("# interrupted: only the pairs measured until then have values\n");
+            }
+            print(&text)?;
         }
-        print(&page)?;
+        _ => {
+            let mut text = page();
+            for w in results.warnings {
+                text.push_str(&format!("warning: {w}\n"));
+            }
+            print(&text)?;
+        }
     }
+    let saved = match &json {
+        Some(json) => save(output.bundle.as_ref(), results.kind, json),
+        None => true,
+    };
     if interrupted {
         note_interrupted();
     }
-    Ok(results_exit(complete && !interrupted))
+    Ok(results_exit(results.complete && saved && !interrupted))
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::measure_common::{CommonArgs, emit, open_session, print_csv};
+use super::measure_common::{
+    BundleArgs, CommonArgs, Output, PageFormat, Results, emit, open_session,
+};
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
@@ -49,6 +51,10 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, args.csv),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
@@ -71,23 +77,18 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         run,
     };
     warnings.extend(c2c::shared_warning(&report.run.pairs));
-    if args.csv {
-        for warning in &warnings {
-            eprintln!("lowlat: warning: {warning}");
-        }
-        return print_csv(&session, matrix::csv(&report.run.matrix_mean_ns));
-    }
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureC2c,
-        "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
+    let results = Results {
+        kind: Kind::MeasureC2c,
+        method: "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
          latency = half a round trip, per sample of round trips timed with CLOCK_MONOTONIC",
-        &warnings,
-        &report,
-        || hardware::c2c_text(&report),
-        true,
-    )
+        warnings: &warnings,
+        result: &report,
+        complete: true,
+    };
+    emit(&session, &output, results, || match output.format {
+        PageFormat::Csv => matrix::csv(&report.run.matrix_mean_ns),
+        _ => hardware::c2c_text(&report),
+    })
 }
 
 /// Options of `lowlat measure wakeup`.
@@ -121,6 +122,10 @@ pub struct WakeupArgs {
 /// Runs `lowlat measure wakeup`.
 pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, args.csv),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let warnings = session.memory_warnings();
     let request = WakeupRequest {
         samples: args.samples,
@@ -135,21 +140,19 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         &mut progress,
     )?;
     progress.finish();
-    if args.csv {
-        return print_csv(&session, matrix::csv(&run.matrix_median_ns));
-    }
     let breaks = place::group_breaks(&session.places);
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureWakeup,
-        "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read from \
-         CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are dropped",
-        &warnings,
-        &run,
-        || hardware::wakeup_text(&run, &breaks),
-        true,
-    )
+    let results = Results {
+        kind: Kind::MeasureWakeup,
+        method: "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read \
+         from CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are dropped",
+        warnings: &warnings,
+        result: &run,
+        complete: true,
+    };
+    emit(&session, &output, results, || match output.format {
+        PageFormat::Csv => matrix::csv(&run.matrix_median_ns),
+        _ => hardware::wakeup_text(&run, &breaks),
+    })
 }
 
 /// Options of `lowlat measure ipi`.
@@ -192,6 +195,10 @@ pub struct IpiArgs {
 /// Runs `lowlat measure ipi`.
 pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Ipi, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, args.csv),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let warnings = session.memory_warnings();
     let cpus = session.cpus_by_locality();
     if cpus.len() < 2 {
@@ -202,17 +209,16 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     }
     if args.mesh {
         let run = ipi::mesh(&cpus, args.duration, &session.stop)?;
-        return emit(
-            &session,
-            args.common.json,
-            Kind::MeasureIpiMesh,
-            "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; each call \
-             interrupts every other CPU running a thread of the process and waits for it",
-            &warnings,
-            &run,
-            || hardware::ipi_mesh_text(&run),
-            true,
-        );
+        let results = Results {
+            kind: Kind::MeasureIpiMesh,
+            method: "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; \
+             each call interrupts every other CPU running a thread of the process and waits \
+             for it",
+            warnings: &warnings,
+            result: &run,
+            complete: true,
+        };
+        return emit(&session, &output, results, || hardware::ipi_mesh_text(&run));
     }
     let request = IpiRequest {
         samples: args.samples,
@@ -220,22 +226,21 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let mut progress = Progress::stderr("ipi", 0);
     let run = ipi::run(&cpus, request, &session.stop, &mut progress)?;
     progress.finish();
-    if args.csv {
-        return print_csv(&session, matrix::csv(&run.matrix_round_trip_ns));
-    }
     let breaks = place::group_breaks(&session.places);
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureIpi,
-        "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the sending CPU with a thread \
-         spinning on the interrupted CPU, minus the same call with no thread to interrupt \
-         (medians); CLOCK_MONOTONIC",
-        &warnings,
-        &run,
-        || hardware::ipi_text(&run, &breaks),
-        true,
-    )
+    let results = Results {
+        kind: Kind::MeasureIpi,
+        method: "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the sending CPU with a \
+         thread spinning on the interrupted CPU, minus the same call with no thread to \
+         interrupt (medians); calls made while that thread was off its CPU are left out; \
+         CLOCK_MONOTONIC",
+        warnings: &warnings,
+        result: &run,
+        complete: true,
+    };
+    emit(&session, &output, results, || match output.format {
+        PageFormat::Csv => matrix::csv(&run.matrix_round_trip_ns),
+        _ => hardware::ipi_text(&run, &breaks),
+    })
 }
 
 /// Options of `lowlat measure hwlat`.
@@ -253,6 +258,10 @@ pub struct HwlatArgs {
     /// Print the versioned JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+
+    /// Where the document is kept.
+    #[command(flatten)]
+    pub bundle: BundleArgs,
 
     /// How long the tracer runs.
     #[arg(long, value_name = "D", default_value = "120s", allow_hyphen_values = true, value_parser = values::duration)]
@@ -281,6 +290,10 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         );
     }
     let session = open_session(cli, Engine::Hwlat, None)?;
+    let output = Output {
+        format: PageFormat::of(args.json, false),
+        bundle: args.bundle.open(&session)?,
+    };
     let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let request = HwlatRequest {
         duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
@@ -294,17 +307,15 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         args.duration
     );
     let run = hwlat::run(session.root(), request, &session.stop)?;
-    emit(
-        &session,
-        args.json,
-        Kind::MeasureHwlat,
-        "the kernel's hwlat tracer: one CPU at a time spins with interrupts off for width of \
-         every window reading the clock; gaps at or above the threshold are recorded",
-        &[],
-        &run,
-        || hardware::hwlat_text(&run),
-        true,
-    )
+    let results = Results {
+        kind: Kind::MeasureHwlat,
+        method: "the kernel's hwlat tracer: one CPU at a time spins with interrupts off for \
+         width of every window reading the clock; gaps at or above the threshold are recorded",
+        warnings: &[],
+        result: &run,
+        complete: true,
+    };
+    emit(&session, &output, results, || hardware::hwlat_text(&run))
 }
 
 /// Options of `lowlat measure freq`.
@@ -339,6 +350,10 @@ pub struct FreqArgs {
 /// Runs `lowlat measure freq`.
 pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, false),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let request = FreqRequest {
         warmup_ms: args.warmup_ms,
         sample_ms: args.sample_ms,
@@ -354,15 +369,14 @@ pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         &mut progress,
     )?;
     progress.finish();
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureFreq,
-        "a chain of dependent register adds (one cycle each) timed with CLOCK_MONOTONIC_RAW; \
-         APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is readable",
-        &[],
-        &run,
-        || hardware::freq_text(&run),
-        true,
-    )
+    let results = Results {
+        kind: Kind::MeasureFreq,
+        method: "a chain of dependent register adds (one cycle each) timed with \
+         CLOCK_MONOTONIC_RAW; APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is \
+         readable",
+        warnings: &[],
+        result: &run,
+        complete: true,
+    };
+    emit(&session, &output, results, || hardware::freq_text(&run))
 }

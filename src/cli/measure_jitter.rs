@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, check_output_prefix, note_interrupted, open_session, print_document,
+    LoopArgs, check_output_prefix, deliver_document, note_interrupted, open_session,
     report_not_measured, results_exit,
 };
 use super::output::print;
@@ -65,6 +65,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }
     let session = open_session(cli, Engine::Jitter, Some(&args.common.cpus))?;
+    let bundle = args.common.bundle.open(&session)?;
     let request = JitterRequest {
         plan: args.common.plan(&session)?,
         threshold_ns: args.threshold,
@@ -89,14 +90,17 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         JitterFormat::Table => print(&printers::table(&run))?,
         JitterFormat::Sysjitter => print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?,
         JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
-        JitterFormat::Json => print_document(
-            Kind::MeasureJitter,
-            session.root(),
-            &run.session.environment,
-            printers::result(&run),
-        )?,
+        JitterFormat::Json => {}
     }
-    let mut complete = !run.session.interrupted;
+    let saved = deliver_document(
+        Kind::MeasureJitter,
+        session.root(),
+        &run.session.environment,
+        printers::result(&run),
+        format == JitterFormat::Json,
+        bundle.as_ref(),
+    )?;
+    let mut complete = saved && !run.session.interrupted;
     if let Some(prefix) = &args.raw {
         // After the results: a failed write loses the raw files, never the run.
         for (name, text) in printers::raw_files(&run, prefix) {

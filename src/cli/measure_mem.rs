@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::measure_common::{CommonArgs, emit, open_session};
+use super::measure_common::{CommonArgs, Output, PageFormat, Results, emit, open_session};
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
@@ -215,6 +215,10 @@ where
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Membw, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, false),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let plan = plan_membw(
         &session.machine.topology,
         &session.places,
@@ -231,17 +235,15 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
             .node_matrix
             .as_ref()
             .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureMembw,
-        "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best rate \
-         after the first iteration, MB = 10^6 bytes, STREAM byte counting",
-        &warnings,
-        &report,
-        || hardware::membw_text(&report),
-        validated,
-    )
+    let results = Results {
+        kind: Kind::MeasureMembw,
+        method: "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best \
+         rate after the first iteration, MB = 10^6 bytes, STREAM byte counting",
+        warnings: &warnings,
+        result: &report,
+        complete: validated,
+    };
+    emit(&session, &output, results, || hardware::membw_text(&report))
 }
 
 impl MemlatArgs {
@@ -312,6 +314,10 @@ fn plan_memlat(
 /// Runs `lowlat measure memlat`.
 pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let session = open_session(cli, Engine::Memlat, args.common.cpus.as_ref())?;
+    let output = Output {
+        format: PageFormat::of(args.common.json, false),
+        bundle: args.common.bundle.open(&session)?,
+    };
     let plan = plan_memlat(
         &session.machine.topology,
         &session.places,
@@ -329,17 +335,18 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         report.loaded = Some(loaded(&plan.curve, cpus, &session.stop, &mut progress)?);
     }
     progress.finish();
-    emit(
-        &session,
-        args.common.json,
-        Kind::MeasureMemlat,
-        "dependent pointer chase over a random single cycle, one pointer per stride, windows \
-         and the lines within them in random order; ns per load over samples after a warm-up",
-        &[],
-        &report,
-        || hardware::memlat_text(&report, &session.machine.topology),
-        true,
-    )
+    let results = Results {
+        kind: Kind::MeasureMemlat,
+        method: "dependent pointer chase over a random single cycle, one pointer per stride, \
+         windows and the lines within them in random order; ns per load over samples after a \
+         warm-up",
+        warnings: &[],
+        result: &report,
+        complete: true,
+    };
+    emit(&session, &output, results, || {
+        hardware::memlat_text(&report, &session.machine.topology)
+    })
 }
 
 #[cfg(test)]

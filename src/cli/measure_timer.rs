@@ -5,14 +5,14 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, note_interrupted, open_session, print_document, report_not_measured, results_exit,
+    LoopArgs, deliver_document, hold_idle_limit, note_interrupted, open_session,
+    report_not_measured, results_exit,
 };
 use super::output::print;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
-use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
 
@@ -93,6 +93,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         );
     }
     let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let bundle = args.common.bundle.open(&session)?;
     let plan = args.common.plan(&session)?;
     let request = TimerRequest {
         plan,
@@ -103,21 +104,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     let _limit = if args.no_dma_latency {
         None
     } else {
-        match DmaLatencyLimit::hold(session.root(), args.dma_latency) {
-            Ok(limit) => {
-                eprintln!(
-                    "lowlat: holding {} at {} µs during the run, as cyclictest does (--no-dma-latency to measure deep idle states too)",
-                    CPU_DMA_LATENCY, limit.limit_us
-                );
-                Some(limit)
-            }
-            Err(e) => {
-                eprintln!(
-                    "lowlat: note: no idle-state limit held ({e:#}); deep C-states may add to the latencies"
-                );
-                None
-            }
-        }
+        hold_idle_limit(session.root(), args.dma_latency)
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     let run = timer::run(&session, request).map_err(|e| match e {
@@ -127,14 +114,17 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     match format {
         TimerFormat::Table => print(&printers::table(&run))?,
         TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
-        TimerFormat::Json => print_document(
-            Kind::MeasureTimer,
-            session.root(),
-            &run.session.environment,
-            printers::result(&run),
-        )?,
+        TimerFormat::Json => {}
     }
-    let mut complete = !run.session.interrupted;
+    let saved = deliver_document(
+        Kind::MeasureTimer,
+        session.root(),
+        &run.session.environment,
+        printers::result(&run),
+        format == TimerFormat::Json,
+        bundle.as_ref(),
+    )?;
+    let mut complete = saved && !run.session.interrupted;
     for cpu in &run.session.cpus {
         if report_not_measured(cpu) {
             complete = false;

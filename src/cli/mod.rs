@@ -44,6 +44,9 @@ const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (a
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The main job in one command: audit against a profile, measure jitter and timer
+    /// latency on the CPUs that matter, and hold the figures to the profile's targets.
+    Check(check::CheckArgs),
     /// Summarise the machine: CPU, topology, NUMA, memory, kernel, isolation, power, IRQs.
     Inventory(inventory::InventoryArgs),
     /// Check the machine against a tuning profile: findings with evidence, sources and exact
@@ -76,6 +79,7 @@ pub enum Command {
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod bios;
+pub(crate) mod check;
 pub(crate) mod inventory;
 pub(crate) mod measure;
 pub(crate) mod measure_common;
@@ -114,6 +118,7 @@ impl Cli {
 /// Runs the parsed command line and returns the exit code.
 pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
+        Command::Check(args) => check::run(&cli, args),
         Command::Inventory(args) => inventory::run(&cli, args),
         Command::Audit(args) => audit::run(&cli, args),
         Command::Measure(args) => measure::run(&cli, args),

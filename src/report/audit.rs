@@ -76,7 +76,7 @@ impl MachineIdentity {
         }
     }
 
-    fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut parts = vec![
             self.hostname
                 .clone()

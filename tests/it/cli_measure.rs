@@ -238,3 +238,34 @@ fn hwlat_says_when_the_kernel_lacks_the_tracer_and_refuses_a_width_above_the_win
         }
     }
 }
+
+#[test]
+fn an_out_that_cannot_be_a_bundle_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("taken");
+    std::fs::write(&file, "").unwrap();
+    let file = file.to_str().unwrap();
+    jitter("0", "1000", "1h", &["--out", file])
+        .code(2)
+        .stderr(contains(format!("--out {file}")).and(contains("not a directory")));
+    lowlat(&["measure", "c2c", "--cpus", "0", "--out", file])
+        .code(2)
+        .stderr(contains("--out"));
+}
+
+#[test]
+fn check_refuses_a_bad_profile_a_fixture_root_and_a_tiny_duration() {
+    lowlat(&["check", "--profile", "nope"])
+        .code(2)
+        .stderr(contains("--profile nope: no such profile"));
+    let fixture = crate::support::fixture("epyc7f32-2s");
+    lowlat(&["--root", fixture.to_str().unwrap(), "check"])
+        .code(2)
+        .stderr(contains("measurements run on this machine only"));
+    lowlat(&["check", "--duration", "1ms"])
+        .code(2)
+        .stderr(contains("--duration"));
+    lowlat(&["check", "--cpus", "4095"])
+        .code(2)
+        .stderr(contains("--cpus 4095"));
+}

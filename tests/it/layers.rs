@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("sysroot", &["text"]),
     ("document", &["sysroot"]),
+    ("bundle", &["document"]),
     ("machine", &["sysroot", "units"]),
     ("snapshot", &["document", "sysroot"]),
     ("bios", &["machine", "document"]),
@@ -24,7 +25,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("watch", &["apply"]),
-    ("report", &["apply", "measure", "watch", "bios"]),
+    ("check", &["audit", "measure"]),
+    (
+        "report",
+        &["apply", "measure", "watch", "check", "bundle", "bios"],
+    ),
     ("cli", &["report"]),
 ];
 

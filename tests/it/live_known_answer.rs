@@ -243,3 +243,131 @@ fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody()
     assert_eq!(mesh["kind"], "measure-ipi-mesh");
     assert!(mesh["result"]["ipis_per_second"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn out_collects_every_run_into_one_bundle_with_the_inventory() {
+    let Some(_turn) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("runs");
+    let bundle_arg = bundle.to_str().unwrap();
+    for _ in 0..2 {
+        let out = crate::support::lowlat(&[])
+            .args(["measure", "jitter", "--cpus", "1", "--threshold", "1000"])
+            .args(["--duration", "300ms", "--out", bundle_arg])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        // The page is still the table: --out adds the document, it does not replace output.
+        assert!(!String::from_utf8_lossy(&out.stdout).starts_with('{'));
+    }
+    let out = crate::support::lowlat(&[])
+        .args([
+            "measure",
+            "ipi",
+            "--cpus",
+            "0-1",
+            "--samples",
+            "50",
+            "--csv",
+        ])
+        .args(["--out", bundle_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("sending cpu,"));
+    let mut names: Vec<String> = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "inventory.json",
+            "measure-ipi.json",
+            "measure-jitter-2.json",
+            "measure-jitter.json"
+        ]
+    );
+    for name in &names {
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join(name)).unwrap()).unwrap();
+        assert_eq!(
+            doc["kind"],
+            name.trim_end_matches(".json").trim_end_matches("-2")
+        );
+        if name != "inventory.json" {
+            assert!(doc["environment"]["settings"].is_object(), "{name}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
+    let Some(_turn) = live() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("check");
+    let out = crate::support::lowlat(&[])
+        .args([
+            "check",
+            "--cpus",
+            "1",
+            "--duration",
+            "1s",
+            "--json",
+            "--out",
+        ])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    // This untuned machine fails the low-latency audit: 1, never 2.
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["kind"], "check");
+    assert_eq!(doc["verdict"], "fail");
+    assert_eq!(doc["measured"]["cpus"], "1");
+    let cpu = &doc["figures"][0];
+    assert_eq!(cpu["cpu"], 1);
+    assert!(cpu["jitter_seconds"].as_f64().unwrap() > 0.5, "{cpu}");
+    assert!(cpu["timer_samples"].as_u64().unwrap() > 500, "{cpu}");
+    assert!(cpu["timer_max_ns"].as_u64().unwrap() >= cpu["timer_p99_ns"].as_u64().unwrap());
+    let target = &doc["targets"][0];
+    assert_eq!(
+        target["target"]["metric"],
+        "interruptions-ge-10us-per-minute"
+    );
+    assert!(
+        target["target"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("[S000]")
+    );
+    assert_eq!(target["values"][0]["cpu"], 1);
+    let failures = doc["failures"].as_array().unwrap();
+    assert!(
+        failures[0]
+            .as_str()
+            .unwrap()
+            .contains("audit finding(s) failed")
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "audit.json",
+            "check.json",
+            "inventory.json",
+            "measure-jitter.json",
+            "measure-timer.json"
+        ]
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
+    assert_eq!(saved["figures"], doc["figures"]);
+}

@@ -1,0 +1,279 @@
+//! `lowlat check`: the main job in one command. The audit says what is set; a jitter run and a
+//! timer run on the CPUs that matter say what that buys; the profile's measured targets
+//! (`targets.table`, with sources) turn the figures into a verdict.
+
+pub(crate) mod targets;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use crate::audit::partition::{AuditPartition, PartitionSource};
+use crate::machine::CpuSet;
+use crate::measure::engines::jitter::JitterRun;
+use crate::measure::engines::timer::TimerRun;
+use crate::measure::runner::tsc::ticks_to_ns;
+use targets::{Metric, Target};
+
+/// Interruptions this long or longer count against the jitter target, ns.
+pub(crate) const LONG_INTERRUPTION_NS: u64 = 10_000;
+
+/// Which CPUs a check measures, and why those.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct MeasuredCpus {
+    /// The CPUs.
+    pub cpus: CpuSet,
+    /// Why these: `--cpus`, the machine's isolated CPUs, or every CPU but the first.
+    pub why: String,
+}
+
+/// The one rule for the CPUs a check measures: `requested` (`--cpus`) when given; else the
+/// CPUs the machine isolates (what the tuning is for); else, when nothing is isolated, every
+/// online CPU but the first (which keeps the OS and lowlat's own reporting).
+pub(crate) fn measured_cpus(
+    partition: &AuditPartition,
+    online: &CpuSet,
+    requested: Option<&CpuSet>,
+) -> MeasuredCpus {
+    if let Some(cpus) = requested {
+        return MeasuredCpus {
+            cpus: cpus.clone(),
+            why: "--cpus".into(),
+        };
+    }
+    if let PartitionSource::Kernel { from } = &partition.source
+        && !partition.isolated.is_empty()
+    {
+        return MeasuredCpus {
+            cpus: partition.isolated.clone(),
+            why: format!("the machine's isolated CPUs ({})", from.join(", ")),
+        };
+    }
+    let mut cpus = online.clone();
+    if let Some(first) = online.first()
+        && cpus.len() > 1
+    {
+        cpus.remove(first);
+    }
+    MeasuredCpus {
+        cpus,
+        why: "nothing is isolated: every CPU but the first".into(),
+    }
+}
+
+/// What one CPU measured, in the metrics' units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct CpuFigures {
+    /// The CPU.
+    pub cpu: u32,
+    /// Busy-loop runtime, s (0 when the jitter run did not measure it).
+    pub jitter_seconds: f64,
+    /// Interruptions at or above the jitter threshold.
+    pub interruptions: u64,
+    /// Interruptions of [`LONG_INTERRUPTION_NS`] or more.
+    pub long_interruptions: u64,
+    /// The longest interruption, ns.
+    pub max_interruption_ns: u64,
+    /// Timer wake-ups recorded.
+    pub timer_samples: u64,
+    /// The largest timer wake-up latency, ns.
+    pub timer_max_ns: u64,
+    /// The 99th percentile of the timer latency, ns.
+    pub timer_p99_ns: u64,
+}
+
+impl CpuFigures {
+    /// The value of `metric` here; `None` when it was not measured on this CPU.
+    pub(crate) fn value(&self, metric: Metric) -> Option<f64> {
+        match metric {
+            Metric::InterruptionsGe10usPerMinute => (self.jitter_seconds > 0.0)
+                .then(|| self.long_interruptions as f64 * 60.0 / self.jitter_seconds),
+            Metric::TimerMaxUs => (self.timer_samples > 0).then(|| self.timer_max_ns as f64 / 1e3),
+        }
+    }
+}
+
+/// The figures of each CPU measured by `jitter` and `timer` (either may be absent), in CPU
+/// order.
+pub(crate) fn figures(jitter: Option<&JitterRun>, timer: Option<&TimerRun>) -> Vec<CpuFigures> {
+    let mut by_cpu = BTreeMap::<u32, CpuFigures>::new();
+    if let Some(run) = jitter {
+        let hz = run.tsc.hz;
+        let long = run.tsc.ticks(LONG_INTERRUPTION_NS);
+        for cpu in run.session.cpus.iter().filter(|c| c.setup_error.is_none()) {
+            let record = &cpu.record;
+            let figures = figures_of(&mut by_cpu, cpu.cpu);
+            figures.jitter_seconds = ticks_to_ns(record.runtime_ticks(), hz) as f64 / 1e9;
+            figures.interruptions = record.gaps.len() as u64;
+            figures.long_interruptions =
+                record.gaps.iter().filter(|g| g.ticks >= long).count() as u64;
+            figures.max_interruption_ns =
+                ticks_to_ns(record.gaps.iter().map(|g| g.ticks).max().unwrap_or(0), hz);
+        }
+    }
+    if let Some(run) = timer {
+        for cpu in run.session.cpus.iter().filter(|c| c.setup_error.is_none()) {
+            let record = &cpu.record;
+            let figures = figures_of(&mut by_cpu, cpu.cpu);
+            figures.timer_samples = record.hist.len();
+            figures.timer_max_ns = record.max_ns;
+            figures.timer_p99_ns = record.hist.value_at_quantile(0.99).min(record.max_ns);
+        }
+    }
+    by_cpu.into_values().collect()
+}
+
+/// The figures of `cpu` in `by_cpu`, added empty when missing.
+fn figures_of(by_cpu: &mut BTreeMap<u32, CpuFigures>, cpu: u32) -> &mut CpuFigures {
+    by_cpu.entry(cpu).or_insert_with(|| CpuFigures {
+        cpu,
+        jitter_seconds: 0.0,
+        interruptions: 0,
+        long_interruptions: 0,
+        max_interruption_ns: 0,
+        timer_samples: 0,
+        timer_max_ns: 0,
+        timer_p99_ns: 0,
+    })
+}
+
+/// Whether a target was met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Outcome {
+    /// Every measured CPU stayed below the limit.
+    Met,
+    /// At least one CPU did not.
+    Missed,
+    /// No CPU measured the metric (its run failed or was interrupted before any sample).
+    NotMeasured,
+}
+
+/// One target against the figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct TargetVerdict {
+    /// The target.
+    pub target: Target,
+    /// Met, missed or not measured.
+    pub outcome: Outcome,
+    /// Each measured CPU's value (in the metric's unit), in CPU order.
+    pub values: Vec<CpuValue>,
+}
+
+/// One CPU's value of a metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct CpuValue {
+    /// The CPU.
+    pub cpu: u32,
+    /// The value, in the metric's unit.
+    pub value: f64,
+    /// Whether it is below the target.
+    pub met: bool,
+}
+
+/// Checks each target against the figures.
+pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<TargetVerdict> {
+    targets
+        .iter()
+        .map(|target| {
+            let values: Vec<CpuValue> = figures
+                .iter()
+                .filter_map(|f| {
+                    f.value(target.metric).map(|value| CpuValue {
+                        cpu: f.cpu,
+                        value,
+                        met: value < target.below,
+                    })
+                })
+                .collect();
+            let outcome = if values.is_empty() {
+                Outcome::NotMeasured
+            } else if values.iter().all(|v| v.met) {
+                Outcome::Met
+            } else {
+                Outcome::Missed
+            };
+            TargetVerdict {
+                target: target.clone(),
+                outcome,
+                values,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::partition::AuditPartition;
+
+    fn partition(isolated: &str, source: PartitionSource) -> AuditPartition {
+        let isolated = CpuSet::parse_list(isolated).unwrap();
+        AuditPartition {
+            housekeeping: CpuSet::parse_list("0").unwrap(),
+            isolated,
+            source,
+            nr_cpus: 8,
+        }
+    }
+
+    #[test]
+    fn the_cpus_are_the_flag_then_the_isolated_ones_then_all_but_the_first() {
+        let online = CpuSet::parse_list("0-7").unwrap();
+        let kernel = PartitionSource::Kernel {
+            from: vec!["isolcpus= in /proc/cmdline".into()],
+        };
+        let flag = CpuSet::parse_list("3").unwrap();
+        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, Some(&flag));
+        assert_eq!(
+            (chosen.cpus.to_list().as_str(), chosen.why.as_str()),
+            ("3", "--cpus")
+        );
+        let chosen = measured_cpus(&partition("2-7", kernel), &online, None);
+        assert_eq!(chosen.cpus.to_list(), "2-7");
+        assert!(chosen.why.contains("isolcpus="), "{}", chosen.why);
+        // lowlat's default partition is a proposal, not isolation: measure all but CPU 0.
+        let chosen = measured_cpus(&partition("1-7", PartitionSource::Default), &online, None);
+        assert_eq!(chosen.cpus.to_list(), "1-7");
+        let one = CpuSet::parse_list("0").unwrap();
+        let chosen = measured_cpus(&partition("", PartitionSource::Default), &one, None);
+        assert_eq!(chosen.cpus.to_list(), "0");
+    }
+
+    fn cpu(cpu: u32, seconds: f64, long: u64, timer_max_ns: u64) -> CpuFigures {
+        CpuFigures {
+            cpu,
+            jitter_seconds: seconds,
+            interruptions: long * 3,
+            long_interruptions: long,
+            max_interruption_ns: 0,
+            timer_samples: u64::from(timer_max_ns > 0),
+            timer_max_ns,
+            timer_p99_ns: 0,
+        }
+    }
+
+    #[test]
+    fn a_target_is_met_only_when_every_cpu_is_below_it() {
+        let rate = Target {
+            metric: Metric::InterruptionsGe10usPerMinute,
+            below: 1.0,
+            source: "[S000]",
+        };
+        let timer = Target {
+            metric: Metric::TimerMaxUs,
+            below: 50.0,
+            source: "[S002]",
+        };
+        // 0 in 20 s, and 1 in 30 s (2 a minute).
+        let figures = [cpu(1, 20.0, 0, 12_000), cpu(2, 30.0, 1, 49_999)];
+        let verdicts = evaluate(&[rate.clone(), timer.clone()], &figures);
+        assert_eq!(verdicts[0].outcome, Outcome::Missed);
+        assert_eq!(verdicts[0].values[1].value, 2.0);
+        assert!(verdicts[0].values[0].met && !verdicts[0].values[1].met);
+        assert_eq!(verdicts[1].outcome, Outcome::Met);
+        assert_eq!(verdicts[1].values[1].value, 49.999);
+        let unmeasured = evaluate(&[timer], &[cpu(1, 20.0, 0, 0)]);
+        assert_eq!(unmeasured[0].outcome, Outcome::NotMeasured);
+        assert!(unmeasured[0].values.is_empty());
+    }
+}

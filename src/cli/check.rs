@@ -1,0 +1,225 @@
+//! `lowlat check`: inventory, audit, a jitter run and a timer run on the CPUs that matter, and
+//! the profile's measured targets, in one command.
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use std::time::Duration;
+
+use super::measure_common::{BundleArgs, hold_idle_limit, live_root, report_not_measured};
+use super::output::print;
+use super::{Cli, exit, values};
+use crate::audit::{self, profile};
+use crate::bundle::Bundle;
+use crate::check::{self, targets};
+use crate::document::Kind;
+use crate::machine::{CpuSet, Machine};
+use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
+use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::runner::session::{Engine, Session};
+use crate::measure::runner::threads::LoopPlan;
+use crate::report::audit as audit_report;
+use crate::report::check::{self as printers, CheckReport};
+use crate::report::measure::timer as timer_printers;
+use crate::report::measure::{document as measure_document, jitter as jitter_printers};
+
+/// The jitter run counts gaps from this length, ns: short enough for the distribution that
+/// `compare` and `report` use, far below the 10 µs of the targets.
+const JITTER_THRESHOLD_NS: u64 = 1000;
+/// The timer run's period, ns (cyclictest's default, 1 ms).
+const TIMER_INTERVAL_NS: u64 = 1_000_000;
+/// Memory the jitter run's gap buffers may take over all CPUs, bytes.
+const GAP_BUFFERS_BYTES: usize = 256 << 20;
+
+/// Options of `lowlat check`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  lowlat check\n  \
+lowlat check --profile realtime-host --duration 60s --out runs/after\n  \
+lowlat check --cpus 2-7 --json\n\n\
+What it does: reads the machine, audits it against --profile, then measures the CPUs that \
+matter: --cpus, else the CPUs the machine isolates (isolcpus=, nohz_full=), else every CPU but \
+the first. First a busy loop (gaps of 1 µs or more, as `measure jitter --threshold 1000`), then \
+timer wake-ups every 1 ms at SCHED_FIFO 95 (as `measure timer --interval 1000`), --duration \
+each. The figures are held to the profile's measured targets (src/check/targets.table, each \
+with its source): low-latency wants fewer than one interruption of 10 µs or more per minute on \
+each CPU, realtime-host and realtime-guest a timer maximum below 50 µs. With --out the audit, \
+both measurements, the inventory and the check itself are written as one bundle for \
+`lowlat compare` and `lowlat report`.\n\n\
+Exit codes: 0 the audit has no failures and every target is met; 1 a failure, a missed \
+target, or an incomplete measurement (Ctrl-C keeps and prints what was measured); 2 could not \
+check (bad flag, unknown profile, --root/--snapshot: a check measures this machine).")]
+pub struct CheckArgs {
+    /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
+    /// realtime-guest or throughput (no targets: figures only).
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    pub profile: String,
+
+    /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
+    /// the first.
+    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    pub cpus: Option<CpuSet>,
+
+    /// Length of each of the two runs (jitter, then timer): 20s, 5m.
+    #[arg(long, value_name = "D", default_value = "20s", allow_hyphen_values = true, value_parser = values::duration)]
+    pub duration: Duration,
+
+    /// Print the versioned JSON document (kind `check`) instead of the report.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Where the documents are kept.
+    #[command(flatten)]
+    pub bundle: BundleArgs,
+}
+
+/// Runs `lowlat check`.
+pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
+    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    if args.duration < Duration::from_millis(10) {
+        anyhow::bail!(
+            "--duration {:?}: too short for a timer run at 1 ms; give at least 10ms",
+            args.duration
+        );
+    }
+    let root = live_root(cli)?;
+    let machine = Machine::read(&root);
+    let partition =
+        audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
+    let audited = audit::run(&machine, &profile, &partition);
+    let measured = check::measured_cpus(
+        &partition,
+        &machine.topology.online_cpus(),
+        args.cpus.as_ref(),
+    );
+    let session = Session::open(root, Engine::Jitter, Some(&measured.cpus)).with_context(|| {
+        match &args.cpus {
+            Some(cpus) => format!("--cpus {cpus}"),
+            None => format!(
+                "CPU {} ({}); choose others with --cpus",
+                measured.cpus.to_list(),
+                measured.why
+            ),
+        }
+    })?;
+    let bundle = args.bundle.open(&session)?;
+    let counts = audited.counts();
+    eprintln!(
+        "lowlat check: audit against {}: {} fail, {} warn, {} pass",
+        profile.info.name, counts.fail, counts.warn, counts.pass
+    );
+    let plan = LoopPlan {
+        cpus: session.cpus.iter().collect(),
+        duration: args.duration,
+        load: CpuSet::new(),
+        inject: None,
+    };
+    let per_cpu = GAP_BUFFERS_BYTES / 16 / plan.cpus.len().max(1);
+    let jitter_run = jitter::run(
+        &session,
+        JitterRequest {
+            plan: plan.clone(),
+            threshold_ns: JITTER_THRESHOLD_NS,
+            priority: None,
+            max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+        },
+    )?;
+    let mut complete = !jitter_run.session.interrupted;
+    for cpu in &jitter_run.session.cpus {
+        if report_not_measured(cpu) || cpu.record.full {
+            complete = false;
+        }
+    }
+    let timer_run = if complete {
+        let _limit = hold_idle_limit(session.root(), 0);
+        let run = timer::run(
+            &session,
+            TimerRequest {
+                plan,
+                interval_ns: TIMER_INTERVAL_NS,
+                priority: DEFAULT_PRIORITY,
+                histogram_buckets: 0,
+            },
+        )?;
+        complete &= !run.session.interrupted;
+        for cpu in &run.session.cpus {
+            complete &= !report_not_measured(cpu);
+        }
+        Some(run)
+    } else {
+        None
+    };
+    let figures = check::figures(Some(&jitter_run), timer_run.as_ref());
+    let verdicts = check::evaluate(&targets::of_profile(profile.info.name), &figures);
+    let report = CheckReport {
+        machine: &machine,
+        audit: &audited,
+        profile: profile.info,
+        measured: &measured,
+        duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
+        timer_interval_ns: TIMER_INTERVAL_NS,
+        figures: &figures,
+        targets: &verdicts,
+        complete,
+    };
+    let check_json = printers::document(&report).to_json()?;
+    if let Some(bundle) = &bundle {
+        let saved = save_all(
+            bundle,
+            &session,
+            &report,
+            &jitter_run,
+            timer_run.as_ref(),
+            &check_json,
+        );
+        if let Err(e) = saved {
+            eprintln!(
+                "lowlat: error: --out {}: {e:#}; the report below is all there is of this check",
+                bundle.dir().display()
+            );
+            complete = false;
+        }
+    }
+    let report = CheckReport { complete, ..report };
+    if args.json {
+        print(&printers::document(&report).to_json()?)?;
+    } else {
+        print(&printers::render_text(&report))?;
+    }
+    Ok(if report.failures().is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    })
+}
+
+/// Writes the audit, the two measurements and the check into the bundle.
+fn save_all(
+    bundle: &Bundle,
+    session: &Session,
+    report: &CheckReport<'_>,
+    jitter_run: &jitter::JitterRun,
+    timer_run: Option<&timer::TimerRun>,
+    check_json: &str,
+) -> Result<()> {
+    let host = crate::document::host_name(session.root());
+    let audit_doc = audit_report::document(report.machine, report.audit, report.profile);
+    bundle.add(Kind::Audit, &audit_doc.to_json()?)?;
+    let jitter_doc = measure_document(
+        Kind::MeasureJitter,
+        host.clone(),
+        jitter_run.session.environment.clone(),
+        jitter_printers::result(jitter_run),
+    );
+    bundle.add(Kind::MeasureJitter, &jitter_doc.to_json()?)?;
+    if let Some(run) = timer_run {
+        let timer_doc = measure_document(
+            Kind::MeasureTimer,
+            host,
+            run.session.environment.clone(),
+            timer_printers::result(run),
+        );
+        bundle.add(Kind::MeasureTimer, &timer_doc.to_json()?)?;
+    }
+    let path = bundle.add(Kind::Check, check_json)?;
+    eprintln!("lowlat check: saved the bundle: {}", path.display());
+    Ok(())
+}

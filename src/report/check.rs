@@ -1,0 +1,239 @@
+//! `lowlat check` as text and as its JSON document.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+
+use super::audit::{MachineIdentity, ProfileSummary};
+use super::host;
+use super::measure::jitter::aligned;
+use crate::audit::profile::ProfileInfo;
+use crate::audit::{Audit, Counts, Status};
+use crate::check::{CpuFigures, MeasuredCpus, Outcome, TargetVerdict};
+use crate::document::{Document, Kind};
+use crate::machine::Machine;
+
+/// What a check found, as [`document`] and [`render_text`] show it.
+pub(crate) struct CheckReport<'a> {
+    /// The machine.
+    pub machine: &'a Machine,
+    /// The audit.
+    pub audit: &'a Audit,
+    /// Its profile.
+    pub profile: &'a ProfileInfo,
+    /// The CPUs measured and why.
+    pub measured: &'a MeasuredCpus,
+    /// Length of each of the two runs, ns.
+    pub duration_ns: u64,
+    /// The timer's period, ns.
+    pub timer_interval_ns: u64,
+    /// Each measured CPU's figures.
+    pub figures: &'a [CpuFigures],
+    /// The profile's targets against them.
+    pub targets: &'a [TargetVerdict],
+    /// Whether both runs measured every CPU to the end.
+    pub complete: bool,
+}
+
+impl CheckReport<'_> {
+    /// Why the check fails, one phrase each; empty when it passes.
+    pub(crate) fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        let failed = self.audit.counts().fail;
+        if failed > 0 {
+            failures.push(format!("{failed} audit finding(s) failed"));
+        }
+        for verdict in self.targets {
+            let what = verdict.target.metric.describe();
+            match verdict.outcome {
+                Outcome::Met => {}
+                Outcome::Missed => failures.push(format!(
+                    "{what} not below {} on every CPU",
+                    verdict.target.below
+                )),
+                Outcome::NotMeasured => failures.push(format!("{what} was not measured")),
+            }
+        }
+        if !self.complete {
+            failures.push("the measurement is incomplete (see the messages above)".into());
+        }
+        failures
+    }
+}
+
+/// The body of a `check` document.
+#[derive(Debug, Serialize)]
+pub(crate) struct CheckBody<'a> {
+    /// The machine checked.
+    pub machine: MachineIdentity,
+    /// The profile checked against.
+    pub profile: ProfileSummary,
+    /// The CPUs measured and why those.
+    pub measured: &'a MeasuredCpus,
+    /// Length of the jitter run and of the timer run, each, ns.
+    pub duration_ns: u64,
+    /// The timer run's period, ns.
+    pub timer_interval_ns: u64,
+    /// How many audit findings of each status.
+    pub audit_counts: Counts,
+    /// The rules whose findings failed, in report order.
+    pub audit_failed_rules: Vec<&'a str>,
+    /// Each measured CPU's figures.
+    pub figures: &'a [CpuFigures],
+    /// The profile's measured targets, each against the figures.
+    pub targets: &'a [TargetVerdict],
+    /// `pass` or `fail`.
+    pub verdict: &'static str,
+    /// Why it fails, one phrase each (empty when it passes).
+    pub failures: Vec<String>,
+}
+
+/// The JSON document of a check.
+pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a>> {
+    let failures = report.failures();
+    let body = CheckBody {
+        machine: MachineIdentity::of(report.machine),
+        profile: report.profile.into(),
+        measured: report.measured,
+        duration_ns: report.duration_ns,
+        timer_interval_ns: report.timer_interval_ns,
+        audit_counts: report.audit.counts(),
+        audit_failed_rules: report
+            .audit
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Fail)
+            .map(|f| f.rule.as_str())
+            .collect(),
+        figures: report.figures,
+        targets: report.targets,
+        verdict: if failures.is_empty() { "pass" } else { "fail" },
+        failures,
+    };
+    Document::new(Kind::Check, host(report.machine), body)
+}
+
+fn micros(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
+}
+
+/// The terminal report.
+pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
+    let mut out = String::new();
+    let profile = report.profile;
+    let _ = writeln!(
+        out,
+        "lowlat check, profile {}: {}",
+        profile.name, profile.summary
+    );
+    let _ = writeln!(
+        out,
+        "machine:  {}",
+        MachineIdentity::of(report.machine).line()
+    );
+    let seconds = report.duration_ns as f64 / 1e9;
+    let _ = writeln!(
+        out,
+        "measured: CPU {} ({}): {seconds:.0} s of busy loop, then {seconds:.0} s of timer \
+         wake-ups every {} µs",
+        report.measured.cpus.to_list(),
+        report.measured.why,
+        report.timer_interval_ns / 1000
+    );
+    let counts = report.audit.counts();
+    let _ = writeln!(
+        out,
+        "audit:    {} fail, {} warn, {} pass, {} inferred, {} unknown (lowlat audit --profile {} \
+         shows the findings and their fixes)",
+        counts.fail, counts.warn, counts.pass, counts.inferred, counts.unknown, profile.name
+    );
+    let failed: Vec<&str> = report
+        .audit
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Fail)
+        .map(|f| f.rule.as_str())
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "          failed: {}", failed.join(", "));
+    }
+    out.push('\n');
+    let mut rows = vec![
+        [
+            "CPU",
+            "interruptions",
+            "≥10 µs",
+            "≥10 µs/min",
+            "longest µs",
+            "timer p99 µs",
+            "timer max µs",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for f in report.figures {
+        let per_minute = f
+            .value(crate::check::targets::Metric::InterruptionsGe10usPerMinute)
+            .map_or("-".to_string(), |v| format!("{v:.1}"));
+        let timer = |ns: u64| {
+            if f.timer_samples > 0 {
+                micros(ns)
+            } else {
+                "-".to_string()
+            }
+        };
+        rows.push(vec![
+            f.cpu.to_string(),
+            f.interruptions.to_string(),
+            f.long_interruptions.to_string(),
+            per_minute,
+            micros(f.max_interruption_ns),
+            timer(f.timer_p99_ns),
+            timer(f.timer_max_ns),
+        ]);
+    }
+    out.push_str(&aligned(&rows));
+    out.push('\n');
+    if report.targets.is_empty() {
+        let _ = writeln!(
+            out,
+            "targets:  profile {} has no measured targets; the figures above are the result",
+            profile.name
+        );
+    } else {
+        let _ = writeln!(out, "targets of {}:", profile.name);
+    }
+    for verdict in report.targets {
+        let outcome = match verdict.outcome {
+            Outcome::Met => "met",
+            Outcome::Missed => "MISSED",
+            Outcome::NotMeasured => "NOT MEASURED",
+        };
+        let values: Vec<String> = verdict
+            .values
+            .iter()
+            .map(|v| {
+                format!(
+                    "CPU {} {:.1}{}",
+                    v.cpu,
+                    v.value,
+                    if v.met { "" } else { " ✗" }
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} below {}: {outcome} ({})",
+            verdict.target.metric.describe(),
+            verdict.target.below,
+            values.join(", ")
+        );
+        let _ = writeln!(out, "    source: {}", verdict.target.source);
+    }
+    let failures = report.failures();
+    if failures.is_empty() {
+        let _ = writeln!(out, "verdict:  PASS");
+    } else {
+        let _ = writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
+    }
+    out
+}
