@@ -28,6 +28,9 @@
 //! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//! | `bios`            | 2              | `bios read -o FILE`, `--json`  | bios apply, verify  |
+//! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
+//! | `bios-verify`     | 2              | `bios verify --json`           |                     |
 //! | `check`           | 2              | `check --json`, `check.json`   |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
@@ -76,6 +79,12 @@ pub enum Kind {
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
+    /// BIOS attributes, pending values and registry read from a BMC (`lowlat bios read`).
+    Bios,
+    /// The values `lowlat bios apply` replaced, for `lowlat bios revert`.
+    BiosJournal,
+    /// BIOS attributes checked against what was asked (`lowlat bios verify --json`).
+    BiosVerify,
     /// The audit, the measurements and the profile's targets in one verdict (`lowlat check`).
     Check,
 }
@@ -101,6 +110,9 @@ impl Kind {
             Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
+            Kind::Bios => 2,
+            Kind::BiosJournal => 2,
+            Kind::BiosVerify => 2,
             Kind::Check => 2,
         }
     }

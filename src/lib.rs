@@ -6,6 +6,7 @@
 
 pub(crate) mod apply;
 pub mod audit;
+pub mod bios;
 pub mod bundle;
 pub(crate) mod check;
 pub mod cli;

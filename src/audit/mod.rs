@@ -4,6 +4,7 @@
 //! The audit only reads the [`Machine`]; it never touches the system. `lowlat plan` calls
 //! [`run`] and collects [`Audit::fixes`], the settings of the failing and warning findings.
 
+pub(crate) mod bios;
 pub(crate) mod finding;
 pub mod partition;
 pub mod profile;

@@ -1,7 +1,8 @@
 //! `lowlat audit`.
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
+use std::path::PathBuf;
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
@@ -15,7 +16,8 @@ use crate::report::audit as report;
     after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
-lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n\n\
+lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
+lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
@@ -43,6 +45,12 @@ pub struct AuditArgs {
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
+
+    /// Judge the firmware rules (SMT, boost, determinism, workload profile) on the BIOS
+    /// attributes in this `bios` document (`lowlat bios read -o FILE`) instead of their
+    /// effects seen from the OS.
+    #[arg(long, value_name = "FILE")]
+    pub bios: Option<PathBuf>,
 }
 
 /// Runs `lowlat audit`.
@@ -57,6 +65,17 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         })?),
         None => None,
     };
+    let bios = match &args.bios {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("--bios {}", file.display()))?;
+            let state: crate::bios::BiosState =
+                crate::bios::parse_document(&text, crate::document::Kind::Bios)
+                    .with_context(|| format!("--bios {}", file.display()))?;
+            Some(state)
+        }
+        None => None,
+    };
     let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);
     if let Some(path) = &args.domain {
@@ -69,7 +88,10 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     // Only a bad --isolate is an error.
     let partition = audit::partition::choose(&machine, args.isolate.as_ref())
         .map_err(|e| anyhow!("--isolate: {e}"))?;
-    let result = audit::run(&machine, &profile, &partition);
+    let mut result = audit::run(&machine, &profile, &partition);
+    if let Some(bios) = &bios {
+        audit::bios::judge(&mut result, &profile, bios);
+    }
     if let Some(rule) = rule {
         print(&report::render_explain(
             rule,

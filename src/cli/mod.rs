@@ -71,10 +71,14 @@ pub enum Command {
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
     /// the plan, on screen, as JSON lines, or for Prometheus (HTTP or textfile).
     Watch(watch::WatchArgs),
+    /// Read, change, check and revert BIOS settings through the server's BMC (Redfish), by
+    /// intent (smt=off) resolved through the BMC's own attribute registry.
+    Bios(bios::BiosArgs),
 }
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod inventory;
 pub(crate) mod measure;
@@ -124,5 +128,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Revert(args) => revert::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
+        Command::Bios(args) => bios::run(&cli, args),
     }
 }

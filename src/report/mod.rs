@@ -5,6 +5,7 @@
 
 pub(crate) mod apply;
 pub mod audit;
+pub mod bios;
 pub(crate) mod check;
 pub mod inventory;
 pub(crate) mod matrix;

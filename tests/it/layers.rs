@@ -18,14 +18,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("bundle", &["document"]),
     ("machine", &["sysroot", "units"]),
     ("snapshot", &["document", "sysroot"]),
+    ("bios", &["machine", "document"]),
     ("tuning", &["machine"]),
-    ("audit", &["tuning", "document"]),
+    ("audit", &["tuning", "document", "bios"]),
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("watch", &["apply"]),
     ("check", &["audit", "measure"]),
-    ("report", &["apply", "measure", "watch", "check", "bundle"]),
+    (
+        "report",
+        &["apply", "measure", "watch", "check", "bundle", "bios"],
+    ),
     ("cli", &["report"]),
 ];
 

@@ -10,6 +10,8 @@ mod apply_cli;
 mod apply_defects;
 mod apply_live;
 mod audit;
+mod bios;
+mod bios_vendors;
 mod cli_measure;
 mod hostile_input;
 mod hwloc_samples;

@@ -1,0 +1,348 @@
+//! BIOS settings over Redfish: what the BMC says the firmware is set to now, what is staged for
+//! the next reset, and the registry that names and bounds each attribute.
+//!
+//! [`read`] walks `/redfish/v1/Systems/{id}` → its `Bios` → the `@Redfish.Settings`
+//! object (pending values) → `/redfish/v1/Registries` → the AttributeRegistry the Bios names,
+//! and returns one [`BiosState`], the body of a `bios` document.
+
+pub mod inband;
+pub mod intents;
+pub mod redfish;
+pub mod registry;
+pub mod settings;
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::document::{self, Document, Kind, Layout, LayoutError};
+
+use redfish::{Bmc, RedfishError};
+use registry::Registry;
+
+/// The BIOS of one system as its BMC reports it (the body of a `bios` document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BiosState {
+    /// The BMC, `scheme://host[:port]` (never with credentials).
+    pub bmc: String,
+    /// The ComputerSystem the BIOS belongs to.
+    pub system: System,
+    /// The Bios resource (`@odata.id`).
+    pub bios_uri: String,
+    /// The registry id the Bios names (`AttributeRegistry`), when it names one.
+    pub attribute_registry: Option<String>,
+    /// Every attribute's current value, as the BMC gives it (string, number or boolean).
+    pub current: BTreeMap<String, Value>,
+    /// The settings object a change is PATCHed to (`@Redfish.Settings.SettingsObject`); absent
+    /// on BMCs that let the Bios resource itself be PATCHed.
+    pub settings_object: Option<String>,
+    /// The apply times the BMC offers (`@Redfish.Settings.SupportedApplyTimes`: OnReset,
+    /// Immediate...); empty when it does not say.
+    pub supported_apply_times: Vec<String>,
+    /// The attributes staged for the next reset whose value differs from the current one.
+    pub pending: BTreeMap<String, Value>,
+    /// The registry, when the BMC serves it.
+    pub registry: Option<Registry>,
+}
+
+/// Which ComputerSystem a BIOS belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct System {
+    /// Its `@odata.id`.
+    pub uri: String,
+    /// `Id`.
+    pub id: String,
+    /// `Manufacturer`, when given.
+    pub manufacturer: Option<String>,
+    /// `Model`, when given.
+    pub model: Option<String>,
+    /// `HostName`, when given.
+    pub host_name: Option<String>,
+}
+
+/// Why the BIOS could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BiosError {
+    /// The BMC could not be asked.
+    #[error(transparent)]
+    Redfish(#[from] RedfishError),
+    /// The BMC answered with something lowlat cannot use.
+    #[error("{uri}: {what}")]
+    Shape {
+        /// The resource.
+        uri: String,
+        /// What is missing or wrong, and what to do.
+        what: String,
+    },
+}
+
+/// The systems collection every Redfish service has.
+const SYSTEMS: &str = "/redfish/v1/Systems";
+/// The registries collection.
+const REGISTRIES: &str = "/redfish/v1/Registries";
+
+/// Reads the BIOS of `system` (its `Id`), or of the BMC's only system when `None`.
+pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
+    let system_uri = choose_system(bmc, system)?;
+    let resource = bmc.get(&system_uri)?;
+    let text = |key: &str| {
+        resource
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let system = System {
+        id: text("Id").unwrap_or_default(),
+        manufacturer: text("Manufacturer"),
+        model: text("Model"),
+        host_name: text("HostName").filter(|h| !h.is_empty()),
+        uri: system_uri.clone(),
+    };
+    let bios_uri = odata_id(resource.get("Bios")).ok_or_else(|| BiosError::Shape {
+        uri: system_uri.clone(),
+        what:
+            "this system has no Bios resource; its BMC does not expose BIOS settings over Redfish"
+                .to_string(),
+    })?;
+    let bios = bmc.get(&bios_uri)?;
+    let current = attributes(&bios).ok_or_else(|| BiosError::Shape {
+        uri: bios_uri.clone(),
+        what: "the Bios resource has no Attributes object".to_string(),
+    })?;
+    let settings = bios.get("@Redfish.Settings");
+    let settings_object = odata_id(settings.and_then(|s| s.get("SettingsObject")));
+    let supported_apply_times = settings
+        .and_then(|s| s.get("SupportedApplyTimes"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let pending = match &settings_object {
+        Some(uri) => staged_changes(&current, &attributes(&bmc.get(uri)?).unwrap_or_default()),
+        None => BTreeMap::new(),
+    };
+    let attribute_registry = bios
+        .get("AttributeRegistry")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let registry = match &attribute_registry {
+        Some(id) => find_registry(bmc, id)?,
+        None => None,
+    };
+    Ok(BiosState {
+        bmc: bmc.origin().to_string(),
+        system,
+        bios_uri,
+        attribute_registry,
+        current,
+        settings_object,
+        supported_apply_times,
+        pending,
+        registry,
+    })
+}
+
+impl BiosState {
+    /// The values the BIOS will have after the next reset: current, overlaid with pending.
+    pub fn after_reset(&self) -> BTreeMap<String, Value> {
+        let mut values = self.current.clone();
+        values.extend(self.pending.clone());
+        values
+    }
+
+    /// The host the document describes: the system's `HostName`, else its BMC's address.
+    pub fn host(&self) -> String {
+        self.system
+            .host_name
+            .clone()
+            .unwrap_or_else(|| self.bmc.clone())
+    }
+}
+
+/// The `@odata.id` of the system to read.
+fn choose_system(bmc: &Bmc, wanted: Option<&str>) -> Result<String, BiosError> {
+    let collection = bmc.get(SYSTEMS)?;
+    let members: Vec<String> = members(&collection);
+    let id_of = |uri: &str| {
+        uri.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    match wanted {
+        Some(id) => members
+            .iter()
+            .find(|uri| id_of(uri) == id)
+            .cloned()
+            .ok_or_else(|| BiosError::Shape {
+                uri: SYSTEMS.to_string(),
+                what: format!(
+                    "no system {id}; this BMC has: {}",
+                    members
+                        .iter()
+                        .map(|u| id_of(u))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        None => match members.as_slice() {
+            [only] => Ok(only.clone()),
+            [] => Err(BiosError::Shape {
+                uri: SYSTEMS.to_string(),
+                what: "this BMC lists no system".to_string(),
+            }),
+            several => Err(BiosError::Shape {
+                uri: SYSTEMS.to_string(),
+                what: format!(
+                    "this BMC has {} systems; choose one with --system ({})",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|u| id_of(u))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        },
+    }
+}
+
+/// The AttributeRegistry with `Id` `id`: the registry files whose `Id` or `Registry` names it
+/// first, then the others (some BMCs file it under another name), each followed to its
+/// `Location` URIs. `None` when no file leads to it.
+fn find_registry(bmc: &Bmc, id: &str) -> Result<Option<Registry>, BiosError> {
+    let collection = bmc.get(REGISTRIES)?;
+    let mut files: Vec<Value> = Vec::new();
+    for uri in members(&collection) {
+        files.push(bmc.get(&uri)?);
+    }
+    let names = |file: &Value| {
+        ["Id", "Registry"]
+            .iter()
+            .any(|key| file.get(key).and_then(Value::as_str) == Some(id))
+    };
+    files.sort_by_key(|file| !names(file));
+    for file in &files {
+        let locations = file.get("Location").and_then(Value::as_array);
+        for location in locations.into_iter().flatten() {
+            let Some(uri) = location.get("Uri").and_then(Value::as_str) else {
+                continue;
+            };
+            let resource = bmc.get(uri)?;
+            if resource.get("Id").and_then(Value::as_str) == Some(id) {
+                return Ok(Registry::from_resource(&resource));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The `@odata.id` of each `Members` entry.
+fn members(collection: &Value) -> Vec<String> {
+    collection
+        .get("Members")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| odata_id(Some(m)))
+        .collect()
+}
+
+/// The `@odata.id` of a link object.
+fn odata_id(link: Option<&Value>) -> Option<String> {
+    link?.get("@odata.id")?.as_str().map(str::to_string)
+}
+
+/// The `Attributes` object of a Bios or settings resource.
+fn attributes(resource: &Value) -> Option<BTreeMap<String, Value>> {
+    let object = resource.get("Attributes")?.as_object()?;
+    Some(object.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// The staged attributes whose value differs from the current one (a settings object may list
+/// every attribute, or only the changed ones).
+fn staged_changes(
+    current: &BTreeMap<String, Value>,
+    staged: &BTreeMap<String, Value>,
+) -> BTreeMap<String, Value> {
+    staged
+        .iter()
+        .filter(|(name, value)| !current.get(*name).is_some_and(|c| same_value(c, value)))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// The body of a `kind` document (`bios`, `bios-journal`) this lowlat wrote.
+pub(crate) fn parse_document<T: DeserializeOwned>(
+    text: &str,
+    kind: Kind,
+) -> Result<T, LayoutError> {
+    match document::layout(text, kind)? {
+        Layout::Envelope => Ok(serde_json::from_str::<Document<T>>(text)?.body),
+        Layout::BeforeEnvelope => Err(LayoutError::Kind {
+            expected: kind,
+            found: "(no kind)".to_string(),
+        }),
+    }
+}
+
+/// Whether two attribute values mean the same: equal JSON, or the same boolean or integer
+/// written once as JSON and once as text (some BMCs, sushy-emulator among them, report a
+/// Boolean attribute as `"true"` or `"False"` after it was set to `false`).
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    if a == b {
+        return true;
+    }
+    let boolean = |v: &Value| match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => s.to_ascii_lowercase().parse::<bool>().ok(),
+        _ => None,
+    };
+    let integer = |v: &Value| match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse::<i64>().ok(),
+        _ => None,
+    };
+    matches!((boolean(a), boolean(b)), (Some(x), Some(y)) if x == y)
+        || matches!((integer(a), integer(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// An attribute value as text (`Disabled`, `3`, `true`), to compare with the intent table.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_staged_values_that_differ_are_pending() {
+        let current = attributes(&json!({"Attributes": {"A": "x", "B": 1}})).unwrap();
+        let staged = attributes(&json!({"Attributes": {"A": "x", "B": 2, "C": true}})).unwrap();
+        let pending = staged_changes(&current, &staged);
+        assert_eq!(pending.keys().collect::<Vec<_>>(), ["B", "C"]);
+        assert_eq!(value_text(&pending["B"]), "2");
+        assert_eq!(value_text(&json!("Disabled")), "Disabled");
+        let staged = attributes(&json!({"Attributes": {"A": "x", "B": "1"}})).unwrap();
+        assert!(staged_changes(&current, &staged).is_empty());
+    }
+
+    #[test]
+    fn values_written_as_text_are_the_same() {
+        assert!(same_value(&json!(false), &json!("False")));
+        assert!(same_value(&json!("true"), &json!(true)));
+        assert!(same_value(&json!(4), &json!("4")));
+        assert!(!same_value(&json!("Enabled"), &json!("enabled")));
+        assert!(!same_value(&json!(true), &json!(1)));
+    }
+}

@@ -1,0 +1,365 @@
+//! `lowlat bios read|apply|verify|revert`: BIOS settings through the server's BMC (Redfish).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+
+use super::output::{print, print_json};
+use super::{Cli, exit};
+use crate::bios::intents::{self, Change};
+use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
+use crate::bios::settings::{self, Journal, Outcome};
+use crate::bios::{self, BiosState};
+use crate::document::{Document, Kind};
+use crate::machine::Machine;
+use crate::report::bios as report;
+
+/// The environment variable a password may come from instead of `--password-file`.
+const PASSWORD_ENV: &str = "LOWLAT_BMC_PASSWORD";
+/// The environment variable the user name may come from instead of `--user`.
+const USER_ENV: &str = "LOWLAT_BMC_USER";
+
+const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
+smt=on|off, boost=on|off, profile=low-latency|custom, core-cstates=off, package-cstates=off, \
+power-regulator=max-perf, energy-perf-bias=max-perf, uncore-frequency=max, \
+determinism=performance|power, x2apic=off, llc-prefetch=off. Any attribute may also be named \
+directly (ATTRIBUTE=VALUE, as `bios read` lists them).\n\n\
+Examples:\n  read -rs LOWLAT_BMC_PASSWORD; export LOWLAT_BMC_PASSWORD\n  \
+lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
+lowlat bios apply --bmc https://bmc1 --user admin --set smt=off --set boost=off --journal bmc1.journal\n  \
+lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off --inband   # on the server, after its reset\n  \
+lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n\n\
+Exit codes: 0 done (verify: every value current or staged); 1 verify found drift; 2 could not \
+run (bad flag, unreachable or refusing BMC, an attribute or value the BMC does not accept).";
+
+/// Options of `lowlat bios`.
+#[derive(Debug, Args)]
+#[command(after_help = BIOS_HELP)]
+pub struct BiosArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: BiosAction,
+}
+
+/// The BIOS actions.
+#[derive(Debug, Subcommand)]
+pub enum BiosAction {
+    /// Read the BIOS attributes, the values pending until the next reset and the attribute
+    /// registry from the BMC, and save them as one `bios` document.
+    Read(ReadArgs),
+    /// Stage attribute changes for the next reset, after journaling the values they replace.
+    Apply(ApplyArgs),
+    /// Check that each requested value is current, or staged for the next reset.
+    Verify(VerifyArgs),
+    /// Stage again the values a `bios apply` journal recorded.
+    Revert(RevertArgs),
+}
+
+/// How to reach and log in to the BMC.
+#[derive(Debug, Args)]
+pub struct BmcArgs {
+    /// The BMC: https://HOST[:PORT] (http:// only for a test bench). No user or password in it.
+    #[arg(long, value_name = "URL")]
+    pub bmc: String,
+
+    /// The BMC account (default: $LOWLAT_BMC_USER).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+
+    /// A file whose first line is the password (default: $LOWLAT_BMC_PASSWORD). The password is
+    /// never taken from the command line.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+
+    /// Trust the BMC's certificate if a CA in this PEM file signed it. Default: the public web
+    /// roots. A self-signed BMC certificate cannot be trusted this way: have it signed by a CA.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca_file: Option<PathBuf>,
+
+    /// Do not verify the BMC's certificate at all (anyone on the path could read the password).
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Seconds one request may take before the BMC counts as not answering.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub timeout: u64,
+
+    /// The system to use (its Redfish Id) when the BMC has several.
+    #[arg(long, value_name = "ID")]
+    pub system: Option<String>,
+}
+
+/// Options of `lowlat bios read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The BMC.
+    #[command(flatten)]
+    pub bmc: BmcArgs,
+
+    /// Save the `bios` document here.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Print the `bios` document instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `lowlat bios apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The BMC.
+    #[command(flatten)]
+    pub bmc: BmcArgs,
+
+    /// A change: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
+    /// for more.
+    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    pub changes: Vec<String>,
+
+    /// Where to write the journal of the values replaced (for `bios revert`); it must not
+    /// exist.
+    #[arg(long, value_name = "FILE", required_unless_present = "dry_run")]
+    pub journal: Option<PathBuf>,
+
+    /// Show what would be staged, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Options of `lowlat bios verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The BMC.
+    #[command(flatten)]
+    pub bmc: BmcArgs,
+
+    /// A value to check: INTENT=VALUE or ATTRIBUTE=VALUE; repeat for more.
+    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    pub changes: Vec<String>,
+
+    /// Also check what this machine's OS shows (run on the server after its reset, or with
+    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq. A value the BMC
+    /// reports current that the OS does not show is drift.
+    #[arg(long)]
+    pub inband: bool,
+
+    /// Print a `bios-verify` document instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `lowlat bios revert`.
+#[derive(Debug, Args)]
+pub struct RevertArgs {
+    /// The BMC.
+    #[command(flatten)]
+    pub bmc: BmcArgs,
+
+    /// The journal `bios apply` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub journal: PathBuf,
+}
+
+/// Runs `lowlat bios`.
+pub(crate) fn run(cli: &Cli, args: &BiosArgs) -> Result<u8> {
+    match &args.action {
+        BiosAction::Read(a) => read(a),
+        BiosAction::Apply(a) => apply(a),
+        BiosAction::Verify(a) => verify(cli, a),
+        BiosAction::Revert(a) => revert(a),
+    }
+}
+
+fn read(args: &ReadArgs) -> Result<u8> {
+    let (_, state) = connect(&args.bmc)?;
+    let document = Document::new(Kind::Bios, state.host(), &state);
+    if let Some(path) = &args.output {
+        std::fs::write(path, document.to_json()?)
+            .with_context(|| format!("-o {}: cannot write the document", path.display()))?;
+    }
+    if args.json {
+        print_json(&document)?;
+    } else {
+        print(&report::render_read(&state))?;
+    }
+    Ok(exit::OK)
+}
+
+fn apply(args: &ApplyArgs) -> Result<u8> {
+    let (bmc, state) = connect(&args.bmc)?;
+    let changes = resolve(&state, &args.changes)?;
+    let journal = settings::journal(&state, &settings::needed(&state, &changes));
+    if args.dry_run || journal.entries.is_empty() {
+        print(&report::render_staged(&journal.entries, false))?;
+        return Ok(exit::OK);
+    }
+    let Some(path) = &args.journal else {
+        bail!("--journal FILE: say where to record the values replaced");
+    };
+    write_new(
+        path,
+        &Document::new(Kind::BiosJournal, state.host(), &journal),
+    )?;
+    let values: Vec<_> = journal
+        .entries
+        .iter()
+        .map(|e| (e.attribute.clone(), e.wanted.clone()))
+        .collect();
+    settings::stage(&bmc, &state, &values).with_context(|| {
+        format!(
+            "the BMC refused the change, so it staged none or part of it: `lowlat bios verify` shows which, and `lowlat bios revert --journal {}` stages the values before again",
+            path.display()
+        )
+    })?;
+    print(&report::render_staged(&journal.entries, true))?;
+    let after = bios::read(&bmc, args.bmc.system.as_deref())?;
+    let reboot_required = settings::verify(&after, &changes, None)
+        .iter()
+        .any(|c| c.outcome != Outcome::Ok);
+    print(&format!(
+        "reboot_required: {}\n",
+        if reboot_required { "yes" } else { "no" }
+    ))?;
+    Ok(exit::OK)
+}
+
+fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
+    let (_, state) = connect(&args.bmc)?;
+    let changes = resolve(&state, &args.changes)?;
+    let machine = if args.inband {
+        Some(Machine::read(&cli.sysroot()?))
+    } else {
+        None
+    };
+    let checks = settings::verify(&state, &changes, machine.as_ref());
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            /// The BMC, `scheme://host[:port]`.
+            bmc: &'a str,
+            /// One check per requested value.
+            checks: &'a [settings::Check],
+        }
+        let body = Body {
+            bmc: &state.bmc,
+            checks: &checks,
+        };
+        print_json(&Document::new(Kind::BiosVerify, state.host(), body))?;
+    } else {
+        print(&report::render_verify(
+            &checks,
+            state.settings_object.is_some(),
+        ))?;
+    }
+    Ok(if checks.iter().any(|c| c.outcome == Outcome::Drift) {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}
+
+fn revert(args: &RevertArgs) -> Result<u8> {
+    let text = std::fs::read_to_string(&args.journal)
+        .with_context(|| format!("--journal {}", args.journal.display()))?;
+    let journal: Journal = bios::parse_document(&text, Kind::BiosJournal)
+        .with_context(|| format!("--journal {}", args.journal.display()))?;
+    let (bmc, state) = connect(&args.bmc)?;
+    if journal.bmc != state.bmc || journal.system_uri != state.system.uri {
+        bail!(
+            "--journal {}: it records {} system {}, not {} system {}",
+            args.journal.display(),
+            journal.bmc,
+            journal.system_uri,
+            state.bmc,
+            state.system.uri
+        );
+    }
+    let values = settings::restoring(&journal);
+    settings::stage(&bmc, &state, &values)
+        .context("the BMC refused the revert; `lowlat bios verify` shows what is staged now")?;
+    let mut page = String::from("Staged again for the next reset:\n");
+    for (attribute, value) in &values {
+        page.push_str(&format!("  {attribute}: {}\n", bios::value_text(value)));
+    }
+    print(&page)?;
+    Ok(exit::OK)
+}
+
+/// The BMC of `args`, and its BIOS read.
+fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
+    let user = match &args.user {
+        Some(user) => user.clone(),
+        None => std::env::var(USER_ENV).map_err(|_| {
+            anyhow!("--user NAME: say which BMC account to use (or set {USER_ENV})")
+        })?,
+    };
+    let password = password(args.password_file.as_deref())?;
+    let trust = match (&args.ca_file, args.insecure) {
+        (Some(file), _) => Trust::CaPem(
+            std::fs::read(file).with_context(|| format!("--ca-file {}", file.display()))?,
+        ),
+        (None, true) => Trust::Insecure,
+        (None, false) => Trust::PublicRoots,
+    };
+    let endpoint = Endpoint {
+        url: args.bmc.clone(),
+        credentials: Credentials::new(user, password),
+        trust,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let bmc = Bmc::new(&endpoint)?;
+    let state = bios::read(&bmc, args.system.as_deref())?;
+    Ok((bmc, state))
+}
+
+/// The password: the first line of `file`, else `$LOWLAT_BMC_PASSWORD`.
+fn password(file: Option<&Path>) -> Result<String> {
+    match file {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("--password-file {}", file.display()))?;
+            let line = text.lines().next().unwrap_or_default();
+            if line.is_empty() {
+                bail!(
+                    "--password-file {}: the first line is empty; put the password there",
+                    file.display()
+                );
+            }
+            Ok(line.to_string())
+        }
+        None => std::env::var(PASSWORD_ENV).map_err(|_| {
+            anyhow!(
+                "no password: give --password-file FILE or set {PASSWORD_ENV} (never on the command line)"
+            )
+        }),
+    }
+}
+
+/// Each request resolved through the BMC's registry; the first refusal is the error.
+fn resolve(state: &BiosState, requests: &[String]) -> Result<Vec<Change>> {
+    requests
+        .iter()
+        .map(|r| intents::resolve(state, r).map_err(|e| anyhow!("--set {e}")))
+        .collect()
+}
+
+/// Writes `document` to `path`, which must not exist yet.
+fn write_new<T: serde::Serialize>(path: &Path, document: &Document<T>) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "--journal {}: cannot create it (it must not exist yet)",
+                path.display()
+            )
+        })?;
+    file.write_all(document.to_json()?.as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("--journal {}", path.display()))
+}
