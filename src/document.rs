@@ -28,6 +28,7 @@
 //! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//! | `compare`         | 2              | `compare --json`               |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -75,6 +76,8 @@ pub enum Kind {
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
+    /// Two arms of runs compared, with verdicts (`lowlat compare`).
+    Compare,
 }
 
 impl Kind {
@@ -98,6 +101,7 @@ impl Kind {
             Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
+            Kind::Compare => 2,
         }
     }
 }

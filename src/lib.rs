@@ -7,9 +7,11 @@
 pub(crate) mod apply;
 pub mod audit;
 pub mod cli;
+pub mod compare;
 pub(crate) mod document;
 pub mod machine;
 pub mod measure;
+pub mod peer;
 pub mod plan;
 pub mod report;
 pub mod snapshot;

@@ -68,10 +68,15 @@ pub enum Command {
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
     /// the plan, on screen, as JSON lines, or for Prometheus (HTTP or textfile).
     Watch(watch::WatchArgs),
+    /// Compare runs of a baseline (A) with runs of a candidate (B): the settings diff, then per
+    /// CPU and metric both values with intervals, the change, and a verdict (better, worse, no
+    /// difference, equivalent, inconclusive) naming its test.
+    Compare(compare::CompareArgs),
 }
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod compare;
 pub(crate) mod inventory;
 pub(crate) mod measure;
 pub(crate) mod measure_common;
@@ -119,5 +124,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Revert(args) => revert::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
+        Command::Compare(args) => compare::run(args),
     }
 }

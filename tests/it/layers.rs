@@ -22,8 +22,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
+    ("peer", &["measure"]),
+    ("compare", &["peer", "document"]),
     ("watch", &["apply"]),
-    ("report", &["apply", "measure", "watch"]),
+    ("report", &["apply", "compare", "watch"]),
     ("cli", &["report"]),
 ];
 
