@@ -150,6 +150,11 @@ impl Comparison {
     }
 }
 
+/// A threshold in messages.
+fn threshold(ns: Option<u64>) -> String {
+    ns.map_or("none".to_string(), |t| format!("{t} ns"))
+}
+
 /// The family, threshold and exposure unit every run of `runs` (arm `name`) shares.
 fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadError> {
     let first = runs.first().ok_or_else(|| {
@@ -163,10 +168,7 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
         let mismatch = |what: String| {
             LoadError::file(
                 &run.source,
-                format!(
-                    "{what} than {} in arm {name}; compare like with like",
-                    first.source
-                ),
+                format!("{what} in arm {name}; compare like with like"),
             )
         };
         if run.format.family() != first.format.family() {
@@ -177,8 +179,10 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
         }
         if run.threshold_ns != first.threshold_ns {
             return Err(mismatch(format!(
-                "has threshold {:?} ns, another",
-                run.threshold_ns
+                "has threshold {}, where {} has {}",
+                threshold(run.threshold_ns),
+                first.source,
+                threshold(first.threshold_ns)
             )));
         }
         if unit_of(run).is_some() && unit_of(first).is_some() && unit_of(run) != unit_of(first) {
@@ -219,12 +223,12 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
         return Err(LoadError::file(
             &b[0].source,
             format!(
-                "arm B ({}, threshold {:?} ns) cannot be compared with arm A ({}, threshold \
-                 {:?} ns): give runs of the same measurement with the same threshold",
+                "arm B ({}, threshold {}) cannot be compared with arm A ({}, threshold {}): \
+                 give runs of the same measurement with the same threshold",
                 family_b.name(),
-                arm_b.threshold_ns,
+                threshold(arm_b.threshold_ns),
                 family_a.name(),
-                arm_a.threshold_ns
+                threshold(arm_a.threshold_ns)
             ),
         ));
     }

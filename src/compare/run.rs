@@ -63,6 +63,16 @@ pub enum ExposureUnit {
     Samples,
 }
 
+impl ExposureUnit {
+    /// The unit in words.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExposureUnit::Seconds => "seconds",
+            ExposureUnit::Samples => "samples",
+        }
+    }
+}
+
 /// The latencies of one CPU (or one cyclictest thread) in one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
