@@ -130,7 +130,13 @@ pub fn render(c: &Comparison) -> String {
             estimate(row, &row.a),
             estimate(row, &row.b),
             row.delta_percent.map_or("—".into(), |d| format!("{d:+.1}")),
-            row.p_holm.map_or("—".into(), |p| format!("{p:.3}")),
+            row.p_holm.map_or("—".into(), |p| {
+                if p < 0.001 {
+                    "<0.001".into()
+                } else {
+                    format!("{p:.3}")
+                }
+            }),
             format!("{} [{number}]", row.verdict.label()),
         ]);
     }

@@ -483,3 +483,38 @@ fn bad_input_is_refused_naming_the_file() {
         lowlat(&args).assert().code(2);
     }
 }
+
+/// The A/A test on cyclictest's `-v` stream: its first and second 1500 wake-ups (numbered
+/// from 0 again) are one configuration, so no row is better or worse.
+#[test]
+fn two_halves_of_one_cyclictest_stream_are_never_better_or_worse() {
+    let text = std::fs::read_to_string(format!("{SAMPLES}/cyclictest/v-h200-p95-i1000-l3000.txt"))
+        .unwrap();
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("0:"))
+        .map(|l| l.rsplit(':').next().unwrap().trim())
+        .collect();
+    assert_eq!(samples.len(), 3000);
+    let half = |part: &[&str]| -> String {
+        part.iter()
+            .enumerate()
+            .map(|(cycle, us)| format!("{:6}: {cycle:6}: {us:8}\n", 0))
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "first.txt", &half(&samples[..1500]));
+    let b = write(dir.path(), "second.txt", &half(&samples[1500..]));
+    let (doc, code) = compare_json(&[
+        "--resamples",
+        "1000",
+        a.to_str().unwrap(),
+        "--",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    for row in doc["rows"].as_array().unwrap() {
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(verdict != "better" && verdict != "worse", "{row}");
+    }
+}

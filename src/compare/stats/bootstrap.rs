@@ -63,23 +63,9 @@ pub fn iid(
     resample_with(values, 1, statistic, resamples, rng)
 }
 
-/// `resamples` moving-block draws of `statistic` over the stream `values`.
-pub fn blocks(
-    values: &[f64],
-    statistic: impl Fn(&mut [f64]) -> f64,
-    resamples: usize,
-    rng: &mut Rng,
-) -> Vec<f64> {
-    resample_with(
-        values,
-        block_length(values.len()),
-        statistic,
-        resamples,
-        rng,
-    )
-}
-
-fn resample_with(
+/// `resamples` draws of `statistic` over resamples of `values` made of `block` consecutive
+/// values from random starts (`block` 1: the plain bootstrap).
+pub fn resample_with(
     values: &[f64],
     block: usize,
     statistic: impl Fn(&mut [f64]) -> f64,
@@ -226,7 +212,13 @@ mod tests {
             hi - lo
         };
         let plain = width(iid(&stream, mean, 400, &mut rng));
-        let block = width(blocks(&stream, mean, 400, &mut rng));
+        let block = width(resample_with(
+            &stream,
+            block_length(stream.len()),
+            mean,
+            400,
+            &mut rng,
+        ));
         assert!(block > 2.0 * plain, "block {block} vs plain {plain}");
     }
 
