@@ -25,7 +25,8 @@ pub enum FailOn {
 #[derive(Debug, Args)]
 #[command(
     after_help = "A is the baseline, B the candidate: files or bundle directories (every file in \
-them), at least one on each side of `--`. Each file is recognised by its content: lowlat \
+them), at least one on each side of `--`; options go before the `--`, since everything after \
+it is arm B. Each file is recognised by its content: lowlat \
 measure-jitter and measure-timer documents, sysjitter --raw files (PREFIX.<cpu>; the files of \
 one prefix are one run), cyclictest -v output and cyclictest -h histograms.\n\n\
 Per CPU it compares the median, the p99, the maximum per run and the rate of latencies above \
@@ -44,7 +45,7 @@ pub struct CompareArgs {
     #[arg(required = true, value_name = "A")]
     pub a: Vec<PathBuf>,
 
-    /// The candidate runs (arm B), after `--`.
+    /// The candidate runs (arm B), after `--` (options before it).
     #[arg(last = true, required = true, value_name = "B")]
     pub b: Vec<PathBuf>,
 

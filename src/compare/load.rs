@@ -178,23 +178,23 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
                 .to_string(),
         });
     }
-    let first = |prefix: &str| text.lines().any(|l| l.starts_with(prefix));
+    let has_line = |prefix: &str| text.lines().any(|l| l.starts_with(prefix));
     let verbose = text.lines().any(|l| {
         l.split(':').count() == 3 && l.split(':').all(|f| f.trim().parse::<i64>().is_ok())
     });
-    if first("# cpu_mhz:") {
+    if has_line("# cpu_mhz:") {
         read_sysjitter_raw(path, &text, &shown).map(Content::Run)
     } else if verbose {
         read_cyclictest_verbose(&text, &shown).map(Content::Run)
-    } else if first("# Histogram") {
+    } else if has_line("# Histogram") {
         read_cyclictest_histogram(&text, &shown).map(Content::Run)
-    } else if first("core_i:") {
+    } else if has_line("core_i:") {
         Err(LoadError::file(
             shown,
             "sysjitter's summary table has no samples to compare; run sysjitter with \
              --raw PREFIX and give the PREFIX.<cpu> files",
         ))
-    } else if first("T:") {
+    } else if has_line("T:") {
         Err(LoadError::file(
             shown,
             "cyclictest's summary line has no samples to compare; run cyclictest with -v \

@@ -302,11 +302,14 @@ fn rate(a: &[&Series], b: &[&Series], settings: &Settings, rng: &mut Rng) -> Tes
     let (ta, tb) = (total(&ua), total(&ub));
     let dispersion = [binomial::dispersion(&ua), binomial::dispersion(&ub)];
     let bursty = dispersion.iter().flatten().any(|&p| p < 0.05);
-    let pooled_estimate = |t: Count, runs: usize| Estimate {
-        value: t.events as f64 / t.seconds * scale,
-        low: Some(binomial::poisson_interval(t.events, 0.95).0 / t.seconds * scale),
-        high: Some(binomial::poisson_interval(t.events, 0.95).1 / t.seconds * scale),
-        runs,
+    let pooled_estimate = |t: Count, runs: usize| {
+        let (low, high) = binomial::poisson_interval(t.events, 0.95);
+        Estimate {
+            value: t.events as f64 / t.seconds * scale,
+            low: Some(low / t.seconds * scale),
+            high: Some(high / t.seconds * scale),
+            runs,
+        }
     };
     if !bursty {
         let shown: Vec<String> = dispersion
@@ -315,7 +318,7 @@ fn rate(a: &[&Series], b: &[&Series], settings: &Settings, rng: &mut Rng) -> Tes
             .map(|p| format!("{p:.2}"))
             .collect();
         let checked = if shown.is_empty() {
-            "dispersion not testable with one unit per arm".to_string()
+            "dispersion not testable: fewer than two units or no events".to_string()
         } else {
             format!("dispersion p = {}", shown.join(", "))
         };
