@@ -359,7 +359,8 @@ fn jitter_document(base: u64, run: u64) -> String {
 
 /// Six documents per arm: the runs are the unit (Mann-Whitney, exact: 2/924 at best, which
 /// survives Holm over the 4 rows, where 4 runs' 2/70 would not); a candidate 30 % slower is
-/// worse on median and p99, and `--fail-on worse` makes that exit 1.
+/// worse on median and p99, and `--fail-on worse` makes that exit 1. One baseline run recorded
+/// another setting, and the comparison says so loudly.
 #[test]
 fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
     let dir = tempfile::tempdir().unwrap();
@@ -371,6 +372,13 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
             &jitter_document(1000, run),
         ));
     }
+    // One baseline run with boost off: the arm is not one configuration, which is said.
+    let a0 = std::fs::read_to_string(&args[0]).unwrap();
+    std::fs::write(
+        &args[0],
+        a0.replace("\"cpufreq:boost\":\"1\"", "\"cpufreq:boost\":\"0\""),
+    )
+    .unwrap();
     let split = args.len();
     for run in 0..6 {
         args.push(write(
@@ -397,7 +405,19 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
             .starts_with("Mann-Whitney U over runs (exact)")
     );
     assert!((median["p"].as_f64().unwrap() - 2.0 / 924.0).abs() < 1e-12);
-    assert_eq!(doc["settings"]["between"].as_array().unwrap().len(), 0);
+    let within = &doc["settings"]["within_a"];
+    assert_eq!(within[0]["key"], "cpufreq:boost", "{within}");
+    assert_eq!(within[0]["a"], json!(["0", "1"]));
+    assert_eq!(doc["settings"]["within_b"].as_array().unwrap().len(), 0);
+    let text = lowlat(&[&["compare"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("WARNING: settings differ WITHIN arm A")
+            && text.contains("cpufreq:boost: 0 | 1"),
+        "{text}"
+    );
 }
 
 /// Bad input: exit 2, the file named, never a panic.
