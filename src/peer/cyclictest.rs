@@ -258,6 +258,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn histogram_block_reads_back_and_garbage_is_named() {
+        let mut a = CyclicStats::new(3);
+        let mut b = CyclicStats::new(3);
+        for us in [1, 1, 2, 7] {
+            a.add(us);
+        }
+        for us in [0, 4, 5, 6, 8] {
+            b.add(us);
+        }
+        let text = format!(
+            "T: 0 ( 1) P:95\n{}",
+            histogram_block(&[a.clone(), b.clone()])
+        );
+        let mut warnings = Warnings::default();
+        let block = parse_histogram(&text, "h.txt", &mut warnings);
+        assert!(warnings.into_vec().is_empty());
+        assert_eq!(block.buckets, vec![a.buckets.clone(), b.buckets.clone()]);
+        assert_eq!(block.overflows, vec![1, 4]);
+        assert_eq!(block.max_us, vec![7, 8]);
+        let mut warnings = Warnings::default();
+        parse_histogram(
+            "# Histogram\n000000 000001\n000001 x\n",
+            "h.txt",
+            &mut warnings,
+        );
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(3));
+    }
+
+    #[test]
     fn block_lists_every_row_totals_and_overflow_cycles() {
         let mut a = CyclicStats::new(3);
         let mut b = CyclicStats::new(3);
