@@ -32,6 +32,7 @@
 //! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
 //! | `bios-verify`     | 2              | `bios verify --json`           |                     |
 //! | `check`           | 2              | `check --json`, `check.json`   |                     |
+//! | `compare`         | 2              | `compare --json`               |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -87,6 +88,8 @@ pub enum Kind {
     BiosVerify,
     /// The audit, the measurements and the profile's targets in one verdict (`lowlat check`).
     Check,
+    /// Two arms of runs compared, with verdicts (`lowlat compare`).
+    Compare,
 }
 
 impl Kind {
@@ -114,6 +117,7 @@ impl Kind {
             Kind::BiosJournal => 2,
             Kind::BiosVerify => 2,
             Kind::Check => 2,
+            Kind::Compare => 2,
         }
     }
 }

@@ -15,8 +15,8 @@ use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, Jitte
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
 use crate::report::measure::document as measure_document;
+use crate::peer::{oslat, sysjitter};
 use crate::report::measure::jitter as printers;
-use crate::report::peer::{oslat, sysjitter};
 
 /// Options of `lowlat measure jitter`.
 #[derive(Debug, Args)]

@@ -74,12 +74,17 @@ pub enum Command {
     /// Read, change, check and revert BIOS settings through the server's BMC (Redfish), by
     /// intent (smt=off) resolved through the BMC's own attribute registry.
     Bios(bios::BiosArgs),
+    /// Compare runs of a baseline (A) with runs of a candidate (B): the settings diff, then per
+    /// CPU and metric both values with intervals, the change, and a verdict (better, worse, no
+    /// difference, equivalent, inconclusive) naming its test.
+    Compare(compare::CompareArgs),
 }
 
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod bios;
 pub(crate) mod check;
+pub(crate) mod compare;
 pub(crate) mod inventory;
 pub(crate) mod measure;
 pub(crate) mod measure_common;
@@ -129,5 +134,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),
+        Command::Compare(args) => compare::run(args),
     }
 }

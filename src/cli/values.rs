@@ -58,6 +58,17 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a percentage above 0 and below 100 (`3`, `0.5`, `3%`).
+pub(crate) fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 100.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}': give a percentage above 0 and below 100, e.g. 3 for ±3 %"
+        )),
+    }
+}
+
 /// Parses a size: a number with an optional binary suffix `K`/`KiB`, `M`/`MiB`, `G`/`GiB`,
 /// `T`/`TiB` (case-insensitive); fractions are allowed with a suffix (`1.5G`).
 pub(crate) fn size(text: &str) -> Result<u64, String> {

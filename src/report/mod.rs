@@ -1,5 +1,5 @@
 //! Every rendering of lowlat's results, for people and for programs: terminal printers, the
-//! JSON documents' bodies (in the `crate::document` envelope), the peers' formats and the
+//! JSON documents' bodies (in the `crate::document` envelope), the comparison's tables and the
 //! plan's summary and diff. Report reads the layers below it (machine, audit, plan, apply,
 //! measure); nothing below imports it.
 
@@ -7,10 +7,10 @@ pub(crate) mod apply;
 pub mod audit;
 pub mod bios;
 pub(crate) mod check;
+pub mod compare;
 pub mod inventory;
 pub(crate) mod matrix;
 pub(crate) mod measure;
-pub mod peer;
 pub mod plan;
 pub(crate) mod watch;
 

@@ -24,11 +24,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
+    ("peer", &["measure"]),
+    ("compare", &["peer", "document"]),
     ("watch", &["apply"]),
     ("check", &["audit", "measure"]),
     (
         "report",
-        &["apply", "measure", "watch", "check", "bundle", "bios"],
+        &["apply", "measure", "watch", "check", "bundle", "bios", "compare"],
     ),
     ("cli", &["report"]),
 ];

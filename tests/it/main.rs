@@ -13,6 +13,7 @@ mod audit;
 mod bios;
 mod bios_vendors;
 mod cli_measure;
+mod compare;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;

@@ -3,7 +3,7 @@
 
 use lowlat::machine::Warnings;
 use lowlat::measure::engines::timer::cyclic::CyclicStats;
-use lowlat::report::peer::cyclictest::{ThreadLabel, histogram_block, parse_verbose, thread_line};
+use lowlat::peer::cyclictest::{ThreadLabel, histogram_block, parse_verbose, thread_line};
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

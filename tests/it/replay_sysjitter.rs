@@ -3,7 +3,7 @@
 //! raw files.
 
 use lowlat::machine::Warnings;
-use lowlat::report::peer::sysjitter::{RawFile, parse_raw, raw_file, summary};
+use lowlat::peer::sysjitter::{RawFile, parse_raw, raw_file, summary};
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -10,9 +10,9 @@ use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
-use crate::report::peer::hdr::{HdrJson, to_json};
-use crate::report::peer::oslat::{self, OslatThread};
-use crate::report::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
+use crate::peer::hdr::{HdrJson, to_json};
+use crate::peer::oslat::{self, OslatThread};
+use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use serde::Serialize;
 use std::fmt::Write;
 

@@ -8,8 +8,8 @@ use crate::measure::engines::timer::deadline_loop::TimerRecord;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::CpuLoop;
-use crate::report::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
-use crate::report::peer::hdr::{HdrJson, to_json};
+use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
+use crate::peer::hdr::{HdrJson, to_json};
 use serde::Serialize;
 use std::fmt::Write;
 

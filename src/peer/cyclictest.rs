@@ -159,9 +159,134 @@ pub fn parse_verbose(text: &str, path: &str, warnings: &mut Warnings) -> Verbose
     stream
 }
 
+/// A `cyclictest -h N` histogram block read back: per thread, the count of each 1 µs bucket,
+/// the overflows (latencies of N µs or more) and the largest latency.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistogramBlock {
+    /// Per thread index, the count of each bucket (bucket i holds latencies of i µs).
+    pub buckets: Vec<Vec<u64>>,
+    /// Per thread, `# Histogram Overflows:`.
+    pub overflows: Vec<u64>,
+    /// Per thread, `# Max Latencies:`, µs.
+    pub max_us: Vec<u64>,
+}
+
+/// The most buckets cyclictest's `-h` takes (its HIST_MAX).
+const MAX_BUCKETS: usize = 1_000_000;
+
+/// Parses the histogram block of `cyclictest -h` (rt-tests 2.4 to 2.6 with every row, and
+/// 2.7 and later without the zero rows): `bucket count…` rows after `# Histogram`, then the
+/// `# …:` summary lines. Other lines (the tool's messages, `T:` lines) are left alone; a row
+/// that is not numbers, or with a column count other than the first row's, is reported as a
+/// warning naming `path` and the 1-based line.
+pub fn parse_histogram(text: &str, path: &str, warnings: &mut Warnings) -> HistogramBlock {
+    let mut block = HistogramBlock::default();
+    let mut inside = false;
+    for (index, line) in text.lines().enumerate() {
+        if line.starts_with("# Histogram") && !line.contains("Overflow") {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('#') {
+            let Some((key, values)) = rest.split_once(':') else {
+                continue;
+            };
+            let numbers: Vec<u64> = values
+                .split_whitespace()
+                .map_while(|v| v.parse().ok())
+                .collect();
+            match key.trim() {
+                "Histogram Overflows" => block.overflows = numbers,
+                "Max Latencies" => block.max_us = numbers,
+                _ => {}
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Result<Vec<u64>, _> = line.split_whitespace().map(str::parse).collect();
+        match fields.as_deref() {
+            Ok([bucket, counts @ ..]) if !counts.is_empty() => {
+                let threads = block.buckets.len().max(counts.len());
+                if !block.buckets.is_empty() && counts.len() != block.buckets.len() {
+                    warnings.line(
+                        path,
+                        index + 1,
+                        format!(
+                            "{} columns of counts where the rows before had {}; line skipped",
+                            counts.len(),
+                            block.buckets.len()
+                        ),
+                    );
+                    continue;
+                }
+                let Some(bucket) = usize::try_from(*bucket).ok().filter(|&b| b < MAX_BUCKETS)
+                else {
+                    warnings.line(
+                        path,
+                        index + 1,
+                        format!(
+                            "bucket {bucket} is beyond cyclictest's {MAX_BUCKETS}; line skipped"
+                        ),
+                    );
+                    continue;
+                };
+                block.buckets.resize(threads, Vec::new());
+                for (thread, &count) in block.buckets.iter_mut().zip(counts) {
+                    if thread.len() <= bucket {
+                        thread.resize(bucket.saturating_add(1), 0);
+                    }
+                    thread[bucket] = count;
+                }
+            }
+            _ => warnings.line(
+                path,
+                index + 1,
+                "expected a bucket number and one count per thread; line skipped",
+            ),
+        }
+    }
+    block
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_block_reads_back_and_garbage_is_named() {
+        let mut a = CyclicStats::new(3);
+        let mut b = CyclicStats::new(3);
+        for us in [1, 1, 2, 7] {
+            a.add(us);
+        }
+        for us in [0, 4, 5, 6, 8] {
+            b.add(us);
+        }
+        let text = format!(
+            "T: 0 ( 1) P:95\n{}",
+            histogram_block(&[a.clone(), b.clone()])
+        );
+        let mut warnings = Warnings::default();
+        let block = parse_histogram(&text, "h.txt", &mut warnings);
+        assert!(warnings.into_vec().is_empty());
+        assert_eq!(block.buckets, vec![a.buckets.clone(), b.buckets.clone()]);
+        assert_eq!(block.overflows, vec![1, 4]);
+        assert_eq!(block.max_us, vec![7, 8]);
+        let mut warnings = Warnings::default();
+        parse_histogram(
+            "# Histogram\n000000 000001\n000001 x\n",
+            "h.txt",
+            &mut warnings,
+        );
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(3));
+    }
 
     #[test]
     fn block_lists_every_row_totals_and_overflow_cycles() {

@@ -1,0 +1,101 @@
+//! `lowlat compare`.
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::exit;
+use super::output::{print, print_json};
+use super::values::{count, duration, percent};
+use crate::compare::{Options, compare, load};
+use crate::document::UNKNOWN_HOST;
+use crate::report::compare::{document, render};
+
+/// Which verdicts make the exit code 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A metric worse in B than in A.
+    Worse,
+    /// Any difference, better or worse.
+    Any,
+}
+
+/// Options of `lowlat compare`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "A is the baseline, B the candidate: files or bundle directories (every file in \
+them), at least one on each side of `--`; options go before the `--`, since everything after \
+it is arm B. Each file is recognised by its content: lowlat \
+measure-jitter and measure-timer documents, sysjitter --raw files (PREFIX.<cpu>; the files of \
+one prefix are one run), cyclictest -v output and cyclictest -h histograms.\n\n\
+Per CPU it compares the median, the p99, the maximum per run and the rate of latencies above \
+--above. With 4 or more runs per arm the runs are the unit (Mann-Whitney U; TOST for \
+equivalence); with fewer, the samples inside the runs are resampled in blocks (they are \
+autocorrelated) and the maximum is inconclusive. Rates use the exact binomial test of pooled \
+Poisson rates only when the runs (or windows of a run) agree with one rate; otherwise the runs \
+are the unit. p-values are Holm-corrected over every row; verdicts at p < 0.05.\n\n\
+Examples:\n  lowlat compare before/ -- after/\n  lowlat compare run-a.json run-b.json -- run-c.json run-d.json --above 20us --fail-on any\n  \
+lowlat compare sysjitter/base.0 sysjitter/base.1 -- sysjitter/tuned.0 sysjitter/tuned.1 --json\n\n\
+Exit codes: 0 no metric worse (with --fail-on any: no difference); 1 one is; 2 bad input \
+(unreadable or unknown files, arms that cannot be compared)."
+)]
+pub struct CompareArgs {
+    /// The baseline runs (arm A): files or bundle directories.
+    #[arg(required = true, value_name = "A")]
+    pub a: Vec<PathBuf>,
+
+    /// The candidate runs (arm B), after `--` (options before it).
+    #[arg(last = true, required = true, value_name = "B")]
+    pub b: Vec<PathBuf>,
+
+    /// Latencies above this count as spikes for the rate row (`10us`, `1ms`).
+    #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = duration, allow_hyphen_values = true)]
+    pub above: Duration,
+
+    /// Equivalence margin, % of the baseline ("equivalent ±3%").
+    #[arg(long, value_name = "PERCENT", default_value = "3", value_parser = percent, allow_hyphen_values = true)]
+    pub margin: f64,
+
+    /// Exit 1 when a metric is worse, or with `any`, when any differs.
+    #[arg(long, value_enum, default_value = "worse")]
+    pub fail_on: FailOn,
+
+    /// Bootstrap resamples per interval (more: steadier intervals, slower).
+    #[arg(long, value_name = "N", default_value = "2000", value_parser = count::<u32>(100, 1_000_000), allow_negative_numbers = true)]
+    pub resamples: u32,
+
+    /// Seed of the bootstrap: the same inputs and seed print the same figures.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub seed: u64,
+
+    /// Print the versioned JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `lowlat compare`.
+pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
+    let a = load::load(&args.a)?;
+    let b = load::load(&args.b)?;
+    let options = Options {
+        above_ns: args.above.as_nanos() as f64,
+        margin: args.margin / 100.0,
+        resamples: args.resamples as usize,
+        seed: args.seed,
+    };
+    let mut comparison = compare(&a.runs, &b.runs, &options)?;
+    comparison
+        .notes
+        .extend(a.skipped.into_iter().chain(b.skipped));
+    if args.json {
+        print_json(&document(&comparison, UNKNOWN_HOST.to_string()))?;
+    } else {
+        print(&render(&comparison))?;
+    }
+    Ok(if comparison.fails(args.fail_on == FailOn::Any) {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}

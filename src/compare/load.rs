@@ -1,0 +1,466 @@
+//! Reading an arm: files and bundle directories become runs. The format of each file is told
+//! by its content (a lowlat document by its `kind`, peers' outputs by their lines), never by
+//! its name; anything else is an error naming the file and the line that did not fit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::run::{ExposureUnit, Format, Run, Series, Values};
+use super::stats::bootstrap::Cumulative;
+use crate::document::{Kind, layout_of};
+use crate::machine::Warnings;
+use crate::peer::{cyclictest, sysjitter};
+
+/// Why an input cannot be compared: the file, the line when one is to blame, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct LoadError {
+    /// The file (or directory) at fault.
+    pub path: String,
+    /// The 1-based line at fault, when one is.
+    pub line: Option<usize>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl LoadError {
+    /// An error about the whole of `path`.
+    pub fn file(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// The runs read from an arm's paths, and the files that held no run (with why).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    /// The runs, in the order of the paths (a directory's files by name).
+    pub runs: Vec<Run>,
+    /// Files of a bundle that hold no run (other lowlat documents), with their kind.
+    pub skipped: Vec<String>,
+}
+
+/// Reads every path of one arm: files, and directories (bundles: every file in them, by name,
+/// not recursing; hidden files left out). sysjitter's per-CPU `--raw` files with one prefix
+/// make one run. Peers' outputs in a bundle take the settings of the lowlat documents beside
+/// them.
+pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
+    for path in paths {
+        let shown = path.display().to_string();
+        let meta = std::fs::metadata(path)
+            .map_err(|e| LoadError::file(&shown, format!("cannot read: {e}")))?;
+        if meta.is_dir() {
+            load_bundle(path, &mut loaded)?;
+        } else {
+            match read_file(path)? {
+                Content::Run(run) => push(&mut loaded.runs, run)?,
+                Content::Other { kind, .. } => {
+                    return Err(LoadError::file(
+                        shown,
+                        format!(
+                            "a {kind} document holds no run; give measure-jitter or \
+                             measure-timer documents, peers' outputs, or bundle directories"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| LoadError::file(&shown, format!("cannot list the bundle: {e}")))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(LoadError::file(shown, "the bundle directory holds no file"));
+    }
+    let mut runs = Vec::new();
+    let mut settings = None;
+    for file in &files {
+        match read_file(file)? {
+            Content::Run(run) => {
+                if run.settings.is_some() && settings.is_none() {
+                    settings.clone_from(&run.settings);
+                }
+                push(&mut runs, run)?;
+            }
+            Content::Other { kind, settings: s } => {
+                if settings.is_none() {
+                    settings = s;
+                }
+                loaded.skipped.push(format!(
+                    "{}: a {kind} document, no run in it",
+                    file.display()
+                ));
+            }
+        }
+    }
+    for mut run in runs {
+        if run.settings.is_none() {
+            run.settings.clone_from(&settings);
+        }
+        loaded.runs.push(run);
+    }
+    Ok(())
+}
+
+/// Adds `run`, merging sysjitter's per-CPU files of one prefix into one run.
+fn push(runs: &mut Vec<Run>, run: Run) -> Result<(), LoadError> {
+    let same = runs
+        .iter_mut()
+        .find(|r| r.format == Format::SysjitterRaw && r.source == run.source);
+    match (run.format, same) {
+        (Format::SysjitterRaw, Some(existing)) => {
+            for (cpu, series) in run.cpus {
+                if existing.cpus.insert(cpu, series).is_some() {
+                    return Err(LoadError::file(
+                        &run.source,
+                        format!("two raw files of CPU {cpu} with this prefix"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            runs.push(run);
+            Ok(())
+        }
+    }
+}
+
+/// What one file held.
+enum Content {
+    /// A run.
+    Run(Run),
+    /// A lowlat document of another kind, with its settings when it records them.
+    Other {
+        kind: String,
+        settings: Option<BTreeMap<String, String>>,
+    },
+}
+
+fn read_file(path: &Path) -> Result<Content, LoadError> {
+    let shown = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| LoadError::file(&shown, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| LoadError::file(&shown, "not text (not UTF-8): not a format compare reads"))?;
+    if text.trim().is_empty() {
+        return Err(LoadError::file(&shown, "the file is empty"));
+    }
+    if text.trim_start().starts_with('{') {
+        return read_document(&text, &shown);
+    }
+    if !text.ends_with('\n') {
+        return Err(LoadError {
+            path: shown,
+            line: Some(text.lines().count()),
+            message: "the last line has no newline: the output was cut off mid-line; \
+                      record the run again"
+                .to_string(),
+        });
+    }
+    let has_line = |prefix: &str| text.lines().any(|l| l.starts_with(prefix));
+    let verbose = text.lines().any(|l| {
+        l.split(':').count() == 3 && l.split(':').all(|f| f.trim().parse::<i64>().is_ok())
+    });
+    if has_line("# cpu_mhz:") {
+        read_sysjitter_raw(path, &text, &shown).map(Content::Run)
+    } else if verbose {
+        read_cyclictest_verbose(&text, &shown).map(Content::Run)
+    } else if has_line("# Histogram") {
+        read_cyclictest_histogram(&text, &shown).map(Content::Run)
+    } else if has_line("core_i:") {
+        Err(LoadError::file(
+            shown,
+            "sysjitter's summary table has no samples to compare; run sysjitter with \
+             --raw PREFIX and give the PREFIX.<cpu> files",
+        ))
+    } else if has_line("T:") {
+        Err(LoadError::file(
+            shown,
+            "cyclictest's summary line has no samples to compare; run cyclictest with -v \
+             (every sample) or -h N (a histogram)",
+        ))
+    } else {
+        Err(LoadError {
+            path: shown,
+            line: Some(1),
+            message: "not a format compare reads (lowlat measure-jitter or measure-timer \
+                      documents, sysjitter --raw files, cyclictest -v or -h output)"
+                .to_string(),
+        })
+    }
+}
+
+/// The fields compare reads of a lowlat document.
+#[derive(Deserialize)]
+struct Document {
+    schema_version: Option<u32>,
+    kind: Option<String>,
+    environment: Option<Environment>,
+    result: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Environment {
+    settings: BTreeMap<String, String>,
+}
+
+/// The figures compare reads of a jitter or timer result.
+#[derive(Deserialize)]
+struct Figures {
+    threshold_ns: Option<u64>,
+    elapsed_ns: Option<u64>,
+    cpus: Vec<CpuFigures>,
+}
+
+#[derive(Deserialize)]
+struct CpuFigures {
+    cpu: u32,
+    setup_error: Option<String>,
+    runtime_ns: Option<u64>,
+    histogram: Option<Histogram>,
+}
+
+#[derive(Deserialize)]
+struct Histogram {
+    unit: String,
+    buckets: Vec<(u64, u64)>,
+}
+
+fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
+    let json_error = |e: serde_json::Error| LoadError {
+        path: shown.to_string(),
+        line: Some(e.line()),
+        message: format!("not a lowlat document: {e}"),
+    };
+    let doc: Document = serde_json::from_str(text).map_err(json_error)?;
+    let Some(kind_name) = doc.kind else {
+        return Err(LoadError::file(
+            shown,
+            "a JSON file without `kind`: not a lowlat document (or one older than the envelope)",
+        ));
+    };
+    let settings = doc.environment.map(|e| e.settings);
+    let (kind, format) = match kind_name.as_str() {
+        "measure-jitter" => (Kind::MeasureJitter, Format::LowlatJitter),
+        "measure-timer" => (Kind::MeasureTimer, Format::LowlatTimer),
+        _ => {
+            return Ok(Content::Other {
+                kind: kind_name,
+                settings,
+            });
+        }
+    };
+    layout_of(doc.schema_version, Some(&kind_name), kind).map_err(|e| {
+        LoadError::file(
+            shown,
+            format!(
+                "{e}; record it again with this lowlat, or compare with the lowlat that wrote it"
+            ),
+        )
+    })?;
+    let result = doc
+        .result
+        .ok_or_else(|| LoadError::file(shown, format!("the {kind} document has no `result`")))?;
+    let figures: Figures = serde_json::from_value(result)
+        .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
+    let mut cpus = BTreeMap::new();
+    for cpu in figures.cpus {
+        if cpu.setup_error.is_some() {
+            continue;
+        }
+        let Some(histogram) = cpu.histogram else {
+            return Err(LoadError::file(
+                shown,
+                format!("CPU {} has no histogram", cpu.cpu),
+            ));
+        };
+        if histogram.unit != "ns" {
+            return Err(LoadError::file(
+                shown,
+                format!(
+                    "CPU {}: histogram unit {:?}, compare reads ns",
+                    cpu.cpu, histogram.unit
+                ),
+            ));
+        }
+        let ns = match format {
+            Format::LowlatJitter => cpu.runtime_ns,
+            _ => figures.elapsed_ns,
+        }
+        .ok_or_else(|| LoadError::file(shown, format!("CPU {}: no run length", cpu.cpu)))?;
+        let buckets = histogram.buckets.into_iter().map(|(v, c)| (v as f64, c));
+        cpus.insert(
+            cpu.cpu,
+            Series {
+                values: Values::Histogram(Cumulative::new(buckets)),
+                exposure: ns as f64 / 1e9,
+                unit: ExposureUnit::Seconds,
+            },
+        );
+    }
+    Ok(Content::Run(Run {
+        source: shown.to_string(),
+        format,
+        threshold_ns: figures
+            .threshold_ns
+            .filter(|_| format == Format::LowlatJitter),
+        settings,
+        cpus,
+    }))
+}
+
+/// Turns the peer parser's warnings into the first one as an error: compare refuses garbled
+/// input rather than comparing part of it.
+fn strict(warnings: Warnings) -> Result<(), LoadError> {
+    match warnings.into_vec().into_iter().next() {
+        None => Ok(()),
+        Some(w) => Err(LoadError {
+            path: w.path,
+            line: w.line,
+            message: w.message.replace("; line skipped", ""),
+        }),
+    }
+}
+
+fn read_sysjitter_raw(path: &Path, text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let raw = sysjitter::parse_raw(text, shown, &mut warnings);
+    strict(warnings)?;
+    let name = path.to_string_lossy();
+    let (prefix, cpu) = name
+        .rsplit_once('.')
+        .and_then(|(p, c)| Some((p.to_string(), c.parse::<u32>().ok()?)))
+        .ok_or_else(|| {
+            LoadError::file(
+                shown,
+                "a sysjitter --raw file is named PREFIX.<cpu>; the CPU is read from the name",
+            )
+        })?;
+    let missing = |what: &str| LoadError::file(shown, format!("no '# {what}' line in the header"));
+    let mhz = raw
+        .cpu_mhz
+        .filter(|&m| m > 0)
+        .ok_or_else(|| missing("cpu_mhz"))?;
+    let runtime = raw
+        .total_runtime_ticks
+        .ok_or_else(|| missing("total_runtime: N cycles"))?;
+    let seconds = |ticks: u64| ticks as f64 / (mhz as f64 * 1e6);
+    let first_ts = raw.rows.first().map_or(0, |r| r.timestamp_ns);
+    let at = raw
+        .rows
+        .iter()
+        .map(|r| (r.timestamp_ns - first_ts.min(r.timestamp_ns)) as f64 / 1e9)
+        .collect();
+    let ns = raw.rows.iter().map(|r| r.ns as f64).collect();
+    Ok(Run {
+        source: prefix,
+        format: Format::SysjitterRaw,
+        threshold_ns: raw.threshold_ns,
+        settings: None,
+        cpus: BTreeMap::from([(
+            cpu,
+            Series {
+                values: Values::Stream { ns, at },
+                exposure: seconds(runtime),
+                unit: ExposureUnit::Seconds,
+            },
+        )]),
+    })
+}
+
+fn read_cyclictest_verbose(text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let stream = cyclictest::parse_verbose(text, shown, &mut warnings);
+    strict(warnings)?;
+    let cpus = stream
+        .threads
+        .into_iter()
+        .map(|(thread, samples)| {
+            let n = samples.len();
+            let series = Series {
+                values: Values::Stream {
+                    ns: samples.iter().map(|&us| us as f64 * 1000.0).collect(),
+                    at: (0..n).map(|i| i as f64).collect(),
+                },
+                exposure: n as f64,
+                unit: ExposureUnit::Samples,
+            };
+            (thread, series)
+        })
+        .collect();
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::CyclictestVerbose,
+        threshold_ns: None,
+        settings: None,
+        cpus,
+    })
+}
+
+fn read_cyclictest_histogram(text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let block = cyclictest::parse_histogram(text, shown, &mut warnings);
+    strict(warnings)?;
+    if block.buckets.is_empty() {
+        return Err(LoadError::file(
+            shown,
+            "a '# Histogram' line but no bucket rows",
+        ));
+    }
+    let mut cpus = BTreeMap::new();
+    for (thread, buckets) in block.buckets.into_iter().enumerate() {
+        let overflows = block.overflows.get(thread).copied().unwrap_or(0);
+        let max_us = block.max_us.get(thread).copied();
+        if overflows > 0 && max_us.is_none() {
+            return Err(LoadError::file(
+                shown,
+                format!("thread {thread} has overflows but no '# Max Latencies' line"),
+            ));
+        }
+        // Overflows are latencies of at least the bucket count; they are counted at the
+        // largest latency, the one value cyclictest gives for them.
+        let overflow = (max_us.unwrap_or(0) as f64 * 1000.0, overflows);
+        let rows = buckets
+            .iter()
+            .enumerate()
+            .map(|(us, &count)| (us as f64 * 1000.0, count));
+        let histogram = Cumulative::new(rows.chain([overflow]));
+        let n = histogram.count() as f64;
+        cpus.insert(
+            thread as u32,
+            Series {
+                values: Values::Histogram(histogram),
+                exposure: n,
+                unit: ExposureUnit::Samples,
+            },
+        );
+    }
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::CyclictestHistogram,
+        threshold_ns: None,
+        settings: None,
+        cpus,
+    })
+}

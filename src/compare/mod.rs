@@ -1,0 +1,322 @@
+//! `lowlat compare`: two arms of runs (A, the baseline; B, the candidate), read from lowlat's
+//! documents and the peers' outputs, compared per CPU and metric with a test that suits the
+//! data, corrected for the number of tests (Holm), each with a verdict that names its test:
+//! better, worse, no difference, equivalent within ±margin, or inconclusive (too few runs).
+//!
+//! - `load`: files and bundle directories to runs (format told by content);
+//! - `run`: what a run is, whatever wrote it;
+//! - `settings`: the settings diff between and within the arms;
+//! - `metric`: the figures compared and the test behind each;
+//! - `stats`: the statistical tests, checked against scipy.
+
+pub mod load;
+pub mod metric;
+pub mod run;
+pub mod settings;
+pub mod stats;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use load::LoadError;
+use metric::{Estimate, MIN_RUNS, Metric, Settings};
+use run::{ExposureUnit, Family, Run, Series};
+use settings::SettingsDiff;
+
+/// Significance level of every verdict, after Holm's correction.
+pub const ALPHA: f64 = 0.05;
+
+/// How to compare.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Latencies above this count as exceedances, ns.
+    pub above_ns: f64,
+    /// Equivalence margin, as a fraction (0.03 for ±3 %).
+    pub margin: f64,
+    /// Bootstrap resamples per interval.
+    pub resamples: usize,
+    /// Seed of the bootstrap's random numbers (the same inputs and seed give the same output).
+    pub seed: u64,
+}
+
+/// The verdict of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict")]
+pub enum Verdict {
+    /// The candidate is lower (latency, rate of spikes), beyond chance.
+    Better,
+    /// The candidate is higher, beyond chance.
+    Worse,
+    /// No difference shown, and none ruled out either.
+    NoDifference,
+    /// The candidate is within ±margin of the baseline.
+    Equivalent {
+        /// The margin, %.
+        margin_percent: f64,
+    },
+    /// Not tested: too few runs.
+    Inconclusive {
+        /// Runs per arm the test needs.
+        runs_needed: usize,
+    },
+}
+
+impl Verdict {
+    /// The verdict as the table shows it.
+    pub fn label(self) -> String {
+        match self {
+            Verdict::Better => "better".to_string(),
+            Verdict::Worse => "worse".to_string(),
+            Verdict::NoDifference => "no difference".to_string(),
+            Verdict::Equivalent { margin_percent } => format!("equivalent ±{margin_percent}%"),
+            Verdict::Inconclusive { runs_needed } => {
+                format!("inconclusive (needs {runs_needed} runs per arm)")
+            }
+        }
+    }
+}
+
+/// One metric of one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The CPU (for cyclictest: the thread index).
+    pub cpu: u32,
+    /// The metric.
+    pub metric: Metric,
+    /// The unit of the values: `ns`, `per-hour` or `per-million-samples`.
+    pub unit: &'static str,
+    /// The baseline's value.
+    pub a: Estimate,
+    /// The candidate's value.
+    pub b: Estimate,
+    /// (b − a) / a, %; `null` when a is 0.
+    pub delta_percent: Option<f64>,
+    /// The test behind the verdict.
+    pub test: String,
+    /// Two-sided p-value before correction (`null`: not tested).
+    pub p: Option<f64>,
+    /// The p-value after Holm's correction over every tested row.
+    pub p_holm: Option<f64>,
+    /// The verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// One arm as read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Arm {
+    /// The files (or prefixes) of its runs.
+    pub runs: Vec<String>,
+    /// The CPUs its runs measured.
+    pub cpus: Vec<u32>,
+    /// The threshold below which nothing was recorded, ns (busy-loop gaps only).
+    pub threshold_ns: Option<u64>,
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// What was measured.
+    pub family: Family,
+    /// The exceedance threshold, ns.
+    pub above_ns: f64,
+    /// The equivalence margin, %.
+    pub margin_percent: f64,
+    /// Significance level after correction.
+    pub alpha: f64,
+    /// How the p-values were corrected.
+    pub correction: String,
+    /// The baseline.
+    pub a: Arm,
+    /// The candidate.
+    pub b: Arm,
+    /// What differs in the settings.
+    pub settings: SettingsDiff,
+    /// One row per CPU and metric.
+    pub rows: Vec<Row>,
+    /// What the reader must know (CPUs compared only on one side, files skipped).
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Whether any row is worse (with `any`, any row better or worse).
+    pub fn fails(&self, any: bool) -> bool {
+        self.rows.iter().any(|r| match r.verdict {
+            Verdict::Worse => true,
+            Verdict::Better => any,
+            _ => false,
+        })
+    }
+}
+
+/// A threshold in messages.
+fn threshold(ns: Option<u64>) -> String {
+    ns.map_or("none".to_string(), |t| format!("{t} ns"))
+}
+
+/// The family, threshold and exposure unit every run of `runs` (arm `name`) shares.
+fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadError> {
+    let first = runs.first().ok_or_else(|| {
+        LoadError::file(
+            name,
+            "the arm is empty: give at least one file or bundle on each side of `--`",
+        )
+    })?;
+    let unit_of = |run: &Run| run.cpus.values().next().map(|s| s.unit);
+    for run in runs {
+        let mismatch = |what: String| {
+            LoadError::file(
+                &run.source,
+                format!("{what} in arm {name}; compare like with like"),
+            )
+        };
+        if run.format.family() != first.format.family() {
+            return Err(mismatch(format!(
+                "holds {}, other",
+                run.format.family().name()
+            )));
+        }
+        if run.threshold_ns != first.threshold_ns {
+            return Err(mismatch(format!(
+                "has threshold {}, where {} has {}",
+                threshold(run.threshold_ns),
+                first.source,
+                threshold(first.threshold_ns)
+            )));
+        }
+        if unit_of(run).is_some() && unit_of(first).is_some() && unit_of(run) != unit_of(first) {
+            return Err(mismatch(
+                "counts its run length in samples, not seconds (or the reverse), other".to_string(),
+            ));
+        }
+    }
+    let cpus: BTreeSet<u32> = runs.iter().flat_map(|r| r.cpus.keys().copied()).collect();
+    let unit = runs
+        .iter()
+        .find_map(unit_of)
+        .unwrap_or(ExposureUnit::Seconds);
+    let arm = Arm {
+        runs: runs.iter().map(|r| r.source.clone()).collect(),
+        cpus: cpus.into_iter().collect(),
+        threshold_ns: first.threshold_ns,
+    };
+    Ok((first.format.family(), arm, unit))
+}
+
+/// The series of `runs`, per CPU.
+fn by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<&Series>> {
+    let mut map: BTreeMap<u32, Vec<&Series>> = BTreeMap::new();
+    for run in runs {
+        for (&cpu, series) in &run.cpus {
+            map.entry(cpu).or_default().push(series);
+        }
+    }
+    map
+}
+
+/// Compares arm `a` (baseline) with arm `b` (candidate).
+pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadError> {
+    let (family_a, arm_a, unit_a) = arm_of("A", a)?;
+    let (family_b, arm_b, unit_b) = arm_of("B", b)?;
+    if family_a != family_b || arm_a.threshold_ns != arm_b.threshold_ns || unit_a != unit_b {
+        return Err(LoadError::file(
+            &b[0].source,
+            format!(
+                "arm B ({}, threshold {}) cannot be compared with arm A ({}, threshold {}): \
+                 give runs of the same measurement with the same threshold",
+                family_b.name(),
+                threshold(arm_b.threshold_ns),
+                family_a.name(),
+                threshold(arm_a.threshold_ns)
+            ),
+        ));
+    }
+    let mut notes = Vec::new();
+    let only = |x: &Arm, y: &Arm| -> Vec<u32> {
+        x.cpus
+            .iter()
+            .filter(|c| !y.cpus.contains(c))
+            .copied()
+            .collect()
+    };
+    for (name, cpus) in [("A", only(&arm_a, &arm_b)), ("B", only(&arm_b, &arm_a))] {
+        if !cpus.is_empty() {
+            notes.push(format!(
+                "CPUs {cpus:?} measured only in arm {name}: not compared"
+            ));
+        }
+    }
+    let (series_a, series_b) = (by_cpu(a), by_cpu(b));
+    let settings = Settings {
+        above_ns: options.above_ns,
+        margin: options.margin,
+        resamples: options.resamples,
+    };
+    let mut rng = fastrand::Rng::with_seed(options.seed);
+    let mut tested = Vec::new();
+    for (cpu, sa) in &series_a {
+        let Some(sb) = series_b.get(cpu) else {
+            continue;
+        };
+        for metric in Metric::ALL {
+            tested.push((
+                *cpu,
+                metric,
+                metric::test(metric, sa, sb, &settings, &mut rng),
+            ));
+        }
+    }
+    let p: Vec<f64> = tested.iter().filter_map(|t| t.2.p).collect();
+    let mut holm = stats::holm::holm(&p).into_iter();
+    let rate_unit = match unit_a {
+        ExposureUnit::Seconds => "per-hour",
+        ExposureUnit::Samples => "per-million-samples",
+    };
+    let rows = tested
+        .into_iter()
+        .map(|(cpu, metric, t)| {
+            let p_holm = t.p.and_then(|_| holm.next());
+            let delta = (t.b.value - t.a.value) / t.a.value * 100.0;
+            let verdict = match p_holm {
+                None => Verdict::Inconclusive {
+                    runs_needed: MIN_RUNS,
+                },
+                Some(p) if p < ALPHA && t.b.value < t.a.value => Verdict::Better,
+                Some(p) if p < ALPHA && t.b.value > t.a.value => Verdict::Worse,
+                _ if t.equivalent => Verdict::Equivalent {
+                    margin_percent: options.margin * 100.0,
+                },
+                _ => Verdict::NoDifference,
+            };
+            Row {
+                cpu,
+                metric,
+                unit: if metric == Metric::RateAbove {
+                    rate_unit
+                } else {
+                    "ns"
+                },
+                a: t.a,
+                b: t.b,
+                delta_percent: delta.is_finite().then_some(delta),
+                test: t.test,
+                p: t.p,
+                p_holm,
+                verdict,
+            }
+        })
+        .collect();
+    Ok(Comparison {
+        family: family_a,
+        above_ns: options.above_ns,
+        margin_percent: options.margin * 100.0,
+        alpha: ALPHA,
+        correction: format!("Holm over the {} tested rows (CPUs × metrics)", p.len()),
+        settings: settings::diff(a, b),
+        a: arm_a,
+        b: arm_b,
+        rows,
+        notes,
+    })
+}

@@ -1,0 +1,141 @@
+//! One run as compare sees it, whatever wrote it: per CPU, the latencies measured (a stream in
+//! time order, or a histogram) and how long they were watched.
+
+use std::collections::BTreeMap;
+
+use super::stats::bootstrap::Cumulative;
+
+/// What a run's latencies are, which decides what can be compared with what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// Interruptions of a busy loop above a threshold (lowlat measure jitter, sysjitter).
+    Gaps,
+    /// Timer wake-up latencies (lowlat measure timer, cyclictest).
+    Wakeups,
+}
+
+impl Family {
+    /// How the family is named in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Gaps => "busy-loop interruptions",
+            Family::Wakeups => "timer wake-up latencies",
+        }
+    }
+}
+
+/// The format a run was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// A `measure-jitter` document.
+    LowlatJitter,
+    /// A `measure-timer` document.
+    LowlatTimer,
+    /// sysjitter's `--raw` files, one per CPU.
+    SysjitterRaw,
+    /// `cyclictest -v`: one `thread:cycle:latency` line per sample.
+    CyclictestVerbose,
+    /// `cyclictest -h N`: the histogram block.
+    CyclictestHistogram,
+}
+
+impl Format {
+    /// The family of the latencies this format holds.
+    pub fn family(self) -> Family {
+        match self {
+            Format::LowlatJitter | Format::SysjitterRaw => Family::Gaps,
+            Format::LowlatTimer | Format::CyclictestVerbose | Format::CyclictestHistogram => {
+                Family::Wakeups
+            }
+        }
+    }
+}
+
+/// What the time a run watched is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExposureUnit {
+    /// Seconds (rates are then given per hour).
+    Seconds,
+    /// Samples taken (cyclictest does not print its interval; rates per million samples).
+    Samples,
+}
+
+impl ExposureUnit {
+    /// The unit in words.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExposureUnit::Seconds => "seconds",
+            ExposureUnit::Samples => "samples",
+        }
+    }
+}
+
+/// The latencies of one CPU (or one cyclictest thread) in one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The latencies.
+    pub values: Values,
+    /// How much was watched, in `unit`.
+    pub exposure: f64,
+    /// The unit of `exposure`.
+    pub unit: ExposureUnit,
+}
+
+/// Latencies, ns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// Every latency in time order, with the moment it ended (in the series' exposure unit,
+    /// from the start of the run).
+    Stream {
+        /// Latencies, ns.
+        ns: Vec<f64>,
+        /// When each ended, in the exposure unit.
+        at: Vec<f64>,
+    },
+    /// Counts per latency bucket: the order in time is gone.
+    Histogram(Cumulative),
+}
+
+impl Values {
+    /// The number of latencies.
+    pub fn count(&self) -> u64 {
+        match self {
+            Values::Stream { ns, .. } => ns.len() as u64,
+            Values::Histogram(h) => h.count(),
+        }
+    }
+
+    /// The nearest-rank `q`-quantile, ns.
+    pub fn quantile(&self, q: f64) -> f64 {
+        match self {
+            Values::Stream { ns, .. } => super::stats::bootstrap::quantile(&mut ns.clone(), q),
+            Values::Histogram(h) => h.quantile(q),
+        }
+    }
+
+    /// How many latencies exceed `above_ns`.
+    pub fn exceeding(&self, above_ns: f64) -> u64 {
+        match self {
+            Values::Stream { ns, .. } => ns.iter().filter(|&&v| v > above_ns).count() as u64,
+            Values::Histogram(h) => h.count_above(above_ns),
+        }
+    }
+}
+
+/// One run: where it came from and its latencies per CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// The file (or, for sysjitter's per-CPU files, their common prefix) it was read from.
+    pub source: String,
+    /// Its format.
+    pub format: Format,
+    /// The threshold below which the tool recorded nothing, ns (busy-loop gaps only).
+    pub threshold_ns: Option<u64>,
+    /// The settings that matter of the machine it ran on (`environment.settings`), when known.
+    pub settings: Option<BTreeMap<String, String>>,
+    /// Latencies per CPU (cyclictest: per thread index).
+    pub cpus: BTreeMap<u32, Series>,
+}

@@ -1,0 +1,540 @@
+//! `lowlat compare`: the statistics against scipy's answers (tests/data/compare/, made by the
+//! script beside them), the A/A test on two halves of one recorded sysjitter run, the
+//! before/after test of recorded runs against a synthetic "after" with fewer spikes, runs as
+//! the unit with four documents per arm, and the bad inputs that must end with exit 2 and a
+//! message naming the file.
+
+use std::path::{Path, PathBuf};
+
+use lowlat::compare::stats::binomial::{Count, binom_test, dispersion, poisson_interval};
+use lowlat::compare::stats::bootstrap::{iid, interval, quantile};
+use lowlat::compare::stats::mann_whitney::{Method, mann_whitney};
+use lowlat::compare::stats::tost::tost;
+use serde_json::{Value, json};
+
+use crate::support::lowlat;
+
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/samples");
+
+fn vectors() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/compare/vectors.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn close(what: &str, got: f64, want: f64, tolerance: f64) {
+    assert!(
+        (got - want).abs() <= tolerance,
+        "{what}: lowlat {got}, scipy {want} (tolerance {tolerance})"
+    );
+}
+
+#[test]
+fn mann_whitney_matches_scipy() {
+    for case in vectors()["mann_whitney"].as_array().unwrap() {
+        let r = mann_whitney(&floats(&case["a"]), &floats(&case["b"])).unwrap();
+        let method = if case["method"] == "exact" {
+            Method::Exact
+        } else {
+            Method::Normal
+        };
+        assert_eq!(r.method, method, "{case}");
+        assert_eq!(r.u, case["u"].as_f64().unwrap(), "{case}");
+        close("Mann-Whitney p", r.p, case["p"].as_f64().unwrap(), 1e-6);
+    }
+}
+
+#[test]
+fn binomial_dispersion_and_poisson_interval_match_scipy() {
+    let v = vectors();
+    for case in v["binomial"].as_array().unwrap() {
+        let p = binom_test(
+            case["k"].as_u64().unwrap(),
+            case["n"].as_u64().unwrap(),
+            case["p"].as_f64().unwrap(),
+        );
+        close(
+            &format!("binomtest {case}"),
+            p,
+            case["pvalue"].as_f64().unwrap(),
+            1e-6,
+        );
+    }
+    for case in v["dispersion"].as_array().unwrap() {
+        let units: Vec<Count> = floats(&case["events"])
+            .iter()
+            .zip(floats(&case["seconds"]))
+            .map(|(&e, seconds)| Count {
+                events: e as u64,
+                seconds,
+            })
+            .collect();
+        let p = dispersion(&units).unwrap();
+        close(
+            &format!("dispersion {case}"),
+            p,
+            case["p"].as_f64().unwrap(),
+            1e-6,
+        );
+    }
+    for case in v["poisson_interval"].as_array().unwrap() {
+        let (low, high) = poisson_interval(case["events"].as_u64().unwrap(), 0.95);
+        close("Poisson low", low, case["low"].as_f64().unwrap(), 1e-6);
+        close("Poisson high", high, case["high"].as_f64().unwrap(), 1e-6);
+    }
+}
+
+#[test]
+fn tost_matches_two_welch_tests_of_scipy() {
+    for case in vectors()["tost"].as_array().unwrap() {
+        let p = tost(
+            &floats(&case["a"]),
+            &floats(&case["b"]),
+            case["margin"].as_f64().unwrap(),
+        )
+        .unwrap();
+        close("TOST p", p, case["p"].as_f64().unwrap(), 1e-6);
+    }
+}
+
+/// The percentile interval of a bootstrap is random on both sides: with 20000 resamples each,
+/// the bounds of lowlat and scipy differ by about 0.03 standard errors (the spread of a 2.5 %
+/// quantile of 20000 draws); a median also moves by whole gaps between data values (about 0.1
+/// standard errors here). The bound allowed is 0.25 standard errors.
+#[test]
+fn bootstrap_interval_agrees_with_scipy_within_its_own_error() {
+    let mut rng = fastrand::Rng::with_seed(3);
+    for case in vectors()["bootstrap"].as_array().unwrap() {
+        let data = floats(&case["data"]);
+        let statistic = |v: &mut [f64]| match case["statistic"].as_str().unwrap() {
+            "mean" => v.iter().sum::<f64>() / v.len() as f64,
+            _ => {
+                // numpy's median of an odd count is the middle value, as the nearest rank.
+                quantile(v, 0.5)
+            }
+        };
+        let mut draws = iid(&data, statistic, 20_000, &mut rng);
+        let (low, high) = interval(&mut draws, 0.95);
+        let tolerance = 0.25 * case["standard_error"].as_f64().unwrap();
+        close(
+            "bootstrap low",
+            low,
+            case["low"].as_f64().unwrap(),
+            tolerance,
+        );
+        close(
+            "bootstrap high",
+            high,
+            case["high"].as_f64().unwrap(),
+            tolerance,
+        );
+    }
+}
+
+/// A sysjitter `--raw` file of the rows of `text` whose timestamp `keep` accepts, as a run of
+/// `runtime` cycles.
+fn raw_part(
+    text: &str,
+    keep: impl Fn(u64) -> bool,
+    map_ns: impl Fn(u64) -> u64,
+    runtime: u64,
+) -> String {
+    let mut header = String::new();
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# n_interruptions") || line.starts_with("# total_runtime") {
+            continue;
+        }
+        if line.starts_with('#') {
+            header.push_str(line);
+            header.push('\n');
+            continue;
+        }
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        if keep(f[0]) {
+            let ns = map_ns(f[3]);
+            let cycles = if ns == f[3] { f[2] } else { ns * 2445 / 1000 };
+            rows.push(format!("{:16} {:10} {:10} {:10}\n", f[0], f[1], cycles, ns));
+        }
+    }
+    format!(
+        "{header}# n_interruptions: {}\n# total_runtime: {runtime} cycles\n{}",
+        rows.len(),
+        rows.concat()
+    )
+}
+
+fn runtime_cycles(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("# total_runtime: ")?
+                .strip_suffix(" cycles")?
+                .parse()
+                .ok()
+        })
+        .unwrap()
+}
+
+fn sample(cpu: u32) -> String {
+    std::fs::read_to_string(format!("{SAMPLES}/sysjitter/run-1000ns.{cpu}")).unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn compare_json(args: &[&str]) -> (Value, i32) {
+    let out = lowlat(&[&["compare", "--json"], args].concat())
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    assert!(
+        code == 0 || code == 1,
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (serde_json::from_slice(&out.stdout).unwrap(), code)
+}
+
+fn verdicts(doc: &Value, metric: &str) -> Vec<String> {
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == metric)
+        .map(|r| r["verdict"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Two halves of one recorded run (3 s of a busy guest, split in time) are one configuration:
+/// no metric of either CPU may come out better or worse, at the default 10 µs and at 1 ms.
+#[test]
+fn two_halves_of_one_run_are_never_better_or_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Vec::new();
+    let mut second = Vec::new();
+    for cpu in [0, 1] {
+        let text = sample(cpu);
+        let runtime = runtime_cycles(&text);
+        let half_ns = runtime * 1000 / 2445 / 2;
+        let a = raw_part(&text, |ts| ts < half_ns, |ns| ns, runtime / 2);
+        let b = raw_part(&text, |ts| ts >= half_ns, |ns| ns, runtime / 2);
+        first.push(write(dir.path(), &format!("first.{cpu}"), &a));
+        second.push(write(dir.path(), &format!("second.{cpu}"), &b));
+    }
+    let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+    for above in ["10us", "1ms"] {
+        let mut args = ["--resamples", "1000", "--above", above]
+            .map(String::from)
+            .to_vec();
+        args.extend(first.iter().map(path));
+        args.push("--".to_string());
+        args.extend(second.iter().map(path));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (doc, code) = compare_json(&args);
+        assert_eq!(code, 0);
+        assert_eq!(doc["kind"], "compare");
+        let rows = doc["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 8, "2 CPUs × 4 metrics");
+        for row in rows {
+            let verdict = row["verdict"].as_str().unwrap();
+            assert!(
+                verdict != "better" && verdict != "worse",
+                "A/A at {above}: {row}"
+            );
+        }
+    }
+}
+
+/// A settings document beside peers' outputs in a bundle: what they ran under.
+fn settings_document(nohz_full: &str) -> String {
+    json!({
+        "schema_version": 2, "kind": "measure-freq",
+        "tool": {"name": "lowlat", "version": "0.1.0"},
+        "created": "2026-11-25T15:00:00Z", "host": "guest",
+        "environment": {"settings": {"cmdline:nohz_full": nohz_full, "kernel.release": "6.18.0"}},
+        "result": {}
+    })
+    .to_string()
+}
+
+/// The recorded runs as "before"; "after" is the same runs with every interruption above 1 ms
+/// cut to 0.5 ms (fewer spikes, same order of every other gap): better for the rate above
+/// 1 ms, no difference for the median, and the settings diff names the kernel parameter.
+#[test]
+fn fewer_spikes_come_out_better_for_the_tail_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("before");
+    let after = dir.path().join("after");
+    std::fs::create_dir_all(&before).unwrap();
+    std::fs::create_dir_all(&after).unwrap();
+    for cpu in [0, 1] {
+        let text = sample(cpu);
+        write(&before, &format!("run.{cpu}"), &text);
+        let runtime = runtime_cycles(&text);
+        let capped = raw_part(
+            &text,
+            |_| true,
+            |ns| if ns > 1_000_000 { 500_000 } else { ns },
+            runtime,
+        );
+        write(&after, &format!("run.{cpu}"), &capped);
+    }
+    write(&before, "settings.json", &settings_document(""));
+    write(&after, "settings.json", &settings_document("1"));
+    let (doc, code) = compare_json(&[
+        "--resamples",
+        "1000",
+        "--above",
+        "1ms",
+        before.to_str().unwrap(),
+        "--",
+        after.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "nothing is worse");
+    assert_eq!(verdicts(&doc, "rate-above"), ["better", "better"]);
+    for verdict in verdicts(&doc, "median") {
+        assert!(
+            verdict == "no-difference" || verdict == "equivalent",
+            "{verdict}"
+        );
+    }
+    let between = &doc["settings"]["between"];
+    assert_eq!(between.as_array().unwrap().len(), 1, "{between}");
+    assert_eq!(between[0]["key"], "cmdline:nohz_full");
+    let text = lowlat(&[
+        "compare",
+        "--above",
+        "1ms",
+        before.to_str().unwrap(),
+        "--",
+        after.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("cmdline:nohz_full:  → 1"), "{text}");
+    assert!(
+        text.contains("exact conditional binomial") || text.contains("Mann-Whitney"),
+        "{text}"
+    );
+}
+
+/// A `measure-jitter` document of one CPU whose gaps are `base` ns times 1..=20 (and one
+/// spike), recorded for 10 s under `settings`.
+fn jitter_document(base: u64, run: u64) -> String {
+    let buckets: Vec<[u64; 2]> = (1..=20)
+        .map(|i| [base * i + run, 50])
+        .chain([[5_000_000, 1]])
+        .collect();
+    json!({
+        "schema_version": 2, "kind": "measure-jitter",
+        "tool": {"name": "lowlat", "version": "0.1.0"},
+        "created": "2026-11-25T15:00:00Z", "host": "db1",
+        "command": ["lowlat", "measure", "jitter"],
+        "environment": {"settings": {"cpufreq:boost": "1"}},
+        "result": {
+            "threshold_ns": 1000,
+            "cpus": [{"cpu": 3, "runtime_ns": 10_000_000_000u64,
+                      "histogram": {"unit": "ns", "significant_digits": 3, "buckets": buckets}}]
+        }
+    })
+    .to_string()
+}
+
+/// Six documents per arm: the runs are the unit (Mann-Whitney, exact: 2/924 at best, which
+/// survives Holm over the 4 rows, where 4 runs' 2/70 would not); a candidate 30 % slower is
+/// worse on median and p99, and `--fail-on worse` makes that exit 1. One baseline run recorded
+/// another setting, and the comparison says so loudly.
+#[test]
+fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = Vec::new();
+    for run in 0..6 {
+        args.push(write(
+            dir.path(),
+            &format!("a{run}.json"),
+            &jitter_document(1000, run),
+        ));
+    }
+    // One baseline run with boost off: the arm is not one configuration, which is said.
+    let a0 = std::fs::read_to_string(&args[0]).unwrap();
+    std::fs::write(
+        &args[0],
+        a0.replace("\"cpufreq:boost\":\"1\"", "\"cpufreq:boost\":\"0\""),
+    )
+    .unwrap();
+    let split = args.len();
+    for run in 0..6 {
+        args.push(write(
+            dir.path(),
+            &format!("b{run}.json"),
+            &jitter_document(1300, run),
+        ));
+    }
+    let mut args: Vec<String> = args
+        .iter()
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    args.insert(split, "--".to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&args);
+    assert_eq!(code, 1);
+    assert_eq!(verdicts(&doc, "median"), ["worse"]);
+    assert_eq!(verdicts(&doc, "p99"), ["worse"]);
+    let median = &doc["rows"][0];
+    assert!(
+        median["test"]
+            .as_str()
+            .unwrap()
+            .starts_with("Mann-Whitney U over runs (exact)")
+    );
+    assert!((median["p"].as_f64().unwrap() - 2.0 / 924.0).abs() < 1e-12);
+    let within = &doc["settings"]["within_a"];
+    assert_eq!(within[0]["key"], "cpufreq:boost", "{within}");
+    assert_eq!(within[0]["a"], json!(["0", "1"]));
+    assert_eq!(doc["settings"]["within_b"].as_array().unwrap().len(), 0);
+    let text = lowlat(&[&["compare"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("WARNING: settings differ WITHIN arm A")
+            && text.contains("cpufreq:boost: 0 | 1"),
+        "{text}"
+    );
+}
+
+/// Bad input: exit 2, the file named, never a panic.
+#[test]
+fn bad_input_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.0", &sample(0));
+    let text = sample(0);
+    let cut = write(dir.path(), "cut.0", &text[..text.len() - 7]);
+    let unknown = write(dir.path(), "notes.txt", "hello\n");
+    let newer = write(
+        dir.path(),
+        "newer.json",
+        &jitter_document(1000, 0).replacen("\"schema_version\":2", "\"schema_version\":9", 1),
+    );
+    let threshold = write(
+        dir.path(),
+        "t200.0",
+        &text.replace("# threshold: 1000ns", "# threshold: 200ns"),
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let summary = format!("{SAMPLES}/sysjitter/run-1000ns.summary.txt");
+    let cyclic = format!("{SAMPLES}/cyclictest/v-h200-p95-i1000-l3000.txt");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, String, &str)> = vec![
+        (
+            vec![s(&good), "--".into(), s(&cut)],
+            s(&cut),
+            "cut off mid-line",
+        ),
+        (
+            vec![s(&good), "--".into(), s(&unknown)],
+            format!("{}:1", s(&unknown)),
+            "not a format",
+        ),
+        (
+            vec![s(&good), "--".into(), s(&newer)],
+            s(&newer),
+            "schema_version 9",
+        ),
+        (
+            vec![s(&good), s(&threshold), "--".into(), s(&good)],
+            s(&dir.path().join("t200")),
+            "has threshold 200 ns",
+        ),
+        (
+            vec![s(&good), "--".into(), s(&empty)],
+            s(&empty),
+            "holds no file",
+        ),
+        (
+            vec![s(&good), "--".into(), summary.clone()],
+            summary,
+            "--raw",
+        ),
+        (
+            vec![s(&good), "--".into(), cyclic.clone()],
+            cyclic,
+            "cannot be compared",
+        ),
+        (
+            vec![s(&good), "--".into(), s(&dir.path().join("gone.0"))],
+            "gone.0".into(),
+            "cannot read",
+        ),
+    ];
+    for (args, names, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = lowlat(&[&["compare"], &args[..]].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&names) && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // An empty arm: clap refuses it before anything is read.
+    for args in [vec!["compare", "--", "x"], vec!["compare", "x"]] {
+        lowlat(&args).assert().code(2);
+    }
+}
+
+/// The A/A test on cyclictest's `-v` stream: its first and second 1500 wake-ups (numbered
+/// from 0 again) are one configuration, so no row is better or worse.
+#[test]
+fn two_halves_of_one_cyclictest_stream_are_never_better_or_worse() {
+    let text = std::fs::read_to_string(format!("{SAMPLES}/cyclictest/v-h200-p95-i1000-l3000.txt"))
+        .unwrap();
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("0:"))
+        .map(|l| l.rsplit(':').next().unwrap().trim())
+        .collect();
+    assert_eq!(samples.len(), 3000);
+    let half = |part: &[&str]| -> String {
+        part.iter()
+            .enumerate()
+            .map(|(cycle, us)| format!("{:6}: {cycle:6}: {us:8}\n", 0))
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "first.txt", &half(&samples[..1500]));
+    let b = write(dir.path(), "second.txt", &half(&samples[1500..]));
+    let (doc, code) = compare_json(&[
+        "--resamples",
+        "1000",
+        a.to_str().unwrap(),
+        "--",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    for row in doc["rows"].as_array().unwrap() {
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(verdict != "better" && verdict != "worse", "{row}");
+    }
+}
