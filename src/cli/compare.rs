@@ -8,9 +8,9 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{count, duration, percent};
-use crate::compare::{Options, compare, load};
+use crate::compare::{Options, compare_each, load};
 use crate::document::UNKNOWN_HOST;
-use crate::report::compare::{document, render};
+use crate::report::compare::{document, render_all};
 
 /// Which verdicts make the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,16 +84,17 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         resamples: args.resamples as usize,
         seed: args.seed,
     };
-    let mut comparison = compare(&a.runs, &b.runs, &options)?;
-    comparison
-        .notes
-        .extend(a.skipped.into_iter().chain(b.skipped));
-    if args.json {
-        print_json(&document(&comparison, UNKNOWN_HOST.to_string()))?;
-    } else {
-        print(&render(&comparison))?;
+    let mut comparisons = compare_each(&a.runs, &b.runs, &options)?;
+    if let Some(first) = comparisons.first_mut() {
+        first.notes.extend(a.skipped.into_iter().chain(b.skipped));
     }
-    Ok(if comparison.fails(args.fail_on == FailOn::Any) {
+    if args.json {
+        print_json(&document(&comparisons, UNKNOWN_HOST.to_string()))?;
+    } else {
+        print(&render_all(&comparisons))?;
+    }
+    let any = args.fail_on == FailOn::Any;
+    Ok(if comparisons.iter().any(|c| c.fails(any)) {
         exit::FAILURES
     } else {
         exit::OK

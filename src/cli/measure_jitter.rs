@@ -14,8 +14,8 @@ use crate::document::Kind;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
-use crate::report::measure::document as measure_document;
 use crate::peer::{oslat, sysjitter};
+use crate::report::measure::document as measure_document;
 use crate::report::measure::jitter as printers;
 
 /// Options of `lowlat measure jitter`.

@@ -215,6 +215,49 @@ fn by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<&Series>> {
     map
 }
 
+/// Compares `a` with `b` once per measurement (busy-loop gaps, timer wake-ups) that both
+/// arms hold, as a bundle of `lowlat check` holds both; a measurement only one arm holds is
+/// said in the first comparison's notes. Each comparison is corrected (Holm) on its own.
+pub fn compare_each(a: &[Run], b: &[Run], options: &Options) -> Result<Vec<Comparison>, LoadError> {
+    let families = |runs: &[Run]| -> Vec<Family> {
+        let mut seen = Vec::new();
+        for run in runs {
+            let family = run.format.family();
+            if !seen.contains(&family) {
+                seen.push(family);
+            }
+        }
+        seen
+    };
+    let (in_a, in_b) = (families(a), families(b));
+    let shared: Vec<Family> = in_a.iter().copied().filter(|f| in_b.contains(f)).collect();
+    if shared.len() <= 1 && in_a.len() <= 1 && in_b.len() <= 1 {
+        return Ok(vec![compare(a, b, options)?]);
+    }
+    if shared.is_empty() {
+        // Nothing in common: the one comparison says why, naming the files.
+        return Ok(vec![compare(a, b, options)?]);
+    }
+    let of = |runs: &[Run], family: Family| -> Vec<Run> {
+        runs.iter()
+            .filter(|r| r.format.family() == family)
+            .cloned()
+            .collect()
+    };
+    let mut comparisons = shared
+        .iter()
+        .map(|&family| compare(&of(a, family), &of(b, family), options))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (arm, only, other) in [("A", &in_a, &in_b), ("B", &in_b, &in_a)] {
+        for family in only.iter().filter(|f| !other.contains(f)) {
+            comparisons[0]
+                .notes
+                .push(format!("{} only in arm {arm}: not compared", family.name()));
+        }
+    }
+    Ok(comparisons)
+}
+
 /// Compares arm `a` (baseline) with arm `b` (candidate).
 pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadError> {
     let (family_a, arm_a, unit_a) = arm_of("A", a)?;

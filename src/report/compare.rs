@@ -11,8 +11,25 @@ use crate::report::measure::jitter::aligned;
 
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.
-pub fn document(comparison: &Comparison, host: String) -> Document<&Comparison> {
-    Document::new(Kind::Compare, host, comparison)
+pub fn document(comparisons: &[Comparison], host: String) -> Document<CompareBody<'_>> {
+    Document::new(Kind::Compare, host, CompareBody { comparisons })
+}
+
+/// The body of a `compare` document.
+#[derive(Debug, serde::Serialize)]
+pub struct CompareBody<'a> {
+    /// One comparison per measurement both arms hold (busy-loop gaps, timer wake-ups), each
+    /// with its arms, settings diff, rows and notes.
+    pub comparisons: &'a [Comparison],
+}
+
+/// Every comparison as the terminal shows it, one after the other.
+pub fn render_all(comparisons: &[Comparison]) -> String {
+    comparisons
+        .iter()
+        .map(render)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn value(v: f64, unit: &str) -> String {

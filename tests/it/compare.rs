@@ -212,7 +212,7 @@ fn compare_json(args: &[&str]) -> (Value, i32) {
 }
 
 fn verdicts(doc: &Value, metric: &str) -> Vec<String> {
-    doc["rows"]
+    doc["comparisons"][0]["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -249,7 +249,7 @@ fn two_halves_of_one_run_are_never_better_or_worse() {
         let (doc, code) = compare_json(&args);
         assert_eq!(code, 0);
         assert_eq!(doc["kind"], "compare");
-        let rows = doc["rows"].as_array().unwrap();
+        let rows = doc["comparisons"][0]["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 8, "2 CPUs × 4 metrics");
         for row in rows {
             let verdict = row["verdict"].as_str().unwrap();
@@ -314,7 +314,7 @@ fn fewer_spikes_come_out_better_for_the_tail_only() {
             "{verdict}"
         );
     }
-    let between = &doc["settings"]["between"];
+    let between = &doc["comparisons"][0]["settings"]["between"];
     assert_eq!(between.as_array().unwrap().len(), 1, "{between}");
     assert_eq!(between[0]["key"], "cmdline:nohz_full");
     let text = lowlat(&[
@@ -397,7 +397,7 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
     assert_eq!(code, 1);
     assert_eq!(verdicts(&doc, "median"), ["worse"]);
     assert_eq!(verdicts(&doc, "p99"), ["worse"]);
-    let median = &doc["rows"][0];
+    let median = &doc["comparisons"][0]["rows"][0];
     assert!(
         median["test"]
             .as_str()
@@ -405,10 +405,16 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
             .starts_with("Mann-Whitney U over runs (exact)")
     );
     assert!((median["p"].as_f64().unwrap() - 2.0 / 924.0).abs() < 1e-12);
-    let within = &doc["settings"]["within_a"];
+    let within = &doc["comparisons"][0]["settings"]["within_a"];
     assert_eq!(within[0]["key"], "cpufreq:boost", "{within}");
     assert_eq!(within[0]["a"], json!(["0", "1"]));
-    assert_eq!(doc["settings"]["within_b"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        doc["comparisons"][0]["settings"]["within_b"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
     let text = lowlat(&[&["compare"], &args[..]].concat())
         .output()
         .unwrap();
@@ -533,7 +539,7 @@ fn two_halves_of_one_cyclictest_stream_are_never_better_or_worse() {
         b.to_str().unwrap(),
     ]);
     assert_eq!(code, 0);
-    for row in doc["rows"].as_array().unwrap() {
+    for row in doc["comparisons"][0]["rows"].as_array().unwrap() {
         let verdict = row["verdict"].as_str().unwrap();
         assert!(verdict != "better" && verdict != "worse", "{row}");
     }

@@ -30,7 +30,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("check", &["audit", "measure"]),
     (
         "report",
-        &["apply", "measure", "watch", "check", "bundle", "bios", "compare"],
+        &[
+            "apply", "measure", "watch", "check", "bundle", "bios", "compare",
+        ],
     ),
     ("cli", &["report"]),
 ];

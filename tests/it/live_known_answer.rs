@@ -370,6 +370,23 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
     assert_eq!(saved["figures"], doc["figures"]);
+    // The bundle feeds compare: both measurements, each compared on its own.
+    let out = crate::support::lowlat(&[])
+        .args(["compare", "--json"])
+        .arg(&bundle)
+        .arg("--")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let families: Vec<&str> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["family"].as_str().unwrap())
+        .collect();
+    assert_eq!(families, ["gaps", "wakeups"]);
 }
 
 #[test]
