@@ -68,11 +68,17 @@ pub enum Command {
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
     /// the plan, on screen, as JSON lines, or for Prometheus (HTTP or textfile).
     Watch(watch::WatchArgs),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(completions::CompletionsArgs),
+    /// Write the manual pages (lowlat.1 and one per subcommand) into a directory.
+    Man(man::ManArgs),
 }
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod completions;
 pub(crate) mod inventory;
+pub(crate) mod man;
 pub(crate) mod measure;
 pub(crate) mod measure_common;
 pub(crate) mod measure_cpu;
@@ -119,5 +125,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Revert(args) => revert::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

@@ -11,6 +11,7 @@ mod apply_defects;
 mod apply_live;
 mod audit;
 mod cli_measure;
+mod completions;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
