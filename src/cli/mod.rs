@@ -78,6 +78,10 @@ pub enum Command {
     /// CPU and metric both values with intervals, the change, and a verdict (better, worse, no
     /// difference, equivalent, inconclusive) naming its test.
     Compare(compare::CompareArgs),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(completions::CompletionsArgs),
+    /// Write the manual pages (lowlat.1 and one per subcommand) into a directory.
+    Man(man::ManArgs),
 }
 
 pub(crate) mod apply;
@@ -85,7 +89,9 @@ pub(crate) mod audit;
 pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod compare;
+pub(crate) mod completions;
 pub(crate) mod inventory;
+pub(crate) mod man;
 pub(crate) mod measure;
 pub(crate) mod measure_common;
 pub(crate) mod measure_cpu;
@@ -135,5 +141,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),
         Command::Compare(args) => compare::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

@@ -1,0 +1,60 @@
+//! `lowlat man --out DIR`: the manual pages (lowlat(1) and one page per subcommand, e.g.
+//! lowlat-measure-jitter(1)), rendered from the same clap definitions that parse the command
+//! line.
+
+use anyhow::{Context, Result};
+use clap::{Args, CommandFactory};
+use std::path::PathBuf;
+
+use super::output::print;
+use super::{Cli, exit};
+use crate::plan::artifacts::Artifact;
+use crate::plan::write::write_dir;
+
+/// Options of `lowlat man`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat man --out /usr/share/man/man1 --force\n  \
+lowlat man --out /tmp/man && man -l /tmp/man/lowlat-audit.1"
+)]
+pub struct ManArgs {
+    /// Write the pages (lowlat.1, lowlat-SUBCOMMAND.1, ...) into DIR, created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Write into a directory that is not empty, replacing pages of the same name.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs `lowlat man`: writes every page and lists the files written.
+pub(crate) fn run(args: &ManArgs) -> Result<u8> {
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    let mut pages = Vec::new();
+    render_pages(&command, &mut pages)?;
+    let written = write_dir(&args.out, &pages, args.force).context("--out")?;
+    let mut listing = String::new();
+    for path in written {
+        listing.push_str(&format!("{}\n", path.display()));
+    }
+    print(&listing)?;
+    Ok(exit::OK)
+}
+
+/// Appends the page of `command` and of each of its subcommands, depth first, to `pages`.
+fn render_pages(command: &clap::Command, pages: &mut Vec<Artifact>) -> Result<()> {
+    let man = clap_mangen::Man::new(command.clone())
+        .source(concat!("lowlat ", env!("CARGO_PKG_VERSION")));
+    let mut roff = Vec::new();
+    man.render(&mut roff)?;
+    pages.push(Artifact {
+        path: man.get_filename(),
+        install: None,
+        content: String::from_utf8(roff)?,
+    });
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        render_pages(sub, pages)?;
+    }
+    Ok(())
+}

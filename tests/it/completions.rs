@@ -1,0 +1,86 @@
+//! `lowlat completions SHELL` and `lowlat man --out DIR`: generated from the clap definitions,
+//! so they know every subcommand and flag; bash loads the script and completes with it.
+
+use crate::support::lowlat;
+use predicates::prelude::*;
+
+fn completions(shell: &str) -> String {
+    let out = lowlat(&["completions", shell]).assert().success();
+    String::from_utf8(out.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn every_shell_gets_a_script_that_knows_subcommands_and_flags() {
+    let bash = completions("bash");
+    assert!(bash.contains("_lowlat()"), "{bash}");
+    let zsh = completions("zsh");
+    assert!(zsh.starts_with("#compdef lowlat"), "{zsh}");
+    let fish = completions("fish");
+    assert!(fish.contains("complete -c lowlat"), "{fish}");
+    for script in [&bash, &zsh, &fish] {
+        assert!(script.contains("housekeeping-cores"));
+        assert!(script.contains("hwlat"));
+    }
+}
+
+#[test]
+fn bash_completes_subcommands_with_the_script() {
+    let script = completions("bash");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lowlat.bash");
+    std::fs::write(&file, script).unwrap();
+    // What bash offers after `lowlat me` and after `lowlat measure j`.
+    let probe = format!(
+        "source {}; COMP_WORDS=(lowlat me); COMP_CWORD=1; _lowlat lowlat me lowlat; echo \"${{COMPREPLY[*]}}\"; \
+         COMP_WORDS=(lowlat measure j); COMP_CWORD=2; _lowlat lowlat j measure; echo \"${{COMPREPLY[*]}}\"",
+        file.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines, ["measure", "jitter"], "{stdout}");
+}
+
+#[test]
+fn an_unknown_shell_is_refused_with_the_choices() {
+    lowlat(&["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "[possible values: bash, zsh, fish]",
+        ));
+}
+
+#[test]
+fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    lowlat(&["man", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("lowlat-measure-jitter.1"));
+    let top = std::fs::read_to_string(out.join("lowlat.1")).unwrap();
+    assert!(top.contains(".TH lowlat 1"), "{top}");
+    assert!(top.contains("lowlat\\-inventory(1)"), "{top}");
+    let jitter = std::fs::read_to_string(out.join("lowlat-measure-jitter.1")).unwrap();
+    assert!(jitter.contains(".TH lowlat-measure-jitter 1"), "{jitter}");
+    assert!(jitter.contains("threshold"));
+    // The subcommand pages are all there: one per subcommand at every depth.
+    for page in ["lowlat-plan.1", "lowlat-apply.1", "lowlat-measure-hwlat.1"] {
+        assert!(out.join(page).is_file(), "{page} missing");
+    }
+    lowlat(&["man", "--out"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--out").and(predicate::str::contains("not empty")));
+    lowlat(&["man", "--force", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+}
