@@ -68,6 +68,9 @@ pub enum Command {
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
     /// the plan, on screen, as JSON lines, or for Prometheus (HTTP or textfile).
     Watch(watch::WatchArgs),
+    /// Write one self-contained HTML report (charts, tables, the documents themselves) from
+    /// lowlat's JSON documents: machine, audit, plan, verify and every measurement.
+    Report(report::ReportArgs),
 }
 
 pub(crate) mod apply;
@@ -81,6 +84,7 @@ pub(crate) mod measure_mem;
 pub(crate) mod measure_timer;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod snapshot;
 pub(crate) mod values;
@@ -119,5 +123,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Revert(args) => revert::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
+        Command::Report(args) => report::run(&cli, args),
     }
 }

@@ -5,6 +5,7 @@
 
 pub(crate) mod apply;
 pub mod audit;
+pub mod html;
 pub mod inventory;
 pub(crate) mod matrix;
 pub(crate) mod measure;

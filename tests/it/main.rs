@@ -25,5 +25,6 @@ mod plan_defects;
 mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
+mod report_html;
 mod snapshot;
 mod watch;
