@@ -123,8 +123,11 @@ impl Source {
         })
     }
 
-    /// How the report names it: the file, the host and when it was written.
+    /// How legends name it: the file with its directory (`before/jitter.json`, since bundles
+    /// hold files of the same name) and the host.
     pub(crate) fn label(&self) -> String {
-        format!("{} ({})", self.name, self.header.host)
+        let parts: Vec<&str> = self.name.rsplit('/').take(2).collect();
+        let short: Vec<&str> = parts.into_iter().rev().collect();
+        format!("{} ({})", short.join("/"), self.header.host)
     }
 }

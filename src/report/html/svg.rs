@@ -13,8 +13,14 @@ const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 64.0;
 /// Room above the plot area, px.
 const TOP: f64 = 12.0;
-/// Room for the legend on the right, px.
+/// Room for the colour legend right of heat strips and heatmaps, px.
 const RIGHT: f64 = 150.0;
+/// Room right of a plot (its legend is below it), px.
+const PLOT_RIGHT: f64 = 24.0;
+/// Height of one legend line below a plot, px.
+const LEGEND_LINE: f64 = 18.0;
+/// Largest side of a heat-strip cell, px.
+const MAX_CELL: f64 = 24.0;
 /// Room for the x axis labels, px.
 const BOTTOM: f64 = 44.0;
 /// Matrices with more cells than this are drawn as one path per colour level.
@@ -166,12 +172,13 @@ pub(crate) struct Plot<'a> {
 /// Draws `plot`.
 pub(crate) fn plot(plot: &Plot) -> Markup {
     let all = || plot.series.iter().flat_map(|s| s.points.iter());
-    let x = Scale::over(all().map(|p| p.0), plot.x_log, LEFT, WIDTH - RIGHT);
+    let x = Scale::over(all().map(|p| p.0), plot.x_log, LEFT, WIDTH - PLOT_RIGHT);
     let y = Scale::over(all().map(|p| p.1), plot.y_log, TOP + HEIGHT, TOP);
     let count = all().count();
-    let bar = ((WIDTH - RIGHT - LEFT) / (count.max(1) as f64)).clamp(1.0, 8.0);
+    let bar = ((WIDTH - PLOT_RIGHT - LEFT) / (count.max(1) as f64)).clamp(1.0, 8.0);
+    let height = HEIGHT + TOP + BOTTOM + LEGEND_LINE * plot.series.len() as f64;
     html! {
-        svg.chart viewBox=(format!("0 0 {WIDTH} {}", HEIGHT + TOP + BOTTOM)) role="img"
+        svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img"
             aria-label=(plot.title) data-points=(count) {
             (axes(&x, &y, plot.x_label, plot.y_label))
             @for (i, s) in plot.series.iter().enumerate() {
@@ -208,11 +215,12 @@ fn polyline(x: &Scale, y: &Scale, points: &[(f64, f64)]) -> String {
     coords.join(" ")
 }
 
+/// The legend line of series `i`, below the plot.
 fn legend_entry(i: usize, label: &str, colour: &str) -> Markup {
-    let top = TOP + 8.0 + 18.0 * i as f64;
+    let top = TOP + HEIGHT + BOTTOM + 4.0 + LEGEND_LINE * i as f64;
     html! {
-        rect x=(WIDTH - RIGHT + 12.0) y=(top - 8.0) width="10" height="10" fill=(colour) stroke="none" {}
-        text.legend x=(WIDTH - RIGHT + 28.0) y=(top + 1.0) stroke="none" fill="#222" { (label) }
+        rect x=(LEFT) y=(top) width="10" height="10" fill=(colour) stroke="none" {}
+        text.legend x=(LEFT + 16.0) y=(top + 9.0) stroke="none" fill="#222" { (label) }
     }
 }
 
@@ -220,17 +228,17 @@ fn axes(x: &Scale, y: &Scale, x_label: &str, y_label: &str) -> Markup {
     let baseline = TOP + HEIGHT;
     html! {
         g.axes stroke="#888" fill="#222" {
-            line x1=(LEFT) y1=(baseline) x2=(WIDTH - RIGHT) y2=(baseline) {}
+            line x1=(LEFT) y1=(baseline) x2=(x.to) y2=(baseline) {}
             line x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(baseline) {}
             @for t in x.ticks() {
                 line x1=(r1(x.at(t))) y1=(baseline) x2=(r1(x.at(t))) y2=(baseline + 4.0) {}
                 text x=(r1(x.at(t))) y=(baseline + 16.0) text-anchor="middle" stroke="none" { (num(t)) }
             }
             @for t in y.ticks() {
-                line.grid x1=(LEFT) y1=(r1(y.at(t))) x2=(WIDTH - RIGHT) y2=(r1(y.at(t))) {}
+                line.grid x1=(LEFT) y1=(r1(y.at(t))) x2=(x.to) y2=(r1(y.at(t))) {}
                 text x=(LEFT - 6.0) y=(r1(y.at(t) + 4.0)) text-anchor="end" stroke="none" { (num(t)) }
             }
-            text x=((LEFT + WIDTH - RIGHT) / 2.0) y=(baseline + 36.0) text-anchor="middle" stroke="none" { (x_label) }
+            text x=((LEFT + x.to) / 2.0) y=(baseline + 36.0) text-anchor="middle" stroke="none" { (x_label) }
             text x="14" y=(TOP + HEIGHT / 2.0) text-anchor="middle" stroke="none"
                 transform=(format!("rotate(-90 14 {})", TOP + HEIGHT / 2.0)) { (y_label) }
         }
@@ -263,7 +271,7 @@ pub(crate) fn strip(title: &str, cells: &[(u32, f64)], unit: &str) -> Markup {
     let lo = cells.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
     let hi = cells.iter().map(|c| c.1).fold(f64::NEG_INFINITY, f64::max);
     let per_row = 64usize;
-    let cell = (WIDTH - RIGHT - LEFT) / per_row.min(cells.len().max(1)) as f64;
+    let cell = ((WIDTH - RIGHT - LEFT) / per_row.min(cells.len().max(1)) as f64).min(MAX_CELL);
     let rows = cells.len().div_ceil(per_row).max(1);
     let height = rows as f64 * (cell + 14.0) + TOP;
     let label_every = if cells.len() > 32 { 8 } else { 1 };

@@ -134,7 +134,7 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                     thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
                     tbody {
                         @for s in settings {
-                            tr { td { code { (s.id) } } td { code { (s.value) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                            tr { td { code { (s.id) } } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
                         }
                     }
                 }
@@ -163,4 +163,15 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
         });
     }
     Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+/// A value as a table cell shows it: its first line, and how many more there are (whole files
+/// are in the embedded plan).
+fn first_line(value: &str) -> String {
+    let mut lines = value.lines();
+    let first = lines.next().unwrap_or("");
+    match lines.count() {
+        0 => first.to_string(),
+        more => format!("{first} … ({more} more lines)"),
+    }
 }
