@@ -3,14 +3,15 @@
 //! fetch), it reads without JavaScript (charts are inline SVG, each with its table), every
 //! string from a machine is escaped (the templates escape by default), and the same documents
 //! give the same bytes (fixed section order, documents in the order given, one timestamp: the
-//! newest document's).
+//! newest document's). The documents are embedded, compressed, so a report is also an input.
 
+mod embed;
 mod page;
 mod sections;
 mod source;
 mod svg;
 
-pub use page::DOCUMENTS_ID;
+pub use embed::{DOCUMENTS_ID, EmbedError};
 pub use source::{Source, SourceError};
 
 /// The report of `sources`, in the order given.

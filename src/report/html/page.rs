@@ -1,18 +1,16 @@
 //! The page around the sections: the Content-Security-Policy that forbids every fetch, the
 //! inline style, the header with the report's one timestamp, the contents, and the raw
-//! documents embedded as JSON so the report can be rendered again from the file alone.
+//! documents embedded (compressed) so the report can be rendered again from the file alone.
 
 use maud::{DOCTYPE, PreEscaped, html};
 
+use super::embed::{self, DOCUMENTS_ID};
 use super::sections::Section;
 use super::source::Source;
 
 /// Nothing may be fetched, run or framed; only the inline style applies.
 const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
-
-/// The id of the `<script type="application/json">` element holding the documents.
-pub const DOCUMENTS_ID: &str = "lowlat-documents";
 
 const STYLE: &str = "
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 0 auto; max-width: 1100px; padding: 0 16px 48px; }
@@ -70,9 +68,9 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                 }
                 section id="documents" {
                     h2 { "Documents" }
-                    p { "Every document below is embedded whole in this file (a "
-                        code { "script" } " element of type " code { "application/json" } " with id "
-                        code { (DOCUMENTS_ID) } "), so the report can be rendered again from it." }
+                    p { "Every document below is embedded whole in this file (the element with id "
+                        code { (DOCUMENTS_ID) } ": JSON, zstd, base64), so the report can be rendered again: "
+                        code { "lowlat report this.html -o new.html" } "." }
                     table {
                         thead { tr { th { "file" } th { "kind" } th { "schema" } th { "host" } th { "written by" } } }
                         tbody {
@@ -83,7 +81,7 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                         }
                     }
                 }
-                script type="application/json" id=(DOCUMENTS_ID) { (PreEscaped(embedded(sources))) }
+                (PreEscaped(embed::pack(sources.iter().map(|s| (s.name.as_str(), &s.value)))))
             }
         }
     };
@@ -97,17 +95,4 @@ fn latest(sources: &[Source]) -> String {
         .filter_map(|s| s.header.created.parse::<jiff::Timestamp>().ok())
         .max()
         .map_or_else(|| "unknown".to_string(), |t| t.to_string())
-}
-
-/// The documents as one JSON array of `{"name", "document"}`, safe inside a `<script>`
-/// element: every `<` is written `\u003c` (which JSON reads back as the same character), so
-/// no `</script>` or `<!--` can occur in it.
-fn embedded(sources: &[Source]) -> String {
-    let docs: Vec<serde_json::Value> = sources
-        .iter()
-        .map(|s| serde_json::json!({ "name": s.name, "document": s.value }))
-        .collect();
-    serde_json::Value::Array(docs)
-        .to_string()
-        .replace('<', "\\u003c")
 }

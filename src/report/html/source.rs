@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::embed::{self, EmbedError};
 use crate::document::{Header, Kind};
 
 /// One document read for the report.
@@ -21,6 +22,14 @@ pub struct Source {
 /// Why a file cannot go into a report.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// A report whose embedded documents cannot be read.
+    #[error("{name}: {error}")]
+    Embedded {
+        /// The report file.
+        name: String,
+        /// What is wrong with it.
+        error: EmbedError,
+    },
     /// Not JSON.
     #[error("{name}: not a JSON document ({error}); give files written by lowlat --json")]
     Json {
@@ -72,8 +81,19 @@ pub enum SourceError {
 }
 
 impl Source {
-    /// Reads the documents in `text`: one JSON document, or one per non-empty line.
+    /// Reads the documents in `text`: one JSON document, one per non-empty line, or the
+    /// documents embedded in a report (each keeps the name it had there).
     pub fn parse_all(name: &str, text: &str) -> Result<Vec<Source>, SourceError> {
+        if text.trim_start().starts_with("<!DOCTYPE html>") {
+            let documents = embed::unpack(text).map_err(|error| SourceError::Embedded {
+                name: name.to_string(),
+                error,
+            })?;
+            return documents
+                .into_iter()
+                .map(|(name, value)| Source::from_value(name, value))
+                .collect();
+        }
         match serde_json::from_str::<Value>(text) {
             Ok(value) => Ok(vec![Source::from_value(name.to_string(), value)?]),
             Err(error) if text.trim().lines().nth(1).is_none() => Err(SourceError::Json {
