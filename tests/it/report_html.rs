@@ -21,6 +21,7 @@ fn measurements() -> Vec<PathBuf> {
         "membw.json",
         "memlat.json",
         "freq.json",
+        "watch.jsonl",
     ]
     .iter()
     .map(|name| dir.join(name))
@@ -62,8 +63,8 @@ fn report(inputs: &[PathBuf], out: &Path) -> String {
 }
 
 /// Every section the full set of documents gives.
-const SECTIONS: [&str; 9] = [
-    "machine", "audit", "plan", "jitter", "timer", "c2c", "membw", "memlat", "freq",
+const SECTIONS: [&str; 10] = [
+    "machine", "audit", "plan", "jitter", "timer", "watch", "c2c", "membw", "memlat", "freq",
 ];
 
 /// Each `<svg …data-points="N">…</svg>` of `html` with the number of `class="pt"` marks in it.
