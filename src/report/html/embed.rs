@@ -7,7 +7,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::io::Read;
 
 /// The id of the element that holds the documents.
@@ -20,13 +20,16 @@ fn opening() -> String {
     )
 }
 
-/// The documents, `(name, document)` in order, as the element's whole markup. Base64 has no
-/// `<`, so nothing in it can close the element.
-pub(crate) fn pack<'a>(documents: impl Iterator<Item = (&'a str, &'a Value)>) -> String {
-    let array: Vec<Value> = documents
-        .map(|(name, document)| serde_json::json!({ "name": name, "document": document }))
+/// The documents, `(name, JSON text)` in order, as the element's whole markup; each text goes
+/// in as it was read. Base64 has no `<`, so nothing in it can close the element.
+pub(crate) fn pack<'a>(documents: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let entries: Vec<String> = documents
+        .map(|(name, raw)| {
+            let name = serde_json::Value::from(name);
+            format!("{{\"name\":{name},\"document\":{raw}}}")
+        })
         .collect();
-    let json = Value::Array(array).to_string();
+    let json = format!("[{}]", entries.join(","));
     let compressed = ruzstd::encoding::compress_to_vec(
         json.as_bytes(),
         ruzstd::encoding::CompressionLevel::Fastest,
@@ -47,8 +50,8 @@ pub enum EmbedError {
     Damaged(String),
 }
 
-/// The `(name, document)` pairs packed into `html` by [`pack`].
-pub(crate) fn unpack(html: &str) -> Result<Vec<(String, Value)>, EmbedError> {
+/// The `(name, JSON text)` pairs packed into `html` by [`pack`].
+pub(crate) fn unpack(html: &str) -> Result<Vec<(String, String)>, EmbedError> {
     let open = opening();
     let start = html.find(&open).ok_or(EmbedError::Missing)? + open.len();
     let end = start + html[start..].find("</script>").ok_or(EmbedError::Missing)?;
@@ -62,12 +65,16 @@ pub(crate) fn unpack(html: &str) -> Result<Vec<(String, Value)>, EmbedError> {
         .read_to_end(&mut json)
         .map_err(|e| damaged(&e))?;
     #[derive(serde::Deserialize)]
-    struct Entry {
+    struct Entry<'a> {
         name: String,
-        document: Value,
+        #[serde(borrow)]
+        document: &'a RawValue,
     }
     let entries: Vec<Entry> = serde_json::from_slice(&json).map_err(|e| damaged(&e))?;
-    Ok(entries.into_iter().map(|e| (e.name, e.document)).collect())
+    Ok(entries
+        .into_iter()
+        .map(|e| (e.name, e.document.get().to_string()))
+        .collect())
 }
 
 #[cfg(test)]
@@ -76,10 +83,13 @@ mod tests {
 
     #[test]
     fn documents_come_back_as_packed() {
-        let doc = serde_json::json!({ "kind": "inventory", "host": "</script><b>" });
-        let html = format!("<p>x</p>{}<p>y</p>", pack([("a.json", &doc)].into_iter()));
+        let doc = r#"{ "kind": "inventory", "host": "</script><b>" }"#;
+        let html = format!("<p>x</p>{}<p>y</p>", pack([("a\"b.json", doc)].into_iter()));
         assert_eq!(html.matches("</script>").count(), 1);
-        assert_eq!(unpack(&html).unwrap(), vec![("a.json".to_string(), doc)]);
+        assert_eq!(
+            unpack(&html).unwrap(),
+            vec![("a\"b.json".to_string(), doc.to_string())]
+        );
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! The documents a report is made of: any lowlat JSON document (one per file, or one per line
 //! for `watch --json` streams), told apart by the envelope's `kind`.
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::embed::{self, EmbedError};
 use crate::document::{Header, Kind};
@@ -15,8 +14,8 @@ pub struct Source {
     pub name: String,
     /// Its envelope.
     pub header: Header,
-    /// The whole document, as read.
-    pub value: Value,
+    /// The whole document, as read (its JSON text, untouched).
+    pub raw: String,
 }
 
 /// Why a file cannot go into a report.
@@ -91,11 +90,14 @@ impl Source {
             })?;
             return documents
                 .into_iter()
-                .map(|(name, value)| Source::from_value(name, value))
+                .map(|(name, raw)| Source::from_raw(name, raw))
                 .collect();
         }
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => Ok(vec![Source::from_value(name.to_string(), value)?]),
+        match serde_json::from_str::<&RawValue>(text) {
+            Ok(raw) => Ok(vec![Source::from_raw(
+                name.to_string(),
+                raw.get().to_string(),
+            )?]),
             Err(error) if text.trim().lines().nth(1).is_none() => Err(SourceError::Json {
                 name: name.to_string(),
                 error,
@@ -106,8 +108,8 @@ impl Source {
                 .filter(|(_, line)| !line.trim().is_empty())
                 .map(|(i, line)| {
                     let name = format!("{name}:{}", i + 1);
-                    match serde_json::from_str(line) {
-                        Ok(value) => Source::from_value(name, value),
+                    match serde_json::from_str::<&RawValue>(line) {
+                        Ok(raw) => Source::from_raw(name, raw.get().to_string()),
                         Err(error) => Err(SourceError::Json { name, error }),
                     }
                 })
@@ -115,11 +117,12 @@ impl Source {
         }
     }
 
-    fn from_value(name: String, value: Value) -> Result<Source, SourceError> {
-        let header = Header::deserialize(&value).map_err(|error| SourceError::Envelope {
-            name: name.clone(),
-            error,
-        })?;
+    fn from_raw(name: String, raw: String) -> Result<Source, SourceError> {
+        let header =
+            serde_json::from_str::<Header>(&raw).map_err(|error| SourceError::Envelope {
+                name: name.clone(),
+                error,
+            })?;
         if header.schema_version > header.kind.schema_version() {
             return Err(SourceError::Version {
                 name,
@@ -127,16 +130,13 @@ impl Source {
                 found: header.schema_version,
             });
         }
-        Ok(Source {
-            name,
-            header,
-            value,
-        })
+        Ok(Source { name, header, raw })
     }
 
     /// The body as the view `T` a section draws.
     pub(crate) fn view<T: DeserializeOwned>(&self) -> Result<T, SourceError> {
-        serde_path_to_error::deserialize(&self.value).map_err(|error| SourceError::Body {
+        let mut json = serde_json::Deserializer::from_str(&self.raw);
+        serde_path_to_error::deserialize(&mut json).map_err(|error| SourceError::Body {
             name: self.name.clone(),
             kind: self.header.kind,
             error,
