@@ -21,12 +21,13 @@ fn opening() -> String {
 }
 
 /// The documents, `(name, JSON text)` in order, as the element's whole markup; each text goes
-/// in as it was read. Base64 has no `<`, so nothing in it can close the element.
+/// in as it was read, less the whitespace between tokens (keys keep their order, numbers their
+/// digits). Base64 has no `<`, so nothing in it can close the element.
 pub(crate) fn pack<'a>(documents: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let entries: Vec<String> = documents
         .map(|(name, raw)| {
             let name = serde_json::Value::from(name);
-            format!("{{\"name\":{name},\"document\":{raw}}}")
+            format!("{{\"name\":{name},\"document\":{}}}", minify(raw))
         })
         .collect();
     let json = format!("[{}]", entries.join(","));
@@ -35,6 +36,27 @@ pub(crate) fn pack<'a>(documents: impl Iterator<Item = (&'a str, &'a str)>) -> S
         ruzstd::encoding::CompressionLevel::Fastest,
     );
     format!("{}{}</script>", opening(), STANDARD.encode(compressed))
+}
+
+/// `json` (valid JSON) without whitespace outside its strings.
+fn minify(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Why the documents of a report cannot be read back.
@@ -88,8 +110,17 @@ mod tests {
         assert_eq!(html.matches("</script>").count(), 1);
         assert_eq!(
             unpack(&html).unwrap(),
-            vec![("a\"b.json".to_string(), doc.to_string())]
+            vec![(
+                "a\"b.json".to_string(),
+                r#"{"kind":"inventory","host":"</script><b>"}"#.to_string()
+            )]
         );
+    }
+
+    #[test]
+    fn minifying_keeps_strings_and_order() {
+        let json = "{ \"b\" : [1, 2.50],\n  \"a\": \"x \\\" y\\\\\" , \"c\": \" \" }";
+        assert_eq!(minify(json), r#"{"b":[1,2.50],"a":"x \" y\\","c":" "}"#);
     }
 
     #[test]
