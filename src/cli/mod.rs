@@ -82,6 +82,9 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Write the manual pages (lowlat.1 and one per subcommand) into a directory.
     Man(man::ManArgs),
+    /// Write one self-contained HTML report (charts, tables, the documents themselves) from
+    /// lowlat's JSON documents: machine, audit, plan, verify and every measurement.
+    Report(report::ReportArgs),
 }
 
 pub(crate) mod apply;
@@ -100,6 +103,7 @@ pub(crate) mod measure_mem;
 pub(crate) mod measure_timer;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod snapshot;
 pub(crate) mod values;
@@ -143,5 +147,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Compare(args) => compare::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Report(args) => report::run(&cli, args),
     }
 }

@@ -29,6 +29,7 @@ mod plan_defects;
 mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
+mod report_html;
 mod snapshot;
 mod vm;
 mod watch;

@@ -1,0 +1,89 @@
+//! `lowlat report`: the self-contained HTML report of lowlat's JSON documents.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+use super::{Cli, exit};
+use crate::report::html::{self, Source};
+
+/// Options of `lowlat report`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat inventory --json > inventory.json\n  lowlat audit --json > audit.json\n  \
+lowlat measure jitter --duration 60s --json > jitter.json\n  lowlat report inventory.json audit.json jitter.json -o report.html\n  \
+lowlat report bundle/ before/jitter.json -o report.html\n\n\
+The report draws what its documents allow: the machine and its topology (inventory), audit findings by layer \
+(audit), the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance \
+curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
+over time (watch --json), the core-to-core heatmap (measure c2c), the membw and memlat node matrices and the \
+memlat curve, and the frequency per CPU (measure freq). The file needs nothing outside itself: open it in any \
+browser, offline, with JavaScript off. The documents are embedded whole.\n\n\
+Exit codes: 0 the report was written, 2 a file could not be read or is not a lowlat document."
+)]
+pub struct ReportArgs {
+    /// lowlat JSON documents (`--json` output, one per file, or one per line as `watch --json`
+    /// writes), or directories of them (every `*.json` and `*.jsonl` file in it, by name).
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where to write the HTML (`-` for stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// Runs `lowlat report`.
+pub(crate) fn run(_cli: &Cli, args: &ReportArgs) -> Result<u8> {
+    let mut sources = Vec::new();
+    for input in &args.inputs {
+        for file in files(input)? {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("{}: cannot read it", file.display()))?;
+            sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
+        }
+    }
+    let page = html::render(&sources)?;
+    if args.output == Path::new("-") {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(page.as_bytes())?;
+        stdout.flush()?;
+    } else {
+        std::fs::write(&args.output, page)
+            .with_context(|| format!("-o {}: cannot write the report", args.output.display()))?;
+    }
+    Ok(exit::OK)
+}
+
+/// The files of one input: itself, or a directory's `*.json` and `*.jsonl` files by name.
+fn files(input: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(input).with_context(|| {
+        format!(
+            "{}: cannot read it (give a file or a directory)",
+            input.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        return Ok(vec![input.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(input).with_context(|| format!("{}: cannot list it", input.display()))?
+    {
+        let path = entry?.path();
+        let json = path
+            .extension()
+            .is_some_and(|e| e == "json" || e == "jsonl");
+        if json && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        bail!(
+            "{}: no *.json or *.jsonl file in this directory; give lowlat documents or a bundle of them",
+            input.display()
+        );
+    }
+    Ok(files)
+}

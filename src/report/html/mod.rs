@@ -1,0 +1,21 @@
+//! `lowlat report`: one self-contained HTML file from lowlat's JSON documents. Nothing in it
+//! refers to anything outside it (no URL of any kind; a Content-Security-Policy forbids every
+//! fetch), it reads without JavaScript (charts are inline SVG, each with its table), every
+//! string from a machine is escaped (the templates escape by default), and the same documents
+//! give the same bytes (fixed section order, documents in the order given, one timestamp: the
+//! newest document's). The documents are embedded, compressed, so a report is also an input.
+
+mod embed;
+mod page;
+mod sections;
+mod source;
+mod svg;
+
+pub use embed::{DOCUMENTS_ID, EmbedError};
+pub use source::{Source, SourceError};
+
+/// The report of `sources`, in the order given.
+pub fn render(sources: &[Source]) -> Result<String, SourceError> {
+    let sections = sections::all(sources)?;
+    Ok(page::page(sources, &sections))
+}

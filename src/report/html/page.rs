@@ -1,0 +1,98 @@
+//! The page around the sections: the Content-Security-Policy that forbids every fetch, the
+//! inline style, the header with the report's one timestamp, the contents, and the raw
+//! documents embedded (compressed) so the report can be rendered again from the file alone.
+
+use maud::{DOCTYPE, PreEscaped, html};
+
+use super::embed::{self, DOCUMENTS_ID};
+use super::sections::Section;
+use super::source::Source;
+
+/// Nothing may be fetched, run or framed; only the inline style applies.
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+
+const STYLE: &str = "
+body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 0 auto; max-width: 1100px; padding: 0 16px 48px; }
+header { border-bottom: 2px solid #0072b2; margin-bottom: 12px; }
+h1 { font-size: 22px; margin: 16px 0 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ccc; margin-top: 32px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }
+thead th { background: #f0f0f0; }
+table.facts th { background: #f7f7f7; width: 11em; }
+table.matrix td { text-align: right; }
+caption { text-align: left; font-weight: 600; padding: 2px 0; }
+figure { margin: 12px 0 20px; }
+figcaption { font-size: 13px; color: #444; }
+svg.chart { width: 100%; height: auto; max-width: 1000px; display: block; font-size: 11px; }
+svg .grid { stroke: #eee; }
+details summary { cursor: pointer; color: #0072b2; font-size: 13px; }
+p.from { color: #555; margin: 14px 0 4px; }
+tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
+tr.status-warn td:first-child { color: #a60; font-weight: 600; }
+nav ol { columns: 3; }
+";
+
+/// The whole page.
+pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
+    let mut hosts: Vec<&str> = sources.iter().map(|s| s.header.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let title = format!("lowlat report: {}", hosts.join(", "));
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(CSP);
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    h1 { (title) }
+                    p { (sources.len()) " documents, the latest written " time { (latest(sources)) }
+                        " (UTC), by lowlat " (env!("CARGO_PKG_VERSION")) "." }
+                }
+                nav {
+                    ol {
+                        @for s in sections { li { a href=(format!("#{}", s.id)) { (s.title) } } }
+                        li { a href="#documents" { "Documents" } }
+                    }
+                }
+                @for s in sections {
+                    section id=(s.id) { h2 { (s.title) } (s.body) }
+                }
+                section id="documents" {
+                    h2 { "Documents" }
+                    p { "Every document below is embedded whole in this file (the element with id "
+                        code { (DOCUMENTS_ID) } ": JSON, zstd, base64), so the report can be rendered again: "
+                        code { "lowlat report this.html -o new.html" } "." }
+                    table {
+                        thead { tr { th { "file" } th { "kind" } th { "schema" } th { "host" } th { "written by" } } }
+                        tbody {
+                            @for s in sources {
+                                tr { td { code { (s.name) } } td { (s.header.kind.to_string()) } td { (s.header.schema_version) }
+                                     td { (s.header.host) } td { (s.header.tool.name) " " (s.header.tool.version) } }
+                            }
+                        }
+                    }
+                }
+                (PreEscaped(embed::pack(sources.iter().map(|s| (s.name.as_str(), s.raw.as_str())))))
+            }
+        }
+    };
+    markup.into_string()
+}
+
+/// The newest `created` of the documents: the report's one timestamp.
+fn latest(sources: &[Source]) -> String {
+    sources
+        .iter()
+        .filter_map(|s| s.header.created.parse::<jiff::Timestamp>().ok())
+        .max()
+        .map_or_else(|| "unknown".to_string(), |t| t.to_string())
+}

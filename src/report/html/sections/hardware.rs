@@ -1,0 +1,268 @@
+//! The hardware measurements: core-to-core latency as a heatmap (CPUs in the engine's order:
+//! package, node, L3 group), the membw node × node matrix, the memory-latency curve over
+//! working-set size (log x) and the effective frequency per CPU.
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::{figure, from};
+use crate::report::html::source::{Source, SourceError};
+use crate::report::html::svg::{self, Mark, Plot, Series, num};
+
+/// Matrices whose cells are also given as a table (larger ones: by class, and in the embedded
+/// document).
+const MATRIX_TABLE_MAX: usize = 64;
+
+#[derive(Deserialize)]
+struct Measure<T> {
+    result: T,
+}
+
+/// A matrix as the engines write it (`crate::measure::matrix::Matrix`).
+#[derive(Deserialize)]
+struct Matrix {
+    row_kind: String,
+    column_kind: String,
+    rows: Vec<String>,
+    columns: Vec<String>,
+    values: Vec<Vec<Option<f64>>>,
+}
+
+#[derive(Deserialize)]
+struct C2c {
+    run: C2cRun,
+    by_class: Vec<ClassLatency>,
+    group_breaks: Vec<usize>,
+}
+
+#[derive(Deserialize)]
+struct C2cRun {
+    matrix_mean_ns: Matrix,
+}
+
+#[derive(Deserialize)]
+struct ClassLatency {
+    class: serde_json::Value,
+    pairs: usize,
+    mean_ns: f64,
+    min_ns: f64,
+    max_ns: f64,
+}
+
+#[derive(Deserialize)]
+struct Membw {
+    system: StreamRun,
+    node_matrix: Option<NodeBandwidth>,
+}
+
+#[derive(Deserialize)]
+struct StreamRun {
+    kernels: Vec<KernelRate>,
+}
+
+#[derive(Deserialize)]
+struct KernelRate {
+    kernel: serde_json::Value,
+    best_rate_mb_per_s: f64,
+}
+
+#[derive(Deserialize)]
+struct NodeBandwidth {
+    triad_best_mb_per_s: Matrix,
+}
+
+#[derive(Deserialize)]
+struct Memlat {
+    curve: ChaseRun,
+    node_matrix: Option<NodeLatency>,
+}
+
+#[derive(Deserialize)]
+struct ChaseRun {
+    cpu: u32,
+    points: Vec<ChasePoint>,
+}
+
+#[derive(Deserialize)]
+struct ChasePoint {
+    size_bytes: u64,
+    latency_ns: Median,
+}
+
+#[derive(Deserialize)]
+struct Median {
+    median: f64,
+}
+
+#[derive(Deserialize)]
+struct NodeLatency {
+    size_bytes: u64,
+    median_ns: Matrix,
+}
+
+#[derive(Deserialize)]
+struct Freq {
+    cpus: Vec<CpuFreq>,
+}
+
+#[derive(Deserialize)]
+struct CpuFreq {
+    cpu: u32,
+    effective_mhz: Median,
+}
+
+/// A JSON value (an enum's name) as text.
+fn name(value: &serde_json::Value) -> String {
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_string)
+}
+
+fn matrix_figure(caption: &str, m: &Matrix, breaks: &[usize], unit: &str) -> Markup {
+    let chart = svg::heatmap(caption, &m.rows, &m.columns, &m.values, breaks, unit);
+    let table = if m.rows.len().max(m.columns.len()) <= MATRIX_TABLE_MAX {
+        html! {
+            table.matrix {
+                thead { tr { th { (m.row_kind) " \\ " (m.column_kind) } @for c in &m.columns { th { (c) } } } }
+                tbody {
+                    @for (label, row) in m.rows.iter().zip(&m.values) {
+                        tr { th { (label) } @for v in row { td { @if let Some(v) = v { (num(*v)) } } } }
+                    }
+                }
+            }
+        }
+    } else {
+        html! { p { (m.rows.len()) " × " (m.columns.len()) " cells: the values are in the embedded document." } }
+    };
+    figure(caption, chart, table)
+}
+
+/// Core-to-core latency per document.
+pub(super) fn c2c(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let doc: Measure<C2c> = source.view()?;
+        let c2c = doc.result;
+        parts.push(html! {
+            (from(source))
+            (matrix_figure("Mean one-way core-to-core latency (ns), CPUs grouped by package, node and L3",
+                &c2c.run.matrix_mean_ns, &c2c.group_breaks, "ns"))
+            table {
+                caption { "By relation of the two CPUs" }
+                thead { tr { th { "relation" } th { "pairs" } th { "mean (ns)" } th { "min (ns)" } th { "max (ns)" } } }
+                tbody {
+                    @for c in &c2c.by_class {
+                        tr { td { (name(&c.class)) } td { (c.pairs) } td { (num(c.mean_ns)) } td { (num(c.min_ns)) } td { (num(c.max_ns)) } }
+                    }
+                }
+            }
+        });
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+/// STREAM rates and the node matrix per document.
+pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let doc: Measure<Membw> = source.view()?;
+        let m = doc.result;
+        parts.push(html! {
+            (from(source))
+            table {
+                caption { "Best rate over all chosen CPUs" }
+                thead { tr { th { "kernel" } th { "best rate (MB/s)" } } }
+                tbody { @for k in &m.system.kernels { tr { td { (name(&k.kernel)) } td { (num(k.best_rate_mb_per_s)) } } } }
+            }
+            @if let Some(nodes) = &m.node_matrix {
+                (matrix_figure("Triad best rate (MB/s), CPUs of a node (row) reading memory of a node (column)",
+                    &nodes.triad_best_mb_per_s, &[], "MB/s"))
+            }
+        });
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+/// The latency curves (overlaid, log x) and node matrices.
+pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut docs = Vec::new();
+    for source in sources {
+        let doc: Measure<Memlat> = source.view()?;
+        docs.push((*source, doc.result));
+    }
+    let series: Vec<Series> = docs
+        .iter()
+        .map(|(source, m)| Series {
+            label: format!("{}, CPU {}", source.label(), m.curve.cpu),
+            points: m
+                .curve
+                .points
+                .iter()
+                .map(|p| (p.size_bytes as f64 / 1024.0, p.latency_ns.median))
+                .collect(),
+        })
+        .collect();
+    let title = "Memory latency over working-set size (median ns per load, log size axis)";
+    Ok(Some(html! {
+        @for (source, _) in &docs { (from(source)) }
+        (figure(title, svg::plot(&Plot { title, x_label: "working set (KiB, log)", y_label: "latency (ns)",
+            x_log: true, y_log: false, mark: Mark::Lines, series: &series }), html! {
+            @for s in &series {
+                table {
+                    caption { (s.label) }
+                    thead { tr { th { "working set (KiB)" } th { "median latency (ns)" } } }
+                    tbody { @for (x, y) in &s.points { tr { td { (num(*x)) } td { (num(*y)) } } } }
+                }
+            }
+        }))
+        @for (_, m) in &docs {
+            @if let Some(nodes) = &m.node_matrix {
+                (matrix_figure(&format!("Median latency (ns) at {} KiB, CPU node (row) × memory node (column)",
+                    nodes.size_bytes / 1024), &nodes.median_ns, &[], "ns"))
+            }
+        }
+    }))
+}
+
+/// Effective frequency per CPU, overlaid across documents.
+pub(super) fn freq(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut series = Vec::new();
+    for source in sources {
+        let doc: Measure<Freq> = source.view()?;
+        series.push(Series {
+            label: source.label(),
+            points: doc
+                .result
+                .cpus
+                .iter()
+                .map(|c| (f64::from(c.cpu), c.effective_mhz.median))
+                .collect(),
+        });
+    }
+    let title = "Effective frequency per CPU (median MHz)";
+    Ok(Some(html! {
+        @for source in sources { (from(source)) }
+        (figure(title, svg::plot(&Plot { title, x_label: "CPU", y_label: "MHz",
+            x_log: false, y_log: false, mark: Mark::Bars, series: &series }), html! {
+            @for s in &series {
+                table {
+                    caption { (s.label) }
+                    thead { tr { th { "CPU" } th { "median (MHz)" } } }
+                    tbody { @for (x, y) in &s.points { tr { td { (num(*x)) } td { (num(*y)) } } } }
+                }
+            }
+        }))
+    }))
+}

@@ -1,0 +1,344 @@
+//! Latency distributions: jitter (interruptions of a busy loop) and timer wake-ups. Per
+//! document, all measured CPUs together: a histogram in 1 µs bins on a log count axis (the
+//! OSADL convention, so single worst cases stay visible) and the exceedance curve (CCDF);
+//! documents of the same kind are overlaid. Per CPU: a heat strip of the maximum and a table.
+//! Watch samples give the interruptions over time.
+
+use std::collections::BTreeMap;
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::{figure, from};
+use crate::report::html::source::{Source, SourceError};
+use crate::report::html::svg::{self, Mark, Plot, Series, num};
+
+#[derive(Deserialize)]
+struct Measure<T> {
+    result: T,
+}
+
+#[derive(Deserialize)]
+struct Histogram {
+    /// `[highest value of the bucket, ns; count]`.
+    buckets: Vec<(u64, u64)>,
+}
+
+#[derive(Deserialize)]
+struct Jitter {
+    threshold_ns: u64,
+    cpus: Vec<JitterCpu>,
+}
+
+#[derive(Deserialize)]
+struct JitterCpu {
+    cpu: u32,
+    setup_error: Option<String>,
+    runtime_ns: u64,
+    interruptions: u64,
+    per_second: f64,
+    stats_ns: JitterStats,
+    histogram: Histogram,
+    attribution: Option<Attribution>,
+}
+
+#[derive(Deserialize)]
+struct JitterStats {
+    median: u64,
+    p99: u64,
+    max: u64,
+}
+
+#[derive(Deserialize)]
+struct Attribution {
+    irqs: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct EventCount {
+    source: String,
+    count: u64,
+}
+
+#[derive(Deserialize)]
+struct Timer {
+    interval_ns: u64,
+    cpus: Vec<TimerCpu>,
+}
+
+#[derive(Deserialize)]
+struct TimerCpu {
+    cpu: u32,
+    setup_error: Option<String>,
+    samples: u64,
+    max_ns: u64,
+    percentiles_ns: TimerPercentiles,
+    histogram: Histogram,
+}
+
+#[derive(Deserialize)]
+struct TimerPercentiles {
+    p50: u64,
+    p99: u64,
+}
+
+/// One CPU's distribution, as both engines give it.
+struct CpuDistribution {
+    cpu: u32,
+    /// Events in the histogram.
+    events: u64,
+    median_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+    buckets: Vec<(u64, u64)>,
+    /// Engine-specific cells of the per-CPU table, after the common ones.
+    extra: Vec<String>,
+}
+
+/// The jitter section.
+pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    let mut runs = Vec::new();
+    for source in sources {
+        let doc: Measure<Jitter> = source.view()?;
+        let cpus = doc
+            .result
+            .cpus
+            .into_iter()
+            .filter(|c| c.setup_error.is_none())
+            .map(|c| CpuDistribution {
+                cpu: c.cpu,
+                events: c.interruptions,
+                median_ns: c.stats_ns.median,
+                p99_ns: c.stats_ns.p99,
+                max_ns: c.stats_ns.max,
+                buckets: c.histogram.buckets,
+                extra: vec![
+                    num(c.runtime_ns as f64 / 1e9),
+                    num(c.per_second),
+                    c.attribution.as_ref().map_or(String::new(), top_irqs),
+                ],
+            })
+            .collect();
+        let note = format!(
+            "Interruptions: gaps of the busy loop at or above {} µs.",
+            num(doc.result.threshold_ns as f64 / 1e3)
+        );
+        runs.push((*source, note, cpus));
+    }
+    Ok(distributions(
+        &runs,
+        "interruption",
+        &["runtime (s)", "per second", "top IRQ sources"],
+    ))
+}
+
+/// The timer section.
+pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    let mut runs = Vec::new();
+    for source in sources {
+        let doc: Measure<Timer> = source.view()?;
+        let cpus = doc
+            .result
+            .cpus
+            .into_iter()
+            .filter(|c| c.setup_error.is_none())
+            .map(|c| CpuDistribution {
+                cpu: c.cpu,
+                events: c.samples,
+                median_ns: c.percentiles_ns.p50,
+                p99_ns: c.percentiles_ns.p99,
+                max_ns: c.max_ns,
+                buckets: c.histogram.buckets,
+                extra: Vec::new(),
+            })
+            .collect();
+        let note = format!(
+            "Wake-up latency of a timer every {} µs.",
+            num(doc.result.interval_ns as f64 / 1e3)
+        );
+        runs.push((*source, note, cpus));
+    }
+    Ok(distributions(&runs, "wake-up", &[]))
+}
+
+/// The three IRQ sources that hit a CPU most during the run.
+fn top_irqs(attribution: &Attribution) -> String {
+    let Ok(mut counts) = Vec::<EventCount>::deserialize(&attribution.irqs) else {
+        return String::new();
+    };
+    counts.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.source.cmp(&b.source)));
+    let top: Vec<String> = counts
+        .iter()
+        .take(3)
+        .map(|e| format!("{} ×{}", e.source, e.count))
+        .collect();
+    top.join(", ")
+}
+
+/// Events per 1 µs bin, all CPUs of a run together.
+fn bins(cpus: &[CpuDistribution]) -> BTreeMap<u64, u64> {
+    let mut bins = BTreeMap::new();
+    for (ns, count) in cpus.iter().flat_map(|c| c.buckets.iter()) {
+        *bins.entry(ns / 1000).or_insert(0) += count;
+    }
+    bins
+}
+
+/// The fraction of events at or above each bin.
+fn ccdf(bins: &BTreeMap<u64, u64>) -> Vec<(f64, f64)> {
+    let total: u64 = bins.values().sum();
+    let mut above = total;
+    let mut points = Vec::with_capacity(bins.len());
+    for (&us, &count) in bins {
+        points.push((us as f64, above as f64 / total as f64));
+        above -= count;
+    }
+    points
+}
+
+fn distributions(
+    runs: &[(&Source, String, Vec<CpuDistribution>)],
+    event: &str,
+    extra_headers: &[&str],
+) -> Option<Markup> {
+    if runs.is_empty() {
+        return None;
+    }
+    let binned: Vec<BTreeMap<u64, u64>> = runs.iter().map(|r| bins(&r.2)).collect();
+    let histograms: Vec<Series> = runs
+        .iter()
+        .zip(&binned)
+        .map(|(r, b)| Series {
+            label: r.0.label(),
+            points: b.iter().map(|(&us, &n)| (us as f64, n as f64)).collect(),
+        })
+        .collect();
+    let ccdfs: Vec<Series> = runs
+        .iter()
+        .zip(&binned)
+        .filter(|(_, b)| !b.is_empty())
+        .map(|(r, b)| Series {
+            label: r.0.label(),
+            points: ccdf(b),
+        })
+        .collect();
+    let hist_title = format!("Histogram of {event} latency, 1 µs bins, log count axis");
+    let ccdf_title = format!("Exceedance (CCDF): fraction of {event}s at or above each latency");
+    Some(html! {
+        @for (source, note, _) in runs { (from(source)) p { (note) } }
+        (figure(&hist_title,
+            svg::plot(&Plot { title: &hist_title, x_label: "latency (µs, 1 µs bins)", y_label: "events (log)",
+                x_log: false, y_log: true, mark: Mark::Bars, series: &histograms }),
+            series_table(&histograms, "bin (µs)", "events")))
+        (figure(&ccdf_title,
+            svg::plot(&Plot { title: &ccdf_title, x_label: "latency (µs)", y_label: "fraction ≥ x (log)",
+                x_log: false, y_log: true, mark: Mark::Lines, series: &ccdfs }),
+            series_table(&ccdfs, "latency (µs)", "fraction at or above")))
+        @for (source, _, cpus) in runs {
+            @let strip_title = format!("Maximum {event} latency per CPU, {}", source.label());
+            @let cells: Vec<(u32, f64)> = cpus.iter().map(|c| (c.cpu, c.max_ns as f64 / 1e3)).collect();
+            (figure(&strip_title, svg::strip(&strip_title, &cells, "µs"), html! {
+                table {
+                    thead { tr { th { "CPU" } th { "events" } th { "median (µs)" } th { "p99 (µs)" } th { "max (µs)" }
+                        @for h in extra_headers { th { (h) } } } }
+                    tbody {
+                        @for c in cpus {
+                            tr { td { (c.cpu) } td { (c.events) } td { (num(c.median_ns as f64 / 1e3)) }
+                                 td { (num(c.p99_ns as f64 / 1e3)) } td { (num(c.max_ns as f64 / 1e3)) }
+                                 @for cell in &c.extra { td { (cell) } } }
+                        }
+                    }
+                }
+            }))
+        }
+    })
+}
+
+/// The points of overlaid series as one table: a row per point, a column per series.
+fn series_table(series: &[Series], x: &str, y: &str) -> Markup {
+    html! {
+        @for s in series {
+            table {
+                caption { (s.label) }
+                thead { tr { th { (x) } th { (y) } } }
+                tbody { @for (px, py) in &s.points { tr { td { (num(*px)) } td { (num(*py)) } } } }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WatchSample {
+    at_s: f64,
+    cpus: Vec<WatchCpu>,
+}
+
+#[derive(Deserialize)]
+struct WatchCpu {
+    cpu: u32,
+    interrupts: BTreeMap<String, u64>,
+    softirqs: BTreeMap<String, u64>,
+}
+
+/// Series drawn one per CPU up to this many CPUs; beyond, their sum.
+const CPU_SERIES: usize = 6;
+
+/// Interruptions (interrupts and softirqs) per interval of `lowlat watch --json`, per CPU.
+pub(super) fn watch(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut per_cpu: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
+    for source in sources {
+        let sample: WatchSample = source.view()?;
+        for c in &sample.cpus {
+            let events: u64 = c.interrupts.values().chain(c.softirqs.values()).sum();
+            per_cpu
+                .entry(c.cpu)
+                .or_default()
+                .push((sample.at_s, events as f64));
+        }
+    }
+    let mut series: Vec<Series> = if per_cpu.len() <= CPU_SERIES {
+        per_cpu
+            .into_iter()
+            .map(|(cpu, points)| Series {
+                label: format!("CPU {cpu}"),
+                points,
+            })
+            .collect()
+    } else {
+        let mut sum: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for (at, n) in per_cpu.values().flatten() {
+            let entry = sum.entry(at.to_bits()).or_insert((*at, 0.0));
+            entry.1 += n;
+        }
+        let mut points: Vec<(f64, f64)> = sum.into_values().collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        vec![Series {
+            label: "all watched CPUs".to_string(),
+            points,
+        }]
+    };
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let title = "Interrupts and softirqs per interval on the watched CPUs";
+    Ok(Some(html! {
+        p { (sources.len()) " samples from " code { (sources[0].name.split(':').next().unwrap_or("")) } }
+        (figure(title, svg::plot(&Plot { title, x_label: "time since start (s)", y_label: "events per interval",
+            x_log: false, y_log: false, mark: Mark::Lines, series: &series }),
+            series_table(&series, "time (s)", "events")))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ccdf_starts_at_one_and_falls_with_each_bin() {
+        let bins = BTreeMap::from([(1, 6), (2, 3), (40, 1)]);
+        assert_eq!(ccdf(&bins), vec![(1.0, 1.0), (2.0, 0.4), (40.0, 0.1)]);
+    }
+}

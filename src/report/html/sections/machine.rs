@@ -1,0 +1,246 @@
+//! The machine: what the inventory says (model, sockets, nodes, kernel, firmware, isolation),
+//! a drawing of its topology, and the threads that run on its isolated CPUs.
+
+use std::collections::BTreeMap;
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::{figure, from};
+use crate::machine::{Avail, CpuSet};
+use crate::report::html::source::{Source, SourceError};
+
+#[derive(Deserialize)]
+struct Inventory {
+    machine: Machine,
+}
+
+#[derive(Deserialize)]
+struct Machine {
+    cpu: Cpu,
+    firmware: Firmware,
+    kernel: Kernel,
+    topology: Topology,
+    tasks: Tasks,
+}
+
+#[derive(Deserialize)]
+struct Cpu {
+    model_name: String,
+    processors: u32,
+}
+
+#[derive(Deserialize)]
+struct Firmware {
+    dmi: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct Kernel {
+    release: String,
+    preempt_rt: bool,
+    isolation: Isolation,
+}
+
+#[derive(Deserialize)]
+struct Isolation {
+    isolated: CpuSet,
+    nohz_full: Avail<CpuSet>,
+}
+
+#[derive(Deserialize)]
+struct Topology {
+    cpus: Vec<TopoCpu>,
+    shape: Shape,
+}
+
+#[derive(Deserialize)]
+struct TopoCpu {
+    cpu: u32,
+    core: u32,
+    package: u32,
+    node: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct Shape {
+    sockets: u32,
+    numa_nodes: u32,
+    cores: u32,
+    threads_per_core: u32,
+    l3_groups: u32,
+}
+
+#[derive(Deserialize)]
+struct Tasks {
+    tasks: Vec<Task>,
+}
+
+#[derive(Deserialize)]
+struct Task {
+    pid: u32,
+    comm: String,
+    policy: String,
+    rt_priority: u32,
+    cpus_allowed: String,
+    last_cpu: Option<u32>,
+    kernel_thread: bool,
+}
+
+/// The machine section: one part per inventory document.
+pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let inv: Inventory = source.view()?;
+        parts.push(one(source, &inv.machine));
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+fn one(source: &Source, m: &Machine) -> Markup {
+    let dmi = |key: &str| {
+        m.firmware
+            .dmi
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+    };
+    let isolated = &m.kernel.isolation.isolated;
+    html! {
+        (from(source))
+        table.facts {
+            tr { th { "Host" } td { (source.header.host) } }
+            tr { th { "System" } td { (dmi("sys_vendor")) " " (dmi("product_name")) } }
+            tr { th { "BIOS" } td { (dmi("bios_vendor")) " " (dmi("bios_version")) " (" (dmi("bios_date")) ")" } }
+            tr { th { "CPU" } td { (m.cpu.model_name) } }
+            tr { th { "Shape" } td {
+                (m.topology.shape.sockets) " sockets, " (m.topology.shape.numa_nodes) " NUMA nodes, "
+                (m.topology.shape.l3_groups) " L3 groups, " (m.topology.shape.cores) " cores, "
+                (m.cpu.processors) " CPUs (" (m.topology.shape.threads_per_core) " per core)"
+            } }
+            tr { th { "Kernel" } td { (m.kernel.release) @if m.kernel.preempt_rt { " (PREEMPT_RT)" } } }
+            tr { th { "Isolated CPUs" } td { @if isolated.is_empty() { "none" } @else { (isolated.to_list()) } } }
+            tr { th { "nohz_full CPUs" } td {
+                @match &m.kernel.isolation.nohz_full {
+                    Avail::Available(set) if set.is_empty() => { "none" }
+                    Avail::Available(set) => { (set.to_list()) }
+                    Avail::Unavailable { unavailable } => { "unknown (" (unavailable) ")" }
+                }
+            } }
+        }
+        (topology(&m.topology, isolated))
+        (threads(m, isolated))
+    }
+}
+
+/// Package → node → core boxes, each core labelled with its CPUs; isolated CPUs shaded.
+fn topology(topo: &Topology, isolated: &CpuSet) -> Markup {
+    let mut tree: BTreeMap<u32, BTreeMap<u32, BTreeMap<u32, Vec<u32>>>> = BTreeMap::new();
+    for c in &topo.cpus {
+        tree.entry(c.package)
+            .or_default()
+            .entry(c.node.unwrap_or(0))
+            .or_default()
+            .entry(c.core)
+            .or_default()
+            .push(c.cpu);
+    }
+    const CORE_W: f64 = 44.0;
+    const CORE_H: f64 = 22.0;
+    const PER_ROW: usize = 16;
+    let width = 16.0 + PER_ROW as f64 * (CORE_W + 4.0) + 16.0;
+    // Boxes with their label, top to bottom: (x, y, w, h, label, fill).
+    let mut frames: Vec<(f64, f64, f64, f64, String)> = Vec::new();
+    let mut cores: Vec<(f64, f64, String, bool)> = Vec::new();
+    let mut y = 0.0;
+    for (package, nodes) in &tree {
+        let package_top = y;
+        y += 22.0;
+        for (node, node_cores) in nodes {
+            let rows = node_cores.len().div_ceil(PER_ROW) as f64;
+            let height = rows * (CORE_H + 4.0) + 24.0;
+            frames.push((8.0, y, width - 16.0, height, format!("Node {node}")));
+            for (i, cpus) in node_cores.values().enumerate() {
+                let cx = 16.0 + (i % PER_ROW) as f64 * (CORE_W + 4.0);
+                let cy = y + 20.0 + (i / PER_ROW) as f64 * (CORE_H + 4.0);
+                let iso = cpus.iter().any(|c| isolated.contains(*c));
+                cores.push((cx, cy, cpu_names(cpus), iso));
+            }
+            y += height + 6.0;
+        }
+        frames.push((
+            1.0,
+            package_top,
+            width - 2.0,
+            y - package_top,
+            format!("Package {package}"),
+        ));
+        y += 8.0;
+    }
+    // Packages first, so their frames lie under their nodes.
+    frames.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.1.total_cmp(&b.1)));
+    html! {
+        (figure("Topology: packages, NUMA nodes and cores with their CPUs (isolated CPUs shaded)",
+            html! {
+                svg.chart.topology viewBox=(format!("0 0 {width} {}", y.max(10.0))) role="img"
+                    aria-label="Topology" data-points=(cores.len()) {
+                    @for (x, top, w, h, label) in &frames {
+                        rect x=(x) y=(top) width=(w) height=(h) fill=(if *x < 2.0 { "#f4f4f4" } else { "#fff" }) stroke="#777" {}
+                        text x=(x + 6.0) y=(top + 15.0) fill="#222" { (label) }
+                    }
+                    @for (cx, cy, label, iso) in &cores {
+                        rect.pt x=(cx) y=(cy) width=(CORE_W) height=(CORE_H)
+                            fill=(if *iso { "#9ecae1" } else { "#e5e5e5" }) stroke="#555" {}
+                        text x=(cx + CORE_W / 2.0) y=(cy + 15.0) text-anchor="middle" fill="#222" { (label) }
+                    }
+                }
+            },
+            html! {
+                table {
+                    thead { tr { th { "CPU" } th { "package" } th { "node" } th { "core" } th { "isolated" } } }
+                    tbody {
+                        @for c in &topo.cpus {
+                            tr { td { (c.cpu) } td { (c.package) } td { (c.node.map_or("–".to_string(), |n| n.to_string())) }
+                                 td { (c.core) } td { @if isolated.contains(c.cpu) { "yes" } @else { "no" } } }
+                        }
+                    }
+                }
+            }))
+    }
+}
+
+fn cpu_names(cpus: &[u32]) -> String {
+    let names: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    names.join(",")
+}
+
+/// Threads last seen on an isolated CPU, and real-time threads: what may disturb the CPUs
+/// the application owns.
+fn threads(m: &Machine, isolated: &CpuSet) -> Markup {
+    let shown: Vec<&Task> = m
+        .tasks
+        .tasks
+        .iter()
+        .filter(|t| t.policy != "other" || t.last_cpu.is_some_and(|c| isolated.contains(c)))
+        .collect();
+    html! {
+        h3 { "Threads on isolated CPUs and real-time threads (" (shown.len()) ")" }
+        @if shown.is_empty() {
+            p { "None." }
+        } @else {
+            table {
+                thead { tr { th { "PID" } th { "command" } th { "kernel" } th { "policy" } th { "priority" } th { "allowed CPUs" } th { "last CPU" } } }
+                tbody {
+                    @for t in shown {
+                        tr { td { (t.pid) } td { code { (t.comm) } } td { @if t.kernel_thread { "yes" } @else { "no" } }
+                             td { (t.policy) } td { (t.rt_priority) } td { (t.cpus_allowed) }
+                             td { (t.last_cpu.map_or("–".to_string(), |c| c.to_string())) } }
+                    }
+                }
+            }
+        }
+    }
+}

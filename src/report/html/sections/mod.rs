@@ -1,0 +1,103 @@
+//! The sections of the report, one module per subject. Each takes the documents of its kinds
+//! and returns nothing when there are none, so the report shows what its inputs allow.
+
+mod hardware;
+mod latency;
+mod machine;
+mod setup;
+
+use maud::{Markup, html};
+
+use super::source::{Source, SourceError};
+use crate::document::Kind;
+
+/// One titled part of the page, linked from the table of contents.
+#[derive(Debug)]
+pub(crate) struct Section {
+    /// The fragment id (`machine`, `measure-jitter`).
+    pub id: &'static str,
+    /// The heading.
+    pub title: &'static str,
+    /// What it shows.
+    pub body: Markup,
+}
+
+/// Every section the documents allow, in the report's fixed order.
+pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
+    let of =
+        |kind: Kind| -> Vec<&Source> { sources.iter().filter(|s| s.header.kind == kind).collect() };
+    let parts = [
+        (
+            "machine",
+            "Machine",
+            machine::section(&of(Kind::Inventory))?,
+        ),
+        ("audit", "Audit findings", setup::audit(&of(Kind::Audit))?),
+        (
+            "plan",
+            "Plan and what changed",
+            setup::plan(&of(Kind::Plan), &of(Kind::Verify))?,
+        ),
+        // A comparison of arms (a `compare` document) goes here, before the single runs.
+        (
+            "jitter",
+            "Jitter",
+            latency::jitter(&of(Kind::MeasureJitter))?,
+        ),
+        (
+            "timer",
+            "Timer latency",
+            latency::timer(&of(Kind::MeasureTimer))?,
+        ),
+        (
+            "watch",
+            "Interruptions over time",
+            latency::watch(&of(Kind::WatchSample))?,
+        ),
+        (
+            "c2c",
+            "Core-to-core latency",
+            hardware::c2c(&of(Kind::MeasureC2c))?,
+        ),
+        (
+            "membw",
+            "Memory bandwidth",
+            hardware::membw(&of(Kind::MeasureMembw))?,
+        ),
+        (
+            "memlat",
+            "Memory latency",
+            hardware::memlat(&of(Kind::MeasureMemlat))?,
+        ),
+        (
+            "freq",
+            "Effective frequency",
+            hardware::freq(&of(Kind::MeasureFreq))?,
+        ),
+    ];
+    Ok(parts
+        .into_iter()
+        .filter_map(|(id, title, body)| body.map(|body| Section { id, title, body }))
+        .collect())
+}
+
+/// A chart with its caption and, folded below it, the same data as a table.
+fn figure(caption: &str, chart: Markup, table: Markup) -> Markup {
+    html! {
+        figure {
+            (chart)
+            figcaption { (caption) }
+            details {
+                summary { "Table: " (caption) }
+                (table)
+            }
+        }
+    }
+}
+
+/// A heading naming the document a part of a section comes from.
+fn from(source: &Source) -> Markup {
+    html! {
+        p.from { "From " code { (source.name) } ", host " strong { (source.header.host) } }
+    }
+}

@@ -1,0 +1,177 @@
+//! What lowlat found and set: audit findings by layer, the plan's settings by layer, and, from
+//! verify documents, which settings now hold on the machine.
+
+use std::collections::BTreeMap;
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::from;
+use crate::report::html::source::{Source, SourceError};
+
+#[derive(Deserialize)]
+struct Audit {
+    profile: Profile,
+    counts: BTreeMap<String, u64>,
+    findings: Vec<Finding>,
+}
+
+#[derive(Deserialize)]
+struct Profile {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct Finding {
+    rule: String,
+    title: String,
+    layer: String,
+    status: String,
+    severity: String,
+    observed: String,
+    expected: String,
+}
+
+#[derive(Deserialize)]
+struct Plan {
+    profile: serde_json::Value,
+    partition: Partition,
+    settings: Vec<Setting>,
+}
+
+#[derive(Deserialize)]
+struct Partition {
+    housekeeping: String,
+    isolated: String,
+}
+
+#[derive(Deserialize)]
+struct Setting {
+    id: String,
+    value: String,
+    layer: String,
+    reboot: bool,
+}
+
+#[derive(Deserialize)]
+struct Verify {
+    plan: String,
+    summary: BTreeMap<String, u64>,
+    checks: Vec<Check>,
+}
+
+#[derive(Deserialize)]
+struct Check {
+    id: String,
+    layer: String,
+    status: String,
+    expected: String,
+    actual: String,
+}
+
+/// Audit findings, grouped by layer; passes are counted, not listed.
+pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let audit: Audit = source.view()?;
+        let mut by_layer: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+        for f in audit.findings.iter().filter(|f| f.status != "pass") {
+            by_layer.entry(&f.layer).or_default().push(f);
+        }
+        parts.push(html! {
+            (from(source))
+            p { "Profile " strong { (audit.profile.name) } ": "
+                @for (i, (status, n)) in audit.counts.iter().enumerate() {
+                    @if i > 0 { ", " } (n) " " (status)
+                }
+            }
+            @for (layer, findings) in &by_layer {
+                h3 { "Layer: " (layer) " (" (findings.len()) ")" }
+                table {
+                    thead { tr { th { "status" } th { "severity" } th { "rule" } th { "finding" } th { "observed" } th { "expected" } } }
+                    tbody {
+                        @for f in findings {
+                            tr class=(format!("status-{}", f.status)) {
+                                td { (f.status) } td { (f.severity) } td { code { (f.rule) } } td { (f.title) }
+                                td { (f.observed) } td { (f.expected) }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+/// The plans' partition and settings by layer, then each verify document's checks.
+pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if plans.is_empty() && verifies.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in plans {
+        let plan: Plan = source.view()?;
+        let profile = plan
+            .profile
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let mut by_layer: BTreeMap<&str, Vec<&Setting>> = BTreeMap::new();
+        for s in &plan.settings {
+            by_layer.entry(&s.layer).or_default().push(s);
+        }
+        parts.push(html! {
+            (from(source))
+            p { "Profile " strong { (profile) } ": housekeeping CPUs " strong { (plan.partition.housekeeping) }
+                ", isolated CPUs " strong { (plan.partition.isolated) } ", " (plan.settings.len()) " settings." }
+            @for (layer, settings) in &by_layer {
+                h3 { "Layer: " (layer) " (" (settings.len()) ")" }
+                table {
+                    thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
+                    tbody {
+                        @for s in settings {
+                            tr { td { code { (s.id) } } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                        }
+                    }
+                }
+            }
+        });
+    }
+    for source in verifies {
+        let verify: Verify = source.view()?;
+        parts.push(html! {
+            (from(source))
+            p { "Checked against " code { (verify.plan) } ": "
+                @for (i, (status, n)) in verify.summary.iter().enumerate() {
+                    @if i > 0 { ", " } (n) " " (status)
+                }
+            }
+            table {
+                thead { tr { th { "status" } th { "layer" } th { "setting" } th { "expected" } th { "actual" } } }
+                tbody {
+                    @for c in &verify.checks {
+                        tr class=(format!("status-{}", c.status)) {
+                            td { (c.status) } td { (c.layer) } td { code { (c.id) } } td { code { (c.expected) } } td { code { (c.actual) } }
+                        }
+                    }
+                }
+            }
+        });
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+/// A value as a table cell shows it: its first line, and how many more there are (whole files
+/// are in the embedded plan).
+fn first_line(value: &str) -> String {
+    let mut lines = value.lines();
+    let first = lines.next().unwrap_or("");
+    match lines.count() {
+        0 => first.to_string(),
+        more => format!("{first} … ({more} more lines)"),
+    }
+}

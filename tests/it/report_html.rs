@@ -1,0 +1,348 @@
+//! `lowlat report`: the HTML file holds every section its documents allow, every chart holds
+//! every point it states, the same documents give the same bytes, hostile strings stay text,
+//! and a real browser (Debian's headless `chromium`, network cut off) renders it without a
+//! console error into a screenshot that is not blank.
+//!
+//! The measurement documents in `tests/fixtures/report/` were written by `lowlat measure …
+//! --json` on a 2-vCPU guest (see the README there).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{fixture, lowlat, missing_data, tree};
+
+/// The committed measurement documents.
+fn measurements() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    [
+        "jitter.json",
+        "timer.json",
+        "c2c.json",
+        "membw.json",
+        "memlat.json",
+        "freq.json",
+        "watch.jsonl",
+    ]
+    .iter()
+    .map(|name| dir.join(name))
+    .collect()
+}
+
+/// `lowlat [--root root] args` must succeed; its stdout.
+fn run_ok(root: &Path, args: &[&str]) -> Vec<u8> {
+    let root = root.to_string_lossy();
+    let mut all = vec!["--root", root.as_ref()];
+    all.extend_from_slice(args);
+    lowlat(&all).assert().success().get_output().stdout.clone()
+}
+
+/// Writes the inventory, audit and plan documents of the fixture tree `root` into `dir`.
+fn machine_documents(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let inventory = dir.join("inventory.json");
+    std::fs::write(&inventory, run_ok(root, &["inventory", "--json"])).unwrap();
+    let audit = dir.join("audit.json");
+    // Exit 1 (findings) is expected: the document is what matters.
+    let out = lowlat(&["--root", &root.to_string_lossy(), "audit", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1));
+    std::fs::write(&audit, out.stdout).unwrap();
+    let plan = dir.join("plan.json");
+    std::fs::write(&plan, run_ok(root, &["plan", "--json"])).unwrap();
+    vec![inventory, audit, plan]
+}
+
+/// `lowlat report inputs… -o dir/name`: the HTML (inputs may be earlier reports).
+fn report(inputs: &[PathBuf], out: &Path) -> String {
+    let mut args: Vec<String> = vec!["report".into()];
+    args.extend(inputs.iter().map(|p| p.to_string_lossy().into_owned()));
+    args.extend(["-o".into(), out.to_string_lossy().into_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lowlat(&args).assert().success();
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Every section the full set of documents gives.
+const SECTIONS: [&str; 10] = [
+    "machine", "audit", "plan", "jitter", "timer", "watch", "c2c", "membw", "memlat", "freq",
+];
+
+/// Each `<svg …data-points="N">…</svg>` of `html` with the number of `class="pt"` marks in it.
+fn charts(html: &str) -> Vec<(usize, usize)> {
+    html.split("<svg")
+        .skip(1)
+        .map(|chunk| {
+            let body = &chunk[..chunk.find("</svg>").expect("an svg element is closed")];
+            let stated = body
+                .split("data-points=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .and_then(|n| n.parse().ok())
+                .expect("every chart states its number of points");
+            (stated, body.matches("class=\"pt\"").count())
+        })
+        .collect()
+}
+
+fn full_report(dir: &Path) -> (Vec<PathBuf>, String) {
+    let mut inputs = machine_documents(&fixture("epyc7f32-2s"), dir);
+    inputs.extend(measurements());
+    let html = report(&inputs, &dir.join("report.html"));
+    (inputs, html)
+}
+
+#[test]
+fn every_section_and_every_point_is_in_the_file_and_nothing_outside_it_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, html) = full_report(dir.path());
+    for id in SECTIONS {
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "section {id} missing"
+        );
+    }
+    let charts = charts(&html);
+    // Topology, jitter (histogram, CCDF, strip), timer (same), c2c, memlat curve, freq.
+    assert!(charts.len() >= 10, "only {} charts", charts.len());
+    for (stated, drawn) in &charts {
+        assert!(*stated > 0, "a chart without points");
+        assert_eq!(
+            stated, drawn,
+            "a chart states {stated} points and draws {drawn}"
+        );
+    }
+    assert!(html.contains("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
+    for url in [
+        "://", " src=", "url(", "@import", "<link", "<img", "<iframe", "<object",
+    ] {
+        assert!(
+            !html.contains(url),
+            "the report names something outside it: {url}"
+        );
+    }
+    // The documents are embedded whole: the report renders again from itself, byte for byte.
+    let again = report(
+        &[dir.path().join("report.html")],
+        &dir.path().join("again.html"),
+    );
+    assert!(
+        again == html,
+        "the report rendered from its embedded documents differs"
+    );
+}
+
+#[test]
+fn every_fixture_machine_gives_its_machine_audit_and_plan_sections() {
+    for name in [
+        "epyc7f32-2s-tuned",
+        "kvm-guest-2vcpu",
+        "milan64-nps4-smt",
+        "rt-guest-4vcpu",
+        "xeon-2s-smt",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let html = report(
+            &machine_documents(&fixture(name), dir.path()),
+            &dir.path().join("r.html"),
+        );
+        for id in ["machine", "audit", "plan"] {
+            assert!(
+                html.contains(&format!("<section id=\"{id}\">")),
+                "{name}: section {id} missing"
+            );
+        }
+        for (stated, drawn) in charts(&html) {
+            assert_eq!(
+                stated, drawn,
+                "{name}: a chart states {stated} points and draws {drawn}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_same_documents_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inputs, first) = full_report(dir.path());
+    let second = report(&inputs, &dir.path().join("again.html"));
+    assert!(
+        first == second,
+        "two renderings of the same documents differ"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_lowlat_document_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("notes.json");
+    std::fs::write(&bad, "{\"hello\": 1}").unwrap();
+    let out = dir.path().join("r.html");
+    lowlat(&[
+        "report",
+        &bad.to_string_lossy(),
+        "-o",
+        &out.to_string_lossy(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains(
+        "notes.json: not a lowlat document",
+    ));
+    assert!(!out.exists());
+}
+
+/// The hostile string, and how it must appear in the HTML.
+const HOSTILE: &str = "<script>alert(1)</script>";
+const ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;";
+
+/// A copy of the 2-vCPU guest whose host name and PID 1's command are [`HOSTILE`], PID 1
+/// running SCHED_FIFO (so the report lists it among the real-time threads).
+fn hostile_machine(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    tree::copy_tree(&fixture("kvm-guest-2vcpu"), &root);
+    std::fs::write(
+        root.join("proc/sys/kernel/hostname"),
+        format!("{HOSTILE}\n"),
+    )
+    .unwrap();
+    let stat_path = root.join("proc/1/stat");
+    let stat = std::fs::read_to_string(&stat_path).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let mut fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 40 and 41 of stat (rt_priority, policy) are 37 and 38 after the command.
+    fields[37] = "50";
+    fields[38] = "1";
+    std::fs::write(&stat_path, format!("1 ({HOSTILE}) {}\n", fields.join(" "))).unwrap();
+    let status_path = root.join("proc/1/status");
+    let status = std::fs::read_to_string(&status_path).unwrap();
+    let status = status.replacen("Name:\tprocess_api", &format!("Name:\t{HOSTILE}"), 1);
+    std::fs::write(&status_path, status).unwrap();
+    root
+}
+
+#[test]
+fn a_hostile_host_name_and_command_render_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = hostile_machine(dir.path());
+    let inputs = machine_documents(&root, dir.path());
+    let html = report(&inputs, &dir.path().join("report.html"));
+    // The one script element is the embedded documents; the hostile string is text.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains(&format!("<h1>lowlat report: {ESCAPED}</h1>")));
+    assert!(
+        html.contains(&format!("<code>{ESCAPED}</code>")),
+        "the command is not shown as text"
+    );
+}
+
+/// `chromium` with the flags of a locked-down headless run and an empty profile, under
+/// `unshare -n` (no network) when root; `None` when chromium is not installed.
+fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let mut cmd = if rustix::process::geteuid().is_root() {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-n", "chromium"]);
+        cmd
+    } else {
+        Command::new("chromium")
+    };
+    cmd.args(flags)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args);
+    match cmd.output() {
+        Ok(out) if out.status.success() => Some(out),
+        Ok(out) if Command::new("chromium").arg("--version").output().is_ok() => panic!(
+            "chromium failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        _ => None,
+    }
+}
+
+/// The variance of the grey level of a PNG's pixels.
+fn grey_variance(png_file: &Path) -> f64 {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(png_file).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let grey: Vec<f64> = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|px| {
+            px.iter().take(3).map(|&c| f64::from(c)).sum::<f64>() / 3.0_f64.min(channels as f64)
+        })
+        .collect();
+    let mean = grey.iter().sum::<f64>() / grey.len() as f64;
+    grey.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / grey.len() as f64
+}
+
+#[test]
+fn chromium_renders_every_section_and_point_without_a_console_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = hostile_machine(dir.path());
+    let mut inputs = machine_documents(&root, dir.path());
+    inputs.extend(measurements());
+    let page = dir.path().join("report.html");
+    let html = report(&inputs, &page);
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.display());
+    let Some(dom) = chromium(profile.path(), &["--dump-dom".into(), url.clone()]) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let (dom, log) = (
+        String::from_utf8(dom.stdout).unwrap(),
+        String::from_utf8_lossy(&dom.stderr).into_owned(),
+    );
+    assert!(
+        !log.contains("CONSOLE"),
+        "console output while loading the report:\n{log}"
+    );
+    for id in SECTIONS {
+        assert!(
+            dom.contains(&format!("<section id=\"{id}\">")),
+            "the browser has no section {id}"
+        );
+    }
+    let (in_file, in_dom) = (charts(&html), charts(&dom));
+    assert_eq!(in_file.len(), in_dom.len(), "the browser dropped a chart");
+    for (stated, drawn) in in_dom {
+        assert_eq!(
+            stated, drawn,
+            "a chart in the browser states {stated} points and has {drawn}"
+        );
+    }
+    // The hostile strings are text in the DOM: escaped when serialized, never an element.
+    assert!(dom.contains(ESCAPED));
+    assert_eq!(dom.matches("<script").count(), 1);
+
+    let shot = dir.path().join("report.png");
+    let shots = tempfile::tempdir().unwrap();
+    chromium(
+        shots.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400".into(),
+            url,
+        ],
+    )
+    .expect("chromium ran once already");
+    let variance = grey_variance(&shot);
+    assert!(
+        variance > 100.0,
+        "the screenshot is blank (grey variance {variance:.1})"
+    );
+}
