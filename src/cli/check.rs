@@ -9,7 +9,6 @@ use super::measure_common::{BundleArgs, hold_idle_limit, live_root, report_not_m
 use super::output::print;
 use super::{Cli, exit, values};
 use crate::audit::{self, profile};
-use crate::bundle::Bundle;
 use crate::check::{self, targets};
 use crate::document::Kind;
 use crate::machine::{CpuSet, Machine};
@@ -19,6 +18,8 @@ use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::LoopPlan;
 use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
+use crate::report::html::{self, Source};
+use crate::report::inventory;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 
@@ -65,6 +66,11 @@ pub struct CheckArgs {
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
     pub json: bool,
+
+    /// Also write the HTML report of the check (the machine, the audit, both measurements'
+    /// charts) to this file, as `lowlat report` would from the bundle.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 
     /// Where the documents are kept.
     #[command(flatten)]
@@ -160,22 +166,38 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         targets: &verdicts,
         complete,
     };
-    let check_json = printers::document(&report).to_json()?;
+    let documents = documents(&session, &report, &jitter_run, timer_run.as_ref())?;
     if let Some(bundle) = &bundle {
-        let saved = save_all(
-            bundle,
-            &session,
-            &report,
-            &jitter_run,
-            timer_run.as_ref(),
-            &check_json,
-        );
-        if let Err(e) = saved {
-            eprintln!(
-                "lowlat: error: --out {}: {e:#}; the report below is all there is of this check",
-                bundle.dir().display()
-            );
-            complete = false;
+        let saved = documents.iter().try_for_each(|(kind, json)| match kind {
+            // The bundle's one inventory, replaced (opening the bundle wrote it).
+            Kind::Inventory => bundle.put(*kind, json).map(drop),
+            _ => bundle.add(*kind, json).map(drop),
+        });
+        match saved {
+            Ok(()) => eprintln!("lowlat check: saved the bundle: {}", bundle.dir().display()),
+            Err(e) => {
+                eprintln!(
+                    "lowlat: error: --out {}: {e}; the report below is all there is of this check",
+                    bundle.dir().display()
+                );
+                complete = false;
+            }
+        }
+    }
+    if let Some(file) = &args.html {
+        let mut sources = Vec::new();
+        for (kind, json) in &documents {
+            sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
+        }
+        let written = html::render(&sources)
+            .map_err(anyhow::Error::from)
+            .and_then(|page| Ok(std::fs::write(file, page)?));
+        match written {
+            Ok(()) => eprintln!("lowlat check: wrote {}", file.display()),
+            Err(e) => {
+                eprintln!("lowlat: error: --html {}: {e:#}", file.display());
+                complete = false;
+            }
         }
     }
     let report = CheckReport { complete, ..report };
@@ -191,35 +213,43 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     })
 }
 
-/// Writes the audit, the two measurements and the check into the bundle.
-fn save_all(
-    bundle: &Bundle,
+/// The documents of a check, in bundle order: the audit, the two measurements, the check.
+fn documents(
     session: &Session,
     report: &CheckReport<'_>,
     jitter_run: &jitter::JitterRun,
     timer_run: Option<&timer::TimerRun>,
-    check_json: &str,
-) -> Result<()> {
+) -> Result<Vec<(Kind, String)>> {
     let host = crate::document::host_name(session.root());
-    let audit_doc = audit_report::document(report.machine, report.audit, report.profile);
-    bundle.add(Kind::Audit, &audit_doc.to_json()?)?;
-    let jitter_doc = measure_document(
-        Kind::MeasureJitter,
-        host.clone(),
-        jitter_run.session.environment.clone(),
-        jitter_printers::result(jitter_run),
-    );
-    bundle.add(Kind::MeasureJitter, &jitter_doc.to_json()?)?;
+    let mut documents = vec![
+        (
+            Kind::Inventory,
+            inventory::document(report.machine).to_json()?,
+        ),
+        (
+            Kind::Audit,
+            audit_report::document(report.machine, report.audit, report.profile).to_json()?,
+        ),
+        (
+            Kind::MeasureJitter,
+            measure_document(
+                Kind::MeasureJitter,
+                host.clone(),
+                jitter_run.session.environment.clone(),
+                jitter_printers::result(jitter_run),
+            )
+            .to_json()?,
+        ),
+    ];
     if let Some(run) = timer_run {
-        let timer_doc = measure_document(
+        let doc = measure_document(
             Kind::MeasureTimer,
             host,
             run.session.environment.clone(),
             timer_printers::result(run),
         );
-        bundle.add(Kind::MeasureTimer, &timer_doc.to_json()?)?;
+        documents.push((Kind::MeasureTimer, doc.to_json()?));
     }
-    let path = bundle.add(Kind::Check, check_json)?;
-    eprintln!("lowlat check: saved the bundle: {}", path.display());
-    Ok(())
+    documents.push((Kind::Check, printers::document(report).to_json()?));
+    Ok(documents)
 }

@@ -320,6 +320,8 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
             "--out",
         ])
         .arg(&bundle)
+        .arg("--html")
+        .arg(dir.path().join("check.html"))
         .output()
         .unwrap();
     // This untuned machine fails the low-latency audit: 1, never 2.
@@ -370,6 +372,8 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
     assert_eq!(saved["figures"], doc["figures"]);
+    let page = std::fs::read_to_string(dir.path().join("check.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("lowlat-documents"));
     // The bundle feeds compare: both measurements, each compared on its own.
     let out = crate::support::lowlat(&[])
         .args(["compare", "--json"])
