@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::audit::partition::{AuditPartition, PartitionSource};
 use crate::machine::CpuSet;
+use crate::machine::kernel::stat::CpuStat;
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::runner::tsc::ticks_to_ns;
@@ -79,6 +80,10 @@ pub(crate) struct CpuFigures {
     pub timer_max_ns: u64,
     /// The 99th percentile of the timer latency, ns.
     pub timer_p99_ns: u64,
+    /// In a virtual machine: time the host ran something else while this vCPU wanted to run,
+    /// over both runs (ms, from the `steal` ticks of `/proc/stat`; absent on bare metal or
+    /// when unreadable). Only the host can remove it (see LL-STEAL).
+    pub steal_ms: Option<f64>,
 }
 
 impl CpuFigures {
@@ -133,7 +138,27 @@ fn figures_of(by_cpu: &mut BTreeMap<u32, CpuFigures>, cpu: u32) -> &mut CpuFigur
         timer_samples: 0,
         timer_max_ns: 0,
         timer_p99_ns: 0,
+        steal_ms: None,
     })
+}
+
+/// USER_HZ: the unit of `/proc/stat`'s tick counters (1/100 s on every mainstream
+/// architecture).
+const USER_HZ: f64 = 100.0;
+
+/// Records on each CPU of `figures` the steal time between the two readings of `/proc/stat`.
+pub(crate) fn add_steal(figures: &mut [CpuFigures], before: &CpuStat, after: &CpuStat) {
+    for figure in figures {
+        let steal = |stat: &CpuStat| {
+            stat.per_cpu
+                .iter()
+                .find(|(cpu, _)| *cpu == figure.cpu)
+                .map(|(_, times)| times.steal)
+        };
+        if let (Some(start), Some(end)) = (steal(before), steal(after)) {
+            figure.steal_ms = Some(end.saturating_sub(start) as f64 * 1000.0 / USER_HZ);
+        }
+    }
 }
 
 /// Whether a target was met.
@@ -249,7 +274,21 @@ mod tests {
             timer_samples: u64::from(timer_max_ns > 0),
             timer_max_ns,
             timer_p99_ns: 0,
+            steal_ms: None,
         }
+    }
+
+    #[test]
+    fn steal_is_the_growth_of_each_cpus_steal_ticks() {
+        let stat = |text: &str| {
+            crate::machine::kernel::stat::parse_stat(text, "/proc/stat", &mut Default::default())
+        };
+        let before = stat("cpu1 0 0 0 0 0 0 0 100 0 0\ncpu2 0 0 0 0 0 0 0 5 0 0\n");
+        let after = stat("cpu1 0 0 0 0 0 0 0 103 0 0\ncpu2 0 0 0 0 0 0 0 5 0 0\n");
+        let mut figures = [cpu(1, 1.0, 0, 0), cpu(2, 1.0, 0, 0), cpu(3, 1.0, 0, 0)];
+        add_steal(&mut figures, &before, &after);
+        let steal: Vec<Option<f64>> = figures.iter().map(|f| f.steal_ms).collect();
+        assert_eq!(steal, [Some(30.0), Some(0.0), None]);
     }
 
     #[test]

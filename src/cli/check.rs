@@ -11,7 +11,8 @@ use super::{Cli, exit, values};
 use crate::audit::{self, profile};
 use crate::check::{self, targets};
 use crate::document::Kind;
-use crate::machine::{CpuSet, Machine};
+use crate::machine::kernel::stat::{STAT, parse_stat};
+use crate::machine::{CpuSet, Machine, Warnings};
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
 use crate::measure::runner::session::{Engine, Session};
@@ -112,6 +113,14 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         "lowlat check: audit against {}: {} fail, {} warn, {} pass",
         profile.info.name, counts.fail, counts.warn, counts.pass
     );
+    // In a VM, the host's share of the measured vCPUs (steal) is read around both runs.
+    let read_stat = || {
+        machine.hypervisor.as_ref().and_then(|_| {
+            let text = session.root().read(STAT).ok()?;
+            Some(parse_stat(&text, STAT, &mut Warnings::default()))
+        })
+    };
+    let stat_before = read_stat();
     let plan = LoopPlan {
         cpus: session.cpus.iter().collect(),
         duration: args.duration,
@@ -153,7 +162,10 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     } else {
         None
     };
-    let figures = check::figures(Some(&jitter_run), timer_run.as_ref());
+    let mut figures = check::figures(Some(&jitter_run), timer_run.as_ref());
+    if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
+        check::add_steal(&mut figures, before, after);
+    }
     let verdicts = check::evaluate(&targets::of_profile(profile.info.name), &figures);
     let report = CheckReport {
         machine: &machine,

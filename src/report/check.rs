@@ -166,6 +166,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             "longest µs",
             "timer p99 µs",
             "timer max µs",
+            "steal ms",
         ]
         .map(String::from)
         .to_vec(),
@@ -189,6 +190,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             micros(f.max_interruption_ns),
             timer(f.timer_p99_ns),
             timer(f.timer_max_ns),
+            f.steal_ms.map_or("-".to_string(), |ms| format!("{ms:.0}")),
         ]);
     }
     out.push_str(&aligned(&rows));
