@@ -196,6 +196,19 @@ pub(crate) const RULES: &[Rule] = &[
         accepts: Accepts::Words(&["none"]),
         check: Check::Fn(steal),
     },
+    Rule {
+        id: "LL-VM-PLACEMENT",
+        title: "The vCPUs' placement on the host is audited on the host",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "A guest cannot see where its vCPUs run: whether each is pinned to its own isolated host core, whether the emulator thread shares one, whether its memory comes from huge pages on the right node. Those decide its latency as much as its own tuning does, and only the host's audit of the domain can tell.",
+        sources: &["BC-Linux RT virtualization §bind physical CPUs"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["host"]),
+        check: Check::Fn(placement_from_host),
+    },
 ];
 
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
@@ -737,6 +750,21 @@ fn clocksource(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         outcome = outcome.manual("the kernel marked the TSC unstable (see `dmesg | grep -i tsc`); check LL-TSC-INVARIANT and the BIOS");
     }
     outcome
+}
+
+fn placement_from_host(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let expected = "each vCPU pinned to its own isolated host core, emulator on housekeeping, hugepage memory on the pinned node";
+    if ctx.machine.hypervisor.is_none() {
+        return RuleOutcome::skipped("bare metal: no vCPUs to place").evidence("/proc/cpuinfo");
+    }
+    RuleOutcome::unknown(
+        "not visible from inside the guest (steal time, LL-STEAL, is the only trace it leaves here)",
+        expected,
+    )
+    .evidence("/proc/cpuinfo")
+    .manual(
+        "on the host: lowlat audit --profile realtime-host (it reads every domain in /etc/libvirt/qemu and /run/libvirt/qemu), or lowlat audit --profile realtime-host --domain FILE for this guest's domain XML",
+    )
 }
 
 fn steal(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
