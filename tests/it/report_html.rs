@@ -346,3 +346,34 @@ fn chromium_renders_every_section_and_point_without_a_console_error() {
         "the screenshot is blank (grey variance {variance:.1})"
     );
 }
+
+#[test]
+fn a_comparison_renders_as_a_table_with_its_verdicts_and_tests() {
+    // Two arms of the recorded sysjitter runs: the same files, so nothing is better or worse.
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/sysjitter");
+    let raw: Vec<String> = ["run-1000ns.0", "run-1000ns.1"]
+        .iter()
+        .map(|name| samples.join(name).to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec!["compare", "--json", "--resamples", "200"];
+    args.extend(raw.iter().map(String::as_str));
+    args.push("--");
+    args.extend(raw.iter().map(String::as_str));
+    let out = lowlat(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let compare = dir.path().join("compare.json");
+    std::fs::write(&compare, &out.stdout).unwrap();
+    let html = report(&[compare], &dir.path().join("r.html"));
+    assert!(
+        html.contains("Comparison of the arms"),
+        "no comparison section"
+    );
+    assert!(html.contains("busy-loop interruptions") || html.contains("gaps"));
+    assert!(
+        html.contains("verdict-no-difference"),
+        "identical arms must not differ"
+    );
+    assert!(!html.contains("verdict-better") && !html.contains("verdict-worse"));
+    assert!(html.contains("Holm"));
+}

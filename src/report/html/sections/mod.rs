@@ -1,6 +1,7 @@
 //! The sections of the report, one module per subject. Each takes the documents of its kinds
 //! and returns nothing when there are none, so the report shows what its inputs allow.
 
+mod compare;
 mod hardware;
 mod latency;
 mod machine;
@@ -38,7 +39,11 @@ pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
             "Plan and what changed",
             setup::plan(&of(Kind::Plan), &of(Kind::Verify))?,
         ),
-        // A comparison of arms (a `compare` document) goes here, before the single runs.
+        (
+            "compare",
+            "Comparison of the arms",
+            compare::section(&of(Kind::Compare))?,
+        ),
         (
             "jitter",
             "Jitter",
