@@ -1,6 +1,8 @@
 //! Result bundles: a directory of lowlat documents, one JSON file each, that `--out DIR`
 //! (`check` and every `measure` engine) writes and that `compare` and `report` read.
 //!
+//! Readers (`compare`, `report`) take a bundle as every document file in it.
+//!
 //! A document's file is named after its kind: the first `measure-jitter` is
 //! `measure-jitter.json`, the next `measure-jitter-2.json`, so runs accumulate in one bundle
 //! and list in the order they were written. A few kinds describe the bundle rather than a run
@@ -35,37 +37,14 @@ pub enum BundleError {
         /// The kind.
         kind: Kind,
     },
-    /// A file or directory could not be read (or a checkpoint removed).
-    #[error("{}: cannot {op}: {source}", .path.display())]
-    Read {
-        /// The file or directory.
+    /// A checkpoint could not be removed.
+    #[error("{}: cannot remove it: {source}", .path.display())]
+    Remove {
+        /// The checkpoint.
         path: PathBuf,
-        /// What was being done (`read`, `list the directory`, `remove`).
-        op: &'static str,
         /// The underlying error.
         source: std::io::Error,
     },
-    /// A file is not a JSON object.
-    #[error("{}:{line}:{column}: not a JSON document: {message}", .path.display())]
-    NotJson {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line of the error.
-        line: usize,
-        /// 1-based column of the error.
-        column: usize,
-        /// serde_json's description.
-        message: String,
-    },
-    /// A JSON file without the envelope's `kind`.
-    #[error(
-        "{}: a JSON object without `kind`: not a lowlat document (lowlat 0.1 wrote none; rerun the command with this lowlat)",
-        .0.display()
-    )]
-    NoKind(PathBuf),
-    /// Nothing to read.
-    #[error("{}: holds no .json documents", .0.display())]
-    Empty(PathBuf),
 }
 
 /// A bundle directory being written.
@@ -123,11 +102,9 @@ impl Bundle {
     pub fn remove_checkpoint(&self, kind: Kind) -> Result<(), BundleError> {
         let path = self.checkpoint_path(kind);
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BundleError::Read {
-                path,
-                op: "remove",
-                source: e,
-            }),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(BundleError::Remove { path, source: e })
+            }
             _ => Ok(()),
         }
     }
@@ -156,84 +133,6 @@ fn file_name(kind: Kind, n: u32) -> String {
     }
 }
 
-/// One document read from a file or a bundle.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// The file it came from.
-    pub path: PathBuf,
-    /// Its `kind` as written (kinds of other lowlat versions included).
-    pub kind: String,
-    /// The whole document.
-    pub value: serde_json::Value,
-}
-
-/// Reads the documents at `path`: one file, or every `*.json` file of a bundle directory in
-/// name order (the order they were written for each kind). Errors name the file and, for
-/// JSON that does not parse, the line and column.
-pub fn read(path: &Path) -> Result<Vec<Loaded>, BundleError> {
-    let read_error = |op, source| BundleError::Read {
-        path: path.to_path_buf(),
-        op,
-        source,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| read_error("read", e))?;
-    if !meta.is_dir() {
-        return Ok(vec![read_file(path)?]);
-    }
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(|e| read_error("list the directory", e))? {
-        let entry = entry.map_err(|e| read_error("list the directory", e))?;
-        let file = entry.path();
-        if file.extension().is_some_and(|e| e == "json") && file.is_file() {
-            files.push(file);
-        }
-    }
-    if files.is_empty() {
-        return Err(BundleError::Empty(path.to_path_buf()));
-    }
-    files.sort_by_key(|path| natural_key(path));
-    files.iter().map(|file| read_file(file)).collect()
-}
-
-/// Sorts `measure-jitter-10.json` after `measure-jitter-9.json`.
-fn natural_key(path: &Path) -> (String, u32) {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match stem.rsplit_once('-') {
-        Some((base, n)) if n.parse::<u32>().is_ok() && Kind::named(base).is_some() => {
-            (base.to_string(), n.parse().unwrap_or(0))
-        }
-        _ => (stem, 1),
-    }
-}
-
-fn read_file(path: &Path) -> Result<Loaded, BundleError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BundleError::Read {
-        path: path.to_path_buf(),
-        op: "read",
-        source,
-    })?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| BundleError::NotJson {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        })?;
-    let kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .ok_or_else(|| BundleError::NoKind(path.to_path_buf()))?
-        .to_string();
-    Ok(Loaded {
-        path: path.to_path_buf(),
-        kind,
-        value,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,11 +141,20 @@ mod tests {
         format!(r#"{{"schema_version":2,"kind":"{kind}","run":{n}}}"#)
     }
 
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn documents_accumulate_under_numbered_names_and_read_back_in_order() {
+    fn documents_accumulate_under_numbered_names() {
         let dir = tempfile::tempdir().unwrap();
         let bundle = Bundle::open(&dir.path().join("runs/a")).unwrap();
-        for n in 1..=11 {
+        for n in 1..=3 {
             bundle
                 .add(Kind::MeasureJitter, &doc(Kind::MeasureJitter, n))
                 .unwrap();
@@ -258,54 +166,47 @@ mod tests {
             .put(Kind::Inventory, &doc(Kind::Inventory, 2))
             .unwrap();
         assert_eq!(again.file_name().unwrap(), "inventory.json");
-        let loaded = read(bundle.dir()).unwrap();
-        assert_eq!(loaded.len(), 12);
-        assert_eq!(loaded[0].kind, "inventory");
-        assert_eq!(loaded[0].value["run"], 2);
-        let runs: Vec<i64> = loaded[1..]
-            .iter()
-            .map(|l| l.value["run"].as_i64().unwrap())
-            .collect();
-        assert_eq!(runs, (1..=11).collect::<Vec<_>>());
-        assert!(loaded[1].path.ends_with("measure-jitter.json"));
-        assert!(loaded[11].path.ends_with("measure-jitter-11.json"));
-        // A checkpoint is replaced, read as a run while it is there, and removed at the end.
+        assert_eq!(
+            names(bundle.dir()),
+            [
+                "inventory.json",
+                "measure-jitter-2.json",
+                "measure-jitter-3.json",
+                "measure-jitter.json"
+            ]
+        );
+        let second = std::fs::read_to_string(bundle.dir().join("measure-jitter-2.json")).unwrap();
+        assert_eq!(second, doc(Kind::MeasureJitter, 2));
+        let inventory = std::fs::read_to_string(again).unwrap();
+        assert_eq!(inventory, doc(Kind::Inventory, 2));
+        // A checkpoint is replaced, then removed once the run's document is in.
         bundle
             .checkpoint(Kind::MeasureTimer, &doc(Kind::MeasureTimer, 1))
             .unwrap();
-        bundle
+        let path = bundle
             .checkpoint(Kind::MeasureTimer, &doc(Kind::MeasureTimer, 2))
             .unwrap();
-        let loaded = read(bundle.dir()).unwrap();
-        let checkpoint = loaded.iter().find(|l| l.kind == "measure-timer").unwrap();
-        assert!(checkpoint.path.ends_with("measure-timer.checkpoint.json"));
-        assert_eq!(checkpoint.value["run"], 2);
+        assert!(path.ends_with("measure-timer.checkpoint.json"));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            doc(Kind::MeasureTimer, 2)
+        );
         bundle.remove_checkpoint(Kind::MeasureTimer).unwrap();
         bundle.remove_checkpoint(Kind::MeasureTimer).unwrap();
-        assert_eq!(read(bundle.dir()).unwrap().len(), 12);
+        assert!(!path.exists());
         // Reopening adds to the bundle instead of refusing it.
         let reopened = Bundle::open(bundle.dir()).unwrap();
         let next = reopened.add(Kind::MeasureJitter, "{}").unwrap();
-        assert!(next.ends_with("measure-jitter-12.json"));
+        assert!(next.ends_with("measure-jitter-4.json"));
     }
 
     #[test]
-    fn bad_files_are_named_with_their_line() {
+    fn a_file_is_not_a_bundle() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("x.json");
-        std::fs::write(&file, "{\n  \"kind\": \"measure-jitter\",\n  oops\n}").unwrap();
-        let err = read(&file).unwrap_err().to_string();
-        assert!(err.contains("x.json:3:"), "{err}");
-        std::fs::write(&file, r#"{"schema_version": 1}"#).unwrap();
-        let err = read(&file).unwrap_err().to_string();
-        assert!(err.contains("without `kind`"), "{err}");
-        let empty = dir.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        let err = read(&empty).unwrap_err().to_string();
-        assert!(err.contains("holds no .json documents"), "{err}");
-        let err = read(&dir.path().join("missing")).unwrap_err().to_string();
-        assert!(err.contains("missing: cannot read"), "{err}");
         std::fs::write(dir.path().join("file"), "").unwrap();
-        assert!(Bundle::open(&dir.path().join("file")).is_err());
+        let err = Bundle::open(&dir.path().join("file"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a directory"), "{err}");
     }
 }

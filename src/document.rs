@@ -122,13 +122,6 @@ impl Kind {
     }
 }
 
-impl Kind {
-    /// The kind called `name` (`measure-jitter`); `None` for a name this lowlat does not know.
-    pub fn named(name: &str) -> Option<Kind> {
-        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
-    }
-}
-
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = serde_json::to_value(self).ok();
@@ -329,8 +322,6 @@ mod tests {
     fn kinds_are_named_in_kebab_case() {
         assert_eq!(Kind::MeasureC2c.to_string(), "measure-c2c");
         assert_eq!(Kind::Plan.to_string(), "plan");
-        assert_eq!(Kind::named("measure-c2c"), Some(Kind::MeasureC2c));
-        assert_eq!(Kind::named("nonsense"), None);
     }
 
     #[test]
