@@ -293,13 +293,24 @@ pub(crate) fn run_checkpointed<T: Merge, E>(
     })
 }
 
-/// The warning a checkpoint carries: the run was still going.
-pub(crate) fn checkpoint_warning(elapsed_ns: u64, duration: Duration) -> String {
-    format!(
+/// A loop engine's checkpoint: the document of its results so far (`result`, with the
+/// environment the run captured), with a warning that the run of `duration` was still going
+/// after `elapsed_ns`.
+pub(crate) fn checkpoint_json<T: Serialize>(
+    kind: Kind,
+    root: &SysRoot,
+    environment: &Environment,
+    mut result: Measured<T>,
+    elapsed_ns: u64,
+    duration: Duration,
+) -> Result<String> {
+    result.header.warnings.push(format!(
         "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
         elapsed_ns as f64 / 1e9,
         duration.as_secs_f64()
-    )
+    ));
+    let doc = measure_document(kind, document::host_name(root), environment.clone(), result);
+    Ok(doc.to_json()?)
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it

@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, check_output_prefix, checkpoint_warning, deliver_document, note_interrupted,
+    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, note_interrupted,
     open_session, report_not_measured, results_exit, run_checkpointed,
 };
 use super::output::print;
@@ -15,7 +15,6 @@ use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, Jitte
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
 use crate::peer::{oslat, sysjitter};
-use crate::report::measure::document as measure_document;
 use crate::report::measure::jitter as printers;
 
 /// Options of `lowlat measure jitter`.
@@ -86,12 +85,14 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         },
         |so_far| so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full),
         |so_far| {
-            let mut result = printers::result(so_far);
-            let note = checkpoint_warning(so_far.session.elapsed_ns, duration);
-            result.header.warnings.push(note);
-            let environment = so_far.session.environment.clone();
-            let host = crate::document::host_name(session.root());
-            Ok(measure_document(Kind::MeasureJitter, host, environment, result).to_json()?)
+            checkpoint_json(
+                Kind::MeasureJitter,
+                session.root(),
+                &so_far.session.environment,
+                printers::result(so_far),
+                so_far.session.elapsed_ns,
+                duration,
+            )
         },
     )
     .map_err(|e| match e {

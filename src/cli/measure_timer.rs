@@ -5,8 +5,8 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, checkpoint_warning, deliver_document, hold_idle_limit, note_interrupted,
-    open_session, report_not_measured, results_exit, run_checkpointed,
+    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, note_interrupted, open_session,
+    report_not_measured, results_exit, run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -14,7 +14,6 @@ use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
 use crate::measure::runner::session::Engine;
-use crate::report::measure::document as measure_document;
 use crate::report::measure::timer as printers;
 
 /// Options of `lowlat measure timer`.
@@ -121,12 +120,14 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         },
         |so_far| so_far.session.interrupted,
         |so_far| {
-            let mut result = printers::result(so_far);
-            let note = checkpoint_warning(so_far.session.elapsed_ns, duration);
-            result.header.warnings.push(note);
-            let environment = so_far.session.environment.clone();
-            let host = crate::document::host_name(session.root());
-            Ok(measure_document(Kind::MeasureTimer, host, environment, result).to_json()?)
+            checkpoint_json(
+                Kind::MeasureTimer,
+                session.root(),
+                &so_far.session.environment,
+                printers::result(so_far),
+                so_far.session.elapsed_ns,
+                duration,
+            )
         },
     )
     .map_err(|e| match e {
