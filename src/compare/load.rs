@@ -190,6 +190,9 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
     {
         return read_stream(&text, header, &shown).map(Content::Run);
     }
+    if let Some(header) = text.lines().position(|l| l == "LIKWID MICRO BENCHMARK") {
+        return read_likwid(&text, header, &shown).map(Content::Run);
+    }
     let verbose = text.lines().any(|l| {
         l.split(':').count() == 3 && l.split(':').all(|f| f.trim().parse::<i64>().is_ok())
     });
@@ -217,7 +220,7 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
             line: Some(1),
             message: "not a format compare reads (lowlat measure-jitter, measure-timer or \
                       measure-membw documents, sysjitter --raw files, cyclictest -v or -h \
-                      output, STREAM's stdout)"
+                      output, STREAM's stdout, likwid-bench output)"
                 .to_string(),
         })
     }
@@ -444,6 +447,51 @@ fn read_stream(text: &str, header: usize, shown: &str) -> Result<Run, LoadError>
         settings: None,
         cpus: BTreeMap::new(),
         rates,
+    })
+}
+
+/// likwid-bench's output: the test named on the `Test:` line after the `LIKWID MICRO
+/// BENCHMARK` line at 0-based line `header`, and its bandwidth from the `MByte/s:` line, MB/s
+/// (10^6 bytes per second, as STREAM counts).
+fn read_likwid(text: &str, header: usize, shown: &str) -> Result<Run, LoadError> {
+    let at = |line: usize, message: &str| LoadError {
+        path: shown.to_string(),
+        line: Some(line + 1),
+        message: message.to_string(),
+    };
+    let field = |name: &str| {
+        text.lines()
+            .enumerate()
+            .skip(header)
+            .find_map(|(n, l)| Some((n, l.strip_prefix(name)?.trim())))
+    };
+    let (_, test) = field("Test:")
+        .filter(|(_, t)| !t.is_empty())
+        .ok_or_else(|| {
+            at(
+                header,
+                "no `Test: NAME` line after this one: not likwid-bench output",
+            )
+        })?;
+    let (n, rate) = field("MByte/s:").ok_or_else(|| {
+        at(
+            header,
+            "no `MByte/s:` line after this one: the output was cut off, or the test measures \
+             no bandwidth; record the run again",
+        )
+    })?;
+    let rate: f64 = rate
+        .parse()
+        .ok()
+        .filter(|r: &f64| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| at(n, &format!("MByte/s {rate:?} is not a positive number")))?;
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::LikwidBench,
+        threshold_ns: None,
+        settings: None,
+        cpus: BTreeMap::new(),
+        rates: BTreeMap::from([(test.to_string(), rate)]),
     })
 }
 

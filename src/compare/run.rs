@@ -13,8 +13,8 @@ pub enum Family {
     Gaps,
     /// Timer wake-up latencies (lowlat measure timer, cyclictest).
     Wakeups,
-    /// Memory bandwidth: the best rate of each STREAM kernel per run (lowlat measure membw,
-    /// STREAM), higher is better.
+    /// Memory bandwidth: the best rate of each kernel per run (lowlat measure membw, STREAM,
+    /// likwid-bench), higher is better.
     Throughput,
 }
 
@@ -47,6 +47,8 @@ pub enum Format {
     LowlatMembw,
     /// STREAM's stdout: the `Function    Best Rate MB/s ...` table.
     Stream,
+    /// likwid-bench's output: one test (`Test: stream`) and its `MByte/s:` line.
+    LikwidBench,
 }
 
 impl Format {
@@ -57,7 +59,7 @@ impl Format {
             Format::LowlatTimer | Format::CyclictestVerbose | Format::CyclictestHistogram => {
                 Family::Wakeups
             }
-            Format::LowlatMembw | Format::Stream => Family::Throughput,
+            Format::LowlatMembw | Format::Stream | Format::LikwidBench => Family::Throughput,
         }
     }
 }

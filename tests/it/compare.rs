@@ -710,3 +710,52 @@ fn broken_stream_tables_are_refused_naming_the_line() {
         );
     }
 }
+
+/// likwid-bench's output for `test` with `rate` MByte/s (the lines around it as likwid-bench
+/// prints them, abridged).
+fn likwid_output(test: &str, rate: f64) -> String {
+    let line = "-".repeat(80);
+    format!(
+        "Allocate: Process running on hwthread 0 (Domain N) - Vector length 3000/24000 Offset 0 Alignment 512\n\
+         {line}\nLIKWID MICRO BENCHMARK\nTest: {test}\n{line}\nUsing 1 work groups\nUsing 2 threads\n{line}\n\
+         Cycles:                 5893702570\n\
+         Time:                   2.362926e+00 sec\n\
+         Iterations:             1024\n\
+         MFlops/s:               866.72\n\
+         Data volume (Byte):     24576000000\n\
+         MByte/s:                {rate:.2}\n\
+         Cycles per update:      5.755569\n\
+         {line}\n"
+    )
+}
+
+/// likwid-bench runs are runs of the same family, keyed by the test name: five runs of
+/// `stream` 10 % slower are worse; a run cut off before its `MByte/s:` line is refused.
+#[test]
+fn likwid_bench_runs_compare_by_test_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = files(dir.path(), "a.", 5, |r| {
+        likwid_output("stream", 20_000.0 + f64::from(r))
+    });
+    let b = files(dir.path(), "b.", 5, |r| {
+        likwid_output("stream", 18_000.0 + f64::from(r))
+    });
+    let args: Vec<String> = [&a[..], &["--".to_string()], &b[..]].concat();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&args);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(throughput_rows(&doc), [("stream".into(), "worse".into())]);
+
+    let full = likwid_output("stream", 1.0);
+    let cut = full.split("MByte/s:").next().unwrap();
+    let cut = write(dir.path(), "cut", cut);
+    let out = lowlat(&["compare", &a[0], "--", cut.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3", cut.display())) && stderr.contains("no `MByte/s:` line"),
+        "{stderr}"
+    );
+}
