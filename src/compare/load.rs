@@ -64,8 +64,9 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
                     return Err(LoadError::file(
                         shown,
                         format!(
-                            "a {kind} document holds no run; give measure-jitter or \
-                             measure-timer documents, peers' outputs, or bundle directories"
+                            "a {kind} document holds no run; give measure-jitter, \
+                             measure-timer or measure-membw documents, peers' outputs, or \
+                             bundle directories"
                         ),
                     ));
                 }
@@ -107,10 +108,10 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
                     settings = s;
                 }
                 // A bundle's inventory, audit and check describe its runs; a measurement that
-                // compare cannot use (membw, c2c, ...) is worth saying.
+                // compare cannot use (c2c, memlat, ...) is worth saying.
                 if kind.starts_with("measure-") {
                     loaded.skipped.push(format!(
-                        "{}: a {kind} document: compare reads busy-loop and timer runs only",
+                        "{}: a {kind} document: compare reads busy-loop, timer and membw runs only",
                         file.display()
                     ));
                 }
@@ -183,6 +184,15 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
         });
     }
     let has_line = |prefix: &str| text.lines().any(|l| l.starts_with(prefix));
+    if let Some(header) = text
+        .lines()
+        .position(|l| l.starts_with("Function") && l.contains("Best Rate MB/s"))
+    {
+        return read_stream(&text, header, &shown).map(Content::Run);
+    }
+    if let Some(header) = text.lines().position(|l| l == "LIKWID MICRO BENCHMARK") {
+        return read_likwid(&text, header, &shown).map(Content::Run);
+    }
     let verbose = text.lines().any(|l| {
         l.split(':').count() == 3 && l.split(':').all(|f| f.trim().parse::<i64>().is_ok())
     });
@@ -208,8 +218,9 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
         Err(LoadError {
             path: shown,
             line: Some(1),
-            message: "not a format compare reads (lowlat measure-jitter or measure-timer \
-                      documents, sysjitter --raw files, cyclictest -v or -h output)"
+            message: "not a format compare reads (lowlat measure-jitter, measure-timer or \
+                      measure-membw documents, sysjitter --raw files, cyclictest -v or -h \
+                      output, STREAM's stdout, likwid-bench output)"
                 .to_string(),
         })
     }
@@ -268,6 +279,7 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
     let (kind, format) = match kind_name.as_str() {
         "measure-jitter" => (Kind::MeasureJitter, Format::LowlatJitter),
         "measure-timer" => (Kind::MeasureTimer, Format::LowlatTimer),
+        "measure-membw" => (Kind::MeasureMembw, Format::LowlatMembw),
         _ => {
             return Ok(Content::Other {
                 kind: kind_name,
@@ -286,6 +298,9 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
     let result = doc
         .result
         .ok_or_else(|| LoadError::file(shown, format!("the {kind} document has no `result`")))?;
+    if format == Format::LowlatMembw {
+        return read_membw(result, settings, shown).map(Content::Run);
+    }
     let figures: Figures = serde_json::from_value(result)
         .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
     let mut cpus = BTreeMap::new();
@@ -331,7 +346,153 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
             .filter(|_| format == Format::LowlatJitter),
         settings,
         cpus,
+        rates: BTreeMap::new(),
     }))
+}
+
+/// The figures compare reads of a membw result: the whole-system run's kernels.
+#[derive(Deserialize)]
+struct MembwFigures {
+    system: MembwRun,
+}
+
+#[derive(Deserialize)]
+struct MembwRun {
+    kernels: Vec<MembwKernel>,
+}
+
+#[derive(Deserialize)]
+struct MembwKernel {
+    kernel: String,
+    best_rate_mb_per_s: f64,
+}
+
+fn read_membw(
+    result: serde_json::Value,
+    settings: Option<BTreeMap<String, String>>,
+    shown: &str,
+) -> Result<Run, LoadError> {
+    let figures: MembwFigures = serde_json::from_value(result)
+        .map_err(|e| LoadError::file(shown, format!("the measure-membw document's result: {e}")))?;
+    if figures.system.kernels.is_empty() {
+        return Err(LoadError::file(
+            shown,
+            "the measure-membw document has no kernel rates; record the run again",
+        ));
+    }
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::LowlatMembw,
+        threshold_ns: None,
+        settings,
+        cpus: BTreeMap::new(),
+        rates: figures
+            .system
+            .kernels
+            .into_iter()
+            .map(|k| (k.kernel, k.best_rate_mb_per_s))
+            .collect(),
+    })
+}
+
+/// The kernels of STREAM's table, in its order.
+const STREAM_KERNELS: [&str; 4] = ["Copy", "Scale", "Add", "Triad"];
+
+/// STREAM's stdout: the four lines after the `Function    Best Rate MB/s ...` header at
+/// 0-based line `header`, each `Name: best-rate avg min max`; kernels named in lower case, as
+/// `measure-membw` names them.
+fn read_stream(text: &str, header: usize, shown: &str) -> Result<Run, LoadError> {
+    let at = |line: usize, message: String| LoadError {
+        path: shown.to_string(),
+        line: Some(line + 1),
+        message,
+    };
+    let mut rates = BTreeMap::new();
+    let mut lines = text.lines().enumerate().skip(header + 1);
+    for kernel in STREAM_KERNELS {
+        let Some((n, line)) = lines.next() else {
+            return Err(at(
+                header,
+                format!("STREAM's table ends before its {kernel} line: the output was cut off"),
+            ));
+        };
+        let rate = line
+            .strip_prefix(kernel)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .and_then(|rest| rest.split_whitespace().next())
+            .ok_or_else(|| {
+                at(
+                    n,
+                    format!(
+                        "expected STREAM's `{kernel}:` line with its best rate, found {line:?}"
+                    ),
+                )
+            })?;
+        let rate: f64 = rate
+            .parse()
+            .ok()
+            .filter(|r: &f64| r.is_finite() && *r > 0.0)
+            .ok_or_else(|| {
+                at(
+                    n,
+                    format!("{kernel}'s best rate {rate:?} is not a positive number of MB/s"),
+                )
+            })?;
+        rates.insert(kernel.to_lowercase(), rate);
+    }
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::Stream,
+        threshold_ns: None,
+        settings: None,
+        cpus: BTreeMap::new(),
+        rates,
+    })
+}
+
+/// likwid-bench's output: the test named on the `Test:` line after the `LIKWID MICRO
+/// BENCHMARK` line at 0-based line `header`, and its bandwidth from the `MByte/s:` line, MB/s
+/// (10^6 bytes per second, as STREAM counts).
+fn read_likwid(text: &str, header: usize, shown: &str) -> Result<Run, LoadError> {
+    let at = |line: usize, message: &str| LoadError {
+        path: shown.to_string(),
+        line: Some(line + 1),
+        message: message.to_string(),
+    };
+    let field = |name: &str| {
+        text.lines()
+            .enumerate()
+            .skip(header)
+            .find_map(|(n, l)| Some((n, l.strip_prefix(name)?.trim())))
+    };
+    let (_, test) = field("Test:")
+        .filter(|(_, t)| !t.is_empty())
+        .ok_or_else(|| {
+            at(
+                header,
+                "no `Test: NAME` line after this one: not likwid-bench output",
+            )
+        })?;
+    let (n, rate) = field("MByte/s:").ok_or_else(|| {
+        at(
+            header,
+            "no `MByte/s:` line after this one: the output was cut off, or the test measures \
+             no bandwidth; record the run again",
+        )
+    })?;
+    let rate: f64 = rate
+        .parse()
+        .ok()
+        .filter(|r: &f64| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| at(n, &format!("MByte/s {rate:?} is not a positive number")))?;
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::LikwidBench,
+        threshold_ns: None,
+        settings: None,
+        cpus: BTreeMap::new(),
+        rates: BTreeMap::from([(test.to_string(), rate)]),
+    })
 }
 
 /// Turns the peer parser's warnings into the first one as an error: compare refuses garbled
@@ -382,6 +543,7 @@ fn read_sysjitter_raw(path: &Path, text: &str, shown: &str) -> Result<Run, LoadE
         format: Format::SysjitterRaw,
         threshold_ns: raw.threshold_ns,
         settings: None,
+        rates: BTreeMap::new(),
         cpus: BTreeMap::from([(
             cpu,
             Series {
@@ -419,6 +581,7 @@ fn read_cyclictest_verbose(text: &str, shown: &str) -> Result<Run, LoadError> {
         threshold_ns: None,
         settings: None,
         cpus,
+        rates: BTreeMap::new(),
     })
 }
 
@@ -466,5 +629,6 @@ fn read_cyclictest_histogram(text: &str, shown: &str) -> Result<Run, LoadError> 
         threshold_ns: None,
         settings: None,
         cpus,
+        rates: BTreeMap::new(),
     })
 }

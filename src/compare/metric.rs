@@ -32,10 +32,12 @@ pub enum Metric {
     Max,
     /// Latencies above the `--above` threshold, per hour (or per million samples).
     RateAbove,
+    /// A kernel's best rate of a run, MB/s (throughput runs; higher is better).
+    BestRate,
 }
 
 impl Metric {
-    /// Every metric, in the order of the table.
+    /// Every latency metric, in the order of the table.
     pub const ALL: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::RateAbove];
 
     /// The name in the table.
@@ -45,7 +47,13 @@ impl Metric {
             Metric::P99 => "p99",
             Metric::Max => "max",
             Metric::RateAbove => "rate above",
+            Metric::BestRate => "best rate",
         }
+    }
+
+    /// Whether a higher value is the better one (throughput); for latencies lower is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::BestRate
     }
 }
 
@@ -101,6 +109,7 @@ pub fn test(
         Metric::P99 => quantile(0.99, a, b, settings, rng),
         Metric::Max => max(a, b, settings, rng),
         Metric::RateAbove => rate(a, b, settings, rng),
+        Metric::BestRate => unreachable!("best rates are tested by `throughput`, not per CPU"),
     }
 }
 
@@ -232,9 +241,19 @@ fn pooled_draws(
 fn max(a: &[&Series], b: &[&Series], settings: &Settings, rng: &mut Rng) -> Tested {
     let per_run =
         |arm: &[&Series]| -> Vec<f64> { arm.iter().map(|s| s.values.quantile(1.0)).collect() };
-    let (va, vb) = (per_run(a), per_run(b));
-    if va.len() >= MIN_RUNS && vb.len() >= MIN_RUNS {
-        return over_runs("runs", &va, &vb, settings, rng);
+    one_per_run("the maximum", &per_run(a), &per_run(b), settings, rng)
+}
+
+/// Tests one kernel's best rates, one per run of arm `a` and arm `b`, MB/s.
+pub fn throughput(a: &[f64], b: &[f64], settings: &Settings, rng: &mut Rng) -> Tested {
+    one_per_run("the best rate", a, b, settings, rng)
+}
+
+/// Tests a figure that is `what` of each run: runs are the unit (Mann-Whitney, TOST for
+/// equivalence) with at least [`MIN_RUNS`] per arm, else not tested.
+fn one_per_run(what: &str, a: &[f64], b: &[f64], settings: &Settings, rng: &mut Rng) -> Tested {
+    if a.len() >= MIN_RUNS && b.len() >= MIN_RUNS {
+        return over_runs("runs", a, b, settings, rng);
     }
     let plain = |values: &[f64]| Estimate {
         value: median(values),
@@ -243,9 +262,9 @@ fn max(a: &[&Series], b: &[&Series], settings: &Settings, rng: &mut Rng) -> Test
         runs: values.len(),
     };
     Tested {
-        a: plain(&va),
-        b: plain(&vb),
-        test: format!("none: the maximum is one value per run; {MIN_RUNS} runs per arm needed"),
+        a: plain(a),
+        b: plain(b),
+        test: format!("none: {what} is one value per run; {MIN_RUNS} runs per arm needed"),
         p: None,
         equivalent: false,
     }

@@ -44,9 +44,9 @@ pub struct Options {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "verdict")]
 pub enum Verdict {
-    /// The candidate is lower (latency, rate of spikes), beyond chance.
+    /// The candidate is lower (latency, rate of spikes) or higher (throughput), beyond chance.
     Better,
-    /// The candidate is higher, beyond chance.
+    /// The candidate is higher (latency) or lower (throughput), beyond chance.
     Worse,
     /// No difference shown, and none ruled out either.
     NoDifference,
@@ -80,11 +80,14 @@ impl Verdict {
 /// One metric of one CPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
-    /// The CPU (for cyclictest: the thread index).
+    /// The CPU (for cyclictest: the thread index; 0 for throughput, measured on all CPUs).
     pub cpu: u32,
     /// The metric.
     pub metric: Metric,
-    /// The unit of the values: `ns`, `per-hour` or `per-million-samples`.
+    /// The kernel of a throughput row (`copy`, `triad`, ...); absent for latency rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The unit of the values: `ns`, `per-hour`, `per-million-samples` or `MB/s`.
     pub unit: &'static str,
     /// The baseline's value.
     pub a: Estimate,
@@ -215,6 +218,17 @@ fn by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<&Series>> {
     map
 }
 
+/// The best rates of `runs`, per kernel, MB/s (one per run that measured the kernel).
+fn by_kernel(runs: &[Run]) -> BTreeMap<String, Vec<f64>> {
+    let mut map: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for run in runs {
+        for (kernel, &rate) in &run.rates {
+            map.entry(kernel.clone()).or_default().push(rate);
+        }
+    }
+    map
+}
+
 /// Compares `a` with `b` once per measurement (busy-loop gaps, timer wake-ups) that both
 /// arms hold, as a bundle of `lowlat check` holds both; a measurement only one arm holds is
 /// said in the first comparison's notes. Each comparison is corrected (Holm) on its own.
@@ -306,11 +320,31 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
             tested.push((
                 *cpu,
                 metric,
+                None,
                 metric::test(metric, sa, sb, &settings, &mut rng),
             ));
         }
     }
-    let p: Vec<f64> = tested.iter().filter_map(|t| t.2.p).collect();
+    let (rates_a, rates_b) = (by_kernel(a), by_kernel(b));
+    for (kernel, ra) in &rates_a {
+        match rates_b.get(kernel) {
+            Some(rb) => tested.push((
+                0,
+                Metric::BestRate,
+                Some(kernel.clone()),
+                metric::throughput(ra, rb, &settings, &mut rng),
+            )),
+            None => notes.push(format!(
+                "kernel {kernel} measured only in arm A: not compared"
+            )),
+        }
+    }
+    for kernel in rates_b.keys().filter(|k| !rates_a.contains_key(*k)) {
+        notes.push(format!(
+            "kernel {kernel} measured only in arm B: not compared"
+        ));
+    }
+    let p: Vec<f64> = tested.iter().filter_map(|t| t.3.p).collect();
     let mut holm = stats::holm::holm(&p).into_iter();
     let rate_unit = match unit_a {
         ExposureUnit::Seconds => "per-hour",
@@ -318,15 +352,21 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
     };
     let rows = tested
         .into_iter()
-        .map(|(cpu, metric, t)| {
+        .map(|(cpu, metric, kernel, t)| {
             let p_holm = t.p.and_then(|_| holm.next());
             let delta = (t.b.value - t.a.value) / t.a.value * 100.0;
+            // The candidate's change in the metric's good direction.
+            let gain = if metric.higher_is_better() {
+                t.b.value - t.a.value
+            } else {
+                t.a.value - t.b.value
+            };
             let verdict = match p_holm {
                 None => Verdict::Inconclusive {
                     runs_needed: MIN_RUNS,
                 },
-                Some(p) if p < ALPHA && t.b.value < t.a.value => Verdict::Better,
-                Some(p) if p < ALPHA && t.b.value > t.a.value => Verdict::Worse,
+                Some(p) if p < ALPHA && gain > 0.0 => Verdict::Better,
+                Some(p) if p < ALPHA && gain < 0.0 => Verdict::Worse,
                 _ if t.equivalent => Verdict::Equivalent {
                     margin_percent: options.margin * 100.0,
                 },
@@ -335,10 +375,11 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
             Row {
                 cpu,
                 metric,
-                unit: if metric == Metric::RateAbove {
-                    rate_unit
-                } else {
-                    "ns"
+                kernel,
+                unit: match metric {
+                    Metric::RateAbove => rate_unit,
+                    Metric::BestRate => "MB/s",
+                    _ => "ns",
                 },
                 a: t.a,
                 b: t.b,
@@ -355,7 +396,15 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
         above_ns: options.above_ns,
         margin_percent: options.margin * 100.0,
         alpha: ALPHA,
-        correction: format!("Holm over the {} tested rows (CPUs × metrics)", p.len()),
+        correction: format!(
+            "Holm over the {} tested rows ({})",
+            p.len(),
+            if family_a == Family::Throughput {
+                "kernels"
+            } else {
+                "CPUs × metrics"
+            }
+        ),
         settings: settings::diff(a, b),
         a: arm_a,
         b: arm_b,

@@ -13,6 +13,9 @@ pub enum Family {
     Gaps,
     /// Timer wake-up latencies (lowlat measure timer, cyclictest).
     Wakeups,
+    /// Memory bandwidth: the best rate of each kernel per run (lowlat measure membw, STREAM,
+    /// likwid-bench), higher is better.
+    Throughput,
 }
 
 impl Family {
@@ -21,6 +24,7 @@ impl Family {
         match self {
             Family::Gaps => "busy-loop interruptions",
             Family::Wakeups => "timer wake-up latencies",
+            Family::Throughput => "memory bandwidth (best rate per kernel)",
         }
     }
 }
@@ -39,6 +43,12 @@ pub enum Format {
     CyclictestVerbose,
     /// `cyclictest -h N`: the histogram block.
     CyclictestHistogram,
+    /// A `measure-membw` document.
+    LowlatMembw,
+    /// STREAM's stdout: the `Function    Best Rate MB/s ...` table.
+    Stream,
+    /// likwid-bench's output: one test (`Test: stream`) and its `MByte/s:` line.
+    LikwidBench,
 }
 
 impl Format {
@@ -49,6 +59,7 @@ impl Format {
             Format::LowlatTimer | Format::CyclictestVerbose | Format::CyclictestHistogram => {
                 Family::Wakeups
             }
+            Format::LowlatMembw | Format::Stream | Format::LikwidBench => Family::Throughput,
         }
     }
 }
@@ -136,6 +147,9 @@ pub struct Run {
     pub threshold_ns: Option<u64>,
     /// The settings that matter of the machine it ran on (`environment.settings`), when known.
     pub settings: Option<BTreeMap<String, String>>,
-    /// Latencies per CPU (cyclictest: per thread index).
+    /// Latencies per CPU (cyclictest: per thread index); empty for throughput runs.
     pub cpus: BTreeMap<u32, Series>,
+    /// Best rate per kernel (`copy`, `triad`, ...), MB/s (10^6 bytes per second); empty for
+    /// latency runs.
+    pub rates: BTreeMap<String, f64>,
 }

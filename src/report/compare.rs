@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
 use crate::compare::{Comparison, Row};
 use crate::document::{Document, Kind};
@@ -76,14 +77,17 @@ fn keys(out: &mut String, title: &str, keys: &[KeyValues], between: bool) {
 /// The comparison for people.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "compare: {}; A (baseline) {} run(s), B (candidate) {} run(s); rate above {} us",
+        "compare: {}; A (baseline) {} run(s), B (candidate) {} run(s)",
         c.family.name(),
         c.a.runs.len(),
         c.b.runs.len(),
-        c.above_ns / 1e3
     );
+    let _ = match c.family {
+        Family::Throughput => writeln!(out, "; higher is better"),
+        _ => writeln!(out, "; rate above {} us", c.above_ns / 1e3),
+    };
     let _ = writeln!(out);
     let s = &c.settings;
     if s.between.is_empty() && s.within_a.is_empty() && s.within_b.is_empty() {
@@ -137,12 +141,17 @@ pub fn render(c: &Comparison) -> String {
             tests.push(&row.test);
         }
         let number = tests.iter().position(|t| *t == row.test).unwrap_or(0) + 1;
-        let metric = match row.unit {
-            "ns" => row.metric.name().to_string(),
-            unit => format!("{} {} us ({unit})", row.metric.name(), c.above_ns / 1e3),
+        let metric = match (&row.kernel, row.unit) {
+            (Some(kernel), unit) => format!("{kernel} {} ({unit})", row.metric.name()),
+            (None, "ns") => row.metric.name().to_string(),
+            (None, unit) => format!("{} {} us ({unit})", row.metric.name(), c.above_ns / 1e3),
         };
         table.push(vec![
-            row.cpu.to_string(),
+            if row.kernel.is_some() {
+                "all".to_string()
+            } else {
+                row.cpu.to_string()
+            },
             metric,
             estimate(row, &row.a),
             estimate(row, &row.b),

@@ -544,3 +544,218 @@ fn two_halves_of_one_cyclictest_stream_are_never_better_or_worse() {
         assert!(verdict != "better" && verdict != "worse", "{row}");
     }
 }
+
+/// STREAM's stdout with `triad` as its Triad best rate and `other` for Copy, Scale and Add, MB/s.
+fn stream_stdout(other: f64, triad: f64) -> String {
+    format!(
+        "-------------------------------------------------------------\n\
+         STREAM version $Revision: 5.10 $\n\
+         Each test below will take on the order of 14550 microseconds.\n\
+         -------------------------------------------------------------\n\
+         Function    Best Rate MB/s  Avg time     Min time     Max time\n\
+         Copy:       {other:12.1}     0.014654     0.014512     0.014843\n\
+         Scale:      {other:12.1}     0.014754     0.014667     0.014890\n\
+         Add:        {other:12.1}     0.019868     0.019781     0.020001\n\
+         Triad:      {triad:12.1}     0.019820     0.019693     0.019983\n\
+         -------------------------------------------------------------\n\
+         Solution Validates: avg error less than 1.000000e-13 on all three arrays\n"
+    )
+}
+
+/// A `measure-membw` document with the same rates as [`stream_stdout`].
+fn membw_document(other: f64, triad: f64) -> String {
+    let kernel = |name: &str, rate: f64| json!({"kernel": name, "best_rate_mb_per_s": rate});
+    json!({
+        "schema_version": 2, "kind": "measure-membw",
+        "tool": {"name": "lowlat", "version": "0.1.0"},
+        "created": "2026-11-25T15:00:00Z", "host": "db1",
+        "command": ["lowlat", "measure", "membw"],
+        "environment": {"settings": {"cpufreq:boost": "1"}},
+        "result": {"system": {"kernels": [
+            kernel("copy", other), kernel("scale", other), kernel("add", other),
+            kernel("triad", triad)
+        ]}}
+    })
+    .to_string()
+}
+
+/// Writes `runs` files made by `make(run)` into `dir` as `prefix<run>` and gives their paths.
+fn files(dir: &Path, prefix: &str, runs: u32, make: impl Fn(u32) -> String) -> Vec<String> {
+    (0..runs)
+        .map(|run| {
+            let path = write(dir, &format!("{prefix}{run}"), &make(run));
+            path.to_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn throughput_rows(doc: &Value) -> Vec<(String, String)> {
+    doc["comparisons"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["metric"], "best-rate", "{r}");
+            assert_eq!(r["unit"], "MB/s", "{r}");
+            (
+                r["kernel"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Five STREAM outputs against five membw documents: one row per kernel, runs as the unit;
+/// a Triad 20 % faster is better (higher is better for throughput), the other kernels within
+/// 0.1 % are equivalent within ±3 %; the other way round Triad is worse and the exit code 1.
+#[test]
+fn stream_and_membw_runs_compare_per_kernel_and_higher_is_better() {
+    let dir = tempfile::tempdir().unwrap();
+    let jitter = |run: u32| f64::from(run) * 10.0;
+    let a = files(dir.path(), "stream.", 5, |r| {
+        stream_stdout(10_000.0 + jitter(r), 10_000.0 + jitter(r))
+    });
+    let b = files(dir.path(), "membw.json.", 5, |r| {
+        membw_document(10_005.0 + jitter(r), 12_000.0 + jitter(r))
+    });
+    let args = |x: &[String], y: &[String]| -> Vec<String> { [x, &["--".to_string()], y].concat() };
+    let forward = args(&a, &b);
+    let forward: Vec<&str> = forward.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&forward);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["comparisons"][0]["family"], "throughput");
+    let equivalent = "equivalent".to_string();
+    assert_eq!(
+        throughput_rows(&doc),
+        [
+            ("add".to_string(), equivalent.clone()),
+            ("copy".to_string(), equivalent.clone()),
+            ("scale".to_string(), equivalent),
+            ("triad".to_string(), "better".to_string()),
+        ]
+    );
+    let triad = &doc["comparisons"][0]["rows"][3];
+    assert!(
+        triad["test"]
+            .as_str()
+            .unwrap()
+            .starts_with("Mann-Whitney U over runs (exact)"),
+        "{triad}"
+    );
+    assert!((triad["p"].as_f64().unwrap() - 2.0 / 252.0).abs() < 1e-12);
+    assert!(triad["delta_percent"].as_f64().unwrap() > 19.0);
+
+    let backward = args(&b, &a);
+    let backward: Vec<&str> = backward.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&backward);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(throughput_rows(&doc)[3], ("triad".into(), "worse".into()));
+    let text = lowlat(&[&["compare"], &backward[..]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("higher is better") && text.contains("triad best rate (MB/s)"),
+        "{text}"
+    );
+}
+
+/// Three STREAM runs per arm are too few to test a figure that is one value per run.
+#[test]
+fn three_stream_runs_per_arm_are_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = files(dir.path(), "a.", 3, |r| {
+        stream_stdout(10_000.0 + f64::from(r), 10_000.0)
+    });
+    let b = files(dir.path(), "b.", 3, |r| {
+        stream_stdout(20_000.0 + f64::from(r), 20_000.0)
+    });
+    let args: Vec<String> = [&a[..], &["--".to_string()], &b[..]].concat();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&args);
+    assert_eq!(code, 0);
+    for row in doc["comparisons"][0]["rows"].as_array().unwrap() {
+        assert_eq!(row["verdict"], "inconclusive", "{row}");
+        assert_eq!(row["runs_needed"], 4, "{row}");
+    }
+}
+
+/// A STREAM table cut short or with a rate that is not a number: exit 2, file and line named.
+#[test]
+fn broken_stream_tables_are_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good", &stream_stdout(1.0, 1.0));
+    let full = stream_stdout(1.0, 1.0);
+    let cut: String = full.lines().take(7).map(|l| format!("{l}\n")).collect();
+    let cut = write(dir.path(), "cut", &cut);
+    let nan = write(
+        dir.path(),
+        "nan",
+        &full.replace("Add:                 1.0", "Add:                 n/a"),
+    );
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    for (bad, line, says) in [
+        // The table's header line is named: the Add line it lacks is not in the file.
+        (&cut, 5, "STREAM's table ends before its Add line"),
+        (&nan, 8, "Add's best rate \"n/a\" is not a positive number"),
+    ] {
+        let out = lowlat(&["compare", &s(&good), "--", &s(bad)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{}:{line}", s(bad))) && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+}
+
+/// likwid-bench's output for `test` with `rate` MByte/s (the lines around it as likwid-bench
+/// prints them, abridged).
+fn likwid_output(test: &str, rate: f64) -> String {
+    let line = "-".repeat(80);
+    format!(
+        "Allocate: Process running on hwthread 0 (Domain N) - Vector length 3000/24000 Offset 0 Alignment 512\n\
+         {line}\nLIKWID MICRO BENCHMARK\nTest: {test}\n{line}\nUsing 1 work groups\nUsing 2 threads\n{line}\n\
+         Cycles:                 5893702570\n\
+         Time:                   2.362926e+00 sec\n\
+         Iterations:             1024\n\
+         MFlops/s:               866.72\n\
+         Data volume (Byte):     24576000000\n\
+         MByte/s:                {rate:.2}\n\
+         Cycles per update:      5.755569\n\
+         {line}\n"
+    )
+}
+
+/// likwid-bench runs are runs of the same family, keyed by the test name: five runs of
+/// `stream` 10 % slower are worse; a run cut off before its `MByte/s:` line is refused.
+#[test]
+fn likwid_bench_runs_compare_by_test_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = files(dir.path(), "a.", 5, |r| {
+        likwid_output("stream", 20_000.0 + f64::from(r))
+    });
+    let b = files(dir.path(), "b.", 5, |r| {
+        likwid_output("stream", 18_000.0 + f64::from(r))
+    });
+    let args: Vec<String> = [&a[..], &["--".to_string()], &b[..]].concat();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (doc, code) = compare_json(&args);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(throughput_rows(&doc), [("stream".into(), "worse".into())]);
+
+    let full = likwid_output("stream", 1.0);
+    let cut = full.split("MByte/s:").next().unwrap();
+    let cut = write(dir.path(), "cut", cut);
+    let out = lowlat(&["compare", &a[0], "--", cut.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3", cut.display())) && stderr.contains("no `MByte/s:` line"),
+        "{stderr}"
+    );
+}
