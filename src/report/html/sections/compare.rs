@@ -48,6 +48,7 @@ struct KeyValues {
 #[derive(Deserialize)]
 struct Row {
     cpu: u32,
+    kernel: Option<String>,
     metric: String,
     unit: String,
     a: Estimate,
@@ -115,9 +116,14 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                     thead { tr { th { "CPU" } th { "metric" } th { "A [95% CI]" } th { "B [95% CI]" } th { "Δ %" } th { "p (Holm)" } th { "verdict" } th { "test" } } }
                     tbody {
                         @for r in &c.rows {
-                            @let metric = if r.unit == "ns" { r.metric.clone() } else { format!("{} {} ({})", r.metric, value(c.above_ns, "ns"), r.unit) };
+                            @let metric = match (r.unit.as_str(), &r.kernel) {
+                                ("ns", _) => r.metric.clone(),
+                                (unit, Some(_)) => format!("{} ({unit})", r.metric),
+                                (unit, None) => format!("{} {} ({unit})", r.metric, value(c.above_ns, "ns")),
+                            };
                             tr class=(format!("verdict-{}", r.verdict)) {
-                                td { (r.cpu) } td { (metric) }
+                                td { @match &r.kernel { Some(_) => "all", None => (r.cpu) } }
+                                td { @if let Some(kernel) = &r.kernel { (kernel) " " } (metric) }
                                 td { (estimate(&r.a, &r.unit)) } td { (estimate(&r.b, &r.unit)) }
                                 td { (r.delta_percent.map_or("—".to_string(), |d| format!("{d:+.1}"))) }
                                 td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
