@@ -11,8 +11,8 @@ use super::{Cli, exit, values};
 use crate::audit::{self, profile};
 use crate::check::{self, targets};
 use crate::document::Kind;
-use crate::machine::kernel::stat::{STAT, parse_stat};
-use crate::machine::{CpuSet, Machine, Warnings};
+use crate::machine::kernel::stat;
+use crate::machine::{CpuSet, Machine, Reader};
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
 use crate::measure::runner::session::{Engine, Session};
@@ -115,10 +115,10 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // In a VM, the host's share of the measured vCPUs (steal) is read around both runs.
     let read_stat = || {
-        machine.hypervisor.as_ref().and_then(|_| {
-            let text = session.root().read(STAT).ok()?;
-            Some(parse_stat(&text, STAT, &mut Warnings::default()))
-        })
+        machine
+            .hypervisor
+            .as_ref()
+            .and_then(|_| stat::read(&mut Reader::new(session.root())).get().cloned())
     };
     let stat_before = read_stat();
     let plan = LoopPlan {
