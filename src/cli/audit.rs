@@ -1,6 +1,6 @@
 //! `lowlat audit`.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -65,17 +65,11 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         })?),
         None => None,
     };
-    let bios = match &args.bios {
-        Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("--bios {}", file.display()))?;
-            let state: crate::bios::BiosState =
-                crate::bios::parse_document(&text, crate::document::Kind::Bios)
-                    .with_context(|| format!("--bios {}", file.display()))?;
-            Some(state)
-        }
-        None => None,
-    };
+    let bios = args
+        .bios
+        .as_deref()
+        .map(super::bios::read_document)
+        .transpose()?;
     let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);
     if let Some(path) = &args.domain {

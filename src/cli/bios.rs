@@ -14,6 +14,7 @@ use crate::bios::settings::{self, Journal, Outcome};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
+use crate::plan::Plan;
 use crate::report::bios as report;
 
 /// The environment variable a password may come from instead of `--password-file`.
@@ -30,7 +31,8 @@ Examples:\n  read -rs LOWLAT_BMC_PASSWORD; export LOWLAT_BMC_PASSWORD\n  \
 lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
 lowlat bios apply --bmc https://bmc1 --user admin --set smt=off --set boost=off --journal bmc1.journal\n  \
 lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off --inband   # on the server, after its reset\n  \
-lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n\n\
+lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n  \
+lowlat plan --bios bios.json --out plan && lowlat bios apply --bmc https://bmc1 --user admin --plan plan/plan.json --journal bmc1.journal\n\n\
 Exit codes: 0 done (verify: every value current or staged); 1 verify found drift; 2 could not \
 run (bad flag, unreachable or refusing BMC, an attribute or value the BMC does not accept).";
 
@@ -116,8 +118,13 @@ pub struct ApplyArgs {
 
     /// A change: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
     /// for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    #[arg(long = "set", value_name = "NAME=VALUE", required_unless_present = "plan")]
     pub changes: Vec<String>,
+
+    /// Stage the BIOS changes of this plan.json (`lowlat plan --bios FILE`), made from this
+    /// BMC's BIOS; with --set, those too.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 
     /// Where to write the journal of the values replaced (for `bios revert`); it must not
     /// exist.
@@ -137,8 +144,13 @@ pub struct VerifyArgs {
     pub bmc: BmcArgs,
 
     /// A value to check: INTENT=VALUE or ATTRIBUTE=VALUE; repeat for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    #[arg(long = "set", value_name = "NAME=VALUE", required_unless_present = "plan")]
     pub changes: Vec<String>,
+
+    /// Check the BIOS changes of this plan.json (`lowlat plan --bios FILE`); with --set,
+    /// those too.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 
     /// Also check what this machine's OS shows (run on the server after its reset, or with
     /// --root/--snapshot): SMT from the threads per core, boost from cpufreq. A value the BMC
@@ -190,7 +202,7 @@ fn read(args: &ReadArgs) -> Result<u8> {
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
     let (bmc, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &args.changes)?;
+    let changes = resolve(&state, &requests(args.plan.as_deref(), &args.changes, &state)?)?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
         print(&report::render_staged(&journal.entries, false))?;
@@ -228,7 +240,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &args.changes)?;
+    let changes = resolve(&state, &requests(args.plan.as_deref(), &args.changes, &state)?)?;
     let machine = if args.inband {
         Some(Machine::read(&cli.sysroot()?))
     } else {
@@ -288,6 +300,13 @@ fn revert(args: &RevertArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// The `bios` document in `file` (`lowlat bios read -o FILE`), given with `--bios FILE`.
+pub(crate) fn read_document(file: &Path) -> Result<BiosState> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("--bios {}", file.display()))?;
+    bios::parse_document(&text, Kind::Bios).with_context(|| format!("--bios {}", file.display()))
+}
+
 /// The BMC of `args`, and its BIOS read.
 fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
     let user = match &args.user {
@@ -336,6 +355,42 @@ fn password(file: Option<&Path>) -> Result<String> {
             )
         }),
     }
+}
+
+/// The requests of `--set`, after those of the BIOS part of `--plan FILE`, which must have been
+/// made from this BMC's system.
+fn requests(plan: Option<&Path>, sets: &[String], state: &BiosState) -> Result<Vec<String>> {
+    let Some(file) = plan else {
+        return Ok(sets.to_vec());
+    };
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("--plan {}", file.display()))?;
+    let plan = Plan::from_json(&text).with_context(|| format!("--plan {}", file.display()))?;
+    let Some(part) = plan.bios else {
+        bail!(
+            "--plan {}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC",
+            file.display()
+        );
+    };
+    if part.bmc != state.bmc || part.system_uri != state.system.uri {
+        bail!(
+            "--plan {}: its BIOS part was planned for {} system {}, not {} system {}",
+            file.display(),
+            part.bmc,
+            part.system_uri,
+            state.bmc,
+            state.system.uri
+        );
+    }
+    let mut requests: Vec<String> = part.changes.into_iter().map(|c| c.intent).collect();
+    requests.extend(sets.iter().cloned());
+    if requests.is_empty() {
+        bail!(
+            "--plan {}: its BIOS part has no change (the BIOS had every value the profile wants); nothing to do",
+            file.display()
+        );
+    }
+    Ok(requests)
 }
 
 /// Each request resolved through the BMC's registry; the first refusal is the error.
