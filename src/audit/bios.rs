@@ -15,6 +15,7 @@ const RULE_INTENTS: &[(&str, &str)] = &[
     ("LL-SMT", "smt"),
     ("LL-BOOST", "boost"),
     ("LL-DETERMINISM", "determinism"),
+    ("LL-NPS", "nps"),
 ];
 
 /// A BIOS value a profile wants: the rule that checks it and the intent in the rule's words.

@@ -25,7 +25,7 @@ const USER_ENV: &str = "LOWLAT_BMC_USER";
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
 smt=on|off, boost=on|off, profile=low-latency|custom, core-cstates=off, package-cstates=off, \
 power-regulator=max-perf, energy-perf-bias=max-perf, uncore-frequency=max, \
-determinism=performance|power, x2apic=off, llc-prefetch=off. Any attribute may also be named \
+determinism=performance|power, x2apic=off, llc-prefetch=off, nps=1|2|4. Any attribute may also be named \
 directly (ATTRIBUTE=VALUE, as `bios read` lists them).\n\n\
 Examples:\n  read -rs LOWLAT_BMC_PASSWORD; export LOWLAT_BMC_PASSWORD\n  \
 lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
@@ -153,8 +153,9 @@ pub struct VerifyArgs {
     pub plan: Option<PathBuf>,
 
     /// Also check what this machine's OS shows (run on the server after its reset, or with
-    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq. A value the BMC
-    /// reports current that the OS does not show is drift.
+    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq, core C-states
+    /// from the cpuidle states, NPS from the NUMA nodes per socket. A value the BMC reports
+    /// current that the OS does not show is drift.
     #[arg(long)]
     pub inband: bool,
 
