@@ -309,7 +309,7 @@ pub(crate) fn read_document(file: &Path) -> Result<BiosState> {
 }
 
 /// The BMC of `args`, and its BIOS read.
-fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
+pub(crate) fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
     let user = match &args.user {
         Some(user) => user.clone(),
         None => std::env::var(USER_ENV).map_err(|_| {
