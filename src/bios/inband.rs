@@ -120,7 +120,10 @@ mod tests {
     fn core_cstates_are_off_when_the_firmware_exposes_nothing_deeper_than_c1() {
         let off = check(&machine("milan64-nps4-smt"), "core-cstates", "off").unwrap();
         assert!(off.agrees, "{off:?}");
-        assert!(off.observed.starts_with("no enabled idle state deeper than C1"));
+        assert!(
+            off.observed
+                .starts_with("no enabled idle state deeper than C1")
+        );
         let on = check(&machine("xeon-2s-smt"), "core-cstates", "off").unwrap();
         assert_eq!(on.seen, "on");
         assert!(!on.agrees);

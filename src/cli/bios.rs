@@ -118,7 +118,11 @@ pub struct ApplyArgs {
 
     /// A change: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
     /// for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required_unless_present = "plan")]
+    #[arg(
+        long = "set",
+        value_name = "NAME=VALUE",
+        required_unless_present = "plan"
+    )]
     pub changes: Vec<String>,
 
     /// Stage the BIOS changes of this plan.json (`lowlat plan --bios FILE`), made from this
@@ -144,7 +148,11 @@ pub struct VerifyArgs {
     pub bmc: BmcArgs,
 
     /// A value to check: INTENT=VALUE or ATTRIBUTE=VALUE; repeat for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required_unless_present = "plan")]
+    #[arg(
+        long = "set",
+        value_name = "NAME=VALUE",
+        required_unless_present = "plan"
+    )]
     pub changes: Vec<String>,
 
     /// Check the BIOS changes of this plan.json (`lowlat plan --bios FILE`); with --set,
@@ -203,7 +211,10 @@ fn read(args: &ReadArgs) -> Result<u8> {
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
     let (bmc, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &requests(args.plan.as_deref(), &args.changes, &state)?)?;
+    let changes = resolve(
+        &state,
+        &requests(args.plan.as_deref(), &args.changes, &state)?,
+    )?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
         print(&report::render_staged(&journal.entries, false))?;
@@ -241,7 +252,10 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &requests(args.plan.as_deref(), &args.changes, &state)?)?;
+    let changes = resolve(
+        &state,
+        &requests(args.plan.as_deref(), &args.changes, &state)?,
+    )?;
     let machine = if args.inband {
         Some(Machine::read(&cli.sysroot()?))
     } else {
@@ -385,12 +399,6 @@ fn requests(plan: Option<&Path>, sets: &[String], state: &BiosState) -> Result<V
     }
     let mut requests: Vec<String> = part.changes.into_iter().map(|c| c.intent).collect();
     requests.extend(sets.iter().cloned());
-    if requests.is_empty() {
-        bail!(
-            "--plan {}: its BIOS part has no change (the BIOS had every value the profile wants); nothing to do",
-            file.display()
-        );
-    }
     Ok(requests)
 }
 

@@ -162,16 +162,30 @@ mod tests {
         let plan = plan(&hpe(), &profile);
         let changes: Vec<_> = plan.changes.iter().map(BiosChange::request).collect();
         assert_eq!(changes, ["WorkloadProfile=LowLatency"]);
-        assert_eq!(plan.changes[0].current, Some(json!("GeneralPowerEfficientCompute")));
-        assert_eq!(plan.changes[0].display_name.as_deref(), Some("Workload Profile"));
+        assert_eq!(
+            plan.changes[0].current,
+            Some(json!("GeneralPowerEfficientCompute"))
+        );
+        assert_eq!(
+            plan.changes[0].display_name.as_deref(),
+            Some("Workload Profile")
+        );
         let skipped: Vec<_> = plan
             .skipped
             .iter()
             .map(|s| (s.intent.as_str(), s.reason.as_str()))
             .collect();
         // SMT and boost are advisory in low-latency; this BMC has no determinism attribute.
-        assert!(skipped.iter().any(|(i, r)| *i == "smt=off" && r.contains("advises")));
-        assert!(skipped.iter().any(|(i, r)| *i == "boost=off" && r.contains("advises")));
+        assert!(
+            skipped
+                .iter()
+                .any(|(i, r)| *i == "smt=off" && r.contains("advises"))
+        );
+        assert!(
+            skipped
+                .iter()
+                .any(|(i, r)| *i == "boost=off" && r.contains("advises"))
+        );
         assert!(
             skipped
                 .iter()

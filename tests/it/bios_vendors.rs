@@ -503,7 +503,10 @@ fn plan_puts_the_bios_changes_beside_the_os_settings_and_apply_stages_them() {
     let out = plan_args(&[]);
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{page}");
-    assert!(page.contains(&format!("BIOS on {} (1 change(s)", mock.url)), "{page}");
+    assert!(
+        page.contains(&format!("BIOS on {} (1 change(s)", mock.url)),
+        "{page}"
+    );
     assert!(
         page.contains("LogicalProc (Hyper-Threading): Enabled -> Disabled   [smt=off, LL-SMT]"),
         "{page}"
@@ -516,15 +519,13 @@ fn plan_puts_the_bios_changes_beside_the_os_settings_and_apply_stages_them() {
     assert_eq!(plan["bios"]["changes"][0]["wanted"], "Disabled");
 
     let plan_file = path("plan/plan.json");
-    let (code, page, err) = mock.bios(&[
-        "apply",
-        "--plan",
-        &plan_file,
-        "--journal",
-        &path("journal"),
-    ]);
+    let (code, page, err) =
+        mock.bios(&["apply", "--plan", &plan_file, "--journal", &path("journal")]);
     assert_eq!(code, 0, "{err}");
-    assert!(page.contains("LogicalProc: Enabled → Disabled  [smt=off]"), "{page}");
+    assert!(
+        page.contains("LogicalProc: Enabled → Disabled  [smt=off]"),
+        "{page}"
+    );
     let (code, page, _) = mock.bios(&["verify", "--plan", &plan_file]);
     assert_eq!(code, 0, "{page}");
     assert!(page.contains("0 ok, 1 pending a reset, 0 drift"), "{page}");

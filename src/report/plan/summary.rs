@@ -219,7 +219,11 @@ fn render_bios(out: &mut String, bios: &BiosPlan) {
         );
     }
     for s in &bios.skipped {
-        let _ = writeln!(out, "  not planned: {} [{}]: {}", s.intent, s.rule, s.reason);
+        let _ = writeln!(
+            out,
+            "  not planned: {} [{}]: {}",
+            s.intent, s.rule, s.reason
+        );
     }
     if !bios.changes.is_empty() {
         let _ = writeln!(
