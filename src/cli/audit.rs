@@ -53,10 +53,14 @@ pub struct AuditArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "bmc")]
     pub bios: Option<PathBuf>,
 
-    /// Judge the firmware rules on the BIOS attributes read now from this BMC (as `--bios`,
-    /// without the file; the password as for `lowlat bios`).
+    /// Judge the firmware rules on the BIOS attributes read now from this BMC,
+    /// https://HOST[:PORT] (as `--bios`, without the file; the password as for `lowlat bios`).
+    #[arg(long, value_name = "URL")]
+    pub bmc: Option<String>,
+
+    /// How to log in to the `--bmc`.
     #[command(flatten)]
-    pub bmc: Option<super::bios::BmcArgs>,
+    pub bmc_access: super::bios::BmcAccess,
 }
 
 /// Runs `lowlat audit`.
@@ -73,7 +77,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     };
     let bios = match (&args.bios, &args.bmc) {
         (Some(file), _) => Some(super::bios::read_document(file)?),
-        (None, Some(bmc)) => Some(super::bios::connect(bmc)?.1),
+        (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };
     let root = cli.sysroot()?;

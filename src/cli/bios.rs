@@ -66,22 +66,37 @@ pub struct BmcArgs {
     #[arg(long, value_name = "URL")]
     pub bmc: String,
 
+    /// How to log in.
+    #[command(flatten)]
+    pub access: BmcAccess,
+}
+
+/// How to log in to a BMC and what to trust, beside its URL: `audit` takes these with an
+/// optional `--bmc` (clap makes the fields of an optional flattened struct required, clap
+/// #5292, so the URL stays apart).
+#[derive(Debug, Args)]
+pub struct BmcAccess {
     /// The BMC account (default: $LOWLAT_BMC_USER).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", requires = "bmc")]
     pub user: Option<String>,
 
     /// A file whose first line is the password (default: $LOWLAT_BMC_PASSWORD). The password is
     /// never taken from the command line.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "bmc")]
     pub password_file: Option<PathBuf>,
 
     /// Trust the BMC's certificate if a CA in this PEM file signed it. Default: the public web
     /// roots. A self-signed BMC certificate cannot be trusted this way: have it signed by a CA.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "insecure",
+        requires = "bmc"
+    )]
     pub ca_file: Option<PathBuf>,
 
     /// Do not verify the BMC's certificate at all (anyone on the path could read the password).
-    #[arg(long)]
+    #[arg(long, requires = "bmc")]
     pub insecure: bool,
 
     /// Seconds one request may take before the BMC counts as not answering.
@@ -89,7 +104,7 @@ pub struct BmcArgs {
     pub timeout: u64,
 
     /// The system to use (its Redfish Id) when the BMC has several.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", requires = "bmc")]
     pub system: Option<String>,
 }
 
@@ -239,7 +254,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
         )
     })?;
     print(&report::render_staged(&journal.entries, true))?;
-    let after = bios::read(&bmc, args.bmc.system.as_deref())?;
+    let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
     let reboot_required = settings::verify(&after, &changes, None)
         .iter()
         .any(|c| c.outcome != Outcome::Ok);
@@ -323,7 +338,12 @@ pub(crate) fn read_document(file: &Path) -> Result<BiosState> {
 }
 
 /// The BMC of `args`, and its BIOS read.
-pub(crate) fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
+fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
+    connect_to(&args.bmc, &args.access)
+}
+
+/// The BMC at `url`, logged in to with `args`, and its BIOS read.
+pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)> {
     let user = match &args.user {
         Some(user) => user.clone(),
         None => std::env::var(USER_ENV).map_err(|_| {
@@ -339,7 +359,7 @@ pub(crate) fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
         (None, false) => Trust::PublicRoots,
     };
     let endpoint = Endpoint {
-        url: args.bmc.clone(),
+        url: url.to_string(),
         credentials: Credentials::new(user, password),
         trust,
         timeout: Duration::from_secs(args.timeout),
