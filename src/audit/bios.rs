@@ -15,7 +15,38 @@ const RULE_INTENTS: &[(&str, &str)] = &[
     ("LL-SMT", "smt"),
     ("LL-BOOST", "boost"),
     ("LL-DETERMINISM", "determinism"),
+    ("LL-NPS", "nps"),
 ];
+
+/// A BIOS value a profile wants: the rule that checks it and the intent in the rule's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    /// The firmware rule (`LL-SMT`).
+    pub rule: &'static str,
+    /// The intent (`smt`).
+    pub intent: &'static str,
+    /// The profile's preferred value (`off`).
+    pub value: String,
+    /// Whether the profile only advises it (the audit warns rather than fails).
+    pub advisory: bool,
+}
+
+/// The BIOS intents `profile` has an expectation for, in the profile's order.
+pub(crate) fn wanted(profile: &Profile) -> Vec<Wanted> {
+    profile
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            let (rule, intent) = RULE_INTENTS.iter().find(|(id, _)| *id == entry.rule.id)?;
+            Some(Wanted {
+                rule,
+                intent,
+                value: entry.expect.preferred().to_string(),
+                advisory: entry.expect.advisory,
+            })
+        })
+        .collect()
+}
 
 /// Rejudges the findings of `audit` that `bios` carries an attribute for.
 pub(crate) fn judge(audit: &mut Audit, profile: &Profile, bios: &BiosState) {

@@ -1,6 +1,6 @@
 //! `lowlat audit`.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -17,7 +17,8 @@ use crate::report::audit as report;
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
 lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
-lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n\n\
+lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
+lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
@@ -46,11 +47,20 @@ pub struct AuditArgs {
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
 
-    /// Judge the firmware rules (SMT, boost, determinism, workload profile) on the BIOS
+    /// Judge the firmware rules (SMT, boost, determinism, workload profile, NPS) on the BIOS
     /// attributes in this `bios` document (`lowlat bios read -o FILE`) instead of their
     /// effects seen from the OS.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "bmc")]
     pub bios: Option<PathBuf>,
+
+    /// Judge the firmware rules on the BIOS attributes read now from this BMC,
+    /// https://HOST[:PORT] (as `--bios`, without the file; the password as for `lowlat bios`).
+    #[arg(long, value_name = "URL")]
+    pub bmc: Option<String>,
+
+    /// How to log in to the `--bmc`.
+    #[command(flatten)]
+    pub bmc_access: super::bios::BmcAccess,
 }
 
 /// Runs `lowlat audit`.
@@ -65,16 +75,10 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         })?),
         None => None,
     };
-    let bios = match &args.bios {
-        Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("--bios {}", file.display()))?;
-            let state: crate::bios::BiosState =
-                crate::bios::parse_document(&text, crate::document::Kind::Bios)
-                    .with_context(|| format!("--bios {}", file.display()))?;
-            Some(state)
-        }
-        None => None,
+    let bios = match (&args.bios, &args.bmc) {
+        (Some(file), _) => Some(super::bios::read_document(file)?),
+        (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
+        (None, None) => None,
     };
     let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);

@@ -14,6 +14,7 @@ use crate::bios::settings::{self, Journal, Outcome};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
+use crate::plan::Plan;
 use crate::report::bios as report;
 
 /// The environment variable a password may come from instead of `--password-file`.
@@ -24,13 +25,14 @@ const USER_ENV: &str = "LOWLAT_BMC_USER";
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
 smt=on|off, boost=on|off, profile=low-latency|custom, core-cstates=off, package-cstates=off, \
 power-regulator=max-perf, energy-perf-bias=max-perf, uncore-frequency=max, \
-determinism=performance|power, x2apic=off, llc-prefetch=off. Any attribute may also be named \
+determinism=performance|power, x2apic=off, llc-prefetch=off, nps=1|2|4. Any attribute may also be named \
 directly (ATTRIBUTE=VALUE, as `bios read` lists them).\n\n\
 Examples:\n  read -rs LOWLAT_BMC_PASSWORD; export LOWLAT_BMC_PASSWORD\n  \
 lowlat bios read --bmc https://bmc1 --user admin --ca-file bmc1.pem -o bios.json\n  \
 lowlat bios apply --bmc https://bmc1 --user admin --set smt=off --set boost=off --journal bmc1.journal\n  \
 lowlat bios verify --bmc https://bmc1 --user admin --set smt=off --set boost=off --inband   # on the server, after its reset\n  \
-lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n\n\
+lowlat bios revert --bmc https://bmc1 --user admin --journal bmc1.journal\n  \
+lowlat plan --bios bios.json --out plan && lowlat bios apply --bmc https://bmc1 --user admin --plan plan/plan.json --journal bmc1.journal\n\n\
 Exit codes: 0 done (verify: every value current or staged); 1 verify found drift; 2 could not \
 run (bad flag, unreachable or refusing BMC, an attribute or value the BMC does not accept).";
 
@@ -64,22 +66,37 @@ pub struct BmcArgs {
     #[arg(long, value_name = "URL")]
     pub bmc: String,
 
+    /// How to log in.
+    #[command(flatten)]
+    pub access: BmcAccess,
+}
+
+/// How to log in to a BMC and what to trust, beside its URL: `audit` takes these with an
+/// optional `--bmc` (clap makes the fields of an optional flattened struct required, clap
+/// #5292, so the URL stays apart).
+#[derive(Debug, Args)]
+pub struct BmcAccess {
     /// The BMC account (default: $LOWLAT_BMC_USER).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", requires = "bmc")]
     pub user: Option<String>,
 
     /// A file whose first line is the password (default: $LOWLAT_BMC_PASSWORD). The password is
     /// never taken from the command line.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "bmc")]
     pub password_file: Option<PathBuf>,
 
     /// Trust the BMC's certificate if a CA in this PEM file signed it. Default: the public web
     /// roots. A self-signed BMC certificate cannot be trusted this way: have it signed by a CA.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "insecure",
+        requires = "bmc"
+    )]
     pub ca_file: Option<PathBuf>,
 
     /// Do not verify the BMC's certificate at all (anyone on the path could read the password).
-    #[arg(long)]
+    #[arg(long, requires = "bmc")]
     pub insecure: bool,
 
     /// Seconds one request may take before the BMC counts as not answering.
@@ -87,7 +104,7 @@ pub struct BmcArgs {
     pub timeout: u64,
 
     /// The system to use (its Redfish Id) when the BMC has several.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", requires = "bmc")]
     pub system: Option<String>,
 }
 
@@ -116,8 +133,17 @@ pub struct ApplyArgs {
 
     /// A change: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
     /// for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    #[arg(
+        long = "set",
+        value_name = "NAME=VALUE",
+        required_unless_present = "plan"
+    )]
     pub changes: Vec<String>,
+
+    /// Stage the BIOS changes of this plan.json (`lowlat plan --bios FILE`), made from this
+    /// BMC's BIOS; with --set, those too.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 
     /// Where to write the journal of the values replaced (for `bios revert`); it must not
     /// exist.
@@ -137,12 +163,22 @@ pub struct VerifyArgs {
     pub bmc: BmcArgs,
 
     /// A value to check: INTENT=VALUE or ATTRIBUTE=VALUE; repeat for more.
-    #[arg(long = "set", value_name = "NAME=VALUE", required = true)]
+    #[arg(
+        long = "set",
+        value_name = "NAME=VALUE",
+        required_unless_present = "plan"
+    )]
     pub changes: Vec<String>,
 
+    /// Check the BIOS changes of this plan.json (`lowlat plan --bios FILE`); with --set,
+    /// those too.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
     /// Also check what this machine's OS shows (run on the server after its reset, or with
-    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq. A value the BMC
-    /// reports current that the OS does not show is drift.
+    /// --root/--snapshot): SMT from the threads per core, boost from cpufreq, core C-states
+    /// from the cpuidle states, NPS from the NUMA nodes per socket. A value the BMC reports
+    /// current that the OS does not show is drift.
     #[arg(long)]
     pub inband: bool,
 
@@ -190,7 +226,10 @@ fn read(args: &ReadArgs) -> Result<u8> {
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
     let (bmc, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &args.changes)?;
+    let changes = resolve(
+        &state,
+        &requests(args.plan.as_deref(), &args.changes, &state)?,
+    )?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
         print(&report::render_staged(&journal.entries, false))?;
@@ -215,7 +254,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
         )
     })?;
     print(&report::render_staged(&journal.entries, true))?;
-    let after = bios::read(&bmc, args.bmc.system.as_deref())?;
+    let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
     let reboot_required = settings::verify(&after, &changes, None)
         .iter()
         .any(|c| c.outcome != Outcome::Ok);
@@ -228,7 +267,10 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &args.changes)?;
+    let changes = resolve(
+        &state,
+        &requests(args.plan.as_deref(), &args.changes, &state)?,
+    )?;
     let machine = if args.inband {
         Some(Machine::read(&cli.sysroot()?))
     } else {
@@ -288,8 +330,20 @@ fn revert(args: &RevertArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// The `bios` document in `file` (`lowlat bios read -o FILE`), given with `--bios FILE`.
+pub(crate) fn read_document(file: &Path) -> Result<BiosState> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("--bios {}", file.display()))?;
+    bios::parse_document(&text, Kind::Bios).with_context(|| format!("--bios {}", file.display()))
+}
+
 /// The BMC of `args`, and its BIOS read.
 fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
+    connect_to(&args.bmc, &args.access)
+}
+
+/// The BMC at `url`, logged in to with `args`, and its BIOS read.
+pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)> {
     let user = match &args.user {
         Some(user) => user.clone(),
         None => std::env::var(USER_ENV).map_err(|_| {
@@ -305,7 +359,7 @@ fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
         (None, false) => Trust::PublicRoots,
     };
     let endpoint = Endpoint {
-        url: args.bmc.clone(),
+        url: url.to_string(),
         credentials: Credentials::new(user, password),
         trust,
         timeout: Duration::from_secs(args.timeout),
@@ -336,6 +390,36 @@ fn password(file: Option<&Path>) -> Result<String> {
             )
         }),
     }
+}
+
+/// The requests of `--set`, after those of the BIOS part of `--plan FILE`, which must have been
+/// made from this BMC's system.
+fn requests(plan: Option<&Path>, sets: &[String], state: &BiosState) -> Result<Vec<String>> {
+    let Some(file) = plan else {
+        return Ok(sets.to_vec());
+    };
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("--plan {}", file.display()))?;
+    let plan = Plan::from_json(&text).with_context(|| format!("--plan {}", file.display()))?;
+    let Some(part) = plan.bios else {
+        bail!(
+            "--plan {}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC",
+            file.display()
+        );
+    };
+    if part.bmc != state.bmc || part.system_uri != state.system.uri {
+        bail!(
+            "--plan {}: its BIOS part was planned for {} system {}, not {} system {}",
+            file.display(),
+            part.bmc,
+            part.system_uri,
+            state.bmc,
+            state.system.uri
+        );
+    }
+    let mut requests: Vec<String> = part.changes.into_iter().map(|c| c.intent).collect();
+    requests.extend(sets.iter().cloned());
+    Ok(requests)
 }
 
 /// Each request resolved through the BMC's registry; the first refusal is the error.

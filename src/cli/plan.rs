@@ -17,7 +17,8 @@ use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
-lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
+lowlat plan --isolate 2-15 --diff\n  \
+lowlat plan --bios bios.json --out /tmp/plan   # and the BIOS changes, from `lowlat bios read -o bios.json`\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
 lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0"
 )]
 pub struct PlanArgs {
@@ -78,6 +79,12 @@ pub struct PlanArgs {
     /// With --out: write into a directory that is not empty, replacing lowlat's files.
     #[arg(long, requires = "out")]
     pub force: bool,
+
+    /// Plan the BIOS too: the attributes of this `bios` document (`lowlat bios read -o FILE`)
+    /// that the profile wants changed, listed beside the OS settings and kept in plan.json for
+    /// `lowlat bios apply --plan` to stage at the next reset.
+    #[arg(long, value_name = "FILE")]
+    pub bios: Option<PathBuf>,
 
     /// Print plan.json instead of the summary.
     #[arg(long, conflicts_with = "diff")]
@@ -231,13 +238,19 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     let request = args.request()?;
     let profile = findings::audit_profile(request.profile)?;
-    let plan = plan::build(&machine, &request, |partition| {
+    let bios = args
+        .bios
+        .as_deref()
+        .map(super::bios::read_document)
+        .transpose()?;
+    let mut plan = plan::build(&machine, &request, |partition| {
         findings::audit_remediations(&machine, &profile, partition)
     })
     .map_err(|e| match e {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
     })?;
+    plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));
     let guest = match &args.vm {
         Some(name) => Some(
             vm::plan(

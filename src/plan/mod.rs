@@ -11,6 +11,7 @@
 //! that their command-line values are written as whole arguments like the plan's.
 
 pub mod artifacts;
+pub mod bios;
 pub mod findings;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
@@ -120,6 +121,10 @@ pub struct Plan {
     pub skipped: Vec<Skipped>,
     /// IRQs and kernel threads that stay where they are, with the reason.
     pub unmovable: Vec<Unmovable>,
+    /// The BIOS changes beside the OS settings, when the plan was made with a BIOS read from
+    /// the BMC (`lowlat plan --bios FILE`); `lowlat bios apply --plan` stages them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bios: Option<bios::BiosPlan>,
 }
 
 /// Why a plan could not be made. Each message says what is wrong; the caller names the option
@@ -315,6 +320,7 @@ pub fn build(
         settings: Vec::new(),
         skipped: draft.skipped,
         unmovable: draft.unmovable,
+        bios: None,
     };
     plan.settings = draft.settings;
     sysctl::keep_existing(&machine.kernel.sysctls, &mut plan);

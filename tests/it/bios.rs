@@ -488,3 +488,31 @@ fn audit_judges_the_firmware_rules_on_the_bios_attributes() {
         predicate::str::contains("--bios").and(predicate::str::contains("not a bios document")),
     );
 }
+
+#[test]
+fn audit_reads_the_bios_from_the_bmc_itself() {
+    let Some(program) = emulator() else { return };
+    let bmc = Emulator::start(&program, None);
+    let root = crate::support::fixture("epyc7f32-2s");
+    let out = lowlat(&["--root", root.to_str().unwrap(), "audit", "--json"])
+        .args(["--profile", "throughput", "--bmc", &bmc.url, "--user", USER])
+        .env("LOWLAT_BMC_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().unwrap() < 2, "{stderr}");
+    assert!(!stderr.contains(PASSWORD));
+    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let boost = finding(&audit, "LL-BOOST");
+    assert_eq!(
+        boost["observed"],
+        "BIOS attribute ProcTurboMode (Turbo Boost) = on"
+    );
+
+    // Credentials without a BMC are a mistake, said as such.
+    let out = lowlat(&["--root", root.to_str().unwrap(), "audit", "--user", USER])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bmc"));
+}

@@ -476,3 +476,91 @@ fn verify_inband_catches_a_bios_value_the_os_does_not_show() {
     assert!(page.contains("in-band: 1 thread(s) per core"), "{page}");
     assert!(page.contains("(agrees)"), "{page}");
 }
+
+#[test]
+fn plan_puts_the_bios_changes_beside_the_os_settings_and_apply_stages_them() {
+    let mock = Mock::start(DELL);
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (code, _, err) = mock.bios(&["read", "-o", &path("bios.json")]);
+    assert_eq!(code, 0, "{err}");
+
+    // realtime-host requires SMT off; the Dell BMC carries it in LogicalProc.
+    let root = crate::support::fixture("rt-host-2node");
+    let plan_args = |extra: &[&str]| {
+        let mut args = vec![
+            "--root",
+            root.to_str().unwrap(),
+            "plan",
+            "--profile",
+            "realtime-host",
+            "--bios",
+        ];
+        args.push(Box::leak(path("bios.json").into_boxed_str()));
+        args.extend(extra);
+        crate::support::lowlat(&args).output().unwrap()
+    };
+    let out = plan_args(&[]);
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{page}");
+    assert!(
+        page.contains(&format!("BIOS on {} (1 change(s)", mock.url)),
+        "{page}"
+    );
+    assert!(
+        page.contains("LogicalProc (Hyper-Threading): Enabled -> Disabled   [smt=off, LL-SMT]"),
+        "{page}"
+    );
+    let out = plan_args(&["--out", &path("plan")]);
+    assert!(out.status.success());
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(path("plan/plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["bios"]["changes"][0]["attribute"], "LogicalProc");
+    assert_eq!(plan["bios"]["changes"][0]["wanted"], "Disabled");
+
+    let plan_file = path("plan/plan.json");
+    let (code, page, err) =
+        mock.bios(&["apply", "--plan", &plan_file, "--journal", &path("journal")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        page.contains("LogicalProc: Enabled → Disabled  [smt=off]"),
+        "{page}"
+    );
+    let (code, page, _) = mock.bios(&["verify", "--plan", &plan_file]);
+    assert_eq!(code, 0, "{page}");
+    assert!(page.contains("0 ok, 1 pending a reset, 0 drift"), "{page}");
+    mock.reset(DELL);
+    let (code, page, _) = mock.bios(&["verify", "--plan", &plan_file]);
+    assert_eq!(code, 0, "{page}");
+    assert!(page.contains("1 ok, 0 pending a reset, 0 drift"), "{page}");
+
+    // Another BMC's BIOS is not this plan's.
+    let other = Mock::start(DELL);
+    let (code, _, err) = other.bios(&["apply", "--plan", &plan_file, "--journal", &path("j2")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("was planned for"), "{err}");
+    assert!(other.state.lock().unwrap().patches.is_empty());
+
+    // A plan made without --bios has no BIOS part to apply.
+    let out = crate::support::lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "plan",
+        "--profile",
+        "realtime-host",
+        "--out",
+        &path("os-only"),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let (code, _, err) = mock.bios(&[
+        "apply",
+        "--plan",
+        &path("os-only/plan.json"),
+        "--journal",
+        &path("j3"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the plan has no BIOS part"), "{err}");
+}

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::bios::value_text;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::plan::Plan;
+use crate::plan::bios::BiosPlan;
 use crate::tuning::setting::Layer;
 
 /// Width of the label column.
@@ -176,6 +178,9 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             );
         }
     }
+    if let Some(bios) = &plan.bios {
+        render_bios(&mut out, bios);
+    }
     if !plan.unmovable.is_empty() {
         let _ = writeln!(out, "\nStays where it is ({})", plan.unmovable.len());
         for u in &plan.unmovable {
@@ -187,4 +192,44 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
          print plan.json with --json.\n",
     );
     out
+}
+
+/// The BIOS part: each attribute current → wanted, what is not planned, and how to stage it.
+fn render_bios(out: &mut String, bios: &BiosPlan) {
+    let _ = writeln!(
+        out,
+        "\nBIOS on {} ({} change(s), staged at the next reset)",
+        bios.bmc,
+        bios.changes.len()
+    );
+    for c in &bios.changes {
+        let display = c
+            .display_name
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        let current = c.current.as_ref().map_or("-".to_string(), value_text);
+        let _ = writeln!(
+            out,
+            "  {}{display}: {current} -> {}   [{}, {}]",
+            c.attribute,
+            value_text(&c.wanted),
+            c.intent,
+            c.rule
+        );
+    }
+    for s in &bios.skipped {
+        let _ = writeln!(
+            out,
+            "  not planned: {} [{}]: {}",
+            s.intent, s.rule, s.reason
+        );
+    }
+    if !bios.changes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  Stage them with `lowlat bios apply --plan plan.json --bmc {} --journal FILE`, then reset the server.",
+            bios.bmc
+        );
+    }
 }
