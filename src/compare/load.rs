@@ -9,9 +9,13 @@ use serde::Deserialize;
 
 use super::run::{ExposureUnit, Format, Run, Series, Values};
 use super::stats::bootstrap::Cumulative;
+use crate::bios::value_text;
 use crate::document::{Kind, layout_of};
 use crate::machine::Warnings;
 use crate::peer::{cyclictest, sysjitter};
+
+/// The prefix of the settings a `bios` document in a bundle adds (`bios:ProcTurboMode`).
+const BIOS_PREFIX: &str = "bios:";
 
 /// Why an input cannot be compared: the file, the line when one is to blame, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,7 +52,8 @@ pub struct Loaded {
 /// Reads every path of one arm: files, and directories (bundles: every file in them, by name,
 /// not recursing; hidden files left out). sysjitter's per-CPU `--raw` files with one prefix
 /// make one run. Peers' outputs in a bundle take the settings of the lowlat documents beside
-/// them.
+/// them; a `bios` document in a bundle adds its attributes to every run's settings
+/// (`bios:ATTRIBUTE`), so that BIOS differences between arms show in the settings diff.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     for path in paths {
@@ -95,6 +100,7 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
     }
     let mut runs = Vec::new();
     let mut settings = None;
+    let mut firmware = BTreeMap::new();
     for file in &files {
         match read_file(file)? {
             Content::Run(run) => {
@@ -102,6 +108,9 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
                     settings.clone_from(&run.settings);
                 }
                 push(&mut runs, run)?;
+            }
+            Content::Other { kind, settings: s } if kind == "bios" => {
+                firmware.extend(s.unwrap_or_default());
             }
             Content::Other { kind, settings: s } => {
                 if settings.is_none() {
@@ -121,6 +130,14 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
     for mut run in runs {
         if run.settings.is_none() {
             run.settings.clone_from(&settings);
+        }
+        if !firmware.is_empty() {
+            let run_settings = run.settings.get_or_insert_with(BTreeMap::new);
+            for (key, value) in &firmware {
+                run_settings
+                    .entry(key.clone())
+                    .or_insert_with(|| value.clone());
+            }
         }
         loaded.runs.push(run);
     }
@@ -233,6 +250,8 @@ struct Document {
     kind: Option<String>,
     environment: Option<Environment>,
     result: Option<serde_json::Value>,
+    /// A `bios` document's attributes (`lowlat bios read -o FILE`).
+    current: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -275,7 +294,16 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
             "a JSON file without `kind`: not a lowlat document (or one older than the envelope)",
         ));
     };
-    let settings = doc.environment.map(|e| e.settings);
+    let settings = match (kind_name.as_str(), doc.current) {
+        // The BIOS attributes the BMC reported, as settings of the bundle's runs.
+        ("bios", Some(current)) => Some(
+            current
+                .iter()
+                .map(|(name, value)| (format!("{BIOS_PREFIX}{name}"), value_text(value)))
+                .collect(),
+        ),
+        _ => doc.environment.map(|e| e.settings),
+    };
     let (kind, format) = match kind_name.as_str() {
         "measure-jitter" => (Kind::MeasureJitter, Format::LowlatJitter),
         "measure-timer" => (Kind::MeasureTimer, Format::LowlatTimer),

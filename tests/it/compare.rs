@@ -759,3 +759,50 @@ fn likwid_bench_runs_compare_by_test_name() {
         "{stderr}"
     );
 }
+
+/// A `bios` document (`lowlat bios read -o FILE`) with `attributes` as its current values.
+fn bios_document(attributes: Value) -> String {
+    json!({
+        "schema_version": 2, "kind": "bios",
+        "tool": {"name": "lowlat", "version": "0.1.0"},
+        "created": "2026-11-25T15:00:00Z", "host": "https://bmc1",
+        "bmc": "https://bmc1",
+        "system": {"uri": "/redfish/v1/Systems/1", "id": "1", "manufacturer": "Dell Inc.",
+                   "model": null, "host_name": null},
+        "bios_uri": "/redfish/v1/Systems/1/Bios", "attribute_registry": null,
+        "current": attributes, "settings_object": null, "supported_apply_times": [],
+        "pending": {}, "registry": null
+    })
+    .to_string()
+}
+
+/// Bilibili's question (seeds/001 §3.5): STREAM under NPS1 against NPS4. With the BIOS read
+/// into each bundle, the settings diff names the attribute that differs, and only it.
+#[test]
+fn a_bios_document_in_a_bundle_puts_the_attributes_in_the_settings_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let arm = |name: &str, nps: &str, triad: f64| {
+        let bundle = dir.path().join(name);
+        std::fs::create_dir_all(&bundle).unwrap();
+        for run in 0..5 {
+            let rate = triad + f64::from(run);
+            write(
+                &bundle,
+                &format!("stream.{run}"),
+                &stream_stdout(20_000.0, rate),
+            );
+        }
+        let attributes = json!({"NumaNodesPerSocket": nps, "LogicalProc": "Enabled"});
+        write(&bundle, "bios.json", &bios_document(attributes));
+        bundle.to_str().unwrap().to_string()
+    };
+    let (nps1, nps4) = (arm("nps1", "1", 20_000.0), arm("nps4", "4", 21_000.0));
+    let (doc, _) = compare_json(&[&nps1, "--", &nps4]);
+    let between = &doc["comparisons"][0]["settings"]["between"];
+    assert_eq!(
+        between,
+        &json!([{"key": "bios:NumaNodesPerSocket", "a": ["1"], "b": ["4"]}]),
+        "{doc}"
+    );
+    assert_eq!(doc["comparisons"][0]["settings"]["unknown"], json!([]));
+}

@@ -25,7 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),
     ("peer", &["measure"]),
-    ("compare", &["peer", "document"]),
+    ("compare", &["peer", "document", "bios"]),
     ("watch", &["apply"]),
     ("check", &["audit", "measure"]),
     (
