@@ -516,3 +516,77 @@ fn audit_reads_the_bios_from_the_bmc_itself() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bmc"));
 }
+
+/// read, plan, apply and verify through the plan, on the emulator (the Dell mock in
+/// bios_vendors.rs stages a planned change and checks it across the reset).
+#[test]
+fn a_plan_made_from_the_emulators_bios_applies_and_verifies() {
+    let Some(program) = emulator() else { return };
+    let bmc = Emulator::start(&program, None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (code, _, err) = bios(
+        &bmc.url,
+        PASSWORD,
+        true,
+        &["apply", "--set", "boost=off", "--journal", &path("setup")],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = bios(
+        &bmc.url,
+        PASSWORD,
+        true,
+        &["read", "-o", &path("bios.json")],
+    );
+    assert_eq!(code, 0, "{err}");
+
+    let root = crate::support::fixture("epyc7f32-2s");
+    let plan_dir = path("plan");
+    let out = lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "plan",
+        "--profile",
+        "low-latency",
+    ])
+    .args(["--bios", &path("bios.json"), "--out", &plan_dir])
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan_file = path("plan/plan.json");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    // low-latency only advises turbo off, so there is nothing to change, and it says why.
+    assert_eq!(plan["bios"]["changes"], serde_json::json!([]));
+    assert!(
+        plan["bios"]["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["intent"] == "boost=off")
+    );
+
+    // The emulator's registry carries no attribute a profile requires (SMT, the workload
+    // profile, determinism), so the plan stages nothing there: apply --plan says so, and
+    // verify --plan checks what --set adds.
+    let (code, page, err) = bios(
+        &bmc.url,
+        PASSWORD,
+        true,
+        &["apply", "--plan", &plan_file, "--journal", &path("j1")],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(page.contains("Nothing to change"), "{page}");
+    let (code, page, _) = bios(
+        &bmc.url,
+        PASSWORD,
+        true,
+        &["verify", "--plan", &plan_file, "--set", "boost=off"],
+    );
+    assert_eq!(code, 0, "{page}");
+    assert!(page.contains("1 ok, 0 pending a reset, 0 drift"), "{page}");
+}
