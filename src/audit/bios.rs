@@ -64,7 +64,7 @@ pub(crate) fn judge(audit: &mut Audit, profile: &Profile, bios: &BiosState) {
         let display = bios
             .registry
             .as_ref()
-            .and_then(|r| r.attribute(standing.attribute))
+            .and_then(|r| r.attribute(&standing.attribute))
             .and_then(|a| a.display_name.clone())
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();

@@ -201,12 +201,15 @@ fn check(
         request: request.to_string(),
         attribute: attribute.to_string(),
     };
-    let current = state.current.get(attribute);
     let entry = match &state.registry {
-        Some(registry) => Some(registry.attribute(attribute).ok_or_else(unknown)?),
-        None if current.is_some() => None,
+        Some(registry) => Some(registry.attribute_shown_as(attribute).ok_or_else(unknown)?),
+        None if state.current.contains_key(attribute) => None,
         None => return Err(unknown()),
     };
+    // The registry's own names, where `attribute` and `value` are what BIOS setup shows.
+    let attribute = entry.map_or(attribute, |e| e.name.as_str());
+    let value = entry.map_or(value, |e| e.value_named(value));
+    let current = state.current.get(attribute);
     if let Some(entry) = entry {
         if !entry.allows(value) {
             return Err(IntentError::ValueNotAllowed {
@@ -262,8 +265,9 @@ fn check(
 pub struct Standing {
     /// The intent (`smt`).
     pub intent: &'static str,
-    /// The attribute this BMC carries it in.
-    pub attribute: &'static str,
+    /// The attribute this BMC carries it in (the registry's name: an AMI code such as
+    /// `PRSS011` where the table names what BIOS setup shows).
+    pub attribute: String,
     /// The current value in the intent's words (`off`), or the attribute's own value when no
     /// row names it (`Auto`).
     pub current: String,
@@ -279,11 +283,19 @@ pub fn standings(state: &BiosState) -> Vec<Standing> {
         if out.iter().any(|s| s.intent == row.intent) {
             continue;
         }
-        let Some(current) = state.current.get(row.attribute) else {
+        let entry = state
+            .registry
+            .as_ref()
+            .and_then(|r| r.attribute_shown_as(row.attribute));
+        let attribute = entry.map_or(row.attribute, |e| e.name.as_str());
+        let Some(current) = state.current.get(attribute) else {
             continue;
         };
         let word = |value: &Value| {
-            let text = super::value_text(value);
+            let value = super::value_text(value);
+            let text = entry
+                .map_or(value.as_str(), |e| e.shown_value(&value))
+                .to_string();
             rows.iter()
                 .find(|r| {
                     r.intent == row.intent
@@ -294,7 +306,7 @@ pub fn standings(state: &BiosState) -> Vec<Standing> {
         };
         out.push(Standing {
             intent: row.intent,
-            attribute: row.attribute,
+            attribute: attribute.to_string(),
             current: word(current),
             pending: state.pending.get(row.attribute).map(word),
         });
@@ -424,5 +436,48 @@ mod tests {
         assert_eq!(change.value, json!(2933));
         assert_eq!(typed("true", None, Some(&json!(false))), json!(true));
         assert_eq!(typed("x", Some("Integer"), None), json!("x"));
+    }
+
+    /// An AMI BIOS: opaque attribute and value codes, the setup names as display names.
+    fn ami() -> BiosState {
+        let registry = Registry::from_resource(&json!({
+            "Id": "BiosAttributeRegistryAMI",
+            "OwningEntity": "AMI",
+            "RegistryEntries": {"Attributes": [
+                {"AttributeName": "PRSS011", "DisplayName": "Hyper-Threading [ALL]",
+                 "Type": "Enumeration", "Value": [
+                    {"ValueName": "PRSS011_0", "ValueDisplayName": "Disable"},
+                    {"ValueName": "PRSS011_1", "ValueDisplayName": "Enable"}]}
+            ]}
+        }));
+        BiosState {
+            current: [("PRSS011".to_string(), json!("PRSS011_1"))].into(),
+            registry,
+            ..lenovo()
+        }
+    }
+
+    #[test]
+    fn ami_codes_are_found_through_the_names_bios_setup_shows() {
+        let state = ami();
+        let change = resolve(&state, "smt=off").unwrap();
+        assert_eq!(change.attribute, "PRSS011");
+        assert_eq!(change.value, json!("PRSS011_0"));
+        assert_eq!(
+            change.display_name.as_deref(),
+            Some("Hyper-Threading [ALL]")
+        );
+        let smt = standings(&state)
+            .into_iter()
+            .find(|s| s.intent == "smt")
+            .unwrap();
+        assert_eq!(
+            (smt.attribute.as_str(), smt.current.as_str()),
+            ("PRSS011", "on")
+        );
+        // A value named by its code or by what setup shows is the same value.
+        let by_code = resolve(&state, "PRSS011=PRSS011_0").unwrap();
+        let by_name = resolve(&state, "PRSS011=Disable").unwrap();
+        assert_eq!(by_code.value, by_name.value);
     }
 }

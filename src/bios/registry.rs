@@ -57,6 +57,10 @@ pub struct Attribute {
     pub kind: Option<String>,
     /// For an enumeration, the `ValueName`s it allows; empty for other types.
     pub values: Vec<String>,
+    /// `ValueDisplayName` → `ValueName`, where they differ (AMI's opaque value codes:
+    /// `Disable` → `PRSS011_0`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub value_display_names: BTreeMap<String, String>,
     /// `ReadOnly` (or `Immutable`): the BMC will not change it.
     pub read_only: bool,
 }
@@ -78,13 +82,12 @@ impl Registry {
                     name: text(entry, "AttributeName")?,
                     display_name: text(entry, "DisplayName"),
                     kind: text(entry, "Type"),
-                    values: entry
-                        .get("Value")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|v| v.get("ValueName").and_then(Value::as_str))
-                        .map(str::to_string)
+                    values: values(entry).map(|(name, _)| name.to_string()).collect(),
+                    value_display_names: values(entry)
+                        .filter_map(|(name, display)| {
+                            Some((display?.to_string(), name.to_string()))
+                        })
+                        .filter(|(display, name)| display != name)
                         .collect(),
                     read_only: flag(entry, "ReadOnly") || flag(entry, "Immutable"),
                 })
@@ -128,6 +131,36 @@ impl Registry {
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {
         self.attributes.iter().find(|a| a.name == name)
     }
+
+    /// The entry named `name`, else the one BIOS setup shows as `name` (its `DisplayName`,
+    /// compared without spaces and case): AMI registries name attributes with opaque codes
+    /// (`PRSS011`) and show `Hyper-Threading [ALL]`.
+    pub fn attribute_shown_as(&self, name: &str) -> Option<&Attribute> {
+        let key = display_key(name);
+        self.attribute(name).or_else(|| {
+            self.attributes
+                .iter()
+                .find(|a| a.display_name.as_deref().map(display_key) == Some(key.clone()))
+        })
+    }
+}
+
+/// `name` without whitespace, lower case: how display names are matched.
+fn display_key(name: &str) -> String {
+    name.split_whitespace().collect::<String>().to_lowercase()
+}
+
+/// The `(ValueName, ValueDisplayName)` pairs of a registry entry's `Value` list.
+fn values(entry: &Value) -> impl Iterator<Item = (&str, Option<&str>)> {
+    entry
+        .get("Value")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            let name = v.get("ValueName")?.as_str()?;
+            Some((name, v.get("ValueDisplayName").and_then(Value::as_str)))
+        })
 }
 
 /// The lock a `Dependencies` entry describes; `None` for other kinds of dependency.
@@ -168,6 +201,26 @@ impl Attribute {
     /// Whether the registry allows `value` (any value for a type without a list).
     pub fn allows(&self, value: &str) -> bool {
         self.values.is_empty() || self.values.iter().any(|v| v == value)
+    }
+
+    /// The `ValueDisplayName` of the `ValueName` `name`, where the registry gives a different
+    /// one; else `name`.
+    pub fn shown_value<'a>(&'a self, name: &'a str) -> &'a str {
+        self.value_display_names
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map_or(name, |(display, _)| display.as_str())
+    }
+
+    /// The `ValueName` for `value`, given as a `ValueName` or as its `ValueDisplayName`.
+    pub fn value_named<'a>(&'a self, value: &'a str) -> &'a str {
+        if self.values.iter().any(|v| v == value) {
+            value
+        } else {
+            self.value_display_names
+                .get(value)
+                .map_or(value, String::as_str)
+        }
     }
 }
 
