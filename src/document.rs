@@ -15,6 +15,8 @@
 //! | `audit`           | 2              | `audit --json`                 |                     |
 //! | `plan`            | 2              | `plan --json`, `plan.json`     | apply, verify       |
 //! | `verify`          | 2              | `verify --json`                |                     |
+//! | `apply`           | 1              | `apply --json`                 | the Ansible module  |
+//! | `revert`          | 1              | `revert --json`                | the Ansible module  |
 //! | `journal`         | 2              | apply (the `begin` record)     | revert              |
 //! | `snapshot`        | 2              | `snapshot` (`manifest.json`)   | `--snapshot FILE`   |
 //! | `measure-jitter`  | 2              | `measure jitter --json`        |                     |
@@ -54,6 +56,10 @@ pub enum Kind {
     Plan,
     /// The machine checked against a plan (`lowlat verify --json`).
     Verify,
+    /// What `lowlat apply --json` changed (or would change in a dry run), setting by setting.
+    Apply,
+    /// What `lowlat revert --json` put back (or would put back in a dry run), record by record.
+    Revert,
     /// The `begin` record of an apply journal.
     Journal,
     /// The manifest of a snapshot archive.
@@ -100,6 +106,8 @@ impl Kind {
             Kind::Audit => 2,
             Kind::Plan => 2,
             Kind::Verify => 2,
+            Kind::Apply => 1,
+            Kind::Revert => 1,
             Kind::Journal => 2,
             Kind::Snapshot => 2,
             Kind::MeasureJitter => 2,

@@ -2,8 +2,9 @@
 # Runs the collection with real ansible-core against four hosts at once, each a local
 # connection bound to a copy of a different fixture machine (lowlat_root), so the machine
 # running it is not changed. Checks: the fact is gathered, a snapshot and an audit are
-# fetched per host, check mode changes nothing, apply then a second apply reports changed=0,
-# verify passes, revert restores every copy byte for byte, and ansible-lint passes.
+# fetched per host, check mode changes nothing and --diff shows a known value's before and
+# after, apply then a second apply reports changed=0, verify passes, revert restores every copy
+# byte for byte, and ansible-lint passes.
 #
 # Usage: ansible/tests/run.sh LOWLAT_BINARY
 set -euo pipefail
@@ -73,13 +74,34 @@ untouched "check mode"
 for name in "${fixtures[@]}"; do
   [ "$(recap "$name" changed)" -gt 0 ] || fail "check mode reported nothing to change on $name"
 done
-grep -q 'would change' "$work/last.log" || fail "--diff showed no value that would change"
+# --diff: the lowlat_apply module's before/after of one knob, as the fixture has it and as the
+# host's plan wants it.
+python3 - "$work/last.log" "$work/hosts/epyc7f32-2s" "$repo/tests/fixtures/machines/epyc7f32-2s" <<'PY' || fail "--diff"
+import json, sys
+log, host, fixture = open(sys.argv[1]).read().splitlines(), sys.argv[2], sys.argv[3]
+knob, sid = "/proc/sys/kernel/watchdog_cpumask", "sysctl:kernel.watchdog_cpumask"
+before = open(fixture + knob).read().strip()
+plan = json.load(open(host + "/plan/plan.json"))
+after = next(s["value"] for s in plan["settings"] if s["id"] == sid)
+assert before != after, (before, after)
+header = "--- before: %s (%s)" % (knob, sid)
+at = [i for i, line in enumerate(log) if line == header]
+assert at, "no diff of %s in the output" % knob
+# Some host's diff of that knob shows exactly this change.
+assert any(log[i + 1] == "+++ after: %s (%s)" % (knob, sid) and "-" + before in log[i + 2:i + 5]
+           and "+" + after in log[i + 2:i + 5] for i in at), [log[i:i + 6] for i in at]
+PY
 
 play "$collection/playbooks/tune.yml"
 for name in "${fixtures[@]}"; do
   [ "$(recap "$name" changed)" -gt 0 ] || fail "apply changed nothing on $name"
   [ -s "$work/hosts/$name/root/var/lib/lowlat/journal.jsonl" ] || fail "no journal on $name"
+  # The role verified (the play passed); verify again here: ok or pending a reboot.
+  "$bin" --root "$work/hosts/$name/root" verify --plan "$work/hosts/$name/plan/plan.json" >/dev/null \
+    || fail "verify after apply on $name"
 done
+grep -q 'TASK \[lowlat.lowlat.tune : Verify the machine against the plan\]' "$work/last.log" \
+  || fail "the tune role did not verify"
 play "$collection/playbooks/tune.yml"
 for name in "${fixtures[@]}"; do
   [ "$(recap "$name" changed)" = 0 ] || fail "a second apply changed something on $name"

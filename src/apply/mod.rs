@@ -15,6 +15,7 @@ pub(crate) mod appliers;
 pub(crate) mod change;
 pub(crate) mod command;
 pub(crate) mod journal;
+pub(crate) mod json;
 pub(crate) mod lock;
 pub(crate) mod revert;
 #[cfg(test)]
@@ -211,19 +212,24 @@ fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
     problems
 }
 
-/// What happened to one change.
+/// What happened to one change. In JSON, `action`: `changed`, `unchanged`, `would-change`,
+/// `failed` (with `error`) or `unsupported` (with `reason`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
+#[serde(tag = "action", rename_all = "kebab-case")]
 pub(crate) enum ChangeOutcome {
     /// Changed.
+    #[serde(rename = "changed")]
     Applied,
     /// Already had the value.
+    #[serde(rename = "unchanged")]
     InPlace,
     /// Would change (dry run).
     WouldChange,
     /// Refused by the machine; apply went on.
+    #[serde(rename = "failed")]
     Refused {
-        /// Why.
+        /// Why, as the machine said it.
+        #[serde(rename = "error")]
         reason: String,
     },
     /// Cannot be changed here.
@@ -236,28 +242,36 @@ pub(crate) enum ChangeOutcome {
 /// One change and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ChangeReport {
-    /// What it changes.
+    /// What it changes: a file (`/etc/sysctl.d/99-lowlat.conf`), a knob
+    /// (`/proc/sys/vm/stat_interval`), a file's variable, a thread, a service.
     pub target: String,
-    /// The value before (empty when it could not be read).
+    /// The value before, as read (for whole files: size and mode); empty when it could not be
+    /// read.
+    #[serde(rename = "before")]
     pub from: String,
-    /// The desired value.
+    /// The desired value (for whole files: their size, `N bytes from the plan`).
+    #[serde(rename = "after")]
     pub to: String,
     /// What happened.
     #[serde(flatten)]
     pub outcome: ChangeOutcome,
 }
 
-/// The summary status of one item.
+/// The summary status of one item. In JSON, `action`: `changed`, `unchanged`,
+/// `would-change`, `failed`, `unsupported` or `manual`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ItemStatus {
     /// At least one change made, none refused.
+    #[serde(rename = "changed")]
     Applied,
     /// Nothing to change.
+    #[serde(rename = "unchanged")]
     InPlace,
     /// Changes would be made (dry run).
     WouldChange,
     /// At least one change refused.
+    #[serde(rename = "failed")]
     Refused,
     /// Cannot be applied here.
     Unsupported,
@@ -282,17 +296,20 @@ impl ItemStatus {
 /// One item and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ItemReport {
-    /// The setting id (or the boot settings).
+    /// The setting id (`sysctl:vm.stat_interval`), `cmdline:* (N settings)` for the boot
+    /// settings together, or `file:/etc/lowlat/plan.json` for the installed plan.
+    #[serde(rename = "id")]
     pub label: String,
     /// Its layer.
     pub layer: Layer,
     /// How many of the plan's settings it stands for (see [`Item::settings`]).
     pub settings: usize,
-    /// The summary.
+    /// The summary of its changes.
+    #[serde(rename = "action")]
     pub status: ItemStatus,
-    /// Why, for unsupported and manual items.
+    /// Why, for unsupported and manual items; `null` otherwise.
     pub reason: Option<String>,
-    /// Its changes.
+    /// Its changes, one per knob, file, thread or service.
     pub changes: Vec<ChangeReport>,
 }
 
@@ -316,16 +333,18 @@ impl ItemReport {
 /// What apply did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub(crate) struct ApplyReport {
-    /// Every item, in order.
+    /// Every item, in plan order.
+    #[serde(rename = "settings")]
     pub items: Vec<ItemReport>,
     /// The follow-up commands run (or to run by hand, or that would run).
     pub follow_ups: Vec<String>,
-    /// Why apply stopped before the end, if it did.
+    /// Why apply stopped before the end, if it did; `null` otherwise.
     pub stopped: Option<String>,
-    /// Whether changes were journaled.
+    /// Whether changes were journaled (in `/var/lib/lowlat/journal.jsonl` under the root).
     pub journaled: bool,
-    /// Whether kernel arguments are configured but not in effect until a reboot.
-    pub pending_reboot: bool,
+    /// Whether the plan's kernel arguments are configured in the bootloader (or, in a dry run,
+    /// would be) but `/proc/cmdline` does not show them: they take effect at the next boot.
+    pub reboot_required: bool,
 }
 
 impl ApplyReport {
@@ -337,6 +356,21 @@ impl ApplyReport {
             .filter(|i| i.status == status)
             .map(|i| i.settings)
             .sum()
+    }
+
+    /// How many single changes (knobs, files, threads, services) were made, or in a dry run
+    /// would be made: 0 when the machine already matches the plan.
+    pub(crate) fn changes_made(&self) -> usize {
+        self.items
+            .iter()
+            .flat_map(|i| &i.changes)
+            .filter(|c| {
+                matches!(
+                    c.outcome,
+                    ChangeOutcome::Applied | ChangeOutcome::WouldChange
+                )
+            })
+            .count()
     }
 
     /// Whether any item (the installed plan file included) has `status`.
@@ -519,7 +553,7 @@ pub(crate) fn execute(
         .follow_ups
         .extend(run_follow_ups(ctx, follow_ups.drain(), dry_run));
     report.journaled = writer.as_ref().is_some_and(|w| w.started());
-    report.pending_reboot = !dry_run && pending_reboot(ctx, items);
+    report.reboot_required = pending_reboot(ctx, items);
     report
 }
 

@@ -29,7 +29,8 @@ pub(crate) enum RevertError {
     Journal(#[from] JournalError),
 }
 
-/// What happened to one record.
+/// What happened to one record. In JSON, `action`: `restored`, `unchanged`, `would-restore`,
+/// `other-boot` or `failed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RestoreStatus {
@@ -42,19 +43,23 @@ pub(crate) enum RestoreStatus {
     /// Recorded in an earlier boot: that state is gone.
     OtherBoot,
     /// The machine refused (an IRQ, a task that exited); revert went on.
+    #[serde(rename = "failed")]
     Refused,
 }
 
 /// One record and what happened to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct RestoreLine {
-    /// The journal line.
+    /// The journal line (1-based, in `/var/lib/lowlat/journal.jsonl` under the root).
     pub line: usize,
-    /// What it restores.
+    /// What it restores: `/proc/sys/vm/stat_interval = 1`, `/etc/sysctl.d/99-lowlat.conf:
+    /// remove (lowlat created it)`.
     pub what: String,
     /// What happened.
+    #[serde(rename = "action")]
     pub status: RestoreStatus,
-    /// Why, for refusals.
+    /// Why, for refusals; `null` otherwise.
+    #[serde(rename = "error")]
     pub reason: Option<String>,
 }
 
@@ -64,12 +69,14 @@ pub(crate) struct RevertReport {
     /// Whether there was a journal at all.
     pub had_journal: bool,
     /// Every record, latest first.
+    #[serde(rename = "records")]
     pub lines: Vec<RestoreLine>,
     /// Follow-up commands run (or to run by hand).
     pub follow_ups: Vec<String>,
-    /// A torn last journal line that was ignored (see [`journal`]).
+    /// A torn last journal line that was ignored (see [`journal`]); `null` when none.
     pub torn_last_line: Option<usize>,
-    /// Why revert stopped before the end (the journal is kept; run revert again).
+    /// Why revert stopped before the end (the journal is kept; run revert again); `null` when
+    /// it finished.
     pub stopped: Option<String>,
 }
 

@@ -5,11 +5,13 @@ use clap::{ArgGroup, Args};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use super::output::print;
+use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
-use crate::apply::{self, ItemStatus, Scope, Steps};
+use crate::apply::json::apply_document;
+use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
+use crate::document;
 use crate::machine::Machine;
 use crate::plan::Plan;
 use crate::report::apply::render_apply;
@@ -20,7 +22,8 @@ use crate::sysroot::SysRoot;
 #[command(
     group(ArgGroup::new("scope").args(["runtime", "boot", "all"])),
     after_help = "Examples:\n  lowlat plan --out /tmp/plan && sudo lowlat apply --plan /tmp/plan/plan.json\n  \
-lowlat apply --plan plan.json --dry-run\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
+lowlat apply --plan plan.json --dry-run\n  \
+lowlat apply --plan plan.json --dry-run --json | jq '.changed, .reboot_required'\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
 Needs the live machine or --root DIR (--snapshot is refused: a snapshot is read-only).\n\n\
 Every prior value is journaled in /var/lib/lowlat/journal.jsonl (under --root) before it \
 changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do), 1 some \
@@ -57,6 +60,12 @@ pub struct ApplyArgs {
     /// Apply a plan made for another machine (other host name or CPUs).
     #[arg(long)]
     pub force: bool,
+
+    /// Print the versioned JSON document (kind `apply`) instead of the table: per setting its
+    /// changes with target, before, after and action; `changed` and `reboot_required`. Needs
+    /// --yes or --dry-run (no question is asked).
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl ApplyArgs {
@@ -144,37 +153,55 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         .unwrap_or_else(|_| args.plan.clone())
         .display()
         .to_string();
-    print(&format!(
-        "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}\n",
-        plan.profile,
-        plan.target.host,
-        args.scope().name(),
-        root.dir_path().display(),
-        if args.dry_run { ", dry run" } else { "" }
-    ))?;
+    // The report, as the table or as the JSON document.
+    let show = |report: &ApplyReport| -> Result<()> {
+        if args.json {
+            let host = document::host_name(&root);
+            let doc = apply_document(host, &plan_path, args.scope(), args.dry_run, report);
+            print_json(&doc)
+        } else {
+            print(&render_apply(report, args.dry_run))
+        }
+    };
+    if !args.json {
+        print(&format!(
+            "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}\n",
+            plan.profile,
+            plan.target.host,
+            args.scope().name(),
+            root.dir_path().display(),
+            if args.dry_run { ", dry run" } else { "" }
+        ))?;
+    }
     let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
     let to_change = preview.count(ItemStatus::WouldChange);
     if args.dry_run || !preview.has(ItemStatus::WouldChange) {
-        print(&render_apply(&preview))?;
-        if !args.dry_run {
+        // Nothing would change: the preview is the whole report.
+        show(&preview)?;
+        if !args.dry_run && !args.json {
             print("Nothing to change.\n")?;
         }
         return Ok(exit::OK);
     }
     if !args.yes {
-        if !std::io::stdin().is_terminal() {
+        if args.json || !std::io::stdin().is_terminal() {
             bail!(
-                "{to_change} settings would change: add --yes to apply without a question (standard input is not a terminal); nothing was changed"
+                "{to_change} settings would change: add --yes to apply without a question ({}); nothing was changed",
+                if args.json {
+                    "--json asks nothing"
+                } else {
+                    "standard input is not a terminal"
+                }
             );
         }
-        print(&render_apply(&preview))?;
+        print(&render_apply(&preview, true))?;
         if !confirm(&format!("Apply {to_change} settings?"))? {
             print("Nothing was changed.\n")?;
             return Ok(exit::OK);
         }
     }
     let report = apply::apply(&ctx, &items, &plan_path, &mut Steps::new())?;
-    print(&render_apply(&report))?;
+    show(&report)?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
     } else if report.has(ItemStatus::Refused) {

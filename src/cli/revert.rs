@@ -4,11 +4,13 @@ use anyhow::Result;
 use clap::Args;
 
 use super::apply::{require_root, writable_root};
-use super::output::print;
+use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
+use crate::apply::json::revert_document;
 use crate::apply::revert::{RestoreStatus, revert};
+use crate::document;
 use crate::machine::Machine;
 use crate::report::apply::render_revert;
 
@@ -25,6 +27,11 @@ pub struct RevertArgs {
     /// List what would be restored, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Print the versioned JSON document (kind `revert`) instead of the table: every journal
+    /// record with its action, and `changed`, the number put back (or that would be).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `lowlat revert`.
@@ -44,7 +51,12 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         runner: root.is_live().then_some(&runner as _),
     };
     let report = revert(&ctx, args.dry_run)?;
-    print(&render_revert(&report))?;
+    if args.json {
+        let host = document::host_name(&root);
+        print_json(&revert_document(host, args.dry_run, &report))?;
+    } else {
+        print(&render_revert(&report))?;
+    }
     Ok(if report.stopped.is_some() {
         exit::ERROR
     } else if report.count(RestoreStatus::Refused) > 0 {

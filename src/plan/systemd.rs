@@ -16,8 +16,11 @@ pub(crate) const RUNTIME_UNIT: &str = "lowlat-runtime.service";
 /// Where `lowlat apply` installs plan.json for the unit to read.
 pub(crate) const PLAN_PATH: &str = "/etc/lowlat/plan.json";
 
-/// Where the unit expects the lowlat binary.
-pub(crate) const BINARY: &str = "/usr/local/bin/lowlat";
+/// How the units call the lowlat binary: by name, which systemd (239 and later) resolves on its
+/// fixed search path, `/usr/local/bin` before `/usr/bin`. So the same unit runs the static
+/// binary copied to `/usr/local/bin` (README, the Ansible install role) and the one the .deb and
+/// .rpm install as `/usr/bin/lowlat`, and it is the lowlat a root shell runs as `lowlat`.
+pub(crate) const BINARY: &str = "lowlat";
 
 /// lowlat-runtime.service.
 pub(crate) fn render_runtime_unit(header: &str) -> String {

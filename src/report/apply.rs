@@ -66,8 +66,8 @@ fn item_detail(item: &ItemReport) -> String {
 }
 
 /// The apply report: one line per setting (refused changes listed under it), a summary,
-/// the follow-ups, the journal and the reboot state.
-pub(crate) fn render_apply(report: &ApplyReport) -> String {
+/// the follow-ups, the journal and the reboot state (worded for a preview when `dry_run`).
+pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
     let mut out = String::new();
     for item in &report.items {
         let _ = writeln!(
@@ -109,10 +109,15 @@ pub(crate) fn render_apply(report: &ApplyReport) -> String {
             "Journal: {JOURNAL_PATH} (under the root); `lowlat revert` puts every prior value back."
         );
     }
-    if report.pending_reboot {
+    if report.reboot_required {
         let _ = writeln!(
             out,
-            "Kernel arguments: configured, pending a reboot (/proc/cmdline does not show them yet)."
+            "Kernel arguments: {}, pending a reboot (/proc/cmdline does not show them yet).",
+            if dry_run {
+                "would be configured"
+            } else {
+                "configured"
+            }
         );
     }
     if let Some(why) = &report.stopped {

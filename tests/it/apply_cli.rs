@@ -317,3 +317,124 @@ fn a_snapshot_cannot_be_changed() {
         .code(2)
         .stderr(predicate::str::contains("a snapshot is read-only"));
 }
+
+/// The JSON document a command prints, after checking that it exits 0 with a `kind` document.
+fn document(mut cmd: Command, kind: &str) -> serde_json::Value {
+    let out = cmd.assert().code(0);
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["kind"], kind, "{doc:#}");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["tool"]["name"], "lowlat");
+    doc
+}
+
+/// The setting `id` of an apply document.
+fn setting<'d>(doc: &'d serde_json::Value, id: &str) -> &'d serde_json::Value {
+    doc["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no setting {id} in {doc:#}"))
+}
+
+#[test]
+fn apply_and_revert_print_json_documents() {
+    let m = Machine::new("epyc7f32-2s");
+    let knob = "/proc/sys/kernel/watchdog_cpumask";
+    let before = std::fs::read_to_string(m.root().join(&knob[1..])).unwrap();
+    let before = before.trim();
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(m.plan()).unwrap()).unwrap();
+    let after = plan["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "sysctl:kernel.watchdog_cpumask")
+        .unwrap()["value"]
+        .as_str()
+        .unwrap();
+    assert_ne!(before, after);
+    let expect_change = |doc: &serde_json::Value, action: &str, from: &str| {
+        let s = setting(doc, "sysctl:kernel.watchdog_cpumask");
+        assert_eq!(s["action"], action, "{s:#}");
+        assert_eq!(s["layer"], "sysctl");
+        let change = &s["changes"][0];
+        assert_eq!(change["target"], knob);
+        assert_eq!(change["before"], from);
+        assert_eq!(change["after"], after);
+        assert_eq!(change["action"], action);
+    };
+
+    let dry = document(m.apply(&["--dry-run", "--json"]), "apply");
+    assert_eq!(dry["host"], plan["host"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["scope"], "all");
+    assert_eq!(dry["journaled"], false);
+    assert_eq!(
+        dry["reboot_required"], true,
+        "kernel arguments would be configured"
+    );
+    let would = dry["changed"].as_u64().unwrap();
+    assert!(would > 5, "{dry:#}");
+    expect_change(&dry, "would-change", before);
+    m.untouched("apply --dry-run --json");
+
+    let applied = document(m.apply(&["--yes", "--json"]), "apply");
+    assert_eq!(applied["dry_run"], false);
+    assert_eq!(applied["changed"].as_u64().unwrap(), would);
+    assert_eq!(applied["journaled"], true);
+    assert_eq!(applied["reboot_required"], true);
+    expect_change(&applied, "changed", before);
+    let kswapd = setting(&applied, "kthread:kswapd0:affinity");
+    assert_eq!(kswapd["action"], "unsupported");
+    assert!(kswapd["reason"].as_str().unwrap().contains("live machine"));
+
+    let again = document(m.apply(&["--yes", "--json"]), "apply");
+    assert_eq!(again["changed"], 0, "{again:#}");
+    assert_eq!(again["journaled"], false);
+    expect_change(&again, "unchanged", after);
+    assert!(
+        again["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["action"] != "changed" && s["action"] != "would-change"),
+        "{again:#}"
+    );
+
+    let listing = document(m.lowlat(&["revert", "--dry-run", "--json"]), "revert");
+    assert_eq!(listing["dry_run"], true);
+    assert_eq!(listing["had_journal"], true);
+    let records = listing["records"].as_array().unwrap();
+    assert_eq!(listing["changed"].as_u64().unwrap() as usize, records.len());
+    assert!(records.iter().all(|r| r["action"] == "would-restore"));
+
+    let reverted = document(m.lowlat(&["revert", "--json"]), "revert");
+    assert_eq!(reverted["dry_run"], false);
+    assert!(reverted["changed"].as_u64().unwrap() > 5, "{reverted:#}");
+    let knob_back = format!("{knob} = {before}");
+    assert!(
+        reverted["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["what"] == knob_back.as_str() && r["action"] == "restored"),
+        "{reverted:#}"
+    );
+    m.untouched("apply --json then revert --json");
+    let nothing = document(m.lowlat(&["revert", "--json"]), "revert");
+    assert_eq!(nothing["changed"], 0);
+    assert_eq!(nothing["had_journal"], false);
+}
+
+#[test]
+fn apply_json_asks_no_question() {
+    let m = Machine::new("rt-guest-4vcpu");
+    m.apply(&["--json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("add --yes"))
+        .stderr(predicate::str::contains("--json asks nothing"));
+    m.untouched("apply --json without --yes");
+}

@@ -503,9 +503,11 @@ fn systemd_accepts_the_units() {
     let (_, plan) = default_plan("epyc7f32-2s");
     let files = artifacts::render(&plan);
     let dir = tempfile::tempdir().unwrap();
-    // lowlat is not installed here, and verify checks that ExecStart= is executable.
+    // lowlat is not installed here, and verify checks that ExecStart= is executable: `true`,
+    // by name like lowlat, proves that systemd resolves the name on its own search path.
     let unit = artifact(&files, "systemd/lowlat-runtime.service")
-        .replace("/usr/local/bin/lowlat", "/bin/true");
+        .replace("ExecStart=lowlat ", "ExecStart=true ");
+    assert!(unit.contains("ExecStart=true apply --runtime"), "{unit}");
     std::fs::write(dir.path().join("lowlat-runtime.service"), unit).unwrap();
     // The irqbalance drop-in, next to a stand-in irqbalance.service.
     std::fs::write(

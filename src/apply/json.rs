@@ -1,0 +1,81 @@
+//! The `--json` documents of `lowlat apply` and `lowlat revert`: the report of each in the
+//! document envelope, with what a caller decides on first (the Ansible module: `changed`,
+//! `reboot_required`) at the top.
+
+use serde::Serialize;
+
+use super::revert::{RestoreStatus, RevertReport};
+use super::{ApplyReport, Scope};
+use crate::document::{Document, Kind};
+
+/// The body of an `apply` document.
+#[derive(Debug, Serialize)]
+pub(crate) struct ApplyBody<'a> {
+    /// The plan file applied, as an absolute path where it could be resolved.
+    pub plan: &'a str,
+    /// The part of the plan applied: `runtime`, `boot` or `all`.
+    pub scope: Scope,
+    /// Whether this was `--dry-run`: nothing was changed, `would-change` says what would be.
+    pub dry_run: bool,
+    /// How many single changes (knobs, files, threads, services) were made, or in a dry run
+    /// would be made; 0 when the machine already matched the plan.
+    pub changed: usize,
+    /// The report: `settings` (each with `id`, `layer`, `action` and its `changes`, each with
+    /// `target`, `before`, `after`, `action`), `follow_ups`, `stopped`, `journaled`,
+    /// `reboot_required`.
+    #[serde(flatten)]
+    pub report: &'a ApplyReport,
+}
+
+/// The `apply` document about `host`: `report` of applying `plan` in `scope`.
+pub(crate) fn apply_document<'a>(
+    host: String,
+    plan: &'a str,
+    scope: Scope,
+    dry_run: bool,
+    report: &'a ApplyReport,
+) -> Document<ApplyBody<'a>> {
+    Document::new(
+        Kind::Apply,
+        host,
+        ApplyBody {
+            plan,
+            scope,
+            dry_run,
+            changed: report.changes_made(),
+            report,
+        },
+    )
+}
+
+/// The body of a `revert` document.
+#[derive(Debug, Serialize)]
+pub(crate) struct RevertBody<'a> {
+    /// Whether this was `--dry-run`: nothing was changed, `would-restore` says what would be.
+    pub dry_run: bool,
+    /// How many journal records were put back, or in a dry run would be; 0 when there was
+    /// nothing to revert.
+    pub changed: usize,
+    /// The report: `had_journal`, `records` (each with `line`, `what`, `action`, `error`),
+    /// `follow_ups`, `torn_last_line`, `stopped`.
+    #[serde(flatten)]
+    pub report: &'a RevertReport,
+}
+
+/// The `revert` document about `host`.
+pub(crate) fn revert_document(
+    host: String,
+    dry_run: bool,
+    report: &RevertReport,
+) -> Document<RevertBody<'_>> {
+    let changed = report.count(RestoreStatus::Restored) + report.count(RestoreStatus::WouldRestore);
+    Document::new(
+        Kind::Revert,
+        host,
+        RevertBody {
+            dry_run,
+            changed,
+            report,
+        },
+    )
+}
