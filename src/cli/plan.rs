@@ -237,6 +237,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     .map_err(|e| match e {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
+        PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
     })?;
     let guest = match &args.vm {
         Some(name) => Some(
