@@ -18,7 +18,13 @@ use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 #[command(
     after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
 lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
-lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0"
+lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0\n\n\
+CPU lists on the kernel command line take the shortest form the running kernel reads (from Linux 4.9 \
+also first-last:used/group, e.g. nohz_full=1-63:15/16). A plan whose command line after the reboot \
+would be longer than the architecture's kernels keep (COMMAND_LINE_SIZE: 2048 bytes on x86 and arm64, \
+the final NUL included) is refused with exit code 2.\n\n\
+Exit codes: 0 the plan was made; 2 it could not be (bad options, a partition or hugepage request \
+the machine cannot take, a command line too long to boot)."
 )]
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or

@@ -13,6 +13,7 @@
 pub mod artifacts;
 pub mod cmdline_size;
 pub mod findings;
+mod grouping;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
@@ -116,7 +117,13 @@ pub struct Plan {
     /// The CPU partition every setting derives from.
     pub partition: Partition,
     /// The desired settings, in the order they should be applied (boot, sysctl, runtime,
-    /// file, service).
+    /// file, service). plan.json writes a run of settings that differ only in one part of
+    /// their id as one group (`cpu:{cpus}:pm_qos_resume_latency_us` with `"cpus": "1-7"`; see
+    /// the `grouping` module), and reads it back as the same settings.
+    #[serde(
+        serialize_with = "grouping::serialize",
+        deserialize_with = "grouping::deserialize"
+    )]
     pub settings: Vec<Setting>,
     /// Desired settings left out, with the reason.
     pub skipped: Vec<Skipped>,
