@@ -33,7 +33,7 @@ pub(crate) fn list_syntax(kernel: &Kernel) -> ListSyntax {
 /// The limit of one architecture's kernel command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LineLimit {
-    /// The architecture, as named in messages (`x86`, `arm64`).
+    /// The architecture, as named in messages (`x86`, `arm64`; `these` when not known).
     pub arch: &'static str,
     /// `COMMAND_LINE_SIZE`, bytes, the final NUL included.
     pub size: usize,
@@ -64,7 +64,7 @@ const ARM64: LineLimit = LineLimit {
 
 /// Any other architecture: the value of x86 and arm64 is assumed.
 const ASSUMED: LineLimit = LineLimit {
-    arch: "this architecture",
+    arch: "these",
     size: 2048,
     source: "assumed: the architecture is not known from /proc/cpuinfo",
 };
