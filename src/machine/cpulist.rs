@@ -165,10 +165,13 @@ impl CpuSet {
         self.to_list_in(ListSyntax::Ranges)
     }
 
-    /// The shortest list form a reader with `syntax` accepts. With `ListSyntax::Groups`, a
+    /// The list form for a reader that accepts `syntax`. With `ListSyntax::Groups`, a
     /// stretch of equally long runs at an equal distance is written as one group,
     /// `first-last:used/group_size` (`1-4095:31/32` for CPU 1 to 31 of every 32, where the
     /// range form needs 128 entries), whenever that is shorter than the runs it replaces.
+    /// Stretches are taken greedily from the lowest CPU, each as long as it goes: never longer
+    /// than the range form, and one group for the regular partitions lowlat plans, though an
+    /// irregular set may have a shorter writing still.
     pub fn to_list_in(&self, syntax: ListSyntax) -> String {
         let runs = self.runs();
         let mut out = String::new();
