@@ -13,7 +13,7 @@
 //! |-------------------|----------------|--------------------------------|---------------------|
 //! | `inventory`       | 3              | `inventory --json`             |                     |
 //! | `audit`           | 2              | `audit --json`                 |                     |
-//! | `plan`            | 2              | `plan --json`, `plan.json`     | apply, verify       |
+//! | `plan`            | 3 (2 is read)  | `plan --json`, `plan.json`     | apply, verify       |
 //! | `verify`          | 2              | `verify --json`                |                     |
 //! | `apply`           | 1              | `apply --json`                 | the Ansible module  |
 //! | `revert`          | 1              | `revert --json`                | the Ansible module  |
@@ -104,7 +104,7 @@ impl Kind {
         match self {
             Kind::Inventory => 3, // 3: cpufreq policies lost `cur_khz`
             Kind::Audit => 2,
-            Kind::Plan => 2,
+            Kind::Plan => 3, // 3: grouped settings; 2 has none and still reads
             Kind::Verify => 2,
             Kind::Apply => 1,
             Kind::Revert => 1,
@@ -126,6 +126,15 @@ impl Kind {
             Kind::BiosVerify => 2,
             Kind::Check => 2,
             Kind::Compare => 2,
+        }
+    }
+
+    /// The oldest envelope layout of the kind this lowlat still reads: the one it writes, but
+    /// for plan.json, whose schema 2 (before grouped settings) reads as it is.
+    pub fn oldest_schema_version(self) -> u32 {
+        match self {
+            Kind::Plan => 2,
+            other => other.schema_version(),
         }
     }
 }
@@ -290,7 +299,11 @@ pub(crate) fn layout_of(
             expected: kind,
             found: found.to_string(),
         }),
-        (Some(_), Some(found)) if found == kind.schema_version() => Ok(Layout::Envelope),
+        (Some(_), Some(found))
+            if (kind.oldest_schema_version()..=kind.schema_version()).contains(&found) =>
+        {
+            Ok(Layout::Envelope)
+        }
         (_, found) => Err(LayoutError::Version {
             kind,
             found: found.unwrap_or(0),

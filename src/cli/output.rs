@@ -2,15 +2,20 @@
 //! another machine or a file (a hostname, a task name, an IRQ or DMI string) can send
 //! control sequences to the terminal: pages are escaped with [`escape_page`]. JSON needs no
 //! escaping here (serde_json escapes control characters itself).
+//!
+//! Output goes through one [`BufWriter`] of [`BUFFER_BYTES`], so that a document of tens of
+//! megabytes is written in large blocks, not a write(2) per line (stdout alone is
+//! line-buffered). A reader that goes away early (`lowlat audit --json | head`) makes the
+//! write fail with a broken pipe, which `main` treats as a normal end.
 
 use anyhow::Result;
-use std::io::Write;
+use std::io::{BufWriter, StdoutLock, Write};
 
 use crate::text::escape_page;
 
 /// Writes the page `text` to stdout, control characters escaped.
 pub(crate) fn print(text: &str) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = stdout();
     stdout.write_all(escape_page(text).as_bytes())?;
     stdout.flush()?;
     Ok(())
@@ -18,9 +23,18 @@ pub(crate) fn print(text: &str) -> Result<()> {
 
 /// Writes `document` to stdout as pretty JSON, with a final newline.
 pub(crate) fn print_json<T: serde::Serialize>(document: &T) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = stdout();
     serde_json::to_writer_pretty(&mut stdout, document).map_err(std::io::Error::from)?;
     writeln!(stdout)?;
     stdout.flush()?;
     Ok(())
+}
+
+/// The size of the output buffer, bytes.
+const BUFFER_BYTES: usize = 1 << 16;
+
+/// Stdout, locked and buffered. The caller flushes it and reports the error: dropping a
+/// `BufWriter` would discard it.
+fn stdout() -> BufWriter<StdoutLock<'static>> {
+    BufWriter::with_capacity(BUFFER_BYTES, std::io::stdout().lock())
 }

@@ -19,7 +19,13 @@ use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
     after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
 lowlat plan --isolate 2-15 --diff\n  \
 lowlat plan --bios bios.json --out /tmp/plan   # and the BIOS changes, from `lowlat bios read -o bios.json`\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
-lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0"
+lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0\n\n\
+CPU lists on the kernel command line take the shortest form the running kernel reads (from Linux 4.9 \
+also first-last:used/group, e.g. nohz_full=1-63:15/16). A plan whose command line after the reboot \
+would be longer than the architecture's kernels keep (COMMAND_LINE_SIZE: 2048 bytes on x86 and arm64, \
+the final NUL included) is refused with exit code 2.\n\n\
+Exit codes: 0 the plan was made; 2 it could not be (bad options, a partition or hugepage request \
+the machine cannot take, a command line too long to boot)."
 )]
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
@@ -249,6 +255,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     .map_err(|e| match e {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
+        PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
     })?;
     plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));
     let guest = match &args.vm {

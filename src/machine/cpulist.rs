@@ -19,6 +19,19 @@ use std::str::FromStr;
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CpuSet(Vec<u64>);
 
+/// Which list syntax the reader of a CPU list accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListSyntax {
+    /// Numbers and ranges (`0-3,8`): every kernel, every `*_list` file, every tool.
+    Ranges,
+    /// Also the group form `first-last:used/group_size` (`0-15:2/4` is 0-1,4-5,8-9,12-13),
+    /// which the kernel's `bitmap_parselist()` (`cpulist_parse()`, behind `isolcpus=`,
+    /// `nohz_full=`, `rcu_nocbs=` and `irqaffinity=`) accepts since Linux 4.9: commit
+    /// 2d13e6ca429c ("lib/bitmap.c: enhance bitmap syntax"), documented in
+    /// Documentation/admin-guide/kernel-parameters.rst, "cpu lists".
+    Groups,
+}
+
 /// Why a CPU list or mask could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuSetError {
@@ -149,23 +162,80 @@ impl CpuSet {
 
     /// The list form, as the kernel writes it (`0-3,8`), empty for the empty set.
     pub fn to_list(&self) -> String {
+        self.to_list_in(ListSyntax::Ranges)
+    }
+
+    /// The list form for a reader that accepts `syntax`. With `ListSyntax::Groups`, a
+    /// stretch of equally long runs at an equal distance is written as one group,
+    /// `first-last:used/group_size` (`1-4095:31/32` for CPU 1 to 31 of every 32, where the
+    /// range form needs 128 entries), whenever that is shorter than the runs it replaces.
+    /// Stretches are taken greedily from the lowest CPU, each as long as it goes: never longer
+    /// than the range form, and one group for the regular partitions lowlat plans, though an
+    /// irregular set may have a shorter writing still.
+    pub fn to_list_in(&self, syntax: ListSyntax) -> String {
+        let runs = self.runs();
         let mut out = String::new();
-        let mut iter = self.iter().peekable();
-        while let Some(start) = iter.next() {
-            let mut end = start;
-            while iter.peek() == Some(&(end + 1)) {
-                end = iter.next().unwrap_or(end);
-            }
+        let mut i = 0;
+        while i < runs.len() {
             if !out.is_empty() {
                 out.push(',');
             }
-            if start == end {
-                out.push_str(&start.to_string());
-            } else {
-                out.push_str(&format!("{start}-{end}"));
+            let end = match syntax {
+                ListSyntax::Ranges => i,
+                ListSyntax::Groups => last_of_stride(&runs, i),
+            };
+            let grouped = (end > i).then(|| {
+                let (first, last) = (runs[i].0, runs[end].1);
+                let used = runs[i].1 - first + 1;
+                let group = runs[i + 1].0 - first;
+                format!("{first}-{last}:{used}/{group}")
+            });
+            match grouped {
+                Some(token) if token.len() < ranges_len(&runs[i..=end]) => {
+                    out.push_str(&token);
+                    i = end + 1;
+                }
+                _ => {
+                    push_run(&mut out, runs[i]);
+                    i += 1;
+                }
             }
         }
         out
+    }
+
+    /// The maximal runs of consecutive CPUs as `(first, last)` pairs, ascending, found a
+    /// 64-bit word at a time (the cost grows with the number of words and runs, not CPUs).
+    pub fn runs(&self) -> Vec<(u32, u32)> {
+        let mut runs = Vec::new();
+        let mut open: Option<u32> = None;
+        for (index, &word) in self.0.iter().enumerate() {
+            let base = index as u32 * 64;
+            let mut bit = 0;
+            while bit < 64 {
+                let rest = word >> bit;
+                match open {
+                    None if rest == 0 => break,
+                    None => {
+                        bit += rest.trailing_zeros();
+                        open = Some(base + bit);
+                    }
+                    Some(first) => {
+                        let ones = rest.trailing_ones();
+                        if bit + ones >= 64 {
+                            break;
+                        }
+                        bit += ones;
+                        runs.push((first, base + bit - 1));
+                        open = None;
+                    }
+                }
+            }
+        }
+        if let (Some(first), Some(last)) = (open, self.last()) {
+            runs.push((first, last));
+        }
+        runs
     }
 
     /// The mask form exactly as the kernel writes it on a machine with `nr_cpu_ids` possible
@@ -208,8 +278,15 @@ impl CpuSet {
 
     /// Adds every CPU from `lo` to `hi`, both included.
     pub fn insert_range(&mut self, lo: u32, hi: u32) {
-        for cpu in lo..=hi {
-            self.insert(cpu);
+        if hi < lo {
+            return;
+        }
+        let (first, last) = (lo as usize / 64, hi as usize / 64);
+        self.grow_to(last);
+        for (index, word) in self.0[first..=last].iter_mut().enumerate() {
+            let from = if index == 0 { lo % 64 } else { 0 };
+            let to = if first + index == last { hi % 64 } else { 63 };
+            *word |= (u64::MAX << from) & (u64::MAX >> (63 - to));
         }
     }
 
@@ -242,7 +319,9 @@ impl CpuSet {
 
     /// The CPUs in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
-        (0..self.0.len() as u32 * 64).filter(|&cpu| self.contains(cpu))
+        self.runs()
+            .into_iter()
+            .flat_map(|(first, last)| first..=last)
     }
 
     /// The lowest CPU, if any.
@@ -309,6 +388,51 @@ impl CpuSet {
             self.0.pop();
         }
     }
+}
+
+/// The index of the last run of the stride that starts at `runs[first]`: the following runs
+/// as long as it, each at the same distance from the one before. `first` itself when the next
+/// run breaks the pattern.
+fn last_of_stride(runs: &[(u32, u32)], first: usize) -> usize {
+    let Some(next) = runs.get(first + 1) else {
+        return first;
+    };
+    let used = runs[first].1 - runs[first].0;
+    let group = next.0 - runs[first].0;
+    let mut last = first;
+    while let Some(&(lo, hi)) = runs.get(last + 1) {
+        if lo - runs[last].0 != group || hi - lo != used {
+            break;
+        }
+        last += 1;
+    }
+    last
+}
+
+/// The length of `runs` written in the range form, commas included.
+fn ranges_len(runs: &[(u32, u32)]) -> usize {
+    let digits = |n: u32| n.checked_ilog10().unwrap_or(0) as usize + 1;
+    let tokens: usize = runs
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                digits(lo)
+            } else {
+                digits(lo) + 1 + digits(hi)
+            }
+        })
+        .sum();
+    tokens + runs.len() - 1
+}
+
+/// Appends one run in the range form (`5` or `0-3`).
+fn push_run(out: &mut String, (first, last): (u32, u32)) {
+    use std::fmt::Write;
+    let _ = if first == last {
+        write!(out, "{first}")
+    } else {
+        write!(out, "{first}-{last}")
+    };
 }
 
 /// Strips the newline, spaces and trailing NUL bytes some kernels leave in sysfs files.
@@ -430,11 +554,57 @@ mod tests {
         assert_eq!(set.to_mask(2), "1");
     }
 
+    #[test]
+    fn runs_are_found_across_words() {
+        let set = CpuSet::parse_list("0,2-70,127-128,191,192,255").unwrap();
+        assert_eq!(
+            set.runs(),
+            [(0, 0), (2, 70), (127, 128), (191, 192), (255, 255)]
+        );
+        assert_eq!(set.to_list(), "0,2-70,127-128,191-192,255");
+        assert_eq!(CpuSet::parse_list("0-8191").unwrap().runs(), [(0, 8191)]);
+        assert!(CpuSet::new().runs().is_empty());
+        let mut ranged = CpuSet::new();
+        ranged.insert_range(60, 130);
+        ranged.insert_range(5, 5);
+        ranged.insert_range(9, 8);
+        assert_eq!(ranged.to_list(), "5,60-130");
+        assert_eq!(ranged.iter().next_back(), Some(130));
+    }
+
+    #[test]
+    fn groups_shorten_lists_of_equal_runs() {
+        let groups = |list: &str| {
+            CpuSet::parse_list(list)
+                .unwrap()
+                .to_list_in(ListSyntax::Groups)
+        };
+        // One housekeeping core per 32 on 4,096 cores and their SMT siblings.
+        let isolated: CpuSet = (0..8192).filter(|cpu| cpu % 32 != 0).collect();
+        assert_eq!(isolated.to_list_in(ListSyntax::Groups), "1-8191:31/32");
+        let housekeeping: CpuSet = (0..8192).filter(|cpu| cpu % 32 == 0).collect();
+        assert_eq!(housekeeping.to_list_in(ListSyntax::Groups), "0-8160:1/32");
+        // Where a group is not shorter, the ranges stay.
+        assert_eq!(groups("1-7,9-15"), "1-7,9-15");
+        assert_eq!(groups("0,2,4"), "0,2,4");
+        assert_eq!(groups("0,2,4,6"), "0,2,4,6");
+        assert_eq!(groups("0,2,4,6,8"), "0-8:1/2");
+        assert_eq!(groups("1-2,9,17,25,33"), "1-2,9-33:1/8");
+        assert_eq!(groups(""), "");
+        // The ranges syntax never groups.
+        assert_eq!(isolated.to_list().matches(',').count(), 255);
+    }
+
     proptest! {
         #[test]
         fn list_round_trips(cpus in proptest::collection::btree_set(0u32..600, 0..80)) {
+            let expected: Vec<u32> = cpus.iter().copied().collect();
             let set: CpuSet = cpus.into_iter().collect();
+            prop_assert_eq!(set.iter().collect::<Vec<_>>(), expected);
             prop_assert_eq!(CpuSet::parse_list(&set.to_list()).unwrap(), set.clone());
+            let grouped = set.to_list_in(ListSyntax::Groups);
+            prop_assert!(grouped.len() <= set.to_list().len());
+            prop_assert_eq!(CpuSet::parse_list(&grouped).unwrap(), set.clone());
             prop_assert_eq!(CpuSet::parse_mask(&set.to_mask(1)).unwrap(), set.clone());
             prop_assert_eq!(CpuSet::parse_mask(&set.to_mask(600)).unwrap(), set);
         }

@@ -66,8 +66,7 @@ fn decided_by_plan(draft: &Draft, id: &str) -> bool {
         || id
             .strip_prefix(CMDLINE)
             .is_some_and(|key| PLAN_KEYS.contains(&key))
-        || draft.settings.iter().any(|s| s.id == id)
-        || draft.skipped.iter().any(|s| s.setting.id == id)
+        || draft.decided(id)
 }
 
 /// Adds the remediations the plan does not decide itself.
@@ -125,7 +124,7 @@ mod tests {
         ];
         add(&mut draft, findings, false);
         let got: Vec<(&str, &str)> = draft
-            .settings
+            .settings()
             .iter()
             .map(|s| (s.id.as_str(), s.value.as_str()))
             .collect();
@@ -161,10 +160,10 @@ mod tests {
         };
         let mut draft = Draft::default();
         add(&mut draft, vec![tradeoff.clone()], false);
-        assert!(draft.settings.is_empty());
-        assert_eq!(draft.skipped[0].setting.value, "mce=off");
+        assert!(draft.settings().is_empty());
+        assert_eq!(draft.skipped()[0].setting.value, "mce=off");
         let mut draft = Draft::default();
         add(&mut draft, vec![tradeoff], true);
-        assert_eq!(draft.settings[0].value, "mce=off");
+        assert_eq!(draft.settings()[0].value, "mce=off");
     }
 }

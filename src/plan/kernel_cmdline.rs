@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use super::request::{HugepagePool, Power};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
-use super::{Draft, Inputs, Plan, PlanError, setting};
+use super::{Draft, Inputs, Plan, PlanError, cmdline_size, setting};
 use crate::machine::cpu::CpuIdentity;
+use crate::machine::cpulist::ListSyntax;
 use crate::tuning::partition::Partition;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
@@ -39,12 +40,13 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
     let p = inputs.partition;
     let options = &inputs.request.options;
     let cpu = inputs.machine.cpu.get();
-    let iso = p.isolated.to_list();
-    let hk = p.housekeeping.to_list();
+    let syntax = cmdline_size::list_syntax(&inputs.machine.kernel);
+    let iso = p.isolated.to_list_in(syntax);
+    let hk = p.housekeeping.to_list_in(syntax);
 
     draft.add(boot(
         "isolcpus",
-        isolcpus_args(p),
+        isolcpus_args(p, syntax),
         &isolcpus_rationale(p),
         &format!("{GUIDE} §4.3.2 (no_balance_cores); {KERNEL_PARAMS} (isolcpus=)"),
     ));
@@ -125,7 +127,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
     }
     for (key, why) in conflicts {
         let id = SettingId::Cmdline(key.to_string()).to_string();
-        if cmdline.has(key) && !draft.settings.iter().any(|s| s.id == id) {
+        if cmdline.has(key) && !draft.has(&id) {
             draft.add(boot(
                 key,
                 "",
@@ -138,9 +140,9 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
 
 /// `isolcpus=`: managed IRQs off every isolated CPU; scheduler domains (no load balancing) on
 /// the no-balance CPUs. Two arguments when the sets differ: the kernel keeps one housekeeping
-/// mask per flag.
-pub(crate) fn isolcpus_args(p: &Partition) -> String {
-    let iso = p.isolated.to_list();
+/// mask per flag. The CPU lists are written in `syntax`.
+pub(crate) fn isolcpus_args(p: &Partition, syntax: ListSyntax) -> String {
+    let iso = p.isolated.to_list_in(syntax);
     if p.no_balance.is_empty() {
         format!("isolcpus=managed_irq,{iso}")
     } else if p.no_balance == p.isolated {
@@ -148,7 +150,7 @@ pub(crate) fn isolcpus_args(p: &Partition) -> String {
     } else {
         format!(
             "isolcpus=managed_irq,{iso} isolcpus=domain,{}",
-            p.no_balance.to_list()
+            p.no_balance.to_list_in(syntax)
         )
     }
 }
@@ -558,17 +560,22 @@ mod tests {
 
     #[test]
     fn isolcpus_follows_the_no_balance_band() {
+        let ranges = ListSyntax::Ranges;
         assert_eq!(
-            isolcpus_args(&partition("1-7,9-15", "")),
+            isolcpus_args(&partition("1-7,9-15", ""), ranges),
             "isolcpus=managed_irq,1-7,9-15"
         );
         assert_eq!(
-            isolcpus_args(&partition("1-7,9-15", "1-7,9-15")),
+            isolcpus_args(&partition("1-7,9-15", "1-7,9-15"), ranges),
             "isolcpus=managed_irq,domain,1-7,9-15"
         );
         assert_eq!(
-            isolcpus_args(&partition("1-7,9-15", "1-2,9-10")),
+            isolcpus_args(&partition("1-7,9-15", "1-2,9-10"), ranges),
             "isolcpus=managed_irq,1-7,9-15 isolcpus=domain,1-2,9-10"
+        );
+        assert_eq!(
+            isolcpus_args(&partition("1-3,5-7,9-11,13-15", ""), ListSyntax::Groups),
+            "isolcpus=managed_irq,1-15:3/4"
         );
     }
 

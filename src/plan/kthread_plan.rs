@@ -44,7 +44,7 @@ pub(crate) fn skip_stopped_threads(draft: &mut Draft) {
         .iter()
         .filter_map(|(thread, stoppers)| {
             let stopper = draft
-                .settings
+                .settings()
                 .iter()
                 .find(|s| stoppers.contains(&(s.id.as_str(), s.value.as_str())))?;
             let id = SettingId::Tasks {
@@ -60,8 +60,7 @@ pub(crate) fn skip_stopped_threads(draft: &mut Draft) {
         })
         .collect();
     for (id, reason) in stopped {
-        if let Some(at) = draft.settings.iter().position(|s| s.id == id) {
-            let setting = draft.settings.remove(at);
+        if let Some(setting) = draft.take(&id) {
             draft.skip(setting, reason);
         }
     }

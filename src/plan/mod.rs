@@ -12,7 +12,9 @@
 
 pub mod artifacts;
 pub mod bios;
+pub mod cmdline_size;
 pub mod findings;
+mod grouping;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
@@ -25,6 +27,7 @@ pub mod vm;
 pub(crate) mod write;
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 use crate::document::{self, Document, Kind, Layout, LayoutError};
 use crate::machine::topology::Topology;
@@ -115,7 +118,13 @@ pub struct Plan {
     /// The CPU partition every setting derives from.
     pub partition: Partition,
     /// The desired settings, in the order they should be applied (boot, sysctl, runtime,
-    /// file, service).
+    /// file, service). plan.json writes a run of settings that differ only in one part of
+    /// their id as one group (`cpu:{cpus}:pm_qos_resume_latency_us` with `"cpus": "1-7"`; see
+    /// the `grouping` module), and reads it back as the same settings.
+    #[serde(
+        serialize_with = "grouping::serialize",
+        deserialize_with = "grouping::deserialize"
+    )]
     pub settings: Vec<Setting>,
     /// Desired settings left out, with the reason.
     pub skipped: Vec<Skipped>,
@@ -142,6 +151,9 @@ pub enum PlanError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The kernel command line after the plan's reboot is longer than the kernel keeps.
+    #[error(transparent)]
+    CommandLineTooLong(#[from] cmdline_size::TooLong),
 }
 
 /// Why a plan.json could not be read.
@@ -210,13 +222,19 @@ pub struct Inputs<'a> {
     pub partition: &'a Partition,
 }
 
-/// Settings, skips and unmovable things collected while a plan is built.
+/// Settings, skips and unmovable things collected while a plan is built. The ids of the
+/// settings and skips are indexed, so that adding and looking up a setting costs the same on
+/// a machine with 8,192 CPUs and tens of thousands of settings as on a small one.
 #[derive(Debug, Default)]
 pub struct Draft {
-    /// Settings so far.
-    pub settings: Vec<Setting>,
+    /// Settings so far, in the order they were added.
+    settings: Vec<Setting>,
+    /// The ids of `settings`.
+    setting_ids: HashSet<String>,
     /// Skipped settings so far.
-    pub skipped: Vec<Skipped>,
+    skipped: Vec<Skipped>,
+    /// The ids of the `skipped` settings.
+    skipped_ids: HashSet<String>,
     /// Unmovable things so far.
     pub unmovable: Vec<Unmovable>,
 }
@@ -224,13 +242,14 @@ pub struct Draft {
 impl Draft {
     /// Adds a setting unless one with the same id is already there (the first one wins).
     pub fn add(&mut self, setting: Setting) {
-        if !self.settings.iter().any(|s| s.id == setting.id) {
+        if self.setting_ids.insert(setting.id.clone()) {
             self.settings.push(setting);
         }
     }
 
     /// Records a setting left out, with the reason.
     pub fn skip(&mut self, setting: Setting, reason: impl Into<String>) {
+        self.skipped_ids.insert(setting.id.clone());
         self.skipped.push(Skipped {
             setting,
             reason: reason.into(),
@@ -243,6 +262,35 @@ impl Draft {
             what: what.into(),
             reason: reason.into(),
         });
+    }
+
+    /// The settings so far, in the order they were added.
+    pub fn settings(&self) -> &[Setting] {
+        &self.settings
+    }
+
+    /// The skipped settings so far.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// Whether a setting with this id is planned.
+    pub fn has(&self, id: &str) -> bool {
+        self.setting_ids.contains(id)
+    }
+
+    /// Whether a setting with this id is planned or was left out.
+    pub fn decided(&self, id: &str) -> bool {
+        self.has(id) || self.skipped_ids.contains(id)
+    }
+
+    /// Takes the setting with this id out of the plan, if it is there.
+    pub fn take(&mut self, id: &str) -> Option<Setting> {
+        if !self.setting_ids.remove(id) {
+            return None;
+        }
+        let at = self.settings.iter().position(|s| s.id == id)?;
+        Some(self.settings.remove(at))
     }
 }
 
@@ -279,7 +327,9 @@ pub mod sources {
 
 /// Builds the plan for `machine`: the partition, the settings derived from it and from the
 /// options, then the remediations `remediations` returns for that partition (the audit's, see
-/// [`findings::add`]), then the files rendered from all of them. A plan that turns SMT off
+/// [`findings::add`]), then the files rendered from all of them. A plan whose kernel command
+/// line would be longer than the architecture's kernels keep is refused
+/// ([`PlanError::CommandLineTooLong`]). A plan that turns SMT off
 /// (`nosmt`) is made again for the CPUs online after its reboot, so that its partition, IRQ
 /// and task lists name only those.
 pub fn build(
@@ -328,6 +378,7 @@ pub fn build(
     let (files, services) = artifacts::installed_files(&plan);
     plan.settings.extend(files);
     plan.settings.extend(services);
+    cmdline_size::check(machine, &plan.settings)?;
     Ok(plan)
 }
 
@@ -366,7 +417,7 @@ fn draft(
 fn turns_smt_off(draft: &Draft) -> bool {
     let nosmt = SettingId::Cmdline("nosmt".to_string()).to_string();
     draft
-        .settings
+        .settings()
         .iter()
         .any(|s| s.id == nosmt && s.value.split_whitespace().any(|arg| arg == "nosmt"))
 }

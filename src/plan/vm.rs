@@ -333,10 +333,14 @@ impl VmPlan {
             no_balance: self.rt_vcpus.clone(),
             nr_cpus: self.pins.len() as u32,
         };
+        // The guest's kernel is not known here: the range form, which every kernel reads.
         let iso = guest.isolated.to_list();
         format!(
             "{} nohz=on nohz_full={iso} rcu_nocbs={iso} irqaffinity={} skew_tick=1 nosoftlockup tsc=reliable",
-            crate::plan::kernel_cmdline::isolcpus_args(&guest),
+            crate::plan::kernel_cmdline::isolcpus_args(
+                &guest,
+                crate::machine::cpulist::ListSyntax::Ranges,
+            ),
             guest.housekeeping.to_list()
         )
     }

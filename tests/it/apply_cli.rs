@@ -199,7 +199,7 @@ fn bad_plans_are_refused_naming_the_file() {
     let text = std::fs::read_to_string(m.plan()).unwrap();
     let cases = [
         (
-            text.replace("\"schema_version\": 2", "\"schema_version\": 99"),
+            text.replace("\"schema_version\": 3", "\"schema_version\": 99"),
             "schema_version 99",
         ),
         ("{ not json".to_string(), "not a lowlat plan"),
@@ -271,7 +271,7 @@ fn documents_carry_the_envelope() {
     let m = Machine::new("kvm-guest-2vcpu");
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(m.plan()).unwrap()).unwrap();
-    assert_eq!(plan["schema_version"], 2);
+    assert_eq!(plan["schema_version"], 3);
     assert_eq!(plan["kind"], "plan");
     assert_eq!(plan["tool"]["name"], "lowlat");
     assert_eq!(plan["host"], "vm");

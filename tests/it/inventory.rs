@@ -155,3 +155,29 @@ fn an_unprivileged_user_gets_everything_but_root_only_files() {
     assert!(text.contains("2 sockets × 8 cores × 1 thread"), "{text}");
     assert!(text.contains("needs root"), "{text}");
 }
+
+#[test]
+fn a_reader_that_leaves_early_ends_the_output_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // 1.3 MB of JSON: far more than a pipe holds, so lowlat is still writing when the
+    // reader goes away, like `lowlat inventory --json | head`.
+    let root = fixture("milan64-nps4-smt");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("lowlat"))
+        .arg("--root")
+        .arg(&root)
+        .args(["inventory", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with(b"{"), "{first:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

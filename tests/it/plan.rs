@@ -254,7 +254,24 @@ fn plan_json_round_trips_and_checks_its_version() {
     let (_, plan) = default_plan("xeon-2s-smt");
     let text = plan.to_json();
     assert_eq!(Plan::from_json(&text).unwrap(), plan);
-    let old = text.replacen("\"schema_version\": 2", "\"schema_version\": 99", 1);
+    // Schema 2 (before grouped settings) has plain settings only, and still reads.
+    let ungrouped = serde_json::to_string_pretty(&serde_json::json!({
+        "schema_version": 2,
+        "kind": "plan",
+        "tool": { "name": "lowlat", "version": "0.1.0" },
+        "created": plan.created,
+        "host": plan.target.host,
+        "target": plan.target,
+        "profile": plan.profile,
+        "options": plan.options,
+        "partition": plan.partition,
+        "settings": plan.settings,
+        "skipped": plan.skipped,
+        "unmovable": plan.unmovable,
+    }))
+    .unwrap();
+    assert_eq!(Plan::from_json(&ungrouped).unwrap(), plan);
+    let old = text.replacen("\"schema_version\": 3", "\"schema_version\": 99", 1);
     let err = Plan::from_json(&old).unwrap_err().to_string();
     assert!(err.contains("schema_version 99"), "{err}");
     assert!(Plan::from_json("{}").is_err());

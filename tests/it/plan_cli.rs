@@ -164,3 +164,65 @@ fn hugepage_values_are_checked() {
     refused(&["--hugepages", "2M:0"], "page count");
     refused(&["--hugepages", "1G:4096"], "GiB of memory");
 }
+
+/// A copy of the fixture `machine` with the files `edits` (path under the root, content)
+/// replaced.
+fn edited(machine: &str, edits: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::tree::copy_tree(&fixture(machine), dir.path());
+    for (path, content) in edits {
+        std::fs::write(dir.path().join(path), content).unwrap();
+    }
+    dir
+}
+
+fn plan_json(root: &std::path::Path) -> String {
+    let out = crate::support::lowlat(&[])
+        .arg("--root")
+        .arg(root)
+        .args(["plan", "--json"])
+        .assert()
+        .success();
+    String::from_utf8(out.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn cpu_lists_take_the_group_form_where_the_kernel_reads_it() {
+    // milan64-nps4-smt runs 5.15: one housekeeping core in 16 gives one group per list.
+    let json = plan_json(&fixture("milan64-nps4-smt"));
+    assert!(json.contains("\"nohz_full=1-63:15/16\""), "{json}");
+    assert!(json.contains("\"irqaffinity=0-48:1/16\""), "{json}");
+    // Linux 4.8 predates the group form (4.9): the same machine gets ranges.
+    let old = edited(
+        "milan64-nps4-smt",
+        &[("proc/sys/kernel/osrelease", "4.8.17-generic\n")],
+    );
+    let json = plan_json(old.path());
+    assert!(
+        json.contains("\"nohz_full=1-15,17-31,33-47,49-63\""),
+        "{json}"
+    );
+    assert!(json.contains("\"irqaffinity=0,16,32,48\""), "{json}");
+}
+
+#[test]
+fn a_command_line_longer_than_the_kernel_keeps_is_refused() {
+    // 1,949 bytes already on the line leave too little room for the plan's arguments.
+    let cmdline = format!(
+        "BOOT_IMAGE=/vmlinuz-5.15.0-91-generic ro rd.long={}\n",
+        "x".repeat(1900)
+    );
+    let root = edited("milan64-nps4-smt", &[("proc/cmdline", &cmdline)]);
+    crate::support::lowlat(&[])
+        .arg("--root")
+        .arg(root.path())
+        .args(["plan", "--json"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(
+            "x86 kernels keep at most 2047 (COMMAND_LINE_SIZE 2048",
+        ))
+        .stderr(predicate::str::contains("1949 kept from /proc/cmdline"))
+        .stderr(predicate::str::contains("--housekeeping-cores"));
+}

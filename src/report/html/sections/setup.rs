@@ -51,6 +51,23 @@ struct Setting {
     value: String,
     layer: String,
     reboot: bool,
+    /// A group's CPUs (`cpu:{cpus}:…`), plan.json schema 3.
+    #[serde(default)]
+    cpus: Option<String>,
+    /// A group's names (`task:{names}:…`), plan.json schema 3.
+    #[serde(default)]
+    names: Option<Vec<String>>,
+}
+
+impl Setting {
+    /// What a group stands for (`{cpus} = 1-7`), empty for one setting.
+    fn members(&self) -> String {
+        match (&self.cpus, &self.names) {
+            (Some(cpus), _) => format!(" {{cpus}} = {cpus}"),
+            (None, Some(names)) => format!(" {{names}} = {}", names.join(", ")),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -134,7 +151,7 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                     thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
                     tbody {
                         @for s in settings {
-                            tr { td { code { (s.id) } } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                            tr { td { code { (s.id) } (s.members()) } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
                         }
                     }
                 }
