@@ -39,7 +39,7 @@ html_bytes=$(stat -c %s "$work/report.html")
 docs_bytes=$(python3 - "$work/report.html" <<'PY'
 import sys
 html = open(sys.argv[1], encoding="utf-8").read()
-marker = 'data-encoding="zstd+base64">'
+marker = 'data-encoding="zlib+base64">'
 start = html.index(marker) + len(marker)
 print(len(html[start:html.index("</script>", start)].encode()))
 PY
@@ -59,7 +59,7 @@ document (release build, wall time of the whole command: reading, parsing, rende
 | wall time | $summary (load average $load) | under 2 s |
 | CPU time (user + sys) | $cpu_summary | |
 | HTML | $(mb "$html_bytes") | under 5 MB |
-| of which the embedded documents (zstd, base64) | $(mb "$docs_bytes") | |
+| of which the embedded documents (zlib, base64) | $(mb "$docs_bytes") | |
 | of which the page (charts, tables) | $(mb "$((html_bytes - docs_bytes))") | |
 | input documents | $(mb "$input_bytes") | |
 TXT

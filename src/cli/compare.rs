@@ -28,8 +28,9 @@ pub enum FailOn {
 them), at least one on each side of `--`; options go before the `--`, since everything after \
 it is arm B. Each file is recognised by its content: lowlat \
 measure-jitter, measure-timer and measure-membw documents, sysjitter --raw files \
-(PREFIX.<cpu>; the files of one prefix are one run), cyclictest -v output, cyclictest -h \
-histograms, STREAM's stdout and likwid-bench output.\n\n\
+(PREFIX.<cpu>; the files of one prefix are one run) and its summary table, cyclictest -v \
+output, -h histograms and T: summary lines (with or without -q), oslat's table, STREAM's \
+stdout and likwid-bench output.\n\n\
 Per CPU it compares the median, the p99, the maximum per run and the rate of latencies above \
 --above. With 4 or more runs per arm the runs are the unit (Mann-Whitney U; TOST for \
 equivalence); with fewer, the samples inside the runs are resampled in blocks (they are \
@@ -38,10 +39,14 @@ Poisson rates only when the runs (or windows of a run) agree with one rate; othe
 are the unit. Memory bandwidth (membw, STREAM, likwid-bench) is compared per kernel \
 (likwid-bench: per test name) on each run's best rate, MB/s, higher is better: runs are the \
 unit (Mann-Whitney from 4 runs per arm; TOST shows \"the tuning did not cost throughput\" \
-within --margin). p-values are Holm-corrected over every row; verdicts at p < 0.05.\n\n\
+within --margin). A peer's summary (sysjitter's table, cyclictest's T: lines) holds figures, \
+not latencies: each is compared as one value per run (runs are the unit, 4 per arm) on what \
+every run gives (sysjitter: median, p99, max, mean; cyclictest: max, mean); rates need the \
+latencies. p-values are Holm-corrected over every row; verdicts at p < 0.05.\n\n\
 Examples:\n  lowlat compare before/ -- after/\n  lowlat compare run-a.json run-b.json -- run-c.json run-d.json --above 20us --fail-on any\n  \
 lowlat compare sysjitter/base.0 sysjitter/base.1 -- sysjitter/tuned.0 sysjitter/tuned.1 --json\n  \
-lowlat compare stream-before.* -- stream-after.*\n\n\
+lowlat compare stream-before.* -- stream-after.*\n  \
+lowlat compare cyclictest-before-*.txt -- cyclictest-after-*.txt\n\n\
 Exit codes: 0 no metric worse (with --fail-on any: no difference); 1 one is; 2 bad input \
 (unreadable or unknown files, arms that cannot be compared)."
 )]

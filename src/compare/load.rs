@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::run::{ExposureUnit, Format, Run, Series, Values};
+use super::run::{ExposureUnit, Figures, Format, Run, Series, Values};
 use super::stats::bootstrap::Cumulative;
 use crate::bios::value_text;
 use crate::document::{Kind, layout_of};
 use crate::machine::Warnings;
-use crate::peer::{cyclictest, sysjitter};
+use crate::peer::{cyclictest, oslat, sysjitter};
 
 /// The prefix of the settings a `bios` document in a bundle adds (`bios:ProcTurboMode`).
 const BIOS_PREFIX: &str = "bios:";
@@ -220,24 +220,22 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
     } else if has_line("# Histogram") {
         read_cyclictest_histogram(&text, &shown).map(Content::Run)
     } else if has_line("core_i:") {
-        Err(LoadError::file(
-            shown,
-            "sysjitter's summary table has no samples to compare; run sysjitter with \
-             --raw PREFIX and give the PREFIX.<cpu> files",
-        ))
+        read_sysjitter_summary(&text, &shown).map(Content::Run)
+    } else if text
+        .lines()
+        .any(|l| l.trim_start().starts_with("Counter Freq:"))
+    {
+        read_oslat(&text, &shown).map(Content::Run)
     } else if has_line("T:") {
-        Err(LoadError::file(
-            shown,
-            "cyclictest's summary line has no samples to compare; run cyclictest with -v \
-             (every sample) or -h N (a histogram)",
-        ))
+        read_cyclictest_summary(&text, &shown).map(Content::Run)
     } else {
         Err(LoadError {
             path: shown,
             line: Some(1),
             message: "not a format compare reads (lowlat measure-jitter, measure-timer or \
-                      measure-membw documents, sysjitter --raw files, cyclictest -v or -h \
-                      output, STREAM's stdout, likwid-bench output)"
+                      measure-membw documents, sysjitter --raw files or summary table, \
+                      cyclictest -v, -h or summary lines, oslat's table, STREAM's stdout, \
+                      likwid-bench output)"
                 .to_string(),
         })
     }
@@ -261,7 +259,7 @@ struct Environment {
 
 /// The figures compare reads of a jitter or timer result.
 #[derive(Deserialize)]
-struct Figures {
+struct LatencyFigures {
     threshold_ns: Option<u64>,
     elapsed_ns: Option<u64>,
     cpus: Vec<CpuFigures>,
@@ -329,7 +327,7 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
     if format == Format::LowlatMembw {
         return read_membw(result, settings, shown).map(Content::Run);
     }
-    let figures: Figures = serde_json::from_value(result)
+    let figures: LatencyFigures = serde_json::from_value(result)
         .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
     let mut cpus = BTreeMap::new();
     for cpu in figures.cpus {
@@ -375,6 +373,7 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
         settings,
         cpus,
         rates: BTreeMap::new(),
+        summaries: BTreeMap::new(),
     }))
 }
 
@@ -420,6 +419,7 @@ fn read_membw(
             .into_iter()
             .map(|k| (k.kernel, k.best_rate_mb_per_s))
             .collect(),
+        summaries: BTreeMap::new(),
     })
 }
 
@@ -475,6 +475,7 @@ fn read_stream(text: &str, header: usize, shown: &str) -> Result<Run, LoadError>
         settings: None,
         cpus: BTreeMap::new(),
         rates,
+        summaries: BTreeMap::new(),
     })
 }
 
@@ -520,6 +521,7 @@ fn read_likwid(text: &str, header: usize, shown: &str) -> Result<Run, LoadError>
         settings: None,
         cpus: BTreeMap::new(),
         rates: BTreeMap::from([(test.to_string(), rate)]),
+        summaries: BTreeMap::new(),
     })
 }
 
@@ -572,6 +574,7 @@ fn read_sysjitter_raw(path: &Path, text: &str, shown: &str) -> Result<Run, LoadE
         threshold_ns: raw.threshold_ns,
         settings: None,
         rates: BTreeMap::new(),
+        summaries: BTreeMap::new(),
         cpus: BTreeMap::from([(
             cpu,
             Series {
@@ -610,6 +613,7 @@ fn read_cyclictest_verbose(text: &str, shown: &str) -> Result<Run, LoadError> {
         settings: None,
         cpus,
         rates: BTreeMap::new(),
+        summaries: BTreeMap::new(),
     })
 }
 
@@ -658,5 +662,121 @@ fn read_cyclictest_histogram(text: &str, shown: &str) -> Result<Run, LoadError> 
         settings: None,
         cpus,
         rates: BTreeMap::new(),
+        summaries: BTreeMap::new(),
+    })
+}
+
+/// A run of figures only, per CPU (or thread).
+fn summary_run(
+    shown: &str,
+    format: Format,
+    threshold_ns: Option<u64>,
+    summaries: BTreeMap<u32, Figures>,
+) -> Result<Run, LoadError> {
+    if summaries.is_empty() {
+        return Err(LoadError::file(shown, "no figures in the summary"));
+    }
+    Ok(Run {
+        source: shown.to_string(),
+        format,
+        threshold_ns,
+        settings: None,
+        cpus: BTreeMap::new(),
+        rates: BTreeMap::new(),
+        summaries,
+    })
+}
+
+fn read_sysjitter_summary(text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let columns = sysjitter::parse_summary(text, shown, &mut warnings);
+    strict(warnings)?;
+    let threshold = columns.first().map(|c| c.threshold_ns);
+    if let Some(other) = columns.iter().find(|c| Some(c.threshold_ns) != threshold) {
+        return Err(LoadError::file(
+            shown,
+            format!(
+                "core {} has threshold {} ns where core {} has {} ns; compare like with like",
+                other.cpu, other.threshold_ns, columns[0].cpu, columns[0].threshold_ns
+            ),
+        ));
+    }
+    let ns = |v: u64| v as f64;
+    let summaries = columns
+        .iter()
+        .map(|c| {
+            let figures = Figures {
+                median: Some(ns(c.median_ns)),
+                p99: Some(ns(c.p99_ns)),
+                max: ns(c.max_ns),
+                mean: ns(c.mean_ns),
+            };
+            (c.cpu, figures)
+        })
+        .collect();
+    summary_run(shown, Format::SysjitterSummary, threshold, summaries)
+}
+
+fn read_cyclictest_summary(text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let threads = cyclictest::parse_summary(text, shown, &mut warnings);
+    strict(warnings)?;
+    let us = |v: u64| v as f64 * 1000.0;
+    let summaries = threads
+        .into_iter()
+        .map(|(thread, line)| {
+            let figures = Figures {
+                median: None,
+                p99: None,
+                max: us(line.max_us),
+                mean: us(line.avg_us),
+            };
+            (thread, figures)
+        })
+        .collect();
+    summary_run(shown, Format::CyclictestSummary, None, summaries)
+}
+
+/// oslat's table: each bucket row counted at its upper edge; the last row's iterations, which
+/// include every longer one, at its edge too, except one at `Maximum:` (the longest, the one
+/// value oslat gives beyond the edge).
+fn read_oslat(text: &str, shown: &str) -> Result<Run, LoadError> {
+    let mut warnings = Warnings::default();
+    let columns = oslat::parse(text, shown, &mut warnings);
+    strict(warnings)?;
+    let mut cpus = BTreeMap::new();
+    for column in columns {
+        let mut buckets: Vec<(f64, u64)> = column
+            .buckets
+            .iter()
+            .map(|&(edge, count)| (edge as f64 * 1000.0, count))
+            .collect();
+        if let Some(last) = buckets.last_mut()
+            && last.1 > 0
+            && column.max_us as f64 * 1000.0 > last.0
+        {
+            last.1 -= 1;
+            buckets.push((column.max_us as f64 * 1000.0, 1));
+        }
+        cpus.insert(
+            column.cpu,
+            Series {
+                values: Values::Histogram(Cumulative::new(buckets)),
+                exposure: column.seconds,
+                unit: ExposureUnit::Seconds,
+            },
+        );
+    }
+    if cpus.is_empty() {
+        return Err(LoadError::file(shown, "oslat's table lists no CPU"));
+    }
+    Ok(Run {
+        source: shown.to_string(),
+        format: Format::Oslat,
+        threshold_ns: None,
+        settings: None,
+        cpus,
+        rates: BTreeMap::new(),
+        summaries: BTreeMap::new(),
     })
 }

@@ -3,7 +3,7 @@
 use fastrand::Rng;
 use serde::Serialize;
 
-use super::run::{ExposureUnit, Series, Values};
+use super::run::{ExposureUnit, Figures, Series, Values};
 use super::stats::binomial::{self, Count};
 use super::stats::bootstrap::{self, Cumulative};
 use super::stats::mann_whitney::{self, Method};
@@ -34,11 +34,17 @@ pub enum Metric {
     RateAbove,
     /// A kernel's best rate of a run, MB/s (throughput runs; higher is better).
     BestRate,
+    /// The mean latency of a run, ns (compared only where a run is a peer's summary, which
+    /// prints it; where the latencies are known, the median and p99 say more).
+    Mean,
 }
 
 impl Metric {
     /// Every latency metric, in the order of the table.
     pub const ALL: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::RateAbove];
+
+    /// Every metric a peer's summary can give, one value per run, in the order of the table.
+    pub const SUMMARY: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::Mean];
 
     /// The name in the table.
     pub fn name(self) -> &'static str {
@@ -48,6 +54,7 @@ impl Metric {
             Metric::Max => "max",
             Metric::RateAbove => "rate above",
             Metric::BestRate => "best rate",
+            Metric::Mean => "mean",
         }
     }
 
@@ -109,8 +116,33 @@ pub fn test(
         Metric::P99 => quantile(0.99, a, b, settings, rng),
         Metric::Max => max(a, b, settings, rng),
         Metric::RateAbove => rate(a, b, settings, rng),
-        Metric::BestRate => unreachable!("best rates are tested by `throughput`, not per CPU"),
+        Metric::BestRate | Metric::Mean => {
+            unreachable!("best rates and means are one value per run: `throughput`, `figures`")
+        }
     }
+}
+
+/// `metric` of one run's figures, when they give it (ns).
+pub fn figure(metric: Metric, figures: &Figures) -> Option<f64> {
+    match metric {
+        Metric::Median => figures.median,
+        Metric::P99 => figures.p99,
+        Metric::Max => Some(figures.max),
+        Metric::Mean => Some(figures.mean),
+        Metric::RateAbove | Metric::BestRate => None,
+    }
+}
+
+/// Tests `metric` of the figures of a peer's summary, one value per run of arm `a` and arm
+/// `b` (ns): runs are the unit.
+pub fn figures(metric: Metric, a: &[f64], b: &[f64], settings: &Settings, rng: &mut Rng) -> Tested {
+    one_per_run(
+        &format!("a summary's {}", metric.name()),
+        a,
+        b,
+        settings,
+        rng,
+    )
 }
 
 /// Runs as the unit: Mann-Whitney on one value per run, the median of runs with a bootstrap

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use load::LoadError;
 use metric::{Estimate, MIN_RUNS, Metric, Settings};
-use run::{ExposureUnit, Family, Run, Series};
+use run::{ExposureUnit, Family, Figures, Run, Series};
 use settings::SettingsDiff;
 
 /// Significance level of every verdict, after Holm's correction.
@@ -194,7 +194,10 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
             ));
         }
     }
-    let cpus: BTreeSet<u32> = runs.iter().flat_map(|r| r.cpus.keys().copied()).collect();
+    let cpus: BTreeSet<u32> = runs
+        .iter()
+        .flat_map(|r| r.cpus.keys().chain(r.summaries.keys()).copied())
+        .collect();
     let unit = runs
         .iter()
         .find_map(unit_of)
@@ -213,6 +216,21 @@ fn by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<&Series>> {
     for run in runs {
         for (&cpu, series) in &run.cpus {
             map.entry(cpu).or_default().push(series);
+        }
+    }
+    map
+}
+
+/// The figures of `runs`, per CPU: a summary's as printed, those of latencies computed.
+fn figures_by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<Figures>> {
+    let mut map: BTreeMap<u32, Vec<Figures>> = BTreeMap::new();
+    for run in runs {
+        let computed = run
+            .cpus
+            .iter()
+            .map(|(&cpu, s)| (cpu, Figures::of(&s.values)));
+        for (cpu, figures) in computed.chain(run.summaries.iter().map(|(&c, &f)| (c, f))) {
+            map.entry(cpu).or_default().push(figures);
         }
     }
     map
@@ -272,11 +290,67 @@ pub fn compare_each(a: &[Run], b: &[Run], options: &Options) -> Result<Vec<Compa
     Ok(comparisons)
 }
 
+/// A tested row before correction: CPU, metric, kernel (throughput) and what the test found.
+type TestedRow = (u32, Metric, Option<String>, metric::Tested);
+
+/// The rows of arms where a run is a peer's summary: per CPU, each figure that every run of
+/// both arms gives, one value per run; the note says what the summaries cannot give.
+fn summary_rows(
+    a: &[Run],
+    b: &[Run],
+    settings: &Settings,
+    rng: &mut fastrand::Rng,
+    notes: &mut Vec<String>,
+) -> Vec<TestedRow> {
+    let (figures_a, figures_b) = (figures_by_cpu(a), figures_by_cpu(b));
+    let mut rows = Vec::new();
+    let mut compared = Vec::new();
+    for (cpu, fa) in &figures_a {
+        let Some(fb) = figures_b.get(cpu) else {
+            continue;
+        };
+        for metric in Metric::SUMMARY {
+            let values = |arm: &[Figures]| -> Option<Vec<f64>> {
+                arm.iter().map(|f| metric::figure(metric, f)).collect()
+            };
+            if let (Some(va), Some(vb)) = (values(fa), values(fb)) {
+                if !compared.contains(&metric.name()) {
+                    compared.push(metric.name());
+                }
+                let t = metric::figures(metric, &va, &vb, settings, rng);
+                rows.push((*cpu, metric, None, t));
+            }
+        }
+    }
+    let formats: BTreeSet<&str> = a
+        .iter()
+        .chain(b)
+        .filter(|r| !r.summaries.is_empty())
+        .map(|r| match r.format {
+            run::Format::CyclictestSummary => "cyclictest's T: lines",
+            _ => "sysjitter's summary table",
+        })
+        .collect();
+    notes.push(format!(
+        "runs of {} hold figures, not latencies: compared one value per run ({MIN_RUNS} runs per arm \
+         needed) on what every run gives: {}; the rate above --above and the block bootstrap \
+         of the latencies need the latencies (sysjitter --raw, cyclictest -v or -h)",
+        formats.into_iter().collect::<Vec<_>>().join(" and "),
+        compared.join(", ")
+    ));
+    rows
+}
+
 /// Compares arm `a` (baseline) with arm `b` (candidate).
 pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadError> {
     let (family_a, arm_a, unit_a) = arm_of("A", a)?;
     let (family_b, arm_b, unit_b) = arm_of("B", b)?;
-    if family_a != family_b || arm_a.threshold_ns != arm_b.threshold_ns || unit_a != unit_b {
+    // A summary is compared on its figures only, where the unit of a run's length plays no part.
+    let summarised = a.iter().chain(b).any(|r| !r.summaries.is_empty());
+    if family_a != family_b
+        || arm_a.threshold_ns != arm_b.threshold_ns
+        || (unit_a != unit_b && !summarised)
+    {
         return Err(LoadError::file(
             &b[0].source,
             format!(
@@ -304,7 +378,6 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
             ));
         }
     }
-    let (series_a, series_b) = (by_cpu(a), by_cpu(b));
     let settings = Settings {
         above_ns: options.above_ns,
         margin: options.margin,
@@ -312,18 +385,31 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
     };
     let mut rng = fastrand::Rng::with_seed(options.seed);
     let mut tested = Vec::new();
-    for (cpu, sa) in &series_a {
-        let Some(sb) = series_b.get(cpu) else {
-            continue;
-        };
-        for metric in Metric::ALL {
-            tested.push((
-                *cpu,
-                metric,
-                None,
-                metric::test(metric, sa, sb, &settings, &mut rng),
-            ));
+    if summarised {
+        tested = summary_rows(a, b, &settings, &mut rng, &mut notes);
+    } else {
+        let (series_a, series_b) = (by_cpu(a), by_cpu(b));
+        for (cpu, sa) in &series_a {
+            let Some(sb) = series_b.get(cpu) else {
+                continue;
+            };
+            for metric in Metric::ALL {
+                tested.push((
+                    *cpu,
+                    metric,
+                    None,
+                    metric::test(metric, sa, sb, &settings, &mut rng),
+                ));
+            }
         }
+    }
+    if a.iter().chain(b).any(|r| r.format == run::Format::Oslat) {
+        notes.push(
+            "oslat's last bucket holds every longer loop iteration, counted at its edge \
+             (32 µs by default) but for the longest, counted at oslat's Maximum: above that \
+             edge, rates and quantiles are lower bounds"
+                .to_string(),
+        );
     }
     let (rates_a, rates_b) = (by_kernel(a), by_kernel(b));
     for (kernel, ra) in &rates_a {

@@ -49,16 +49,27 @@ pub enum Format {
     Stream,
     /// likwid-bench's output: one test (`Test: stream`) and its `MByte/s:` line.
     LikwidBench,
+    /// sysjitter's summary table (printed without `--raw`): per core, figures only.
+    SysjitterSummary,
+    /// cyclictest's `T:` summary lines (with or without `-q`): per thread, figures only.
+    CyclictestSummary,
+    /// oslat's table: per CPU, every loop iteration in 1 µs buckets. Its last bucket holds
+    /// every longer iteration: beyond its edge only the longest is known.
+    Oslat,
 }
 
 impl Format {
     /// The family of the latencies this format holds.
     pub fn family(self) -> Family {
         match self {
-            Format::LowlatJitter | Format::SysjitterRaw => Family::Gaps,
-            Format::LowlatTimer | Format::CyclictestVerbose | Format::CyclictestHistogram => {
-                Family::Wakeups
-            }
+            Format::LowlatJitter
+            | Format::SysjitterRaw
+            | Format::SysjitterSummary
+            | Format::Oslat => Family::Gaps,
+            Format::LowlatTimer
+            | Format::CyclictestVerbose
+            | Format::CyclictestHistogram
+            | Format::CyclictestSummary => Family::Wakeups,
             Format::LowlatMembw | Format::Stream | Format::LikwidBench => Family::Throughput,
         }
     }
@@ -111,12 +122,16 @@ pub enum Values {
 }
 
 impl Values {
-    /// The number of latencies.
-    pub fn count(&self) -> u64 {
-        match self {
-            Values::Stream { ns, .. } => ns.len() as u64,
-            Values::Histogram(h) => h.count(),
-        }
+    /// The mean latency, ns (0 when there is none).
+    pub fn mean(&self) -> f64 {
+        let (sum, n) = match self {
+            Values::Stream { ns, .. } => (ns.iter().sum::<f64>(), ns.len() as f64),
+            Values::Histogram(h) => (
+                h.buckets().map(|(v, c)| v * c as f64).sum(),
+                h.count() as f64,
+            ),
+        };
+        if n > 0.0 { sum / n } else { 0.0 }
     }
 
     /// The nearest-rank `q`-quantile, ns.
@@ -136,6 +151,32 @@ impl Values {
     }
 }
 
+/// The figures of one CPU (or cyclictest thread) of a run that compare can test one value per
+/// run: what a peer's summary prints without the latencies behind it, ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures {
+    /// The median latency, ns, when printed.
+    pub median: Option<f64>,
+    /// The 99th-percentile latency, ns, when printed.
+    pub p99: Option<f64>,
+    /// The largest latency, ns.
+    pub max: f64,
+    /// The mean latency, ns.
+    pub mean: f64,
+}
+
+impl Figures {
+    /// The same figures of latencies, to compare them with a summary's.
+    pub fn of(values: &Values) -> Self {
+        Self {
+            median: Some(values.quantile(0.5)),
+            p99: Some(values.quantile(0.99)),
+            max: values.quantile(1.0),
+            mean: values.mean(),
+        }
+    }
+}
+
 /// One run: where it came from and its latencies per CPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -147,8 +188,12 @@ pub struct Run {
     pub threshold_ns: Option<u64>,
     /// The settings that matter of the machine it ran on (`environment.settings`), when known.
     pub settings: Option<BTreeMap<String, String>>,
-    /// Latencies per CPU (cyclictest: per thread index); empty for throughput runs.
+    /// Latencies per CPU (cyclictest: per thread index); empty for throughput runs and
+    /// summaries.
     pub cpus: BTreeMap<u32, Series>,
+    /// Figures per CPU (cyclictest: per thread index) of a peer's summary, which prints no
+    /// latencies; empty for other runs.
+    pub summaries: BTreeMap<u32, Figures>,
     /// Best rate per kernel (`copy`, `triad`, ...), MB/s (10^6 bytes per second); empty for
     /// latency runs.
     pub rates: BTreeMap<String, f64>,

@@ -80,6 +80,80 @@ pub fn thread_line(label: &ThreadLabel, stats: &CyclicStats) -> String {
     )
 }
 
+/// One thread's `T:` line read back: what cyclictest's summary gives, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryLine {
+    /// Thread index, TID, priority and interval.
+    pub label: ThreadLabel,
+    /// `C:`: wake-ups measured.
+    pub cycles: u64,
+    /// `Min:`, µs.
+    pub min_us: u64,
+    /// `Avg:`, µs (cyclictest rounds it down).
+    pub avg_us: u64,
+    /// `Max:`, µs.
+    pub max_us: u64,
+}
+
+/// Parses cyclictest's `T:` summary lines, with `-q` (one per thread at the end) or without
+/// (one per thread every refresh, the last one standing): the last line of each thread is
+/// kept. A `T:` line without its numbers is reported naming `path` and the 1-based line.
+pub fn parse_summary(
+    text: &str,
+    path: &str,
+    warnings: &mut Warnings,
+) -> BTreeMap<u32, SummaryLine> {
+    let mut threads = BTreeMap::new();
+    for (index, line) in text.lines().enumerate() {
+        if !line.starts_with("T:") {
+            continue;
+        }
+        match summary_line(line) {
+            Some(summary) => {
+                threads.insert(summary.label.index, summary);
+            }
+            None => warnings.line(
+                path,
+                index + 1,
+                "expected `T: N (TID) P:N I:N C: N Min: N Act: N Avg: N Max: N`; line skipped",
+            ),
+        }
+    }
+    threads
+}
+
+/// The fields of one `T:` line, each `Key:` followed by its number (with or without a space);
+/// the TID is the number in parentheses.
+fn summary_line(line: &str) -> Option<SummaryLine> {
+    let spaced = line
+        .replace(':', ": ")
+        .replace('(', " ( ")
+        .replace(')', " ) ");
+    let mut fields: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut tokens = spaced.split_whitespace();
+    while let Some(key) = tokens.next() {
+        let value = tokens.next()?.parse().ok()?;
+        let key = key.trim_end_matches(':');
+        if key == "(" {
+            tokens.next().filter(|&t| t == ")")?;
+        }
+        fields.insert(key, value);
+    }
+    let get = |key: &str| fields.get(key).copied();
+    Some(SummaryLine {
+        label: ThreadLabel {
+            index: u32::try_from(get("T")?).ok()?,
+            tid: u32::try_from(get("(")?).ok()?,
+            priority: u8::try_from(get("P")?).ok()?,
+            interval_us: get("I")?,
+        },
+        cycles: get("C")?,
+        min_us: get("Min")?,
+        avg_us: get("Avg")?,
+        max_us: get("Max")?,
+    })
+}
+
 /// A `cyclictest -v` output read back.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VerboseStream {
@@ -323,6 +397,40 @@ mod tests {
             thread_line(&label, &stats),
             "T: 0 ( 9262) P:95 I:1000 C:      3 Min:     17 Act:   47 Avg:   41 Max:      60"
         );
+    }
+
+    #[test]
+    fn summary_keeps_each_threads_last_line_and_names_a_garbled_one() {
+        let mut stats = CyclicStats::new(0);
+        for us in [17, 60, 47] {
+            stats.add(us);
+        }
+        let label = ThreadLabel {
+            index: 1,
+            tid: 9262,
+            priority: 95,
+            interval_us: 1500,
+        };
+        let text = format!(
+            "policy: fifo\nT: 1 ( 9262) P:95 I:1500 C:      1 Min:     17 Act:   17 Avg:   17 Max:      17\n\
+             {}\nT: 0 ( 9261) P:95 I:1000 C:\n",
+            thread_line(&label, &stats)
+        );
+        let mut warnings = Warnings::default();
+        let threads = parse_summary(&text, "t.txt", &mut warnings);
+        assert_eq!(
+            threads.values().copied().collect::<Vec<_>>(),
+            [SummaryLine {
+                label,
+                cycles: 3,
+                min_us: 17,
+                avg_us: 41,
+                max_us: 60,
+            }]
+        );
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].line, Some(4));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! (oslat adds thread 0's to every thread), and no header block is printed. rt-tests 2.4 to
 //! 2.6 print `(Mhz)`, and 2.4 reports minimum and maximum one µs higher.
 
+use crate::machine::Warnings;
 use crate::measure::engines::jitter::busy::OSLAT_BUCKETS;
 use std::fmt::Write;
 
@@ -96,9 +97,151 @@ pub(crate) fn view(threads: &[OslatThread]) -> String {
     out
 }
 
+/// One CPU's column of oslat's table read back (any bucket count and width, zero rows
+/// omitted with `-z` or not).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OslatColumn {
+    /// The CPU (`Core:`).
+    pub cpu: u32,
+    /// `(upper edge, count)` of every bucket row printed, µs, ascending; the last row also
+    /// holds the iterations longer than its edge (oslat's overflows).
+    pub buckets: Vec<(u64, u64)>,
+    /// `Maximum:`, µs.
+    pub max_us: u64,
+    /// `Duration:`, s.
+    pub seconds: f64,
+}
+
+/// The rows of the table after `Core:` that are not buckets and are needed.
+const NEEDED: [&str; 2] = ["Maximum", "Duration"];
+
+/// Parses the table oslat prints at the end of a run, from its `Core:` row on: bucket rows
+/// (`001 (us): n…`), `Maximum:` and `Duration:`; the other rows are left alone. A row whose
+/// values are not numbers, or not one per core, is reported naming `path` and the 1-based
+/// line; a missing `Maximum:` or `Duration:` row (the table was cut off) names the file.
+/// Columns are returned only when both were read.
+pub(crate) fn parse(text: &str, path: &str, warnings: &mut Warnings) -> Vec<OslatColumn> {
+    let mut cpus: Option<Vec<u32>> = None;
+    let mut buckets: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut needed: [Option<Vec<f64>>; NEEDED.len()] = Default::default();
+    for (index, line) in text.lines().enumerate() {
+        let Some((label, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let label = label.trim();
+        // The values, up to the unit in parentheses.
+        let values: Vec<&str> = rest
+            .split_whitespace()
+            .take_while(|v| !v.starts_with('('))
+            .collect();
+        let bad = |warnings: &mut Warnings, what: &str| {
+            warnings.line(
+                path,
+                index + 1,
+                format!("oslat's `{label}:` row: {what}; line skipped"),
+            );
+        };
+        let Some(cores) = &cpus else {
+            if label == "Core" {
+                match values.iter().map(|v| v.parse()).collect() {
+                    Ok(list) => cpus = Some(list),
+                    Err(_) => bad(warnings, "expected CPU numbers"),
+                }
+            }
+            continue;
+        };
+        if values.len() != cores.len() {
+            bad(
+                warnings,
+                &format!(
+                    "{} values where `Core:` lists {}",
+                    values.len(),
+                    cores.len()
+                ),
+            );
+            continue;
+        }
+        if let Some(edge) = label.strip_suffix("(us)").map(str::trim) {
+            let counts: Result<Vec<u64>, _> = values.iter().map(|v| v.parse()).collect();
+            match (edge.parse::<u64>(), counts) {
+                (Ok(edge), Ok(counts)) => buckets.push((edge, counts)),
+                _ => bad(warnings, "expected a bucket edge and one count per core"),
+            }
+        } else if let Some(slot) = NEEDED.iter().position(|&n| n == label) {
+            match values.iter().map(|v| v.parse::<f64>()).collect() {
+                Ok(list) => needed[slot] = Some(list),
+                Err(_) => bad(warnings, "expected one number per core"),
+            }
+        }
+    }
+    let Some(cpus) = cpus else {
+        warnings.file(path, "no `Core:` row: not oslat's table, or it was cut off");
+        return Vec::new();
+    };
+    let [Some(max), Some(duration)] = needed else {
+        let missing = NEEDED
+            .iter()
+            .zip(&needed)
+            .find(|(_, v)| v.is_none())
+            .map_or("", |(n, _)| *n);
+        warnings.file(
+            path,
+            format!("oslat's table has no `{missing}:` row: it was cut off"),
+        );
+        return Vec::new();
+    };
+    cpus.iter()
+        .enumerate()
+        .map(|(i, &cpu)| OslatColumn {
+            cpu,
+            buckets: buckets.iter().map(|(edge, c)| (*edge, c[i])).collect(),
+            max_us: max[i] as u64,
+            seconds: duration[i],
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_reads_back_what_view_writes() {
+        let mut buckets = [0; OSLAT_BUCKETS];
+        buckets[0] = 1000;
+        buckets[31] = 2;
+        let thread = |cpu| OslatThread {
+            cpu,
+            mhz: 2597,
+            buckets,
+            overflow_sum: 100,
+            min_us: 1,
+            max_us: 80,
+            seconds: 2.0,
+        };
+        let text = format!("Test completed.\n\n{}", view(&[thread(2), thread(3)]));
+        let mut warnings = Warnings::default();
+        let columns = parse(&text, "o.txt", &mut warnings);
+        assert!(warnings.into_vec().is_empty());
+        assert_eq!(columns.len(), 2);
+        assert_eq!(columns[1].cpu, 3);
+        assert_eq!(columns[1].buckets.len(), OSLAT_BUCKETS);
+        assert_eq!(columns[1].buckets[0], (1, 1000));
+        assert_eq!(columns[1].buckets[31], (32, 2));
+        assert_eq!((columns[1].max_us, columns[1].seconds), (80, 2.0));
+    }
+
+    #[test]
+    fn parse_names_a_garbled_row_and_a_cut_table() {
+        let mut warnings = Warnings::default();
+        let text = "        Core:\t 1 2\n    001 (us):\t 5\n    002 (us):\t 5 x\n";
+        assert!(parse(text, "o.txt", &mut warnings).is_empty());
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings[0].line, Some(2));
+        assert_eq!(warnings[1].line, Some(3));
+        assert_eq!(warnings[2].line, None);
+        assert!(warnings[2].message.contains("no `Maximum:` row"));
+    }
 
     #[test]
     fn minimum_and_maximum_round_up_as_oslat() {

@@ -247,6 +247,107 @@ impl RawFile {
     }
 }
 
+/// One core's column of sysjitter's summary table read back: the figures compare can use,
+/// ns (sysjitter's own conversion from ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryColumn {
+    /// The core (`core_i`).
+    pub cpu: u32,
+    /// `threshold(ns)`: interruptions shorter than this were not counted, ns.
+    pub threshold_ns: u64,
+    /// `runtime(ns)`: how long the core was watched, ns.
+    pub runtime_ns: u64,
+    /// `int_n`: interruptions counted.
+    pub int_n: u64,
+    /// `int_median(ns)`, ns.
+    pub median_ns: u64,
+    /// `int_mean(ns)`, ns.
+    pub mean_ns: u64,
+    /// `int_99(ns)`, ns.
+    pub p99_ns: u64,
+    /// `int_max(ns)`, ns.
+    pub max_ns: u64,
+}
+
+/// The rows of the summary table compare reads, in [`SummaryColumn`]'s field order.
+const SUMMARY_ROWS: [&str; 8] = [
+    "core_i",
+    "threshold(ns)",
+    "runtime(ns)",
+    "int_n",
+    "int_median(ns)",
+    "int_mean(ns)",
+    "int_99(ns)",
+    "int_max(ns)",
+];
+
+/// Parses the summary table sysjitter prints without `--raw` (one `label: value…` row per
+/// statistic, one value per core). A row compare reads whose values are not unsigned
+/// numbers, or not one per core, is reported naming `path` and the 1-based line; a row that
+/// is missing (the table was cut off) is reported naming the file. Columns are returned only
+/// when every row was read.
+pub fn parse_summary(text: &str, path: &str, warnings: &mut Warnings) -> Vec<SummaryColumn> {
+    let mut rows: [Option<Vec<u64>>; SUMMARY_ROWS.len()] = Default::default();
+    for (index, line) in text.lines().enumerate() {
+        let Some((label, values)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(slot) = SUMMARY_ROWS.iter().position(|&r| r == label.trim()) else {
+            continue;
+        };
+        let values: Result<Vec<u64>, _> = values.split_whitespace().map(str::parse).collect();
+        let cores = rows[0].as_ref().map(Vec::len);
+        match values {
+            Ok(values) if !values.is_empty() && cores.is_none_or(|n| n == values.len()) => {
+                rows[slot] = Some(values);
+            }
+            Ok(values) if !values.is_empty() => warnings.line(
+                path,
+                index + 1,
+                format!(
+                    "{} values where core_i lists {} cores",
+                    values.len(),
+                    cores.unwrap_or(0)
+                ),
+            ),
+            _ => warnings.line(
+                path,
+                index + 1,
+                format!(
+                    "expected `{}:` and one unsigned number per core",
+                    label.trim()
+                ),
+            ),
+        }
+    }
+    let mut read = Vec::with_capacity(SUMMARY_ROWS.len());
+    for (row, label) in rows.into_iter().zip(SUMMARY_ROWS) {
+        match row {
+            Some(values) => read.push(values),
+            None => {
+                warnings.file(
+                    path,
+                    format!("sysjitter's summary table has no `{label}:` row: it was cut off"),
+                );
+                return Vec::new();
+            }
+        }
+    }
+    let at = |row: usize, core: usize| read[row][core];
+    (0..read[0].len())
+        .map(|core| SummaryColumn {
+            cpu: u32::try_from(at(0, core)).unwrap_or(u32::MAX),
+            threshold_ns: at(1, core),
+            runtime_ns: at(2, core),
+            int_n: at(3, core),
+            median_ns: at(4, core),
+            mean_ns: at(5, core),
+            p99_ns: at(6, core),
+            max_ns: at(7, core),
+        })
+        .collect()
+}
+
 fn parse_header(header: &str, file: &mut RawFile) {
     let Some((key, value)) = header.split_once(':') else {
         return;
@@ -323,6 +424,45 @@ mod tests {
     fn raw_names_are_zero_padded_to_the_largest_cpu() {
         assert_eq!(raw_file_name("run", 7, 15), "run.07");
         assert_eq!(raw_file_name("run", 1, 1), "run.1");
+    }
+
+    #[test]
+    fn summary_reads_back_what_summary_writes() {
+        let mut gaps = [2001, 4000, 2_000_000];
+        let text = summary(&[core(&mut gaps)]);
+        let mut warnings = Warnings::default();
+        let columns = parse_summary(&text, "s.txt", &mut warnings);
+        assert!(warnings.into_vec().is_empty());
+        assert_eq!(
+            columns,
+            [SummaryColumn {
+                cpu: 3,
+                threshold_ns: 1000,
+                runtime_ns: 3_000_000_000,
+                int_n: 3,
+                median_ns: 2000,
+                mean_ns: 334_333,
+                p99_ns: 1_000_000,
+                max_ns: 1_000_000,
+            }]
+        );
+    }
+
+    #[test]
+    fn summary_names_a_garbled_row_and_a_missing_one() {
+        let mut warnings = Warnings::default();
+        let text = "core_i: 0 1\nthreshold(ns): 1000\nint_n: 5 x\n";
+        assert!(parse_summary(text, "s.txt", &mut warnings).is_empty());
+        let warnings = warnings.into_vec();
+        assert_eq!(warnings[0].line, Some(2));
+        assert!(
+            warnings[0]
+                .message
+                .contains("1 values where core_i lists 2")
+        );
+        assert_eq!(warnings[1].line, Some(3));
+        assert_eq!(warnings[2].line, None);
+        assert!(warnings[2].message.contains("`threshold(ns):`"));
     }
 
     #[test]

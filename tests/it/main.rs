@@ -14,6 +14,7 @@ mod bios;
 mod bios_vendors;
 mod cli_measure;
 mod compare;
+mod compare_peers;
 mod completions;
 mod hostile_input;
 mod hwloc_samples;

@@ -325,6 +325,12 @@ fn chromium_renders_every_section_and_point_without_a_console_error() {
             "a chart in the browser states {stated} points and has {drawn}"
         );
     }
+    // A jitter document does not say when each gap happened: the section says so, and
+    // draws no timeline it has no data for.
+    assert!(
+        dom.contains("<p id=\"jitter-timeline\"><strong>No timeline of gaps over time: </strong>"),
+        "the jitter section does not say why it has no timeline"
+    );
     // The hostile strings are text in the DOM: escaped when serialized, never an element.
     assert!(dom.contains(ESCAPED));
     assert_eq!(dom.matches("<script").count(), 1);

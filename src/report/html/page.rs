@@ -69,7 +69,7 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                 section id="documents" {
                     h2 { "Documents" }
                     p { "Every document below is embedded whole in this file (the element with id "
-                        code { (DOCUMENTS_ID) } ": JSON, zstd, base64), so the report can be rendered again: "
+                        code { (DOCUMENTS_ID) } ": JSON, zlib, base64), so the report can be rendered again: "
                         code { "lowlat report this.html -o new.html" } "." }
                     table {
                         thead { tr { th { "file" } th { "kind" } th { "schema" } th { "host" } th { "written by" } } }

@@ -129,7 +129,26 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
         &runs,
         "interruption",
         &["runtime (s)", "per second", "top IRQ sources"],
-    ))
+    )
+    .map(|charts| html! { (charts) (no_timeline()) }))
+}
+
+/// Why the jitter section has no timeline of gaps over time: a `measure-jitter` document does
+/// not say when each gap happened, and the report draws only what its documents hold.
+fn no_timeline() -> Markup {
+    html! {
+        p id="jitter-timeline" {
+            strong { "No timeline of gaps over time: " }
+            "a measure-jitter document keeps each CPU's histogram and statistics, not when each \
+             gap happened, so none is drawn. "
+            code { "lowlat measure jitter --raw PREFIX" }
+            " writes the time of every gap (sysjitter's raw files, which "
+            code { "lowlat compare" }
+            " reads); "
+            code { "lowlat watch --json" }
+            " samples give interrupts over time, drawn in the watch section when given."
+        }
+    }
 }
 
 /// The timer section.
