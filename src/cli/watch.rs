@@ -83,10 +83,11 @@ pub struct WatchArgs {
 /// Runs `lowlat watch`.
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    // The machine is read once to check the plan and choose the CPUs, then let go: the loop
-    // reads only the counters (and the whole machine again at each full check).
+    // The machine, less its interrupt table, is read once to check the plan and choose the
+    // CPUs, then let go: the loop reads only the counters (and the same parts again at each
+    // full check).
     let (plan, online, isolated) = {
-        let machine = Machine::read(&root);
+        let machine = Machine::read_without_interrupts(&root);
         let plan = args
             .plan
             .as_deref()

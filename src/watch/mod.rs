@@ -18,7 +18,7 @@ use crate::machine::CpuSet;
 use crate::plan::Plan;
 use crate::sysroot::SysRoot;
 use drift::Drift;
-use sample::Sample;
+use sample::{Sample, Sampler};
 
 /// Where time comes from: the system's monotonic clock, or a test's.
 pub(crate) trait Clock {
@@ -85,12 +85,13 @@ impl Watch<'_> {
         let mut previous: Option<Sample> = None;
         let mut drift: Option<Drift> = None;
         let mut next_full_check = Duration::ZERO;
+        let mut sampler = Sampler::new(self.isolated.clone());
         for n in 0u32.. {
             if ticks.is_some_and(|max| n as usize >= max) {
                 break;
             }
             let at = clock.now();
-            let sample = Sample::read(self.root, &self.isolated);
+            let sample = sampler.read(self.root);
             if let Some(plan) = &self.plan
                 && at >= next_full_check
             {

@@ -131,12 +131,6 @@ impl Exporter {
             "counter",
             "Interrupts an isolated CPU handled since boot, by source: the busiest sources per CPU, the rest as \"other\".",
         );
-        let index: std::collections::HashMap<&str, usize> = sample
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.as_str(), i))
-            .collect();
         for cpu in &sample.cpus {
             let shown = self.shown.entry(cpu.cpu).or_default();
             if shown.len() < self.top {
@@ -151,17 +145,11 @@ impl Exporter {
                     }
                 }
             }
-            let count_of = |source: &str| {
-                index
-                    .get(source)
-                    .and_then(|&i| cpu.interrupts.get(i))
-                    .copied()
-                    .unwrap_or(0)
-            };
+            let count_of = |source: &str| sample.count_of(cpu, source);
             let total = cpu
                 .interrupts
                 .iter()
-                .fold(0u64, |sum, c| sum.saturating_add(*c));
+                .fold(0u64, |sum, (_, c)| sum.saturating_add(*c));
             let shown_total = shown
                 .iter()
                 .fold(0u64, |sum, s| sum.saturating_add(count_of(s)));
@@ -249,7 +237,12 @@ mod tests {
             sources: counts.iter().map(|(s, _)| s.to_string()).collect(),
             cpus: vec![CpuSample {
                 cpu: 3,
-                interrupts: counts.iter().map(|(_, c)| *c).collect(),
+                interrupts: counts
+                    .iter()
+                    .map(|(_, c)| *c)
+                    .enumerate()
+                    .filter(|(_, c)| *c > 0)
+                    .collect(),
                 ..CpuSample::default()
             }],
             warnings: vec![],
