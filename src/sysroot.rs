@@ -330,6 +330,26 @@ impl SysRoot {
         Ok(())
     }
 
+    /// Reads what a pipe-like kernel file holds now (a tracefs `trace_pipe`): up to its end or
+    /// until a read would block, without waiting, and at most [`MAX_FILE_BYTES`]. What is read
+    /// is consumed from such a file; such reads are not recorded for snapshots.
+    pub fn read_available(&self, path: &str) -> Result<Vec<u8>, ReadError> {
+        use std::io::Read;
+        let mut file = self.open_for_reading(path)?;
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 1 << 14];
+        while (bytes.len() as u64) < MAX_FILE_BYTES {
+            match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::from_io(path, e)),
+            }
+        }
+        Ok(bytes)
+    }
+
     /// Reads exactly `buf.len()` bytes at `offset` of a file: device files where the offset
     /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
