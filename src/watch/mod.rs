@@ -2,8 +2,9 @@
 //! procfs only, what interrupted each isolated CPU ([`sample`]); every drift interval it
 //! compares the machine with the watched plan as `verify` does and counts the movable tasks
 //! allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it sums the noise
-//! they report on the isolated CPUs ([`osnoise`]); and it serves a page over HTTP ([`serve`]). How the
-//! results look (the Prometheus exposition, the screen, the JSON lines) is `report::watch`'s.
+//! they report on the isolated CPUs ([`osnoise`]); and it serves a page over HTTP ([`serve`]).
+//! How the results look (the Prometheus exposition, the screen, the JSON lines) is
+//! `report::watch`'s.
 //!
 //! It never wakes an isolated CPU: no per-CPU reads that run on the target CPU (no MSRs, no
 //! perf events), and the CLI pins the process to the housekeeping CPUs before it starts.
