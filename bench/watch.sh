@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-30} pairs=${2:-5} run=${3:-10}
 cargo build --release --quiet
-bin=$PWD/target/release/lowlat
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/lowlat
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 
@@ -24,16 +24,22 @@ tree=$work/synthetic-512
 "$bin" --root "$tree" watch --plan "$work/plan/plan.json" --isolated 128-255 --interval 1s \
   --textfile "$work/lowlat.prom" &
 pid=$!
-sleep "$duration"
-ticks=$(getconf CLK_TCK)
-read -r utime stime < <(awk '{print $14, $15}' "/proc/$pid/stat")
+# CPU time (utime + stime, in ticks) at 3 s, once the start and the first full check are done,
+# and at the end: the difference is the steady state.
+cputime() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+sleep 3
+early=$(cputime)
+sleep "$((duration - 3))"
+late=$(cputime)
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 kill "$pid"; wait "$pid" 2>/dev/null || true
-python3 - "$utime" "$stime" "$ticks" "$duration" "$hwm" <<'PY'
+python3 - "$early" "$late" "$(getconf CLK_TCK)" "$duration" "$hwm" "$rss" <<'PY'
 import sys
-utime, stime, ticks, duration, hwm = map(float, sys.argv[1:])
-cpu = (utime + stime) / ticks
-print(f"512 CPUs, 128 watched, 1 s interval, {duration:.0f} s: CPU {cpu:.2f} s = {100*cpu/duration:.2f} % of one CPU; peak RSS {hwm/1024:.1f} MiB")
+early, late, ticks, duration, hwm, rss = map(float, sys.argv[1:])
+print(f"512 CPUs, 128 watched, 1 s interval, {duration:.0f} s: CPU {late/ticks:.2f} s = {100*late/ticks/duration:.2f} % of one CPU;"
+      f" steady state (from 3 s) {(late-early)/ticks:.2f} s = {100*(late-early)/ticks/(duration-3):.2f} %;"
+      f" peak RSS {hwm/1024:.1f} MiB, at the end {rss/1024:.1f} MiB")
 PY
 
 jitter() {

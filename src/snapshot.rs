@@ -368,13 +368,15 @@ extern "C" fn record_signal(signal: libc::c_int) {
 }
 
 /// While it lives, SIGINT and SIGTERM (unless ignored) only record themselves, so that the
-/// unpacking stops and its directory is removed; dropping it restores the previous handlers.
-struct SignalGuard {
+/// work in progress (an unpacking, a watch with settings to restore) stops and cleans up;
+/// dropping it restores the previous handlers.
+pub(crate) struct SignalGuard {
     previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl SignalGuard {
-    fn install() -> Self {
+    /// Installs the recording handlers.
+    pub(crate) fn install() -> Self {
         CAUGHT_SIGNAL.store(0, Ordering::Relaxed);
         let mut previous = Vec::new();
         for signal in [libc::SIGINT, libc::SIGTERM] {
@@ -399,7 +401,7 @@ impl SignalGuard {
     }
 
     /// The signal caught since [`SignalGuard::install`], if any.
-    fn caught() -> Option<libc::c_int> {
+    pub(crate) fn caught() -> Option<libc::c_int> {
         Some(CAUGHT_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
     }
 }

@@ -301,14 +301,14 @@ impl SysRoot {
         Ok(bytes)
     }
 
-    /// Reads a text file line by line, without holding it whole: `on_line` gets each line
-    /// (1-based number, text without the newline; invalid UTF-8 replaced). For large files read
-    /// again and again (`/proc/interrupts` of a large machine, every interval of `lowlat
-    /// watch`); such reads are not recorded for snapshots.
-    pub fn read_lines(
+    /// Reads a file line by line, without holding it whole: `on_line` gets each line (1-based
+    /// number, bytes without the newline or `\r\n`; no UTF-8 check, which a byte parser does
+    /// not need). For large files read again and again (`/proc/interrupts` of a large machine,
+    /// every interval of `lowlat watch`); such reads are not recorded for snapshots.
+    pub fn read_line_bytes(
         &self,
         path: &str,
-        mut on_line: impl FnMut(usize, &str),
+        mut on_line: impl FnMut(usize, &[u8]),
     ) -> Result<(), ReadError> {
         use std::io::BufRead;
         let mut reader = std::io::BufReader::with_capacity(1 << 16, self.open_for_reading(path)?);
@@ -321,10 +321,33 @@ impl SysRoot {
             if read == 0 {
                 break;
             }
-            let text = String::from_utf8_lossy(&line);
-            on_line(number, text.trim_end_matches(['\n', '\r']));
+            let end = line
+                .iter()
+                .rposition(|&b| b != b'\n' && b != b'\r')
+                .map_or(0, |last| last + 1);
+            on_line(number, &line[..end]);
         }
         Ok(())
+    }
+
+    /// Reads what a pipe-like kernel file holds now (a tracefs `trace_pipe`): up to its end or
+    /// until a read would block, without waiting, and at most [`MAX_FILE_BYTES`]. What is read
+    /// is consumed from such a file; such reads are not recorded for snapshots.
+    pub fn read_available(&self, path: &str) -> Result<Vec<u8>, ReadError> {
+        use std::io::Read;
+        let mut file = self.open_for_reading(path)?;
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 1 << 14];
+        while (bytes.len() as u64) < MAX_FILE_BYTES {
+            match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::from_io(path, e)),
+            }
+        }
+        Ok(bytes)
     }
 
     /// Reads exactly `buf.len()` bytes at `offset` of a file: device files where the offset

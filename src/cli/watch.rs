@@ -14,7 +14,9 @@ use crate::machine::{CpuSet, Machine};
 use crate::plan::Plan;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
+use crate::snapshot::SignalGuard;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
+use crate::watch::osnoise::Osnoise;
 use crate::watch::{SystemClock, Tick, Watch, serve};
 
 /// Options of `lowlat watch`.
@@ -32,7 +34,9 @@ lowlat watch --plan plan.json --once                         # one exposition on
 Metrics: lowlat_isolated_cpu_interrupts_total{cpu,source}, lowlat_isolated_cpu_softirqs_total{cpu,type}, \
 lowlat_isolated_cpu_time_seconds_total{cpu,mode=irq|softirq|steal}, lowlat_isolated_cpu_schedules_total{cpu} and \
 lowlat_isolated_cpu_runqueue_wait_seconds_total{cpu} (with schedstat), lowlat_plan_drift{check}, \
-lowlat_plan_drift_settings, lowlat_tasks_allowed_on_isolated{kind}, lowlat_build_info{version}.\n\n\
+lowlat_plan_drift_settings, lowlat_tasks_allowed_on_isolated{kind}, lowlat_build_info{version}; \
+and, where tracefs has the osnoise events (enabled for the isolated CPUs while watch runs, then \
+restored), lowlat_isolated_cpu_noise_seconds_total{cpu,kind=irq|softirq|thread|nmi}.\n\n\
 Exit codes: runs until stopped (Ctrl-C, SIGTERM); with --once, 0 when the plan holds (or none is watched) \
 and 1 when some setting drifted; 2 on bad input (a plan from another machine, a CPU that is not online, \
 an address in use, a textfile directory that cannot be written)."
@@ -83,10 +87,11 @@ pub struct WatchArgs {
 /// Runs `lowlat watch`.
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    // The machine is read once to check the plan and choose the CPUs, then let go: the loop
-    // reads only the counters (and the whole machine again at each full check).
+    // The machine, less its interrupt table, is read once to check the plan and choose the
+    // CPUs, then let go: the loop reads only the counters (and the same parts again at each
+    // full check).
     let (plan, online, isolated) = {
-        let machine = Machine::read(&root);
+        let machine = Machine::read_without_interrupts(&root);
         let plan = args
             .plan
             .as_deref()
@@ -144,24 +149,35 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         );
         serve::serve(listener, page.clone());
     }
-    let watch = Watch {
+    let osnoise = Osnoise::start(&root, &isolated).unwrap_or_else(|e| {
+        eprintln!("lowlat watch: warning: the osnoise events are not read: {e}");
+        None
+    });
+    // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
+    // the osnoise events are restored; then the signal is delivered as it would have been.
+    let signals = osnoise.is_some().then(SignalGuard::install);
+    let mut watch = Watch {
         root: &root,
         isolated: isolated.clone(),
         plan,
         interval: args.interval,
         drift_interval: args.drift_interval,
+        osnoise,
     };
     let mut exporter = Exporter::new(args.top as usize);
     let host = crate::document::host_name(&root);
     let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
     let clear = screen && std::io::stdout().is_terminal();
     let mut drifted = false;
-    watch.run(
+    let result = watch.run(
         &SystemClock::start(),
         args.once.then_some(1),
         |tick: &Tick| {
+            if let Some(signal) = SignalGuard::caught() {
+                bail!("stopped by signal {signal}");
+            }
             drifted = tick.drift.is_some_and(|d| d.settings() > 0);
-            let exposition = exporter.render(tick.sample, tick.drift);
+            let exposition = exporter.render(tick.sample, tick.drift, tick.noise);
             if let Ok(mut shared) = page.lock() {
                 shared.clone_from(&exposition);
             }
@@ -188,7 +204,14 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
             }
             Ok::<(), anyhow::Error>(())
         },
-    )?;
+    );
+    drop(watch);
+    if let Some(signal) = SignalGuard::caught() {
+        drop(signals);
+        // SAFETY: raise() only delivers the signal, now with its previous disposition.
+        unsafe { libc::raise(signal) };
+    }
+    result?;
     Ok(if drifted { exit::FAILURES } else { exit::OK })
 }
 

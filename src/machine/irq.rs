@@ -270,7 +270,10 @@ struct Keep {
 }
 
 /// The width of one count column as the kernel prints it (`%10u` and a space).
-const COLUMN_WIDTH: usize = 11;
+pub const COLUMN_WIDTH: usize = 11;
+
+/// A count column holding 0.
+const ZERO_CELL: &[u8; COLUMN_WIDTH] = b"          0";
 
 impl<'p> InterruptRows<'p> {
     /// A parser of the file `path` (named in warnings).
@@ -481,29 +484,62 @@ fn interrupt_row(
 /// width without parsing the others; `None` when the line is not laid out that way (a count
 /// wider than the column, a short row, a machine-wide total) and must be parsed in full.
 fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
-    let (label, rest) = split_label(line)?;
-    let counts_text = rest.as_bytes().get(..width * COLUMN_WIDTH)?;
+    let mut counts = Vec::with_capacity(columns.len());
+    let (label, after) = fixed_width_counts(line.as_bytes(), width, columns, &mut counts)?;
+    // Both parts end at ASCII bytes (':', ' ') of a valid string.
+    let label = std::str::from_utf8(label).ok()?;
+    let after = std::str::from_utf8(after).ok()?;
+    let number = label.parse::<u32>().ok();
+    Some(row_with_text(label, number, counts, after))
+}
+
+/// The allocation-free core of reading a row at the kernel's fixed column width: for a row of
+/// `width` count columns, puts the counts of `columns` into `counts` (cleared first) and returns
+/// the label and the text after the counts; `None` when the line is not laid out that way. For
+/// a reader that goes over a large machine's file every interval (`lowlat watch`).
+pub fn fixed_width_counts<'l>(
+    line: &'l [u8],
+    width: usize,
+    columns: &[usize],
+    counts: &mut Vec<u64>,
+) -> Option<(&'l [u8], &'l [u8])> {
+    counts.clear();
+    let colon = line.iter().position(|&b| b == b':')?;
+    let label = line[..colon].trim_ascii();
+    if label.is_empty() || label.iter().any(u8::is_ascii_whitespace) || width == 0 {
+        return None;
+    }
+    let rest = &line[colon + 1..];
+    let counts_text = rest.get(..width * COLUMN_WIDTH)?;
     // Every column is right-aligned digits after at least one space; check the kept ones and
     // the boundary after the last column.
     let field = |column: usize| -> Option<u64> {
         let cell = counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?;
+        // Most cells of a large machine are zero: one comparison instead of a scan.
+        if cell == ZERO_CELL {
+            return Some(0);
+        }
         let digits = cell.trim_ascii_start();
         if digits.is_empty() || digits.len() == cell.len() {
             return None;
         }
-        std::str::from_utf8(digits).ok()?.parse().ok()
+        digits.iter().try_fold(0u64, |n, &b| {
+            if b.is_ascii_digit() {
+                n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+            } else {
+                None
+            }
+        })
     };
-    let after = rest.get(width * COLUMN_WIDTH..)?;
-    if !after.is_empty() && !after.starts_with(' ') {
+    let after = &rest[width * COLUMN_WIDTH..];
+    if after.first().is_some_and(|&b| b != b' ') {
         return None;
     }
     field(width - 1)?;
-    let counts = columns
-        .iter()
-        .map(|&c| field(c))
-        .collect::<Option<Vec<u64>>>()?;
-    let number = label.parse::<u32>().ok();
-    Some(row_with_text(label, number, counts, after))
+    for &column in columns {
+        counts.push(field(column)?);
+    }
+    Some((label, after))
 }
 
 /// A row from its label, counts and the text after the counts: the chip, hardware IRQ,

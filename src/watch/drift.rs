@@ -29,9 +29,10 @@ pub(crate) struct Drift {
 const EXAMPLES: usize = 5;
 
 impl Drift {
-    /// Reads the machine under `root` and compares it with `plan`.
+    /// Reads the machine under `root`, less its interrupt table (the settings do not need it),
+    /// and compares it with `plan`.
     pub(crate) fn check(root: &SysRoot, plan: &Plan, isolated: &CpuSet) -> Drift {
-        let machine = Machine::read(root);
+        let machine = Machine::read_without_interrupts(root);
         let ctx = ApplyContext {
             root,
             machine: &machine,

@@ -1,14 +1,17 @@
 //! `lowlat watch`: an always-on monitor of the isolated CPUs. Each interval it reads, from
 //! procfs only, what interrupted each isolated CPU ([`sample`]); every drift interval it
 //! compares the machine with the watched plan as `verify` does and counts the movable tasks
-//! allowed on isolated CPUs ([`drift`]), and serves a page over HTTP ([`serve`]). How the
-//! results look (the Prometheus exposition, the screen, the JSON lines) is `report::watch`'s.
+//! allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it sums the noise
+//! they report on the isolated CPUs ([`osnoise`]); and it serves a page over HTTP ([`serve`]).
+//! How the results look (the Prometheus exposition, the screen, the JSON lines) is
+//! `report::watch`'s.
 //!
 //! It never wakes an isolated CPU: no per-CPU reads that run on the target CPU (no MSRs, no
 //! perf events), and the CLI pins the process to the housekeeping CPUs before it starts.
 //! Time comes from a [`Clock`], so that tests replay recorded states without sleeping.
 
 pub(crate) mod drift;
+pub(crate) mod osnoise;
 pub(crate) mod sample;
 pub(crate) mod serve;
 
@@ -18,7 +21,8 @@ use crate::machine::CpuSet;
 use crate::plan::Plan;
 use crate::sysroot::SysRoot;
 use drift::Drift;
-use sample::Sample;
+use osnoise::{NoiseTotals, Osnoise};
+use sample::{Sample, Sampler};
 
 /// Where time comes from: the system's monotonic clock, or a test's.
 pub(crate) trait Clock {
@@ -60,6 +64,8 @@ pub(crate) struct Watch<'a> {
     pub interval: Duration,
     /// Time between full checks (drift and tasks); the first sample has one.
     pub drift_interval: Duration,
+    /// The osnoise events enabled for the isolated CPUs, if tracefs has them.
+    pub osnoise: Option<Osnoise<'a>>,
 }
 
 /// One interval's results, handed to the outputs.
@@ -72,12 +78,14 @@ pub(crate) struct Tick<'a> {
     pub previous: Option<&'a Sample>,
     /// The latest full check (none without a plan).
     pub drift: Option<&'a Drift>,
+    /// The noise the osnoise events reported since the start (none without them).
+    pub noise: Option<&'a NoiseTotals>,
 }
 
 impl Watch<'_> {
     /// Samples every interval until `on_tick` fails or, with `ticks`, after that many.
     pub(crate) fn run<E>(
-        &self,
+        &mut self,
         clock: &dyn Clock,
         ticks: Option<usize>,
         mut on_tick: impl FnMut(&Tick) -> Result<(), E>,
@@ -85,12 +93,13 @@ impl Watch<'_> {
         let mut previous: Option<Sample> = None;
         let mut drift: Option<Drift> = None;
         let mut next_full_check = Duration::ZERO;
+        let mut sampler = Sampler::new(self.isolated.clone());
         for n in 0u32.. {
             if ticks.is_some_and(|max| n as usize >= max) {
                 break;
             }
             let at = clock.now();
-            let sample = Sample::read(self.root, &self.isolated);
+            let sample = sampler.read(self.root);
             if let Some(plan) = &self.plan
                 && at >= next_full_check
             {
@@ -102,6 +111,7 @@ impl Watch<'_> {
                 sample: &sample,
                 previous: previous.as_ref(),
                 drift: drift.as_ref(),
+                noise: self.osnoise.as_mut().map(Osnoise::read),
             })?;
             previous = Some(sample);
             clock.sleep_until(self.interval * (n + 1));
@@ -150,6 +160,16 @@ mod tests {
         )
     }
 
+    /// The trace pipe of CPU 1 after an interval with one timer interrupt of `ns`.
+    fn noise(ns: u64) -> (&'static str, String) {
+        (
+            "/sys/kernel/tracing/per_cpu/cpu1/trace_pipe",
+            format!(
+                "  <idle>-0  [001] d.h..  7.000001: irq_noise: local_timer:236 start 7.000000000 duration {ns} ns\n"
+            ),
+        )
+    }
+
     #[test]
     fn replayed_states_give_rising_counters_and_drift_on_the_minute() {
         let tree = TestTree::fixture("rt-guest-4vcpu");
@@ -169,34 +189,52 @@ mod tests {
         let (path, text) = interrupts(1000, 0);
         tree.write(path, text);
         tree.write("/proc/sys/vm/stat_interval", "10\n");
+        tree.write("/sys/kernel/tracing/tracing_cpumask", "f\n");
+        for event in ["irq_noise", "softirq_noise", "thread_noise", "nmi_noise"] {
+            tree.write(
+                &format!("/sys/kernel/tracing/events/osnoise/{event}/enable"),
+                "0\n",
+            );
+        }
+        let (path, text) = noise(1000);
+        tree.write(path, text);
         let clock = Replay {
             now: Cell::new(Duration::ZERO),
             tree: &tree,
             states: vec![
-                vec![interrupts(1100, 5)],
+                vec![interrupts(1100, 5), noise(500)],
                 vec![
                     interrupts(1200, 9),
                     ("/proc/sys/vm/stat_interval", "1\n".into()),
+                    noise(0),
                 ],
-                vec![interrupts(1300, 9)],
+                vec![interrupts(1300, 9), noise(2500)],
             ],
             next: Cell::new(0),
         };
-        let watch = Watch {
-            root: &tree.root(),
+        let root = tree.root();
+        let mut watch = Watch {
+            root: &root,
             isolated: CpuSet::parse_list("1").unwrap(),
             plan: Some(plan),
             interval: Duration::from_secs(1),
             drift_interval: Duration::from_secs(2),
+            osnoise: osnoise::Osnoise::start(&root, &CpuSet::parse_list("1").unwrap()).unwrap(),
         };
+        assert!(watch.osnoise.is_some(), "the tree has the osnoise events");
         let mut exporter = crate::report::watch::exposition::Exporter::new(5);
         let mut seen = Vec::new();
         watch
             .run(&clock, Some(4), |tick| {
                 let loc = tick.sample.count(0, "LOC");
                 let drift = tick.drift.map(|d| d.settings());
-                seen.push((tick.at.as_secs(), loc, drift));
-                let exposition = exporter.render(tick.sample, tick.drift);
+                let noise_ns = tick.noise.map(|n| n[&(1, "irq")]);
+                seen.push((tick.at.as_secs(), loc, drift, noise_ns));
+                let exposition = exporter.render(tick.sample, tick.drift, tick.noise);
+                assert!(exposition.contains(&format!(
+                    "lowlat_isolated_cpu_noise_seconds_total{{cpu=\"1\",kind=\"irq\"}} {}",
+                    noise_ns.unwrap() as f64 / 1e9
+                )));
                 assert!(exposition.contains(&format!(
                     "lowlat_isolated_cpu_interrupts_total{{cpu=\"1\",source=\"LOC\"}} {loc}"
                 )));
@@ -204,15 +242,22 @@ mod tests {
             })
             .unwrap();
         // The sysctl changed after the second sample; the full check at 2 s sees it, and the
-        // check of 0 s is what the samples at 1 s shows.
+        // check of 0 s is what the samples at 1 s shows. The noise adds up interval by interval.
         assert_eq!(
             seen,
             [
-                (0, 1000, Some(0)),
-                (1, 1100, Some(0)),
-                (2, 1200, Some(1)),
-                (3, 1300, Some(1))
+                (0, 1000, Some(0), Some(1000)),
+                (1, 1100, Some(0), Some(1500)),
+                (2, 1200, Some(1), Some(1500)),
+                (3, 1300, Some(1), Some(4000))
             ]
+        );
+        drop(watch);
+        assert_eq!(
+            root.read("/sys/kernel/tracing/events/osnoise/irq_noise/enable")
+                .unwrap(),
+            "0",
+            "restored when the watch ends"
         );
     }
 }

@@ -5,8 +5,9 @@
 //! isolated CPU.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use crate::machine::irq::{InterruptRows, parse_softirqs};
+use crate::machine::irq::{INTERRUPTS, InterruptRows, IrqRow, fixed_width_counts, parse_softirqs};
 use crate::machine::kernel::CpuTimes;
 use crate::machine::kernel::stat::parse_stat;
 use crate::machine::{CpuSet, Warnings};
@@ -17,8 +18,10 @@ use crate::sysroot::SysRoot;
 pub(crate) struct CpuSample {
     /// The CPU.
     pub cpu: u32,
-    /// Interrupts per source, parallel to [`Sample::sources`] (events).
-    pub interrupts: Vec<u64>,
+    /// The sources that interrupted it: (index in [`Sample::sources`], interrupts (events)),
+    /// ascending by index, sources with none left out. Sparse: on a large machine most of the
+    /// thousands of sources never reach an isolated CPU.
+    pub interrupts: Vec<(usize, u64)>,
     /// Softirqs raised, by vector (`TIMER`, `NET_RX`) (events).
     pub softirqs: BTreeMap<String, u64>,
     /// The CPU's `/proc/stat` time counters, when it has a line.
@@ -32,22 +35,49 @@ pub(crate) struct CpuSample {
 /// One reading of every isolated CPU.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Sample {
-    /// The interrupt sources (`LOC`, `24 nvme0q1`), in `/proc/interrupts` order: a name is
-    /// made once per row, and each CPU keeps one count per source.
-    pub sources: Vec<String>,
+    /// The interrupt sources (`LOC`, `24 nvme0q1`), in `/proc/interrupts` order: the names are
+    /// made once and shared by every sample while the file's rows stay the same.
+    pub sources: Arc<[String]>,
     /// One entry per isolated CPU, ascending.
     pub cpus: Vec<CpuSample>,
     /// Problems met while reading (a missing file, a garbled line), with file and line.
     pub warnings: Vec<String>,
 }
 
-impl Sample {
-    /// Reads the counters of `isolated` under `root`. A file that cannot be read leaves its
-    /// counters out and is named in `warnings`; it is never an error (a process may vanish,
+/// Reads samples of the isolated CPUs, keeping from one to the next what does not change: the
+/// interrupt sources' names, made once per row of `/proc/interrupts` and reused while the rows
+/// (labels, chips, handlers) stay the same.
+pub(crate) struct Sampler {
+    /// The CPUs sampled.
+    isolated: CpuSet,
+    /// The rows of the last reading that have a source, in file order, as they were recognised.
+    rows: Vec<RowKey>,
+    /// The names of those rows' sources, parallel to `rows`.
+    sources: Arc<[String]>,
+}
+
+/// What identifies a row of `/proc/interrupts` from one reading to the next: its label and the
+/// text after its counts (chip, hardware IRQ, trigger, handlers). `None` for a row that is not
+/// in the fixed-width layout: it is parsed in full every time.
+type RowKey = Option<(Box<[u8]>, Box<[u8]>)>;
+
+impl Sampler {
+    /// A sampler of `isolated`.
+    pub(crate) fn new(isolated: CpuSet) -> Sampler {
+        Sampler {
+            isolated,
+            rows: Vec::new(),
+            sources: Arc::default(),
+        }
+    }
+
+    /// Reads the counters of the isolated CPUs under `root`. A file that cannot be read leaves
+    /// its counters out and is named in `warnings`; it is never an error (a process may vanish,
     /// a kernel may lack schedstat).
-    pub(crate) fn read(root: &SysRoot, isolated: &CpuSet) -> Sample {
+    pub(crate) fn read(&mut self, root: &SysRoot) -> Sample {
         let mut warnings = Warnings::default();
-        let mut cpus: Vec<CpuSample> = isolated
+        let mut cpus: Vec<CpuSample> = self
+            .isolated
             .iter()
             .map(|cpu| CpuSample {
                 cpu,
@@ -55,21 +85,8 @@ impl Sample {
             })
             .collect();
         let mut problems = Vec::new();
-        // Line by line, keeping the isolated CPUs' counts only: on a large machine the file
-        // is tens of megabytes, read every interval.
-        let mut sources = Vec::new();
-        let mut rows = InterruptRows::keeping("/proc/interrupts", isolated);
-        let read = root.read_lines("/proc/interrupts", |lineno, line| {
-            rows.line(lineno, line, &mut warnings, |columns, row| {
-                sources.push(source_name(&row));
-                for sample in &mut cpus {
-                    sample.interrupts.push(row.count_on(columns, sample.cpu));
-                }
-            });
-        });
-        match read {
-            Ok(()) => rows.finish(&mut warnings),
-            Err(e) => problems.push(e.to_string()),
+        if let Err(e) = self.read_interrupts(root, &mut cpus, &mut warnings) {
+            problems.push(e.to_string());
         }
         match root.read("/proc/softirqs") {
             Ok(text) => {
@@ -110,36 +127,129 @@ impl Sample {
         }
         problems.extend(warnings.into_vec().into_iter().map(|w| w.to_string()));
         Sample {
-            sources,
+            sources: self.sources.clone(),
             cpus,
             warnings: problems,
         }
     }
 
+    /// Reads `/proc/interrupts` line by line into the sparse counts of `cpus`. On a large
+    /// machine the file is tens of megabytes, read every interval: a row in the kernel's
+    /// fixed-width layout whose label and text are those of the same row last time costs only
+    /// the parsing of the isolated CPUs' columns, found by offset; other rows are parsed in
+    /// full by the machine model's parser, and their names made anew.
+    fn read_interrupts(
+        &mut self,
+        root: &SysRoot,
+        cpus: &mut [CpuSample],
+        warnings: &mut Warnings,
+    ) -> Result<(), crate::sysroot::ReadError> {
+        let mut parser = InterruptRows::keeping(INTERRUPTS, &self.isolated);
+        // Once the header is read: the number of count columns, the kept columns, and the
+        // index in `cpus` of each kept column's CPU.
+        let mut layout: Option<(usize, Vec<usize>, Vec<usize>)> = None;
+        let mut counts = Vec::new();
+        let mut handed = 0;
+        // The names from the first row that differs from last time on, if one does.
+        let mut renamed: Option<Vec<String>> = None;
+        root.read_line_bytes(INTERRUPTS, |lineno, line| {
+            let Some((width, columns, slots)) = &layout else {
+                parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, _| {});
+                if !parser.cpus.is_empty() {
+                    layout = Some(kept_columns(&parser.cpus, cpus));
+                }
+                return;
+            };
+            let fixed = fixed_width_counts(line, *width, columns, &mut counts);
+            let known = fixed.is_some_and(|(label, after)| {
+                renamed.is_none()
+                    && self.rows.get(handed).is_some_and(|key| {
+                        key.as_ref()
+                            .is_some_and(|(l, a)| **l == *label && **a == *after)
+                    })
+            });
+            if !known {
+                let mut row: Option<IrqRow> = None;
+                parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, r| {
+                    row = Some(r);
+                });
+                let Some(row) = row else { return };
+                let name = source_name(&row);
+                let key = fixed.map(|(label, after)| (label.into(), after.into()));
+                match renamed {
+                    // The same source, in a layout read in full (or with other text).
+                    None if self.sources.get(handed) == Some(&name) => self.rows[handed] = key,
+                    _ => {
+                        let names = renamed.get_or_insert_with(|| {
+                            self.rows.truncate(handed);
+                            self.sources[..handed].to_vec()
+                        });
+                        names.push(name);
+                        self.rows.push(key);
+                    }
+                }
+                counts = row.counts;
+            }
+            for (&slot, &count) in slots.iter().zip(&counts) {
+                if count > 0 {
+                    cpus[slot].interrupts.push((handed, count));
+                }
+            }
+            handed += 1;
+        })?;
+        parser.finish(warnings);
+        if let Some(names) = renamed {
+            self.sources = names.into();
+        } else if handed < self.rows.len() {
+            self.rows.truncate(handed);
+            self.sources = self.sources[..handed].into();
+        }
+        Ok(())
+    }
+}
+
+/// The layout of the kept columns once the header is read: the number of count columns, the
+/// columns of the sampled CPUs that are online, and the index in `cpus` of each.
+fn kept_columns(header: &[u32], cpus: &[CpuSample]) -> (usize, Vec<usize>, Vec<usize>) {
+    let (columns, slots) = header
+        .iter()
+        .enumerate()
+        .filter_map(|(column, cpu)| {
+            let slot = cpus.binary_search_by_key(cpu, |c| c.cpu).ok()?;
+            Some((column, slot))
+        })
+        .unzip();
+    (header.len(), columns, slots)
+}
+
+impl Sample {
     /// The sources that interrupted `cpu` (a CPU of this sample), with their counts.
     pub(crate) fn interrupts_of<'s>(
         &'s self,
         cpu: &'s CpuSample,
     ) -> impl Iterator<Item = (&'s str, u64)> + 's {
-        self.sources
+        cpu.interrupts
             .iter()
-            .zip(&cpu.interrupts)
-            .filter(|(_, count)| **count > 0)
-            .map(|(source, count)| (source.as_str(), *count))
+            .filter_map(|&(source, count)| Some((self.sources.get(source)?.as_str(), count)))
+    }
+
+    /// The interrupts `source` sent to `cpu` (a CPU of this sample); 0 when none.
+    pub(crate) fn count_of(&self, cpu: &CpuSample, source: &str) -> u64 {
+        self.interrupts_of(cpu)
+            .find(|(s, _)| *s == source)
+            .map_or(0, |(_, c)| c)
     }
 
     /// The count of `source` on the `at`-th CPU of the sample; 0 when absent.
     #[cfg(test)]
     pub(crate) fn count(&self, at: usize, source: &str) -> u64 {
-        self.interrupts_of(&self.cpus[at])
-            .find(|(s, _)| *s == source)
-            .map_or(0, |(_, c)| c)
+        self.count_of(&self.cpus[at], source)
     }
 }
 
 /// The label of an interrupt source: the named row's id (`LOC`, `RES`), or a numbered IRQ with
 /// its handlers (`24 nvme0q1`).
-fn source_name(row: &crate::machine::irq::IrqRow) -> String {
+fn source_name(row: &IrqRow) -> String {
     match row.number {
         Some(number) if !row.actions.is_empty() => format!("{number} {}", row.actions.join(",")),
         _ => row.id.clone(),
@@ -183,7 +293,7 @@ mod tests {
             "proc/schedstat",
             "version 15\ntimestamp 1\ncpu0 0 0 10 5 1 1 100 200 3\ncpu1 0 0 11 6 1 1 110 210 4\ndomain0 3 1 2\n",
         );
-        let sample = Sample::read(&tree.root(), &CpuSet::parse_list("1").unwrap());
+        let sample = Sampler::new(CpuSet::parse_list("1").unwrap()).read(&tree.root());
         assert!(sample.warnings.is_empty(), "{:?}", sample.warnings);
         let cpu = &sample.cpus[0];
         assert_eq!(cpu.cpu, 1);
@@ -199,9 +309,44 @@ mod tests {
     }
 
     #[test]
+    fn source_names_are_kept_while_the_rows_stay_and_remade_when_they_change() {
+        let tree = TestTree::empty();
+        let header = "           CPU0       CPU1\n";
+        let nvme =
+            |count: u64| format!("  24:          5 {count:>10}   PCI-MSI 1-edge      nvme0q1\n");
+        let loc = "LOC:        100        200   Local timer interrupts\nERR:          0\n";
+        tree.write("proc/interrupts", format!("{header}{}{loc}", nvme(7)));
+        let mut sampler = Sampler::new(CpuSet::parse_list("1").unwrap());
+        let first = sampler.read(&tree.root());
+        assert_eq!(*first.sources, ["24 nvme0q1", "LOC"]);
+        tree.write("proc/interrupts", format!("{header}{}{loc}", nvme(9)));
+        let second = sampler.read(&tree.root());
+        assert!(Arc::ptr_eq(&first.sources, &second.sources));
+        assert_eq!(second.count(0, "24 nvme0q1"), 9);
+        // A new IRQ, and a count wider than its column: that row is read in full.
+        let grown = format!(
+            "{header}{}  25:          0          3   PCI-MSI 2-edge      eth0-rx\nLOC:        100 123456789012   Local timer interrupts\n",
+            nvme(9)
+        );
+        tree.write("proc/interrupts", &grown);
+        let third = sampler.read(&tree.root());
+        assert_eq!(*third.sources, ["24 nvme0q1", "25 eth0-rx", "LOC"]);
+        assert_eq!(third.count(0, "25 eth0-rx"), 3);
+        assert_eq!(third.count(0, "LOC"), 123_456_789_012);
+        let fourth = sampler.read(&tree.root());
+        assert!(Arc::ptr_eq(&third.sources, &fourth.sources));
+        assert_eq!(fourth, third);
+        // Rows gone.
+        tree.write("proc/interrupts", format!("{header}{loc}"));
+        let fifth = sampler.read(&tree.root());
+        assert_eq!(*fifth.sources, ["LOC"]);
+        assert_eq!(fifth.cpus[0].interrupts, [(0, 200)]);
+    }
+
+    #[test]
     fn a_missing_file_is_a_warning_not_an_error() {
         let tree = TestTree::empty();
-        let sample = Sample::read(&tree.root(), &CpuSet::parse_list("0").unwrap());
+        let sample = Sampler::new(CpuSet::parse_list("0").unwrap()).read(&tree.root());
         assert_eq!(sample.cpus.len(), 1);
         assert!(
             sample

@@ -68,6 +68,20 @@ fn promtool_accepts_the_exposition_and_the_textfile() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (root, plan) = applied_copy(dir.path());
+    // A tracefs with the osnoise events, and a recorded event on CPU 2.
+    let tracing = Path::new(&root).join("sys/kernel/tracing");
+    let enable = |event: &str| tracing.join(format!("events/osnoise/{event}/enable"));
+    for event in ["irq_noise", "softirq_noise", "thread_noise", "nmi_noise"] {
+        std::fs::create_dir_all(enable(event).parent().unwrap()).unwrap();
+        std::fs::write(enable(event), "0\n").unwrap();
+    }
+    std::fs::write(tracing.join("tracing_cpumask"), "f\n").unwrap();
+    std::fs::create_dir_all(tracing.join("per_cpu/cpu2")).unwrap();
+    std::fs::write(
+        tracing.join("per_cpu/cpu2/trace_pipe"),
+        "  <idle>-0  [002] d.h..  7.000001: irq_noise: local_timer:236 start 7.000000000 duration 3010 ns\n",
+    )
+    .unwrap();
     let once = lowlat(&["--root", &root, "watch", "--plan", &plan, "--once"])
         .assert()
         .code(0)
@@ -81,10 +95,16 @@ fn promtool_accepts_the_exposition_and_the_textfile() {
         "lowlat_isolated_cpu_softirqs_total",
         "lowlat_plan_drift{check=\"sysctl\"} 0",
         "lowlat_plan_drift_settings 0",
+        "lowlat_isolated_cpu_noise_seconds_total{cpu=\"2\",kind=\"irq\"} 0.00000301",
     ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }
     assert_eq!(promtool_complaints(&once), "");
+    assert_eq!(
+        std::fs::read_to_string(enable("irq_noise")).unwrap(),
+        "0",
+        "the osnoise events are disabled again when watch ends"
+    );
 
     let textfile = dir.path().join("lowlat.prom");
     lowlat(&[

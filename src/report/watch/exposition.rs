@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::watch::drift::Drift;
+use crate::watch::osnoise::NoiseTotals;
 use crate::watch::sample::Sample;
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
@@ -33,8 +34,14 @@ impl Exporter {
         }
     }
 
-    /// The exposition of `sample` and `drift` (absent when no plan is watched).
-    pub(crate) fn render(&mut self, sample: &Sample, drift: Option<&Drift>) -> String {
+    /// The exposition of `sample`, `drift` (absent when no plan is watched) and `noise` (absent
+    /// without the osnoise events).
+    pub(crate) fn render(
+        &mut self,
+        sample: &Sample,
+        drift: Option<&Drift>,
+        noise: Option<&NoiseTotals>,
+    ) -> String {
         let mut out = String::new();
         family(
             &mut out,
@@ -118,6 +125,9 @@ impl Exporter {
                 }
             }
         }
+        if let Some(noise) = noise {
+            noise_family(&mut out, noise);
+        }
         if let Some(drift) = drift {
             drift_families(&mut out, drift);
         }
@@ -131,12 +141,6 @@ impl Exporter {
             "counter",
             "Interrupts an isolated CPU handled since boot, by source: the busiest sources per CPU, the rest as \"other\".",
         );
-        let index: std::collections::HashMap<&str, usize> = sample
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.as_str(), i))
-            .collect();
         for cpu in &sample.cpus {
             let shown = self.shown.entry(cpu.cpu).or_default();
             if shown.len() < self.top {
@@ -151,17 +155,11 @@ impl Exporter {
                     }
                 }
             }
-            let count_of = |source: &str| {
-                index
-                    .get(source)
-                    .and_then(|&i| cpu.interrupts.get(i))
-                    .copied()
-                    .unwrap_or(0)
-            };
+            let count_of = |source: &str| sample.count_of(cpu, source);
             let total = cpu
                 .interrupts
                 .iter()
-                .fold(0u64, |sum, c| sum.saturating_add(*c));
+                .fold(0u64, |sum, (_, c)| sum.saturating_add(*c));
             let shown_total = shown
                 .iter()
                 .fold(0u64, |sum, s| sum.saturating_add(count_of(s)));
@@ -183,6 +181,22 @@ impl Exporter {
                 total.saturating_sub(shown_total)
             );
         }
+    }
+}
+
+fn noise_family(out: &mut String, noise: &NoiseTotals) {
+    family(
+        out,
+        "lowlat_isolated_cpu_noise_seconds_total",
+        "counter",
+        "Time an isolated CPU spent in noise reported by the osnoise events since the watch started, by kind (irq, softirq, thread, nmi).",
+    );
+    for ((cpu, kind), ns) in noise {
+        let _ = writeln!(
+            out,
+            "lowlat_isolated_cpu_noise_seconds_total{{cpu=\"{cpu}\",kind=\"{kind}\"}} {}",
+            *ns as f64 / 1e9
+        );
     }
 }
 
@@ -249,7 +263,12 @@ mod tests {
             sources: counts.iter().map(|(s, _)| s.to_string()).collect(),
             cpus: vec![CpuSample {
                 cpu: 3,
-                interrupts: counts.iter().map(|(_, c)| *c).collect(),
+                interrupts: counts
+                    .iter()
+                    .map(|(_, c)| *c)
+                    .enumerate()
+                    .filter(|(_, c)| *c > 0)
+                    .collect(),
                 ..CpuSample::default()
             }],
             warnings: vec![],
@@ -265,11 +284,19 @@ mod tests {
     #[test]
     fn the_sources_shown_stay_so_that_other_only_grows() {
         let mut exporter = Exporter::new(2);
-        let first = exporter.render(&sample(&[("LOC", 100), ("RES", 50), ("CAL", 1)]), None);
+        let first = exporter.render(
+            &sample(&[("LOC", 100), ("RES", 50), ("CAL", 1)]),
+            None,
+            None,
+        );
         let other = "lowlat_isolated_cpu_interrupts_total{cpu=\"3\",source=\"other\"}";
         assert_eq!(value(&first, other), 1);
         // CAL overtakes RES: RES stays shown, CAL stays in other.
-        let second = exporter.render(&sample(&[("LOC", 110), ("RES", 50), ("CAL", 90)]), None);
+        let second = exporter.render(
+            &sample(&[("LOC", 110), ("RES", 50), ("CAL", 90)]),
+            None,
+            None,
+        );
         assert_eq!(value(&second, other), 90);
         assert!(second.contains("source=\"RES\"} 50"));
         assert!(!second.contains("source=\"CAL\""));
@@ -277,7 +304,7 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped() {
-        let text = Exporter::new(5).render(&sample(&[("7 a\"b\\c", 1)]), None);
+        let text = Exporter::new(5).render(&sample(&[("7 a\"b\\c", 1)]), None, None);
         assert!(text.contains(r#"source="7 a\"b\\c"} 1"#), "{text}");
     }
 }
