@@ -185,8 +185,33 @@ pub enum Recorded {
     Exists,
 }
 
-/// The largest single file lowlat reads (a /proc/interrupts of a big machine is a few MiB).
+/// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
+/// is gigabytes) are read line by line with [`SysRoot::read_lines`].
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The longest line [`SysRoot::read_lines`] hands on whole: a `/proc/interrupts` row is
+/// 11 bytes per CPU column (90 KiB at 8,192 CPUs).
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
+/// Reads one line (with its newline) into `line`, at most `max` bytes of it; the rest of a
+/// longer line is skipped. Returns whether the line was cut.
+fn read_line_bounded(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<bool> {
+    use std::io::{BufRead, Read};
+    let limit = u64::try_from(max).unwrap_or(u64::MAX);
+    reader.by_ref().take(limit).read_until(b'\n', line)?;
+    if line.len() < max || line.last() == Some(&b'\n') {
+        return Ok(false);
+    }
+    if reader.fill_buf()?.first() == Some(&b'\n') {
+        reader.consume(1); // exactly `max` bytes long: not cut
+        return Ok(false);
+    }
+    Ok(reader.skip_until(b'\n')? > 0)
+}
 
 impl SysRoot {
     /// The live machine.
@@ -302,27 +327,36 @@ impl SysRoot {
     }
 
     /// Reads a text file line by line, without holding it whole: `on_line` gets each line
-    /// (1-based number, text without the newline; invalid UTF-8 replaced). For large files read
-    /// again and again (`/proc/interrupts` of a large machine, every interval of `lowlat
-    /// watch`); such reads are not recorded for snapshots.
+    /// (1-based number, text without the newline; invalid UTF-8 replaced) and whether it was
+    /// cut: a line longer than [`MAX_LINE_BYTES`] is handed on cut there, the rest of it up to
+    /// the newline skipped, so a file without newlines (a sparse file of zeros) costs no more
+    /// memory than one line. For large files (`/proc/interrupts` of a large machine, read again
+    /// every interval by `lowlat watch`): no size limit. A recording root records the lines as
+    /// handed on (cut ones cut), for snapshots.
     pub fn read_lines(
         &self,
         path: &str,
-        mut on_line: impl FnMut(usize, &str),
+        mut on_line: impl FnMut(usize, &str, bool),
     ) -> Result<(), ReadError> {
-        use std::io::BufRead;
-        let mut reader = std::io::BufReader::with_capacity(1 << 16, self.open_for_reading(path)?);
+        let file = self.open_for_reading(path)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut recorded = self.recorded.is_some().then(Vec::new);
         let mut line = Vec::new();
         for number in 1.. {
             line.clear();
-            let read = reader
-                .read_until(b'\n', &mut line)
+            let cut = read_line_bounded(&mut reader, &mut line, MAX_LINE_BYTES)
                 .map_err(|e| ReadError::from_io(path, e))?;
-            if read == 0 {
+            if line.is_empty() {
                 break;
             }
+            if let Some(recorded) = &mut recorded {
+                recorded.extend_from_slice(&line);
+            }
             let text = String::from_utf8_lossy(&line);
-            on_line(number, text.trim_end_matches(['\n', '\r']));
+            on_line(number, text.trim_end_matches(['\n', '\r']), cut);
+        }
+        if let Some(bytes) = recorded {
+            self.record(path, Recorded::File(bytes));
         }
         Ok(())
     }
@@ -941,6 +975,35 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_lines_cuts_long_lines_and_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        std::fs::write(dir.path().join("f"), format!("a\n{long}\nb\nc")).unwrap();
+        let root = SysRoot::dir(dir.path()).recording();
+        let mut seen = Vec::new();
+        root.read_lines("/f", |n, line, cut| seen.push((n, line.len(), cut)))
+            .unwrap();
+        assert_eq!(
+            seen,
+            vec![(1, 1, false), (2, MAX_LINE_BYTES, true), (3, 1, false), (4, 1, false)]
+        );
+        assert!(matches!(root.recorded().get("/f"), Some(Recorded::File(b)) if b.starts_with(b"a\nxx")));
+    }
+
+    #[test]
+    fn read_lines_of_a_4_gib_sparse_file_holds_one_line_at_most() {
+        // A file of zeros without a newline (`truncate -s 4G`): one cut line, no 4 GiB buffer.
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("big")).unwrap();
+        file.set_len(4 << 30).unwrap();
+        let mut seen = Vec::new();
+        SysRoot::dir(dir.path())
+            .read_lines("/big", |n, line, cut| seen.push((n, line.len(), cut)))
+            .unwrap();
+        assert_eq!(seen, vec![(1, MAX_LINE_BYTES, true)]);
+    }
 
     #[test]
     fn reads_through_the_root_and_records() {

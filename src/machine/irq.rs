@@ -20,7 +20,8 @@ pub use classify::{IrqClass, classify};
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 /// Where the kernel lists interrupts.
 pub const INTERRUPTS: &str = "/proc/interrupts";
@@ -69,14 +70,32 @@ impl Irqs {
     }
 }
 
-/// Reads `/proc/interrupts`, `/proc/softirqs`, `/proc/irq/default_smp_affinity` and each
-/// numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
+/// Reads `/proc/interrupts` (line by line, keeping the nonzero counts only: the file of an
+/// 8,192-CPU machine is gigabytes), `/proc/softirqs`, `/proc/irq/default_smp_affinity` and
+/// each numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
 pub fn read(r: &mut Reader) -> Avail<Irqs> {
-    let text = match r.text(INTERRUPTS) {
-        Avail::Available(text) => text,
-        Avail::Unavailable { unavailable } => return Avail::missing(unavailable),
-    };
-    let table = parse_interrupts(&text, INTERRUPTS, &mut r.warnings);
+    let mut rows = InterruptRows::new(INTERRUPTS);
+    let mut table = InterruptTable::default();
+    let warnings = &mut r.warnings;
+    let read = r.root.read_lines(INTERRUPTS, |lineno, line, cut| {
+        if cut {
+            warnings.line(
+                INTERRUPTS,
+                lineno,
+                format!(
+                    "the line is longer than {} bytes; skipped",
+                    crate::sysroot::MAX_LINE_BYTES
+                ),
+            );
+            return;
+        }
+        rows.line(lineno, line, warnings, |_, row| table.rows.push(row));
+    });
+    if let Err(e) = read {
+        return Avail::missing(e.to_string());
+    }
+    rows.finish(warnings);
+    table.cpus = rows.cpus;
     let mut device_nodes = BTreeMap::new();
     let irqs = table
         .rows
@@ -146,13 +165,23 @@ fn node_value(r: &mut Reader, path: &str) -> Option<u32> {
 }
 
 /// `/proc/interrupts`, parsed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct InterruptTable {
     /// The CPU of each count column, from the header (online CPUs at the time of reading),
     /// ascending.
     pub cpus: Vec<u32>,
-    /// The rows, in file order.
+    /// The rows, in file order (not changed once read: [`InterruptTable::numbered`] indexes
+    /// them on first use).
     pub rows: Vec<IrqRow>,
+    /// The position in `rows` of each numbered row, built on first lookup.
+    #[serde(skip)]
+    by_number: OnceLock<HashMap<u32, usize>>,
+}
+
+impl PartialEq for InterruptTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.cpus == other.cpus && self.rows == other.rows
+    }
 }
 
 /// One row of `/proc/interrupts`.
@@ -162,9 +191,9 @@ pub struct IrqRow {
     pub id: String,
     /// The Linux IRQ number for numbered rows; `None` for named (architecture) rows.
     pub number: Option<u32>,
-    /// Interrupt counts (events since boot), parallel to [`InterruptTable::cpus`]; a single
-    /// machine-wide total for rows that have no per-CPU counts (`ERR`, `MIS`).
-    pub counts: Vec<u64>,
+    /// Interrupt counts (events since boot), a column per [`InterruptTable::cpus`], kept
+    /// sparse; a single machine-wide total for rows that have no per-CPU counts (`ERR`, `MIS`).
+    pub counts: Counts,
     /// The interrupt controller (irq chip) name, e.g. `IR-PCI-MSI`, `IO-APIC`, `GICv3`.
     pub chip: Option<String>,
     /// The hardware IRQ number within the chip's domain, e.g. `524288`.
@@ -188,15 +217,78 @@ impl IrqRow {
         }
         cpus.binary_search(&cpu)
             .ok()
-            .and_then(|i| self.counts.get(i).copied())
+            .and_then(|i| self.counts.get(i))
             .unwrap_or(0)
     }
 
     /// All events of this row, summed over CPUs.
     pub fn total(&self) -> u64 {
-        self.counts
+        self.counts.total()
+    }
+}
+
+/// The counts of one row, sparse: how many columns it has and the nonzero ones. A large
+/// machine's table is 50,000 rows of 8,192 columns, nearly all zero; dense it would take
+/// 3 GiB.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// How many count columns the row has.
+    pub columns: usize,
+    /// The nonzero counts (events since boot) as `[column, count]` pairs, columns ascending
+    /// (0-based positions in the row, not CPU numbers).
+    pub nonzero: Vec<(u32, u64)>,
+}
+
+impl Counts {
+    /// The sparse form of counts given one per column.
+    pub fn from_dense(counts: &[u64]) -> Self {
+        Self {
+            columns: counts.len(),
+            nonzero: (0u32..)
+                .zip(counts)
+                .filter(|(_, count)| **count != 0)
+                .map(|(column, count)| (column, *count))
+                .collect(),
+        }
+    }
+
+    /// How many columns the row has.
+    pub fn len(&self) -> usize {
+        self.columns
+    }
+
+    /// Whether the row has no column at all.
+    pub fn is_empty(&self) -> bool {
+        self.columns == 0
+    }
+
+    /// The count in `column`; `None` past the last column.
+    pub fn get(&self, column: usize) -> Option<u64> {
+        if column >= self.columns {
+            return None;
+        }
+        let column = u32::try_from(column).ok()?;
+        Some(
+            self.nonzero
+                .binary_search_by_key(&column, |(c, _)| *c)
+                .map_or(0, |i| self.nonzero[i].1),
+        )
+    }
+
+    /// The counts of every column, zeros included.
+    pub fn dense(&self) -> Vec<u64> {
+        let mut out = vec![0; self.columns];
+        for &(column, count) in &self.nonzero {
+            out[column as usize] = count;
+        }
+        out
+    }
+
+    /// All events of the row, summed over its columns.
+    pub fn total(&self) -> u64 {
+        self.nonzero
             .iter()
-            .fold(0u64, |sum, c| sum.saturating_add(*c))
+            .fold(0u64, |sum, (_, c)| sum.saturating_add(*c))
     }
 }
 
@@ -207,9 +299,18 @@ impl InterruptTable {
         row.count_on(&self.cpus, cpu)
     }
 
-    /// The numbered row of Linux IRQ `number`.
+    /// The numbered row of Linux IRQ `number` (a hash lookup: plan and audit ask once per IRQ).
     pub fn numbered(&self, number: u32) -> Option<&IrqRow> {
-        self.rows.iter().find(|row| row.number == Some(number))
+        let index = self.by_number.get_or_init(|| {
+            let mut index = HashMap::with_capacity(self.rows.len());
+            for (at, row) in self.rows.iter().enumerate() {
+                if let Some(n) = row.number {
+                    index.entry(n).or_insert(at);
+                }
+            }
+            index
+        });
+        index.get(&number).and_then(|&at| self.rows.get(at))
     }
 
     /// The row labelled `id` (`"LOC"`, `"45"`).
@@ -344,7 +445,12 @@ impl<'p> InterruptRows<'p> {
         if row.counts.len() != self.cpus.len() {
             return; // a machine-wide total
         }
-        row.counts = keep.columns.iter().map(|&c| row.counts[c]).collect();
+        let kept: Vec<u64> = keep
+            .columns
+            .iter()
+            .map(|&c| row.counts.get(c).unwrap_or(0))
+            .collect();
+        row.counts = Counts::from_dense(&kept);
         on_row(&keep.cpus, row);
     }
 
@@ -462,6 +568,9 @@ fn interrupt_row(
     } else {
         None
     };
+    if let Some((counts, after)) = fixed_width_counts(rest, cpus.len()) {
+        return Some(row_with_text(label, number, counts, after));
+    }
     let (counts, after) = leading_counts(rest, cpus.len());
     if counts.is_empty() {
         warnings.line(path, lineno, garbled(line, "no interrupt counts"));
@@ -474,7 +583,53 @@ fn interrupt_row(
     } else {
         full_width(counts, cpus.len(), path, lineno, warnings)
     };
-    Some(row_with_text(label, number, counts, after))
+    Some(row_with_text(
+        label,
+        number,
+        Counts::from_dense(&counts),
+        after,
+    ))
+}
+
+/// A cell as the kernel prints a zero count: the space closing the previous column, then `%10u`.
+const ZERO_CELL: &[u8] = b"          0";
+
+/// The count in one fixed-width cell: right-aligned digits after at least one space; `None`
+/// for anything else.
+fn cell_count(cell: &[u8]) -> Option<u64> {
+    let digits = cell.trim_ascii_start();
+    if digits.is_empty() || digits.len() == cell.len() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The counts of a row in the kernel's fixed-width layout (`%10u ` per column), kept sparse,
+/// and the text after them; `None` when the row is not laid out that way (a count wider than
+/// its column, a short row, a machine-wide total), to be parsed word by word instead. Zero
+/// cells are recognised by comparison, without parsing: nearly all cells of a large machine.
+fn fixed_width_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
+    let cells = rest.as_bytes().get(..width * COLUMN_WIDTH)?;
+    let after = rest.get(width * COLUMN_WIDTH..)?;
+    if width == 0 || !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    let mut nonzero = Vec::new();
+    for (column, cell) in (0u32..).zip(cells.chunks_exact(COLUMN_WIDTH)) {
+        if cell != ZERO_CELL {
+            match cell_count(cell)? {
+                0 => {}
+                count => nonzero.push((column, count)),
+            }
+        }
+    }
+    Some((
+        Counts {
+            columns: width,
+            nonzero,
+        },
+        after,
+    ))
 }
 
 /// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
@@ -486,12 +641,7 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
     // Every column is right-aligned digits after at least one space; check the kept ones and
     // the boundary after the last column.
     let field = |column: usize| -> Option<u64> {
-        let cell = counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?;
-        let digits = cell.trim_ascii_start();
-        if digits.is_empty() || digits.len() == cell.len() {
-            return None;
-        }
-        std::str::from_utf8(digits).ok()?.parse().ok()
+        cell_count(counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?)
     };
     let after = rest.get(width * COLUMN_WIDTH..)?;
     if !after.is_empty() && !after.starts_with(' ') {
@@ -503,12 +653,17 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
         .map(|&c| field(c))
         .collect::<Option<Vec<u64>>>()?;
     let number = label.parse::<u32>().ok();
-    Some(row_with_text(label, number, counts, after))
+    Some(row_with_text(
+        label,
+        number,
+        Counts::from_dense(&counts),
+        after,
+    ))
 }
 
 /// A row from its label, counts and the text after the counts: the chip, hardware IRQ,
 /// trigger and handlers of a numbered row, the description of a named one.
-fn row_with_text(label: &str, number: Option<u32>, counts: Vec<u64>, after: &str) -> IrqRow {
+fn row_with_text(label: &str, number: Option<u32>, counts: Counts, after: &str) -> IrqRow {
     let mut row = IrqRow {
         id: label.to_string(),
         number,
@@ -768,7 +923,7 @@ PIN:          0          0   Posted-interrupt notification event
         assert_eq!(loc.total(), 45808 + 48261);
         assert_eq!(table.count(loc, 1), 48261);
         let err = table.row("ERR").unwrap();
-        assert_eq!(err.counts, vec![0]);
+        assert_eq!(err.counts.dense(), vec![0]);
         assert_eq!(err.description, None);
     }
 
@@ -818,7 +973,7 @@ PIN:          0          0   Posted-interrupt notification event
         assert_eq!(table.numbered(47).unwrap().actions, vec!["nvme0q0"]);
         let ipi = table.row("IPI0").unwrap();
         assert_eq!(ipi.description.as_deref(), Some("Rescheduling interrupts"));
-        assert_eq!(table.row("Err").unwrap().counts, vec![0]);
+        assert_eq!(table.row("Err").unwrap().counts.dense(), vec![0]);
     }
 
     #[test]
@@ -856,7 +1011,7 @@ PIN:          0          0   Posted-interrupt notification event
         let ids: Vec<&str> = table.rows.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, vec!["24", "26", "27"]);
         // The cut-off row 26 is kept, padded with 0 and warned about.
-        assert_eq!(table.numbered(26).unwrap().counts, vec![7, 0]);
+        assert_eq!(table.numbered(26).unwrap().counts.dense(), vec![7, 0]);
         let lines: Vec<Option<usize>> = warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![Some(3), Some(4), Some(5), Some(6)]);
         assert!(warnings.iter().all(|w| w.path == P));

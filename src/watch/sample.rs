@@ -59,7 +59,11 @@ impl Sample {
         // is tens of megabytes, read every interval.
         let mut sources = Vec::new();
         let mut rows = InterruptRows::keeping("/proc/interrupts", isolated);
-        let read = root.read_lines("/proc/interrupts", |lineno, line| {
+        let read = root.read_lines("/proc/interrupts", |lineno, line, cut| {
+            if cut {
+                warnings.line("/proc/interrupts", lineno, "the line is too long; skipped");
+                return;
+            }
             rows.line(lineno, line, &mut warnings, |columns, row| {
                 sources.push(source_name(&row));
                 for sample in &mut cpus {
