@@ -987,9 +987,16 @@ mod tests {
             .unwrap();
         assert_eq!(
             seen,
-            vec![(1, 1, false), (2, MAX_LINE_BYTES, true), (3, 1, false), (4, 1, false)]
+            vec![
+                (1, 1, false),
+                (2, MAX_LINE_BYTES, true),
+                (3, 1, false),
+                (4, 1, false)
+            ]
         );
-        assert!(matches!(root.recorded().get("/f"), Some(Recorded::File(b)) if b.starts_with(b"a\nxx")));
+        assert!(
+            matches!(root.recorded().get("/f"), Some(Recorded::File(b)) if b.starts_with(b"a\nxx"))
+        );
     }
 
     #[test]

@@ -18,7 +18,10 @@ use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 #[command(
     after_help = "Examples:\n  lowlat plan\n  lowlat plan --housekeeping-cores 2 --hugepages 1G:16 --out /tmp/plan\n  \
 lowlat plan --isolate 2-15 --diff\n  lowlat --snapshot host1.lowlat plan --json > host1-plan.json\n  \
-lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0"
+lowlat plan --profile realtime-host --isolate 4-7 --vm rt-vm --vcpus 4 --rt-vcpus 2-3 --memory 32G --node 0\n\n\
+Exit codes: 0 the plan is complete; 1 it was written but settings are missing because an input \
+file could not be read (/proc/interrupts: no IRQ plan; the message names the file and why); \
+2 no plan (bad options, a partition that cannot be)."
 )]
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
@@ -288,6 +291,13 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         print(&guest.render())?;
     } else if args.out.is_none() {
         print(&summary::render(&plan, &machine.topology))?;
+    }
+    if let Some(reason) = machine.interrupts_unread() {
+        eprintln!(
+            "lowlat plan: the IRQ settings (irq:N:affinity) could not be computed, the plan has \
+             none: {reason}; make the file readable and plan again"
+        );
+        return Ok(exit::FAILURES);
     }
     Ok(exit::OK)
 }

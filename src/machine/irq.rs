@@ -37,8 +37,6 @@ pub struct Irqs {
     pub table: InterruptTable,
     /// One entry per numbered row of the table, in the same order.
     pub irqs: Vec<Irq>,
-    /// `/proc/irq/default_smp_affinity`: the CPUs new IRQs may be delivered to.
-    pub default_affinity: Avail<CpuSet>,
     /// `/proc/softirqs`, parsed.
     pub softirqs: Avail<SoftirqTable>,
 }
@@ -70,9 +68,17 @@ impl Irqs {
     }
 }
 
+/// `/proc/irq/default_smp_affinity`: the CPUs IRQs allocated from now on may be delivered to
+/// (read on its own: it does not depend on `/proc/interrupts`).
+pub fn read_default_affinity(r: &mut Reader) -> Avail<CpuSet> {
+    r.cpumask(DEFAULT_AFFINITY)
+}
+
 /// Reads `/proc/interrupts` (line by line, keeping the nonzero counts only: the file of an
-/// 8,192-CPU machine is gigabytes), `/proc/softirqs`, `/proc/irq/default_smp_affinity` and
-/// each numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
+/// 8,192-CPU machine is gigabytes), `/proc/softirqs` and each numbered IRQ's directory.
+/// Unavailable only when `/proc/interrupts` cannot be read; a file that is there but cannot be
+/// read (permissions, an I/O error part way) is also a warning naming it, so that the
+/// findings that depend on it say they could not read it.
 pub fn read(r: &mut Reader) -> Avail<Irqs> {
     let mut rows = InterruptRows::new(INTERRUPTS);
     let mut table = InterruptTable::default();
@@ -92,6 +98,9 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
         rows.line(lineno, line, warnings, |_, row| table.rows.push(row));
     });
     if let Err(e) = read {
+        if !e.is_not_found() {
+            r.warnings.file(INTERRUPTS, e.to_string());
+        }
         return Avail::missing(e.to_string());
     }
     rows.finish(warnings);
@@ -108,7 +117,6 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     Avail::Available(Irqs {
         table,
         irqs,
-        default_affinity: r.cpumask(DEFAULT_AFFINITY),
         softirqs,
     })
 }
@@ -569,6 +577,7 @@ fn interrupt_row(
         None
     };
     if let Some((counts, after)) = fixed_width_counts(rest, cpus.len()) {
+        let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
         return Some(row_with_text(label, number, counts, after));
     }
     let (counts, after) = leading_counts(rest, cpus.len());
@@ -583,6 +592,7 @@ fn interrupt_row(
     } else {
         full_width(counts, cpus.len(), path, lineno, warnings)
     };
+    let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
     Some(row_with_text(
         label,
         number,
@@ -723,6 +733,33 @@ fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
         }
     }
     (counts, text.get(taken..).unwrap_or(""))
+}
+
+/// The text after a numbered row's counts without counts beyond the header's CPU columns (a
+/// row wider than the header: the chip name is never a number), with a warning; they are
+/// dropped rather than taken for the chip.
+fn without_extra_counts<'t>(
+    after: &'t str,
+    number: Option<u32>,
+    width: usize,
+    path: &str,
+    lineno: usize,
+    warnings: &mut Warnings,
+) -> &'t str {
+    let numeric = |word: &str| word.bytes().all(|b| b.is_ascii_digit());
+    if number.is_none() || !after.split_whitespace().next().is_some_and(numeric) {
+        return after;
+    }
+    let (extra, rest) = leading_counts(after, after.len());
+    warnings.line(
+        path,
+        lineno,
+        format!(
+            "{} more counts than the {width} CPU columns of the header; the extra ones are ignored",
+            extra.len()
+        ),
+    );
+    rest
 }
 
 /// Pads a row that has fewer counts than CPU columns with zeros, with a warning.
@@ -999,6 +1036,68 @@ PIN:          0          0   Posted-interrupt notification event
     }
 
     #[test]
+    fn rows_narrower_or_wider_than_the_header_are_warned_and_kept() {
+        let text = "           CPU0       CPU1\n\
+                    \x20 24:          5  IR-PCI-MSI 1-edge      short\n\
+                    \x20 25:          1          2          3  IR-PCI-MSI 2-edge      wide\n\
+                    \x20 26:          7          0  IR-PCI-MSI 3-edge      ok\n";
+        let (table, warnings) = parse(text);
+        let row = |n| table.numbered(n).unwrap();
+        assert_eq!(row(24).counts.dense(), vec![5, 0]);
+        assert_eq!(row(24).actions, vec!["short"]);
+        assert_eq!(row(25).counts.dense(), vec![1, 2]);
+        assert_eq!(row(25).chip.as_deref(), Some("IR-PCI-MSI"));
+        assert_eq!(row(25).actions, vec!["wide"]);
+        assert_eq!(row(26).counts.dense(), vec![7, 0]);
+        let lines: Vec<_> = warnings.iter().map(|w| (w.path.as_str(), w.line)).collect();
+        assert_eq!(
+            lines,
+            vec![("/proc/interrupts", Some(2)), ("/proc/interrupts", Some(3))]
+        );
+        assert!(
+            warnings[1]
+                .message
+                .contains("1 more counts than the 2 CPU columns")
+        );
+    }
+
+    #[test]
+    fn fixed_width_rows_keep_only_nonzero_cells() {
+        let text = "           CPU0       CPU1       CPU2\n\
+                    \x20 24:          0   12345678          0  IR-PCI-MSI 1-edge      q\n\
+                    LOC:          1          0          2   Local timer interrupts\n";
+        let (table, warnings) = parse(text);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let q = table.numbered(24).unwrap();
+        assert_eq!(q.counts.nonzero, vec![(1, 12_345_678)]);
+        assert_eq!((q.counts.len(), q.total()), (3, 12_345_678));
+        assert_eq!(table.count(q, 1), 12_345_678);
+        let loc = table.row("LOC").unwrap();
+        assert_eq!(loc.counts.nonzero, vec![(0, 1), (2, 2)]);
+        assert_eq!(loc.description.as_deref(), Some("Local timer interrupts"));
+    }
+
+    #[test]
+    fn a_file_without_newlines_is_warned_not_held() {
+        // A sparse 64 MiB file of zeros: one line over the limit, skipped; no header.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let file = std::fs::File::create(dir.path().join("proc/interrupts")).unwrap();
+        file.set_len(64 << 20).unwrap();
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r).get_owned().expect("the file was read");
+        assert!(irqs.irqs.is_empty());
+        let warnings = r.warnings.into_vec();
+        assert!(
+            warnings.iter().all(|w| w.path == INTERRUPTS),
+            "{warnings:?}"
+        );
+        assert!(warnings[0].message.contains("longer than"), "{warnings:?}");
+        assert!(warnings[1].message.contains("empty"), "{warnings:?}");
+    }
+
+    #[test]
     fn garbled_lines_are_warned_and_skipped() {
         let text = "           CPU0       CPU1\n\
              24:          1          0  IO-APIC   5-edge      ACPI:Ged\n\
@@ -1110,12 +1209,10 @@ PIN:          0          0   Posted-interrupt notification event
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let irqs = read(&mut r).get_owned().expect("/proc/interrupts is there");
+        let default = read_default_affinity(&mut r);
         let warnings = r.warnings.into_vec();
 
-        assert_eq!(
-            irqs.default_affinity.get().map(CpuSet::to_list).as_deref(),
-            Some("0-1")
-        );
+        assert_eq!(default.get().map(CpuSet::to_list).as_deref(), Some("0-1"));
         let numbers: Vec<u32> = irqs.irqs.iter().map(|irq| irq.number).collect();
         assert_eq!(numbers, vec![40, 41, 50, 60, 61]);
         let irq = |n: u32| irqs.irqs.iter().find(|irq| irq.number == n).unwrap();
