@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times `lowlat inventory --json`, `lowlat audit --json` and `lowlat plan --out DIR --force` on
 # generated large machines (tests/fixtures/generate.py --large) and prints, per size and
-# command, the median wall time and the median peak RSS (the child's ru_maxrss from wait4) over
-# RUNS runs, with the exit code. Release build. Sizes alternate: every round runs every size
+# command, the median wall time, the median CPU time (user + system: steadier than wall time
+# on a shared machine) and the median peak RSS (the child's ru_maxrss from wait4) over RUNS
+# runs, with the exit codes seen. Release build. Sizes alternate: every round runs every size
 # once, in a rotated order, so a slow minute of this shared machine spreads over all sizes.
 #
 # Sizes (CPUs; EPYC-like 128 cores x 2 threads per package, NPS4, 8-core L3 groups):
@@ -88,15 +89,16 @@ for r in range(runs):
                 _, status, usage = os.wait4(child.pid, 0)
                 wall = time.monotonic() - t0
             child.returncode = os.waitstatus_to_exitcode(status)
-            samples.setdefault((size, name), []).append((wall, usage.ru_maxrss, child.returncode))
-print("%-6s %-18s %10s %14s %6s" % ("CPUs", "command", "median s", "peak RSS MiB", "exit"))
+            cpu = usage.ru_utime + usage.ru_stime
+            samples.setdefault((size, name), []).append((wall, cpu, usage.ru_maxrss, child.returncode))
+print("%-6s %-18s %10s %10s %14s %6s" % ("CPUs", "command", "median s", "CPU s", "peak RSS MiB", "exit"))
 for size in sizes:
     for name in commands:
         s = samples[(size, name)]
-        codes = sorted({c for _, _, c in s})
-        print("%-6s %-18s %10.3f %14.1f %6s" % (size, name, statistics.median(w for w, _, _ in s),
-                                                statistics.median(m for _, m, _ in s) / 1024,
-                                                ",".join(str(c) for c in codes)))
+        codes = sorted({c for *_, c in s})
+        print("%-6s %-18s %10.3f %10.3f %14.1f %6s" % (
+            size, name, statistics.median(x[0] for x in s), statistics.median(x[1] for x in s),
+            statistics.median(x[2] for x in s) / 1024, ",".join(str(c) for c in codes)))
 print("(%d runs each, sizes alternating; %s; load average after: %s)" % (
     runs, bin_, open("/proc/loadavg").read().split()[0:3]))
 EOF
