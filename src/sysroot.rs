@@ -309,8 +309,11 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file = self.open_for_reading(path)?;
-        let mut bytes = Vec::new();
+        let (file, size) = self.open_sized(path)?;
+        // Sized to the file (a tree's files have their size; the live /proc says 0 and sysfs
+        // 4096): one read and the one that sees the end, not one per doubling of the buffer.
+        let hint = size.map_or(4096, |size| size.min(MAX_FILE_BYTES) + 1);
+        let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(4096));
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| ReadError::from_io(path, e))?;
@@ -374,21 +377,28 @@ impl SysRoot {
     /// file that is not a regular one is refused (the live /proc, /sys and /dev answer with
     /// regular files and character devices, which are read as they are).
     fn open_for_reading(&self, path: &str) -> Result<std::fs::File, ReadError> {
+        self.open_sized(path).map(|(file, _)| file)
+    }
+
+    /// [`SysRoot::open_for_reading`], with the file's size where it was looked at (under a
+    /// root other than `/`, where the file type is checked anyway).
+    fn open_sized(&self, path: &str) -> Result<(std::fs::File, Option<u64>), ReadError> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(self.host_path(path))
             .map_err(|e| ReadError::from_io(path, e))?;
-        if !self.live {
-            let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
-            if !meta.is_file() && !meta.is_dir() {
-                return Err(ReadError::NotRegular {
-                    path: path.to_string(),
-                });
-            }
+        if self.live {
+            return Ok((file, None));
         }
-        Ok(file)
+        let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
+        if !meta.is_file() && !meta.is_dir() {
+            return Err(ReadError::NotRegular {
+                path: path.to_string(),
+            });
+        }
+        Ok((file, Some(meta.len())))
     }
 
     /// The target of the symbolic link `path`, as written in the link (not resolved).
