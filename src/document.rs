@@ -11,7 +11,7 @@
 //!
 //! | kind              | schema_version | written by                     | read back by        |
 //! |-------------------|----------------|--------------------------------|---------------------|
-//! | `inventory`       | 3              | `inventory --json`             |                     |
+//! | `inventory`       | 4              | `inventory --json`             |                     |
 //! | `audit`           | 2              | `audit --json`                 |                     |
 //! | `plan`            | 3 (2 is read)  | `plan --json`, `plan.json`     | apply, verify       |
 //! | `verify`          | 2              | `verify --json`                |                     |
@@ -102,7 +102,7 @@ impl Kind {
     /// The layout version this lowlat writes for the kind (the table in the module docs).
     pub fn schema_version(self) -> u32 {
         match self {
-            Kind::Inventory => 3, // 3: cpufreq policies lost `cur_khz`
+            Kind::Inventory => 4, // 3: cpufreq policies lost `cur_khz`; 4: sparse IRQ counts
             Kind::Audit => 2,
             Kind::Plan => 3, // 3: grouped settings; 2 has none and still reads
             Kind::Verify => 2,

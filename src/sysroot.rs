@@ -185,8 +185,33 @@ pub enum Recorded {
     Exists,
 }
 
-/// The largest single file lowlat reads (a /proc/interrupts of a big machine is a few MiB).
+/// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
+/// is gigabytes) are read line by line with [`SysRoot::read_lines`].
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The longest line [`SysRoot::read_lines`] hands on whole: a `/proc/interrupts` row is
+/// 11 bytes per CPU column (90 KiB at 8,192 CPUs).
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
+/// Reads one line (with its newline) into `line`, at most `max` bytes of it; the rest of a
+/// longer line is skipped. Returns whether the line was cut.
+fn read_line_bounded(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<bool> {
+    use std::io::{BufRead, Read};
+    let limit = u64::try_from(max).unwrap_or(u64::MAX);
+    reader.by_ref().take(limit).read_until(b'\n', line)?;
+    if line.len() < max || line.last() == Some(&b'\n') {
+        return Ok(false);
+    }
+    if reader.fill_buf()?.first() == Some(&b'\n') {
+        reader.consume(1); // exactly `max` bytes long: not cut
+        return Ok(false);
+    }
+    Ok(reader.skip_until(b'\n')? > 0)
+}
 
 impl SysRoot {
     /// The live machine.
@@ -284,8 +309,11 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let file = self.open_for_reading(path)?;
-        let mut bytes = Vec::new();
+        let (file, size) = self.open_sized(path)?;
+        // Sized to the file (a tree's files have their size; the live /proc says 0 and sysfs
+        // 4096): one read and the one that sees the end, not one per doubling of the buffer.
+        let hint = size.map_or(4096, |size| size.min(MAX_FILE_BYTES) + 1);
+        let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(4096));
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| ReadError::from_io(path, e))?;
@@ -303,31 +331,53 @@ impl SysRoot {
 
     /// Reads a file line by line, without holding it whole: `on_line` gets each line (1-based
     /// number, bytes without the newline or `\r\n`; no UTF-8 check, which a byte parser does
-    /// not need). For large files read again and again (`/proc/interrupts` of a large machine,
-    /// every interval of `lowlat watch`); such reads are not recorded for snapshots.
+    /// not need) and whether it was cut: a line longer than [`MAX_LINE_BYTES`] is handed on
+    /// cut there, the rest of it up to the newline skipped, so a file without newlines (a
+    /// sparse file of zeros) costs no more memory than one line. For large files
+    /// (`/proc/interrupts` of a large machine, read again every interval by `lowlat watch`): no
+    /// size limit. A recording root records the lines as handed on (cut ones cut), for
+    /// snapshots.
     pub fn read_line_bytes(
         &self,
         path: &str,
-        mut on_line: impl FnMut(usize, &[u8]),
+        mut on_line: impl FnMut(usize, &[u8], bool),
     ) -> Result<(), ReadError> {
-        use std::io::BufRead;
-        let mut reader = std::io::BufReader::with_capacity(1 << 16, self.open_for_reading(path)?);
+        let file = self.open_for_reading(path)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut recorded = self.recorded.is_some().then(Vec::new);
         let mut line = Vec::new();
         for number in 1.. {
             line.clear();
-            let read = reader
-                .read_until(b'\n', &mut line)
+            let cut = read_line_bounded(&mut reader, &mut line, MAX_LINE_BYTES)
                 .map_err(|e| ReadError::from_io(path, e))?;
-            if read == 0 {
+            if line.is_empty() {
                 break;
+            }
+            if let Some(recorded) = &mut recorded {
+                recorded.extend_from_slice(&line);
             }
             let end = line
                 .iter()
                 .rposition(|&b| b != b'\n' && b != b'\r')
                 .map_or(0, |last| last + 1);
-            on_line(number, &line[..end]);
+            on_line(number, &line[..end], cut);
+        }
+        if let Some(bytes) = recorded {
+            self.record(path, Recorded::File(bytes));
         }
         Ok(())
+    }
+
+    /// [`SysRoot::read_line_bytes`] for a text file: each line as text (invalid UTF-8
+    /// replaced).
+    pub fn read_lines(
+        &self,
+        path: &str,
+        mut on_line: impl FnMut(usize, &str, bool),
+    ) -> Result<(), ReadError> {
+        self.read_line_bytes(path, |number, bytes, cut| {
+            on_line(number, &String::from_utf8_lossy(bytes), cut);
+        })
     }
 
     /// Reads what a pipe-like kernel file holds now (a tracefs `trace_pipe`): up to its end or
@@ -363,21 +413,28 @@ impl SysRoot {
     /// file that is not a regular one is refused (the live /proc, /sys and /dev answer with
     /// regular files and character devices, which are read as they are).
     fn open_for_reading(&self, path: &str) -> Result<std::fs::File, ReadError> {
+        self.open_sized(path).map(|(file, _)| file)
+    }
+
+    /// [`SysRoot::open_for_reading`], with the file's size where it was looked at (under a
+    /// root other than `/`, where the file type is checked anyway).
+    fn open_sized(&self, path: &str) -> Result<(std::fs::File, Option<u64>), ReadError> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(self.host_path(path))
             .map_err(|e| ReadError::from_io(path, e))?;
-        if !self.live {
-            let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
-            if !meta.is_file() && !meta.is_dir() {
-                return Err(ReadError::NotRegular {
-                    path: path.to_string(),
-                });
-            }
+        if self.live {
+            return Ok((file, None));
         }
-        Ok(file)
+        let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
+        if !meta.is_file() && !meta.is_dir() {
+            return Err(ReadError::NotRegular {
+                path: path.to_string(),
+            });
+        }
+        Ok((file, Some(meta.len())))
     }
 
     /// The target of the symbolic link `path`, as written in the link (not resolved).
@@ -964,6 +1021,42 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_lines_cuts_long_lines_and_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        std::fs::write(dir.path().join("f"), format!("a\n{long}\nb\nc")).unwrap();
+        let root = SysRoot::dir(dir.path()).recording();
+        let mut seen = Vec::new();
+        root.read_lines("/f", |n, line, cut| seen.push((n, line.len(), cut)))
+            .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (1, 1, false),
+                (2, MAX_LINE_BYTES, true),
+                (3, 1, false),
+                (4, 1, false)
+            ]
+        );
+        assert!(
+            matches!(root.recorded().get("/f"), Some(Recorded::File(b)) if b.starts_with(b"a\nxx"))
+        );
+    }
+
+    #[test]
+    fn read_lines_of_a_4_gib_sparse_file_holds_one_line_at_most() {
+        // A file of zeros without a newline (`truncate -s 4G`): one cut line, no 4 GiB buffer.
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("big")).unwrap();
+        file.set_len(4 << 30).unwrap();
+        let mut seen = Vec::new();
+        SysRoot::dir(dir.path())
+            .read_lines("/big", |n, line, cut| seen.push((n, line.len(), cut)))
+            .unwrap();
+        assert_eq!(seen, vec![(1, MAX_LINE_BYTES, true)]);
+    }
 
     #[test]
     fn reads_through_the_root_and_records() {

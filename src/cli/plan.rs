@@ -24,8 +24,10 @@ CPU lists on the kernel command line take the shortest form the running kernel r
 also first-last:used/group, e.g. nohz_full=1-63:15/16). A plan whose command line after the reboot \
 would be longer than the architecture's kernels keep (COMMAND_LINE_SIZE: 2048 bytes on x86 and arm64, \
 the final NUL included) is refused with exit code 2.\n\n\
-Exit codes: 0 the plan was made; 2 it could not be (bad options, a partition or hugepage request \
-the machine cannot take, a command line too long to boot)."
+Exit codes: 0 the plan is complete; 1 it was written but settings are missing because an input \
+file could not be read (/proc/interrupts: no IRQ plan; the message names the file and why); \
+2 no plan (bad options, a partition or hugepage request the machine cannot take, a command line \
+too long to boot)."
 )]
 pub struct PlanArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
@@ -308,6 +310,13 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         print(&guest.render())?;
     } else if args.out.is_none() {
         print(&summary::render(&plan, &machine.topology))?;
+    }
+    if let Some(reason) = machine.interrupts_unread() {
+        eprintln!(
+            "lowlat plan: the IRQ settings (irq:N:affinity) could not be computed, the plan has \
+             none: {reason}; make the file readable and plan again"
+        );
+        return Ok(exit::FAILURES);
     }
     Ok(exit::OK)
 }

@@ -20,7 +20,8 @@ pub use classify::{IrqClass, classify};
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 /// Where the kernel lists interrupts.
 pub const INTERRUPTS: &str = "/proc/interrupts";
@@ -36,8 +37,6 @@ pub struct Irqs {
     pub table: InterruptTable,
     /// One entry per numbered row of the table, in the same order.
     pub irqs: Vec<Irq>,
-    /// `/proc/irq/default_smp_affinity`: the CPUs new IRQs may be delivered to.
-    pub default_affinity: Avail<CpuSet>,
     /// `/proc/softirqs`, parsed.
     pub softirqs: Avail<SoftirqTable>,
 }
@@ -69,14 +68,43 @@ impl Irqs {
     }
 }
 
-/// Reads `/proc/interrupts`, `/proc/softirqs`, `/proc/irq/default_smp_affinity` and each
-/// numbered IRQ's directory. Unavailable only when `/proc/interrupts` cannot be read.
+/// `/proc/irq/default_smp_affinity`: the CPUs IRQs allocated from now on may be delivered to
+/// (read on its own: it does not depend on `/proc/interrupts`).
+pub fn read_default_affinity(r: &mut Reader) -> Avail<CpuSet> {
+    r.cpumask(DEFAULT_AFFINITY)
+}
+
+/// Reads `/proc/interrupts` (line by line, keeping the nonzero counts only: the file of an
+/// 8,192-CPU machine is gigabytes), `/proc/softirqs` and each numbered IRQ's directory.
+/// Unavailable only when `/proc/interrupts` cannot be read; a file that is there but cannot be
+/// read (permissions, an I/O error part way) is also a warning naming it, so that the
+/// findings that depend on it say they could not read it.
 pub fn read(r: &mut Reader) -> Avail<Irqs> {
-    let text = match r.text(INTERRUPTS) {
-        Avail::Available(text) => text,
-        Avail::Unavailable { unavailable } => return Avail::missing(unavailable),
-    };
-    let table = parse_interrupts(&text, INTERRUPTS, &mut r.warnings);
+    let mut rows = InterruptRows::new(INTERRUPTS);
+    let mut table = InterruptTable::default();
+    let warnings = &mut r.warnings;
+    let read = r.root.read_lines(INTERRUPTS, |lineno, line, cut| {
+        if cut {
+            warnings.line(
+                INTERRUPTS,
+                lineno,
+                format!(
+                    "the line is longer than {} bytes; skipped",
+                    crate::sysroot::MAX_LINE_BYTES
+                ),
+            );
+            return;
+        }
+        rows.line(lineno, line, warnings, |_, row| table.rows.push(row));
+    });
+    if let Err(e) = read {
+        if !e.is_not_found() {
+            r.warnings.file(INTERRUPTS, e.to_string());
+        }
+        return Avail::missing(e.to_string());
+    }
+    rows.finish(warnings);
+    table.cpus = rows.cpus;
     let mut device_nodes = BTreeMap::new();
     let irqs = table
         .rows
@@ -89,7 +117,6 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     Avail::Available(Irqs {
         table,
         irqs,
-        default_affinity: r.cpumask(DEFAULT_AFFINITY),
         softirqs,
     })
 }
@@ -146,13 +173,23 @@ fn node_value(r: &mut Reader, path: &str) -> Option<u32> {
 }
 
 /// `/proc/interrupts`, parsed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct InterruptTable {
     /// The CPU of each count column, from the header (online CPUs at the time of reading),
     /// ascending.
     pub cpus: Vec<u32>,
-    /// The rows, in file order.
+    /// The rows, in file order (not changed once read: [`InterruptTable::numbered`] indexes
+    /// them on first use).
     pub rows: Vec<IrqRow>,
+    /// The position in `rows` of each numbered row, built on first lookup.
+    #[serde(skip)]
+    by_number: OnceLock<HashMap<u32, usize>>,
+}
+
+impl PartialEq for InterruptTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.cpus == other.cpus && self.rows == other.rows
+    }
 }
 
 /// One row of `/proc/interrupts`.
@@ -162,9 +199,9 @@ pub struct IrqRow {
     pub id: String,
     /// The Linux IRQ number for numbered rows; `None` for named (architecture) rows.
     pub number: Option<u32>,
-    /// Interrupt counts (events since boot), parallel to [`InterruptTable::cpus`]; a single
-    /// machine-wide total for rows that have no per-CPU counts (`ERR`, `MIS`).
-    pub counts: Vec<u64>,
+    /// Interrupt counts (events since boot), a column per [`InterruptTable::cpus`], kept
+    /// sparse; a single machine-wide total for rows that have no per-CPU counts (`ERR`, `MIS`).
+    pub counts: Counts,
     /// The interrupt controller (irq chip) name, e.g. `IR-PCI-MSI`, `IO-APIC`, `GICv3`.
     pub chip: Option<String>,
     /// The hardware IRQ number within the chip's domain, e.g. `524288`.
@@ -188,15 +225,78 @@ impl IrqRow {
         }
         cpus.binary_search(&cpu)
             .ok()
-            .and_then(|i| self.counts.get(i).copied())
+            .and_then(|i| self.counts.get(i))
             .unwrap_or(0)
     }
 
     /// All events of this row, summed over CPUs.
     pub fn total(&self) -> u64 {
-        self.counts
+        self.counts.total()
+    }
+}
+
+/// The counts of one row, sparse: how many columns it has and the nonzero ones. A large
+/// machine's table is 50,000 rows of 8,192 columns, nearly all zero; dense it would take
+/// 3 GiB.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// How many count columns the row has.
+    pub columns: usize,
+    /// The nonzero counts (events since boot) as `[column, count]` pairs, columns ascending
+    /// (0-based positions in the row, not CPU numbers).
+    pub nonzero: Vec<(u32, u64)>,
+}
+
+impl Counts {
+    /// The sparse form of counts given one per column.
+    pub fn from_dense(counts: &[u64]) -> Self {
+        Self {
+            columns: counts.len(),
+            nonzero: (0u32..)
+                .zip(counts)
+                .filter(|(_, count)| **count != 0)
+                .map(|(column, count)| (column, *count))
+                .collect(),
+        }
+    }
+
+    /// How many columns the row has.
+    pub fn len(&self) -> usize {
+        self.columns
+    }
+
+    /// Whether the row has no column at all.
+    pub fn is_empty(&self) -> bool {
+        self.columns == 0
+    }
+
+    /// The count in `column`; `None` past the last column.
+    pub fn get(&self, column: usize) -> Option<u64> {
+        if column >= self.columns {
+            return None;
+        }
+        let column = u32::try_from(column).ok()?;
+        Some(
+            self.nonzero
+                .binary_search_by_key(&column, |(c, _)| *c)
+                .map_or(0, |i| self.nonzero[i].1),
+        )
+    }
+
+    /// The counts of every column, zeros included.
+    pub fn dense(&self) -> Vec<u64> {
+        let mut out = vec![0; self.columns];
+        for &(column, count) in &self.nonzero {
+            out[column as usize] = count;
+        }
+        out
+    }
+
+    /// All events of the row, summed over its columns.
+    pub fn total(&self) -> u64 {
+        self.nonzero
             .iter()
-            .fold(0u64, |sum, c| sum.saturating_add(*c))
+            .fold(0u64, |sum, (_, c)| sum.saturating_add(*c))
     }
 }
 
@@ -207,9 +307,18 @@ impl InterruptTable {
         row.count_on(&self.cpus, cpu)
     }
 
-    /// The numbered row of Linux IRQ `number`.
+    /// The numbered row of Linux IRQ `number` (a hash lookup: plan and audit ask once per IRQ).
     pub fn numbered(&self, number: u32) -> Option<&IrqRow> {
-        self.rows.iter().find(|row| row.number == Some(number))
+        let index = self.by_number.get_or_init(|| {
+            let mut index = HashMap::with_capacity(self.rows.len());
+            for (at, row) in self.rows.iter().enumerate() {
+                if let Some(n) = row.number {
+                    index.entry(n).or_insert(at);
+                }
+            }
+            index
+        });
+        index.get(&number).and_then(|&at| self.rows.get(at))
     }
 
     /// The row labelled `id` (`"LOC"`, `"45"`).
@@ -347,7 +456,12 @@ impl<'p> InterruptRows<'p> {
         if row.counts.len() != self.cpus.len() {
             return; // a machine-wide total
         }
-        row.counts = keep.columns.iter().map(|&c| row.counts[c]).collect();
+        let kept: Vec<u64> = keep
+            .columns
+            .iter()
+            .map(|&c| row.counts.get(c).unwrap_or(0))
+            .collect();
+        row.counts = Counts::from_dense(&kept);
         on_row(&keep.cpus, row);
     }
 
@@ -465,6 +579,10 @@ fn interrupt_row(
     } else {
         None
     };
+    if let Some((counts, after)) = sparse_row_counts(rest, cpus.len()) {
+        let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
+        return Some(row_with_text(label, number, counts, after));
+    }
     let (counts, after) = leading_counts(rest, cpus.len());
     if counts.is_empty() {
         warnings.line(path, lineno, garbled(line, "no interrupt counts"));
@@ -477,7 +595,58 @@ fn interrupt_row(
     } else {
         full_width(counts, cpus.len(), path, lineno, warnings)
     };
-    Some(row_with_text(label, number, counts, after))
+    let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
+    Some(row_with_text(
+        label,
+        number,
+        Counts::from_dense(&counts),
+        after,
+    ))
+}
+
+/// The count in one fixed-width cell: right-aligned digits after at least one space; `None`
+/// for anything else. Most cells of a large machine are zero: one comparison instead of a scan.
+fn cell_count(cell: &[u8]) -> Option<u64> {
+    if cell == ZERO_CELL {
+        return Some(0);
+    }
+    let digits = cell.trim_ascii_start();
+    if digits.is_empty() || digits.len() == cell.len() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+/// The counts of a row in the kernel's fixed-width layout (`%10u ` per column), kept sparse,
+/// and the text after them; `None` when the row is not laid out that way (a count wider than
+/// its column, a short row, a machine-wide total), to be parsed word by word instead. Zero
+/// cells are recognised by comparison, without parsing: nearly all cells of a large machine.
+fn sparse_row_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
+    let cells = rest.as_bytes().get(..width * COLUMN_WIDTH)?;
+    let after = rest.get(width * COLUMN_WIDTH..)?;
+    if width == 0 || !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    let mut nonzero = Vec::new();
+    for (column, cell) in (0u32..).zip(cells.chunks_exact(COLUMN_WIDTH)) {
+        match cell_count(cell)? {
+            0 => {}
+            count => nonzero.push((column, count)),
+        }
+    }
+    Some((
+        Counts {
+            columns: width,
+            nonzero,
+        },
+        after,
+    ))
 }
 
 /// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
@@ -490,7 +659,12 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
     let label = std::str::from_utf8(label).ok()?;
     let after = std::str::from_utf8(after).ok()?;
     let number = label.parse::<u32>().ok();
-    Some(row_with_text(label, number, counts, after))
+    Some(row_with_text(
+        label,
+        number,
+        Counts::from_dense(&counts),
+        after,
+    ))
 }
 
 /// The allocation-free core of reading a row at the kernel's fixed column width: for a row of
@@ -514,22 +688,7 @@ pub fn fixed_width_counts<'l>(
     // Every column is right-aligned digits after at least one space; check the kept ones and
     // the boundary after the last column.
     let field = |column: usize| -> Option<u64> {
-        let cell = counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?;
-        // Most cells of a large machine are zero: one comparison instead of a scan.
-        if cell == ZERO_CELL {
-            return Some(0);
-        }
-        let digits = cell.trim_ascii_start();
-        if digits.is_empty() || digits.len() == cell.len() {
-            return None;
-        }
-        digits.iter().try_fold(0u64, |n, &b| {
-            if b.is_ascii_digit() {
-                n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-            } else {
-                None
-            }
-        })
+        cell_count(counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?)
     };
     let after = &rest[width * COLUMN_WIDTH..];
     if after.first().is_some_and(|&b| b != b' ') {
@@ -544,7 +703,7 @@ pub fn fixed_width_counts<'l>(
 
 /// A row from its label, counts and the text after the counts: the chip, hardware IRQ,
 /// trigger and handlers of a numbered row, the description of a named one.
-fn row_with_text(label: &str, number: Option<u32>, counts: Vec<u64>, after: &str) -> IrqRow {
+fn row_with_text(label: &str, number: Option<u32>, counts: Counts, after: &str) -> IrqRow {
     let mut row = IrqRow {
         id: label.to_string(),
         number,
@@ -604,6 +763,33 @@ fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
         }
     }
     (counts, text.get(taken..).unwrap_or(""))
+}
+
+/// The text after a numbered row's counts without counts beyond the header's CPU columns (a
+/// row wider than the header: the chip name is never a number), with a warning; they are
+/// dropped rather than taken for the chip.
+fn without_extra_counts<'t>(
+    after: &'t str,
+    number: Option<u32>,
+    width: usize,
+    path: &str,
+    lineno: usize,
+    warnings: &mut Warnings,
+) -> &'t str {
+    let numeric = |word: &str| word.bytes().all(|b| b.is_ascii_digit());
+    if number.is_none() || !after.split_whitespace().next().is_some_and(numeric) {
+        return after;
+    }
+    let (extra, rest) = leading_counts(after, after.len());
+    warnings.line(
+        path,
+        lineno,
+        format!(
+            "{} more counts than the {width} CPU columns of the header; the extra ones are ignored",
+            extra.len()
+        ),
+    );
+    rest
 }
 
 /// Pads a row that has fewer counts than CPU columns with zeros, with a warning.
@@ -804,7 +990,7 @@ PIN:          0          0   Posted-interrupt notification event
         assert_eq!(loc.total(), 45808 + 48261);
         assert_eq!(table.count(loc, 1), 48261);
         let err = table.row("ERR").unwrap();
-        assert_eq!(err.counts, vec![0]);
+        assert_eq!(err.counts.dense(), vec![0]);
         assert_eq!(err.description, None);
     }
 
@@ -854,7 +1040,7 @@ PIN:          0          0   Posted-interrupt notification event
         assert_eq!(table.numbered(47).unwrap().actions, vec!["nvme0q0"]);
         let ipi = table.row("IPI0").unwrap();
         assert_eq!(ipi.description.as_deref(), Some("Rescheduling interrupts"));
-        assert_eq!(table.row("Err").unwrap().counts, vec![0]);
+        assert_eq!(table.row("Err").unwrap().counts.dense(), vec![0]);
     }
 
     #[test]
@@ -880,6 +1066,68 @@ PIN:          0          0   Posted-interrupt notification event
     }
 
     #[test]
+    fn rows_narrower_or_wider_than_the_header_are_warned_and_kept() {
+        let text = "           CPU0       CPU1\n\
+                    \x20 24:          5  IR-PCI-MSI 1-edge      short\n\
+                    \x20 25:          1          2          3  IR-PCI-MSI 2-edge      wide\n\
+                    \x20 26:          7          0  IR-PCI-MSI 3-edge      ok\n";
+        let (table, warnings) = parse(text);
+        let row = |n| table.numbered(n).unwrap();
+        assert_eq!(row(24).counts.dense(), vec![5, 0]);
+        assert_eq!(row(24).actions, vec!["short"]);
+        assert_eq!(row(25).counts.dense(), vec![1, 2]);
+        assert_eq!(row(25).chip.as_deref(), Some("IR-PCI-MSI"));
+        assert_eq!(row(25).actions, vec!["wide"]);
+        assert_eq!(row(26).counts.dense(), vec![7, 0]);
+        let lines: Vec<_> = warnings.iter().map(|w| (w.path.as_str(), w.line)).collect();
+        assert_eq!(
+            lines,
+            vec![("/proc/interrupts", Some(2)), ("/proc/interrupts", Some(3))]
+        );
+        assert!(
+            warnings[1]
+                .message
+                .contains("1 more counts than the 2 CPU columns")
+        );
+    }
+
+    #[test]
+    fn fixed_width_rows_keep_only_nonzero_cells() {
+        let text = "           CPU0       CPU1       CPU2\n\
+                    \x20 24:          0   12345678          0  IR-PCI-MSI 1-edge      q\n\
+                    LOC:          1          0          2   Local timer interrupts\n";
+        let (table, warnings) = parse(text);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let q = table.numbered(24).unwrap();
+        assert_eq!(q.counts.nonzero, vec![(1, 12_345_678)]);
+        assert_eq!((q.counts.len(), q.total()), (3, 12_345_678));
+        assert_eq!(table.count(q, 1), 12_345_678);
+        let loc = table.row("LOC").unwrap();
+        assert_eq!(loc.counts.nonzero, vec![(0, 1), (2, 2)]);
+        assert_eq!(loc.description.as_deref(), Some("Local timer interrupts"));
+    }
+
+    #[test]
+    fn a_file_without_newlines_is_warned_not_held() {
+        // A sparse 64 MiB file of zeros: one line over the limit, skipped; no header.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let file = std::fs::File::create(dir.path().join("proc/interrupts")).unwrap();
+        file.set_len(64 << 20).unwrap();
+        let root = SysRoot::dir(dir.path());
+        let mut r = Reader::new(&root);
+        let irqs = read(&mut r).get_owned().expect("the file was read");
+        assert!(irqs.irqs.is_empty());
+        let warnings = r.warnings.into_vec();
+        assert!(
+            warnings.iter().all(|w| w.path == INTERRUPTS),
+            "{warnings:?}"
+        );
+        assert!(warnings[0].message.contains("longer than"), "{warnings:?}");
+        assert!(warnings[1].message.contains("empty"), "{warnings:?}");
+    }
+
+    #[test]
     fn garbled_lines_are_warned_and_skipped() {
         let text = "           CPU0       CPU1\n\
              24:          1          0  IO-APIC   5-edge      ACPI:Ged\n\
@@ -892,7 +1140,7 @@ PIN:          0          0   Posted-interrupt notification event
         let ids: Vec<&str> = table.rows.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, vec!["24", "26", "27"]);
         // The cut-off row 26 is kept, padded with 0 and warned about.
-        assert_eq!(table.numbered(26).unwrap().counts, vec![7, 0]);
+        assert_eq!(table.numbered(26).unwrap().counts.dense(), vec![7, 0]);
         let lines: Vec<Option<usize>> = warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![Some(3), Some(4), Some(5), Some(6)]);
         assert!(warnings.iter().all(|w| w.path == P));
@@ -991,12 +1239,10 @@ PIN:          0          0   Posted-interrupt notification event
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
         let irqs = read(&mut r).get_owned().expect("/proc/interrupts is there");
+        let default = read_default_affinity(&mut r);
         let warnings = r.warnings.into_vec();
 
-        assert_eq!(
-            irqs.default_affinity.get().map(CpuSet::to_list).as_deref(),
-            Some("0-1")
-        );
+        assert_eq!(default.get().map(CpuSet::to_list).as_deref(), Some("0-1"));
         let numbers: Vec<u32> = irqs.irqs.iter().map(|irq| irq.number).collect();
         assert_eq!(numbers, vec![40, 41, 50, 60, 61]);
         let irq = |n: u32| irqs.irqs.iter().find(|irq| irq.number == n).unwrap();

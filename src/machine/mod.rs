@@ -144,6 +144,8 @@ pub struct Machine {
     pub topology: topology::Topology,
     /// Interrupts: /proc/interrupts, per-IRQ affinity, softirqs.
     pub irqs: Avail<irq::Irqs>,
+    /// `/proc/irq/default_smp_affinity`: the CPUs IRQs allocated from now on may use.
+    pub irq_default_affinity: Avail<CpuSet>,
     /// Whether an IOMMU translates device DMA (units and default domain type).
     pub iommu: iommu::Iommu,
     /// Processes and kernel threads with their affinity and scheduling.
@@ -187,11 +189,12 @@ impl Machine {
         std::thread::scope(|scope| {
             let irqs = scope.spawn(move || {
                 read_part(root, |r| {
-                    if interrupts {
+                    let table = if interrupts {
                         irq::read(r)
                     } else {
                         Avail::missing("interrupts were not read")
-                    }
+                    };
+                    (table, irq::read_default_affinity(r))
                 })
             });
             let tasks = scope.spawn(|| {
@@ -220,7 +223,7 @@ impl Machine {
                         net::read(r),
                     )
                 });
-            let (irqs, irq_warnings) = join(irqs);
+            let ((irqs, irq_default_affinity), irq_warnings) = join(irqs);
             let ((tasks, services, virt), task_warnings) = join(tasks);
             let ((kernel, power), kernel_warnings) = join(kernel_power);
             warnings.extend(irq_warnings);
@@ -231,6 +234,7 @@ impl Machine {
                 hypervisor,
                 topology,
                 irqs,
+                irq_default_affinity,
                 iommu,
                 tasks,
                 services,
@@ -242,6 +246,21 @@ impl Machine {
                 warnings,
             }
         })
+    }
+}
+
+impl Machine {
+    /// Why `/proc/interrupts` could not be read, when it is there but unreadable (the reader
+    /// left a file warning and the interrupts are unavailable); `None` when it was read or is
+    /// simply absent. Audit and plan report what depends on it as not computed.
+    pub fn interrupts_unread(&self) -> Option<&str> {
+        if self.irqs.get().is_some() {
+            return None;
+        }
+        self.warnings
+            .iter()
+            .find(|w| w.path == irq::INTERRUPTS && w.line.is_none())
+            .map(|w| w.message.as_str())
     }
 }
 

@@ -271,6 +271,7 @@ pub fn read(r: &mut Reader) -> Topology {
     let mut cpus = Vec::new();
     let mut package_sets: BTreeMap<u32, CpuSet> = BTreeMap::new();
     let mut caches: BTreeMap<(u8, CacheKind, CpuSet), Cache> = BTreeMap::new();
+    let mut seen_indexes = BTreeSet::new();
     for (cpu, name) in r.root.list_numbered(CPU_DIR, "cpu") {
         let dir = format!("{CPU_DIR}/{name}");
         let is_online = match r.opt::<u8>(&format!("{dir}/online")) {
@@ -308,7 +309,7 @@ pub fn read(r: &mut Reader) -> Topology {
             siblings: thread_siblings.unwrap_or_else(|| [cpu].into_iter().collect()),
             node: node_of.get(&cpu).copied(),
         });
-        for cache in read_caches(r, &dir, &caches) {
+        for cache in read_caches(r, &dir, &caches, &mut seen_indexes) {
             caches.insert((cache.level, cache.kind, cache.cpus.clone()), cache);
         }
     }
@@ -433,10 +434,13 @@ fn siblings_from_core_ids(cpus: &mut [LogicalCpu]) {
 
 /// Reads the caches of one CPU that are not in `known` yet: a cache shared by many CPUs is
 /// read once, from its first CPU, so that a large machine costs a few reads per instance.
+/// `seen` holds the `indexN` directories already read with their CPU sets: another CPU's
+/// `indexN` with the same `shared_cpu_list` is the same cache, and only that file is read.
 fn read_caches(
     r: &mut Reader,
     cpu_dir: &str,
     known: &BTreeMap<(u8, CacheKind, CpuSet), Cache>,
+    seen: &mut BTreeSet<(String, CpuSet)>,
 ) -> Vec<Cache> {
     let mut out = Vec::new();
     let cache_dir = format!("{cpu_dir}/cache");
@@ -447,6 +451,9 @@ fn read_caches(
             .get_owned()
             .or_else(|| r.cpumask(&format!("{dir}/shared_cpu_map")).get_owned());
         let Some(cpus) = cpus else { continue };
+        if !seen.insert((name, cpus.clone())) {
+            continue;
+        }
         let Some(level) = r.opt::<u8>(&format!("{dir}/level")) else {
             continue;
         };

@@ -385,13 +385,11 @@ fn isolation_lines(m: &Machine) -> String {
         set(&s.workqueue_cpumask),
         set(&s.writeback_cpumask)
     );
-    if let Some(irqs) = m.irqs.get() {
-        let _ = write!(
-            out,
-            "; default IRQ affinity {}",
-            set(&irqs.default_affinity)
-        );
-    }
+    let _ = write!(
+        out,
+        "; default IRQ affinity {}",
+        set(&m.irq_default_affinity)
+    );
     out
 }
 

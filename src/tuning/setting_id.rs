@@ -611,7 +611,24 @@ mod tests {
                     map.contains_key("value"),
                     map.contains_key("layer"),
                 ) {
-                    out.push(id.clone());
+                    // A group of plan.json (schema 3) stands for one id per CPU or name.
+                    let cpus = map.get("cpus").and_then(|c| c.as_str()).map(|list| {
+                        crate::machine::CpuSet::parse_list(list)
+                            .unwrap()
+                            .iter()
+                            .map(|cpu| id.replace("{cpus}", &cpu.to_string()))
+                            .collect::<Vec<_>>()
+                    });
+                    let names = map.get("names").and_then(|n| n.as_array()).map(|names| {
+                        names
+                            .iter()
+                            .map(|name| id.replace("{names}", name.as_str().unwrap()))
+                            .collect::<Vec<_>>()
+                    });
+                    match cpus.or(names) {
+                        Some(members) => out.extend(members),
+                        None => out.push(id.clone()),
+                    }
                 }
                 map.values().for_each(|v| setting_ids(v, out));
             }

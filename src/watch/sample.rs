@@ -152,7 +152,11 @@ impl Sampler {
         let mut handed = 0;
         // The names from the first row that differs from last time on, if one does.
         let mut renamed: Option<Vec<String>> = None;
-        root.read_line_bytes(INTERRUPTS, |lineno, line| {
+        root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
+            if cut {
+                warnings.line(INTERRUPTS, lineno, "the line is too long; skipped");
+                return;
+            }
             let Some((width, columns, slots)) = &layout else {
                 parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, _| {});
                 if !parser.cpus.is_empty() {
@@ -188,7 +192,7 @@ impl Sampler {
                         self.rows.push(key);
                     }
                 }
-                counts = row.counts;
+                counts = row.counts.dense();
             }
             for (&slot, &count) in slots.iter().zip(&counts) {
                 if count > 0 {

@@ -176,3 +176,64 @@ fn control_sequences_from_the_machine_are_escaped_on_the_terminal() {
         );
     }
 }
+
+/// A copy of the tuned EPYC fixture whose /proc/interrupts is a FIFO: there, but unreadable
+/// (a machine tree holds copies of files; lowlat refuses to block on one).
+fn tree_with_unreadable_interrupts(dir: &Path) {
+    tree::copy_tree(&fixture("epyc7f32-2s-tuned"), dir);
+    let interrupts = dir.join("proc/interrupts");
+    std::fs::remove_file(&interrupts).unwrap();
+    let status = Command::new("mkfifo").arg(&interrupts).status().unwrap();
+    assert!(status.success(), "mkfifo");
+}
+
+#[test]
+fn an_unreadable_proc_interrupts_fails_the_irq_findings_and_the_plan_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    tree_with_unreadable_interrupts(dir.path());
+    let root = dir.path().to_str().unwrap();
+
+    let audit = crate::support::lowlat(&["--root", root, "audit", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let finding = |id: &str| {
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == id)
+            .unwrap_or_else(|| panic!("no {id}"))
+            .clone()
+    };
+    let on_isolated = finding("LL-IRQ-ON-ISOLATED");
+    assert_eq!(on_isolated["status"], "fail", "{on_isolated}");
+    let observed = on_isolated["observed"].as_str().unwrap();
+    assert!(
+        observed.contains("could not read /proc/interrupts")
+            && observed.contains("not a regular file"),
+        "{observed}"
+    );
+    // The default affinity is its own file: judged, not unknown.
+    let default = finding("LL-IRQ-DEFAULT-AFFINITY");
+    assert!(
+        matches!(default["status"].as_str(), Some("pass" | "fail")),
+        "{default}"
+    );
+    assert_eq!(audit.status.code(), Some(1));
+
+    let out = dir.path().join("plan");
+    let plan = crate::support::lowlat(&["--root", root, "plan", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&plan.stderr);
+    assert_eq!(plan.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("irq:N:affinity") && stderr.contains("/proc/interrupts"),
+        "{stderr}"
+    );
+    assert!(
+        out.join("plan.json").exists(),
+        "the rest of the plan is written"
+    );
+}

@@ -65,7 +65,7 @@ fn epyc7f32_2s_is_the_guides_server() {
     let nodes = &doc["machine"]["topology"]["nodes"];
     assert_eq!(nodes[0]["distances"], serde_json::json!([10, 32]));
     assert_eq!(nodes[1]["distances"], serde_json::json!([32, 10]));
-    assert_eq!(doc["schema_version"], 3);
+    assert_eq!(doc["schema_version"], 4);
     assert_eq!(doc["kind"], "inventory");
 }
 

@@ -272,12 +272,8 @@ fn irq_default_affinity(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if let Some(unknown) = without_partition(ctx, &expected) {
         return unknown;
     }
-    let irqs = match part(&ctx.machine.irqs, "interrupts unreadable", &expected) {
-        Ok(irqs) => irqs,
-        Err(unknown) => return *unknown,
-    };
     let default = match part(
-        &irqs.default_affinity,
+        &ctx.machine.irq_default_affinity,
         "default affinity unreadable",
         &expected,
     ) {

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
+use crate::audit::Status;
 use crate::audit::rule::{RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
-use crate::machine::irq::{Irq, IrqClass, IrqRow, Irqs};
+use crate::machine::irq::{INTERRUPTS, Irq, IrqClass, IrqRow, Irqs};
 
 /// `unknown` when a machine part is unavailable.
 pub(crate) fn part<'a, T>(
@@ -96,7 +97,9 @@ impl<'a> IrqIndex<'a> {
     }
 }
 
-/// The interrupts, or the `unknown` outcome without them.
+/// The interrupts, or the outcome without them: `unknown` where `/proc/interrupts` is absent,
+/// `fail` where it is there but could not be read (the reader left a warning naming it), so
+/// that an unread file never passes for an unknown one.
 pub(crate) fn interrupts<'a>(
     ctx: &RuleContext<'a>,
     expected: &str,
@@ -104,6 +107,15 @@ pub(crate) fn interrupts<'a>(
     if let Some(unknown) = without_partition(ctx, expected) {
         return Err(Box::new(unknown));
     }
-    part(&ctx.machine.irqs, "interrupts unreadable", expected)
-        .map_err(|o| Box::new(o.evidence("/proc/interrupts")))
+    part(&ctx.machine.irqs, "interrupts unreadable", expected).map_err(|outcome| {
+        let outcome = match ctx.machine.interrupts_unread() {
+            Some(reason) => RuleOutcome::new(
+                Status::Fail,
+                format!("could not read {INTERRUPTS}: {reason}"),
+                expected,
+            ),
+            None => *outcome,
+        };
+        Box::new(outcome.evidence(INTERRUPTS))
+    })
 }

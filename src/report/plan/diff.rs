@@ -167,13 +167,16 @@ fn current_cmdline(s: &Setting, machine: &Machine) -> Current {
 }
 
 fn current_irq(s: &Setting, machine: &Machine) -> Current {
+    if s.id == SettingId::IrqDefault.to_string() {
+        return cpus(
+            &machine.irq_default_affinity,
+            Some(machine.topology.nr_cpu_ids()),
+        );
+    }
     let irqs = match &machine.irqs {
         Avail::Available(irqs) => irqs,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
-    if s.id == SettingId::IrqDefault.to_string() {
-        return cpus(&irqs.default_affinity, Some(machine.topology.nr_cpu_ids()));
-    }
     match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {
         Some(irq) => cpus(&irq.affinity, None),
         None => Current::Absent,
