@@ -15,6 +15,7 @@ mod bios_vendors;
 mod cli_measure;
 mod compare;
 mod completions;
+mod fleet;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
