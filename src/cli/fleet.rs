@@ -122,7 +122,13 @@ pub enum PlanProfile {
 }
 
 /// Runs `lowlat fleet`.
-pub(crate) fn run(_cli: &Cli, args: &FleetArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
+    if cli.root.is_some() || cli.snapshot.is_some() {
+        anyhow::bail!(
+            "--root and --snapshot name one machine; `lowlat fleet` reads the snapshot files and \
+             directories given as its arguments (lowlat fleet report DIR…)"
+        );
+    }
     match &args.action {
         FleetAction::Report(args) => report(args),
         FleetAction::Plan(args) => plan(args),

@@ -142,11 +142,11 @@ impl Fleet {
             let problem = format!(
                 "{}: duplicate host name {}: {} has it too and is the one reported; give every \
                  host its own host name, or remove the older snapshot",
-                read.file.display(),
+                file.display(),
                 read.host,
                 self.hosts[first].file.display()
             );
-            return self.skip(&read.file, problem);
+            return self.skip(file, problem);
         }
         let next = self.states.len();
         let state = *self.states.entry(read.state).or_insert(next);
@@ -341,5 +341,91 @@ fn judge(id: usize, key: &[&str], mut members: Vec<&Host>, states: &[HostState])
         sample: members[0].file.display().to_string(),
         split,
         outliers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Status;
+    use crate::fleet::host::Verdict;
+    use crate::machine::fingerprint::Fingerprint;
+
+    fn host(name: &str, cpu: &str, bios: &str, status: Status) -> Result<HostRead, HostError> {
+        let fields = [
+            ("firmware.system", "R740"),
+            ("cpu.model", cpu),
+            ("topology.sockets", "2"),
+            ("firmware.bios_version", bios),
+        ];
+        let print = Fingerprint(
+            fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        let observed = if status == Status::Pass { "" } else { "on" };
+        Ok(HostRead {
+            host: name.into(),
+            file: PathBuf::from(format!("{name}.lowlat")),
+            state: HostState {
+                fingerprint: print,
+                verdicts: vec![Verdict {
+                    rule: "LL-SMT".into(),
+                    status,
+                    observed: observed.into(),
+                }],
+            },
+        })
+    }
+
+    #[test]
+    fn the_minority_is_named_field_by_field_and_a_tie_judges_no_one() {
+        let mut fleet = Fleet::default();
+        for (name, cpu, bios, status) in [
+            ("a", "Xeon", "1", Status::Pass),
+            ("b", "Xeon", "1", Status::Pass),
+            ("c", "Xeon", "2", Status::Fail),
+            ("d", "Epyc", "1", Status::Pass),
+            ("e", "Epyc", "2", Status::Pass),
+        ] {
+            fleet.add(Path::new(name), host(name, cpu, bios, status));
+        }
+        fleet.add(Path::new("again"), host("a", "Xeon", "1", Status::Pass));
+        let report = fleet.report("low-latency");
+        assert_eq!(report.hosts, 5);
+        assert_eq!(report.distinct_states, 4, "a and b share one state");
+        let xeon = &report.groups[0];
+        assert_eq!(xeon.hosts, ["a", "b", "c"]);
+        assert_eq!(xeon.outliers.len(), 1);
+        assert_eq!(xeon.outliers[0].host, "c");
+        let difference = |field: &str, value: &str, group: &str| Difference {
+            field: field.into(),
+            value: value.into(),
+            group: group.into(),
+        };
+        assert_eq!(
+            xeon.outliers[0].differences,
+            [
+                difference("firmware.bios_version", "2", "1"),
+                difference("rule:LL-SMT", "fail: on", "pass"),
+            ]
+        );
+        let epyc = &report.groups[1];
+        assert!(epyc.outliers.is_empty());
+        assert_eq!(epyc.split, ["firmware.bios_version"]);
+        assert_eq!(report.skipped.len(), 1);
+        assert!(
+            report.skipped[0]
+                .problem
+                .starts_with("again: duplicate host name a: a.lowlat has it too"),
+            "{:?}",
+            report.skipped
+        );
+        assert_eq!(
+            (report.rules[0].hosts.pass, report.rules[0].hosts.fail),
+            (4, 1)
+        );
+        assert_eq!(report.outliers(), 1);
     }
 }
