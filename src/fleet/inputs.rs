@@ -33,7 +33,7 @@ pub struct Found {
 }
 
 /// Finds the snapshots of `inputs`. A file given is taken as a snapshot whatever its name; a
-/// directory is walked ([`MAX_DEPTH`] levels, symbolic links not followed).
+/// directory is walked three levels deep, symbolic links not followed.
 pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
     let mut found = Found::default();
     for input in inputs {
