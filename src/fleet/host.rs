@@ -1,6 +1,6 @@
-//! One host of a fleet: its snapshot opened, the machine model read and audited offline, then
-//! folded into what the fleet keeps of it ([`HostState`]: the fingerprint and the rule
-//! verdicts). The model and the unpacked snapshot are dropped before the next host is read.
+//! One host of a fleet: its snapshot loaded into memory, the machine model read and audited
+//! offline, then folded into what the fleet keeps of it ([`HostState`]: the fingerprint and the
+//! rule verdicts). The model and the snapshot's files are dropped before the next host is read.
 
 use std::path::{Path, PathBuf};
 

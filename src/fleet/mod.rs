@@ -1,8 +1,9 @@
 //! `lowlat fleet`: many hosts judged together, offline, from the snapshots an Ansible run (or
-//! anything else) collected. Each snapshot is opened, read into the machine model and audited
-//! on a worker thread, folded into a small host state (fingerprint and rule verdicts) and
-//! dropped, so memory grows with the number of distinct host states, not with the number of
-//! hosts. Then the hosts are grouped and the outliers of each group named field by field
+//! anything else) collected. Each snapshot is loaded into memory (nothing is unpacked to disk;
+//! at most [`crate::snapshot::MAX_TOTAL_BYTES`], as for any snapshot), read into the machine
+//! model and audited on a worker thread, folded into a small host state (fingerprint and rule
+//! verdicts) and dropped, so memory grows with the number of distinct host states, not with the
+//! number of hosts. Then the hosts are grouped and the outliers of each group named field by field
 //! ([`group`]); `fleet plan` makes one plan per group ([`plan`]).
 //!
 //! Bad input never stops the report: a snapshot that cannot be opened (damaged, hostile,
