@@ -32,7 +32,8 @@ set +e
 rc=$?
 set -e
 [ "$rc" -le 1 ] || { echo "bench/fleet.sh: lowlat fleet report exited $rc" >&2; exit 2; }
-read -r wall rss_kib user sys <"$work/time"
+# GNU time puts "Command exited with non-zero status 1" (outliers found) before its figures.
+read -r wall rss_kib user sys < <(tail -n 1 "$work/time")
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Exactly the planted outliers, and every host reported.
