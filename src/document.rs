@@ -35,6 +35,7 @@
 //! | `bios-verify`     | 2              | `bios verify --json`           |                     |
 //! | `check`           | 2              | `check --json`, `check.json`   |                     |
 //! | `compare`         | 2              | `compare --json`               |                     |
+//! | `fleet`           | 2              | `fleet report --json`          | `report`, `--html`  |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -96,6 +97,9 @@ pub enum Kind {
     Check,
     /// Two arms of runs compared, with verdicts (`lowlat compare`).
     Compare,
+    /// Many hosts grouped, with each group's outliers and the rules' tallies
+    /// (`lowlat fleet report --json`).
+    Fleet,
 }
 
 impl Kind {
@@ -126,6 +130,7 @@ impl Kind {
             Kind::BiosVerify => 2,
             Kind::Check => 2,
             Kind::Compare => 2,
+            Kind::Fleet => 2, // born with the envelope, numbered as its kinds are
         }
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod check;
 pub mod cli;
 pub mod compare;
 pub(crate) mod document;
+pub mod fleet;
 pub mod machine;
 pub mod measure;
 pub mod peer;

@@ -5,8 +5,9 @@
 //! ([`Manifest`], a document of kind `snapshot`); the machine's files follow under `root/` with their system paths
 //! (`root/proc/cpuinfo`). Only regular files and directories are written.
 //!
-//! Opening a snapshot unpacks it into a private temporary directory, written by lowlat itself
-//! entry by entry: absolute paths, `..`, links, device files, oversize entries and archives too
+//! Opening a snapshot ([`open`]) unpacks it into a private temporary directory, written by lowlat
+//! itself entry by entry; loading one ([`load`], for `lowlat fleet`, which reads thousands)
+//! holds its files in memory instead. Either way, absolute paths, `..`, links, device files, oversize entries and archives too
 //! large to be a snapshot are refused with an error naming the entry. Ctrl-C or SIGTERM
 //! while it unpacks removes the directory before the process ends, and a terminal sees the
 //! progress once a second.
@@ -19,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
 use crate::sysroot::{
-    Durability, MAX_FILE_BYTES, Perms, Recorded, SysRoot, WriteError, write_file_atomically,
+    Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, SysRoot, WriteError,
+    write_file_atomically,
 };
 use crate::text::escape_controls;
 
@@ -324,6 +326,43 @@ fn append(
 /// Ctrl-C or SIGTERM while it unpacks removes the directory, then ends the process as the
 /// signal would have.
 pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
+    let tempdir = tempfile::Builder::new()
+        .prefix("lowlat-snapshot-")
+        .tempdir()
+        .map_err(SnapshotError::TempDir)?;
+    let top = tempdir.path().join("root");
+    std::fs::create_dir(&top).map_err(SnapshotError::TempDir)?;
+    let mut tempdir = Some(tempdir);
+    let manifest = read_archive(file, &mut Target::Dir(&top), &mut || drop(tempdir.take()))?;
+    let tempdir = tempdir.ok_or(SnapshotError::Interrupted {
+        file: file.to_path_buf(),
+    })?;
+    Ok((SysRoot::unpacked(tempdir, top), manifest))
+}
+
+/// Loads a snapshot into memory, with the same checks as [`open`], and returns a SysRoot over
+/// its files with the manifest. Nothing is written to disk.
+pub fn load(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
+    let mut tree = MemoryTree::default();
+    let manifest = read_archive(file, &mut Target::Memory(&mut tree), &mut || {})?;
+    Ok((SysRoot::in_memory(file.to_path_buf(), tree), manifest))
+}
+
+/// Where the entries of an archive go.
+enum Target<'a> {
+    /// Files and directories under this directory.
+    Dir(&'a Path),
+    /// A tree in memory.
+    Memory(&'a mut MemoryTree),
+}
+
+/// Reads the snapshot `file` into `target` and returns its manifest. Ctrl-C or SIGTERM while it
+/// reads calls `clean_up`, then ends the process as the signal would have.
+fn read_archive(
+    file: &Path,
+    target: &mut Target<'_>,
+    clean_up: &mut dyn FnMut(),
+) -> Result<Manifest, SnapshotError> {
     let raw = std::fs::File::open(file).map_err(|source| SnapshotError::Open {
         file: file.to_path_buf(),
         source,
@@ -333,18 +372,12 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
             file: file.to_path_buf(),
             reason: e.to_string(),
         })?;
-    let tempdir = tempfile::Builder::new()
-        .prefix("lowlat-snapshot-")
-        .tempdir()
-        .map_err(SnapshotError::TempDir)?;
-    let top = tempdir.path().join("root");
-    std::fs::create_dir(&top).map_err(SnapshotError::TempDir)?;
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
-    let unpacked = unpack(decoder.take(MAX_TOTAL_BYTES + 1), &top, &mut progress);
+    let unpacked = unpack(decoder.take(MAX_TOTAL_BYTES + 1), target, &mut progress);
     progress.finish();
     if let Some(signal) = SignalGuard::caught() {
-        drop(tempdir);
+        clean_up();
         drop(signals);
         // SAFETY: raise() only delivers the signal, now with its previous disposition.
         unsafe { libc::raise(signal) };
@@ -353,11 +386,10 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
         });
     }
     drop(signals);
-    let manifest = unpacked.map_err(|source| SnapshotError::Archive {
+    unpacked.map_err(|source| SnapshotError::Archive {
         file: file.to_path_buf(),
         source,
-    })?;
-    Ok((SysRoot::unpacked(tempdir, top), manifest))
+    })
 }
 
 /// The signal caught while a snapshot unpacks (0: none).
@@ -460,7 +492,7 @@ impl Progress {
 
 fn unpack(
     stream: impl Read,
-    top: &Path,
+    target: &mut Target<'_>,
     progress: &mut Progress,
 ) -> Result<Manifest, ArchiveError> {
     let mut archive = tar::Archive::new(stream);
@@ -501,21 +533,33 @@ fn unpack(
             continue;
         }
         let relative = safe_relative(&name)?;
-        let target = top.join(&relative);
         let unpacking = |source| ArchiveError::Unpack {
             name: name.clone(),
             source,
         };
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => std::fs::create_dir_all(&target).map_err(unpacking)?,
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if let Some(parent) = target.parent() {
+        match (entry.header().entry_type(), &mut *target) {
+            (tar::EntryType::Directory, Target::Dir(top)) => {
+                std::fs::create_dir_all(top.join(&relative)).map_err(unpacking)?;
+            }
+            (tar::EntryType::Directory, Target::Memory(tree)) => tree.add_dir(&relative),
+            (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Dir(top)) => {
+                let path = top.join(&relative);
+                if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(unpacking)?;
                 }
-                let mut out = std::fs::File::create(&target).map_err(unpacking)?;
+                let mut out = std::fs::File::create(&path).map_err(unpacking)?;
                 std::io::copy(&mut entry.by_ref().take(size), &mut out).map_err(unpacking)?;
             }
-            other => {
+            (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Memory(tree)) => {
+                let mut bytes = Vec::new();
+                entry
+                    .by_ref()
+                    .take(size)
+                    .read_to_end(&mut bytes)
+                    .map_err(unpacking)?;
+                tree.add_file(&relative, bytes);
+            }
+            (other, _) => {
                 return Err(ArchiveError::NotRegular {
                     name,
                     kind: format!("{other:?}"),

@@ -2,7 +2,8 @@
 //! /var goes through a [`SysRoot`].
 //!
 //! A SysRoot is `/` on a live host, a fixture tree in tests, or a snapshot from another host
-//! unpacked into a private temporary directory (see [`crate::snapshot`]). Nothing else in lowlat
+//! unpacked into a private temporary directory or held in memory ([`MemoryTree`], for `lowlat
+//! fleet`, which reads thousands; see [`crate::snapshot`]). Nothing else in lowlat
 //! opens a system path, which is what makes the tool testable on a small VM and usable offline.
 //!
 //! A SysRoot can record the paths it was asked for; `lowlat snapshot` uses that to capture
@@ -21,7 +22,7 @@
 //! block forever) and for every write, directory creation, rename and journal append.
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -172,6 +173,69 @@ pub struct SysRoot {
     recorded: Option<Mutex<BTreeMap<String, Recorded>>>,
     /// Keeps an unpacked snapshot alive as long as the root is used.
     _tempdir: Option<tempfile::TempDir>,
+    /// The tree itself when it is held in memory (then nothing is read under `dir`).
+    memory: Option<MemoryTree>,
+}
+
+/// A tree laid out like `/` held in memory: a snapshot's regular files and directories. A
+/// path it does not hold reads as not found, as under a directory.
+#[derive(Debug, Default)]
+pub struct MemoryTree {
+    /// System path (`/proc/cpuinfo`) → the file's bytes.
+    files: HashMap<String, Vec<u8>>,
+    /// System path → the names in the directory.
+    dirs: HashMap<String, BTreeSet<String>>,
+}
+
+impl MemoryTree {
+    /// Adds a file (its path relative to `/`: `proc/cpuinfo`) and its parent directories.
+    pub fn add_file(&mut self, relative: &Path, bytes: Vec<u8>) {
+        let key = system_key(&relative.to_string_lossy());
+        self.add_parents(&key);
+        self.files.insert(key, bytes);
+    }
+
+    /// Adds a directory (its path relative to `/`) and its parents.
+    pub fn add_dir(&mut self, relative: &Path) {
+        let key = system_key(&relative.to_string_lossy());
+        self.add_parents(&key);
+        self.dirs.entry(key).or_default();
+    }
+
+    fn add_parents(&mut self, key: &str) {
+        let mut child = key;
+        while let Some(at) = child.rfind('/').filter(|_| child != "/") {
+            let parent = if at == 0 { "/" } else { &child[..at] };
+            let added = self
+                .dirs
+                .entry(parent.to_string())
+                .or_default()
+                .insert(child[at + 1..].to_string());
+            if !added {
+                break;
+            }
+            child = parent;
+        }
+    }
+
+    fn file(&self, path: &str) -> Result<&[u8], ReadError> {
+        self.files
+            .get(&system_key(path))
+            .map(Vec::as_slice)
+            .ok_or_else(|| ReadError::from_io(path, io::ErrorKind::NotFound.into()))
+    }
+}
+
+/// A system path in one spelling: `/` and its normal components (`/proc//x/./y` → `/proc/x/y`).
+fn system_key(path: &str) -> String {
+    let mut key = String::new();
+    for component in Path::new(path).components() {
+        if let Component::Normal(part) = component {
+            key.push('/');
+            key.push_str(&part.to_string_lossy());
+        }
+    }
+    if key.is_empty() { "/".into() } else { key }
 }
 
 /// What a recording SysRoot saw at one path.
@@ -233,12 +297,21 @@ impl SysRoot {
         root
     }
 
+    /// A root over a tree held in memory; `name` (the snapshot file) stands for its
+    /// directory in messages, and nothing is read or written under it.
+    pub(crate) fn in_memory(name: PathBuf, tree: MemoryTree) -> Self {
+        let mut root = Self::new(name, false);
+        root.memory = Some(tree);
+        root
+    }
+
     fn new(dir: PathBuf, live: bool) -> Self {
         Self {
             dir,
             live,
             recorded: None,
             _tempdir: None,
+            memory: None,
         }
     }
 
@@ -309,12 +382,22 @@ impl SysRoot {
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let (file, size) = self.open_sized(path)?;
+        let (reader, size): (Box<dyn io::Read + '_>, Option<u64>) = match &self.memory {
+            Some(tree) => {
+                let bytes = tree.file(path)?;
+                (Box::new(bytes), Some(bytes.len() as u64))
+            }
+            None => {
+                let (file, size) = self.open_sized(path)?;
+                (Box::new(file), size)
+            }
+        };
         // Sized to the file (a tree's files have their size; the live /proc says 0 and sysfs
         // 4096): one read and the one that sees the end, not one per doubling of the buffer.
         let hint = size.map_or(4096, |size| size.min(MAX_FILE_BYTES) + 1);
         let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(4096));
-        file.take(MAX_FILE_BYTES + 1)
+        reader
+            .take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| ReadError::from_io(path, e))?;
         if bytes.len() as u64 > MAX_FILE_BYTES {
@@ -342,8 +425,7 @@ impl SysRoot {
         path: &str,
         mut on_line: impl FnMut(usize, &[u8], bool),
     ) -> Result<(), ReadError> {
-        let file = self.open_for_reading(path)?;
-        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, self.reader(path)?);
         let mut recorded = self.recorded.is_some().then(Vec::new);
         let mut line = Vec::new();
         for number in 1.. {
@@ -404,9 +486,26 @@ impl SysRoot {
     /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         use std::os::unix::fs::FileExt;
+        if let Some(tree) = &self.memory {
+            let bytes = tree.file(path)?;
+            let at = usize::try_from(offset).unwrap_or(usize::MAX);
+            let part = bytes
+                .get(at..at.saturating_add(buf.len()))
+                .ok_or_else(|| ReadError::from_io(path, io::ErrorKind::UnexpectedEof.into()))?;
+            buf.copy_from_slice(part);
+            return Ok(());
+        }
         let file = self.open_for_reading(path)?;
         file.read_exact_at(buf, offset)
             .map_err(|e| ReadError::from_io(path, e))
+    }
+
+    /// The bytes of a file: from memory, or [`SysRoot::open_for_reading`].
+    fn reader(&self, path: &str) -> Result<Box<dyn io::Read + '_>, ReadError> {
+        match &self.memory {
+            Some(tree) => Ok(Box::new(tree.file(path)?)),
+            None => Ok(Box::new(self.open_for_reading(path)?)),
+        }
     }
 
     /// Opens a file for reading without blocking on a FIFO; under a root other than `/`, a
@@ -439,17 +538,30 @@ impl SysRoot {
 
     /// The target of the symbolic link `path`, as written in the link (not resolved).
     pub fn read_link(&self, path: &str) -> Result<PathBuf, ReadError> {
+        if self.memory.is_some() {
+            // A snapshot holds no links.
+            return Err(ReadError::from_io(path, io::ErrorKind::NotFound.into()));
+        }
         std::fs::read_link(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))
     }
 
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
-        self.host_path(path).is_dir()
+        match &self.memory {
+            Some(tree) => tree.dirs.contains_key(&system_key(path)),
+            None => self.host_path(path).is_dir(),
+        }
     }
 
     /// Whether a path exists under the root (file or directory).
     pub fn exists(&self, path: &str) -> bool {
-        let found = self.host_path(path).exists();
+        let found = match &self.memory {
+            Some(tree) => {
+                let key = system_key(path);
+                tree.files.contains_key(&key) || tree.dirs.contains_key(&key)
+            }
+            None => self.host_path(path).exists(),
+        };
         if found {
             self.record(path, Recorded::Exists);
         }
@@ -458,15 +570,24 @@ impl SysRoot {
 
     /// The names in a directory, sorted; an absent directory is empty.
     pub fn list(&self, path: &str) -> Result<Vec<String>, ReadError> {
-        let entries = match std::fs::read_dir(self.host_path(path)) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ReadError::from_io(path, e)),
+        let mut names: Vec<String> = match &self.memory {
+            Some(tree) => tree
+                .dirs
+                .get(&system_key(path))
+                .map(|names| names.iter().cloned().collect())
+                .unwrap_or_default(),
+            None => {
+                let entries = match std::fs::read_dir(self.host_path(path)) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(ReadError::from_io(path, e)),
+                };
+                entries
+                    .filter_map(|entry| entry.ok())
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .collect()
+            }
         };
-        let mut names: Vec<String> = entries
-            .filter_map(|entry| entry.ok())
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .collect();
         names.sort_by(|a, b| natural_cmp(a, b));
         self.record(path, Recorded::Dir(names.clone()));
         Ok(names)

@@ -69,6 +69,12 @@ PY
     "$work/collected/$name/audit.json" || fail "no audit fetched for $name"
 done
 
+# lowlat fleet report reads what was collected: four different machines, so four groups and no
+# outlier; nothing skipped (each host's audit.json is passed over).
+"$bin" fleet report "$work/collected" --json >"$work/fleet.json" || fail "fleet report on the collected snapshots"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert (d["hosts"], len(d["groups"]), d["skipped"]) == (4, 4, []), d' \
+  "$work/fleet.json" || fail "fleet report did not read the four collected hosts"
+
 play "$collection/playbooks/tune.yml" --check --diff
 untouched "check mode"
 for name in "${fixtures[@]}"; do

@@ -174,6 +174,11 @@ impl Counts {
         counts
     }
 
+    /// Adds `n` findings of `status`.
+    pub fn add(&mut self, status: Status, n: usize) {
+        *self.slot(status) += n;
+    }
+
     fn slot(&mut self, status: Status) -> &mut usize {
         match status {
             Status::Pass => &mut self.pass,

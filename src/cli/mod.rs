@@ -85,6 +85,9 @@ pub enum Command {
     /// Write one self-contained HTML report (charts, tables, the documents themselves) from
     /// lowlat's JSON documents: machine, audit, plan, verify and every measurement.
     Report(report::ReportArgs),
+    /// Many hosts at once, offline, from their snapshots: group them, name the hosts that
+    /// differ from their group field by field (`fleet report`), one plan per group (`fleet plan`).
+    Fleet(fleet::FleetArgs),
 }
 
 pub(crate) mod apply;
@@ -93,6 +96,7 @@ pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
+pub(crate) mod fleet;
 pub(crate) mod inventory;
 pub(crate) mod man;
 pub(crate) mod measure;
@@ -148,5 +152,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),
+        Command::Fleet(args) => fleet::run(&cli, args),
     }
 }

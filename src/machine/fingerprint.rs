@@ -23,7 +23,7 @@ use super::power::{BoostState, ResumeLatency};
 pub const UNAVAILABLE: &str = "unavailable";
 
 /// The settings that matter of one machine: key → value, sorted by key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Fingerprint(pub BTreeMap<String, String>);
 

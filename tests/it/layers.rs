@@ -34,7 +34,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "apply", "measure", "watch", "check", "bundle", "bios", "compare",
         ],
     ),
-    ("cli", &["report"]),
+    ("fleet", &["report"]),
+    ("cli", &["fleet"]),
 ];
 
 fn src() -> PathBuf {

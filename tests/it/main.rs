@@ -16,6 +16,7 @@ mod cli_measure;
 mod compare;
 mod compare_peers;
 mod completions;
+mod fleet;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;

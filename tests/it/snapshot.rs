@@ -1,5 +1,6 @@
 //! A snapshot holds everything the machine model reads: the model read back from a snapshot
-//! equals the model read while capturing it, on this machine and on every fixture machine.
+//! (unpacked to a directory, or held in memory) equals the model read while capturing it, on
+//! this machine and on every fixture machine.
 
 use lowlat::machine::Machine;
 use lowlat::report::inventory;
@@ -19,6 +20,12 @@ fn round_trip(root: SysRoot) {
     assert_eq!(
         inventory::render_text(&captured),
         inventory::render_text(&replayed)
+    );
+    // Held in memory (as `lowlat fleet` reads snapshots), it reads the same.
+    let (loaded, _) = snapshot::load(&file).unwrap();
+    assert_eq!(
+        inventory::render_text(&captured),
+        inventory::render_text(&Machine::read(&loaded))
     );
     let a = serde_json::to_value(inventory::document(&captured).body).unwrap();
     let b = serde_json::to_value(inventory::document(&replayed).body).unwrap();

@@ -2,6 +2,7 @@
 //! and returns nothing when there are none, so the report shows what its inputs allow.
 
 mod compare;
+mod fleet;
 mod hardware;
 mod latency;
 mod machine;
@@ -33,6 +34,7 @@ pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
             "Machine",
             machine::section(&of(Kind::Inventory))?,
         ),
+        ("fleet", "Fleet", fleet::section(&of(Kind::Fleet))?),
         ("audit", "Audit findings", setup::audit(&of(Kind::Audit))?),
         (
             "plan",

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Times `lowlat fleet report` over a generated fleet (default 10,000 snapshots, one directory
+# per host as the Ansible collection collects them) and records its peak memory; checks that it
+# names exactly the planted outliers; appends the figures to bench/RESULTS.md, section "fleet".
+#
+# Targets: 10,000 snapshots in under 60 s and under 1 GB peak RSS on the 2-vCPU VM.
+# No peer: no other tool audits and groups a fleet from offline snapshots.
+# Usage: bench/fleet.sh [HOSTS]   (needs python3, zstd and GNU time: /usr/bin/time)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+hosts=${1:-10000}
+results=bench/RESULTS.md
+target=${CARGO_TARGET_DIR:-target}
+bin=$target/release/lowlat
+for tool in python3 zstd /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench/fleet.sh: $tool is missing" >&2; exit 2; }
+done
+cargo build --release --quiet
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+generate="python3 tests/fixtures/fleet.py --lowlat $bin --hosts $hosts --out $work/fleet"
+start=$(date +%s.%N)
+$generate
+generated=$(echo "$(date +%s.%N) - $start" | bc)
+size=$(du -sm "$work/fleet" | cut -f1)
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+set +e
+/usr/bin/time -f '%e %M %U %S' -o "$work/time" "$bin" fleet report "$work/fleet" --json >"$work/report.json"
+rc=$?
+set -e
+[ "$rc" -le 1 ] || { echo "bench/fleet.sh: lowlat fleet report exited $rc" >&2; exit 2; }
+# GNU time puts "Command exited with non-zero status 1" (outliers found) before its figures.
+read -r wall rss_kib user sys < <(tail -n 1 "$work/time")
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# Exactly the planted outliers, and every host reported.
+check=$(python3 - "$work/report.json" "$work/fleet/planted.json" <<'PY'
+import json, sys
+report, planted = (json.load(open(f)) for f in sys.argv[1:3])
+found = {o["host"] for g in report["groups"] for o in g["outliers"]}
+ok = found == set(planted["outliers"]) and report["hosts"] == planted["hosts"]
+print(f"{'yes' if ok else 'NO'}: {len(found)} outliers found, {len(planted['outliers'])} planted, "
+      f"{report['hosts']} hosts reported, {report['distinct_states']} distinct host states")
+PY
+)
+
+rss_mib=$((rss_kib / 1024))
+verdict=$(python3 -c "print('met' if $wall < 60 and $rss_kib < 1024*1024 else 'NOT met')")
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+{
+  echo
+  echo "## fleet ($(date -u +%Y-%m-%dT%H:%MZ))"
+  echo
+  echo "**Command:** \`bench/fleet.sh $hosts\`: the fleet is written by \`$generate\` (${generated%.*} s,"
+  echo "$size MiB, one directory per host, every 7th host with one planted variation), then"
+  echo "\`/usr/bin/time lowlat fleet report DIR --json\` (release build) reads, audits and judges it."
+  echo
+  echo "**Machine:** $(nproc) vCPUs ($cpu), load average $load at the start, $load_end at the end."
+  echo
+  echo "| hosts | wall | user + sys CPU | peak RSS | exactly the planted outliers | target |"
+  echo "|---:|---:|---:|---:|---|---|"
+  echo "| $hosts | $wall s | $user + $sys s | $rss_mib MiB | $check | < 60 s, < 1 GB: $verdict |"
+} >>"$results"
+tail -12 "$results"

@@ -1,0 +1,216 @@
+//! `lowlat fleet report` and `lowlat fleet plan`.
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand, ValueEnum};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use super::output::{print, print_json};
+use super::{Cli, exit};
+use crate::audit::profile;
+use crate::fleet::plan::{self, Outcome};
+use crate::fleet::{self, FleetReport, page};
+use crate::plan::findings;
+use crate::plan::request::{PlanRequest, Profile};
+use crate::plan::write;
+use crate::report::html::{self, Source};
+
+/// Options of `lowlat fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// What to do with the fleet.
+    #[command(subcommand)]
+    pub action: FleetAction,
+}
+
+/// The subcommands of `lowlat fleet`.
+#[derive(Debug, Subcommand)]
+pub enum FleetAction {
+    /// Audit every host's snapshot offline, group the hosts by system model, CPU model and
+    /// sockets, and name each host that differs from its group's majority, field by field.
+    Report(ReportArgs),
+    /// One plan per group of the report, refused for a group whose hosts differ in anything
+    /// the plan depends on.
+    Plan(PlanArgs),
+}
+
+const INPUTS: &str = "Inputs: snapshot files (`lowlat snapshot -o FILE`), or directories holding them: one \
+directory per host as the Ansible collection's collect role fetches them (lowlat-collected/<host>/<host>.lowlat), \
+or all in one directory. Under a directory, files named *.lowlat or starting with zstd's magic number are read, \
+three levels deep; other files (audit.json) are passed over, as the audit is made again from the snapshot.";
+
+/// Options of `lowlat fleet report`.
+#[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Examples:\n  lowlat fleet report lowlat-collected/\n  lowlat fleet report lowlat-collected/ --json > fleet.json\n  \
+lowlat fleet report lowlat-collected/ --html fleet.html\n  lowlat fleet report --profile realtime-host rack1/ rack2/\n\n\
+How hosts are judged: each snapshot is audited offline against the profile and reduced to its fingerprint \
+(CPU model, sockets, cores, threads, NPS, memory population, BIOS vendor, version and date, kernel, \
+command line, sysctls, power, services) and its rule verdicts. Hosts of the same system model, CPU model \
+and number of sockets form a group. In each group every other field, and every rule, has a majority value \
+when more than half of the hosts share it; a host with another value is an outlier, listed field by field \
+(host-0412: memory.population: 15 of 16 slots ...; group: 16 of 16 slots ...). A field without a majority \
+is listed as split and judges no one. Then, per rule, how many hosts pass, warn, fail.\n\n\
+Bad input does not stop the report: a damaged or hostile snapshot, one written by a lowlat with another \
+snapshot schema, a second snapshot of a host name already read, and a directory without snapshots are \
+left out and listed under Skipped with the file and the reason. Snapshots are read one at a time per CPU \
+and dropped once judged.\n\n",
+    "Exit codes: 0 every host agrees with its group and nothing was skipped; 1 outliers found or files \
+skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
+))]
+pub struct ReportArgs {
+    /// Snapshot files or directories of them.
+    #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
+    /// throughput.
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    pub profile: String,
+
+    /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
+    /// profile, hosts, groups with their outliers, rules, skipped) instead of the page.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the report as one self-contained HTML file (the same renderer as `lowlat
+    /// report`; `lowlat report FILE` renders it again).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Options of `lowlat fleet plan`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat fleet plan lowlat-collected/ --out plans/\n  \
+lowlat fleet plan --profile realtime-host lowlat-collected/ --out plans/ --force\n\n\
+Each group of `lowlat fleet report` gets the plan `lowlat plan --out` would make on its first host \
+(default partition and options), written to OUT/group-N/ with hosts.txt naming the hosts it is for. \
+A group whose hosts differ in anything the plan depends on (every fingerprint field and rule but the \
+firmware's identity, the memory population and the microcode) gets no plan: the differing hosts and \
+fields are listed; make those hosts agree, or plan them one by one with `lowlat --snapshot FILE plan`.\n\n\
+Exit codes: 0 every group planned; 1 a group refused (the others are written); 2 no plan (an input or \
+OUT cannot be used, no snapshot readable, bad flag)."
+)]
+pub struct PlanArgs {
+    /// Snapshot files or directories of them.
+    #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The workload to plan for (and the audit profile the hosts are judged by).
+    #[arg(long, value_enum, default_value_t = PlanProfile::LowLatency)]
+    pub profile: PlanProfile,
+
+    /// Write each group's plan into DIR/group-N/.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Write into group directories that are not empty, replacing lowlat's files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `fleet plan --profile` values: the profiles lowlat plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanProfile {
+    /// Busy-polling applications on isolated cores.
+    LowLatency,
+    /// A real-time KVM host.
+    RealtimeHost,
+    /// A real-time KVM guest.
+    RealtimeGuest,
+}
+
+/// Runs `lowlat fleet`.
+pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
+    if cli.root.is_some() || cli.snapshot.is_some() {
+        anyhow::bail!(
+            "--root and --snapshot name one machine; `lowlat fleet` reads the snapshot files and \
+             directories given as its arguments (lowlat fleet report DIR…)"
+        );
+    }
+    match &args.action {
+        FleetAction::Report(args) => report(args),
+        FleetAction::Plan(args) => plan(args),
+    }
+}
+
+fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetReport> {
+    let fleet = fleet::read(inputs, profile)?;
+    Ok(fleet.report(profile.info.name))
+}
+
+fn report(args: &ReportArgs) -> Result<u8> {
+    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let report = read(&args.inputs, &profile)?;
+    let document = fleet::document(&report);
+    if let Some(file) = &args.html {
+        let json = document.to_json()?;
+        let sources = Source::parse_all("fleet.json", &json)?;
+        std::fs::write(file, html::render(&sources)?)
+            .with_context(|| format!("--html {}: cannot write the report", file.display()))?;
+    }
+    if args.json {
+        print_json(&document)?;
+    } else {
+        print(&page::render(&report))?;
+    }
+    Ok(if report.outliers() > 0 || !report.skipped.is_empty() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}
+
+fn plan(args: &PlanArgs) -> Result<u8> {
+    let request = PlanRequest {
+        profile: match args.profile {
+            PlanProfile::LowLatency => Profile::LowLatency,
+            PlanProfile::RealtimeHost => Profile::RealtimeHost,
+            PlanProfile::RealtimeGuest => Profile::RealtimeGuest,
+        },
+        ..PlanRequest::default()
+    };
+    let profile = findings::audit_profile(request.profile)?;
+    let report = read(&args.inputs, &profile)?;
+    let plans = plan::plans(&report, &request, &profile)?;
+    let mut page = String::new();
+    let mut refused = 0;
+    for group in plans {
+        let dir = args.out.join(format!("group-{}", group.group));
+        match group.outcome {
+            Outcome::Planned(files) => {
+                write::write_dir(&dir, &files, args.force).map_err(|e| {
+                    anyhow!("--out {e}; add --force to replace lowlat's files in it")
+                })?;
+                writeln!(
+                    page,
+                    "group {}: wrote {} files to {}",
+                    group.group,
+                    files.len(),
+                    dir.display()
+                )?;
+            }
+            Outcome::Refused(reasons) => {
+                refused += 1;
+                writeln!(
+                    page,
+                    "group {}: no plan: its hosts differ in what the plan depends on:",
+                    group.group
+                )?;
+                for reason in reasons {
+                    writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
+                }
+            }
+        }
+    }
+    for skipped in &report.skipped {
+        writeln!(page, "skipped: {}", skipped.problem)?;
+    }
+    print(&page)?;
+    Ok(if refused > 0 || !report.skipped.is_empty() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}

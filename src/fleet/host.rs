@@ -1,0 +1,94 @@
+//! One host of a fleet: its snapshot loaded into memory, the machine model read and audited
+//! offline, then folded into what the fleet keeps of it ([`HostState`]: the fingerprint and the
+//! rule verdicts). The model and the snapshot's files are dropped before the next host is read.
+
+use std::path::{Path, PathBuf};
+
+use crate::audit::{self, Profile, Status};
+use crate::machine::Machine;
+use crate::machine::fingerprint::Fingerprint;
+use crate::snapshot::{self, SnapshotError};
+use crate::tuning::partition::PartitionError;
+
+/// What the fleet keeps of one host's state. Hosts of a fleet mostly share one, so the fleet
+/// stores each distinct state once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostState {
+    /// The settings that matter (CPU, topology, memory population, firmware, kernel, cmdline,
+    /// sysctls, power, services).
+    pub fingerprint: Fingerprint,
+    /// One verdict per rule of the profile, in the profile's order.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// One rule's verdict on one host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Verdict {
+    /// The rule id (`LL-SMT`).
+    pub rule: String,
+    /// The status of its finding.
+    pub status: Status,
+    /// What the rule observed, kept only when the rule did not pass (empty otherwise).
+    pub observed: String,
+}
+
+/// One host read.
+#[derive(Debug)]
+pub struct HostRead {
+    /// The host name the snapshot's manifest records.
+    pub host: String,
+    /// The snapshot file.
+    pub file: PathBuf,
+    /// Its state.
+    pub state: HostState,
+}
+
+/// Why a host's snapshot was skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The snapshot cannot be opened (damaged, hostile, another lowlat's schema); the error
+    /// names the file.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The audit's partition cannot be formed on this machine.
+    #[error("{}: cannot audit it: {source}", .file.display())]
+    Partition {
+        /// The snapshot file.
+        file: PathBuf,
+        /// Why.
+        source: PartitionError,
+    },
+}
+
+/// Reads the host of the snapshot `file` and audits it against `profile`.
+pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
+    let (root, manifest) = snapshot::load(file)?;
+    let machine = Machine::read(&root);
+    let partition =
+        audit::partition::choose(&machine, None).map_err(|source| HostError::Partition {
+            file: file.to_path_buf(),
+            source,
+        })?;
+    let result = audit::run(&machine, profile, &partition);
+    let verdicts = result
+        .findings
+        .into_iter()
+        .map(|finding| Verdict {
+            observed: if finding.status == Status::Pass {
+                String::new()
+            } else {
+                finding.observed
+            },
+            rule: finding.rule,
+            status: finding.status,
+        })
+        .collect();
+    Ok(HostRead {
+        host: manifest.header.host,
+        file: file.to_path_buf(),
+        state: HostState {
+            fingerprint: Fingerprint::of(&machine),
+            verdicts,
+        },
+    })
+}

@@ -1,0 +1,117 @@
+//! `lowlat fleet`: many hosts judged together, offline, from the snapshots an Ansible run (or
+//! anything else) collected. Each snapshot is loaded into memory (nothing is unpacked to disk;
+//! at most [`crate::snapshot::MAX_TOTAL_BYTES`], as for any snapshot), read into the machine
+//! model and audited on a worker thread, folded into a small host state (fingerprint and rule
+//! verdicts) and dropped, so memory grows with the number of distinct host states, not with the
+//! number of hosts. Then the hosts are grouped and the outliers of each group named field by field
+//! ([`group`]); `fleet plan` makes one plan per group ([`plan`]).
+//!
+//! Bad input never stops the report: a snapshot that cannot be opened (damaged, hostile,
+//! written by a lowlat of another schema) or that repeats a host name is left out and listed
+//! with the reason, naming the file. Only inputs that cannot be read at all, or a fleet with
+//! no host left, are errors.
+
+pub mod group;
+pub mod host;
+pub mod inputs;
+pub mod page;
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub use group::{Fleet, FleetReport};
+pub use inputs::InputError;
+
+use crate::audit::Profile;
+use crate::document::{Document, Kind};
+
+/// The `host` of a `fleet` document: it is about many hosts.
+pub const FLEET_HOST: &str = "fleet";
+
+/// Why no report could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// An input cannot be read.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// No snapshot was found, or none could be read.
+    #[error("no host to report: {}", reasons(.0))]
+    NoHosts(Vec<group::Skipped>),
+}
+
+fn reasons(skipped: &[group::Skipped]) -> String {
+    let lines: Vec<&str> = skipped.iter().map(|s| s.problem.as_str()).collect();
+    lines.join("; ")
+}
+
+/// Reads every snapshot under `inputs`, audits each against `profile`, and folds them into a
+/// [`Fleet`], on as many threads as the machine has CPUs.
+pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> {
+    let found = inputs::find(inputs)?;
+    let mut fleet = Fleet::default();
+    for dir in &found.empty {
+        fleet.skip(
+            dir,
+            format!(
+                "{}: no lowlat snapshot in this directory (files named *.lowlat, written by \
+                 `lowlat snapshot -o FILE` or the collection's collect role)",
+                dir.display()
+            ),
+        );
+    }
+    scan(&found.snapshots, profile, &mut fleet);
+    if fleet.is_empty() {
+        let mut skipped = fleet.skipped().to_vec();
+        if skipped.is_empty() {
+            skipped.push(group::Skipped {
+                file: String::new(),
+                problem: "no input given".into(),
+            });
+        }
+        return Err(FleetError::NoHosts(skipped));
+    }
+    Ok(fleet)
+}
+
+/// Reads the hosts of `files` on worker threads and folds them into `fleet` in the order of
+/// `files` (so the report does not depend on which thread was faster). A host waits only
+/// until the hosts before it are folded.
+fn scan(files: &[PathBuf], profile: &Profile, fleet: &mut Fleet) {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (send, receive) = std::sync::mpsc::sync_channel(workers * 4);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let send = send.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(index) else { break };
+                    if send.send((index, file, host::read(file, profile))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(send);
+        let mut waiting = BTreeMap::new();
+        let mut due = 0;
+        for (index, file, read) in receive {
+            waiting.insert(index, (file, read));
+            while let Some((file, read)) = waiting.remove(&due) {
+                fleet.add(file, read);
+                due += 1;
+            }
+        }
+    });
+}
+
+/// The `fleet` document of `report`.
+pub fn document(report: &FleetReport) -> Document<&FleetReport> {
+    Document::new(Kind::Fleet, FLEET_HOST, report)
+}

@@ -1,0 +1,88 @@
+//! The text page of `lowlat fleet report`: a summary line, each group with its outliers field
+//! by field, the rules' tallies, and the files left out. Every value from a snapshot is escaped
+//! (a host name could carry a newline or a terminal escape).
+
+use std::fmt::Write;
+
+use super::group::{FleetReport, Group};
+use crate::audit::Status;
+use crate::text::escape_controls;
+
+/// The whole page.
+pub fn render(report: &FleetReport) -> String {
+    let mut page = String::new();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let _ = writeln!(
+        page,
+        "lowlat fleet report: {}, {} (profile {}), {}, {}",
+        plural(report.hosts, "host", "hosts"),
+        plural(report.groups.len(), "group", "groups"),
+        report.profile,
+        plural(report.outliers(), "outlier", "outliers"),
+        plural(report.skipped.len(), "file skipped", "files skipped"),
+    );
+    for group in &report.groups {
+        render_group(&mut page, group);
+    }
+    let _ = writeln!(page, "\nRules: hosts per status");
+    let statuses = Status::ALL;
+    let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(4);
+    let _ = write!(page, "  {:<width$}", "rule");
+    for status in statuses {
+        let _ = write!(page, " {:>8}", status.name());
+    }
+    page.push('\n');
+    for rule in &report.rules {
+        let _ = write!(page, "  {:<width$}", rule.rule);
+        for status in statuses {
+            let _ = write!(page, " {:>8}", rule.hosts.get(status));
+        }
+        page.push('\n');
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(page, "\nSkipped ({}):", report.skipped.len());
+        for skipped in &report.skipped {
+            let _ = writeln!(page, "  {}", escape_controls(&skipped.problem));
+        }
+    }
+    page
+}
+
+fn render_group(page: &mut String, group: &Group) {
+    let key = |field: &str| group.key.get(field).map_or("?", String::as_str);
+    let _ = writeln!(
+        page,
+        "\nGroup {}: {} hosts: {} × {} sockets, {}",
+        group.id,
+        group.hosts.len(),
+        escape_controls(key("cpu.model")),
+        escape_controls(key("topology.sockets")),
+        escape_controls(key("firmware.system")),
+    );
+    if !group.split.is_empty() {
+        let _ = writeln!(
+            page,
+            "  no majority (no outliers judged): {}",
+            escape_controls(&group.split.join(", "))
+        );
+    }
+    if group.outliers.is_empty() {
+        let _ = writeln!(page, "  no outliers: every host agrees with the group");
+        return;
+    }
+    let _ = writeln!(page, "  outliers ({}):", group.outliers.len());
+    for outlier in &group.outliers {
+        let host = escape_controls(&outlier.host);
+        for (i, difference) in outlier.differences.iter().enumerate() {
+            let name = if i == 0 { host.as_ref() } else { "" };
+            let _ = writeln!(
+                page,
+                "    {name:<12} {}: {}; group: {}",
+                escape_controls(&difference.field),
+                escape_controls(&difference.value),
+                escape_controls(&difference.group),
+            );
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `lowlat fleet plan`: one plan per group of a fleet report, made from the snapshot of the
+//! group's first host, and refused for a group whose hosts differ in anything the plan depends
+//! on (then that plan would be wrong for some of them), naming the fields and the hosts.
+//!
+//! A plan depends on every fingerprint field except those in [`NOT_PLANNED`] (the firmware's
+//! identity, the memory population and the microcode, which lowlat reports but does not plan),
+//! and on every rule's verdict except those of rules whose fixes are manual (the firmware,
+//! hardware and libvirt domain layers).
+
+use std::path::Path;
+
+use super::group::{FleetReport, Group, RULE_PREFIX};
+use crate::audit::{self, rules};
+use crate::machine::Machine;
+use crate::plan::artifacts::{self, Artifact};
+use crate::plan::findings;
+use crate::plan::request::PlanRequest;
+use crate::plan::{self as planner, PlanError};
+use crate::snapshot::{self, SnapshotError};
+use crate::tuning::setting::Layer;
+
+/// Field prefixes no plan depends on: hosts may differ in them and share a plan.
+pub const NOT_PLANNED: &[&str] = &["firmware.", "memory.population", "cpu.microcode"];
+
+/// The plan of one group, or why it has none.
+#[derive(Debug)]
+pub struct GroupPlan {
+    /// The group's id in the report.
+    pub group: usize,
+    /// What became of it.
+    pub outcome: Outcome,
+}
+
+/// A group's plan, or the refusal.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The plan's artifacts, with `hosts.txt` (the group's hosts, one a line) among them.
+    Planned(Vec<Artifact>),
+    /// The differences the plan depends on, one line each (`host: field = value; group:
+    /// value`, or `field: no majority`).
+    Refused(Vec<String>),
+}
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetPlanError {
+    /// The group's sample snapshot cannot be opened again.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The plan refused the machine (its partition or its hugepages).
+    #[error("group {group} ({sample}): {source}")]
+    Plan {
+        /// The group.
+        group: usize,
+        /// The snapshot planned from.
+        sample: String,
+        /// Why.
+        source: PlanError,
+    },
+}
+
+/// Whether a plan depends on `field` (a fingerprint field, or `rule:ID`).
+pub fn depends_on(field: &str) -> bool {
+    if let Some(id) = field.strip_prefix(RULE_PREFIX) {
+        return rules::find(id).is_none_or(|rule| {
+            !matches!(
+                rule.layer,
+                Layer::Firmware | Layer::Hardware | Layer::Domain
+            )
+        });
+    }
+    !NOT_PLANNED.iter().any(|prefix| field.starts_with(prefix))
+}
+
+/// One plan per group of `report`, for `request` with the audit `profile`.
+pub fn plans(
+    report: &FleetReport,
+    request: &PlanRequest,
+    profile: &audit::Profile,
+) -> Result<Vec<GroupPlan>, FleetPlanError> {
+    report
+        .groups
+        .iter()
+        .map(|group| {
+            let refusals = refusals(group);
+            let outcome = if refusals.is_empty() {
+                Outcome::Planned(plan_group(group, request, profile)?)
+            } else {
+                Outcome::Refused(refusals)
+            };
+            Ok(GroupPlan {
+                group: group.id,
+                outcome,
+            })
+        })
+        .collect()
+}
+
+/// The differences in `group` that a plan depends on.
+fn refusals(group: &Group) -> Vec<String> {
+    let split = group
+        .split
+        .iter()
+        .filter(|field| depends_on(field))
+        .map(|field| format!("{field}: no majority among the group's hosts"));
+    let outliers = group.outliers.iter().flat_map(|outlier| {
+        outlier
+            .differences
+            .iter()
+            .filter(|d| depends_on(&d.field))
+            .map(|d| {
+                format!(
+                    "{}: {} = {}; group: {}",
+                    outlier.host, d.field, d.value, d.group
+                )
+            })
+    });
+    split.chain(outliers).collect()
+}
+
+fn plan_group(
+    group: &Group,
+    request: &PlanRequest,
+    profile: &audit::Profile,
+) -> Result<Vec<Artifact>, FleetPlanError> {
+    let (root, _) = snapshot::load(Path::new(&group.sample))?;
+    let machine = Machine::read(&root);
+    let plan = planner::build(&machine, request, |partition| {
+        findings::audit_remediations(&machine, profile, partition)
+    })
+    .map_err(|source| FleetPlanError::Plan {
+        group: group.id,
+        sample: group.sample.clone(),
+        source,
+    })?;
+    let mut files = artifacts::render(&plan);
+    files.push(Artifact {
+        path: "hosts.txt".into(),
+        install: None,
+        content: group.hosts.iter().map(|h| format!("{h}\n")).collect(),
+    });
+    Ok(files)
+}

@@ -1,0 +1,116 @@
+//! A fleet (`lowlat fleet report`): each group with its hosts folded away and its outliers
+//! field by field, then per rule how many hosts got each status, then the files left out.
+
+use std::collections::BTreeMap;
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::from;
+use crate::report::html::source::{Source, SourceError};
+
+#[derive(Deserialize)]
+struct Fleet {
+    profile: String,
+    hosts: usize,
+    groups: Vec<Group>,
+    rules: Vec<Rule>,
+    skipped: Vec<Skipped>,
+}
+
+#[derive(Deserialize)]
+struct Group {
+    id: usize,
+    key: BTreeMap<String, String>,
+    hosts: Vec<String>,
+    split: Vec<String>,
+    outliers: Vec<Outlier>,
+}
+
+#[derive(Deserialize)]
+struct Outlier {
+    host: String,
+    differences: Vec<Difference>,
+}
+
+#[derive(Deserialize)]
+struct Difference {
+    field: String,
+    value: String,
+    group: String,
+}
+
+#[derive(Deserialize)]
+struct Rule {
+    rule: String,
+    hosts: BTreeMap<String, usize>,
+}
+
+#[derive(Deserialize)]
+struct Skipped {
+    problem: String,
+}
+
+/// Every fleet document: groups, outliers, rule tallies, skipped files.
+pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let fleet: Fleet = source.view()?;
+        let statuses: Vec<&String> = fleet
+            .rules
+            .first()
+            .map(|r| r.hosts.keys().collect())
+            .unwrap_or_default();
+        parts.push(html! {
+            (from(source))
+            p { (fleet.hosts) " hosts judged by the profile " strong { (fleet.profile) } " in "
+                (fleet.groups.len()) " groups." }
+            @for group in &fleet.groups {
+                h3 { "Group " (group.id) ": " (group.hosts.len()) " hosts" }
+                table.facts {
+                    @for (field, value) in &group.key { tr { th { (field) } td { (value) } } }
+                }
+                details {
+                    summary { "Hosts (" (group.hosts.len()) ")" }
+                    p { @for (i, host) in group.hosts.iter().enumerate() { @if i > 0 { ", " } (host) } }
+                }
+                @if !group.split.is_empty() {
+                    p { "No majority (no outliers judged): " (group.split.join(", ")) }
+                }
+                @if group.outliers.is_empty() {
+                    p { "No outliers: every host agrees with the group." }
+                } @else {
+                    table {
+                        caption { "Outliers (" (group.outliers.len()) ")" }
+                        thead { tr { th { "host" } th { "field" } th { "host's value" } th { "group's value" } } }
+                        tbody {
+                            @for outlier in &group.outliers {
+                                @for d in &outlier.differences {
+                                    tr.status-fail { td { (outlier.host) } td { code { (d.field) } } td { (d.value) } td { (d.group) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            h3 { "Rules: hosts per status" }
+            table.matrix {
+                thead { tr { th { "rule" } @for s in &statuses { th { (s) } } } }
+                tbody {
+                    @for rule in &fleet.rules {
+                        tr { td { code { (rule.rule) } }
+                             @for s in &statuses { td { (rule.hosts.get(*s).copied().unwrap_or(0)) } } }
+                    }
+                }
+            }
+            @if !fleet.skipped.is_empty() {
+                h3 { "Skipped (" (fleet.skipped.len()) ")" }
+                ul { @for s in &fleet.skipped { li { (s.problem) } } }
+            }
+        });
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}

@@ -1,0 +1,264 @@
+//! `lowlat fleet report` and `lowlat fleet plan` on fleets written by tests/fixtures/fleet.py
+//! (copies of the fixture machines' snapshots, some with one planted variation, and bad
+//! inputs): every planted outlier is named with its field and no other host is; every bad
+//! file is skipped and named, and the rest still reported.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use super::support::{lowlat, missing_data};
+
+/// Writes a fleet of `hosts` hosts (with the bad inputs when `bad`) into a temporary
+/// directory, or says what is missing (python3 and zstd run the generator).
+fn generate(hosts: usize, bad: bool) -> Option<tempfile::TempDir> {
+    for tool in ["python3", "zstd"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            missing_data(&format!(
+                "the {tool} command (tests/fixtures/fleet.py runs it)"
+            ));
+            return None;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .arg("--lowlat")
+        .arg(assert_cmd::cargo::cargo_bin("lowlat"))
+        .args(["--hosts", &hosts.to_string(), "--out"])
+        .arg(&out);
+    if bad {
+        cmd.arg("--bad");
+    }
+    let run = cmd.output().unwrap();
+    assert!(
+        run.status.success(),
+        "fleet.py failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    Some(dir)
+}
+
+fn planted(fleet: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fleet.join("planted.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn every_planted_outlier_is_named_with_its_field_and_no_other_host() {
+    let Some(dir) = generate(40, true) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    let out = lowlat(&["fleet", "report", "--json"])
+        .arg(&fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["kind"], "fleet");
+    assert_eq!(report["hosts"], 40, "every good host is reported");
+    let groups = report["groups"].as_array().unwrap();
+    assert_eq!(
+        groups.len(),
+        2,
+        "one group per fixture machine: {groups:#?}"
+    );
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for outlier in groups
+        .iter()
+        .flat_map(|g| g["outliers"].as_array().unwrap())
+    {
+        let fields = outlier["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["field"].as_str().unwrap().to_string());
+        found
+            .entry(outlier["host"].as_str().unwrap().to_string())
+            .or_default()
+            .extend(fields);
+    }
+    let expected = planted(&fleet);
+    let expected = expected["outliers"].as_object().unwrap();
+    assert_eq!(
+        found.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "outliers found: {found:#?}"
+    );
+    for (host, field) in expected {
+        assert!(
+            found[host].contains(field.as_str().unwrap()),
+            "{host}: expected {field} among {:?}",
+            found[host]
+        );
+    }
+}
+
+#[test]
+fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
+    let Some(dir) = generate(12, true) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    let out = lowlat(&["fleet", "report", "--json"])
+        .arg(&fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["hosts"], 12);
+    let skipped: BTreeSet<String> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let file = Path::new(s["file"].as_str().unwrap());
+            let problem = s["problem"].as_str().unwrap();
+            assert!(
+                problem.contains(&file.display().to_string()),
+                "the problem names the file: {problem}"
+            );
+            file.strip_prefix(&fleet).unwrap().display().to_string()
+        })
+        .collect();
+    let expected: BTreeSet<String> = planted(&fleet)["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(skipped, expected);
+    let problems = report["skipped"].to_string();
+    for reason in [
+        "schema_version 99",
+        "duplicate host name host-0000",
+        "no lowlat snapshot in this directory",
+        "not a lowlat snapshot",
+    ] {
+        assert!(problems.contains(reason), "{reason} in {problems}");
+    }
+}
+
+#[test]
+fn the_page_and_the_html_name_the_outlier_and_its_field() {
+    let Some(dir) = generate(14, false) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    let html = dir.path().join("fleet.html");
+    let out = lowlat(&["fleet", "report", "--html"])
+        .arg(&html)
+        .arg(&fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let page = String::from_utf8(out).unwrap();
+    assert!(
+        page.starts_with("lowlat fleet report: 14 hosts, 2 groups"),
+        "{page}"
+    );
+    let line = page
+        .lines()
+        .find(|l| l.contains("host-0006"))
+        .unwrap_or_else(|| panic!("host-0006 is not named: {page}"));
+    assert!(
+        line.contains("firmware.bios_version: 9.99.9-planted; group: "),
+        "{line}"
+    );
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("host-0006") && html.contains("9.99.9-planted"));
+    assert!(html.contains("id=\"fleet\""));
+}
+
+#[test]
+fn a_fleet_of_identical_hosts_exits_0_and_gets_one_plan_per_group() {
+    let Some(dir) = generate(6, false) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    lowlat(&["fleet", "report"]).arg(&fleet).assert().code(0);
+    let plans = dir.path().join("plans");
+    let out = lowlat(&["fleet", "plan", "--out"])
+        .arg(&plans)
+        .arg(&fleet)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let page = String::from_utf8(out).unwrap();
+    assert!(
+        page.contains("group 1: wrote") && page.contains("group 2: wrote"),
+        "{page}"
+    );
+    for group in ["group-1", "group-2"] {
+        let hosts = std::fs::read_to_string(plans.join(group).join("hosts.txt")).unwrap();
+        assert_eq!(hosts.lines().count(), 3, "{hosts}");
+        assert!(plans.join(group).join("plan.json").is_file());
+    }
+}
+
+#[test]
+fn a_group_whose_hosts_differ_in_what_the_plan_depends_on_gets_no_plan() {
+    let Some(dir) = generate(21, false) else {
+        return;
+    };
+    // host-0020 has mitigations=off on its command line, which the plan depends on; host-0006
+    // has another BIOS version and host-0013 an empty DIMM slot (which fails a hardware rule),
+    // which it does not.
+    let fleet = dir.path().join("fleet");
+    let plans = dir.path().join("plans");
+    let out = lowlat(&["fleet", "plan", "--out"])
+        .arg(&plans)
+        .arg(&fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let page = String::from_utf8(out).unwrap();
+    assert!(page.contains("group 1: no plan"), "{page}");
+    assert!(
+        page.contains("host-0020: cmdline:mitigations = mitigations=off"),
+        "{page}"
+    );
+    assert!(!page.contains("host-0006"), "{page}");
+    assert!(!plans.join("group-1").exists());
+    assert!(plans.join("group-2/plan.json").is_file(), "{page}");
+}
+
+#[test]
+fn no_snapshot_at_all_is_an_error_naming_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = lowlat(&["fleet", "report"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("no host to report"), "{err}");
+    assert!(err.contains(&dir.path().display().to_string()), "{err}");
+    let missing = dir.path().join("nowhere");
+    let err = lowlat(&["fleet", "report"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(
+        String::from_utf8(err)
+            .unwrap()
+            .contains("nowhere: cannot read it")
+    );
+}
