@@ -124,14 +124,11 @@ pub struct ReadArgs {
     pub json: bool,
 }
 
-/// Options of `lowlat bios apply`.
+/// The values `bios apply` stages and `bios verify` checks: given one by one, from a plan, or
+/// both.
 #[derive(Debug, Args)]
-pub struct ApplyArgs {
-    /// The BMC.
-    #[command(flatten)]
-    pub bmc: BmcArgs,
-
-    /// A change: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
+pub struct Wanted {
+    /// A value: INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled); repeat
     /// for more.
     #[arg(
         long = "set",
@@ -140,10 +137,22 @@ pub struct ApplyArgs {
     )]
     pub changes: Vec<String>,
 
-    /// Stage the BIOS changes of this plan.json (`lowlat plan --bios FILE`), made from this
-    /// BMC's BIOS; with --set, those too.
+    /// The BIOS changes of this plan.json (`lowlat plan --bios FILE`), made from this BMC's
+    /// BIOS; with --set, those too.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+}
+
+/// Options of `lowlat bios apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The BMC.
+    #[command(flatten)]
+    pub bmc: BmcArgs,
+
+    /// The values to stage or check.
+    #[command(flatten)]
+    pub wanted: Wanted,
 
     /// Where to write the journal of the values replaced (for `bios revert`); it must not
     /// exist.
@@ -162,18 +171,9 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub bmc: BmcArgs,
 
-    /// A value to check: INTENT=VALUE or ATTRIBUTE=VALUE; repeat for more.
-    #[arg(
-        long = "set",
-        value_name = "NAME=VALUE",
-        required_unless_present = "plan"
-    )]
-    pub changes: Vec<String>,
-
-    /// Check the BIOS changes of this plan.json (`lowlat plan --bios FILE`); with --set,
-    /// those too.
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
+    /// The values to stage or check.
+    #[command(flatten)]
+    pub wanted: Wanted,
 
     /// Also check what this machine's OS shows (run on the server after its reset, or with
     /// --root/--snapshot): SMT from the threads per core, boost from cpufreq, core C-states
@@ -226,10 +226,7 @@ fn read(args: &ReadArgs) -> Result<u8> {
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
     let (bmc, state) = connect(&args.bmc)?;
-    let changes = resolve(
-        &state,
-        &requests(args.plan.as_deref(), &args.changes, &state)?,
-    )?;
+    let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
         print(&report::render_staged(&journal.entries, false))?;
@@ -267,10 +264,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let changes = resolve(
-        &state,
-        &requests(args.plan.as_deref(), &args.changes, &state)?,
-    )?;
+    let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
     let machine = if args.inband {
         Some(Machine::read(&cli.sysroot()?))
     } else {
@@ -394,9 +388,10 @@ fn password(file: Option<&Path>) -> Result<String> {
 
 /// The requests of `--set`, after those of the BIOS part of `--plan FILE`, which must have been
 /// made from this BMC's system.
-fn requests(plan: Option<&Path>, sets: &[String], state: &BiosState) -> Result<Vec<String>> {
-    let Some(file) = plan else {
-        return Ok(sets.to_vec());
+fn requests(wanted: &Wanted, state: &BiosState) -> Result<Vec<String>> {
+    let sets = &wanted.changes;
+    let Some(file) = wanted.plan.as_deref() else {
+        return Ok(sets.clone());
     };
     let text =
         std::fs::read_to_string(file).with_context(|| format!("--plan {}", file.display()))?;
