@@ -5,7 +5,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use std::time::Duration;
 
-use super::measure_common::{BundleArgs, hold_idle_limit, live_root, report_not_measured};
+use super::measure_common::{BundleArgs, hold_idle_limit, live_root, measured_completely};
 use super::output::print;
 use super::{Cli, exit, values};
 use crate::audit::{self, profile};
@@ -137,12 +137,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
             max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
         },
     )?;
-    let mut complete = !jitter_run.session.interrupted;
-    for cpu in &jitter_run.session.cpus {
-        if report_not_measured(cpu) || cpu.record.full {
-            complete = false;
-        }
-    }
+    let mut complete = measured_completely(&jitter_run.session, |cpu| cpu.record.full);
     let timer_run = if complete {
         let _limit = hold_idle_limit(session.root(), 0);
         let run = timer::run(
@@ -154,10 +149,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
                 histogram_buckets: 0,
             },
         )?;
-        complete &= !run.session.interrupted;
-        for cpu in &run.session.cpus {
-            complete &= !report_not_measured(cpu);
-        }
+        complete &= measured_completely(&run.session, |_| false);
         Some(run)
     } else {
         None

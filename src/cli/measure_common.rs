@@ -19,8 +19,7 @@ use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::segments::{self, Merge};
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::CpuLoop;
-use crate::measure::runner::threads::LoopPlan;
+use crate::measure::runner::threads::{CpuLoop, Finished, LoopPlan};
 use crate::report::inventory;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
@@ -294,32 +293,67 @@ pub(crate) fn run_checkpointed<T: Merge, E>(
 }
 
 /// A loop engine's checkpoint: the document of its results so far (`result`, with the
-/// environment the run captured), with a warning that the run of `duration` was still going
-/// after `elapsed_ns`.
-pub(crate) fn checkpoint_json<T: Serialize>(
+/// environment `so_far` captured), with a warning that the run of `duration` was still going.
+pub(crate) fn checkpoint_json<R, T: Serialize>(
     kind: Kind,
     root: &SysRoot,
-    environment: &Environment,
+    so_far: &Finished<R>,
     mut result: Measured<T>,
-    elapsed_ns: u64,
     duration: Duration,
 ) -> Result<String> {
     result.header.warnings.push(format!(
         "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
-        elapsed_ns as f64 / 1e9,
+        so_far.elapsed_ns as f64 / 1e9,
         duration.as_secs_f64()
     ));
-    let doc = measure_document(kind, document::host_name(root), environment.clone(), result);
+    let doc = measure_document(
+        kind,
+        document::host_name(root),
+        so_far.environment.clone(),
+        result,
+    );
     Ok(doc.to_json()?)
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
 /// was not (the measurement is then incomplete, see [`results_exit`]).
-pub(crate) fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
+fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     if let Some(error) = &cpu.setup_error {
         eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
     }
     cpu.setup_error.is_some()
+}
+
+/// Whether every CPU of `run` measured to its end: says on stderr which CPUs were not
+/// measured and, through `cut_short` (which says its own reason and returns true), which stopped
+/// early. An interrupted run is not complete either.
+pub(crate) fn measured_completely<R>(
+    run: &Finished<R>,
+    mut cut_short: impl FnMut(&CpuLoop<R>) -> bool,
+) -> bool {
+    let mut complete = !run.interrupted;
+    for cpu in &run.cpus {
+        // Both are said, so `|`, not `||`.
+        if report_not_measured(cpu) | cut_short(cpu) {
+            complete = false;
+        }
+    }
+    complete
+}
+
+/// The end of a loop engine's run once its results are printed and `written` says whether
+/// every output was written: what was incomplete said on stderr (see [`measured_completely`]),
+/// an interruption noted, and the exit code of [`results_exit`].
+pub(crate) fn loop_exit<R>(
+    run: &Finished<R>,
+    written: bool,
+    cut_short: impl FnMut(&CpuLoop<R>) -> bool,
+) -> u8 {
+    let measured = measured_completely(run, cut_short);
+    if run.interrupted {
+        note_interrupted();
+    }
+    results_exit(written && measured)
 }
 
 /// The one exit-code rule of the measurements, once their results are printed: 0

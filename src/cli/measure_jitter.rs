@@ -5,8 +5,8 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, note_interrupted,
-    open_session, report_not_measured, results_exit, run_checkpointed,
+    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, loop_exit, open_session,
+    run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -88,9 +88,8 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             checkpoint_json(
                 Kind::MeasureJitter,
                 session.root(),
-                &so_far.session.environment,
+                &so_far.session,
                 printers::result(so_far),
-                so_far.session.elapsed_ns,
                 duration,
             )
         },
@@ -123,31 +122,24 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         format == JitterFormat::Json,
         bundle.as_ref(),
     )?;
-    let mut complete = saved && !run.session.interrupted;
+    let mut written = saved;
     if let Some(prefix) = &args.raw {
         // After the results: a failed write loses the raw files, never the run.
         for (name, text) in printers::raw_files(&run, prefix) {
             if let Err(e) = std::fs::write(&name, text) {
                 eprintln!("lowlat: error: --raw {prefix}: writing {name}: {e}");
-                complete = false;
+                written = false;
             }
         }
     }
-    for cpu in &run.session.cpus {
-        if report_not_measured(cpu) {
-            complete = false;
-        }
+    Ok(loop_exit(&run.session, written, |cpu| {
         if cpu.record.full {
             eprintln!(
                 "lowlat: CPU {}: the gap buffer filled ({} gaps); its results cover only the \
                  time until then; raise --threshold or --max-gaps",
                 cpu.cpu, cpu.record.config.capacity
             );
-            complete = false;
         }
-    }
-    if run.session.interrupted {
-        note_interrupted();
-    }
-    Ok(results_exit(complete))
+        cpu.record.full
+    }))
 }

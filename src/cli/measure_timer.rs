@@ -5,8 +5,8 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{
-    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, note_interrupted, open_session,
-    report_not_measured, results_exit, run_checkpointed,
+    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, open_session,
+    run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -123,9 +123,8 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             checkpoint_json(
                 Kind::MeasureTimer,
                 session.root(),
-                &so_far.session.environment,
+                &so_far.session,
                 printers::result(so_far),
-                so_far.session.elapsed_ns,
                 duration,
             )
         },
@@ -147,14 +146,5 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         format == TimerFormat::Json,
         bundle.as_ref(),
     )?;
-    let mut complete = saved && !run.session.interrupted;
-    for cpu in &run.session.cpus {
-        if report_not_measured(cpu) {
-            complete = false;
-        }
-    }
-    if run.session.interrupted {
-        note_interrupted();
-    }
-    Ok(results_exit(complete))
+    Ok(loop_exit(&run.session, saved, |_| false))
 }
