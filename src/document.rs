@@ -12,7 +12,7 @@
 //! | kind              | schema_version | written by                     | read back by        |
 //! |-------------------|----------------|--------------------------------|---------------------|
 //! | `inventory`       | 4              | `inventory --json`             |                     |
-//! | `audit`           | 2              | `audit --json`                 |                     |
+//! | `audit`           | 3              | `audit --json`                 |                     |
 //! | `plan`            | 3 (2 is read)  | `plan --json`, `plan.json`     | apply, verify       |
 //! | `verify`          | 2              | `verify --json`                |                     |
 //! | `apply`           | 1              | `apply --json`                 | the Ansible module  |
@@ -107,8 +107,8 @@ impl Kind {
     pub fn schema_version(self) -> u32 {
         match self {
             Kind::Inventory => 4, // 3: cpufreq policies lost `cur_khz`; 4: sparse IRQ counts
-            Kind::Audit => 2,
-            Kind::Plan => 3, // 3: grouped settings; 2 has none and still reads
+            Kind::Audit => 3,     // 3: remediation settings grouped as plan.json's
+            Kind::Plan => 3,      // 3: grouped settings; 2 has none and still reads
             Kind::Verify => 2,
             Kind::Apply => 1,
             Kind::Revert => 1,

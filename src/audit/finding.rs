@@ -93,8 +93,16 @@ pub struct BiosStep {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Remediation {
     /// Exact settings lowlat can apply (kernel argument, sysctl, file line, runtime value).
-    /// `lowlat plan` collects these from failing and warning findings.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// `lowlat plan` collects these from failing and warning findings. The audit document
+    /// writes a run of settings equal but for one part of their id as one group (the
+    /// `irq:{names}:affinity` of every IRQ sent to the same CPUs, with `"names": ["40", "41"]`;
+    /// see `tuning::grouping`), so that it grows with what differs, not with the IRQs.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "crate::tuning::grouping::serialize",
+        deserialize_with = "crate::tuning::grouping::deserialize"
+    )]
     pub settings: Vec<Setting>,
     /// BIOS setup steps, for settings only the firmware controls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -15,6 +15,7 @@ use crate::machine::irq::{Irq, IrqClass, Irqs};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
 use crate::sysroot::natural_cmp;
+use crate::tuning::nearby::{Near, NearHousekeeping};
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
@@ -54,7 +55,8 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
         }
     };
     let topology = &inputs.machine.topology;
-    let spread = nic_spread(irqs, topology, hk);
+    let mut near = NearHousekeeping::new(topology, hk);
+    let spread = nic_spread(irqs, topology, &mut near);
     let mut managed: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for irq in &irqs.irqs {
         let name = actions(irqs, irq);
@@ -92,10 +94,10 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
                         QUEUE_GUIDE,
                     ));
                 } else {
-                    let (cpus, where_) = local_housekeeping(topology, hk, irq_node(irq));
+                    let (cpus, where_) = local_housekeeping(&mut near, irq_node(irq));
                     draft.add(setting(
                         SettingId::Irq(irq.number).to_string(),
-                        cpus.to_list(),
+                        cpus.list.clone(),
                         Layer::Runtime,
                         format!("{name}: to the housekeeping CPUs{where_}"),
                         format!("{GUIDE} §4.3.3 (step 7)"),
@@ -175,13 +177,13 @@ pub(crate) fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
                 "RPS stays off: the receive queues' own IRQs carry the packets to housekeeping CPUs".to_string(),
             )
         } else {
+            let mut near = NearHousekeeping::new(&inputs.machine.topology, hk);
             let (cpus, where_) = local_housekeeping(
-                &inputs.machine.topology,
-                hk,
+                &mut near,
                 iface.numa_node.map(|n| (n, "where its device is")),
             );
             (
-                cpus.to_mask(inputs.partition.nr_cpus),
+                cpus.cpus.to_mask(inputs.partition.nr_cpus),
                 format!(
                     "RPS steers received packets only to the housekeeping CPUs{where_}, never to isolated ones"
                 ),
@@ -220,20 +222,16 @@ fn irq_node(irq: &Irq) -> Option<(u32, &'static str)> {
 
 /// The housekeeping CPUs of `node` when it has some, else all of them; with the words saying
 /// which.
-fn local_housekeeping(
-    topology: &Topology,
-    hk: &CpuSet,
+fn local_housekeeping<'n>(
+    near: &'n mut NearHousekeeping,
     node: Option<(u32, &str)>,
-) -> (CpuSet, String) {
-    if let Some((node, basis)) = node
-        && let Some(n) = topology.nodes.iter().find(|n| n.id == node)
-    {
-        let local = n.cpus.intersection(hk);
-        if !local.is_empty() {
-            return (local, format!(" of node {node}, {basis}"));
-        }
-    }
-    (hk.clone(), String::new())
+) -> (&'n Near, String) {
+    let cpus = near.of(node.map(|(n, _)| n));
+    let where_ = match node {
+        Some((node, basis)) if cpus.local => format!(" of node {node}, {basis}"),
+        _ => String::new(),
+    };
+    (cpus, where_)
 }
 
 /// `cpus` ordered one thread per core first: the first thread of every core, then the second
@@ -256,7 +254,11 @@ fn cores_first(topology: &Topology, cpus: &CpuSet) -> Vec<u32> {
 
 /// The CPU of every NIC queue IRQ, with the reason: queue `q` of the `i`-th NIC (NICs in
 /// natural name order) on CPU `(i + q) mod n` of the NIC's node-local housekeeping CPUs.
-fn nic_spread(irqs: &Irqs, topology: &Topology, hk: &CpuSet) -> BTreeMap<u32, (u32, String)> {
+fn nic_spread(
+    irqs: &Irqs,
+    topology: &Topology,
+    near: &mut NearHousekeeping,
+) -> BTreeMap<u32, (u32, String)> {
     let mut nics: BTreeMap<&str, Vec<(&Irq, u32)>> = BTreeMap::new();
     for irq in &irqs.irqs {
         if let IrqClass::NicQueue { nic, queue, .. } = &irq.class {
@@ -271,8 +273,8 @@ fn nic_spread(irqs: &Irqs, topology: &Topology, hk: &CpuSet) -> BTreeMap<u32, (u
             continue;
         };
         let node = queues.iter().find_map(|(irq, _)| irq_node(irq));
-        let (cpus, where_) = local_housekeeping(topology, hk, node);
-        let order = cores_first(topology, &cpus);
+        let (cpus, where_) = local_housekeeping(near, node);
+        let order = cores_first(topology, &cpus.cpus);
         let n = order.len();
         for (irq, queue) in queues {
             let slot = (index + *queue as usize) % n.max(1);

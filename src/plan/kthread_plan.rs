@@ -10,6 +10,7 @@ use super::{Draft, Inputs, Plan, setting};
 use crate::machine::tasks::{PerCpuKind, Task};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::nearby::NearHousekeeping;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
@@ -193,25 +194,16 @@ fn plan_affinity(kthreads: &[&Task], topology: &Topology, hk: &CpuSet, draft: &m
             families.entry(name).or_insert(node);
         }
     }
+    let mut near = NearHousekeeping::new(topology, hk);
     for (name, node) in families {
-        let local = node
-            .and_then(|node| topology.nodes.iter().find(|n| n.id == node))
-            .map(|n| n.cpus.intersection(hk))
-            .filter(|cpus| !cpus.is_empty());
-        let (cpus, why) = match local {
-            Some(cpus) => (
-                cpus,
-                format!(
-                    "Per-node memory thread to the housekeeping CPUs of its node {}.",
-                    node.unwrap_or(0)
-                ),
-            ),
-            None => (
-                hk.clone(),
-                "Movable kernel thread to the housekeeping CPUs.".to_string(),
-            ),
+        let cpus = near.of(node);
+        let why = match node {
+            Some(node) if cpus.local => {
+                format!("Per-node memory thread to the housekeeping CPUs of its node {node}.")
+            }
+            _ => "Movable kernel thread to the housekeeping CPUs.".to_string(),
         };
-        draft.add(kthread(&name, cpus.to_list(), &why));
+        draft.add(kthread(&name, cpus.list.clone(), &why));
     }
 }
 

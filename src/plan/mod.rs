@@ -14,7 +14,6 @@ pub mod artifacts;
 pub mod bios;
 pub mod cmdline_size;
 pub mod findings;
-mod grouping;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
@@ -120,10 +119,10 @@ pub struct Plan {
     /// The desired settings, in the order they should be applied (boot, sysctl, runtime,
     /// file, service). plan.json writes a run of settings that differ only in one part of
     /// their id as one group (`cpu:{cpus}:pm_qos_resume_latency_us` with `"cpus": "1-7"`; see
-    /// the `grouping` module), and reads it back as the same settings.
+    /// the `tuning::grouping` module), and reads it back as the same settings.
     #[serde(
-        serialize_with = "grouping::serialize",
-        deserialize_with = "grouping::deserialize"
+        serialize_with = "crate::tuning::grouping::serialize",
+        deserialize_with = "crate::tuning::grouping::deserialize"
     )]
     pub settings: Vec<Setting>,
     /// Desired settings left out, with the reason.

@@ -107,7 +107,7 @@ fn golden_reports_and_documents() {
 #[test]
 fn the_untuned_epyc_fails_the_guides_checks() {
     let doc = json("epyc7f32-2s", "low-latency", 1);
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     assert_eq!(doc["kind"], "audit");
     assert_eq!(doc["profile"]["name"], "low-latency");
     assert_eq!(doc["machine"]["hostname"], "hpe-lowlat");
@@ -308,6 +308,33 @@ fn the_plan_gets_the_settings_of_failing_findings() {
         .flat_map(|f| f.remediation.settings.iter().map(|s| s.id.as_str()))
         .collect();
     assert!(passing.is_empty(), "{passing:?}");
+}
+
+#[test]
+fn the_json_groups_like_irq_fixes_and_reads_back_as_the_audits_settings() {
+    // Schema 3: IRQs sent to the same CPUs share one `irq:{names}:affinity` entry.
+    let doc = json("epyc7f32-2s", "low-latency", 1);
+    let irq = finding(&doc, "LL-IRQ-ON-ISOLATED");
+    let entries = irq["remediation"]["settings"].as_array().unwrap();
+    assert_eq!(entries[0]["id"], "irq:{names}:affinity");
+    assert_eq!(
+        entries[0]["names"],
+        serde_json::json!(["0", "8", "9", "27"])
+    );
+    assert_eq!(entries[0]["value"], "0");
+    // Expanded, the groups are the audit's own settings, one per IRQ, in order.
+    let findings: Vec<audit::Finding> = serde_json::from_value(doc["findings"].clone()).unwrap();
+    let machine = Machine::read(&SysRoot::dir(fixture("epyc7f32-2s")));
+    let profile = profile::load("low-latency").unwrap();
+    let partition = partition::choose(&machine, None).unwrap();
+    let result = audit::run(&machine, &profile, &partition);
+    let from_json = &findings
+        .iter()
+        .find(|f| f.rule == "LL-IRQ-ON-ISOLATED")
+        .unwrap();
+    let direct = result.finding("LL-IRQ-ON-ISOLATED").unwrap();
+    assert!(entries.len() < direct.remediation.settings.len());
+    assert_eq!(from_json.remediation, direct.remediation);
 }
 
 #[test]

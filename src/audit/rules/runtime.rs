@@ -13,6 +13,7 @@ use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::tasks::{Task, Tasks};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
+use crate::tuning::nearby::NearHousekeeping;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
@@ -213,15 +214,6 @@ pub(crate) const RULES: &[Rule] = &[
 
 const GUIDE_BIOS_CSTATE: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
-/// The housekeeping CPUs on `node`, else all housekeeping CPUs.
-fn housekeeping_near(ctx: &RuleContext, node: Option<u32>) -> CpuSet {
-    let hk = &ctx.partition.housekeeping;
-    node.and_then(|n| ctx.machine.topology.nodes.iter().find(|node| node.id == n))
-        .map(|node| node.cpus.intersection(hk))
-        .filter(|near| !near.is_empty())
-        .unwrap_or_else(|| hk.clone())
-}
-
 fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every movable IRQ's affinity within the housekeeping CPUs";
     let irqs = match interrupts(ctx, expected) {
@@ -232,6 +224,7 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
     let index = IrqIndex::new(ctx, irqs);
+    let mut near = NearHousekeeping::new(&ctx.machine.topology, &ctx.partition.housekeeping);
     let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
     for irq in &movable {
         let hits = irq
@@ -241,10 +234,10 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             .is_some_and(|set| set.intersects(iso));
         if hits {
             lines.push(index.line(irq));
-            let target = housekeeping_near(ctx, irq.device_node.or(irq.node));
+            let target = near.of(irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
                 SettingId::Irq(irq.number).to_string(),
-                target.to_list(),
+                target.list.clone(),
             ));
         }
     }

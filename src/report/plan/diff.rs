@@ -1,9 +1,11 @@
 //! `lowlat plan --diff`: for each planned setting, the value on the machine now and the planned
 //! one, in the same form so that they compare as text.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::machine::power::{BoostState, ResumeLatency};
+use crate::machine::irq::Irq;
+use crate::machine::power::{BoostState, CpuPower, ResumeLatency};
 use crate::machine::tasks::SchedPolicy;
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::plan::Plan;
@@ -51,12 +53,49 @@ pub struct Entry {
     pub status: Status,
 }
 
+/// The machine and the files under its root, with its IRQs and per-CPU power states indexed
+/// by number: a plan of 50,000 IRQ or 8,192 per-CPU settings looks each one up once.
+struct Now<'a> {
+    machine: &'a Machine,
+    root: &'a SysRoot,
+    /// The numbered IRQs by number (empty when they could not be read).
+    irqs: HashMap<u32, &'a Irq>,
+    /// The power state of each CPU, by CPU number.
+    power: HashMap<u32, &'a CpuPower>,
+}
+
+impl<'a> Now<'a> {
+    fn of(machine: &'a Machine, root: &'a SysRoot) -> Self {
+        let irqs = machine.irqs.get().map_or_else(HashMap::new, |irqs| {
+            irqs.irqs
+                .iter()
+                .rev()
+                .map(|irq| (irq.number, irq))
+                .collect()
+        });
+        let power = machine
+            .power
+            .cpus
+            .iter()
+            .rev()
+            .map(|c| (c.cpu, c))
+            .collect();
+        Self {
+            machine,
+            root,
+            irqs,
+            power,
+        }
+    }
+}
+
 /// Compares every setting of `plan` with `machine` (and the files under `root`).
 pub fn diff(plan: &Plan, machine: &Machine, root: &SysRoot) -> Vec<Entry> {
+    let now = Now::of(machine, root);
     plan.settings
         .iter()
         .map(|s| {
-            let current = current(s, machine, root);
+            let current = current_in(s, &now);
             let status = match &current {
                 Current::Value(v) if *v == s.value => Status::Same,
                 Current::Absent if s.value.is_empty() => Status::Same,
@@ -90,8 +129,14 @@ fn cpus(value: &Avail<CpuSet>, mask_of: Option<u32>) -> Current {
     }
 }
 
-/// The current value of one setting.
+/// The current value of one setting (for many, [`diff`] indexes the machine once).
 pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
+    current_in(s, &Now::of(machine, root))
+}
+
+/// The current value of one setting, looked up in `now`.
+fn current_in(s: &Setting, now: &Now) -> Current {
+    let (machine, root) = (now.machine, now.root);
     let (kind, rest) = s.id.split_once(':').unwrap_or((s.id.as_str(), ""));
     let nr_cpu_ids = machine.topology.nr_cpu_ids();
     match kind {
@@ -100,7 +145,7 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             Err(ReadError::NotFound { .. }) => Current::Absent,
             Err(e) => Current::Unknown(e.to_string()),
         },
-        "irq" => current_irq(s, machine),
+        "irq" => current_irq(s, now),
         "workqueue" => match rest {
             "cpumask" => cpus(&machine.services.workqueue_cpumask, Some(nr_cpu_ids)),
             "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, Some(nr_cpu_ids)),
@@ -132,7 +177,7 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
             Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
         },
         "cpufreq" => current_cpufreq(rest, machine),
-        "cpu" => current_resume_latency(rest, machine),
+        "cpu" => current_resume_latency(rest, now),
         "service" => match machine.services.service(rest.trim_end_matches(".service")) {
             Some(service) if service.enabled => Current::Value("enabled".into()),
             Some(service) if service.installed => Current::Value("disabled".into()),
@@ -166,18 +211,18 @@ fn current_cmdline(s: &Setting, machine: &Machine) -> Current {
     }
 }
 
-fn current_irq(s: &Setting, machine: &Machine) -> Current {
+fn current_irq(s: &Setting, now: &Now) -> Current {
+    let machine = now.machine;
     if s.id == SettingId::IrqDefault.to_string() {
         return cpus(
             &machine.irq_default_affinity,
             Some(machine.topology.nr_cpu_ids()),
         );
     }
-    let irqs = match &machine.irqs {
-        Avail::Available(irqs) => irqs,
-        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
-    };
-    match irq_plan::number(&s.id).and_then(|n| irqs.irqs.iter().find(|i| i.number == n)) {
+    if let Avail::Unavailable { unavailable } = &machine.irqs {
+        return Current::Unknown(unavailable.clone());
+    }
+    match irq_plan::number(&s.id).and_then(|n| now.irqs.get(&n)) {
         Some(irq) => cpus(&irq.affinity, None),
         None => Current::Absent,
     }
@@ -241,14 +286,14 @@ fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
 }
 
 /// `cpu:N:pm_qos_resume_latency_us`, as the file reads.
-fn current_resume_latency(rest: &str, machine: &Machine) -> Current {
+fn current_resume_latency(rest: &str, now: &Now) -> Current {
     let cpu = rest
         .strip_suffix(":pm_qos_resume_latency_us")
         .and_then(|n| n.parse::<u32>().ok());
     let Some(cpu) = cpu else {
         return Current::Unknown(format!("lowlat does not read cpu {rest}"));
     };
-    match machine.power.cpus.iter().find(|c| c.cpu == cpu) {
+    match now.power.get(&cpu) {
         Some(power) => match &power.resume_latency {
             Avail::Available(ResumeLatency::NoConstraint) => Current::Value("0".into()),
             Avail::Available(ResumeLatency::ZeroLatency) => Current::Value("n/a".into()),

@@ -1,9 +1,10 @@
-//! plan.json's `settings` written so that the file grows with what differs, not with CPUs ×
-//! settings: a run of consecutive settings that differ only in the middle part of their id
+//! Settings written so that a file grows with what differs, not with CPUs × settings: a run
+//! of consecutive settings that differ only in the middle part of their id
 //! (`task:<comm>:affinity` of every task to move, `cpu:<N>:pm_qos_resume_latency_us` of every
-//! isolated CPU) is written once, as a group, and read back as the same settings in the same
-//! order. Only the file is grouped: apply, revert and verify still see, journal and check one
-//! setting per file and value.
+//! isolated CPU, `irq:<N>:affinity` of every IRQ sent to the same CPUs) is written once, as a
+//! group, and read back as the same settings in the same order. Used by plan.json's `settings`
+//! and by the audit document's remediations; only the file is grouped: apply, revert and
+//! verify still see, journal and check one setting per file and value.
 //!
 //! ```json
 //! { "id": "cpu:{cpus}:pm_qos_resume_latency_us", "cpus": "1-7,9-15", "value": "0", ... }
@@ -162,7 +163,7 @@ fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
     Ok(settings)
 }
 
-/// Writes `settings` grouped (`#[serde(serialize_with)]` of [`super::Plan::settings`]).
+/// Writes `settings` grouped (`#[serde(serialize_with)]` of a `Vec<Setting>` field).
 pub(crate) fn serialize<S: Serializer>(
     settings: &[Setting],
     serializer: S,
@@ -180,11 +181,18 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::setting;
     use crate::tuning::setting::Layer;
 
     fn runtime(id: &str, value: &str) -> Setting {
-        setting(id, value, Layer::Runtime, "why", "source")
+        Setting {
+            id: id.to_string(),
+            value: value.to_string(),
+            layer: Layer::Runtime,
+            reboot: false,
+            rationale: "why".to_string(),
+            source: "source".to_string(),
+            security_tradeoff: None,
+        }
     }
 
     fn round_trip(settings: &[Setting]) -> (serde_json::Value, Vec<Setting>) {
