@@ -349,6 +349,15 @@ impl CpuSet {
         self.zip(other, |a, b| a | b)
     }
 
+    /// Adds the CPUs of `other`, in place (a union that grows one set needs no new one).
+    pub fn union_with(&mut self, other: &CpuSet) {
+        self.grow_to(other.0.len().saturating_sub(1));
+        for (word, &add) in self.0.iter_mut().zip(&other.0) {
+            *word |= add;
+        }
+        self.trim();
+    }
+
     /// CPUs in `self` but not in `other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
         self.zip(other, |a, b| a & !b)
@@ -499,6 +508,18 @@ impl<'de> Deserialize<'de> for CpuSet {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn union_with_grows_in_place() {
+        let mut set = CpuSet::parse_list("1").unwrap();
+        set.union_with(&CpuSet::parse_list("200-201").unwrap());
+        assert_eq!(set.to_list(), "1,200-201");
+        set.union_with(&CpuSet::new());
+        assert_eq!(set, CpuSet::parse_list("1,200-201").unwrap());
+        let mut empty = CpuSet::new();
+        empty.union_with(&CpuSet::new());
+        assert_eq!(empty, CpuSet::new());
+    }
 
     #[test]
     fn parses_the_kernel_list_forms() {
