@@ -365,7 +365,10 @@ impl CpuSet {
 
     /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.difference(other).is_empty()
+        self.0
+            .iter()
+            .enumerate()
+            .all(|(i, word)| word & !other.0.get(i).copied().unwrap_or(0) == 0)
     }
 
     /// Whether the sets share a CPU.

@@ -656,13 +656,24 @@ fn shape(t: &Topology) -> Shape {
                 .map(|n| l3.iter().filter(|g| g.intersects(&n.cpus)).count()),
         )
     };
-    let cores_per_l3 = uniform(l3.iter().map(|g| {
-        cores
-            .iter()
-            .filter(|core| core.is_subset(g) && !core.is_empty())
-            .count()
-    }))
-    .filter(|_| !l3.is_empty());
+    // Each core is looked for only in the L3 instances holding its first CPU: a search of
+    // every core per instance is 4 million subset tests at 8,192 CPUs.
+    let mut l3_of_cpu: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (index, group) in l3.iter().enumerate() {
+        for cpu in group.iter() {
+            l3_of_cpu.entry(cpu).or_default().push(index);
+        }
+    }
+    let mut cores_in_l3 = vec![0; l3.len()];
+    for core in &cores {
+        let holders = core.first().and_then(|first| l3_of_cpu.get(&first));
+        for &index in holders.into_iter().flatten() {
+            if core.is_subset(&l3[index]) {
+                cores_in_l3[index] += 1;
+            }
+        }
+    }
+    let cores_per_l3 = uniform(cores_in_l3).filter(|_| !l3.is_empty());
     Shape {
         cpus: online.len(),
         sockets: packages.len(),
