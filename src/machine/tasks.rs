@@ -6,6 +6,7 @@
 //! runs. The machine is live: a process that exits between listing `/proc` and reading its
 //! files is left out, with a warning naming the file that was gone.
 
+use super::cpulist::Interner;
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
@@ -394,9 +395,15 @@ pub fn read(r: &mut Reader) -> Avail<Tasks> {
         tasks: Vec::with_capacity(pids.len()),
         unreadable: 0,
     };
+    let mut sets = Interner::default();
     for pid in pids {
         match read_task(r, pid) {
-            Read::Task(task) => tasks.tasks.push(*task),
+            Read::Task(mut task) => {
+                if let Avail::Available(cpus) = &mut task.cpus_allowed {
+                    *cpus = sets.intern(std::mem::take(cpus));
+                }
+                tasks.tasks.push(*task)
+            }
             Read::Unreadable => tasks.unreadable += 1,
             Read::Skipped => {}
         }
