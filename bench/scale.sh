@@ -3,8 +3,11 @@
 # generated large machines (tests/fixtures/generate.py --large) and prints, per size and
 # command, the median wall time, the median CPU time (user + system: steadier than wall time
 # on a shared machine) and the median peak RSS (the child's ru_maxrss from wait4) over RUNS
-# runs, with the exit codes seen. Release build. Sizes alternate: every round runs every size
-# once, in a rotated order, so a slow minute of this shared machine spreads over all sizes.
+# runs, with the exit codes seen. `lowlat inventory` (the one-screen summary) is timed too: it
+# is the model read with next to no output, the cost every command pays first. Release build
+# (PROFILE=profiling for the profiling build, minutes to build instead of half an hour). Sizes
+# alternate: every round runs every size once, in a rotated order, so a slow minute of this
+# shared machine spreads over all sizes.
 #
 # Sizes (CPUs; EPYC-like 128 cores x 2 threads per package, NPS4, 8-core L3 groups):
 #   512   2 packages,   4,000 IRQs,   5,000 tasks (the synthetic-512 machine)
@@ -21,12 +24,15 @@
 #   SIZES="512 2048 4096 8192"     sizes to run (default "512 2048 8192")
 #   SCRATCH=DIR                    where the trees go (default: a new directory under $TMPDIR or /tmp)
 #   KEEP=1                         keep the trees (and reuse them: a tree already in SCRATCH is not rewritten)
+#   PROFILE=profiling              time the profiling build (Cargo.toml) instead of the release build
+#   BIN=FILE                       time this lowlat binary instead, without building (a "before" copy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${1:-5}
 sizes=${SIZES:-512 2048 8192}
-bin="${CARGO_TARGET_DIR:-target}/release/lowlat"
+profile=${PROFILE:-release}
+bin=${BIN:-${CARGO_TARGET_DIR:-target}/$profile/lowlat}
 scratch=${SCRATCH:-$(mktemp -d "${TMPDIR:-/tmp}/lowlat-scale.XXXXXX")}
 mkdir -p "$scratch"
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$scratch"' EXIT
@@ -60,7 +66,7 @@ if [ "$need" -gt $((avail - 2 * 1024 * 1024 * 1024)) ]; then
   exit 2
 fi
 
-cargo build --release --quiet
+[ -n "${BIN:-}" ] || cargo build --profile "$profile" --quiet
 for size in $sizes; do
   [ -d "$scratch/$size" ] && continue
   # shellcheck disable=SC2046 # the shape is a list of flags
@@ -72,6 +78,7 @@ import os, statistics, subprocess, sys, time
 
 bin_, scratch, runs, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 commands = {
+    "inventory": lambda root, out: ["inventory"],
     "inventory --json": lambda root, out: ["inventory", "--json"],
     "audit --json": lambda root, out: ["audit", "--json"],
     "plan --out": lambda root, out: ["plan", "--out", out, "--force"],

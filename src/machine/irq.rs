@@ -17,6 +17,7 @@ pub mod classify;
 
 pub use classify::{IrqClass, classify};
 
+use super::cpulist::Interner;
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
@@ -106,10 +107,19 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     rows.finish(warnings);
     table.cpus = rows.cpus;
     let mut device_nodes = BTreeMap::new();
+    let mut sets = Interner::default();
     let irqs = table
         .rows
         .iter()
-        .filter_map(|row| Some(read_irq(r, row.number?, &row.actions, &mut device_nodes)))
+        .filter_map(|row| {
+            let mut irq = read_irq(r, row.number?, &row.actions, &mut device_nodes);
+            for set in [&mut irq.affinity, &mut irq.effective_affinity] {
+                if let Avail::Available(cpus) = set {
+                    *cpus = sets.intern(std::mem::take(cpus));
+                }
+            }
+            Some(irq)
+        })
         .collect();
     let softirqs = r
         .text(SOFTIRQS)

@@ -5,6 +5,7 @@
 //! Frequencies are in kHz, as the kernel writes them in `/sys/devices/system/cpu/cpufreq`.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 use crate::machine::{Avail, CpuSet, Reader};
 
@@ -183,27 +184,21 @@ pub fn read(r: &mut Reader) -> Power {
     let cpufreq = read_policies(r);
     let boost = read_boost(r, cpufreq.get().map(Vec::as_slice));
     let cpuidle = read_cpuidle(r);
+    let policy_of = policy_by_cpu(cpufreq.get().map(Vec::as_slice).unwrap_or_default());
+    let mut idle_descriptions = IdleDescriptions::default();
     let cpus = r
         .root
         .list_numbered(CPU_DIR, "cpu")
         .into_iter()
-        .map(|(cpu, _)| {
-            let policy = cpufreq.get().and_then(|policies| {
-                policies
-                    .iter()
-                    .find(|p| p.affected_cpus.get().is_some_and(|c| c.contains(cpu)))
-                    .map(|p| p.id)
-            });
-            CpuPower {
-                cpu,
-                policy,
-                idle_states: read_idle_states(r, cpu),
-                resume_latency: read_with(
-                    r,
-                    &format!("{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us"),
-                    parse_resume_latency,
-                ),
-            }
+        .map(|(cpu, _)| CpuPower {
+            cpu,
+            policy: policy_of.get(&cpu).copied(),
+            idle_states: read_idle_states(r, cpu, &mut idle_descriptions),
+            resume_latency: read_with(
+                r,
+                &format!("{CPU_DIR}/cpu{cpu}/power/pm_qos_resume_latency_us"),
+                parse_resume_latency,
+            ),
         })
         .collect();
     Power {
@@ -213,6 +208,24 @@ pub fn read(r: &mut Reader) -> Power {
         cpuidle,
         cpus,
     }
+}
+
+/// The policy id of every CPU named in a policy's `affected_cpus`; a CPU named by two
+/// policies keeps the first, in policy order. One pass over the policies, where a search per
+/// CPU would cost CPUs x policies (67 million set lookups at 8,192 CPUs).
+fn policy_by_cpu(policies: &[Policy]) -> HashMap<u32, u32> {
+    let mut by_cpu = HashMap::new();
+    for policy in policies {
+        for cpu in policy
+            .affected_cpus
+            .get()
+            .into_iter()
+            .flat_map(CpuSet::iter)
+        {
+            by_cpu.entry(cpu).or_insert(policy.id);
+        }
+    }
+    by_cpu
 }
 
 /// Reads a one-value file and parses it with `parse`; garbled content is warned about.
@@ -256,22 +269,54 @@ fn read_policies(r: &mut Reader) -> Avail<Vec<Policy>> {
             "no cpufreq: {CPUFREQ_DIR} has no policies (a VM or a BIOS that keeps P-states to itself)"
         ));
     }
+    let mut driver_wide = None;
     Avail::Available(
         dirs.into_iter()
-            .map(|(id, path)| read_policy(r, id, path))
+            .map(|(id, path)| read_policy(r, id, path, &mut driver_wide))
             .collect(),
     )
 }
 
-fn read_policy(r: &mut Reader, id: u32, path: String) -> Policy {
+/// The files of a policy that the kernel answers from the one cpufreq driver, not from the
+/// policy (`scaling_driver` prints the driver's name, `scaling_available_governors` the
+/// governors registered, or `performance powersave` for a driver that sets policies itself):
+/// equal in every policy, so read from the first policy that has both and reused.
+struct DriverWide {
+    driver: String,
+    available_governors: Vec<String>,
+}
+
+fn read_policy(
+    r: &mut Reader,
+    id: u32,
+    path: String,
+    driver_wide: &mut Option<DriverWide>,
+) -> Policy {
     let file = |name: &str| format!("{path}/{name}");
+    let (driver, available_governors) = match driver_wide {
+        Some(known) => (
+            Avail::Available(known.driver.clone()),
+            Avail::Available(known.available_governors.clone()),
+        ),
+        None => {
+            let driver = r.value(&file("scaling_driver"));
+            let governors: Avail<Vec<String>> = r
+                .value(&file("scaling_available_governors"))
+                .map(|text| text.split_whitespace().map(str::to_string).collect());
+            if let (Some(driver), Some(governors)) = (driver.get(), governors.get()) {
+                *driver_wide = Some(DriverWide {
+                    driver: driver.clone(),
+                    available_governors: governors.clone(),
+                });
+            }
+            (driver, governors)
+        }
+    };
     Policy {
         id,
-        driver: r.value(&file("scaling_driver")),
+        driver,
         governor: r.value(&file("scaling_governor")),
-        available_governors: r
-            .value(&file("scaling_available_governors"))
-            .map(|text| text.split_whitespace().map(str::to_string).collect()),
+        available_governors,
         min_khz: r.parse(&file("scaling_min_freq")),
         max_khz: r.parse(&file("scaling_max_freq")),
         cpuinfo_min_khz: r.parse(&file("cpuinfo_min_freq")),
@@ -355,7 +400,49 @@ fn read_cpuidle(r: &mut Reader) -> Avail<Cpuidle> {
     })
 }
 
-fn read_idle_states(r: &mut Reader, cpu: u32) -> Avail<Vec<IdleState>> {
+/// The description of an idle state (`name`, `desc`, `latency`, `residency`): the kernel
+/// prints these from the cpuidle driver's state table, not from the CPU, so every CPU driven
+/// by the same driver shows the same ones. Only `disable` is the CPU's own.
+struct IdleDescription {
+    name: String,
+    desc: String,
+    latency_us: u64,
+    residency_us: u64,
+}
+
+/// The idle state descriptions read so far, by driver and state index, so that a large
+/// machine reads them from one CPU per driver instead of from every CPU.
+#[derive(Default)]
+struct IdleDescriptions {
+    /// Whether CPUs may have drivers of their own (`cpuN/cpuidle/driver/name`, kernels built
+    /// with CONFIG_CPU_IDLE_MULTIPLE_DRIVERS, such as ARM big.LITTLE): then the key is that
+    /// name; otherwise one driver drives every CPU. Decided at the first CPU with states.
+    per_cpu_drivers: Option<bool>,
+    /// By (driver name, or empty for the one driver; state index); only descriptions whose
+    /// four files were all read and parsed.
+    known: HashMap<(String, u32), IdleDescription>,
+}
+
+impl IdleDescriptions {
+    /// The key of `dir`'s driver: its name where CPUs have drivers of their own, else empty;
+    /// `None` when that name cannot be read (then nothing is shared).
+    fn driver_key(&mut self, r: &mut Reader, dir: &str) -> Option<String> {
+        let driver = format!("{dir}/driver");
+        let per_cpu = *self
+            .per_cpu_drivers
+            .get_or_insert_with(|| r.root.is_dir(&driver));
+        if !per_cpu {
+            return Some(String::new());
+        }
+        r.value(&format!("{driver}/name")).get_owned()
+    }
+}
+
+fn read_idle_states(
+    r: &mut Reader,
+    cpu: u32,
+    descriptions: &mut IdleDescriptions,
+) -> Avail<Vec<IdleState>> {
     let dir = format!("{CPU_DIR}/cpu{cpu}/cpuidle");
     let states = r.root.list_numbered(&dir, "state");
     if states.is_empty() {
@@ -363,22 +450,67 @@ fn read_idle_states(r: &mut Reader, cpu: u32) -> Avail<Vec<IdleState>> {
             "{dir} has no idle states (no cpuidle driver, idle=poll, or cpuidle.off=1)"
         ));
     }
+    let driver = descriptions.driver_key(r, &dir);
     Avail::Available(
         states
             .into_iter()
             .map(|(index, name)| {
                 let file = |f: &str| format!("{dir}/{name}/{f}");
+                let key = driver.clone().map(|driver| (driver, index));
+                let (state_name, desc, latency_us, residency_us) =
+                    match key.as_ref().and_then(|key| descriptions.known.get(key)) {
+                        Some(known) => known.to_avail(),
+                        None => {
+                            let read = (
+                                r.value(&file("name")),
+                                r.value(&file("desc")),
+                                r.parse(&file("latency")),
+                                r.parse(&file("residency")),
+                            );
+                            if let (Some(key), Some(description)) =
+                                (key, IdleDescription::from_read(&read))
+                            {
+                                descriptions.known.insert(key, description);
+                            }
+                            read
+                        }
+                    };
                 IdleState {
                     index,
-                    name: r.value(&file("name")),
-                    desc: r.value(&file("desc")),
-                    latency_us: r.parse(&file("latency")),
-                    residency_us: r.parse(&file("residency")),
+                    name: state_name,
+                    desc,
+                    latency_us,
+                    residency_us,
                     disabled: read_with(r, &file("disable"), parse_switch),
                 }
             })
             .collect(),
     )
+}
+
+/// An idle state's description as read: name, desc, latency and residency.
+type ReadDescription = (Avail<String>, Avail<String>, Avail<u64>, Avail<u64>);
+
+impl IdleDescription {
+    /// The description, when all four files were read and parsed.
+    fn from_read((name, desc, latency, residency): &ReadDescription) -> Option<Self> {
+        Some(Self {
+            name: name.get_owned()?,
+            desc: desc.get_owned()?,
+            latency_us: *latency.get()?,
+            residency_us: *residency.get()?,
+        })
+    }
+
+    /// The description as the four values of an [`IdleState`].
+    fn to_avail(&self) -> ReadDescription {
+        (
+            Avail::Available(self.name.clone()),
+            Avail::Available(self.desc.clone()),
+            Avail::Available(self.latency_us),
+            Avail::Available(self.residency_us),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +608,94 @@ mod tests {
         assert!(r.warnings.into_vec().is_empty());
         let json = serde_json::to_value(&power).unwrap();
         assert_eq!(serde_json::from_value::<Power>(json).unwrap(), power);
+    }
+
+    #[test]
+    fn idle_descriptions_and_driver_files_are_read_from_one_cpu() {
+        let dir = epyc();
+        let root = dir.root().recording();
+        let mut r = Reader::new(&root);
+        let power = read(&mut r);
+        let states = power.cpus[1].idle_states.get().unwrap();
+        assert_eq!(states[2].name.get().map(String::as_str), Some("C2"));
+        assert_eq!(
+            states[2].desc.get().map(String::as_str),
+            Some("ACPI FFH MWAIT 0x0")
+        );
+        assert_eq!(states[2].latency_us.get(), Some(&400));
+        assert_eq!(states[2].disabled.get(), Some(&true));
+        let policy1 = &power.cpufreq.get().unwrap()[1];
+        assert_eq!(
+            policy1.driver.get().map(String::as_str),
+            Some("acpi-cpufreq")
+        );
+        assert_eq!(policy1.available_governors.get().unwrap().len(), 6);
+        let recorded = root.recorded();
+        let read = |path: String| recorded.contains_key(&path);
+        assert!(read(format!("{CPU_DIR}/cpu0/cpuidle/state2/name")));
+        assert!(!read(format!("{CPU_DIR}/cpu1/cpuidle/state2/name")));
+        assert!(!read(format!("{CPU_DIR}/cpu1/cpuidle/state2/latency")));
+        assert!(read(format!("{CPU_DIR}/cpu1/cpuidle/state2/disable")));
+        assert!(read(format!("{CPUFREQ_DIR}/policy0/scaling_driver")));
+        assert!(!read(format!("{CPUFREQ_DIR}/policy1/scaling_driver")));
+        assert!(!read(format!(
+            "{CPUFREQ_DIR}/policy1/scaling_available_governors"
+        )));
+        assert!(read(format!("{CPUFREQ_DIR}/policy1/scaling_governor")));
+    }
+
+    #[test]
+    fn cpus_with_idle_drivers_of_their_own_keep_their_own_states() {
+        let dir = TestTree::empty();
+        let d = &dir;
+        idle_state(d, 0, 0, "WFI", 1, "0");
+        idle_state(d, 1, 0, "WFI", 1, "0");
+        idle_state(d, 2, 0, "cpu-sleep", 150, "0");
+        for (cpu, driver) in [(0, "little"), (1, "little"), (2, "big")] {
+            d.write(
+                &format!("{CPU_DIR}/cpu{cpu}/cpuidle/driver/name"),
+                format!("{driver}\n"),
+            );
+        }
+        // CPU 1 shares CPU 0's driver, so its own (here garbled) description is not read.
+        d.write(&format!("{CPU_DIR}/cpu1/cpuidle/state0/residency"), "x\n");
+        let root = d.root().recording();
+        let mut r = Reader::new(&root);
+        let power = read(&mut r);
+        let state = |cpu: usize| &power.cpus[cpu].idle_states.get().unwrap()[0];
+        assert_eq!(state(2).name.get().map(String::as_str), Some("cpu-sleep"));
+        assert_eq!(state(2).latency_us.get(), Some(&150));
+        assert_eq!(state(1).name.get().map(String::as_str), Some("WFI"));
+        assert_eq!(state(1).residency_us.get(), Some(&2));
+        assert!(
+            !root
+                .recorded()
+                .contains_key(&format!("{CPU_DIR}/cpu1/cpuidle/state0/residency"))
+        );
+    }
+
+    #[test]
+    fn a_garbled_idle_description_is_not_shared() {
+        let dir = TestTree::empty();
+        let d = &dir;
+        idle_state(d, 0, 0, "C1", 1, "0");
+        idle_state(d, 1, 0, "C1", 1, "0");
+        d.write(&format!("{CPU_DIR}/cpu0/cpuidle/state0/latency"), "soon\n");
+        let root = d.root();
+        let mut r = Reader::new(&root);
+        let power = read(&mut r);
+        let latency = |cpu: usize| {
+            power.cpus[cpu].idle_states.get().unwrap()[0]
+                .latency_us
+                .clone()
+        };
+        assert!(latency(0).reason().is_some());
+        assert_eq!(latency(1).get(), Some(&1));
+        let warned: Vec<String> = r.warnings.into_vec().into_iter().map(|w| w.path).collect();
+        assert_eq!(
+            warned,
+            vec![format!("{CPU_DIR}/cpu0/cpuidle/state0/latency")]
+        );
     }
 
     #[test]

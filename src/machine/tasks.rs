@@ -3,9 +3,10 @@
 //!
 //! Per-CPU kernel threads (`ksoftirqd/3`, `migration/3`, `kworker/3:1H` ...) are recognised by
 //! name, because they cannot be moved off their CPU and so decide what an isolated CPU still
-//! runs. The machine is live: processes that exit between listing `/proc` and reading their
-//! files are skipped without a word.
+//! runs. The machine is live: a process that exits between listing `/proc` and reading its
+//! files is left out, with a warning naming the file that was gone.
 
+use super::cpulist::Interner;
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
@@ -394,9 +395,15 @@ pub fn read(r: &mut Reader) -> Avail<Tasks> {
         tasks: Vec::with_capacity(pids.len()),
         unreadable: 0,
     };
+    let mut sets = Interner::default();
     for pid in pids {
         match read_task(r, pid) {
-            Read::Task(task) => tasks.tasks.push(*task),
+            Read::Task(mut task) => {
+                if let Avail::Available(cpus) = &mut task.cpus_allowed {
+                    *cpus = sets.intern(std::mem::take(cpus));
+                }
+                tasks.tasks.push(*task)
+            }
             Read::Unreadable => tasks.unreadable += 1,
             Read::Skipped => {}
         }
@@ -409,7 +416,7 @@ enum Read {
     Task(Box<Task>),
     /// Permission denied.
     Unreadable,
-    /// The process exited, or its stat was garbled (warned).
+    /// The process exited, or its stat was garbled (both warned).
     Skipped,
 }
 
@@ -424,7 +431,10 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
             }
         },
         Err(ReadError::PermissionDenied { .. }) => return Read::Unreadable,
-        Err(e) if vanished(&e) => return Read::Skipped,
+        Err(e) if vanished(&e) => {
+            r.warnings.file(&stat_path, VANISHED);
+            return Read::Skipped;
+        }
         Err(e) => {
             r.warnings.file(&stat_path, e.to_string());
             return Read::Skipped;
@@ -440,7 +450,10 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
             };
             (status, cpus)
         }
-        Err(e) if vanished(&e) => return Read::Skipped,
+        Err(e) if vanished(&e) => {
+            r.warnings.file(&status_path, VANISHED);
+            return Read::Skipped;
+        }
         Err(e) => (ProcStatus::default(), Avail::missing(e.to_string())),
     };
     let kernel_thread = status.kthread.unwrap_or(false) || stat.is_kernel_thread();
@@ -476,6 +489,9 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
     }))
 }
 
+/// The warning for a process whose file was gone when read.
+const VANISHED: &str = "the process exited while /proc was being read (processes come and go on a live machine); left out";
+
 /// Whether a read failed because the process exited (absent file, or ESRCH mid-read).
 fn vanished(e: &ReadError) -> bool {
     match e {
@@ -491,6 +507,31 @@ mod tests {
     use crate::sysroot::SysRoot;
     use crate::test_tree::TestTree;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_process_gone_while_read_is_warned_and_the_rest_read() {
+        let tree = TestTree::fixture("kvm-guest-2vcpu");
+        let all = {
+            let root = tree.root();
+            read(&mut Reader::new(&root))
+                .get_owned()
+                .unwrap()
+                .tasks
+                .len()
+        };
+        std::fs::remove_file(tree.join("/proc/1001/status")).unwrap();
+        std::fs::remove_file(tree.join("/proc/1002/stat")).unwrap();
+        let root = tree.root();
+        let mut r = Reader::new(&root);
+        let tasks = read(&mut r).get_owned().unwrap();
+        assert_eq!(tasks.tasks.len(), all - 2);
+        assert!(tasks.tasks.iter().all(|t| t.pid != 1001 && t.pid != 1002));
+        let warnings = r.warnings.into_vec();
+        let warned: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(warned.len(), 2, "{warned:?}");
+        assert!(warned[0].starts_with("/proc/1001/status: the process exited"));
+        assert!(warned[1].starts_with("/proc/1002/stat: the process exited"));
+    }
 
     #[test]
     fn the_cgroup_names_the_service_of_a_daemon_and_none_of_a_session() {
@@ -663,7 +704,7 @@ mod tests {
                 stat_line(70, "my (app)", 1, 0x400000, (50, 1)),
             ),
             ("/proc/70/status", "Name:\tmy (app)\n".to_string()),
-            // Exited between stat and status: skipped.
+            // Exited between stat and status: warned and left out.
             ("/proc/80/stat", stat_line(80, "short", 1, 0, (0, 0))),
             // Garbled: warned and skipped.
             ("/proc/90/stat", "90 (x) S\n".to_string()),
@@ -676,8 +717,13 @@ mod tests {
         let mut r = Reader::new(&root);
         let tasks = read(&mut r).get_owned().unwrap();
         let warnings = r.warnings.into_vec();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert_eq!(warnings[0].path, "/proc/90/stat");
+        let warned: Vec<&str> = warnings.iter().map(|w| w.path.as_str()).collect();
+        // 80 lost its status, 90 is garbled, 100 lost its stat (only its cmdline is left).
+        assert_eq!(
+            warned,
+            ["/proc/80/status", "/proc/90/stat", "/proc/100/stat"]
+        );
+        assert!(warnings[0].message.contains("exited"), "{warnings:?}");
 
         let pids: Vec<u32> = tasks.tasks.iter().map(|t| t.pid).collect();
         assert_eq!(pids, vec![1, 2, 14, 30, 40, 50, 60, 70]);

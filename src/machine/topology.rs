@@ -6,7 +6,7 @@
 //! report a two-core module there.
 
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{Avail, CpuSet, Reader};
 
@@ -271,7 +271,7 @@ pub fn read(r: &mut Reader) -> Topology {
     let mut cpus = Vec::new();
     let mut package_sets: BTreeMap<u32, CpuSet> = BTreeMap::new();
     let mut caches: BTreeMap<(u8, CacheKind, CpuSet), Cache> = BTreeMap::new();
-    let mut seen_indexes = BTreeSet::new();
+    let mut seen_caches = SeenCaches::default();
     for (cpu, name) in r.root.list_numbered(CPU_DIR, "cpu") {
         let dir = format!("{CPU_DIR}/{name}");
         let is_online = match r.opt::<u8>(&format!("{dir}/online")) {
@@ -279,10 +279,18 @@ pub fn read(r: &mut Reader) -> Topology {
             None => online.get().is_none_or(|set| set.contains(cpu)),
         };
         let topo = format!("{dir}/topology");
-        let thread_siblings = r
-            .cpulist(&format!("{topo}/thread_siblings_list"))
-            .get_owned()
-            .or_else(|| r.cpumask(&format!("{topo}/thread_siblings")).get_owned());
+        let core = r
+            .opt::<i64>(&format!("{topo}/core_id"))
+            .and_then(non_negative);
+        // Siblings come from the core ids (siblings_from_core_ids); the kernel's list only
+        // stands in for a CPU without one.
+        let thread_siblings = if core.is_some() {
+            None
+        } else {
+            r.cpulist(&format!("{topo}/thread_siblings_list"))
+                .get_owned()
+                .or_else(|| r.cpumask(&format!("{topo}/thread_siblings")).get_owned())
+        };
         let package = r
             .opt::<i64>(&format!("{topo}/physical_package_id"))
             .and_then(non_negative);
@@ -303,13 +311,11 @@ pub fn read(r: &mut Reader) -> Topology {
             die: r
                 .opt::<i64>(&format!("{topo}/die_id"))
                 .and_then(non_negative),
-            core: r
-                .opt::<i64>(&format!("{topo}/core_id"))
-                .and_then(non_negative),
+            core,
             siblings: thread_siblings.unwrap_or_else(|| [cpu].into_iter().collect()),
             node: node_of.get(&cpu).copied(),
         });
-        for cache in read_caches(r, &dir, &caches, &mut seen_indexes) {
+        for cache in read_caches(r, cpu, &dir, &caches, &mut seen_caches) {
             caches.insert((cache.level, cache.kind, cache.cpus.clone()), cache);
         }
     }
@@ -432,26 +438,46 @@ fn siblings_from_core_ids(cpus: &mut [LogicalCpu]) {
     }
 }
 
+/// The cache directories already read, so that a cache shared by many CPUs is read once.
+#[derive(Default)]
+struct SeenCaches {
+    /// Per `indexN`, the CPUs whose `indexN` is a cache already read: the union of the
+    /// `shared_cpu_list`s read so far. A CPU in it reads nothing more for that index, since
+    /// the kernel lists every sharer in each sharer's `shared_cpu_list`.
+    covered: HashMap<String, CpuSet>,
+    /// The `indexN` directories read, with their CPU sets: another CPU's `indexN` with the
+    /// same `shared_cpu_list` (one that does not list that CPU itself) is the same cache.
+    sets: BTreeSet<(String, CpuSet)>,
+}
+
 /// Reads the caches of one CPU that are not in `known` yet: a cache shared by many CPUs is
-/// read once, from its first CPU, so that a large machine costs a few reads per instance.
-/// `seen` holds the `indexN` directories already read with their CPU sets: another CPU's
-/// `indexN` with the same `shared_cpu_list` is the same cache, and only that file is read.
+/// read once, from its first CPU, so that a large machine costs a few reads per instance,
+/// and a CPU whose `indexN` is already known from another sharer reads only its `cache`
+/// directory.
 fn read_caches(
     r: &mut Reader,
+    cpu: u32,
     cpu_dir: &str,
     known: &BTreeMap<(u8, CacheKind, CpuSet), Cache>,
-    seen: &mut BTreeSet<(String, CpuSet)>,
+    seen: &mut SeenCaches,
 ) -> Vec<Cache> {
     let mut out = Vec::new();
     let cache_dir = format!("{cpu_dir}/cache");
     for (_, name) in r.root.list_numbered(&cache_dir, "index") {
+        if seen.covered.get(&name).is_some_and(|set| set.contains(cpu)) {
+            continue;
+        }
         let dir = format!("{cache_dir}/{name}");
         let cpus = r
             .cpulist(&format!("{dir}/shared_cpu_list"))
             .get_owned()
             .or_else(|| r.cpumask(&format!("{dir}/shared_cpu_map")).get_owned());
         let Some(cpus) = cpus else { continue };
-        if !seen.insert((name, cpus.clone())) {
+        seen.covered
+            .entry(name.clone())
+            .or_default()
+            .union_with(&cpus);
+        if !seen.sets.insert((name, cpus.clone())) {
             continue;
         }
         let Some(level) = r.opt::<u8>(&format!("{dir}/level")) else {
@@ -630,13 +656,24 @@ fn shape(t: &Topology) -> Shape {
                 .map(|n| l3.iter().filter(|g| g.intersects(&n.cpus)).count()),
         )
     };
-    let cores_per_l3 = uniform(l3.iter().map(|g| {
-        cores
-            .iter()
-            .filter(|core| core.is_subset(g) && !core.is_empty())
-            .count()
-    }))
-    .filter(|_| !l3.is_empty());
+    // Each core is looked for only in the L3 instances holding its first CPU: a search of
+    // every core per instance is 4 million subset tests at 8,192 CPUs.
+    let mut l3_of_cpu: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (index, group) in l3.iter().enumerate() {
+        for cpu in group.iter() {
+            l3_of_cpu.entry(cpu).or_default().push(index);
+        }
+    }
+    let mut cores_in_l3 = vec![0; l3.len()];
+    for core in &cores {
+        let holders = core.first().and_then(|first| l3_of_cpu.get(&first));
+        for &index in holders.into_iter().flatten() {
+            if core.is_subset(&l3[index]) {
+                cores_in_l3[index] += 1;
+            }
+        }
+    }
+    let cores_per_l3 = uniform(cores_in_l3).filter(|_| !l3.is_empty());
     Shape {
         cpus: online.len(),
         sockets: packages.len(),
@@ -742,6 +779,50 @@ mod tests {
             );
         }
     }
+    #[test]
+    fn a_cache_is_read_from_its_first_cpu_only() {
+        let mut files = Vec::new();
+        for cpu in 0..4 {
+            let dir = format!("/sys/devices/system/cpu/cpu{cpu}");
+            files.push((format!("{dir}/topology/core_id"), format!("{}\n", cpu / 2)));
+            for (index, level, shared, size) in [(0, 1, cpu / 2 * 2, "32K"), (1, 3, 0, "16384K")] {
+                let last = if level == 1 { shared + 1 } else { 3 };
+                let cache = format!("{dir}/cache/index{index}");
+                files.push((format!("{cache}/level"), format!("{level}\n")));
+                files.push((format!("{cache}/type"), "Unified\n".to_string()));
+                files.push((format!("{cache}/size"), format!("{size}\n")));
+                files.push((
+                    format!("{cache}/shared_cpu_list"),
+                    format!("{shared}-{last}\n"),
+                ));
+            }
+        }
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let tree = crate::test_tree::TestTree::with(&files);
+        let root = tree.root().recording();
+        let topology = read(&mut Reader::new(&root));
+        let caches: Vec<(u8, String)> = topology
+            .caches
+            .iter()
+            .map(|c| (c.level, c.cpus.to_list()))
+            .collect();
+        let expected = [(1, "0-1"), (1, "2-3"), (3, "0-3")];
+        assert_eq!(caches, expected.map(|(l, c)| (l, c.to_string())));
+        let recorded = root.recorded();
+        let read = |cpu: u32, index: u32| {
+            recorded.contains_key(&format!(
+                "/sys/devices/system/cpu/cpu{cpu}/cache/index{index}/shared_cpu_list"
+            ))
+        };
+        assert!(read(0, 0) && read(0, 1) && read(2, 0));
+        assert!(!read(1, 0) && !read(1, 1) && !read(2, 1) && !read(3, 0) && !read(3, 1));
+        // Siblings come from the core ids: the kernel's sibling lists are not read.
+        assert_eq!(topology.siblings_of(3).to_list(), "2-3");
+    }
+
     #[test]
     fn one_node_over_four_sockets_has_no_nodes_per_socket() {
         let mut files = vec![(
