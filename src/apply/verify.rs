@@ -110,7 +110,9 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
     }
 }
 
-fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
+/// Checks one setting against the machine of `ctx` (`lowlat watch` checks some settings more
+/// often than others).
+pub(crate) fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
     let expected = if setting.layer == Layer::File {
         format!("{} bytes from the plan", setting.value.len())
     } else {
