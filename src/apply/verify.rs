@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::appliers::{self, Expansion, boot};
-use super::change::{ApplyContext, ChangeError};
+use super::change::{ApplyContext, Change, ChangeError};
 use crate::document::{Document, Kind};
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
@@ -110,16 +110,48 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
     }
 }
 
-fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
+/// Checks one setting against the machine of `ctx`.
+pub(crate) fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
+    check_prepared(ctx, setting, &prepare(ctx, setting))
+}
+
+/// A setting made ready to be checked, possibly again and again (`lowlat watch` checks some
+/// settings every interval): what it expands to on this machine, expanded once.
+pub(crate) enum Prepared {
+    /// Kernel arguments: compared with `/proc/cmdline` as the model has it.
+    Boot,
+    /// The changes whose state is read at each check.
+    Changes(Vec<Box<dyn Change>>),
+    /// Not checkable here (no such knob, not the live machine, done by hand, malformed), and
+    /// why.
+    Unsupported(String),
+}
+
+/// Expands `setting` on the machine of `ctx` (which knobs, files, tasks or services it
+/// names), without reading their state.
+pub(crate) fn prepare(ctx: &ApplyContext, setting: &Setting) -> Prepared {
+    if setting.layer == Layer::Boot {
+        return Prepared::Boot;
+    }
+    match appliers::expand(ctx, setting) {
+        Expansion::Changes(changes) => Prepared::Changes(changes),
+        Expansion::Unsupported(why) | Expansion::Invalid(why) | Expansion::Manual(why) => {
+            Prepared::Unsupported(why)
+        }
+    }
+}
+
+/// Checks `setting`, prepared by [`prepare`], against the machine of `ctx`.
+pub(crate) fn check_prepared(ctx: &ApplyContext, setting: &Setting, prepared: &Prepared) -> Check {
     let expected = if setting.layer == Layer::File {
         format!("{} bytes from the plan", setting.value.len())
     } else {
         setting.value.clone()
     };
-    let (status, actual) = if setting.layer == Layer::Boot {
-        check_boot(ctx, setting)
-    } else {
-        check_changes(ctx, setting)
+    let (status, actual) = match prepared {
+        Prepared::Boot => check_boot(ctx, setting),
+        Prepared::Changes(changes) => check_changes(ctx, changes),
+        Prepared::Unsupported(why) => (Status::Unsupported, why.clone()),
     };
     Check {
         id: setting.id.clone(),
@@ -130,15 +162,9 @@ fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
     }
 }
 
-fn check_changes(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
-    let changes = match appliers::expand(ctx, setting) {
-        Expansion::Changes(changes) => changes,
-        Expansion::Unsupported(why) | Expansion::Invalid(why) | Expansion::Manual(why) => {
-            return (Status::Unsupported, why);
-        }
-    };
+fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (Status, String) {
     let mut first = None;
-    for change in &changes {
+    for change in changes {
         if let Err(why) = change.supported(ctx) {
             return (Status::Unsupported, why.to_string());
         }

@@ -1,7 +1,7 @@
 //! `lowlat watch`.
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -16,8 +16,20 @@ use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
 use crate::snapshot::SignalGuard;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
+use crate::watch::drift::PlanWatch;
 use crate::watch::osnoise::Osnoise;
 use crate::watch::{SystemClock, Tick, Watch, serve};
+
+/// Whether watch reads the osnoise events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OsnoiseMode {
+    /// Where tracefs has them and they can be enabled; otherwise a warning, and watch goes on.
+    Auto,
+    /// Always: a tracefs without them, or a refused write, is an error.
+    On,
+    /// Never: tracefs is left alone.
+    Off,
+}
 
 /// Options of `lowlat watch`.
 #[derive(Debug, Args)]
@@ -25,7 +37,10 @@ use crate::watch::{SystemClock, Tick, Watch, serve};
     after_help = "Watches the isolated CPUs without disturbing them: it pins itself to the \
 housekeeping CPUs, reads only procfs counters the kernel keeps per CPU (no MSRs, no perf \
 events), and reports what interrupted each isolated CPU and whether the machine still matches \
-the plan.\n\n\
+the plan. Each interval it also checks the plan's settings that read one file each (kernel \
+arguments, sysctls, IRQ and workqueue masks, irqbalance's environment file) and the processes \
+started on isolated CPUs; every --drift-interval, every setting (services included) and every \
+task.\n\n\
 Examples:\n  lowlat watch --plan /etc/lowlat/plan.json                  # a top-like screen\n  \
 lowlat watch --isolated 2-7 --listen 127.0.0.1:9464          # Prometheus scrapes /metrics\n  \
 lowlat watch --plan plan.json --textfile /var/lib/node_exporter/textfile_collector/lowlat.prom\n  \
@@ -34,9 +49,12 @@ lowlat watch --plan plan.json --once                         # one exposition on
 Metrics: lowlat_isolated_cpu_interrupts_total{cpu,source}, lowlat_isolated_cpu_softirqs_total{cpu,type}, \
 lowlat_isolated_cpu_time_seconds_total{cpu,mode=irq|softirq|steal}, lowlat_isolated_cpu_schedules_total{cpu} and \
 lowlat_isolated_cpu_runqueue_wait_seconds_total{cpu} (with schedstat), lowlat_plan_drift{check}, \
-lowlat_plan_drift_settings, lowlat_tasks_allowed_on_isolated{kind}, lowlat_build_info{version}; \
-and, where tracefs has the osnoise events (enabled for the isolated CPUs while watch runs, then \
-restored), lowlat_isolated_cpu_noise_seconds_total{cpu,kind=irq|softirq|thread|nmi}.\n\n\
+lowlat_plan_drift_settings, lowlat_tasks_allowed_on_isolated{kind}, \
+lowlat_tasks_appeared_on_isolated_total{kind}, lowlat_build_info{version}; and, where tracefs has \
+the osnoise events (enabled for the isolated CPUs while watch runs, then restored; see \
+--osnoise), lowlat_isolated_cpu_noise_seconds_total{cpu,kind=irq|softirq|thread|nmi}. A watch \
+killed with SIGKILL leaves the events enabled: the next one says so, takes them over, and \
+disables them when it ends.\n\n\
 Exit codes: runs until stopped (Ctrl-C, SIGTERM); with --once, 0 when the plan holds (or none is watched) \
 and 1 when some setting drifted; 2 on bad input (a plan from another machine, a CPU that is not online, \
 an address in use, a textfile directory that cannot be written)."
@@ -56,8 +74,9 @@ pub struct WatchArgs {
     #[arg(long, value_name = "D", default_value = "1s", value_parser = values::duration)]
     pub interval: Duration,
 
-    /// Time between full checks against the plan (every setting, as `lowlat verify`, and the
-    /// tasks allowed on isolated CPUs).
+    /// Time between full checks against the plan (every setting, as `lowlat verify`, services
+    /// included, and the tasks allowed on isolated CPUs); the settings that read one file each
+    /// are checked every interval.
     #[arg(long, value_name = "D", default_value = "60s", value_parser = values::duration)]
     pub drift_interval: Duration,
 
@@ -74,6 +93,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::count::<u32>(1, 50))]
     pub top: u32,
 
+    /// Whether to read the osnoise events (passive noise durations, from tracefs): auto where
+    /// the kernel has them, on to require them, off to leave tracefs alone.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = OsnoiseMode::Auto)]
+    pub osnoise: OsnoiseMode,
+
     /// One JSON line per interval instead of the screen.
     #[arg(long)]
     pub json: bool,
@@ -88,24 +112,21 @@ pub struct WatchArgs {
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     // The machine, less its interrupt table, is read once to check the plan and choose the
-    // CPUs, then let go: the loop reads only the counters (and the same parts again at each
-    // full check).
-    let (plan, online, isolated) = {
-        let machine = Machine::read_without_interrupts(&root);
-        let plan = args
-            .plan
-            .as_deref()
-            .map(|path| read_plan(path, &machine))
-            .transpose()?;
-        let isolated = match (&args.isolated, &plan) {
-            (Some(cpus), _) => cpus.clone(),
-            (None, Some(plan)) => plan.partition.isolated.clone(),
-            (None, None) => machine_isolated(&machine).context(
-                "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
-            )?,
-        };
-        (plan, machine.topology.online_cpus(), isolated)
+    // CPUs; with a plan, the part of it verify's comparisons need is kept (see PlanWatch).
+    let machine = Machine::read_without_interrupts(&root);
+    let plan = args
+        .plan
+        .as_deref()
+        .map(|path| read_plan(path, &machine))
+        .transpose()?;
+    let isolated = match (&args.isolated, &plan) {
+        (Some(cpus), _) => cpus.clone(),
+        (None, Some(plan)) => plan.partition.isolated.clone(),
+        (None, None) => machine_isolated(&machine).context(
+            "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
+        )?,
     };
+    let online = machine.topology.online_cpus();
     if isolated.is_empty() {
         bail!("nothing to watch: the isolated CPU list is empty; give --isolated LIST");
     }
@@ -149,17 +170,14 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         );
         serve::serve(listener, page.clone());
     }
-    let osnoise = Osnoise::start(&root, &isolated).unwrap_or_else(|e| {
-        eprintln!("lowlat watch: warning: the osnoise events are not read: {e}");
-        None
-    });
+    let osnoise = start_osnoise(&root, &isolated, args.osnoise)?;
     // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
     // the osnoise events are restored; then the signal is delivered as it would have been.
     let signals = osnoise.is_some().then(SignalGuard::install);
     let mut watch = Watch {
         root: &root,
         isolated: isolated.clone(),
-        plan,
+        plan: plan.map(|plan| PlanWatch::new(plan, isolated.clone(), machine)),
         interval: args.interval,
         drift_interval: args.drift_interval,
         osnoise,
@@ -177,7 +195,7 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
                 bail!("stopped by signal {signal}");
             }
             drifted = tick.drift.is_some_and(|d| d.settings() > 0);
-            let exposition = exporter.render(tick.sample, tick.drift, tick.noise);
+            let exposition = exporter.render(tick);
             if let Ok(mut shared) = page.lock() {
                 shared.clone_from(&exposition);
             }
@@ -228,6 +246,39 @@ fn read_plan(path: &Path, machine: &Machine) -> Result<Plan> {
         )
     })?;
     Ok(plan)
+}
+
+/// Enables the osnoise events as `--osnoise` says; says so when it takes over events a killed
+/// watch left enabled.
+fn start_osnoise<'r>(
+    root: &'r crate::sysroot::SysRoot,
+    isolated: &CpuSet,
+    mode: OsnoiseMode,
+) -> Result<Option<Osnoise<'r>>> {
+    let started = match mode {
+        OsnoiseMode::Off => return Ok(None),
+        OsnoiseMode::Auto => Osnoise::start(root, isolated).unwrap_or_else(|e| {
+            eprintln!("lowlat watch: warning: the osnoise events are not read: {e}");
+            None
+        }),
+        OsnoiseMode::On => Some(
+            Osnoise::start(root, isolated)
+                .map_err(|e| anyhow::anyhow!("--osnoise on: {e}"))?
+                .context(
+                    "--osnoise on: this kernel's tracefs has no osnoise events \
+                 (/sys/kernel/tracing/events/osnoise: CONFIG_OSNOISE_TRACER, Linux 5.14 or later); \
+                 use --osnoise auto or off",
+                )?,
+        ),
+    };
+    if started.as_ref().is_some_and(Osnoise::taken_over) {
+        eprintln!(
+            "lowlat watch: the osnoise events were already enabled (left so by a `lowlat watch` \
+             killed with SIGKILL, or in use by another tracer): taking them over; they are disabled \
+             when this watch ends"
+        );
+    }
+    Ok(started)
 }
 
 /// The CPUs the running kernel isolates: `isolated`, else `nohz_full`.

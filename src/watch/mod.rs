@@ -1,8 +1,10 @@
 //! `lowlat watch`: an always-on monitor of the isolated CPUs. Each interval it reads, from
-//! procfs only, what interrupted each isolated CPU ([`sample`]); every drift interval it
-//! compares the machine with the watched plan as `verify` does and counts the movable tasks
-//! allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it sums the noise
-//! they report on the isolated CPUs ([`osnoise`]); and it serves a page over HTTP ([`serve`]).
+//! procfs only, what interrupted each isolated CPU ([`sample`]), the processes that appeared on
+//! isolated CPUs ([`tasks`]) and the plan's settings that read one file each; every drift
+//! interval it compares every setting with the watched plan as `verify` does and counts the
+//! movable tasks allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it
+//! sums the noise they report on the isolated CPUs ([`osnoise`]); and it serves a page over
+//! HTTP ([`serve`]).
 //! How the results look (the Prometheus exposition, the screen, the JSON lines) is
 //! `report::watch`'s.
 //!
@@ -14,15 +16,16 @@ pub(crate) mod drift;
 pub(crate) mod osnoise;
 pub(crate) mod sample;
 pub(crate) mod serve;
+pub(crate) mod tasks;
 
 use std::time::{Duration, Instant};
 
 use crate::machine::CpuSet;
-use crate::plan::Plan;
 use crate::sysroot::SysRoot;
-use drift::Drift;
+use drift::{Drift, PlanWatch};
 use osnoise::{NoiseTotals, Osnoise};
 use sample::{Sample, Sampler};
+use tasks::{Appeared, TaskWatch};
 
 /// Where time comes from: the system's monotonic clock, or a test's.
 pub(crate) trait Clock {
@@ -59,10 +62,11 @@ pub(crate) struct Watch<'a> {
     /// The CPUs meant to be quiet.
     pub isolated: CpuSet,
     /// The plan whose settings must stay in force, if any.
-    pub plan: Option<Plan>,
+    pub plan: Option<PlanWatch>,
     /// Time between samples.
     pub interval: Duration,
-    /// Time between full checks (drift and tasks); the first sample has one.
+    /// Time between full checks (every setting, and the tasks allowed on isolated CPUs); the
+    /// first sample has one, the others check the cheap settings.
     pub drift_interval: Duration,
     /// The osnoise events enabled for the isolated CPUs, if tracefs has them.
     pub osnoise: Option<Osnoise<'a>>,
@@ -76,8 +80,10 @@ pub(crate) struct Tick<'a> {
     pub sample: &'a Sample,
     /// The previous interval's sample (none on the first).
     pub previous: Option<&'a Sample>,
-    /// The latest full check (none without a plan).
+    /// The latest verdicts on the plan's settings (none without a plan).
     pub drift: Option<&'a Drift>,
+    /// The processes that appeared on isolated CPUs since the start.
+    pub tasks: &'a Appeared,
     /// The noise the osnoise events reported since the start (none without them).
     pub noise: Option<&'a NoiseTotals>,
 }
@@ -91,26 +97,29 @@ impl Watch<'_> {
         mut on_tick: impl FnMut(&Tick) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut previous: Option<Sample> = None;
-        let mut drift: Option<Drift> = None;
         let mut next_full_check = Duration::ZERO;
         let mut sampler = Sampler::new(self.isolated.clone());
+        let mut tasks = TaskWatch::new(self.isolated.clone());
         for n in 0u32.. {
             if ticks.is_some_and(|max| n as usize >= max) {
                 break;
             }
             let at = clock.now();
             let sample = sampler.read(self.root);
-            if let Some(plan) = &self.plan
-                && at >= next_full_check
-            {
-                drift = Some(Drift::check(self.root, plan, &self.isolated));
-                next_full_check = at + self.drift_interval;
-            }
+            let drift = self.plan.as_mut().map(|plan| {
+                if at >= next_full_check {
+                    next_full_check = at + self.drift_interval;
+                    plan.check_full(self.root)
+                } else {
+                    plan.check_cheap(self.root)
+                }
+            });
             on_tick(&Tick {
                 at,
                 sample: &sample,
                 previous: previous.as_ref(),
-                drift: drift.as_ref(),
+                drift,
+                tasks: tasks.read(self.root),
                 noise: self.osnoise.as_mut().map(Osnoise::read),
             })?;
             previous = Some(sample);
@@ -131,7 +140,7 @@ mod tests {
     struct Replay<'a> {
         now: Cell<Duration>,
         tree: &'a TestTree,
-        states: Vec<Vec<(&'static str, String)>>,
+        states: Vec<Vec<(String, String)>>,
         next: Cell<usize>,
     }
 
@@ -151,9 +160,9 @@ mod tests {
         }
     }
 
-    fn interrupts(loc: u64, nvme: u64) -> (&'static str, String) {
+    fn interrupts(loc: u64, nvme: u64) -> (String, String) {
         (
-            "/proc/interrupts",
+            "/proc/interrupts".into(),
             format!(
                 "           CPU0       CPU1\n  24:          0 {nvme:>10}   PCI-MSI 1-edge      nvme0q1\nLOC:        100 {loc:>10}   Local timer interrupts\n"
             ),
@@ -161,17 +170,21 @@ mod tests {
     }
 
     /// The trace pipe of CPU 1 after an interval with one timer interrupt of `ns`.
-    fn noise(ns: u64) -> (&'static str, String) {
+    fn noise(ns: u64) -> (String, String) {
         (
-            "/sys/kernel/tracing/per_cpu/cpu1/trace_pipe",
+            "/sys/kernel/tracing/per_cpu/cpu1/trace_pipe".into(),
             format!(
                 "  <idle>-0  [001] d.h..  7.000001: irq_noise: local_timer:236 start 7.000000000 duration {ns} ns\n"
             ),
         )
     }
 
+    fn stat_interval(value: &str) -> (String, String) {
+        ("/proc/sys/vm/stat_interval".into(), format!("{value}\n"))
+    }
+
     #[test]
-    fn replayed_states_give_rising_counters_and_drift_on_the_minute() {
+    fn replayed_states_give_rising_counters_and_drift_and_new_tasks_at_the_next_interval() {
         let tree = TestTree::fixture("rt-guest-4vcpu");
         let machine = crate::machine::Machine::read(&tree.root());
         let request = crate::plan::request::PlanRequest::default();
@@ -186,9 +199,10 @@ mod tests {
             source: "test".into(),
             security_tradeoff: None,
         });
-        let (path, text) = interrupts(1000, 0);
-        tree.write(path, text);
-        tree.write("/proc/sys/vm/stat_interval", "10\n");
+        let isolated = CpuSet::parse_list("1").unwrap();
+        for (path, text) in [interrupts(1000, 0), stat_interval("10"), noise(1000)] {
+            tree.write(&path, text);
+        }
         tree.write("/sys/kernel/tracing/tracing_cpumask", "f\n");
         for event in ["irq_noise", "softirq_noise", "thread_noise", "nmi_noise"] {
             tree.write(
@@ -196,30 +210,31 @@ mod tests {
                 "0\n",
             );
         }
-        let (path, text) = noise(1000);
-        tree.write(path, text);
+        // Written before each sample after the first: a timer and an NVMe interrupt on CPU 1;
+        // then the sysctl changed and a daemon allowed on every CPU started; then the sysctl
+        // set back.
+        let daemon = tasks::tests::process(4242, "daemon", false, 0, "0-3");
         let clock = Replay {
             now: Cell::new(Duration::ZERO),
             tree: &tree,
             states: vec![
                 vec![interrupts(1100, 5), noise(500)],
-                vec![
-                    interrupts(1200, 9),
-                    ("/proc/sys/vm/stat_interval", "1\n".into()),
-                    noise(0),
-                ],
-                vec![interrupts(1300, 9), noise(2500)],
+                [interrupts(1200, 9), stat_interval("1"), noise(0)]
+                    .into_iter()
+                    .chain(daemon)
+                    .collect(),
+                vec![interrupts(1300, 9), noise(2500), stat_interval("10")],
             ],
             next: Cell::new(0),
         };
         let root = tree.root();
         let mut watch = Watch {
             root: &root,
-            isolated: CpuSet::parse_list("1").unwrap(),
-            plan: Some(plan),
+            isolated: isolated.clone(),
+            plan: Some(drift::PlanWatch::new(plan, isolated.clone(), machine)),
             interval: Duration::from_secs(1),
-            drift_interval: Duration::from_secs(2),
-            osnoise: osnoise::Osnoise::start(&root, &CpuSet::parse_list("1").unwrap()).unwrap(),
+            drift_interval: Duration::from_secs(60),
+            osnoise: osnoise::Osnoise::start(&root, &isolated).unwrap(),
         };
         assert!(watch.osnoise.is_some(), "the tree has the osnoise events");
         let mut exporter = crate::report::watch::exposition::Exporter::new(5);
@@ -229,8 +244,8 @@ mod tests {
                 let loc = tick.sample.count(0, "LOC");
                 let drift = tick.drift.map(|d| d.settings());
                 let noise_ns = tick.noise.map(|n| n[&(1, "irq")]);
-                seen.push((tick.at.as_secs(), loc, drift, noise_ns));
-                let exposition = exporter.render(tick.sample, tick.drift, tick.noise);
+                seen.push((tick.at.as_secs(), loc, drift, tick.tasks.user, noise_ns));
+                let exposition = exporter.render(tick);
                 assert!(exposition.contains(&format!(
                     "lowlat_isolated_cpu_noise_seconds_total{{cpu=\"1\",kind=\"irq\"}} {}",
                     noise_ns.unwrap() as f64 / 1e9
@@ -238,18 +253,27 @@ mod tests {
                 assert!(exposition.contains(&format!(
                     "lowlat_isolated_cpu_interrupts_total{{cpu=\"1\",source=\"LOC\"}} {loc}"
                 )));
+                assert!(exposition.contains(&format!(
+                    "lowlat_plan_drift{{check=\"sysctl\"}} {}",
+                    drift.unwrap()
+                )));
+                assert!(exposition.contains(&format!(
+                    "lowlat_tasks_appeared_on_isolated_total{{kind=\"user\"}} {}",
+                    tick.tasks.user
+                )));
                 Ok::<(), ()>(())
             })
             .unwrap();
-        // The sysctl changed after the second sample; the full check at 2 s sees it, and the
-        // check of 0 s is what the samples at 1 s shows. The noise adds up interval by interval.
+        // The sysctl changed and the daemon started after the second sample: the third shows
+        // both, though the next full check is a minute away; the fourth shows the sysctl set
+        // back, and the daemon still counted. The noise adds up interval by interval.
         assert_eq!(
             seen,
             [
-                (0, 1000, Some(0), Some(1000)),
-                (1, 1100, Some(0), Some(1500)),
-                (2, 1200, Some(1), Some(1500)),
-                (3, 1300, Some(1), Some(4000))
+                (0, 1000, Some(0), 0, Some(1000)),
+                (1, 1100, Some(0), 0, Some(1500)),
+                (2, 1200, Some(1), 1, Some(1500)),
+                (3, 1300, Some(0), 1, Some(4000))
             ]
         );
         drop(watch);

@@ -5,6 +5,11 @@
 //! `duration N ns` of every event summed per CPU and kind. What was changed is written back
 //! when the watch ends.
 //!
+//! A watch killed with SIGKILL cannot write them back: the events stay enabled, tracing the
+//! isolated CPUs. The next watch finds them so, says so, and takes them over: when it ends it
+//! disables them and lets tracefs trace every possible CPU again (the kernel's default), as no
+//! record of what was there before the killed watch survives it.
+//!
 //! The line format is the events' documented one (Documentation/trace/osnoise-tracer.rst):
 //! `<task>-<pid> [<cpu>] <flags> <time>: irq_noise: local_timer:236 start 1.000000000 duration
 //! 2000 ns`. The kernel emits these events from the osnoise tracer's measurement hooks: while no
@@ -38,6 +43,9 @@ pub(crate) struct Osnoise<'r> {
     saved: Vec<(String, String)>,
     /// Noise since the start.
     totals: NoiseTotals,
+    /// Whether the events were enabled when it started (left so by a killed watch, or in use
+    /// by another tool), and are disabled when it ends.
+    taken_over: bool,
 }
 
 impl<'r> Osnoise<'r> {
@@ -52,27 +60,43 @@ impl<'r> Osnoise<'r> {
         if !enables.iter().all(|path| root.exists(path)) {
             return Ok(None);
         }
+        let taken_over = enables
+            .iter()
+            .any(|path| root.read(path).is_ok_and(|v| v.trim() == "1"));
         let mut osnoise = Osnoise {
             root,
             cpus: cpus.clone(),
             saved: Vec::new(),
             totals: NoiseTotals::new(),
+            taken_over,
         };
-        let mask = cpus.to_mask(0);
-        osnoise.set(&format!("{TRACEFS}/tracing_cpumask"), &mask)?;
+        let cpumask = format!("{TRACEFS}/tracing_cpumask");
+        let every_cpu = root
+            .read("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|list| CpuSet::parse_list(list.trim()).ok())
+            .map(|possible| possible.to_mask(0));
+        osnoise.set(&cpumask, &cpus.to_mask(0), every_cpu.filter(|_| taken_over))?;
         for path in &enables {
-            osnoise.set(path, "1")?;
+            osnoise.set(path, "1", taken_over.then(|| "0".to_string()))?;
         }
         Ok(Some(osnoise))
     }
 
-    /// Writes `value` to `path`, remembering its content before.
-    fn set(&mut self, path: &str, value: &str) -> Result<(), String> {
+    /// Whether the events were already enabled at the start (see the module's doc).
+    pub(crate) fn taken_over(&self) -> bool {
+        self.taken_over
+    }
+
+    /// Writes `value` to `path`, remembering what to write back: `restore`, else its content
+    /// before.
+    fn set(&mut self, path: &str, value: &str, restore: Option<String>) -> Result<(), String> {
         let before = self.root.read(path).map_err(|e| e.to_string())?;
         self.root
             .write_knob(path, value.as_bytes())
             .map_err(|e| format!("{e}; run as root, or on a kernel without osnoise events"))?;
-        self.saved.push((path.to_string(), before));
+        self.saved
+            .push((path.to_string(), restore.unwrap_or(before)));
         Ok(())
     }
 
@@ -150,6 +174,7 @@ mod tests {
         let mut osnoise = Osnoise::start(&root, &cpus)
             .unwrap()
             .expect("tracefs has osnoise");
+        assert!(!osnoise.taken_over());
         assert_eq!(
             root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
             "c"
@@ -172,6 +197,38 @@ mod tests {
             PIPE.lines().next().unwrap(),
         );
         assert_eq!(osnoise.read()[&(2, "irq")], 8020);
+        drop(osnoise);
+        assert_eq!(
+            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
+            "f"
+        );
+        for (event, _) in EVENTS {
+            let enable = format!("/sys/kernel/tracing/events/osnoise/{event}/enable");
+            assert_eq!(root.read(&enable).unwrap(), "0", "{event}");
+        }
+    }
+
+    #[test]
+    fn events_left_enabled_by_a_killed_watch_are_taken_over_and_disabled_at_the_end() {
+        let tree = tracefs();
+        tree.write("sys/devices/system/cpu/possible", "0-3\n");
+        // What a watch of CPU 2 killed with SIGKILL leaves.
+        tree.write("sys/kernel/tracing/tracing_cpumask", "4\n");
+        for (event, _) in EVENTS {
+            tree.write(
+                &format!("sys/kernel/tracing/events/osnoise/{event}/enable"),
+                "1\n",
+            );
+        }
+        let root = tree.root();
+        let osnoise = Osnoise::start(&root, &CpuSet::parse_list("2-3").unwrap())
+            .unwrap()
+            .expect("tracefs has osnoise");
+        assert!(osnoise.taken_over());
+        assert_eq!(
+            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
+            "c"
+        );
         drop(osnoise);
         assert_eq!(
             root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),

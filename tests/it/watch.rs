@@ -179,6 +179,122 @@ fn bad_flags_are_refused_naming_them() {
         .stderr(predicates::str::contains("not this machine's plan"));
 }
 
+/// A copy of a fixture machine whose tracefs has the osnoise events, each `enabled` (0 or 1),
+/// tracing `cpumask`.
+fn tracefs_copy(dir: &Path, enabled: &str, cpumask: &str) -> String {
+    let root = dir.join("root");
+    crate::support::tree::copy_tree(&fixture("rt-guest-4vcpu"), &root);
+    let tracing = root.join("sys/kernel/tracing");
+    for event in ["irq_noise", "softirq_noise", "thread_noise", "nmi_noise"] {
+        let events = tracing.join(format!("events/osnoise/{event}"));
+        std::fs::create_dir_all(&events).unwrap();
+        std::fs::write(events.join("enable"), format!("{enabled}\n")).unwrap();
+    }
+    std::fs::write(tracing.join("tracing_cpumask"), format!("{cpumask}\n")).unwrap();
+    root.to_str().unwrap().to_string()
+}
+
+#[test]
+fn the_osnoise_flag_chooses_and_events_a_killed_watch_left_are_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without the events, on requires them; auto and off go on.
+    let bare = fixture("rt-guest-4vcpu");
+    let bare = bare.to_str().unwrap();
+    lowlat(&[
+        "--root",
+        bare,
+        "watch",
+        "--isolated",
+        "2",
+        "--once",
+        "--osnoise",
+        "on",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains(
+        "--osnoise on: this kernel's tracefs has no osnoise events",
+    ));
+    for mode in ["auto", "off"] {
+        lowlat(&[
+            "--root",
+            bare,
+            "watch",
+            "--isolated",
+            "2",
+            "--once",
+            "--osnoise",
+            mode,
+        ])
+        .assert()
+        .code(0);
+    }
+
+    let root = tracefs_copy(dir.path(), "0", "f");
+    let enable = Path::new(&root).join("sys/kernel/tracing/events/osnoise/irq_noise/enable");
+    let cpumask = Path::new(&root).join("sys/kernel/tracing/tracing_cpumask");
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap();
+    // Off leaves tracefs alone: no noise series.
+    let off = lowlat(&[
+        "--root",
+        &root,
+        "watch",
+        "--isolated",
+        "2",
+        "--once",
+        "--osnoise",
+        "off",
+    ])
+    .assert()
+    .code(0)
+    .get_output()
+    .stdout
+    .clone();
+    assert!(
+        !String::from_utf8(off)
+            .unwrap()
+            .contains("lowlat_isolated_cpu_noise")
+    );
+    assert_eq!(read(&enable), "0\n");
+
+    // A watch killed with SIGKILL leaves the events enabled for its CPU...
+    let textfile = dir.path().join("lowlat.prom");
+    let mut killed = Command::new(assert_cmd::cargo::cargo_bin("lowlat"))
+        .args([
+            "--root",
+            &root,
+            "watch",
+            "--isolated",
+            "2",
+            "--osnoise",
+            "on",
+        ])
+        .args(["--interval", "100ms", "--textfile"])
+        .arg(&textfile)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = eventually(Duration::from_secs(30), || textfile.exists());
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(started, "the watch wrote no textfile");
+    assert_eq!(read(&enable), "1");
+    assert_eq!(read(&cpumask), "4");
+    // ...which the next one says, takes over, and disables at its end, tracing every possible
+    // CPU again.
+    lowlat(&["--root", &root, "watch", "--isolated", "2-3", "--once"])
+        .assert()
+        .code(0)
+        .stderr(predicates::str::contains(
+            "the osnoise events were already enabled",
+        ));
+    assert_eq!(read(&enable), "0");
+    let possible = read(&Path::new(&root).join("sys/devices/system/cpu/possible"));
+    assert_eq!(possible.trim(), "0-3");
+    assert_eq!(read(&cpumask), "f");
+}
+
 /// A free port on loopback.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -11,9 +11,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::watch::Tick;
 use crate::watch::drift::Drift;
 use crate::watch::osnoise::NoiseTotals;
 use crate::watch::sample::Sample;
+use crate::watch::tasks::Appeared;
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
 const TICKS_PER_SECOND: f64 = 100.0;
@@ -34,14 +36,11 @@ impl Exporter {
         }
     }
 
-    /// The exposition of `sample`, `drift` (absent when no plan is watched) and `noise` (absent
-    /// without the osnoise events).
-    pub(crate) fn render(
-        &mut self,
-        sample: &Sample,
-        drift: Option<&Drift>,
-        noise: Option<&NoiseTotals>,
-    ) -> String {
+    /// The exposition of a tick: its sample, the processes that appeared on isolated CPUs, the
+    /// drift (absent when no plan is watched) and the noise (absent without the osnoise
+    /// events).
+    pub(crate) fn render(&mut self, tick: &Tick) -> String {
+        let sample = tick.sample;
         let mut out = String::new();
         family(
             &mut out,
@@ -125,10 +124,11 @@ impl Exporter {
                 }
             }
         }
-        if let Some(noise) = noise {
+        appeared_family(&mut out, tick.tasks);
+        if let Some(noise) = tick.noise {
             noise_family(&mut out, noise);
         }
-        if let Some(drift) = drift {
+        if let Some(drift) = tick.drift {
             drift_families(&mut out, drift);
         }
         out
@@ -200,6 +200,21 @@ fn noise_family(out: &mut String, noise: &NoiseTotals) {
     }
 }
 
+fn appeared_family(out: &mut String, appeared: &Appeared) {
+    family(
+        out,
+        "lowlat_tasks_appeared_on_isolated_total",
+        "counter",
+        "Processes started since the watch did that may run on isolated and housekeeping CPUs alike, or kernel threads that ran on an isolated CPU, by kind (user tasks, kernel threads).",
+    );
+    for (kind, count) in [("user", appeared.user), ("kernel", appeared.kernel)] {
+        let _ = writeln!(
+            out,
+            "lowlat_tasks_appeared_on_isolated_total{{kind=\"{kind}\"}} {count}"
+        );
+    }
+}
+
 fn drift_families(out: &mut String, drift: &Drift) {
     family(
         out,
@@ -207,7 +222,7 @@ fn drift_families(out: &mut String, drift: &Drift) {
         "gauge",
         "1 when some setting of this check differs from the watched plan, else 0.",
     );
-    for (check, settings) in &drift.by_check {
+    for (check, settings) in &drift.by_check() {
         let _ = writeln!(
             out,
             "lowlat_plan_drift{{check=\"{}\"}} {}",
@@ -275,6 +290,17 @@ mod tests {
         }
     }
 
+    fn render(exporter: &mut Exporter, sample: &Sample) -> String {
+        exporter.render(&Tick {
+            at: std::time::Duration::ZERO,
+            sample,
+            previous: None,
+            drift: None,
+            tasks: &Appeared::default(),
+            noise: None,
+        })
+    }
+
     fn value(text: &str, series: &str) -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
@@ -284,18 +310,16 @@ mod tests {
     #[test]
     fn the_sources_shown_stay_so_that_other_only_grows() {
         let mut exporter = Exporter::new(2);
-        let first = exporter.render(
+        let first = render(
+            &mut exporter,
             &sample(&[("LOC", 100), ("RES", 50), ("CAL", 1)]),
-            None,
-            None,
         );
         let other = "lowlat_isolated_cpu_interrupts_total{cpu=\"3\",source=\"other\"}";
         assert_eq!(value(&first, other), 1);
         // CAL overtakes RES: RES stays shown, CAL stays in other.
-        let second = exporter.render(
+        let second = render(
+            &mut exporter,
             &sample(&[("LOC", 110), ("RES", 50), ("CAL", 90)]),
-            None,
-            None,
         );
         assert_eq!(value(&second, other), 90);
         assert!(second.contains("source=\"RES\"} 50"));
@@ -304,7 +328,7 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped() {
-        let text = Exporter::new(5).render(&sample(&[("7 a\"b\\c", 1)]), None, None);
+        let text = render(&mut Exporter::new(5), &sample(&[("7 a\"b\\c", 1)]));
         assert!(text.contains(r#"source="7 a\"b\\c"} 1"#), "{text}");
     }
 }

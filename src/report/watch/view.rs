@@ -37,9 +37,12 @@ pub(crate) struct Line<'a> {
     pub at_s: f64,
     /// Per isolated CPU, what happened since the previous line; empty on the first line.
     pub cpus: Vec<CpuInterval>,
-    /// Settings of the plan that differ, by kind; absent without a plan.
+    /// Settings of the plan that differ, by kind (settings); absent without a plan.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub drift: Option<&'a BTreeMap<String, usize>>,
+    pub drift: Option<BTreeMap<&'a str, usize>>,
+    /// Processes that appeared on isolated CPUs since the start, by kind: `user` tasks and
+    /// `kernel` threads (processes).
+    pub tasks_appeared: BTreeMap<&'static str, u64>,
     /// Problems met while reading, with file and line.
     pub warnings: &'a [String],
 }
@@ -99,7 +102,8 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
     let line = Line {
         at_s: tick.at.as_secs_f64(),
         cpus: intervals(tick),
-        drift: tick.drift.map(|d| &d.by_check),
+        drift: tick.drift.map(|d| d.by_check()),
+        tasks_appeared: BTreeMap::from([("user", tick.tasks.user), ("kernel", tick.tasks.kernel)]),
         warnings: &tick.sample.warnings,
     };
     Document::new(Kind::WatchSample, host, line).to_json_line()
@@ -152,13 +156,13 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
         }
         Some(drift) => {
             let _ = writeln!(out, "plan: {} setting(s) drifted", drift.settings());
-            for (id, expected, actual) in &drift.examples {
+            for check in drift.examples() {
                 let _ = writeln!(
                     out,
                     "  {}: planned {}, now {}",
-                    crate::text::escape_controls(id),
-                    crate::text::escape_controls(expected),
-                    crate::text::escape_controls(actual)
+                    crate::text::escape_controls(&check.id),
+                    crate::text::escape_controls(&check.expected),
+                    crate::text::escape_controls(&check.actual)
                 );
             }
         }
@@ -169,6 +173,24 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
             "movable tasks allowed on isolated CPUs: {} user, {} kernel",
             drift.user_tasks_on_isolated, drift.kernel_threads_on_isolated
         );
+    }
+    let appeared = tick.tasks;
+    if appeared.user + appeared.kernel > 0 {
+        let _ = writeln!(
+            out,
+            "appeared on isolated CPUs since start: {} user, {} kernel",
+            appeared.user, appeared.kernel
+        );
+        for task in &appeared.recent {
+            let _ = writeln!(
+                out,
+                "  pid {} ({}): allowed on {}, last ran on CPU {}",
+                task.pid,
+                crate::text::escape_controls(&task.comm),
+                task.allowed.as_ref().map_or("?".into(), |a| a.to_list()),
+                task.last_cpu
+            );
+        }
     }
     for warning in &tick.sample.warnings {
         let _ = writeln!(out, "warning: {}", crate::text::escape_controls(warning));
