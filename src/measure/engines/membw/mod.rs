@@ -12,6 +12,10 @@
 //! * beside it, each thread's own loop time, and per iteration the slowest thread's: what
 //!   likwid-bench times (no dispatch, no barrier), so that both references can be compared
 //!   like with like;
+//! * the arrays mapped with transparent huge pages where the kernel grants them
+//!   (`MADV_HUGEPAGE`): with 4 KiB pages a streaming kernel walks the page table every 64
+//!   lines, which in a virtual machine (two-dimensional walks) costs a large part of the
+//!   bandwidth; the run reports how many bytes were backed by huge pages;
 //! * threads pinned one per CPU, the arrays split in contiguous chunks of whole 4 KiB pages,
 //!   as equal as pages allow (OpenMP's static schedule splits by element; whole pages keep
 //!   each page with the one thread that first touches and uses it, and start every chunk
@@ -160,6 +164,11 @@ pub(crate) struct StreamRun {
     pub array_elements: usize,
     /// Bytes per array.
     pub array_bytes: u64,
+    /// Bytes of the three arrays together that the kernel backed with transparent huge
+    /// pages, read after the run (`AnonHugePages` of their mappings); `null` when unknown.
+    /// Below 3 × `array_bytes` (rounded up to 2 MiB) when THP is off or memory was
+    /// fragmented: the rest had 4 KiB pages.
+    pub transparent_huge_bytes: Option<u64>,
     /// Iterations asked for.
     pub ntimes: usize,
     /// Iterations completed (fewer when interrupted).
@@ -484,10 +493,11 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
     }
     let bytes = config.elements * size_of::<f64>();
     let map_array = |name: &str| -> Result<Region, MembwError> {
-        let region = Region::map(bytes, Backing::Normal).map_err(|source| MembwError::Memory {
-            what: format!("array {name} ({bytes} bytes)"),
-            source,
-        })?;
+        let region =
+            Region::map(bytes, Backing::Transparent).map_err(|source| MembwError::Memory {
+                what: format!("array {name} ({bytes} bytes)"),
+                source,
+            })?;
         if let Some(node) = config.memory_node {
             region
                 .bind_to_node(node)
@@ -529,7 +539,11 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
     if let Some(err) = shared.failed.into_inner().ok().flatten() {
         return Err(err);
     }
-    Ok(assemble(config, outcomes))
+    let huge = [&ra, &rb, &rc]
+        .iter()
+        .map(|r| r.transparent_huge_bytes())
+        .sum::<Option<u64>>();
+    Ok(assemble(config, outcomes, huge))
 }
 
 /// One thread: pin, first-touch its chunks, then run the phases in step with the others.
@@ -589,7 +603,11 @@ fn worker(
 }
 
 /// Combines the threads' outcomes into the run's figures.
-fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
+fn assemble(
+    config: &StreamConfig,
+    outcomes: Vec<ThreadOutcome>,
+    transparent_huge_bytes: Option<u64>,
+) -> StreamRun {
     let iterations = outcomes.first().map_or(0, |o| o.iterations);
     let mut errors = ErrorSums::default();
     for o in &outcomes {
@@ -632,6 +650,7 @@ fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
         memory_node: config.memory_node,
         array_elements: config.elements,
         array_bytes: (config.elements * size_of::<f64>()) as u64,
+        transparent_huge_bytes,
         ntimes: config.ntimes,
         iterations_done: iterations,
         implementation: config.kernels,
@@ -783,6 +802,9 @@ mod tests {
             assert!(k.best_rate_mb_per_s.is_finite() && k.best_rate_mb_per_s > 0.0);
         }
         assert_eq!(run.array_bytes, 200_003 * 8);
+        // Three arrays of 1.6 MB, each mapped as one 2 MiB block: at most three huge pages.
+        let huge = run.transparent_huge_bytes.expect("smaps of this process");
+        assert!(huge <= 3 * (2 << 20), "{huge}");
     }
 
     #[test]
