@@ -18,6 +18,12 @@
 #             (about 1 s) between two barriers and takes the slowest thread.
 # "loop" is the like-with-like comparison with likwid-bench.
 #
+# Pages: lowlat maps its arrays with transparent huge pages (MADV_HUGEPAGE; its JSON says how
+# many bytes got them). likwid-bench allocates with posix_memalign, which under THP's madvise
+# mode gets 4 KiB pages: reference "likwid" runs it so; reference "likwid-thp" runs it with
+# GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc >= 2.35), which makes malloc advise huge pages,
+# so that both tools stream through the same kind of page.
+#
 # Installs nothing. Needs python3 and a release build of lowlat (cargo build --release) or
 # LOWLAT=path.
 #
@@ -48,11 +54,15 @@ print(d["array_elements"], len(d["cpus"]), ",".join(map(str, d["cpus"])))' "$OUT
 echo "array: $ELEMENTS elements, threads: $THREADS on CPUs $CPUS, NTIMES $NTIMES, stores $STORES, likwid copy_${MEM}$LIKWID_ISA and stream_${MEM}$LIKWID_ISA" >&2
 
 command -v likwid-bench >/dev/null || { echo "no reference: apt-get install likwid" >&2; exit 2; }
-refs=(likwid)
+refs=(likwid likwid-thp)
 # likwid-bench sizes the arrays of a kernel together, in 1000-byte kB.
 run_ref() {
-    likwid-bench -t "copy_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
-    likwid-bench -t "stream_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
+    local tunables=""
+    [ "$1" = likwid-thp ] && tunables=glibc.malloc.hugetlb=1
+    GLIBC_TUNABLES=$tunables likwid-bench -t "copy_${MEM}$LIKWID_ISA" \
+        -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
+    GLIBC_TUNABLES=$tunables likwid-bench -t "stream_${MEM}$LIKWID_ISA" \
+        -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
 }
 
 for i in $(seq 1 "$PAIRS"); do
@@ -84,21 +94,28 @@ for i in range(1, pairs + 1):
         kept = lambda times: statistics.mean(times[1:])
         add(name, "lowlat region avg MB/s", k["bytes_per_iteration"] / kept(k["times_s"]) / 1e6)
         add(name, "lowlat loop avg MB/s", k["bytes_per_iteration"] / kept(k["loop_times_s"]) / 1e6)
-    for kernel in ("copy", "triad"):
-        text = open(f"{out}/likwid{i}.txt.{kernel}").read()
-        m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
-        assert m, f"no MByte/s in likwid-bench's {kernel} output:\n{text}"
-        add(kernel.capitalize(), "likwid", float(m.group(1)))
+    for ref in refs:
+        for kernel in ("copy", "triad"):
+            text = open(f"{out}/{ref}{i}.txt.{kernel}").read()
+            m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
+            assert m, f"no MByte/s in {ref}'s {kernel} output:\n{text}"
+            add(kernel.capitalize(), ref, float(m.group(1)))
+    huge = d.get("transparent_huge_bytes") or 0
+    add("pages", "lowlat huge share", huge / (3 * d["array_bytes"]))
 
-print(f"{'kernel':<7}{'lowlat timing':<24}{'lowlat':>10}{'likwid':>10}{'ratio':>7}  "
-      "lowlat min..max | likwid min..max (range/median)")
+print("lowlat arrays in huge pages (median share): "
+      f"{statistics.median(rows.pop('pages')['lowlat huge share']):.0%}")
+print(f"{'kernel':<7}{'lowlat timing':<24}{'lowlat':>10}{'reference':>12}{'ref':>11}{'ratio':>7}  "
+      "lowlat min..max | ref min..max (range/median)")
 for kernel, by in rows.items():
-    theirs = by["likwid"]
-    mt = statistics.median(theirs)
-    spread = (max(theirs) - min(theirs)) / mt * 100
-    for metric in ("lowlat region avg MB/s", "lowlat loop avg MB/s"):
-        ours = by[metric]
-        mo = statistics.median(ours)
-        print(f"{kernel:<7}{metric[7:]:<24}{mo:>10.1f}{mt:>10.1f}{mo / mt:>7.3f}  "
-              f"{min(ours):.1f}..{max(ours):.1f} | {min(theirs):.1f}..{max(theirs):.1f} ({spread:.1f} %)")
+    for ref in refs:
+        theirs = by[ref]
+        mt = statistics.median(theirs)
+        spread = (max(theirs) - min(theirs)) / mt * 100
+        for metric in ("lowlat region avg MB/s", "lowlat loop avg MB/s"):
+            ours = by[metric]
+            mo = statistics.median(ours)
+            print(f"{kernel:<7}{metric[7:]:<24}{mo:>10.1f}{mt:>12.1f}{ref:>11}{mo / mt:>7.3f}  "
+                  f"{min(ours):.1f}..{max(ours):.1f} | {min(theirs):.1f}..{max(theirs):.1f} "
+                  f"({spread:.1f} %)")
 PY
