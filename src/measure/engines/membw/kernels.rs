@@ -341,7 +341,8 @@ mod x86 {
             let (o, xp, yp) = (out.as_mut_ptr(), x.as_ptr(), y.as_ptr());
             let mut i = head;
             while i < unrolled {
-                let [i0, i1, i2, i3] = [i, i + V::LANES, i + 2 * V::LANES, i + 3 * V::LANES];
+                // Four names: a compile error if UNROLL changes without this loop.
+                let [i0, i1, i2, i3]: [usize; UNROLL] = core::array::from_fn(|k| i + k * V::LANES);
                 let v0 = compute::<V>(op, scalar, xp, yp, i0);
                 let v1 = compute::<V>(op, scalar, xp, yp, i1);
                 let v2 = compute::<V>(op, scalar, xp, yp, i2);
