@@ -10,6 +10,20 @@
 # the STREAM way (16 per Copy element, 24 per Triad element), so lowlat's averages are
 # compared. ISA is the widest unit of this CPU (avx512, else avx; LIKWID_ISA overrides).
 #
+# Two timings of lowlat are compared, each against the same likwid figure:
+#   "region": STREAM's, each kernel timed from dispatch to the completion barrier (lowlat's
+#             reported figure, `times_s`);
+#   "loop":   likwid-bench's, the slowest thread's own kernel loop, no dispatch or barrier
+#             (`loop_times_s`); likwid-bench times each thread's loop over all its iterations
+#             (about 1 s) between two barriers and takes the slowest thread.
+# "loop" is the like-with-like comparison with likwid-bench.
+#
+# Pages: lowlat maps its arrays with transparent huge pages (MADV_HUGEPAGE; its JSON says how
+# many bytes got them). likwid-bench allocates with posix_memalign, which under THP's madvise
+# mode gets 4 KiB pages: reference "likwid" runs it so; reference "likwid-thp" runs it with
+# GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc >= 2.35), which makes malloc advise huge pages,
+# so that both tools stream through the same kind of page.
+#
 # Installs nothing. Needs python3 and a release build of lowlat (cargo build --release) or
 # LOWLAT=path.
 #
@@ -40,11 +54,15 @@ print(d["array_elements"], len(d["cpus"]), ",".join(map(str, d["cpus"])))' "$OUT
 echo "array: $ELEMENTS elements, threads: $THREADS on CPUs $CPUS, NTIMES $NTIMES, stores $STORES, likwid copy_${MEM}$LIKWID_ISA and stream_${MEM}$LIKWID_ISA" >&2
 
 command -v likwid-bench >/dev/null || { echo "no reference: apt-get install likwid" >&2; exit 2; }
-refs=(likwid)
+refs=(likwid likwid-thp)
 # likwid-bench sizes the arrays of a kernel together, in 1000-byte kB.
 run_ref() {
-    likwid-bench -t "copy_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
-    likwid-bench -t "stream_${MEM}$LIKWID_ISA" -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
+    local tunables=""
+    [ "$1" = likwid-thp ] && tunables=glibc.malloc.hugetlb=1
+    GLIBC_TUNABLES=$tunables likwid-bench -t "copy_${MEM}$LIKWID_ISA" \
+        -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
+    GLIBC_TUNABLES=$tunables likwid-bench -t "stream_${MEM}$LIKWID_ISA" \
+        -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
 }
 
 for i in $(seq 1 "$PAIRS"); do
@@ -63,31 +81,41 @@ python3 - "$OUT" "$PAIRS" "${refs[@]}" <<'PY'
 import json, re, statistics, sys
 out, pairs, refs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 rows = {}
-def add(metric, who, value):
-    rows.setdefault(metric, {}).setdefault(who, []).append(value)
+def add(kernel, who, value):
+    rows.setdefault(kernel, {}).setdefault(who, []).append(value)
 
 for i in range(1, pairs + 1):
     d = json.load(open(f"{out}/lowlat{i}.json"))["result"]["system"]
     assert d["validation"]["validated"], f"lowlat run {i} did not validate"
     for k in d["kernels"]:
         name = k["kernel"].capitalize()
-        add(f"{name} best MB/s", "lowlat", k["best_rate_mb_per_s"])
-        add(f"{name} avg MB/s", "lowlat", k["bytes_per_iteration"] / k["avg_time_s"] / 1e6)
-    for kernel in ("copy", "triad"):
-        text = open(f"{out}/likwid{i}.txt.{kernel}").read()
-        m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
-        assert m, f"no MByte/s in likwid-bench's {kernel} output:\n{text}"
-        add(f"{kernel.capitalize()} avg MB/s", "likwid", float(m.group(1)))
-
-print(f"{'metric':<18}{'lowlat':>12}{'reference':>12}{'ref':>10}{'ratio':>8}  ref spread (min..max, range/median)")
-for metric, by in rows.items():
-    ours = by.get("lowlat")
-    for ref in refs:
-        theirs = by.get(ref)
-        if not ours or not theirs:
+        if name not in ("Copy", "Triad"):
             continue
-        mo, mt = statistics.median(ours), statistics.median(theirs)
+        kept = lambda times: statistics.mean(times[1:])
+        add(name, "lowlat region avg MB/s", k["bytes_per_iteration"] / kept(k["times_s"]) / 1e6)
+        add(name, "lowlat loop avg MB/s", k["bytes_per_iteration"] / kept(k["loop_times_s"]) / 1e6)
+    for ref in refs:
+        for kernel in ("copy", "triad"):
+            text = open(f"{out}/{ref}{i}.txt.{kernel}").read()
+            m = re.search(r"^MByte/s:\s+([\d.]+)", text, re.M)
+            assert m, f"no MByte/s in {ref}'s {kernel} output:\n{text}"
+            add(kernel.capitalize(), ref, float(m.group(1)))
+    huge = d.get("transparent_huge_bytes") or 0
+    add("pages", "lowlat huge share", huge / (3 * d["array_bytes"]))
+
+print("lowlat arrays in huge pages (median share): "
+      f"{statistics.median(rows.pop('pages')['lowlat huge share']):.0%}")
+print(f"{'kernel':<7}{'lowlat timing':<24}{'lowlat':>10}{'reference':>12}{'ref':>11}{'ratio':>7}  "
+      "lowlat min..max | ref min..max (range/median)")
+for kernel, by in rows.items():
+    for ref in refs:
+        theirs = by[ref]
+        mt = statistics.median(theirs)
         spread = (max(theirs) - min(theirs)) / mt * 100
-        print(f"{metric:<18}{mo:>12.1f}{mt:>12.1f}{ref:>10}{mo / mt:>8.3f}  "
-              f"{min(theirs):.1f}..{max(theirs):.1f} ({spread:.1f} %)")
+        for metric in ("lowlat region avg MB/s", "lowlat loop avg MB/s"):
+            ours = by[metric]
+            mo = statistics.median(ours)
+            print(f"{kernel:<7}{metric[7:]:<24}{mo:>10.1f}{mt:>12.1f}{ref:>11}{mo / mt:>7.3f}  "
+                  f"{min(ours):.1f}..{max(ours):.1f} | {min(theirs):.1f}..{max(theirs):.1f} "
+                  f"({spread:.1f} %)")
 PY

@@ -26,7 +26,11 @@ use crate::units::bytes;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  lowlat measure membw\n  \
 lowlat measure membw --threads 8 --size 4G --json\n  lowlat measure membw --nodes 0-3\n\n\
-Figures are a STREAM-variant: the STREAM 5.10 kernels and rules, reimplemented in Rust.")]
+Figures are a STREAM-variant: the STREAM 5.10 kernels and rules, reimplemented in Rust.\n\n\
+Timing: each kernel is timed STREAM's way, from dispatch to the completion barrier (`times_s` in\n\
+--json; the rates printed). The JSON also holds `loop_times_s`: per iteration, the slowest\n\
+thread's own kernel loop without dispatch or barrier, which is what likwid-bench times; compare\n\
+with likwid-bench on that one (bench/membw-vs-stream.sh does).")]
 pub struct MembwArgs {
     /// The flags every hardware engine takes.
     #[command(flatten)]

@@ -275,43 +275,89 @@ mod x86 {
         _mm512_mul_pd
     );
 
-    /// `out = op(x, y)` with vectors `V`: scalar until `out` is aligned for streaming stores,
-    /// vectors, then the scalar tail; a store fence after streaming stores (they are weakly
-    /// ordered: the next kernel's threads must see them).
+    /// Bytes of a cache line: streaming stores start on a line so that each line is written
+    /// whole by consecutive stores (a partly written line costs a read on eviction).
+    const LINE: usize = 64;
+
+    /// Vectors loaded (then stored) per step of the main loop, as likwid-bench's kernels
+    /// do: four independent loads in flight before the first store.
+    const UNROLL: usize = 4;
+
+    /// The vector of `op` at element `i`.
     #[inline(always)]
-    unsafe fn apply<V: Vector>(op: Op, out: &mut [f64], x: &[f64], y: &[f64], streaming: bool) {
+    unsafe fn compute<V: Vector>(op: Op, scalar: V, x: *const f64, y: *const f64, i: usize) -> V {
+        // SAFETY: the caller keeps `i + LANES` within both slices.
+        unsafe {
+            match op {
+                Op::Copy => V::opaque(V::load(x.add(i))),
+                Op::Scale => V::mul(scalar, V::load(x.add(i))),
+                Op::Add => V::add(V::load(x.add(i)), V::load(y.add(i))),
+                Op::Triad => V::add(V::load(x.add(i)), V::mul(scalar, V::load(y.add(i)))),
+            }
+        }
+    }
+
+    /// Writes `v` at `p`: a non-temporal store when `STREAMING` (then `p` is aligned to the
+    /// vector's size), a normal one otherwise.
+    #[inline(always)]
+    unsafe fn put<V: Vector, const STREAMING: bool>(p: *mut f64, v: V) {
+        // SAFETY: the caller's pointer is in bounds (and aligned when streaming).
+        unsafe {
+            if STREAMING {
+                V::stream(p, v);
+            } else {
+                V::store(p, v);
+            }
+        }
+    }
+
+    /// `out = op(x, y)` with vectors `V`: scalar until `out` is on a cache line for streaming
+    /// stores, [`UNROLL`] vectors per step, single vectors, then the scalar tail; one store
+    /// fence after streaming stores (they are weakly ordered: the next kernel's threads must
+    /// see them).
+    #[inline(always)]
+    unsafe fn apply<V: Vector, const STREAMING: bool>(
+        op: Op,
+        out: &mut [f64],
+        x: &[f64],
+        y: &[f64],
+    ) {
         let n = out.len();
-        let align = V::LANES * size_of::<f64>();
-        let head = if streaming {
-            (out.as_ptr().align_offset(align)).min(n)
+        let head = if STREAMING {
+            out.as_ptr().align_offset(LINE).min(n)
         } else {
             0
         };
         for i in 0..head {
             out[i] = op.scalar(x[i], y[i]);
         }
+        let step = UNROLL * V::LANES;
+        let unrolled = head + (n - head) / step * step;
         let body = head + (n - head) / V::LANES * V::LANES;
-        // SAFETY (for the block): every index is below `body` <= n, the length of all three
-        // slices; streaming stores start at `head`, aligned to the vector size.
+        // SAFETY (for the block): every vector read or written ends at or below `body` <= n,
+        // the length of all three slices; streaming stores start at `head`, on a line.
         unsafe {
             let scalar = V::splat(SCALAR);
             let (o, xp, yp) = (out.as_mut_ptr(), x.as_ptr(), y.as_ptr());
             let mut i = head;
+            while i < unrolled {
+                // Four names: a compile error if UNROLL changes without this loop.
+                let [i0, i1, i2, i3]: [usize; UNROLL] = core::array::from_fn(|k| i + k * V::LANES);
+                let v0 = compute::<V>(op, scalar, xp, yp, i0);
+                let v1 = compute::<V>(op, scalar, xp, yp, i1);
+                let v2 = compute::<V>(op, scalar, xp, yp, i2);
+                let v3 = compute::<V>(op, scalar, xp, yp, i3);
+                put::<V, STREAMING>(o.add(i0), v0);
+                put::<V, STREAMING>(o.add(i1), v1);
+                put::<V, STREAMING>(o.add(i2), v2);
+                put::<V, STREAMING>(o.add(i3), v3);
+                i += step;
+            }
             while i < body {
-                let v = match op {
-                    Op::Copy => V::opaque(V::load(xp.add(i))),
-                    Op::Scale => V::mul(scalar, V::load(xp.add(i))),
-                    Op::Add => V::add(V::load(xp.add(i)), V::load(yp.add(i))),
-                    Op::Triad => V::add(V::load(xp.add(i)), V::mul(scalar, V::load(yp.add(i)))),
-                };
-                if streaming {
-                    V::stream(o.add(i), v);
-                } else {
-                    V::store(o.add(i), v);
-                }
+                put::<V, STREAMING>(o.add(i), compute::<V>(op, scalar, xp, yp, i));
                 i += V::LANES;
             }
-            if streaming {
+            if STREAMING {
                 _mm_sfence();
             }
         }
@@ -320,19 +366,61 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512(op: Op, out: &mut [f64], x: &[f64], y: &[f64], streaming: bool) {
-        unsafe { apply::<__m512d>(op, out, x, y, streaming) }
+    /// [`apply`] with `op` a constant in each arm, so that every kernel gets its own loop
+    /// (a run-time `op` stays inside the loop as a jump table).
+    #[inline(always)]
+    unsafe fn each_op<V: Vector, const STREAMING: bool>(
+        op: Op,
+        out: &mut [f64],
+        x: &[f64],
+        y: &[f64],
+    ) {
+        // SAFETY: as the caller's.
+        unsafe {
+            match op {
+                Op::Copy => apply::<V, STREAMING>(Op::Copy, out, x, y),
+                Op::Scale => apply::<V, STREAMING>(Op::Scale, out, x, y),
+                Op::Add => apply::<V, STREAMING>(Op::Add, out, x, y),
+                Op::Triad => apply::<V, STREAMING>(Op::Triad, out, x, y),
+            }
+        }
     }
 
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2(op: Op, out: &mut [f64], x: &[f64], y: &[f64], streaming: bool) {
-        unsafe { apply::<__m256d>(op, out, x, y, streaming) }
+    /// One entry point per vector unit, compiled for that unit, with the kernel and the store
+    /// kind chosen outside the loops.
+    macro_rules! unit {
+        ($(#[$attr:meta])* $name:ident, $v:ty) => {
+            $(#[$attr])*
+            pub(super) unsafe fn $name(
+                op: Op,
+                out: &mut [f64],
+                x: &[f64],
+                y: &[f64],
+                streaming: bool,
+            ) {
+                // SAFETY: the caller checked that the CPU has the unit.
+                unsafe {
+                    if streaming {
+                        each_op::<$v, true>(op, out, x, y)
+                    } else {
+                        each_op::<$v, false>(op, out, x, y)
+                    }
+                }
+            }
+        };
     }
 
-    pub(super) unsafe fn sse2(op: Op, out: &mut [f64], x: &[f64], y: &[f64], streaming: bool) {
-        unsafe { apply::<__m128d>(op, out, x, y, streaming) }
-    }
+    unit!(
+        #[target_feature(enable = "avx512f")]
+        avx512,
+        __m512d
+    );
+    unit!(
+        #[target_feature(enable = "avx2")]
+        avx2,
+        __m256d
+    );
+    unit!(sse2, __m128d);
 }
 
 #[cfg(test)]

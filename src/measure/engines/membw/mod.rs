@@ -7,9 +7,19 @@
 //! * STREAM's byte counting (16, 16, 24, 24 bytes per element; no write-allocate traffic) and
 //!   MB/s with MB = 10^6; best rate over the iterations after the first, which is discarded;
 //! * each kernel timed as one interval that includes thread dispatch and the completion
-//!   barrier, like the OpenMP `parallel for` region of stream.c;
-//! * threads pinned one per CPU, the arrays split in contiguous equal chunks like OpenMP's
-//!   static schedule, the same chunk for first touch (initialisation) and every kernel;
+//!   barrier, like the OpenMP `parallel for` region of stream.c; the threads wait for each
+//!   other spinning, as libgomp's default (active) wait policy does, not asleep in the kernel;
+//! * beside it, each thread's own loop time, and per iteration the slowest thread's: what
+//!   likwid-bench times (no dispatch, no barrier), so that both references can be compared
+//!   like with like;
+//! * the arrays mapped with transparent huge pages where the kernel grants them
+//!   (`MADV_HUGEPAGE`): with 4 KiB pages a streaming kernel walks the page table every 64
+//!   lines, which in a virtual machine (two-dimensional walks) costs a large part of the
+//!   bandwidth; the run reports how many bytes were backed by huge pages;
+//! * threads pinned one per CPU, the arrays split in contiguous chunks of whole 4 KiB pages,
+//!   as equal as pages allow (OpenMP's static schedule splits by element; whole pages keep
+//!   each page with the one thread that first touches and uses it, and start every chunk
+//!   aligned), the same chunk for first touch (initialisation) and every kernel;
 //! * results validated with the recurrence of stream.c's `checkSTREAMresults` (ε = 1e-13).
 //!
 //! Figures are labelled [`LABEL`], as stream.c's licence asks of reimplementations.
@@ -22,8 +32,8 @@ pub(crate) use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
 
 use serde::Serialize;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::measure::matrix::Matrix;
@@ -121,6 +131,10 @@ pub(crate) struct KernelRate {
     pub max_time_s: f64,
     /// Every iteration's time in seconds, the discarded first one included.
     pub times_s: Vec<f64>,
+    /// Every iteration's loop time of its slowest thread, seconds, the discarded first one
+    /// included: each thread's own kernel loop, without dispatch or barrier (likwid-bench's
+    /// definition; `times_s` is STREAM's).
+    pub loop_times_s: Vec<f64>,
 }
 
 /// stream.c's validation of the final array contents.
@@ -150,6 +164,11 @@ pub(crate) struct StreamRun {
     pub array_elements: usize,
     /// Bytes per array.
     pub array_bytes: u64,
+    /// Bytes of the three arrays together that the kernel backed with transparent huge
+    /// pages, read after the run (`AnonHugePages` of their mappings); `null` when unknown.
+    /// Below 3 × `array_bytes` (rounded up to 2 MiB) when THP is off or memory was
+    /// fragmented: the rest had 4 KiB pages.
+    pub transparent_huge_bytes: Option<u64>,
     /// Iterations asked for.
     pub ntimes: usize,
     /// Iterations completed (fewer when interrupted).
@@ -237,20 +256,17 @@ pub(crate) enum MembwError {
     },
 }
 
-/// The chunk of `[0, n)` that each of `threads` threads owns under OpenMP's static schedule:
-/// contiguous, the first `n % threads` chunks one element longer.
-pub(crate) fn static_chunks(n: usize, threads: usize) -> Vec<Range<usize>> {
+/// f64 elements in a 4 KiB page.
+const PAGE_ELEMENTS: usize = 4096 / size_of::<f64>();
+
+/// The chunk of `[0, n)` that each of `threads` threads owns: contiguous, in whole 4 KiB pages
+/// (the last chunk ends at `n`), thread k getting pages `⌊k·P/threads⌋..⌊(k+1)·P/threads⌋` of
+/// the `P` pages the array spans. Arrays start on a page, so every chunk does.
+pub(crate) fn page_chunks(n: usize, threads: usize) -> Vec<Range<usize>> {
     let threads = threads.max(1);
-    let (q, r) = (n / threads, n % threads);
-    let mut start = 0;
-    (0..threads)
-        .map(|k| {
-            let len = q + usize::from(k < r);
-            let range = start..start + len;
-            start += len;
-            range
-        })
-        .collect()
+    let pages = n.div_ceil(PAGE_ELEMENTS);
+    let bound = |k: usize| (pages * k / threads * PAGE_ELEMENTS).min(n);
+    (0..threads).map(|k| bound(k)..bound(k + 1)).collect()
 }
 
 /// The values a, b and c hold after `iterations` iterations (stream.c's scalar replay).
@@ -328,8 +344,14 @@ pub(crate) fn validate(errors: &ErrorSums, elements: usize, expected: [f64; 3]) 
     }
 }
 
-/// Summarises the times of one kernel (`times[0]` is discarded); `None` with fewer than two.
-fn kernel_rate(kernel: Kernel, elements: usize, times: &[f64]) -> Option<KernelRate> {
+/// Summarises the times of one kernel (`times[0]` is discarded), with the slowest thread's
+/// loop time of each iteration; `None` with fewer than two iterations.
+fn kernel_rate(
+    kernel: Kernel,
+    elements: usize,
+    times: &[f64],
+    loop_times: &[f64],
+) -> Option<KernelRate> {
     let kept = times.get(1..).filter(|k| !k.is_empty())?;
     let min = kept.iter().copied().fold(f64::INFINITY, f64::min);
     let max = kept.iter().copied().fold(0.0, f64::max);
@@ -343,6 +365,7 @@ fn kernel_rate(kernel: Kernel, elements: usize, times: &[f64]) -> Option<KernelR
         min_time_s: min,
         max_time_s: max,
         times_s: times.to_vec(),
+        loop_times_s: loop_times.to_vec(),
     })
 }
 
@@ -358,31 +381,93 @@ fn split_chunks<'a>(mut values: &'a mut [f64], ranges: &[Range<usize>]) -> Vec<&
     out
 }
 
+/// A barrier whose threads wait spinning, as libgomp's threads do by default between the
+/// parallel regions of stream.c: a thread put to sleep in the kernel (as `std::sync::Barrier`
+/// does) takes a wake-up to start the next kernel, and that wake-up would be timed. After
+/// [`SpinBarrier::SPINS`] turns a waiting thread yields its CPU at each turn, so that a long
+/// wait (first touch of a large array) does not keep a CPU from others.
+struct SpinBarrier {
+    /// Threads that must arrive.
+    threads: usize,
+    /// Threads arrived in the current generation.
+    arrived: AtomicUsize,
+    /// Completed barriers; waiting threads leave when it changes.
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    /// Turns of the spin loop before a waiting thread starts yielding (about a millisecond).
+    const SPINS: u32 = 1 << 16;
+
+    fn new(threads: usize) -> SpinBarrier {
+        SpinBarrier {
+            threads,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits until all threads have called `wait` in this generation.
+    fn wait(&self) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            // The others cannot arrive again before the generation changes.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if spins < Self::SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// What the threads share.
 struct Shared {
-    barrier: Barrier,
+    barrier: SpinBarrier,
     failed: Mutex<Option<MembwError>>,
     stop_now: AtomicBool,
 }
 
+/// The times of one phase as one thread saw them, seconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct PhaseTimes {
+    /// Thread 0 only (0 elsewhere): from before the first barrier to after the second
+    /// (dispatch and join included, as in stream.c).
+    region: f64,
+    /// This thread's own work, without the barriers.
+    own: f64,
+}
+
 impl Shared {
-    /// One phase run by every thread between two barriers, timed by thread 0 from before the
-    /// first barrier to after the second (dispatch and join included, as in stream.c).
-    fn phase(&self, leader: bool, work: impl FnOnce()) -> f64 {
+    /// One phase run by every thread between two barriers.
+    fn phase(&self, leader: bool, work: impl FnOnce()) -> PhaseTimes {
         let start = leader.then(Instant::now);
         self.barrier.wait();
+        let own = Instant::now();
         work();
+        let own = own.elapsed().as_secs_f64();
         self.barrier.wait();
-        start.map_or(0.0, |t| t.elapsed().as_secs_f64())
+        PhaseTimes {
+            region: start.map_or(0.0, |t| t.elapsed().as_secs_f64()),
+            own,
+        }
     }
 }
 
 /// What one thread hands back.
 #[derive(Default)]
 struct ThreadOutcome {
-    /// Thread 0 only: the check pass and `times[kernel][iteration]`, seconds.
+    /// Thread 0 only: the check pass, seconds.
     check_pass_s: f64,
-    times: [Vec<f64>; 4],
+    /// `times[kernel][iteration]`: the region time on thread 0, and this thread's own time.
+    times: [Vec<PhaseTimes>; 4],
     iterations: usize,
     errors: ErrorSums,
 }
@@ -408,10 +493,11 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
     }
     let bytes = config.elements * size_of::<f64>();
     let map_array = |name: &str| -> Result<Region, MembwError> {
-        let region = Region::map(bytes, Backing::Normal).map_err(|source| MembwError::Memory {
-            what: format!("array {name} ({bytes} bytes)"),
-            source,
-        })?;
+        let region =
+            Region::map(bytes, Backing::Transparent).map_err(|source| MembwError::Memory {
+                what: format!("array {name} ({bytes} bytes)"),
+                source,
+            })?;
         if let Some(node) = config.memory_node {
             region
                 .bind_to_node(node)
@@ -423,13 +509,13 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
         Ok(region)
     };
     let (mut ra, mut rb, mut rc) = (map_array("a")?, map_array("b")?, map_array("c")?);
-    let ranges = static_chunks(config.elements, config.cpus.len());
+    let ranges = page_chunks(config.elements, config.cpus.len());
     let a = split_chunks(&mut ra.as_f64_mut()[..config.elements], &ranges);
     let b = split_chunks(&mut rb.as_f64_mut()[..config.elements], &ranges);
     let c = split_chunks(&mut rc.as_f64_mut()[..config.elements], &ranges);
 
     let shared = Shared {
-        barrier: Barrier::new(config.cpus.len()),
+        barrier: SpinBarrier::new(config.cpus.len()),
         failed: Mutex::new(None),
         stop_now: AtomicBool::new(false),
     };
@@ -453,7 +539,11 @@ pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, M
     if let Some(err) = shared.failed.into_inner().ok().flatten() {
         return Err(err);
     }
-    Ok(assemble(config, outcomes))
+    let huge = [&ra, &rb, &rc]
+        .iter()
+        .map(|r| r.transparent_huge_bytes())
+        .sum::<Option<u64>>();
+    Ok(assemble(config, outcomes, huge))
 }
 
 /// One thread: pin, first-touch its chunks, then run the phases in step with the others.
@@ -483,7 +573,9 @@ fn worker(
     b.fill(2.0);
     c.fill(0.0);
     let mut out = ThreadOutcome {
-        check_pass_s: shared.phase(leader, || a.iter_mut().for_each(|x| *x *= 2.0)),
+        check_pass_s: shared
+            .phase(leader, || a.iter_mut().for_each(|x| *x *= 2.0))
+            .region,
         ..ThreadOutcome::default()
     };
     for _ in 0..config.ntimes {
@@ -511,18 +603,36 @@ fn worker(
 }
 
 /// Combines the threads' outcomes into the run's figures.
-fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
+fn assemble(
+    config: &StreamConfig,
+    outcomes: Vec<ThreadOutcome>,
+    transparent_huge_bytes: Option<u64>,
+) -> StreamRun {
     let iterations = outcomes.first().map_or(0, |o| o.iterations);
     let mut errors = ErrorSums::default();
     for o in &outcomes {
         errors.add(&o.errors);
     }
-    let leader = outcomes.into_iter().next().unwrap_or_default();
     let kernels: Vec<KernelRate> = Kernel::ALL
         .iter()
-        .zip(&leader.times)
-        .filter_map(|(&k, times)| kernel_rate(k, config.elements, times))
+        .enumerate()
+        .filter_map(|(i, &kernel)| {
+            let region: Vec<f64> = outcomes.first()?.times[i]
+                .iter()
+                .map(|t| t.region)
+                .collect();
+            let slowest_loop: Vec<f64> = (0..iterations)
+                .map(|it| {
+                    outcomes
+                        .iter()
+                        .filter_map(|o| o.times[i].get(it))
+                        .fold(0.0, |max, t| t.own.max(max))
+                })
+                .collect();
+            kernel_rate(kernel, config.elements, &region, &slowest_loop)
+        })
         .collect();
+    let check_pass_s = outcomes.first().map_or(0.0, |o| o.check_pass_s);
     let warnings = kernels
         .iter()
         .filter(|k| k.min_time_s < 1e-3)
@@ -540,10 +650,11 @@ fn assemble(config: &StreamConfig, outcomes: Vec<ThreadOutcome>) -> StreamRun {
         memory_node: config.memory_node,
         array_elements: config.elements,
         array_bytes: (config.elements * size_of::<f64>()) as u64,
+        transparent_huge_bytes,
         ntimes: config.ntimes,
         iterations_done: iterations,
         implementation: config.kernels,
-        check_pass_us: leader.check_pass_s * 1e6,
+        check_pass_us: check_pass_s * 1e6,
         kernels,
         validation: validate(&errors, config.elements, expected_values(iterations)),
         warnings,
@@ -572,10 +683,19 @@ mod tests {
     }
 
     #[test]
-    fn chunks_follow_the_static_schedule() {
-        assert_eq!(static_chunks(10, 3), vec![0..4, 4..7, 7..10]);
-        assert_eq!(static_chunks(2, 4), vec![0..1, 1..2, 2..2, 2..2]);
-        assert_eq!(static_chunks(5, 0), vec![0..5]);
+    fn chunks_are_whole_pages() {
+        // 10 pages and a bit: 11 pages over 3 threads, 3 + 4 + 4.
+        let n = 10 * PAGE_ELEMENTS + 7;
+        assert_eq!(
+            page_chunks(n, 3),
+            vec![0..3 * 512, 3 * 512..7 * 512, 7 * 512..n]
+        );
+        // Two threads on an even number of pages: equal halves.
+        assert_eq!(page_chunks(4096, 2), vec![0..2048, 2048..4096]);
+        // Less than a page per thread: the array stays with whole pages, some threads idle.
+        assert_eq!(page_chunks(700, 4), vec![0..0, 0..512, 512..512, 512..700]);
+        assert_eq!(page_chunks(5, 0), vec![0..5]);
+        assert_eq!(page_chunks(0, 2), vec![0..0, 0..0]);
     }
 
     #[test]
@@ -606,9 +726,30 @@ mod tests {
     }
 
     #[test]
+    fn no_thread_passes_the_spin_barrier_before_all_arrive() {
+        let threads = 3;
+        let barrier = SpinBarrier::new(threads);
+        let arrived = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    for round in 1..=50 {
+                        arrived.fetch_add(1, Ordering::SeqCst);
+                        barrier.wait();
+                        assert!(arrived.load(Ordering::SeqCst) >= round * threads);
+                        // Nobody starts the next round before all have checked this one.
+                        barrier.wait();
+                    }
+                });
+            }
+        });
+        assert_eq!(arrived.into_inner(), 50 * threads);
+    }
+
+    #[test]
     fn chunks_split_the_whole_array() {
         let mut values: Vec<f64> = (0..10).map(f64::from).collect();
-        let chunks = split_chunks(&mut values, &static_chunks(10, 3));
+        let chunks = split_chunks(&mut values, &[0..4, 4..7, 7..10]);
         let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
         assert_eq!(lens, vec![4, 3, 3]);
         assert_eq!(chunks[2][0], 7.0);
@@ -616,13 +757,21 @@ mod tests {
 
     #[test]
     fn rates_discard_the_first_iteration() {
-        let r = kernel_rate(Kernel::Triad, 1_000_000, &[9.0, 0.004, 0.002, 0.003]).unwrap();
+        let times = [9.0, 0.004, 0.002, 0.003];
+        let r = kernel_rate(
+            Kernel::Triad,
+            1_000_000,
+            &times,
+            &[8.0, 0.003, 0.001, 0.002],
+        )
+        .unwrap();
         assert_eq!(r.bytes_per_iteration, 24_000_000);
         assert_eq!(r.min_time_s, 0.002);
         assert_eq!(r.max_time_s, 0.004);
         assert!((r.best_rate_mb_per_s - 12_000.0).abs() < 1e-6);
         assert!((r.avg_time_s - 0.003).abs() < 1e-12);
-        assert!(kernel_rate(Kernel::Copy, 10, &[1.0]).is_none());
+        assert_eq!(r.loop_times_s, [8.0, 0.003, 0.001, 0.002]);
+        assert!(kernel_rate(Kernel::Copy, 10, &[1.0], &[1.0]).is_none());
     }
 
     #[test]
@@ -645,9 +794,17 @@ mod tests {
         assert_eq!(run.kernels.len(), 4);
         for k in &run.kernels {
             assert_eq!(k.times_s.len(), 4);
+            assert_eq!(k.loop_times_s.len(), 4);
+            // A thread's own loop lies inside the region that thread 0 times.
+            for (region, own) in k.times_s.iter().zip(&k.loop_times_s) {
+                assert!(own > &0.0 && own <= region, "{own} > {region}");
+            }
             assert!(k.best_rate_mb_per_s.is_finite() && k.best_rate_mb_per_s > 0.0);
         }
         assert_eq!(run.array_bytes, 200_003 * 8);
+        // Three arrays of 1.6 MB, each mapped as one 2 MiB block: at most three huge pages.
+        let huge = run.transparent_huge_bytes.expect("smaps of this process");
+        assert!(huge <= 3 * (2 << 20), "{huge}");
     }
 
     #[test]
