@@ -607,7 +607,28 @@ impl SysRoot {
 
     /// The names in a directory, sorted; an absent directory is empty.
     pub fn list(&self, path: &str) -> Result<Vec<String>, ReadError> {
-        let names: Vec<String> = match &self.memory {
+        let names = sort_natural(self.list_as_stored(path)?);
+        if self.recorded.is_some() {
+            self.record(path, Recorded::Dir(names.clone()));
+        }
+        Ok(names)
+    }
+
+    /// The names in a directory in the order the file system keeps them, not sorted: for a
+    /// caller that parses every name anyway (a PID listing every second); recorded as
+    /// [`SysRoot::list`] records it.
+    pub fn list_unordered(&self, path: &str) -> Result<Vec<String>, ReadError> {
+        let names = self.list_as_stored(path)?;
+        if self.recorded.is_some() {
+            self.record(path, Recorded::Dir(sort_natural(names.clone())));
+        }
+        Ok(names)
+    }
+
+    /// The names in a directory as the file system (or the memory tree) gives them; a missing
+    /// directory has none.
+    fn list_as_stored(&self, path: &str) -> Result<Vec<String>, ReadError> {
+        Ok(match &self.memory {
             Some(tree) => tree
                 .dirs
                 .get(&system_key(path))
@@ -624,10 +645,7 @@ impl SysRoot {
                     .map(|entry| entry.file_name().to_string_lossy().into_owned())
                     .collect()
             }
-        };
-        let names = sort_natural(names);
-        self.record(path, Recorded::Dir(names.clone()));
-        Ok(names)
+        })
     }
 
     /// The names in a directory that start with `prefix` followed by a number, with that

@@ -66,7 +66,7 @@ impl TaskWatch {
     /// Lists `/proc` under `root` and reads the new processes. A `/proc` that cannot be listed
     /// changes nothing (a directory tree without processes).
     pub(crate) fn read(&mut self, root: &SysRoot) -> &Appeared {
-        let Ok(names) = root.list("/proc") else {
+        let Ok(names) = root.list_unordered("/proc") else {
             return &self.appeared;
         };
         let mut pids: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
