@@ -6,17 +6,20 @@
 # Targets: 10,000 snapshots in under 60 s and under 1 GB peak RSS on the 2-vCPU VM.
 # No peer: no other tool audits and groups a fleet from offline snapshots.
 # Usage: bench/fleet.sh [HOSTS]   (needs python3, zstd and GNU time: /usr/bin/time)
+#        PROFILE=profiling bench/fleet.sh [HOSTS]   (the profiling build: minutes to build,
+#        not the release build's half hour; the figures then say so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 hosts=${1:-10000}
 results=bench/RESULTS.md
 target=${CARGO_TARGET_DIR:-target}
-bin=$target/release/lowlat
+profile=${PROFILE:-release}
+bin=$target/$profile/lowlat
 for tool in python3 zstd /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench/fleet.sh: $tool is missing" >&2; exit 2; }
 done
-cargo build --release --quiet
+cargo build --profile "$profile" --quiet
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,9 +57,9 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
   echo
   echo "## fleet ($(date -u +%Y-%m-%dT%H:%MZ))"
   echo
-  echo "**Command:** \`bench/fleet.sh $hosts\`: the fleet is written by \`$generate\` (${generated%.*} s,"
+  echo "**Command:** \`PROFILE=$profile bench/fleet.sh $hosts\`: the fleet is written by \`$generate\` (${generated%.*} s,"
   echo "$size MiB, one directory per host, every 7th host with one planted variation), then"
-  echo "\`/usr/bin/time lowlat fleet report DIR --json\` (release build) reads, audits and judges it."
+  echo "\`/usr/bin/time lowlat fleet report DIR --json\` ($profile build) reads, audits and judges it."
   echo
   echo "**Machine:** $(nproc) vCPUs ($cpu), load average $load at the start, $load_end at the end."
   echo

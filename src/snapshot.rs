@@ -7,14 +7,14 @@
 //!
 //! Opening a snapshot ([`open`]) unpacks it into a private temporary directory, written by lowlat
 //! itself entry by entry; loading one ([`load`], for `lowlat fleet`, which reads thousands)
-//! holds its files in memory instead. Either way, absolute paths, `..`, links, device files, oversize entries and archives too
+//! holds its archive in memory instead, whole, its files ranges of it. Either way, absolute paths, `..`, links, device files, oversize entries and archives too
 //! large to be a snapshot are refused with an error naming the entry. Ctrl-C or SIGTERM
 //! while it unpacks removes the directory before the process ends, and a terminal sees the
 //! progress once a second.
 
 use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,8 @@ use crate::text::escape_controls;
 const FORMAT_BEFORE_ENVELOPE: &str = "lowlat-snapshot";
 /// The most bytes an archive may unpack to.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+/// The first four bytes of every zstd frame, so of every snapshot.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// The most entries an archive may hold.
 pub const MAX_ENTRIES: usize = 500_000;
 
@@ -291,12 +293,21 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
             name: "the end of the archive".into(),
             source,
         })?;
-    let compressed = ruzstd::encoding::compress_to_vec(
-        tarball.as_slice(),
-        ruzstd::encoding::CompressionLevel::Fastest,
-    );
+    let compressed = compress(&tarball).map_err(|source| SnapshotError::Build {
+        name: "the compressed archive".into(),
+        source,
+    })?;
     write_file_atomically(out, &compressed, Perms::mode(0o644), Durability::Synced)?;
     Ok(manifest)
+}
+
+/// The zstd level snapshots are written at: zstd's fastest, as a snapshot is written once on
+/// the host being examined, which should feel it as little as possible.
+const LEVEL: i32 = 1;
+
+/// `bytes` compressed into one zstd frame (which records the size of its content).
+fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    zstd::bulk::compress(bytes, LEVEL)
 }
 
 fn archive_name(path: &str) -> String {
@@ -363,18 +374,36 @@ fn read_archive(
     target: &mut Target<'_>,
     clean_up: &mut dyn FnMut(),
 ) -> Result<Manifest, SnapshotError> {
-    let raw = std::fs::File::open(file).map_err(|source| SnapshotError::Open {
+    let mut raw = std::fs::File::open(file).map_err(|source| SnapshotError::Open {
         file: file.to_path_buf(),
         source,
     })?;
-    let decoder =
-        ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| SnapshotError::NotZstd {
-            file: file.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let mut magic = [0u8; 4];
+    let not_zstd = |reason: String| SnapshotError::NotZstd {
+        file: file.to_path_buf(),
+        reason,
+    };
+    match raw.read_exact(&mut magic) {
+        Ok(()) if magic == ZSTD_MAGIC => {}
+        Ok(()) => {
+            return Err(not_zstd(
+                "it does not start with zstd's magic number".into(),
+            ));
+        }
+        Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
+    }
+    let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
+        .map_err(|e| not_zstd(e.to_string()))?;
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
-    let unpacked = unpack(decoder.take(MAX_TOTAL_BYTES + 1), target, &mut progress);
+    let stream = decoder.take(MAX_TOTAL_BYTES + 1);
+    let unpacked = match target {
+        Target::Dir(_) => tar::Archive::new(stream)
+            .entries()
+            .map_err(ArchiveError::Corrupt)
+            .and_then(|entries| unpack(entries, target, &mut progress)),
+        Target::Memory(_) => unpack_in_memory(stream, target, &mut progress),
+    };
     progress.finish();
     if let Some(signal) = SignalGuard::caught() {
         clean_up();
@@ -490,19 +519,37 @@ impl Progress {
     }
 }
 
-fn unpack(
-    stream: impl Read,
+/// Reads the whole archive of `stream` into memory, then its entries into the tree of
+/// `target` as ranges of it, skipping over the files' bytes instead of copying them.
+fn unpack_in_memory(
+    mut stream: impl Read,
     target: &mut Target<'_>,
     progress: &mut Progress,
 ) -> Result<Manifest, ArchiveError> {
-    let mut archive = tar::Archive::new(stream);
+    let mut data = Vec::new();
+    stream
+        .read_to_end(&mut data)
+        .map_err(ArchiveError::Corrupt)?;
+    if data.len() as u64 > MAX_TOTAL_BYTES {
+        return Err(ArchiveError::TooLarge);
+    }
+    let mut archive = tar::Archive::new(std::io::Cursor::new(data.as_slice()));
+    let entries = archive.entries_with_seek().map_err(ArchiveError::Corrupt)?;
+    let manifest = unpack(entries, target, progress)?;
+    if let Target::Memory(tree) = target {
+        tree.hold(data);
+    }
+    Ok(manifest)
+}
+
+fn unpack<R: Read>(
+    entries: tar::Entries<'_, R>,
+    target: &mut Target<'_>,
+    progress: &mut Progress,
+) -> Result<Manifest, ArchiveError> {
     let mut manifest: Option<Manifest> = None;
     let mut total: u64 = 0;
-    for (index, entry) in archive
-        .entries()
-        .map_err(ArchiveError::Corrupt)?
-        .enumerate()
-    {
+    for (index, entry) in entries.enumerate() {
         if let Some(signal) = SignalGuard::caught() {
             return Err(ArchiveError::Stopped(signal));
         }
@@ -532,18 +579,20 @@ fn unpack(
             manifest = Some(Manifest::from_json(&text)?);
             continue;
         }
-        let relative = safe_relative(&name)?;
+        let path = system_path(&name)?;
+        // Where it goes under a directory (`Path::join` of a relative path stays inside).
+        let relative = Path::new(path.trim_start_matches('/'));
         let unpacking = |source| ArchiveError::Unpack {
             name: name.clone(),
             source,
         };
         match (entry.header().entry_type(), &mut *target) {
             (tar::EntryType::Directory, Target::Dir(top)) => {
-                std::fs::create_dir_all(top.join(&relative)).map_err(unpacking)?;
+                std::fs::create_dir_all(top.join(relative)).map_err(unpacking)?;
             }
-            (tar::EntryType::Directory, Target::Memory(tree)) => tree.add_dir(&relative),
+            (tar::EntryType::Directory, Target::Memory(tree)) => tree.add_dir(path),
             (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Dir(top)) => {
-                let path = top.join(&relative);
+                let path = top.join(relative);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(unpacking)?;
                 }
@@ -551,13 +600,11 @@ fn unpack(
                 std::io::copy(&mut entry.by_ref().take(size), &mut out).map_err(unpacking)?;
             }
             (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Memory(tree)) => {
-                let mut bytes = Vec::new();
-                entry
-                    .by_ref()
-                    .take(size)
-                    .read_to_end(&mut bytes)
-                    .map_err(unpacking)?;
-                tree.add_file(&relative, bytes);
+                // The archive is in memory whole (`unpack_in_memory`): the file is where
+                // its bytes start in it, `size` long (not past its end: checked by reads).
+                let start = usize::try_from(entry.raw_file_position()).unwrap_or(usize::MAX);
+                let end = start.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
+                tree.add_file(path, start..end);
             }
             (other, _) => {
                 return Err(ArchiveError::NotRegular {
@@ -602,22 +649,16 @@ fn copy_into(from: &Path, to: &SysRoot, path: &str) -> Result<(), SnapshotError>
     Ok(())
 }
 
-/// Checks an archive entry name and returns it relative to the snapshot's `root/`.
-fn safe_relative(name: &str) -> Result<PathBuf, ArchiveError> {
-    let path = Path::new(name);
-    let mut out = PathBuf::new();
-    let mut components = path.components();
-    if components.next() != Some(Component::Normal("root".as_ref())) {
+/// Checks an archive entry name and returns its system path: `root/proc/cpuinfo` →
+/// `/proc/cpuinfo` (`root` → the empty path, which is `/`). Names outside `root/`, absolute
+/// or with a `..`, are refused.
+fn system_path(name: &str) -> Result<&str, ArchiveError> {
+    let mut parts = name.split('/');
+    let inside = parts.next() == Some("root") && parts.all(|part| part != "..");
+    if !inside {
         return Err(ArchiveError::Outside(name.to_string()));
     }
-    for component in components {
-        match component {
-            Component::Normal(part) => out.push(part),
-            Component::CurDir => {}
-            _ => return Err(ArchiveError::Outside(name.to_string())),
-        }
-    }
-    Ok(out)
+    Ok(&name["root".len()..])
 }
 
 #[cfg(test)]
@@ -627,10 +668,14 @@ mod tests {
 
     #[test]
     fn entry_names_cannot_escape() {
-        assert!(safe_relative("root/proc/cpuinfo").is_ok());
-        assert!(safe_relative("root/../etc/passwd").is_err());
-        assert!(safe_relative("/root/x").is_err());
-        assert!(safe_relative("etc/passwd").is_err());
+        assert_eq!(system_path("root/proc/cpuinfo").unwrap(), "/proc/cpuinfo");
+        assert_eq!(system_path("root").unwrap(), "");
+        assert!(system_path("root/../etc/passwd").is_err());
+        assert!(system_path("root/x/..").is_err());
+        assert!(system_path("/root/x").is_err());
+        assert!(system_path("./root/x").is_err());
+        assert!(system_path("rootx/y").is_err());
+        assert!(system_path("etc/passwd").is_err());
     }
 
     #[test]
@@ -660,10 +705,7 @@ mod tests {
     }
 
     fn compress(tarball: Vec<u8>) -> tempfile::NamedTempFile {
-        let compressed = ruzstd::encoding::compress_to_vec(
-            tarball.as_slice(),
-            ruzstd::encoding::CompressionLevel::Fastest,
-        );
+        let compressed = super::compress(&tarball).unwrap();
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&compressed).unwrap();
         file
@@ -728,10 +770,7 @@ mod tests {
         assert!(err.contains("\\x1b]0;owned\\x07\\x1b[2J"), "{err}");
 
         let mut corrupt = tempfile::NamedTempFile::new().unwrap();
-        let mut bytes = ruzstd::encoding::compress_to_vec(
-            &b"\x1b[2J"[..],
-            ruzstd::encoding::CompressionLevel::Fastest,
-        );
+        let mut bytes = super::compress(b"\x1b[2J").unwrap();
         bytes.truncate(6);
         bytes.extend_from_slice(b"\x1b[2J\x1b]0;x\x07");
         corrupt.write_all(&bytes).unwrap();

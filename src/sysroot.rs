@@ -22,7 +22,7 @@
 //! block forever) and for every write, directory creation, rename and journal append.
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -179,40 +179,63 @@ pub struct SysRoot {
 
 /// A tree laid out like `/` held in memory: a snapshot's regular files and directories. A
 /// path it does not hold reads as not found, as under a directory.
+///
+/// The files are ranges of one buffer (the snapshot's whole archive, [`MemoryTree::hold`]), so
+/// loading a snapshot of thousands of files copies none of them; the maps are keyed by system
+/// path with foldhash, randomly seeded, as the paths come from snapshots of other machines.
 #[derive(Debug, Default)]
 pub struct MemoryTree {
-    /// System path (`/proc/cpuinfo`) → the file's bytes.
-    files: HashMap<String, Vec<u8>>,
-    /// System path → the names in the directory.
-    dirs: HashMap<String, BTreeSet<String>>,
+    /// The bytes the files are ranges of.
+    data: Vec<u8>,
+    /// System path (`/proc/cpuinfo`) → the range of `data` that holds the file's bytes.
+    files: HashMap<Box<str>, std::ops::Range<usize>, foldhash::fast::RandomState>,
+    /// System path → the names in the directory, each once, unsorted ([`SysRoot::list`]
+    /// sorts them).
+    dirs: HashMap<Box<str>, Vec<Box<str>>, foldhash::fast::RandomState>,
 }
 
 impl MemoryTree {
-    /// Adds a file (its path relative to `/`: `proc/cpuinfo`) and its parent directories.
-    pub fn add_file(&mut self, relative: &Path, bytes: Vec<u8>) {
-        let key = system_key(&relative.to_string_lossy());
-        self.add_parents(&key);
-        self.files.insert(key, bytes);
+    /// Adds the file at the system path `path` (`/proc/cpuinfo`), whose bytes will be `at` of
+    /// the buffer the tree is given to [`MemoryTree::hold`], and its parent directories.
+    pub fn add_file(&mut self, path: &str, at: std::ops::Range<usize>) {
+        let key = system_key(path);
+        let new = !self.dirs.contains_key(&*key) && !self.files.contains_key(&*key);
+        self.files.insert(key.as_ref().into(), at);
+        if new {
+            self.link(&key);
+        }
     }
 
-    /// Adds a directory (its path relative to `/`) and its parents.
-    pub fn add_dir(&mut self, relative: &Path) {
-        let key = system_key(&relative.to_string_lossy());
-        self.add_parents(&key);
-        self.dirs.entry(key).or_default();
+    /// Adds the directory at the system path `path` and its parents.
+    pub fn add_dir(&mut self, path: &str) {
+        let key = system_key(path);
+        if self.dirs.contains_key(&*key) {
+            return;
+        }
+        self.dirs.insert(key.as_ref().into(), Vec::new());
+        if !self.files.contains_key(&*key) {
+            self.link(&key);
+        }
     }
 
-    fn add_parents(&mut self, key: &str) {
+    /// Gives the tree the buffer its files are ranges of.
+    pub fn hold(&mut self, data: Vec<u8>) {
+        self.data = data;
+    }
+
+    /// Names the new entry `key` in its parent directory, adding the parents it lacks.
+    fn link(&mut self, key: &str) {
         let mut child = key;
         while let Some(at) = child.rfind('/').filter(|_| child != "/") {
             let parent = if at == 0 { "/" } else { &child[..at] };
-            let added = self
-                .dirs
-                .entry(parent.to_string())
-                .or_default()
-                .insert(child[at + 1..].to_string());
-            if !added {
-                break;
+            let name = child[at + 1..].into();
+            if let Some(names) = self.dirs.get_mut(parent) {
+                names.push(name);
+                return;
+            }
+            self.dirs.insert(parent.into(), vec![name]);
+            if self.files.contains_key(parent) {
+                return;
             }
             child = parent;
         }
@@ -220,14 +243,23 @@ impl MemoryTree {
 
     fn file(&self, path: &str) -> Result<&[u8], ReadError> {
         self.files
-            .get(&system_key(path))
-            .map(Vec::as_slice)
+            .get(&*system_key(path))
+            .and_then(|at| self.data.get(at.clone()))
             .ok_or_else(|| ReadError::from_io(path, io::ErrorKind::NotFound.into()))
     }
 }
 
-/// A system path in one spelling: `/` and its normal components (`/proc//x/./y` → `/proc/x/y`).
-fn system_key(path: &str) -> String {
+/// A system path in one spelling: `/` and its normal components (`/proc//x/./y` → `/proc/x/y`);
+/// borrowed when it is spelled so already.
+fn system_key(path: &str) -> std::borrow::Cow<'_, str> {
+    let normal = path == "/"
+        || path.strip_prefix('/').is_some_and(|rest| {
+            rest.split('/')
+                .all(|part| !part.is_empty() && part != "." && part != "..")
+        });
+    if normal {
+        return path.into();
+    }
     let mut key = String::new();
     for component in Path::new(path).components() {
         if let Component::Normal(part) = component {
@@ -235,7 +267,11 @@ fn system_key(path: &str) -> String {
             key.push_str(&part.to_string_lossy());
         }
     }
-    if key.is_empty() { "/".into() } else { key }
+    if key.is_empty() {
+        "/".into()
+    } else {
+        key.into()
+    }
 }
 
 /// What a recording SysRoot saw at one path.
@@ -585,7 +621,7 @@ impl SysRoot {
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
         match &self.memory {
-            Some(tree) => tree.dirs.contains_key(&system_key(path)),
+            Some(tree) => tree.dirs.contains_key(&*system_key(path)),
             None => self.host_path(path).is_dir(),
         }
     }
@@ -595,7 +631,7 @@ impl SysRoot {
         let found = match &self.memory {
             Some(tree) => {
                 let key = system_key(path);
-                tree.files.contains_key(&key) || tree.dirs.contains_key(&key)
+                tree.files.contains_key(&*key) || tree.dirs.contains_key(&*key)
             }
             None => self.host_path(path).exists(),
         };
@@ -631,8 +667,8 @@ impl SysRoot {
         Ok(match &self.memory {
             Some(tree) => tree
                 .dirs
-                .get(&system_key(path))
-                .map(|names| names.iter().cloned().collect())
+                .get(&*system_key(path))
+                .map(|names| names.iter().map(|name| name.to_string()).collect())
                 .unwrap_or_default(),
             None => {
                 let entries = match std::fs::read_dir(self.host_path(path)) {

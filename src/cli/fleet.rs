@@ -36,8 +36,13 @@ pub enum FleetAction {
 
 const INPUTS: &str = "Inputs: snapshot files (`lowlat snapshot -o FILE`), or directories holding them: one \
 directory per host as the Ansible collection's collect role fetches them (lowlat-collected/<host>/<host>.lowlat), \
-or all in one directory. Under a directory, files named *.lowlat or starting with zstd's magic number are read, \
-three levels deep; other files (audit.json) are passed over, as the audit is made again from the snapshot.";
+or all in one directory. Under a directory, files named *.lowlat or starting with zstd's magic number are read as \
+snapshots, three levels deep, and files named *.json as documents: a `bios` document (`lowlat bios read -o \
+bios.json`) adds the BIOS attributes to its host's fingerprint (bios:ATTRIBUTE), and the measure-jitter, \
+measure-timer and measure-membw documents of a result bundle (`lowlat measure ... --out DIR`) give the host's \
+measured figures. A document belongs to the only snapshot in its directory or the one above \
+(<host>/bios.json, <host>/bundle/measure-jitter.json), elsewhere to the host its `host` field names. Other \
+documents (audit.json) are passed over, as the audit is made again from the snapshot.";
 
 /// Options of `lowlat fleet report`.
 #[derive(Debug, Args)]
@@ -50,13 +55,16 @@ command line, sysctls, power, services) and its rule verdicts. Hosts of the same
 and number of sockets form a group. In each group every other field, and every rule, has a majority value \
 when more than half of the hosts share it; a host with another value is an outlier, listed field by field \
 (host-0412: memory.population: 15 of 16 slots ...; group: 16 of 16 slots ...). A field without a majority \
-is listed as split and judges no one. Then, per rule, how many hosts pass, warn, fail.\n\n\
+is listed as split and judges no one. Per measured figure (a jitter or timer document's worst CPU's p99 and \
+max, ns; a membw document's best rate per kernel, MB/s), its distribution over the group's hosts, and the hosts \
+outside Tukey's far-out fences (Q1 - 3 IQR, Q3 + 3 IQR; the IQR taken as at least 5 % of the median; 4 hosts \
+or more). Then, per rule, how many hosts pass, warn, fail.\n\n\
 Bad input does not stop the report: a damaged or hostile snapshot, one written by a lowlat with another \
-snapshot schema, a second snapshot of a host name already read, and a directory without snapshots are \
-left out and listed under Skipped with the file and the reason. Snapshots are read one at a time per CPU \
+snapshot schema, a second snapshot of a host name already read, a directory without snapshots, and a \
+document that cannot be read or whose host has no snapshot are left out and listed under Skipped with the file and the reason. Snapshots are read one at a time per CPU \
 and dropped once judged.\n\n",
-    "Exit codes: 0 every host agrees with its group and nothing was skipped; 1 outliers found or files \
-skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
+    "Exit codes: 0 every host agrees with its group, no measurement is outside and nothing was skipped; \
+1 outliers or measurements outside found, or files skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
 ))]
 pub struct ReportArgs {
     /// Snapshot files or directories of them.
@@ -69,7 +77,8 @@ pub struct ReportArgs {
     pub profile: String,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
-    /// profile, hosts, groups with their outliers, rules, skipped) instead of the page.
+    /// profile, hosts, groups with their outliers and measurements, rules, skipped) instead of
+    /// the page.
     #[arg(long)]
     pub json: bool,
 
@@ -155,11 +164,13 @@ fn report(args: &ReportArgs) -> Result<u8> {
     } else {
         print(&page::render(&report))?;
     }
-    Ok(if report.outliers() > 0 || !report.skipped.is_empty() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(
+        if report.outliers() > 0 || report.outside() > 0 || !report.skipped.is_empty() {
+            exit::FAILURES
+        } else {
+            exit::OK
+        },
+    )
 }
 
 fn plan(args: &PlanArgs) -> Result<u8> {

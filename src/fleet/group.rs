@@ -3,14 +3,18 @@
 //! group's majority in any other fingerprint field or in any rule's verdict, field by field.
 //!
 //! Each distinct host state is stored once and judged once, whatever the number of hosts that
-//! share it, so a fleet of identical hosts costs little more than one host.
+//! share it, so a fleet of identical hosts costs little more than one host. A host's measured
+//! figures are its own (no two hosts measure alike); in each group, each figure's
+//! distribution names the hosts outside it ([`super::spread`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::documents::{self, Attached, BIOS_PREFIX, Figure};
 use super::host::{HostError, HostRead, HostState};
+use super::spread::{self, Spread};
 use crate::audit::Counts;
 use crate::machine::fingerprint::UNAVAILABLE;
 use crate::text::escape_controls;
@@ -36,6 +40,8 @@ pub struct Fleet {
     names: HashMap<String, usize>,
     /// The files left out.
     skipped: Vec<Skipped>,
+    /// The documents read, until their hosts claim them.
+    attached: Attached,
 }
 
 #[derive(Debug)]
@@ -43,6 +49,7 @@ struct Host {
     name: String,
     file: PathBuf,
     state: usize,
+    figures: Vec<Figure>,
 }
 
 /// A file left out of the report, and why.
@@ -87,6 +94,9 @@ pub struct Group {
     pub split: Vec<String>,
     /// The hosts that differ from the group's majority, sorted by name.
     pub outliers: Vec<Outlier>,
+    /// Per figure its hosts measured (result bundles fetched beside the snapshots), its
+    /// distribution and the hosts outside it, by figure name; empty without bundles.
+    pub measurements: Vec<Spread>,
 }
 
 /// One host that differs from its group's majority.
@@ -127,14 +137,34 @@ impl FleetReport {
     pub fn outliers(&self) -> usize {
         self.groups.iter().map(|g| g.outliers.len()).sum()
     }
+
+    /// How many times a host is outside a figure's distribution.
+    pub fn outside(&self) -> usize {
+        self.groups
+            .iter()
+            .flat_map(|g| &g.measurements)
+            .map(|m| m.outside.len())
+            .sum()
+    }
 }
 
 impl Fleet {
-    /// Folds in the host read from `file`: its state is stored unless an equal one is; a host
+    /// Keeps the document read from `file` until its host is folded in; one that could not
+    /// be read is left out.
+    pub fn attach(&mut self, file: &Path, read: Result<Option<documents::Read>, String>) {
+        match read {
+            Ok(Some(read)) => self.attached.add(read),
+            Ok(None) => {}
+            Err(problem) => self.skip(file, problem),
+        }
+    }
+
+    /// Folds in the host read from `file` with the documents that belong to it (its BIOS
+    /// attributes join its fingerprint): its state is stored unless an equal one is; a host
     /// whose name was already folded is left out (the first file keeps it), as is a host that
     /// could not be read.
     pub fn add(&mut self, file: &Path, read: Result<HostRead, HostError>) {
-        let read = match read {
+        let mut read = match read {
             Ok(read) => read,
             Err(e) => return self.skip(file, e.to_string()),
         };
@@ -148,6 +178,13 @@ impl Fleet {
             );
             return self.skip(file, problem);
         }
+        let extras = self.attached.claim(file, &read.host);
+        for (attribute, value) in extras.bios {
+            read.state
+                .fingerprint
+                .0
+                .insert(format!("{BIOS_PREFIX}{attribute}"), value);
+        }
         let next = self.states.len();
         let state = *self.states.entry(read.state).or_insert(next);
         self.names.insert(read.host.clone(), self.hosts.len());
@@ -155,6 +192,7 @@ impl Fleet {
             name: read.host,
             file: read.file,
             state,
+            figures: extras.figures,
         });
     }
 
@@ -205,6 +243,12 @@ impl Fleet {
             .map(|(i, (key, members))| judge(i + 1, &key, members, &states))
             .collect();
         let mut skipped = self.skipped;
+        for (file, problem) in self.attached.unclaimed() {
+            skipped.push(Skipped {
+                file: file.display().to_string(),
+                problem: escape_controls(&problem).into_owned(),
+            });
+        }
         skipped.sort_by(|a, b| a.file.cmp(&b.file));
         FleetReport {
             profile: profile.to_string(),
@@ -330,8 +374,14 @@ fn judge(id: usize, key: &[&str], mut members: Vec<&Host>, states: &[HostState])
             differences: differences[&host.state].clone(),
         })
         .collect();
+    let measurements = spread::spreads(
+        members
+            .iter()
+            .map(|host| (host.name.as_str(), host.figures.as_slice())),
+    );
     Group {
         id,
+        measurements,
         key: GROUP_FIELDS
             .iter()
             .zip(key)

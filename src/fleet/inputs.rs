@@ -1,13 +1,15 @@
-//! The snapshot files a fleet is read from: the files given, and under each directory given the
-//! files named `*.lowlat` or starting with zstd's magic number (one directory per host as the
-//! Ansible collection fetches them, or all in one directory). Other files (`audit.json`, logs)
-//! are passed over: the audit is made again, offline, from the snapshot.
+//! The files a fleet is read from: the files given, and under each directory given the snapshots
+//! (files named `*.lowlat` or starting with zstd's magic number) and the documents beside them
+//! (files named `*.json`: `bios` documents and result bundles, see [`super::documents`]), in one
+//! directory per host as the Ansible collection fetches them, or all in one directory. Other
+//! files (logs) are passed over, and so is `audit.json`: the audit is made again, offline, from
+//! the snapshot.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The first four bytes of every zstd frame, so of every snapshot.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+use crate::snapshot::ZSTD_MAGIC;
 
 /// How many directory levels are walked below each directory given.
 const MAX_DEPTH: usize = 3;
@@ -27,13 +29,16 @@ pub struct InputError {
 pub struct Found {
     /// The snapshot files, sorted by path.
     pub snapshots: Vec<PathBuf>,
+    /// The JSON files (documents that may belong to a host), sorted by path.
+    pub documents: Vec<PathBuf>,
     /// The directories (given, or under one given) that hold no snapshot, the outermost of
     /// each such subtree only.
     pub empty: Vec<PathBuf>,
 }
 
-/// Finds the snapshots of `inputs`. A file given is taken as a snapshot whatever its name; a
-/// directory is walked three levels deep, symbolic links not followed.
+/// Finds the snapshots and documents of `inputs`. A file given is taken as a document when its
+/// name ends in `.json`, as a snapshot whatever other name it has; a directory is walked three
+/// levels deep, symbolic links not followed.
 pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
     let mut found = Found::default();
     for input in inputs {
@@ -42,24 +47,39 @@ pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
             source,
         })?;
         if !meta.is_dir() {
-            found.snapshots.push(input.clone());
+            if is_document(input) {
+                found.documents.push(input.clone());
+            } else {
+                found.snapshots.push(input.clone());
+            }
             continue;
         }
         walk(input, MAX_DEPTH, &mut found)?;
     }
     found.snapshots.sort();
     found.snapshots.dedup();
-    let all_empty = found.empty.clone();
-    found
-        .empty
-        .retain(|dir| !all_empty.iter().any(|e| e != dir && dir.starts_with(e)));
+    found.documents.sort();
+    found.documents.dedup();
+    // The outermost directory of each subtree without snapshots, but for a bundle: documents
+    // in a directory beside a snapshot.
+    let all_empty: HashSet<PathBuf> = found.empty.iter().cloned().collect();
+    let beside: HashSet<&Path> = found.snapshots.iter().filter_map(|s| s.parent()).collect();
+    let documents = &found.documents;
+    let holds_documents = |dir: &Path| {
+        let first = documents.partition_point(|d| d.as_path() < dir);
+        documents.get(first).is_some_and(|d| d.starts_with(dir))
+    };
+    found.empty.retain(|dir| {
+        let bundle = dir.parent().is_some_and(|p| beside.contains(p)) && holds_documents(dir);
+        !bundle && !dir.ancestors().skip(1).any(|a| all_empty.contains(a))
+    });
     found.empty.sort();
     found.empty.dedup();
     Ok(found)
 }
 
-/// Adds the snapshots under `dir` to `found`, and `dir` to its empty directories when it
-/// holds none.
+/// Adds the snapshots and documents under `dir` to `found`, and `dir` to its empty directories
+/// when it holds no snapshot.
 fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
     let before = found.snapshots.len();
     let unreadable = |source| InputError {
@@ -72,6 +92,8 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
         let kind = entry.file_type().map_err(unreadable)?;
         if kind.is_dir() && depth > 0 {
             walk(&path, depth - 1, found)?;
+        } else if kind.is_file() && is_document(&path) {
+            found.documents.push(path);
         } else if kind.is_file() && is_snapshot(&path) {
             found.snapshots.push(path);
         }
@@ -80,6 +102,11 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
         found.empty.push(dir.to_path_buf());
     }
     Ok(())
+}
+
+/// Whether `path` is named like a document: `*.json`.
+fn is_document(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
 }
 
 /// Whether `path` looks like a snapshot: its name ends in `.lowlat` (then a damaged one is
@@ -105,6 +132,8 @@ mod tests {
         std::fs::create_dir(&host).unwrap();
         std::fs::write(host.join("db1.lowlat"), b"garbage").unwrap();
         std::fs::write(host.join("audit.json"), b"{}").unwrap();
+        std::fs::create_dir(host.join("bundle")).unwrap();
+        std::fs::write(host.join("bundle/measure-jitter.json"), b"{}").unwrap();
         std::fs::write(dir.path().join("raw"), [0x28, 0xb5, 0x2f, 0xfd, 0]).unwrap();
         let empty = dir.path().join("empty");
         std::fs::create_dir_all(empty.join("below")).unwrap();
@@ -112,6 +141,13 @@ mod tests {
         assert_eq!(
             found.snapshots,
             [host.join("db1.lowlat"), dir.path().join("raw")]
+        );
+        assert_eq!(
+            found.documents,
+            [
+                host.join("audit.json"),
+                host.join("bundle/measure-jitter.json")
+            ]
         );
         assert_eq!(found.empty, [empty]);
         let err = find(&[dir.path().join("missing")]).unwrap_err();

@@ -4,21 +4,25 @@
 //! model and audited on a worker thread, folded into a small host state (fingerprint and rule
 //! verdicts) and dropped, so memory grows with the number of distinct host states, not with the
 //! number of hosts. Then the hosts are grouped and the outliers of each group named field by field
-//! ([`group`]); `fleet plan` makes one plan per group ([`plan`]).
+//! ([`group`]); `fleet plan` makes one plan per group ([`plan`]). The documents fetched beside
+//! the snapshots ([`documents`]) add each host's BIOS attributes to its fingerprint and its
+//! measured figures, whose distribution in each group names the hosts outside it ([`spread`]).
 //!
 //! Bad input never stops the report: a snapshot that cannot be opened (damaged, hostile,
 //! written by a lowlat of another schema) or that repeats a host name is left out and listed
 //! with the reason, naming the file. Only inputs that cannot be read at all, or a fleet with
 //! no host left, are errors.
 
+pub mod documents;
 pub mod group;
 pub mod host;
 pub mod inputs;
 pub mod page;
 pub mod plan;
+pub mod spread;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use group::{Fleet, FleetReport};
@@ -46,8 +50,8 @@ fn reasons(skipped: &[group::Skipped]) -> String {
     lines.join("; ")
 }
 
-/// Reads every snapshot under `inputs`, audits each against `profile`, and folds them into a
-/// [`Fleet`], on as many threads as the machine has CPUs.
+/// Reads every snapshot under `inputs`, audits each against `profile`, and folds them with the
+/// documents beside them into a [`Fleet`], on as many threads as the machine has CPUs.
 pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> {
     let found = inputs::find(inputs)?;
     let mut fleet = Fleet::default();
@@ -61,7 +65,17 @@ pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> 
             ),
         );
     }
-    scan(&found.snapshots, profile, &mut fleet);
+    let dirs = documents::SnapshotDirs::of(&found.snapshots);
+    in_order(
+        &found.documents,
+        |file| documents::read(file, &dirs),
+        |file, read| fleet.attach(file, read),
+    );
+    in_order(
+        &found.snapshots,
+        |file| host::read(file, profile),
+        |file, read| fleet.add(file, read),
+    );
     if fleet.is_empty() {
         let mut skipped = fleet.skipped().to_vec();
         if skipped.is_empty() {
@@ -75,10 +89,14 @@ pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> 
     Ok(fleet)
 }
 
-/// Reads the hosts of `files` on worker threads and folds them into `fleet` in the order of
-/// `files` (so the report does not depend on which thread was faster). A host waits only
-/// until the hosts before it are folded.
-fn scan(files: &[PathBuf], profile: &Profile, fleet: &mut Fleet) {
+/// Reads each of `files` with `read` on worker threads and folds the results with `fold` in the
+/// order of `files` (so the report does not depend on which thread was faster). A result waits
+/// only until the ones before it are folded.
+fn in_order<R: Send>(
+    files: &[PathBuf],
+    read: impl Fn(&Path) -> R + Sync,
+    mut fold: impl FnMut(&Path, R),
+) {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, files.len().max(1));
@@ -88,11 +106,12 @@ fn scan(files: &[PathBuf], profile: &Profile, fleet: &mut Fleet) {
         for _ in 0..workers {
             let send = send.clone();
             let next = &next;
+            let read = &read;
             scope.spawn(move || {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(index) else { break };
-                    if send.send((index, file, host::read(file, profile))).is_err() {
+                    if send.send((index, file, read(file))).is_err() {
                         break;
                     }
                 }
@@ -104,7 +123,7 @@ fn scan(files: &[PathBuf], profile: &Profile, fleet: &mut Fleet) {
         for (index, file, read) in receive {
             waiting.insert(index, (file, read));
             while let Some((file, read)) = waiting.remove(&due) {
-                fleet.add(file, read);
+                fold(file, read);
                 due += 1;
             }
         }

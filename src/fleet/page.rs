@@ -1,5 +1,6 @@
 //! The text page of `lowlat fleet report`: a summary line, each group with its outliers field
-//! by field, the rules' tallies, and the files left out. Every value from a snapshot is escaped
+//! by field and its measured figures with the hosts outside them, the rules' tallies, and the
+//! files left out. Every value from a snapshot is escaped
 //! (a host name could carry a newline or a terminal escape).
 
 use std::fmt::Write;
@@ -15,11 +16,16 @@ pub fn render(report: &FleetReport) -> String {
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let _ = writeln!(
         page,
-        "lowlat fleet report: {}, {} (profile {}), {}, {}",
+        "lowlat fleet report: {}, {} (profile {}), {}, {}, {}",
         plural(report.hosts, "host", "hosts"),
         plural(report.groups.len(), "group", "groups"),
         report.profile,
         plural(report.outliers(), "outlier", "outliers"),
+        plural(
+            report.outside(),
+            "measurement outside",
+            "measurements outside"
+        ),
         plural(report.skipped.len(), "file skipped", "files skipped"),
     );
     for group in &report.groups {
@@ -67,6 +73,7 @@ fn render_group(page: &mut String, group: &Group) {
             escape_controls(&group.split.join(", "))
         );
     }
+    render_measurements(page, group);
     if group.outliers.is_empty() {
         let _ = writeln!(page, "  no outliers: every host agrees with the group");
         return;
@@ -82,6 +89,34 @@ fn render_group(page: &mut String, group: &Group) {
                 escape_controls(&difference.field),
                 escape_controls(&difference.value),
                 escape_controls(&difference.group),
+            );
+        }
+    }
+}
+
+fn render_measurements(page: &mut String, group: &Group) {
+    for m in &group.measurements {
+        let fences = match (m.low_fence, m.high_fence) {
+            (Some(low), Some(high)) => format!("fences {low:.0} to {high:.0}"),
+            _ => "too few hosts to judge".to_string(),
+        };
+        let _ = writeln!(
+            page,
+            "  {} ({}, {} hosts): min {:.0}, median {:.0}, max {:.0}; {fences}",
+            escape_controls(&m.metric),
+            m.unit,
+            m.hosts,
+            m.min,
+            m.median,
+            m.max,
+        );
+        for outside in &m.outside {
+            let _ = writeln!(
+                page,
+                "    outside: {} {:.0} {}",
+                escape_controls(&outside.host),
+                outside.value,
+                m.unit
             );
         }
     }

@@ -3,7 +3,8 @@
 //! on (then that plan would be wrong for some of them), naming the fields and the hosts.
 //!
 //! A plan depends on every fingerprint field except those in [`NOT_PLANNED`] (the firmware's
-//! identity, the memory population and the microcode, which lowlat reports but does not plan),
+//! identity, the memory population, the microcode and the BIOS attributes of `bios` documents,
+//! which lowlat reports but does not plan with the OS settings),
 //! and on every rule's verdict except those of rules whose fixes are manual (the firmware,
 //! hardware and libvirt domain layers).
 
@@ -20,7 +21,12 @@ use crate::snapshot::{self, SnapshotError};
 use crate::tuning::setting::Layer;
 
 /// Field prefixes no plan depends on: hosts may differ in them and share a plan.
-pub const NOT_PLANNED: &[&str] = &["firmware.", "memory.population", "cpu.microcode"];
+pub const NOT_PLANNED: &[&str] = &[
+    "firmware.",
+    "memory.population",
+    "cpu.microcode",
+    super::documents::BIOS_PREFIX,
+];
 
 /// The plan of one group, or why it has none.
 #[derive(Debug)]

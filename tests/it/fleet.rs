@@ -1,7 +1,8 @@
 //! `lowlat fleet report` and `lowlat fleet plan` on fleets written by tests/fixtures/fleet.py
 //! (copies of the fixture machines' snapshots, some with one planted variation, and bad
-//! inputs): every planted outlier is named with its field and no other host is; every bad
-//! file is skipped and named, and the rest still reported.
+//! inputs, result bundles and bios documents): every planted outlier is named with its field and
+//! no other host is; every planted measurement is outside its group's distribution and no
+//! other; every bad file is skipped and named, and the rest still reported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -9,9 +10,9 @@ use std::process::Command;
 
 use super::support::{lowlat, missing_data};
 
-/// Writes a fleet of `hosts` hosts (with the bad inputs when `bad`) into a temporary
-/// directory, or says what is missing (python3 and zstd run the generator).
-fn generate(hosts: usize, bad: bool) -> Option<tempfile::TempDir> {
+/// Writes a fleet of `hosts` hosts (with fleet.py's `flags`: `--bad`, `--bundles`, `--flat`)
+/// into a temporary directory, or says what is missing (python3 and zstd run the generator).
+fn generate(hosts: usize, flags: &[&str]) -> Option<tempfile::TempDir> {
     for tool in ["python3", "zstd"] {
         if Command::new(tool).arg("--version").output().is_err() {
             missing_data(&format!(
@@ -28,10 +29,8 @@ fn generate(hosts: usize, bad: bool) -> Option<tempfile::TempDir> {
         .arg("--lowlat")
         .arg(assert_cmd::cargo::cargo_bin("lowlat"))
         .args(["--hosts", &hosts.to_string(), "--out"])
-        .arg(&out);
-    if bad {
-        cmd.arg("--bad");
-    }
+        .arg(&out)
+        .args(flags);
     let run = cmd.output().unwrap();
     assert!(
         run.status.success(),
@@ -45,9 +44,72 @@ fn planted(fleet: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(fleet.join("planted.json")).unwrap()).unwrap()
 }
 
+/// `lowlat fleet report --json` of `fleet`, which must exit 1.
+fn report_json(fleet: &Path) -> serde_json::Value {
+    let out = lowlat(&["fleet", "report", "--json"])
+        .arg(fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// Host → the fields it is reported for: outliers' differences, and the figures it is
+/// outside of.
+fn reported(report: &serde_json::Value, key: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for group in report["groups"].as_array().unwrap() {
+        if key == "outliers" {
+            for outlier in group["outliers"].as_array().unwrap() {
+                let fields = outlier["differences"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["field"].as_str().unwrap().to_string());
+                found
+                    .entry(outlier["host"].as_str().unwrap().to_string())
+                    .or_default()
+                    .extend(fields);
+            }
+        } else {
+            for spread in group["measurements"].as_array().unwrap() {
+                for outside in spread["outside"].as_array().unwrap() {
+                    found
+                        .entry(outside["host"].as_str().unwrap().to_string())
+                        .or_default()
+                        .insert(spread["metric"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Checks that the hosts `report` names under `key` are exactly those planted.json lists
+/// under `planted_key`, each with its field among those named.
+fn assert_exactly_planted(report: &serde_json::Value, fleet: &Path, key: &str, planted_key: &str) {
+    let found = reported(report, key);
+    let expected = planted(fleet);
+    let expected = expected[planted_key].as_object().unwrap();
+    assert_eq!(
+        found.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "{key} found: {found:#?}"
+    );
+    for (host, field) in expected {
+        assert!(
+            found[host].contains(field.as_str().unwrap()),
+            "{host}: expected {field} among {:?}",
+            found[host]
+        );
+    }
+}
+
 #[test]
 fn every_planted_outlier_is_named_with_its_field_and_no_other_host() {
-    let Some(dir) = generate(40, true) else {
+    let Some(dir) = generate(40, &["--bad"]) else {
         return;
     };
     let fleet = dir.path().join("fleet");
@@ -67,40 +129,81 @@ fn every_planted_outlier_is_named_with_its_field_and_no_other_host() {
         2,
         "one group per fixture machine: {groups:#?}"
     );
-    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for outlier in groups
+    assert_exactly_planted(&report, &fleet, "outliers", "outliers");
+}
+
+#[test]
+fn bundles_and_bios_documents_name_the_hosts_outside_and_the_bios_attribute() {
+    let Some(dir) = generate(48, &["--bundles"]) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    // A bundle whose host has no snapshot among the inputs.
+    let ghost = fleet.join("ghost/bundle");
+    std::fs::create_dir_all(&ghost).unwrap();
+    let jitter = std::fs::read_to_string(fleet.join("host-0000/bundle/measure-jitter.json"))
+        .unwrap()
+        .replace("\"host\": \"host-0000\"", "\"host\": \"ghost\"");
+    std::fs::write(ghost.join("measure-jitter.json"), jitter).unwrap();
+    std::fs::write(fleet.join("host-0001/bundle/broken.json"), "{\"kind\": ").unwrap();
+
+    let report = report_json(&fleet);
+    assert_eq!(report["hosts"], 48);
+    assert_exactly_planted(&report, &fleet, "outliers", "outliers");
+    assert_exactly_planted(&report, &fleet, "measurements", "measurements");
+    let nps = report["groups"]
+        .as_array()
+        .unwrap()
         .iter()
         .flat_map(|g| g["outliers"].as_array().unwrap())
-    {
-        let fields = outlier["differences"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["field"].as_str().unwrap().to_string());
-        found
-            .entry(outlier["host"].as_str().unwrap().to_string())
-            .or_default()
-            .extend(fields);
-    }
-    let expected = planted(&fleet);
-    let expected = expected["outliers"].as_object().unwrap();
+        .find(|o| o["host"] == "host-0041")
+        .unwrap();
     assert_eq!(
-        found.keys().collect::<Vec<_>>(),
-        expected.keys().collect::<Vec<_>>(),
-        "outliers found: {found:#?}"
+        nps["differences"][0],
+        serde_json::json!({"field": "bios:NumaNodesPerSocket", "value": "4", "group": "1"})
     );
-    for (host, field) in expected {
-        assert!(
-            found[host].contains(field.as_str().unwrap()),
-            "{host}: expected {field} among {:?}",
-            found[host]
-        );
-    }
+    let spread = &report["groups"][0]["measurements"][0];
+    assert_eq!(spread["metric"], "measure-jitter max");
+    assert_eq!(spread["unit"], "ns");
+    assert_eq!(spread["hosts"], 24);
+    let problems = report["skipped"].to_string();
+    assert!(
+        problems.contains("belongs to host ghost, but no snapshot of ghost"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("broken.json:1: not a JSON document"),
+        "{problems}"
+    );
+}
+
+#[test]
+fn in_one_directory_documents_belong_to_the_host_they_name() {
+    let Some(dir) = generate(12, &["--bundles", "--flat"]) else {
+        return;
+    };
+    let fleet = dir.path().join("fleet");
+    let report = report_json(&fleet);
+    assert_exactly_planted(&report, &fleet, "measurements", "measurements");
+    assert!(report["skipped"].as_array().unwrap().is_empty(), "{report}");
+    let page = lowlat(&["fleet", "report"])
+        .arg(&fleet)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let page = String::from_utf8(page).unwrap();
+    assert!(
+        page.contains("2 measurements outside"),
+        "p99 and max: {page}"
+    );
+    assert!(page.contains("    outside: host-0003 "), "{page}");
 }
 
 #[test]
 fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
-    let Some(dir) = generate(12, true) else {
+    let Some(dir) = generate(12, &["--bad"]) else {
         return;
     };
     let fleet = dir.path().join("fleet");
@@ -147,7 +250,7 @@ fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
 
 #[test]
 fn the_page_and_the_html_name_the_outlier_and_its_field() {
-    let Some(dir) = generate(14, false) else {
+    let Some(dir) = generate(14, &[]) else {
         return;
     };
     let fleet = dir.path().join("fleet");
@@ -180,7 +283,7 @@ fn the_page_and_the_html_name_the_outlier_and_its_field() {
 
 #[test]
 fn a_fleet_of_identical_hosts_exits_0_and_gets_one_plan_per_group() {
-    let Some(dir) = generate(6, false) else {
+    let Some(dir) = generate(6, &[]) else {
         return;
     };
     let fleet = dir.path().join("fleet");
@@ -208,7 +311,7 @@ fn a_fleet_of_identical_hosts_exits_0_and_gets_one_plan_per_group() {
 
 #[test]
 fn a_group_whose_hosts_differ_in_what_the_plan_depends_on_gets_no_plan() {
-    let Some(dir) = generate(21, false) else {
+    let Some(dir) = generate(21, &[]) else {
         return;
     };
     // host-0020 has mitigations=off on its command line, which the plan depends on; host-0006

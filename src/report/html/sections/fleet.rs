@@ -1,5 +1,6 @@
 //! A fleet (`lowlat fleet report`): each group with its hosts folded away and its outliers
-//! field by field, then per rule how many hosts got each status, then the files left out.
+//! field by field and its measured figures' distributions with the hosts outside them, then per
+//! rule how many hosts got each status, then the files left out.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,33 @@ struct Group {
     hosts: Vec<String>,
     split: Vec<String>,
     outliers: Vec<Outlier>,
+    /// Absent in documents of a lowlat that read no bundles.
+    #[serde(default)]
+    measurements: Vec<Spread>,
+}
+
+#[derive(Deserialize)]
+struct Spread {
+    metric: String,
+    unit: String,
+    hosts: usize,
+    min: f64,
+    median: f64,
+    max: f64,
+    low_fence: Option<f64>,
+    high_fence: Option<f64>,
+    outside: Vec<Outside>,
+}
+
+#[derive(Deserialize)]
+struct Outside {
+    host: String,
+    value: f64,
+}
+
+/// A fence, or a dash where there is none.
+fn fence(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"))
 }
 
 #[derive(Deserialize)]
@@ -90,6 +118,23 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                             @for outlier in &group.outliers {
                                 @for d in &outlier.differences {
                                     tr.status-fail { td { (outlier.host) } td { code { (d.field) } } td { (d.value) } td { (d.group) } }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if !group.measurements.is_empty() {
+                    table {
+                        caption { "Measurements: distribution over the group's hosts, and the hosts outside the fences" }
+                        thead { tr { th { "figure" } th { "unit" } th { "hosts" } th { "min" } th { "median" } th { "max" }
+                                     th { "fences" } th { "outside" } } }
+                        tbody {
+                            @for m in &group.measurements {
+                                tr.status-fail[!m.outside.is_empty()] {
+                                    td { code { (m.metric) } } td { (m.unit) } td { (m.hosts) }
+                                    td { (format!("{:.0}", m.min)) } td { (format!("{:.0}", m.median)) } td { (format!("{:.0}", m.max)) }
+                                    td { (fence(m.low_fence)) " – " (fence(m.high_fence)) }
+                                    td { @for (i, o) in m.outside.iter().enumerate() { @if i > 0 { ", " } (o.host) " (" (format!("{:.0}", o.value)) ")" } }
                                 }
                             }
                         }
