@@ -643,7 +643,10 @@ impl SysRoot {
 
     /// The names in a directory, sorted; an absent directory is empty.
     pub fn list(&self, path: &str) -> Result<Vec<String>, ReadError> {
-        let names = sort_natural(self.list_as_stored(path)?);
+        let Some(names) = self.list_as_stored(path)? else {
+            return Ok(Vec::new());
+        };
+        let names = sort_natural(names);
         if self.recorded.is_some() {
             self.record(path, Recorded::Dir(names.clone()));
         }
@@ -654,32 +657,36 @@ impl SysRoot {
     /// caller that parses every name anyway (a PID listing every second); recorded as
     /// [`SysRoot::list`] records it.
     pub fn list_unordered(&self, path: &str) -> Result<Vec<String>, ReadError> {
-        let names = self.list_as_stored(path)?;
+        let Some(names) = self.list_as_stored(path)? else {
+            return Ok(Vec::new());
+        };
         if self.recorded.is_some() {
             self.record(path, Recorded::Dir(sort_natural(names.clone())));
         }
         Ok(names)
     }
 
-    /// The names in a directory as the file system (or the memory tree) gives them; a missing
-    /// directory has none.
-    fn list_as_stored(&self, path: &str) -> Result<Vec<String>, ReadError> {
+    /// The names in a directory as the file system (or the memory tree) gives them; `None`
+    /// when the directory does not exist (then nothing is recorded: a snapshot must not
+    /// create it).
+    fn list_as_stored(&self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
         Ok(match &self.memory {
             Some(tree) => tree
                 .dirs
                 .get(&*system_key(path))
-                .map(|names| names.iter().map(|name| name.to_string()).collect())
-                .unwrap_or_default(),
+                .map(|names| names.iter().map(|name| name.to_string()).collect()),
             None => {
                 let entries = match std::fs::read_dir(self.host_path(path)) {
                     Ok(entries) => entries,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
                     Err(e) => return Err(ReadError::from_io(path, e)),
                 };
-                entries
-                    .filter_map(|entry| entry.ok())
-                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                    .collect()
+                Some(
+                    entries
+                        .filter_map(|entry| entry.ok())
+                        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                        .collect(),
+                )
             }
         })
     }
@@ -1273,6 +1280,26 @@ mod tests {
         assert!(
             matches!(root.recorded().get("/f"), Some(Recorded::File(b)) if b.starts_with(b"a\nxx"))
         );
+    }
+
+    #[test]
+    fn listings_are_recorded_sorted_and_a_missing_directory_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["10", "9", "self"] {
+            std::fs::create_dir_all(dir.path().join("proc").join(name)).unwrap();
+        }
+        let root = SysRoot::dir(dir.path()).recording();
+        let mut unordered = root.list_unordered("/proc").unwrap();
+        unordered.sort();
+        assert_eq!(unordered, ["10", "9", "self"]);
+        assert_eq!(
+            root.recorded().get("/proc"),
+            Some(&Recorded::Dir(vec!["9".into(), "10".into(), "self".into()]))
+        );
+        // A snapshot made from this record must not create a directory the machine lacks.
+        assert!(root.list("/sys/class").unwrap().is_empty());
+        assert!(root.list_unordered("/sys/class").unwrap().is_empty());
+        assert!(!root.recorded().contains_key("/sys/class"));
     }
 
     #[test]
