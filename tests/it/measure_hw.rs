@@ -107,7 +107,8 @@ fn membw_text_looks_like_stream() {
         .success()
         .stdout(contains("Function"))
         .stdout(contains("Triad:"))
-        .stdout(contains("Solution Validates"));
+        .stdout(contains("Solution Validates"))
+        .stdout(contains("own loop time (likwid-bench's timing"));
 }
 
 #[test]

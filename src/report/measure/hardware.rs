@@ -103,6 +103,13 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         cpu_list(&run.cpus)
     );
     let _ = writeln!(out, "Kernels: {}", run.implementation.describe());
+    if let Some(huge) = run.transparent_huge_bytes {
+        let _ = writeln!(
+            out,
+            "Pages: {} of the arrays in transparent huge pages",
+            bytes(huge)
+        );
+    }
     if run.implementation.stores == Stores::Streaming {
         let _ = writeln!(
             out,
@@ -116,6 +123,25 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         run.iterations_done
     );
     stream_table(&mut out, run);
+    let loop_rates: Vec<String> = run
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            Some(format!(
+                "{} {:.1}",
+                k.kernel.name(),
+                k.best_loop_rate_mb_per_s()?
+            ))
+        })
+        .collect();
+    if !loop_rates.is_empty() {
+        let _ = writeln!(
+            out,
+            "Best rate by each thread's own loop time (likwid-bench's timing: no dispatch or \
+             barrier), MB/s: {}",
+            loop_rates.join(", ")
+        );
+    }
     if let Some(matrix) = &report.node_matrix {
         let _ = writeln!(
             out,

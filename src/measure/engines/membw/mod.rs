@@ -186,6 +186,21 @@ pub(crate) struct StreamRun {
     pub warnings: Vec<String>,
 }
 
+impl KernelRate {
+    /// The best rate in MB/s by the slowest thread's own loop time (likwid-bench's timing),
+    /// the first iteration skipped as for STREAM's; `None` without such a time.
+    pub(crate) fn best_loop_rate_mb_per_s(&self) -> Option<f64> {
+        let shortest = self
+            .loop_times_s
+            .get(1..)?
+            .iter()
+            .copied()
+            .filter(|t| *t > 0.0)
+            .reduce(f64::min)?;
+        Some(1e-6 * self.bytes_per_iteration as f64 / shortest)
+    }
+}
+
 impl StreamRun {
     /// The best rate of `kernel` in MB/s, when measured.
     pub(crate) fn best_rate(&self, kernel: Kernel) -> Option<f64> {
@@ -771,6 +786,8 @@ mod tests {
         assert!((r.best_rate_mb_per_s - 12_000.0).abs() < 1e-6);
         assert!((r.avg_time_s - 0.003).abs() < 1e-12);
         assert_eq!(r.loop_times_s, [8.0, 0.003, 0.001, 0.002]);
+        let bytes = r.bytes_per_iteration as f64;
+        assert_eq!(r.best_loop_rate_mb_per_s(), Some(1e-6 * bytes / 0.001));
         assert!(kernel_rate(Kernel::Copy, 10, &[1.0], &[1.0]).is_none());
     }
 
