@@ -367,6 +367,84 @@ mod tests {
         assert!(err.to_string().contains("ends inside an entry"), "{err}");
     }
 
+    /// An archive of every kind of entry the walk reads: short and GNU long names, a ustar
+    /// prefix, a pax path, a directory, a link.
+    fn sample_archive() -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        file(&mut builder, tar::Header::new_gnu(), "manifest.json", b"{}");
+        file(
+            &mut builder,
+            tar::Header::new_gnu(),
+            &format!("root/{}", "l".repeat(150)),
+            b"long",
+        );
+        file(
+            &mut builder,
+            tar::Header::new_ustar(),
+            &format!("root/{}/x", "p".repeat(110)),
+            b"p",
+        );
+        pax_header(&mut builder, "path", "root/proc/pax");
+        file(&mut builder, tar::Header::new_ustar(), "short", b"pax path");
+        let mut dir = tar::Header::new_gnu();
+        dir.set_entry_type(tar::EntryType::Directory);
+        dir.set_size(0);
+        builder
+            .append_data(&mut dir, "root/proc", io::empty())
+            .unwrap();
+        builder.into_inner().unwrap()
+    }
+
+    proptest::proptest! {
+        /// Damaged archives (bytes changed, cut anywhere) never panic the walk nor the tree
+        /// built from it, and every entry's bytes lie inside the archive.
+        #[test]
+        fn a_damaged_archive_never_panics(
+            changes in proptest::collection::vec(
+                (
+                    0usize..64,
+                    proptest::prop_oneof![0usize..4, 0usize..BLOCK],
+                    // Any byte, or one that means something in a header or a pax record.
+                    proptest::prop_oneof![proptest::num::u8::ANY, b'0'..=b'9', proptest::sample::select(b"/ =\n\0x".to_vec())],
+                ),
+                0..8,
+            ),
+            cut in 0usize..8192,
+            sums_fixed in proptest::bool::ANY,
+        ) {
+            let mut archive = sample_archive();
+            // Changes in the blocks that hold something (headers, names, pax records), half of
+            // them in the first bytes (a name's start, a pax record's length).
+            let blocks: Vec<usize> = (0..archive.len() / BLOCK)
+                .filter(|&b| archive[b * BLOCK..(b + 1) * BLOCK].iter().any(|&x| x != 0))
+                .collect();
+            for (block, offset, byte) in changes {
+                archive[blocks[block % blocks.len()] * BLOCK + offset] = byte;
+            }
+            if sums_fixed {
+                // Checksums that match the changed headers, so that the changes reach the
+                // fields after the check.
+                for block in archive.chunks_exact_mut(BLOCK).filter(|b| b.iter().any(|&x| x != 0)) {
+                    block[148..156].fill(b' ');
+                    let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
+                    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+                }
+            }
+            archive.truncate(cut.max(1));
+            let mut tree = crate::sysroot::MemoryTree::default();
+            let mut names = Vec::new();
+            for member in members(&archive).flatten() {
+                proptest::prop_assert!(member.data.end <= archive.len());
+                tree.add_file(&member.name, member.data);
+                names.push(member.name.into_owned());
+            }
+            tree.hold(archive.clone());
+            for name in names {
+                let _ = (tree.file(&name), tree.names(&name), tree.is_dir(&name));
+            }
+        }
+    }
+
     #[test]
     fn numbers_are_octal_or_base_256() {
         assert_eq!(number(b"00000000012\0"), Some(10));
