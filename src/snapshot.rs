@@ -7,7 +7,8 @@
 //!
 //! Opening a snapshot ([`open`]) unpacks it into a private temporary directory, written by lowlat
 //! itself entry by entry; loading one ([`load`], for `lowlat fleet`, which reads thousands)
-//! holds its archive in memory instead, whole, its files ranges of it. Either way, absolute paths, `..`, links, device files, oversize entries and archives too
+//! holds its archive in memory instead, whole, its files ranges of it, its entries read
+//! straight from the tar headers. Either way, absolute paths, `..`, links, device files, oversize entries and archives too
 //! large to be a snapshot are refused with an error naming the entry. Ctrl-C or SIGTERM
 //! while it unpacks removes the directory before the process ends, and a terminal sees the
 //! progress once a second.
@@ -24,6 +25,8 @@ use crate::sysroot::{
     write_file_atomically,
 };
 use crate::text::escape_controls;
+
+mod ustar;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).
 const FORMAT_BEFORE_ENVELOPE: &str = "lowlat-snapshot";
@@ -392,17 +395,18 @@ fn read_archive(
         }
         Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
     }
-    let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
-        .map_err(|e| not_zstd(e.to_string()))?;
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
-    let stream = decoder.take(MAX_TOTAL_BYTES + 1);
     let unpacked = match target {
-        Target::Dir(_) => tar::Archive::new(stream)
-            .entries()
-            .map_err(ArchiveError::Corrupt)
-            .and_then(|entries| unpack(entries, target, &mut progress)),
-        Target::Memory(_) => unpack_in_memory(stream, target, &mut progress),
+        Target::Dir(top) => {
+            let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
+                .map_err(|e| not_zstd(e.to_string()))?;
+            tar::Archive::new(decoder.take(MAX_TOTAL_BYTES + 1))
+                .entries()
+                .map_err(ArchiveError::Corrupt)
+                .and_then(|entries| unpack(entries, top, &mut progress))
+        }
+        Target::Memory(tree) => unpack_in_memory(&magic, raw, tree, &mut progress),
     };
     progress.finish();
     if let Some(signal) = SignalGuard::caught() {
@@ -519,43 +523,136 @@ impl Progress {
     }
 }
 
-/// Reads the whole archive of `stream` into memory, then its entries into the tree of
-/// `target` as ranges of it, skipping over the files' bytes instead of copying them.
+/// The checks every entry of an archive passes, whichever way it is read: a signal stops it,
+/// and the number of entries, the size of each and their total are bounded.
+struct Admission<'a> {
+    /// Entries admitted so far.
+    entries: usize,
+    /// Their bytes so far.
+    total: u64,
+    progress: &'a mut Progress,
+}
+
+impl<'a> Admission<'a> {
+    fn new(progress: &'a mut Progress) -> Self {
+        Self {
+            entries: 0,
+            total: 0,
+            progress,
+        }
+    }
+
+    /// Admits the entry `name` of `size` bytes, or says why not.
+    fn admit(&mut self, name: &str, size: u64) -> Result<(), ArchiveError> {
+        if let Some(signal) = SignalGuard::caught() {
+            return Err(ArchiveError::Stopped(signal));
+        }
+        if self.entries >= MAX_ENTRIES {
+            return Err(ArchiveError::TooManyEntries);
+        }
+        self.entries += 1;
+        self.progress.add(size);
+        if size > MAX_FILE_BYTES {
+            return Err(ArchiveError::EntryTooLarge {
+                name: name.to_string(),
+                size,
+            });
+        }
+        self.total += size;
+        if self.total > MAX_TOTAL_BYTES {
+            return Err(ArchiveError::TooLarge);
+        }
+        Ok(())
+    }
+}
+
+/// The error for an entry of type `kind`, which a snapshot does not hold.
+fn not_regular(name: &str, kind: tar::EntryType) -> ArchiveError {
+    ArchiveError::NotRegular {
+        name: name.to_string(),
+        kind: format!("{kind:?}"),
+    }
+}
+
+/// Reads the rest of the snapshot `raw` (after its first bytes, `magic`), decompresses its
+/// archive whole ([`decompress_whole`]) and adds its entries to `tree` as ranges of it
+/// ([`ustar`]: straight from the headers, without copying the files' bytes).
 fn unpack_in_memory(
-    mut stream: impl Read,
-    target: &mut Target<'_>,
+    magic: &[u8],
+    mut raw: std::fs::File,
+    tree: &mut MemoryTree,
     progress: &mut Progress,
 ) -> Result<Manifest, ArchiveError> {
+    let mut compressed = magic.to_vec();
+    raw.read_to_end(&mut compressed)
+        .map_err(ArchiveError::Corrupt)?;
+    let data = decompress_whole(&compressed)?;
+    // Most entries are a header and one block of bytes.
+    tree.reserve(data.len() / 1024);
+    let mut admission = Admission::new(progress);
+    let mut manifest: Option<Manifest> = None;
+    for member in ustar::members(&data) {
+        let member = member.map_err(ArchiveError::Corrupt)?;
+        admission.admit(&member.name, member.data.len() as u64)?;
+        if member.name == "manifest.json" {
+            let text = std::str::from_utf8(&data[member.data])
+                .map_err(|e| ArchiveError::BadManifest(e.to_string()))?;
+            manifest = Some(Manifest::from_json(text)?);
+            continue;
+        }
+        let path = system_path(&member.name)?;
+        match member.kind {
+            tar::EntryType::Directory => tree.add_dir(path),
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                tree.add_file(path, member.data)
+            }
+            other => return Err(not_regular(&member.name, other)),
+        }
+    }
+    let manifest = manifest.ok_or(ArchiveError::NoManifest)?;
+    tree.hold(data);
+    Ok(manifest)
+}
+
+/// Decompresses a snapshot's archive whole: in one call into a buffer of the size its frame
+/// records (lowlat's writer records it, see [`compress`]), else (or when that fails: another
+/// frame follows, or the size recorded is wrong) by streaming, which gives the error of a
+/// damaged file. At most [`MAX_TOTAL_BYTES`].
+fn decompress_whole(compressed: &[u8]) -> Result<Vec<u8>, ArchiveError> {
+    let recorded = zstd::zstd_safe::get_frame_content_size(compressed)
+        .ok()
+        .flatten();
+    if let Some(size) = recorded.filter(|&size| size <= MAX_TOTAL_BYTES) {
+        let mut data = Vec::with_capacity(size as usize);
+        let whole = zstd::bulk::Decompressor::new()
+            .and_then(|mut d| d.decompress_to_buffer(compressed, &mut data))
+            .is_ok_and(|written| written as u64 == size);
+        if whole {
+            return Ok(data);
+        }
+    }
+    let decoder =
+        zstd::stream::read::Decoder::with_buffer(compressed).map_err(ArchiveError::Corrupt)?;
     let mut data = Vec::new();
-    stream
+    decoder
+        .take(MAX_TOTAL_BYTES + 1)
         .read_to_end(&mut data)
         .map_err(ArchiveError::Corrupt)?;
     if data.len() as u64 > MAX_TOTAL_BYTES {
         return Err(ArchiveError::TooLarge);
     }
-    let mut archive = tar::Archive::new(std::io::Cursor::new(data.as_slice()));
-    let entries = archive.entries_with_seek().map_err(ArchiveError::Corrupt)?;
-    let manifest = unpack(entries, target, progress)?;
-    if let Target::Memory(tree) = target {
-        tree.hold(data);
-    }
-    Ok(manifest)
+    Ok(data)
 }
 
+/// Unpacks the entries of an archive into the directory `top`.
 fn unpack<R: Read>(
     entries: tar::Entries<'_, R>,
-    target: &mut Target<'_>,
+    top: &Path,
     progress: &mut Progress,
 ) -> Result<Manifest, ArchiveError> {
+    let mut admission = Admission::new(progress);
     let mut manifest: Option<Manifest> = None;
-    let mut total: u64 = 0;
-    for (index, entry) in entries.enumerate() {
-        if let Some(signal) = SignalGuard::caught() {
-            return Err(ArchiveError::Stopped(signal));
-        }
-        if index >= MAX_ENTRIES {
-            return Err(ArchiveError::TooManyEntries);
-        }
+    for entry in entries {
         let mut entry = entry.map_err(ArchiveError::Corrupt)?;
         let name = entry
             .path()
@@ -563,14 +660,7 @@ fn unpack<R: Read>(
             .to_string_lossy()
             .into_owned();
         let size = entry.header().size().map_err(ArchiveError::Corrupt)?;
-        progress.add(size);
-        if size > MAX_FILE_BYTES {
-            return Err(ArchiveError::EntryTooLarge { name, size });
-        }
-        total += size;
-        if total > MAX_TOTAL_BYTES {
-            return Err(ArchiveError::TooLarge);
-        }
+        admission.admit(&name, size)?;
         if name == "manifest.json" {
             let mut text = String::new();
             entry
@@ -580,38 +670,24 @@ fn unpack<R: Read>(
             continue;
         }
         let path = system_path(&name)?;
-        // Where it goes under a directory (`Path::join` of a relative path stays inside).
-        let relative = Path::new(path.trim_start_matches('/'));
+        // Where it goes under `top` (`Path::join` of a relative path stays inside).
+        let path = top.join(path.trim_start_matches('/'));
         let unpacking = |source| ArchiveError::Unpack {
             name: name.clone(),
             source,
         };
-        match (entry.header().entry_type(), &mut *target) {
-            (tar::EntryType::Directory, Target::Dir(top)) => {
-                std::fs::create_dir_all(top.join(relative)).map_err(unpacking)?;
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(&path).map_err(unpacking)?;
             }
-            (tar::EntryType::Directory, Target::Memory(tree)) => tree.add_dir(path),
-            (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Dir(top)) => {
-                let path = top.join(relative);
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(unpacking)?;
                 }
                 let mut out = std::fs::File::create(&path).map_err(unpacking)?;
                 std::io::copy(&mut entry.by_ref().take(size), &mut out).map_err(unpacking)?;
             }
-            (tar::EntryType::Regular | tar::EntryType::Continuous, Target::Memory(tree)) => {
-                // The archive is in memory whole (`unpack_in_memory`): the file is where
-                // its bytes start in it, `size` long (not past its end: checked by reads).
-                let start = usize::try_from(entry.raw_file_position()).unwrap_or(usize::MAX);
-                let end = start.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
-                tree.add_file(path, start..end);
-            }
-            (other, _) => {
-                return Err(ArchiveError::NotRegular {
-                    name,
-                    kind: format!("{other:?}"),
-                });
-            }
+            other => return Err(not_regular(&name, other)),
         }
     }
     manifest.ok_or(ArchiveError::NoManifest)
@@ -653,8 +729,9 @@ fn copy_into(from: &Path, to: &SysRoot, path: &str) -> Result<(), SnapshotError>
 /// `/proc/cpuinfo` (`root` → the empty path, which is `/`). Names outside `root/`, absolute
 /// or with a `..`, are refused.
 fn system_path(name: &str) -> Result<&str, ArchiveError> {
-    let mut parts = name.split('/');
-    let inside = parts.next() == Some("root") && parts.all(|part| part != "..");
+    // Byte patterns, not string searches: every entry of every snapshot a fleet loads.
+    let mut parts = name.as_bytes().split(|&b| b == b'/');
+    let inside = parts.next() == Some(b"root") && parts.all(|part| part != b"..");
     if !inside {
         return Err(ArchiveError::Outside(name.to_string()));
     }

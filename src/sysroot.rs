@@ -22,7 +22,7 @@
 //! block forever) and for every write, directory creation, rename and journal append.
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -30,6 +30,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::text::escape_controls;
+
+mod memory;
+pub use memory::MemoryTree;
 
 /// Why a system file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -177,101 +180,10 @@ pub struct SysRoot {
     memory: Option<MemoryTree>,
 }
 
-/// A tree laid out like `/` held in memory: a snapshot's regular files and directories. A
-/// path it does not hold reads as not found, as under a directory.
-///
-/// The files are ranges of one buffer (the snapshot's whole archive, [`MemoryTree::hold`]), so
-/// loading a snapshot of thousands of files copies none of them; the maps are keyed by system
-/// path with foldhash, randomly seeded, as the paths come from snapshots of other machines.
-#[derive(Debug, Default)]
-pub struct MemoryTree {
-    /// The bytes the files are ranges of.
-    data: Vec<u8>,
-    /// System path (`/proc/cpuinfo`) → the range of `data` that holds the file's bytes.
-    files: HashMap<Box<str>, std::ops::Range<usize>, foldhash::fast::RandomState>,
-    /// System path → the names in the directory, each once, unsorted ([`SysRoot::list`]
-    /// sorts them).
-    dirs: HashMap<Box<str>, Vec<Box<str>>, foldhash::fast::RandomState>,
-}
-
-impl MemoryTree {
-    /// Adds the file at the system path `path` (`/proc/cpuinfo`), whose bytes will be `at` of
-    /// the buffer the tree is given to [`MemoryTree::hold`], and its parent directories.
-    pub fn add_file(&mut self, path: &str, at: std::ops::Range<usize>) {
-        let key = system_key(path);
-        let new = !self.dirs.contains_key(&*key) && !self.files.contains_key(&*key);
-        self.files.insert(key.as_ref().into(), at);
-        if new {
-            self.link(&key);
-        }
-    }
-
-    /// Adds the directory at the system path `path` and its parents.
-    pub fn add_dir(&mut self, path: &str) {
-        let key = system_key(path);
-        if self.dirs.contains_key(&*key) {
-            return;
-        }
-        self.dirs.insert(key.as_ref().into(), Vec::new());
-        if !self.files.contains_key(&*key) {
-            self.link(&key);
-        }
-    }
-
-    /// Gives the tree the buffer its files are ranges of.
-    pub fn hold(&mut self, data: Vec<u8>) {
-        self.data = data;
-    }
-
-    /// Names the new entry `key` in its parent directory, adding the parents it lacks.
-    fn link(&mut self, key: &str) {
-        let mut child = key;
-        while let Some(at) = child.rfind('/').filter(|_| child != "/") {
-            let parent = if at == 0 { "/" } else { &child[..at] };
-            let name = child[at + 1..].into();
-            if let Some(names) = self.dirs.get_mut(parent) {
-                names.push(name);
-                return;
-            }
-            self.dirs.insert(parent.into(), vec![name]);
-            if self.files.contains_key(parent) {
-                return;
-            }
-            child = parent;
-        }
-    }
-
-    fn file(&self, path: &str) -> Result<&[u8], ReadError> {
-        self.files
-            .get(&*system_key(path))
-            .and_then(|at| self.data.get(at.clone()))
-            .ok_or_else(|| ReadError::from_io(path, io::ErrorKind::NotFound.into()))
-    }
-}
-
-/// A system path in one spelling: `/` and its normal components (`/proc//x/./y` → `/proc/x/y`);
-/// borrowed when it is spelled so already.
-fn system_key(path: &str) -> std::borrow::Cow<'_, str> {
-    let normal = path == "/"
-        || path.strip_prefix('/').is_some_and(|rest| {
-            rest.split('/')
-                .all(|part| !part.is_empty() && part != "." && part != "..")
-        });
-    if normal {
-        return path.into();
-    }
-    let mut key = String::new();
-    for component in Path::new(path).components() {
-        if let Component::Normal(part) = component {
-            key.push('/');
-            key.push_str(&part.to_string_lossy());
-        }
-    }
-    if key.is_empty() {
-        "/".into()
-    } else {
-        key.into()
-    }
+/// The bytes of the file `path` of a tree in memory; a path it holds no file at is not found.
+fn memory_file<'a>(tree: &'a MemoryTree, path: &str) -> Result<&'a [u8], ReadError> {
+    tree.file(path)
+        .ok_or_else(|| ReadError::from_io(path, io::ErrorKind::NotFound.into()))
 }
 
 /// What a recording SysRoot saw at one path.
@@ -438,18 +350,29 @@ impl SysRoot {
 
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
     pub fn read_bytes(&self, path: &str) -> Result<Vec<u8>, ReadError> {
-        use std::io::Read;
-        let (reader, size): (Box<dyn io::Read + '_>, Option<u64>) = match &self.memory {
-            Some(tree) => {
-                let bytes = tree.file(path)?;
-                (Box::new(bytes), Some(bytes.len() as u64))
-            }
-            None => {
-                let (file, size) = self.open_sized(path)?;
-                (Box::new(file), size)
-            }
+        let bytes = match &self.memory {
+            // A file of a loaded snapshot is a slice of its archive already: one copy.
+            Some(tree) => memory_file(tree, path)?.to_vec(),
+            None => self.read_file(path)?,
         };
-        let mut reader = reader.take(MAX_FILE_BYTES + 1);
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(ReadError::Io {
+                path: path.to_string(),
+                source: io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")),
+            });
+        }
+        if self.recorded.is_some() {
+            self.record(path, Recorded::File(bytes.clone()));
+        }
+        Ok(bytes)
+    }
+
+    /// Reads a whole file under the root (not the memory tree), at most one byte more than
+    /// [`MAX_FILE_BYTES`].
+    fn read_file(&self, path: &str) -> Result<Vec<u8>, ReadError> {
+        use std::io::Read;
+        let (file, size) = self.open_sized(path)?;
+        let mut reader = file.take(MAX_FILE_BYTES + 1);
         let mut bytes = Vec::new();
         match size.and_then(|size| usize::try_from(size).ok()) {
             Some(size) if size as u64 <= MAX_FILE_BYTES => {
@@ -462,15 +385,6 @@ impl SysRoot {
             }
         }
         .map_err(|e| ReadError::from_io(path, e))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(ReadError::Io {
-                path: path.to_string(),
-                source: io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")),
-            });
-        }
-        if self.recorded.is_some() {
-            self.record(path, Recorded::File(bytes.clone()));
-        }
         Ok(bytes)
     }
 
@@ -581,7 +495,7 @@ impl SysRoot {
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         use std::os::unix::fs::FileExt;
         if let Some(tree) = &self.memory {
-            let bytes = tree.file(path)?;
+            let bytes = memory_file(tree, path)?;
             let at = usize::try_from(offset).unwrap_or(usize::MAX);
             let part = bytes
                 .get(at..at.saturating_add(buf.len()))
@@ -597,7 +511,7 @@ impl SysRoot {
     /// The bytes of a file: from memory, or [`SysRoot::open_for_reading`].
     fn reader(&self, path: &str) -> Result<Box<dyn io::Read + '_>, ReadError> {
         match &self.memory {
-            Some(tree) => Ok(Box::new(tree.file(path)?)),
+            Some(tree) => Ok(Box::new(memory_file(tree, path)?)),
             None => Ok(Box::new(self.open_for_reading(path)?)),
         }
     }
@@ -642,7 +556,7 @@ impl SysRoot {
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
         match &self.memory {
-            Some(tree) => tree.dirs.contains_key(&*system_key(path)),
+            Some(tree) => tree.is_dir(path),
             None => self.host_path(path).is_dir(),
         }
     }
@@ -650,10 +564,7 @@ impl SysRoot {
     /// Whether a path exists under the root (file or directory).
     pub fn exists(&self, path: &str) -> bool {
         let found = match &self.memory {
-            Some(tree) => {
-                let key = system_key(path);
-                tree.files.contains_key(&*key) || tree.dirs.contains_key(&*key)
-            }
+            Some(tree) => tree.exists(path),
             None => self.host_path(path).exists(),
         };
         if found {
@@ -692,10 +603,7 @@ impl SysRoot {
     /// create it).
     fn list_as_stored(&self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
         Ok(match &self.memory {
-            Some(tree) => tree
-                .dirs
-                .get(&*system_key(path))
-                .map(|names| names.iter().map(|name| name.to_string()).collect()),
+            Some(tree) => tree.names(path),
             None => {
                 let entries = match std::fs::read_dir(self.host_path(path)) {
                     Ok(entries) => entries,

@@ -2,9 +2,12 @@
 # Runs the collection with real ansible-core against four hosts at once, each a local
 # connection bound to a copy of a different fixture machine (lowlat_root), so the machine
 # running it is not changed. Checks: the fact is gathered, a snapshot and an audit are
-# fetched per host, check mode changes nothing and --diff shows a known value's before and
-# after, apply then a second apply reports changed=0, verify passes, revert restores every copy
-# byte for byte, and ansible-lint passes.
+# fetched per host, and the bundle of a short `lowlat check` (of this machine: a check measures
+# the live one) and a `bios` document read from a Redfish BMC (sushy-emulator, as
+# tests/it/bios.rs runs it; without it the bios part is left out, unless CI=true: then that
+# fails), where `lowlat fleet report` reads and shows them; check mode changes nothing and
+# --diff shows a known value's before and after, apply then a second apply reports changed=0,
+# verify passes, revert restores every copy byte for byte, and ansible-lint passes.
 #
 # Usage: ansible/tests/run.sh LOWLAT_BINARY
 set -euo pipefail
@@ -12,13 +15,39 @@ collection="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$(dirname "$collection")"
 bin="$(realpath "$1")"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+sushy_pid=""
+trap '[ -z "$sushy_pid" ] || kill "$sushy_pid"; rm -rf "$work"' EXIT
 
 mkdir -p "$work/collections/ansible_collections/lowlat"
 ln -s "$collection" "$work/collections/ansible_collections/lowlat/lowlat"
 export ANSIBLE_COLLECTIONS_PATH="$work/collections" ANSIBLE_HOME="$work/ansible-home" \
   ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
   ANSIBLE_STDOUT_CALLBACK=default
+
+fail() { echo "ansible test: $*" >&2; exit 1; }
+
+# The BMC the collect role reads BIOS settings from: sushy-emulator with its libvirt test
+# driver on 127.0.0.1, HTTP basic authentication with the account of tests/fixtures/bmc/.
+bmc_password=lowlat-test-secret
+sushy="$(command -v sushy-emulator || echo /opt/lowlat-sushy/bin/sushy-emulator)"
+bmc=""
+if "$sushy" --help >/dev/null 2>&1; then
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  echo "SUSHY_EMULATOR_AUTH_FILE = '$repo/tests/fixtures/bmc/htpasswd'" >"$work/sushy.conf"
+  "$sushy" --libvirt-uri test:///default -i 127.0.0.1 -p "$port" --config "$work/sushy.conf" \
+    >"$work/sushy.log" 2>&1 &
+  sushy_pid=$!
+  for _ in $(seq 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && bmc="http://127.0.0.1:$port" && break
+    kill -0 "$sushy_pid" 2>/dev/null || { cat "$work/sushy.log"; fail "sushy-emulator exited"; }
+    sleep 0.1
+  done
+  [ -n "$bmc" ] || { cat "$work/sushy.log"; fail "sushy-emulator did not listen on $port"; }
+elif [ "${CI:-}" = true ]; then
+  fail "sushy-emulator (PyPI sushy-tools, see .ci/run) is missing"
+else
+  echo "ansible test: no sushy-emulator; the bios part is left out"
+fi
 
 fixtures=(epyc7f32-2s xeon-2s-smt milan64-nps4-smt rt-guest-4vcpu)
 inventory="$work/hosts.ini"
@@ -35,9 +64,16 @@ inventory="$work/hosts.ini"
   echo "[fleet:vars]"
   echo "lowlat_binary_src=$bin"
   echo "lowlat_collect_dir=$work/collected"
+  echo "lowlat_collect_check=true"
+  echo "lowlat_check_duration=1s"
+  if [ -n "$bmc" ]; then
+    echo "lowlat_collect_bios=true"
+    echo "lowlat_bmc=$bmc"
+    echo "lowlat_bmc_user=admin"
+    echo "lowlat_bmc_password=$bmc_password"
+  fi
 } >"$inventory"
 
-fail() { echo "ansible test: $*" >&2; exit 1; }
 # Runs a playbook and keeps its output in $work/last.log.
 play() {
   ansible-playbook -i "$inventory" "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log"; fail "ansible-playbook $* failed"; }
@@ -67,13 +103,29 @@ PY
   "$bin" --snapshot "$work/collected/$name/$name.lowlat" inventory >/dev/null || fail "snapshot of $name unreadable"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["kind"]=="audit", d["kind"]' \
     "$work/collected/$name/audit.json" || fail "no audit fetched for $name"
+  for document in check measure-jitter measure-timer; do
+    [ -s "$work/collected/$name/bundle/$document.json" ] || fail "no $document.json in the bundle fetched for $name"
+  done
+  if [ -n "$bmc" ]; then
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["kind"]=="bios" and d["current"], d' \
+      "$work/collected/$name/bios.json" || fail "no bios document fetched for $name"
+  fi
 done
+! grep -qF "$bmc_password" "$work/last.log" || fail "the BMC password is in ansible-playbook's output"
 
 # lowlat fleet report reads what was collected: four different machines, so four groups and no
-# outlier; nothing skipped (each host's audit.json is passed over).
+# outlier; nothing skipped (each host's audit.json is passed over, and its bios.json read into
+# its fingerprint: a document that cannot be read or belongs to no host is listed as skipped);
+# each group shows the figures of its host's bundle.
 "$bin" fleet report "$work/collected" --json >"$work/fleet.json" || fail "fleet report on the collected snapshots"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert (d["hosts"], len(d["groups"]), d["skipped"]) == (4, 4, []), d' \
-  "$work/fleet.json" || fail "fleet report did not read the four collected hosts"
+python3 - "$work/fleet.json" <<'PY' || fail "fleet report did not read the four collected hosts and their documents"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["hosts"], len(d["groups"]), d["skipped"]) == (4, 4, []), d
+for group in d["groups"]:
+    metrics = {m["metric"]: m["hosts"] for m in group["measurements"]}
+    assert metrics.get("measure-timer max") == 1, (group["hosts"], metrics)
+PY
 
 play "$collection/playbooks/tune.yml" --check --diff
 untouched "check mode"

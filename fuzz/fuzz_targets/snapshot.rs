@@ -1,6 +1,7 @@
-//! Snapshot opener: any bytes given as a `--snapshot` file never panic, every archive entry
-//! lands inside the opener's private temporary directory, and that directory is gone once the
-//! opened root is dropped.
+//! Snapshot opener and loader: any bytes given as a `--snapshot` file never panic, every archive
+//! entry lands inside the opener's private temporary directory, and that directory is gone once
+//! the opened root is dropped; loading the file into memory (as `lowlat fleet` does, with its
+//! own walk of the tar headers) never panics and writes nothing.
 //!
 //! An input that starts with the zstd magic number is opened as it is (the decoder is fuzzed
 //! too); any other input is taken for a tar stream and compressed first, so that mutations
@@ -68,6 +69,19 @@ fuzz_target!(|data: &[u8]| {
             !private.exists(),
             "{private:?} left behind after the root was dropped"
         );
+    }
+    if let Ok((root, _manifest)) = lowlat::snapshot::load(&scratch.input) {
+        // Every listing and read of the loaded tree works without panicking.
+        let mut dirs = vec![String::from("/")];
+        while let Some(dir) = dirs.pop() {
+            for name in root.list(&dir).unwrap_or_default() {
+                let path = format!("{}/{name}", dir.trim_end_matches('/'));
+                if root.is_dir(&path) {
+                    dirs.push(path.clone());
+                }
+                let _ = root.read_bytes(&path);
+            }
+        }
     }
     assert_eq!(
         names_in(&scratch.dir),

@@ -66,6 +66,13 @@ fn a_schema_1_snapshot_still_opens() {
         inventory::render_text(&Machine::read(&opened)),
         inventory::render_text(&original)
     );
+    // Loaded into memory, its tar headers walked by lowlat itself, it reads the same.
+    let (loaded, loaded_manifest) = snapshot::load(&file).unwrap();
+    assert_eq!(loaded_manifest, manifest);
+    assert_eq!(
+        inventory::render_text(&Machine::read(&loaded)),
+        inventory::render_text(&original)
+    );
 }
 
 #[test]
