@@ -38,8 +38,8 @@ pub enum OsnoiseMode {
 housekeeping CPUs, reads only procfs counters the kernel keeps per CPU (no MSRs, no perf \
 events), and reports what interrupted each isolated CPU and whether the machine still matches \
 the plan. Each interval it also checks the plan's settings that read one file each (kernel \
-arguments, sysctls, IRQ and workqueue masks, irqbalance's environment file) and the processes \
-started on isolated CPUs; every --drift-interval, every setting (services included) and every \
+arguments, sysctls, IRQ and workqueue masks, irqbalance's environment file) and the tasks \
+(processes and threads) started on isolated CPUs; every --drift-interval, every setting (services included) and every \
 task.\n\n\
 Examples:\n  lowlat watch --plan /etc/lowlat/plan.json                  # a top-like screen\n  \
 lowlat watch --isolated 2-7 --listen 127.0.0.1:9464          # Prometheus scrapes /metrics\n  \

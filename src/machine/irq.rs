@@ -645,7 +645,10 @@ fn interrupt_row(
 /// The count in one fixed-width cell: right-aligned digits after at least one space; `None`
 /// for anything else. Most cells of a large machine are zero: one comparison instead of a scan.
 fn cell_count(cell: &[u8]) -> Option<u64> {
-    if cell == ZERO_CELL {
+    // As arrays, so that the comparison is a few word loads rather than a call to memcmp: it
+    // runs for every kept cell of every row (half a million a second in `lowlat watch` of
+    // 128 CPUs on a 4,000-IRQ machine).
+    if <&[u8; COLUMN_WIDTH]>::try_from(cell).is_ok_and(|cell| cell == ZERO_CELL) {
         return Some(0);
     }
     let digits = cell.trim_ascii_start();

@@ -287,6 +287,8 @@ pub struct ProcStatus {
     pub cpus_allowed: Option<CpuSet>,
     /// `Kthread:` (kernels since 6.x say whether the task is a kernel thread).
     pub kthread: Option<bool>,
+    /// `Tgid:`: the process the task belongs to (its own id for a process's main thread).
+    pub tgid: Option<u32>,
     /// `voluntary_ctxt_switches:` (the task blocked or yielded), since the task started.
     pub voluntary_ctxt_switches: Option<u64>,
     /// `nonvoluntary_ctxt_switches:` (the task was preempted), since the task started.
@@ -318,6 +320,10 @@ pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> ProcStat
             }
             "Kthread" => {
                 status.kthread = Some(value == "1");
+                continue;
+            }
+            "Tgid" => {
+                status.tgid = value.parse().ok();
                 continue;
             }
             "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches" => {

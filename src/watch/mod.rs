@@ -119,7 +119,7 @@ impl Watch<'_> {
                 sample: &sample,
                 previous: previous.as_ref(),
                 drift,
-                tasks: tasks.read(self.root),
+                tasks: tasks.read(self.root, sample.forks),
                 noise: self.osnoise.as_mut().map(Osnoise::read),
             })?;
             previous = Some(sample);
@@ -214,12 +214,18 @@ mod tests {
         // then the sysctl changed and a daemon allowed on every CPU started; then the sysctl
         // set back.
         let daemon = tasks::tests::process(4242, "daemon", false, 0, "0-3");
+        // The kernel counts the daemon among the tasks created since boot.
+        let stat = std::fs::read_to_string(tree.path().join("proc/stat")).unwrap();
+        let forked = (
+            "/proc/stat".to_string(),
+            stat.replace("\nprocesses ", "\nprocesses 1"),
+        );
         let clock = Replay {
             now: Cell::new(Duration::ZERO),
             tree: &tree,
             states: vec![
                 vec![interrupts(1100, 5), noise(500)],
-                [interrupts(1200, 9), stat_interval("1"), noise(0)]
+                [interrupts(1200, 9), stat_interval("1"), noise(0), forked]
                     .into_iter()
                     .chain(daemon)
                     .collect(),

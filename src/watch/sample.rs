@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::machine::irq::{INTERRUPTS, InterruptRows, IrqRow, fixed_width_counts, parse_softirqs};
 use crate::machine::kernel::CpuTimes;
-use crate::machine::kernel::stat::parse_stat;
+use crate::machine::kernel::stat::{forks_since_boot, parse_stat};
 use crate::machine::{CpuSet, Warnings};
 use crate::sysroot::SysRoot;
 
@@ -40,6 +40,9 @@ pub(crate) struct Sample {
     pub sources: Arc<[String]>,
     /// One entry per isolated CPU, ascending.
     pub cpus: Vec<CpuSample>,
+    /// Tasks created since boot, threads included (`/proc/stat`'s `processes`; tasks), when
+    /// read: unchanged from one sample to the next means no task appeared in between.
+    pub forks: Option<u64>,
     /// Problems met while reading (a missing file, a garbled line), with file and line.
     pub warnings: Vec<String>,
 }
@@ -102,8 +105,10 @@ impl Sampler {
             }
             Err(e) => problems.push(e.to_string()),
         }
+        let mut forks = None;
         match root.read("/proc/stat") {
             Ok(text) => {
+                forks = forks_since_boot(&text);
                 let stat = parse_stat(&text, "/proc/stat", &mut warnings);
                 for sample in &mut cpus {
                     sample.times = stat
@@ -129,6 +134,7 @@ impl Sampler {
         Sample {
             sources: self.sources.clone(),
             cpus,
+            forks,
             warnings: problems,
         }
     }

@@ -107,6 +107,14 @@ pub(crate) fn parse_stat(text: &str, path: &str, warnings: &mut Warnings) -> Cpu
     stat
 }
 
+/// The `processes` line of `/proc/stat`: the tasks created since boot (every `clone`, threads
+/// included), or `None` when the line is absent or not a number.
+pub(crate) fn forks_since_boot(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("processes "))
+        .and_then(|count| count.trim().parse().ok())
+}
+
 /// The stat file.
 pub(crate) const STAT: &str = "/proc/stat";
 

@@ -286,6 +286,7 @@ mod tests {
                     .collect(),
                 ..CpuSample::default()
             }],
+            forks: None,
             warnings: vec![],
         }
     }

@@ -182,10 +182,13 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
             appeared.user, appeared.kernel
         );
         for task in &appeared.recent {
+            let id = match task.thread_of {
+                Some(process) => format!("thread {} of pid {process}", task.pid),
+                None => format!("pid {}", task.pid),
+            };
             let _ = writeln!(
                 out,
-                "  pid {} ({}): allowed on {}, last ran on CPU {}",
-                task.pid,
+                "  {id} ({}): allowed on {}, last ran on CPU {}",
                 crate::text::escape_controls(&task.comm),
                 task.allowed.as_ref().map_or("?".into(), |a| a.to_list()),
                 task.last_cpu

@@ -9,12 +9,12 @@
 //! each vector through an empty `asm!` so that LLVM cannot turn Copy into a `memcpy` call
 //! (glibc's memcpy switches to non-temporal stores on large copies, research §6(b) rule 7).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::SCALAR;
 
 /// The vector unit the kernels run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Isa {
     /// 512-bit AVX-512F vectors (8 doubles).
@@ -25,12 +25,11 @@ pub(crate) enum Isa {
     Sse2,
     /// Plain Rust loops, vectorised as the target allows: non-x86 CPUs (on x86-64 only the
     /// tests run them, as the reference the vector units must agree with).
-    #[cfg_attr(all(target_arch = "x86_64", not(test)), expect(dead_code))]
     Portable,
 }
 
 /// How the kernels write their results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Stores {
     /// Normal stores: a line is read before it is written (STREAM's figure counts only the
@@ -41,7 +40,7 @@ pub(crate) enum Stores {
 }
 
 /// The kernels chosen for this CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Kernels {
     /// The vector unit used.
     pub isa: Isa,

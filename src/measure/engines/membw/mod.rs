@@ -190,15 +190,24 @@ impl KernelRate {
     /// The best rate in MB/s by the slowest thread's own loop time (likwid-bench's timing),
     /// the first iteration skipped as for STREAM's; `None` without such a time.
     pub(crate) fn best_loop_rate_mb_per_s(&self) -> Option<f64> {
-        let shortest = self
-            .loop_times_s
-            .get(1..)?
-            .iter()
-            .copied()
-            .filter(|t| *t > 0.0)
-            .reduce(f64::min)?;
-        Some(1e-6 * self.bytes_per_iteration as f64 / shortest)
+        best_loop_rate_mb_per_s(self.bytes_per_iteration, &self.loop_times_s)
     }
+}
+
+/// The best rate in MB/s of a kernel that moves `bytes_per_iteration` bytes, by the shortest of
+/// its `loop_times_s` (seconds) after the first, which is discarded as STREAM discards it;
+/// `None` without such a time (documents from before loop times were recorded).
+pub(crate) fn best_loop_rate_mb_per_s(
+    bytes_per_iteration: u64,
+    loop_times_s: &[f64],
+) -> Option<f64> {
+    let shortest = loop_times_s
+        .get(1..)?
+        .iter()
+        .copied()
+        .filter(|t| *t > 0.0)
+        .reduce(f64::min)?;
+    Some(1e-6 * bytes_per_iteration as f64 / shortest)
 }
 
 impl StreamRun {

@@ -6,8 +6,10 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::{figure, from};
+use crate::measure::engines::membw::{Kernels, best_loop_rate_mb_per_s};
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Mark, Plot, Series, num};
+use crate::units::bytes;
 
 /// Matrices whose cells are also given as a table (larger ones: by class, and in the embedded
 /// document).
@@ -58,12 +60,20 @@ struct Membw {
 #[derive(Deserialize)]
 struct StreamRun {
     kernels: Vec<KernelRate>,
+    /// Absent in documents from before run-time kernel dispatch.
+    implementation: Option<Kernels>,
+    /// Absent in documents from before huge pages.
+    transparent_huge_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct KernelRate {
     kernel: serde_json::Value,
+    bytes_per_iteration: u64,
     best_rate_mb_per_s: f64,
+    /// Absent in documents from before loop timing.
+    #[serde(default)]
+    loop_times_s: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -173,12 +183,26 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     for source in sources {
         let doc: Measure<Membw> = source.view()?;
         let m = doc.result;
+        let run = &m.system;
+        let kernels = run.implementation.map(|k| k.describe());
+        let pages = run
+            .transparent_huge_bytes
+            .map(|huge| format!("{} of the arrays in transparent huge pages", bytes(huge)));
+        let setup: Vec<String> = kernels.into_iter().chain(pages).collect();
         parts.push(html! {
             (from(source))
+            @if !setup.is_empty() { p { "Kernels: " (setup.join("; ")) "." } }
             table {
-                caption { "Best rate over all chosen CPUs" }
-                thead { tr { th { "kernel" } th { "best rate (MB/s)" } } }
-                tbody { @for k in &m.system.kernels { tr { td { (name(&k.kernel)) } td { (num(k.best_rate_mb_per_s)) } } } }
+                caption { "Best rate over all chosen CPUs: STREAM's (timed from dispatch to the completion barrier) and by each thread's own loop time (likwid-bench's timing)" }
+                thead { tr { th { "kernel" } th { "best rate (MB/s)" } th { "best loop rate (MB/s)" } } }
+                tbody { @for k in &run.kernels { tr {
+                    td { (name(&k.kernel)) }
+                    td { (num(k.best_rate_mb_per_s)) }
+                    td { @match best_loop_rate_mb_per_s(k.bytes_per_iteration, &k.loop_times_s) {
+                        Some(rate) => (num(rate)),
+                        None => "not recorded",
+                    } }
+                } } }
             }
             @if let Some(nodes) = &m.node_matrix {
                 (matrix_figure("Triad best rate (MB/s), CPUs of a node (row) reading memory of a node (column)",
