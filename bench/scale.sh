@@ -26,6 +26,9 @@
 #   KEEP=1                         keep the trees (and reuse them: a tree already in SCRATCH is not rewritten)
 #   PROFILE=profiling              time the profiling build (Cargo.toml) instead of the release build
 #   BIN=FILE                       time this lowlat binary instead, without building (a "before" copy)
+#   BEFORE=FILE                    also time this binary (a copy of the build before a change), run
+#                                  for run alternating with the other, and print both: a before/after
+#                                  comparison under the same load
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,39 +76,43 @@ for size in $sizes; do
   python3 tests/fixtures/generate.py --large "$scratch/$size" $(shape "$size") >/dev/null
 done
 
-python3 - "$bin" "$scratch" "$runs" $sizes <<'EOF'
+python3 - "$bin" "${BEFORE:-}" "$scratch" "$runs" $sizes <<'EOF'
 import os, statistics, subprocess, sys, time
 
-bin_, scratch, runs, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+bin_, before, scratch, runs, sizes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+binaries = [("after", bin_), ("before", before)] if before else [("", bin_)]
 commands = {
     "inventory": lambda root, out: ["inventory"],
     "inventory --json": lambda root, out: ["inventory", "--json"],
     "audit --json": lambda root, out: ["audit", "--json"],
     "plan --out": lambda root, out: ["plan", "--out", out, "--force"],
 }
-samples = {}  # (size, command) -> [(wall s, peak RSS KiB, exit code)]
+samples = {}  # (binary, size, command) -> [(wall s, CPU s, peak RSS KiB, exit code)]
 for r in range(runs):
     order = sizes[r % len(sizes):] + sizes[:r % len(sizes)]
     for size in order:
         root = os.path.join(scratch, size)
         for name, args in commands.items():
-            argv = [bin_, "--root", root] + args(root, os.path.join(scratch, "plan-" + size))
-            with open(os.devnull, "wb") as null:
-                t0 = time.monotonic()
-                child = subprocess.Popen(argv, stdout=null, stderr=null)
-                _, status, usage = os.wait4(child.pid, 0)
-                wall = time.monotonic() - t0
-            child.returncode = os.waitstatus_to_exitcode(status)
-            cpu = usage.ru_utime + usage.ru_stime
-            samples.setdefault((size, name), []).append((wall, cpu, usage.ru_maxrss, child.returncode))
-print("%-6s %-18s %10s %10s %14s %6s" % ("CPUs", "command", "median s", "CPU s", "peak RSS MiB", "exit"))
+            for label, path in binaries[r % 2:] + binaries[:r % 2]:
+                argv = [path, "--root", root] + args(root, os.path.join(scratch, "plan-" + size))
+                with open(os.devnull, "wb") as null:
+                    t0 = time.monotonic()
+                    child = subprocess.Popen(argv, stdout=null, stderr=null)
+                    _, status, usage = os.wait4(child.pid, 0)
+                    wall = time.monotonic() - t0
+                code = os.waitstatus_to_exitcode(status)
+                cpu = usage.ru_utime + usage.ru_stime
+                samples.setdefault((label, size, name), []).append((wall, cpu, usage.ru_maxrss, code))
+print("%-6s %-18s %-6s %10s %10s %14s %6s" % ("CPUs", "command", "binary", "median s", "CPU s", "peak RSS MiB", "exit"))
 for size in sizes:
     for name in commands:
-        s = samples[(size, name)]
-        codes = sorted({c for *_, c in s})
-        print("%-6s %-18s %10.3f %10.3f %14.1f %6s" % (
-            size, name, statistics.median(x[0] for x in s), statistics.median(x[1] for x in s),
-            statistics.median(x[2] for x in s) / 1024, ",".join(str(c) for c in codes)))
-print("(%d runs each, sizes alternating; %s; load average after: %s)" % (
-    runs, bin_, open("/proc/loadavg").read().split()[0:3]))
+        for label, _ in binaries:
+            s = samples[(label, size, name)]
+            codes = sorted({c for *_, c in s})
+            print("%-6s %-18s %-6s %10.3f %10.3f %14.1f %6s" % (
+                size, name, label, statistics.median(x[0] for x in s), statistics.median(x[1] for x in s),
+                statistics.median(x[2] for x in s) / 1024, ",".join(str(c) for c in codes)))
+print("(%d runs each, sizes alternating%s; %s; load average after: %s)" % (
+    runs, ", before and after alternating" if before else "", " vs ".join(p for _, p in binaries),
+    open("/proc/loadavg").read().split()[0:3]))
 EOF

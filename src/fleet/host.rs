@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::audit::{self, Profile, Status};
-use crate::machine::Machine;
 use crate::machine::fingerprint::Fingerprint;
+use crate::machine::{Machine, ReadOptions};
 use crate::snapshot::{self, SnapshotError};
 use crate::tuning::partition::PartitionError;
 
@@ -63,7 +63,8 @@ pub enum HostError {
 /// Reads the host of the snapshot `file` and audits it against `profile`.
 pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
     let (root, manifest) = snapshot::load(file)?;
-    let machine = Machine::read(&root);
+    // One thread per host: the fleet already reads as many hosts at once as there are CPUs.
+    let machine = Machine::read_with(&root, ReadOptions::one_thread());
     let partition =
         audit::partition::choose(&machine, None).map_err(|source| HostError::Partition {
             file: file.to_path_buf(),

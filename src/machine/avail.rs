@@ -119,6 +119,11 @@ impl Warnings {
         });
     }
 
+    /// Appends warnings met elsewhere (another part of the read), after these.
+    pub fn extend(&mut self, warnings: Vec<Warning>) {
+        self.0.extend(warnings);
+    }
+
     /// The warnings, in the order met.
     pub fn into_vec(self) -> Vec<Warning> {
         self.0

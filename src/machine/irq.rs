@@ -21,7 +21,7 @@ use super::cpulist::Interner;
 use super::{Avail, CpuSet, Reader, Warnings, truncate};
 use crate::sysroot::ReadError;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 /// Where the kernel lists interrupts.
@@ -106,21 +106,44 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     }
     rows.finish(warnings);
     table.cpus = rows.cpus;
-    let mut device_nodes = BTreeMap::new();
-    let mut sets = Interner::default();
-    let irqs = table
+    // A device's node is read (and warned about) at its first IRQ only, as reading the IRQs
+    // one after the other would; the IRQs after it take the value read there.
+    let mut first_of_device = HashSet::new();
+    let wanted: Vec<Wanted> = table
         .rows
         .iter()
         .filter_map(|row| {
-            let mut irq = read_irq(r, row.number?, &row.actions, &mut device_nodes);
-            for set in [&mut irq.affinity, &mut irq.effective_affinity] {
-                if let Avail::Available(cpus) = set {
-                    *cpus = sets.intern(std::mem::take(cpus));
-                }
-            }
-            Some(irq)
+            let number = row.number?;
+            let class = classify(&row.actions);
+            let device = class.device_node_path();
+            let reads_device = device
+                .as_ref()
+                .is_some_and(|path| first_of_device.insert(path.clone()));
+            Some(Wanted {
+                number,
+                class,
+                device,
+                reads_device,
+            })
         })
         .collect();
+    let mut irqs = r.each(&wanted, read_irq);
+    let mut device_nodes = HashMap::new();
+    let mut sets = Interner::default();
+    for (irq, wanted) in irqs.iter_mut().zip(&wanted) {
+        if let Some(path) = &wanted.device {
+            if wanted.reads_device {
+                device_nodes.insert(path, irq.device_node);
+            } else {
+                irq.device_node = device_nodes.get(path).copied().flatten();
+            }
+        }
+        for set in [&mut irq.affinity, &mut irq.effective_affinity] {
+            if let Avail::Available(cpus) = set {
+                *cpus = sets.intern(std::mem::take(cpus));
+            }
+        }
+    }
     let softirqs = r
         .text(SOFTIRQS)
         .map(|text| parse_softirqs(&text, SOFTIRQS, &mut r.warnings));
@@ -131,27 +154,32 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     })
 }
 
-/// Reads `/proc/irq/N/`; `device_nodes` caches sysfs node lookups shared by a NIC's queues.
-fn read_irq(
-    r: &mut Reader,
+/// A numbered IRQ of `/proc/interrupts` to read `/proc/irq/N/` of.
+struct Wanted {
+    /// The IRQ number.
     number: u32,
-    actions: &[String],
-    device_nodes: &mut BTreeMap<String, Option<u32>>,
-) -> Irq {
-    let dir = format!("/proc/irq/{number}");
-    let class = classify(actions);
-    let device_node = class.device_node_path().and_then(|path| {
-        *device_nodes
-            .entry(path)
-            .or_insert_with_key(|path| node_value(r, path))
-    });
+    /// What it serves, from its actions.
+    class: IrqClass,
+    /// The sysfs `numa_node` file of the device it serves, if any.
+    device: Option<String>,
+    /// Whether this is the first IRQ of that device (the one that reads the file).
+    reads_device: bool,
+}
+
+/// Reads `/proc/irq/N/`, and the node of the IRQ's device when `wanted` is its first IRQ.
+fn read_irq(r: &mut Reader, wanted: &Wanted) -> Irq {
+    let dir = format!("/proc/irq/{}", wanted.number);
+    let device_node = match &wanted.device {
+        Some(path) if wanted.reads_device => node_value(r, path),
+        _ => None,
+    };
     Irq {
-        number,
+        number: wanted.number,
         affinity: list_or_mask(r, &format!("{dir}/smp_affinity")),
         effective_affinity: list_or_mask(r, &format!("{dir}/effective_affinity")),
         node: node_value(r, &format!("{dir}/node")),
         device_node,
-        class,
+        class: wanted.class.clone(),
     }
 }
 

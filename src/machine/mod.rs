@@ -33,15 +33,65 @@ pub struct Reader<'a> {
     pub root: &'a SysRoot,
     /// Problems met so far.
     pub warnings: Warnings,
+    /// The most threads [`Reader::each`] may read on at once (1: the caller's thread only).
+    threads: usize,
 }
 
+/// The fewest items [`Reader::each`] gives a thread of its own: a process or an IRQ is two or
+/// three small files, tens of microseconds, and a thread costs about as much to start as a
+/// few of them.
+const MIN_ITEMS_PER_THREAD: usize = 64;
+
 impl<'a> Reader<'a> {
-    /// A reader over `root` with no warnings yet.
+    /// A reader over `root` with no warnings yet, reading on the caller's thread only.
     pub fn new(root: &'a SysRoot) -> Self {
+        Self::with_threads(root, 1)
+    }
+
+    /// A reader over `root` whose [`Reader::each`] may use up to `threads` threads.
+    pub fn with_threads(root: &'a SysRoot, threads: usize) -> Self {
         Self {
             root,
             warnings: Warnings::default(),
+            threads: threads.max(1),
         }
+    }
+
+    /// Reads each of `items` with `read`, the results in the order of `items`. With more than
+    /// one thread allowed and enough items, contiguous runs of them are read on threads of their
+    /// own (each with its own reader), and their warnings appended run by run, so the results and
+    /// the order of the warnings are those of reading the items one after the other.
+    pub fn each<I: Sync, T: Send>(
+        &mut self,
+        items: &[I],
+        read: impl Fn(&mut Reader, &I) -> T + Sync,
+    ) -> Vec<T> {
+        let threads = self.threads.min(items.len() / MIN_ITEMS_PER_THREAD).max(1);
+        let root = self.root;
+        let read_run = &|run: &[I]| {
+            let mut reader = Reader::new(root);
+            let values: Vec<T> = run.iter().map(|item| read(&mut reader, item)).collect();
+            (values, reader.warnings.into_vec())
+        };
+        let runs: Vec<(Vec<T>, Vec<Warning>)> = if threads == 1 {
+            vec![read_run(items)]
+        } else {
+            let per_thread = items.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let mut runs = items.chunks(per_thread);
+                let first = runs.next().unwrap_or_default();
+                let others: Vec<_> = runs.map(|run| scope.spawn(move || read_run(run))).collect();
+                let mut done = vec![read_run(first)];
+                done.extend(others.into_iter().map(join));
+                done
+            })
+        };
+        let mut values = Vec::with_capacity(items.len());
+        for (run, warnings) in runs {
+            values.extend(run);
+            self.warnings.extend(warnings);
+        }
+        values
     }
 
     /// A whole file, or why it is unavailable.
@@ -167,85 +217,130 @@ pub struct Machine {
     pub warnings: Vec<Warning>,
 }
 
+/// What a machine read covers and how many threads it may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Whether `/proc/interrupts` and `/proc/irq/N/` are read: checking settings against a
+    /// plan does not need them, and on a large machine their table is tens of megabytes.
+    pub interrupts: bool,
+    /// The most threads the read may use at once, the caller's included; 1 reads everything on
+    /// the caller's thread (for a caller that already reads many machines at once on every
+    /// CPU, as `lowlat fleet` does).
+    pub threads: usize,
+}
+
+impl Default for ReadOptions {
+    /// Everything, on as many threads as the machine running lowlat has CPUs.
+    fn default() -> Self {
+        Self {
+            interrupts: true,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Everything, on the caller's thread only: for a caller that already reads many machines
+    /// at once on every CPU (`lowlat fleet`), where more threads per machine would only
+    /// oversubscribe the CPUs.
+    pub fn one_thread() -> Self {
+        Self {
+            threads: 1,
+            ..Self::default()
+        }
+    }
+}
+
 impl Machine {
     /// Reads the machine under `root`. Never fails: what is missing is `Unavailable`, what is
     /// garbled is in `warnings`.
     ///
-    /// Independent subsystems are read on separate threads (a 512-CPU server means tens of
-    /// thousands of small sysfs and procfs files); the result and the order of the warnings
+    /// Independent subsystems are read on separate threads, and the processes and the IRQ
+    /// directories in runs on as many threads as there are CPUs (a 512-CPU server means tens
+    /// of thousands of small sysfs and procfs files); the result and the order of the warnings
     /// do not depend on the threads.
     pub fn read(root: &SysRoot) -> Machine {
-        Machine::read_parts(root, true)
+        Machine::read_with(root, ReadOptions::default())
     }
 
     /// Reads the machine under `root` as [`Machine::read`] does, but leaves the interrupts out
     /// (`irqs` is unavailable): checking settings against a plan does not need them, and on a
     /// large machine their table is tens of megabytes (`lowlat watch`'s full checks).
     pub fn read_without_interrupts(root: &SysRoot) -> Machine {
-        Machine::read_parts(root, false)
+        let options = ReadOptions {
+            interrupts: false,
+            ..ReadOptions::default()
+        };
+        Machine::read_with(root, options)
     }
 
-    fn read_parts(root: &SysRoot, interrupts: bool) -> Machine {
-        std::thread::scope(|scope| {
-            let irqs = scope.spawn(move || {
-                read_part(root, |r| {
-                    let table = if interrupts {
-                        irq::read(r)
-                    } else {
-                        Avail::missing("interrupts were not read")
-                    };
-                    (table, irq::read_default_affinity(r))
-                })
-            });
-            let tasks = scope.spawn(|| {
-                read_part(root, |r| {
-                    let tasks = tasks::read(r);
-                    let services = services::read(r, &tasks);
-                    (tasks, services, virt::read(r))
-                })
-            });
-            let kernel_power =
-                scope.spawn(|| read_part(root, |r| (kernel::read(r), power::read(r))));
-            let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) =
-                read_part(root, |r| {
-                    let cpu = cpu::read(r);
-                    let hypervisor = cpu
-                        .get()
-                        .and_then(|identity| cpu::read_hypervisor(r, identity));
-                    let topology = topology::read(r);
-                    let firmware = firmware::read(r);
-                    (
-                        cpu,
-                        hypervisor,
-                        topology,
-                        firmware,
-                        iommu::read(r),
-                        net::read(r),
-                    )
-                });
-            let ((irqs, irq_default_affinity), irq_warnings) = join(irqs);
-            let ((tasks, services, virt), task_warnings) = join(tasks);
-            let ((kernel, power), kernel_warnings) = join(kernel_power);
-            warnings.extend(irq_warnings);
-            warnings.extend(task_warnings);
-            warnings.extend(kernel_warnings);
-            Machine {
-                cpu,
-                hypervisor,
-                topology,
-                irqs,
-                irq_default_affinity,
-                iommu,
-                tasks,
-                services,
-                kernel,
-                power,
-                firmware,
-                net,
-                virt,
-                warnings,
-            }
-        })
+    /// Reads the machine under `root` as `options` say: the same model and warnings, in the
+    /// same order, on any number of threads.
+    pub fn read_with(root: &SysRoot, options: ReadOptions) -> Machine {
+        let threads = options.threads.max(1);
+        let parallel = threads > 1;
+        let irqs = || {
+            read_part(root, threads, |r| {
+                let table = if options.interrupts {
+                    irq::read(r)
+                } else {
+                    Avail::missing("interrupts were not read")
+                };
+                (table, irq::read_default_affinity(r))
+            })
+        };
+        let tasks = || {
+            read_part(root, threads, |r| {
+                let tasks = tasks::read(r);
+                let services = services::read(r, &tasks);
+                (tasks, services, virt::read(r))
+            })
+        };
+        let kernel_power = || read_part(root, 1, |r| (kernel::read(r), power::read(r)));
+        let rest = || {
+            read_part(root, 1, |r| {
+                let cpu = cpu::read(r);
+                let hypervisor = cpu
+                    .get()
+                    .and_then(|identity| cpu::read_hypervisor(r, identity));
+                let topology = topology::read(r);
+                let firmware = firmware::read(r);
+                (
+                    cpu,
+                    hypervisor,
+                    topology,
+                    firmware,
+                    iommu::read(r),
+                    net::read(r),
+                )
+            })
+        };
+        let (irqs, (tasks, (kernel_power, rest))) = both(parallel, irqs, || {
+            both(parallel, tasks, || both(parallel, kernel_power, rest))
+        });
+        let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) = rest;
+        let ((irqs, irq_default_affinity), irq_warnings) = irqs;
+        let ((tasks, services, virt), task_warnings) = tasks;
+        let ((kernel, power), kernel_warnings) = kernel_power;
+        warnings.extend(irq_warnings);
+        warnings.extend(task_warnings);
+        warnings.extend(kernel_warnings);
+        Machine {
+            cpu,
+            hypervisor,
+            topology,
+            irqs,
+            irq_default_affinity,
+            iommu,
+            tasks,
+            services,
+            kernel,
+            power,
+            firmware,
+            net,
+            virt,
+            warnings,
+        }
     }
 }
 
@@ -264,11 +359,27 @@ impl Machine {
     }
 }
 
-/// Runs one reader with its own warnings.
-fn read_part<T>(root: &SysRoot, read: impl FnOnce(&mut Reader) -> T) -> (T, Vec<Warning>) {
-    let mut reader = Reader::new(root);
+/// Runs one reader, allowed `threads` threads, with its own warnings.
+fn read_part<T>(
+    root: &SysRoot,
+    threads: usize,
+    read: impl FnOnce(&mut Reader) -> T,
+) -> (T, Vec<Warning>) {
+    let mut reader = Reader::with_threads(root, threads);
     let value = read(&mut reader);
     (value, reader.warnings.into_vec())
+}
+
+/// Runs `a` on a thread of its own and `b` on this one when `parallel`, else `a` then `b`.
+fn both<A: Send, B>(parallel: bool, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    if !parallel {
+        return (a(), b());
+    }
+    std::thread::scope(|scope| {
+        let a = scope.spawn(a);
+        let b = b();
+        (join(a), b)
+    })
 }
 
 /// Joins a reader thread; readers do not panic, but if one did, its panic goes on here.
@@ -276,4 +387,84 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_tree::TestTree;
+
+    /// The machine read on one thread and on four, as JSON (the whole model) and warnings.
+    fn read_on_one_and_four(tree: &TestTree) -> [(String, Vec<String>); 2] {
+        let four = ReadOptions {
+            threads: 4,
+            ..ReadOptions::default()
+        };
+        [ReadOptions::one_thread(), four].map(|options| {
+            let machine = Machine::read_with(&tree.root(), options);
+            let warnings = machine.warnings.iter().map(ToString::to_string).collect();
+            (serde_json::to_string(&machine).unwrap(), warnings)
+        })
+    }
+
+    /// The numbered entries of a `/proc` directory, ascending.
+    fn numbered(tree: &TestTree, dir: &str) -> Vec<u32> {
+        let mut numbers: Vec<u32> = std::fs::read_dir(tree.join(dir))
+            .unwrap()
+            .filter_map(|entry| entry.unwrap().file_name().to_str()?.parse().ok())
+            .collect();
+        numbers.sort_unstable();
+        numbers
+    }
+
+    #[test]
+    fn reading_on_threads_gives_the_model_and_warnings_of_one_thread() {
+        // 694 processes and 202 IRQs (128 of one NIC): both are split into runs on threads.
+        let tree = TestTree::fixture("milan64-nps4-smt");
+        let pids = numbered(&tree, "/proc");
+        let irqs = numbered(&tree, "/proc/irq");
+        assert!(pids.len() > 4 * MIN_ITEMS_PER_THREAD && irqs.len() > 3 * MIN_ITEMS_PER_THREAD);
+        // Problems planted in different runs: a process gone, a garbled stat, a garbled
+        // affinity, and the NIC's node, which only its first IRQ reads.
+        let (gone, garbled) = (pids[100], pids[600]);
+        tree.remove(&format!("/proc/{gone}/status"));
+        tree.write(&format!("/proc/{garbled}/stat"), "garbage\n");
+        let late_irq = irqs[irqs.len() - 5];
+        tree.write(&format!("/proc/irq/{late_irq}/smp_affinity_list"), "0-x\n");
+        let nic_node = "/sys/bus/pci/devices/0000:41:00.0/numa_node";
+        tree.write(nic_node, "2\n");
+
+        let [one, four] = read_on_one_and_four(&tree);
+        assert_eq!(one.1, four.1);
+        assert_eq!(one.0, four.0);
+        let warned = |prefix: String| one.1.iter().filter(|w| w.starts_with(&prefix)).count();
+        assert_eq!(
+            warned(format!("/proc/{gone}/status: the process exited")),
+            1
+        );
+        assert_eq!(warned(format!("/proc/{garbled}/stat: ")), 1);
+        assert_eq!(
+            warned(format!("/proc/irq/{late_irq}/smp_affinity_list: ")),
+            1
+        );
+        let machine: Machine = serde_json::from_str(&four.0).unwrap();
+        let on_nic = machine.irqs.get().unwrap().irqs.iter().filter(|irq| {
+            matches!(&irq.class, irq::IrqClass::NicQueue { pci: Some(pci), .. } if pci == "0000:41:00.0")
+        });
+        let nodes: Vec<Option<u32>> = on_nic.map(|irq| irq.device_node).collect();
+        assert_eq!(nodes.len(), 128, "the NIC's queues, over several runs");
+        assert!(nodes.iter().all(|node| *node == Some(2)), "{nodes:?}");
+
+        // A garbled node is warned about once, at the NIC's first IRQ, on any number of threads.
+        tree.write(nic_node, "two\n");
+        let [one, four] = read_on_one_and_four(&tree);
+        assert_eq!(one, four);
+        assert_eq!(
+            warned(format!("{nic_node}: ")),
+            0,
+            "the first read had a good node"
+        );
+        let nic_warnings = four.1.iter().filter(|w| w.starts_with(nic_node)).count();
+        assert_eq!(nic_warnings, 1, "{:?}", four.1);
+    }
 }

@@ -402,8 +402,8 @@ pub fn read(r: &mut Reader) -> Avail<Tasks> {
         unreadable: 0,
     };
     let mut sets = Interner::default();
-    for pid in pids {
-        match read_task(r, pid) {
+    for read in r.each(&pids, |r, &pid| read_task(r, pid)) {
+        match read {
             Read::Task(mut task) => {
                 if let Avail::Available(cpus) = &mut task.cpus_allowed {
                     *cpus = sets.intern(std::mem::take(cpus));
