@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::output::print;
 use super::{Cli, exit, values};
-use crate::machine::{CpuSet, Machine};
+use crate::machine::{CpuSet, Machine, ReadOptions};
 use crate::plan::Plan;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
@@ -113,7 +113,17 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     // The machine, less its interrupt table, is read once to check the plan and choose the
     // CPUs; with a plan, the part of it verify's comparisons need is kept (see PlanWatch).
-    let machine = Machine::read_without_interrupts(&root);
+    // Without the interrupts (checking settings against a plan does not need them, and on a
+    // large machine their table is tens of megabytes), and on this thread: watch runs beside
+    // the production work on the housekeeping CPUs, and threads of its own would keep their
+    // memory arenas for as long as it runs.
+    let machine = Machine::read_with(
+        &root,
+        ReadOptions {
+            interrupts: false,
+            threads: 1,
+        },
+    );
     let plan = args
         .plan
         .as_deref()

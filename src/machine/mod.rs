@@ -263,17 +263,6 @@ impl Machine {
         Machine::read_with(root, ReadOptions::default())
     }
 
-    /// Reads the machine under `root` as [`Machine::read`] does, but leaves the interrupts out
-    /// (`irqs` is unavailable): checking settings against a plan does not need them, and on a
-    /// large machine their table is tens of megabytes (`lowlat watch`'s full checks).
-    pub fn read_without_interrupts(root: &SysRoot) -> Machine {
-        let options = ReadOptions {
-            interrupts: false,
-            ..ReadOptions::default()
-        };
-        Machine::read_with(root, options)
-    }
-
     /// Reads the machine under `root` as `options` say: the same model and warnings, in the
     /// same order, on any number of threads.
     pub fn read_with(root: &SysRoot, options: ReadOptions) -> Machine {
