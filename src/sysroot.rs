@@ -27,7 +27,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::text::escape_controls;
 
@@ -178,6 +178,8 @@ pub struct SysRoot {
     _tempdir: Option<tempfile::TempDir>,
     /// The tree itself when it is held in memory (then nothing is read under `dir`).
     memory: Option<MemoryTree>,
+    /// `dir` opened once, for reads relative to it (see [`SysRoot::dir_fd`]).
+    dir_fd: OnceLock<Option<OwnedFd>>,
 }
 
 /// The bytes of the file `path` of a tree in memory; a path it holds no file at is not found.
@@ -205,13 +207,16 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// 11 bytes per CPU column (90 KiB at 8,192 CPUs).
 pub const MAX_LINE_BYTES: usize = 4 << 20;
 
-/// Reads a regular file whose size is `size` into `bytes`: a read of its size plus one byte
-/// that comes back one byte short is the whole file, so a small file costs one `read(2)`
-/// rather than two (one for the bytes and one to see the end). A file that grew since its
-/// size was taken is read on to its end.
+/// Reads on a regular file whose size is `size` into `bytes`, which holds what was read of it
+/// already: a read up to its size plus one byte that comes back one byte short is the whole
+/// file, so a small file costs one `read(2)` rather than two (one for the bytes and one to see
+/// the end). A file that grew since its size was taken is read on to its end.
 fn read_sized(reader: &mut impl std::io::Read, size: usize, bytes: &mut Vec<u8>) -> io::Result<()> {
+    let mut filled = bytes.len();
+    if filled > size {
+        return reader.read_to_end(bytes).map(drop);
+    }
     bytes.resize(size + 1, 0);
-    let mut filled = 0;
     while filled < bytes.len() {
         match reader.read(&mut bytes[filled..]) {
             Ok(0) => break,
@@ -230,6 +235,25 @@ fn read_sized(reader: &mut impl std::io::Read, size: usize, bytes: &mut Vec<u8>)
         return Ok(());
     }
     reader.read_to_end(bytes).map(drop)
+}
+
+/// The bytes of the first read of a file under a root other than `/` (16 KiB, on the stack):
+/// nearly every file of a machine tree (a `/proc/<pid>/status` of 8,192 CPUs is 5 KiB) fits,
+/// and a file that does is read with no other call than `open`, `read` and `close`. Only a
+/// file that fills it, or reads as empty, has its type and size looked at (`fstat`).
+const FIRST_READ_BYTES: usize = 16 << 10;
+
+/// The size of the open file `file` (the system path `path`), refusing anything but a regular
+/// file or a directory (whose read then fails on its own): a FIFO, socket or device in a
+/// machine tree could block or never end.
+fn regular_size(file: &std::fs::File, path: &str) -> Result<u64, ReadError> {
+    let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(ReadError::NotRegular {
+            path: path.to_string(),
+        });
+    }
+    Ok(meta.len())
 }
 
 /// The bytes read at a time by [`SysRoot::read_line_bytes`] (256 KiB): lines that fit in the
@@ -281,6 +305,7 @@ impl SysRoot {
             recorded: None,
             _tempdir: None,
             memory: None,
+            dir_fd: OnceLock::new(),
         }
     }
 
@@ -342,10 +367,12 @@ impl SysRoot {
 
     /// Reads a file holding one value and trims the newline and trailing NUL bytes.
     pub fn read_value(&self, path: &str) -> Result<String, ReadError> {
-        Ok(self
-            .read(path)?
-            .trim_matches(|c: char| c.is_whitespace() || c == '\0')
-            .to_string())
+        // Trimmed in place: no second string for each of the many one-value files.
+        let trimmed = |c: char| c.is_whitespace() || c == '\0';
+        let mut text = self.read(path)?;
+        text.truncate(text.trim_end_matches(trimmed).len());
+        text.drain(..text.len() - text.trim_start_matches(trimmed).len());
+        Ok(text)
     }
 
     /// Reads a whole file as bytes, refusing files over [`MAX_FILE_BYTES`].
@@ -369,20 +396,47 @@ impl SysRoot {
 
     /// Reads a whole file under the root (not the memory tree), at most one byte more than
     /// [`MAX_FILE_BYTES`].
+    ///
+    /// Under a root other than `/`, a first read of [`FIRST_READ_BYTES`] that comes back
+    /// short of the buffer and not empty is the whole file: a tree holds regular files on a
+    /// local file system, where a short read is the end, and no `fstat` is spent on each of
+    /// the tens of thousands of small files of a large machine. A FIFO or a device (which
+    /// must be refused, not read: it could block or never end) reads as empty (a FIFO without
+    /// a writer, `/dev/null`), as "would block", or fills the buffer (`/dev/zero`): those are
+    /// the cases whose type is looked at, and that also gives the size of a large file.
     fn read_file(&self, path: &str) -> Result<Vec<u8>, ReadError> {
         use std::io::Read;
-        let (file, size) = self.open_sized(path)?;
-        let mut reader = file.take(MAX_FILE_BYTES + 1);
-        let mut bytes = Vec::new();
-        match size.and_then(|size| usize::try_from(size).ok()) {
-            Some(size) if size as u64 <= MAX_FILE_BYTES => {
-                read_sized(&mut reader, size, &mut bytes)
+        let file = self.open_nonblocking(path)?;
+        if self.live {
+            // The live /proc says 0 and sysfs 4096 for a file's size, and a short read of
+            // procfs is not its end: read to the end.
+            let mut bytes = Vec::with_capacity(4096);
+            file.take(MAX_FILE_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| ReadError::from_io(path, e))?;
+            return Ok(bytes);
+        }
+        // Not zeroed: 16 KiB of memset per file would cost more than the read.
+        let mut buffer = [std::mem::MaybeUninit::<u8>::uninit(); FIRST_READ_BYTES];
+        // What the first read brought, and whether it found the end (read nothing).
+        let (first, at_end): (&[u8], bool) = match rustix::io::read(&file, &mut buffer) {
+            Ok((read, _)) if !read.is_empty() && read.len() < FIRST_READ_BYTES => {
+                return Ok(read.to_vec());
             }
-            // The live /proc says 0 and sysfs 4096: read to the end.
-            _ => {
-                bytes.reserve(4096);
-                reader.read_to_end(&mut bytes).map(drop)
-            }
+            Ok((read, _)) => (read, read.is_empty()),
+            // Would block, interrupted, failed: the type decides, and a regular file is read
+            // again from its start (a failed read moved no offset), where errors are reported.
+            Err(_) => (&[], false),
+        };
+        let size = regular_size(&file, path)?;
+        let mut bytes = first.to_vec();
+        if at_end {
+            return Ok(bytes);
+        }
+        let mut rest = file.take(MAX_FILE_BYTES + 1 - bytes.len() as u64);
+        match usize::try_from(size) {
+            Ok(size) if size as u64 <= MAX_FILE_BYTES => read_sized(&mut rest, size, &mut bytes),
+            _ => rest.read_to_end(&mut bytes).map(drop),
         }
         .map_err(|e| ReadError::from_io(path, e))?;
         Ok(bytes)
@@ -520,28 +574,45 @@ impl SysRoot {
     /// file that is not a regular one is refused (the live /proc, /sys and /dev answer with
     /// regular files and character devices, which are read as they are).
     fn open_for_reading(&self, path: &str) -> Result<std::fs::File, ReadError> {
-        self.open_sized(path).map(|(file, _)| file)
+        let file = self.open_nonblocking(path)?;
+        if !self.live {
+            regular_size(&file, path)?;
+        }
+        Ok(file)
     }
 
-    /// [`SysRoot::open_for_reading`], with the file's size where it was looked at (under a
-    /// root other than `/`, where the file type is checked anyway).
-    fn open_sized(&self, path: &str) -> Result<(std::fs::File, Option<u64>), ReadError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(self.host_path(path))
-            .map_err(|e| ReadError::from_io(path, e))?;
-        if self.live {
-            return Ok((file, None));
+    /// Opens a file for reading, without blocking on a FIFO and without looking at its type.
+    /// Under a root other than `/` the path is opened relative to the root directory, opened
+    /// once ([`SysRoot::dir_fd`]): the root's own components are not walked again for each
+    /// of the files of a large machine.
+    fn open_nonblocking(&self, path: &str) -> Result<std::fs::File, ReadError> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let opened = match self.dir_fd() {
+            Some(dir) => rustix::fs::openat(dir, relative_str(path).as_ref(), flags, Mode::empty()),
+            None => rustix::fs::open(self.host_path(path), flags, Mode::empty()),
+        };
+        opened
+            .map(std::fs::File::from)
+            .map_err(|e| ReadError::from_io(path, e.into()))
+    }
+
+    /// The root directory opened once (`O_PATH`), under a root other than `/`; `None` on the
+    /// live machine, or when it could not be opened (then paths are opened whole, and say
+    /// why they cannot be).
+    fn dir_fd(&self) -> Option<&OwnedFd> {
+        if self.live || self.memory.is_some() {
+            return None;
         }
-        let meta = file.metadata().map_err(|e| ReadError::from_io(path, e))?;
-        if !meta.is_file() && !meta.is_dir() {
-            return Err(ReadError::NotRegular {
-                path: path.to_string(),
-            });
-        }
-        Ok((file, Some(meta.len())))
+        self.dir_fd
+            .get_or_init(|| {
+                rustix::fs::open(
+                    &self.dir,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            })
+            .as_ref()
     }
 
     /// The target of the symbolic link `path`, as written in the link (not resolved).
@@ -1055,6 +1126,23 @@ fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(OsStri
 
 /// A system path (`/proc/sys/vm/x`) as a path relative to the root (`proc/sys/vm/x`), without
 /// `..` or `.`.
+/// [`relative_path`] as text, without a copy for a plain absolute path (`/proc/1/stat`,
+/// every path the machine model reads); `.` for the root itself.
+fn relative_str(path: &str) -> std::borrow::Cow<'_, str> {
+    let relative = path.strip_prefix('/').unwrap_or(path);
+    let plain = relative
+        .split('/')
+        .all(|part| !part.is_empty() && part != "." && part != "..");
+    if plain {
+        return relative.into();
+    }
+    let relative = relative_path(path);
+    if relative.as_os_str().is_empty() {
+        return ".".into();
+    }
+    relative.to_string_lossy().into_owned().into()
+}
+
 fn relative_path(path: &str) -> PathBuf {
     Path::new(path)
         .components()
@@ -1450,6 +1538,52 @@ mod tests {
         assert!(err.to_string().contains("/proc/cpuinfo"), "{err}");
         let mut buf = [0u8; 8];
         assert!(root.read_at("/proc/cpuinfo", 0, &mut buf).is_err());
+    }
+
+    #[test]
+    fn files_of_every_size_around_the_first_read_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path()).recording();
+        for size in [
+            0,
+            1,
+            FIRST_READ_BYTES - 1,
+            FIRST_READ_BYTES,
+            FIRST_READ_BYTES + 1,
+            5 * FIRST_READ_BYTES + 3,
+        ] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            std::fs::write(dir.path().join(format!("f{size}")), &bytes).unwrap();
+            assert_eq!(
+                root.read_bytes(&format!("/f{size}")).unwrap(),
+                bytes,
+                "{size}"
+            );
+        }
+        // A file over the limit is refused, whichever read finds it out.
+        let big = std::fs::File::create(dir.path().join("big")).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let err = root.read_bytes("/big").unwrap_err();
+        assert!(err.to_string().contains("/big: larger than"), "{err}");
+        // Paths with `.`, `..` and doubled slashes stay inside the root, as before.
+        assert_eq!(root.read_bytes("//./../f1").unwrap(), [0]);
+        assert!(root.read_bytes("/").is_err(), "the root is a directory");
+    }
+
+    #[test]
+    fn devices_in_a_tree_are_refused_whether_empty_or_endless() {
+        // Links to the host's devices: /dev/null reads as empty, /dev/zero never ends.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        for device in ["null", "zero"] {
+            let link = dir.path().join("proc").join(device);
+            std::os::unix::fs::symlink(format!("/dev/{device}"), &link).unwrap();
+        }
+        let root = SysRoot::dir(dir.path());
+        for path in ["/proc/null", "/proc/zero"] {
+            let err = root.read(path).unwrap_err();
+            assert!(matches!(err, ReadError::NotRegular { .. }), "{path}: {err}");
+        }
     }
 
     #[test]
