@@ -197,7 +197,7 @@ fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
         Err(e) => return Avail::missing(e.to_string()),
     };
     match parse(&text) {
-        Ok(set) => Avail::Available(set),
+        Ok(set) => Avail::Available(r.share(set)),
         Err(e) => {
             r.warnings.file(path, e.to_string());
             Avail::missing(format!("{path}: {e}"))

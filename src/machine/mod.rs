@@ -25,6 +25,7 @@ pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;
 
 use crate::sysroot::{ReadError, SysRoot};
+use cpulist::Interner;
 use std::str::FromStr;
 
 /// A SysRoot plus the warnings collected while reading from it; every reader takes one.
@@ -35,6 +36,8 @@ pub struct Reader<'a> {
     pub warnings: Warnings,
     /// The most threads [`Reader::each`] may read on at once (1: the caller's thread only).
     threads: usize,
+    /// The CPU sets read so far (see [`Reader::share`]).
+    sets: Interner,
 }
 
 /// The fewest items [`Reader::each`] gives a thread of its own: a process or an IRQ is two or
@@ -54,6 +57,7 @@ impl<'a> Reader<'a> {
             root,
             warnings: Warnings::default(),
             threads: threads.max(1),
+            sets: Interner::default(),
         }
     }
 
@@ -92,6 +96,13 @@ impl<'a> Reader<'a> {
             self.warnings.extend(warnings);
         }
         values
+    }
+
+    /// `set`, sharing the words of an equal set this reader read before. Done as each set is
+    /// read, not once all are: on 8,192 CPUs a set is 1 KiB, and 100,000 tasks and 50,000
+    /// IRQs each holding their own until the end of the read was 200 MB at its peak.
+    pub(crate) fn share(&mut self, set: CpuSet) -> CpuSet {
+        self.sets.intern(set)
     }
 
     /// A whole file, or why it is unavailable.
@@ -144,7 +155,7 @@ impl<'a> Reader<'a> {
     ) -> Avail<CpuSet> {
         match self.root.read_value(path) {
             Ok(text) => match parse(&text) {
-                Ok(set) => Avail::Available(set),
+                Ok(set) => Avail::Available(self.share(set)),
                 Err(e) => {
                     self.warnings.file(path, e.to_string());
                     Avail::missing(format!("{path}: {e}"))

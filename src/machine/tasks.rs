@@ -451,7 +451,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         Ok(text) => {
             let status = parse_status(&text, &status_path, &mut r.warnings);
             let cpus = match &status.cpus_allowed {
-                Some(set) => Avail::Available(set.clone()),
+                Some(set) => Avail::Available(r.share(set.clone())),
                 None => Avail::missing(format!("{status_path} has no Cpus_allowed")),
             };
             (status, cpus)
