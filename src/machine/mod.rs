@@ -325,6 +325,9 @@ impl Machine {
         warnings.extend(irq_warnings);
         warnings.extend(task_warnings);
         warnings.extend(kernel_warnings);
+        if parallel {
+            release_freed_memory();
+        }
         Machine {
             cpu,
             hypervisor,
@@ -356,6 +359,20 @@ impl Machine {
             .iter()
             .find(|w| w.path == irq::INTERRUPTS && w.line.is_none())
             .map(|w| w.message.as_str())
+    }
+}
+
+/// Hands the free memory of the reader threads back to the system. Each thread that read
+/// allocated from an allocator arena of its own (glibc makes one per thread, up to 8 per CPU),
+/// and what it freed there (file contents, paths, the sets shared away) stays in that arena,
+/// where the caller's thread, which goes on to audit, plan and print, never allocates: on
+/// 8,192 CPUs, 40 to 80 MB of resident memory that nothing uses.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages to the kernel; it takes the arenas' locks
+    // and touches no memory in use.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
