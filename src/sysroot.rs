@@ -178,8 +178,9 @@ pub struct SysRoot {
     _tempdir: Option<tempfile::TempDir>,
     /// The tree itself when it is held in memory (then nothing is read under `dir`).
     memory: Option<MemoryTree>,
-    /// `dir` opened once, for reads relative to it (see [`SysRoot::dir_fd`]).
-    dir_fd: OnceLock<Option<OwnedFd>>,
+    /// `dir` and its busiest directories opened once, for reads relative to them (see
+    /// [`SysRoot::open_dirs`]).
+    open_dirs: OnceLock<Option<OpenDirs>>,
 }
 
 /// The bytes of the file `path` of a tree in memory; a path it holds no file at is not found.
@@ -197,6 +198,54 @@ pub enum Recorded {
     Dir(Vec<String>),
     /// A path whose existence was checked and found.
     Exists,
+}
+
+/// The directories (relative to the root) that hold most of the files a machine read opens:
+/// the per-CPU ones (topology, caches, cpuidle, cpufreq policies), the per-IRQ ones and the
+/// per-process ones; deepest first. On 8,192 CPUs that is hundreds of thousands of files,
+/// and looking up each component of each path was the largest single cost of opening them.
+const BUSY_DIRS: [&str; 3] = ["sys/devices/system/cpu", "proc/irq", "proc"];
+
+/// A machine tree's root directory and its [`BUSY_DIRS`] that exist, opened (`O_PATH`) once,
+/// so that a file is opened relative to the deepest one that holds it.
+#[derive(Debug)]
+struct OpenDirs {
+    /// The root directory.
+    root: OwnedFd,
+    /// The busy directories found, with their paths relative to the root, deepest first.
+    busy: Vec<(&'static str, OwnedFd)>,
+}
+
+impl OpenDirs {
+    /// Opens `dir` and the busy directories under it; `None` when `dir` cannot be opened.
+    fn open(dir: &Path) -> Option<Self> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let root = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+        let busy = BUSY_DIRS
+            .iter()
+            .filter_map(|&path| {
+                Some((
+                    path,
+                    rustix::fs::openat(&root, path, flags, Mode::empty()).ok()?,
+                ))
+            })
+            .collect();
+        Some(Self { root, busy })
+    }
+
+    /// The directory to open the root-relative path `relative` from, and the path from there.
+    fn split<'p>(&self, relative: &'p str) -> (&OwnedFd, &'p str) {
+        for (path, dir) in &self.busy {
+            if let Some(rest) = relative
+                .strip_prefix(path)
+                .and_then(|rest| rest.strip_prefix('/'))
+                && !rest.is_empty()
+            {
+                return (dir, rest);
+            }
+        }
+        (&self.root, relative)
+    }
 }
 
 /// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
@@ -305,7 +354,7 @@ impl SysRoot {
             recorded: None,
             _tempdir: None,
             memory: None,
-            dir_fd: OnceLock::new(),
+            open_dirs: OnceLock::new(),
         }
     }
 
@@ -582,13 +631,17 @@ impl SysRoot {
     }
 
     /// Opens a file for reading, without blocking on a FIFO and without looking at its type.
-    /// Under a root other than `/` the path is opened relative to the root directory, opened
-    /// once ([`SysRoot::dir_fd`]): the root's own components are not walked again for each
-    /// of the files of a large machine.
+    /// Under a root other than `/` the path is opened relative to the root directory or to
+    /// one of the directories most files are read from, each opened once ([`OpenDirs`]):
+    /// their components are not walked again for each of the files of a large machine.
     fn open_nonblocking(&self, path: &str) -> Result<std::fs::File, ReadError> {
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let opened = match self.dir_fd() {
-            Some(dir) => rustix::fs::openat(dir, relative_str(path).as_ref(), flags, Mode::empty()),
+        let opened = match self.open_dirs() {
+            Some(dirs) => {
+                let relative = relative_str(path);
+                let (dir, rest) = dirs.split(&relative);
+                rustix::fs::openat(dir, rest, flags, Mode::empty())
+            }
             None => rustix::fs::open(self.host_path(path), flags, Mode::empty()),
         };
         opened
@@ -596,22 +649,15 @@ impl SysRoot {
             .map_err(|e| ReadError::from_io(path, e.into()))
     }
 
-    /// The root directory opened once (`O_PATH`), under a root other than `/`; `None` on the
-    /// live machine, or when it could not be opened (then paths are opened whole, and say
-    /// why they cannot be).
-    fn dir_fd(&self) -> Option<&OwnedFd> {
+    /// The directories files are opened from, under a root other than `/`; `None` on the
+    /// live machine, for a tree in memory, or when the root cannot be opened (then paths are
+    /// opened whole, and say why they cannot be).
+    fn open_dirs(&self) -> Option<&OpenDirs> {
         if self.live || self.memory.is_some() {
             return None;
         }
-        self.dir_fd
-            .get_or_init(|| {
-                rustix::fs::open(
-                    &self.dir,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .ok()
-            })
+        self.open_dirs
+            .get_or_init(|| OpenDirs::open(&self.dir))
             .as_ref()
     }
 
@@ -1568,6 +1614,47 @@ mod tests {
         // Paths with `.`, `..` and doubled slashes stay inside the root, as before.
         assert_eq!(root.read_bytes("//./../f1").unwrap(), [0]);
         assert!(root.read_bytes("/").is_err(), "the root is a directory");
+    }
+
+    #[test]
+    fn files_in_and_beside_the_busy_directories_are_read_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("proc/irq/5/node", "1\n"),
+            ("proc/irqx/5", "irqx\n"),
+            ("proc/12/stat", "12 (x) S\n"),
+            ("proc/interrupts", "CPU0\n"),
+            ("sys/devices/system/cpu/online", "0-3\n"),
+            ("sys/devices/system/cpu/cpu0/topology/core_id", "0\n"),
+            ("sys/devices/system/cpufreq", "not cpu/\n"),
+        ];
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let root = SysRoot::dir(dir.path());
+        for (path, text) in files {
+            assert_eq!(root.read(&format!("/{path}")).unwrap(), text, "{path}");
+        }
+        assert!(root.read("/proc/irq/6/node").unwrap_err().is_not_found());
+        let dirs = root.open_dirs().unwrap();
+        assert_eq!(dirs.busy.len(), BUSY_DIRS.len());
+        let split = |path| dirs.split(path).1;
+        assert_eq!(split("proc/irq/5/node"), "5/node");
+        assert_eq!(split("proc/irqx/5"), "irqx/5");
+        assert_eq!(split("proc/irq"), "irq");
+        assert_eq!(
+            split("sys/devices/system/cpufreq"),
+            "sys/devices/system/cpufreq"
+        );
+        // A tree without them reads from its root.
+        let bare = tempfile::tempdir().unwrap();
+        std::fs::write(bare.path().join("x"), "1").unwrap();
+        let root = SysRoot::dir(bare.path());
+        assert_eq!(root.read("/x").unwrap(), "1");
+        assert!(root.open_dirs().unwrap().busy.is_empty());
+        assert!(root.read("/proc/1/stat").unwrap_err().is_not_found());
     }
 
     #[test]
