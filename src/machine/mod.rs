@@ -99,8 +99,9 @@ impl<'a> Reader<'a> {
     }
 
     /// `set`, sharing the words of an equal set this reader read before. Done as each set is
-    /// read, not once all are: on 8,192 CPUs a set is 1 KiB, and 100,000 tasks and 50,000
-    /// IRQs each holding their own until the end of the read was 200 MB at its peak.
+    /// read, not once all are: on 8,192 CPUs a set that holds the last CPUs is 1 KiB, and
+    /// 100,000 tasks and 50,000 IRQs each holding their own until the end of the read added
+    /// 67 MB to the peak RSS of `inventory --json`.
     pub(crate) fn share(&mut self, set: CpuSet) -> CpuSet {
         self.sets.intern(set)
     }
