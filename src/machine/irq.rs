@@ -412,8 +412,38 @@ pub struct InterruptRows<'p> {
 /// The columns a caller keeps.
 struct Keep {
     asked: CpuSet,
-    columns: Vec<usize>,
+    columns: KeptColumns,
     cpus: Vec<u32>,
+}
+
+/// The count columns of `/proc/interrupts` a reader keeps, ascending, with their runs of
+/// adjacent columns (a partition's isolated CPUs are one or a few ranges): each run's cells
+/// are checked together, not one by one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptColumns {
+    /// The columns (0-based positions in a row), ascending.
+    columns: Vec<usize>,
+    /// The runs of adjacent columns: (first column, how many).
+    runs: Vec<(usize, usize)>,
+}
+
+impl KeptColumns {
+    /// The columns `columns`, which must be ascending.
+    pub fn new(columns: Vec<usize>) -> Self {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &column in &columns {
+            match runs.last_mut() {
+                Some((first, len)) if *first + *len == column => *len += 1,
+                _ => runs.push((column, 1)),
+            }
+        }
+        KeptColumns { columns, runs }
+    }
+
+    /// The columns, ascending.
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
 }
 
 /// The width of one count column as the kernel prints it (`%10u` and a space).
@@ -421,6 +451,21 @@ pub const COLUMN_WIDTH: usize = 11;
 
 /// A count column holding 0.
 const ZERO_CELL: &[u8; COLUMN_WIDTH] = b"          0";
+
+/// How many cells one comparison with [`ZERO_BLOCK`] passes.
+const ZERO_BLOCK_CELLS: usize = 16;
+
+/// [`ZERO_CELL`] repeated: a run of zero cells, nearly all of a large machine's table, is
+/// recognised by one comparison of up to 176 bytes instead of one per cell.
+const ZERO_BLOCK: [u8; ZERO_BLOCK_CELLS * COLUMN_WIDTH] = {
+    let mut block = [0; ZERO_BLOCK_CELLS * COLUMN_WIDTH];
+    let mut at = 0;
+    while at < block.len() {
+        block[at] = ZERO_CELL[at % COLUMN_WIDTH];
+        at += 1;
+    }
+    block
+};
 
 impl<'p> InterruptRows<'p> {
     /// A parser of the file `path` (named in warnings).
@@ -441,7 +486,7 @@ impl<'p> InterruptRows<'p> {
         Self {
             keep: Some(Keep {
                 asked: cpus.clone(),
-                columns: Vec::new(),
+                columns: KeptColumns::default(),
                 cpus: Vec::new(),
             }),
             ..Self::new(path)
@@ -465,12 +510,11 @@ impl<'p> InterruptRows<'p> {
             self.header_seen = true;
             self.cpus = header_columns(lineno, line, self.path, warnings).unwrap_or_default();
             if let Some(keep) = &mut self.keep {
-                for (column, cpu) in self.cpus.iter().enumerate() {
-                    if keep.asked.contains(*cpu) {
-                        keep.columns.push(column);
-                        keep.cpus.push(*cpu);
-                    }
-                }
+                let (columns, cpus) = (self.cpus.iter().enumerate())
+                    .filter(|(_, cpu)| keep.asked.contains(**cpu))
+                    .unzip();
+                keep.columns = KeptColumns::new(columns);
+                keep.cpus = cpus;
             }
             return;
         }
@@ -494,9 +538,7 @@ impl<'p> InterruptRows<'p> {
         if row.counts.len() != self.cpus.len() {
             return; // a machine-wide total
         }
-        let kept: Vec<u64> = keep
-            .columns
-            .iter()
+        let kept: Vec<u64> = (keep.columns.columns().iter())
             .map(|&c| row.counts.get(c).unwrap_or(0))
             .collect();
         row.counts = Counts::from_dense(&kept);
@@ -642,22 +684,9 @@ fn interrupt_row(
     ))
 }
 
-/// Whether `cell` is [`ZERO_CELL`], by two word comparisons rather than a call to memcmp
-/// (which even an 11-byte array comparison compiles to): it runs for every kept cell of every
-/// row, half a million a second in `lowlat watch` of 128 CPUs on a 4,000-IRQ machine.
-fn is_zero_cell(cell: &[u8]) -> bool {
-    let word = |bytes: &[u8]| u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
-    cell.len() == COLUMN_WIDTH
-        && word(&cell[..8]) == word(&ZERO_CELL[..8])
-        && word(&cell[3..]) == word(&ZERO_CELL[3..])
-}
-
 /// The count in one fixed-width cell: right-aligned digits after at least one space; `None`
-/// for anything else. Most cells of a large machine are zero: one comparison instead of a scan.
+/// for anything else.
 fn cell_count(cell: &[u8]) -> Option<u64> {
-    if is_zero_cell(cell) {
-        return Some(0);
-    }
     let digits = cell.trim_ascii_start();
     if digits.is_empty() || digits.len() == cell.len() {
         return None;
@@ -682,12 +711,7 @@ fn sparse_row_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
         return None;
     }
     let mut nonzero = Vec::new();
-    for (column, cell) in (0u32..).zip(cells.chunks_exact(COLUMN_WIDTH)) {
-        match cell_count(cell)? {
-            0 => {}
-            count => nonzero.push((column, count)),
-        }
-    }
+    nonzero_cells(cells, 0, &mut nonzero)?;
     Some((
         Counts {
             columns: width,
@@ -700,9 +724,9 @@ fn sparse_row_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
 /// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
 /// width without parsing the others; `None` when the line is not laid out that way (a count
 /// wider than the column, a short row, a machine-wide total) and must be parsed in full.
-fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
-    let mut counts = Vec::with_capacity(columns.len());
-    let (label, after) = fixed_width_counts(line.as_bytes(), width, columns, &mut counts)?;
+fn kept_columns(line: &str, width: usize, columns: &KeptColumns) -> Option<IrqRow> {
+    let mut nonzero = Vec::new();
+    let (label, after) = fixed_width_counts(line.as_bytes(), width, columns, &mut nonzero)?;
     // Both parts end at ASCII bytes (':', ' ') of a valid string.
     let label = std::str::from_utf8(label).ok()?;
     let after = std::str::from_utf8(after).ok()?;
@@ -710,22 +734,26 @@ fn kept_columns(line: &str, width: usize, columns: &[usize]) -> Option<IrqRow> {
     Some(row_with_text(
         label,
         number,
-        Counts::from_dense(&counts),
+        Counts {
+            columns: columns.columns().len(),
+            nonzero,
+        },
         after,
     ))
 }
 
 /// The allocation-free core of reading a row at the kernel's fixed column width: for a row of
-/// `width` count columns, puts the counts of `columns` into `counts` (cleared first) and returns
-/// the label and the text after the counts; `None` when the line is not laid out that way. For
-/// a reader that goes over a large machine's file every interval (`lowlat watch`).
+/// `width` count columns, puts the nonzero counts of `columns` into `nonzero` (cleared first)
+/// as (position in `columns`, count) pairs, and returns the label and the text after the
+/// counts; `None` when the line is not laid out that way. For a reader that goes over a large
+/// machine's file every interval (`lowlat watch`).
 pub fn fixed_width_counts<'l>(
     line: &'l [u8],
     width: usize,
-    columns: &[usize],
-    counts: &mut Vec<u64>,
+    columns: &KeptColumns,
+    nonzero: &mut Vec<(u32, u64)>,
 ) -> Option<(&'l [u8], &'l [u8])> {
-    counts.clear();
+    nonzero.clear();
     let colon = line.iter().position(|&b| b == b':')?;
     let label = line[..colon].trim_ascii();
     if label.is_empty() || label.iter().any(u8::is_ascii_whitespace) || width == 0 {
@@ -735,18 +763,46 @@ pub fn fixed_width_counts<'l>(
     let counts_text = rest.get(..width * COLUMN_WIDTH)?;
     // Every column is right-aligned digits after at least one space; check the kept ones and
     // the boundary after the last column.
-    let field = |column: usize| -> Option<u64> {
-        cell_count(counts_text.get(column * COLUMN_WIDTH..(column + 1) * COLUMN_WIDTH)?)
-    };
     let after = &rest[width * COLUMN_WIDTH..];
     if after.first().is_some_and(|&b| b != b' ') {
         return None;
     }
-    field(width - 1)?;
-    for &column in columns {
-        counts.push(field(column)?);
+    cell_count(&counts_text[(width - 1) * COLUMN_WIDTH..])?;
+    let mut at = 0;
+    for &(first, len) in &columns.runs {
+        let cells = counts_text.get(first * COLUMN_WIDTH..(first + len) * COLUMN_WIDTH)?;
+        nonzero_cells(cells, u32::try_from(at).ok()?, nonzero)?;
+        at += len;
     }
     Some((label, after))
+}
+
+/// Whether `block` (at most [`ZERO_BLOCK`]'s length) is zero cells: every byte compared,
+/// without branches, which the compiler turns into a few vector operations where a call to
+/// memcmp cost more than the comparison.
+fn is_zero_block(block: &[u8]) -> bool {
+    block.len() <= ZERO_BLOCK.len()
+        && (block.iter().zip(&ZERO_BLOCK)).fold(0, |differ, (byte, zero)| differ | (byte ^ zero))
+            == 0
+}
+
+/// Appends to `nonzero` the nonzero counts of `cells` (whole fixed-width cells, the first one
+/// numbered `first`) as (number, count) pairs; `None` at a cell that is not a count. Blocks of
+/// zero cells are passed by one comparison each.
+fn nonzero_cells(cells: &[u8], first: u32, nonzero: &mut Vec<(u32, u64)>) -> Option<()> {
+    let block_starts = (first..).step_by(ZERO_BLOCK_CELLS);
+    for (block, first) in cells.chunks(ZERO_BLOCK.len()).zip(block_starts) {
+        if is_zero_block(block) {
+            continue;
+        }
+        for (cell, number) in block.chunks_exact(COLUMN_WIDTH).zip(first..) {
+            match cell_count(cell)? {
+                0 => {}
+                count => nonzero.push((number, count)),
+            }
+        }
+    }
+    Some(())
 }
 
 /// A row from its label, counts and the text after the counts: the chip, hardware IRQ,
@@ -1153,6 +1209,43 @@ PIN:          0          0   Posted-interrupt notification event
         let loc = table.row("LOC").unwrap();
         assert_eq!(loc.counts.nonzero, vec![(0, 1), (2, 2)]);
         assert_eq!(loc.description.as_deref(), Some("Local timer interrupts"));
+    }
+
+    proptest! {
+        /// Rows wider than a zero block, with scattered nonzero and oversized cells, read the
+        /// same through the block comparisons (whole rows and kept runs of columns) as cell by
+        /// cell.
+        #[test]
+        fn zero_blocks_read_as_every_cell(
+            cells in proptest::collection::vec(
+                prop_oneof![8 => Just(0u64), 2 => 1u64..99_999, 1 => Just(12_345_678_901u64)],
+                1..60,
+            ),
+            kept in proptest::collection::btree_set(0usize..60, 0..40),
+        ) {
+            let width = cells.len();
+            let text: String = cells.iter().map(|c| format!(" {c:>10}")).collect();
+            let line = format!("  24:{text}   PCI-MSI 1-edge      q");
+            let expected: Option<Vec<(u32, u64)>> = (0u32..)
+                .zip(&cells)
+                .filter(|(_, c)| **c != 0)
+                .map(|(column, &c)| (c < 10_000_000_000).then_some((column, c)))
+                .collect();
+            let whole = sparse_row_counts(&line[5..], width).map(|(counts, _)| counts.nonzero);
+            prop_assert_eq!(&whole, &expected);
+            let columns: Vec<usize> = kept.into_iter().filter(|&c| c < width).collect();
+            let kept = KeptColumns::new(columns.clone());
+            let mut nonzero = Vec::new();
+            let fixed = fixed_width_counts(line.as_bytes(), width, &kept, &mut nonzero);
+            let expected_kept: Option<Vec<(u32, u64)>> = expected.map(|_| {
+                (0u32..)
+                    .zip(&columns)
+                    .filter(|(_, c)| cells[**c] != 0)
+                    .map(|(at, c)| (at, cells[*c]))
+                    .collect()
+            });
+            prop_assert_eq!(fixed.map(|_| nonzero), expected_kept);
+        }
     }
 
     #[test]

@@ -291,29 +291,7 @@ mod tests {
 
     #[test]
     fn reads_what_the_tar_crate_reads_long_names_and_pax_headers_included() {
-        let long = format!("root/sys/{}/value", "d".repeat(300));
-        let mut builder = tar::Builder::new(Vec::new());
-        file(&mut builder, tar::Header::new_gnu(), "manifest.json", b"{}");
-        file(
-            &mut builder,
-            tar::Header::new_gnu(),
-            &long,
-            b"gnu long name\n",
-        );
-        file(
-            &mut builder,
-            tar::Header::new_ustar(),
-            &format!("{}/x", "p".repeat(120)),
-            b"ustar prefix",
-        );
-        pax_header(&mut builder, "path", &format!("{long}.pax"));
-        file(&mut builder, tar::Header::new_ustar(), "short", b"pax path");
-        let mut dir = tar::Header::new_gnu();
-        dir.set_entry_type(tar::EntryType::Directory);
-        dir.set_size(0);
-        builder
-            .append_data(&mut dir, "root/proc", io::empty())
-            .unwrap();
+        let mut builder = sample_builder();
         let mut link = tar::Header::new_gnu();
         link.set_entry_type(tar::EntryType::Symlink);
         link.set_size(0);
@@ -326,9 +304,8 @@ mod tests {
         let ours = read(&archive).unwrap();
         assert_eq!(ours, read_with_tar(&archive));
         let names: Vec<&str> = ours.iter().map(|(name, ..)| name.as_str()).collect();
-        assert_eq!(names[1], long);
-        assert_eq!(names[2], format!("{}/x", "p".repeat(120)));
-        assert_eq!(names[3], format!("{long}.pax"));
+        let expected = [&*GNU_LONG_NAME, &*USTAR_PREFIXED, &*PAX_PATH];
+        assert_eq!(names[1..4], expected.map(String::as_str));
         assert_eq!(ours[5].1, tar::EntryType::Symlink);
     }
 
@@ -367,24 +344,34 @@ mod tests {
         assert!(err.to_string().contains("ends inside an entry"), "{err}");
     }
 
-    /// An archive of every kind of entry the walk reads: short and GNU long names, a ustar
-    /// prefix, a pax path, a directory, a link.
-    fn sample_archive() -> Vec<u8> {
+    /// A name longer than ustar's fields: GNU long-name entries carry it.
+    static GNU_LONG_NAME: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("root/sys/{}/value", "d".repeat(300)));
+    /// A name that fits ustar's prefix and name fields only together.
+    static USTAR_PREFIXED: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("root/{}/x", "p".repeat(110)));
+    /// A name given by a pax extended header, longer than the entry's own name field.
+    static PAX_PATH: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{}.pax", *GNU_LONG_NAME));
+
+    /// A builder holding every kind of entry the walk reads: short and GNU long names, a
+    /// ustar prefix, a pax path, a directory.
+    fn sample_builder() -> tar::Builder<Vec<u8>> {
         let mut builder = tar::Builder::new(Vec::new());
         file(&mut builder, tar::Header::new_gnu(), "manifest.json", b"{}");
         file(
             &mut builder,
             tar::Header::new_gnu(),
-            &format!("root/{}", "l".repeat(150)),
-            b"long",
+            &GNU_LONG_NAME,
+            b"gnu long name\n",
         );
         file(
             &mut builder,
             tar::Header::new_ustar(),
-            &format!("root/{}/x", "p".repeat(110)),
-            b"p",
+            &USTAR_PREFIXED,
+            b"ustar prefix",
         );
-        pax_header(&mut builder, "path", "root/proc/pax");
+        pax_header(&mut builder, "path", &PAX_PATH);
         file(&mut builder, tar::Header::new_ustar(), "short", b"pax path");
         let mut dir = tar::Header::new_gnu();
         dir.set_entry_type(tar::EntryType::Directory);
@@ -392,7 +379,7 @@ mod tests {
         builder
             .append_data(&mut dir, "root/proc", io::empty())
             .unwrap();
-        builder.into_inner().unwrap()
+        builder
     }
 
     proptest::proptest! {
@@ -412,7 +399,7 @@ mod tests {
             cut in 0usize..8192,
             sums_fixed in proptest::bool::ANY,
         ) {
-            let mut archive = sample_archive();
+            let mut archive = sample_builder().into_inner().unwrap();
             // Changes in the blocks that hold something (headers, names, pax records), half of
             // them in the first bytes (a name's start, a pax record's length).
             let blocks: Vec<usize> = (0..archive.len() / BLOCK)

@@ -55,10 +55,14 @@ impl Drift {
     /// `service`...): how many of the plan's settings of that kind differ. Every kind the plan
     /// has is present, with 0 when none differs.
     pub(crate) fn by_check(&self) -> BTreeMap<&str, usize> {
+        fn kind(check: &Check) -> &str {
+            check.id.split(':').next().unwrap_or_default()
+        }
         let mut by_check = BTreeMap::new();
-        for check in &self.checks {
-            let kind = check.id.split(':').next().unwrap_or_default();
-            *by_check.entry(kind).or_default() += usize::from(check.status == Status::Drift);
+        // Settings of a kind come together in a plan: one map entry per run of them.
+        for run in self.checks.chunk_by(|a, b| kind(a) == kind(b)) {
+            let drifted = run.iter().filter(|c| c.status == Status::Drift).count();
+            *by_check.entry(kind(&run[0])).or_default() += drifted;
         }
         by_check
     }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::machine::irq::{INTERRUPTS, InterruptRows, IrqRow, fixed_width_counts, parse_softirqs};
+use crate::machine::irq::{
+    INTERRUPTS, InterruptRows, IrqRow, KeptColumns, fixed_width_counts, parse_softirqs,
+};
 use crate::machine::kernel::CpuTimes;
 use crate::machine::kernel::stat::{forks_since_boot, parse_stat};
 use crate::machine::{CpuSet, Warnings};
@@ -22,8 +24,9 @@ pub(crate) struct CpuSample {
     /// ascending by index, sources with none left out. Sparse: on a large machine most of the
     /// thousands of sources never reach an isolated CPU.
     pub interrupts: Vec<(usize, u64)>,
-    /// Softirqs raised, by vector (`TIMER`, `NET_RX`) (events).
-    pub softirqs: BTreeMap<String, u64>,
+    /// Softirqs raised, by vector (`TIMER`, `NET_RX`) (events). The names are shared by the
+    /// CPUs of a sample.
+    pub softirqs: BTreeMap<Arc<str>, u64>,
     /// The CPU's `/proc/stat` time counters, when it has a line.
     pub times: Option<CpuTimes>,
     /// `schedule()` calls (`/proc/schedstat` field 3; absent without CONFIG_SCHEDSTATS).
@@ -54,23 +57,68 @@ pub(crate) struct Sampler {
     /// The CPUs sampled.
     isolated: CpuSet,
     /// The rows of the last reading that have a source, in file order, as they were recognised.
-    rows: Vec<RowKey>,
+    rows: RowKeys,
+    /// The rows of the reading under way; a buffer kept between readings.
+    reading: RowKeys,
     /// The names of those rows' sources, parallel to `rows`.
     sources: Arc<[String]>,
+    /// The buffer `/proc/interrupts` is read through, kept between readings.
+    buffer: Vec<u8>,
 }
 
-/// What identifies a row of `/proc/interrupts` from one reading to the next: its label and the
-/// text after its counts (chip, hardware IRQ, trigger, handlers). `None` for a row that is not
-/// in the fixed-width layout: it is parsed in full every time.
-type RowKey = Option<(Box<[u8]>, Box<[u8]>)>;
+/// What identifies the rows of `/proc/interrupts` from one reading to the next: each row's
+/// label and the text after its counts (chip, hardware IRQ, trigger, handlers), end to end in
+/// one buffer. Every row is compared every interval, in file order: one buffer read front to
+/// back stays in cache where thousands of small allocations did not.
+#[derive(Default)]
+struct RowKeys {
+    /// The labels and texts, one after the other.
+    text: Vec<u8>,
+    /// Per row, where its label starts, where it ends and its text begins, and where its text
+    /// ends in `text`; `None` for a row that is not in the fixed-width layout: it is parsed in
+    /// full every time.
+    ends: Vec<Option<[usize; 3]>>,
+}
+
+impl RowKeys {
+    /// The label and text of row `row`, when it was in the fixed-width layout.
+    fn get(&self, row: usize) -> Option<(&[u8], &[u8])> {
+        let [start, label_end, end] = (*self.ends.get(row)?)?;
+        Some((&self.text[start..label_end], &self.text[label_end..end]))
+    }
+
+    /// Appends the next row's key.
+    fn push(&mut self, key: Option<(&[u8], &[u8])>) {
+        self.ends.push(key.map(|(label, after)| {
+            let start = self.text.len();
+            self.text.extend_from_slice(label);
+            let label_end = self.text.len();
+            self.text.extend_from_slice(after);
+            [start, label_end, self.text.len()]
+        }));
+    }
+
+    /// The number of rows.
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Forgets every row, keeping the buffers.
+    fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+}
 
 impl Sampler {
     /// A sampler of `isolated`.
     pub(crate) fn new(isolated: CpuSet) -> Sampler {
         Sampler {
             isolated,
-            rows: Vec::new(),
+            rows: RowKeys::default(),
+            reading: RowKeys::default(),
             sources: Arc::default(),
+            buffer: Vec::new(),
         }
     }
 
@@ -94,11 +142,16 @@ impl Sampler {
         match root.read("/proc/softirqs") {
             Ok(text) => {
                 let table = parse_softirqs(&text, "/proc/softirqs", &mut warnings);
+                let names: Vec<Arc<str>> = table
+                    .rows
+                    .iter()
+                    .map(|row| row.name.as_str().into())
+                    .collect();
                 for sample in &mut cpus {
                     if let Ok(column) = table.cpus.binary_search(&sample.cpu) {
-                        for row in &table.rows {
+                        for (row, name) in table.rows.iter().zip(&names) {
                             let count = row.counts.get(column).copied().unwrap_or(0);
-                            sample.softirqs.insert(row.name.clone(), count);
+                            sample.softirqs.insert(name.clone(), count);
                         }
                     }
                 }
@@ -153,12 +206,13 @@ impl Sampler {
         let mut parser = InterruptRows::keeping(INTERRUPTS, &self.isolated);
         // Once the header is read: the number of count columns, the kept columns, and the
         // index in `cpus` of each kept column's CPU.
-        let mut layout: Option<(usize, Vec<usize>, Vec<usize>)> = None;
-        let mut counts = Vec::new();
-        let mut handed = 0;
+        let mut layout: Option<(usize, KeptColumns, Vec<usize>)> = None;
+        let mut nonzero = Vec::new();
+        let mut reading = std::mem::take(&mut self.reading);
+        reading.clear();
         // The names from the first row that differs from last time on, if one does.
         let mut renamed: Option<Vec<String>> = None;
-        root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
+        root.read_line_bytes_in(INTERRUPTS, &mut self.buffer, |lineno, line, cut| {
             if cut {
                 warnings.line(INTERRUPTS, lineno, "the line is too long; skipped");
                 return;
@@ -170,14 +224,9 @@ impl Sampler {
                 }
                 return;
             };
-            let fixed = fixed_width_counts(line, *width, columns, &mut counts);
-            let known = fixed.is_some_and(|(label, after)| {
-                renamed.is_none()
-                    && self.rows.get(handed).is_some_and(|key| {
-                        key.as_ref()
-                            .is_some_and(|(l, a)| **l == *label && **a == *after)
-                    })
-            });
+            let handed = reading.len();
+            let fixed = fixed_width_counts(line, *width, columns, &mut nonzero);
+            let known = renamed.is_none() && fixed.is_some() && self.rows.get(handed) == fixed;
             if !known {
                 let mut row: Option<IrqRow> = None;
                 parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, r| {
@@ -185,42 +234,33 @@ impl Sampler {
                 });
                 let Some(row) = row else { return };
                 let name = source_name(&row);
-                let key = fixed.map(|(label, after)| (label.into(), after.into()));
-                match renamed {
-                    // The same source, in a layout read in full (or with other text).
-                    None if self.sources.get(handed) == Some(&name) => self.rows[handed] = key,
-                    _ => {
-                        let names = renamed.get_or_insert_with(|| {
-                            self.rows.truncate(handed);
-                            self.sources[..handed].to_vec()
-                        });
-                        names.push(name);
-                        self.rows.push(key);
-                    }
+                if renamed.is_some() || self.sources.get(handed) != Some(&name) {
+                    renamed
+                        .get_or_insert_with(|| self.sources[..handed].to_vec())
+                        .push(name);
                 }
-                counts = row.counts.dense();
+                nonzero = row.counts.nonzero;
             }
-            for (&slot, &count) in slots.iter().zip(&counts) {
-                if count > 0 {
-                    cpus[slot].interrupts.push((handed, count));
-                }
+            reading.push(fixed);
+            for &(kept, count) in &nonzero {
+                cpus[slots[kept as usize]].interrupts.push((handed, count));
             }
-            handed += 1;
         })?;
         parser.finish(warnings);
+        let handed = reading.len();
         if let Some(names) = renamed {
             self.sources = names.into();
-        } else if handed < self.rows.len() {
-            self.rows.truncate(handed);
+        } else if handed < self.sources.len() {
             self.sources = self.sources[..handed].into();
         }
+        self.reading = std::mem::replace(&mut self.rows, reading);
         Ok(())
     }
 }
 
 /// The layout of the kept columns once the header is read: the number of count columns, the
 /// columns of the sampled CPUs that are online, and the index in `cpus` of each.
-fn kept_columns(header: &[u32], cpus: &[CpuSample]) -> (usize, Vec<usize>, Vec<usize>) {
+fn kept_columns(header: &[u32], cpus: &[CpuSample]) -> (usize, KeptColumns, Vec<usize>) {
     let (columns, slots) = header
         .iter()
         .enumerate()
@@ -229,7 +269,7 @@ fn kept_columns(header: &[u32], cpus: &[CpuSample]) -> (usize, Vec<usize>, Vec<u
             Some((column, slot))
         })
         .unzip();
-    (header.len(), columns, slots)
+    (header.len(), KeptColumns::new(columns), slots)
 }
 
 impl Sample {
@@ -313,7 +353,7 @@ mod tests {
             sample.interrupts_of(cpu).all(|(s, _)| s != "RES"),
             "zero counts are left out"
         );
-        assert_eq!(cpu.softirqs["TIMER"], 20);
+        assert_eq!(cpu.softirqs[&Arc::from("TIMER")], 20);
         assert_eq!(cpu.times.unwrap().steal, 8);
         assert_eq!((cpu.schedules, cpu.runqueue_wait_ns), (Some(11), Some(210)));
     }

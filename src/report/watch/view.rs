@@ -62,24 +62,28 @@ pub(crate) fn intervals(tick: &Tick) -> Vec<CpuInterval> {
         .collect()
 }
 
+/// The interrupts of `cpu` (a CPU of `sample`) by source.
+fn by_source<'s>(sample: &'s Sample, cpu: &'s CpuSample) -> BTreeMap<&'s str, u64> {
+    sample.interrupts_of(cpu).collect()
+}
+
+/// The counts of `now` that grew since `before`, by how much; the others left out.
+fn grown<K: Ord + AsRef<str>>(
+    now: &BTreeMap<K, u64>,
+    before: &BTreeMap<K, u64>,
+) -> BTreeMap<String, u64> {
+    now.iter()
+        .filter_map(|(name, count)| {
+            let delta = count.saturating_sub(before.get(name).copied().unwrap_or(0));
+            (delta > 0).then(|| (name.as_ref().to_string(), delta))
+        })
+        .collect()
+}
+
 fn interval(
     (previous, before): (&Sample, &CpuSample),
     (sample, now): (&Sample, &CpuSample),
 ) -> CpuInterval {
-    let grown = |now: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>| {
-        now.iter()
-            .filter_map(|(name, count)| {
-                let delta = count.saturating_sub(before.get(name).copied().unwrap_or(0));
-                (delta > 0).then(|| (name.clone(), delta))
-            })
-            .collect()
-    };
-    let named = |sample: &Sample, cpu: &CpuSample| -> BTreeMap<String, u64> {
-        sample
-            .interrupts_of(cpu)
-            .map(|(s, c)| (s.to_string(), c))
-            .collect()
-    };
     let seconds =
         |pick: fn(&crate::machine::kernel::CpuTimes) -> u64| match (now.times, before.times) {
             (Some(now), Some(before)) => {
@@ -89,7 +93,7 @@ fn interval(
         };
     CpuInterval {
         cpu: now.cpu,
-        interrupts: grown(&named(sample, now), &named(previous, before)),
+        interrupts: grown(&by_source(sample, now), &by_source(previous, before)),
         softirqs: grown(&now.softirqs, &before.softirqs),
         irq_s: seconds(|t| t.irq),
         softirq_s: seconds(|t| t.softirq),
