@@ -2,11 +2,12 @@
 //! sysjitter and oslat printers.
 
 use super::header::Measured;
-use super::loops::{RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines};
+use super::loops::{
+    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+};
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
-use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::peer::hdr::{HdrJson, to_json};
@@ -70,10 +71,9 @@ pub(crate) struct JitterCpu {
     pub histogram: HdrJson,
     /// Every loop iteration in oslat's 1 µs buckets.
     pub oslat: OslatJson,
-    /// Spins the injector did on this CPU (absent without `--inject`).
-    pub injector_spins: Option<u64>,
-    /// What was counted on this CPU during the run.
-    pub attribution: Option<CpuAttribution>,
+    /// The injector's spins and what was counted on this CPU during the run.
+    #[serde(flatten)]
+    pub alongside: Alongside,
 }
 
 /// [`GapStats`] converted to ns with the exact counter frequency.
@@ -183,8 +183,7 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
                     counts: rec.buckets.to_vec(),
                     overflow_sum_us: rec.overflow_sum,
                 },
-                injector_spins: run.session.injector_spins.get(slot).copied(),
-                attribution: run.session.attribution.get(slot).cloned(),
+                alongside: Alongside::of(&run.session, slot),
             }
         })
         .collect();
@@ -324,8 +323,7 @@ pub(crate) fn table(run: &JitterRun) -> String {
             cpu.cpu,
             cpu.setup_error.as_deref(),
             full,
-            cpu.injector_spins,
-            cpu.attribution.as_ref(),
+            &cpu.alongside,
         ));
     }
     out.push_str(&shared_lines(&run.session.shared));

@@ -60,6 +60,26 @@ impl RunConditions {
     }
 }
 
+/// What else ran on one measured CPU during a loop engine's run, in the CPU's JSON entry.
+#[derive(Debug, Serialize)]
+pub(crate) struct Alongside {
+    /// Spins the injector did on this CPU (absent without `--inject`).
+    pub injector_spins: Option<u64>,
+    /// What was counted on this CPU during the run.
+    pub attribution: Option<CpuAttribution>,
+}
+
+impl Alongside {
+    /// What ran beside the measuring thread of the CPU in `slot` (its place in the plan) of
+    /// `session`.
+    pub(crate) fn of<R>(session: &Finished<R>, slot: usize) -> Self {
+        Self {
+            injector_spins: session.injector_spins.get(slot).copied(),
+            attribution: session.attribution.get(slot).cloned(),
+        }
+    }
+}
+
 /// The result header of a loop engine's `session`, measured by `method` at `priority`.
 pub(crate) fn header<R>(
     method: &'static str,
@@ -91,23 +111,22 @@ pub(crate) fn shared_lines(shared: &[String]) -> String {
 
 /// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
 /// it was not measured, the engine's own `note` (ending in a newline), how often the
-/// injector spun on it and what ran on it during the run.
+/// injector spun on it and what ran on it during the run (`alongside`).
 pub(crate) fn cpu_notes(
     cpu: u32,
     setup_error: Option<&str>,
     note: Option<String>,
-    injector_spins: Option<u64>,
-    attribution: Option<&CpuAttribution>,
+    alongside: &Alongside,
 ) -> String {
     let mut out = String::new();
     if let Some(error) = setup_error {
         let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
     }
     out.extend(note);
-    if let Some(spins) = injector_spins {
+    if let Some(spins) = alongside.injector_spins {
         let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
     }
-    if let Some(a) = attribution {
+    if let Some(a) = &alongside.attribution {
         out.push_str(&attribution_line(a));
     }
     out
@@ -148,19 +167,21 @@ mod tests {
 
     #[test]
     fn cpu_notes_come_in_a_fixed_order() {
-        let attribution = CpuAttribution {
-            cpu: 3,
-            irqs: Avail::Available(Vec::new()),
-            softirqs: Avail::missing("no /proc/softirqs"),
-            context_switches: Avail::missing("not read"),
-            waited_ns: Avail::missing("not read"),
+        let alongside = Alongside {
+            injector_spins: Some(7),
+            attribution: Some(CpuAttribution {
+                cpu: 3,
+                irqs: Avail::Available(Vec::new()),
+                softirqs: Avail::missing("no /proc/softirqs"),
+                context_switches: Avail::missing("not read"),
+                waited_ns: Avail::missing("not read"),
+            }),
         };
         let text = cpu_notes(
             3,
             Some("cannot pin to CPU 3: EINVAL"),
             Some("CPU 3: the gap buffer filled\n".to_string()),
-            Some(7),
-            Some(&attribution),
+            &alongside,
         );
         assert_eq!(
             text,
@@ -170,6 +191,10 @@ mod tests {
              CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
              context switches of the measuring thread: unavailable (not read)\n"
         );
-        assert_eq!(cpu_notes(1, None, None, None, None), "");
+        let nothing = Alongside {
+            injector_spins: None,
+            attribution: None,
+        };
+        assert_eq!(cpu_notes(1, None, None, &nothing), "");
     }
 }

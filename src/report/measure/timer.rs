@@ -2,10 +2,11 @@
 
 use super::header::Measured;
 use super::jitter::aligned;
-use super::loops::{RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines};
+use super::loops::{
+    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+};
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
-use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, to_json};
@@ -57,10 +58,9 @@ pub(crate) struct TimerCpuResult {
     pub histogram: HdrJson,
     /// cyclictest's 1 µs histogram, when one was asked for.
     pub cyclictest: Option<CyclicJson>,
-    /// Spins the injector did on this CPU (absent without `--inject`).
-    pub injector_spins: Option<u64>,
-    /// What was counted on this CPU during the run.
-    pub attribution: Option<CpuAttribution>,
+    /// The injector's spins and what was counted on this CPU during the run.
+    #[serde(flatten)]
+    pub alongside: Alongside,
 }
 
 /// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
@@ -121,8 +121,7 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
             overflows: rec.cyclic.overflows,
             overflow_cycles: rec.cyclic.overflow_cycles.clone(),
         }),
-        injector_spins: run.session.injector_spins.get(slot).copied(),
-        attribution: run.session.attribution.get(slot).cloned(),
+        alongside: Alongside::of(&run.session, slot),
     }
 }
 
@@ -224,8 +223,7 @@ pub(crate) fn table(run: &TimerRun) -> String {
             cpu.cpu,
             cpu.setup_error.as_deref(),
             None,
-            cpu.injector_spins,
-            cpu.attribution.as_ref(),
+            &cpu.alongside,
         ));
     }
     out.push_str(&shared_lines(&run.session.shared));
@@ -237,7 +235,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shared_span_and_conditions_keep_their_places_among_the_fields() {
+    fn the_shared_fields_keep_their_places_in_the_json() {
         let result = TimerResult {
             interval_ns: 1000,
             span: RunSpan {
@@ -252,13 +250,48 @@ mod tests {
                 memory_locked: true,
                 main_cpus: [0].into_iter().collect(),
             },
-            cpus: Vec::new(),
+            cpus: vec![TimerCpuResult {
+                cpu: 2,
+                setup_error: None,
+                samples: 10,
+                skipped_periods: 0,
+                min_ns: 1,
+                mean_ns: 2.5,
+                max_ns: 4,
+                percentiles_ns: Percentiles {
+                    p50: 2,
+                    p90: 3,
+                    p99: 4,
+                    p99_9: 4,
+                    p99_99: 4,
+                },
+                histogram: HdrJson {
+                    unit: "ns",
+                    significant_digits: 3,
+                    buckets: Vec::new(),
+                },
+                cyclictest: None,
+                alongside: Alongside {
+                    injector_spins: Some(4),
+                    attribution: None,
+                },
+            }],
         };
+        let json = serde_json::to_string(&result).unwrap();
+        let (run, cpu) = json.split_once("\"cpus\":").unwrap();
         assert_eq!(
-            serde_json::to_string(&result).unwrap(),
+            run,
             "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
              \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
-             \"memory_locked\":true,\"main_cpus\":\"0\",\"cpus\":[]}"
+             \"memory_locked\":true,\"main_cpus\":\"0\","
+        );
+        assert_eq!(
+            cpu,
+            "[{\"cpu\":2,\"setup_error\":null,\"samples\":10,\"skipped_periods\":0,\
+             \"min_ns\":1,\"mean_ns\":2.5,\"max_ns\":4,\"percentiles_ns\":{\"p50\":2,\
+             \"p90\":3,\"p99\":4,\"p99_9\":4,\"p99_99\":4},\"histogram\":{\"unit\":\"ns\",\
+             \"significant_digits\":3,\"buckets\":[]},\"cyclictest\":null,\
+             \"injector_spins\":4,\"attribution\":null}]}"
         );
     }
 }
