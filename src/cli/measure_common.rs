@@ -80,6 +80,20 @@ pub struct CommonArgs {
     pub bundle: BundleArgs,
 }
 
+impl CommonArgs {
+    /// Opens the measurement session for `engine` on the CPUs of `--cpus`, and where its
+    /// result goes: `--json`, else CSV when `csv` (the engine's `--csv`), else tables; and
+    /// the bundle of `--out`.
+    pub(crate) fn open(&self, cli: &Cli, engine: Engine, csv: bool) -> Result<(Session, Output)> {
+        let session = open_session(cli, engine, self.cpus.as_ref())?;
+        let output = Output {
+            format: PageFormat::of(self.json, csv),
+            bundle: self.bundle.open(&session)?,
+        };
+        Ok((session, output))
+    }
+}
+
 /// Flags every loop engine (jitter, timer) takes: where, how long, what runs alongside, and
 /// `--json`.
 #[derive(Debug, Args)]

@@ -14,11 +14,25 @@ use crate::measure::engines::freq::{self, FreqRequest};
 use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
+use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::place;
 use crate::measure::runner::progress::Progress;
-use crate::measure::runner::session::Engine;
+use crate::measure::runner::session::{Engine, Session};
 use crate::report::matrix;
 use crate::report::measure::hardware;
+
+/// Runs the engine labelled `label` on the session's CPUs in locality order with its
+/// progress on stderr: `engine` gets the CPUs, the session's stop flag and the progress.
+fn measure<R, E>(
+    session: &Session,
+    label: &str,
+    engine: impl FnOnce(&[u32], &StopFlag, &mut Progress) -> Result<R, E>,
+) -> Result<R, E> {
+    let mut progress = Progress::stderr(label, 0);
+    let run = engine(&session.cpus_by_locality(), &session.stop, &mut progress);
+    progress.finish();
+    run
+}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -50,11 +64,7 @@ pub struct C2cArgs {
 
 /// Runs `lowlat measure c2c`.
 pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::C2c, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, args.csv),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::C2c, args.csv)?;
     let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
@@ -63,14 +73,9 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         },
         both_directions: args.both_directions,
     };
-    let mut progress = Progress::stderr("c2c", 0);
-    let run = c2c::run(
-        &session.cpus_by_locality(),
-        request,
-        &session.stop,
-        &mut progress,
-    )?;
-    progress.finish();
+    let run = measure(&session, "c2c", |cpus, stop, progress| {
+        c2c::run(cpus, request, stop, progress)
+    })?;
     let report = C2cReport {
         by_class: c2c::by_class(&run.pairs, &session.places),
         group_breaks: place::group_breaks(&session.places),
@@ -121,25 +126,16 @@ pub struct WakeupArgs {
 
 /// Runs `lowlat measure wakeup`.
 pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Wakeup, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, args.csv),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::Wakeup, args.csv)?;
     let warnings = session.memory_warnings();
     let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
     };
-    let mut progress = Progress::stderr("wakeup", 0);
-    let run = wakeup::run(
-        &session.cpus_by_locality(),
-        request,
-        &session.stop,
-        &mut progress,
-    )?;
-    progress.finish();
+    let run = measure(&session, "wakeup", |cpus, stop, progress| {
+        wakeup::run(cpus, request, stop, progress)
+    })?;
     let breaks = place::group_breaks(&session.places);
     let results = Results {
         kind: Kind::MeasureWakeup,
@@ -194,11 +190,7 @@ pub struct IpiArgs {
 
 /// Runs `lowlat measure ipi`.
 pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Ipi, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, args.csv),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::Ipi, args.csv)?;
     let warnings = session.memory_warnings();
     let cpus = session.cpus_by_locality();
     if cpus.len() < 2 {
@@ -223,9 +215,9 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let request = IpiRequest {
         samples: args.samples,
     };
-    let mut progress = Progress::stderr("ipi", 0);
-    let run = ipi::run(&cpus, request, &session.stop, &mut progress)?;
-    progress.finish();
+    let run = measure(&session, "ipi", |cpus, stop, progress| {
+        ipi::run(cpus, request, stop, progress)
+    })?;
     let breaks = place::group_breaks(&session.places);
     let results = Results {
         kind: Kind::MeasureIpi,
@@ -349,26 +341,16 @@ pub struct FreqArgs {
 
 /// Runs `lowlat measure freq`.
 pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Freq, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, false),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::Freq, false)?;
     let request = FreqRequest {
         warmup_ms: args.warmup_ms,
         sample_ms: args.sample_ms,
         samples: args.samples,
         together: args.together,
     };
-    let mut progress = Progress::stderr("freq", 0);
-    let run = freq::run(
-        &session.cpus_by_locality(),
-        session.root(),
-        request,
-        &session.stop,
-        &mut progress,
-    )?;
-    progress.finish();
+    let run = measure(&session, "freq", |cpus, stop, progress| {
+        freq::run(cpus, session.root(), request, stop, progress)
+    })?;
     let results = Results {
         kind: Kind::MeasureFreq,
         method: "a chain of dependent register adds (one cycle each) timed with \

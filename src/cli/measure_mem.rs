@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::measure_common::{CommonArgs, Output, PageFormat, Results, emit, open_session};
+use super::measure_common::{CommonArgs, Results, emit};
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
@@ -218,11 +218,7 @@ where
 
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Membw, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, false),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::Membw, false)?;
     let plan = plan_membw(
         &session.machine.topology,
         &session.places,
@@ -317,11 +313,7 @@ fn plan_memlat(
 
 /// Runs `lowlat measure memlat`.
 pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
-    let session = open_session(cli, Engine::Memlat, args.common.cpus.as_ref())?;
-    let output = Output {
-        format: PageFormat::of(args.common.json, false),
-        bundle: args.common.bundle.open(&session)?,
-    };
+    let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
     let plan = plan_memlat(
         &session.machine.topology,
         &session.places,

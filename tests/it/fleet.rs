@@ -5,14 +5,15 @@
 //! other; every bad file is skipped and named, and the rest still reported.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use super::support::{lowlat, missing_data};
 
 /// Writes a fleet of `hosts` hosts (with fleet.py's `flags`: `--bad`, `--bundles`, `--flat`)
 /// into a temporary directory, or says what is missing (python3 and zstd run the generator).
-fn generate(hosts: usize, flags: &[&str]) -> Option<tempfile::TempDir> {
+/// Returns the temporary directory and the fleet directory inside it.
+fn generate(hosts: usize, flags: &[&str]) -> Option<(tempfile::TempDir, PathBuf)> {
     for tool in ["python3", "zstd"] {
         if Command::new(tool).arg("--version").output().is_err() {
             missing_data(&format!(
@@ -37,23 +38,31 @@ fn generate(hosts: usize, flags: &[&str]) -> Option<tempfile::TempDir> {
         "fleet.py failed: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    Some(dir)
+    Some((dir, out))
 }
 
 fn planted(fleet: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(fleet.join("planted.json")).unwrap()).unwrap()
 }
 
+/// Runs `lowlat args… paths…`, checks that it exits with `code`, and returns its output.
+fn run(args: &[&str], paths: &[&Path], code: i32) -> Output {
+    lowlat(args)
+        .args(paths)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone()
+}
+
+/// What `lowlat args… paths…` writes on its standard output, checking that it exits with `code`.
+fn stdout(args: &[&str], paths: &[&Path], code: i32) -> String {
+    String::from_utf8(run(args, paths, code).stdout).unwrap()
+}
+
 /// `lowlat fleet report --json` of `fleet`, which must exit 1.
 fn report_json(fleet: &Path) -> serde_json::Value {
-    let out = lowlat(&["fleet", "report", "--json"])
-        .arg(fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
+    serde_json::from_slice(&run(&["fleet", "report", "--json"], &[fleet], 1).stdout).unwrap()
 }
 
 /// Host → the fields it is reported for: outliers' differences, and the figures it is
@@ -109,18 +118,10 @@ fn assert_exactly_planted(report: &serde_json::Value, fleet: &Path, key: &str, p
 
 #[test]
 fn every_planted_outlier_is_named_with_its_field_and_no_other_host() {
-    let Some(dir) = generate(40, &["--bad"]) else {
+    let Some((_dir, fleet)) = generate(40, &["--bad"]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
-    let out = lowlat(&["fleet", "report", "--json"])
-        .arg(&fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let report = report_json(&fleet);
     assert_eq!(report["kind"], "fleet");
     assert_eq!(report["hosts"], 40, "every good host is reported");
     let groups = report["groups"].as_array().unwrap();
@@ -134,10 +135,9 @@ fn every_planted_outlier_is_named_with_its_field_and_no_other_host() {
 
 #[test]
 fn bundles_and_bios_documents_name_the_hosts_outside_and_the_bios_attribute() {
-    let Some(dir) = generate(48, &["--bundles"]) else {
+    let Some((_dir, fleet)) = generate(48, &["--bundles"]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
     // A bundle whose host has no snapshot among the inputs.
     let ghost = fleet.join("ghost/bundle");
     std::fs::create_dir_all(&ghost).unwrap();
@@ -179,21 +179,13 @@ fn bundles_and_bios_documents_name_the_hosts_outside_and_the_bios_attribute() {
 
 #[test]
 fn in_one_directory_documents_belong_to_the_host_they_name() {
-    let Some(dir) = generate(12, &["--bundles", "--flat"]) else {
+    let Some((_dir, fleet)) = generate(12, &["--bundles", "--flat"]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
     let report = report_json(&fleet);
     assert_exactly_planted(&report, &fleet, "measurements", "measurements");
     assert!(report["skipped"].as_array().unwrap().is_empty(), "{report}");
-    let page = lowlat(&["fleet", "report"])
-        .arg(&fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let page = String::from_utf8(page).unwrap();
+    let page = stdout(&["fleet", "report"], &[&fleet], 1);
     assert!(
         page.contains("2 measurements outside"),
         "p99 and max: {page}"
@@ -203,18 +195,10 @@ fn in_one_directory_documents_belong_to_the_host_they_name() {
 
 #[test]
 fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
-    let Some(dir) = generate(12, &["--bad"]) else {
+    let Some((_dir, fleet)) = generate(12, &["--bad"]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
-    let out = lowlat(&["fleet", "report", "--json"])
-        .arg(&fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let report = report_json(&fleet);
     assert_eq!(report["hosts"], 12);
     let skipped: BTreeSet<String> = report["skipped"]
         .as_array()
@@ -250,20 +234,11 @@ fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
 
 #[test]
 fn the_page_and_the_html_name_the_outlier_and_its_field() {
-    let Some(dir) = generate(14, &[]) else {
+    let Some((dir, fleet)) = generate(14, &[]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
     let html = dir.path().join("fleet.html");
-    let out = lowlat(&["fleet", "report", "--html"])
-        .arg(&html)
-        .arg(&fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let page = String::from_utf8(out).unwrap();
+    let page = stdout(&["fleet", "report", "--html"], &[&html, &fleet], 1);
     assert!(
         page.starts_with("lowlat fleet report: 14 hosts, 2 groups"),
         "{page}"
@@ -283,21 +258,12 @@ fn the_page_and_the_html_name_the_outlier_and_its_field() {
 
 #[test]
 fn a_fleet_of_identical_hosts_exits_0_and_gets_one_plan_per_group() {
-    let Some(dir) = generate(6, &[]) else {
+    let Some((dir, fleet)) = generate(6, &[]) else {
         return;
     };
-    let fleet = dir.path().join("fleet");
-    lowlat(&["fleet", "report"]).arg(&fleet).assert().code(0);
+    run(&["fleet", "report"], &[&fleet], 0);
     let plans = dir.path().join("plans");
-    let out = lowlat(&["fleet", "plan", "--out"])
-        .arg(&plans)
-        .arg(&fleet)
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let page = String::from_utf8(out).unwrap();
+    let page = stdout(&["fleet", "plan", "--out"], &[&plans, &fleet], 0);
     assert!(
         page.contains("group 1: wrote") && page.contains("group 2: wrote"),
         "{page}"
@@ -311,23 +277,14 @@ fn a_fleet_of_identical_hosts_exits_0_and_gets_one_plan_per_group() {
 
 #[test]
 fn a_group_whose_hosts_differ_in_what_the_plan_depends_on_gets_no_plan() {
-    let Some(dir) = generate(21, &[]) else {
+    let Some((dir, fleet)) = generate(21, &[]) else {
         return;
     };
     // host-0020 has mitigations=off on its command line, which the plan depends on; host-0006
     // has another BIOS version and host-0013 an empty DIMM slot (which fails a hardware rule),
     // which it does not.
-    let fleet = dir.path().join("fleet");
     let plans = dir.path().join("plans");
-    let out = lowlat(&["fleet", "plan", "--out"])
-        .arg(&plans)
-        .arg(&fleet)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let page = String::from_utf8(out).unwrap();
+    let page = stdout(&["fleet", "plan", "--out"], &[&plans, &fleet], 1);
     assert!(page.contains("group 1: no plan"), "{page}");
     assert!(
         page.contains("host-0020: cmdline:mitigations = mitigations=off"),
@@ -341,27 +298,10 @@ fn a_group_whose_hosts_differ_in_what_the_plan_depends_on_gets_no_plan() {
 #[test]
 fn no_snapshot_at_all_is_an_error_naming_the_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let err = lowlat(&["fleet", "report"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = String::from_utf8(run(&["fleet", "report"], &[dir.path()], 2).stderr).unwrap();
     assert!(err.contains("no host to report"), "{err}");
     assert!(err.contains(&dir.path().display().to_string()), "{err}");
     let missing = dir.path().join("nowhere");
-    let err = lowlat(&["fleet", "report"])
-        .arg(&missing)
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    assert!(
-        String::from_utf8(err)
-            .unwrap()
-            .contains("nowhere: cannot read it")
-    );
+    let err = String::from_utf8(run(&["fleet", "report"], &[&missing], 2).stderr).unwrap();
+    assert!(err.contains("nowhere: cannot read it"), "{err}");
 }

@@ -13,6 +13,8 @@
 //! that other processes on the (shared, busy) CPU cannot take it away for whole time slices,
 //! which would add gaps of several ms; the injector at FIFO 99 still preempts it.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 /// Serialises the live tests and says whether this machine can run them.
@@ -80,14 +82,36 @@ fn jitter_background() -> f64 {
     doc["result"]["cpus"][0]["per_second"].as_f64().unwrap()
 }
 
-/// A known answer can only be checked where the background is well below it; on a machine
-/// that busy (other jobs preempting the vCPUs) the test says so and skips.
-fn quiet_enough(what: &str, background: f64, limit: f64) -> bool {
+/// [`live`], on a machine quiet enough for a known answer: one that can only be checked
+/// where the `background` (of `what`) is well below it. On a machine busier than `limit`
+/// (other jobs preempting the vCPUs) the test says so and skips.
+fn quiet(
+    what: &str,
+    background: fn() -> f64,
+    limit: f64,
+) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let turn = live()?;
+    let background = background();
     if background > limit {
         eprintln!("skipped: {what} background {background:.3} is above {limit}: machine too busy");
-        return false;
+        return None;
     }
-    true
+    Some(turn)
+}
+
+/// The JSON document in the file at `path`.
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The names of the files in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 fn measure(args: &[&str]) -> Value {
@@ -108,10 +132,9 @@ fn measure(args: &[&str]) -> Value {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn injected_spins_show_as_interruptions() {
-    let Some(_turn) = live() else { return };
-    if !quiet_enough("jitter gaps/s", jitter_background(), 20.0) {
+    let Some(_turn) = quiet("jitter gaps/s", jitter_background, 20.0) else {
         return;
-    }
+    };
     let doc = jitter("3s", &["--inject", "10:500"]);
     assert_eq!(doc["schema_version"], 2);
     let cpu = &doc["result"]["cpus"][0];
@@ -128,10 +151,9 @@ fn injected_spins_show_as_interruptions() {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn injected_spins_show_as_a_timer_plateau() {
-    let Some(_turn) = live() else { return };
-    if !quiet_enough("timer share late by 100-500 us", timer_background(), 0.01) {
+    let Some(_turn) = quiet("timer share late by 100-500 us", timer_background, 0.01) else {
         return;
-    }
+    };
     // 10.3 ms is not a multiple of the 1 ms interval, so the spin's phase sweeps the
     // interval: about half of the spins (500 us of each 1000 us) catch one deadline, late
     // by anything from 0 to 500 us, i.e. about 48 samples/s spread evenly over 0-500 us.
@@ -276,11 +298,7 @@ fn out_collects_every_run_into_one_bundle_with_the_inventory() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("sending cpu,"));
-    let mut names: Vec<String> = std::fs::read_dir(&bundle)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(&bundle);
     assert_eq!(
         names,
         [
@@ -291,8 +309,7 @@ fn out_collects_every_run_into_one_bundle_with_the_inventory() {
         ]
     );
     for name in &names {
-        let doc: Value =
-            serde_json::from_str(&std::fs::read_to_string(bundle.join(name)).unwrap()).unwrap();
+        let doc = read_json(&bundle.join(name));
         assert_eq!(
             doc["kind"],
             name.trim_end_matches(".json").trim_end_matches("-2")
@@ -357,11 +374,7 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
             .unwrap()
             .contains("audit finding(s) failed")
     );
-    let mut names: Vec<String> = std::fs::read_dir(&bundle)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = file_names(&bundle);
     assert_eq!(
         names,
         [
@@ -372,8 +385,7 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
             "measure-timer.json"
         ]
     );
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(bundle.join("check.json")).unwrap()).unwrap();
+    let saved = read_json(&bundle.join("check.json"));
     assert_eq!(saved["figures"], doc["figures"]);
     let page = std::fs::read_to_string(dir.path().join("check.html")).unwrap();
     assert!(page.contains("<svg") && page.contains("lowlat-documents"));
@@ -413,7 +425,7 @@ fn a_killed_long_run_leaves_a_checkpoint_and_a_finished_one_its_document() {
         .unwrap();
     let checkpoint = killed.join("measure-jitter.checkpoint.json");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let segments = |path: &std::path::Path| -> u64 {
+    let segments = |path: &Path| -> u64 {
         std::fs::read_to_string(path)
             .ok()
             .and_then(|text| serde_json::from_str::<Value>(&text).ok())
@@ -425,7 +437,7 @@ fn a_killed_long_run_leaves_a_checkpoint_and_a_finished_one_its_document() {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();
+    let doc = read_json(&checkpoint);
     assert_eq!(doc["kind"], "measure-jitter");
     assert!(doc["result"]["segments"].as_u64().unwrap() >= 2, "{doc}");
     let runtime = doc["result"]["cpus"][0]["runtime_ns"].as_u64().unwrap();

@@ -32,6 +32,26 @@ pub struct CpuTimes {
     pub guest_nice: u64,
 }
 
+impl CpuTimes {
+    /// The times of a `cpu` line's counters, in the kernel's order (extra counters of later
+    /// kernels are ignored), or `None` when there are fewer than 10.
+    fn from_counters(counters: &[u64]) -> Option<Self> {
+        let c: &[u64; 10] = counters.first_chunk()?;
+        Some(Self {
+            user: c[0],
+            nice: c[1],
+            system: c[2],
+            idle: c[3],
+            iowait: c[4],
+            irq: c[5],
+            softirq: c[6],
+            steal: c[7],
+            guest: c[8],
+            guest_nice: c[9],
+        })
+    }
+}
+
 /// The `cpu` lines of `/proc/stat`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuStat {
@@ -63,34 +83,9 @@ pub(crate) fn parse_stat(text: &str, path: &str, warnings: &mut Warnings) -> Cpu
             }
         };
         let counters: Option<Vec<u64>> = words.map(|w| w.parse().ok()).collect();
-        let times = match counters.as_deref() {
-            Some(
-                &[
-                    user,
-                    nice,
-                    system,
-                    idle,
-                    iowait,
-                    irq,
-                    softirq,
-                    steal,
-                    guest,
-                    guest_nice,
-                    ..,
-                ],
-            ) => CpuTimes {
-                user,
-                nice,
-                system,
-                idle,
-                iowait,
-                irq,
-                softirq,
-                steal,
-                guest,
-                guest_nice,
-            },
-            _ => {
+        let times = match counters.as_deref().and_then(CpuTimes::from_counters) {
+            Some(times) => times,
+            None => {
                 warnings.line(
                     path,
                     index + 1,

@@ -20,7 +20,7 @@ use std::time::Instant;
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
-use crate::measure::runner::pairs::{check_two, measure_pairs};
+use crate::measure::runner::pairs::{check_two, measure_pairs, pairs_and_matrix};
 use crate::measure::runner::place::{CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::summary::Summary;
@@ -296,15 +296,10 @@ pub(crate) fn run(
         |from, to| format!("CPU {from} <-> CPU {to}"),
         |from, to| measure_pair(from, to, config, stop),
     )?;
-    let mut matrix = Matrix::numbered("cpu", "cpu", cpus, cpus);
-    let mut pairs = Vec::with_capacity(measured.len());
-    for (i, j, pair) in measured {
-        matrix.set(i, j, pair.one_way_ns.mean);
-        if !both_directions {
-            matrix.set(j, i, pair.one_way_ns.mean);
-        }
-        pairs.push(pair);
-    }
+    let (pairs, matrix) =
+        pairs_and_matrix(measured, cpus, ("cpu", "cpu"), !both_directions, |pair| {
+            pair.one_way_ns.mean
+        });
     Ok(C2cRun {
         cpus: cpus.to_vec(),
         config,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
-use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs};
+use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::summary::Summary;
 
@@ -344,12 +344,13 @@ pub(crate) fn run(
         |from, to| format!("CPU {from} interrupts CPU {to}"),
         |from, to| measure_pair(from, to, config, stop),
     )?;
-    let mut matrix = Matrix::numbered("sending cpu", "interrupted cpu", cpus, cpus);
-    let mut pairs = Vec::with_capacity(measured.len());
-    for (i, j, pair) in measured {
-        matrix.set(i, j, pair.round_trip_ns);
-        pairs.push(pair);
-    }
+    let (pairs, matrix) = pairs_and_matrix(
+        measured,
+        cpus,
+        ("sending cpu", "interrupted cpu"),
+        false,
+        |pair| pair.round_trip_ns,
+    );
     Ok(IpiRun {
         cpus: cpus.to_vec(),
         config,

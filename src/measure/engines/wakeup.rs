@@ -17,7 +17,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
-use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs};
+use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::summary::Summary;
 
@@ -276,12 +276,10 @@ pub(crate) fn run(
         |waker, woken| format!("CPU {waker} wakes CPU {woken}"),
         |waker, woken| measure_pair(waker, woken, config, stop),
     )?;
-    let mut matrix = Matrix::numbered("waker cpu", "woken cpu", cpus, cpus);
-    let mut pairs = Vec::with_capacity(measured.len());
-    for (i, j, pair) in measured {
-        matrix.set(i, j, pair.latency_ns.median);
-        pairs.push(pair);
-    }
+    let (pairs, matrix) =
+        pairs_and_matrix(measured, cpus, ("waker cpu", "woken cpu"), false, |pair| {
+            pair.latency_ns.median
+        });
     Ok(WakeupRun {
         cpus: cpus.to_vec(),
         config,

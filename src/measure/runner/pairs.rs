@@ -2,6 +2,7 @@
 //! engine's order, with progress, ending early at Ctrl-C or the stop flag and keeping the
 //! pairs done so far.
 
+use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::progress::{Progress, should_stop};
 
@@ -60,6 +61,28 @@ pub(crate) fn measure_pairs<P, E>(
     Ok(done)
 }
 
+/// Lays out the pairs [`measure_pairs`] measured over `cpus`: the pairs in measuring order,
+/// and the matrix (rows named `row`, columns `column`) of each pair's `figure`, also set in
+/// the transposed cell when `mirrored` (an engine that measures each unordered pair once).
+pub(crate) fn pairs_and_matrix<P>(
+    measured: Vec<(usize, usize, P)>,
+    cpus: &[u32],
+    (row, column): (&str, &str),
+    mirrored: bool,
+    figure: impl Fn(&P) -> f64,
+) -> (Vec<P>, Matrix) {
+    let mut matrix = Matrix::numbered(row, column, cpus, cpus);
+    let mut pairs = Vec::with_capacity(measured.len());
+    for (i, j, pair) in measured {
+        matrix.set(i, j, figure(&pair));
+        if mirrored {
+            matrix.set(j, i, figure(&pair));
+        }
+        pairs.push(pair);
+    }
+    (pairs, matrix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +119,23 @@ mod tests {
             vec![(4, 5), (5, 6), (6, 4)],
             "nothing after the empty pair"
         );
+    }
+
+    #[test]
+    fn pairs_keep_their_order_and_fill_their_cells() {
+        let (pairs, matrix) = pairs_and_matrix(
+            vec![(1, 0, 2.5), (0, 1, 1.5)],
+            &[4, 5],
+            ("a", "b"),
+            false,
+            |p| *p,
+        );
+        assert_eq!(pairs, [2.5, 1.5]);
+        assert_eq!(matrix.get(1, 0), Some(2.5));
+        assert_eq!(matrix.get(0, 1), Some(1.5));
+        assert_eq!(matrix.get(0, 0), None);
+        let (_, mirrored) = pairs_and_matrix(vec![(0, 1, 1.5)], &[4, 5], ("a", "b"), true, |p| *p);
+        assert_eq!(mirrored.get(1, 0), Some(1.5));
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The jitter result: its JSON form, the plain terminal table, and the bridges to the
 //! sysjitter and oslat printers.
 
-use super::header::{Measured, ResultHeader};
-use crate::machine::CpuSet;
+use super::header::Measured;
+use super::loops::{
+    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+};
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
-use crate::measure::runner::attribution::CpuAttribution;
-use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::peer::hdr::{HdrJson, to_json};
@@ -25,23 +25,14 @@ pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to b
 pub(crate) struct JitterResult {
     /// Gaps at or above this were counted as interruptions, ns.
     pub threshold_ns: u64,
-    /// Duration asked for, ns.
-    pub duration_ns: u64,
-    /// Wall time of the run, ns (of its segments, for a checkpointed run).
-    pub elapsed_ns: u64,
-    /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
-    /// `--checkpoint` (nothing is measured for a few ms between two).
-    pub segments: u32,
+    /// Duration, wall time and segments of the run.
+    #[serde(flatten)]
+    pub span: RunSpan,
     /// The counter read by the loop and how its frequency was found.
     pub counter: Tsc,
-    /// CPUs loaded with a hog during the run.
-    pub load: CpuSet,
-    /// The injector run on each measured CPU, if any.
-    pub inject: Option<InjectSpec>,
-    /// Whether memory was locked (mlockall).
-    pub memory_locked: bool,
-    /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
-    pub main_cpus: CpuSet,
+    /// Load, injector, memory locking and the reporting thread's CPUs.
+    #[serde(flatten)]
+    pub conditions: RunConditions,
     /// One entry per measured CPU.
     pub cpus: Vec<JitterCpu>,
 }
@@ -80,10 +71,9 @@ pub(crate) struct JitterCpu {
     pub histogram: HdrJson,
     /// Every loop iteration in oslat's 1 µs buckets.
     pub oslat: OslatJson,
-    /// Spins the injector did on this CPU (absent without `--inject`).
-    pub injector_spins: Option<u64>,
-    /// What was counted on this CPU during the run.
-    pub attribution: Option<CpuAttribution>,
+    /// The injector's spins and what was counted on this CPU during the run.
+    #[serde(flatten)]
+    pub alongside: Alongside,
 }
 
 /// [`GapStats`] converted to ns with the exact counter frequency.
@@ -193,28 +183,16 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
                     counts: rec.buckets.to_vec(),
                     overflow_sum_us: rec.overflow_sum,
                 },
-                injector_spins: run.session.injector_spins.get(slot).copied(),
-                attribution: run.session.attribution.get(slot).cloned(),
+                alongside: Alongside::of(&run.session, slot),
             }
         })
         .collect();
-    let header = ResultHeader {
-        method: METHOD,
-        interrupted: run.session.interrupted,
-        warnings: run.session.warning_lines(),
-        priority: run.request.priority,
-        measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
-    };
+    let header = header(METHOD, &run.session, run.request.priority);
     let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
-        duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
-        elapsed_ns: run.session.elapsed_ns,
-        segments: run.session.segments,
+        span: RunSpan::of(&run.request.plan, &run.session),
         counter: run.tsc,
-        load: run.request.plan.load.clone(),
-        inject: run.request.plan.inject,
-        memory_locked: run.session.memory_locked,
-        main_cpus: run.session.main_cpus.clone(),
+        conditions: RunConditions::of(&run.request.plan, &run.session),
         cpus,
     };
     Measured { header, figures }
@@ -295,12 +273,8 @@ pub(crate) fn table(run: &JitterRun) -> String {
         out,
         "jitter: threshold {} ns, {:.3} s{}; counter {:.3} MHz ({}){}",
         result.threshold_ns,
-        result.elapsed_ns as f64 / 1e9,
-        if header.interrupted {
-            " (interrupted by Ctrl-C)"
-        } else {
-            ""
-        },
+        result.span.elapsed_ns as f64 / 1e9,
+        interrupted_note(header.interrupted),
         run.tsc.hz as f64 / 1e6,
         freq_method(&run.tsc),
         if run.tsc.invariant {
@@ -349,18 +323,12 @@ pub(crate) fn table(run: &JitterRun) -> String {
             cpu.cpu,
             cpu.setup_error.as_deref(),
             full,
-            cpu.injector_spins,
-            cpu.attribution.as_ref(),
+            &cpu.alongside,
         ));
     }
     out.push_str(&shared_lines(&run.session.shared));
     out.push_str(&notes(run));
     out
-}
-
-/// The warnings of a loop engine's table about measured CPUs other tasks shared.
-pub(crate) fn shared_lines(shared: &[String]) -> String {
-    shared.iter().map(|w| format!("warning: {w}\n")).collect()
 }
 
 fn freq_method(tsc: &Tsc) -> String {
@@ -373,61 +341,6 @@ fn freq_method(tsc: &Tsc) -> String {
         ),
         FreqMethod::MonotonicRaw => "CLOCK_MONOTONIC_RAW".into(),
     }
-}
-
-/// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
-/// it was not measured, the engine's own `note` (ending in a newline), how often the
-/// injector spun on it and what ran on it during the run.
-pub(crate) fn cpu_notes(
-    cpu: u32,
-    setup_error: Option<&str>,
-    note: Option<String>,
-    injector_spins: Option<u64>,
-    attribution: Option<&CpuAttribution>,
-) -> String {
-    let mut out = String::new();
-    if let Some(error) = setup_error {
-        let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
-    }
-    out.extend(note);
-    if let Some(spins) = injector_spins {
-        let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
-    }
-    if let Some(a) = attribution {
-        out.push_str(&attribution_line(a));
-    }
-    out
-}
-
-/// One line per CPU with what ran on it during the run.
-fn attribution_line(a: &CpuAttribution) -> String {
-    let list = |items: &crate::machine::Avail<
-        Vec<crate::measure::runner::attribution::EventCount>,
-    >| match items.get() {
-        Some(items) if items.is_empty() => "none".to_string(),
-        Some(items) => items
-            .iter()
-            .take(5)
-            .map(|e| format!("{} {}", e.source, e.count))
-            .collect::<Vec<_>>()
-            .join(", "),
-        None => format!("unavailable ({})", items.reason().unwrap_or("")),
-    };
-    let ctxt = match a.context_switches.get() {
-        Some(c) => format!("{} voluntary, {} involuntary", c.voluntary, c.involuntary),
-        None => format!(
-            "unavailable ({})",
-            a.context_switches.reason().unwrap_or("")
-        ),
-    };
-    format!(
-        "CPU {} during the run: IRQs: {}; softirqs: {}; context switches of the measuring \
-         thread: {}\n",
-        a.cpu,
-        list(&a.irqs),
-        list(&a.softirqs),
-        ctxt
-    )
 }
 
 /// Notes that qualify the numbers of a run (virtual machine, SMT siblings measured
@@ -490,37 +403,4 @@ pub(crate) fn aligned(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::machine::Avail;
-
-    #[test]
-    fn cpu_notes_come_in_a_fixed_order() {
-        let attribution = CpuAttribution {
-            cpu: 3,
-            irqs: Avail::Available(Vec::new()),
-            softirqs: Avail::missing("no /proc/softirqs"),
-            context_switches: Avail::missing("not read"),
-            waited_ns: Avail::missing("not read"),
-        };
-        let text = cpu_notes(
-            3,
-            Some("cannot pin to CPU 3: EINVAL"),
-            Some("CPU 3: the gap buffer filled\n".to_string()),
-            Some(7),
-            Some(&attribution),
-        );
-        assert_eq!(
-            text,
-            "CPU 3: not measured: cannot pin to CPU 3: EINVAL\n\
-             CPU 3: the gap buffer filled\n\
-             CPU 3: injector spun 7 times\n\
-             CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
-             context switches of the measuring thread: unavailable (not read)\n"
-        );
-        assert_eq!(cpu_notes(1, None, None, None, None), "");
-    }
 }

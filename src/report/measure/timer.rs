@@ -1,12 +1,12 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
-use super::header::{Measured, ResultHeader};
-use super::jitter::{aligned, cpu_notes, shared_lines};
-use crate::machine::CpuSet;
+use super::header::Measured;
+use super::jitter::aligned;
+use super::loops::{
+    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+};
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
-use crate::measure::runner::attribution::CpuAttribution;
-use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, to_json};
@@ -23,23 +23,14 @@ pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines o
 pub(crate) struct TimerResult {
     /// The period, ns.
     pub interval_ns: u64,
-    /// Duration asked for, ns.
-    pub duration_ns: u64,
-    /// Wall time of the run, ns (of its segments, for a checkpointed run).
-    pub elapsed_ns: u64,
-    /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
-    /// `--checkpoint` (nothing is measured for a few ms between two).
-    pub segments: u32,
+    /// Duration, wall time and segments of the run.
+    #[serde(flatten)]
+    pub span: RunSpan,
     /// Why SCHED_FIFO was not used, when it was not.
     pub normal_priority_reason: Option<String>,
-    /// CPUs loaded with a hog during the run.
-    pub load: CpuSet,
-    /// The injector run on each measured CPU, if any.
-    pub inject: Option<InjectSpec>,
-    /// Whether memory was locked (mlockall).
-    pub memory_locked: bool,
-    /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
-    pub main_cpus: CpuSet,
+    /// Load, injector, memory locking and the reporting thread's CPUs.
+    #[serde(flatten)]
+    pub conditions: RunConditions,
     /// One entry per measured CPU.
     pub cpus: Vec<TimerCpuResult>,
 }
@@ -67,10 +58,9 @@ pub(crate) struct TimerCpuResult {
     pub histogram: HdrJson,
     /// cyclictest's 1 µs histogram, when one was asked for.
     pub cyclictest: Option<CyclicJson>,
-    /// Spins the injector did on this CPU (absent without `--inject`).
-    pub injector_spins: Option<u64>,
-    /// What was counted on this CPU during the run.
-    pub attribution: Option<CpuAttribution>,
+    /// The injector's spins and what was counted on this CPU during the run.
+    #[serde(flatten)]
+    pub alongside: Alongside,
 }
 
 /// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
@@ -131,30 +121,18 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
             overflows: rec.cyclic.overflows,
             overflow_cycles: rec.cyclic.overflow_cycles.clone(),
         }),
-        injector_spins: run.session.injector_spins.get(slot).copied(),
-        attribution: run.session.attribution.get(slot).cloned(),
+        alongside: Alongside::of(&run.session, slot),
     }
 }
 
 /// Builds the JSON result: the shared header, then the timer figures.
 pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
-    let header = ResultHeader {
-        method: METHOD,
-        interrupted: run.session.interrupted,
-        warnings: run.session.warning_lines(),
-        priority: run.fifo_priority,
-        measured_cpus: run.session.cpus.iter().map(|c| c.cpu).collect(),
-    };
+    let header = header(METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
-        duration_ns: u64::try_from(run.request.plan.duration.as_nanos()).unwrap_or(u64::MAX),
-        elapsed_ns: run.session.elapsed_ns,
-        segments: run.session.segments,
+        span: RunSpan::of(&run.request.plan, &run.session),
         normal_priority_reason: run.normal_priority_reason.clone(),
-        load: run.request.plan.load.clone(),
-        inject: run.request.plan.inject,
-        memory_locked: run.session.memory_locked,
-        main_cpus: run.session.main_cpus.clone(),
+        conditions: RunConditions::of(&run.request.plan, &run.session),
         cpus: run
             .session
             .cpus
@@ -203,12 +181,8 @@ pub(crate) fn table(run: &TimerRun) -> String {
         out,
         "timer: every {} us for {:.3} s{}, {}",
         result.interval_ns / 1000,
-        result.elapsed_ns as f64 / 1e9,
-        if header.interrupted {
-            " (interrupted by Ctrl-C)"
-        } else {
-            ""
-        },
+        result.span.elapsed_ns as f64 / 1e9,
+        interrupted_note(header.interrupted),
         match header.priority {
             Some(p) => format!("SCHED_FIFO {p}"),
             None => "normal priority".to_string(),
@@ -249,10 +223,75 @@ pub(crate) fn table(run: &TimerRun) -> String {
             cpu.cpu,
             cpu.setup_error.as_deref(),
             None,
-            cpu.injector_spins,
-            cpu.attribution.as_ref(),
+            &cpu.alongside,
         ));
     }
     out.push_str(&shared_lines(&run.session.shared));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_fields_keep_their_places_in_the_json() {
+        let result = TimerResult {
+            interval_ns: 1000,
+            span: RunSpan {
+                duration_ns: 2_000_000,
+                elapsed_ns: 2_000_100,
+                segments: 1,
+            },
+            normal_priority_reason: None,
+            conditions: RunConditions {
+                load: [3].into_iter().collect(),
+                inject: None,
+                memory_locked: true,
+                main_cpus: [0].into_iter().collect(),
+            },
+            cpus: vec![TimerCpuResult {
+                cpu: 2,
+                setup_error: None,
+                samples: 10,
+                skipped_periods: 0,
+                min_ns: 1,
+                mean_ns: 2.5,
+                max_ns: 4,
+                percentiles_ns: Percentiles {
+                    p50: 2,
+                    p90: 3,
+                    p99: 4,
+                    p99_9: 4,
+                    p99_99: 4,
+                },
+                histogram: HdrJson {
+                    unit: "ns",
+                    significant_digits: 3,
+                    buckets: Vec::new(),
+                },
+                cyclictest: None,
+                alongside: Alongside {
+                    injector_spins: Some(4),
+                    attribution: None,
+                },
+            }],
+        };
+        let json = serde_json::to_string(&result).unwrap();
+        let (run, cpu) = json.split_once("\"cpus\":").unwrap();
+        assert_eq!(
+            run,
+            "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
+             \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
+             \"memory_locked\":true,\"main_cpus\":\"0\","
+        );
+        assert_eq!(
+            cpu,
+            "[{\"cpu\":2,\"setup_error\":null,\"samples\":10,\"skipped_periods\":0,\
+             \"min_ns\":1,\"mean_ns\":2.5,\"max_ns\":4,\"percentiles_ns\":{\"p50\":2,\
+             \"p90\":3,\"p99\":4,\"p99_9\":4,\"p99_99\":4},\"histogram\":{\"unit\":\"ns\",\
+             \"significant_digits\":3,\"buckets\":[]},\"cyclictest\":null,\
+             \"injector_spins\":4,\"attribution\":null}]}"
+        );
+    }
 }

@@ -1,0 +1,200 @@
+//! What the loop engines' results (jitter, timer) share: the result header of a finished
+//! run, the span and the conditions of the run in the JSON, and the lines their terminal
+//! tables print under the rows.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::header::ResultHeader;
+use crate::machine::{Avail, CpuSet};
+use crate::measure::runner::attribution::{CpuAttribution, EventCount};
+use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::threads::{Finished, LoopPlan};
+
+/// How long a loop engine measured, in its JSON result.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunSpan {
+    /// Duration asked for, ns.
+    pub duration_ns: u64,
+    /// Wall time of the run, ns (of its segments, for a checkpointed run).
+    pub elapsed_ns: u64,
+    /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
+    /// `--checkpoint` (nothing is measured for a few ms between two).
+    pub segments: u32,
+}
+
+impl RunSpan {
+    /// The span of `session`, run for `plan`.
+    pub(crate) fn of<R>(plan: &LoopPlan, session: &Finished<R>) -> Self {
+        Self {
+            duration_ns: u64::try_from(plan.duration.as_nanos()).unwrap_or(u64::MAX),
+            elapsed_ns: session.elapsed_ns,
+            segments: session.segments,
+        }
+    }
+}
+
+/// What ran alongside a loop engine's measuring threads, in its JSON result.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunConditions {
+    /// CPUs loaded with a hog during the run.
+    pub load: CpuSet,
+    /// The injector run on each measured CPU, if any.
+    pub inject: Option<InjectSpec>,
+    /// Whether memory was locked (mlockall).
+    pub memory_locked: bool,
+    /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
+    pub main_cpus: CpuSet,
+}
+
+impl RunConditions {
+    /// The conditions of `session`, run for `plan`.
+    pub(crate) fn of<R>(plan: &LoopPlan, session: &Finished<R>) -> Self {
+        Self {
+            load: plan.load.clone(),
+            inject: plan.inject,
+            memory_locked: session.memory_locked,
+            main_cpus: session.main_cpus.clone(),
+        }
+    }
+}
+
+/// What else ran on one measured CPU during a loop engine's run, in the CPU's JSON entry.
+#[derive(Debug, Serialize)]
+pub(crate) struct Alongside {
+    /// Spins the injector did on this CPU (absent without `--inject`).
+    pub injector_spins: Option<u64>,
+    /// What was counted on this CPU during the run.
+    pub attribution: Option<CpuAttribution>,
+}
+
+impl Alongside {
+    /// What ran beside the measuring thread of the CPU in `slot` (its place in the plan) of
+    /// `session`.
+    pub(crate) fn of<R>(session: &Finished<R>, slot: usize) -> Self {
+        Self {
+            injector_spins: session.injector_spins.get(slot).copied(),
+            attribution: session.attribution.get(slot).cloned(),
+        }
+    }
+}
+
+/// The result header of a loop engine's `session`, measured by `method` at `priority`.
+pub(crate) fn header<R>(
+    method: &'static str,
+    session: &Finished<R>,
+    priority: Option<u8>,
+) -> ResultHeader {
+    ResultHeader {
+        method,
+        interrupted: session.interrupted,
+        warnings: session.warning_lines(),
+        priority,
+        measured_cpus: session.cpus.iter().map(|c| c.cpu).collect(),
+    }
+}
+
+/// What a table's first line says after the run's length when Ctrl-C cut the run short.
+pub(crate) fn interrupted_note(interrupted: bool) -> &'static str {
+    if interrupted {
+        " (interrupted by Ctrl-C)"
+    } else {
+        ""
+    }
+}
+
+/// The warnings of a loop engine's table about measured CPUs other tasks shared.
+pub(crate) fn shared_lines(shared: &[String]) -> String {
+    shared.iter().map(|w| format!("warning: {w}\n")).collect()
+}
+
+/// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
+/// it was not measured, the engine's own `note` (ending in a newline), how often the
+/// injector spun on it and what ran on it during the run (`alongside`).
+pub(crate) fn cpu_notes(
+    cpu: u32,
+    setup_error: Option<&str>,
+    note: Option<String>,
+    alongside: &Alongside,
+) -> String {
+    let mut out = String::new();
+    if let Some(error) = setup_error {
+        let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
+    }
+    out.extend(note);
+    if let Some(spins) = alongside.injector_spins {
+        let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
+    }
+    if let Some(a) = &alongside.attribution {
+        out.push_str(&attribution_line(a));
+    }
+    out
+}
+
+/// One line per CPU with what ran on it during the run.
+fn attribution_line(a: &CpuAttribution) -> String {
+    let list = |items: &Avail<Vec<EventCount>>| match items.get() {
+        Some(items) if items.is_empty() => "none".to_string(),
+        Some(items) => items
+            .iter()
+            .take(5)
+            .map(|e| format!("{} {}", e.source, e.count))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => format!("unavailable ({})", items.reason().unwrap_or("")),
+    };
+    let ctxt = match a.context_switches.get() {
+        Some(c) => format!("{} voluntary, {} involuntary", c.voluntary, c.involuntary),
+        None => format!(
+            "unavailable ({})",
+            a.context_switches.reason().unwrap_or("")
+        ),
+    };
+    format!(
+        "CPU {} during the run: IRQs: {}; softirqs: {}; context switches of the measuring \
+         thread: {}\n",
+        a.cpu,
+        list(&a.irqs),
+        list(&a.softirqs),
+        ctxt
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_notes_come_in_a_fixed_order() {
+        let alongside = Alongside {
+            injector_spins: Some(7),
+            attribution: Some(CpuAttribution {
+                cpu: 3,
+                irqs: Avail::Available(Vec::new()),
+                softirqs: Avail::missing("no /proc/softirqs"),
+                context_switches: Avail::missing("not read"),
+                waited_ns: Avail::missing("not read"),
+            }),
+        };
+        let text = cpu_notes(
+            3,
+            Some("cannot pin to CPU 3: EINVAL"),
+            Some("CPU 3: the gap buffer filled\n".to_string()),
+            &alongside,
+        );
+        assert_eq!(
+            text,
+            "CPU 3: not measured: cannot pin to CPU 3: EINVAL\n\
+             CPU 3: the gap buffer filled\n\
+             CPU 3: injector spun 7 times\n\
+             CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
+             context switches of the measuring thread: unavailable (not read)\n"
+        );
+        let nothing = Alongside {
+            injector_spins: None,
+            attribution: None,
+        };
+        assert_eq!(cpu_notes(1, None, None, &nothing), "");
+    }
+}
