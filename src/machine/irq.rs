@@ -1237,14 +1237,17 @@ PIN:          0          0   Posted-interrupt notification event
             let kept = KeptColumns::new(columns.clone());
             let mut nonzero = Vec::new();
             let fixed = fixed_width_counts(line.as_bytes(), width, &kept, &mut nonzero);
-            let expected_kept: Option<Vec<(u32, u64)>> = expected.map(|_| {
-                (0u32..)
+            // The kept columns' reader checks only those cells and the end of the last one:
+            // wider cells elsewhere (which the kernel's 32-bit counts never print) can shift
+            // the row by whole columns unseen, so only well-formed rows are compared.
+            if expected.is_some() {
+                let expected_kept: Vec<(u32, u64)> = (0u32..)
                     .zip(&columns)
                     .filter(|(_, c)| cells[**c] != 0)
                     .map(|(at, c)| (at, cells[*c]))
-                    .collect()
-            });
-            prop_assert_eq!(fixed.map(|_| nonzero), expected_kept);
+                    .collect();
+                prop_assert_eq!(fixed.map(|_| nonzero), Some(expected_kept));
+            }
         }
     }
 
