@@ -249,10 +249,10 @@ impl OpenDirs {
 }
 
 /// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
-/// is gigabytes) are read line by line with [`SysRoot::read_lines`].
+/// is gigabytes) are read line by line with [`SysRoot::read_line_bytes`].
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
-/// The longest line [`SysRoot::read_lines`] hands on whole: a `/proc/interrupts` row is
+/// The longest line [`SysRoot::read_line_bytes`] hands on whole: a `/proc/interrupts` row is
 /// 11 bytes per CPU column (90 KiB at 8,192 CPUs).
 pub const MAX_LINE_BYTES: usize = 4 << 20;
 
@@ -567,23 +567,6 @@ impl SysRoot {
             self.record(path, Recorded::File(bytes));
         }
         Ok(())
-    }
-
-    /// [`SysRoot::read_line_bytes`] for a text file: each line as text (invalid UTF-8
-    /// replaced).
-    pub fn read_lines(
-        &self,
-        path: &str,
-        mut on_line: impl FnMut(usize, &str, bool),
-    ) -> Result<(), ReadError> {
-        self.read_line_bytes(path, |number, bytes, cut| {
-            // The plain check first: it is fast on ASCII, where the lossy one walks every
-            // character (a fifth of reading a 1 GB /proc/interrupts).
-            match std::str::from_utf8(bytes) {
-                Ok(text) => on_line(number, text, cut),
-                Err(_) => on_line(number, &String::from_utf8_lossy(bytes), cut),
-            }
-        })
     }
 
     /// Reads what a pipe-like kernel file holds now (a tracefs `trace_pipe`): up to its end or
@@ -1336,13 +1319,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_lines_cuts_long_lines_and_reads_on() {
+    fn read_line_bytes_cuts_long_lines_and_reads_on() {
         let dir = tempfile::tempdir().unwrap();
         let long = "x".repeat(MAX_LINE_BYTES + 10);
         std::fs::write(dir.path().join("f"), format!("a\n{long}\nb\nc")).unwrap();
         let root = SysRoot::dir(dir.path()).recording();
         let mut seen = Vec::new();
-        root.read_lines("/f", |n, line, cut| seen.push((n, line.len(), cut)))
+        root.read_line_bytes("/f", |n, line, cut| seen.push((n, line.len(), cut)))
             .unwrap();
         assert_eq!(
             seen,
@@ -1374,9 +1357,9 @@ mod tests {
         std::fs::write(dir.path().join("f"), &text).unwrap();
         let root = SysRoot::dir(dir.path()).recording();
         let mut seen = Vec::new();
-        root.read_lines("/f", |n, line, cut| {
+        root.read_line_bytes("/f", |n, line, cut| {
             assert!(!cut);
-            seen.push((n, line.to_string()));
+            seen.push((n, String::from_utf8(line.to_vec()).unwrap()));
         })
         .unwrap();
         let expected: Vec<(usize, String)> = (1..).zip(lines).collect();
@@ -1408,14 +1391,14 @@ mod tests {
     }
 
     #[test]
-    fn read_lines_of_a_4_gib_sparse_file_holds_one_line_at_most() {
+    fn read_line_bytes_of_a_4_gib_sparse_file_holds_one_line_at_most() {
         // A file of zeros without a newline (`truncate -s 4G`): one cut line, no 4 GiB buffer.
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::File::create(dir.path().join("big")).unwrap();
         file.set_len(4 << 30).unwrap();
         let mut seen = Vec::new();
         SysRoot::dir(dir.path())
-            .read_lines("/big", |n, line, cut| seen.push((n, line.len(), cut)))
+            .read_line_bytes("/big", |n, line, cut| seen.push((n, line.len(), cut)))
             .unwrap();
         assert_eq!(seen, vec![(1, MAX_LINE_BYTES, true)]);
     }

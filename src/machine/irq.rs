@@ -84,7 +84,7 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     let mut rows = InterruptRows::new(INTERRUPTS);
     let mut table = InterruptTable::default();
     let warnings = &mut r.warnings;
-    let read = r.root.read_lines(INTERRUPTS, |lineno, line, cut| {
+    let read = r.root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
         if cut {
             warnings.line(
                 INTERRUPTS,
@@ -390,7 +390,9 @@ pub fn parse_interrupts(text: &str, path: &str, warnings: &mut Warnings) -> Inte
     let mut table = InterruptTable::default();
     let mut rows = InterruptRows::new(path);
     for (lineno, line) in text.lines().enumerate() {
-        rows.line(lineno + 1, line, warnings, |_, row| table.rows.push(row));
+        rows.line(lineno + 1, line.as_bytes(), warnings, |_, row| {
+            table.rows.push(row)
+        });
     }
     rows.finish(warnings);
     table.cpus = rows.cpus;
@@ -493,22 +495,26 @@ impl<'p> InterruptRows<'p> {
         }
     }
 
-    /// Takes line `lineno` (1-based); a row is handed to `on_row` with the CPU columns. The
-    /// first non-blank line is the header; without a valid one, no row follows.
+    /// Takes line `lineno` (1-based, without its newline); a row is handed to `on_row` with the
+    /// CPU columns. The first non-blank line is the header; without a valid one, no row
+    /// follows. Bytes, not text: the counts, nearly all of a large machine's file, are ASCII
+    /// digits, and only the label and the text after them are taken as text (invalid UTF-8
+    /// replaced), so the gigabytes of counts are not checked for UTF-8 first.
     pub fn line(
         &mut self,
         lineno: usize,
-        line: &str,
+        line: &[u8],
         warnings: &mut Warnings,
         mut on_row: impl FnMut(&[u32], IrqRow),
     ) {
-        let line = line.trim_end_matches('\0');
-        if line.trim().is_empty() {
+        let line = trim_end_nuls(line);
+        if line.trim_ascii().is_empty() {
             return;
         }
         if !self.header_seen {
             self.header_seen = true;
-            self.cpus = header_columns(lineno, line, self.path, warnings).unwrap_or_default();
+            let header = String::from_utf8_lossy(line);
+            self.cpus = header_columns(lineno, &header, self.path, warnings).unwrap_or_default();
             if let Some(keep) = &mut self.keep {
                 let (columns, cpus) = (self.cpus.iter().enumerate())
                     .filter(|(_, cpu)| keep.asked.contains(**cpu))
@@ -563,12 +569,12 @@ pub fn parse_softirqs(text: &str, path: &str, warnings: &mut Warnings) -> Softir
     };
     let mut rows = Vec::new();
     for (lineno, line) in body {
-        let Some((label, rest)) = split_label(line) else {
+        let Some((label, rest)) = split_label(line.as_bytes()) else {
             warnings.line(path, lineno, garbled(line, "expected 'NAME: counts...'"));
             continue;
         };
         let (counts, after) = leading_counts(rest, cpus.len());
-        if !after.trim().is_empty() {
+        if !after.trim_ascii().is_empty() {
             warnings.line(
                 path,
                 lineno,
@@ -578,7 +584,7 @@ pub fn parse_softirqs(text: &str, path: &str, warnings: &mut Warnings) -> Softir
         }
         let counts = full_width(counts, cpus.len(), path, lineno, warnings);
         rows.push(SoftirqRow {
-            name: label.to_string(),
+            name: String::from_utf8_lossy(label).into_owned(),
             counts,
         });
     }
@@ -636,52 +642,62 @@ fn header_columns(
     Some(cpus)
 }
 
+/// A line's trailing NUL bytes (a few kernels pad procfs files with them) cut off.
+fn trim_end_nuls(line: &[u8]) -> &[u8] {
+    let end = line
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |last| last + 1);
+    &line[..end]
+}
+
 fn interrupt_row(
-    line: &str,
+    line: &[u8],
     cpus: &[u32],
     path: &str,
     lineno: usize,
     warnings: &mut Warnings,
 ) -> Option<IrqRow> {
+    let garbled_line = |why: &str| garbled(&String::from_utf8_lossy(line), why);
     let Some((label, rest)) = split_label(line) else {
-        warnings.line(path, lineno, garbled(line, "expected 'IRQ: counts...'"));
+        warnings.line(path, lineno, garbled_line("expected 'IRQ: counts...'"));
         return None;
     };
+    let label = String::from_utf8_lossy(label);
     let numeric = label.bytes().all(|b| b.is_ascii_digit());
     let number = if numeric {
         match label.parse::<u32>() {
             Ok(n) => Some(n),
             Err(_) => {
-                warnings.line(path, lineno, garbled(line, "IRQ number out of range"));
+                warnings.line(path, lineno, garbled_line("IRQ number out of range"));
                 return None;
             }
         }
     } else {
         None
     };
-    if let Some((counts, after)) = sparse_row_counts(rest, cpus.len()) {
-        let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
-        return Some(row_with_text(label, number, counts, after));
-    }
-    let (counts, after) = leading_counts(rest, cpus.len());
-    if counts.is_empty() {
-        warnings.line(path, lineno, garbled(line, "no interrupt counts"));
-        return None;
-    }
-    // A lone total (ERR, MIS) is kept as is; any other short row was cut off.
-    let single_total = number.is_none() && counts.len() == 1 && after.trim().is_empty();
-    let counts = if single_total {
-        counts
-    } else {
-        full_width(counts, cpus.len(), path, lineno, warnings)
+    let (counts, after) = match sparse_row_counts(rest, cpus.len()) {
+        Some(sparse) => sparse,
+        None => {
+            let (counts, after) = leading_counts(rest, cpus.len());
+            if counts.is_empty() {
+                warnings.line(path, lineno, garbled_line("no interrupt counts"));
+                return None;
+            }
+            // A lone total (ERR, MIS) is kept as is; any other short row was cut off.
+            let single_total =
+                number.is_none() && counts.len() == 1 && after.trim_ascii().is_empty();
+            let counts = if single_total {
+                counts
+            } else {
+                full_width(counts, cpus.len(), path, lineno, warnings)
+            };
+            (Counts::from_dense(&counts), after)
+        }
     };
-    let after = without_extra_counts(after, number, cpus.len(), path, lineno, warnings);
-    Some(row_with_text(
-        label,
-        number,
-        Counts::from_dense(&counts),
-        after,
-    ))
+    let after = String::from_utf8_lossy(after);
+    let after = without_extra_counts(&after, number, cpus.len(), path, lineno, warnings);
+    Some(row_with_text(&label, number, counts, after))
 }
 
 /// The count in one fixed-width cell: right-aligned digits after at least one space; `None`
@@ -704,10 +720,10 @@ fn cell_count(cell: &[u8]) -> Option<u64> {
 /// and the text after them; `None` when the row is not laid out that way (a count wider than
 /// its column, a short row, a machine-wide total), to be parsed word by word instead. Zero
 /// cells are recognised by comparison, without parsing: nearly all cells of a large machine.
-fn sparse_row_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
-    let cells = rest.as_bytes().get(..width * COLUMN_WIDTH)?;
-    let after = rest.get(width * COLUMN_WIDTH..)?;
-    if width == 0 || !(after.is_empty() || after.starts_with(' ')) {
+fn sparse_row_counts(rest: &[u8], width: usize) -> Option<(Counts, &[u8])> {
+    let cells = rest.get(..width * COLUMN_WIDTH)?;
+    let after = &rest[width * COLUMN_WIDTH..];
+    if width == 0 || after.first().is_some_and(|&b| b != b' ') {
         return None;
     }
     let mut nonzero = Vec::new();
@@ -724,21 +740,20 @@ fn sparse_row_counts(rest: &str, width: usize) -> Option<(Counts, &str)> {
 /// The row of `line` with the counts of `columns` only, read at the kernel's fixed column
 /// width without parsing the others; `None` when the line is not laid out that way (a count
 /// wider than the column, a short row, a machine-wide total) and must be parsed in full.
-fn kept_columns(line: &str, width: usize, columns: &KeptColumns) -> Option<IrqRow> {
+fn kept_columns(line: &[u8], width: usize, columns: &KeptColumns) -> Option<IrqRow> {
     let mut nonzero = Vec::new();
-    let (label, after) = fixed_width_counts(line.as_bytes(), width, columns, &mut nonzero)?;
-    // Both parts end at ASCII bytes (':', ' ') of a valid string.
-    let label = std::str::from_utf8(label).ok()?;
-    let after = std::str::from_utf8(after).ok()?;
+    let (label, after) = fixed_width_counts(line, width, columns, &mut nonzero)?;
+    let label = String::from_utf8_lossy(label);
+    let after = String::from_utf8_lossy(after);
     let number = label.parse::<u32>().ok();
     Some(row_with_text(
-        label,
+        &label,
         number,
         Counts {
             columns: columns.columns().len(),
             nonzero,
         },
-        after,
+        &after,
     ))
 }
 
@@ -828,20 +843,19 @@ fn row_with_text(label: &str, number: Option<u32>, counts: Counts, after: &str) 
 }
 
 /// Splits `  45: rest` into `("45", " rest")`; the label must be one word.
-fn split_label(line: &str) -> Option<(&str, &str)> {
-    let (label, rest) = line.split_once(':')?;
-    let label = label.trim();
-    if label.is_empty() || label.contains(char::is_whitespace) {
+fn split_label(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = line.iter().position(|&b| b == b':')?;
+    let label = line[..colon].trim_ascii();
+    if label.is_empty() || label.iter().any(u8::is_ascii_whitespace) {
         return None;
     }
-    Some((label, rest))
+    Some((label, &line[colon + 1..]))
 }
 
-/// Takes up to `max` whitespace-separated unsigned counts from the start of `text`, returning
-/// them and the text after the last one taken.
-fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
+/// Takes up to `max` whitespace-separated unsigned counts from the start of `bytes`,
+/// returning them and the bytes after the last one taken.
+fn leading_counts(bytes: &[u8], max: usize) -> (Vec<u64>, &[u8]) {
     // A byte loop: a 512-CPU machine's /proc/interrupts holds millions of counts.
-    let bytes = text.as_bytes();
     let mut counts = Vec::with_capacity(max);
     let mut taken = 0; // where the text after the last count taken starts
     let mut at = 0;
@@ -866,7 +880,7 @@ fn leading_counts(text: &str, max: usize) -> (Vec<u64>, &str) {
             _ => break,
         }
     }
-    (counts, text.get(taken..).unwrap_or(""))
+    (counts, &bytes[taken..])
 }
 
 /// The text after a numbered row's counts without counts beyond the header's CPU columns (a
@@ -884,7 +898,9 @@ fn without_extra_counts<'t>(
     if number.is_none() || !after.split_whitespace().next().is_some_and(numeric) {
         return after;
     }
-    let (extra, rest) = leading_counts(after, after.len());
+    let (extra, rest) = leading_counts(after.as_bytes(), after.len());
+    // The counts end at an ASCII byte, so the rest starts at a character boundary.
+    let rest = &after[after.len() - rest.len()..];
     warnings.line(
         path,
         lineno,
@@ -1021,7 +1037,7 @@ mod tests {
         let mut rows = InterruptRows::keeping("/proc/interrupts", &keep);
         let mut kept = Vec::new();
         for (n, line) in text.lines().enumerate() {
-            rows.line(n + 1, line, &mut warnings, |cpus, row| {
+            rows.line(n + 1, line.as_bytes(), &mut warnings, |cpus, row| {
                 kept.push((cpus.to_vec(), row));
             });
         }
@@ -1231,7 +1247,7 @@ PIN:          0          0   Posted-interrupt notification event
                 .filter(|(_, c)| **c != 0)
                 .map(|(column, &c)| (c < 10_000_000_000).then_some((column, c)))
                 .collect();
-            let whole = sparse_row_counts(&line[5..], width).map(|(counts, _)| counts.nonzero);
+            let whole = sparse_row_counts(&line.as_bytes()[5..], width).map(|(counts, _)| counts.nonzero);
             prop_assert_eq!(&whole, &expected);
             let columns: Vec<usize> = kept.into_iter().filter(|&c| c < width).collect();
             let kept = KeptColumns::new(columns.clone());

@@ -218,7 +218,7 @@ impl Sampler {
                 return;
             }
             let Some((width, columns, slots)) = &layout else {
-                parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, _| {});
+                parser.line(lineno, line, warnings, |_, _| {});
                 if !parser.cpus.is_empty() {
                     layout = Some(kept_columns(&parser.cpus, cpus));
                 }
@@ -229,7 +229,7 @@ impl Sampler {
             let known = renamed.is_none() && fixed.is_some() && self.rows.get(handed) == fixed;
             if !known {
                 let mut row: Option<IrqRow> = None;
-                parser.line(lineno, &String::from_utf8_lossy(line), warnings, |_, r| {
+                parser.line(lineno, line, warnings, |_, r| {
                     row = Some(r);
                 });
                 let Some(row) = row else { return };
