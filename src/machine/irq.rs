@@ -80,54 +80,24 @@ pub fn read_default_affinity(r: &mut Reader) -> Avail<CpuSet> {
 /// Unavailable only when `/proc/interrupts` cannot be read; a file that is there but cannot be
 /// read (permissions, an I/O error part way) is also a warning naming it, so that the
 /// findings that depend on it say they could not read it.
+///
+/// With more than one thread allowed, the IRQ directories are read on a thread of their own
+/// while `/proc/interrupts` is still being parsed, each as soon as its row is: the same
+/// files, results and warnings, in the same order, as reading them after the file.
 pub fn read(r: &mut Reader) -> Avail<Irqs> {
-    let mut rows = InterruptRows::new(INTERRUPTS);
-    let mut table = InterruptTable::default();
-    let warnings = &mut r.warnings;
-    let read = r.root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
-        if cut {
-            warnings.line(
-                INTERRUPTS,
-                lineno,
-                format!(
-                    "the line is longer than {} bytes; skipped",
-                    crate::sysroot::MAX_LINE_BYTES
-                ),
-            );
-            return;
-        }
-        rows.line(lineno, line, warnings, |_, row| table.rows.push(row));
-    });
-    if let Err(e) = read {
-        if !e.is_not_found() {
-            r.warnings.file(INTERRUPTS, e.to_string());
-        }
-        return Avail::missing(e.to_string());
-    }
-    rows.finish(warnings);
-    table.cpus = rows.cpus;
-    // A device's node is read (and warned about) at its first IRQ only, as reading the IRQs
-    // one after the other would; the IRQs after it take the value read there.
-    let mut first_of_device = HashSet::new();
-    let wanted: Vec<Wanted> = table
-        .rows
-        .iter()
-        .filter_map(|row| {
-            let number = row.number?;
-            let class = classify(&row.actions);
-            let device = class.device_node_path();
-            let reads_device = device
-                .as_ref()
-                .is_some_and(|path| first_of_device.insert(path.clone()));
-            Some(Wanted {
-                number,
-                class,
-                device,
-                reads_device,
-            })
+    let read = if r.threads > 1 {
+        read_table_and_dirs_together(r)
+    } else {
+        let mut wanted = Vec::new();
+        read_table(r, |batch| wanted.extend(batch)).map(|table| {
+            let irqs = r.each(&wanted, read_irq);
+            (table, wanted, irqs)
         })
-        .collect();
-    let mut irqs = r.each(&wanted, read_irq);
+    };
+    let (table, wanted, mut irqs) = match read {
+        Ok(read) => read,
+        Err(why) => return Avail::missing(why),
+    };
     let mut device_nodes = HashMap::new();
     let mut sets = Interner::default();
     for (irq, wanted) in irqs.iter_mut().zip(&wanted) {
@@ -154,6 +124,87 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     })
 }
 
+/// How many numbered rows the parser hands on at a time to the thread that reads their
+/// directories.
+pub(super) const WANTED_PER_BATCH: usize = 64;
+
+/// Parses `/proc/interrupts`, handing on the numbered rows to read the directories of in
+/// batches as they are parsed; why the file could not be read, when it could not.
+fn read_table(
+    r: &mut Reader,
+    mut on_wanted: impl FnMut(Vec<Wanted>),
+) -> Result<InterruptTable, String> {
+    let mut rows = InterruptRows::new(INTERRUPTS);
+    let mut table = InterruptTable::default();
+    // A device's node is read (and warned about) at its first IRQ only, as reading the IRQs
+    // one after the other would; the IRQs after it take the value read there.
+    let mut first_of_device = HashSet::new();
+    let mut batch = Vec::with_capacity(WANTED_PER_BATCH);
+    let warnings = &mut r.warnings;
+    let read = r.root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
+        if cut {
+            warnings.line(
+                INTERRUPTS,
+                lineno,
+                format!(
+                    "the line is longer than {} bytes; skipped",
+                    crate::sysroot::MAX_LINE_BYTES
+                ),
+            );
+            return;
+        }
+        rows.line(lineno, line, warnings, |_, row| {
+            if let Some(wanted) = Wanted::of(&row, &mut first_of_device) {
+                batch.push(wanted);
+                if batch.len() == WANTED_PER_BATCH {
+                    on_wanted(std::mem::replace(
+                        &mut batch,
+                        Vec::with_capacity(WANTED_PER_BATCH),
+                    ));
+                }
+            }
+            table.rows.push(row);
+        });
+    });
+    if let Err(e) = read {
+        if !e.is_not_found() {
+            r.warnings.file(INTERRUPTS, e.to_string());
+        }
+        return Err(e.to_string());
+    }
+    on_wanted(batch);
+    rows.finish(&mut r.warnings);
+    table.cpus = rows.cpus;
+    Ok(table)
+}
+
+/// [`read_table`] on this thread and the IRQ directories on another, fed as rows are parsed;
+/// the directories' warnings come after the file's.
+fn read_table_and_dirs_together(
+    r: &mut Reader,
+) -> Result<(InterruptTable, Vec<Wanted>, Vec<Irq>), String> {
+    let root = r.root;
+    let (send, receive) = std::sync::mpsc::channel::<Vec<Wanted>>();
+    std::thread::scope(|scope| {
+        let dirs = scope.spawn(move || {
+            let mut reader = Reader::new(root);
+            let (mut wanted, mut irqs) = (Vec::new(), Vec::new());
+            for batch in receive {
+                irqs.extend(batch.iter().map(|w| read_irq(&mut reader, w)));
+                wanted.extend(batch);
+            }
+            (wanted, irqs, reader.warnings.into_vec())
+        });
+        // A send fails only when the reading thread is gone, which `join` reports.
+        let table = read_table(r, |batch| drop(send.send(batch)));
+        drop(send);
+        let (wanted, irqs, warnings) = super::join(dirs);
+        let table = table?;
+        r.warnings.extend(warnings);
+        Ok((table, wanted, irqs))
+    })
+}
+
 /// A numbered IRQ of `/proc/interrupts` to read `/proc/irq/N/` of.
 struct Wanted {
     /// The IRQ number.
@@ -164,6 +215,25 @@ struct Wanted {
     device: Option<String>,
     /// Whether this is the first IRQ of that device (the one that reads the file).
     reads_device: bool,
+}
+
+impl Wanted {
+    /// The directory to read for `row`, when it is numbered; `first_of_device` holds the
+    /// devices of the rows before it.
+    fn of(row: &IrqRow, first_of_device: &mut HashSet<String>) -> Option<Wanted> {
+        let number = row.number?;
+        let class = classify(&row.actions);
+        let device = class.device_node_path();
+        let reads_device = device
+            .as_ref()
+            .is_some_and(|path| first_of_device.insert(path.clone()));
+        Some(Wanted {
+            number,
+            class,
+            device,
+            reads_device,
+        })
+    }
 }
 
 /// Reads `/proc/irq/N/`, and the node of the IRQ's device when `wanted` is its first IRQ.
