@@ -225,7 +225,12 @@ fn first_cores_per_node(
     let mut housekeeping = CpuSet::new();
     let mut no_balance = CpuSet::new();
     for node in topology.nodes.iter().filter(|n| n.cpus.intersects(&online)) {
-        let node_cores: Vec<&CpuSet> = cores.iter().filter(|c| c.is_subset(&node.cpus)).collect();
+        // The first CPU picks the node's candidates cheaply (on 8,192 CPUs a subset test
+        // compares 128 words, for each of 4,096 cores and 128 nodes).
+        let node_cores: Vec<&CpuSet> = (cores.iter())
+            .filter(|c| c.first().is_some_and(|first| node.cpus.contains(first)))
+            .filter(|c| c.is_subset(&node.cpus))
+            .collect();
         let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
         let left = node_cores.len() - hk_end;
         if request.no_balance_cores_per_node > left {
