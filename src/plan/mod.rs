@@ -167,13 +167,24 @@ pub enum PlanReadError {
 }
 
 impl Plan {
-    /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
-    pub fn to_json(&self) -> String {
+    /// The plan in the document envelope, created when the plan was (now for a new plan).
+    fn document(&self) -> Document<&Plan> {
         let mut doc = Document::new(Kind::Plan, self.target.host.clone(), self);
         if let Some(created) = &self.created {
             doc.header.created.clone_from(created);
         }
-        doc.to_json().unwrap_or_default()
+        doc
+    }
+
+    /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
+    pub fn to_json(&self) -> String {
+        self.document().to_json().unwrap_or_default()
+    }
+
+    /// Writes plan.json (the bytes of [`Plan::to_json`]) to `out` as it is serialized, without
+    /// holding the text.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.document().write_json(out)
     }
 
     /// Reads plan.json, checking its layout version. Schema 1 (before the envelope) carries
