@@ -358,6 +358,9 @@ pub fn build(
     let smt_off = with_smt_off(&machine.topology);
     let online_after = smt_off.online_cpus();
     if turns_smt_off(&draft) && online_after != machine.topology.online_cpus() {
+        // The first draft goes before the second is made: at 8,192 CPUs each holds tens of
+        // megabytes (a setting per IRQ), and both at once were plan's peak of memory.
+        drop(std::mem::take(&mut draft));
         let mut request = request.clone();
         for list in [
             &mut request.partition.housekeeping,
