@@ -48,9 +48,21 @@ impl Audit {
         let mut seen = std::collections::BTreeSet::new();
         self.findings
             .iter()
-            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .filter(|f| f.needs_fixing())
             .flat_map(|f| &f.remediation.settings)
             .filter(|s| seen.insert(s.id.as_str()))
+            .collect()
+    }
+
+    /// [`Audit::fixes`], moved out of the audit rather than copied (plan's peak of memory at
+    /// thousands of CPUs: a setting per IRQ).
+    pub fn into_fixes(self) -> Vec<Setting> {
+        let mut seen = std::collections::HashSet::new();
+        self.findings
+            .into_iter()
+            .filter(|f| f.needs_fixing())
+            .flat_map(|f| f.remediation.settings)
+            .filter(|s| seen.insert(s.id.clone()))
             .collect()
     }
 

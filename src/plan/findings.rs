@@ -31,11 +31,7 @@ pub fn audit_remediations(
         source: PartitionSource::Flag,
         nr_cpus: partition.nr_cpus,
     };
-    audit::run(machine, profile, &partition)
-        .fixes()
-        .into_iter()
-        .cloned()
-        .collect()
+    audit::run(machine, profile, &partition).into_fixes()
 }
 
 /// Id prefixes of knobs the plan derives from the partition.
