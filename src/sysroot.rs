@@ -1587,7 +1587,6 @@ mod tests {
 
     #[test]
     fn a_file_written_through_a_callback_is_whole_or_not_there() {
-        use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
         // Many small writes, several buffers' worth, into a directory created on the way.
