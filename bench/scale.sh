@@ -92,7 +92,7 @@ if only:
     wanted = [name.strip() for name in only.split(",")]
     unknown = [name for name in wanted if name not in commands]
     if unknown:
-        print("bench/scale.sh: COMMANDS names %s; the commands are: %s" % (unknown, ", ".join(commands)), file=sys.stderr)
+        print("bench/scale.sh: COMMANDS names %s, not a command here; the commands are: %s" % (", ".join(repr(u) for u in unknown), ", ".join(commands)), file=sys.stderr)
         sys.exit(2)
     commands = {name: commands[name] for name in wanted}
 samples = {}  # (binary, size, command) -> [(wall s, CPU s, peak RSS KiB, exit code)]
