@@ -168,7 +168,7 @@ pub enum PlanReadError {
 
 impl Plan {
     /// The plan in the document envelope, created when the plan was (now for a new plan).
-    fn document(&self) -> Document<&Plan> {
+    pub(crate) fn document(&self) -> Document<&Plan> {
         let mut doc = Document::new(Kind::Plan, self.target.host.clone(), self);
         if let Some(created) = &self.created {
             doc.header.created.clone_from(created);
