@@ -26,6 +26,7 @@
 #   KEEP=1                         keep the trees (and reuse them: a tree already in SCRATCH is not rewritten)
 #   PROFILE=profiling              time the profiling build (Cargo.toml) instead of the release build
 #   BIN=FILE                       time this lowlat binary instead, without building (a "before" copy)
+#   COMMANDS="plan --out"          time only these of the commands (names as printed, comma-separated)
 #   BEFORE=FILE                    also time this binary (a copy of the build before a change), run
 #                                  for run alternating with the other, and print both: a before/after
 #                                  comparison under the same load
@@ -76,10 +77,10 @@ for size in $sizes; do
   python3 tests/fixtures/generate.py --large "$scratch/$size" $(shape "$size") >/dev/null
 done
 
-python3 - "$bin" "${BEFORE:-}" "$scratch" "$runs" $sizes <<'EOF'
+python3 - "$bin" "${BEFORE:-}" "$scratch" "$runs" "${COMMANDS:-}" $sizes <<'EOF'
 import os, statistics, subprocess, sys, time
 
-bin_, before, scratch, runs, sizes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+bin_, before, scratch, runs, only, sizes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:]
 binaries = [("after", bin_), ("before", before)] if before else [("", bin_)]
 commands = {
     "inventory": lambda root, out: ["inventory"],
@@ -87,6 +88,13 @@ commands = {
     "audit --json": lambda root, out: ["audit", "--json"],
     "plan --out": lambda root, out: ["plan", "--out", out, "--force"],
 }
+if only:
+    wanted = [name.strip() for name in only.split(",")]
+    unknown = [name for name in wanted if name not in commands]
+    if unknown:
+        print("bench/scale.sh: COMMANDS names %s, not a command here; the commands are: %s" % (", ".join(repr(u) for u in unknown), ", ".join(commands)), file=sys.stderr)
+        sys.exit(2)
+    commands = {name: commands[name] for name in wanted}
 samples = {}  # (binary, size, command) -> [(wall s, CPU s, peak RSS KiB, exit code)]
 for r in range(runs):
     order = sizes[r % len(sizes):] + sizes[:r % len(sizes)]

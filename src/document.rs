@@ -223,6 +223,13 @@ impl<T: Serialize> Document<T> {
         Ok(serde_json::to_string_pretty(self)? + "\n")
     }
 
+    /// [`Document::to_json`]'s bytes written to `out` as they are serialized (give it a
+    /// buffered writer: serde_json writes a few bytes at a time).
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self)?;
+        out.write_all(b"\n")
+    }
+
     /// The document on one line, without the newline (for streams of JSON lines).
     pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)

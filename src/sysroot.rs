@@ -805,20 +805,43 @@ impl SysRoot {
     /// Replaces (or creates) the regular file `path` with `bytes` atomically (see
     /// [`write_file_atomically`]). The directory must exist (see [`SysRoot::create_dirs`]).
     pub fn replace_file(&self, path: &str, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
+        self.replace_file_with(path, perms, |out| out.write_all(bytes))
+    }
+
+    /// [`SysRoot::replace_file`] with the content written by `fill` into a buffered writer.
+    fn replace_file_with(
+        &self,
+        path: &str,
+        perms: Perms,
+        fill: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+    ) -> Result<(), WriteError> {
         let (dir, name) = self
             .parent_dir(path)
             .map_err(|e| WriteError::new(path, "open the directory of", e))?;
-        replace_in_dir(&dir, &name, bytes, perms, Durability::Synced)
+        replace_in_dir(&dir, &name, fill, perms, Durability::Synced)
             .map_err(|(op, e)| WriteError::new(path, op, e))
     }
 
     /// Creates the missing directories of `path` and replaces the file atomically: a file of a
     /// tree that lowlat writes whole (an extracted snapshot, a plan's artifacts).
     pub fn install_file(&self, path: &str, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {
+        self.install_file_with(path, perms, |out| out.write_all(bytes))
+    }
+
+    /// [`SysRoot::install_file`] with the content written by `fill` into a buffered writer
+    /// over the temporary file, so that a large file (plan.json: tens of megabytes at
+    /// thousands of CPUs) is never held whole in memory. The same atomic write: an error
+    /// from `fill` (reported as a failure to write `path`) leaves the old file in place.
+    pub fn install_file_with(
+        &self,
+        path: &str,
+        perms: Perms,
+        fill: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+    ) -> Result<(), WriteError> {
         if let Some(parent) = Path::new(path).parent() {
             self.create_dirs(&parent.to_string_lossy())?;
         }
-        self.replace_file(path, bytes, perms)
+        self.replace_file_with(path, perms, fill)
     }
 
     /// Appends `bytes` to `path` (created with `mode` if absent) and fsyncs it before
@@ -1087,25 +1110,32 @@ pub fn write_file_atomically(
         Mode::empty(),
     )
     .map_err(|e| WriteError::new(&shown, "open the directory of", e.into()))?;
-    replace_in_dir(&dir, name, bytes, perms, durability)
+    replace_in_dir(&dir, name, |out| out.write_all(bytes), perms, durability)
         .map_err(|(op, e)| WriteError::new(&shown, op, e))
 }
 
-/// The atomic replacement of `name` in the open directory `dir`; on failure, what was being
-/// done and why (the temporary file is removed again).
+/// The size of the buffer a replaced file's content is written through, bytes: a large
+/// content goes out in blocks of this size, a small one in one write(2).
+const WRITE_BUFFER_BYTES: usize = 1 << 16;
+
+/// The atomic replacement of `name` in the open directory `dir` by what `fill` writes; on
+/// failure, what was being done and why (the temporary file is removed again).
 fn replace_in_dir(
     dir: &OwnedFd,
     name: &std::ffi::OsStr,
-    bytes: &[u8],
+    fill: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
     perms: Perms,
     durability: Durability,
 ) -> Result<(), (&'static str, io::Error)> {
     use std::io::Write;
     let (tmp_name, file) =
         create_temporary(dir, name).map_err(|e| ("create a temporary file next to", e))?;
-    let mut file = std::fs::File::from(file);
+    let file = std::fs::File::from(file);
     let filled = (|| {
-        file.write_all(bytes).map_err(|e| ("write", e))?;
+        let mut out = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &file);
+        fill(&mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| ("write", e))?;
         rustix::fs::fchmod(&file, Mode::from_raw_mode(perms.mode))
             .map_err(|e| ("set the mode of", e.into()))?;
         if perms.uid.is_some() || perms.gid.is_some() {
@@ -1536,6 +1566,38 @@ mod tests {
         assert!(root.remove_empty_dir("/etc/lowlat/sub").unwrap());
         assert!(root.remove_file("/etc/lowlat/a.conf").unwrap());
         assert!(!root.remove_file("/etc/lowlat/a.conf").unwrap());
+    }
+
+    #[test]
+    fn a_file_written_through_a_callback_is_whole_or_not_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        // Many small writes, several buffers' worth, into a directory created on the way.
+        let line = b"0123456789abcdef\n";
+        let lines = 3 * WRITE_BUFFER_BYTES / line.len() + 1;
+        root.install_file_with("/out/sub/big.json", Perms::mode(0o644), |out| {
+            (0..lines).try_for_each(|_| out.write_all(line))
+        })
+        .unwrap();
+        let written = std::fs::read(dir.path().join("out/sub/big.json")).unwrap();
+        assert_eq!(written, line.repeat(lines));
+
+        // A writer that fails half-way leaves the old file, and no temporary file.
+        let err = root
+            .install_file_with("/out/sub/big.json", Perms::mode(0o644), |out| {
+                out.write_all(&[b'x'; 2 * WRITE_BUFFER_BYTES])?;
+                Err(io::Error::other("the document could not be serialized"))
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("write") && err.contains("/out/sub/big.json"),
+            "{err}"
+        );
+        assert!(err.contains("could not be serialized"), "{err}");
+        let kept = std::fs::read(dir.path().join("out/sub/big.json")).unwrap();
+        assert_eq!(kept, written);
+        assert_eq!(root.list("/out/sub").unwrap(), vec!["big.json"]);
     }
 
     #[test]

@@ -155,6 +155,13 @@ pub struct Finding {
     pub remediation: Remediation,
 }
 
+impl Finding {
+    /// Whether its remediation is wanted: the finding failed or warns.
+    pub fn needs_fixing(&self) -> bool {
+        matches!(self.status, Status::Fail | Status::Warn)
+    }
+}
+
 /// How many findings of each status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {

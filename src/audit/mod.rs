@@ -48,10 +48,22 @@ impl Audit {
         let mut seen = std::collections::BTreeSet::new();
         self.findings
             .iter()
-            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .filter(|f| f.needs_fixing())
             .flat_map(|f| &f.remediation.settings)
             .filter(|s| seen.insert(s.id.as_str()))
             .collect()
+    }
+
+    /// [`Audit::fixes`], moved out of the audit one at a time rather than copied, each finding
+    /// dropped once its fixes are taken (plan's peak of memory at thousands of CPUs: a
+    /// setting and a detail line per IRQ).
+    pub fn into_fixes(self) -> impl Iterator<Item = Setting> {
+        let mut seen = std::collections::HashSet::new();
+        self.findings
+            .into_iter()
+            .filter(|f| f.needs_fixing())
+            .flat_map(|f| f.remediation.settings)
+            .filter(move |s| seen.insert(s.id.clone()))
     }
 
     /// The finding of one rule.

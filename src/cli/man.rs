@@ -43,16 +43,16 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
 }
 
 /// Appends the page of `command` and of each of its subcommands, depth first, to `pages`.
-fn render_pages(command: &clap::Command, pages: &mut Vec<Artifact>) -> Result<()> {
+fn render_pages(command: &clap::Command, pages: &mut Vec<Artifact<'static>>) -> Result<()> {
     let man = clap_mangen::Man::new(command.clone())
         .source(concat!("lowlat ", env!("CARGO_PKG_VERSION")));
     let mut roff = Vec::new();
     man.render(&mut roff)?;
-    pages.push(Artifact {
-        path: man.get_filename(),
-        install: None,
-        content: String::from_utf8(roff)?,
-    });
+    pages.push(Artifact::text(
+        man.get_filename(),
+        None,
+        String::from_utf8(roff)?,
+    ));
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
         render_pages(sub, pages)?;
     }

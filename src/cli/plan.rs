@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use super::output::print;
+use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
@@ -303,7 +303,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         }
     }
     if args.json {
-        print(&plan.to_json())?;
+        print_json(&plan.document())?;
     } else if args.diff {
         print(&diff::render(&diff::diff(&plan, &machine, &root)))?;
     } else if let Some(guest) = &guest {

@@ -41,7 +41,7 @@ pub struct GroupPlan {
 #[derive(Debug)]
 pub enum Outcome {
     /// The plan's artifacts, with `hosts.txt` (the group's hosts, one a line) among them.
-    Planned(Vec<Artifact>),
+    Planned(Vec<Artifact<'static>>),
     /// The differences the plan depends on, one line each (`host: field = value; group:
     /// value`, or `field: no majority`).
     Refused(Vec<String>),
@@ -128,7 +128,7 @@ fn plan_group(
     group: &Group,
     request: &PlanRequest,
     profile: &audit::Profile,
-) -> Result<Vec<Artifact>, FleetPlanError> {
+) -> Result<Vec<Artifact<'static>>, FleetPlanError> {
     let (root, _) = snapshot::load(Path::new(&group.sample))?;
     let machine = Machine::read(&root);
     let plan = planner::build(&machine, request, |partition| {
@@ -139,11 +139,14 @@ fn plan_group(
         sample: group.sample.clone(),
         source,
     })?;
-    let mut files = artifacts::render(&plan);
-    files.push(Artifact {
-        path: "hosts.txt".into(),
-        install: None,
-        content: group.hosts.iter().map(|h| format!("{h}\n")).collect(),
-    });
+    let mut files: Vec<_> = artifacts::render(&plan)
+        .into_iter()
+        .map(Artifact::into_owned)
+        .collect();
+    files.push(Artifact::text(
+        "hosts.txt",
+        None,
+        group.hosts.iter().map(|h| format!("{h}\n")).collect(),
+    ));
     Ok(files)
 }

@@ -7,16 +7,64 @@ use super::{
 use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
+use std::borrow::Cow;
 
 /// One file of the plan's output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Artifact {
+pub struct Artifact<'a> {
     /// Path relative to the output directory (`sysctl.d/99-lowlat.conf`).
     pub path: String,
     /// Where it belongs on the target, when it is installed as is.
     pub install: Option<&'static str>,
     /// The content.
-    pub content: String,
+    pub content: Content<'a>,
+}
+
+/// What an artifact's file holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content<'a> {
+    /// Text rendered already (a configuration file, a page).
+    Text(String),
+    /// plan.json, serialized only as it is written ([`Plan::write_json`]): tens of megabytes
+    /// at thousands of CPUs, never held whole.
+    PlanJson(&'a Plan),
+}
+
+impl Artifact<'_> {
+    /// An artifact of rendered `text`.
+    pub fn text(path: impl Into<String>, install: Option<&'static str>, text: String) -> Self {
+        Artifact {
+            path: path.into(),
+            install,
+            content: Content::Text(text),
+        }
+    }
+
+    /// Writes the content to `out`.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match &self.content {
+            Content::Text(text) => out.write_all(text.as_bytes()),
+            Content::PlanJson(plan) => plan.write_json(out),
+        }
+    }
+
+    /// The content as text (plan.json rendered whole: for tests and small plans).
+    pub fn to_text(&self) -> Cow<'_, str> {
+        match &self.content {
+            Content::Text(text) => Cow::Borrowed(text),
+            Content::PlanJson(plan) => Cow::Owned(plan.to_json()),
+        }
+    }
+
+    /// The artifact with plan.json rendered, so that it outlives the plan (`lowlat fleet
+    /// plan` plans every group before it writes any).
+    pub fn into_owned(self) -> Artifact<'static> {
+        let content = match self.content {
+            Content::Text(text) => text,
+            Content::PlanJson(plan) => plan.to_json(),
+        };
+        Artifact::text(self.path, self.install, content)
+    }
 }
 
 /// The comment header of every text artifact.
@@ -115,18 +163,15 @@ pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
 }
 
 /// Every artifact of the plan's output directory.
-pub fn render(plan: &Plan) -> Vec<Artifact> {
+pub fn render(plan: &Plan) -> Vec<Artifact<'_>> {
     let mut out = vec![Artifact {
         path: "plan.json".into(),
         install: Some(systemd::PLAN_PATH),
-        content: plan.to_json(),
+        content: Content::PlanJson(plan),
     }];
-    let text =
-        |path: &str, install: Option<&'static str>, render: &dyn Fn(&str) -> String| Artifact {
-            path: path.to_string(),
-            install,
-            content: render(&header(plan, install)),
-        };
+    let text = |path: &str, install: Option<&'static str>, render: &dyn Fn(&str) -> String| {
+        Artifact::text(path, install, render(&header(plan, install)))
+    };
     out.push(text("kernel-cmdline.txt", None, &|h| {
         kernel_cmdline::render(plan, h)
     }));
@@ -161,11 +206,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact> {
         ("irqbalance/irqbalance.env", irqbalance::ENV_PATH),
     ] {
         if let Some(s) = plan.setting(&SettingId::File(install.to_string()).to_string()) {
-            out.push(Artifact {
-                path: path.to_string(),
-                install: Some(install),
-                content: s.value.clone(),
-            });
+            out.push(Artifact::text(path, Some(install), s.value.clone()));
         }
     }
     out.push(text(

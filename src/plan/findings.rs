@@ -19,7 +19,9 @@ pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
 }
 
 /// The remediations of the failing and warning findings of the audit of `machine` against
-/// `profile`, on the plan's own partition (given to the audit as an explicit partition).
+/// `profile`, on the plan's own partition (given to the audit as an explicit partition),
+/// less the families the plan always decides itself (never kept: at 8,192 CPUs the audit
+/// proposes a setting per IRQ).
 pub fn audit_remediations(
     machine: &Machine,
     profile: &audit::Profile,
@@ -32,9 +34,8 @@ pub fn audit_remediations(
         nr_cpus: partition.nr_cpus,
     };
     audit::run(machine, profile, &partition)
-        .fixes()
-        .into_iter()
-        .cloned()
+        .into_fixes()
+        .filter(|s| !plan_family(&s.id))
         .collect()
 }
 
@@ -60,13 +61,17 @@ const PLAN_KEYS: &[&str] = &[
     "default_hugepagesz",
 ];
 
-/// Whether the plan decides this setting itself.
-fn decided_by_plan(draft: &Draft, id: &str) -> bool {
+/// Whether the setting belongs to a family the plan always decides itself.
+fn plan_family(id: &str) -> bool {
     PLAN_FAMILIES.iter().any(|prefix| id.starts_with(prefix))
         || id
             .strip_prefix(CMDLINE)
             .is_some_and(|key| PLAN_KEYS.contains(&key))
-        || draft.decided(id)
+}
+
+/// Whether the plan decides this setting itself.
+fn decided_by_plan(draft: &Draft, id: &str) -> bool {
+    plan_family(id) || draft.decided(id)
 }
 
 /// Adds the remediations the plan does not decide itself.

@@ -167,13 +167,24 @@ pub enum PlanReadError {
 }
 
 impl Plan {
-    /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
-    pub fn to_json(&self) -> String {
+    /// The plan in the document envelope, created when the plan was (now for a new plan).
+    pub(crate) fn document(&self) -> Document<&Plan> {
         let mut doc = Document::new(Kind::Plan, self.target.host.clone(), self);
         if let Some(created) = &self.created {
             doc.header.created.clone_from(created);
         }
-        doc.to_json().unwrap_or_default()
+        doc
+    }
+
+    /// plan.json: the plan in the document envelope, pretty-printed, with a final newline.
+    pub fn to_json(&self) -> String {
+        self.document().to_json().unwrap_or_default()
+    }
+
+    /// Writes plan.json (the bytes of [`Plan::to_json`]) to `out` as it is serialized, without
+    /// holding the text.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.document().write_json(out)
     }
 
     /// Reads plan.json, checking its layout version. Schema 1 (before the envelope) carries
@@ -347,6 +358,9 @@ pub fn build(
     let smt_off = with_smt_off(&machine.topology);
     let online_after = smt_off.online_cpus();
     if turns_smt_off(&draft) && online_after != machine.topology.online_cpus() {
+        // The first draft goes before the second is made: at 8,192 CPUs each holds tens of
+        // megabytes (a setting per IRQ), and both at once were plan's peak of memory.
+        drop(std::mem::take(&mut draft));
         let mut request = request.clone();
         for list in [
             &mut request.partition.housekeeping,

@@ -346,23 +346,23 @@ impl VmPlan {
     }
 
     /// The files `plan --vm --out DIR` adds: the domain and the guest's plan.
-    pub fn artifacts(&self) -> Vec<Artifact> {
+    pub fn artifacts(&self) -> Vec<Artifact<'static>> {
         vec![
-            Artifact {
-                path: format!("libvirt/{}.xml", self.name),
-                install: None,
-                content: self.domain_xml(),
-            },
-            Artifact {
-                path: "guest/realtime-virtual-guest-variables.conf".to_string(),
-                install: None,
-                content: self.guest_variables(),
-            },
-            Artifact {
-                path: "guest/kernel-cmdline.txt".to_string(),
-                install: None,
-                content: format!("{}\n", self.guest_cmdline()),
-            },
+            Artifact::text(
+                format!("libvirt/{}.xml", self.name),
+                None,
+                self.domain_xml(),
+            ),
+            Artifact::text(
+                "guest/realtime-virtual-guest-variables.conf",
+                None,
+                self.guest_variables(),
+            ),
+            Artifact::text(
+                "guest/kernel-cmdline.txt",
+                None,
+                format!("{}\n", self.guest_cmdline()),
+            ),
         ]
     }
 

@@ -23,7 +23,7 @@ pub(crate) enum WriteDirError {
 /// files of the same name and nothing else is touched.
 pub(crate) fn write_dir(
     dir: &Path,
-    artifacts: &[Artifact],
+    artifacts: &[Artifact<'_>],
     force: bool,
 ) -> Result<Vec<PathBuf>, WriteDirError> {
     prepare_output_dir(dir, force)?;
@@ -31,11 +31,9 @@ pub(crate) fn write_dir(
     let mut written = Vec::new();
     for artifact in artifacts {
         let path = dir.join(&artifact.path);
-        out.install_file(
-            &artifact.path,
-            artifact.content.as_bytes(),
-            Perms::mode(0o644),
-        )?;
+        out.install_file_with(&artifact.path, Perms::mode(0o644), |file| {
+            artifact.write_to(file)
+        })?;
         written.push(path);
     }
     Ok(written)
@@ -46,12 +44,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn artifact(path: &str, content: &str) -> Artifact {
-        Artifact {
-            path: path.into(),
-            install: None,
-            content: content.into(),
-        }
+    fn artifact(path: &str, content: &str) -> Artifact<'static> {
+        Artifact::text(path, None, content.into())
     }
 
     #[test]
@@ -85,6 +79,22 @@ mod tests {
             std::fs::read_to_string(out.join("mine.txt")).unwrap(),
             "keep"
         );
+    }
+
+    #[test]
+    fn plan_json_is_streamed_byte_for_byte_as_rendered_whole() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machines/epyc7f32-2s");
+        let machine = crate::machine::Machine::read(&SysRoot::dir(fixture));
+        let request = crate::plan::request::PlanRequest::default();
+        let plan = crate::plan::build(&machine, &request, |_| Vec::new()).unwrap();
+        let files = crate::plan::artifacts::render(&plan);
+        let tmp = tempfile::tempdir().unwrap();
+        write_dir(tmp.path(), &files, false).unwrap();
+        let written = std::fs::read_to_string(tmp.path().join("plan.json")).unwrap();
+        assert_eq!(written, plan.to_json());
+        assert!(written.ends_with("}\n"));
+        assert_eq!(crate::plan::Plan::from_json(&written).unwrap(), plan);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 
 use crate::machine::CpuSet;
 use crate::machine::cpulist::MAX_CPU;
@@ -30,12 +31,14 @@ const CPUS: &str = "{cpus}";
 /// The placeholder of a group of names.
 const NAMES: &str = "{names}";
 
-/// One entry of `settings` in plan.json: a setting, or a group of settings.
+/// One entry of `settings` in plan.json: a setting, or a group of settings. Written, it
+/// borrows a setting that stands alone, so that a file of tens of thousands of settings is
+/// written without a copy of them.
 #[derive(Debug, Serialize, Deserialize)]
-struct Entry {
+struct Entry<'a> {
     /// The setting; for a group, its id holds `{cpus}` or `{names}`.
     #[serde(flatten)]
-    setting: Setting,
+    setting: Cow<'a, Setting>,
     /// For `{cpus}`: the CPUs, one setting each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cpus: Option<CpuSet>,
@@ -69,24 +72,24 @@ fn same_but_id(a: &Setting, b: &Setting) -> bool {
         && a.security_tradeoff == b.security_tradeoff
 }
 
-/// The entries of `settings`: runs of two or more groupable settings become one group each.
-fn group(settings: &[Setting]) -> Vec<Entry> {
-    let mut entries = Vec::new();
+/// The entries of `settings`, one at a time: runs of two or more groupable settings become
+/// one group each.
+fn group(settings: &[Setting]) -> impl Iterator<Item = Entry<'_>> {
     let mut i = 0;
-    while i < settings.len() {
+    std::iter::from_fn(move || {
+        let first = settings.get(i)?;
         let end = run_end(settings, i);
-        if end - i < 2 {
-            entries.push(Entry {
-                setting: settings[i].clone(),
+        let run = &settings[i..end];
+        i = end;
+        if run.len() < 2 {
+            return Some(Entry {
+                setting: Cow::Borrowed(first),
                 cpus: None,
                 names: None,
             });
-            i += 1;
-            continue;
         }
-        let first = &settings[i];
         let (family, middle, attribute) = split(&first.id).unwrap_or_default();
-        let middles = settings[i..end].iter().filter_map(|s| split(&s.id));
+        let middles = run.iter().filter_map(|s| split(&s.id));
         let (placeholder, cpus, names) = if family == "cpu" && cpu_of(middle).is_some() {
             let cpus = middles.filter_map(|(_, m, _)| cpu_of(m)).collect();
             (CPUS, Some(cpus), None)
@@ -94,17 +97,15 @@ fn group(settings: &[Setting]) -> Vec<Entry> {
             let names = middles.map(|(_, m, _)| m.to_string()).collect();
             (NAMES, None, Some(names))
         };
-        entries.push(Entry {
-            setting: Setting {
+        Some(Entry {
+            setting: Cow::Owned(Setting {
                 id: format!("{family}:{placeholder}:{attribute}"),
                 ..first.clone()
-            },
+            }),
             cpus,
             names,
-        });
-        i = end;
-    }
-    entries
+        })
+    })
 }
 
 /// The end (exclusive) of the run of settings from `start` that can form one group: the same
@@ -134,13 +135,13 @@ fn run_end(settings: &[Setting], start: usize) -> usize {
 }
 
 /// The settings of `entries`, groups expanded; the problem with an entry otherwise.
-fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
+fn expand(entries: Vec<Entry<'_>>) -> Result<Vec<Setting>, String> {
     let mut settings = Vec::with_capacity(entries.len());
     for entry in entries {
         let id = entry.setting.id.clone();
         let members: Vec<String> = match (entry.cpus, entry.names) {
             (None, None) => {
-                settings.push(entry.setting);
+                settings.push(entry.setting.into_owned());
                 continue;
             }
             (Some(cpus), None) if id.contains(CPUS) => {
@@ -157,18 +158,19 @@ fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
         let placeholder = if id.contains(CPUS) { CPUS } else { NAMES };
         settings.extend(members.iter().map(|member| Setting {
             id: id.replacen(placeholder, member, 1),
-            ..entry.setting.clone()
+            ..Setting::clone(&entry.setting)
         }));
     }
     Ok(settings)
 }
 
-/// Writes `settings` grouped (`#[serde(serialize_with)]` of a `Vec<Setting>` field).
+/// Writes `settings` grouped (`#[serde(serialize_with)]` of a `Vec<Setting>` field), each
+/// entry as it is made.
 pub(crate) fn serialize<S: Serializer>(
     settings: &[Setting],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    group(settings).serialize(serializer)
+    serializer.collect_seq(group(settings))
 }
 
 /// Reads grouped or plain settings (`#[serde(deserialize_with)]`).
@@ -196,7 +198,7 @@ mod tests {
     }
 
     fn round_trip(settings: &[Setting]) -> (serde_json::Value, Vec<Setting>) {
-        let json = serde_json::to_value(group(settings)).unwrap();
+        let json = serde_json::to_value(group(settings).collect::<Vec<_>>()).unwrap();
         let entries: Vec<Entry> = serde_json::from_value(json.clone()).unwrap();
         (json, expand(entries).unwrap())
     }

@@ -49,12 +49,12 @@ fn boot_args(plan: &Plan) -> Vec<&str> {
         .collect()
 }
 
-fn artifact<'a>(files: &'a [artifacts::Artifact], path: &str) -> &'a str {
-    &files
+fn artifact<'a>(files: &'a [artifacts::Artifact], path: &str) -> std::borrow::Cow<'a, str> {
+    files
         .iter()
         .find(|a| a.path == path)
         .unwrap_or_else(|| panic!("no artifact {path}"))
-        .content
+        .to_text()
 }
 
 #[test]
@@ -102,12 +102,11 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
     assert!(affinity.contains("CPUAffinity=0,8\n"));
     // Every text artifact names the version, the profile and the partition.
     for file in files.iter().filter(|f| f.path != "plan.json") {
+        let content = file.to_text();
         assert!(
-            file.content.contains("lowlat 0.")
-                && file.content.contains("Profile: low-latency")
-                && file
-                    .content
-                    .contains("housekeeping 0,8 (mask 0101), isolated 1-7,9-15 (mask fefe)"),
+            content.contains("lowlat 0.")
+                && content.contains("Profile: low-latency")
+                && content.contains("housekeeping 0,8 (mask 0101), isolated 1-7,9-15 (mask fefe)"),
             "{} lacks the header",
             file.path
         );
@@ -285,7 +284,7 @@ fn files_in_the_plan_are_the_files_written() {
         if let Some(install) = file.install
             && let Some(s) = plan.setting(&format!("file:{install}"))
         {
-            assert_eq!(s.value, file.content, "{}", file.path);
+            assert_eq!(s.value, file.to_text(), "{}", file.path);
         }
     }
     assert!(
@@ -301,7 +300,7 @@ fn golden_artifacts() {
         let (_, plan) = default_plan(name);
         for file in artifacts::render(&plan) {
             let snapshot = format!("plan__{name}__{}", file.path.replace('/', "__"));
-            insta::assert_snapshot!(snapshot, without_time(&file.content));
+            insta::assert_snapshot!(snapshot, without_time(&file.to_text()));
         }
     }
 }
@@ -398,7 +397,7 @@ fn the_grub_dropin_replaces_earlier_values_and_keeps_the_rest() {
     let dropin = artifact(&files, "grub/99-lowlat.cfg");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("99-lowlat.cfg");
-    std::fs::write(&path, dropin).unwrap();
+    std::fs::write(&path, dropin.as_bytes()).unwrap();
     let script = format!(
         "GRUB_CMDLINE_LINUX='ro crashkernel=auto nohz_full=2-3 rhgb'\n\
          GRUB_CMDLINE_LINUX_DEFAULT='quiet isolcpus=4-7 idle=poll'\n\
@@ -535,7 +534,7 @@ fn systemd_accepts_the_units() {
     std::fs::create_dir(dir.path().join("irqbalance.service.d")).unwrap();
     std::fs::write(
         dir.path().join("irqbalance.service.d/50-lowlat.conf"),
-        artifact(&files, "systemd/irqbalance.service.d/50-lowlat.conf"),
+        artifact(&files, "systemd/irqbalance.service.d/50-lowlat.conf").as_bytes(),
     )
     .unwrap();
     for unit in ["lowlat-runtime.service", "irqbalance.service"] {

@@ -47,6 +47,29 @@ fn json_is_the_plan() {
 }
 
 #[test]
+fn json_on_stdout_is_the_plan_json_written() {
+    let without_created = |text: &str| -> String {
+        text.lines()
+            .filter(|line| !line.starts_with("  \"created\": "))
+            .map(|line| format!("{line}\n"))
+            .collect()
+    };
+    let out = plan("xeon-2s-smt").arg("--json").assert().success();
+    let printed = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    plan("xeon-2s-smt")
+        .arg("--out")
+        .arg(dir.path())
+        .arg("--force")
+        .assert()
+        .success();
+    let written = std::fs::read_to_string(dir.path().join("plan.json")).unwrap();
+    assert!(written.ends_with("}\n") && printed.ends_with("}\n"));
+    assert!(written.contains("\n  \"created\": "), "{written}");
+    assert_eq!(without_created(&printed), without_created(&written));
+}
+
+#[test]
 fn diff_compares_with_the_machine() {
     plan("epyc7f32-2s-tuned")
         .arg("--diff")

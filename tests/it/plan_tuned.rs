@@ -93,7 +93,7 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
         files
             .iter()
             .find(|a| a.path == path)
-            .map(|a| a.content.clone())
+            .map(|a| a.to_text().into_owned())
             .unwrap()
     };
 
