@@ -89,31 +89,36 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
         read_table_and_dirs_together(r)
     } else {
         let mut wanted = Vec::new();
-        read_table(r, |batch| wanted.extend(batch)).map(|table| {
-            let irqs = r.each(&wanted, read_irq);
-            (table, wanted, irqs)
-        })
+        read_table(r, |batch| wanted.extend(batch))
+            .map(|table| (table, vec![r.each(&wanted, read_irq_dir)]))
     };
-    let (table, wanted, mut irqs) = match read {
+    let (table, dirs) = match read {
         Ok(read) => read,
         Err(why) => return Avail::missing(why),
     };
-    let mut device_nodes = HashMap::new();
+    // The IRQs after a device's first take the node read there.
+    let mut device_nodes: HashMap<String, Option<u32>> = HashMap::new();
     let mut sets = Interner::default();
-    for (irq, wanted) in irqs.iter_mut().zip(&wanted) {
-        if let Some(path) = &wanted.device {
-            if wanted.reads_device {
-                device_nodes.insert(path, irq.device_node);
-            } else {
-                irq.device_node = device_nodes.get(path).copied().flatten();
+    let numbered = table.rows.iter().filter_map(|row| Some((row.number?, row)));
+    let mut irqs = Vec::with_capacity(dirs.iter().map(Vec::len).sum());
+    irqs.extend(
+        (numbered.zip(dirs.into_iter().flatten())).map(|((number, row), dir)| {
+            let class = classify(&row.actions);
+            let device_node = class
+                .device_node_path()
+                .and_then(|path| *device_nodes.entry(path).or_insert(dir.device_node));
+            let [affinity, effective_affinity] =
+                [dir.affinity, dir.effective_affinity].map(|set| set.map(|cpus| sets.intern(cpus)));
+            Irq {
+                number,
+                affinity,
+                effective_affinity,
+                node: dir.node,
+                device_node,
+                class,
             }
-        }
-        for set in [&mut irq.affinity, &mut irq.effective_affinity] {
-            if let Avail::Available(cpus) = set {
-                *cpus = sets.intern(std::mem::take(cpus));
-            }
-        }
-    }
+        }),
+    );
     let softirqs = r
         .text(SOFTIRQS)
         .map(|text| parse_softirqs(&text, SOFTIRQS, &mut r.warnings));
@@ -137,8 +142,8 @@ fn read_table(
     let mut rows = InterruptRows::new(INTERRUPTS);
     let mut table = InterruptTable::default();
     // A device's node is read (and warned about) at its first IRQ only, as reading the IRQs
-    // one after the other would; the IRQs after it take the value read there.
-    let mut first_of_device = HashSet::new();
+    // one after the other would.
+    let mut devices = HashSet::new();
     let mut batch = Vec::with_capacity(WANTED_PER_BATCH);
     let warnings = &mut r.warnings;
     let read = r.root.read_line_bytes(INTERRUPTS, |lineno, line, cut| {
@@ -154,7 +159,7 @@ fn read_table(
             return;
         }
         rows.line(lineno, line, warnings, |_, row| {
-            if let Some(wanted) = Wanted::of(&row, &mut first_of_device) {
+            if let Some(wanted) = Wanted::of(&row, &mut devices) {
                 batch.push(wanted);
                 if batch.len() == WANTED_PER_BATCH {
                     on_wanted(std::mem::replace(
@@ -180,76 +185,79 @@ fn read_table(
 
 /// [`read_table`] on this thread and the IRQ directories on another, fed as rows are parsed;
 /// the directories' warnings come after the file's.
+///
+/// The directories come back in the batches they were asked in: one vector grown to 50,000
+/// entries by doubling would leave the freed halves behind.
 fn read_table_and_dirs_together(
     r: &mut Reader,
-) -> Result<(InterruptTable, Vec<Wanted>, Vec<Irq>), String> {
+) -> Result<(InterruptTable, Vec<Vec<IrqDir>>), String> {
     let root = r.root;
     let (send, receive) = std::sync::mpsc::channel::<Vec<Wanted>>();
     std::thread::scope(|scope| {
         let dirs = scope.spawn(move || {
             let mut reader = Reader::new(root);
-            let (mut wanted, mut irqs) = (Vec::new(), Vec::new());
-            for batch in receive {
-                irqs.extend(batch.iter().map(|w| read_irq(&mut reader, w)));
-                wanted.extend(batch);
-            }
-            (wanted, irqs, reader.warnings.into_vec())
+            let read = |batch: Vec<Wanted>| -> Vec<IrqDir> {
+                batch.iter().map(|w| read_irq_dir(&mut reader, w)).collect()
+            };
+            let dirs: Vec<Vec<IrqDir>> = receive.into_iter().map(read).collect();
+            (dirs, reader.warnings.into_vec())
         });
         // A send fails only when the reading thread is gone, which `join` reports.
         let table = read_table(r, |batch| drop(send.send(batch)));
         drop(send);
-        let (wanted, irqs, warnings) = super::join(dirs);
+        let (dirs, warnings) = super::join(dirs);
         let table = table?;
         r.warnings.extend(warnings);
-        Ok((table, wanted, irqs))
+        Ok((table, dirs))
     })
 }
 
-/// A numbered IRQ of `/proc/interrupts` to read `/proc/irq/N/` of.
+/// A numbered IRQ of `/proc/interrupts` to read `/proc/irq/N/` of. Only what the directory
+/// reader needs: on 50,000 IRQs, each holding its class and device path as well, made while
+/// the table's rows were allocated, left 8 MB of holes in the heap once freed.
 struct Wanted {
     /// The IRQ number.
     number: u32,
-    /// What it serves, from its actions.
-    class: IrqClass,
-    /// The sysfs `numa_node` file of the device it serves, if any.
-    device: Option<String>,
-    /// Whether this is the first IRQ of that device (the one that reads the file).
-    reads_device: bool,
+    /// The sysfs `numa_node` file of the device it serves, when this is the device's first
+    /// IRQ (the one that reads the file).
+    first_of_device: Option<String>,
 }
 
 impl Wanted {
-    /// The directory to read for `row`, when it is numbered; `first_of_device` holds the
-    /// devices of the rows before it.
-    fn of(row: &IrqRow, first_of_device: &mut HashSet<String>) -> Option<Wanted> {
+    /// The directory to read for `row`, when it is numbered; `devices` holds the devices of
+    /// the rows before it.
+    fn of(row: &IrqRow, devices: &mut HashSet<String>) -> Option<Wanted> {
         let number = row.number?;
-        let class = classify(&row.actions);
-        let device = class.device_node_path();
-        let reads_device = device
-            .as_ref()
-            .is_some_and(|path| first_of_device.insert(path.clone()));
+        let first_of_device =
+            (classify(&row.actions).device_node_path()).filter(|path| devices.insert(path.clone()));
         Some(Wanted {
             number,
-            class,
-            device,
-            reads_device,
+            first_of_device,
         })
     }
 }
 
+/// What one IRQ's directory (and its device, at the device's first IRQ) says.
+struct IrqDir {
+    /// `smp_affinity_list` (or the mask).
+    affinity: Avail<CpuSet>,
+    /// `effective_affinity_list` (or the mask).
+    effective_affinity: Avail<CpuSet>,
+    /// `node`.
+    node: Option<u32>,
+    /// The device's `numa_node`, read at its first IRQ only.
+    device_node: Option<u32>,
+}
+
 /// Reads `/proc/irq/N/`, and the node of the IRQ's device when `wanted` is its first IRQ.
-fn read_irq(r: &mut Reader, wanted: &Wanted) -> Irq {
+fn read_irq_dir(r: &mut Reader, wanted: &Wanted) -> IrqDir {
     let dir = format!("/proc/irq/{}", wanted.number);
-    let device_node = match &wanted.device {
-        Some(path) if wanted.reads_device => node_value(r, path),
-        _ => None,
-    };
-    Irq {
-        number: wanted.number,
+    let device_node = (wanted.first_of_device.as_deref()).and_then(|path| node_value(r, path));
+    IrqDir {
         affinity: list_or_mask(r, &format!("{dir}/smp_affinity")),
         effective_affinity: list_or_mask(r, &format!("{dir}/effective_affinity")),
         node: node_value(r, &format!("{dir}/node")),
         device_node,
-        class: wanted.class.clone(),
     }
 }
 
