@@ -438,7 +438,7 @@ mod tests {
     #[test]
     fn reading_on_threads_gives_the_model_and_warnings_of_one_thread() {
         // 694 processes and 202 IRQs (128 of one NIC): the processes are split into runs on
-        // threads, the IRQ directories read in batches on a thread while /proc/interrupts is
+        // threads, the IRQ directories read in batches on threads while /proc/interrupts is
         // still being parsed.
         let tree = TestTree::fixture("milan64-nps4-smt");
         let pids = numbered(&tree, "/proc");
