@@ -1196,8 +1196,6 @@ fn create_temporary(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<(OsStri
     Err(last)
 }
 
-/// A system path (`/proc/sys/vm/x`) as a path relative to the root (`proc/sys/vm/x`), without
-/// `..` or `.`.
 /// [`relative_path`] as text, without a copy for a plain absolute path (`/proc/1/stat`,
 /// every path the machine model reads); `.` for the root itself.
 fn relative_str(path: &str) -> std::borrow::Cow<'_, str> {
@@ -1215,6 +1213,8 @@ fn relative_str(path: &str) -> std::borrow::Cow<'_, str> {
     relative.to_string_lossy().into_owned().into()
 }
 
+/// A system path (`/proc/sys/vm/x`) as a path relative to the root (`proc/sys/vm/x`), without
+/// `..` or `.`.
 fn relative_path(path: &str) -> PathBuf {
     Path::new(path)
         .components()

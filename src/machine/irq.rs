@@ -129,7 +129,7 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     })
 }
 
-/// How many numbered rows the parser hands on at a time to the thread that reads their
+/// How many numbered rows the parser hands on at a time to the threads that read their
 /// directories.
 pub(super) const WANTED_PER_BATCH: usize = 64;
 
@@ -885,12 +885,10 @@ pub fn fixed_width_counts<'l>(
     nonzero: &mut Vec<(u32, u64)>,
 ) -> Option<(&'l [u8], &'l [u8])> {
     nonzero.clear();
-    let colon = line.iter().position(|&b| b == b':')?;
-    let label = line[..colon].trim_ascii();
-    if label.is_empty() || label.iter().any(u8::is_ascii_whitespace) || width == 0 {
+    if width == 0 {
         return None;
     }
-    let rest = &line[colon + 1..];
+    let (label, rest) = split_label(line)?;
     let counts_text = rest.get(..width * COLUMN_WIDTH)?;
     // Every column is right-aligned digits after at least one space; check the kept ones and
     // the boundary after the last column.

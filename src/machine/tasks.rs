@@ -449,9 +449,9 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
     let status_path = format!("/proc/{pid}/status");
     let (status, cpus_allowed) = match r.root.read(&status_path) {
         Ok(text) => {
-            let status = parse_status(&text, &status_path, &mut r.warnings);
-            let cpus = match &status.cpus_allowed {
-                Some(set) => Avail::Available(r.share(set.clone())),
+            let mut status = parse_status(&text, &status_path, &mut r.warnings);
+            let cpus = match status.cpus_allowed.take() {
+                Some(set) => Avail::Available(r.share(set)),
                 None => Avail::missing(format!("{status_path} has no Cpus_allowed")),
             };
             (status, cpus)

@@ -59,10 +59,7 @@ impl Artifact<'_> {
     /// The artifact with plan.json rendered, so that it outlives the plan (`lowlat fleet
     /// plan` plans every group before it writes any).
     pub fn into_owned(self) -> Artifact<'static> {
-        let content = match self.content {
-            Content::Text(text) => text,
-            Content::PlanJson(plan) => plan.to_json(),
-        };
+        let content = self.to_text().into_owned();
         Artifact::text(self.path, self.install, content)
     }
 }
