@@ -26,8 +26,10 @@ pub struct CpuSet(Arc<Vec<u64>>);
 
 /// Equal CPU sets read many times (every task's allowed CPUs, every IRQ's affinity) made one
 /// shared set, so that memory grows with the distinct sets rather than with the readers.
+/// Hashed with foldhash: SipHash over a 1 KiB set of 8,192 CPUs, for each of 250,000 reads,
+/// was most of the interning.
 #[derive(Default)]
-pub(crate) struct Interner(HashSet<CpuSet>);
+pub(crate) struct Interner(HashSet<CpuSet, foldhash::fast::RandomState>);
 
 impl Interner {
     /// The set equal to `set` seen before (sharing its words), else `set`, now remembered.

@@ -274,9 +274,13 @@ pub fn read(r: &mut Reader) -> Topology {
     let mut seen_caches = SeenCaches::default();
     for (cpu, name) in r.root.list_numbered(CPU_DIR, "cpu") {
         let dir = format!("{CPU_DIR}/{name}");
-        let is_online = match r.opt::<u8>(&format!("{dir}/online")) {
-            Some(flag) => flag == 1,
-            None => online.get().is_none_or(|set| set.contains(cpu)),
+        // The kernel's online list says it for every CPU at once; the CPU's own file (8,192
+        // more opens on the largest machines) only stands in where the list is missing.
+        let is_online = match online.get() {
+            Some(set) => set.contains(cpu),
+            None => r
+                .opt::<u8>(&format!("{dir}/online"))
+                .is_none_or(|flag| flag == 1),
         };
         let topo = format!("{dir}/topology");
         let core = r
