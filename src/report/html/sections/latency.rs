@@ -101,7 +101,7 @@ type Run<'s> = (&'s Source, String, Vec<CpuDistribution>);
 
 /// Each source read as a measure document whose result is `T`, turned into a run by `run`
 /// (which gives the note and the CPUs). Both sections read their documents this way.
-fn runs<'s, T: DeserializeOwned>(
+fn read_runs<'s, T: DeserializeOwned>(
     sources: &[&'s Source],
     run: impl Fn(T) -> (String, Vec<CpuDistribution>),
 ) -> Result<Vec<Run<'s>>, SourceError> {
@@ -117,7 +117,7 @@ fn runs<'s, T: DeserializeOwned>(
 
 /// The jitter section.
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = runs(sources, |result: Jitter| {
+    let runs = read_runs(sources, |result: Jitter| {
         let cpus = result
             .cpus
             .into_iter()
@@ -170,7 +170,7 @@ fn no_timeline() -> Markup {
 
 /// The timer section.
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = runs(sources, |result: Timer| {
+    let runs = read_runs(sources, |result: Timer| {
         let cpus = result
             .cpus
             .into_iter()
