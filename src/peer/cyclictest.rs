@@ -331,24 +331,28 @@ pub fn parse_histogram(text: &str, path: &str, warnings: &mut Warnings) -> Histo
 mod tests {
     use super::*;
 
+    /// The statistics of `samples` (µs), with `buckets` histogram buckets.
+    fn stats(buckets: usize, samples: &[i64]) -> CyclicStats {
+        let mut stats = CyclicStats::new(buckets);
+        for &us in samples {
+            stats.add(us);
+        }
+        stats
+    }
+
+    /// Two threads with 3 histogram buckets: the first overflows once, the second four times.
+    fn two_threads() -> [CyclicStats; 2] {
+        [stats(3, &[1, 1, 2, 7]), stats(3, &[0, 4, 5, 6, 8])]
+    }
+
     #[test]
     fn histogram_block_reads_back_and_garbage_is_named() {
-        let mut a = CyclicStats::new(3);
-        let mut b = CyclicStats::new(3);
-        for us in [1, 1, 2, 7] {
-            a.add(us);
-        }
-        for us in [0, 4, 5, 6, 8] {
-            b.add(us);
-        }
-        let text = format!(
-            "T: 0 ( 1) P:95\n{}",
-            histogram_block(&[a.clone(), b.clone()])
-        );
+        let [a, b] = two_threads();
+        let text = format!("T: 0 ( 1) P:95\n{}", histogram_block(&two_threads()));
         let mut warnings = Warnings::default();
         let block = parse_histogram(&text, "h.txt", &mut warnings);
         assert!(warnings.into_vec().is_empty());
-        assert_eq!(block.buckets, vec![a.buckets.clone(), b.buckets.clone()]);
+        assert_eq!(block.buckets, vec![a.buckets, b.buckets]);
         assert_eq!(block.overflows, vec![1, 4]);
         assert_eq!(block.max_us, vec![7, 8]);
         let mut warnings = Warnings::default();
@@ -364,29 +368,18 @@ mod tests {
 
     #[test]
     fn block_lists_every_row_totals_and_overflow_cycles() {
-        let mut a = CyclicStats::new(3);
-        let mut b = CyclicStats::new(3);
-        for us in [1, 1, 2, 7] {
-            a.add(us);
-        }
-        for us in [0, 4, 5, 6, 8] {
-            b.add(us);
-        }
         let expected = "# Histogram\n000000 000000\t000001\n000001 000002\t000000\n\
             000002 000001\t000000\n# Total: 000000003 000000001\n\
             # Min Latencies: 00001 00000\n# Avg Latencies: 00002 00004\n\
             # Max Latencies: 00007 00008\n# Histogram Overflows: 00001 00004\n\
             # Histogram Overflow at cycle number:\n# Thread 0: 00003\n\
             # Thread 1: 00001 00002 00003 # 00001 others\n\n";
-        assert_eq!(histogram_block(&[a, b]), expected);
+        assert_eq!(histogram_block(&two_threads()), expected);
     }
 
     #[test]
     fn thread_line_matches_cyclictest_widths() {
-        let mut stats = CyclicStats::new(0);
-        for us in [17, 60, 47] {
-            stats.add(us);
-        }
+        let stats = stats(0, &[17, 60, 47]);
         let label = ThreadLabel {
             index: 0,
             tid: 9262,
@@ -401,10 +394,7 @@ mod tests {
 
     #[test]
     fn summary_keeps_each_threads_last_line_and_names_a_garbled_one() {
-        let mut stats = CyclicStats::new(0);
-        for us in [17, 60, 47] {
-            stats.add(us);
-        }
+        let stats = stats(0, &[17, 60, 47]);
         let label = ThreadLabel {
             index: 1,
             tid: 9262,

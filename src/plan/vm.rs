@@ -9,6 +9,7 @@
 //! The domain passes lowlat's own domain rules (`src/audit/rules/domain.rs`) and validates
 //! with libvirt's `virt-xml-validate`; the tests check both.
 
+use crate::audit::rules::domain::{node_pool, reserved_sizes};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::tuning::partition::Partition;
@@ -188,28 +189,12 @@ pub fn plan(machine: &Machine, partition: &Partition, req: &VmRequest) -> Result
 /// The huge page size for guests: the largest size the host reserves pages of, else 1 GiB
 /// when the host supports it, else 2 MiB.
 fn page_size(machine: &Machine) -> u64 {
-    let pools = &machine.kernel.hugepages.global;
-    pools
-        .iter()
-        .filter(|p| p.total.get().is_some_and(|&n| n > 0))
-        .map(|p| p.size_kib)
+    let supported = &machine.kernel.hugepages.global;
+    reserved_sizes(machine)
+        .into_iter()
         .max()
-        .or_else(|| pools.iter().map(|p| p.size_kib).find(|&s| s == 1 << 20))
+        .or_else(|| supported.iter().map(|p| p.size_kib).find(|&s| s == 1 << 20))
         .unwrap_or(2048)
-}
-
-/// Pages of `size` reserved on `node`.
-fn node_pool(machine: &Machine, node: u32, size: u64) -> u64 {
-    machine
-        .kernel
-        .hugepages
-        .nodes
-        .iter()
-        .filter(|n| n.node == node)
-        .flat_map(|n| &n.pools)
-        .filter(|p| p.size_kib == size)
-        .filter_map(|p| p.total.get().copied())
-        .sum()
 }
 
 /// The headroom above guest memory for `<hard_limit>` (KiB), as the audit checks it.

@@ -24,6 +24,9 @@ use crate::sysroot::SysRoot;
 /// Where tracefs is mounted.
 const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// The CPUs tracefs traces, as a hexadecimal mask.
+const CPUMASK: &str = "/sys/kernel/tracing/tracing_cpumask";
+
 /// The events read, each with the kind of noise it reports.
 const EVENTS: [(&str, &str); 4] = [
     ("irq_noise", "irq"),
@@ -53,10 +56,7 @@ impl<'r> Osnoise<'r> {
     /// does not. A write the kernel refuses (not root, tracefs read-only) undoes what was done
     /// and is the error, naming the file.
     pub(crate) fn start(root: &'r SysRoot, cpus: &CpuSet) -> Result<Option<Osnoise<'r>>, String> {
-        let enables: Vec<String> = EVENTS
-            .iter()
-            .map(|(event, _)| format!("{TRACEFS}/events/osnoise/{event}/enable"))
-            .collect();
+        let enables: Vec<String> = EVENTS.iter().map(|(event, _)| enable_path(event)).collect();
         if !enables.iter().all(|path| root.exists(path)) {
             return Ok(None);
         }
@@ -70,13 +70,12 @@ impl<'r> Osnoise<'r> {
             totals: NoiseTotals::new(),
             taken_over,
         };
-        let cpumask = format!("{TRACEFS}/tracing_cpumask");
         let every_cpu = root
             .read("/sys/devices/system/cpu/possible")
             .ok()
             .and_then(|list| CpuSet::parse_list(list.trim()).ok())
             .map(|possible| possible.to_mask(0));
-        osnoise.set(&cpumask, &cpus.to_mask(0), every_cpu.filter(|_| taken_over))?;
+        osnoise.set(CPUMASK, &cpus.to_mask(0), every_cpu.filter(|_| taken_over))?;
         for path in &enables {
             osnoise.set(path, "1", taken_over.then(|| "0".to_string()))?;
         }
@@ -127,6 +126,11 @@ impl Drop for Osnoise<'_> {
     }
 }
 
+/// The file that enables the osnoise event `event`.
+fn enable_path(event: &str) -> String {
+    format!("{TRACEFS}/events/osnoise/{event}/enable")
+}
+
 /// The kind and duration (ns) of one osnoise event line; `None` for other lines.
 fn noise(line: &str) -> Option<(&'static str, u64)> {
     let (kind, rest) = EVENTS.iter().find_map(|(event, kind)| {
@@ -146,14 +150,29 @@ mod tests {
     /// A tracefs with the osnoise events, all disabled, tracing every CPU of 4.
     fn tracefs() -> TestTree {
         let tree = TestTree::empty();
-        tree.write("sys/kernel/tracing/tracing_cpumask", "f\n");
-        for (event, _) in EVENTS {
-            tree.write(
-                &format!("sys/kernel/tracing/events/osnoise/{event}/enable"),
-                "0\n",
-            );
-        }
+        tree.write(CPUMASK, "f\n");
+        enable_events(&tree, "0\n");
         tree
+    }
+
+    /// Writes `value` into every event's enable file.
+    fn enable_events(tree: &TestTree, value: &str) {
+        for (event, _) in EVENTS {
+            tree.write(&enable_path(event), value);
+        }
+    }
+
+    /// The CPUs traced, as the mask file holds them.
+    fn cpumask(root: &SysRoot) -> String {
+        root.read(CPUMASK).unwrap()
+    }
+
+    /// Asserts that a watch put back what it changed: every CPU traced, every event disabled.
+    fn assert_restored(root: &SysRoot) {
+        assert_eq!(cpumask(root), "f");
+        for (event, _) in EVENTS {
+            assert_eq!(root.read(&enable_path(event)).unwrap(), "0", "{event}");
+        }
     }
 
     /// Recorded the way trace_pipe prints the events (format from the kernel's osnoise
@@ -175,15 +194,8 @@ mod tests {
             .unwrap()
             .expect("tracefs has osnoise");
         assert!(!osnoise.taken_over());
-        assert_eq!(
-            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
-            "c"
-        );
-        assert_eq!(
-            root.read("/sys/kernel/tracing/events/osnoise/irq_noise/enable")
-                .unwrap(),
-            "1"
-        );
+        assert_eq!(cpumask(&root), "c");
+        assert_eq!(root.read(&enable_path("irq_noise")).unwrap(), "1");
         tree.write("sys/kernel/tracing/per_cpu/cpu2/trace_pipe", PIPE);
         let totals = osnoise.read().clone();
         assert_eq!(totals[&(2, "irq")], 5010);
@@ -198,14 +210,7 @@ mod tests {
         );
         assert_eq!(osnoise.read()[&(2, "irq")], 8020);
         drop(osnoise);
-        assert_eq!(
-            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
-            "f"
-        );
-        for (event, _) in EVENTS {
-            let enable = format!("/sys/kernel/tracing/events/osnoise/{event}/enable");
-            assert_eq!(root.read(&enable).unwrap(), "0", "{event}");
-        }
+        assert_restored(&root);
     }
 
     #[test]
@@ -213,46 +218,28 @@ mod tests {
         let tree = tracefs();
         tree.write("sys/devices/system/cpu/possible", "0-3\n");
         // What a watch of CPU 2 killed with SIGKILL leaves.
-        tree.write("sys/kernel/tracing/tracing_cpumask", "4\n");
-        for (event, _) in EVENTS {
-            tree.write(
-                &format!("sys/kernel/tracing/events/osnoise/{event}/enable"),
-                "1\n",
-            );
-        }
+        tree.write(CPUMASK, "4\n");
+        enable_events(&tree, "1\n");
         let root = tree.root();
         let osnoise = Osnoise::start(&root, &CpuSet::parse_list("2-3").unwrap())
             .unwrap()
             .expect("tracefs has osnoise");
         assert!(osnoise.taken_over());
-        assert_eq!(
-            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
-            "c"
-        );
+        assert_eq!(cpumask(&root), "c");
         drop(osnoise);
-        assert_eq!(
-            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
-            "f"
-        );
-        for (event, _) in EVENTS {
-            let enable = format!("/sys/kernel/tracing/events/osnoise/{event}/enable");
-            assert_eq!(root.read(&enable).unwrap(), "0", "{event}");
-        }
+        assert_restored(&root);
     }
 
     #[test]
     fn without_the_events_nothing_is_written() {
         let tree = TestTree::empty();
-        tree.write("sys/kernel/tracing/tracing_cpumask", "f\n");
+        tree.write(CPUMASK, "f\n");
         let root = tree.root();
         assert!(
             Osnoise::start(&root, &CpuSet::parse_list("1").unwrap())
                 .unwrap()
                 .is_none()
         );
-        assert_eq!(
-            root.read("/sys/kernel/tracing/tracing_cpumask").unwrap(),
-            "f\n"
-        );
+        assert_eq!(cpumask(&root), "f\n");
     }
 }

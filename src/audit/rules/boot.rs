@@ -768,14 +768,20 @@ fn param_check(
     outcome
 }
 
-fn idle_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+/// A [`param_check`] for one value: `key=value` must be on the command line, and the fix
+/// adds it.
+fn param_is(ctx: &RuleContext, key: &str, value: &str) -> RuleOutcome {
     param_check(
         ctx,
-        "idle",
-        &[Some("poll")],
-        "idle=poll",
-        Fix::cmdline("idle", "poll"),
+        key,
+        &[Some(value)],
+        &format!("{key}={value}"),
+        Fix::cmdline(key, value),
     )
+}
+
+fn idle_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    param_is(ctx, "idle", "poll")
 }
 
 fn max_cstate(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
@@ -848,13 +854,7 @@ fn tsc_reliable(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
 }
 
 fn skew_tick(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
-    param_check(
-        ctx,
-        "skew_tick",
-        &[Some("1")],
-        "skew_tick=1",
-        Fix::cmdline("skew_tick", "1"),
-    )
+    param_is(ctx, "skew_tick", "1")
 }
 
 fn nosoftlockup(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
@@ -874,13 +874,7 @@ fn nosoftlockup(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
 }
 
 fn pcie_aspm(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
-    param_check(
-        ctx,
-        "pcie_aspm",
-        &[Some("off")],
-        "pcie_aspm=off",
-        Fix::cmdline("pcie_aspm", "off"),
-    )
+    param_is(ctx, "pcie_aspm", "off")
 }
 
 fn mce(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {

@@ -409,13 +409,7 @@ fn vcpusched(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
 
 fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
     let machine = ctx.machine;
-    let pools = &machine.kernel.hugepages;
-    let sizes: Vec<u64> = pools
-        .global
-        .iter()
-        .filter(|p| p.total.get().is_some_and(|&n| n > 0))
-        .map(|p| p.size_kib)
-        .collect();
+    let sizes = reserved_sizes(machine);
     // Pages each domain needs on its node: the whole memory in the first page size.
     let demand = |d: &Domain| -> Option<(u32, u64, u64)> {
         let size = d
@@ -434,16 +428,6 @@ fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
             *wanted.entry((node, size)).or_default() += pages;
         }
     }
-    let reserved = |node: u32, size: u64| -> u64 {
-        pools
-            .nodes
-            .iter()
-            .filter(|n| n.node == node)
-            .flat_map(|n| &n.pools)
-            .filter(|p| p.size_kib == size)
-            .filter_map(|p| p.total.get().copied())
-            .sum()
-    };
     let reserved_sizes = if sizes.is_empty() {
         "the host reserves none".to_string()
     } else {
@@ -471,7 +455,7 @@ fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
                 crate::units::kib(size)
             ));
         }
-        let have = reserved(node, size);
+        let have = node_pool(machine, node, size);
         let all = wanted.get(&(node, size)).copied().unwrap_or(pages);
         if have < all {
             let human = crate::units::kib(size);
@@ -494,6 +478,34 @@ fn hugepages(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
         }
         problems
     })
+}
+
+/// The huge page sizes (KiB) the host reserves pages of, in the machine model's order; the plan of a
+/// guest picks its page size from them.
+pub(crate) fn reserved_sizes(machine: &Machine) -> Vec<u64> {
+    machine
+        .kernel
+        .hugepages
+        .global
+        .iter()
+        .filter(|p| p.total.get().is_some_and(|&n| n > 0))
+        .map(|p| p.size_kib)
+        .collect()
+}
+
+/// Pages of `size` (KiB) reserved on host NUMA node `node`; the plan of a guest reads the pool
+/// through this too.
+pub(crate) fn node_pool(machine: &Machine, node: u32, size: u64) -> u64 {
+    machine
+        .kernel
+        .hugepages
+        .nodes
+        .iter()
+        .filter(|n| n.node == node)
+        .flat_map(|n| &n.pools)
+        .filter(|p| p.size_kib == size)
+        .filter_map(|p| p.total.get().copied())
+        .sum()
 }
 
 /// The one host node a domain's memory comes from: `<numatune>`'s nodeset, else the node of

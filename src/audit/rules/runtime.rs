@@ -19,6 +19,8 @@ use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
 const GUIDE_SCRIPT: &str = "AMD EPYC 7002 low-latency guide §4.3.3";
 const DEFAULT_AFFINITY: &str = "/proc/irq/default_smp_affinity";
+/// Where each task's allowed CPUs are read.
+const TASK_STATUS: &str = "/proc/*/status";
 const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
 
 /// The runtime-layer rules.
@@ -303,7 +305,7 @@ fn allowed_on_isolated<'a>(
         return Err(Box::new(unknown));
     }
     let tasks = part(&ctx.machine.tasks, "tasks unreadable", expected)
-        .map_err(|unknown| Box::new(unknown.evidence("/proc/*/status")))?;
+        .map_err(|unknown| Box::new(unknown.evidence(TASK_STATUS)))?;
     let iso = &ctx.partition.isolated;
     Ok(tasks
         .tasks
@@ -312,6 +314,35 @@ fn allowed_on_isolated<'a>(
         .filter_map(|t| Some((t, t.cpus_allowed.get()?)))
         .filter(|(_, allowed)| allowed.intersects(iso))
         .collect())
+}
+
+/// The tasks a task rule names: a detail line each (`pid 812 chronyd: allowed 0-15`) and
+/// their names, for the fix that pins them to the housekeeping CPUs. Both task rules collect
+/// them this way.
+#[derive(Default)]
+struct Named {
+    /// One line per task.
+    lines: Vec<String>,
+    /// The tasks' names.
+    comms: BTreeSet<String>,
+}
+
+impl Named {
+    /// Names `task`, which may run on `allowed`.
+    fn add(&mut self, task: &Task, allowed: &CpuSet) {
+        self.lines.push(format!(
+            "pid {} {}: allowed {}",
+            task.pid,
+            task.comm,
+            cpus(allowed)
+        ));
+        self.comms.insert(task.comm.clone());
+    }
+
+    /// The rule's verdict, read from the task list: a pass when no task is named.
+    fn verdict(&self, observed: String, expected: &str) -> RuleOutcome {
+        RuleOutcome::verdict(self.lines.is_empty(), observed, expected).evidence(TASK_STATUS)
+    }
 }
 
 /// Adds the fix that pins the tasks named `comms` (kernel threads if `kernel`) to the
@@ -340,10 +371,9 @@ fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Ok(tasks) => tasks,
         Err(unknown) => return *unknown,
     };
-    let mut movable = Vec::new();
+    let mut movable = Named::default();
     let mut per_cpu = 0;
     let mut unbound_workers = 0;
-    let mut comms = BTreeSet::new();
     for (task, allowed) in tasks {
         if !task.movable {
             per_cpu += 1;
@@ -351,23 +381,16 @@ fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             // Unbound kworkers follow the workqueue cpumask (LL-WORKQUEUE-CPUMASK).
             unbound_workers += 1;
         } else {
-            movable.push(format!(
-                "pid {} {}: allowed {}",
-                task.pid,
-                task.comm,
-                cpus(allowed)
-            ));
-            comms.insert(task.comm.clone());
+            movable.add(task, allowed);
         }
     }
     let observed = format!(
         "{} movable kernel thread(s) allowed on isolated CPUs; {per_cpu} per-CPU thread(s) bound there (cannot move); {unbound_workers} unbound worker(s) following the workqueue mask",
-        movable.len()
+        movable.lines.len()
     );
-    let mut outcome =
-        RuleOutcome::verdict(movable.is_empty(), observed, expected).evidence("/proc/*/status");
-    outcome = pin_to_housekeeping(ctx, outcome, true, comms);
-    with_details(outcome, movable)
+    let outcome = movable.verdict(observed, expected);
+    let outcome = pin_to_housekeeping(ctx, outcome, true, movable.comms);
+    with_details(outcome, movable.lines)
 }
 
 fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
@@ -378,30 +401,22 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Ok(tasks) => tasks,
         Err(unknown) => return *unknown,
     };
-    let mut unpinned = Vec::new();
+    let mut unpinned = Named::default();
     let mut placed = 0;
     let mut init_unpinned = false;
-    let mut comms = BTreeSet::new();
     for (task, allowed) in tasks {
         if allowed.is_subset(iso) {
             placed += 1;
             continue;
         }
         init_unpinned |= task.pid == 1;
-        unpinned.push(format!(
-            "pid {} {}: allowed {}",
-            task.pid,
-            task.comm,
-            cpus(allowed)
-        ));
-        comms.insert(task.comm.clone());
+        unpinned.add(task, allowed);
     }
     let observed = format!(
         "{} user task(s) allowed on isolated and housekeeping CPUs alike; {placed} placed on isolated CPUs only",
-        unpinned.len()
+        unpinned.lines.len()
     );
-    let mut outcome =
-        RuleOutcome::verdict(unpinned.is_empty(), observed, expected).evidence("/proc/*/status");
+    let mut outcome = unpinned.verdict(observed, expected);
     if init_unpinned {
         outcome = outcome.fix(Fix::file(
             SYSTEMD_AFFINITY_DROPIN,
@@ -410,9 +425,9 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             true,
         ));
     }
-    comms = long_running(&ctx.machine.tasks, comms);
+    let comms = long_running(&ctx.machine.tasks, unpinned.comms);
     outcome = pin_to_housekeeping(ctx, outcome, false, comms);
-    with_details(outcome, unpinned)
+    with_details(outcome, unpinned.lines)
 }
 
 /// The names among `comms` worth pinning by name: long-running daemons. Where the tasks' cgroups

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use maud::{Markup, html};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::{figure, from};
 use crate::report::html::source::{Source, SourceError};
@@ -95,13 +96,29 @@ struct CpuDistribution {
     extra: Vec<String>,
 }
 
+/// One document drawn: its source, the note under its charts and its CPUs' distributions.
+type Run<'s> = (&'s Source, String, Vec<CpuDistribution>);
+
+/// Each source read as a measure document whose result is `T`, turned into a run by `run`
+/// (which gives the note and the CPUs). Both sections read their documents this way.
+fn read_runs<'s, T: DeserializeOwned>(
+    sources: &[&'s Source],
+    run: impl Fn(T) -> (String, Vec<CpuDistribution>),
+) -> Result<Vec<Run<'s>>, SourceError> {
+    sources
+        .iter()
+        .map(|source| {
+            let doc: Measure<T> = source.view()?;
+            let (note, cpus) = run(doc.result);
+            Ok((*source, note, cpus))
+        })
+        .collect()
+}
+
 /// The jitter section.
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let mut runs = Vec::new();
-    for source in sources {
-        let doc: Measure<Jitter> = source.view()?;
-        let cpus = doc
-            .result
+    let runs = read_runs(sources, |result: Jitter| {
+        let cpus = result
             .cpus
             .into_iter()
             .filter(|c| c.setup_error.is_none())
@@ -121,10 +138,10 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
             .collect();
         let note = format!(
             "Interruptions: gaps of the busy loop at or above {} µs.",
-            num(doc.result.threshold_ns as f64 / 1e3)
+            num(result.threshold_ns as f64 / 1e3)
         );
-        runs.push((*source, note, cpus));
-    }
+        (note, cpus)
+    })?;
     Ok(distributions(
         &runs,
         "interruption",
@@ -153,11 +170,8 @@ fn no_timeline() -> Markup {
 
 /// The timer section.
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let mut runs = Vec::new();
-    for source in sources {
-        let doc: Measure<Timer> = source.view()?;
-        let cpus = doc
-            .result
+    let runs = read_runs(sources, |result: Timer| {
+        let cpus = result
             .cpus
             .into_iter()
             .filter(|c| c.setup_error.is_none())
@@ -173,10 +187,10 @@ pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
             .collect();
         let note = format!(
             "Wake-up latency of a timer every {} µs.",
-            num(doc.result.interval_ns as f64 / 1e3)
+            num(result.interval_ns as f64 / 1e3)
         );
-        runs.push((*source, note, cpus));
-    }
+        (note, cpus)
+    })?;
     Ok(distributions(&runs, "wake-up", &[]))
 }
 
@@ -215,11 +229,7 @@ fn ccdf(bins: &BTreeMap<u64, u64>) -> Vec<(f64, f64)> {
     points
 }
 
-fn distributions(
-    runs: &[(&Source, String, Vec<CpuDistribution>)],
-    event: &str,
-    extra_headers: &[&str],
-) -> Option<Markup> {
+fn distributions(runs: &[Run], event: &str, extra_headers: &[&str]) -> Option<Markup> {
     if runs.is_empty() {
         return None;
     }
