@@ -56,8 +56,8 @@ impl Audit {
 
     /// [`Audit::fixes`], moved out of the audit one at a time rather than copied, each finding
     /// dropped once its fixes are taken (plan's peak of memory at thousands of CPUs: a
-    /// setting and a detail line per IRQ).
-    pub fn into_fixes(self) -> impl Iterator<Item = Setting> {
+    /// setting per IRQ).
+    fn into_fixes(self) -> impl Iterator<Item = Setting> {
         let mut seen = std::collections::HashSet::new();
         self.findings
             .into_iter()
@@ -74,7 +74,31 @@ impl Audit {
 
 /// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
 pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
-    let ctx = RuleContext { machine, partition };
+    run_with(machine, profile, partition, true)
+}
+
+/// The fixes of an audit (as [`Audit::fixes`], moved out), for a caller that uses nothing else of it
+/// (plan): the findings' detail lines that grow with the machine are not made.
+pub fn fixes(
+    machine: &Machine,
+    profile: &Profile,
+    partition: &AuditPartition,
+) -> impl Iterator<Item = Setting> {
+    run_with(machine, profile, partition, false).into_fixes()
+}
+
+/// Audits, with the findings' detail lines or without (see [`RuleContext::details`]).
+fn run_with(
+    machine: &Machine,
+    profile: &Profile,
+    partition: &AuditPartition,
+    details: bool,
+) -> Audit {
+    let ctx = RuleContext {
+        machine,
+        partition,
+        details,
+    };
     let firmware = BiosVendors::of(machine);
     let mut findings: Vec<Finding> = profile
         .entries

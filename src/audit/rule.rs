@@ -80,6 +80,10 @@ pub struct RuleContext<'a> {
     pub machine: &'a Machine,
     /// The CPU partition the audit checks against.
     pub partition: &'a AuditPartition,
+    /// Whether findings list what they found, a detail line each. An audit run for its
+    /// fixes alone (plan's) leaves out the lines that grow with the machine (one per IRQ),
+    /// and counts instead.
+    pub details: bool,
 }
 
 /// How a value is compared with the expected one.

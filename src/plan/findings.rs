@@ -33,8 +33,7 @@ pub fn audit_remediations(
         source: PartitionSource::Flag,
         nr_cpus: partition.nr_cpus,
     };
-    audit::run(machine, profile, &partition)
-        .into_fixes()
+    audit::fixes(machine, profile, &partition)
         .filter(|s| !plan_family(&s.id))
         .collect()
 }

@@ -3,7 +3,7 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
-use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, with_details};
+use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
@@ -528,27 +528,23 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Err(unknown) => return *unknown,
     };
     let iso = &ctx.partition.isolated;
-    let index = IrqIndex::new(ctx, irqs);
+    let mut named = IrqLines::new(ctx, irqs);
     let managed: Vec<&Irq> = irqs.irqs.iter().filter(|irq| is_managed(irq)).collect();
-    let lines: Vec<String> = managed
-        .iter()
-        .filter(|irq| {
-            irq.effective_affinity
-                .get()
-                .or(irq.affinity.get())
-                .is_some_and(|set| set.intersects(iso))
-        })
-        .map(|irq| index.line(irq))
-        .collect();
+    for irq in &managed {
+        let delivered = irq.effective_affinity.get().or(irq.affinity.get());
+        if delivered.is_some_and(|set| set.intersects(iso)) {
+            named.add(irq);
+        }
+    }
     let observed = format!(
         "{} of {} kernel-managed IRQs delivered to isolated CPUs",
-        lines.len(),
+        named.count(),
         managed.len()
     );
-    let mut outcome = RuleOutcome::verdict(lines.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(named.count() == 0, observed, expected)
         .evidence("/proc/irq/*/effective_affinity_list")
         .evidence("/proc/interrupts");
-    if !lines.is_empty() {
+    if named.count() > 0 {
         // Keep the flags of an existing isolcpus= and add managed_irq.
         let existing = ctx
             .machine
@@ -569,7 +565,7 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             format!("{},{}", flags.join(","), iso.to_list()),
         ));
     }
-    with_details(outcome, lines)
+    with_details(outcome, named.into_lines())
 }
 
 fn housekeeping_per_node(ctx: &RuleContext, _: &Expect) -> RuleOutcome {

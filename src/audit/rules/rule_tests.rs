@@ -338,3 +338,25 @@ fn kvm_parameters_and_ksm() {
         Status::Skipped
     );
 }
+
+#[test]
+fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_same_fixes() {
+    let dir = TestTree::fixture("epyc7f32-2s");
+    let machine = Machine::read(&dir.root());
+    let profile = crate::audit::profile::load("low-latency").unwrap();
+    let partition = partition::choose(&machine, None).unwrap();
+    let full = crate::audit::run(&machine, &profile, &partition);
+    let lean = crate::audit::run_with(&machine, &profile, &partition, false);
+    for rule in ["LL-IRQ-ON-ISOLATED", "LL-MANAGED-IRQS"] {
+        let (with, without) = (full.finding(rule).unwrap(), lean.finding(rule).unwrap());
+        assert_eq!(with.status, Status::Fail, "{rule}");
+        assert_eq!(with.details.len(), 14, "{rule}: {:?}", with.details);
+        assert!(without.details.is_empty(), "{rule}: {:?}", without.details);
+        assert_eq!(with.observed, without.observed, "{rule}");
+        assert_eq!(with.status, without.status, "{rule}");
+    }
+    let fixes: Vec<_> = full.fixes().into_iter().cloned().collect();
+    assert!(fixes.iter().any(|s| s.id.starts_with("irq:")), "{fixes:?}");
+    let lean_fixes: Vec<_> = crate::audit::fixes(&machine, &profile, &partition).collect();
+    assert_eq!(lean_fixes, fixes);
+}

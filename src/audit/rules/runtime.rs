@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
-use crate::audit::rules::support::{IrqIndex, interrupts, is_managed, part, with_details};
+use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::Irq;
 use crate::machine::power::{IdleState, ResumeLatency};
@@ -223,9 +223,8 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Err(unknown) => return *unknown,
     };
     let iso = &ctx.partition.isolated;
-    let mut lines = Vec::new();
+    let mut named = IrqLines::new(ctx, irqs);
     let mut fixes = Vec::new();
-    let index = IrqIndex::new(ctx, irqs);
     let mut near = NearHousekeeping::new(&ctx.machine.topology, &ctx.partition.housekeeping);
     let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
     for irq in &movable {
@@ -235,7 +234,7 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             .or(irq.effective_affinity.get())
             .is_some_and(|set| set.intersects(iso));
         if hits {
-            lines.push(index.line(irq));
+            named.add(irq);
             let target = near.of(irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
                 SettingId::Irq(irq.number).to_string(),
@@ -251,14 +250,14 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     let observed = format!(
         "{} of {} movable IRQs may be delivered to isolated CPUs{note}",
-        lines.len(),
+        named.count(),
         movable.len()
     );
-    let mut outcome = RuleOutcome::verdict(lines.is_empty(), observed, expected)
+    let mut outcome = RuleOutcome::verdict(named.count() == 0, observed, expected)
         .evidence("/proc/irq/*/smp_affinity_list")
         .evidence("/proc/interrupts");
     outcome.fixes = fixes;
-    with_details(outcome, lines)
+    with_details(outcome, named.into_lines())
 }
 
 fn irq_default_affinity(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
