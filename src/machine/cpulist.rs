@@ -9,7 +9,7 @@
 //! message that says what was wrong.
 
 use serde::{Deserialize, Serialize, Serializer};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -26,19 +26,40 @@ pub struct CpuSet(Arc<Vec<u64>>);
 
 /// Equal CPU sets read many times (every task's allowed CPUs, every IRQ's affinity) made one
 /// shared set, so that memory grows with the distinct sets rather than with the readers.
-/// Hashed with foldhash: SipHash over a 1 KiB set of 8,192 CPUs, for each of 250,000 reads,
-/// was most of the interning.
+/// Hashed with foldhash, not SipHash: a set of 8,192 CPUs is 1 KiB to hash.
 #[derive(Default)]
-pub(crate) struct Interner(HashSet<CpuSet, foldhash::fast::RandomState>);
+pub(crate) struct Interner {
+    /// The distinct sets.
+    sets: HashSet<CpuSet, foldhash::fast::RandomState>,
+    /// The CPU list texts parsed so far, with their sets: 100,000 tasks' `Cpus_allowed_list`
+    /// are a few texts, and a text seen before is not parsed, hashed and compared again as
+    /// a 1 KiB set.
+    lists: HashMap<Box<str>, CpuSet, foldhash::fast::RandomState>,
+}
 
 impl Interner {
     /// The set equal to `set` seen before (sharing its words), else `set`, now remembered.
     pub(crate) fn intern(&mut self, set: CpuSet) -> CpuSet {
-        if let Some(known) = self.0.get(&set) {
+        if let Some(known) = self.sets.get(&set) {
             return known.clone();
         }
-        self.0.insert(set.clone());
+        self.sets.insert(set.clone());
         set
+    }
+
+    /// `text` parsed as a CPU list ([`CpuSet::parse_list`]), interned.
+    pub(crate) fn parse_list(&mut self, text: &str) -> Result<CpuSet, CpuSetError> {
+        if let Some(known) = self.lists.get(text) {
+            return Ok(known.clone());
+        }
+        let set = self.intern(CpuSet::parse_list(text)?);
+        self.lists.insert(text.into(), set.clone());
+        Ok(set)
+    }
+
+    /// `text` parsed as a CPU mask ([`CpuSet::parse_mask`]), interned.
+    pub(crate) fn parse_mask(&mut self, text: &str) -> Result<CpuSet, CpuSetError> {
+        Ok(self.intern(CpuSet::parse_mask(text)?))
     }
 }
 
@@ -539,6 +560,23 @@ impl<'de> Deserialize<'de> for CpuSet {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn list_texts_parse_once_into_shared_sets_and_bad_ones_are_refused_each_time() {
+        let mut interner = Interner::default();
+        let first = interner.parse_list("0-8191").unwrap();
+        let again = interner.parse_list("0-8191").unwrap();
+        let spelt_otherwise = interner.parse_list("0-4095,4096-8191").unwrap();
+        assert_eq!(first.len(), 8192);
+        assert!(Arc::ptr_eq(&first.0, &again.0));
+        assert!(Arc::ptr_eq(&first.0, &spelt_otherwise.0));
+        // A mask of the same text is another set: "1" is CPU 0 as a mask, CPU 1 as a list.
+        assert_eq!(interner.parse_list("1").unwrap().to_list(), "1");
+        assert_eq!(interner.parse_mask("1").unwrap().to_list(), "0");
+        for _ in 0..2 {
+            assert!(interner.parse_list("5-2").is_err());
+        }
+    }
 
     #[test]
     fn clones_share_their_words_until_one_changes() {

@@ -18,7 +18,7 @@ pub mod classify;
 pub use classify::{IrqClass, classify};
 
 use super::cpulist::Interner;
-use super::{Avail, CpuSet, Reader, Warning, Warnings, truncate};
+use super::{Avail, CpuSet, CpuSetParser, Reader, Warning, Warnings, truncate};
 use crate::sysroot::{ReadError, SysRoot};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -304,16 +304,16 @@ fn read_irq_dir(r: &mut Reader, wanted: &Wanted) -> IrqDir {
 fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
     let list = format!("{base}_list");
     // Read first and fall back on "absent": a stat per file would double the syscalls.
-    let (path, text, parse): (&str, _, fn(&str) -> _) = match r.root.read_value(&list) {
-        Ok(text) => (&list, text, CpuSet::parse_list),
+    let (path, text, parse): (&str, _, CpuSetParser) = match r.root.read_value(&list) {
+        Ok(text) => (&list, text, Interner::parse_list),
         Err(ReadError::NotFound { .. }) => match r.root.read_value(base) {
-            Ok(text) => (base, text, CpuSet::parse_mask),
+            Ok(text) => (base, text, Interner::parse_mask),
             Err(e) => return Avail::missing(e.to_string()),
         },
         Err(e) => return Avail::missing(e.to_string()),
     };
-    match parse(&text) {
-        Ok(set) => Avail::Available(r.share(set)),
+    match parse(&mut r.sets, &text) {
+        Ok(set) => Avail::Available(set),
         Err(e) => {
             r.warnings.file(path, e.to_string());
             Avail::missing(format!("{path}: {e}"))

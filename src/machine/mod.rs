@@ -36,9 +36,16 @@ pub struct Reader<'a> {
     pub warnings: Warnings,
     /// The most threads [`Reader::each`] may read on at once (1: the caller's thread only).
     threads: usize,
-    /// The CPU sets read so far (see [`Reader::share`]).
+    /// The CPU sets read so far, each read set shared with an equal one read before. Done as
+    /// each set is read, not once all are: on 8,192 CPUs a set that holds the last CPUs is
+    /// 1 KiB, and 100,000 tasks and 50,000 IRQs each holding their own until the end of the
+    /// read added 67 MB to the peak RSS of `inventory --json`.
     sets: Interner,
 }
+
+/// Parses a CPU set's text into the reader's shared sets: [`Interner::parse_list`] or
+/// [`Interner::parse_mask`].
+pub(crate) type CpuSetParser = fn(&mut Interner, &str) -> Result<CpuSet, cpulist::CpuSetError>;
 
 /// The fewest items [`Reader::each`] gives a thread of its own: a process or an IRQ is two or
 /// three small files, tens of microseconds, and a thread costs about as much to start as a
@@ -98,14 +105,6 @@ impl<'a> Reader<'a> {
         values
     }
 
-    /// `set`, sharing the words of an equal set this reader read before. Done as each set is
-    /// read, not once all are: on 8,192 CPUs a set that holds the last CPUs is 1 KiB, and
-    /// 100,000 tasks and 50,000 IRQs each holding their own until the end of the read added
-    /// 67 MB to the peak RSS of `inventory --json`.
-    pub(crate) fn share(&mut self, set: CpuSet) -> CpuSet {
-        self.sets.intern(set)
-    }
-
     /// A whole file, or why it is unavailable.
     pub fn text(&mut self, path: &str) -> Avail<String> {
         self.root.read(path).into()
@@ -141,22 +140,18 @@ impl<'a> Reader<'a> {
 
     /// A CPU list file (`0-3,8`); garbled content is unavailable and warned about.
     pub fn cpulist(&mut self, path: &str) -> Avail<CpuSet> {
-        self.cpus(path, CpuSet::parse_list)
+        self.cpus(path, Interner::parse_list)
     }
 
     /// A CPU mask file (`ff,ffffffff`); garbled content is unavailable and warned about.
     pub fn cpumask(&mut self, path: &str) -> Avail<CpuSet> {
-        self.cpus(path, CpuSet::parse_mask)
+        self.cpus(path, Interner::parse_mask)
     }
 
-    fn cpus(
-        &mut self,
-        path: &str,
-        parse: fn(&str) -> Result<CpuSet, cpulist::CpuSetError>,
-    ) -> Avail<CpuSet> {
+    fn cpus(&mut self, path: &str, parse: CpuSetParser) -> Avail<CpuSet> {
         match self.root.read_value(path) {
-            Ok(text) => match parse(&text) {
-                Ok(set) => Avail::Available(self.share(set)),
+            Ok(text) => match parse(&mut self.sets, &text) {
+                Ok(set) => Avail::Available(set),
                 Err(e) => {
                     self.warnings.file(path, e.to_string());
                     Avail::missing(format!("{path}: {e}"))

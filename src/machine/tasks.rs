@@ -298,6 +298,16 @@ pub struct ProcStatus {
 /// Parses `/proc/<pid>/status`; lines that are not `Key: value` and unparsable CPU sets are
 /// warned about with `path` and the 1-based line.
 pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> ProcStatus {
+    parse_status_in(text, path, warnings, &mut Interner::default())
+}
+
+/// [`parse_status`], the CPU set parsed into `sets` (a reader's, shared by its tasks).
+pub(crate) fn parse_status_in(
+    text: &str,
+    path: &str,
+    warnings: &mut Warnings,
+    sets: &mut Interner,
+) -> ProcStatus {
     let mut status = ProcStatus::default();
     let mut mask = None;
     for (i, line) in text.lines().enumerate() {
@@ -320,7 +330,7 @@ pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> ProcStat
         }
         let value = line[colon + 1..].trim_end_matches('\0').trim();
         let parsed = match key {
-            "Cpus_allowed_list" => CpuSet::parse_list(value),
+            "Cpus_allowed_list" => sets.parse_list(value),
             "Cpus_allowed" => {
                 // Parsed only when the list is missing or garbled: on 8,192 CPUs the mask is
                 // 2,300 hex digits, in every one of 100,000 tasks.
@@ -356,7 +366,7 @@ pub fn parse_status(text: &str, path: &str, warnings: &mut Warnings) -> ProcStat
     if status.cpus_allowed.is_none()
         && let Some((i, value)) = mask
     {
-        match CpuSet::parse_mask(value) {
+        match sets.parse_mask(value) {
             Ok(set) => status.cpus_allowed = Some(set),
             Err(e) => warnings.line(path, i + 1, format!("Cpus_allowed: {e}")),
         }
@@ -458,9 +468,9 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
     let status_path = format!("/proc/{pid}/status");
     let (status, cpus_allowed) = match r.root.read(&status_path) {
         Ok(text) => {
-            let mut status = parse_status(&text, &status_path, &mut r.warnings);
+            let mut status = parse_status_in(&text, &status_path, &mut r.warnings, &mut r.sets);
             let cpus = match status.cpus_allowed.take() {
-                Some(set) => Avail::Available(r.share(set)),
+                Some(set) => Avail::Available(set),
                 None => Avail::missing(format!("{status_path} has no Cpus_allowed")),
             };
             (status, cpus)
