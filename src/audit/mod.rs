@@ -77,8 +77,8 @@ pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> 
     run_with(machine, profile, partition, true)
 }
 
-/// The fixes of an audit (as [`Audit::fixes`], moved out), for a caller that uses nothing else of it
-/// (plan): the findings' detail lines that grow with the machine are not made.
+/// The fixes of an audit (as [`Audit::fixes`], moved out), for a caller that uses nothing
+/// else of it (plan): the findings' detail lines that grow with the machine are not made.
 pub fn fixes(
     machine: &Machine,
     profile: &Profile,

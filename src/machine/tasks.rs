@@ -311,8 +311,8 @@ pub(crate) fn parse_status_in(
     let mut status = ProcStatus::default();
     let mut mask = None;
     for (i, line) in text.lines().enumerate() {
-        // Bytes, not chars: 100,000 tasks' status files are 370 MB of text on the largest
-        // machines, and all but five of their 57 keys are skipped.
+        // Bytes, not chars, and a line whose key cannot be one of the five wanted skipped on
+        // its first byte: 100,000 tasks' status files are 370 MB of text on 8,192 CPUs.
         let Some(colon) = memchr::memchr(b':', line.as_bytes()) else {
             let line = line.trim_end_matches('\0');
             if !line.trim().is_empty() {
