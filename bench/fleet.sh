@@ -7,7 +7,7 @@
 # No peer: no other tool audits and groups a fleet from offline snapshots.
 # Usage: bench/fleet.sh [HOSTS]   (needs python3, zstd and GNU time: /usr/bin/time)
 #        PROFILE=profiling bench/fleet.sh [HOSTS]   (the profiling build: minutes to build,
-#        not the release build's half hour; the figures then say so)
+#        not the LTO release build's longer one; the figures then say so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
