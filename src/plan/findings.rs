@@ -33,9 +33,7 @@ pub fn audit_remediations(
         source: PartitionSource::Flag,
         nr_cpus: partition.nr_cpus,
     };
-    audit::fixes(machine, profile, &partition)
-        .filter(|s| !plan_family(&s.id))
-        .collect()
+    audit::fixes(machine, profile, &partition, &|id| !plan_family(id)).collect()
 }
 
 /// Id prefixes of knobs the plan derives from the partition.
