@@ -345,7 +345,7 @@ pub mod sources {
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
-    remediations: impl Fn(&Partition) -> Vec<Setting> + Sync,
+    remediations: impl Fn(&Partition) -> Vec<Setting>,
 ) -> Result<Plan, PlanError> {
     let mut options = request.options.clone();
     options.kthread_priorities |= request.profile.kthread_priorities();
@@ -400,7 +400,7 @@ fn draft(
     machine: &Machine,
     topology: &Topology,
     request: &PlanRequest,
-    remediations: &(impl Fn(&Partition) -> Vec<Setting> + Sync),
+    remediations: &impl Fn(&Partition) -> Vec<Setting>,
 ) -> Result<(Partition, Draft), PlanError> {
     let mut partition = crate::tuning::partition::compute(topology, &request.partition)?;
     if request.profile.static_isolation() && partition.no_balance.is_empty() {
@@ -412,35 +412,18 @@ fn draft(
         partition: &partition,
     };
     let mut draft = Draft::default();
-    // The remediations (an audit) need only the partition: on a large machine they are the
-    // longest step after the read, so they are found beside the plan's own settings.
-    let (remediations, planned) = std::thread::scope(|scope| {
-        let audit = scope.spawn(|| remediations(&partition));
-        let planned = plan_own(&inputs, &mut draft);
-        let audited = audit
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (audited, planned)
-    });
-    planned?;
+    kernel_cmdline::plan(&inputs, &mut draft)?;
+    sysctl::plan(&inputs, &mut draft);
+    irq_plan::plan(&inputs, &mut draft);
+    irq_plan::plan_rps(&inputs, &mut draft);
+    kthread_plan::plan(&inputs, &mut draft);
     findings::add(
         &mut draft,
-        remediations,
+        remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
     kthread_plan::skip_stopped_threads(&mut draft);
     Ok((partition, draft))
-}
-
-/// The settings the plan derives itself: the command line, sysctls, IRQ, RPS and
-/// kernel-thread placement.
-fn plan_own(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
-    kernel_cmdline::plan(inputs, draft)?;
-    sysctl::plan(inputs, draft);
-    irq_plan::plan(inputs, draft);
-    irq_plan::plan_rps(inputs, draft);
-    kthread_plan::plan(inputs, draft);
-    Ok(())
 }
 
 /// Whether the draft turns SMT off at the next boot.
