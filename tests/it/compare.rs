@@ -484,6 +484,18 @@ fn bad_input_is_refused_naming_the_file() {
             "gone.0".into(),
             "cannot read",
         ),
+        // An option after `--` is arm B's: named as an option, not as a file not found.
+        (
+            vec![
+                s(&good),
+                "--".into(),
+                s(&good),
+                "--above".into(),
+                "20us".into(),
+            ],
+            "--above".into(),
+            "options go before `--`",
+        ),
     ];
     for (args, names, says) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
