@@ -39,6 +39,13 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     if cli.snapshot.is_some() {
         bail!("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead");
     }
+    if output.is_dir() {
+        bail!(
+            "-o {}: is a directory; give the snapshot's file name (-o {}/$(hostname).lowlat)",
+            output.display(),
+            output.display()
+        );
+    }
     if output.exists() && !args.force {
         bail!(
             "-o {}: the file exists; choose another name or add --force",
