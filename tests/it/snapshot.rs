@@ -139,3 +139,22 @@ fn a_directory_as_the_snapshot_file_is_refused_saying_so() {
             )));
     }
 }
+
+/// `--extract DIR` created DIR before opening the snapshot: a snapshot that could not be read
+/// left an empty directory behind, which the next try refused as not empty.
+#[test]
+fn a_snapshot_that_cannot_be_opened_extracts_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tree");
+    crate::support::lowlat(&[
+        "--snapshot",
+        dir.path().join("missing.lowlat").to_str().unwrap(),
+        "snapshot",
+        "--extract",
+        out.to_str().unwrap(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains("missing.lowlat: cannot open"));
+    assert!(!out.exists(), "{} was created", out.display());
+}
