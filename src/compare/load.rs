@@ -69,7 +69,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
                     return Err(LoadError::file(
                         shown,
                         format!(
-                            "a {kind} document holds no run; give measure-jitter, \
+                            "a document of kind {kind} holds no run; give measure-jitter, \
                              measure-timer or measure-membw documents, peers' outputs, or \
                              bundle directories"
                         ),
