@@ -58,6 +58,20 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a latency threshold (`10us`, `1ms`), which must carry its unit: a bare number is
+/// seconds to [`duration`] but microseconds to cyclictest and hwlatdetect, so `20` is refused
+/// rather than read as 20 s.
+pub(crate) fn latency(text: &str) -> Result<Duration, String> {
+    let number = text.trim();
+    if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "'{number}' has no unit; write {number}us, {number}ms or {number}s (a bare number \
+             is microseconds to cyclictest and hwlatdetect, seconds elsewhere)"
+        ));
+    }
+    duration(text)
+}
+
 /// Parses a percentage above 0 and below 100 (`3`, `0.5`, `3%`).
 pub(crate) fn percent(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%');
@@ -182,6 +196,19 @@ mod tests {
         assert!(duration("10 parsecs").is_err());
         assert!(duration("s").is_err());
         assert!(duration("").is_err());
+    }
+
+    #[test]
+    fn latencies_need_their_unit() {
+        assert_eq!(latency("20us"), Ok(Duration::from_micros(20)));
+        assert_eq!(latency("1ms"), Ok(Duration::from_millis(1)));
+        assert!(
+            latency("20")
+                .unwrap_err()
+                .contains("'20' has no unit; write 20us")
+        );
+        assert!(latency("0.5").unwrap_err().contains("no unit"));
+        assert!(latency("-5us").unwrap_err().contains("cannot be negative"));
     }
 
     #[test]

@@ -499,6 +499,18 @@ fn bad_input_is_refused_naming_the_file() {
             s(&inventory),
             "a document of kind inventory holds no run",
         ),
+        // A threshold without its unit was 20 s (µs to cyclictest): every rate came out 0.
+        (
+            vec![
+                "--above".into(),
+                "20".into(),
+                s(&good),
+                "--".into(),
+                s(&good),
+            ],
+            "--above".into(),
+            "'20' has no unit; write 20us",
+        ),
         // An option after `--` is arm B's: named as an option, not as a file not found.
         (
             vec![
