@@ -124,6 +124,14 @@ impl Cli {
                     dir.display()
                 );
             }
+            // Every part of the model would be unavailable, and an audit of nothing passes.
+            if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
+                anyhow::bail!(
+                    "--root {}: holds neither proc/ nor sys/ (give the top of a tree laid out \
+                     like /: a fixture machine, or `lowlat --snapshot FILE snapshot --extract DIR`)",
+                    dir.display()
+                );
+            }
             return Ok(SysRoot::dir(dir));
         }
         if let Some(file) = &self.snapshot {

@@ -558,3 +558,22 @@ fn a_snapshot_audits_like_the_tree_it_was_taken_from() {
         without_time(&from_tree)
     );
 }
+
+/// A `--root` that is no tree laid out like / (an empty directory, a wrong path) was audited
+/// as a machine of 0 CPUs: everything unknown, exit 0; `plan` blamed `--housekeeping-cores`,
+/// a flag not given. Both say what the directory lacks, with exit 2.
+#[test]
+fn a_root_without_proc_or_sys_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in [&["audit"][..], &["plan"], &["inventory"]] {
+        let (code, stdout, stderr) = run(dir.path(), command);
+        assert_eq!(code, 2, "{command:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--root {}: holds neither proc/ nor sys/",
+                dir.path().display()
+            )),
+            "{command:?}: {stderr}"
+        );
+    }
+}
