@@ -577,3 +577,26 @@ fn a_root_without_proc_or_sys_is_refused() {
         );
     }
 }
+
+/// The README's table of rules names every rule of `src/audit/profiles.table` but the
+/// `LL-SYSCTL-<KEY>` family it describes by pattern (it lacked LL-MSR-FENCE, the KVM host's
+/// rules and the libvirt domains' ones).
+#[test]
+fn the_readme_names_every_rule() {
+    let readme = include_str!("../../README.md");
+    let table = include_str!("../../src/audit/profiles.table");
+    let rows: Vec<&str> = readme
+        .lines()
+        .filter(|line| line.starts_with("| "))
+        .collect();
+    let missing: Vec<&str> = table
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|id| id.starts_with("LL-") && !id.starts_with("LL-SYSCTL-"))
+        .filter(|id| !rows.iter().any(|row| row.contains(&format!("`{id}`"))))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's rule table lacks {missing:?}"
+    );
+}
