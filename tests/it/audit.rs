@@ -600,3 +600,24 @@ fn the_readme_names_every_rule() {
         "README.md's rule table lacks {missing:?}"
     );
 }
+
+/// `--bios` on an empty file said only "EOF while parsing a value at line 1 column 0": it says
+/// what the file should have been and how to make one.
+#[test]
+fn a_bios_file_that_is_no_bios_document_says_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("bios.json");
+    std::fs::write(&empty, "").unwrap();
+    let (code, _, stderr) = run(
+        &fixture("epyc7f32-2s"),
+        &["audit", "--bios", empty.to_str().unwrap()],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--bios {}: cannot read it as a bios document (`lowlat bios read -o FILE` writes one)",
+            empty.display()
+        )),
+        "{stderr}"
+    );
+}
