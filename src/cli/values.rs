@@ -15,7 +15,11 @@ use crate::measure::runner::inject::InjectSpec;
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
 pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_list(text).map_err(|e| e.to_string())
+    let cpus = CpuSet::parse_list(text).map_err(|e| e.to_string())?;
+    if cpus.is_empty() {
+        return Err("the list names no CPU; give CPUs such as 2-7 or 1-7,9-15".into());
+    }
+    Ok(cpus)
 }
 
 /// Parses a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
@@ -196,6 +200,18 @@ mod tests {
         assert!(duration("10 parsecs").is_err());
         assert!(duration("s").is_err());
         assert!(duration("").is_err());
+    }
+
+    #[test]
+    fn a_cpu_list_names_at_least_one_cpu() {
+        assert_eq!(cpu_list("1-3").unwrap().to_list(), "1-3");
+        // An empty --isolate was "no CPU is left to isolate; keep fewer cores for housekeeping".
+        for empty in ["", " "] {
+            assert!(
+                cpu_list(empty).unwrap_err().contains("names no CPU"),
+                "{empty:?}"
+            );
+        }
     }
 
     #[test]
