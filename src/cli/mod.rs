@@ -119,8 +119,13 @@ impl Cli {
     pub fn sysroot(&self) -> Result<SysRoot> {
         if let Some(dir) = &self.root {
             if !dir.is_dir() {
+                let what = if dir.exists() {
+                    "not a directory"
+                } else {
+                    "does not exist"
+                };
                 anyhow::bail!(
-                    "--root {}: not a directory (give the top of a tree laid out like /)",
+                    "--root {}: {what} (give the top of a tree laid out like /)",
                     dir.display()
                 );
             }

@@ -576,6 +576,14 @@ fn a_root_without_proc_or_sys_is_refused() {
             "{command:?}: {stderr}"
         );
     }
+    // A path that is not there was "not a directory".
+    let missing = dir.path().join("nowhere");
+    let (code, _, stderr) = run(&missing, &["audit"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("--root {}: does not exist", missing.display())),
+        "{stderr}"
+    );
 }
 
 /// The README's table of rules names every rule of `src/audit/profiles.table` but the
