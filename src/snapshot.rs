@@ -402,6 +402,11 @@ fn read_archive(
                 "it does not start with zstd's magic number".into(),
             ));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(not_zstd(
+                "it is shorter than zstd's 4-byte magic number: an empty or cut-off file".into(),
+            ));
+        }
         Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
     }
     let signals = SignalGuard::install();
@@ -814,6 +819,12 @@ mod tests {
         garbage.write_all(b"not a snapshot").unwrap();
         let err = format!("{:#}", open(garbage.path()).unwrap_err());
         assert!(err.contains("not a lowlat snapshot"), "{err}");
+
+        // An empty file was "not zstd-compressed: failed to fill whole buffer while reading
+        // zstd's magic number".
+        let empty = tempfile::NamedTempFile::new().unwrap();
+        let err = open(empty.path()).unwrap_err().to_string();
+        assert!(err.contains("an empty or cut-off file"), "{err}");
 
         // A directory was "not zstd-compressed: Is a directory (os error 21) while reading
         // zstd's magic number".
