@@ -481,7 +481,7 @@ fn bad_input_is_refused_naming_the_file() {
         (
             vec![s(&good), "--".into(), s(&empty)],
             s(&empty),
-            "holds no file",
+            "holds no file; give a bundle that `--out DIR`",
         ),
         (
             vec![s(&good), "--".into(), cyclic.clone()],
