@@ -132,12 +132,7 @@ pub enum PlanProfile {
 
 /// Runs `lowlat fleet`.
 pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
-    if cli.root.is_some() || cli.snapshot.is_some() {
-        anyhow::bail!(
-            "--root and --snapshot name one machine; `lowlat fleet` reads the snapshot files and \
-             directories given as its arguments (lowlat fleet report DIR…)"
-        );
-    }
+    cli.no_machine("fleet", "the snapshot files and directories")?;
     match &args.action {
         FleetAction::Report(args) => report(args),
         FleetAction::Plan(args) => plan(args),

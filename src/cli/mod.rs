@@ -147,6 +147,20 @@ impl Cli {
     }
 }
 
+impl Cli {
+    /// Refuses `--root`/`--snapshot` for a `command` that reads no machine but the files given
+    /// as its arguments (`reads`), rather than ignoring them without a word.
+    pub(crate) fn no_machine(&self, command: &str, reads: &str) -> Result<()> {
+        if self.root.is_some() || self.snapshot.is_some() {
+            anyhow::bail!(
+                "--root and --snapshot name one machine; `lowlat {command}` reads {reads} given as \
+                 its arguments"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Runs the parsed command line and returns the exit code.
 pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
@@ -161,7 +175,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),
-        Command::Compare(args) => compare::run(args),
+        Command::Compare(args) => {
+            cli.no_machine("compare", "the runs (files or bundle directories)")?;
+            compare::run(args)
+        }
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),

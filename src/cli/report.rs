@@ -33,7 +33,8 @@ pub struct ReportArgs {
 }
 
 /// Runs `lowlat report`.
-pub(crate) fn run(_cli: &Cli, args: &ReportArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
+    cli.no_machine("report", "the JSON documents (files or directories)")?;
     let mut sources = Vec::new();
     for input in &args.inputs {
         for file in files(input)? {

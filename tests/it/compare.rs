@@ -511,6 +511,18 @@ fn bad_input_is_refused_naming_the_file() {
             "--above".into(),
             "'20' has no unit; write 20us",
         ),
+        // --root was ignored without a word: compare reads no machine.
+        (
+            vec![
+                "--root".into(),
+                s(dir.path()),
+                s(&good),
+                "--".into(),
+                s(&good),
+            ],
+            "--root".into(),
+            "`lowlat compare` reads the runs",
+        ),
         // An option after `--` is arm B's: named as an option, not as a file not found.
         (
             vec![
