@@ -77,6 +77,12 @@ pub enum SnapshotError {
         /// The error of the open.
         source: std::io::Error,
     },
+    /// A directory was given where the snapshot file belongs.
+    #[error(
+        "{}: is a directory; give the file `lowlat snapshot -o FILE` wrote (a tree laid out like / is read with --root DIR)",
+        .0.display()
+    )]
+    Directory(PathBuf),
     /// The file is not zstd-compressed, so lowlat did not make it.
     #[error(
         "{}: not a lowlat snapshot (not zstd-compressed: {}); make one with `lowlat snapshot -o FILE`",
@@ -381,6 +387,9 @@ fn read_archive(
         file: file.to_path_buf(),
         source,
     })?;
+    if raw.metadata().is_ok_and(|meta| meta.is_dir()) {
+        return Err(SnapshotError::Directory(file.to_path_buf()));
+    }
     let mut magic = [0u8; 4];
     let not_zstd = |reason: String| SnapshotError::NotZstd {
         file: file.to_path_buf(),
@@ -391,6 +400,11 @@ fn read_archive(
         Ok(()) => {
             return Err(not_zstd(
                 "it does not start with zstd's magic number".into(),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(not_zstd(
+                "it is shorter than zstd's 4-byte magic number: an empty or cut-off file".into(),
             ));
         }
         Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
@@ -805,6 +819,20 @@ mod tests {
         garbage.write_all(b"not a snapshot").unwrap();
         let err = format!("{:#}", open(garbage.path()).unwrap_err());
         assert!(err.contains("not a lowlat snapshot"), "{err}");
+
+        // An empty file was "not zstd-compressed: failed to fill whole buffer while reading
+        // zstd's magic number".
+        let empty = tempfile::NamedTempFile::new().unwrap();
+        let err = open(empty.path()).unwrap_err().to_string();
+        assert!(err.contains("an empty or cut-off file"), "{err}");
+
+        // A directory was "not zstd-compressed: Is a directory (os error 21) while reading
+        // zstd's magic number".
+        let dir = tempfile::tempdir().unwrap();
+        for err in [open(dir.path()).unwrap_err(), load(dir.path()).unwrap_err()] {
+            let err = err.to_string();
+            assert!(err.contains("is a directory; give the file"), "{err}");
+        }
     }
     #[test]
     fn extract_refuses_a_symlinked_subdirectory_and_replaces_files() {

@@ -1,13 +1,13 @@
 //! `lowlat compare`.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::exit;
 use super::output::{print, print_json};
-use super::values::{count, duration, percent};
+use super::values::{count, latency, percent};
 use crate::compare::{Options, compare_each, load};
 use crate::document::UNKNOWN_HOST;
 use crate::report::compare::{document, render_all};
@@ -43,8 +43,8 @@ within --margin). A peer's summary (sysjitter's table, cyclictest's T: lines) ho
 not latencies: each is compared as one value per run (runs are the unit, 4 per arm) on what \
 every run gives (sysjitter: median, p99, max, mean; cyclictest: max, mean); rates need the \
 latencies. p-values are Holm-corrected over every row; verdicts at p < 0.05.\n\n\
-Examples:\n  lowlat compare before/ -- after/\n  lowlat compare run-a.json run-b.json -- run-c.json run-d.json --above 20us --fail-on any\n  \
-lowlat compare sysjitter/base.0 sysjitter/base.1 -- sysjitter/tuned.0 sysjitter/tuned.1 --json\n  \
+Examples:\n  lowlat compare before/ -- after/\n  lowlat compare --above 20us --fail-on any run-a.json run-b.json -- run-c.json run-d.json\n  \
+lowlat compare --json sysjitter/base.0 sysjitter/base.1 -- sysjitter/tuned.0 sysjitter/tuned.1\n  \
 lowlat compare stream-before.* -- stream-after.*\n  \
 lowlat compare cyclictest-before-*.txt -- cyclictest-after-*.txt\n\n\
 Exit codes: 0 no metric worse (with --fail-on any: no difference); 1 one is; 2 bad input \
@@ -60,7 +60,7 @@ pub struct CompareArgs {
     pub b: Vec<PathBuf>,
 
     /// Latencies above this count as spikes for the rate row (`10us`, `1ms`).
-    #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = latency, allow_hyphen_values = true)]
     pub above: Duration,
 
     /// Equivalence margin, % of the baseline ("equivalent ±3%").
@@ -84,8 +84,20 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
+/// An argument after `--` that starts with `-` and names no file: an option put in arm B.
+fn looks_like_an_option(path: &Path) -> bool {
+    path.to_str().is_some_and(|text| text.starts_with('-')) && !path.exists()
+}
+
 /// Runs `lowlat compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
+    if let Some(option) = args.b.iter().find(|path| looks_like_an_option(path)) {
+        bail!(
+            "{}: arm B holds an option; options go before `--`, since everything after it is arm B \
+             (lowlat compare --above 20us A… -- B…)",
+            option.display()
+        );
+    }
     let a = load::load(&args.a)?;
     let b = load::load(&args.b)?;
     let options = Options {

@@ -12,8 +12,8 @@ use crate::fleet::plan::{self, Outcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::findings;
 use crate::plan::request::{PlanRequest, Profile};
-use crate::plan::write;
 use crate::report::html::{self, Source};
+use crate::sysroot::prepare_output_dir;
 
 /// Options of `lowlat fleet`.
 #[derive(Debug, Args)]
@@ -132,12 +132,7 @@ pub enum PlanProfile {
 
 /// Runs `lowlat fleet`.
 pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
-    if cli.root.is_some() || cli.snapshot.is_some() {
-        anyhow::bail!(
-            "--root and --snapshot name one machine; `lowlat fleet` reads the snapshot files and \
-             directories given as its arguments (lowlat fleet report DIR…)"
-        );
-    }
+    cli.no_machine("fleet", "the snapshot files and directories")?;
     match &args.action {
         FleetAction::Report(args) => report(args),
         FleetAction::Plan(args) => plan(args),
@@ -184,6 +179,8 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     };
     let profile = findings::audit_profile(request.profile)?;
     let report = read(&args.inputs, &profile)?;
+    // The groups' directories go under it: a file or a dangling link is refused as itself.
+    prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;
     let plans = plan::plans(&report, &request, &profile)?;
     let mut page = String::new();
     let mut refused = 0;
@@ -191,9 +188,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
         let dir = args.out.join(format!("group-{}", group.group));
         match group.outcome {
             Outcome::Planned(files) => {
-                write::write_dir(&dir, &files, args.force).map_err(|e| {
-                    anyhow!("--out {e}; add --force to replace lowlat's files in it")
-                })?;
+                super::plan::write_artifacts(&dir, &files, args.force)?;
                 writeln!(
                     page,
                     "group {}: wrote {} files to {}",

@@ -27,13 +27,12 @@ use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
 pub(crate) fn live_root(cli: &Cli) -> Result<SysRoot> {
-    let root = cli.sysroot()?;
-    if !root.is_live() {
+    if cli.root.is_some() || cli.snapshot.is_some() {
         anyhow::bail!(
             "--root/--snapshot: measurements run on this machine only; drop --root/--snapshot"
         );
     }
-    Ok(root)
+    Ok(SysRoot::live())
 }
 
 /// `--out DIR`, which every measurement takes.

@@ -267,8 +267,8 @@ pub struct HwlatArgs {
     #[arg(long, value_name = "D", default_value = "500ms", allow_hyphen_values = true, value_parser = values::duration)]
     pub width: std::time::Duration,
 
-    /// Gaps at or above this are recorded (whole microseconds).
-    #[arg(long, value_name = "D", default_value = "10us", allow_hyphen_values = true, value_parser = values::duration)]
+    /// Gaps at or above this are recorded (whole microseconds; with its unit: 10us).
+    #[arg(long, value_name = "D", default_value = "10us", allow_hyphen_values = true, value_parser = values::latency)]
     pub threshold: std::time::Duration,
 }
 

@@ -119,8 +119,21 @@ impl Cli {
     pub fn sysroot(&self) -> Result<SysRoot> {
         if let Some(dir) = &self.root {
             if !dir.is_dir() {
+                let what = if dir.exists() {
+                    "not a directory"
+                } else {
+                    "does not exist"
+                };
                 anyhow::bail!(
-                    "--root {}: not a directory (give the top of a tree laid out like /)",
+                    "--root {}: {what} (give the top of a tree laid out like /)",
+                    dir.display()
+                );
+            }
+            // Every part of the model would be unavailable, and an audit of nothing passes.
+            if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
+                anyhow::bail!(
+                    "--root {}: holds neither proc/ nor sys/ (give the top of a tree laid out \
+                     like /: a fixture machine, or `lowlat --snapshot FILE snapshot --extract DIR`)",
                     dir.display()
                 );
             }
@@ -131,6 +144,20 @@ impl Cli {
             return Ok(root);
         }
         Ok(SysRoot::live())
+    }
+}
+
+impl Cli {
+    /// Refuses `--root`/`--snapshot` for a `command` that reads no machine but the files given
+    /// as its arguments (`reads`), rather than ignoring them without a word.
+    pub(crate) fn no_machine(&self, command: &str, reads: &str) -> Result<()> {
+        if self.root.is_some() || self.snapshot.is_some() {
+            anyhow::bail!(
+                "--root and --snapshot name one machine; `lowlat {command}` reads {reads} given as \
+                 its arguments"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -148,7 +175,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),
-        Command::Compare(args) => compare::run(args),
+        Command::Compare(args) => {
+            cli.no_machine("compare", "the runs (files or bundle directories)")?;
+            compare::run(args)
+        }
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),

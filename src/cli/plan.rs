@@ -3,14 +3,16 @@
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
+use crate::plan::artifacts::Artifact;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
 use crate::plan::{self, PlanError, artifacts, findings, vm, write};
 use crate::report::plan::{diff, summary};
+use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// Options of `lowlat plan`.
@@ -240,6 +242,21 @@ impl PlanArgs {
     }
 }
 
+/// Writes a plan's `files` into `dir` (`--out`), with `--force` replacing lowlat's files; a
+/// refusal names `--out` and, only where it would help, suggests `--force`.
+pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -> Result<()> {
+    write::write_dir(dir, files, force).map_err(|e| {
+        let hint = match e {
+            write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
+                "; or add --force to replace lowlat's files in it"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("--out {e}{hint}")
+    })?;
+    Ok(())
+}
+
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
@@ -282,15 +299,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         if let Some(guest) = &guest {
             files.extend(guest.artifacts());
         }
-        write::write_dir(dir, &files, args.force).map_err(|e| {
-            let hint = match e {
-                write::WriteDirError::Dir(crate::sysroot::OutputDirError::NotEmpty(_)) => {
-                    "; or add --force to replace lowlat's files in it"
-                }
-                _ => "",
-            };
-            anyhow::anyhow!("--out {e}{hint}")
-        })?;
+        write_artifacts(dir, &files, args.force)?;
         if !args.json && !args.diff {
             let mut page = format!("lowlat: wrote {} files to {}\n", files.len(), dir.display());
             for file in &files {

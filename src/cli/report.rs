@@ -1,6 +1,6 @@
 //! `lowlat report`: the self-contained HTML report of lowlat's JSON documents.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -33,12 +33,23 @@ pub struct ReportArgs {
 }
 
 /// Runs `lowlat report`.
-pub(crate) fn run(_cli: &Cli, args: &ReportArgs) -> Result<u8> {
+pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
+    cli.no_machine("report", "the JSON documents (files or directories)")?;
     let mut sources = Vec::new();
     for input in &args.inputs {
         for file in files(input)? {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("{}: cannot read it", file.display()))?;
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    anyhow!(
+                        "{}: not text, so no lowlat document; give the JSON documents of \
+                         `--json` (from a snapshot: lowlat --snapshot FILE inventory --json > \
+                         inventory.json)",
+                        file.display()
+                    )
+                } else {
+                    anyhow!("{}: cannot read it: {e}", file.display())
+                }
+            })?;
             sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
         }
     }

@@ -39,6 +39,13 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     if cli.snapshot.is_some() {
         bail!("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead");
     }
+    if output.is_dir() {
+        bail!(
+            "-o {}: is a directory; give the snapshot's file name (-o {}/$(hostname).lowlat)",
+            output.display(),
+            output.display()
+        );
+    }
     if output.exists() && !args.force {
         bail!(
             "-o {}: the file exists; choose another name or add --force",
@@ -64,6 +71,8 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
     let Some(file) = &cli.snapshot else {
         bail!("--extract needs --snapshot FILE: the snapshot to extract");
     };
+    // Opened first, so that a snapshot that cannot be read leaves no directory behind.
+    let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
     crate::sysroot::prepare_output_dir(dir, force).map_err(|e| {
         let hint = match e {
             crate::sysroot::OutputDirError::NotEmpty(_) => "; or add --force",
@@ -71,7 +80,6 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
         };
         anyhow::anyhow!("--extract {e}{hint}")
     })?;
-    let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
     crate::snapshot::extract_tree(root.dir_path(), dir)
         .with_context(|| format!("--extract {}", dir.display()))?;
     eprintln!(

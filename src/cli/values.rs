@@ -15,7 +15,11 @@ use crate::measure::runner::inject::InjectSpec;
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
 pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_list(text).map_err(|e| e.to_string())
+    let cpus = CpuSet::parse_list(text).map_err(|e| e.to_string())?;
+    if cpus.is_empty() {
+        return Err("the list names no CPU; give CPUs such as 2-7 or 1-7,9-15".into());
+    }
+    Ok(cpus)
 }
 
 /// Parses a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
@@ -56,6 +60,20 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
         return Err(format!("must be above zero; {EXAMPLES}"));
     }
     Ok(duration)
+}
+
+/// Parses a latency threshold (`10us`, `1ms`), which must carry its unit: a bare number is
+/// seconds to [`duration`] but microseconds to cyclictest and hwlatdetect, so `20` is refused
+/// rather than read as 20 s.
+pub(crate) fn latency(text: &str) -> Result<Duration, String> {
+    let number = text.trim();
+    if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "'{number}' has no unit; write {number}us, {number}ms or {number}s (a bare number \
+             is microseconds to cyclictest and hwlatdetect, seconds elsewhere)"
+        ));
+    }
+    duration(text)
 }
 
 /// Parses a percentage above 0 and below 100 (`3`, `0.5`, `3%`).
@@ -182,6 +200,31 @@ mod tests {
         assert!(duration("10 parsecs").is_err());
         assert!(duration("s").is_err());
         assert!(duration("").is_err());
+    }
+
+    #[test]
+    fn a_cpu_list_names_at_least_one_cpu() {
+        assert_eq!(cpu_list("1-3").unwrap().to_list(), "1-3");
+        // An empty --isolate was "no CPU is left to isolate; keep fewer cores for housekeeping".
+        for empty in ["", " "] {
+            assert!(
+                cpu_list(empty).unwrap_err().contains("names no CPU"),
+                "{empty:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn latencies_need_their_unit() {
+        assert_eq!(latency("20us"), Ok(Duration::from_micros(20)));
+        assert_eq!(latency("1ms"), Ok(Duration::from_millis(1)));
+        assert!(
+            latency("20")
+                .unwrap_err()
+                .contains("'20' has no unit; write 20us")
+        );
+        assert!(latency("0.5").unwrap_err().contains("no unit"));
+        assert!(latency("-5us").unwrap_err().contains("cannot be negative"));
     }
 
     #[test]

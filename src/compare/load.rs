@@ -69,7 +69,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
                     return Err(LoadError::file(
                         shown,
                         format!(
-                            "a {kind} document holds no run; give measure-jitter, \
+                            "a document of kind {kind} holds no run; give measure-jitter, \
                              measure-timer or measure-membw documents, peers' outputs, or \
                              bundle directories"
                         ),
@@ -96,7 +96,11 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(LoadError::file(shown, "the bundle directory holds no file"));
+        return Err(LoadError::file(
+            shown,
+            "the bundle directory holds no file; give a bundle that `--out DIR` of `lowlat \
+             measure` or `lowlat check` wrote, or the run files themselves",
+        ));
     }
     let mut runs = Vec::new();
     let mut settings = None;

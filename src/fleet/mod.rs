@@ -79,9 +79,15 @@ pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> 
     if fleet.is_empty() {
         let mut skipped = fleet.skipped().to_vec();
         if skipped.is_empty() {
+            let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
             skipped.push(group::Skipped {
                 file: String::new(),
-                problem: "no input given".into(),
+                problem: format!(
+                    "no lowlat snapshot among {}: give snapshot files (`lowlat snapshot -o \
+                     FILE`) or directories of them; JSON documents are read only beside a \
+                     snapshot",
+                    given.join(", ")
+                ),
             });
         }
         return Err(FleetError::NoHosts(skipped));

@@ -87,7 +87,8 @@ pub enum PartitionError {
     },
     /// Both lists given, and they overlap or leave CPUs out.
     #[error(
-        "the housekeeping and isolated CPUs must split the online CPUs ({online}) exactly; overlap: {overlap}, in neither: {missing}"
+        "the housekeeping and isolated CPUs must split the online CPUs ({online}) exactly; {}",
+        split_problems(overlap, missing)
     )]
     Contradiction {
         /// CPUs in both lists.
@@ -143,6 +144,17 @@ pub enum PartitionError {
         /// The online CPUs.
         online: CpuSet,
     },
+}
+
+/// What keeps two CPU lists from splitting the online CPUs: the CPUs in both, the CPUs in
+/// neither, each named only when there are some.
+fn split_problems(overlap: &CpuSet, missing: &CpuSet) -> String {
+    let parts: Vec<String> = [("in both", overlap), ("in neither", missing)]
+        .into_iter()
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .map(|(what, cpus)| format!("{what}: {cpus}"))
+        .collect();
+    parts.join(", ")
 }
 
 /// `topology` as it will be once SMT is turned off (`nosmt`): only the first thread of each
@@ -421,10 +433,15 @@ mod tests {
                 ..
             }
         ));
-        assert!(matches!(
-            compute(&topo, &with(Some("0-4"), Some("4-15"))).unwrap_err(),
-            PartitionError::Contradiction { .. }
-        ));
+        let both = compute(&topo, &with(Some("0-4"), Some("4-15"))).unwrap_err();
+        assert!(matches!(both, PartitionError::Contradiction { .. }));
+        assert!(both.to_string().ends_with("exactly; in both: 4"), "{both}");
+        // Only what is wrong is named: no empty "overlap: ," before the CPUs left out.
+        let neither = compute(&topo, &with(Some("0,8"), Some("1-7"))).unwrap_err();
+        assert!(
+            neither.to_string().ends_with("exactly; in neither: 9-15"),
+            "{neither}"
+        );
         let split_ok = PartitionRequest {
             allow_split_smt: true,
             ..with(Some("0,4,8"), None)

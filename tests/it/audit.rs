@@ -558,3 +558,74 @@ fn a_snapshot_audits_like_the_tree_it_was_taken_from() {
         without_time(&from_tree)
     );
 }
+
+/// A `--root` that is no tree laid out like / (an empty directory, a wrong path) was audited
+/// as a machine of 0 CPUs: everything unknown, exit 0; `plan` blamed `--housekeeping-cores`,
+/// a flag not given. Both say what the directory lacks, with exit 2.
+#[test]
+fn a_root_without_proc_or_sys_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in [&["audit"][..], &["plan"], &["inventory"]] {
+        let (code, stdout, stderr) = run(dir.path(), command);
+        assert_eq!(code, 2, "{command:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--root {}: holds neither proc/ nor sys/",
+                dir.path().display()
+            )),
+            "{command:?}: {stderr}"
+        );
+    }
+    // A path that is not there was "not a directory".
+    let missing = dir.path().join("nowhere");
+    let (code, _, stderr) = run(&missing, &["audit"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("--root {}: does not exist", missing.display())),
+        "{stderr}"
+    );
+}
+
+/// The README's table of rules names every rule of `src/audit/profiles.table` but the
+/// `LL-SYSCTL-<KEY>` family it describes by pattern (it lacked LL-MSR-FENCE, the KVM host's
+/// rules and the libvirt domains' ones).
+#[test]
+fn the_readme_names_every_rule() {
+    let readme = include_str!("../../README.md");
+    let table = include_str!("../../src/audit/profiles.table");
+    let rows: Vec<&str> = readme
+        .lines()
+        .filter(|line| line.starts_with("| "))
+        .collect();
+    let missing: Vec<&str> = table
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|id| id.starts_with("LL-") && !id.starts_with("LL-SYSCTL-"))
+        .filter(|id| !rows.iter().any(|row| row.contains(&format!("`{id}`"))))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's rule table lacks {missing:?}"
+    );
+}
+
+/// `--bios` on an empty file said only "EOF while parsing a value at line 1 column 0": it says
+/// what the file should have been and how to make one.
+#[test]
+fn a_bios_file_that_is_no_bios_document_says_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("bios.json");
+    std::fs::write(&empty, "").unwrap();
+    let (code, _, stderr) = run(
+        &fixture("epyc7f32-2s"),
+        &["audit", "--bios", empty.to_str().unwrap()],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--bios {}: cannot read it as a bios document (`lowlat bios read -o FILE` writes one)",
+            empty.display()
+        )),
+        "{stderr}"
+    );
+}

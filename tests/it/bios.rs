@@ -485,7 +485,9 @@ fn audit_judges_the_firmware_rules_on_the_bios_attributes() {
     .assert()
     .code(2)
     .stderr(
-        predicate::str::contains("--bios").and(predicate::str::contains("not a bios document")),
+        predicate::str::contains("--bios").and(predicate::str::contains(
+            "of kind plan; give one of kind bios",
+        )),
     );
 }
 

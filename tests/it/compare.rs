@@ -446,6 +446,15 @@ fn bad_input_is_refused_naming_the_file() {
     );
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
+    let inventory = write(
+        dir.path(),
+        "inventory.json",
+        &jitter_document(1000, 0).replacen(
+            "\"kind\":\"measure-jitter\"",
+            "\"kind\":\"inventory\"",
+            1,
+        ),
+    );
     let cyclic = format!("{SAMPLES}/cyclictest/v-h200-p95-i1000-l3000.txt");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let cases: Vec<(Vec<String>, String, &str)> = vec![
@@ -472,7 +481,7 @@ fn bad_input_is_refused_naming_the_file() {
         (
             vec![s(&good), "--".into(), s(&empty)],
             s(&empty),
-            "holds no file",
+            "holds no file; give a bundle that `--out DIR`",
         ),
         (
             vec![s(&good), "--".into(), cyclic.clone()],
@@ -483,6 +492,48 @@ fn bad_input_is_refused_naming_the_file() {
             vec![s(&good), "--".into(), s(&dir.path().join("gone.0"))],
             "gone.0".into(),
             "cannot read",
+        ),
+        // A lowlat document without runs, named by its kind.
+        (
+            vec![s(&good), "--".into(), s(&inventory)],
+            s(&inventory),
+            "a document of kind inventory holds no run",
+        ),
+        // A threshold without its unit was 20 s (µs to cyclictest): every rate came out 0.
+        (
+            vec![
+                "--above".into(),
+                "20".into(),
+                s(&good),
+                "--".into(),
+                s(&good),
+            ],
+            "--above".into(),
+            "'20' has no unit; write 20us",
+        ),
+        // --root was ignored without a word: compare reads no machine.
+        (
+            vec![
+                "--root".into(),
+                s(dir.path()),
+                s(&good),
+                "--".into(),
+                s(&good),
+            ],
+            "--root".into(),
+            "`lowlat compare` reads the runs",
+        ),
+        // An option after `--` is arm B's: named as an option, not as a file not found.
+        (
+            vec![
+                s(&good),
+                "--".into(),
+                s(&good),
+                "--above".into(),
+                "20us".into(),
+            ],
+            "--above".into(),
+            "options go before `--`",
         ),
     ];
     for (args, names, says) in cases {

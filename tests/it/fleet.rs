@@ -304,4 +304,15 @@ fn no_snapshot_at_all_is_an_error_naming_the_directory() {
     let missing = dir.path().join("nowhere");
     let err = String::from_utf8(run(&["fleet", "report"], &[&missing], 2).stderr).unwrap();
     assert!(err.contains("nowhere: cannot read it"), "{err}");
+    // A document given alone (no snapshot among the inputs) was "no input given".
+    let inventory = dir.path().join("inventory.json");
+    std::fs::write(&inventory, "{}").unwrap();
+    let err = String::from_utf8(run(&["fleet", "report"], &[&inventory], 2).stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "no lowlat snapshot among {}: give snapshot files",
+            inventory.display()
+        )),
+        "{err}"
+    );
 }

@@ -5,6 +5,9 @@ use crate::support::fixture;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+/// The README, whose table of artifacts must name every file `plan --out` writes.
+const README: &str = include_str!("../../README.md");
+
 fn plan(machine: &str) -> Command {
     let mut cmd = crate::support::lowlat(&[]);
     cmd.arg("--root").arg(fixture(machine)).arg("plan");
@@ -112,6 +115,14 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         "kthread-plan.txt",
     ] {
         assert!(out.join(file).is_file(), "{file} not written");
+        // The README's table of artifacts names each (it lacked lowlat-watch.service).
+        let named = format!("`{file}`");
+        assert!(
+            README
+                .lines()
+                .any(|line| line.starts_with("| `") && line.contains(&named)),
+            "README.md's table of artifacts does not name {file}"
+        );
     }
     plan("milan64-nps4-smt")
         .arg("--out")

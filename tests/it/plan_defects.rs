@@ -261,7 +261,10 @@ fn output_paths_that_cannot_be_directories_are_refused_saying_why() {
             "--extract",
             out,
         ]);
-        for mut command in [plan, extract] {
+        // `fleet plan` said "--out a-file/group-1: cannot examine: Not a directory (os error
+        // 20); add --force", and made the link's target.
+        let fleet = lowlat(&["fleet", "plan", snapshot.to_str().unwrap(), "--out", out]);
+        for mut command in [plan, extract, fleet] {
             let expected = if out.ends_with("a-file") {
                 "exists and is not a directory; choose a directory path"
             } else {
@@ -271,7 +274,12 @@ fn output_paths_that_cannot_be_directories_are_refused_saying_why() {
                 .assert()
                 .code(2)
                 .stderr(predicate::str::contains(expected))
-                .stderr(predicate::str::contains("os error").not());
+                .stderr(predicate::str::contains("os error").not())
+                .stderr(predicate::str::contains("--force").not());
         }
     }
+    assert!(
+        !dir.path().join("nowhere").exists(),
+        "the link's target was made"
+    );
 }

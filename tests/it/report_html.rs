@@ -192,6 +192,36 @@ fn a_file_that_is_not_a_lowlat_document_is_refused_by_name() {
         "notes.json: not a lowlat document",
     ));
     assert!(!out.exists());
+    // --root or --snapshot was ignored without a word: the report reads no machine.
+    lowlat(&[
+        "--root",
+        &dir.path().to_string_lossy(),
+        "report",
+        &bad.to_string_lossy(),
+        "-o",
+        &out.to_string_lossy(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains(
+        "--root and --snapshot name one machine; `lowlat report` reads the JSON documents",
+    ));
+    // A binary file (a snapshot given by mistake) said only "stream did not contain valid
+    // UTF-8".
+    let binary = dir.path().join("host1.lowlat");
+    std::fs::write(&binary, [0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xfe]).unwrap();
+    lowlat(&[
+        "report",
+        &binary.to_string_lossy(),
+        "-o",
+        &out.to_string_lossy(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains(
+        "host1.lowlat: not text, so no lowlat document; give the JSON documents",
+    ));
+    assert!(!out.exists());
 }
 
 /// The hostile string, and how it must appear in the HTML.

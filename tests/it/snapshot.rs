@@ -117,3 +117,44 @@ fn diff(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<
         _ => out.push(format!("{path}: {a} vs {b}")),
     }
 }
+
+/// `-o DIR` said "the file exists; choose another name or add --force", and with --force
+/// "cannot rename a temporary file over: Is a directory": it says that it is a directory and
+/// what to give instead.
+#[test]
+fn a_directory_as_the_snapshot_file_is_refused_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let root = crate::support::fixture("kvm-guest-2vcpu");
+    for force in [false, true] {
+        let mut args = vec!["--root", root.to_str().unwrap(), "snapshot", "-o", out];
+        if force {
+            args.push("--force");
+        }
+        crate::support::lowlat(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(format!(
+                "-o {out}: is a directory; give the snapshot's file name"
+            )));
+    }
+}
+
+/// `--extract DIR` created DIR before opening the snapshot: a snapshot that could not be read
+/// left an empty directory behind, which the next try refused as not empty.
+#[test]
+fn a_snapshot_that_cannot_be_opened_extracts_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tree");
+    crate::support::lowlat(&[
+        "--snapshot",
+        dir.path().join("missing.lowlat").to_str().unwrap(),
+        "snapshot",
+        "--extract",
+        out.to_str().unwrap(),
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicates::str::contains("missing.lowlat: cannot open"));
+    assert!(!out.exists(), "{} was created", out.display());
+}
