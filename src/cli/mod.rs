@@ -24,12 +24,14 @@ pub mod exit {
 #[command(name = "lowlat", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Read the machine from this directory tree instead of `/` (a fixture or a copy of one).
-    /// `measure` runs on this machine only and refuses it.
+    /// `measure` and `check` run on this machine only, and `compare`, `report` and `fleet`
+    /// read only the files given to them: they refuse it.
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "snapshot")]
     pub root: Option<PathBuf>,
 
-    /// Read the machine from a file made by `lowlat snapshot`. `measure` runs on this machine
-    /// only and refuses it.
+    /// Read the machine from a file made by `lowlat snapshot`. `measure` and `check` run on
+    /// this machine only, and `compare`, `report` and `fleet` read only the files given to
+    /// them: they refuse it.
     #[arg(long, global = true, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 

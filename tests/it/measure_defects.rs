@@ -186,11 +186,12 @@ fn the_exit_code_rule_is_in_the_help() {
 #[test]
 fn the_global_root_and_snapshot_say_measure_refuses_them() {
     // Small ones: `measure --help` listed --root/--snapshot without saying they are refused.
-    lowlat(&["measure", "jitter", "--help"])
-        .success()
-        .stdout(contains(
-            "`measure` runs on this machine only and refuses it",
-        ));
+    for command in [&["measure", "jitter", "--help"][..], &["compare", "--help"]] {
+        lowlat(command)
+            .success()
+            .stdout(contains("`measure` and `check` run on this machine only"))
+            .stdout(contains("`compare`, `report` and `fleet`"));
+    }
 }
 
 /// Runs lowlat with `args`, sends it Ctrl-C (SIGINT) after `after`, and returns its exit
