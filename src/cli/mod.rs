@@ -131,15 +131,16 @@ impl Cli {
                     dir.display()
                 );
             }
+            let root = SysRoot::dir(dir);
             // Every part of the model would be unavailable, and an audit of nothing passes.
-            if !dir.join("proc").is_dir() && !dir.join("sys").is_dir() {
+            if !root.is_dir("/proc") && !root.is_dir("/sys") {
                 anyhow::bail!(
                     "--root {}: holds neither proc/ nor sys/ (give the top of a tree laid out \
                      like /: a fixture machine, or `lowlat --snapshot FILE snapshot --extract DIR`)",
                     dir.display()
                 );
             }
-            return Ok(SysRoot::dir(dir));
+            return Ok(root);
         }
         if let Some(file) = &self.snapshot {
             let (root, _) = crate::snapshot::open(file).context("--snapshot")?;

@@ -177,51 +177,37 @@ fn the_same_documents_give_the_same_bytes() {
 #[test]
 fn a_file_that_is_not_a_lowlat_document_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    // `lowlat [before…] report INPUT -o OUT` exits 2 with `message` and writes nothing.
+    let refused = |before: &[&str], input: &std::path::Path, message: &str| {
+        let (input, output) = (input.to_string_lossy(), out.to_string_lossy());
+        let mut args = before.to_vec();
+        args.extend(["report", &input, "-o", &output]);
+        lowlat(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(message));
+        assert!(!out.exists());
+    };
     let bad = dir.path().join("notes.json");
     std::fs::write(&bad, "{\"hello\": 1}").unwrap();
-    let out = dir.path().join("r.html");
-    lowlat(&[
-        "report",
-        &bad.to_string_lossy(),
-        "-o",
-        &out.to_string_lossy(),
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicates::str::contains(
-        "notes.json: not a lowlat document",
-    ));
-    assert!(!out.exists());
+    refused(&[], &bad, "notes.json: not a lowlat document");
     // --root or --snapshot was ignored without a word: the report reads no machine.
-    lowlat(&[
-        "--root",
-        &dir.path().to_string_lossy(),
-        "report",
-        &bad.to_string_lossy(),
-        "-o",
-        &out.to_string_lossy(),
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicates::str::contains(
+    let root = dir.path().to_string_lossy();
+    refused(
+        &["--root", &root],
+        &bad,
         "--root and --snapshot name one machine; `lowlat report` reads the JSON documents",
-    ));
+    );
     // A binary file (a snapshot given by mistake) said only "stream did not contain valid
     // UTF-8".
     let binary = dir.path().join("host1.lowlat");
     std::fs::write(&binary, [0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xfe]).unwrap();
-    lowlat(&[
-        "report",
-        &binary.to_string_lossy(),
-        "-o",
-        &out.to_string_lossy(),
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicates::str::contains(
+    refused(
+        &[],
+        &binary,
         "host1.lowlat: not text, so no lowlat document; give the JSON documents",
-    ));
-    assert!(!out.exists());
+    );
 }
 
 /// The hostile string, and how it must appear in the HTML.
