@@ -58,7 +58,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub isolate: Option<CpuSet>,
 
-    /// Accept an isolated CPU whose SMT sibling is housekeeping.
+    /// Accept an isolated CPU whose SMT sibling is housekeeping (where SMT stays on: a plan
+    /// that turns SMT off keeps one thread per core, and splits none).
     #[arg(long)]
     pub allow_split_smt: bool,
 
@@ -215,6 +216,26 @@ impl PlanArgs {
 }
 
 impl PlanArgs {
+    /// Says which CPUs of `--housekeeping` and `--isolate` the plan left out because they go
+    /// offline at the reboot it asks for (it turns SMT off).
+    fn note_cpus_going_offline(&self, plan: &plan::Plan) {
+        let Some(after) = &plan.target.cpus_after_reboot else {
+            return;
+        };
+        for (flag, list) in [
+            ("--housekeeping", &self.housekeeping),
+            ("--isolate", &self.isolate),
+        ] {
+            let gone = list.as_ref().map(|cpus| cpus.difference(after));
+            if let Some(gone) = gone.filter(|gone| !gone.is_empty()) {
+                eprintln!(
+                    "lowlat plan: {flag}: CPU(s) {gone} go offline at the next boot (the plan \
+                     turns SMT off, keeping CPUs {after}): left out of the partition"
+                );
+            }
+        }
+    }
+
     /// A refused partition, with the options that asked for it.
     fn partition_error(&self, e: &PartitionError) -> anyhow::Error {
         let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
@@ -276,6 +297,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
         PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
     })?;
+    args.note_cpus_going_offline(&plan);
     plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));
     let guest = match &args.vm {
         Some(name) => Some(

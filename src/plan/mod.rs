@@ -341,7 +341,9 @@ pub mod sources {
 /// line would be longer than the architecture's kernels keep is refused
 /// ([`PlanError::CommandLineTooLong`]). A plan that turns SMT off
 /// (`nosmt`) is made again for the CPUs online after its reboot, so that its partition, IRQ
-/// and task lists name only those.
+/// and task lists name only those: the CPUs of the request that go offline are left out (the
+/// caller can name them: the request's lists less [`Target::cpus_after_reboot`]), and no core
+/// is split any more.
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
@@ -353,11 +355,20 @@ pub fn build(
         options,
         ..request.clone()
     };
-    let (mut partition, mut draft) = draft(machine, &machine.topology, &request, &remediations)?;
-    let mut cpus_after_reboot = None;
     let smt_off = with_smt_off(&machine.topology);
     let online_after = smt_off.online_cpus();
-    if turns_smt_off(&draft) && online_after != machine.topology.online_cpus() {
+    let has_smt = online_after != machine.topology.online_cpus();
+    // A core split between housekeeping and isolated CPUs matters only while SMT stays on: the
+    // first draft lets one through when SMT may go off, and it is checked below once the draft
+    // shows SMT stays on. So the partition a plan prints with SMT off is accepted when given
+    // back to it (`--isolate 1-27,29-55` on two 28-core packages).
+    let mut first = request.clone();
+    first.partition.allow_split_smt |= has_smt;
+    let (mut partition, mut draft) = draft(machine, &machine.topology, &first, &remediations)?;
+    let mut cpus_after_reboot = None;
+    if has_smt && !turns_smt_off(&draft) {
+        crate::tuning::partition::compute(&machine.topology, &request.partition)?;
+    } else if has_smt {
         // The first draft goes before the second is made: at 8,192 CPUs each holds tens of
         // megabytes (a setting per IRQ), and both at once were plan's peak of memory.
         drop(std::mem::take(&mut draft));

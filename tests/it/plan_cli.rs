@@ -179,17 +179,49 @@ fn contradictory_options_are_refused() {
     refused(&["--housekeeping-cores", "8"], "no CPU is left to isolate");
 }
 
+/// A core split between housekeeping and isolated CPUs needs the flag where SMT stays on
+/// (the realtime-guest profile leaves SMT alone; siblings are N and N+56).
 #[test]
 fn split_cores_need_the_flag() {
+    let keeps_smt = ["--profile", "realtime-guest", "--housekeeping", "0,28,84"];
     plan("xeon-2s-smt")
-        .args(["--housekeeping", "0,28,84"])
+        .args(keeps_smt)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--allow-split-smt"));
     plan("xeon-2s-smt")
-        .args(["--housekeeping", "0,28,84", "--allow-split-smt"])
+        .args(keeps_smt)
+        .arg("--allow-split-smt")
         .assert()
         .success();
+}
+
+/// Where the plan turns SMT off, no core stays split: the partition it prints is taken back
+/// as given, and a named CPU that goes offline is left out with a note naming it.
+#[test]
+fn a_plan_that_turns_smt_off_takes_its_own_partition_back() {
+    let printed = plan("xeon-2s-smt").arg("--json").assert().success();
+    let printed =
+        lowlat::plan::Plan::from_json(&String::from_utf8_lossy(&printed.get_output().stdout))
+            .unwrap();
+    assert_eq!(printed.partition.isolated.to_list(), "1-27,29-55");
+    plan("xeon-2s-smt")
+        .args(["--isolate", "1-27,29-55"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "CPUs 0-111 (0-55 after the reboot: SMT off)",
+        ))
+        .stdout(predicate::str::contains("isolated          1-27,29-55 "))
+        .stderr(predicate::str::is_empty());
+    plan("xeon-2s-smt")
+        .args(["--housekeeping", "0,28,84"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("housekeeping      0,28 "))
+        .stderr(predicate::str::contains(
+            "--housekeeping: CPU(s) 84 go offline at the next boot",
+        ));
 }
 
 #[test]

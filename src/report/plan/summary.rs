@@ -33,7 +33,7 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<LABEL$}{}{}, CPUs {}",
+        "{:<LABEL$}{}{}, CPUs {}{}",
         "machine",
         plan.target.host,
         plan.target
@@ -41,7 +41,12 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             .as_deref()
             .map(|m| format!(", {m}"))
             .unwrap_or_default(),
-        plan.target.cpus.to_list()
+        plan.target.cpus.to_list(),
+        plan.target
+            .cpus_after_reboot
+            .as_ref()
+            .map(|after| format!(" ({} after the reboot: SMT off)", after.to_list()))
+            .unwrap_or_default()
     );
 
     out.push_str("\nPartition\n");
