@@ -610,3 +610,33 @@ fn sysctls_the_kernel_lacks_are_listed_as_skipped() {
         "{sysctl}"
     );
 }
+
+/// The audit and the plan agree on which IRQs can be moved: every IRQ the audit's fixes move
+/// off the isolated CPUs is one the plan sets (none the plan lists as staying where it is,
+/// such as a timer or a kernel-managed queue).
+#[test]
+fn every_irq_the_audit_moves_the_plan_sets() {
+    for name in &fixtures() {
+        let (machine, plan) = default_plan(name);
+        let profile = findings::audit_profile(plan.profile).unwrap();
+        let partition = lowlat::audit::partition::AuditPartition {
+            housekeeping: plan.partition.housekeeping.clone(),
+            isolated: plan.partition.isolated.clone(),
+            source: lowlat::audit::partition::PartitionSource::Flag,
+            nr_cpus: plan.partition.nr_cpus,
+        };
+        let audit = lowlat::audit::run(&machine, &profile, &partition);
+        let moved: Vec<String> = audit
+            .fixes()
+            .into_iter()
+            .filter(|s| s.id.starts_with("irq:") && !s.id.starts_with("irq:default"))
+            .map(|s| s.id.clone())
+            .collect();
+        for id in &moved {
+            assert!(
+                plan.setting(id).is_some(),
+                "{name}: the audit moves {id}, the plan does not"
+            );
+        }
+    }
+}

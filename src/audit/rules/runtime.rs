@@ -7,7 +7,7 @@ use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
-use crate::machine::irq::Irq;
+use crate::machine::irq::{Irq, IrqClass};
 use crate::machine::power::{IdleState, ResumeLatency};
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::tasks::{Task, Tasks};
@@ -30,7 +30,7 @@ pub(crate) const RULES: &[Rule] = &[
         title: "No interrupt may be delivered to an isolated CPU",
         layer: Layer::Runtime,
         severity: Severity::High,
-        rationale: "An interrupt delivered to an isolated CPU stops the application for the handler's duration (microseconds, more with softirq work). Every movable IRQ's affinity is set to housekeeping CPUs, near the device's NUMA node; kernel-managed IRQs are the subject of LL-MANAGED-IRQS.",
+        rationale: "An interrupt delivered to an isolated CPU stops the application for the handler's duration (microseconds, more with softirq work). Every movable IRQ's affinity is set to housekeeping CPUs, near the device's NUMA node; kernel-managed IRQs are the subject of LL-MANAGED-IRQS, and timer IRQs, which the kernel keeps where it set them up, are left to nohz_full.",
         sources: &[
             GUIDE_SCRIPT,
             "TuneD cpu-partitioning",
@@ -226,7 +226,14 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut named = IrqLines::new(ctx, irqs);
     let mut fixes = Vec::new();
     let mut near = NearHousekeeping::new(&ctx.machine.topology, &ctx.partition.housekeeping);
-    let movable: Vec<&Irq> = irqs.irqs.iter().filter(|irq| !is_managed(irq)).collect();
+    // Timer IRQs are fixed by the kernel (x86 sets up IRQ 0 with IRQF_NOBALANCING, so writing
+    // its smp_affinity fails with EIO), as plan knows: they are counted, not fixed.
+    let is_timer = |irq: &Irq| irq.class == IrqClass::Timer;
+    let movable: Vec<&Irq> = irqs
+        .irqs
+        .iter()
+        .filter(|irq| !is_managed(irq) && !is_timer(irq))
+        .collect();
     for irq in &movable {
         let hits = irq
             .affinity
@@ -242,11 +249,20 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             ));
         }
     }
-    let managed = irqs.irqs.len() - movable.len();
-    let note = if managed > 0 {
-        format!(" ({managed} kernel-managed: see LL-MANAGED-IRQS)")
-    } else {
+    let managed = irqs.irqs.iter().filter(|irq| is_managed(irq)).count();
+    let timers = irqs.irqs.iter().filter(|irq| is_timer(irq)).count();
+    let notes: Vec<String> = [
+        (managed, "kernel-managed: see LL-MANAGED-IRQS"),
+        (timers, "timer, fixed by the kernel"),
+    ]
+    .into_iter()
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, what)| format!("{count} {what}"))
+    .collect();
+    let note = if notes.is_empty() {
         String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
     };
     let observed = format!(
         "{} of {} movable IRQs may be delivered to isolated CPUs{note}",
