@@ -640,3 +640,28 @@ fn every_irq_the_audit_moves_the_plan_sets() {
         }
     }
 }
+
+/// The audit and the plan agree on where tasks go: every task setting the audit's fixes
+/// propose is the plan's own, with the same value.
+#[test]
+fn every_task_the_audit_moves_the_plan_moves_alike() {
+    for name in &fixtures() {
+        let (machine, plan) = default_plan(name);
+        let profile = findings::audit_profile(plan.profile).unwrap();
+        let partition = lowlat::audit::partition::AuditPartition {
+            housekeeping: plan.partition.housekeeping.clone(),
+            isolated: plan.partition.isolated.clone(),
+            source: lowlat::audit::partition::PartitionSource::Flag,
+            nr_cpus: plan.partition.nr_cpus,
+        };
+        let audit = lowlat::audit::run(&machine, &profile, &partition);
+        for fix in audit
+            .fixes()
+            .into_iter()
+            .filter(|s| s.id.starts_with("task:"))
+        {
+            let planned = plan.setting(&fix.id).map(|s| s.value.as_str());
+            assert_eq!(planned, Some(fix.value.as_str()), "{name}: {}", fix.id);
+        }
+    }
+}
