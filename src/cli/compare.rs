@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::exit;
 use super::output::{print, print_json};
-use super::values::{count, latency, percent};
+use super::values::{count, duration_with_unit, percent};
 use crate::compare::{Options, compare_each, load};
 use crate::document::UNKNOWN_HOST;
 use crate::report::compare::{document, render_all};
@@ -60,7 +60,7 @@ pub struct CompareArgs {
     pub b: Vec<PathBuf>,
 
     /// Latencies above this count as spikes for the rate row (`10us`, `1ms`).
-    #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = latency, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = duration_with_unit, allow_hyphen_values = true)]
     pub above: Duration,
 
     /// Equivalence margin, % of the baseline ("equivalent ±3%").

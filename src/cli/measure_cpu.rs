@@ -259,16 +259,16 @@ pub struct HwlatArgs {
     #[arg(long, value_name = "D", default_value = "120s", allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: std::time::Duration,
 
-    /// The period of one sampling burst.
-    #[arg(long, value_name = "D", default_value = "1s", allow_hyphen_values = true, value_parser = values::duration)]
+    /// The period of one sampling burst (with its unit: 1s, 500ms).
+    #[arg(long, value_name = "D", default_value = "1s", allow_hyphen_values = true, value_parser = values::duration_with_unit)]
     pub window: std::time::Duration,
 
-    /// How long each burst spins with interrupts off (at most --window).
-    #[arg(long, value_name = "D", default_value = "500ms", allow_hyphen_values = true, value_parser = values::duration)]
+    /// How long each burst spins with interrupts off, at most --window (with its unit: 500ms).
+    #[arg(long, value_name = "D", default_value = "500ms", allow_hyphen_values = true, value_parser = values::duration_with_unit)]
     pub width: std::time::Duration,
 
     /// Gaps at or above this are recorded (whole microseconds; with its unit: 10us).
-    #[arg(long, value_name = "D", default_value = "10us", allow_hyphen_values = true, value_parser = values::latency)]
+    #[arg(long, value_name = "D", default_value = "10us", allow_hyphen_values = true, value_parser = values::duration_with_unit)]
     pub threshold: std::time::Duration,
 }
 

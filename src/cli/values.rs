@@ -62,10 +62,10 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
-/// Parses a latency threshold (`10us`, `1ms`), which must carry its unit: a bare number is
-/// seconds to [`duration`] but microseconds to cyclictest and hwlatdetect, so `20` is refused
-/// rather than read as 20 s.
-pub(crate) fn latency(text: &str) -> Result<Duration, String> {
+/// Parses a duration that must carry its unit (`10us`, `1ms`): a latency threshold, or
+/// hwlat's window and width. A bare number is seconds to [`duration`] but microseconds to
+/// cyclictest and hwlatdetect, so `20` is refused rather than read as 20 s.
+pub(crate) fn duration_with_unit(text: &str) -> Result<Duration, String> {
     let number = text.trim();
     if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(format!(
@@ -215,16 +215,20 @@ mod tests {
     }
 
     #[test]
-    fn latencies_need_their_unit() {
-        assert_eq!(latency("20us"), Ok(Duration::from_micros(20)));
-        assert_eq!(latency("1ms"), Ok(Duration::from_millis(1)));
+    fn durations_with_unit_need_it() {
+        assert_eq!(duration_with_unit("20us"), Ok(Duration::from_micros(20)));
+        assert_eq!(duration_with_unit("1ms"), Ok(Duration::from_millis(1)));
         assert!(
-            latency("20")
+            duration_with_unit("20")
                 .unwrap_err()
                 .contains("'20' has no unit; write 20us")
         );
-        assert!(latency("0.5").unwrap_err().contains("no unit"));
-        assert!(latency("-5us").unwrap_err().contains("cannot be negative"));
+        assert!(duration_with_unit("0.5").unwrap_err().contains("no unit"));
+        assert!(
+            duration_with_unit("-5us")
+                .unwrap_err()
+                .contains("cannot be negative")
+        );
     }
 
     #[test]

@@ -218,6 +218,12 @@ fn hwlat_says_when_the_kernel_lacks_the_tracer_and_refuses_a_width_above_the_win
     lowlat(&["measure", "hwlat", "--width", "2s"])
         .code(2)
         .stderr(contains("--width 2s: must be at most --window (1s)"));
+    // hwlatdetect reads --window and --width in microseconds: a bare number is refused.
+    for flag in ["--window", "--width"] {
+        lowlat(&["measure", "hwlat", flag, "500000"])
+            .code(2)
+            .stderr(contains("'500000' has no unit; write 500000us"));
+    }
     // On a kernel with tracefs and the hwlat tracer (and root) this traces for a second;
     // elsewhere it must say what is missing, with exit 2.
     let out = crate::support::lowlat(&["measure", "hwlat", "--duration", "1s", "--json"])
