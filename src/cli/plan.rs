@@ -245,7 +245,9 @@ impl PlanArgs {
             (false, false) => "--housekeeping-cores",
         };
         match e {
-            PartitionError::NoSuchCpu { list, .. } | PartitionError::Offline { list, .. } => {
+            PartitionError::NoSuchCpu { list, .. }
+            | PartitionError::Offline { list, .. }
+            | PartitionError::OfflineAfterReboot { list, .. } => {
                 let flag = match list {
                     CpuList::Housekeeping => "--housekeeping",
                     CpuList::Isolated => "--isolate",

@@ -31,7 +31,7 @@ use std::collections::HashSet;
 use crate::document::{self, Document, Kind, Layout, LayoutError};
 use crate::machine::topology::Topology;
 use crate::machine::{CpuSet, Machine};
-use crate::tuning::partition::{Partition, PartitionError, with_smt_off};
+use crate::tuning::partition::{CpuList, Partition, PartitionError, with_smt_off};
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 use request::{PlanOptions, PlanRequest, Profile};
@@ -373,14 +373,21 @@ pub fn build(
         // megabytes (a setting per IRQ), and both at once were plan's peak of memory.
         drop(std::mem::take(&mut draft));
         let mut request = request.clone();
-        for list in [
-            &mut request.partition.housekeeping,
-            &mut request.partition.isolate,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            *list = list.intersection(&online_after);
+        for (named, list) in [
+            (CpuList::Housekeeping, &mut request.partition.housekeeping),
+            (CpuList::Isolated, &mut request.partition.isolate),
+        ] {
+            let Some(list) = list else { continue };
+            let kept = list.intersection(&online_after);
+            if kept.is_empty() {
+                return Err(PartitionError::OfflineAfterReboot {
+                    list: named,
+                    cpus: std::mem::take(list),
+                    online_after,
+                }
+                .into());
+            }
+            *list = kept;
         }
         (partition, draft) = self::draft(machine, &smt_off, &request, &remediations)?;
         cpus_after_reboot = Some(online_after);

@@ -85,6 +85,19 @@ pub enum PartitionError {
         /// The offline CPUs.
         cpus: CpuSet,
     },
+    /// Every CPU a list named goes offline at the reboot the plan asks for (it turns SMT off).
+    #[error(
+        "CPU(s) {cpus} go offline at the next boot, when the plan turns SMT off (online then: \
+         {online_after}); name CPUs among those"
+    )]
+    OfflineAfterReboot {
+        /// The list that named them.
+        list: CpuList,
+        /// The CPUs it named.
+        cpus: CpuSet,
+        /// The CPUs online after the reboot.
+        online_after: CpuSet,
+    },
     /// Both lists given, and they overlap or leave CPUs out.
     #[error(
         "the housekeeping and isolated CPUs must split the online CPUs ({online}) exactly; {}",

@@ -197,7 +197,8 @@ fn split_cores_need_the_flag() {
 }
 
 /// Where the plan turns SMT off, no core stays split: the partition it prints is taken back
-/// as given, and a named CPU that goes offline is left out with a note naming it.
+/// as given, a named CPU that goes offline is left out with a note naming it, and a list of
+/// such CPUs only is refused.
 #[test]
 fn a_plan_that_turns_smt_off_takes_its_own_partition_back() {
     let printed = plan("xeon-2s-smt").arg("--json").assert().success();
@@ -221,6 +222,15 @@ fn a_plan_that_turns_smt_off_takes_its_own_partition_back() {
         .stdout(predicate::str::contains("housekeeping      0,28 "))
         .stderr(predicate::str::contains(
             "--housekeeping: CPU(s) 84 go offline at the next boot",
+        ));
+    // A list of second threads only leaves nothing: refused, naming the flag.
+    plan("xeon-2s-smt")
+        .args(["--isolate", "57-83"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--isolate: CPU(s) 57-83 go offline at the next boot, when the plan turns SMT off \
+             (online then: 0-55)",
         ));
 }
 
