@@ -10,6 +10,7 @@ use super::{Draft, Inputs, Plan, setting};
 use crate::machine::tasks::{PerCpuKind, Task};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
+use crate::tuning::kthreads;
 use crate::tuning::nearby::NearHousekeeping;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
@@ -163,47 +164,16 @@ fn priority_setting(prefix: &str, priority: u32) -> Setting {
     )
 }
 
-/// The setting name for a movable kernel thread: the name itself, or `prefix/*` for a family
-/// of threads (`rcuop/*`, `jbd2/*`), and the node of per-node threads (`kswapd1`,
-/// `kcompactd1`).
-fn family(comm: &str) -> (String, Option<u32>) {
-    if let Some((prefix, _)) = comm.split_once('/') {
-        return (format!("{prefix}/*"), None);
-    }
-    for per_node in ["kswapd", "kcompactd"] {
-        if let Some(rest) = comm.strip_prefix(per_node) {
-            let digits = rest.split(':').next().unwrap_or("");
-            if let Ok(node) = digits.parse() {
-                return (comm.to_string(), Some(node));
-            }
-        }
-    }
-    (comm.to_string(), None)
-}
-
 fn plan_affinity(kthreads: &[&Task], topology: &Topology, hk: &CpuSet, draft: &mut Draft) {
-    let mut families: BTreeMap<String, Option<u32>> = BTreeMap::new();
-    for task in kthreads {
-        let rcu_offload = task.per_cpu.is_some_and(|p| p.kind == PerCpuKind::Rcuop);
-        let movable = task.movable
-            && !task.affinity_locked
-            && (task.per_cpu.is_none() || rcu_offload)
-            && !task.comm.starts_with("irq/");
-        if movable {
-            let (name, node) = family(&task.comm);
-            families.entry(name).or_insert(node);
-        }
-    }
     let mut near = NearHousekeeping::new(topology, hk);
-    for (name, node) in families {
-        let cpus = near.of(node);
-        let why = match node {
-            Some(node) if cpus.local => {
+    for placement in kthreads::placements(kthreads.iter().copied(), &mut near) {
+        let why = match placement.node {
+            Some(node) if placement.near.local => {
                 format!("Per-node memory thread to the housekeeping CPUs of its node {node}.")
             }
             _ => "Movable kernel thread to the housekeeping CPUs.".to_string(),
         };
-        draft.add(kthread(&name, cpus.list.clone(), &why));
+        draft.add(kthread(&placement.pattern, placement.near.list, &why));
     }
 }
 
@@ -318,19 +288,4 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn families_group_numbered_threads_and_find_nodes() {
-        assert_eq!(family("rcuop/17"), ("rcuop/*".to_string(), None));
-        assert_eq!(family("jbd2/nvme0n1p2-8"), ("jbd2/*".to_string(), None));
-        assert_eq!(family("kswapd1"), ("kswapd1".to_string(), Some(1)));
-        assert_eq!(family("kswapd0:1"), ("kswapd0:1".to_string(), Some(0)));
-        assert_eq!(family("kcompactd3"), ("kcompactd3".to_string(), Some(3)));
-        assert_eq!(family("khugepaged"), ("khugepaged".to_string(), None));
-    }
 }

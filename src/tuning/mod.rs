@@ -2,7 +2,7 @@
 //! [`setting::Layer`], its `setting_id::SettingId`) how the CPUs are split (`partition::Partition`), and the kernel arguments
 //! of boot settings (`kernel_args::Args`) with the GRUB block that carries them
 //! (`grub_block::render_block`), the housekeeping CPUs near a NUMA node
-//! (`nearby::NearHousekeeping`), the grouped form in which plan.json and the audit document
+//! (`nearby::NearHousekeeping`), which kernel threads lowlat moves and where (`kthreads`), the grouped form in which plan.json and the audit document
 //! write runs of like settings (`grouping`), and the paths of files lowlat installs that the
 //! audit and the plan both name ([`installed_files`]).
 //!
@@ -13,6 +13,7 @@ pub(crate) mod grouping;
 pub(crate) mod grub_block;
 pub mod installed_files;
 pub(crate) mod kernel_args;
+pub(crate) mod kthreads;
 pub(crate) mod nearby;
 pub(crate) mod partition;
 pub mod setting;

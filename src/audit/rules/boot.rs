@@ -450,7 +450,14 @@ fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     if let Err(unknown) = cmdline(ctx, &expected) {
         return *unknown;
     }
-    let fix = Fix::cmdline("isolcpus", format!("managed_irq,domain,{}", iso.to_list()));
+    // The plan's: a profile that requires isolcpus= isolates statically (domain: no load
+    // balancing on the isolated CPUs); the others keep balancing and set managed_irq only.
+    let flags = if required {
+        "managed_irq,domain"
+    } else {
+        "managed_irq"
+    };
+    let fix = Fix::cmdline("isolcpus", format!("{flags},{}", iso.to_list()));
     let isolcpus = match &ctx.machine.kernel.isolation.isolcpus {
         None if required => {
             return RuleOutcome::new(Status::Fail, "isolcpus= not set", expected)

@@ -36,6 +36,22 @@ fn tree(extra: &[(&str, &str)]) -> TestTree {
 
 /// Runs one rule with one expectation (a profile table cell) on the tree.
 fn audit_one(dir: &TestTree, id: &str, cell: &str) -> Finding {
+    audit_one_for(dir, id, cell, None)
+}
+
+/// [`audit_one`] for the partition `--isolate isolate`.
+fn audit_one_isolating(dir: &TestTree, id: &str, cell: &str, isolate: &str) -> Finding {
+    audit_one_for(dir, id, cell, Some(&isolate.parse().unwrap()))
+}
+
+/// Runs one rule with one expectation on the tree, for the partition `--isolate` names or the
+/// one lowlat chooses.
+fn audit_one_for(
+    dir: &TestTree,
+    id: &str,
+    cell: &str,
+    isolate: Option<&crate::machine::CpuSet>,
+) -> Finding {
     let machine = Machine::read(&dir.root());
     let rule = rules::find(id).unwrap();
     let profile = Profile {
@@ -45,7 +61,7 @@ fn audit_one(dir: &TestTree, id: &str, cell: &str) -> Finding {
             expect: Expect::parse(cell, rule).unwrap(),
         }],
     };
-    let partition = partition::choose(&machine, None).unwrap();
+    let partition = partition::choose(&machine, isolate).unwrap();
     let audit = crate::audit::run(&machine, &profile, &partition);
     audit.findings.into_iter().next().unwrap()
 }
@@ -146,6 +162,12 @@ fn isolation_lists_must_match_the_isolated_set() {
         f.remediation.settings[0].value,
         "isolcpus=managed_irq,domain,2-3"
     );
+    // Where it is optional, an isolcpus= beyond the isolated CPUs (--isolate 2-3) is fixed as
+    // plan writes it for that profile: managed_irq only, load balancing kept (no domain).
+    let dir = tree(&[("/proc/cmdline", "ro nohz_full=2-3 isolcpus=1-3\n")]);
+    let f = audit_one_isolating(&dir, "LL-ISOLCPUS", "optional", "2-3");
+    assert_eq!(f.status, Status::Fail, "{f:?}");
+    assert_eq!(f.remediation.settings[0].value, "isolcpus=managed_irq,2-3");
 }
 
 #[test]

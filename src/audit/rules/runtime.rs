@@ -13,6 +13,7 @@ use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::tasks::{Task, Tasks};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
+use crate::tuning::kthreads;
 use crate::tuning::nearby::NearHousekeeping;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
@@ -60,7 +61,7 @@ pub(crate) const RULES: &[Rule] = &[
         title: "Movable kernel threads stay on housekeeping CPUs",
         layer: Layer::Runtime,
         severity: Severity::Medium,
-        rationale: "Kernel threads that may run anywhere (RCU grace-period and offload threads, kswapd, kthreadd, kcompactd ...) are scheduled onto isolated CPUs when allowed there. Per-CPU threads (ksoftirqd/N, migration/N, cpuhp/N, bound kworkers) cannot move: they are listed, not failed.",
+        rationale: "Kernel threads that may run anywhere (RCU grace-period and offload threads, kswapd, kthreadd, kcompactd ...) are scheduled onto isolated CPUs when allowed there. Per-CPU threads (ksoftirqd/N, migration/N, cpuhp/N, bound kworkers) cannot move: they are listed, not failed; IRQ threads (irq/N-name) move with their IRQ (LL-IRQ-ON-ISOLATED). The fix is the plan's: per-node threads (kswapdN, kcompactdN) go to their node's housekeeping CPUs.",
         sources: &[
             GUIDE_SCRIPT,
             "TuneD cpu-partitioning",
@@ -360,18 +361,16 @@ impl Named {
     }
 }
 
-/// Adds the fix that pins the tasks named `comms` (kernel threads if `kernel`) to the
-/// housekeeping CPUs.
+/// Adds the fix that pins the user tasks named `comms` to the housekeeping CPUs.
 fn pin_to_housekeeping(
     ctx: &RuleContext,
     mut outcome: RuleOutcome,
-    kernel: bool,
     comms: BTreeSet<String>,
 ) -> RuleOutcome {
     let hk = ctx.partition.housekeeping.to_list();
     for pattern in comms {
         let id = SettingId::Tasks {
-            kernel,
+            kernel: false,
             pattern,
             attribute: TaskAttribute::Affinity,
         };
@@ -387,24 +386,45 @@ fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Err(unknown) => return *unknown,
     };
     let mut movable = Named::default();
+    let mut moved = Vec::new();
     let mut per_cpu = 0;
     let mut unbound_workers = 0;
+    let mut irq_threads = 0;
     for (task, allowed) in tasks {
         if !task.movable {
             per_cpu += 1;
         } else if task.affinity_locked {
             // Unbound kworkers follow the workqueue cpumask (LL-WORKQUEUE-CPUMASK).
             unbound_workers += 1;
+        } else if kthreads::is_irq_thread(task) {
+            // They move with their IRQ (LL-IRQ-ON-ISOLATED).
+            irq_threads += 1;
         } else {
             movable.add(task, allowed);
+            moved.push(task);
         }
     }
+    let irq_note = if irq_threads > 0 {
+        format!("; {irq_threads} IRQ thread(s) following their IRQ")
+    } else {
+        String::new()
+    };
     let observed = format!(
-        "{} movable kernel thread(s) allowed on isolated CPUs; {per_cpu} per-CPU thread(s) bound there (cannot move); {unbound_workers} unbound worker(s) following the workqueue mask",
+        "{} movable kernel thread(s) allowed on isolated CPUs; {per_cpu} per-CPU thread(s) bound there (cannot move); {unbound_workers} unbound worker(s) following the workqueue mask{irq_note}",
         movable.lines.len()
     );
-    let outcome = movable.verdict(observed, expected);
-    let outcome = pin_to_housekeeping(ctx, outcome, true, movable.comms);
+    let mut outcome = movable.verdict(observed, expected);
+    // The same settings as the plan's: families (`rcuop/*`) and per-node threads on their
+    // node's housekeeping CPUs.
+    let mut near = NearHousekeeping::new(&ctx.machine.topology, &ctx.partition.housekeeping);
+    for placement in kthreads::placements(moved, &mut near) {
+        let id = SettingId::Tasks {
+            kernel: true,
+            pattern: placement.pattern,
+            attribute: TaskAttribute::Affinity,
+        };
+        outcome = outcome.fix(Fix::runtime(id.to_string(), placement.near.list));
+    }
     with_details(outcome, movable.lines)
 }
 
@@ -441,7 +461,7 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         ));
     }
     let comms = long_running(&ctx.machine.tasks, unpinned.comms);
-    outcome = pin_to_housekeeping(ctx, outcome, false, comms);
+    outcome = pin_to_housekeeping(ctx, outcome, comms);
     with_details(outcome, unpinned.lines)
 }
 
