@@ -164,9 +164,9 @@ fn priority_setting(prefix: &str, priority: u32) -> Setting {
     )
 }
 
-fn plan_affinity(kthreads: &[&Task], topology: &Topology, hk: &CpuSet, draft: &mut Draft) {
+fn plan_affinity(threads: &[&Task], topology: &Topology, hk: &CpuSet, draft: &mut Draft) {
     let mut near = NearHousekeeping::new(topology, hk);
-    for placement in kthreads::placements(kthreads.iter().copied(), &mut near) {
+    for placement in kthreads::placements(threads.iter().copied(), &mut near) {
         let why = match placement.node {
             Some(node) if placement.near.local => {
                 format!("Per-node memory thread to the housekeeping CPUs of its node {node}.")
