@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# How close `lowlat inventory --json`, `audit --json` and `plan --out` come to the least time
-# that reading their files can take on this machine: for each command, the files it opens on a
+# How close `lowlat inventory`, `inventory --json`, `audit --json` and `plan --out` come to the
+# least time that reading their files can take on this machine: for each command, the files it opens on a
 # tree (traced once with strace) are read again by examples/read_floor.rs with nothing else
 # done (no parsing, no model, no output), spread perfectly over all CPUs, each directory
 # opened once as lowlat does. Then lowlat and that floor run alternately, RUNS times each, and
@@ -11,7 +11,10 @@
 # Usage: ROOT=TREE bench/read-floor.sh [RUNS]     (default 5)
 #   ROOT=TREE           a generated machine tree, e.g. the 8,192-CPU one that
 #                       `KEEP=1 SCRATCH=DIR SIZES=8192 bench/scale.sh 1` leaves in DIR/8192
-#   COMMANDS="plan --out"   only these of the commands (names as printed, comma-separated)
+#   COMMANDS="plan --out"   only these of the commands (names as printed, comma-separated;
+#                       the same commands as bench/scale.sh, bench/scale_commands.py)
+#   SPLIT=1             also time the floor of the first command's files by kind (/proc/interrupts,
+#                       /proc/PID, /proc/irq, the CPU directories, the rest), on one thread
 #   BIN=FILE            this lowlat binary instead of the release build (not built then)
 # Needs strace (Debian package strace). Exit 2 on bad input, 1 when a run fails.
 set -euo pipefail
@@ -38,30 +41,32 @@ floor=${CARGO_TARGET_DIR:-target}/release/examples/read_floor
 work=$(mktemp -d "${TMPDIR:-/tmp}/lowlat-floor.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$bin" "$floor" "$(realpath "$root")" "$work" "$runs" "${COMMANDS:-}" <<'EOF'
+python3 - "$bin" "$floor" "$(realpath "$root")" "$work" "$runs" "${COMMANDS:-}" "${SPLIT:-0}" <<'EOF'
 import glob, os, re, statistics, subprocess, sys, time
 
-bin_, floor, root, work, runs, only = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
-commands = {
-    "inventory --json": ["inventory", "--json"],
-    "audit --json": ["audit", "--json"],
-    "plan --out": ["plan", "--out", os.path.join(work, "plan"), "--force"],
-}
-if only:
-    wanted = [name.strip() for name in only.split(",")]
-    unknown = [name for name in wanted if name not in commands]
-    if unknown:
-        print("bench/read-floor.sh: COMMANDS names %s, not a command here; the commands are: %s" % (", ".join(repr(u) for u in unknown), ", ".join(commands)), file=sys.stderr)
-        sys.exit(2)
-    commands = {name: commands[name] for name in wanted}
+bin_, floor, root, work, runs, only, split = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7] == "1"
+sys.path.insert(0, "bench")
+from scale_commands import chosen, commands as arguments
+commands = chosen(only, "bench/read-floor.sh")
+args = arguments(os.path.join(work, "plan"))
 
 # openat(6</tree/proc>, "interrupts", O_RDONLY|...) = 11</tree/proc/interrupts>
 OPENAT = re.compile(r'^openat\((?:-?\d+|AT_FDCWD)<([^>]*)>, "([^"]*)", ([A-Z_|]+)(?:, \d+)?\) = \d+<([^>]*)>$')
 
-def files_opened(name, args):
-    """The files (DIR, PATH) lowlat opened for reading under the tree, as it opened them."""
-    prefix = os.path.join(work, "trace-" + name.split()[0])
-    subprocess.run(["strace", "-ff", "-y", "-qq", "-e", "trace=openat", "-e", "status=successful", "-o", prefix, bin_, "--root", root] + args,
+# The kinds of files SPLIT=1 times apart, by the path under the tree (the first that matches).
+KINDS = [
+    ("/proc/interrupts", re.compile(r"^proc/interrupts$")),
+    ("/proc/PID/*", re.compile(r"^proc/\d+/")),
+    ("/proc/irq/*", re.compile(r"^proc/irq/")),
+    ("sys/devices/system/cpu/*", re.compile(r"^sys/devices/system/cpu/")),
+    ("the rest", re.compile(r"")),
+]
+
+def files_opened(index, argv):
+    """The files lowlat opened for reading under the tree: (DIR, PATH as opened, path under
+    the tree)."""
+    prefix = os.path.join(work, "trace-%d" % index)
+    subprocess.run(["strace", "-ff", "-y", "-qq", "-e", "trace=openat", "-e", "status=successful", "-o", prefix, bin_, "--root", root] + argv,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     found = []
     for trace in glob.glob(prefix + ".*"):
@@ -72,55 +77,82 @@ def files_opened(name, args):
             dir_, path = m[1], m[2]
             if path.startswith("/"):
                 dir_, path = "/", path.lstrip("/")
-            found.append((dir_, path))
+            found.append((dir_, path, m[4][len(root) + 1:]))
     return found
 
-lists = {}
-for name, args in commands.items():
-    found = files_opened(name, args)
+def write_list(name, entries):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.writelines("%s\t%s\n" % (dir_, opened) for dir_, opened, _ in entries)
+    return path
+
+def run_floor(argv):
+    """One run of the floor: its printed fields."""
+    done = subprocess.run(argv, capture_output=True)
+    if done.returncode != 0:
+        print("bench/read-floor.sh: %s exited %d: %s" % (" ".join(argv), done.returncode, done.stderr.decode(errors="replace").strip()), file=sys.stderr)
+        sys.exit(1)
+    fields = done.stdout.decode().split()
+    return dict(zip(fields[0::2], fields[1::2]))
+
+lists, opened = {}, {}
+for index, name in enumerate(commands):
+    found = files_opened(index, args[name])
     if not found:
         print("bench/read-floor.sh: strace saw %s open no file under %s" % (name, root), file=sys.stderr)
         sys.exit(1)
-    path = os.path.join(work, "files-" + name.split()[0])
-    with open(path, "w") as f:
-        f.writelines("%s\t%s\n" % entry for entry in found)
-    lists[name] = path
+    lists[name] = write_list("files-%d" % index, found)
+    opened[name] = found
 
 samples = {}  # (command, "lowlat" | "floor") -> [(wall s, CPU s)]
+info = {}  # command -> the floor's fields (files, bytes, threads)
 for r in range(runs):
-    for name, args in commands.items():
-        pair = [("lowlat", [bin_, "--root", root] + args), ("floor", [floor, lists[name]])]
-        for label, argv in pair[r % 2:] + pair[:r % 2]:
+    for name in commands:
+        for label in ["lowlat", "floor"][r % 2:] + ["lowlat", "floor"][:r % 2]:
+            if label == "floor":
+                values = run_floor([floor, lists[name]])
+                info.setdefault(name, values)
+                samples.setdefault((name, label), []).append((float(values["wall_s"]), float(values["cpu_s"])))
+                continue
+            argv = [bin_, "--root", root] + args[name]
             with open(os.devnull, "wb") as null:
                 t0 = time.monotonic()
-                child = subprocess.Popen(argv, stdout=subprocess.PIPE if label == "floor" else null, stderr=subprocess.PIPE)
-                out = child.stdout.read() if label == "floor" else b""
+                child = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
                 err = child.stderr.read()
                 _, status, usage = os.wait4(child.pid, 0)
                 wall = time.monotonic() - t0
             code = os.waitstatus_to_exitcode(status)
-            if code != 0 and not (label == "lowlat" and code == 1):
+            if code not in (0, 1):  # 1: the audit found failures
                 print("bench/read-floor.sh: %s exited %d: %s" % (" ".join(argv), code, err.decode(errors="replace").strip()), file=sys.stderr)
                 sys.exit(1)
-            if label == "floor":
-                fields = out.decode().split()
-                values = dict(zip(fields[0::2], fields[1::2]))
-                samples.setdefault((name, "files"), values)
-                sample = (float(values["wall_s"]), float(values["cpu_s"]))
-            else:
-                sample = (wall, usage.ru_utime + usage.ru_stime)
-            samples.setdefault((name, label), []).append(sample)
+            samples.setdefault((name, label), []).append((wall, usage.ru_utime + usage.ru_stime))
 
 print("%-18s %9s %12s %10s %9s %10s %9s %18s" % ("command", "files", "MB read", "lowlat s", "CPU s", "floor s", "CPU s", "lowlat/floor wall"))
 for name in commands:
-    info = samples[(name, "files")]
     low, flo = samples[(name, "lowlat")], samples[(name, "floor")]
     lw, lc = statistics.median(x[0] for x in low), statistics.median(x[1] for x in low)
     fw, fc = statistics.median(x[0] for x in flo), statistics.median(x[1] for x in flo)
     print("%-18s %9s %12.1f %10.3f %9.3f %10.3f %9.3f %18s" % (
-        name, info["files"], int(info["bytes"]) / 1e6, lw, lc, fw, fc, "x%.2f" % (lw / fw)))
+        name, info[name]["files"], int(info[name]["bytes"]) / 1e6, lw, lc, fw, fc, "x%.2f" % (lw / fw)))
     print("%-18s floor spread %.3f-%.3f s wall, %.3f-%.3f s CPU, %s threads" % (
-        "", min(x[0] for x in flo), max(x[0] for x in flo), min(x[1] for x in flo), max(x[1] for x in flo), info["threads"]))
+        "", min(x[0] for x in flo), max(x[0] for x in flo), min(x[1] for x in flo), max(x[1] for x in flo), info[name]["threads"]))
 print("(%d runs each, lowlat and the floor alternating; lowlat's wall and CPU are the whole process, the floor's from its first open to its last close; load average after: %s)" % (
     runs, open("/proc/loadavg").read().split()[0:3]))
+
+if split:
+    # The floor of the first command's files by kind, on one thread: where the floor goes.
+    name = commands[0]
+    by_kind = {}
+    for entry in opened[name]:
+        kind = next(kind for kind, pattern in KINDS if pattern.match(entry[2]))
+        by_kind.setdefault(kind, []).append(entry)
+    print("\nThe floor of %s by kind of file, one thread (median of %d):" % (name, runs))
+    print("%-26s %9s %12s %9s" % ("files", "count", "MB read", "CPU s"))
+    for index, (kind, _) in enumerate(KINDS):
+        if kind not in by_kind:
+            continue
+        path = write_list("kind-%d" % index, by_kind[kind])
+        values = [run_floor([floor, path, "1"]) for _ in range(runs)]
+        print("%-26s %9s %12.1f %9.3f" % (kind, values[0]["files"], int(values[0]["bytes"]) / 1e6,
+                                          statistics.median(float(v["cpu_s"]) for v in values)))
 EOF

@@ -82,27 +82,18 @@ import os, statistics, subprocess, sys, time
 
 bin_, before, scratch, runs, only, sizes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:]
 binaries = [("after", bin_), ("before", before)] if before else [("", bin_)]
-commands = {
-    "inventory": lambda root, out: ["inventory"],
-    "inventory --json": lambda root, out: ["inventory", "--json"],
-    "audit --json": lambda root, out: ["audit", "--json"],
-    "plan --out": lambda root, out: ["plan", "--out", out, "--force"],
-}
-if only:
-    wanted = [name.strip() for name in only.split(",")]
-    unknown = [name for name in wanted if name not in commands]
-    if unknown:
-        print("bench/scale.sh: COMMANDS names %s, not a command here; the commands are: %s" % (", ".join(repr(u) for u in unknown), ", ".join(commands)), file=sys.stderr)
-        sys.exit(2)
-    commands = {name: commands[name] for name in wanted}
+sys.path.insert(0, "bench")
+from scale_commands import chosen, commands as arguments
+commands = chosen(only, "bench/scale.sh")
 samples = {}  # (binary, size, command) -> [(wall s, CPU s, peak RSS KiB, exit code)]
 for r in range(runs):
     order = sizes[r % len(sizes):] + sizes[:r % len(sizes)]
     for size in order:
         root = os.path.join(scratch, size)
-        for name, args in commands.items():
+        args = arguments(os.path.join(scratch, "plan-" + size))
+        for name in commands:
             for label, path in binaries[r % 2:] + binaries[:r % 2]:
-                argv = [path, "--root", root] + args(root, os.path.join(scratch, "plan-" + size))
+                argv = [path, "--root", root] + args[name]
                 with open(os.devnull, "wb") as null:
                     t0 = time.monotonic()
                     child = subprocess.Popen(argv, stdout=null, stderr=null)
