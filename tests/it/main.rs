@@ -17,6 +17,7 @@ mod compare;
 mod compare_peers;
 mod completions;
 mod fleet;
+mod freebsd;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
