@@ -30,9 +30,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "snapshot")]
     pub root: Option<PathBuf>,
 
-    /// Read the machine from a file made by `lowlat snapshot`. `measure` and `check` run on
-    /// this machine only, and `compare`, `report` and `fleet` read only the files given to
-    /// them: they refuse it.
+    /// Read the machine from a file made by `lowlat snapshot`, or a FreeBSD capture made by
+    /// packaging/freebsd/lowlat-capture.sh (which `inventory`, `audit` and `plan` read).
+    /// `measure` and `check` run on this machine only, and `compare`, `report` and `fleet`
+    /// read only the files given to them: they refuse it.
     #[arg(long, global = true, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 

@@ -271,3 +271,54 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod spread_tests {
+    use super::*;
+    use crate::machine::freebsd::test_capture::machine;
+
+    fn cpus_of(plan: &[IrqBinding], nic: &str) -> Vec<u32> {
+        plan.iter()
+            .filter(|b| b.nic == nic)
+            .map(|b| b.cpu)
+            .collect()
+    }
+
+    #[test]
+    fn queues_stay_on_their_domain_and_fill_physical_cores_before_siblings() {
+        // 2 domains × 4 cores × 2 threads: domain 0 is CPUs 0-7 (cores 0-1, 2-3, 4-5, 6-7).
+        let (_dir, m) = machine(2, 4, 2, &[("ix0", 0, 4), ("ix1", 1, 4), ("ix2", 0, 6)]);
+        let plan = spread_queues(&m);
+        assert_eq!(
+            cpus_of(&plan, "ix0"),
+            [0, 2, 4, 6],
+            "first threads of domain 0's cores"
+        );
+        assert_eq!(cpus_of(&plan, "ix1"), [8, 10, 12, 14], "domain 1's cores");
+        // The second NIC of domain 0 starts one core on; its queues 4 and 5, past the four
+        // cores, go to SMT siblings.
+        assert_eq!(cpus_of(&plan, "ix2"), [2, 4, 6, 0, 3, 5]);
+    }
+
+    #[test]
+    fn a_nic_of_unknown_domain_uses_every_cpu_and_queue_0s_differ() {
+        let (_dir, m) = machine(
+            1,
+            4,
+            1,
+            &[
+                ("igb0", 9, 4),
+                ("igb1", 9, 4),
+                ("igb2", 9, 4),
+                ("igb3", 9, 4),
+            ],
+        );
+        let plan = spread_queues(&m);
+        let queue0: Vec<u32> = plan
+            .iter()
+            .filter(|b| b.queue == 0)
+            .map(|b| b.cpu)
+            .collect();
+        assert_eq!(queue0, [0, 1, 2, 3], "(nic + queue) % ncpu, as [S004]");
+    }
+}

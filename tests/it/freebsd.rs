@@ -459,3 +459,67 @@ fn a_topology_that_is_not_xml_is_refused_by_name() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_readme_walk_through_is_real_output() {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split("## FreeBSD routers")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let router = Router::new();
+    let audit = section
+        .split("$ lowlat --snapshot router.lowlat audit\n")
+        .nth(1)
+        .unwrap()
+        .split("$ echo $?")
+        .next()
+        .unwrap();
+    let out = router.lowlat(&["audit"]).assert().code(1);
+    assert_eq!(text(&out.get_output().stdout), audit);
+
+    let plan_dir = router.dir.path().join("plan-readme");
+    let out = router
+        .lowlat(&["plan", "--out", plan_dir.to_str().unwrap()])
+        .assert()
+        .success();
+    let plan = text(&out.get_output().stdout);
+    let shown = section
+        .split("$ lowlat --snapshot router.lowlat plan --out plan/\n")
+        .nth(1)
+        .unwrap();
+    for line in shown
+        .split("```")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains('…'))
+    {
+        assert!(
+            plan.contains(line),
+            "README's plan line {line:?} is not in:\n{plan}"
+        );
+    }
+
+    let script = router.script();
+    let mut said = String::new();
+    for command in ["start", "status", "stop"] {
+        said += &text(&router.rc(&script, command).stdout);
+    }
+    let on_router = section.split("**4. On the router**").nth(1).unwrap();
+    for line in on_router
+        .split("```")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains('…') && !l.is_empty())
+    {
+        assert!(
+            said.contains(line),
+            "README's line {line:?} is not in:\n{said}"
+        );
+    }
+}

@@ -440,3 +440,50 @@ fn netisr_dispatch(m: &FreeBsdMachine) -> Outcome {
         fix,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::freebsd::test_capture::machine;
+
+    fn status(findings: &[Finding], rule: &str) -> Status {
+        findings.iter().find(|f| f.rule == rule).unwrap().status
+    }
+
+    #[test]
+    fn queues_off_their_domain_fail_smt_warns_and_deferred_dispatch_fails() {
+        // Every queue is bound to CPU 0, in domain 0: ix1's (domain 1) are remote.
+        let (_dir, m) = machine(2, 2, 2, &[("ix0", 0, 2), ("ix1", 1, 2)]);
+        let findings = audit(&m);
+        assert_eq!(status(&findings, "LL-BSD-NIC-QUEUE-NUMA"), Status::Fail);
+        let numa = findings
+            .iter()
+            .find(|f| f.rule == "LL-BSD-NIC-QUEUE-NUMA")
+            .unwrap();
+        assert_eq!(numa.details.len(), 2, "{:?}", numa.details);
+        assert_eq!(status(&findings, "LL-BSD-SMT"), Status::Warn);
+        assert_eq!(status(&findings, "LL-BSD-NETISR-DISPATCH"), Status::Fail);
+        assert_eq!(status(&findings, "LL-BSD-NIC-QUEUES-SPREAD"), Status::Fail);
+        assert_eq!(
+            status(&findings, "LL-BSD-KTHREAD-PINNED"),
+            Status::Unknown,
+            "no procstat"
+        );
+        let layers: Vec<Layer> = findings.iter().map(|f| f.layer).collect();
+        assert!(layers.is_sorted(), "{layers:?}");
+    }
+
+    #[test]
+    fn spread_queues_pass() {
+        let (dir, _) = machine(1, 4, 1, &[("igb0", 0, 4)]);
+        for q in 0..4u32 {
+            std::fs::write(
+                dir.path().join(format!("freebsd/cpuset/irq/{}", 256 + q)),
+                format!("irq {} mask: {q}\n", 256 + q),
+            )
+            .unwrap();
+        }
+        let m = FreeBsdMachine::read(&crate::sysroot::SysRoot::dir(dir.path())).unwrap();
+        assert_eq!(status(&audit(&m), "LL-BSD-NIC-QUEUES-SPREAD"), Status::Pass);
+    }
+}

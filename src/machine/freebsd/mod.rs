@@ -206,7 +206,7 @@ impl FreeBsdMachine {
             let queue = parse::nic_queue(&line.name).filter(|q| {
                 interfaces
                     .as_ref()
-                    .is_none_or(|names| names.iter().any(|n| *n == q.nic))
+                    .is_none_or(|names| names.contains(&q.nic))
             });
             let cpus = match root.read(&capture::irq_cpuset(irq)) {
                 Ok(text) => match parse::cpuset_mask(&text) {
@@ -375,5 +375,82 @@ fn topology(groups: Vec<TopologyGroup>, ncpu: u32) -> Topology {
         cores,
         domains,
         groups,
+    }
+}
+
+/// Test captures: a capture tree written from parts, read back.
+#[cfg(test)]
+pub(crate) mod test_capture {
+    use super::{FreeBsdMachine, capture};
+    use crate::sysroot::SysRoot;
+
+    /// A capture of `cores` cores of `threads` threads in `domains` NUMA domains (CPUs
+    /// numbered core by core, a core's threads adjacent), with NICs given as
+    /// `(name, domain, queues)` whose queue interrupts are all bound to CPU 0.
+    pub(crate) fn machine(
+        domains: u32,
+        cores_per_domain: u32,
+        threads: u32,
+        nics: &[(&str, u32, u32)],
+    ) -> (tempfile::TempDir, FreeBsdMachine) {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let file = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        };
+        let ncpu = domains * cores_per_domain * threads;
+        let list =
+            |cpus: std::ops::Range<u32>| cpus.map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+        let mut xml = format!(
+            "<groups>\n<group level=\"1\" cache-level=\"0\">\n<cpu count=\"{ncpu}\" mask=\"0\">{}</cpu>\n<children>\n",
+            list(0..ncpu)
+        );
+        for d in 0..domains {
+            let per = cores_per_domain * threads;
+            xml += &format!(
+                "<group level=\"2\" cache-level=\"3\"><cpu count=\"{per}\" mask=\"0\">{}</cpu>\
+                 <flags><flag name=\"NODE\">NUMA node</flag></flags><children>\n",
+                list(d * per..(d + 1) * per)
+            );
+            for c in 0..cores_per_domain {
+                let first = d * per + c * threads;
+                let flags = if threads > 1 {
+                    "<flags><flag name=\"THREAD\">THREAD group</flag><flag name=\"SMT\">SMT group</flag></flags>"
+                } else {
+                    ""
+                };
+                xml += &format!(
+                    "<group level=\"3\" cache-level=\"2\"><cpu count=\"{threads}\" mask=\"0\">{}</cpu>{flags}</group>\n",
+                    list(first..first + threads)
+                );
+            }
+            xml += "</children></group>\n";
+        }
+        xml += "</children>\n</group>\n</groups>\n";
+        write(&capture::sysctl("kern.smp.cpus"), &format!("{ncpu}\n"));
+        write(&capture::sysctl("kern.sched.topology_spec"), &xml);
+        write(&capture::sysctl("net.isr.dispatch"), "deferred\n");
+        let mut vmstat = String::from("interrupt                          total       rate\n");
+        let mut irq = 256;
+        let mut names = Vec::new();
+        for (nic, domain, queues) in nics {
+            names.push(nic.to_string());
+            let driver = nic.trim_end_matches(|c: char| c.is_ascii_digit());
+            let unit = &nic[driver.len()..];
+            write(
+                &capture::sysctl(&format!("dev.{driver}.{unit}.%domain")),
+                &format!("{domain}\n"),
+            );
+            for q in 0..*queues {
+                vmstat += &format!("irq{irq}: {nic}:rxq{q}   100   10\n");
+                write(&capture::irq_cpuset(irq), &format!("irq {irq} mask: 0\n"));
+                irq += 1;
+            }
+        }
+        write(capture::VMSTAT, &vmstat);
+        write(capture::INTERFACES, &(names.join(" ") + " lo0\n"));
+        let machine = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap();
+        (dir, machine)
     }
 }
