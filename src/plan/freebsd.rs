@@ -3,10 +3,10 @@
 //! `/usr/local/etc/rc.d/lowlat_cpuset` (start binds and records what it replaces, stop puts it
 //! back, status verifies), with the loader.conf and sysctl.conf lines the profile wants.
 //!
-//! The spreading rule generalises [S004]'s `(nic + queue) % ncpu`: a NIC's queues go to the
+//! The spreading rule generalises `[S004]`'s `(nic + queue) % ncpu`: a NIC's queues go to the
 //! CPUs of its own NUMA domain, one queue per physical core before any SMT sibling, and
 //! queue `q` of the `n`-th NIC of a domain to core `(n + q) % cores`, so that the NICs'
-//! queue 0s (which carry the single-flow traffic, PPPoE and GRE in [S004]) sit on different
+//! queue 0s (which carry the single-flow traffic, PPPoE and GRE in `[S004]`) sit on different
 //! cores.
 
 use serde::Serialize;

@@ -1,5 +1,5 @@
 //! The `freebsd-router` profile: rules on a FreeBSD machine read from its capture
-//! ([`FreeBsdMachine`]), for a router that forwards on NIC queues ([S004]). Its rules are
+//! ([`FreeBsdMachine`]), for a router that forwards on NIC queues (`[S004]`). Its rules are
 //! kept here as data, apart from the Linux profile table, since they read another model;
 //! each yields a [`Finding`] like the Linux rules, with the same printers.
 
@@ -10,7 +10,7 @@ use crate::machine::cpulist::CpuSet;
 use crate::machine::freebsd::{FreeBsdMachine, capture};
 use crate::tuning::setting::Layer;
 
-/// Kernel threads the profile pins, by name: [S004]'s dummynet thread, which the scheduler
+/// Kernel threads the profile pins, by name: `[S004]`'s dummynet thread, which the scheduler
 /// moved between CPUs at 86 % of a core until it was pinned (then near 0 %).
 pub(crate) const PINNED_THREADS: &[&str] = &["dummynet"];
 
