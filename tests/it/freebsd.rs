@@ -523,3 +523,23 @@ fn the_readme_walk_through_is_real_output() {
         );
     }
 }
+
+#[test]
+fn the_fleet_leaves_a_freebsd_capture_out_and_says_why() {
+    let router = Router::new();
+    if !std::fs::read(router.capture())
+        .unwrap()
+        .starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+    {
+        // The fleet loads compressed snapshots only; the capture compresses where zstd is.
+        return missing_data("zstd (Debian package zstd)");
+    }
+    let dir = router.dir.path().join("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(router.capture(), dir.join("router.lowlat")).unwrap();
+    let out = lowlat(&["fleet", "report", dir.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let stderr = text(&out.get_output().stderr);
+    assert!(stderr.contains("a FreeBSD capture"), "{stderr}");
+}
