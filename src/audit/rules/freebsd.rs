@@ -166,8 +166,10 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
             Some(cpus) if cpus.len() == 1 => {
                 let cpu = cpus.first().expect("one CPU");
                 per_cpu.entry(cpu).or_default().push(interrupt.name.clone());
-                if q.queue == 0 {
-                    queue0_cpu.entry(cpu).or_default().push(q.nic.clone());
+                let nics = queue0_cpu.entry(cpu).or_default();
+                // A NIC's receive and transmit vectors of queue 0 (em's `rx 0`, `tx 0`) are one.
+                if q.queue == 0 && !nics.contains(&q.nic) {
+                    nics.push(q.nic.clone());
                 }
             }
             Some(_) => unbound.push(interrupt.name.clone()),

@@ -419,6 +419,25 @@ mod tests {
     }
 
     #[test]
+    fn topology_of_15x_with_smt_flags_and_word_masks() {
+        // The real output of a Ryzen 9 3900X, cut off after its first L3 group where it was
+        // published; closed here (the elements left open) to read what it holds.
+        let text = data("topology_spec.ryzen-3900x.cut.xml")
+            + "  </children>\n </group>\n</groups>\n";
+        let groups = topology_groups(&text).unwrap();
+        assert_eq!(groups[0].cpus.len(), 24);
+        assert_eq!((groups[1].level, groups[1].cache_level), (2, 3));
+        assert_eq!(groups[1].cpus.to_list(), "0-5");
+        let smt: Vec<_> = groups
+            .iter()
+            .filter(|g| g.flags.iter().any(|f| f == "SMT"))
+            .collect();
+        assert_eq!(smt.len(), 3);
+        assert_eq!(smt[2].cpus.to_list(), "4-5");
+        assert_eq!(smt[0].flags, ["THREAD", "SMT"]);
+    }
+
+    #[test]
     fn a_topology_cut_off_or_not_xml_is_refused_by_name() {
         let cut = topology_groups(&data("topology_spec.ryzen-3900x.cut.xml")).unwrap_err();
         assert!(matches!(cut, TopologyError::NotXml(_)), "{cut}");
