@@ -163,7 +163,7 @@ pub struct ThreadLine {
 pub struct NoHeader;
 
 /// Parses `procstat -at`: the columns are cut at the header's offsets, since COMM and TDNAME
-/// hold spaces (`swi1: netisr 0`) and are 16 (up to 11.x) or 19 (from 12.x) wide.
+/// hold spaces (`swi1: netisr 0`) and are 16 wide in 10.x, 19 in a later format and sized to the longest name in 14.3.
 pub fn procstat_threads(text: &str) -> Result<(Vec<ThreadLine>, Vec<BadLine>), NoHeader> {
     let mut lines = text.lines().enumerate();
     let (header_at, header) = lines
@@ -388,6 +388,24 @@ mod tests {
     }
 
     #[test]
+    fn procstat_of_10x_and_of_14_3_whose_columns_are_sized_to_the_names() {
+        let (threads, bad) = procstat_threads(&data("procstat-t.10x.txt")).unwrap();
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(
+            (threads[0].tid, threads[0].comm.as_str(), threads[0].cpu),
+            (100065, "syslogd", Some(0))
+        );
+        let (threads, bad) = procstat_threads(&data("procstat-t.14.3.txt")).unwrap();
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(threads.len(), 7);
+        assert_eq!(
+            (threads[1].tdname.as_str(), threads[1].cpu),
+            ("logger", Some(-1))
+        );
+        assert_eq!(threads[0].tdname, "-");
+    }
+
+    #[test]
     fn procstat_at_of_12x_widths_reads_the_cpu() {
         let text = "  PID    TID COMM                TDNAME              CPU  PRI STATE   WCHAN    \n   \
                     0 100044 kernel              dummynet              1    8 sleep   -        \n   \
@@ -422,8 +440,8 @@ mod tests {
     fn topology_of_15x_with_smt_flags_and_word_masks() {
         // The real output of a Ryzen 9 3900X, cut off after its first L3 group where it was
         // published; closed here (the elements left open) to read what it holds.
-        let text = data("topology_spec.ryzen-3900x.cut.xml")
-            + "  </children>\n </group>\n</groups>\n";
+        let text =
+            data("topology_spec.ryzen-3900x.cut.xml") + "  </children>\n </group>\n</groups>\n";
         let groups = topology_groups(&text).unwrap();
         assert_eq!(groups[0].cpus.len(), 24);
         assert_eq!((groups[1].level, groups[1].cache_level), (2, 3));
