@@ -12,7 +12,7 @@
 #
 # The file is a tar (zstd-compressed when zstd(1) exists) of manifest.json, then under root/:
 # freebsd/sysctl/NAME (sysctl -n NAME), freebsd/vmstat-ai, freebsd/procstat-at,
-# freebsd/cpuset/irq/N (cpuset -g -x N for every IRQ), freebsd/cpuset/tid/N (cpuset -g -t N
+# freebsd/iflib/NIC (sysctl -N dev.DRIVER.UNIT.iflib), freebsd/cpuset/irq/N (cpuset -g -x N for every IRQ), freebsd/cpuset/tid/N (cpuset -g -t N
 # for the kernel's threads), freebsd/kernel-pids, freebsd/ifconfig-l, freebsd/uname,
 # freebsd/hostname, and etc/rc.conf, etc/sysctl.conf, boot/loader.conf as they are.
 # It reads only; run it as root so that cpuset -g sees every thread.
@@ -39,7 +39,7 @@ trap 'rm -rf "$work"' EXIT
 trap 'rm -rf "$work"; exit 130' INT TERM
 root="$work/root"
 fb="$root/freebsd"
-mkdir -p "$fb/sysctl" "$fb/cpuset/irq" "$fb/cpuset/tid" "$root/etc" "$root/boot"
+mkdir -p "$fb/sysctl" "$fb/iflib" "$fb/cpuset/irq" "$fb/cpuset/tid" "$root/etc" "$root/boot"
 
 # Writes the output of a command into a file, or no file when the command fails.
 capture()
@@ -75,9 +75,9 @@ tr ' ' '\n' <"$fb/ifconfig-l" | while read -r nic; do
 	case $unit in
 	'' | *[!0-9]*) continue ;;
 	esac
-	for leaf in %domain iflib.override_nrxqs iflib.override_ntxqs; do
-		capture "$fb/sysctl/dev.$driver.$unit.$leaf" sysctl -n "dev.$driver.$unit.$leaf"
-	done
+	capture "$fb/sysctl/dev.$driver.$unit.%domain" sysctl -n "dev.$driver.$unit.%domain"
+	# iflib drivers (12.0 and later) list a node per queue: dev.igb.0.iflib.rxq0, …
+	capture "$fb/iflib/$nic" sysctl -N "dev.$driver.$unit.iflib"
 done
 
 # Every IRQ's CPUs.

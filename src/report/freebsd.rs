@@ -59,9 +59,12 @@ pub fn render_inventory(m: &FreeBsdMachine) -> String {
                 )
             })
             .collect();
-        let domain = nic
+        let mut domain = nic
             .domain
             .map_or(String::new(), |d| format!(" (domain {d})"));
+        if let Some(q) = nic.iflib_queues {
+            domain += &format!(" ({} rx, {} tx queues)", q.rx, q.tx);
+        }
         row(
             &mut out,
             "nic",

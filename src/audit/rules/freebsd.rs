@@ -455,14 +455,18 @@ mod tests {
     #[test]
     fn queues_off_their_domain_fail_smt_warns_and_deferred_dispatch_fails() {
         // Every queue is bound to CPU 0, in domain 0: ix1's (domain 1) are remote.
-        let (_dir, m) = machine(2, 2, 2, &[("ix0", 0, 2), ("ix1", 1, 2)]);
+        let (_dir, m) = machine(2, 2, 2, &[("ix0", 0, 2), ("ix1", 1, 3)]);
+        assert_eq!(
+            m.nics[1].iflib_queues,
+            Some(crate::machine::freebsd::IflibQueues { rx: 3, tx: 3 })
+        );
         let findings = audit(&m);
         assert_eq!(status(&findings, "LL-BSD-NIC-QUEUE-NUMA"), Status::Fail);
         let numa = findings
             .iter()
             .find(|f| f.rule == "LL-BSD-NIC-QUEUE-NUMA")
             .unwrap();
-        assert_eq!(numa.details.len(), 2, "{:?}", numa.details);
+        assert_eq!(numa.details.len(), 3, "{:?}", numa.details);
         assert_eq!(status(&findings, "LL-BSD-SMT"), Status::Warn);
         assert_eq!(status(&findings, "LL-BSD-NETISR-DISPATCH"), Status::Fail);
         assert_eq!(status(&findings, "LL-BSD-NIC-QUEUES-SPREAD"), Status::Fail);

@@ -31,3 +31,9 @@ pub fn irq_cpuset(irq: u32) -> String {
 pub fn tid_cpuset(tid: u32) -> String {
     format!("/freebsd/cpuset/tid/{tid}")
 }
+
+/// The file of `sysctl -N dev.DRIVER.UNIT.iflib` for the interface `nic` (`igb0`): the names
+/// of its iflib nodes, one per queue among them.
+pub fn iflib_names(nic: &str) -> String {
+    format!("/freebsd/iflib/{nic}")
+}

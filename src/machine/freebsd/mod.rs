@@ -80,6 +80,19 @@ pub struct Nic {
     pub domain: Option<u32>,
     /// Its queue interrupts' IRQ numbers, in queue order.
     pub queue_irqs: Vec<u32>,
+    /// Its receive and transmit queues, where its driver is an iflib one (FreeBSD 12.0 and
+    /// later: `sysctl -N dev.DRIVER.UNIT.iflib`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iflib_queues: Option<IflibQueues>,
+}
+
+/// The queues of an iflib NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IflibQueues {
+    /// Receive queues.
+    pub rx: u32,
+    /// Transmit queues (which share the receive queues' interrupts).
+    pub tx: u32,
 }
 
 /// One interrupt.
@@ -244,6 +257,10 @@ impl FreeBsdMachine {
                         .ok()
                         .and_then(|v| v.parse().ok()),
                     queue_irqs: Vec::new(),
+                    iflib_queues: optional(&capture::iflib_names(&q.nic))
+                        .map(|names| parse::iflib_queue_counts(&names))
+                        .filter(|&(rx, tx)| rx + tx > 0)
+                        .map(|(rx, tx)| IflibQueues { rx, tx }),
                 });
             nic.queue_irqs.push(interrupt.irq);
         }
@@ -442,6 +459,15 @@ pub(crate) mod test_capture {
                 &capture::sysctl(&format!("dev.{driver}.{unit}.%domain")),
                 &format!("{domain}\n"),
             );
+            let iflib: String = (0..*queues)
+                .flat_map(|q| {
+                    [
+                        format!("dev.{driver}.{unit}.iflib.rxq{q}.cpu\n"),
+                        format!("dev.{driver}.{unit}.iflib.txq{q}.cpu\n"),
+                    ]
+                })
+                .collect();
+            write(&capture::iflib_names(nic), &iflib);
             for q in 0..*queues {
                 vmstat += &format!("irq{irq}: {nic}:rxq{q}   100   10\n");
                 write(&capture::irq_cpuset(irq), &format!("irq {irq} mask: 0\n"));

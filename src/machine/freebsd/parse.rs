@@ -141,6 +141,29 @@ pub fn nic_queue(name: &str) -> Option<QueueName> {
     })
 }
 
+/// The receive and transmit queue counts of an iflib NIC from the names of its nodes
+/// (`sysctl -N dev.igb.0.iflib`: `dev.igb.0.iflib.rxq3.rxq_fl0.cidx`, …): the distinct
+/// `rxqN` and `txqN`.
+pub fn iflib_queue_counts(names: &str) -> (u32, u32) {
+    let mut rx = std::collections::BTreeSet::new();
+    let mut tx = std::collections::BTreeSet::new();
+    for name in names.lines() {
+        for part in name.trim().split('.') {
+            let (set, rest) = if let Some(rest) = part.strip_prefix("rxq") {
+                (&mut rx, rest)
+            } else if let Some(rest) = part.strip_prefix("txq") {
+                (&mut tx, rest)
+            } else {
+                continue;
+            };
+            if let Ok(n) = rest.parse::<u32>() {
+                set.insert(n);
+            }
+        }
+    }
+    (rx.len() as u32, tx.len() as u32)
+}
+
 /// One thread of `procstat -at` (or of `procstat -ka`, whose first four columns are the same).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadLine {
@@ -415,6 +438,15 @@ mod tests {
         assert_eq!(threads[1].tdname, "swi1: netisr 0");
         assert_eq!(threads[0].cpu, Some(1));
         assert_eq!(procstat_threads("PID COMM\n1 init\n"), Err(NoHeader));
+    }
+
+    #[test]
+    fn iflib_queues_are_counted_from_the_node_names() {
+        let names = "dev.igb.0.iflib.override_nrxqs\ndev.igb.0.iflib.txq0.cpu\n\
+                     dev.igb.0.iflib.txq1.cpu\ndev.igb.0.iflib.rxq0.cpu\ndev.igb.0.iflib.rxq0.rxq_fl0.cidx\n\
+                     dev.igb.0.iflib.rxq1.cpu\ndev.igb.0.iflib.rxq2.cpu\n";
+        assert_eq!(iflib_queue_counts(names), (3, 2));
+        assert_eq!(iflib_queue_counts(""), (0, 0));
     }
 
     #[test]
