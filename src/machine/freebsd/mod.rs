@@ -200,6 +200,12 @@ impl FreeBsdMachine {
             }
         })?;
         let topology = topology(groups, ncpu);
+        if topology.cpus.len() != ncpu as usize {
+            warnings.push(format!(
+                "{topology_path}: {} CPUs, but kern.smp.cpus says {ncpu}",
+                topology.cpus.len()
+            ));
+        }
 
         let (lines, bad) = parse::vmstat_interrupts(&required(capture::VMSTAT)?);
         for line in bad {
