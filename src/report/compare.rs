@@ -173,9 +173,16 @@ fn primary(out: &mut String, c: &Comparison) {
         c.correction.split(';').next().unwrap_or_default()
     );
     let mut table = vec![
-        ["endpoint", "A [95% CI]", "B [95% CI]", "B/A [95% CI]", "p (Holm)", "verdict"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "endpoint",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for e in &c.primary {
         table.push(vec![
@@ -227,7 +234,10 @@ fn environment(out: &mut String, c: &Comparison) {
     if c.environment.is_empty() {
         return;
     }
-    let _ = writeln!(out, "Environment during the runs (mean ± sd over the runs):");
+    let _ = writeln!(
+        out,
+        "Environment during the runs (mean ± sd over the runs):"
+    );
     let mut table = vec![["quantity", "A", "B", ""].map(String::from).to_vec()];
     for row in &c.environment {
         table.push(vec![
@@ -268,9 +278,17 @@ fn detail(out: &mut String, c: &Comparison) {
         c.rows.len()
     );
     let mut table = vec![
-        ["cpu", "metric", "A [95% CI]", "B [95% CI]", "B/A [95% CI]", "p (Holm)", "verdict"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "cpu",
+            "metric",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for row in &c.rows {
         let metric = match row.unit {
@@ -340,9 +358,15 @@ pub fn render_calibration(calibrations: &[Calibration]) -> String {
             "\nHow far the runs spread, and the smallest change compare detects with 80 % power:"
         );
         let mut table = vec![
-            ["endpoint", "run-to-run sd", "2 runs/arm", "4 runs/arm", "8 runs/arm"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "endpoint",
+                "run-to-run sd",
+                "2 runs/arm",
+                "4 runs/arm",
+                "8 runs/arm",
+            ]
+            .map(String::from)
+            .to_vec(),
         ];
         for e in &c.endpoints {
             let mut row = vec![

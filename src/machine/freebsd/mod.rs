@@ -486,3 +486,44 @@ pub(crate) mod test_capture {
         (dir, machine)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::test_capture::machine;
+    use super::*;
+
+    #[test]
+    fn a_queue_name_of_a_device_that_is_no_interface_is_not_a_nic_queue() {
+        let (dir, _) = machine(1, 2, 1, &[("ix0", 0, 2)]);
+        let vmstat = dir.path().join("freebsd/vmstat-ai");
+        let mut text = std::fs::read_to_string(&vmstat).unwrap();
+        // A storage controller's vector named like a queue, a link vector, a timer.
+        text += "irq300: mpr0:que 0   5   1\nirq301: ix0:link   1   0\ncpu0:timer   9   1\n";
+        std::fs::write(&vmstat, text).unwrap();
+        let m = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap();
+        assert_eq!(m.interrupts.len(), 4, "cpu0:timer has no IRQ number");
+        let queues: Vec<&str> = m
+            .interrupts
+            .iter()
+            .filter(|i| i.queue.is_some())
+            .map(|i| i.name.as_str())
+            .collect();
+        assert_eq!(queues, ["ix0:rxq0", "ix0:rxq1"]);
+        assert_eq!(m.nics.len(), 1);
+    }
+
+    #[test]
+    fn a_capture_without_its_topology_or_cpu_count_is_refused_naming_the_file() {
+        let (dir, _) = machine(1, 2, 1, &[]);
+        std::fs::remove_file(dir.path().join("freebsd/sysctl/kern.smp.cpus")).unwrap();
+        let err = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("/freebsd/sysctl/kern.smp.cpus: "),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("freebsd/sysctl/kern.smp.cpus"), "four\n").unwrap();
+        let err = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap_err();
+        assert!(err.to_string().contains("'four' is not a number"), "{err}");
+    }
+}
