@@ -487,6 +487,28 @@ mod tests {
         assert_eq!(smt[0].flags, ["THREAD", "SMT"]);
     }
 
+    proptest::proptest! {
+        /// Every parser takes any text, and real outputs cut anywhere, without panicking.
+        #[test]
+        fn any_text_and_any_cut_of_a_real_output_parse_without_panicking(
+            text in ".{0,400}",
+            cut in 0usize..2000,
+        ) {
+            let real = data("procstat-ka.10x.txt") + &data("vmstat-ai.13-iflib.txt");
+            let real: String = real.chars().take(cut).collect();
+            for input in [text.as_str(), real.as_str()] {
+                let (lines, _) = vmstat_interrupts(input);
+                for line in lines {
+                    let _ = nic_queue(&line.name);
+                }
+                let _ = procstat_threads(input);
+                let _ = cpuset_mask(input);
+                let _ = topology_groups(input);
+                let _ = iflib_queue_counts(input);
+            }
+        }
+    }
+
     #[test]
     fn a_topology_cut_off_or_not_xml_is_refused_by_name() {
         let cut = topology_groups(&data("topology_spec.ryzen-3900x.cut.xml")).unwrap_err();
