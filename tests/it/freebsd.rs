@@ -481,6 +481,16 @@ fn the_readme_walk_through_is_real_output() {
         .unwrap();
     let out = router.lowlat(&["audit"]).assert().code(1);
     assert_eq!(text(&out.get_output().stdout), audit);
+    // Its table names every rule of the profile.
+    let json = router.lowlat(&["audit", "--json"]).assert().code(1);
+    let doc: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    for finding in doc["findings"].as_array().unwrap() {
+        let row = format!("| `{}` |", finding["rule"].as_str().unwrap());
+        assert!(
+            section.contains(&row),
+            "README's FreeBSD rule table lacks {row}"
+        );
+    }
 
     let plan_dir = router.dir.path().join("plan-readme");
     let out = router
