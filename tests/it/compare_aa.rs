@@ -323,3 +323,47 @@ fn runs_without_slices_or_conditions_and_too_few_runs_are_said() {
         "{stderr}"
     );
 }
+
+/// The README's worked examples of compare on these runs print what the README shows, byte
+/// for byte.
+#[test]
+fn the_readme_examples_are_real_output() {
+    let readme = include_str!("../../README.md");
+    let shown = |command: &str| -> String {
+        let start = readme.find(&format!("$ {command}\n")).unwrap() + command.len() + 3;
+        let rest = &readme[start..];
+        let end = [rest.find("\n$ echo $?"), rest.find("```")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap();
+        readme[start..start + end].trim_end().to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("before"), dir.path().join("after"));
+    std::fs::create_dir(&before).unwrap();
+    std::fs::create_dir(&after).unwrap();
+    for n in 1..=10 {
+        let arm = if n <= 5 { &before } else { &after };
+        std::fs::copy(
+            round("timer", n),
+            arm.join(round("timer", n).file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| -> String {
+        let out = lowlat(args).current_dir(dir.path()).output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    assert_eq!(
+        run(&["compare", "before/", "--", "after/"]),
+        shown("lowlat compare before/ -- after/")
+    );
+    assert_eq!(
+        run(&["compare", "--calibrate", AA]),
+        shown("lowlat compare --calibrate tests/data/compare/aa-busy-2vcpu")
+    );
+}
