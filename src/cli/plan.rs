@@ -10,7 +10,7 @@ use super::{Cli, exit};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, PlanError, artifacts, findings, vm, write};
+use crate::plan::{self, PlanError, artifacts, findings, platforms, vm, write};
 use crate::report::plan::{diff, summary};
 use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
@@ -320,6 +320,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     };
     if let Some(dir) = &args.out {
         let mut files = artifacts::render(&plan);
+        files.extend(platforms::render(&plan, &machine.topology));
         if let Some(guest) = &guest {
             files.extend(guest.artifacts());
         }

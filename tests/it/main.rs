@@ -28,6 +28,7 @@ mod measure_hw;
 mod plan;
 mod plan_cli;
 mod plan_defects;
+mod plan_platforms;
 mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
