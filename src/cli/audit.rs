@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::audit::{self, profile, rules};
-use crate::machine::{CpuSet, Machine, domain};
+use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
 use crate::report::audit as report;
 
 /// Options of `lowlat audit`.
@@ -17,6 +17,7 @@ use crate::report::audit as report;
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
 lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
+lowlat audit --kubelet-config /var/lib/kubelet/config.yaml   # LL-KUBELET-CPUS on this file\n  \
 lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
 lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
@@ -42,6 +43,13 @@ pub struct AuditArgs {
     /// rules check them against this machine).
     #[arg(long, value_name = "FILE")]
     pub domain: Option<std::path::PathBuf>,
+
+    /// Judge this kubelet configuration (a KubeletConfiguration YAML file) instead of
+    /// /var/lib/kubelet/config.yaml under the root: LL-KUBELET-CPUS fails when its CPU manager
+    /// policy or reservedSystemCPUs disagree with the CPU partition. A file that is not YAML
+    /// or names fields the kubelet does not have is refused (exit 2).
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_config: Option<PathBuf>,
 
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
@@ -88,6 +96,13 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         let domain = domain::parse(&path.display().to_string(), &text)
             .map_err(|e| anyhow!("--domain {e}"))?;
         machine.virt.only(domain);
+    }
+    if let Some(path) = &args.kubelet_config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("--kubelet-config {}: {e}", path.display()))?;
+        let config = kubelet::parse(&path.display().to_string(), &text)
+            .map_err(|e| anyhow!("--kubelet-config {e}"))?;
+        machine.kubelet = Some(Avail::Available(config));
     }
     // Only a bad --isolate is an error.
     let partition = audit::partition::choose(&machine, args.isolate.as_ref())
