@@ -17,6 +17,7 @@ mod cli_measure;
 mod compare;
 mod compare_peers;
 mod completions;
+mod deploy;
 mod fleet;
 mod hostile_input;
 mod hwloc_samples;
