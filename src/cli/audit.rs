@@ -9,6 +9,8 @@ use super::{Cli, exit};
 use crate::audit::{self, profile, rules};
 use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
 use crate::report::audit as report;
+use crate::report::nfd;
+use crate::sysroot::{Durability, Perms, write_file_atomically};
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
@@ -18,6 +20,7 @@ Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit -
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
 lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
 lowlat audit --kubelet-config /var/lib/kubelet/config.yaml   # LL-KUBELET-CPUS on this file\n  \
+lowlat audit --nfd-features /etc/kubernetes/node-feature-discovery/features.d/lowlat   # node labels\n  \
 lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
 lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
@@ -50,6 +53,14 @@ pub struct AuditArgs {
     /// or names fields the kubelet does not have is refused (exit 2).
     #[arg(long, value_name = "FILE")]
     pub kubelet_config: Option<PathBuf>,
+
+    /// Also write the verdict as node-feature-discovery local features to FILE (in NFD's
+    /// features.d, e.g. /etc/kubernetes/node-feature-discovery/features.d/lowlat):
+    /// lowlat.io/profile.PROFILE=pass|fail, failed-rules, isolated-cpus, nohz-full, rt-kernel,
+    /// kernel-release; a value the label syntax forbids is escaped or left out (said on
+    /// stderr).
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    pub nfd_features: Option<PathBuf>,
 
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
@@ -118,6 +129,20 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             profile.info.name,
         ))?;
         return Ok(exit::OK);
+    }
+    if let Some(path) = &args.nfd_features {
+        let features = nfd::features(&machine, &result, profile.info.name);
+        let text = nfd::render(&features, &crate::report::host(&machine));
+        write_file_atomically(
+            path,
+            text.as_bytes(),
+            Perms::mode(0o644),
+            Durability::Synced,
+        )
+        .map_err(|e| anyhow!("--nfd-features {e}"))?;
+        for refused in &features.refused {
+            eprintln!("lowlat audit: --nfd-features: left out {refused}");
+        }
     }
     if args.json {
         print_json(&report::document(&machine, &result, profile.info))?;

@@ -163,3 +163,80 @@ fn lowlat_knows_exactly_the_kubelets_fields() {
         .collect();
     assert_eq!(ours, upstream);
 }
+
+#[test]
+fn nfd_features_carry_the_verdict_and_label_safe_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_tree(&fixture("epyc7f32-2s-tuned"), &root);
+    let features = dir.path().join("lowlat");
+    let audit = |root: &std::path::Path| {
+        let mut cmd = lowlat(&[]);
+        cmd.arg("--root")
+            .arg(root)
+            .arg("audit")
+            .arg("--nfd-features")
+            .arg(&features);
+        cmd.assert()
+    };
+    audit(&root).code(1);
+    let text = std::fs::read_to_string(&features).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            "lowlat.io/profile.low-latency=fail",
+            "lowlat.io/failed-rules=1",
+            "lowlat.io/isolated-cpus=14",
+            "lowlat.io/nohz-full=true",
+            "lowlat.io/rt-kernel=false",
+            "lowlat.io/kernel-release=4.18.0-147.5.1.el8_1.x86_64",
+        ]
+    );
+    // Every line is a valid Kubernetes label: name with prefix, value of at most 63 characters.
+    let value = regex_lite_label();
+    for line in &lines {
+        let (name, v) = line.split_once('=').unwrap();
+        assert!(
+            name.starts_with("lowlat.io/") && name.len() - 10 <= 63,
+            "{line}"
+        );
+        assert!(value(v), "{line}");
+    }
+
+    // A kernel release with characters a label forbids is escaped; one too long is left out,
+    // and stderr says so.
+    std::fs::write(root.join("proc/sys/kernel/osrelease"), "6.6.0+rt #1\n").unwrap();
+    audit(&root).code(1);
+    let text = std::fs::read_to_string(&features).unwrap();
+    assert!(
+        text.contains("\nlowlat.io/kernel-release=6.6.0_rt__1\n"),
+        "{text}"
+    );
+    std::fs::write(
+        root.join("proc/sys/kernel/osrelease"),
+        format!("{}\n", "6".repeat(70)),
+    )
+    .unwrap();
+    audit(&root)
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--nfd-features: left out lowlat.io/kernel-release: ",
+        ))
+        .stderr(predicate::str::contains("at most 63"));
+    let text = std::fs::read_to_string(&features).unwrap();
+    assert!(!text.contains("kernel-release"), "{text}");
+}
+
+/// Kubernetes' label value syntax: empty, or at most 63 of `[A-Za-z0-9._-]` starting and
+/// ending with a letter or digit.
+fn regex_lite_label() -> impl Fn(&str) -> bool {
+    |v: &str| {
+        v.is_empty()
+            || (v.len() <= 63
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && v.ends_with(|c: char| c.is_ascii_alphanumeric()))
+    }
+}
