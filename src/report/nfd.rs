@@ -42,9 +42,10 @@ pub(crate) fn label_value(raw: &str) -> Result<String, String> {
             escaped.len()
         ));
     }
-    let ends_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    if !escaped.is_empty() && !(ends_ok(escaped.chars().next()) && ends_ok(escaped.chars().last()))
-    {
+    let alphanumeric = |c: char| c.is_ascii_alphanumeric();
+    let ends_ok = escaped.is_empty()
+        || (escaped.starts_with(alphanumeric) && escaped.ends_with(alphanumeric));
+    if !ends_ok {
         return Err(format!(
             "'{shown}' does not start and end with a letter or digit, as a label value must"
         ));
