@@ -101,6 +101,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     };
     let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     if let Some(path) = &args.domain {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow!("--domain {}: {e}", path.display()))?;

@@ -23,6 +23,7 @@ pub struct InventoryArgs {
 pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     if args.json {
         print_json(&inventory::document(&machine))?;
     } else {

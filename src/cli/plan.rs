@@ -284,6 +284,7 @@ pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let root = cli.sysroot()?;
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     let request = args.request()?;
     let profile = findings::audit_profile(request.profile)?;
     let bios = args

@@ -6,6 +6,7 @@
 //! writes.
 
 pub(crate) mod avail;
+pub mod container;
 pub mod cpu;
 pub(crate) mod cpulist;
 pub mod domain;
