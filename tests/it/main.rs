@@ -36,5 +36,6 @@ mod replay_cyclictest;
 mod replay_sysjitter;
 mod report_html;
 mod snapshot;
+mod sosreport;
 mod vm;
 mod watch;
