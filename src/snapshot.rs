@@ -27,6 +27,7 @@ use crate::sysroot::{
 };
 use crate::text::escape_controls;
 
+pub mod sosreport;
 mod ustar;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).

@@ -34,6 +34,7 @@ pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     if args.json {
         print_json(&inventory::document(&machine))?;
     } else {

@@ -37,6 +37,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 
+    /// Read the machine from an unpacked sosreport (the sosreport-* directory, or the one that
+    /// holds it): its copies of /proc and /sys, as --root reads a tree; what the bundle lacks
+    /// (sos copies no processes) is named on stderr, and the rules that need it are unknown.
+    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
+    pub sosreport: Option<PathBuf>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -100,6 +106,7 @@ pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
+mod container;
 pub(crate) mod fleet;
 pub(crate) mod inventory;
 pub(crate) mod man;
@@ -185,7 +192,15 @@ impl Cli {
 }
 
 /// Runs the parsed command line and returns the exit code.
-pub fn run(cli: Cli) -> Result<u8> {
+pub fn run(mut cli: Cli) -> Result<u8> {
+    // A sosreport is read as the tree it is: checked and its gaps named here, then --root.
+    if let Some(dir) = cli.sosreport.take() {
+        let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
+        for lack in &report.lacks {
+            eprintln!("lowlat: --sosreport: the bundle lacks {lack}");
+        }
+        cli.root = Some(report.dir);
+    }
     match &cli.command {
         Command::Check(args) => check::run(&cli, args),
         Command::Inventory(args) => inventory::run(&cli, args),

@@ -11,7 +11,7 @@ use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, PlanError, artifacts, findings, freebsd, vm, write};
+use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{diff, summary};
 use crate::snapshot::SnapshotKind;
@@ -290,6 +290,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         return run_freebsd(&root, args);
     }
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     let request = args.request()?;
     let profile = findings::audit_profile(request.profile)?;
     let bios = args
@@ -326,6 +327,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     };
     if let Some(dir) = &args.out {
         let mut files = artifacts::render(&plan);
+        files.extend(platforms::render(&plan, &machine.topology));
         if let Some(guest) = &guest {
             files.extend(guest.artifacts());
         }

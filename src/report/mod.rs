@@ -13,6 +13,7 @@ pub mod html;
 pub mod inventory;
 pub(crate) mod matrix;
 pub(crate) mod measure;
+pub(crate) mod nfd;
 pub mod plan;
 pub(crate) mod watch;
 
