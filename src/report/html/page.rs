@@ -7,6 +7,7 @@ use maud::{DOCTYPE, PreEscaped, html};
 use super::embed::{self, DOCUMENTS_ID};
 use super::sections::Section;
 use super::source::Source;
+use crate::document::UNKNOWN_HOST;
 
 /// Nothing may be fetched, run or framed; only the inline style applies.
 const CSP: &str =
@@ -33,14 +34,27 @@ p.from { color: #555; margin: 14px 0 4px; }
 tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
 tr.status-warn td:first-child { color: #a60; font-weight: 600; }
 nav ol { columns: 3; }
+p.verdict { font-size: 18px; padding: 6px 10px; border-left: 6px solid; }
+p.verdict-pass { border-color: #009e73; background: #eef8f3; }
+p.verdict-fail { border-color: #b00; background: #fbeeee; }
+p.verdict strong { font-size: 22px; margin-right: 6px; }
 ";
 
 /// The whole page.
 pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
-    let mut hosts: Vec<&str> = sources.iter().map(|s| s.header.host.as_str()).collect();
+    // Documents about no one machine (a comparison, a fleet) carry the host `unknown`.
+    let mut hosts: Vec<&str> = sources
+        .iter()
+        .map(|s| s.header.host.as_str())
+        .filter(|h| *h != UNKNOWN_HOST)
+        .collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let title = format!("lowlat report: {}", hosts.join(", "));
+    let title = if hosts.is_empty() {
+        "lowlat report".to_string()
+    } else {
+        format!("lowlat report: {}", hosts.join(", "))
+    };
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
