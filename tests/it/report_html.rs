@@ -204,6 +204,31 @@ fn a_file_that_is_not_a_lowlat_document_is_refused_by_name() {
         &bad,
         "--root and --snapshot name one machine; `lowlat report` reads the JSON documents",
     );
+    // A valid document followed by a line of other text was blamed on line 1 ("EOF while
+    // parsing an object at line 1 column 1").
+    let audit = machine_documents(&fixture("kvm-guest-2vcpu"), dir.path())[1].clone();
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines = text.lines().count();
+    let trailing = dir.path().join("audit-and-stderr.json");
+    std::fs::write(
+        &trailing,
+        format!("{}\nlowlat: 3 findings failed\n", text.trim_end()),
+    )
+    .unwrap();
+    refused(
+        &[],
+        &trailing,
+        &format!(
+            "audit-and-stderr.json:{}: text after the JSON document that ends on line {lines}",
+            lines + 1
+        ),
+    );
+    // A broken document of a stream is blamed on the line it starts on.
+    let stream = dir.path().join("watch.jsonl");
+    let first = std::fs::read_to_string(committed("watch.jsonl")).unwrap();
+    let first = first.lines().next().unwrap();
+    std::fs::write(&stream, format!("{first}\n{first}\n{{\"kind\": \n")).unwrap();
+    refused(&[], &stream, "watch.jsonl:3: not a JSON document");
     // A binary file (a snapshot given by mistake) said only "stream did not contain valid
     // UTF-8".
     let binary = dir.path().join("host1.lowlat");
