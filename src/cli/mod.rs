@@ -98,6 +98,7 @@ pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
+pub(crate) mod defaults;
 pub(crate) mod fleet;
 pub(crate) mod inventory;
 pub(crate) mod man;
