@@ -220,19 +220,21 @@ const ENGINES: [&[&str]; 7] = [
 /// refused before anything runs, and the message says how to widen it (taskset).
 #[test]
 fn cpus_outside_the_affinity_are_refused_naming_taskset_by_every_engine() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return; // one CPU: there is no CPU outside the affinity to ask for
-    }
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    if !online.trim().contains(['-', ',']) {
-        return; // CPU 1 is not online
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+        || !online.trim().contains(['-', ','])
+    {
+        // One CPU: there is no CPU outside the affinity to ask for.
+        crate::support::missing_data("a second online CPU");
+        return;
     }
     if std::process::Command::new("taskset")
         .arg("--version")
         .output()
         .is_err()
     {
-        return; // no taskset on this machine
+        crate::support::missing_data("taskset (Debian package util-linux)");
+        return;
     }
     let lowlat = assert_cmd::cargo::cargo_bin("lowlat");
     for engine in ENGINES {

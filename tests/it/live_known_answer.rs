@@ -23,10 +23,12 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
         return None;
     }
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let root = rustix::process::geteuid().is_root();
+    if !crate::support::is_root("measuring at SCHED_FIFO with an injector") {
+        return None;
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if !root || cpus < 2 {
-        eprintln!("skipped: needs root and 2 CPUs (root: {root}, CPUs: {cpus})");
+    if cpus < 2 {
+        crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
         return None;
     }
     Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))

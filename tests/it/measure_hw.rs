@@ -138,6 +138,7 @@ fn memlat_curve_rises() {
 #[test]
 fn c2c_csv_and_json() {
     if cpus() < 2 {
+        crate::support::missing_data("a second CPU");
         return;
     }
     lowlat()
@@ -158,6 +159,7 @@ fn c2c_csv_and_json() {
 #[test]
 fn wakeup_latency_is_positive() {
     if cpus() < 2 {
+        crate::support::missing_data("a second CPU");
         return;
     }
     let doc = json(&[
