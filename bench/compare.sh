@@ -6,10 +6,12 @@
 # the candidate arm's median is 2 % higher and its tail above 5 µs half as heavy. Appends
 # the figures to bench/RESULTS.md, section "compare".
 #
-# Target: under 1 s.
+# Target: under 1 s. Exit status: 0 met, 1 missed, 2 a run exited with a status it must not
+# have (compare: 0 no change or 1 a difference) (bench/lib.sh).
 # Usage: bench/compare.sh [RUNS]   (default 10 timings; needs python3, uses hyperfine if present)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 runs=${1:-10}
 results=bench/RESULTS.md
@@ -63,7 +65,9 @@ for arm, median, tail_share in (("a", 2000, 0.002), ("b", 2040, 0.001)):
 EOF
 
 cmd=("$bin" compare "$work/a" -- "$work/b")
-"${cmd[@]}" >"$work/out.txt" || true
+status=0
+"${cmd[@]}" >"$work/out.txt" || status=$?
+bench_exit_ok "0 1" "$status" "lowlat compare"
 samples=$(python3 -c "
 import json, glob
 print(sum(c for f in glob.glob('$work/*/*.json') for cpu in json.load(open(f))['result']['cpus'] for _, c in cpu['histogram']['buckets']))")
@@ -73,6 +77,8 @@ print(max(len(cpu['histogram']['buckets']) for f in glob.glob('$work/*/*.json') 
 if command -v hyperfine >/dev/null; then
   hyperfine --style none --warmup 2 --runs "$runs" -N -i --export-json "$work/t.json" \
     -- "$(printf '%q ' "${cmd[@]}")" >/dev/null 2>&1
+  bench_hyperfine_codes "0 1" "$work/t.json"
+  mean_ms=$(python3 -c "import json; print(json.load(open('$work/t.json'))['results'][0]['mean']*1e3)")
   timing=$(python3 -c "
 import json; r = json.load(open('$work/t.json'))['results'][0]
 print(f\"{r['mean']*1e3:.0f} ± {r['stddev']*1e3:.0f} ms (min {r['min']*1e3:.0f}, max {r['max']*1e3:.0f}, {len(r['times'])} runs)\")")
@@ -82,10 +88,14 @@ import statistics, subprocess, sys, time
 runs, cmd = int(sys.argv[1]), sys.argv[2:]
 times = []
 for _ in range(runs):
-    t = time.perf_counter(); subprocess.run(cmd, stdout=subprocess.DEVNULL); times.append(time.perf_counter() - t)
-print(f"{statistics.mean(times)*1e3:.0f} ± {statistics.stdev(times)*1e3:.0f} ms (min {min(times)*1e3:.0f}, max {max(times)*1e3:.0f}, {runs} runs)")
+    t = time.perf_counter(); code = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode; times.append(time.perf_counter() - t)
+    if code not in (0, 1):
+        sys.exit(f"bench: a timed run exited {code} (allowed: 0 1); no timing of it is valid")
+print(f"{statistics.mean(times)*1e3:.0f} ± {statistics.stdev(times)*1e3:.0f} ms (min {min(times)*1e3:.0f}, max {max(times)*1e3:.0f}, {runs} runs) {statistics.mean(times)*1e3}")
 EOF
-)
+) || exit 2
+  mean_ms=${timing##* }
+  timing=${timing% *}
 fi
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 {
@@ -107,3 +117,5 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
   cat "$work/out.txt"
   echo '```'
 } | tee -a "$results"
+bench_target "compare 2 x 10 runs (ms)" "$mean_ms" 1000
+bench_end

@@ -10,6 +10,7 @@ mod apply_cli;
 mod apply_defects;
 mod apply_live;
 mod audit;
+mod bench;
 mod bios;
 mod bios_vendors;
 mod cli_measure;
