@@ -265,9 +265,14 @@ impl PlanArgs {
     }
 }
 
-/// Writes a plan's `files` into `dir` (`--out`), with `--force` replacing lowlat's files; a
-/// refusal names `--out` and, only where it would help, suggests `--force`.
-pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -> Result<()> {
+/// Writes a plan's (or the man pages') `files` into `dir` (`--out`), with `--force` replacing
+/// lowlat's files, and returns the paths written; a refusal names `--out` and, only where it
+/// would help, suggests `--force`.
+pub(super) fn write_artifacts(
+    dir: &Path,
+    files: &[Artifact<'_>],
+    force: bool,
+) -> Result<Vec<std::path::PathBuf>> {
     write::write_dir(dir, files, force).map_err(|e| {
         let hint = match e {
             write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
@@ -276,8 +281,7 @@ pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -
             _ => "",
         };
         anyhow::anyhow!("--out {e}{hint}")
-    })?;
-    Ok(())
+    })
 }
 
 /// Runs `lowlat plan`.

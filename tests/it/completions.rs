@@ -74,11 +74,11 @@ fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
     for page in ["lowlat-plan.1", "lowlat-apply.1", "lowlat-measure-hwlat.1"] {
         assert!(out.join(page).is_file(), "{page} missing");
     }
-    lowlat(&["man", "--out"])
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--out").and(predicate::str::contains("not empty")));
+    lowlat(&["man", "--out"]).arg(&out).assert().code(2).stderr(
+        predicate::str::contains("--out")
+            .and(predicate::str::contains("not empty"))
+            .and(predicate::str::contains("or add --force")),
+    );
     lowlat(&["man", "--force", "--out"])
         .arg(&out)
         .assert()

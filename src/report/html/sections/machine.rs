@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::{figure, from};
 use crate::machine::{Avail, CpuSet};
 use crate::report::html::source::{Source, SourceError};
+use crate::units::plural;
 
 #[derive(Deserialize)]
 struct Inventory {
@@ -185,11 +186,7 @@ fn facts(source: &Source, m: &Machine) -> Facts {
 
 /// `n` and the noun, plural unless `n` is 1 ("1 socket", "2 sockets").
 fn counted(n: u32, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    plural(n as usize, noun, &format!("{noun}s"))
 }
 
 fn facts_table(rows: &[(&'static str, String)]) -> Markup {
