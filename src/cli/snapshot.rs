@@ -59,7 +59,7 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     eprintln!(
         "lowlat: wrote {} ({}, {} KiB before compression, host {}; {} while reading)",
         output.display(),
-        plural(manifest.files as usize, "file", "files"),
+        plural(manifest.files, "file", "files"),
         manifest.bytes.div_ceil(1024),
         escape_controls(&manifest.header.host),
         plural(machine.warnings.len(), "warning", "warnings")
