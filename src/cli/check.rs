@@ -52,7 +52,7 @@ check (bad flag, unknown profile, --root/--snapshot: a check measures this machi
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only).
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = values::ProfileName)]
     pub profile: String,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but

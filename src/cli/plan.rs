@@ -163,7 +163,9 @@ pub enum ProfileArg {
     RealtimeHost,
     /// A real-time KVM guest.
     RealtimeGuest,
-    /// Refused with the reason: the audit checks throughput machines, lowlat plans none.
+    /// Refused with the reason: the audit checks throughput machines, lowlat plans none (not
+    /// listed in --help, the man page or completion).
+    #[value(hide = true)]
     Throughput,
 }
 

@@ -253,6 +253,33 @@ where
     }
 }
 
+/// `--profile` of audit, check and fleet: any text (`audit::profile::load` refuses an unknown
+/// name with the valid ones), with the profile names as the values `--help` lists and shell
+/// completion offers (it offered file names).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProfileName;
+
+impl clap::builder::TypedValueParser for ProfileName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::audit::profile::PROFILES.iter().map(|p| {
+            clap::builder::PossibleValue::new(p.name).help(p.summary)
+        })))
+    }
+}
+
 /// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
 pub(crate) fn inject(text: &str) -> Result<InjectSpec, String> {
     text.parse()
