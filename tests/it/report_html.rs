@@ -724,3 +724,24 @@ fn before_and_after_strips_share_one_colour_scale() {
         legends[0]
     );
 }
+
+#[test]
+fn a_stream_of_watch_samples_is_one_row_of_the_documents_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = std::fs::read_to_string(committed("watch.jsonl")).unwrap();
+    let count = samples.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(count > 2);
+    let html = report(&[committed("watch.jsonl")], &dir.path().join("r.html"));
+    let table = &html[html.find("<section id=\"documents\">").unwrap()..];
+    assert_eq!(
+        table.matches("<td>watch-sample</td>").count(),
+        1,
+        "one row per sample"
+    );
+    assert!(table.contains(&format!(
+        "watch.jsonl</code> ({count} documents, one a line)"
+    )));
+    // Every sample is still embedded: the report renders again to the same bytes.
+    let again = report(&[dir.path().join("r.html")], &dir.path().join("again.html"));
+    assert!(again == html);
+}

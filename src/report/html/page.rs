@@ -88,8 +88,9 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                     table {
                         thead { tr { th { "file" } th { "kind" } th { "schema" } th { "host" } th { "written by" } } }
                         tbody {
-                            @for s in sources {
-                                tr { td { code { (s.name) } } td { (s.header.kind.to_string()) } td { (s.header.schema_version) }
+                            @for (s, count) in rows(sources) {
+                                tr { td { code { (file_of(s, count)) } @if count > 1 { " (" (count) " documents, one a line)" } }
+                                     td { (s.header.kind.to_string()) } td { (s.header.schema_version) }
                                      td { (s.header.host) } td { (s.header.tool.name) " " (s.header.tool.version) } }
                             }
                         }
@@ -100,6 +101,35 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
         }
     };
     markup.into_string()
+}
+
+/// The rows of the Documents table: each document, except that consecutive documents of one
+/// kind from the lines of one file (a day of `watch --json` is 86,400 of them) make one row,
+/// with their number.
+fn rows(sources: &[Source]) -> Vec<(&Source, usize)> {
+    let mut rows: Vec<(&Source, usize)> = Vec::new();
+    for s in sources {
+        match rows.last_mut() {
+            Some((first, count))
+                if first.header.kind == s.header.kind
+                    && first.name.rsplit_once(':').is_some()
+                    && first.name.rsplit_once(':').map(|p| p.0)
+                        == s.name.rsplit_once(':').map(|p| p.0) =>
+            {
+                *count += 1;
+            }
+            _ => rows.push((s, 1)),
+        }
+    }
+    rows
+}
+
+/// The name a row shows: the document's, or for a run of lines the file's.
+fn file_of(s: &Source, count: usize) -> &str {
+    match s.name.rsplit_once(':') {
+        Some((file, _)) if count > 1 => file,
+        _ => &s.name,
+    }
 }
 
 /// The newest `created` of the documents: the report's one timestamp.
