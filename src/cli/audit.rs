@@ -32,7 +32,7 @@ Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknow
 )]
 pub struct AuditArgs {
     /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = super::values::ProfileName)]
     pub profile: String,
 
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own

@@ -166,7 +166,9 @@ pub enum ProfileArg {
     RealtimeHost,
     /// A real-time KVM guest.
     RealtimeGuest,
-    /// Refused with the reason: the audit checks throughput machines, lowlat plans none.
+    /// Refused with the reason: the audit checks throughput machines, lowlat plans none (not
+    /// listed in --help, the man page or completion).
+    #[value(hide = true)]
     Throughput,
 }
 
@@ -268,9 +270,14 @@ impl PlanArgs {
     }
 }
 
-/// Writes a plan's `files` into `dir` (`--out`), with `--force` replacing lowlat's files; a
-/// refusal names `--out` and, only where it would help, suggests `--force`.
-pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -> Result<()> {
+/// Writes a plan's (or the man pages') `files` into `dir` (`--out`), with `--force` replacing
+/// lowlat's files, and returns the paths written; a refusal names `--out` and, only where it
+/// would help, suggests `--force`.
+pub(super) fn write_artifacts(
+    dir: &Path,
+    files: &[Artifact<'_>],
+    force: bool,
+) -> Result<Vec<std::path::PathBuf>> {
     write::write_dir(dir, files, force).map_err(|e| {
         let hint = match e {
             write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
@@ -279,8 +286,7 @@ pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -
             _ => "",
         };
         anyhow::anyhow!("--out {e}{hint}")
-    })?;
-    Ok(())
+    })
 }
 
 /// Runs `lowlat plan`.

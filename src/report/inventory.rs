@@ -479,9 +479,11 @@ fn irq_lines(m: &Machine) -> String {
             .filter(|i| matches!(i.class, IrqClass::Storage { .. }))
             .count();
         format!(
-            "{} numbered IRQs ({nic_queues} NIC queues, {storage} storage queues) over {} CPU columns",
-            irqs.irqs.len(),
-            irqs.table.cpus.len()
+            "{} ({}, {}) over {}",
+            plural(irqs.irqs.len(), "numbered IRQ", "numbered IRQs"),
+            plural(nic_queues, "NIC queue", "NIC queues"),
+            plural(storage, "storage queue", "storage queues"),
+            plural(irqs.table.cpus.len(), "CPU column", "CPU columns")
         )
     })
 }
