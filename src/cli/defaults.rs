@@ -26,7 +26,9 @@ pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<Mea
     let online = machine.topology.online_cpus();
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    Ok(check::measured_cpus(&partition, &online, &allowed, requested))
+    Ok(check::measured_cpus(
+        &partition, &online, &allowed, requested,
+    ))
 }
 
 /// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check would
