@@ -4,6 +4,7 @@ pub(crate) mod boot;
 pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod hardware;
+pub(crate) mod kernel_build;
 pub(crate) mod kvm;
 pub(crate) mod runtime;
 pub(crate) mod service;
@@ -20,6 +21,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         firmware::RULES,
         hardware::RULES,
         boot::RULES,
+        kernel_build::RULES,
         sysctl::RULES,
         runtime::RULES,
         kvm::RULES,
