@@ -20,6 +20,7 @@ pub mod services;
 pub mod tasks;
 pub mod topology;
 pub mod virt;
+pub mod workload;
 
 pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;

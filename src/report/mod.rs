@@ -14,6 +14,7 @@ pub(crate) mod matrix;
 pub(crate) mod measure;
 pub mod plan;
 pub(crate) mod watch;
+pub(crate) mod workload;
 
 use crate::document::UNKNOWN_HOST;
 use crate::machine::Machine;

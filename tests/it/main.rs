@@ -10,6 +10,7 @@ mod apply_cli;
 mod apply_defects;
 mod apply_live;
 mod audit;
+mod audit_workload;
 mod bios;
 mod bios_vendors;
 mod cli_measure;
