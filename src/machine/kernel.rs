@@ -47,6 +47,10 @@ pub struct Kernel {
     /// `/dev/kmsg`, oldest first.
     #[serde(default = "not_recorded")]
     pub isolation_log: Avail<Vec<String>>,
+    /// The real-time budgets (`cpu.rt_runtime_us`) of the cgroup v1 cpu hierarchy's root and
+    /// top-level groups.
+    #[serde(default = "not_recorded")]
+    pub rt_groups: Avail<Vec<crate::machine::rt_permission::RtGroup>>,
     /// The clocksource of `/sys/devices/system/clocksource/clocksource0`.
     pub clocksource: Avail<Clocksource>,
     /// Every key of [`AUDITED_SYSCTLS`] with its value, or why it is missing
@@ -145,6 +149,7 @@ pub fn read(r: &mut Reader) -> Kernel {
         config,
         isolation,
         isolation_log: bootlog::read(r),
+        rt_groups: crate::machine::rt_permission::read_groups(r),
         cmdline,
         clocksource: read_clocksource(r),
         sysctls: sysctl::read(r),

@@ -16,6 +16,7 @@ pub mod irq;
 pub mod kernel;
 pub(crate) mod net;
 pub mod power;
+pub mod rt_permission;
 pub mod services;
 pub mod tasks;
 pub mod topology;

@@ -95,3 +95,39 @@ fn a_thread_allowed_on_both_sides_is_flagged_and_a_pinned_one_is_not() {
     assert!(!text.contains('\x1b'), "{text}");
     assert!(text.contains(&format!("taskset -p -c 1 {both}")), "{text}");
 }
+
+/// As an unprivileged user (nobody, no capabilities, `ulimit -r 0`), `measure timer --priority
+/// 95` says SCHED_FIFO is refused because of RLIMIT_RTPRIO. Run by CI as root, which can drop
+/// to nobody with setpriv.
+#[test]
+#[ignore = "runs lowlat as another user; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, as root)"]
+fn an_unprivileged_timer_names_rlimit_rtprio() {
+    if !live_tests_allowed() {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        missing_data("root, to run lowlat as nobody");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("lowlat");
+    // nobody must be able to reach the binary: copied where anyone may run it.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("lowlat");
+    std::fs::copy(&bin, &copy).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = format!(
+        "ulimit -r 0 && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+         --inh-caps=-all {} measure timer --priority 95 --cpus 0 --interval 1000 --duration 100ms",
+        copy.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .expect("sh and setpriv (util-linux) run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SCHED_FIFO 95 is not permitted") && stderr.contains("RLIMIT_RTPRIO is 0"),
+        "{stderr}"
+    );
+}

@@ -177,19 +177,77 @@ fn isolates_the_boot_cpu(kernel: &Kernel) -> bool {
 }
 
 /// The rules of this module.
-pub(crate) const RULES: &[Rule] = &[Rule {
-    id: "LL-KERNEL-KNOWN-ISSUES",
-    title: "The running kernel has no known isolation regression that bites this setup",
-    layer: Layer::Boot,
-    severity: Severity::Medium,
-    rationale: "Some kernel versions break CPU isolation in ways no setting shows: a timer that restarts the tick on nohz_full CPUs, a parameter dropped at boot. lowlat keeps a small table of such regressions, each with its source, and names the ones that apply to this kernel and this command line.",
-    sources: &["NVIDIA/NV-Kernels#400", "raspberrypi/linux#4106"],
-    reboot: true,
-    security_tradeoff: None,
-    bios: &[],
-    accepts: Accepts::Words(&["none"]),
-    check: Check::Fn(known_issues),
-}];
+pub(crate) const RULES: &[Rule] = &[
+    Rule {
+        id: "LL-RT-BUDGET",
+        title: "Tasks can get real-time scheduling: no cgroup without a real-time budget",
+        layer: Layer::Runtime,
+        severity: Severity::High,
+        rationale: "On a kernel built with CONFIG_RT_GROUP_SCHED, every cgroup v1 cpu group but the root starts with cpu.rt_runtime_us = 0, and sched_setscheduler(SCHED_FIFO) fails with EPERM for any task in such a group, root's included: the usual reason a service or a container cannot get real-time priority while a shell can.",
+        sources: &["Linux Documentation/scheduler/sched-rt-group.rst"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["yes"]),
+        check: Check::Fn(rt_budget),
+    },
+    Rule {
+        id: "LL-KERNEL-KNOWN-ISSUES",
+        title: "The running kernel has no known isolation regression that bites this setup",
+        layer: Layer::Boot,
+        severity: Severity::Medium,
+        rationale: "Some kernel versions break CPU isolation in ways no setting shows: a timer that restarts the tick on nohz_full CPUs, a parameter dropped at boot. lowlat keeps a small table of such regressions, each with its source, and names the ones that apply to this kernel and this command line.",
+        sources: &["NVIDIA/NV-Kernels#400", "raspberrypi/linux#4106"],
+        reboot: true,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(known_issues),
+    },
+];
+
+fn rt_budget(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let expected = "every cgroup v1 cpu group with a real-time budget (cpu.rt_runtime_us > 0)";
+    let groups = match &ctx.machine.kernel.rt_groups {
+        crate::machine::Avail::Available(groups) => groups,
+        crate::machine::Avail::Unavailable { unavailable } => {
+            return RuleOutcome::new(
+                Status::Pass,
+                format!("no real-time budgets per group: {unavailable}"),
+                expected,
+            );
+        }
+    };
+    let empty: Vec<&crate::machine::rt_permission::RtGroup> =
+        groups.iter().filter(|g| g.rt_runtime_us == 0).collect();
+    let mut outcome = RuleOutcome::verdict(
+        empty.is_empty(),
+        if empty.is_empty() {
+            format!("{} cpu groups, each with a real-time budget", groups.len())
+        } else {
+            format!(
+                "{} of {} cpu groups without a real-time budget: SCHED_FIFO is refused to their tasks",
+                empty.len(),
+                groups.len()
+            )
+        },
+        expected,
+    );
+    for group in &empty {
+        outcome = outcome
+            .evidence(format!("{}/cpu.rt_runtime_us", group.dir))
+            .detail(format!("{}/cpu.rt_runtime_us = 0", group.dir));
+    }
+    if let Some(first) = empty.first() {
+        outcome = outcome.manual(format!(
+            "give each group its tasks need a budget, parents first (the children's sum may not \
+             exceed the parent's): `echo 950000 > {}/cpu.rt_runtime_us`; or run the real-time \
+             tasks in the root group; or boot a kernel built without CONFIG_RT_GROUP_SCHED",
+            first.dir
+        ));
+    }
+    outcome
+}
 
 fn known_issues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let kernel = &ctx.machine.kernel;

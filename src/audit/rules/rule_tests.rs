@@ -531,3 +531,36 @@ fn known_issues_apply_by_version_and_setup() {
         f.details
     );
 }
+
+/// A cgroup v1 cpu group with rt_runtime 0 (CONFIG_RT_GROUP_SCHED) is named: its tasks cannot
+/// get SCHED_FIFO, root's included.
+#[test]
+fn a_cpu_group_without_a_real_time_budget_is_named() {
+    let mount = "/sys/fs/cgroup/cpu,cpuacct";
+    let dir = tree(&[
+        (&format!("{mount}/cpu.rt_runtime_us"), "950000\n"),
+        (&format!("{mount}/system.slice/cpu.rt_runtime_us"), "0\n"),
+        (&format!("{mount}/user.slice/cpu.rt_runtime_us"), "950000\n"),
+    ]);
+    let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(
+        f.details,
+        vec!["/sys/fs/cgroup/cpu,cpuacct/system.slice/cpu.rt_runtime_us = 0"]
+    );
+    assert!(
+        f.remediation
+            .manual
+            .as_deref()
+            .unwrap()
+            .contains("echo 950000")
+    );
+    dir.write(
+        &format!("{mount}/system.slice/cpu.rt_runtime_us"),
+        "100000\n",
+    );
+    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+    // No v1 cpu hierarchy: nothing to run out of.
+    dir.remove(mount);
+    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+}
