@@ -1,21 +1,26 @@
 //! `lowlat audit`.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use std::path::PathBuf;
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
+use crate::audit::rules::freebsd as freebsd_rules;
 use crate::audit::{self, profile, rules};
+use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine, domain};
 use crate::report::audit as report;
+use crate::report::freebsd;
 use crate::report::workload as report_workload;
+use crate::snapshot::SnapshotKind;
 use crate::text::escape_controls;
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
+    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput; \
+freebsd-router for a FreeBSD capture (--snapshot FILE from lowlat-capture.sh, which it takes by default).\n\n\
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
 lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
@@ -80,6 +85,21 @@ pub struct AuditArgs {
 
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
+    let (root, kind) = cli.source()?;
+    match (kind, args.profile.as_str()) {
+        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | profile::DEFAULT_PROFILE) => {
+            return run_freebsd(&root, args);
+        }
+        (SnapshotKind::Freebsd, other) => bail!(
+            "--profile {other}: a FreeBSD capture is audited against {}",
+            freebsd_rules::PROFILE
+        ),
+        (SnapshotKind::Linux, freebsd_rules::PROFILE) => bail!(
+            "--profile {}: audits a FreeBSD capture (--snapshot FILE from lowlat-capture.sh)",
+            freebsd_rules::PROFILE
+        ),
+        (SnapshotKind::Linux, _) => {}
+    }
     let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
@@ -95,7 +115,6 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };
-    let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);
     if !args.pid.is_empty() || !args.comm.is_empty() {
         return workload(&root, &machine, &profile, args);
@@ -179,4 +198,44 @@ fn workload(
     } else {
         exit::OK
     })
+}
+
+/// `lowlat audit` of a FreeBSD capture, against `freebsd-router`.
+fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
+    if args.isolate.is_some() || args.domain.is_some() || args.bios.is_some() || args.bmc.is_some()
+    {
+        bail!(
+            "--isolate, --domain, --bios and --bmc are for Linux machines; {} takes none",
+            freebsd_rules::PROFILE
+        );
+    }
+    let machine = FreeBsdMachine::read(root).context("--snapshot")?;
+    let findings = freebsd_rules::audit(&machine);
+    if let Some(id) = &args.explain {
+        let finding = findings.iter().find(|f| f.rule == *id).ok_or_else(|| {
+            anyhow!(
+                "--explain {id}: no such rule in {}; its rules: {}",
+                freebsd_rules::PROFILE,
+                freebsd_rules::RULES
+                    .iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        print(&freebsd::render_explain(finding))?;
+        return Ok(exit::OK);
+    }
+    if args.json {
+        print_json(&freebsd::audit_document(&machine, &findings))?;
+    } else {
+        print(&freebsd::render_audit(&machine, &findings))?;
+    }
+    Ok(
+        if findings.iter().any(|f| f.status == audit::Status::Fail) {
+            exit::FAILURES
+        } else {
+            exit::OK
+        },
+    )
 }

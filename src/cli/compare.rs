@@ -111,7 +111,10 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         let runs = load::load(&args.calibrate)?;
         let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
         if args.json {
-            print_json(&calibration_document(&calibrations, UNKNOWN_HOST.to_string()))?;
+            print_json(&calibration_document(
+                &calibrations,
+                UNKNOWN_HOST.to_string(),
+            ))?;
         } else {
             print(&render_calibration(&calibrations))?;
         }

@@ -7,12 +7,12 @@
 use serde::Serialize;
 
 use super::endpoint::{self, Endpoint};
+use super::environment::{self, Side};
 use super::estimate;
 use super::load::LoadError;
 use super::run::{Family, Run};
 use super::stats::holm::holm;
 use super::stats::mean_var;
-use super::environment::{self, Side};
 use super::verdict::{self, ALPHA, Judged, Verdict};
 use super::{Options, by_family};
 
@@ -83,7 +83,11 @@ pub struct Calibration {
 }
 
 /// Calibrates on `runs`, every measurement they hold (at least [`MIN_RUNS`] of each).
-pub fn calibrate(runs: &[Run], options: &Options, seed: u64) -> Result<Vec<Calibration>, LoadError> {
+pub fn calibrate(
+    runs: &[Run],
+    options: &Options,
+    seed: u64,
+) -> Result<Vec<Calibration>, LoadError> {
     let families = by_family(runs);
     if families.is_empty() {
         return Err(LoadError::file("--calibrate", "no run given"));
@@ -97,7 +101,12 @@ pub fn calibrate(runs: &[Run], options: &Options, seed: u64) -> Result<Vec<Calib
 /// One run's values: per endpoint its value and the standard error of its log from inside.
 type RunValues = Vec<(f64, Option<f64>)>;
 
-fn one(family: Family, runs: &[Run], options: &Options, seed: u64) -> Result<Calibration, LoadError> {
+fn one(
+    family: Family,
+    runs: &[Run],
+    options: &Options,
+    seed: u64,
+) -> Result<Calibration, LoadError> {
     if runs.len() < MIN_RUNS {
         return Err(LoadError::file(
             &runs[0].source,
@@ -113,7 +122,10 @@ fn one(family: Family, runs: &[Run], options: &Options, seed: u64) -> Result<Cal
         .cpus
         .keys()
         .chain(runs[0].summaries.keys())
-        .filter(|c| runs.iter().all(|r| r.cpus.contains_key(c) || r.summaries.contains_key(c)))
+        .filter(|c| {
+            runs.iter()
+                .all(|r| r.cpus.contains_key(c) || r.summaries.contains_key(c))
+        })
         .copied()
         .collect();
     let endpoints: Vec<(Endpoint, Option<String>)> = match family {
@@ -128,13 +140,14 @@ fn one(family: Family, runs: &[Run], options: &Options, seed: u64) -> Result<Cal
         }
         _ => Endpoint::LATENCIES.iter().map(|&e| (e, None)).collect(),
     };
-    let value = |run: &Run, (e, kernel): &(Endpoint, Option<String>)| -> Option<(f64, Option<f64>)> {
-        let v = match kernel {
-            Some(k) => run.rates.get(k).copied().filter(|v| *v > 0.0)?,
-            None => endpoint::of_run(*e, run, &cpus, options.above_ns)?,
+    let value =
+        |run: &Run, (e, kernel): &(Endpoint, Option<String>)| -> Option<(f64, Option<f64>)> {
+            let v = match kernel {
+                Some(k) => run.rates.get(k).copied().filter(|v| *v > 0.0)?,
+                None => endpoint::of_run(*e, run, &cpus, options.above_ns)?,
+            };
+            Some((v, endpoint::within_run_se(*e, run, &cpus, options.above_ns)))
         };
-        Some((v, endpoint::within_run_se(*e, run, &cpus, options.above_ns)))
-    };
     // Endpoints every run gives.
     let endpoints: Vec<_> = endpoints
         .into_iter()
@@ -142,7 +155,12 @@ fn one(family: Family, runs: &[Run], options: &Options, seed: u64) -> Result<Cal
         .collect();
     let table: Vec<RunValues> = runs
         .iter()
-        .map(|r| endpoints.iter().map(|e| value(r, e).unwrap_or((1.0, None))).collect())
+        .map(|r| {
+            endpoints
+                .iter()
+                .map(|e| value(r, e).unwrap_or((1.0, None)))
+                .collect()
+        })
         .collect();
     let alpha = ALPHA / endpoints.len().max(1) as f64;
     let spreads = endpoints
@@ -206,12 +224,19 @@ fn one(family: Family, runs: &[Run], options: &Options, seed: u64) -> Result<Cal
 
 /// The primary endpoints of the split `a`/`b` (indices into `table`) called better or worse:
 /// for each, whether B is the worse (the environment that could explain it is then B's).
-fn called(kinds: &[Endpoint], table: &[RunValues], a: &[usize], b: &[usize], margin: f64) -> Vec<bool> {
+fn called(
+    kinds: &[Endpoint],
+    table: &[RunValues],
+    a: &[usize],
+    b: &[usize],
+    margin: f64,
+) -> Vec<bool> {
     let judged: Vec<(Judged, f64, bool)> = kinds
         .iter()
         .enumerate()
         .map(|(i, &e)| {
-            let values = |idx: &[usize]| -> Vec<f64> { idx.iter().map(|&r| table[r][i].0).collect() };
+            let values =
+                |idx: &[usize]| -> Vec<f64> { idx.iter().map(|&r| table[r][i].0).collect() };
             let se = |idx: &[usize]| -> Option<f64> {
                 let se: Vec<f64> = idx.iter().map(|&r| table[r][i].1).collect::<Option<_>>()?;
                 let n = se.len() as f64;
@@ -219,7 +244,11 @@ fn called(kinds: &[Endpoint], table: &[RunValues], a: &[usize], b: &[usize], mar
             };
             let (va, vb) = (values(a), values(b));
             let ratio = estimate::arm(&vb).value / estimate::arm(&va).value;
-            (verdict::judge(e, &va, &vb, se(a).zip(se(b))), ratio, e.higher_is_better())
+            (
+                verdict::judge(e, &va, &vb, se(a).zip(se(b))),
+                ratio,
+                e.higher_is_better(),
+            )
         })
         .collect();
     let p: Vec<f64> = judged
@@ -233,7 +262,9 @@ fn called(kinds: &[Endpoint], table: &[RunValues], a: &[usize], b: &[usize], mar
     judged
         .iter()
         .filter_map(|(j, ratio, higher)| {
-            let p_holm = matches!(j, Judged::Tested(_)).then(|| adjusted.next()).flatten();
+            let p_holm = matches!(j, Judged::Tested(_))
+                .then(|| adjusted.next())
+                .flatten();
             match verdict::decide(j, p_holm, *higher, margin, *ratio) {
                 Verdict::Worse => Some(true),
                 Verdict::Better => Some(false),
@@ -244,7 +275,12 @@ fn called(kinds: &[Endpoint], table: &[RunValues], a: &[usize], b: &[usize], mar
 }
 
 /// The splits of `n` runs into arms of `k` by `design`, as index lists.
-fn splits(n: usize, k: usize, design: Design, rng: &mut fastrand::Rng) -> Vec<(Vec<usize>, Vec<usize>)> {
+fn splits(
+    n: usize,
+    k: usize,
+    design: Design,
+    rng: &mut fastrand::Rng,
+) -> Vec<(Vec<usize>, Vec<usize>)> {
     match design {
         Design::Consecutive => (0..=n - 2 * k)
             .map(|i| ((i..i + k).collect(), (i + k..i + 2 * k).collect()))
@@ -282,7 +318,13 @@ fn splits(n: usize, k: usize, design: Design, rng: &mut fastrand::Rng) -> Vec<(V
 }
 
 /// Calls `f` with every `k`-subset of `start..n` (ascending), building on `chosen`.
-fn every_subset(n: usize, k: usize, start: usize, chosen: &mut Vec<usize>, f: &mut impl FnMut(&[usize])) {
+fn every_subset(
+    n: usize,
+    k: usize,
+    start: usize,
+    chosen: &mut Vec<usize>,
+    f: &mut impl FnMut(&[usize]),
+) {
     if chosen.len() == k {
         f(chosen);
         return;
@@ -312,6 +354,9 @@ mod tests {
         // C(10,5)/2 = 126.
         let all = splits(10, 5, Design::All, &mut rng);
         assert_eq!(all.len(), 126);
-        assert!(all.iter().all(|(a, b)| a.len() == 5 && b.len() == 5 && a[0] < b[0]));
+        assert!(
+            all.iter()
+                .all(|(a, b)| a.len() == 5 && b.len() == 5 && a[0] < b[0])
+        );
     }
 }

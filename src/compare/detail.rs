@@ -29,7 +29,8 @@ pub enum Metric {
 
 impl Metric {
     /// The metrics of latencies, in the order of the table.
-    pub const LATENCIES: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::RateAbove];
+    pub const LATENCIES: [Metric; 4] =
+        [Metric::Median, Metric::P99, Metric::Max, Metric::RateAbove];
     /// The metrics a peer's summary can give.
     pub const SUMMARIES: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::Mean];
 
@@ -171,7 +172,11 @@ pub fn rows(a: &[Run], b: &[Run], cpus: &[u32], above_ns: f64, margin: f64) -> V
             Row {
                 cpu,
                 metric,
-                unit: if metric == Metric::RateAbove { rate_unit } else { "ns" },
+                unit: if metric == Metric::RateAbove {
+                    rate_unit
+                } else {
+                    "ns"
+                },
                 a: ea,
                 b: eb,
                 ratio,

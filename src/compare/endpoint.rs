@@ -29,7 +29,8 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The endpoints of latency runs whose latencies are known.
-    pub const LATENCIES: [Endpoint; 3] = [Endpoint::Median, Endpoint::WorstP999, Endpoint::RateAbove];
+    pub const LATENCIES: [Endpoint; 3] =
+        [Endpoint::Median, Endpoint::WorstP999, Endpoint::RateAbove];
 
     /// The endpoints of a peer's summary (figures only).
     pub const SUMMARIES: [Endpoint; 2] = [Endpoint::Mean, Endpoint::WorstMax];
@@ -70,10 +71,16 @@ pub fn of_run(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Opt
         return None;
     }
     if matches!(endpoint, Endpoint::Mean | Endpoint::WorstMax) {
-        let figures: Vec<&Figures> = cpus.iter().map(|c| run.summaries.get(c)).collect::<Option<_>>()?;
+        let figures: Vec<&Figures> = cpus
+            .iter()
+            .map(|c| run.summaries.get(c))
+            .collect::<Option<_>>()?;
         return summary(endpoint, &figures);
     }
-    let series: Vec<&Series> = cpus.iter().map(|c| run.cpus.get(c)).collect::<Option<_>>()?;
+    let series: Vec<&Series> = cpus
+        .iter()
+        .map(|c| run.cpus.get(c))
+        .collect::<Option<_>>()?;
     latency(
         endpoint,
         series.iter().map(|s| (&s.values, s.exposure)),
@@ -88,7 +95,10 @@ pub fn of_slices(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> 
     if !Endpoint::LATENCIES.contains(&endpoint) {
         return None;
     }
-    let series: Vec<&Series> = cpus.iter().map(|c| run.cpus.get(c)).collect::<Option<_>>()?;
+    let series: Vec<&Series> = cpus
+        .iter()
+        .map(|c| run.cpus.get(c))
+        .collect::<Option<_>>()?;
     let n = series.first()?.slices.len();
     if n < 2 || series.iter().any(|s| s.slices.len() != n) {
         return None;
@@ -98,7 +108,9 @@ pub fn of_slices(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> 
         .map(|i| {
             latency(
                 endpoint,
-                series.iter().map(|s| (&s.slices[i].values, s.slices[i].exposure)),
+                series
+                    .iter()
+                    .map(|s| (&s.slices[i].values, s.slices[i].exposure)),
                 above_ns,
                 scale,
             )

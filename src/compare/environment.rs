@@ -77,7 +77,10 @@ impl Covariate {
         if cpus.is_empty() || run.conditions.is_empty() {
             return None;
         }
-        let conditions: Vec<_> = cpus.iter().map(|c| run.conditions.get(c)).collect::<Option<_>>()?;
+        let conditions: Vec<_> = cpus
+            .iter()
+            .map(|c| run.conditions.get(c))
+            .collect::<Option<_>>()?;
         let exposure_ns: f64 = cpus
             .iter()
             .map(|c| run.cpus.get(c).map_or(0.0, |s| s.exposure * 1e9))
@@ -142,7 +145,10 @@ pub fn rows(a: &[&Run], b: &[&Run], cpus: &[u32]) -> Vec<Row> {
         .iter()
         .filter_map(|&covariate| {
             let spread = |runs: &[&Run]| -> Option<Spread> {
-                let values: Vec<f64> = runs.iter().filter_map(|r| covariate.of_run(r, cpus)).collect();
+                let values: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|r| covariate.of_run(r, cpus))
+                    .collect();
                 (!values.is_empty()).then(|| {
                     let (mean, var) = mean_var(&values);
                     Spread {
@@ -198,7 +204,11 @@ fn warning(covariate: Covariate, a: Spread, b: Spread, worse: Side) -> String {
             String::new()
         }
     };
-    let (hi, lo) = if b.mean > a.mean { (b.mean, a.mean) } else { (a.mean, b.mean) };
+    let (hi, lo) = if b.mean > a.mean {
+        (b.mean, a.mean)
+    } else {
+        (a.mean, b.mean)
+    };
     let what = match covariate {
         Covariate::Steal => format!(
             "{name} lost {}more time to steal ({:.2} % vs {:.2} % of the CPU time, A vs B)",
@@ -258,8 +268,14 @@ mod tests {
         assert_eq!(steal.covariate, Covariate::Steal);
         assert_eq!(steal.worse, Some(Side::B));
         let warning = steal.warning.as_deref().unwrap();
-        assert!(warning.starts_with("B lost 6.1× more time to steal"), "{warning}");
-        let load = table.iter().find(|r| r.covariate == Covariate::LoadAverage).unwrap();
+        assert!(
+            warning.starts_with("B lost 6.1× more time to steal"),
+            "{warning}"
+        );
+        let load = table
+            .iter()
+            .find(|r| r.covariate == Covariate::LoadAverage)
+            .unwrap();
         assert_eq!(load.worse, None);
         // Recorded on one side only: no claim either way.
         let bare = Run::empty("p", Format::SysjitterRaw);

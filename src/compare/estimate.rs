@@ -115,7 +115,7 @@ mod tests {
         let e = effect(&a, &b).unwrap();
         assert!((e.ratio - 1.5).abs() < 1e-12);
         assert!(e.interval.0 > 1.3 && e.interval.1 < 1.7, "{e:?}");
-        assert!(e.p < 1e-4);
+        assert!(e.p < 0.001, "{e:?}");
         assert!(effect(&a[..1], &b).is_none());
         let est = arm(&a);
         assert!(est.low.unwrap() < est.value && est.value < est.high.unwrap());

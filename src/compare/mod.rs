@@ -220,31 +220,30 @@ pub fn compare_each(a: &[Run], b: &[Run], options: &Options) -> Result<Vec<Compa
     };
     let (in_a, in_b) = (families(a), families(b));
     let shared: Vec<Family> = in_a.iter().copied().filter(|f| in_b.contains(f)).collect();
-    let mut comparisons = if shared.len() <= 1 && in_a.len() <= 1 && in_b.len() <= 1
-        || shared.is_empty()
-    {
-        // One measurement, or nothing in common: the one comparison says why, naming files.
-        vec![compare(a, b, options)?]
-    } else {
-        let of = |runs: &[Run], family: Family| -> Vec<Run> {
-            runs.iter()
-                .filter(|r| r.format.family() == family)
-                .cloned()
-                .collect()
-        };
-        let mut comparisons = shared
-            .iter()
-            .map(|&family| compare(&of(a, family), &of(b, family), options))
-            .collect::<Result<Vec<_>, _>>()?;
-        for (arm, only, other) in [("A", &in_a, &in_b), ("B", &in_b, &in_a)] {
-            for family in only.iter().filter(|f| !other.contains(f)) {
-                comparisons[0]
-                    .notes
-                    .push(format!("{} only in arm {arm}: not compared", family.name()));
+    let mut comparisons =
+        if shared.len() <= 1 && in_a.len() <= 1 && in_b.len() <= 1 || shared.is_empty() {
+            // One measurement, or nothing in common: the one comparison says why, naming files.
+            vec![compare(a, b, options)?]
+        } else {
+            let of = |runs: &[Run], family: Family| -> Vec<Run> {
+                runs.iter()
+                    .filter(|r| r.format.family() == family)
+                    .cloned()
+                    .collect()
+            };
+            let mut comparisons = shared
+                .iter()
+                .map(|&family| compare(&of(a, family), &of(b, family), options))
+                .collect::<Result<Vec<_>, _>>()?;
+            for (arm, only, other) in [("A", &in_a, &in_b), ("B", &in_b, &in_a)] {
+                for family in only.iter().filter(|f| !other.contains(f)) {
+                    comparisons[0]
+                        .notes
+                        .push(format!("{} only in arm {arm}: not compared", family.name()));
+                }
             }
-        }
-        comparisons
-    };
+            comparisons
+        };
     decide(&mut comparisons, options.margin);
     Ok(comparisons)
 }
@@ -333,8 +332,8 @@ fn primary(
 ) -> Option<Primary> {
     let va = values(endpoint, kernel.as_deref(), a, cpus, above_ns)?;
     let vb = values(endpoint, kernel.as_deref(), b, cpus, above_ns)?;
-    let within = within_arm_se(endpoint, a, cpus, above_ns)
-        .zip(within_arm_se(endpoint, b, cpus, above_ns));
+    let within =
+        within_arm_se(endpoint, a, cpus, above_ns).zip(within_arm_se(endpoint, b, cpus, above_ns));
     let judged = verdict::judge(endpoint, &va, &vb, within);
     let (ea, eb) = (estimate::arm(&va), estimate::arm(&vb));
     let (test, p, interval) = match &judged {
@@ -408,7 +407,12 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         .copied()
         .collect();
     for (name, x, y) in [("A", &arm_a, &arm_b), ("B", &arm_b, &arm_a)] {
-        let only: Vec<u32> = x.cpus.iter().filter(|c| !y.cpus.contains(c)).copied().collect();
+        let only: Vec<u32> = x
+            .cpus
+            .iter()
+            .filter(|c| !y.cpus.contains(c))
+            .copied()
+            .collect();
         if !only.is_empty() {
             notes.push(format!(
                 "CPUs {only:?} measured only in arm {name}: not compared"
@@ -447,7 +451,11 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             (&Endpoint::LATENCIES, unit_a.rate_unit().0)
         };
         for &e in endpoints {
-            let unit = if e == Endpoint::RateAbove { rate_unit } else { "ns" };
+            let unit = if e == Endpoint::RateAbove {
+                rate_unit
+            } else {
+                "ns"
+            };
             match primary(e, None, unit, (a, b), &cpus, above_ns) {
                 Some(row) => primary_rows.push(row),
                 None => notes.push(format!(
@@ -471,6 +479,26 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             .filter(|r| r.cpus.values().any(|s| s.slices.is_empty()))
             .map(|r| r.source.as_str())
             .collect();
+        for run in a.iter().chain(b) {
+            let counts: BTreeSet<usize> = run
+                .cpus
+                .values()
+                .map(|s| s.slices.len())
+                .filter(|&n| n > 0)
+                .collect();
+            if counts.len() > 1 {
+                notes.push(format!(
+                    "{}: its CPUs have different numbers of slices ({}): the variation inside \
+                     this run is not used",
+                    run.source,
+                    counts
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         if !unsliced.is_empty() {
             notes.push(format!(
                 "{} run(s) keep no order in time (histograms, or lowlat documents written before \
@@ -523,7 +551,9 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
 pub fn by_family(runs: &[Run]) -> BTreeMap<Family, Vec<Run>> {
     let mut map: BTreeMap<Family, Vec<Run>> = BTreeMap::new();
     for run in runs {
-        map.entry(run.format.family()).or_default().push(run.clone());
+        map.entry(run.format.family())
+            .or_default()
+            .push(run.clone());
     }
     map
 }

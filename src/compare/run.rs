@@ -259,7 +259,11 @@ mod tests {
         let s = Series::from_stream(stream, 16.0, ExposureUnit::Seconds).unwrap();
         assert_eq!(s.values.count(), 32);
         assert_eq!(s.slices.len(), SLICES);
-        assert!(s.slices.iter().all(|x| x.values.count() == 2 && x.exposure == 1.0));
+        assert!(
+            s.slices
+                .iter()
+                .all(|x| x.values.count() == 2 && x.exposure == 1.0)
+        );
         assert_eq!(s.slices[15].values.quantile(1.0), 1031.0);
         assert_eq!(s.values.quantile(0.5), 1015.0);
     }

@@ -84,9 +84,8 @@ pub fn judge(endpoint: Endpoint, a: &[f64], b: &[f64], se: Option<(f64, f64)>) -
     // The bound read as the 95 % range of the difference of two runs' logs: σ √2 · 1.96.
     let sd = bound / (1.96 * std::f64::consts::SQRT_2);
     let runs_needed = estimate::runs_needed(sd, ratio.max(1.0 / ratio), ALPHA);
-    let beyond = se.is_some_and(|(sa, sb)| {
-        ratio.ln().abs() > 1.96 * (sa * sa + sb * sb).sqrt() + bound
-    });
+    let beyond =
+        se.is_some_and(|(sa, sb)| ratio.ln().abs() > 1.96 * (sa * sa + sb * sb).sqrt() + bound);
     Judged::OneRun {
         beyond,
         runs_needed,
@@ -101,8 +100,16 @@ pub fn decide(
     margin: f64,
     ratio: f64,
 ) -> Verdict {
-    let gain = if higher_is_better { ratio > 1.0 } else { ratio < 1.0 };
-    let changed = if gain { Verdict::Better } else { Verdict::Worse };
+    let gain = if higher_is_better {
+        ratio > 1.0
+    } else {
+        ratio < 1.0
+    };
+    let changed = if gain {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    };
     match judged {
         Judged::OneRun { beyond: true, .. } => changed,
         Judged::OneRun {
@@ -139,7 +146,10 @@ mod tests {
         assert_eq!(decide(&judged, None, false, 0.03, 3.0), Verdict::Worse);
         // Without slices nothing is known of the variation inside the runs.
         let judged = judge(Endpoint::Median, &[1000.0], &[3000.0], None);
-        assert!(matches!(decide(&judged, None, false, 0.03, 3.0), Verdict::Inconclusive { .. }));
+        assert!(matches!(
+            decide(&judged, None, false, 0.03, 3.0),
+            Verdict::Inconclusive { .. }
+        ));
     }
 
     #[test]
@@ -147,10 +157,21 @@ mod tests {
         let a = [100.0, 101.0, 99.0, 100.5];
         let b = [150.0, 151.0, 149.0, 150.5];
         let judged = judge(Endpoint::WorstP999, &a, &b, None);
-        let Judged::Tested(effect) = judged else { panic!() };
-        assert_eq!(decide(&judged, Some(effect.p), false, 0.03, effect.ratio), Verdict::Worse);
-        assert_eq!(decide(&judged, Some(effect.p), true, 0.03, effect.ratio), Verdict::Better);
+        let Judged::Tested(effect) = judged else {
+            panic!()
+        };
+        assert_eq!(
+            decide(&judged, Some(effect.p), false, 0.03, effect.ratio),
+            Verdict::Worse
+        );
+        assert_eq!(
+            decide(&judged, Some(effect.p), true, 0.03, effect.ratio),
+            Verdict::Better
+        );
         let same = judge(Endpoint::WorstP999, &a, &a, None);
-        assert!(matches!(decide(&same, Some(1.0), false, 0.03, 1.0), Verdict::Equivalent { .. }));
+        assert!(matches!(
+            decide(&same, Some(1.0), false, 0.03, 1.0),
+            Verdict::Equivalent { .. }
+        ));
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod cpulist;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
+pub mod freebsd;
 pub(crate) mod iommu;
 pub mod irq;
 pub mod kernel;

@@ -14,6 +14,7 @@ pub mod artifacts;
 pub mod bios;
 pub mod cmdline_size;
 pub mod findings;
+pub mod freebsd;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;

@@ -167,15 +167,26 @@ fn verdict(e: &Primary) -> String {
 }
 
 fn primary(out: &mut String, c: &Comparison) {
+    let what = match c.family {
+        Family::Throughput => "each kernel's best rate, one value per run",
+        _ => "one value per run pooled over the CPUs",
+    };
     let _ = writeln!(
         out,
-        "Verdict (primary endpoints, one value per run pooled over the CPUs; {}):",
+        "Verdict (primary endpoints, {what}; {}):",
         c.correction.split(';').next().unwrap_or_default()
     );
     let mut table = vec![
-        ["endpoint", "A [95% CI]", "B [95% CI]", "B/A [95% CI]", "p (Holm)", "verdict"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "endpoint",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for e in &c.primary {
         table.push(vec![
@@ -194,11 +205,11 @@ fn primary(out: &mut String, c: &Comparison) {
         .iter()
         .filter_map(|e| {
             Some(format!(
-                "±{:.0} % in the {} ({} runs per arm: ±{:.0} %)",
-                e.detectable_percent?,
+                "±{} in the {} ({} runs per arm: ±{})",
+                percent(e.detectable_percent?),
                 endpoint_name(e),
                 2 * runs,
-                e.detectable_percent_doubled?
+                percent(e.detectable_percent_doubled?)
             ))
         })
         .collect();
@@ -210,8 +221,25 @@ fn primary(out: &mut String, c: &Comparison) {
             detectable.join("; ")
         );
     }
+    // Each test once, with the endpoints it decided.
+    let mut tests: Vec<(&str, Vec<String>)> = Vec::new();
     for e in &c.primary {
-        let _ = writeln!(out, "  {}: {}", endpoint_name(e), e.test);
+        match tests.iter_mut().find(|(test, _)| *test == e.test) {
+            Some((_, names)) => names.push(endpoint_name(e)),
+            None => tests.push((&e.test, vec![endpoint_name(e)])),
+        }
+    }
+    for (test, names) in tests {
+        let _ = writeln!(out, "  {}: {test}", names.join(", "));
+    }
+}
+
+/// A percentage with one decimal under 10 %, whole above.
+fn percent(p: f64) -> String {
+    if p < 10.0 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.0} %")
     }
 }
 
@@ -227,7 +255,10 @@ fn environment(out: &mut String, c: &Comparison) {
     if c.environment.is_empty() {
         return;
     }
-    let _ = writeln!(out, "Environment during the runs (mean ± sd over the runs):");
+    let _ = writeln!(
+        out,
+        "Environment during the runs (mean ± sd over the runs):"
+    );
     let mut table = vec![["quantity", "A", "B", ""].map(String::from).to_vec()];
     for row in &c.environment {
         table.push(vec![
@@ -268,9 +299,17 @@ fn detail(out: &mut String, c: &Comparison) {
         c.rows.len()
     );
     let mut table = vec![
-        ["cpu", "metric", "A [95% CI]", "B [95% CI]", "B/A [95% CI]", "p (Holm)", "verdict"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "cpu",
+            "metric",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for row in &c.rows {
         let metric = match row.unit {
@@ -317,6 +356,9 @@ pub fn render(c: &Comparison) -> String {
     for note in &c.notes {
         let _ = writeln!(out, "Note: {note}");
     }
+    let end = out.trim_end().len();
+    out.truncate(end);
+    out.push('\n');
     out
 }
 
@@ -340,9 +382,15 @@ pub fn render_calibration(calibrations: &[Calibration]) -> String {
             "\nHow far the runs spread, and the smallest change compare detects with 80 % power:"
         );
         let mut table = vec![
-            ["endpoint", "run-to-run sd", "2 runs/arm", "4 runs/arm", "8 runs/arm"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "endpoint",
+                "run-to-run sd",
+                "2 runs/arm",
+                "4 runs/arm",
+                "8 runs/arm",
+            ]
+            .map(String::from)
+            .to_vec(),
         ];
         for e in &c.endpoints {
             let mut row = vec![

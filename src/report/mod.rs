@@ -8,6 +8,7 @@ pub mod audit;
 pub mod bios;
 pub(crate) mod check;
 pub mod compare;
+pub mod freebsd;
 pub mod html;
 pub mod inventory;
 pub(crate) mod matrix;

@@ -244,7 +244,10 @@ fn fewer_spikes_come_out_better_for_the_tail_only() {
     assert_eq!(code, 0, "nothing is worse");
     assert_eq!(primary_verdict(&doc, "rate-above"), "better", "{doc}");
     assert_eq!(primary_verdict(&doc, "median"), "inconclusive");
-    assert_eq!(verdicts(&doc, "rate-above"), ["inconclusive", "inconclusive"]);
+    assert_eq!(
+        verdicts(&doc, "rate-above"),
+        ["inconclusive", "inconclusive"]
+    );
     let between = &doc["comparisons"][0]["settings"]["between"];
     assert_eq!(between.as_array().unwrap().len(), 1, "{between}");
     assert_eq!(between[0]["key"], "cmdline:nohz_full");
@@ -510,11 +513,7 @@ fn two_halves_of_one_cyclictest_stream_are_never_better_or_worse() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "first.txt", &half(&samples[..1500]));
     let b = write(dir.path(), "second.txt", &half(&samples[1500..]));
-    let (doc, code) = compare_json(&[
-        a.to_str().unwrap(),
-        "--",
-        b.to_str().unwrap(),
-    ]);
+    let (doc, code) = compare_json(&[a.to_str().unwrap(), "--", b.to_str().unwrap()]);
     assert_eq!(code, 0);
     for row in doc["comparisons"][0]["rows"].as_array().unwrap() {
         let verdict = row["verdict"].as_str().unwrap();

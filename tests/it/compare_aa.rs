@@ -46,7 +46,8 @@ const OPTIONS: Options = Options {
 
 /// A copy of `run` with every latency multiplied by `factor` (its histogram and its slices).
 fn planted(run: &Run, factor: f64) -> Run {
-    let scale = |h: &Cumulative| Cumulative::new(h.buckets().map(|(v, c)| (v * factor, c))).unwrap();
+    let scale =
+        |h: &Cumulative| Cumulative::new(h.buckets().map(|(v, c)| (v * factor, c))).unwrap();
     let mut run = run.clone();
     for series in run.cpus.values_mut() {
         *series = Series {
@@ -96,12 +97,21 @@ fn untouched_runs_are_never_called_different() {
                 let consecutive = (window[..k].to_vec(), window[k..].to_vec());
                 let interleaved = (
                     window.iter().step_by(2).cloned().collect::<Vec<_>>(),
-                    window.iter().skip(1).step_by(2).cloned().collect::<Vec<_>>(),
+                    window
+                        .iter()
+                        .skip(1)
+                        .step_by(2)
+                        .cloned()
+                        .collect::<Vec<_>>(),
                 );
-                for (design, (a, b)) in [("consecutive", consecutive), ("interleaved", interleaved)] {
+                for (design, (a, b)) in [("consecutive", consecutive), ("interleaved", interleaved)]
+                {
                     let comparisons = compare_each(&a, &b, &OPTIONS).unwrap();
                     let (called, fails) = outcome(&comparisons);
-                    let what = format!("{kind}, {k} runs per arm, {design} from run {}: {called:?}", start + 1);
+                    let what = format!(
+                        "{kind}, {k} runs per arm, {design} from run {}: {called:?}",
+                        start + 1
+                    );
                     if k == 1 {
                         assert!(called.is_empty(), "{what}");
                     }
@@ -129,7 +139,12 @@ fn calibration_of_the_recorded_runs() {
     let out = lowlat(&["compare", "--calibrate", AA, "--json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["kind"], "calibration");
     let calibrations = doc["calibrations"].as_array().unwrap();
@@ -218,7 +233,9 @@ fn one_run_per_arm_is_inconclusive_naming_the_runs_needed() {
             assert!(p["runs_needed"].as_u64().is_none_or(|n| n >= 2), "{p}");
         }
     }
-    let text = lowlat(&["compare", &before, "--", &after]).output().unwrap();
+    let text = lowlat(&["compare", &before, "--", &after])
+        .output()
+        .unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("inconclusive (needs"), "{text}");
 }
@@ -267,25 +284,101 @@ fn runs_without_slices_or_conditions_and_too_few_runs_are_said() {
         .truncate(5);
     let odd = save("odd.json", &odd);
     let (out, _) = compare_json(&[&s(&odd), "--", &s(&round("timer", 2))]);
-    assert_eq!(out["comparisons"][0]["primary"][0]["verdict"], "inconclusive");
+    assert_eq!(
+        out["comparisons"][0]["primary"][0]["verdict"],
+        "inconclusive"
+    );
+    let mut odd_cpus = doc(1);
+    let mut second = odd_cpus["result"]["cpus"][0].clone();
+    second["cpu"] = 2.into();
+    second["slices"].as_array_mut().unwrap().truncate(5);
+    odd_cpus["result"]["cpus"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    let odd_cpus = save("odd-cpus.json", &odd_cpus);
+    let (out, _) = compare_json(&[&s(&odd_cpus), "--", &s(&round("timer", 2))]);
+    let notes = out["comparisons"][0]["notes"].to_string();
+    assert!(
+        notes.contains("different numbers of slices (5, 16)"),
+        "{notes}"
+    );
     // --calibrate with 3 runs: exit 2 naming the number needed.
     let three: Vec<String> = (1..=3).map(|n| s(&round("timer", n))).collect();
-    let out = lowlat(&[&["compare", "--calibrate"], &three.iter().map(String::as_str).collect::<Vec<_>>()[..]].concat())
-        .output()
-        .unwrap();
+    let out = lowlat(
+        &[
+            &["compare", "--calibrate"],
+            &three.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("needs at least 4 untouched runs") && stderr.contains("got 3"), "{stderr}");
+    assert!(
+        stderr.contains("needs at least 4 untouched runs") && stderr.contains("got 3"),
+        "{stderr}"
+    );
     // Histogram counts that add up past 2^64 (R-10: they wrapped to a tiny count and a
     // "better" verdict): refused naming the file.
     let mut huge = doc(1);
-    huge["result"]["cpus"][0]["histogram"]["buckets"] =
-        serde_json::json!([[1000, 9223372036854775808u64], [2000, 9223372036854775808u64]]);
+    huge["result"]["cpus"][0]["histogram"]["buckets"] = serde_json::json!([
+        [1000, 9223372036854775808u64],
+        [2000, 9223372036854775808u64]
+    ]);
     let huge = save("huge.json", &huge);
     let out = lowlat(&["compare", &s(&huge), "--", &s(&round("timer", 2))])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains(&s(&huge)) && stderr.contains("2^64"), "{stderr}");
+    assert!(
+        stderr.contains(&s(&huge)) && stderr.contains("2^64"),
+        "{stderr}"
+    );
+}
+
+/// The README's worked examples of compare on these runs print what the README shows, byte
+/// for byte.
+#[test]
+fn the_readme_examples_are_real_output() {
+    let readme = include_str!("../../README.md");
+    let shown = |command: &str| -> String {
+        let start = readme.find(&format!("$ {command}\n")).unwrap() + command.len() + 3;
+        let rest = &readme[start..];
+        let end = [rest.find("\n$ echo $?"), rest.find("```")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap();
+        readme[start..start + end].trim_end().to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("before"), dir.path().join("after"));
+    std::fs::create_dir(&before).unwrap();
+    std::fs::create_dir(&after).unwrap();
+    for n in 1..=10 {
+        let arm = if n <= 5 { &before } else { &after };
+        std::fs::copy(
+            round("timer", n),
+            arm.join(round("timer", n).file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| -> String {
+        let out = lowlat(args).current_dir(dir.path()).output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    assert_eq!(
+        run(&["compare", "before/", "--", "after/"]),
+        shown("lowlat compare before/ -- after/")
+    );
+    assert_eq!(
+        run(&["compare", "--calibrate", AA]),
+        shown("lowlat compare --calibrate tests/data/compare/aa-busy-2vcpu")
+    );
 }

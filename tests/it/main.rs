@@ -19,6 +19,7 @@ mod compare_aa;
 mod compare_peers;
 mod completions;
 mod fleet;
+mod freebsd;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;

@@ -3,6 +3,7 @@
 pub(crate) mod boot;
 pub(crate) mod domain;
 pub(crate) mod firmware;
+pub(crate) mod freebsd;
 pub(crate) mod hardware;
 pub(crate) mod kernel_build;
 pub(crate) mod kvm;

@@ -290,7 +290,7 @@ mod tests {
             run,
             "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
              \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
-             \"memory_locked\":true,\"main_cpus\":\"0\","
+             \"memory_locked\":true,\"main_cpus\":\"0\",\"load_average\":null,"
         );
         assert_eq!(
             cpu,
