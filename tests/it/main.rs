@@ -11,6 +11,7 @@ mod apply_defects;
 mod apply_live;
 mod audit;
 mod audit_kubelet;
+mod audit_workload;
 mod bench;
 mod bios;
 mod bios_vendors;

@@ -350,6 +350,7 @@ fn golden_artifacts_with_every_option() {
             hugepages: vec!["1G:16".parse().unwrap(), "2M:1024".parse().unwrap()],
             allow_security_tradeoffs: true,
             kthread_priorities: true,
+            ..Default::default()
         },
         ..PlanRequest::default()
     };

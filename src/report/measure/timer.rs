@@ -298,7 +298,7 @@ mod tests {
             "[{\"cpu\":2,\"setup_error\":null,\"samples\":10,\"skipped_periods\":0,\
              \"min_ns\":1,\"mean_ns\":2.5,\"max_ns\":4,\"percentiles_ns\":{\"p50\":2,\
              \"p90\":3,\"p99\":4,\"p99_9\":4,\"p99_99\":4},\"histogram\":{\"unit\":\"ns\",\
-             \"significant_digits\":3,\"buckets\":[]},\"cyclictest\":null,\
+             \"significant_digits\":3,\"buckets\":[]},\"slices\":[],\"cyclictest\":null,\
              \"injector_spins\":4,\"attribution\":null}]}"
         );
     }
