@@ -11,6 +11,7 @@ mod apply_defects;
 mod apply_live;
 mod audit;
 mod bios;
+mod bios_hostile;
 mod bios_vendors;
 mod cli_measure;
 mod compare;
