@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::text::escape_controls;
+use crate::text::{self, escape_controls};
 
 /// The user name and password of a BMC account. `Debug` shows the user only.
 #[derive(Clone)]
@@ -470,12 +470,7 @@ const SHOWN: usize = 500;
 
 /// `text` cut to [`SHOWN`] characters and escaped, to show a BMC-supplied string in a message.
 fn shorten(text: &str) -> String {
-    let length = text.chars().count();
-    let mut shown: String = text.chars().take(SHOWN).collect();
-    if length > SHOWN {
-        shown.push_str(&format!("… ({} characters more)", length - SHOWN));
-    }
-    escape_controls(&shown).into_owned()
+    escape_controls(&text::shorten(text, SHOWN)).into_owned()
 }
 
 /// The Redfish error message of an error body (`error.message` and each
