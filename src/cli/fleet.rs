@@ -98,7 +98,10 @@ Each group of `lowlat fleet report` gets the plan `lowlat plan --out` would make
 A group whose hosts differ in anything the plan depends on (every fingerprint field and rule but the \
 firmware's identity, the memory population and the microcode) gets no plan: the differing hosts and \
 fields are listed; make those hosts agree, or plan them one by one with `lowlat --snapshot FILE plan`.\n\n\
-Exit codes: 0 every group planned; 1 a group refused (the others are written); 2 no plan (an input or \
+A host whose name is not a host name (RFC 1123: letters, digits, hyphens and dots) is left out of hosts.txt, \
+saying so.\n\n\
+Exit codes: 0 every group planned; 1 a group refused (the others are written), or a host left out of \
+hosts.txt; 2 no plan (an input or \
 OUT cannot be used, no snapshot readable, bad flag)."
 )]
 pub struct PlanArgs {
@@ -187,7 +190,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     for group in plans {
         let dir = args.out.join(format!("group-{}", group.group));
         match group.outcome {
-            Outcome::Planned(files) => {
+            Outcome::Planned { files, left_out } => {
                 super::plan::write_artifacts(&dir, &files, args.force)?;
                 writeln!(
                     page,
@@ -196,6 +199,10 @@ fn plan(args: &PlanArgs) -> Result<u8> {
                     files.len(),
                     dir.display()
                 )?;
+                refused += usize::from(!left_out.is_empty());
+                for reason in left_out {
+                    writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
+                }
             }
             Outcome::Refused(reasons) => {
                 refused += 1;
