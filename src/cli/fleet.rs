@@ -62,7 +62,8 @@ or more). Then, per rule, how many hosts pass, warn, fail.\n\n\
 Bad input does not stop the report: a damaged or hostile snapshot, one written by a lowlat with another \
 snapshot schema, a second snapshot of a host name already read, a directory without snapshots, and a \
 document that cannot be read or whose host has no snapshot are left out and listed under Skipped with the file and the reason. Snapshots are read one at a time per CPU \
-and dropped once judged.\n\n",
+(fewer when MemAvailable does not hold 1 GiB, the most a snapshot may inflate to, for each) and dropped once \
+judged; a snapshot whose first entry is not manifest.json is refused before the rest is inflated.\n\n",
     "Exit codes: 0 every host agrees with its group, no measurement is outside and nothing was skipped; \
 1 outliers or measurements outside found, or files skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
 ))]
@@ -143,7 +144,13 @@ pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
 }
 
 fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetReport> {
-    let fleet = fleet::read(inputs, profile)?;
+    let live = crate::sysroot::SysRoot::live();
+    let meminfo = crate::machine::kernel::read_meminfo(&mut crate::machine::Reader::new(&live));
+    let available = meminfo
+        .get()
+        .and_then(|m| m.mem_available_kib)
+        .map(|kib| kib.saturating_mul(1024));
+    let fleet = fleet::read(inputs, profile, available)?;
     Ok(fleet.report(profile.info.name))
 }
 

@@ -356,3 +356,37 @@ fn host_names_that_are_not_host_names_stay_out_of_hosts_txt() {
     }
     assert!(!page.contains('\u{1b}'), "{page}");
 }
+
+/// a zstd bomb was inflated (up to 1 GiB per worker) before the manifest was looked for.
+/// A stream whose first entry is not manifest.json is refused from its first header. R-15:
+/// a symbolic link to a snapshot was passed over without a Skipped line.
+#[test]
+fn a_snapshot_not_starting_with_its_manifest_and_a_link_are_skipped_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    snapshot_named(&fleet, "a.lowlat", "web1");
+    let elsewhere = snapshot_named(dir.path(), "b.lowlat", "web2");
+    std::os::unix::fs::symlink(&elsewhere, fleet.join("b.lowlat")).unwrap();
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut append = |name: &str, bytes: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_size(bytes.len() as u64);
+        builder.append_data(&mut header, name, bytes).unwrap();
+    };
+    append("root/proc/zeros", &vec![0; 64 << 20]);
+    append("manifest.json", b"{}");
+    let bomb = zstd::encode_all(&builder.into_inner().unwrap()[..], 19).unwrap();
+    std::fs::write(fleet.join("c.lowlat"), bomb).unwrap();
+    let page = stdout(&["fleet", "report"], &[&fleet], 1);
+    assert!(
+        page.contains("c.lowlat: the first entry is root/proc/zeros, not manifest.json"),
+        "{page}"
+    );
+    assert!(
+        page.contains("b.lowlat: a symbolic link to a snapshot, not followed"),
+        "{page}"
+    );
+}
