@@ -24,6 +24,7 @@ mod inventory;
 mod layers;
 mod live_known_answer;
 mod machine_readers;
+mod measure_bounds;
 mod measure_defects;
 mod measure_hw;
 mod plan;
