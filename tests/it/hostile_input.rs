@@ -312,3 +312,31 @@ fn a_long_host_name_is_cut_in_the_page_and_kept_in_the_documents() {
     let embedded: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(embedded[0]["document"]["host"], host.as_str());
 }
+
+/// R-14: a membw document whose enum field held an escape sequence reached the terminal raw
+/// through serde's "unknown variant" message. Every error is escaped where it is printed.
+#[test]
+fn an_escape_sequence_quoted_by_an_error_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut document: serde_json::Value =
+        serde_json::from_str(&report_fixture("membw.json")).unwrap();
+    document["result"]["system"]["implementation"]["isa"] =
+        "\u{1b}]0;pwned\u{7}\u{1b}[31mavx".into();
+    let input = dir.path().join("membw.json");
+    std::fs::write(&input, document.to_string()).unwrap();
+    let out = crate::support::lowlat(&[
+        "report",
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("r.html").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r"unknown variant `\x1b]0;pwned\x07\x1b[31mavx`"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err}");
+}
