@@ -35,7 +35,7 @@ pub struct Found {
     /// each such subtree only.
     pub empty: Vec<PathBuf>,
     /// What the walk did not read, and why (naming it): symbolic links to a snapshot, a
-    /// document or a directory, and directories deeper than [`MAX_DEPTH`] levels.
+    /// document or a directory, and directories deeper than three levels.
     pub passed_over: Vec<(PathBuf, String)>,
 }
 

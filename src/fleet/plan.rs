@@ -148,10 +148,12 @@ fn plan_group(
         sample: group.sample.clone(),
         source,
     })?;
-    Ok(artifacts::render(&plan)
+    let mut files: Vec<_> = artifacts::render(&plan)
         .into_iter()
         .map(Artifact::into_owned)
-        .collect())
+        .collect();
+    files.extend(planner::platforms::render(&plan, &machine.topology));
+    Ok(files)
 }
 
 /// The text of `hosts.txt` (the group's hosts whose names are host names, one a line: an
