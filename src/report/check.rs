@@ -156,6 +156,18 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     if !failed.is_empty() {
         let _ = writeln!(out, "          failed: {}", failed.join(", "));
     }
+    let tradeoffs: Vec<&str> = report
+        .audit
+        .tradeoffs_not_planned()
+        .map(|f| f.rule.as_str())
+        .collect();
+    if !tradeoffs.is_empty() {
+        let _ = writeln!(
+            out,
+            "          not planned (trade-off), warnings: {}",
+            tradeoffs.join(", ")
+        );
+    }
     out.push('\n');
     let mut rows = vec![
         [

@@ -33,5 +33,6 @@ mod replay_cyclictest;
 mod replay_sysjitter;
 mod report_html;
 mod snapshot;
+mod tuned_as_planned;
 mod vm;
 mod watch;
