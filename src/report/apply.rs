@@ -100,6 +100,15 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         }
     }
     let _ = writeln!(out, "\nSettings: {}.", counts.join(", "));
+    let values = report.changes_made();
+    if values > 0 {
+        let _ = writeln!(
+            out,
+            "Values: {values} {} (one per knob, file, thread or service; all kernel arguments \
+             are one; `changed` in --json).",
+            if dry_run { "would change" } else { "changed" }
+        );
+    }
     for line in &report.follow_ups {
         let _ = writeln!(out, "Follow-up: {line}");
     }

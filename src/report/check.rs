@@ -206,6 +206,13 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         ]);
     }
     out.push_str(&aligned(&rows));
+    if report.figures.iter().any(|f| f.steal_ms.is_some()) {
+        let _ = writeln!(
+            out,
+            "steal ms: time the host ran something else while the vCPU wanted to run, during \
+             the two runs only (the audit's LL-STEAL counts since boot)."
+        );
+    }
     out.push('\n');
     if report.targets.is_empty() {
         let _ = writeln!(

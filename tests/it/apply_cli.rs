@@ -441,3 +441,30 @@ fn apply_json_asks_no_question() {
         .stderr(predicate::str::contains("--json asks nothing"));
     m.untouched("apply --json without --yes");
 }
+
+#[test]
+fn the_dry_run_counts_say_settings_or_values_and_agree_with_json() {
+    // D11 (issue 32): `apply --dry-run` said 59 would change, `--dry-run --json` 49: settings
+    // (each kernel argument one) against single values (all kernel arguments one change).
+    let m = Machine::new("epyc7f32-2s");
+    let text = m.apply(&["--dry-run"]).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let json = m.apply(&["--dry-run", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let number_after = |prefix: &str| -> u64 {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"));
+        line.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let settings = number_after("Settings: ");
+    let values = number_after("Values: ");
+    assert_eq!(doc["settings_changed"].as_u64(), Some(settings), "{text}");
+    assert_eq!(doc["changed"].as_u64(), Some(values), "{text}");
+    assert!(
+        settings > values,
+        "every kernel argument is a setting, all of them one value"
+    );
+    assert!(text.contains(&format!("Values: {values} would change (")));
+}

@@ -391,3 +391,35 @@ fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wante
     assert!(!expected.is_empty());
     assert_eq!(wanted, expected);
 }
+
+#[test]
+fn steal_is_shown_to_two_decimals_and_said_to_count_since_boot() {
+    // D13 (issue 32): 0.19% of a vCPU's time stolen was shown rounded down, "0.1%", while the
+    // rule failed "< 0.1%", and nothing said it counts since boot (check's `steal ms` counts
+    // during its runs).
+    let dir = TestTree::fixture("rt-guest-4vcpu");
+    let stat = std::fs::read_to_string(dir.root().dir_path().join("proc/stat")).unwrap();
+    // cpu3: 19 of 10,000 ticks stolen.
+    let stat: String = stat
+        .lines()
+        .map(|l| {
+            if l.starts_with("cpu3 ") {
+                "cpu3 1000 0 0 8981 0 0 0 19 0 0\n".to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    dir.write("/proc/stat", stat);
+    let f = audit_one_isolating(&dir, "LL-STEAL", "none", "2-3");
+    assert_eq!(f.status, Status::Fail);
+    assert!(f.expected.contains("since boot"), "{f:?}");
+    assert!(f.observed.contains("since boot"), "{f:?}");
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d == "CPU 3: 19 of 10000 ticks since boot stolen (0.19%)"),
+        "{:?}",
+        f.details
+    );
+}
