@@ -180,6 +180,10 @@ pub(crate) struct TargetVerdict {
     pub target: Target,
     /// Met, missed or not measured.
     pub outcome: Outcome,
+    /// For a rate target: how long each CPU's busy loop must run, s, for a run without an
+    /// event to prove it (the 95 % upper bound after no event falls below the target);
+    /// `null` for a maximum.
+    pub seconds_to_prove: Option<f64>,
     /// Each measured CPU's value (in the metric's unit), in CPU order.
     pub values: Vec<CpuValue>,
 }
@@ -191,7 +195,10 @@ pub(crate) struct CpuValue {
     pub cpu: u32,
     /// The value, in the metric's unit.
     pub value: f64,
-    /// Whether it is below the target.
+    /// For a rate: the exact Poisson 95 % upper bound of the rate, in the metric's unit, which
+    /// the target is judged on; `null` for a maximum.
+    pub upper_95: Option<f64>,
+    /// Whether it is below the target (a rate: its upper bound).
     pub met: bool,
 }
 
@@ -203,10 +210,14 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
             let values: Vec<CpuValue> = figures
                 .iter()
                 .filter_map(|f| {
-                    f.value(target.metric).map(|value| CpuValue {
-                        cpu: f.cpu,
-                        value,
-                        met: value < target.below,
+                    f.value(target.metric).map(|value| {
+                        let upper_95 = target.upper_bound(f);
+                        CpuValue {
+                            cpu: f.cpu,
+                            value,
+                            upper_95,
+                            met: upper_95.unwrap_or(value) < target.below,
+                        }
                     })
                 })
                 .collect();
@@ -220,6 +231,7 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
             TargetVerdict {
                 target: target.clone(),
                 outcome,
+                seconds_to_prove: target.seconds_to_prove(),
                 values,
             }
         })
@@ -303,12 +315,17 @@ mod tests {
             below: 50.0,
             source: "[S002]",
         };
-        // 0 in 20 s, and 1 in 30 s (2 a minute).
+        // 0 in 20 s (proves nothing: the 95 % bound is 9 a minute), and 1 in 30 s (2 a minute).
         let figures = [cpu(1, 20.0, 0, 12_000), cpu(2, 30.0, 1, 49_999)];
         let verdicts = evaluate(&[rate.clone(), timer.clone()], &figures);
         assert_eq!(verdicts[0].outcome, Outcome::Missed);
         assert_eq!(verdicts[0].values[1].value, 2.0);
-        assert!(verdicts[0].values[0].met && !verdicts[0].values[1].met);
+        assert!(!verdicts[0].values[0].met && !verdicts[0].values[1].met);
+        assert!((verdicts[0].values[0].upper_95.unwrap() - 8.987).abs() < 1e-3);
+        assert!((verdicts[0].seconds_to_prove.unwrap() - 179.74).abs() < 1e-2);
+        // 0 in 200 s proves it.
+        let long = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 0, 0)]);
+        assert_eq!(long[0].outcome, Outcome::Met);
         assert_eq!(verdicts[1].outcome, Outcome::Met);
         assert_eq!(verdicts[1].values[1].value, 49.999);
         let unmeasured = evaluate(&[timer], &[cpu(1, 20.0, 0, 0)]);

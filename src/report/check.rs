@@ -233,8 +233,11 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             .values
             .iter()
             .map(|v| {
+                let bound = v
+                    .upper_95
+                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %)"));
                 format!(
-                    "CPU {} {:.1}{}",
+                    "CPU {} {:.1}{bound}{}",
                     v.cpu,
                     v.value,
                     if v.met { "" } else { " ✗" }
@@ -248,6 +251,14 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             verdict.target.below,
             values.join(", ")
         );
+        if let Some(needed) = verdict.seconds_to_prove {
+            let _ = writeln!(
+                out,
+                "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
+                 event in {needed:.0} s of busy loop per CPU or more (this one: {seconds:.0} s; \
+                 --duration)"
+            );
+        }
         let _ = writeln!(out, "    source: {}", verdict.target.source);
     }
     let failures = report.failures();
