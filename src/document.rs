@@ -34,7 +34,8 @@
 //! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
 //! | `bios-verify`     | 2              | `bios verify --json`           |                     |
 //! | `check`           | 2              | `check --json`, `check.json`   |                     |
-//! | `compare`         | 2              | `compare --json`               |                     |
+//! | `compare`         | 3              | `compare --json`               | `report`            |
+//! | `calibration`     | 1              | `compare --calibrate --json`   |                     |
 //! | `fleet`           | 2              | `fleet report --json`          | `report`, `--html`  |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
@@ -97,6 +98,9 @@ pub enum Kind {
     Check,
     /// Two arms of runs compared, with verdicts (`lowlat compare`).
     Compare,
+    /// Untouched runs split every way, and how often compare called a difference
+    /// (`lowlat compare --calibrate`).
+    Calibration,
     /// Many hosts grouped, with each group's outliers and the rules' tallies
     /// (`lowlat fleet report --json`).
     Fleet,
@@ -129,7 +133,8 @@ impl Kind {
             Kind::BiosJournal => 2,
             Kind::BiosVerify => 2,
             Kind::Check => 2,
-            Kind::Compare => 2,
+            Kind::Compare => 3, // 3: primary endpoints, environment, ratios, detail rows
+            Kind::Calibration => 1,
             Kind::Fleet => 2, // born with the envelope, numbered as its kinds are
         }
     }

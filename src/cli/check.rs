@@ -15,6 +15,7 @@ use crate::machine::kernel::stat;
 use crate::machine::{CpuSet, Machine, Reader};
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::LoopPlan;
 use crate::report::audit as audit_report;
@@ -31,6 +32,9 @@ const JITTER_THRESHOLD_NS: u64 = 1000;
 const TIMER_INTERVAL_NS: u64 = 1_000_000;
 /// Memory the jitter run's gap buffers may take over all CPUs, bytes.
 const GAP_BUFFERS_BYTES: usize = 256 << 20;
+/// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
+/// 20 s, so that two checks can be compared run by run (docs/statistics.md).
+const DEFAULT_ROUNDS: u32 = 5;
 
 /// Options of `lowlat check`.
 #[derive(Debug, Args)]
@@ -60,9 +64,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub cpus: Option<CpuSet>,
 
-    /// Length of each of the two runs (jitter, then timer): 20s, 5m.
+    /// Length of each of the two measurements (jitter, timer): 20s, 5m. With --repeat N it is
+    /// split into N rounds of D/N each.
     #[arg(long, value_name = "D", default_value = "20s", allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
+
+    /// Measure in N interleaved rounds (jitter, timer, jitter, timer, ...) of --duration/N
+    /// each, every round saved as its own run: `lowlat compare` needs several runs per arm
+    /// to tell a change from the machine's run-to-run variation (one run each is
+    /// inconclusive). The targets are judged on all rounds together.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ROUNDS, allow_negative_numbers = true, value_parser = values::count(1u32, 1000))]
+    pub repeat: u32,
 
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
@@ -81,10 +93,14 @@ pub struct CheckArgs {
 /// Runs `lowlat check`.
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
-    if args.duration < Duration::from_millis(10) {
+    let round = args.duration / args.repeat;
+    if round < Duration::from_millis(10) {
         anyhow::bail!(
-            "--duration {:?}: too short for a timer run at 1 ms; give at least 10ms",
-            args.duration
+            "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; \
+             give rounds of at least 10ms",
+            args.duration,
+            args.repeat,
+            round
         );
     }
     let root = live_root(cli)?;
@@ -123,38 +139,52 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let stat_before = read_stat();
     let plan = LoopPlan {
         cpus: session.cpus.iter().collect(),
-        duration: args.duration,
+        duration: round,
         load: CpuSet::new(),
         inject: None,
     };
     let per_cpu = GAP_BUFFERS_BYTES / 16 / plan.cpus.len().max(1);
-    let jitter_run = jitter::run(
-        &session,
-        JitterRequest {
-            plan: plan.clone(),
-            threshold_ns: JITTER_THRESHOLD_NS,
-            priority: None,
-            max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
-        },
-    )?;
-    let mut complete = measured_completely(&jitter_run.session, |cpu| cpu.record.full);
-    let timer_run = if complete {
-        let _limit = hold_idle_limit(session.root(), 0);
-        let run = timer::run(
+    let mut jitter_runs = Vec::new();
+    let mut timer_runs = Vec::new();
+    let mut complete = true;
+    // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
+    let _limit = hold_idle_limit(session.root(), 0);
+    for number in 1..=args.repeat {
+        if args.repeat > 1 {
+            eprintln!("lowlat check: round {number} of {}", args.repeat);
+        }
+        let jitter_run = jitter::run(
+            &session,
+            JitterRequest {
+                plan: plan.clone(),
+                threshold_ns: JITTER_THRESHOLD_NS,
+                priority: None,
+                max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+            },
+        )?;
+        complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
+        jitter_runs.push(jitter_run);
+        if !complete {
+            break;
+        }
+        let timer_run = timer::run(
             &session,
             TimerRequest {
-                plan,
+                plan: plan.clone(),
                 interval_ns: TIMER_INTERVAL_NS,
                 priority: DEFAULT_PRIORITY,
                 histogram_buckets: 0,
             },
         )?;
-        complete &= measured_completely(&run.session, |_| false);
-        Some(run)
-    } else {
-        None
-    };
-    let mut figures = check::figures(Some(&jitter_run), timer_run.as_ref());
+        complete &= measured_completely(&timer_run.session, |_| false);
+        timer_runs.push(timer_run);
+        if !complete {
+            break;
+        }
+    }
+    let all_jitter = merged(&jitter_runs).expect("the first round runs jitter");
+    let all_timer = merged(&timer_runs);
+    let mut figures = check::figures(Some(&all_jitter), all_timer.as_ref());
     if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
         check::add_steal(&mut figures, before, after);
     }
@@ -170,7 +200,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         targets: &verdicts,
         complete,
     };
-    let documents = documents(&session, &report, &jitter_run, timer_run.as_ref())?;
+    let documents = documents(&session, &report, &jitter_runs, &timer_runs)?;
     if let Some(bundle) = &bundle {
         let saved = documents.iter().try_for_each(|(kind, json)| match kind {
             // The bundle's one inventory, replaced (opening the bundle wrote it).
@@ -217,12 +247,23 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     })
 }
 
-/// The documents of a check, in bundle order: the audit, the two measurements, the check.
+/// The rounds of one measurement as one run (the targets are judged on all of them).
+fn merged<R: Merge + Clone>(rounds: &[R]) -> Option<R> {
+    let (first, rest) = rounds.split_first()?;
+    let mut all = first.clone();
+    for round in rest {
+        all.merge(round.clone());
+    }
+    Some(all)
+}
+
+/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
+/// and timer runs (interleaved, as measured), the check.
 fn documents(
     session: &Session,
     report: &CheckReport<'_>,
-    jitter_run: &jitter::JitterRun,
-    timer_run: Option<&timer::TimerRun>,
+    jitter_runs: &[jitter::JitterRun],
+    timer_runs: &[timer::TimerRun],
 ) -> Result<Vec<(Kind, String)>> {
     let host = crate::document::host_name(session.root());
     let mut documents = vec![
@@ -234,25 +275,24 @@ fn documents(
             Kind::Audit,
             audit_report::document(report.machine, report.audit, report.profile).to_json()?,
         ),
-        (
-            Kind::MeasureJitter,
-            measure_document(
-                Kind::MeasureJitter,
-                host.clone(),
-                jitter_run.session.environment.clone(),
-                jitter_printers::result(jitter_run),
-            )
-            .to_json()?,
-        ),
     ];
-    if let Some(run) = timer_run {
+    for (round, jitter_run) in jitter_runs.iter().enumerate() {
         let doc = measure_document(
-            Kind::MeasureTimer,
-            host,
-            run.session.environment.clone(),
-            timer_printers::result(run),
+            Kind::MeasureJitter,
+            host.clone(),
+            jitter_run.session.environment.clone(),
+            jitter_printers::result(jitter_run),
         );
-        documents.push((Kind::MeasureTimer, doc.to_json()?));
+        documents.push((Kind::MeasureJitter, doc.to_json()?));
+        if let Some(run) = timer_runs.get(round) {
+            let doc = measure_document(
+                Kind::MeasureTimer,
+                host.clone(),
+                run.session.environment.clone(),
+                timer_printers::result(run),
+            );
+            documents.push((Kind::MeasureTimer, doc.to_json()?));
+        }
     }
     documents.push((Kind::Check, printers::document(report).to_json()?));
     Ok(documents)

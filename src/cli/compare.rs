@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::exit;
 use super::output::{print, print_json};
-use super::values::{count, duration_with_unit, percent};
-use crate::compare::{Options, compare_each, load};
+use super::values::{duration_with_unit, percent};
+use crate::compare::{Options, calibrate, compare_each, load};
 use crate::document::UNKNOWN_HOST;
-use crate::report::compare::{document, render_all};
+use crate::report::compare::{calibration_document, document, render_all, render_calibration};
 
 /// Which verdicts make the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -31,33 +31,41 @@ measure-jitter, measure-timer and measure-membw documents, sysjitter --raw files
 (PREFIX.<cpu>; the files of one prefix are one run) and its summary table, cyclictest -v \
 output, -h histograms and T: summary lines (with or without -q), oslat's table, STREAM's \
 stdout and likwid-bench output.\n\n\
-Per CPU it compares the median, the p99, the maximum per run and the rate of latencies above \
---above. With 4 or more runs per arm the runs are the unit (Mann-Whitney U; TOST for \
-equivalence); with fewer, the samples inside the runs are resampled in blocks (they are \
-autocorrelated) and the maximum is inconclusive. Rates use the exact binomial test of pooled \
-Poisson rates only when the runs (or windows of a run) agree with one rate; otherwise the runs \
-are the unit. Memory bandwidth (membw, STREAM, likwid-bench) is compared per kernel \
-(likwid-bench: per test name) on each run's best rate, MB/s, higher is better: runs are the \
-unit (Mann-Whitney from 4 runs per arm; TOST shows \"the tuning did not cost throughput\" \
-within --margin). A peer's summary (sysjitter's table, cyclictest's T: lines) holds figures, \
-not latencies: each is compared as one value per run (runs are the unit, 4 per arm) on what \
-every run gives (sysjitter: median, p99, max, mean; cyclictest: max, mean); rates need the \
-latencies. p-values are Holm-corrected over every row; verdicts at p < 0.05.\n\n\
-Examples:\n  lowlat compare before/ -- after/\n  lowlat compare --above 20us --fail-on any run-a.json run-b.json -- run-c.json run-d.json\n  \
-lowlat compare --json sysjitter/base.0 sysjitter/base.1 -- sysjitter/tuned.0 sysjitter/tuned.1\n  \
+Runs are the unit. Each run gives one value of a few primary endpoints pooled over the CPUs \
+(the median of the CPUs' medians, the worst CPU's p99.9, the rate above --above; memory \
+bandwidth: each kernel's best rate); B/A and its 95 % interval come from Welch's t on the logs \
+of those values, which hold the variation between runs and inside them. The exit code comes \
+from these endpoints only, Holm-corrected over them. With one run in an arm the variation \
+between runs is unknown: the verdict is inconclusive, naming the runs needed, unless the change \
+is beyond the variation inside the runs (their 16 time slices) and a stated run-to-run bound. \
+The environment of each arm (steal, other tasks on the CPUs, frequency, throttling, SMIs, load) \
+is compared too: a verdict it could explain is marked confounded. Per-CPU rows follow as \
+detail, corrected over themselves, without effect on the exit code. `--calibrate RUNS…` splits \
+untouched runs every way (an A/A test) and says how often this happens to call a difference on \
+this machine and how many runs it needs. The method and its sources: docs/statistics.md.\n\n\
+Examples:\n  lowlat check --out before; (tune); lowlat check --out after; lowlat compare before -- after\n  \
+lowlat compare --above 20us --fail-on any run-a.json run-b.json -- run-c.json run-d.json\n  \
+lowlat compare --calibrate untouched/\n  \
 lowlat compare stream-before.* -- stream-after.*\n  \
 lowlat compare cyclictest-before-*.txt -- cyclictest-after-*.txt\n\n\
-Exit codes: 0 no metric worse (with --fail-on any: no difference); 1 one is; 2 bad input \
-(unreadable or unknown files, arms that cannot be compared)."
+Exit codes: 0 no primary endpoint worse beyond its confounders (with --fail-on any: none \
+better or worse at all); 1 one is; 2 bad input (unreadable or unknown files, arms that cannot \
+be compared, fewer than 4 runs for --calibrate)."
 )]
 pub struct CompareArgs {
     /// The baseline runs (arm A): files or bundle directories.
-    #[arg(required = true, value_name = "A")]
+    #[arg(required_unless_present = "calibrate", value_name = "A")]
     pub a: Vec<PathBuf>,
 
     /// The candidate runs (arm B), after `--` (options before it).
-    #[arg(last = true, required = true, value_name = "B")]
+    #[arg(last = true, required_unless_present = "calibrate", value_name = "B")]
     pub b: Vec<PathBuf>,
+
+    /// A/A calibration: at least 4 untouched runs (files or bundles) of this machine, split
+    /// every way into two arms; prints how often compare calls a difference between them and
+    /// the smallest change 2, 4 and 8 runs per arm detect.
+    #[arg(long, value_name = "RUNS", num_args = 1.., conflicts_with_all = ["a", "b"])]
+    pub calibrate: Vec<PathBuf>,
 
     /// Latencies above this count as spikes for the rate row (`10us`, `1ms`).
     #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = duration_with_unit, allow_hyphen_values = true)]
@@ -71,11 +79,8 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "worse")]
     pub fail_on: FailOn,
 
-    /// Bootstrap resamples per interval (more: steadier intervals, slower).
-    #[arg(long, value_name = "N", default_value = "2000", value_parser = count::<u32>(100, 1_000_000), allow_negative_numbers = true)]
-    pub resamples: u32,
-
-    /// Seed of the bootstrap: the same inputs and seed print the same figures.
+    /// Seed of the splits --calibrate draws when there are more than 2,000 of one size: the
+    /// same runs and seed print the same figures.
     #[arg(long, value_name = "N", default_value = "1")]
     pub seed: u64,
 
@@ -98,14 +103,25 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
             option.display()
         );
     }
-    let a = load::load(&args.a)?;
-    let b = load::load(&args.b)?;
     let options = Options {
         above_ns: args.above.as_nanos() as f64,
         margin: args.margin / 100.0,
-        resamples: args.resamples as usize,
-        seed: args.seed,
     };
+    if !args.calibrate.is_empty() {
+        let runs = load::load(&args.calibrate)?;
+        let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
+        if args.json {
+            print_json(&calibration_document(
+                &calibrations,
+                UNKNOWN_HOST.to_string(),
+            ))?;
+        } else {
+            print(&render_calibration(&calibrations))?;
+        }
+        return Ok(exit::OK);
+    }
+    let a = load::load(&args.a)?;
+    let b = load::load(&args.b)?;
     let mut comparisons = compare_each(&a.runs, &b.runs, &options)?;
     if let Some(first) = comparisons.first_mut() {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));

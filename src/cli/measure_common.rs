@@ -121,6 +121,11 @@ pub struct LoopArgs {
     /// most D. The run is then measured in segments of D with a few ms between them.
     #[arg(long, value_name = "D", default_value = "60s", allow_hyphen_values = true, value_parser = values::duration)]
     pub checkpoint: Duration,
+    /// Measure in N rounds of --duration/N each, every round saved in the bundle (needs
+    /// --out) as its own run: `lowlat compare` takes runs as its unit and needs several per
+    /// arm to tell a change from the run-to-run variation.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = values::count(1u32, 1000))]
+    pub repeat: u32,
 }
 
 impl LoopArgs {
@@ -157,10 +162,40 @@ impl LoopArgs {
         }
         Ok(LoopPlan {
             cpus: session.cpus.iter().collect(),
-            duration: self.duration,
+            duration: self.round(),
             load,
             inject: self.inject,
         })
+    }
+
+    /// The length of one round: --duration split over --repeat.
+    pub fn round(&self) -> Duration {
+        self.duration / self.repeat.max(1)
+    }
+
+    /// Runs `round(number)` --repeat times (numbered from 1), saying each round on stderr
+    /// when there are several, until one is interrupted; the exit code is the worst of the
+    /// rounds'. `round` returns its exit code and whether it was interrupted. Several rounds
+    /// need --out: each is a run of its own.
+    pub(crate) fn in_rounds(&self, mut round: impl FnMut(u32) -> Result<(u8, bool)>) -> Result<u8> {
+        if self.repeat > 1 && self.bundle.out.is_none() {
+            anyhow::bail!(
+                "--repeat {}: each round is saved as its own run in a bundle; give --out DIR",
+                self.repeat
+            );
+        }
+        let mut code = exit::OK;
+        for number in 1..=self.repeat {
+            if self.repeat > 1 {
+                eprintln!("lowlat: round {number} of {}", self.repeat);
+            }
+            let (round_code, interrupted) = round(number)?;
+            code = code.max(round_code);
+            if interrupted {
+                break;
+            }
+        }
+        Ok(code)
     }
 }
 

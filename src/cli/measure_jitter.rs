@@ -72,74 +72,86 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };
-    let duration = request.plan.duration;
-    let run = run_checkpointed(
-        bundle.as_ref(),
-        Kind::MeasureJitter,
-        duration,
-        args.common.checkpoint,
-        |length| {
-            let mut segment = request.clone();
-            segment.plan.duration = length;
-            jitter::run(&session, segment)
-        },
-        |so_far| so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full),
-        |so_far| {
-            checkpoint_json(
-                Kind::MeasureJitter,
-                session.root(),
-                &so_far.session,
-                printers::result(so_far),
-                duration,
-            )
-        },
-    )
-    .map_err(|e| match e {
-        JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
-            anyhow::Error::new(e).context(format!("--priority {priority}"))
+    args.common.in_rounds(|number| {
+        let duration = request.plan.duration;
+        let run = run_checkpointed(
+            bundle.as_ref(),
+            Kind::MeasureJitter,
+            duration,
+            args.common.checkpoint,
+            |length| {
+                let mut segment = request.clone();
+                segment.plan.duration = length;
+                jitter::run(&session, segment)
+            },
+            |so_far| {
+                so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full)
+            },
+            |so_far| {
+                checkpoint_json(
+                    Kind::MeasureJitter,
+                    session.root(),
+                    &so_far.session,
+                    printers::result(so_far),
+                    duration,
+                )
+            },
+        )
+        .map_err(|e| match e {
+            JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+                anyhow::Error::new(e).context(format!("--priority {priority}"))
+            }
+            JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+                anyhow::Error::new(e).context("--inject")
+            }
+            e => e.into(),
+        })?;
+        let format = if args.common.json {
+            JitterFormat::Json
+        } else {
+            args.format
+        };
+        match format {
+            JitterFormat::Table => print(&printers::table(&run))?,
+            JitterFormat::Sysjitter => {
+                print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?
+            }
+            JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
+            JitterFormat::Json => {}
         }
-        JitterError::Fifo(e @ FifoError::Injector { .. }) => {
-            anyhow::Error::new(e).context("--inject")
-        }
-        e => e.into(),
-    })?;
-    let format = if args.common.json {
-        JitterFormat::Json
-    } else {
-        args.format
-    };
-    match format {
-        JitterFormat::Table => print(&printers::table(&run))?,
-        JitterFormat::Sysjitter => print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?,
-        JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
-        JitterFormat::Json => {}
-    }
-    let saved = deliver_document(
-        Kind::MeasureJitter,
-        session.root(),
-        &run.session.environment,
-        printers::result(&run),
-        format == JitterFormat::Json,
-        bundle.as_ref(),
-    )?;
-    let mut written = saved;
-    if let Some(prefix) = &args.raw {
-        // After the results: a failed write loses the raw files, never the run.
-        for (name, text) in printers::raw_files(&run, prefix) {
-            if let Err(e) = std::fs::write(&name, text) {
-                eprintln!("lowlat: error: --raw {prefix}: writing {name}: {e}");
-                written = false;
+        let saved = deliver_document(
+            Kind::MeasureJitter,
+            session.root(),
+            &run.session.environment,
+            printers::result(&run),
+            format == JitterFormat::Json,
+            bundle.as_ref(),
+        )?;
+        let mut written = saved;
+        if let Some(prefix) = &args.raw {
+            // After the results: a failed write loses the raw files, never the run. Rounds
+            // after the first are PREFIX-N.CPU.
+            let prefix = match number {
+                1 => prefix.clone(),
+                n => format!("{prefix}-{n}"),
+            };
+            for (name, text) in printers::raw_files(&run, &prefix) {
+                if let Err(e) = std::fs::write(&name, text) {
+                    eprintln!("lowlat: error: --raw {prefix}: writing {name}: {e}");
+                    written = false;
+                }
             }
         }
-    }
-    Ok(loop_exit(&run.session, written, |cpu| {
-        if cpu.record.full {
-            eprintln!(
-                "lowlat: CPU {}: the gap buffer filled ({} gaps); its results cover only the \
-                 time until then; raise --threshold or --max-gaps",
-                cpu.cpu, cpu.record.config.capacity
-            );
-        }
-        cpu.record.full
-    }))
+        let code = loop_exit(&run.session, written, |cpu| {
+            if cpu.record.full {
+                eprintln!(
+                    "lowlat: CPU {}: the gap buffer filled ({} gaps); its results cover only the \
+                     time until then; raise --threshold or --max-gaps",
+                    cpu.cpu, cpu.record.config.capacity
+                );
+            }
+            cpu.record.full
+        });
+        Ok((code, run.session.interrupted))
+    })
 }

@@ -69,12 +69,13 @@ pub enum TimerFormat {
 /// Runs `lowlat measure timer`.
 pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     let interval_ns = u128::from(args.interval) * 1000;
-    if interval_ns > args.common.duration.as_nanos() {
+    if interval_ns > args.common.round().as_nanos() {
         anyhow::bail!(
-            "--interval {}: longer than --duration {:?}, so no deadline would fall in the run; \
-             use a shorter interval or a longer duration",
+            "--interval {}: longer than --duration {:?} (split over --repeat {}), so no deadline \
+             would fall in a run; use a shorter interval or a longer duration",
             args.interval,
-            args.common.duration
+            args.common.duration,
+            args.common.repeat
         );
     }
     let buckets = args.histogram.unwrap_or(0);
@@ -107,44 +108,47 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         hold_idle_limit(session.root(), args.dma_latency)
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
-    let duration = request.plan.duration;
-    let run = run_checkpointed(
-        bundle.as_ref(),
-        Kind::MeasureTimer,
-        duration,
-        args.common.checkpoint,
-        |length| {
-            let mut segment = request.clone();
-            segment.plan.duration = length;
-            timer::run(&session, segment)
-        },
-        |so_far| so_far.session.interrupted,
-        |so_far| {
-            checkpoint_json(
-                Kind::MeasureTimer,
-                session.root(),
-                &so_far.session,
-                printers::result(so_far),
-                duration,
-            )
-        },
-    )
-    .map_err(|e| match e {
-        TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
-        e => e.into(),
-    })?;
-    match format {
-        TimerFormat::Table => print(&printers::table(&run))?,
-        TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
-        TimerFormat::Json => {}
-    }
-    let saved = deliver_document(
-        Kind::MeasureTimer,
-        session.root(),
-        &run.session.environment,
-        printers::result(&run),
-        format == TimerFormat::Json,
-        bundle.as_ref(),
-    )?;
-    Ok(loop_exit(&run.session, saved, |_| false))
+    args.common.in_rounds(|_| {
+        let duration = request.plan.duration;
+        let run = run_checkpointed(
+            bundle.as_ref(),
+            Kind::MeasureTimer,
+            duration,
+            args.common.checkpoint,
+            |length| {
+                let mut segment = request.clone();
+                segment.plan.duration = length;
+                timer::run(&session, segment)
+            },
+            |so_far| so_far.session.interrupted,
+            |so_far| {
+                checkpoint_json(
+                    Kind::MeasureTimer,
+                    session.root(),
+                    &so_far.session,
+                    printers::result(so_far),
+                    duration,
+                )
+            },
+        )
+        .map_err(|e| match e {
+            TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
+            e => e.into(),
+        })?;
+        match format {
+            TimerFormat::Table => print(&printers::table(&run))?,
+            TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
+            TimerFormat::Json => {}
+        }
+        let saved = deliver_document(
+            Kind::MeasureTimer,
+            session.root(),
+            &run.session.environment,
+            printers::result(&run),
+            format == TimerFormat::Json,
+            bundle.as_ref(),
+        )?;
+        let code = loop_exit(&run.session, saved, |_| false);
+        Ok((code, run.session.interrupted))
+    })
 }

@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::run::{ExposureUnit, Figures, Format, Run, Series, Values};
-use super::stats::bootstrap::Cumulative;
+use super::run::{CpuConditions, ExposureUnit, Figures, Format, Run, Series, Slice};
+use super::stats::histogram::Cumulative;
 use crate::bios::value_text;
 use crate::document::{Kind, layout_of};
 use crate::machine::Warnings;
 use crate::peer::{cyclictest, oslat, sysjitter};
+use crate::sysroot::natural_cmp;
 
 /// The prefix of the settings a `bios` document in a bundle adds (`bios:ProcTurboMode`).
 const BIOS_PREFIX: &str = "bios:";
@@ -94,7 +95,8 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         })
         .filter(|p| p.is_file())
         .collect();
-    files.sort();
+    // By name with numbers in order, as they were measured: measure-timer-2.json before -10.
+    files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     if files.is_empty() {
         return Err(LoadError::file(
             shown,
@@ -266,7 +268,14 @@ struct Environment {
 struct LatencyFigures {
     threshold_ns: Option<u64>,
     elapsed_ns: Option<u64>,
+    load_average: Option<LoadAverage>,
     cpus: Vec<CpuFigures>,
+}
+
+#[derive(Deserialize)]
+struct LoadAverage {
+    before: f64,
+    after: f64,
 }
 
 #[derive(Deserialize)]
@@ -275,6 +284,57 @@ struct CpuFigures {
     setup_error: Option<String>,
     runtime_ns: Option<u64>,
     histogram: Option<Histogram>,
+    /// Absent from documents older than slices: their runs are compared without the
+    /// variation inside a run.
+    #[serde(default)]
+    slices: Vec<SliceFigures>,
+    attribution: Option<Attribution>,
+}
+
+#[derive(Deserialize)]
+struct SliceFigures {
+    duration_ns: u64,
+    buckets: Vec<(u64, u64)>,
+}
+
+/// The counts of a CPU's `attribution`; each is a number or `{"unavailable": why}`.
+#[derive(Deserialize)]
+struct Attribution {
+    waited_ns: Option<serde_json::Value>,
+    conditions: Option<Conditions>,
+}
+
+#[derive(Deserialize)]
+struct Conditions {
+    steal_ns: Option<serde_json::Value>,
+    aperf_mperf: Option<serde_json::Value>,
+    cur_freq_mhz: Option<serde_json::Value>,
+    throttle_events: Option<serde_json::Value>,
+    smis: Option<serde_json::Value>,
+}
+
+impl Attribution {
+    /// The conditions as compare keeps them (a value unavailable in the document is `None`).
+    fn conditions(&self) -> CpuConditions {
+        let number = |v: &Option<serde_json::Value>| v.as_ref().and_then(serde_json::Value::as_f64);
+        let c = self.conditions.as_ref();
+        CpuConditions {
+            steal_ns: c.and_then(|c| number(&c.steal_ns)),
+            others_ns: number(&self.waited_ns),
+            aperf_mperf: c.and_then(|c| number(&c.aperf_mperf)),
+            cur_freq_mhz: c.and_then(|c| number(&c.cur_freq_mhz)),
+            throttle_events: c.and_then(|c| number(&c.throttle_events)),
+            smis: c.and_then(|c| number(&c.smis)),
+        }
+    }
+}
+
+/// The error of counts that add up to more than a document can hold.
+fn overflow(shown: &str, what: String) -> LoadError {
+    LoadError::file(
+        shown,
+        format!("{what}: the counts add up to more than 2^64 - 1: not a real run; record it again"),
+    )
 }
 
 #[derive(Deserialize)]
@@ -334,9 +394,13 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
     let figures: LatencyFigures = serde_json::from_value(result)
         .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
     let mut cpus = BTreeMap::new();
+    let mut conditions = BTreeMap::new();
     for cpu in figures.cpus {
         if cpu.setup_error.is_some() {
             continue;
+        }
+        if let Some(attribution) = &cpu.attribution {
+            conditions.insert(cpu.cpu, attribution.conditions());
         }
         let Some(histogram) = cpu.histogram else {
             return Err(LoadError::file(
@@ -358,26 +422,41 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
             _ => figures.elapsed_ns,
         }
         .ok_or_else(|| LoadError::file(shown, format!("CPU {}: no run length", cpu.cpu)))?;
-        let buckets = histogram.buckets.into_iter().map(|(v, c)| (v as f64, c));
+        let histogram_of = |buckets: Vec<(u64, u64)>, what: String| {
+            Cumulative::new(buckets.into_iter().map(|(v, c)| (v as f64, c)))
+                .ok_or_else(|| overflow(shown, what))
+        };
+        let values = histogram_of(histogram.buckets, format!("CPU {}'s histogram", cpu.cpu))?;
+        let slices = cpu
+            .slices
+            .into_iter()
+            .enumerate()
+            .map(|(i, slice)| {
+                Ok(Slice {
+                    values: histogram_of(slice.buckets, format!("CPU {}'s slice {i}", cpu.cpu))?,
+                    exposure: slice.duration_ns as f64 / 1e9,
+                })
+            })
+            .collect::<Result<Vec<_>, LoadError>>()?;
         cpus.insert(
             cpu.cpu,
             Series {
-                values: Values::Histogram(Cumulative::new(buckets)),
+                values,
                 exposure: ns as f64 / 1e9,
                 unit: ExposureUnit::Seconds,
+                slices,
             },
         );
     }
     Ok(Content::Run(Run {
-        source: shown.to_string(),
-        format,
         threshold_ns: figures
             .threshold_ns
             .filter(|_| format == Format::LowlatJitter),
         settings,
         cpus,
-        rates: BTreeMap::new(),
-        summaries: BTreeMap::new(),
+        conditions,
+        load_average: figures.load_average.map(|l| (l.before + l.after) / 2.0),
+        ..Run::empty(shown, format)
     }))
 }
 
@@ -412,18 +491,14 @@ fn read_membw(
         ));
     }
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::LowlatMembw,
-        threshold_ns: None,
         settings,
-        cpus: BTreeMap::new(),
         rates: figures
             .system
             .kernels
             .into_iter()
             .map(|k| (k.kernel, k.best_rate_mb_per_s))
             .collect(),
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::LowlatMembw)
     })
 }
 
@@ -473,13 +548,8 @@ fn read_stream(text: &str, header: usize, shown: &str) -> Result<Run, LoadError>
         rates.insert(kernel.to_lowercase(), rate);
     }
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::Stream,
-        threshold_ns: None,
-        settings: None,
-        cpus: BTreeMap::new(),
         rates,
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::Stream)
     })
 }
 
@@ -519,13 +589,8 @@ fn read_likwid(text: &str, header: usize, shown: &str) -> Result<Run, LoadError>
         .filter(|r: &f64| r.is_finite() && *r > 0.0)
         .ok_or_else(|| at(n, &format!("MByte/s {rate:?} is not a positive number")))?;
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::LikwidBench,
-        threshold_ns: None,
-        settings: None,
-        cpus: BTreeMap::new(),
         rates: BTreeMap::from([(test.to_string(), rate)]),
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::LikwidBench)
     })
 }
 
@@ -566,27 +631,16 @@ fn read_sysjitter_raw(path: &Path, text: &str, shown: &str) -> Result<Run, LoadE
         .ok_or_else(|| missing("total_runtime: N cycles"))?;
     let seconds = |ticks: u64| ticks as f64 / (mhz as f64 * 1e6);
     let first_ts = raw.rows.first().map_or(0, |r| r.timestamp_ns);
-    let at = raw
-        .rows
-        .iter()
-        .map(|r| (r.timestamp_ns - first_ts.min(r.timestamp_ns)) as f64 / 1e9)
-        .collect();
-    let ns = raw.rows.iter().map(|r| r.ns as f64).collect();
+    let stream = raw.rows.iter().map(|r| {
+        let at = (r.timestamp_ns - first_ts.min(r.timestamp_ns)) as f64 / 1e9;
+        (at, r.ns as f64)
+    });
+    let series = Series::from_stream(stream, seconds(runtime), ExposureUnit::Seconds)
+        .ok_or_else(|| overflow(shown, "the gaps".to_string()))?;
     Ok(Run {
-        source: prefix,
-        format: Format::SysjitterRaw,
         threshold_ns: raw.threshold_ns,
-        settings: None,
-        rates: BTreeMap::new(),
-        summaries: BTreeMap::new(),
-        cpus: BTreeMap::from([(
-            cpu,
-            Series {
-                values: Values::Stream { ns, at },
-                exposure: seconds(runtime),
-                unit: ExposureUnit::Seconds,
-            },
-        )]),
+        cpus: BTreeMap::from([(cpu, series)]),
+        ..Run::empty(prefix, Format::SysjitterRaw)
     })
 }
 
@@ -599,25 +653,18 @@ fn read_cyclictest_verbose(text: &str, shown: &str) -> Result<Run, LoadError> {
         .into_iter()
         .map(|(thread, samples)| {
             let n = samples.len();
-            let series = Series {
-                values: Values::Stream {
-                    ns: samples.iter().map(|&us| us as f64 * 1000.0).collect(),
-                    at: (0..n).map(|i| i as f64).collect(),
-                },
-                exposure: n as f64,
-                unit: ExposureUnit::Samples,
-            };
-            (thread, series)
+            let stream = samples
+                .iter()
+                .enumerate()
+                .map(|(i, &us)| (i as f64, us as f64 * 1000.0));
+            let series = Series::from_stream(stream, n as f64, ExposureUnit::Samples)
+                .ok_or_else(|| overflow(shown, format!("thread {thread}")))?;
+            Ok((thread, series))
         })
-        .collect();
+        .collect::<Result<_, LoadError>>()?;
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::CyclictestVerbose,
-        threshold_ns: None,
-        settings: None,
         cpus,
-        rates: BTreeMap::new(),
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::CyclictestVerbose)
     })
 }
 
@@ -648,25 +695,22 @@ fn read_cyclictest_histogram(text: &str, shown: &str) -> Result<Run, LoadError> 
             .iter()
             .enumerate()
             .map(|(us, &count)| (us as f64 * 1000.0, count));
-        let histogram = Cumulative::new(rows.chain([overflow]));
+        let histogram = Cumulative::new(rows.chain([overflow]))
+            .ok_or_else(|| self::overflow(shown, format!("thread {thread}'s histogram")))?;
         let n = histogram.count() as f64;
         cpus.insert(
             thread as u32,
             Series {
-                values: Values::Histogram(histogram),
+                values: histogram,
                 exposure: n,
                 unit: ExposureUnit::Samples,
+                slices: Vec::new(),
             },
         );
     }
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::CyclictestHistogram,
-        threshold_ns: None,
-        settings: None,
         cpus,
-        rates: BTreeMap::new(),
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::CyclictestHistogram)
     })
 }
 
@@ -681,13 +725,9 @@ fn summary_run(
         return Err(LoadError::file(shown, "no figures in the summary"));
     }
     Ok(Run {
-        source: shown.to_string(),
-        format,
         threshold_ns,
-        settings: None,
-        cpus: BTreeMap::new(),
-        rates: BTreeMap::new(),
         summaries,
+        ..Run::empty(shown, format)
     })
 }
 
@@ -762,12 +802,15 @@ fn read_oslat(text: &str, shown: &str) -> Result<Run, LoadError> {
             last.1 -= 1;
             buckets.push((column.max_us as f64 * 1000.0, 1));
         }
+        let values = Cumulative::new(buckets)
+            .ok_or_else(|| overflow(shown, format!("CPU {}'s buckets", column.cpu)))?;
         cpus.insert(
             column.cpu,
             Series {
-                values: Values::Histogram(Cumulative::new(buckets)),
+                values,
                 exposure: column.seconds,
                 unit: ExposureUnit::Seconds,
+                slices: Vec::new(),
             },
         );
     }
@@ -775,12 +818,7 @@ fn read_oslat(text: &str, shown: &str) -> Result<Run, LoadError> {
         return Err(LoadError::file(shown, "oslat's table lists no CPU"));
     }
     Ok(Run {
-        source: shown.to_string(),
-        format: Format::Oslat,
-        threshold_ns: None,
-        settings: None,
         cpus,
-        rates: BTreeMap::new(),
-        summaries: BTreeMap::new(),
+        ..Run::empty(shown, Format::Oslat)
     })
 }

@@ -1,31 +1,42 @@
 //! `lowlat compare`: two arms of runs (A, the baseline; B, the candidate), read from lowlat's
-//! documents and the peers' outputs, compared per CPU and metric with a test that suits the
-//! data, corrected for the number of tests (Holm), each with a verdict that names its test:
-//! better, worse, no difference, equivalent within ±margin, or inconclusive (too few runs).
+//! documents and the peers' outputs, compared with runs as the unit (docs/statistics.md).
+//! The module reads as the method does, one file per step:
 //!
 //! - `load`: files and bundle directories to runs (format told by content);
-//! - `run`: what a run is, whatever wrote it;
+//! - `run`: what a run is: per CPU its latencies, in slices of its time, and its conditions;
+//! - `endpoint`: the primary endpoints, one value per run pooled over the CPUs;
+//! - `estimate`: the ratio B/A and its interval from the runs' values (Welch on the logs),
+//!   and the minimum detectable effect;
+//! - `verdict`: better, worse, no difference, equivalent or inconclusive (one run per arm);
+//! - `environment`: steal, other tasks, frequency, throttling, SMIs and load per arm, and the
+//!   verdicts they could explain (confounded);
+//! - `detail`: the per-CPU rows under the verdicts;
 //! - `settings`: the settings diff between and within the arms;
-//! - `metric`: the figures compared and the test behind each;
-//! - `stats`: the statistical tests, checked against scipy.
+//! - `calibrate`: the A/A calibration of a machine from untouched runs;
+//! - `stats`: Welch, histograms and Holm, checked against scipy.
 
+pub mod calibrate;
+pub mod detail;
+pub mod endpoint;
+pub mod environment;
+pub mod estimate;
 pub mod load;
-pub mod metric;
 pub mod run;
 pub mod settings;
 pub mod stats;
+pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use endpoint::Endpoint;
+use environment::{Covariate, Side};
+use estimate::ArmEstimate;
 use load::LoadError;
-use metric::{Estimate, MIN_RUNS, Metric, Settings};
-use run::{ExposureUnit, Family, Figures, Run, Series};
+use run::{ExposureUnit, Family, Run};
 use settings::SettingsDiff;
-
-/// Significance level of every verdict, after Holm's correction.
-pub const ALPHA: f64 = 0.05;
+use verdict::{ALPHA, Judged, Verdict};
 
 /// How to compare.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,76 +45,6 @@ pub struct Options {
     pub above_ns: f64,
     /// Equivalence margin, as a fraction (0.03 for ±3 %).
     pub margin: f64,
-    /// Bootstrap resamples per interval.
-    pub resamples: usize,
-    /// Seed of the bootstrap's random numbers (the same inputs and seed give the same output).
-    pub seed: u64,
-}
-
-/// The verdict of one row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "verdict")]
-pub enum Verdict {
-    /// The candidate is lower (latency, rate of spikes) or higher (throughput), beyond chance.
-    Better,
-    /// The candidate is higher (latency) or lower (throughput), beyond chance.
-    Worse,
-    /// No difference shown, and none ruled out either.
-    NoDifference,
-    /// The candidate is within ±margin of the baseline.
-    Equivalent {
-        /// The margin, %.
-        margin_percent: f64,
-    },
-    /// Not tested: too few runs.
-    Inconclusive {
-        /// Runs per arm the test needs.
-        runs_needed: usize,
-    },
-}
-
-impl Verdict {
-    /// The verdict as the table shows it.
-    pub fn label(self) -> String {
-        match self {
-            Verdict::Better => "better".to_string(),
-            Verdict::Worse => "worse".to_string(),
-            Verdict::NoDifference => "no difference".to_string(),
-            Verdict::Equivalent { margin_percent } => format!("equivalent ±{margin_percent}%"),
-            Verdict::Inconclusive { runs_needed } => {
-                format!("inconclusive (needs {runs_needed} runs per arm)")
-            }
-        }
-    }
-}
-
-/// One metric of one CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// The CPU (for cyclictest: the thread index; 0 for throughput, measured on all CPUs).
-    pub cpu: u32,
-    /// The metric.
-    pub metric: Metric,
-    /// The kernel of a throughput row (`copy`, `triad`, ...); absent for latency rows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The unit of the values: `ns`, `per-hour`, `per-million-samples` or `MB/s`.
-    pub unit: &'static str,
-    /// The baseline's value.
-    pub a: Estimate,
-    /// The candidate's value.
-    pub b: Estimate,
-    /// (b − a) / a, %; `null` when a is 0.
-    pub delta_percent: Option<f64>,
-    /// The test behind the verdict.
-    pub test: String,
-    /// Two-sided p-value before correction (`null`: not tested).
-    pub p: Option<f64>,
-    /// The p-value after Holm's correction over every tested row.
-    pub p_holm: Option<f64>,
-    /// The verdict.
-    #[serde(flatten)]
-    pub verdict: Verdict,
 }
 
 /// One arm as read.
@@ -117,7 +58,49 @@ pub struct Arm {
     pub threshold_ns: Option<u64>,
 }
 
-/// A whole comparison.
+/// One primary endpoint of a comparison: both arms, the ratio and the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Primary {
+    /// The figure.
+    pub endpoint: Endpoint,
+    /// The kernel of a throughput endpoint (`copy`, `triad`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The unit of the values: `ns`, `per-minute`, `per-million-samples` or `MB/s`.
+    pub unit: &'static str,
+    /// The baseline's value (geometric mean of its runs) with its 95 % interval.
+    pub a: ArmEstimate,
+    /// The candidate's value.
+    pub b: ArmEstimate,
+    /// B / A.
+    pub ratio: f64,
+    /// The 95 % interval of the ratio from the runs (`null` with one run in an arm).
+    pub ratio_interval: Option<(f64, f64)>,
+    /// Standard error of each arm's log value from the variation inside its runs (the
+    /// slices), A then B (`null` where the runs have no slices).
+    pub within_run_se: Option<(f64, f64)>,
+    /// The test behind the verdict.
+    pub test: String,
+    /// Two-sided p-value before correction (`null`: not tested).
+    pub p: Option<f64>,
+    /// After Holm's correction over every primary endpoint compared.
+    pub p_holm: Option<f64>,
+    /// The verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The covariates that could explain the verdict (empty: none); a confounded verdict
+    /// does not set the exit code unless `--fail-on any`.
+    pub confounded_by: Vec<Covariate>,
+    /// The smallest change these runs detect with 80 % power at the corrected level, %
+    /// (`null` with one run in an arm).
+    pub detectable_percent: Option<f64>,
+    /// The same with twice as many runs per arm, %.
+    pub detectable_percent_doubled: Option<f64>,
+    #[serde(skip)]
+    judged: Judged,
+}
+
+/// A whole comparison of one measurement.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     /// What was measured.
@@ -136,17 +119,22 @@ pub struct Comparison {
     pub b: Arm,
     /// What differs in the settings.
     pub settings: SettingsDiff,
-    /// One row per CPU and metric.
-    pub rows: Vec<Row>,
+    /// The primary endpoints: the headline verdicts and the exit code.
+    pub primary: Vec<Primary>,
+    /// The environment of both arms, and the differences that could explain a verdict.
+    pub environment: Vec<environment::Row>,
+    /// Per CPU and metric, the detail (verdicts corrected over these rows; no exit code).
+    pub rows: Vec<detail::Row>,
     /// What the reader must know (CPUs compared only on one side, files skipped).
     pub notes: Vec<String>,
 }
 
 impl Comparison {
-    /// Whether any row is worse (with `any`, any row better or worse).
+    /// Whether a primary endpoint is worse and not confounded (with `any`, whether any is
+    /// better or worse, confounded or not).
     pub fn fails(&self, any: bool) -> bool {
-        self.rows.iter().any(|r| match r.verdict {
-            Verdict::Worse => true,
+        self.primary.iter().any(|p| match p.verdict {
+            Verdict::Worse => any || p.confounded_by.is_empty(),
             Verdict::Better => any,
             _ => false,
         })
@@ -176,8 +164,10 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
         };
         if run.format.family() != first.format.family() {
             return Err(mismatch(format!(
-                "holds {}, other",
-                run.format.family().name()
+                "holds {}, where {} holds {}",
+                run.format.family().name(),
+                first.source,
+                first.format.family().name()
             )));
         }
         if run.threshold_ns != first.threshold_ns {
@@ -189,9 +179,12 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
             )));
         }
         if unit_of(run).is_some() && unit_of(first).is_some() && unit_of(run) != unit_of(first) {
-            return Err(mismatch(
-                "counts its run length in samples, not seconds (or the reverse), other".to_string(),
-            ));
+            return Err(mismatch(format!(
+                "counts its run length in {}, where {} counts it in {}",
+                unit_of(run).map_or("?", ExposureUnit::name),
+                first.source,
+                unit_of(first).map_or("?", ExposureUnit::name)
+            )));
         }
     }
     let cpus: BTreeSet<u32> = runs
@@ -210,46 +203,10 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
     Ok((first.format.family(), arm, unit))
 }
 
-/// The series of `runs`, per CPU.
-fn by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<&Series>> {
-    let mut map: BTreeMap<u32, Vec<&Series>> = BTreeMap::new();
-    for run in runs {
-        for (&cpu, series) in &run.cpus {
-            map.entry(cpu).or_default().push(series);
-        }
-    }
-    map
-}
-
-/// The figures of `runs`, per CPU: a summary's as printed, those of latencies computed.
-fn figures_by_cpu(runs: &[Run]) -> BTreeMap<u32, Vec<Figures>> {
-    let mut map: BTreeMap<u32, Vec<Figures>> = BTreeMap::new();
-    for run in runs {
-        let computed = run
-            .cpus
-            .iter()
-            .map(|(&cpu, s)| (cpu, Figures::of(&s.values)));
-        for (cpu, figures) in computed.chain(run.summaries.iter().map(|(&c, &f)| (c, f))) {
-            map.entry(cpu).or_default().push(figures);
-        }
-    }
-    map
-}
-
-/// The best rates of `runs`, per kernel, MB/s (one per run that measured the kernel).
-fn by_kernel(runs: &[Run]) -> BTreeMap<String, Vec<f64>> {
-    let mut map: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in runs {
-        for (kernel, &rate) in &run.rates {
-            map.entry(kernel.clone()).or_default().push(rate);
-        }
-    }
-    map
-}
-
 /// Compares `a` with `b` once per measurement (busy-loop gaps, timer wake-ups) that both
-/// arms hold, as a bundle of `lowlat check` holds both; a measurement only one arm holds is
-/// said in the first comparison's notes. Each comparison is corrected (Holm) on its own.
+/// arms hold, as bundles of `lowlat check` do; a measurement only one arm holds is said in
+/// the first comparison's notes. The primary endpoints of all comparisons are corrected
+/// together (Holm), since together they make the exit code.
 pub fn compare_each(a: &[Run], b: &[Run], options: &Options) -> Result<Vec<Comparison>, LoadError> {
     let families = |runs: &[Run]| -> Vec<Family> {
         let mut seen = Vec::new();
@@ -263,86 +220,165 @@ pub fn compare_each(a: &[Run], b: &[Run], options: &Options) -> Result<Vec<Compa
     };
     let (in_a, in_b) = (families(a), families(b));
     let shared: Vec<Family> = in_a.iter().copied().filter(|f| in_b.contains(f)).collect();
-    if shared.len() <= 1 && in_a.len() <= 1 && in_b.len() <= 1 {
-        return Ok(vec![compare(a, b, options)?]);
-    }
-    if shared.is_empty() {
-        // Nothing in common: the one comparison says why, naming the files.
-        return Ok(vec![compare(a, b, options)?]);
-    }
-    let of = |runs: &[Run], family: Family| -> Vec<Run> {
-        runs.iter()
-            .filter(|r| r.format.family() == family)
-            .cloned()
-            .collect()
-    };
-    let mut comparisons = shared
-        .iter()
-        .map(|&family| compare(&of(a, family), &of(b, family), options))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (arm, only, other) in [("A", &in_a, &in_b), ("B", &in_b, &in_a)] {
-        for family in only.iter().filter(|f| !other.contains(f)) {
-            comparisons[0]
-                .notes
-                .push(format!("{} only in arm {arm}: not compared", family.name()));
-        }
-    }
+    let mut comparisons =
+        if shared.len() <= 1 && in_a.len() <= 1 && in_b.len() <= 1 || shared.is_empty() {
+            // One measurement, or nothing in common: the one comparison says why, naming files.
+            vec![compare(a, b, options)?]
+        } else {
+            let of = |runs: &[Run], family: Family| -> Vec<Run> {
+                runs.iter()
+                    .filter(|r| r.format.family() == family)
+                    .cloned()
+                    .collect()
+            };
+            let mut comparisons = shared
+                .iter()
+                .map(|&family| compare(&of(a, family), &of(b, family), options))
+                .collect::<Result<Vec<_>, _>>()?;
+            for (arm, only, other) in [("A", &in_a, &in_b), ("B", &in_b, &in_a)] {
+                for family in only.iter().filter(|f| !other.contains(f)) {
+                    comparisons[0]
+                        .notes
+                        .push(format!("{} only in arm {arm}: not compared", family.name()));
+                }
+            }
+            comparisons
+        };
+    decide(&mut comparisons, options.margin);
     Ok(comparisons)
 }
 
-/// A tested row before correction: CPU, metric, kernel (throughput) and what the test found.
-type TestedRow = (u32, Metric, Option<String>, metric::Tested);
-
-/// The rows of arms where a run is a peer's summary: per CPU, each figure that every run of
-/// both arms gives, one value per run; the note says what the summaries cannot give.
-fn summary_rows(
-    a: &[Run],
-    b: &[Run],
-    settings: &Settings,
-    rng: &mut fastrand::Rng,
-    notes: &mut Vec<String>,
-) -> Vec<TestedRow> {
-    let (figures_a, figures_b) = (figures_by_cpu(a), figures_by_cpu(b));
-    let mut rows = Vec::new();
-    let mut compared = Vec::new();
-    for (cpu, fa) in &figures_a {
-        let Some(fb) = figures_b.get(cpu) else {
-            continue;
-        };
-        for metric in Metric::SUMMARY {
-            let values = |arm: &[Figures]| -> Option<Vec<f64>> {
-                arm.iter().map(|f| metric::figure(metric, f)).collect()
+/// Corrects the primary endpoints' p-values over every comparison (Holm), then gives each
+/// its verdict and the covariates that could explain it.
+fn decide(comparisons: &mut [Comparison], margin: f64) {
+    let p: Vec<f64> = comparisons
+        .iter()
+        .flat_map(|c| c.primary.iter().filter_map(|e| e.p))
+        .collect();
+    let mut adjusted = stats::holm::holm(&p).into_iter();
+    let tested = p.len();
+    for comparison in comparisons.iter_mut() {
+        comparison.correction = format!(
+            "Holm over the {tested} primary endpoints tested; the detail rows are corrected \
+             over themselves and do not set the exit code"
+        );
+        for e in &mut comparison.primary {
+            e.p_holm = e.p.and_then(|_| adjusted.next());
+            e.verdict = verdict::decide(
+                &e.judged,
+                e.p_holm,
+                e.endpoint.higher_is_better(),
+                margin,
+                e.ratio,
+            );
+            let explains = match e.verdict {
+                Verdict::Worse => Some(Side::B),
+                Verdict::Better => Some(Side::A),
+                _ => None,
             };
-            if let (Some(va), Some(vb)) = (values(fa), values(fb)) {
-                if !compared.contains(&metric.name()) {
-                    compared.push(metric.name());
-                }
-                let t = metric::figures(metric, &va, &vb, settings, rng);
-                rows.push((*cpu, metric, None, t));
+            e.confounded_by = comparison
+                .environment
+                .iter()
+                .filter(|row| explains.is_some() && row.worse == explains)
+                .map(|row| row.covariate)
+                .collect();
+            // The level the first step of Holm's correction tests at.
+            let alpha = ALPHA / tested.max(1) as f64;
+            let runs = e.a.runs.min(e.b.runs);
+            if let Judged::Tested(effect) = e.judged {
+                let percent = |m: Option<f64>| m.map(|m| (m - 1.0) * 100.0);
+                e.detectable_percent = percent(estimate::mde(effect.sd, runs, alpha));
+                e.detectable_percent_doubled = percent(estimate::mde(effect.sd, 2 * runs, alpha));
             }
         }
     }
-    let formats: BTreeSet<&str> = a
-        .iter()
-        .chain(b)
-        .filter(|r| !r.summaries.is_empty())
-        .map(|r| match r.format {
-            run::Format::CyclictestSummary => "cyclictest's T: lines",
-            _ => "sysjitter's summary table",
-        })
-        .collect();
-    notes.push(format!(
-        "runs of {} hold figures, not latencies: compared one value per run ({MIN_RUNS} runs per arm \
-         needed) on what every run gives: {}; the rate above --above and the block bootstrap \
-         of the latencies need the latencies (sysjitter --raw, cyclictest -v or -h)",
-        formats.into_iter().collect::<Vec<_>>().join(" and "),
-        compared.join(", ")
-    ));
-    rows
 }
 
-/// Compares arm `a` (baseline) with arm `b` (candidate).
-pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadError> {
+/// The values of `endpoint` (of `kernel`, for throughput), one per run of `runs`, when every
+/// run gives one.
+fn values(
+    endpoint: Endpoint,
+    kernel: Option<&str>,
+    runs: &[Run],
+    cpus: &[u32],
+    above_ns: f64,
+) -> Option<Vec<f64>> {
+    runs.iter()
+        .map(|r| match kernel {
+            Some(k) => r.rates.get(k).copied().filter(|v| *v > 0.0),
+            None => endpoint::of_run(endpoint, r, cpus, above_ns),
+        })
+        .collect()
+}
+
+/// The standard error of an arm's mean log value from the variation inside its runs.
+fn within_arm_se(endpoint: Endpoint, runs: &[Run], cpus: &[u32], above_ns: f64) -> Option<f64> {
+    let se: Vec<f64> = runs
+        .iter()
+        .map(|r| endpoint::within_run_se(endpoint, r, cpus, above_ns))
+        .collect::<Option<_>>()?;
+    let n = se.len() as f64;
+    Some((se.iter().map(|s| s * s).sum::<f64>() / n / n).sqrt())
+}
+
+/// One primary endpoint of `a` against `b`, judged but not yet decided (see [`decide`]).
+fn primary(
+    endpoint: Endpoint,
+    kernel: Option<String>,
+    unit: &'static str,
+    (a, b): (&[Run], &[Run]),
+    cpus: &[u32],
+    above_ns: f64,
+) -> Option<Primary> {
+    let va = values(endpoint, kernel.as_deref(), a, cpus, above_ns)?;
+    let vb = values(endpoint, kernel.as_deref(), b, cpus, above_ns)?;
+    let within =
+        within_arm_se(endpoint, a, cpus, above_ns).zip(within_arm_se(endpoint, b, cpus, above_ns));
+    let judged = verdict::judge(endpoint, &va, &vb, within);
+    let (ea, eb) = (estimate::arm(&va), estimate::arm(&vb));
+    let (test, p, interval) = match &judged {
+        Judged::Tested(effect) => (
+            format!(
+                "Welch's t on the logarithms of the runs' values ({} and {} runs)",
+                va.len(),
+                vb.len()
+            ),
+            Some(effect.p),
+            Some(effect.interval),
+        ),
+        Judged::OneRun { .. } => (
+            format!(
+                "one run in an arm: a change only beyond the variation inside the runs (their \
+                 slices) and the run-to-run bound ×{}",
+                endpoint.run_to_run_bound()
+            ),
+            None,
+            None,
+        ),
+    };
+    Some(Primary {
+        endpoint,
+        kernel,
+        unit,
+        a: ea,
+        b: eb,
+        ratio: eb.value / ea.value,
+        ratio_interval: interval,
+        within_run_se: within,
+        test,
+        p,
+        p_holm: None,
+        verdict: Verdict::NoDifference,
+        confounded_by: Vec::new(),
+        detectable_percent: None,
+        detectable_percent_doubled: None,
+        judged,
+    })
+}
+
+/// Compares arm `a` (baseline) with arm `b` (candidate), one measurement; the verdicts are
+/// given by [`compare_each`], which corrects over every comparison.
+fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadError> {
     let (family_a, arm_a, unit_a) = arm_of("A", a)?;
     let (family_b, arm_b, unit_b) = arm_of("B", b)?;
     // A summary is compared on its figures only, where the unit of a run's length plays no part.
@@ -364,43 +400,93 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
         ));
     }
     let mut notes = Vec::new();
-    let only = |x: &Arm, y: &Arm| -> Vec<u32> {
-        x.cpus
+    let cpus: Vec<u32> = arm_a
+        .cpus
+        .iter()
+        .filter(|c| arm_b.cpus.contains(c))
+        .copied()
+        .collect();
+    for (name, x, y) in [("A", &arm_a, &arm_b), ("B", &arm_b, &arm_a)] {
+        let only: Vec<u32> = x
+            .cpus
             .iter()
             .filter(|c| !y.cpus.contains(c))
             .copied()
-            .collect()
-    };
-    for (name, cpus) in [("A", only(&arm_a, &arm_b)), ("B", only(&arm_b, &arm_a))] {
-        if !cpus.is_empty() {
+            .collect();
+        if !only.is_empty() {
             notes.push(format!(
-                "CPUs {cpus:?} measured only in arm {name}: not compared"
+                "CPUs {only:?} measured only in arm {name}: not compared"
             ));
         }
     }
-    let settings = Settings {
-        above_ns: options.above_ns,
-        margin: options.margin,
-        resamples: options.resamples,
-    };
-    let mut rng = fastrand::Rng::with_seed(options.seed);
-    let mut tested = Vec::new();
-    if summarised {
-        tested = summary_rows(a, b, &settings, &mut rng, &mut notes);
-    } else {
-        let (series_a, series_b) = (by_cpu(a), by_cpu(b));
-        for (cpu, sa) in &series_a {
-            let Some(sb) = series_b.get(cpu) else {
-                continue;
-            };
-            for metric in Metric::ALL {
-                tested.push((
-                    *cpu,
-                    metric,
-                    None,
-                    metric::test(metric, sa, sb, &settings, &mut rng),
+    let above_ns = options.above_ns;
+    let mut primary_rows = Vec::new();
+    let mut rows = Vec::new();
+    if family_a == Family::Throughput {
+        let kernels = |runs: &[Run]| -> BTreeSet<String> {
+            runs.iter().flat_map(|r| r.rates.keys().cloned()).collect()
+        };
+        let (ka, kb) = (kernels(a), kernels(b));
+        for kernel in ka.intersection(&kb) {
+            primary_rows.extend(primary(
+                Endpoint::BestRate,
+                Some(kernel.clone()),
+                "MB/s",
+                (a, b),
+                &cpus,
+                above_ns,
+            ));
+        }
+        for (name, x, y) in [("A", &ka, &kb), ("B", &kb, &ka)] {
+            for kernel in x.difference(y) {
+                notes.push(format!(
+                    "kernel {kernel} measured only in arm {name}: not compared"
                 ));
             }
+        }
+    } else {
+        let (endpoints, rate_unit): (&[Endpoint], &str) = if summarised {
+            (&Endpoint::SUMMARIES, "")
+        } else {
+            (&Endpoint::LATENCIES, unit_a.rate_unit().0)
+        };
+        for &e in endpoints {
+            let unit = if e == Endpoint::RateAbove {
+                rate_unit
+            } else {
+                "ns"
+            };
+            match primary(e, None, unit, (a, b), &cpus, above_ns) {
+                Some(row) => primary_rows.push(row),
+                None => notes.push(format!(
+                    "{}: not every run gives it on every CPU compared; not compared",
+                    e.name()
+                )),
+            }
+        }
+        rows = detail::rows(a, b, &cpus, above_ns, options.margin);
+        if summarised {
+            notes.push(
+                "runs of peers' summaries hold figures, not latencies: compared one value per \
+                 run on what every run gives; the rate above --above and the variation inside a \
+                 run need the latencies (sysjitter --raw, cyclictest -v or -h)"
+                    .to_string(),
+            );
+        }
+        let unsliced: Vec<&str> = a
+            .iter()
+            .chain(b)
+            .filter(|r| r.cpus.values().any(|s| s.slices.is_empty()))
+            .map(|r| r.source.as_str())
+            .collect();
+        if !unsliced.is_empty() {
+            notes.push(format!(
+                "{} run(s) keep no order in time (histograms, or lowlat documents written before \
+                 slices): the variation inside them is unknown, so one run per arm cannot be \
+                 judged; e.g. {}",
+                unsliced.len(),
+                unsliced[0]
+            ));
         }
     }
     if a.iter().chain(b).any(|r| r.format == run::Format::Oslat) {
@@ -411,90 +497,43 @@ pub fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, Lo
                 .to_string(),
         );
     }
-    let (rates_a, rates_b) = (by_kernel(a), by_kernel(b));
-    for (kernel, ra) in &rates_a {
-        match rates_b.get(kernel) {
-            Some(rb) => tested.push((
-                0,
-                Metric::BestRate,
-                Some(kernel.clone()),
-                metric::throughput(ra, rb, &settings, &mut rng),
-            )),
-            None => notes.push(format!(
-                "kernel {kernel} measured only in arm A: not compared"
-            )),
-        }
+    let environment = environment::rows(
+        &a.iter().collect::<Vec<_>>(),
+        &b.iter().collect::<Vec<_>>(),
+        &cpus,
+    );
+    let recorded = |runs: &[Run]| runs.iter().any(|r| !r.conditions.is_empty());
+    match (recorded(a), recorded(b)) {
+        (true, false) | (false, true) => notes.push(format!(
+            "the conditions of the runs (steal, other tasks, frequency...) are recorded in arm {} \
+             only: no claim either way about the environment",
+            if recorded(a) { "A" } else { "B" }
+        )),
+        _ => {}
     }
-    for kernel in rates_b.keys().filter(|k| !rates_a.contains_key(*k)) {
-        notes.push(format!(
-            "kernel {kernel} measured only in arm B: not compared"
-        ));
-    }
-    let p: Vec<f64> = tested.iter().filter_map(|t| t.3.p).collect();
-    let mut holm = stats::holm::holm(&p).into_iter();
-    let rate_unit = match unit_a {
-        ExposureUnit::Seconds => "per-hour",
-        ExposureUnit::Samples => "per-million-samples",
-    };
-    let rows = tested
-        .into_iter()
-        .map(|(cpu, metric, kernel, t)| {
-            let p_holm = t.p.and_then(|_| holm.next());
-            let delta = (t.b.value - t.a.value) / t.a.value * 100.0;
-            // The candidate's change in the metric's good direction.
-            let gain = if metric.higher_is_better() {
-                t.b.value - t.a.value
-            } else {
-                t.a.value - t.b.value
-            };
-            let verdict = match p_holm {
-                None => Verdict::Inconclusive {
-                    runs_needed: MIN_RUNS,
-                },
-                Some(p) if p < ALPHA && gain > 0.0 => Verdict::Better,
-                Some(p) if p < ALPHA && gain < 0.0 => Verdict::Worse,
-                _ if t.equivalent => Verdict::Equivalent {
-                    margin_percent: options.margin * 100.0,
-                },
-                _ => Verdict::NoDifference,
-            };
-            Row {
-                cpu,
-                metric,
-                kernel,
-                unit: match metric {
-                    Metric::RateAbove => rate_unit,
-                    Metric::BestRate => "MB/s",
-                    _ => "ns",
-                },
-                a: t.a,
-                b: t.b,
-                delta_percent: delta.is_finite().then_some(delta),
-                test: t.test,
-                p: t.p,
-                p_holm,
-                verdict,
-            }
-        })
-        .collect();
     Ok(Comparison {
         family: family_a,
-        above_ns: options.above_ns,
+        above_ns,
         margin_percent: options.margin * 100.0,
         alpha: ALPHA,
-        correction: format!(
-            "Holm over the {} tested rows ({})",
-            p.len(),
-            if family_a == Family::Throughput {
-                "kernels"
-            } else {
-                "CPUs × metrics"
-            }
-        ),
+        correction: String::new(),
         settings: settings::diff(a, b),
         a: arm_a,
         b: arm_b,
+        primary: primary_rows,
+        environment,
         rows,
         notes,
     })
+}
+
+/// The runs of `runs` per family, in the order met.
+pub fn by_family(runs: &[Run]) -> BTreeMap<Family, Vec<Run>> {
+    let mut map: BTreeMap<Family, Vec<Run>> = BTreeMap::new();
+    for run in runs {
+        map.entry(run.format.family())
+            .or_default()
+            .push(run.clone());
+    }
+    map
 }

@@ -1,9 +1,15 @@
-//! One run as compare sees it, whatever wrote it: per CPU, the latencies measured (a stream in
-//! time order, or a histogram) and how long they were watched.
+//! One run as compare sees it, whatever wrote it: per CPU, the latencies measured (as a
+//! histogram, with the same latencies in slices of the run's time where the order in time is
+//! known) and how long they were watched, and the conditions of the run (steal, other tasks,
+//! frequency, ...) where the document recorded them.
 
 use std::collections::BTreeMap;
 
-use super::stats::bootstrap::Cumulative;
+use super::stats::histogram::Cumulative;
+
+/// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
+/// as many as lowlat's own documents record (`measure::runner::slices`).
+pub const SLICES: usize = 16;
 
 /// What a run's latencies are, which decides what can be compared with what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -79,7 +85,7 @@ impl Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExposureUnit {
-    /// Seconds (rates are then given per hour).
+    /// Seconds (rates are then given per minute).
     Seconds,
     /// Samples taken (cyclictest does not print its interval; rates per million samples).
     Samples,
@@ -93,61 +99,77 @@ impl ExposureUnit {
             ExposureUnit::Samples => "samples",
         }
     }
+
+    /// The unit of a rate of events in this exposure, and the factor from events per
+    /// exposure unit to it.
+    pub fn rate_unit(self) -> (&'static str, f64) {
+        match self {
+            ExposureUnit::Seconds => ("per-minute", 60.0),
+            ExposureUnit::Samples => ("per-million-samples", 1e6),
+        }
+    }
 }
 
 /// The latencies of one CPU (or one cyclictest thread) in one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// The latencies.
-    pub values: Values,
+    /// Every latency, ns.
+    pub values: Cumulative,
     /// How much was watched, in `unit`.
     pub exposure: f64,
     /// The unit of `exposure`.
     pub unit: ExposureUnit,
+    /// The same latencies in consecutive slices of the run's time (empty where the order in
+    /// time is unknown: a histogram, or a document older than slices).
+    pub slices: Vec<Slice>,
 }
 
-/// Latencies, ns.
+/// The latencies of one slice of a run's time.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Values {
-    /// Every latency in time order, with the moment it ended (in the series' exposure unit,
-    /// from the start of the run).
-    Stream {
-        /// Latencies, ns.
-        ns: Vec<f64>,
-        /// When each ended, in the exposure unit.
-        at: Vec<f64>,
-    },
-    /// Counts per latency bucket: the order in time is gone.
-    Histogram(Cumulative),
+pub struct Slice {
+    /// Its latencies, ns.
+    pub values: Cumulative,
+    /// How much of the run it watched, in the series' unit.
+    pub exposure: f64,
 }
 
-impl Values {
-    /// The mean latency, ns (0 when there is none).
-    pub fn mean(&self) -> f64 {
-        let (sum, n) = match self {
-            Values::Stream { ns, .. } => (ns.iter().sum::<f64>(), ns.len() as f64),
-            Values::Histogram(h) => (
-                h.buckets().map(|(v, c)| v * c as f64).sum(),
-                h.count() as f64,
-            ),
-        };
-        if n > 0.0 { sum / n } else { 0.0 }
-    }
-
-    /// The nearest-rank `q`-quantile, ns.
-    pub fn quantile(&self, q: f64) -> f64 {
-        match self {
-            Values::Stream { ns, .. } => super::stats::bootstrap::quantile(&mut ns.clone(), q),
-            Values::Histogram(h) => h.quantile(q),
+impl Series {
+    /// A series from latencies in time order: `(when it ended, latency ns)`, the time in
+    /// `unit` from the start of the run, which lasted `exposure`. The latencies are binned
+    /// (the order kept as [`SLICES`] slices), so that a million samples take a few
+    /// kilobytes. `None` when the counts overflow.
+    pub fn from_stream(
+        stream: impl IntoIterator<Item = (f64, f64)>,
+        exposure: f64,
+        unit: ExposureUnit,
+    ) -> Option<Self> {
+        let width = exposure / SLICES as f64;
+        let mut slices: Vec<BTreeMap<u64, u64>> = vec![BTreeMap::new(); SLICES];
+        for (at, ns) in stream {
+            let index = if width > 0.0 {
+                ((at / width) as usize).min(SLICES - 1)
+            } else {
+                0
+            };
+            let count = slices[index].entry(ns.to_bits()).or_insert(0);
+            *count = count.checked_add(1)?;
         }
-    }
-
-    /// How many latencies exceed `above_ns`.
-    pub fn exceeding(&self, above_ns: f64) -> u64 {
-        match self {
-            Values::Stream { ns, .. } => ns.iter().filter(|&&v| v > above_ns).count() as u64,
-            Values::Histogram(h) => h.count_above(above_ns),
-        }
+        let slices: Vec<Slice> = slices
+            .into_iter()
+            .map(|bins| {
+                Some(Slice {
+                    values: Cumulative::new(bins.into_iter().map(|(v, c)| (f64::from_bits(v), c)))?,
+                    exposure: width,
+                })
+            })
+            .collect::<Option<_>>()?;
+        let values = Cumulative::new(slices.iter().flat_map(|s| s.values.buckets()))?;
+        Some(Self {
+            values,
+            exposure,
+            unit,
+            slices,
+        })
     }
 }
 
@@ -165,16 +187,22 @@ pub struct Figures {
     pub mean: f64,
 }
 
-impl Figures {
-    /// The same figures of latencies, to compare them with a summary's.
-    pub fn of(values: &Values) -> Self {
-        Self {
-            median: Some(values.quantile(0.5)),
-            p99: Some(values.quantile(0.99)),
-            max: values.quantile(1.0),
-            mean: values.mean(),
-        }
-    }
+/// What could change one CPU's result during a run without any setting changing, as its
+/// document recorded it (`attribution` of lowlat's jitter and timer documents).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuConditions {
+    /// Time the hypervisor gave to others, ns.
+    pub steal_ns: Option<f64>,
+    /// Time other tasks ran on the CPU while the measuring thread waited, ns.
+    pub others_ns: Option<f64>,
+    /// Effective frequency as a share of nominal (APERF/MPERF).
+    pub aperf_mperf: Option<f64>,
+    /// The governor's frequency, MHz.
+    pub cur_freq_mhz: Option<f64>,
+    /// Thermal throttle events.
+    pub throttle_events: Option<f64>,
+    /// System management interrupts.
+    pub smis: Option<f64>,
 }
 
 /// One run: where it came from and its latencies per CPU.
@@ -197,4 +225,46 @@ pub struct Run {
     /// Best rate per kernel (`copy`, `triad`, ...), MB/s (10^6 bytes per second); empty for
     /// latency runs.
     pub rates: BTreeMap<String, f64>,
+    /// The conditions of each CPU during the run (empty where the document has none: peers'
+    /// outputs, lowlat documents older than them).
+    pub conditions: BTreeMap<u32, CpuConditions>,
+    /// The 1-minute load average, mean of the readings before and after the run.
+    pub load_average: Option<f64>,
+}
+
+impl Run {
+    /// A run of `format` from `source` with nothing in it yet.
+    pub fn empty(source: impl Into<String>, format: Format) -> Self {
+        Self {
+            source: source.into(),
+            format,
+            threshold_ns: None,
+            settings: None,
+            cpus: BTreeMap::new(),
+            summaries: BTreeMap::new(),
+            rates: BTreeMap::new(),
+            conditions: BTreeMap::new(),
+            load_average: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_binned_into_sixteen_slices_of_its_time() {
+        let stream = (0..32).map(|i| (i as f64 / 2.0, 1000.0 + i as f64));
+        let s = Series::from_stream(stream, 16.0, ExposureUnit::Seconds).unwrap();
+        assert_eq!(s.values.count(), 32);
+        assert_eq!(s.slices.len(), SLICES);
+        assert!(
+            s.slices
+                .iter()
+                .all(|x| x.values.count() == 2 && x.exposure == 1.0)
+        );
+        assert_eq!(s.slices[15].values.quantile(1.0), 1031.0);
+        assert_eq!(s.values.quantile(0.5), 1015.0);
+    }
 }

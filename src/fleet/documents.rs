@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::bios::{self, BiosState, value_text};
 use crate::compare::load;
-use crate::compare::run::{Run, Values};
+use crate::compare::run::Run;
 use crate::document::Kind;
 
 /// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`).
@@ -234,7 +234,7 @@ fn figures(kind: &str, run: &Run) -> Vec<Figure> {
     let worst = |q: f64| {
         run.cpus
             .values()
-            .map(|series| Values::quantile(&series.values, q))
+            .map(|series| series.values.quantile(q))
             .filter(|v| v.is_finite())
             .reduce(f64::max)
     };

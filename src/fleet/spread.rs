@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::documents::Figure;
-use crate::compare::stats::bootstrap::quantile;
+use crate::compare::stats::histogram::quantile;
 
 /// The fences' distance from the quartiles, in IQRs (Tukey's "far out").
 pub const FENCE_IQRS: f64 = 3.0;

@@ -4,6 +4,8 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::measure::runner::slices::Slice;
+
 /// A histogram as written to JSON.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct HdrJson {
@@ -25,6 +27,32 @@ pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJ
             .map(|v| (to_ns(v.value_iterated_to()), v.count_at_value()))
             .collect(),
     }
+}
+
+/// One slice of a run's time, with the histogram of what was measured in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SliceJson {
+    /// Start of the slice, ns after the start of the CPU's run.
+    pub start_ns: u64,
+    /// Length of the slice, ns.
+    pub duration_ns: u64,
+    /// `[highest value of the bucket in ns, count]` for every non-empty bucket, ascending
+    /// (2 significant digits).
+    pub buckets: Vec<(u64, u64)>,
+}
+
+/// Converts `slices` (times and values in the recorder's unit, which `to_ns` converts) for
+/// JSON, with times counted from the first slice's start.
+pub(crate) fn slices_to_json(slices: &[Slice], to_ns: impl Fn(u64) -> u64) -> Vec<SliceJson> {
+    let origin = slices.first().map_or(0, |s| s.start);
+    slices
+        .iter()
+        .map(|s| SliceJson {
+            start_ns: to_ns(s.start - origin),
+            duration_ns: to_ns(s.width),
+            buckets: to_json(&s.hist, &to_ns).buckets,
+        })
+        .collect()
 }
 
 #[cfg(test)]

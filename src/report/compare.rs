@@ -1,12 +1,16 @@
-//! `lowlat compare`'s printers: the settings diff, then one table row per CPU and metric with
-//! each arm's value and 95 % interval, the change, the verdict and the test behind it; and the
-//! `compare` JSON document.
+//! `lowlat compare`'s printers: the settings diff; the primary endpoints with each arm's value,
+//! the ratio B/A with its interval and the verdict; the minimum detectable effect; the
+//! environment of both arms with its warnings; the per-CPU detail; and the `compare` JSON
+//! document. Also the A/A calibration (`compare --calibrate`) and its document.
 
 use std::fmt::Write;
 
+use crate::compare::calibrate::{Calibration, Design};
+use crate::compare::environment::Spread;
+use crate::compare::estimate::ArmEstimate;
 use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
-use crate::compare::{Comparison, Row};
+use crate::compare::{Comparison, Primary};
 use crate::document::{Document, Kind};
 use crate::report::measure::jitter::aligned;
 
@@ -20,8 +24,23 @@ pub fn document(comparisons: &[Comparison], host: String) -> Document<CompareBod
 #[derive(Debug, serde::Serialize)]
 pub struct CompareBody<'a> {
     /// One comparison per measurement both arms hold (busy-loop gaps, timer wake-ups), each
-    /// with its arms, settings diff, rows and notes.
+    /// with its arms, settings diff, primary endpoints, environment, detail rows and notes.
     pub comparisons: &'a [Comparison],
+}
+
+/// The `calibration` document (`lowlat compare --calibrate --json`).
+pub fn calibration_document(
+    calibrations: &[Calibration],
+    host: String,
+) -> Document<CalibrationBody<'_>> {
+    Document::new(Kind::Calibration, host, CalibrationBody { calibrations })
+}
+
+/// The body of a `calibration` document.
+#[derive(Debug, serde::Serialize)]
+pub struct CalibrationBody<'a> {
+    /// One calibration per measurement the runs hold.
+    pub calibrations: &'a [Calibration],
 }
 
 /// Every comparison as the terminal shows it, one after the other.
@@ -33,25 +52,47 @@ pub fn render_all(comparisons: &[Comparison]) -> String {
         .join("\n")
 }
 
+/// A value with its unit: latencies in µs (ns below 1 µs, ms above 10 ms), rates and rates of
+/// memory bandwidth with theirs.
 fn value(v: f64, unit: &str) -> String {
     match unit {
-        "ns" if v >= 1e6 => format!("{:.2} ms", v / 1e6),
-        "ns" if v >= 1e3 => format!("{:.2} us", v / 1e3),
+        "ns" if v >= 1e7 => format!("{:.2} ms", v / 1e6),
+        "ns" if v >= 1e3 => format!("{:.2} µs", v / 1e3),
         "ns" => format!("{v:.0} ns"),
+        "per-minute" => format!("{v:.1}/min"),
+        "per-million-samples" => format!("{v:.1}/M"),
+        "MB/s" => format!("{v:.0} MB/s"),
         _ => format!("{v:.1}"),
     }
 }
 
-fn estimate(row: &Row, e: &crate::compare::metric::Estimate) -> String {
+fn estimate(unit: &str, e: &ArmEstimate) -> String {
     match (e.low, e.high) {
         (Some(low), Some(high)) => format!(
             "{} [{}, {}]",
-            value(e.value, row.unit),
-            value(low, row.unit),
-            value(high, row.unit)
+            value(e.value, unit),
+            value(low, unit),
+            value(high, unit)
         ),
-        _ => value(e.value, row.unit),
+        _ => value(e.value, unit),
     }
+}
+
+fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
+    match interval {
+        Some((lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
+        None => format!("{r:.2}"),
+    }
+}
+
+fn p_value(p: Option<f64>) -> String {
+    p.map_or("—".into(), |p| {
+        if p < 0.001 {
+            "<0.001".into()
+        } else {
+            format!("{p:.3}")
+        }
+    })
 }
 
 fn keys(out: &mut String, title: &str, keys: &[KeyValues], between: bool) {
@@ -74,6 +115,220 @@ fn keys(out: &mut String, title: &str, keys: &[KeyValues], between: bool) {
     }
 }
 
+fn settings(out: &mut String, c: &Comparison) {
+    let s = &c.settings;
+    if s.between.is_empty() && s.within_a.is_empty() && s.within_b.is_empty() {
+        let _ = writeln!(
+            out,
+            "Settings: no difference recorded between or within the arms."
+        );
+    }
+    keys(
+        out,
+        "Settings that differ between the arms (A → B):",
+        &s.between,
+        true,
+    );
+    keys(
+        out,
+        "WARNING: settings differ WITHIN arm A; its runs are not one configuration:",
+        &s.within_a,
+        false,
+    );
+    keys(
+        out,
+        "WARNING: settings differ WITHIN arm B; its runs are not one configuration:",
+        &s.within_b,
+        false,
+    );
+    if !s.unknown.is_empty() {
+        let _ = writeln!(
+            out,
+            "Settings unknown for {} run(s) (peers' outputs without a lowlat document beside them).",
+            s.unknown.len()
+        );
+    }
+}
+
+fn endpoint_name(e: &Primary) -> String {
+    match &e.kernel {
+        Some(kernel) => format!("{kernel} {}", e.endpoint.name()),
+        None => e.endpoint.name().to_string(),
+    }
+}
+
+/// The verdict of a primary endpoint, with the covariates that could explain it.
+fn verdict(e: &Primary) -> String {
+    if e.confounded_by.is_empty() {
+        e.verdict.label()
+    } else {
+        format!("{} (confounded)", e.verdict.label())
+    }
+}
+
+fn primary(out: &mut String, c: &Comparison) {
+    let what = match c.family {
+        Family::Throughput => "each kernel's best rate, one value per run",
+        _ => "one value per run pooled over the CPUs",
+    };
+    let _ = writeln!(
+        out,
+        "Verdict (primary endpoints, {what}; {}):",
+        c.correction.split(';').next().unwrap_or_default()
+    );
+    let mut table = vec![
+        [
+            "endpoint",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for e in &c.primary {
+        table.push(vec![
+            endpoint_name(e),
+            estimate(e.unit, &e.a),
+            estimate(e.unit, &e.b),
+            ratio(e.ratio, e.ratio_interval),
+            p_value(e.p_holm),
+            verdict(e),
+        ]);
+    }
+    out.push_str(&aligned(&table));
+    let runs = c.primary.first().map_or(0, |e| e.a.runs.min(e.b.runs));
+    let detectable: Vec<String> = c
+        .primary
+        .iter()
+        .filter_map(|e| {
+            Some(format!(
+                "±{} in the {} ({} runs per arm: ±{})",
+                percent(e.detectable_percent?),
+                endpoint_name(e),
+                2 * runs,
+                percent(e.detectable_percent_doubled?)
+            ))
+        })
+        .collect();
+    if !detectable.is_empty() {
+        let _ = writeln!(
+            out,
+            "With {runs} runs per arm and this spread, smaller changes than these cannot be told \
+             from noise (80 % power): {}.",
+            detectable.join("; ")
+        );
+    }
+    // Each test once, with the endpoints it decided.
+    let mut tests: Vec<(&str, Vec<String>)> = Vec::new();
+    for e in &c.primary {
+        match tests.iter_mut().find(|(test, _)| *test == e.test) {
+            Some((_, names)) => names.push(endpoint_name(e)),
+            None => tests.push((&e.test, vec![endpoint_name(e)])),
+        }
+    }
+    for (test, names) in tests {
+        let _ = writeln!(out, "  {}: {test}", names.join(", "));
+    }
+}
+
+/// A percentage with one decimal under 10 %, whole above.
+fn percent(p: f64) -> String {
+    if p < 10.0 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.0} %")
+    }
+}
+
+fn spread(s: Option<Spread>) -> String {
+    match s {
+        Some(s) if s.runs > 1 => format!("{:.2} ± {:.2}", s.mean, s.sd),
+        Some(s) => format!("{:.2}", s.mean),
+        None => "—".to_string(),
+    }
+}
+
+fn environment(out: &mut String, c: &Comparison) {
+    if c.environment.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Environment during the runs (mean ± sd over the runs):"
+    );
+    let mut table = vec![["quantity", "A", "B", ""].map(String::from).to_vec()];
+    for row in &c.environment {
+        table.push(vec![
+            row.covariate.name().to_string(),
+            spread(row.a),
+            spread(row.b),
+            if row.worse.is_some() { "differs" } else { "" }.to_string(),
+        ]);
+    }
+    out.push_str(&aligned(&table));
+    for row in &c.environment {
+        if let Some(warning) = &row.warning {
+            let _ = writeln!(out, "WARNING: {warning}.");
+        }
+    }
+    let confounded: Vec<String> = c
+        .primary
+        .iter()
+        .filter(|e| !e.confounded_by.is_empty())
+        .map(endpoint_name)
+        .collect();
+    if !confounded.is_empty() {
+        let _ = writeln!(
+            out,
+            "Confounded (not counted in the exit code unless --fail-on any): {}.",
+            confounded.join(", ")
+        );
+    }
+}
+
+fn detail(out: &mut String, c: &Comparison) {
+    if c.rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Detail per CPU (Holm over these {} rows; they do not set the exit code):",
+        c.rows.len()
+    );
+    let mut table = vec![
+        [
+            "cpu",
+            "metric",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for row in &c.rows {
+        let metric = match row.unit {
+            "ns" => row.metric.name().to_string(),
+            _ => format!("{} {} µs", row.metric.name(), c.above_ns / 1e3),
+        };
+        table.push(vec![
+            row.cpu.to_string(),
+            metric,
+            estimate(row.unit, &row.a),
+            estimate(row.unit, &row.b),
+            ratio(row.ratio, row.ratio_interval),
+            p_value(row.p_holm),
+            row.verdict.label(),
+        ]);
+    }
+    out.push_str(&aligned(&table));
+}
+
 /// The comparison for people.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
@@ -86,98 +341,114 @@ pub fn render(c: &Comparison) -> String {
     );
     let _ = match c.family {
         Family::Throughput => writeln!(out, "; higher is better"),
-        _ => writeln!(out, "; rate above {} us", c.above_ns / 1e3),
+        _ => writeln!(out, "; rate above {} µs", c.above_ns / 1e3),
     };
     let _ = writeln!(out);
-    let s = &c.settings;
-    if s.between.is_empty() && s.within_a.is_empty() && s.within_b.is_empty() {
-        let _ = writeln!(
-            out,
-            "Settings: no difference recorded between or within the arms."
-        );
-    }
-    keys(
-        &mut out,
-        "Settings that differ between the arms (A → B):",
-        &s.between,
-        true,
-    );
-    keys(
-        &mut out,
-        "WARNING: settings differ WITHIN arm A; its runs are not one configuration:",
-        &s.within_a,
-        false,
-    );
-    keys(
-        &mut out,
-        "WARNING: settings differ WITHIN arm B; its runs are not one configuration:",
-        &s.within_b,
-        false,
-    );
-    if !s.unknown.is_empty() {
-        let _ = writeln!(
-            out,
-            "Settings unknown for {} run(s) (peers' outputs without a lowlat document beside them).",
-            s.unknown.len()
-        );
-    }
+    settings(&mut out, c);
     let _ = writeln!(out);
-    let mut table = vec![
-        [
-            "cpu",
-            "metric",
-            "A [95% CI]",
-            "B [95% CI]",
-            "Δ%",
-            "p (Holm)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    let mut tests: Vec<&str> = Vec::new();
-    for row in &c.rows {
-        if !tests.contains(&row.test.as_str()) {
-            tests.push(&row.test);
-        }
-        let number = tests.iter().position(|t| *t == row.test).unwrap_or(0) + 1;
-        let metric = match (&row.kernel, row.unit) {
-            (Some(kernel), unit) => format!("{kernel} {} ({unit})", row.metric.name()),
-            (None, "ns") => row.metric.name().to_string(),
-            (None, unit) => format!("{} {} us ({unit})", row.metric.name(), c.above_ns / 1e3),
-        };
-        table.push(vec![
-            if row.kernel.is_some() {
-                "all".to_string()
-            } else {
-                row.cpu.to_string()
-            },
-            metric,
-            estimate(row, &row.a),
-            estimate(row, &row.b),
-            row.delta_percent.map_or("—".into(), |d| format!("{d:+.1}")),
-            row.p_holm.map_or("—".into(), |p| {
-                if p < 0.001 {
-                    "<0.001".into()
-                } else {
-                    format!("{p:.3}")
-                }
-            }),
-            format!("{} [{number}]", row.verdict.label()),
-        ]);
-    }
-    out.push_str(&aligned(&table));
+    primary(&mut out, c);
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "Tests (verdicts at p < {} after {}):",
-        c.alpha, c.correction
-    );
-    for (i, test) in tests.iter().enumerate() {
-        let _ = writeln!(out, "  [{}] {test}", i + 1);
+    environment(&mut out, c);
+    if !c.environment.is_empty() {
+        let _ = writeln!(out);
     }
+    detail(&mut out, c);
     for note in &c.notes {
         let _ = writeln!(out, "Note: {note}");
+    }
+    let end = out.trim_end().len();
+    out.truncate(end);
+    out.push('\n');
+    out
+}
+
+/// The calibration for people.
+pub fn render_calibration(calibrations: &[Calibration]) -> String {
+    let mut out = String::new();
+    for (i, c) in calibrations.iter().enumerate() {
+        if i > 0 {
+            let _ = writeln!(out);
+        }
+        let cpus: Vec<String> = c.cpus.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "calibrate: {}; {} untouched runs, CPUs {}",
+            c.family.name(),
+            c.runs,
+            cpus.join(",")
+        );
+        let _ = writeln!(
+            out,
+            "\nHow far the runs spread, and the smallest change compare detects with 80 % power:"
+        );
+        let mut table = vec![
+            [
+                "endpoint",
+                "run-to-run sd",
+                "2 runs/arm",
+                "4 runs/arm",
+                "8 runs/arm",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for e in &c.endpoints {
+            let mut row = vec![
+                match &e.kernel {
+                    Some(k) => format!("{k} {}", e.endpoint.name()),
+                    None => e.endpoint.name().to_string(),
+                },
+                format!("±{:.1} %", (e.sd_log.exp() - 1.0) * 100.0),
+            ];
+            for n in [2, 4, 8] {
+                row.push(
+                    e.detectable_percent
+                        .iter()
+                        .find(|(runs, _)| *runs == n)
+                        .map_or("—".into(), |(_, p)| format!("±{p:.0} %")),
+                );
+            }
+            table.push(row);
+        }
+        out.push_str(&aligned(&table));
+        let _ = writeln!(
+            out,
+            "\nHow often compare calls a difference between these untouched runs (an A/A test; \
+             the method promises at most 5 % with 2 runs or more per arm), and how many of those \
+             the arms' environment does not explain (those would set the exit code):"
+        );
+        let mut table = vec![
+            ["runs/arm", "consecutive", "interleaved", "all splits"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        let sizes: Vec<usize> = c.shares.iter().map(|s| s.runs_per_arm).collect();
+        let mut seen = Vec::new();
+        for k in sizes {
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k);
+            let mut row = vec![k.to_string()];
+            for design in [Design::Consecutive, Design::Interleaved, Design::All] {
+                row.push(
+                    c.shares
+                        .iter()
+                        .find(|s| s.runs_per_arm == k && s.design == design)
+                        .map_or("—".into(), |s| {
+                            format!(
+                                "{} of {} ({:.0} %; {} unexplained)",
+                                s.with_verdict,
+                                s.splits,
+                                s.share * 100.0,
+                                s.unexplained
+                            )
+                        }),
+                );
+            }
+            table.push(row);
+        }
+        out.push_str(&aligned(&table));
     }
     out
 }

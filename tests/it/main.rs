@@ -14,6 +14,7 @@ mod bios;
 mod bios_vendors;
 mod cli_measure;
 mod compare;
+mod compare_aa;
 mod compare_peers;
 mod completions;
 mod fleet;

@@ -374,13 +374,14 @@ fn chromium_renders_every_section_and_point_without_a_console_error() {
 
 #[test]
 fn a_comparison_renders_as_a_table_with_its_verdicts_and_tests() {
-    // Two arms of the recorded sysjitter runs: the same files, so nothing is better or worse.
+    // Two arms of the recorded sysjitter runs: the same files, so nothing is better or worse
+    // (one run per arm: inconclusive, said with the runs needed).
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/sysjitter");
     let raw: Vec<String> = ["run-1000ns.0", "run-1000ns.1"]
         .iter()
         .map(|name| samples.join(name).to_string_lossy().into_owned())
         .collect();
-    let mut args = vec!["compare", "--json", "--resamples", "200"];
+    let mut args = vec!["compare", "--json"];
     args.extend(raw.iter().map(String::as_str));
     args.push("--");
     args.extend(raw.iter().map(String::as_str));
@@ -396,8 +397,12 @@ fn a_comparison_renders_as_a_table_with_its_verdicts_and_tests() {
     );
     assert!(html.contains("busy-loop interruptions") || html.contains("gaps"));
     assert!(
-        html.contains("verdict-no-difference"),
-        "identical arms must not differ"
+        html.contains("Verdict: primary endpoints") && html.contains("B/A [95% CI]"),
+        "no primary endpoints"
+    );
+    assert!(
+        html.contains("verdict-inconclusive") && html.contains("runs per arm"),
+        "one run per arm must be inconclusive, naming the runs needed"
     );
     assert!(!html.contains("verdict-better") && !html.contains("verdict-worse"));
     assert!(html.contains("Holm"));

@@ -1,13 +1,10 @@
-//! The tests behind compare's verdicts, each small and checked against scipy on committed
-//! vectors (tests/data/compare/): Mann-Whitney U, the exact binomial test with the Poisson
-//! dispersion test before it, Welch's two one-sided tests, bootstrap intervals (plain and
-//! moving-block) and Holm's correction.
+//! The statistics behind compare's verdicts, each small and checked against scipy on
+//! committed vectors (tests/data/compare/): Welch's t on the log scale (the run-level
+//! estimate of a ratio and its interval), histograms of latencies and Holm's correction.
 
-pub mod binomial;
-pub mod bootstrap;
+pub mod histogram;
 pub mod holm;
-pub mod mann_whitney;
-pub mod tost;
+pub mod welch;
 
 /// The median of `values` (the mean of the two middle ones for an even count); NaN when empty.
 pub fn median(values: &[f64]) -> f64 {
@@ -21,10 +18,13 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// The mean and the sample variance (n − 1) of `values`.
-pub(crate) fn mean_var(values: &[f64]) -> (f64, f64) {
+/// The mean and the sample variance (n − 1) of `values` (variance 0 for one value).
+pub fn mean_var(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0);
+    }
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
     (mean, var)
 }

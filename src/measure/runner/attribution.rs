@@ -6,6 +6,7 @@
 use crate::machine::irq::{InterruptTable, SoftirqTable, parse_interrupts, parse_softirqs};
 use crate::machine::tasks::parse_status;
 use crate::machine::{Avail, Warnings};
+use crate::measure::runner::conditions::{self, CpuConditions};
 use crate::measure::runner::segments::Merge;
 use crate::sysroot::SysRoot;
 use serde::Serialize;
@@ -24,6 +25,8 @@ pub(crate) struct Counters {
     pub context_switches: Vec<Avail<ContextSwitches>>,
     /// Time each measuring thread has waited on a run queue, ns, in CPU order.
     pub waited_ns: Vec<Avail<u64>>,
+    /// Steal, frequency, throttling, SMIs and the load average.
+    pub conditions: conditions::Reading,
 }
 
 impl Default for Counters {
@@ -34,6 +37,7 @@ impl Default for Counters {
             softirqs: Avail::missing("not read"),
             context_switches: Vec::new(),
             waited_ns: Vec::new(),
+            conditions: conditions::Reading::default(),
         }
     }
 }
@@ -47,8 +51,13 @@ pub struct ContextSwitches {
     pub involuntary: u64,
 }
 
-/// Reads the counters now; `tids` are the measuring threads of this process.
-pub(crate) fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warnings) -> Counters {
+/// Reads the counters now; `tids` are the measuring threads of this process, on `cpus`.
+pub(crate) fn read_counters(
+    root: &SysRoot,
+    cpus: &[u32],
+    tids: &[u32],
+    warnings: &mut Warnings,
+) -> Counters {
     let pid = std::process::id();
     let interrupts = root
         .read(INTERRUPTS)
@@ -95,6 +104,7 @@ pub(crate) fn read_counters(root: &SysRoot, tids: &[u32], warnings: &mut Warning
         softirqs: softirqs.into(),
         context_switches,
         waited_ns,
+        conditions: conditions::read(root, cpus, warnings),
     }
 }
 
@@ -118,6 +128,7 @@ fn parse_waited_ns(text: &str) -> Option<u64> {
 /// says on stderr (from the main thread) when the measurement starts and ends.
 pub(crate) struct CounterObserver<'a> {
     root: &'a SysRoot,
+    cpus: &'a [u32],
     progress: String,
     /// The counters read before GO.
     pub before: Counters,
@@ -130,9 +141,10 @@ pub(crate) struct CounterObserver<'a> {
 impl<'a> CounterObserver<'a> {
     /// An observer reading through `root`; `progress` is printed at GO (e.g. "measuring
     /// jitter on CPU 1 for 3 s").
-    pub(crate) fn new(root: &'a SysRoot, progress: String) -> Self {
+    pub(crate) fn new(root: &'a SysRoot, cpus: &'a [u32], progress: String) -> Self {
         Self {
             root,
+            cpus,
             progress,
             before: Counters::default(),
             after: Counters::default(),
@@ -143,7 +155,7 @@ impl<'a> CounterObserver<'a> {
 
 impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
     fn before(&mut self, tids: &[u32]) {
-        self.before = read_counters(self.root, tids, &mut self.warnings);
+        self.before = read_counters(self.root, self.cpus, tids, &mut self.warnings);
         eprintln!(
             "lowlat: {} (Ctrl-C stops early and keeps the results)",
             self.progress
@@ -151,7 +163,7 @@ impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
     }
 
     fn after(&mut self, tids: &[u32]) {
-        self.after = read_counters(self.root, tids, &mut self.warnings);
+        self.after = read_counters(self.root, self.cpus, tids, &mut self.warnings);
         eprintln!("lowlat: measurement done");
     }
 }
@@ -170,6 +182,8 @@ pub struct CpuAttribution {
     /// Time the measuring thread was ready to run while other tasks ran on its CPU during
     /// the run, ns (`/proc/<pid>/task/<tid>/schedstat`).
     pub waited_ns: Avail<u64>,
+    /// Steal, frequency, throttling and SMIs on the CPU during the run.
+    pub conditions: CpuConditions,
 }
 
 impl CpuAttribution {
@@ -219,6 +233,7 @@ impl Merge for CpuAttribution {
         } else {
             self.waited_ns = unavailable_of(&self.waited_ns, later.waited_ns);
         }
+        self.conditions.merge(later.conditions);
     }
 }
 
@@ -248,9 +263,11 @@ fn merge_counts(sum: &mut Avail<Vec<EventCount>>, later: Avail<Vec<EventCount>>)
 /// The per-CPU differences between two readings; `cpus` in the order the counters' threads
 /// were given.
 pub(crate) fn attribute(cpus: &[u32], before: &Counters, after: &Counters) -> Vec<CpuAttribution> {
+    let conditions = conditions::between(cpus, &before.conditions, &after.conditions);
     cpus.iter()
+        .zip(conditions)
         .enumerate()
-        .map(|(slot, &cpu)| CpuAttribution {
+        .map(|(slot, (&cpu, conditions))| CpuAttribution {
             cpu,
             irqs: both(&before.interrupts, &after.interrupts, |b, a| {
                 irq_deltas(b, a, cpu)
@@ -280,6 +297,7 @@ pub(crate) fn attribute(cpus: &[u32], before: &Counters, after: &Counters) -> Ve
                 (Some(b), Some(a)) => Avail::Available(a.saturating_sub(*b)),
                 _ => Avail::missing("not read"),
             },
+            conditions,
         })
         .collect()
 }
@@ -353,6 +371,7 @@ mod tests {
                 involuntary: ctxt.1,
             })],
             waited_ns: vec![Avail::Available(ctxt.1 * 1_000_000)],
+            conditions: conditions::Reading::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod attribution;
 pub(crate) mod clock;
+pub(crate) mod conditions;
 pub(crate) mod cpus;
 pub(crate) mod env;
 pub(crate) mod harness;
@@ -18,6 +19,7 @@ pub(crate) mod progress;
 pub(crate) mod region;
 pub(crate) mod segments;
 pub(crate) mod session;
+pub(crate) mod slices;
 pub(crate) mod summary;
 pub(crate) mod threads;
 pub(crate) mod tsc;

@@ -15,6 +15,7 @@
 
 use crate::machine::{CpuSet, Warning};
 use crate::measure::runner::attribution::{CounterObserver, CpuAttribution, attribute};
+use crate::measure::runner::conditions::{self, LoadAverage};
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::harness::{self, Helper, StopFlag};
 use crate::measure::runner::inject::{self, InjectSpec};
@@ -249,6 +250,8 @@ pub struct Finished<R> {
     pub injector_spins: Vec<u64>,
     /// What was counted on each CPU during the run.
     pub attribution: Vec<CpuAttribution>,
+    /// The 1-minute load average before and after the run, when readable.
+    pub load_average: Option<LoadAverage>,
     /// The measured CPUs other tasks shared during the run, one sentence each.
     pub shared: Vec<String>,
     /// The machine when it ran.
@@ -274,6 +277,9 @@ impl<R: Merge> Merge for Finished<R> {
         }
         for (attribution, more) in self.attribution.iter_mut().zip(later.attribution) {
             attribution.merge(more);
+        }
+        if let (Some(load), Some(more)) = (&mut self.load_average, later.load_average) {
+            load.after = more.after;
         }
         self.shared = self
             .attribution
@@ -321,7 +327,7 @@ pub(crate) fn run_loops<R: Send>(
         helpers.extend(injectors);
         counts
     });
-    let mut observer = CounterObserver::new(root, progress);
+    let mut observer = CounterObserver::new(root, &plan.cpus, progress);
     let outcome = run(
         &plan.cpus,
         plan.duration,
@@ -348,6 +354,8 @@ pub(crate) fn run_loops<R: Send>(
         })
         .collect();
     let attribution = attribute(&plan.cpus, &observer.before, &observer.after);
+    let load_average =
+        conditions::load_average(&observer.before.conditions, &observer.after.conditions);
     let shared = attribution
         .iter()
         .filter_map(|a| a.shared_warning(outcome.elapsed_ns))
@@ -360,6 +368,7 @@ pub(crate) fn run_loops<R: Send>(
         memory_locked: session.memory_locked(),
         injector_spins: spins.map(|s| s.get()).unwrap_or_default(),
         attribution,
+        load_average,
         shared,
         environment,
         warnings: observer.warnings.into_vec(),

@@ -8,9 +8,10 @@ use super::loops::{
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
+use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
-use crate::peer::hdr::{HdrJson, to_json};
+use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::peer::oslat::{self, OslatThread};
 use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use serde::Serialize;
@@ -69,6 +70,9 @@ pub(crate) struct JitterCpu {
     pub sysjitter_sort_may_differ: bool,
     /// Histogram of the interruption lengths.
     pub histogram: HdrJson,
+    /// The run cut into 16 equal slices of time, each with the histogram of its
+    /// interruptions: drift inside the run, and the within-run variation compare estimates.
+    pub slices: Vec<SliceJson>,
     /// Every loop iteration in oslat's 1 µs buckets.
     pub oslat: OslatJson,
     /// The injector's spins and what was counted on this CPU during the run.
@@ -178,6 +182,7 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
                 capacity: rec.config.capacity,
                 sysjitter_sort_may_differ: sysjitter_sort_may_differ(&stats),
                 histogram: to_json(&rec.hist, |t| ticks_to_ns(t, hz)),
+                slices: slices_to_json(&rec.slices().regrouped(SLICES), |t| ticks_to_ns(t, hz)),
                 oslat: OslatJson {
                     bucket_us: 1,
                     counts: rec.buckets.to_vec(),

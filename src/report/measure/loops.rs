@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::header::ResultHeader;
 use crate::machine::{Avail, CpuSet};
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
+use crate::measure::runner::conditions::LoadAverage;
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::{Finished, LoopPlan};
 
@@ -46,6 +47,8 @@ pub(crate) struct RunConditions {
     pub memory_locked: bool,
     /// CPUs the reporting thread ran on (empty: it shared the measured CPUs).
     pub main_cpus: CpuSet,
+    /// The 1-minute load average before and after the run (`null`: not readable).
+    pub load_average: Option<LoadAverage>,
 }
 
 impl RunConditions {
@@ -56,6 +59,7 @@ impl RunConditions {
             inject: plan.inject,
             memory_locked: session.memory_locked,
             main_cpus: session.main_cpus.clone(),
+            load_average: session.load_average,
         }
     }
 }
@@ -164,6 +168,7 @@ fn attribution_line(a: &CpuAttribution) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::runner::conditions::CpuConditions;
 
     #[test]
     fn cpu_notes_come_in_a_fixed_order() {
@@ -175,6 +180,13 @@ mod tests {
                 softirqs: Avail::missing("no /proc/softirqs"),
                 context_switches: Avail::missing("not read"),
                 waited_ns: Avail::missing("not read"),
+                conditions: CpuConditions {
+                    steal_ns: Avail::missing("not read"),
+                    aperf_mperf: Avail::missing("not read"),
+                    cur_freq_mhz: Avail::missing("not read"),
+                    throttle_events: Avail::missing("not read"),
+                    smis: Avail::missing("not read"),
+                },
             }),
         };
         let text = cpu_notes(

@@ -7,9 +7,10 @@ use super::loops::{
 };
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
+use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
-use crate::peer::hdr::{HdrJson, to_json};
+use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -56,6 +57,9 @@ pub(crate) struct TimerCpuResult {
     pub percentiles_ns: Percentiles,
     /// Histogram of all latencies.
     pub histogram: HdrJson,
+    /// The run cut into 16 equal slices of time, each with the histogram of its latencies:
+    /// drift inside the run, and the within-run variation compare estimates.
+    pub slices: Vec<SliceJson>,
     /// cyclictest's 1 µs histogram, when one was asked for.
     pub cyclictest: Option<CyclicJson>,
     /// The injector's spins and what was counted on this CPU during the run.
@@ -116,6 +120,7 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
             p99_99: q(0.9999),
         },
         histogram: to_json(&rec.hist, |ns| ns),
+        slices: slices_to_json(&rec.slices.regrouped(SLICES), |ns| ns),
         cyclictest: (!rec.cyclic.buckets.is_empty()).then(|| CyclicJson {
             buckets: rec.cyclic.buckets.clone(),
             overflows: rec.cyclic.overflows,
@@ -249,6 +254,7 @@ mod tests {
                 inject: None,
                 memory_locked: true,
                 main_cpus: [0].into_iter().collect(),
+                load_average: None,
             },
             cpus: vec![TimerCpuResult {
                 cpu: 2,
@@ -270,6 +276,7 @@ mod tests {
                     significant_digits: 3,
                     buckets: Vec::new(),
                 },
+                slices: Vec::new(),
                 cyclictest: None,
                 alongside: Alongside {
                     injector_spins: Some(4),
@@ -283,7 +290,7 @@ mod tests {
             run,
             "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
              \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
-             \"memory_locked\":true,\"main_cpus\":\"0\","
+             \"memory_locked\":true,\"main_cpus\":\"0\",\"load_average\":null,"
         );
         assert_eq!(
             cpu,

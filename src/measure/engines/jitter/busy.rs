@@ -8,6 +8,7 @@
 
 use crate::measure::runner::clock::TickSource;
 use crate::measure::runner::segments::Merge;
+use crate::measure::runner::slices::Slices;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -112,6 +113,16 @@ impl BusyRecord {
         self.stop
             .wrapping_sub(self.start)
             .saturating_sub(self.paused)
+    }
+
+    /// The interruptions by slice of the run's time (counter ticks). Pauses between the
+    /// segments of a checkpointed run fall inside slices; they hold no gap.
+    pub(crate) fn slices(&self) -> Slices {
+        let mut slices = Slices::new(self.start, self.stop, self.config.hist_max_ticks);
+        for gap in &self.gaps {
+            slices.record(gap.end, gap.ticks);
+        }
+        slices
     }
 
     /// Runs the loop until `stop` is set or `clock` ends (or the gap buffer fills).
@@ -244,6 +255,10 @@ mod tests {
         assert_eq!(rec.max_period, 40000);
         assert_eq!(rec.hist.len(), 2);
         assert!(!rec.full);
+        // The first gap ends in the second of 16 slices of 50 079 ticks, the second in the last.
+        let slices = rec.slices();
+        assert_eq!(slices.slices[1].hist.len(), 1);
+        assert_eq!(slices.slices[15].hist.len(), 1);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::cyclic::CyclicStats;
 use crate::measure::engines::jitter::busy::HDR_DIGITS;
 use crate::measure::runner::clock::DeadlineClock;
 use crate::measure::runner::segments::Merge;
+use crate::measure::runner::slices::Slices;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,6 +31,8 @@ pub struct TimerRecord {
     pub hist: Histogram<u64>,
     /// The same samples truncated to µs, with cyclictest's statistics and histogram.
     pub cyclic: CyclicStats,
+    /// The latencies by slice of the run's time (clock times and values in ns).
+    pub(crate) slices: Slices,
 }
 
 impl TimerRecord {
@@ -51,6 +54,7 @@ impl TimerRecord {
             // Cloning writes every count, which faults the pages in now rather than in the loop.
             hist: hist.clone(),
             cyclic,
+            slices: Slices { slices: Vec::new() },
         }
     }
 
@@ -59,8 +63,9 @@ impl TimerRecord {
         self.cyclic.cycles
     }
 
-    /// Records one latency, ns.
-    pub fn add(&mut self, late_ns: u64) {
+    /// Records one latency, ns, of a wake-up at clock time `at_ns`.
+    fn add(&mut self, at_ns: u64, late_ns: u64) {
+        self.slices.record(at_ns, late_ns);
         self.min_ns = self.min_ns.min(late_ns);
         self.max_ns = self.max_ns.max(late_ns);
         self.sum_ns += u128::from(late_ns);
@@ -82,7 +87,9 @@ impl TimerRecord {
     /// interval), and a wake-up that finds `stop` set (Ctrl-C wakes the sleep) is no sample.
     pub fn run(&mut self, clock: &mut impl DeadlineClock, stop: &AtomicBool, end_ns: u64) {
         let interval = self.interval_ns.max(1);
-        let mut next = clock.now_ns().saturating_add(interval);
+        let start = clock.now_ns();
+        self.slices = Slices::new(start, end_ns, HIST_MAX_NS);
+        let mut next = start.saturating_add(interval);
         while !stop.load(Ordering::Relaxed) && next <= end_ns {
             let Some(now) = clock.sleep_until(next) else {
                 break;
@@ -90,7 +97,7 @@ impl TimerRecord {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            self.add(now.saturating_sub(next));
+            self.add(now, now.saturating_sub(next));
             next = next.saturating_add(interval);
             while now > next {
                 next = next.saturating_add(interval);
@@ -115,6 +122,7 @@ impl Merge for TimerRecord {
                 .saturating_record_n(value.value_iterated_to(), value.count_at_value());
         }
         self.cyclic.merge(later.cyclic);
+        self.slices.merge(later.slices);
     }
 }
 
@@ -138,6 +146,21 @@ mod tests {
         assert_eq!(rec.cyclic.overflow_cycles, vec![1]);
         assert_eq!(rec.hist.len(), 3);
         assert_eq!(rec.mean_ns(), 3_560_000.0 / 3.0);
+    }
+
+    #[test]
+    fn each_wake_up_is_counted_in_the_slice_of_its_time() {
+        // A 16 ms run of 1 ms periods, 1 µs late: wake-ups at 1.001, 2.001, ... 16.001 ms in
+        // slices of 1 ms; the first slice has none, the last also the one after the end.
+        let mut clock = ScriptedWakeups::new(0, [1_000; 40]);
+        let mut rec = TimerRecord::new(1_000_000, 0);
+        rec.run(&mut clock, &AtomicBool::new(false), 16_000_000);
+        assert_eq!(rec.slices.slices.len(), 16);
+        let counts: Vec<u64> = rec.slices.slices.iter().map(|s| s.hist.len()).collect();
+        assert_eq!(counts.iter().sum::<u64>(), rec.samples());
+        let mut expected = vec![1u64; 16];
+        (expected[0], expected[15]) = (0, 2);
+        assert_eq!(counts, expected);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The comparison of two arms (a `compare` document): the settings that differ, then per CPU
-//! and metric both values with their intervals, the change and the verdict with its test. The
-//! table is plain HTML, readable without anything else.
+//! The comparison of two arms (a `compare` document): the settings that differ; the primary
+//! endpoints with both arms' values, the ratio B/A with its interval, the verdict and the
+//! minimum detectable effect; the environment of both arms with its warnings; the per-CPU
+//! detail. Plain HTML tables, readable without anything else.
 
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -22,6 +23,8 @@ struct Comparison {
     a: Arm,
     b: Arm,
     settings: Settings,
+    primary: Vec<Primary>,
+    environment: Vec<EnvironmentRow>,
     rows: Vec<Row>,
     notes: Vec<String>,
 }
@@ -46,15 +49,47 @@ struct KeyValues {
 }
 
 #[derive(Deserialize)]
+struct Primary {
+    endpoint: String,
+    kernel: Option<String>,
+    unit: String,
+    a: Estimate,
+    b: Estimate,
+    ratio: f64,
+    ratio_interval: Option<(f64, f64)>,
+    p_holm: Option<f64>,
+    verdict: String,
+    runs_needed: Option<usize>,
+    confounded_by: Vec<String>,
+    detectable_percent: Option<f64>,
+    detectable_percent_doubled: Option<f64>,
+    test: String,
+}
+
+#[derive(Deserialize)]
+struct EnvironmentRow {
+    covariate: String,
+    a: Option<Spread>,
+    b: Option<Spread>,
+    warning: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Spread {
+    mean: f64,
+    sd: f64,
+    runs: usize,
+}
+
+#[derive(Deserialize)]
 struct Row {
     cpu: u32,
-    kernel: Option<String>,
     metric: String,
     unit: String,
     a: Estimate,
     b: Estimate,
-    delta_percent: Option<f64>,
-    test: String,
+    ratio: f64,
+    ratio_interval: Option<(f64, f64)>,
     p_holm: Option<f64>,
     verdict: String,
 }
@@ -64,13 +99,17 @@ struct Estimate {
     value: f64,
     low: Option<f64>,
     high: Option<f64>,
+    runs: usize,
 }
 
 fn value(v: f64, unit: &str) -> String {
     match unit {
-        "ns" if v >= 1e6 => format!("{:.2} ms", v / 1e6),
+        "ns" if v >= 1e7 => format!("{:.2} ms", v / 1e6),
         "ns" if v >= 1e3 => format!("{:.2} µs", v / 1e3),
         "ns" => format!("{v:.0} ns"),
+        "per-minute" => format!("{v:.1}/min"),
+        "per-million-samples" => format!("{v:.1}/M"),
+        "MB/s" => format!("{v:.0} MB/s"),
         _ => format!("{v:.1}"),
     }
 }
@@ -87,6 +126,33 @@ fn estimate(e: &Estimate, unit: &str) -> String {
     }
 }
 
+fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
+    match interval {
+        Some((lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
+        None => format!("{r:.2}"),
+    }
+}
+
+fn spread(s: &Option<Spread>) -> String {
+    match s {
+        Some(s) if s.runs > 1 => format!("{:.2} ± {:.2}", s.mean, s.sd),
+        Some(s) => format!("{:.2}", s.mean),
+        None => "—".to_string(),
+    }
+}
+
+fn verdict(p: &Primary) -> String {
+    let mut text = match (p.verdict.as_str(), p.runs_needed) {
+        ("inconclusive", Some(n)) => format!("inconclusive (needs {n} runs per arm)"),
+        ("inconclusive", None) => "inconclusive (needs more than 64 runs per arm)".to_string(),
+        _ => p.verdict.clone(),
+    };
+    if !p.confounded_by.is_empty() {
+        text.push_str(&format!(" (confounded: {})", p.confounded_by.join(", ")));
+    }
+    text
+}
+
 /// Each comparison of each `compare` document.
 pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
@@ -97,6 +163,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
         let document: Document = source.view()?;
         for c in &document.comparisons {
             let suspect = !c.settings.within_a.is_empty() || !c.settings.within_b.is_empty();
+            let runs = c.primary.first().map_or(0, |p| p.a.runs.min(p.b.runs));
             parts.push(html! {
                 (from(source))
                 h3 { (c.family) ": A (baseline, " (c.a.runs.len()) " run(s)) against B (candidate, " (c.b.runs.len()) " run(s))" }
@@ -112,27 +179,60 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                     p.warning { strong { "Warning: " } "settings differ within an arm, so its runs were not one configuration: "
                         @for d in c.settings.within_a.iter().chain(&c.settings.within_b) { code { (d.key) } " " } }
                 }
+                h4 { "Verdict: primary endpoints (runs are the unit)" }
                 table {
-                    thead { tr { th { "CPU" } th { "metric" } th { "A [95% CI]" } th { "B [95% CI]" } th { "Δ %" } th { "p (Holm)" } th { "verdict" } th { "test" } } }
+                    thead { tr { th { "endpoint" } th { "A [95% CI]" } th { "B [95% CI]" } th { "B/A [95% CI]" } th { "p (Holm)" } th { "verdict" } th { "test" } } }
                     tbody {
-                        @for r in &c.rows {
-                            @let metric = match (r.unit.as_str(), &r.kernel) {
-                                ("ns", _) => r.metric.clone(),
-                                (unit, Some(_)) => format!("{} ({unit})", r.metric),
-                                (unit, None) => format!("{} {} ({unit})", r.metric, value(c.above_ns, "ns")),
-                            };
-                            tr class=(format!("verdict-{}", r.verdict)) {
-                                td { @match &r.kernel { Some(_) => "all", None => (r.cpu) } }
-                                td { @if let Some(kernel) = &r.kernel { (kernel) " " } (metric) }
-                                td { (estimate(&r.a, &r.unit)) } td { (estimate(&r.b, &r.unit)) }
-                                td { (r.delta_percent.map_or("—".to_string(), |d| format!("{d:+.1}"))) }
-                                td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
-                                td { strong { (r.verdict) } } td { (r.test) }
+                        @for p in &c.primary {
+                            tr class=(format!("verdict-{}", p.verdict)) {
+                                td { @if let Some(kernel) = &p.kernel { (kernel) " " } (p.endpoint) }
+                                td { (estimate(&p.a, &p.unit)) } td { (estimate(&p.b, &p.unit)) }
+                                td { (ratio(p.ratio, p.ratio_interval)) }
+                                td { (p.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
+                                td { strong { (verdict(p)) } } td { (p.test) }
                             }
                         }
                     }
                 }
+                @for p in &c.primary {
+                    @if let (Some(now), Some(doubled)) = (p.detectable_percent, p.detectable_percent_doubled) {
+                        p { "With " (runs) " runs per arm and this spread, changes of the " (p.endpoint)
+                            " under ±" (format!("{now:.0}")) " % cannot be told from noise (80 % power); "
+                            (2 * runs) " runs per arm would detect ±" (format!("{doubled:.0}")) " %." }
+                    }
+                }
                 p { "Verdicts at p < " (c.alpha) " after " (c.correction) "." }
+                @if !c.environment.is_empty() {
+                    h4 { "Environment during the runs (mean ± sd over the runs)" }
+                    table {
+                        thead { tr { th { "quantity" } th { "A" } th { "B" } } }
+                        tbody { @for e in &c.environment { tr { td { (e.covariate) } td { (spread(&e.a)) } td { (spread(&e.b)) } } } }
+                    }
+                    @for e in &c.environment {
+                        @if let Some(warning) = &e.warning { p.warning { strong { "Warning: " } (warning) "." } }
+                    }
+                }
+                @if !c.rows.is_empty() {
+                    h4 { "Detail per CPU (corrected over these rows; no effect on the exit code)" }
+                    table {
+                        thead { tr { th { "CPU" } th { "metric" } th { "A [95% CI]" } th { "B [95% CI]" } th { "B/A [95% CI]" } th { "p (Holm)" } th { "verdict" } } }
+                        tbody {
+                            @for r in &c.rows {
+                                @let metric = match r.unit.as_str() {
+                                    "ns" => r.metric.clone(),
+                                    _ => format!("{} {}", r.metric, value(c.above_ns, "ns")),
+                                };
+                                tr class=(format!("verdict-{}", r.verdict)) {
+                                    td { (r.cpu) } td { (metric) }
+                                    td { (estimate(&r.a, &r.unit)) } td { (estimate(&r.b, &r.unit)) }
+                                    td { (ratio(r.ratio, r.ratio_interval)) }
+                                    td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
+                                    td { (r.verdict) }
+                                }
+                            }
+                        }
+                    }
+                }
                 @for note in &c.notes { p { "Note: " (note) } }
             });
         }

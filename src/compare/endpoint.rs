@@ -1,0 +1,226 @@
+//! The primary endpoints: a few figures of a whole run, pooled over its CPUs, on which the
+//! headline verdicts and the exit code are decided (docs/statistics.md). Each is one value per
+//! run; the same figure of each slice of the run's time gives the variation inside the run.
+
+use serde::Serialize;
+
+use super::run::{Figures, Run, Series};
+use super::stats::{mean_var, median};
+
+/// A figure of a whole run, pooled over the CPUs compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Endpoint {
+    /// The median over the CPUs of each CPU's median latency, ns.
+    Median,
+    /// The largest 99.9th-percentile latency of any CPU, ns.
+    WorstP999,
+    /// Latencies above `--above` per unit of time, over all CPUs together (the count of a run
+    /// plus 0.5, so that a run without any still has a rate; per minute of CPU time, or per
+    /// million samples).
+    RateAbove,
+    /// A peer's summary: the median over the CPUs of each CPU's mean latency, ns.
+    Mean,
+    /// A peer's summary: the largest maximum of any CPU, ns.
+    WorstMax,
+    /// A memory-bandwidth kernel's best rate, MB/s (higher is better).
+    BestRate,
+}
+
+impl Endpoint {
+    /// The endpoints of latency runs whose latencies are known.
+    pub const LATENCIES: [Endpoint; 3] =
+        [Endpoint::Median, Endpoint::WorstP999, Endpoint::RateAbove];
+
+    /// The endpoints of a peer's summary (figures only).
+    pub const SUMMARIES: [Endpoint; 2] = [Endpoint::Mean, Endpoint::WorstMax];
+
+    /// Its name in the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Median => "median of CPUs' medians",
+            Endpoint::WorstP999 => "worst CPU's p99.9",
+            Endpoint::RateAbove => "rate above --above",
+            Endpoint::Mean => "median of CPUs' means",
+            Endpoint::WorstMax => "worst CPU's max",
+            Endpoint::BestRate => "best rate",
+        }
+    }
+
+    /// Whether a higher value is the better one (throughput); for latencies lower is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Endpoint::BestRate
+    }
+
+    /// The ratio two untouched runs of one machine can differ by in this figure, by the
+    /// stated conservative bound of docs/statistics.md: one run per arm is called different
+    /// only beyond it (and beyond the variation inside the runs).
+    pub fn run_to_run_bound(self) -> f64 {
+        match self {
+            Endpoint::Median | Endpoint::Mean => 2.0,
+            Endpoint::BestRate => 1.25,
+            Endpoint::WorstP999 | Endpoint::RateAbove | Endpoint::WorstMax => 10.0,
+        }
+    }
+}
+
+/// The value of `endpoint` of `run` over `cpus` (one value of a run), positive; `None` when the
+/// run does not give it (a CPU without latencies, a summary without the figure).
+pub fn of_run(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Option<f64> {
+    if endpoint == Endpoint::BestRate {
+        return None;
+    }
+    if matches!(endpoint, Endpoint::Mean | Endpoint::WorstMax) {
+        let figures: Vec<&Figures> = cpus
+            .iter()
+            .map(|c| run.summaries.get(c))
+            .collect::<Option<_>>()?;
+        return summary(endpoint, &figures);
+    }
+    let series: Vec<&Series> = cpus
+        .iter()
+        .map(|c| run.cpus.get(c))
+        .collect::<Option<_>>()?;
+    latency(
+        endpoint,
+        series.iter().map(|s| (&s.values, s.exposure)),
+        above_ns,
+        scale(run, cpus),
+    )
+}
+
+/// The value of `endpoint` in each slice of `run`'s time (the same slice of every CPU taken
+/// together), when every CPU has the same number of slices, at least two.
+pub fn of_slices(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Option<Vec<f64>> {
+    if !Endpoint::LATENCIES.contains(&endpoint) {
+        return None;
+    }
+    let series: Vec<&Series> = cpus
+        .iter()
+        .map(|c| run.cpus.get(c))
+        .collect::<Option<_>>()?;
+    let n = series.first()?.slices.len();
+    if n < 2 || series.iter().any(|s| s.slices.len() != n) {
+        return None;
+    }
+    let scale = scale(run, cpus);
+    (0..n)
+        .map(|i| {
+            latency(
+                endpoint,
+                series
+                    .iter()
+                    .map(|s| (&s.slices[i].values, s.slices[i].exposure)),
+                above_ns,
+                scale,
+            )
+        })
+        .collect()
+}
+
+/// The standard error of the logarithm of a run's value of `endpoint`, from the variation
+/// between its slices (batch means: the slices are consecutive batches of the run, so their
+/// spread holds the autocorrelation inside the run), by the delta method.
+pub fn within_run_se(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Option<f64> {
+    let slices = of_slices(endpoint, run, cpus, above_ns)?;
+    let value = of_run(endpoint, run, cpus, above_ns)?;
+    let (_, var) = mean_var(&slices);
+    Some((var / slices.len() as f64).sqrt() / value)
+}
+
+/// The factor from events per exposure unit to the rate's unit.
+fn scale(run: &Run, cpus: &[u32]) -> f64 {
+    cpus.iter()
+        .find_map(|c| run.cpus.get(c))
+        .map_or(60.0, |s| s.unit.rate_unit().1)
+}
+
+fn latency<'a>(
+    endpoint: Endpoint,
+    series: impl Iterator<Item = (&'a super::stats::histogram::Cumulative, f64)>,
+    above_ns: f64,
+    scale: f64,
+) -> Option<f64> {
+    let series: Vec<_> = series.collect();
+    if series.is_empty() {
+        return None;
+    }
+    let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
+    match endpoint {
+        Endpoint::Median => {
+            let medians: Vec<f64> = series
+                .iter()
+                .filter(|(h, _)| h.count() > 0)
+                .map(|(h, _)| h.quantile(0.5))
+                .collect();
+            positive(median(&medians))
+        }
+        Endpoint::WorstP999 => positive(
+            series
+                .iter()
+                .filter(|(h, _)| h.count() > 0)
+                .map(|(h, _)| h.quantile(0.999))
+                .fold(f64::NAN, f64::max),
+        ),
+        Endpoint::RateAbove => {
+            let events: u64 = series.iter().map(|(h, _)| h.count_above(above_ns)).sum();
+            let exposure: f64 = series.iter().map(|(_, e)| e).sum();
+            positive((events as f64 + 0.5) / exposure * scale)
+        }
+        _ => None,
+    }
+}
+
+fn summary(endpoint: Endpoint, figures: &[&Figures]) -> Option<f64> {
+    let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
+    match endpoint {
+        Endpoint::Mean => positive(median(&figures.iter().map(|f| f.mean).collect::<Vec<_>>())),
+        Endpoint::WorstMax => positive(figures.iter().map(|f| f.max).fold(f64::NAN, f64::max)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::run::{ExposureUnit, Format};
+
+    fn run(latencies: &[&[f64]]) -> Run {
+        let mut run = Run::empty("r", Format::LowlatTimer);
+        for (cpu, values) in latencies.iter().enumerate() {
+            let stream = values.iter().enumerate().map(|(i, &v)| (i as f64, v));
+            let series =
+                Series::from_stream(stream, values.len() as f64, ExposureUnit::Seconds).unwrap();
+            run.cpus.insert(cpu as u32, series);
+        }
+        run
+    }
+
+    #[test]
+    fn endpoints_pool_the_cpus() {
+        let r = run(&[&[10.0, 20.0, 30.0], &[100.0, 200.0, 300.0, 400.0]]);
+        // Medians 20 and 200: their median is 110.
+        assert_eq!(of_run(Endpoint::Median, &r, &[0, 1], 50.0), Some(110.0));
+        assert_eq!(of_run(Endpoint::WorstP999, &r, &[0, 1], 50.0), Some(400.0));
+        // 4 above 50 ns in 7 s of CPU time: (4 + 0.5) / 7 per second, per minute.
+        let rate = of_run(Endpoint::RateAbove, &r, &[0, 1], 50.0).unwrap();
+        assert!((rate - 4.5 / 7.0 * 60.0).abs() < 1e-9);
+        assert_eq!(of_run(Endpoint::Median, &r, &[0, 2], 50.0), None);
+    }
+
+    #[test]
+    fn slices_give_the_variation_inside_the_run() {
+        let steady: Vec<f64> = (0..1600).map(|i| 1000.0 + (i % 7) as f64).collect();
+        let r = run(&[&steady]);
+        let slices = of_slices(Endpoint::Median, &r, &[0], 0.0).unwrap();
+        assert_eq!(slices.len(), 16);
+        let se = within_run_se(Endpoint::Median, &r, &[0], 0.0).unwrap();
+        assert!(se < 0.002, "{se}");
+        let mut drifting = steady.clone();
+        for (i, v) in drifting.iter_mut().enumerate() {
+            *v *= 1.0 + i as f64 / 1600.0;
+        }
+        let drift = within_run_se(Endpoint::Median, &run(&[&drifting]), &[0], 0.0).unwrap();
+        assert!(drift > 10.0 * se, "{drift} vs {se}");
+    }
+}
