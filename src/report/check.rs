@@ -185,7 +185,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     ];
     for f in report.figures {
         let per_minute = f
-            .value(crate::check::targets::Metric::InterruptionsGe10usPerMinute)
+            .value(crate::check::targets::RATE_GE_10US)
             .map_or("-".to_string(), |v| format!("{v:.1}"));
         let timer = |ns: u64| {
             if f.timer_samples > 0 {
@@ -220,6 +220,12 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             "targets:  profile {} has no measured targets; the figures above are the result",
             profile.name
         );
+    } else if report
+        .targets
+        .iter()
+        .all(|v| v.target.source.starts_with("--target"))
+    {
+        let _ = writeln!(out, "targets (--target):");
     } else {
         let _ = writeln!(out, "targets of {}:", profile.name);
     }
@@ -255,8 +261,13 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             let _ = writeln!(
                 out,
                 "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
-                 event in {needed:.0} s of busy loop per CPU or more (this one: {seconds:.0} s; \
-                 --duration)"
+                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
+                 --duration)",
+                if needed < 10.0 {
+                    format!("{needed:.1}")
+                } else {
+                    format!("{needed:.0}")
+                }
             );
         }
         let _ = writeln!(out, "    source: {}", verdict.target.source);
