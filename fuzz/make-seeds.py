@@ -259,6 +259,11 @@ def main() -> int:
     write_seeds("proc_pid", proc_pid_seeds())
     write_seeds("smbios", smbios_seeds())
     write_seeds("hugepages", [v.encode() for v in HUGEPAGE_VALUES])
+    freebsd = REPO / "tests" / "data" / "freebsd"
+    write_seeds(
+        "freebsd_outputs",
+        [cut(p.read_bytes(), TEXT_CAP) for p in sorted(freebsd.iterdir()) if p.suffix in (".txt", ".xml")],
+    )
     cpulists = []
     for fixture in sorted(FIXTURES.iterdir()):
         cpulists += [p.read_bytes().strip() for p in fixture_files(fixture, CPULIST_FILES)[:40]]

@@ -1,7 +1,8 @@
 //! Snapshots: the files the machine model read, captured into one compressed archive that can
 //! be read on another machine with `--snapshot FILE`.
 //!
-//! Format: a tar stream compressed with zstd. The first entry is `manifest.json`
+//! Format: a tar stream compressed with zstd (or, for a capture made where there is no zstd,
+//! an uncompressed tar, which `--snapshot` also opens). The first entry is `manifest.json`
 //! ([`Manifest`], a document of kind `snapshot`); the machine's files follow under `root/` with their system paths
 //! (`root/proc/cpuinfo`). Only regular files and directories are written.
 //!
@@ -26,6 +27,7 @@ use crate::sysroot::{
 };
 use crate::text::escape_controls;
 
+pub mod sosreport;
 mod ustar;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).
@@ -50,6 +52,22 @@ pub struct Manifest {
     pub files: usize,
     /// Total size of the captured files in bytes (before compression).
     pub bytes: u64,
+    /// Which system's files the snapshot holds: `linux` (`lowlat snapshot`; absent in
+    /// manifests written before captures of other systems) or `freebsd`
+    /// (`packaging/freebsd/lowlat-capture.sh`).
+    #[serde(default)]
+    pub snapshot_kind: SnapshotKind,
+}
+
+/// Which system a snapshot captured, so that commands read it with the right model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotKind {
+    /// A Linux machine's /proc, /sys and /etc, captured by `lowlat snapshot`.
+    #[default]
+    Linux,
+    /// A FreeBSD machine's command outputs, captured by lowlat-capture.sh.
+    Freebsd,
 }
 
 /// A manifest as schema 1 wrote it, before the document envelope.
@@ -225,6 +243,7 @@ impl Manifest {
                     source_root: old.source_root,
                     files: old.files,
                     bytes: old.bytes,
+                    snapshot_kind: SnapshotKind::Linux,
                 })
             }
         }
@@ -278,6 +297,7 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
         source_root: root.dir_path().display().to_string(),
         files: files.len(),
         bytes: files.iter().map(|(_, b)| b.len() as u64).sum(),
+        snapshot_kind: SnapshotKind::Linux,
     };
 
     let mut builder = tar::Builder::new(Vec::new());
@@ -395,12 +415,23 @@ fn read_archive(
         file: file.to_path_buf(),
         reason,
     };
-    match raw.read_exact(&mut magic) {
-        Ok(()) if magic == ZSTD_MAGIC => {}
+    // The first bytes: zstd's magic number, or (a capture made where no zstd is, as on
+    // FreeBSD before 12) a plain tar, whose first header says `ustar` at byte 257.
+    let mut head = Vec::with_capacity(512);
+    let compressed = match raw.read_exact(&mut magic) {
+        Ok(()) if magic == ZSTD_MAGIC => true,
         Ok(()) => {
-            return Err(not_zstd(
-                "it does not start with zstd's magic number".into(),
-            ));
+            head.extend_from_slice(&magic);
+            (&mut raw)
+                .take(508)
+                .read_to_end(&mut head)
+                .map_err(|e| not_zstd(format!("{e} while reading the first header")))?;
+            if head.get(257..262) != Some(b"ustar".as_slice()) {
+                return Err(not_zstd(
+                    "it starts with neither zstd's magic number nor a tar header".into(),
+                ));
+            }
+            false
         }
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
             return Err(not_zstd(
@@ -408,17 +439,30 @@ fn read_archive(
             ));
         }
         Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
-    }
+    };
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
     let unpacked = match target {
-        Target::Dir(top) => {
+        Target::Dir(top) if compressed => {
             let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
                 .map_err(|e| not_zstd(e.to_string()))?;
             tar::Archive::new(decoder.take(MAX_TOTAL_BYTES + 1))
                 .entries()
                 .map_err(ArchiveError::Corrupt)
                 .and_then(|entries| unpack(entries, top, &mut progress))
+        }
+        Target::Dir(top) => {
+            tar::Archive::new(std::io::Read::chain(&head[..], raw).take(MAX_TOTAL_BYTES + 1))
+                .entries()
+                .map_err(ArchiveError::Corrupt)
+                .and_then(|entries| unpack(entries, top, &mut progress))
+        }
+        Target::Memory(_) if !compressed => {
+            return Err(not_zstd(
+                "an uncompressed tar (a capture made without zstd): compress it with `zstd FILE` \
+                 for this command, or open it with --snapshot FILE"
+                    .into(),
+            ));
         }
         Target::Memory(tree) => unpack_in_memory(&magic, raw, tree, &mut progress),
     };

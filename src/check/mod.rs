@@ -28,11 +28,14 @@ pub(crate) struct MeasuredCpus {
 }
 
 /// The one rule for the CPUs a check measures: `requested` (`--cpus`) when given; else the
-/// CPUs the machine isolates (what the tuning is for); else, when nothing is isolated, every
-/// online CPU but the first (which keeps the OS and lowlat's own reporting).
+/// CPUs the machine isolates (what the tuning is for), only those of them this process may
+/// run on when its affinity (`allowed`: a container's cpuset, a pod's exclusive CPUs,
+/// taskset) holds some but not all; else, when nothing is isolated, every online CPU but the
+/// first (which keeps the OS and lowlat's own reporting).
 pub(crate) fn measured_cpus(
     partition: &AuditPartition,
     online: &CpuSet,
+    allowed: &CpuSet,
     requested: Option<&CpuSet>,
 ) -> MeasuredCpus {
     if let Some(cpus) = requested {
@@ -44,6 +47,17 @@ pub(crate) fn measured_cpus(
     if let PartitionSource::Kernel { from } = &partition.source
         && !partition.isolated.is_empty()
     {
+        let mine = partition.isolated.intersection(allowed);
+        if !mine.is_empty() && mine != partition.isolated {
+            return MeasuredCpus {
+                why: format!(
+                    "the machine's isolated CPUs ({}) that this process may run on (its affinity: {})",
+                    from.join(", "),
+                    allowed.to_list()
+                ),
+                cpus: mine,
+            };
+        }
         return MeasuredCpus {
             cpus: partition.isolated.clone(),
             why: format!("the machine's isolated CPUs ({})", from.join(", ")),
@@ -283,19 +297,42 @@ mod tests {
             from: vec!["isolcpus= in /proc/cmdline".into()],
         };
         let flag = CpuSet::parse_list("3").unwrap();
-        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, Some(&flag));
+        let chosen = measured_cpus(
+            &partition("2-7", kernel.clone()),
+            &online,
+            &online,
+            Some(&flag),
+        );
         assert_eq!(
             (chosen.cpus.to_list().as_str(), chosen.why.as_str()),
             ("3", "--cpus")
         );
-        let chosen = measured_cpus(&partition("2-7", kernel), &online, None);
+        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &online, None);
         assert_eq!(chosen.cpus.to_list(), "2-7");
         assert!(chosen.why.contains("isolcpus="), "{}", chosen.why);
+        // In a pod with two exclusive CPUs (or under taskset), those of them.
+        let pod = CpuSet::parse_list("0,4-5").unwrap();
+        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &pod, None);
+        assert_eq!(chosen.cpus.to_list(), "4-5");
+        assert!(
+            chosen.why.contains("may run on (its affinity: 0,4-5)"),
+            "{}",
+            chosen.why
+        );
+        // An affinity without isolated CPUs: the isolated ones, and the session says why not.
+        let hk_only = CpuSet::parse_list("0-1").unwrap();
+        let chosen = measured_cpus(&partition("2-7", kernel), &online, &hk_only, None);
+        assert_eq!(chosen.cpus.to_list(), "2-7");
         // lowlat's default partition is a proposal, not isolation: measure all but CPU 0.
-        let chosen = measured_cpus(&partition("1-7", PartitionSource::Default), &online, None);
+        let chosen = measured_cpus(
+            &partition("1-7", PartitionSource::Default),
+            &online,
+            &online,
+            None,
+        );
         assert_eq!(chosen.cpus.to_list(), "1-7");
         let one = CpuSet::parse_list("0").unwrap();
-        let chosen = measured_cpus(&partition("", PartitionSource::Default), &one, None);
+        let chosen = measured_cpus(&partition("", PartitionSource::Default), &one, &one, None);
         assert_eq!(chosen.cpus.to_list(), "0");
     }
 

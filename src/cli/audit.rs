@@ -1,22 +1,31 @@
 //! `lowlat audit`.
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use std::path::PathBuf;
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
+use crate::audit::rules::freebsd as freebsd_rules;
 use crate::audit::{self, profile, rules};
-use crate::machine::{CpuSet, Machine, domain};
+use crate::machine::freebsd::FreeBsdMachine;
+use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
 use crate::report::audit as report;
+use crate::report::freebsd;
+use crate::report::nfd;
+use crate::snapshot::SnapshotKind;
+use crate::sysroot::{Durability, Perms, write_file_atomically};
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput.\n\n\
+    after_help = "Profiles: low-latency (default), realtime-host, realtime-guest, throughput; \
+freebsd-router for a FreeBSD capture (--snapshot FILE from lowlat-capture.sh, which it takes by default).\n\n\
 Examples:\n  lowlat audit\n  lowlat audit --profile throughput\n  lowlat audit --isolate 2-15 --json\n  \
 lowlat audit --explain LL-IRQ-ON-ISOLATED\n  lowlat --snapshot host1.lowlat audit\n  \
 lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
+lowlat audit --kubelet-config /var/lib/kubelet/config.yaml   # LL-KUBELET-CPUS on this file\n  \
+lowlat audit --nfd-features /etc/kubernetes/node-feature-discovery/features.d/lowlat   # node labels\n  \
 lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
 lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
@@ -43,6 +52,21 @@ pub struct AuditArgs {
     #[arg(long, value_name = "FILE")]
     pub domain: Option<std::path::PathBuf>,
 
+    /// Judge this kubelet configuration (a KubeletConfiguration YAML file) instead of
+    /// /var/lib/kubelet/config.yaml under the root: LL-KUBELET-CPUS fails when its CPU manager
+    /// policy or reservedSystemCPUs disagree with the CPU partition. A file that is not YAML
+    /// or names fields the kubelet does not have is refused (exit 2).
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_config: Option<PathBuf>,
+
+    /// Also write the verdict as node-feature-discovery local features to FILE (in NFD's
+    /// features.d, e.g. /etc/kubernetes/node-feature-discovery/features.d/lowlat):
+    /// lowlat.io/profile.PROFILE=pass|fail, failed-rules, isolated-cpus, nohz-full, rt-kernel,
+    /// kernel-release; a value the label syntax forbids is escaped or left out (said on
+    /// stderr).
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    pub nfd_features: Option<PathBuf>,
+
     /// Explain one rule: rationale, sources, BIOS menus, profiles, and its finding here.
     #[arg(long, value_name = "RULE")]
     pub explain: Option<String>,
@@ -65,6 +89,21 @@ pub struct AuditArgs {
 
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
+    let (root, kind) = cli.source()?;
+    match (kind, args.profile.as_str()) {
+        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | profile::DEFAULT_PROFILE) => {
+            return run_freebsd(&root, args);
+        }
+        (SnapshotKind::Freebsd, other) => bail!(
+            "--profile {other}: a FreeBSD capture is audited against {}",
+            freebsd_rules::PROFILE
+        ),
+        (SnapshotKind::Linux, freebsd_rules::PROFILE) => bail!(
+            "--profile {}: audits a FreeBSD capture (--snapshot FILE from lowlat-capture.sh)",
+            freebsd_rules::PROFILE
+        ),
+        (SnapshotKind::Linux, _) => {}
+    }
     let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
@@ -80,14 +119,21 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };
-    let root = cli.sysroot()?;
     let mut machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     if let Some(path) = &args.domain {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow!("--domain {}: {e}", path.display()))?;
         let domain = domain::parse(&path.display().to_string(), &text)
             .map_err(|e| anyhow!("--domain {e}"))?;
         machine.virt.only(domain);
+    }
+    if let Some(path) = &args.kubelet_config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("--kubelet-config {}: {e}", path.display()))?;
+        let config = kubelet::parse(&path.display().to_string(), &text)
+            .map_err(|e| anyhow!("--kubelet-config {e}"))?;
+        machine.kubelet = Some(Avail::Available(config));
     }
     // Only a bad --isolate is an error.
     let partition = audit::partition::choose(&machine, args.isolate.as_ref())
@@ -104,6 +150,20 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         ))?;
         return Ok(exit::OK);
     }
+    if let Some(path) = &args.nfd_features {
+        let features = nfd::features(&machine, &result, profile.info.name);
+        let text = nfd::render(&features, &crate::report::host(&machine));
+        write_file_atomically(
+            path,
+            text.as_bytes(),
+            Perms::mode(0o644),
+            Durability::Synced,
+        )
+        .map_err(|e| anyhow!("--nfd-features {e}"))?;
+        for refused in &features.refused {
+            eprintln!("lowlat audit: --nfd-features: left out {refused}");
+        }
+    }
     if args.json {
         print_json(&report::document(&machine, &result, profile.info))?;
     } else {
@@ -114,4 +174,44 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// `lowlat audit` of a FreeBSD capture, against `freebsd-router`.
+fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
+    if args.isolate.is_some() || args.domain.is_some() || args.bios.is_some() || args.bmc.is_some()
+    {
+        bail!(
+            "--isolate, --domain, --bios and --bmc are for Linux machines; {} takes none",
+            freebsd_rules::PROFILE
+        );
+    }
+    let machine = FreeBsdMachine::read(root).context("--snapshot")?;
+    let findings = freebsd_rules::audit(&machine);
+    if let Some(id) = &args.explain {
+        let finding = findings.iter().find(|f| f.rule == *id).ok_or_else(|| {
+            anyhow!(
+                "--explain {id}: no such rule in {}; its rules: {}",
+                freebsd_rules::PROFILE,
+                freebsd_rules::RULES
+                    .iter()
+                    .map(|r| r.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        print(&freebsd::render_explain(finding))?;
+        return Ok(exit::OK);
+    }
+    if args.json {
+        print_json(&freebsd::audit_document(&machine, &findings))?;
+    } else {
+        print(&freebsd::render_audit(&machine, &findings))?;
+    }
+    Ok(
+        if findings.iter().any(|f| f.status == audit::Status::Fail) {
+            exit::FAILURES
+        } else {
+            exit::OK
+        },
+    )
 }

@@ -3,8 +3,10 @@
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::machine::Machine;
-use crate::report::inventory;
-use anyhow::Result;
+use crate::machine::freebsd::FreeBsdMachine;
+use crate::report::{freebsd, inventory};
+use crate::snapshot::SnapshotKind;
+use anyhow::{Context, Result};
 use clap::Args;
 
 /// Options of `lowlat inventory`.
@@ -21,8 +23,18 @@ pub struct InventoryArgs {
 
 /// Runs `lowlat inventory`.
 pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
-    let root = cli.sysroot()?;
+    let (root, kind) = cli.source()?;
+    if kind == SnapshotKind::Freebsd {
+        let machine = FreeBsdMachine::read(&root).context("--snapshot")?;
+        if args.json {
+            print_json(&freebsd::inventory_document(&machine))?;
+        } else {
+            print(&freebsd::render_inventory(&machine))?;
+        }
+        return Ok(exit::OK);
+    }
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     if args.json {
         print_json(&inventory::document(&machine))?;
     } else {

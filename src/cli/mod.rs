@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
 
 /// Documented exit codes.
@@ -29,11 +30,18 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "snapshot")]
     pub root: Option<PathBuf>,
 
-    /// Read the machine from a file made by `lowlat snapshot`. `measure` and `check` run on
-    /// this machine only, and `compare`, `report` and `fleet` read only the files given to
-    /// them: they refuse it.
+    /// Read the machine from a file made by `lowlat snapshot`, or a FreeBSD capture made by
+    /// packaging/freebsd/lowlat-capture.sh (which `inventory`, `audit` and `plan` read).
+    /// `measure` and `check` run on this machine only, and `compare`, `report` and `fleet`
+    /// read only the files given to them: they refuse it.
     #[arg(long, global = true, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
+
+    /// Read the machine from an unpacked sosreport (the sosreport-* directory, or the one that
+    /// holds it): its copies of /proc and /sys, as --root reads a tree; what the bundle lacks
+    /// (sos copies no processes) is named on stderr, and the rules that need it are unknown.
+    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
+    pub sosreport: Option<PathBuf>,
 
     /// What to do.
     #[command(subcommand)]
@@ -98,6 +106,7 @@ pub(crate) mod bios;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
+mod container;
 pub(crate) mod fleet;
 pub(crate) mod inventory;
 pub(crate) mod man;
@@ -117,8 +126,26 @@ pub(crate) mod verify;
 pub(crate) mod watch;
 
 impl Cli {
-    /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine.
+    /// The SysRoot chosen by `--root` / `--snapshot`, or the live machine: a Linux machine's
+    /// files. A FreeBSD capture is refused, naming the commands that read one.
     pub fn sysroot(&self) -> Result<SysRoot> {
+        let (root, kind) = self.source()?;
+        if kind == SnapshotKind::Freebsd {
+            anyhow::bail!(
+                "--snapshot {}: a FreeBSD capture (lowlat-capture.sh); `lowlat inventory`, \
+                 `audit` and `plan` read it, this command reads Linux machines only",
+                self.snapshot
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""))
+                    .display()
+            );
+        }
+        Ok(root)
+    }
+
+    /// The machine chosen by `--root` / `--snapshot`, or the live machine, with which
+    /// system's files it holds (the snapshot manifest's `snapshot_kind`).
+    pub(crate) fn source(&self) -> Result<(SysRoot, SnapshotKind)> {
         if let Some(dir) = &self.root {
             if !dir.is_dir() {
                 let what = if dir.exists() {
@@ -140,13 +167,13 @@ impl Cli {
                     dir.display()
                 );
             }
-            return Ok(root);
+            return Ok((root, SnapshotKind::Linux));
         }
         if let Some(file) = &self.snapshot {
-            let (root, _) = crate::snapshot::open(file).context("--snapshot")?;
-            return Ok(root);
+            let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
+            return Ok((root, manifest.snapshot_kind));
         }
-        Ok(SysRoot::live())
+        Ok((SysRoot::live(), SnapshotKind::Linux))
     }
 }
 
@@ -165,7 +192,15 @@ impl Cli {
 }
 
 /// Runs the parsed command line and returns the exit code.
-pub fn run(cli: Cli) -> Result<u8> {
+pub fn run(mut cli: Cli) -> Result<u8> {
+    // A sosreport is read as the tree it is: checked and its gaps named here, then --root.
+    if let Some(dir) = cli.sosreport.take() {
+        let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
+        for lack in &report.lacks {
+            eprintln!("lowlat: --sosreport: the bundle lacks {lack}");
+        }
+        cli.root = Some(report.dir);
+    }
     match &cli.command {
         Command::Check(args) => check::run(&cli, args),
         Command::Inventory(args) => inventory::run(&cli, args),

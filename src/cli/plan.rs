@@ -1,17 +1,20 @@
 //! `lowlat plan`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
+use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
-use crate::plan::{self, PlanError, artifacts, findings, vm, write};
+use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
+use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{diff, summary};
+use crate::snapshot::SnapshotKind;
 use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
@@ -282,8 +285,12 @@ pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -
 
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
-    let root = cli.sysroot()?;
+    let (root, kind) = cli.source()?;
+    if kind == SnapshotKind::Freebsd {
+        return run_freebsd(&root, args);
+    }
     let machine = Machine::read(&root);
+    super::container::note(&root, &machine.topology);
     let request = args.request()?;
     let profile = findings::audit_profile(request.profile)?;
     let bios = args
@@ -320,6 +327,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     };
     if let Some(dir) = &args.out {
         let mut files = artifacts::render(&plan);
+        files.extend(platforms::render(&plan, &machine.topology));
         if let Some(guest) = &guest {
             files.extend(guest.artifacts());
         }
@@ -350,6 +358,40 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
              none: {reason}; make the file readable and plan again"
         );
         return Ok(exit::FAILURES);
+    }
+    Ok(exit::OK)
+}
+
+/// `lowlat plan` of a FreeBSD capture: the rc.d script and the conf lines.
+fn run_freebsd(root: &crate::sysroot::SysRoot, args: &PlanArgs) -> Result<u8> {
+    if args.json || args.diff || args.vm.is_some() || args.bios.is_some() {
+        anyhow::bail!(
+            "--json, --diff, --vm and --bios are for Linux plans; a FreeBSD plan is its rc.d \
+             script and conf lines: give --out DIR"
+        );
+    }
+    let machine = FreeBsdMachine::read(root).context("--snapshot")?;
+    let plan = freebsd::plan(&machine);
+    print(&report_freebsd::render_plan(&plan))?;
+    if let Some(dir) = &args.out {
+        let files = [
+            Artifact::text(
+                "lowlat_cpuset",
+                Some(freebsd::SCRIPT_PATH),
+                freebsd::render_rc_script(&plan),
+            ),
+            Artifact::text(
+                "loader.conf",
+                Some("/boot/loader.conf"),
+                freebsd::render_loader_conf(&plan),
+            ),
+            Artifact::text(
+                "sysctl.conf",
+                Some("/etc/sysctl.conf"),
+                freebsd::render_sysctl_conf(&plan),
+            ),
+        ];
+        write_artifacts(dir, &files, args.force)?;
     }
     Ok(exit::OK)
 }

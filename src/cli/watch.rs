@@ -134,10 +134,11 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         (Some(cpus), _) => cpus.clone(),
         (None, Some(plan)) => plan.partition.isolated.clone(),
         (None, None) => {
-            // check's rule: the kernel's isolated CPUs, else every CPU but the first.
+            // check's rule: the kernel's isolated CPUs, else every CPU but the first. Watch
+            // runs beside them, not on them, so its own affinity does not narrow them.
             let partition = crate::audit::partition::choose(&machine, None)
                 .map_err(|e| anyhow::anyhow!("the partition: {e}"))?;
-            let chosen = crate::check::measured_cpus(&partition, &online, None);
+            let chosen = crate::check::measured_cpus(&partition, &online, &online, None);
             eprintln!(
                 "lowlat watch: watching CPU {} ({}); choose others with --isolated LIST",
                 chosen.cpus.to_list(),

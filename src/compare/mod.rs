@@ -479,6 +479,26 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             .filter(|r| r.cpus.values().any(|s| s.slices.is_empty()))
             .map(|r| r.source.as_str())
             .collect();
+        for run in a.iter().chain(b) {
+            let counts: BTreeSet<usize> = run
+                .cpus
+                .values()
+                .map(|s| s.slices.len())
+                .filter(|&n| n > 0)
+                .collect();
+            if counts.len() > 1 {
+                notes.push(format!(
+                    "{}: its CPUs have different numbers of slices ({}): the variation inside \
+                     this run is not used",
+                    run.source,
+                    counts
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         if !unsliced.is_empty() {
             notes.push(format!(
                 "{} run(s) keep no order in time (histograms, or lowlat documents written before \

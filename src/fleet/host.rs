@@ -50,6 +50,13 @@ pub enum HostError {
     /// names the file.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// A capture of another system than Linux, which the fleet's audit cannot read.
+    #[error(
+        "{}: a FreeBSD capture (lowlat-capture.sh); the fleet groups Linux hosts: read it with \
+         `lowlat --snapshot FILE audit`",
+        .0.display()
+    )]
+    NotLinux(PathBuf),
     /// The audit's partition cannot be formed on this machine.
     #[error("{}: cannot audit it: {source}", .file.display())]
     Partition {
@@ -63,6 +70,9 @@ pub enum HostError {
 /// Reads the host of the snapshot `file` and audits it against `profile`.
 pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
     let (root, manifest) = snapshot::load(file)?;
+    if manifest.snapshot_kind != snapshot::SnapshotKind::Linux {
+        return Err(HostError::NotLinux(file.to_path_buf()));
+    }
     // One thread per host: the fleet already reads as many hosts at once as there are CPUs.
     let machine = Machine::read_with(&root, ReadOptions::one_thread());
     let partition =

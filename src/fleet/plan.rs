@@ -143,6 +143,7 @@ fn plan_group(
         .into_iter()
         .map(Artifact::into_owned)
         .collect();
+    files.extend(planner::platforms::render(&plan, &machine.topology));
     files.push(Artifact::text(
         "hosts.txt",
         None,

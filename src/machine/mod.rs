@@ -6,14 +6,17 @@
 //! writes.
 
 pub(crate) mod avail;
+pub mod container;
 pub mod cpu;
 pub(crate) mod cpulist;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
+pub mod freebsd;
 pub(crate) mod iommu;
 pub mod irq;
 pub mod kernel;
+pub mod kubelet;
 pub(crate) mod net;
 pub mod power;
 pub mod services;
@@ -220,6 +223,10 @@ pub struct Machine {
     /// libvirt domains, KVM module parameters and KSM (absent from JSON when none).
     #[serde(default, skip_serializing_if = "virt::Virt::is_empty")]
     pub virt: virt::Virt,
+    /// The kubelet's configuration (/var/lib/kubelet/config.yaml, or the file `audit
+    /// --kubelet-config` names); absent where there is none, unavailable where it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet: Option<Avail<kubelet::KubeletConfig>>,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -289,7 +296,7 @@ impl Machine {
             read_part(root, threads, |r| {
                 let tasks = tasks::read(r);
                 let services = services::read(r, &tasks);
-                (tasks, services, virt::read(r))
+                (tasks, services, virt::read(r), kubelet::read(r))
             })
         };
         let kernel_power = || read_part(root, 1, |r| (kernel::read(r), power::read(r)));
@@ -316,7 +323,7 @@ impl Machine {
         });
         let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) = rest;
         let ((irqs, irq_default_affinity), irq_warnings) = irqs;
-        let ((tasks, services, virt), task_warnings) = tasks;
+        let ((tasks, services, virt, kubelet), task_warnings) = tasks;
         let ((kernel, power), kernel_warnings) = kernel_power;
         warnings.extend(irq_warnings);
         warnings.extend(task_warnings);
@@ -338,6 +345,7 @@ impl Machine {
             firmware,
             net,
             virt,
+            kubelet,
             warnings,
         }
     }

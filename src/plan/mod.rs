@@ -12,12 +12,16 @@
 
 pub mod artifacts;
 pub mod bios;
+pub(crate) mod bootc;
 pub mod cmdline_size;
 pub mod findings;
+pub mod freebsd;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
 pub(crate) mod kthread_plan;
+pub(crate) mod kubernetes;
+pub mod platforms;
 pub mod request;
 pub(crate) mod sysctl;
 pub(crate) mod systemd;

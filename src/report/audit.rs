@@ -161,18 +161,7 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     if info.isolates {
         let _ = writeln!(out, "partition: {}", audit.partition.describe());
     }
-    let mut layers: Vec<Layer> = audit.findings.iter().map(|f| f.layer).collect();
-    layers.dedup();
-    for layer in layers {
-        let findings: Vec<&Finding> = audit.findings.iter().filter(|f| f.layer == layer).collect();
-        let counts = Counts::of(findings.iter().copied());
-        let width = findings.iter().map(|f| f.rule.len()).max().unwrap_or(0);
-        let _ = writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
-        for finding in findings {
-            render_finding(&mut out, finding, width);
-        }
-    }
-    let _ = writeln!(out, "\nsummary: {}", counts_text(&audit.counts()));
+    render_findings(&mut out, &audit.findings);
     if !machine.warnings.is_empty() {
         let _ = writeln!(
             out,
@@ -185,6 +174,22 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
         "`lowlat audit --explain RULE` gives a rule's rationale, sources and fix; --json every detail."
     );
     out
+}
+
+/// The findings, layer by layer with each layer's counts, then the summary line.
+pub(crate) fn render_findings(out: &mut String, findings: &[Finding]) {
+    let mut layers: Vec<Layer> = findings.iter().map(|f| f.layer).collect();
+    layers.dedup();
+    for layer in layers {
+        let of_layer: Vec<&Finding> = findings.iter().filter(|f| f.layer == layer).collect();
+        let counts = Counts::of(of_layer.iter().copied());
+        let width = of_layer.iter().map(|f| f.rule.len()).max().unwrap_or(0);
+        let _ = writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
+        for finding in of_layer {
+            render_finding(out, finding, width);
+        }
+    }
+    let _ = writeln!(out, "\nsummary: {}", counts_text(&Counts::of(findings)));
 }
 
 fn status_label(status: Status) -> String {

@@ -8,10 +8,12 @@ pub mod audit;
 pub mod bios;
 pub(crate) mod check;
 pub mod compare;
+pub mod freebsd;
 pub mod html;
 pub mod inventory;
 pub(crate) mod matrix;
 pub(crate) mod measure;
+pub(crate) mod nfd;
 pub mod plan;
 pub(crate) mod watch;
 

@@ -288,6 +288,21 @@ fn runs_without_slices_or_conditions_and_too_few_runs_are_said() {
         out["comparisons"][0]["primary"][0]["verdict"],
         "inconclusive"
     );
+    let mut odd_cpus = doc(1);
+    let mut second = odd_cpus["result"]["cpus"][0].clone();
+    second["cpu"] = 2.into();
+    second["slices"].as_array_mut().unwrap().truncate(5);
+    odd_cpus["result"]["cpus"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    let odd_cpus = save("odd-cpus.json", &odd_cpus);
+    let (out, _) = compare_json(&[&s(&odd_cpus), "--", &s(&round("timer", 2))]);
+    let notes = out["comparisons"][0]["notes"].to_string();
+    assert!(
+        notes.contains("different numbers of slices (5, 16)"),
+        "{notes}"
+    );
     // --calibrate with 3 runs: exit 2 naming the number needed.
     let three: Vec<String> = (1..=3).map(|n| s(&round("timer", n))).collect();
     let out = lowlat(

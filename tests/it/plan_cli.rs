@@ -98,7 +98,7 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("wrote 13 files"));
+        .stdout(predicate::str::contains("wrote 17 files"));
     for file in [
         "plan.json",
         "kernel-cmdline.txt",
@@ -113,6 +113,10 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         "irqbalance/irqbalance.env",
         "irq-plan.txt",
         "kthread-plan.txt",
+        "kubernetes/kubelet-config.yaml",
+        "openshift/performance-profile.yaml",
+        "bootc/kargs.d/50-lowlat.toml",
+        "rpm-ostree/kargs.sh",
     ] {
         assert!(out.join(file).is_file(), "{file} not written");
         // The README's table of artifacts names each (it lacked lowlat-watch.service).

@@ -3,7 +3,9 @@
 pub(crate) mod boot;
 pub(crate) mod domain;
 pub(crate) mod firmware;
+pub(crate) mod freebsd;
 pub(crate) mod hardware;
+pub(crate) mod kubernetes;
 pub(crate) mod kvm;
 pub(crate) mod runtime;
 pub(crate) mod service;
@@ -24,6 +26,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         runtime::RULES,
         kvm::RULES,
         service::RULES,
+        kubernetes::RULES,
         domain::RULES,
     ]
     .into_iter()

@@ -87,6 +87,23 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         "",
         format!("tuned.non_isolcpus={}", p.tuned_non_isolcpus()),
     );
+    row(
+        &mut out,
+        "Kubernetes",
+        format!(
+            "reservedSystemCPUs={} (cpuManagerPolicy static)",
+            p.housekeeping.to_list()
+        ),
+    );
+    row(
+        &mut out,
+        "",
+        format!(
+            "PerformanceProfile cpu.reserved={} cpu.isolated={}",
+            p.housekeeping.to_list(),
+            p.isolated.to_list()
+        ),
+    );
     for node in &topology.nodes {
         let online = node.cpus.intersection(&plan.target.cpus);
         if online.is_empty() {
