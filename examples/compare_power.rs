@@ -15,8 +15,7 @@
 use std::path::PathBuf;
 
 use lowlat::compare::load::load;
-use lowlat::compare::run::{Family, Run, Series, Slice};
-use lowlat::compare::stats::histogram::Cumulative;
+use lowlat::compare::run::{Family, Run};
 use lowlat::compare::{Options, by_family, compare_each};
 
 const FACTORS: [f64; 9] = [
@@ -30,28 +29,6 @@ const FACTORS: [f64; 9] = [
     1.5,
     2.0,
 ];
-
-fn planted(run: &Run, factor: f64) -> Run {
-    let scale = |h: &Cumulative| {
-        Cumulative::new(h.buckets().map(|(v, c)| (v * factor, c))).expect("the counts fitted")
-    };
-    let mut run = run.clone();
-    for series in run.cpus.values_mut() {
-        *series = Series {
-            values: scale(&series.values),
-            slices: series
-                .slices
-                .iter()
-                .map(|s| Slice {
-                    values: scale(&s.values),
-                    exposure: s.exposure,
-                })
-                .collect(),
-            ..series.clone()
-        };
-    }
-    run
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -88,7 +65,7 @@ fn main() {
                         .iter()
                         .skip(1)
                         .step_by(2)
-                        .map(|r| planted(r, factor))
+                        .map(|r| r.scaled(factor).expect("the counts fitted"))
                         .collect();
                     let comparisons = compare_each(&a, &b, &options).expect("comparable");
                     let median = &comparisons[0].primary[0];

@@ -54,6 +54,8 @@ pub enum Kind {
     Inventory,
     /// Rules checked against the machine (`lowlat audit --json`).
     Audit,
+    /// The placement of a workload's threads (`lowlat audit --pid/--comm --json`).
+    AuditWorkload,
     /// The desired state of one machine (plan.json).
     Plan,
     /// The machine checked against a plan (`lowlat verify --json`).
@@ -112,6 +114,7 @@ impl Kind {
         match self {
             Kind::Inventory => 4, // 3: cpufreq policies lost `cur_khz`; 4: sparse IRQ counts
             Kind::Audit => 3,     // 3: remediation settings grouped as plan.json's
+            Kind::AuditWorkload => 2, // born with the envelope, numbered as its kinds are
             Kind::Plan => 3,      // 3: grouped settings; 2 has none and still reads
             Kind::Verify => 2,
             Kind::Apply => 1,

@@ -589,6 +589,32 @@ impl SysRoot {
         Ok(bytes)
     }
 
+    /// Reads the lines of a kernel log (`/dev/kmsg`: one record per read, up to the newest,
+    /// without waiting) and keeps those `keep` accepts. A recording root records the kept lines
+    /// only, so a snapshot carries them and no other line of the log; in a tree or a snapshot
+    /// the log is a regular file of such lines.
+    pub fn read_log(
+        &self,
+        path: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, ReadError> {
+        let bytes = match &self.memory {
+            Some(tree) => memory_file(tree, path)?.to_vec(),
+            None => self.read_available(path)?,
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let kept: Vec<String> = text
+            .lines()
+            .filter(|l| keep(l))
+            .map(str::to_string)
+            .collect();
+        if self.recorded.is_some() {
+            let record: String = kept.iter().map(|line| format!("{line}\n")).collect();
+            self.record(path, Recorded::File(record.into_bytes()));
+        }
+        Ok(kept)
+    }
+
     /// Reads exactly `buf.len()` bytes at `offset` of a file: device files where the offset
     /// selects a register (`/dev/cpu/N/msr`). Such reads are not recorded for snapshots.
     pub fn read_at(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<(), ReadError> {

@@ -10,6 +10,7 @@ pub mod partition;
 pub mod profile;
 pub(crate) mod rule;
 pub(crate) mod rules;
+pub mod workload;
 
 pub use finding::{Counts, Finding, Remediation, Severity, Status};
 pub use partition::{AuditPartition, PartitionSource};

@@ -13,8 +13,10 @@ use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
 use crate::report::audit as report;
 use crate::report::freebsd;
 use crate::report::nfd;
+use crate::report::workload as report_workload;
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
+use crate::text::escape_controls;
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
@@ -27,12 +29,14 @@ lowlat audit --profile realtime-host --domain /etc/libvirt/qemu/rt-vm.xml\n  \
 lowlat audit --kubelet-config /var/lib/kubelet/config.yaml   # LL-KUBELET-CPUS on this file\n  \
 lowlat audit --nfd-features /etc/kubernetes/node-feature-discovery/features.d/lowlat   # node labels\n  \
 lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
-lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n\n\
+lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n  \
+lowlat audit --isolate 2-7 --pid 4242          # where the threads of process 4242 run, with fixes\n  \
+lowlat audit --comm order_gw --json\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
     /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = super::values::ProfileName)]
     pub profile: String,
 
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
@@ -82,6 +86,17 @@ pub struct AuditArgs {
     #[arg(long, value_name = "URL")]
     pub bmc: Option<String>,
 
+    /// Audit where the threads of this process run instead of the machine: each thread's
+    /// affinity against the partition, the CPU and SMT sibling it shares, its scheduling,
+    /// where its memory is, the IRQs on its CPU, with the taskset/chrt/numactl line that fixes
+    /// each problem. Repeat it or give a comma-separated list.
+    #[arg(long, value_name = "PID", value_delimiter = ',', conflicts_with_all = ["explain", "domain", "bios", "bmc"])]
+    pub pid: Vec<u32>,
+
+    /// As --pid, for every process whose command name (comm, at most 15 characters) is NAME.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["explain", "domain", "bios", "bmc"])]
+    pub comm: Vec<String>,
+
     /// How to log in to the `--bmc`.
     #[command(flatten)]
     pub bmc_access: super::bios::BmcAccess,
@@ -121,6 +136,9 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     };
     let mut machine = Machine::read(&root);
     super::container::note(&root, &machine.topology);
+    if !args.pid.is_empty() || !args.comm.is_empty() {
+        return workload(&root, &machine, &profile, args);
+    }
     if let Some(path) = &args.domain {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow!("--domain {}: {e}", path.display()))?;
@@ -170,6 +188,53 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         print(&report::render_text(&machine, &result, profile.info))?;
     }
     Ok(if result.has_failures() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}
+
+/// `--pid` / `--comm`: the placement of the workload's threads.
+fn workload(
+    root: &crate::sysroot::SysRoot,
+    machine: &Machine,
+    profile: &profile::Profile,
+    args: &AuditArgs,
+) -> Result<u8> {
+    let mut pids = Vec::new();
+    for &pid in &args.pid {
+        if !root.exists(&format!("/proc/{pid}")) {
+            bail!("--pid {pid}: no such process (ps -e lists the running ones)");
+        }
+        pids.push(pid);
+    }
+    for name in &args.comm {
+        let tasks = machine.tasks.get().ok_or_else(|| {
+            anyhow!("--comm {name}: the processes are not readable here; give --pid")
+        })?;
+        let found: Vec<u32> = tasks.with_comm(name).map(|t| t.pid).collect();
+        if found.is_empty() {
+            bail!(
+                "--comm {}: no process has this command name (the kernel's comm, at most 15 characters: `ps -eo comm`)",
+                escape_controls(name)
+            );
+        }
+        pids.extend(found);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    let partition = audit::partition::choose(machine, args.isolate.as_ref())
+        .map_err(|e| anyhow!("--isolate: {e}"))?;
+    let mut reader = crate::machine::Reader::new(root);
+    let workload = crate::machine::workload::read(&mut reader, &pids);
+    let realtime = profile.info.name.starts_with("realtime");
+    let result = audit::workload::judge(machine, &partition, &workload, realtime);
+    if args.json {
+        print_json(&report_workload::document(machine, &partition, &result))?;
+    } else {
+        print(&report_workload::render_text(&partition, &result))?;
+    }
+    Ok(if result.has_problems() {
         exit::FAILURES
     } else {
         exit::OK

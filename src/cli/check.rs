@@ -44,8 +44,8 @@ lowlat check --profile realtime-host --duration 60s --out runs/after\n  \
 lowlat check --cpus 2-7 --json\n\n\
 What it does: reads the machine, audits it against --profile, then measures the CPUs that \
 matter: --cpus, else the CPUs the machine isolates (isolcpus=, nohz_full=), else every CPU but \
-the first. First a busy loop (gaps of 1 µs or more, as `measure jitter --threshold 1000`), then \
-timer wake-ups every 1 ms at SCHED_FIFO 95 (as `measure timer --interval 1000`), --duration \
+the first. First a busy loop (gaps of 1 µs or more, as `measure jitter --threshold 1us`), then \
+timer wake-ups every 1 ms at SCHED_FIFO 95 (as `measure timer --interval 1ms`), --duration \
 each. The figures are held to the profile's measured targets (src/check/targets.table, each \
 with its source): low-latency wants fewer than one interruption of 10 µs or more per minute on \
 each CPU, realtime-host and realtime-guest a timer maximum below 50 µs; --target gives your own \
@@ -59,7 +59,7 @@ check (bad flag, unknown profile, --root/--snapshot: a check measures this machi
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only).
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = values::ProfileName)]
     pub profile: String,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
@@ -69,7 +69,7 @@ pub struct CheckArgs {
 
     /// Length of each of the two measurements (jitter, timer): 20s, 5m. With --repeat N it is
     /// split into N rounds of D/N each.
-    #[arg(long, value_name = "D", default_value = "20s", allow_hyphen_values = true, value_parser = values::duration)]
+    #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
 
     /// Measure in N interleaved rounds (jitter, timer, jitter, timer, ...) of --duration/N

@@ -73,7 +73,7 @@ pub struct ReportArgs {
 
     /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
     /// throughput.
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE)]
+    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = super::values::ProfileName)]
     pub profile: String,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then

@@ -2,14 +2,13 @@
 //! lowlat-measure-jitter(1)), rendered from the same clap definitions that parse the command
 //! line.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, CommandFactory};
 use std::path::PathBuf;
 
 use super::output::print;
 use super::{Cli, exit};
 use crate::plan::artifacts::Artifact;
-use crate::plan::write::write_dir;
 
 /// Options of `lowlat man`.
 #[derive(Debug, Args)]
@@ -33,7 +32,7 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
     command.build();
     let mut pages = Vec::new();
     render_pages(&command, &mut pages)?;
-    let written = write_dir(&args.out, &pages, args.force).context("--out")?;
+    let written = super::plan::write_artifacts(&args.out, &pages, args.force)?;
     let mut listing = String::new();
     for path in written {
         listing.push_str(&format!("{}\n", path.display()));

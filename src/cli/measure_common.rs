@@ -97,11 +97,12 @@ impl CommonArgs {
 /// `--json`.
 #[derive(Debug, Args)]
 pub struct LoopArgs {
-    /// CPUs to measure, one measuring thread each (e.g. 2-3,6).
+    /// CPUs to measure, one measuring thread each (e.g. 2-3,6). Default: as `lowlat check`,
+    /// the machine's isolated CPUs, else every CPU but the first.
     #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
-    pub cpus: CpuSet,
+    pub cpus: Option<CpuSet>,
     /// How long to measure: 10s, 500ms, 2m.
-    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = values::duration)]
+    #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
     /// CPUs to load with a busy hog during the measurement.
     #[arg(long, value_name = "CPULIST", value_parser = values::cpu_list)]
@@ -139,13 +140,14 @@ impl LoopArgs {
                 .with_context(|| format!("--load {load}"))?,
             None => CpuSet::new(),
         };
-        let shared = load.intersection(&self.cpus);
+        let measured = &session.cpus;
+        let shared = load.intersection(measured);
         if !shared.is_empty() {
             anyhow::bail!(
                 "--load {} --cpus {}: CPU {} would be loaded and measured at once, and the hog \
                  would take half of its time; load other CPUs than the measured ones",
                 load,
-                self.cpus,
+                measured.to_list(),
                 shared.to_list()
             );
         }
@@ -553,7 +555,7 @@ mod tests {
         }
         let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
         let session =
-            Session::open(SysRoot::dir(dir.path()), Engine::Freq, Some(&args.cpus)).unwrap();
+            Session::open(SysRoot::dir(dir.path()), Engine::Freq, args.cpus.as_ref()).unwrap();
         let plan = args.plan(&session).unwrap();
         assert_eq!(plan.cpus, vec![1]);
         assert_eq!(plan.duration, Duration::from_secs(2));

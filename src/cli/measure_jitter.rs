@@ -4,9 +4,9 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Cli;
+use super::defaults::open_loop_session;
 use super::measure_common::{
-    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, loop_exit, open_session,
-    run_checkpointed,
+    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, loop_exit, run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -19,18 +19,21 @@ use crate::report::measure::jitter as printers;
 
 /// Options of `lowlat measure jitter`.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  lowlat measure jitter --cpus 2-3 --threshold 1000 --duration 60s\n  \
-lowlat measure jitter --cpus 1 --threshold 300000 --duration 3s --inject 10:500\n  \
-lowlat measure jitter --cpus 1 --threshold 200 --duration 10s --format sysjitter --raw run"
-)]
+#[command(after_help = "Examples:\n  lowlat measure jitter\n  \
+lowlat measure jitter --cpus 2-3 --threshold 1us --duration 60s\n  \
+lowlat measure jitter --cpus 1 --threshold 300us --duration 3s --inject 10:500\n  \
+lowlat measure jitter --cpus 1 --threshold 200ns --duration 10s --format sysjitter --raw run\n\n\
+Defaults are those of `lowlat check`: the machine's isolated CPUs (else every CPU but the \
+first), 20 s, gaps of 1 µs or more. --threshold takes a unit (ns, us, ms); a bare number is \
+still read as ns, with a note, and will be refused in a later release.")]
 pub struct JitterArgs {
     /// The flags every loop engine takes.
     #[command(flatten)]
     pub common: LoopArgs,
-    /// A gap of at least this many ns between two counter reads is an interruption.
-    #[arg(long, value_name = "NS", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
-    pub threshold: u64,
+    /// A gap at least this long between two counter reads is an interruption: 1us, 800ns
+    /// (a bare number is ns, deprecated).
+    #[arg(long, value_name = "D", default_value = super::defaults::THRESHOLD, allow_negative_numbers = true, value_parser = values::latency_bare_ns)]
+    pub threshold: values::Latency,
     /// Also write sysjitter's per-CPU raw files PREFIX.CPU (CPU zero-padded).
     #[arg(long, value_name = "PREFIX")]
     pub raw: Option<String>,
@@ -64,11 +67,14 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     if let Some(prefix) = &args.raw {
         check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }
-    let session = open_session(cli, Engine::Jitter, Some(&args.common.cpus))?;
+    if let Some(note) = args.threshold.note("--threshold", "ns") {
+        eprintln!("{note}");
+    }
+    let session = open_loop_session(cli, Engine::Jitter, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
     let request = JitterRequest {
         plan: args.common.plan(&session)?,
-        threshold_ns: args.threshold,
+        threshold_ns: args.threshold.ns(),
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
     };

@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::Cli;
+use super::defaults::open_loop_session;
 use super::measure_common::{
-    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, open_session,
-    run_checkpointed,
+    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, run_checkpointed,
 };
 use super::output::print;
 use super::values;
@@ -18,17 +18,20 @@ use crate::report::measure::timer as printers;
 
 /// Options of `lowlat measure timer`.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  lowlat measure timer --cpus 1 --interval 1000 --duration 10m --histogram 200\n  \
-lowlat measure timer --cpus 2 --interval 200 --duration 10s --load 3 --format cyclictest"
-)]
+#[command(after_help = "Examples:\n  lowlat measure timer\n  \
+lowlat measure timer --cpus 1 --interval 1ms --duration 10m --histogram 200\n  \
+lowlat measure timer --cpus 2 --interval 200us --duration 10s --load 3 --format cyclictest\n\n\
+Defaults are those of `lowlat check`: the machine's isolated CPUs (else every CPU but the \
+first), 20 s, a deadline every 1 ms (cyclictest's default). --interval takes a unit (us, ms); \
+a bare number is still read as µs, as cyclictest's -i, with a note, and will be refused in a \
+later release.")]
 pub struct TimerArgs {
     /// The flags every loop engine takes.
     #[command(flatten)]
     pub common: LoopArgs,
-    /// Period between two deadlines, µs (at most 2^64 ns).
-    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX / 1000))]
-    pub interval: u64,
+    /// Period between two deadlines: 1ms, 200us (a bare number is µs, deprecated).
+    #[arg(long, value_name = "D", default_value = super::defaults::INTERVAL, allow_negative_numbers = true, value_parser = values::latency_bare_us)]
+    pub interval: values::Latency,
     /// SCHED_FIFO priority of the measuring threads; without permission lowlat measures at
     /// normal priority and says so.
     #[arg(long, value_name = "P", default_value_t = DEFAULT_PRIORITY, allow_negative_numbers = true, value_parser = values::priority)]
@@ -68,8 +71,10 @@ pub enum TimerFormat {
 
 /// Runs `lowlat measure timer`.
 pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
-    let interval_ns = u128::from(args.interval) * 1000;
-    if interval_ns > args.common.round().as_nanos() {
+    if let Some(note) = args.interval.note("--interval", "us") {
+        eprintln!("{note}");
+    }
+    if args.interval.duration > args.common.round() {
         anyhow::bail!(
             "--interval {}: longer than --duration {:?} (split over --repeat {}), so no deadline \
              would fall in a run; use a shorter interval or a longer duration",
@@ -93,12 +98,12 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
              shows percentiles"
         );
     }
-    let session = open_session(cli, Engine::Timer, Some(&args.common.cpus))?;
+    let session = open_loop_session(cli, Engine::Timer, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
     let plan = args.common.plan(&session)?;
     let request = TimerRequest {
         plan,
-        interval_ns: args.interval * 1000,
+        interval_ns: args.interval.ns(),
         priority: args.priority,
         histogram_buckets: buckets as usize,
     };

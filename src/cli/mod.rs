@@ -107,6 +107,7 @@ pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
 mod container;
+pub(crate) mod defaults;
 pub(crate) mod fleet;
 pub(crate) mod inventory;
 pub(crate) mod man;

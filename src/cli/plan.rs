@@ -10,7 +10,7 @@ use super::{Cli, exit};
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
-use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile};
+use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile, SmtChoice};
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{diff, summary};
@@ -65,6 +65,12 @@ pub struct PlanArgs {
     /// that turns SMT off keeps one thread per core, and splits none).
     #[arg(long)]
     pub allow_split_smt: bool,
+
+    /// SMT: keep (no nosmt; isolated and housekeeping CPUs are whole cores, siblings
+    /// together) or off (nosmt at the next boot). Default: the profile's (off for
+    /// low-latency and realtime-host, kept for realtime-guest).
+    #[arg(long, value_enum, value_name = "keep|off")]
+    pub smt: Option<SmtArg>,
 
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
     #[arg(long, value_enum, default_value_t = PowerArg::Latency)]
@@ -166,8 +172,19 @@ pub enum ProfileArg {
     RealtimeHost,
     /// A real-time KVM guest.
     RealtimeGuest,
-    /// Refused with the reason: the audit checks throughput machines, lowlat plans none.
+    /// Refused with the reason: the audit checks throughput machines, lowlat plans none (not
+    /// listed in --help, the man page or completion).
+    #[value(hide = true)]
     Throughput,
+}
+
+/// `--smt` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SmtArg {
+    /// Keep SMT on, siblings together in the partition.
+    Keep,
+    /// Turn SMT off at the next boot (nosmt).
+    Off,
 }
 
 /// `--power` values.
@@ -213,6 +230,11 @@ impl PlanArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
+                smt: match self.smt {
+                    None => SmtChoice::Profile,
+                    Some(SmtArg::Keep) => SmtChoice::Keep,
+                    Some(SmtArg::Off) => SmtChoice::Off,
+                },
             },
         })
     }
@@ -268,9 +290,14 @@ impl PlanArgs {
     }
 }
 
-/// Writes a plan's `files` into `dir` (`--out`), with `--force` replacing lowlat's files; a
-/// refusal names `--out` and, only where it would help, suggests `--force`.
-pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -> Result<()> {
+/// Writes a plan's (or the man pages') `files` into `dir` (`--out`), with `--force` replacing
+/// lowlat's files, and returns the paths written; a refusal names `--out` and, only where it
+/// would help, suggests `--force`.
+pub(super) fn write_artifacts(
+    dir: &Path,
+    files: &[Artifact<'_>],
+    force: bool,
+) -> Result<Vec<std::path::PathBuf>> {
     write::write_dir(dir, files, force).map_err(|e| {
         let hint = match e {
             write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
@@ -279,8 +306,7 @@ pub(super) fn write_artifacts(dir: &Path, files: &[Artifact<'_>], force: bool) -
             _ => "",
         };
         anyhow::anyhow!("--out {e}{hint}")
-    })?;
-    Ok(())
+    })
 }
 
 /// Runs `lowlat plan`.

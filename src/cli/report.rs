@@ -13,12 +13,13 @@ use crate::report::html::{self, Source};
     after_help = "Examples:\n  lowlat inventory --json > inventory.json\n  lowlat audit --json > audit.json\n  \
 lowlat measure jitter --duration 60s --json > jitter.json\n  lowlat report inventory.json audit.json jitter.json -o report.html\n  \
 lowlat report bundle/ before/jitter.json -o report.html\n\n\
-The report draws what its documents allow: the machine and its topology (inventory), audit findings by layer \
-(audit), the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance \
-curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
+The report draws what its documents allow: first the verdict of a check (check: PASS or FAIL, why, the \
+targets with each CPU's value), the machine and its topology (inventory), audit findings by layer (audit), \
+the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
 over time (watch --json), the core-to-core heatmap (measure c2c), the membw and memlat node matrices and the \
-memlat curve, and the frequency per CPU (measure freq). The file needs nothing outside itself: open it in any \
-browser, offline, with JavaScript off. The documents are embedded whole.\n\n\
+memlat curve, the frequency per CPU (measure freq), the wake-up and IPI heatmaps (measure wakeup, measure \
+ipi) and the IPI throughput per CPU (measure ipi --mesh); documents of other kinds are named, not drawn. \
+The file needs nothing outside itself: open it in any browser, offline, with JavaScript off. The documents are embedded whole.\n\n\
 Exit codes: 0 the report was written, 2 a file could not be read or is not a lowlat document."
 )]
 pub struct ReportArgs {

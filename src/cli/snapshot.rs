@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::{Cli, exit};
 use crate::machine::Machine;
 use crate::text::escape_controls;
+use crate::units::plural;
 
 /// Options of `lowlat snapshot`.
 #[derive(Debug, Args)]
@@ -56,12 +57,12 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     let manifest = crate::snapshot::write(&root, output).context("-o")?;
     eprintln!(
-        "lowlat: wrote {} ({} files, {} KiB before compression, host {}; {} warnings while reading)",
+        "lowlat: wrote {} ({}, {} KiB before compression, host {}; {} while reading)",
         output.display(),
-        manifest.files,
+        plural(manifest.files, "file", "files"),
         manifest.bytes.div_ceil(1024),
         escape_controls(&manifest.header.host),
-        machine.warnings.len()
+        plural(machine.warnings.len(), "warning", "warnings")
     );
     Ok(exit::OK)
 }

@@ -22,8 +22,9 @@ pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {
     Ok(cpus)
 }
 
-/// Parses a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
-/// Zero, negative durations and durations whose nanoseconds do not fit 64 bits are refused.
+/// Parses a duration: `10s`, `500ms`, `250us` (or `250µs`), `800ns`, `2m`, `1h`, or a bare
+/// number of seconds. Zero, negative durations and durations whose nanoseconds do not fit 64
+/// bits are refused.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     const EXAMPLES: &str = "give one above zero, e.g. 10s, 500ms or 2m";
     let text = text.trim();
@@ -39,27 +40,108 @@ pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
-    let seconds_per_unit = match unit {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
+    let ns_per_unit = match unit {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
         _ => {
             return Err(format!(
-                "'{text}': unknown unit '{unit}' (use us, ms, s, m or h)"
+                "'{text}': unknown unit '{unit}' (use ns, us, ms, s, m or h)"
             ));
         }
     };
-    let too_long = || format!("'{text}' is too long (at most 584 years, 2^64 ns)");
-    let duration = Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| too_long())?;
-    if u64::try_from(duration.as_nanos()).is_err() {
-        return Err(too_long());
+    let ns = (value * ns_per_unit).round();
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        return Err(format!("'{text}' is too long (at most 584 years, 2^64 ns)"));
     }
-    if duration.is_zero() {
+    if ns < 1.0 {
         return Err(format!("must be above zero; {EXAMPLES}"));
     }
-    Ok(duration)
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+/// A latency flag's value: a duration with its unit (`1us`, `1ms`), or a bare number in the
+/// unit the flag took before it took units (deprecated; [`Latency::note`] says so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency {
+    /// The value.
+    pub duration: Duration,
+    /// Given as a bare number.
+    pub bare: bool,
+}
+
+impl Latency {
+    /// The value in ns.
+    pub(crate) fn ns(self) -> u64 {
+        u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// For a bare number, the deprecation note for `flag`, whose bare numbers were in `unit`
+    /// (`ns` or `us`).
+    pub(crate) fn note(self, flag: &str, unit: &str) -> Option<String> {
+        let (per, word) = if unit == "us" {
+            (1000, "µs")
+        } else {
+            (1, "ns")
+        };
+        self.bare.then(|| {
+            format!(
+                "lowlat: note: {flag} {} is read as {} {word}, as before; a bare number is \
+                 deprecated: write the unit ({flag} {})",
+                self.ns() / per,
+                self.ns() / per,
+                human(self.duration)
+            )
+        })
+    }
+}
+
+impl std::fmt::Display for Latency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&human(self.duration))
+    }
+}
+
+/// A duration in the largest unit that keeps it whole: `1us`, `1ms`, `250us`, `20s`.
+pub(crate) fn human(d: Duration) -> String {
+    let ns = d.as_nanos();
+    let units = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    units
+        .iter()
+        .find(|(per, _)| ns.is_multiple_of(*per))
+        .map_or_else(
+            || format!("{ns}ns"),
+            |(per, unit)| format!("{}{unit}", ns / per),
+        )
+}
+
+/// Parses a latency whose bare numbers are nanoseconds (`--threshold 1000` = 1 µs).
+pub(crate) fn latency_bare_ns(text: &str) -> Result<Latency, String> {
+    latency(text, 1)
+}
+
+/// Parses a latency whose bare numbers are microseconds (`--interval 1000` = 1 ms).
+pub(crate) fn latency_bare_us(text: &str) -> Result<Latency, String> {
+    latency(text, 1000)
+}
+
+fn latency(text: &str, bare_ns: u64) -> Result<Latency, String> {
+    let number = text.trim();
+    let digits = number.strip_prefix('-').unwrap_or(number);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let value = count(1u64, u64::MAX / bare_ns)(number)?;
+        return Ok(Latency {
+            duration: Duration::from_nanos(value * bare_ns),
+            bare: true,
+        });
+    }
+    duration(number).map(|duration| Latency {
+        duration,
+        bare: false,
+    })
 }
 
 /// Parses a duration that must carry its unit (`10us`, `1ms`): a latency threshold, or
@@ -171,6 +253,33 @@ where
     }
 }
 
+/// `--profile` of audit, check and fleet: any text (`audit::profile::load` refuses an unknown
+/// name with the valid ones), with the profile names as the values `--help` lists and shell
+/// completion offers (it offered file names).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProfileName;
+
+impl clap::builder::TypedValueParser for ProfileName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::audit::profile::PROFILES.iter().map(|p| {
+            clap::builder::PossibleValue::new(p.name).help(p.summary)
+        })))
+    }
+}
+
 /// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
 pub(crate) fn inject(text: &str) -> Result<InjectSpec, String> {
     text.parse()
@@ -188,6 +297,32 @@ pub(crate) fn priority(text: &str) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_take_units_and_bare_numbers_keep_their_old_unit() {
+        let threshold = latency_bare_ns("1us").unwrap();
+        assert_eq!((threshold.ns(), threshold.bare), (1000, false));
+        assert_eq!(latency_bare_ns("1µs").unwrap().ns(), 1000);
+        assert_eq!(latency_bare_ns("800ns").unwrap().ns(), 800);
+        let bare = latency_bare_ns("1000").unwrap();
+        assert_eq!((bare.ns(), bare.bare), (1000, true));
+        assert_eq!(
+            bare.note("--threshold", "ns").unwrap(),
+            "lowlat: note: --threshold 1000 is read as 1000 ns, as before; a bare number is \
+             deprecated: write the unit (--threshold 1us)"
+        );
+        assert_eq!(latency_bare_us("1000").unwrap().ns(), 1_000_000);
+        assert_eq!(latency_bare_us("1ms").unwrap().to_string(), "1ms");
+        assert!(
+            latency_bare_us("1ms")
+                .unwrap()
+                .note("--interval", "us")
+                .is_none()
+        );
+        assert!(latency_bare_us("0").is_err());
+        assert!(latency_bare_ns("-5us").is_err());
+        assert_eq!(human(Duration::from_nanos(1500)), "1500ns");
+    }
 
     #[test]
     fn durations_take_the_usual_units() {

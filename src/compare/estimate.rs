@@ -6,7 +6,7 @@
 //! Kalibera and Jones, estimated by the runs' means; docs/statistics.md). The same spread says
 //! how large a change this many runs can detect (the minimum detectable effect).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::stats::mean_var;
 use super::stats::welch::{self, t_quantile};
@@ -16,7 +16,7 @@ pub const POWER: f64 = 0.8;
 
 /// One arm's value of a figure: the geometric mean of its runs' values, with the 95 %
 /// interval of that mean from the spread of the runs (two runs or more).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ArmEstimate {
     /// The value, in the row's unit.
     pub value: f64,

@@ -233,6 +233,21 @@ pub struct Run {
 }
 
 impl Run {
+    /// A copy of the run with every latency multiplied by `factor` (its histograms and its
+    /// slices alike): a change of known size planted in real runs, which is how compare's
+    /// power is measured (bench/compare-power.sh) and tested. `None` when a count overflows.
+    pub fn scaled(&self, factor: f64) -> Option<Run> {
+        let scale = |h: &Cumulative| Cumulative::new(h.buckets().map(|(v, c)| (v * factor, c)));
+        let mut run = self.clone();
+        for series in run.cpus.values_mut() {
+            series.values = scale(&series.values)?;
+            for slice in &mut series.slices {
+                slice.values = scale(&slice.values)?;
+            }
+        }
+        Some(run)
+    }
+
     /// A run of `format` from `source` with nothing in it yet.
     pub fn empty(source: impl Into<String>, format: Format) -> Self {
         Self {

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::group::{FleetReport, Group};
 use crate::audit::Status;
 use crate::text::escape_controls;
+use crate::units::plural;
 
 /// The whole page.
 pub fn render(report: &FleetReport) -> String {
@@ -59,11 +60,14 @@ fn render_group(page: &mut String, group: &Group) {
     let key = |field: &str| group.key.get(field).map_or("?", String::as_str);
     let _ = writeln!(
         page,
-        "\nGroup {}: {} hosts: {} × {} sockets, {}",
+        "\nGroup {}: {}: {} × {}, {}",
         group.id,
-        group.hosts.len(),
+        plural(group.hosts.len(), "host", "hosts"),
         escape_controls(key("cpu.model")),
-        escape_controls(key("topology.sockets")),
+        match key("topology.sockets") {
+            "1" => "1 socket".to_string(),
+            n => format!("{} sockets", escape_controls(n)),
+        },
         escape_controls(key("firmware.system")),
     );
     if !group.split.is_empty() {

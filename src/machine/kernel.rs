@@ -1,7 +1,10 @@
-//! The running kernel: identity, preemption model, command line, CPU isolation, clocksource,
-//! the audited sysctls, huge pages and THP, memory counters and CPU time counters.
+//! The running kernel: identity, preemption model, build configuration, command line, CPU
+//! isolation (with the boot log's word on it), clocksource, the audited sysctls, huge pages and
+//! THP, memory counters and CPU time counters.
 
+pub mod bootlog;
 pub(crate) mod cmdline;
+pub mod config;
 pub(crate) mod memory;
 pub(crate) mod preempt;
 pub(crate) mod stat;
@@ -12,6 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use cmdline::{Cmdline, Isolcpus, Param, parse_boot_cpulist, parse_cmdline, parse_isolcpus};
+pub use config::KernelConfig;
 pub use memory::{Choice, HugePool, Hugepages, Meminfo, NodeHugepages, Thp};
 pub use preempt::{PreemptModel, Preemption};
 pub use stat::{CpuStat, CpuTimes};
@@ -32,10 +36,21 @@ pub struct Kernel {
     pub preempt_rt: Avail<bool>,
     /// The preemption model and where it was learnt.
     pub preemption: Avail<Preemption>,
+    /// The build configuration: the options lowlat judges the kernel by ([`config::OPTIONS`]).
+    #[serde(default = "not_recorded")]
+    pub config: Avail<KernelConfig>,
     /// `/proc/cmdline`, parsed.
     pub cmdline: Avail<Cmdline>,
     /// CPU isolation, as in effect (sysfs) and as asked for (command line).
     pub isolation: Isolation,
+    /// The kernel log's messages about CPU isolation (`Housekeeping: ...`, `NO_HZ: ...`), from
+    /// `/dev/kmsg`, oldest first.
+    #[serde(default = "not_recorded")]
+    pub isolation_log: Avail<Vec<String>>,
+    /// The real-time budgets (`cpu.rt_runtime_us`) of the cgroup v1 cpu hierarchy's root and
+    /// top-level groups.
+    #[serde(default = "not_recorded")]
+    pub rt_groups: Avail<Vec<crate::machine::rt_permission::RtGroup>>,
     /// The clocksource of `/sys/devices/system/clocksource/clocksource0`.
     pub clocksource: Avail<Clocksource>,
     /// Every key of [`AUDITED_SYSCTLS`] with its value, or why it is missing
@@ -92,6 +107,11 @@ pub struct Clocksource {
     pub available: Vec<String>,
 }
 
+/// A part a model written by an older lowlat does not hold.
+fn not_recorded<T>() -> Avail<T> {
+    Avail::missing("not recorded by the lowlat that wrote this model")
+}
+
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 const CLOCKSOURCE_DIR: &str = "/sys/devices/system/clocksource/clocksource0";
 
@@ -119,13 +139,17 @@ pub fn read(r: &mut Reader) -> Kernel {
         None => Avail::missing(why_not),
     };
     let isolation = read_isolation(r, cmdline.get());
+    let config = config::read(r, release.get().map(String::as_str));
     Kernel {
         release,
         version,
         hostname,
         preempt_rt,
         preemption,
+        config,
         isolation,
+        isolation_log: bootlog::read(r),
+        rt_groups: crate::machine::rt_permission::read_groups(r),
         cmdline,
         clocksource: read_clocksource(r),
         sysctls: sysctl::read(r),

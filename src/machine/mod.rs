@@ -19,10 +19,12 @@ pub mod kernel;
 pub mod kubelet;
 pub(crate) mod net;
 pub mod power;
+pub mod rt_permission;
 pub mod services;
 pub mod tasks;
 pub mod topology;
 pub mod virt;
+pub mod workload;
 
 pub use avail::{Avail, Warning, Warnings};
 pub use cpulist::CpuSet;

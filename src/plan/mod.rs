@@ -359,6 +359,28 @@ pub fn build(
         options,
         ..request.clone()
     };
+    // `--smt keep` drops the audit's nosmt, `--smt off` adds it where the profile keeps SMT.
+    let smt = request.options.smt;
+    let nosmt_id = SettingId::Cmdline("nosmt".to_string()).to_string();
+    let remediations = |partition: &Partition| {
+        let mut settings = remediations(partition);
+        match smt {
+            request::SmtChoice::Profile => {}
+            request::SmtChoice::Keep => settings.retain(|s| s.id != nosmt_id),
+            request::SmtChoice::Off => {
+                if !settings.iter().any(|s| s.id == nosmt_id) {
+                    settings.push(setting(
+                        nosmt_id.clone(),
+                        "nosmt",
+                        Layer::Boot,
+                        "SMT off as asked (--smt off): a core's two threads share its execution units and L1/L2 caches.",
+                        sources::KERNEL_PARAMS,
+                    ));
+                }
+            }
+        }
+        settings
+    };
     let smt_off = with_smt_off(&machine.topology);
     let online_after = smt_off.online_cpus();
     let has_smt = online_after != machine.topology.online_cpus();

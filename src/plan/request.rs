@@ -179,6 +179,32 @@ pub struct PlanOptions {
     /// Whether per-CPU kernel threads (ksoftirqd, rcuc, rcub, ktimers) get SCHED_FIFO
     /// priorities.
     pub kthread_priorities: bool,
+    /// SMT: as the profile says, kept on, or turned off (`plan --smt`); absent from plan.json
+    /// when the profile's.
+    #[serde(default, skip_serializing_if = "SmtChoice::is_profile")]
+    pub smt: SmtChoice,
+}
+
+/// What a plan does with SMT (`plan --smt keep|off`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmtChoice {
+    /// The profile's choice: low-latency and realtime-host turn it off (`nosmt`, from the
+    /// audit's LL-SMT), the others keep it.
+    #[default]
+    Profile,
+    /// Keep SMT on: no `nosmt`, and a partition that keeps each core's siblings together
+    /// (housekeeping = the first core of each node with its siblings).
+    Keep,
+    /// Turn SMT off at the next boot (`nosmt`) whatever the profile says.
+    Off,
+}
+
+impl SmtChoice {
+    /// Whether the profile decides.
+    pub fn is_profile(&self) -> bool {
+        *self == SmtChoice::Profile
+    }
 }
 
 impl Default for PlanOptions {
@@ -188,6 +214,7 @@ impl Default for PlanOptions {
             hugepages: Vec::new(),
             allow_security_tradeoffs: false,
             kthread_priorities: false,
+            smt: SmtChoice::Profile,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
 use crate::report::host;
 use crate::tuning::setting::{Layer, Setting};
+use crate::units::plural;
 
 /// Detail lines shown per finding in the terminal (the JSON has them all).
 const DETAIL_LINES: usize = 8;
@@ -165,8 +166,8 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     if !machine.warnings.is_empty() {
         let _ = writeln!(
             out,
-            "{} warning(s) while reading the machine (see --json)",
-            machine.warnings.len()
+            "{} while reading the machine (see --json)",
+            plural(machine.warnings.len(), "warning", "warnings")
         );
     }
     let _ = writeln!(

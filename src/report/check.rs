@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::host;
 use super::measure::jitter::aligned;
+use super::measure::{micros, micros_setting};
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, Status};
 use crate::check::{CpuFigures, MeasuredCpus, Outcome, TargetVerdict};
@@ -112,10 +113,6 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
     Document::new(Kind::Check, host(report.machine), body)
 }
 
-fn micros(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
-
 /// The terminal report.
 pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     let mut out = String::new();
@@ -134,10 +131,10 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     let _ = writeln!(
         out,
         "measured: CPU {} ({}): {seconds:.0} s of busy loop, then {seconds:.0} s of timer \
-         wake-ups every {} µs",
+         wake-ups every {}",
         report.measured.cpus.to_list(),
         report.measured.why,
-        report.timer_interval_ns / 1000
+        micros_setting(report.timer_interval_ns)
     );
     let counts = report.audit.counts();
     let _ = writeln!(
@@ -189,7 +186,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             .map_or("-".to_string(), |v| format!("{v:.1}"));
         let timer = |ns: u64| {
             if f.timer_samples > 0 {
-                micros(ns)
+                micros(ns as f64)
             } else {
                 "-".to_string()
             }
@@ -199,7 +196,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             f.interruptions.to_string(),
             f.long_interruptions.to_string(),
             per_minute,
-            micros(f.max_interruption_ns),
+            micros(f.max_interruption_ns as f64),
             timer(f.timer_p99_ns),
             timer(f.timer_max_ns),
             f.steal_ms.map_or("-".to_string(), |ms| format!("{ms:.0}")),

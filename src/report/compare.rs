@@ -52,9 +52,9 @@ pub fn render_all(comparisons: &[Comparison]) -> String {
         .join("\n")
 }
 
-/// A value with its unit: latencies in µs (ns below 1 µs, ms above 10 ms), rates and rates of
+/// A value with its unit (the text and the HTML report say it alike): latencies in µs (ns below 1 µs, ms above 10 ms), rates and rates of
 /// memory bandwidth with theirs.
-fn value(v: f64, unit: &str) -> String {
+pub(crate) fn value(v: f64, unit: &str) -> String {
     match unit {
         "ns" if v >= 1e7 => format!("{:.2} ms", v / 1e6),
         "ns" if v >= 1e3 => format!("{:.2} µs", v / 1e3),
@@ -66,7 +66,7 @@ fn value(v: f64, unit: &str) -> String {
     }
 }
 
-fn estimate(unit: &str, e: &ArmEstimate) -> String {
+pub(crate) fn estimate(unit: &str, e: &ArmEstimate) -> String {
     match (e.low, e.high) {
         (Some(low), Some(high)) => format!(
             "{} [{}, {}]",
@@ -78,7 +78,7 @@ fn estimate(unit: &str, e: &ArmEstimate) -> String {
     }
 }
 
-fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
+pub(crate) fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
     match interval {
         Some((lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
         None => format!("{r:.2}"),

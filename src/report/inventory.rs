@@ -47,6 +47,7 @@ pub fn render_text(m: &Machine) -> String {
     row(&mut out, "OS", &os_line(m));
     row(&mut out, "Kernel", &kernel_lines(m));
     row(&mut out, "Isolation", &isolation_lines(m));
+    row(&mut out, "Built for", &kernel_feature_lines(m));
     row(&mut out, "Power", &power_lines(m));
     row(&mut out, "IRQs", &irq_lines(m));
     row(&mut out, "Tasks", &task_line(m));
@@ -393,6 +394,56 @@ fn isolation_lines(m: &Machine) -> String {
     out
 }
 
+/// The isolation features of the kernel's build, its tracers, and what its boot log said
+/// about isolation.
+fn kernel_feature_lines(m: &Machine) -> String {
+    let k = &m.kernel;
+    let mut out = or_reason(&k.config, |c| {
+        let yes_no = |on: bool| if on { "yes" } else { "no" };
+        let features = [
+            ("nohz_full", c.enabled("CONFIG_NO_HZ_FULL")),
+            ("rcu_nocbs", c.enabled("CONFIG_RCU_NOCB_CPU")),
+            ("isolcpus", c.enabled("CONFIG_CPU_ISOLATION")),
+            ("PREEMPT_RT", c.preempt_rt()),
+            ("PREEMPT_DYNAMIC", c.enabled("CONFIG_PREEMPT_DYNAMIC")),
+            ("RT_GROUP_SCHED", c.enabled("CONFIG_RT_GROUP_SCHED")),
+        ];
+        let mut line: Vec<String> = features
+            .iter()
+            .map(|(name, on)| format!("{name} {}", yes_no(*on)))
+            .collect();
+        if let Some(hz) = c.options.get("CONFIG_HZ") {
+            line.push(format!("HZ {hz}"));
+        }
+        let tracers = [
+            ("hwlat", "CONFIG_HWLAT_TRACER"),
+            ("osnoise", "CONFIG_OSNOISE_TRACER"),
+            ("timerlat", "CONFIG_TIMERLAT_TRACER"),
+        ];
+        let built: Vec<&str> = tracers
+            .iter()
+            .filter(|(_, option)| c.enabled(option))
+            .map(|(name, _)| *name)
+            .collect();
+        let tracers = if built.is_empty() {
+            "none".to_string()
+        } else {
+            built.join(" ")
+        };
+        format!("{} ({})\ntracers: {tracers}", line.join(", "), c.source)
+    });
+    if k.config.get().is_none() {
+        // A line of its own when the config is missing: the reason is long.
+        out = format!("config {out}");
+    }
+    if let Some(lines) = k.isolation_log.get() {
+        for line in lines {
+            let _ = write!(out, "\nboot log: {line}");
+        }
+    }
+    out
+}
+
 fn power_lines(m: &Machine) -> String {
     let p = &m.power;
     let mut out = match &p.cpufreq {
@@ -479,9 +530,11 @@ fn irq_lines(m: &Machine) -> String {
             .filter(|i| matches!(i.class, IrqClass::Storage { .. }))
             .count();
         format!(
-            "{} numbered IRQs ({nic_queues} NIC queues, {storage} storage queues) over {} CPU columns",
-            irqs.irqs.len(),
-            irqs.table.cpus.len()
+            "{} ({}, {}) over {}",
+            plural(irqs.irqs.len(), "numbered IRQ", "numbered IRQs"),
+            plural(nic_queues, "NIC queue", "NIC queues"),
+            plural(storage, "storage queue", "storage queues"),
+            plural(irqs.table.cpus.len(), "CPU column", "CPU columns")
         )
     })
 }

@@ -16,6 +16,7 @@ pub(crate) mod measure;
 pub(crate) mod nfd;
 pub mod plan;
 pub(crate) mod watch;
+pub(crate) mod workload;
 
 use crate::document::UNKNOWN_HOST;
 use crate::machine::Machine;

@@ -95,6 +95,55 @@ fn measurements_refuse_a_fixture_root() {
     .stderr(contains("measurements run on this machine only"));
 }
 
+/// `--threshold` and `--interval` take units; a bare number keeps its old unit (ns, µs) and
+/// says it is deprecated. Both flags, and `--cpus` and `--duration`, have check's defaults.
+#[test]
+fn thresholds_and_intervals_take_units_and_bare_numbers_are_noted() {
+    // 4095 fails after the values are read, before anything is measured.
+    jitter("4095", "1us", "1s", &[])
+        .code(2)
+        .stderr(contains("--cpus 4095").and(contains("note").not()));
+    timer("4095", "200us", "1s", &[])
+        .code(2)
+        .stderr(contains("--cpus 4095").and(contains("note").not()));
+    jitter("4095", "1000", "1s", &[]).code(2).stderr(contains(
+        "note: --threshold 1000 is read as 1000 ns, as before; a bare number is deprecated: \
+         write the unit (--threshold 1us)",
+    ));
+    timer("4095", "1000", "1s", &[]).code(2).stderr(contains(
+        "note: --interval 1000 is read as 1000 µs, as before; a bare number is deprecated: \
+         write the unit (--interval 1ms)",
+    ));
+    timer("0", "2s", "1s", &[])
+        .code(2)
+        .stderr(contains("--interval 2s: longer than --duration"));
+    for (engine, flag, default) in [
+        ("jitter", "--threshold", "[default: 1us]"),
+        ("timer", "--interval", "[default: 1ms]"),
+    ] {
+        let help = lowlat(&["measure", engine, "--help"]).success();
+        let out = String::from_utf8(help.get_output().stdout.clone()).unwrap();
+        let flag_help = &out[out.find(&format!("{flag} <D>")).unwrap()..];
+        let flag_help = &flag_help[..flag_help.find("\n      --").unwrap()];
+        assert!(flag_help.contains(default), "{flag}: {flag_help}");
+        assert!(out.contains("[default: 20s]"), "--duration of {engine}");
+    }
+}
+
+/// With no flag at all, jitter and timer measure what a check would: the CPUs it chooses.
+#[test]
+#[ignore = "measures the live machine; run with LOWLAT_LIVE_TESTS=1"]
+fn jitter_and_timer_need_no_flag() {
+    if !crate::support::live_tests_allowed() {
+        return;
+    }
+    for engine in ["jitter", "timer"] {
+        lowlat(&["measure", engine, "--duration", "200ms", "--json"])
+            .success()
+            .stderr(contains("lowlat: measuring CPU ").and(contains("choose others with --cpus")));
+    }
+}
+
 /// values that overflow are refused (exit 2, naming the flag) before anything starts.
 #[test]
 fn overflowing_values_are_refused() {
@@ -171,19 +220,21 @@ const ENGINES: [&[&str]; 7] = [
 /// refused before anything runs, and the message says how to widen it (taskset).
 #[test]
 fn cpus_outside_the_affinity_are_refused_naming_taskset_by_every_engine() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return; // one CPU: there is no CPU outside the affinity to ask for
-    }
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    if !online.trim().contains(['-', ',']) {
-        return; // CPU 1 is not online
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+        || !online.trim().contains(['-', ','])
+    {
+        // One CPU: there is no CPU outside the affinity to ask for.
+        crate::support::missing_data("a second online CPU");
+        return;
     }
     if std::process::Command::new("taskset")
         .arg("--version")
         .output()
         .is_err()
     {
-        return; // no taskset on this machine
+        crate::support::missing_data("taskset (Debian package util-linux)");
+        return;
     }
     let lowlat = assert_cmd::cargo::cargo_bin("lowlat");
     for engine in ENGINES {

@@ -9,8 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use lowlat::compare::load::load;
-use lowlat::compare::run::{Run, Series, Slice};
-use lowlat::compare::stats::histogram::Cumulative;
+use lowlat::compare::run::Run;
 use lowlat::compare::{Comparison, Options, compare_each};
 use serde_json::Value;
 
@@ -43,28 +42,6 @@ const OPTIONS: Options = Options {
     above_ns: 10_000.0,
     margin: 0.03,
 };
-
-/// A copy of `run` with every latency multiplied by `factor` (its histogram and its slices).
-fn planted(run: &Run, factor: f64) -> Run {
-    let scale =
-        |h: &Cumulative| Cumulative::new(h.buckets().map(|(v, c)| (v * factor, c))).unwrap();
-    let mut run = run.clone();
-    for series in run.cpus.values_mut() {
-        *series = Series {
-            values: scale(&series.values),
-            slices: series
-                .slices
-                .iter()
-                .map(|s| Slice {
-                    values: scale(&s.values),
-                    exposure: s.exposure,
-                })
-                .collect(),
-            ..series.clone()
-        };
-    }
-    run
-}
 
 /// Whether a primary endpoint is called better or worse, and whether one is worse and not
 /// explained by the environment (what makes the exit code 1).
@@ -192,7 +169,7 @@ fn planted_effects_are_found_both_ways() {
     let (a, b) = (&runs[..4], &runs[4..8]);
     for (factor, found) in [(2.0, true), (1.5, true), (1.2, false)] {
         for direction in [factor, 1.0 / factor] {
-            let planted: Vec<Run> = b.iter().map(|r| planted(r, direction)).collect();
+            let planted: Vec<Run> = b.iter().map(|r| r.scaled(direction).unwrap()).collect();
             let comparisons = compare_each(a, &planted, &OPTIONS).unwrap();
             let median = &comparisons[0].primary[0];
             let expected = if direction > 1.0 { "worse" } else { "better" };

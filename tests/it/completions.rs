@@ -45,6 +45,42 @@ fn bash_completes_subcommands_with_the_script() {
     assert_eq!(lines, ["measure", "jitter"], "{stdout}");
 }
 
+/// What bash offers for `lowlat SUBCOMMAND --profile ` with the script.
+fn bash_offers_profiles(subcommand: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lowlat.bash");
+    std::fs::write(&file, completions("bash")).unwrap();
+    let probe = format!(
+        "cd {dir}; source {file}; COMP_WORDS=(lowlat {subcommand} --profile ''); COMP_CWORD=3; \
+         _lowlat lowlat '' --profile; echo \"${{COMPREPLY[*]}}\"",
+        dir = dir.path().display(),
+        file = file.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn profile_completes_to_the_profile_names_not_files() {
+    // The directory holds lowlat.bash: file completion would offer it.
+    for subcommand in ["audit", "check"] {
+        let offered = bash_offers_profiles(subcommand);
+        assert_eq!(
+            offered, "low-latency realtime-host realtime-guest throughput",
+            "{subcommand}"
+        );
+    }
+    // plan refuses throughput (with its reason), so it does not offer it.
+    assert_eq!(
+        bash_offers_profiles("plan"),
+        "low-latency realtime-host realtime-guest"
+    );
+}
+
 #[test]
 fn an_unknown_shell_is_refused_with_the_choices() {
     lowlat(&["completions", "tcsh"])
@@ -74,11 +110,11 @@ fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
     for page in ["lowlat-plan.1", "lowlat-apply.1", "lowlat-measure-hwlat.1"] {
         assert!(out.join(page).is_file(), "{page} missing");
     }
-    lowlat(&["man", "--out"])
-        .arg(&out)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--out").and(predicate::str::contains("not empty")));
+    lowlat(&["man", "--out"]).arg(&out).assert().code(2).stderr(
+        predicate::str::contains("--out")
+            .and(predicate::str::contains("not empty"))
+            .and(predicate::str::contains("or add --force")),
+    );
     lowlat(&["man", "--force", "--out"])
         .arg(&out)
         .assert()

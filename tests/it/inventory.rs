@@ -125,8 +125,11 @@ fn bad_roots_and_snapshots_are_clear_errors() {
 fn an_unprivileged_user_gets_everything_but_root_only_files() {
     use std::os::unix::fs::PermissionsExt;
     let runuser = std::path::Path::new("/usr/sbin/runuser");
-    if !rustix::process::geteuid().is_root() || !runuser.exists() {
-        eprintln!("skipped: needs root and runuser to run lowlat as nobody");
+    if !crate::support::is_root("running lowlat as nobody") {
+        return;
+    }
+    if !runuser.exists() {
+        crate::support::missing_data("/usr/sbin/runuser (Debian package util-linux)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

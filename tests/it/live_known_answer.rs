@@ -4,7 +4,9 @@
 //!
 //! They are `#[ignore]`d and run only with `LOWLAT_LIVE_TESTS=1` and `--include-ignored` (CI
 //! does both). They measure for about 3 s each on CPU 1 and need root (SCHED_FIFO for the injector) and
-//! at least 2 CPUs; otherwise they skip with a message. They take turns (one lock), since two
+//! at least 2 CPUs; otherwise they skip with a message (and fail under CI, which provides both).
+//! Whether the machine is quiet enough for a known answer is decided by probes independent of
+//! the engines (a busy loop and `clock_nanosleep` in the test process). They take turns (one lock), since two
 //! measurements on the same CPU would disturb each other.
 //!
 //! The tolerances hold on a 2-vCPU KVM guest whose host pauses it for 5 to 14 ms now and then
@@ -23,10 +25,12 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
         return None;
     }
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let root = rustix::process::geteuid().is_root();
+    if !crate::support::is_root("measuring at SCHED_FIFO with an injector") {
+        return None;
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if !root || cpus < 2 {
-        eprintln!("skipped: needs root and 2 CPUs (root: {root}, CPUs: {cpus})");
+    if cpus < 2 {
+        crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
         return None;
     }
     Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
@@ -66,34 +70,107 @@ fn jitter(duration: &str, extra: &[&str]) -> Value {
     measure(&[&args[..], extra].concat())
 }
 
-/// The share of timer samples late by 100-500 µs in a 1 s run without injection: the
-/// background the plateau test must stand out from.
-fn timer_background() -> f64 {
-    let doc = timer("1s", &[]);
-    let cpu = &doc["result"]["cpus"][0];
-    let buckets = cpu["cyclictest"]["buckets"].as_array().unwrap();
-    let late: u64 = buckets[100..500].iter().map(|b| b.as_u64().unwrap()).sum();
-    late as f64 / cpu["samples"].as_f64().unwrap()
+/// Runs `probe` on a thread pinned to CPU 1 at SCHED_FIFO `priority` (as the engine's
+/// measuring threads run), in this test process: the background is measured without lowlat,
+/// so that an engine that reports false gaps fails its known answer instead of calling the
+/// machine busy.
+fn on_cpu_1(probe: fn() -> f64, priority: i32) -> f64 {
+    std::thread::spawn(move || {
+        // SAFETY: plain system calls on this thread's own affinity and policy.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(1, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let param = libc::sched_param {
+                sched_priority: priority,
+            };
+            libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
+        }
+        probe()
+    })
+    .join()
+    .unwrap()
 }
 
-/// Gaps of 300 µs or more per second in a 1 s busy loop without injection.
-fn jitter_background() -> f64 {
-    let doc = jitter("1s", &[]);
-    doc["result"]["cpus"][0]["per_second"].as_f64().unwrap()
+/// Gaps of 300 µs or more per second between two reads of the monotonic clock in a 1 s busy
+/// loop: the background the jitter test must stand out from.
+fn gaps_background() -> f64 {
+    let start = std::time::Instant::now();
+    let (mut last, mut gaps) = (start, 0u32);
+    while last - start < std::time::Duration::from_secs(1) {
+        let now = std::time::Instant::now();
+        if now - last >= std::time::Duration::from_micros(300) {
+            gaps += 1;
+        }
+        last = now;
+    }
+    f64::from(gaps)
+}
+
+/// The share of 1 ms absolute-deadline sleeps (`clock_nanosleep`, as cyclictest) woken 100 to
+/// 500 µs late in 1 s, with /dev/cpu_dma_latency held at 0 as `measure timer` holds it: the
+/// background the timer test must stand out from.
+fn late_background() -> f64 {
+    use std::io::Write;
+    let mut hold = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .ok();
+    if let Some(file) = &mut hold {
+        let _ = file.write_all(&0i32.to_ne_bytes());
+    }
+    let now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes the current time into `ts`.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+    };
+    let mut deadline = now();
+    let mut late = 0u32;
+    for _ in 0..1000 {
+        deadline += 1_000_000;
+        let ts = libc::timespec {
+            tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+            tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: sleeps until `ts` on the monotonic clock.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        let delay = now() - deadline;
+        if (100_000..500_000).contains(&delay) {
+            late += 1;
+        }
+    }
+    f64::from(late) / 1000.0
 }
 
 /// [`live`], on a machine quiet enough for a known answer: one that can only be checked
-/// where the `background` (of `what`) is well below it. On a machine busier than `limit`
-/// (other jobs preempting the vCPUs) the test says so and skips.
+/// where the `background` (of `what`, measured by a probe independent of lowlat's engines)
+/// is well below it. A machine busier than `limit` is missing data: a skip here, a failure
+/// under CI.
 fn quiet(
     what: &str,
-    background: fn() -> f64,
+    (background, priority): (fn() -> f64, i32),
     limit: f64,
 ) -> Option<std::sync::MutexGuard<'static, ()>> {
     let turn = live()?;
-    let background = background();
+    let background = on_cpu_1(background, priority);
     if background > limit {
-        eprintln!("skipped: {what} background {background:.3} is above {limit}: machine too busy");
+        crate::support::missing_data(&format!(
+            "a quiet machine: {what} background {background:.3} is above {limit}"
+        ));
         return None;
     }
     Some(turn)
@@ -132,7 +209,11 @@ fn measure(args: &[&str]) -> Value {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn injected_spins_show_as_interruptions() {
-    let Some(_turn) = quiet("jitter gaps/s", jitter_background, 20.0) else {
+    let Some(_turn) = quiet(
+        "gaps of 300 µs or more per second",
+        (gaps_background, 1),
+        20.0,
+    ) else {
         return;
     };
     let doc = jitter("3s", &["--inject", "10:500"]);
@@ -141,9 +222,12 @@ fn injected_spins_show_as_interruptions() {
     let rate = cpu["per_second"].as_f64().unwrap();
     let median = cpu["stats_ns"]["median"].as_u64().unwrap();
     let spins = cpu["injector_spins"].as_u64().unwrap();
-    assert!((60.0..=140.0).contains(&rate), "rate {rate}/s");
-    assert!((400_000..=900_000).contains(&median), "median {median} ns");
-    assert!((200..=310).contains(&spins), "{spins} spins");
+    // 100 spins a second of 500 µs each. On the 2-vCPU guest (5 runs, 2026-11-27): rates
+    // 96.7-103.8/s, medians 516.0-516.8 µs (the spin and the injector's wake-up), 290-297
+    // spins in 3 s.
+    assert!((85.0..=115.0).contains(&rate), "rate {rate}/s");
+    assert!((480_000..=600_000).contains(&median), "median {median} ns");
+    assert!((270..=305).contains(&spins), "{spins} spins");
     // Every interruption is at least the threshold long.
     assert!(cpu["stats_ns"]["min"].as_u64().unwrap() >= 299_999);
 }
@@ -151,7 +235,11 @@ fn injected_spins_show_as_interruptions() {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn injected_spins_show_as_a_timer_plateau() {
-    let Some(_turn) = quiet("timer share late by 100-500 us", timer_background, 0.01) else {
+    let Some(_turn) = quiet(
+        "share of sleeps late by 100-500 µs",
+        (late_background, 95),
+        0.01,
+    ) else {
         return;
     };
     // 10.3 ms is not a multiple of the 1 ms interval, so the spin's phase sweeps the
@@ -171,15 +259,17 @@ fn injected_spins_show_as_a_timer_plateau() {
         .collect();
     let plateau: u64 = bins.iter().sum();
     let fraction = plateau as f64 / samples;
-    // Expected about 0.5 * 97 / 1000 * 400/500 = 3.9 % in 100-500 us.
+    // Expected about 0.5 * 97 / 1000 * 400/500 = 3.9 % in 100-500 us. On the 2-vCPU guest
+    // (5 runs, 2026-11-27): 3.96-4.65 %, each 100 µs bin 0.88-1.32 times their mean (about 30
+    // samples each, so Poisson noise alone is about ±18 %).
     assert!(
-        (0.015..=0.09).contains(&fraction),
+        (0.03..=0.065).contains(&fraction),
         "{fraction} in 100-500 us, bins {bins:?}"
     );
     let mean = plateau as f64 / 4.0;
     for bin in &bins {
         assert!(
-            (*bin as f64) > mean / 4.0 && (*bin as f64) < mean * 4.0,
+            (*bin as f64) > mean * 0.5 && (*bin as f64) < mean * 1.7,
             "not flat: {bins:?}"
         );
     }
@@ -259,7 +349,12 @@ fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody()
         let with = pair["with_target_ns"]["median"].as_f64().unwrap();
         let without = pair["baseline_ns"]["median"].as_f64().unwrap();
         assert!(with > without, "{pair}");
-        assert!(pair["round_trip_ns"].as_f64().unwrap() > 0.0, "{pair}");
+        // Absolute bounds: an IPI round trip is about 1-3 µs on bare metal; on the 2-vCPU
+        // guest (5 runs, 2026-11-27) 7.7-8.1 µs (the host takes part), the system call alone
+        // 0.36-0.38 µs.
+        let round_trip = pair["round_trip_ns"].as_f64().unwrap();
+        assert!((300.0..=50_000.0).contains(&round_trip), "{pair}");
+        assert!((30.0..=5_000.0).contains(&without), "{pair}");
     }
     let mesh = measure(&["ipi", "--cpus", "0-1", "--mesh", "--duration", "500ms"]);
     assert_eq!(mesh["kind"], "measure-ipi-mesh");
@@ -374,17 +469,18 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
             .unwrap()
             .contains("audit finding(s) failed")
     );
+    // Five rounds by default, each a run of its own: measure-jitter.json, -2 ... -5, and the
+    // same of the timer.
     let names = file_names(&bundle);
-    assert_eq!(
-        names,
-        [
-            "audit.json",
-            "check.json",
-            "inventory.json",
-            "measure-jitter.json",
-            "measure-timer.json"
-        ]
-    );
+    let mut expected: Vec<String> = ["audit.json", "check.json", "inventory.json"]
+        .map(String::from)
+        .to_vec();
+    for kind in ["jitter", "timer"] {
+        expected.push(format!("measure-{kind}.json"));
+        expected.extend((2..=5).map(|n| format!("measure-{kind}-{n}.json")));
+    }
+    expected.sort();
+    assert_eq!(names, expected);
     let saved = read_json(&bundle.join("check.json"));
     assert_eq!(saved["figures"], doc["figures"]);
     let page = std::fs::read_to_string(dir.path().join("check.html")).unwrap();

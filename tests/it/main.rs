@@ -11,6 +11,8 @@ mod apply_defects;
 mod apply_live;
 mod audit;
 mod audit_kubelet;
+mod audit_workload;
+mod bench;
 mod bios;
 mod bios_vendors;
 mod cli_measure;

@@ -169,7 +169,7 @@ fn an_incomplete_measurement_prints_its_results_and_exits_1() {
         "1",
     ])
     .code(1)
-    .stdout(contains("jitter: threshold 1 ns"))
+    .stdout(contains("jitter: threshold 0.001 µs"))
     .stderr(contains("the gap buffer filled"));
 }
 
@@ -262,9 +262,51 @@ fn the_injector_stops_at_the_end_of_the_run() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     if stderr.contains("not permitted") {
-        eprintln!("SCHED_FIFO 99 is not permitted here; the injector cannot run: {stderr}");
+        crate::support::missing_data(&format!(
+            "permission for SCHED_FIFO 99 (root): the injector cannot run: {stderr}"
+        ));
         return;
     }
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(started.elapsed() < Duration::from_millis(1700), "{stderr}");
+}
+
+/// One convention on the terminal: latencies in µs (said once per table), rates per minute
+/// (jitter's table gave ns and gaps per second, the timer's `us`).
+#[test]
+fn tables_give_latencies_in_microseconds_and_rates_per_minute() {
+    let cpu = a_cpu();
+    lowlat(&[
+        "measure",
+        "jitter",
+        "--cpus",
+        &cpu,
+        "--threshold",
+        "2us",
+        "--duration",
+        "100ms",
+    ])
+    .stdout(
+        contains("jitter: threshold 2 µs, ")
+            .and(contains(" gaps/min "))
+            .and(contains(
+                "(latencies in µs; loop = mean loop iteration in ns",
+            ))
+            .and(contains("gaps/s").not()),
+    );
+    lowlat(&[
+        "measure",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--interval",
+        "200us",
+        "--duration",
+        "100ms",
+    ])
+    .stdout(
+        contains("timer: every 200 µs for ")
+            .and(contains("(latencies in µs: wake-up time minus deadline"))
+            .and(contains(" us ").not()),
+    );
 }

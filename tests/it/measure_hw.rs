@@ -138,6 +138,7 @@ fn memlat_curve_rises() {
 #[test]
 fn c2c_csv_and_json() {
     if cpus() < 2 {
+        crate::support::missing_data("a second CPU");
         return;
     }
     lowlat()
@@ -148,7 +149,10 @@ fn c2c_csv_and_json() {
         .stdout(contains("cpu,0,1\n"));
     let doc = json(&[&C2C_0_1[..], &["--json"]].concat());
     let pair = &doc["result"]["run"]["pairs"][0];
-    assert!(pair["one_way_ns"]["mean"].as_f64().unwrap() > 0.0);
+    // Absolute bounds: a cache line between two cores takes tens to a few hundred ns; on the
+    // 2-vCPU guest (6 runs, 2026-11-27) 19-101 ns one way.
+    let one_way = pair["one_way_ns"]["mean"].as_f64().unwrap();
+    assert!((5.0..=1000.0).contains(&one_way), "{pair}");
     assert_eq!(
         doc["result"]["run"]["matrix_mean_ns"]["values"][0][0],
         Value::Null
@@ -158,6 +162,7 @@ fn c2c_csv_and_json() {
 #[test]
 fn wakeup_latency_is_positive() {
     if cpus() < 2 {
+        crate::support::missing_data("a second CPU");
         return;
     }
     let doc = json(&[

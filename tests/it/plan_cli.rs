@@ -306,3 +306,40 @@ fn a_command_line_longer_than_the_kernel_keeps_is_refused() {
         .stderr(predicate::str::contains("1949 kept from /proc/cmdline"))
         .stderr(predicate::str::contains("--housekeeping-cores"));
 }
+
+/// `plan --smt keep` on an SMT machine: no nosmt, and the sibling-aware partition (the first
+/// core of each node with its sibling for housekeeping); `--smt off` adds nosmt where the
+/// profile keeps SMT; without the flag the profile decides (low-latency turns it off).
+#[test]
+fn smt_keep_and_off() {
+    let plan = |args: &[&str]| -> serde_json::Value {
+        let root = crate::support::fixture("xeon-2s-smt");
+        let mut all = vec!["--root", root.to_str().unwrap(), "plan", "--json"];
+        all.extend_from_slice(args);
+        let out = crate::support::lowlat(&all).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let has_nosmt = |doc: &serde_json::Value| {
+        doc["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "cmdline:nosmt")
+    };
+    let keep = plan(&["--smt", "keep"]);
+    assert!(!has_nosmt(&keep));
+    assert_eq!(keep["partition"]["housekeeping"], "0,28,56,84");
+    assert_eq!(keep["options"]["smt"], "keep");
+    let default = plan(&[]);
+    assert!(has_nosmt(&default));
+    assert_eq!(default["partition"]["housekeeping"], "0,28");
+    assert!(default["options"].get("smt").is_none());
+    let off = plan(&["--profile", "realtime-guest", "--smt", "off"]);
+    assert!(has_nosmt(&off));
+    assert!(!has_nosmt(&plan(&["--profile", "realtime-guest"])));
+}

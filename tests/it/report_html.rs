@@ -22,6 +22,10 @@ fn measurements() -> Vec<PathBuf> {
         "memlat.json",
         "freq.json",
         "watch.jsonl",
+        "wakeup.json",
+        "ipi.json",
+        "ipi-mesh.json",
+        "check.json",
     ]
     .iter()
     .map(|name| dir.join(name))
@@ -63,8 +67,9 @@ fn report(inputs: &[PathBuf], out: &Path) -> String {
 }
 
 /// Every section the full set of documents gives.
-const SECTIONS: [&str; 10] = [
-    "machine", "audit", "plan", "jitter", "timer", "watch", "c2c", "membw", "memlat", "freq",
+const SECTIONS: [&str; 14] = [
+    "verdict", "machine", "audit", "plan", "jitter", "timer", "watch", "c2c", "membw", "memlat",
+    "freq", "wakeup", "ipi", "ipi-mesh",
 ];
 
 /// Each `<svg …data-points="N">…</svg>` of `html` with the number of `class="pt"` marks in it.
@@ -199,6 +204,31 @@ fn a_file_that_is_not_a_lowlat_document_is_refused_by_name() {
         &bad,
         "--root and --snapshot name one machine; `lowlat report` reads the JSON documents",
     );
+    // A valid document followed by a line of other text was blamed on line 1 ("EOF while
+    // parsing an object at line 1 column 1").
+    let audit = machine_documents(&fixture("kvm-guest-2vcpu"), dir.path())[1].clone();
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines = text.lines().count();
+    let trailing = dir.path().join("audit-and-stderr.json");
+    std::fs::write(
+        &trailing,
+        format!("{}\nlowlat: 3 findings failed\n", text.trim_end()),
+    )
+    .unwrap();
+    refused(
+        &[],
+        &trailing,
+        &format!(
+            "audit-and-stderr.json:{}: text after the JSON document that ends on line {lines}",
+            lines + 1
+        ),
+    );
+    // A broken document of a stream is blamed on the line it starts on.
+    let stream = dir.path().join("watch.jsonl");
+    let first = std::fs::read_to_string(committed("watch.jsonl")).unwrap();
+    let first = first.lines().next().unwrap();
+    std::fs::write(&stream, format!("{first}\n{first}\n{{\"kind\": \n")).unwrap();
+    refused(&[], &stream, "watch.jsonl:3: not a JSON document");
     // A binary file (a snapshot given by mistake) said only "stream did not contain valid
     // UTF-8".
     let binary = dir.path().join("host1.lowlat");
@@ -406,4 +436,317 @@ fn a_comparison_renders_as_a_table_with_its_verdicts_and_tests() {
     );
     assert!(!html.contains("verdict-better") && !html.contains("verdict-worse"));
     assert!(html.contains("Holm"));
+}
+
+/// What the browser measured of the report's charts (CSS px), written into the page by
+/// [`MEASURE`] for `--dump-dom` to print.
+#[derive(Debug, serde::Deserialize)]
+struct Measured {
+    /// The histogram's last bar (the worst case): its height and width.
+    worst_bar: (f64, f64),
+    /// The histogram's plot height (its y axis line).
+    plot_height: f64,
+    /// The histogram's y tick labels, bottom to top.
+    histogram_y_ticks: Vec<String>,
+    /// The frequency chart's x and y tick labels.
+    freq_x_ticks: Vec<String>,
+    freq_y_ticks: Vec<String>,
+    /// How far the frequency bars reach outside the plot's x axis line, px (0: inside).
+    freq_bars_outside: f64,
+    /// The legend texts of the heat strips.
+    strip_legends: Vec<String>,
+}
+
+/// Measures the drawn charts with the browser's layout (`getBoundingClientRect`) and writes
+/// the figures as JSON into `<pre id="measured">`. The report forbids scripts; the test
+/// injects this one into a copy without the Content-Security-Policy.
+const MEASURE: &str = r#"<script>
+const svg = label => [...document.querySelectorAll('svg')].find(s => (s.getAttribute('aria-label') || '').startsWith(label));
+const box = e => e.getBoundingClientRect();
+const ticks = (s, anchor) => [...s.querySelectorAll('g.axes > text')].filter(t => t.getAttribute('text-anchor') === anchor && !t.hasAttribute('transform')).map(t => t.textContent);
+const hist = svg('Histogram of interruption');
+const bars = [...hist.querySelectorAll('rect.pt')];
+const worst = bars.reduce((a, b) => box(b).right > box(a).right ? b : a);
+const [xAxis, yAxis] = hist.querySelectorAll('g.axes > line');
+const freq = svg('Effective frequency');
+const [fx] = freq.querySelectorAll('g.axes > line');
+const outside = Math.max(0, ...[...freq.querySelectorAll('rect.pt')].map(r => Math.max(box(fx).left - box(r).left, box(r).right - box(fx).right)));
+const out = {
+  worst_bar: [box(worst).height, box(worst).width],
+  plot_height: box(yAxis).height,
+  histogram_y_ticks: ticks(hist, 'end'),
+  freq_x_ticks: ticks(freq, 'middle').slice(0, -1),
+  freq_y_ticks: ticks(freq, 'end'),
+  freq_bars_outside: outside,
+  strip_legends: [...document.querySelectorAll('svg g.legend')].map(g => g.textContent.trim()),
+};
+const pre = document.createElement('pre');
+pre.id = 'measured';
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"#;
+
+#[test]
+fn chromium_shows_the_worst_case_bar_and_labels_the_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let html = report(
+        &[fixtures.join("jitter.json"), fixtures.join("freq.json")],
+        &dir.path().join("report.html"),
+    );
+    let csp = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let csp_end = csp + html[csp..].find('>').unwrap() + 1;
+    let page = format!("{}{}", &html[..csp], &html[csp_end..])
+        .replace("</body>", &format!("{MEASURE}</body>"));
+    let file = dir.path().join("measured.html");
+    std::fs::write(&file, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let args = [
+        "--window-size=1280,2000".to_string(),
+        "--dump-dom".to_string(),
+        format!("file://{}", file.display()),
+    ];
+    let Some(out) = chromium(profile.path(), &args) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let json = dom
+        .split("<pre id=\"measured\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the measuring script wrote nothing:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let m: Measured =
+        serde_json::from_str(&json.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    // The worst case (one event at 36 ms) was a 0.5-unit sliver on the log count axis.
+    let (height, width) = m.worst_bar;
+    assert!(
+        height >= m.plot_height / 8.0 && height >= 20.0,
+        "the worst-case bar is {height:.1} px tall of a {:.0} px plot: {m:?}",
+        m.plot_height
+    );
+    assert!(width >= 1.5, "the worst-case bar is {width:.1} px wide");
+    // One event is labelled 1; no fractional counts are labelled.
+    assert_eq!(
+        m.histogram_y_ticks.first().map(String::as_str),
+        Some("1"),
+        "{m:?}"
+    );
+    assert!(
+        m.histogram_y_ticks.iter().all(|t| !t.contains('.')),
+        "{m:?}"
+    );
+    // The CPU axis is discrete, its bars inside the plot, and the MHz axis shows the spread
+    // of 3674 and 3694 MHz instead of starting at 0.
+    assert_eq!(m.freq_x_ticks, ["0", "1"], "{m:?}");
+    assert!(
+        m.freq_bars_outside < 0.5,
+        "bars reach {:.1} px outside the plot",
+        m.freq_bars_outside
+    );
+    let lowest: f64 = m.freq_y_ticks[0].parse().unwrap();
+    assert!(
+        lowest > 3000.0 && lowest < 3674.0,
+        "the MHz axis starts at {lowest}: {m:?}"
+    );
+    // The strip of the two CPUs' maxima (32.1 and 36.1 ms) has a scale from one to the other.
+    assert_eq!(m.strip_legends, ["32078 µs36103 µs"], "{m:?}");
+}
+
+/// The committed document `name` of `tests/fixtures/report/`.
+fn committed(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/report")
+        .join(name)
+}
+
+#[test]
+fn a_check_report_opens_with_its_verdict_targets_and_per_cpu_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, html) = full_report(dir.path());
+    let verdict = html
+        .find("<section id=\"verdict\">")
+        .expect("no verdict section");
+    let first = html.find("<section id=").unwrap();
+    assert_eq!(verdict, first, "the verdict is not the first section");
+    let section = &html[verdict..verdict + html[verdict..].find("</section>").unwrap()];
+    for expected in [
+        "<strong>FAIL</strong> against profile <code>low-latency</code>",
+        // Why, the CPUs and why those, each target with each CPU's value.
+        "<li>interruptions ≥ 10 µs per minute not below 1 on every CPU</li>",
+        "Measured CPU <strong>1</strong> (nothing is isolated: every CPU but the first)",
+        "<code>interruptions-ge-10us-per-minute</code>",
+        "CPU 1 16131 ✗",
+        "<td>12752</td>",
+        "<code>LL-NOHZ-FULL</code>",
+    ] {
+        assert!(
+            section.contains(expected),
+            "the verdict lacks {expected}:\n{section}"
+        );
+    }
+}
+
+#[test]
+fn wakeup_ipi_and_mesh_documents_have_sections_and_others_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(
+        &[
+            committed("wakeup.json"),
+            committed("ipi.json"),
+            committed("ipi-mesh.json"),
+        ],
+        &dir.path().join("r.html"),
+    );
+    for id in ["wakeup", "ipi", "ipi-mesh"] {
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "no section {id}"
+        );
+    }
+    assert!(
+        html.contains("<td>0</td><td>1</td><td>8.56</td>"),
+        "the IPI pair table"
+    );
+    assert!(html.contains("1205614 calls and 1205614 IPIs per second"));
+    assert!(!html.contains("id=\"not-drawn\""));
+    // A kind no section draws is named, not dropped without a word.
+    let plan_dir = dir.path().join("plan");
+    let root = fixture("kvm-guest-2vcpu");
+    let root = root.to_string_lossy();
+    lowlat(&[
+        "--root",
+        &root,
+        "plan",
+        "--out",
+        &plan_dir.to_string_lossy(),
+    ])
+    .assert()
+    .success();
+    let out = lowlat(&[
+        "--root",
+        &root,
+        "apply",
+        "--plan",
+        &plan_dir.join("plan.json").to_string_lossy(),
+        "--dry-run",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    let apply = dir.path().join("apply.json");
+    std::fs::write(&apply, &out.stdout).unwrap();
+    let html = report(&[committed("ipi.json"), apply], &dir.path().join("r2.html"));
+    let note = &html[html.find("<section id=\"not-drawn\">").expect("no note")..];
+    assert!(
+        note.contains("apply.json</code></td><td>apply</td>"),
+        "{note}"
+    );
+}
+
+#[test]
+fn documents_of_no_one_host_do_not_title_the_report_and_a_machine_is_drawn_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture("kvm-guest-2vcpu");
+    let docs = machine_documents(&root, dir.path());
+    let again = dir.path().join("again");
+    std::fs::create_dir(&again).unwrap();
+    let docs_again = machine_documents(&root, &again);
+    // A compare document has the host `unknown`.
+    let compare = dir.path().join("compare.json");
+    let mut text = std::fs::read_to_string(&docs[0]).unwrap();
+    let host_at = text.find("\"host\"").unwrap();
+    let end = host_at + text[host_at..].find(',').unwrap();
+    text.replace_range(host_at..end, "\"host\": \"unknown\"");
+    std::fs::write(&compare, text).unwrap();
+    let html = report(
+        &[docs[0].clone(), docs_again[0].clone()],
+        &dir.path().join("r.html"),
+    );
+    assert!(html.contains("<h1>lowlat report: vm</h1>") || !html.contains("unknown</h1>"));
+    assert_eq!(
+        html.matches("<table class=\"facts\">").count(),
+        1,
+        "the machine is drawn twice"
+    );
+    assert!(html.contains("the same machine as in"));
+    let html = report(&[compare], &dir.path().join("r2.html"));
+    assert!(
+        html.contains("<title>lowlat report</title>"),
+        "a document of host unknown titles the report"
+    );
+}
+
+#[test]
+fn a_machine_without_dmi_says_so_and_counts_are_singular_when_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(
+        &machine_documents(&fixture("kvm-guest-2vcpu"), dir.path()),
+        &dir.path().join("r.html"),
+    );
+    assert!(!html.contains("()"), "an empty BIOS date is drawn as ()");
+    assert!(html.contains("<th>System</th><td>not recorded (no DMI tables"));
+    assert!(html.contains("1 socket, 1 NUMA node,"), "plurals");
+}
+
+#[test]
+fn before_and_after_strips_share_one_colour_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "after" run: the same document with every CPU's maximum halved.
+    let mut after: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("jitter.json")).unwrap()).unwrap();
+    for cpu in after["result"]["cpus"].as_array_mut().unwrap() {
+        let max = cpu["stats_ns"]["max"].as_u64().unwrap();
+        cpu["stats_ns"]["max"] = (max / 2).into();
+    }
+    let after_file = dir.path().join("after.json");
+    std::fs::write(&after_file, after.to_string()).unwrap();
+    let html = report(
+        &[committed("jitter.json"), after_file],
+        &dir.path().join("r.html"),
+    );
+    let legends: Vec<&str> = html
+        .split("<g class=\"legend\">")
+        .skip(1)
+        .map(|g| &g[g.find("<text").unwrap()..g.find("</g>").unwrap()])
+        .collect();
+    assert_eq!(legends.len(), 2);
+    assert_eq!(
+        legends[0], legends[1],
+        "before and after strips on separate colour scales"
+    );
+    // From the lowest "after" maximum (16039 µs) to the highest "before" one (36103 µs).
+    assert!(
+        legends[0].contains(">16039 µs<") && legends[0].contains(">36103 µs<"),
+        "{}",
+        legends[0]
+    );
+}
+
+#[test]
+fn a_stream_of_watch_samples_is_one_row_of_the_documents_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = std::fs::read_to_string(committed("watch.jsonl")).unwrap();
+    let count = samples.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(count > 2);
+    let html = report(&[committed("watch.jsonl")], &dir.path().join("r.html"));
+    let table = &html[html.find("<section id=\"documents\">").unwrap()..];
+    assert_eq!(
+        table.matches("<td>watch-sample</td>").count(),
+        1,
+        "one row per sample"
+    );
+    assert!(table.contains(&format!(
+        "watch.jsonl</code> ({count} documents, one a line)"
+    )));
+    // Every sample is still embedded: the report renders again to the same bytes.
+    let again = report(&[dir.path().join("r.html")], &dir.path().join("again.html"));
+    assert!(again == html);
 }

@@ -3,6 +3,7 @@
 
 use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
+use crate::audit::rules::kernel_build::{self, Needs};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::irq::Irq;
@@ -304,11 +305,16 @@ fn preempt_rt(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .release
         .get()
         .map_or("unknown release", String::as_str);
-    let evidence = kernel
-        .preemption
-        .get()
-        .map_or("/proc/sys/kernel/version".to_string(), |p| p.source.clone());
-    match kernel.preempt_rt.get() {
+    let config = kernel.config.get();
+    // The build configuration decides when the version string and /sys/kernel/realtime are
+    // unreadable, and is quoted beside them when they say no.
+    let by_config = config.map(|c| c.preempt_rt());
+    let evidence = match (kernel.preemption.get(), config) {
+        (Some(p), _) => p.source.clone(),
+        (None, Some(c)) if kernel.preempt_rt.get().is_none() => c.source.clone(),
+        _ => "/proc/sys/kernel/version".to_string(),
+    };
+    match kernel.preempt_rt.get().copied().or(by_config).as_ref() {
         Some(true) => RuleOutcome::new(
             Status::Pass,
             format!("PREEMPT_RT kernel {release}"),
@@ -322,13 +328,20 @@ fn preempt_rt(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 .and_then(|p| serde_json::to_value(p.model).ok())
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "not real-time".to_string());
-            RuleOutcome::new(
+            let mut outcome = RuleOutcome::new(
                 Status::Fail,
                 format!("kernel {release} is not PREEMPT_RT (preemption: {model})"),
                 expected,
             )
-            .evidence(evidence)
-            .manual(
+            .evidence(evidence);
+            if let Some(config) = config {
+                outcome = outcome.evidence(&config.source).detail(format!(
+                    "{}: {}",
+                    config.source,
+                    config.line("CONFIG_PREEMPT_RT")
+                ));
+            }
+            outcome.manual(
                 "install and boot a PREEMPT_RT kernel: RHEL/CentOS `dnf install kernel-rt kernel-rt-kvm`, \
 Debian `apt install linux-image-rt-amd64`, Ubuntu `pro enable realtime-kernel`; mainline Linux \
 6.12 and later builds it with CONFIG_PREEMPT_RT=y",
@@ -348,14 +361,19 @@ Debian `apt install linux-image-rt-amd64`, Ubuntu `pro enable realtime-kernel`; 
 
 /// Compares a CPU list parameter with the isolated set: `effective` is what the kernel
 /// applies (a sysfs file, when it has one), `given` what the command line asks for.
+/// A kernel built without the parameter's option fails whatever the list, naming the option.
 fn isolation_list(
     ctx: &RuleContext,
-    key: &str,
+    needs: &Needs,
     effective: Option<(&str, &Avail<CpuSet>)>,
     given: Option<&Avail<CpuSet>>,
 ) -> RuleOutcome {
+    let key = needs.key;
     let iso = &ctx.partition.isolated;
     let expected = format!("{key}={}", cpus(iso));
+    if let Some(unsupported) = kernel_build::not_built(ctx, needs, &expected) {
+        return unsupported;
+    }
     if let Some(unknown) = without_partition(ctx, &expected) {
         return unknown;
     }
@@ -424,7 +442,7 @@ fn nohz_full(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let isolation = &ctx.machine.kernel.isolation;
     isolation_list(
         ctx,
-        "nohz_full",
+        &kernel_build::NOHZ_FULL,
         Some((NOHZ_FULL_SYSFS, &isolation.nohz_full)),
         isolation.cmdline_nohz_full.as_ref(),
     )
@@ -433,7 +451,7 @@ fn nohz_full(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
 fn rcu_nocbs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     isolation_list(
         ctx,
-        "rcu_nocbs",
+        &kernel_build::RCU_NOCBS,
         None,
         ctx.machine.kernel.isolation.rcu_nocbs.as_ref(),
     )
@@ -452,6 +470,9 @@ fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     }
     if let Err(unknown) = cmdline(ctx, &expected) {
         return *unknown;
+    }
+    if let Some(unsupported) = kernel_build::not_built(ctx, &kernel_build::ISOLCPUS, &expected) {
+        return unsupported;
     }
     // The plan's: a profile that requires isolcpus= isolates statically (domain: no load
     // balancing on the isolated CPUs); the others keep balancing and set managed_irq only.

@@ -5,6 +5,7 @@ pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod freebsd;
 pub(crate) mod hardware;
+pub(crate) mod kernel_build;
 pub(crate) mod kubernetes;
 pub(crate) mod kvm;
 pub(crate) mod runtime;
@@ -22,6 +23,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         firmware::RULES,
         hardware::RULES,
         boot::RULES,
+        kernel_build::RULES,
         sysctl::RULES,
         runtime::RULES,
         kvm::RULES,

@@ -423,3 +423,178 @@ fn steal_is_shown_to_two_decimals_and_said_to_count_since_boot() {
         f.details
     );
 }
+
+/// Ubuntu 22.04's kernel (milan64-nps4-smt) is built without CONFIG_NO_HZ_FULL; with
+/// nohz_full= on its command line the kernel drops it, and LL-NOHZ-FULL says why.
+#[test]
+fn nohz_full_on_a_kernel_built_without_it_fails_naming_the_config() {
+    let dir = TestTree::fixture("milan64-nps4-smt");
+    dir.write(
+        "/proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz-5.15.0-91-generic ro nohz_full=1-63 rcu_nocbs=1-63\n",
+    );
+    let f = audit_one_isolating(&dir, "LL-NOHZ-FULL", "iso", "1-63");
+    assert_eq!(f.status, Status::Fail);
+    assert!(f.observed.contains("CONFIG_NO_HZ_FULL"), "{}", f.observed);
+    assert!(
+        f.details
+            .contains(&"/boot/config-5.15.0-91-generic: # CONFIG_NO_HZ_FULL is not set".into()),
+        "{:?}",
+        f.details
+    );
+    assert!(
+        f.details.iter().any(|d| d.contains("nohz_full=1-63")),
+        "{:?}",
+        f.details
+    );
+    assert!(
+        f.evidence
+            .contains(&"/boot/config-5.15.0-91-generic".into())
+    );
+    // No command-line fix: only another kernel helps.
+    assert!(f.remediation.settings.is_empty(), "{:?}", f.remediation);
+    let manual = f.remediation.manual.as_deref().unwrap();
+    assert!(manual.contains("CONFIG_NO_HZ_FULL=y"), "{manual}");
+    // The same kernel has RCU_NOCB_CPU: rcu_nocbs= is judged by its list.
+    assert_eq!(
+        audit_one_isolating(&dir, "LL-RCU-NOCBS", "iso", "1-63").status,
+        Status::Pass
+    );
+}
+
+/// Without a config, the boot log's "nohz unsupported" decides.
+#[test]
+fn the_boot_log_says_nohz_unsupported() {
+    let dir = tree(&[(
+        "/dev/kmsg",
+        "6,1,0,-;Kernel command line: ro nohz_full=2-3\n\
+         4,2,10,-;Housekeeping: nohz unsupported. Build with CONFIG_NO_HZ_FULL\n",
+    )]);
+    dir.remove("/sys/devices/system/cpu/nohz_full");
+    let f = audit_one(&dir, "LL-NOHZ-FULL", "iso");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.observed, "the kernel dropped nohz_full= at boot");
+    assert_eq!(f.evidence, vec!["/dev/kmsg"]);
+    // With a config that has the option, the list is judged as before.
+    dir.write(
+        "/boot/config-5.14.0",
+        "CONFIG_NO_HZ_FULL=y\nCONFIG_RCU_NOCB_CPU=y\n",
+    );
+    dir.remove("/dev/kmsg");
+    dir.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
+    assert_eq!(audit_one(&dir, "LL-NOHZ-FULL", "iso").status, Status::Pass);
+}
+
+#[test]
+fn rcu_nocbs_and_isolcpus_need_their_options() {
+    let dir = tree(&[
+        (
+            "/proc/cmdline",
+            "ro nohz_full=2-3 rcu_nocbs=2-3 isolcpus=managed_irq,domain,2-3\n",
+        ),
+        (
+            "/boot/config-5.14.0",
+            "CONFIG_NO_HZ_FULL=y\n# CONFIG_RCU_NOCB_CPU is not set\n",
+        ),
+    ]);
+    let f = audit_one(&dir, "LL-RCU-NOCBS", "iso");
+    assert_eq!(f.status, Status::Fail);
+    assert!(f.observed.contains("CONFIG_RCU_NOCB_CPU"), "{}", f.observed);
+    let f = audit_one(&dir, "LL-ISOLCPUS", "required");
+    assert_eq!(f.status, Status::Fail);
+    assert!(
+        f.observed.contains("CONFIG_CPU_ISOLATION"),
+        "{}",
+        f.observed
+    );
+    // A 3.10 kernel has no CONFIG_CPU_ISOLATION and isolcpus= works there.
+    dir.write("/proc/sys/kernel/osrelease", "3.10.0\n");
+    dir.write("/boot/config-3.10.0", "CONFIG_NO_HZ_FULL=y\n");
+    assert_ne!(
+        audit_one(&dir, "LL-ISOLCPUS", "required").observed,
+        f.observed
+    );
+}
+
+#[test]
+fn preempt_rt_is_read_from_the_config_too() {
+    let dir = tree(&[
+        (
+            "/proc/sys/kernel/version",
+            "#1 SMP PREEMPT_DYNAMIC Fri Jan 10 2025\n",
+        ),
+        (
+            "/boot/config-5.14.0",
+            "# CONFIG_PREEMPT_RT is not set\nCONFIG_PREEMPT_DYNAMIC=y\n",
+        ),
+    ]);
+    let f = audit_one(&dir, "LL-PREEMPT-RT", "rt");
+    assert_eq!(f.status, Status::Fail);
+    assert!(
+        f.details
+            .contains(&"/boot/config-5.14.0: # CONFIG_PREEMPT_RT is not set".into()),
+        "{:?}",
+        f.details
+    );
+    // Without a version string, the config decides.
+    dir.remove("/proc/sys/kernel/version");
+    dir.write("/boot/config-5.14.0", "CONFIG_PREEMPT_RT=y\n");
+    let f = audit_one(&dir, "LL-PREEMPT-RT", "rt");
+    assert_eq!(f.status, Status::Pass);
+    assert_eq!(f.evidence, vec!["/boot/config-5.14.0"]);
+}
+
+#[test]
+fn known_issues_apply_by_version_and_setup() {
+    let dir = tree(&[("/proc/sys/kernel/osrelease", "6.12.3\n")]);
+    let f = audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none");
+    assert_eq!(f.status, Status::Fail);
+    assert!(f.details[0].contains("NV-Kernels#400"), "{:?}", f.details);
+    // 6.8 has no deadline server; nohz_full= alone trips nothing there.
+    dir.write("/proc/sys/kernel/osrelease", "6.8.0-45-generic\n");
+    assert_eq!(
+        audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none").status,
+        Status::Pass
+    );
+    dir.write("/proc/cmdline", "ro nohz_full=2-3 isolcpus=0,2-3\n");
+    let f = audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none");
+    assert_eq!(f.status, Status::Fail);
+    assert!(
+        f.details[0].contains("raspberrypi/linux#4106"),
+        "{:?}",
+        f.details
+    );
+}
+
+/// A cgroup v1 cpu group with rt_runtime 0 (CONFIG_RT_GROUP_SCHED) is named: its tasks cannot
+/// get SCHED_FIFO, root's included.
+#[test]
+fn a_cpu_group_without_a_real_time_budget_is_named() {
+    let mount = "/sys/fs/cgroup/cpu,cpuacct";
+    let dir = tree(&[
+        (&format!("{mount}/cpu.rt_runtime_us"), "950000\n"),
+        (&format!("{mount}/system.slice/cpu.rt_runtime_us"), "0\n"),
+        (&format!("{mount}/user.slice/cpu.rt_runtime_us"), "950000\n"),
+    ]);
+    let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(
+        f.details,
+        vec!["/sys/fs/cgroup/cpu,cpuacct/system.slice/cpu.rt_runtime_us = 0"]
+    );
+    assert!(
+        f.remediation
+            .manual
+            .as_deref()
+            .unwrap()
+            .contains("echo 950000")
+    );
+    dir.write(
+        &format!("{mount}/system.slice/cpu.rt_runtime_us"),
+        "100000\n",
+    );
+    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+    // No v1 cpu hierarchy: nothing to run out of.
+    dir.remove(mount);
+    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+}

@@ -203,12 +203,24 @@ pub(crate) fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {
 }
 
 /// Whether threads of this process may run at SCHED_FIFO `priority`: tried on a short-lived
-/// thread, so the caller's own policy is untouched.
+/// thread, so the caller's own policy is untouched. A refusal says why, where the live files
+/// tell ([`crate::machine::rt_permission::refusal_causes`]: RLIMIT_RTPRIO, CAP_SYS_NICE, the
+/// cgroup's real-time budget, kernel.sched_rt_runtime_us, seccomp).
 pub(crate) fn fifo_permitted(priority: u8) -> std::io::Result<()> {
-    std::thread::Builder::new()
+    let tried = std::thread::Builder::new()
         .spawn(move || set_fifo_priority(priority))?
         .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
+        .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")));
+    tried.map_err(|e| {
+        let root = crate::sysroot::SysRoot::live();
+        let mut reader = crate::machine::Reader::new(&root);
+        let causes = crate::machine::rt_permission::refusal_causes(&mut reader, "self", priority);
+        if causes.is_empty() {
+            e
+        } else {
+            std::io::Error::new(e.kind(), format!("{e}: {}", causes.join("; ")))
+        }
+    })
 }
 
 /// Blocks (`true`) or unblocks (`false`) SIGINT in the calling thread. Threads inherit the

@@ -7,6 +7,7 @@ use maud::{DOCTYPE, PreEscaped, html};
 use super::embed::{self, DOCUMENTS_ID};
 use super::sections::Section;
 use super::source::Source;
+use crate::document::UNKNOWN_HOST;
 
 /// Nothing may be fetched, run or framed; only the inline style applies.
 const CSP: &str =
@@ -33,14 +34,27 @@ p.from { color: #555; margin: 14px 0 4px; }
 tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
 tr.status-warn td:first-child { color: #a60; font-weight: 600; }
 nav ol { columns: 3; }
+p.verdict { font-size: 18px; padding: 6px 10px; border-left: 6px solid; }
+p.verdict-pass { border-color: #009e73; background: #eef8f3; }
+p.verdict-fail { border-color: #b00; background: #fbeeee; }
+p.verdict strong { font-size: 22px; margin-right: 6px; }
 ";
 
 /// The whole page.
 pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
-    let mut hosts: Vec<&str> = sources.iter().map(|s| s.header.host.as_str()).collect();
+    // Documents about no one machine (a comparison, a fleet) carry the host `unknown`.
+    let mut hosts: Vec<&str> = sources
+        .iter()
+        .map(|s| s.header.host.as_str())
+        .filter(|h| *h != UNKNOWN_HOST)
+        .collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let title = format!("lowlat report: {}", hosts.join(", "));
+    let title = if hosts.is_empty() {
+        "lowlat report".to_string()
+    } else {
+        format!("lowlat report: {}", hosts.join(", "))
+    };
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -74,8 +88,9 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                     table {
                         thead { tr { th { "file" } th { "kind" } th { "schema" } th { "host" } th { "written by" } } }
                         tbody {
-                            @for s in sources {
-                                tr { td { code { (s.name) } } td { (s.header.kind.to_string()) } td { (s.header.schema_version) }
+                            @for (s, count) in rows(sources) {
+                                tr { td { code { (file_of(s, count)) } @if count > 1 { " (" (count) " documents, one a line)" } }
+                                     td { (s.header.kind.to_string()) } td { (s.header.schema_version) }
                                      td { (s.header.host) } td { (s.header.tool.name) " " (s.header.tool.version) } }
                             }
                         }
@@ -86,6 +101,35 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
         }
     };
     markup.into_string()
+}
+
+/// The rows of the Documents table: each document, except that consecutive documents of one
+/// kind from the lines of one file (a day of `watch --json` is 86,400 of them) make one row,
+/// with their number.
+fn rows(sources: &[Source]) -> Vec<(&Source, usize)> {
+    let mut rows: Vec<(&Source, usize)> = Vec::new();
+    for s in sources {
+        match rows.last_mut() {
+            Some((first, count))
+                if first.header.kind == s.header.kind
+                    && first.name.rsplit_once(':').is_some()
+                    && first.name.rsplit_once(':').map(|p| p.0)
+                        == s.name.rsplit_once(':').map(|p| p.0) =>
+            {
+                *count += 1;
+            }
+            _ => rows.push((s, 1)),
+        }
+    }
+    rows
+}
+
+/// The name a row shows: the document's, or for a run of lines the file's.
+fn file_of(s: &Source, count: usize) -> &str {
+    match s.name.rsplit_once(':') {
+        Some((file, _)) if count > 1 => file,
+        _ => &s.name,
+    }
 }
 
 /// The newest `created` of the documents: the report's one timestamp.

@@ -37,6 +37,17 @@ pub enum SourceError {
         /// What the parser said.
         error: serde_json::Error,
     },
+    /// A JSON document followed by text that is not another document.
+    #[error(
+        "{name}: text after the JSON document that ends on line {after}; give the document \
+         alone (was the command's stderr written into the file?)"
+    )]
+    Trailing {
+        /// The file and the line the text starts on.
+        name: String,
+        /// The last line of the document before it.
+        after: usize,
+    },
     /// JSON without the envelope, or of a kind this lowlat does not know.
     #[error(
         "{name}: not a lowlat document ({error}); every document lowlat writes starts with \
@@ -80,8 +91,10 @@ pub enum SourceError {
 }
 
 impl Source {
-    /// Reads the documents in `text`: one JSON document, one per non-empty line, or the
-    /// documents embedded in a report (each keeps the name it had there).
+    /// Reads the documents in `text`: one JSON document, several one after the other (one per
+    /// line, as `watch --json` writes them; each named `FILE:LINE` by the line it starts on),
+    /// or the documents embedded in a report (each keeps the name it had there). An error
+    /// names the line where the text stops being JSON.
     pub fn parse_all(name: &str, text: &str) -> Result<Vec<Source>, SourceError> {
         if text.trim_start().starts_with("<!DOCTYPE html>") {
             let documents = embed::unpack(text).map_err(|error| SourceError::Embedded {
@@ -93,28 +106,51 @@ impl Source {
                 .map(|(name, raw)| Source::from_raw(name, raw))
                 .collect();
         }
-        match serde_json::from_str::<&RawValue>(text) {
-            Ok(raw) => Ok(vec![Source::from_raw(
-                name.to_string(),
-                raw.get().to_string(),
-            )?]),
-            Err(error) if text.trim().lines().nth(1).is_none() => Err(SourceError::Json {
+        let mut values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
+        // Each value with the line it starts on.
+        let mut found: Vec<(usize, &RawValue)> = Vec::new();
+        loop {
+            let offset = values.byte_offset();
+            let rest = &text[offset..];
+            let start = offset + (rest.len() - rest.trim_start().len());
+            let line = text[..start].matches('\n').count() + 1;
+            match values.next() {
+                None => break,
+                Some(Ok(raw)) => found.push((line, raw)),
+                // Text after a document that is not another one: stderr in the file, say.
+                Some(Err(_)) if !found.is_empty() && !text[start..].starts_with('{') => {
+                    return Err(SourceError::Trailing {
+                        name: format!("{name}:{line}"),
+                        after: line - 1,
+                    });
+                }
+                Some(Err(error)) => {
+                    return Err(SourceError::Json {
+                        name: format!("{name}:{line}"),
+                        error,
+                    });
+                }
+            }
+        }
+        if found.is_empty() {
+            let error = serde_json::from_str::<&RawValue>(text).expect_err("no JSON value");
+            return Err(SourceError::Json {
                 name: name.to_string(),
                 error,
-            }),
-            Err(_) => text
-                .lines()
-                .enumerate()
-                .filter(|(_, line)| !line.trim().is_empty())
-                .map(|(i, line)| {
-                    let name = format!("{name}:{}", i + 1);
-                    match serde_json::from_str::<&RawValue>(line) {
-                        Ok(raw) => Source::from_raw(name, raw.get().to_string()),
-                        Err(error) => Err(SourceError::Json { name, error }),
-                    }
-                })
-                .collect(),
+            });
         }
+        let one = found.len() == 1;
+        found
+            .into_iter()
+            .map(|(line, raw)| {
+                let name = if one {
+                    name.to_string()
+                } else {
+                    format!("{name}:{line}")
+                };
+                Source::from_raw(name, raw.get().to_string())
+            })
+            .collect()
     }
 
     fn from_raw(name: String, raw: String) -> Result<Source, SourceError> {

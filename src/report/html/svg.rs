@@ -21,6 +21,8 @@ const PLOT_RIGHT: f64 = 24.0;
 const LEGEND_LINE: f64 = 18.0;
 /// Largest side of a heat-strip cell, px.
 const MAX_CELL: f64 = 24.0;
+/// Narrowest bar of a histogram, px.
+const MIN_BAR: f64 = 2.0;
 /// Room for the x axis labels, px.
 const BOTTOM: f64 = 44.0;
 /// Matrices with more cells than this are drawn as one path per colour level.
@@ -36,12 +38,31 @@ const HEAT: [&str; 9] = [
     "#081d58",
 ];
 
+/// How the values of one axis are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Axis {
+    /// Linear, from zero (or from the lowest value when it is negative).
+    Linear,
+    /// Linear, from zero unless zero would flatten the values' spread (their range is under a
+    /// quarter of the largest): then over their range only, and the axis label says so.
+    Spread,
+    /// Logarithmic over whole decades (positive values only). When the smallest value sits on
+    /// a power of ten (one event), the axis starts a decade lower, unlabelled, so that its bar
+    /// is a decade tall instead of none.
+    Log,
+    /// One slot per whole number (CPUs): a tick on each number (or every few), bars inside
+    /// their slot, side by side when series overlap.
+    Discrete,
+}
+
 /// How values map onto one axis.
 #[derive(Debug, Clone, Copy)]
 struct Scale {
     lo: f64,
     hi: f64,
-    log: bool,
+    axis: Axis,
+    /// The lowest value labelled (above `lo` when a log axis was extended below its values).
+    first_tick: f64,
     from: f64,
     to: f64,
 }
@@ -49,7 +70,8 @@ struct Scale {
 impl Scale {
     /// A scale over the values (at least one positive value on a log scale), from pixel
     /// `from` to pixel `to`.
-    fn over(values: impl Iterator<Item = f64>, log: bool, from: f64, to: f64) -> Scale {
+    fn over(values: impl Iterator<Item = f64>, axis: Axis, from: f64, to: f64) -> Scale {
+        let log = axis == Axis::Log;
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
             lo = lo.min(v);
@@ -58,29 +80,55 @@ impl Scale {
         if !lo.is_finite() {
             (lo, hi) = (1.0, 10.0);
         }
-        if log {
-            lo = 10f64.powf(lo.log10().floor());
-            hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
-        } else {
-            lo = lo.min(0.0);
-            if hi <= lo {
-                hi = lo + 1.0;
+        let mut first_tick = f64::NEG_INFINITY;
+        match axis {
+            Axis::Log => {
+                let floor = 10f64.powf(lo.log10().floor());
+                hi = 10f64.powf(hi.log10().ceil()).max(floor * 10.0);
+                first_tick = floor;
+                lo = if lo <= floor * (1.0 + 1e-9) {
+                    floor / 10.0
+                } else {
+                    floor
+                };
             }
-            let step = nice_step(hi - lo);
-            hi = (hi / step).ceil() * step;
+            Axis::Discrete => {
+                lo -= 0.5;
+                hi += 0.5;
+            }
+            Axis::Spread if lo > 0.0 && hi - lo < hi / 4.0 => {
+                let pad = ((hi - lo) * 0.1).max(hi * 0.005).max(f64::MIN_POSITIVE);
+                let step = nice_step(hi - lo + 2.0 * pad);
+                lo = ((lo - pad) / step).floor() * step;
+                hi = ((hi + pad) / step).ceil() * step;
+            }
+            Axis::Linear | Axis::Spread => {
+                lo = lo.min(0.0);
+                if hi <= lo {
+                    hi = lo + 1.0;
+                }
+                let step = nice_step(hi - lo);
+                hi = (hi / step).ceil() * step;
+            }
         }
         Scale {
             lo,
             hi,
-            log,
+            axis,
+            first_tick,
             from,
             to,
         }
     }
 
+    /// Whether the axis leaves out zero although its values are positive (a spread axis).
+    fn cut(&self) -> bool {
+        self.axis == Axis::Spread && self.lo > 0.0
+    }
+
     /// The pixel of `v` (values outside the range are clamped to it).
     fn at(&self, v: f64) -> f64 {
-        let t = if self.log {
+        let t = if self.axis == Axis::Log {
             (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
         } else {
             (v - self.lo) / (self.hi - self.lo)
@@ -88,18 +136,39 @@ impl Scale {
         self.from + t.clamp(0.0, 1.0) * (self.to - self.from)
     }
 
-    /// Values to label: the powers of ten on a log scale, about five round numbers otherwise.
+    /// Pixels per unit of a linear or discrete scale.
+    fn unit(&self) -> f64 {
+        (self.to - self.from).abs() / (self.hi - self.lo)
+    }
+
+    /// Values to label: the powers of ten on a log scale, each slot (or every few) on a
+    /// discrete one, about five round numbers otherwise.
     fn ticks(&self) -> Vec<f64> {
-        if self.log {
-            let (a, b) = (
-                self.lo.log10().round() as i32,
-                self.hi.log10().round() as i32,
-            );
-            return (a..=b).map(|e| 10f64.powi(e)).collect();
+        match self.axis {
+            Axis::Log => {
+                let (a, b) = (
+                    self.first_tick.log10().round() as i32,
+                    self.hi.log10().round() as i32,
+                );
+                (a..=b).map(|e| 10f64.powi(e)).collect()
+            }
+            Axis::Discrete => {
+                let (first, last) = ((self.lo + 0.5) as i64, (self.hi - 0.5) as i64);
+                let every = [1, 2, 4, 8, 16, 32, 64, 128]
+                    .into_iter()
+                    .find(|k| (last - first) / k < 32)
+                    .unwrap_or(256);
+                (first..=last)
+                    .filter(|v| v % every == 0)
+                    .map(|v| v as f64)
+                    .collect()
+            }
+            Axis::Linear | Axis::Spread => {
+                let step = nice_step(self.hi - self.lo);
+                let n = ((self.hi - self.lo) / step).round() as usize;
+                (0..=n).map(|i| self.lo + step * i as f64).collect()
+            }
         }
-        let step = nice_step(self.hi - self.lo);
-        let n = ((self.hi - self.lo) / step).round() as usize;
-        (0..=n).map(|i| self.lo + step * i as f64).collect()
     }
 }
 
@@ -159,10 +228,10 @@ pub(crate) struct Plot<'a> {
     pub x_label: &'a str,
     /// The y axis label, with its unit.
     pub y_label: &'a str,
-    /// Logarithmic x axis.
-    pub x_log: bool,
-    /// Logarithmic y axis.
-    pub y_log: bool,
+    /// How the x axis is laid out.
+    pub x: Axis,
+    /// How the y axis is laid out.
+    pub y: Axis,
     /// Bars or lines.
     pub mark: Mark,
     /// The data, overlaid.
@@ -172,15 +241,34 @@ pub(crate) struct Plot<'a> {
 /// Draws `plot`.
 pub(crate) fn plot(plot: &Plot) -> Markup {
     let all = || plot.series.iter().flat_map(|s| s.points.iter());
-    let x = Scale::over(all().map(|p| p.0), plot.x_log, LEFT, WIDTH - PLOT_RIGHT);
-    let y = Scale::over(all().map(|p| p.1), plot.y_log, TOP + HEIGHT, TOP);
+    let x = Scale::over(all().map(|p| p.0), plot.x, LEFT, WIDTH - PLOT_RIGHT);
+    let y = Scale::over(all().map(|p| p.1), plot.y, TOP + HEIGHT, TOP);
     let count = all().count();
-    let bar = ((WIDTH - PLOT_RIGHT - LEFT) / (count.max(1) as f64)).clamp(1.0, 8.0);
+    let series = plot.series.len().max(1) as f64;
+    // Bars of a discrete axis share their slot; others get an equal share of the width, at
+    // least MIN_BAR so that a single worst case stays visible.
+    let bar = if plot.x == Axis::Discrete {
+        x.unit() * 0.8 / series
+    } else {
+        ((WIDTH - PLOT_RIGHT - LEFT) / (count.max(1) as f64)).clamp(MIN_BAR, 8.0)
+    };
+    let offset = |i: usize| {
+        if plot.x == Axis::Discrete {
+            bar * (i as f64 - (series - 1.0) / 2.0)
+        } else {
+            0.0
+        }
+    };
+    let y_label = if y.cut() {
+        format!("{} (axis from {})", plot.y_label, num(y.lo))
+    } else {
+        plot.y_label.to_string()
+    };
     let height = HEIGHT + TOP + BOTTOM + LEGEND_LINE * plot.series.len() as f64;
     html! {
         svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img"
             aria-label=(plot.title) data-points=(count) {
-            (axes(&x, &y, plot.x_label, plot.y_label))
+            (axes(&x, &y, plot.x_label, &y_label))
             @for (i, s) in plot.series.iter().enumerate() {
                 @let colour = SERIES[i % SERIES.len()];
                 g fill=(colour) stroke=(colour) {
@@ -189,8 +277,10 @@ pub(crate) fn plot(plot: &Plot) -> Markup {
                     }
                     @for &(px, py) in &s.points {
                         @if plot.mark == Mark::Bars {
-                            rect.pt x=(r1(x.at(px) - bar / 2.0)) y=(r1(y.at(py))) width=(r1(bar))
-                                height=(r1((y.at(y.lo) - y.at(py)).max(0.5))) fill-opacity="0.6" stroke="none" {}
+                            rect.pt x=(r1(x.at(px) + offset(i) - bar / 2.0)) y=(r1(y.at(py))) width=(r1(bar))
+                                height=(r1((y.at(y.lo) - y.at(py)).max(0.5))) fill-opacity="0.6" stroke="none" {
+                                title { (num(px)) ": " (num(py)) }
+                            }
                         } @else {
                             circle.pt cx=(r1(x.at(px))) cy=(r1(y.at(py))) r="2" {}
                         }
@@ -245,31 +335,48 @@ fn axes(x: &Scale, y: &Scale, x_label: &str, y_label: &str) -> Markup {
     }
 }
 
-/// The heat colour of `v` within `lo..=hi`.
-fn heat(v: f64, lo: f64, hi: f64) -> usize {
-    if hi <= lo {
-        return 0;
-    }
-    (((v - lo) / (hi - lo)) * (HEAT.len() - 1) as f64).round() as usize
+/// The lowest and highest of `values`: the colour range of heat strips and heatmaps. Charts
+/// meant to be compared (before and after) are given one range over all their values.
+pub(crate) fn range(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
 }
 
+/// The heat colour of `v` within `lo..=hi`; the middle colour when there is one value only
+/// (the palest would read "low").
+fn heat(v: f64, lo: f64, hi: f64) -> usize {
+    if hi <= lo {
+        return HEAT.len() / 2;
+    }
+    (((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (HEAT.len() - 1) as f64).round() as usize
+}
+
+/// The colour scale from `lo` to `hi`, or the one colour and value when they are equal.
 fn heat_legend(lo: f64, hi: f64, unit: &str, y: f64) -> Markup {
     let x0 = WIDTH - RIGHT + 12.0;
     html! {
         g.legend {
-            @for (i, colour) in HEAT.iter().enumerate() {
-                rect x=(x0 + 12.0 * i as f64) y=(y) width="12" height="10" fill=(*colour) {}
+            @if hi <= lo {
+                rect x=(x0) y=(y) width="12" height="10" fill=(HEAT[heat(lo, lo, hi)]) {}
+                text x=(x0) y=(y + 24.0) fill="#222" { "all " (num(lo)) " " (unit) }
+            } @else {
+                @for (i, colour) in HEAT.iter().enumerate() {
+                    rect x=(x0 + 12.0 * i as f64) y=(y) width="12" height="10" fill=(*colour) {}
+                }
+                text x=(x0) y=(y + 24.0) fill="#222" { (num(lo)) " " (unit) }
+                text x=(x0 + 12.0 * HEAT.len() as f64) y=(y + 24.0) text-anchor="end" fill="#222" { (num(hi)) " " (unit) }
             }
-            text x=(x0) y=(y + 24.0) fill="#222" { (num(lo)) " " (unit) }
-            text x=(x0 + 12.0 * HEAT.len() as f64) y=(y + 24.0) text-anchor="end" fill="#222" { (num(hi)) }
         }
     }
 }
 
-/// One cell per CPU, coloured by its value (a heat strip), with the CPU numbers below.
-pub(crate) fn strip(title: &str, cells: &[(u32, f64)], unit: &str) -> Markup {
-    let lo = cells.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let hi = cells.iter().map(|c| c.1).fold(f64::NEG_INFINITY, f64::max);
+/// One cell per CPU, coloured by its value within `(lo, hi)` (a heat strip; see [`range`]),
+/// with the CPU numbers below.
+pub(crate) fn strip(title: &str, cells: &[(u32, f64)], unit: &str, (lo, hi): (f64, f64)) -> Markup {
     let per_row = 64usize;
     let cell = ((WIDTH - RIGHT - LEFT) / per_row.min(cells.len().max(1)) as f64).min(MAX_CELL);
     let rows = cells.len().div_ceil(per_row).max(1);
@@ -292,19 +399,33 @@ pub(crate) fn strip(title: &str, cells: &[(u32, f64)], unit: &str) -> Markup {
     }
 }
 
-/// A matrix of values as a heatmap: rows top to bottom, columns left to right, a line after
-/// each index in `breaks` (group boundaries); empty cells stay white.
+/// The cells of a [`heatmap`]: row and column labels and the values (`None`: empty).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cells<'a> {
+    /// Row labels, top to bottom.
+    pub rows: &'a [String],
+    /// Column labels, left to right.
+    pub columns: &'a [String],
+    /// The values, a row per row label.
+    pub values: &'a [Vec<Option<f64>>],
+}
+
+/// A matrix of values as a heatmap, coloured within `(lo, hi)` (see [`range`]): rows top to
+/// bottom, columns left to right, a line after each index in `breaks` (group boundaries);
+/// empty cells stay white.
 pub(crate) fn heatmap(
     title: &str,
-    rows: &[String],
-    columns: &[String],
-    values: &[Vec<Option<f64>>],
+    cells_of: Cells,
     breaks: &[usize],
     unit: &str,
+    (lo, hi): (f64, f64),
 ) -> Markup {
+    let Cells {
+        rows,
+        columns,
+        values,
+    } = cells_of;
     let present = || values.iter().flatten().flatten().copied();
-    let lo = present().fold(f64::INFINITY, f64::min);
-    let hi = present().fold(f64::NEG_INFINITY, f64::max);
     let side = (WIDTH - RIGHT - LEFT).min(HEIGHT * 2.0);
     let cell = side / rows.len().max(columns.len()).max(1) as f64;
     let cells = present().count();
@@ -392,7 +513,7 @@ mod tests {
 
     #[test]
     fn log_scale_spans_whole_decades() {
-        let s = Scale::over([3.0, 450.0].into_iter(), true, 0.0, 100.0);
+        let s = Scale::over([3.0, 450.0].into_iter(), Axis::Log, 0.0, 100.0);
         assert_eq!((s.lo, s.hi), (1.0, 1000.0));
         assert_eq!(s.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
         assert!((s.at(10.0) - 100.0 / 3.0).abs() < 1e-9);
@@ -400,7 +521,7 @@ mod tests {
 
     #[test]
     fn linear_scale_ends_on_a_round_number() {
-        let s = Scale::over([0.0, 87.0].into_iter(), false, 0.0, 100.0);
+        let s = Scale::over([0.0, 87.0].into_iter(), Axis::Linear, 0.0, 100.0);
         assert_eq!(s.hi, 100.0);
         assert_eq!(s.ticks(), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
     }
@@ -422,8 +543,8 @@ mod tests {
             title: "t",
             x_label: "x",
             y_label: "y",
-            x_log: false,
-            y_log: true,
+            x: Axis::Linear,
+            y: Axis::Log,
             mark: Mark::Bars,
             series: &series,
         })
@@ -431,6 +552,35 @@ mod tests {
         assert_eq!(svg.matches("class=\"pt\"").count(), 3);
         assert!(svg.contains("data-points=\"3\""));
         assert!(svg.contains("&lt;b&gt;run&lt;/b&gt;"));
+    }
+
+    #[test]
+    fn one_value_is_said_once_in_the_middle_colour() {
+        let svg = strip("max", &[(3, 1208.0)], "µs", range([1208.0])).into_string();
+        assert!(svg.contains("all 1208 µs"), "{svg}");
+        assert!(!svg.contains(HEAT[0]), "the palest colour reads low");
+        assert!(svg.contains(HEAT[HEAT.len() / 2]));
+    }
+
+    #[test]
+    fn a_single_event_on_a_log_count_axis_is_a_decade_tall_and_labelled_one() {
+        let s = Scale::over([1.0, 30.0, 500.0].into_iter(), Axis::Log, 300.0, 0.0);
+        assert_eq!(s.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
+        assert!((s.at(s.lo) - s.at(1.0)).abs() >= 300.0 / 4.0 - 1e-9);
+    }
+
+    #[test]
+    fn a_discrete_axis_labels_whole_numbers_and_a_spread_axis_leaves_out_zero() {
+        let x = Scale::over([0.0, 1.0].into_iter(), Axis::Discrete, 0.0, 100.0);
+        assert_eq!(x.ticks(), vec![0.0, 1.0]);
+        assert_eq!((x.at(0.0), x.at(1.0)), (25.0, 75.0));
+        let y = Scale::over([3673.6, 3693.9].into_iter(), Axis::Spread, 100.0, 0.0);
+        assert!(
+            y.cut() && y.lo > 3600.0 && y.lo < 3673.6 && y.hi > 3693.9,
+            "{y:?}"
+        );
+        let wide = Scale::over([100.0, 3693.9].into_iter(), Axis::Spread, 100.0, 0.0);
+        assert_eq!(wide.lo, 0.0);
     }
 
     #[test]
@@ -444,7 +594,12 @@ mod tests {
             })
             .collect();
         let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-        let svg = heatmap("c2c", &labels, &labels, &values, &[49], "ns").into_string();
+        let cells = Cells {
+            rows: &labels,
+            columns: &labels,
+            values: &values,
+        };
+        let svg = heatmap("c2c", cells, &[49], "ns", (40.0, 120.0)).into_string();
         assert_eq!(svg.matches("<path class=\"pt\"").count(), 2);
         // Two runs per row, one per block.
         assert_eq!(svg.matches('z').count(), 2 * n);

@@ -5,6 +5,7 @@ use super::header::Measured;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
+use super::{micros, micros_setting};
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
@@ -266,7 +267,7 @@ pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
         .collect()
 }
 
-/// The plain terminal table: one row per CPU, all durations in ns, then what each CPU
+/// The plain terminal table: one row per CPU, latencies in µs, rates per minute, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
 pub(crate) fn table(run: &JitterRun) -> String {
     let Measured {
@@ -276,8 +277,8 @@ pub(crate) fn table(run: &JitterRun) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "jitter: threshold {} ns, {:.3} s{}; counter {:.3} MHz ({}){}",
-        result.threshold_ns,
+        "jitter: threshold {}, {:.3} s{}; counter {:.3} MHz ({}){}",
+        micros_setting(result.threshold_ns),
         result.span.elapsed_ns as f64 / 1e9,
         interrupted_note(header.interrupted),
         run.tsc.hz as f64 / 1e6,
@@ -289,8 +290,8 @@ pub(crate) fn table(run: &JitterRun) -> String {
         },
     );
     let header = [
-        "cpu", "gaps", "gaps/s", "min", "median", "mean", "p90", "p99", "p99.9", "max", "total%",
-        "loop",
+        "cpu", "gaps", "gaps/min", "min", "median", "mean", "p90", "p99", "p99.9", "max", "total%",
+        "loop ns",
     ];
     let mut rows = vec![header.map(String::from).to_vec()];
     for cpu in &result.cpus {
@@ -298,21 +299,21 @@ pub(crate) fn table(run: &JitterRun) -> String {
         rows.push(vec![
             cpu.cpu.to_string(),
             cpu.interruptions.to_string(),
-            format!("{:.1}", cpu.per_second),
-            s.min.to_string(),
-            s.median.to_string(),
-            s.mean.to_string(),
-            s.p90.to_string(),
-            s.p99.to_string(),
-            s.p99_9.to_string(),
-            s.max.to_string(),
+            format!("{:.1}", cpu.per_second * 60.0),
+            micros(s.min as f64),
+            micros(s.median as f64),
+            micros(s.mean as f64),
+            micros(s.p90 as f64),
+            micros(s.p99 as f64),
+            micros(s.p99_9 as f64),
+            micros(s.max as f64),
             format!("{:.3}", cpu.total_percent),
             format!("{:.1}", cpu.loop_period_ns),
         ]);
     }
     out.push_str(&aligned(&rows));
     out.push_str(
-        "(durations in ns; loop = mean loop iteration, the detection floor is its minimum)\n",
+        "(latencies in µs; loop = mean loop iteration in ns, the detection floor is its minimum)\n",
     );
     for cpu in &result.cpus {
         let full = cpu.buffer_full.then(|| {

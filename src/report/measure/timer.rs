@@ -5,6 +5,7 @@ use super::jitter::aligned;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
+use super::{micros, micros_setting};
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
 use crate::measure::runner::slices::SLICES;
@@ -184,8 +185,8 @@ pub(crate) fn table(run: &TimerRun) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "timer: every {} us for {:.3} s{}, {}",
-        result.interval_ns / 1000,
+        "timer: every {} for {:.3} s{}, {}",
+        micros_setting(result.interval_ns),
         result.span.elapsed_ns as f64 / 1e9,
         interrupted_note(header.interrupted),
         match header.priority {
@@ -193,7 +194,7 @@ pub(crate) fn table(run: &TimerRun) -> String {
             None => "normal priority".to_string(),
         }
     );
-    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
+    let us = |ns: u64| micros(ns as f64);
     let mut rows = vec![
         [
             "cpu", "samples", "skipped", "min", "avg", "p50", "p90", "p99", "p99.9", "p99.99",
@@ -209,7 +210,7 @@ pub(crate) fn table(run: &TimerRun) -> String {
             cpu.samples.to_string(),
             cpu.skipped_periods.to_string(),
             us(cpu.min_ns),
-            format!("{:.3}", cpu.mean_ns / 1000.0),
+            micros(cpu.mean_ns),
             us(p.p50),
             us(p.p90),
             us(p.p99),
@@ -219,7 +220,7 @@ pub(crate) fn table(run: &TimerRun) -> String {
         ]);
     }
     out.push_str(&aligned(&rows));
-    out.push_str("(latencies in us: wake-up time minus deadline; percentiles within 0.1 %)\n");
+    out.push_str("(latencies in µs: wake-up time minus deadline; percentiles within 0.1 %)\n");
     if let Some(reason) = &result.normal_priority_reason {
         let _ = writeln!(out, "note: {reason}");
     }
@@ -297,7 +298,7 @@ mod tests {
             "[{\"cpu\":2,\"setup_error\":null,\"samples\":10,\"skipped_periods\":0,\
              \"min_ns\":1,\"mean_ns\":2.5,\"max_ns\":4,\"percentiles_ns\":{\"p50\":2,\
              \"p90\":3,\"p99\":4,\"p99_9\":4,\"p99_99\":4},\"histogram\":{\"unit\":\"ns\",\
-             \"significant_digits\":3,\"buckets\":[]},\"cyclictest\":null,\
+             \"significant_digits\":3,\"buckets\":[]},\"slices\":[],\"cyclictest\":null,\
              \"injector_spins\":4,\"attribution\":null}]}"
         );
     }

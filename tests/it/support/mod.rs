@@ -43,6 +43,16 @@ pub(crate) fn live_tests_allowed() -> bool {
     false
 }
 
+/// Whether this process runs as root; when not, says so through [`missing_data`] (so under CI,
+/// which runs the tests as root, a test that needs root fails instead of skipping).
+pub(crate) fn is_root(why: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    missing_data(&format!("root ({why}); CI runs the tests as root"));
+    false
+}
+
 /// Data a test needs from outside the repository is missing: under CI (`CI=true`, where the
 /// data is provided) that is a failure; elsewhere the test is skipped with this message.
 pub(crate) fn missing_data(what: &str) {

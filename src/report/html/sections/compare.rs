@@ -7,6 +7,8 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::from;
+use crate::compare::estimate::ArmEstimate;
+use crate::report::compare::{estimate, ratio, value};
 use crate::report::html::source::{Source, SourceError};
 
 #[derive(Deserialize)]
@@ -53,8 +55,8 @@ struct Primary {
     endpoint: String,
     kernel: Option<String>,
     unit: String,
-    a: Estimate,
-    b: Estimate,
+    a: ArmEstimate,
+    b: ArmEstimate,
     ratio: f64,
     ratio_interval: Option<(f64, f64)>,
     p_holm: Option<f64>,
@@ -86,51 +88,12 @@ struct Row {
     cpu: u32,
     metric: String,
     unit: String,
-    a: Estimate,
-    b: Estimate,
+    a: ArmEstimate,
+    b: ArmEstimate,
     ratio: f64,
     ratio_interval: Option<(f64, f64)>,
     p_holm: Option<f64>,
     verdict: String,
-}
-
-#[derive(Deserialize)]
-struct Estimate {
-    value: f64,
-    low: Option<f64>,
-    high: Option<f64>,
-    runs: usize,
-}
-
-fn value(v: f64, unit: &str) -> String {
-    match unit {
-        "ns" if v >= 1e7 => format!("{:.2} ms", v / 1e6),
-        "ns" if v >= 1e3 => format!("{:.2} µs", v / 1e3),
-        "ns" => format!("{v:.0} ns"),
-        "per-minute" => format!("{v:.1}/min"),
-        "per-million-samples" => format!("{v:.1}/M"),
-        "MB/s" => format!("{v:.0} MB/s"),
-        _ => format!("{v:.1}"),
-    }
-}
-
-fn estimate(e: &Estimate, unit: &str) -> String {
-    match (e.low, e.high) {
-        (Some(low), Some(high)) => format!(
-            "{} [{}, {}]",
-            value(e.value, unit),
-            value(low, unit),
-            value(high, unit)
-        ),
-        _ => value(e.value, unit),
-    }
-}
-
-fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
-    match interval {
-        Some((lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
-        None => format!("{r:.2}"),
-    }
 }
 
 fn spread(s: &Option<Spread>) -> String {
@@ -186,7 +149,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                         @for p in &c.primary {
                             tr class=(format!("verdict-{}", p.verdict)) {
                                 td { @if let Some(kernel) = &p.kernel { (kernel) " " } (p.endpoint) }
-                                td { (estimate(&p.a, &p.unit)) } td { (estimate(&p.b, &p.unit)) }
+                                td { (estimate(&p.unit, &p.a)) } td { (estimate(&p.unit, &p.b)) }
                                 td { (ratio(p.ratio, p.ratio_interval)) }
                                 td { (p.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
                                 td { strong { (verdict(p)) } } td { (p.test) }
@@ -224,7 +187,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                                 };
                                 tr class=(format!("verdict-{}", r.verdict)) {
                                     td { (r.cpu) } td { (metric) }
-                                    td { (estimate(&r.a, &r.unit)) } td { (estimate(&r.b, &r.unit)) }
+                                    td { (estimate(&r.unit, &r.a)) } td { (estimate(&r.unit, &r.b)) }
                                     td { (ratio(r.ratio, r.ratio_interval)) }
                                     td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
                                     td { (r.verdict) }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::{figure, from};
 use crate::measure::engines::membw::{Kernels, best_loop_rate_mb_per_s};
 use crate::report::html::source::{Source, SourceError};
-use crate::report::html::svg::{self, Mark, Plot, Series, num};
+use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 use crate::units::bytes;
 
 /// Matrices whose cells are also given as a table (larger ones: by class, and in the embedded
@@ -128,8 +128,26 @@ fn name(value: &serde_json::Value) -> String {
         .map_or_else(|| value.to_string(), str::to_string)
 }
 
-fn matrix_figure(caption: &str, m: &Matrix, breaks: &[usize], unit: &str) -> Markup {
-    let chart = svg::heatmap(caption, &m.rows, &m.columns, &m.values, breaks, unit);
+/// The values of a matrix, for a colour range shared by the matrices of one section.
+fn cells(m: &Matrix) -> impl Iterator<Item = f64> + '_ {
+    m.values.iter().flatten().flatten().copied()
+}
+
+/// A matrix as a heatmap coloured within `range` (shared by the documents of a section, so
+/// before and after read on one scale), with its table.
+fn matrix_figure(
+    caption: &str,
+    m: &Matrix,
+    breaks: &[usize],
+    unit: &str,
+    range: (f64, f64),
+) -> Markup {
+    let cells = svg::Cells {
+        rows: &m.rows,
+        columns: &m.columns,
+        values: &m.values,
+    };
+    let chart = svg::heatmap(caption, cells, breaks, unit, range);
     let table = if m.rows.len().max(m.columns.len()) <= MATRIX_TABLE_MAX {
         html! {
             table.matrix {
@@ -152,14 +170,17 @@ pub(super) fn c2c(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
+    let docs = sources
+        .iter()
+        .map(|source| Ok((*source, source.view::<Measure<C2c>>()?.result)))
+        .collect::<Result<Vec<_>, SourceError>>()?;
+    let range = svg::range(docs.iter().flat_map(|(_, c)| cells(&c.run.matrix_mean_ns)));
     let mut parts = Vec::new();
-    for source in sources {
-        let doc: Measure<C2c> = source.view()?;
-        let c2c = doc.result;
+    for (source, c2c) in &docs {
         parts.push(html! {
             (from(source))
             (matrix_figure("Mean one-way core-to-core latency (ns), CPUs grouped by package, node and L3",
-                &c2c.run.matrix_mean_ns, &c2c.group_breaks, "ns"))
+                &c2c.run.matrix_mean_ns, &c2c.group_breaks, "ns", range))
             table {
                 caption { "By relation of the two CPUs" }
                 thead { tr { th { "relation" } th { "pairs" } th { "mean (ns)" } th { "min (ns)" } th { "max (ns)" } } }
@@ -179,10 +200,17 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     if sources.is_empty() {
         return Ok(None);
     }
+    let docs = sources
+        .iter()
+        .map(|source| Ok((*source, source.view::<Measure<Membw>>()?.result)))
+        .collect::<Result<Vec<_>, SourceError>>()?;
+    let range = svg::range(
+        docs.iter()
+            .filter_map(|(_, m)| m.node_matrix.as_ref())
+            .flat_map(|n| cells(&n.triad_best_mb_per_s)),
+    );
     let mut parts = Vec::new();
-    for source in sources {
-        let doc: Measure<Membw> = source.view()?;
-        let m = doc.result;
+    for (source, m) in &docs {
         let run = &m.system;
         let kernels = run.implementation.map(|k| k.describe());
         let pages = run
@@ -206,7 +234,7 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
             }
             @if let Some(nodes) = &m.node_matrix {
                 (matrix_figure("Triad best rate (MB/s), CPUs of a node (row) reading memory of a node (column)",
-                    &nodes.triad_best_mb_per_s, &[], "MB/s"))
+                    &nodes.triad_best_mb_per_s, &[], "MB/s", range))
             }
         });
     }
@@ -235,11 +263,16 @@ pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
                 .collect(),
         })
         .collect();
+    let range = svg::range(
+        docs.iter()
+            .filter_map(|(_, m)| m.node_matrix.as_ref())
+            .flat_map(|n| cells(&n.median_ns)),
+    );
     let title = "Memory latency over working-set size (median ns per load, log size axis)";
     Ok(Some(html! {
         @for (source, _) in &docs { (from(source)) }
         (figure(title, svg::plot(&Plot { title, x_label: "working set (KiB, log)", y_label: "latency (ns)",
-            x_log: true, y_log: false, mark: Mark::Lines, series: &series }), html! {
+            x: Axis::Log, y: Axis::Linear, mark: Mark::Lines, series: &series }), html! {
             @for s in &series {
                 table {
                     caption { (s.label) }
@@ -251,7 +284,7 @@ pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
         @for (_, m) in &docs {
             @if let Some(nodes) = &m.node_matrix {
                 (matrix_figure(&format!("Median latency (ns) at {} KiB, CPU node (row) × memory node (column)",
-                    nodes.size_bytes / 1024), &nodes.median_ns, &[], "ns"))
+                    nodes.size_bytes / 1024), &nodes.median_ns, &[], "ns", range))
             }
         }
     }))
@@ -279,7 +312,7 @@ pub(super) fn freq(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     Ok(Some(html! {
         @for source in sources { (from(source)) }
         (figure(title, svg::plot(&Plot { title, x_label: "CPU", y_label: "MHz",
-            x_log: false, y_log: false, mark: Mark::Bars, series: &series }), html! {
+            x: Axis::Discrete, y: Axis::Spread, mark: Mark::Bars, series: &series }), html! {
             @for s in &series {
                 table {
                     caption { (s.label) }

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::{figure, from};
 use crate::report::html::source::{Source, SourceError};
-use crate::report::html::svg::{self, Mark, Plot, Series, num};
+use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 
 #[derive(Deserialize)]
 struct Measure<T> {
@@ -251,22 +251,27 @@ fn distributions(runs: &[Run], event: &str, extra_headers: &[&str]) -> Option<Ma
             points: ccdf(b),
         })
         .collect();
+    // One colour scale for the per-CPU maxima of every document, so before and after compare.
+    let range = svg::range(
+        runs.iter()
+            .flat_map(|r| r.2.iter().map(|c| c.max_ns as f64 / 1e3)),
+    );
     let hist_title = format!("Histogram of {event} latency, 1 µs bins, log count axis");
     let ccdf_title = format!("Exceedance (CCDF): fraction of {event}s at or above each latency");
     Some(html! {
         @for (source, note, _) in runs { (from(source)) p { (note) } }
         (figure(&hist_title,
             svg::plot(&Plot { title: &hist_title, x_label: "latency (µs, 1 µs bins)", y_label: "events (log)",
-                x_log: false, y_log: true, mark: Mark::Bars, series: &histograms }),
+                x: Axis::Linear, y: Axis::Log, mark: Mark::Bars, series: &histograms }),
             series_table(&histograms, "bin (µs)", "events")))
         (figure(&ccdf_title,
             svg::plot(&Plot { title: &ccdf_title, x_label: "latency (µs)", y_label: "fraction ≥ x (log)",
-                x_log: false, y_log: true, mark: Mark::Lines, series: &ccdfs }),
+                x: Axis::Linear, y: Axis::Log, mark: Mark::Lines, series: &ccdfs }),
             series_table(&ccdfs, "latency (µs)", "fraction at or above")))
         @for (source, _, cpus) in runs {
             @let strip_title = format!("Maximum {event} latency per CPU, {}", source.label());
             @let cells: Vec<(u32, f64)> = cpus.iter().map(|c| (c.cpu, c.max_ns as f64 / 1e3)).collect();
-            (figure(&strip_title, svg::strip(&strip_title, &cells, "µs"), html! {
+            (figure(&strip_title, svg::strip(&strip_title, &cells, "µs", range), html! {
                 table {
                     thead { tr { th { "CPU" } th { "events" } th { "median (µs)" } th { "p99 (µs)" } th { "max (µs)" }
                         @for h in extra_headers { th { (h) } } } }
@@ -356,7 +361,7 @@ pub(super) fn watch(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     Ok(Some(html! {
         p { (sources.len()) " samples from " code { (sources[0].name.split(':').next().unwrap_or("")) } }
         (figure(title, svg::plot(&Plot { title, x_label: "time since start (s)", y_label: "events per interval",
-            x_log: false, y_log: false, mark: Mark::Lines, series: &series }),
+            x: Axis::Linear, y: Axis::Linear, mark: Mark::Lines, series: &series }),
             series_table(&series, "time (s)", "events")))
     }))
 }

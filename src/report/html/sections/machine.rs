@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::{figure, from};
 use crate::machine::{Avail, CpuSet};
 use crate::report::html::source::{Source, SourceError};
+use crate::units::plural;
 
 #[derive(Deserialize)]
 struct Inventory {
@@ -87,52 +88,141 @@ struct Task {
     kernel_thread: bool,
 }
 
-/// The machine section: one part per inventory document.
+/// The machine section: one part per machine. Further inventories of a host already drawn
+/// (the bundles before and after a change) show only the facts that differ, or one line.
 pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
+    let mut drawn: Vec<(&str, &Source, Facts)> = Vec::new();
     let mut parts = Vec::new();
     for source in sources {
         let inv: Inventory = source.view()?;
-        parts.push(one(source, &inv.machine));
+        let facts = facts(source, &inv.machine);
+        let host = source.header.host.as_str();
+        match drawn.iter().find(|(h, _, _)| *h == host) {
+            None => {
+                parts.push(one(source, &inv.machine, &facts));
+                drawn.push((host, source, facts));
+            }
+            Some((_, first, before)) => parts.push(again(source, first, before, &facts)),
+        }
     }
     Ok(Some(html! { @for part in parts { (part) } }))
 }
 
-fn one(source: &Source, m: &Machine) -> Markup {
-    let dmi = |key: &str| {
-        m.firmware
-            .dmi
-            .get(key)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
+/// The rows of a facts table: label and value.
+type Facts = Vec<(&'static str, String)>;
+
+/// The facts table of a machine: label and value per row, words for what is missing.
+fn facts(source: &Source, m: &Machine) -> Facts {
+    let dmi = |keys: &[&str]| -> Option<String> {
+        let words: Vec<&str> = keys
+            .iter()
+            .filter_map(|k| m.firmware.dmi.get(*k).and_then(|v| v.as_str()))
+            .filter(|v| !v.trim().is_empty())
+            .collect();
+        (!words.is_empty()).then(|| words.join(" "))
     };
+    const NO_DMI: &str = "not recorded (no DMI tables: a VM or a container)";
+    let bios = match (dmi(&["bios_vendor", "bios_version"]), dmi(&["bios_date"])) {
+        (Some(bios), Some(date)) => format!("{bios} ({date})"),
+        (Some(bios), None) => bios,
+        (None, Some(date)) => format!("dated {date}"),
+        (None, None) => NO_DMI.to_string(),
+    };
+    let shape = &m.topology.shape;
+    let isolation = &m.kernel.isolation;
+    vec![
+        ("Host", source.header.host.clone()),
+        (
+            "System",
+            dmi(&["sys_vendor", "product_name"]).unwrap_or_else(|| NO_DMI.to_string()),
+        ),
+        ("BIOS", bios),
+        ("CPU", m.cpu.model_name.clone()),
+        (
+            "Shape",
+            format!(
+                "{}, {}, {}, {}, {} ({} per core)",
+                counted(shape.sockets, "socket"),
+                counted(shape.numa_nodes, "NUMA node"),
+                counted(shape.l3_groups, "L3 group"),
+                counted(shape.cores, "core"),
+                counted(m.cpu.processors, "CPU"),
+                shape.threads_per_core
+            ),
+        ),
+        (
+            "Kernel",
+            format!(
+                "{}{}",
+                m.kernel.release,
+                if m.kernel.preempt_rt {
+                    " (PREEMPT_RT)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "Isolated CPUs",
+            if isolation.isolated.is_empty() {
+                "none".to_string()
+            } else {
+                isolation.isolated.to_list()
+            },
+        ),
+        (
+            "nohz_full CPUs",
+            match &isolation.nohz_full {
+                Avail::Available(set) if set.is_empty() => "none".to_string(),
+                Avail::Available(set) => set.to_list(),
+                Avail::Unavailable { unavailable } => format!("unknown ({unavailable})"),
+            },
+        ),
+    ]
+}
+
+/// `n` and the noun, plural unless `n` is 1 ("1 socket", "2 sockets").
+fn counted(n: u32, noun: &str) -> String {
+    plural(n as usize, noun, &format!("{noun}s"))
+}
+
+fn facts_table(rows: &[(&'static str, String)]) -> Markup {
+    html! {
+        table.facts { @for (label, value) in rows { tr { th { (label) } td { (value) } } } }
+    }
+}
+
+fn one(source: &Source, m: &Machine, facts: &[(&'static str, String)]) -> Markup {
     let isolated = &m.kernel.isolation.isolated;
     html! {
         (from(source))
-        table.facts {
-            tr { th { "Host" } td { (source.header.host) } }
-            tr { th { "System" } td { (dmi("sys_vendor")) " " (dmi("product_name")) } }
-            tr { th { "BIOS" } td { (dmi("bios_vendor")) " " (dmi("bios_version")) " (" (dmi("bios_date")) ")" } }
-            tr { th { "CPU" } td { (m.cpu.model_name) } }
-            tr { th { "Shape" } td {
-                (m.topology.shape.sockets) " sockets, " (m.topology.shape.numa_nodes) " NUMA nodes, "
-                (m.topology.shape.l3_groups) " L3 groups, " (m.topology.shape.cores) " cores, "
-                (m.cpu.processors) " CPUs (" (m.topology.shape.threads_per_core) " per core)"
-            } }
-            tr { th { "Kernel" } td { (m.kernel.release) @if m.kernel.preempt_rt { " (PREEMPT_RT)" } } }
-            tr { th { "Isolated CPUs" } td { @if isolated.is_empty() { "none" } @else { (isolated.to_list()) } } }
-            tr { th { "nohz_full CPUs" } td {
-                @match &m.kernel.isolation.nohz_full {
-                    Avail::Available(set) if set.is_empty() => { "none" }
-                    Avail::Available(set) => { (set.to_list()) }
-                    Avail::Unavailable { unavailable } => { "unknown (" (unavailable) ")" }
-                }
-            } }
-        }
+        (facts_table(facts))
         (topology(&m.topology, isolated))
         (threads(m, isolated))
+    }
+}
+
+/// Another inventory of a host drawn above: what differs from it, or that nothing does.
+fn again(
+    source: &Source,
+    first: &Source,
+    before: &[(&'static str, String)],
+    facts: &[(&'static str, String)],
+) -> Markup {
+    let changed: Vec<(&'static str, String)> = facts
+        .iter()
+        .zip(before)
+        .filter(|(now, then)| now != then)
+        .map(|((label, now), (_, then))| (*label, format!("{now} (was {then})")))
+        .collect();
+    html! {
+        p.from { "From " code { (source.name) } ", host " strong { (source.header.host) } ": "
+            @if changed.is_empty() { "the same machine as in " code { (first.name) } " above." }
+            @else { "the machine of " code { (first.name) } " above, with these differences:" } }
+        @if !changed.is_empty() { (facts_table(&changed)) }
     }
 }
 

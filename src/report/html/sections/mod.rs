@@ -2,11 +2,13 @@
 //! and returns nothing when there are none, so the report shows what its inputs allow.
 
 mod compare;
+mod cross;
 mod fleet;
 mod hardware;
 mod latency;
 mod machine;
 mod setup;
+mod verdict;
 
 use maud::{Markup, html};
 
@@ -29,6 +31,7 @@ pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
     let of =
         |kind: Kind| -> Vec<&Source> { sources.iter().filter(|s| s.header.kind == kind).collect() };
     let parts = [
+        ("verdict", "Verdict", verdict::section(&of(Kind::Check))?),
         (
             "machine",
             "Machine",
@@ -81,11 +84,68 @@ pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
             "Effective frequency",
             hardware::freq(&of(Kind::MeasureFreq))?,
         ),
+        (
+            "wakeup",
+            "Cross-CPU wake-up latency",
+            cross::wakeup(&of(Kind::MeasureWakeup))?,
+        ),
+        ("ipi", "IPI round trip", cross::ipi(&of(Kind::MeasureIpi))?),
+        (
+            "ipi-mesh",
+            "IPI throughput",
+            cross::ipi_mesh(&of(Kind::MeasureIpiMesh))?,
+        ),
     ];
-    Ok(parts
+    let mut sections: Vec<Section> = parts
         .into_iter()
         .filter_map(|(id, title, body)| body.map(|body| Section { id, title, body }))
-        .collect())
+        .collect();
+    sections.extend(not_drawn(sources));
+    Ok(sections)
+}
+
+/// The kinds some section draws.
+const DRAWN: [Kind; 17] = [
+    Kind::Check,
+    Kind::Inventory,
+    Kind::Fleet,
+    Kind::Audit,
+    Kind::Plan,
+    Kind::Verify,
+    Kind::Compare,
+    Kind::MeasureJitter,
+    Kind::MeasureTimer,
+    Kind::WatchSample,
+    Kind::MeasureC2c,
+    Kind::MeasureMembw,
+    Kind::MeasureMemlat,
+    Kind::MeasureFreq,
+    Kind::MeasureWakeup,
+    Kind::MeasureIpi,
+    Kind::MeasureIpiMesh,
+];
+
+/// Documents no section draws (an apply record, hwlat, BIOS), said by kind and file rather
+/// than dropped without a word; they are embedded and listed under Documents all the same.
+fn not_drawn(sources: &[Source]) -> Option<Section> {
+    let left: Vec<&Source> = sources
+        .iter()
+        .filter(|s| !DRAWN.contains(&s.header.kind))
+        .collect();
+    if left.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "not-drawn",
+        title: "Documents without a chart",
+        body: html! {
+            p { "This report draws no section for these documents; they are embedded whole and listed under Documents,                  and the command that wrote each prints it as text." }
+            table {
+                thead { tr { th { "file" } th { "kind" } th { "host" } } }
+                tbody { @for s in &left { tr { td { code { (s.name) } } td { (s.header.kind.to_string()) } td { (s.header.host) } } } }
+            }
+        },
+    })
 }
 
 /// A chart with its caption and, folded below it, the same data as a table.

@@ -1,0 +1,53 @@
+# shellcheck shell=bash
+# Shared by the bench/ scripts: every timed run's exit status is checked (a crashing binary
+# must not read as a speed-up), and each script ends with the exit status of its targets.
+#   0  every target met;  1  a target missed;  2  a run exited with a status it must not have.
+# Source it: `. "$(dirname "$0")/lib.sh"`.
+
+bench_missed=0
+
+# bench_exit_ok "ALLOWED" STATUS WHAT: exits 2 unless STATUS is one of the space-separated
+# ALLOWED statuses ("any": a peer whose status does not matter).
+bench_exit_ok() {
+  case " $1 " in
+    " any "|*" $2 "*) ;;
+    *) echo "bench: $3 exited $2 (allowed: $1); no timing of it is valid" >&2; exit 2 ;;
+  esac
+}
+
+# bench_run "ALLOWED" CMD...: runs CMD once, output discarded, and checks its status.
+bench_run() {
+  local allowed=$1; shift
+  local status=0
+  "$@" >/dev/null 2>&1 || status=$?
+  bench_exit_ok "$allowed" "$status" "$*"
+}
+
+# bench_hyperfine_codes "ALLOWED" FILE: checks every run's exit code in a hyperfine JSON export.
+bench_hyperfine_codes() {
+  local codes
+  codes=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print(" ".join(sorted({str(c) for c in r.get("exit_codes") or [None]})))' "$2")
+  local code
+  for code in $codes; do
+    bench_exit_ok "$1" "$code" "a timed run ($2)"
+  done
+}
+
+# bench_target WHAT VALUE LIMIT: VALUE must be below LIMIT (same unit); says so and records a
+# miss.
+bench_target() {
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$2" "$3"; then
+    echo "bench: target met: $1 $2 < $3"
+  else
+    echo "bench: TARGET MISSED: $1 $2, not below $3" >&2
+    bench_missed=1
+  fi
+}
+
+# bench_end: the script's exit status (1 when a target was missed).
+bench_end() {
+  exit "$bench_missed"
+}

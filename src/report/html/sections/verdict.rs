@@ -1,0 +1,172 @@
+//! The verdict of a `check` document, first in the report: PASS or FAIL with why, the CPUs
+//! measured and why those, each measured target with every CPU's value, each CPU's figures,
+//! and the audit's failed rules. The view reads only what it shows, and reads targets and
+//! values leniently (a target's limit as the document states it), so a richer check document
+//! still renders.
+
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::from;
+use crate::report::html::source::{Source, SourceError};
+use crate::report::html::svg::num;
+
+#[derive(Deserialize)]
+struct Check {
+    profile: Profile,
+    measured: Measured,
+    duration_ns: u64,
+    timer_interval_ns: u64,
+    audit_counts: AuditCounts,
+    #[serde(default)]
+    audit_failed_rules: Vec<String>,
+    #[serde(default)]
+    figures: Vec<Figures>,
+    #[serde(default)]
+    targets: Vec<TargetVerdict>,
+    verdict: String,
+    #[serde(default)]
+    failures: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Profile {
+    name: String,
+    summary: String,
+}
+
+#[derive(Deserialize)]
+struct Measured {
+    cpus: String,
+    why: String,
+}
+
+#[derive(Deserialize)]
+struct AuditCounts {
+    pass: u64,
+    warn: u64,
+    fail: u64,
+}
+
+#[derive(Deserialize)]
+struct Figures {
+    cpu: u32,
+    jitter_seconds: f64,
+    interruptions: u64,
+    long_interruptions: u64,
+    max_interruption_ns: u64,
+    timer_samples: u64,
+    timer_max_ns: u64,
+    timer_p99_ns: u64,
+    steal_ms: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct TargetVerdict {
+    target: Target,
+    outcome: String,
+    #[serde(default)]
+    values: Vec<CpuValue>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    metric: String,
+    /// The limit as the document states it (a number in the metric's unit).
+    below: serde_json::Value,
+    #[serde(default)]
+    source: String,
+}
+
+#[derive(Deserialize)]
+struct CpuValue {
+    cpu: u32,
+    value: f64,
+    met: bool,
+}
+
+/// The verdict of each check document, in the order given.
+pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for source in sources {
+        let check: Check = source.view()?;
+        parts.push(one(source, &check));
+    }
+    Ok(Some(html! { @for part in parts { (part) } }))
+}
+
+fn micros(ns: u64) -> String {
+    num(ns as f64 / 1e3)
+}
+
+fn one(source: &Source, c: &Check) -> Markup {
+    let pass = c.verdict == "pass";
+    let seconds = num(c.duration_ns as f64 / 1e9);
+    html! {
+        (from(source))
+        p class=(if pass { "verdict verdict-pass" } else { "verdict verdict-fail" }) {
+            strong { @if pass { "PASS" } @else { "FAIL" } }
+            " against profile " code { (c.profile.name) } " (" (c.profile.summary) ")"
+        }
+        @if !c.failures.is_empty() {
+            p { "Why:" }
+            ul.why { @for f in &c.failures { li { (f) } } }
+        }
+        p { "Measured CPU " strong { (c.measured.cpus) } " (" (c.measured.why) "): " (seconds)
+            " s of busy loop, then " (seconds) " s of timer wake-ups every "
+            (micros(c.timer_interval_ns)) " µs." }
+        @if c.targets.is_empty() {
+            p { "Profile " code { (c.profile.name) } " has no measured targets: the figures below are the result." }
+        } @else {
+            table.targets {
+                caption { "Targets of " (c.profile.name) ": every measured CPU must stay below the limit" }
+                thead { tr { th { "outcome" } th { "metric" } th { "below" } th { "per CPU (✗ missed)" } th { "source" } } }
+                tbody {
+                    @for t in &c.targets {
+                        tr class=(format!("status-{}", if t.outcome == "met" { "pass" } else { "fail" })) {
+                            td { (t.outcome) }
+                            td { code { (t.target.metric) } }
+                            td { (limit(&t.target.below)) }
+                            td { @for (i, v) in t.values.iter().enumerate() {
+                                @if i > 0 { ", " }
+                                "CPU " (v.cpu) " " (num(v.value)) @if !v.met { " ✗" }
+                            } }
+                            td { (t.target.source) }
+                        }
+                    }
+                }
+            }
+        }
+        table {
+            caption { "Each measured CPU (latencies in µs)" }
+            thead { tr { th { "CPU" } th { "busy loop (s)" } th { "interruptions" } th { "≥ 10 µs" }
+                th { "longest (µs)" } th { "timer wake-ups" } th { "timer p99 (µs)" } th { "timer max (µs)" } th { "steal (ms)" } } }
+            tbody {
+                @for f in &c.figures {
+                    tr { td { (f.cpu) } td { (num(f.jitter_seconds)) } td { (f.interruptions) } td { (f.long_interruptions) }
+                         td { (micros(f.max_interruption_ns)) } td { (f.timer_samples) }
+                         td { @if f.timer_samples > 0 { (micros(f.timer_p99_ns)) } @else { "–" } }
+                         td { @if f.timer_samples > 0 { (micros(f.timer_max_ns)) } @else { "–" } }
+                         td { (f.steal_ms.map_or("–".to_string(), num)) } }
+                }
+            }
+        }
+        p { "Audit: " (c.audit_counts.fail) " fail, " (c.audit_counts.warn) " warn, " (c.audit_counts.pass) " pass"
+            @if !c.audit_failed_rules.is_empty() { "; failed: "
+                @for (i, r) in c.audit_failed_rules.iter().enumerate() { @if i > 0 { ", " } code { (r) } } }
+            " (the audit section below has each finding and its fix)." }
+    }
+}
+
+/// A target's limit as the document states it: a number as the report writes numbers, any
+/// other value as its text.
+fn limit(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), num),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
