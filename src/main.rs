@@ -11,27 +11,10 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("lowlat: error: {}", describe(&err));
+            eprintln!("lowlat: error: {}", lowlat::cli::error_text(&err));
             ExitCode::from(lowlat::cli::exit::ERROR)
         }
     }
-}
-
-/// The error and its causes joined by `: `, leaving out a cause whose text the message already
-/// holds (a library error that names its OS error would otherwise print it twice).
-fn describe(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -201,6 +201,10 @@ pub enum ArchiveError {
     /// No manifest.json in the archive.
     #[error("no manifest.json: not a snapshot lowlat made")]
     NoManifest,
+    /// The first entry is not manifest.json, which every snapshot lowlat makes starts with: the
+    /// rest is not inflated.
+    #[error("the first entry is {0}, not manifest.json: not a snapshot lowlat made")]
+    ManifestNotFirst(String),
     /// A signal stopped the unpacking.
     #[error("stopped by signal {0}")]
     Stopped(i32),
@@ -644,6 +648,7 @@ fn unpack_in_memory(
     let mut compressed = magic.to_vec();
     raw.read_to_end(&mut compressed)
         .map_err(ArchiveError::Corrupt)?;
+    manifest_first(&compressed)?;
     let data = decompress_whole(&compressed)?;
     // Most entries are a header and one block of bytes.
     tree.reserve(data.len() / 1024);
@@ -670,6 +675,24 @@ fn unpack_in_memory(
     let manifest = manifest.ok_or(ArchiveError::NoManifest)?;
     tree.hold(data);
     Ok(manifest)
+}
+
+/// Checks, from the first tar header alone, that the archive in `compressed` starts with
+/// manifest.json, before anything more is inflated.
+fn manifest_first(compressed: &[u8]) -> Result<(), ArchiveError> {
+    let mut header = [0u8; 512];
+    zstd::stream::read::Decoder::with_buffer(compressed)
+        .and_then(|mut d| d.read_exact(&mut header))
+        .map_err(ArchiveError::Corrupt)?;
+    // The name: the header's first 100 bytes, up to the first NUL (ustar and GNU alike).
+    let name = &header[..100];
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    if name == b"manifest.json" {
+        return Ok(());
+    }
+    Err(ArchiveError::ManifestNotFirst(
+        escape_controls(&String::from_utf8_lossy(name)).into_owned(),
+    ))
 }
 
 /// Decompresses a snapshot's archive whole: in one call into a buffer of the size its frame
@@ -710,13 +733,18 @@ fn unpack<R: Read>(
 ) -> Result<Manifest, ArchiveError> {
     let mut admission = Admission::new(progress);
     let mut manifest: Option<Manifest> = None;
-    for entry in entries {
+    for (index, entry) in entries.enumerate() {
         let mut entry = entry.map_err(ArchiveError::Corrupt)?;
         let name = entry
             .path()
             .map_err(ArchiveError::Corrupt)?
             .to_string_lossy()
             .into_owned();
+        if index == 0 && name != "manifest.json" {
+            return Err(ArchiveError::ManifestNotFirst(
+                escape_controls(&name).into_owned(),
+            ));
+        }
         let size = entry.header().size().map_err(ArchiveError::Corrupt)?;
         admission.admit(&name, size)?;
         if name == "manifest.json" {
@@ -849,6 +877,17 @@ mod tests {
     #[test]
     fn refuses_links_and_garbage() {
         let mut builder = tar::Builder::new(Vec::new());
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "format": "lowlat-snapshot", "format_version": 1, "tool_version": "0",
+            "host": "h", "captured_at": "2026-01-01T00:00:00Z", "source_root": "/",
+            "files": 0, "bytes": 0,
+        }))
+        .unwrap();
+        let mut header = tar::Header::new_gnu();
+        header.set_size(manifest.len() as u64);
+        builder
+            .append_data(&mut header, "manifest.json", &manifest[..])
+            .unwrap();
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Symlink);
         header.set_size(0);
@@ -856,8 +895,33 @@ mod tests {
             .append_link(&mut header, "root/etc/passwd", "/etc/passwd")
             .unwrap();
         let file = compress(builder.into_inner().unwrap());
-        let err = format!("{:#}", open(file.path()).unwrap_err());
-        assert!(err.contains("no links"), "{err}");
+        for err in [
+            open(file.path()).unwrap_err(),
+            load(file.path()).unwrap_err(),
+        ] {
+            let err = format!("{err:#}");
+            assert!(err.contains("no links"), "{err}");
+        }
+
+        // an archive that does not start with its manifest is refused from its first
+        // header, before the rest is inflated.
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(4);
+        builder
+            .append_data(&mut header, "root/\u{1b}x", &b"data"[..])
+            .unwrap();
+        let file = compress(builder.into_inner().unwrap());
+        for err in [
+            open(file.path()).unwrap_err(),
+            load(file.path()).unwrap_err(),
+        ] {
+            let err = format!("{err:#}");
+            assert!(
+                err.contains("the first entry is root/\\x1bx, not manifest.json"),
+                "{err}"
+            );
+        }
 
         let mut garbage = tempfile::NamedTempFile::new().unwrap();
         garbage.write_all(b"not a snapshot").unwrap();

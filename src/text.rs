@@ -20,6 +20,19 @@ pub(crate) fn escape_page(text: &str) -> Cow<'_, str> {
     escape_except(text, &['\n', '\t'])
 }
 
+/// `text` cut to `max` characters, saying how many were left out (`… (N characters more)`):
+/// a string from another machine or a file shown in a message or a page, where its whole
+/// length (a 16 MiB host name) would drown the rest. Text within `max` is returned as it is.
+pub(crate) fn shorten(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => {
+            let more = text[cut..].chars().count();
+            Cow::Owned(format!("{}… ({more} characters more)", &text[..cut]))
+        }
+    }
+}
+
 fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
     let escaped = |c: char| c.is_control() && !kept.contains(&c);
     if !text.chars().any(escaped) {
@@ -46,6 +59,12 @@ fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shortening_says_how_much_was_left_out() {
+        assert_eq!(shorten("héllo", 5), "héllo");
+        assert_eq!(shorten("héllo wörld", 5), "héllo… (6 characters more)");
+    }
 
     #[test]
     fn terminal_sequences_are_escaped() {

@@ -39,8 +39,12 @@ pub(crate) struct Lock<'a> {
 
 impl<'a> Lock<'a> {
     /// Takes the lock, creating `/var/lib/lowlat` (and its parents) when missing.
+    ///
+    /// The lock file records the directories created, beside the pid: a lowlat killed before
+    /// its journal was written leaves them, and the next one, finding no journal, takes them as
+    /// its own to remove (they were not there before lowlat).
     pub(crate) fn acquire(root: &'a SysRoot) -> Result<Self, LockError> {
-        let created_dirs = root.create_dirs(STATE_DIR)?;
+        let mut created_dirs = root.create_dirs(STATE_DIR)?;
         let failed = |op, e| WriteError {
             path: LOCK_PATH.to_string(),
             op,
@@ -55,7 +59,7 @@ impl<'a> Lock<'a> {
                 Err(rustix::io::Errno::WOULDBLOCK) => {
                     let mut text = String::new();
                     let _ = file.read_to_string(&mut text);
-                    let holder = match text.trim().parse::<u32>() {
+                    let holder = match text.lines().next().unwrap_or("").trim().parse::<u32>() {
                         Ok(pid) => format!("pid {pid}"),
                         Err(_) => "pid unknown".to_string(),
                     };
@@ -68,9 +72,19 @@ impl<'a> Lock<'a> {
             if current != Some(locked_ino) {
                 continue;
             }
+            if created_dirs.is_empty() && !root.exists(JOURNAL_PATH) {
+                let mut left = String::new();
+                let _ = file.read_to_string(&mut left);
+                created_dirs = created_by_a_killed_lowlat(&left);
+            }
             file.set_len(0).map_err(|e| failed("truncate", e))?;
             file.rewind().map_err(|e| failed("rewind", e))?;
-            writeln!(file, "{}", std::process::id()).map_err(|e| failed("write", e))?;
+            let mut text = format!("{}\n", std::process::id());
+            if !created_dirs.is_empty() {
+                text.push_str(&format!("{CREATED} {}\n", created_dirs.join(" ")));
+            }
+            file.write_all(text.as_bytes())
+                .map_err(|e| failed("write", e))?;
             return Ok(Self {
                 root,
                 file,
@@ -93,6 +107,25 @@ impl<'a> Lock<'a> {
     pub(crate) fn remove_dirs_on_release(&mut self, dirs: &[String]) {
         self.remove_on_release = dirs.to_vec();
     }
+}
+
+/// The word before the directories a lock's holder created, in the lock file.
+const CREATED: &str = "created";
+
+/// The directories the lock file `text` says its holder created: only `/var/lib/lowlat` and
+/// its ancestors, whatever else the file says.
+fn created_by_a_killed_lowlat(text: &str) -> Vec<String> {
+    let ours: Vec<&str> = std::path::Path::new(STATE_DIR)
+        .ancestors()
+        .filter_map(|p| p.to_str())
+        .filter(|p| *p != "/")
+        .collect();
+    text.lines()
+        .filter_map(|line| line.strip_prefix(CREATED))
+        .flat_map(str::split_whitespace)
+        .filter(|dir| ours.contains(dir))
+        .map(str::to_string)
+        .collect()
 }
 
 impl Drop for Lock<'_> {
@@ -123,7 +156,8 @@ mod tests {
         let root = SysRoot::dir(dir.path());
         let lock = Lock::acquire(&root).unwrap();
         assert_eq!(lock.created_dirs(), ["/var", "/var/lib", "/var/lib/lowlat"]);
-        let pid = root.read_value(LOCK_PATH).unwrap();
+        let text = root.read(LOCK_PATH).unwrap();
+        let pid = text.lines().next().unwrap().to_string();
         assert_eq!(pid, std::process::id().to_string());
         let err = Lock::acquire(&root).unwrap_err().to_string();
         assert!(err.contains(&format!("pid {pid}")), "{err}");
@@ -132,6 +166,30 @@ mod tests {
         assert!(root.list("/").unwrap().is_empty());
         let again = Lock::acquire(&root).unwrap();
         drop(again);
+    }
+
+    /// a lowlat killed after it created /var/lib/lowlat and before it wrote its journal
+    /// left the directories, which the next apply took for pre-existing (so a revert left them).
+    #[test]
+    fn directories_a_killed_lowlat_created_are_still_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::dir(dir.path());
+        // What the killed one left: its directories and its lock file.
+        root.create_dirs(STATE_DIR).unwrap();
+        std::fs::write(
+            root.host_path(LOCK_PATH),
+            "4242\ncreated /var /var/lib /var/lib/lowlat /etc\n",
+        )
+        .unwrap();
+        let lock = Lock::acquire(&root).unwrap();
+        assert_eq!(lock.created_dirs(), ["/var", "/var/lib", "/var/lib/lowlat"]);
+        let err = Lock::acquire(&root).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        drop(lock);
+        assert!(root.list("/").unwrap().is_empty());
     }
 
     #[test]

@@ -86,7 +86,7 @@ const REGISTRIES: &str = "/redfish/v1/Registries";
 /// Reads the BIOS of `system` (its `Id`), or of the BMC's only system when `None`.
 pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
     let system_uri = choose_system(bmc, system)?;
-    let resource = bmc.get(&system_uri)?;
+    let resource = bmc.get(SYSTEMS, &system_uri)?;
     let text = |key: &str| {
         resource
             .get(key)
@@ -106,7 +106,7 @@ pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
             "this system has no Bios resource; its BMC does not expose BIOS settings over Redfish"
                 .to_string(),
     })?;
-    let bios = bmc.get(&bios_uri)?;
+    let bios = bmc.get(&system_uri, &bios_uri)?;
     let current = attributes(&bios).ok_or_else(|| BiosError::Shape {
         uri: bios_uri.clone(),
         what: "the Bios resource has no Attributes object".to_string(),
@@ -122,7 +122,10 @@ pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
         .map(str::to_string)
         .collect();
     let pending = match &settings_object {
-        Some(uri) => staged_changes(&current, &attributes(&bmc.get(uri)?).unwrap_or_default()),
+        Some(uri) => staged_changes(
+            &current,
+            &attributes(&bmc.get(&bios_uri, uri)?).unwrap_or_default(),
+        ),
         None => BTreeMap::new(),
     };
     let attribute_registry = bios
@@ -165,7 +168,7 @@ impl BiosState {
 
 /// The `@odata.id` of the system to read.
 fn choose_system(bmc: &Bmc, wanted: Option<&str>) -> Result<String, BiosError> {
-    let collection = bmc.get(SYSTEMS)?;
+    let collection = bmc.get(SYSTEMS, SYSTEMS)?;
     let members: Vec<String> = members(&collection);
     let id_of = |uri: &str| {
         uri.trim_end_matches('/')
@@ -212,34 +215,78 @@ fn choose_system(bmc: &Bmc, wanted: Option<&str>) -> Result<String, BiosError> {
     }
 }
 
-/// The AttributeRegistry with `Id` `id`: the registry files whose `Id` or `Registry` names it
-/// first, then the others (some BMCs file it under another name), each followed to its
-/// `Location` URIs. `None` when no file leads to it.
+/// The most members of a collection, or `Location`s of a registry file, lowlat follows: BMCs
+/// list a few dozen registries, each at one or two locations.
+const MAX_MEMBERS: usize = 256;
+
+/// The AttributeRegistry with `Id` `id`: the registry files are read in turn and the first whose
+/// `Id` or `Registry` names it is followed to its `Location` URIs; then the others' locations
+/// (some BMCs file it under another name). Only the other files' locations are kept, and the
+/// walk stops at the first match. `None` when no file leads to it.
 fn find_registry(bmc: &Bmc, id: &str) -> Result<Option<Registry>, BiosError> {
-    let collection = bmc.get(REGISTRIES)?;
-    let mut files: Vec<Value> = Vec::new();
-    for uri in members(&collection) {
-        files.push(bmc.get(&uri)?);
-    }
+    let collection = bmc.get(REGISTRIES, REGISTRIES)?;
     let names = |file: &Value| {
         ["Id", "Registry"]
             .iter()
             .any(|key| file.get(key).and_then(Value::as_str) == Some(id))
     };
-    files.sort_by_key(|file| !names(file));
-    for file in &files {
-        let locations = file.get("Location").and_then(Value::as_array);
-        for location in locations.into_iter().flatten() {
-            let Some(uri) = location.get("Uri").and_then(Value::as_str) else {
-                continue;
-            };
-            let resource = bmc.get(uri)?;
-            if resource.get("Id").and_then(Value::as_str) == Some(id) {
-                return Ok(Registry::from_resource(&resource));
-            }
+    let mut others: Vec<(String, Vec<String>)> = Vec::new();
+    for uri in bounded(REGISTRIES, members(&collection))? {
+        let file = bmc.get(REGISTRIES, &uri)?;
+        let locations = bounded(&uri, locations(&file))?;
+        if !names(&file) {
+            others.push((uri, locations));
+        } else if let Some(registry) = registry_at(bmc, &uri, &locations, id)? {
+            return Ok(Some(registry));
+        }
+    }
+    for (uri, locations) in &others {
+        if let Some(registry) = registry_at(bmc, uri, locations, id)? {
+            return Ok(Some(registry));
         }
     }
     Ok(None)
+}
+
+/// The registry `id` at the first of `locations` (found in the registry file `file`) that
+/// serves it.
+fn registry_at(
+    bmc: &Bmc,
+    file: &str,
+    locations: &[String],
+    id: &str,
+) -> Result<Option<Registry>, BiosError> {
+    for uri in locations {
+        let resource = bmc.get(file, uri)?;
+        if resource.get("Id").and_then(Value::as_str) == Some(id) {
+            return Ok(Registry::from_resource(&resource));
+        }
+    }
+    Ok(None)
+}
+
+/// The `Location[].Uri`s of a registry file.
+fn locations(file: &Value) -> Vec<String> {
+    file.get("Location")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.get("Uri")?.as_str().map(str::to_string))
+        .collect()
+}
+
+/// `links` found in `resource`, refused when there are more than [`MAX_MEMBERS`].
+fn bounded(resource: &str, links: Vec<String>) -> Result<Vec<String>, BiosError> {
+    if links.len() > MAX_MEMBERS {
+        return Err(BiosError::Shape {
+            uri: resource.to_string(),
+            what: format!(
+                "lists {} members, more than the {MAX_MEMBERS} lowlat follows; this is not a BMC's registry list",
+                links.len()
+            ),
+        });
+    }
+    Ok(links)
 }
 
 /// The `@odata.id` of each `Members` entry.

@@ -2,12 +2,12 @@
 //! basic authentication, JSON in and out. The password lives only in the `Authorization`
 //! header of each request: it is in no error, no `Debug` output and no document.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::Value;
 
-use crate::text::escape_controls;
+use crate::text::{self, escape_controls};
 
 /// The user name and password of a BMC account. `Debug` shows the user only.
 #[derive(Clone)]
@@ -70,6 +70,10 @@ pub struct Endpoint {
     pub timeout: Duration,
 }
 
+/// How many times one request's `timeout` every request to a BMC may take together: a BMC
+/// that answers each request just in time cannot keep lowlat walking for ever.
+pub const DEADLINE_REQUESTS: u32 = 4;
+
 /// Why a request to the BMC failed. No variant holds the password.
 #[derive(Debug, thiserror::Error)]
 pub enum RedfishError {
@@ -88,6 +92,16 @@ pub enum RedfishError {
     Unauthorized {
         /// The resource asked for.
         url: String,
+    },
+    /// The requests together took longer than the deadline.
+    #[error(
+        "{url}: the BMC's answers took longer than {seconds} s in all ({DEADLINE_REQUESTS} times --timeout); give it longer with --timeout"
+    )]
+    Deadline {
+        /// The resource asked for when the time ran out.
+        url: String,
+        /// The limit for all requests together, in seconds.
+        seconds: u64,
     },
     /// No answer in time.
     #[error(
@@ -109,6 +123,24 @@ pub enum RedfishError {
         /// What the TLS library said.
         detail: String,
     },
+    /// The port does not speak TLS (an https URL to a plain-HTTP server).
+    #[error(
+        "{url}: the BMC does not answer TLS on this port (a plain-HTTP server?); check the port, or give http:// if this is a test bench"
+    )]
+    NotTls {
+        /// The resource asked for.
+        url: String,
+    },
+    /// An HTTP redirect, which lowlat does not follow (it would send the password on).
+    #[error("{url}: the BMC redirects (HTTP {status}) {where_to}; give that address with --bmc")]
+    Redirect {
+        /// The resource asked for.
+        url: String,
+        /// The HTTP status code (3xx).
+        status: u16,
+        /// `to LOCATION`, or that the answer has no Location header.
+        where_to: String,
+    },
     /// The connection could not be made.
     #[error("{url}: cannot reach the BMC ({detail})")]
     Connect {
@@ -127,6 +159,19 @@ pub enum RedfishError {
         /// The Redfish `error.message` (and its extended messages), escaped.
         message: String,
     },
+    /// A reference the BMC gave (an `@odata.id`, a `SettingsObject`, a registry `Location`)
+    /// that is not a path on the BMC given with `--bmc`: nothing is sent there.
+    #[error(
+        "{found_in}: the BMC refers to {reference:?}, which is not a path on {origin}; lowlat follows only references that start with / on the BMC given with --bmc, so nothing was sent there"
+    )]
+    Reference {
+        /// The resource (or document) the reference was found in.
+        found_in: String,
+        /// The reference, escaped and shortened.
+        reference: String,
+        /// The BMC's `scheme://host[:port]`.
+        origin: String,
+    },
     /// The body is not the JSON expected.
     #[error("{url}: the BMC's answer is not the expected JSON ({detail})")]
     Json {
@@ -143,6 +188,8 @@ pub struct Bmc {
     authorization: String,
     agent: ureq::Agent,
     timeout: Duration,
+    /// When every request must be done: [`DEADLINE_REQUESTS`] times `timeout` after [`Bmc::new`].
+    deadline: Instant,
 }
 
 impl Bmc {
@@ -190,6 +237,7 @@ impl Bmc {
             authorization: endpoint.credentials.header(),
             agent,
             timeout: endpoint.timeout,
+            deadline: Instant::now() + endpoint.timeout * DEADLINE_REQUESTS,
         })
     }
 
@@ -198,12 +246,16 @@ impl Bmc {
         &self.origin
     }
 
-    /// GETs the resource at `path` (an `@odata.id`).
-    pub fn get(&self, path: &str) -> Result<Value, RedfishError> {
-        let url = self.url(path);
+    /// GETs the resource at `path` (an `@odata.id` found in the resource `found_in`), after
+    /// checking that it is a path on this BMC.
+    pub fn get(&self, found_in: &str, path: &str) -> Result<Value, RedfishError> {
+        let url = self.url(found_in, path)?;
         let response = self
             .agent
             .get(&url)
+            .config()
+            .timeout_global(Some(self.time_left(&url)?))
+            .build()
             .header("Authorization", &self.authorization)
             .header("Accept", "application/json")
             .call()
@@ -211,12 +263,21 @@ impl Bmc {
         self.json_of(&url, response)
     }
 
-    /// PATCHes `body` to the resource at `path`; the answer's body, when it has one.
-    pub fn patch(&self, path: &str, body: &Value) -> Result<Option<Value>, RedfishError> {
-        let url = self.url(path);
+    /// PATCHes `body` to the resource at `path` (found in `found_in`), after checking that it
+    /// is a path on this BMC; the answer's body, when it has one.
+    pub fn patch(
+        &self,
+        found_in: &str,
+        path: &str,
+        body: &Value,
+    ) -> Result<Option<Value>, RedfishError> {
+        let url = self.url(found_in, path)?;
         let response = self
             .agent
             .patch(&url)
+            .config()
+            .timeout_global(Some(self.time_left(&url)?))
+            .build()
             .header("Authorization", &self.authorization)
             .header("Accept", "application/json")
             .header("Content-Type", "application/json")
@@ -228,8 +289,55 @@ impl Bmc {
         self.json_of(&url, response).map(Some)
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{}", self.origin, path)
+    /// The URL of the reference `path` found in `found_in`: only a path on this BMC (it starts
+    /// with one `/`, holds no `@`, `\`, space or control character, and the whole URL parses
+    /// to this BMC's scheme, host and port), so that a BMC cannot send the credentials, or a
+    /// PATCH, elsewhere.
+    fn url(&self, found_in: &str, path: &str) -> Result<String, RedfishError> {
+        let refuse = || RedfishError::Reference {
+            found_in: shorten(found_in),
+            reference: shorten(path),
+            origin: self.origin.clone(),
+        };
+        let plain = path.starts_with('/')
+            && !path.starts_with("//")
+            && !path
+                .chars()
+                .any(|c| c == '@' || c == '\\' || c.is_whitespace() || c.is_control());
+        if !plain {
+            return Err(refuse());
+        }
+        let url = format!("{}{}", self.origin, path);
+        let uri: ureq::http::Uri = url.parse().map_err(|_| refuse())?;
+        let same = uri.scheme_str() == Some(self.scheme())
+            && uri.authority().map(|a| a.as_str()) == Some(self.authority());
+        if same { Ok(url) } else { Err(refuse()) }
+    }
+
+    /// How long the request for `url` may take: `timeout`, or less when the deadline is nearer.
+    fn time_left(&self, url: &str) -> Result<Duration, RedfishError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.deadline_error(url));
+        }
+        Ok(left.min(self.timeout))
+    }
+
+    fn deadline_error(&self, url: &str) -> RedfishError {
+        RedfishError::Deadline {
+            url: url.to_string(),
+            seconds: (self.timeout * DEADLINE_REQUESTS).as_secs(),
+        }
+    }
+
+    /// `https` or `http`.
+    fn scheme(&self) -> &str {
+        self.origin.split("://").next().unwrap_or_default()
+    }
+
+    /// `host[:port]`.
+    fn authority(&self) -> &str {
+        self.origin.split("://").nth(1).unwrap_or_default()
     }
 
     fn json_of(
@@ -238,6 +346,20 @@ impl Bmc {
         mut response: ureq::http::Response<ureq::Body>,
     ) -> Result<Value, RedfishError> {
         let status = response.status().as_u16();
+        if (300..400).contains(&status) {
+            let location = response
+                .headers()
+                .get("location")
+                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+            return Err(RedfishError::Redirect {
+                url: url.to_string(),
+                status,
+                where_to: match location {
+                    Some(location) => format!("to {}", shorten(&location)),
+                    None => "without saying where (no Location header)".to_string(),
+                },
+            });
+        }
         let text = response
             .body_mut()
             .read_to_string()
@@ -261,10 +383,12 @@ impl Bmc {
     fn transport_error(&self, url: &str, err: ureq::Error) -> RedfishError {
         let url = url.to_string();
         match err {
+            ureq::Error::Timeout(_) if Instant::now() >= self.deadline => self.deadline_error(&url),
             ureq::Error::Timeout(_) => RedfishError::Timeout {
                 url,
                 seconds: self.timeout.as_secs(),
             },
+            _ if not_tls(&err) => RedfishError::NotTls { url },
             ureq::Error::Tls(_) | ureq::Error::Rustls(_) => RedfishError::Tls {
                 url,
                 detail: tls_detail(err.to_string()),
@@ -291,6 +415,21 @@ fn tls_detail(said: String) -> String {
     } else {
         said
     }
+}
+
+/// Whether the peer answered the TLS handshake with something that is not TLS.
+fn not_tls(err: &ureq::Error) -> bool {
+    let rustls = match err {
+        ureq::Error::Rustls(r) => Some(r),
+        ureq::Error::Io(io) => io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    matches!(
+        rustls,
+        Some(rustls::Error::InappropriateMessage { .. } | rustls::Error::InvalidMessage(_))
+    )
 }
 
 /// Whether an I/O error is rustls refusing the peer (ureq passes handshake failures as I/O).
@@ -326,8 +465,17 @@ fn origin_of(url: &str) -> Result<String, RedfishError> {
     Ok(format!("{scheme}://{authority}"))
 }
 
+/// The most characters of a reference, or of a BMC's error message, shown in an error.
+const SHOWN: usize = 500;
+
+/// `text` cut to [`SHOWN`] characters and escaped, to show a BMC-supplied string in a message.
+fn shorten(text: &str) -> String {
+    escape_controls(&text::shorten(text, SHOWN)).into_owned()
+}
+
 /// The Redfish error message of an error body (`error.message` and each
-/// `@Message.ExtendedInfo[].Message`), escaped; the start of the body when it has none.
+/// `@Message.ExtendedInfo[].Message`), cut to [`SHOWN`] characters and escaped; the
+/// start of the body when it has none.
 fn redfish_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
@@ -346,7 +494,7 @@ fn redfish_message(body: &str) -> String {
     if parts.is_empty() {
         parts.push(body.chars().take(200).collect());
     }
-    escape_controls(&parts.join("; ")).into_owned()
+    shorten(&parts.join("; "))
 }
 
 #[cfg(test)]
@@ -368,6 +516,42 @@ mod tests {
     }
 
     #[test]
+    fn only_paths_on_the_bmc_given_are_followed() {
+        let bmc = Bmc::new(&Endpoint {
+            url: "https://bmc1.example:8443".into(),
+            credentials: Credentials::new("admin", "hunter2"),
+            trust: Trust::Insecure,
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        assert_eq!(
+            bmc.url("/redfish/v1", "/redfish/v1/Systems/1?$expand=.")
+                .unwrap(),
+            "https://bmc1.example:8443/redfish/v1/Systems/1?$expand=."
+        );
+        for hostile in [
+            "@evil:8444/redfish/v1/Systems/1",
+            "/x@evil:8444",
+            "//evil/redfish",
+            "https://bmc1.example:8443/redfish/v1",
+            "https://evil/redfish/v1",
+            "redfish/v1",
+            "/redfish/v1\\..",
+            "/redfish/v1 x",
+            "/redfish/\u{1b}[31m",
+            "",
+        ] {
+            let err = bmc.url("/redfish/v1/Systems", hostile).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with("/redfish/v1/Systems: the BMC refers to"),
+                "{text}"
+            );
+            assert!(!text.contains('\u{1b}'), "{text}");
+        }
+    }
+
+    #[test]
     fn debug_hides_the_password() {
         let text = format!("{:?}", Credentials::new("admin", "hunter2"));
         assert!(
@@ -381,5 +565,12 @@ mod tests {
         let body = r#"{"error":{"code":"Base.1.0.GeneralError","message":"bad","@Message.ExtendedInfo":[{"Message":"no \u001b[31m such attribute"}]}}"#;
         assert_eq!(redfish_message(body), "bad; no \\x1b[31m such attribute");
         assert_eq!(redfish_message("plain"), "plain");
+        let flood = format!(r#"{{"error":{{"message":"{}"}}}}"#, "x".repeat(189_000));
+        let shown = redfish_message(&flood);
+        assert!(
+            shown.len() < 600 && shown.ends_with("… (188500 characters more)"),
+            "{}",
+            &shown[shown.len() - 40..]
+        );
     }
 }

@@ -82,16 +82,20 @@ pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result
     let attributes: serde_json::Map<String, Value> = values.iter().cloned().collect();
     let plain = serde_json::json!({ "Attributes": attributes });
     if !state.supported_apply_times.iter().any(|t| t == "OnReset") {
-        return bmc.patch(target(state), &plain).map(|_| ());
+        return bmc
+            .patch(&state.bios_uri, target(state), &plain)
+            .map(|_| ());
     }
     let mut annotated = plain.clone();
     annotated[APPLY_TIME] = serde_json::json!({ "ApplyTime": "OnReset" });
-    match bmc.patch(target(state), &annotated) {
+    match bmc.patch(&state.bios_uri, target(state), &annotated) {
         Err(RedfishError::Status {
             status: 400,
             message,
             ..
-        }) if message.contains(APPLY_TIME) => bmc.patch(target(state), &plain).map(|_| ()),
+        }) if message.contains(APPLY_TIME) => bmc
+            .patch(&state.bios_uri, target(state), &plain)
+            .map(|_| ()),
         other => other.map(|_| ()),
     }
 }

@@ -1,5 +1,6 @@
 //! `lowlat bios read|apply|verify|revert`: BIOS settings through the server's BMC (Redfish).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -99,8 +100,14 @@ pub struct BmcAccess {
     #[arg(long, requires = "bmc")]
     pub insecure: bool,
 
-    /// Seconds one request may take before the BMC counts as not answering.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    /// Seconds one request may take before the BMC counts as not answering (1 to 3600); all
+    /// the requests of one command together may take four times as long.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
     pub timeout: u64,
 
     /// The system to use (its Redfish Id) when the BMC has several.
@@ -350,6 +357,11 @@ pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)
         })?,
     };
     let password = password(args.password_file.as_deref())?;
+    if url.starts_with("http://") {
+        eprintln!(
+            "lowlat: warning: --bmc {url}: plain HTTP sends the password unencrypted; use https:// outside a test bench"
+        );
+    }
     let trust = match (&args.ca_file, args.insecure) {
         (Some(file), _) => Trust::CaPem(
             std::fs::read(file).with_context(|| format!("--ca-file {}", file.display()))?,
@@ -368,17 +380,33 @@ pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)
     Ok((bmc, state))
 }
 
+/// The most bytes of a `--password-file` read: a password is far shorter, and a file such as
+/// /dev/zero is not read until memory runs out.
+const PASSWORD_FILE_LIMIT: u64 = 4096;
+
 /// The password: the first line of `file`, else `$LOWLAT_BMC_PASSWORD`.
 fn password(file: Option<&Path>) -> Result<String> {
     match file {
         Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("--password-file {}", file.display()))?;
-            let line = text.lines().next().unwrap_or_default();
+            let context = || format!("--password-file {}", file.display());
+            let mut bytes = Vec::new();
+            std::fs::File::open(file)
+                .and_then(|f| f.take(PASSWORD_FILE_LIMIT).read_to_end(&mut bytes))
+                .with_context(context)?;
+            let end = bytes.iter().position(|&b| b == b'\n');
+            if end.is_none() && bytes.len() as u64 == PASSWORD_FILE_LIMIT {
+                bail!(
+                    "{}: no end of line in the first {PASSWORD_FILE_LIMIT} bytes; put the password alone on the first line",
+                    context()
+                );
+            }
+            let first = &bytes[..end.unwrap_or(bytes.len())];
+            let line = std::str::from_utf8(first.strip_suffix(b"\r").unwrap_or(first))
+                .map_err(|_| anyhow!("{}: the first line is not UTF-8 text", context()))?;
             if line.is_empty() {
                 bail!(
-                    "--password-file {}: the first line is empty; put the password there",
-                    file.display()
+                    "{}: the first line is empty; put the password there",
+                    context()
                 );
             }
             Ok(line.to_string())

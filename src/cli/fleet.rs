@@ -62,7 +62,8 @@ or more). Then, per rule, how many hosts pass, warn, fail.\n\n\
 Bad input does not stop the report: a damaged or hostile snapshot, one written by a lowlat with another \
 snapshot schema, a second snapshot of a host name already read, a directory without snapshots, and a \
 document that cannot be read or whose host has no snapshot are left out and listed under Skipped with the file and the reason. Snapshots are read one at a time per CPU \
-and dropped once judged.\n\n",
+(fewer when MemAvailable does not hold 1 GiB, the most a snapshot may inflate to, for each) and dropped once \
+judged; a snapshot whose first entry is not manifest.json is refused before the rest is inflated.\n\n",
     "Exit codes: 0 every host agrees with its group, no measurement is outside and nothing was skipped; \
 1 outliers or measurements outside found, or files skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
 ))]
@@ -98,7 +99,10 @@ Each group of `lowlat fleet report` gets the plan `lowlat plan --out` would make
 A group whose hosts differ in anything the plan depends on (every fingerprint field and rule but the \
 firmware's identity, the memory population and the microcode) gets no plan: the differing hosts and \
 fields are listed; make those hosts agree, or plan them one by one with `lowlat --snapshot FILE plan`.\n\n\
-Exit codes: 0 every group planned; 1 a group refused (the others are written); 2 no plan (an input or \
+A host whose name is not a host name (RFC 1123: letters, digits, hyphens and dots) is left out of hosts.txt, \
+saying so.\n\n\
+Exit codes: 0 every group planned; 1 a group refused (the others are written), or a host left out of \
+hosts.txt; 2 no plan (an input or \
 OUT cannot be used, no snapshot readable, bad flag)."
 )]
 pub struct PlanArgs {
@@ -140,7 +144,13 @@ pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
 }
 
 fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetReport> {
-    let fleet = fleet::read(inputs, profile)?;
+    let live = crate::sysroot::SysRoot::live();
+    let meminfo = crate::machine::kernel::read_meminfo(&mut crate::machine::Reader::new(&live));
+    let available = meminfo
+        .get()
+        .and_then(|m| m.mem_available_kib)
+        .map(|kib| kib.saturating_mul(1024));
+    let fleet = fleet::read(inputs, profile, available)?;
     Ok(fleet.report(profile.info.name))
 }
 
@@ -187,7 +197,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     for group in plans {
         let dir = args.out.join(format!("group-{}", group.group));
         match group.outcome {
-            Outcome::Planned(files) => {
+            Outcome::Planned { files, left_out } => {
                 super::plan::write_artifacts(&dir, &files, args.force)?;
                 writeln!(
                     page,
@@ -196,6 +206,10 @@ fn plan(args: &PlanArgs) -> Result<u8> {
                     files.len(),
                     dir.display()
                 )?;
+                refused += usize::from(!left_out.is_empty());
+                for reason in left_out {
+                    writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
+                }
             }
             Outcome::Refused(reasons) => {
                 refused += 1;

@@ -65,6 +65,8 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::C2c, args.csv)?;
+    // At once: each pair's samples and the sorted copy its summary makes.
+    session.budget.check_samples(args.samples, 2)?;
     let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
@@ -127,6 +129,8 @@ pub struct WakeupArgs {
 /// Runs `lowlat measure wakeup`.
 pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Wakeup, args.csv)?;
+    // At once: each pair's latencies and the sorted copy its summary makes.
+    session.budget.check_samples(args.samples, 2)?;
     let warnings = session.memory_warnings();
     let request = WakeupRequest {
         samples: args.samples,
@@ -191,6 +195,8 @@ pub struct IpiArgs {
 /// Runs `lowlat measure ipi`.
 pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Ipi, args.csv)?;
+    // At once: each pair's two series and the sorted copy a summary makes.
+    session.budget.check_samples(args.samples, 3)?;
     let warnings = session.memory_warnings();
     let cpus = session.cpus_by_locality();
     if cpus.len() < 2 {

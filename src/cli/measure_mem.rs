@@ -314,6 +314,8 @@ fn plan_memlat(
 /// Runs `lowlat measure memlat`.
 pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
+    // At once: one size's samples and the sorted copy its summary makes.
+    session.budget.check_samples(args.samples, 2)?;
     let plan = plan_memlat(
         &session.machine.topology,
         &session.places,

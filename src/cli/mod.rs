@@ -192,6 +192,26 @@ impl Cli {
     }
 }
 
+/// The text of an error as `lowlat: error:` prints it: the error and its causes joined by `: `,
+/// leaving out a cause whose text the message already holds (a library error that names its
+/// OS error would otherwise print it twice), with every control character but newline and tab
+/// escaped. Errors quote input (a serde "unknown variant" quotes the document's value), and an
+/// escape sequence from a file must not reach the terminal.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    crate::text::escape_page(&text).into_owned()
+}
+
 /// Runs the parsed command line and returns the exit code.
 pub fn run(mut cli: Cli) -> Result<u8> {
     // A sosreport is read as the tree it is: checked and its gaps named here, then --root.

@@ -34,11 +34,15 @@ pub struct Found {
     /// The directories (given, or under one given) that hold no snapshot, the outermost of
     /// each such subtree only.
     pub empty: Vec<PathBuf>,
+    /// What the walk did not read, and why (naming it): symbolic links to a snapshot, a
+    /// document or a directory, and directories deeper than three levels.
+    pub passed_over: Vec<(PathBuf, String)>,
 }
 
 /// Finds the snapshots and documents of `inputs`. A file given is taken as a document when its
 /// name ends in `.json`, as a snapshot whatever other name it has; a directory is walked three
-/// levels deep, symbolic links not followed.
+/// levels deep, symbolic links not followed (those that lead to a snapshot, a document or a
+/// directory, and the directories deeper, are listed in [`Found::passed_over`]).
 pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
     let mut found = Found::default();
     for input in inputs {
@@ -54,7 +58,7 @@ pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
             }
             continue;
         }
-        walk(input, MAX_DEPTH, &mut found)?;
+        walk(input, input, MAX_DEPTH, &mut found)?;
     }
     found.snapshots.sort();
     found.snapshots.dedup();
@@ -78,9 +82,10 @@ pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
     Ok(found)
 }
 
-/// Adds the snapshots and documents under `dir` to `found`, and `dir` to its empty directories
-/// when it holds no snapshot.
-fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
+/// Adds the snapshots and documents under `dir` (`depth` levels below the input `given`) to
+/// `found`, and `dir` to its empty directories when it holds no snapshot; the links and
+/// directories too deep that it does not read go to `found.passed_over`.
+fn walk(dir: &Path, given: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
     let before = found.snapshots.len();
     let unreadable = |source| InputError {
         path: dir.to_path_buf(),
@@ -90,8 +95,24 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
         let entry = entry.map_err(unreadable)?;
         let path = entry.path();
         let kind = entry.file_type().map_err(unreadable)?;
-        if kind.is_dir() && depth > 0 {
-            walk(&path, depth - 1, found)?;
+        if kind.is_symlink() {
+            if let Some(what) = link_to_input(&path) {
+                let problem = format!(
+                    "{}: a symbolic link to {what}, not followed; give its target as an input",
+                    path.display()
+                );
+                found.passed_over.push((path, problem));
+            }
+        } else if kind.is_dir() && depth > 0 {
+            walk(&path, given, depth - 1, found)?;
+        } else if kind.is_dir() && std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
+            let problem = format!(
+                "{}: more than {MAX_DEPTH} levels below {}, not read; give it (or a directory \
+                 nearer it) as an input",
+                path.display(),
+                given.display()
+            );
+            found.passed_over.push((path, problem));
         } else if kind.is_file() && is_document(&path) {
             found.documents.push(path);
         } else if kind.is_file() && is_snapshot(&path) {
@@ -102,6 +123,21 @@ fn walk(dir: &Path, depth: usize, found: &mut Found) -> Result<(), InputError> {
         found.empty.push(dir.to_path_buf());
     }
     Ok(())
+}
+
+/// What the symbolic link `path` leads to when it is something a fleet reads (a directory, a
+/// snapshot or a document); `None` for anything else (a log, a dangling link).
+fn link_to_input(path: &Path) -> Option<&'static str> {
+    let target = std::fs::metadata(path).ok()?;
+    if target.is_dir() {
+        Some("a directory")
+    } else if is_document(path) {
+        Some("a document")
+    } else if target.is_file() && is_snapshot(path) {
+        Some("a snapshot")
+    } else {
+        None
+    }
 }
 
 /// Whether `path` is named like a document: `*.json`.
@@ -124,6 +160,35 @@ fn is_snapshot(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// R-15: links and directories too deep were passed over without a word.
+    #[test]
+    fn links_and_directories_too_deep_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("h3")).unwrap();
+        std::fs::write(elsewhere.join("h2.lowlat"), b"x").unwrap();
+        std::fs::write(elsewhere.join("log"), b"x").unwrap();
+        let fleet = dir.path().join("fleet");
+        std::fs::create_dir_all(fleet.join("a/b/c/d")).unwrap();
+        std::fs::write(fleet.join("a/b/c/d/h4.lowlat"), b"x").unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("h2.lowlat"), fleet.join("h2.lowlat")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("h3"), fleet.join("h3")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("log"), fleet.join("log")).unwrap();
+        let found = find(std::slice::from_ref(&fleet)).unwrap();
+        let problems: Vec<&str> = found.passed_over.iter().map(|(_, p)| p.as_str()).collect();
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        let has = |text: &str| problems.iter().any(|p| p.contains(text));
+        assert!(
+            has("h2.lowlat: a symbolic link to a snapshot, not followed"),
+            "{problems:#?}"
+        );
+        assert!(
+            has("h3: a symbolic link to a directory, not followed"),
+            "{problems:#?}"
+        );
+        assert!(has("a/b/c/d: more than 3 levels below"), "{problems:#?}");
+    }
 
     #[test]
     fn snapshots_are_found_by_name_or_magic_and_other_files_passed_over() {
@@ -150,6 +215,7 @@ mod tests {
             ]
         );
         assert_eq!(found.empty, [empty]);
+        assert!(found.passed_over.is_empty(), "{:?}", found.passed_over);
         let err = find(&[dir.path().join("missing")]).unwrap_err();
         assert!(err.to_string().contains("missing: cannot read it"), "{err}");
     }

@@ -51,8 +51,14 @@ fn reasons(skipped: &[group::Skipped]) -> String {
 }
 
 /// Reads every snapshot under `inputs`, audits each against `profile`, and folds them with the
-/// documents beside them into a [`Fleet`], on as many threads as the machine has CPUs.
-pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> {
+/// documents beside them into a [`Fleet`], on as many threads as the machine has CPUs and
+/// `available` bytes of memory allow ([`workers`]).
+pub fn read(
+    inputs: &[PathBuf],
+    profile: &Profile,
+    available: Option<u64>,
+) -> Result<Fleet, FleetError> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let found = inputs::find(inputs)?;
     let mut fleet = Fleet::default();
     for dir in &found.empty {
@@ -65,14 +71,19 @@ pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> 
             ),
         );
     }
+    for (path, problem) in &found.passed_over {
+        fleet.skip(path, problem.clone());
+    }
     let dirs = documents::SnapshotDirs::of(&found.snapshots);
     in_order(
         &found.documents,
+        workers(cpus, available),
         |file| documents::read(file, &dirs),
         |file, read| fleet.attach(file, read),
     );
     in_order(
         &found.snapshots,
+        workers(cpus, available),
         |file| host::read(file, profile),
         |file, read| fleet.add(file, read),
     );
@@ -95,17 +106,27 @@ pub fn read(inputs: &[PathBuf], profile: &Profile) -> Result<Fleet, FleetError> 
     Ok(fleet)
 }
 
-/// Reads each of `files` with `read` on worker threads and folds the results with `fold` in the
+/// How many snapshots are read at once: one per CPU, but no more than `available` bytes of
+/// memory hold when each holds the most a snapshot may inflate to
+/// ([`crate::snapshot::MAX_TOTAL_BYTES`]), so that as many crafted snapshots at once cannot
+/// exhaust memory; at least one. An unknown `available` leaves one per CPU.
+pub fn workers(cpus: usize, available: Option<u64>) -> usize {
+    let by_memory = available.map_or(usize::MAX, |bytes| {
+        usize::try_from(bytes / crate::snapshot::MAX_TOTAL_BYTES).unwrap_or(usize::MAX)
+    });
+    cpus.min(by_memory).max(1)
+}
+
+/// Reads each of `files` with `read` on `workers` threads and folds the results with `fold` in the
 /// order of `files` (so the report does not depend on which thread was faster). A result waits
 /// only until the ones before it are folded.
 fn in_order<R: Send>(
     files: &[PathBuf],
+    workers: usize,
     read: impl Fn(&Path) -> R + Sync,
     mut fold: impl FnMut(&Path, R),
 ) {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, files.len().max(1));
+    let workers = workers.clamp(1, files.len().max(1));
     let next = AtomicUsize::new(0);
     let (send, receive) = std::sync::mpsc::sync_channel(workers * 4);
     std::thread::scope(|scope| {
@@ -139,4 +160,20 @@ fn in_order<R: Send>(
 /// The `fleet` document of `report`.
 pub fn document(report: &FleetReport) -> Document<&FleetReport> {
     Document::new(Kind::Fleet, FLEET_HOST, report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_are_capped_by_cpus_and_by_memory() {
+        const GIB: u64 = 1 << 30;
+        assert_eq!(workers(64, Some(16 * GIB)), 16);
+        assert_eq!(workers(64, Some(16 * GIB - 1)), 15);
+        assert_eq!(workers(4, Some(512 * GIB)), 4);
+        assert_eq!(workers(8, Some(GIB / 2)), 1);
+        assert_eq!(workers(8, None), 8);
+        assert_eq!(workers(0, None), 1);
+    }
 }

@@ -41,7 +41,13 @@ pub struct GroupPlan {
 #[derive(Debug)]
 pub enum Outcome {
     /// The plan's artifacts, with `hosts.txt` (the group's hosts, one a line) among them.
-    Planned(Vec<Artifact<'static>>),
+    Planned {
+        /// The files to write.
+        files: Vec<Artifact<'static>>,
+        /// The hosts left out of `hosts.txt` because their names are not host names (RFC
+        /// 1123), one line each saying why.
+        left_out: Vec<String>,
+    },
     /// The differences the plan depends on, one line each (`host: field = value; group:
     /// value`, or `field: no majority`).
     Refused(Vec<String>),
@@ -90,7 +96,10 @@ pub fn plans(
         .map(|group| {
             let refusals = refusals(group);
             let outcome = if refusals.is_empty() {
-                Outcome::Planned(plan_group(group, request, profile)?)
+                let (listed, left_out) = hosts_list(group);
+                let mut files = plan_group(group, request, profile)?;
+                files.push(Artifact::text("hosts.txt", None, listed));
+                Outcome::Planned { files, left_out }
             } else {
                 Outcome::Refused(refusals)
             };
@@ -144,10 +153,66 @@ fn plan_group(
         .map(Artifact::into_owned)
         .collect();
     files.extend(planner::platforms::render(&plan, &machine.topology));
-    files.push(Artifact::text(
-        "hosts.txt",
-        None,
-        group.hosts.iter().map(|h| format!("{h}\n")).collect(),
-    ));
     Ok(files)
+}
+
+/// The text of `hosts.txt` (the group's hosts whose names are host names, one a line: an
+/// inventory for Ansible or a shell loop), and why each of the others is left out. A host name
+/// comes from a snapshot's manifest, which anyone can write: a newline in it would add hosts,
+/// and `../` or an escape would reach whatever reads the list.
+fn hosts_list(group: &Group) -> (String, Vec<String>) {
+    let mut listed = String::new();
+    let mut left_out = Vec::new();
+    for host in &group.hosts {
+        if is_host_name(host) {
+            listed.push_str(host);
+            listed.push('\n');
+        } else {
+            left_out.push(format!(
+                "{:?}: not a host name (RFC 1123: labels of 1 to 63 letters, digits and hyphens, not starting or ending with a hyphen, joined by dots, 253 characters at most); left out of hosts.txt",
+                crate::text::shorten(host, 100)
+            ));
+        }
+    }
+    (listed, left_out)
+}
+
+/// Whether `name` is a host name by RFC 1123 (section 2.1): dot-separated labels of ASCII
+/// letters, digits and hyphens, 1 to 63 characters each, neither starting nor ending with a
+/// hyphen; 253 characters in all.
+fn is_host_name(name: &str) -> bool {
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    name.len() <= 253 && name.split('.').all(label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_rfc_1123_host_names_are_host_names() {
+        for good in ["db1", "db-1.example.com", "1a", "x".repeat(63).as_str()] {
+            assert!(is_host_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "db1\nevil",
+            "../etc",
+            "db_1",
+            "-db",
+            "db-",
+            "a..b",
+            "db1.",
+            "\u{1b}[31mdb",
+            "x".repeat(64).as_str(),
+            vec!["a"; 128].join(".").as_str(),
+        ] {
+            assert!(!is_host_name(bad), "{bad:?}");
+        }
+    }
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cmdline::{Cmdline, Isolcpus, Param, parse_boot_cpulist, parse_cmdline, parse_isolcpus};
 pub use config::KernelConfig;
+pub(crate) use memory::read_meminfo;
 pub use memory::{Choice, HugePool, Hugepages, Meminfo, NodeHugepages, Thp};
 pub use preempt::{PreemptModel, Preemption};
 pub use stat::{CpuStat, CpuTimes};

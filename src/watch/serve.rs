@@ -1,38 +1,69 @@
 //! The `/metrics` endpoint: one route over HTTP/1.1, answered from the latest exposition. A
-//! dependency-free server is enough for it: Prometheus sends one `GET` per scrape.
+//! dependency-free server is enough for it: Prometheus sends one `GET` per scrape. It must
+//! stay up for the scraper whatever other clients do, so each connection has a thread of its
+//! own (at most [`MAX_CONNECTIONS`] at once), one deadline for its whole request
+//! ([`REQUEST_DEADLINE`]), and bounded request lines and headers.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The content type of the text exposition format.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// The most connections served at once; more are answered 503 and closed.
+pub(crate) const MAX_CONNECTIONS: usize = 64;
+/// How long a client has to send its whole request and read the answer.
+pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// The longest request line or header line, CRLF included (longer: 414 or 431).
+const LINE_LIMIT: usize = 8 * 1024;
+/// The most bytes of request line and headers together (more: 431).
+const HEAD_LIMIT: usize = 64 * 1024;
+
 /// The latest exposition, shared between the sampling loop and the server.
 pub(crate) type Page = Arc<Mutex<String>>;
 
-/// Answers requests on `listener` from `page`, on a thread of its own, until the process ends.
+/// Answers requests on `listener` from `page`, on threads of their own, until the process ends.
 pub(crate) fn serve(listener: TcpListener, page: Page) {
+    let open = Arc::new(AtomicUsize::new(0));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            // A client that stalls or sends garbage is dropped; the next one is served.
-            let _ = answer(stream, &page);
+            if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                open.fetch_sub(1, Ordering::SeqCst);
+                let _ = refuse(&stream, "503 Service Unavailable", "too many connections\n");
+                continue;
+            }
+            let (page, slots) = (page.clone(), Arc::clone(&open));
+            let spawned = std::thread::Builder::new()
+                .name("watch-http".into())
+                .spawn(move || {
+                    // A client that stalls or sends garbage is dropped; the others are served.
+                    let _ = answer(&stream, &page, Instant::now() + REQUEST_DEADLINE);
+                    slots.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                // No thread: this connection is dropped and its slot given back.
+                open.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     });
 }
 
-fn answer(stream: TcpStream, page: &Page) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Read the headers to their end; a scrape has no body.
-    let mut header = String::new();
-    while reader.read_line(&mut header)? > 2 {
-        header.clear();
-    }
+/// What the request line and headers came to.
+enum Head {
+    /// The request line (`GET /metrics HTTP/1.1`); the headers were read to their end.
+    Request(String),
+    /// Too long: the status to answer (414 or 431).
+    TooLong(&'static str),
+}
+
+fn answer(stream: &TcpStream, page: &Page, deadline: Instant) -> std::io::Result<()> {
+    let request_line = match read_head(stream, deadline)? {
+        Head::Request(line) => line,
+        Head::TooLong(status) => return refuse(stream, status, "request too long\n"),
+    };
     let mut words = request_line.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
@@ -54,7 +85,8 @@ fn answer(stream: TcpStream, page: &Page) -> std::io::Result<()> {
             "only GET\n".to_string(),
         ),
     };
-    let mut stream = reader.into_inner();
+    stream.set_write_timeout(Some(time_left(deadline)?))?;
+    let mut stream = stream;
     write!(
         stream,
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -64,6 +96,86 @@ fn answer(stream: TcpStream, page: &Page) -> std::io::Result<()> {
         stream.write_all(body.as_bytes())?;
     }
     stream.flush()
+}
+
+/// Reads the request line and the headers to their end (a scrape has no body), within
+/// `deadline` and the line and head limits.
+fn read_head(stream: &TcpStream, deadline: Instant) -> std::io::Result<Head> {
+    let mut reader = BufReader::with_capacity(LINE_LIMIT, stream);
+    let mut request_line: Option<String> = None;
+    let mut total = 0;
+    loop {
+        let too_long = if request_line.is_none() {
+            "414 URI Too Long"
+        } else {
+            "431 Request Header Fields Too Large"
+        };
+        let Some(line) = read_line(&mut reader, deadline)? else {
+            return Ok(Head::TooLong(too_long));
+        };
+        total += line.len();
+        if total > HEAD_LIMIT {
+            return Ok(Head::TooLong("431 Request Header Fields Too Large"));
+        }
+        match request_line {
+            None => request_line = Some(String::from_utf8_lossy(&line).into_owned()),
+            Some(request) if line.trim_ascii().is_empty() => return Ok(Head::Request(request)),
+            Some(_) => {}
+        }
+    }
+}
+
+/// One line (to its `\n`), or `None` when it runs past [`LINE_LIMIT`]; an error when the
+/// deadline passes or the client closes first.
+fn read_line(
+    reader: &mut BufReader<&TcpStream>,
+    deadline: Instant,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    loop {
+        reader
+            .get_ref()
+            .set_read_timeout(Some(time_left(deadline)?))?;
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Err(ErrorKind::UnexpectedEof.into());
+        }
+        let end = buffer.iter().position(|&b| b == b'\n');
+        let taken = end.map_or(buffer.len(), |i| i + 1);
+        line.extend_from_slice(&buffer[..taken]);
+        reader.consume(taken);
+        if line.len() > LINE_LIMIT {
+            return Ok(None);
+        }
+        if end.is_some() {
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// The time until `deadline`, or a timeout error once it has passed.
+fn time_left(deadline: Instant) -> std::io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(ErrorKind::TimedOut.into());
+    }
+    Ok(left)
+}
+
+/// Answers `status` and closes, reading briefly what the client still sends so that the
+/// close does not reset the connection before the client reads the answer.
+fn refuse(stream: &TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    stream.set_write_timeout(Some(Duration::from_millis(200)))?;
+    let mut writer = stream;
+    write!(
+        writer,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.shutdown(Shutdown::Write)?;
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let _ = std::io::copy(&mut stream.take(HEAD_LIMIT as u64), &mut std::io::sink());
+    Ok(())
 }
 
 #[cfg(test)]
@@ -94,5 +206,110 @@ mod tests {
         *page.lock().unwrap() = "a 2\n".into();
         assert!(get(addr, "/metrics").ends_with("a 2\n"));
         assert!(get(addr, "/nope").starts_with("HTTP/1.1 404"));
+    }
+
+    fn server() -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        serve(listener, Arc::new(Mutex::new("a 1\n".into())));
+        addr
+    }
+
+    /// one connection was served at a time, so a client sending a byte a second, or ten
+    /// silent ones, held every scrape back (51 s). Each is now on its own thread, and each has
+    /// one deadline for its whole request, however slowly it trickles.
+    #[test]
+    fn slow_and_silent_clients_neither_delay_a_scrape_nor_stay_for_ever() {
+        let addr = server();
+        let silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let trickler = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            let started = Instant::now();
+            for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+                if stream.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                if started.elapsed() > REQUEST_DEADLINE * 3 {
+                    break;
+                }
+            }
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        let scrape = get(addr, "/metrics");
+        let took = started.elapsed();
+        assert!(scrape.ends_with("a 1\n"), "{scrape}");
+        assert!(took < Duration::from_secs(1), "the scrape took {took:?}");
+
+        let cut_off = trickler.join().unwrap();
+        assert!(
+            cut_off >= REQUEST_DEADLINE - Duration::from_millis(500)
+                && cut_off < REQUEST_DEADLINE + Duration::from_secs(2),
+            "the trickling client was cut off after {cut_off:?}"
+        );
+        for mut stream in silent {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let mut rest = Vec::new();
+            let closed = stream.read_to_end(&mut rest).is_ok();
+            assert!(closed && rest.is_empty(), "a silent client was not closed");
+        }
+    }
+
+    /// What the server answers to `head` (the request line and headers as sent).
+    fn send(addr: std::net::SocketAddr, head: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        let _ = stream.write_all(head);
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    }
+
+    /// the request line and headers were read without a limit (a 512 MiB line took
+    /// 514 MB). Lines are cut at 8 KiB and the head at 64 KiB, answered 414 or 431.
+    #[test]
+    fn long_request_lines_and_headers_are_refused() {
+        let addr = server();
+        let long_target = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(LINE_LIMIT));
+        assert!(
+            send(addr, long_target.as_bytes()).starts_with("HTTP/1.1 414 "),
+            "a 8 KiB request line"
+        );
+        let mut endless = b"GET /".to_vec();
+        endless.resize(1 << 20, b'a');
+        assert!(send(addr, &endless).starts_with("HTTP/1.1 414 "), "1 MiB");
+        let long_header = format!(
+            "GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n",
+            "b".repeat(LINE_LIMIT)
+        );
+        assert!(send(addr, long_header.as_bytes()).starts_with("HTTP/1.1 431 "));
+        let many = format!(
+            "GET /metrics HTTP/1.1\r\n{}\r\n",
+            format!("X: {}\r\n", "c".repeat(4000)).repeat(20)
+        );
+        assert!(send(addr, many.as_bytes()).starts_with("HTTP/1.1 431 "));
+        let fine = format!(
+            "GET /metrics HTTP/1.1\r\n{}\r\n",
+            format!("X: {}\r\n", "c".repeat(4000)).repeat(15)
+        );
+        assert!(send(addr, fine.as_bytes()).ends_with("a 1\n"));
+    }
+
+    /// More clients than [`MAX_CONNECTIONS`] at once are answered 503, and a scrape is served
+    /// again once they are gone.
+    #[test]
+    fn connections_beyond_the_cap_are_refused() {
+        let addr = server();
+        let held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(get(addr, "/metrics").starts_with("HTTP/1.1 503 "));
+        drop(held);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(get(addr, "/metrics").ends_with("a 1\n"));
     }
 }

@@ -1,6 +1,7 @@
 //! Input that tries to hurt: a signal while a snapshot unpacks (its private directory must
-//! go), and apply under `--root` against a tree whose links lead out of it (nothing may be
-//! written outside).
+//! go), apply under `--root` against a tree whose links lead out of it (nothing may be
+//! written outside), and reports whose embedded documents inflate without end or whose host
+//! names are megabytes long.
 
 use crate::support::{fixture, tree};
 use std::path::Path;
@@ -233,4 +234,109 @@ fn an_unreadable_proc_interrupts_fails_the_irq_findings_and_the_plan_says_so() {
         out.join("plan.json").exists(),
         "the rest of the plan is written"
     );
+}
+
+/// The committed measurement document `name` of `tests/fixtures/report/`.
+fn report_fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// R-4: `lowlat report old.html` inflated the embedded zlib stream without a limit (a 1.4 MB
+/// page took 2.1 GB). A stream past 256 MiB is refused, exit 2, naming the file.
+#[test]
+fn a_report_whose_documents_inflate_too_far_is_refused_by_name() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = vec![b' '; 300 << 20];
+    let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&bomb, 9);
+    drop(bomb);
+    let page = format!(
+        "<!DOCTYPE html><html><body><script type=\"application/octet-stream\" id=\"lowlat-documents\" data-encoding=\"zlib+base64\">{}</script></body></html>",
+        base64::engine::general_purpose::STANDARD.encode(compressed)
+    );
+    let old = dir.path().join("old.html");
+    std::fs::write(&old, page).unwrap();
+    let out = crate::support::lowlat(&[
+        "report",
+        old.to_str().unwrap(),
+        "-o",
+        dir.path().join("new.html").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("old.html: its embedded documents inflate past 256 MiB"),
+        "{err}"
+    );
+}
+
+/// R-13: a document's host was repeated about eleven times in a report (a 16 MiB host gave
+/// 185 MB of HTML). The page shows at most 253 characters of it; the document inside is whole.
+#[test]
+fn a_long_host_name_is_cut_in_the_page_and_kept_in_the_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut document: serde_json::Value =
+        serde_json::from_str(&report_fixture("freq.json")).unwrap();
+    let host = "h".repeat(1 << 20);
+    document["host"] = host.clone().into();
+    let input = dir.path().join("freq.json");
+    std::fs::write(&input, document.to_string()).unwrap();
+    let first = dir.path().join("first.html");
+    crate::support::lowlat(&[
+        "report",
+        input.to_str().unwrap(),
+        "-o",
+        first.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let page = std::fs::read_to_string(&first).unwrap();
+    assert!(page.len() < 200_000, "{} bytes of HTML", page.len());
+    assert!(page.contains(&format!("{}… (1048323 characters more)", "h".repeat(253))));
+    // The document embedded in the page still holds the whole host.
+    use base64::Engine;
+    let marker = "data-encoding=\"zlib+base64\">";
+    let start = page.find(marker).unwrap() + marker.len();
+    let end = start + page[start..].find("</script>").unwrap();
+    let compressed = base64::engine::general_purpose::STANDARD
+        .decode(&page[start..end])
+        .unwrap();
+    let json = miniz_oxide::inflate::decompress_to_vec_zlib(&compressed).unwrap();
+    let embedded: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(embedded[0]["document"]["host"], host.as_str());
+}
+
+/// R-14: a membw document whose enum field held an escape sequence reached the terminal raw
+/// through serde's "unknown variant" message. Every error is escaped where it is printed.
+#[test]
+fn an_escape_sequence_quoted_by_an_error_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut document: serde_json::Value =
+        serde_json::from_str(&report_fixture("membw.json")).unwrap();
+    document["result"]["system"]["implementation"]["isa"] =
+        "\u{1b}]0;pwned\u{7}\u{1b}[31mavx".into();
+    let input = dir.path().join("membw.json");
+    std::fs::write(&input, document.to_string()).unwrap();
+    let out = crate::support::lowlat(&[
+        "report",
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("r.html").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r"unknown variant `\x1b]0;pwned\x07\x1b[31mavx`"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err}");
 }

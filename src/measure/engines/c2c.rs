@@ -238,6 +238,9 @@ fn answer(line: &Line, abort: &Abort, flips: u64) {
     }
 }
 
+/// How many round trips the starting side makes between two looks at the stop flag.
+const STOP_EVERY: u32 = 4096;
+
 /// The starting side: times the samples; the first is discarded. When stopped (or the
 /// answerer went away) it returns the samples completed so far.
 fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) -> Vec<f64> {
@@ -247,7 +250,12 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
             break;
         }
         let begin = Instant::now();
-        for _ in 0..config.round_trips {
+        for trip in 0..config.round_trips {
+            // A sample of 2^32 round trips lasts minutes: Ctrl-C is looked at within it too,
+            // every STOP_EVERY round trips (one relaxed load, lost in the transfers).
+            if trip % STOP_EVERY == STOP_EVERY - 1 && should_stop(stop) {
+                return samples;
+            }
             while line
                 .0
                 .compare_exchange(PONG, PING, Ordering::Relaxed, Ordering::Relaxed)

@@ -75,6 +75,22 @@ impl MemoryBudget {
         }
     }
 
+    /// Fails when `vectors` vectors of `samples` + 1 timings (8 bytes each, the discarded
+    /// first one included) held at once exceed MemAvailable: `--samples 4294967295` asked for
+    /// 34 GB and aborted in the allocator instead of saying so.
+    pub fn check_samples(&self, samples: u32, vectors: u64) -> Result<(), MemoryError> {
+        let need = (u64::from(samples) + 1)
+            .saturating_mul(8)
+            .saturating_mul(vectors);
+        self.check_available(
+            &format!(
+                "--samples {samples} ({vectors} x {} timings of 8 bytes held at once)",
+                u64::from(samples) + 1
+            ),
+            need,
+        )
+    }
+
     /// The default huge page size in bytes and the pages `need` bytes take, or why huge pages
     /// cannot be used: none reserved, too few free.
     pub fn check_hugepages(&self, what: &str, need: u64) -> Result<(usize, u64), MemoryError> {
@@ -267,6 +283,24 @@ pub(crate) fn check_node(node: &NumaNode, what: &str, need: u64) -> Result<(), M
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_beyond_available_memory_are_refused() {
+        let budget = MemoryBudget {
+            available_kib: Avail::Available(1 << 20),
+            hugepage_kib: Avail::missing("x".to_string()),
+            hugepages_free: Avail::missing("x".to_string()),
+            node_hugepages_free: BTreeMap::new(),
+        };
+        assert!(budget.check_samples(2000, 3).is_ok());
+        let err = budget.check_samples(u32::MAX, 3).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "--samples 4294967295 (3 x 4294967296 timings of 8 bytes held at once) needs"
+            ),
+            "{err}"
+        );
+    }
     use crate::machine::kernel::{HugePool, NodeHugepages};
 
     fn budget(available_kib: u64, page_kib: u64, free: u64) -> MemoryBudget {

@@ -21,6 +21,10 @@ pub const DOCUMENTS_ID: &str = "lowlat-documents";
 /// The zlib level: 6, its default (see the module's comment).
 const LEVEL: u8 = 6;
 
+/// The most bytes the embedded documents may inflate to: ten times the 512-CPU bench's 24 MB,
+/// so that a crafted stream (1.4 MB inflating to 2.1 GB) is refused before it fills memory.
+const INFLATED_LIMIT: usize = 256 << 20;
+
 /// What opens the element, up to its text.
 fn opening() -> String {
     format!(
@@ -72,6 +76,12 @@ pub enum EmbedError {
         "no embedded documents (no closed element with id {DOCUMENTS_ID}); give a report written by lowlat report"
     )]
     Missing,
+    /// The stream inflates past 256 MiB, more than any report lowlat writes holds.
+    #[error(
+        "its embedded documents inflate past {} MiB, more than any report lowlat writes holds; this file was not written by lowlat report",
+        INFLATED_LIMIT >> 20
+    )]
+    TooLarge,
     /// Not base64, not zlib, or not the JSON array.
     #[error("its embedded documents are damaged ({0}); render the report again from the documents")]
     Damaged(String),
@@ -86,8 +96,11 @@ pub(crate) fn unpack(html: &str) -> Result<Vec<(String, String)>, EmbedError> {
     let compressed = STANDARD
         .decode(&html[start..end])
         .map_err(|e| damaged(&e))?;
-    let json =
-        miniz_oxide::inflate::decompress_to_vec_zlib(&compressed).map_err(|e| damaged(&e))?;
+    let json = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&compressed, INFLATED_LIMIT)
+        .map_err(|e| match e.status {
+            miniz_oxide::inflate::TINFLStatus::HasMoreOutput => EmbedError::TooLarge,
+            _ => damaged(&e),
+        })?;
     #[derive(serde::Deserialize)]
     struct Entry<'a> {
         name: String,
@@ -130,5 +143,15 @@ mod tests {
         let html = format!("{}not base64!</script>", opening());
         assert!(matches!(unpack(&html), Err(EmbedError::Damaged(_))));
         assert!(matches!(unpack("<html></html>"), Err(EmbedError::Missing)));
+    }
+
+    /// a 1.4 MB report inflated to 2.1 GB. Past the limit it is refused.
+    #[test]
+    fn a_stream_that_inflates_past_the_limit_is_refused() {
+        let bomb = vec![b' '; INFLATED_LIMIT + 1];
+        let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&bomb, 9);
+        assert!(compressed.len() < 1 << 20, "{}", compressed.len());
+        let html = format!("{}{}</script>", opening(), STANDARD.encode(compressed));
+        assert!(matches!(unpack(&html), Err(EmbedError::TooLarge)));
     }
 }

@@ -6,6 +6,13 @@ use serde_json::value::RawValue;
 
 use super::embed::{self, EmbedError};
 use crate::document::{Header, Kind};
+use crate::text;
+
+/// The most characters of a host name shown: the longest DNS name (RFC 1035, 253).
+const HOST_SHOWN: usize = 253;
+/// The most characters of a document's name (its path, or its name in an earlier report)
+/// shown.
+const NAME_SHOWN: usize = 1024;
 
 /// One document read for the report.
 #[derive(Debug, Clone)]
@@ -153,12 +160,17 @@ impl Source {
             .collect()
     }
 
+    /// The source `raw` named `name`. The name and the header's host are what the page shows
+    /// (in its title, tables and legends, about ten times), so they are cut to
+    /// [`NAME_SHOWN`] and [`HOST_SHOWN`] characters; the document itself is kept whole.
     fn from_raw(name: String, raw: String) -> Result<Source, SourceError> {
-        let header =
+        let name = text::shorten(&name, NAME_SHOWN).into_owned();
+        let mut header =
             serde_json::from_str::<Header>(&raw).map_err(|error| SourceError::Envelope {
                 name: name.clone(),
                 error,
             })?;
+        header.host = text::shorten(&header.host, HOST_SHOWN).into_owned();
         if header.schema_version > header.kind.schema_version() {
             return Err(SourceError::Version {
                 name,
