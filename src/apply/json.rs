@@ -17,9 +17,13 @@ pub(crate) struct ApplyBody<'a> {
     pub scope: Scope,
     /// Whether this was `--dry-run`: nothing was changed, `would-change` says what would be.
     pub dry_run: bool,
-    /// How many single changes (knobs, files, threads, services) were made, or in a dry run
-    /// would be made; 0 when the machine already matched the plan.
+    /// How many single changes (knobs, files, threads, services; all kernel arguments are
+    /// one) were made, or in a dry run would be made; 0 when the machine already matched the
+    /// plan. The table's `Values:` line.
     pub changed: usize,
+    /// How many of the plan's settings were changed, or in a dry run would be (each kernel
+    /// argument counts): the table's `Settings: N applied` (or `N would change`).
+    pub settings_changed: usize,
     /// The report: `settings` (each with `id`, `layer`, `action` and its `changes`, each with
     /// `target`, `before`, `after`, `action`), `follow_ups`, `stopped`, `journaled`,
     /// `reboot_required`.
@@ -43,6 +47,11 @@ pub(crate) fn apply_document<'a>(
             scope,
             dry_run,
             changed: report.changes_made(),
+            settings_changed: report.count(if dry_run {
+                super::ItemStatus::WouldChange
+            } else {
+                super::ItemStatus::Applied
+            }),
             report,
         },
     )

@@ -117,6 +117,9 @@ pub(crate) struct Item {
     pub expansion: Expansion,
     /// For the boot item: the arguments of every boot setting.
     pub boot_args: Option<AllArgs>,
+    /// For the boot item on a machine without a bootloader tool lowlat can use: the arguments
+    /// `/proc/cmdline` lacks, to configure by hand.
+    pub boot_line: Option<verify::BootLine>,
 }
 
 /// Turns the plan's settings in `scope` into work items, in plan order (the boot settings
@@ -142,9 +145,13 @@ pub(crate) fn prepare(
                 continue;
             }
             boot_done = true;
-            let (expansion, boot_args) = match boot::args_of(&boot_settings) {
-                Ok(args) => (boot::expand(ctx, &args), Some(AllArgs::of(&args))),
-                Err(problem) => (Expansion::Invalid(problem), None),
+            let (expansion, boot_args, boot_line) = match boot::args_of(&boot_settings) {
+                Ok(args) => (
+                    boot::expand(ctx, &args),
+                    Some(AllArgs::of(&args)),
+                    verify::BootLine::missing(ctx, &args),
+                ),
+                Err(problem) => (Expansion::Invalid(problem), None, None),
             };
             if let Expansion::Invalid(problem) = &expansion {
                 problems.push(problem.clone());
@@ -155,6 +162,7 @@ pub(crate) fn prepare(
                 settings: boot_settings.len(),
                 expansion,
                 boot_args,
+                boot_line,
             });
             continue;
         }
@@ -168,6 +176,7 @@ pub(crate) fn prepare(
             settings: 1,
             expansion,
             boot_args: None,
+            boot_line: None,
         });
     }
     if scope.installs_plan() {
@@ -180,6 +189,7 @@ pub(crate) fn prepare(
                 content: plan_text.as_bytes().to_vec(),
             })]),
             boot_args: None,
+            boot_line: None,
         });
     }
     if problems.is_empty() {
@@ -345,6 +355,10 @@ pub(crate) struct ApplyReport {
     /// Whether the plan's kernel arguments are configured in the bootloader (or, in a dry run,
     /// would be) but `/proc/cmdline` does not show them: they take effect at the next boot.
     pub reboot_required: bool,
+    /// The kernel arguments `/proc/cmdline` lacks that apply could not configure (the machine
+    /// has no bootloader tool lowlat can use): `why`, `add`, `remove`; `null` otherwise. Apply
+    /// exits 1 when it is set.
+    pub boot_not_configured: Option<verify::BootLine>,
 }
 
 impl ApplyReport {
@@ -554,6 +568,7 @@ pub(crate) fn execute(
         .extend(run_follow_ups(ctx, follow_ups.drain(), dry_run));
     report.journaled = writer.as_ref().is_some_and(|w| w.started());
     report.reboot_required = pending_reboot(ctx, items);
+    report.boot_not_configured = items.iter().find_map(|i| i.boot_line.clone());
     report
 }
 

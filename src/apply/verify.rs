@@ -1,8 +1,9 @@
 //! `lowlat verify`: does the machine match the plan? Per setting: `ok`, `drift` (it differs),
 //! `pending-reboot` (kernel arguments configured in the bootloader but not yet in
-//! `/proc/cmdline`) or `unsupported` (not on this machine, or not readable here), with the
-//! expected and actual values. Reading only: it works on the live machine, a directory tree and
-//! a snapshot.
+//! `/proc/cmdline`), `not-configured` (kernel arguments absent from `/proc/cmdline` on a machine
+//! whose bootloader lowlat has no tool for, so no apply could have configured them) or
+//! `unsupported` (not on this machine, or not readable here), with the expected and actual
+//! values. Reading only: it works on the live machine, a directory tree and a snapshot.
 
 use serde::Serialize;
 
@@ -23,6 +24,10 @@ pub(crate) enum Status {
     Drift,
     /// Kernel arguments configured, in effect after the next boot.
     PendingReboot,
+    /// Kernel arguments the running kernel lacks, on a machine without a bootloader tool
+    /// lowlat can use (no grubby, no GRUB defaults file): someone must add them. A difference
+    /// from the plan, as drift is.
+    NotConfigured,
     /// Not on this machine, or not readable here.
     Unsupported,
 }
@@ -34,8 +39,15 @@ impl Status {
             Status::Ok => "ok",
             Status::Drift => "drift",
             Status::PendingReboot => "pending-reboot",
+            Status::NotConfigured => "not-configured",
             Status::Unsupported => "unsupported",
         }
+    }
+
+    /// Whether the machine differs from the plan here (drift, or kernel arguments nobody
+    /// configured): what makes verify exit 1 and watch report drift.
+    pub(crate) fn differs(self) -> bool {
+        matches!(self, Status::Drift | Status::NotConfigured)
     }
 }
 
@@ -64,6 +76,8 @@ pub(crate) struct Summary {
     pub drift: usize,
     /// Kernel arguments waiting for a reboot.
     pub pending_reboot: usize,
+    /// Kernel arguments absent and not configurable by lowlat here.
+    pub not_configured: usize,
     /// Settings that cannot be checked here.
     pub unsupported: usize,
 }
@@ -77,12 +91,75 @@ pub(crate) struct Report {
     pub summary: Summary,
     /// Every setting, in plan order.
     pub checks: Vec<Check>,
+    /// When some kernel arguments are `not-configured`: what to do about them; `null`
+    /// otherwise.
+    pub boot_line: Option<BootLine>,
+}
+
+/// The kernel arguments to configure by hand, on a machine whose bootloader lowlat has no tool
+/// for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct BootLine {
+    /// Why lowlat could not configure them (which tools and files it looked for).
+    pub why: String,
+    /// The arguments to add to the kernel command line, space-separated, as written.
+    pub add: String,
+    /// The arguments of the running command line to take out (other values of the planned
+    /// keys), space-separated; empty when there are none.
+    pub remove: String,
+}
+
+impl BootLine {
+    /// The arguments of `args` that `/proc/cmdline` lacks, when the machine has no bootloader
+    /// tool lowlat can use; `None` when it has one or nothing is missing.
+    pub(crate) fn missing(ctx: &ApplyContext, args: &[Args]) -> Option<BootLine> {
+        let why = boot::backend(ctx).err()?.to_string();
+        let running = ctx
+            .machine
+            .kernel
+            .cmdline
+            .get()
+            .map(|c| c.raw.clone())
+            .unwrap_or_default();
+        let missing: Vec<Args> = args
+            .iter()
+            .filter(|a| !a.satisfied_by(&running))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let all = AllArgs::of(&missing);
+        let remove: Vec<String> = all
+            .owned_tokens(&running)
+            .into_iter()
+            .filter(|t| !all.tokens.contains(t))
+            .collect();
+        Some(BootLine {
+            why,
+            add: all.tokens.join(" "),
+            remove: remove.join(" "),
+        })
+    }
+
+    /// The arguments to add and those to take out, for people, one line each.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.add.is_empty() {
+            lines.push(format!("Add:      {}", self.add));
+        }
+        if !self.remove.is_empty() {
+            lines.push(format!("Take out: {}", self.remove));
+        }
+        lines
+    }
 }
 
 impl Report {
-    /// Whether some setting drifted.
+    /// Whether some setting differs from the plan (drift, or kernel arguments not
+    /// configured).
     pub(crate) fn drifted(&self) -> bool {
-        self.summary.drift > 0
+        self.summary.drift + self.summary.not_configured > 0
     }
 
     /// The `--json` document about `host`: the report in the document envelope.
@@ -100,14 +177,29 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
             Status::Ok => summary.ok += 1,
             Status::Drift => summary.drift += 1,
             Status::PendingReboot => summary.pending_reboot += 1,
+            Status::NotConfigured => summary.not_configured += 1,
             Status::Unsupported => summary.unsupported += 1,
         }
     }
+    let boot_line = boot_line(ctx, plan, &checks);
     Report {
         plan: plan_path.to_string(),
         summary,
         checks,
+        boot_line,
     }
+}
+
+/// The arguments of the `not-configured` checks, to add by hand, and why.
+fn boot_line(ctx: &ApplyContext, plan: &Plan, checks: &[Check]) -> Option<BootLine> {
+    let missing: Vec<Args> = plan
+        .settings
+        .iter()
+        .zip(checks)
+        .filter(|(_, c)| c.status == Status::NotConfigured)
+        .filter_map(|(s, _)| Args::of(s).ok())
+        .collect();
+    BootLine::missing(ctx, &missing)
 }
 
 /// Checks one setting against the machine of `ctx`.
@@ -208,8 +300,8 @@ fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
     if args.satisfied_by(&cmdline.raw) {
         return (Status::Ok, running);
     }
-    if let Err(why) = boot::backend(ctx) {
-        return (Status::Unsupported, format!("{running} now; {why}"));
+    if boot::backend(ctx).is_err() {
+        return (Status::NotConfigured, running);
     }
     match boot::configured(ctx, &args) {
         Ok(true) => (

@@ -18,7 +18,8 @@ pub enum Status {
     Inferred,
     /// The evidence is missing (no such file under the root, not readable, a container).
     Unknown,
-    /// Differs from the profile in a way the profile treats as advice, or a contested value.
+    /// Differs from the profile in a way the profile treats as advice, or a contested value,
+    /// or by a trade-off that lowlat plans only when asked (`not planned (trade-off)`).
     Warn,
     /// Differs from the profile.
     Fail,

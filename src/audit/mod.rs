@@ -38,6 +38,14 @@ impl Audit {
         Counts::of(&self.findings)
     }
 
+    /// The rules whose fix is a trade-off the machine lacks: warnings, `not planned
+    /// (trade-off)`, since lowlat plans trade-offs only when asked.
+    pub fn tradeoffs_not_planned(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.status == Status::Warn && f.security_tradeoff.is_some())
+    }
+
     /// Whether any finding failed (exit code 1).
     pub fn has_failures(&self) -> bool {
         self.findings.iter().any(|f| f.status == Status::Fail)
@@ -164,7 +172,7 @@ impl BiosVendors {
 /// Turns a check's outcome into a finding with the rule's data.
 fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVendors) -> Finding {
     let status = match outcome.status {
-        Status::Fail if advisory => Status::Warn,
+        Status::Fail if advisory || rule.security_tradeoff.is_some() => Status::Warn,
         status => status,
     };
     let sources: Vec<String> = rule.sources.iter().map(|s| s.to_string()).collect();

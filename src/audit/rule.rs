@@ -26,7 +26,11 @@ pub struct Rule {
     pub sources: &'static [&'static str],
     /// Whether the fix takes effect only after a reboot.
     pub reboot: bool,
-    /// What the fix gives up in security or safety.
+    /// What the fix gives up, when it is a trade-off: it turns off, on this machine, a security
+    /// mechanism or a detector or limit that keeps failures visible or contained (see
+    /// [`crate::tuning::setting::Setting::security_tradeoff`], the one rule). A failing rule
+    /// with a trade-off is a warning, `not planned (trade-off)`, not a failure: lowlat plans
+    /// trade-offs only when asked.
     pub security_tradeoff: Option<&'static str>,
     /// BIOS menu paths for the setting, when the firmware controls it.
     pub bios: &'static [BiosMenu],

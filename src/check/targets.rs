@@ -1,41 +1,162 @@
 //! The measured targets of each profile, kept as data (`targets.table`, with a source per
-//! row), and the metrics they are stated in.
+//! row), the metrics they are stated in, and the evidence a target is judged on: a maximum as
+//! measured, a rate on the exact Poisson upper bound of its count, so that a short run without
+//! events does not pass a target it cannot prove.
 
 use serde::Serialize;
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+use super::CpuFigures;
+
+/// The confidence of the upper bound a rate target is judged on.
+pub(crate) const CONFIDENCE: f64 = 0.95;
+
+/// The exact (Garwood) one-sided [`CONFIDENCE`] upper bound of a Poisson mean after `events`
+/// events: the mean at which seeing `events` or fewer has probability 1 − CONFIDENCE (half the
+/// chi-square quantile on 2·events + 2 degrees of freedom; 3.0 for no event). compare's
+/// `poisson_interval` is the two-sided interval of the same family.
+pub(crate) fn poisson_upper_bound(events: u64) -> f64 {
+    ChiSquared::new(2.0 * events as f64 + 2.0)
+        .map_or(f64::INFINITY, |d| d.inverse_cdf(CONFIDENCE) / 2.0)
+}
+
+/// How long a run must be, in the rate's unit of time, for no event to prove a rate below
+/// `limit`: the bound after no event, −ln(1 − CONFIDENCE), over the limit.
+pub(crate) fn exposure_to_prove(limit: f64) -> f64 {
+    -(1.0 - CONFIDENCE).ln() / limit
+}
 
 /// A figure `lowlat check` measures on each CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Metric {
-    /// Busy-loop gaps of 10 µs or more per minute of runtime (`measure jitter`).
-    #[serde(rename = "interruptions-ge-10us-per-minute")]
-    InterruptionsGe10usPerMinute,
-    /// The largest timer wake-up latency, µs (`measure timer`).
+    /// Busy-loop gaps of `at_least_ns` or more per minute of runtime (`measure jitter`);
+    /// named `interruptions-ge-10us-per-minute` for 10 µs.
+    InterruptionsPerMinute {
+        /// The shortest gap counted, ns.
+        at_least_ns: u64,
+    },
+    /// The largest timer wake-up latency, µs (`measure timer`); named `timer-max-us`.
     TimerMaxUs,
+}
+
+/// The rate of the profiles' targets: interruptions of 10 µs or more per minute.
+pub(crate) const RATE_GE_10US: Metric = Metric::InterruptionsPerMinute {
+    at_least_ns: super::LONG_INTERRUPTION_NS,
+};
+
+/// A gap length in the names of metrics: `10us`, or `2500ns` when not whole microseconds.
+fn length_name(ns: u64) -> String {
+    if ns.is_multiple_of(1000) {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
 }
 
 impl Metric {
     /// Its name in the table and in documents.
-    pub(crate) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> String {
         match self {
-            Metric::InterruptionsGe10usPerMinute => "interruptions-ge-10us-per-minute",
-            Metric::TimerMaxUs => "timer-max-us",
+            Metric::InterruptionsPerMinute { at_least_ns } => {
+                format!("interruptions-ge-{}-per-minute", length_name(at_least_ns))
+            }
+            Metric::TimerMaxUs => "timer-max-us".into(),
         }
     }
 
     /// Words for reports.
-    pub(crate) fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> String {
         match self {
-            Metric::InterruptionsGe10usPerMinute => "interruptions ≥ 10 µs per minute",
-            Metric::TimerMaxUs => "timer latency max, µs",
+            Metric::InterruptionsPerMinute { at_least_ns } => {
+                format!("interruptions ≥ {} µs per minute", at_least_ns as f64 / 1e3)
+            }
+            Metric::TimerMaxUs => "timer latency max, µs".into(),
         }
     }
 
-    const ALL: [Metric; 2] = [Metric::InterruptionsGe10usPerMinute, Metric::TimerMaxUs];
+    /// Whether it is a rate (events per minute), judged on its upper bound.
+    pub(crate) fn is_rate(self) -> bool {
+        matches!(self, Metric::InterruptionsPerMinute { .. })
+    }
 
     fn named(name: &str) -> Option<Metric> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
+        if name == "timer-max-us" {
+            return Some(Metric::TimerMaxUs);
+        }
+        let length = name
+            .strip_prefix("interruptions-ge-")?
+            .strip_suffix("-per-minute")?;
+        let at_least_ns = match length.strip_suffix("us") {
+            Some(us) => us.parse::<u64>().ok()?.checked_mul(1000)?,
+            None => length.strip_suffix("ns")?.parse().ok()?,
+        };
+        Some(Metric::InterruptionsPerMinute { at_least_ns })
     }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
+    }
+}
+
+/// Why a `--target` cannot be read: the grammar, once (`lowlat check --help` shows it).
+pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY` (LATENCY with its unit: 20us, 1ms) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
+
+/// Reads a target from the command line, with `length` reading a latency with its unit into
+/// ns: `timer.max<20us`, `jitter.rate(10us)<1/min`. Gaps shorter than `shortest_gap_ns`
+/// (what check records) are refused.
+pub(crate) fn parse(
+    text: &str,
+    length: impl Fn(&str) -> Result<u64, String>,
+    shortest_gap_ns: u64,
+) -> Result<Target, String> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some((metric, limit)) = compact.split_once('<') else {
+        return Err(format!("'{text}' has no <; {GRAMMAR}"));
+    };
+    let (metric, below) = if metric == "timer.max" {
+        let ns = length(limit).map_err(|e| format!("'{text}': {e}"))?;
+        (Metric::TimerMaxUs, ns as f64 / 1e3)
+    } else if let Some(gap) = metric
+        .strip_prefix("jitter.rate(")
+        .and_then(|m| m.strip_suffix(')'))
+    {
+        let at_least_ns = length(gap).map_err(|e| format!("'{text}': {e}"))?;
+        if at_least_ns < shortest_gap_ns {
+            return Err(format!(
+                "'{text}': check records interruptions of {} µs or more; count {} µs or longer",
+                shortest_gap_ns as f64 / 1e3,
+                shortest_gap_ns as f64 / 1e3
+            ));
+        }
+        let (count, unit) = limit
+            .split_once('/')
+            .ok_or_else(|| format!("'{text}': the limit '{limit}' is not N/UNIT; {GRAMMAR}"))?;
+        let count: f64 = count
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite() && *n > 0.0)
+            .ok_or_else(|| format!("'{text}': '{count}' is not a number above 0; {GRAMMAR}"))?;
+        let per_minute = match unit {
+            "s" => count * 60.0,
+            "min" => count,
+            "h" => count / 60.0,
+            _ => {
+                return Err(format!(
+                    "'{text}': unknown unit '/{unit}' (use /s, /min or /h)"
+                ));
+            }
+        };
+        (Metric::InterruptionsPerMinute { at_least_ns }, per_minute)
+    } else {
+        return Err(format!("'{text}': unknown metric '{metric}'; {GRAMMAR}"));
+    };
+    Ok(Target {
+        metric,
+        below,
+        source: format!("--target {text}"),
+    })
 }
 
 /// One row of the table: what a profile's tuned machine must measure.
@@ -45,8 +166,33 @@ pub(crate) struct Target {
     pub metric: Metric,
     /// Every measured CPU must stay below this (in the metric's unit).
     pub below: f64,
-    /// Where the figure comes from.
-    pub source: &'static str,
+    /// Where the figure comes from (`--target TEXT` for a target given on the command line).
+    pub source: String,
+}
+
+impl Target {
+    /// For a rate target: the [`CONFIDENCE`] upper bound of the rate on `figures`' CPU, in the
+    /// metric's unit, which the target is judged on; `None` for a maximum, or when the CPU did
+    /// not measure the metric.
+    pub(crate) fn upper_bound(&self, figures: &CpuFigures) -> Option<f64> {
+        match self.metric {
+            Metric::InterruptionsPerMinute { at_least_ns } => {
+                (figures.jitter_seconds > 0.0).then(|| {
+                    poisson_upper_bound(figures.interruptions_at_least(at_least_ns)) * 60.0
+                        / figures.jitter_seconds
+                })
+            }
+            Metric::TimerMaxUs => None,
+        }
+    }
+
+    /// For a rate target: how long each CPU's busy loop must run, s, for a run without events
+    /// to prove it; `None` for a maximum.
+    pub(crate) fn seconds_to_prove(&self) -> Option<f64> {
+        self.metric
+            .is_rate()
+            .then(|| exposure_to_prove(self.below) * 60.0)
+    }
 }
 
 const TABLE: &str = include_str!("targets.table");
@@ -75,7 +221,7 @@ fn rows() -> impl Iterator<Item = (&'static str, Target)> {
                 below: below
                     .parse()
                     .unwrap_or_else(|_| panic!("targets.table: `{below}` is not a number")),
-                source,
+                source: source.to_string(),
             };
             (profile, target)
         })
@@ -103,16 +249,79 @@ mod tests {
         }
         let low = of_profile("low-latency");
         assert_eq!(low.len(), 1);
-        assert_eq!(low[0].metric, Metric::InterruptionsGe10usPerMinute);
+        assert_eq!(low[0].metric, RATE_GE_10US);
+        assert_eq!(RATE_GE_10US.name(), "interruptions-ge-10us-per-minute");
         assert_eq!(low[0].below, 1.0);
         assert_eq!(of_profile("realtime-host")[0].metric, Metric::TimerMaxUs);
         assert!(of_profile("throughput").is_empty());
     }
 
     #[test]
+    fn the_upper_bound_is_the_exact_poisson_one() {
+        // Known values of the one-sided 95 % Garwood bound: 0 -> 2.996, 1 -> 4.744,
+        // 10 -> 17.0 (e.g. Gehrels 1986, table 1; chi2.ppf(0.95, 2k+2)/2).
+        assert!((poisson_upper_bound(0) - 2.995_732).abs() < 1e-5);
+        assert!((poisson_upper_bound(1) - 4.743_865).abs() < 1e-5);
+        assert!((poisson_upper_bound(10) - 16.962_219).abs() < 1e-4);
+        // A run proves < 1 a minute with no event only after 3 minutes.
+        assert!((exposure_to_prove(1.0) - 2.995_732).abs() < 1e-5);
+    }
+
+    #[test]
     fn documents_name_metrics_as_the_table_does() {
-        for metric in Metric::ALL {
+        for metric in [
+            RATE_GE_10US,
+            Metric::InterruptionsPerMinute { at_least_ns: 2500 },
+            Metric::TimerMaxUs,
+        ] {
             assert_eq!(serde_json::to_value(metric).unwrap(), metric.name());
+            assert_eq!(Metric::named(&metric.name()), Some(metric));
         }
+    }
+
+    /// The test's latency reader: whole numbers with us or ms.
+    fn length(text: &str) -> Result<u64, String> {
+        let (n, scale) = match text.strip_suffix("us") {
+            Some(n) => (n, 1000),
+            None => (
+                text.strip_suffix("ms")
+                    .ok_or_else(|| format!("'{text}' has no unit"))?,
+                1_000_000,
+            ),
+        };
+        Ok(n.parse::<u64>().map_err(|e| e.to_string())? * scale)
+    }
+
+    #[test]
+    fn targets_are_read_by_their_grammar_and_refused_naming_what_is_wrong() {
+        let t = parse("timer.max<20us", length, 1000).unwrap();
+        assert_eq!((t.metric, t.below), (Metric::TimerMaxUs, 20.0));
+        assert_eq!(t.source, "--target timer.max<20us");
+        let t = parse("jitter.rate(10us) < 1/min", length, 1000).unwrap();
+        assert_eq!((t.metric, t.below), (RATE_GE_10US, 1.0));
+        let t = parse("jitter.rate(20us)<2/h", length, 1000).unwrap();
+        assert_eq!(
+            t.metric,
+            Metric::InterruptionsPerMinute {
+                at_least_ns: 20_000
+            }
+        );
+        assert!((t.below - 2.0 / 60.0).abs() < 1e-12);
+        for (bad, says) in [
+            ("timer.max>20us", "has no <;"),
+            ("timer.max<20", "has no unit"),
+            ("timer.p99<20us", "unknown metric 'timer.p99'"),
+            ("jitter.rate(10us)<1", "is not N/UNIT"),
+            ("jitter.rate(10us)<1/day", "unknown unit '/day'"),
+            ("jitter.rate(10us)<0/min", "'0' is not a number above 0"),
+        ] {
+            let err = parse(bad, length, 1000).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let err = parse("jitter.rate(0us)<1/min", length, 1000).unwrap_err();
+        assert!(
+            err.contains("records interruptions of 1 µs or more"),
+            "{err}"
+        );
     }
 }

@@ -26,8 +26,10 @@ lowlat apply --plan plan.json --dry-run\n  \
 lowlat apply --plan plan.json --dry-run --json | jq '.changed, .reboot_required'\n  lowlat --root /tmp/copy-of-a-fixture apply --plan plan.json --yes\n\n\
 Needs the live machine or --root DIR (--snapshot is refused: a snapshot is read-only).\n\n\
 Every prior value is journaled in /var/lib/lowlat/journal.jsonl (under --root) before it \
-changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do), 1 some \
-changes were refused by the machine, 2 nothing or not everything could be done (the message says \
+changes; `lowlat revert` puts them all back. Exit codes: 0 applied (or nothing to do; a dry run \
+that could run), 1 some changes were refused by the machine, or the kernel arguments could not \
+be configured (no grubby and no GRUB defaults file: the report prints the arguments to add by \
+hand), 2 nothing or not everything could be done (the message says \
 why; a stopped apply is undone with `lowlat revert`)."
 )]
 pub struct ApplyArgs {
@@ -181,7 +183,11 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         if !args.dry_run && !args.json {
             print("Nothing to change.\n")?;
         }
-        return Ok(exit::OK);
+        return Ok(if !args.dry_run && preview.boot_not_configured.is_some() {
+            exit::FAILURES
+        } else {
+            exit::OK
+        });
     }
     if !args.yes {
         if args.json || !std::io::stdin().is_terminal() {
@@ -204,7 +210,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     show(&report)?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
-    } else if report.has(ItemStatus::Refused) {
+    } else if report.has(ItemStatus::Refused) || report.boot_not_configured.is_some() {
         exit::FAILURES
     } else {
         exit::OK

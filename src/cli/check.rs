@@ -9,6 +9,7 @@ use super::measure_common::{BundleArgs, hold_idle_limit, live_root, measured_com
 use super::output::print;
 use super::{Cli, exit, values};
 use crate::audit::{self, profile};
+use crate::check::targets::Target;
 use crate::check::{self, targets};
 use crate::document::Kind;
 use crate::machine::kernel::stat;
@@ -47,7 +48,9 @@ the first. First a busy loop (gaps of 1 µs or more, as `measure jitter --thresh
 timer wake-ups every 1 ms at SCHED_FIFO 95 (as `measure timer --interval 1ms`), --duration \
 each. The figures are held to the profile's measured targets (src/check/targets.table, each \
 with its source): low-latency wants fewer than one interruption of 10 µs or more per minute on \
-each CPU, realtime-host and realtime-guest a timer maximum below 50 µs. With --out the audit, \
+each CPU, realtime-host and realtime-guest a timer maximum below 50 µs; --target gives your own \
+in their place. A rate is judged on the exact Poisson 95 % upper bound of each CPU's count, so a \
+run must be long enough to prove it (the report says how long). With --out the audit, \
 both measurements, the inventory and the check itself are written as one bundle for \
 `lowlat compare` and `lowlat report`.\n\n\
 Exit codes: 0 the audit has no failures and every target is met; 1 a failure, a missed \
@@ -76,6 +79,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ROUNDS, allow_negative_numbers = true, value_parser = values::count(1u32, 1000))]
     pub repeat: u32,
 
+    /// A target of your own instead of the profile's, repeatable: `timer.max<LATENCY`
+    /// (`timer.max<20us`) or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
+    /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
+    /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
+    #[arg(long = "target", value_name = "TARGET", value_parser = target)]
+    pub(crate) targets: Vec<Target>,
+
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -88,6 +98,14 @@ pub struct CheckArgs {
     /// Where the documents are kept.
     #[command(flatten)]
     pub bundle: BundleArgs,
+}
+
+/// Reads a `--target` (the grammar is check's, in `check::targets::parse`).
+fn target(text: &str) -> Result<Target, String> {
+    let length = |t: &str| {
+        values::duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    targets::parse(text, length, JITTER_THRESHOLD_NS)
 }
 
 /// Runs `lowlat check`.
@@ -187,7 +205,12 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
         check::add_steal(&mut figures, before, after);
     }
-    let verdicts = check::evaluate(&targets::of_profile(profile.info.name), &figures);
+    let wanted = if args.targets.is_empty() {
+        targets::of_profile(profile.info.name)
+    } else {
+        args.targets.clone()
+    };
+    let verdicts = check::evaluate(&wanted, &figures);
     let report = CheckReport {
         machine: &machine,
         audit: &audited,

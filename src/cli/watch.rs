@@ -65,8 +65,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
 
-    /// The CPUs to watch [default: the plan's isolated CPUs, else the kernel's isolated or
-    /// nohz_full CPUs].
+    /// The CPUs to watch [default: the plan's isolated CPUs, else the CPUs the kernel isolates,
+    /// else, when nothing is isolated, every CPU but the first, as `lowlat check` measures].
     #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub isolated: Option<CpuSet>,
 
@@ -129,14 +129,24 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         .as_deref()
         .map(|path| read_plan(path, &machine))
         .transpose()?;
+    let online = machine.topology.online_cpus();
     let isolated = match (&args.isolated, &plan) {
         (Some(cpus), _) => cpus.clone(),
         (None, Some(plan)) => plan.partition.isolated.clone(),
-        (None, None) => machine_isolated(&machine).context(
-            "nothing to watch: this machine isolates no CPU; give --isolated LIST or --plan FILE",
-        )?,
+        (None, None) => {
+            // check's rule: the kernel's isolated CPUs, else every CPU but the first. Watch
+            // runs beside them, not on them, so its own affinity does not narrow them.
+            let partition = crate::audit::partition::choose(&machine, None)
+                .map_err(|e| anyhow::anyhow!("the partition: {e}"))?;
+            let chosen = crate::check::measured_cpus(&partition, &online, &online, None);
+            eprintln!(
+                "lowlat watch: watching CPU {} ({}); choose others with --isolated LIST",
+                chosen.cpus.to_list(),
+                chosen.why
+            );
+            chosen.cpus
+        }
     };
-    let online = machine.topology.online_cpus();
     if isolated.is_empty() {
         bail!("nothing to watch: the isolated CPU list is empty; give --isolated LIST");
     }
@@ -289,16 +299,6 @@ fn start_osnoise<'r>(
         );
     }
     Ok(started)
-}
-
-/// The CPUs the running kernel isolates: `isolated`, else `nohz_full`.
-fn machine_isolated(machine: &Machine) -> Option<CpuSet> {
-    let isolation = &machine.kernel.isolation;
-    [isolation.isolated.get(), isolation.nohz_full.get()]
-        .into_iter()
-        .flatten()
-        .find(|set| !set.is_empty())
-        .cloned()
 }
 
 /// Refuses a textfile whose directory does not exist or cannot be written, before watching.

@@ -7,8 +7,11 @@ use std::fmt::Write;
 use super::request::{HugepagePool, Power};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
 use super::{Draft, Inputs, Plan, PlanError, cmdline_size, setting};
+use crate::audit::rules::boot::NOSOFTLOCKUP_TRADEOFF;
+use crate::audit::rules::sysctl::NMI_WATCHDOG_TRADEOFF;
 use crate::machine::cpu::CpuIdentity;
 use crate::machine::cpulist::ListSyntax;
+use crate::machine::kernel::cmdline::Param;
 use crate::tuning::partition::Partition;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
@@ -79,18 +82,6 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
         "skew_tick=1",
         "Offsets the tick of each CPU so that they do not all contend for the jiffies and timer locks at once.",
         &format!("TuneD network-latency profile; {RT_GUIDE}"),
-    ));
-    draft.add(boot(
-        "nosoftlockup",
-        "nosoftlockup",
-        "Disables the soft-lockup detector, whose per-CPU timer would interrupt the isolated CPUs and which reports busy-polling threads as lockups.",
-        &format!("{GUIDE} §4.4.1"),
-    ));
-    draft.add(boot(
-        "nmi_watchdog",
-        "nmi_watchdog=0",
-        "Disables the NMI (hard-lockup) watchdog, a periodic performance-counter NMI on every CPU.",
-        &format!("{GUIDE} §4.3.5"),
     ));
     plan_tsc(cpu, draft);
     draft.add(boot(
@@ -325,10 +316,27 @@ fn plan_idle(power: Power, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
     }
 }
 
+/// The trade-offs of the guides (see `Setting::security_tradeoff` for the one rule): planned
+/// only with `--allow-security-tradeoffs`, else listed as not planned.
 fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
     let allowed = inputs.request.options.allow_security_tradeoffs;
     let cmdline = inputs.machine.kernel.cmdline.get();
     let offers = [
+        Setting {
+            source: format!("{GUIDE} §4.4.1"),
+            ..tradeoff(
+                "nosoftlockup",
+                "nosoftlockup",
+                "Disables the soft-lockup detector, whose per-CPU timer would interrupt the isolated CPUs and which reports busy-polling threads as lockups. Without it the detector still leaves the isolated CPUs alone: nohz_full CPUs are outside kernel.watchdog_cpumask, which the plan sets to the housekeeping CPUs.",
+                NOSOFTLOCKUP_TRADEOFF,
+            )
+        },
+        tradeoff(
+            "nmi_watchdog",
+            "nmi_watchdog=0",
+            "Disables the NMI (hard-lockup) watchdog, a periodic performance-counter NMI on every CPU. Without it the NMI still leaves the isolated CPUs alone: the plan's kernel.watchdog_cpumask keeps it on the housekeeping CPUs.",
+            NMI_WATCHDOG_TRADEOFF,
+        ),
         tradeoff(
             "mitigations",
             "mitigations=off",
@@ -366,12 +374,27 @@ fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
             continue;
         }
         let key = offer.id.strip_prefix(PREFIX).unwrap_or(&offer.id);
-        let reason = if cmdline.is_some_and(|c| c.has(key)) {
-            "security trade-off: planned only with --allow-security-tradeoffs (already on the command line: lowlat neither adds nor removes it)"
-        } else {
-            "security trade-off: planned only with --allow-security-tradeoffs"
-        };
+        let reason = tradeoff_reason(cmdline.and_then(|c| c.last(key)), &offer.value);
         draft.skip(offer, reason);
+    }
+}
+
+/// Why a trade-off offering `offered` (`mitigations=off`) is not planned, given the argument of
+/// its key on the running command line, if any: the same words as every trade-off, and what
+/// the command line already says about it.
+fn tradeoff_reason(running: Option<&Param>, offered: &str) -> String {
+    const NOT_PLANNED: &str = "security trade-off: planned only with --allow-security-tradeoffs";
+    let Some(param) = running else {
+        return NOT_PLANNED.to_string();
+    };
+    let token = match &param.value {
+        Some(value) => format!("{}={value}", param.key),
+        None => param.key.clone(),
+    };
+    if offered.split_once('=').map(|(_, v)| v) == param.value.as_deref() {
+        format!("{NOT_PLANNED} (already on the command line: lowlat neither adds nor removes it)")
+    } else {
+        format!("{NOT_PLANNED} (the command line has {token}: lowlat leaves it as it is)")
     }
 }
 
@@ -576,6 +599,28 @@ mod tests {
         assert_eq!(
             isolcpus_args(&partition("1-3,5-7,9-11,13-15", ""), ListSyntax::Groups),
             "isolcpus=managed_irq,1-15:3/4"
+        );
+    }
+
+    #[test]
+    fn a_trade_off_is_already_on_the_command_line_only_with_its_value() {
+        // D10 (issue 32): `mitigations=auto,nosmt` was called mitigations=off "already on the
+        // command line".
+        let cmdline = crate::machine::kernel::cmdline::parse_cmdline(
+            "ro mitigations=auto,nosmt mce=ignore_ce",
+        );
+        let reason = |key: &str, offered: &str| tradeoff_reason(cmdline.last(key), offered);
+        assert_eq!(
+            reason("mitigations", "mitigations=off"),
+            "security trade-off: planned only with --allow-security-tradeoffs (the command line has mitigations=auto,nosmt: lowlat leaves it as it is)"
+        );
+        assert!(
+            reason("mce", "mce=ignore_ce")
+                .ends_with("(already on the command line: lowlat neither adds nor removes it)")
+        );
+        assert_eq!(
+            reason("audit", "audit=0"),
+            "security trade-off: planned only with --allow-security-tradeoffs"
         );
     }
 

@@ -45,7 +45,8 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
          # `tuned-adm profile {PROFILE}`. Use either this profile or `lowlat apply` for the boot\n\
          # arguments and sysctls, not both. The IRQ spread of NIC queues and the kernel-thread\n\
          # placement are applied by lowlat-runtime.service in either case.\n\
-         # cpu-partitioning also adds intel_pstate=disable to the command line.\n\n\
+         # cpu-partitioning also adds intel_pstate=disable to the command line, and nosoftlockup:\n\
+         # a trade-off, which lowlat's own plan leaves out unless --allow-security-tradeoffs.\n\n\
          [main]\n\
          summary=lowlat plan for {host}: housekeeping {hk}, isolated {iso}\n\
          include=cpu-partitioning\n",

@@ -321,7 +321,7 @@ impl VmPlan {
         // The guest's kernel is not known here: the range form, which every kernel reads.
         let iso = guest.isolated.to_list();
         format!(
-            "{} nohz=on nohz_full={iso} rcu_nocbs={iso} irqaffinity={} skew_tick=1 nosoftlockup tsc=reliable",
+            "{} nohz=on nohz_full={iso} rcu_nocbs={iso} irqaffinity={} skew_tick=1 tsc=reliable",
             crate::plan::kernel_cmdline::isolcpus_args(
                 &guest,
                 crate::machine::cpulist::ListSyntax::Ranges,

@@ -100,6 +100,15 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         }
     }
     let _ = writeln!(out, "\nSettings: {}.", counts.join(", "));
+    let values = report.changes_made();
+    if values > 0 {
+        let _ = writeln!(
+            out,
+            "Values: {values} {} (one per knob, file, thread or service; all kernel arguments \
+             are one; `changed` in --json).",
+            if dry_run { "would change" } else { "changed" }
+        );
+    }
     for line in &report.follow_ups {
         let _ = writeln!(out, "Follow-up: {line}");
     }
@@ -119,6 +128,20 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
                 "configured"
             }
         );
+    }
+    if let Some(line) = &report.boot_not_configured {
+        let _ = writeln!(
+            out,
+            "Kernel arguments: {}, as cmdline:* says above; then reboot.",
+            if dry_run {
+                "would not be configured"
+            } else {
+                "not configured"
+            }
+        );
+        for text in line.lines() {
+            let _ = writeln!(out, "  {text}");
+        }
     }
     if let Some(why) = &report.stopped {
         let _ = writeln!(
@@ -206,11 +229,26 @@ pub(crate) fn render_verify(report: &verify::Report) -> String {
         }
     }
     let s = &report.summary;
+    let not_configured = if s.not_configured > 0 {
+        format!(", {} not-configured", s.not_configured)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "\nSummary: {} ok, {} drift, {} pending-reboot, {} unsupported (plan {}).",
+        "\nSummary: {} ok, {} drift, {} pending-reboot{not_configured}, {} unsupported (plan {}).",
         s.ok, s.drift, s.pending_reboot, s.unsupported, report.plan
     );
+    if let Some(line) = &report.boot_line {
+        let _ = writeln!(
+            out,
+            "Kernel arguments: {} not configured: {}; then reboot.",
+            s.not_configured, line.why
+        );
+        for text in line.lines() {
+            let _ = writeln!(out, "  {text}");
+        }
+    }
     out
 }
 
@@ -233,6 +271,7 @@ mod tests {
                 expected: long.into(),
                 actual: long.into(),
             }],
+            boot_line: None,
         };
         let text = render_verify(&report);
         assert_eq!(text.matches(long).count(), 2, "{text}");

@@ -223,6 +223,9 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize) {
                     finding.details.len() - DETAIL_LINES
                 );
             }
+            if let Some(tradeoff) = tradeoff_not_planned(finding) {
+                let _ = writeln!(out, "{UNDER}{tradeoff}");
+            }
             if let Some(fix) = fix_line(&finding.remediation) {
                 let _ = writeln!(out, "{UNDER}fix: {fix}");
             }
@@ -241,6 +244,16 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize) {
         }
         _ => {}
     }
+}
+
+/// `not planned (trade-off): what it gives up`, for a warning whose fix is a trade-off.
+pub(crate) fn tradeoff_not_planned(finding: &Finding) -> Option<String> {
+    let tradeoff = finding.security_tradeoff.as_deref()?;
+    (finding.status == Status::Warn).then(|| {
+        format!(
+            "not planned (trade-off): {tradeoff}; `lowlat plan --allow-security-tradeoffs` plans it"
+        )
+    })
 }
 
 /// The first sentence (or `;`-clause) of a long instruction, for one-line output.

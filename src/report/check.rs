@@ -153,6 +153,18 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     if !failed.is_empty() {
         let _ = writeln!(out, "          failed: {}", failed.join(", "));
     }
+    let tradeoffs: Vec<&str> = report
+        .audit
+        .tradeoffs_not_planned()
+        .map(|f| f.rule.as_str())
+        .collect();
+    if !tradeoffs.is_empty() {
+        let _ = writeln!(
+            out,
+            "          not planned (trade-off), warnings: {}",
+            tradeoffs.join(", ")
+        );
+    }
     out.push('\n');
     let mut rows = vec![
         [
@@ -170,7 +182,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     ];
     for f in report.figures {
         let per_minute = f
-            .value(crate::check::targets::Metric::InterruptionsGe10usPerMinute)
+            .value(crate::check::targets::RATE_GE_10US)
             .map_or("-".to_string(), |v| format!("{v:.1}"));
         let timer = |ns: u64| {
             if f.timer_samples > 0 {
@@ -191,6 +203,13 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         ]);
     }
     out.push_str(&aligned(&rows));
+    if report.figures.iter().any(|f| f.steal_ms.is_some()) {
+        let _ = writeln!(
+            out,
+            "steal ms: time the host ran something else while the vCPU wanted to run, during \
+             the two runs only (the audit's LL-STEAL counts since boot)."
+        );
+    }
     out.push('\n');
     if report.targets.is_empty() {
         let _ = writeln!(
@@ -198,6 +217,12 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             "targets:  profile {} has no measured targets; the figures above are the result",
             profile.name
         );
+    } else if report
+        .targets
+        .iter()
+        .all(|v| v.target.source.starts_with("--target"))
+    {
+        let _ = writeln!(out, "targets (--target):");
     } else {
         let _ = writeln!(out, "targets of {}:", profile.name);
     }
@@ -211,8 +236,11 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             .values
             .iter()
             .map(|v| {
+                let bound = v
+                    .upper_95
+                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %)"));
                 format!(
-                    "CPU {} {:.1}{}",
+                    "CPU {} {:.1}{bound}{}",
                     v.cpu,
                     v.value,
                     if v.met { "" } else { " ✗" }
@@ -226,6 +254,19 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             verdict.target.below,
             values.join(", ")
         );
+        if let Some(needed) = verdict.seconds_to_prove {
+            let _ = writeln!(
+                out,
+                "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
+                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
+                 --duration)",
+                if needed < 10.0 {
+                    format!("{needed:.1}")
+                } else {
+                    format!("{needed:.0}")
+                }
+            );
+        }
         let _ = writeln!(out, "    source: {}", verdict.target.source);
     }
     let failures = report.failures();

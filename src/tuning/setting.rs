@@ -62,7 +62,14 @@ pub struct Setting {
     pub rationale: String,
     /// Where the recommendation comes from ("AMD EPYC 7002 low-latency guide §4.2.1").
     pub source: String,
-    /// What is given up for it, when it weakens security (`mitigations=off`, `selinux=0`).
+    /// What is given up for it, when it is a trade-off. The one rule: a setting is a trade-off
+    /// when it turns off, on this machine, a security mechanism (`mitigations=off`,
+    /// `selinux=0`, `audit=0`, IOMMU translation, KVM's NX huge pages) or a detector or limit
+    /// that keeps failures visible or contained (the soft- and hard-lockup detectors,
+    /// corrected machine-check reports, real-time throttling), or removes a function
+    /// (`ipv6.disable=1`). `lowlat plan` plans trade-offs only with
+    /// `--allow-security-tradeoffs`; audit and check show one the machine lacks as a warning,
+    /// `not planned (trade-off)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security_tradeoff: Option<String>,
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use crate::apply::change::ApplyContext;
 use crate::apply::command::{Runner, SystemRunner};
-use crate::apply::verify::{Check, Prepared, Status, check_prepared, prepare};
+use crate::apply::verify::{Check, Prepared, check_prepared, prepare};
 use crate::machine::kernel::parse_cmdline;
 use crate::machine::services::irqbalance;
 use crate::machine::{Avail, CpuSet, Machine, Reader, tasks};
@@ -63,7 +63,7 @@ impl Drift {
         let mut by_check = BTreeMap::new();
         // Settings of a kind come together in a plan: one map entry per run of them.
         for run in self.checks.chunk_by(|a, b| kind(a) == kind(b)) {
-            let drifted = run.iter().filter(|c| c.status == Status::Drift).count();
+            let drifted = run.iter().filter(|c| c.status.differs()).count();
             *by_check.entry(kind(&run[0])).or_default() += drifted;
         }
         by_check
@@ -73,16 +73,13 @@ impl Drift {
     pub(crate) fn examples(&self) -> impl Iterator<Item = &Check> {
         self.checks
             .iter()
-            .filter(|c| c.status == Status::Drift)
+            .filter(|c| c.status.differs())
             .take(EXAMPLES)
     }
 
     /// Settings that differ, over every kind.
     pub(crate) fn settings(&self) -> usize {
-        self.checks
-            .iter()
-            .filter(|c| c.status == Status::Drift)
-            .count()
+        self.checks.iter().filter(|c| c.status.differs()).count()
     }
 }
 

@@ -238,10 +238,12 @@ fn schema1(name: &str) -> PathBuf {
 fn schema_1_plans_and_journals_still_load() {
     let m = Machine::new("kvm-guest-2vcpu");
     let plan = schema1("plan-kvm-guest-2vcpu.json");
+    // The fixture has no bootloader configuration: apply does the rest and exits 1 for the
+    // kernel arguments it could not configure (D1, issue 32).
     m.lowlat(&["apply", "--yes", "--plan"])
         .arg(&plan)
         .assert()
-        .code(0)
+        .code(1)
         .stdout(predicate::str::contains(
             "applied       sysctl:kernel.watchdog_cpumask",
         ));
@@ -276,7 +278,8 @@ fn documents_carry_the_envelope() {
     assert_eq!(plan["tool"]["name"], "lowlat");
     assert_eq!(plan["host"], "vm");
     assert!(plan["created"].as_str().unwrap().ends_with('Z'));
-    m.apply(&["--yes"]).assert().code(0);
+    // No bootloader configuration in this fixture: exit 1 for the kernel arguments (D1).
+    m.apply(&["--yes"]).assert().code(1);
     let journal = std::fs::read_to_string(m.root().join("var/lib/lowlat/journal.jsonl")).unwrap();
     let first: serde_json::Value = serde_json::from_str(journal.lines().next().unwrap()).unwrap();
     let header = &first["entry"]["record"]["header"];
@@ -437,4 +440,31 @@ fn apply_json_asks_no_question() {
         .stderr(predicate::str::contains("add --yes"))
         .stderr(predicate::str::contains("--json asks nothing"));
     m.untouched("apply --json without --yes");
+}
+
+#[test]
+fn the_dry_run_counts_say_settings_or_values_and_agree_with_json() {
+    // D11 (issue 32): `apply --dry-run` said 59 would change, `--dry-run --json` 49: settings
+    // (each kernel argument one) against single values (all kernel arguments one change).
+    let m = Machine::new("epyc7f32-2s");
+    let text = m.apply(&["--dry-run"]).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let json = m.apply(&["--dry-run", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let number_after = |prefix: &str| -> u64 {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"));
+        line.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let settings = number_after("Settings: ");
+    let values = number_after("Values: ");
+    assert_eq!(doc["settings_changed"].as_u64(), Some(settings), "{text}");
+    assert_eq!(doc["changed"].as_u64(), Some(values), "{text}");
+    assert!(
+        settings > values,
+        "every kernel argument is a setting, all of them one value"
+    );
+    assert!(text.contains(&format!("Values: {values} would change (")));
 }

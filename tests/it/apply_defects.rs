@@ -17,12 +17,14 @@ fn apply_and_revert_help_say_they_need_the_live_machine_or_a_root() {
 }
 
 #[test]
-fn verify_after_a_complete_apply_finds_no_drift() {
-    // W-5: tasks under --root, and kernel arguments without a bootloader tool, were
-    // `unsupported` for apply and `drift` for verify, so verify exited 1 right after apply.
+fn kernel_arguments_nobody_configured_fail_apply_and_verify() {
+    // D1 (issue 32): on a machine without grubby and without /etc/default/grub, apply exited 0
+    // and verify exited 0 ("unsupported", the long sentence once per argument) while
+    // /proc/cmdline lacked every planned argument. (W-5 had made them unsupported so that
+    // verify would pass right after apply: that hid that nothing was configured.)
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    crate::support::tree::copy_tree(&crate::support::fixture("rt-guest-4vcpu"), &root);
+    crate::support::tree::copy_tree(&crate::support::fixture("epyc7f32-2s"), &root);
     for gone in ["etc/default/grub", "etc/default/grub.d"] {
         let _ = std::fs::remove_file(root.join(gone));
         let _ = std::fs::remove_dir_all(root.join(gone));
@@ -35,14 +37,66 @@ fn verify_after_a_complete_apply_finds_no_drift() {
         .success();
     let plan_file = plan.join("plan.json");
     let plan_file = plan_file.to_str().unwrap();
+    let sentence = "no grubby and no /etc/default/grub";
+    let add = "  Add:      isolcpus=managed_irq,1-7,9-15 nohz_full=1-7,9-15 rcu_nocbs=1-7,9-15";
+    let out = lowlat(&["--root", root_arg, "apply", "--yes", "--plan", plan_file])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.matches(sentence).count(), 1, "{out}");
+    assert!(out.contains("Kernel arguments: not configured"), "{out}");
+    assert!(out.contains(add), "{out}");
+    // Everything else was applied, and a second apply still says the arguments are missing.
+    assert!(
+        out.contains("applied       sysctl:vm.stat_interval"),
+        "{out}"
+    );
     lowlat(&["--root", root_arg, "apply", "--yes", "--plan", plan_file])
         .assert()
-        .code(0)
-        .stdout(predicate::str::contains("unsupported"));
+        .code(1);
+    let out = lowlat(&["--root", root_arg, "verify", "--plan", plan_file])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.matches(sentence).count(), 1, "{out}");
+    assert!(out.contains("not-configured  cmdline:nohz_full"), "{out}");
+    assert!(out.contains(", 10 not-configured,"), "{out}");
+    assert!(out.contains(add), "{out}");
+    let json = lowlat(&["--root", root_arg, "verify", "--plan", plan_file, "--json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(doc["summary"]["not_configured"], 10);
+    assert!(
+        doc["boot_line"]["add"]
+            .as_str()
+            .unwrap()
+            .starts_with("isolcpus=managed_irq,1-7,9-15 "),
+        "{doc}"
+    );
+    // Once /proc/cmdline has them (the machine booted with them), verify finds them ok.
+    let cmdline = root.join("proc/cmdline");
+    let booted = format!(
+        "{} {}",
+        std::fs::read_to_string(&cmdline).unwrap().trim(),
+        doc["boot_line"]["add"].as_str().unwrap()
+    );
+    std::fs::write(&cmdline, booted).unwrap();
     lowlat(&["--root", root_arg, "verify", "--plan", plan_file])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains(" 0 drift"));
+        .stdout(predicate::str::contains(
+            "0 drift, 0 pending-reboot, 26 unsupported",
+        ));
 }
 
 #[test]

@@ -326,3 +326,25 @@ fn check_refuses_a_bad_profile_a_fixture_root_and_a_tiny_duration() {
         .code(2)
         .stderr(contains("--cpus 4095"));
 }
+
+#[test]
+fn check_targets_follow_their_grammar_and_a_bad_one_names_the_flag() {
+    // Issue 32: users give their own targets, with a documented grammar and clear errors.
+    for (bad, says) in [
+        ("timer.max>20us", "has no <;"),
+        ("timer.max<20", "has no unit"),
+        ("timer.p99<20us", "unknown metric 'timer.p99'"),
+        ("jitter.rate(10us)<1/day", "unknown unit '/day'"),
+        (
+            "jitter.rate(0.5us)<1/min",
+            "records interruptions of 1 µs or more",
+        ),
+    ] {
+        lowlat(&["check", "--target", bad]).code(2).stderr(
+            contains(format!("invalid value '{bad}' for '--target <TARGET>'")).and(contains(says)),
+        );
+    }
+    lowlat(&["check", "--help"])
+        .code(0)
+        .stdout(contains("`jitter.rate(LENGTH)<N/UNIT`").and(contains("`timer.max<LATENCY`")));
+}

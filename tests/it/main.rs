@@ -43,5 +43,6 @@ mod replay_sysjitter;
 mod report_html;
 mod snapshot;
 mod sosreport;
+mod tuned_as_planned;
 mod vm;
 mod watch;

@@ -74,8 +74,6 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
         "irqaffinity=0,8",
         "nohz=on",
         "skew_tick=1",
-        "nosoftlockup",
-        "nmi_watchdog=0",
         "tsc=reliable",
         "transparent_hugepage=never",
         "processor.max_cstate=1",
@@ -85,6 +83,9 @@ fn epyc7f32_gets_the_guides_partition_in_every_form() {
     // AMD: no intel_idle argument; no trade-off without the flag.
     assert!(!args.iter().any(|a| a.starts_with("intel_idle")));
     assert!(!args.contains(&"mitigations=off"));
+    // The lockup detectors are trade-offs too (issue 32, D3).
+    assert!(!args.contains(&"nosoftlockup"));
+    assert!(!args.contains(&"nmi_watchdog=0"));
     assert_eq!(plan.setting("workqueue:cpumask").unwrap().value, "0101");
     assert_eq!(plan.setting("irq:default:affinity").unwrap().value, "0101");
     // kswapd of each node goes to that node's housekeeping CPU.
@@ -380,6 +381,8 @@ fn golden_artifacts_with_every_option() {
     assert_eq!(
         tradeoffs,
         [
+            "nosoftlockup",
+            "nmi_watchdog=0",
             "mitigations=off",
             "selinux=0",
             "audit=0",

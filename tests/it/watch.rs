@@ -509,3 +509,27 @@ fn json_lines_carry_the_envelope() {
     assert_eq!(line["host"], "rt-guest-01");
     assert!(line["cpus"].is_array(), "{line}");
 }
+
+#[test]
+fn with_nothing_isolated_watch_watches_what_check_measures_and_says_so() {
+    // Issue 32: watch refused ("nothing to watch") on a machine that isolates no CPU, while
+    // check measured every CPU but the first. Same rule, said.
+    let root = fixture("kvm-guest-2vcpu");
+    let out = lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "watch",
+        "--once",
+        "--json",
+    ])
+    .timeout(Duration::from_secs(20))
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("lowlat watch: watching CPU 1 (nothing is isolated: every CPU but the first); choose others with --isolated LIST"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

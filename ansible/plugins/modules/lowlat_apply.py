@@ -181,6 +181,14 @@ def main():
     )
     if module._diff:
         result["diff"] = diff_of(doc)
+    unconfigured = doc.get("boot_not_configured")
+    if rc != 0 and unconfigured:
+        module.fail_json(
+            msg="lowlat apply: the kernel arguments could not be configured (%s); add them "
+            "with the bootloader's own tool and reboot: %s"
+            % (unconfigured["why"], unconfigured["add"]),
+            **result
+        )
     if rc != 0:
         module.fail_json(
             msg="lowlat apply: the machine refused some changes (the rest were made and "

@@ -14,6 +14,9 @@ use crate::tuning::setting::Layer;
 const NOHZ_FULL_SYSFS: &str = "/sys/devices/system/cpu/nohz_full";
 const ISOLATED_SYSFS: &str = "/sys/devices/system/cpu/isolated";
 
+/// What `nosoftlockup` gives up (LL-NOSOFTLOCKUP, and the plan's argument).
+pub(crate) const NOSOFTLOCKUP_TRADEOFF: &str = "real kernel soft lockups are no longer reported";
+
 /// The boot-layer rules.
 pub(crate) const RULES: &[Rule] = &[
     Rule {
@@ -188,9 +191,9 @@ pub(crate) const RULES: &[Rule] = &[
             "TuneD network-latency",
         ],
         reboot: true,
-        security_tradeoff: Some(
-            "a TSC that drifts or stops is no longer detected and time may jump; only for invariant TSCs",
-        ),
+        // Not a trade-off: the rule asks for it only on an invariant TSC, where the watchdog
+        // has nothing to catch, and calls it a failure on any other.
+        security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
         check: Check::Fn(tsc_reliable),
@@ -223,7 +226,7 @@ pub(crate) const RULES: &[Rule] = &[
             "TuneD cpu-partitioning",
         ],
         reboot: true,
-        security_tradeoff: Some("real kernel soft lockups are no longer reported"),
+        security_tradeoff: Some(NOSOFTLOCKUP_TRADEOFF),
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
         check: Check::Fn(nosoftlockup),
@@ -558,12 +561,27 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let iso = &ctx.partition.isolated;
     let mut named = IrqLines::new(ctx, irqs);
     let managed: Vec<&Irq> = irqs.irqs.iter().filter(|irq| is_managed(irq)).collect();
+    // A vector whose own mask holds isolated CPUs only (a per-CPU queue) stays there even
+    // with managed_irq: the kernel moves a managed IRQ only within its mask. It fires only
+    // for I/O issued from that CPU.
+    let mut movable = 0;
     for irq in &managed {
         let delivered = irq.effective_affinity.get().or(irq.affinity.get());
         if delivered.is_some_and(|set| set.intersects(iso)) {
             named.add(irq);
+            if irq.affinity.get().is_none_or(|mask| !mask.is_subset(iso)) {
+                movable += 1;
+            }
         }
     }
+    let existing = ctx
+        .machine
+        .kernel
+        .isolation
+        .isolcpus
+        .as_ref()
+        .and_then(|v| v.get());
+    let managed_irq_on = existing.is_some_and(|i| i.managed_irq);
     let observed = format!(
         "{} of {} kernel-managed IRQs delivered to isolated CPUs",
         named.count(),
@@ -572,15 +590,11 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut outcome = RuleOutcome::verdict(named.count() == 0, observed, expected)
         .evidence("/proc/irq/*/effective_affinity_list")
         .evidence("/proc/interrupts");
-    if named.count() > 0 {
-        // Keep the flags of an existing isolcpus= and add managed_irq.
-        let existing = ctx
-            .machine
-            .kernel
-            .isolation
-            .isolcpus
-            .as_ref()
-            .and_then(|v| v.get());
+    if named.count() > 0 && managed_irq_on && movable == 0 {
+        outcome = outcome.with_status(Status::Warn).detail(
+            "isolcpus=managed_irq is in effect; these are per-CPU queues whose own mask is one isolated CPU, which no setting can move: they fire only for I/O issued from that CPU, so keep I/O off the isolated CPUs",
+        );
+    } else if named.count() > 0 {
         let mut flags = vec!["managed_irq"];
         if existing.is_some_and(|i| i.domain) {
             flags.push("domain");

@@ -807,7 +807,7 @@ fn placement_from_host(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
 }
 
 fn steal(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
-    let expected = "no steal time on isolated vCPUs (< 0.1% of their time)";
+    let expected = "no steal time on isolated vCPUs (< 0.1% of their time since boot)";
     if ctx.machine.hypervisor.is_none() {
         return RuleOutcome::skipped("bare metal: no steal time").evidence("/proc/cpuinfo");
     }
@@ -839,21 +839,23 @@ fn steal(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         if total == 0 {
             continue;
         }
-        // Per mille, rounded down; 1 = 0.1%.
-        let per_mille = times.steal.saturating_mul(1000) / total;
-        if per_mille >= 1 {
+        // 0.1% or more, compared exactly; shown to two decimals, which never reads below
+        // the limit it failed.
+        if times.steal.saturating_mul(1000) >= total {
             lines.push(format!(
-                "CPU {cpu}: {} of {total} ticks stolen ({}.{}%)",
+                "CPU {cpu}: {} of {total} ticks since boot stolen ({:.2}%)",
                 times.steal,
-                per_mille / 10,
-                per_mille % 10
+                times.steal as f64 * 100.0 / total as f64
             ));
         }
     }
     let observed = if lines.is_empty() {
-        "no isolated vCPU lost 0.1% or more of its time to steal".to_string()
+        "no isolated vCPU lost 0.1% or more of its time since boot to steal".to_string()
     } else {
-        format!("{} isolated vCPU(s) lose time to the host", lines.len())
+        format!(
+            "{} isolated vCPU(s) lost 0.1% or more of their time since boot to the host",
+            lines.len()
+        )
     };
     let mut outcome =
         RuleOutcome::verdict(lines.is_empty(), observed, expected).evidence("/proc/stat");

@@ -12,6 +12,10 @@ use crate::tuning::setting::Layer;
 
 const GUIDE: &str = "AMD EPYC 7002 low-latency guide §4.2.1";
 
+/// What turning off the NMI watchdog gives up (the sysctl here, `nmi_watchdog=0` in a plan).
+pub(crate) const NMI_WATCHDOG_TRADEOFF: &str =
+    "hard lockups (a CPU stuck with interrupts off) are no longer detected";
+
 /// A sysctl rule: everything but the check, which is [`check`] on `key`.
 macro_rules! sysctl_rule {
     ($id:literal, $key:literal, $title:literal, $severity:expr, $rationale:literal, [$($source:expr),+ $(,)?], $tradeoff:expr) => {
@@ -52,7 +56,7 @@ pub(crate) const RULES: &[Rule] = &[
             "AMD EPYC 7002 low-latency guide §4.4.1",
             "TuneD network-latency"
         ],
-        Some("hard lockups (a CPU stuck with interrupts off) are no longer detected")
+        Some(NMI_WATCHDOG_TRADEOFF)
     ),
     sysctl_rule!(
         "LL-SYSCTL-KERNEL-NUMA-BALANCING",
