@@ -32,7 +32,7 @@ measure-jitter, measure-timer and measure-membw documents, sysjitter --raw files
 output, -h histograms and T: summary lines (with or without -q), oslat's table, STREAM's \
 stdout and likwid-bench output.\n\n\
 Runs are the unit. Each run gives one value of a few primary endpoints pooled over the CPUs \
-(the median of the CPUs' medians, the worst CPU's p99.9, the rate above --above; memory \
+(the median of the CPUs' medians, the worst CPU's p99, the rate above --above; memory \
 bandwidth: each kernel's best rate); B/A and its 95 % interval come from Welch's t on the logs \
 of those values, which hold the variation between runs and inside them. The exit code comes \
 from these endpoints only, Holm-corrected over them. With one run in an arm the variation \

@@ -50,7 +50,7 @@ impl Metric {
         use super::endpoint::Endpoint;
         match self {
             Metric::Median | Metric::Mean => Endpoint::Median,
-            Metric::P99 | Metric::Max => Endpoint::WorstP999,
+            Metric::P99 | Metric::Max => Endpoint::WorstP99,
             Metric::RateAbove => Endpoint::RateAbove,
         }
     }

@@ -13,8 +13,10 @@ use super::stats::{mean_var, median};
 pub enum Endpoint {
     /// The median over the CPUs of each CPU's median latency, ns.
     Median,
-    /// The largest 99.9th-percentile latency of any CPU, ns.
-    WorstP999,
+    /// The largest 99th-percentile latency of any CPU, ns. (The p99.9 of a 4 s round at
+    /// 1 kHz is its 4th-largest sample, which moved 30-fold between untouched runs of this
+    /// project's VM; the p99 moved ±10 %: docs/statistics.md.)
+    WorstP99,
     /// Latencies above `--above` per unit of time, over all CPUs together (the count of a run
     /// plus 0.5, so that a run without any still has a rate; per minute of CPU time, or per
     /// million samples).
@@ -30,7 +32,7 @@ pub enum Endpoint {
 impl Endpoint {
     /// The endpoints of latency runs whose latencies are known.
     pub const LATENCIES: [Endpoint; 3] =
-        [Endpoint::Median, Endpoint::WorstP999, Endpoint::RateAbove];
+        [Endpoint::Median, Endpoint::WorstP99, Endpoint::RateAbove];
 
     /// The endpoints of a peer's summary (figures only).
     pub const SUMMARIES: [Endpoint; 2] = [Endpoint::Mean, Endpoint::WorstMax];
@@ -39,7 +41,7 @@ impl Endpoint {
     pub fn name(self) -> &'static str {
         match self {
             Endpoint::Median => "median of CPUs' medians",
-            Endpoint::WorstP999 => "worst CPU's p99.9",
+            Endpoint::WorstP99 => "worst CPU's p99",
             Endpoint::RateAbove => "rate above --above",
             Endpoint::Mean => "median of CPUs' means",
             Endpoint::WorstMax => "worst CPU's max",
@@ -57,9 +59,9 @@ impl Endpoint {
     /// only beyond it (and beyond the variation inside the runs).
     pub fn run_to_run_bound(self) -> f64 {
         match self {
-            Endpoint::Median | Endpoint::Mean => 2.0,
+            Endpoint::Median | Endpoint::Mean => 10.0,
             Endpoint::BestRate => 1.25,
-            Endpoint::WorstP999 | Endpoint::RateAbove | Endpoint::WorstMax => 10.0,
+            Endpoint::WorstP99 | Endpoint::RateAbove | Endpoint::WorstMax => 30.0,
         }
     }
 }
@@ -155,11 +157,11 @@ fn latency<'a>(
                 .collect();
             positive(median(&medians))
         }
-        Endpoint::WorstP999 => positive(
+        Endpoint::WorstP99 => positive(
             series
                 .iter()
                 .filter(|(h, _)| h.count() > 0)
-                .map(|(h, _)| h.quantile(0.999))
+                .map(|(h, _)| h.quantile(0.99))
                 .fold(f64::NAN, f64::max),
         ),
         Endpoint::RateAbove => {
@@ -201,7 +203,7 @@ mod tests {
         let r = run(&[&[10.0, 20.0, 30.0], &[100.0, 200.0, 300.0, 400.0]]);
         // Medians 20 and 200: their median is 110.
         assert_eq!(of_run(Endpoint::Median, &r, &[0, 1], 50.0), Some(110.0));
-        assert_eq!(of_run(Endpoint::WorstP999, &r, &[0, 1], 50.0), Some(400.0));
+        assert_eq!(of_run(Endpoint::WorstP99, &r, &[0, 1], 50.0), Some(400.0));
         // 4 above 50 ns in 7 s of CPU time: (4 + 0.5) / 7 per second, per minute.
         let rate = of_run(Endpoint::RateAbove, &r, &[0, 1], 50.0).unwrap();
         assert!((rate - 4.5 / 7.0 * 60.0).abs() < 1e-9);

@@ -95,8 +95,9 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         })
         .filter(|p| p.is_file())
         .collect();
-    // By name with numbers in order, as they were measured: measure-timer-2.json before -10.
-    files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+    // In the order they were measured: a bundle names its runs measure-timer.json, then
+    // measure-timer-2.json, -3 ... -10 (the first one has no number).
+    files.sort_by(|a, b| natural_cmp(&run_order(a), &run_order(b)));
     if files.is_empty() {
         return Err(LoadError::file(
             shown,
@@ -148,6 +149,22 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         loaded.runs.push(run);
     }
     Ok(())
+}
+
+/// The name of a bundle's file as it sorts by the order its runs were measured in: the first
+/// run of a kind, `measure-timer.json`, as `measure-timer-1.json`.
+fn run_order(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let numbered = |stem: &str| {
+        stem.rsplit_once('-')
+            .is_some_and(|(_, n)| n.parse::<u32>().is_ok())
+    };
+    match name.strip_suffix(".json") {
+        Some(stem) if !numbered(stem) => format!("{stem}-1.json"),
+        _ => name,
+    }
 }
 
 /// Adds `run`, merging sysjitter's per-CPU files of one prefix into one run.

@@ -16,23 +16,35 @@ use serde_json::Value;
 use crate::compare::{compare_json, write};
 use crate::support::lowlat;
 
+/// Ten untouched rounds while six builds ran on the machine (tests/data/compare/aa-busy-2vcpu.md).
 const AA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/compare/aa-busy-2vcpu"
 );
 
-/// Round `n` (1-based) of `kind` (`jitter`, `timer`) of the recorded set.
+/// Ten untouched rounds with nothing else running (tests/data/compare/aa-quiet-2vcpu.md).
+const QUIET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/compare/aa-quiet-2vcpu"
+);
+
+/// Round `n` (1-based) of `kind` (`jitter`, `timer`) of the busy set.
 fn round(kind: &str, n: usize) -> PathBuf {
+    round_of(AA, kind, n)
+}
+
+/// Round `n` (1-based) of `kind` of the set in `dir`.
+fn round_of(dir: &str, kind: &str, n: usize) -> PathBuf {
     let name = match n {
         1 => format!("measure-{kind}.json"),
         n => format!("measure-{kind}-{n}.json"),
     };
-    Path::new(AA).join(name)
+    Path::new(dir).join(name)
 }
 
-/// The recorded runs of `kind`, in the order measured.
-fn runs(kind: &str) -> Vec<Run> {
-    let paths: Vec<PathBuf> = (1..=10).map(|n| round(kind, n)).collect();
+/// The recorded runs of `kind` of the set in `dir`, in the order measured.
+fn runs(dir: &str, kind: &str) -> Vec<Run> {
+    let paths: Vec<PathBuf> = (1..=10).map(|n| round_of(dir, kind, n)).collect();
     let loaded = load(&paths).unwrap();
     assert_eq!(loaded.runs.len(), 10);
     loaded.runs
@@ -55,104 +67,90 @@ fn outcome(comparisons: &[Comparison]) -> (Vec<String>, bool) {
     (called, comparisons.iter().any(|c| c.fails(false)))
 }
 
-/// The A/A test: untouched runs split interleaved, 1 to 4 runs per arm, never give a verdict
-/// that sets the exit code, and one run per arm never gives a verdict at all. Split
-/// consecutively, the arms also differ by whatever drifted on the machine between them: on
-/// this busy set the timer's tail rose at round 5 (the p99.9 of rounds 2-4 is 0.13-0.39 ms,
-/// of rounds 5-10 0.9-1.5 ms) with nothing recorded that explains it, and 1 of the 24
-/// consecutive splits of the timer runs is called worse for it; at most 1 in 20 is allowed,
-/// the 5 % level of the test.
+/// The A/A test: untouched runs split consecutively (drift between the arms counts) and
+/// interleaved, 1 to 4 runs per arm: on the quiet set no verdict at all; on the busy set no
+/// verdict that sets the exit code (the timer's tail rose at round 5 of it, with more time
+/// taken by other tasks: the verdicts that drift gives are marked confounded); and one run
+/// per arm never gives a verdict.
 #[test]
 fn untouched_runs_are_never_called_different() {
-    for kind in ["jitter", "timer"] {
-        let runs = runs(kind);
-        let mut consecutive_fails = Vec::new();
-        let mut consecutive_splits = 0;
-        for k in 1..=4 {
-            for start in 0..=runs.len() - 2 * k {
-                let window = &runs[start..start + 2 * k];
-                let consecutive = (window[..k].to_vec(), window[k..].to_vec());
-                let interleaved = (
-                    window.iter().step_by(2).cloned().collect::<Vec<_>>(),
-                    window
-                        .iter()
-                        .skip(1)
-                        .step_by(2)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
-                for (design, (a, b)) in [("consecutive", consecutive), ("interleaved", interleaved)]
-                {
-                    let comparisons = compare_each(&a, &b, &OPTIONS).unwrap();
-                    let (called, fails) = outcome(&comparisons);
-                    let what = format!(
-                        "{kind}, {k} runs per arm, {design} from run {}: {called:?}",
-                        start + 1
+    for (set, quiet) in [(AA, false), (QUIET, true)] {
+        for kind in ["jitter", "timer"] {
+            let runs = runs(set, kind);
+            for k in 1..=4 {
+                for start in 0..=runs.len() - 2 * k {
+                    let window = &runs[start..start + 2 * k];
+                    let consecutive = (window[..k].to_vec(), window[k..].to_vec());
+                    let interleaved = (
+                        window.iter().step_by(2).cloned().collect::<Vec<_>>(),
+                        window
+                            .iter()
+                            .skip(1)
+                            .step_by(2)
+                            .cloned()
+                            .collect::<Vec<_>>(),
                     );
-                    if k == 1 {
-                        assert!(called.is_empty(), "{what}");
-                    }
-                    if design == "interleaved" {
+                    for (design, (a, b)) in
+                        [("consecutive", consecutive), ("interleaved", interleaved)]
+                    {
+                        let comparisons = compare_each(&a, &b, &OPTIONS).unwrap();
+                        let (called, fails) = outcome(&comparisons);
+                        let what = format!(
+                            "{set} {kind}, {k} runs per arm, {design} from run {}: {called:?}",
+                            start + 1
+                        );
                         assert!(!fails, "{what}");
-                    } else {
-                        consecutive_splits += 1;
-                        if fails {
-                            consecutive_fails.push(what);
+                        if k == 1 || quiet {
+                            assert!(called.is_empty(), "{what}");
                         }
                     }
                 }
             }
         }
-        assert!(
-            consecutive_fails.len() * 20 <= consecutive_splits,
-            "{consecutive_fails:?} of {consecutive_splits}"
-        );
     }
 }
 
 /// `compare --calibrate` on the same runs says the same, and how many runs this machine needs.
 #[test]
 fn calibration_of_the_recorded_runs() {
-    let out = lowlat(&["compare", "--calibrate", AA, "--json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["kind"], "calibration");
-    let calibrations = doc["calibrations"].as_array().unwrap();
-    assert_eq!(calibrations.len(), 2, "jitter and timer");
-    for c in calibrations {
-        assert_eq!(c["runs"], 10);
-        for share in c["shares"].as_array().unwrap() {
-            let (k, design) = (share["runs_per_arm"].as_u64().unwrap(), &share["design"]);
-            let unexplained = share["unexplained"].as_u64().unwrap();
-            let splits = share["splits"].as_u64().unwrap();
-            // The drift at round 5 (see above) is in one consecutive split of 3 runs each.
-            if design == "interleaved" && k <= 4 {
-                assert_eq!(unexplained, 0, "{share}");
+    for (set, quiet) in [(AA, false), (QUIET, true)] {
+        let out = lowlat(&["compare", "--calibrate", set, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["kind"], "calibration");
+        let calibrations = doc["calibrations"].as_array().unwrap();
+        assert_eq!(calibrations.len(), 2, "jitter and timer");
+        for c in calibrations {
+            assert_eq!(c["runs"], 10);
+            for share in c["shares"].as_array().unwrap() {
+                let (k, design) = (share["runs_per_arm"].as_u64().unwrap(), &share["design"]);
+                let unexplained = share["unexplained"].as_u64().unwrap();
+                let splits = share["splits"].as_u64().unwrap();
+                if design != "all" {
+                    assert_eq!(unexplained, 0, "{set}: {share}");
+                    if quiet {
+                        assert_eq!(share["with_verdict"], 0, "{set}: {share}");
+                    }
+                }
+                if k == 1 {
+                    assert_eq!(share["with_verdict"], 0, "{set}: {share}");
+                }
+                // Every split: the tests hold about their 5 % level.
+                assert!(unexplained as f64 <= 0.08 * splits as f64, "{set}: {c}");
             }
-            if k == 1 {
-                assert_eq!(unexplained, 0, "{share}");
+            for e in c["endpoints"].as_array().unwrap() {
+                let detectable = e["detectable_percent"].as_array().unwrap();
+                assert_eq!(detectable.len(), 3, "{e}");
+                let percent = |i: usize| detectable[i][1].as_f64().unwrap();
+                assert!(percent(0) > percent(1) && percent(1) > percent(2), "{e}");
             }
-            if k == 1 && design != "all" {
-                assert_eq!(share["with_verdict"], 0, "{share}");
-            }
-            // Every split: the tests hold about their 5 % level (the drift in it), consecutive
-            // splits of 3 aside (1 of 5 splits for the timer).
-            if design == "all" || k != 3 {
-                assert!(unexplained as f64 <= 0.08 * splits as f64, "{c}");
-            }
-        }
-        for e in c["endpoints"].as_array().unwrap() {
-            let detectable = e["detectable_percent"].as_array().unwrap();
-            assert_eq!(detectable.len(), 3, "{e}");
-            let percent = |i: usize| detectable[i][1].as_f64().unwrap();
-            assert!(percent(0) > percent(1) && percent(1) > percent(2), "{e}");
         }
     }
 }
@@ -165,7 +163,7 @@ fn calibration_of_the_recorded_runs() {
 /// than it is.
 #[test]
 fn planted_effects_are_found_both_ways() {
-    let runs = runs("timer");
+    let runs = runs(AA, "timer");
     let (a, b) = (&runs[..4], &runs[4..8]);
     for (factor, found) in [(2.0, true), (1.5, true), (1.2, false)] {
         for direction in [factor, 1.0 / factor] {
@@ -355,7 +353,7 @@ fn the_readme_examples_are_real_output() {
         shown("lowlat compare before/ -- after/")
     );
     assert_eq!(
-        run(&["compare", "--calibrate", AA]),
-        shown("lowlat compare --calibrate tests/data/compare/aa-busy-2vcpu")
+        run(&["compare", "--calibrate", QUIET]),
+        shown("lowlat compare --calibrate tests/data/compare/aa-quiet-2vcpu")
     );
 }
