@@ -2,7 +2,7 @@
 //! c2c, wakeup, freq) and of the loop engines (jitter, timer), opening the measurement
 //! session with the flags named in its errors, and writing the result.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -11,9 +11,11 @@ use std::time::Duration;
 use super::output::print;
 use super::values;
 use super::{Cli, exit};
+use crate::audit;
 use crate::bundle::Bundle;
+use crate::check::{self, MeasuredCpus};
 use crate::document::{self, Kind};
-use crate::machine::CpuSet;
+use crate::machine::{CpuSet, Machine};
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
@@ -527,6 +529,45 @@ pub(crate) fn emit<T: Serialize>(
         note_interrupted();
     }
     Ok(results_exit(results.complete && saved && !interrupted))
+}
+
+/// The CPUs a check measures on this machine (its one rule, `check::measured_cpus`).
+pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
+    let root = live_root(cli)?;
+    let machine = Machine::read(&root);
+    let partition =
+        audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
+    let online = machine.topology.online_cpus();
+    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
+    let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
+    Ok(check::measured_cpus(
+        &partition, &online, &allowed, requested,
+    ))
+}
+
+/// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check would
+/// measure, saying which and why.
+pub(crate) fn open_loop_session(
+    cli: &Cli,
+    engine: Engine,
+    cpus: Option<&CpuSet>,
+) -> Result<Session> {
+    if let Some(cpus) = cpus {
+        return open_session(cli, engine, Some(cpus));
+    }
+    let measured = measured_cpus(cli, None)?;
+    eprintln!(
+        "lowlat: measuring CPU {} ({}); choose others with --cpus",
+        measured.cpus.to_list(),
+        measured.why
+    );
+    open_session(cli, engine, Some(&measured.cpus)).with_context(|| {
+        format!(
+            "CPU {} ({}); choose others with --cpus",
+            measured.cpus.to_list(),
+            measured.why
+        )
+    })
 }
 
 #[cfg(test)]

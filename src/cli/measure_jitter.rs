@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::defaults::open_loop_session;
+use super::measure_common::open_loop_session;
 use super::measure_common::{
     LoopArgs, check_output_prefix, checkpoint_json, deliver_document, loop_exit, run_checkpointed,
 };

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::defaults::open_loop_session;
+use super::measure_common::open_loop_session;
 use super::measure_common::{
     LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, run_checkpointed,
 };

@@ -166,7 +166,17 @@ fn quiet(
     limit: f64,
 ) -> Option<std::sync::MutexGuard<'static, ()>> {
     let turn = live()?;
-    let background = on_cpu_1(background, priority);
+    // Noise on a guest comes in bursts (the host's own work): a few probes a second apart, and
+    // the quietest one decides.
+    let mut quietest = f64::INFINITY;
+    for _ in 0..5 {
+        quietest = quietest.min(on_cpu_1(background, priority));
+        if quietest <= limit {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let background = quietest;
     if background > limit {
         crate::support::missing_data(&format!(
             "a quiet machine: {what} background {background:.3} is above {limit}"
