@@ -358,8 +358,9 @@ pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)
     };
     let password = password(args.password_file.as_deref())?;
     if url.starts_with("http://") {
+        // The URL itself is not echoed: user information in it would be the password.
         eprintln!(
-            "lowlat: warning: --bmc {url}: plain HTTP sends the password unencrypted; use https:// outside a test bench"
+            "lowlat: warning: --bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
         );
     }
     let trust = match (&args.ca_file, args.insecure) {
