@@ -1,6 +1,7 @@
 //! What every measurement engine shares: CPU selection, the session, the harness (pinning,
 //! scheduling, memory locking, Ctrl-C), clocks, progress, memory regions, placement by
-//! topology, the environment and the counters read around a run.
+//! topology, the environment, the counters and conditions (steal, frequency, throttling,
+//! SMIs, load) read around a run, and a run's slices of time.
 
 pub(crate) mod attribution;
 pub(crate) mod clock;
