@@ -258,10 +258,18 @@ fn decide(comparisons: &mut [Comparison], margin: f64) {
     let mut adjusted = stats::holm::holm(&p).into_iter();
     let tested = p.len();
     for comparison in comparisons.iter_mut() {
-        comparison.correction = format!(
-            "Holm over the {tested} primary endpoints tested; the detail rows are corrected \
-             over themselves and do not set the exit code"
-        );
+        comparison.correction = match tested {
+            0 => "no primary endpoint tested (one run in an arm); the detail rows do not set \
+                  the exit code"
+                .to_string(),
+            1 => "one primary endpoint tested, nothing to correct; the detail rows are \
+                  corrected over themselves and do not set the exit code"
+                .to_string(),
+            n => format!(
+                "Holm over the {n} primary endpoints tested; the detail rows are corrected \
+                 over themselves and do not set the exit code"
+            ),
+        };
         for e in &mut comparison.primary {
             e.p_holm = e.p.and_then(|_| adjusted.next());
             e.verdict = verdict::decide(
