@@ -217,6 +217,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         profile: profile.info,
         measured: &measured,
         duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
+        rounds: args.repeat,
         timer_interval_ns: TIMER_INTERVAL_NS,
         figures: &figures,
         targets: &verdicts,

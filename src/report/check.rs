@@ -25,6 +25,8 @@ pub(crate) struct CheckReport<'a> {
     pub measured: &'a MeasuredCpus,
     /// Length of each of the two runs, ns.
     pub duration_ns: u64,
+    /// The rounds the two runs were measured in (jitter, timer, jitter, timer, ...).
+    pub rounds: u32,
     /// The timer's period, ns.
     pub timer_interval_ns: u64,
     /// Each measured CPU's figures.
@@ -70,8 +72,11 @@ pub(crate) struct CheckBody<'a> {
     pub profile: ProfileSummary,
     /// The CPUs measured and why those.
     pub measured: &'a MeasuredCpus,
-    /// Length of the jitter run and of the timer run, each, ns.
+    /// Length of the jitter run and of the timer run, each, ns (all rounds together).
     pub duration_ns: u64,
+    /// The rounds they were measured in, interleaved (each round a run of its own in the
+    /// bundle).
+    pub rounds: u32,
     /// The timer run's period, ns.
     pub timer_interval_ns: u64,
     /// How many audit findings of each status.
@@ -96,6 +101,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         profile: report.profile.into(),
         measured: report.measured,
         duration_ns: report.duration_ns,
+        rounds: report.rounds,
         timer_interval_ns: report.timer_interval_ns,
         audit_counts: report.audit.counts(),
         audit_failed_rules: report
@@ -130,11 +136,15 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     let seconds = report.duration_ns as f64 / 1e9;
     let _ = writeln!(
         out,
-        "measured: CPU {} ({}): {seconds:.0} s of busy loop, then {seconds:.0} s of timer \
-         wake-ups every {}",
+        "measured: CPU {} ({}): {seconds:.0} s of busy loop and {seconds:.0} s of timer \
+         wake-ups every {}{}",
         report.measured.cpus.to_list(),
         report.measured.why,
-        micros_setting(report.timer_interval_ns)
+        micros_setting(report.timer_interval_ns),
+        match report.rounds {
+            0 | 1 => String::new(),
+            n => format!(", in {n} interleaved rounds"),
+        }
     );
     let counts = report.audit.counts();
     let _ = writeln!(

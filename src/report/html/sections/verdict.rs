@@ -16,6 +16,9 @@ struct Check {
     profile: Profile,
     measured: Measured,
     duration_ns: u64,
+    /// The rounds of the runs (absent from checks made before rounds: one).
+    #[serde(default)]
+    rounds: u32,
     timer_interval_ns: u64,
     audit_counts: AuditCounts,
     #[serde(default)]
@@ -116,8 +119,9 @@ fn one(source: &Source, c: &Check) -> Markup {
             ul.why { @for f in &c.failures { li { (f) } } }
         }
         p { "Measured CPU " strong { (c.measured.cpus) } " (" (c.measured.why) "): " (seconds)
-            " s of busy loop, then " (seconds) " s of timer wake-ups every "
-            (micros(c.timer_interval_ns)) " µs." }
+            " s of busy loop and " (seconds) " s of timer wake-ups every "
+            (micros(c.timer_interval_ns)) " µs"
+            @if c.rounds > 1 { ", in " (c.rounds) " interleaved rounds" } "." }
         @if c.targets.is_empty() {
             p { "Profile " code { (c.profile.name) } " has no measured targets: the figures below are the result." }
         } @else {
