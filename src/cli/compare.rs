@@ -67,11 +67,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "RUNS", num_args = 1.., conflicts_with_all = ["a", "b"])]
     pub calibrate: Vec<PathBuf>,
 
-    /// Latencies above this count as spikes for the rate row (`10us`, `1ms`).
+    /// Latencies above this count as spikes for the rate endpoint (`10us`, `1ms`).
     #[arg(long, value_name = "DURATION", default_value = "10us", value_parser = duration_with_unit, allow_hyphen_values = true)]
     pub above: Duration,
 
-    /// Equivalence margin, % of the baseline ("equivalent ±3%").
+    /// Margin, % of the baseline: a change is called better or worse only when its whole
+    /// interval lies beyond it, and equivalent when its 90 % interval lies within it.
     #[arg(long, value_name = "PERCENT", default_value = "3", value_parser = percent, allow_hyphen_values = true)]
     pub margin: f64,
 

@@ -84,9 +84,10 @@ pub enum Command {
     /// Read, change, check and revert BIOS settings through the server's BMC (Redfish), by
     /// intent (smt=off) resolved through the BMC's own attribute registry.
     Bios(bios::BiosArgs),
-    /// Compare runs of a baseline (A) with runs of a candidate (B): the settings diff, then per
-    /// CPU and metric both values with intervals, the change, and a verdict (better, worse, no
-    /// difference, equivalent, inconclusive) naming its test.
+    /// Compare runs of a baseline (A) with runs of a candidate (B), runs as the unit: the
+    /// settings diff, B/A of a few primary endpoints with its interval and a verdict (better,
+    /// worse, no difference, equivalent, inconclusive), what the runs could detect, the
+    /// environment of both arms, and the per-CPU detail.
     Compare(compare::CompareArgs),
     /// Print the shell completion script for bash, zsh or fish.
     Completions(completions::CompletionsArgs),
