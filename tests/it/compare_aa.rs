@@ -69,7 +69,7 @@ fn outcome(comparisons: &[Comparison]) -> (Vec<String>, bool) {
 
 /// The A/A test: untouched runs split consecutively (drift between the arms counts) and
 /// interleaved, 1 to 4 runs per arm: on the quiet set no verdict at all; on the busy set no
-/// verdict that sets the exit code (the timer's tail rose at round 5 of it, with more time
+/// verdict that sets the exit code (the timer's tail rose at round 6 of it, with more time
 /// taken by other tasks: the verdicts that drift gives are marked confounded); and one run
 /// per arm never gives a verdict.
 #[test]
