@@ -128,3 +128,79 @@ fn the_readme_is_short_and_points_to_every_guide() {
         );
     }
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Whether `tag` has the shape of a source tag of docs/sources.md: `S` and three digits (a
+/// seed), or `M-`/`V-` and capitals (a measurement or virtualisation reference).
+fn is_source_tag(tag: &str) -> bool {
+    let seed =
+        tag.len() == 4 && tag.starts_with('S') && tag[1..].chars().all(|c| c.is_ascii_digit());
+    let reference = (tag.starts_with("M-") || tag.starts_with("V-"))
+        && tag.len() > 2
+        && tag[2..]
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-');
+    seed || reference
+}
+
+/// The code cites its sources by the tags of docs/sources.md, each of which exists there, and
+/// never by a path outside the repository (the seeds and research notes it was built from).
+#[test]
+fn the_code_cites_sources_by_tags_that_exist() {
+    let sources = fs::read_to_string(root().join("docs/sources.md")).unwrap();
+    let mut unknown = BTreeSet::new();
+    let mut outside = Vec::new();
+    let mut cited = 0;
+    for file in files_under(&root().join("src")) {
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        for (number, line) in text.lines().enumerate() {
+            if line.contains("seeds/0") || line.contains("research/") {
+                outside.push(format!("{}:{}", file.display(), number + 1));
+            }
+            let plain = line.replace('\\', "");
+            for (at, _) in plain.match_indices('[') {
+                let Some(end) = plain[at + 1..].find(']') else {
+                    continue;
+                };
+                let tag = &plain[at + 1..at + 1 + end];
+                if is_source_tag(tag) {
+                    cited += 1;
+                    if !sources.contains(&format!("`{tag}`")) {
+                        unknown.insert(format!("{tag} ({}:{})", file.display(), number + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        cited > 20,
+        "only {cited} citations found: is the scan broken?"
+    );
+    assert!(
+        unknown.is_empty(),
+        "tags not in docs/sources.md: {unknown:?}"
+    );
+    assert!(
+        outside.is_empty(),
+        "paths outside the repository cited (use a docs/sources.md tag): {outside:?}"
+    );
+}
