@@ -14,11 +14,12 @@ pub mod workload;
 
 pub use finding::{Counts, Finding, Remediation, Severity, Status};
 pub use partition::{AuditPartition, PartitionSource};
-pub use profile::{DEFAULT_PROFILE, Profile, ProfileError};
+pub use profile::{Profile, ProfileError};
 
 use crate::audit::finding::BiosStep;
 use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
 use crate::machine::Machine;
+use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Setting;
 use crate::tuning::setting_id::SettingId;
 
@@ -26,7 +27,7 @@ use crate::tuning::setting_id::SettingId;
 #[derive(Debug, Clone)]
 pub struct Audit {
     /// The profile's name.
-    pub profile: &'static str,
+    pub profile: ProfileName,
     /// The partition the isolation rules checked against.
     pub partition: AuditPartition,
     /// One finding per rule of the profile, ordered by layer, then table order.

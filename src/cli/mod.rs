@@ -120,6 +120,7 @@ pub(crate) mod measure_mem;
 pub(crate) mod measure_timer;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod plan_file;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod snapshot;

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
-use super::{Cli, exit};
+use super::{Cli, exit, values};
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
@@ -39,8 +39,8 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_enum, default_value_t = ProfileArg::LowLatency)]
-    pub profile: ProfileArg,
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlannedProfile)]
+    pub profile: Profile,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
     /// [default: 1].
@@ -73,8 +73,8 @@ pub struct PlanArgs {
     pub smt: Option<SmtArg>,
 
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
-    #[arg(long, value_enum, default_value_t = PowerArg::Latency)]
-    pub power: PowerArg,
+    #[arg(long, value_enum, default_value_t = Power::Latency)]
+    pub power: Power,
 
     /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
     /// first is the default size.
@@ -163,21 +163,6 @@ fn memory_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
-/// `--profile` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProfileArg {
-    /// Busy-polling applications on isolated cores.
-    LowLatency,
-    /// A real-time KVM host.
-    RealtimeHost,
-    /// A real-time KVM guest.
-    RealtimeGuest,
-    /// Refused with the reason: the audit checks throughput machines, lowlat plans none (not
-    /// listed in --help, the man page or completion).
-    #[value(hide = true)]
-    Throughput,
-}
-
 /// `--smt` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SmtArg {
@@ -187,30 +172,12 @@ pub enum SmtArg {
     Off,
 }
 
-/// `--power` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PowerArg {
-    /// No C-state deeper than C1.
-    Latency,
-    /// No idle-state limit on the command line.
-    Balanced,
-}
-
 impl PlanArgs {
     /// The request these options describe.
     pub fn request(&self) -> Result<PlanRequest> {
         let defaults = PartitionRequest::default();
         Ok(PlanRequest {
-            profile: match self.profile {
-                ProfileArg::LowLatency => Profile::LowLatency,
-                ProfileArg::RealtimeHost => Profile::RealtimeHost,
-                ProfileArg::RealtimeGuest => Profile::RealtimeGuest,
-                ProfileArg::Throughput => anyhow::bail!(
-                    "--profile throughput: lowlat plans CPU isolation for latency, and a \
-                     throughput machine isolates nothing, so there is no plan to make; \
-                     check one with `lowlat audit --profile throughput`"
-                ),
-            },
+            profile: self.profile,
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
                     .housekeeping_cores
@@ -223,10 +190,7 @@ impl PlanArgs {
                 allow_split_smt: self.allow_split_smt,
             },
             options: PlanOptions {
-                power: match self.power {
-                    PowerArg::Latency => Power::Latency,
-                    PowerArg::Balanced => Power::Balanced,
-                },
+                power: self.power,
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,

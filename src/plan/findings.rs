@@ -15,7 +15,7 @@ use crate::tuning::setting_id::SettingId;
 
 /// The audit profile of a plan profile (they share their names).
 pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
-    audit::profile::load(profile.name())
+    audit::profile::load(profile.into())
 }
 
 /// The remediations of the failing and warning findings of the audit of `machine` against

@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::tuning::partition::PartitionRequest;
+use crate::tuning::profile_name::ProfileName;
 
 /// The workload a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,13 +24,16 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The profiles lowlat makes plans for.
+    pub const ALL: [Profile; 3] = [
+        Profile::LowLatency,
+        Profile::RealtimeHost,
+        Profile::RealtimeGuest,
+    ];
+
     /// The name as written on the command line and in plan.json.
     pub fn name(self) -> &'static str {
-        match self {
-            Profile::LowLatency => "low-latency",
-            Profile::RealtimeHost => "realtime-host",
-            Profile::RealtimeGuest => "realtime-guest",
-        }
+        ProfileName::from(self).as_str()
     }
 
     /// Whether every isolated CPU leaves scheduler load balancing (static partitioning, as the
@@ -47,6 +51,46 @@ impl Profile {
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl From<Profile> for ProfileName {
+    fn from(profile: Profile) -> ProfileName {
+        match profile {
+            Profile::LowLatency => ProfileName::LowLatency,
+            Profile::RealtimeHost => ProfileName::RealtimeHost,
+            Profile::RealtimeGuest => ProfileName::RealtimeGuest,
+        }
+    }
+}
+
+/// Why a profile has no plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoPlan {
+    /// The throughput profile isolates nothing.
+    #[error(
+        "lowlat plans CPU isolation for latency, and a throughput machine isolates nothing, so \
+         there is no plan to make; check one with `lowlat audit --profile throughput`"
+    )]
+    Throughput,
+    /// A FreeBSD router's plan comes from its capture, whatever the profile.
+    #[error(
+        "a FreeBSD router is planned from its capture: `lowlat --snapshot CAPTURE plan --out DIR`"
+    )]
+    FreeBsd,
+}
+
+impl TryFrom<ProfileName> for Profile {
+    type Error = NoPlan;
+
+    fn try_from(name: ProfileName) -> Result<Profile, NoPlan> {
+        match name {
+            ProfileName::LowLatency => Ok(Profile::LowLatency),
+            ProfileName::RealtimeHost => Ok(Profile::RealtimeHost),
+            ProfileName::RealtimeGuest => Ok(Profile::RealtimeGuest),
+            ProfileName::Throughput => Err(NoPlan::Throughput),
+            ProfileName::FreebsdRouter => Err(NoPlan::FreeBsd),
+        }
     }
 }
 

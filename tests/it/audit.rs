@@ -281,7 +281,7 @@ fn the_rt_guest_keeps_kvm_clock_and_a_typo() {
 #[test]
 fn the_plan_gets_the_settings_of_failing_findings() {
     let machine = Machine::read(&SysRoot::dir(fixture("epyc7f32-2s")));
-    let profile = profile::load("low-latency").unwrap();
+    let profile = profile::load(lowlat::tuning::profile_name::ProfileName::LowLatency).unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let result = audit::run(&machine, &profile, &partition);
     assert!(result.has_failures());
@@ -336,7 +336,7 @@ fn the_json_groups_like_irq_fixes_and_reads_back_as_the_audits_settings() {
     // Expanded, the groups are the audit's own settings, one per IRQ, in order.
     let findings: Vec<audit::Finding> = serde_json::from_value(doc["findings"].clone()).unwrap();
     let machine = Machine::read(&SysRoot::dir(fixture("epyc7f32-2s")));
-    let profile = profile::load("low-latency").unwrap();
+    let profile = profile::load(lowlat::tuning::profile_name::ProfileName::LowLatency).unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let result = audit::run(&machine, &profile, &partition);
     let from_json = &findings
@@ -400,7 +400,10 @@ fn bad_flags_are_exit_2_with_the_valid_choices() {
     let (code, _, err) = run(&root, &["audit", "--profile", "fast"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("--profile fast: no such profile; valid profiles: low-latency, realtime-host, realtime-guest, throughput"),
+        err.contains("invalid value 'fast' for '--profile <NAME>'")
+            && err.contains(
+                "[possible values: low-latency, realtime-host, realtime-guest, throughput]"
+            ),
         "{err}"
     );
     let (code, _, err) = run(&root, &["audit", "--explain", "LL-NOPE"]);
@@ -433,7 +436,10 @@ fn a_machine_with_only_cpuinfo_still_gets_an_audit() {
     )
     .unwrap();
     for info in profile::PROFILES {
-        let (code, out, err) = run(dir.path(), &["audit", "--profile", info.name, "--json"]);
+        let (code, out, err) = run(
+            dir.path(),
+            &["audit", "--profile", info.name.as_str(), "--json"],
+        );
         assert_ne!(code, 2, "{}: {err}", info.name);
         let doc: Value = serde_json::from_str(&out).unwrap();
         let findings = doc["findings"].as_array().unwrap();
@@ -526,7 +532,7 @@ fn audit_writes_nothing() {
             &["--explain", "LL-IRQBALANCE"],
             &["--isolate", "2-7,10-15"],
         ] {
-            let mut args = vec!["audit", "--profile", info.name];
+            let mut args = vec!["audit", "--profile", info.name.as_str()];
             args.extend_from_slice(extra);
             let (code, _, err) = run(&root, &args);
             assert_ne!(code, 2, "{args:?}: {err}");

@@ -368,7 +368,8 @@ fn kvm_parameters_and_ksm() {
 fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wanted() {
     let dir = TestTree::fixture("epyc7f32-2s");
     let machine = Machine::read(&dir.root());
-    let profile = crate::audit::profile::load("low-latency").unwrap();
+    let profile =
+        crate::audit::profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let full = crate::audit::run(&machine, &profile, &partition);
     let lean = crate::audit::run_with(&machine, &profile, &partition, false, &|_| true);
