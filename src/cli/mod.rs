@@ -232,7 +232,7 @@ pub fn run(mut cli: Cli) -> Result<u8> {
     if let Some(dir) = cli.sosreport.take() {
         let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
         for lack in &report.lacks {
-            eprintln!("lowlat: --sosreport: the bundle lacks {lack}");
+            eprintln!("lowlat: warning: --sosreport: the bundle lacks {lack}");
         }
         cli.root = Some(report.dir);
     }
@@ -243,18 +243,18 @@ pub fn run(mut cli: Cli) -> Result<u8> {
             let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
                 .context("--must-gather")?;
             eprintln!(
-                "lowlat: --must-gather: node {}",
+                "lowlat: note: --must-gather: node {}",
                 crate::text::escape_controls(&node.name)
             );
             if let Some(release) = &node.kernel_from_node_object {
                 eprintln!(
-                    "lowlat: --must-gather: the kernel release {release} is the Node object's \
+                    "lowlat: note: --must-gather: the kernel release {release} is the Node object's \
                      status.nodeInfo.kernelVersion",
                     release = crate::text::escape_controls(release)
                 );
             }
             for lack in &node.lacks {
-                eprintln!("lowlat: --must-gather: the node's snapshot lacks {lack}");
+                eprintln!("lowlat: warning: --must-gather: the node's snapshot lacks {lack}");
             }
             cli.root = Some(node.dir.clone());
             Some(node)
