@@ -45,6 +45,8 @@ mod replay_sysjitter;
 mod report_html;
 mod snapshot;
 mod sosreport;
+mod time_sync_guide;
+mod time_sync_live;
 mod tuned_as_planned;
 mod vm;
 mod watch;
