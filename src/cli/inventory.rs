@@ -35,7 +35,7 @@ pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     }
     let mut machine = Machine::read(&root);
     if root.is_live() {
-        ask_chronyd(&mut machine);
+        ask_time_daemons(&mut machine);
     }
     super::container::note(&root, &machine.topology);
     if args.json {
@@ -46,29 +46,41 @@ pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// How long `chronyc tracking` may take before it is given up.
-const CHRONYC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long `chronyc tracking` or `pmc` may take before it is given up.
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Asks the running chronyd for its offset (`chronyc -n -c tracking`: a monitoring request that
-/// changes nothing) and puts the answer, or why there is none, in the machine's time block.
-/// Nothing is asked when chronyd is not running.
-fn ask_chronyd(machine: &mut Machine) {
-    use crate::machine::Avail;
-    use crate::machine::timesync::{DaemonKind, parse_chronyc_tracking};
-    let running = machine
-        .time_sync
-        .daemons
-        .get()
-        .is_some_and(|d| d.iter().any(|d| d.kind == DaemonKind::Chronyd));
-    if !running {
-        return;
+/// Asks the running chronyd and ptp4l for their offsets (`chronyc -n -c tracking`, `pmc -u -b 0
+/// 'GET TIME_STATUS_NP'`: monitoring requests that change no setting) and puts the answers, or
+/// why there are none, in the machine's time block. A daemon that is not running is not asked.
+fn ask_time_daemons(machine: &mut Machine) {
+    fn avail<T>(answer: std::result::Result<T, String>) -> crate::machine::Avail<T> {
+        match answer {
+            Ok(value) => crate::machine::Avail::Available(value),
+            Err(why) => crate::machine::Avail::missing(why),
+        }
     }
-    let answer = run_bounded("chronyc", &["-n", "-c", "tracking"], CHRONYC_TIMEOUT)
-        .and_then(|text| parse_chronyc_tracking(&text).map_err(|e| e.to_string()));
-    machine.time_sync.chrony_tracking = Some(match answer {
-        Ok(tracking) => Avail::Available(tracking),
-        Err(why) => Avail::missing(why),
-    });
+    use crate::machine::timesync::{DaemonKind, parse_chronyc_tracking, parse_pmc_time_status};
+    let running = |kind: DaemonKind| {
+        machine
+            .time_sync
+            .daemons
+            .get()
+            .is_some_and(|d| d.iter().any(|d| d.kind == kind))
+    };
+    if running(DaemonKind::Chronyd) {
+        let answer = run_bounded("chronyc", &["-n", "-c", "tracking"], QUERY_TIMEOUT)
+            .and_then(|text| parse_chronyc_tracking(&text).map_err(|e| e.to_string()));
+        machine.time_sync.chrony_tracking = Some(avail(answer));
+    }
+    if running(DaemonKind::Ptp4l) {
+        let answer = run_bounded(
+            "pmc",
+            &["-u", "-b", "0", "GET TIME_STATUS_NP"],
+            QUERY_TIMEOUT,
+        )
+        .and_then(|text| parse_pmc_time_status(&text).map_err(|e| e.to_string()));
+        machine.time_sync.ptp_time_status = Some(avail(answer));
+    }
 }
 
 /// The stdout of `program args`, or why there is none (not installed, failed, too slow: then

@@ -78,6 +78,21 @@ pub struct TimeSync {
     /// live machine while chronyd runs; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chrony_tracking: Option<Avail<ChronyTracking>>,
+    /// ptp4l's own view (`pmc -u -b 0 'GET TIME_STATUS_NP'`), asked for by `lowlat inventory`
+    /// on the live machine while ptp4l runs; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptp_time_status: Option<Avail<PtpTimeStatus>>,
+}
+
+/// What ptp4l answers to `GET TIME_STATUS_NP`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PtpTimeStatus {
+    /// The offset of this clock from its master, in ns.
+    pub master_offset_ns: i64,
+    /// Whether a grandmaster other than this clock is present.
+    pub gm_present: bool,
+    /// The grandmaster's clock identity (this clock's own when none is present).
+    pub gm_identity: String,
 }
 
 /// One running time daemon.
@@ -259,6 +274,7 @@ pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> TimeSync {
         daemons,
         configs,
         chrony_tracking: None,
+        ptp_time_status: None,
     }
 }
 
@@ -383,6 +399,31 @@ pub fn parse_chronyc_tracking(text: &str) -> Result<ChronyTracking, TrackingErro
         last_offset_ns: seconds(5)?,
         rms_offset_ns: seconds(6)?,
         leap_status: fields[13].trim().to_string(),
+    })
+}
+
+/// Parses pmc's answer to `GET TIME_STATUS_NP` (`master_offset`, `gmPresent`, `gmIdentity`
+/// lines of the `RESPONSE MANAGEMENT TIME_STATUS_NP` block).
+pub fn parse_pmc_time_status(text: &str) -> Result<PtpTimeStatus, TrackingError> {
+    let error = |what: &str| TrackingError(format!("pmc GET TIME_STATUS_NP: {what}"));
+    if !text.contains("RESPONSE MANAGEMENT TIME_STATUS_NP") {
+        return Err(error(
+            "no response (is ptp4l's management socket /var/run/ptp4l?)",
+        ));
+    }
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(name)).then(|| words.next().unwrap_or("").to_string())
+        })
+    };
+    let offset = field("master_offset").ok_or_else(|| error("no master_offset"))?;
+    Ok(PtpTimeStatus {
+        master_offset_ns: offset
+            .parse()
+            .map_err(|_| error(&format!("master_offset is not a number: {offset}")))?,
+        gm_present: field("gmPresent").as_deref() == Some("true"),
+        gm_identity: field("gmIdentity").ok_or_else(|| error("no gmIdentity"))?,
     })
 }
 
@@ -533,6 +574,18 @@ mod tests {
         // Without processes the daemons are unknown, not absent.
         let none = read(&mut r, &Avail::missing("no /proc"));
         assert!(none.daemons.get().is_none());
+    }
+
+    #[test]
+    fn pmc_time_status() {
+        // linuxptp 3.1.1's pmc -u -b 0 against ptp4l -S alone on a veth pair.
+        let text = "sending: GET TIME_STATUS_NP\n\t6224dd.fffe.839a7b-0 seq 0 RESPONSE MANAGEMENT TIME_STATUS_NP \n\t\tmaster_offset              -42\n\t\tingress_time               0\n\t\tcumulativeScaledRateOffset +0.000000000\n\t\tscaledLastGmPhaseChange    0\n\t\tgmTimeBaseIndicator        0\n\t\tlastGmPhaseChange          0x0000'0000000000000000.0000\n\t\tgmPresent                  false\n\t\tgmIdentity                 6224dd.fffe.839a7b\n";
+        let status = parse_pmc_time_status(text).unwrap();
+        assert_eq!(status.master_offset_ns, -42);
+        assert!(!status.gm_present);
+        assert_eq!(status.gm_identity, "6224dd.fffe.839a7b");
+        let err = parse_pmc_time_status("sending: GET TIME_STATUS_NP\n").unwrap_err();
+        assert!(err.to_string().contains("no response"), "{err}");
     }
 
     #[test]

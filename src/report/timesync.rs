@@ -38,6 +38,25 @@ pub fn lines(m: &Machine) -> String {
         }
         None => {}
     }
+    match &ts.ptp_time_status {
+        Some(Avail::Available(p)) => {
+            let _ = write!(
+                out,
+                "\npmc TIME_STATUS_NP: master offset {:+} ns, grandmaster {} ({})",
+                p.master_offset_ns,
+                p.gm_identity,
+                if p.gm_present {
+                    "present"
+                } else {
+                    "this clock: none other present"
+                }
+            );
+        }
+        Some(Avail::Unavailable { unavailable }) => {
+            let _ = write!(out, "\npmc TIME_STATUS_NP: unavailable ({unavailable})");
+        }
+        None => {}
+    }
     let _ = write!(out, "\n{}", clock_line(m));
     out
 }

@@ -2,7 +2,8 @@
 //! (`local stratum 10`, `-x`: it never touches the clock) on one CPU, and ptp4l (Debian's
 //! linuxptp) in software timestamping mode on a veth pair (`free_running 1`: it never steers
 //! the clock either) on another; `lowlat inventory` finds both with their CPUs, the sources of
-//! their files and chronyd's answer to `chronyc tracking`, and `audit` names the one on the
+//! their files and the answers of `chronyc tracking` and `pmc 'GET TIME_STATUS_NP'`, and `audit`
+//! names the one on the
 //! isolated CPU. `#[ignore]`d: it runs only with `LOWLAT_LIVE_TESTS=1` as root (CI does both);
 //! the daemons and the veth pair are removed whatever happens.
 
@@ -46,7 +47,7 @@ fn chronyd_and_ptp4l_are_found_with_their_cpus() {
     if !live_tests_allowed() || !is_root("starts daemons, adds a veth pair") {
         return;
     }
-    for program in ["chronyd", "chronyc", "ptp4l", "taskset", "ip"] {
+    for program in ["chronyd", "chronyc", "ptp4l", "pmc", "taskset", "ip"] {
         if !found(program) {
             missing_data(&format!(
                 "{program} (apt-get install chrony linuxptp util-linux iproute2)"
@@ -188,6 +189,10 @@ fn chronyd_and_ptp4l_are_found_with_their_cpus() {
     let tracking = &ts["chrony_tracking"];
     assert_eq!(tracking["stratum"], 10, "{tracking}");
     assert_eq!(tracking["reference"], "7F7F0101", "{tracking}");
+    // ptp4l alone on its link is its own grandmaster.
+    let ptp_status = &ts["ptp_time_status"];
+    assert_eq!(ptp_status["gm_present"], false, "{ptp_status}");
+    assert_eq!(ptp_status["master_offset_ns"], 0, "{ptp_status}");
 
     let text = lowlat(&["inventory"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
