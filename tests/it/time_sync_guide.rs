@@ -1,6 +1,6 @@
-//! docs/guide/time-sync.md's examples are real: each `console` block's `$ lowlat ...` command
-//! is run, and the lines it shows (after `...`, which stands for the lines left out) appear in
-//! its output in that order.
+//! Time synchronisation offline: docs/guide/time-sync.md's examples are real (each `console`
+//! block's `$ lowlat ...` command is run, and the lines it shows, `...` standing for the lines
+//! left out, appear in its output in that order), and a snapshot carries the time block.
 
 use crate::support::lowlat;
 
@@ -36,4 +36,61 @@ fn the_guides_examples_are_real_output() {
         blocks += 1;
     }
     assert_eq!(blocks, 3, "the guide's console blocks");
+}
+
+/// A snapshot carries the time block: the daemons' command lines and configuration files are
+/// captured as they are read, so `--snapshot` shows what `--root` showed.
+#[test]
+fn a_snapshot_carries_the_time_daemons_and_their_sources() {
+    let tree = tempfile::tempdir().unwrap();
+    crate::support::tree::copy_tree(&crate::support::fixture("rt-guest-4vcpu"), tree.path());
+    std::fs::write(
+        tree.path().join("proc/616/cmdline"),
+        "/usr/sbin/chronyd\0-f\0/etc/lowlat-test/chrony.conf\0",
+    )
+    .unwrap();
+    std::fs::create_dir_all(tree.path().join("etc/lowlat-test")).unwrap();
+    std::fs::write(
+        tree.path().join("etc/lowlat-test/chrony.conf"),
+        "refclock PHC /dev/ptp0 poll 0 dpoll -2 offset 0\nserver 192.0.2.7 iburst\n",
+    )
+    .unwrap();
+    let time_block = |out: &[u8]| {
+        String::from_utf8_lossy(out)
+            .lines()
+            .skip_while(|l| !l.starts_with("Time "))
+            .take_while(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let from_root = lowlat(&["inventory"])
+        .arg("--root")
+        .arg(tree.path())
+        .output()
+        .unwrap();
+    let root_block = time_block(&from_root.stdout);
+    assert!(
+        root_block.contains(
+            "/etc/lowlat-test/chrony.conf (chronyd): refclock PHC /dev/ptp0 poll 0 dpoll -2 offset 0; server 192.0.2.7 iburst"
+        ),
+        "{root_block}"
+    );
+    let file = tree.path().join("host.lowlat");
+    let made = lowlat(&["snapshot", "-o"])
+        .arg(&file)
+        .arg("--root")
+        .arg(tree.path())
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let from_snapshot = lowlat(&["inventory"])
+        .arg("--snapshot")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(time_block(&from_snapshot.stdout), root_block);
 }
