@@ -22,6 +22,7 @@ pub mod power;
 pub mod rt_permission;
 pub mod services;
 pub mod tasks;
+pub mod timesync;
 pub mod topology;
 pub mod virt;
 pub mod workload;
@@ -222,6 +223,9 @@ pub struct Machine {
     pub firmware: firmware::Firmware,
     /// Network interfaces with their NUMA node and RPS masks.
     pub net: Avail<Vec<net::NetInterface>>,
+    /// Time daemons (ptp4l, phc2sys, chronyd, ntpd, systemd-timesyncd): their CPUs, the clock
+    /// they steer, their configured sources.
+    pub time_sync: timesync::TimeSync,
     /// libvirt domains, KVM module parameters and KSM (absent from JSON when none).
     #[serde(default, skip_serializing_if = "virt::Virt::is_empty")]
     pub virt: virt::Virt,
@@ -298,7 +302,8 @@ impl Machine {
             read_part(root, threads, |r| {
                 let tasks = tasks::read(r);
                 let services = services::read(r, &tasks);
-                (tasks, services, virt::read(r), kubelet::read(r))
+                let time_sync = timesync::read(r, &tasks);
+                (tasks, services, time_sync, virt::read(r), kubelet::read(r))
             })
         };
         let kernel_power = || read_part(root, 1, |r| (kernel::read(r), power::read(r)));
@@ -325,7 +330,7 @@ impl Machine {
         });
         let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) = rest;
         let ((irqs, irq_default_affinity), irq_warnings) = irqs;
-        let ((tasks, services, virt, kubelet), task_warnings) = tasks;
+        let ((tasks, services, time_sync, virt, kubelet), task_warnings) = tasks;
         let ((kernel, power), kernel_warnings) = kernel_power;
         warnings.extend(irq_warnings);
         warnings.extend(task_warnings);
@@ -346,6 +351,7 @@ impl Machine {
             power,
             firmware,
             net,
+            time_sync,
             virt,
             kubelet,
             warnings,

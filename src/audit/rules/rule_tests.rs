@@ -603,3 +603,65 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
     dir.remove(mount);
     assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
 }
+
+#[test]
+fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
+    let dir = tree(&[
+        ("/proc/300/stat", &stat(300, "chronyd")),
+        ("/proc/300/status", "Cpus_allowed_list:\t0-3\n"),
+        ("/proc/300/cmdline", "/usr/sbin/chronyd\0-d\0"),
+        ("/proc/300/cgroup", "0::/system.slice/chrony.service\n"),
+        ("/proc/301/stat", &stat(301, "systemd-timesyn")),
+        ("/proc/301/status", "Cpus_allowed_list:\t0-1\n"),
+        ("/proc/301/cmdline", "/lib/systemd/systemd-timesyncd\0"),
+    ]);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.observed
+            .contains("chronyd (pid 300) may run on isolated CPUs 2-3"),
+        "{}",
+        f.observed
+    );
+    let manual = f.remediation.manual.as_deref().unwrap();
+    assert!(
+        manual.contains("taskset -a -cp 0-1 300")
+            && manual.contains("/etc/systemd/system/chrony.service.d/50-lowlat.conf"),
+        "{manual}"
+    );
+    let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(f.observed.starts_with("2 daemons steer"), "{}", f.observed);
+
+    // chronyd told not to steer (-x) leaves one steerer, on housekeeping CPUs.
+    dir.write("/proc/300/cmdline", "/usr/sbin/chronyd\0-x\0");
+    dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
+    let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn ptp4l_alone_does_not_keep_the_system_clock() {
+    let dir = tree(&[
+        ("/proc/400/stat", &stat(400, "ptp4l")),
+        ("/proc/400/status", "Cpus_allowed_list:\t0\n"),
+        ("/proc/400/cmdline", "ptp4l\0-i\0eth0\0-m\0"),
+    ]);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.remediation.manual.as_deref().unwrap().contains("phc2sys"),
+        "{:?}",
+        f.remediation.manual
+    );
+    // With software timestamping ptp4l steers the system clock itself.
+    dir.write("/proc/400/cmdline", "ptp4l\0-i\0veth0\0-S\0");
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    // Without processes, unknown rather than absent.
+    dir.remove("/proc/400");
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Unknown, "{}", f.observed);
+}
