@@ -9,6 +9,7 @@ pub(crate) mod avail;
 pub mod container;
 pub mod cpu;
 pub(crate) mod cpulist;
+pub mod cpuset;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
