@@ -16,5 +16,6 @@ pub(crate) mod kernel_args;
 pub(crate) mod kthreads;
 pub(crate) mod nearby;
 pub(crate) mod partition;
+pub(crate) mod runtime_isolation;
 pub mod setting;
 pub(crate) mod setting_id;

@@ -41,6 +41,7 @@ mod plan_tuned;
 mod replay_cyclictest;
 mod replay_sysjitter;
 mod report_html;
+mod run_cli;
 mod snapshot;
 mod sosreport;
 mod tuned_as_planned;
