@@ -27,6 +27,7 @@ mod freebsd;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
+mod isolation_live;
 mod layers;
 mod live_known_answer;
 mod machine_readers;

@@ -320,6 +320,32 @@ impl Change for ThreadsChange {
                 Err(e) => refused.push(format!("pid {} ({}): {e}", thread.tid, thread.comm)),
             }
         }
+        // Threads born in the source while the others moved (a child of a process not moved
+        // yet) follow them. They are not journaled: they were born in the source, the parent
+        // of the target, and that is where revert puts every thread it finds in the target
+        // when it removes it.
+        if parent(&self.to) == self.from {
+            for _ in 0..SWEEPS {
+                let Ok(Record::CpusetThreads { threads, .. }) =
+                    snapshot(ctx.root, &self.hierarchy, Some(&self.from))
+                else {
+                    break;
+                };
+                let own = std::process::id();
+                let born: Vec<u32> = threads
+                    .iter()
+                    .map(|t| t.tid)
+                    .filter(|&t| t != own)
+                    .collect();
+                if born.is_empty() {
+                    break;
+                }
+                for tid in born {
+                    // A refusal here is a thread that exited or became unmovable since.
+                    let _ = ctx.root.write_knob(&join, tid.to_string().as_bytes());
+                }
+            }
+        }
         if refused.is_empty() {
             Ok(())
         } else {
@@ -445,6 +471,30 @@ fn set_affinity(tid: u32, cpus: &CpuSet) -> Result<(), rustix::io::Errno> {
     rustix::thread::sched_setaffinity(Some(pid), &set)
 }
 
+/// How many times apply looks again for threads born in the source cpuset while it moved
+/// the others.
+const SWEEPS: usize = 5;
+
+/// How many times revert moves the threads out of a cpuset and tries to remove it.
+const REMOVE_TRIES: usize = 100;
+
+/// Moves every thread listed in the cpuset `dir` to the parent's `parent_join` file.
+fn move_out(root: &SysRoot, dir: &str, parent_join: &str) -> Result<(), ChangeError> {
+    for file in ["tasks", "cgroup.procs"] {
+        let Ok(text) = root.read(&format!("{dir}/{file}")) else {
+            continue;
+        };
+        for id in text.lines().filter(|l| !l.trim().is_empty()) {
+            match root.write_knob(parent_join, id.trim().as_bytes()) {
+                Ok(()) => {}
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(ChangeError::from_write(&e)),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Removes a cpuset lowlat made, after moving the threads left in it (started there since,
 /// by `lowlat run` or inherited) to its parent; `Ok(false)` when it is already gone.
 pub(crate) fn remove_made(
@@ -456,24 +506,26 @@ pub(crate) fn remove_made(
         return Ok(false);
     }
     if root.is_live() {
-        for file in ["tasks", "cgroup.procs"] {
-            let Ok(text) = root.read(&format!("{dir}/{file}")) else {
-                continue;
-            };
-            for id in text.lines().filter(|l| !l.trim().is_empty()) {
-                match root.write_knob(parent_join, id.trim().as_bytes()) {
-                    Ok(()) => {}
-                    Err(e) if e.errno() == Some(libc::ESRCH) => {}
-                    Err(e) => return Err(ChangeError::from_write(&e)),
-                }
+        // Threads keep being born in it while the others move, and a cgroup whose last
+        // threads are exiting stays busy until they are reaped: move and retry for a while.
+        let mut last = None;
+        for _ in 0..REMOVE_TRIES {
+            move_out(root, dir, parent_join)?;
+            match rustix::fs::rmdir(root.host_path(dir)) {
+                Ok(()) => return Ok(true),
+                Err(e) if e == rustix::io::Errno::NOENT => return Ok(false),
+                Err(e) if e == rustix::io::Errno::BUSY => last = Some(e),
+                Err(e) => return Err(ChangeError::from_errno(&format!("rmdir {dir}"), e)),
             }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        // A cgroup directory holds only the kernel's files: rmdir removes it whole.
-        return match rustix::fs::rmdir(root.host_path(dir)) {
-            Ok(()) => Ok(true),
-            Err(e) if e == rustix::io::Errno::NOENT => Ok(false),
-            Err(e) => Err(ChangeError::from_errno(&format!("rmdir {dir}"), e)),
-        };
+        let busy = last.unwrap_or(rustix::io::Errno::BUSY);
+        return Err(ChangeError::from_errno(
+            &format!(
+                "rmdir {dir} (threads still in it after {REMOVE_TRIES} tries; run lowlat revert again)"
+            ),
+            busy,
+        ));
     }
     std::fs::remove_dir_all(root.host_path(dir))
         .map(|()| true)
