@@ -29,6 +29,7 @@ mod hostile_input;
 mod hwloc_samples;
 mod inventory;
 mod isolation_live;
+mod isolation_v2;
 mod layers;
 mod live_known_answer;
 mod machine_readers;
