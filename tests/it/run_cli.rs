@@ -91,3 +91,44 @@ fn another_root_is_only_for_a_dry_run() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("only --dry-run"), "{stderr}");
 }
+
+/// The runtime isolation guide: its compare example is the output on the two bundles it
+/// ships, byte for byte, and its block on what runtime isolation cannot do is what the plan
+/// prints.
+#[test]
+fn the_guide_examples_are_real_output() {
+    let guide = include_str!("../../docs/guide/runtime-isolation.md");
+    let shown = |command: &str| -> String {
+        let start = guide.find(&format!("$ {command}\n")).unwrap() + command.len() + 3;
+        let end = guide[start..].find("```").unwrap();
+        guide[start..start + end].trim_end().to_string()
+    };
+    let data =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/runtime-isolation");
+    let out = lowlat(&["compare", "before", "--", "after"])
+        .current_dir(&data)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim_end(),
+        shown("lowlat compare before -- after")
+    );
+
+    let dir = guest(false);
+    let root = dir.path().to_str().unwrap();
+    let out = lowlat(&[
+        "--root",
+        root,
+        "plan",
+        "--isolation",
+        "runtime",
+        "--isolate",
+        "1",
+    ])
+    .output()
+    .unwrap();
+    let summary = String::from_utf8(out.stdout).unwrap();
+    let block = shown("lowlat plan --isolation runtime --isolate 1");
+    let block = block.trim_start_matches("...\n");
+    assert!(summary.contains(block), "{summary}\n---\n{block}");
+}
