@@ -151,6 +151,24 @@ impl PartitionState {
     }
 }
 
+/// As the kernel writes it: `isolated`, `isolated invalid (reason)`.
+impl std::fmt::Display for PartitionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, invalid) = match self {
+            PartitionState::Member => ("member", None),
+            PartitionState::Root => ("root", None),
+            PartitionState::Isolated => ("isolated", None),
+            PartitionState::RootInvalid(why) => ("root", Some(why)),
+            PartitionState::IsolatedInvalid(why) => ("isolated", Some(why)),
+        };
+        match invalid {
+            None => f.write_str(kind),
+            Some(None) => write!(f, "{kind} invalid"),
+            Some(Some(why)) => write!(f, "{kind} invalid ({why})"),
+        }
+    }
+}
+
 /// One cpuset (one cgroup with the controller on).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cpuset {
@@ -659,6 +677,13 @@ mod tests {
             assert_eq!(PartitionState::parse(text), expected, "{text:?}");
         }
         assert_eq!(PartitionState::RootInvalid(None).invalid(), Some(""));
+        for text in [
+            "member",
+            "root invalid",
+            "isolated invalid (Parent is not a partition root)",
+        ] {
+            assert_eq!(PartitionState::parse(text).unwrap().to_string(), text);
+        }
         assert_eq!(PartitionState::Isolated.invalid(), None);
     }
 
