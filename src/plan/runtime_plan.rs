@@ -40,8 +40,7 @@ fn cpuset_setting(
         SettingId::Cpuset {
             path: path.to_string(),
             attribute,
-        }
-        .to_string(),
+        },
         value,
         Layer::Runtime,
         why,
@@ -199,7 +198,7 @@ fn plan_v2(tree: &CpusetTree, hk: &CpuSet, iso: &CpuSet, draft: &mut Draft) {
             }
             let unit = slice.path.trim_start_matches('/');
             draft.add(setting(
-                SettingId::File(format!("/etc/systemd/system/{unit}.d/50-lowlat-allowed-cpus.conf")).to_string(),
+                SettingId::File(format!("/etc/systemd/system/{unit}.d/50-lowlat-allowed-cpus.conf")),
                 format!("# lowlat: runtime isolation keeps {unit} on the housekeeping CPUs.\n[Slice]\nAllowedCPUs={}\n", hk.to_list()),
                 Layer::File,
                 "systemd manages this slice's cpuset: AllowedCPUs= makes it keep the housekeeping CPUs that lowlat writes now.",
@@ -289,7 +288,7 @@ mod tests {
     fn cpuset_settings(plan: &Plan) -> Vec<String> {
         plan.settings
             .iter()
-            .filter(|s| s.id.starts_with("cpuset:") || s.id.contains("lowlat-allowed"))
+            .filter(|s| s.id.family() == "cpuset" || s.id.to_string().contains("lowlat-allowed"))
             .map(|s| format!("{} = {}", s.id, s.value.lines().last().unwrap_or_default()))
             .collect()
     }
@@ -323,7 +322,7 @@ mod tests {
             nohz.reason
         );
         // The IRQ and kernel-thread settings stay.
-        assert!(plan.setting("workqueue:cpumask").is_some());
+        assert!(plan.setting(&SettingId::Workqueue(None)).is_some());
         // Runtime isolation records itself in plan.json, and reads back.
         let back = Plan::from_json(&plan.to_json()).unwrap();
         assert_eq!(back.options.isolation, Isolation::Runtime);
@@ -333,7 +332,10 @@ mod tests {
     #[test]
     fn both_keeps_the_kernel_arguments_and_boot_plans_no_cpuset() {
         let both = plan_with(&fixtures::v1(), Isolation::Both).unwrap();
-        assert!(both.setting("cmdline:nohz_full").is_some());
+        assert!(
+            both.setting(&SettingId::Cmdline("nohz_full".into()))
+                .is_some()
+        );
         assert_eq!(cpuset_settings(&both).len(), 8);
         let boot = plan_with(&fixtures::v1(), Isolation::Boot).unwrap();
         assert!(cpuset_settings(&boot).is_empty());
@@ -379,7 +381,7 @@ mod tests {
         let skipped = plan
             .skipped
             .iter()
-            .find(|s| s.setting.id.starts_with("cpuset:"))
+            .find(|s| s.setting.id.family() == "cpuset")
             .unwrap();
         assert!(
             skipped.reason.contains("no cpuset controller"),
