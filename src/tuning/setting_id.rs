@@ -29,7 +29,7 @@
 //! | `cpuset:<path>:cpus` | `cpuset.cpus` of the cpuset `<path>` (`/lowlat-isolated`) of the machine's cpuset hierarchy (v1 `/sys/fs/cgroup/cpuset`, v2 `/sys/fs/cgroup`); the cpuset is made when absent | CPU list |
 //! | `cpuset:<path>:cpu_exclusive`, `cpuset:<path>:sched_load_balance` | those v1 flags of the cpuset | `0` or `1` |
 //! | `cpuset:<path>:partition` | `cpuset.cpus.partition` (v2) | `member`, `root` or `isolated` |
-//! | `cpuset:<path>:tasks` | every movable thread of the cpuset named by the value moves into `<path>`; on v2 with `<path>` `/`, every thread's affinity is only journaled | the source cpuset's path |
+//! | `cpuset:<path>:tasks` | every movable thread of the cpuset named by the value moves into `<path>` (cgroup v1; on v2 the partition takes the CPUs) | the source cpuset's path |
 //! | `cmdline:<key>` | kernel command-line arguments | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
 
 use std::fmt;
