@@ -89,6 +89,9 @@ pub enum Command {
     Apply(apply::ApplyArgs),
     /// Put back every value `lowlat apply` changed, from its journal.
     Revert(revert::RevertArgs),
+    /// Start a command inside the isolated CPUs: in the isolated cpuset of runtime isolation,
+    /// with its affinity set; exits with the command's exit code.
+    Run(run::RunArgs),
     /// Check the machine against a plan: ok, drift, pending-reboot or unsupported per setting.
     Verify(verify::VerifyArgs),
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
@@ -136,6 +139,7 @@ pub(crate) mod plan;
 pub(crate) mod plan_file;
 pub(crate) mod report;
 pub(crate) mod revert;
+pub(crate) mod run;
 pub(crate) mod snapshot;
 pub(crate) mod values;
 pub(crate) mod verify;
@@ -277,6 +281,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Plan(args) => plan::run(&cli, args),
         Command::Apply(args) => apply::run(&cli, args),
         Command::Revert(args) => revert::run(&cli, args),
+        Command::Run(args) => run::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),

@@ -10,7 +10,9 @@ use super::{Cli, exit, values};
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
-use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile, SmtChoice};
+use crate::plan::request::{
+    HugepagePool, Isolation, PlanOptions, PlanRequest, Power, Profile, SmtChoice,
+};
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{diff, summary};
@@ -71,6 +73,13 @@ pub struct PlanArgs {
     /// low-latency and realtime-host, kept for realtime-guest).
     #[arg(long, value_enum, value_name = "keep|off")]
     pub smt: Option<SmtArg>,
+
+    /// How to isolate: boot (kernel arguments, in effect after a reboot), runtime (now,
+    /// without a reboot: cpusets, cgroup v1 or v2, with the IRQ, workqueue and kernel-thread
+    /// settings; no kernel argument) or both. The summary says what runtime isolation cannot
+    /// do (the tick, RCU callbacks, managed IRQs). Guide: docs/guide/runtime-isolation.md.
+    #[arg(long, value_enum, value_name = "boot|runtime|both", default_value_t = Isolation::Boot)]
+    pub isolation: Isolation,
 
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
     #[arg(long, value_enum, default_value_t = Power::Latency)]
@@ -199,6 +208,7 @@ impl PlanArgs {
                     Some(SmtArg::Keep) => SmtChoice::Keep,
                     Some(SmtArg::Off) => SmtChoice::Off,
                 },
+                isolation: self.isolation,
             },
         })
     }
@@ -279,9 +289,12 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     if kind == SnapshotKind::Freebsd {
         return run_freebsd(&root, args);
     }
-    let machine = Machine::read(&root);
+    let mut machine = Machine::read(&root);
     super::container::note(&root, &machine.topology);
     let request = args.request()?;
+    if request.options.isolation.runtime() {
+        machine.read_cpusets(&root);
+    }
     let profile = findings::audit_profile(request.profile)?;
     let bios = args
         .bios
@@ -295,6 +308,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
         PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
+        e @ PlanError::ManagedTree(_) => anyhow::anyhow!("{e}"),
     })?;
     args.note_cpus_going_offline(&plan);
     plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::machine::CpuSet;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Power, Profile};
+use crate::plan::request::{Isolation, Power, Profile};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -323,6 +323,21 @@ impl clap::ValueEnum for Power {
         Some(PossibleValue::new(self.name()).help(match self {
             Power::Latency => "No C-state deeper than C1.",
             Power::Balanced => "No idle-state limit on the command line.",
+        }))
+    }
+}
+
+/// `--isolation` of plan.
+impl clap::ValueEnum for Isolation {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Isolation::Boot, Isolation::Runtime, Isolation::Both]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(match self {
+            Isolation::Boot => "Kernel arguments, after a reboot.",
+            Isolation::Runtime => "Cpusets now, no reboot, no kernel argument.",
+            Isolation::Both => "Both.",
         }))
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod avail;
 pub mod container;
 pub mod cpu;
 pub(crate) mod cpulist;
+pub mod cpuset;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
@@ -233,6 +234,10 @@ pub struct Machine {
     /// --kubelet-config` names); absent where there is none, unavailable where it was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet: Option<Avail<kubelet::KubeletConfig>>,
+    /// The cpuset hierarchy, read only where runtime isolation needs it
+    /// ([`Machine::read_cpusets`]); absent from JSON when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpusets: Option<Avail<cpuset::CpusetTree>>,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -354,8 +359,17 @@ impl Machine {
             time_sync,
             virt,
             kubelet,
+            cpusets: None,
             warnings,
         }
+    }
+
+    /// Reads the cpuset hierarchy under `root` into [`Machine::cpusets`], its warnings added
+    /// to the machine's.
+    pub fn read_cpusets(&mut self, root: &SysRoot) {
+        let mut reader = Reader::new(root);
+        self.cpusets = Some(cpuset::read(&mut reader));
+        self.warnings.extend(reader.warnings.into_vec());
     }
 }
 

@@ -63,7 +63,8 @@ fn plan_family(id: &SettingId) -> bool {
         | SettingId::EveryIrq
         | SettingId::Rps(_)
         | SettingId::Workqueue(_)
-        | SettingId::Tasks { kernel: true, .. } => true,
+        | SettingId::Tasks { kernel: true, .. }
+        | SettingId::Cpuset { .. } => true,
         SettingId::File(path) | SettingId::FileKey { path, .. } => {
             PLAN_FILES.iter().any(|file| path.starts_with(file))
         }

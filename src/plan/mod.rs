@@ -23,6 +23,7 @@ pub(crate) mod kthread_plan;
 pub(crate) mod kubernetes;
 pub mod platforms;
 pub mod request;
+pub(crate) mod runtime_plan;
 pub(crate) mod sysctl;
 pub(crate) mod systemd;
 pub(crate) mod tuned;
@@ -157,6 +158,9 @@ pub enum PlanError {
     /// The kernel command line after the plan's reboot is longer than the kernel keeps.
     #[error(transparent)]
     CommandLineTooLong(#[from] cmdline_size::TooLong),
+    /// Runtime isolation would change a cgroup tree another tool manages.
+    #[error("--isolation runtime: {0}")]
+    ManagedTree(String),
 }
 
 /// Why a plan.json could not be read.
@@ -296,6 +300,18 @@ impl Draft {
     /// Whether a setting with this id is planned or was left out.
     pub fn decided(&self, id: &SettingId) -> bool {
         self.has(id) || self.skipped_ids.contains(id)
+    }
+
+    /// Moves every setting of `layer` to the skipped ones, with `reason`.
+    pub fn skip_layer(&mut self, layer: Layer, reason: &str) {
+        let (skipped, kept): (Vec<Setting>, Vec<Setting>) = std::mem::take(&mut self.settings)
+            .into_iter()
+            .partition(|s| s.layer == layer);
+        self.settings = kept;
+        for setting in skipped {
+            self.setting_ids.remove(&setting.id);
+            self.skip(setting, reason);
+        }
     }
 
     /// Takes the setting with this id out of the plan, if it is there.
@@ -461,11 +477,21 @@ fn draft(
     irq_plan::plan(&inputs, &mut draft);
     irq_plan::plan_rps(&inputs, &mut draft);
     kthread_plan::plan(&inputs, &mut draft);
+    let isolation = request.options.isolation;
+    if isolation.runtime() {
+        runtime_plan::plan(&inputs, &mut draft)?;
+    }
     findings::add(
         &mut draft,
         remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
+    if !isolation.boot() {
+        draft.skip_layer(
+            Layer::Boot,
+            "--isolation runtime: kernel arguments take effect only after a reboot",
+        );
+    }
     kthread_plan::skip_stopped_threads(&mut draft);
     Ok((partition, draft))
 }

@@ -210,6 +210,49 @@ impl fmt::Display for HugepagePool {
     }
 }
 
+/// How the isolated CPUs are isolated (`plan --isolation boot|runtime|both`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Kernel arguments (isolcpus, nohz_full, rcu_nocbs, irqaffinity), in effect after a
+    /// reboot, with the run-time settings that go with them.
+    #[default]
+    Boot,
+    /// Without a reboot: cpusets (cgroup v1: a housekeeping cpuset holding every movable
+    /// task and an exclusive isolated one without load balancing; cgroup v2: an isolated
+    /// partition, the other slices limited to the housekeeping CPUs) and the run-time
+    /// settings; no kernel argument is planned.
+    Runtime,
+    /// Both: the cpusets now, the kernel arguments from the next boot.
+    Both,
+}
+
+impl Isolation {
+    /// The name as on the command line and in plan.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Boot => "boot",
+            Isolation::Runtime => "runtime",
+            Isolation::Both => "both",
+        }
+    }
+
+    /// Whether the cpusets of runtime isolation are planned.
+    pub fn runtime(self) -> bool {
+        self != Isolation::Boot
+    }
+
+    /// Whether kernel arguments are planned.
+    pub fn boot(self) -> bool {
+        self != Isolation::Runtime
+    }
+
+    /// Whether this is the default (boot), which plan.json leaves out.
+    pub fn is_boot(&self) -> bool {
+        *self == Isolation::Boot
+    }
+}
+
 /// The options of a plan other than the partition; recorded in plan.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanOptions {
@@ -227,6 +270,10 @@ pub struct PlanOptions {
     /// when the profile's.
     #[serde(default, skip_serializing_if = "SmtChoice::is_profile")]
     pub smt: SmtChoice,
+    /// How the isolated CPUs are isolated: at boot, at run time (cpusets) or both; absent
+    /// from plan.json when at boot.
+    #[serde(default, skip_serializing_if = "Isolation::is_boot")]
+    pub isolation: Isolation,
 }
 
 /// What a plan does with SMT (`plan --smt keep|off`).
@@ -259,6 +306,7 @@ impl Default for PlanOptions {
             allow_security_tradeoffs: false,
             kthread_priorities: false,
             smt: SmtChoice::Profile,
+            isolation: Isolation::Boot,
         }
     }
 }

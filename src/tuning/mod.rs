@@ -18,5 +18,6 @@ pub(crate) mod kthreads;
 pub(crate) mod nearby;
 pub(crate) mod partition;
 pub mod profile_name;
+pub(crate) mod runtime_isolation;
 pub mod setting;
 pub mod setting_id;

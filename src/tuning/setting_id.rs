@@ -26,6 +26,10 @@
 //! | `service:<unit>` | a systemd unit | `enabled`, `disabled`, `stopped`, `masked` or `running` |
 //! | `file:<path>` | a file lowlat installs | the whole content |
 //! | `file:<path>:<KEY>` | one `KEY=value` line of a shell-style environment file | the value |
+//! | `cpuset:<path>:cpus` | `cpuset.cpus` of the cpuset `<path>` (`/lowlat-isolated`) of the machine's cpuset hierarchy (v1 `/sys/fs/cgroup/cpuset`, v2 `/sys/fs/cgroup`); the cpuset is made when absent | CPU list |
+//! | `cpuset:<path>:cpu_exclusive`, `cpuset:<path>:sched_load_balance` | those v1 flags of the cpuset | `0` or `1` |
+//! | `cpuset:<path>:partition` | `cpuset.cpus.partition` (v2) | `member`, `root` or `isolated` |
+//! | `cpuset:<path>:tasks` | every movable thread of the cpuset named by the value moves into `<path>` (cgroup v1; on v2 the partition takes the CPUs) | the source cpuset's path |
 //! | `cmdline:<key>` | kernel command-line arguments | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
 
 use std::fmt;
@@ -106,6 +110,61 @@ pub enum SettingId {
     },
     /// Kernel command-line arguments with this key.
     Cmdline(String),
+    /// A file of a cpuset, or the threads it holds.
+    Cpuset {
+        /// The cpuset's path in its hierarchy (`/`, `/lowlat-isolated`).
+        path: String,
+        /// What is set.
+        attribute: CpusetAttribute,
+    },
+}
+
+/// What a `cpuset:` setting sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CpusetAttribute {
+    /// `cpuset.cpus`.
+    Cpus,
+    /// `cpuset.cpu_exclusive` (v1).
+    CpuExclusive,
+    /// `cpuset.sched_load_balance` (v1).
+    SchedLoadBalance,
+    /// `cpuset.cpus.partition` (v2).
+    Partition,
+    /// The threads it holds.
+    Tasks,
+}
+
+impl CpusetAttribute {
+    /// The name in the id, which is also the file's name after `cpuset.` (but for `tasks`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CpusetAttribute::Cpus => "cpus",
+            CpusetAttribute::CpuExclusive => "cpu_exclusive",
+            CpusetAttribute::SchedLoadBalance => "sched_load_balance",
+            CpusetAttribute::Partition => "partition",
+            CpusetAttribute::Tasks => "tasks",
+        }
+    }
+
+    /// The cpuset file it writes; `None` for the threads.
+    pub fn file(self) -> Option<&'static str> {
+        match self {
+            CpusetAttribute::Cpus => Some("cpuset.cpus"),
+            CpusetAttribute::CpuExclusive => Some("cpuset.cpu_exclusive"),
+            CpusetAttribute::SchedLoadBalance => Some("cpuset.sched_load_balance"),
+            CpusetAttribute::Partition => Some("cpuset.cpus.partition"),
+            CpusetAttribute::Tasks => None,
+        }
+    }
+}
+
+/// Whether `path` is a cpuset path: absolute, without `..`, empty parts or NUL.
+fn cpuset_path(path: &str) -> bool {
+    path == "/"
+        || (path.starts_with('/')
+            && path[1..]
+                .split('/')
+                .all(|p| !p.is_empty() && p != ".." && p != "." && !p.contains('\0')))
 }
 
 /// What is set on matched tasks.
@@ -196,6 +255,7 @@ impl SettingId {
             SettingId::Service(_) => "service",
             SettingId::File(_) | SettingId::FileKey { .. } => "file",
             SettingId::Cmdline(_) => "cmdline",
+            SettingId::Cpuset { .. } => "cpuset",
         }
     }
 
@@ -281,6 +341,9 @@ impl fmt::Display for SettingId {
             SettingId::File(path) => write!(f, "file:{path}"),
             SettingId::FileKey { path, key } => write!(f, "file:{path}:{key}"),
             SettingId::Cmdline(key) => write!(f, "cmdline:{key}"),
+            SettingId::Cpuset { path, attribute } => {
+                write!(f, "cpuset:{path}:{}", attribute.name())
+            }
         }
     }
 }
@@ -475,6 +538,25 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
                 Ok(SettingId::Cmdline(rest.to_string()))
             }
         }
+        "cpuset" => {
+            let attribute = match rest.rsplit_once(':') {
+                Some((path, name)) if cpuset_path(path) => match name {
+                    "cpus" => CpusetAttribute::Cpus,
+                    "cpu_exclusive" => CpusetAttribute::CpuExclusive,
+                    "sched_load_balance" => CpusetAttribute::SchedLoadBalance,
+                    "partition" => CpusetAttribute::Partition,
+                    "tasks" => CpusetAttribute::Tasks,
+                    _ => {
+                        return malformed(
+                            "the last part must be cpus, cpu_exclusive, sched_load_balance, partition or tasks",
+                        );
+                    }
+                },
+                _ => return malformed("expected cpuset:<absolute cpuset path>:<attribute>"),
+            };
+            let path = rest.rsplit_once(':').map_or("", |(p, _)| p).to_string();
+            Ok(SettingId::Cpuset { path, attribute })
+        }
         _ => Err(SettingIdError::Unknown),
     }
 }
@@ -571,6 +653,20 @@ mod tests {
                 },
             ),
             ("cmdline:nohz_full", SettingId::Cmdline("nohz_full".into())),
+            (
+                "cpuset:/lowlat-isolated:cpu_exclusive",
+                SettingId::Cpuset {
+                    path: "/lowlat-isolated".into(),
+                    attribute: CpusetAttribute::CpuExclusive,
+                },
+            ),
+            (
+                "cpuset:/:sched_load_balance",
+                SettingId::Cpuset {
+                    path: "/".into(),
+                    attribute: CpusetAttribute::SchedLoadBalance,
+                },
+            ),
         ];
         for (id, want) in cases {
             assert_eq!(parse(id), Ok(want), "{id}");
@@ -598,6 +694,10 @@ mod tests {
             "file:/etc/../shadow",
             "cmdline:a=b",
             "service:../x",
+            "cpuset:/a/../b:cpus",
+            "cpuset:relative:cpus",
+            "cpuset:/x:mems",
+            "cpuset:/x//y:tasks",
         ] {
             assert!(
                 matches!(parse(id), Err(SettingIdError::Malformed(_))),

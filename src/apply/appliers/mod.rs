@@ -2,6 +2,7 @@
 //! kernel command line (all boot settings together, see [`boot`]).
 
 pub(crate) mod boot;
+pub(crate) mod cpuset;
 pub(crate) mod file;
 pub(crate) mod kernel;
 pub(crate) mod service;
@@ -46,5 +47,6 @@ pub(crate) fn expand(ctx: &ApplyContext, setting: &Setting) -> Expansion {
         .or_else(|| file::expand(target, value))
         .or_else(|| tasks::expand(ctx, target, value))
         .or_else(|| service::expand(ctx, target, value))
+        .or_else(|| cpuset::expand(ctx, target, value))
         .unwrap_or_else(|| Expansion::Unsupported(SettingIdError::Unknown.to_string()))
 }

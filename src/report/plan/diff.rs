@@ -11,8 +11,9 @@ use crate::machine::{Avail, CpuSet, Machine};
 use crate::plan::Plan;
 use crate::plan::{irq_plan, kernel_cmdline};
 use crate::sysroot::{ReadError, SysRoot};
+use crate::tuning::runtime_isolation::stays_in_root;
 use crate::tuning::setting::{Layer, Setting, value_for_people};
-use crate::tuning::setting_id::{self, SettingId, TaskAttribute};
+use crate::tuning::setting_id::{self, CpusetAttribute, SettingId, TaskAttribute};
 
 /// The value of a knob on the machine now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,6 +199,64 @@ fn current_in(s: &Setting, now: &Now) -> Current {
         SettingId::Hugepages { .. } => {
             Current::Unknown("lowlat does not read hugepages settings yet".to_string())
         }
+        SettingId::Cpuset { path, attribute } => {
+            current_cpuset(path, *attribute, &s.value, machine)
+        }
+    }
+}
+
+/// The current value of a `cpuset:` setting, from the cpuset tree the plan read: absent when
+/// the cpuset is; for `tasks`, how many movable threads the source cpuset still holds.
+fn current_cpuset(
+    path: &str,
+    attribute: CpusetAttribute,
+    value: &str,
+    machine: &Machine,
+) -> Current {
+    let tree = match &machine.cpusets {
+        Some(Avail::Available(tree)) => tree,
+        Some(Avail::Unavailable { unavailable }) => return Current::Unknown(unavailable.clone()),
+        None => return Current::Unknown("the cpuset hierarchy was not read".into()),
+    };
+    let flag = |flag: Option<bool>| match flag {
+        Some(on) => Current::Value(if on { "1" } else { "0" }.into()),
+        None => Current::Unknown("not a cgroup v1 cpuset".into()),
+    };
+    if attribute == CpusetAttribute::Tasks {
+        let Some(from) = tree.group(value) else {
+            return Current::Absent;
+        };
+        let tasks = machine
+            .tasks
+            .get()
+            .map(|t| &t.tasks[..])
+            .unwrap_or_default();
+        let movable = tasks
+            .iter()
+            .filter(|t| from.tasks.binary_search(&t.pid).is_ok())
+            .filter(|t| !stays_in_root(t.kernel_thread, t.affinity_locked, &t.comm))
+            .count();
+        return Current::Value(if movable == 0 {
+            value.to_string()
+        } else {
+            format!("{movable} movable processes in {value}")
+        });
+    }
+    let Some(group) = tree.group(path) else {
+        return Current::Absent;
+    };
+    match attribute {
+        CpusetAttribute::Cpus => match &group.cpus {
+            Some(cpus) => Current::Value(cpus.to_list()),
+            None => Current::Unknown(format!("{path} has no cpuset.cpus")),
+        },
+        CpusetAttribute::CpuExclusive => flag(group.cpu_exclusive),
+        CpusetAttribute::SchedLoadBalance => flag(group.sched_load_balance),
+        CpusetAttribute::Partition => match &group.partition {
+            Some(state) => Current::Value(state.to_string()),
+            None => Current::Unknown("not a cgroup v2 cpuset".into()),
+        },
+        CpusetAttribute::Tasks => Current::Absent,
     }
 }
 
@@ -423,4 +482,39 @@ pub fn render(entries: &[Entry]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Reader;
+    use crate::machine::cpuset::{self, fixtures};
+    use crate::test_tree::TestTree;
+
+    #[test]
+    fn cpuset_settings_show_the_tree_as_read() {
+        let guest = TestTree::fixture("kvm-guest-2vcpu");
+        let root = guest.root();
+        let mut machine = Machine::read(&root);
+        let tree = fixtures::v1();
+        machine.cpusets = Some(cpuset::read(&mut Reader::new(&tree.root())));
+        let now = |id: &str, value: &str| {
+            let s = crate::plan::setting(id.parse().unwrap(), value, Layer::Runtime, "", "");
+            match current(&s, &machine, &root) {
+                Current::Value(v) => v,
+                Current::Absent => "absent".into(),
+                Current::Unknown(why) => format!("unknown: {why}"),
+            }
+        };
+        assert_eq!(now("cpuset:/libpod_parent:cpus", "0"), "0-1");
+        assert_eq!(now("cpuset:/lowlat-isolated:cpus", "1"), "absent");
+        assert_eq!(now("cpuset:/:sched_load_balance", "0"), "1");
+        assert!(now("cpuset:/:partition", "isolated").starts_with("unknown"));
+        // The tree's root lists pids 1, 2 (kthreadd), 10 (a kworker) and 300, which the
+        // guest does not run: only pid 1 can move.
+        assert_eq!(
+            now("cpuset:/lowlat-housekeeping:tasks", "/"),
+            "1 movable processes in /"
+        );
+    }
 }

@@ -203,6 +203,21 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             let _ = writeln!(out, "  {}: {}", u.what, u.reason);
         }
     }
+    if plan.options.isolation.runtime() {
+        let _ = writeln!(
+            out,
+            "\nWhat runtime isolation cannot do (what the kernel arguments add at boot)"
+        );
+        for line in crate::plan::runtime_plan::limits() {
+            let _ = writeln!(out, "  {line}");
+        }
+        if !plan.options.isolation.boot() {
+            let _ = writeln!(
+                out,
+                "  plan --isolation both adds them from the next boot; start the workload with `lowlat run -- COMMAND`"
+            );
+        }
+    }
     out.push_str(
         "\nWrite the artifacts with --out DIR; compare with this machine with --diff; \
          print plan.json with --json.\n",
