@@ -160,7 +160,7 @@ pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>)
 }
 
 /// The reasons `ethtool <query>: <reason>` grouped by reason, in first-seen order, with the
-/// queries each applies to; any other reason stands alone.
+/// queries each applies to; any other reason stands alone, with no query.
 fn grouped(reasons: &[String]) -> Vec<(String, Vec<String>)> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for text in reasons {
@@ -168,12 +168,12 @@ fn grouped(reasons: &[String]) -> Vec<(String, Vec<String>)> {
             .strip_prefix("ethtool ")
             .and_then(|rest| rest.split_once(": "))
         {
-            Some((query, reason)) => (query.to_string(), reason.to_string()),
-            None => ("answer".to_string(), text.clone()),
+            Some((query, reason)) => (Some(query.to_string()), reason.to_string()),
+            None => (None, text.clone()),
         };
         match groups.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, queries)) => queries.push(query),
-            None => groups.push((reason, vec![query])),
+            Some((_, queries)) => queries.extend(query),
+            None => groups.push((reason, query.into_iter().collect())),
         }
     }
     groups
@@ -336,5 +336,102 @@ eth4: ixgbe 4.1.5, PCI 0000:06:00.1, node 1, 25000 Mb/s
   not read   rss (refused: EOPNOTSUPP: Operation not supported)
 ";
         assert_eq!(text, expected);
+    }
+}
+
+/// The worked example of docs/guide/nic.md: the recorded E810 (ice) as `ens5f0` on node 1 of
+/// a two-node, eight-CPU machine, its queue IRQs allowed everywhere, irqbalance running and
+/// `net.core.busy_read` at 50 µs; audited with the low-latency profile isolating 2-3,6-7.
+#[cfg(test)]
+mod guide {
+    use crate::audit::partition;
+    use crate::audit::profile;
+    use crate::machine::Machine;
+    use crate::machine::nic::recorded;
+    use crate::test_tree::TestTree;
+
+    const GUIDE: &str = include_str!("../../docs/guide/nic.md");
+
+    fn machine() -> TestTree {
+        let d = TestTree::empty();
+        d.write("/proc/cpuinfo", "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 106\nflags : fpu tsc constant_tsc nonstop_tsc\n\n");
+        d.write("/proc/sys/kernel/osrelease", "6.8.0\n");
+        d.write("/proc/cmdline", "ro\n");
+        d.write("/sys/devices/system/cpu/possible", "0-7\n");
+        d.write("/sys/devices/system/cpu/online", "0-7\n");
+        for cpu in 0..8 {
+            let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+            d.write(
+                &format!("{t}/physical_package_id"),
+                format!("{}\n", cpu / 4),
+            );
+            d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
+            d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
+        }
+        d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
+        d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
+        recorded::write(&d, "ens5f0", &recorded::recording("ice"), 1);
+        let mut interrupts = String::from(
+            "            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n",
+        );
+        let names = [(139, "ice-0000:e1:00.0:misc".to_string())]
+            .into_iter()
+            .chain((0..4).map(|q| (140 + q, format!("ice-ens5f0-TxRx-{q}"))));
+        for (irq, name) in names {
+            interrupts.push_str(&format!(
+                " {irq}:          0          0          0          0          0          0          0          0  IR-PCI-MSIX-0000:e1:00.0 0-edge      {name}\n"
+            ));
+            d.write(&format!("/proc/irq/{irq}/smp_affinity_list"), "0-7\n");
+            d.write(
+                &format!("/proc/irq/{irq}/effective_affinity_list"),
+                format!("{}\n", irq % 8),
+            );
+            d.write(
+                &format!("/sys/bus/pci/devices/0000:e1:00.0/msi_irqs/{irq}"),
+                "msix\n",
+            );
+        }
+        d.write("/proc/interrupts", interrupts);
+        d.write(
+            "/proc/1/stat",
+            format!("1 (systemd) S {}\n", vec!["0"; 49].join(" ")),
+        );
+        d.write("/proc/1/status", "Cpus_allowed_list:\t0-7\n");
+        d.write(
+            "/proc/900/stat",
+            format!("900 (irqbalance) S {}\n", vec!["0"; 49].join(" ")),
+        );
+        d.write("/proc/900/status", "Cpus_allowed_list:\t0-7\n");
+        d.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
+        d.write("/proc/sys/net/core/busy_read", "50\n");
+        d.write("/proc/sys/net/core/busy_poll", "0\n");
+        d
+    }
+
+    /// The NIC block and the NIC findings of the example, as lowlat prints them.
+    fn outputs() -> (String, String) {
+        let tree = machine();
+        let m = Machine::read(&tree.root());
+        let block = super::lines(&m);
+        let mut p = profile::load("low-latency").unwrap();
+        p.entries.retain(|e| e.rule.id.starts_with("LL-NIC-"));
+        let part = partition::choose(&m, Some(&"2-3,6-7".parse().unwrap())).unwrap();
+        let audit = crate::audit::run(&m, &p, &part);
+        let text = crate::report::audit::render_text(&m, &audit, p.info);
+        (block, text)
+    }
+
+    #[test]
+    fn the_guides_outputs_are_what_lowlat_prints() {
+        let (block, audit) = outputs();
+        if std::env::var("LOWLAT_PRINT_GUIDE").is_ok() {
+            println!("{block}\n----\n{audit}");
+        }
+        for (what, text) in [("NIC block", &block), ("audit", &audit)] {
+            assert!(
+                GUIDE.contains(text.trim_end()),
+                "docs/guide/nic.md lacks the {what}:\n{text}"
+            );
+        }
     }
 }

@@ -32,11 +32,7 @@ pub(crate) const RULES: &[Rule] = &[
         layer: Layer::Runtime,
         severity: Severity::Medium,
         rationale: "Adaptive moderation (adaptive-rx/tx, and the dynamic ITR modes rx-usecs 1-3 of igb, igc, e1000e and rx-usecs 1 of ixgbe) raises the interrupt delay when traffic rises, so the delay a packet sees depends on the traffic before it: the latency distribution gets a load-dependent tail. A fixed, low moderation keeps it flat.",
-        sources: &[
-            SFC_GUIDE,
-            RHEL_GUIDE,
-            "Linux drivers/net/ethernet/intel/igb/igb_ethtool.c",
-        ],
+        sources: &[SFC_GUIDE, RHEL_GUIDE, "[N-INTEL-ITR]"],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -127,7 +123,7 @@ pub(crate) const RULES: &[Rule] = &[
         layer: Layer::Service,
         severity: Severity::Low,
         rationale: "A NIC with a PTP hardware clock timestamps packets in hardware; ptp4l disciplines that clock from the network and phc2sys (or chrony's PHC refclock) the system clock from it, to well under a microsecond. Without them the system clock follows NTP, to tens of microseconds or worse.",
-        sources: &["linuxptp ptp4l(8), phc2sys(8)"],
+        sources: &["[N-LINUXPTP]"],
         reboot: false,
         security_tradeoff: None,
         bios: &[],
@@ -243,7 +239,7 @@ fn finish(
         outcome = outcome.evidence(path);
     }
     if outcome.status != Status::Pass && !commands.is_empty() {
-        outcome = outcome.manual(commands.join("; "));
+        outcome = outcome.manual(commands.join(" && "));
     }
     with_details(outcome, lines)
 }
@@ -516,7 +512,7 @@ fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 interface.name
             ));
             commands.push(format!(
-                "echo {DEFER_HARD_IRQS} > {dir}/napi_defer_hard_irqs; echo {GRO_FLUSH_TIMEOUT_NS} > {dir}/gro_flush_timeout"
+                "echo {DEFER_HARD_IRQS} > {dir}/napi_defer_hard_irqs && echo {GRO_FLUSH_TIMEOUT_NS} > {dir}/gro_flush_timeout"
             ));
         } else if !busy && flush > 0 {
             lines.push(format!(

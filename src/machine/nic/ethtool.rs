@@ -60,7 +60,7 @@ impl Query {
         }
     }
 
-    /// The `ETHTOOL_MSG_*_GET` command (linux/ethtool_netlink.h).
+    /// The `ETHTOOL_MSG_*_GET` command ([N-ETHTOOL-NL]).
     pub(crate) fn command(self) -> u8 {
         match self {
             Query::Features => 11,
@@ -73,7 +73,7 @@ impl Query {
     }
 
     /// The highest attribute type of its reply this lowlat knows (the uapi header of Linux
-    /// 6.18); higher ones come from a newer kernel and are skipped.
+    /// 6.18, [N-ETHTOOL-NL]); higher ones come from a newer kernel and are skipped.
     fn known_max(self) -> u16 {
         match self {
             Query::Channels => 9,
