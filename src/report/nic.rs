@@ -34,6 +34,82 @@ pub fn lines(m: &Machine) -> String {
     out
 }
 
+/// One interface in a `check` document: its answers and the one line `check` prints.
+#[derive(Debug, serde::Serialize)]
+pub struct NicSummary<'a> {
+    /// The interface (`ens1f0`).
+    pub interface: &'a str,
+    /// The NUMA node of its device, when known.
+    pub numa_node: Option<u32>,
+    /// The line `check` prints for it (driver, node, channels, moderation, offloads, clock).
+    pub summary: String,
+    /// Everything ethtool and sysfs said, as in the inventory document.
+    pub nic: &'a Nic,
+}
+
+/// Every interface ethtool answered about, summarised for `check`.
+pub fn summaries(m: &Machine) -> Vec<NicSummary<'_>> {
+    m.net
+        .get()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            let nic = i.nic.as_ref()?;
+            // Software interfaces that answer nothing about queues say nothing useful here.
+            if !i.device && nic.channels.get().is_none() {
+                return None;
+            }
+            Some(NicSummary {
+                interface: &i.name,
+                numa_node: i.numa_node,
+                summary: summary_line(i, nic),
+                nic,
+            })
+        })
+        .collect()
+}
+
+/// One interface on one line: driver, node, channels, moderation, GRO/LRO, PTP clock.
+fn summary_line(interface: &NetInterface, nic: &Nic) -> String {
+    let mut parts = vec![
+        nic.driver
+            .get()
+            .map_or("driver unknown".to_string(), |d| d.driver.clone()),
+    ];
+    parts.push(
+        interface
+            .numa_node
+            .map_or("no NUMA node".into(), |n| format!("node {n}")),
+    );
+    if let Some(c) = nic.channels.get() {
+        let queues = c.rx_queues();
+        if queues > 0 {
+            parts.push(crate::units::plural(
+                queues as usize,
+                "rx queue",
+                "rx queues",
+            ));
+        }
+    }
+    if let Some(text) = nic.coalesce.get().and_then(coalesce_text) {
+        parts.push(text);
+    }
+    if let Some(f) = nic.features.get() {
+        let on: Vec<&str> = [("GRO", f.gro), ("LRO", f.lro)]
+            .into_iter()
+            .filter(|(_, s)| s.is_some_and(|s| s.on))
+            .map(|(name, _)| name)
+            .collect();
+        if !on.is_empty() {
+            parts.push(format!("{} on", on.join(", ")));
+        }
+    }
+    if let Some(Some(index)) = nic.phc_index.get() {
+        parts.push(format!("PTP clock /dev/ptp{index}"));
+    }
+    format!("{}: {}", interface.name, parts.join(", "))
+}
+
 /// The lines of one interface: a heading, then indented facts.
 pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>) -> String {
     let mut out = String::new();
@@ -336,6 +412,24 @@ eth4: ixgbe 4.1.5, PCI 0000:06:00.1, node 1, 25000 Mb/s
   not read   rss (refused: EOPNOTSUPP: Operation not supported)
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn check_summarises_each_nic_on_one_line() {
+        let tree = TestTree::empty();
+        recorded::write(&tree, "ens1f0", &recorded::recording("mlx5"), 1);
+        tree.write("/lowlat-answers/ethtool/veth0/drvinfo", "driver: veth\n");
+        let m = Machine::read(&tree.root());
+        let nics = summaries(&m);
+        assert_eq!(
+            nics.len(),
+            1,
+            "a software interface without channels is left out"
+        );
+        assert_eq!(
+            nics[0].summary,
+            "ens1f0: mlx5_core, node 1, 16 rx queues, adaptive-rx on, adaptive-tx on, rx-usecs 8, rx-frames 128, tx-usecs 16, tx-frames 32, GRO on, PTP clock /dev/ptp0"
+        );
     }
 }
 
