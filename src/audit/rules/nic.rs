@@ -368,7 +368,7 @@ fn irq_numa(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         if target.local {
             for irq in off {
                 fixes.push(Fix::runtime(
-                    SettingId::Irq(irq.number).to_string(),
+                    SettingId::Irq(irq.number),
                     target.list.clone(),
                 ));
             }

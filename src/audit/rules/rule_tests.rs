@@ -712,15 +712,18 @@ fn queue_irqs_off_the_nics_node_fail_with_node_local_housekeeping_fixes() {
         "{:?}",
         f.details
     );
-    let fixes: Vec<(&str, &str)> = f
+    let fixes: Vec<(String, &str)> = f
         .remediation
         .settings
         .iter()
-        .map(|s| (s.id.as_str(), s.value.as_str()))
+        .map(|s| (s.id.to_string(), s.value.as_str()))
         .collect();
     assert_eq!(
         fixes,
-        [("irq:121:affinity", "2"), ("irq:122:affinity", "2")]
+        [
+            ("irq:121:affinity".to_string(), "2"),
+            ("irq:122:affinity".to_string(), "2")
+        ]
     );
     let f = audit_one_isolating(&two_node_nic("2"), "LL-NIC-IRQ-NUMA", "local", "1,3");
     assert_eq!(f.status, Status::Pass, "{}", f.observed);
