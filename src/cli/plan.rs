@@ -39,7 +39,7 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_enum, default_value_t = ProfileArg::LowLatency)]
+    #[arg(long, value_enum, value_name = "NAME", default_value_t = ProfileArg::LowLatency)]
     pub profile: ProfileArg,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
