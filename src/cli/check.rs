@@ -296,7 +296,13 @@ fn documents(
         ),
         (
             Kind::Audit,
-            audit_report::document(report.machine, report.audit, report.profile).to_json()?,
+            audit_report::document(
+                report.machine,
+                report.audit,
+                report.profile,
+                &audit_report::View::default(),
+            )
+            .to_json()?,
         ),
     ];
     for (round, jitter_run) in jitter_runs.iter().enumerate() {

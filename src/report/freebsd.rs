@@ -124,7 +124,7 @@ pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding]) -> String {
         "machine:   {} (FreeBSD capture, {} CPUs)",
         m.host, m.ncpu
     );
-    render_findings(&mut out, findings);
+    render_findings(&mut out, findings, &crate::report::audit::View::default());
     if !m.warnings.is_empty() {
         let _ = writeln!(
             out,

@@ -750,3 +750,56 @@ fn a_stream_of_watch_samples_is_one_row_of_the_documents_table() {
     let again = report(&[dir.path().join("r.html")], &dir.path().join("again.html"));
     assert!(again == html);
 }
+
+#[test]
+fn the_audit_table_has_a_fix_column_of_commands() {
+    // Issue 32, "Fixes users can run": the HTML audit table gets a fix column.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.json");
+    let out = lowlat(&["--root"])
+        .arg(crate::support::fixture("epyc7f32-2s"))
+        .args(["audit", "--json"])
+        .output()
+        .unwrap();
+    std::fs::write(&audit, &out.stdout).unwrap();
+    let page = dir.path().join("audit.html");
+    let html = report(&[audit], &page);
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.display());
+    let Some(dom) = chromium(profile.path(), &["--dump-dom".into(), url.clone()]) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    for page in [&html, &dom] {
+        assert!(page.contains("<th>fix (as root)</th>"), "{page}");
+        assert!(
+            page.contains("<pre class=\"fix\">sysctl -w kernel.numa_balancing=0</pre>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<pre class=\"fix\">echo 0 &gt; /proc/irq/8/smp_affinity_list</pre>"),
+            "{page}"
+        );
+        // 13 IRQ commands: 3 shown, 10 folded.
+        assert!(page.contains("<summary>10 more</summary>"), "{page}");
+        assert!(
+            page.contains(
+                "<div class=\"note\">at the next boot (grubby):</div><pre class=\"fix\">grubby --update-kernel=ALL --args=nohz_full=1-7,9-15</pre>"
+            ),
+            "{page}"
+        );
+    }
+    let shot = dir.path().join("audit.png");
+    let shots = tempfile::tempdir().unwrap();
+    chromium(
+        shots.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2000".into(),
+            url,
+        ],
+    )
+    .expect("chromium ran once already");
+    assert!(grey_variance(&shot) > 100.0, "the screenshot is blank");
+}
