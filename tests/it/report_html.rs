@@ -286,7 +286,7 @@ fn a_hostile_host_name_and_command_render_as_text() {
 
 /// `chromium` with the flags of a locked-down headless run and an empty profile, under
 /// `unshare -n` (no network) when root; `None` when chromium is not installed.
-fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
+pub(crate) fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
     let flags = [
         "--headless",
         "--no-sandbox",
@@ -320,7 +320,7 @@ fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
 }
 
 /// The variance of the grey level of a PNG's pixels.
-fn grey_variance(png_file: &Path) -> f64 {
+pub(crate) fn grey_variance(png_file: &Path) -> f64 {
     let decoder = png::Decoder::new(std::io::BufReader::new(
         std::fs::File::open(png_file).unwrap(),
     ));
