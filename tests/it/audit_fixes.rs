@@ -245,8 +245,8 @@ fn the_fix_script_is_one_reviewed_posix_script() {
 }
 
 #[test]
-fn the_readme_shows_what_the_filters_and_the_script_give() {
-    let readme = include_str!("../../README.md");
+fn the_guide_shows_what_the_filters_and_the_script_give() {
+    let readme = include_str!("../../docs/guide/audit.md");
     let command = "$ lowlat --root tests/fixtures/machines/epyc7f32-2s audit --status fail --layer sysctl,services\n";
     let start = readme.find(command).expect("the README's example") + command.len();
     let shown = &readme[start..start + readme[start..].find("```").unwrap()];
@@ -255,7 +255,7 @@ fn the_readme_shows_what_the_filters_and_the_script_give() {
         &["--status", "fail", "--layer", "sysctl,services"],
     );
     assert_eq!(code, 1);
-    assert_eq!(shown, out, "README.md's audit --status example");
+    assert_eq!(shown, out, "docs/guide/audit.md's audit --status example");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fix.sh");
     audit("epyc7f32-2s", &["--fix-script", path.to_str().unwrap()]);
@@ -264,7 +264,7 @@ fn the_readme_shows_what_the_filters_and_the_script_give() {
                  # Expected: kernel.numa_balancing = 0.\nsysctl -w kernel.numa_balancing=0\n";
     assert!(
         readme.contains(&format!("```sh\n{block}```")),
-        "README.md's block"
+        "docs/guide/audit.md's block"
     );
     assert!(script.contains(block), "{script}");
 }
