@@ -247,7 +247,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         for (kind, json) in &documents {
             sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
         }
-        let written = html::render(&sources)
+        let written = html::render(&sources, &[])
             .map_err(anyhow::Error::from)
             .and_then(|page| Ok(std::fs::write(file, page)?));
         match written {
