@@ -113,7 +113,11 @@ impl MachineIdentity {
         ];
         parts.extend(self.system.clone());
         parts.extend(self.cpu_model.clone());
-        parts.push(format!("{} socket(s), {} CPUs", self.sockets, self.cpus));
+        parts.push(format!(
+            "{}, {}",
+            plural(self.sockets, "socket", "sockets"),
+            plural(self.cpus, "CPU", "CPUs")
+        ));
         parts.extend(self.kernel.as_ref().map(|k| format!("kernel {k}")));
         parts.extend(self.hypervisor.as_ref().map(|h| format!("virtual ({h})")));
         parts.join(" · ")
