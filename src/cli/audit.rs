@@ -211,11 +211,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             eprintln!("lowlat audit: --nfd-features: left out {refused}");
         }
     }
-    let view = report::View {
-        all: args.all,
-        statuses: args.status.clone(),
-        layers: args.layer.clone(),
-    };
+    let view = view(args);
     if let Some(path) = &args.fix_script {
         let host = crate::report::host(&machine);
         let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
@@ -252,6 +248,15 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// What `--all`, `--status` and `--layer` ask the report to show.
+fn view(args: &AuditArgs) -> report::View {
+    report::View {
+        all: args.all,
+        statuses: args.status.clone(),
+        layers: args.layer.clone(),
+    }
 }
 
 /// `--pid` / `--comm`: the placement of the workload's threads.
@@ -303,6 +308,13 @@ fn workload(
 
 /// `lowlat audit` of a FreeBSD capture, against `freebsd-router`.
 fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
+    if args.fix_script.is_some() {
+        bail!(
+            "--fix-script: the fixes of {} are manual steps (no command to script); the report \
+             prints each under its finding",
+            freebsd_rules::PROFILE
+        );
+    }
     if args.isolate.is_some() || args.domain.is_some() || args.bios.is_some() || args.bmc.is_some()
     {
         bail!(
@@ -330,7 +342,7 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
     if args.json {
         print_json(&freebsd::audit_document(&machine, &findings))?;
     } else {
-        print(&freebsd::render_audit(&machine, &findings))?;
+        print(&freebsd::render_audit(&machine, &findings, &view(args)))?;
     }
     Ok(
         if findings.iter().any(|f| f.status == audit::Status::Fail) {
