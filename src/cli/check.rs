@@ -248,7 +248,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         for (kind, json) in &documents {
             sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
         }
-        let written = html::render(&sources)
+        let written = html::render(&sources, &[])
             .map_err(anyhow::Error::from)
             .and_then(|page| Ok(std::fs::write(file, page)?));
         match written {
@@ -298,7 +298,13 @@ fn documents(
         ),
         (
             Kind::Audit,
-            audit_report::document(report.machine, report.audit, report.profile).to_json()?,
+            audit_report::document(
+                report.machine,
+                report.audit,
+                report.profile,
+                &audit_report::View::default(),
+            )
+            .to_json()?,
         ),
     ];
     for (round, jitter_run) in jitter_runs.iter().enumerate() {

@@ -507,11 +507,16 @@ mod guide {
         let tree = machine();
         let m = Machine::read(&tree.root());
         let block = super::lines(&m);
-        let mut p = profile::load("low-latency").unwrap();
+        let mut p = profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();
         p.entries.retain(|e| e.rule.id.starts_with("LL-NIC-"));
         let part = partition::choose(&m, Some(&"2-3,6-7".parse().unwrap())).unwrap();
         let audit = crate::audit::run(&m, &p, &part);
-        let text = crate::report::audit::render_text(&m, &audit, p.info);
+        let text = crate::report::audit::render_text(
+            &m,
+            &audit,
+            p.info,
+            &crate::report::audit::View::default(),
+        );
         (block, text)
     }
 

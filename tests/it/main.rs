@@ -10,6 +10,7 @@ mod apply_cli;
 mod apply_defects;
 mod apply_live;
 mod audit;
+mod audit_fixes;
 mod audit_kubelet;
 mod audit_workload;
 mod bench;

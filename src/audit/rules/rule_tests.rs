@@ -664,6 +664,8 @@ fn ptp4l_alone_does_not_keep_the_system_clock() {
     dir.remove("/proc/400");
     let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
     assert_eq!(f.status, Status::Unknown, "{}", f.observed);
+}
+
 /// The tree with the recorded NIC of `driver` as interface `name` on NUMA node `node`.
 fn nic_tree(driver: &str, name: &str, node: u32) -> TestTree {
     let dir = tree(&[]);
@@ -884,4 +886,39 @@ fn a_phc_without_ptp_daemons_warns_and_ptp4l_passes() {
     dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
     let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
     assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn an_irq_line_says_one_interrupt_in_the_singular() {
+    // D12 (issue 32): "1 interrupts on isolated CPUs".
+    let dir = tree(&[
+        (
+            "/proc/interrupts",
+            "           CPU0       CPU1       CPU2       CPU3\n \
+             30:          5          0          1          0   PCI-MSI 1-edge      eth0\n \
+             31:          5          0          0          2   PCI-MSI 2-edge      eth1\n",
+        ),
+        ("/proc/irq/30/smp_affinity_list", "2\n"),
+        ("/proc/irq/30/effective_affinity_list", "2\n"),
+        ("/proc/irq/31/smp_affinity_list", "3\n"),
+        ("/proc/irq/31/effective_affinity_list", "3\n"),
+    ]);
+    let finding = audit_one(&dir, "LL-IRQ-ON-ISOLATED", "none");
+    assert_eq!(finding.status, Status::Fail, "{finding:?}");
+    assert!(
+        finding
+            .details
+            .iter()
+            .any(|d| d.ends_with("effective 2, 1 interrupt on isolated CPUs")),
+        "{:?}",
+        finding.details
+    );
+    assert!(
+        finding
+            .details
+            .iter()
+            .any(|d| d.ends_with("effective 3, 2 interrupts on isolated CPUs")),
+        "{:?}",
+        finding.details
+    );
 }
