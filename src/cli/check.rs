@@ -177,6 +177,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
                 threshold_ns: JITTER_THRESHOLD_NS,
                 priority: None,
                 max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+                explain: false,
             },
         )?;
         complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
