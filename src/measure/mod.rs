@@ -13,7 +13,7 @@
 //!   clocks, progress, memory regions, placement by topology, the node × node matrix axes,
 //!   the environment and the counters read around a run.
 //!
-//! - [`trace`]: `--explain`: the kernel tracepoints recorded during a loop engine's run and
+//! - `trace`: `--explain`: the kernel tracepoints recorded during a loop engine's run and
 //!   the cause of each gap.
 //!
 //! Engines import the runner and `trace`; the runner imports no engine.
@@ -21,4 +21,4 @@
 pub mod engines;
 pub(crate) mod matrix;
 pub(crate) mod runner;
-pub mod trace;
+pub(crate) mod trace;
