@@ -41,7 +41,7 @@ const TICK_FUNCTIONS: [&str; 3] = [
 
 /// What interrupted the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Class {
+pub(crate) enum Class {
     /// The scheduler tick.
     Tick,
     /// An hrtimer other than the tick.
@@ -70,7 +70,7 @@ pub enum Class {
 
 impl Class {
     /// Its name in JSON and in the cause → fix table (`device_irq`).
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Class::Tick => "tick",
             Class::Timer => "timer",
@@ -88,7 +88,7 @@ impl Class {
     }
 
     /// How a person reads it.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Class::Tick => "tick",
             Class::Timer => "timer",
@@ -108,7 +108,7 @@ impl Class {
 
 /// One cause: a class and its source (the IRQ, the task, the function...).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Cause {
+pub(crate) struct Cause {
     /// The class.
     pub class: Class,
     /// What in the class: `42 virtio3-tx` for an IRQ, the comm for a task, `vmstat_update`
@@ -118,7 +118,7 @@ pub struct Cause {
 
 /// The gaps of one cause on one CPU.
 #[derive(Debug, Clone)]
-pub struct CauseStats {
+pub(crate) struct CauseStats {
     /// The cause.
     pub cause: Cause,
     /// Gaps it caused.
@@ -139,7 +139,7 @@ pub(crate) const IDS: usize = 8;
 
 impl CauseStats {
     /// The 99th percentile of the lengths (nearest rank), ns.
-    pub fn p99_ns(&self) -> u64 {
+    pub(crate) fn p99_ns(&self) -> u64 {
         if self.lengths_ns.is_empty() {
             return 0;
         }
@@ -160,7 +160,7 @@ impl CauseStats {
 
 /// One of the longest gaps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spike {
+pub(crate) struct Spike {
     /// When it ended, ns after the start of the run.
     pub at_ns: u64,
     /// Its length, ns.
@@ -171,7 +171,7 @@ pub struct Spike {
 
 /// One CPU's gaps, explained.
 #[derive(Debug, Clone)]
-pub struct CpuCauses {
+pub(crate) struct CpuCauses {
     /// The CPU.
     pub cpu: u32,
     /// Gaps explained (all of the CPU's).

@@ -10,7 +10,7 @@
 //! [`explanation`] with its gaps in the trace clock.
 
 pub(crate) mod events;
-pub mod explain;
+pub(crate) mod explain;
 pub(crate) mod tracefs;
 
 pub(crate) use tracefs::{Capture, TraceClock, Tracing, Unavailable};
@@ -19,7 +19,7 @@ use explain::{CpuCauses, CpuTrace, TraceGap};
 
 /// The gaps of every measured CPU, explained, or why they could not be.
 #[derive(Debug, Clone, Default)]
-pub struct Explanation {
+pub(crate) struct Explanation {
     /// Whether the trace ran (false: `notes` say why not; `cpus` is empty).
     pub traced: bool,
     /// The trace clock (`x86-tsc`, `mono`).
