@@ -44,6 +44,7 @@ pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
         "sched_switch",
         &["prev_comm", "prev_pid", "next_comm", "next_pid"],
     ),
+    tp("sched", "sched_wakeup", &["comm", "pid", "target_cpu"]),
     tp(
         "workqueue",
         "workqueue_execute_start",
@@ -187,6 +188,8 @@ pub(crate) enum What {
         /// Its comm.
         comm: Sym,
     },
+    /// Task `pid` was woken (made runnable) by what ran on this CPU.
+    Wakeup(u32),
     /// A kworker started a work item: its function.
     Work(Sym),
     /// A TLB flush asked by another CPU (a shootdown).
@@ -346,6 +349,9 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
                 _ => Line::Other,
             }
         }
+        "sched_wakeup" => field(p.fields, "pid=")
+            .and_then(|v| v.parse().ok())
+            .map_or(Line::Other, |pid| event(What::Wakeup(pid))),
         "workqueue_execute_start" => p
             .fields
             .rsplit_once("function ")
@@ -464,6 +470,10 @@ mod tests {
             panic!("{what:?}")
         };
         assert_eq!(s.name(comm), "Web Content");
+        let (what, ..) = event(
+            "           rustc-4355    [001] dNh4. 29441545352060: sched_wakeup: comm=kworker/1:1 pid=15116 prio=120 target_cpu=001",
+        );
+        assert_eq!(what, What::Wakeup(15116));
         let (what, _, s) = event(
             "    kworker/u8:2-29565   [001] ..... 29441667229296: workqueue_execute_start: work struct 00000000fbadb5fb: function vmstat_update",
         );

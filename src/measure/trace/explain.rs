@@ -8,8 +8,9 @@
 //!    lost)**: what remained cannot be trusted to be all;
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
-//!    `vmstat_update`) or **another task** (comm, pid): whatever interrupt woke it, the task
-//!    is what a setting moves away;
+//!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
+//!    expired in the gap; pids kept beside): whatever woke it, the task is what a setting
+//!    moves away;
 //! 3. the first hardware entry in the gap: the **tick** (the local timer running the tick's
 //!    hrtimer; with the reason the tick was kept where `tick_stop` said it), another
 //!    **timer** (the hrtimer's callback, e.g. `timerfd_tmrproc`, `hrtimer_wakeup`), a
@@ -350,6 +351,23 @@ fn classify(
     }
     if let Some((_, pid, comm, work)) = other_task {
         let comm = symbols.name(comm);
+        // What woke the task: the hrtimer that expired in the gap right before its wake-up
+        // (`hrtimer_wakeup` for a sleep, `timerfd_tmrproc` for a timerfd), where one did.
+        let mut timer = None;
+        let mut woken_by = String::new();
+        for e in inside {
+            match e.what {
+                What::Hrtimer(f) => timer = Some(symbols.name(f)),
+                What::Wakeup(woken) if woken == pid => {
+                    if let Some(f) = timer.filter(|f| !TICK_FUNCTIONS.contains(f)) {
+                        woken_by = format!(" (woken by {f})");
+                    }
+                    break;
+                }
+                What::Wakeup(_) => timer = None,
+                _ => {}
+            }
+        }
         return match work {
             Some(function) => cause(
                 Class::Kworker,
@@ -360,8 +378,10 @@ fn classify(
                 cause(Class::Kworker, comm.to_string(), Some(pid))
             }
             // A comm the trace did not know (`<...>`): the pid names it.
-            None if comm == "<...>" => cause(Class::Task, format!("pid {pid}"), Some(pid)),
-            None => cause(Class::Task, comm.to_string(), Some(pid)),
+            None if comm == "<...>" => {
+                cause(Class::Task, format!("pid {pid}{woken_by}"), Some(pid))
+            }
+            None => cause(Class::Task, format!("{comm}{woken_by}"), Some(pid)),
         };
     }
     let entry = inside
@@ -570,7 +590,7 @@ mod tests {
                 (Class::Timer, "timerfd_tmrproc".into(), 1),
                 (Class::DeviceIrq, "42 nvme0q1".into(), 1),
                 (Class::Kworker, "vmstat_update".into(), 1),
-                (Class::Task, "cyclic".into(), 1),
+                (Class::Task, "cyclic (woken by hrtimer_wakeup)".into(), 1),
                 (Class::Rcu, "RCU softirq".into(), 1),
                 (Class::NoKernelEvent, "no kernel event".into(), 1),
             ]

@@ -88,7 +88,13 @@ pub(crate) struct SpikeJson {
 /// The comm a setting names for a cause: a task's or an IPI sender's.
 fn comm_of(cause: &Cause) -> Option<&str> {
     match cause.class {
-        Class::Task if !cause.source.starts_with("pid ") => Some(&cause.source),
+        Class::Task if !cause.source.starts_with("pid ") => Some(
+            cause
+                .source
+                .split(" (woken by ")
+                .next()
+                .unwrap_or(&cause.source),
+        ),
         Class::Ipi | Class::TlbShootdown => {
             let (_, after) = cause.source.split_once(" from ")?;
             after.rsplit_once(" on CPU ").map(|(comm, _)| comm)
