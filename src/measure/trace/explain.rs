@@ -529,6 +529,7 @@ mod tests {
             // 4: a task woken by a timer ran.
             ev(405, What::Vector(Vector::LocalTimer)),
             ev(406, What::Hrtimer(s.intern("hrtimer_wakeup"))),
+            ev(406, What::Wakeup(77)),
             ev(
                 407,
                 What::Switch {
