@@ -129,7 +129,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let online = machine.topology.online_cpus();
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    let measured = check::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
+    let measured =
+        crate::audit::partition::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
     let session = Session::open(root, Engine::Jitter, Some(&measured.cpus)).with_context(|| {
         match &args.cpus {
             Some(cpus) => format!("--cpus {cpus}"),

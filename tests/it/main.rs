@@ -22,6 +22,7 @@ mod compare_aa;
 mod compare_peers;
 mod completions;
 mod deploy;
+mod docs;
 mod explain_live;
 mod fleet;
 mod freebsd;
