@@ -41,7 +41,10 @@ const TICK_FUNCTIONS: [&str; 3] = [
 ];
 
 /// What interrupted the loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Class {
     /// The scheduler tick.
     Tick,
@@ -70,6 +73,23 @@ pub(crate) enum Class {
 }
 
 impl Class {
+    /// Every class.
+    #[cfg(test)]
+    const ALL: [Class; 12] = [
+        Class::Tick,
+        Class::Timer,
+        Class::DeviceIrq,
+        Class::Softirq,
+        Class::Ipi,
+        Class::TlbShootdown,
+        Class::Kworker,
+        Class::Task,
+        Class::Nmi,
+        Class::Rcu,
+        Class::NoKernelEvent,
+        Class::Unknown,
+    ];
+
     /// Its name in JSON and in the cause → fix table (`device_irq`).
     pub(crate) fn key(self) -> &'static str {
         match self {
@@ -503,6 +523,16 @@ mod tests {
             .iter()
             .map(|c| (c.cause.class, c.cause.source.clone(), c.count))
             .collect()
+    }
+
+    #[test]
+    fn a_class_is_named_alike_in_json_and_in_the_fix_table() {
+        for class in Class::ALL {
+            assert_eq!(
+                serde_json::to_value(class).unwrap(),
+                serde_json::Value::from(class.key())
+            );
+        }
     }
 
     #[test]

@@ -97,15 +97,6 @@ pub(crate) fn explanation(
                 .iter()
                 .find(|(cpu, _)| *cpu == c.cpu)
                 .map_or(&none, |(_, e)| e);
-            eprintln!(
-                "DEBUG cpu {} events {} first {:?} last {:?} gaps {} first {:?}",
-                c.cpu,
-                events.len(),
-                events.first(),
-                events.last(),
-                c.gaps.len(),
-                c.gaps.first()
-            );
             let trace = CpuTrace {
                 cpu: c.cpu,
                 loop_tid: c.loop_tid,

@@ -6,17 +6,17 @@ use super::micros;
 use crate::audit::rules::causes::{fix_for, setting_for};
 use crate::measure::trace::Explanation;
 use crate::measure::trace::explain::{Cause, Class, CpuCauses};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// The explanation in a measurement's JSON.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ExplainJson {
     /// Whether the trace ran (false: `notes` say why; no causes then).
     pub traced: bool,
     /// The trace clock its timestamps were read in (`x86-tsc`: the loop's counter, so the
     /// gaps and the events compare without conversion).
-    pub clock: &'static str,
+    pub clock: String,
     /// Events the trace buffers lost in all; the gaps in their windows are `unknown`.
     pub lost_events: u64,
     /// What could not be explained, and why.
@@ -26,7 +26,7 @@ pub(crate) struct ExplainJson {
 }
 
 /// One CPU's causes.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CpuCausesJson {
     /// The CPU.
     pub cpu: u32,
@@ -39,14 +39,11 @@ pub(crate) struct CpuCausesJson {
 }
 
 /// One cause on one CPU.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CauseJson {
     /// The class: `tick`, `timer`, `device_irq`, `softirq`, `ipi`, `tlb_shootdown`,
     /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost).
-    pub class: &'static str,
-    /// The class as a person reads it.
-    #[serde(skip)]
-    pub label: &'static str,
+    pub class: Class,
     /// What in the class: the IRQ (`42 virtio3-tx`), the task (`comm pid`), the work or
     /// timer function, the IPI's kind and sender.
     pub source: String,
@@ -62,25 +59,22 @@ pub(crate) struct CauseJson {
     /// sender; the IRQ's number.
     pub ids: Vec<u32>,
     /// The audit rule that finds this cause (null: none, e.g. events lost).
-    pub rule: Option<&'static str>,
+    pub rule: Option<String>,
     /// The plan setting that removes it (null: none, or advice only).
     pub setting: Option<String>,
     /// What to do, in a sentence.
-    pub advice: Option<&'static str>,
+    pub advice: Option<String>,
 }
 
 /// One of the longest gaps.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SpikeJson {
     /// When it ended, ns after the start of the run (of its segment).
     pub at_ns: u64,
     /// Its length, ns.
     pub length_ns: u64,
     /// Its cause's class.
-    pub class: &'static str,
-    /// The class as a person reads it.
-    #[serde(skip)]
-    pub label: &'static str,
+    pub class: Class,
     /// Its cause's source.
     pub source: String,
 }
@@ -107,7 +101,7 @@ fn comm_of(cause: &Cause) -> Option<&str> {
 pub(crate) fn json(explanation: &Explanation) -> ExplainJson {
     ExplainJson {
         traced: explanation.traced,
-        clock: explanation.clock,
+        clock: explanation.clock.to_string(),
         lost_events: explanation.lost_events,
         notes: explanation.notes.clone(),
         cpus: explanation.cpus.iter().map(cpu_json).collect(),
@@ -124,22 +118,21 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
             .map(|c| {
                 let fix = fix_for(c.cause.class.key(), &c.cause.source);
                 CauseJson {
-                    class: c.cause.class.key(),
-                    label: c.cause.class.label(),
+                    class: c.cause.class,
                     source: c.cause.source.clone(),
                     count: c.count,
                     total_ns: c.total_ns,
                     p99_ns: c.p99_ns(),
                     max_ns: c.max_ns,
                     ids: c.ids.clone(),
-                    rule: fix.map(|f| f.rule),
+                    rule: fix.map(|f| f.rule.to_string()),
                     setting: fix.and_then(|f| {
                         let irq = (c.cause.class == Class::DeviceIrq)
                             .then(|| c.ids.first().copied())
                             .flatten();
                         setting_for(f, irq, comm_of(&c.cause))
                     }),
-                    advice: fix.map(|f| f.advice),
+                    advice: fix.map(|f| f.advice.to_string()),
                 }
             })
             .collect(),
@@ -149,8 +142,7 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
             .map(|s| SpikeJson {
                 at_ns: s.at_ns,
                 length_ns: s.length_ns,
-                class: s.cause.class.key(),
-                label: s.cause.class.label(),
+                class: s.cause.class,
                 source: s.cause.source.clone(),
             })
             .collect(),
@@ -188,7 +180,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
                 micros(c.total_ns as f64),
                 micros(c.p99_ns as f64),
                 micros(c.max_ns as f64),
-                c.label.to_string(),
+                c.class.label().to_string(),
                 c.source.clone(),
             ]);
         }
@@ -211,18 +203,25 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
                     "  {} µs at {:.6} s: {} ({})",
                     micros(s.length_ns as f64),
                     s.at_ns as f64 / 1e9,
-                    s.label,
+                    s.class.label(),
                     s.source
                 );
             }
         }
         let mut fixes: Vec<(&str, Option<&str>, &str, Vec<&str>)> = Vec::new();
         for c in shown {
-            let Some(rule) = c.rule else { continue };
+            let Some(rule) = c.rule.as_deref() else {
+                continue;
+            };
             let setting = c.setting.as_deref();
             match fixes.iter_mut().find(|f| f.0 == rule && f.1 == setting) {
                 Some(fix) => fix.3.push(&c.source),
-                None => fixes.push((rule, setting, c.advice.unwrap_or(""), vec![&c.source])),
+                None => fixes.push((
+                    rule,
+                    setting,
+                    c.advice.as_deref().unwrap_or(""),
+                    vec![&c.source],
+                )),
             }
         }
         if !fixes.is_empty() {
@@ -269,4 +268,29 @@ fn cause_table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guide's example is the text of a real run's explanation, byte for byte.
+    #[test]
+    fn the_guide_shows_the_text_of_its_recorded_run() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let recorded: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/data/explain/guide-run.json")).unwrap(),
+        )
+        .unwrap();
+        let explanation: ExplainJson = serde_json::from_value(recorded["explain"].clone()).unwrap();
+        let guide = std::fs::read_to_string(format!("{root}/docs/guide/explain.md")).unwrap();
+        let (_, after) = guide.split_once("<!-- explain-example:").unwrap();
+        let (_, block) = after.split_once("```text\n").unwrap();
+        let (block, _) = block.split_once("```").unwrap();
+        let text = text(&explanation);
+        assert_eq!(text.trim_start_matches('\n'), block);
+        // Its counts add up to the CPU's gaps.
+        let cpu = &explanation.cpus[0];
+        assert_eq!(cpu.causes.iter().map(|c| c.count).sum::<u64>(), cpu.gaps);
+    }
 }
