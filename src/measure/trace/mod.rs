@@ -127,3 +127,104 @@ pub(crate) fn explanation(
         notes: capture.notes.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::events::{self, Line, Symbols, What};
+    use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
+
+    /// The loop thread of the recorded run (tests/data/explain/README.md).
+    const LOOP_TID: u32 = 11947;
+
+    /// The recorded trace of CPU 1 on this project's guest: every line of the set parses, and
+    /// the gaps taken from the trace itself (the loop switched out; an interrupt while it ran)
+    /// are each given one cause, naming the planted sleeper and the tick.
+    #[test]
+    fn a_recorded_trace_parses_and_explains() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/explain/cpu1-trace_pipe.txt"
+        ))
+        .unwrap();
+        let mut symbols = Symbols::default();
+        let mut events = Vec::new();
+        for line in text.lines() {
+            match events::parse(line, &mut symbols) {
+                Line::Event(e) => events.push(e),
+                Line::Other => assert!(
+                    line.contains(" tlb_flush: ") && !line.contains("remote shootdown"),
+                    "not parsed: {line}"
+                ),
+                other => panic!("{other:?} from {line}"),
+            }
+        }
+        // 220 TLB flushes, 11 of them remote shootdowns (the only ones kept).
+        assert_eq!(events.len(), 1200 - 220 + 11);
+        // Gaps: the loop switched out until it was switched back in; an interrupt entry while
+        // it ran opens a gap of 19 µs (50,000 ticks) from 100 ticks before it, as long as the
+        // loop's own gap would be.
+        let mut gaps = Vec::new();
+        let mut out_since = None;
+        for e in &events {
+            match e.what {
+                What::Switch { pid, .. } if pid == LOOP_TID => {
+                    if let Some(start) = out_since.take() {
+                        gaps.push(TraceGap { start, end: e.ts });
+                    }
+                }
+                // An interrupt that ends in a switch away is one gap with it.
+                What::Switch { .. } if out_since.is_none() => {
+                    out_since = match gaps.last() {
+                        Some(g) if g.end >= e.ts => gaps.pop().map(|g| g.start),
+                        _ => Some(e.ts - 1),
+                    }
+                }
+                What::Vector(_) | What::Irq { .. }
+                    if out_since.is_none()
+                        && gaps.last().is_none_or(|g: &TraceGap| g.end < e.ts - 100) =>
+                {
+                    gaps.push(TraceGap {
+                        start: e.ts - 100,
+                        end: e.ts + 50_000,
+                    });
+                }
+                _ => {}
+            }
+        }
+        gaps.sort_by_key(|g| g.start);
+        let trace = CpuTrace {
+            cpu: 1,
+            loop_tid: LOOP_TID,
+            events: &events,
+            lost: Vec::new(),
+            run_start: events[0].ts,
+        };
+        let out = explain_cpu(&trace, &gaps, &[], 2_596_122, &symbols, &|t| {
+            t * 1000 / 2596
+        });
+        assert_eq!(
+            out.causes.iter().map(|c| c.count).sum::<u64>(),
+            gaps.len() as u64
+        );
+        let count = |class: Class, word: &str| -> u64 {
+            out.causes
+                .iter()
+                .filter(|c| c.cause.class == class && c.cause.source.contains(word))
+                .map(|c| c.count)
+                .sum()
+        };
+        // The sleeper woke 40-odd times in these 1,200 lines (its switches in, minus the ones
+        // that were not from the loop).
+        assert!(
+            count(Class::Task, "app-poller (woken by hrtimer_wakeup)") >= 30,
+            "{:#?}",
+            out.causes
+        );
+        assert!(
+            count(Class::Tick, "tick_nohz_handler") >= 50,
+            "{:#?}",
+            out.causes
+        );
+        assert_eq!(count(Class::Unknown, ""), 0);
+    }
+}
