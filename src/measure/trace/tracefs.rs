@@ -321,9 +321,12 @@ impl<'r> Tracing<'r> {
         self.root
             .create_dirs(&path)
             .map_err(|e| Unavailable::NotPermitted(e.to_string()))?;
-        self.instances.push(path.clone());
         // The kernel makes an instance with tracing on: off until configured.
-        self.write(&format!("{path}/tracing_on"), "0")?;
+        if let Err(e) = self.write(&format!("{path}/tracing_on"), "0") {
+            let _ = self.root.remove_empty_dir(&path);
+            return Err(e);
+        }
+        self.instances.push(path.clone());
         Ok(path)
     }
 
@@ -599,4 +602,129 @@ fn lost_in_stats(root: &SysRoot, instance: &str, cpu: u32) -> u64 {
                 .flatten()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_tree::TestTree;
+
+    const T: &str = "/sys/kernel/tracing";
+
+    /// A tracefs whose instance for this process the "kernel" already populated (a tree cannot
+    /// make files appear on mkdir), with the set's events but `format` files as given.
+    fn tracefs(formats: &[(&str, &str)]) -> (TestTree, String) {
+        let tree = TestTree::empty();
+        tree.write(&format!("{T}/tracing_on"), "1\n");
+        tree.write(&format!("{T}/tracing_cpumask"), "3\n");
+        let instance = format!("{T}/instances/lowlat-{}", std::process::id());
+        for file in ["tracing_on", "buffer_size_kb", "tracing_cpumask"] {
+            tree.write(&format!("{instance}/{file}"), "\n");
+        }
+        tree.write(
+            &format!("{instance}/trace_clock"),
+            "[local] global mono x86-tsc\n",
+        );
+        for (event, format) in formats {
+            tree.write(&format!("{instance}/events/{event}/format"), format);
+            tree.write(&format!("{instance}/events/{event}/enable"), "0\n");
+        }
+        (tree, instance)
+    }
+
+    #[test]
+    fn without_tracefs_it_says_why_and_touches_nothing() {
+        let tree = TestTree::empty();
+        let root = tree.root();
+        let err = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(err, Unavailable::NoTracefs(_)), "{err}");
+        assert!(err.to_string().contains("no tracefs"), "{err}");
+    }
+
+    #[test]
+    fn a_format_the_parser_cannot_read_is_refused_by_name_and_the_rest_explain() {
+        let (tree, instance) = tracefs(&[
+            (
+                "irq/irq_handler_entry",
+                "\tfield:int irq_number;\toffset:8;\n\tfield:__data_loc char[] name;\n",
+            ),
+            (
+                "irq_vectors/local_timer_entry",
+                "\tfield:int vector;\toffset:8;\n",
+            ),
+        ]);
+        // A stale instance of a pid that does not run here.
+        tree.make_dir(&format!("{T}/instances/lowlat-999999999"));
+        let root = tree.root();
+        let tracing = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let read = |file: &str| root.read(&format!("{instance}/{file}")).unwrap();
+        assert_eq!(read("trace_clock"), "x86-tsc");
+        assert_eq!(read("tracing_cpumask"), "2");
+        assert_eq!(read("tracing_on"), "1");
+        assert_eq!(read("buffer_size_kb"), "1250");
+        assert_eq!(read("events/irq_vectors/local_timer_entry/enable"), "1");
+        assert_eq!(read("events/irq/irq_handler_entry/enable"), "0\n");
+        let capture = tracing.finish();
+        let notes = capture.notes.join("\n");
+        assert!(
+            notes.contains(
+                "tracepoint irq/irq_handler_entry refused: its format lacks the field(s) irq"
+            ),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("tracepoint sched/sched_switch is not in this kernel"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("removed the trace instance lowlat-999999999"),
+            "{notes}"
+        );
+        assert!(!root.exists(&format!("{T}/instances/lowlat-999999999")));
+        // The global files were never written.
+        assert_eq!(root.read(&format!("{T}/tracing_on")).unwrap(), "1\n");
+        assert_eq!(root.read(&format!("{T}/tracing_cpumask")).unwrap(), "3\n");
+        // Tracing is off in the instance at the end.
+        assert_eq!(read("tracing_on"), "0");
+    }
+
+    #[test]
+    fn a_kernel_without_the_clock_is_refused_with_what_it_offers() {
+        let (tree, instance) =
+            tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        tree.write(&format!("{instance}/trace_clock"), "[local] global\n");
+        let root = tree.root();
+        let err = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "the trace clock x86-tsc is not offered by this kernel (trace_clock lists [local] global)"
+        );
+    }
+
+    #[test]
+    fn buffers_hold_two_seconds_at_the_expected_rate_within_bounds() {
+        assert_eq!(buffer_kb(Duration::from_millis(50)), 1024);
+        assert_eq!(buffer_kb(Duration::from_secs(1)), 1250);
+        assert_eq!(buffer_kb(Duration::from_secs(60)), 2500);
+    }
 }
