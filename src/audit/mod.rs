@@ -20,6 +20,7 @@ use crate::audit::finding::BiosStep;
 use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
 use crate::machine::Machine;
 use crate::tuning::setting::Setting;
+use crate::tuning::setting_id::SettingId;
 
 /// The result of auditing one machine against one profile.
 #[derive(Debug, Clone)]
@@ -54,12 +55,12 @@ impl Audit {
     /// The settings that remediate the failing and warning findings, in finding order, each
     /// setting id once (the first finding proposing it wins).
     pub fn fixes(&self) -> Vec<&Setting> {
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen = std::collections::HashSet::new();
         self.findings
             .iter()
             .filter(|f| f.needs_fixing())
             .flat_map(|f| &f.remediation.settings)
-            .filter(|s| seen.insert(s.id.as_str()))
+            .filter(|s| seen.insert(&s.id))
             .collect()
     }
 
@@ -94,7 +95,7 @@ pub fn fixes(
     machine: &Machine,
     profile: &Profile,
     partition: &AuditPartition,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&SettingId) -> bool,
 ) -> impl Iterator<Item = Setting> {
     run_with(machine, profile, partition, false, wanted).into_fixes()
 }
@@ -106,7 +107,7 @@ fn run_with(
     profile: &Profile,
     partition: &AuditPartition,
     details: bool,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&SettingId) -> bool,
 ) -> Audit {
     let ctx = RuleContext {
         machine,

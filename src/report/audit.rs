@@ -269,10 +269,7 @@ fn first_sentence(text: &str) -> &str {
 /// How one setting is written on a line: `nohz_full=1-7`, `vm.swappiness=0`,
 /// `irq:45:affinity=0,8`.
 fn setting_text(setting: &Setting) -> String {
-    let key = setting
-        .id
-        .split_once(':')
-        .map_or(setting.id.as_str(), |(_, rest)| rest);
+    let key = setting.id.without_family();
     match setting.layer {
         Layer::Boot => setting.value.clone(),
         Layer::Sysctl => format!("{key}={}", setting.value),

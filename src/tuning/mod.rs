@@ -17,4 +17,4 @@ pub(crate) mod kthreads;
 pub(crate) mod nearby;
 pub(crate) mod partition;
 pub mod setting;
-pub(crate) mod setting_id;
+pub mod setting_id;

@@ -1,12 +1,15 @@
 //! Setting ids: the one grammar that names a knob, file, task group, service or boot argument.
-//! The audit and the plan build ids with [`SettingId`]'s variants; `apply`, `revert` and
-//! `verify` parse them back ([`str::parse`]) and match on the variant. Pure, no I/O.
+//! Every setting carries a [`SettingId`]: the audit and the plan build them from the variants,
+//! apply, verify, watch and the reports match on the variant, and plan.json and every JSON
+//! document write it as the string of the table below. An id that does not parse is refused
+//! when the document loads, naming the id and why. Pure, no I/O.
 //!
 //! | id | what | value |
 //! |---|---|---|
 //! | `sysctl:<key>` | `/proc/sys/<key with . as />` | the value as `sysctl` writes it |
 //! | `irq:default:affinity` | `/proc/irq/default_smp_affinity` | hex mask |
 //! | `irq:<N>:affinity` | `/proc/irq/<N>/smp_affinity_list` | CPU list |
+//! | `irq:*:affinity` | every movable IRQ (only in a plan's skipped settings) | CPU list |
 //! | `rps:<interface>:rps_cpus` | `/sys/class/net/<interface>/queues/rx-*/rps_cpus`, every receive queue | hex mask |
 //! | `workqueue:cpumask` | `/sys/devices/virtual/workqueue/cpumask` | hex mask |
 //! | `workqueue:<name>:cpumask` | `/sys/bus/workqueue/devices/<name>/cpumask` | hex mask |
@@ -29,14 +32,25 @@ use std::fmt;
 use std::str::FromStr;
 
 /// What a setting id names; written and parsed as the strings of the module's table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SettingId {
+///
+/// Adding a family is done here: a variant (with its parameters), its arm in `Display`,
+/// `parse` and [`SettingId::family`], a row of the module's table, and a case in the tests
+/// (`parses_every_family` and `any_id`, which checks that every id survives its string). The
+/// `match`es elsewhere have no catch-all where it matters (the plan's own families in
+/// `plan::findings`, the diff's readers in `report::plan::diff`), so the compiler then names
+/// each place that must decide what the new family means; appliers that do not know it report
+/// it unsupported.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SettingId {
     /// A sysctl, by its dotted key.
     Sysctl(String),
     /// The default affinity of new IRQs.
     IrqDefault,
     /// The affinity of one IRQ.
     Irq(u32),
+    /// The affinity of every movable IRQ: named by the setting a plan skips when the IRQs could
+    /// not be read; apply has nothing to write for it.
+    EveryIrq,
     /// The receive packet steering mask of every receive queue of a network interface.
     Rps(String),
     /// The unbound workqueue mask (`None`) or the mask of one WQ_SYSFS workqueue.
@@ -95,8 +109,8 @@ pub(crate) enum SettingId {
 }
 
 /// What is set on matched tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskAttribute {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskAttribute {
     /// CPU affinity (a CPU list).
     Affinity,
     /// Scheduling policy and priority.
@@ -105,13 +119,23 @@ pub(crate) enum TaskAttribute {
 
 /// Why an id was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SettingIdError {
+pub enum SettingIdError {
     /// The id's family (`foo:`) is not one lowlat applies.
     #[error("lowlat does not know how to apply this setting")]
     Unknown,
     /// The family is known but the rest of the id is malformed; says what was expected.
     #[error("{0}")]
     Malformed(String),
+}
+
+/// An id that does not parse, with the id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("setting id `{id}`: {why}")]
+pub struct NamedIdError {
+    /// The id as written.
+    pub id: String,
+    /// Why it was refused.
+    pub why: SettingIdError,
 }
 
 fn number(text: &str, prefix: &str) -> Option<u32> {
@@ -145,9 +169,62 @@ fn page_size(text: &str) -> Option<u64> {
 }
 
 impl SettingId {
+    /// Parses `text`; the error names the id and says why (`setting id `x`: …`), the words
+    /// of a document that does not load.
+    pub(crate) fn parse_named(text: &str) -> Result<SettingId, NamedIdError> {
+        text.parse().map_err(|why| NamedIdError {
+            id: text.to_string(),
+            why,
+        })
+    }
+
+    /// The family word the id starts with: `sysctl`, `irq`, `kthread`, `cpu`, ...
+    pub fn family(&self) -> &'static str {
+        match self {
+            SettingId::Sysctl(_) => "sysctl",
+            SettingId::IrqDefault | SettingId::Irq(_) | SettingId::EveryIrq => "irq",
+            SettingId::Rps(_) => "rps",
+            SettingId::Workqueue(_) => "workqueue",
+            SettingId::Cpufreq { .. } | SettingId::Boost => "cpufreq",
+            SettingId::Cpuidle { .. } => "cpuidle",
+            SettingId::ResumeLatency(_) => "cpu",
+            SettingId::Thp(_) => "thp",
+            SettingId::Hugepages { .. } => "hugepages",
+            SettingId::Clocksource => "clocksource",
+            SettingId::Tasks { kernel: true, .. } => "kthread",
+            SettingId::Tasks { kernel: false, .. } => "task",
+            SettingId::Service(_) => "service",
+            SettingId::File(_) | SettingId::FileKey { .. } => "file",
+            SettingId::Cmdline(_) => "cmdline",
+        }
+    }
+
+    /// The id without its family word: `vm.swappiness` of `sysctl:vm.swappiness`,
+    /// `/etc/default/irqbalance:IRQBALANCE_BANNED_CPULIST` of a file key.
+    pub fn without_family(&self) -> String {
+        let text = self.to_string();
+        text[self.family().len() + 1..].to_string()
+    }
+
+    /// Whether the id is an IRQ affinity (the default, one IRQ's or every IRQ's).
+    pub fn is_irq(&self) -> bool {
+        matches!(
+            self,
+            SettingId::IrqDefault | SettingId::Irq(_) | SettingId::EveryIrq
+        )
+    }
+
+    /// The key of a kernel command-line setting (`nohz_full` of `cmdline:nohz_full`).
+    pub fn cmdline_key(&self) -> Option<&str> {
+        match self {
+            SettingId::Cmdline(key) => Some(key),
+            _ => None,
+        }
+    }
+
     /// Whether the value of this setting is a hex CPU mask (the files that take one:
     /// `default_smp_affinity`, `rps_cpus`, workqueue `cpumask`) rather than a CPU list.
-    pub(crate) fn takes_cpu_mask(&self) -> bool {
+    pub fn takes_cpu_mask(&self) -> bool {
         matches!(
             self,
             SettingId::IrqDefault | SettingId::Rps(_) | SettingId::Workqueue(_)
@@ -161,6 +238,7 @@ impl fmt::Display for SettingId {
             SettingId::Sysctl(key) => write!(f, "sysctl:{key}"),
             SettingId::IrqDefault => f.write_str("irq:default:affinity"),
             SettingId::Irq(irq) => write!(f, "irq:{irq}:affinity"),
+            SettingId::EveryIrq => f.write_str("irq:*:affinity"),
             SettingId::Rps(interface) => write!(f, "rps:{interface}:rps_cpus"),
             SettingId::Workqueue(None) => f.write_str("workqueue:cpumask"),
             SettingId::Workqueue(Some(name)) => write!(f, "workqueue:{name}:cpumask"),
@@ -207,6 +285,15 @@ impl fmt::Display for SettingId {
     }
 }
 
+/// Tests compare an id with the string it is written as (`id == "cmdline:idle"`); the code
+/// itself matches on the variants.
+#[cfg(test)]
+impl PartialEq<&str> for SettingId {
+    fn eq(&self, other: &&str) -> bool {
+        other.parse::<SettingId>().as_ref() == Ok(self)
+    }
+}
+
 /// Written as its id string, so plan.json and every JSON document keep the table's form.
 impl serde::Serialize for SettingId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -218,8 +305,7 @@ impl serde::Serialize for SettingId {
 impl<'de> serde::Deserialize<'de> for SettingId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        text.parse()
-            .map_err(|e| serde::de::Error::custom(format!("setting id `{text}`: {e}")))
+        SettingId::parse_named(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -252,6 +338,7 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
         }
         "irq" => match parts.as_slice() {
             ["default", "affinity"] => Ok(SettingId::IrqDefault),
+            ["*", "affinity"] => Ok(SettingId::EveryIrq),
             [n, "affinity"] => match number(n, "") {
                 Some(n) => Ok(SettingId::Irq(n)),
                 None => malformed("expected irq:<number>:affinity or irq:default:affinity"),
@@ -413,6 +500,7 @@ mod tests {
             ),
             ("irq:default:affinity", SettingId::IrqDefault),
             ("irq:45:affinity", SettingId::Irq(45)),
+            ("irq:*:affinity", SettingId::EveryIrq),
             ("workqueue:cpumask", SettingId::Workqueue(None)),
             ("rps:ens1f0:rps_cpus", SettingId::Rps("ens1f0".into())),
             (
@@ -540,6 +628,7 @@ mod tests {
             key.prop_map(SettingId::Sysctl),
             Just(SettingId::IrqDefault),
             any::<u32>().prop_map(SettingId::Irq),
+            Just(SettingId::EveryIrq),
             name.prop_map(SettingId::Rps),
             proptest::option::of(name).prop_map(SettingId::Workqueue),
             (

@@ -286,7 +286,12 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     let result = audit::run(&machine, &profile, &partition);
     assert!(result.has_failures());
     let fixes = result.fixes();
-    let find = |id: &str| fixes.iter().find(|s| s.id == id).map(|s| s.value.as_str());
+    let find = |id: &str| {
+        fixes
+            .iter()
+            .find(|s| s.id.to_string() == id)
+            .map(|s| s.value.as_str())
+    };
     assert_eq!(find("cmdline:nohz_full"), Some("nohz_full=1-7,9-15"));
     assert_eq!(find("cmdline:rcu_nocbs"), Some("rcu_nocbs=1-7,9-15"));
     assert_eq!(find("sysctl:kernel.numa_balancing"), Some("0"));
@@ -294,7 +299,7 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     assert_eq!(find("workqueue:cpumask"), Some("0101"));
     assert_eq!(find("irq:default:affinity"), Some("0101"));
     // Each setting id once, each with its rationale and source.
-    let mut ids: Vec<&str> = fixes.iter().map(|s| s.id.as_str()).collect();
+    let mut ids: Vec<String> = fixes.iter().map(|s| s.id.to_string()).collect();
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), fixes.len());
@@ -306,15 +311,15 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     // Trade-offs travel with the settings that make them.
     let rp = fixes
         .iter()
-        .find(|s| s.id == "sysctl:net.ipv4.conf.all.rp_filter")
+        .find(|s| s.id.to_string() == "sysctl:net.ipv4.conf.all.rp_filter")
         .unwrap();
     assert!(rp.security_tradeoff.as_deref().unwrap().contains("spoofed"));
     // Nothing that passed proposes a change.
-    let passing: Vec<&str> = result
+    let passing: Vec<String> = result
         .findings
         .iter()
         .filter(|f| f.status == Status::Pass)
-        .flat_map(|f| f.remediation.settings.iter().map(|s| s.id.as_str()))
+        .flat_map(|f| f.remediation.settings.iter().map(|s| s.id.to_string()))
         .collect();
     assert!(passing.is_empty(), "{passing:?}");
 }

@@ -8,6 +8,7 @@ use crate::audit::rule::Expect;
 use crate::audit::rules;
 use crate::machine::Machine;
 use crate::test_tree::TestTree;
+use crate::tuning::setting_id::SettingId;
 
 /// One socket of four single-thread cores, kernel 5.14, nohz_full=2-3; `extra` files on top.
 fn tree(extra: &[(&str, &str)]) -> TestTree {
@@ -107,8 +108,8 @@ fn sysctl_values_bounds_and_cpu_lists() {
     assert_eq!(f.expected, "vm.swappiness = 0 or <= 10");
     let fix = &f.remediation.settings[0];
     assert_eq!(
-        (fix.id.as_str(), fix.value.as_str()),
-        ("sysctl:vm.swappiness", "0")
+        (fix.id.to_string(), fix.value.as_str()),
+        ("sysctl:vm.swappiness".to_string(), "0")
     );
     assert!(
         fix.source
@@ -231,17 +232,17 @@ fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
     let f = audit_one(&dir, "LL-CSTATES", "c1");
     assert_eq!(f.status, Status::Fail);
     assert_eq!(f.observed, "deep C-states usable on CPUs 2-3");
-    let ids: Vec<(&str, &str)> = f
+    let ids: Vec<(String, &str)> = f
         .remediation
         .settings
         .iter()
-        .map(|s| (s.id.as_str(), s.value.as_str()))
+        .map(|s| (s.id.to_string(), s.value.as_str()))
         .collect();
     assert_eq!(
         ids,
         vec![
-            ("cpu:2:pm_qos_resume_latency_us", "1"),
-            ("cpu:3:pm_qos_resume_latency_us", "1")
+            ("cpu:2:pm_qos_resume_latency_us".to_string(), "1"),
+            ("cpu:3:pm_qos_resume_latency_us".to_string(), "1")
         ]
     );
     for cpu in [2, 3] {
@@ -381,11 +382,14 @@ fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wante
         assert_eq!(with.status, without.status, "{rule}");
     }
     let fixes: Vec<_> = full.fixes().into_iter().cloned().collect();
-    assert!(fixes.iter().any(|s| s.id.starts_with("irq:")), "{fixes:?}");
-    let all = |_: &str| true;
+    assert!(
+        fixes.iter().any(|s| matches!(s.id, SettingId::Irq(_))),
+        "{fixes:?}"
+    );
+    let all = |_: &SettingId| true;
     let lean_fixes: Vec<_> = crate::audit::fixes(&machine, &profile, &partition, &all).collect();
     assert_eq!(lean_fixes, fixes);
-    let not_irq = |id: &str| !id.starts_with("irq:");
+    let not_irq = |id: &SettingId| !matches!(id, SettingId::Irq(_) | SettingId::IrqDefault);
     let wanted: Vec<_> = crate::audit::fixes(&machine, &profile, &partition, &not_irq).collect();
     let expected: Vec<_> = fixes.into_iter().filter(|s| not_irq(&s.id)).collect();
     assert!(!expected.is_empty());
