@@ -23,7 +23,6 @@ use crate::measure::runner::load;
 use crate::measure::runner::observer::Observer;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::trace::{Tracing, tracefs};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -312,14 +311,14 @@ impl<R> Finished<R> {
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
-/// `measure` fills the record of every thread that can. With `trace`, a helper thread (on the
-/// main thread's CPUs, off the measured ones) drains its buffers every
-/// [`tracefs::DRAIN_EVERY`] until the stop. Fails when a thread cannot be started.
+/// `measure` fills the record of every thread that can. With `drain` (a period and a call: a
+/// trace's buffers), a helper thread (on the main thread's CPUs, off the measured ones) makes
+/// the call every period until the stop. Fails when a thread cannot be started.
 pub(crate) fn run_loops<R: Send>(
     session: &Session,
     plan: &LoopPlan,
     progress: String,
-    trace: Option<&Tracing<'_>>,
+    drain: Option<(Duration, &(dyn Fn() + Sync))>,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Result<Finished<R>, SpawnError> {
@@ -331,11 +330,11 @@ pub(crate) fn run_loops<R: Send>(
         helpers.extend(injectors);
         counts
     });
-    if let Some(trace) = trace {
+    if let Some((every, drain)) = drain {
         helpers.push(Box::new(move |stop: &StopFlag| {
-            let every = u64::try_from(tracefs::DRAIN_EVERY.as_nanos()).unwrap_or(u64::MAX);
+            let every = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
             while !stop.sleep_until(harness::monotonic_ns().saturating_add(every)) {
-                trace.drain();
+                drain();
             }
         }));
     }

@@ -11,7 +11,7 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use crate::measure::trace::explain::TraceGap;
-use crate::measure::trace::{self, Capture, CpuGaps, Explanation, TraceClock, Tracing};
+use crate::measure::trace::{self, Capture, CpuGaps, Explanation, TraceClock, Tracing, tracefs};
 use busy::{BusyRecord, LoopConfig};
 
 /// An IPI is matched with its sender when it arrives at most this long after it was sent,
@@ -104,11 +104,15 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
     let tracing = request
         .explain
         .then(|| Tracing::start(session.root(), &cpus, TraceClock::X86Tsc, plan.duration));
+    let running = tracing.as_ref().and_then(|t| t.as_ref().ok());
+    let drain = running.map(|t| move || t.drain());
     let finished = threads::run_loops(
         session,
         plan,
         progress,
-        tracing.as_ref().and_then(|t| t.as_ref().ok()),
+        drain
+            .as_ref()
+            .map(|d| (tracefs::DRAIN_EVERY, d as &(dyn Fn() + Sync))),
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
     )?;
