@@ -23,6 +23,7 @@ use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
 use crate::report::html::{self, Source};
 use crate::report::inventory;
+use crate::report::measure::explain;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 use crate::tuning::profile_name::ProfileName;
@@ -86,6 +87,11 @@ pub struct CheckArgs {
     /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
     #[arg(long = "target", value_name = "TARGET", value_parser = target)]
     pub(crate) targets: Vec<Target>,
+
+    /// Do not trace the measured CPUs to give each gap its cause (by default a check explains
+    /// where tracing is available: root, tracefs; see docs/guide/explain.md).
+    #[arg(long)]
+    pub no_explain: bool,
 
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
@@ -179,6 +185,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
                 threshold_ns: JITTER_THRESHOLD_NS,
                 priority: None,
                 max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+                explain: !args.no_explain,
             },
         )?;
         complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
@@ -213,6 +220,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         args.targets.clone()
     };
     let verdicts = check::evaluate(&wanted, &figures);
+    let causes = all_jitter.explanation.as_ref().map(explain::json);
     let report = CheckReport {
         machine: &machine,
         audit: &audited,
@@ -224,6 +232,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         figures: &figures,
         targets: &verdicts,
         complete,
+        causes: causes.as_ref(),
     };
     let documents = documents(&session, &report, &jitter_runs, &timer_runs)?;
     if let Some(bundle) = &bundle {

@@ -24,6 +24,7 @@ mod compare_peers;
 mod completions;
 mod deploy;
 mod docs;
+mod explain_live;
 mod fleet;
 mod freebsd;
 mod hostile_input;

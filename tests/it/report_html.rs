@@ -906,3 +906,29 @@ fn peers_outputs_are_read_as_compare_reads_them_and_drawn() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_check_with_causes_names_the_top_ones_and_their_fixes_in_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/explain/guide-run.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    check["causes"] = recorded["explain"].clone();
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(&[input], &dir.path().join("r.html"));
+    for expected in [
+        "CPU 1: what caused its 3789 gaps, most time first, and the fix",
+        "<td>task</td><td>report_html::ch</td><td>1</td>",
+        "<code>LL-TASKS-ON-ISOLATED</code>",
+        "<code>task:report_html::ch:affinity</code>",
+    ] {
+        assert!(html.contains(expected), "no {expected}");
+    }
+}
