@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
+use crate::machine::core_types::CoreType;
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
@@ -65,6 +66,12 @@ pub struct PlanArgs {
     /// that turns SMT off keeps one thread per core, and splits none).
     #[arg(long)]
     pub allow_split_smt: bool,
+
+    /// On a hybrid CPU (Intel P- and E-cores, Arm big.LITTLE): the core type to isolate,
+    /// p (default: the latency-critical threads on the performance cores, housekeeping on the
+    /// efficiency cores) or e. Refused on a machine whose cores are of one type.
+    #[arg(long, value_enum, value_name = "p|e", conflicts_with_all = ["housekeeping", "isolate"])]
+    pub isolate_core_type: Option<CoreTypeArg>,
 
     /// SMT: keep (no nosmt; isolated and housekeeping CPUs are whole cores, siblings
     /// together) or off (nosmt at the next boot). Default: the profile's (off for
@@ -187,6 +194,15 @@ pub enum SmtArg {
     Off,
 }
 
+/// `--isolate-core-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CoreTypeArg {
+    /// The performance cores (P-cores, big).
+    P,
+    /// The efficiency cores (E-cores, LITTLE).
+    E,
+}
+
 /// `--power` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PowerArg {
@@ -221,6 +237,11 @@ impl PlanArgs {
                 housekeeping: self.housekeeping.clone(),
                 isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
+                isolate_core_type: match self.isolate_core_type {
+                    None => defaults.isolate_core_type,
+                    Some(CoreTypeArg::P) => CoreType::Performance,
+                    Some(CoreTypeArg::E) => CoreType::Efficiency,
+                },
             },
             options: PlanOptions {
                 power: match self.power {
@@ -318,6 +339,13 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     super::container::note(&root, &machine.topology);
     let request = args.request()?;
+    if args.isolate_core_type.is_some() && machine.topology.core_types.is_none() {
+        anyhow::bail!(
+            "--isolate-core-type: the CPUs of this machine are of one type (no \
+             /sys/devices/cpu_core and cpu_atom, equal or no cpu_capacity, no maximum frequency \
+             and L2 sharing that differ): leave the option out"
+        );
+    }
     let profile = findings::audit_profile(request.profile)?;
     let bios = args
         .bios

@@ -7,6 +7,7 @@
 
 pub(crate) mod avail;
 pub mod container;
+pub mod core_types;
 pub mod cpu;
 pub(crate) mod cpulist;
 pub mod domain;

@@ -33,6 +33,7 @@ mod machine_readers;
 mod measure_bounds;
 mod measure_defects;
 mod measure_hw;
+mod placement_guide;
 mod plan;
 mod plan_cli;
 mod plan_defects;

@@ -598,3 +598,27 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
     dir.remove(mount);
     assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
 }
+
+#[test]
+fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
+    let dir = crate::machine::core_types::tests::i7_1370p();
+    // lowlat's own partition: the P-cores but the one of CPU 0.
+    let f = audit_one(&dir, "LL-CORE-TYPES", "~one-type");
+    assert_eq!(f.status, Status::Pass, "{f:?}");
+    assert_eq!(f.observed, "isolated CPUs 2-11: P-cores");
+    // P- and E-cores isolated together: warned (advisory), the fix isolates the P-cores.
+    let f = audit_one_isolating(&dir, "LL-CORE-TYPES", "~one-type", "2-15");
+    assert_eq!(f.status, Status::Warn, "{f:?}");
+    assert_eq!(
+        f.observed,
+        "isolated CPUs 2-15 mix P-cores (2-11) and E-cores (12-15)"
+    );
+    assert!(
+        format!("{:?}", f.remediation).contains("2-11"),
+        "{:?}",
+        f.remediation
+    );
+    // A machine of one type: the rule does not apply.
+    let f = audit_one(&tree(&[]), "LL-CORE-TYPES", "~one-type");
+    assert_eq!(f.status, Status::Skipped, "{f:?}");
+}
