@@ -81,6 +81,8 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let report = C2cReport {
         by_class: c2c::by_class(&run.pairs, &session.places),
         group_breaks: place::group_breaks(&session.places),
+        host_sharing: (session.machine.hypervisor.as_ref())
+            .map(|_| c2c::host_sharing(&run.pairs, &session.places)),
         run,
     };
     warnings.extend(c2c::shared_warning(&report.run.pairs));

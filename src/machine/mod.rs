@@ -24,6 +24,7 @@ pub mod rt_permission;
 pub mod services;
 pub mod tasks;
 pub mod topology;
+pub mod vcpu_sharing;
 pub mod virt;
 pub mod workload;
 
