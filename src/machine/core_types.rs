@@ -17,7 +17,6 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-use super::topology::Topology;
 use super::{CpuSet, Reader};
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
@@ -125,10 +124,20 @@ impl CoreTypes {
     }
 }
 
-/// Reads the core types of the online CPUs of `topology`; `None` on a machine of one type or
-/// where no source tells.
-pub fn read(r: &mut Reader, topology: &Topology) -> Option<CoreTypes> {
-    let online = topology.online_cpus();
+/// The CPUs of a machine that its core types are told by.
+pub struct CpuLayout<'a> {
+    /// The online CPUs.
+    pub online: &'a CpuSet,
+    /// The physical cores, each as the set of its online CPUs.
+    pub cores: &'a [CpuSet],
+    /// The L2 cache instances, each as the set of CPUs sharing it.
+    pub l2: &'a [&'a CpuSet],
+}
+
+/// Reads the core types of the online CPUs; `None` on a machine of one type or where no
+/// source tells.
+pub fn read(r: &mut Reader, layout: &CpuLayout) -> Option<CoreTypes> {
+    let online = layout.online.clone();
     if online.is_empty() {
         return None;
     }
@@ -155,7 +164,7 @@ pub fn read(r: &mut Reader, topology: &Topology) -> Option<CoreTypes> {
         .iter()
         .map(|cpu| r.opt::<u64>(&format!("{CPU_DIR}/cpu{cpu}/cpufreq/cpuinfo_max_freq")))
         .collect();
-    by_frequency_and_l2(topology, &online, &frequencies)
+    by_frequency_and_l2(layout, &frequencies)
 }
 
 fn two_types(performance: CpuSet, efficiency: CpuSet, source: CoreTypeSource) -> Option<CoreTypes> {
@@ -187,21 +196,13 @@ fn by_highest(
 
 /// Performance cores have an L2 of their own, efficiency cores share one per cluster, and
 /// every CPU of the first kind is faster than every CPU of the second.
-fn by_frequency_and_l2(
-    topology: &Topology,
-    online: &CpuSet,
-    frequencies: &[Option<u64>],
-) -> Option<CoreTypes> {
+fn by_frequency_and_l2(layout: &CpuLayout, frequencies: &[Option<u64>]) -> Option<CoreTypes> {
     let frequencies: Vec<u64> = frequencies.iter().copied().collect::<Option<_>>()?;
-    let cores = topology.cores();
-    let l2: Vec<&CpuSet> = (topology.caches.iter())
-        .filter(|c| c.level == 2)
-        .map(|c| &c.cpus)
-        .collect();
+    let (cores, l2) = (layout.cores, layout.l2);
     let mut private = CpuSet::new();
     let mut shared = CpuSet::new();
     let (mut private_khz, mut shared_khz) = (BTreeSet::new(), BTreeSet::new());
-    for (cpu, khz) in online.iter().zip(frequencies) {
+    for (cpu, khz) in layout.online.iter().zip(frequencies) {
         let instance = l2.iter().find(|set| set.contains(cpu))?;
         let cores_sharing = cores.iter().filter(|core| core.is_subset(instance)).count();
         if cores_sharing > 1 {

@@ -344,7 +344,17 @@ pub fn read(r: &mut Reader) -> Topology {
         core_types: None,
     };
     topology.shape = shape(&topology);
-    topology.core_types = core_types::read(r, &topology);
+    let l2: Vec<&CpuSet> = (topology.caches.iter())
+        .filter(|c| c.level == 2)
+        .map(|c| &c.cpus)
+        .collect();
+    let layout = core_types::CpuLayout {
+        online: &topology.online_cpus(),
+        cores: &topology.cores(),
+        l2: &l2,
+    };
+    let core_types = core_types::read(r, &layout);
+    topology.core_types = core_types;
     topology
 }
 
