@@ -174,10 +174,123 @@ pub fn choose(
     }
 }
 
+/// Which CPUs a check measures and watch watches, and why those.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MeasuredCpus {
+    /// The CPUs.
+    pub cpus: CpuSet,
+    /// Why these: `--cpus`, the machine's isolated CPUs, or every CPU but the first.
+    pub why: String,
+}
+
+/// The one rule for the CPUs that matter, which a check measures and watch watches: `requested` (`--cpus`) when given; else the
+/// CPUs the machine isolates (what the tuning is for), only those of them this process may
+/// run on when its affinity (`allowed`: a container's cpuset, a pod's exclusive CPUs,
+/// taskset) holds some but not all; else, when nothing is isolated, every online CPU but the
+/// first (which keeps the OS and lowlat's own reporting).
+pub fn measured_cpus(
+    partition: &AuditPartition,
+    online: &CpuSet,
+    allowed: &CpuSet,
+    requested: Option<&CpuSet>,
+) -> MeasuredCpus {
+    if let Some(cpus) = requested {
+        return MeasuredCpus {
+            cpus: cpus.clone(),
+            why: "--cpus".into(),
+        };
+    }
+    if let PartitionSource::Kernel { from } = &partition.source
+        && !partition.isolated.is_empty()
+    {
+        let mine = partition.isolated.intersection(allowed);
+        if !mine.is_empty() && mine != partition.isolated {
+            return MeasuredCpus {
+                why: format!(
+                    "the machine's isolated CPUs ({}) that this process may run on (its affinity: {})",
+                    from.join(", "),
+                    allowed.to_list()
+                ),
+                cpus: mine,
+            };
+        }
+        return MeasuredCpus {
+            cpus: partition.isolated.clone(),
+            why: format!("the machine's isolated CPUs ({})", from.join(", ")),
+        };
+    }
+    let mut cpus = online.clone();
+    if let Some(first) = online.first()
+        && cpus.len() > 1
+    {
+        cpus.remove(first);
+    }
+    MeasuredCpus {
+        cpus,
+        why: "nothing is isolated: every CPU but the first".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_tree::TestTree;
+
+    fn partition(isolated: &str, source: PartitionSource) -> AuditPartition {
+        let isolated = CpuSet::parse_list(isolated).unwrap();
+        AuditPartition {
+            housekeeping: CpuSet::parse_list("0").unwrap(),
+            isolated,
+            source,
+            nr_cpus: 8,
+        }
+    }
+
+    #[test]
+    fn the_cpus_are_the_flag_then_the_isolated_ones_then_all_but_the_first() {
+        let online = CpuSet::parse_list("0-7").unwrap();
+        let kernel = PartitionSource::Kernel {
+            from: vec!["isolcpus= in /proc/cmdline".into()],
+        };
+        let flag = CpuSet::parse_list("3").unwrap();
+        let chosen = measured_cpus(
+            &partition("2-7", kernel.clone()),
+            &online,
+            &online,
+            Some(&flag),
+        );
+        assert_eq!(
+            (chosen.cpus.to_list().as_str(), chosen.why.as_str()),
+            ("3", "--cpus")
+        );
+        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &online, None);
+        assert_eq!(chosen.cpus.to_list(), "2-7");
+        assert!(chosen.why.contains("isolcpus="), "{}", chosen.why);
+        // In a pod with two exclusive CPUs (or under taskset), those of them.
+        let pod = CpuSet::parse_list("0,4-5").unwrap();
+        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &pod, None);
+        assert_eq!(chosen.cpus.to_list(), "4-5");
+        assert!(
+            chosen.why.contains("may run on (its affinity: 0,4-5)"),
+            "{}",
+            chosen.why
+        );
+        // An affinity without isolated CPUs: the isolated ones, and the session says why not.
+        let hk_only = CpuSet::parse_list("0-1").unwrap();
+        let chosen = measured_cpus(&partition("2-7", kernel), &online, &hk_only, None);
+        assert_eq!(chosen.cpus.to_list(), "2-7");
+        // lowlat's default partition is a proposal, not isolation: measure all but CPU 0.
+        let chosen = measured_cpus(
+            &partition("1-7", PartitionSource::Default),
+            &online,
+            &online,
+            None,
+        );
+        assert_eq!(chosen.cpus.to_list(), "1-7");
+        let one = CpuSet::parse_list("0").unwrap();
+        let chosen = measured_cpus(&partition("", PartitionSource::Default), &one, &one, None);
+        assert_eq!(chosen.cpus.to_list(), "0");
+    }
 
     /// Two nodes of four single-thread cores: CPUs 0-3 and 4-7.
     fn two_nodes(extra: &[(&str, &str)]) -> TestTree {

@@ -7,8 +7,6 @@ pub(crate) mod targets;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use crate::audit::partition::{AuditPartition, PartitionSource};
-use crate::machine::CpuSet;
 use crate::machine::kernel::stat::CpuStat;
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::timer::TimerRun;
@@ -17,63 +15,6 @@ use targets::{Metric, Target};
 
 /// Interruptions this long or longer count against the jitter target, ns.
 pub(crate) const LONG_INTERRUPTION_NS: u64 = 10_000;
-
-/// Which CPUs a check measures, and why those.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct MeasuredCpus {
-    /// The CPUs.
-    pub cpus: CpuSet,
-    /// Why these: `--cpus`, the machine's isolated CPUs, or every CPU but the first.
-    pub why: String,
-}
-
-/// The one rule for the CPUs a check measures: `requested` (`--cpus`) when given; else the
-/// CPUs the machine isolates (what the tuning is for), only those of them this process may
-/// run on when its affinity (`allowed`: a container's cpuset, a pod's exclusive CPUs,
-/// taskset) holds some but not all; else, when nothing is isolated, every online CPU but the
-/// first (which keeps the OS and lowlat's own reporting).
-pub(crate) fn measured_cpus(
-    partition: &AuditPartition,
-    online: &CpuSet,
-    allowed: &CpuSet,
-    requested: Option<&CpuSet>,
-) -> MeasuredCpus {
-    if let Some(cpus) = requested {
-        return MeasuredCpus {
-            cpus: cpus.clone(),
-            why: "--cpus".into(),
-        };
-    }
-    if let PartitionSource::Kernel { from } = &partition.source
-        && !partition.isolated.is_empty()
-    {
-        let mine = partition.isolated.intersection(allowed);
-        if !mine.is_empty() && mine != partition.isolated {
-            return MeasuredCpus {
-                why: format!(
-                    "the machine's isolated CPUs ({}) that this process may run on (its affinity: {})",
-                    from.join(", "),
-                    allowed.to_list()
-                ),
-                cpus: mine,
-            };
-        }
-        return MeasuredCpus {
-            cpus: partition.isolated.clone(),
-            why: format!("the machine's isolated CPUs ({})", from.join(", ")),
-        };
-    }
-    let mut cpus = online.clone();
-    if let Some(first) = online.first()
-        && cpus.len() > 1
-    {
-        cpus.remove(first);
-    }
-    MeasuredCpus {
-        cpus,
-        why: "nothing is isolated: every CPU but the first".into(),
-    }
-}
 
 /// What one CPU measured, in the metrics' units.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -278,63 +219,6 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::partition::AuditPartition;
-
-    fn partition(isolated: &str, source: PartitionSource) -> AuditPartition {
-        let isolated = CpuSet::parse_list(isolated).unwrap();
-        AuditPartition {
-            housekeeping: CpuSet::parse_list("0").unwrap(),
-            isolated,
-            source,
-            nr_cpus: 8,
-        }
-    }
-
-    #[test]
-    fn the_cpus_are_the_flag_then_the_isolated_ones_then_all_but_the_first() {
-        let online = CpuSet::parse_list("0-7").unwrap();
-        let kernel = PartitionSource::Kernel {
-            from: vec!["isolcpus= in /proc/cmdline".into()],
-        };
-        let flag = CpuSet::parse_list("3").unwrap();
-        let chosen = measured_cpus(
-            &partition("2-7", kernel.clone()),
-            &online,
-            &online,
-            Some(&flag),
-        );
-        assert_eq!(
-            (chosen.cpus.to_list().as_str(), chosen.why.as_str()),
-            ("3", "--cpus")
-        );
-        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &online, None);
-        assert_eq!(chosen.cpus.to_list(), "2-7");
-        assert!(chosen.why.contains("isolcpus="), "{}", chosen.why);
-        // In a pod with two exclusive CPUs (or under taskset), those of them.
-        let pod = CpuSet::parse_list("0,4-5").unwrap();
-        let chosen = measured_cpus(&partition("2-7", kernel.clone()), &online, &pod, None);
-        assert_eq!(chosen.cpus.to_list(), "4-5");
-        assert!(
-            chosen.why.contains("may run on (its affinity: 0,4-5)"),
-            "{}",
-            chosen.why
-        );
-        // An affinity without isolated CPUs: the isolated ones, and the session says why not.
-        let hk_only = CpuSet::parse_list("0-1").unwrap();
-        let chosen = measured_cpus(&partition("2-7", kernel), &online, &hk_only, None);
-        assert_eq!(chosen.cpus.to_list(), "2-7");
-        // lowlat's default partition is a proposal, not isolation: measure all but CPU 0.
-        let chosen = measured_cpus(
-            &partition("1-7", PartitionSource::Default),
-            &online,
-            &online,
-            None,
-        );
-        assert_eq!(chosen.cpus.to_list(), "1-7");
-        let one = CpuSet::parse_list("0").unwrap();
-        let chosen = measured_cpus(&partition("", PartitionSource::Default), &one, &one, None);
-        assert_eq!(chosen.cpus.to_list(), "0");
-    }
 
     fn cpu(cpu: u32, seconds: f64, long: u64, timer_max_ns: u64) -> CpuFigures {
         CpuFigures {

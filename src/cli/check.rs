@@ -142,7 +142,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         }
         None => audit::run(&machine, &profile, &partition),
     };
-    let measured = check::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
+    let measured =
+        crate::audit::partition::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
     let session = Session::open(root, Engine::Jitter, Some(&measured.cpus)).with_context(|| {
         match &args.cpus {
             Some(cpus) => format!("--cpus {cpus}"),

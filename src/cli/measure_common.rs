@@ -12,8 +12,8 @@ use super::output::print;
 use super::values;
 use super::{Cli, exit};
 use crate::audit;
+use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
-use crate::check::{self, MeasuredCpus};
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
 use crate::measure::runner::env::{self, Environment};
@@ -531,7 +531,7 @@ pub(crate) fn emit<T: Serialize>(
     Ok(results_exit(results.complete && saved && !interrupted))
 }
 
-/// The CPUs a check measures on this machine (its one rule, `check::measured_cpus`).
+/// The CPUs a check measures on this machine (the one rule, `audit::partition::measured_cpus`).
 pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
     let root = live_root(cli)?;
     let machine = Machine::read(&root);
@@ -540,7 +540,7 @@ pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<Mea
     let online = machine.topology.online_cpus();
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    Ok(check::measured_cpus(
+    Ok(audit::partition::measured_cpus(
         &partition, &online, &allowed, requested,
     ))
 }

@@ -18,6 +18,7 @@ use crate::snapshot::SignalGuard;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
 use crate::watch::drift::PlanWatch;
 use crate::watch::osnoise::Osnoise;
+use crate::watch::targets::{self, Targets};
 use crate::watch::{SystemClock, Tick, Watch, serve};
 
 /// Whether watch reads the osnoise events.
@@ -129,42 +130,22 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         .as_deref()
         .map(|path| read_plan(path, &machine))
         .transpose()?;
-    let online = machine.topology.online_cpus();
-    let isolated = match (&args.isolated, &plan) {
-        (Some(cpus), _) => cpus.clone(),
-        (None, Some(plan)) => plan.partition.isolated.clone(),
-        (None, None) => {
-            // check's rule: the kernel's isolated CPUs, else every CPU but the first. Watch
-            // runs beside them, not on them, so its own affinity does not narrow them.
-            let partition = crate::audit::partition::choose(&machine, None)
-                .map_err(|e| anyhow::anyhow!("the partition: {e}"))?;
-            let chosen = crate::check::measured_cpus(&partition, &online, &online, None);
-            eprintln!(
-                "lowlat watch: watching CPU {} ({}); choose others with --isolated LIST",
-                chosen.cpus.to_list(),
-                chosen.why
-            );
-            chosen.cpus
-        }
-    };
-    if isolated.is_empty() {
-        bail!("nothing to watch: the isolated CPU list is empty; give --isolated LIST");
-    }
-    if !isolated.is_subset(&online) {
-        bail!(
-            "--isolated {}: CPUs {} are not online (online: {})",
-            isolated.to_list(),
-            isolated.difference(&online).to_list(),
-            online.to_list()
+    let targets = targets::choose(
+        &machine,
+        args.isolated.as_ref(),
+        plan.as_ref().map(|plan| &plan.partition.isolated),
+    )?;
+    if let Some(why) = &targets.chosen_because {
+        eprintln!(
+            "lowlat watch: watching CPU {} ({why}); choose others with --isolated LIST",
+            targets.isolated.to_list()
         );
     }
-    let housekeeping = online.difference(&isolated);
-    if housekeeping.is_empty() {
-        bail!(
-            "--isolated {}: every online CPU is isolated, so watch has no housekeeping CPU to run on",
-            isolated.to_list()
-        );
-    }
+    let Targets {
+        isolated,
+        housekeeping,
+        ..
+    } = targets;
     if root.is_live()
         && let Err(e) = crate::measure::runner::harness::pin_current_thread_to(&housekeeping)
     {

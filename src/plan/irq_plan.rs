@@ -1,7 +1,7 @@
 //! The IRQ plan: every movable IRQ to housekeeping CPUs, NIC queue IRQs spread over the
 //! housekeeping CPUs of the NIC's NUMA node, and what cannot be moved.
 //!
-//! NIC queues follow the rule of the FreeBSD igb guide (seeds/004): queue `q` of the `i`-th NIC
+//! NIC queues follow the rule of the FreeBSD igb guide (\[S004\]): queue `q` of the `i`-th NIC
 //! goes to CPU `(i + q) mod n` of the NIC's housekeeping CPUs, so that the queue 0 of every NIC
 //! does not land on the same CPU. The housekeeping CPUs of a node are ordered one thread per
 //! core first, so consecutive queues use distinct physical cores before SMT siblings.

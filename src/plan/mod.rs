@@ -329,11 +329,11 @@ pub fn setting(
 
 /// Where the recommendations come from, cited in every setting.
 pub mod sources {
-    /// seeds/000: the HPE/AMD low-latency tuning guide for EPYC 7002 (RHEL 8.1, TuneD).
+    /// \[S000\]: the HPE/AMD low-latency tuning guide for EPYC 7002 (RHEL 8.1, TuneD).
     pub const GUIDE: &str = "AMD EPYC 7002 low-latency guide";
-    /// seeds/002: real-time KVM host and guest tuning on BC-Linux.
+    /// \[S002\]: real-time KVM host and guest tuning on BC-Linux.
     pub const RT_GUIDE: &str = "BC-Linux real-time KVM guide";
-    /// seeds/004: FreeBSD cpuset binding of igb queue IRQs.
+    /// \[S004\]: FreeBSD cpuset binding of igb queue IRQs.
     pub const QUEUE_GUIDE: &str = "FreeBSD igb queue IRQ guide";
     /// The kernel's own documentation of boot parameters.
     pub const KERNEL_PARAMS: &str = "Linux admin-guide/kernel-parameters";

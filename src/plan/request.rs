@@ -12,13 +12,13 @@ use crate::tuning::partition::PartitionRequest;
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {
     /// Busy-polling, latency-critical applications on isolated cores (the HPE/AMD guide of
-    /// seeds/000): isolated CPUs keep scheduler load balancing among themselves unless a
+    /// \[S000\]): isolated CPUs keep scheduler load balancing among themselves unless a
     /// no-balance band is asked for.
     LowLatency,
-    /// A real-time KVM host (seeds/002): every isolated CPU is taken out of load balancing
+    /// A real-time KVM host (\[S002\]): every isolated CPU is taken out of load balancing
     /// (`isolcpus=domain`) and the per-CPU softirq/RCU/timer threads get real-time priorities.
     RealtimeHost,
-    /// A real-time KVM guest (seeds/002): as `realtime-host`, inside the virtual machine.
+    /// A real-time KVM guest (\[S002\]): as `realtime-host`, inside the virtual machine.
     RealtimeGuest,
 }
 

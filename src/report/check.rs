@@ -7,9 +7,10 @@ use super::audit::{MachineIdentity, ProfileSummary};
 use super::host;
 use super::measure::jitter::aligned;
 use super::measure::{micros, micros_setting};
+use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, Status};
-use crate::check::{CpuFigures, MeasuredCpus, Outcome, TargetVerdict};
+use crate::check::{CpuFigures, Outcome, TargetVerdict};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
 

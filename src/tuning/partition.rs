@@ -5,7 +5,7 @@
 //! Default: the first N physical cores of each NUMA node (N = 1) with all their SMT siblings
 //! are housekeeping; the rest is isolated. Optionally the next M cores of each node form a
 //! "no balance" band (TuneD's `no_balance_cores`, `isolcpus=` domain isolation), as the
-//! HPE/AMD guide of seeds/000 computes with its shell script.
+//! HPE/AMD guide of \[S000\] computes with its shell script.
 
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 //! interval it compares every setting with the watched plan as `verify` does and counts the
 //! movable tasks allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it
 //! sums the noise they report on the isolated CPUs ([`osnoise`]); and it serves a page over
-//! HTTP ([`serve`]).
+//! HTTP ([`serve`]). Which CPUs it watches is [`targets`]'s choice.
 //! How the results look (the Prometheus exposition, the screen, the JSON lines) is
 //! `report::watch`'s.
 //!
@@ -16,6 +16,7 @@ pub(crate) mod drift;
 pub(crate) mod osnoise;
 pub(crate) mod sample;
 pub(crate) mod serve;
+pub(crate) mod targets;
 pub(crate) mod tasks;
 
 use std::time::{Duration, Instant};

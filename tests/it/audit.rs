@@ -592,12 +592,12 @@ fn a_root_without_proc_or_sys_is_refused() {
     );
 }
 
-/// The README's table of rules names every rule of `src/audit/profiles.table` but the
+/// The audit guide's table of rules names every rule of `src/audit/profiles.table` but the
 /// `LL-SYSCTL-<KEY>` family it describes by pattern (it lacked LL-MSR-FENCE, the KVM host's
 /// rules and the libvirt domains' ones).
 #[test]
-fn the_readme_names_every_rule() {
-    let readme = include_str!("../../README.md");
+fn the_guide_names_every_rule() {
+    let readme = include_str!("../../docs/guide/audit.md");
     let table = include_str!("../../src/audit/profiles.table");
     let rows: Vec<&str> = readme
         .lines()
@@ -611,7 +611,7 @@ fn the_readme_names_every_rule() {
         .collect();
     assert!(
         missing.is_empty(),
-        "README.md's rule table lacks {missing:?}"
+        "docs/guide/audit.md's rule table lacks {missing:?}"
     );
 }
 

@@ -314,11 +314,11 @@ fn runs_without_slices_or_conditions_and_too_few_runs_are_said() {
     );
 }
 
-/// The README's worked examples of compare on these runs print what the README shows, byte
+/// The compare guide's worked examples on these runs print what the guide shows, byte
 /// for byte.
 #[test]
-fn the_readme_examples_are_real_output() {
-    let readme = include_str!("../../README.md");
+fn the_guide_examples_are_real_output() {
+    let readme = include_str!("../../docs/guide/compare.md");
     let shown = |command: &str| -> String {
         let start = readme.find(&format!("$ {command}\n")).unwrap() + command.len() + 3;
         let rest = &readme[start..];

@@ -462,10 +462,10 @@ fn a_topology_that_is_not_xml_is_refused_by_name() {
 }
 
 #[test]
-fn the_readme_walk_through_is_real_output() {
-    let readme = include_str!("../../README.md");
+fn the_guide_walk_through_is_real_output() {
+    let readme = include_str!("../../docs/guide/freebsd.md");
     let section = readme
-        .split("## FreeBSD routers")
+        .split("# FreeBSD routers")
         .nth(1)
         .unwrap()
         .split("\n## ")
@@ -488,7 +488,7 @@ fn the_readme_walk_through_is_real_output() {
         let row = format!("| `{}` |", finding["rule"].as_str().unwrap());
         assert!(
             section.contains(&row),
-            "README's FreeBSD rule table lacks {row}"
+            "docs/guide/freebsd.md's rule table lacks {row}"
         );
     }
 
@@ -511,7 +511,7 @@ fn the_readme_walk_through_is_real_output() {
     {
         assert!(
             plan.contains(line),
-            "README's plan line {line:?} is not in:\n{plan}"
+            "docs/guide/freebsd.md's plan line {line:?} is not in:\n{plan}"
         );
     }
 
@@ -530,7 +530,7 @@ fn the_readme_walk_through_is_real_output() {
     {
         assert!(
             said.contains(line),
-            "README's line {line:?} is not in:\n{said}"
+            "docs/guide/freebsd.md's line {line:?} is not in:\n{said}"
         );
     }
 }

@@ -355,3 +355,19 @@ fn the_checker_reads_braces_and_relative_paths() {
         Some(vec!["plan".to_string()])
     );
 }
+
+/// One module-file style: a module with submodules lives in `NAME/mod.rs`, never in a
+/// `NAME.rs` beside a `NAME/` folder.
+#[test]
+fn a_module_with_submodules_is_a_folder_with_mod_rs() {
+    let files = rust_files(&src());
+    assert!(files.len() > 100, "too few files: {}", files.len());
+    let beside: Vec<&PathBuf> = files
+        .iter()
+        .filter(|file| file.with_extension("").is_dir())
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "move each into its folder as mod.rs: {beside:?}"
+    );
+}

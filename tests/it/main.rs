@@ -22,6 +22,7 @@ mod compare_aa;
 mod compare_peers;
 mod completions;
 mod deploy;
+mod docs;
 mod fleet;
 mod freebsd;
 mod hostile_input;

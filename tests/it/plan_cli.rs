@@ -5,8 +5,8 @@ use crate::support::fixture;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-/// The README, whose table of artifacts must name every file `plan --out` writes.
-const README: &str = include_str!("../../README.md");
+/// The plan guide, whose table of artifacts must name every file `plan --out` writes.
+const PLAN_GUIDE: &str = include_str!("../../docs/guide/plan.md");
 
 fn plan(machine: &str) -> Command {
     let mut cmd = crate::support::lowlat(&[]);
@@ -119,13 +119,13 @@ fn out_writes_every_artifact_and_refuses_a_non_empty_directory() {
         "rpm-ostree/kargs.sh",
     ] {
         assert!(out.join(file).is_file(), "{file} not written");
-        // The README's table of artifacts names each (it lacked lowlat-watch.service).
+        // The plan guide's table of artifacts names each (it lacked lowlat-watch.service).
         let named = format!("`{file}`");
         assert!(
-            README
+            PLAN_GUIDE
                 .lines()
                 .any(|line| line.starts_with("| `") && line.contains(&named)),
-            "README.md's table of artifacts does not name {file}"
+            "docs/guide/plan.md's table of artifacts does not name {file}"
         );
     }
     plan("milan64-nps4-smt")

@@ -300,7 +300,7 @@ fn bios_only_settings_are_never_a_pass() {
 
 #[test]
 fn the_msr_fence_warns_on_amd_kernels_from_5_11_to_6_7_only() {
-    // seeds/003: Linux 6.8 stopped fencing x2APIC and TSC-deadline MSR writes on AMD.
+    // [S003]: Linux 6.8 stopped fencing x2APIC and TSC-deadline MSR writes on AMD.
     let intel =
         "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\nflags : fpu\n\n";
     for (release, cpuinfo, status) in [

@@ -1,5 +1,5 @@
 //! Sysctl rules: every key of the low-latency guide's `/etc/sysctl.d/100-lowlatency.conf`
-//! (seeds/000 §4.2.1) and the TuneD latency profiles' sysctls, compared by one generic check.
+//! (\[S000\] §4.2.1) and the TuneD latency profiles' sysctls, compared by one generic check.
 //!
 //! A key the running kernel does not have is `skipped` with the reason (the CFS `sched_*`
 //! tunables and the NUMA-balancing scan knobs moved to debugfs in Linux 5.13), not failed.

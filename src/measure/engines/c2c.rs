@@ -1,4 +1,4 @@
-//! `c2c`: core-to-core latency by cache-line ping-pong (research/evaluation-tools.md §3).
+//! `c2c`: core-to-core latency by cache-line ping-pong (\[M-C2C\]).
 //!
 //! Two threads, pinned to CPUs A and B, share one cache line holding a flag. B flips it from
 //! PING to PONG with compare-and-swap, A flips it back, so every round trip moves the line from

@@ -2,7 +2,7 @@
 //! hypervisor's exits), through the kernel's hwlat tracer: one CPU at a time spins with
 //! interrupts off for `width` of every `window`, reading the clock in a loop, and records every
 //! gap above the threshold. These are the figures hwlatdetect (rt-tests) reports; the defaults
-//! are its own and seeds/002's: 120 s, window 1 s, width 0.5 s, threshold 10 µs.
+//! are its own and \[S002\]'s: 120 s, window 1 s, width 0.5 s, threshold 10 µs.
 //!
 //! Every tracefs file the run writes is read first and written back afterwards, in reverse
 //! order, whatever happens (an error, Ctrl-C): a run must not leave the tracer on or change

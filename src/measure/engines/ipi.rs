@@ -1,5 +1,5 @@
 //! `ipi`: the cost of an inter-processor interrupt between two CPUs, from user space and
-//! without a kernel module (seeds/003 measured Linux 6.8's AMD change with ipi-bench, which
+//! without a kernel module (\[S003\] measured Linux 6.8's AMD change with ipi-bench, which
 //! is one).
 //!
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` interrupts every other CPU that is running a

@@ -1,4 +1,4 @@
-//! `wakeup`: cross-CPU wake-up latency, the user-space view of the IPI path (seeds/003).
+//! `wakeup`: cross-CPU wake-up latency, the user-space view of the IPI path (\[S003\]).
 //!
 //! A sleeper thread pinned to CPU B waits on a futex. A waker thread pinned to CPU A waits
 //! until B has announced it is going to sleep, lets `gap` microseconds pass so that B is

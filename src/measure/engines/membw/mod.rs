@@ -1,5 +1,5 @@
 //! `membw`: sustainable memory bandwidth with the four STREAM 5.10 kernels, under STREAM's run
-//! rules (research/evaluation-tools.md §2.1 and §6(b)):
+//! rules (\[M-STREAM\]):
 //!
 //! * Copy `c = a`, Scale `b = 3c`, Add `c = a + b`, Triad `a = b + 3c` on three f64 arrays, in
 //!   that order inside each of `ntimes` iterations, after `a = 1, b = 2, c = 0` and an untimed

@@ -1,5 +1,4 @@
-//! `memlat`: load-to-use latency by a dependent pointer chase (research/evaluation-tools.md
-//! §2.2-2.4 and §6(b)).
+//! `memlat`: load-to-use latency by a dependent pointer chase (\[M-CHASE\]).
 //!
 //! The buffer holds one pointer per line (`stride` bytes apart, 64 by default: one cache
 //! line). The pointers form one cycle through every line, in a random order built from a seeded
