@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::document::{Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
+use crate::machine::kernel::tracers::LATENCY_TRACERS;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::report::host;
@@ -441,13 +442,7 @@ fn kernel_feature_lines(m: &Machine) -> String {
         if let Some(hz) = c.options.get("CONFIG_HZ") {
             line.push(format!("HZ {hz}"));
         }
-        let tracers = [
-            ("hwlat", "CONFIG_HWLAT_TRACER"),
-            ("osnoise", "CONFIG_OSNOISE_TRACER"),
-            ("timerlat", "CONFIG_TIMERLAT_TRACER"),
-        ];
-        let built: Vec<&str> = tracers
-            .iter()
+        let built: Vec<&str> = (LATENCY_TRACERS.iter())
             .filter(|(_, option)| c.enabled(option))
             .map(|(name, _)| *name)
             .collect();
@@ -456,12 +451,21 @@ fn kernel_feature_lines(m: &Machine) -> String {
         } else {
             built.join(" ")
         };
-        format!("{} ({})\ntracers: {tracers}", line.join(", "), c.source)
+        format!(
+            "{} ({})\ntracers built: {tracers}",
+            line.join(", "),
+            c.source
+        )
     });
     if k.config.get().is_none() {
         // A line of its own when the config is missing: the reason is long.
         out = format!("config {out}");
     }
+    let _ = write!(
+        out,
+        "\ntracers now: {}",
+        or_reason(&k.tracers, |t| t.describe())
+    );
     if let Some(lines) = k.isolation_log.get() {
         for line in lines {
             let _ = write!(out, "\nboot log: {line}");
