@@ -35,6 +35,11 @@ pub(crate) enum Unsupported {
         "tasks can only be changed on the live machine; in a directory tree they are left as they are"
     )]
     TasksNotLive,
+    /// Cpusets are only made on the live machine.
+    #[error(
+        "cpusets are made only on the live machine (the kernel fills a new cpuset's files); in a directory tree only the files of existing ones are written"
+    )]
+    CpusetsNotLive,
     /// Services are only managed on the live machine.
     #[error("services are only managed on the live machine, with systemctl")]
     ServicesNotLive,

@@ -86,6 +86,20 @@ pub(crate) struct PriorFile {
     pub gid: u32,
 }
 
+/// A thread about to move to another cpuset (or whose affinity a partition is about to
+/// change), as it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PlacedThread {
+    /// Thread id.
+    pub tid: u32,
+    /// Its command name, to recognise it again.
+    pub comm: String,
+    /// The cpuset it was in (its path in the hierarchy, `/`).
+    pub cpuset: String,
+    /// The CPUs it was allowed on.
+    pub affinity: CpuSet,
+}
+
 /// The identity of an apply in its `begin` record: the journal's document envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -203,6 +217,24 @@ pub(crate) enum Record {
         enablement: String,
         /// Whether `systemctl is-active` said `active`.
         active: bool,
+    },
+    /// A cpuset about to be made; revert moves the threads left in it to its parent and
+    /// removes it.
+    CpusetMade {
+        /// Its system path (`/sys/fs/cgroup/cpuset/lowlat-isolated`).
+        dir: String,
+        /// The file of its parent that takes a thread id to move it there.
+        parent_join: String,
+    },
+    /// Threads about to move to another cpuset, or whose affinity a partition is about to
+    /// change: each one's cpuset and affinity.
+    CpusetThreads {
+        /// The hierarchy's mount point.
+        mount: String,
+        /// Its cgroup version.
+        version: crate::machine::cpuset::CgroupVersion,
+        /// The threads.
+        threads: Vec<PlacedThread>,
     },
     /// The kernel arguments of one boot entry (as grubby shows them) about to change.
     KernelArgs {

@@ -18,6 +18,7 @@ pub(crate) mod journal;
 pub(crate) mod json;
 pub(crate) mod lock;
 pub(crate) mod revert;
+pub(crate) mod run;
 #[cfg(test)]
 mod tests;
 pub(crate) mod verify;

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::appliers::boot::grubby;
-use super::appliers::{file, kernel, service, tasks};
+use super::appliers::{cpuset, file, kernel, service, tasks};
 use super::change::{ApplyContext, ChangeError, FollowUps, follow_ups_for_file, run_follow_ups};
 use super::journal::{self, Entry, JOURNAL_PATH, Journal, JournalError, Record};
 use super::lock::{Lock, LockError};
@@ -120,11 +120,16 @@ fn describe(record: &Record) -> String {
         Record::KernelArgs { kernel, keys, .. } => {
             format!("kernel arguments {} of {kernel}", keys.join(", "))
         }
+        Record::CpusetMade { dir, .. } => format!("{dir}: remove (lowlat made it)"),
+        Record::CpusetThreads { threads, .. } => {
+            format!("{} threads: their cpusets and affinities", threads.len())
+        }
     }
 }
 
-/// Restores one record; `Ok(true)` when something changed.
-fn restore(ctx: &ApplyContext, record: &Record) -> Result<bool, ChangeError> {
+/// Restores one record; `Ok(true)` when something changed. A record of many threads sets
+/// `what` to what became of them.
+fn restore(ctx: &ApplyContext, record: &Record, what: &mut String) -> Result<bool, ChangeError> {
     match record {
         Record::Begin { .. } => Ok(false),
         Record::Knob {
@@ -178,6 +183,20 @@ fn restore(ctx: &ApplyContext, record: &Record) -> Result<bool, ChangeError> {
             prior,
             keys,
         } => grubby::restore(ctx, kernel, prior, keys),
+        Record::CpusetMade { dir, parent_join } => cpuset::remove_made(ctx.root, dir, parent_join),
+        Record::CpusetThreads {
+            mount,
+            version,
+            threads,
+        } => {
+            let done = cpuset::restore_threads(ctx.root, mount, *version, threads);
+            *what = done.describe();
+            if done.refused.is_empty() {
+                Ok(done.restored > 0)
+            } else {
+                Err(ChangeError::Refused(done.refused.join("; ")))
+            }
+        }
     }
 }
 
@@ -185,7 +204,11 @@ fn restore(ctx: &ApplyContext, record: &Record) -> Result<bool, ChangeError> {
 fn runtime(record: &Record) -> bool {
     matches!(
         record,
-        Record::Knob { .. } | Record::Affinity { .. } | Record::Scheduler { .. }
+        Record::Knob { .. }
+            | Record::Affinity { .. }
+            | Record::Scheduler { .. }
+            | Record::CpusetMade { .. }
+            | Record::CpusetThreads { .. }
     )
 }
 
@@ -240,7 +263,7 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
             report.lines.push(line);
             continue;
         }
-        match restore(ctx, &entry.record) {
+        match restore(ctx, &entry.record, &mut line.what) {
             Ok(true) => {
                 line.status = RestoreStatus::Restored;
                 if let Record::File { path, .. } = &entry.record {
@@ -289,18 +312,26 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
     Ok(report)
 }
 
-/// The order revert restores records in: latest first, except that kthreadd's affinity comes
-/// back before anything else, because a kernel thread started during revert (khugepaged, when
-/// THP comes back on) inherits kthreadd's affinity of that moment.
+/// The order revert restores records in: latest first, except that the cpusets of runtime
+/// isolation come back before anything else, then kthreadd's affinity. Cpusets first, because
+/// a thread leaving a cpuset gets its CPUs from the one it returns to, and only then does its
+/// own recorded affinity mean what it meant; kthreadd before the rest, because a kernel thread
+/// started during revert (khugepaged, when THP comes back on) inherits kthreadd's affinity of
+/// that moment.
 fn restore_order(entries: &[Entry]) -> Vec<usize> {
-    let spawner = |at: &usize| matches!(&entries[*at].record, Record::Affinity { comm, .. } if comm == "kthreadd");
-    let latest_first = (0..entries.len()).rev();
-    latest_first
-        .clone()
-        .filter(spawner)
-        .chain(latest_first.filter(|at| !spawner(at)))
-        .collect()
+    let rank = |at: &usize| match &entries[*at].record {
+        Record::CpusetMade { .. } | Record::CpusetThreads { .. } => 0,
+        Record::Knob { path, .. } if path.starts_with(CGROUP_FS) => 0,
+        Record::Affinity { comm, .. } if comm == "kthreadd" => 1,
+        _ => 2,
+    };
+    let mut order: Vec<usize> = (0..entries.len()).rev().collect();
+    order.sort_by_key(rank);
+    order
 }
+
+/// Where the cgroup hierarchies are mounted: knobs under it are cpuset files.
+const CGROUP_FS: &str = "/sys/fs/cgroup/";
 
 /// What a revert would restore, in the order it would.
 fn listing(journal: &Journal) -> RevertReport {
@@ -359,5 +390,42 @@ mod tests {
             .map(|at| entries[at].line)
             .collect();
         assert_eq!(lines, [2, 4, 3, 1]);
+    }
+
+    #[test]
+    fn cpusets_come_back_before_kthreadd_and_the_rest() {
+        let cpuset_knob = |line: usize| Entry {
+            line,
+            record: Record::Knob {
+                path: "/sys/fs/cgroup/cpuset/cpuset.sched_load_balance".into(),
+                prior: crate::apply::journal::Bytes::of(b"1\n"),
+                restore: "1".into(),
+            },
+        };
+        let entries = vec![
+            affinity(1, "kthreadd"),
+            affinity(2, "rcu_gp"),
+            Entry {
+                line: 3,
+                record: Record::CpusetMade {
+                    dir: "/sys/fs/cgroup/cpuset/lowlat-housekeeping".into(),
+                    parent_join: "/sys/fs/cgroup/cpuset/tasks".into(),
+                },
+            },
+            Entry {
+                line: 4,
+                record: Record::CpusetThreads {
+                    mount: "/sys/fs/cgroup/cpuset".into(),
+                    version: crate::machine::cpuset::CgroupVersion::V1,
+                    threads: vec![],
+                },
+            },
+            cpuset_knob(5),
+        ];
+        let lines: Vec<usize> = restore_order(&entries)
+            .into_iter()
+            .map(|at| entries[at].line)
+            .collect();
+        assert_eq!(lines, [5, 4, 3, 1, 2]);
     }
 }

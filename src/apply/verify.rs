@@ -13,6 +13,7 @@ use crate::document::{Document, Kind};
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::{Layer, Setting};
+use crate::tuning::setting_id::SettingId;
 
 /// The verdict on one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,7 +56,7 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Check {
     /// The setting id.
-    pub id: String,
+    pub id: SettingId,
     /// Its layer.
     pub layer: Layer,
     /// The verdict.

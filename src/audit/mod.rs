@@ -14,19 +14,21 @@ pub mod workload;
 
 pub use finding::{Counts, Finding, Remediation, Severity, Status};
 pub use partition::{AuditPartition, PartitionSource};
-pub use profile::{DEFAULT_PROFILE, Profile, ProfileError};
+pub use profile::{Profile, ProfileError};
 
 use crate::audit::finding::BiosStep;
 use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
 use crate::machine::Machine;
 use crate::machine::vcpu_sharing::VcpuProbe;
+use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Setting;
+use crate::tuning::setting_id::SettingId;
 
 /// The result of auditing one machine against one profile.
 #[derive(Debug, Clone)]
 pub struct Audit {
     /// The profile's name.
-    pub profile: &'static str,
+    pub profile: ProfileName,
     /// The partition the isolation rules checked against.
     pub partition: AuditPartition,
     /// One finding per rule of the profile, ordered by layer, then table order.
@@ -55,12 +57,12 @@ impl Audit {
     /// The settings that remediate the failing and warning findings, in finding order, each
     /// setting id once (the first finding proposing it wins).
     pub fn fixes(&self) -> Vec<&Setting> {
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen = std::collections::HashSet::new();
         self.findings
             .iter()
             .filter(|f| f.needs_fixing())
             .flat_map(|f| &f.remediation.settings)
-            .filter(|s| seen.insert(s.id.as_str()))
+            .filter(|s| seen.insert(&s.id))
             .collect()
     }
 
@@ -106,7 +108,7 @@ pub fn fixes(
     machine: &Machine,
     profile: &Profile,
     partition: &AuditPartition,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&SettingId) -> bool,
 ) -> impl Iterator<Item = Setting> {
     run_with(machine, profile, partition, false, None, wanted).into_fixes()
 }
@@ -119,7 +121,7 @@ fn run_with(
     partition: &AuditPartition,
     details: bool,
     vm_probe: Option<&VcpuProbe>,
-    wanted: &dyn Fn(&str) -> bool,
+    wanted: &dyn Fn(&SettingId) -> bool,
 ) -> Audit {
     let ctx = RuleContext {
         machine,

@@ -3,6 +3,7 @@
 
 use crate::audit::rule::{Expect, Rule};
 use crate::audit::rules;
+use crate::tuning::profile_name::ProfileName;
 
 /// The profile table, compiled in.
 const TABLE: &str = include_str!("profiles.table");
@@ -11,7 +12,7 @@ const TABLE: &str = include_str!("profiles.table");
 #[derive(Debug)]
 pub struct ProfileInfo {
     /// The name given to `--profile`.
-    pub name: &'static str,
+    pub name: ProfileName,
     /// What the profile targets, in one line.
     pub summary: &'static str,
     /// The documents it follows.
@@ -23,7 +24,7 @@ pub struct ProfileInfo {
 /// The profiles, in the column order of the table.
 pub const PROFILES: &[ProfileInfo] = &[
     ProfileInfo {
-        name: "low-latency",
+        name: ProfileName::LowLatency,
         summary: "isolated cores for a busy-polling application (HFT): no interruptions on the isolated CPUs",
         sources: &[
             "AMD EPYC 7002 low-latency guide",
@@ -33,27 +34,24 @@ pub const PROFILES: &[ProfileInfo] = &[
         isolates: true,
     },
     ProfileInfo {
-        name: "realtime-host",
+        name: ProfileName::RealtimeHost,
         summary: "real-time KVM host: PREEMPT_RT kernel, isolated cores for pinned vCPUs, 1G huge pages",
         sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-host"],
         isolates: true,
     },
     ProfileInfo {
-        name: "realtime-guest",
+        name: ProfileName::RealtimeGuest,
         summary: "real-time KVM guest: PREEMPT_RT kernel, isolated vCPUs, TSC clocksource",
         sources: &["BC-Linux RT virtualization", "TuneD realtime-virtual-guest"],
         isolates: true,
     },
     ProfileInfo {
-        name: "throughput",
+        name: ProfileName::Throughput,
         summary: "compute throughput: SMT and boost on, every memory channel populated, performance governor",
         sources: &["Bilibili AMD tuning", "PerfSpect insights"],
         isolates: false,
     },
 ];
-
-/// The profile used when `--profile` is not given.
-pub const DEFAULT_PROFILE: &str = "low-latency";
 
 /// One rule of a profile with the profile's expectation.
 #[derive(Debug)]
@@ -76,14 +74,9 @@ pub struct Profile {
 /// Why a profile could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
-    /// The name given is no profile's.
-    #[error("{given}: no such profile; valid profiles: {valid}")]
-    Unknown {
-        /// The name given.
-        given: String,
-        /// The valid names, comma-separated.
-        valid: String,
-    },
+    /// The profile judges FreeBSD captures, whose rules are not in the Linux table.
+    #[error("{0}: audits a FreeBSD capture (--snapshot FILE from lowlat-capture.sh)")]
+    FreeBsd(ProfileName),
     /// The compiled-in table is malformed (a bug in lowlat; the tests catch it).
     #[error("src/audit/profiles.table:{line}: {message}")]
     Table {
@@ -94,22 +87,10 @@ pub enum ProfileError {
     },
 }
 
-/// The names of all profiles, comma-separated, for messages.
-pub fn valid_names() -> String {
-    PROFILES
-        .iter()
-        .map(|p| p.name)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Loads the profile called `name`.
-pub fn load(name: &str) -> Result<Profile, ProfileError> {
+pub fn load(name: ProfileName) -> Result<Profile, ProfileError> {
     let Some(column) = PROFILES.iter().position(|p| p.name == name) else {
-        return Err(ProfileError::Unknown {
-            given: name.to_string(),
-            valid: valid_names(),
-        });
+        return Err(ProfileError::FreeBsd(name));
     };
     let mut entries = Vec::new();
     for row in rows()? {
@@ -141,7 +122,7 @@ pub fn uses_of(rule_id: &str) -> Result<Vec<(&'static str, &'static str)>, Profi
         }
         for (info, cell) in PROFILES.iter().zip(&row.cells) {
             if *cell != "-" {
-                out.push((info.name, *cell));
+                out.push((info.name.as_str(), *cell));
             }
         }
     }
@@ -170,7 +151,7 @@ fn rows() -> Result<Vec<Row>, ProfileError> {
         let cells: Vec<&'static str> = words.collect();
         let error = |message: String| ProfileError::Table { line, message };
         if !header_seen {
-            let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+            let names: Vec<&str> = PROFILES.iter().map(|p| p.name.as_str()).collect();
             if first != "rule" || cells != names {
                 return Err(error(format!("header must be 'rule {}'", names.join(" "))));
             }
@@ -211,12 +192,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_profile_lists_the_valid_ones() {
-        let err = load("fast").unwrap_err().to_string();
-        assert!(err.starts_with("fast: no such profile"), "{err}");
-        assert!(!err.contains("--profile"), "the CLI names the flag: {err}");
+    fn the_linux_table_has_every_profile_but_freebsds() {
+        for name in ProfileName::ALL {
+            let loaded = load(name);
+            assert_eq!(loaded.is_err(), name.is_freebsd(), "{name}");
+        }
+        let err = load(ProfileName::FreebsdRouter).unwrap_err().to_string();
         assert!(
-            err.contains("low-latency, realtime-host, realtime-guest, throughput"),
+            err.starts_with("freebsd-router: audits a FreeBSD capture"),
             "{err}"
         );
     }

@@ -234,7 +234,7 @@ impl Expect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fix {
     /// The setting's identity (`sysctl:vm.swappiness`, `cmdline:nohz_full`).
-    pub id: String,
+    pub id: SettingId,
     /// The value to set.
     pub value: String,
     /// Where it lives.
@@ -250,7 +250,7 @@ impl Fix {
     pub fn cmdline(key: &str, value: impl Into<String>) -> Fix {
         let value = value.into();
         Fix {
-            id: SettingId::Cmdline(key.to_string()).to_string(),
+            id: SettingId::Cmdline(key.to_string()),
             value: if value.is_empty() {
                 key.to_string()
             } else {
@@ -264,7 +264,7 @@ impl Fix {
     /// A sysctl (`sysctl:KEY`), effective at once.
     pub fn sysctl(key: &str, value: impl Into<String>) -> Fix {
         Fix {
-            id: SettingId::Sysctl(key.to_string()).to_string(),
+            id: SettingId::Sysctl(key.to_string()),
             value: value.into(),
             layer: Layer::Sysctl,
             reboot: false,
@@ -272,9 +272,9 @@ impl Fix {
     }
 
     /// A run-time value (affinity, cpufreq, cpuidle, sysfs), effective at once.
-    pub fn runtime(id: impl Into<String>, value: impl Into<String>) -> Fix {
+    pub fn runtime(id: SettingId, value: impl Into<String>) -> Fix {
         Fix {
-            id: id.into(),
+            id,
             value: value.into(),
             layer: Layer::Runtime,
             reboot: false,
@@ -284,7 +284,7 @@ impl Fix {
     /// A service state (`service:NAME`).
     pub fn service(name: &str, state: &str) -> Fix {
         Fix {
-            id: SettingId::Service(name.to_string()).to_string(),
+            id: SettingId::Service(name.to_string()),
             value: state.to_string(),
             layer: Layer::Service,
             reboot: false,
@@ -297,8 +297,7 @@ impl Fix {
             id: SettingId::FileKey {
                 path: path.to_string(),
                 key: key.to_string(),
-            }
-            .to_string(),
+            },
             value: value.into(),
             layer: Layer::File,
             reboot,
@@ -451,12 +450,12 @@ mod tests {
     fn fixes_carry_their_layer_and_reboot() {
         let fix = Fix::cmdline("nohz_full", "1-7");
         assert_eq!(
-            (fix.id.as_str(), fix.layer, fix.reboot),
+            (fix.id.to_string().as_str(), fix.layer, fix.reboot),
             ("cmdline:nohz_full", Layer::Boot, true)
         );
         let fix = Fix::sysctl("vm.swappiness", "0");
         assert_eq!(
-            (fix.id.as_str(), fix.layer, fix.reboot),
+            (fix.id.to_string().as_str(), fix.layer, fix.reboot),
             ("sysctl:vm.swappiness", Layer::Sysctl, false)
         );
         let fix = Fix::file("/etc/x.conf", "K", "v", true);

@@ -6,6 +6,8 @@
 use serde::Serialize;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
+use crate::tuning::profile_name::ProfileName;
+
 use super::CpuFigures;
 
 /// The confidence of the upper bound a rate target is judged on.
@@ -198,7 +200,7 @@ impl Target {
 const TABLE: &str = include_str!("targets.table");
 
 /// The targets of `profile` (none for a profile without rows).
-pub(crate) fn of_profile(profile: &str) -> Vec<Target> {
+pub(crate) fn of_profile(profile: ProfileName) -> Vec<Target> {
     rows()
         .filter(|(name, _)| *name == profile)
         .map(|(_, target)| target)
@@ -206,7 +208,7 @@ pub(crate) fn of_profile(profile: &str) -> Vec<Target> {
 }
 
 /// Every row of the table; a malformed row is a bug the tests catch, so it panics.
-fn rows() -> impl Iterator<Item = (&'static str, Target)> {
+fn rows() -> impl Iterator<Item = (ProfileName, Target)> {
     TABLE
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -223,6 +225,9 @@ fn rows() -> impl Iterator<Item = (&'static str, Target)> {
                     .unwrap_or_else(|_| panic!("targets.table: `{below}` is not a number")),
                 source: source.to_string(),
             };
+            let profile = profile
+                .parse()
+                .unwrap_or_else(|e| panic!("targets.table: {e}"));
             (profile, target)
         })
 }
@@ -243,17 +248,20 @@ mod tests {
         let all: Vec<_> = rows().collect();
         assert_eq!(all.len(), 3);
         for (profile, target) in &all {
-            assert!(crate::audit::profile::load(profile).is_ok(), "{profile}");
+            assert!(crate::audit::profile::load(*profile).is_ok(), "{profile}");
             assert!(target.below > 0.0);
             assert!(target.source.starts_with("[S0"), "{}", target.source);
         }
-        let low = of_profile("low-latency");
+        let low = of_profile(ProfileName::LowLatency);
         assert_eq!(low.len(), 1);
         assert_eq!(low[0].metric, RATE_GE_10US);
         assert_eq!(RATE_GE_10US.name(), "interruptions-ge-10us-per-minute");
         assert_eq!(low[0].below, 1.0);
-        assert_eq!(of_profile("realtime-host")[0].metric, Metric::TimerMaxUs);
-        assert!(of_profile("throughput").is_empty());
+        assert_eq!(
+            of_profile(ProfileName::RealtimeHost)[0].metric,
+            Metric::TimerMaxUs
+        );
+        assert!(of_profile(ProfileName::Throughput).is_empty());
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! `lowlat apply`.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{ArgGroup, Args};
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::output::{print, print_json};
+use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
@@ -13,7 +14,6 @@ use crate::apply::json::apply_document;
 use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
 use crate::document;
 use crate::machine::Machine;
-use crate::plan::Plan;
 use crate::report::apply::render_apply;
 use crate::sysroot::SysRoot;
 
@@ -104,15 +104,6 @@ pub(crate) fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
     cli.sysroot()
 }
 
-/// Reads and checks a plan file given with `flag`.
-pub(crate) fn read_plan(path: &Path, flag: &str) -> Result<(Plan, String)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{flag} {}: cannot read the plan", path.display()))?;
-    let plan = Plan::from_json(&text)
-        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}; nothing was changed", path.display()))?;
-    Ok((plan, text))
-}
-
 /// Asks on the terminal; `false` unless the answer is yes.
 fn confirm(question: &str) -> Result<bool> {
     let mut stderr = std::io::stderr().lock();
@@ -132,7 +123,8 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         rustix::process::geteuid().as_raw(),
         "apply",
     )?;
-    let (plan, text) = read_plan(&args.plan, "--plan")?;
+    let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
+        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
     let machine = Machine::read(&root);
     if let Err(problem) = apply::check_target(&plan, &machine) {
         if !args.force {

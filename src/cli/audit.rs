@@ -17,6 +17,7 @@ use crate::report::workload as report_workload;
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
 use crate::text::escape_controls;
+use crate::tuning::profile_name::ProfileName;
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
@@ -36,8 +37,8 @@ Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknow
 )]
 pub struct AuditArgs {
     /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = super::values::ProfileName)]
-    pub profile: String,
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
+    pub profile: ProfileName,
 
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
     /// isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
@@ -105,8 +106,8 @@ pub struct AuditArgs {
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    match (kind, args.profile.as_str()) {
-        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | profile::DEFAULT_PROFILE) => {
+    match (kind, args.profile) {
+        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | ProfileName::DEFAULT) => {
             return run_freebsd(&root, args);
         }
         (SnapshotKind::Freebsd, other) => bail!(
@@ -119,7 +120,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         ),
         (SnapshotKind::Linux, _) => {}
     }
-    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
             anyhow!(
@@ -227,7 +228,10 @@ fn workload(
         .map_err(|e| anyhow!("--isolate: {e}"))?;
     let mut reader = crate::machine::Reader::new(root);
     let workload = crate::machine::workload::read(&mut reader, &pids);
-    let realtime = profile.info.name.starts_with("realtime");
+    let realtime = matches!(
+        profile.info.name,
+        ProfileName::RealtimeHost | ProfileName::RealtimeGuest
+    );
     let result = audit::workload::judge(machine, &partition, &workload, realtime);
     if args.json {
         print_json(&report_workload::document(machine, &partition, &result))?;

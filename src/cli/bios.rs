@@ -8,6 +8,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 
 use super::output::{print, print_json};
+use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::bios::intents::{self, Change};
 use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
@@ -15,7 +16,6 @@ use crate::bios::settings::{self, Journal, Outcome};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
-use crate::plan::Plan;
 use crate::report::bios as report;
 
 /// The environment variable a password may come from instead of `--password-file`.
@@ -427,9 +427,7 @@ fn requests(wanted: &Wanted, state: &BiosState) -> Result<Vec<String>> {
     let Some(file) = wanted.plan.as_deref() else {
         return Ok(sets.clone());
     };
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("--plan {}", file.display()))?;
-    let plan = Plan::from_json(&text).with_context(|| format!("--plan {}", file.display()))?;
+    let plan = PlanFile::read(file)?.plan;
     let Some(part) = plan.bios else {
         bail!(
             "--plan {}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC",

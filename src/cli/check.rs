@@ -29,6 +29,7 @@ use crate::report::inventory;
 use crate::report::measure::hardware as hardware_printers;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
+use crate::tuning::profile_name::ProfileName;
 
 /// The jitter run counts gaps from this length, ns: short enough for the distribution that
 /// `compare` and `report` use, far below the 10 µs of the targets.
@@ -66,8 +67,8 @@ check (bad flag, unknown profile, --root/--snapshot: a check measures this machi
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only).
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = values::ProfileName)]
-    pub profile: String,
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
+    pub profile: ProfileName,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
     /// the first.
@@ -117,7 +118,7 @@ fn target(text: &str) -> Result<Target, String> {
 
 /// Runs `lowlat check`.
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
-    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let round = args.duration / args.repeat;
     if round < Duration::from_millis(10) {
         anyhow::bail!(

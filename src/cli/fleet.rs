@@ -14,6 +14,7 @@ use crate::plan::findings;
 use crate::plan::request::{PlanRequest, Profile};
 use crate::report::html::{self, Source};
 use crate::sysroot::prepare_output_dir;
+use crate::tuning::profile_name::ProfileName;
 
 /// Options of `lowlat fleet`.
 #[derive(Debug, Args)]
@@ -74,8 +75,8 @@ pub struct ReportArgs {
 
     /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
     /// throughput.
-    #[arg(long, value_name = "NAME", default_value = profile::DEFAULT_PROFILE, value_parser = super::values::ProfileName)]
-    pub profile: String,
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
+    pub profile: ProfileName,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
     /// profile, hosts, groups with their outliers and measurements, rules, skipped) instead of
@@ -155,7 +156,7 @@ fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetRepo
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {
-    let profile = profile::load(&args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
     let report = read(&args.inputs, &profile)?;
     let document = fleet::document(&report);
     if let Some(file) = &args.html {

@@ -58,17 +58,8 @@ pub struct MembwArgs {
     /// (non-temporal) stores, which skip the read of each written line: another, higher
     /// figure, never mixed with STREAM's. The kernels run on the widest vector unit the CPU
     /// has (AVX-512, AVX2, SSE2); the output says which.
-    #[arg(long, value_name = "KIND", default_value = "normal")]
-    pub stores: StoresArg,
-}
-
-/// `--stores`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StoresArg {
-    /// Normal stores: STREAM's accounting.
-    Normal,
-    /// Non-temporal stores.
-    Streaming,
+    #[arg(long, value_name = "KIND", value_enum, default_value = "normal")]
+    pub(crate) stores: Stores,
 }
 
 /// Options of `lowlat measure memlat`.
@@ -144,10 +135,7 @@ fn parse_window(text: &str) -> Result<Window, String> {
 impl MembwArgs {
     /// The request these flags ask for.
     fn request(&self) -> Result<MembwRequest> {
-        let stores = match self.stores {
-            StoresArg::Normal => Stores::Normal,
-            StoresArg::Streaming => Stores::Streaming,
-        };
+        let stores = self.stores;
         let kernels =
             Kernels::detect(stores).map_err(|e| anyhow::anyhow!("--stores streaming: {e}"))?;
         Ok(MembwRequest {

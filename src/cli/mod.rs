@@ -43,6 +43,19 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
     pub sosreport: Option<PathBuf>,
 
+    /// Read the machine from an OpenShift must-gather (the directory `oc adm must-gather`
+    /// wrote, or its image directory): a node's `nodes/NODE/sysinfo.tgz`, the ghw snapshot of
+    /// its /proc and /sys that the Performance Profile Creator reads, unpacked and checked,
+    /// with its kernel release from the Node object; what the snapshot lacks (no sysctls, no
+    /// processes) is named on stderr, and the rules that need it are unknown.
+    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot", "sosreport"])]
+    pub must_gather: Option<PathBuf>,
+
+    /// With --must-gather: the node to read (the name of its directory under nodes/);
+    /// needed when the must-gather holds several.
+    #[arg(long, global = true, value_name = "NAME", requires = "must_gather")]
+    pub must_gather_node: Option<String>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -76,6 +89,9 @@ pub enum Command {
     Apply(apply::ApplyArgs),
     /// Put back every value `lowlat apply` changed, from its journal.
     Revert(revert::RevertArgs),
+    /// Start a command inside the isolated CPUs: in the isolated cpuset of runtime isolation,
+    /// with its affinity set; exits with the command's exit code.
+    Run(run::RunArgs),
     /// Check the machine against a plan: ok, drift, pending-reboot or unsupported per setting.
     Verify(verify::VerifyArgs),
     /// Watch the isolated CPUs from the housekeeping ones: what interrupts them, and drift from
@@ -120,8 +136,10 @@ pub(crate) mod measure_mem;
 pub(crate) mod measure_timer;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod plan_file;
 pub(crate) mod report;
 pub(crate) mod revert;
+pub(crate) mod run;
 pub(crate) mod snapshot;
 pub(crate) mod values;
 pub(crate) mod verify;
@@ -219,10 +237,41 @@ pub fn run(mut cli: Cli) -> Result<u8> {
     if let Some(dir) = cli.sosreport.take() {
         let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
         for lack in &report.lacks {
-            eprintln!("lowlat: --sosreport: the bundle lacks {lack}");
+            eprintln!("lowlat: warning: --sosreport: the bundle lacks {lack}");
         }
         cli.root = Some(report.dir);
     }
+    // A must-gather's node is unpacked into a private directory that lives until the command
+    // ends, and read as --root reads a tree.
+    let must_gather = match cli.must_gather.take() {
+        Some(dir) => {
+            let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
+                .context("--must-gather")?;
+            eprintln!(
+                "lowlat: note: --must-gather: node {}",
+                crate::text::escape_controls(&node.name)
+            );
+            if let Some(release) = &node.kernel_from_node_object {
+                eprintln!(
+                    "lowlat: note: --must-gather: the kernel release {release} is the Node object's \
+                     status.nodeInfo.kernelVersion",
+                    release = crate::text::escape_controls(release)
+                );
+            }
+            for lack in &node.lacks {
+                eprintln!("lowlat: warning: --must-gather: the node's snapshot lacks {lack}");
+            }
+            cli.root = Some(node.dir.clone());
+            Some(node)
+        }
+        None => None,
+    };
+    let code = dispatch(cli);
+    drop(must_gather);
+    code
+}
+
+fn dispatch(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Check(args) => check::run(&cli, args),
         Command::Inventory(args) => inventory::run(&cli, args),
@@ -232,6 +281,7 @@ pub fn run(mut cli: Cli) -> Result<u8> {
         Command::Plan(args) => plan::run(&cli, args),
         Command::Apply(args) => apply::run(&cli, args),
         Command::Revert(args) => revert::run(&cli, args),
+        Command::Run(args) => run::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),
         Command::Bios(args) => bios::run(&cli, args),

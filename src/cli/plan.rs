@@ -6,12 +6,14 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
-use super::{Cli, exit};
+use super::{Cli, exit, values};
 use crate::machine::core_types::CoreType;
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
-use crate::plan::request::{HugepagePool, PlanOptions, PlanRequest, Power, Profile, SmtChoice};
+use crate::plan::request::{
+    HugepagePool, Isolation, PlanOptions, PlanRequest, Power, Profile, SmtChoice,
+};
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{diff, summary};
@@ -40,8 +42,8 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_enum, default_value_t = ProfileArg::LowLatency)]
-    pub profile: ProfileArg,
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlannedProfile)]
+    pub profile: Profile,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
     /// [default: 1].
@@ -71,7 +73,7 @@ pub struct PlanArgs {
     /// p (default: the latency-critical threads on the performance cores, housekeeping on the
     /// efficiency cores) or e. Refused on a machine whose cores are of one type.
     #[arg(long, value_enum, value_name = "p|e", conflicts_with_all = ["housekeeping", "isolate"])]
-    pub isolate_core_type: Option<CoreTypeArg>,
+    pub isolate_core_type: Option<CoreType>,
 
     /// SMT: keep (no nosmt; isolated and housekeeping CPUs are whole cores, siblings
     /// together) or off (nosmt at the next boot). Default: the profile's (off for
@@ -79,9 +81,16 @@ pub struct PlanArgs {
     #[arg(long, value_enum, value_name = "keep|off")]
     pub smt: Option<SmtArg>,
 
+    /// How to isolate: boot (kernel arguments, in effect after a reboot), runtime (now,
+    /// without a reboot: cpusets, cgroup v1 or v2, with the IRQ, workqueue and kernel-thread
+    /// settings; no kernel argument) or both. The summary says what runtime isolation cannot
+    /// do (the tick, RCU callbacks, managed IRQs). Guide: docs/guide/runtime-isolation.md.
+    #[arg(long, value_enum, value_name = "boot|runtime|both", default_value_t = Isolation::Boot)]
+    pub isolation: Isolation,
+
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
-    #[arg(long, value_enum, default_value_t = PowerArg::Latency)]
-    pub power: PowerArg,
+    #[arg(long, value_enum, default_value_t = Power::Latency)]
+    pub power: Power,
 
     /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
     /// first is the default size.
@@ -170,21 +179,6 @@ fn memory_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
-/// `--profile` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProfileArg {
-    /// Busy-polling applications on isolated cores.
-    LowLatency,
-    /// A real-time KVM host.
-    RealtimeHost,
-    /// A real-time KVM guest.
-    RealtimeGuest,
-    /// Refused with the reason: the audit checks throughput machines, lowlat plans none (not
-    /// listed in --help, the man page or completion).
-    #[value(hide = true)]
-    Throughput,
-}
-
 /// `--smt` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SmtArg {
@@ -194,39 +188,12 @@ pub enum SmtArg {
     Off,
 }
 
-/// `--isolate-core-type` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CoreTypeArg {
-    /// The performance cores (P-cores, big).
-    P,
-    /// The efficiency cores (E-cores, LITTLE).
-    E,
-}
-
-/// `--power` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PowerArg {
-    /// No C-state deeper than C1.
-    Latency,
-    /// No idle-state limit on the command line.
-    Balanced,
-}
-
 impl PlanArgs {
     /// The request these options describe.
     pub fn request(&self) -> Result<PlanRequest> {
         let defaults = PartitionRequest::default();
         Ok(PlanRequest {
-            profile: match self.profile {
-                ProfileArg::LowLatency => Profile::LowLatency,
-                ProfileArg::RealtimeHost => Profile::RealtimeHost,
-                ProfileArg::RealtimeGuest => Profile::RealtimeGuest,
-                ProfileArg::Throughput => anyhow::bail!(
-                    "--profile throughput: lowlat plans CPU isolation for latency, and a \
-                     throughput machine isolates nothing, so there is no plan to make; \
-                     check one with `lowlat audit --profile throughput`"
-                ),
-            },
+            profile: self.profile,
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
                     .housekeeping_cores
@@ -237,17 +204,10 @@ impl PlanArgs {
                 housekeeping: self.housekeeping.clone(),
                 isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
-                isolate_core_type: match self.isolate_core_type {
-                    None => defaults.isolate_core_type,
-                    Some(CoreTypeArg::P) => CoreType::Performance,
-                    Some(CoreTypeArg::E) => CoreType::Efficiency,
-                },
+                isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
             options: PlanOptions {
-                power: match self.power {
-                    PowerArg::Latency => Power::Latency,
-                    PowerArg::Balanced => Power::Balanced,
-                },
+                power: self.power,
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
@@ -256,6 +216,7 @@ impl PlanArgs {
                     Some(SmtArg::Keep) => SmtChoice::Keep,
                     Some(SmtArg::Off) => SmtChoice::Off,
                 },
+                isolation: self.isolation,
             },
         })
     }
@@ -336,7 +297,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     if kind == SnapshotKind::Freebsd {
         return run_freebsd(&root, args);
     }
-    let machine = Machine::read(&root);
+    let mut machine = Machine::read(&root);
     super::container::note(&root, &machine.topology);
     let request = args.request()?;
     if args.isolate_core_type.is_some() && machine.topology.core_types.is_none() {
@@ -345,6 +306,9 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
              /sys/devices/cpu_core and cpu_atom, equal or no cpu_capacity, no maximum frequency \
              and L2 sharing that differ): leave the option out"
         );
+    }
+    if request.options.isolation.runtime() {
+        machine.read_cpusets(&root);
     }
     let profile = findings::audit_profile(request.profile)?;
     let bios = args
@@ -359,6 +323,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         PlanError::Partition(e) => args.partition_error(&e),
         PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
         PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
+        e @ PlanError::ManagedTree(_) => anyhow::anyhow!("{e}"),
     })?;
     args.note_cpus_going_offline(&plan);
     plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));

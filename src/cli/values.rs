@@ -1,5 +1,5 @@
-//! The value parsers of every subcommand: CPU lists, durations, sizes, counts and SCHED_FIFO
-//! priorities. Each returns a message that says what is allowed; clap puts the flag in front
+//! The value parsers of every subcommand: CPU lists, durations, sizes, counts, SCHED_FIFO
+//! priorities, and the domain's enums as clap values (profiles, power, stores). Each returns a message that says what is allowed; clap puts the flag in front
 //! of it (`invalid value '-1' for '--threshold <NS>': …`).
 //!
 //! Flags that take a number are declared with `allow_negative_numbers` (or
@@ -7,10 +7,16 @@
 //! reaches these parsers and is refused here, naming the flag, instead of clap reading it as
 //! an unknown flag.
 
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
 use std::time::Duration;
 
 use crate::machine::CpuSet;
+use crate::machine::core_types::CoreType;
+use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
+use crate::plan::request::{Isolation, Power, Profile};
+use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
@@ -253,30 +259,121 @@ where
     }
 }
 
-/// `--profile` of audit, check and fleet: any text (`audit::profile::load` refuses an unknown
-/// name with the valid ones), with the profile names as the values `--help` lists and shell
-/// completion offers (it offered file names).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ProfileName;
+/// `--profile` of audit, check and fleet: every profile, with its summary as the help that
+/// `--help`, the man pages and shell completion show. `freebsd-router` is accepted but not
+/// listed: only audit takes it, for a FreeBSD capture (audit's `--help` says so).
+impl clap::ValueEnum for ProfileName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ProfileName::ALL
+    }
 
-impl clap::builder::TypedValueParser for ProfileName {
-    type Value = String;
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let value = PossibleValue::new(self.as_str());
+        Some(
+            match crate::audit::profile::PROFILES
+                .iter()
+                .find(|info| info.name == *self)
+            {
+                Some(info) => value.help(info.summary),
+                None => value.hide(true),
+            },
+        )
+    }
+}
+
+/// `--profile` of plan and fleet plan: the profiles lowlat makes plans for, as `--help` lists
+/// them; another profile's name is refused with the reason it has no plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlannedProfile;
+
+impl clap::builder::TypedValueParser for PlannedProfile {
+    type Value = Profile;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    ) -> Result<Profile, clap::Error> {
+        let name =
+            clap::builder::EnumValueParser::<ProfileName>::new().parse_ref(cmd, arg, value)?;
+        Profile::try_from(name).map_err(|reason| {
+            let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{name}' for '{flag}': {reason}\n"),
+            )
+            .with_cmd(cmd)
+        })
     }
 
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(crate::audit::profile::PROFILES.iter().map(|p| {
-            clap::builder::PossibleValue::new(p.name).help(p.summary)
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(Profile::ALL.into_iter().filter_map(|profile| {
+            ProfileName::from(profile).to_possible_value()
         })))
+    }
+}
+
+/// `--power` of plan.
+impl clap::ValueEnum for Power {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Power::Latency, Power::Balanced]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(match self {
+            Power::Latency => "No C-state deeper than C1.",
+            Power::Balanced => "No idle-state limit on the command line.",
+        }))
+    }
+}
+
+/// `--isolate-core-type` of plan: `p` or `e`.
+impl clap::ValueEnum for CoreType {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[CoreType::Performance, CoreType::Efficiency]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            CoreType::Performance => {
+                PossibleValue::new("p").help("The performance cores (P-cores, big).")
+            }
+            CoreType::Efficiency => {
+                PossibleValue::new("e").help("The efficiency cores (E-cores, LITTLE).")
+            }
+        })
+    }
+}
+
+/// `--isolation` of plan.
+impl clap::ValueEnum for Isolation {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Isolation::Boot, Isolation::Runtime, Isolation::Both]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(match self {
+            Isolation::Boot => "Kernel arguments, after a reboot.",
+            Isolation::Runtime => "Cpusets now, no reboot, no kernel argument.",
+            Isolation::Both => "Both.",
+        }))
+    }
+}
+
+/// `--stores` of measure membw.
+impl clap::ValueEnum for Stores {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Stores::Normal, Stores::Streaming]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Stores::Normal => {
+                PossibleValue::new("normal").help("Normal stores: STREAM's accounting.")
+            }
+            Stores::Streaming => PossibleValue::new("streaming").help("Non-temporal stores."),
+        })
     }
 }
 

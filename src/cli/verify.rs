@@ -1,17 +1,17 @@
 //! `lowlat verify`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
 use super::output::print;
+use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
 use crate::apply::command::SystemRunner;
 use crate::apply::verify::verify;
 use crate::document;
 use crate::machine::Machine;
-use crate::plan::{Plan, systemd};
 use crate::report::apply::render_verify;
 
 /// Options of `lowlat verify`.
@@ -35,28 +35,10 @@ pub struct VerifyArgs {
 /// Runs `lowlat verify`.
 pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    let (text, shown) = match &args.plan {
-        Some(path) => (
-            std::fs::read_to_string(path)
-                .with_context(|| format!("--plan {}: cannot read the plan", path.display()))?,
-            path.display().to_string(),
-        ),
-        None => (
-            root.read(systemd::PLAN_PATH).with_context(|| {
-                let under = if root.is_live() {
-                    String::new()
-                } else {
-                    format!(" under --root {}", root.dir_path().display())
-                };
-                format!(
-                    "{}{under}: no installed plan; give one with --plan FILE",
-                    systemd::PLAN_PATH
-                )
-            })?,
-            systemd::PLAN_PATH.to_string(),
-        ),
+    let PlanFile { plan, shown, .. } = match &args.plan {
+        Some(path) => PlanFile::read(path)?,
+        None => PlanFile::installed(&root)?,
     };
-    let plan = Plan::from_json(&text).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
     let machine = Machine::read(&root);
     let runner = SystemRunner;
     let ctx = ApplyContext {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::output::print;
+use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
 use crate::machine::{CpuSet, Machine, ReadOptions};
 use crate::plan::Plan;
@@ -236,14 +237,10 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
 
 /// Reads `--plan FILE` and refuses a plan made for another machine.
 fn read_plan(path: &Path, machine: &Machine) -> Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--plan {}: cannot read the plan", path.display()))?;
-    let plan =
-        Plan::from_json(&text).map_err(|e| anyhow::anyhow!("--plan {}: {e}", path.display()))?;
+    let PlanFile { plan, shown, .. } = PlanFile::read(path)?;
     crate::apply::check_target(&plan, machine).map_err(|problem| {
         anyhow::anyhow!(
-            "--plan {}: not this machine's plan: {problem}; make one here with `lowlat plan`",
-            path.display()
+            "{shown}: not this machine's plan: {problem}; make one here with `lowlat plan`"
         )
     })?;
     Ok(plan)

@@ -18,6 +18,7 @@ use super::spread::{self, Spread};
 use crate::audit::Counts;
 use crate::machine::fingerprint::UNAVAILABLE;
 use crate::text::escape_controls;
+use crate::tuning::profile_name::ProfileName;
 
 /// The fingerprint fields that make a group: the system model, the CPU model and the number
 /// of sockets. Every other field, and every rule's verdict, is held to the group's majority.
@@ -65,7 +66,7 @@ pub struct Skipped {
 #[derive(Debug, Serialize)]
 pub struct FleetReport {
     /// The audit profile every host was judged by.
-    pub profile: String,
+    pub profile: ProfileName,
     /// How many hosts are reported (snapshots read, duplicates left out).
     pub hosts: usize,
     /// How many distinct host states (fingerprint and verdicts) the hosts have.
@@ -220,7 +221,7 @@ impl Fleet {
     }
 
     /// Groups the hosts and judges each group.
-    pub fn report(self, profile: &str) -> FleetReport {
+    pub fn report(self, profile: ProfileName) -> FleetReport {
         let mut states: Vec<Option<HostState>> = vec![None; self.states.len()];
         for (state, index) in self.states {
             states[index] = Some(state);
@@ -251,7 +252,7 @@ impl Fleet {
         }
         skipped.sort_by(|a, b| a.file.cmp(&b.file));
         FleetReport {
-            profile: profile.to_string(),
+            profile,
             hosts: self.hosts.len(),
             distinct_states: states.len(),
             groups,
@@ -442,7 +443,7 @@ mod tests {
             fleet.add(Path::new(name), host(name, cpu, bios, status));
         }
         fleet.add(Path::new("again"), host("a", "Xeon", "1", Status::Pass));
-        let report = fleet.report("low-latency");
+        let report = fleet.report(ProfileName::LowLatency);
         assert_eq!(report.hosts, 5);
         assert_eq!(report.distinct_states, 4, "a and b share one state");
         let xeon = &report.groups[0];

@@ -10,6 +10,7 @@ pub mod container;
 pub mod core_types;
 pub mod cpu;
 pub(crate) mod cpulist;
+pub mod cpuset;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
@@ -23,6 +24,7 @@ pub mod power;
 pub mod rt_permission;
 pub mod services;
 pub mod tasks;
+pub mod timesync;
 pub mod topology;
 pub mod vcpu_sharing;
 pub mod virt;
@@ -224,6 +226,9 @@ pub struct Machine {
     pub firmware: firmware::Firmware,
     /// Network interfaces with their NUMA node and RPS masks.
     pub net: Avail<Vec<net::NetInterface>>,
+    /// Time daemons (ptp4l, phc2sys, chronyd, ntpd, systemd-timesyncd): their CPUs, the clock
+    /// they steer, their configured sources.
+    pub time_sync: timesync::TimeSync,
     /// libvirt domains, KVM module parameters and KSM (absent from JSON when none).
     #[serde(default, skip_serializing_if = "virt::Virt::is_empty")]
     pub virt: virt::Virt,
@@ -231,6 +236,10 @@ pub struct Machine {
     /// --kubelet-config` names); absent where there is none, unavailable where it was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet: Option<Avail<kubelet::KubeletConfig>>,
+    /// The cpuset hierarchy, read only where runtime isolation needs it
+    /// ([`Machine::read_cpusets`]); absent from JSON when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpusets: Option<Avail<cpuset::CpusetTree>>,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -300,7 +309,8 @@ impl Machine {
             read_part(root, threads, |r| {
                 let tasks = tasks::read(r);
                 let services = services::read(r, &tasks);
-                (tasks, services, virt::read(r), kubelet::read(r))
+                let time_sync = timesync::read(r, &tasks);
+                (tasks, services, time_sync, virt::read(r), kubelet::read(r))
             })
         };
         let kernel_power = || read_part(root, 1, |r| (kernel::read(r), power::read(r)));
@@ -327,7 +337,7 @@ impl Machine {
         });
         let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) = rest;
         let ((irqs, irq_default_affinity), irq_warnings) = irqs;
-        let ((tasks, services, virt, kubelet), task_warnings) = tasks;
+        let ((tasks, services, time_sync, virt, kubelet), task_warnings) = tasks;
         let ((kernel, power), kernel_warnings) = kernel_power;
         warnings.extend(irq_warnings);
         warnings.extend(task_warnings);
@@ -348,10 +358,20 @@ impl Machine {
             power,
             firmware,
             net,
+            time_sync,
             virt,
             kubelet,
+            cpusets: None,
             warnings,
         }
+    }
+
+    /// Reads the cpuset hierarchy under `root` into [`Machine::cpusets`], its warnings added
+    /// to the machine's.
+    pub fn read_cpusets(&mut self, root: &SysRoot) {
+        let mut reader = Reader::new(root);
+        self.cpusets = Some(cpuset::read(&mut reader));
+        self.warnings.extend(reader.warnings.into_vec());
     }
 }
 

@@ -106,7 +106,7 @@ pub fn header(plan: &Plan, install: Option<&str>) -> String {
 pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
     let file = |path: &str, content: String, rationale: &str, source: &str| {
         setting(
-            SettingId::File(path.to_string()).to_string(),
+            SettingId::File(path.to_string()),
             content,
             Layer::File,
             rationale,
@@ -150,7 +150,7 @@ pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
         "AMD EPYC 7002 low-latency guide §4.3.3 (one-time.service)",
     ));
     let services = vec![setting(
-        SettingId::Service(systemd::RUNTIME_UNIT.to_string()).to_string(),
+        SettingId::Service(systemd::RUNTIME_UNIT.to_string()),
         "enabled",
         Layer::Service,
         "Runs the boot-time oneshot on every boot.",
@@ -178,7 +178,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact<'_>> {
         &|h| kernel_cmdline::grub_dropin(plan, h),
     ));
     if plan
-        .setting(&SettingId::File(sysctl::INSTALL_PATH.to_string()).to_string())
+        .setting(&SettingId::File(sysctl::INSTALL_PATH.to_string()))
         .is_none()
     {
         // No sysctl to set: the file still lists what was skipped and why.
@@ -202,7 +202,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact<'_>> {
         ),
         ("irqbalance/irqbalance.env", irqbalance::ENV_PATH),
     ] {
-        if let Some(s) = plan.setting(&SettingId::File(install.to_string()).to_string()) {
+        if let Some(s) = plan.setting(&SettingId::File(install.to_string())) {
             out.push(Artifact::text(path, Some(install), s.value.clone()));
         }
     }

@@ -171,9 +171,16 @@ pub(crate) fn check(machine: &Machine, settings: &[Setting]) -> Result<(), TooLo
 mod tests {
     use super::*;
     use crate::plan::setting;
+    use crate::tuning::setting_id::SettingId;
 
     fn boot(key: &str, value: &str) -> Setting {
-        setting(format!("cmdline:{key}"), value, Layer::Boot, "", "")
+        setting(
+            SettingId::Cmdline(key.to_string()),
+            value,
+            Layer::Boot,
+            "",
+            "",
+        )
     }
 
     #[test]

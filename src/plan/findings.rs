@@ -6,16 +6,16 @@
 //! `--allow-security-tradeoffs`, and command-line values are written the plan's way.
 
 use super::Draft;
-use super::kernel_cmdline::PREFIX as CMDLINE;
 use super::request::Profile;
 use crate::audit::{self, AuditPartition, PartitionSource, ProfileError};
 use crate::machine::Machine;
 use crate::tuning::partition::Partition;
 use crate::tuning::setting::Setting;
+use crate::tuning::setting_id::SettingId;
 
 /// The audit profile of a plan profile (they share their names).
 pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
-    audit::profile::load(profile.name())
+    audit::profile::load(profile.into())
 }
 
 /// The remediations of the failing and warning findings of the audit of `machine` against
@@ -36,15 +36,11 @@ pub fn audit_remediations(
     audit::fixes(machine, profile, &partition, &|id| !plan_family(id)).collect()
 }
 
-/// Id prefixes of knobs the plan derives from the partition.
-const PLAN_FAMILIES: &[&str] = &[
-    "irq:",
-    "rps:",
-    "workqueue:",
-    "kthread:",
-    "file:/etc/systemd/system.conf.d/",
-    "file:/etc/default/irqbalance",
-    "file:/etc/sysconfig/irqbalance",
+/// Files (or the directory of files) whose settings the plan derives from the partition.
+const PLAN_FILES: &[&str] = &[
+    "/etc/systemd/system.conf.d/",
+    "/etc/default/irqbalance",
+    "/etc/sysconfig/irqbalance",
 ];
 
 /// Command-line keys the power policy and `--hugepages` decide.
@@ -58,16 +54,36 @@ const PLAN_KEYS: &[&str] = &[
     "default_hugepagesz",
 ];
 
-/// Whether the setting belongs to a family the plan always decides itself.
-fn plan_family(id: &str) -> bool {
-    PLAN_FAMILIES.iter().any(|prefix| id.starts_with(prefix))
-        || id
-            .strip_prefix(CMDLINE)
-            .is_some_and(|key| PLAN_KEYS.contains(&key))
+/// Whether the setting belongs to a family the plan always decides itself: IRQ, RPS, workqueue
+/// and kernel-thread placement, the files of [`PLAN_FILES`] and the keys of [`PLAN_KEYS`].
+fn plan_family(id: &SettingId) -> bool {
+    match id {
+        SettingId::Irq(_)
+        | SettingId::IrqDefault
+        | SettingId::EveryIrq
+        | SettingId::Rps(_)
+        | SettingId::Workqueue(_)
+        | SettingId::Tasks { kernel: true, .. }
+        | SettingId::Cpuset { .. } => true,
+        SettingId::File(path) | SettingId::FileKey { path, .. } => {
+            PLAN_FILES.iter().any(|file| path.starts_with(file))
+        }
+        SettingId::Cmdline(key) => PLAN_KEYS.contains(&key.as_str()),
+        SettingId::Sysctl(_)
+        | SettingId::Cpufreq { .. }
+        | SettingId::Boost
+        | SettingId::Cpuidle { .. }
+        | SettingId::ResumeLatency(_)
+        | SettingId::Thp(_)
+        | SettingId::Hugepages { .. }
+        | SettingId::Clocksource
+        | SettingId::Tasks { kernel: false, .. }
+        | SettingId::Service(_) => false,
+    }
 }
 
 /// Whether the plan decides this setting itself.
-fn decided_by_plan(draft: &Draft, id: &str) -> bool {
+fn decided_by_plan(draft: &Draft, id: &SettingId) -> bool {
     plan_family(id) || draft.decided(id)
 }
 
@@ -95,7 +111,7 @@ mod tests {
     use crate::tuning::setting::Layer;
 
     fn fix(id: &str, value: &str, layer: Layer) -> Setting {
-        make(id, value, layer, "why", "audit")
+        make(id.parse().unwrap(), value, layer, "why", "audit")
     }
 
     #[test]
@@ -125,10 +141,10 @@ mod tests {
             fix("thp:enabled", "never", Layer::Runtime),
         ];
         add(&mut draft, findings, false);
-        let got: Vec<(&str, &str)> = draft
+        let got: Vec<(String, &str)> = draft
             .settings()
             .iter()
-            .map(|s| (s.id.as_str(), s.value.as_str()))
+            .map(|s| (s.id.to_string(), s.value.as_str()))
             .collect();
         assert_eq!(
             got,
@@ -140,6 +156,7 @@ mod tests {
                 ("cmdline:iommu", "iommu=pt"),
                 ("thp:enabled", "never"),
             ]
+            .map(|(id, value)| (id.to_string(), value))
         );
     }
 

@@ -20,9 +20,9 @@ use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
 /// The IRQ number of an `irq:<N>:affinity` id.
-pub(crate) fn number(id: &str) -> Option<u32> {
-    match id.parse() {
-        Ok(SettingId::Irq(irq)) => Some(irq),
+pub(crate) fn number(id: &SettingId) -> Option<u32> {
+    match id {
+        SettingId::Irq(irq) => Some(*irq),
         _ => None,
     }
 }
@@ -32,7 +32,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     let hk = &inputs.partition.housekeeping;
     let iso = &inputs.partition.isolated;
     draft.add(setting(
-        SettingId::IrqDefault.to_string(),
+        SettingId::IrqDefault,
         hk.to_mask(inputs.partition.nr_cpus),
         Layer::Runtime,
         "IRQs set up from now on start on the housekeeping CPUs.",
@@ -43,7 +43,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
         Avail::Unavailable { unavailable } => {
             draft.skip(
                 setting(
-                    "irq:*:affinity",
+                    SettingId::EveryIrq,
                     hk.to_list(),
                     Layer::Runtime,
                     "Every movable IRQ to the housekeeping CPUs.",
@@ -87,7 +87,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
             _ => {
                 if let Some((cpu, why)) = spread.get(&irq.number) {
                     draft.add(setting(
-                        SettingId::Irq(irq.number).to_string(),
+                        SettingId::Irq(irq.number),
                         cpu.to_string(),
                         Layer::Runtime,
                         format!("{name}: {why}"),
@@ -96,7 +96,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
                 } else {
                     let (cpus, where_) = local_housekeeping(&mut near, irq_node(irq));
                     draft.add(setting(
-                        SettingId::Irq(irq.number).to_string(),
+                        SettingId::Irq(irq.number),
                         cpus.list.clone(),
                         Layer::Runtime,
                         format!("{name}: to the housekeeping CPUs{where_}"),
@@ -140,9 +140,6 @@ fn ranges(numbers: &[u32]) -> String {
     out.join(",")
 }
 
-/// The `id` prefix of RPS settings.
-pub(crate) const RPS_PREFIX: &str = "rps:";
-
 /// Adds the RPS mask of every interface with receive queues (loopback aside): where RPS is on,
 /// it steers only to the housekeeping CPUs of the interface's node; where it is off, it stays
 /// off (the NIC's own queues, spread by the IRQ plan, already share the load, and RPS would add
@@ -155,7 +152,7 @@ pub(crate) fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
         Avail::Unavailable { unavailable } => {
             draft.skip(
                 setting(
-                    format!("{RPS_PREFIX}*:rps_cpus"),
+                    SettingId::Rps("*".to_string()),
                     hk.to_mask(inputs.partition.nr_cpus),
                     Layer::Runtime,
                     "RPS steers only to housekeeping CPUs.",
@@ -190,7 +187,7 @@ pub(crate) fn plan_rps(inputs: &Inputs, draft: &mut Draft) {
             )
         };
         draft.add(setting(
-            format!("{RPS_PREFIX}{}:rps_cpus", iface.name),
+            SettingId::Rps(iface.name.clone()),
             value,
             Layer::Runtime,
             format!(
@@ -314,7 +311,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     out.push_str(
         "#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n\n",
     );
-    if let Some(default) = plan.setting(&SettingId::IrqDefault.to_string()) {
+    if let Some(default) = plan.setting(&SettingId::IrqDefault) {
         let _ = writeln!(
             out,
             "default_smp_affinity  {}    {}",
@@ -338,7 +335,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let rps: Vec<_> = plan
         .settings
         .iter()
-        .filter(|s| s.id.starts_with(RPS_PREFIX))
+        .filter(|s| matches!(s.id, SettingId::Rps(_)))
         .collect();
     if !rps.is_empty() {
         out.push_str("\nReceive packet steering (every rx queue of the interface):\n");

@@ -16,13 +16,10 @@ use crate::tuning::partition::Partition;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 
-/// The `id` prefix of kernel command line settings.
-pub(crate) const PREFIX: &str = "cmdline:";
-
 /// A boot setting adding `args` under the key `key`.
 fn boot(key: &str, args: impl Into<String>, rationale: &str, source: &str) -> Setting {
     setting(
-        SettingId::Cmdline(key.to_string()).to_string(),
+        SettingId::Cmdline(key.to_string()),
         args,
         Layer::Boot,
         rationale,
@@ -117,7 +114,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
         ]);
     }
     for (key, why) in conflicts {
-        let id = SettingId::Cmdline(key.to_string()).to_string();
+        let id = SettingId::Cmdline(key.to_string());
         if cmdline.has(key) && !draft.has(&id) {
             draft.add(boot(
                 key,
@@ -373,7 +370,7 @@ fn plan_tradeoffs(inputs: &Inputs, draft: &mut Draft) {
             draft.add(offer);
             continue;
         }
-        let key = offer.id.strip_prefix(PREFIX).unwrap_or(&offer.id);
+        let key = offer.id.cmdline_key().unwrap_or_default();
         let reason = tradeoff_reason(cmdline.and_then(|c| c.last(key)), &offer.value);
         draft.skip(offer, reason);
     }
@@ -400,13 +397,11 @@ fn tradeoff_reason(running: Option<&Param>, offered: &str) -> String {
 
 /// The keys a boot setting owns: the id's key and every key in its value.
 pub(crate) fn owned_keys(setting: &Setting) -> Vec<String> {
-    let mut keys = vec![
-        setting
-            .id
-            .strip_prefix(PREFIX)
-            .unwrap_or(&setting.id)
-            .to_string(),
-    ];
+    let key = match setting.id.cmdline_key() {
+        Some(key) => key.to_string(),
+        None => setting.id.to_string(),
+    };
+    let mut keys = vec![key];
     push_keys(&mut keys, &setting.value);
     keys
 }

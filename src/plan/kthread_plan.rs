@@ -15,9 +15,6 @@ use crate::tuning::nearby::NearHousekeeping;
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::{SettingId, TaskAttribute};
 
-/// The `id` prefix of kernel-thread settings.
-pub(crate) const PREFIX: &str = "kthread:";
-
 /// Real-time priorities of per-CPU kernel threads (name prefix, SCHED_FIFO priority), as
 /// TuneD's realtime-virtual-host profile sets them: above normal tasks, below the workload's
 /// own real-time threads.
@@ -31,24 +28,30 @@ const PRIORITIES: &[(&str, u32)] = &[
 /// Kernel threads that a planned setting stops: the thread's name and the (id, value) pairs
 /// that stop it. Pinning such a thread pins one that is gone, and on revert one the kernel has
 /// started again under another pid.
-const STOPPED_THREADS: &[(&str, &[(&str, &str)])] = &[(
-    "khugepaged",
-    &[
-        ("thp:enabled", "never"),
-        ("cmdline:transparent_hugepage", "transparent_hugepage=never"),
-    ],
-)];
+fn stopped_threads() -> [(&'static str, [(SettingId, &'static str); 2]); 1] {
+    [(
+        "khugepaged",
+        [
+            (SettingId::Thp("enabled"), "never"),
+            (
+                SettingId::Cmdline("transparent_hugepage".to_string()),
+                "transparent_hugepage=never",
+            ),
+        ],
+    )]
+}
 
 /// Moves the affinity of every kernel thread another setting of the draft stops to the
 /// skipped settings, with the reason. Runs once every setting is in the draft.
 pub(crate) fn skip_stopped_threads(draft: &mut Draft) {
-    let stopped: Vec<(String, String)> = STOPPED_THREADS
-        .iter()
+    let stopped: Vec<(SettingId, String)> = stopped_threads()
+        .into_iter()
         .filter_map(|(thread, stoppers)| {
-            let stopper = draft
-                .settings()
-                .iter()
-                .find(|s| stoppers.contains(&(s.id.as_str(), s.value.as_str())))?;
+            let stopper = draft.settings().iter().find(|s| {
+                stoppers
+                    .iter()
+                    .any(|(id, value)| s.id == *id && s.value == *value)
+            })?;
             let id = SettingId::Tasks {
                 kernel: true,
                 pattern: (*thread).to_string(),
@@ -58,7 +61,7 @@ pub(crate) fn skip_stopped_threads(draft: &mut Draft) {
                 "{thread} does not run once {} is {}: nothing to pin",
                 stopper.id, stopper.value
             );
-            Some((id.to_string(), reason))
+            Some((id, reason))
         })
         .collect();
     for (id, reason) in stopped {
@@ -74,12 +77,12 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     let services = &inputs.machine.services;
     for (id, current, why) in [
         (
-            "workqueue:cpumask",
+            SettingId::Workqueue(None),
             &services.workqueue_cpumask,
             "Unbound workqueue workers (kworker/u*) run only on the housekeeping CPUs.",
         ),
         (
-            "workqueue:writeback:cpumask",
+            SettingId::Workqueue(Some("writeback".to_string())),
             &services.writeback_cpumask,
             "Dirty-page writeback workers run only on the housekeeping CPUs.",
         ),
@@ -140,8 +143,7 @@ fn kthread(name: &str, value: String, rationale: &str) -> Setting {
             kernel: true,
             pattern: name.to_string(),
             attribute: TaskAttribute::Affinity,
-        }
-        .to_string(),
+        },
         value,
         Layer::Runtime,
         rationale,
@@ -155,8 +157,7 @@ fn priority_setting(prefix: &str, priority: u32) -> Setting {
             kernel: true,
             pattern: format!("{prefix}*"),
             attribute: TaskAttribute::Priority,
-        }
-        .to_string(),
+        },
         format!("fifo:{priority}"),
         Layer::Runtime,
         "Runs the per-CPU softirq, timer and RCU threads with a real-time priority, so that a busy real-time task cannot starve them (which would stall the whole machine).",
@@ -244,6 +245,15 @@ fn plan_unmovable(kthreads: &[&Task], isolated: &CpuSet, draft: &mut Draft) {
     }
 }
 
+/// Whether a setting is one kthread-plan.txt shows: a workqueue mask or a kernel-thread
+/// setting.
+fn kthread_or_workqueue(id: &SettingId) -> bool {
+    matches!(
+        id,
+        SettingId::Workqueue(_) | SettingId::Tasks { kernel: true, .. }
+    )
+}
+
 /// kthread-plan.txt: workqueue masks, kernel-thread affinities and priorities, and what stays.
 pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let mut out = String::from(header);
@@ -251,7 +261,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let settings: Vec<&Setting> = plan
         .settings
         .iter()
-        .filter(|s| s.id.starts_with("workqueue:") || s.id.starts_with(PREFIX))
+        .filter(|s| kthread_or_workqueue(&s.id))
         .collect();
     if settings.is_empty() {
         out.push_str("\nNo kernel thread or workqueue to move.\n");
@@ -264,7 +274,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let skipped: Vec<_> = plan
         .skipped
         .iter()
-        .filter(|s| s.setting.id.starts_with("workqueue:") || s.setting.id.starts_with(PREFIX))
+        .filter(|s| kthread_or_workqueue(&s.setting.id))
         .collect();
     if !skipped.is_empty() {
         out.push_str("\nNot planned:\n");

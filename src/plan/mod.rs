@@ -23,6 +23,7 @@ pub(crate) mod kthread_plan;
 pub(crate) mod kubernetes;
 pub mod platforms;
 pub mod request;
+pub(crate) mod runtime_plan;
 pub(crate) mod sysctl;
 pub(crate) mod systemd;
 pub(crate) mod tuned;
@@ -157,6 +158,9 @@ pub enum PlanError {
     /// The kernel command line after the plan's reboot is longer than the kernel keeps.
     #[error(transparent)]
     CommandLineTooLong(#[from] cmdline_size::TooLong),
+    /// Runtime isolation would change a cgroup tree another tool manages.
+    #[error("--isolation runtime: {0}")]
+    ManagedTree(String),
 }
 
 /// Why a plan.json could not be read.
@@ -214,8 +218,8 @@ impl Plan {
     }
 
     /// The setting with this id.
-    pub fn setting(&self, id: &str) -> Option<&Setting> {
-        self.settings.iter().find(|s| s.id == id)
+    pub fn setting(&self, id: &SettingId) -> Option<&Setting> {
+        self.settings.iter().find(|s| &s.id == id)
     }
 
     /// The skipped settings of one layer.
@@ -244,11 +248,11 @@ pub struct Draft {
     /// Settings so far, in the order they were added.
     settings: Vec<Setting>,
     /// The ids of `settings`.
-    setting_ids: HashSet<String>,
+    setting_ids: HashSet<SettingId>,
     /// Skipped settings so far.
     skipped: Vec<Skipped>,
     /// The ids of the `skipped` settings.
-    skipped_ids: HashSet<String>,
+    skipped_ids: HashSet<SettingId>,
     /// Unmovable things so far.
     pub unmovable: Vec<Unmovable>,
 }
@@ -289,35 +293,47 @@ impl Draft {
     }
 
     /// Whether a setting with this id is planned.
-    pub fn has(&self, id: &str) -> bool {
+    pub fn has(&self, id: &SettingId) -> bool {
         self.setting_ids.contains(id)
     }
 
     /// Whether a setting with this id is planned or was left out.
-    pub fn decided(&self, id: &str) -> bool {
+    pub fn decided(&self, id: &SettingId) -> bool {
         self.has(id) || self.skipped_ids.contains(id)
     }
 
+    /// Moves every setting of `layer` to the skipped ones, with `reason`.
+    pub fn skip_layer(&mut self, layer: Layer, reason: &str) {
+        let (skipped, kept): (Vec<Setting>, Vec<Setting>) = std::mem::take(&mut self.settings)
+            .into_iter()
+            .partition(|s| s.layer == layer);
+        self.settings = kept;
+        for setting in skipped {
+            self.setting_ids.remove(&setting.id);
+            self.skip(setting, reason);
+        }
+    }
+
     /// Takes the setting with this id out of the plan, if it is there.
-    pub fn take(&mut self, id: &str) -> Option<Setting> {
+    pub fn take(&mut self, id: &SettingId) -> Option<Setting> {
         if !self.setting_ids.remove(id) {
             return None;
         }
-        let at = self.settings.iter().position(|s| s.id == id)?;
+        let at = self.settings.iter().position(|s| &s.id == id)?;
         Some(self.settings.remove(at))
     }
 }
 
 /// A setting; `reboot` follows from the layer (boot arguments need one, nothing else does).
 pub fn setting(
-    id: impl Into<String>,
+    id: SettingId,
     value: impl Into<String>,
     layer: Layer,
     rationale: impl Into<String>,
     source: impl Into<String>,
 ) -> Setting {
     Setting {
-        id: id.into(),
+        id,
         value: value.into(),
         layer,
         reboot: matches!(layer, Layer::Boot | Layer::Firmware | Layer::Hardware),
@@ -361,7 +377,7 @@ pub fn build(
     };
     // `--smt keep` drops the audit's nosmt, `--smt off` adds it where the profile keeps SMT.
     let smt = request.options.smt;
-    let nosmt_id = SettingId::Cmdline("nosmt".to_string()).to_string();
+    let nosmt_id = SettingId::Cmdline("nosmt".to_string());
     let remediations = |partition: &Partition| {
         let mut settings = remediations(partition);
         match smt {
@@ -461,18 +477,28 @@ fn draft(
     irq_plan::plan(&inputs, &mut draft);
     irq_plan::plan_rps(&inputs, &mut draft);
     kthread_plan::plan(&inputs, &mut draft);
+    let isolation = request.options.isolation;
+    if isolation.runtime() {
+        runtime_plan::plan(&inputs, &mut draft)?;
+    }
     findings::add(
         &mut draft,
         remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
+    if !isolation.boot() {
+        draft.skip_layer(
+            Layer::Boot,
+            "--isolation runtime: kernel arguments take effect only after a reboot",
+        );
+    }
     kthread_plan::skip_stopped_threads(&mut draft);
     Ok((partition, draft))
 }
 
 /// Whether the draft turns SMT off at the next boot.
 fn turns_smt_off(draft: &Draft) -> bool {
-    let nosmt = SettingId::Cmdline("nosmt".to_string()).to_string();
+    let nosmt = SettingId::Cmdline("nosmt".to_string());
     draft
         .settings()
         .iter()

@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::tuning::partition::PartitionRequest;
+use crate::tuning::profile_name::ProfileName;
 
 /// The workload a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,13 +24,16 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The profiles lowlat makes plans for.
+    pub const ALL: [Profile; 3] = [
+        Profile::LowLatency,
+        Profile::RealtimeHost,
+        Profile::RealtimeGuest,
+    ];
+
     /// The name as written on the command line and in plan.json.
     pub fn name(self) -> &'static str {
-        match self {
-            Profile::LowLatency => "low-latency",
-            Profile::RealtimeHost => "realtime-host",
-            Profile::RealtimeGuest => "realtime-guest",
-        }
+        ProfileName::from(self).as_str()
     }
 
     /// Whether every isolated CPU leaves scheduler load balancing (static partitioning, as the
@@ -47,6 +51,46 @@ impl Profile {
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl From<Profile> for ProfileName {
+    fn from(profile: Profile) -> ProfileName {
+        match profile {
+            Profile::LowLatency => ProfileName::LowLatency,
+            Profile::RealtimeHost => ProfileName::RealtimeHost,
+            Profile::RealtimeGuest => ProfileName::RealtimeGuest,
+        }
+    }
+}
+
+/// Why a profile has no plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoPlan {
+    /// The throughput profile isolates nothing.
+    #[error(
+        "lowlat plans CPU isolation for latency, and a throughput machine isolates nothing, so \
+         there is no plan to make; check one with `lowlat audit --profile throughput`"
+    )]
+    Throughput,
+    /// A FreeBSD router's plan comes from its capture, whatever the profile.
+    #[error(
+        "a FreeBSD router is planned from its capture: `lowlat --snapshot CAPTURE plan --out DIR`"
+    )]
+    FreeBsd,
+}
+
+impl TryFrom<ProfileName> for Profile {
+    type Error = NoPlan;
+
+    fn try_from(name: ProfileName) -> Result<Profile, NoPlan> {
+        match name {
+            ProfileName::LowLatency => Ok(Profile::LowLatency),
+            ProfileName::RealtimeHost => Ok(Profile::RealtimeHost),
+            ProfileName::RealtimeGuest => Ok(Profile::RealtimeGuest),
+            ProfileName::Throughput => Err(NoPlan::Throughput),
+            ProfileName::FreebsdRouter => Err(NoPlan::FreeBsd),
+        }
     }
 }
 
@@ -166,6 +210,49 @@ impl fmt::Display for HugepagePool {
     }
 }
 
+/// How the isolated CPUs are isolated (`plan --isolation boot|runtime|both`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Kernel arguments (isolcpus, nohz_full, rcu_nocbs, irqaffinity), in effect after a
+    /// reboot, with the run-time settings that go with them.
+    #[default]
+    Boot,
+    /// Without a reboot: cpusets (cgroup v1: a housekeeping cpuset holding every movable
+    /// task and an exclusive isolated one without load balancing; cgroup v2: an isolated
+    /// partition, the other slices limited to the housekeeping CPUs) and the run-time
+    /// settings; no kernel argument is planned.
+    Runtime,
+    /// Both: the cpusets now, the kernel arguments from the next boot.
+    Both,
+}
+
+impl Isolation {
+    /// The name as on the command line and in plan.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Boot => "boot",
+            Isolation::Runtime => "runtime",
+            Isolation::Both => "both",
+        }
+    }
+
+    /// Whether the cpusets of runtime isolation are planned.
+    pub fn runtime(self) -> bool {
+        self != Isolation::Boot
+    }
+
+    /// Whether kernel arguments are planned.
+    pub fn boot(self) -> bool {
+        self != Isolation::Runtime
+    }
+
+    /// Whether this is the default (boot), which plan.json leaves out.
+    pub fn is_boot(&self) -> bool {
+        *self == Isolation::Boot
+    }
+}
+
 /// The options of a plan other than the partition; recorded in plan.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanOptions {
@@ -183,6 +270,10 @@ pub struct PlanOptions {
     /// when the profile's.
     #[serde(default, skip_serializing_if = "SmtChoice::is_profile")]
     pub smt: SmtChoice,
+    /// How the isolated CPUs are isolated: at boot, at run time (cpusets) or both; absent
+    /// from plan.json when at boot.
+    #[serde(default, skip_serializing_if = "Isolation::is_boot")]
+    pub isolation: Isolation,
 }
 
 /// What a plan does with SMT (`plan --smt keep|off`).
@@ -215,6 +306,7 @@ impl Default for PlanOptions {
             allow_security_tradeoffs: false,
             kthread_priorities: false,
             smt: SmtChoice::Profile,
+            isolation: Isolation::Boot,
         }
     }
 }

@@ -11,9 +11,6 @@ use crate::machine::Avail;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
-/// The `id` prefix of sysctl settings.
-pub(crate) const PREFIX: &str = "sysctl:";
-
 /// Where the file is installed.
 pub(crate) const INSTALL_PATH: &str = "/etc/sysctl.d/99-lowlat.conf";
 
@@ -23,7 +20,7 @@ pub(crate) type SysctlValues = BTreeMap<String, Avail<String>>;
 /// Adds the partition-derived sysctls.
 pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
     draft.add(setting(
-        SettingId::Sysctl("kernel.watchdog_cpumask".to_string()).to_string(),
+        SettingId::Sysctl("kernel.watchdog_cpumask".to_string()),
         inputs.partition.housekeeping.to_list(),
         Layer::Sysctl,
         "Runs the lockup watchdog's per-CPU timers and threads only on the housekeeping CPUs.",
@@ -36,7 +33,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) {
 pub(crate) fn keep_existing(values: &SysctlValues, plan: &mut Plan) {
     let settings = std::mem::take(&mut plan.settings);
     for s in settings {
-        let Some(key) = s.id.strip_prefix(PREFIX) else {
+        let Some(key) = key(&s.id) else {
             plan.settings.push(s);
             continue;
         };
@@ -56,8 +53,11 @@ pub(crate) fn keep_existing(values: &SysctlValues, plan: &mut Plan) {
 }
 
 /// The key of a sysctl setting.
-pub(crate) fn key(id: &str) -> Option<&str> {
-    id.strip_prefix(PREFIX)
+pub(crate) fn key(id: &SettingId) -> Option<&str> {
+    match id {
+        SettingId::Sysctl(key) => Some(key),
+        _ => None,
+    }
 }
 
 /// sysctl.d/99-lowlat.conf: every planned sysctl with its reason, then the skipped ones as
@@ -80,7 +80,10 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     if !skipped.is_empty() {
         out.push_str("\n# Skipped:\n");
         for s in skipped {
-            let key = key(&s.setting.id).unwrap_or(&s.setting.id);
+            let key = match key(&s.setting.id) {
+                Some(key) => key.to_string(),
+                None => s.setting.id.to_string(),
+            };
             let _ = writeln!(out, "# {key} = {}    ({})", s.setting.value, s.reason);
         }
     }

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use super::Plan;
-use super::kernel_cmdline::{self, PREFIX as CMDLINE};
+use super::kernel_cmdline;
 use super::sysctl;
 use crate::tuning::setting::Layer;
 
@@ -69,7 +69,7 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
     let mut args = vec![format!("isolcpus=managed_irq,{}", p.isolated.to_list())];
     let mut removed = Vec::new();
     for s in plan.layer(Layer::Boot) {
-        let key = s.id.strip_prefix(CMDLINE).unwrap_or(&s.id);
+        let key = s.id.cmdline_key().unwrap_or_default();
         if key == "isolcpus" || FROM_CPU_PARTITIONING.contains(&key) {
             continue;
         }

@@ -265,7 +265,7 @@ mod tests {
             plan: "/tmp/plan.json".into(),
             summary: verify::Summary::default(),
             checks: vec![verify::Check {
-                id: "cmdline:*".into(),
+                id: "cmdline:nohz_full".parse().unwrap(),
                 layer: crate::tuning::setting::Layer::Boot,
                 status: verify::Status::Drift,
                 expected: long.into(),

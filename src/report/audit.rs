@@ -10,6 +10,7 @@ use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
 use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
 use crate::report::host;
+use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::{Layer, Setting};
 use crate::units::plural;
 
@@ -96,7 +97,7 @@ impl MachineIdentity {
 #[derive(Debug, Serialize)]
 pub(crate) struct ProfileSummary {
     /// The name.
-    pub name: &'static str,
+    pub name: ProfileName,
     /// What it targets.
     pub summary: &'static str,
     /// The documents it follows.
@@ -269,10 +270,7 @@ fn first_sentence(text: &str) -> &str {
 /// How one setting is written on a line: `nohz_full=1-7`, `vm.swappiness=0`,
 /// `irq:45:affinity=0,8`.
 fn setting_text(setting: &Setting) -> String {
-    let key = setting
-        .id
-        .split_once(':')
-        .map_or(setting.id.as_str(), |(_, rest)| rest);
+    let key = setting.id.without_family();
     match setting.layer {
         Layer::Boot => setting.value.clone(),
         Layer::Sysctl => format!("{key}={}", setting.value),
@@ -361,7 +359,11 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
 /// machine when the chosen profile runs it.
-pub(crate) fn render_explain(rule: &Rule, finding: Option<&Finding>, profile_name: &str) -> String {
+pub(crate) fn render_explain(
+    rule: &Rule,
+    finding: Option<&Finding>,
+    profile_name: ProfileName,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", rule.id, rule.title);
     let _ = writeln!(

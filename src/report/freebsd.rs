@@ -10,6 +10,7 @@ use crate::machine::cpulist::CpuSet;
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::plan::freebsd::{FreeBsdPlan, SCRIPT_PATH};
 use crate::report::audit::render_findings;
+use crate::tuning::profile_name::ProfileName;
 
 fn row(out: &mut String, label: &str, text: &str) {
     let _ = writeln!(out, "{label:<11}{text}");
@@ -211,7 +212,7 @@ pub struct AuditBody<'a> {
     /// Always `freebsd`.
     pub system: &'static str,
     /// The profile: `freebsd-router`.
-    pub profile: &'static str,
+    pub profile: ProfileName,
     /// One finding per rule.
     pub findings: &'a [Finding],
 }

@@ -15,6 +15,7 @@ pub(crate) mod matrix;
 pub(crate) mod measure;
 pub(crate) mod nfd;
 pub mod plan;
+pub mod timesync;
 pub(crate) mod watch;
 pub(crate) mod workload;
 

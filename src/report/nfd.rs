@@ -9,6 +9,7 @@
 
 use crate::audit::{Audit, PartitionSource};
 use crate::machine::{Avail, Machine};
+use crate::tuning::profile_name::ProfileName;
 
 /// The label prefix of every feature.
 pub(crate) const PREFIX: &str = "lowlat.io/";
@@ -54,7 +55,7 @@ pub(crate) fn label_value(raw: &str) -> Result<String, String> {
 }
 
 /// The features of `audit` (run with `profile`) on `machine`.
-pub(crate) fn features(machine: &Machine, audit: &Audit, profile: &str) -> Features {
+pub(crate) fn features(machine: &Machine, audit: &Audit, profile: ProfileName) -> Features {
     let mut out = Features {
         lines: Vec::new(),
         refused: Vec::new(),

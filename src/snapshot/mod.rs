@@ -27,6 +27,8 @@ use crate::sysroot::{
 };
 use crate::text::escape_controls;
 
+mod gaps;
+pub mod mustgather;
 pub mod sosreport;
 mod ustar;
 

@@ -33,23 +33,6 @@ pub enum SosReportError {
     NotASosReport(PathBuf),
 }
 
-/// What lowlat reads from a bundle, and what depends on it.
-const EXPECTED: &[(&str, &str)] = &[
-    (
-        "proc/cmdline",
-        "the kernel command line (the boot rules, the partition)",
-    ),
-    ("proc/cpuinfo", "the CPU identity"),
-    ("proc/interrupts", "IRQ counts (LL-IRQ-ON-ISOLATED)"),
-    ("proc/irq", "IRQ affinities"),
-    (
-        "proc/sys/kernel",
-        "sysctls (sos keeps them as sos_commands/kernel/sysctl_-a)",
-    ),
-    ("sys/devices/system/cpu", "the CPU topology"),
-    ("sys/devices/system/node", "the NUMA nodes"),
-];
-
 fn has_sos_dirs(dir: &Path) -> bool {
     ["sos_commands", "sos_logs", "sos_reports"]
         .iter()
@@ -81,25 +64,16 @@ pub fn open(dir: &Path) -> Result<SosReport, SosReportError> {
             _ => return Err(SosReportError::NotASosReport(dir.to_path_buf())),
         }
     };
-    let mut lacks: Vec<String> = EXPECTED
-        .iter()
-        .filter(|(path, _)| !dir.join(path).exists())
-        .map(|(path, what)| format!("/{path}: {what}"))
-        .collect();
-    let has_tasks = std::fs::read_dir(dir.join("proc")).is_ok_and(|entries| {
-        entries.filter_map(Result::ok).any(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-    });
-    if !has_tasks {
-        lacks.push(
-            "/proc/PID: processes and kernel threads (sos copies none; the task rules are unknown)"
-                .to_string(),
-        );
-    }
+    let lacks = super::gaps::lacks(
+        &dir,
+        &[
+            (
+                "proc/sys/kernel",
+                "sos keeps them as sos_commands/kernel/sysctl_-a",
+            ),
+            ("proc/PID", "sos copies none"),
+        ],
+    );
     Ok(SosReport { dir, lacks })
 }
 

@@ -16,14 +16,11 @@
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::borrow::Cow;
 
 use crate::machine::CpuSet;
 use crate::machine::cpulist::MAX_CPU;
 use crate::tuning::setting::Setting;
-
-/// Families whose settings are grouped, by the part of the id before the first `:`.
-const GROUPED: &[&str] = &["cpu", "task", "kthread", "irq"];
+use crate::tuning::setting_id::SettingId;
 
 /// The placeholder of a group of CPUs.
 const CPUS: &str = "{cpus}";
@@ -31,29 +28,62 @@ const CPUS: &str = "{cpus}";
 /// The placeholder of a group of names.
 const NAMES: &str = "{names}";
 
-/// One entry of `settings` in plan.json: a setting, or a group of settings. Written, it
-/// borrows a setting that stands alone, so that a file of tens of thousands of settings is
-/// written without a copy of them.
-#[derive(Debug, Serialize, Deserialize)]
-struct Entry<'a> {
+/// One entry of `settings` in plan.json as written: a setting, borrowed so that a file of tens
+/// of thousands of settings is written without a copy of them, or a group of settings.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Written<'a> {
+    /// A setting that stands alone.
+    One(&'a Setting),
+    /// A run of settings; the id holds `{cpus}` or `{names}`.
+    Group {
+        /// The first setting of the run, with the placeholder in its id.
+        #[serde(flatten)]
+        setting: Setting<String>,
+        /// For `{cpus}`: the CPUs, one setting each.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cpus: Option<CpuSet>,
+        /// For `{names}`: the names, one setting each, in order.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        names: Option<Vec<String>>,
+    },
+}
+
+/// One entry of `settings` in plan.json as read: a setting, or a group of settings.
+#[derive(Debug, Deserialize)]
+struct Entry {
     /// The setting; for a group, its id holds `{cpus}` or `{names}`.
     #[serde(flatten)]
-    setting: Cow<'a, Setting>,
+    setting: Setting<String>,
     /// For `{cpus}`: the CPUs, one setting each.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     cpus: Option<CpuSet>,
     /// For `{names}`: the names, one setting each, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     names: Option<Vec<String>>,
 }
 
-/// An id split around its middle part: `task`, `chronyd`, `affinity`.
-fn split(id: &str) -> Option<(&str, &str, &str)> {
-    let (family, rest) = id.split_once(':')?;
+/// The text of an id split around its middle part (`task`, `chronyd`, `affinity`), for the
+/// families whose settings are grouped.
+fn split(id: &SettingId) -> Option<(String, String, String)> {
+    if !matches!(
+        id,
+        SettingId::ResumeLatency(_)
+            | SettingId::Irq(_)
+            | SettingId::IrqDefault
+            | SettingId::EveryIrq
+            | SettingId::Tasks { .. }
+    ) {
+        return None;
+    }
+    let text = id.to_string();
+    let (family, rest) = text.split_once(':')?;
     let (middle, attribute) = rest.rsplit_once(':')?;
-    GROUPED
-        .contains(&family)
-        .then_some((family, middle, attribute))
+    Some((
+        family.to_string(),
+        middle.to_string(),
+        attribute.to_string(),
+    ))
 }
 
 /// The CPU a middle part names, when it is a CPU number written the canonical way.
@@ -74,7 +104,7 @@ fn same_but_id(a: &Setting, b: &Setting) -> bool {
 
 /// The entries of `settings`, one at a time: runs of two or more groupable settings become
 /// one group each.
-fn group(settings: &[Setting]) -> impl Iterator<Item = Entry<'_>> {
+fn group(settings: &[Setting]) -> impl Iterator<Item = Written<'_>> {
     let mut i = 0;
     std::iter::from_fn(move || {
         let first = settings.get(i)?;
@@ -82,26 +112,21 @@ fn group(settings: &[Setting]) -> impl Iterator<Item = Entry<'_>> {
         let run = &settings[i..end];
         i = end;
         if run.len() < 2 {
-            return Some(Entry {
-                setting: Cow::Borrowed(first),
-                cpus: None,
-                names: None,
-            });
+            return Some(Written::One(first));
         }
         let (family, middle, attribute) = split(&first.id).unwrap_or_default();
         let middles = run.iter().filter_map(|s| split(&s.id));
-        let (placeholder, cpus, names) = if family == "cpu" && cpu_of(middle).is_some() {
-            let cpus = middles.filter_map(|(_, m, _)| cpu_of(m)).collect();
+        let (placeholder, cpus, names) = if family == "cpu" && cpu_of(&middle).is_some() {
+            let cpus = middles.filter_map(|(_, m, _)| cpu_of(&m)).collect();
             (CPUS, Some(cpus), None)
         } else {
-            let names = middles.map(|(_, m, _)| m.to_string()).collect();
+            let names = middles.map(|(_, m, _)| m).collect();
             (NAMES, None, Some(names))
         };
-        Some(Entry {
-            setting: Cow::Owned(Setting {
-                id: format!("{family}:{placeholder}:{attribute}"),
-                ..first.clone()
-            }),
+        Some(Written::Group {
+            setting: first
+                .clone()
+                .with_id(format!("{family}:{placeholder}:{attribute}")),
             cpus,
             names,
         })
@@ -115,7 +140,7 @@ fn run_end(settings: &[Setting], start: usize) -> usize {
         return start + 1;
     };
     let as_cpu = |m: &str| if family == "cpu" { cpu_of(m) } else { None };
-    let mut last_cpu = as_cpu(middle);
+    let mut last_cpu = as_cpu(&middle);
     let mut end = start + 1;
     while let Some(next) = settings.get(end) {
         let Some((f, m, a)) = split(&next.id) else {
@@ -124,7 +149,7 @@ fn run_end(settings: &[Setting], start: usize) -> usize {
         if f != family || a != attribute || !same_but_id(&settings[start], next) {
             break;
         }
-        match (last_cpu, as_cpu(m)) {
+        match (last_cpu, as_cpu(&m)) {
             (Some(last), Some(cpu)) if cpu > last => last_cpu = Some(cpu),
             (None, None) => {}
             _ => break,
@@ -134,14 +159,22 @@ fn run_end(settings: &[Setting], start: usize) -> usize {
     end
 }
 
+/// The setting of `id`, the rest as `setting`'s; an id that does not parse is refused,
+/// naming it and why.
+fn member(setting: &Setting<String>, id: String) -> Result<Setting, String> {
+    let parsed = SettingId::parse_named(&id).map_err(|e| e.to_string())?;
+    Ok(setting.clone().with_id(parsed))
+}
+
 /// The settings of `entries`, groups expanded; the problem with an entry otherwise.
-fn expand(entries: Vec<Entry<'_>>) -> Result<Vec<Setting>, String> {
+fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
     let mut settings = Vec::with_capacity(entries.len());
     for entry in entries {
         let id = entry.setting.id.clone();
         let members: Vec<String> = match (entry.cpus, entry.names) {
             (None, None) => {
-                settings.push(entry.setting.into_owned());
+                let parsed = SettingId::parse_named(&id).map_err(|e| e.to_string())?;
+                settings.push(entry.setting.with_id(parsed));
                 continue;
             }
             (Some(cpus), None) if id.contains(CPUS) => {
@@ -156,10 +189,9 @@ fn expand(entries: Vec<Entry<'_>>) -> Result<Vec<Setting>, String> {
             }
         };
         let placeholder = if id.contains(CPUS) { CPUS } else { NAMES };
-        settings.extend(members.iter().map(|member| Setting {
-            id: id.replacen(placeholder, member, 1),
-            ..Setting::clone(&entry.setting)
-        }));
+        for name in members {
+            settings.push(member(&entry.setting, id.replacen(placeholder, &name, 1))?);
+        }
     }
     Ok(settings)
 }
@@ -187,7 +219,7 @@ mod tests {
 
     fn runtime(id: &str, value: &str) -> Setting {
         Setting {
-            id: id.to_string(),
+            id: id.parse().unwrap(),
             value: value.to_string(),
             layer: Layer::Runtime,
             reboot: false,

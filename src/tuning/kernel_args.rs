@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::machine::kernel::cmdline::{Param, parse_cmdline};
 use crate::tuning::setting::Setting;
+use crate::tuning::setting_id::SettingId;
 
 /// Why a boot setting's arguments cannot be written safely into a boot configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,9 +21,6 @@ pub(crate) enum KernelArgError {
     #[error("'{0}' is not a kernel argument")]
     Argument(String),
 }
-
-/// The prefix of boot setting ids.
-pub(crate) const PREFIX: &str = "cmdline:";
 
 /// A key as the kernel compares it (`-` and `_` are the same).
 pub(crate) fn normal_key(key: &str) -> String {
@@ -49,7 +47,7 @@ fn normal_token(param: &Param) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Args {
     /// The setting id.
-    pub id: String,
+    pub id: SettingId,
     /// The keys it owns, normalised.
     pub keys: BTreeSet<String>,
     /// The arguments, as written.
@@ -60,7 +58,11 @@ impl Args {
     /// Reads a boot setting; the problem when its arguments cannot be written safely into a
     /// boot configuration (quotes, shell characters, keys outside `[A-Za-z0-9_.-]`).
     pub(crate) fn of(setting: &Setting) -> Result<Args, KernelArgError> {
-        let key = setting.id.strip_prefix(PREFIX).unwrap_or(&setting.id);
+        let key = match setting.id.cmdline_key() {
+            Some(key) => key.to_string(),
+            None => setting.id.to_string(),
+        };
+        let key = key.as_str();
         let key_ok = |k: &str| {
             !k.is_empty()
                 && k.bytes()
@@ -92,20 +94,21 @@ impl Args {
     /// Whether an argument string has exactly these arguments for the owned keys (in any
     /// order).
     pub(crate) fn satisfied_by(&self, args: &str) -> bool {
-        let mut have: Vec<String> = owned_params(args, &self.keys)
-            .iter()
-            .map(normal_token)
-            .collect();
-        let mut want: Vec<String> = self
-            .tokens
-            .iter()
-            .flat_map(|t| parse_cmdline(t).params)
-            .map(|p| normal_token(&p))
-            .collect();
-        have.sort();
-        want.sort();
-        have == want
+        satisfied_by(&self.keys, &self.tokens, args)
     }
+}
+
+/// Whether `args` has exactly the arguments `tokens` for the keys `keys` (in any order).
+fn satisfied_by(keys: &BTreeSet<String>, tokens: &[String], args: &str) -> bool {
+    let mut have: Vec<String> = owned_params(args, keys).iter().map(normal_token).collect();
+    let mut want: Vec<String> = tokens
+        .iter()
+        .flat_map(|t| parse_cmdline(t).params)
+        .map(|p| normal_token(&p))
+        .collect();
+    have.sort();
+    want.sort();
+    have == want
 }
 
 /// The parameters of `args` whose key is in `keys`.
@@ -137,12 +140,7 @@ impl AllArgs {
 
     /// Whether an argument string has exactly the wanted arguments for the owned keys.
     pub(crate) fn satisfied_by(&self, args: &str) -> bool {
-        Args {
-            id: String::new(),
-            keys: self.keys.clone(),
-            tokens: self.tokens.clone(),
-        }
-        .satisfied_by(args)
+        satisfied_by(&self.keys, &self.tokens, args)
     }
 
     /// The arguments of `args` with an owned key, as tokens (what must be removed).

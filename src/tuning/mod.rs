@@ -1,4 +1,5 @@
-//! The shared vocabulary of audit, plan and apply: what a setting is ([`setting::Setting`], its
+//! The shared vocabulary of audit, plan and apply: the profiles by name
+//! ([`profile_name::ProfileName`]), what a setting is ([`setting::Setting`], its
 //! [`setting::Layer`], its `setting_id::SettingId`) how the CPUs are split (`partition::Partition`), and the kernel arguments
 //! of boot settings (`kernel_args::Args`) with the GRUB block that carries them
 //! (`grub_block::render_block`), the housekeeping CPUs near a NUMA node
@@ -16,5 +17,7 @@ pub(crate) mod kernel_args;
 pub(crate) mod kthreads;
 pub(crate) mod nearby;
 pub(crate) mod partition;
+pub mod profile_name;
+pub(crate) mod runtime_isolation;
 pub mod setting;
-pub(crate) mod setting_id;
+pub mod setting_id;

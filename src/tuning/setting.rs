@@ -44,13 +44,16 @@ impl Layer {
     }
 }
 
-/// One knob and the value lowlat wants it to have.
+/// One knob and the value lowlat wants it to have. `Id` is [`SettingId`] everywhere but in
+/// the grouped form of plan.json (`tuning::grouping`), where a group's id holds a placeholder
+/// and is text until each member's id is parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
+pub struct Setting<Id = SettingId> {
     /// Stable identity: `sysctl:kernel.numa_balancing`, `cmdline:nohz_full`,
     /// `irq:45:affinity`, `kthread:rcu_preempt:affinity`, `service:irqbalance`,
-    /// `file:/etc/sysctl.d/99-lowlat.conf`, `cpufreq:governor`, `cpuidle:cpu3:state2`.
-    pub id: String,
+    /// `file:/etc/sysctl.d/99-lowlat.conf`, `cpufreq:governor`, `cpuidle:cpu3:state2`; written
+    /// and read as that string, an id that does not parse refused when the document loads.
+    pub id: Id,
     /// The desired value, as written to the knob (`0`, `1-7,9-15`, `performance`,
     /// `disabled`); for files, their whole content.
     pub value: String,
@@ -74,6 +77,21 @@ pub struct Setting {
     pub security_tradeoff: Option<String>,
 }
 
+impl<Id> Setting<Id> {
+    /// The same setting under another id.
+    pub fn with_id<Other>(self, id: Other) -> Setting<Other> {
+        Setting {
+            id,
+            value: self.value,
+            layer: self.layer,
+            reboot: self.reboot,
+            rationale: self.rationale,
+            source: self.source,
+            security_tradeoff: self.security_tradeoff,
+        }
+    }
+}
+
 impl Setting {
     /// The value as people read it: a hex CPU mask is shown as its CPU list, labelled with the
     /// mask the file takes (`CPUs 0 (mask 1)`), so that it cannot be read as a list; every
@@ -84,8 +102,8 @@ impl Setting {
 }
 
 /// `value` of the setting `id` as people read it (see [`Setting::value_for_people`]).
-pub fn value_for_people(id: &str, value: &str) -> String {
-    let is_mask = id.parse::<SettingId>().is_ok_and(|id| id.takes_cpu_mask());
+pub fn value_for_people(id: &SettingId, value: &str) -> String {
+    let is_mask = id.takes_cpu_mask();
     match CpuSet::parse_mask(value) {
         Ok(cpus) if is_mask && cpus.is_empty() => format!("no CPU (mask {value})"),
         Ok(cpus) if is_mask => format!("CPUs {} (mask {value})", cpus.to_list()),

@@ -1,12 +1,15 @@
 //! Setting ids: the one grammar that names a knob, file, task group, service or boot argument.
-//! The audit and the plan build ids with [`SettingId`]'s variants; `apply`, `revert` and
-//! `verify` parse them back ([`str::parse`]) and match on the variant. Pure, no I/O.
+//! Every setting carries a [`SettingId`]: the audit and the plan build them from the variants,
+//! apply, verify, watch and the reports match on the variant, and plan.json and every JSON
+//! document write it as the string of the table below. An id that does not parse is refused
+//! when the document loads, naming the id and why. Pure, no I/O.
 //!
 //! | id | what | value |
 //! |---|---|---|
 //! | `sysctl:<key>` | `/proc/sys/<key with . as />` | the value as `sysctl` writes it |
 //! | `irq:default:affinity` | `/proc/irq/default_smp_affinity` | hex mask |
 //! | `irq:<N>:affinity` | `/proc/irq/<N>/smp_affinity_list` | CPU list |
+//! | `irq:*:affinity` | every movable IRQ (only in a plan's skipped settings) | CPU list |
 //! | `rps:<interface>:rps_cpus` | `/sys/class/net/<interface>/queues/rx-*/rps_cpus`, every receive queue | hex mask |
 //! | `workqueue:cpumask` | `/sys/devices/virtual/workqueue/cpumask` | hex mask |
 //! | `workqueue:<name>:cpumask` | `/sys/bus/workqueue/devices/<name>/cpumask` | hex mask |
@@ -23,20 +26,35 @@
 //! | `service:<unit>` | a systemd unit | `enabled`, `disabled`, `stopped`, `masked` or `running` |
 //! | `file:<path>` | a file lowlat installs | the whole content |
 //! | `file:<path>:<KEY>` | one `KEY=value` line of a shell-style environment file | the value |
+//! | `cpuset:<path>:cpus` | `cpuset.cpus` of the cpuset `<path>` (`/lowlat-isolated`) of the machine's cpuset hierarchy (v1 `/sys/fs/cgroup/cpuset`, v2 `/sys/fs/cgroup`); the cpuset is made when absent | CPU list |
+//! | `cpuset:<path>:cpu_exclusive`, `cpuset:<path>:sched_load_balance` | those v1 flags of the cpuset | `0` or `1` |
+//! | `cpuset:<path>:partition` | `cpuset.cpus.partition` (v2) | `member`, `root` or `isolated` |
+//! | `cpuset:<path>:tasks` | every movable thread of the cpuset named by the value moves into `<path>` (cgroup v1; on v2 the partition takes the CPUs) | the source cpuset's path |
 //! | `cmdline:<key>` | kernel command-line arguments | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
 
 use std::fmt;
 use std::str::FromStr;
 
 /// What a setting id names; written and parsed as the strings of the module's table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SettingId {
+///
+/// Adding a family is done here: a variant (with its parameters), its arm in `Display`,
+/// `parse` and [`SettingId::family`], a row of the module's table, and a case in the tests
+/// (`parses_every_family` and `any_id`, which checks that every id survives its string). The
+/// `match`es elsewhere have no catch-all where it matters (the plan's own families in
+/// `plan::findings`, the diff's readers in `report::plan::diff`), so the compiler then names
+/// each place that must decide what the new family means; appliers that do not know it report
+/// it unsupported.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SettingId {
     /// A sysctl, by its dotted key.
     Sysctl(String),
     /// The default affinity of new IRQs.
     IrqDefault,
     /// The affinity of one IRQ.
     Irq(u32),
+    /// The affinity of every movable IRQ: named by the setting a plan skips when the IRQs could
+    /// not be read; apply has nothing to write for it.
+    EveryIrq,
     /// The receive packet steering mask of every receive queue of a network interface.
     Rps(String),
     /// The unbound workqueue mask (`None`) or the mask of one WQ_SYSFS workqueue.
@@ -92,11 +110,66 @@ pub(crate) enum SettingId {
     },
     /// Kernel command-line arguments with this key.
     Cmdline(String),
+    /// A file of a cpuset, or the threads it holds.
+    Cpuset {
+        /// The cpuset's path in its hierarchy (`/`, `/lowlat-isolated`).
+        path: String,
+        /// What is set.
+        attribute: CpusetAttribute,
+    },
+}
+
+/// What a `cpuset:` setting sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CpusetAttribute {
+    /// `cpuset.cpus`.
+    Cpus,
+    /// `cpuset.cpu_exclusive` (v1).
+    CpuExclusive,
+    /// `cpuset.sched_load_balance` (v1).
+    SchedLoadBalance,
+    /// `cpuset.cpus.partition` (v2).
+    Partition,
+    /// The threads it holds.
+    Tasks,
+}
+
+impl CpusetAttribute {
+    /// The name in the id, which is also the file's name after `cpuset.` (but for `tasks`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CpusetAttribute::Cpus => "cpus",
+            CpusetAttribute::CpuExclusive => "cpu_exclusive",
+            CpusetAttribute::SchedLoadBalance => "sched_load_balance",
+            CpusetAttribute::Partition => "partition",
+            CpusetAttribute::Tasks => "tasks",
+        }
+    }
+
+    /// The cpuset file it writes; `None` for the threads.
+    pub fn file(self) -> Option<&'static str> {
+        match self {
+            CpusetAttribute::Cpus => Some("cpuset.cpus"),
+            CpusetAttribute::CpuExclusive => Some("cpuset.cpu_exclusive"),
+            CpusetAttribute::SchedLoadBalance => Some("cpuset.sched_load_balance"),
+            CpusetAttribute::Partition => Some("cpuset.cpus.partition"),
+            CpusetAttribute::Tasks => None,
+        }
+    }
+}
+
+/// Whether `path` is a cpuset path: absolute, without `..`, empty parts or NUL.
+fn cpuset_path(path: &str) -> bool {
+    path == "/"
+        || (path.starts_with('/')
+            && path[1..]
+                .split('/')
+                .all(|p| !p.is_empty() && p != ".." && p != "." && !p.contains('\0')))
 }
 
 /// What is set on matched tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskAttribute {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskAttribute {
     /// CPU affinity (a CPU list).
     Affinity,
     /// Scheduling policy and priority.
@@ -105,13 +178,23 @@ pub(crate) enum TaskAttribute {
 
 /// Why an id was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SettingIdError {
+pub enum SettingIdError {
     /// The id's family (`foo:`) is not one lowlat applies.
     #[error("lowlat does not know how to apply this setting")]
     Unknown,
     /// The family is known but the rest of the id is malformed; says what was expected.
     #[error("{0}")]
     Malformed(String),
+}
+
+/// An id that does not parse, with the id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("setting id `{id}`: {why}")]
+pub struct NamedIdError {
+    /// The id as written.
+    pub id: String,
+    /// Why it was refused.
+    pub why: SettingIdError,
 }
 
 fn number(text: &str, prefix: &str) -> Option<u32> {
@@ -145,9 +228,63 @@ fn page_size(text: &str) -> Option<u64> {
 }
 
 impl SettingId {
+    /// Parses `text`; the error names the id and says why (`setting id `x`: …`), the words
+    /// of a document that does not load.
+    pub(crate) fn parse_named(text: &str) -> Result<SettingId, NamedIdError> {
+        text.parse().map_err(|why| NamedIdError {
+            id: text.to_string(),
+            why,
+        })
+    }
+
+    /// The family word the id starts with: `sysctl`, `irq`, `kthread`, `cpu`, ...
+    pub fn family(&self) -> &'static str {
+        match self {
+            SettingId::Sysctl(_) => "sysctl",
+            SettingId::IrqDefault | SettingId::Irq(_) | SettingId::EveryIrq => "irq",
+            SettingId::Rps(_) => "rps",
+            SettingId::Workqueue(_) => "workqueue",
+            SettingId::Cpufreq { .. } | SettingId::Boost => "cpufreq",
+            SettingId::Cpuidle { .. } => "cpuidle",
+            SettingId::ResumeLatency(_) => "cpu",
+            SettingId::Thp(_) => "thp",
+            SettingId::Hugepages { .. } => "hugepages",
+            SettingId::Clocksource => "clocksource",
+            SettingId::Tasks { kernel: true, .. } => "kthread",
+            SettingId::Tasks { kernel: false, .. } => "task",
+            SettingId::Service(_) => "service",
+            SettingId::File(_) | SettingId::FileKey { .. } => "file",
+            SettingId::Cmdline(_) => "cmdline",
+            SettingId::Cpuset { .. } => "cpuset",
+        }
+    }
+
+    /// The id without its family word: `vm.swappiness` of `sysctl:vm.swappiness`,
+    /// `/etc/default/irqbalance:IRQBALANCE_BANNED_CPULIST` of a file key.
+    pub fn without_family(&self) -> String {
+        let text = self.to_string();
+        text[self.family().len() + 1..].to_string()
+    }
+
+    /// Whether the id is an IRQ affinity (the default, one IRQ's or every IRQ's).
+    pub fn is_irq(&self) -> bool {
+        matches!(
+            self,
+            SettingId::IrqDefault | SettingId::Irq(_) | SettingId::EveryIrq
+        )
+    }
+
+    /// The key of a kernel command-line setting (`nohz_full` of `cmdline:nohz_full`).
+    pub fn cmdline_key(&self) -> Option<&str> {
+        match self {
+            SettingId::Cmdline(key) => Some(key),
+            _ => None,
+        }
+    }
+
     /// Whether the value of this setting is a hex CPU mask (the files that take one:
     /// `default_smp_affinity`, `rps_cpus`, workqueue `cpumask`) rather than a CPU list.
-    pub(crate) fn takes_cpu_mask(&self) -> bool {
+    pub fn takes_cpu_mask(&self) -> bool {
         matches!(
             self,
             SettingId::IrqDefault | SettingId::Rps(_) | SettingId::Workqueue(_)
@@ -161,6 +298,7 @@ impl fmt::Display for SettingId {
             SettingId::Sysctl(key) => write!(f, "sysctl:{key}"),
             SettingId::IrqDefault => f.write_str("irq:default:affinity"),
             SettingId::Irq(irq) => write!(f, "irq:{irq}:affinity"),
+            SettingId::EveryIrq => f.write_str("irq:*:affinity"),
             SettingId::Rps(interface) => write!(f, "rps:{interface}:rps_cpus"),
             SettingId::Workqueue(None) => f.write_str("workqueue:cpumask"),
             SettingId::Workqueue(Some(name)) => write!(f, "workqueue:{name}:cpumask"),
@@ -203,7 +341,19 @@ impl fmt::Display for SettingId {
             SettingId::File(path) => write!(f, "file:{path}"),
             SettingId::FileKey { path, key } => write!(f, "file:{path}:{key}"),
             SettingId::Cmdline(key) => write!(f, "cmdline:{key}"),
+            SettingId::Cpuset { path, attribute } => {
+                write!(f, "cpuset:{path}:{}", attribute.name())
+            }
         }
+    }
+}
+
+/// Tests compare an id with the string it is written as (`id == "cmdline:idle"`); the code
+/// itself matches on the variants.
+#[cfg(test)]
+impl PartialEq<&str> for SettingId {
+    fn eq(&self, other: &&str) -> bool {
+        other.parse::<SettingId>().as_ref() == Ok(self)
     }
 }
 
@@ -218,8 +368,7 @@ impl serde::Serialize for SettingId {
 impl<'de> serde::Deserialize<'de> for SettingId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        text.parse()
-            .map_err(|e| serde::de::Error::custom(format!("setting id `{text}`: {e}")))
+        SettingId::parse_named(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -252,6 +401,7 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
         }
         "irq" => match parts.as_slice() {
             ["default", "affinity"] => Ok(SettingId::IrqDefault),
+            ["*", "affinity"] => Ok(SettingId::EveryIrq),
             [n, "affinity"] => match number(n, "") {
                 Some(n) => Ok(SettingId::Irq(n)),
                 None => malformed("expected irq:<number>:affinity or irq:default:affinity"),
@@ -388,6 +538,25 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
                 Ok(SettingId::Cmdline(rest.to_string()))
             }
         }
+        "cpuset" => {
+            let attribute = match rest.rsplit_once(':') {
+                Some((path, name)) if cpuset_path(path) => match name {
+                    "cpus" => CpusetAttribute::Cpus,
+                    "cpu_exclusive" => CpusetAttribute::CpuExclusive,
+                    "sched_load_balance" => CpusetAttribute::SchedLoadBalance,
+                    "partition" => CpusetAttribute::Partition,
+                    "tasks" => CpusetAttribute::Tasks,
+                    _ => {
+                        return malformed(
+                            "the last part must be cpus, cpu_exclusive, sched_load_balance, partition or tasks",
+                        );
+                    }
+                },
+                _ => return malformed("expected cpuset:<absolute cpuset path>:<attribute>"),
+            };
+            let path = rest.rsplit_once(':').map_or("", |(p, _)| p).to_string();
+            Ok(SettingId::Cpuset { path, attribute })
+        }
         _ => Err(SettingIdError::Unknown),
     }
 }
@@ -413,6 +582,7 @@ mod tests {
             ),
             ("irq:default:affinity", SettingId::IrqDefault),
             ("irq:45:affinity", SettingId::Irq(45)),
+            ("irq:*:affinity", SettingId::EveryIrq),
             ("workqueue:cpumask", SettingId::Workqueue(None)),
             ("rps:ens1f0:rps_cpus", SettingId::Rps("ens1f0".into())),
             (
@@ -483,6 +653,20 @@ mod tests {
                 },
             ),
             ("cmdline:nohz_full", SettingId::Cmdline("nohz_full".into())),
+            (
+                "cpuset:/lowlat-isolated:cpu_exclusive",
+                SettingId::Cpuset {
+                    path: "/lowlat-isolated".into(),
+                    attribute: CpusetAttribute::CpuExclusive,
+                },
+            ),
+            (
+                "cpuset:/:sched_load_balance",
+                SettingId::Cpuset {
+                    path: "/".into(),
+                    attribute: CpusetAttribute::SchedLoadBalance,
+                },
+            ),
         ];
         for (id, want) in cases {
             assert_eq!(parse(id), Ok(want), "{id}");
@@ -510,6 +694,10 @@ mod tests {
             "file:/etc/../shadow",
             "cmdline:a=b",
             "service:../x",
+            "cpuset:/a/../b:cpus",
+            "cpuset:relative:cpus",
+            "cpuset:/x:mems",
+            "cpuset:/x//y:tasks",
         ] {
             assert!(
                 matches!(parse(id), Err(SettingIdError::Malformed(_))),
@@ -540,6 +728,7 @@ mod tests {
             key.prop_map(SettingId::Sysctl),
             Just(SettingId::IrqDefault),
             any::<u32>().prop_map(SettingId::Irq),
+            Just(SettingId::EveryIrq),
             name.prop_map(SettingId::Rps),
             proptest::option::of(name).prop_map(SettingId::Workqueue),
             (

@@ -57,8 +57,8 @@ impl Drift {
     /// `service`...): how many of the plan's settings of that kind differ. Every kind the plan
     /// has is present, with 0 when none differs.
     pub(crate) fn by_check(&self) -> BTreeMap<&str, usize> {
-        fn kind(check: &Check) -> &str {
-            check.id.split(':').next().unwrap_or_default()
+        fn kind(check: &Check) -> &'static str {
+            check.id.family()
         }
         let mut by_check = BTreeMap::new();
         // Settings of a kind come together in a plan: one map entry per run of them.
@@ -113,10 +113,10 @@ fn cost(setting: &Setting) -> Cost {
             ]
             .contains(&path)
     };
-    match setting.id.parse::<SettingId>() {
-        Ok(SettingId::Irq(_)) => Cost::Irq,
-        Ok(SettingId::Sysctl(_) | SettingId::IrqDefault | SettingId::Workqueue(_)) => Cost::Cheap,
-        Ok(SettingId::FileKey { path, .. } | SettingId::File(path)) if irqbalance_file(&path) => {
+    match &setting.id {
+        SettingId::Irq(_) => Cost::Irq,
+        SettingId::Sysctl(_) | SettingId::IrqDefault | SettingId::Workqueue(_) => Cost::Cheap,
+        SettingId::FileKey { path, .. } | SettingId::File(path) if irqbalance_file(path) => {
             Cost::Cheap
         }
         _ => Cost::Full,
@@ -254,10 +254,11 @@ mod tests {
             crate::plan::findings::audit_remediations(&machine, &profile, partition)
         })
         .unwrap();
-        plan.settings.retain(|s| s.id.starts_with("sysctl:"));
+        plan.settings
+            .retain(|s| matches!(s.id, SettingId::Sysctl(_)));
         // Make the machine match the plan, then change one value.
         for setting in &plan.settings {
-            let key = setting.id.trim_start_matches("sysctl:").replace('.', "/");
+            let key = setting.id.without_family().replace('.', "/");
             tree.write(&format!("/proc/sys/{key}"), format!("{}\n", setting.value));
         }
         let isolated = plan.partition.isolated.clone();
@@ -265,7 +266,7 @@ mod tests {
         let mut watch = PlanWatch::new(plan, isolated, machine);
         let clean = watch.check_full(&tree.root()).clone();
         assert_eq!(clean.settings(), 0, "{clean:?}");
-        let key = first.trim_start_matches("sysctl:").replace('.', "/");
+        let key = first.without_family().replace('.', "/");
         tree.write(&format!("/proc/sys/{key}"), "12345\n");
         let drifted = watch.check_cheap(&tree.root());
         assert_eq!(drifted.by_check()["sysctl"], 1);
@@ -274,7 +275,7 @@ mod tests {
 
     fn setting(id: &str, layer: Layer, value: &str) -> Setting {
         Setting {
-            id: id.into(),
+            id: id.parse().unwrap(),
             value: value.into(),
             layer,
             reboot: false,

@@ -192,7 +192,7 @@ mod tests {
         let mut plan = crate::plan::build(&machine, &request, |_| Vec::new()).unwrap();
         plan.settings.clear();
         plan.settings.push(crate::tuning::setting::Setting {
-            id: "sysctl:vm.stat_interval".into(),
+            id: "sysctl:vm.stat_interval".parse().unwrap(),
             value: "10".into(),
             layer: crate::tuning::setting::Layer::Sysctl,
             reboot: false,

@@ -204,6 +204,11 @@ fn bad_plans_are_refused_naming_the_file() {
         ),
         ("{ not json".to_string(), "not a lowlat plan"),
         (text[..text.len() / 2].to_string(), "not a lowlat plan"),
+        // A malformed setting id is refused when the file loads, named with why.
+        (
+            text.replace("\"irq:default:affinity\"", "\"irq:dflt:affinity\""),
+            "setting id `irq:dflt:affinity`: expected irq:<number>:affinity",
+        ),
     ];
     for (content, needle) in cases {
         let path = m.dir.path().join("bad.json");

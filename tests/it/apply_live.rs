@@ -18,7 +18,7 @@ fn read(path: &str) -> String {
 }
 
 /// Reverts when dropped, so that a failed assertion leaves the machine as it was.
-struct RevertOnDrop;
+pub(crate) struct RevertOnDrop;
 
 impl Drop for RevertOnDrop {
     fn drop(&mut self) {
@@ -30,7 +30,7 @@ impl Drop for RevertOnDrop {
 
 /// The live tests apply and revert through the machine's one journal and lock, so they take
 /// turns (the test harness runs tests in parallel threads).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,7 +1,7 @@
 //! The plan and audit defects of issue 18 (W-3, W-6, U-4, U-5, U-10 and the tuned audit's
 //! wording), each pinned by a test that failed before its fix.
 
-use crate::support::{fixture, lowlat};
+use crate::support::{fixture, id, lowlat};
 use lowlat::machine::{CpuSet, Machine};
 use lowlat::plan::request::PlanRequest;
 use lowlat::plan::{self, Plan, findings};
@@ -95,7 +95,7 @@ fn the_plan_pins_neither_lowlat_nor_its_shell_nor_pid_1() {
         "task:bash:affinity",
         "task:process_api:affinity",
     ] {
-        assert!(plan.setting(id).is_none(), "{id} planned");
+        assert!(plan.setting(&self::id(id)).is_none(), "{id} planned");
     }
 }
 
@@ -133,10 +133,10 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
         findings::audit_remediations(&machine, &profile, partition)
     })
     .unwrap();
-    let pinned: Vec<&str> = plan
+    let pinned: Vec<String> = plan
         .settings
         .iter()
-        .map(|s| s.id.as_str())
+        .map(|s| s.id.to_string())
         .filter(|id| id.starts_with("task:"))
         .collect();
     assert_eq!(pinned, ["task:memfd:sealed-91:affinity"]);
@@ -144,7 +144,7 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
     // from daemons).
     assert!(
         default_plan("kvm-guest-2vcpu")
-            .setting("task:rustc:affinity")
+            .setting(&id("task:rustc:affinity"))
             .is_some()
     );
 }
@@ -154,12 +154,12 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
 #[test]
 fn no_affinity_for_a_kernel_thread_the_plan_stops() {
     let plan = default_plan("epyc7f32-2s");
-    assert_eq!(plan.setting("thp:enabled").unwrap().value, "never");
-    assert!(plan.setting("kthread:khugepaged:affinity").is_none());
+    assert_eq!(plan.setting(&id("thp:enabled")).unwrap().value, "never");
+    assert!(plan.setting(&id("kthread:khugepaged:affinity")).is_none());
     let skipped = plan
         .skipped
         .iter()
-        .find(|s| s.setting.id == "kthread:khugepaged:affinity")
+        .find(|s| s.setting.id == id("kthread:khugepaged:affinity"))
         .expect("listed as skipped");
     assert!(
         skipped.reason.contains("khugepaged does not run"),
@@ -174,17 +174,21 @@ fn no_affinity_for_a_kernel_thread_the_plan_stops() {
 #[test]
 fn a_plan_that_turns_smt_off_is_made_for_the_cpus_left_online() {
     let plan = default_plan("milan64-nps4-smt");
-    assert_eq!(plan.setting("cmdline:nosmt").unwrap().value, "nosmt");
+    assert_eq!(plan.setting(&id("cmdline:nosmt")).unwrap().value, "nosmt");
     let after: CpuSet = "0-63".parse().unwrap();
     assert_eq!(plan.target.cpus_after_reboot.as_ref(), Some(&after));
     assert!(plan.target.fits_online(&after));
     assert!(plan.target.fits_online(&"0-127".parse().unwrap()));
     assert_eq!(plan.partition.housekeeping.to_list(), "0,16,32,48");
     assert!(plan.partition.isolated.is_subset(&after));
-    let irqaffinity = &plan.setting("cmdline:irqaffinity").unwrap().value;
+    let irqaffinity = &plan.setting(&id("cmdline:irqaffinity")).unwrap().value;
     // The fixture's kernel (5.15) reads the group form: 0,16,32,48 is 0-48:1/16.
     assert_eq!(irqaffinity, "irqaffinity=0-48:1/16");
-    for s in plan.settings.iter().filter(|s| s.id.ends_with(":affinity")) {
+    for s in plan
+        .settings
+        .iter()
+        .filter(|s| s.id.to_string().ends_with(":affinity"))
+    {
         let cpus: CpuSet = s.value.parse().unwrap_or_default();
         assert!(cpus.is_subset(&after), "{} = {}", s.id, s.value);
     }
@@ -211,14 +215,21 @@ fn masks_are_shown_as_cpu_lists_labelled_with_the_mask() {
 /// users still see it.
 #[test]
 fn library_errors_leave_the_flag_to_the_cli() {
-    let err = lowlat::audit::profile::load("fast")
+    let err = "fast"
+        .parse::<lowlat::tuning::profile_name::ProfileName>()
         .unwrap_err()
         .to_string();
     assert!(!err.contains("--"), "{err}");
+    // clap refuses an unknown profile naming the flag and listing the valid ones.
     on("epyc7f32-2s", &["audit", "--profile", "fast"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--profile fast: no such profile"));
+        .stderr(predicate::str::contains(
+            "invalid value 'fast' for '--profile <NAME>'",
+        ))
+        .stderr(predicate::str::contains(
+            "low-latency, realtime-host, realtime-guest, throughput",
+        ));
     on("epyc7f32-2s", &["audit", "--isolate", "1-99"])
         .assert()
         .code(2)

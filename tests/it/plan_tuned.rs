@@ -159,7 +159,7 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
     )));
     // Every planned sysctl reached TuneD's [sysctl] unit with its value.
     for s in plan.layer(Layer::Sysctl) {
-        let key = s.id.trim_start_matches("sysctl:");
+        let key = s.id.without_family();
         assert_eq!(value(&format!("sysctl.{key}")), s.value, "{key}");
     }
     assert!(!stderr.contains("ERROR"), "TuneD logged errors:\n{stderr}");

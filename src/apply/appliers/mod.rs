@@ -2,6 +2,7 @@
 //! kernel command line (all boot settings together, see [`boot`]).
 
 pub(crate) mod boot;
+pub(crate) mod cpuset;
 pub(crate) mod file;
 pub(crate) mod kernel;
 pub(crate) mod service;
@@ -33,13 +34,7 @@ pub(crate) fn expand(ctx: &ApplyContext, setting: &Setting) -> Expansion {
             setting.value
         ));
     }
-    let target = match setting.id.parse::<SettingId>() {
-        Ok(target) => target,
-        Err(SettingIdError::Unknown) => {
-            return Expansion::Unsupported(SettingIdError::Unknown.to_string());
-        }
-        Err(e) => return Expansion::Invalid(e.to_string()),
-    };
+    let target = &setting.id;
     let value = setting.value.as_str();
     if let SettingId::Cmdline(_) = target {
         return Expansion::Invalid(format!(
@@ -48,9 +43,10 @@ pub(crate) fn expand(ctx: &ApplyContext, setting: &Setting) -> Expansion {
             setting.layer.name()
         ));
     }
-    kernel::expand(ctx.root, &ctx.machine_cpus(), &target, value)
-        .or_else(|| file::expand(&target, value))
-        .or_else(|| tasks::expand(ctx, &target, value))
-        .or_else(|| service::expand(ctx, &target, value))
+    kernel::expand(ctx.root, &ctx.machine_cpus(), target, value)
+        .or_else(|| file::expand(target, value))
+        .or_else(|| tasks::expand(ctx, target, value))
+        .or_else(|| service::expand(ctx, target, value))
+        .or_else(|| cpuset::expand(ctx, target, value))
         .unwrap_or_else(|| Expansion::Unsupported(SettingIdError::Unknown.to_string()))
 }

@@ -7,6 +7,7 @@ use crate::audit::finding::{Severity, Status};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::machine::power::BoostState;
 use crate::tuning::setting::Layer;
+use crate::tuning::setting_id::SettingId;
 
 const GUIDE_BIOS: &str = "AMD EPYC 7002 low-latency guide §3.2.2";
 
@@ -397,8 +398,8 @@ fn boost(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         (BoostState::Disabled, false) => base(Status::Inferred)
             .bios("Disabled")
             .manual("the kernel keeps boost off, which holds whatever the BIOS says"),
-        (_, true) => base(Status::Fail).bios("Enabled").fix(Fix::runtime("cpufreq:boost", "1")),
-        (_, false) => base(Status::Fail).bios("Disabled").fix(Fix::runtime("cpufreq:boost", "0")),
+        (_, true) => base(Status::Fail).bios("Enabled").fix(Fix::runtime(SettingId::Boost, "1")),
+        (_, false) => base(Status::Fail).bios("Disabled").fix(Fix::runtime(SettingId::Boost, "0")),
     }
 }
 

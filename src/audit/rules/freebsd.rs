@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::audit::finding::{Finding, Remediation, Severity, Status};
 use crate::machine::cpulist::CpuSet;
 use crate::machine::freebsd::{FreeBsdMachine, capture};
+use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Layer;
 
 /// Kernel threads the profile pins, by name: `[S004]`'s dummynet thread, which the scheduler
@@ -15,7 +16,7 @@ use crate::tuning::setting::Layer;
 pub(crate) const PINNED_THREADS: &[&str] = &["dummynet"];
 
 /// The profile's name.
-pub(crate) const PROFILE: &str = "freebsd-router";
+pub(crate) const PROFILE: ProfileName = ProfileName::FreebsdRouter;
 
 /// What the profile is for, in one line.
 pub(crate) const SUMMARY: &str =

@@ -12,6 +12,7 @@ pub(crate) mod runtime;
 pub(crate) mod service;
 mod support;
 pub(crate) mod sysctl;
+pub(crate) mod timesync;
 
 use crate::audit::rule::{Rule, RuleContext, RuleOutcome};
 use crate::machine::CpuSet;
@@ -28,6 +29,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         runtime::RULES,
         kvm::RULES,
         service::RULES,
+        timesync::RULES,
         kubernetes::RULES,
         domain::RULES,
     ]

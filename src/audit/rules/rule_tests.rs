@@ -8,6 +8,7 @@ use crate::audit::rule::Expect;
 use crate::audit::rules;
 use crate::machine::Machine;
 use crate::test_tree::TestTree;
+use crate::tuning::setting_id::SettingId;
 
 /// One socket of four single-thread cores, kernel 5.14, nohz_full=2-3; `extra` files on top.
 fn tree(extra: &[(&str, &str)]) -> TestTree {
@@ -107,8 +108,8 @@ fn sysctl_values_bounds_and_cpu_lists() {
     assert_eq!(f.expected, "vm.swappiness = 0 or <= 10");
     let fix = &f.remediation.settings[0];
     assert_eq!(
-        (fix.id.as_str(), fix.value.as_str()),
-        ("sysctl:vm.swappiness", "0")
+        (fix.id.to_string(), fix.value.as_str()),
+        ("sysctl:vm.swappiness".to_string(), "0")
     );
     assert!(
         fix.source
@@ -231,17 +232,17 @@ fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
     let f = audit_one(&dir, "LL-CSTATES", "c1");
     assert_eq!(f.status, Status::Fail);
     assert_eq!(f.observed, "deep C-states usable on CPUs 2-3");
-    let ids: Vec<(&str, &str)> = f
+    let ids: Vec<(String, &str)> = f
         .remediation
         .settings
         .iter()
-        .map(|s| (s.id.as_str(), s.value.as_str()))
+        .map(|s| (s.id.to_string(), s.value.as_str()))
         .collect();
     assert_eq!(
         ids,
         vec![
-            ("cpu:2:pm_qos_resume_latency_us", "1"),
-            ("cpu:3:pm_qos_resume_latency_us", "1")
+            ("cpu:2:pm_qos_resume_latency_us".to_string(), "1"),
+            ("cpu:3:pm_qos_resume_latency_us".to_string(), "1")
         ]
     );
     for cpu in [2, 3] {
@@ -367,7 +368,8 @@ fn kvm_parameters_and_ksm() {
 fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wanted() {
     let dir = TestTree::fixture("epyc7f32-2s");
     let machine = Machine::read(&dir.root());
-    let profile = crate::audit::profile::load("low-latency").unwrap();
+    let profile =
+        crate::audit::profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let full = crate::audit::run(&machine, &profile, &partition);
     let lean = crate::audit::run_with(&machine, &profile, &partition, false, None, &|_| true);
@@ -381,11 +383,14 @@ fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wante
         assert_eq!(with.status, without.status, "{rule}");
     }
     let fixes: Vec<_> = full.fixes().into_iter().cloned().collect();
-    assert!(fixes.iter().any(|s| s.id.starts_with("irq:")), "{fixes:?}");
-    let all = |_: &str| true;
+    assert!(
+        fixes.iter().any(|s| matches!(s.id, SettingId::Irq(_))),
+        "{fixes:?}"
+    );
+    let all = |_: &SettingId| true;
     let lean_fixes: Vec<_> = crate::audit::fixes(&machine, &profile, &partition, &all).collect();
     assert_eq!(lean_fixes, fixes);
-    let not_irq = |id: &str| !id.starts_with("irq:");
+    let not_irq = |id: &SettingId| !matches!(id, SettingId::Irq(_) | SettingId::IrqDefault);
     let wanted: Vec<_> = crate::audit::fixes(&machine, &profile, &partition, &not_irq).collect();
     let expected: Vec<_> = fixes.into_iter().filter(|s| not_irq(&s.id)).collect();
     assert!(!expected.is_empty());
@@ -600,6 +605,68 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
 }
 
 #[test]
+fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
+    let dir = tree(&[
+        ("/proc/300/stat", &stat(300, "chronyd")),
+        ("/proc/300/status", "Cpus_allowed_list:\t0-3\n"),
+        ("/proc/300/cmdline", "/usr/sbin/chronyd\0-d\0"),
+        ("/proc/300/cgroup", "0::/system.slice/chrony.service\n"),
+        ("/proc/301/stat", &stat(301, "systemd-timesyn")),
+        ("/proc/301/status", "Cpus_allowed_list:\t0-1\n"),
+        ("/proc/301/cmdline", "/lib/systemd/systemd-timesyncd\0"),
+    ]);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.observed
+            .contains("chronyd (pid 300) may run on isolated CPUs 2-3"),
+        "{}",
+        f.observed
+    );
+    let manual = f.remediation.manual.as_deref().unwrap();
+    assert!(
+        manual.contains("taskset -a -cp 0-1 300")
+            && manual.contains("/etc/systemd/system/chrony.service.d/50-lowlat.conf"),
+        "{manual}"
+    );
+    let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(f.observed.starts_with("2 daemons steer"), "{}", f.observed);
+
+    // chronyd told not to steer (-x) leaves one steerer, on housekeeping CPUs.
+    dir.write("/proc/300/cmdline", "/usr/sbin/chronyd\0-x\0");
+    dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
+    let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn ptp4l_alone_does_not_keep_the_system_clock() {
+    let dir = tree(&[
+        ("/proc/400/stat", &stat(400, "ptp4l")),
+        ("/proc/400/status", "Cpus_allowed_list:\t0\n"),
+        ("/proc/400/cmdline", "ptp4l\0-i\0eth0\0-m\0"),
+    ]);
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.remediation.manual.as_deref().unwrap().contains("phc2sys"),
+        "{:?}",
+        f.remediation.manual
+    );
+    // With software timestamping ptp4l steers the system clock itself.
+    dir.write("/proc/400/cmdline", "ptp4l\0-i\0veth0\0-S\0");
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    // Without processes, unknown rather than absent.
+    dir.remove("/proc/400");
+    let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
+    assert_eq!(f.status, Status::Unknown, "{}", f.observed);
+}
+
+#[test]
 fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
     let dir = crate::machine::core_types::tests::i7_1370p();
     // lowlat's own partition: the P-cores but the one of CPU 0.
@@ -628,7 +695,9 @@ fn vm_placement_is_judged_by_checks_probe() {
     use crate::machine::vcpu_sharing::{PairMean, VcpuProbe, analyse};
     let dir = TestTree::fixture("rt-guest-4vcpu");
     let machine = Machine::read(&dir.root());
-    let profile = crate::audit::profile::load("realtime-guest").unwrap();
+    let profile =
+        crate::audit::profile::load(crate::tuning::profile_name::ProfileName::RealtimeGuest)
+            .unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let placement = |probe: Option<&VcpuProbe>| {
         let audit = match probe {

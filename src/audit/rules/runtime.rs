@@ -248,7 +248,7 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             named.add(irq);
             let target = near.of(irq.device_node.or(irq.node));
             fixes.push(Fix::runtime(
-                SettingId::Irq(irq.number).to_string(),
+                SettingId::Irq(irq.number),
                 target.list.clone(),
             ));
         }
@@ -304,7 +304,7 @@ fn irq_default_affinity(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if !ok {
         outcome = outcome
             .fix(Fix::runtime(
-                SettingId::IrqDefault.to_string(),
+                SettingId::IrqDefault,
                 ctx.partition.housekeeping_mask(),
             ))
             .fix(Fix::cmdline("irqaffinity", hk.to_list()));
@@ -377,7 +377,7 @@ fn pin_to_housekeeping(
             pattern,
             attribute: TaskAttribute::Affinity,
         };
-        outcome = outcome.fix(Fix::runtime(id.to_string(), hk.clone()));
+        outcome = outcome.fix(Fix::runtime(id, hk.clone()));
     }
     outcome
 }
@@ -426,7 +426,7 @@ fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             pattern: placement.pattern,
             attribute: TaskAttribute::Affinity,
         };
-        outcome = outcome.fix(Fix::runtime(id.to_string(), placement.near.list));
+        outcome = outcome.fix(Fix::runtime(id, placement.near.list));
     }
     with_details(outcome, movable.lines)
 }
@@ -512,7 +512,7 @@ fn workqueue_mask(
     ctx: &RuleContext,
     mask: &Avail<CpuSet>,
     path: &str,
-    setting: &str,
+    setting: SettingId,
 ) -> RuleOutcome {
     let hk = &ctx.partition.housekeeping;
     let expected = format!("{path} within {}", cpus(hk));
@@ -534,12 +534,17 @@ fn workqueue_mask(
 
 fn workqueue_cpumask(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mask = &ctx.machine.services.workqueue_cpumask;
-    workqueue_mask(ctx, mask, WORKQUEUE_CPUMASK, "workqueue:cpumask")
+    workqueue_mask(ctx, mask, WORKQUEUE_CPUMASK, SettingId::Workqueue(None))
 }
 
 fn writeback_cpumask(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mask = &ctx.machine.services.writeback_cpumask;
-    workqueue_mask(ctx, mask, WRITEBACK_CPUMASK, "workqueue:writeback:cpumask")
+    workqueue_mask(
+        ctx,
+        mask,
+        WRITEBACK_CPUMASK,
+        SettingId::Workqueue(Some("writeback".to_string())),
+    )
 }
 
 /// `skipped` in a virtual machine, where the host owns frequency and idle.
@@ -597,11 +602,20 @@ fn governor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut outcome = RuleOutcome::verdict(slow.is_empty() && epp.is_empty(), observed, expected)
         .evidence("/sys/devices/system/cpu/cpufreq/policy*/scaling_governor");
     if !slow.is_empty() {
-        outcome = outcome.fix(Fix::runtime("cpufreq:governor", "performance"));
+        outcome = outcome.fix(Fix::runtime(
+            SettingId::Cpufreq {
+                policy: None,
+                attribute: "scaling_governor",
+            },
+            "performance",
+        ));
     }
     if !epp.is_empty() {
         outcome = outcome.fix(Fix::runtime(
-            "cpufreq:energy_performance_preference",
+            SettingId::Cpufreq {
+                policy: None,
+                attribute: "energy_performance_preference",
+            },
             "performance",
         ));
     }
@@ -689,7 +703,7 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             .unwrap_or(0)
             .max(1);
         fixes.push(Fix::runtime(
-            SettingId::ResumeLatency(cpu.cpu).to_string(),
+            SettingId::ResumeLatency(cpu.cpu),
             shallow.to_string(),
         ));
     }
@@ -754,7 +768,7 @@ fn thp(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     .evidence(path);
     if !ok {
         outcome = outcome
-            .fix(Fix::runtime("thp:enabled", want))
+            .fix(Fix::runtime(SettingId::Thp("enabled"), want))
             .fix(Fix::cmdline("transparent_hugepage", want));
     }
     outcome
@@ -782,7 +796,7 @@ fn clocksource(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     }
     if source.available.iter().any(|s| s == "tsc") {
         outcome = outcome
-            .fix(Fix::runtime("clocksource:current", "tsc"))
+            .fix(Fix::runtime(SettingId::Clocksource, "tsc"))
             .fix(Fix::cmdline("clocksource", "tsc"));
     } else if ctx.machine.hypervisor.is_some() {
         outcome = outcome.manual(

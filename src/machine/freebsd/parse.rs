@@ -243,10 +243,13 @@ pub fn procstat_threads(text: &str) -> Result<(Vec<ThreadLine>, Vec<BadLine>), N
 }
 
 /// The CPU list of a `cpuset -g` output (`irq 256 mask: 0`, `tid 100083 mask: 0, 1, 2, 3`),
-/// or why there is none.
+/// or why there is none. The `domain policy:` line that follows from 12.x is not the CPU list,
+/// though 12.0-CURRENT wrote its domains after a `mask:` too (`pid 77295 domain policy:
+/// first-touch mask: 0`).
 pub fn cpuset_mask(text: &str) -> Result<CpuSet, String> {
     let line = text
         .lines()
+        .filter(|line| !line.contains(" domain policy: "))
         .find(|line| line.contains(" mask: ") || line.trim_end().ends_with(" mask:"))
         .ok_or_else(|| "no 'mask:' line (not the output of cpuset -g)".to_string())?;
     let (_, list) = line.split_once("mask:").expect("found above");
@@ -456,7 +459,23 @@ mod tests {
             "0-3"
         );
         assert_eq!(cpuset_mask("irq 256 mask: 0\n").unwrap().to_list(), "0");
-        assert!(cpuset_mask("cpuset: getaffinity: No such process\n").is_err());
+        // The recorded outputs of tests/data/freebsd (sources in its README).
+        for (file, cpus) in [
+            ("cpuset-g-s0.15.txt", "0-15"),
+            ("cpuset-gp.oshi.txt", "0-1"),
+            ("cpuset-g-p.12-current-2018.txt", "0-1"),
+        ] {
+            assert_eq!(cpuset_mask(&data(file)).unwrap().to_list(), cpus, "{file}");
+        }
+        // The domain line alone is not a CPU list; a thread gone before cpuset ran is said.
+        let domains = data("cpuset-g-p.12-current-2018.txt")
+            .lines()
+            .nth(1)
+            .unwrap()
+            .to_string();
+        assert!(cpuset_mask(&domains).is_err(), "{domains}");
+        let gone = cpuset_mask(&data("cpuset-gp-gone.oshi.txt")).unwrap_err();
+        assert!(gone.contains("no 'mask:' line"), "{gone}");
     }
 
     #[test]

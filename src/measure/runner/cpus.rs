@@ -33,7 +33,9 @@ pub enum CpuChoiceError {
     /// Requested CPUs this process may not run on.
     #[error(
         "this process may not run on CPU {barred} (its affinity is {allowed}); start lowlat \
-         with a wider affinity (taskset -c LIST lowlat …) or widen the cgroup's cpuset"
+         with a wider affinity (taskset -c LIST lowlat …) or widen the cgroup's cpuset; on CPUs \
+         isolated at run time (plan --isolation runtime), start it inside them: \
+         lowlat run -- lowlat …"
     )]
     OutsideAffinity {
         /// The requested CPUs outside the affinity.

@@ -11,8 +11,9 @@ use crate::machine::{Avail, CpuSet, Machine};
 use crate::plan::Plan;
 use crate::plan::{irq_plan, kernel_cmdline};
 use crate::sysroot::{ReadError, SysRoot};
+use crate::tuning::runtime_isolation::stays_in_root;
 use crate::tuning::setting::{Layer, Setting, value_for_people};
-use crate::tuning::setting_id::SettingId;
+use crate::tuning::setting_id::{self, CpusetAttribute, SettingId, TaskAttribute};
 
 /// The value of a knob on the machine now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub enum Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The setting's identity.
-    pub id: String,
+    pub id: SettingId,
     /// Where it lives.
     pub layer: Layer,
     /// Whether the change needs a reboot.
@@ -137,53 +138,125 @@ pub fn current(s: &Setting, machine: &Machine, root: &SysRoot) -> Current {
 /// The current value of one setting, looked up in `now`.
 fn current_in(s: &Setting, now: &Now) -> Current {
     let (machine, root) = (now.machine, now.root);
-    let (kind, rest) = s.id.split_once(':').unwrap_or((s.id.as_str(), ""));
     let nr_cpu_ids = machine.topology.nr_cpu_ids();
-    match kind {
-        "file" => match root.read(rest) {
+    match &s.id {
+        SettingId::File(path) => match root.read(path) {
             Ok(text) => Current::Value(text),
             Err(ReadError::NotFound { .. }) => Current::Absent,
             Err(e) => Current::Unknown(e.to_string()),
         },
-        "irq" => current_irq(s, now),
-        "workqueue" => match rest {
-            "cpumask" => cpus(&machine.services.workqueue_cpumask, Some(nr_cpu_ids)),
-            "writeback:cpumask" => cpus(&machine.services.writeback_cpumask, Some(nr_cpu_ids)),
-            _ => Current::Unknown(format!("lowlat does not read workqueue {rest}")),
-        },
-        "cmdline" => current_cmdline(s, machine),
-        "sysctl" => match machine.kernel.sysctls.get(rest) {
+        // One line of a file: not read yet, shown as absent (as the whole file under the
+        // name `PATH:KEY` always was).
+        SettingId::FileKey { .. } => Current::Absent,
+        SettingId::IrqDefault | SettingId::Irq(_) | SettingId::EveryIrq => current_irq(s, now),
+        SettingId::Workqueue(None) => cpus(&machine.services.workqueue_cpumask, Some(nr_cpu_ids)),
+        SettingId::Workqueue(Some(name)) if name == "writeback" => {
+            cpus(&machine.services.writeback_cpumask, Some(nr_cpu_ids))
+        }
+        SettingId::Workqueue(Some(name)) => {
+            Current::Unknown(format!("lowlat does not read workqueue {name}:cpumask"))
+        }
+        SettingId::Cmdline(_) => current_cmdline(s, machine),
+        SettingId::Sysctl(key) => match machine.kernel.sysctls.get(key) {
             Some(Avail::Available(value)) => Current::Value(value.clone()),
             Some(Avail::Unavailable { unavailable }) => Current::Unknown(unavailable.clone()),
-            None => Current::Unknown(format!("lowlat does not read sysctl {rest}")),
+            None => Current::Unknown(format!("lowlat does not read sysctl {key}")),
         },
-        "kthread" => current_task(rest, machine, true),
-        "task" => current_task(rest, machine, false),
-        "rps" => current_rps(rest, machine),
-        "thp" => {
+        SettingId::Tasks {
+            kernel,
+            pattern,
+            attribute,
+        } => current_task(pattern, *attribute, machine, *kernel),
+        SettingId::Rps(interface) => current_rps(interface, machine),
+        SettingId::Thp(attribute) => {
             let thp = &machine.kernel.thp;
-            let choice = match rest {
+            let choice = match *attribute {
                 "enabled" => &thp.enabled,
                 "defrag" => &thp.defrag,
-                _ => return Current::Unknown(format!("lowlat does not read thp {rest}")),
+                _ => return Current::Unknown(format!("lowlat does not read thp {attribute}")),
             };
             match choice {
                 Avail::Available(choice) => Current::Value(choice.current.clone()),
                 Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
             }
         }
-        "clocksource" => match &machine.kernel.clocksource {
+        SettingId::Clocksource => match &machine.kernel.clocksource {
             Avail::Available(clocksource) => Current::Value(clocksource.current.clone()),
             Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
         },
-        "cpufreq" => current_cpufreq(rest, machine),
-        "cpu" => current_resume_latency(rest, now),
-        "service" => match machine.services.service(rest.trim_end_matches(".service")) {
-            Some(service) if service.enabled => Current::Value("enabled".into()),
-            Some(service) if service.installed => Current::Value("disabled".into()),
-            _ => Current::Absent,
+        SettingId::Boost | SettingId::Cpufreq { .. } => current_cpufreq(&s.id, machine),
+        SettingId::ResumeLatency(cpu) => current_resume_latency(*cpu, now),
+        SettingId::Service(unit) => {
+            match machine.services.service(unit.trim_end_matches(".service")) {
+                Some(service) if service.enabled => Current::Value("enabled".into()),
+                Some(service) if service.installed => Current::Value("disabled".into()),
+                _ => Current::Absent,
+            }
+        }
+        SettingId::Cpuidle { .. } => {
+            Current::Unknown("lowlat does not read cpuidle settings yet".to_string())
+        }
+        SettingId::Hugepages { .. } => {
+            Current::Unknown("lowlat does not read hugepages settings yet".to_string())
+        }
+        SettingId::Cpuset { path, attribute } => {
+            current_cpuset(path, *attribute, &s.value, machine)
+        }
+    }
+}
+
+/// The current value of a `cpuset:` setting, from the cpuset tree the plan read: absent when
+/// the cpuset is; for `tasks`, how many movable threads the source cpuset still holds.
+fn current_cpuset(
+    path: &str,
+    attribute: CpusetAttribute,
+    value: &str,
+    machine: &Machine,
+) -> Current {
+    let tree = match &machine.cpusets {
+        Some(Avail::Available(tree)) => tree,
+        Some(Avail::Unavailable { unavailable }) => return Current::Unknown(unavailable.clone()),
+        None => return Current::Unknown("the cpuset hierarchy was not read".into()),
+    };
+    let flag = |flag: Option<bool>| match flag {
+        Some(on) => Current::Value(if on { "1" } else { "0" }.into()),
+        None => Current::Unknown("not a cgroup v1 cpuset".into()),
+    };
+    if attribute == CpusetAttribute::Tasks {
+        let Some(from) = tree.group(value) else {
+            return Current::Absent;
+        };
+        let tasks = machine
+            .tasks
+            .get()
+            .map(|t| &t.tasks[..])
+            .unwrap_or_default();
+        let movable = tasks
+            .iter()
+            .filter(|t| from.tasks.binary_search(&t.pid).is_ok())
+            .filter(|t| !stays_in_root(t.kernel_thread, t.affinity_locked, &t.comm))
+            .count();
+        return Current::Value(if movable == 0 {
+            value.to_string()
+        } else {
+            format!("{movable} movable processes in {value}")
+        });
+    }
+    let Some(group) = tree.group(path) else {
+        return Current::Absent;
+    };
+    match attribute {
+        CpusetAttribute::Cpus => match &group.cpus {
+            Some(cpus) => Current::Value(cpus.to_list()),
+            None => Current::Unknown(format!("{path} has no cpuset.cpus")),
         },
-        _ => Current::Unknown(format!("lowlat does not read {kind} settings yet")),
+        CpusetAttribute::CpuExclusive => flag(group.cpu_exclusive),
+        CpusetAttribute::SchedLoadBalance => flag(group.sched_load_balance),
+        CpusetAttribute::Partition => match &group.partition {
+            Some(state) => Current::Value(state.to_string()),
+            None => Current::Unknown("not a cgroup v2 cpuset".into()),
+        },
+        CpusetAttribute::Tasks => Current::Absent,
     }
 }
 
@@ -213,7 +286,7 @@ fn current_cmdline(s: &Setting, machine: &Machine) -> Current {
 
 fn current_irq(s: &Setting, now: &Now) -> Current {
     let machine = now.machine;
-    if s.id == SettingId::IrqDefault.to_string() {
+    if s.id == SettingId::IrqDefault {
         return cpus(
             &machine.irq_default_affinity,
             Some(machine.topology.nr_cpu_ids()),
@@ -228,12 +301,11 @@ fn current_irq(s: &Setting, now: &Now) -> Current {
     }
 }
 
-fn current_rps(rest: &str, machine: &Machine) -> Current {
+fn current_rps(name: &str, machine: &Machine) -> Current {
     let interfaces = match &machine.net {
         Avail::Available(interfaces) => interfaces,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
-    let name = rest.strip_suffix(":rps_cpus").unwrap_or(rest);
     let Some(iface) = interfaces.iter().find(|i| i.name == name) else {
         return Current::Absent;
     };
@@ -252,17 +324,23 @@ fn current_rps(rest: &str, machine: &Machine) -> Current {
 }
 
 /// A cpufreq knob over every policy: one value, or the distinct ones.
-fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
+fn current_cpufreq(id: &SettingId, machine: &Machine) -> Current {
     let policies = match &machine.power.cpufreq {
         Avail::Available(policies) => policies,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
     };
     let mut values: Vec<String> = Vec::new();
     for policy in policies {
-        let value = match knob {
-            "governor" => &policy.governor,
-            "energy_performance_preference" => &policy.energy_performance_preference,
-            "boost" => {
+        let value = match id {
+            SettingId::Cpufreq {
+                policy: None,
+                attribute: "scaling_governor",
+            } => &policy.governor,
+            SettingId::Cpufreq {
+                policy: None,
+                attribute: "energy_performance_preference",
+            } => &policy.energy_performance_preference,
+            SettingId::Boost => {
                 return match &machine.power.boost {
                     Avail::Available(boost) => Current::Value(
                         match boost.state {
@@ -275,7 +353,7 @@ fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
                     Avail::Unavailable { unavailable } => Current::Unknown(unavailable.clone()),
                 };
             }
-            _ => return Current::Unknown(format!("lowlat does not read cpufreq {knob}")),
+            _ => return Current::Unknown(format!("lowlat does not read {id}")),
         };
         let value = value.get().cloned().unwrap_or_else(|| "?".into());
         if !values.contains(&value) {
@@ -286,13 +364,7 @@ fn current_cpufreq(knob: &str, machine: &Machine) -> Current {
 }
 
 /// `cpu:N:pm_qos_resume_latency_us`, as the file reads.
-fn current_resume_latency(rest: &str, now: &Now) -> Current {
-    let cpu = rest
-        .strip_suffix(":pm_qos_resume_latency_us")
-        .and_then(|n| n.parse::<u32>().ok());
-    let Some(cpu) = cpu else {
-        return Current::Unknown(format!("lowlat does not read cpu {rest}"));
-    };
+fn current_resume_latency(cpu: u32, now: &Now) -> Current {
     match now.power.get(&cpu) {
         Some(power) => match &power.resume_latency {
             Avail::Available(ResumeLatency::NoConstraint) => Current::Value("0".into()),
@@ -315,31 +387,29 @@ fn distinct(mut values: Vec<String>) -> Current {
 
 /// `kthread:NAME:affinity|priority` (kernel threads) or `task:NAME:...` (user tasks): the
 /// value of every matching task, one or the distinct ones.
-fn current_task(rest: &str, machine: &Machine, kernel: bool) -> Current {
+fn current_task(
+    pattern: &str,
+    attribute: TaskAttribute,
+    machine: &Machine,
+    kernel: bool,
+) -> Current {
     let tasks = match &machine.tasks {
         Avail::Available(tasks) => tasks,
         Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
-    };
-    let Some((name, what)) = rest.rsplit_once(':') else {
-        return Current::Unknown(format!("'{rest}' is not NAME:affinity or NAME:priority"));
-    };
-    let matches = |comm: &str| match name.strip_suffix('*') {
-        Some(prefix) => comm.starts_with(prefix),
-        None => comm == name,
     };
     let mut values: Vec<String> = Vec::new();
     for task in tasks
         .tasks
         .iter()
-        .filter(|t| t.kernel_thread == kernel && matches(&t.comm))
+        .filter(|t| t.kernel_thread == kernel && setting_id::matches(pattern, &t.comm))
     {
-        let value = match what {
-            "priority" => match task.policy {
+        let value = match attribute {
+            TaskAttribute::Priority => match task.policy {
                 SchedPolicy::Fifo => format!("fifo:{}", task.rt_priority),
                 SchedPolicy::Rr => format!("rr:{}", task.rt_priority),
                 other => format!("{other:?}").to_lowercase(),
             },
-            _ => match task.cpus_allowed.get() {
+            TaskAttribute::Affinity => match task.cpus_allowed.get() {
                 Some(cpus) => cpus.to_list(),
                 None => "?".into(),
             },
@@ -353,7 +423,7 @@ fn current_task(rest: &str, machine: &Machine, kernel: bool) -> Current {
 
 /// Shortens a value of setting `id` for one table cell: files show their line count, CPU
 /// masks their CPU list (labelled with the mask).
-fn cell(id: &str, layer: Layer, value: &str) -> String {
+fn cell(id: &SettingId, layer: Layer, value: &str) -> String {
     if layer == Layer::File {
         return format!("({} lines)", value.lines().count());
     }
@@ -384,7 +454,7 @@ pub fn render(entries: &[Entry]) -> String {
     out.push_str("  = already as planned   ~ to change   ? current value unknown\n\n");
     let width = entries
         .iter()
-        .map(|e| e.id.chars().count())
+        .map(|e| e.id.to_string().chars().count())
         .max()
         .unwrap_or(0)
         .min(48);
@@ -399,10 +469,11 @@ pub fn render(entries: &[Entry]) -> String {
             Current::Absent => "(absent)".into(),
             Current::Unknown(why) => format!("(unknown: {})", crate::machine::truncate(why, 50)),
         };
-        let id = if e.id.chars().count() > width {
-            crate::machine::truncate(&e.id, width.saturating_sub(3))
+        let id = e.id.to_string();
+        let id = if id.chars().count() > width {
+            crate::machine::truncate(&id, width.saturating_sub(3))
         } else {
-            e.id.clone()
+            id
         };
         let _ = writeln!(
             out,
@@ -411,4 +482,39 @@ pub fn render(entries: &[Entry]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Reader;
+    use crate::machine::cpuset::{self, fixtures};
+    use crate::test_tree::TestTree;
+
+    #[test]
+    fn cpuset_settings_show_the_tree_as_read() {
+        let guest = TestTree::fixture("kvm-guest-2vcpu");
+        let root = guest.root();
+        let mut machine = Machine::read(&root);
+        let tree = fixtures::v1();
+        machine.cpusets = Some(cpuset::read(&mut Reader::new(&tree.root())));
+        let now = |id: &str, value: &str| {
+            let s = crate::plan::setting(id.parse().unwrap(), value, Layer::Runtime, "", "");
+            match current(&s, &machine, &root) {
+                Current::Value(v) => v,
+                Current::Absent => "absent".into(),
+                Current::Unknown(why) => format!("unknown: {why}"),
+            }
+        };
+        assert_eq!(now("cpuset:/libpod_parent:cpus", "0"), "0-1");
+        assert_eq!(now("cpuset:/lowlat-isolated:cpus", "1"), "absent");
+        assert_eq!(now("cpuset:/:sched_load_balance", "0"), "1");
+        assert!(now("cpuset:/:partition", "isolated").starts_with("unknown"));
+        // The tree's root lists pids 1, 2 (kthreadd), 10 (a kworker) and 300, which the
+        // guest does not run: only pid 1 can move.
+        assert_eq!(
+            now("cpuset:/lowlat-housekeeping:tasks", "/"),
+            "1 movable processes in /"
+        );
+    }
 }

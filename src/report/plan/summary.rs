@@ -1,7 +1,6 @@
 //! The terminal summary of a plan: the partition in every form users need, then the settings
 //! by layer, what was skipped and what stays on the isolated CPUs.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::bios::value_text;
@@ -174,16 +173,11 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
                 }
             }
             Layer::Runtime => {
-                let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
-                for s in &settings {
-                    *kinds
-                        .entry(s.id.split(':').next().unwrap_or(""))
-                        .or_default() += 1;
-                }
-                for s in settings.iter().filter(|s| !s.id.starts_with("irq:")) {
+                for s in settings.iter().filter(|s| !s.id.is_irq()) {
                     let _ = writeln!(out, "    {} = {}", s.id, s.value_for_people());
                 }
-                if let Some(irqs) = kinds.get("irq") {
+                let irqs = settings.iter().filter(|s| s.id.is_irq()).count();
+                if irqs > 0 {
                     let _ = writeln!(
                         out,
                         "    irq: {irqs} affinities (default and per IRQ; see irq-plan.txt)"
@@ -192,7 +186,7 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             }
             Layer::File => {
                 for s in &settings {
-                    let path = s.id.strip_prefix("file:").unwrap_or(&s.id);
+                    let path = s.id.without_family();
                     let boot = if s.reboot {
                         ", takes effect at the next boot"
                     } else {
@@ -203,7 +197,7 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             }
             _ => {
                 for s in &settings {
-                    let id = s.id.split_once(':').map_or(s.id.as_str(), |(_, rest)| rest);
+                    let id = s.id.without_family();
                     let _ = writeln!(out, "    {id} = {}", s.value);
                 }
             }
@@ -226,6 +220,21 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         let _ = writeln!(out, "\nStays where it is ({})", plan.unmovable.len());
         for u in &plan.unmovable {
             let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+        }
+    }
+    if plan.options.isolation.runtime() {
+        let _ = writeln!(
+            out,
+            "\nWhat runtime isolation cannot do (what the kernel arguments add at boot)"
+        );
+        for line in crate::plan::runtime_plan::limits() {
+            let _ = writeln!(out, "  {line}");
+        }
+        if !plan.options.isolation.boot() {
+            let _ = writeln!(
+                out,
+                "  plan --isolation both adds them from the next boot; start the workload with `lowlat run -- COMMAND`"
+            );
         }
     }
     out.push_str(

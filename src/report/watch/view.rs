@@ -164,7 +164,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
                 let _ = writeln!(
                     out,
                     "  {}: planned {}, now {}",
-                    crate::text::escape_controls(&check.id),
+                    crate::text::escape_controls(&check.id.to_string()),
                     crate::text::escape_controls(&check.expected),
                     crate::text::escape_controls(&check.actual)
                 );

@@ -63,3 +63,9 @@ pub(crate) fn missing_data(what: &str) {
     );
     eprintln!("skipped: missing {what}");
 }
+
+/// The setting id written `text` (a test's literal, so it must parse).
+pub(crate) fn id(text: &str) -> lowlat::tuning::setting_id::SettingId {
+    text.parse()
+        .unwrap_or_else(|e| panic!("setting id {text}: {e}"))
+}

@@ -90,7 +90,7 @@ mod tests {
 
     pub(crate) fn boot(id: &str, value: &str) -> Setting {
         Setting {
-            id: id.into(),
+            id: id.parse().unwrap(),
             value: value.into(),
             layer: Layer::Boot,
             reboot: true,

@@ -1,0 +1,231 @@
+//! Time-synchronisation rules: the time daemons keep off the isolated CPUs, one of them runs,
+//! and only one steers the system clock.
+
+use crate::audit::finding::{Severity, Status};
+use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rules::{cpus, without_partition};
+use crate::machine::Avail;
+use crate::machine::timesync::{DaemonKind, TimeDaemon};
+use crate::tuning::setting::Layer;
+
+/// The time-synchronisation rules.
+pub(crate) const RULES: &[Rule] = &[
+    Rule {
+        id: "LL-TIME-DAEMON-CPUS",
+        title: "Time daemons run on housekeeping CPUs only",
+        layer: Layer::Service,
+        severity: Severity::High,
+        rationale: "ptp4l, phc2sys and chronyd wake up to exchange packets and to adjust the clock (ptp4l and phc2sys once per sync interval, often 1 to 16 times a second); on an isolated CPU each wake-up interrupts the application, and an isolated CPU given to a busy-polling thread starves the daemon, whose servo then loses lock. Their place is the housekeeping CPUs.",
+        sources: &["linuxptp ptp4l(8), phc2sys(8)", "chronyd(8)"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["none"]),
+        check: Check::Fn(daemon_cpus),
+    },
+    Rule {
+        id: "LL-TIME-DAEMON-RUNNING",
+        title: "A time daemon steers the system clock",
+        layer: Layer::Service,
+        severity: Severity::Medium,
+        rationale: "Without a daemon steering CLOCK_REALTIME the system clock drifts by the crystal's error (tens of ppm, seconds a day), and timestamps taken on this host disagree with every other's. ptp4l alone steers a NIC's PTP hardware clock, not the system clock: phc2sys (or chronyd with the PHC as a refclock) copies it.",
+        sources: &["linuxptp ptp4l(8), phc2sys(8)", "chronyd(8)"],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["yes"]),
+        check: Check::Fn(daemon_running),
+    },
+    Rule {
+        id: "LL-TIME-ONE-STEERER",
+        title: "At most one daemon steers the system clock",
+        layer: Layer::Service,
+        severity: Severity::High,
+        rationale: "Two daemons steering CLOCK_REALTIME (chronyd and ntpd, chronyd and systemd-timesyncd, phc2sys and chronyd) each correct the other's corrections: the clock oscillates and both report offsets that are their fight, not the reference.",
+        sources: &[
+            "linuxptp phc2sys(8)",
+            "chronyd(8)",
+            "systemd-timesyncd.service(8)",
+        ],
+        reboot: false,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["one"]),
+        check: Check::Fn(one_steerer),
+    },
+];
+
+/// The daemons, or the `unknown` outcome when the processes could not be read.
+fn daemons<'a>(ctx: &'a RuleContext, expected: &str) -> Result<&'a [TimeDaemon], Box<RuleOutcome>> {
+    match &ctx.machine.time_sync.daemons {
+        Avail::Available(daemons) => Ok(daemons),
+        Avail::Unavailable { unavailable } => Err(Box::new(RuleOutcome::unknown(
+            format!("time daemons unknown: {unavailable}"),
+            expected,
+        ))),
+    }
+}
+
+fn name(d: &TimeDaemon) -> String {
+    format!("{} (pid {})", d.kind.name(), d.pid)
+}
+
+fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let iso = &ctx.partition.isolated;
+    let hk = &ctx.partition.housekeeping;
+    let expected = format!("time daemons on housekeeping CPUs {}", cpus(hk));
+    if let Some(unknown) = without_partition(ctx, &expected) {
+        return unknown;
+    }
+    let daemons = match daemons(ctx, &expected) {
+        Ok(daemons) => daemons,
+        Err(unknown) => return *unknown,
+    };
+    if daemons.is_empty() {
+        return RuleOutcome::new(
+            Status::Pass,
+            "no time daemon running (see LL-TIME-DAEMON-RUNNING)",
+            expected,
+        )
+        .evidence("/proc/*/comm");
+    }
+    let mut offending = Vec::new();
+    let mut unknown = Vec::new();
+    for d in daemons {
+        match d.cpus_allowed.get() {
+            Some(allowed) => {
+                let on_iso = allowed.intersection(iso);
+                if !on_iso.is_empty() || iso.contains(d.last_cpu) {
+                    offending.push((d, on_iso));
+                }
+            }
+            None => unknown.push(name(d)),
+        }
+    }
+    let mut outcome = if offending.is_empty() && unknown.is_empty() {
+        RuleOutcome::new(
+            Status::Pass,
+            format!(
+                "{} on housekeeping CPUs only",
+                daemons.iter().map(name).collect::<Vec<_>>().join(", ")
+            ),
+            expected,
+        )
+    } else if offending.is_empty() {
+        RuleOutcome::unknown(
+            format!("allowed CPUs unreadable for {}", unknown.join(", ")),
+            expected,
+        )
+    } else {
+        let observed = offending
+            .iter()
+            .map(|(d, on_iso)| {
+                format!(
+                    "{} may run on isolated CPUs {} (last ran on {})",
+                    name(d),
+                    on_iso.to_list(),
+                    d.last_cpu
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let steps = offending
+            .iter()
+            .map(|(d, _)| {
+                let lasting = match &d.unit {
+                    Some(unit) => format!(
+                        "for good, CPUAffinity={} in /etc/systemd/system/{unit}.d/50-lowlat.conf and systemctl restart {unit}",
+                        hk.to_list()
+                    ),
+                    None => format!("for good, start it under taskset -c {}", hk.to_list()),
+                };
+                format!("taskset -a -cp {} {} now, {lasting}", hk.to_list(), d.pid)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        RuleOutcome::new(Status::Fail, observed, expected).manual(steps)
+    };
+    for d in daemons {
+        outcome = outcome.evidence(format!("/proc/{}/status", d.pid));
+    }
+    outcome
+}
+
+fn daemon_running(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let expected = "a time daemon steering the system clock (chronyd, ntpd, systemd-timesyncd, or ptp4l with phc2sys)";
+    let daemons = match daemons(ctx, expected) {
+        Ok(daemons) => daemons,
+        Err(unknown) => return *unknown,
+    };
+    let steering: Vec<String> = daemons
+        .iter()
+        .filter(|d| d.steers_system_clock)
+        .map(name)
+        .collect();
+    let outcome = if !steering.is_empty() {
+        RuleOutcome::new(
+            Status::Pass,
+            format!("{} steers the system clock", steering.join(", ")),
+            expected,
+        )
+    } else if daemons.is_empty() {
+        RuleOutcome::new(Status::Fail, "no time daemon running", expected).manual(
+            "install and start one: chronyd (NTP, or a NIC's PHC as `refclock PHC /dev/ptpN`), or ptp4l with phc2sys for PTP",
+        )
+    } else {
+        RuleOutcome::new(
+            Status::Fail,
+            format!(
+                "{} run{}, none steers the system clock",
+                daemons.iter().map(name).collect::<Vec<_>>().join(", "),
+                if daemons.len() == 1 { "s" } else { "" }
+            ),
+            expected,
+        )
+        .manual(
+            if daemons.iter().any(|d| d.kind == DaemonKind::Ptp4l) {
+                "ptp4l keeps the NIC's PHC: run phc2sys -s IFACE -w (or chronyd with refclock PHC) to copy it to the system clock"
+            } else {
+                "let one daemon steer CLOCK_REALTIME (chronyd without -x, phc2sys -c CLOCK_REALTIME)"
+            },
+        )
+    };
+    outcome.evidence("/proc/*/comm").evidence("/proc/*/cmdline")
+}
+
+fn one_steerer(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let expected = "at most one daemon steering the system clock";
+    let daemons = match daemons(ctx, expected) {
+        Ok(daemons) => daemons,
+        Err(unknown) => return *unknown,
+    };
+    let steering: Vec<&TimeDaemon> = daemons.iter().filter(|d| d.steers_system_clock).collect();
+    let names = steering
+        .iter()
+        .map(|d| name(d))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let outcome = match steering.len() {
+        0 => RuleOutcome::new(
+            Status::Pass,
+            "no daemon steers the system clock (see LL-TIME-DAEMON-RUNNING)",
+            expected,
+        ),
+        1 => RuleOutcome::new(Status::Pass, format!("{names} only"), expected),
+        _ => RuleOutcome::new(
+            Status::Fail,
+            format!("{} daemons steer the system clock: {names}", steering.len()),
+            expected,
+        )
+        .manual(format!(
+            "keep one and stop the others (systemctl disable --now {})",
+            steering
+                .iter()
+                .skip(1)
+                .map(|d| d.unit.clone().unwrap_or_else(|| d.kind.name().to_string()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )),
+    };
+    outcome.evidence("/proc/*/cmdline")
+}
