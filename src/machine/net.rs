@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::nic::{self, Nic, ethtool::Asker};
 use super::{Avail, CpuSet, Reader};
 
 /// Where the kernel lists network interfaces.
@@ -20,6 +21,11 @@ pub struct NetInterface {
     pub numa_node: Option<u32>,
     /// The receive queues, by number.
     pub rx_queues: Vec<RxQueue>,
+    /// What ethtool and sysfs say about the device (absent for loopback, and in a tree or
+    /// snapshot that holds no ethtool answers for the interface: one captured before lowlat
+    /// asked ethtool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<Nic>,
 }
 
 /// One receive queue.
@@ -51,6 +57,7 @@ pub(crate) fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
     if names.is_empty() && !r.root.is_dir(NET_DIR) {
         return Avail::missing(format!("{NET_DIR} does not exist"));
     }
+    let mut asker = Asker::default();
     let interfaces = names
         .into_iter()
         .map(|name| {
@@ -71,11 +78,17 @@ pub(crate) fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
                     rps_cpus: r.cpumask(&format!("{dir}/queues/{queue}/rps_cpus")),
                 })
                 .collect();
+            let answers = nic::ethtool::answer_path(&name, "");
+            // Offline, only what a live read captured is there to read.
+            let asks =
+                name != "lo" && (r.root.is_live() || r.root.is_dir(answers.trim_end_matches('/')));
+            let nic = asks.then(|| nic::read(r, &mut asker, &name, &dir));
             NetInterface {
                 name,
                 device,
                 numa_node,
                 rx_queues,
+                nic,
             }
         })
         .collect();
@@ -121,6 +134,24 @@ mod tests {
         );
         assert!(!interfaces[1].device);
         assert_eq!(interfaces[2].numa_node, None);
+    }
+
+    #[test]
+    fn offline_only_interfaces_with_captured_answers_are_asked_about() {
+        let dir = TestTree::with(&[
+            ("/sys/class/net/veth0/queues/rx-0/rps_cpus", "0\n"),
+            ("/sys/class/net/eth0/device/numa_node", "0\n"),
+            ("/lowlat-answers/ethtool/veth1/drvinfo", "driver: veth\n"),
+            ("/sys/class/net/veth1/queues/rx-0/rps_cpus", "0\n"),
+        ]);
+        let root = dir.root();
+        let mut r = Reader::new(&root);
+        let all = read(&mut r).get_owned().unwrap();
+        let asked: Vec<(&str, bool)> = all
+            .iter()
+            .map(|i| (i.name.as_str(), i.nic.is_some()))
+            .collect();
+        assert_eq!(asked, [("eth0", false), ("veth0", false), ("veth1", true)]);
     }
 
     #[test]

@@ -92,6 +92,8 @@ pub(crate) struct CheckBody<'a> {
     pub verdict: &'static str,
     /// Why it fails, one phrase each (empty when it passes).
     pub failures: Vec<String>,
+    /// The NICs ethtool answered about (software interfaces without queues left out).
+    pub nics: Vec<super::nic::NicSummary<'a>>,
 }
 
 /// The JSON document of a check.
@@ -116,6 +118,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         targets: report.targets,
         verdict: if failures.is_empty() { "pass" } else { "fail" },
         failures,
+        nics: super::nic::summaries(report.machine),
     };
     Document::new(Kind::Check, host(report.machine), body)
 }
@@ -175,6 +178,10 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             "          not planned (trade-off), warnings: {}",
             tradeoffs.join(", ")
         );
+    }
+    for (i, nic) in super::nic::summaries(report.machine).iter().enumerate() {
+        let label = if i == 0 { "nics:" } else { "" };
+        let _ = writeln!(out, "{label:<9} {}", nic.summary);
     }
     out.push('\n');
     let mut rows = vec![

@@ -55,6 +55,7 @@ pub fn render_text(m: &Machine) -> String {
     row(&mut out, "Tasks", &task_line(m));
     row(&mut out, "Services", &service_lines(m));
     row(&mut out, "Time", &crate::report::timesync::lines(m));
+    row(&mut out, "NICs", &super::nic::lines(m));
     out.push('\n');
     out.push_str(&drawing(&m.topology));
     if !m.warnings.is_empty() {

@@ -14,6 +14,7 @@ pub mod inventory;
 pub(crate) mod matrix;
 pub(crate) mod measure;
 pub(crate) mod nfd;
+pub mod nic;
 pub mod plan;
 pub mod timesync;
 pub(crate) mod watch;

@@ -248,6 +248,11 @@ impl OpenDirs {
     }
 }
 
+/// Where captured answers ([`SysRoot::answer`]) lie in a snapshot or a machine tree: one
+/// directory per kind of question (`/lowlat-answers/ethtool/eth0/coalesce`). No kernel file
+/// system has this path, so an answer never shadows a file of the machine.
+pub const ANSWERS_DIR: &str = "/lowlat-answers";
+
 /// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
 /// is gigabytes) are read line by line with [`SysRoot::read_line_bytes`].
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
@@ -437,6 +442,28 @@ impl SysRoot {
                 source: io::Error::other(format!("larger than {MAX_FILE_BYTES} bytes")),
             });
         }
+        if self.recorded.is_some() {
+            self.record(path, Recorded::File(bytes.clone()));
+        }
+        Ok(bytes)
+    }
+
+    /// A captured answer: what the running kernel says to a request that is not a file (an
+    /// ethtool netlink query), kept under the system path `path` of [`ANSWERS_DIR`].
+    ///
+    /// On the live machine `ask` puts the question and its bytes are the answer (recorded at
+    /// `path`, so that a snapshot holds it as a file); under any other root the answer is the
+    /// file at `path`, read as [`SysRoot::read_bytes`] reads it, so a snapshot or a fixture
+    /// tree shows what the live machine answered.
+    pub fn answer(
+        &self,
+        path: &str,
+        ask: impl FnOnce() -> io::Result<Vec<u8>>,
+    ) -> Result<Vec<u8>, ReadError> {
+        if !self.live {
+            return self.read_bytes(path);
+        }
+        let bytes = ask().map_err(|e| ReadError::from_io(path, e))?;
         if self.recorded.is_some() {
             self.record(path, Recorded::File(bytes.clone()));
         }

@@ -148,11 +148,12 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether `tag` has the shape of a source tag of docs/sources.md: `S` and three digits (a
-/// seed), or `M-`/`V-` and capitals (a measurement or virtualisation reference).
+/// seed), or `M-`/`V-`/`N-` and capitals (a measurement, virtualisation or network
+/// reference).
 fn is_source_tag(tag: &str) -> bool {
     let seed =
         tag.len() == 4 && tag.starts_with('S') && tag[1..].chars().all(|c| c.is_ascii_digit());
-    let reference = (tag.starts_with("M-") || tag.starts_with("V-"))
+    let reference = (tag.starts_with("M-") || tag.starts_with("V-") || tag.starts_with("N-"))
         && tag.len() > 2
         && tag[2..]
             .chars()

@@ -586,6 +586,8 @@ fn a_check_report_opens_with_its_verdict_targets_and_per_cpu_values() {
         "CPU 1 16131 ✗",
         "<td>12752</td>",
         "<code>LL-NOHZ-FULL</code>",
+        // The NICs ethtool answered about.
+        "<td><code>eth0</code></td><td>virtio_net, no NUMA node, 1 rx queue, adaptive-rx off, rx-usecs 0",
     ] {
         assert!(
             section.contains(expected),

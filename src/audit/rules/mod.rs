@@ -8,6 +8,7 @@ pub(crate) mod hardware;
 pub(crate) mod kernel_build;
 pub(crate) mod kubernetes;
 pub(crate) mod kvm;
+pub(crate) mod nic;
 pub(crate) mod runtime;
 pub(crate) mod service;
 mod support;
@@ -27,6 +28,7 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rule> {
         kernel_build::RULES,
         sysctl::RULES,
         runtime::RULES,
+        nic::RULES,
         kvm::RULES,
         service::RULES,
         timesync::RULES,

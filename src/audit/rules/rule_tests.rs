@@ -666,6 +666,228 @@ fn ptp4l_alone_does_not_keep_the_system_clock() {
     assert_eq!(f.status, Status::Unknown, "{}", f.observed);
 }
 
+/// The tree with the recorded NIC of `driver` as interface `name` on NUMA node `node`.
+fn nic_tree(driver: &str, name: &str, node: u32) -> TestTree {
+    let dir = tree(&[]);
+    crate::machine::nic::recorded::write(
+        &dir,
+        name,
+        &crate::machine::nic::recorded::recording(driver),
+        node,
+    );
+    dir
+}
+
+#[test]
+fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
+    let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-ADAPTIVE", "off");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -C ens1f0 adaptive-rx off adaptive-tx off")
+    );
+    assert!(
+        f.evidence
+            .contains(&"/lowlat-answers/ethtool/ens1f0/coalesce".to_string())
+    );
+    let f = audit_one(&nic_tree("igb", "enp2s0", 0), "LL-NIC-ADAPTIVE", "off");
+    assert_eq!(
+        f.status,
+        Status::Fail,
+        "rx-usecs 3 is igb's dynamic conservative mode"
+    );
+    assert!(
+        f.details[0].contains("rx-usecs 3 (a dynamic ITR mode of igb)"),
+        "{:?}",
+        f.details
+    );
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -C enp2s0 rx-usecs 0")
+    );
+    let dir = nic_tree("igb", "enp2s0", 0);
+    let f = audit_one(&dir, "LL-NIC-ADAPTIVE", "off");
+    assert!(
+        f.remediation.settings.is_empty(),
+        "a manual fix, no setting yet"
+    );
+}
+
+#[test]
+fn rx_usecs_above_the_bound_fails_and_a_dynamic_mode_is_left_to_the_adaptive_rule() {
+    let f = audit_one(&nic_tree("ice", "eth0", 0), "LL-NIC-RX-USECS", "<=8");
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.observed, "rx-usecs above 8 µs on 1 of 1 NICs");
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -C eth0 rx-usecs 8")
+    );
+    let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-RX-USECS", "<=8");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-RX-USECS", "<=0");
+    assert_eq!(
+        f.status,
+        Status::Pass,
+        "rx-usecs 1 of ixgbe is a mode: {}",
+        f.observed
+    );
+    let f = audit_one(&nic_tree("sfc", "eth2", 0), "LL-NIC-RX-USECS", "<=8");
+    assert_eq!(f.status, Status::Fail);
+}
+
+/// Two nodes (CPUs 0-1 and 2-3) and the mlx5 recording on node 1 with three queue IRQs whose
+/// affinity is `affinity`.
+fn two_node_nic(affinity: &str) -> TestTree {
+    let dir = nic_tree("mlx5", "ens1f0", 1);
+    dir.write("/sys/devices/system/node/node0/cpulist", "0-1\n");
+    dir.write("/sys/devices/system/node/node1/cpulist", "2-3\n");
+    let mut interrupts = String::from("           CPU0       CPU1       CPU2       CPU3\n");
+    for (irq, name) in [
+        (120, "mlx5_async0"),
+        (121, "mlx5_comp0"),
+        (122, "mlx5_comp1"),
+    ] {
+        interrupts.push_str(&format!(
+            " {irq}:          0          0          0          0  PCI-MSIX-0000:af:00.0 0-edge      {name}@pci:0000:af:00.0\n"
+        ));
+        dir.write(
+            &format!("/proc/irq/{irq}/smp_affinity_list"),
+            format!("{affinity}\n"),
+        );
+        dir.write(
+            &format!("/sys/bus/pci/devices/0000:af:00.0/msi_irqs/{irq}"),
+            "msix\n",
+        );
+    }
+    dir.write("/proc/interrupts", interrupts);
+    dir
+}
+
+#[test]
+fn queue_irqs_off_the_nics_node_fail_with_node_local_housekeeping_fixes() {
+    let dir = two_node_nic("0-1");
+    let f = audit_one_isolating(&dir, "LL-NIC-IRQ-NUMA", "local", "1,3");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.details[0].contains(
+            "ens1f0 (node 1, CPUs 2-3): 2 of 2 queue IRQs may run elsewhere: IRQ 121, 122"
+        ),
+        "{:?}",
+        f.details
+    );
+    let fixes: Vec<(String, &str)> = f
+        .remediation
+        .settings
+        .iter()
+        .map(|s| (s.id.to_string(), s.value.as_str()))
+        .collect();
+    assert_eq!(
+        fixes,
+        [
+            ("irq:121:affinity".to_string(), "2"),
+            ("irq:122:affinity".to_string(), "2")
+        ]
+    );
+    let f = audit_one_isolating(&two_node_nic("2"), "LL-NIC-IRQ-NUMA", "local", "1,3");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn more_queues_than_the_nodes_housekeeping_cpus_is_said_with_the_channels_command() {
+    let dir = nic_tree("ice", "eth0", 0);
+    let f = audit_one(&dir, "LL-NIC-QUEUES", "served");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.details[0].starts_with("eth0: 32 receive queues, 2 housekeeping CPUs on node 0: 0-1"),
+        "{:?}",
+        f.details
+    );
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -L eth0 combined 2")
+    );
+    let dir = nic_tree("igb", "enp2s0", 0);
+    let f = audit_one(&dir, "LL-NIC-QUEUES", "served");
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -L enp2s0 rx 2"),
+        "igb has rx channels, not combined"
+    );
+}
+
+#[test]
+fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
+    let dir = nic_tree("mlx5", "ens1f0", 0);
+    dir.write("/proc/sys/net/core/busy_read", "50\n");
+    dir.write("/proc/sys/net/core/busy_poll", "0\n");
+    let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some(
+            "echo 2 > /sys/class/net/ens1f0/napi_defer_hard_irqs && echo 200000 > /sys/class/net/ens1f0/gro_flush_timeout"
+        )
+    );
+    dir.write("/proc/sys/net/core/busy_read", "0\n");
+    let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    dir.write("/sys/class/net/ens1f0/gro_flush_timeout", "20000\n");
+    let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("echo 0 > /sys/class/net/ens1f0/gro_flush_timeout")
+    );
+}
+
+#[test]
+fn gro_and_lro_on_are_named_with_the_offload_command() {
+    let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-GRO-LRO", "~off");
+    assert_eq!(f.status, Status::Warn, "advisory: {}", f.observed);
+    assert_eq!(f.details, ["eth4: GRO, LRO on"]);
+    assert_eq!(
+        f.remediation.manual.as_deref(),
+        Some("ethtool -K eth4 gro off lro off")
+    );
+}
+
+#[test]
+fn irqbalance_free_to_move_nic_irqs_fails_until_they_are_banned() {
+    let dir = two_node_nic("2");
+    dir.write("/proc/200/stat", stat(200, "irqbalance"));
+    dir.write("/proc/200/status", "Cpus_allowed_list:\t0-1\n");
+    dir.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
+    let f = audit_one(&dir, "LL-NIC-IRQBALANCE", "untouched");
+    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert!(
+        f.remediation
+            .manual
+            .as_deref()
+            .unwrap()
+            .ends_with("--banirq=121 --banirq=122")
+    );
+    dir.write(
+        "/etc/sysconfig/irqbalance",
+        "IRQBALANCE_ARGS=\"--banirq=121 --banirq=122\"\n",
+    );
+    let f = audit_one(&dir, "LL-NIC-IRQBALANCE", "untouched");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn a_phc_without_ptp_daemons_warns_and_ptp4l_passes() {
+    let dir = nic_tree("mlx5", "ens1f0", 0);
+    dir.write("/proc/1/stat", stat(1, "systemd"));
+    dir.write("/proc/1/status", "Cpus_allowed_list:\t0-3\n");
+    let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
+    assert_eq!(f.status, Status::Warn, "{}", f.observed);
+    assert_eq!(f.details, ["ens1f0: /dev/ptp0"]);
+    dir.write("/proc/300/stat", stat(300, "ptp4l"));
+    dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
+    let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
+    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
 #[test]
 fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
     let dir = crate::machine::core_types::tests::i7_1370p();

@@ -30,6 +30,15 @@ struct Check {
     verdict: String,
     #[serde(default)]
     failures: Vec<String>,
+    /// The NICs (absent from checks made before lowlat read NICs).
+    #[serde(default)]
+    nics: Vec<NicSummary>,
+}
+
+#[derive(Deserialize)]
+struct NicSummary {
+    interface: String,
+    summary: String,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +165,16 @@ fn one(source: &Source, c: &Check) -> Markup {
                          td { @if f.timer_samples > 0 { (micros(f.timer_max_ns)) } @else { "–" } }
                          td { (f.steal_ms.map_or("–".to_string(), num)) } }
                 }
+            }
+        }
+        @if !c.nics.is_empty() {
+            table.nics {
+                caption { "NICs (the inventory section has every detail)" }
+                thead { tr { th { "interface" } th { "driver, node, queues, moderation, offloads, PTP clock" } } }
+                tbody { @for n in &c.nics {
+                    tr { td { code { (n.interface) } }
+                         td { (n.summary.strip_prefix(&format!("{}: ", n.interface)).unwrap_or(&n.summary)) } }
+                } }
             }
         }
         p { "Audit: " (c.audit_counts.fail) " fail, " (c.audit_counts.warn) " warn, " (c.audit_counts.pass) " pass"
