@@ -76,8 +76,12 @@ large_json=$(mean_ms large_json "0 1" "$bin" --root "$work/synthetic-512" audit 
 # The same machine read with a short rendering and no rules: how much of the audit's time is
 # reading /proc and /sys.
 large_read=$(mean_ms large_read "0" "$bin" --root "$work/synthetic-512" inventory)
-findings_small=$({ "$bin" --root "$fixture" audit --json || true; } | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
-findings_large=$({ "$bin" --root "$work/synthetic-512" audit --json || true; } | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')
+# Exit 1 is the audit's failures; anything else makes no count valid.
+bench_do "0 1" "$bin" --root "$fixture" audit --json >"$work/small.json"
+bench_do "0 1" "$bin" --root "$work/synthetic-512" audit --json >"$work/large.json"
+count() { python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$1"; }
+findings_small=$(count "$work/small.json")
+findings_large=$(count "$work/large.json")
 
 if [ "$have_tuned" = yes ]; then
   tuned_out=$(timeout 60 tuned-adm verify 2>&1 | tr '\n' ' ' | sed 's/ *$//') || true

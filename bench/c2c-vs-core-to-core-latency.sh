@@ -9,9 +9,12 @@
 # --root DIR, outside this repository; set C2C_REF=DIR/bin/core-to-core-latency) and a
 # release build of lowlat (cargo build --release) or LOWLAT=path.
 #
+# Target: lowlat's median within 10 % of core-to-core-latency's (median ratio over the pairs).
+# Exit: 0 target met, 1 missed, 2 a run of either tool failed (bench/lib.sh).
 # Usage: C2C_REF=/path/to/core-to-core-latency bench/c2c-vs-core-to-core-latency.sh [CPUS] [PAIRS]
 #        (defaults: 0,1 5; CPUS comma-separated)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 CPUS=${1:-0,1}
 PAIRS=${2:-5}
@@ -28,18 +31,19 @@ for i in $(seq 1 "$PAIRS"); do
     order="lowlat peer"; [ $((i % 2)) -eq 0 ] && order="peer lowlat"
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            "$LOWLAT" measure c2c --cpus "$CPUS" --round-trips 1000 --samples 300 --json \
+            bench_do 0 "$LOWLAT" measure c2c --cpus "$CPUS" --round-trips 1000 --samples 300 --json \
                 > "$OUT/l$i.json" 2>/dev/null
         else
-            "$C2C_REF" 1000 300 --cores "$CPUS" --csv > "$OUT/p$i.csv" 2>/dev/null
+            bench_do 0 "$C2C_REF" 1000 300 --cores "$CPUS" --csv > "$OUT/p$i.csv" 2>/dev/null
         fi
     done
     echo "pair $i/$PAIRS done" >&2
 done
 
-python3 - "$OUT" "$PAIRS" "$CPUS" <<'PY'
+python3 - "$OUT" "$PAIRS" "$CPUS" "$OUT/targets" <<'PY'
 import json, statistics, sys
 out, pairs, cpus = sys.argv[1], int(sys.argv[2]), [int(c) for c in sys.argv[3].split(",")]
+targets = open(sys.argv[4], "w")
 ours, theirs = {}, {}
 for i in range(1, pairs + 1):
     for p in json.load(open(f"{out}/l{i}.json"))["result"]["run"]["pairs"]:
@@ -65,4 +69,8 @@ for key in sorted(ours):
     print(f"{'':<10}c2c-lat runs: {', '.join(f'{x:.1f}' for x in theirs[key])}")
 if ratios:
     print(f"median ratio over {len(ratios)} pairs: {statistics.median(ratios):.3f}")
+    # Target: within 10 % of core-to-core-latency.
+    print(f"below\t|median ratio lowlat/c2c-lat - 1|\t{abs(statistics.median(ratios) - 1):.3f}\t0.10", file=targets)
 PY
+bench_targets "$OUT/targets"
+bench_end

@@ -12,19 +12,16 @@
 # Exit: 0 when the targets hold, 1 when not, 2 when the example could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 dir=${1:-tests/data/compare/aa-busy-2vcpu}
 runs=${2:-5}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-if ! cargo run --quiet --profile profiling --example compare_power -- "$dir" "$runs" >"$out"; then
-  echo "compare-power: the example failed" >&2
-  exit 2
-fi
+bench_do 0 cargo run --quiet --profile profiling --example compare_power -- "$dir" "$runs" >"$out"
 cat "$out"
 # The targets: on the timer's table, the 4-runs row finds ×1.50 and ×0.67 in every split, and
 # the ×1.00 column is 0 in every row of every table.
-status=0
 awk -F'|' '
   /^timer/ { table = "timer" } /^busy/ { table = "jitter" }
   $2 ~ /^ *[0-9]+ *$/ {
@@ -34,5 +31,5 @@ awk -F'|' '
       if (lo[1] + 0 != lo[2] + 0 || hi[1] + 0 != hi[2] + 0) { print "1.5x not always found with 4 runs: " $0; bad = 1 }
     }
   }
-  END { exit bad }' "$out" || status=1
-exit $status
+  END { exit bad }' "$out" || bench_missed=1
+bench_end

@@ -8,7 +8,9 @@
 # Usage: bench/fleet.sh [HOSTS]   (needs python3, zstd and GNU time: /usr/bin/time)
 #        PROFILE=profiling bench/fleet.sh [HOSTS]   (the profiling build: minutes to build,
 #        not the LTO release build's longer one; the figures then say so)
+# Exit: 0 the targets met, 1 one missed, 2 a run failed (bench/lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 hosts=${1:-10000}
@@ -25,7 +27,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 generate="python3 tests/fixtures/fleet.py --lowlat $bin --hosts $hosts --out $work/fleet"
 start=$(date +%s.%N)
-$generate
+# shellcheck disable=SC2086  # the command line, split into its words on purpose
+bench_do 0 $generate
 generated=$(echo "$(date +%s.%N) - $start" | bc)
 size=$(du -sm "$work/fleet" | cut -f1)
 
@@ -34,7 +37,7 @@ set +e
 /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$bin" fleet report "$work/fleet" --json >"$work/report.json"
 rc=$?
 set -e
-[ "$rc" -le 1 ] || { echo "bench/fleet.sh: lowlat fleet report exited $rc" >&2; exit 2; }
+bench_exit_ok "0 1" "$rc" "lowlat fleet report"
 # GNU time puts "Command exited with non-zero status 1" (outliers found) before its figures.
 read -r wall rss_kib user sys < <(tail -n 1 "$work/time")
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -68,3 +71,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
   echo "| $hosts | $wall s | $user + $sys s | $rss_mib MiB | $check | < 60 s, < 1 GB: $verdict |"
 } >>"$results"
 tail -12 "$results"
+bench_target "fleet report of $hosts snapshots, wall (s)" "$wall" 60
+bench_target "fleet report, peak RSS (KiB)" "$rss_kib" $((1024 * 1024))
+case $check in yes:*) ;; *) echo "bench: TARGET MISSED: exactly the planted outliers: $check" >&2; bench_missed=1 ;; esac
+bench_end

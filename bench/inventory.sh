@@ -5,7 +5,10 @@
 # tasks, power or DIMMs). Prints each mean and the ratio lowlat/lstopo.
 #
 # Needs: cargo, python3, hyperfine; lstopo-no-graphics (Debian hwloc) for the comparison.
+# Targets: epyc7f32-2s well under 20 ms, synthetic-512 under 300 ms (mean). Exit: 0 met, 1
+# missed, 2 a timed run failed (bench/lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=target/release/lowlat
@@ -21,11 +24,13 @@ for tree in "$epyc" "$work/synthetic-512"; do
     runs+=("HWLOC_FSROOT=$tree lstopo-no-graphics --of console")
   fi
 done
-hyperfine --warmup 3 --min-runs 20 --shell=bash --export-json "$work/times.json" "${runs[@]}" >/dev/null
+# hyperfine fails when a run does: then no timing is valid (exit 2).
+bench_run 0 hyperfine --warmup 3 --min-runs 20 --shell=bash --export-json "$work/times.json" "${runs[@]}"
 
-python3 - "$work/times.json" <<'PY'
+python3 - "$work/times.json" "$work/targets" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
+targets = open(sys.argv[2], "w")
 by_cmd = {r["command"]: r for r in results}
 print(f"{'command':<70} {'mean ms':>9} {'stddev':>8}")
 for r in results:
@@ -35,4 +40,11 @@ pairs = [(c, c2) for c in by_cmd for c2 in by_cmd
 for lowlat, lstopo in pairs:
     ratio = by_cmd[lowlat]["mean"] / by_cmd[lstopo]["mean"]
     print(f"ratio lowlat/lstopo on {lowlat.split('--root ')[1]}: {ratio:.2f}")
+# Targets: the 16-CPU fixture well under 20 ms, the 512-CPU machine under 300 ms.
+for command, r in by_cmd.items():
+    if "lowlat" in command:
+        limit = 300 if "synthetic-512" in command else 20
+        print(f"below\tinventory {command.split('--root ')[1]}, mean (ms)\t{r['mean'] * 1e3:.1f}\t{limit}", file=targets)
 PY
+bench_targets "$work/targets"
+bench_end

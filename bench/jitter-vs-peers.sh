@@ -8,8 +8,11 @@
 # python3, GNU time (/usr/bin/time) for the memory figures, root (SCHED_FIFO, mlock), and a
 # release build of lowlat (cargo build --release) or LOWLAT=path.
 #
+# Targets: lowlat's loop period below oslat's (ratio < 1.0); the timer's minimum within 1 µs of
+# cyclictest's. Exit: 0 met, 1 missed, 2 a run of either tool failed (bench/lib.sh).
 # Usage: bench/jitter-vs-peers.sh [CPU] [PAIRS] [SECONDS]     (defaults: 1 5 5)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 CPU=${1:-1}
 PAIRS=${2:-5}
@@ -25,6 +28,7 @@ done
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
+# shellcheck disable=SC2317  # called through bench_do
 rss() { /usr/bin/time -f %M -o "$1" "${@:2}"; }
 
 for i in $(seq 1 "$PAIRS"); do
@@ -32,27 +36,28 @@ for i in $(seq 1 "$PAIRS"); do
     order="lowlat peer"; [ $((i % 2)) -eq 0 ] && order="peer lowlat"
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            rss "$OUT/jl$i.rss" "$LOWLAT" measure jitter --cpus "$CPU" --threshold 1000 \
+            bench_do 0 rss "$OUT/jl$i.rss" "$LOWLAT" measure jitter --cpus "$CPU" --threshold 1000 \
                 --duration "${SECS}s" --json > "$OUT/jl$i.json" 2>/dev/null
         else
-            rss "$OUT/jp$i.rss" oslat -q -c "$CPU" -C "$HK" -D "$SECS" --json="$OUT/jp$i.json" >/dev/null 2>&1
+            bench_do 0 rss "$OUT/jp$i.rss" oslat -q -c "$CPU" -C "$HK" -D "$SECS" --json="$OUT/jp$i.json" >/dev/null 2>&1
         fi
     done
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            rss "$OUT/tl$i.rss" "$LOWLAT" measure timer --cpus "$CPU" --interval 1000 \
+            bench_do 0 rss "$OUT/tl$i.rss" "$LOWLAT" measure timer --cpus "$CPU" --interval 1000 \
                 --duration "${SECS}s" --histogram 1000 --json > "$OUT/tl$i.json" 2>/dev/null
         else
-            rss "$OUT/tp$i.rss" cyclictest -q -m -p95 -i 1000 -D "$SECS" -a "$CPU" -t 1 -h 1000 \
+            bench_do 0 rss "$OUT/tp$i.rss" cyclictest -q -m -p95 -i 1000 -D "$SECS" -a "$CPU" -t 1 -h 1000 \
                 --mainaffinity="$HK" --json="$OUT/tp$i.json" >/dev/null 2>&1
         fi
     done
     echo "pair $i/$PAIRS done" >&2
 done
 
-python3 - "$OUT" "$PAIRS" <<'PY'
+python3 - "$OUT" "$PAIRS" "$OUT/targets" <<'PY'
 import json, statistics, sys
 out, pairs = sys.argv[1], int(sys.argv[2])
+targets = open(sys.argv[3], "w")
 load = lambda p: json.load(open(f"{out}/{p}.json"))
 rss = lambda p: int(open(f"{out}/{p}.rss").read().split()[-1])
 
@@ -118,4 +123,11 @@ for metric, v in rows.items():
     inside = "inside" if min(v["peer"]) <= lm <= max(v["peer"]) else "outside"
     print(f"{metric:34} {lm:10.3f} {pm:10.3f} {ratio:7.3f}   {min(v['peer']):.3f}..{max(v['peer']):.3f} ({spread:.1f} %), lowlat median {inside}")
 print("peer: oslat for the first four rows, cyclictest for the timer rows")
+median = lambda metric, who: statistics.median(rows[metric][who])
+# Targets: a loop period no longer than oslat's (the detection floor); the timer's minimum
+# within 1 us of cyclictest's (whole microseconds, so a difference under 2).
+print(f"below\tloop period ratio lowlat/oslat\t{median('loop period (ns)', 'lowlat') / median('loop period (ns)', 'peer'):.3f}\t1.0", file=targets)
+print(f"below\t|timer min lowlat - cyclictest| (us)\t{abs(median('timer min (us)', 'lowlat') - median('timer min (us)', 'peer')):.1f}\t2", file=targets)
 PY
+bench_targets "$OUT/targets"
+bench_end

@@ -23,6 +23,15 @@ bench_run() {
   bench_exit_ok "$allowed" "$status" "$*"
 }
 
+# bench_do "ALLOWED" CMD...: runs CMD with the caller's redirections (its output kept) and
+# checks its status: for runs whose output the script reads.
+bench_do() {
+  local allowed=$1; shift
+  local status=0
+  "$@" || status=$?
+  bench_exit_ok "$allowed" "$status" "$*"
+}
+
 # bench_hyperfine_codes "ALLOWED" FILE: checks every run's exit code in a hyperfine JSON export.
 bench_hyperfine_codes() {
   local codes
@@ -43,6 +52,35 @@ bench_target() {
     echo "bench: target met: $1 $2 < $3"
   else
     echo "bench: TARGET MISSED: $1 $2, not below $3" >&2
+    bench_missed=1
+  fi
+}
+
+# bench_at_least WHAT VALUE LIMIT: VALUE must be LIMIT or more (a rate, a ratio to a peer).
+bench_at_least() {
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "$2" "$3"; then
+    echo "bench: target met: $1 $2 >= $3"
+  else
+    echo "bench: TARGET MISSED: $1 $2, below $3" >&2
+    bench_missed=1
+  fi
+}
+
+# bench_targets FILE: judges the targets a script's analysis wrote, one a line:
+# `below<TAB>WHAT<TAB>VALUE<TAB>LIMIT` or `at-least<TAB>WHAT<TAB>VALUE<TAB>LIMIT`. A file without
+# a line is a miss: the analysis found nothing to judge.
+bench_targets() {
+  local kind what value limit judged=0
+  while IFS=$'\t' read -r kind what value limit; do
+    case $kind in
+      below) bench_target "$what" "$value" "$limit" ;;
+      at-least) bench_at_least "$what" "$value" "$limit" ;;
+      *) echo "bench: $1: not a target line: $kind" >&2; exit 2 ;;
+    esac
+    judged=1
+  done < "$1"
+  if [ "$judged" = 0 ]; then
+    echo "bench: TARGET MISSED: no figure to judge in $1" >&2
     bench_missed=1
   fi
 }

@@ -28,7 +28,10 @@
 # LOWLAT=path.
 #
 # Usage: [STORES=normal|streaming] bench/membw-vs-stream.sh [PAIRS] [NTIMES]  (defaults: 7 10)
+# Target (issue 16): lowlat's loop rate ≥ 1.00 × likwid-bench for Copy and Triad (median of
+# the pairs). Exit: 0 met, 1 missed, 2 a run of either tool failed (bench/lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 PAIRS=${1:-7}
 NTIMES=${2:-10}
@@ -46,7 +49,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 # One lowlat run first, to learn the array length and threads lowlat chose by STREAM's rule.
-"$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/probe.json" 2>/dev/null || true
+bench_do 0 "$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/probe.json" 2>/dev/null
 read -r ELEMENTS THREADS CPUS < <(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))["result"]["system"]
@@ -59,9 +62,9 @@ refs=(likwid likwid-thp)
 run_ref() {
     local tunables=""
     [ "$1" = likwid-thp ] && tunables=glibc.malloc.hugetlb=1
-    GLIBC_TUNABLES=$tunables likwid-bench -t "copy_${MEM}$LIKWID_ISA" \
+    GLIBC_TUNABLES=$tunables bench_do 0 likwid-bench -t "copy_${MEM}$LIKWID_ISA" \
         -w "N:$(( ELEMENTS * 8 * 2 / 1000 ))kB:${THREADS}" > "$2.copy" 2>&1
-    GLIBC_TUNABLES=$tunables likwid-bench -t "stream_${MEM}$LIKWID_ISA" \
+    GLIBC_TUNABLES=$tunables bench_do 0 likwid-bench -t "stream_${MEM}$LIKWID_ISA" \
         -w "N:$(( ELEMENTS * 8 * 3 / 1000 ))kB:${THREADS}" > "$2.triad" 2>&1
 }
 
@@ -69,7 +72,7 @@ for i in $(seq 1 "$PAIRS"); do
     order="lowlat ${refs[*]}"; [ $((i % 2)) -eq 0 ] && order="${refs[*]} lowlat"
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            "$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/lowlat$i.json" 2>/dev/null
+            bench_do 0 "$LOWLAT" measure membw --ntimes "$NTIMES" --stores "$STORES" --json > "$OUT/lowlat$i.json" 2>/dev/null
         else
             run_ref "$who" "$OUT/$who$i.txt"
         fi
@@ -80,6 +83,7 @@ done
 python3 - "$OUT" "$PAIRS" "${refs[@]}" <<'PY'
 import json, re, statistics, sys
 out, pairs, refs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+targets = open(f"{out}/targets", "w")
 rows = {}
 def add(kernel, who, value):
     rows.setdefault(kernel, {}).setdefault(who, []).append(value)
@@ -118,4 +122,10 @@ for kernel, by in rows.items():
             print(f"{kernel:<7}{metric[7:]:<24}{mo:>10.1f}{mt:>12.1f}{ref:>11}{mo / mt:>7.3f}  "
                   f"{min(ours):.1f}..{max(ours):.1f} | {min(theirs):.1f}..{max(theirs):.1f} "
                   f"({spread:.1f} %)")
+        # Target (issue 16): lowlat's loop rate at least likwid-bench's, Copy and Triad.
+        if ref == "likwid":
+            ratio = statistics.median(by["lowlat loop avg MB/s"]) / mt
+            print(f"at-least\t{kernel} ratio lowlat loop/likwid-bench\t{ratio:.3f}\t1.0", file=targets)
 PY
+bench_targets "$OUT/targets"
+bench_end

@@ -20,7 +20,10 @@
 # lowlat (cargo build --release) or LOWLAT=path.
 #
 # Usage: [CPU=0] bench/memlat-vs-nanoda.sh [PAIRS] [SIZE_MIB]  (defaults: 7 1024)
+# Target: lowlat's median within 5 % of nanoda's. Exit: 0 met, 1 missed, 2 a run of either
+# tool failed (bench/lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 PAIRS=${1:-7}
 SIZE_MIB=${2:-1024}
 CPU=${CPU:-0}
@@ -40,10 +43,10 @@ for i in $(seq 1 "$PAIRS"); do
     order="lowlat nanoda"; [ $((i % 2)) -eq 0 ] && order="nanoda lowlat"
     for who in $order; do
         if [ "$who" = lowlat ]; then
-            "$LOWLAT" measure memlat --cpu "$CPU" --sizes "${SIZE_MIB}M" --window full --json \
+            bench_do 0 "$LOWLAT" measure memlat --cpu "$CPU" --sizes "${SIZE_MIB}M" --window full --json \
                 > "$OUT/lowlat$i.json" 2>/dev/null
         else
-            GLIBC_TUNABLES=glibc.malloc.hugetlb=1 taskset -c "$CPU" "$NANODA" -n "$SIZE_MIB" -i 1 -d \
+            GLIBC_TUNABLES=glibc.malloc.hugetlb=1 bench_do 0 taskset -c "$CPU" "$NANODA" -n "$SIZE_MIB" -i 1 -d \
                 > "$OUT/nanoda$i.txt" 2>&1
         fi
     done
@@ -71,4 +74,9 @@ print(f"{'tool':<8}{'median ns':>10}  min..max (range/median)")
 print(f"{'lowlat':<8}{mo:>10.1f}  {min(ours):.1f}..{max(ours):.1f} ({spread(ours, mo):.1f} %)")
 print(f"{'nanoda':<8}{mt:>10.1f}  {min(theirs):.1f}..{max(theirs):.1f} ({spread(theirs, mt):.1f} %)")
 print(f"ratio lowlat / nanoda: {mo / mt:.3f}")
+# Target: within 5 % of nanoda.
+with open(f"{out}/targets", "w") as targets:
+    print(f"below\t|ratio lowlat/nanoda - 1|\t{abs(mo / mt - 1):.3f}\t0.05", file=targets)
 PY
+bench_targets "$OUT/targets"
+bench_end

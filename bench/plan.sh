@@ -7,7 +7,9 @@
 #
 # Target: the 512-CPU plan with all artifacts well under 500 ms.
 # Usage: bench/plan.sh [RUNS]   (default 20 runs each; needs python3, uses hyperfine if present)
+# Exit: 0 the target met, 1 missed, 2 a timed run failed (bench/lib.sh).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 runs=${1:-20}
@@ -25,8 +27,9 @@ python3 tests/fixtures/generate.py --synthetic-512 "$work/synthetic-512" >/dev/n
 mean_ms() {
   local name=$1; shift
   if command -v hyperfine >/dev/null; then
-    hyperfine --style none --warmup 3 --runs "$runs" -N --export-json "$work/$name.json" \
-      -- "$(printf '%q ' "$@")" >/dev/null 2>&1
+    # hyperfine fails when a run does: then no timing is valid (exit 2).
+    bench_run 0 hyperfine --style none --warmup 3 --runs "$runs" -N --export-json "$work/$name.json" \
+      -- "$(printf '%q ' "$@")"
     python3 - "$work/$name.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
@@ -35,7 +38,7 @@ EOF
   else
     local times=()
     for _ in $(seq "$runs"); do
-      local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
+      local t0 t1; t0=$(date +%s%N); bench_run 0 "$@"; t1=$(date +%s%N)
       times+=($(( (t1 - t0) / 1000 )))
     done
     printf '%s\n' "${times[@]}" | python3 -c '
@@ -52,9 +55,9 @@ small=$(mean_ms small "$bin" --root "$fixture" plan --out "$work/out-epyc" --for
 small_inventory=$(mean_ms small_inventory "$bin" --root "$fixture" inventory)
 files_large=$(find "$work/out-512" -type f | wc -l)
 bytes_large=$(du -sb "$work/out-512" | cut -f1)
-nodes_large=$(ls -d "$work/synthetic-512"/sys/devices/system/node/node* | wc -l)
-irqs_large=$(ls -d "$work/synthetic-512"/proc/irq/[0-9]* | wc -l)
-tasks_large=$(ls -d "$work/synthetic-512"/proc/[0-9]* | wc -l)
+nodes_large=$(find "$work/synthetic-512"/sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
+irqs_large=$(find "$work/synthetic-512"/proc/irq -maxdepth 1 -name '[0-9]*' | wc -l)
+tasks_large=$(find "$work/synthetic-512"/proc -maxdepth 1 -name '[0-9]*' | wc -l)
 settings_large=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["settings"]))' "$work/out-512/plan.json")
 
 peer="not run (TuneD not installed)"
@@ -108,3 +111,5 @@ machine="$(nproc)-CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 
   echo "on and renders no artifact."
 } >> "$results"
 tail -n 16 "$results"
+bench_target "plan --out on synthetic-512, mean (ms)" "${large%% *}" 500
+bench_end

@@ -17,12 +17,15 @@
 #                       /proc/PID, /proc/irq, the CPU directories, the rest), on one thread
 #   BIN=FILE            this lowlat binary instead of the release build (not built then)
 # Needs strace (Debian package strace). Exit 2 on bad input, 1 when a run fails.
+# Target (issue 17): each command under 2 s of wall time on the tree. Exit: 0 met, 1 missed,
+# 2 a run failed (bench/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 runs=${1:-5}
 root=${ROOT:?"bench/read-floor.sh: set ROOT to a machine tree (KEEP=1 SCRATCH=DIR SIZES=8192 bench/scale.sh 1 leaves one in DIR/8192)"}
-[ -d "$root/proc" ] && [ -d "$root/sys" ] || {
+{ [ -d "$root/proc" ] && [ -d "$root/sys" ]; } || {
   echo "bench/read-floor.sh: ROOT=$root has no proc/ and sys/: not a machine tree" >&2
   exit 2
 }
@@ -41,7 +44,9 @@ floor=${CARGO_TARGET_DIR:-target}/release/examples/read_floor
 work=$(mktemp -d "${TMPDIR:-/tmp}/lowlat-floor.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$bin" "$floor" "$(realpath "$root")" "$work" "$runs" "${COMMANDS:-}" "${SPLIT:-0}" <<'EOF'
+# Exit 2 from the analysis: a run failed (bench/lib.sh).
+status=0
+python3 - "$bin" "$floor" "$(realpath "$root")" "$work" "$runs" "${COMMANDS:-}" "${SPLIT:-0}" <<'EOF' || status=$?
 import glob, os, re, statistics, subprocess, sys, time
 
 bin_, floor, root, work, runs, only, split = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7] == "1"
@@ -66,8 +71,11 @@ def files_opened(index, argv):
     """The files lowlat opened for reading under the tree: (DIR, PATH as opened, path under
     the tree)."""
     prefix = os.path.join(work, "trace-%d" % index)
-    subprocess.run(["strace", "-ff", "-y", "-qq", "-e", "trace=openat", "-e", "status=successful", "-o", prefix, bin_, "--root", root] + argv,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(["strace", "-ff", "-y", "-qq", "-e", "trace=openat", "-e", "status=successful", "-o", prefix, bin_, "--root", root] + argv,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if done.returncode not in (0, 1):  # 1: the audit found failures
+        print("bench/read-floor.sh: %s under strace exited %d" % (" ".join(argv), done.returncode), file=sys.stderr)
+        sys.exit(2)
     found = []
     for trace in glob.glob(prefix + ".*"):
         for line in open(trace, errors="replace"):
@@ -91,7 +99,7 @@ def run_floor(argv):
     done = subprocess.run(argv, capture_output=True)
     if done.returncode != 0:
         print("bench/read-floor.sh: %s exited %d: %s" % (" ".join(argv), done.returncode, done.stderr.decode(errors="replace").strip()), file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
     fields = done.stdout.decode().split()
     return dict(zip(fields[0::2], fields[1::2]))
 
@@ -100,7 +108,7 @@ for index, name in enumerate(commands):
     found = files_opened(index, args[name])
     if not found:
         print("bench/read-floor.sh: strace saw %s open no file under %s" % (name, root), file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
     lists[name] = write_list("files-%d" % index, found)
     opened[name] = found
 
@@ -124,9 +132,10 @@ for r in range(runs):
             code = os.waitstatus_to_exitcode(status)
             if code not in (0, 1):  # 1: the audit found failures
                 print("bench/read-floor.sh: %s exited %d: %s" % (" ".join(argv), code, err.decode(errors="replace").strip()), file=sys.stderr)
-                sys.exit(1)
+                sys.exit(2)
             samples.setdefault((name, label), []).append((wall, usage.ru_utime + usage.ru_stime))
 
+targets = open(os.path.join(work, "targets"), "w")
 print("%-18s %9s %12s %10s %9s %10s %9s %18s" % ("command", "files", "MB read", "lowlat s", "CPU s", "floor s", "CPU s", "lowlat/floor wall"))
 for name in commands:
     low, flo = samples[(name, "lowlat")], samples[(name, "floor")]
@@ -134,6 +143,8 @@ for name in commands:
     fw, fc = statistics.median(x[0] for x in flo), statistics.median(x[1] for x in flo)
     print("%-18s %9s %12.1f %10.3f %9.3f %10.3f %9.3f %18s" % (
         name, info[name]["files"], int(info[name]["bytes"]) / 1e6, lw, lc, fw, fc, "x%.2f" % (lw / fw)))
+    # Target (issue 17): each command under 2 s of wall time on the tree.
+    print("below\t%s, median wall (s)\t%.3f\t2" % (name, lw), file=targets)
     print("%-18s floor spread %.3f-%.3f s wall, %.3f-%.3f s CPU, %s threads" % (
         "", min(x[0] for x in flo), max(x[0] for x in flo), min(x[1] for x in flo), max(x[1] for x in flo), info[name]["threads"]))
 print("(%d runs each, lowlat and the floor alternating; lowlat's wall and CPU are the whole process, the floor's from its first open to its last close; load average after: %s)" % (
@@ -156,3 +167,10 @@ if split:
         print("%-26s %9s %12.1f %9.3f" % (kind, values[0]["files"], int(values[0]["bytes"]) / 1e6,
                                           statistics.median(float(v["cpu_s"]) for v in values)))
 EOF
+case $status in
+  0) ;;
+  2) exit 2 ;;
+  *) echo "bench/read-floor.sh: the analysis failed ($status)" >&2; exit 2 ;;
+esac
+bench_targets "$work/targets"
+bench_end

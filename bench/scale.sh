@@ -30,8 +30,10 @@
 #   BEFORE=FILE                    also time this binary (a copy of the build before a change), run
 #                                  for run alternating with the other, and print both: a before/after
 #                                  comparison under the same load
+# Exit: 0 the targets of the sizes run met, 1 one missed, 2 a run failed (bench/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 runs=${1:-5}
 sizes=${SIZES:-512 2048 8192}
@@ -74,10 +76,13 @@ fi
 for size in $sizes; do
   [ -d "$scratch/$size" ] && continue
   # shellcheck disable=SC2046 # the shape is a list of flags
-  python3 tests/fixtures/generate.py --large "$scratch/$size" $(shape "$size") >/dev/null
+  bench_do 0 python3 tests/fixtures/generate.py --large "$scratch/$size" $(shape "$size") >/dev/null
 done
 
-python3 - "$bin" "${BEFORE:-}" "$scratch" "$runs" "${COMMANDS:-}" $sizes <<'EOF'
+# Exit 2 from the analysis: a run exited with a status it must not have (bench/lib.sh).
+status=0
+# shellcheck disable=SC2086 # the sizes, one argument each
+python3 - "$bin" "${BEFORE:-}" "$scratch" "$runs" "${COMMANDS:-}" $sizes <<'EOF' || status=$?
 import os, statistics, subprocess, sys, time
 
 bin_, before, scratch, runs, only, sizes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6:]
@@ -100,8 +105,12 @@ for r in range(runs):
                     _, status, usage = os.wait4(child.pid, 0)
                     wall = time.monotonic() - t0
                 code = os.waitstatus_to_exitcode(status)
+                if code not in (0, 1):  # 1: the audit found failures
+                    print("bench/scale.sh: %s exited %d; no timing of it is valid" % (" ".join(argv), code), file=sys.stderr)
+                    sys.exit(2)
                 cpu = usage.ru_utime + usage.ru_stime
                 samples.setdefault((label, size, name), []).append((wall, cpu, usage.ru_maxrss, code))
+targets = open(os.path.join(scratch, "targets"), "w")
 print("%-6s %-18s %-6s %10s %10s %14s %6s" % ("CPUs", "command", "binary", "median s", "CPU s", "peak RSS MiB", "exit"))
 for size in sizes:
     for name in commands:
@@ -111,7 +120,26 @@ for size in sizes:
             print("%-6s %-18s %-6s %10.3f %10.3f %14.1f %6s" % (
                 size, name, label, statistics.median(x[0] for x in s), statistics.median(x[1] for x in s),
                 statistics.median(x[2] for x in s) / 1024, ",".join(str(c) for c in codes)))
+            if label in ("", "after"):
+                # Targets (issue 17): under 2 s and 200 MB at 8,192 CPUs, 150 ms at 512.
+                wall = statistics.median(x[0] for x in s)
+                if size == "512":
+                    print("below\t%s at 512 CPUs, median wall (s)\t%.3f\t0.150" % (name, wall), file=targets)
+                elif size == "8192":
+                    print("below\t%s at 8192 CPUs, median wall (s)\t%.3f\t2" % (name, wall), file=targets)
+                    print("below\t%s at 8192 CPUs, peak RSS (MiB)\t%.1f\t200" % (name, statistics.median(x[2] for x in s) / 1024), file=targets)
 print("(%d runs each, sizes alternating%s; %s; load average after: %s)" % (
     runs, ", before and after alternating" if before else "", " vs ".join(p for _, p in binaries),
     open("/proc/loadavg").read().split()[0:3]))
 EOF
+case $status in
+  0) ;;
+  *) echo "bench/scale.sh: a run failed or the analysis did ($status)" >&2; exit 2 ;;
+esac
+targets=$scratch/targets
+if [ -s "$targets" ]; then
+  bench_targets "$targets"
+else
+  echo "bench/scale.sh: no size with a target (512, 8192) in \"$sizes\"" >&2
+fi
+bench_end

@@ -17,8 +17,13 @@
 # runs that binary instead of building one (to compare two builds); TREE uses an existing
 # generated 512-CPU tree instead of generating one. PAIRS=0 skips part 2. Needs: cargo,
 # python3, 2+ CPUs.
+#
+# Targets: part 1 under 1 % of one CPU in the steady state and under 20 MB peak RSS; part 2 the
+# median rate with the watch not above the worst run without it. Exit: 0 met, 1 missed, 2 a run
+# failed or the watch ended early (bench/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 duration=${1:-30} pairs=${2:-5} run=${3:-10}
 profile=${PROFILE:-release}
 if [ -z "${BIN:-}" ]; then
@@ -26,15 +31,15 @@ if [ -z "${BIN:-}" ]; then
 fi
 bin=${BIN:-${CARGO_TARGET_DIR:-$PWD/target}/$profile/lowlat}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 if [ -n "${TREE:-}" ]; then
   tree=$TREE
 else
-  python3 tests/fixtures/generate.py --synthetic-512 "$work/synthetic-512" >/dev/null
+  bench_do 0 python3 tests/fixtures/generate.py --synthetic-512 "$work/synthetic-512" >/dev/null
   tree=$work/synthetic-512
 fi
-"$bin" --root "$tree" plan --out "$work/plan" >/dev/null
+bench_do 0 "$bin" --root "$tree" plan --out "$work/plan" >/dev/null
 "$bin" --root "$tree" watch --plan "$work/plan/plan.json" --isolated 128-255 --interval 1s \
   --textfile "$work/lowlat.prom" &
 pid=$!
@@ -50,27 +55,44 @@ cputime() {
     awk -v hz="$ticks" '{printf "%.0f\n", ($14 + $15) * 1e9 / hz}' "/proc/$pid/stat"
   fi
 }
+# A watch that ended early (crashed, refused) makes no figure valid.
+alive() {
+  kill -0 "$1" 2>/dev/null && return
+  local rc=0
+  wait "$1" || rc=$?
+  bench_exit_ok "running" "$rc" "lowlat watch (it ended early)"
+}
 sleep 3
+alive "$pid"
 early=$(cputime)
 sleep "$((duration - 3))"
+alive "$pid"
 late=$(cputime)
 whole=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-kill "$pid"; wait "$pid" 2>/dev/null || true
-python3 - "$early" "$late" "$whole" "$ticks" "$duration" "$hwm" "$rss" <<'PY'
+kill "$pid"
+rc=0; wait "$pid" 2>/dev/null || rc=$?
+bench_exit_ok "0 143" "$rc" "lowlat watch (stopped by SIGTERM)"
+python3 - "$early" "$late" "$whole" "$ticks" "$duration" "$hwm" "$rss" "$work/targets" <<'PY'
 import sys
-early, late, whole, ticks, duration, hwm, rss = map(float, sys.argv[1:])
+early, late, whole, ticks, duration, hwm, rss = map(float, sys.argv[1:8])
 steady = (late - early) / 1e9
 print(f"512 CPUs, 128 watched, 1 s interval, {duration:.0f} s: CPU {whole/ticks:.2f} s = {100*whole/ticks/duration:.2f} % of one CPU;"
       f" steady state (from 3 s) {steady:.3f} s = {100*steady/(duration-3):.2f} %;"
       f" peak RSS {hwm/1024:.1f} MiB, at the end {rss/1024:.1f} MiB")
+with open(sys.argv[8], "w") as targets:
+    print(f"below\twatch steady-state CPU (% of one CPU)\t{100*steady/(duration-3):.3f}\t1", file=targets)
+    print(f"below\twatch peak RSS (MiB)\t{hwm/1024:.1f}\t20", file=targets)
 PY
+bench_targets "$work/targets"
 
-[ "$pairs" -gt 0 ] || exit 0
+[ "$pairs" -gt 0 ] || bench_end
 jitter() {
-  "$bin" measure jitter --cpus 1 --threshold 1000 --duration "${run}s" --json 2>/dev/null |
-    python3 -c 'import json,sys; c=json.load(sys.stdin)["result"]["cpus"][0]; print(c["per_second"])'
+  bench_do 0 "$bin" measure jitter --cpus 1 --threshold 1000ns --duration "${run}s" --json \
+    >"$work/jitter.json" 2>/dev/null
+  python3 -c 'import json,sys; c=json.load(sys.stdin)["result"]["cpus"][0]; print(c["per_second"])' \
+    <"$work/jitter.json"
 }
 with=() without=()
 for i in $(seq 1 "$pairs"); do
@@ -79,13 +101,16 @@ for i in $(seq 1 "$pairs"); do
       "$bin" watch --isolated 1 --interval 1s --textfile "$work/live.prom" & wpid=$!
       sleep 1
       with+=("$(jitter)")
-      kill "$wpid"; wait "$wpid" 2>/dev/null || true
+      alive "$wpid"
+      kill "$wpid"
+      rc=0; wait "$wpid" 2>/dev/null || rc=$?
+      bench_exit_ok "0 143" "$rc" "lowlat watch --isolated 1 (stopped by SIGTERM)"
     else
       without+=("$(jitter)")
     fi
   done
 done
-python3 - "${without[*]}" "${with[*]}" <<'PY'
+python3 - "${without[*]}" "${with[*]}" "$work/targets" <<'PY'
 import statistics, sys
 without = [float(x) for x in sys.argv[1].split()]
 with_ = [float(x) for x in sys.argv[2].split()]
@@ -93,4 +118,10 @@ for i, (a, b) in enumerate(zip(without, with_), 1):
     print(f"pair {i}: interruptions/s without watch {a:8.1f}, with watch {b:8.1f}")
 mw, mx = statistics.median(without), statistics.median(with_)
 print(f"median without {mw:.1f}/s (spread {min(without):.1f}-{max(without):.1f}), with {mx:.1f}/s; ratio with/without {mx/mw:.3f}")
+# Target: the watch does not disturb what it watches beyond the machine's own spread: the median
+# with it is not above the worst run without it.
+with open(sys.argv[3], "w") as targets:
+    print(f"below\tinterruptions/s with watch (median) / without (max)\t{mx/max(without):.3f}\t1.0", file=targets)
 PY
+bench_targets "$work/targets"
+bench_end

@@ -22,9 +22,13 @@ pub(crate) fn kib(value: u64) -> String {
     bytes(value.saturating_mul(1024))
 }
 
-/// "1 thing" / "2 things".
-pub(crate) fn plural(count: usize, one: &str, many: &str) -> String {
-    if count == 1 {
+/// "1 thing" / "2 things", for any count type.
+pub(crate) fn plural<N: std::fmt::Display + PartialEq + From<u8>>(
+    count: N,
+    one: &str,
+    many: &str,
+) -> String {
+    if count == N::from(1) {
         format!("{count} {one}")
     } else {
         format!("{count} {many}")

@@ -184,7 +184,8 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     if !args.yes {
         if args.json || !std::io::stdin().is_terminal() {
             bail!(
-                "{to_change} settings would change: add --yes to apply without a question ({}); nothing was changed",
+                "{} would change: add --yes to apply without a question ({}); nothing was changed",
+                crate::units::plural(to_change, "setting", "settings"),
                 if args.json {
                     "--json asks nothing"
                 } else {

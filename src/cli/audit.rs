@@ -11,6 +11,7 @@ use crate::audit::{self, profile, rules};
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
 use crate::report::audit as report;
+use crate::report::fix_script;
 use crate::report::freebsd;
 use crate::report::nfd;
 use crate::report::workload as report_workload;
@@ -18,6 +19,7 @@ use crate::snapshot::SnapshotKind;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
 use crate::text::escape_controls;
 use crate::tuning::profile_name::ProfileName;
+use crate::tuning::setting::Layer;
 
 /// Options of `lowlat audit`.
 #[derive(Debug, Args)]
@@ -32,7 +34,9 @@ lowlat audit --nfd-features /etc/kubernetes/node-feature-discovery/features.d/lo
 lowlat audit --bios bios.json     # firmware rules on the BMC's BIOS attributes (lowlat bios read)\n  \
 lowlat audit --bmc https://bmc1 --user admin --ca-file bmc1.pem   # the same, read now (password: $LOWLAT_BMC_PASSWORD)\n  \
 lowlat audit --isolate 2-7 --pid 4242          # where the threads of process 4242 run, with fixes\n  \
-lowlat audit --comm order_gw --json\n\n\
+lowlat audit --comm order_gw --json\n  \
+lowlat audit --status fail,warn --layer sysctl,runtime --all   # only these, every line\n  \
+lowlat audit --fix-script fix.sh    # the fixes as one script to review, then: sudo sh fix.sh\n\n\
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
@@ -97,6 +101,31 @@ pub struct AuditArgs {
     /// As --pid, for every process whose command name (comm, at most 15 characters) is NAME.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["explain", "domain", "bios", "bmc"])]
     pub comm: Vec<String>,
+
+    /// Show every detail line and every fix command of a finding (the report shows the first
+    /// 8 details and 3 commands, then `... and N more`).
+    #[arg(long)]
+    pub all: bool,
+
+    /// Show only the findings of these statuses (comma-separated): pass, warn, fail, inferred,
+    /// unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
+    /// the whole audit's.
+    #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
+    pub status: Vec<audit::Status>,
+
+    /// Show only the findings of these layers (comma-separated): firmware, hardware, boot,
+    /// sysctl, runtime, service, file, domain (the layer of the rule's fix, as `--explain`
+    /// names it). Applies as --status does.
+    #[arg(long, value_name = "LAYER,...", value_delimiter = ',', value_parser = super::values::layer)]
+    pub layer: Vec<Layer>,
+
+    /// Also write the fixes of the failing and warning findings shown as one POSIX sh script
+    /// to FILE (mode 0755): a header saying when and from which audit, `set -eu`, one commented
+    /// block per finding with the commands that fix it now (trade-offs commented out), and
+    /// the kernel arguments last, in a block that says a reboot is needed (grubby, else a
+    /// /etc/default/grub.d drop-in and update-grub). Review it, then run it as root.
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    pub fix_script: Option<PathBuf>,
 
     /// How to log in to the `--bmc`.
     #[command(flatten)]
@@ -183,16 +212,52 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             eprintln!("lowlat audit: --nfd-features: left out {refused}");
         }
     }
+    let view = view(args);
+    if let Some(path) = &args.fix_script {
+        let host = crate::report::host(&machine);
+        let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
+            (Some(dir), _, _) => format!("--root {}", dir.display()),
+            (None, Some(file), _) => format!("--snapshot {}", file.display()),
+            (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
+            (None, None, None) => "the live machine".to_string(),
+        };
+        let origin = fix_script::Origin {
+            host: &host,
+            source: &source,
+            written: &crate::document::now(),
+        };
+        let script = fix_script::render(&result, profile.info, &view, &origin);
+        write_file_atomically(
+            path,
+            script.as_bytes(),
+            Perms::mode(0o755),
+            Durability::Synced,
+        )
+        .map_err(|e| anyhow!("--fix-script {e}"))?;
+        eprintln!(
+            "lowlat audit: wrote the fixes to {}; review it, then run it as root",
+            path.display()
+        );
+    }
     if args.json {
-        print_json(&report::document(&machine, &result, profile.info))?;
+        print_json(&report::document(&machine, &result, profile.info, &view))?;
     } else {
-        print(&report::render_text(&machine, &result, profile.info))?;
+        print(&report::render_text(&machine, &result, profile.info, &view))?;
     }
     Ok(if result.has_failures() {
         exit::FAILURES
     } else {
         exit::OK
     })
+}
+
+/// What `--all`, `--status` and `--layer` ask the report to show.
+fn view(args: &AuditArgs) -> report::View {
+    report::View {
+        all: args.all,
+        statuses: args.status.clone(),
+        layers: args.layer.clone(),
+    }
 }
 
 /// `--pid` / `--comm`: the placement of the workload's threads.
@@ -247,6 +312,13 @@ fn workload(
 
 /// `lowlat audit` of a FreeBSD capture, against `freebsd-router`.
 fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
+    if args.fix_script.is_some() {
+        bail!(
+            "--fix-script: the fixes of {} are manual steps (no command to script); the report \
+             prints each under its finding",
+            freebsd_rules::PROFILE
+        );
+    }
     if args.isolate.is_some() || args.domain.is_some() || args.bios.is_some() || args.bmc.is_some()
     {
         bail!(
@@ -274,7 +346,7 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
     if args.json {
         print_json(&freebsd::audit_document(&machine, &findings))?;
     } else {
-        print(&freebsd::render_audit(&machine, &findings))?;
+        print(&freebsd::render_audit(&machine, &findings, &view(args)))?;
     }
     Ok(
         if findings.iter().any(|f| f.status == audit::Status::Fail) {

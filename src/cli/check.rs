@@ -26,6 +26,7 @@ use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
 use crate::report::html::{self, Source};
 use crate::report::inventory;
+use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
@@ -93,6 +94,11 @@ pub struct CheckArgs {
     /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
     #[arg(long = "target", value_name = "TARGET", value_parser = target)]
     pub(crate) targets: Vec<Target>,
+
+    /// Do not trace the measured CPUs to give each gap its cause (by default a check explains
+    /// where tracing is available: root, tracefs; see docs/guide/explain.md).
+    #[arg(long)]
+    pub no_explain: bool,
 
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
@@ -192,6 +198,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
                 threshold_ns: JITTER_THRESHOLD_NS,
                 priority: None,
                 max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+                explain: !args.no_explain,
             },
         )?;
         complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
@@ -226,6 +233,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         args.targets.clone()
     };
     let verdicts = check::evaluate(&wanted, &figures);
+    let causes = all_jitter.explanation.as_ref().map(explain::json);
     let report = CheckReport {
         machine: &machine,
         audit: &audited,
@@ -237,6 +245,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         figures: &figures,
         targets: &verdicts,
         complete,
+        causes: causes.as_ref(),
     };
     let documents = documents(&session, &report, &jitter_runs, &timer_runs)?;
     if let Some(bundle) = &bundle {
@@ -261,7 +270,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         for (kind, json) in &documents {
             sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
         }
-        let written = html::render(&sources)
+        let written = html::render(&sources, &[])
             .map_err(anyhow::Error::from)
             .and_then(|page| Ok(std::fs::write(file, page)?));
         match written {
@@ -328,7 +337,13 @@ fn documents(
         ),
         (
             Kind::Audit,
-            audit_report::document(report.machine, report.audit, report.profile).to_json()?,
+            audit_report::document(
+                report.machine,
+                report.audit,
+                report.profile,
+                &audit_report::View::default(),
+            )
+            .to_json()?,
         ),
     ];
     for (round, jitter_run) in jitter_runs.iter().enumerate() {

@@ -162,7 +162,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
     if let Some(file) = &args.html {
         let json = document.to_json()?;
         let sources = Source::parse_all("fleet.json", &json)?;
-        std::fs::write(file, html::render(&sources)?)
+        std::fs::write(file, html::render(&sources, &[])?)
             .with_context(|| format!("--html {}: cannot write the report", file.display()))?;
     }
     if args.json {

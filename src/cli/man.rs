@@ -43,8 +43,8 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
 
 /// Appends the page of `command` and of each of its subcommands, depth first, to `pages`.
 fn render_pages(command: &clap::Command, pages: &mut Vec<Artifact<'static>>) -> Result<()> {
-    let man = clap_mangen::Man::new(command.clone())
-        .source(concat!("lowlat ", env!("CARGO_PKG_VERSION")));
+    let page = command.clone().override_usage(synopsis(command));
+    let man = clap_mangen::Man::new(page).source(concat!("lowlat ", env!("CARGO_PKG_VERSION")));
     let mut roff = Vec::new();
     man.render(&mut roff)?;
     pages.push(Artifact::text(
@@ -56,4 +56,46 @@ fn render_pages(command: &clap::Command, pages: &mut Vec<Artifact<'static>>) -> 
         render_pages(sub, pages)?;
     }
     Ok(())
+}
+
+/// The SYNOPSIS of `command` with the value each option takes (`[--profile NAME]`,
+/// `[--isolate CPULIST]`): clap_mangen's own lists the options without their values.
+fn synopsis(command: &clap::Command) -> String {
+    let mut line = command
+        .get_bin_name()
+        .unwrap_or(command.get_name())
+        .to_string();
+    for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+        let value = arg.get_value_names().map_or_else(
+            || arg.get_id().as_str().to_uppercase(),
+            |names| names.join(" "),
+        );
+        let mut text = match (arg.get_short(), arg.get_long()) {
+            _ if arg.is_positional() => value,
+            (short, Some(long)) => {
+                let flag = short.map_or(format!("--{long}"), |s| format!("-{s}|--{long}"));
+                if arg.get_action().takes_values() {
+                    format!("{flag} {value}")
+                } else {
+                    flag
+                }
+            }
+            (Some(short), None) => format!("-{short}"),
+            (None, None) => continue,
+        };
+        if matches!(arg.get_action(), clap::ArgAction::Append) {
+            text.push_str("...");
+        }
+        line.push(' ');
+        if arg.is_required_set() {
+            line.push_str(&text);
+        } else {
+            line.push_str(&format!("[{text}]"));
+        }
+    }
+    if command.get_subcommands().any(|s| !s.is_hide_set()) {
+        let name = command.get_subcommand_value_name().unwrap_or("COMMAND");
+        line.push_str(&format!(" <{name}>"));
+    }
+    line
 }

@@ -22,7 +22,8 @@ use crate::report::measure::jitter as printers;
 #[command(after_help = "Examples:\n  lowlat measure jitter\n  \
 lowlat measure jitter --cpus 2-3 --threshold 1us --duration 60s\n  \
 lowlat measure jitter --cpus 1 --threshold 300us --duration 3s --inject 10:500\n  \
-lowlat measure jitter --cpus 1 --threshold 200ns --duration 10s --format sysjitter --raw run\n\n\
+lowlat measure jitter --cpus 1 --threshold 200ns --duration 10s --format sysjitter --raw run\n  \
+lowlat measure jitter --cpus 1 --duration 10s --explain\n\n\
 Defaults are those of `lowlat check`: the machine's isolated CPUs (else every CPU but the \
 first), 20 s, gaps of 1 µs or more. --threshold takes a unit (ns, us, ms); a bare number is \
 still read as ns, with a note, and will be refused in a later release.")]
@@ -47,6 +48,12 @@ pub struct JitterArgs {
     /// Interruptions kept per CPU; a CPU whose buffer fills stops early and says so.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GAPS as u64, allow_negative_numbers = true, value_parser = values::count(1u64, u64::MAX))]
     pub max_gaps: u64,
+    /// Give every gap its cause (the tick, a device IRQ, an IPI and its sender, a kworker's
+    /// function, another task, the hypervisor...) and the setting that removes it, from
+    /// kernel tracepoints recorded on the measured CPUs in a private tracefs instance
+    /// (needs root; removed after). See docs/guide/explain.md.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// How to print the result.
@@ -77,6 +84,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         threshold_ns: args.threshold.ns(),
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
+        explain: args.explain,
     };
     args.common.in_rounds(|number| {
         let duration = request.plan.duration;

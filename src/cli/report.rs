@@ -5,6 +5,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::{Cli, exit};
+use crate::compare::load::load;
 use crate::report::html::{self, Source};
 
 /// Options of `lowlat report`.
@@ -12,19 +13,23 @@ use crate::report::html::{self, Source};
 #[command(
     after_help = "Examples:\n  lowlat inventory --json > inventory.json\n  lowlat audit --json > audit.json\n  \
 lowlat measure jitter --duration 60s --json > jitter.json\n  lowlat report inventory.json audit.json jitter.json -o report.html\n  \
-lowlat report bundle/ before/jitter.json -o report.html\n\n\
+lowlat report bundle/ before/jitter.json -o report.html\n  \
+lowlat report sysjitter.0 sysjitter.1 cyclictest-v.txt oslat.txt -o peers.html\n\n\
 The report draws what its documents allow: first the verdict of a check (check: PASS or FAIL, why, the \
 targets with each CPU's value), the machine and its topology (inventory), audit findings by layer (audit), \
 the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
 over time (watch --json), the core-to-core heatmap (measure c2c), the membw and memlat node matrices and the \
 memlat curve, the frequency per CPU (measure freq), the wake-up and IPI heatmaps (measure wakeup, measure \
-ipi) and the IPI throughput per CPU (measure ipi --mesh); documents of other kinds are named, not drawn. \
+ipi) and the IPI throughput per CPU (measure ipi --mesh), and peer tools' runs (histogram, exceedance curve and per-CPU figures; \
+best rates per kernel); documents of other kinds are named, not drawn. \
 The file needs nothing outside itself: open it in any browser, offline, with JavaScript off. The documents are embedded whole.\n\n\
 Exit codes: 0 the report was written, 2 a file could not be read or is not a lowlat document."
 )]
 pub struct ReportArgs {
     /// lowlat JSON documents (`--json` output, one per file, or one per line as `watch --json`
-    /// writes), or directories of them (every `*.json` and `*.jsonl` file in it, by name).
+    /// writes), or directories of them (every `*.json` and `*.jsonl` file in it, by name); and
+    /// peer tools' outputs as `lowlat compare` reads them (sysjitter `--raw` files and summary,
+    /// cyclictest `-v`, `-h` and summary, oslat, STREAM, likwid-bench), told by their content.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
 
@@ -37,6 +42,8 @@ pub struct ReportArgs {
 pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
     cli.no_machine("report", "the JSON documents (files or directories)")?;
     let mut sources = Vec::new();
+    // Files that are not JSON nor a report: peers' outputs, read by compare's loader.
+    let mut peers = Vec::new();
     for input in &args.inputs {
         for file in files(input)? {
             let text = std::fs::read_to_string(&file).map_err(|e| {
@@ -51,10 +58,27 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
                     anyhow!("{}: cannot read it: {e}", file.display())
                 }
             })?;
-            sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
+            let start = text.trim_start();
+            if start.starts_with('{') || start.starts_with('<') || start.is_empty() {
+                sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
+            } else {
+                peers.push(file);
+            }
         }
     }
-    let page = html::render(&sources)?;
+    let runs = if peers.is_empty() {
+        Vec::new()
+    } else {
+        load(&peers)
+            .map_err(|e| {
+                anyhow!(
+                    "{e} (report reads lowlat JSON documents, and the peers' outputs compare reads: \
+                     sysjitter, cyclictest, oslat, STREAM, likwid-bench)"
+                )
+            })?
+            .runs
+    };
+    let page = html::render(&sources, &runs)?;
     if args.output == Path::new("-") {
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();

@@ -391,6 +391,31 @@ pub(crate) fn priority(text: &str) -> Result<u8, String> {
     }
 }
 
+/// `--status`: a finding status by its name (`fail`, `warn`, ...).
+pub(crate) fn status(text: &str) -> Result<crate::audit::Status, String> {
+    use crate::audit::Status;
+    Status::ALL
+        .into_iter()
+        .find(|s| s.name() == text)
+        .ok_or_else(|| {
+            let names: Vec<_> = Status::ALL.iter().map(|s| s.name()).collect();
+            format!("no status '{text}'; the statuses: {}", names.join(", "))
+        })
+}
+
+/// `--layer`: a layer by its name (`boot`, `sysctl`, ...), or as the report heads it
+/// (`services`).
+pub(crate) fn layer(text: &str) -> Result<crate::tuning::setting::Layer, String> {
+    use crate::tuning::setting::Layer;
+    Layer::ALL
+        .into_iter()
+        .find(|l| l.name() == text || text.strip_suffix('s') == Some(l.name()))
+        .ok_or_else(|| {
+            let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
+            format!("no layer '{text}'; the layers: {}", names.join(", "))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

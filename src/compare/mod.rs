@@ -163,12 +163,18 @@ fn arm_of(name: &str, runs: &[Run]) -> Result<(Family, Arm, ExposureUnit), LoadE
             )
         };
         if run.format.family() != first.format.family() {
-            return Err(mismatch(format!(
-                "holds {}, where {} holds {}",
-                run.format.family().name(),
-                first.source,
-                first.format.family().name()
-            )));
+            return Err(LoadError::file(
+                &run.source,
+                format!(
+                    "holds {}, while {} (also in arm {name}) holds {}, and the two arms \
+                     share no measurement to compare: give runs of the same measurement on \
+                     both sides of `--` (the files of one kind, or bundles of `lowlat check \
+                     --out` on both sides)",
+                    run.format.family().name(),
+                    first.source,
+                    first.format.family().name()
+                ),
+            ));
         }
         if run.threshold_ns != first.threshold_ns {
             return Err(mismatch(format!(

@@ -65,6 +65,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// How people name it (`sysjitter --raw`, `cyclictest -v`, `STREAM`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::LowlatJitter => "lowlat measure-jitter",
+            Format::LowlatTimer => "lowlat measure-timer",
+            Format::SysjitterRaw => "sysjitter --raw",
+            Format::CyclictestVerbose => "cyclictest -v",
+            Format::CyclictestHistogram => "cyclictest -h",
+            Format::LowlatMembw => "lowlat measure-membw",
+            Format::Stream => "STREAM",
+            Format::LikwidBench => "likwid-bench",
+            Format::SysjitterSummary => "sysjitter summary",
+            Format::CyclictestSummary => "cyclictest summary",
+            Format::Oslat => "oslat",
+        }
+    }
+
     /// The family of the latencies this format holds.
     pub fn family(self) -> Family {
         match self {

@@ -106,10 +106,10 @@ fn render_measurements(page: &mut String, group: &Group) {
         };
         let _ = writeln!(
             page,
-            "  {} ({}, {} hosts): min {:.0}, median {:.0}, max {:.0}; {fences}",
+            "  {} ({}, {}): min {:.0}, median {:.0}, max {:.0}; {fences}",
             escape_controls(&m.metric),
             m.unit,
-            m.hosts,
+            plural(m.hosts, "host", "hosts"),
             m.min,
             m.median,
             m.max,

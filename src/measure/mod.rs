@@ -13,8 +13,12 @@
 //!   clocks, progress, memory regions, placement by topology, the node × node matrix axes,
 //!   the environment and the counters read around a run.
 //!
-//! Engines import the runner; the runner imports no engine.
+//! - `trace`: `--explain`: the kernel tracepoints recorded during a loop engine's run and
+//!   the cause of each gap.
+//!
+//! Engines import the runner and `trace`; the runner imports no engine.
 
 pub mod engines;
 pub(crate) mod matrix;
 pub(crate) mod runner;
+pub(crate) mod trace;

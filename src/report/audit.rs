@@ -10,12 +10,40 @@ use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
 use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
 use crate::report::host;
+use crate::tuning::commands::{self, BootArgs};
 use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::{Layer, Setting};
 use crate::units::plural;
 
-/// Detail lines shown per finding in the terminal (the JSON has them all).
+/// Detail lines shown per finding in the terminal (the JSON and `--all` have them all).
 const DETAIL_LINES: usize = 8;
+
+/// Fix commands shown per finding in the terminal (`--all` and `--fix-script` have them all).
+const FIX_COMMANDS: usize = 3;
+
+/// Which findings a report shows, and how much of each.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// Every detail line and fix command, without `... and N more`.
+    pub all: bool,
+    /// Only the findings of these statuses; empty: every status.
+    pub statuses: Vec<Status>,
+    /// Only the findings of these layers; empty: every layer.
+    pub layers: Vec<Layer>,
+}
+
+impl View {
+    /// Whether the view shows `finding`.
+    pub fn shows(&self, finding: &Finding) -> bool {
+        (self.statuses.is_empty() || self.statuses.contains(&finding.status))
+            && (self.layers.is_empty() || self.layers.contains(&finding.layer))
+    }
+
+    /// Whether it leaves findings out.
+    fn filters(&self) -> bool {
+        !self.statuses.is_empty() || !self.layers.is_empty()
+    }
+}
 
 /// The body of the audit JSON document.
 #[derive(Debug, Serialize)]
@@ -26,10 +54,10 @@ pub(crate) struct AuditBody<'a> {
     pub profile: ProfileSummary,
     /// The CPU partition the isolation rules checked against.
     pub partition: &'a AuditPartition,
-    /// Findings per status.
+    /// Findings per status, of the whole audit.
     pub counts: Counts,
-    /// One finding per rule of the profile, by layer.
-    pub findings: &'a [Finding],
+    /// One finding per rule of the profile, by layer (those `--status` and `--layer` chose).
+    pub findings: Vec<&'a Finding>,
     /// Problems met while reading the machine (garbled lines, unreadable files).
     pub warnings: &'a [Warning],
 }
@@ -86,7 +114,11 @@ impl MachineIdentity {
         ];
         parts.extend(self.system.clone());
         parts.extend(self.cpu_model.clone());
-        parts.push(format!("{} socket(s), {} CPUs", self.sockets, self.cpus));
+        parts.push(format!(
+            "{}, {}",
+            plural(self.sockets, "socket", "sockets"),
+            plural(self.cpus, "CPU", "CPUs")
+        ));
         parts.extend(self.kernel.as_ref().map(|k| format!("kernel {k}")));
         parts.extend(self.hypervisor.as_ref().map(|h| format!("virtual ({h})")));
         parts.join(" · ")
@@ -114,18 +146,19 @@ impl From<&ProfileInfo> for ProfileSummary {
     }
 }
 
-/// The JSON document of an audit.
+/// The JSON document of an audit, with the findings `view` shows.
 pub(crate) fn document<'a>(
     machine: &'a Machine,
     audit: &'a Audit,
     info: &ProfileInfo,
+    view: &View,
 ) -> Document<AuditBody<'a>> {
     let body = AuditBody {
         machine: MachineIdentity::of(machine),
         profile: info.into(),
         partition: &audit.partition,
         counts: audit.counts(),
-        findings: &audit.findings,
+        findings: audit.findings.iter().filter(|f| view.shows(f)).collect(),
         warnings: &machine.warnings,
     };
     Document::new(Kind::Audit, host(machine), body)
@@ -155,15 +188,15 @@ fn counts_text(counts: &Counts) -> String {
         .join(", ")
 }
 
-/// The terminal report.
-pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> String {
+/// The terminal report of the findings `view` shows.
+pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
     let _ = writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
     if info.isolates {
         let _ = writeln!(out, "partition: {}", audit.partition.describe());
     }
-    render_findings(&mut out, &audit.findings);
+    render_findings(&mut out, &audit.findings, view);
     if !machine.warnings.is_empty() {
         let _ = writeln!(
             out,
@@ -178,20 +211,38 @@ pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo) -> Stri
     out
 }
 
-/// The findings, layer by layer with each layer's counts, then the summary line.
-pub(crate) fn render_findings(out: &mut String, findings: &[Finding]) {
-    let mut layers: Vec<Layer> = findings.iter().map(|f| f.layer).collect();
+/// The findings `view` shows, layer by layer with each layer's counts, then the summary line
+/// (of every finding, with how many were shown when the view filters).
+pub(crate) fn render_findings(out: &mut String, findings: &[Finding], view: &View) {
+    let shown: Vec<&Finding> = findings.iter().filter(|f| view.shows(f)).collect();
+    let mut layers: Vec<Layer> = shown.iter().map(|f| f.layer).collect();
     layers.dedup();
+    let mut boot_fix = false;
     for layer in layers {
-        let of_layer: Vec<&Finding> = findings.iter().filter(|f| f.layer == layer).collect();
+        let of_layer: Vec<&Finding> = shown.iter().copied().filter(|f| f.layer == layer).collect();
         let counts = Counts::of(of_layer.iter().copied());
         let width = of_layer.iter().map(|f| f.rule.len()).max().unwrap_or(0);
         let _ = writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
         for finding in of_layer {
-            render_finding(out, finding, width);
+            boot_fix |= render_finding(out, finding, width, view.all);
         }
     }
-    let _ = writeln!(out, "\nsummary: {}", counts_text(&Counts::of(findings)));
+    let _ = write!(out, "\nsummary: {}", counts_text(&Counts::of(findings)));
+    if view.filters() {
+        let _ = write!(
+            out,
+            " ({} shown: --status, --layer)",
+            plural(shown.len(), "finding", "findings")
+        );
+    }
+    out.push('\n');
+    if boot_fix {
+        let _ = writeln!(
+            out,
+            "Kernel arguments are shown as grubby lines (RHEL, Fedora, SUSE); `--fix-script FILE` \
+             writes every fix as a script, with the GRUB way for systems without grubby."
+        );
+    }
 }
 
 fn status_label(status: Status) -> String {
@@ -204,7 +255,8 @@ fn status_label(status: Status) -> String {
 /// Indent of the lines under a finding (past the status column).
 const UNDER: &str = "           ";
 
-fn render_finding(out: &mut String, finding: &Finding, width: usize) {
+/// One finding; whether its fix named kernel arguments.
+fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) -> bool {
     let _ = writeln!(
         out,
         "  {:<8} {:<width$}  {}",
@@ -214,22 +266,25 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize) {
     );
     match finding.status {
         Status::Fail | Status::Warn => {
-            for line in finding.details.iter().take(DETAIL_LINES) {
+            let details = if all {
+                finding.details.len()
+            } else {
+                DETAIL_LINES
+            };
+            for line in finding.details.iter().take(details) {
                 let _ = writeln!(out, "{UNDER}{line}");
             }
-            if finding.details.len() > DETAIL_LINES {
+            if finding.details.len() > details {
                 let _ = writeln!(
                     out,
-                    "{UNDER}... and {} more",
-                    finding.details.len() - DETAIL_LINES
+                    "{UNDER}... and {} more (--all shows them)",
+                    finding.details.len() - details
                 );
             }
             if let Some(tradeoff) = tradeoff_not_planned(finding) {
                 let _ = writeln!(out, "{UNDER}{tradeoff}");
             }
-            if let Some(fix) = fix_line(&finding.remediation) {
-                let _ = writeln!(out, "{UNDER}fix: {fix}");
-            }
+            return render_fix(out, &finding.remediation, all);
         }
         Status::Unknown => {
             let remediation = &finding.remediation;
@@ -244,6 +299,92 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize) {
             }
         }
         _ => {}
+    }
+    false
+}
+
+/// The fix of a finding: the commands that make it now, the kernel arguments for the next
+/// boot, the BIOS step; else the first sentence of the manual text. Whether it named kernel
+/// arguments.
+fn render_fix(out: &mut String, remediation: &Remediation, all: bool) -> bool {
+    let fix = HandFix::of(remediation);
+    let shown = if all { fix.now.len() } else { FIX_COMMANDS };
+    let mut lead = "fix: ";
+    for command in fix.now.iter().take(shown) {
+        for line in command.lines() {
+            let _ = writeln!(out, "{UNDER}{lead}{line}");
+            lead = "     ";
+        }
+    }
+    if fix.now.len() > shown {
+        let _ = writeln!(
+            out,
+            "{UNDER}     ... and {} more (--all shows them; --fix-script FILE writes them all)",
+            fix.now.len() - shown
+        );
+    }
+    for setting in &fix.unscripted {
+        let _ = writeln!(out, "{UNDER}fix: set {setting}");
+    }
+    if let Some(boot) = &fix.boot {
+        for line in commands::boot_commands(boot) {
+            let _ = writeln!(out, "{UNDER}fix at the next boot: {line}");
+        }
+    }
+    let acted = !fix.now.is_empty() || fix.boot.is_some() || !fix.unscripted.is_empty();
+    match (remediation.bios.first(), &remediation.manual) {
+        (Some(step), _) if acted => {
+            let item = step.path.rsplit(" → ").next().unwrap_or(&step.path);
+            let _ = writeln!(out, "{UNDER}or in the BIOS: {item} = {}", step.value);
+        }
+        (Some(step), _) => {
+            let _ = writeln!(
+                out,
+                "{UNDER}fix: BIOS ({}): {} = {}",
+                step.firmware, step.path, step.value
+            );
+        }
+        (None, Some(manual)) if !acted => {
+            let _ = writeln!(out, "{UNDER}fix: {}", first_sentence(manual));
+        }
+        _ => {}
+    }
+    fix.boot.is_some()
+}
+
+/// A finding's fix as people make it by hand, as root.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HandFix {
+    /// The commands that make it now, one per setting (a command may span lines).
+    pub now: Vec<String>,
+    /// The kernel arguments, which take a reboot.
+    pub boot: Option<BootArgs>,
+    /// Settings no command makes (`id=value`).
+    pub unscripted: Vec<String>,
+}
+
+impl HandFix {
+    /// The hand fix of `remediation`.
+    pub(crate) fn of(remediation: &Remediation) -> Self {
+        let mut fix = HandFix {
+            boot: commands::boot_args(&remediation.settings),
+            ..HandFix::default()
+        };
+        for setting in &remediation.settings {
+            match commands::commands(setting) {
+                Some(lines) => fix.now.push(lines.join("\n")),
+                None if setting.layer == Layer::Boot && fix.boot.is_some() => {}
+                None => fix.unscripted.push(setting_text(setting)),
+            }
+        }
+        fix
+    }
+
+    /// Every line of it: the commands, then the grubby lines.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut lines = self.now.clone();
+        lines.extend(self.boot.iter().flat_map(commands::boot_commands));
+        lines
     }
 }
 
@@ -281,60 +422,6 @@ fn setting_text(setting: &Setting) -> String {
         },
         _ => format!("{}={}", setting.id, setting.value_for_people()),
     }
-}
-
-/// What a group of settings of one layer is called at the start of a fix line.
-fn layer_prefix(layer: Layer) -> &'static str {
-    match layer {
-        Layer::Boot => "kernel command line ",
-        Layer::Sysctl => "sysctl ",
-        Layer::Service => "service ",
-        Layer::File => "file ",
-        _ => "set ",
-    }
-}
-
-/// The one-line fix of a remediation: its settings grouped by layer (the first few), else
-/// its BIOS step, else the first sentence of its manual text.
-pub(crate) fn fix_line(remediation: &Remediation) -> Option<String> {
-    const SHOWN: usize = 3;
-    let settings = &remediation.settings;
-    if !settings.is_empty() {
-        let mut groups: Vec<(Layer, Vec<String>)> = Vec::new();
-        for setting in settings.iter().take(SHOWN) {
-            let text = setting_text(setting);
-            match groups.iter_mut().find(|(layer, _)| *layer == setting.layer) {
-                Some((_, texts)) => texts.push(text),
-                None => groups.push((setting.layer, vec![text])),
-            }
-        }
-        let mut line = groups
-            .iter()
-            .map(|(layer, texts)| {
-                let sep = if *layer == Layer::Boot { " " } else { ", " };
-                format!("{}{}", layer_prefix(*layer), texts.join(sep))
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        if settings.len() > SHOWN {
-            let _ = write!(line, " (+{} more)", settings.len() - SHOWN);
-        }
-        if let Some(step) = remediation.bios.first() {
-            let item = step.path.rsplit(" → ").next().unwrap_or(&step.path);
-            let _ = write!(line, "; or in the BIOS: {item} = {}", step.value);
-        }
-        return Some(line);
-    }
-    if let Some(step) = remediation.bios.first() {
-        return Some(format!(
-            "BIOS ({}): {} = {}",
-            step.firmware, step.path, step.value
-        ));
-    }
-    remediation
-        .manual
-        .as_deref()
-        .map(|m| first_sentence(m).to_string())
 }
 
 /// Wraps `text` at `width` columns with `indent` before every line.
@@ -427,6 +514,9 @@ pub(crate) fn render_explain(
             setting.layer.name(),
             if setting.reboot { ", after reboot" } else { "" }
         );
+    }
+    for line in HandFix::of(remediation).lines() {
+        let _ = writeln!(out, "  command:  {}", line.replace('\n', "\n            "));
     }
     for step in &remediation.bios {
         let _ = writeln!(

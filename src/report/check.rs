@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::host;
+use super::measure::explain::ExplainJson;
 use super::measure::jitter::aligned;
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
@@ -36,6 +37,8 @@ pub(crate) struct CheckReport<'a> {
     pub targets: &'a [TargetVerdict],
     /// Whether both runs measured every CPU to the end.
     pub complete: bool,
+    /// The jitter run's gaps by cause, when explained (the default; `--no-explain`).
+    pub causes: Option<&'a ExplainJson>,
 }
 
 impl CheckReport<'_> {
@@ -94,6 +97,10 @@ pub(crate) struct CheckBody<'a> {
     pub failures: Vec<String>,
     /// The NICs ethtool answered about (software interfaces without queues left out).
     pub nics: Vec<super::nic::NicSummary<'a>>,
+    /// The jitter run's gaps by cause per CPU (see the `explain` of `measure-jitter`);
+    /// absent with `--no-explain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causes: Option<&'a ExplainJson>,
 }
 
 /// The JSON document of a check.
@@ -119,6 +126,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         verdict: if failures.is_empty() { "pass" } else { "fail" },
         failures,
         nics: super::nic::summaries(report.machine),
+        causes: report.causes,
     };
     Document::new(Kind::Check, host(report.machine), body)
 }
@@ -292,6 +300,54 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         let _ = writeln!(out, "verdict:  PASS");
     } else {
         let _ = writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
+    }
+    if let Some(causes) = report.causes {
+        out.push_str(&top_causes(causes));
+    }
+    out
+}
+
+/// Causes named per CPU under the verdict.
+const TOP_CAUSES: usize = 3;
+
+/// Under the verdict: each CPU's causes with the most time, and the fix of each (the jitter
+/// run's documents in the bundle have them all).
+fn top_causes(causes: &ExplainJson) -> String {
+    let mut out = String::new();
+    if !causes.traced {
+        for note in &causes.notes {
+            let _ = writeln!(out, "causes:   not explained: {note}");
+        }
+        return out;
+    }
+    for cpu in &causes.cpus {
+        let _ = writeln!(
+            out,
+            "causes:   CPU {}, {} gaps, most time first:",
+            cpu.cpu, cpu.gaps
+        );
+        for c in cpu.causes.iter().take(TOP_CAUSES) {
+            let fix = match (&c.rule, &c.setting) {
+                (Some(rule), Some(setting)) => format!("; fix: {rule} {setting}"),
+                (Some(rule), None) => format!("; fix: {rule}"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} ({}): {} gaps, {} µs in all{fix}",
+                c.class.label(),
+                c.source,
+                c.count,
+                micros(c.total_ns as f64)
+            );
+        }
+    }
+    if causes.lost_events > 0 {
+        let _ = writeln!(
+            out,
+            "          the trace lost {} events: the gaps in their windows are unknown",
+            causes.lost_events
+        );
     }
     out
 }

@@ -9,7 +9,7 @@ use crate::document::{Document, Kind};
 use crate::machine::cpulist::CpuSet;
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::plan::freebsd::{FreeBsdPlan, SCRIPT_PATH};
-use crate::report::audit::render_findings;
+use crate::report::audit::{View, render_findings};
 use crate::tuning::profile_name::ProfileName;
 
 fn row(out: &mut String, label: &str, text: &str) {
@@ -111,8 +111,8 @@ pub fn render_inventory(m: &FreeBsdMachine) -> String {
     out
 }
 
-/// `lowlat audit` of a FreeBSD capture.
-pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding]) -> String {
+/// `lowlat audit` of a FreeBSD capture: the findings `view` shows.
+pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding], view: &View) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -125,7 +125,7 @@ pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding]) -> String {
         "machine:   {} (FreeBSD capture, {} CPUs)",
         m.host, m.ncpu
     );
-    render_findings(&mut out, findings);
+    render_findings(&mut out, findings, view);
     if !m.warnings.is_empty() {
         let _ = writeln!(
             out,

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod bios;
 pub(crate) mod check;
 pub mod compare;
+pub(crate) mod fix_script;
 pub mod freebsd;
 pub mod html;
 pub mod inventory;

@@ -855,6 +855,54 @@ impl SysRoot {
         Ok(())
     }
 
+    /// Mounts a tracefs at the directory `path` of the live machine. Under any other root
+    /// nothing can be mounted: the error says so (a tree stands for a machine whose tracefs
+    /// is mounted where its files are, or absent).
+    pub fn mount_tracefs(&self, path: &str) -> Result<(), WriteError> {
+        if !self.live {
+            return Err(WriteError::new(
+                path,
+                "mount tracefs",
+                io::Error::other("only on the live machine (--root is a directory tree)"),
+            ));
+        }
+        let target = std::ffi::CString::new(path)
+            .map_err(|e| WriteError::new(path, "mount tracefs", io::Error::other(e)))?;
+        // SAFETY: every pointer is a NUL-terminated string that outlives the call; no data.
+        let rc = unsafe {
+            libc::mount(
+                c"nodev".as_ptr(),
+                target.as_ptr(),
+                c"tracefs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(WriteError::new(
+                path,
+                "mount tracefs",
+                io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Unmounts what [`SysRoot::mount_tracefs`] mounted at `path` (lazily: a reader still
+    /// holding a file open does not keep it mounted in the namespace).
+    pub fn unmount(&self, path: &str) -> Result<(), WriteError> {
+        if !self.live {
+            return Ok(());
+        }
+        let target = std::ffi::CString::new(path)
+            .map_err(|e| WriteError::new(path, "unmount", io::Error::other(e)))?;
+        // SAFETY: a NUL-terminated string that outlives the call.
+        if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
+            return Err(WriteError::new(path, "unmount", io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
     /// Replaces (or creates) the regular file `path` with `bytes` atomically (see
     /// [`write_file_atomically`]). The directory must exist (see [`SysRoot::create_dirs`]).
     pub fn replace_file(&self, path: &str, bytes: &[u8], perms: Perms) -> Result<(), WriteError> {

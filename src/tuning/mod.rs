@@ -10,6 +10,7 @@
 //! It sits below audit, plan and apply and imports only the machine model, so each of them can
 //! use these words without importing another.
 
+pub(crate) mod commands;
 pub(crate) mod grouping;
 pub(crate) mod grub_block;
 pub mod installed_files;

@@ -29,6 +29,18 @@ pub enum Layer {
 }
 
 impl Layer {
+    /// Every layer, in the order the audit reports them.
+    pub const ALL: [Layer; 8] = [
+        Layer::Firmware,
+        Layer::Hardware,
+        Layer::Boot,
+        Layer::Sysctl,
+        Layer::Runtime,
+        Layer::Service,
+        Layer::File,
+        Layer::Domain,
+    ];
+
     /// Lower-case name as used in reports.
     pub fn name(self) -> &'static str {
         match self {

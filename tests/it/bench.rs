@@ -52,19 +52,119 @@ fn a_missed_target_is_exit_1() {
 }
 
 #[test]
-fn the_scripts_that_ignored_exit_codes_check_them_and_hold_their_targets() {
+fn a_run_whose_output_is_read_is_checked_and_targets_come_from_the_analysis() {
+    // bench_do keeps the output (a run the analysis reads) and stops on a crash.
+    let (code, stderr) = with_lib("bench_do 0 sh -c 'echo x; exit 134' > /dev/null; echo read");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("exited 134 (allowed: 0)"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, _) = with_lib(&format!(
+        "bench_do 0 echo kept > {}; bench_end",
+        out.display()
+    ));
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept\n");
+    // The targets an analysis writes: below, at least, and a file without one is a miss.
+    let targets = dir.path().join("targets");
+    std::fs::write(
+        &targets,
+        "below\tratio\t0.95\t1.0\nat-least\tTriad ratio\t0.98\t1.0\n",
+    )
+    .unwrap();
+    let (code, stderr) = with_lib(&format!("bench_targets {}; bench_end", targets.display()));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("TARGET MISSED: Triad ratio 0.98, below 1.0"),
+        "{stderr}"
+    );
+    std::fs::write(&targets, "below\tratio\t0.95\t1.0\n").unwrap();
+    assert_eq!(
+        with_lib(&format!("bench_targets {}; bench_end", targets.display())).0,
+        0
+    );
+    std::fs::write(&targets, "").unwrap();
+    let (code, stderr) = with_lib(&format!("bench_targets {}; bench_end", targets.display()));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no figure to judge"), "{stderr}");
+}
+
+/// Every bench script: the ones that time lowlat or set it against a peer.
+fn scripts() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for script in ["bench/audit.sh", "bench/compare.sh"] {
-        let text = std::fs::read_to_string(root.join(script)).unwrap();
-        assert!(text.contains(". bench/lib.sh"), "{script}");
+    let mut scripts: Vec<_> = std::fs::read_dir(root.join("bench"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh") && !p.ends_with("lib.sh"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 15, "{scripts:?}");
+    scripts
+}
+
+#[test]
+fn every_script_checks_its_runs_and_holds_its_targets() {
+    // Issue 32: only audit.sh and compare.sh did; the other 13 ignored crashes under `|| true`
+    // or exited with the crashed run's status, and had no target or exit code of their own.
+    for script in scripts() {
+        let name = script.display();
+        let text = std::fs::read_to_string(&script).unwrap();
         assert!(
-            !text.contains("|| true; t1="),
-            "{script} ignores a timed run's status"
+            text.contains(". bench/lib.sh") || text.contains(". \"$(dirname \"$0\")/lib.sh\""),
+            "{name} does not use bench/lib.sh"
         );
-        assert!(text.contains("bench_target "), "{script} has no target");
+        for line in text.lines() {
+            let runs_lowlat = line.contains("\"$LOWLAT\"") || line.contains("\"$bin\"");
+            assert!(
+                !(runs_lowlat && line.contains("|| true")),
+                "{name} ignores a run's status: {line}"
+            );
+        }
+        assert!(
+            [
+                "bench_target ",
+                "bench_targets ",
+                "bench_at_least ",
+                "bench_missed=1"
+            ]
+            .iter()
+            .any(|t| text.contains(t)),
+            "{name} has no target"
+        );
         assert!(
             text.trim_end().ends_with("bench_end"),
-            "{script} does not exit with its targets"
+            "{name} does not exit with its targets"
         );
+        assert!(text.contains("Target"), "{name} does not say its target");
+        let status = Command::new("bash")
+            .arg("-n")
+            .arg(&script)
+            .status()
+            .unwrap();
+        assert!(status.success(), "bash -n {name}");
+    }
+}
+
+#[test]
+fn shellcheck_passes_every_script() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for script in scripts() {
+        match Command::new("shellcheck")
+            .current_dir(root)
+            .args(["-x", "-P", "bench"])
+            .arg(&script)
+            .output()
+        {
+            Ok(out) => assert!(
+                out.status.success(),
+                "{}: {}",
+                script.display(),
+                String::from_utf8_lossy(&out.stdout)
+            ),
+            Err(_) => {
+                crate::support::missing_data("shellcheck (Debian package shellcheck)");
+                return;
+            }
+        }
     }
 }

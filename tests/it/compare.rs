@@ -395,6 +395,9 @@ fn bad_input_is_refused_naming_the_file() {
         ),
     );
     let cyclic = format!("{SAMPLES}/cyclictest/v-h200-p95-i1000-l3000.txt");
+    let data = env!("CARGO_MANIFEST_DIR");
+    let timer = format!("{data}/tests/data/compare/aa-quiet-2vcpu/measure-timer.json");
+    let membw = format!("{data}/tests/fixtures/report/membw.json");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let cases: Vec<(Vec<String>, String, &str)> = vec![
         (
@@ -431,6 +434,17 @@ fn bad_input_is_refused_naming_the_file() {
             vec![s(&good), "--".into(), s(&dir.path().join("gone.0"))],
             "gone.0".into(),
             "cannot read",
+        ),
+        // Two measurements in one arm and none shared with the other: which file holds what,
+        // and what to give (D12, issue 32: "holds timer wake-up latencies, other in arm A").
+        (
+            vec![s(&good), timer.clone(), "--".into(), membw],
+            format!(
+                "{timer}: holds timer wake-up latencies, while {} (also in arm A) holds \
+                 busy-loop interruptions",
+                s(&dir.path().join("good"))
+            ),
+            "share no measurement to compare: give runs of the same measurement on both sides of `--`",
         ),
         // A lowlat document without runs, named by its kind.
         (

@@ -106,6 +106,23 @@ fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
     let jitter = std::fs::read_to_string(out.join("lowlat-measure-jitter.1")).unwrap();
     assert!(jitter.contains(".TH lowlat-measure-jitter 1"), "{jitter}");
     assert!(jitter.contains("threshold"));
+    // The SYNOPSIS keeps the values options take (issue 32: `[--profile] [--isolate]`).
+    let plan = std::fs::read_to_string(out.join("lowlat-plan.1")).unwrap();
+    let synopsis = plan
+        .split(".SH SYNOPSIS\n")
+        .nth(1)
+        .and_then(|rest| rest.split(".SH").next())
+        .unwrap();
+    for shown in [
+        "[\\-\\-profile NAME]",
+        "[\\-\\-isolate CPULIST]",
+        "[\\-\\-out DIR]",
+        "[\\-\\-json]",
+    ] {
+        assert!(synopsis.contains(shown), "{shown} not in {synopsis}");
+    }
+    assert!(synopsis.starts_with("\\fBlowlat plan\\fR"), "{synopsis}");
+    assert!(!synopsis.contains("throughput"), "{synopsis}");
     // The subcommand pages are all there: one per subcommand at every depth.
     for page in ["lowlat-plan.1", "lowlat-apply.1", "lowlat-measure-hwlat.1"] {
         assert!(out.join(page).is_file(), "{page} missing");

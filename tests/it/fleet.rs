@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use super::report_html::{chromium, grey_variance};
 use super::support::{lowlat, missing_data};
 
 /// Writes a fleet of `hosts` hosts (with fleet.py's `flags`: `--bad`, `--bundles`, `--flat`)
@@ -251,9 +252,73 @@ fn the_page_and_the_html_name_the_outlier_and_its_field() {
         line.contains("firmware.bios_version: 9.99.9-planted; group: "),
         "{line}"
     );
-    let html = std::fs::read_to_string(html).unwrap();
+    let html_file = html;
+    let html = std::fs::read_to_string(&html_file).unwrap();
     assert!(html.contains("host-0006") && html.contains("9.99.9-planted"));
     assert!(html.contains("id=\"fleet\""));
+    // Issue 32: the statuses in the audit's order (they were by name: fail, inferred, pass…)
+    // and a chart of each rule's hosts by status, one mark per non-empty status.
+    assert!(
+        html.contains(
+            "<th>rule</th><th>pass</th><th>warn</th><th>fail</th><th>inferred</th><th>unknown</th><th>skipped</th>"
+        ),
+        "{html}"
+    );
+    let report = report_json(&fleet);
+    let rules = report["rules"].as_array().unwrap();
+    let marks: usize = rules
+        .iter()
+        .map(|r| {
+            r["hosts"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter(|n| n.as_u64() != Some(0))
+                .count()
+        })
+        .sum();
+    assert!(
+        html.contains(&format!(
+            "aria-label=\"Hosts per status, rule by rule\" data-points=\"{marks}\""
+        )),
+        "{marks} marks expected"
+    );
+    // The rows in the audit's order of the rules, as the document lists them.
+    let rows: Vec<&str> = html
+        .split("<tr><td><code>")
+        .skip(1)
+        .filter_map(|row| row.split("</code>").next())
+        .filter(|id| id.starts_with("LL-"))
+        .collect();
+    let ids: Vec<&str> = rules.iter().map(|r| r["rule"].as_str().unwrap()).collect();
+    assert_eq!(rows, ids);
+    assert_ne!(ids.first(), Some(&"LL-BOOST"), "not by name: {ids:?}");
+    // Drawn by a real browser: every mark there, and the page not blank.
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", html_file.display());
+    let Some(dom) = chromium(profile.path(), &["--dump-dom".into(), url.clone()]) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let drawn = dom
+        .split("aria-label=\"Hosts per status, rule by rule\"")
+        .nth(1)
+        .and_then(|svg| svg.split("</svg>").next())
+        .map(|svg| svg.matches("class=\"pt\"").count());
+    assert_eq!(drawn, Some(marks), "the browser's chart");
+    let shot = dir.path().join("fleet.png");
+    let shots = tempfile::tempdir().unwrap();
+    chromium(
+        shots.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400".into(),
+            url,
+        ],
+    )
+    .expect("chromium ran once already");
+    assert!(grey_variance(&shot) > 100.0, "the screenshot is blank");
 }
 
 #[test]

@@ -201,7 +201,7 @@ fn masks_are_shown_as_cpu_lists_labelled_with_the_mask() {
     on("kvm-guest-2vcpu", &["audit", "--profile", "realtime-guest"])
         .assert()
         .stdout(predicate::str::contains(
-            "fix: set irq:default:affinity=CPUs 0 (mask 1)",
+            "fix: echo 1 > /proc/irq/default_smp_affinity  # CPUs 0 (mask 1)",
         ));
     on("epyc7f32-2s", &["plan", "--diff"])
         .assert()

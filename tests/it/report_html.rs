@@ -286,7 +286,7 @@ fn a_hostile_host_name_and_command_render_as_text() {
 
 /// `chromium` with the flags of a locked-down headless run and an empty profile, under
 /// `unshare -n` (no network) when root; `None` when chromium is not installed.
-fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
+pub(crate) fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
     let flags = [
         "--headless",
         "--no-sandbox",
@@ -320,7 +320,7 @@ fn chromium(profile: &Path, args: &[String]) -> Option<std::process::Output> {
 }
 
 /// The variance of the grey level of a PNG's pixels.
-fn grey_variance(png_file: &Path) -> f64 {
+pub(crate) fn grey_variance(png_file: &Path) -> f64 {
     let decoder = png::Decoder::new(std::io::BufReader::new(
         std::fs::File::open(png_file).unwrap(),
     ));
@@ -751,4 +751,184 @@ fn a_stream_of_watch_samples_is_one_row_of_the_documents_table() {
     // Every sample is still embedded: the report renders again to the same bytes.
     let again = report(&[dir.path().join("r.html")], &dir.path().join("again.html"));
     assert!(again == html);
+}
+
+#[test]
+fn the_audit_table_has_a_fix_column_of_commands() {
+    // Issue 32, "Fixes users can run": the HTML audit table gets a fix column.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.json");
+    let out = lowlat(&["--root"])
+        .arg(crate::support::fixture("epyc7f32-2s"))
+        .args(["audit", "--json"])
+        .output()
+        .unwrap();
+    std::fs::write(&audit, &out.stdout).unwrap();
+    let page = dir.path().join("audit.html");
+    let html = report(&[audit], &page);
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.display());
+    let Some(dom) = chromium(profile.path(), &["--dump-dom".into(), url.clone()]) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    for page in [&html, &dom] {
+        assert!(page.contains("<th>fix (as root)</th>"), "{page}");
+        assert!(
+            page.contains("<pre class=\"fix\">sysctl -w kernel.numa_balancing=0</pre>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<pre class=\"fix\">echo 0 &gt; /proc/irq/8/smp_affinity_list</pre>"),
+            "{page}"
+        );
+        // 13 IRQ commands: 3 shown, 10 folded.
+        assert!(page.contains("<summary>10 more</summary>"), "{page}");
+        assert!(
+            page.contains(
+                "<div class=\"note\">at the next boot (grubby):</div><pre class=\"fix\">grubby --update-kernel=ALL --args=nohz_full=1-7,9-15</pre>"
+            ),
+            "{page}"
+        );
+    }
+    let shot = dir.path().join("audit.png");
+    let shots = tempfile::tempdir().unwrap();
+    chromium(
+        shots.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2000".into(),
+            url,
+        ],
+    )
+    .expect("chromium ran once already");
+    assert!(grey_variance(&shot) > 100.0, "the screenshot is blank");
+}
+
+#[test]
+fn peers_outputs_are_read_as_compare_reads_them_and_drawn() {
+    // Issue 32: report read lowlat documents only; compare's loader reads the peers' outputs.
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples");
+    let inputs: Vec<PathBuf> = [
+        "sysjitter/run-1000ns.0",
+        "sysjitter/run-1000ns.1",
+        "cyclictest/v-h200-p95-i1000-l3000.txt",
+        "cyclictest/summary-p95-i1000-l3000.txt",
+    ]
+    .iter()
+    .map(|f| samples.join(f))
+    .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("peers.html");
+    let html = report(&inputs, &page);
+    assert!(
+        html.contains("<section id=\"peers\"><h2>Peer tools' runs</h2>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("3 runs of peer tools"),
+        "sysjitter's two files are one run"
+    );
+    for shown in [
+        "busy-loop interruptions",
+        "timer wake-up latencies",
+        "(sysjitter --raw)",
+        "(cyclictest -v)",
+        "(cyclictest summary: figures as printed)",
+    ] {
+        assert!(html.contains(shown), "{shown}");
+    }
+    // The histograms hold every sample: the counts of their bins add up to the table's.
+    let count_in_table = |caption: &str| -> u64 {
+        let table = html
+            .split(caption)
+            .nth(1)
+            .unwrap()
+            .split("</table>")
+            .next()
+            .unwrap();
+        table
+            .split("<tr><td>")
+            .skip(1)
+            .map(|row| {
+                row.split("</td><td>")
+                    .nth(1)
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(count_in_table("(cyclictest -v)</caption>"), 3000);
+    // The charts: every point drawn, in a real browser too.
+    let in_file = charts(&html);
+    assert_eq!(
+        in_file.len(),
+        4,
+        "a histogram and an exceedance curve per latency family"
+    );
+    for (stated, drawn) in &in_file {
+        assert_eq!(stated, drawn);
+    }
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.display());
+    let Some(dom) = chromium(profile.path(), &["--dump-dom".into(), url.clone()]) else {
+        missing_data("chromium (Debian package chromium)");
+        return;
+    };
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    assert_eq!(charts(&dom), in_file, "the browser dropped a point");
+    let shot = dir.path().join("peers.png");
+    let shots = tempfile::tempdir().unwrap();
+    chromium(
+        shots.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400".into(),
+            url,
+        ],
+    )
+    .expect("chromium ran once already");
+    assert!(grey_variance(&shot) > 100.0, "the screenshot is blank");
+    // A text file that is neither is refused naming it and what report reads.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let out = lowlat(&["report"])
+        .arg(&notes)
+        .args(["-o", "/dev/null"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("notes.txt:1") && stderr.contains("the peers' outputs compare reads"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_check_with_causes_names_the_top_ones_and_their_fixes_in_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/explain/guide-run.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    check["causes"] = recorded["explain"].clone();
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(&[input], &dir.path().join("r.html"));
+    for expected in [
+        "CPU 1: what caused its 3789 gaps, most time first, and the fix",
+        "<td>task</td><td>report_html::ch</td><td>1</td>",
+        "<code>LL-TASKS-ON-ISOLATED</code>",
+        "<code>task:report_html::ch:affinity</code>",
+    ] {
+        assert!(html.contains(expected), "no {expected}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The rule catalogue, one module per layer, and helpers the checks share.
 
 pub(crate) mod boot;
+pub(crate) mod causes;
 pub(crate) mod domain;
 pub(crate) mod firmware;
 pub(crate) mod freebsd;

@@ -975,3 +975,38 @@ fn vm_placement_is_judged_by_checks_probe() {
     assert_eq!(f.status, Status::Unknown);
     assert!(f.observed.contains("no claim: 1 pair(s)"), "{}", f.observed);
 }
+
+#[test]
+fn an_irq_line_says_one_interrupt_in_the_singular() {
+    // D12 (issue 32): "1 interrupts on isolated CPUs".
+    let dir = tree(&[
+        (
+            "/proc/interrupts",
+            "           CPU0       CPU1       CPU2       CPU3\n \
+             30:          5          0          1          0   PCI-MSI 1-edge      eth0\n \
+             31:          5          0          0          2   PCI-MSI 2-edge      eth1\n",
+        ),
+        ("/proc/irq/30/smp_affinity_list", "2\n"),
+        ("/proc/irq/30/effective_affinity_list", "2\n"),
+        ("/proc/irq/31/smp_affinity_list", "3\n"),
+        ("/proc/irq/31/effective_affinity_list", "3\n"),
+    ]);
+    let finding = audit_one(&dir, "LL-IRQ-ON-ISOLATED", "none");
+    assert_eq!(finding.status, Status::Fail, "{finding:?}");
+    assert!(
+        finding
+            .details
+            .iter()
+            .any(|d| d.ends_with("effective 2, 1 interrupt on isolated CPUs")),
+        "{:?}",
+        finding.details
+    );
+    assert!(
+        finding
+            .details
+            .iter()
+            .any(|d| d.ends_with("effective 3, 2 interrupts on isolated CPUs")),
+        "{:?}",
+        finding.details
+    );
+}

@@ -91,10 +91,11 @@ impl<'a> IrqIndex<'a> {
             })
             .unwrap_or(0);
         format!(
-            "IRQ {} {name}: affinity {}, effective {}, {on_iso} interrupts on isolated CPUs",
+            "IRQ {} {name}: affinity {}, effective {}, {} on isolated CPUs",
             irq.number,
             irq.affinity.get().map_or("?".to_string(), cpus),
             irq.effective_affinity.get().map_or("?".to_string(), cpus),
+            crate::units::plural(on_iso, "interrupt", "interrupts"),
         )
     }
 }

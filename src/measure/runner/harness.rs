@@ -154,6 +154,16 @@ pub(crate) fn catch_interrupt() {
     }
 }
 
+/// Makes SIGTERM end a run as Ctrl-C does (the run stops, its results are written and
+/// whatever it changed, a trace session, is undone) rather than kill the process at once.
+/// Installed only by what must be undone: without it SIGTERM keeps its default.
+pub(crate) fn catch_terminate() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+    }
+}
+
 /// Ends the sleep (`clock_nanosleep`) thread `tid` of this process is in, if any, so that it
 /// sees its stop flag now rather than at its next deadline. Needs [`catch_interrupt`] first.
 pub(crate) fn wake_thread(tid: u32) {
@@ -223,7 +233,7 @@ pub(crate) fn fifo_permitted(priority: u8) -> std::io::Result<()> {
     })
 }
 
-/// Blocks (`true`) or unblocks (`false`) SIGINT in the calling thread. Threads inherit the
+/// Blocks (`true`) or unblocks (`false`) SIGINT and SIGTERM in the calling thread. Threads inherit the
 /// mask of the thread that creates them: blocking it before spawning the measuring threads
 /// keeps Ctrl-C off the measured CPUs, and the main thread takes it instead.
 pub(crate) fn block_interrupt(block: bool) {
@@ -233,6 +243,7 @@ pub(crate) fn block_interrupt(block: bool) {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
         let how = if block {
             libc::SIG_BLOCK
         } else {

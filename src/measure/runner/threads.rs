@@ -311,11 +311,14 @@ impl<R> Finished<R> {
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
-/// `measure` fills the record of every thread that can. Fails when a thread cannot be started.
+/// `measure` fills the record of every thread that can. With `drain` (a period and a call: a
+/// trace's buffers), a helper thread (on the main thread's CPUs, off the measured ones) makes
+/// the call every period until the stop. Fails when a thread cannot be started.
 pub(crate) fn run_loops<R: Send>(
     session: &Session,
     plan: &LoopPlan,
     progress: String,
+    drain: Option<(Duration, &(dyn Fn() + Sync))>,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Result<Finished<R>, SpawnError> {
@@ -327,6 +330,14 @@ pub(crate) fn run_loops<R: Send>(
         helpers.extend(injectors);
         counts
     });
+    if let Some((every, drain)) = drain {
+        helpers.push(Box::new(move |stop: &StopFlag| {
+            let every = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
+            while !stop.sleep_until(harness::monotonic_ns().saturating_add(every)) {
+                drain();
+            }
+        }));
+    }
     let mut observer = CounterObserver::new(root, &plan.cpus, progress);
     let outcome = run(
         &plan.cpus,
@@ -514,6 +525,7 @@ mod tests {
             &session,
             &plan,
             "test run".to_string(),
+            None,
             |_| {
                 // The first thread to set up is refused, the other measures.
                 let first = !refused.swap(true, Ordering::Relaxed);

@@ -75,7 +75,6 @@ impl Tsc {
     }
 
     /// Converts ticks to nanoseconds (truncated).
-    #[cfg(test)]
     pub(crate) fn ns(&self, ticks: u64) -> u64 {
         ticks_to_ns(ticks, self.hz)
     }

@@ -14,8 +14,11 @@ mod svg;
 pub use embed::{DOCUMENTS_ID, EmbedError};
 pub use source::{Source, SourceError};
 
-/// The report of `sources`, in the order given.
-pub fn render(sources: &[Source]) -> Result<String, SourceError> {
-    let sections = sections::all(sources)?;
+use crate::compare::run::Run;
+
+/// The report of `sources`, in the order given, and of peer tools' `runs` (drawn, not
+/// embedded).
+pub fn render(sources: &[Source], runs: &[Run]) -> Result<String, SourceError> {
+    let sections = sections::all(sources, runs)?;
     Ok(page::page(sources, &sections))
 }

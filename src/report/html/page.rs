@@ -30,6 +30,8 @@ figcaption { font-size: 13px; color: #444; }
 svg.chart { width: 100%; height: auto; max-width: 1000px; display: block; font-size: 11px; }
 svg .grid { stroke: #eee; }
 details summary { cursor: pointer; color: #0072b2; font-size: 13px; }
+pre.fix { margin: 0 0 2px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+div.note { color: #555; font-size: 12px; }
 p.from { color: #555; margin: 14px 0 4px; }
 tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
 tr.status-warn td:first-child { color: #a60; font-weight: 600; }

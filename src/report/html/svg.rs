@@ -605,3 +605,91 @@ mod tests {
         assert_eq!(svg.matches('z').count(), 2 * n);
     }
 }
+
+/// One part of the bars of a [`stacked_bars`] chart: its name in the legend and its colour.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Part<'a> {
+    /// The name (`fail`).
+    pub name: &'a str,
+    /// The fill colour.
+    pub colour: &'a str,
+}
+
+/// Height of one bar of a [`stacked_bars`] chart, px.
+const STACK_ROW: f64 = 14.0;
+
+/// Horizontal bars, one per row (its label left of it), each split into `parts` in order:
+/// how the things counted (`unit`: hosts) of each row divide. One scale for every row, so bars
+/// of rows with fewer things are shorter; empty parts are not drawn.
+pub(crate) fn stacked_bars(
+    title: &str,
+    parts: &[Part],
+    rows: &[(String, Vec<usize>)],
+    unit: &str,
+) -> Markup {
+    let longest = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    // Labels are upper-case ids (`LL-SYSCTL-…`): about 7.4 px a character at 11 px.
+    let left = (longest as f64 * 7.4 + 12.0).clamp(LEFT, 420.0);
+    let span = WIDTH - PLOT_RIGHT - left;
+    let most = rows
+        .iter()
+        .map(|(_, counts)| counts.iter().sum::<usize>())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let drawn = rows
+        .iter()
+        .flat_map(|(_, counts)| counts.iter())
+        .filter(|&&n| n > 0)
+        .count();
+    let bottom = TOP + rows.len() as f64 * STACK_ROW;
+    let height = bottom + BOTTOM + LEGEND_LINE;
+    let at = |n: f64| left + span * n / most;
+    // Each row's non-empty parts: (part, count, where it starts).
+    let segments: Vec<Vec<(&Part, usize, usize)>> = rows
+        .iter()
+        .map(|(_, counts)| {
+            let mut from = 0;
+            parts
+                .iter()
+                .zip(counts)
+                .filter_map(|(part, &n)| {
+                    from += n;
+                    (n > 0).then_some((part, n, from - n))
+                })
+                .collect()
+        })
+        .collect();
+    html! {
+        svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img" aria-label=(title)
+            data-points=(drawn) {
+            @for (r, ((label, _), row)) in rows.iter().zip(&segments).enumerate() {
+                @let y = TOP + r as f64 * STACK_ROW;
+                text x=(r1(left - 6.0)) y=(r1(y + STACK_ROW - 3.0)) text-anchor="end" fill="#222" { (label) }
+                @for &(part, n, from) in row {
+                    rect.pt x=(r1(at(from as f64))) y=(r1(y + 1.0)) width=(r1(at((from + n) as f64) - at(from as f64)))
+                        height=(r1(STACK_ROW - 2.0)) fill=(part.colour) {
+                        title { (label) ": " (n) " " (unit) " " (part.name) }
+                    }
+                }
+            }
+            g.axes stroke="#888" fill="#222" {
+                line x1=(r1(left)) y1=(r1(bottom)) x2=(r1(left + span)) y2=(r1(bottom)) {}
+                @for t in [0.0, most / 2.0, most] {
+                    line x1=(r1(at(t))) y1=(r1(bottom)) x2=(r1(at(t))) y2=(r1(bottom + 4.0)) {}
+                    text x=(r1(at(t))) y=(r1(bottom + 16.0)) text-anchor="middle" stroke="none" { (num(t)) }
+                }
+                text x=(r1(left + span / 2.0)) y=(r1(bottom + 34.0)) text-anchor="middle" stroke="none" { (unit) }
+            }
+            @for (i, part) in parts.iter().enumerate() {
+                @let x = LEFT + i as f64 * 100.0;
+                rect x=(r1(x)) y=(r1(bottom + BOTTOM)) width="10" height="10" fill=(part.colour) {}
+                text.legend x=(r1(x + 14.0)) y=(r1(bottom + BOTTOM + 9.0)) fill="#222" { (part.name) }
+            }
+        }
+    }
+}

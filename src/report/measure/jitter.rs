@@ -1,6 +1,7 @@
 //! The jitter result: its JSON form, the plain terminal table, and the bridges to the
 //! sysjitter and oslat printers.
 
+use super::explain::{self, ExplainJson};
 use super::header::Measured;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
@@ -37,6 +38,9 @@ pub(crate) struct JitterResult {
     pub conditions: RunConditions,
     /// One entry per measured CPU.
     pub cpus: Vec<JitterCpu>,
+    /// Each gap's cause, per CPU (`--explain` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainJson>,
 }
 
 /// One measured CPU in the JSON.
@@ -200,6 +204,7 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
         counter: run.tsc,
         conditions: RunConditions::of(&run.request.plan, &run.session),
         cpus,
+        explain: run.explanation.as_ref().map(explain::json),
     };
     Measured { header, figures }
 }
@@ -334,6 +339,9 @@ pub(crate) fn table(run: &JitterRun) -> String {
     }
     out.push_str(&shared_lines(&run.session.shared));
     out.push_str(&notes(run));
+    if let Some(explanation) = &result.explain {
+        out.push_str(&explain::text(explanation));
+    }
     out
 }
 

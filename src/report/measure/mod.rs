@@ -1,6 +1,7 @@
 //! The measure engines' results: the JSON document every engine writes (its body and the
 //! shared result header) and the terminal printers of each engine.
 
+pub(crate) mod explain;
 pub(crate) mod hardware;
 pub(crate) mod header;
 pub(crate) mod jitter;

@@ -448,8 +448,8 @@ pub fn render(entries: &[Entry]) -> String {
     let unknown = entries.len() - same - change;
     let _ = writeln!(
         out,
-        "{} settings: {same} already as planned, {change} to change ({reboot} of them at the next boot), {unknown} unknown",
-        entries.len()
+        "{}: {same} already as planned, {change} to change ({reboot} of them at the next boot), {unknown} unknown",
+        crate::units::plural(entries.len(), "setting", "settings")
     );
     out.push_str("  = already as planned   ~ to change   ? current value unknown\n\n");
     let width = entries

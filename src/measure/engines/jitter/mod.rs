@@ -10,7 +10,13 @@ use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
+use crate::measure::trace::explain::TraceGap;
+use crate::measure::trace::{self, Capture, CpuGaps, Explanation, TraceClock, Tracing, tracefs};
 use busy::{BusyRecord, LoopConfig};
+
+/// An IPI is matched with its sender when it arrives at most this long after it was sent,
+/// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
+const IPI_WINDOW_NS: u64 = 1_000_000;
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
 /// for its own sizing run.
@@ -27,6 +33,8 @@ pub(crate) struct JitterRequest {
     pub priority: Option<u8>,
     /// Interruptions kept per CPU at most.
     pub max_gaps: usize,
+    /// Whether to trace the measured CPUs and give each gap its cause (`--explain`).
+    pub explain: bool,
 }
 
 /// A finished jitter measurement.
@@ -38,12 +46,19 @@ pub(crate) struct JitterRun {
     pub tsc: Tsc,
     /// What each CPU's busy loop recorded, and the conditions of the run.
     pub session: Finished<BusyRecord>,
+    /// Each gap's cause, when asked (`--explain`).
+    pub explanation: Option<Explanation>,
 }
 
 impl Merge for JitterRun {
     fn merge(&mut self, later: Self) {
         self.request.plan.duration += later.request.plan.duration;
         self.session.merge(later.session);
+        match (&mut self.explanation, later.explanation) {
+            (Some(explanation), Some(more)) => explanation.merge(more),
+            (explanation @ None, more) => *explanation = more,
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -85,18 +100,63 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         request.threshold_ns
     );
     let priority = request.priority;
+    let cpus: CpuSet = plan.cpus.iter().copied().collect();
+    let tracing = request
+        .explain
+        .then(|| Tracing::start(session.root(), &cpus, TraceClock::X86Tsc, plan.duration));
+    let running = tracing.as_ref().and_then(|t| t.as_ref().ok());
+    let drain = running.map(|t| move || t.drain());
     let finished = threads::run_loops(
         session,
         plan,
         progress,
+        drain
+            .as_ref()
+            .map(|d| (tracefs::DRAIN_EVERY, d as &(dyn Fn() + Sync))),
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
     )?;
+    let explanation = tracing.map(|tracing| match tracing {
+        Ok(tracing) => explain(tracing.finish(), &finished, &tsc),
+        Err(reason) => Explanation::unavailable(&reason),
+    });
     Ok(JitterRun {
         request,
         tsc,
         session: finished,
+        explanation,
     })
+}
+
+/// Joins the gaps of every CPU with the trace. The trace clock is `x86-tsc`, the counter
+/// the loop reads: a gap's ends are its timestamps as they are, without conversion.
+fn explain(capture: Capture, finished: &Finished<BusyRecord>, tsc: &Tsc) -> Explanation {
+    let cpus: Vec<CpuGaps> = finished
+        .cpus
+        .iter()
+        .filter(|c| c.setup_error.is_none())
+        .map(|c| CpuGaps {
+            cpu: c.cpu,
+            loop_tid: c.tid,
+            start: c.record.start,
+            gaps: c
+                .record
+                .gaps
+                .iter()
+                .map(|g| TraceGap {
+                    start: g.end.saturating_sub(g.ticks),
+                    end: g.end,
+                })
+                .collect(),
+        })
+        .collect();
+    trace::explanation(
+        &capture,
+        TraceClock::X86Tsc,
+        &cpus,
+        tsc.ticks(IPI_WINDOW_NS),
+        &|ticks| tsc.ns(ticks),
+    )
 }
 
 /// Runs on the measuring thread: pin, priority, buffers (allocated after pinning, so they

@@ -88,6 +88,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         session,
         plan,
         progress,
+        None,
         |cpu| {
             // Pinned first, so the histograms are allocated on the CPU's node.
             let error = threads::prepare_thread(cpu, fifo_priority);

@@ -8,7 +8,22 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::from;
+use crate::audit::Status;
 use crate::report::html::source::{Source, SourceError};
+use crate::report::html::svg::{self, Part};
+
+/// The colour of a status in charts (colour-blind safe: green, orange, vermilion, blues,
+/// greys).
+fn status_colour(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "#009e73",
+        Status::Warn => "#e69f00",
+        Status::Fail => "#d55e00",
+        Status::Inferred => "#56b4e9",
+        Status::Unknown => "#999999",
+        Status::Skipped => "#dddddd",
+    }
+}
 
 #[derive(Deserialize)]
 struct Fleet {
@@ -87,11 +102,26 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     let mut parts = Vec::new();
     for source in sources {
         let fleet: Fleet = source.view()?;
-        let statuses: Vec<&String> = fleet
+        // The statuses in the audit's order (pass, warn, fail, ...), not by name.
+        let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.name()).collect();
+        let rows: Vec<(String, Vec<usize>)> = fleet
             .rules
-            .first()
-            .map(|r| r.hosts.keys().collect())
-            .unwrap_or_default();
+            .iter()
+            .map(|r| {
+                let counts = statuses
+                    .iter()
+                    .map(|s| r.hosts.get(*s).copied().unwrap_or(0));
+                (r.rule.clone(), counts.collect())
+            })
+            .collect();
+        let legend: Vec<Part> = Status::ALL
+            .iter()
+            .map(|s| Part {
+                name: s.name(),
+                colour: status_colour(*s),
+            })
+            .collect();
+        let chart = svg::stacked_bars("Hosts per status, rule by rule", &legend, &rows, "hosts");
         parts.push(html! {
             (from(source))
             p { (fleet.hosts) " hosts judged by the profile " strong { (fleet.profile) } " in "
@@ -142,12 +172,12 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                 }
             }
             h3 { "Rules: hosts per status" }
+            figure { (chart) figcaption { "Each rule's hosts by status, in the audit's order of the rules." } }
             table.matrix {
                 thead { tr { th { "rule" } @for s in &statuses { th { (s) } } } }
                 tbody {
-                    @for rule in &fleet.rules {
-                        tr { td { code { (rule.rule) } }
-                             @for s in &statuses { td { (rule.hosts.get(*s).copied().unwrap_or(0)) } } }
+                    @for (rule, counts) in &rows {
+                        tr { td { code { (rule) } } @for n in counts { td { (n) } } }
                     }
                 }
             }

@@ -218,7 +218,7 @@ fn bins(cpus: &[CpuDistribution]) -> BTreeMap<u64, u64> {
 }
 
 /// The fraction of events at or above each bin.
-fn ccdf(bins: &BTreeMap<u64, u64>) -> Vec<(f64, f64)> {
+pub(super) fn ccdf(bins: &BTreeMap<u64, u64>) -> Vec<(f64, f64)> {
     let total: u64 = bins.values().sum();
     let mut above = total;
     let mut points = Vec::with_capacity(bins.len());
@@ -289,7 +289,7 @@ fn distributions(runs: &[Run], event: &str, extra_headers: &[&str]) -> Option<Ma
 }
 
 /// The points of overlaid series as one table: a row per point, a column per series.
-fn series_table(series: &[Series], x: &str, y: &str) -> Markup {
+pub(super) fn series_table(series: &[Series], x: &str, y: &str) -> Markup {
     html! {
         @for s in series {
             table {

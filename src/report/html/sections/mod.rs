@@ -7,12 +7,14 @@ mod fleet;
 mod hardware;
 mod latency;
 mod machine;
+mod peers;
 mod setup;
 mod verdict;
 
 use maud::{Markup, html};
 
 use super::source::{Source, SourceError};
+use crate::compare::run::Run;
 use crate::document::Kind;
 
 /// One titled part of the page, linked from the table of contents.
@@ -26,8 +28,8 @@ pub(crate) struct Section {
     pub body: Markup,
 }
 
-/// Every section the documents allow, in the report's fixed order.
-pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
+/// Every section the documents and the peers' runs allow, in the report's fixed order.
+pub(crate) fn all(sources: &[Source], runs: &[Run]) -> Result<Vec<Section>, SourceError> {
     let of =
         |kind: Kind| -> Vec<&Source> { sources.iter().filter(|s| s.header.kind == kind).collect() };
     let parts = [
@@ -95,6 +97,7 @@ pub(crate) fn all(sources: &[Source]) -> Result<Vec<Section>, SourceError> {
             "IPI throughput",
             cross::ipi_mesh(&of(Kind::MeasureIpiMesh))?,
         ),
+        ("peers", "Peer tools' runs", peers::section(runs)),
     ];
     let mut sections: Vec<Section> = parts
         .into_iter()

@@ -7,7 +7,44 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::from;
+use crate::audit::{Remediation, Status};
+use crate::report::audit::HandFix;
 use crate::report::html::source::{Source, SourceError};
+use crate::tuning::commands;
+
+/// Fix commands shown in a finding's row; the rest fold under "N more".
+const FIX_COMMANDS: usize = 3;
+
+/// A finding's fix: its commands (the first few, the rest folded), else its BIOS step or
+/// manual text.
+fn fix_cell(remediation: &Remediation) -> Markup {
+    let fix = HandFix::of(remediation);
+    let boot = fix
+        .boot
+        .as_ref()
+        .map(commands::boot_commands)
+        .unwrap_or_default();
+    let lines = fix.now;
+    let (shown, folded) = lines.split_at(lines.len().min(FIX_COMMANDS));
+    let other = remediation
+        .bios
+        .first()
+        .map(|step| format!("BIOS ({}): {} = {}", step.firmware, step.path, step.value))
+        .or_else(|| remediation.manual.clone());
+    html! {
+        @for line in shown { pre.fix { (line) } }
+        @if !folded.is_empty() {
+            details { summary { (folded.len()) " more" } @for line in folded { pre.fix { (line) } } }
+        }
+        @if !boot.is_empty() {
+            div.note { "at the next boot (grubby):" }
+            @for line in &boot { pre.fix { (line) } }
+        }
+        @if let Some(other) = other {
+            @if lines.is_empty() && boot.is_empty() { (other) } @else { div.note { "or " (other) } }
+        }
+    }
+}
 
 #[derive(Deserialize)]
 struct Audit {
@@ -30,6 +67,8 @@ struct Finding {
     severity: String,
     observed: String,
     expected: String,
+    #[serde(default)]
+    remediation: Remediation,
 }
 
 #[derive(Deserialize)]
@@ -94,26 +133,35 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     let mut parts = Vec::new();
     for source in sources {
         let audit: Audit = source.view()?;
-        let mut by_layer: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+        // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
+        let mut by_layer: Vec<(&str, Vec<&Finding>)> = Vec::new();
         for f in audit.findings.iter().filter(|f| f.status != "pass") {
-            by_layer.entry(&f.layer).or_default().push(f);
+            match by_layer.iter_mut().find(|(layer, _)| *layer == f.layer) {
+                Some((_, findings)) => findings.push(f),
+                None => by_layer.push((&f.layer, vec![f])),
+            }
         }
+        let counts: Vec<(&str, u64)> = Status::ALL
+            .iter()
+            .filter_map(|s| Some((s.name(), *audit.counts.get(s.name())?)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
         parts.push(html! {
             (from(source))
             p { "Profile " strong { (audit.profile.name) } ": "
-                @for (i, (status, n)) in audit.counts.iter().enumerate() {
+                @for (i, (status, n)) in counts.iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
             }
             @for (layer, findings) in &by_layer {
                 h3 { "Layer: " (layer) " (" (findings.len()) ")" }
                 table {
-                    thead { tr { th { "status" } th { "severity" } th { "rule" } th { "finding" } th { "observed" } th { "expected" } } }
+                    thead { tr { th { "status" } th { "severity" } th { "rule" } th { "finding" } th { "observed" } th { "expected" } th { "fix (as root)" } } }
                     tbody {
                         @for f in findings {
                             tr class=(format!("status-{}", f.status)) {
                                 td { (f.status) } td { (f.severity) } td { code { (f.rule) } } td { (f.title) }
-                                td { (f.observed) } td { (f.expected) }
+                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
                             }
                         }
                     }

@@ -1,6 +1,7 @@
 //! The verdict of a `check` document, first in the report: PASS or FAIL with why, the CPUs
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
-//! and the audit's failed rules. The view reads only what it shows, and reads targets and
+//! each CPU's top causes of its gaps with their fixes (`--explain`, a check's default), and
+//! the audit's failed rules. The view reads only what it shows, and reads targets and
 //! values leniently (a target's limit as the document states it), so a richer check document
 //! still renders.
 
@@ -33,6 +34,9 @@ struct Check {
     /// The NICs (absent from checks made before lowlat read NICs).
     #[serde(default)]
     nics: Vec<NicSummary>,
+    /// The gaps by cause (checks made without tracing have none).
+    #[serde(default)]
+    causes: Option<Causes>,
 }
 
 #[derive(Deserialize)]
@@ -40,6 +44,37 @@ struct NicSummary {
     interface: String,
     summary: String,
 }
+
+#[derive(Deserialize)]
+struct Causes {
+    traced: bool,
+    #[serde(default)]
+    notes: Vec<String>,
+    #[serde(default)]
+    cpus: Vec<CpuCauses>,
+}
+
+#[derive(Deserialize)]
+struct CpuCauses {
+    cpu: u32,
+    gaps: u64,
+    #[serde(default)]
+    causes: Vec<Cause>,
+}
+
+#[derive(Deserialize)]
+struct Cause {
+    class: String,
+    source: String,
+    count: u64,
+    total_ns: u64,
+    max_ns: u64,
+    rule: Option<String>,
+    setting: Option<String>,
+}
+
+/// Causes shown per CPU in the verdict.
+const TOP_CAUSES: usize = 5;
 
 #[derive(Deserialize)]
 struct Profile {
@@ -175,6 +210,26 @@ fn one(source: &Source, c: &Check) -> Markup {
                     tr { td { code { (n.interface) } }
                          td { (n.summary.strip_prefix(&format!("{}: ", n.interface)).unwrap_or(&n.summary)) } }
                 } }
+            }
+        }
+        @if let Some(causes) = &c.causes {
+            @if causes.traced {
+                @for cpu in &causes.cpus {
+                    table.causes {
+                        caption { "CPU " (cpu.cpu) ": what caused its " (cpu.gaps) " gaps, most time first, and the fix" }
+                        thead { tr { th { "class" } th { "source" } th { "gaps" } th { "total (µs)" } th { "longest (µs)" } th { "rule" } th { "setting" } } }
+                        tbody {
+                            @for k in cpu.causes.iter().take(TOP_CAUSES) {
+                                tr { td { (k.class) } td { (k.source) } td { (k.count) } td { (micros(k.total_ns)) }
+                                     td { (micros(k.max_ns)) }
+                                     td { @if let Some(r) = &k.rule { code { (r) } } @else { "–" } }
+                                     td { @if let Some(s) = &k.setting { code { (s) } } @else { "–" } } }
+                            }
+                        }
+                    }
+                }
+            } @else {
+                p { "Gaps not explained: " (causes.notes.join("; ")) }
             }
         }
         p { "Audit: " (c.audit_counts.fail) " fail, " (c.audit_counts.warn) " warn, " (c.audit_counts.pass) " pass"

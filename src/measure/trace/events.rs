@@ -1,0 +1,543 @@
+//! The fixed set of kernel tracepoints lowlat enables to explain gaps, the fields its parser
+//! reads from each (checked against the event's `format` file before it is enabled: an event
+//! whose format lacks one is refused by name, the others still explain), and the parser of
+//! the lines `per_cpu/cpuN/trace_pipe` prints for them.
+//!
+//! Text rather than `trace_pipe_raw`: the text is the events' own `print fmt`, stable across
+//! kernels for these tracepoints, needs no binary layout per kernel (field offsets, sub-buffer
+//! headers, time-extend records), and the reader runs on the housekeeping CPUs, off the
+//! measured ones, so its cost is not in the measurement. Each line is parsed as it is read
+//! into a compact [`Event`] (24 bytes; names interned in [`Symbols`]).
+
+use std::collections::HashMap;
+
+/// One enabled tracepoint: its subsystem, name and the fields its line's parser reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tracepoint {
+    /// The subsystem (`events/<system>`).
+    pub system: &'static str,
+    /// The event (`events/<system>/<name>`).
+    pub name: &'static str,
+    /// Fields its `format` file must declare for the parser to read its lines.
+    pub fields: &'static [&'static str],
+    /// Recorded on the measured CPUs (`true`) or on every CPU, filtered by target (the
+    /// senders of IPIs, in the second instance).
+    pub on_measured: bool,
+}
+
+/// The tracepoints, in the order they are enabled. `ipi_send_cpu`/`ipi_send_cpumask` exist
+/// from Linux 6.6; before, `ipi_raise` is used (no callsite; the sender still named).
+pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
+    tp("irq", "irq_handler_entry", &["irq", "name"]),
+    tp("irq", "softirq_entry", &["vec"]),
+    tp("irq_vectors", "local_timer_entry", &["vector"]),
+    tp("irq_vectors", "call_function_entry", &["vector"]),
+    tp("irq_vectors", "call_function_single_entry", &["vector"]),
+    tp("irq_vectors", "reschedule_entry", &["vector"]),
+    tp("irq_vectors", "irq_work_entry", &["vector"]),
+    tp("irq_vectors", "x86_platform_ipi_entry", &["vector"]),
+    tp("irq_vectors", "thermal_apic_entry", &["vector"]),
+    tp("timer", "hrtimer_expire_entry", &["hrtimer", "function"]),
+    tp("timer", "tick_stop", &["success", "dependency"]),
+    tp(
+        "sched",
+        "sched_switch",
+        &["prev_comm", "prev_pid", "next_comm", "next_pid"],
+    ),
+    tp("sched", "sched_wakeup", &["comm", "pid", "target_cpu"]),
+    tp(
+        "workqueue",
+        "workqueue_execute_start",
+        &["work", "function"],
+    ),
+    tp("tlb", "tlb_flush", &["reason", "pages"]),
+    tp("nmi", "nmi_handler", &["handler", "delta_ns"]),
+    sender("ipi", "ipi_send_cpu", &["cpu", "callsite", "callback"]),
+    sender(
+        "ipi",
+        "ipi_send_cpumask",
+        &["cpumask", "callsite", "callback"],
+    ),
+];
+
+/// The IPI senders' event of kernels before 6.6, used when `ipi_send_cpu` is missing.
+pub(crate) const IPI_RAISE: Tracepoint = sender("ipi", "ipi_raise", &["target_cpus", "reason"]);
+
+const fn tp(
+    system: &'static str,
+    name: &'static str,
+    fields: &'static [&'static str],
+) -> Tracepoint {
+    Tracepoint {
+        system,
+        name,
+        fields,
+        on_measured: true,
+    }
+}
+
+const fn sender(
+    system: &'static str,
+    name: &'static str,
+    fields: &'static [&'static str],
+) -> Tracepoint {
+    Tracepoint {
+        system,
+        name,
+        fields,
+        on_measured: false,
+    }
+}
+
+impl Tracepoint {
+    /// `system/name`, as the user reads it.
+    pub(crate) fn id(&self) -> String {
+        format!("{}/{}", self.system, self.name)
+    }
+
+    /// The fields of `fields` that the `format` text lacks (empty: the parser can read it).
+    pub(crate) fn missing_fields(&self, format: &str) -> Vec<&'static str> {
+        self.fields
+            .iter()
+            .copied()
+            .filter(|field| {
+                !format.lines().any(|line| {
+                    line.trim_start()
+                        .strip_prefix("field:")
+                        .and_then(|decl| decl.split(';').next())
+                        .is_some_and(|decl| {
+                            let name = decl.rsplit([' ', '*']).next().unwrap_or("");
+                            name.split('[').next() == Some(field)
+                        })
+                })
+            })
+            .collect()
+    }
+}
+
+/// An interned name (a task's comm, an IRQ's name, a kernel function).
+pub(crate) type Sym = u32;
+
+/// Names seen in a trace, each stored once.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Symbols {
+    names: Vec<String>,
+    index: HashMap<String, Sym>,
+}
+
+impl Symbols {
+    /// The symbol of `name`, added when new.
+    pub(crate) fn intern(&mut self, name: &str) -> Sym {
+        if let Some(&sym) = self.index.get(name) {
+            return sym;
+        }
+        let sym = Sym::try_from(self.names.len()).unwrap_or(Sym::MAX);
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), sym);
+        sym
+    }
+
+    /// The name of `sym` (empty for one never interned).
+    pub(crate) fn name(&self, sym: Sym) -> &str {
+        self.names.get(sym as usize).map_or("", String::as_str)
+    }
+}
+
+/// The x86 vectors the `irq_vectors` events name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Vector {
+    /// The local APIC timer (the tick and every hrtimer).
+    LocalTimer,
+    /// A function-call IPI to several CPUs (`smp_call_function`).
+    CallFunction,
+    /// A function-call IPI to this CPU alone.
+    CallFunctionSingle,
+    /// The scheduler's reschedule IPI.
+    Reschedule,
+    /// An irq_work self-IPI.
+    IrqWork,
+    /// The platform IPI (hypervisor callbacks, posted interrupts).
+    PlatformIpi,
+    /// The thermal interrupt.
+    Thermal,
+}
+
+/// What one traced event says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum What {
+    /// A device IRQ's handler ran.
+    Irq {
+        /// The IRQ number.
+        irq: u32,
+        /// Its action's name.
+        name: Sym,
+    },
+    /// A softirq ran (vector number 0-9: HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL,
+    /// TASKLET, SCHED, HRTIMER, RCU).
+    Softirq(u8),
+    /// An APIC vector's handler ran.
+    Vector(Vector),
+    /// An hrtimer expired; its callback.
+    Hrtimer(Sym),
+    /// The tick could not stop (`success=0`): why.
+    TickKept(Sym),
+    /// The scheduler switched to task `pid` (`comm`).
+    Switch {
+        /// The next task's pid (0: idle).
+        pid: u32,
+        /// Its comm.
+        comm: Sym,
+    },
+    /// Task `pid` was woken (made runnable) by what ran on this CPU.
+    Wakeup(u32),
+    /// A kworker started a work item: its function.
+    Work(Sym),
+    /// A TLB flush asked by another CPU (a shootdown).
+    RemoteTlbFlush,
+    /// An NMI handler ran.
+    Nmi(Sym),
+}
+
+/// One event on a measured CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// Its timestamp, in the trace clock's unit (TSC ticks for x86-tsc, ns for mono).
+    pub ts: u64,
+    /// What happened.
+    pub what: What,
+}
+
+/// An IPI sent to measured CPUs, seen on the sending CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IpiSend {
+    /// Its timestamp (trace clock).
+    pub ts: u64,
+    /// The CPU that sent it.
+    pub cpu: u32,
+    /// The sending task's pid.
+    pub pid: u32,
+    /// The sending task's comm.
+    pub comm: Sym,
+    /// Where in the kernel it was sent from (`callsite`; the reason for `ipi_raise`).
+    pub callsite: Sym,
+    /// The CPUs it was sent to.
+    pub targets: Vec<u32>,
+}
+
+/// One line of a `trace_pipe`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// An event of the set.
+    Event(Event),
+    /// An IPI sent (from the senders' instance).
+    Sent(IpiSend),
+    /// `CPU:N [LOST M EVENTS]`: the ring buffer dropped events before the next line.
+    Lost(u64),
+    /// A line of an event outside the set, or nothing lowlat reads.
+    Other,
+}
+
+/// The common prefix `<comm>-<pid> [<cpu>] <flags> <ts>: <event>: <fields>`, split.
+struct Prefix<'a> {
+    comm: &'a str,
+    pid: u32,
+    cpu: u32,
+    ts: u64,
+    event: &'a str,
+    fields: &'a str,
+}
+
+fn prefix(line: &str) -> Option<Prefix<'_>> {
+    let open = line.find(" [")?;
+    let close = open + line[open..].find("] ")?;
+    let task = line[..open].trim();
+    let (comm, pid) = task.rsplit_once('-')?;
+    let cpu = line[open + 2..close].trim().parse().ok()?;
+    let rest = &line[close + 2..];
+    let (head, tail) = rest.split_once(": ")?;
+    let ts_text = head.split_whitespace().last()?;
+    // A counter clock prints whole ticks; a ns clock prints seconds with 6 or 9 decimals.
+    let ts = match ts_text.split_once('.') {
+        None => ts_text.parse().ok()?,
+        Some((secs, frac)) => {
+            let secs: u64 = secs.parse().ok()?;
+            let digits = frac.len().min(9) as u32;
+            let frac: u64 = frac[..digits as usize].parse().ok()?;
+            secs * 1_000_000_000 + frac * 10u64.pow(9 - digits)
+        }
+    };
+    let (event, fields) = tail.split_once(": ").unwrap_or((tail, ""));
+    Some(Prefix {
+        comm,
+        pid: pid.parse().ok()?,
+        cpu,
+        ts,
+        event,
+        fields,
+    })
+}
+
+/// The value of `key=` in `fields`, up to the next space.
+fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    let at = fields
+        .match_indices(key)
+        .find(|(i, _)| *i == 0 || fields.as_bytes()[i - 1] == b' ')?
+        .0;
+    let value = &fields[at + key.len()..];
+    Some(value.split(' ').next().unwrap_or(value))
+}
+
+/// The value of `key=` up to ` <next>` (for values that may hold spaces: comms).
+fn field_until<'a>(fields: &'a str, key: &str, next: &str) -> Option<&'a str> {
+    let start = fields.find(key)? + key.len();
+    let rest = &fields[start..];
+    Some(&rest[..rest.find(next)?])
+}
+
+/// Parses one `trace_pipe` line; names go into `symbols`.
+pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
+    if let Some(rest) = line.trim().strip_prefix("CPU:") {
+        let lost = rest
+            .split_once("[LOST ")
+            .and_then(|(_, n)| n.split_whitespace().next())
+            .and_then(|n| n.parse().ok());
+        return lost.map_or(Line::Other, Line::Lost);
+    }
+    let Some(p) = prefix(line) else {
+        return Line::Other;
+    };
+    let event = |what| Line::Event(Event { ts: p.ts, what });
+    let vector = |v| event(What::Vector(v));
+    match p.event {
+        "irq_handler_entry" => {
+            let (Some(irq), Some(name)) = (field(p.fields, "irq="), field(p.fields, "name="))
+            else {
+                return Line::Other;
+            };
+            match irq.parse() {
+                Ok(irq) => event(What::Irq {
+                    irq,
+                    name: symbols.intern(name),
+                }),
+                Err(_) => Line::Other,
+            }
+        }
+        "softirq_entry" => field(p.fields, "vec=")
+            .and_then(|v| v.parse().ok())
+            .map_or(Line::Other, |v| event(What::Softirq(v))),
+        "local_timer_entry" => vector(Vector::LocalTimer),
+        "call_function_entry" => vector(Vector::CallFunction),
+        "call_function_single_entry" => vector(Vector::CallFunctionSingle),
+        "reschedule_entry" => vector(Vector::Reschedule),
+        "irq_work_entry" => vector(Vector::IrqWork),
+        "x86_platform_ipi_entry" => vector(Vector::PlatformIpi),
+        "thermal_apic_entry" => vector(Vector::Thermal),
+        "hrtimer_expire_entry" => field(p.fields, "function=")
+            .map_or(Line::Other, |f| event(What::Hrtimer(symbols.intern(f)))),
+        "tick_stop" => match (field(p.fields, "success="), field(p.fields, "dependency=")) {
+            (Some("0"), Some(why)) => event(What::TickKept(symbols.intern(why))),
+            _ => Line::Other,
+        },
+        "sched_switch" => {
+            let comm = field_until(p.fields, "next_comm=", " next_pid=");
+            let pid = field(p.fields, "next_pid=").and_then(|v| v.parse().ok());
+            match (comm, pid) {
+                (Some(comm), Some(pid)) => event(What::Switch {
+                    pid,
+                    comm: symbols.intern(comm),
+                }),
+                _ => Line::Other,
+            }
+        }
+        "sched_wakeup" => field(p.fields, "pid=")
+            .and_then(|v| v.parse().ok())
+            .map_or(Line::Other, |pid| event(What::Wakeup(pid))),
+        "workqueue_execute_start" => p
+            .fields
+            .rsplit_once("function ")
+            .map_or(Line::Other, |(_, f)| {
+                event(What::Work(symbols.intern(f.trim())))
+            }),
+        "tlb_flush" => {
+            if p.fields.contains("reason:remote shootdown") {
+                event(What::RemoteTlbFlush)
+            } else {
+                Line::Other
+            }
+        }
+        "nmi_handler" => {
+            let handler = p.fields.split("()").next().unwrap_or("").trim();
+            event(What::Nmi(symbols.intern(handler)))
+        }
+        "ipi_send_cpu" | "ipi_send_cpumask" | "ipi_raise" => {
+            let targets = match p.event {
+                "ipi_send_cpu" => field(p.fields, "cpu=")
+                    .and_then(|c| c.parse().ok())
+                    .map(|c| vec![c]),
+                "ipi_send_cpumask" => field(p.fields, "cpumask=").and_then(cpu_list),
+                // ipi_raise: target_mask=00000000,00000002 (reason: ...)
+                _ => field(p.fields, "target_mask=").and_then(hex_mask),
+            };
+            let callsite = match p.event {
+                "ipi_raise" => p
+                    .fields
+                    .split_once(" (")
+                    .map(|(_, r)| r.trim_end_matches(')')),
+                _ => field(p.fields, "callsite="),
+            };
+            match targets {
+                Some(targets) => Line::Sent(IpiSend {
+                    ts: p.ts,
+                    cpu: p.cpu,
+                    pid: p.pid,
+                    comm: symbols.intern(p.comm),
+                    callsite: symbols.intern(callsite.unwrap_or("?")),
+                    targets,
+                }),
+                None => Line::Other,
+            }
+        }
+        _ => Line::Other,
+    }
+}
+
+/// A CPU list as `ipi_send_cpumask` prints it (`0-1,3`).
+fn cpu_list(text: &str) -> Option<Vec<u32>> {
+    crate::machine::CpuSet::parse_list(text)
+        .ok()
+        .map(|set| set.iter().collect())
+}
+
+/// A hexadecimal CPU mask in 32-bit words, highest first (`00000000,00000002`).
+fn hex_mask(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for (word_index, word) in text.split(',').rev().enumerate() {
+        let bits = u32::from_str_radix(word, 16).ok()?;
+        for bit in 0..32 {
+            if bits & (1 << bit) != 0 {
+                cpus.push(word_index as u32 * 32 + bit);
+            }
+        }
+    }
+    cpus.sort_unstable();
+    Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> (Line, Symbols) {
+        let mut symbols = Symbols::default();
+        (parse(line, &mut symbols), symbols)
+    }
+
+    fn event(line: &str) -> (What, u64, Symbols) {
+        match one(line) {
+            (Line::Event(e), s) => (e.what, e.ts, s),
+            other => panic!("not an event: {line}: {:?}", other.0),
+        }
+    }
+
+    // Lines as this VM's kernel (6.18, x86-tsc clock) printed them.
+    #[test]
+    fn parses_the_lines_of_the_set() {
+        let (what, ts, s) = event(
+            "           rustc-4355    [001] d.h.. 29441545301308: irq_handler_entry: irq=42 name=virtio3-tx",
+        );
+        assert_eq!(ts, 29_441_545_301_308);
+        let What::Irq { irq: 42, name } = what else {
+            panic!("{what:?}")
+        };
+        assert_eq!(s.name(name), "virtio3-tx");
+        let (what, ..) = event(
+            "            bash-4610    [001] .Ns1. 29441540783028: softirq_entry: vec=9 [action=RCU]",
+        );
+        assert_eq!(what, What::Softirq(9));
+        let (what, ..) = event(
+            "            bash-4610    [001] d.h1. 29441540756898: local_timer_entry: vector=236",
+        );
+        assert_eq!(what, What::Vector(Vector::LocalTimer));
+        let (what, _, s) = event(
+            "            bash-4610    [001] d.h1. 29441540759082: hrtimer_expire_entry: hrtimer=00000000cc510279 function=tick_nohz_handler now=11340500009892",
+        );
+        let What::Hrtimer(f) = what else { panic!() };
+        assert_eq!(s.name(f), "tick_nohz_handler");
+        let (what, _, s) = event(
+            "            bash-4610    [001] d..2. 29441541245048: sched_switch: prev_comm=bash prev_pid=4610 prev_prio=120 prev_state=R+ ==> next_comm=Web Content next_pid=4355 next_prio=120",
+        );
+        let What::Switch { pid: 4355, comm } = what else {
+            panic!("{what:?}")
+        };
+        assert_eq!(s.name(comm), "Web Content");
+        let (what, ..) = event(
+            "           rustc-4355    [001] dNh4. 29441545352060: sched_wakeup: comm=kworker/1:1 pid=15116 prio=120 target_cpu=001",
+        );
+        assert_eq!(what, What::Wakeup(15116));
+        let (what, _, s) = event(
+            "    kworker/u8:2-29565   [001] ..... 29441667229296: workqueue_execute_start: work struct 00000000fbadb5fb: function vmstat_update",
+        );
+        let What::Work(f) = what else { panic!() };
+        assert_eq!(s.name(f), "vmstat_update");
+        let (what, ..) = event(
+            "            bash-4610    [001] d..1. 29441552290446: tlb_flush: pages:-1 reason:remote shootdown (1)",
+        );
+        assert_eq!(what, What::RemoteTlbFlush);
+        assert_eq!(
+            one("            bash-4610    [001] d..1. 29441552290446: tlb_flush: pages:-1 reason:flush on task switch (0)").0,
+            Line::Other
+        );
+        let (what, _, s) = event(
+            "          <idle>-0       [001] d.... 5.000000100: tick_stop: success=0 dependency=SCHED",
+        );
+        let What::TickKept(why) = what else { panic!() };
+        assert_eq!(s.name(why), "SCHED");
+        let (what, ts, s) = event(
+            "          <idle>-0       [001] d.Z.. 5.000000200: nmi_handler: perf_event_nmi_handler() delta_ns: 2345 handled: 1",
+        );
+        assert_eq!(ts, 5_000_000_200);
+        let What::Nmi(h) = what else { panic!() };
+        assert_eq!(s.name(h), "perf_event_nmi_handler");
+    }
+
+    #[test]
+    fn parses_the_senders_and_the_lost_marker() {
+        let (line, s) = one(
+            "            bash-4610    [001] ...1. 29441539098306: ipi_send_cpu: cpu=0 callsite=on_each_cpu_cond_mask+0x20/0x60 callback=generic_smp_call_function_single_interrupt+0x0/0x10",
+        );
+        let Line::Sent(sent) = line else { panic!() };
+        assert_eq!(
+            (sent.cpu, sent.pid, sent.targets.clone()),
+            (1, 4610, vec![0])
+        );
+        assert_eq!(s.name(sent.comm), "bash");
+        assert_eq!(s.name(sent.callsite), "on_each_cpu_cond_mask+0x20/0x60");
+        let (line, _) = one(
+            "       membarrier-77     [000] ...1. 100: ipi_send_cpumask: cpumask=1-3 callsite=smp_call_function_many_cond+0x1/0x2 callback=ipi_mb+0x0/0x10",
+        );
+        let Line::Sent(sent) = line else { panic!() };
+        assert_eq!(sent.targets, vec![1, 2, 3]);
+        let (line, s) = one(
+            "            prog-9       [000] d.h1. 100: ipi_raise: target_mask=00000000,00000002 (Function call interrupts)",
+        );
+        let Line::Sent(sent) = line else { panic!() };
+        assert_eq!(sent.targets, vec![1]);
+        assert_eq!(s.name(sent.callsite), "Function call interrupts");
+        assert_eq!(one("CPU:1 [LOST 153 EVENTS]").0, Line::Lost(153));
+        assert_eq!(one("garbage").0, Line::Other);
+    }
+
+    #[test]
+    fn a_format_without_a_read_field_is_found() {
+        let format = "name: irq_handler_entry\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n";
+        assert!(TRACEPOINTS[0].missing_fields(format).is_empty());
+        let renamed = format.replace("int irq;", "int irq_number;");
+        assert_eq!(TRACEPOINTS[0].missing_fields(&renamed), vec!["irq"]);
+        let switch = "\tfield:char prev_comm[16];\toffset:8;\n\tfield:pid_t prev_pid;\n\tfield:char next_comm[16];\n\tfield:pid_t next_pid;\n";
+        let tp = TRACEPOINTS
+            .iter()
+            .find(|t| t.name == "sched_switch")
+            .unwrap();
+        assert!(tp.missing_fields(switch).is_empty());
+    }
+}

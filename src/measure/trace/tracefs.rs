@@ -1,0 +1,730 @@
+//! A tracing session that leaves no trace: a private ftrace instance
+//! (`<tracefs>/instances/lowlat-<pid>`) with its own buffers, events, `tracing_cpumask`,
+//! `trace_clock` and `tracing_on`, so the global tracing state and every other session (a
+//! second lowlat, someone's `trace-cmd`) are never touched. Removing the directory removes
+//! everything it held. The IPIs' senders are recorded in a second instance
+//! (`lowlat-<pid>-ipi`) over every CPU, filtered to IPIs sent to the measured CPUs.
+//!
+//! tracefs is used where it is mounted (`/sys/kernel/tracing`, then
+//! `/sys/kernel/debug/tracing`); where it is not, it is mounted at `/sys/kernel/tracing` and
+//! unmounted at the end. The instances are removed when the session ends, also on an error
+//! (drop) and on Ctrl-C or SIGTERM (both end the run early, then the session ends as
+//! usual); what a SIGKILL leaves, the next session removes (an instance named after a pid
+//! that no longer runs).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::events::{self, Event, IpiSend, Line, Symbols, TRACEPOINTS, Tracepoint};
+use crate::machine::CpuSet;
+use crate::sysroot::SysRoot;
+
+/// Where tracefs may be mounted, newest first.
+const MOUNTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Events per second per measured CPU the buffers are sized for: a busy CPU of the real
+/// 16-vCPU guest of issue 30 had 1,300 gaps/s with up to 6 events each, so 8,000, times a
+/// margin of 2.5.
+pub(crate) const EXPECTED_EVENTS_PER_S: u64 = 20_000;
+
+/// Bytes an event takes in the ring buffer, at most, for the set's events (header, fields
+/// and a dynamic string).
+const EVENT_BYTES: u64 = 64;
+
+/// How often the buffers are drained during the run.
+pub(crate) const DRAIN_EVERY: Duration = Duration::from_millis(100);
+
+/// The clock the trace's timestamps are read in: the one the engine's loop reads, so that a
+/// gap and the events inside it compare without conversion. (An engine timed by
+/// `CLOCK_MONOTONIC`, the timer loop, would take tracefs's `mono` clock.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TraceClock {
+    /// `x86-tsc`: the raw TSC, as the jitter loop reads it (`rdtsc`); timestamps in ticks.
+    X86Tsc,
+}
+
+impl TraceClock {
+    /// Its name in `trace_clock`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TraceClock::X86Tsc => "x86-tsc",
+        }
+    }
+}
+
+/// Why gaps cannot be explained on this machine; results are given as without `--explain`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Unavailable {
+    /// No tracefs mounted and none could be mounted.
+    #[error("no tracefs: {0}")]
+    NoTracefs(String),
+    /// tracefs refused this user (not root, a container without CAP_SYS_ADMIN, lockdown).
+    #[error(
+        "tracefs refused a write ({0}); run as root, outside a container or with tracefs writable"
+    )]
+    NotPermitted(String),
+    /// The clock the engine needs is not offered.
+    #[error("the trace clock {0} is not offered by this kernel (trace_clock lists {1})")]
+    NoClock(&'static str, String),
+    /// Not one event of the set could be enabled.
+    #[error("none of the tracepoints could be enabled: {0}")]
+    NoEvents(String),
+}
+
+/// What a session recorded.
+#[derive(Debug, Default)]
+pub(crate) struct Capture {
+    /// The names the events refer to.
+    pub symbols: Symbols,
+    /// Each measured CPU's events, in time order.
+    pub events: Vec<(u32, Vec<Event>)>,
+    /// IPIs sent to the measured CPUs, in time order per sending CPU.
+    pub sent: Vec<IpiSend>,
+    /// Windows `(cpu, from, to)` of trace time in which a CPU's buffer lost events.
+    pub lost: Vec<(u32, u64, u64)>,
+    /// Events lost in all (ring-buffer overruns and drops).
+    pub lost_events: u64,
+    /// What could not be traced, and why, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// The filter, if any, to write for a tracepoint before enabling it.
+type EventFilter = dyn Fn(&Tracepoint) -> Option<String>;
+
+/// Per measured CPU, what the reader carries between drains.
+#[derive(Debug, Default)]
+struct Stream {
+    cpu: u32,
+    events: Vec<Event>,
+    /// Text after the last newline of the previous read.
+    partial: String,
+    /// A loss seen, waiting for the next event's time: (cpu, from).
+    open_loss: Option<u64>,
+}
+
+/// The running session; [`Tracing::finish`] ends it, dropping it undoes it.
+pub(crate) struct Tracing<'r> {
+    root: &'r SysRoot,
+    /// The tracefs directory.
+    tracefs: String,
+    /// Whether it was mounted by this session.
+    mounted: bool,
+    /// The instances created, main first.
+    instances: Vec<String>,
+    state: Mutex<State>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    symbols: Symbols,
+    streams: Vec<Stream>,
+    senders: Vec<Stream>,
+    sent: Vec<IpiSend>,
+    lost: Vec<(u32, u64, u64)>,
+    lost_events: u64,
+    measured: CpuSet,
+}
+
+impl<'r> Tracing<'r> {
+    /// Starts tracing `cpus` with `clock` for a run of `duration`: tracefs found or mounted,
+    /// stale instances of dead lowlat processes removed, the instances made and configured,
+    /// the events enabled, tracing on. Fails (having undone what it did) when tracing is not
+    /// possible here.
+    pub(crate) fn start(
+        root: &'r SysRoot,
+        cpus: &CpuSet,
+        clock: TraceClock,
+        duration: Duration,
+    ) -> Result<Tracing<'r>, Unavailable> {
+        let (tracefs, mounted) = find_or_mount(root)?;
+        crate::measure::runner::harness::catch_terminate();
+        let mut tracing = Tracing {
+            root,
+            tracefs,
+            mounted,
+            instances: Vec::new(),
+            state: Mutex::new(State {
+                measured: cpus.clone(),
+                ..State::default()
+            }),
+            notes: Vec::new(),
+        };
+        tracing.remove_stale();
+        let pid = std::process::id();
+        let main = tracing.make_instance(&format!("lowlat-{pid}"))?;
+        tracing.configure(&main, clock, Some(cpus), buffer_kb(duration))?;
+        let enabled = tracing.enable(&main, TRACEPOINTS.iter().filter(|t| t.on_measured), None);
+        if enabled == 0 {
+            return Err(Unavailable::NoEvents(tracing.notes.join("; ")));
+        }
+        tracing.start_senders(clock, cpus);
+        for instance in &tracing.instances {
+            tracing.write(&format!("{instance}/tracing_on"), "1")?;
+        }
+        if let Ok(mut state) = tracing.state.lock() {
+            state.streams = cpus
+                .iter()
+                .map(|cpu| Stream {
+                    cpu,
+                    ..Stream::default()
+                })
+                .collect();
+        }
+        Ok(tracing)
+    }
+
+    /// Reads what the buffers hold now, parsing it: called every [`DRAIN_EVERY`] during the
+    /// run by a thread on the housekeeping CPUs, and once at the end.
+    pub(crate) fn drain(&self) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let State {
+            symbols,
+            streams,
+            senders,
+            sent,
+            lost,
+            lost_events,
+            measured,
+        } = &mut *state;
+        if let Some(main) = self.instances.first() {
+            for stream in streams.iter_mut() {
+                read_stream(
+                    self.root,
+                    main,
+                    stream,
+                    symbols,
+                    lost,
+                    lost_events,
+                    |line| match line {
+                        Line::Event(e) => Some(e),
+                        _ => None,
+                    },
+                );
+            }
+        }
+        if let Some(ipi) = self.instances.get(1) {
+            for stream in senders.iter_mut() {
+                let mut batch = Vec::new();
+                read_stream(self.root, ipi, stream, symbols, lost, lost_events, |line| {
+                    if let Line::Sent(mut s) = line {
+                        s.targets.retain(|cpu| measured.contains(*cpu));
+                        if !s.targets.is_empty() {
+                            batch.push(s);
+                        }
+                    }
+                    None
+                });
+                sent.extend(batch);
+            }
+        }
+    }
+
+    /// Stops tracing, reads what is left and the buffers' loss counters, removes the
+    /// instances (and unmounts tracefs if this session mounted it) and returns what was
+    /// recorded.
+    pub(crate) fn finish(self) -> Capture {
+        for instance in &self.instances {
+            let _ = self
+                .root
+                .write_knob(&format!("{instance}/tracing_on"), b"0");
+        }
+        self.drain();
+        let mut notes = self.notes.clone();
+        let mut state = std::mem::take(&mut *self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        // A loss the pipes did not mark (the counters are the truth): every gap of that CPU
+        // is unknown rather than explained by what remained.
+        if let Some(main) = self.instances.first() {
+            for stream in &state.streams {
+                let counted = lost_in_stats(self.root, main, stream.cpu);
+                let marked: u64 = state
+                    .lost
+                    .iter()
+                    .filter(|(cpu, ..)| *cpu == stream.cpu)
+                    .count() as u64;
+                if counted > 0 && marked == 0 {
+                    notes.push(format!(
+                        "CPU {}: the trace buffer lost {counted} events that the pipe did not \
+                         place in time; every gap of that CPU is counted as unknown",
+                        stream.cpu
+                    ));
+                    state.lost.push((stream.cpu, 0, u64::MAX));
+                    state.lost_events += counted;
+                }
+            }
+        }
+        for stream in &mut state.streams {
+            if let Some(from) = stream.open_loss.take() {
+                state.lost.push((stream.cpu, from, u64::MAX));
+            }
+        }
+        let mut sent = std::mem::take(&mut state.sent);
+        sent.sort_by_key(|s| s.ts);
+        Capture {
+            symbols: std::mem::take(&mut state.symbols),
+            events: state
+                .streams
+                .iter_mut()
+                .map(|s| {
+                    let mut events = std::mem::take(&mut s.events);
+                    events.sort_by_key(|e| e.ts);
+                    (s.cpu, events)
+                })
+                .collect(),
+            sent,
+            lost: state.lost,
+            lost_events: state.lost_events,
+            notes,
+        }
+        // Dropping `self` removes the instances.
+    }
+
+    fn write(&self, path: &str, value: &str) -> Result<(), Unavailable> {
+        self.root
+            .write_knob(path, value.as_bytes())
+            .map_err(|e| Unavailable::NotPermitted(e.to_string()))
+    }
+
+    /// Removes the instances of lowlat processes that no longer run (a run killed with
+    /// SIGKILL could not remove its own).
+    fn remove_stale(&mut self) {
+        let dir = format!("{}/instances", self.tracefs);
+        let Ok(names) = self.root.list(&dir) else {
+            return;
+        };
+        for name in names {
+            let Some(pid) = name
+                .strip_prefix("lowlat-")
+                .and_then(|rest| rest.trim_end_matches("-ipi").parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != std::process::id() && !self.root.exists(&format!("/proc/{pid}")) {
+                match self.root.remove_empty_dir(&format!("{dir}/{name}")) {
+                    Ok(true) => self.notes.push(format!(
+                        "removed the trace instance {name} left by lowlat process {pid}, which \
+                         no longer runs"
+                    )),
+                    _ => self.notes.push(format!(
+                        "could not remove the stale trace instance {dir}/{name}; remove it with \
+                         `rmdir {dir}/{name}`"
+                    )),
+                }
+            }
+        }
+    }
+
+    fn make_instance(&mut self, name: &str) -> Result<String, Unavailable> {
+        let path = format!("{}/instances/{name}", self.tracefs);
+        self.root
+            .create_dirs(&path)
+            .map_err(|e| Unavailable::NotPermitted(e.to_string()))?;
+        // The kernel makes an instance with tracing on: off until configured.
+        if let Err(e) = self.write(&format!("{path}/tracing_on"), "0") {
+            let _ = self.root.remove_empty_dir(&path);
+            return Err(e);
+        }
+        self.instances.push(path.clone());
+        Ok(path)
+    }
+
+    fn configure(
+        &self,
+        instance: &str,
+        clock: TraceClock,
+        cpus: Option<&CpuSet>,
+        buffer_kb: u64,
+    ) -> Result<(), Unavailable> {
+        let clocks = self
+            .root
+            .read(&format!("{instance}/trace_clock"))
+            .map_err(|e| Unavailable::NotPermitted(e.to_string()))?;
+        let offered = clocks
+            .split_whitespace()
+            .any(|c| c.trim_matches(['[', ']']) == clock.name());
+        if !offered {
+            return Err(Unavailable::NoClock(
+                clock.name(),
+                clocks.trim().to_string(),
+            ));
+        }
+        self.write(&format!("{instance}/trace_clock"), clock.name())?;
+        self.write(
+            &format!("{instance}/buffer_size_kb"),
+            &buffer_kb.to_string(),
+        )?;
+        if let Some(cpus) = cpus {
+            self.write(&format!("{instance}/tracing_cpumask"), &cpus.to_mask(0))?;
+        }
+        Ok(())
+    }
+
+    /// Enables `tracepoints` in `instance` (with `filter` on each where given); returns how
+    /// many were enabled. Missing and refused ones are noted.
+    fn enable<'t>(
+        &mut self,
+        instance: &str,
+        tracepoints: impl Iterator<Item = &'t Tracepoint>,
+        filter: Option<&EventFilter>,
+    ) -> usize {
+        let mut enabled = 0;
+        for tp in tracepoints {
+            let dir = format!("{instance}/events/{}/{}", tp.system, tp.name);
+            let Ok(format) = self.root.read(&format!("{dir}/format")) else {
+                self.notes.push(format!(
+                    "tracepoint {} is not in this kernel: what it shows is not explained",
+                    tp.id()
+                ));
+                continue;
+            };
+            let missing = tp.missing_fields(&format);
+            if !missing.is_empty() {
+                self.notes.push(format!(
+                    "tracepoint {} refused: its format lacks the field(s) {} that lowlat reads",
+                    tp.id(),
+                    missing.join(", ")
+                ));
+                continue;
+            }
+            if let Some(text) = filter.and_then(|f| f(tp))
+                && self
+                    .root
+                    .write_knob(&format!("{dir}/filter"), text.as_bytes())
+                    .is_err()
+            {
+                self.notes.push(format!(
+                    "tracepoint {} takes no filter `{text}`: it is read unfiltered",
+                    tp.id()
+                ));
+            }
+            match self.root.write_knob(&format!("{dir}/enable"), b"1") {
+                Ok(()) => enabled += 1,
+                Err(e) => self
+                    .notes
+                    .push(format!("tracepoint {} could not be enabled: {e}", tp.id())),
+            }
+        }
+        enabled
+    }
+
+    /// The second instance, over every CPU, recording the IPIs sent to `cpus`. Without it
+    /// the IPIs are still classified, without their sender.
+    fn start_senders(&mut self, clock: TraceClock, cpus: &CpuSet) {
+        let name = format!("lowlat-{}-ipi", std::process::id());
+        let instance = match self.make_instance(&name) {
+            Ok(instance) => instance,
+            Err(e) => {
+                self.notes
+                    .push(format!("the IPIs' senders are not traced: {e}"));
+                return;
+            }
+        };
+        if let Err(e) = self.configure(&instance, clock, None, 1024) {
+            self.notes
+                .push(format!("the IPIs' senders are not traced: {e}"));
+            return;
+        }
+        let list: Vec<u32> = cpus.iter().collect();
+        let by_cpu = list
+            .iter()
+            .map(|c| format!("cpu == {c}"))
+            .collect::<Vec<_>>()
+            .join(" || ");
+        let mask = format!("cpumask & CPUS{{{}}}", cpus.to_list());
+        let filter = move |tp: &Tracepoint| match tp.name {
+            "ipi_send_cpu" => Some(by_cpu.clone()),
+            "ipi_send_cpumask" => Some(mask.clone()),
+            _ => None,
+        };
+        let senders: Vec<&Tracepoint> = TRACEPOINTS.iter().filter(|t| !t.on_measured).collect();
+        let has_send = self
+            .root
+            .exists(&format!("{instance}/events/ipi/ipi_send_cpu/format"));
+        let enabled = if has_send {
+            self.enable(&instance, senders.into_iter(), Some(&filter))
+        } else {
+            self.notes.push(
+                "tracepoint ipi/ipi_send_cpu is not in this kernel (Linux 6.6+): the senders \
+                 come from ipi/ipi_raise, without the callsite"
+                    .into(),
+            );
+            self.enable(&instance, std::iter::once(&events::IPI_RAISE), None)
+        };
+        if enabled == 0 {
+            self.notes
+                .push("the IPIs' senders are not traced: no sender tracepoint".into());
+        }
+        if let Ok(mut state) = self.state.lock() {
+            let possible = self
+                .root
+                .read("/sys/devices/system/cpu/possible")
+                .ok()
+                .and_then(|l| CpuSet::parse_list(l.trim()).ok())
+                .unwrap_or_else(|| cpus.clone());
+            state.senders = possible
+                .iter()
+                .map(|cpu| Stream {
+                    cpu,
+                    ..Stream::default()
+                })
+                .collect();
+        }
+    }
+}
+
+impl Drop for Tracing<'_> {
+    fn drop(&mut self) {
+        for instance in self.instances.iter().rev() {
+            let _ = self
+                .root
+                .write_knob(&format!("{instance}/tracing_on"), b"0");
+            match self.root.remove_empty_dir(instance) {
+                Ok(true) => {}
+                // A directory tree (tests) keeps the files it was given.
+                Ok(false) if !self.root.is_live() => {}
+                _ => eprintln!(
+                    "lowlat: warning: could not remove the trace instance {instance}; remove it \
+                     with `rmdir {instance}`"
+                ),
+            }
+        }
+        if self.mounted
+            && let Err(e) = self.root.unmount(&self.tracefs)
+        {
+            eprintln!("lowlat: warning: could not unmount the tracefs lowlat mounted: {e}");
+        }
+    }
+}
+
+/// The tracefs directory, and whether it was mounted now.
+fn find_or_mount(root: &SysRoot) -> Result<(String, bool), Unavailable> {
+    if let Some(dir) = MOUNTS
+        .iter()
+        .find(|dir| root.exists(&format!("{dir}/instances")))
+    {
+        return Ok((dir.to_string(), false));
+    }
+    let dir = MOUNTS[0];
+    if !root.is_live() || !root.is_dir(dir) {
+        return Err(Unavailable::NoTracefs(format!(
+            "neither {} nor {} holds a tracefs, and this kernel has no {dir} to mount one at",
+            MOUNTS[0], MOUNTS[1]
+        )));
+    }
+    root.mount_tracefs(dir).map_err(|e| {
+        Unavailable::NoTracefs(format!(
+            "none mounted, and mounting one failed ({e}); as root: `mount -t tracefs nodev {dir}`"
+        ))
+    })?;
+    if !root.exists(&format!("{dir}/instances")) {
+        let _ = root.unmount(dir);
+        return Err(Unavailable::NoTracefs(format!(
+            "the tracefs mounted at {dir} has no instances directory (kernel without \
+             CONFIG_TRACING instances)"
+        )));
+    }
+    Ok((dir.to_string(), true))
+}
+
+/// The per-CPU buffer for a run of `duration`, KiB: the events of up to 2 s at the expected
+/// rate (the buffers are drained every [`DRAIN_EVERY`], 20 times more often), at least 1 MiB,
+/// at most 32 MiB.
+pub(crate) fn buffer_kb(duration: Duration) -> u64 {
+    let seconds = duration.as_secs_f64().clamp(0.1, 2.0);
+    let bytes = (seconds * (EXPECTED_EVENTS_PER_S * EVENT_BYTES) as f64) as u64;
+    (bytes / 1024).clamp(1024, 32 * 1024)
+}
+
+/// Drains one CPU's pipe of `instance` into `stream`, parsing each whole line; `keep` turns
+/// a line into the event to keep (or consumes it itself). A `[LOST N EVENTS]` marker opens a
+/// lost window from the last event kept to the next one.
+fn read_stream(
+    root: &SysRoot,
+    instance: &str,
+    stream: &mut Stream,
+    symbols: &mut Symbols,
+    lost: &mut Vec<(u32, u64, u64)>,
+    lost_events: &mut u64,
+    mut keep: impl FnMut(Line) -> Option<Event>,
+) {
+    let path = format!("{instance}/per_cpu/cpu{}/trace_pipe", stream.cpu);
+    loop {
+        let Ok(bytes) = root.read_available(&path) else {
+            return;
+        };
+        if bytes.is_empty() {
+            return;
+        }
+        let more = bytes.len() as u64 >= crate::sysroot::MAX_FILE_BYTES;
+        stream.partial.push_str(&String::from_utf8_lossy(&bytes));
+        let text = std::mem::take(&mut stream.partial);
+        let (whole, rest) = match text.rfind('\n') {
+            Some(at) => text.split_at(at + 1),
+            None => ("", text.as_str()),
+        };
+        for line in whole.lines() {
+            match events::parse(line, symbols) {
+                Line::Lost(n) => {
+                    *lost_events += n;
+                    let from = stream.events.last().map_or(0, |e| e.ts);
+                    stream.open_loss = Some(stream.open_loss.unwrap_or(from));
+                }
+                other => {
+                    if let Some(event) = keep(other) {
+                        if let Some(from) = stream.open_loss.take() {
+                            lost.push((stream.cpu, from, event.ts));
+                        }
+                        stream.events.push(event);
+                    }
+                }
+            }
+        }
+        stream.partial = rest.to_string();
+        if !more {
+            break;
+        }
+    }
+}
+
+/// Events a CPU's buffer lost (`overrun` + `dropped events` of `per_cpu/cpuN/stats`).
+fn lost_in_stats(root: &SysRoot, instance: &str, cpu: u32) -> u64 {
+    let Ok(stats) = root.read(&format!("{instance}/per_cpu/cpu{cpu}/stats")) else {
+        return 0;
+    };
+    stats
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            matches!(key.trim(), "overrun" | "dropped events")
+                .then(|| value.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_tree::TestTree;
+
+    const T: &str = "/sys/kernel/tracing";
+
+    /// A tracefs whose instance for this process the "kernel" already populated (a tree cannot
+    /// make files appear on mkdir), with the set's events but `format` files as given.
+    fn tracefs(formats: &[(&str, &str)]) -> (TestTree, String) {
+        let tree = TestTree::empty();
+        tree.write(&format!("{T}/tracing_on"), "1\n");
+        tree.write(&format!("{T}/tracing_cpumask"), "3\n");
+        let instance = format!("{T}/instances/lowlat-{}", std::process::id());
+        for file in ["tracing_on", "buffer_size_kb", "tracing_cpumask"] {
+            tree.write(&format!("{instance}/{file}"), "\n");
+        }
+        tree.write(
+            &format!("{instance}/trace_clock"),
+            "[local] global mono x86-tsc\n",
+        );
+        for (event, format) in formats {
+            tree.write(&format!("{instance}/events/{event}/format"), format);
+            tree.write(&format!("{instance}/events/{event}/enable"), "0\n");
+        }
+        (tree, instance)
+    }
+
+    #[test]
+    fn without_tracefs_it_says_why_and_touches_nothing() {
+        let tree = TestTree::empty();
+        let root = tree.root();
+        let err = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(err, Unavailable::NoTracefs(_)), "{err}");
+        assert!(err.to_string().contains("no tracefs"), "{err}");
+    }
+
+    #[test]
+    fn a_format_the_parser_cannot_read_is_refused_by_name_and_the_rest_explain() {
+        let (tree, instance) = tracefs(&[
+            (
+                "irq/irq_handler_entry",
+                "\tfield:int irq_number;\toffset:8;\n\tfield:__data_loc char[] name;\n",
+            ),
+            (
+                "irq_vectors/local_timer_entry",
+                "\tfield:int vector;\toffset:8;\n",
+            ),
+        ]);
+        // A stale instance of a pid that does not run here.
+        tree.make_dir(&format!("{T}/instances/lowlat-999999999"));
+        let root = tree.root();
+        let tracing = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let read = |file: &str| root.read(&format!("{instance}/{file}")).unwrap();
+        assert_eq!(read("trace_clock"), "x86-tsc");
+        assert_eq!(read("tracing_cpumask"), "2");
+        assert_eq!(read("tracing_on"), "1");
+        assert_eq!(read("buffer_size_kb"), "1250");
+        assert_eq!(read("events/irq_vectors/local_timer_entry/enable"), "1");
+        assert_eq!(read("events/irq/irq_handler_entry/enable"), "0\n");
+        let capture = tracing.finish();
+        let notes = capture.notes.join("\n");
+        assert!(
+            notes.contains(
+                "tracepoint irq/irq_handler_entry refused: its format lacks the field(s) irq"
+            ),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("tracepoint sched/sched_switch is not in this kernel"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("removed the trace instance lowlat-999999999"),
+            "{notes}"
+        );
+        assert!(!root.exists(&format!("{T}/instances/lowlat-999999999")));
+        // The global files were never written.
+        assert_eq!(root.read(&format!("{T}/tracing_on")).unwrap(), "1\n");
+        assert_eq!(root.read(&format!("{T}/tracing_cpumask")).unwrap(), "3\n");
+        // Tracing is off in the instance at the end.
+        assert_eq!(read("tracing_on"), "0");
+    }
+
+    #[test]
+    fn a_kernel_without_the_clock_is_refused_with_what_it_offers() {
+        let (tree, instance) =
+            tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        tree.write(&format!("{instance}/trace_clock"), "[local] global\n");
+        let root = tree.root();
+        let err = Tracing::start(
+            &root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "the trace clock x86-tsc is not offered by this kernel (trace_clock lists [local] global)"
+        );
+    }
+
+    #[test]
+    fn buffers_hold_two_seconds_at_the_expected_rate_within_bounds() {
+        assert_eq!(buffer_kb(Duration::from_millis(50)), 1024);
+        assert_eq!(buffer_kb(Duration::from_secs(1)), 1250);
+        assert_eq!(buffer_kb(Duration::from_secs(60)), 2500);
+    }
+}

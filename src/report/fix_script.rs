@@ -1,0 +1,239 @@
+//! `lowlat audit --fix-script FILE`: the fixes of the findings an audit shows, as one POSIX sh
+//! script to review and run as root. A header says what it is, when and from which audit it
+//! was written; one commented block per finding sets what its rule expects, now; trade-offs
+//! the plan leaves out are there commented out; the kernel arguments of every finding come
+//! last, in one block that says a reboot is needed.
+
+use std::fmt::Write;
+
+use super::audit::{HandFix, View};
+use crate::audit::profile::ProfileInfo;
+use crate::audit::{Audit, Counts, Finding, Status};
+use crate::text::escape_controls;
+use crate::tuning::commands::{self, shell_word};
+use crate::tuning::grub_block;
+use crate::tuning::setting::{Layer, Setting};
+use crate::units::plural;
+
+/// The GRUB drop-in the script writes where there is no grubby: sorted before the one
+/// `lowlat apply` installs (99-lowlat.cfg), so that an applied plan has the last word.
+const GRUB_DROPIN: &str = "/etc/default/grub.d/98-lowlat-fix.cfg";
+
+/// What the script says about the audit it comes from.
+pub(crate) struct Origin<'a> {
+    /// The audited host's name.
+    pub host: &'a str,
+    /// Where the machine was read from: `the live machine`, `--snapshot FILE`, `--root DIR`.
+    pub source: &'a str,
+    /// When the script was written (RFC 3339, UTC).
+    pub written: &'a str,
+}
+
+/// `text` as comment lines of at most about 96 columns, each starting `# `.
+fn comment(out: &mut String, text: &str) {
+    let text = escape_controls(text);
+    let mut line = String::from("#");
+    for word in text.split_whitespace() {
+        if line.len() > 2 && line.len() + 1 + word.len() > 96 {
+            let _ = writeln!(out, "{line}");
+            line = String::from("#");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    let _ = writeln!(out, "{line}");
+}
+
+/// The finding's block: its commands (commented out for a trade-off the plan leaves out), its
+/// BIOS step and manual text as comments. Empty when there is nothing to say.
+fn block(out: &mut String, finding: &Finding) {
+    let fix = HandFix::of(&finding.remediation);
+    let remediation = &finding.remediation;
+    let boot = fix.boot.is_some();
+    if fix.now.is_empty()
+        && fix.unscripted.is_empty()
+        && !boot
+        && remediation.bios.is_empty()
+        && remediation.manual.is_none()
+    {
+        return;
+    }
+    let _ = writeln!(out);
+    comment(
+        out,
+        &format!(
+            "---- {} ({}): {}",
+            finding.rule,
+            finding.status.name().to_uppercase(),
+            finding.observed
+        ),
+    );
+    comment(out, &format!("Expected: {}.", finding.expected));
+    let tradeoff = finding
+        .security_tradeoff
+        .as_deref()
+        .filter(|_| finding.status == Status::Warn);
+    if let Some(tradeoff) = tradeoff {
+        let accept = if fix.now.is_empty() {
+            "Add its kernel arguments to the reboot block to accept it."
+        } else {
+            "Uncomment the lines below to accept it."
+        };
+        comment(
+            out,
+            &format!("Trade-off, left out as `lowlat plan` leaves it out: {tradeoff}. {accept}"),
+        );
+    }
+    if !fix.now.is_empty() && finding.reboot {
+        comment(out, "Takes full effect at the next boot.");
+    }
+    for command in &fix.now {
+        for line in command.lines() {
+            match tradeoff {
+                Some(_) => {
+                    let _ = writeln!(out, "# {line}");
+                }
+                None => {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+        }
+    }
+    for setting in &fix.unscripted {
+        comment(out, &format!("Set by hand: {setting}"));
+    }
+    if let Some(boot) = &fix.boot {
+        let args = boot.all.tokens.join(" ");
+        match tradeoff {
+            Some(_) => comment(out, &format!("Kernel arguments left out: {args}")),
+            None => comment(
+                out,
+                &format!("Kernel arguments, in the reboot block at the end: {args}"),
+            ),
+        }
+    }
+    for step in &remediation.bios {
+        comment(
+            out,
+            &format!(
+                "In the BIOS ({}): {} = {}",
+                step.firmware, step.path, step.value
+            ),
+        );
+    }
+    if let Some(manual) = &remediation.manual {
+        comment(out, &format!("By hand: {manual}"));
+    }
+}
+
+/// The reboot block: the kernel arguments of `settings` through grubby, else a GRUB
+/// drop-in and update-grub, else a message and exit 1.
+fn reboot_block(out: &mut String, rules: &[&str], settings: &[&Setting]) {
+    let Some(args) = commands::boot_args(settings.iter().copied()) else {
+        return;
+    };
+    let _ = writeln!(out);
+    comment(
+        out,
+        &format!(
+            "==== Kernel command line ({}): NEEDS A REBOOT. The kernel reads its arguments at \
+             boot; these lines only change the boot configuration. Reboot, then run \
+             `lowlat audit` again.",
+            rules.join(", ")
+        ),
+    );
+    let tokens = args.all.tokens.join(" ");
+    out.push_str("if command -v grubby >/dev/null 2>&1; then\n");
+    for line in commands::boot_commands(&args) {
+        let _ = writeln!(out, "    {line}");
+    }
+    out.push_str("elif command -v update-grub >/dev/null 2>&1; then\n");
+    let _ = writeln!(out, "    mkdir -p {}", grub_block::DROPIN_DIR);
+    let _ = writeln!(out, "    cat > {GRUB_DROPIN} <<'LOWLAT_EOF'");
+    out.push_str(
+        "# Written by a `lowlat audit --fix-script` script: drops earlier values of these \
+         arguments' keys\n# and appends them. Delete this file and run update-grub to undo.\n",
+    );
+    out.push_str(&grub_block::render_block(&args.all));
+    out.push_str("LOWLAT_EOF\n    update-grub\nelse\n");
+    let _ = writeln!(
+        out,
+        "    echo {} >&2",
+        shell_word(&format!(
+            "no grubby and no update-grub: add these kernel arguments with your boot loader's \
+             own tool (systemd-boot: /etc/kernel/cmdline, then kernel-install): {tokens}"
+        ))
+    );
+    out.push_str("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
+}
+
+/// The script of the findings `view` shows.
+pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Origin) -> String {
+    let shown: Vec<&Finding> = audit
+        .findings
+        .iter()
+        .filter(|f| f.needs_fixing() && view.shows(f))
+        .collect();
+    let mut out = String::from("#!/bin/sh\n");
+    comment(
+        &mut out,
+        &format!(
+            "Fixes for the findings of `lowlat audit` on {} (read from {}), profile {}, \
+             written {} by lowlat {}.",
+            origin.host,
+            origin.source,
+            info.name,
+            origin.written,
+            env!("CARGO_PKG_VERSION")
+        ),
+    );
+    let counts = Counts::of(shown.iter().copied());
+    comment(
+        &mut out,
+        &format!(
+            "It fixes {} ({} fail, {} warn){}: one block per finding, each setting now what \
+             its rule expects; the kernel arguments come last, in a block that needs a reboot. \
+             Review every block, then run it as root: sh FILE.",
+            plural(shown.len(), "finding", "findings"),
+            counts.fail,
+            counts.warn,
+            if view.statuses.is_empty() && view.layers.is_empty() {
+                String::new()
+            } else {
+                " (those --status and --layer chose)".to_string()
+            }
+        ),
+    );
+    if info.isolates {
+        comment(
+            &mut out,
+            &format!("Partition: {}.", audit.partition.describe()),
+        );
+    }
+    out.push_str("set -eu\n");
+    if shown.is_empty() {
+        out.push_str("\n# Nothing to fix: no finding fails or warns.\n");
+    }
+    for finding in &shown {
+        block(&mut out, finding);
+    }
+    let mut rules = Vec::new();
+    let mut boot = Vec::new();
+    for finding in shown
+        .iter()
+        .filter(|f| f.security_tradeoff.is_none() || f.status == Status::Fail)
+    {
+        let settings: Vec<&Setting> = finding
+            .remediation
+            .settings
+            .iter()
+            .filter(|s| s.layer == Layer::Boot)
+            .collect();
+        if !settings.is_empty() {
+            rules.push(finding.rule.as_str());
+            boot.extend(settings);
+        }
+    }
+    reboot_block(&mut out, &rules, &boot);
+    out
+}
