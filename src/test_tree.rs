@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 #[path = "../tests/it/support/tree.rs"]
 pub(crate) mod tree;
 
+#[path = "../tests/it/support/hybrid.rs"]
+pub(crate) mod hybrid;
+
 /// A tree of system files in a temporary directory, removed when dropped.
 pub(crate) struct TestTree {
     dir: tempfile::TempDir,

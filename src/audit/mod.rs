@@ -19,6 +19,7 @@ pub use profile::{Profile, ProfileError};
 use crate::audit::finding::BiosStep;
 use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
 use crate::machine::Machine;
+use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Setting;
 use crate::tuning::setting_id::SettingId;
@@ -85,7 +86,18 @@ impl Audit {
 
 /// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
 pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
-    run_with(machine, profile, partition, true, &|_| true)
+    run_with(machine, profile, partition, true, None, &|_| true)
+}
+
+/// [`run`], with what `check`'s short c2c probe of a guest measured (LL-VM-PLACEMENT judges
+/// by it instead of saying "unknown").
+pub fn run_probed(
+    machine: &Machine,
+    profile: &Profile,
+    partition: &AuditPartition,
+    vm_probe: &VcpuProbe,
+) -> Audit {
+    run_with(machine, profile, partition, true, Some(vm_probe), &|_| true)
 }
 
 /// The fixes of an audit (as [`Audit::fixes`], moved out) whose setting id `wanted` accepts,
@@ -98,7 +110,7 @@ pub fn fixes(
     partition: &AuditPartition,
     wanted: &dyn Fn(&SettingId) -> bool,
 ) -> impl Iterator<Item = Setting> {
-    run_with(machine, profile, partition, false, wanted).into_fixes()
+    run_with(machine, profile, partition, false, None, wanted).into_fixes()
 }
 
 /// Audits, with the findings' detail lines or without (see [`RuleContext::details`]),
@@ -108,12 +120,14 @@ fn run_with(
     profile: &Profile,
     partition: &AuditPartition,
     details: bool,
+    vm_probe: Option<&VcpuProbe>,
     wanted: &dyn Fn(&SettingId) -> bool,
 ) -> Audit {
     let ctx = RuleContext {
         machine,
         partition,
         details,
+        vm_probe,
     };
     let firmware = BiosVendors::of(machine);
     let mut findings: Vec<Finding> = profile

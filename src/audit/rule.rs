@@ -4,6 +4,7 @@
 use crate::audit::finding::{Severity, Status};
 use crate::audit::partition::AuditPartition;
 use crate::machine::Machine;
+use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
 
@@ -88,6 +89,9 @@ pub struct RuleContext<'a> {
     /// fixes alone (plan's) leaves out the lines that grow with the machine (one per IRQ),
     /// and counts instead.
     pub details: bool,
+    /// In a VM, what `check`'s short c2c probe said about the vCPUs on the host (LL-VM-PLACEMENT
+    /// judges by it); `None` for an audit that measured nothing.
+    pub vm_probe: Option<&'a VcpuProbe>,
 }
 
 /// How a value is compared with the expected one.

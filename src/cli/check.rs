@@ -13,9 +13,12 @@ use crate::check::targets::Target;
 use crate::check::{self, targets};
 use crate::document::Kind;
 use crate::machine::kernel::stat;
+use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::machine::{CpuSet, Machine, Reader};
+use crate::measure::engines::c2c;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::runner::place;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::LoopPlan;
@@ -24,6 +27,7 @@ use crate::report::check::{self as printers, CheckReport};
 use crate::report::html::{self, Source};
 use crate::report::inventory;
 use crate::report::measure::explain;
+use crate::report::measure::hardware as hardware_printers;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 use crate::tuning::profile_name::ProfileName;
@@ -38,6 +42,9 @@ const GAP_BUFFERS_BYTES: usize = 256 << 20;
 /// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
 /// 20 s, so that two checks can be compared run by run (docs/statistics.md).
 const DEFAULT_ROUNDS: u32 = 5;
+
+/// The most time the c2c probe of a guest's vCPUs may take (two passes).
+const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
 
 /// Options of `lowlat check`.
 #[derive(Debug, Args)]
@@ -132,10 +139,16 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let machine = Machine::read(&root);
     let partition =
         audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
-    let audited = audit::run(&machine, &profile, &partition);
     let online = machine.topology.online_cpus();
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
+    let audited = match machine.hypervisor {
+        Some(_) => {
+            let probe = vcpu_probe(&machine, &allowed);
+            audit::run_probed(&machine, &profile, &partition, &probe)
+        }
+        None => audit::run(&machine, &profile, &partition),
+    };
     let measured =
         crate::audit::partition::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
     let session = Session::open(root, Engine::Jitter, Some(&measured.cpus)).with_context(|| {
@@ -279,6 +292,23 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     } else {
         exit::FAILURES
     })
+}
+
+/// The two passes of the short c2c probe of a guest's vCPUs (at most [`VCPU_PROBE_BUDGET`] in
+/// all) over the vCPUs this process may run on; a probe that cannot run says why.
+fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
+    let places: Vec<_> = (place::places(&machine.topology).into_iter())
+        .filter(|p| allowed.contains(p.cpu))
+        .collect();
+    let probe = c2c::probe(&places, 2, VCPU_PROBE_BUDGET).unwrap_or_else(|e| VcpuProbe {
+        probes: Vec::new(),
+        no_claim: Some(e.to_string()),
+    });
+    let said = hardware_printers::host_sharing_text(&probe);
+    for line in said.lines().filter(|l| !l.is_empty()) {
+        eprintln!("lowlat check: {}", line.trim_start());
+    }
+    probe
 }
 
 /// The rounds of one measurement as one run (the targets are judged on all of them).

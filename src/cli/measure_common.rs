@@ -304,8 +304,16 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
             Some(limit)
         }
         Err(e) => {
+            let causes = crate::machine::rt_permission::dma_latency_refusal_causes(
+                &mut crate::machine::Reader::new(root),
+                "self",
+            );
+            let why = causes
+                .first()
+                .map_or(String::new(), |cause| format!(": {cause}"));
             eprintln!(
-                "lowlat: note: no idle-state limit held ({e:#}); deep C-states may add to the latencies"
+                "lowlat: note: no idle-state limit held ({e:#}{why}); deep C-states may add to \
+                 the latencies"
             );
             None
         }

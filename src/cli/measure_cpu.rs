@@ -81,6 +81,8 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let report = C2cReport {
         by_class: c2c::by_class(&run.pairs, &session.places),
         group_breaks: place::group_breaks(&session.places),
+        host_sharing: (session.machine.hypervisor.as_ref())
+            .map(|_| c2c::host_sharing(&run.pairs, &session.places)),
         run,
     };
     warnings.extend(c2c::shared_warning(&report.run.pairs));
@@ -299,7 +301,17 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         width_us: micros(args.width),
         threshold_us: micros(args.threshold).max(1),
     };
-    hwlat::find_tracefs(session.root())?;
+    hwlat::find_tracefs(session.root()).map_err(|e| {
+        let config = session.machine.kernel.config.get();
+        match config.filter(|c| !c.enabled("CONFIG_HWLAT_TRACER")) {
+            Some(c) => anyhow::anyhow!(
+                "{e}; {} says CONFIG_HWLAT_TRACER is not set, so no tracefs mount gives it: \
+                 a kernel built with it is needed",
+                c.source
+            ),
+            None => e.into(),
+        }
+    })?;
     eprintln!(
         "lowlat measure hwlat: tracing for {:?} (Ctrl-C ends it early)",
         args.duration

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::{Cli, exit, values};
+use crate::machine::core_types::CoreType;
 use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
@@ -67,6 +68,12 @@ pub struct PlanArgs {
     /// that turns SMT off keeps one thread per core, and splits none).
     #[arg(long)]
     pub allow_split_smt: bool,
+
+    /// On a hybrid CPU (Intel P- and E-cores, Arm big.LITTLE): the core type to isolate,
+    /// p (default: the latency-critical threads on the performance cores, housekeeping on the
+    /// efficiency cores) or e. Refused on a machine whose cores are of one type.
+    #[arg(long, value_enum, value_name = "p|e", conflicts_with_all = ["housekeeping", "isolate"])]
+    pub isolate_core_type: Option<CoreType>,
 
     /// SMT: keep (no nosmt; isolated and housekeeping CPUs are whole cores, siblings
     /// together) or off (nosmt at the next boot). Default: the profile's (off for
@@ -197,6 +204,7 @@ impl PlanArgs {
                 housekeeping: self.housekeeping.clone(),
                 isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
+                isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
             options: PlanOptions {
                 power: self.power,
@@ -292,6 +300,13 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let mut machine = Machine::read(&root);
     super::container::note(&root, &machine.topology);
     let request = args.request()?;
+    if args.isolate_core_type.is_some() && machine.topology.core_types.is_none() {
+        anyhow::bail!(
+            "--isolate-core-type: the CPUs of this machine are of one type (no \
+             /sys/devices/cpu_core and cpu_atom, equal or no cpu_capacity, no maximum frequency \
+             and L2 sharing that differ): leave the option out"
+        );
+    }
     if request.options.isolation.runtime() {
         machine.read_cpusets(&root);
     }

@@ -12,6 +12,7 @@ use clap::builder::PossibleValue;
 use std::time::Duration;
 
 use crate::machine::CpuSet;
+use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
 use crate::plan::request::{Isolation, Power, Profile};
@@ -324,6 +325,24 @@ impl clap::ValueEnum for Power {
             Power::Latency => "No C-state deeper than C1.",
             Power::Balanced => "No idle-state limit on the command line.",
         }))
+    }
+}
+
+/// `--isolate-core-type` of plan: `p` or `e`.
+impl clap::ValueEnum for CoreType {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[CoreType::Performance, CoreType::Efficiency]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            CoreType::Performance => {
+                PossibleValue::new("p").help("The performance cores (P-cores, big).")
+            }
+            CoreType::Efficiency => {
+                PossibleValue::new("e").help("The efficiency cores (E-cores, LITTLE).")
+            }
+        })
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod avail;
 pub mod container;
+pub mod core_types;
 pub mod cpu;
 pub(crate) mod cpulist;
 pub mod cpuset;
@@ -26,6 +27,7 @@ pub mod services;
 pub mod tasks;
 pub mod timesync;
 pub mod topology;
+pub mod vcpu_sharing;
 pub mod virt;
 pub mod workload;
 

@@ -3,7 +3,9 @@
 //! `/proc/PID/status`), the real-time budget of the task's cgroup v1 cpu group
 //! (`cpu.rt_runtime_us`: with `CONFIG_RT_GROUP_SCHED` every group but the root starts with 0, and
 //! `sched_setscheduler` then fails with EPERM even for root), `kernel.sched_rt_runtime_us`, and a
-//! seccomp filter (a container's).
+//! seccomp filter (a container's). Likewise for the other two things a measurement asks for:
+//! locking its memory (`RLIMIT_MEMLOCK`, "Max locked memory", and `CAP_IPC_LOCK`) and holding
+//! `/dev/cpu_dma_latency` (the device's mode and owner against the process's uid and groups).
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +13,10 @@ use super::{Avail, Reader};
 
 /// `CAP_SYS_NICE`'s bit in the capability sets.
 const CAP_SYS_NICE: u32 = 23;
+/// `CAP_IPC_LOCK`'s bit in the capability sets.
+const CAP_IPC_LOCK: u32 = 14;
+/// The PM QoS device a measurement holds to keep CPUs out of deep idle states.
+const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 /// Where the cgroup v1 cpu controller is mounted, by distribution habit.
 const CPU_MOUNTS: &[&str] = &["/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"];
 
@@ -65,20 +71,10 @@ fn budget(r: &mut Reader, dir: &str) -> Option<i64> {
 /// the causes of a refusal, most certain first; empty when nothing seen refuses it.
 pub fn refusal_causes(r: &mut Reader, pid: &str, priority: u8) -> Vec<String> {
     let mut causes = Vec::new();
-    let status = r
-        .root
-        .read(&format!("/proc/{pid}/status"))
-        .unwrap_or_default();
-    let field = |key: &str| {
-        status.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            (k == key).then(|| v.trim().to_string())
-        })
-    };
-    let uid = field("Uid").and_then(|v| v.split_whitespace().next().map(str::to_string));
-    let cap_sys_nice = field("CapEff")
-        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
-        .map(|caps| caps & (1 << CAP_SYS_NICE) != 0);
+    let status = Status::read(r, pid);
+    let field = |key: &str| status.field(key);
+    let uid = status.uid();
+    let cap_sys_nice = status.has_capability(CAP_SYS_NICE);
     let rtprio = r
         .root
         .read(&format!("/proc/{pid}/limits"))
@@ -128,17 +124,117 @@ pub fn refusal_causes(r: &mut Reader, pid: &str, priority: u8) -> Vec<String> {
 
 /// The soft "Max realtime priority" of a `/proc/PID/limits` text (`unlimited` is `u64::MAX`).
 pub(crate) fn rtprio_soft_limit(limits: &str) -> Option<u64> {
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max realtime priority"))?;
-    let soft = line["Max realtime priority".len()..]
-        .split_whitespace()
-        .next()?;
+    soft_limit(limits, "Max realtime priority")
+}
+
+/// The soft limit of the `/proc/PID/limits` row `name` (`unlimited` is `u64::MAX`).
+fn soft_limit(limits: &str, name: &str) -> Option<u64> {
+    let line = limits.lines().find(|line| line.starts_with(name))?;
+    let soft = line[name.len()..].split_whitespace().next()?;
     if soft == "unlimited" {
         Some(u64::MAX)
     } else {
         soft.parse().ok()
     }
+}
+
+/// The fields of `/proc/PID/status` that say what a process may do.
+struct Status(String);
+
+impl Status {
+    fn read(r: &mut Reader, pid: &str) -> Status {
+        Status(
+            r.root
+                .read(&format!("/proc/{pid}/status"))
+                .unwrap_or_default(),
+        )
+    }
+
+    fn field(&self, key: &str) -> Option<String> {
+        self.0.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k == key).then(|| v.trim().to_string())
+        })
+    }
+
+    /// The real uid.
+    fn uid(&self) -> Option<String> {
+        self.field("Uid")
+            .and_then(|v| v.split_whitespace().next().map(str::to_string))
+    }
+
+    /// The effective uid, the effective gid and the supplementary groups.
+    fn ids(&self) -> Option<(u32, Vec<u32>)> {
+        let word = |key: &str, n: usize| -> Option<u32> {
+            self.field(key)?.split_whitespace().nth(n)?.parse().ok()
+        };
+        let mut groups: Vec<u32> = (self.field("Groups").unwrap_or_default())
+            .split_whitespace()
+            .filter_map(|g| g.parse().ok())
+            .collect();
+        groups.push(word("Gid", 1)?);
+        Some((word("Uid", 1)?, groups))
+    }
+
+    /// Whether the effective capability set holds `bit`; `None` when unreadable.
+    fn has_capability(&self, bit: u32) -> Option<bool> {
+        self.field("CapEff")
+            .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+            .map(|caps| caps & (1 << bit) != 0)
+    }
+}
+
+/// Why process `pid` may not lock its memory (`mlockall`): its RLIMIT_MEMLOCK without
+/// CAP_IPC_LOCK; empty when nothing seen limits it.
+pub fn mlock_refusal_causes(r: &mut Reader, pid: &str) -> Vec<String> {
+    let status = Status::read(r, pid);
+    let limit = r
+        .root
+        .read(&format!("/proc/{pid}/limits"))
+        .ok()
+        .and_then(|text| soft_limit(&text, "Max locked memory"));
+    match (status.has_capability(CAP_IPC_LOCK), limit) {
+        (Some(false), Some(bytes)) if bytes != u64::MAX => vec![format!(
+            "RLIMIT_MEMLOCK is {} KiB (`ulimit -l`) and the process (uid {}) lacks CAP_IPC_LOCK: \
+             run as root, raise the limit (`ulimit -l unlimited`; /etc/security/limits.conf \
+             `USER - memlock unlimited`; systemd LimitMEMLOCK=infinity) or grant CAP_IPC_LOCK",
+            bytes / 1024,
+            status.uid().as_deref().unwrap_or("?")
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Why process `pid` may not hold /dev/cpu_dma_latency: the device is absent, or its mode and
+/// owner do not let the process's user or groups write it; empty when nothing seen refuses it.
+pub fn dma_latency_refusal_causes(r: &mut Reader, pid: &str) -> Vec<String> {
+    let meta = match r.root.metadata(CPU_DMA_LATENCY) {
+        Ok(Some(meta)) => meta,
+        Ok(None) => {
+            return vec![format!(
+                "{CPU_DMA_LATENCY} does not exist (a container without the device: pass it with \
+                 `--device {CPU_DMA_LATENCY}`)"
+            )];
+        }
+        Err(_) => return Vec::new(),
+    };
+    let status = Status::read(r, pid);
+    let Some((uid, groups)) = status.ids() else {
+        return Vec::new();
+    };
+    let writable = uid == 0
+        || (meta.uid == uid && meta.mode & 0o200 != 0)
+        || (groups.contains(&meta.gid) && meta.mode & 0o020 != 0)
+        || meta.mode & 0o002 != 0;
+    if writable {
+        return Vec::new();
+    }
+    vec![format!(
+        "{CPU_DMA_LATENCY} is mode {:04o}, owner uid {} gid {}, and the process (uid {uid}) may \
+         not write it: run as root, or let its group write the device (a udev rule: \
+         KERNEL==\"cpu_dma_latency\", GROUP=\"GROUP\", MODE=\"0660\")",
+        meta.mode, meta.uid, meta.gid
+    )]
 }
 
 /// The cgroup v1 cpu hierarchy's mount and the directory of the task's group in it.
@@ -221,6 +317,67 @@ mod tests {
         assert_eq!(groups[0].rt_runtime_us, 950_000);
         assert_eq!(groups[1].dir, format!("{mount}/system.slice"));
         assert_eq!(groups[1].rt_runtime_us, 0);
+    }
+
+    #[test]
+    fn mlock_and_the_pm_qos_device_say_why_they_are_refused() {
+        let dir = TestTree::empty();
+        dir.write(
+            "/proc/self/status",
+            "Uid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nGroups:\t\nCapEff:\t0000000000000000\n",
+        );
+        dir.write(
+            "/proc/self/limits",
+            "Limit                     Soft Limit           Hard Limit           Units     \n\
+             Max locked memory         8388608              8388608              bytes     \n",
+        );
+        dir.write(CPU_DMA_LATENCY, "");
+        std::fs::set_permissions(
+            dir.join(CPU_DMA_LATENCY),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        let root = dir.root();
+        let mut r = Reader::new(&root);
+        let mlock = mlock_refusal_causes(&mut r, "self");
+        assert_eq!(mlock.len(), 1, "{mlock:?}");
+        assert!(
+            mlock[0].starts_with("RLIMIT_MEMLOCK is 8192 KiB (`ulimit -l`) and the process (uid 65534) lacks CAP_IPC_LOCK"),
+            "{}",
+            mlock[0]
+        );
+        let dma = dma_latency_refusal_causes(&mut r, "self");
+        assert_eq!(dma.len(), 1, "{dma:?}");
+        assert!(
+            dma[0].starts_with("/dev/cpu_dma_latency is mode 0600"),
+            "{}",
+            dma[0]
+        );
+        assert!(
+            dma[0].contains("the process (uid 65534) may not write it"),
+            "{}",
+            dma[0]
+        );
+        // With CAP_IPC_LOCK the limit does not apply; a group that may write the device lets
+        // the process hold it; without the device, that is said.
+        dir.write(
+            "/proc/self/status",
+            "Uid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nGroups:\t5 65534\nCapEff:\t0000000000004000\n",
+        );
+        let owner_gid = dir.root().metadata(CPU_DMA_LATENCY).unwrap().unwrap().gid;
+        assert!(mlock_refusal_causes(&mut r, "self").is_empty());
+        std::fs::set_permissions(
+            dir.join(CPU_DMA_LATENCY),
+            std::os::unix::fs::PermissionsExt::from_mode(0o666),
+        )
+        .unwrap();
+        assert!(
+            dma_latency_refusal_causes(&mut r, "self").is_empty(),
+            "gid {owner_gid}"
+        );
+        dir.remove(CPU_DMA_LATENCY);
+        let gone = dma_latency_refusal_causes(&mut r, "self");
+        assert!(gone[0].contains("does not exist"), "{gone:?}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::core_types::{self, CoreTypes};
 use super::{Avail, CpuSet, Reader};
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
@@ -34,6 +35,9 @@ pub struct Topology {
     pub nodes: Vec<NumaNode>,
     /// Counts derived from the above.
     pub shape: Shape,
+    /// Performance and efficiency cores of a hybrid CPU; absent on a machine of one type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_types: Option<CoreTypes>,
 }
 
 /// One logical CPU (a hardware thread, lstopo's PU).
@@ -337,8 +341,20 @@ pub fn read(r: &mut Reader) -> Topology {
         caches,
         nodes,
         shape: Shape::default(),
+        core_types: None,
     };
     topology.shape = shape(&topology);
+    let l2: Vec<&CpuSet> = (topology.caches.iter())
+        .filter(|c| c.level == 2)
+        .map(|c| &c.cpus)
+        .collect();
+    let layout = core_types::CpuLayout {
+        online: &topology.online_cpus(),
+        cores: &topology.cores(),
+        l2: &l2,
+    };
+    let core_types = core_types::read(r, &layout);
+    topology.core_types = core_types;
     topology
 }
 

@@ -245,6 +245,38 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_or_process_that_exits_while_read_is_counted_and_the_rest_read() {
+        let dir = TestTree::empty();
+        let stat = |tid: u32| {
+            format!(
+                "{tid} (app) S 1 1 1 0 -1 4194560 0 0 0 0 10 0 0 0 20 0 2 0 0 1000 200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+            )
+        };
+        let status = "Name:\tapp\nCpus_allowed_list:\t1\nMems_allowed_list:\t0\n";
+        for path in ["/proc/500", "/proc/500/task/500"] {
+            dir.write(&format!("{path}/stat"), stat(500));
+            dir.write(&format!("{path}/status"), status);
+        }
+        // Thread 501 is listed in task/ but its files are gone: it exited while read.
+        dir.make_dir("/proc/500/task/501");
+        // Process 600 exited between its status and its stat.
+        dir.write("/proc/600/status", status);
+        let root = dir.root();
+        let mut r = Reader::new(&root);
+        let workload = read(&mut r, &[500, 600]);
+        assert_eq!(workload.processes.len(), 1);
+        assert_eq!(workload.processes[0].threads.len(), 1);
+        assert_eq!(workload.processes[0].threads_gone, 1);
+        assert_eq!(workload.gone.len(), 1);
+        assert_eq!(workload.gone[0].pid, 600);
+        assert!(
+            workload.gone[0].reason.contains("/proc/600/stat"),
+            "{}",
+            workload.gone[0].reason
+        );
+    }
+
+    #[test]
     fn the_live_process_reads_its_threads() {
         let root = crate::sysroot::SysRoot::live();
         let mut r = Reader::new(&root);

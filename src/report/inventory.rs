@@ -4,6 +4,8 @@ use serde::Serialize;
 use std::fmt::Write;
 
 use crate::document::{Document, Kind};
+use crate::machine::core_types::{CoreType, CoreTypes};
+use crate::machine::kernel::tracers::LATENCY_TRACERS;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::report::host;
@@ -124,11 +126,15 @@ fn shape_line(t: &Topology) -> String {
         (_, Some(control)) => format!("SMT off ({control})"),
         _ => "SMT off".to_string(),
     };
+    let per_core = match &t.core_types {
+        Some(types) => format!(" {}", core_type_counts(t, types)),
+        None => format!(" × {}", plural(s.threads_per_core, "thread", "threads")),
+    };
     let mut line = format!(
-        "{} × {} × {} = {}; {smt}",
+        "{} × {}{} = {}; {smt}",
         plural(s.sockets, "socket", "sockets"),
         cores,
-        plural(s.threads_per_core, "thread", "threads"),
+        per_core,
         plural(s.cpus, "CPU", "CPUs"),
     );
     let online = t.online_cpus();
@@ -140,6 +146,27 @@ fn shape_line(t: &Topology) -> String {
         let _ = write!(line, ", possible {possible}");
     }
     line
+}
+
+/// A hybrid CPU's cores by type: `(6 P-cores × 2 threads + 8 E-cores × 1 thread)`.
+fn core_type_counts(t: &Topology, types: &CoreTypes) -> String {
+    let cores = t.cores();
+    let parts: Vec<String> = [CoreType::Performance, CoreType::Efficiency]
+        .into_iter()
+        .map(|kind| {
+            let of_kind: Vec<&CpuSet> = (cores.iter())
+                .filter(|core| core.is_subset(types.cpus(kind)))
+                .collect();
+            let threads = of_kind.iter().map(|core| core.len()).max().unwrap_or(0);
+            format!(
+                "{} {} × {}",
+                of_kind.len(),
+                kind.plural(),
+                plural(threads, "thread", "threads")
+            )
+        })
+        .collect();
+    format!("({})", parts.join(" + "))
 }
 
 /// NUMA nodes; `zen` names AMD's NPS setting (nodes per socket) for EPYC parts.
@@ -417,13 +444,7 @@ fn kernel_feature_lines(m: &Machine) -> String {
         if let Some(hz) = c.options.get("CONFIG_HZ") {
             line.push(format!("HZ {hz}"));
         }
-        let tracers = [
-            ("hwlat", "CONFIG_HWLAT_TRACER"),
-            ("osnoise", "CONFIG_OSNOISE_TRACER"),
-            ("timerlat", "CONFIG_TIMERLAT_TRACER"),
-        ];
-        let built: Vec<&str> = tracers
-            .iter()
+        let built: Vec<&str> = (LATENCY_TRACERS.iter())
             .filter(|(_, option)| c.enabled(option))
             .map(|(name, _)| *name)
             .collect();
@@ -432,12 +453,21 @@ fn kernel_feature_lines(m: &Machine) -> String {
         } else {
             built.join(" ")
         };
-        format!("{} ({})\ntracers: {tracers}", line.join(", "), c.source)
+        format!(
+            "{} ({})\ntracers built: {tracers}",
+            line.join(", "),
+            c.source
+        )
     });
     if k.config.get().is_none() {
         // A line of its own when the config is missing: the reason is long.
         out = format!("config {out}");
     }
+    let _ = write!(
+        out,
+        "\ntracers now: {}",
+        or_reason(&k.tracers, |t| t.describe())
+    );
     if let Some(lines) = k.isolation_log.get() {
         for line in lines {
             let _ = write!(out, "\nboot log: {line}");
@@ -592,6 +622,21 @@ fn service_lines(m: &Machine) -> String {
 pub fn drawing(t: &Topology) -> String {
     let mut out =
         String::from("Topology (package → NUMA node → L3 group → [threads of each core])\n");
+    if let Some(types) = &t.core_types {
+        let _ = writeln!(
+            out,
+            "core types: P[..] performance cores {}, E[..] efficiency cores {} (from {})",
+            types.performance,
+            types.efficiency,
+            types.source.describe()
+        );
+    }
+    let type_of = |core: &CpuSet| {
+        let types = t.core_types.as_ref()?;
+        core.first()
+            .and_then(|cpu| types.of(cpu))
+            .map(|kind| kind.letter())
+    };
     let cores = t.cores();
     let l3 = t.caches.iter().filter(|c| c.level == 3).collect::<Vec<_>>();
     for package in t.packages() {
@@ -631,7 +676,8 @@ pub fn drawing(t: &Topology) -> String {
                     .filter(|core| core.is_subset(&group) && core.is_subset(&node_cpus))
                     .map(|core| {
                         format!(
-                            "[{}]",
+                            "{}[{}]",
+                            type_of(core).unwrap_or_default(),
                             core.iter()
                                 .map(|c| c.to_string())
                                 .collect::<Vec<_>>()

@@ -86,6 +86,7 @@ mod tests {
             caches: vec![],
             nodes: vec![node(0, "0-3"), node(1, "4-7")],
             shape: Shape::default(),
+            core_types: None,
         }
     }
 

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::machine::CpuSet;
+use crate::machine::core_types::CoreType;
 use crate::machine::topology::Topology;
 
 /// What the user asked for.
@@ -26,6 +27,9 @@ pub struct PartitionRequest {
     pub isolate: Option<CpuSet>,
     /// Accept an isolated CPU whose SMT sibling is housekeeping (`--allow-split-smt`).
     pub allow_split_smt: bool,
+    /// On a hybrid CPU, the core type the default partition isolates (`--isolate-core-type`,
+    /// default the performance cores); the cores of the other type are housekeeping.
+    pub isolate_core_type: CoreType,
 }
 
 impl Default for PartitionRequest {
@@ -36,6 +40,7 @@ impl Default for PartitionRequest {
             housekeeping: None,
             isolate: None,
             allow_split_smt: false,
+            isolate_core_type: CoreType::Performance,
         }
     }
 }
@@ -240,7 +245,9 @@ pub(crate) fn compute(
 
 /// The default: per node, the first `housekeeping_cores_per_node` cores (all their threads) are
 /// housekeeping, and the next `no_balance_cores_per_node` cores form the no-balance band, which
-/// must fit in every node.
+/// must fit in every node. On a hybrid CPU the isolated CPUs are of one type: a node's cores of
+/// the other type are its housekeeping (and the core of CPU 0, which cannot be isolated), and
+/// the band is taken from its cores of the isolated type.
 fn first_cores_per_node(
     topology: &Topology,
     request: &PartitionRequest,
@@ -256,24 +263,48 @@ fn first_cores_per_node(
             .filter(|c| c.first().is_some_and(|first| node.cpus.contains(first)))
             .filter(|c| c.is_subset(&node.cpus))
             .collect();
-        let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
-        let left = node_cores.len() - hk_end;
-        if request.no_balance_cores_per_node > left {
+        let (kept, candidates) = match of_other_type(topology, request, &node_cores) {
+            Some(split) => split,
+            None => {
+                let hk_end = request.housekeeping_cores_per_node.min(node_cores.len());
+                (node_cores[..hk_end].to_vec(), node_cores[hk_end..].to_vec())
+            }
+        };
+        if request.no_balance_cores_per_node > candidates.len() {
             return Err(PartitionError::TooManyNoBalanceCores {
                 asked: request.no_balance_cores_per_node,
                 node: node.id,
-                left,
+                left: candidates.len(),
             });
         }
-        let nb_end = hk_end + request.no_balance_cores_per_node;
-        for core in &node_cores[..hk_end] {
-            housekeeping = housekeeping.union(core);
+        for core in kept {
+            housekeeping.union_with(core);
         }
-        for core in &node_cores[hk_end..nb_end] {
-            no_balance = no_balance.union(core);
+        for core in &candidates[..request.no_balance_cores_per_node] {
+            no_balance.union_with(core);
         }
     }
     Ok((housekeeping, no_balance))
+}
+
+/// A hybrid node's cores split into housekeeping (those of the type not isolated, and the core
+/// of CPU 0) and the candidates for isolation; `None` on a machine of one type, or for a node
+/// without cores of both types, which are partitioned as on any machine.
+fn of_other_type<'a>(
+    topology: &Topology,
+    request: &PartitionRequest,
+    node_cores: &[&'a CpuSet],
+) -> Option<(Vec<&'a CpuSet>, Vec<&'a CpuSet>)> {
+    let types = topology.core_types.as_ref()?;
+    let wanted = types.cpus(request.isolate_core_type);
+    let (candidates, kept): (Vec<&CpuSet>, Vec<&CpuSet>) = node_cores
+        .iter()
+        .partition(|core| core.is_subset(wanted) && !core.contains(0));
+    let of_wanted_type = node_cores
+        .iter()
+        .filter(|core| core.is_subset(wanted))
+        .count();
+    (of_wanted_type > 0 && of_wanted_type < node_cores.len()).then_some((kept, candidates))
 }
 
 fn check(
@@ -389,6 +420,7 @@ mod tests {
             caches: vec![],
             nodes,
             shape: Shape::default(),
+            core_types: None,
         }
     }
 
@@ -460,5 +492,28 @@ mod tests {
             ..with(Some("0,4,8"), None)
         };
         assert!(compute(&topo, &split_ok).is_ok());
+    }
+
+    #[test]
+    fn a_hybrid_cpu_isolates_one_core_type() {
+        let tree = crate::machine::core_types::tests::i7_1370p();
+        let topo = crate::machine::Machine::read(&tree.root()).topology;
+        // P-cores isolated but the one of CPU 0; housekeeping on the E-cores.
+        let p = compute(&topo, &PartitionRequest::default()).unwrap();
+        assert_eq!(p.isolated.to_list(), "2-11");
+        assert_eq!(p.housekeeping.to_list(), "0-1,12-19");
+        // SMT off (the low-latency profile): the first thread of each P-core.
+        let p = compute(&with_smt_off(&topo), &PartitionRequest::default()).unwrap();
+        assert_eq!(p.isolated.to_list(), "2,4,6,8,10");
+        // The E-cores isolated, the P-cores for housekeeping; the band comes from the E-cores.
+        let request = PartitionRequest {
+            isolate_core_type: CoreType::Efficiency,
+            no_balance_cores_per_node: 2,
+            ..PartitionRequest::default()
+        };
+        let p = compute(&topo, &request).unwrap();
+        assert_eq!(p.isolated.to_list(), "12-19");
+        assert_eq!(p.housekeeping.to_list(), "0-11");
+        assert_eq!(p.no_balance.to_list(), "12-13");
     }
 }

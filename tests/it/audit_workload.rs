@@ -96,9 +96,11 @@ fn a_thread_allowed_on_both_sides_is_flagged_and_a_pinned_one_is_not() {
     assert!(text.contains(&format!("taskset -p -c 1 {both}")), "{text}");
 }
 
-/// As an unprivileged user (nobody, no capabilities, `ulimit -r 0`), `measure timer --priority
-/// 95` says SCHED_FIFO is refused because of RLIMIT_RTPRIO. Run by CI as root, which can drop
-/// to nobody with setpriv.
+/// As an unprivileged user (nobody, no capabilities, `ulimit -r 0`, `ulimit -l 64`), `measure
+/// timer --priority 95` says SCHED_FIFO is refused because of RLIMIT_RTPRIO, memory could not be
+/// locked because of RLIMIT_MEMLOCK without CAP_IPC_LOCK, and /dev/cpu_dma_latency could not be
+/// held because of its mode (where the device is root's alone, as udev leaves it). Run by CI as
+/// root, which can drop to nobody with setpriv.
 #[test]
 #[ignore = "runs lowlat as another user; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, as root)"]
 fn an_unprivileged_timer_names_rlimit_rtprio() {
@@ -117,7 +119,7 @@ fn an_unprivileged_timer_names_rlimit_rtprio() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let script = format!(
-        "ulimit -r 0 && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "ulimit -r 0 && ulimit -l 64 && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
          --inh-caps=-all {} measure timer --priority 95 --cpus 0 --interval 1000 --duration 100ms",
         copy.display()
     );
@@ -130,4 +132,21 @@ fn an_unprivileged_timer_names_rlimit_rtprio() {
         stderr.contains("SCHED_FIFO 95 is not permitted") && stderr.contains("RLIMIT_RTPRIO is 0"),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("memory could not be locked (mlockall) (RLIMIT_MEMLOCK is 64 KiB")
+            && stderr.contains("lacks CAP_IPC_LOCK"),
+        "{stderr}"
+    );
+    let device = std::fs::metadata("/dev/cpu_dma_latency").map(|m| m.permissions().mode());
+    if let Ok(mode) = device
+        && mode & 0o002 == 0
+    {
+        assert!(
+            stderr.contains(&format!(
+                "/dev/cpu_dma_latency is mode {:04o}, owner uid 0",
+                mode & 0o7777
+            )) && stderr.contains("the process (uid 65534) may not write it"),
+            "{stderr}"
+        );
+    }
 }

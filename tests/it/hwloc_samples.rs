@@ -36,6 +36,31 @@ fn lstopo_counts(console: &str) -> Counts {
     }
 }
 
+/// lstopo's CPU kinds of a hybrid CPU ("CPU kind #1 efficiency 1 cpuset 0x00000fff"), as
+/// lists (performance, efficiency): hwloc ranks kinds from 0, the most power-efficient, so the
+/// highest rank is the performance cores. `None` for a machine of one kind.
+fn lstopo_cpu_kinds(console: &str) -> Option<(String, String)> {
+    let mut kinds: Vec<(u32, lowlat::machine::CpuSet)> = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("CPU kind #"))
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let efficiency = words.get(words.iter().position(|w| *w == "efficiency")? + 1)?;
+            let mask = words.get(words.iter().position(|w| *w == "cpuset")? + 1)?;
+            let mask = mask.trim_start_matches("0x").replace(",0x", ",");
+            Some((
+                efficiency.parse().ok()?,
+                lowlat::machine::CpuSet::parse_mask(&mask).ok()?,
+            ))
+        })
+        .collect();
+    if kinds.len() != 2 {
+        return None;
+    }
+    kinds.sort_by_key(|(efficiency, _)| std::cmp::Reverse(*efficiency));
+    Some((kinds[0].1.to_list(), kinds[1].1.to_list()))
+}
+
 fn unpack(archive: &Path, into: &Path) -> Option<PathBuf> {
     let status = Command::new("tar")
         .arg("xjf")
@@ -93,6 +118,13 @@ fn agrees_with_lstopo_on_every_sample() {
             cpus: shape.cpus,
         };
         assert_eq!(got, want, "{name}: lowlat vs lstopo");
+        assert_eq!(
+            topo.core_types
+                .as_ref()
+                .map(|t| (t.performance.to_list(), t.efficiency.to_list())),
+            lstopo_cpu_kinds(&console),
+            "{name}: core types vs lstopo's CPU kinds"
+        );
         checked += 1;
     }
     assert!(checked >= 5, "only {checked} samples checked");

@@ -40,6 +40,7 @@ mod measure_defects;
 mod measure_hw;
 mod must_gather;
 mod nic_live;
+mod placement_guide;
 mod plan;
 mod plan_cli;
 mod plan_defects;

@@ -343,3 +343,35 @@ fn smt_keep_and_off() {
     assert!(has_nosmt(&off));
     assert!(!has_nosmt(&plan(&["--profile", "realtime-guest"])));
 }
+
+#[test]
+fn a_hybrid_cpu_isolates_one_core_type_and_a_plain_one_refuses_the_choice() {
+    let tree = tempfile::tempdir().unwrap();
+    crate::support::hybrid::write_i7_1370p(tree.path());
+    let plan_on = |args: &[&str]| {
+        let out = crate::support::lowlat(&["--root"])
+            .arg(tree.path())
+            .arg("plan")
+            .args(args)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let p = plan_on(&["--smt", "keep"]);
+    assert!(p.contains("isolated          2-11  (mask 00ffc)"), "{p}");
+    assert!(
+        p.contains("core types        isolated on P-cores, housekeeping on P-cores and E-cores"),
+        "{p}"
+    );
+    let e = plan_on(&["--smt", "keep", "--isolate-core-type", "e"]);
+    assert!(e.contains("isolated          12-19  (mask ff000)"), "{e}");
+    assert!(e.contains("housekeeping      0-11  (mask 00fff)"), "{e}");
+    refused(
+        &["--isolate-core-type", "e"],
+        "--isolate-core-type: the CPUs of this machine are of one type",
+    );
+    refused(
+        &["--isolate-core-type", "p", "--isolate", "2-7"],
+        "cannot be used with",
+    );
+}

@@ -6,6 +6,7 @@ use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContex
 use crate::audit::rules::kernel_build::{self, Needs};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
+use crate::machine::core_types::CoreTypeSource;
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
 use crate::machine::{Avail, CpuSet};
@@ -129,6 +130,22 @@ pub(crate) const RULES: &[Rule] = &[
         bios: &[],
         accepts: Accepts::Words(&["whole-cores"]),
         check: Check::Fn(smt_siblings),
+    },
+    Rule {
+        id: "LL-CORE-TYPES",
+        title: "The isolated CPUs of a hybrid CPU are of one core type",
+        layer: Layer::Boot,
+        severity: Severity::Medium,
+        rationale: "On a hybrid CPU (Intel P- and E-cores, Arm big.LITTLE) the two core types differ in frequency, caches and instruction throughput: a latency-critical thread's timing depends on which type it lands on, so isolated CPUs of both types are not one speed. Isolate the performance cores and keep housekeeping on the efficiency cores (lowlat plan's default there).",
+        sources: &[
+            "Linux 5.13 perf hybrid support: the cpu_core and cpu_atom PMUs in /sys/devices",
+            "hwloc CPU kinds: the i7-1370P of its test suite (20em64t-hybrid-1p6c2t+2ca4co1t), P-cores 5.0 GHz, E-cores 3.9 GHz",
+        ],
+        reboot: true,
+        security_tradeoff: None,
+        bios: &[],
+        accepts: Accepts::Words(&["one-type"]),
+        check: Check::Fn(core_types),
     },
     Rule {
         id: "LL-HUGEPAGES",
@@ -550,6 +567,51 @@ fn repartition(ctx: &RuleContext, remove: &CpuSet) -> Vec<Fix> {
         Fix::cmdline("nohz_full", iso.to_list()),
         Fix::cmdline("rcu_nocbs", iso.to_list()),
     ]
+}
+
+fn core_types(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    let expected = "isolated CPUs of one core type";
+    let Some(types) = &ctx.machine.topology.core_types else {
+        return RuleOutcome::skipped("the CPUs are of one core type (not a hybrid CPU)");
+    };
+    if let Some(unknown) = without_partition(ctx, expected) {
+        return unknown;
+    }
+    let iso = &ctx.partition.isolated;
+    let evidence = match types.source {
+        CoreTypeSource::HybridPmu => "/sys/devices/cpu_core/cpus, /sys/devices/cpu_atom/cpus",
+        CoreTypeSource::Capacity => "/sys/devices/system/cpu/cpu*/cpu_capacity",
+        CoreTypeSource::FrequencyAndL2 => {
+            "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq, cpu*/cache/index2/shared_cpu_list"
+        }
+    };
+    let kinds = types.types_in(iso);
+    if kinds.len() < 2 {
+        let only = kinds.first().map_or("none", |k| k.plural());
+        return RuleOutcome::new(
+            Status::Pass,
+            format!("isolated CPUs {iso}: {only}"),
+            expected,
+        )
+        .evidence(evidence);
+    }
+    let p = iso.intersection(&types.performance);
+    let e = iso.intersection(&types.efficiency);
+    RuleOutcome::new(
+        Status::Fail,
+        format!("isolated CPUs {iso} mix P-cores ({p}) and E-cores ({e})"),
+        expected,
+    )
+    .evidence(evidence)
+    .detail(format!(
+        "performance cores {}, efficiency cores {} (from {})",
+        types.performance,
+        types.efficiency,
+        types.source.describe()
+    ))
+    .detail("`lowlat plan` isolates the P-cores and keeps housekeeping on the E-cores (--isolate-core-type e for the other way)")
+    .fix(Fix::cmdline("nohz_full", p.to_list()))
+    .fix(Fix::cmdline("rcu_nocbs", p.to_list()))
 }
 
 fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {

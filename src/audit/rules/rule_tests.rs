@@ -372,7 +372,7 @@ fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wante
         crate::audit::profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();
     let partition = partition::choose(&machine, None).unwrap();
     let full = crate::audit::run(&machine, &profile, &partition);
-    let lean = crate::audit::run_with(&machine, &profile, &partition, false, &|_| true);
+    let lean = crate::audit::run_with(&machine, &profile, &partition, false, None, &|_| true);
     // 13 movable IRQs (IRQ 0, the timer, is counted but fixed by the kernel) and 14 managed.
     for (rule, named) in [("LL-IRQ-ON-ISOLATED", 13), ("LL-MANAGED-IRQS", 14)] {
         let (with, without) = (full.finding(rule).unwrap(), lean.finding(rule).unwrap());
@@ -886,6 +886,94 @@ fn a_phc_without_ptp_daemons_warns_and_ptp4l_passes() {
     dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
     let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
     assert_eq!(f.status, Status::Pass, "{}", f.observed);
+}
+
+#[test]
+fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
+    let dir = crate::machine::core_types::tests::i7_1370p();
+    // lowlat's own partition: the P-cores but the one of CPU 0.
+    let f = audit_one(&dir, "LL-CORE-TYPES", "~one-type");
+    assert_eq!(f.status, Status::Pass, "{f:?}");
+    assert_eq!(f.observed, "isolated CPUs 2-11: P-cores");
+    // P- and E-cores isolated together: warned (advisory), the fix isolates the P-cores.
+    let f = audit_one_isolating(&dir, "LL-CORE-TYPES", "~one-type", "2-15");
+    assert_eq!(f.status, Status::Warn, "{f:?}");
+    assert_eq!(
+        f.observed,
+        "isolated CPUs 2-15 mix P-cores (2-11) and E-cores (12-15)"
+    );
+    assert!(
+        format!("{:?}", f.remediation).contains("2-11"),
+        "{:?}",
+        f.remediation
+    );
+    // A machine of one type: the rule does not apply.
+    let f = audit_one(&tree(&[]), "LL-CORE-TYPES", "~one-type");
+    assert_eq!(f.status, Status::Skipped, "{f:?}");
+}
+
+#[test]
+fn vm_placement_is_judged_by_checks_probe() {
+    use crate::machine::vcpu_sharing::{PairMean, VcpuProbe, analyse};
+    let dir = TestTree::fixture("rt-guest-4vcpu");
+    let machine = Machine::read(&dir.root());
+    let profile =
+        crate::audit::profile::load(crate::tuning::profile_name::ProfileName::RealtimeGuest)
+            .unwrap();
+    let partition = partition::choose(&machine, None).unwrap();
+    let placement = |probe: Option<&VcpuProbe>| {
+        let audit = match probe {
+            Some(probe) => crate::audit::run_probed(&machine, &profile, &partition, probe),
+            None => crate::audit::run(&machine, &profile, &partition),
+        };
+        audit.finding("LL-VM-PLACEMENT").unwrap().clone()
+    };
+    // A plain audit measures nothing: unknown, and says what would tell.
+    let f = placement(None);
+    assert_eq!(f.status, Status::Unknown);
+    assert!(
+        f.observed.contains("lowlat check probes it"),
+        "{}",
+        f.observed
+    );
+    // Four vCPUs at 80 ns but for one pair at 8 ns, then another pair: shared and unpinned.
+    let reading = |fast: (u32, u32)| {
+        let mut pairs = Vec::new();
+        for a in 0..4 {
+            for b in a + 1..4 {
+                let mean_ns = if (a, b) == fast { 8.0 } else { 80.0 };
+                pairs.push(PairMean { a, b, mean_ns });
+            }
+        }
+        analyse(&pairs, |_, _| false).ok()
+    };
+    let moved = VcpuProbe {
+        probes: vec![reading((1, 3)), reading((0, 2))],
+        no_claim: None,
+    };
+    let f = placement(Some(&moved));
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(
+        f.observed,
+        "vCPUs 1-3; then 0-2 share host cores (SMT-sibling latency, though the guest shows separate cores); the probes disagree: the host does not pin the vCPUs"
+    );
+    assert!(format!("{:?}", f.remediation).contains("pin each vCPU 1:1 to an isolated host core"));
+    // Two probes without a fast pair: no vCPUs share a core.
+    let apart = VcpuProbe {
+        probes: vec![reading((9, 9)), reading((9, 9))],
+        no_claim: None,
+    };
+    let f = placement(Some(&apart));
+    assert_eq!(f.status, Status::Pass, "{f:?}");
+    assert_eq!(f.observed, "no two vCPUs share a host core (2 probe(s))");
+    // Too few vCPUs to call: no claim, said.
+    let none = VcpuProbe {
+        probes: vec![None],
+        no_claim: Some("1 pair(s) of separate cores measured, 6 needed".into()),
+    };
+    let f = placement(Some(&none));
+    assert_eq!(f.status, Status::Unknown);
+    assert!(f.observed.contains("no claim: 1 pair(s)"), "{}", f.observed);
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub(crate) mod memory;
 pub(crate) mod preempt;
 pub(crate) mod stat;
 pub(crate) mod sysctl;
+pub mod tracers;
 
 use std::collections::BTreeMap;
 
@@ -48,6 +49,10 @@ pub struct Kernel {
     /// `/dev/kmsg`, oldest first.
     #[serde(default = "not_recorded")]
     pub isolation_log: Avail<Vec<String>>,
+    /// The tracers tracefs offers (`available_tracers`): which of hwlat, osnoise and timerlat
+    /// this kernel can run now.
+    #[serde(default = "not_recorded")]
+    pub tracers: Avail<tracers::Tracers>,
     /// The real-time budgets (`cpu.rt_runtime_us`) of the cgroup v1 cpu hierarchy's root and
     /// top-level groups.
     #[serde(default = "not_recorded")]
@@ -150,6 +155,7 @@ pub fn read(r: &mut Reader) -> Kernel {
         config,
         isolation,
         isolation_log: bootlog::read(r),
+        tracers: tracers::read(r),
         rt_groups: crate::machine::rt_permission::read_groups(r),
         cmdline,
         clocksource: read_clocksource(r),

@@ -17,6 +17,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
+use crate::machine::vcpu_sharing::{self, PairMean, VcpuProbe};
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
@@ -93,6 +94,11 @@ pub(crate) struct C2cReport {
     pub by_class: Vec<ClassLatency>,
     /// Matrix indices after which the L3 group (or package) changes.
     pub group_breaks: Vec<usize>,
+    /// In a VM: the vCPU pairs at SMT-sibling latency although the guest shows them as
+    /// separate cores (they share a physical core on the host), or why no claim is made;
+    /// absent on bare metal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_sharing: Option<VcpuProbe>,
 }
 
 /// Why a run could not be done.
@@ -317,6 +323,76 @@ pub(crate) fn run(
     })
 }
 
+/// Reads `pairs` for vCPUs that share host cores: one probe, against the guest's own cores
+/// (`places`).
+pub(crate) fn host_sharing(pairs: &[PairLatency], places: &[CpuPlace]) -> VcpuProbe {
+    let means: Vec<PairMean> = (pairs.iter())
+        .map(|p| PairMean {
+            a: p.from_cpu,
+            b: p.to_cpu,
+            mean_ns: p.one_way_ns.mean,
+        })
+        .collect();
+    let place = |cpu: u32| places.iter().find(|p| p.cpu == cpu);
+    let same_core = |a: u32, b: u32| match (place(a), place(b)) {
+        (Some(x), Some(y)) => x.same_core(y),
+        _ => false,
+    };
+    match vcpu_sharing::analyse(&means, same_core) {
+        Ok(reading) => VcpuProbe {
+            probes: vec![Some(reading)],
+            no_claim: None,
+        },
+        Err(e) => VcpuProbe {
+            probes: vec![None],
+            no_claim: Some(e.to_string()),
+        },
+    }
+}
+
+/// Round trips and samples of one pair of [`probe`]: short, since the probe looks for pairs
+/// ten times faster than the rest, not for a figure to compare.
+const PROBE_PING_PONG: PingPongConfig = PingPongConfig {
+    round_trips: 200,
+    samples: 5,
+};
+
+/// `check`'s short probe of a guest: `probes` quick passes over every pair of `places`
+/// (the guest's vCPUs), each read as by [`host_sharing`], within `budget` in all (a pass cut
+/// short reads the pairs it measured). Two passes that find different pairs mean the host
+/// moves the vCPUs.
+pub(crate) fn probe(
+    places: &[CpuPlace],
+    probes: usize,
+    budget: std::time::Duration,
+) -> Result<VcpuProbe, C2cError> {
+    let started = Instant::now();
+    let per_probe = budget / u32::try_from(probes.max(1)).unwrap_or(u32::MAX);
+    let stop = StopFlag::new();
+    let mut out = VcpuProbe {
+        probes: Vec::new(),
+        no_claim: None,
+    };
+    for number in 0..probes {
+        let deadline = per_probe * u32::try_from(number + 1).unwrap_or(u32::MAX);
+        let mut pairs = Vec::new();
+        'pass: for (i, a) in places.iter().enumerate() {
+            for b in &places[i + 1..] {
+                if started.elapsed() >= deadline {
+                    break 'pass;
+                }
+                if let Some(pair) = measure_pair(a.cpu, b.cpu, PROBE_PING_PONG, &stop)? {
+                    pairs.push(pair);
+                }
+            }
+        }
+        let reading = host_sharing(&pairs, places);
+        out.no_claim = out.no_claim.or(reading.no_claim);
+        out.probes.extend(reading.probes);
+    }
+    Ok(out)
+}
+
 /// The pairs of one [`PairClass`], summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct ClassLatency {
@@ -407,6 +483,44 @@ mod tests {
             ]
         );
         assert_eq!((classes[0].min_ns, classes[0].max_ns), (20.0, 30.0));
+    }
+
+    #[test]
+    fn host_sharing_leaves_out_the_siblings_the_guest_shows() {
+        // 1 package, 1 L3, 4 cores × 2 threads: CPU N and N+4 are siblings in the guest.
+        let places = described(1, 1, 4, 2);
+        let mut pairs = Vec::new();
+        for a in 0..8u32 {
+            for b in a + 1..8 {
+                let ns = match (a, b) {
+                    (a, b) if b == a + 4 => 9.0, // the guest's own siblings
+                    (1, 2) => 8.5,               // separate cores in the guest
+                    _ => 70.0,
+                };
+                pairs.push(pair(a, b, ns));
+            }
+        }
+        let probe = host_sharing(&pairs, &places);
+        let reading = probe.readings().next().unwrap();
+        assert_eq!(reading.pair_list(), "1-2");
+        assert_eq!(reading.pairs, 24);
+        assert_eq!(host_sharing(&pairs[..3], &places).probes, vec![None]);
+    }
+
+    #[test]
+    fn the_probe_keeps_to_its_budget() {
+        // A budget spent before the first pair: two passes, no pair measured, no claim.
+        let places = described(1, 1, 8, 1);
+        let started = Instant::now();
+        let probe = probe(&places, 2, std::time::Duration::ZERO).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        assert_eq!(probe.probes, vec![None, None]);
+        assert!(
+            probe
+                .no_claim
+                .unwrap()
+                .starts_with("0 pair(s) of separate cores")
+        );
     }
 
     #[test]

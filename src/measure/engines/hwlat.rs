@@ -11,12 +11,11 @@
 use serde::Serialize;
 use std::time::Duration;
 
+use crate::machine::Avail;
+use crate::machine::kernel::tracers;
 use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::progress::should_stop;
 use crate::sysroot::SysRoot;
-
-/// Where tracefs is mounted, newest first.
-const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 /// What to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,31 +108,26 @@ const TOUCHED: [&str; 5] = [
     "hwlat_detector/width",
 ];
 
-/// The tracefs directory under `root` that offers the hwlat tracer.
-pub(crate) fn find_tracefs(root: &SysRoot) -> Result<&'static str, HwlatError> {
-    let Some(dir) = TRACEFS
-        .into_iter()
-        .find(|dir| root.exists(&format!("{dir}/available_tracers")))
-    else {
-        return Err(HwlatError::NotAvailable(
-            "no tracefs at /sys/kernel/tracing or /sys/kernel/debug/tracing: mount it with `mount -t tracefs nodev /sys/kernel/tracing`".into(),
-        ));
+/// The tracefs directory under `root` that offers the hwlat tracer; when it does not, the
+/// error says which latency tracers the kernel has and the build option of each one missing.
+pub(crate) fn find_tracefs(root: &SysRoot) -> Result<String, HwlatError> {
+    let tracers = match tracers::read_root(root) {
+        Avail::Available(tracers) => tracers,
+        Avail::Unavailable { unavailable } => return Err(HwlatError::NotAvailable(unavailable)),
     };
-    let tracers = root
-        .read(&format!("{dir}/available_tracers"))
-        .map_err(|e| HwlatError::Tracefs(e.to_string()))?;
-    if !tracers.split_whitespace().any(|t| t == "hwlat") {
-        return Err(HwlatError::NotAvailable(
-            "CONFIG_HWLAT_TRACER not set: available_tracers has no hwlat".into(),
-        ));
+    if !tracers.has("hwlat") {
+        return Err(HwlatError::NotAvailable(format!(
+            "CONFIG_HWLAT_TRACER not set: {}",
+            tracers.describe()
+        )));
     }
-    Ok(dir)
+    Ok(tracers.dir)
 }
 
 /// The values of the touched files before the run, put back when dropped.
 struct Saved<'r> {
     root: &'r SysRoot,
-    dir: &'static str,
+    dir: String,
     values: Vec<(&'static str, String)>,
 }
 
@@ -177,7 +171,7 @@ pub(crate) fn run(
     let path = |file: &str| format!("{dir}/{file}");
     let mut saved = Saved {
         root,
-        dir,
+        dir: dir.clone(),
         values: Vec::new(),
     };
     for file in TOUCHED {

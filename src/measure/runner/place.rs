@@ -245,6 +245,7 @@ pub(crate) mod tests {
             caches,
             nodes,
             shape: Shape::default(),
+            core_types: None,
         }
     }
 

@@ -96,6 +96,19 @@ impl Session {
                 limit_bytes / 1024
             );
         }
+        if engine.locks_memory() && memory_lock == MemoryLock::None {
+            let causes = crate::machine::rt_permission::mlock_refusal_causes(
+                &mut crate::machine::Reader::new(&root),
+                "self",
+            );
+            let why = causes
+                .first()
+                .map_or(String::new(), |cause| format!(" ({cause})"));
+            eprintln!(
+                "lowlat: notice: memory could not be locked (mlockall){why}: page faults may add \
+                 noise"
+            );
+        }
         harness::catch_interrupt();
         Ok(Session {
             root,
@@ -135,7 +148,14 @@ impl Session {
     /// locked and it could not be.
     pub fn memory_warnings(&self) -> Vec<String> {
         if self.engine.locks_memory() && !self.memory_locked() {
-            vec!["memory could not be locked (mlockall): page faults may add noise".into()]
+            let mut reader = crate::machine::Reader::new(&self.root);
+            let causes = crate::machine::rt_permission::mlock_refusal_causes(&mut reader, "self");
+            let why = causes
+                .first()
+                .map_or(String::new(), |cause| format!(" ({cause})"));
+            vec![format!(
+                "memory could not be locked (mlockall){why}: page faults may add noise"
+            )]
         } else {
             Vec::new()
         }

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::machine::topology::{CacheKind, Topology};
+use crate::machine::vcpu_sharing::{VcpuProbe, VcpuSharing};
 use crate::measure::engines::c2c::C2cReport;
 use crate::measure::engines::freq::FreqRun;
 use crate::measure::engines::hwlat::HwlatRun;
@@ -317,6 +318,45 @@ pub(crate) fn c2c_text(report: &C2cReport) -> String {
             hi.to_cpu,
             hi.one_way_ns.mean,
             hi.one_way_ns.std_error()
+        );
+    }
+    if let Some(probe) = &report.host_sharing {
+        out.push_str(&host_sharing_text(probe));
+    }
+    out
+}
+
+/// What a guest's c2c says about its vCPUs on the host (`measure c2c` and `check` in a VM).
+pub(crate) fn host_sharing_text(probe: &VcpuProbe) -> String {
+    let mut out = String::new();
+    let readings: Vec<&VcpuSharing> = probe.readings().collect();
+    if readings.is_empty() {
+        let why = probe.no_claim.as_deref().unwrap_or("no probe");
+        let _ = writeln!(out, "\nvCPUs on the host: no claim ({why})");
+        return out;
+    }
+    for reading in &readings {
+        let _ = writeln!(out, "\nvCPUs on the host: {}", reading.describe());
+    }
+    if probe.any_shared() {
+        let _ = writeln!(
+            out,
+            "  at the latency of two threads of one core, though this guest shows separate \
+             cores: these vCPUs share physical cores on the host"
+        );
+    }
+    if probe.moved() {
+        let _ = writeln!(
+            out,
+            "  the probes found different pairs: the host moves the vCPUs (they are not pinned)"
+        );
+    }
+    if probe.any_shared() {
+        let _ = writeln!(
+            out,
+            "  fix (on the host): pin each vCPU 1:1 to an isolated host core, never two on one \
+             core's threads (libvirt <cputune><vcpupin>; lowlat plan --profile realtime-host \
+             --vm NAME writes it)"
         );
     }
     out

@@ -66,6 +66,25 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         "isolated",
         format!("{}  (mask {})", p.isolated.to_list(), p.isolated_mask()),
     );
+    if let Some(types) = &topology.core_types {
+        let named = |cpus: &CpuSet| {
+            let kinds: Vec<&str> = types
+                .types_in(cpus)
+                .into_iter()
+                .map(|k| k.plural())
+                .collect();
+            kinds.join(" and ")
+        };
+        row(
+            &mut out,
+            "core types",
+            format!(
+                "isolated on {}, housekeeping on {} (hybrid CPU; --isolate-core-type p|e)",
+                named(&p.isolated),
+                named(&p.housekeeping)
+            ),
+        );
+    }
     row(&mut out, "no-balance", or_none(&p.no_balance));
     row(
         &mut out,

@@ -2,6 +2,7 @@
 //! binary, the golden-file settings, and the opt-in gates for tests that need the live
 //! machine or data outside the repository.
 
+pub(crate) mod hybrid;
 pub(crate) mod tree;
 
 use std::path::{Path, PathBuf};
