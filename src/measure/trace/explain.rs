@@ -739,7 +739,7 @@ mod scale {
     }
 
     #[test]
-    #[ignore = "a measurement: bench/explain-join.sh runs it alone"]
+    #[ignore = "a measurement: bench/explain-join.sh runs it alone and judges its targets"]
     fn joining_60_s_of_16_cpus_at_1300_gaps_per_second() {
         const CPUS: u32 = 16;
         const GAPS: u64 = 60 * 1300;
@@ -804,7 +804,7 @@ mod scale {
             assert_eq!(cpu.causes.len(), 1);
             assert_eq!(cpu.causes[0].cause.class, Class::Tick);
         }
-        assert!(seconds < 2.0, "{seconds} s");
-        assert!(join_kb < 100 * 1024, "{join_kb} kB");
+        // The targets (2 s, 100 MB) are judged by bench/explain-join.sh, which runs this
+        // alone: beside other tests (CI's --include-ignored) the process's peak is theirs too.
     }
 }
