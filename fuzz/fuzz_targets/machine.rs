@@ -59,6 +59,11 @@ fuzz_target!(|data: &[u8]| {
     for info in profile::PROFILES {
         let profile = profile::load(info.name).expect("built-in profile");
         let result = audit::run(&machine, &profile, &chosen);
-        let _ = report::audit::render_text(&machine, &result, profile.info);
+        let _ = report::audit::render_text(
+            &machine,
+            &result,
+            profile.info,
+            &report::audit::View::default(),
+        );
     }
 });
