@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::command::{Runner, shown};
+use super::command::{Runner, SystemRunner, shown};
 use super::journal::Record;
 use crate::machine::{CpuSet, Machine};
 use crate::sysroot::{SysRoot, WriteError};
@@ -19,7 +19,18 @@ pub(crate) struct ApplyContext<'a> {
     pub runner: Option<&'a dyn Runner>,
 }
 
-impl ApplyContext<'_> {
+impl<'a> ApplyContext<'a> {
+    /// The context of `machine` read under `root`: system commands (systemctl, grubby) run only
+    /// on the live machine, never under a fixture or snapshot root.
+    pub(crate) fn new(root: &'a SysRoot, machine: &'a Machine) -> Self {
+        static SYSTEM: SystemRunner = SystemRunner;
+        ApplyContext {
+            root,
+            machine,
+            runner: root.is_live().then_some(&SYSTEM as &dyn Runner),
+        }
+    }
+
     /// Every CPU the machine has, online or not: the CPUs a plan's values may name.
     pub(crate) fn machine_cpus(&self) -> CpuSet {
         self.machine.topology.cpus.iter().map(|c| c.cpu).collect()

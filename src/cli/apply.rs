@@ -9,7 +9,6 @@ use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
-use crate::apply::command::SystemRunner;
 use crate::apply::json::apply_document;
 use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
 use crate::document;
@@ -135,12 +134,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
         eprintln!("lowlat: warning: --force: {problem}");
     }
-    let runner = SystemRunner;
-    let ctx = ApplyContext {
-        root: &root,
-        machine: &machine,
-        runner: root.is_live().then_some(&runner as _),
-    };
+    let ctx = ApplyContext::new(&root, &machine);
     let items = apply::prepare(&ctx, &plan, &text, args.scope())
         .map_err(|problem| anyhow::anyhow!("--plan {}: {problem}", args.plan.display()))?;
     let plan_path = std::fs::canonicalize(&args.plan)

@@ -7,7 +7,6 @@ use super::apply::{require_root, writable_root};
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
-use crate::apply::command::SystemRunner;
 use crate::apply::json::revert_document;
 use crate::apply::revert::{RestoreStatus, revert};
 use crate::document;
@@ -44,12 +43,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         "revert",
     )?;
     let machine = Machine::read(&root);
-    let runner = SystemRunner;
-    let ctx = ApplyContext {
-        root: &root,
-        machine: &machine,
-        runner: root.is_live().then_some(&runner as _),
-    };
+    let ctx = ApplyContext::new(&root, &machine);
     let report = revert(&ctx, args.dry_run)?;
     if args.json {
         let host = document::host_name(&root);

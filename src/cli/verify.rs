@@ -8,7 +8,6 @@ use super::output::print;
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
-use crate::apply::command::SystemRunner;
 use crate::apply::verify::verify;
 use crate::document;
 use crate::machine::Machine;
@@ -40,12 +39,7 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         None => PlanFile::installed(&root)?,
     };
     let machine = Machine::read(&root);
-    let runner = SystemRunner;
-    let ctx = ApplyContext {
-        root: &root,
-        machine: &machine,
-        runner: root.is_live().then_some(&runner as _),
-    };
+    let ctx = ApplyContext::new(&root, &machine);
     let report = verify(&ctx, &plan, &shown);
     if args.json {
         print(&report.to_json(document::host_name(&root))?)?;

@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 
 use crate::apply::change::ApplyContext;
-use crate::apply::command::{Runner, SystemRunner};
 use crate::apply::verify::{Check, Prepared, check_prepared, prepare};
 use crate::machine::kernel::parse_cmdline;
 use crate::machine::services::irqbalance;
@@ -171,12 +170,7 @@ impl PlanWatch {
     pub(crate) fn check_full(&mut self, root: &SysRoot) -> &Drift {
         self.read_cmdline(root);
         self.machine.tasks = tasks::read(&mut Reader::new(root));
-        let runner = SystemRunner;
-        let ctx = ApplyContext {
-            root,
-            machine: &self.machine,
-            runner: root.is_live().then_some(&runner as &dyn Runner),
-        };
+        let ctx = ApplyContext::new(root, &self.machine);
         let (mut checks, mut cheap, mut irqs) = (Vec::new(), Vec::new(), Vec::new());
         for (i, (setting, cost)) in self.plan.settings.iter().zip(&self.costs).enumerate() {
             let prepared = prepare(&ctx, setting);
