@@ -496,7 +496,9 @@ fn move_out(root: &SysRoot, dir: &str, parent_join: &str) -> Result<(), ChangeEr
 }
 
 /// Removes a cpuset lowlat made, after moving the threads left in it (started there since,
-/// by `lowlat run` or inherited) to its parent; `Ok(false)` when it is already gone.
+/// by `lowlat run` or inherited) to its parent; `Ok(false)` when it is already gone. Through
+/// the SysRoot: on the live machine cgroupfs drops a cpuset's control files with it, while a
+/// fixture's cpuset is a directory of plain files, removed first.
 pub(crate) fn remove_made(
     root: &SysRoot,
     dir: &str,
@@ -505,31 +507,38 @@ pub(crate) fn remove_made(
     if !root.is_dir(dir) {
         return Ok(false);
     }
-    if root.is_live() {
-        // Threads keep being born in it while the others move, and a cgroup whose last
-        // threads are exiting stays busy until they are reaped: move and retry for a while.
-        let mut last = None;
-        for _ in 0..REMOVE_TRIES {
-            move_out(root, dir, parent_join)?;
-            match rustix::fs::rmdir(root.host_path(dir)) {
-                Ok(()) => return Ok(true),
-                Err(e) if e == rustix::io::Errno::NOENT => return Ok(false),
-                Err(e) if e == rustix::io::Errno::BUSY => last = Some(e),
-                Err(e) => return Err(ChangeError::from_errno(&format!("rmdir {dir}"), e)),
+    // Threads keep being born in it while the others move, and a cgroup whose last threads
+    // are exiting stays busy until they are reaped: move and retry for a while.
+    let tries = if root.is_live() { REMOVE_TRIES } else { 1 };
+    let mut busy = None;
+    for _ in 0..tries {
+        move_out(root, dir, parent_join)?;
+        if !root.is_live() {
+            for name in root.list(dir).unwrap_or_default() {
+                let file = format!("{dir}/{name}");
+                if !root.is_dir(&file) {
+                    root.remove_file(&file)
+                        .map_err(|e| ChangeError::from_write(&e))?;
+                }
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let busy = last.unwrap_or(rustix::io::Errno::BUSY);
-        return Err(ChangeError::from_errno(
-            &format!(
-                "rmdir {dir} (threads still in it after {REMOVE_TRIES} tries; run lowlat revert again)"
-            ),
-            busy,
-        ));
+        match root.remove_empty_dir(dir) {
+            Ok(true) => return Ok(true),
+            Ok(false) if !root.exists(dir) => return Ok(false),
+            Ok(false) => {
+                return Err(ChangeError::Failed(format!(
+                    "rmdir {dir}: it holds another cpuset; remove that first"
+                )));
+            }
+            Err(e) if e.errno() == Some(libc::EBUSY) => busy = Some(e),
+            Err(e) => return Err(ChangeError::from_write(&e)),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::fs::remove_dir_all(root.host_path(dir))
-        .map(|()| true)
-        .map_err(|e| ChangeError::Failed(format!("{dir}: {e}")))
+    let busy = busy.map_or_else(|| "busy".to_string(), |e| e.to_string());
+    Err(ChangeError::Refused(format!(
+        "{busy} (threads still in it after {tries} tries; run lowlat revert again)"
+    )))
 }
 
 /// The changes of a `cpuset:` setting; `None` for other targets.
