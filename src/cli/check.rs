@@ -176,12 +176,11 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     };
     let stat_before = read_stat();
     let plan = LoopPlan {
-        cpus: session.cpus.iter().collect(),
         duration: round,
         load: CpuSet::new(),
         inject: None,
     };
-    let per_cpu = GAP_BUFFERS_BYTES / 16 / plan.cpus.len().max(1);
+    let per_cpu = GAP_BUFFERS_BYTES / 16 / session.cpus.len().max(1);
     let mut jitter_runs = Vec::new();
     let mut timer_runs = Vec::new();
     let mut complete = true;
