@@ -10,7 +10,7 @@ use super::measure::jitter::aligned;
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
-use crate::audit::{Audit, Counts, Status};
+use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{CpuFigures, Outcome, TargetVerdict};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
@@ -118,7 +118,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
             .audit
             .findings
             .iter()
-            .filter(|f| f.status == Status::Fail)
+            .filter(|f| f.status == FindingStatus::Fail)
             .map(|f| f.rule.as_str())
             .collect(),
         figures: report.figures,
@@ -169,7 +169,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .audit
         .findings
         .iter()
-        .filter(|f| f.status == Status::Fail)
+        .filter(|f| f.status == FindingStatus::Fail)
         .map(|f| f.rule.as_str())
         .collect();
     if !failed.is_empty() {
