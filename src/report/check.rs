@@ -11,7 +11,7 @@ use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{CpuFigures, Outcome, TargetVerdict};
+use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
 
@@ -52,12 +52,12 @@ impl CheckReport<'_> {
         for verdict in self.targets {
             let what = verdict.target.metric.describe();
             match verdict.outcome {
-                Outcome::Met => {}
-                Outcome::Missed => failures.push(format!(
+                TargetOutcome::Met => {}
+                TargetOutcome::Missed => failures.push(format!(
                     "{what} not below {} on every CPU",
                     verdict.target.below
                 )),
-                Outcome::NotMeasured => failures.push(format!("{what} was not measured")),
+                TargetOutcome::NotMeasured => failures.push(format!("{what} was not measured")),
             }
         }
         if !self.complete {
@@ -254,9 +254,9 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     }
     for verdict in report.targets {
         let outcome = match verdict.outcome {
-            Outcome::Met => "met",
-            Outcome::Missed => "MISSED",
-            Outcome::NotMeasured => "NOT MEASURED",
+            TargetOutcome::Met => "met",
+            TargetOutcome::Missed => "MISSED",
+            TargetOutcome::NotMeasured => "NOT MEASURED",
         };
         let values: Vec<String> = verdict
             .values

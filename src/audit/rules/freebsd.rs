@@ -35,11 +35,11 @@ pub(crate) struct BsdRule {
     /// Where the recommendation comes from.
     pub sources: &'static [&'static str],
     /// The check.
-    pub check: fn(&FreeBsdMachine) -> Outcome,
+    pub check: fn(&FreeBsdMachine) -> BsdOutcome,
 }
 
 /// What a check found.
-pub(crate) struct Outcome {
+pub(crate) struct BsdOutcome {
     /// The verdict.
     pub status: FindingStatus,
     /// What was seen.
@@ -143,11 +143,11 @@ pub(crate) fn audit(machine: &FreeBsdMachine) -> Vec<Finding> {
 /// The plan's script, named in fixes.
 const PLAN_FIX: &str = "`lowlat --snapshot CAPTURE plan --out DIR` writes rc.d/lowlat_cpuset, which binds them (service lowlat_cpuset start)";
 
-fn queues_spread(m: &FreeBsdMachine) -> Outcome {
+fn queues_spread(m: &FreeBsdMachine) -> BsdOutcome {
     let queues: Vec<_> = m.interrupts.iter().filter(|i| i.queue.is_some()).collect();
     let mut evidence = vec![capture::VMSTAT.to_string()];
     if queues.is_empty() {
-        return Outcome {
+        return BsdOutcome {
             status: FindingStatus::Skipped,
             observed: "no NIC queue interrupts in vmstat -ai".into(),
             expected: "NIC queues spread over the cores".into(),
@@ -239,7 +239,7 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
             ),
         )
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected,
@@ -249,13 +249,13 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn queues_local(m: &FreeBsdMachine) -> Outcome {
+fn queues_local(m: &FreeBsdMachine) -> BsdOutcome {
     let evidence = vec![
         capture::VMSTAT.to_string(),
         capture::sysctl("dev.NIC.N.%domain"),
     ];
     let expected = "each queue on a CPU of its NIC's NUMA domain".to_string();
-    let outcome = |status, observed: String, details| Outcome {
+    let outcome = |status, observed: String, details| BsdOutcome {
         status,
         observed,
         expected: expected.clone(),
@@ -314,7 +314,7 @@ fn queues_local(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
+fn threads_pinned(m: &FreeBsdMachine) -> BsdOutcome {
     let evidence = vec![capture::PROCSTAT.to_string(), "/freebsd/cpuset/tid/".into()];
     let expected = format!("{} pinned to one CPU", PINNED_THREADS.join(", "));
     let named: Vec<_> = m
@@ -357,7 +357,7 @@ fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
             )
         }
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected,
@@ -369,7 +369,7 @@ fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn smt(m: &FreeBsdMachine) -> Outcome {
+fn smt(m: &FreeBsdMachine) -> BsdOutcome {
     let threads = m.topology.cores.iter().map(CpuSet::len).max().unwrap_or(1);
     let (status, observed) = if m.topology.smt() {
         (
@@ -385,7 +385,7 @@ fn smt(m: &FreeBsdMachine) -> Outcome {
             format!("one thread per core ({} cores)", m.topology.cores.len()),
         )
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected: "one thread per core, or no more queues than cores".into(),
@@ -399,7 +399,7 @@ fn smt(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn netisr_dispatch(m: &FreeBsdMachine) -> Outcome {
+fn netisr_dispatch(m: &FreeBsdMachine) -> BsdOutcome {
     let dispatch = m.sysctl("net.isr.dispatch");
     let direct = m.sysctl("net.isr.direct");
     let (status, observed, evidence, fix) = match (dispatch, direct) {
@@ -434,7 +434,7 @@ fn netisr_dispatch(m: &FreeBsdMachine) -> Outcome {
             None,
         ),
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected: "direct".into(),
