@@ -384,6 +384,13 @@ fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     cpu.setup_error.is_some()
 }
 
+/// Says on stderr which CPUs of `run` were not measured, and why.
+pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
+    for cpu in &run.cpus {
+        report_not_measured(cpu);
+    }
+}
+
 /// Whether every CPU of `run` measured to its end: says on stderr which CPUs were not
 /// measured and, through `cut_short` (which says its own reason and returns true), which stopped
 /// early. An interrupted run is not complete either.
