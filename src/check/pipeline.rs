@@ -216,7 +216,6 @@ fn rounds(
     mut round_begins: impl FnMut(u32),
 ) -> Result<(Vec<JitterRun>, Vec<TimerRun>, bool), CheckError> {
     let plan = LoopPlan {
-        cpus: session.cpus.iter().collect(),
         duration: request.round(),
         load: CpuSet::new(),
         inject: None,

@@ -10,14 +10,11 @@ use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::engines::membw::{
-    Kernels, MembwPlan, MembwPlanError, MembwRequest, MembwWarning, Stores,
+    self, Kernels, MembwPlan, MembwPlanError, MembwRequest, MembwWarning, Stores,
 };
-use crate::measure::engines::memlat::{
-    DELAYS_NS, MemlatPlan, MemlatPlanError, MemlatRequest, Window, loaded,
-};
+use crate::measure::engines::memlat::{self, MemlatPlan, MemlatPlanError, MemlatRequest, Window};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
-use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Engine;
 use crate::report::measure::hardware;
 use crate::units::bytes;
@@ -213,9 +210,7 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let mut progress = Progress::stderr("membw", plan.steps());
-    let report = plan.run(&session.stop, &mut progress)?;
-    progress.finish();
+    let report = membw::run(&session, &plan)?;
     let mut warnings: Vec<String> = plan.warnings.iter().map(membw_warning).collect();
     warnings.extend(report.system.warnings.iter().cloned());
     let validated = report.system.validation.validated
@@ -248,30 +243,9 @@ impl MemlatArgs {
             sample_ms: self.sample_ms,
             samples: self.samples,
             seed: self.seed,
+            load_threads: self.load,
         }
     }
-}
-
-/// The CPUs of `--load THREADS`: the chosen CPUs other than the chasing one, in locality
-/// order (nearest first), refused naming the flag when there are too few.
-fn load_cpus(
-    session: &crate::measure::runner::session::Session,
-    chase_cpu: u32,
-    threads: u32,
-) -> Result<Vec<u32>> {
-    let free: Vec<u32> = session
-        .cpus_by_locality()
-        .into_iter()
-        .filter(|&cpu| cpu != chase_cpu)
-        .collect();
-    if free.len() < threads as usize {
-        anyhow::bail!(
-            "--load {threads}: only {} CPU(s) besides the chasing CPU {chase_cpu} are chosen; give --load {} at most, or more --cpus",
-            free.len(),
-            free.len()
-        );
-    }
-    Ok(free.into_iter().take(threads as usize).collect())
 }
 
 /// The memlat plan for these flags on the chosen CPUs, with the flag named in its errors.
@@ -282,21 +256,24 @@ fn plan_memlat(
     args: &MemlatArgs,
 ) -> Result<MemlatPlan> {
     let hugepages = |e: &MemoryError| e.is_about_hugepages().then(|| "--hugepages".to_string());
-    args.request()
-        .plan(topology, places, budget)
-        .map_err(|e| {
-            let flag = match &e {
-                MemlatPlanError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
-                MemlatPlanError::NoCpu | MemlatPlanError::Chase(_) => None,
-                MemlatPlanError::StrideTooLarge => Some("--stride".to_string()),
-                MemlatPlanError::WindowTooLarge => Some("--window".to_string()),
-                MemlatPlanError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
-                MemlatPlanError::Memory(e) => hugepages(e),
-                MemlatPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
-            };
-            with_flag(e, flag)
-        })
-        .context("memlat")
+    args.request().plan(topology, places, budget).map_err(|e| {
+        if let MemlatPlanError::TooFewLoadCpus { threads, free, .. } = e {
+            return anyhow::anyhow!(
+                "--load {threads}: {e}; give --load {free} at most, or more --cpus"
+            );
+        }
+        let flag = match &e {
+            MemlatPlanError::TooFewLoadCpus { .. } => None,
+            MemlatPlanError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
+            MemlatPlanError::NoCpu | MemlatPlanError::Chase(_) => None,
+            MemlatPlanError::StrideTooLarge => Some("--stride".to_string()),
+            MemlatPlanError::WindowTooLarge => Some("--window".to_string()),
+            MemlatPlanError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
+            MemlatPlanError::Memory(e) => hugepages(e),
+            MemlatPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
+        };
+        with_flag(e, flag).context("memlat")
+    })
 }
 
 /// Runs `lowlat measure memlat`.
@@ -310,17 +287,7 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let load_cpus = match args.load {
-        Some(threads) => Some(load_cpus(&session, plan.curve.cpu, threads)?),
-        None => None,
-    };
-    let loaded_steps = load_cpus.as_ref().map_or(0, |_| DELAYS_NS.len());
-    let mut progress = Progress::stderr("memlat", plan.steps() + loaded_steps);
-    let mut report = plan.run(&session.stop, &mut progress)?;
-    if let Some(cpus) = &load_cpus {
-        report.loaded = Some(loaded(&plan.curve, cpus, &session.stop, &mut progress)?);
-    }
-    progress.finish();
+    let report = memlat::run(&session, &plan)?;
     let results = Results {
         kind: Kind::MeasureMemlat,
         method: "dependent pointer chase over a random single cycle, one pointer per stride, \

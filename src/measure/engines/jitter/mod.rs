@@ -4,7 +4,6 @@
 pub(crate) mod busy;
 pub(crate) mod stats;
 
-use crate::machine::CpuSet;
 use crate::measure::runner::clock::TscTicks;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
@@ -25,7 +24,7 @@ pub(crate) const DEFAULT_MAX_GAPS: usize = 1_000_000;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub(crate) struct JitterRequest {
-    /// The CPUs, the duration and what runs alongside.
+    /// The duration and what runs alongside (the CPUs are the session's).
     pub plan: LoopPlan,
     /// Gaps at or above this are interruptions, ns (above 0).
     pub threshold_ns: u64,
@@ -95,15 +94,19 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
     };
     let progress = format!(
         "measuring jitter on CPU {} for {:.3} s, threshold {} ns",
-        plan.cpus.iter().copied().collect::<CpuSet>().to_list(),
+        session.cpus.to_list(),
         plan.duration.as_secs_f64(),
         request.threshold_ns
     );
     let priority = request.priority;
-    let cpus: CpuSet = plan.cpus.iter().copied().collect();
-    let tracing = request
-        .explain
-        .then(|| Tracing::start(session.root(), &cpus, TraceClock::X86Tsc, plan.duration));
+    let tracing = request.explain.then(|| {
+        Tracing::start(
+            session.root(),
+            &session.cpus,
+            TraceClock::X86Tsc,
+            plan.duration,
+        )
+    });
     let running = tracing.as_ref().and_then(|t| t.as_ref().ok());
     let drain = running.map(|t| move || t.drain());
     let finished = threads::run_loops(

@@ -3,7 +3,7 @@
 //! then the run of that plan: the whole machine, then each cell of the matrix.
 
 use super::{
-    Kernel, Kernels, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, run,
+    Kernel, Kernels, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream,
     stream_array_bytes,
 };
 use crate::machine::CpuSet;
@@ -15,6 +15,7 @@ use crate::measure::runner::node_matrix::{
 };
 use crate::measure::runner::place::{self, CpuPlace};
 use crate::measure::runner::progress::Progress;
+use crate::measure::runner::session::Session;
 use crate::units::bytes;
 
 /// What to measure.
@@ -189,14 +190,21 @@ impl MembwPlan {
     pub(crate) fn steps(&self) -> usize {
         1 + self.rows.len() * self.columns.len()
     }
+}
 
-    /// Runs the plan: the whole machine, then the node × node matrix cell by cell, saying
-    /// each step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
-    pub(crate) fn run(
-        &self,
-        stop: &StopFlag,
-        progress: &mut Progress,
-    ) -> Result<MembwReport, MembwError> {
+/// Runs `plan` (sized on the session's CPUs by [`MembwRequest::plan`]): the whole machine,
+/// then the node × node matrix cell by cell, each step said on stderr; Ctrl-C or the session's
+/// stop flag ends it early, keeping what was measured.
+pub(crate) fn run(session: &Session, plan: &MembwPlan) -> Result<MembwReport, MembwError> {
+    let mut progress = Progress::stderr("membw", plan.steps());
+    let report = plan.measure(&session.stop, &mut progress);
+    progress.finish();
+    report
+}
+
+impl MembwPlan {
+    /// Measures the plan as [`run`] does, saying each step on `progress`, until `stop`.
+    fn measure(&self, stop: &StopFlag, progress: &mut Progress) -> Result<MembwReport, MembwError> {
         let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
             cpus,
             elements: self.elements,
@@ -209,7 +217,7 @@ impl MembwPlan {
             self.system_cpus.len(),
             bytes(self.elements as u64 * 8)
         ));
-        let system = run(&config(self.system_cpus.clone(), None), stop)?;
+        let system = stream(&config(self.system_cpus.clone(), None), stop)?;
         let node_matrix = (!self.rows.is_empty()).then(|| NodeBandwidth {
             triad_best_mb_per_s: empty_matrix(&self.rows, &self.columns),
             runs: Vec::new(),
@@ -230,7 +238,7 @@ impl MembwPlan {
                     progress.step(&format!(
                         "CPUs of node {cpu_node}, memory of node {memory_node}"
                     ));
-                    let run = run(&config(cpus.clone(), Some(memory_node)), stop)?;
+                    let run = stream(&config(cpus.clone(), Some(memory_node)), stop)?;
                     if let Some(rate) = run.best_rate(Kernel::Triad) {
                         matrix.triad_best_mb_per_s.set(r, c, rate);
                     }

@@ -4,7 +4,6 @@
 pub mod cyclic;
 pub(crate) mod deadline_loop;
 
-use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::segments::Merge;
@@ -19,7 +18,7 @@ pub const DEFAULT_PRIORITY: u8 = 95;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct TimerRequest {
-    /// The CPUs, the duration and what runs alongside.
+    /// The duration and what runs alongside (the CPUs are the session's).
     pub plan: LoopPlan,
     /// The period, ns (above 0).
     pub interval_ns: u64,
@@ -79,7 +78,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
     };
     let progress = format!(
         "measuring timer latency on CPU {} every {} us for {:.3} s",
-        plan.cpus.iter().copied().collect::<CpuSet>().to_list(),
+        session.cpus.to_list(),
         request.interval_ns / 1000,
         plan.duration.as_secs_f64()
     );
