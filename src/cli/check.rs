@@ -6,6 +6,7 @@ use clap::Args;
 use std::time::Duration;
 
 use super::measure_common::{BundleArgs, hold_idle_limit, live_root, measured_completely};
+use super::messages::{error, note};
 use super::output::print;
 use super::{Cli, exit, values};
 use crate::audit::{self, profile};
@@ -163,9 +164,12 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     })?;
     let bundle = args.bundle.open(&session)?;
     let counts = audited.counts();
-    eprintln!(
-        "lowlat check: audit against {}: {} fail, {} warn, {} pass",
-        profile.info.name, counts.fail, counts.warn, counts.pass
+    note!(
+        "audit against {}: {} fail, {} warn, {} pass",
+        profile.info.name,
+        counts.fail,
+        counts.warn,
+        counts.pass
     );
     // In a VM, the host's share of the measured vCPUs (steal) is read around both runs.
     let read_stat = || {
@@ -189,7 +193,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let _limit = hold_idle_limit(session.root(), 0);
     for number in 1..=args.repeat {
         if args.repeat > 1 {
-            eprintln!("lowlat check: round {number} of {}", args.repeat);
+            note!("round {number} of {}", args.repeat);
         }
         let jitter_run = jitter::run(
             &session,
@@ -255,10 +259,10 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
             _ => bundle.add(*kind, json).map(drop),
         });
         match saved {
-            Ok(()) => eprintln!("lowlat check: saved the bundle: {}", bundle.dir().display()),
+            Ok(()) => note!("saved the bundle: {}", bundle.dir().display()),
             Err(e) => {
-                eprintln!(
-                    "lowlat: error: --out {}: {e}; the report below is all there is of this check",
+                error!(
+                    "--out {}: {e}; the report below is all there is of this check",
                     bundle.dir().display()
                 );
                 complete = false;
@@ -274,9 +278,9 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
             .map_err(anyhow::Error::from)
             .and_then(|page| Ok(std::fs::write(file, page)?));
         match written {
-            Ok(()) => eprintln!("lowlat check: wrote {}", file.display()),
+            Ok(()) => note!("wrote {}", file.display()),
             Err(e) => {
-                eprintln!("lowlat: error: --html {}: {e:#}", file.display());
+                error!("--html {}: {e:#}", file.display());
                 complete = false;
             }
         }
@@ -306,7 +310,7 @@ fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
     });
     let said = hardware_printers::host_sharing_text(&probe);
     for line in said.lines().filter(|l| !l.is_empty()) {
-        eprintln!("lowlat check: {}", line.trim_start());
+        note!("{}", line.trim_start());
     }
     probe
 }

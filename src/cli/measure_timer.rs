@@ -8,6 +8,7 @@ use super::measure_common::open_loop_session;
 use super::measure_common::{
     LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, run_checkpointed,
 };
+use super::messages::note;
 use super::output::print;
 use super::values;
 use crate::document::Kind;
@@ -72,7 +73,7 @@ pub enum TimerFormat {
 /// Runs `lowlat measure timer`.
 pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     if let Some(note) = args.interval.note("--interval", "us") {
-        eprintln!("{note}");
+        note!("{note}");
     }
     if args.interval.duration > args.common.round() {
         anyhow::bail!(
@@ -93,8 +94,8 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         args.format
     };
     if args.histogram.is_some() && format == TimerFormat::Table {
-        eprintln!(
-            "lowlat: note: --histogram is printed by --format cyclictest and --json; the table \
+        note!(
+            "--histogram is printed by --format cyclictest and --json; the table \
              shows percentiles"
         );
     }

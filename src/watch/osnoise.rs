@@ -120,7 +120,7 @@ impl Drop for Osnoise<'_> {
     fn drop(&mut self) {
         for (path, before) in self.saved.iter().rev() {
             if let Err(e) = self.root.write_knob(path, before.trim().as_bytes()) {
-                eprintln!("lowlat watch: warning: could not restore {path}: {e}");
+                eprintln!("lowlat: warning: could not restore {path}: {e}");
             }
         }
     }

@@ -89,7 +89,7 @@ impl Session {
         };
         if let MemoryLock::Current { limit_bytes } = memory_lock {
             eprintln!(
-                "lowlat: notice: locked the memory mapped now, not what is mapped later \
+                "lowlat: note: locked the memory mapped now, not what is mapped later \
                  (RLIMIT_MEMLOCK is {} KiB, too small for the threads' stacks); buffers are \
                  written once before measuring instead; run as root or raise `ulimit -l` to \
                  lock everything",
@@ -105,7 +105,7 @@ impl Session {
                 .first()
                 .map_or(String::new(), |cause| format!(" ({cause})"));
             eprintln!(
-                "lowlat: notice: memory could not be locked (mlockall){why}: page faults may add \
+                "lowlat: note: memory could not be locked (mlockall){why}: page faults may add \
                  noise"
             );
         }
