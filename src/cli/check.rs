@@ -162,6 +162,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
             ),
         }
     })?;
+    super::measure_common::say_session_notes(&session);
     let bundle = args.bundle.open(&session)?;
     let counts = audited.counts();
     note!(

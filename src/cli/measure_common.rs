@@ -207,10 +207,20 @@ impl LoopArgs {
 /// (`cpus`), naming the flag in its errors.
 pub(crate) fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<Session> {
     let root = live_root(cli)?;
-    let session = Session::open(root, engine, cpus);
-    match cpus {
-        Some(cpus) => session.with_context(|| format!("--cpus {cpus}")),
-        None => Ok(session?),
+    let session = match cpus {
+        Some(cpus) => {
+            Session::open(root, engine, Some(cpus)).with_context(|| format!("--cpus {cpus}"))?
+        }
+        None => Session::open(root, engine, None)?,
+    };
+    say_session_notes(&session);
+    Ok(session)
+}
+
+/// Says what the session could not set up as the engine wanted (memory locking).
+pub(crate) fn say_session_notes(session: &Session) {
+    for session_note in session.notes() {
+        note!("{session_note}");
     }
 }
 
