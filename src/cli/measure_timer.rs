@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use super::Cli;
 use super::measure_common::{LoopArgs, deliver_document, hold_idle_limit, loop_exit};
 use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
+use super::messages::note;
 use super::output::print;
 use super::values;
 use crate::document::Kind;
@@ -71,7 +72,7 @@ pub enum TimerFormat {
 /// Runs `lowlat measure timer`.
 pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     if let Some(note) = args.interval.note("--interval", "us") {
-        eprintln!("{note}");
+        note!("{note}");
     }
     if args.interval.duration > args.common.round() {
         anyhow::bail!(
@@ -92,8 +93,8 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         args.format
     };
     if args.histogram.is_some() && format == TimerFormat::Table {
-        eprintln!(
-            "lowlat: note: --histogram is printed by --format cyclictest and --json; the table \
+        note!(
+            "--histogram is printed by --format cyclictest and --json; the table \
              shows percentiles"
         );
     }

@@ -72,7 +72,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
                  default 50 us timer slack is added to every wake-up",
                 request.priority
             );
-            eprintln!("lowlat: notice: {reason}");
+            eprintln!("lowlat: note: {reason}");
             (None, Some(reason))
         }
     };
