@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::causes::CauseCount;
 use super::stats::histogram::Cumulative;
 
 /// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
@@ -247,6 +248,9 @@ pub struct Run {
     pub conditions: BTreeMap<u32, CpuConditions>,
     /// The 1-minute load average, mean of the readings before and after the run.
     pub load_average: Option<f64>,
+    /// Each CPU's gaps by cause (`measure jitter --explain`); `None` where the run was not
+    /// explained (not asked, not traced, another format).
+    pub causes: Option<BTreeMap<u32, Vec<CauseCount>>>,
 }
 
 impl Run {
@@ -277,6 +281,7 @@ impl Run {
             rates: BTreeMap::new(),
             conditions: BTreeMap::new(),
             load_average: None,
+            causes: None,
         }
     }
 }
