@@ -618,13 +618,13 @@ pub(crate) struct Part<'a> {
 /// Height of one bar of a [`stacked_bars`] chart, px.
 const STACK_ROW: f64 = 14.0;
 
-/// Legend entries per line below a [`stacked_bars`] chart, 100 px each.
-const STACK_LEGEND_PER_LINE: usize = 6;
+/// Narrowest legend entry below a [`stacked_bars`] chart, px.
+const STACK_LEGEND_ENTRY: f64 = 100.0;
 
 /// Horizontal bars, one per row (its label left of it), each split into `parts` in order:
 /// how the quantity (`unit`: hosts, µs) of each row divides. One scale for every row, so bars
-/// of rows with less are shorter; empty parts are not drawn. The legend wraps after
-/// [`STACK_LEGEND_PER_LINE`] parts.
+/// of rows with less are shorter; empty parts are not drawn. The legend's entries are as wide
+/// as its longest name needs (at least [`STACK_LEGEND_ENTRY`]) and wrap at the chart's width.
 pub(crate) fn stacked_bars(
     title: &str,
     parts: &[Part],
@@ -650,7 +650,15 @@ pub(crate) fn stacked_bars(
         .filter(|&&v| v > 0.0)
         .count();
     let bottom = TOP + rows.len() as f64 * STACK_ROW;
-    let legend_lines = parts.len().div_ceil(STACK_LEGEND_PER_LINE).max(1);
+    // Legend names are lower case at 11 px: about 6.6 px a character, after the swatch.
+    let longest_name = parts
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let entry = (longest_name as f64 * 6.6 + 24.0).max(STACK_LEGEND_ENTRY);
+    let per_line = (((WIDTH - PLOT_RIGHT - LEFT) / entry) as usize).max(1);
+    let legend_lines = parts.len().div_ceil(per_line).max(1);
     let height = bottom + BOTTOM + LEGEND_LINE * legend_lines as f64;
     let at = |v: f64| left + span * v / most;
     // Each row's non-empty parts: (part, value, where it starts).
@@ -690,8 +698,8 @@ pub(crate) fn stacked_bars(
                 text x=(r1(left + span / 2.0)) y=(r1(bottom + 34.0)) text-anchor="middle" stroke="none" { (unit) }
             }
             @for (i, part) in parts.iter().enumerate() {
-                @let x = LEFT + (i % STACK_LEGEND_PER_LINE) as f64 * 100.0;
-                @let y = bottom + BOTTOM + (i / STACK_LEGEND_PER_LINE) as f64 * LEGEND_LINE;
+                @let x = LEFT + (i % per_line) as f64 * entry;
+                @let y = bottom + BOTTOM + (i / per_line) as f64 * LEGEND_LINE;
                 rect x=(r1(x)) y=(r1(y)) width="10" height="10" fill=(part.colour) {}
                 text.legend x=(r1(x + 14.0)) y=(r1(y + 9.0)) fill="#222" { (part.name) }
             }
