@@ -87,17 +87,6 @@ pub struct CausesDiff {
     pub rows: Vec<CauseRow>,
 }
 
-/// One cause's gaps on one CPU of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CauseCount {
-    /// The class.
-    pub class: String,
-    /// The source.
-    pub source: String,
-    /// Gaps it caused.
-    pub count: u64,
-}
-
 /// The rate unit of the rows.
 const UNIT: &str = "per-minute";
 
@@ -235,7 +224,7 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::run::{ExposureUnit, Format, Series};
+    use crate::compare::run::{CauseCount, ExposureUnit, Format, Series};
 
     /// A deterministic stream of uniform numbers in [0, 1) (a linear congruential generator).
     struct Lcg(u64);

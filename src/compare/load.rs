@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::causes::CauseCount;
-use super::run::{CpuConditions, ExposureUnit, Figures, Format, Run, Series, Slice};
+use super::run::{CauseCount, CpuConditions, ExposureUnit, Figures, Format, Run, Series, Slice};
 use super::stats::histogram::Cumulative;
 use crate::bios::value_text;
 use crate::document::{Kind, layout_of};

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use super::causes::CauseCount;
 use super::stats::histogram::Cumulative;
 
 /// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
@@ -221,6 +220,17 @@ pub struct CpuConditions {
     pub throttle_events: Option<f64>,
     /// System management interrupts.
     pub smis: Option<f64>,
+}
+
+/// One cause's gaps on one CPU of a run (`measure jitter --explain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CauseCount {
+    /// The class (`tick`, `task`, ...).
+    pub class: String,
+    /// What in the class (`tick_nohz_handler`, the task's comm).
+    pub source: String,
+    /// Gaps it caused.
+    pub count: u64,
 }
 
 /// One run: where it came from and its latencies per CPU.

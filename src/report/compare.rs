@@ -14,7 +14,7 @@ use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
 use crate::compare::{Comparison, Primary};
 use crate::document::{Document, Kind};
-use crate::report::measure::jitter::aligned;
+use crate::report::table::{self, Align, Width, aligned};
 
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.
@@ -397,7 +397,10 @@ fn causes(out: &mut String, c: &Comparison) {
             ));
         }
     }
-    out.push_str(&aligned(&table));
+    // Where, class and source are text; the rest figures.
+    out.push_str(&table::columns(&table, Width::Chars, |c| {
+        if c < 3 { Align::Left } else { Align::Right }
+    }));
     if !left_out.is_empty() {
         let _ = writeln!(
             out,
