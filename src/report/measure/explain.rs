@@ -1,6 +1,7 @@
 //! `--explain`'s result: each CPU's causes with the rule and the setting that remove each
 //! (from the audit's cause → fix table), as JSON (`explain` in the engine's document) and as
-//! text (a cause table per CPU, the longest gaps with their cause, the fix per cause).
+//! text (a cause table per CPU, its time by class, the longest gaps with their cause, the fix
+//! per cause).
 
 use super::micros;
 use crate::audit::rules::causes::{fix_for, setting_for};
@@ -196,6 +197,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
                 micros(rest.iter().map(|c| c.total_ns).sum::<u64>() as f64)
             );
         }
+        out.push_str(&class_table(cpu));
         if !cpu.spikes.is_empty() {
             let _ = writeln!(out, "longest gaps:");
             for s in &cpu.spikes {
@@ -248,6 +250,39 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
         let _ = writeln!(out, "explain: {note}");
     }
     out
+}
+
+/// The time in one CPU's gaps by class, every cause counted (the HTML report draws it as the
+/// CPU's stacked bar): most time first, with its share of the CPU's time in gaps.
+fn class_table(cpu: &CpuCausesJson) -> String {
+    let mut classes: Vec<(Class, u64, u64)> = Vec::new();
+    for c in &cpu.causes {
+        match classes.iter_mut().find(|(class, ..)| *class == c.class) {
+            Some((_, count, total)) => {
+                *count += c.count;
+                *total = total.saturating_add(c.total_ns);
+            }
+            None => classes.push((c.class, c.count, c.total_ns)),
+        }
+    }
+    classes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let all = classes.iter().map(|c| c.2).sum::<u64>().max(1) as f64;
+    let mut rows = vec![
+        ["time by class", "gaps", "total µs", "share"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for (class, count, total) in classes {
+        rows.push(vec![
+            class.label().to_string(),
+            count.to_string(),
+            micros(total as f64),
+            format!("{:.1} %", total as f64 / all * 100.0),
+        ]);
+    }
+    table::columns(&rows, Width::Chars, |c| {
+        if c == 0 { Align::Left } else { Align::Right }
+    })
 }
 
 /// The cause table: the four figures right-aligned, class and source left-aligned.
