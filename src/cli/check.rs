@@ -17,7 +17,9 @@ use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::machine::{CpuSet, Machine, Reader};
 use crate::measure::engines::c2c;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
-use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
+use crate::measure::engines::timer::{
+    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerRequest,
+};
 use crate::measure::runner::place;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
@@ -95,8 +97,9 @@ pub struct CheckArgs {
     #[arg(long = "target", value_name = "TARGET", value_parser = target)]
     pub(crate) targets: Vec<Target>,
 
-    /// Do not trace the measured CPUs to give each gap its cause (by default a check explains
-    /// where tracing is available: root, tracefs; see docs/guide/explain.md).
+    /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
+    /// more, its cause (by default a check explains where tracing is available: root,
+    /// tracefs; see docs/guide/explain.md).
     #[arg(long)]
     pub no_explain: bool,
 
@@ -213,6 +216,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
                 interval_ns: TIMER_INTERVAL_NS,
                 priority: DEFAULT_PRIORITY,
                 histogram_buckets: 0,
+                explain_above_ns: (!args.no_explain).then_some(DEFAULT_EXPLAIN_ABOVE_NS),
             },
         )?;
         complete &= measured_completely(&timer_run.session, |_| false);
@@ -234,6 +238,10 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     };
     let verdicts = check::evaluate(&wanted, &figures);
     let causes = all_jitter.explanation.as_ref().map(explain::json);
+    let timer_causes = all_timer
+        .as_ref()
+        .and_then(|run| run.explanation.as_ref())
+        .map(explain::json);
     let report = CheckReport {
         machine: &machine,
         audit: &audited,
@@ -246,6 +254,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         targets: &verdicts,
         complete,
         causes: causes.as_ref(),
+        timer_causes: timer_causes.as_ref(),
     };
     let documents = documents(&session, &report, &jitter_runs, &timer_runs)?;
     if let Some(bundle) = &bundle {

@@ -82,13 +82,10 @@ pub(crate) struct SpikeJson {
 /// The comm a setting names for a cause: a task's or an IPI sender's.
 fn comm_of(cause: &Cause) -> Option<&str> {
     match cause.class {
-        Class::Task if !cause.source.starts_with("pid ") => Some(
-            cause
-                .source
-                .split(" (woken by ")
-                .next()
-                .unwrap_or(&cause.source),
-        ),
+        // `comm (woken by f)`, `comm (running when woken)`.
+        Class::Task if !cause.source.starts_with("pid ") => {
+            Some(cause.source.split(" (").next().unwrap_or(&cause.source))
+        }
         Class::Ipi | Class::TlbShootdown => {
             let (_, after) = cause.source.split_once(" from ")?;
             after.rsplit_once(" on CPU ").map(|(comm, _)| comm)
@@ -153,8 +150,9 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
 const SHOWN: usize = 10;
 
 /// The text: per CPU its cause table (the [`SHOWN`] causes with the most time), its longest
-/// gaps, and the fix of each cause shown (one line per rule and setting).
-pub(crate) fn text(explanation: &ExplainJson) -> String {
+/// gaps, and the fix of each cause shown (one line per rule and setting). `what` names the
+/// gaps: `gaps` (jitter), `late wake-ups` (timer).
+pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
     let mut out = String::new();
     if !explanation.traced {
         for note in &explanation.notes {
@@ -165,7 +163,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
     for cpu in &explanation.cpus {
         let _ = writeln!(
             out,
-            "\nCPU {}: {} gaps by cause (trace clock {})",
+            "\nCPU {}: {} {what} by cause (trace clock {})",
             cpu.cpu, cpu.gaps, explanation.clock
         );
         let shown = &cpu.causes[..cpu.causes.len().min(SHOWN)];
@@ -189,14 +187,14 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
         if !rest.is_empty() {
             let _ = writeln!(
                 out,
-                "and {} more causes ({} gaps, {} µs; see --json)",
+                "and {} more causes ({} {what}, {} µs; see --json)",
                 rest.len(),
                 rest.iter().map(|c| c.count).sum::<u64>(),
                 micros(rest.iter().map(|c| c.total_ns).sum::<u64>() as f64)
             );
         }
         if !cpu.spikes.is_empty() {
-            let _ = writeln!(out, "longest gaps:");
+            let _ = writeln!(out, "longest {what}:");
             for s in &cpu.spikes {
                 let _ = writeln!(
                     out,
@@ -239,7 +237,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
     if explanation.lost_events > 0 {
         let _ = writeln!(
             out,
-            "explain: the trace lost {} events; the gaps in their windows are counted as unknown",
+            "explain: the trace lost {} events; the {what} in their windows are counted as unknown",
             explanation.lost_events
         );
     }
@@ -287,7 +285,7 @@ mod tests {
         let (_, after) = guide.split_once("<!-- explain-example:").unwrap();
         let (_, block) = after.split_once("```text\n").unwrap();
         let (block, _) = block.split_once("```").unwrap();
-        let text = text(&explanation);
+        let text = text(&explanation, "gaps");
         assert_eq!(text.trim_start_matches('\n'), block);
         // Its counts add up to the CPU's gaps.
         let cpu = &explanation.cpus[0];
