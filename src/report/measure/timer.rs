@@ -2,7 +2,6 @@
 
 use super::explain::{self, ExplainJson};
 use super::header::Measured;
-use super::jitter::aligned;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
@@ -13,6 +12,7 @@ use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
+use crate::report::table::aligned;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -144,9 +144,9 @@ pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
     let header = header(METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
-        span: RunSpan::of(&run.request.plan, &run.session),
+        span: RunSpan::of(&run.request.spec, &run.session),
         normal_priority_reason: run.normal_priority_reason.clone(),
-        conditions: RunConditions::of(&run.request.plan, &run.session),
+        conditions: RunConditions::of(&run.request.spec, &run.session),
         cpus: run
             .session
             .cpus

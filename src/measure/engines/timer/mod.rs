@@ -6,12 +6,11 @@
 pub mod cyclic;
 pub(crate) mod deadline_loop;
 
-use crate::machine::CpuSet;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::Tsc;
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
@@ -33,8 +32,8 @@ pub const DEFAULT_PRIORITY: u8 = 95;
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct TimerRequest {
-    /// The CPUs, the duration and what runs alongside.
-    pub plan: LoopPlan,
+    /// The duration and what runs alongside (the CPUs are the session's).
+    pub spec: LoopSpec,
     /// The period, ns (above 0).
     pub interval_ns: u64,
     /// SCHED_FIFO priority wanted for the measuring threads.
@@ -63,7 +62,7 @@ pub struct TimerRun {
 
 impl Merge for TimerRun {
     fn merge(&mut self, later: Self) {
-        self.request.plan.duration += later.request.plan.duration;
+        self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
         match (&mut self.explanation, later.explanation) {
             (Some(explanation), Some(more)) => explanation.merge(more),
@@ -87,8 +86,8 @@ pub enum TimerError {
 /// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
 pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerError> {
-    let plan = &request.plan;
-    threads::check_fifo(None, plan.inject.is_some())?;
+    let spec = &request.spec;
+    threads::check_fifo(None, spec.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
         Ok(()) => (Some(request.priority), None),
         Err(e) => {
@@ -103,12 +102,12 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
     };
     let progress = format!(
         "measuring timer latency on CPU {} every {} us for {:.3} s",
-        plan.cpus.iter().copied().collect::<CpuSet>().to_list(),
+        session.cpus.to_list(),
         request.interval_ns / 1000,
-        plan.duration.as_secs_f64()
+        spec.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
-    let duration_ns = u64::try_from(plan.duration.as_nanos()).unwrap_or(u64::MAX);
+    let duration_ns = u64::try_from(spec.duration.as_nanos()).unwrap_or(u64::MAX);
     let late_capacity = usize::try_from(duration_ns / interval_ns.max(1) + 1)
         .unwrap_or(usize::MAX)
         .min(MAX_LATE_WAKEUPS);
@@ -118,16 +117,13 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         Some(Err(e)) => RunTrace::Unavailable(format!(
             "the time-stamp counter cannot place the wake-ups in the trace: {e}"
         )),
-        Some(Ok(tsc)) => {
-            let cpus: CpuSet = plan.cpus.iter().copied().collect();
-            RunTrace::start(session.root(), &cpus, plan.duration, Some(tsc))
-        }
+        Some(Ok(tsc)) => RunTrace::start(session.root(), &session.cpus, spec.duration, Some(tsc)),
     };
     let drain = tracing.running().map(|t| move || t.drain());
     let explain_above = tracing.running().and(request.explain_above_ns);
     let finished = threads::run_loops(
         session,
-        plan,
+        spec,
         progress,
         drain
             .as_ref()
