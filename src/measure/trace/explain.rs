@@ -5,7 +5,8 @@
 //!
 //! One gap, one cause, chosen in this order (the first that applies):
 //! 1. the gap overlaps a window in which the CPU's buffer lost events: **unknown (events
-//!    lost)**: what remained cannot be trusted to be all;
+//!    lost)**: what remained cannot be trusted to be all (also **unknown** a garbled gap whose
+//!    end is before its start);
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
 //!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
@@ -36,6 +37,7 @@
 use std::collections::BTreeMap;
 
 use super::events::{Event, IpiSend, Sym, Symbols, Vector, What};
+use crate::machine::Avail;
 
 /// The softirq vectors' names, by number.
 pub(crate) const SOFTIRQS: [&str; 10] = [
@@ -210,12 +212,56 @@ pub(crate) struct CpuCauses {
     pub causes: Vec<CauseStats>,
     /// The longest gaps, longest first.
     pub spikes: Vec<Spike>,
+    /// What its `no kernel event` gaps are checked against (filled after the join by
+    /// [`super::Explanation::cross_check`]).
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// What a CPU's `no kernel event` gaps, which no tracepoint names, are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CrossCheck {
+    /// A VM: the time the host ran something else while this vCPU was runnable during the
+    /// run (`/proc/stat` steal), ns.
+    Steal {
+        /// The hypervisor's vendor (`KVM`).
+        hypervisor: String,
+        /// Steal of the vCPU during the run, ns.
+        steal_ns: Avail<u64>,
+    },
+    /// Bare metal: the system management interrupts counted during the run (MSR_SMI_COUNT,
+    /// 0x34, read through `/dev/cpu/N/msr`).
+    Smis(Avail<u64>),
+}
+
+impl CrossCheck {
+    /// Adds a later segment's figure.
+    fn merge(&mut self, later: CrossCheck) {
+        fn add(sum: &mut Avail<u64>, more: Avail<u64>) {
+            if let (Avail::Available(x), Avail::Available(y)) = (&*sum, &more) {
+                *sum = Avail::Available(x + y);
+            } else if sum.get().is_some() {
+                *sum = more;
+            }
+        }
+        match (self, later) {
+            (CrossCheck::Steal { steal_ns, .. }, CrossCheck::Steal { steal_ns: more, .. }) => {
+                add(steal_ns, more);
+            }
+            (CrossCheck::Smis(smis), CrossCheck::Smis(more)) => add(smis, more),
+            _ => {}
+        }
+    }
 }
 
 impl CpuCauses {
     /// Adds a later segment's causes of the same CPU.
     pub(crate) fn merge(&mut self, later: CpuCauses) {
         self.gaps += later.gaps;
+        match (&mut self.cross_check, later.cross_check) {
+            (Some(check), Some(more)) => check.merge(more),
+            (check @ None, more) => *check = more,
+            (Some(_), None) => {}
+        }
         for more in later.causes {
             match self.causes.iter_mut().find(|c| c.cause == more.cause) {
                 Some(stats) => {
@@ -358,16 +404,24 @@ pub(crate) fn explain_cpu(
 ) -> CpuCauses {
     let mut by_cause: BTreeMap<Cause, CauseStats> = BTreeMap::new();
     let mut spikes: Vec<(u64, usize, Cause)> = Vec::new();
+    // The join needs the events in time order; a CPU's buffer gives them so, but a counter
+    // that stepped back (a CPU brought back online, a skewed clock) must not make it panic or
+    // misplace them.
+    let sorted;
+    let ordered = if trace.events.is_sorted_by_key(|e| e.ts) {
+        trace.events
+    } else {
+        let mut copy = trace.events.to_vec();
+        copy.sort_by_key(|e| e.ts);
+        sorted = copy;
+        &sorted[..]
+    };
     let (filtered, woken) = if trace.sleeps {
-        own_wakeups(trace.events, trace.loop_tid)
+        own_wakeups(ordered, trace.loop_tid)
     } else {
         (Vec::new(), Vec::new())
     };
-    let events = if trace.sleeps {
-        &filtered[..]
-    } else {
-        trace.events
-    };
+    let events = if trace.sleeps { &filtered[..] } else { ordered };
     let kept: Vec<&Event> = events
         .iter()
         .filter(|e| matches!(e.what, What::TickKept(_)))
@@ -378,12 +432,21 @@ pub(crate) fn explain_cpu(
         .collect();
     for (index, gap) in gaps.iter().enumerate() {
         let from = events.partition_point(|e| e.ts < gap.start);
-        let to = events.partition_point(|e| e.ts <= gap.end);
+        // A gap whose end comes before its start (a garbled reading) holds no event.
+        let to = events.partition_point(|e| e.ts <= gap.end).max(from);
         let inside = &events[from..to];
         let woke = woken
             .get(woken.partition_point(|w| w.ts < gap.start))
             .filter(|w| w.ts <= gap.end);
-        let (cause, id) = if trace
+        let (cause, id) = if gap.end < gap.start {
+            (
+                Cause {
+                    class: Class::Unknown,
+                    source: "end before start".into(),
+                },
+                None,
+            )
+        } else if trace
             .lost
             .iter()
             .any(|&(a, b)| a <= gap.end && gap.start <= b)
@@ -438,6 +501,7 @@ pub(crate) fn explain_cpu(
                 cause,
             })
             .collect(),
+        cross_check: None,
     }
 }
 
@@ -783,6 +847,43 @@ mod tests {
         let at: Vec<u64> = kept.iter().map(|e| e.ts).collect();
         assert_eq!(at, vec![20, 21, 30, 31, 32]);
         assert_eq!(woken.iter().map(|w| w.ts).collect::<Vec<_>>(), vec![12, 23]);
+    }
+
+    /// Bad input: events out of time order (a counter that stepped back), a gap whose end is
+    /// before its start, a gap before the run started: every gap is still counted once,
+    /// nothing panics, and the garbled gap is `unknown`, not given a cause it did not show.
+    #[test]
+    fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
+        let mut s = Symbols::default();
+        let nvme = s.intern("nvme0q1");
+        let tick = s.intern("tick_nohz_handler");
+        let events = [
+            ev(306, What::Hrtimer(tick)),
+            ev(
+                105,
+                What::Irq {
+                    irq: 42,
+                    name: nvme,
+                },
+            ),
+            ev(305, What::Vector(Vector::LocalTimer)),
+        ];
+        let mut t = trace(&events, vec![]);
+        t.run_start = 1_000;
+        let gaps = [gap(100, 110), gap(210, 200), gap(300, 310)];
+        let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_nohz_handler".into(), 1),
+                (Class::DeviceIrq, "42 nvme0q1".into(), 1),
+                (Class::Unknown, "end before start".into(), 1),
+            ]
+        );
+        // Before the run's start: at 0, not a wrapped time.
+        assert!(out.spikes.iter().all(|s| s.at_ns == 0));
     }
 
     #[test]

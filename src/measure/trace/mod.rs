@@ -22,9 +22,12 @@ use std::fmt::Display;
 use std::time::Duration;
 
 use crate::machine::CpuSet;
+use crate::machine::Machine;
+use crate::measure::runner::attribution::CpuAttribution;
+use crate::measure::runner::conditions::CpuConditions;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
-use explain::{CpuCauses, CpuTrace, TraceGap};
+use explain::{CpuCauses, CpuTrace, CrossCheck, TraceGap};
 
 /// An IPI is matched with its sender when it arrives at most this long after it was sent,
 /// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
@@ -59,6 +62,28 @@ impl Explanation {
 }
 
 impl Explanation {
+    /// Sets beside each CPU's causes what its `no kernel event` gaps are checked against:
+    /// in a VM (`hypervisor`) the steal of the vCPU during the run, on bare metal the SMIs
+    /// counted during it; `conditions` are the run's, per CPU.
+    pub(crate) fn cross_check(
+        &mut self,
+        hypervisor: Option<&str>,
+        conditions: &[(u32, &CpuConditions)],
+    ) {
+        for cpu in &mut self.cpus {
+            let Some((_, during)) = conditions.iter().find(|(c, _)| *c == cpu.cpu) else {
+                continue;
+            };
+            cpu.cross_check = Some(match hypervisor {
+                Some(vendor) => CrossCheck::Steal {
+                    hypervisor: vendor.to_string(),
+                    steal_ns: during.steal_ns.clone(),
+                },
+                None => CrossCheck::Smis(during.smis.clone()),
+            });
+        }
+    }
+
     /// Adds the explanation of a later segment of the same run (a checkpointed run): each
     /// CPU's causes summed cause by cause, the spikes the longest of both (a later segment's
     /// spike times count from that segment's start).
@@ -133,22 +158,36 @@ impl<'r> RunTrace<'r> {
     }
 
     /// Ends the trace and joins it with each CPU's gaps (`gaps`, in ticks of the counter it
-    /// is given); `None` when no explanation was asked.
-    pub(crate) fn explain(self, gaps: impl FnOnce(&Tsc) -> Vec<CpuGaps>) -> Option<Explanation> {
+    /// is given), with the cross-check of the `no kernel event` gaps from the run's
+    /// `attribution` on `machine`; `None` when no explanation was asked.
+    pub(crate) fn explain(
+        self,
+        machine: &Machine,
+        attribution: &[CpuAttribution],
+        gaps: impl FnOnce(&Tsc) -> Vec<CpuGaps>,
+    ) -> Option<Explanation> {
         match self {
             RunTrace::Off => None,
             RunTrace::Unavailable(reason) => Some(Explanation::unavailable(&reason)),
-            RunTrace::On(tracing, tsc) => Some(explanation(
-                &tracing.finish(),
-                TraceClock::X86Tsc,
-                &gaps(&tsc),
-                tsc.ticks(IPI_WINDOW_NS),
-                &|ticks| tsc.ns(ticks),
-            )),
+            RunTrace::On(tracing, tsc) => {
+                let mut explained = explanation(
+                    &tracing.finish(),
+                    TraceClock::X86Tsc,
+                    &gaps(&tsc),
+                    tsc.ticks(IPI_WINDOW_NS),
+                    &|ticks| tsc.ns(ticks),
+                );
+                let conditions: Vec<(u32, &CpuConditions)> =
+                    attribution.iter().map(|a| (a.cpu, &a.conditions)).collect();
+                explained.cross_check(
+                    machine.hypervisor.as_ref().map(|h| h.vendor.as_str()),
+                    &conditions,
+                );
+                Some(explained)
+            }
         }
     }
 }
-
 /// Joins each CPU's gaps with what `capture` recorded. `ipi_window` and `to_ns` are in the
 /// trace clock (see [`explain::explain_cpu`]).
 pub(crate) fn explanation(
@@ -203,10 +242,84 @@ pub(crate) fn explanation(
 mod tests {
     use super::events::{self, Event, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
-    use super::{Capture, CpuGaps, TraceClock, explanation};
+    use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
 
     fn ev(ts: u64, what: What) -> Event {
         Event { ts, what }
+    }
+
+    /// The figures beside `no kernel event`, read from a fixture tree as a run reads them:
+    /// the vCPU's steal in a VM, the SMI count of MSR 0x34 on bare metal (through the
+    /// SysRoot), or why it could not be read; a later segment's figure adds up.
+    #[test]
+    fn no_kernel_event_is_set_beside_steal_in_a_vm_and_smis_on_bare_metal() {
+        use super::explain::{CpuCauses, CrossCheck};
+        use crate::machine::{Avail, Warnings};
+        use crate::measure::runner::conditions;
+        use crate::test_tree::TestTree;
+        let tree = TestTree::empty();
+        let stat = |steal: u64| {
+            format!("cpu  1 0 1 9 0 0 0 {steal} 0 0\ncpu1 1 0 1 9 0 0 0 {steal} 0 0\n")
+        };
+        let msr = |smis: u64| {
+            let mut bytes = vec![0u8; 0x100];
+            bytes[0x34..0x3c].copy_from_slice(&smis.to_le_bytes());
+            bytes
+        };
+        tree.write("proc/stat", stat(10));
+        tree.write("dev/cpu/1/msr", msr(5));
+        let root = tree.root();
+        let mut warnings = Warnings::default();
+        let before = conditions::read(&root, &[1], &mut warnings);
+        tree.write("proc/stat", stat(13));
+        tree.write("dev/cpu/1/msr", msr(8));
+        let after = conditions::read(&root, &[1], &mut warnings);
+        let during = conditions::between(&[1], &before, &after);
+        let one = || Explanation {
+            traced: true,
+            clock: "x86-tsc",
+            cpus: vec![CpuCauses {
+                cpu: 1,
+                gaps: 0,
+                causes: Vec::new(),
+                spikes: Vec::new(),
+                cross_check: None,
+            }],
+            lost_events: 0,
+            notes: Vec::new(),
+        };
+        let mut vm = one();
+        vm.cross_check(Some("KVM"), &[(1, &during[0])]);
+        assert_eq!(
+            vm.cpus[0].cross_check,
+            Some(CrossCheck::Steal {
+                hypervisor: "KVM".into(),
+                steal_ns: Avail::Available(30_000_000),
+            })
+        );
+        let mut metal = one();
+        metal.cross_check(None, &[(1, &during[0])]);
+        assert_eq!(
+            metal.cpus[0].cross_check,
+            Some(CrossCheck::Smis(Avail::Available(3)))
+        );
+        let mut later = one();
+        later.cross_check(None, &[(1, &during[0])]);
+        metal.merge(later);
+        assert_eq!(
+            metal.cpus[0].cross_check,
+            Some(CrossCheck::Smis(Avail::Available(6)))
+        );
+        // Without the msr device: unreadable, with what to do.
+        tree.remove("dev/cpu/1/msr");
+        let gone = conditions::read(&root, &[1], &mut warnings);
+        let during = conditions::between(&[1], &gone, &gone);
+        let mut unreadable = one();
+        unreadable.cross_check(None, &[(1, &during[0])]);
+        let Some(CrossCheck::Smis(smis)) = &unreadable.cpus[0].cross_check else {
+            panic!("{:?}", unreadable.cpus[0].cross_check)
+        };
+        assert!(smis.reason().unwrap().contains("modprobe msr"), "{smis:?}");
     }
 
     /// The timer loop (pid 100) is late six times: by its own wake-up only (the hypervisor

@@ -112,7 +112,7 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
     )?;
-    let explanation = tracing.explain(|_| gaps(&finished));
+    let explanation = tracing.explain(&session.machine, &finished.attribution, |_| gaps(&finished));
     Ok(JitterRun {
         request,
         tsc,

@@ -140,7 +140,9 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         },
         |record, go| record.run(&mut Monotonic, go.stop, go.end_ns),
     )?;
-    let mut explanation = tracing.explain(|tsc| late_wakeups(&finished, tsc));
+    let mut explanation = tracing.explain(&session.machine, &finished.attribution, |tsc| {
+        late_wakeups(&finished, tsc)
+    });
     if let Some(explanation) = &mut explanation {
         for cpu in &finished.cpus {
             if let Some(late) = cpu.record.late.as_ref().filter(|l| l.dropped > 0) {
