@@ -8,6 +8,7 @@
 # loop period and the gap rate (jitter; the timer: its p99), which compare has no endpoint for,
 # judged the same way: one value per run, B/A by Welch's t on the logs (scipy, when present).
 #
+# Target (issue 30): compare finds no difference between the arms (exit 0).
 # Usage: bench/explain-overhead.sh [RUNS [DURATION [ENGINE [CPU]]]]
 #        (defaults: 10 3s jitter 1; ENGINE is jitter or timer; needs root for --explain)
 # The binary is $LOWLAT, else target/debug/lowlat (a dev build: the loop's period is the
