@@ -79,8 +79,9 @@ pub struct CheckArgs {
     #[arg(long = "target", value_name = "TARGET", value_parser = target)]
     pub(crate) targets: Vec<Target>,
 
-    /// Do not trace the measured CPUs to give each gap its cause (by default a check explains
-    /// where tracing is available: root, tracefs; see docs/guide/explain.md).
+    /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
+    /// more, its cause (by default a check explains where tracing is available: root,
+    /// tracefs; see docs/guide/explain.md).
     #[arg(long)]
     pub no_explain: bool,
 
@@ -136,7 +137,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         say_not_measured(&run.session);
     }
     let causes = measured.explanation.as_ref().map(explain::json);
-    let mut report = report(&check, &measured, causes.as_ref());
+    let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
+    let mut report = report(&check, &measured, causes.as_ref(), timer_causes.as_ref());
     let documents = documents(&check, &report, &measured)?;
     if let Some(bundle) = &bundle {
         report.complete &= save(bundle, &documents);
@@ -211,6 +213,7 @@ fn report<'a>(
     check: &'a Prepared,
     measured: &'a CheckRun,
     causes: Option<&'a explain::ExplainJson>,
+    timer_causes: Option<&'a explain::ExplainJson>,
 ) -> CheckReport<'a> {
     CheckReport {
         machine: &check.machine,
@@ -224,6 +227,7 @@ fn report<'a>(
         targets: &measured.verdicts,
         complete: measured.complete,
         causes,
+        timer_causes,
     }
 }
 
