@@ -235,7 +235,7 @@ fn services_are_unknown_without_unit_files_and_processes() {
         );
     }
     // The processes tell on their own: irqbalance is not running.
-    dir.write("/proc/1/stat", &stat(1, "systemd"));
+    dir.write("/proc/1/stat", stat(1, "systemd"));
     dir.write("/proc/1/status", "Cpus_allowed_list:\t0-3\n");
     let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
     assert_eq!(f.status, Status::Pass, "{}", f.observed);
