@@ -252,7 +252,11 @@ fn interface_block(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>) -> 
     for (reason, queries) in grouped(&refused) {
         fact(
             "not read",
-            Some(format!("{} ({reason})", queries.join(", "))),
+            Some(if queries.is_empty() {
+                reason
+            } else {
+                format!("{} ({reason})", queries.join(", "))
+            }),
         );
     }
     if !nic.unknown_attributes.is_empty() {
@@ -448,6 +452,47 @@ eth4: ixgbe 4.1.5, PCI 0000:06:00.1, node 1, 25000 Mb/s
   not read   rss (refused: EOPNOTSUPP: Operation not supported)
 ";
         assert_eq!(text, expected);
+    }
+
+    /// A NIC that answers some requests and refuses others: each refusal said (grouped by
+    /// reason), an answer missing from the capture said with its file, the rest read; the
+    /// attributes of a newer kernel skipped and named.
+    #[test]
+    fn the_block_says_each_refusal_and_the_attributes_it_skipped() {
+        use crate::machine::nic::{ethtool, netlink};
+        let tree = TestTree::empty();
+        recorded::write(&tree, "eth0", &recorded::recording("igb"), 0);
+        for query in ["rings", "rss"] {
+            tree.write(
+                &ethtool::answer_path("eth0", query),
+                netlink::error_message(95, None),
+            );
+        }
+        tree.write(
+            &ethtool::answer_path("eth0", "tsinfo"),
+            netlink::error_message(1, Some("no timestamping here")),
+        );
+        tree.remove(&ethtool::answer_path("eth0", "features"));
+        let mut body = netlink::Request::new(0, 0, 0, 0);
+        body.put_u32(ethtool::coalesce_attr::RX_USECS, 3)
+            .put_u32(41, 1);
+        let bytes = body.finish(0);
+        tree.write(
+            &ethtool::answer_path("eth0", "coalesce"),
+            netlink::reply_message(0x1c, 20, &bytes[20..]),
+        );
+        let m = Machine::read(&tree.root());
+        let text = lines(&m);
+        for expected in [
+            "  coalescing rx-usecs 3\n",
+            "  not read   rings, rss (refused: EOPNOTSUPP: Operation not supported)\n",
+            "  not read   tsinfo (refused: EPERM: Operation not permitted (no timestamping here))\n",
+            "  not read   /lowlat-answers/ethtool/eth0/features does not exist\n",
+            "  skipped    attributes this lowlat does not know (a newer kernel's): coalesce: 41\n",
+        ] {
+            assert!(text.contains(expected), "lacks {expected:?}:\n{text}");
+        }
+        assert!(text.contains("  channels   "), "the rest is read:\n{text}");
     }
 
     #[test]
