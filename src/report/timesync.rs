@@ -200,3 +200,59 @@ fn clock_line(m: &Machine) -> String {
     };
     format!("{source}; {tsc}{reliable}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::nic::recorded;
+
+    /// chronyd on every CPU with its configured sources, and the recorded mlx5 and E810 with
+    /// their PTP hardware clocks: the block's lines and the facts of `check`'s `clock` object.
+    #[test]
+    fn the_clock_block_names_the_daemons_the_clocksource_and_the_ptp_clocks() {
+        let tree = recorded::two_node_machine();
+        recorded::write(&tree, "ens1f0", &recorded::recording("mlx5"), 1);
+        tree.write(
+            "/proc/734/stat",
+            format!("734 (chronyd) S {}\n", vec!["0"; 49].join(" ")),
+        );
+        tree.write("/proc/734/status", "Cpus_allowed_list:\t0-7\n");
+        tree.write("/proc/734/cmdline", "/usr/sbin/chronyd\0-F\0-1\0");
+        tree.write("/proc/734/cgroup", "0::/system.slice/chrony.service\n");
+        tree.write(
+            "/etc/chrony/chrony.conf",
+            "pool 2.debian.pool.ntp.org iburst\n",
+        );
+        tree.write(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            "tsc\n",
+        );
+        tree.write(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            "tsc hpet acpi_pm\n",
+        );
+        let m = Machine::read(&tree.root());
+        let block = ClockBlock::of(&m);
+        assert_eq!(
+            block.lines,
+            [
+                "chronyd (pid 734, chrony.service) on CPUs 0-7, last on 0; steers the system clock",
+                "/etc/chrony/chrony.conf (chronyd): pool 2.debian.pool.ntp.org iburst",
+                "clocksource tsc; invariant TSC, clocksource watchdog on (no tsc=reliable)",
+                "PTP hardware clocks: ens1f0 /dev/ptp0, ens5f0 /dev/ptp2",
+            ]
+        );
+        let json = serde_json::to_value(&block).unwrap();
+        assert_eq!(json["clocksource"], "tsc");
+        assert_eq!(json["tsc_invariant"], true);
+        assert_eq!(json["tsc_reliable"], false);
+        assert_eq!(
+            json["ptp_clocks"],
+            serde_json::json!([
+                { "interface": "ens1f0", "phc_index": 0 },
+                { "interface": "ens5f0", "phc_index": 2 }
+            ])
+        );
+        assert_eq!(json["time_sync"]["daemons"][0]["kind"], "chronyd");
+    }
+}

@@ -167,7 +167,9 @@ fn a_ghw_snapshot_says_what_it_lacks_and_takes_the_kernel_from_the_node_object()
             .unwrap_or_else(|| panic!("no {rule} in\n{audit}"));
         assert!(
             line.trim_start().starts_with("unknown")
-                && line.contains("unknown: no process list, and systemd's unit files could not be read"),
+                && line.contains(
+                    "unknown: no process list, and systemd's unit files could not be read"
+                ),
             "{line}"
         );
     }
