@@ -136,7 +136,9 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         );
     }
     let root = live_root(cli)?;
-    let machine = Machine::read(&root);
+    let mut machine = Machine::read(&root);
+    // The clock block shows the running daemons' offsets, as inventory does.
+    super::inventory::ask_time_daemons(&mut machine);
     let partition =
         audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
     let online = machine.topology.online_cpus();
