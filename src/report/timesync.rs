@@ -2,7 +2,7 @@
 //! steer, their configured sources, chronyd's offset where it was asked, and the clocksource
 //! with the TSC's reliability.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::machine::timesync::{DaemonKind, TimeSync};
 use crate::machine::{Avail, Machine};
@@ -10,9 +10,9 @@ use crate::machine::{Avail, Machine};
 /// The block's lines (the first is the summary).
 pub fn lines(m: &Machine) -> String {
     let ts = &m.time_sync;
-    let mut out = daemon_lines(ts);
+    let mut out = Page::from(daemon_lines(ts));
     for config in ts.configs.iter().filter(|c| !c.sources.is_empty()) {
-        let _ = write!(
+        write!(
             out,
             "\n{} ({}): {}",
             config.path,
@@ -22,7 +22,7 @@ pub fn lines(m: &Machine) -> String {
     }
     match &ts.chrony_tracking {
         Some(Avail::Available(t)) => {
-            let _ = write!(
+            write!(
                 out,
                 "\nchronyc tracking: reference {}, stratum {}, offset {:+} ns (last {:+} ns, RMS {} ns), leap {}",
                 t.reference,
@@ -34,13 +34,13 @@ pub fn lines(m: &Machine) -> String {
             );
         }
         Some(Avail::Unavailable { unavailable }) => {
-            let _ = write!(out, "\nchronyc tracking: unavailable ({unavailable})");
+            write!(out, "\nchronyc tracking: unavailable ({unavailable})");
         }
         None => {}
     }
     match &ts.ptp_time_status {
         Some(Avail::Available(p)) => {
-            let _ = write!(
+            write!(
                 out,
                 "\npmc TIME_STATUS_NP: master offset {:+} ns, grandmaster {} ({})",
                 p.master_offset_ns,
@@ -53,12 +53,12 @@ pub fn lines(m: &Machine) -> String {
             );
         }
         Some(Avail::Unavailable { unavailable }) => {
-            let _ = write!(out, "\npmc TIME_STATUS_NP: unavailable ({unavailable})");
+            write!(out, "\npmc TIME_STATUS_NP: unavailable ({unavailable})");
         }
         None => {}
     }
-    let _ = write!(out, "\n{}", clock_line(m));
-    out
+    write!(out, "\n{}", clock_line(m));
+    out.into_string()
 }
 
 fn daemon_lines(ts: &TimeSync) -> String {
