@@ -70,7 +70,7 @@ pub fn summary(cores: &[SysjitterCore]) -> String {
         out.text(':');
         for core in cores {
             out.text(' ');
-            out.text(&value(core));
+            out.text(value(core));
         }
         out.blank();
     };

@@ -556,9 +556,7 @@ pub(crate) fn grub_dropin(plan: &Plan, header: &str) -> String {
 
 ",
     );
-    out.text(&crate::tuning::grub_block::render_block(&AllArgs::of(
-        &args,
-    )));
+    out.text(crate::tuning::grub_block::render_block(&AllArgs::of(&args)));
     out.into_string()
 }
 

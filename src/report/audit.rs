@@ -461,9 +461,9 @@ pub(crate) fn render_explain(
         if rule.reboot { "yes" } else { "no" }
     );
     out.line("\nwhy:");
-    out.text(&wrap(rule.rationale, "  ", 92));
+    out.text(wrap(rule.rationale, "  ", 92));
     out.line("\nsecurity trade-off:");
-    out.text(&wrap(rule.security_tradeoff.unwrap_or("none"), "  ", 92));
+    out.text(wrap(rule.security_tradeoff.unwrap_or("none"), "  ", 92));
     out.line("\nsources:");
     for source in rule.sources {
         writeln!(out, "  - {source}");
@@ -527,7 +527,7 @@ pub(crate) fn render_explain(
     }
     if let Some(manual) = &remediation.manual {
         out.line("  manual:");
-        out.text(&wrap(manual, "    ", 92));
+        out.text(wrap(manual, "    ", 92));
     }
     out.into_string()
 }

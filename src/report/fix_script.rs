@@ -154,7 +154,7 @@ fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
         "# Written by a `lowlat audit --fix-script` script: drops earlier values of these \
          arguments' keys\n# and appends them. Delete this file and run update-grub to undo.\n",
     );
-    out.text(&grub_block::render_block(&args.all));
+    out.text(grub_block::render_block(&args.all));
     out.text("LOWLAT_EOF\n    update-grub\nelse\n");
     writeln!(
         out,

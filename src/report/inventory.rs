@@ -57,7 +57,7 @@ pub fn render_text(m: &Machine) -> String {
     row(&mut out, "Time", &crate::report::timesync::lines(m));
     row(&mut out, "NICs", &super::nic::lines(m));
     out.blank();
-    out.text(&drawing(&m.topology));
+    out.text(drawing(&m.topology));
     if !m.warnings.is_empty() {
         writeln!(
             out,

@@ -44,7 +44,7 @@ pub(crate) fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) ->
         out.blank();
         if breaks_after.contains(&r) && r + 1 < matrix.rows.len() {
             let line_width = out.as_str().lines().next().map_or(0, str::len);
-            out.text(&"-".repeat(line_width));
+            out.text("-".repeat(line_width));
             out.blank();
         }
     }

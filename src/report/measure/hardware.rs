@@ -148,7 +148,7 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
             out,
             "\nTriad best rate, MB/s: rows = CPUs (one per core) of node, columns = memory of node"
         );
-        out.text(&matrix::table(&matrix.triad_best_mb_per_s, 0, &[]));
+        out.text(matrix::table(&matrix.triad_best_mb_per_s, 0, &[]));
         if let Some(bad) = matrix.runs.iter().find(|r| !r.run.validation.validated) {
             writeln!(
                 out,
@@ -242,7 +242,7 @@ pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String 
             "\nIdle latency at {}, median ns: rows = CPU node, columns = memory node",
             bytes(matrix.size_bytes)
         );
-        out.text(&matrix::table(&matrix.median_ns, 1, &[]));
+        out.text(matrix::table(&matrix.median_ns, 1, &[]));
     }
     if let Some(loaded) = &report.loaded {
         writeln!(
@@ -284,7 +284,7 @@ pub(crate) fn c2c_text(report: &C2cReport) -> String {
          samples per pair); CPUs in locality order, | between L3 groups",
         run.config.round_trips, run.config.samples
     );
-    out.text(&matrix::table(&run.matrix_mean_ns, 1, &report.group_breaks));
+    out.text(matrix::table(&run.matrix_mean_ns, 1, &report.group_breaks));
     if !report.by_class.is_empty() {
         out.line("\nBy relation:");
         for c in &report.by_class {
@@ -321,7 +321,7 @@ pub(crate) fn c2c_text(report: &C2cReport) -> String {
         );
     }
     if let Some(probe) = &report.host_sharing {
-        out.text(&host_sharing_text(probe));
+        out.text(host_sharing_text(probe));
     }
     out.into_string()
 }
@@ -375,7 +375,7 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
             .fifo_priority
             .map_or(String::new(), |p| format!(", SCHED_FIFO {p}"))
     );
-    out.text(&matrix::table(&run.matrix_median_ns, 0, breaks));
+    out.text(matrix::table(&run.matrix_median_ns, 0, breaks));
     let medians: Vec<f64> = run.pairs.iter().map(|p| p.latency_ns.median).collect();
     if let Some(s) = Summary::of(&medians) {
         writeln!(
@@ -404,7 +404,7 @@ pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
          (medians of {} calls each)",
         run.config.samples
     );
-    out.text(&matrix::table(&run.matrix_round_trip_ns, 0, breaks));
+    out.text(matrix::table(&run.matrix_round_trip_ns, 0, breaks));
     let trips: Vec<f64> = run.pairs.iter().map(|p| p.round_trip_ns).collect();
     if let Some(s) = Summary::of(&trips) {
         writeln!(

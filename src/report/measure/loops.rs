@@ -133,7 +133,7 @@ pub(crate) fn cpu_notes(
         writeln!(out, "CPU {cpu}: injector spun {spins} times");
     }
     if let Some(a) = &alongside.attribution {
-        out.text(&attribution_line(a));
+        out.text(attribution_line(a));
     }
     out.into_string()
 }
