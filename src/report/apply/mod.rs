@@ -1,5 +1,7 @@
 //! Terminal renderings of `lowlat apply`, `lowlat revert` and `lowlat verify`.
 
+pub(crate) mod json;
+
 use crate::text::Page;
 
 use crate::apply::journal::JOURNAL_PATH;
