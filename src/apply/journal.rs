@@ -15,11 +15,11 @@
 //! then changes nothing.
 
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 use crate::document::{self, Header, Kind, Layout, LayoutError};
 use crate::machine::CpuSet;
 use crate::sysroot::{ReadError, SysRoot, WriteError};
+use crate::text::Page;
 
 /// Where the journal lives, under the SysRoot.
 pub(crate) const JOURNAL_PATH: &str = "/var/lib/lowlat/journal.jsonl";
@@ -43,11 +43,11 @@ impl Bytes {
         match std::str::from_utf8(bytes) {
             Ok(text) => Bytes::Text(text.to_string()),
             Err(_) => {
-                let mut hex = String::with_capacity(bytes.len() * 2);
+                let mut hex = Page::new();
                 for b in bytes {
-                    let _ = write!(hex, "{b:02x}");
+                    write!(hex, "{b:02x}");
                 }
-                Bytes::Hex(hex)
+                Bytes::Hex(hex.into_string())
             }
         }
     }

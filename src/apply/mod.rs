@@ -15,7 +15,6 @@ pub(crate) mod appliers;
 pub(crate) mod change;
 pub(crate) mod command;
 pub(crate) mod journal;
-pub(crate) mod json;
 pub(crate) mod lock;
 pub(crate) mod revert;
 pub(crate) mod run;

@@ -10,10 +10,10 @@ use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
-use crate::apply::json::apply_document;
 use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
 use crate::document;
 use crate::machine::Machine;
+use crate::report::apply::json::apply_document;
 use crate::report::apply::render_apply;
 use crate::sysroot::SysRoot;
 

@@ -7,10 +7,10 @@ use super::apply::{require_root, writable_root};
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::apply::change::ApplyContext;
-use crate::apply::json::revert_document;
 use crate::apply::revert::{RestoreStatus, revert};
 use crate::document;
 use crate::machine::Machine;
+use crate::report::apply::json::revert_document;
 use crate::report::apply::render_revert;
 
 /// Options of `lowlat revert`.

@@ -3,7 +3,7 @@
 //! files left out. Every value from a snapshot is escaped
 //! (a host name could carry a newline or a terminal escape).
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::group::{FleetReport, Group};
 use crate::audit::FindingStatus;
@@ -12,10 +12,10 @@ use crate::units::plural;
 
 /// The whole page.
 pub fn render(report: &FleetReport) -> String {
-    let mut page = String::new();
+    let mut page = Page::new();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let _ = writeln!(
+    writeln!(
         page,
         "lowlat fleet report: {}, {} (profile {}), {}, {}, {}",
         plural(report.hosts, "host", "hosts"),
@@ -32,33 +32,33 @@ pub fn render(report: &FleetReport) -> String {
     for group in &report.groups {
         render_group(&mut page, group);
     }
-    let _ = writeln!(page, "\nRules: hosts per status");
+    page.line("\nRules: hosts per status");
     let statuses = FindingStatus::ALL;
     let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(4);
-    let _ = write!(page, "  {:<width$}", "rule");
+    write!(page, "  {:<width$}", "rule");
     for status in statuses {
-        let _ = write!(page, " {:>8}", status.name());
+        write!(page, " {:>8}", status.name());
     }
-    page.push('\n');
+    page.blank();
     for rule in &report.rules {
-        let _ = write!(page, "  {:<width$}", rule.rule);
+        write!(page, "  {:<width$}", rule.rule);
         for status in statuses {
-            let _ = write!(page, " {:>8}", rule.hosts.get(status));
+            write!(page, " {:>8}", rule.hosts.get(status));
         }
-        page.push('\n');
+        page.blank();
     }
     if !report.skipped.is_empty() {
-        let _ = writeln!(page, "\nSkipped ({}):", report.skipped.len());
+        writeln!(page, "\nSkipped ({}):", report.skipped.len());
         for skipped in &report.skipped {
-            let _ = writeln!(page, "  {}", escape_controls(&skipped.problem));
+            writeln!(page, "  {}", escape_controls(&skipped.problem));
         }
     }
-    page
+    page.into_string()
 }
 
-fn render_group(page: &mut String, group: &Group) {
+fn render_group(page: &mut Page, group: &Group) {
     let key = |field: &str| group.key.get(field).map_or("?", String::as_str);
-    let _ = writeln!(
+    writeln!(
         page,
         "\nGroup {}: {}: {} × {}, {}",
         group.id,
@@ -71,7 +71,7 @@ fn render_group(page: &mut String, group: &Group) {
         escape_controls(key("firmware.system")),
     );
     if !group.split.is_empty() {
-        let _ = writeln!(
+        writeln!(
             page,
             "  no majority (no outliers judged): {}",
             escape_controls(&group.split.join(", "))
@@ -79,15 +79,15 @@ fn render_group(page: &mut String, group: &Group) {
     }
     render_measurements(page, group);
     if group.outliers.is_empty() {
-        let _ = writeln!(page, "  no outliers: every host agrees with the group");
+        page.line("  no outliers: every host agrees with the group");
         return;
     }
-    let _ = writeln!(page, "  outliers ({}):", group.outliers.len());
+    writeln!(page, "  outliers ({}):", group.outliers.len());
     for outlier in &group.outliers {
         let host = escape_controls(&outlier.host);
         for (i, difference) in outlier.differences.iter().enumerate() {
             let name = if i == 0 { host.as_ref() } else { "" };
-            let _ = writeln!(
+            writeln!(
                 page,
                 "    {name:<12} {}: {}; group: {}",
                 escape_controls(&difference.field),
@@ -98,13 +98,13 @@ fn render_group(page: &mut String, group: &Group) {
     }
 }
 
-fn render_measurements(page: &mut String, group: &Group) {
+fn render_measurements(page: &mut Page, group: &Group) {
     for m in &group.measurements {
         let fences = match (m.low_fence, m.high_fence) {
             (Some(low), Some(high)) => format!("fences {low:.0} to {high:.0}"),
             _ => "too few hosts to judge".to_string(),
         };
-        let _ = writeln!(
+        writeln!(
             page,
             "  {} ({}, {}): min {:.0}, median {:.0}, max {:.0}; {fences}",
             escape_controls(&m.metric),
@@ -115,7 +115,7 @@ fn render_measurements(page: &mut String, group: &Group) {
             m.max,
         );
         for outside in &m.outside {
-            let _ = writeln!(
+            writeln!(
                 page,
                 "    outside: {} {:.0} {}",
                 escape_controls(&outside.host),

@@ -5,50 +5,50 @@
 
 use crate::machine::Warnings;
 use crate::measure::engines::timer::cyclic::CyclicStats;
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 /// The histogram block of `cyclictest -h N`, one column per thread, ending with the blank
 /// line cyclictest prints after it. All threads must have the same bucket count.
 pub fn histogram_block(threads: &[CyclicStats]) -> String {
-    let mut out = String::from("# Histogram\n");
+    let mut out = Page::from("# Histogram\n");
     let rows = threads.iter().map(|t| t.buckets.len()).max().unwrap_or(0);
     for bucket in 0..rows {
-        let _ = write!(out, "{bucket:06} ");
+        write!(out, "{bucket:06} ");
         let counts: Vec<String> = threads
             .iter()
             .map(|t| format!("{:06}", t.buckets.get(bucket).copied().unwrap_or(0)))
             .collect();
-        out.push_str(&counts.join("\t"));
-        out.push('\n');
+        out.text(counts.join("\t"));
+        out.text('\n');
     }
     let mut line = |label: &str, value: &dyn Fn(&CyclicStats) -> String| {
-        out.push_str(label);
+        out.text(label);
         for thread in threads {
-            out.push(' ');
-            out.push_str(&value(thread));
+            out.text(' ');
+            out.text(value(thread));
         }
-        out.push('\n');
+        out.text('\n');
     };
     line("# Total:", &|t| format!("{:09}", t.in_buckets()));
     line("# Min Latencies:", &|t| format!("{:05}", t.min));
     line("# Avg Latencies:", &|t| format!("{:05}", t.avg()));
     line("# Max Latencies:", &|t| format!("{:05}", t.max));
     line("# Histogram Overflows:", &|t| format!("{:05}", t.overflows));
-    out.push_str("# Histogram Overflow at cycle number:\n");
+    out.line("# Histogram Overflow at cycle number:");
     for (index, thread) in threads.iter().enumerate() {
-        let _ = write!(out, "# Thread {index}:");
+        write!(out, "# Thread {index}:");
         for cycle in &thread.overflow_cycles {
-            let _ = write!(out, " {cycle:05}");
+            write!(out, " {cycle:05}");
         }
         let listed = thread.overflow_cycles.len() as u64;
         if listed < thread.overflows {
-            let _ = write!(out, " # {:05} others", thread.overflows - listed);
+            write!(out, " # {:05} others", thread.overflows - listed);
         }
-        out.push('\n');
+        out.text('\n');
     }
-    out.push('\n');
-    out
+    out.text('\n');
+    out.into_string()
 }
 
 /// What identifies a thread in cyclictest's `T:` line.

@@ -8,7 +8,7 @@
 
 use crate::machine::Warnings;
 use crate::measure::engines::jitter::busy::OSLAT_BUCKETS;
-use std::fmt::Write;
+use crate::text::Page;
 
 /// A duration of `ticks` of a `mhz` counter as oslat states its minimum and maximum: whole
 /// µs rounded up, so that a loop iteration of a few ns is 1 µs (the upper edge of the first
@@ -56,14 +56,14 @@ impl OslatThread {
 
 /// The table oslat prints after a run.
 pub(crate) fn view(threads: &[OslatThread]) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let mut row = |label: &str, values: Vec<String>, suffix: &str| {
-        let _ = write!(out, "{label:>12}:\t");
+        write!(out, "{label:>12}:\t");
         for value in values {
-            let _ = write!(out, " {value}");
+            write!(out, " {value}");
         }
-        out.push_str(suffix);
-        out.push('\n');
+        out.text(suffix);
+        out.text('\n');
     };
     let each = |f: &dyn Fn(&OslatThread) -> String| threads.iter().map(f).collect::<Vec<_>>();
     row("Core", each(&|t| t.cpu.to_string()), "");
@@ -93,8 +93,8 @@ pub(crate) fn view(threads: &[OslatThread]) -> String {
         " (us)",
     );
     row("Duration", each(&|t| format!("{:.3}", t.seconds)), " (sec)");
-    out.push('\n');
-    out
+    out.text('\n');
+    out.into_string()
 }
 
 /// One CPU's column of oslat's table read back (any bucket count and width, zero rows

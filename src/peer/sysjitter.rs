@@ -7,7 +7,7 @@
 
 use crate::machine::Warnings;
 use crate::measure::engines::jitter::stats::GapStats;
-use std::fmt::Write;
+use crate::text::Page;
 
 /// One core's column of the summary, in sysjitter's units.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,15 +64,15 @@ pub fn ticks_to_ns_int_mhz(ticks: u64, mhz: u64) -> u64 {
 /// The transposed summary table sysjitter prints on stdout: one `label:` row per statistic
 /// and one value per core.
 pub fn summary(cores: &[SysjitterCore]) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let mut row = |label: &str, value: &dyn Fn(&SysjitterCore) -> String| {
-        out.push_str(label);
-        out.push(':');
+        out.text(label);
+        out.text(':');
         for core in cores {
-            out.push(' ');
-            out.push_str(&value(core));
+            out.text(' ');
+            out.text(value(core));
         }
-        out.push('\n');
+        out.blank();
     };
     row("core_i", &|c| c.cpu.to_string());
     row("threshold(ns)", &|c| c.threshold_ns.to_string());
@@ -97,7 +97,7 @@ pub fn summary(cores: &[SysjitterCore]) -> String {
     row("int_max(ns)", &s(|g| g.max));
     row("int_total(ns)", &s(|g| g.total));
     row("int_total(%)", &|c| format!("{:.3}", c.total_percent()));
-    out
+    out.into_string()
 }
 
 /// The name of a raw file: `PREFIX.<cpu>` with the CPU zero-padded to the width of the
@@ -110,35 +110,35 @@ pub fn raw_file_name(prefix: &str, cpu: u32, largest_cpu: u32) -> String {
 /// The contents of sysjitter's unsorted `--raw` file for one core. `gap_ends` are the end of
 /// each gap in ticks since the start of the measurement, paired with its length in ticks.
 pub fn raw_file(core: &SysjitterCore, gaps: &[(u64, u64)]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# cpu_mhz: {}", core.cpu_mhz);
-    let _ = writeln!(out, "# threshold: {}ns", core.threshold_ns);
-    let _ = writeln!(out, "# n_interruptions: {}", core.stats.n);
+    let mut out = Page::new();
+    writeln!(out, "# cpu_mhz: {}", core.cpu_mhz);
+    writeln!(out, "# threshold: {}ns", core.threshold_ns);
+    writeln!(out, "# n_interruptions: {}", core.stats.n);
     if core.stats.n == 0 {
-        return out;
+        return out.into_string();
     }
-    let _ = writeln!(out, "# interruption: {:.6}%", core.total_percent());
-    let _ = writeln!(out, "# total_interruption: {} cycles", core.stats.total);
-    let _ = writeln!(out, "# total_runtime: {} cycles", core.runtime_ticks);
+    writeln!(out, "# interruption: {:.6}%", core.total_percent());
+    writeln!(out, "# total_interruption: {} cycles", core.stats.total);
+    writeln!(out, "# total_runtime: {} cycles", core.runtime_ticks);
     let seconds = |ticks| f64::from(core.seconds(ticks));
-    let _ = writeln!(
+    writeln!(
         out,
         "# total_interruption: {:.9} seconds",
         seconds(core.stats.total)
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "# total_runtime: {:.9} seconds",
         seconds(core.runtime_ticks)
     );
-    out.push_str("#\n");
-    out.push_str("#      Timestamp      delta   <== interruption =>\n");
-    out.push_str("#         (nsec)     (usec)   (cycles)     (nsec)\n");
+    out.line("#");
+    out.line("#      Timestamp      delta   <== interruption =>");
+    out.line("#         (nsec)     (usec)   (cycles)     (nsec)");
     let mut prev_end = gaps.first().map_or(0, |g| g.0);
     for &(end, ticks) in gaps {
         let delta_us = end.wrapping_sub(prev_end) / core.cpu_mhz.max(1);
         prev_end = end;
-        let _ = writeln!(
+        writeln!(
             out,
             "{:16} {:10} {:10} {:10}",
             core.ns(end),
@@ -147,7 +147,7 @@ pub fn raw_file(core: &SysjitterCore, gaps: &[(u64, u64)]) -> String {
             core.ns(ticks)
         );
     }
-    out
+    out.into_string()
 }
 
 /// A sysjitter `--raw` file read back.

@@ -5,7 +5,7 @@
 //! Both only carry the boot layer: on an image-based host /etc survives upgrades but /usr is
 //! the image's, so the rest of the plan (sysctl.d, systemd units) is installed as on any host.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::Plan;
 use super::kernel_cmdline::add_and_remove;
@@ -48,8 +48,8 @@ fn keys<'a>(args: &[&'a str], removed: &'a [String]) -> Vec<&'a str> {
 /// bootc/kargs.d/50-lowlat.toml.
 pub(crate) fn render_kargs_toml(plan: &Plan, header: &str) -> String {
     let (add, remove) = add_and_remove(plan);
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# bootc kernel arguments: build this file into the image (in the Containerfile:\n\
          # COPY bootc/kargs.d/50-lowlat.toml {KARGS_INSTALL}); `bootc upgrade` or\n\
@@ -58,23 +58,23 @@ pub(crate) fn render_kargs_toml(plan: &Plan, header: &str) -> String {
          # may set the same keys with other values.\n"
     );
     if !remove.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "# Remove from the base image's arguments (kargs.d cannot): {}",
             remove.join(" ")
         );
     }
     let args: Vec<String> = add.iter().map(|arg| toml_string(arg)).collect();
-    let _ = writeln!(out, "kargs = [{}]", args.join(", "));
-    out
+    writeln!(out, "kargs = [{}]", args.join(", "));
+    out.into_string()
 }
 
 /// rpm-ostree/kargs.sh.
 pub(crate) fn render_rpm_ostree(plan: &Plan, header: &str) -> String {
     let (add, remove) = add_and_remove(plan);
-    let mut out = String::from("#!/bin/sh\n");
-    out.push_str(header);
-    out.push_str(
+    let mut out = Page::from("#!/bin/sh\n");
+    out.text(header);
+    out.text(
         "#\n# The plan's kernel arguments on an rpm-ostree host without bootc's kargs.d (Fedora\n\
          # CoreOS, RHEL for Edge): first drop every earlier value of the keys the plan sets\n\
          # (--delete-if-present=KEY removes a key given once; a key given twice needs one\n\
@@ -86,15 +86,15 @@ pub(crate) fn render_rpm_ostree(plan: &Plan, header: &str) -> String {
         .into_iter()
         .map(|key| sh_quote(&format!("--delete-if-present={key}")))
         .collect();
-    let _ = writeln!(out, "rpm-ostree kargs {}", deletes.join(" "));
+    writeln!(out, "rpm-ostree kargs {}", deletes.join(" "));
     if !add.is_empty() {
         let appends: Vec<String> = add
             .iter()
             .map(|arg| sh_quote(&format!("--append={arg}")))
             .collect();
-        let _ = writeln!(out, "rpm-ostree kargs {}", appends.join(" "));
+        writeln!(out, "rpm-ostree kargs {}", appends.join(" "));
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

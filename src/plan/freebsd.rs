@@ -9,9 +9,9 @@
 //! queue 0s (which carry the single-flow traffic, PPPoE and GRE in `[S004]`) sit on different
 //! cores.
 
+use crate::text::Page;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use crate::audit::rules::freebsd::PINNED_THREADS;
 use crate::machine::cpulist::CpuSet;
@@ -223,26 +223,26 @@ pub fn render_sysctl_conf(plan: &FreeBsdPlan) -> String {
 }
 
 fn render_conf(lines: &[ConfLine], quoted: bool) -> String {
-    let mut out = String::from("# Written by lowlat for a FreeBSD router: append to the file.\n");
+    let mut out = Page::from("# Written by lowlat for a FreeBSD router: append to the file.\n");
     for line in lines {
-        let _ = writeln!(out, "# {}", line.why);
+        writeln!(out, "# {}", line.why);
         if quoted {
-            let _ = writeln!(out, "{}=\"{}\"", line.name, line.value);
+            writeln!(out, "{}=\"{}\"", line.name, line.value);
         } else {
-            let _ = writeln!(out, "{}={}", line.name, line.value);
+            writeln!(out, "{}={}", line.name, line.value);
         }
     }
-    out
+    out.into_string()
 }
 
 /// The rc.d script.
 pub fn render_rc_script(plan: &FreeBsdPlan) -> String {
-    let mut entries = String::new();
+    let mut entries = Page::new();
     for b in &plan.irqs {
-        let _ = writeln!(entries, "irq\t{}\t{}", b.name, b.cpu);
+        writeln!(entries, "irq\t{}\t{}", b.name, b.cpu);
     }
     for t in &plan.threads {
-        let _ = writeln!(entries, "thread\t{}\t{}", t.name, t.cpu);
+        writeln!(entries, "thread\t{}\t{}", t.name, t.cpu);
     }
     RC_SCRIPT
         .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
@@ -251,7 +251,7 @@ pub fn render_rc_script(plan: &FreeBsdPlan) -> String {
             &plan.host.replace(|c: char| !c.is_ascii_graphic(), "?"),
         )
         .replace("@NCPU@", &plan.ncpu.to_string())
-        .replace("@PLAN@", entries.trim_end())
+        .replace("@PLAN@", entries.as_str().trim_end())
 }
 
 /// The script, with @VERSION@, @HOST@, @NCPU@ and @PLAN@ (lines `KIND<TAB>NAME<TAB>CPUS`) to

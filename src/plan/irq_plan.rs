@@ -6,8 +6,8 @@
 //! does not land on the same CPU. The housekeeping CPUs of a node are ordered one thread per
 //! core first, so consecutive queues use distinct physical cores before SMT siblings.
 
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::sources::{GUIDE, QUEUE_GUIDE};
 use super::{Draft, Inputs, Plan, setting};
@@ -307,12 +307,10 @@ pub(crate) fn pinned_irqs(plan: &Plan) -> Vec<u32> {
 
 /// irq-plan.txt: the planned affinity of every IRQ with its reason, then what stays.
 pub(crate) fn render(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    out.push_str(
-        "#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n\n",
-    );
+    let mut out = Page::from(header);
+    out.text("#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n\n");
     if let Some(default) = plan.setting(&SettingId::IrqDefault) {
-        let _ = writeln!(
+        writeln!(
             out,
             "default_smp_affinity  {}    {}",
             default.value, default.rationale
@@ -325,11 +323,11 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .collect();
     irqs.sort_unstable_by_key(|(n, _, _)| *n);
     if irqs.is_empty() {
-        out.push_str("\nNo numbered IRQ to move.\n");
+        out.text("\nNo numbered IRQ to move.\n");
     } else {
-        let _ = writeln!(out, "\n{:>5}  {:<12}  why", "irq", "cpus");
+        writeln!(out, "\n{:>5}  {:<12}  why", "irq", "cpus");
         for (n, cpus, why) in irqs {
-            let _ = writeln!(out, "{n:>5}  {cpus:<12}  {why}");
+            writeln!(out, "{n:>5}  {cpus:<12}  {why}");
         }
     }
     let rps: Vec<_> = plan
@@ -338,9 +336,9 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|s| matches!(s.id, SettingId::Rps(_)))
         .collect();
     if !rps.is_empty() {
-        out.push_str("\nReceive packet steering (every rx queue of the interface):\n");
+        out.text("\nReceive packet steering (every rx queue of the interface):\n");
         for s in rps {
-            let _ = writeln!(out, "  {} = {}    {}", s.id, s.value, s.rationale);
+            writeln!(out, "  {} = {}    {}", s.id, s.value, s.rationale);
         }
     }
     let stays: Vec<_> = plan
@@ -349,12 +347,12 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|u| u.what.starts_with("irq"))
         .collect();
     if !stays.is_empty() {
-        out.push_str("\nNot moved:\n");
+        out.text("\nNot moved:\n");
         for u in stays {
-            let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+            writeln!(out, "  {}: {}", u.what, u.reason);
         }
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! The file therefore sets both variables to the same CPUs: whichever one a version reads, the
 //! isolated CPUs are banned.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::Plan;
 use super::irq_plan;
@@ -23,8 +23,8 @@ pub(crate) const DROPIN_PATH: &str = "/etc/systemd/system/irqbalance.service.d/5
 
 /// irqbalance.env.
 pub(crate) fn render_env(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# Read by irqbalance.service after the distribution's environment file (see\n\
          # {DROPIN_PATH}), so these values win.\n\
@@ -39,7 +39,7 @@ pub(crate) fn render_env(plan: &Plan, header: &str) -> String {
     let pinned = irq_plan::pinned_irqs(plan);
     if !pinned.is_empty() {
         let args: Vec<String> = pinned.iter().map(|n| format!("--banirq={n}")).collect();
-        let _ = write!(
+        write!(
             out,
             "# IRQs lowlat pins to one CPU each (the NIC queue spread): irqbalance leaves them\n\
              # alone. This replaces any IRQBALANCE_ARGS of the distribution's file.\n\
@@ -47,17 +47,17 @@ pub(crate) fn render_env(plan: &Plan, header: &str) -> String {
             args.join(" ")
         );
     }
-    out
+    out.into_string()
 }
 
 /// irqbalance.service.d/50-lowlat.conf.
 pub(crate) fn render_dropin(header: &str) -> String {
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# A later EnvironmentFile= overrides the variables of an earlier one.\n\n\
          [Service]\n\
          EnvironmentFile={ENV_PATH}\n"
     );
-    out
+    out.into_string()
 }

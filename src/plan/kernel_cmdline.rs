@@ -1,8 +1,8 @@
 //! The kernel command line of a plan: which arguments to add and remove, why, and the commands
 //! that install them with grubby or through /etc/default/grub.
 
+use crate::text::Page;
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
 use super::request::{HugepagePool, Power};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
@@ -264,9 +264,9 @@ fn plan_hugepages(
             ),
         ));
     }
-    let mut args = format!("default_hugepagesz={}", first.size_arg());
+    let mut args = Page::from(format!("default_hugepagesz={}", first.size_arg()));
     for pool in pools {
-        let _ = write!(
+        write!(
             args,
             " hugepagesz={} hugepages={}",
             pool.size_arg(),
@@ -436,15 +436,15 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     let (add, remove) = add_and_remove(plan);
     let add_line = add.join(" ");
     let remove_line = remove.join(" ");
-    let mut out = String::from(header);
-    out.push_str(
+    let mut out = Page::from(header);
+    out.text(
         "#\n# A shell fragment: `. ./kernel-cmdline.txt` sets the two variables below. Everything\n\
          # else is comments: the reasons, then the commands for your boot loader.\n\n",
     );
-    let _ = writeln!(out, "LOWLAT_CMDLINE_ADD=\"{add_line}\"");
-    let _ = writeln!(out, "LOWLAT_CMDLINE_REMOVE=\"{remove_line}\"");
+    writeln!(out, "LOWLAT_CMDLINE_ADD=\"{add_line}\"");
+    writeln!(out, "LOWLAT_CMDLINE_REMOVE=\"{remove_line}\"");
 
-    out.push_str("\n# Arguments to add, and why:\n");
+    out.text("\n# Arguments to add, and why:\n");
     for s in plan
         .layer(Layer::Boot)
         .filter(|s| !s.value.trim().is_empty() && s.security_tradeoff.is_none())
@@ -456,7 +456,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|s| s.security_tradeoff.is_some())
         .collect();
     if !tradeoffs.is_empty() {
-        out.push_str("#\n# Security trade-offs, planned because of --allow-security-tradeoffs:\n");
+        out.text("#\n# Security trade-offs, planned because of --allow-security-tradeoffs:\n");
         for s in tradeoffs {
             let label = format!(
                 "SECURITY TRADE-OFF: {}. {}",
@@ -471,25 +471,25 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|s| s.value.trim().is_empty())
         .collect();
     if !removals.is_empty() {
-        out.push_str("#\n# Arguments to remove, and why:\n");
+        out.text("#\n# Arguments to remove, and why:\n");
         for s in removals {
             explain(&mut out, &owned_keys(s).join(" "), &s.rationale, &s.source);
         }
     }
     let skipped: Vec<_> = plan.skipped_in(Layer::Boot).collect();
     if !skipped.is_empty() {
-        out.push_str("#\n# Not planned:\n");
+        out.text("#\n# Not planned:\n");
         for s in skipped {
-            let _ = writeln!(out, "#   {}  ({})", s.setting.value, s.reason);
+            writeln!(out, "#   {}  ({})", s.setting.value, s.reason);
         }
     }
     render_commands(&mut out, &add_line, &remove, two_isolcpus(&add));
-    out
+    out.into_string()
 }
 
-fn explain(out: &mut String, args: &str, rationale: &str, source: &str) {
-    let _ = writeln!(out, "#   {args}");
-    let _ = writeln!(out, "#       {rationale} [{source}]");
+fn explain(out: &mut Page, args: &str, rationale: &str, source: &str) {
+    writeln!(out, "#   {args}");
+    writeln!(out, "#       {rationale} [{source}]");
 }
 
 fn two_isolcpus(add: &[&str]) -> bool {
@@ -497,28 +497,28 @@ fn two_isolcpus(add: &[&str]) -> bool {
 }
 
 /// The grubby and /etc/default/grub commands, as comments.
-fn render_commands(out: &mut String, add: &str, remove: &[String], two_isolcpus: bool) {
-    out.push_str(
+fn render_commands(out: &mut Page, add: &str, remove: &[String], two_isolcpus: bool) {
+    out.text(
         "#\n# ---- grubby (RHEL, CentOS Stream, Rocky, Alma, Fedora): every installed kernel.\n\
          # First drop any earlier value of the planned keys, then add the arguments:\n",
     );
     let mut drop = Vec::new();
     push_keys(&mut drop, add);
     push_keys(&mut drop, &remove.join(" "));
-    let _ = writeln!(
+    writeln!(
         out,
         "# grubby --update-kernel=ALL --remove-args=\"{}\"",
         drop.join(" ")
     );
-    let _ = writeln!(out, "# grubby --update-kernel=ALL --args=\"{add}\"");
-    out.push_str("# grubby --info=DEFAULT        # check the args= line\n");
+    writeln!(out, "# grubby --update-kernel=ALL --args=\"{add}\"");
+    out.line("# grubby --info=DEFAULT        # check the args= line");
     if two_isolcpus {
-        out.push_str(
+        out.text(
             "# NOTE: this plan has two isolcpus= arguments and grubby keeps one value per name:\n\
              # use the /etc/default/grub method, or edit the options line of /boot/loader/entries/*.conf.\n",
         );
     }
-    let _ = write!(
+    write!(
         out,
         "#\n# ---- /etc/default/grub (Debian, Ubuntu; GRUB systems without grubby).\n\
          # grub/{GRUB_DROPIN} drops earlier values of the planned keys from GRUB_CMDLINE_LINUX and\n\
@@ -549,17 +549,15 @@ pub(crate) fn grub_dropin(plan: &Plan, header: &str) -> String {
         .layer(Layer::Boot)
         .filter_map(|setting| Args::of(setting).ok())
         .collect();
-    let mut out = String::from(header);
-    out.push_str(
+    let mut out = Page::from(header);
+    out.text(
         "#
 # Delete it and run update-grub (or grub2-mkconfig) to undo.
 
 ",
     );
-    out.push_str(&crate::tuning::grub_block::render_block(&AllArgs::of(
-        &args,
-    )));
-    out
+    out.text(crate::tuning::grub_block::render_block(&AllArgs::of(&args)));
+    out.into_string()
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! the housekeeping CPUs; per-CPU kernel threads of isolated CPUs listed as unmovable; and, as
 //! an option, SCHED_FIFO priorities for the softirq, RCU and timer threads.
 
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, setting};
@@ -256,19 +256,19 @@ fn kthread_or_workqueue(id: &SettingId) -> bool {
 
 /// kthread-plan.txt: workqueue masks, kernel-thread affinities and priorities, and what stays.
 pub(crate) fn render(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    out.push_str("#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n");
+    let mut out = Page::from(header);
+    out.text("#\n# Applied by `lowlat apply` (and at every boot by lowlat-runtime.service).\n");
     let settings: Vec<&Setting> = plan
         .settings
         .iter()
         .filter(|s| kthread_or_workqueue(&s.id))
         .collect();
     if settings.is_empty() {
-        out.push_str("\nNo kernel thread or workqueue to move.\n");
+        out.text("\nNo kernel thread or workqueue to move.\n");
     } else {
-        out.push('\n');
+        out.blank();
         for s in settings {
-            let _ = writeln!(out, "{} = {}\n    {}", s.id, s.value, s.rationale);
+            writeln!(out, "{} = {}\n    {}", s.id, s.value, s.rationale);
         }
     }
     let skipped: Vec<_> = plan
@@ -277,9 +277,9 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|s| kthread_or_workqueue(&s.setting.id))
         .collect();
     if !skipped.is_empty() {
-        out.push_str("\nNot planned:\n");
+        out.text("\nNot planned:\n");
         for s in skipped {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} = {}: {}",
                 s.setting.id, s.setting.value, s.reason
@@ -292,10 +292,10 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         .filter(|u| u.what.starts_with("kthread"))
         .collect();
     if !stays.is_empty() {
-        out.push_str("\nStays on the isolated CPUs:\n");
+        out.text("\nStays on the isolated CPUs:\n");
         for u in stays {
-            let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+            writeln!(out, "  {}: {}", u.what, u.reason);
         }
     }
-    out
+    out.into_string()
 }

@@ -8,9 +8,9 @@
 //! against the upstream types and the PerformanceProfile CRD's OpenAPI schema
 //! (`tests/data/kubelet/`, `tests/data/openshift/`).
 
+use crate::text::Page;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::Plan;
 use super::kernel_cmdline::add_and_remove;
@@ -230,8 +230,8 @@ fn key(arg: &str) -> &str {
 }
 
 /// YAML of `value` after `header`; the types above always serialize.
-fn yaml(header: String, value: &impl Serialize) -> String {
-    header + &serde_norway::to_string(value).unwrap_or_default()
+fn yaml(header: Page, value: &impl Serialize) -> String {
+    header.into_string() + &serde_norway::to_string(value).unwrap_or_default()
 }
 
 /// kubernetes/kubelet-config.yaml.
@@ -248,8 +248,8 @@ pub(crate) fn render_kubelet_config(plan: &Plan, shape: NodeShape, header: &str)
         reserved_system_cpus: plan.partition.housekeeping.to_list(),
         topology_manager_policy: shape.topology_policy(),
     };
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# The kubelet's side of the partition: the static CPU manager gives Guaranteed pods with\n\
          # whole CPUs exclusive CPUs among the isolated ones ({iso}), and never the reserved\n\
@@ -263,7 +263,7 @@ pub(crate) fn render_kubelet_config(plan: &Plan, shape: NodeShape, header: &str)
         nodes = shape.numa_nodes,
     );
     if !plan.options.hugepages.is_empty() {
-        out.push_str(
+        out.text(
             "# The plan's hugepages are reserved on the kernel command line: the kubelet offers them\n\
              # as hugepages-<size> resources and needs no reservation for them.\n",
         );
@@ -348,8 +348,8 @@ pub(crate) fn render_performance_profile(plan: &Plan, shape: NodeShape, header: 
             node_selector: BTreeMap::from([(PLACEHOLDER_NODE_LABEL, "")]),
         },
     };
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# An OpenShift PerformanceProfile for the Node Tuning Operator (NTO), with the partition\n\
          # of this plan: reserved {hk}, isolated {iso}. NTO renders the kubelet's CPU manager,\n\
@@ -370,14 +370,14 @@ pub(crate) fn render_performance_profile(plan: &Plan, shape: NodeShape, header: 
             .join("\n#   "),
     );
     if !remove.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "# Remove by hand (NTO only adds arguments): {}",
             remove.join(" ")
         );
     }
     if !p.no_balance.is_empty() && !static_isolation(plan) {
-        let _ = writeln!(
+        writeln!(
             out,
             "# balanceIsolated covers every isolated CPU or none: the no-balance band ({}) is not\n\
              # expressed here (the kernel command line's isolcpus= carries it).",

@@ -12,8 +12,6 @@
 //! CPUs first (through an `AllowedCPUs=` drop-in as well where systemd manages the slice, so
 //! that systemd keeps the value).
 
-use std::fmt::Write;
-
 use super::{Draft, Inputs, PlanError, setting};
 use crate::machine::cpuset::{CgroupVersion, CpusetTree, Manager};
 use crate::machine::{Avail, CpuSet};
@@ -247,7 +245,7 @@ fn note_unmovable(inputs: &Inputs, tree: &CpusetTree, draft: &mut Draft) {
         .collect::<Vec<_>>()
         .join(", ");
     if stuck.len() > NAMED {
-        let _ = write!(named, " and {} more", stuck.len() - NAMED);
+        named.push_str(&format!(" and {} more", stuck.len() - NAMED));
     }
     draft.unmovable(
         format!("{} kernel threads stay in the root cpuset ({named})", stuck.len()),

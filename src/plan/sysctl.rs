@@ -2,8 +2,8 @@
 //! (`kernel.watchdog_cpumask`) is planned here; the others come from the audit's findings.
 //! Only keys that exist on the target kernel are set; the others are skipped with the reason.
 
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::sources::GUIDE;
 use super::{Draft, Inputs, Plan, Skipped, setting};
@@ -63,14 +63,14 @@ pub(crate) fn key(id: &SettingId) -> Option<&str> {
 /// sysctl.d/99-lowlat.conf: every planned sysctl with its reason, then the skipped ones as
 /// comments.
 pub(crate) fn render(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    out.push_str(
+    let mut out = Page::from(header);
+    out.text(
         "#\n# systemd-sysctl applies this file at boot; `sysctl -p /etc/sysctl.d/99-lowlat.conf`\n\
          # applies it now. Only keys that exist on the target kernel are set.\n",
     );
     for s in plan.layer(Layer::Sysctl) {
         let Some(key) = key(&s.id) else { continue };
-        let _ = write!(
+        write!(
             out,
             "\n# {} [{}]\n{key} = {}\n",
             s.rationale, s.source, s.value
@@ -78,14 +78,14 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     }
     let skipped: Vec<&Skipped> = plan.skipped_in(Layer::Sysctl).collect();
     if !skipped.is_empty() {
-        out.push_str("\n# Skipped:\n");
+        out.text("\n# Skipped:\n");
         for s in skipped {
             let key = match key(&s.setting.id) {
                 Some(key) => key.to_string(),
                 None => s.setting.id.to_string(),
             };
-            let _ = writeln!(out, "# {key} = {}    ({})", s.setting.value, s.reason);
+            writeln!(out, "# {key} = {}    ({})", s.setting.value, s.reason);
         }
     }
-    out
+    out.into_string()
 }

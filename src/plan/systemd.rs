@@ -3,7 +3,7 @@
 //! `system.conf.d` drop-in that keeps PID 1 and every service it starts on the housekeeping
 //! CPUs.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::Plan;
 
@@ -24,8 +24,8 @@ pub(crate) const BINARY: &str = "lowlat";
 
 /// lowlat-runtime.service.
 pub(crate) fn render_runtime_unit(header: &str) -> String {
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# Applies the run-time part of the plan at every boot: sysctls, IRQ placement (NIC\n\
          # queues included, once the interfaces are up), workqueue masks, kernel-thread affinity\n\
@@ -44,7 +44,7 @@ pub(crate) fn render_runtime_unit(header: &str) -> String {
          [Install]\n\
          WantedBy=multi-user.target\n"
     );
-    out
+    out.into_string()
 }
 
 /// Where the watch unit goes when it is installed (by hand: `lowlat apply` does not).
@@ -55,8 +55,8 @@ pub(crate) const WATCH_LISTEN: &str = "127.0.0.1:9464";
 
 /// lowlat-watch.service: `lowlat watch` on the housekeeping CPUs, serving Prometheus metrics.
 pub(crate) fn render_watch_unit(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# Watches the isolated CPUs (what interrupts them) and the machine against the plan\n\
          # (drift), and serves both to Prometheus at http://{WATCH_LISTEN}/metrics. It runs on\n\
@@ -84,13 +84,13 @@ pub(crate) fn render_watch_unit(plan: &Plan, header: &str) -> String {
          WantedBy=multi-user.target\n",
         plan.partition.housekeeping.to_list().replace(',', " ")
     );
-    out
+    out.into_string()
 }
 
 /// system.conf.d/50-lowlat.conf: `CPUAffinity=` for PID 1, inherited by every service.
 pub(crate) fn render_affinity_dropin(plan: &Plan, header: &str) -> String {
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# PID 1 and every process it starts run on the housekeeping CPUs; the workload is placed\n\
          # on isolated CPUs explicitly (taskset, numactl, its own affinity). Takes effect at the\n\
@@ -99,5 +99,5 @@ pub(crate) fn render_affinity_dropin(plan: &Plan, header: &str) -> String {
          CPUAffinity={}\n",
         plan.partition.housekeeping.to_list()
     );
-    out
+    out.into_string()
 }

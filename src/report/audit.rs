@@ -1,8 +1,8 @@
 //! `lowlat audit` renderings: the terminal report grouped by layer, the versioned JSON
 //! document, and `--explain RULE`.
 
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write;
 
 use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
@@ -190,30 +190,30 @@ fn counts_text(counts: &Counts) -> String {
 
 /// The terminal report of the findings `view` shows.
 pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
-    let _ = writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
+    let mut out = Page::new();
+    writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
+    writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
     if info.isolates {
-        let _ = writeln!(out, "partition: {}", audit.partition.describe());
+        writeln!(out, "partition: {}", audit.partition.describe());
     }
     render_findings(&mut out, &audit.findings, view);
     if !machine.warnings.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "{} while reading the machine (see --json)",
             plural(machine.warnings.len(), "warning", "warnings")
         );
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "`lowlat audit --explain RULE` gives a rule's rationale, sources and fix; --json every detail."
     );
-    out
+    out.into_string()
 }
 
 /// The findings `view` shows, layer by layer with each layer's counts, then the summary line
 /// (of every finding, with how many were shown when the view filters).
-pub(crate) fn render_findings(out: &mut String, findings: &[Finding], view: &View) {
+pub(crate) fn render_findings(out: &mut Page, findings: &[Finding], view: &View) {
     let shown: Vec<&Finding> = findings.iter().filter(|f| view.shows(f)).collect();
     let mut layers: Vec<Layer> = shown.iter().map(|f| f.layer).collect();
     layers.dedup();
@@ -222,22 +222,22 @@ pub(crate) fn render_findings(out: &mut String, findings: &[Finding], view: &Vie
         let of_layer: Vec<&Finding> = shown.iter().copied().filter(|f| f.layer == layer).collect();
         let counts = Counts::of(of_layer.iter().copied());
         let width = of_layer.iter().map(|f| f.rule.len()).max().unwrap_or(0);
-        let _ = writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
+        writeln!(out, "\n{}: {}", layer_heading(layer), counts_text(&counts));
         for finding in of_layer {
             boot_fix |= render_finding(out, finding, width, view.all);
         }
     }
-    let _ = write!(out, "\nsummary: {}", counts_text(&Counts::of(findings)));
+    write!(out, "\nsummary: {}", counts_text(&Counts::of(findings)));
     if view.filters() {
-        let _ = write!(
+        write!(
             out,
             " ({} shown: --status, --layer)",
             plural(shown.len(), "finding", "findings")
         );
     }
-    out.push('\n');
+    out.blank();
     if boot_fix {
-        let _ = writeln!(
+        writeln!(
             out,
             "Kernel arguments are shown as grubby lines (RHEL, Fedora, SUSE); `--fix-script FILE` \
              writes every fix as a script, with the GRUB way for systems without grubby."
@@ -256,8 +256,8 @@ fn status_label(status: FindingStatus) -> String {
 const UNDER: &str = "           ";
 
 /// One finding; whether its fix named kernel arguments.
-fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) -> bool {
-    let _ = writeln!(
+fn render_finding(out: &mut Page, finding: &Finding, width: usize, all: bool) -> bool {
+    writeln!(
         out,
         "  {:<8} {:<width$}  {}",
         status_label(finding.status),
@@ -272,30 +272,30 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) 
                 DETAIL_LINES
             };
             for line in finding.details.iter().take(details) {
-                let _ = writeln!(out, "{UNDER}{line}");
+                writeln!(out, "{UNDER}{line}");
             }
             if finding.details.len() > details {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "{UNDER}... and {} more (--all shows them)",
                     finding.details.len() - details
                 );
             }
             if let Some(tradeoff) = tradeoff_not_planned(finding) {
-                let _ = writeln!(out, "{UNDER}{tradeoff}");
+                writeln!(out, "{UNDER}{tradeoff}");
             }
             return render_fix(out, &finding.remediation, all);
         }
         FindingStatus::Unknown => {
             let remediation = &finding.remediation;
             if let Some(step) = remediation.bios.first() {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "{UNDER}check in BIOS ({}): {} = {}",
                     step.firmware, step.path, step.value
                 );
             } else if let Some(manual) = &remediation.manual {
-                let _ = writeln!(out, "{UNDER}check: {}", first_sentence(manual));
+                writeln!(out, "{UNDER}check: {}", first_sentence(manual));
             }
         }
         _ => {}
@@ -306,39 +306,39 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) 
 /// The fix of a finding: the commands that make it now, the kernel arguments for the next
 /// boot, the BIOS step; else the first sentence of the manual text. Whether it named kernel
 /// arguments.
-fn render_fix(out: &mut String, remediation: &Remediation, all: bool) -> bool {
+fn render_fix(out: &mut Page, remediation: &Remediation, all: bool) -> bool {
     let fix = HandFix::of(remediation);
     let shown = if all { fix.now.len() } else { FIX_COMMANDS };
     let mut lead = "fix: ";
     for command in fix.now.iter().take(shown) {
         for line in command.lines() {
-            let _ = writeln!(out, "{UNDER}{lead}{line}");
+            writeln!(out, "{UNDER}{lead}{line}");
             lead = "     ";
         }
     }
     if fix.now.len() > shown {
-        let _ = writeln!(
+        writeln!(
             out,
             "{UNDER}     ... and {} more (--all shows them; --fix-script FILE writes them all)",
             fix.now.len() - shown
         );
     }
     for setting in &fix.unscripted {
-        let _ = writeln!(out, "{UNDER}fix: set {setting}");
+        writeln!(out, "{UNDER}fix: set {setting}");
     }
     if let Some(boot) = &fix.boot {
         for line in commands::boot_commands(boot) {
-            let _ = writeln!(out, "{UNDER}fix at the next boot: {line}");
+            writeln!(out, "{UNDER}fix at the next boot: {line}");
         }
     }
     let acted = !fix.now.is_empty() || fix.boot.is_some() || !fix.unscripted.is_empty();
     match (remediation.bios.first(), &remediation.manual) {
         (Some(step), _) if acted => {
             let item = step.path.rsplit(" → ").next().unwrap_or(&step.path);
-            let _ = writeln!(out, "{UNDER}or in the BIOS: {item} = {}", step.value);
+            writeln!(out, "{UNDER}or in the BIOS: {item} = {}", step.value);
         }
         (Some(step), _) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{UNDER}fix: BIOS ({}): {} = {}",
                 step.firmware, step.path, step.value
@@ -347,7 +347,7 @@ fn render_fix(out: &mut String, remediation: &Remediation, all: bool) -> bool {
         (None, Some(manual)) if !acted => {
             let mut lead = "fix: ";
             for line in manual_steps(manual) {
-                let _ = writeln!(out, "{UNDER}{lead}{line}");
+                writeln!(out, "{UNDER}{lead}{line}");
                 lead = "     ";
             }
         }
@@ -440,11 +440,11 @@ fn setting_text(setting: &Setting) -> String {
 
 /// Wraps `text` at `width` columns with `indent` before every line.
 fn wrap(text: &str, indent: &str, width: usize) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
         if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > width {
-            let _ = writeln!(out, "{indent}{line}");
+            writeln!(out, "{indent}{line}");
             line.clear();
         }
         if !line.is_empty() {
@@ -453,9 +453,9 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
         line.push_str(word);
     }
     if !line.is_empty() {
-        let _ = writeln!(out, "{indent}{line}");
+        writeln!(out, "{indent}{line}");
     }
-    out
+    out.into_string()
 }
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
@@ -465,63 +465,63 @@ pub(crate) fn render_explain(
     finding: Option<&Finding>,
     profile_name: ProfileName,
 ) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", rule.id, rule.title);
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(out, "{}: {}", rule.id, rule.title);
+    writeln!(
         out,
         "layer {} · severity {} · fix needs a reboot: {}",
         rule.layer.name(),
         rule.severity.name(),
         if rule.reboot { "yes" } else { "no" }
     );
-    let _ = writeln!(out, "\nwhy:");
-    out.push_str(&wrap(rule.rationale, "  ", 92));
-    let _ = writeln!(out, "\nsecurity trade-off:");
-    out.push_str(&wrap(rule.security_tradeoff.unwrap_or("none"), "  ", 92));
-    let _ = writeln!(out, "\nsources:");
+    out.line("\nwhy:");
+    out.text(wrap(rule.rationale, "  ", 92));
+    out.line("\nsecurity trade-off:");
+    out.text(wrap(rule.security_tradeoff.unwrap_or("none"), "  ", 92));
+    out.line("\nsources:");
     for source in rule.sources {
-        let _ = writeln!(out, "  - {source}");
+        writeln!(out, "  - {source}");
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "\nprofiles (expectation; ~ = advisory, a mismatch warns):"
     );
     match profile::uses_of(rule.id) {
         Ok(uses) => {
             for (name, cell) in uses {
-                let _ = writeln!(out, "  {name:<15} {cell}");
+                writeln!(out, "  {name:<15} {cell}");
             }
         }
         Err(e) => {
-            let _ = writeln!(out, "  {e}");
+            writeln!(out, "  {e}");
         }
     }
     if !rule.bios.is_empty() {
-        let _ = writeln!(out, "\nBIOS menus:");
+        out.line("\nBIOS menus:");
         for menu in rule.bios {
-            let _ = writeln!(out, "  {}: {}  ({})", menu.firmware, menu.path, menu.source);
+            writeln!(out, "  {}: {}  ({})", menu.firmware, menu.path, menu.source);
         }
     }
-    let _ = writeln!(out, "\non this machine (profile {profile_name}):");
+    writeln!(out, "\non this machine (profile {profile_name}):");
     let Some(finding) = finding else {
-        let _ = writeln!(
+        writeln!(
             out,
             "  the profile does not run this rule; choose one above with --profile"
         );
-        return out;
+        return out.into_string();
     };
-    let _ = writeln!(out, "  status:   {}", finding.status.name());
-    let _ = writeln!(out, "  observed: {}", finding.observed);
-    let _ = writeln!(out, "  expected: {}", finding.expected);
+    writeln!(out, "  status:   {}", finding.status.name());
+    writeln!(out, "  observed: {}", finding.observed);
+    writeln!(out, "  expected: {}", finding.expected);
     for path in &finding.evidence {
-        let _ = writeln!(out, "  evidence: {path}");
+        writeln!(out, "  evidence: {path}");
     }
     for line in &finding.details {
-        let _ = writeln!(out, "  detail:   {line}");
+        writeln!(out, "  detail:   {line}");
     }
     let remediation = &finding.remediation;
     for setting in &remediation.settings {
-        let _ = writeln!(
+        writeln!(
             out,
             "  fix:      {} ({} layer{})",
             setting_text(setting),
@@ -530,20 +530,20 @@ pub(crate) fn render_explain(
         );
     }
     for line in HandFix::of(remediation).lines() {
-        let _ = writeln!(out, "  command:  {}", line.replace('\n', "\n            "));
+        writeln!(out, "  command:  {}", line.replace('\n', "\n            "));
     }
     for step in &remediation.bios {
-        let _ = writeln!(
+        writeln!(
             out,
             "  BIOS:     {}: {} = {}",
             step.firmware, step.path, step.value
         );
     }
     if let Some(manual) = &remediation.manual {
-        let _ = writeln!(out, "  manual:");
+        out.line("  manual:");
         for step in manual.lines() {
-            out.push_str(&wrap(step, "    ", 92));
+            out.text(wrap(step, "    ", 92));
         }
     }
-    out
+    out.into_string()
 }

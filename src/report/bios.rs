@@ -1,6 +1,6 @@
 //! The pages of `lowlat bios`: what a BMC reports, what apply staged, how verify found it.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use serde_json::Value;
 
@@ -11,9 +11,9 @@ use crate::bios::{BiosState, value_text};
 /// The summary of `bios read`: the system, the registry, each intent this BIOS carries, and
 /// every staged change.
 pub fn render_read(state: &BiosState) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let unknown = || "unknown".to_string();
-    let _ = writeln!(
+    writeln!(
         out,
         "BMC {}  system {} ({} {})",
         state.bmc,
@@ -26,7 +26,7 @@ pub fn render_read(state: &BiosState) -> String {
         (None, Some(id)) => format!("{id} (not served by this BMC: changes cannot be checked)"),
         (None, None) => "none named".to_string(),
     };
-    let _ = writeln!(
+    writeln!(
         out,
         "{} attributes; registry {registry}; changes go to {}",
         state.current.len(),
@@ -34,14 +34,14 @@ pub fn render_read(state: &BiosState) -> String {
     );
     let standings = standings(state);
     if !standings.is_empty() {
-        let _ = writeln!(out, "\nIntents:");
+        out.line("\nIntents:");
         for s in &standings {
             let pending = s
                 .pending
                 .as_ref()
                 .map(|p| format!("  (pending: {p} at next reset)"))
                 .unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {:<18} {:<12} {}{pending}",
                 s.intent, s.current, s.attribute
@@ -49,13 +49,13 @@ pub fn render_read(state: &BiosState) -> String {
         }
     }
     if !state.pending.is_empty() {
-        let _ = writeln!(out, "\nPending until the next reset:");
+        out.line("\nPending until the next reset:");
         for (name, value) in &state.pending {
             let now = state.current.get(name).map_or("-".to_string(), value_text);
-            let _ = writeln!(out, "  {name}: {now} → {}", value_text(value));
+            writeln!(out, "  {name}: {now} → {}", value_text(value));
         }
     }
-    out
+    out.into_string()
 }
 
 /// What `bios apply` staged (or would stage, with `--dry-run`).
@@ -64,11 +64,11 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();
     }
-    let mut out = String::new();
+    let mut out = Page::new();
     let verb = if staged { "Staged" } else { "Would stage" };
-    let _ = writeln!(out, "{verb} for the next reset:");
+    writeln!(out, "{verb} for the next reset:");
     for e in entries {
-        let _ = writeln!(
+        writeln!(
             out,
             "  {}: {} → {}  [{}]",
             e.attribute,
@@ -77,13 +77,13 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
             e.request
         );
     }
-    out
+    out.into_string()
 }
 
 /// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
 /// is false for a BMC without a settings object, whose staged values cannot be seen.
 pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
         let word = match c.outcome {
@@ -96,7 +96,7 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
             .as_ref()
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();
-        let _ = writeln!(
+        writeln!(
             out,
             "{word:<14} {}{shown}: want {}, current {}, pending {}  [{}]",
             c.attribute,
@@ -107,7 +107,7 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
         );
         if let Some(inband) = &c.inband {
             let verdict = if inband.agrees { "agrees" } else { "DISAGREES" };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "               in-band: {} ({verdict})",
                 inband.observed
@@ -115,7 +115,7 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
         }
     }
     let count = |o: BiosStatus| checks.iter().filter(|c| c.outcome == o).count();
-    let _ = writeln!(
+    writeln!(
         out,
         "\n{} ok, {} pending a reset, {} drift",
         count(BiosStatus::Ok),
@@ -123,9 +123,9 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
         count(BiosStatus::Drift)
     );
     if !shows_pending && count(BiosStatus::Drift) > 0 {
-        out.push_str(
+        out.text(
             "This BMC shows no staged values (no @Redfish.Settings): a change `bios apply` staged is visible only after the next reset.\n",
         );
     }
-    out
+    out.into_string()
 }

@@ -4,7 +4,7 @@
 //! the plan leaves out are there commented out; the kernel arguments of every finding come
 //! last, in one block that says a reboot is needed.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::audit::{HandFix, View};
 use crate::audit::profile::ProfileInfo;
@@ -30,23 +30,23 @@ pub(crate) struct Origin<'a> {
 }
 
 /// `text` as comment lines of at most about 96 columns, each starting `# `.
-fn comment(out: &mut String, text: &str) {
+fn comment(out: &mut Page, text: &str) {
     let text = escape_controls(text);
     let mut line = String::from("#");
     for word in text.split_whitespace() {
         if line.len() > 2 && line.len() + 1 + word.len() > 96 {
-            let _ = writeln!(out, "{line}");
+            writeln!(out, "{line}");
             line = String::from("#");
         }
         line.push(' ');
         line.push_str(word);
     }
-    let _ = writeln!(out, "{line}");
+    writeln!(out, "{line}");
 }
 
 /// The finding's block: its commands (commented out for a trade-off the plan leaves out), its
 /// BIOS step and manual text as comments. Empty when there is nothing to say.
-fn block(out: &mut String, finding: &Finding) {
+fn block(out: &mut Page, finding: &Finding) {
     let fix = HandFix::of(&finding.remediation);
     let remediation = &finding.remediation;
     let boot = fix.boot.is_some();
@@ -58,7 +58,7 @@ fn block(out: &mut String, finding: &Finding) {
     {
         return;
     }
-    let _ = writeln!(out);
+    out.blank();
     comment(
         out,
         &format!(
@@ -91,10 +91,10 @@ fn block(out: &mut String, finding: &Finding) {
         for line in command.lines() {
             match tradeoff {
                 Some(_) => {
-                    let _ = writeln!(out, "# {line}");
+                    writeln!(out, "# {line}");
                 }
                 None => {
-                    let _ = writeln!(out, "{line}");
+                    writeln!(out, "{line}");
                 }
             }
         }
@@ -135,11 +135,11 @@ fn block(out: &mut String, finding: &Finding) {
 
 /// The reboot block: the kernel arguments of `settings` through grubby, else a GRUB
 /// drop-in and update-grub, else a message and exit 1.
-fn reboot_block(out: &mut String, rules: &[&str], settings: &[&Setting]) {
+fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
     let Some(args) = commands::boot_args(settings.iter().copied()) else {
         return;
     };
-    let _ = writeln!(out);
+    out.blank();
     comment(
         out,
         &format!(
@@ -150,20 +150,20 @@ fn reboot_block(out: &mut String, rules: &[&str], settings: &[&Setting]) {
         ),
     );
     let tokens = args.all.tokens.join(" ");
-    out.push_str("if command -v grubby >/dev/null 2>&1; then\n");
+    out.line("if command -v grubby >/dev/null 2>&1; then");
     for line in commands::boot_commands(&args) {
-        let _ = writeln!(out, "    {line}");
+        writeln!(out, "    {line}");
     }
-    out.push_str("elif command -v update-grub >/dev/null 2>&1; then\n");
-    let _ = writeln!(out, "    mkdir -p {}", grub_block::DROPIN_DIR);
-    let _ = writeln!(out, "    cat > {GRUB_DROPIN} <<'LOWLAT_EOF'");
-    out.push_str(
+    out.line("elif command -v update-grub >/dev/null 2>&1; then");
+    writeln!(out, "    mkdir -p {}", grub_block::DROPIN_DIR);
+    writeln!(out, "    cat > {GRUB_DROPIN} <<'LOWLAT_EOF'");
+    out.text(
         "# Written by a `lowlat audit --fix-script` script: drops earlier values of these \
          arguments' keys\n# and appends them. Delete this file and run update-grub to undo.\n",
     );
-    out.push_str(&grub_block::render_block(&args.all));
-    out.push_str("LOWLAT_EOF\n    update-grub\nelse\n");
-    let _ = writeln!(
+    out.text(grub_block::render_block(&args.all));
+    out.text("LOWLAT_EOF\n    update-grub\nelse\n");
+    writeln!(
         out,
         "    echo {} >&2",
         shell_word(&format!(
@@ -171,7 +171,7 @@ fn reboot_block(out: &mut String, rules: &[&str], settings: &[&Setting]) {
              own tool (systemd-boot: /etc/kernel/cmdline, then kernel-install): {tokens}"
         ))
     );
-    out.push_str("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
+    out.text("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
 }
 
 /// The script of the findings `view` shows.
@@ -181,7 +181,7 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
         .iter()
         .filter(|f| f.needs_fixing() && view.shows(f))
         .collect();
-    let mut out = String::from("#!/bin/sh\n");
+    let mut out = Page::from("#!/bin/sh\n");
     comment(
         &mut out,
         &format!(
@@ -217,9 +217,9 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
             &format!("Partition: {}.", audit.partition.describe()),
         );
     }
-    out.push_str("set -eu\n");
+    out.line("set -eu");
     if shown.is_empty() {
-        out.push_str("\n# Nothing to fix: no finding fails or warns.\n");
+        out.text("\n# Nothing to fix: no finding fails or warns.\n");
     }
     for finding in &shown {
         block(&mut out, finding);
@@ -242,5 +242,5 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
         }
     }
     reboot_block(&mut out, &rules, &boot);
-    out
+    out.into_string()
 }

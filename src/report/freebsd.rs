@@ -1,7 +1,7 @@
 //! The printers of a FreeBSD machine read from its capture: inventory, the `freebsd-router`
 //! audit and the plan's summary.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::audit::Finding;
 use crate::audit::rules::freebsd as profile;
@@ -12,13 +12,13 @@ use crate::plan::freebsd::{FreeBsdPlan, SCRIPT_PATH};
 use crate::report::audit::{View, render_findings};
 use crate::tuning::profile_name::ProfileName;
 
-fn row(out: &mut String, label: &str, text: &str) {
-    let _ = writeln!(out, "{label:<11}{text}");
+fn row(out: &mut Page, label: &str, text: &str) {
+    writeln!(out, "{label:<11}{text}");
 }
 
 /// `lowlat inventory` of a FreeBSD capture.
 pub fn render_inventory(m: &FreeBsdMachine) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     row(&mut out, "host", &format!("{} (FreeBSD capture)", m.host));
     if let Some(uname) = &m.uname {
         row(&mut out, "kernel", uname);
@@ -108,80 +108,80 @@ pub fn render_inventory(m: &FreeBsdMachine) -> String {
     for warning in &m.warnings {
         row(&mut out, "warning", warning);
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat audit` of a FreeBSD capture: the findings `view` shows.
 pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding], view: &View) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "lowlat audit, profile {}: {}",
         profile::PROFILE,
         profile::SUMMARY
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "machine:   {} (FreeBSD capture, {} CPUs)",
         m.host, m.ncpu
     );
     render_findings(&mut out, findings, view);
     if !m.warnings.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "{} warning(s) while reading the capture (see inventory)",
             m.warnings.len()
         );
     }
-    out
+    out.into_string()
 }
 
 /// The summary `lowlat plan` prints for a FreeBSD capture.
 pub fn render_plan(plan: &FreeBsdPlan) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "lowlat plan for {} (FreeBSD, {} CPUs)",
         plan.host, plan.ncpu
     );
-    let _ = writeln!(out, "\nNIC queue interrupts ({}):", plan.irqs.len());
+    writeln!(out, "\nNIC queue interrupts ({}):", plan.irqs.len());
     for b in &plan.irqs {
         let was = b.captured.as_ref().map_or("?".into(), CpuSet::to_list);
-        let _ = writeln!(
+        writeln!(
             out,
             "  {:<14} irq {:<5} CPU {:<3} (was {was})",
             b.name, b.irq, b.cpu
         );
     }
     if !plan.threads.is_empty() {
-        let _ = writeln!(out, "\nkernel threads ({}):", plan.threads.len());
+        writeln!(out, "\nkernel threads ({}):", plan.threads.len());
         for t in &plan.threads {
             let was = t.captured.as_ref().map_or("?".into(), CpuSet::to_list);
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {:<14} tid {:<7} CPU {:<3} (was {was})",
                 t.name, t.tid, t.cpu
             );
         }
     }
-    let _ = writeln!(out, "\n/etc/sysctl.conf:");
+    out.line("\n/etc/sysctl.conf:");
     for line in &plan.sysctl_conf {
-        let _ = writeln!(out, "  {}={}", line.name, line.value);
+        writeln!(out, "  {}={}", line.name, line.value);
     }
-    let _ = writeln!(out, "/boot/loader.conf:");
+    out.line("/boot/loader.conf:");
     for line in &plan.loader_conf {
-        let _ = writeln!(out, "  {}=\"{}\"", line.name, line.value);
+        writeln!(out, "  {}=\"{}\"", line.name, line.value);
     }
     for item in &plan.left_out {
-        let _ = writeln!(out, "left out: {item}");
+        writeln!(out, "left out: {item}");
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "\n--out DIR writes the rc.d script ({SCRIPT_PATH}) and the conf lines; on the router:\n  \
          install -m 555 DIR/lowlat_cpuset {SCRIPT_PATH}\n  sysrc lowlat_cpuset_enable=YES\n  \
          service lowlat_cpuset start   # status: verify; stop: put every binding back"
     );
-    out
+    out.into_string()
 }
 
 /// The body of `inventory --json` for a FreeBSD capture: `system` says which model
@@ -232,24 +232,24 @@ pub fn audit_document<'a>(m: &FreeBsdMachine, findings: &'a [Finding]) -> Docume
 
 /// `audit --explain RULE` of a FreeBSD capture: the rule's finding with every detail.
 pub fn render_explain(f: &Finding) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", f.rule, f.title);
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(out, "{}: {}", f.rule, f.title);
+    writeln!(
         out,
         "profile:   {} ({} severity, {})",
         profile::PROFILE,
         f.severity.name(),
         f.layer.name()
     );
-    let _ = writeln!(out, "sources:   {}", f.sources.join("; "));
-    let _ = writeln!(out, "here:      {} — {}", f.status.name(), f.observed);
-    let _ = writeln!(out, "expected:  {}", f.expected);
-    let _ = writeln!(out, "evidence:  {}", f.evidence.join(", "));
+    writeln!(out, "sources:   {}", f.sources.join("; "));
+    writeln!(out, "here:      {} — {}", f.status.name(), f.observed);
+    writeln!(out, "expected:  {}", f.expected);
+    writeln!(out, "evidence:  {}", f.evidence.join(", "));
     for line in &f.details {
-        let _ = writeln!(out, "           {line}");
+        writeln!(out, "           {line}");
     }
     if let Some(fix) = &f.remediation.manual {
-        let _ = writeln!(out, "fix:       {fix}");
+        writeln!(out, "fix:       {fix}");
     }
-    out
+    out.into_string()
 }

@@ -1,7 +1,7 @@
 //! `lowlat inventory`: the one-screen summary and the versioned JSON document.
 
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write;
 
 use crate::document::{Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
@@ -26,17 +26,17 @@ pub fn document(machine: &Machine) -> Document<InventoryBody<'_>> {
 /// Width of the label column of the summary.
 const LABEL: usize = 10;
 
-fn row(out: &mut String, label: &str, text: &str) {
+fn row(out: &mut Page, label: &str, text: &str) {
     let mut lines = text.lines();
-    let _ = writeln!(out, "{label:<LABEL$} {}", lines.next().unwrap_or(""));
+    writeln!(out, "{label:<LABEL$} {}", lines.next().unwrap_or(""));
     for line in lines {
-        let _ = writeln!(out, "{:<LABEL$} {line}", "");
+        writeln!(out, "{:<LABEL$} {line}", "");
     }
 }
 
 /// The one-screen summary.
 pub fn render_text(m: &Machine) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     row(&mut out, "CPU", &cpu_line(m));
     row(&mut out, "Topology", &shape_line(&m.topology));
     let zen = m.cpu.get().is_some_and(|id| {
@@ -56,19 +56,19 @@ pub fn render_text(m: &Machine) -> String {
     row(&mut out, "Services", &service_lines(m));
     row(&mut out, "Time", &crate::report::timesync::lines(m));
     row(&mut out, "NICs", &super::nic::lines(m));
-    out.push('\n');
-    out.push_str(&drawing(&m.topology));
+    out.blank();
+    out.text(drawing(&m.topology));
     if !m.warnings.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "\n{} while reading:",
             plural(m.warnings.len(), "warning", "warnings")
         );
         for w in &m.warnings {
-            let _ = writeln!(out, "  {w}");
+            writeln!(out, "  {w}");
         }
     }
-    out
+    out.into_string()
 }
 
 fn or_reason<T>(value: &Avail<T>, show: impl FnOnce(&T) -> String) -> String {
@@ -80,10 +80,11 @@ fn or_reason<T>(value: &Avail<T>, show: impl FnOnce(&T) -> String) -> String {
 
 fn cpu_line(m: &Machine) -> String {
     or_reason(&m.cpu, |id| {
-        let mut line = id
-            .model_name
-            .clone()
-            .unwrap_or_else(|| "unknown model".into());
+        let mut line = Page::from(
+            id.model_name
+                .clone()
+                .unwrap_or_else(|| "unknown model".into()),
+        );
         let mut detail = Vec::new();
         if let Some(vendor) = &id.vendor {
             detail.push(vendor.clone());
@@ -98,7 +99,7 @@ fn cpu_line(m: &Machine) -> String {
             detail.push(format!("microcode {mc}"));
         }
         if !detail.is_empty() {
-            let _ = write!(line, " ({})", detail.join(", "));
+            write!(line, " ({})", detail.join(", "));
         }
         let tsc = if id.invariant_tsc() {
             "invariant TSC"
@@ -109,8 +110,8 @@ fn cpu_line(m: &Machine) -> String {
             Some(h) => format!("virtual machine under {} ({})", h.vendor, h.evidence),
             None => "bare metal".to_string(),
         };
-        let _ = write!(line, "\n{tsc}; {virt}");
-        line
+        write!(line, "\n{tsc}; {virt}");
+        line.into_string()
     })
 }
 
@@ -130,22 +131,22 @@ fn shape_line(t: &Topology) -> String {
         Some(types) => format!(" {}", core_type_counts(t, types)),
         None => format!(" × {}", plural(s.threads_per_core, "thread", "threads")),
     };
-    let mut line = format!(
+    let mut line = Page::from(format!(
         "{} × {}{} = {}; {smt}",
         plural(s.sockets, "socket", "sockets"),
         cores,
         per_core,
         plural(s.cpus, "CPU", "CPUs"),
-    );
+    ));
     let online = t.online_cpus();
-    let _ = write!(line, "\nonline {}", online);
+    write!(line, "\nonline {}", online);
     if let Some(offline) = t.offline.get().filter(|o| !o.is_empty()) {
-        let _ = write!(line, ", offline {offline}");
+        write!(line, ", offline {offline}");
     }
     if let Some(possible) = t.possible.get().filter(|p| **p != online) {
-        let _ = write!(line, ", possible {possible}");
+        write!(line, ", possible {possible}");
     }
-    line
+    line.into_string()
 }
 
 /// A hybrid CPU's cores by type: `(6 P-cores × 2 threads + 8 E-cores × 1 thread)`.
@@ -172,18 +173,18 @@ fn core_type_counts(t: &Topology, types: &CoreTypes) -> String {
 /// NUMA nodes; `zen` names AMD's NPS setting (nodes per socket) for EPYC parts.
 fn numa_lines(t: &Topology, zen: bool) -> String {
     let s = &t.shape;
-    let mut out = plural(s.numa_nodes, "node", "nodes");
+    let mut out = Page::from(plural(s.numa_nodes, "node", "nodes"));
     match s.nodes_per_socket {
         Some(nps) if zen => {
-            let _ = write!(out, " ({nps} per socket: NPS{nps})");
+            write!(out, " ({nps} per socket: NPS{nps})");
         }
         Some(nps) => {
-            let _ = write!(out, " ({nps} per socket)");
+            write!(out, " ({nps} per socket)");
         }
         None => {}
     }
     if t.nodes.iter().any(|n| n.implied) {
-        out.push_str(" (the kernel shows no NUMA: one node implied)");
+        out.text(" (the kernel shows no NUMA: one node implied)");
     }
     for node in &t.nodes {
         let mem = or_reason(&node.mem_total_kib, |k| kib(*k));
@@ -192,17 +193,17 @@ fn numa_lines(t: &Topology, zen: bool) -> String {
         } else {
             format!("CPUs {}", node.cpus)
         };
-        let _ = write!(out, "\nnode {}: {cpus}, {mem}", node.id);
+        write!(out, "\nnode {}: {cpus}, {mem}", node.id);
     }
     if t.nodes.len() > 1 && t.nodes.iter().all(|n| n.distances.len() == t.nodes.len()) {
         let ids: Vec<String> = t.nodes.iter().map(|n| format!("{:>4}", n.id)).collect();
-        let _ = write!(out, "\ndistances  {}", ids.join(""));
+        write!(out, "\ndistances  {}", ids.join(""));
         for node in &t.nodes {
             let row: Vec<String> = node.distances.iter().map(|d| format!("{d:>4}")).collect();
-            let _ = write!(out, "\n  node {:<4}{}", node.id, row.join(""));
+            write!(out, "\n  node {:<4}{}", node.id, row.join(""));
         }
     }
-    out
+    out.into_string()
 }
 
 fn cache_line(t: &Topology) -> String {
@@ -232,26 +233,28 @@ fn cache_line(t: &Topology) -> String {
             format!("L{level}{suffix} {} × {count}", bytes(*size))
         })
         .collect();
-    let mut line = parts.join(", ");
+    let mut line = Page::from(parts.join(", "));
     if let Some(per) = t.shape.cores_per_l3 {
-        let _ = write!(
+        write!(
             line,
             "\n{} ({} per L3)",
             plural(t.shape.l3_groups, "L3 group", "L3 groups"),
             plural(per, "core", "cores")
         );
     }
-    line
+    line.into_string()
 }
 
 fn memory_lines(m: &Machine) -> String {
-    let mut out = match m.kernel.meminfo.get().and_then(|mi| mi.mem_total_kib) {
-        Some(total) => format!("{} RAM seen by the kernel", kib(total)),
-        None => "RAM size unavailable".to_string(),
-    };
+    let mut out = Page::from(
+        match m.kernel.meminfo.get().and_then(|mi| mi.mem_total_kib) {
+            Some(total) => format!("{} RAM seen by the kernel", kib(total)),
+            None => "RAM size unavailable".to_string(),
+        },
+    );
     match &m.firmware.memory {
         Avail::Available(pop) => {
-            let _ = write!(
+            write!(
                 out,
                 "\n{} of {} slots populated, {} in DIMMs",
                 pop.populated_slots,
@@ -264,14 +267,14 @@ fn memory_lines(m: &Machine) -> String {
                     c.speed_mts.map(|s| format!("{s} MT/s")),
                     c.part_number.clone().filter(|p| !p.is_empty()),
                 ];
-                let mut line = format!("{} × {}", c.count, kib(c.size_mib * 1024));
+                let mut line = Page::from(format!("{} × {}", c.count, kib(c.size_mib * 1024)));
                 for part in known.into_iter().flatten() {
-                    let _ = write!(line, " {part}");
+                    write!(line, " {part}");
                 }
-                let _ = write!(out, "\n  {line}");
+                write!(out, "\n  {line}");
             }
             if !pop.identical && pop.configurations.len() > 1 {
-                out.push_str("\n  DIMMs differ: mixed sizes, speeds or parts");
+                out.text("\n  DIMMs differ: mixed sizes, speeds or parts");
             }
             match &pop.sockets {
                 Avail::Available(sockets) => {
@@ -283,7 +286,7 @@ fn memory_lines(m: &Machine) -> String {
                             }
                             Avail::Unavailable { .. } => String::new(),
                         };
-                        let _ = write!(
+                        write!(
                             out,
                             "\n  socket {}: {} of {} slots{channels}",
                             socket.socket, socket.populated_slots, socket.total_slots
@@ -291,15 +294,15 @@ fn memory_lines(m: &Machine) -> String {
                     }
                 }
                 Avail::Unavailable { unavailable } => {
-                    let _ = write!(out, "\n  per-socket population unavailable ({unavailable})");
+                    write!(out, "\n  per-socket population unavailable ({unavailable})");
                 }
             }
         }
         Avail::Unavailable { unavailable } => {
-            let _ = write!(out, "\nDIMMs unavailable ({unavailable})");
+            write!(out, "\nDIMMs unavailable ({unavailable})");
         }
     }
-    out
+    out.into_string()
 }
 
 fn firmware_line(m: &Machine) -> String {
@@ -338,21 +341,21 @@ fn os_line(m: &Machine) -> String {
 
 fn kernel_lines(m: &Machine) -> String {
     let k = &m.kernel;
-    let mut out = or_reason(&k.release, String::clone);
+    let mut out = Page::from(or_reason(&k.release, String::clone));
     if let Some(p) = k.preemption.get() {
         let model = serde_name(&p.model);
         let dynamic = if p.dynamic { ", dynamic" } else { "" };
-        let _ = write!(out, " (preemption {model}{dynamic})");
+        write!(out, " (preemption {model}{dynamic})");
     }
     if let Some(cs) = k.clocksource.get() {
-        let _ = write!(
+        write!(
             out,
             "; clocksource {} (available: {})",
             cs.current,
             cs.available.join(" ")
         );
     }
-    let _ = write!(
+    write!(
         out,
         "\ncmdline: {}",
         or_reason(&k.cmdline, |c| c.raw.clone())
@@ -372,8 +375,8 @@ fn kernel_lines(m: &Machine) -> String {
     } else {
         huge.join(", ")
     };
-    let _ = write!(out, "\nTHP {thp}; huge pages {huge}");
-    out
+    write!(out, "\nTHP {thp}; huge pages {huge}");
+    out.into_string()
 }
 
 fn isolation_lines(m: &Machine) -> String {
@@ -401,33 +404,33 @@ fn isolation_lines(m: &Machine) -> String {
         Some(Avail::Unavailable { unavailable }) => format!("garbled ({unavailable})"),
         None => "none".to_string(),
     };
-    let mut out = format!(
+    let mut out = Page::from(format!(
         "isolated {}; nohz_full {}; isolcpus= {isolcpus}; rcu_nocbs= {}; irqaffinity= {}",
         set(&iso.isolated),
         set(&iso.nohz_full),
         opt(&iso.rcu_nocbs),
         opt(&iso.irqaffinity)
-    );
+    ));
     let s = &m.services;
-    let _ = write!(
+    write!(
         out,
         "\nworkqueue cpumask {}; writeback cpumask {}",
         set(&s.workqueue_cpumask),
         set(&s.writeback_cpumask)
     );
-    let _ = write!(
+    write!(
         out,
         "; default IRQ affinity {}",
         set(&m.irq_default_affinity)
     );
-    out
+    out.into_string()
 }
 
 /// The isolation features of the kernel's build, its tracers, and what its boot log said
 /// about isolation.
 fn kernel_feature_lines(m: &Machine) -> String {
     let k = &m.kernel;
-    let mut out = or_reason(&k.config, |c| {
+    let mut out = Page::from(or_reason(&k.config, |c| {
         let yes_no = |on: bool| if on { "yes" } else { "no" };
         let features = [
             ("nohz_full", c.enabled("CONFIG_NO_HZ_FULL")),
@@ -458,27 +461,27 @@ fn kernel_feature_lines(m: &Machine) -> String {
             line.join(", "),
             c.source
         )
-    });
+    }));
     if k.config.get().is_none() {
         // A line of its own when the config is missing: the reason is long.
-        out = format!("config {out}");
+        out = Page::from(format!("config {out}"));
     }
-    let _ = write!(
+    write!(
         out,
         "\ntracers now: {}",
         or_reason(&k.tracers, |t| t.describe())
     );
     if let Some(lines) = k.isolation_log.get() {
         for line in lines {
-            let _ = write!(out, "\nboot log: {line}");
+            write!(out, "\nboot log: {line}");
         }
     }
-    out
+    out.into_string()
 }
 
 fn power_lines(m: &Machine) -> String {
     let p = &m.power;
-    let mut out = match &p.cpufreq {
+    let mut out = Page::from(match &p.cpufreq {
         Avail::Available(policies) => {
             let mut by_setting: Vec<(String, usize)> = Vec::new();
             for policy in policies {
@@ -499,9 +502,9 @@ fn power_lines(m: &Machine) -> String {
             format!("cpufreq {}", parts.join(", "))
         }
         Avail::Unavailable { unavailable } => format!("cpufreq unavailable ({unavailable})"),
-    };
+    });
     if let Some(boost) = p.boost.get() {
-        let _ = write!(
+        write!(
             out,
             "; boost {} ({})",
             serde_name(&boost.state),
@@ -537,15 +540,15 @@ fn power_lines(m: &Machine) -> String {
                         .collect()
                 })
                 .unwrap_or_default();
-            let _ = write!(
+            write!(
                 out,
                 "\ncpuidle {driver} / {governor}: {}",
                 states.join(", ")
             );
         }
-        None => out.push_str("\ncpuidle unavailable (no /sys/devices/system/cpu/cpuidle driver)"),
+        None => out.text("\ncpuidle unavailable (no /sys/devices/system/cpu/cpuidle driver)"),
     }
-    out
+    out.into_string()
 }
 
 fn irq_lines(m: &Machine) -> String {
@@ -576,15 +579,15 @@ fn task_line(m: &Machine) -> String {
         let kthreads = t.tasks.iter().filter(|t| t.kernel_thread).count();
         let per_cpu = t.tasks.iter().filter(|t| t.per_cpu.is_some()).count();
         let rt = t.tasks.iter().filter(|t| t.rt_priority > 0).count();
-        let mut line = format!(
+        let mut line = Page::from(format!(
             "{} processes: {} user, {kthreads} kernel threads ({per_cpu} per-CPU), {rt} real-time",
             t.tasks.len(),
             t.tasks.len() - kthreads
-        );
+        ));
         if t.unreadable > 0 {
-            let _ = write!(line, "; {} unreadable without root", t.unreadable);
+            write!(line, "; {} unreadable without root", t.unreadable);
         }
-        line
+        line.into_string()
     })
 }
 
@@ -603,27 +606,27 @@ fn service_lines(m: &Machine) -> String {
             format!("{} ({state})", svc.name)
         })
         .collect();
-    let mut out = if notable.is_empty() {
+    let mut out = Page::from(if notable.is_empty() {
         "none of the tuning-related services found".to_string()
     } else {
         notable.join(", ")
-    };
+    });
     if let Some(profiles) = s.tuned.active_profiles.get().filter(|p| !p.is_empty()) {
-        let _ = write!(out, "\nTuneD active profile: {}", profiles.join(" "));
+        write!(out, "\nTuneD active profile: {}", profiles.join(" "));
     }
     if let Some(cfg) = s.irqbalance.get() {
         let banned = cfg.banned().map_or("none".to_string(), |b| b.to_list());
-        let _ = write!(out, "\nirqbalance ({}): banned CPUs {banned}", cfg.path);
+        write!(out, "\nirqbalance ({}): banned CPUs {banned}", cfg.path);
     }
-    out
+    out.into_string()
 }
 
 /// The topology as a tree: packages → nodes → L3 groups → cores → threads.
 pub fn drawing(t: &Topology) -> String {
     let mut out =
-        String::from("Topology (package → NUMA node → L3 group → [threads of each core])\n");
+        Page::from("Topology (package → NUMA node → L3 group → [threads of each core])\n");
     if let Some(types) = &t.core_types {
-        let _ = writeln!(
+        writeln!(
             out,
             "core types: P[..] performance cores {}, E[..] efficiency cores {} (from {})",
             types.performance,
@@ -646,7 +649,7 @@ pub fn drawing(t: &Topology) -> String {
             .filter(|c| c.online && c.package.unwrap_or(0) == package)
             .map(|c| c.cpu)
             .collect();
-        let _ = writeln!(out, "package {package}: CPUs {package_cpus}");
+        writeln!(out, "package {package}: CPUs {package_cpus}");
         for node in t.nodes.iter().filter(|n| n.cpus.intersects(&package_cpus)) {
             let mem = node
                 .mem_total_kib
@@ -660,7 +663,7 @@ pub fn drawing(t: &Topology) -> String {
             } else {
                 String::new()
             };
-            let _ = writeln!(out, "  node {}: {mem}{shared}", node.id);
+            writeln!(out, "  node {}: {mem}{shared}", node.id);
             let node_cpus = node.cpus.intersection(&package_cpus);
             let groups: Vec<(String, CpuSet)> = if l3.is_empty() {
                 vec![("".to_string(), node_cpus.clone())]
@@ -688,24 +691,24 @@ pub fn drawing(t: &Topology) -> String {
                 let lines = wrap(&members, 96);
                 match (label.is_empty(), lines.as_slice()) {
                     (false, [one]) if label.len() + one.len() < 90 => {
-                        let _ = writeln!(out, "    {label}: {one}");
+                        writeln!(out, "    {label}: {one}");
                     }
                     (false, _) => {
-                        let _ = writeln!(out, "    {label}:");
+                        writeln!(out, "    {label}:");
                         for line in &lines {
-                            let _ = writeln!(out, "      {line}");
+                            writeln!(out, "      {line}");
                         }
                     }
                     (true, _) => {
                         for line in &lines {
-                            let _ = writeln!(out, "    {line}");
+                            writeln!(out, "    {line}");
                         }
                     }
                 }
             }
         }
     }
-    out
+    out.into_string()
 }
 
 /// The name serde gives a unit enum variant (`none-or-voluntary`, `enabled`).

@@ -1,6 +1,6 @@
 //! The terminal table and CSV forms of a [`Matrix`].
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::measure::matrix::Matrix;
 
@@ -24,55 +24,55 @@ pub(crate) fn table(matrix: &Matrix, decimals: usize, breaks_after: &[usize]) ->
         .chain(matrix.columns.iter().map(String::len))
         .max()
         .unwrap_or(1);
-    let mut out = String::new();
-    let _ = write!(out, "{:>label_width$} ", matrix.row_kind);
+    let mut out = Page::new();
+    write!(out, "{:>label_width$} ", matrix.row_kind);
     for (c, label) in matrix.columns.iter().enumerate() {
-        let _ = write!(out, " {label:>width$}");
+        write!(out, " {label:>width$}");
         if breaks_after.contains(&c) && c + 1 < matrix.columns.len() {
-            out.push_str(" |");
+            out.text(" |");
         }
     }
-    out.push('\n');
+    out.blank();
     for (r, label) in matrix.rows.iter().enumerate() {
-        let _ = write!(out, "{label:>label_width$} ");
+        write!(out, "{label:>label_width$} ");
         for c in 0..matrix.columns.len() {
-            let _ = write!(out, " {:>width$}", cell(matrix.get(r, c)));
+            write!(out, " {:>width$}", cell(matrix.get(r, c)));
             if breaks_after.contains(&c) && c + 1 < matrix.columns.len() {
-                out.push_str(" |");
+                out.text(" |");
             }
         }
-        out.push('\n');
+        out.blank();
         if breaks_after.contains(&r) && r + 1 < matrix.rows.len() {
-            let line_width = out.lines().next().map_or(0, str::len);
-            out.push_str(&"-".repeat(line_width));
-            out.push('\n');
+            let line_width = out.as_str().lines().next().map_or(0, str::len);
+            out.text("-".repeat(line_width));
+            out.blank();
         }
     }
-    out
+    out.into_string()
 }
 
 /// CSV: a header `row_kind,col1,col2,...`, then one line per row; blank where unmeasured.
 /// Values (ns) carry at most one decimal: the measurement resolves no finer.
 pub(crate) fn csv(matrix: &Matrix) -> String {
-    let mut out = String::new();
-    out.push_str(&matrix.row_kind);
+    let mut out = Page::new();
+    out.text(&matrix.row_kind);
     for label in &matrix.columns {
-        out.push(',');
-        out.push_str(label);
+        out.text(',');
+        out.text(label);
     }
-    out.push('\n');
+    out.blank();
     for (r, label) in matrix.rows.iter().enumerate() {
-        out.push_str(label);
+        out.text(label);
         for c in 0..matrix.columns.len() {
-            out.push(',');
+            out.text(',');
             if let Some(v) = matrix.get(r, c) {
                 let tenths = format!("{v:.1}");
-                out.push_str(tenths.strip_suffix(".0").unwrap_or(&tenths));
+                out.text(tenths.strip_suffix(".0").unwrap_or(&tenths));
             }
         }
-        out.push('\n');
+        out.blank();
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

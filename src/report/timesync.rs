@@ -3,7 +3,7 @@
 //! where they were asked, the clocksource with the TSC's reliability, and each NIC's PTP
 //! hardware clock.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use serde::Serialize;
 
@@ -75,9 +75,9 @@ fn ptp_clocks(m: &Machine) -> Vec<PtpClock<'_>> {
 /// The block's lines (the first is the summary).
 pub fn lines(m: &Machine) -> String {
     let ts = &m.time_sync;
-    let mut out = daemon_lines(ts);
+    let mut out = Page::from(daemon_lines(ts));
     for config in ts.configs.iter().filter(|c| !c.sources.is_empty()) {
-        let _ = write!(
+        write!(
             out,
             "\n{} ({}): {}",
             config.path,
@@ -87,7 +87,7 @@ pub fn lines(m: &Machine) -> String {
     }
     match &ts.chrony_tracking {
         Some(Avail::Available(t)) => {
-            let _ = write!(
+            write!(
                 out,
                 "\nchronyc tracking: reference {}, stratum {}, offset {:+} ns (last {:+} ns, RMS {} ns), leap {}",
                 t.reference,
@@ -99,13 +99,13 @@ pub fn lines(m: &Machine) -> String {
             );
         }
         Some(Avail::Unavailable { unavailable }) => {
-            let _ = write!(out, "\nchronyc tracking: unavailable ({unavailable})");
+            write!(out, "\nchronyc tracking: unavailable ({unavailable})");
         }
         None => {}
     }
     match &ts.ptp_time_status {
         Some(Avail::Available(p)) => {
-            let _ = write!(
+            write!(
                 out,
                 "\npmc TIME_STATUS_NP: master offset {:+} ns, grandmaster {} ({})",
                 p.master_offset_ns,
@@ -118,20 +118,20 @@ pub fn lines(m: &Machine) -> String {
             );
         }
         Some(Avail::Unavailable { unavailable }) => {
-            let _ = write!(out, "\npmc TIME_STATUS_NP: unavailable ({unavailable})");
+            write!(out, "\npmc TIME_STATUS_NP: unavailable ({unavailable})");
         }
         None => {}
     }
-    let _ = write!(out, "\n{}", clock_line(m));
+    write!(out, "\n{}", clock_line(m));
     let clocks = ptp_clocks(m);
     if !clocks.is_empty() {
         let named: Vec<String> = clocks
             .iter()
             .map(|c| format!("{} /dev/ptp{}", c.interface, c.phc_index))
             .collect();
-        let _ = write!(out, "\nPTP hardware clocks: {}", named.join(", "));
+        write!(out, "\nPTP hardware clocks: {}", named.join(", "));
     }
-    out
+    out.into_string()
 }
 
 fn daemon_lines(ts: &TimeSync) -> String {

@@ -1,8 +1,8 @@
 //! `lowlat audit --pid/--comm` renderings: the per-thread placement report and its JSON
 //! document (kind `audit-workload`).
 
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write;
 
 use crate::audit::AuditPartition;
 use crate::audit::workload::{Problem, WorkloadAudit};
@@ -36,9 +36,9 @@ pub(crate) fn document<'a>(
 
 /// The terminal report: one line per thread, its problems and fixes under it.
 pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> String {
-    let mut out = format!("partition: {}\n", partition.describe());
+    let mut out = Page::from(format!("partition: {}\n", partition.describe()));
     for gone in &audit.gone {
-        let _ = writeln!(
+        writeln!(
             out,
             "pid {}: not audited ({})",
             gone.pid,
@@ -52,7 +52,7 @@ pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> 
             .map(|(node, kib)| format!("node {node} {kib} KiB"))
             .collect();
         let kib = |v: Option<u64>| v.map_or("?".to_string(), |k| format!("{k} KiB"));
-        let _ = writeln!(
+        writeln!(
             out,
             "\nprocess {} {}: locked {}, hugetlb {}, memory {}",
             process.pid,
@@ -66,14 +66,14 @@ pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> 
             }
         );
         if process.threads_gone > 0 {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} thread(s) exited while it was read",
                 process.threads_gone
             );
         }
         problems(&mut out, "  ", &process.problems);
-        let _ = writeln!(
+        writeln!(
             out,
             "  {:<8} {:<16} {:<10} {:>4} {:>6} {:<8} problems",
             "tid", "name", "allowed", "cpu", "busy", "policy"
@@ -87,7 +87,7 @@ pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> 
             } else {
                 t.problems.len().to_string()
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {:<8} {:<16} {:<10} {:>4} {:>6} {:<8} {verdict}",
                 t.tid,
@@ -105,17 +105,17 @@ pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> 
         .iter()
         .filter(|t| !t.problems.is_empty())
         .count();
-    let _ = writeln!(
+    writeln!(
         out,
         "\n{count} of {} threads with placement problems",
         audit.threads.len()
     );
-    out
+    out.into_string()
 }
 
-fn problems(out: &mut String, indent: &str, problems: &[Problem]) {
+fn problems(out: &mut Page, indent: &str, problems: &[Problem]) {
     for p in problems {
-        let _ = writeln!(out, "{indent}{}: {}", p.kind, p.what);
-        let _ = writeln!(out, "{indent}  fix: {}", p.fix);
+        writeln!(out, "{indent}{}: {}", p.kind, p.what);
+        writeln!(out, "{indent}  fix: {}", p.fix);
     }
 }

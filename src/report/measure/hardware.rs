@@ -1,7 +1,7 @@
 //! Terminal tables of the hardware engines: STREAM's familiar layout for membw, the latency
 //! curve with the cache level each size fits in, and the CPU × CPU matrices.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::vcpu_sharing::{VcpuProbe, VcpuSharing};
@@ -32,14 +32,14 @@ fn mib(n: u64) -> String {
 }
 
 /// The table of one STREAM run, in stream.c's layout.
-fn stream_table(out: &mut String, run: &StreamRun) {
-    let _ = writeln!(
+fn stream_table(out: &mut Page, run: &StreamRun) {
+    writeln!(
         out,
         "{:<12}{:>15}{:>13}{:>13}{:>13}",
         "Function", "Best Rate MB/s", "Avg time", "Min time", "Max time"
     );
     for k in &run.kernels {
-        let _ = writeln!(
+        writeln!(
             out,
             "{:<12}{:>15.1}{:>13.6}{:>13.6}{:>13.6}",
             format!("{}:", k.kernel.name()),
@@ -50,7 +50,7 @@ fn stream_table(out: &mut String, run: &StreamRun) {
         );
     }
     if run.kernels.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "(no rates: {} of {} iterations done, at least 2 are needed)",
             run.iterations_done, run.ntimes
@@ -58,13 +58,13 @@ fn stream_table(out: &mut String, run: &StreamRun) {
     }
     let v = &run.validation;
     if v.validated {
-        let _ = writeln!(
+        writeln!(
             out,
             "Solution Validates: avg error less than {:e} on all three arrays",
             v.epsilon
         );
     } else {
-        let _ = writeln!(
+        writeln!(
             out,
             "Solution does NOT validate: relative avg error a {:e}, b {:e}, c {:e}; \
              elements off by more than {:e}: a {}, b {}, c {}",
@@ -81,44 +81,44 @@ fn stream_table(out: &mut String, run: &StreamRun) {
 
 /// `lowlat measure membw` as text.
 pub(crate) fn membw_text(report: &MembwReport) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let run = &report.system;
-    let _ = writeln!(out, "{}", report.label);
-    let _ = writeln!(
+    writeln!(out, "{}", report.label);
+    writeln!(
         out,
         "Array size = {} (elements), {} per array, {} in all",
         run.array_elements,
         mib(run.array_bytes),
         mib(run.array_bytes * 3)
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "STREAM's rule: each array at least 4 x {} of cache (all levels, all sockets) = {}",
         bytes(report.total_cache_bytes),
         mib(report.rule_array_bytes)
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "Threads: {} on CPUs {}; memory placed by first touch",
         run.cpus.len(),
         cpu_list(&run.cpus)
     );
-    let _ = writeln!(out, "Kernels: {}", run.implementation.describe());
+    writeln!(out, "Kernels: {}", run.implementation.describe());
     if let Some(huge) = run.transparent_huge_bytes {
-        let _ = writeln!(
+        writeln!(
             out,
             "Pages: {} of the arrays in transparent huge pages",
             bytes(huge)
         );
     }
     if run.implementation.stores == Stores::Streaming {
-        let _ = writeln!(
+        writeln!(
             out,
             "Streaming stores skip the read of each written line: these rates are not \
              STREAM's figure (STREAM counts the same bytes, with the reads its stores cost)"
         );
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "Each kernel ran {} times; the best rate skips the first; times include thread dispatch\n",
         run.iterations_done
@@ -136,7 +136,7 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         })
         .collect();
     if !loop_rates.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Best rate by each thread's own loop time (likwid-bench's timing: no dispatch or \
              barrier), MB/s: {}",
@@ -144,13 +144,13 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         );
     }
     if let Some(matrix) = &report.node_matrix {
-        let _ = writeln!(
+        writeln!(
             out,
             "\nTriad best rate, MB/s: rows = CPUs (one per core) of node, columns = memory of node"
         );
-        out.push_str(&matrix::table(&matrix.triad_best_mb_per_s, 0, &[]));
+        out.text(matrix::table(&matrix.triad_best_mb_per_s, 0, &[]));
         if let Some(bad) = matrix.runs.iter().find(|r| !r.run.validation.validated) {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "node {} -> node {} does NOT validate:",
                 bad.cpu_node, bad.memory_node
@@ -158,7 +158,7 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
             stream_table(&mut out, &bad.run);
         }
     }
-    out
+    out.into_string()
 }
 
 /// The caches a CPU reads through (data and unified), smallest level first, with labels.
@@ -216,17 +216,17 @@ fn chase_setup(run: &ChaseRun) -> String {
 
 /// `lowlat measure memlat` as text.
 pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let curve = &report.curve;
-    let _ = writeln!(out, "Pointer chase: {}", chase_setup(curve));
+    writeln!(out, "Pointer chase: {}", chase_setup(curve));
     let caches = caches_of(topology, curve.cpu);
-    let _ = writeln!(
+    writeln!(
         out,
         "{:>10}  {:<6}{:>10}{:>11}{:>10}",
         "size", "fits", "best ns", "median ns", "max ns"
     );
     for p in &curve.points {
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>10}  {:<6}{:>10.2}{:>11.2}{:>10.2}",
             bytes(p.size_bytes),
@@ -237,15 +237,15 @@ pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String 
         );
     }
     if let Some(matrix) = &report.node_matrix {
-        let _ = writeln!(
+        writeln!(
             out,
             "\nIdle latency at {}, median ns: rows = CPU node, columns = memory node",
             bytes(matrix.size_bytes)
         );
-        out.push_str(&matrix::table(&matrix.median_ns, 1, &[]));
+        out.text(matrix::table(&matrix.median_ns, 1, &[]));
     }
     if let Some(loaded) = &report.loaded {
-        let _ = writeln!(
+        writeln!(
             out,
             "\nLoaded latency: the chase at {} while CPUs {} run Triad ({}), lighter load downwards",
             loaded
@@ -256,14 +256,14 @@ pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String 
             cpu_list(&loaded.load_cpus),
             loaded.load_kernels.describe()
         );
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>12} {:>14} {:>11} {:>10}",
             "delay ns", "load MB/s", "median ns", "best ns"
         );
         for p in &loaded.points {
             if let Some(point) = p.chase.points.first() {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "{:>12} {:>14.1} {:>11.2} {:>10.2}",
                     p.delay_ns, p.load_mb_per_s, point.latency_ns.median, point.latency_ns.min
@@ -271,24 +271,24 @@ pub(crate) fn memlat_text(report: &MemlatReport, topology: &Topology) -> String 
             }
         }
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat measure c2c` as text.
 pub(crate) fn c2c_text(report: &C2cReport) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let run = &report.run;
-    let _ = writeln!(
+    writeln!(
         out,
         "Core-to-core latency, mean one-way ns (half a round trip; {} round trips x {} \
          samples per pair); CPUs in locality order, | between L3 groups",
         run.config.round_trips, run.config.samples
     );
-    out.push_str(&matrix::table(&run.matrix_mean_ns, 1, &report.group_breaks));
+    out.text(matrix::table(&run.matrix_mean_ns, 1, &report.group_breaks));
     if !report.by_class.is_empty() {
-        let _ = writeln!(out, "\nBy relation:");
+        out.line("\nBy relation:");
         for c in &report.by_class {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {:<24}{:>6} pairs  mean {:>7.1} ns  (min {:.1}, max {:.1})",
                 c.class.label(),
@@ -307,7 +307,7 @@ pub(crate) fn c2c_text(report: &C2cReport) -> String {
         run.pairs.iter().min_by(by_mean),
         run.pairs.iter().max_by(by_mean),
     ) {
-        let _ = writeln!(
+        writeln!(
             out,
             "Lowest: CPU {} - CPU {} {:.1} ± {:.1} ns; highest: CPU {} - CPU {} {:.1} ± {:.1} ns (± = standard error)",
             lo.from_cpu,
@@ -321,51 +321,51 @@ pub(crate) fn c2c_text(report: &C2cReport) -> String {
         );
     }
     if let Some(probe) = &report.host_sharing {
-        out.push_str(&host_sharing_text(probe));
+        out.text(host_sharing_text(probe));
     }
-    out
+    out.into_string()
 }
 
 /// What a guest's c2c says about its vCPUs on the host (`measure c2c` and `check` in a VM).
 pub(crate) fn host_sharing_text(probe: &VcpuProbe) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let readings: Vec<&VcpuSharing> = probe.readings().collect();
     if readings.is_empty() {
         let why = probe.no_claim.as_deref().unwrap_or("no probe");
-        let _ = writeln!(out, "\nvCPUs on the host: no claim ({why})");
-        return out;
+        writeln!(out, "\nvCPUs on the host: no claim ({why})");
+        return out.into_string();
     }
     for reading in &readings {
-        let _ = writeln!(out, "\nvCPUs on the host: {}", reading.describe());
+        writeln!(out, "\nvCPUs on the host: {}", reading.describe());
     }
     if probe.any_shared() {
-        let _ = writeln!(
+        writeln!(
             out,
             "  at the latency of two threads of one core, though this guest shows separate \
              cores: these vCPUs share physical cores on the host"
         );
     }
     if probe.moved() {
-        let _ = writeln!(
+        writeln!(
             out,
             "  the probes found different pairs: the host moves the vCPUs (they are not pinned)"
         );
     }
     if probe.any_shared() {
-        let _ = writeln!(
+        writeln!(
             out,
             "  fix (on the host): pin each vCPU 1:1 to an isolated host core, never two on one \
              core's threads (libvirt <cputune><vcpupin>; lowlat plan --profile realtime-host \
              --vm NAME writes it)"
         );
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat measure wakeup` as text.
 pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "Wake-up latency, median ns from FUTEX_WAKE on the waker's CPU to the woken thread \
          running ({} samples per pair, {} µs gap{})",
@@ -375,10 +375,10 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
             .fifo_priority
             .map_or(String::new(), |p| format!(", SCHED_FIFO {p}"))
     );
-    out.push_str(&matrix::table(&run.matrix_median_ns, 0, breaks));
+    out.text(matrix::table(&run.matrix_median_ns, 0, breaks));
     let medians: Vec<f64> = run.pairs.iter().map(|p| p.latency_ns.median).collect();
     if let Some(s) = Summary::of(&medians) {
-        let _ = writeln!(
+        writeln!(
             out,
             "Pair medians: lowest {:.0} ns, median {:.0} ns, highest {:.0} ns",
             s.min, s.median, s.max
@@ -386,28 +386,28 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
     }
     let dropped: u32 = run.pairs.iter().map(|p| p.not_asleep).sum();
     if dropped > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "{dropped} samples dropped because the sleeper was not asleep yet (raise --gap-us)"
         );
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat measure ipi` (pairs) as text.
 pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "IPI round trip, ns: membarrier(PRIVATE_EXPEDITED) on the sending CPU with a thread \
          spinning on the interrupted CPU, minus the same call with no thread to interrupt \
          (medians of {} calls each)",
         run.config.samples
     );
-    out.push_str(&matrix::table(&run.matrix_round_trip_ns, 0, breaks));
+    out.text(matrix::table(&run.matrix_round_trip_ns, 0, breaks));
     let trips: Vec<f64> = run.pairs.iter().map(|p| p.round_trip_ns).collect();
     if let Some(s) = Summary::of(&trips) {
-        let _ = writeln!(
+        writeln!(
             out,
             "Pairs: lowest {:.0} ns, median {:.0} ns, highest {:.0} ns",
             s.min, s.median, s.max
@@ -415,7 +415,7 @@ pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
     }
     let baselines: Vec<f64> = run.pairs.iter().map(|p| p.baseline_ns.median).collect();
     if let Some(s) = Summary::of(&baselines) {
-        let _ = writeln!(
+        writeln!(
             out,
             "The call alone (no IPI): median {:.0} ns over the sending CPUs",
             s.median
@@ -423,44 +423,44 @@ pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
     }
     let discarded: u64 = run.pairs.iter().map(|p| p.discarded).sum();
     if discarded > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "{discarded} calls left out because another task held the interrupted CPU (no IPI was sent)"
         );
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat measure ipi --mesh` as text.
 pub(crate) fn ipi_mesh_text(run: &MeshRun) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "IPI mesh: every CPU calls membarrier(PRIVATE_EXPEDITED) in a loop for {:.1} s, each \
          call interrupting all the others",
         run.elapsed_ns as f64 / 1e9
     );
-    let _ = writeln!(out, "{:>5} {:>12} {:>12}", "CPU", "calls", "calls/s");
+    writeln!(out, "{:>5} {:>12} {:>12}", "CPU", "calls", "calls/s");
     for cpu in &run.cpus {
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>5} {:>12} {:>12.0}",
             cpu.cpu, cpu.calls, cpu.calls_per_second
         );
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "Total: {:.0} calls/s, {:.0} IPIs/s delivered",
         run.calls_per_second, run.ipis_per_second
     );
-    out
+    out.into_string()
 }
 
 /// `lowlat measure hwlat` as text, with hwlatdetect's summary lines.
 pub(crate) fn hwlat_text(run: &HwlatRun) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let c = &run.config;
-    let _ = writeln!(
+    writeln!(
         out,
         "hwlat tracer ({}): ran {:.1} s, window {} µs, width {} µs, threshold {} µs",
         run.tracefs,
@@ -469,36 +469,36 @@ pub(crate) fn hwlat_text(run: &HwlatRun) -> String {
         c.width_us,
         c.threshold_us
     );
-    let _ = writeln!(out, "Samples recorded: {}", run.samples.len());
+    writeln!(out, "Samples recorded: {}", run.samples.len());
     match run.max_latency_us {
         Some(max) => {
-            let _ = writeln!(out, "Max latency: {max} µs");
+            writeln!(out, "Max latency: {max} µs");
         }
         None => {
-            let _ = writeln!(out, "Max latency: below threshold");
+            out.line("Max latency: below threshold");
         }
     }
     if !run.samples.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>6} {:>4} {:>9} {:>9}  timestamp",
             "seq", "cpu", "inner µs", "outer µs"
         );
         for s in &run.samples {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{:>6} {:>4} {:>9} {:>9}  {}",
                 s.seq, s.cpu, s.inner_us, s.outer_us, s.timestamp
             );
         }
     }
-    out
+    out.into_string()
 }
 
 /// `lowlat measure freq` as text.
 pub(crate) fn freq_text(run: &FreqRun) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "Effective frequency under load (dependent adds, one per cycle; {}; {} samples of {} ms \
          after {} ms warm-up)",
@@ -511,7 +511,7 @@ pub(crate) fn freq_text(run: &FreqRun) -> String {
         run.config.sample_ms,
         run.config.warmup_ms
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "{:>5}{:>12}{:>10}{:>10}{:>10}{:>11}{:>13}",
         "cpu", "median MHz", "min MHz", "max MHz", "spread %", "APERF MHz", "APERF/MPERF"
@@ -534,7 +534,7 @@ pub(crate) fn freq_text(run: &FreqRun) -> String {
         if let Some(reason) = c.aperf_mperf.reason() {
             missing.push((c.cpu, reason));
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>5}{:>12.1}{:>10.1}{:>10.1}{:>10.2}{:>11}{:>13}",
             c.cpu, s.median, s.min, s.max, spread, aperf, ratio
@@ -545,12 +545,12 @@ pub(crate) fn freq_text(run: &FreqRun) -> String {
             1 => String::new(),
             n => format!(" (and likewise on {} more CPUs)", n - 1),
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "APERF/MPERF unavailable on CPU {cpu}: {reason}{others}"
         );
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! run, the span and the conditions of the run in the JSON, and the lines their terminal
 //! tables print under the rows.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use serde::Serialize;
 
@@ -142,18 +142,20 @@ pub(crate) fn cpu_notes(
     note: Option<String>,
     alongside: &Alongside,
 ) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if let Some(error) = setup_error {
-        let _ = writeln!(out, "CPU {cpu}: not measured: {error}");
+        writeln!(out, "CPU {cpu}: not measured: {error}");
     }
-    out.extend(note);
+    if let Some(note) = note {
+        out.text(note);
+    }
     if let Some(spins) = alongside.injector_spins {
-        let _ = writeln!(out, "CPU {cpu}: injector spun {spins} times");
+        writeln!(out, "CPU {cpu}: injector spun {spins} times");
     }
     if let Some(a) = &alongside.attribution {
-        out.push_str(&attribution_line(a));
+        out.text(attribution_line(a));
     }
-    out
+    out.into_string()
 }
 
 /// One line per CPU with what ran on it during the run.

@@ -1,8 +1,8 @@
 //! `lowlat plan --diff`: for each planned setting, the value on the machine now and the planned
 //! one, in the same form so that they compare as text.
 
+use crate::text::Page;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use crate::machine::irq::Irq;
 use crate::machine::power::{BoostState, CpuPower, ResumeLatency};
@@ -435,7 +435,7 @@ fn cell(id: &SettingId, layer: Layer, value: &str) -> String {
 
 /// The diff as a table: one line per setting, `=` same, `~` change, `?` unknown.
 pub fn render(entries: &[Entry]) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let same = entries
         .iter()
         .filter(|e| e.status == DiffStatus::Same)
@@ -449,12 +449,12 @@ pub fn render(entries: &[Entry]) -> String {
         .filter(|e| e.status == DiffStatus::Change && e.reboot)
         .count();
     let unknown = entries.len() - same - change;
-    let _ = writeln!(
+    writeln!(
         out,
         "{}: {same} already as planned, {change} to change ({reboot} of them at the next boot), {unknown} unknown",
         crate::units::plural(entries.len(), "setting", "settings")
     );
-    out.push_str("  = already as planned   ~ to change   ? current value unknown\n\n");
+    out.text("  = already as planned   ~ to change   ? current value unknown\n\n");
     let width = entries
         .iter()
         .map(|e| e.id.to_string().chars().count())
@@ -478,13 +478,13 @@ pub fn render(entries: &[Entry]) -> String {
         } else {
             id
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "{mark} {id:<width$}  {now}  ->  {}",
             cell(&e.id, e.layer, &e.planned)
         );
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The terminal summary of a plan: the partition in every form users need, then the settings
 //! by layer, what was skipped and what stays on the isolated CPUs.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::bios::value_text;
 use crate::machine::CpuSet;
@@ -24,13 +24,13 @@ fn or_none(set: &CpuSet) -> String {
 /// The summary; `topology` adds the per-node view of the partition.
 pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
     let p = &plan.partition;
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "lowlat plan: profile {}, power {}",
         plan.profile, plan.options.power
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "{:<LABEL$}{}{}, CPUs {}{}",
         "machine",
@@ -48,9 +48,9 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
             .unwrap_or_default()
     );
 
-    out.push_str("\nPartition\n");
-    let row = |out: &mut String, label: &str, text: String| {
-        let _ = writeln!(out, "  {label:<w$}{text}", w = LABEL - 2);
+    out.text("\nPartition\n");
+    let row = |out: &mut Page, label: &str, text: String| {
+        writeln!(out, "  {label:<w$}{text}", w = LABEL - 2);
     };
     row(
         &mut out,
@@ -138,7 +138,7 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         );
     }
 
-    let _ = writeln!(out, "\nSettings ({})", plan.settings.len());
+    writeln!(out, "\nSettings ({})", plan.settings.len());
     for layer in [
         Layer::Boot,
         Layer::Sysctl,
@@ -155,7 +155,7 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         } else {
             ""
         };
-        let _ = writeln!(out, "  {}{reboot}", layer.name());
+        writeln!(out, "  {}{reboot}", layer.name());
         match layer {
             Layer::Boot => {
                 for s in &settings {
@@ -169,16 +169,16 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
                     } else {
                         s.value.clone()
                     };
-                    let _ = writeln!(out, "    {value}{label}");
+                    writeln!(out, "    {value}{label}");
                 }
             }
             Layer::Runtime => {
                 for s in settings.iter().filter(|s| !s.id.is_irq()) {
-                    let _ = writeln!(out, "    {} = {}", s.id, s.value_for_people());
+                    writeln!(out, "    {} = {}", s.id, s.value_for_people());
                 }
                 let irqs = settings.iter().filter(|s| s.id.is_irq()).count();
                 if irqs > 0 {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "    irq: {irqs} affinities (default and per IRQ; see irq-plan.txt)"
                     );
@@ -192,21 +192,21 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
                     } else {
                         ""
                     };
-                    let _ = writeln!(out, "    {path} ({} lines{boot})", s.value.lines().count());
+                    writeln!(out, "    {path} ({} lines{boot})", s.value.lines().count());
                 }
             }
             _ => {
                 for s in &settings {
                     let id = s.id.without_family();
-                    let _ = writeln!(out, "    {id} = {}", s.value);
+                    writeln!(out, "    {id} = {}", s.value);
                 }
             }
         }
     }
     if !plan.skipped.is_empty() {
-        let _ = writeln!(out, "\nNot planned ({})", plan.skipped.len());
+        writeln!(out, "\nNot planned ({})", plan.skipped.len());
         for s in &plan.skipped {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} = {}: {}",
                 s.setting.id, s.setting.value, s.reason
@@ -217,36 +217,36 @@ pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
         render_bios(&mut out, bios);
     }
     if !plan.unmovable.is_empty() {
-        let _ = writeln!(out, "\nStays where it is ({})", plan.unmovable.len());
+        writeln!(out, "\nStays where it is ({})", plan.unmovable.len());
         for u in &plan.unmovable {
-            let _ = writeln!(out, "  {}: {}", u.what, u.reason);
+            writeln!(out, "  {}: {}", u.what, u.reason);
         }
     }
     if plan.options.isolation.runtime() {
-        let _ = writeln!(
+        writeln!(
             out,
             "\nWhat runtime isolation cannot do (what the kernel arguments add at boot)"
         );
         for line in crate::plan::runtime_plan::limits() {
-            let _ = writeln!(out, "  {line}");
+            writeln!(out, "  {line}");
         }
         if !plan.options.isolation.boot() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  plan --isolation both adds them from the next boot; start the workload with `lowlat run -- COMMAND`"
             );
         }
     }
-    out.push_str(
+    out.text(
         "\nWrite the artifacts with --out DIR; compare with this machine with --diff; \
          print plan.json with --json.\n",
     );
-    out
+    out.into_string()
 }
 
 /// The BIOS part: each attribute current → wanted, what is not planned, and how to stage it.
-fn render_bios(out: &mut String, bios: &BiosPlan) {
-    let _ = writeln!(
+fn render_bios(out: &mut Page, bios: &BiosPlan) {
+    writeln!(
         out,
         "\nBIOS on {} ({} change(s), staged at the next reset)",
         bios.bmc,
@@ -259,7 +259,7 @@ fn render_bios(out: &mut String, bios: &BiosPlan) {
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();
         let current = c.current.as_ref().map_or("-".to_string(), value_text);
-        let _ = writeln!(
+        writeln!(
             out,
             "  {}{display}: {current} -> {}   [{}, {}]",
             c.attribute,
@@ -269,14 +269,14 @@ fn render_bios(out: &mut String, bios: &BiosPlan) {
         );
     }
     for s in &bios.skipped {
-        let _ = writeln!(
+        writeln!(
             out,
             "  not planned: {} [{}]: {}",
             s.intent, s.rule, s.reason
         );
     }
     if !bios.changes.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "  Stage them with `lowlat bios apply --plan plan.json --bmc {} --journal FILE`, then reset the server.",
             bios.bmc

@@ -1,6 +1,8 @@
 //! Terminal renderings of `lowlat apply`, `lowlat revert` and `lowlat verify`.
 
-use std::fmt::Write;
+pub(crate) mod json;
+
+use crate::text::Page;
 
 use crate::apply::journal::JOURNAL_PATH;
 use crate::apply::revert::{RestoreStatus, RevertReport};
@@ -68,9 +70,9 @@ fn item_detail(item: &ItemReport) -> String {
 /// The apply report: one line per setting (refused changes listed under it), a summary,
 /// the follow-ups, the journal and the reboot state (worded for a preview when `dry_run`).
 pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     for item in &report.items {
-        let _ = writeln!(
+        writeln!(
             out,
             "  {:<13} {:<40} {}",
             item.status.name(),
@@ -80,7 +82,7 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         if item.changes.len() > 1 {
             for change in &item.changes {
                 if let ChangeOutcome::Refused { reason } = &change.outcome {
-                    let _ = writeln!(out, "  {:<13} {:<40}   {reason}", "", "");
+                    writeln!(out, "  {:<13} {:<40}   {reason}", "", "");
                 }
             }
         }
@@ -99,10 +101,10 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
             counts.push(format!("{n} {}", status.name()));
         }
     }
-    let _ = writeln!(out, "\nSettings: {}.", counts.join(", "));
+    writeln!(out, "\nSettings: {}.", counts.join(", "));
     let values = report.changes_made();
     if values > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "Values: {values} {} (one per knob, file, thread or service; all kernel arguments \
              are one; `changed` in --json).",
@@ -110,16 +112,16 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         );
     }
     for line in &report.follow_ups {
-        let _ = writeln!(out, "Follow-up: {line}");
+        writeln!(out, "Follow-up: {line}");
     }
     if report.journaled {
-        let _ = writeln!(
+        writeln!(
             out,
             "Journal: {JOURNAL_PATH} (under the root); `lowlat revert` puts every prior value back."
         );
     }
     if report.reboot_required {
-        let _ = writeln!(
+        writeln!(
             out,
             "Kernel arguments: {}, pending a reboot (/proc/cmdline does not show them yet).",
             if dry_run {
@@ -130,7 +132,7 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         );
     }
     if let Some(line) = &report.boot_not_configured {
-        let _ = writeln!(
+        writeln!(
             out,
             "Kernel arguments: {}, as cmdline:* says above; then reboot.",
             if dry_run {
@@ -140,21 +142,21 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
             }
         );
         for text in line.lines() {
-            let _ = writeln!(out, "  {text}");
+            writeln!(out, "  {text}");
         }
     }
     if let Some(why) = &report.stopped {
-        let _ = writeln!(
+        writeln!(
             out,
             "Stopped: {why}\nEvery change made so far is journaled: `lowlat revert` undoes them."
         );
     }
-    out
+    out.into_string()
 }
 
 /// The revert report: one line per record, latest first, and a summary.
 pub(crate) fn render_revert(report: &RevertReport) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if !report.had_journal {
         return format!("Nothing to revert: no journal at {JOURNAL_PATH} under the root.\n");
     }
@@ -166,21 +168,21 @@ pub(crate) fn render_revert(report: &RevertReport) -> String {
             RestoreStatus::OtherBoot => "earlier boot",
             RestoreStatus::Refused => "refused",
         };
-        let _ = write!(out, "  {status:<14} line {:<5} {}", line.line, line.what);
+        write!(out, "  {status:<14} line {:<5} {}", line.line, line.what);
         if let Some(reason) = &line.reason {
-            let _ = write!(out, ": {reason}");
+            write!(out, ": {reason}");
         }
-        out.push('\n');
+        out.blank();
     }
     let would = report.count(RestoreStatus::WouldRestore);
     if would > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "\n{would} records would be restored, latest first (dry run: nothing was changed)."
         );
-        return out;
+        return out.into_string();
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "\nRecords: {} restored, {} unchanged, {} of an earlier boot (that state is gone), {} refused.",
         report.count(RestoreStatus::Restored),
@@ -189,24 +191,24 @@ pub(crate) fn render_revert(report: &RevertReport) -> String {
         report.count(RestoreStatus::Refused)
     );
     if let Some(line) = report.torn_last_line {
-        let _ = writeln!(
+        writeln!(
             out,
             "Note: line {line} of the journal was cut off by a crash while it was written; the change it described was never made."
         );
     }
     for line in &report.follow_ups {
-        let _ = writeln!(out, "Follow-up: {line}");
+        writeln!(out, "Follow-up: {line}");
     }
     if let Some(why) = &report.stopped {
-        let _ = writeln!(out, "Stopped: {why}");
+        writeln!(out, "Stopped: {why}");
     }
-    out
+    out.into_string()
 }
 
 /// The verify report: one line per setting and a summary.
 pub(crate) fn render_verify(report: &verify::Report) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "  {:<15} {:<40} {:<EXPECTED_WIDTH$} ACTUAL",
         "STATUS", "SETTING", "EXPECTED"
@@ -216,16 +218,16 @@ pub(crate) fn render_verify(report: &verify::Report) -> String {
         if check.expected.chars().count() <= EXPECTED_WIDTH
             && check.actual.chars().count() <= VALUE_WIDTH
         {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {status:<15} {:<40} {:<EXPECTED_WIDTH$} {}",
                 check.id, check.expected, check.actual
             );
         } else {
             // Too long for the columns: whole values on their own lines, never cut.
-            let _ = writeln!(out, "  {status:<15} {}", check.id);
-            let _ = writeln!(out, "  {:<15}   expected: {}", "", check.expected);
-            let _ = writeln!(out, "  {:<15}   actual:   {}", "", check.actual);
+            writeln!(out, "  {status:<15} {}", check.id);
+            writeln!(out, "  {:<15}   expected: {}", "", check.expected);
+            writeln!(out, "  {:<15}   actual:   {}", "", check.actual);
         }
     }
     let s = &report.summary;
@@ -234,22 +236,22 @@ pub(crate) fn render_verify(report: &verify::Report) -> String {
     } else {
         String::new()
     };
-    let _ = writeln!(
+    writeln!(
         out,
         "\nSummary: {} ok, {} drift, {} pending-reboot{not_configured}, {} unsupported (plan {}).",
         s.ok, s.drift, s.pending_reboot, s.unsupported, report.plan
     );
     if let Some(line) = &report.boot_line {
-        let _ = writeln!(
+        writeln!(
             out,
             "Kernel arguments: {} not configured: {}; then reboot.",
             s.not_configured, line.why
         );
         for text in line.lines() {
-            let _ = writeln!(out, "  {text}");
+            writeln!(out, "  {text}");
         }
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

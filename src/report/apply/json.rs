@@ -1,11 +1,11 @@
-//! The `--json` documents of `lowlat apply` and `lowlat revert`: the report of each in the
-//! document envelope, with what a caller decides on first (the Ansible module: `changed`,
+//! The `--json` documents of `lowlat apply` and `lowlat revert` (their text is beside, in
+//! `report::apply`): the report of each in the document envelope, with what a caller decides on first (the Ansible module: `changed`,
 //! `reboot_required`) at the top.
 
 use serde::Serialize;
 
-use super::revert::{RestoreStatus, RevertReport};
-use super::{ApplyReport, Scope};
+use crate::apply::revert::{RestoreStatus, RevertReport};
+use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document::{Document, Kind};
 
 /// The body of an `apply` document.
@@ -48,9 +48,9 @@ pub(crate) fn apply_document<'a>(
             dry_run,
             changed: report.changes_made(),
             settings_changed: report.count(if dry_run {
-                super::ItemStatus::WouldChange
+                ItemStatus::WouldChange
             } else {
-                super::ItemStatus::Applied
+                ItemStatus::Applied
             }),
             report,
         },

@@ -1,11 +1,14 @@
-//! Text that came from another machine or from a file, made safe to show on a terminal.
+//! Text that came from another machine or from a file, made safe to show on a terminal; and
+//! the [`Page`] every printer writes its lines to.
 //!
 //! A snapshot, a fixture tree or a damaged file can carry control characters (`ESC ]0;…BEL`
 //! retitles a terminal, `ESC [2J` clears it). Every such value is passed through
 //! [`escape_controls`] before it is printed.
 
+mod page;
+
+pub(crate) use page::Page;
 use std::borrow::Cow;
-use std::fmt::Write;
 
 /// `text` with every control character (C0, DEL and C1, newlines and tabs included) written as
 /// an escape: `\x1b` for C0 and DEL, `\u{9b}` for C1. Text without control characters is
@@ -38,22 +41,18 @@ fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
     if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 8);
+    let mut out = Page::new();
     for c in text.chars() {
         if !escaped(c) {
-            out.push(c);
+            out.text(c);
             continue;
         }
         match u32::from(c) {
-            code @ (0..=0x1f | 0x7f) => {
-                let _ = write!(out, "\\x{code:02x}");
-            }
-            code => {
-                let _ = write!(out, "\\u{{{code:x}}}");
-            }
+            code @ (0..=0x1f | 0x7f) => write!(out, "\\x{code:02x}"),
+            code => write!(out, "\\u{{{code:x}}}"),
         }
     }
-    Cow::Owned(out)
+    Cow::Owned(out.into_string())
 }
 
 #[cfg(test)]
