@@ -17,6 +17,8 @@ pub(crate) mod command;
 pub(crate) mod journal;
 pub(crate) mod json;
 pub(crate) mod lock;
+#[cfg(test)]
+mod nic_tests;
 pub(crate) mod revert;
 pub(crate) mod run;
 #[cfg(test)]

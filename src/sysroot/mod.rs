@@ -32,7 +32,9 @@ use std::sync::{Mutex, OnceLock};
 use crate::text::escape_controls;
 
 mod memory;
+mod netlink;
 pub use memory::MemoryTree;
+pub use netlink::Emulated;
 
 /// Why a system file could not be read.
 #[derive(Debug, thiserror::Error)]
