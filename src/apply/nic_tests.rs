@@ -269,3 +269,52 @@ fn a_dry_run_lists_the_nic_changes_and_writes_nothing() {
     assert_eq!((gro.from.as_str(), gro.to.as_str()), ("on", "off"));
     tree::assert_same(&pristine, &tree::describe(dir.path()), "dry run");
 }
+
+#[test]
+fn the_plan_carries_the_nic_rules_settings_and_a_dry_run_lists_them() {
+    let dir = nic_tree();
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let request = crate::plan::request::PlanRequest::default();
+    let profile = crate::plan::findings::audit_profile(request.profile).unwrap();
+    let plan = crate::plan::build(&machine, &request, |partition| {
+        crate::plan::findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap();
+    let nic: Vec<String> = plan
+        .settings
+        .iter()
+        .filter(|s| s.id.family() == "nic")
+        .map(|s| format!("{}={}", s.id, s.value))
+        .collect();
+    for want in [
+        "nic:ens1f0:adaptive-rx=off",
+        "nic:ens1f0:adaptive-tx=off",
+        "nic:eth0:adaptive-rx=off",
+        "nic:eth0:rx-usecs=8",
+        "nic:eth4:rx-usecs=0",
+        "nic:eth4:lro=off",
+        "nic:ens1f0:gro=off",
+    ] {
+        assert!(nic.contains(&want.to_string()), "{want} not in {nic:?}");
+    }
+    let adaptive = plan
+        .settings
+        .iter()
+        .find(|s| s.id == "nic:ens1f0:adaptive-rx")
+        .unwrap();
+    assert!(
+        adaptive.rationale.contains("Adaptive moderation"),
+        "{}",
+        adaptive.rationale
+    );
+    let ctx = ctx(&root, &machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    let listed = report
+        .items
+        .iter()
+        .filter(|i| i.label.starts_with("nic:") && i.status == ItemStatus::WouldChange)
+        .count();
+    assert_eq!(listed, nic.len(), "{report:#?}");
+}
