@@ -78,7 +78,7 @@ fn set_and_check(
 
 impl Change for NicChange {
     fn target(&self) -> String {
-        self.id().to_string()
+        self.knob.target(&self.interface)
     }
 
     fn desired(&self) -> String {

@@ -187,19 +187,26 @@ impl Knob {
     pub fn command(self, interface: &str, value: u64) -> String {
         let shown = self.show(value);
         match self.via() {
+            Via::Sysfs(file) => format!("echo {shown} > /sys/class/net/{interface}/{file}"),
+            _ => format!("{} {shown}", self.target(interface)),
+        }
+    }
+
+    /// What a change of it targets, for apply's lines: the `ethtool` command without its
+    /// value (`ethtool -C eth0 rx-usecs`), or the sysfs file.
+    pub fn target(self, interface: &str) -> String {
+        match self.via() {
             Via::Attribute {
                 query: Query::Coalesce,
                 ..
-            } => format!("ethtool -C {interface} {} {shown}", self.name()),
+            } => format!("ethtool -C {interface} {}", self.name()),
             Via::Attribute {
                 query: Query::Rings,
                 ..
-            } => format!("ethtool -G {interface} {} {shown}", ring_word(self)),
-            Via::Attribute { .. } => {
-                format!("ethtool -L {interface} {} {shown}", channel_word(self))
-            }
-            Via::Feature(_) => format!("ethtool -K {interface} {} {shown}", self.name()),
-            Via::Sysfs(file) => format!("echo {shown} > /sys/class/net/{interface}/{file}"),
+            } => format!("ethtool -G {interface} {}", ring_word(self)),
+            Via::Attribute { .. } => format!("ethtool -L {interface} {}", channel_word(self)),
+            Via::Feature(_) => format!("ethtool -K {interface} {}", self.name()),
+            Via::Sysfs(file) => sysfs_path(interface, file),
         }
     }
 }
