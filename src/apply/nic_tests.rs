@@ -5,7 +5,7 @@
 //! driver keeps and an interface that is gone are each said, and the rest goes on.
 
 use super::revert::{RestoreStatus, revert};
-use super::verify::{self, Status};
+use super::verify::{self, VerifyStatus};
 use super::*;
 use crate::machine::nic::knob::{self, Knob};
 use crate::machine::nic::{ethtool, netlink, recorded};
@@ -153,12 +153,12 @@ fn nic_knobs_apply_verify_and_revert_exactly() {
     let verified = verify::verify(&ctx(&root, &after), &plan, "plan.json");
     for check in &verified.checks {
         let want = if PLAN[..9].iter().any(|(id, _)| check.id == *id) {
-            Status::Ok
+            VerifyStatus::Ok
         } else {
-            Status::Unsupported
+            VerifyStatus::Unsupported
         };
         if check.id == "nic:eth4:rx-ring" || check.id == "nic:eth0:lro" {
-            assert_eq!(check.status, Status::Drift, "{check:?}");
+            assert_eq!(check.status, VerifyStatus::Drift, "{check:?}");
         } else {
             assert_eq!(check.status, want, "{check:?}");
         }
@@ -197,7 +197,7 @@ fn verify_reports_the_value_a_rounding_driver_kept() {
     let check = &verified.checks[0];
     assert_eq!(
         (check.status, check.expected.as_str(), check.actual.as_str()),
-        (Status::Drift, "7", "8")
+        (VerifyStatus::Drift, "7", "8")
     );
 }
 

@@ -21,7 +21,7 @@ use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
 use crate::measure::runner::place;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::LoopPlan;
+use crate::measure::runner::threads::LoopSpec;
 use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
 use crate::report::html::{self, Source};
@@ -175,13 +175,12 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
             .and_then(|_| stat::read(&mut Reader::new(session.root())).get().cloned())
     };
     let stat_before = read_stat();
-    let plan = LoopPlan {
-        cpus: session.cpus.iter().collect(),
+    let spec = LoopSpec {
         duration: round,
         load: CpuSet::new(),
         inject: None,
     };
-    let per_cpu = GAP_BUFFERS_BYTES / 16 / plan.cpus.len().max(1);
+    let per_cpu = GAP_BUFFERS_BYTES / 16 / session.cpus.len().max(1);
     let mut jitter_runs = Vec::new();
     let mut timer_runs = Vec::new();
     let mut complete = true;
@@ -194,7 +193,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         let jitter_run = jitter::run(
             &session,
             JitterRequest {
-                plan: plan.clone(),
+                spec: spec.clone(),
                 threshold_ns: JITTER_THRESHOLD_NS,
                 priority: None,
                 max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
@@ -209,7 +208,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         let timer_run = timer::run(
             &session,
             TimerRequest {
-                plan: plan.clone(),
+                spec: spec.clone(),
                 interval_ns: TIMER_INTERVAL_NS,
                 priority: DEFAULT_PRIORITY,
                 histogram_buckets: 0,

@@ -14,25 +14,10 @@ use crate::measure::engines::freq::{self, FreqRequest};
 use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
-use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::place;
-use crate::measure::runner::progress::Progress;
-use crate::measure::runner::session::{Engine, Session};
+use crate::measure::runner::session::Engine;
 use crate::report::matrix;
 use crate::report::measure::hardware;
-
-/// Runs the engine labelled `label` on the session's CPUs in locality order with its
-/// progress on stderr: `engine` gets the CPUs, the session's stop flag and the progress.
-fn measure<R, E>(
-    session: &Session,
-    label: &str,
-    engine: impl FnOnce(&[u32], &StopFlag, &mut Progress) -> Result<R, E>,
-) -> Result<R, E> {
-    let mut progress = Progress::stderr(label, 0);
-    let run = engine(&session.cpus_by_locality(), &session.stop, &mut progress);
-    progress.finish();
-    run
-}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -75,9 +60,7 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         },
         both_directions: args.both_directions,
     };
-    let run = measure(&session, "c2c", |cpus, stop, progress| {
-        c2c::run(cpus, request, stop, progress)
-    })?;
+    let run = c2c::run(&session, request)?;
     let report = C2cReport {
         by_class: c2c::by_class(&run.pairs, &session.places),
         group_breaks: place::group_breaks(&session.places),
@@ -139,9 +122,7 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
     };
-    let run = measure(&session, "wakeup", |cpus, stop, progress| {
-        wakeup::run(cpus, request, stop, progress)
-    })?;
+    let run = wakeup::run(&session, request)?;
     let breaks = place::group_breaks(&session.places);
     let results = Results {
         kind: Kind::MeasureWakeup,
@@ -200,15 +181,14 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     // At once: each pair's two series and the sorted copy a summary makes.
     session.budget.check_samples(args.samples, 3)?;
     let warnings = session.memory_warnings();
-    let cpus = session.cpus_by_locality();
-    if cpus.len() < 2 {
+    if session.cpus.len() < 2 {
         anyhow::bail!(
             "--cpus {}: measure ipi needs at least two CPUs (one sends, one is interrupted)",
             session.cpus.to_list()
         );
     }
     if args.mesh {
-        let run = ipi::mesh(&cpus, args.duration, &session.stop)?;
+        let run = ipi::mesh(&session, args.duration)?;
         let results = Results {
             kind: Kind::MeasureIpiMesh,
             method: "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; \
@@ -223,9 +203,7 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let request = IpiRequest {
         samples: args.samples,
     };
-    let run = measure(&session, "ipi", |cpus, stop, progress| {
-        ipi::run(cpus, request, stop, progress)
-    })?;
+    let run = ipi::run(&session, request)?;
     let breaks = place::group_breaks(&session.places);
     let results = Results {
         kind: Kind::MeasureIpi,
@@ -316,7 +294,7 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         "lowlat measure hwlat: tracing for {:?} (Ctrl-C ends it early)",
         args.duration
     );
-    let run = hwlat::run(session.root(), request, &session.stop)?;
+    let run = hwlat::run(&session, request)?;
     let results = Results {
         kind: Kind::MeasureHwlat,
         method: "the kernel's hwlat tracer: one CPU at a time spins with interrupts off for \
@@ -366,9 +344,7 @@ pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         samples: args.samples,
         together: args.together,
     };
-    let run = measure(&session, "freq", |cpus, stop, progress| {
-        freq::run(cpus, session.root(), request, stop, progress)
-    })?;
+    let run = freq::run(&session, request)?;
     let results = Results {
         kind: Kind::MeasureFreq,
         method: "a chain of dependent register adds (one cycle each) timed with \

@@ -5,7 +5,7 @@
 //! settings, which plan carries and apply sets through ethtool's netlink interface; the
 //! channel count and the clock are commands to run by hand.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::audit::rules::support::with_details;
@@ -259,7 +259,7 @@ fn finish(
     for path in evidence {
         outcome = outcome.evidence(path);
     }
-    if outcome.status != Status::Pass {
+    if outcome.status != FindingStatus::Pass {
         match remedy {
             Remedy::Settings(fixes) => outcome.fixes = fixes,
             Remedy::Commands(commands) if !commands.is_empty() => {
@@ -656,11 +656,11 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return no_nics(ctx);
     }
     let Some(service) = ctx.machine.services.service("irqbalance") else {
-        return RuleOutcome::new(Status::Pass, "irqbalance not installed", expected);
+        return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
     };
     if service.masked || !service.running.unwrap_or(service.enabled) {
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{} not running", service.unit),
             expected,
         )
@@ -739,7 +739,7 @@ fn phc_unused(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .collect();
     let outcome = if running.is_empty() {
         RuleOutcome::new(
-            Status::Fail,
+            FindingStatus::Fail,
             format!(
                 "{} with a PTP hardware clock, no ptp4l, phc2sys or ts2phc running (a chrony PHC refclock is not looked at here)",
                 plural_nics(with_phc.len())
@@ -752,7 +752,7 @@ fn phc_unused(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         ))
     } else {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{} running", running.join(", ")),
             expected,
         )

@@ -7,7 +7,7 @@
 //! warm-up and is discarded. This is the algorithm and the defaults (1000 round trips × 300
 //! samples) of `core-to-core-latency`'s CAS benchmark, so figures compare with it.
 //!
-//! CPUs are measured in the order given; callers pass them ordered by package, node and L3
+//! CPUs are measured in the session's locality order: by package, node and L3
 //! group ([`crate::measure::runner::place::places`]) so that CCX, CCD and socket blocks are
 //! visible.
 
@@ -24,6 +24,7 @@ use crate::measure::runner::harness::{StopFlag, pin_current_thread};
 use crate::measure::runner::pairs::{check_two, measure_pairs, pairs_and_matrix};
 use crate::measure::runner::place::{CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
@@ -280,9 +281,17 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
     samples
 }
 
-/// Measures every pair of `cpus` (each unordered pair once, or both ways when the request
-/// says so). Ctrl-C or `stop` ends the run; pairs done so far are kept.
-pub(crate) fn run(
+/// Measures every pair of the session's CPUs in locality order (each unordered pair once, or
+/// both ways when the request says so), with its progress on stderr. Ctrl-C or the session's
+/// stop flag ends the run; pairs done so far are kept.
+pub(crate) fn run(session: &Session, request: C2cRequest) -> Result<C2cRun, C2cError> {
+    session.on_cpus("c2c", |cpus, stop, progress| {
+        measure(cpus, request, stop, progress)
+    })
+}
+
+/// Measures every pair of `cpus`, as [`run`] does, saying each pair on `progress`.
+fn measure(
     cpus: &[u32],
     request: C2cRequest,
     stop: &StopFlag,
@@ -527,7 +536,7 @@ mod tests {
     fn needs_two_cpus_and_valid_counts() {
         let stop = StopFlag::new();
         let mut progress = Progress::silent();
-        assert!(run(&[0], C2cRequest::default(), &stop, &mut progress).is_err());
+        assert!(measure(&[0], C2cRequest::default(), &stop, &mut progress).is_err());
         let zero = PingPongConfig {
             round_trips: 0,
             samples: 1,
@@ -559,7 +568,7 @@ mod tests {
             ping_pong: config,
             both_directions: true,
         };
-        let run = run(&cpus, request, &StopFlag::new(), &mut Progress::silent()).unwrap();
+        let run = measure(&cpus, request, &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         let there = run.pairs[0].one_way_ns.median;
         let back = run.pairs[1].one_way_ns.median;
@@ -585,7 +594,7 @@ mod tests {
     fn stop_keeps_partial_results() {
         let stop = StopFlag::new();
         stop.stop();
-        let run = run(
+        let run = measure(
             &[0, 1],
             C2cRequest::default(),
             &stop,

@@ -19,6 +19,7 @@ use std::sync::Barrier;
 use crate::machine::Avail;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
 use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 use crate::measure::runner::tsc::monotonic_raw_ns as raw_ns;
 use crate::sysroot::{ReadError, SysRoot};
@@ -227,9 +228,18 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) 
     })
 }
 
-/// Measures every CPU of `cpus`, one at a time or all together. Ctrl-C or `stop` ends the run
-/// within one sample; the CPUs measured until then are kept.
-pub(crate) fn run(
+/// Measures every CPU of the session, in locality order, one at a time or all together, with
+/// its progress on stderr. Ctrl-C or the session's stop flag ends the run within one sample;
+/// the CPUs measured until then are kept.
+pub(crate) fn run(session: &Session, request: FreqRequest) -> Result<FreqRun, FreqError> {
+    session.on_cpus("freq", |cpus, stop, progress| {
+        measure(cpus, session.root(), request, stop, progress)
+    })
+}
+
+/// Measures every CPU of `cpus` under `root`, as [`run`] does, saying each step on
+/// `progress`.
+fn measure(
     cpus: &[u32],
     root: &SysRoot,
     config: FreqRequest,
@@ -355,7 +365,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
         for together in [false, true] {
-            let run = run(
+            let run = measure(
                 &cpus,
                 &root,
                 quick(together),
@@ -391,7 +401,7 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 stop.stop();
             });
-            run(&cpus, &root, config, &stop, &mut Progress::silent()).unwrap()
+            measure(&cpus, &root, config, &stop, &mut Progress::silent()).unwrap()
         });
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         assert!(run.cpus.is_empty());
@@ -402,8 +412,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
         let stop = StopFlag::new();
-        assert!(run(&[], &root, quick(false), &stop, &mut Progress::silent()).is_err());
-        let err = run(&[8000], &root, quick(false), &stop, &mut Progress::silent()).unwrap_err();
+        assert!(measure(&[], &root, quick(false), &stop, &mut Progress::silent()).is_err());
+        let err =
+            measure(&[8000], &root, quick(false), &stop, &mut Progress::silent()).unwrap_err();
         assert!(matches!(err, FreqError::Pin { cpu: 8000, .. }), "{err}");
     }
 }

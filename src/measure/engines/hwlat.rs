@@ -15,6 +15,7 @@ use crate::machine::Avail;
 use crate::machine::kernel::tracers;
 use crate::measure::runner::harness::StopFlag;
 use crate::measure::runner::progress::should_stop;
+use crate::measure::runner::session::Session;
 use crate::sysroot::SysRoot;
 
 /// What to measure.
@@ -154,13 +155,15 @@ fn restorable(text: &str) -> String {
     text.trim().to_string()
 }
 
-/// Runs the hwlat tracer under `root` for the request's duration (or until stopped) and
-/// returns what it recorded; every tracefs file it touched is restored before it returns.
-pub(crate) fn run(
-    root: &SysRoot,
-    config: HwlatRequest,
-    stop: &StopFlag,
-) -> Result<HwlatRun, HwlatError> {
+/// Runs the hwlat tracer of the session's machine for the request's duration (or until Ctrl-C
+/// or the session's stop flag) and returns what it recorded; every tracefs file it touched is
+/// restored before it returns. The tracer picks its CPUs itself: the session's are not used.
+pub(crate) fn run(session: &Session, request: HwlatRequest) -> Result<HwlatRun, HwlatError> {
+    trace(session.root(), request, &session.stop)
+}
+
+/// Runs the tracer under `root`, as [`run`] does, until `stop`.
+fn trace(root: &SysRoot, config: HwlatRequest, stop: &StopFlag) -> Result<HwlatRun, HwlatError> {
     if config.width_us == 0 || config.width_us > config.window_us {
         return Err(HwlatError::Config(format!(
             "the width ({} µs) must be above zero and at most the window ({} µs)",
@@ -349,7 +352,7 @@ something else
             width_us: 100_000,
             threshold_us: 7,
         };
-        let run = run(&tree.root(), config, &StopFlag::new()).unwrap();
+        let run = trace(&tree.root(), config, &StopFlag::new()).unwrap();
         assert_eq!(run.tracefs, "/sys/kernel/tracing");
         // A plain file stands in for the trace buffer: the run cleared it, as the kernel's
         // trace file is cleared by a truncating write.
@@ -367,10 +370,10 @@ something else
     #[test]
     fn a_kernel_without_the_tracer_says_so() {
         let tree = TestTree::empty();
-        let err = run(&tree.root(), HwlatRequest::default(), &StopFlag::new()).unwrap_err();
+        let err = trace(&tree.root(), HwlatRequest::default(), &StopFlag::new()).unwrap_err();
         assert!(err.to_string().contains("no tracefs"), "{err}");
         tracefs(&tree, "function nop\n");
-        let err = run(&tree.root(), HwlatRequest::default(), &StopFlag::new()).unwrap_err();
+        let err = trace(&tree.root(), HwlatRequest::default(), &StopFlag::new()).unwrap_err();
         assert!(
             err.to_string().contains("CONFIG_HWLAT_TRACER not set"),
             "{err}"
@@ -379,6 +382,6 @@ something else
             width_us: 2_000_000,
             ..HwlatRequest::default()
         };
-        assert!(run(&tree.root(), bad, &StopFlag::new()).is_err());
+        assert!(trace(&tree.root(), bad, &StopFlag::new()).is_err());
     }
 }

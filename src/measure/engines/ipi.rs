@@ -26,6 +26,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// `MEMBARRIER_CMD_QUERY`: which commands the kernel supports.
@@ -325,9 +326,18 @@ pub(crate) fn measure_pair(
     })
 }
 
-/// Measures every ordered pair of distinct `cpus`. Ctrl-C or `stop` ends the run; pairs done so
-/// far are kept.
-pub(crate) fn run(
+/// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
+/// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
+/// kept.
+pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<IpiRun, IpiError> {
+    session.on_cpus("ipi", |cpus, stop, progress| {
+        measure(cpus, request, stop, progress)
+    })
+}
+
+/// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
+/// `progress`.
+fn measure(
     cpus: &[u32],
     config: IpiRequest,
     stop: &StopFlag,
@@ -359,9 +369,14 @@ pub(crate) fn run(
     })
 }
 
-/// Every CPU of `cpus` calls membarrier in a loop for `duration` (or until stopped), each call
-/// interrupting all the others.
-pub(crate) fn mesh(cpus: &[u32], duration: Duration, stop: &StopFlag) -> Result<MeshRun, IpiError> {
+/// Every CPU of the session calls membarrier in a loop for `duration` (or until Ctrl-C or the
+/// session's stop flag), each call interrupting all the others.
+pub(crate) fn mesh(session: &Session, duration: Duration) -> Result<MeshRun, IpiError> {
+    mesh_on(&session.cpus_by_locality(), duration, &session.stop)
+}
+
+/// The mesh of [`mesh`] on `cpus`, until `duration` has passed or `stop`.
+fn mesh_on(cpus: &[u32], duration: Duration, stop: &StopFlag) -> Result<MeshRun, IpiError> {
     check_two(cpus).map_err(|e| IpiError::Config(e.to_string()))?;
     register()?;
     let counts: Vec<AtomicU64> = cpus.iter().map(|_| AtomicU64::new(0)).collect();
@@ -437,7 +452,7 @@ mod tests {
             return; // a one-CPU machine, or a kernel without membarrier
         }
         let config = IpiRequest { samples: 200 };
-        let run = run(&cpus, config, &StopFlag::new(), &mut Progress::silent()).unwrap();
+        let run = measure(&cpus, config, &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         for pair in &run.pairs {
             assert_eq!(pair.with_target_ns.count, 200);
@@ -456,7 +471,7 @@ mod tests {
         if cpus.len() < 2 || register().is_err() {
             return;
         }
-        let run = mesh(&cpus, Duration::from_millis(200), &StopFlag::new()).unwrap();
+        let run = mesh_on(&cpus, Duration::from_millis(200), &StopFlag::new()).unwrap();
         assert!(run.cpus.iter().all(|c| c.calls > 0), "{run:?}");
         assert_eq!(run.ipis_per_second, run.calls_per_second);
     }
@@ -476,7 +491,7 @@ mod tests {
         let stop = StopFlag::new();
         let config = IpiRequest { samples: 5 };
         assert!(measure_pair(0, 0, config, &stop).is_err());
-        assert!(run(&[0], config, &stop, &mut Progress::silent()).is_err());
-        assert!(mesh(&[0], Duration::from_millis(1), &stop).is_err());
+        assert!(measure(&[0], config, &stop, &mut Progress::silent()).is_err());
+        assert!(mesh_on(&[0], Duration::from_millis(1), &stop).is_err());
     }
 }

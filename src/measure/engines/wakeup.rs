@@ -19,6 +19,7 @@ use crate::measure::runner::harness::{
 };
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
+use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
@@ -258,9 +259,18 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
     true
 }
 
-/// Measures every ordered pair of distinct `cpus`. Ctrl-C or `stop` ends the run; pairs done so
-/// far are kept.
-pub(crate) fn run(
+/// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
+/// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
+/// kept.
+pub(crate) fn run(session: &Session, request: WakeupRequest) -> Result<WakeupRun, WakeError> {
+    session.on_cpus("wakeup", |cpus, stop, progress| {
+        measure(cpus, request, stop, progress)
+    })
+}
+
+/// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
+/// `progress`.
+fn measure(
     cpus: &[u32],
     config: WakeupRequest,
     stop: &StopFlag,
@@ -306,7 +316,7 @@ mod tests {
         if cpus.len() < 2 {
             return; // a one-CPU machine has no pair to measure
         }
-        let run = run(&cpus, config(30), &StopFlag::new(), &mut Progress::silent()).unwrap();
+        let run = measure(&cpus, config(30), &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         for pair in &run.pairs {
             let l = pair.latency_ns;
@@ -326,7 +336,7 @@ mod tests {
         assert!(measure_pair(0, 1, config(0), &stop).is_err());
         let err = measure_pair(0, 8000, config(5), &stop).unwrap_err();
         assert!(err.to_string().contains("CPU 8000"), "{err}");
-        assert!(run(&[3], config(1), &stop, &mut Progress::silent()).is_err());
+        assert!(measure(&[3], config(1), &stop, &mut Progress::silent()).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::cpus::{self, CpuChoiceError};
 use super::harness::{self, MemoryLock, StopFlag};
 use super::memory::MemoryBudget;
 use super::place::{self, CpuPlace};
+use super::progress::Progress;
 use crate::machine::{CpuSet, Machine};
 use crate::sysroot::SysRoot;
 
@@ -132,6 +133,20 @@ impl Session {
     /// The chosen CPU numbers in locality order (the order of [`Session::places`]).
     pub fn cpus_by_locality(&self) -> Vec<u32> {
         self.places.iter().map(|p| p.cpu).collect()
+    }
+
+    /// Runs `measure` on the chosen CPUs in locality order with the session's stop flag and a
+    /// progress line on stderr labelled `label`: how the engines that measure between and on
+    /// CPUs (c2c, wakeup, ipi, freq) run in a session.
+    pub(crate) fn on_cpus<T>(
+        &self,
+        label: &str,
+        measure: impl FnOnce(&[u32], &StopFlag, &mut Progress) -> T,
+    ) -> T {
+        let mut progress = Progress::stderr(label, 0);
+        let result = measure(&self.cpus_by_locality(), &self.stop, &mut progress);
+        progress.finish();
+        result
     }
 
     /// Checks more CPUs the engine will use (load hogs) by the same rule as the chosen ones.

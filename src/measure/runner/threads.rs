@@ -205,12 +205,10 @@ fn sleep_reporting(
     harness::sleep_until(end_ns, stop)
 }
 
-/// What every loop engine (jitter, timer) is asked, whatever it measures.
+/// What every loop engine (jitter, timer) is asked, whatever it measures. The CPUs are not
+/// here: the session holds them ([`Session::cpus`]), one measuring thread each.
 #[derive(Debug, Clone)]
-pub struct LoopPlan {
-    /// The CPUs to measure (chosen by the session: online and allowed), one measuring thread
-    /// each.
-    pub cpus: Vec<u32>,
+pub struct LoopSpec {
     /// How long to measure (above 0).
     pub duration: Duration,
     /// CPUs to load with a hog during the run.
@@ -236,7 +234,7 @@ pub struct CpuLoop<R> {
 /// A finished loop-engine run: each CPU's record and the conditions it was taken under.
 #[derive(Debug, Clone)]
 pub struct Finished<R> {
-    /// Each measured CPU, in the order of the plan.
+    /// Each measured CPU, in ascending order.
     pub cpus: Vec<CpuLoop<R>>,
     /// Whether Ctrl-C cut the run short.
     pub interrupted: bool,
@@ -307,7 +305,8 @@ impl<R> Finished<R> {
     }
 }
 
-/// Runs a loop engine on `plan` in `session`: captures the environment, runs the hogs and
+/// Runs a loop engine for `spec` on the session's CPUs (one thread each, in ascending
+/// order): captures the environment, runs the hogs and
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
 /// empty record and why the thread cannot measure (see [`prepare_thread`]); after GO,
@@ -316,17 +315,18 @@ impl<R> Finished<R> {
 /// the call every period until the stop. Fails when a thread cannot be started.
 pub(crate) fn run_loops<R: Send>(
     session: &Session,
-    plan: &LoopPlan,
+    spec: &LoopSpec,
     progress: String,
     drain: Option<(Duration, &(dyn Fn() + Sync))>,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Result<Finished<R>, SpawnError> {
     let root = session.root();
-    let environment = env::capture(root, &session.machine, &plan.cpus);
-    let mut helpers: Vec<Helper> = load::hogs(&plan.load);
-    let spins = plan.inject.map(|spec| {
-        let (injectors, counts) = inject::injectors(&plan.cpus, spec);
+    let measured: Vec<u32> = session.cpus.iter().collect();
+    let environment = env::capture(root, &session.machine, &measured);
+    let mut helpers: Vec<Helper> = load::hogs(&spec.load);
+    let spins = spec.inject.map(|inject| {
+        let (injectors, counts) = inject::injectors(&measured, inject);
         helpers.extend(injectors);
         counts
     });
@@ -338,10 +338,10 @@ pub(crate) fn run_loops<R: Send>(
             }
         }));
     }
-    let mut observer = CounterObserver::new(root, &plan.cpus, progress);
+    let mut observer = CounterObserver::new(root, &measured, progress);
     let outcome = run(
-        &plan.cpus,
-        plan.duration,
+        &measured,
+        spec.duration,
         setup,
         |(mut record, error): (R, Option<String>), go| {
             if error.is_none() {
@@ -352,8 +352,7 @@ pub(crate) fn run_loops<R: Send>(
         helpers,
         &mut observer,
     )?;
-    let cpus = plan
-        .cpus
+    let cpus = measured
         .iter()
         .zip(outcome.results)
         .enumerate()
@@ -364,7 +363,7 @@ pub(crate) fn run_loops<R: Send>(
             setup_error,
         })
         .collect();
-    let attribution = attribute(&plan.cpus, &observer.before, &observer.after);
+    let attribution = attribute(&measured, &observer.before, &observer.after);
     let load_average =
         conditions::load_average(&observer.before.conditions, &observer.after.conditions);
     let shared = attribution
@@ -513,9 +512,9 @@ mod tests {
         std::fs::create_dir_all(&cpu).unwrap();
         std::fs::write(cpu.join("online"), "0-1023\n").unwrap();
         let root = crate::sysroot::SysRoot::dir(dir.path());
+        // Every CPU this process may run on: at least one.
         let session = Session::open(root, Engine::Freq, None).unwrap();
-        let plan = LoopPlan {
-            cpus: vec![0, 0],
+        let spec = LoopSpec {
             duration: Duration::from_millis(10),
             load: CpuSet::new(),
             inject: None,
@@ -523,7 +522,7 @@ mod tests {
         let refused = std::sync::atomic::AtomicBool::new(false);
         let finished = run_loops(
             &session,
-            &plan,
+            &spec,
             "test run".to_string(),
             None,
             |_| {
@@ -534,16 +533,24 @@ mod tests {
             |count, _| *count += 1,
         )
         .unwrap();
-        assert_eq!(finished.cpus.len(), 2);
+        let chosen: Vec<u32> = session.cpus.iter().collect();
+        assert_eq!(
+            finished.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(),
+            chosen
+        );
         for cpu in &finished.cpus {
-            assert_eq!(cpu.cpu, 0);
             assert!(cpu.tid > 0);
             let expected = if cpu.setup_error.is_some() { 0 } else { 1 };
             assert_eq!(cpu.record, expected, "{:?}", cpu.setup_error);
         }
-        assert_eq!(finished.cpus.iter().map(|c| c.record).sum::<u32>(), 1);
+        let refused = finished.cpus.iter().filter(|c| c.setup_error.is_some());
+        assert_eq!(refused.count(), 1);
+        assert_eq!(
+            finished.cpus.iter().map(|c| c.record).sum::<u32>() as usize,
+            chosen.len() - 1
+        );
         assert!(finished.injector_spins.is_empty());
-        assert_eq!(finished.attribution.len(), 2);
+        assert_eq!(finished.attribution.len(), chosen.len());
         assert!(finished.environment.kernel_release.reason().is_some());
     }
 

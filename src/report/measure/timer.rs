@@ -1,7 +1,6 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
 use super::header::Measured;
-use super::jitter::aligned;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
@@ -12,6 +11,7 @@ use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
+use crate::report::table::aligned;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -136,9 +136,9 @@ pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
     let header = header(METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
-        span: RunSpan::of(&run.request.plan, &run.session),
+        span: RunSpan::of(&run.request.spec, &run.session),
         normal_priority_reason: run.normal_priority_reason.clone(),
-        conditions: RunConditions::of(&run.request.plan, &run.session),
+        conditions: RunConditions::of(&run.request.spec, &run.session),
         cpus: run
             .session
             .cpus

@@ -28,7 +28,7 @@ mod kernels;
 mod request;
 
 pub(crate) use kernels::{Kernels, Stores};
-pub(crate) use request::{MembwPlan, MembwPlanError, MembwRequest, MembwWarning};
+pub(crate) use request::{MembwRequest, MembwSizing, MembwSizingError, MembwWarning, run};
 
 use serde::Serialize;
 use std::ops::Range;
@@ -498,7 +498,7 @@ struct ThreadOutcome {
 
 /// Runs STREAM as configured. Ctrl-C or `stop` ends it after the current iteration; the run
 /// then holds the iterations done.
-pub(crate) fn run(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwError> {
+pub(crate) fn stream(config: &StreamConfig, stop: &StopFlag) -> Result<StreamRun, MembwError> {
     if config.cpus.is_empty() {
         return Err(MembwError::Config("no CPUs to run on".into()));
     }
@@ -813,7 +813,7 @@ mod tests {
             memory_node: Some(0),
             kernels: Kernels::detect(Stores::Normal).unwrap(),
         };
-        let run = run(&config, &StopFlag::new()).unwrap();
+        let run = stream(&config, &StopFlag::new()).unwrap();
         assert_eq!(run.iterations_done, 4);
         assert!(run.validation.validated, "{:?}", run.validation);
         assert_eq!(run.validation.checked_elements, [200_003; 3]);
@@ -844,7 +844,7 @@ mod tests {
             memory_node: None,
             kernels: Kernels::detect(Stores::Normal).unwrap(),
         };
-        let run = run(&config, &stop).unwrap();
+        let run = stream(&config, &stop).unwrap();
         assert_eq!(run.iterations_done, 0);
         assert!(run.kernels.is_empty());
         assert!(run.validation.validated);
@@ -866,7 +866,7 @@ mod tests {
             ..base.clone()
         };
         assert!(
-            run(&one, &stop)
+            stream(&one, &stop)
                 .unwrap_err()
                 .to_string()
                 .contains("at least 2")
@@ -875,13 +875,13 @@ mod tests {
             cpus: vec![],
             ..base.clone()
         };
-        assert!(run(&none, &stop).is_err());
+        assert!(stream(&none, &stop).is_err());
         let far = StreamConfig {
             cpus: vec![8000],
             ..base
         };
         assert!(matches!(
-            run(&far, &stop),
+            stream(&far, &stop),
             Err(MembwError::Pin { cpu: 8000, .. })
         ));
     }

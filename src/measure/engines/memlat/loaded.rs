@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{ChaseConfig, ChaseRun, MemlatError, run};
+use super::{ChaseConfig, ChaseRun, MemlatError, chase_sizes};
 use crate::measure::engines::membw::{Kernels, Stores};
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
 use crate::measure::runner::progress::{Progress, should_stop};
@@ -112,7 +112,7 @@ pub(crate) fn loaded(
                 let total = || moved.iter().map(|m| m.load(Ordering::Relaxed)).sum::<u64>();
                 let before = total();
                 let started = Instant::now();
-                let chase = run(&chase, stop, progress)?;
+                let chase = chase_sizes(&chase, stop, progress)?;
                 let load_mb_per_s =
                     (total() - before) as f64 / started.elapsed().as_secs_f64() / 1e6;
                 if chase.points.is_empty() {

@@ -16,8 +16,8 @@
 mod loaded;
 mod request;
 
-pub(crate) use loaded::{DELAYS_NS, LoadedLatency, loaded};
-pub(crate) use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+pub(crate) use loaded::LoadedLatency;
+pub(crate) use request::{MemlatRequest, MemlatSizing, MemlatSizingError, Window, run};
 
 use serde::Serialize;
 use std::time::Instant;
@@ -256,7 +256,7 @@ impl ChaseConfig {
 
 /// Measures every size of `config` on its CPU. Ctrl-C or `stop` ends the run after the current
 /// size; the run then holds the sizes done.
-pub(crate) fn run(
+pub(crate) fn chase_sizes(
     config: &ChaseConfig,
     stop: &StopFlag,
     progress: &mut Progress,
@@ -484,7 +484,7 @@ mod tests {
             samples: 3,
             seed: 42,
         };
-        let run = run(&config, &StopFlag::new(), &mut Progress::silent()).unwrap();
+        let run = chase_sizes(&config, &StopFlag::new(), &mut Progress::silent()).unwrap();
         let [small, large] = &run.points[..] else {
             panic!("two points expected, got {:?}", run.points)
         };

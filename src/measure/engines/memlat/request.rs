@@ -1,8 +1,9 @@
-//! What `memlat` is asked, and the plan decided from it before anything is mapped: the
-//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that plan:
+//! What `memlat` is asked, and the sizing decided from it before anything is mapped: the
+//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that sizing:
 //! the curve, then each cell of the matrix at the largest size.
 
-use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, default_sizes, run};
+use super::loaded::{DELAYS_NS, loaded};
+use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, chase_sizes, default_sizes};
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::runner::harness::StopFlag;
@@ -13,6 +14,7 @@ use crate::measure::runner::node_matrix::{
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::region::Backing;
+use crate::measure::runner::session::Session;
 use crate::units::bytes;
 
 /// A randomisation window.
@@ -47,22 +49,27 @@ pub(crate) struct MemlatRequest {
     pub samples: u32,
     /// Seed of the random visit order.
     pub seed: u64,
+    /// Threads of the loaded-latency curve, one per chosen CPU other than the chasing one
+    /// (nearest first); `None`: no loaded curve.
+    pub load_threads: Option<u32>,
 }
 
 /// Everything decided before a memlat run.
 #[derive(Debug, PartialEq)]
-pub(crate) struct MemlatPlan {
+pub(crate) struct MemlatSizing {
     /// The curve's configuration.
     pub curve: ChaseConfig,
     /// Matrix rows: node and the CPU that chases for it.
     pub rows: Vec<(u32, u32)>,
     /// Matrix columns: memory nodes.
     pub columns: Vec<u32>,
+    /// The CPUs of the loaded-latency curve's load threads; `None`: no loaded curve.
+    pub load_cpus: Option<Vec<u32>>,
 }
 
 /// Why a memlat request cannot be run.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MemlatPlanError {
+pub(crate) enum MemlatSizingError {
     /// The chasing CPU is not among the chosen CPUs.
     #[error("not among the chosen CPUs ({chosen})")]
     CpuNotChosen {
@@ -74,6 +81,16 @@ pub(crate) enum MemlatPlanError {
     /// No CPU was chosen.
     #[error("no CPU chosen")]
     NoCpu,
+    /// Fewer chosen CPUs besides the chasing one than load threads.
+    #[error("only {free} CPU(s) besides the chasing CPU {cpu} are chosen")]
+    TooFewLoadCpus {
+        /// Load threads asked for.
+        threads: u32,
+        /// Chosen CPUs other than the chasing one.
+        free: usize,
+        /// The chasing CPU.
+        cpu: u32,
+    },
     /// The stride does not fit this machine's address width.
     #[error("too large")]
     StrideTooLarge,
@@ -97,22 +114,22 @@ pub(crate) enum MemlatPlanError {
 impl MemlatRequest {
     /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
     /// they fit `budget`, before anything is mapped.
-    pub(crate) fn plan(
+    pub(crate) fn size(
         &self,
         topology: &Topology,
         places: &[CpuPlace],
         budget: &MemoryBudget,
-    ) -> Result<MemlatPlan, MemlatPlanError> {
+    ) -> Result<MemlatSizing, MemlatSizingError> {
         let cpu = match self.cpu {
             Some(cpu) if places.iter().any(|p| p.cpu == cpu) => cpu,
             Some(cpu) => {
                 let chosen: CpuSet = places.iter().map(|p| p.cpu).collect();
-                return Err(MemlatPlanError::CpuNotChosen { cpu, chosen });
+                return Err(MemlatSizingError::CpuNotChosen { cpu, chosen });
             }
             None => places
                 .first()
                 .map(|p| p.cpu)
-                .ok_or(MemlatPlanError::NoCpu)?,
+                .ok_or(MemlatSizingError::NoCpu)?,
         };
         let sizes = self
             .sizes
@@ -120,11 +137,11 @@ impl MemlatRequest {
             .unwrap_or_else(|| default_sizes(topology.llc_bytes_total()));
         let largest = sizes.iter().copied().max().unwrap_or(0);
         let stride =
-            usize::try_from(self.stride_bytes).map_err(|_| MemlatPlanError::StrideTooLarge)?;
+            usize::try_from(self.stride_bytes).map_err(|_| MemlatSizingError::StrideTooLarge)?;
         let window_bytes = match self.window {
             Window::Full => None,
             Window::Bytes(b) => {
-                Some(usize::try_from(b).map_err(|_| MemlatPlanError::WindowTooLarge)?)
+                Some(usize::try_from(b).map_err(|_| MemlatSizingError::WindowTooLarge)?)
             }
         };
         let what = format!("a {} buffer", bytes(largest));
@@ -147,7 +164,7 @@ impl MemlatRequest {
             Ok(())
         };
         if let Some(id) = self.node {
-            node_check(find_node(topology, id).map_err(MemlatPlanError::CurveNode)?)?;
+            node_check(find_node(topology, id).map_err(MemlatSizingError::CurveNode)?)?;
         }
         let nodes = matrix_nodes(topology, self.nodes.as_ref())?;
         let MatrixAxes { rows, columns } =
@@ -167,31 +184,65 @@ impl MemlatRequest {
             seed: self.seed,
         };
         curve.check()?;
-        Ok(MemlatPlan {
+        let load_cpus = match self.load_threads {
+            Some(threads) => Some(load_cpus(places, cpu, threads)?),
+            None => None,
+        };
+        Ok(MemlatSizing {
             curve,
             rows: rows
                 .into_iter()
                 .filter_map(|(node, cpus)| Some((node, cpus.first()?.cpu)))
                 .collect(),
             columns: columns.iter().map(|n| n.id).collect(),
+            load_cpus,
         })
     }
 }
 
-impl MemlatPlan {
-    /// Measurement steps, for progress: each size of the curve, then each cell of the matrix.
-    pub(crate) fn steps(&self) -> usize {
-        self.curve.sizes.len() + self.rows.len() * self.columns.len()
+/// The CPUs of `threads` load threads: the chosen CPUs (`places`, in locality order) other
+/// than the chasing `cpu`, nearest first.
+fn load_cpus(places: &[CpuPlace], cpu: u32, threads: u32) -> Result<Vec<u32>, MemlatSizingError> {
+    let free: Vec<u32> = (places.iter().map(|p| p.cpu))
+        .filter(|&c| c != cpu)
+        .collect();
+    if free.len() < threads as usize {
+        return Err(MemlatSizingError::TooFewLoadCpus {
+            threads,
+            free: free.len(),
+            cpu,
+        });
     }
+    Ok(free.into_iter().take(threads as usize).collect())
+}
 
-    /// Runs the plan: the curve, then the node × node matrix at the largest size, saying each
-    /// step on `progress`; Ctrl-C or `stop` ends it early, keeping what was measured.
-    pub(crate) fn run(
+impl MemlatSizing {
+    /// Measurement steps, for progress: each size of the curve, each cell of the matrix, then
+    /// each intensity of the loaded curve.
+    pub(crate) fn steps(&self) -> usize {
+        let loaded = self.load_cpus.as_ref().map_or(0, |_| DELAYS_NS.len());
+        self.curve.sizes.len() + self.rows.len() * self.columns.len() + loaded
+    }
+}
+
+/// Runs `sizing` (sized on the session's CPUs by [`MemlatRequest::size`]): the curve, the node ×
+/// node matrix at the largest size, then the loaded curve, each step said on stderr; Ctrl-C or
+/// the session's stop flag ends it early, keeping what was measured.
+pub(crate) fn run(session: &Session, sizing: &MemlatSizing) -> Result<MemlatReport, MemlatError> {
+    let mut progress = Progress::stderr("memlat", sizing.steps());
+    let report = sizing.measure(&session.stop, &mut progress);
+    progress.finish();
+    report
+}
+
+impl MemlatSizing {
+    /// Measures the sizing as [`run`] does, saying each step on `progress`, until `stop`.
+    fn measure(
         &self,
         stop: &StopFlag,
         progress: &mut Progress,
     ) -> Result<MemlatReport, MemlatError> {
-        let curve = run(&self.curve, stop, progress)?;
+        let curve = chase_sizes(&self.curve, stop, progress)?;
         let largest = self.curve.sizes.iter().copied().max().unwrap_or(0);
         let mut node_matrix = (!self.rows.is_empty()).then(|| NodeLatency {
             size_bytes: largest,
@@ -210,7 +261,7 @@ impl MemlatPlan {
                         memory_node: Some(memory_node),
                         ..self.curve.clone()
                     };
-                    let run = run(&cell, stop, progress)?;
+                    let run = chase_sizes(&cell, stop, progress)?;
                     if let Some(point) = run.points.first() {
                         matrix.median_ns.set(r, c, point.latency_ns.median);
                     }
@@ -219,10 +270,14 @@ impl MemlatPlan {
                 },
             )?;
         }
+        let loaded = match &self.load_cpus {
+            Some(cpus) => Some(loaded(&self.curve, cpus, stop, progress)?),
+            None => None,
+        };
         Ok(MemlatReport {
             curve,
             node_matrix,
-            loaded: None,
+            loaded,
         })
     }
 }
@@ -252,36 +307,69 @@ mod tests {
             sample_ms: 100,
             samples: 5,
             seed: 1,
+            load_threads: None,
         }
     }
 
     #[test]
-    fn plans_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
+    fn sizes_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
         let m = milan();
         let places = place::places(&m.topology);
         let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
-        let plan = request().plan(&m.topology, &places, &budget).unwrap();
-        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
-        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
-        assert_eq!(plan.steps(), plan.curve.sizes.len() + 4 * 4);
+        let sizing = request().size(&m.topology, &places, &budget).unwrap();
+        assert_eq!(sizing.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(sizing.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+        assert_eq!(sizing.steps(), sizing.curve.sizes.len() + 4 * 4);
         let elsewhere = MemlatRequest {
             cpu: Some(999),
             ..request()
         };
-        let err = elsewhere.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = elsewhere.size(&m.topology, &places, &budget).unwrap_err();
         assert!(matches!(
             err,
-            MemlatPlanError::CpuNotChosen { cpu: 999, .. }
+            MemlatSizingError::CpuNotChosen { cpu: 999, .. }
         ));
         let missing = MemlatRequest {
             node: Some(9),
             ..request()
         };
-        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = missing.size(&m.topology, &places, &budget).unwrap_err();
         assert!(matches!(
             err,
-            MemlatPlanError::CurveNode(NodeError::Missing { id: 9, .. })
+            MemlatSizingError::CurveNode(NodeError::Missing { id: 9, .. })
         ));
+        assert!(!err.to_string().contains("--"), "no flag in {err}");
+    }
+
+    #[test]
+    fn load_threads_take_the_nearest_other_cpus_or_are_refused() {
+        let m = milan();
+        let places = place::places(&m.topology);
+        let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
+        let loaded = MemlatRequest {
+            load_threads: Some(2),
+            ..request()
+        };
+        let sizing = loaded.size(&m.topology, &places, &budget).unwrap();
+        let nearest: Vec<u32> = (places.iter().map(|p| p.cpu))
+            .filter(|&c| c != sizing.curve.cpu)
+            .take(2)
+            .collect();
+        assert_eq!(sizing.load_cpus, Some(nearest));
+        assert_eq!(
+            sizing.steps(),
+            sizing.curve.sizes.len() + 4 * 4 + DELAYS_NS.len()
+        );
+        let too_many = MemlatRequest {
+            load_threads: Some(places.len() as u32),
+            ..request()
+        };
+        let err = too_many.size(&m.topology, &places, &budget).unwrap_err();
+        let free = places.len() - 1;
+        assert!(
+            matches!(err, MemlatSizingError::TooFewLoadCpus { free: f, cpu: 0, .. } if f == free),
+            "{err}"
+        );
         assert!(!err.to_string().contains("--"), "no flag in {err}");
     }
 }
