@@ -312,9 +312,23 @@ impl SettingId {
     }
 }
 
+/// Written as its id string; a width (`{:<40}`, a table's column) pads it as it pads a string.
 impl fmt::Display for SettingId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        if f.width().is_some() {
+            f.pad(&Unpadded(self).to_string())
+        } else {
+            Unpadded(self).fmt(f)
+        }
+    }
+}
+
+/// The id string of a setting id, without padding.
+struct Unpadded<'a>(&'a SettingId);
+
+impl fmt::Display for Unpadded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
             SettingId::Sysctl(key) => write!(f, "sysctl:{key}"),
             SettingId::IrqDefault => f.write_str("irq:default:affinity"),
             SettingId::Irq(irq) => write!(f, "irq:{irq}:affinity"),
@@ -818,6 +832,13 @@ mod tests {
             (name, proptest::sample::select(Knob::ALL.to_vec()))
                 .prop_map(|(interface, knob)| SettingId::Nic { interface, knob }),
         ]
+    }
+
+    #[test]
+    fn a_width_pads_the_id_as_a_string() {
+        let id = SettingId::Sysctl("vm.swappiness".into());
+        assert_eq!(format!("[{id:<22}]"), "[sysctl:vm.swappiness  ]");
+        assert_eq!(format!("{id}"), "sysctl:vm.swappiness");
     }
 
     #[test]
