@@ -180,6 +180,13 @@ pub(crate) enum Record {
         /// where it reads `always [madvise] never`).
         restore: String,
     },
+    /// A NIC knob (ethtool or NAPI sysfs) about to be set.
+    Nic {
+        /// The knob (`nic:eth0:rx-usecs`).
+        setting: crate::tuning::setting_id::SettingId,
+        /// Its value before, as a plan writes it (`50`, `on`).
+        prior: String,
+    },
     /// A configuration file about to be created or replaced.
     File {
         /// System path.

@@ -16,6 +16,8 @@ pub(crate) mod change;
 pub(crate) mod command;
 pub(crate) mod journal;
 pub(crate) mod lock;
+#[cfg(test)]
+mod nic_tests;
 pub(crate) mod revert;
 pub(crate) mod run;
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::appliers::boot::grubby;
-use super::appliers::{cpuset, file, kernel, service, tasks};
+use super::appliers::{cpuset, file, kernel, nic, service, tasks};
 use super::change::{ApplyContext, ChangeError, FollowUps, follow_ups_for_file, run_follow_ups};
 use super::journal::{self, Entry, JOURNAL_PATH, Journal, JournalError, Record};
 use super::lock::{Lock, LockError};
@@ -92,6 +92,7 @@ fn describe(record: &Record) -> String {
     match record {
         Record::Begin { stamp, plan, .. } => format!("apply of {plan} at {}", stamp.created()),
         Record::Knob { path, restore, .. } => format!("{path} = {restore}"),
+        Record::Nic { setting, prior } => format!("{setting} = {prior}"),
         Record::File {
             path, prior: None, ..
         } => format!("{path}: remove (lowlat created it)"),
@@ -137,6 +138,7 @@ fn restore(ctx: &ApplyContext, record: &Record, what: &mut String) -> Result<boo
             prior,
             restore,
         } => kernel::restore(ctx.root, path, prior, restore),
+        Record::Nic { setting, prior } => nic::restore(ctx.root, setting, prior),
         Record::File {
             path,
             prior,
@@ -205,6 +207,7 @@ fn runtime(record: &Record) -> bool {
     matches!(
         record,
         Record::Knob { .. }
+            | Record::Nic { .. }
             | Record::Affinity { .. }
             | Record::Scheduler { .. }
             | Record::CpusetMade { .. }

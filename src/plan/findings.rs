@@ -78,7 +78,8 @@ fn plan_family(id: &SettingId) -> bool {
         | SettingId::Hugepages { .. }
         | SettingId::Clocksource
         | SettingId::Tasks { kernel: false, .. }
-        | SettingId::Service(_) => false,
+        | SettingId::Service(_)
+        | SettingId::Nic { .. } => false,
     }
 }
 

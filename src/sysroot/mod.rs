@@ -33,10 +33,12 @@ use crate::text::escape_controls;
 
 mod beneath;
 mod memory;
+mod netlink;
 mod read;
 mod write;
 
 pub use memory::MemoryTree;
+pub use netlink::Emulated;
 use read::OpenDirs;
 pub use read::natural_cmp;
 pub use write::{Durability, OutputDirError, prepare_output_dir, write_file_atomically};

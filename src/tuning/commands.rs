@@ -179,6 +179,9 @@ pub(crate) fn commands(setting: &Setting) -> Option<Vec<String>> {
                 },
             ))
         }
+        SettingId::Nic { interface, knob } => {
+            line(knob.command(&shell_word(&interface), knob.parse_value(value).ok()?))
+        }
         SettingId::Clocksource => line(write_to(
             value,
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",

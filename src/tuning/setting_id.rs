@@ -30,10 +30,13 @@
 //! | `cpuset:<path>:cpu_exclusive`, `cpuset:<path>:sched_load_balance` | those v1 flags of the cpuset | `0` or `1` |
 //! | `cpuset:<path>:partition` | `cpuset.cpus.partition` (v2) | `member`, `root` or `isolated` |
 //! | `cpuset:<path>:tasks` | every movable thread of the cpuset named by the value moves into `<path>` (cgroup v1; on v2 the partition takes the CPUs) | the source cpuset's path |
+//! | `nic:<interface>:<knob>` | one knob of a network interface (module `machine::nic::knob`): coalescing `rx-usecs`, `rx-frames`, `tx-usecs`, `tx-frames`, `adaptive-rx`, `adaptive-tx`; rings `rx-ring`, `tx-ring`; channels `combined`, `rx-channels`, `tx-channels` (ethtool netlink); offloads `gro`, `lro`, `tso`, `gso`; NAPI's `napi_defer_hard_irqs` and `gro_flush_timeout` (sysfs) | a number (µs, frames, descriptors, channels, polls, ns), or `on`/`off` |
 //! | `cmdline:<key>` | kernel command-line arguments | the argument(s) as written (`nohz_full=1-7`, `nosoftlockup`, several space-separated when one key needs several, e.g. hugepages); empty: no argument with this key may remain. The arguments of a setting own the id's key and every key in the value. |
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::machine::nic::knob::Knob;
 
 /// What a setting id names; written and parsed as the strings of the module's table.
 ///
@@ -110,6 +113,13 @@ pub enum SettingId {
     },
     /// Kernel command-line arguments with this key.
     Cmdline(String),
+    /// One knob of a network interface.
+    Nic {
+        /// The interface (`ens1f0`).
+        interface: String,
+        /// The knob.
+        knob: Knob,
+    },
     /// A file of a cpuset, or the threads it holds.
     Cpuset {
         /// The cpuset's path in its hierarchy (`/`, `/lowlat-isolated`).
@@ -222,6 +232,15 @@ fn task_pattern(pattern: &str) -> bool {
     !pattern.is_empty() && name.len() <= 63 && !name.contains(['\0', '\n', '*'])
 }
 
+/// Whether `name` is a network interface name as the kernel takes it: 1 to 15 bytes, no
+/// `/`, `:`, white space or NUL, not `.` or `..`.
+fn interface_name(name: &str) -> bool {
+    (1..=15).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && !name.contains(|c: char| c == '/' || c == ':' || c == '\0' || c.is_whitespace())
+}
+
 /// A hugepage size as the kernel names its pool directories (`2048kB`).
 fn page_size(text: &str) -> Option<u64> {
     text.strip_suffix("kB")?.parse().ok().filter(|&k| k > 0)
@@ -256,6 +275,7 @@ impl SettingId {
             SettingId::File(_) | SettingId::FileKey { .. } => "file",
             SettingId::Cmdline(_) => "cmdline",
             SettingId::Cpuset { .. } => "cpuset",
+            SettingId::Nic { .. } => "nic",
         }
     }
 
@@ -292,9 +312,23 @@ impl SettingId {
     }
 }
 
+/// Written as its id string; a width (`{:<40}`, a table's column) pads it as it pads a string.
 impl fmt::Display for SettingId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        if f.width().is_some() {
+            f.pad(&Unpadded(self).to_string())
+        } else {
+            Unpadded(self).fmt(f)
+        }
+    }
+}
+
+/// The id string of a setting id, without padding.
+struct Unpadded<'a>(&'a SettingId);
+
+impl fmt::Display for Unpadded<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
             SettingId::Sysctl(key) => write!(f, "sysctl:{key}"),
             SettingId::IrqDefault => f.write_str("irq:default:affinity"),
             SettingId::Irq(irq) => write!(f, "irq:{irq}:affinity"),
@@ -344,6 +378,7 @@ impl fmt::Display for SettingId {
             SettingId::Cpuset { path, attribute } => {
                 write!(f, "cpuset:{path}:{}", attribute.name())
             }
+            SettingId::Nic { interface, knob } => write!(f, "nic:{interface}:{knob}"),
         }
     }
 }
@@ -557,6 +592,19 @@ fn parse(id: &str) -> Result<SettingId, SettingIdError> {
             let path = rest.rsplit_once(':').map_or("", |(p, _)| p).to_string();
             Ok(SettingId::Cpuset { path, attribute })
         }
+        "nic" => match rest.split_once(':') {
+            Some((interface, knob)) if interface_name(interface) => match Knob::from_name(knob) {
+                Some(knob) => Ok(SettingId::Nic {
+                    interface: interface.to_string(),
+                    knob,
+                }),
+                None => malformed(&format!(
+                    "the knob must be one of {}",
+                    Knob::ALL.map(Knob::name).join(", ")
+                )),
+            },
+            _ => malformed("expected nic:<interface name>:<knob>"),
+        },
         _ => Err(SettingIdError::Unknown),
     }
 }
@@ -661,6 +709,20 @@ mod tests {
                 },
             ),
             (
+                "nic:ens1f0:rx-usecs",
+                SettingId::Nic {
+                    interface: "ens1f0".into(),
+                    knob: Knob::RxUsecs,
+                },
+            ),
+            (
+                "nic:eth0:napi_defer_hard_irqs",
+                SettingId::Nic {
+                    interface: "eth0".into(),
+                    knob: Knob::NapiDeferHardIrqs,
+                },
+            ),
+            (
                 "cpuset:/:sched_load_balance",
                 SettingId::Cpuset {
                     path: "/".into(),
@@ -698,6 +760,12 @@ mod tests {
             "cpuset:relative:cpus",
             "cpuset:/x:mems",
             "cpuset:/x//y:tasks",
+            "nic:eth0",
+            "nic:eth0:rx-usec",
+            "nic::gro",
+            "nic:../x:gro",
+            "nic:an_interface_name_too_long:gro",
+            "nic:eth0:gro:on",
         ] {
             assert!(
                 matches!(parse(id), Err(SettingIdError::Malformed(_))),
@@ -761,7 +829,16 @@ mod tests {
             (path, "[A-Z_][A-Z0-9_]{0,15}")
                 .prop_map(|(path, key)| SettingId::FileKey { path, key }),
             name.prop_map(SettingId::Cmdline),
+            (name, proptest::sample::select(Knob::ALL.to_vec()))
+                .prop_map(|(interface, knob)| SettingId::Nic { interface, knob }),
         ]
+    }
+
+    #[test]
+    fn a_width_pads_the_id_as_a_string() {
+        let id = SettingId::Sysctl("vm.swappiness".into());
+        assert_eq!(format!("[{id:<22}]"), "[sysctl:vm.swappiness  ]");
+        assert_eq!(format!("{id}"), "sysctl:vm.swappiness");
     }
 
     #[test]

@@ -91,3 +91,144 @@ fn live_nics_answer_through_netlink_and_snapshots_keep_the_answers() {
     assert!(live_block.contains("llnic0: veth"), "{live_block}");
     assert_eq!(live_block, block(&offline.stdout));
 }
+
+/// What a plan's NIC knobs cover of interface `name`, as read now: channels, offloads,
+/// coalescing and the NAPI knobs (the parts a NIC plan changes).
+fn knobs_of(name: &str) -> String {
+    let machine = Machine::read(&SysRoot::live());
+    let net = machine.net.get().expect("interfaces");
+    let nic = net
+        .iter()
+        .find(|i| i.name == name)
+        .and_then(|i| i.nic.clone())
+        .unwrap_or_else(|| panic!("{name} read"));
+    format!(
+        "{:?} {:?} {:?} {:?} {:?}",
+        nic.channels, nic.rings, nic.coalesce, nic.features, nic.napi
+    )
+}
+
+/// A plan made on this machine, holding only `settings` (id, value): every NIC knob is a
+/// runtime setting.
+fn nic_plan(dir: &std::path::Path, settings: &[(String, String)]) -> std::path::PathBuf {
+    let out = dir.join("plan");
+    lowlat(&["plan", "--out", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(out.join("plan.json")).unwrap();
+    let mut plan: serde_json::Value = serde_json::from_str(&text).unwrap();
+    plan["settings"] = settings
+        .iter()
+        .map(|(id, value)| {
+            serde_json::json!({
+                "id": id, "value": value, "layer": "runtime", "reboot": false,
+                "rationale": "live test", "source": "tests/it/nic_live.rs"
+            })
+        })
+        .collect();
+    plan["skipped"] = serde_json::json!([]);
+    let path = dir.join("nic-plan.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    path
+}
+
+#[test]
+#[ignore = "changes the live machine (a veth pair, eth0's GRO); run with LOWLAT_LIVE_TESTS=1"]
+fn live_nic_settings_apply_verify_and_revert_exactly_through_netlink() {
+    if !live_tests_allowed() || !is_root("sets NIC knobs") {
+        return;
+    }
+    let Some(veth) = VethPair::add("llnic2", "llnic3") else {
+        missing_data("ip link add … type veth (iproute2 and the veth module)");
+        return;
+    };
+    let machine = Machine::read(&SysRoot::live());
+    let net = machine.net.get().expect("interfaces");
+    let nic = net
+        .iter()
+        .find(|i| i.name == "llnic2")
+        .and_then(|i| i.nic.clone())
+        .expect("the veth");
+    let channels = nic.channels.get().expect("veth answers channels").clone();
+    let features = nic.features.get().expect("veth answers features").clone();
+    let flip = |on: bool| if on { "off" } else { "on" }.to_string();
+    let s = |id: &str, value: String| (id.to_string(), value);
+    let mut settings = vec![
+        s(
+            "nic:llnic2:rx-channels",
+            channels.rx.max.unwrap().to_string(),
+        ),
+        s(
+            "nic:llnic2:tx-channels",
+            channels.tx.max.unwrap().to_string(),
+        ),
+        s("nic:llnic2:gro", flip(features.gro.unwrap().on)),
+        s("nic:llnic2:tso", flip(features.tso.unwrap().on)),
+        s("nic:llnic2:napi_defer_hard_irqs", "2".into()),
+        s("nic:llnic2:gro_flush_timeout", "200000".into()),
+    ];
+    assert_ne!(channels.rx.current, channels.rx.max, "{channels:?}");
+    // eth0 (virtio-net) takes GRO on and off; its coalescing and rings are fixed.
+    let device = net
+        .iter()
+        .find(|i| i.device && i.nic.as_ref().is_some_and(|n| n.features.get().is_some()))
+        .map(|i| (i.name.clone(), i.nic.clone().unwrap()));
+    let device = device.filter(|(_, nic)| {
+        nic.features
+            .get()
+            .and_then(|f| f.gro)
+            .is_some_and(|g| g.changeable)
+    });
+    match &device {
+        Some((name, nic)) => settings.push(s(
+            &format!("nic:{name}:gro"),
+            flip(nic.features.get().unwrap().gro.unwrap().on),
+        )),
+        None => missing_data("a device-backed interface whose GRO can change (eth0 on the CI VM)"),
+    }
+    let before_veth = knobs_of("llnic2");
+    let before_device = device.as_ref().map(|(name, _)| knobs_of(name));
+
+    let dir = tempfile::tempdir().unwrap();
+    let plan = nic_plan(dir.path(), &settings);
+    let plan = plan.to_str().unwrap();
+    let dry = lowlat(&["apply", "--plan", plan, "--dry-run"])
+        .output()
+        .unwrap();
+    let dry = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(dry.contains("ethtool -L llnic2 rx: 1 -> 2"), "{dry}");
+
+    let applied = lowlat(&["apply", "--plan", plan, "--yes"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&applied.stdout).into_owned();
+    assert_eq!(applied.status.code(), Some(0), "{text}");
+    assert_ne!(knobs_of("llnic2"), before_veth);
+    let verified = lowlat(&["verify", "--plan", plan]).output().unwrap();
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    lowlat(&["revert"]).assert().success();
+    assert_eq!(knobs_of("llnic2"), before_veth, "the veth after revert");
+    if let Some((name, _)) = &device {
+        assert_eq!(Some(knobs_of(name)), before_device, "{name} after revert");
+    }
+
+    // The veth goes away between apply and revert: said, and the rest restored.
+    lowlat(&["apply", "--plan", plan, "--yes"])
+        .assert()
+        .success();
+    drop(veth);
+    let reverted = lowlat(&["revert"]).output().unwrap();
+    let text = String::from_utf8_lossy(&reverted.stdout).into_owned();
+    assert!(
+        text.contains("llnic2 is gone (no such network interface now)"),
+        "{text}"
+    );
+    if let Some((name, _)) = &device {
+        assert_eq!(Some(knobs_of(name)), before_device, "{name} after revert");
+    }
+}

@@ -1,10 +1,11 @@
-//! From a setting to the changes that make it: kernel knobs, files, tasks, services, and the
+//! From a setting to the changes that make it: kernel knobs, NIC knobs, files, tasks, services, and the
 //! kernel command line (all boot settings together, see [`boot`]).
 
 pub(crate) mod boot;
 pub(crate) mod cpuset;
 pub(crate) mod file;
 pub(crate) mod kernel;
+pub(crate) mod nic;
 pub(crate) mod service;
 pub(crate) mod tasks;
 
@@ -44,6 +45,7 @@ pub(crate) fn expand(ctx: &ApplyContext, setting: &Setting) -> Expansion {
         ));
     }
     kernel::expand(ctx.root, &ctx.machine_cpus(), target, value)
+        .or_else(|| nic::expand(target, value))
         .or_else(|| file::expand(target, value))
         .or_else(|| tasks::expand(ctx, target, value))
         .or_else(|| service::expand(ctx, target, value))

@@ -1,7 +1,9 @@
 //! NIC rules: interrupt moderation, offloads that batch packets, where a NIC's queue IRQs run
 //! against its NUMA node, how many queues the CPUs that serve them can take, busy polling
 //! against the per-device NAPI knobs, irqbalance moving NIC IRQs, and an unused PTP hardware
-//! clock. Their fixes are the exact `ethtool` commands or the sysfs writes, per interface.
+//! clock. Coalescing, offloads and the NAPI knobs are fixed by `nic:<interface>:<knob>`
+//! settings, which plan carries and apply sets through ethtool's netlink interface; the
+//! channel count and the clock are commands to run by hand.
 
 use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
@@ -9,6 +11,7 @@ use crate::audit::rules::cpus;
 use crate::audit::rules::support::with_details;
 use crate::machine::irq::Irq;
 use crate::machine::net::NetInterface;
+use crate::machine::nic::knob::Knob;
 use crate::machine::nic::{Coalesce, Nic};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::nearby::NearHousekeeping;
@@ -153,6 +156,17 @@ fn no_nics(ctx: &RuleContext) -> RuleOutcome {
     }
 }
 
+/// The setting that gives `knob` of `interface` the value `value`.
+fn nic_fix(interface: &str, knob: Knob, value: impl Into<String>) -> Fix {
+    Fix::runtime(
+        SettingId::Nic {
+            interface: interface.to_string(),
+            knob,
+        },
+        value,
+    )
+}
+
 /// The captured answer a rule read, as evidence.
 fn answer(name: &str, query: &str) -> String {
     crate::machine::nic::ethtool::answer_path(name, query)
@@ -177,7 +191,7 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let all = nics(ctx);
     let mut checked = 0;
     let mut lines = Vec::new();
-    let mut commands = Vec::new();
+    let mut fixes = Vec::new();
     let mut evidence = Vec::new();
     for (interface, nic) in &all {
         let Avail::Available(c) = &nic.coalesce else {
@@ -186,26 +200,25 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         checked += 1;
         evidence.push(answer(&interface.name, "coalesce"));
         let mut on = Vec::new();
-        let mut fix = Vec::new();
-        for (name, value) in [
-            ("adaptive-rx", c.adaptive_rx),
-            ("adaptive-tx", c.adaptive_tx),
+        for (knob, value) in [
+            (Knob::AdaptiveRx, c.adaptive_rx),
+            (Knob::AdaptiveTx, c.adaptive_tx),
         ] {
             if value == Some(true) {
-                on.push(format!("{name} on"));
-                fix.push(format!("{name} off"));
+                on.push(format!("{knob} on"));
+                fixes.push(nic_fix(&interface.name, knob, "off"));
             }
         }
+        // A dynamic ITR mode becomes no moderation: LL-NIC-RX-USECS then holds the bound.
         if let Some(usecs) = c.rx_usecs.filter(|&u| dynamic_itr(driver(nic), u)) {
             on.push(format!(
                 "rx-usecs {usecs} (a dynamic ITR mode of {})",
                 driver(nic)
             ));
-            fix.push("rx-usecs 0".to_string());
+            fixes.push(nic_fix(&interface.name, Knob::RxUsecs, "0"));
         }
         if !on.is_empty() {
             lines.push(format!("{}: {}", interface.name, on.join(", ")));
-            commands.push(format!("ethtool -C {} {}", interface.name, fix.join(" ")));
         }
     }
     if checked == 0 {
@@ -224,22 +237,36 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        commands,
+        Remedy::Settings(fixes),
     )
 }
 
-/// Adds the evidence, the detail lines and, unless it passed, the commands as the manual fix.
+/// How a NIC rule's finding is fixed.
+enum Remedy {
+    /// Settings that plan carries and apply makes.
+    Settings(Vec<Fix>),
+    /// Commands to run by hand.
+    Commands(Vec<String>),
+}
+
+/// Adds the evidence, the detail lines and, unless it passed, the remedy.
 fn finish(
     mut outcome: RuleOutcome,
     evidence: Vec<String>,
     lines: Vec<String>,
-    commands: Vec<String>,
+    remedy: Remedy,
 ) -> RuleOutcome {
     for path in evidence {
         outcome = outcome.evidence(path);
     }
-    if outcome.status != FindingStatus::Pass && !commands.is_empty() {
-        outcome = outcome.manual(commands.join(" && "));
+    if outcome.status != FindingStatus::Pass {
+        match remedy {
+            Remedy::Settings(fixes) => outcome.fixes = fixes,
+            Remedy::Commands(commands) if !commands.is_empty() => {
+                outcome = outcome.manual(commands.join(" && "));
+            }
+            Remedy::Commands(_) => {}
+        }
     }
     with_details(outcome, lines)
 }
@@ -260,7 +287,7 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let all = nics(ctx);
     let mut checked = 0;
     let mut lines = Vec::new();
-    let mut commands = Vec::new();
+    let mut fixes = Vec::new();
     let mut evidence = Vec::new();
     for (interface, nic) in &all {
         let Some(usecs) = nic.coalesce.get().and_then(|c: &Coalesce| c.rx_usecs) else {
@@ -271,7 +298,9 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         // A dynamic ITR mode is no delay in microseconds: LL-NIC-ADAPTIVE says it.
         if usecs > bound && !dynamic_itr(driver(nic), usecs) {
             lines.push(format!("{}: rx-usecs {usecs} µs", interface.name));
-            commands.push(format!("ethtool -C {} rx-usecs {bound}", interface.name));
+            // The profile's bound itself: the least moderation it allows, so the interrupt
+            // rate rises no more than the profile accepts.
+            fixes.push(nic_fix(&interface.name, Knob::RxUsecs, bound.to_string()));
         }
     }
     if checked == 0 {
@@ -293,7 +322,7 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        commands,
+        Remedy::Settings(fixes),
     )
 }
 
@@ -463,7 +492,7 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        commands,
+        Remedy::Commands(commands),
     )
 }
 
@@ -498,28 +527,37 @@ fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let busy = poll.unwrap_or(0) > 0 || read.unwrap_or(0) > 0;
     let mut checked = 0;
     let mut lines = Vec::new();
-    let mut commands = Vec::new();
+    let mut fixes = Vec::new();
     for (interface, nic) in all.iter().filter(|(i, _)| i.device) {
         let (Some(defer), Some(flush)) = (nic.napi.defer_hard_irqs, nic.napi.gro_flush_timeout_ns)
         else {
             continue;
         };
         checked += 1;
-        let dir = format!("/sys/class/net/{}", interface.name);
+        let name = &interface.name;
         if busy && (defer == 0 || flush == 0) {
             lines.push(format!(
-                "{}: napi_defer_hard_irqs {defer}, gro_flush_timeout {flush} ns while busy polling is on",
-                interface.name
+                "{name}: napi_defer_hard_irqs {defer}, gro_flush_timeout {flush} ns while busy polling is on"
             ));
-            commands.push(format!(
-                "echo {DEFER_HARD_IRQS} > {dir}/napi_defer_hard_irqs && echo {GRO_FLUSH_TIMEOUT_NS} > {dir}/gro_flush_timeout"
-            ));
+            if defer == 0 {
+                fixes.push(nic_fix(
+                    name,
+                    Knob::NapiDeferHardIrqs,
+                    DEFER_HARD_IRQS.to_string(),
+                ));
+            }
+            if flush == 0 {
+                fixes.push(nic_fix(
+                    name,
+                    Knob::GroFlushTimeout,
+                    GRO_FLUSH_TIMEOUT_NS.to_string(),
+                ));
+            }
         } else if !busy && flush > 0 {
             lines.push(format!(
-                "{}: gro_flush_timeout {flush} ns holds packets back with no busy poller",
-                interface.name
+                "{name}: gro_flush_timeout {flush} ns holds packets back with no busy poller"
             ));
-            commands.push(format!("echo 0 > {dir}/gro_flush_timeout"));
+            fixes.push(nic_fix(name, Knob::GroFlushTimeout, "0"));
         }
     }
     if checked == 0 {
@@ -554,7 +592,7 @@ fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        commands,
+        Remedy::Settings(fixes),
     )
 }
 
@@ -563,7 +601,7 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let all = nics(ctx);
     let mut checked = 0;
     let mut lines = Vec::new();
-    let mut commands = Vec::new();
+    let mut fixes = Vec::new();
     let mut evidence = Vec::new();
     for (interface, nic) in all.iter().filter(|(i, _)| i.device) {
         let Some(features) = nic.features.get() else {
@@ -572,8 +610,10 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         checked += 1;
         evidence.push(answer(&interface.name, "features"));
         let mut on = Vec::new();
-        let mut fix = Vec::new();
-        for (name, word, state) in [("GRO", "gro", features.gro), ("LRO", "lro", features.lro)] {
+        for (name, knob, state) in [
+            ("GRO", Knob::Gro, features.gro),
+            ("LRO", Knob::Lro, features.lro),
+        ] {
             if let Some(state) = state.filter(|s| s.on) {
                 on.push(if state.changeable {
                     name.to_string()
@@ -581,15 +621,12 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                     format!("{name} (fixed by the driver)")
                 });
                 if state.changeable {
-                    fix.push(format!("{word} off"));
+                    fixes.push(nic_fix(&interface.name, knob, "off"));
                 }
             }
         }
         if !on.is_empty() {
             lines.push(format!("{}: {} on", interface.name, on.join(", ")));
-            if !fix.is_empty() {
-                commands.push(format!("ethtool -K {} {}", interface.name, fix.join(" ")));
-            }
         }
     }
     if checked == 0 {
@@ -608,7 +645,7 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        commands,
+        Remedy::Settings(fixes),
     )
 }
 

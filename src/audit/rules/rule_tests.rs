@@ -747,14 +747,24 @@ fn nic_tree(driver: &str, name: &str, node: u32) -> TestTree {
     dir
 }
 
+/// A finding's settings, as `id=value`.
+fn planned(f: &crate::audit::finding::Finding) -> Vec<String> {
+    f.remediation
+        .settings
+        .iter()
+        .map(|s| format!("{}={}", s.id, s.value))
+        .collect()
+}
+
 #[test]
-fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
+fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_nic_settings() {
     let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-ADAPTIVE", "off");
     assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -C ens1f0 adaptive-rx off adaptive-tx off")
+        planned(&f),
+        ["nic:ens1f0:adaptive-rx=off", "nic:ens1f0:adaptive-tx=off"]
     );
+    assert_eq!(f.remediation.manual, None);
     assert!(
         f.evidence
             .contains(&"/lowlat-answers/ethtool/ens1f0/coalesce".to_string())
@@ -770,16 +780,7 @@ fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
         "{:?}",
         f.details
     );
-    assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -C enp2s0 rx-usecs 0")
-    );
-    let dir = nic_tree("igb", "enp2s0", 0);
-    let f = audit_one(&dir, "LL-NIC-ADAPTIVE", "off");
-    assert!(
-        f.remediation.settings.is_empty(),
-        "a manual fix, no setting yet"
-    );
+    assert_eq!(planned(&f), ["nic:enp2s0:rx-usecs=0"]);
 }
 
 #[test]
@@ -787,10 +788,7 @@ fn rx_usecs_above_the_bound_fails_and_a_dynamic_mode_is_left_to_the_adaptive_rul
     let f = audit_one(&nic_tree("ice", "eth0", 0), "LL-NIC-RX-USECS", "<=8");
     assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.observed, "rx-usecs above 8 µs on 1 of 1 NICs");
-    assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -C eth0 rx-usecs 8")
-    );
+    assert_eq!(planned(&f), ["nic:eth0:rx-usecs=8"], "the profile's bound");
     let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-RX-USECS", "<=8");
     assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-RX-USECS", "<=0");
@@ -892,10 +890,11 @@ fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
     assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some(
-            "echo 2 > /sys/class/net/ens1f0/napi_defer_hard_irqs && echo 200000 > /sys/class/net/ens1f0/gro_flush_timeout"
-        )
+        planned(&f),
+        [
+            "nic:ens1f0:napi_defer_hard_irqs=2",
+            "nic:ens1f0:gro_flush_timeout=200000"
+        ]
     );
     dir.write("/proc/sys/net/core/busy_read", "0\n");
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
@@ -903,20 +902,20 @@ fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
     dir.write("/sys/class/net/ens1f0/gro_flush_timeout", "20000\n");
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
     assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
-    assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("echo 0 > /sys/class/net/ens1f0/gro_flush_timeout")
-    );
+    assert_eq!(planned(&f), ["nic:ens1f0:gro_flush_timeout=0"]);
 }
 
 #[test]
-fn gro_and_lro_on_are_named_with_the_offload_command() {
+fn gro_and_lro_on_are_named_with_the_offload_settings() {
     let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-GRO-LRO", "~off");
     assert_eq!(f.status, FindingStatus::Warn, "advisory: {}", f.observed);
     assert_eq!(f.details, ["eth4: GRO, LRO on"]);
+    assert_eq!(planned(&f), ["nic:eth4:gro=off", "nic:eth4:lro=off"]);
+    let f = audit_one(&nic_tree("ice", "eth0", 0), "LL-NIC-GRO-LRO", "~off");
     assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -K eth4 gro off lro off")
+        planned(&f),
+        ["nic:eth0:gro=off"],
+        "ice's LRO is off and fixed"
     );
 }
 

@@ -137,15 +137,18 @@ pub(crate) struct Attrs<'a> {
 }
 
 impl<'a> Attrs<'a> {
-    fn get(&self, kind: u16) -> Option<&Attr<'a>> {
+    /// The attribute of type `kind`.
+    pub(crate) fn get(&self, kind: u16) -> Option<&Attr<'a>> {
         self.found.iter().rev().find(|a| a.kind == kind)
     }
 
-    fn u32(&self, kind: u16) -> Option<u32> {
+    /// The u32 attribute of type `kind`.
+    pub(crate) fn u32(&self, kind: u16) -> Option<u32> {
         self.get(kind).and_then(Attr::u32)
     }
 
-    fn flag_u8(&self, kind: u16) -> Option<bool> {
+    /// The u8 attribute of type `kind`, as a switch.
+    pub(crate) fn flag_u8(&self, kind: u16) -> Option<bool> {
         self.get(kind).and_then(Attr::u8).map(|v| v != 0)
     }
 }
@@ -394,6 +397,30 @@ fn bitset_names(bitset: &Attr) -> Result<Vec<String>, Garbled> {
         .filter(|(_, value)| nomask || *value)
         .map(|(name, _)| name)
         .collect())
+}
+
+/// The bits listed in a verbose bitset attribute: each one's index and name, in order.
+pub(crate) fn bitset_bits(bitset: &Attr) -> Result<Vec<(u32, String)>, Garbled> {
+    let mut bits = Vec::new();
+    for attr in bitset.nested() {
+        let attr = attr?;
+        if attr.kind != 3 {
+            continue;
+        }
+        for bit in attr.nested() {
+            let (mut index, mut name) = (0, None);
+            for field in bit?.nested() {
+                let field = field?;
+                match field.kind {
+                    1 => index = field.u32().unwrap_or(0),
+                    2 => name = Some(field.string()),
+                    _ => {}
+                }
+            }
+            bits.extend(name.map(|name| (index, name)));
+        }
+    }
+    Ok(bits)
 }
 
 /// Parses a features answer: `ETHTOOL_A_FEATURES_HW` (2, changeable) and `_ACTIVE` (4).

@@ -9,6 +9,7 @@
 //! adds are skipped and listed.
 
 pub mod ethtool;
+pub mod knob;
 pub(crate) mod netlink;
 #[cfg(test)]
 pub(crate) mod recorded;

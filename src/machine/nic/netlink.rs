@@ -15,6 +15,8 @@ const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 /// `NLM_F_REQUEST`.
 const NLM_F_REQUEST: u16 = 1;
+/// `NLM_F_ACK`: the kernel acknowledges a request that succeeded (a SET has no reply).
+pub(crate) const NLM_F_ACK: u16 = 4;
 /// `NLM_F_CAPPED`: the error message carries only the header of the request.
 const NLM_F_CAPPED: u16 = 0x100;
 /// `NLM_F_ACK_TLVS`: the error message carries extended-ack attributes.
@@ -205,7 +207,6 @@ impl Request {
     }
 
     /// Adds a u8 attribute.
-    #[cfg(test)]
     pub(crate) fn put_u8(&mut self, kind: u16, value: u8) -> &mut Self {
         self.put(kind, &[value])
     }
@@ -244,6 +245,59 @@ impl Request {
     }
 }
 
+/// `message` (a reply) with its top-level attribute `kind` replaced by one carrying `payload`
+/// (nested when `nested`), the other bytes as they were; `None` when it has no such
+/// attribute or is garbled.
+pub(crate) fn with_attr(
+    message: &[u8],
+    kind: u16,
+    payload: &[u8],
+    nested: bool,
+) -> Option<Vec<u8>> {
+    let start = NLMSG_HDR + GENL_HDR;
+    let mut at = start;
+    while at + 4 <= message.len() {
+        let len = u16::from_ne_bytes([message[at], message[at + 1]]) as usize;
+        let found = u16::from_ne_bytes([message[at + 2], message[at + 3]]) & NLA_TYPE_MASK;
+        if len < 4 || at + len > message.len() {
+            return None;
+        }
+        let next = (at + align(len)).min(message.len());
+        if found == kind {
+            let mut out = message[..at].to_vec();
+            let flags = if nested { NLA_F_NESTED } else { 0 };
+            let attr_len = u16::try_from(4 + payload.len()).ok()?;
+            out.extend_from_slice(&attr_len.to_ne_bytes());
+            out.extend_from_slice(&(kind | flags).to_ne_bytes());
+            out.extend_from_slice(payload);
+            out.resize(align(out.len()), 0);
+            out.extend_from_slice(&message[next..]);
+            let total = u32::try_from(out.len()).ok()?;
+            out[0..4].copy_from_slice(&total.to_ne_bytes());
+            return Some(out);
+        }
+        at = next;
+    }
+    None
+}
+
+/// The attributes of a request under construction, as a nested attribute's payload.
+pub(crate) fn payload(request: &Request) -> &[u8] {
+    &request.bytes[NLMSG_HDR + GENL_HDR..]
+}
+
+/// An acknowledgement as the kernel sends it (error 0, the request's header echoed).
+pub(crate) fn ack_message() -> Vec<u8> {
+    let mut bytes = vec![0; NLMSG_HDR];
+    bytes[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+    bytes[6..8].copy_from_slice(&NLM_F_CAPPED.to_ne_bytes());
+    bytes.extend_from_slice(&0i32.to_ne_bytes());
+    bytes.extend_from_slice(&[0; NLMSG_HDR]);
+    let len = u32::try_from(bytes.len()).expect("messages are small");
+    bytes[0..4].copy_from_slice(&len.to_ne_bytes());
+    bytes
+}
+
 /// A reply message as the kernel would send it, of family `family` with `attrs` (already
 /// encoded): what a captured answer holds. For fixtures made from recorded `ethtool` outputs.
 #[cfg(test)]
@@ -254,7 +308,6 @@ pub(crate) fn reply_message(family: u16, cmd: u8, attrs: &[u8]) -> Vec<u8> {
 }
 
 /// An error message as the kernel would send it: `errno` (positive) and an extended-ack text.
-#[cfg(test)]
 pub(crate) fn error_message(errno: i32, text: Option<&str>) -> Vec<u8> {
     let mut bytes = vec![0; NLMSG_HDR];
     bytes[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());

@@ -231,10 +231,16 @@ fn encode(section: &Section, name: &str) -> Option<(String, Vec<u8>)> {
     Some((query.name().to_string(), bytes))
 }
 
-/// A verbose bitset in list form (`ETHTOOL_A_BITSET_NOMASK`) of the named bits.
+/// A verbose bitset in list form (`ETHTOOL_A_BITSET_NOMASK`) of the named bits, each with
+/// one index in every bitset (as the kernel's feature bits have): its place in
+/// [`ethtool::FEATURE_NAMES`].
 fn bitset(r: &mut Request, kind: u16, names: &[&str]) {
     r.begin_nest(kind).put(1, &[]).begin_nest(3);
-    for (index, name) in names.iter().enumerate() {
+    for name in names {
+        let index = ethtool::FEATURE_NAMES
+            .iter()
+            .position(|n| n == name)
+            .expect("a feature lowlat reads");
         r.begin_nest(1)
             .put_u32(1, u32::try_from(index).expect("few bits"))
             .put_str(2, name)

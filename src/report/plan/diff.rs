@@ -202,6 +202,25 @@ fn current_in(s: &Setting, now: &Now) -> Current {
         SettingId::Cpuset { path, attribute } => {
             current_cpuset(path, *attribute, &s.value, machine)
         }
+        SettingId::Nic { interface, knob } => current_nic(interface, *knob, machine),
+    }
+}
+
+/// The current value of a NIC knob, as inventory read it.
+fn current_nic(name: &str, knob: crate::machine::nic::knob::Knob, machine: &Machine) -> Current {
+    let interfaces = match &machine.net {
+        Avail::Available(interfaces) => interfaces,
+        Avail::Unavailable { unavailable } => return Current::Unknown(unavailable.clone()),
+    };
+    let Some(iface) = interfaces.iter().find(|i| i.name == name) else {
+        return Current::Absent;
+    };
+    let Some(nic) = &iface.nic else {
+        return Current::Unknown(format!("ethtool said nothing about {name}"));
+    };
+    match knob.current(nic) {
+        Ok(value) => Current::Value(knob.show(value)),
+        Err(why) => Current::Unknown(why),
     }
 }
 

@@ -1,0 +1,320 @@
+//! NIC knobs applied, verified and reverted on a fixture machine holding the recorded answers
+//! of real NICs (mlx5 as ens1f0, ixgbe as eth4, ice as eth0): the emulated SET requests
+//! rewrite the captured answers, the model reads the new values back, and revert leaves the
+//! tree byte-identical; a knob the driver lacks, a count above the maximum, a feature the
+//! driver keeps and an interface that is gone are each said, and the rest goes on.
+
+use super::revert::{RestoreStatus, revert};
+use super::verify::{self, VerifyStatus};
+use super::*;
+use crate::machine::nic::knob::{self, Knob};
+use crate::machine::nic::{ethtool, netlink, recorded};
+use crate::sysroot::SysRoot;
+use crate::test_tree::{TestTree, tree};
+
+/// The fixture guest with three recorded NICs.
+fn nic_tree() -> TestTree {
+    let dir = TestTree::fixture("kvm-guest-2vcpu");
+    recorded::write(&dir, "ens1f0", &recorded::recording("mlx5"), 0);
+    recorded::write(&dir, "eth4", &recorded::recording("ixgbe"), 0);
+    recorded::write(&dir, "eth0", &recorded::recording("ice"), 0);
+    dir
+}
+
+/// A plan of `settings` (id, value) for `machine`, all at the runtime layer.
+fn plan_of(machine: &Machine, settings: &[(&str, &str)]) -> Plan {
+    let mut plan = crate::plan::build(
+        machine,
+        &crate::plan::request::PlanRequest::default(),
+        |_| Vec::new(),
+    )
+    .unwrap();
+    plan.settings = settings
+        .iter()
+        .map(|(id, value)| {
+            crate::plan::setting(id.parse().unwrap(), *value, Layer::Runtime, "test", "test")
+        })
+        .collect();
+    plan
+}
+
+fn ctx<'a>(root: &'a SysRoot, machine: &'a Machine) -> ApplyContext<'a> {
+    ApplyContext {
+        root,
+        machine,
+        runner: None,
+    }
+}
+
+fn apply_plan(root: &SysRoot, machine: &Machine, plan: &Plan) -> ApplyReport {
+    let ctx = ctx(root, machine);
+    let items = prepare(&ctx, plan, &plan.to_json(), Scope::All).unwrap();
+    apply(&ctx, &items, "/tmp/plan.json", &mut Steps::new()).unwrap()
+}
+
+fn item<'r>(report: &'r ApplyReport, id: &str) -> &'r ItemReport {
+    report
+        .items
+        .iter()
+        .find(|i| i.label == id)
+        .unwrap_or_else(|| panic!("no item {id}"))
+}
+
+/// The refusal of the one change of item `id`.
+fn refusal(report: &ApplyReport, id: &str) -> String {
+    match &item(report, id).changes[0].outcome {
+        ChangeOutcome::Refused { reason } => reason.clone(),
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
+const PLAN: &[(&str, &str)] = &[
+    ("nic:ens1f0:adaptive-rx", "off"),
+    ("nic:ens1f0:adaptive-tx", "off"),
+    ("nic:ens1f0:rx-usecs", "0"),
+    ("nic:ens1f0:gro", "off"),
+    ("nic:ens1f0:combined", "8"),
+    ("nic:ens1f0:rx-ring", "4096"),
+    ("nic:ens1f0:napi_defer_hard_irqs", "2"),
+    ("nic:ens1f0:gro_flush_timeout", "200000"),
+    ("nic:eth4:lro", "off"),
+    ("nic:eth4:rx-ring", "8192"),
+    ("nic:eth4:rx-frames", "4"),
+    ("nic:eth0:lro", "on"),
+    ("nic:eth9:rx-usecs", "0"),
+];
+
+#[test]
+fn nic_knobs_apply_verify_and_revert_exactly() {
+    let dir = nic_tree();
+    let pristine = tree::describe(dir.path());
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(&machine, PLAN);
+
+    let report = apply_plan(&root, &machine, &plan);
+    assert_eq!(report.stopped, None, "{report:#?}");
+    for id in &PLAN[..9] {
+        assert_eq!(
+            item(&report, id.0).status,
+            ItemStatus::Applied,
+            "{}: {report:#?}",
+            id.0
+        );
+    }
+    assert_eq!(item(&report, "nic:ens1f0:rx-usecs").changes[0].from, "8");
+    // Said per setting, and the rest went on.
+    assert!(
+        refusal(&report, "nic:eth4:rx-ring").contains("EINVAL"),
+        "{}",
+        refusal(&report, "nic:eth4:rx-ring")
+    );
+    assert_eq!(
+        refusal(&report, "nic:eth4:rx-frames"),
+        "eth4: the driver does not report rx-frames"
+    );
+    assert_eq!(
+        refusal(&report, "nic:eth0:lro"),
+        "eth0 lro: set on, the driver kept off"
+    );
+    assert_eq!(
+        refusal(&report, "nic:eth9:rx-usecs"),
+        "eth9 is gone (no such network interface now)"
+    );
+
+    // The model reads what the requests left.
+    let after = Machine::read(&root);
+    let nic = |name: &str| {
+        after
+            .net
+            .get()
+            .unwrap()
+            .iter()
+            .find(|i| i.name == name)
+            .unwrap()
+            .nic
+            .clone()
+            .unwrap()
+    };
+    let mlx5 = nic("ens1f0");
+    let c = mlx5.coalesce.get().unwrap();
+    assert_eq!(
+        (c.adaptive_rx, c.adaptive_tx, c.rx_usecs),
+        (Some(false), Some(false), Some(0))
+    );
+    assert_eq!(c.tx_usecs, Some(16), "untouched");
+    assert!(!mlx5.features.get().unwrap().gro.unwrap().on);
+    assert_eq!(mlx5.channels.get().unwrap().combined.current, Some(8));
+    assert_eq!(mlx5.rings.get().unwrap().rx.current, Some(4096));
+    assert_eq!(mlx5.napi.defer_hard_irqs, Some(2));
+    assert_eq!(mlx5.napi.gro_flush_timeout_ns, Some(200_000));
+    assert!(!nic("eth4").features.get().unwrap().lro.unwrap().on);
+
+    let verified = verify::verify(&ctx(&root, &after), &plan, "plan.json");
+    for check in &verified.checks {
+        let want = if PLAN[..9].iter().any(|(id, _)| check.id == *id) {
+            VerifyStatus::Ok
+        } else {
+            VerifyStatus::Unsupported
+        };
+        if check.id == "nic:eth4:rx-ring" || check.id == "nic:eth0:lro" {
+            assert_eq!(check.status, VerifyStatus::Drift, "{check:?}");
+        } else {
+            assert_eq!(check.status, want, "{check:?}");
+        }
+    }
+
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(reverted.stopped, None);
+    let restored = reverted
+        .lines
+        .iter()
+        .filter(|l| l.what.starts_with("nic:") && l.status == RestoreStatus::Restored)
+        .count();
+    assert_eq!(restored, 9, "{reverted:#?}");
+    tree::assert_same(&pristine, &tree::describe(dir.path()), "revert");
+}
+
+#[test]
+fn verify_reports_the_value_a_rounding_driver_kept() {
+    let dir = nic_tree();
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(&machine, &[("nic:ens1f0:rx-usecs", "7")]);
+    apply_plan(&root, &machine, &plan);
+    // The driver kept 8 (its moderation timer counts in steps of 2 µs, say).
+    let path = ethtool::answer_path("ens1f0", "coalesce");
+    let answer = root.read_bytes(&path).unwrap();
+    let rounded = netlink::with_attr(
+        &answer,
+        ethtool::coalesce_attr::RX_USECS,
+        &8u32.to_ne_bytes(),
+        false,
+    )
+    .unwrap();
+    dir.write(&path, rounded);
+    let verified = verify::verify(&ctx(&root, &machine), &plan, "plan.json");
+    let check = &verified.checks[0];
+    assert_eq!(
+        (check.status, check.expected.as_str(), check.actual.as_str()),
+        (VerifyStatus::Drift, "7", "8")
+    );
+}
+
+#[test]
+fn revert_says_which_interface_is_gone_and_restores_the_rest() {
+    let dir = nic_tree();
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:rx-usecs", "0"), ("nic:eth4:lro", "off")],
+    );
+    apply_plan(&root, &machine, &plan);
+    dir.remove("/lowlat-answers/ethtool/eth4");
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    let line = reverted
+        .lines
+        .iter()
+        .find(|l| l.what.starts_with("nic:eth4:lro"))
+        .unwrap();
+    assert_eq!(line.status, RestoreStatus::Refused);
+    assert_eq!(
+        line.reason.as_deref(),
+        Some("eth4 is gone (no such network interface now)")
+    );
+    assert_eq!(knob::read(&root, "ens1f0", Knob::RxUsecs).unwrap(), 8);
+}
+
+#[test]
+fn a_plan_value_a_knob_does_not_take_is_refused_before_anything_changes() {
+    let dir = nic_tree();
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:gro", "0"), ("nic:ens1f0:rx-usecs", "-1")],
+    );
+    let ctx = ctx(&root, &machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All);
+    let err = match items {
+        Err(err) => err,
+        Ok(items) => {
+            let report = execute(&ctx, &items, None, &mut Steps::new());
+            panic!("accepted: {report:#?}")
+        }
+    };
+    assert!(
+        err.contains("'0' is not a value of gro: on or off"),
+        "{err}"
+    );
+    assert!(
+        err.contains("'-1' is not a value of rx-usecs: a whole number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dry_run_lists_the_nic_changes_and_writes_nothing() {
+    let dir = nic_tree();
+    let pristine = tree::describe(dir.path());
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(&machine, &PLAN[..4]);
+    let ctx = ctx(&root, &machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    assert_eq!(report.count(ItemStatus::WouldChange), 4, "{report:#?}");
+    let gro = &item(&report, "nic:ens1f0:gro").changes[0];
+    assert_eq!((gro.from.as_str(), gro.to.as_str()), ("on", "off"));
+    tree::assert_same(&pristine, &tree::describe(dir.path()), "dry run");
+}
+
+#[test]
+fn the_plan_carries_the_nic_rules_settings_and_a_dry_run_lists_them() {
+    let dir = nic_tree();
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let request = crate::plan::request::PlanRequest::default();
+    let profile = crate::plan::findings::audit_profile(request.profile).unwrap();
+    let plan = crate::plan::build(&machine, &request, |partition| {
+        crate::plan::findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap();
+    let nic: Vec<String> = plan
+        .settings
+        .iter()
+        .filter(|s| s.id.family() == "nic")
+        .map(|s| format!("{}={}", s.id, s.value))
+        .collect();
+    for want in [
+        "nic:ens1f0:adaptive-rx=off",
+        "nic:ens1f0:adaptive-tx=off",
+        "nic:eth0:adaptive-rx=off",
+        "nic:eth0:rx-usecs=8",
+        "nic:eth4:rx-usecs=0",
+        "nic:eth4:lro=off",
+        "nic:ens1f0:gro=off",
+    ] {
+        assert!(nic.contains(&want.to_string()), "{want} not in {nic:?}");
+    }
+    let adaptive = plan
+        .settings
+        .iter()
+        .find(|s| s.id == "nic:ens1f0:adaptive-rx")
+        .unwrap();
+    assert!(
+        adaptive.rationale.contains("Adaptive moderation"),
+        "{}",
+        adaptive.rationale
+    );
+    let ctx = ctx(&root, &machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let report = execute(&ctx, &items, None, &mut Steps::new());
+    let listed = report
+        .items
+        .iter()
+        .filter(|i| i.label.starts_with("nic:") && i.status == ItemStatus::WouldChange)
+        .count();
+    assert_eq!(listed, nic.len(), "{report:#?}");
+}
