@@ -50,7 +50,7 @@ pub(crate) fn apply_document<'a>(
             settings_changed: report.count(if dry_run {
                 super::ItemStatus::WouldChange
             } else {
-                super::ItemStatus::Applied
+                super::ItemStatus::Changed
             }),
             report,
         },
