@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::host;
 use super::measure::explain::ExplainJson;
-use super::measure::jitter::aligned;
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
@@ -14,6 +13,7 @@ use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
+use crate::report::table::aligned;
 
 /// What a check found, as [`document`] and [`render_text`] show it.
 pub(crate) struct CheckReport<'a> {

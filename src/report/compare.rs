@@ -12,7 +12,7 @@ use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
 use crate::compare::{Comparison, Primary};
 use crate::document::{Document, Kind};
-use crate::report::measure::jitter::aligned;
+use crate::report::table::aligned;
 
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.

@@ -6,6 +6,7 @@ use super::micros;
 use crate::audit::rules::causes::{fix_for, setting_for};
 use crate::measure::trace::Explanation;
 use crate::measure::trace::explain::{Cause, Class, CpuCauses};
+use crate::report::table::{self, Align, Width};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -251,23 +252,9 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
 
 /// The cause table: the four figures right-aligned, class and source left-aligned.
 fn cause_table(rows: &[Vec<String>]) -> String {
-    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..6).map(width).collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let w = widths[c];
-            let _ = if c < 4 {
-                write!(line, "{cell:>w$}  ")
-            } else {
-                write!(line, "{cell:<w$}  ")
-            };
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    table::columns(rows, Width::Chars, |c| {
+        if c < 4 { Align::Right } else { Align::Left }
+    })
 }
 
 #[cfg(test)]

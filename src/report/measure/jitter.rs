@@ -16,6 +16,7 @@ use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::peer::oslat::{self, OslatThread};
 use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
+use crate::report::table::aligned;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -383,38 +384,6 @@ fn notes(run: &JitterRun) -> String {
     }
     if !run.session.memory_locked {
         out.push_str("note: memory could not be locked (mlockall); page faults may show up\n");
-    }
-    out
-}
-
-/// Left-aligns the first column and right-aligns the others.
-pub(crate) fn aligned(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(String::len)
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                let width = widths.get(c).copied().unwrap_or(0);
-                if c == 0 {
-                    format!("{cell:<width$}")
-                } else {
-                    format!("{cell:>width$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
     }
     out
 }

@@ -1,7 +1,6 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
 use super::header::Measured;
-use super::jitter::aligned;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
@@ -12,6 +11,7 @@ use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
+use crate::report::table::aligned;
 use serde::Serialize;
 use std::fmt::Write;
 

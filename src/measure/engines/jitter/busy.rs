@@ -155,6 +155,9 @@ impl BusyRecord {
         self.stop = prev;
         self.buckets[0] += fast;
         self.min_period = self.min_period.min(min);
+        // The buffer was sized for the worst case (a gap every threshold, up to a million) and
+        // prefaulted; keep only what was used, or check's rounds hold ~16 MB per CPU each.
+        self.gaps.shrink_to_fit();
     }
 
     /// A gap of at least 1 µs or at least the threshold. Returns false when the loop must
