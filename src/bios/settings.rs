@@ -132,7 +132,7 @@ pub enum BiosStatus {
 
 /// One attribute checked against the value wanted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
+pub struct AttributeCheck {
     /// The Redfish attribute.
     pub attribute: String,
     /// The registry's display name, when it has one.
@@ -154,7 +154,11 @@ pub struct Check {
 
 /// Checks both the current and the staged value of each change and, given the `machine` the
 /// BIOS runs, what its OS shows.
-pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) -> Vec<Check> {
+pub fn verify(
+    state: &BiosState,
+    changes: &[Change],
+    machine: Option<&Machine>,
+) -> Vec<AttributeCheck> {
     changes
         .iter()
         .map(|c| {
@@ -165,7 +169,7 @@ pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) 
             if outcome == BiosStatus::Ok && inband.as_ref().is_some_and(|i| !i.agrees) {
                 outcome = BiosStatus::Drift;
             }
-            Check {
+            AttributeCheck {
                 attribute: c.attribute.clone(),
                 display_name: c.display_name.clone(),
                 request: c.request.clone(),

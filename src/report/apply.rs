@@ -266,7 +266,7 @@ mod tests {
         let report = verify::Report {
             plan: "/tmp/plan.json".into(),
             summary: verify::Summary::default(),
-            checks: vec![verify::Check {
+            checks: vec![verify::SettingCheck {
                 id: "cmdline:nohz_full".parse().unwrap(),
                 layer: crate::tuning::setting::Layer::Boot,
                 status: verify::VerifyStatus::Drift,

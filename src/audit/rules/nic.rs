@@ -4,7 +4,7 @@
 //! clock. Their fixes are the exact `ethtool` commands or the sysfs writes, per interface.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Fix, Op, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::audit::rules::support::with_details;
 use crate::machine::irq::Irq;
@@ -37,7 +37,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(adaptive),
+        check: RuleCheck::Fn(adaptive),
     },
     Rule {
         id: "LL-NIC-RX-USECS",
@@ -50,7 +50,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Values,
-        check: Check::Fn(rx_usecs),
+        check: RuleCheck::Fn(rx_usecs),
     },
     Rule {
         id: "LL-NIC-IRQ-NUMA",
@@ -63,7 +63,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["local"]),
-        check: Check::Fn(irq_numa),
+        check: RuleCheck::Fn(irq_numa),
     },
     Rule {
         id: "LL-NIC-QUEUES",
@@ -76,7 +76,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["served"]),
-        check: Check::Fn(queues),
+        check: RuleCheck::Fn(queues),
     },
     Rule {
         id: "LL-NIC-BUSY-POLL-NAPI",
@@ -89,7 +89,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["consistent"]),
-        check: Check::Fn(busy_poll),
+        check: RuleCheck::Fn(busy_poll),
     },
     Rule {
         id: "LL-NIC-GRO-LRO",
@@ -102,7 +102,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(gro_lro),
+        check: RuleCheck::Fn(gro_lro),
     },
     Rule {
         id: "LL-NIC-IRQBALANCE",
@@ -115,7 +115,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["untouched"]),
-        check: Check::Fn(irqbalance),
+        check: RuleCheck::Fn(irqbalance),
     },
     Rule {
         id: "LL-NIC-PHC-UNUSED",
@@ -128,7 +128,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["used"]),
-        check: Check::Fn(phc_unused),
+        check: RuleCheck::Fn(phc_unused),
     },
 ];
 
