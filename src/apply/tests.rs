@@ -511,3 +511,25 @@ fn a_dry_run_counts_every_plan_setting_once() {
     assert!(boot > 1, "the plan has {boot} kernel arguments");
     assert_eq!(counted, plan.settings.len());
 }
+
+#[test]
+fn verify_and_bios_verify_say_the_same_verdicts_with_the_same_words() {
+    use crate::bios::settings::BiosStatus;
+    let json = |status: VerifyStatus| serde_json::json!(status);
+    for status in [
+        VerifyStatus::Ok,
+        VerifyStatus::Drift,
+        VerifyStatus::PendingReboot,
+        VerifyStatus::NotConfigured,
+        VerifyStatus::Unsupported,
+    ] {
+        assert_eq!(json(status), serde_json::json!(status.name()));
+    }
+    assert_eq!(BiosStatus::Ok.name(), VerifyStatus::Ok.name());
+    assert_eq!(BiosStatus::Drift.name(), VerifyStatus::Drift.name());
+    let pending = [
+        BiosStatus::PendingReset.name(),
+        VerifyStatus::PendingReboot.name(),
+    ];
+    assert!(pending.iter().all(|word| word.starts_with("pending-")));
+}

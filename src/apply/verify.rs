@@ -34,7 +34,8 @@ pub(crate) enum VerifyStatus {
 }
 
 impl VerifyStatus {
-    /// The word shown in reports.
+    /// The word shown in reports (`BiosStatus::name` uses the same words for the same
+    /// verdicts).
     pub(crate) fn name(self) -> &'static str {
         match self {
             VerifyStatus::Ok => "ok",

@@ -130,6 +130,18 @@ pub enum BiosStatus {
     Drift,
 }
 
+impl BiosStatus {
+    /// The word shown in reports: verify's words (`ok`, `drift`, `pending-…`) for the same
+    /// verdicts.
+    pub fn name(self) -> &'static str {
+        match self {
+            BiosStatus::Ok => "ok",
+            BiosStatus::PendingReset => "pending-reset",
+            BiosStatus::Drift => "drift",
+        }
+    }
+}
+
 /// One attribute checked against the value wanted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttributeCheck {
@@ -200,6 +212,13 @@ mod tests {
     use super::*;
     use crate::bios::System;
     use serde_json::json;
+
+    #[test]
+    fn the_shown_words_are_the_json_words() {
+        for status in [BiosStatus::Ok, BiosStatus::PendingReset, BiosStatus::Drift] {
+            assert_eq!(json!(status), json!(status.name()));
+        }
+    }
 
     fn state(current: &[(&str, &str)], pending: &[(&str, &str)]) -> BiosState {
         let map = |pairs: &[(&str, &str)]| {

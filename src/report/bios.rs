@@ -86,11 +86,7 @@ pub fn render_verify(checks: &[AttributeCheck], shows_pending: bool) -> String {
     let mut out = String::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
-        let word = match c.outcome {
-            BiosStatus::Ok => "ok",
-            BiosStatus::PendingReset => "pending-reset",
-            BiosStatus::Drift => "drift",
-        };
+        let word = c.outcome.name();
         let shown = c
             .display_name
             .as_ref()
