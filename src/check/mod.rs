@@ -1,8 +1,15 @@
 //! `lowlat check`: the main job in one command. The audit says what is set; a jitter run and a
 //! timer run on the CPUs that matter say what that buys; the profile's measured targets
-//! (`targets.table`, with sources) turn the figures into a verdict.
+//! (`targets.table`, with sources) turn the figures into a verdict. The pipeline, from request
+//! to verdicts, is `pipeline.rs`'s; this module holds the figures and the verdicts.
 
+mod pipeline;
 pub(crate) mod targets;
+
+pub(crate) use pipeline::{
+    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, MIN_ROUND, Prepared,
+    TIMER_INTERVAL_NS, prepare, run,
+};
 
 use serde::Serialize;
 use std::collections::BTreeMap;

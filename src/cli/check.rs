@@ -1,27 +1,20 @@
 //! `lowlat check`: inventory, audit, a jitter run and a timer run on the CPUs that matter, and
 //! the profile's measured targets, in one command.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use clap::Args;
+use std::path::Path;
 use std::time::Duration;
 
-use super::measure_common::{BundleArgs, hold_idle_limit, live_root, measured_completely};
+use super::measure_common::{BundleArgs, hold_idle_limit, live_root, say_not_measured};
 use super::output::print;
 use super::{Cli, exit, values};
-use crate::audit::{self, profile};
-use crate::check::targets::Target;
-use crate::check::{self, targets};
+use crate::bundle::Bundle;
+use crate::check::targets::{self, Target};
+use crate::check::{self, CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, Prepared};
 use crate::document::Kind;
-use crate::machine::kernel::stat;
+use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
-use crate::machine::{CpuSet, Machine, Reader};
-use crate::measure::engines::c2c;
-use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest};
-use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerRequest};
-use crate::measure::runner::place;
-use crate::measure::runner::segments::Merge;
-use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::LoopSpec;
 use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
 use crate::report::html::{self, Source};
@@ -32,19 +25,9 @@ use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 use crate::tuning::profile_name::ProfileName;
 
-/// The jitter run counts gaps from this length, ns: short enough for the distribution that
-/// `compare` and `report` use, far below the 10 µs of the targets.
-const JITTER_THRESHOLD_NS: u64 = 1000;
-/// The timer run's period, ns (cyclictest's default, 1 ms).
-const TIMER_INTERVAL_NS: u64 = 1_000_000;
-/// Memory the jitter run's gap buffers may take over all CPUs, bytes.
-const GAP_BUFFERS_BYTES: usize = 256 << 20;
 /// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
 /// 20 s, so that two checks can be compared run by run (docs/statistics.md).
 const DEFAULT_ROUNDS: u32 = 5;
-
-/// The most time the c2c probe of a guest's vCPUs may take (two passes).
-const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
 
 /// Options of `lowlat check`.
 #[derive(Debug, Args)]
@@ -122,165 +105,40 @@ fn target(text: &str) -> Result<Target, String> {
     targets::parse(text, length, JITTER_THRESHOLD_NS)
 }
 
-/// Runs `lowlat check`.
+/// Runs `lowlat check`: the flags as a request, check's pipeline (prepared, then measured),
+/// then the documents, the bundle, the HTML and the report.
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
-    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
-    let round = args.duration / args.repeat;
-    if round < Duration::from_millis(10) {
-        anyhow::bail!(
-            "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; \
-             give rounds of at least 10ms",
-            args.duration,
-            args.repeat,
-            round
-        );
-    }
+    let request = request(args)?;
     let root = live_root(cli)?;
-    let machine = Machine::read(&root);
-    let partition =
-        audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
-    let online = machine.topology.online_cpus();
-    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
-    let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    let audited = match machine.hypervisor {
-        Some(_) => {
-            let probe = vcpu_probe(&machine, &allowed);
-            audit::run_probed(&machine, &profile, &partition, &probe)
-        }
-        None => audit::run(&machine, &profile, &partition),
-    };
-    let measured =
-        crate::audit::partition::measured_cpus(&partition, &online, &allowed, args.cpus.as_ref());
-    let session = Session::open(root, Engine::Jitter, Some(&measured.cpus)).with_context(|| {
-        match &args.cpus {
-            Some(cpus) => format!("--cpus {cpus}"),
-            None => format!(
-                "CPU {} ({}); choose others with --cpus",
-                measured.cpus.to_list(),
-                measured.why
-            ),
-        }
-    })?;
-    let bundle = args.bundle.open(&session)?;
-    let counts = audited.counts();
+    let check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
+    let bundle = args.bundle.open(&check.session)?;
+    let counts = check.audit.counts();
     eprintln!(
         "lowlat check: audit against {}: {} fail, {} warn, {} pass",
-        profile.info.name, counts.fail, counts.warn, counts.pass
+        check.profile.info.name, counts.fail, counts.warn, counts.pass
     );
-    // In a VM, the host's share of the measured vCPUs (steal) is read around both runs.
-    let read_stat = || {
-        machine
-            .hypervisor
-            .as_ref()
-            .and_then(|_| stat::read(&mut Reader::new(session.root())).get().cloned())
-    };
-    let stat_before = read_stat();
-    let spec = LoopSpec {
-        duration: round,
-        load: CpuSet::new(),
-        inject: None,
-    };
-    let per_cpu = GAP_BUFFERS_BYTES / 16 / session.cpus.len().max(1);
-    let mut jitter_runs = Vec::new();
-    let mut timer_runs = Vec::new();
-    let mut complete = true;
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
-    let _limit = hold_idle_limit(session.root(), 0);
-    for number in 1..=args.repeat {
+    let _limit = hold_idle_limit(check.session.root(), 0);
+    let measured = check::run(&check, |number| {
         if args.repeat > 1 {
             eprintln!("lowlat check: round {number} of {}", args.repeat);
         }
-        let jitter_run = jitter::run(
-            &session,
-            JitterRequest {
-                spec: spec.clone(),
-                threshold_ns: JITTER_THRESHOLD_NS,
-                priority: None,
-                max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
-                explain: !args.no_explain,
-            },
-        )?;
-        complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
-        jitter_runs.push(jitter_run);
-        if !complete {
-            break;
-        }
-        let timer_run = timer::run(
-            &session,
-            TimerRequest {
-                spec: spec.clone(),
-                interval_ns: TIMER_INTERVAL_NS,
-                priority: DEFAULT_PRIORITY,
-                histogram_buckets: 0,
-            },
-        )?;
-        complete &= measured_completely(&timer_run.session, |_| false);
-        timer_runs.push(timer_run);
-        if !complete {
-            break;
-        }
+    })?;
+    for run in &measured.jitter_runs {
+        say_not_measured(&run.session);
     }
-    let all_jitter = merged(&jitter_runs).expect("the first round runs jitter");
-    let all_timer = merged(&timer_runs);
-    let mut figures = check::figures(Some(&all_jitter), all_timer.as_ref());
-    if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
-        check::add_steal(&mut figures, before, after);
+    for run in &measured.timer_runs {
+        say_not_measured(&run.session);
     }
-    let wanted = if args.targets.is_empty() {
-        targets::of_profile(profile.info.name)
-    } else {
-        args.targets.clone()
-    };
-    let verdicts = check::evaluate(&wanted, &figures);
-    let causes = all_jitter.explanation.as_ref().map(explain::json);
-    let report = CheckReport {
-        machine: &machine,
-        audit: &audited,
-        profile: profile.info,
-        measured: &measured,
-        duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
-        rounds: args.repeat,
-        timer_interval_ns: TIMER_INTERVAL_NS,
-        figures: &figures,
-        targets: &verdicts,
-        complete,
-        causes: causes.as_ref(),
-    };
-    let documents = documents(&session, &report, &jitter_runs, &timer_runs)?;
+    let causes = measured.explanation.as_ref().map(explain::json);
+    let mut report = report(&check, &measured, causes.as_ref());
+    let documents = documents(&check, &report, &measured)?;
     if let Some(bundle) = &bundle {
-        let saved = documents.iter().try_for_each(|(kind, json)| match kind {
-            // The bundle's one inventory, replaced (opening the bundle wrote it).
-            Kind::Inventory => bundle.put(*kind, json).map(drop),
-            _ => bundle.add(*kind, json).map(drop),
-        });
-        match saved {
-            Ok(()) => eprintln!("lowlat check: saved the bundle: {}", bundle.dir().display()),
-            Err(e) => {
-                eprintln!(
-                    "lowlat: error: --out {}: {e}; the report below is all there is of this check",
-                    bundle.dir().display()
-                );
-                complete = false;
-            }
-        }
+        report.complete &= save(bundle, &documents);
     }
     if let Some(file) = &args.html {
-        let mut sources = Vec::new();
-        for (kind, json) in &documents {
-            sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
-        }
-        let written = html::render(&sources, &[])
-            .map_err(anyhow::Error::from)
-            .and_then(|page| Ok(std::fs::write(file, page)?));
-        match written {
-            Ok(()) => eprintln!("lowlat check: wrote {}", file.display()),
-            Err(e) => {
-                eprintln!("lowlat: error: --html {}: {e:#}", file.display());
-                complete = false;
-            }
-        }
+        report.complete &= write_html(file, &documents)?;
     }
-    let report = CheckReport { complete, ..report };
     if args.json {
         print(&printers::document(&report).to_json()?)?;
     } else {
@@ -293,42 +151,130 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     })
 }
 
-/// The two passes of the short c2c probe of a guest's vCPUs (at most [`VCPU_PROBE_BUDGET`] in
-/// all) over the vCPUs this process may run on; a probe that cannot run says why.
-fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
-    let places: Vec<_> = (place::places(&machine.topology).into_iter())
-        .filter(|p| allowed.contains(p.cpu))
-        .collect();
-    let probe = c2c::probe(&places, 2, VCPU_PROBE_BUDGET).unwrap_or_else(|e| VcpuProbe {
-        probes: Vec::new(),
-        no_claim: Some(e.to_string()),
-    });
-    let said = hardware_printers::host_sharing_text(&probe);
+/// The check the flags ask for; refuses rounds too short for the timer run.
+fn request(args: &CheckArgs) -> Result<CheckRequest> {
+    let request = CheckRequest {
+        profile: args.profile,
+        cpus: args.cpus.clone(),
+        duration: args.duration,
+        rounds: args.repeat,
+        targets: args.targets.clone(),
+        explain: !args.no_explain,
+    };
+    let round = request.round();
+    if round < check::MIN_ROUND {
+        anyhow::bail!(
+            "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; \
+             give rounds of at least {:?}",
+            args.duration,
+            args.repeat,
+            round,
+            check::MIN_ROUND
+        );
+    }
+    Ok(request)
+}
+
+/// A check's error with the flag it comes from.
+fn named(error: CheckError, args: &CheckArgs) -> anyhow::Error {
+    match error {
+        CheckError::Profile(e) => anyhow!("--profile {e}"),
+        CheckError::Session { measured, source } => {
+            anyhow::Error::new(source).context(match &args.cpus {
+                Some(cpus) => format!("--cpus {cpus}"),
+                None => format!(
+                    "CPU {} ({}); choose others with --cpus",
+                    measured.cpus.to_list(),
+                    measured.why
+                ),
+            })
+        }
+        e => e.into(),
+    }
+}
+
+/// Says on stderr what the probe of a guest's vCPUs found.
+fn say_probe(probe: &VcpuProbe) {
+    let said = hardware_printers::host_sharing_text(probe);
     for line in said.lines().filter(|l| !l.is_empty()) {
         eprintln!("lowlat check: {}", line.trim_start());
     }
-    probe
 }
 
-/// The rounds of one measurement as one run (the targets are judged on all of them).
-fn merged<R: Merge + Clone>(rounds: &[R]) -> Option<R> {
-    let (first, rest) = rounds.split_first()?;
-    let mut all = first.clone();
-    for round in rest {
-        all.merge(round.clone());
+/// The report of a measured check (complete as far as the runs go).
+fn report<'a>(
+    check: &'a Prepared,
+    measured: &'a CheckRun,
+    causes: Option<&'a explain::ExplainJson>,
+) -> CheckReport<'a> {
+    CheckReport {
+        machine: &check.machine,
+        audit: &check.audit,
+        profile: check.profile.info,
+        measured: &check.measured,
+        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
+        rounds: check.request.rounds,
+        timer_interval_ns: check::TIMER_INTERVAL_NS,
+        figures: &measured.figures,
+        targets: &measured.verdicts,
+        complete: measured.complete,
+        causes,
     }
-    Some(all)
+}
+
+/// Writes the documents into the bundle of `--out`; says on stderr where, or why not.
+/// Returns whether they were saved.
+fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
+    let saved = documents.iter().try_for_each(|(kind, json)| match kind {
+        // The bundle's one inventory, replaced (opening the bundle wrote it).
+        Kind::Inventory => bundle.put(*kind, json).map(drop),
+        _ => bundle.add(*kind, json).map(drop),
+    });
+    match saved {
+        Ok(()) => {
+            eprintln!("lowlat check: saved the bundle: {}", bundle.dir().display());
+            true
+        }
+        Err(e) => {
+            eprintln!(
+                "lowlat: error: --out {}: {e}; the report below is all there is of this check",
+                bundle.dir().display()
+            );
+            false
+        }
+    }
+}
+
+/// Writes the HTML report of the documents to `--html FILE`; says on stderr where, or why
+/// not. Returns whether it was written.
+fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
+    let mut sources = Vec::new();
+    for (kind, json) in documents {
+        sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
+    }
+    let written = html::render(&sources, &[])
+        .map_err(anyhow::Error::from)
+        .and_then(|page| Ok(std::fs::write(file, page)?));
+    Ok(match written {
+        Ok(()) => {
+            eprintln!("lowlat check: wrote {}", file.display());
+            true
+        }
+        Err(e) => {
+            eprintln!("lowlat: error: --html {}: {e:#}", file.display());
+            false
+        }
+    })
 }
 
 /// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
 /// and timer runs (interleaved, as measured), the check.
 fn documents(
-    session: &Session,
+    check: &Prepared,
     report: &CheckReport<'_>,
-    jitter_runs: &[jitter::JitterRun],
-    timer_runs: &[timer::TimerRun],
+    measured: &CheckRun,
 ) -> Result<Vec<(Kind, String)>> {
-    let host = crate::document::host_name(session.root());
+    let host = crate::document::host_name(check.session.root());
     let mut documents = vec![
         (
             Kind::Inventory,
@@ -345,7 +291,7 @@ fn documents(
             .to_json()?,
         ),
     ];
-    for (round, jitter_run) in jitter_runs.iter().enumerate() {
+    for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
         let doc = measure_document(
             Kind::MeasureJitter,
             host.clone(),
@@ -353,7 +299,7 @@ fn documents(
             jitter_printers::result(jitter_run),
         );
         documents.push((Kind::MeasureJitter, doc.to_json()?));
-        if let Some(run) = timer_runs.get(round) {
+        if let Some(run) = measured.timer_runs.get(round) {
             let doc = measure_document(
                 Kind::MeasureTimer,
                 host.clone(),

@@ -19,12 +19,13 @@ use crate::machine::{CpuSet, Machine};
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::segments::{self, Merge};
+use crate::measure::runner::segments::{Checkpoints, Progress};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
+use crate::report::measure::loops::checkpoint_document;
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
@@ -319,58 +320,43 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
     }
 }
 
-/// Runs a loop engine for `duration`: in one piece, or, with a bundle and a duration longer than
-/// `every`, in segments of `every` whose merged results so far `checkpoint_json` turns into the
-/// bundle's checkpoint after each (see [`segments`]). A checkpoint that cannot be written is
-/// said on stderr; the run goes on.
-pub(crate) fn run_checkpointed<T: Merge, E>(
-    bundle: Option<&Bundle>,
+/// The checkpoints of a loop engine's run into `bundle` (`--out`), every `every`
+/// (`--checkpoint`): each the document `json` makes of the results so far, written in place of
+/// the last and said on stderr; one that cannot be written is said too, and the run goes on.
+/// None without a bundle.
+pub(crate) fn checkpoints<'a, T>(
+    bundle: Option<&'a Bundle>,
     kind: Kind,
-    duration: Duration,
     every: Duration,
-    mut segment: impl FnMut(Duration) -> Result<T, E>,
-    ended: impl Fn(&T) -> bool,
-    checkpoint_json: impl Fn(&T) -> Result<String>,
-) -> Result<T, E> {
-    let Some(bundle) = bundle.filter(|_| duration > every) else {
-        return segment(duration);
-    };
-    let mut measured = Duration::ZERO;
-    segments::in_segments(duration, every, segment, ended, |so_far| {
-        measured += every;
-        let saved = checkpoint_json(so_far).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
+    json: impl Fn(&T, Progress) -> Result<String> + 'a,
+) -> Option<Checkpoints<impl FnMut(&T, Progress) + 'a>> {
+    let bundle = bundle?;
+    let save = move |so_far: &T, progress: Progress| {
+        let saved = json(so_far, progress).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
         match saved {
             Ok(path) => eprintln!(
                 "lowlat: checkpoint: {:.1} of {:.1} s measured, saved in {}",
-                measured.as_secs_f64(),
-                duration.as_secs_f64(),
+                progress.measured.as_secs_f64(),
+                progress.duration.as_secs_f64(),
                 path.display()
             ),
             Err(e) => eprintln!("lowlat: warning: --out: no checkpoint written: {e:#}"),
         }
-    })
+    };
+    Some(Checkpoints { every, save })
 }
 
-/// A loop engine's checkpoint: the document of its results so far (`result`, with the
-/// environment `so_far` captured), with a warning that the run of `duration` was still going.
+/// A loop engine's checkpoint as JSON: the document of its results so far (`result`, with the
+/// environment `so_far` captured), with a warning that the run was still going.
 pub(crate) fn checkpoint_json<R, T: Serialize>(
     kind: Kind,
     root: &SysRoot,
     so_far: &Finished<R>,
-    mut result: Measured<T>,
-    duration: Duration,
+    result: Measured<T>,
+    progress: Progress,
 ) -> Result<String> {
-    result.header.warnings.push(format!(
-        "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
-        so_far.elapsed_ns as f64 / 1e9,
-        duration.as_secs_f64()
-    ));
-    let doc = measure_document(
-        kind,
-        document::host_name(root),
-        so_far.environment.clone(),
-        result,
-    );
+    let host = document::host_name(root);
+    let doc = checkpoint_document(kind, host, so_far, result, progress.duration);
     Ok(doc.to_json()?)
 }
 
@@ -381,6 +367,13 @@ fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
         eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
     }
     cpu.setup_error.is_some()
+}
+
+/// Says on stderr which CPUs of `run` were not measured, and why.
+pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
+    for cpu in &run.cpus {
+        report_not_measured(cpu);
+    }
 }
 
 /// Whether every CPU of `run` measured to its end: says on stderr which CPUs were not

@@ -4,14 +4,13 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::measure_common::open_loop_session;
-use super::measure_common::{
-    LoopArgs, check_output_prefix, checkpoint_json, deliver_document, loop_exit, run_checkpointed,
-};
+use super::measure_common::{LoopArgs, check_output_prefix, deliver_document, loop_exit};
+use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
 use super::output::print;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
+use crate::measure::runner::segments::{Progress, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
 use crate::peer::{oslat, sysjitter};
@@ -88,11 +87,20 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     };
     args.common.in_rounds(|number| {
         let duration = request.spec.duration;
+        let json = |so_far: &jitter::JitterRun, progress: Progress| {
+            let result = printers::result(so_far);
+            checkpoint_json(
+                Kind::MeasureJitter,
+                session.root(),
+                &so_far.session,
+                result,
+                progress,
+            )
+        };
+        let every = args.common.checkpoint;
         let run = run_checkpointed(
-            bundle.as_ref(),
-            Kind::MeasureJitter,
             duration,
-            args.common.checkpoint,
+            checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
             |length| {
                 let mut segment = request.clone();
                 segment.spec.duration = length;
@@ -100,15 +108,6 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             },
             |so_far| {
                 so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full)
-            },
-            |so_far| {
-                checkpoint_json(
-                    Kind::MeasureJitter,
-                    session.root(),
-                    &so_far.session,
-                    printers::result(so_far),
-                    duration,
-                )
             },
         )
         .map_err(|e| match e {

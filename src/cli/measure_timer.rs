@@ -4,15 +4,14 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::measure_common::open_loop_session;
-use super::measure_common::{
-    LoopArgs, checkpoint_json, deliver_document, hold_idle_limit, loop_exit, run_checkpointed,
-};
+use super::measure_common::{LoopArgs, deliver_document, hold_idle_limit, loop_exit};
+use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
 use super::output::print;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
+use crate::measure::runner::segments::{Progress, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
 
@@ -115,26 +114,26 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     args.common.in_rounds(|_| {
         let duration = request.spec.duration;
+        let json = |so_far: &timer::TimerRun, progress: Progress| {
+            let result = printers::result(so_far);
+            checkpoint_json(
+                Kind::MeasureTimer,
+                session.root(),
+                &so_far.session,
+                result,
+                progress,
+            )
+        };
+        let every = args.common.checkpoint;
         let run = run_checkpointed(
-            bundle.as_ref(),
-            Kind::MeasureTimer,
             duration,
-            args.common.checkpoint,
+            checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
             |length| {
                 let mut segment = request.clone();
                 segment.spec.duration = length;
                 timer::run(&session, segment)
             },
             |so_far| so_far.session.interrupted,
-            |so_far| {
-                checkpoint_json(
-                    Kind::MeasureTimer,
-                    session.root(),
-                    &so_far.session,
-                    printers::result(so_far),
-                    duration,
-                )
-            },
         )
         .map_err(|e| match e {
             TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),

@@ -6,7 +6,9 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::header::ResultHeader;
+use super::header::{Measured, ResultHeader};
+use super::{MeasureBody, document};
+use crate::document::{Document, Kind};
 use crate::machine::{Avail, CpuSet};
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
@@ -34,6 +36,24 @@ impl RunSpan {
             segments: session.segments,
         }
     }
+}
+
+/// The document of a loop engine's checkpoint on `host`: its results so far (`result`, with
+/// the environment `so_far` captured), with a warning that the run of `duration` was still
+/// going.
+pub(crate) fn checkpoint_document<R, T: Serialize>(
+    kind: Kind,
+    host: String,
+    so_far: &Finished<R>,
+    mut result: Measured<T>,
+    duration: std::time::Duration,
+) -> Document<MeasureBody<Measured<T>>> {
+    result.header.warnings.push(format!(
+        "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
+        so_far.elapsed_ns as f64 / 1e9,
+        duration.as_secs_f64()
+    ));
+    document(kind, host, so_far.environment.clone(), result)
 }
 
 /// What ran alongside a loop engine's measuring threads, in its JSON result.

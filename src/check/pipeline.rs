@@ -1,0 +1,292 @@
+//! The pipeline of `lowlat check`, from a typed request to a typed result, in two steps:
+//! [`prepare`] reads the machine, audits it against the profile, chooses the CPUs that matter
+//! and opens a measurement session on them; [`run`] measures them in rounds (a jitter run, then
+//! a timer run, each round), turns the runs into each CPU's figures and holds the figures to the
+//! targets. Between the two steps the caller opens what must not cost a measurement when it
+//! fails (the bundle of `--out`). Nothing here prints: the caller is told of the steps worth
+//! saying, and writes the documents, the bundle, the HTML and the report, whose printers sit
+//! above `check`.
+
+use std::time::Duration;
+use thiserror::Error;
+
+use super::targets::{self, Target};
+use super::{CpuFigures, TargetVerdict};
+use crate::audit::partition::{self, MeasuredCpus};
+use crate::audit::profile::{self, Profile, ProfileError};
+use crate::audit::{self, Audit};
+use crate::machine::kernel::stat;
+use crate::machine::vcpu_sharing::VcpuProbe;
+use crate::machine::{CpuSet, Machine, Reader};
+use crate::measure::engines::c2c;
+use crate::measure::engines::jitter::{
+    self, DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun,
+};
+use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun};
+use crate::measure::runner::cpus::CpuChoiceError;
+use crate::measure::runner::harness;
+use crate::measure::runner::place;
+use crate::measure::runner::segments::Merge;
+use crate::measure::runner::session::{Engine, Session};
+use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
+use crate::measure::trace::Explanation;
+use crate::sysroot::SysRoot;
+use crate::tuning::partition::PartitionError;
+use crate::tuning::profile_name::ProfileName;
+
+/// The jitter run counts gaps from this length, ns: short enough for the distribution that
+/// `compare` and `report` use, far below the 10 µs of the targets.
+pub(crate) const JITTER_THRESHOLD_NS: u64 = 1000;
+/// The timer run's period, ns (cyclictest's default, 1 ms).
+pub(crate) const TIMER_INTERVAL_NS: u64 = 1_000_000;
+/// The shortest round a check measures: ten periods of the timer run.
+pub(crate) const MIN_ROUND: Duration = Duration::from_millis(10);
+/// Memory the jitter run's gap buffers may take over all CPUs, bytes.
+const GAP_BUFFERS_BYTES: usize = 256 << 20;
+/// The most time the c2c probe of a guest's vCPUs may take (two passes).
+const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
+
+/// What a check is asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckRequest {
+    /// The profile to audit against and whose targets to meet.
+    pub profile: ProfileName,
+    /// The CPUs to measure; `None`: the rule of the CPUs that matter
+    /// (`audit::partition::measured_cpus`).
+    pub cpus: Option<CpuSet>,
+    /// Length of each of the two measurements (jitter, timer), all rounds together.
+    pub duration: Duration,
+    /// The rounds the measurements are split into (jitter, timer, jitter, timer, ...), 1 or
+    /// more; each round is a run of its own.
+    pub rounds: u32,
+    /// Targets to meet instead of the profile's; empty: the profile's.
+    pub targets: Vec<Target>,
+    /// Whether the jitter runs trace the measured CPUs to give each gap its cause.
+    pub explain: bool,
+}
+
+impl CheckRequest {
+    /// The length of one round: the duration split over the rounds.
+    pub(crate) fn round(&self) -> Duration {
+        self.duration / self.rounds.max(1)
+    }
+}
+
+/// Why a check could not run.
+#[derive(Debug, Error)]
+pub(crate) enum CheckError {
+    /// The profile could not be loaded.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// The machine's partition could not be formed.
+    #[error("the partition: {0}")]
+    Partition(#[from] PartitionError),
+    /// The measurement session could not be opened on the CPUs chosen.
+    #[error("the CPUs to measure, {} ({})", measured.cpus.to_list(), measured.why)]
+    Session {
+        /// The CPUs chosen and why.
+        measured: MeasuredCpus,
+        /// Why the session refused them.
+        source: CpuChoiceError,
+    },
+    /// A jitter run failed.
+    #[error(transparent)]
+    Jitter(#[from] JitterError),
+    /// A timer run failed.
+    #[error(transparent)]
+    Timer(#[from] TimerError),
+}
+
+/// A check ready to measure: the machine read and audited, the CPUs chosen, the session open.
+pub(crate) struct Prepared {
+    /// What was asked.
+    pub request: CheckRequest,
+    /// The profile audited against.
+    pub profile: Profile,
+    /// The machine, read once before the runs.
+    pub machine: Machine,
+    /// The audit against the profile.
+    pub audit: Audit,
+    /// The CPUs measured and why those.
+    pub measured: MeasuredCpus,
+    /// The session the runs go through (on the measured CPUs).
+    pub session: Session,
+}
+
+/// What a check's runs measured and how the figures stand against the targets.
+pub(crate) struct CheckRun {
+    /// Each round's jitter run, in order.
+    pub jitter_runs: Vec<JitterRun>,
+    /// Each round's timer run, in order (one fewer than the jitter runs when a jitter run
+    /// ended the check).
+    pub timer_runs: Vec<TimerRun>,
+    /// The gaps of all jitter runs by cause, when they were explained.
+    pub explanation: Option<Explanation>,
+    /// Each measured CPU's figures over all rounds, in CPU order.
+    pub figures: Vec<CpuFigures>,
+    /// The targets (the request's, else the profile's) against the figures.
+    pub verdicts: Vec<TargetVerdict>,
+    /// Whether every run measured every CPU to its end: not interrupted, every CPU set up,
+    /// no gap buffer full. The rounds stop at the first run that did not.
+    pub complete: bool,
+}
+
+/// Reads the machine under `root`, audits it against the request's profile (in a guest, with
+/// the short probe of its vCPUs, handed to `probed` as soon as it ran), chooses the CPUs to
+/// measure and opens the session on them. Fails before anything is measured.
+pub(crate) fn prepare(
+    root: SysRoot,
+    request: CheckRequest,
+    probed: impl FnOnce(&VcpuProbe),
+) -> Result<Prepared, CheckError> {
+    let profile = profile::load(request.profile)?;
+    let machine = Machine::read(&root);
+    let partition = partition::choose(&machine, None)?;
+    let online = machine.topology.online_cpus();
+    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
+    let allowed = harness::current_affinity().unwrap_or(online.clone());
+    let audit = match machine.hypervisor {
+        Some(_) => {
+            let probe = vcpu_probe(&machine, &allowed);
+            probed(&probe);
+            audit::run_probed(&machine, &profile, &partition, &probe)
+        }
+        None => audit::run(&machine, &profile, &partition),
+    };
+    let measured = partition::measured_cpus(&partition, &online, &allowed, request.cpus.as_ref());
+    let session = match Session::open(root, Engine::Jitter, Some(&measured.cpus)) {
+        Ok(session) => session,
+        Err(source) => return Err(CheckError::Session { measured, source }),
+    };
+    Ok(Prepared {
+        request,
+        profile,
+        machine,
+        audit,
+        measured,
+        session,
+    })
+}
+
+/// Measures a prepared check: its rounds (`round_begins` is told the number of each, from 1,
+/// before it runs), until the last or the first incomplete run; then each CPU's figures over
+/// all rounds (with the steal time around them, in a guest) and the targets' verdicts.
+pub(crate) fn run(check: &Prepared, round_begins: impl FnMut(u32)) -> Result<CheckRun, CheckError> {
+    let Prepared {
+        request,
+        session,
+        machine,
+        ..
+    } = check;
+    // In a VM, the host's share of the measured vCPUs (steal) is read around both runs.
+    let read_stat = || {
+        machine
+            .hypervisor
+            .as_ref()
+            .and_then(|_| stat::read(&mut Reader::new(session.root())).get().cloned())
+    };
+    let stat_before = read_stat();
+    let (jitter_runs, timer_runs, complete) = rounds(session, request, round_begins)?;
+    let all_jitter = merged(&jitter_runs).expect("the first round runs jitter");
+    let mut figures = super::figures(Some(&all_jitter), merged(&timer_runs).as_ref());
+    if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
+        super::add_steal(&mut figures, before, after);
+    }
+    let wanted = if request.targets.is_empty() {
+        targets::of_profile(check.profile.info.name)
+    } else {
+        request.targets.clone()
+    };
+    let verdicts = super::evaluate(&wanted, &figures);
+    Ok(CheckRun {
+        jitter_runs,
+        timer_runs,
+        explanation: all_jitter.explanation,
+        figures,
+        verdicts,
+        complete,
+    })
+}
+
+/// The rounds of a check on `session`: a jitter run, then a timer run, each round, until the
+/// last or the first run that did not measure every CPU to its end; with whether every run did.
+fn rounds(
+    session: &Session,
+    request: &CheckRequest,
+    mut round_begins: impl FnMut(u32),
+) -> Result<(Vec<JitterRun>, Vec<TimerRun>, bool), CheckError> {
+    let spec = LoopSpec {
+        duration: request.round(),
+        load: CpuSet::new(),
+        inject: None,
+    };
+    let per_cpu = GAP_BUFFERS_BYTES / 16 / session.cpus.len().max(1);
+    let mut jitter_runs = Vec::new();
+    let mut timer_runs = Vec::new();
+    let mut complete = true;
+    for number in 1..=request.rounds {
+        round_begins(number);
+        let jitter_run = jitter::run(
+            session,
+            JitterRequest {
+                spec: spec.clone(),
+                threshold_ns: JITTER_THRESHOLD_NS,
+                priority: None,
+                max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+                explain: request.explain,
+            },
+        )?;
+        complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
+        jitter_runs.push(jitter_run);
+        if !complete {
+            break;
+        }
+        let timer_run = timer::run(
+            session,
+            TimerRequest {
+                spec: spec.clone(),
+                interval_ns: TIMER_INTERVAL_NS,
+                priority: DEFAULT_PRIORITY,
+                histogram_buckets: 0,
+            },
+        )?;
+        complete &= measured_completely(&timer_run.session, |_| false);
+        timer_runs.push(timer_run);
+        if !complete {
+            break;
+        }
+    }
+    Ok((jitter_runs, timer_runs, complete))
+}
+
+/// The two passes of the short c2c probe of a guest's vCPUs (at most [`VCPU_PROBE_BUDGET`] in
+/// all) over the vCPUs this process may run on; a probe that cannot run says why.
+fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
+    let places: Vec<_> = (place::places(&machine.topology).into_iter())
+        .filter(|p| allowed.contains(p.cpu))
+        .collect();
+    c2c::probe(&places, 2, VCPU_PROBE_BUDGET).unwrap_or_else(|e| VcpuProbe {
+        probes: Vec::new(),
+        no_claim: Some(e.to_string()),
+    })
+}
+
+/// Whether every CPU of `run` measured to its end: the run not interrupted, no CPU left
+/// unmeasured (its setup failed) and none `cut_short` (its buffer full).
+fn measured_completely<R>(run: &Finished<R>, cut_short: impl Fn(&CpuLoop<R>) -> bool) -> bool {
+    !run.interrupted
+        && run
+            .cpus
+            .iter()
+            .all(|cpu| cpu.setup_error.is_none() && !cut_short(cpu))
+}
+
+/// The rounds of one measurement as one run (the targets are judged on all of them).
+fn merged<R: Merge + Clone>(rounds: &[R]) -> Option<R> {
+    let (first, rest) = rounds.split_first()?;
+    let mut all = first.clone();
+    for round in rest {
+        all.merge(round.clone());
+    }
+    Some(all)
+}
