@@ -250,19 +250,15 @@ fn conflicting_settings(settings: &[Setting]) -> Vec<String> {
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub(crate) enum ChangeOutcome {
     /// Changed.
-    #[serde(rename = "changed")]
-    Applied,
+    Changed,
     /// Already had the value.
-    #[serde(rename = "unchanged")]
-    InPlace,
+    Unchanged,
     /// Would change (dry run).
     WouldChange,
     /// Refused by the machine; apply went on.
-    #[serde(rename = "failed")]
-    Refused {
+    Failed {
         /// Why, as the machine said it.
-        #[serde(rename = "error")]
-        reason: String,
+        error: String,
     },
     /// Cannot be changed here.
     Unsupported {
@@ -295,16 +291,13 @@ pub(crate) struct ChangeReport {
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ItemStatus {
     /// At least one change made, none refused.
-    #[serde(rename = "changed")]
-    Applied,
+    Changed,
     /// Nothing to change.
-    #[serde(rename = "unchanged")]
-    InPlace,
+    Unchanged,
     /// Changes would be made (dry run).
     WouldChange,
     /// At least one change refused.
-    #[serde(rename = "failed")]
-    Refused,
+    Failed,
     /// Cannot be applied here.
     Unsupported,
     /// Done by hand.
@@ -315,10 +308,10 @@ impl ItemStatus {
     /// The word shown in reports.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            ItemStatus::Applied => "applied",
-            ItemStatus::InPlace => "in place",
+            ItemStatus::Changed => "applied",
+            ItemStatus::Unchanged => "in place",
             ItemStatus::WouldChange => "would change",
-            ItemStatus::Refused => "refused",
+            ItemStatus::Failed => "refused",
             ItemStatus::Unsupported => "unsupported",
             ItemStatus::Manual => "manual",
         }
@@ -348,14 +341,14 @@ pub(crate) struct ItemReport {
 impl ItemReport {
     fn status_of(changes: &[ChangeReport]) -> ItemStatus {
         let any = |f: fn(&ChangeOutcome) -> bool| changes.iter().any(|c| f(&c.outcome));
-        if any(|o| matches!(o, ChangeOutcome::Refused { .. })) {
-            ItemStatus::Refused
-        } else if any(|o| matches!(o, ChangeOutcome::Applied)) {
-            ItemStatus::Applied
+        if any(|o| matches!(o, ChangeOutcome::Failed { .. })) {
+            ItemStatus::Failed
+        } else if any(|o| matches!(o, ChangeOutcome::Changed)) {
+            ItemStatus::Changed
         } else if any(|o| matches!(o, ChangeOutcome::WouldChange)) {
             ItemStatus::WouldChange
-        } else if any(|o| matches!(o, ChangeOutcome::InPlace)) || changes.is_empty() {
-            ItemStatus::InPlace
+        } else if any(|o| matches!(o, ChangeOutcome::Unchanged)) || changes.is_empty() {
+            ItemStatus::Unchanged
         } else {
             ItemStatus::Unsupported
         }
@@ -403,7 +396,7 @@ impl ApplyReport {
             .filter(|c| {
                 matches!(
                     c.outcome,
-                    ChangeOutcome::Applied | ChangeOutcome::WouldChange
+                    ChangeOutcome::Changed | ChangeOutcome::WouldChange
                 )
             })
             .count()
@@ -513,7 +506,7 @@ pub(crate) fn execute(
             label: item.label.clone(),
             layer: item.layer,
             settings: item.settings,
-            status: ItemStatus::InPlace,
+            status: ItemStatus::Unchanged,
             reason: None,
             changes: Vec::new(),
         };
@@ -545,7 +538,7 @@ pub(crate) fn execute(
                 target: change.target(),
                 from: String::new(),
                 to: change.desired(),
-                outcome: ChangeOutcome::InPlace,
+                outcome: ChangeOutcome::Unchanged,
             };
             let result = run_one(
                 ctx,
@@ -557,18 +550,18 @@ pub(crate) fn execute(
             match result {
                 Ok(()) => {}
                 Err(ChangeError::Refused(reason)) => {
-                    line.outcome = ChangeOutcome::Refused { reason }
+                    line.outcome = ChangeOutcome::Failed { error: reason }
                 }
                 Err(ChangeError::Failed(reason)) => {
                     item_report.changes.push(line);
-                    item_report.status = ItemStatus::Refused;
+                    item_report.status = ItemStatus::Failed;
                     report.items.push(item_report);
                     report.stopped = Some(reason);
                     report.journaled = writer.as_ref().is_some_and(|w| w.started());
                     return report;
                 }
             }
-            if line.outcome == ChangeOutcome::Applied {
+            if line.outcome == ChangeOutcome::Changed {
                 follow_ups.extend(change.follow_ups(ctx));
             }
             if dry_run && line.outcome == ChangeOutcome::WouldChange {
@@ -611,7 +604,7 @@ fn run_one(
     let inspection = change.inspect(ctx)?;
     line.from = inspection.current;
     if inspection.in_place {
-        line.outcome = ChangeOutcome::InPlace;
+        line.outcome = ChangeOutcome::Unchanged;
         return Ok(());
     }
     let Some(writer) = writer else {
@@ -628,7 +621,7 @@ fn run_one(
         steps.step()?;
     }
     change.apply(ctx)?;
-    line.outcome = ChangeOutcome::Applied;
+    line.outcome = ChangeOutcome::Changed;
     steps.step()
 }
 

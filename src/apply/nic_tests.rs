@@ -63,7 +63,7 @@ fn item<'r>(report: &'r ApplyReport, id: &str) -> &'r ItemReport {
 /// The refusal of the one change of item `id`.
 fn refusal(report: &ApplyReport, id: &str) -> String {
     match &item(report, id).changes[0].outcome {
-        ChangeOutcome::Refused { reason } => reason.clone(),
+        ChangeOutcome::Failed { error } => error.clone(),
         other => panic!("{id}: {other:?}"),
     }
 }
@@ -97,7 +97,7 @@ fn nic_knobs_apply_verify_and_revert_exactly() {
     for id in &PLAN[..9] {
         assert_eq!(
             item(&report, id.0).status,
-            ItemStatus::Applied,
+            ItemStatus::Changed,
             "{}: {report:#?}",
             id.0
         );

@@ -133,7 +133,7 @@ fn apply_then_revert_leaves_the_tree_byte_identical() {
         let report = run_apply(&f, &plan, &mut Steps::new());
         assert_eq!(report.stopped, None, "{name}");
         assert!(report.journaled, "{name}");
-        assert!(report.count(ItemStatus::Applied) > 5, "{name}: {report:#?}");
+        assert!(report.count(ItemStatus::Changed) > 5, "{name}: {report:#?}");
         assert!(f.root().exists(JOURNAL_PATH));
         assert!(!tree::differences(&f.pristine, &f.now()).is_empty());
         // Directory trees: kernel arguments go to GRUB's defaults, the regeneration is
@@ -235,7 +235,7 @@ fn applying_twice_equals_applying_once() {
     let once = f.now();
     let second = run_apply(&f, &plan, &mut Steps::new());
     assert_eq!(second.stopped, None);
-    assert_eq!(second.count(ItemStatus::Applied), 0, "{second:#?}");
+    assert_eq!(second.count(ItemStatus::Changed), 0, "{second:#?}");
     assert!(!second.journaled);
     tree::assert_same(&once, &f.now(), "second apply");
     run_revert(&f);
@@ -251,7 +251,7 @@ fn a_dry_run_writes_nothing() {
     let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
     let report = execute(&ctx, &items, None, &mut Steps::new());
     assert!(report.count(ItemStatus::WouldChange) > 5);
-    assert_eq!(report.count(ItemStatus::Applied), 0);
+    assert_eq!(report.count(ItemStatus::Changed), 0);
     assert!(
         report
             .follow_ups
@@ -493,10 +493,10 @@ fn a_dry_run_counts_every_plan_setting_once() {
     let items = prepare(&ctx, &plan, "{}", Scope::All).unwrap();
     let report = execute(&ctx, &items, None, &mut Steps::new());
     let counted: usize = [
-        ItemStatus::Applied,
+        ItemStatus::Changed,
         ItemStatus::WouldChange,
-        ItemStatus::InPlace,
-        ItemStatus::Refused,
+        ItemStatus::Unchanged,
+        ItemStatus::Failed,
         ItemStatus::Unsupported,
         ItemStatus::Manual,
     ]
@@ -510,4 +510,26 @@ fn a_dry_run_counts_every_plan_setting_once() {
         .count();
     assert!(boot > 1, "the plan has {boot} kernel arguments");
     assert_eq!(counted, plan.settings.len());
+}
+
+#[test]
+fn verify_and_bios_verify_say_the_same_verdicts_with_the_same_words() {
+    use crate::bios::settings::BiosStatus;
+    let json = |status: VerifyStatus| serde_json::json!(status);
+    for status in [
+        VerifyStatus::Ok,
+        VerifyStatus::Drift,
+        VerifyStatus::PendingReboot,
+        VerifyStatus::NotConfigured,
+        VerifyStatus::Unsupported,
+    ] {
+        assert_eq!(json(status), serde_json::json!(status.name()));
+    }
+    assert_eq!(BiosStatus::Ok.name(), VerifyStatus::Ok.name());
+    assert_eq!(BiosStatus::Drift.name(), VerifyStatus::Drift.name());
+    let pending = [
+        BiosStatus::PendingReset.name(),
+        VerifyStatus::PendingReboot.name(),
+    ];
+    assert!(pending.iter().all(|word| word.starts_with("pending-")));
 }

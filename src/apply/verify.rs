@@ -34,7 +34,8 @@ pub(crate) enum VerifyStatus {
 }
 
 impl VerifyStatus {
-    /// The word shown in reports.
+    /// The word shown in reports (`BiosStatus::name` uses the same words for the same
+    /// verdicts).
     pub(crate) fn name(self) -> &'static str {
         match self {
             VerifyStatus::Ok => "ok",
@@ -54,7 +55,7 @@ impl VerifyStatus {
 
 /// One setting checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Check {
+pub(crate) struct SettingCheck {
     /// The setting id.
     pub id: SettingId,
     /// Its layer.
@@ -91,7 +92,7 @@ pub(crate) struct Report {
     /// Counts per verdict.
     pub summary: Summary,
     /// Every setting, in plan order.
-    pub checks: Vec<Check>,
+    pub checks: Vec<SettingCheck>,
     /// When some kernel arguments are `not-configured`: what to do about them; `null`
     /// otherwise.
     pub boot_line: Option<BootLine>,
@@ -171,7 +172,7 @@ impl Report {
 
 /// Checks every setting of `plan` against the machine of `ctx`.
 pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report {
-    let checks: Vec<Check> = plan.settings.iter().map(|s| check(ctx, s)).collect();
+    let checks: Vec<SettingCheck> = plan.settings.iter().map(|s| check(ctx, s)).collect();
     let mut summary = Summary::default();
     for c in &checks {
         match c.status {
@@ -192,7 +193,7 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
 }
 
 /// The arguments of the `not-configured` checks, to add by hand, and why.
-fn boot_line(ctx: &ApplyContext, plan: &Plan, checks: &[Check]) -> Option<BootLine> {
+fn boot_line(ctx: &ApplyContext, plan: &Plan, checks: &[SettingCheck]) -> Option<BootLine> {
     let missing: Vec<Args> = plan
         .settings
         .iter()
@@ -204,7 +205,7 @@ fn boot_line(ctx: &ApplyContext, plan: &Plan, checks: &[Check]) -> Option<BootLi
 }
 
 /// Checks one setting against the machine of `ctx`.
-pub(crate) fn check(ctx: &ApplyContext, setting: &Setting) -> Check {
+pub(crate) fn check(ctx: &ApplyContext, setting: &Setting) -> SettingCheck {
     check_prepared(ctx, setting, &prepare(ctx, setting))
 }
 
@@ -235,7 +236,11 @@ pub(crate) fn prepare(ctx: &ApplyContext, setting: &Setting) -> Prepared {
 }
 
 /// Checks `setting`, prepared by [`prepare`], against the machine of `ctx`.
-pub(crate) fn check_prepared(ctx: &ApplyContext, setting: &Setting, prepared: &Prepared) -> Check {
+pub(crate) fn check_prepared(
+    ctx: &ApplyContext,
+    setting: &Setting,
+    prepared: &Prepared,
+) -> SettingCheck {
     let expected = if setting.layer == Layer::File {
         format!("{} bytes from the plan", setting.value.len())
     } else {
@@ -246,7 +251,7 @@ pub(crate) fn check_prepared(ctx: &ApplyContext, setting: &Setting, prepared: &P
         Prepared::Changes(changes) => check_changes(ctx, changes),
         Prepared::Unsupported(why) => (VerifyStatus::Unsupported, why.clone()),
     };
-    Check {
+    SettingCheck {
         id: setting.id.clone(),
         layer: setting.layer,
         status,

@@ -17,7 +17,7 @@ pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{Profile, ProfileError};
 
 use crate::audit::finding::BiosStep;
-use crate::audit::rule::{Check, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::machine::Machine;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::tuning::profile_name::ProfileName;
@@ -137,8 +137,8 @@ fn run_with(
         .iter()
         .map(|entry| {
             let mut outcome = match entry.rule.check {
-                Check::Fn(check) => check(&ctx, &entry.expect),
-                Check::Sysctl(key) => rules::sysctl::check(&ctx, key, &entry.expect),
+                RuleCheck::Fn(check) => check(&ctx, &entry.expect),
+                RuleCheck::Sysctl(key) => rules::sysctl::check(&ctx, key, &entry.expect),
             };
             outcome.fixes.retain(|fix| wanted(&fix.id));
             finding(entry.rule, outcome, entry.expect.advisory, &firmware)

@@ -38,7 +38,7 @@ pub struct Rule {
     /// Which expectations the profile table may give this rule.
     pub accepts: Accepts,
     /// The check.
-    pub check: Check,
+    pub check: RuleCheck,
 }
 
 /// A BIOS setup menu path (the value to choose depends on the profile and comes from the
@@ -63,18 +63,18 @@ pub enum Accepts {
 }
 
 /// The code of a rule.
-pub enum Check {
+pub enum RuleCheck {
     /// A function of the machine, the partition and the expectation.
     Fn(fn(&RuleContext, &Expect) -> RuleOutcome),
     /// The generic sysctl comparison of this key (`vm.swappiness`).
     Sysctl(&'static str),
 }
 
-impl std::fmt::Debug for Check {
+impl std::fmt::Debug for RuleCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Check::Fn(_) => f.write_str("Check::Fn"),
-            Check::Sysctl(key) => write!(f, "Check::Sysctl({key})"),
+            RuleCheck::Fn(_) => f.write_str("RuleCheck::Fn"),
+            RuleCheck::Sysctl(key) => write!(f, "RuleCheck::Sysctl({key})"),
         }
     }
 }

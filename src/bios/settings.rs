@@ -130,9 +130,21 @@ pub enum BiosStatus {
     Drift,
 }
 
+impl BiosStatus {
+    /// The word shown in reports: verify's words (`ok`, `drift`, `pending-…`) for the same
+    /// verdicts.
+    pub fn name(self) -> &'static str {
+        match self {
+            BiosStatus::Ok => "ok",
+            BiosStatus::PendingReset => "pending-reset",
+            BiosStatus::Drift => "drift",
+        }
+    }
+}
+
 /// One attribute checked against the value wanted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
+pub struct AttributeCheck {
     /// The Redfish attribute.
     pub attribute: String,
     /// The registry's display name, when it has one.
@@ -154,7 +166,11 @@ pub struct Check {
 
 /// Checks both the current and the staged value of each change and, given the `machine` the
 /// BIOS runs, what its OS shows.
-pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) -> Vec<Check> {
+pub fn verify(
+    state: &BiosState,
+    changes: &[Change],
+    machine: Option<&Machine>,
+) -> Vec<AttributeCheck> {
     changes
         .iter()
         .map(|c| {
@@ -165,7 +181,7 @@ pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) 
             if outcome == BiosStatus::Ok && inband.as_ref().is_some_and(|i| !i.agrees) {
                 outcome = BiosStatus::Drift;
             }
-            Check {
+            AttributeCheck {
                 attribute: c.attribute.clone(),
                 display_name: c.display_name.clone(),
                 request: c.request.clone(),
@@ -196,6 +212,13 @@ mod tests {
     use super::*;
     use crate::bios::System;
     use serde_json::json;
+
+    #[test]
+    fn the_shown_words_are_the_json_words() {
+        for status in [BiosStatus::Ok, BiosStatus::PendingReset, BiosStatus::Drift] {
+            assert_eq!(json!(status), json!(status.name()));
+        }
+    }
 
     fn state(current: &[(&str, &str)], pending: &[(&str, &str)]) -> BiosState {
         let map = |pairs: &[(&str, &str)]| {

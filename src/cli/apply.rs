@@ -198,7 +198,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     show(&report)?;
     Ok(if report.stopped.is_some() {
         exit::ERROR
-    } else if report.has(ItemStatus::Refused) || report.boot_not_configured.is_some() {
+    } else if report.has(ItemStatus::Failed) || report.boot_not_configured.is_some() {
         exit::FAILURES
     } else {
         exit::OK

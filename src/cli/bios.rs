@@ -285,7 +285,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
             /// The BMC, `scheme://host[:port]`.
             bmc: &'a str,
             /// One check per requested value.
-            checks: &'a [settings::Check],
+            checks: &'a [settings::AttributeCheck],
         }
         let body = Body {
             bmc: &state.bmc,

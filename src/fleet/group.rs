@@ -399,7 +399,7 @@ fn judge(id: usize, key: &[&str], mut members: Vec<&Host>, states: &[HostState])
 mod tests {
     use super::*;
     use crate::audit::FindingStatus;
-    use crate::fleet::host::Verdict;
+    use crate::fleet::host::RuleVerdict;
     use crate::machine::fingerprint::Fingerprint;
 
     fn host(
@@ -430,7 +430,7 @@ mod tests {
             file: PathBuf::from(format!("{name}.lowlat")),
             state: HostState {
                 fingerprint: print,
-                verdicts: vec![Verdict {
+                verdicts: vec![RuleVerdict {
                     rule: "LL-SMT".into(),
                     status,
                     observed: observed.into(),

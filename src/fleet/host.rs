@@ -18,12 +18,12 @@ pub struct HostState {
     /// sysctls, power, services).
     pub fingerprint: Fingerprint,
     /// One verdict per rule of the profile, in the profile's order.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<RuleVerdict>,
 }
 
 /// One rule's verdict on one host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Verdict {
+pub struct RuleVerdict {
     /// The rule id (`LL-SMT`).
     pub rule: String,
     /// The status of its finding.
@@ -84,7 +84,7 @@ pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
     let verdicts = result
         .findings
         .into_iter()
-        .map(|finding| Verdict {
+        .map(|finding| RuleVerdict {
             observed: if finding.status == FindingStatus::Pass {
                 String::new()
             } else {

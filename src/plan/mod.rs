@@ -1,10 +1,11 @@
 //! Plans: the CPU partition and the desired settings derived from it and from the audit, and
 //! the artifacts rendered from them.
 //!
-//! A [`Plan`] is made for one machine ([`Target`]) and is the input of `lowlat apply`. It is
-//! written as `plan.json` (see [`Plan::to_json`] and [`Plan::from_json`]); every other artifact
-//! (kernel command line, sysctl.d, TuneD profile, systemd units, irqbalance configuration, IRQ
-//! and kernel-thread plans) is rendered from the same value, so they cannot disagree.
+//! A [`Plan`] is made for one machine ([`TargetMachine`]) and is the input of `lowlat apply`.
+//! It is written as `plan.json` (see [`Plan::to_json`] and [`Plan::from_json`]); every other
+//! artifact (kernel command line, sysctl.d, TuneD profile, systemd units, irqbalance
+//! configuration, IRQ and kernel-thread plans) is rendered from the same value, so they cannot
+//! disagree.
 //!
 //! Settings are named by `crate::tuning::setting_id::SettingId`; its module holds the one
 //! table of ids. Settings that come from the audit's remediations keep the audit's ids, except
@@ -44,7 +45,7 @@ use request::{PlanOptions, PlanRequest, Profile};
 /// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
 /// machine it runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Target {
+pub struct TargetMachine {
     /// Host name (`/proc/sys/kernel/hostname`), or `unknown`.
     pub host: String,
     /// Processor model name, when known.
@@ -60,7 +61,7 @@ pub struct Target {
     pub kernel: Option<String>,
 }
 
-impl Target {
+impl TargetMachine {
     /// Whether a machine with these CPUs online is the one the plan was made for: the CPUs
     /// online when it was made, or those online after its reboot.
     pub fn fits_online(&self, online: &CpuSet) -> bool {
@@ -114,7 +115,7 @@ pub struct Plan {
     #[serde(skip)]
     pub created: Option<String>,
     /// The machine the plan was made for.
-    pub target: Target,
+    pub target: TargetMachine,
     /// The workload profile.
     pub profile: Profile,
     /// The options chosen (power policy, hugepages, trade-offs).
@@ -362,8 +363,8 @@ pub mod sources {
 /// ([`PlanError::CommandLineTooLong`]). A plan that turns SMT off
 /// (`nosmt`) is made again for the CPUs online after its reboot, so that its partition, IRQ
 /// and task lists name only those: the CPUs of the request that go offline are left out (the
-/// caller can name them: the request's lists less [`Target::cpus_after_reboot`]), and no core
-/// is split any more.
+/// caller can name them: the request's lists less [`TargetMachine::cpus_after_reboot`]), and no
+/// core is split any more.
 pub fn build(
     machine: &Machine,
     request: &PlanRequest,
@@ -436,7 +437,7 @@ pub fn build(
     }
     let mut plan = Plan {
         created: Some(document::now()),
-        target: Target::of(machine, cpus_after_reboot),
+        target: TargetMachine::of(machine, cpus_after_reboot),
         profile: request.profile,
         options: request.options.clone(),
         partition,

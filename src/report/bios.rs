@@ -5,7 +5,7 @@ use crate::text::Page;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
-use crate::bios::settings::{BiosStatus, Check, JournalEntry};
+use crate::bios::settings::{AttributeCheck, BiosStatus, JournalEntry};
 use crate::bios::{BiosState, value_text};
 
 /// The summary of `bios read`: the system, the registry, each intent this BIOS carries, and
@@ -82,15 +82,11 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
 
 /// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
 /// is false for a BMC without a settings object, whose staged values cannot be seen.
-pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
+pub fn render_verify(checks: &[AttributeCheck], shows_pending: bool) -> String {
     let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
-        let word = match c.outcome {
-            BiosStatus::Ok => "ok",
-            BiosStatus::PendingReset => "pending-reset",
-            BiosStatus::Drift => "drift",
-        };
+        let word = c.outcome.name();
         let shown = c
             .display_name
             .as_ref()

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use crate::apply::change::ApplyContext;
-use crate::apply::verify::{Check, Prepared, check_prepared, prepare};
+use crate::apply::verify::{Prepared, SettingCheck, check_prepared, prepare};
 use crate::machine::kernel::parse_cmdline;
 use crate::machine::services::irqbalance;
 use crate::machine::{Avail, CpuSet, Machine, Reader, tasks};
@@ -31,7 +31,7 @@ use crate::tuning::setting_id::SettingId;
 pub(crate) struct Drift {
     /// The latest verdict on every setting of the plan, in plan order: from the last full
     /// check, or from a later cheap one for the settings checked every interval.
-    pub checks: Vec<Check>,
+    pub checks: Vec<SettingCheck>,
     /// Movable user tasks allowed on an isolated CPU and a housekeeping one (at the last full
     /// check).
     pub user_tasks_on_isolated: usize,
@@ -56,7 +56,7 @@ impl Drift {
     /// `service`...): how many of the plan's settings of that kind differ. Every kind the plan
     /// has is present, with 0 when none differs.
     pub(crate) fn by_check(&self) -> BTreeMap<&str, usize> {
-        fn kind(check: &Check) -> &'static str {
+        fn kind(check: &SettingCheck) -> &'static str {
             check.id.family()
         }
         let mut by_check = BTreeMap::new();
@@ -69,7 +69,7 @@ impl Drift {
     }
 
     /// The first differing settings, for people.
-    pub(crate) fn examples(&self) -> impl Iterator<Item = &Check> {
+    pub(crate) fn examples(&self) -> impl Iterator<Item = &SettingCheck> {
         self.checks
             .iter()
             .filter(|c| c.status.differs())

@@ -2,7 +2,9 @@
 //! partition they describe, huge pages, idle and timer parameters, the RT kernel, the IOMMU.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{
+    Accepts, BiosMenu, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome,
+};
 use crate::audit::rules::kernel_build::{self, Needs};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
@@ -34,7 +36,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["rt"]),
-        check: Check::Fn(preempt_rt),
+        check: RuleCheck::Fn(preempt_rt),
     },
     Rule {
         id: "LL-NOHZ-FULL",
@@ -50,7 +52,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["iso"]),
-        check: Check::Fn(nohz_full),
+        check: RuleCheck::Fn(nohz_full),
     },
     Rule {
         id: "LL-RCU-NOCBS",
@@ -66,7 +68,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["iso"]),
-        check: Check::Fn(rcu_nocbs),
+        check: RuleCheck::Fn(rcu_nocbs),
     },
     Rule {
         id: "LL-ISOLCPUS",
@@ -83,7 +85,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["optional", "required"]),
-        check: Check::Fn(isolcpus),
+        check: RuleCheck::Fn(isolcpus),
     },
     Rule {
         id: "LL-MANAGED-IRQS",
@@ -100,7 +102,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(managed_irqs),
+        check: RuleCheck::Fn(managed_irqs),
     },
     Rule {
         id: "LL-HOUSEKEEPING-PER-NODE",
@@ -116,7 +118,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(housekeeping_per_node),
+        check: RuleCheck::Fn(housekeeping_per_node),
     },
     Rule {
         id: "LL-SMT-SIBLINGS",
@@ -129,7 +131,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["whole-cores"]),
-        check: Check::Fn(smt_siblings),
+        check: RuleCheck::Fn(smt_siblings),
     },
     Rule {
         id: "LL-CORE-TYPES",
@@ -145,7 +147,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["one-type"]),
-        check: Check::Fn(core_types),
+        check: RuleCheck::Fn(core_types),
     },
     Rule {
         id: "LL-HUGEPAGES",
@@ -161,7 +163,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["1G", "2M", "any"]),
-        check: Check::Fn(hugepages),
+        check: RuleCheck::Fn(hugepages),
     },
     Rule {
         id: "LL-IDLE-POLL",
@@ -177,7 +179,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["poll"]),
-        check: Check::Fn(idle_poll),
+        check: RuleCheck::Fn(idle_poll),
     },
     Rule {
         id: "LL-MAX-CSTATE",
@@ -194,7 +196,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Values,
-        check: Check::Fn(max_cstate),
+        check: RuleCheck::Fn(max_cstate),
     },
     Rule {
         id: "LL-TSC-RELIABLE",
@@ -213,7 +215,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(tsc_reliable),
+        check: RuleCheck::Fn(tsc_reliable),
     },
     Rule {
         id: "LL-SKEW-TICK",
@@ -229,7 +231,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(skew_tick),
+        check: RuleCheck::Fn(skew_tick),
     },
     Rule {
         id: "LL-NOSOFTLOCKUP",
@@ -246,7 +248,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: Some(NOSOFTLOCKUP_TRADEOFF),
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(nosoftlockup),
+        check: RuleCheck::Fn(nosoftlockup),
     },
     Rule {
         id: "LL-PCIE-ASPM",
@@ -262,7 +264,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(pcie_aspm),
+        check: RuleCheck::Fn(pcie_aspm),
     },
     Rule {
         id: "LL-MCE",
@@ -280,7 +282,7 @@ pub(crate) const RULES: &[Rule] = &[
         ),
         bios: &[],
         accepts: Accepts::Words(&["ignore_ce", "off"]),
-        check: Check::Fn(mce),
+        check: RuleCheck::Fn(mce),
     },
     Rule {
         id: "LL-IOMMU",
@@ -311,7 +313,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["off", "pt", "pt-if-on"]),
-        check: Check::Fn(iommu),
+        check: RuleCheck::Fn(iommu),
     },
 ];
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::domain::Domain;
 use crate::machine::virt::{DEFINED_DIR, RUNNING_DIR};
@@ -41,7 +41,7 @@ const fn rule(
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(word),
-        check: Check::Fn(check),
+        check: RuleCheck::Fn(check),
     }
 }
 

@@ -4,7 +4,9 @@
 //! effect is `unknown` with the menu path and how to check.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{
+    Accepts, BiosMenu, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome,
+};
 use crate::machine::power::BoostState;
 use crate::tuning::setting::Layer;
 use crate::tuning::setting_id::SettingId;
@@ -31,7 +33,7 @@ pub(crate) const RULES: &[Rule] = &[
             source: "AMD EPYC 7002 low-latency guide §3.2.1",
         }],
         accepts: Accepts::Words(&["low-latency"]),
-        check: Check::Fn(bios_profile),
+        check: RuleCheck::Fn(bios_profile),
     },
     Rule {
         id: "LL-SMT",
@@ -60,7 +62,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["on", "off"]),
-        check: Check::Fn(smt),
+        check: RuleCheck::Fn(smt),
     },
     Rule {
         id: "LL-BOOST",
@@ -89,7 +91,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["on", "off"]),
-        check: Check::Fn(boost),
+        check: RuleCheck::Fn(boost),
     },
     Rule {
         id: "LL-DETERMINISM",
@@ -117,7 +119,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["performance", "power"]),
-        check: Check::Fn(determinism),
+        check: RuleCheck::Fn(determinism),
     },
     Rule {
         id: "LL-FABRIC-PSTATE",
@@ -141,7 +143,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["p0"]),
-        check: Check::Fn(fabric_pstate),
+        check: RuleCheck::Fn(fabric_pstate),
     },
     Rule {
         id: "LL-DRAM-POWER-DOWN",
@@ -165,7 +167,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["disabled"]),
-        check: Check::Fn(dram_power_down),
+        check: RuleCheck::Fn(dram_power_down),
     },
     Rule {
         id: "LL-MEMORY-INTERLEAVING",
@@ -193,7 +195,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["enabled"]),
-        check: Check::Fn(memory_interleaving),
+        check: RuleCheck::Fn(memory_interleaving),
     },
     Rule {
         id: "LL-NPS",
@@ -222,7 +224,7 @@ pub(crate) const RULES: &[Rule] = &[
             },
         ],
         accepts: Accepts::Words(&["1", "2", "4", "report"]),
-        check: Check::Fn(nps),
+        check: RuleCheck::Fn(nps),
     },
     Rule {
         id: "LL-CTDP",
@@ -239,7 +241,7 @@ pub(crate) const RULES: &[Rule] = &[
             source: "Bilibili AMD tuning §4.3",
         }],
         accepts: Accepts::Words(&["max"]),
-        check: Check::Fn(ctdp),
+        check: RuleCheck::Fn(ctdp),
     },
 ];
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, BiosMenu, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::machine::Avail;
 use crate::machine::cpu::CpuIdentity;
 use crate::machine::firmware::MemoryPopulation;
@@ -30,7 +30,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(tsc_invariant),
+        check: RuleCheck::Fn(tsc_invariant),
     },
     Rule {
         id: "LL-MSR-FENCE",
@@ -43,7 +43,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["unfenced"]),
-        check: Check::Fn(msr_fence),
+        check: RuleCheck::Fn(msr_fence),
     },
     Rule {
         id: "LL-HYPERVISOR",
@@ -59,7 +59,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["bare-metal"]),
-        check: Check::Fn(hypervisor),
+        check: RuleCheck::Fn(hypervisor),
     },
     Rule {
         id: "LL-MEMORY-CHANNELS",
@@ -77,7 +77,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["all"]),
-        check: Check::Fn(memory_channels),
+        check: RuleCheck::Fn(memory_channels),
     },
     Rule {
         id: "LL-DIMMS-IDENTICAL",
@@ -90,7 +90,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(dimms_identical),
+        check: RuleCheck::Fn(dimms_identical),
     },
     Rule {
         id: "LL-DIMM-SPEED",
@@ -111,7 +111,7 @@ pub(crate) const RULES: &[Rule] = &[
             source: "AMD EPYC 7002 low-latency guide §3.2.2",
         }],
         accepts: Accepts::Words(&["max"]),
-        check: Check::Fn(dimm_speed),
+        check: RuleCheck::Fn(dimm_speed),
     },
 ];
 

@@ -3,7 +3,7 @@
 //! versions ([`KNOWN_ISSUES`], each with its source).
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::machine::kernel::{Kernel, bootlog};
 use crate::tuning::setting::Layer;
 
@@ -189,7 +189,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(rt_budget),
+        check: RuleCheck::Fn(rt_budget),
     },
     Rule {
         id: "LL-KERNEL-KNOWN-ISSUES",
@@ -202,7 +202,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(known_issues),
+        check: RuleCheck::Fn(known_issues),
     },
 ];
 

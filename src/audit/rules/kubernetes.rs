@@ -3,7 +3,7 @@
 //! (pods on housekeeping CPUs, the system on isolated ones).
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::kubelet::LIVE_PATH;
@@ -25,7 +25,7 @@ pub(crate) const RULES: &[Rule] = &[Rule {
     security_tradeoff: None,
     bios: &[],
     accepts: Accepts::Words(&["hk"]),
-    check: Check::Fn(kubelet_cpus),
+    check: RuleCheck::Fn(kubelet_cpus),
 }];
 
 fn kubelet_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {

@@ -4,7 +4,7 @@
 //! load) or a sysfs write, given as a manual step.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::machine::virt::KSM_RUN;
 use crate::tuning::setting::Layer;
 
@@ -23,7 +23,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(kvm_parameters),
+        check: RuleCheck::Fn(kvm_parameters),
     },
     Rule {
         id: "LL-KVM-NX-HUGE-PAGES",
@@ -38,7 +38,7 @@ pub(crate) const RULES: &[Rule] = &[
         ),
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(nx_huge_pages),
+        check: RuleCheck::Fn(nx_huge_pages),
     },
     Rule {
         id: "LL-KSM",
@@ -51,7 +51,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(ksm),
+        check: RuleCheck::Fn(ksm),
     },
 ];
 

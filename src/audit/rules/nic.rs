@@ -6,7 +6,7 @@
 //! channel count and the clock are commands to run by hand.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Fix, Op, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::audit::rules::support::with_details;
 use crate::machine::irq::Irq;
@@ -40,7 +40,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(adaptive),
+        check: RuleCheck::Fn(adaptive),
     },
     Rule {
         id: "LL-NIC-RX-USECS",
@@ -53,7 +53,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Values,
-        check: Check::Fn(rx_usecs),
+        check: RuleCheck::Fn(rx_usecs),
     },
     Rule {
         id: "LL-NIC-IRQ-NUMA",
@@ -66,7 +66,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["local"]),
-        check: Check::Fn(irq_numa),
+        check: RuleCheck::Fn(irq_numa),
     },
     Rule {
         id: "LL-NIC-QUEUES",
@@ -79,7 +79,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["served"]),
-        check: Check::Fn(queues),
+        check: RuleCheck::Fn(queues),
     },
     Rule {
         id: "LL-NIC-BUSY-POLL-NAPI",
@@ -92,7 +92,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["consistent"]),
-        check: Check::Fn(busy_poll),
+        check: RuleCheck::Fn(busy_poll),
     },
     Rule {
         id: "LL-NIC-GRO-LRO",
@@ -105,7 +105,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["off"]),
-        check: Check::Fn(gro_lro),
+        check: RuleCheck::Fn(gro_lro),
     },
     Rule {
         id: "LL-NIC-IRQBALANCE",
@@ -118,7 +118,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["untouched"]),
-        check: Check::Fn(irqbalance),
+        check: RuleCheck::Fn(irqbalance),
     },
     Rule {
         id: "LL-NIC-PHC-UNUSED",
@@ -131,7 +131,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["used"]),
-        check: Check::Fn(phc_unused),
+        check: RuleCheck::Fn(phc_unused),
     },
 ];
 

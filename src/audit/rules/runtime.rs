@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{
+    Accepts, BiosMenu, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome,
+};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::{Irq, IrqClass};
@@ -41,7 +43,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(irq_on_isolated),
+        check: RuleCheck::Fn(irq_on_isolated),
     },
     Rule {
         id: "LL-IRQ-DEFAULT-AFFINITY",
@@ -54,7 +56,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["hk"]),
-        check: Check::Fn(irq_default_affinity),
+        check: RuleCheck::Fn(irq_default_affinity),
     },
     Rule {
         id: "LL-KTHREADS-ON-ISOLATED",
@@ -71,7 +73,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(kthreads_on_isolated),
+        check: RuleCheck::Fn(kthreads_on_isolated),
     },
     Rule {
         id: "LL-TASKS-ON-ISOLATED",
@@ -88,7 +90,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(tasks_on_isolated),
+        check: RuleCheck::Fn(tasks_on_isolated),
     },
     Rule {
         id: "LL-WORKQUEUE-CPUMASK",
@@ -101,7 +103,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["hk"]),
-        check: Check::Fn(workqueue_cpumask),
+        check: RuleCheck::Fn(workqueue_cpumask),
     },
     Rule {
         id: "LL-WRITEBACK-CPUMASK",
@@ -114,7 +116,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["hk"]),
-        check: Check::Fn(writeback_cpumask),
+        check: RuleCheck::Fn(writeback_cpumask),
     },
     Rule {
         id: "LL-GOVERNOR",
@@ -131,7 +133,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["performance"]),
-        check: Check::Fn(governor),
+        check: RuleCheck::Fn(governor),
     },
     Rule {
         id: "LL-CSTATES",
@@ -153,7 +155,7 @@ pub(crate) const RULES: &[Rule] = &[
             source: GUIDE_BIOS_CSTATE,
         }],
         accepts: Accepts::Words(&["c1", "c1-all"]),
-        check: Check::Fn(cstates),
+        check: RuleCheck::Fn(cstates),
     },
     Rule {
         id: "LL-THP",
@@ -169,7 +171,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["never", "madvise", "always"]),
-        check: Check::Fn(thp),
+        check: RuleCheck::Fn(thp),
     },
     Rule {
         id: "LL-CLOCKSOURCE",
@@ -185,7 +187,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["tsc"]),
-        check: Check::Fn(clocksource),
+        check: RuleCheck::Fn(clocksource),
     },
     Rule {
         id: "LL-STEAL",
@@ -198,7 +200,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(steal),
+        check: RuleCheck::Fn(steal),
     },
     Rule {
         id: "LL-VM-PLACEMENT",
@@ -214,7 +216,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["host"]),
-        check: Check::Fn(placement_from_host),
+        check: RuleCheck::Fn(placement_from_host),
     },
 ];
 

@@ -1,7 +1,7 @@
 //! Service rules: irqbalance's banned CPUs, and other tuners that fight over the same knobs.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::services::Service;
 use crate::machine::{Avail, CpuSet};
@@ -24,7 +24,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["iso-banned"]),
-        check: Check::Fn(irqbalance),
+        check: RuleCheck::Fn(irqbalance),
     },
     Rule {
         id: "LL-CONFLICTING-TUNERS",
@@ -40,7 +40,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(conflicting_tuners),
+        check: RuleCheck::Fn(conflicting_tuners),
     },
 ];
 

@@ -5,7 +5,7 @@
 //! tunables and the NUMA-balancing scan knobs moved to debugfs in Linux 5.13), not failed.
 
 use crate::audit::finding::Severity;
-use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Fix, Op, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
@@ -30,7 +30,7 @@ macro_rules! sysctl_rule {
             security_tradeoff: $tradeoff,
             bios: &[],
             accepts: Accepts::Values,
-            check: Check::Sysctl($key),
+            check: RuleCheck::Sysctl($key),
         }
     };
 }

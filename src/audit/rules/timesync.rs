@@ -2,7 +2,7 @@
 //! and only one steers the system clock.
 
 use crate::audit::finding::{FindingStatus, Severity};
-use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
+use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::timesync::{DaemonKind, TimeDaemon};
@@ -22,7 +22,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["none"]),
-        check: Check::Fn(daemon_cpus),
+        check: RuleCheck::Fn(daemon_cpus),
     },
     Rule {
         id: "LL-TIME-DAEMON-RUNNING",
@@ -35,7 +35,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["yes"]),
-        check: Check::Fn(daemon_running),
+        check: RuleCheck::Fn(daemon_running),
     },
     Rule {
         id: "LL-TIME-ONE-STEERER",
@@ -52,7 +52,7 @@ pub(crate) const RULES: &[Rule] = &[
         security_tradeoff: None,
         bios: &[],
         accepts: Accepts::Words(&["one"]),
-        check: Check::Fn(one_steerer),
+        check: RuleCheck::Fn(one_steerer),
     },
 ];
 

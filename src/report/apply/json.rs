@@ -50,7 +50,7 @@ pub(crate) fn apply_document<'a>(
             settings_changed: report.count(if dry_run {
                 ItemStatus::WouldChange
             } else {
-                ItemStatus::Applied
+                ItemStatus::Changed
             }),
             report,
         },

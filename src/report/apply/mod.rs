@@ -24,11 +24,13 @@ fn change_detail(change: &ChangeReport) -> String {
     };
     let to = truncate(&change.to, VALUE_WIDTH);
     match &change.outcome {
-        ChangeOutcome::Applied | ChangeOutcome::WouldChange => {
+        ChangeOutcome::Changed | ChangeOutcome::WouldChange => {
             format!("{}: {from} -> {to}", change.target)
         }
-        ChangeOutcome::InPlace => format!("{}: {from}", change.target),
-        ChangeOutcome::Refused { reason } | ChangeOutcome::Unsupported { reason } => reason.clone(),
+        ChangeOutcome::Unchanged => format!("{}: {from}", change.target),
+        ChangeOutcome::Failed { error: reason } | ChangeOutcome::Unsupported { reason } => {
+            reason.clone()
+        }
     }
 }
 
@@ -43,14 +45,14 @@ fn item_detail(item: &ItemReport) -> String {
                 |f: fn(&ChangeOutcome) -> bool| many.iter().filter(|c| f(&c.outcome)).count();
             let mut parts = Vec::new();
             for (n, word) in [
-                (count(|o| matches!(o, ChangeOutcome::Applied)), "changed"),
+                (count(|o| matches!(o, ChangeOutcome::Changed)), "changed"),
                 (
                     count(|o| matches!(o, ChangeOutcome::WouldChange)),
                     "to change",
                 ),
-                (count(|o| matches!(o, ChangeOutcome::InPlace)), "in place"),
+                (count(|o| matches!(o, ChangeOutcome::Unchanged)), "in place"),
                 (
-                    count(|o| matches!(o, ChangeOutcome::Refused { .. })),
+                    count(|o| matches!(o, ChangeOutcome::Failed { .. })),
                     "refused",
                 ),
                 (
@@ -81,7 +83,7 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
         );
         if item.changes.len() > 1 {
             for change in &item.changes {
-                if let ChangeOutcome::Refused { reason } = &change.outcome {
+                if let ChangeOutcome::Failed { error: reason } = &change.outcome {
                     writeln!(out, "  {:<13} {:<40}   {reason}", "", "");
                 }
             }
@@ -89,10 +91,10 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
     }
     let mut counts = Vec::new();
     for status in [
-        ItemStatus::Applied,
+        ItemStatus::Changed,
         ItemStatus::WouldChange,
-        ItemStatus::InPlace,
-        ItemStatus::Refused,
+        ItemStatus::Unchanged,
+        ItemStatus::Failed,
         ItemStatus::Unsupported,
         ItemStatus::Manual,
     ] {
@@ -266,7 +268,7 @@ mod tests {
         let report = verify::Report {
             plan: "/tmp/plan.json".into(),
             summary: verify::Summary::default(),
-            checks: vec![verify::Check {
+            checks: vec![verify::SettingCheck {
                 id: "cmdline:nohz_full".parse().unwrap(),
                 layer: crate::tuning::setting::Layer::Boot,
                 status: verify::VerifyStatus::Drift,
