@@ -4,7 +4,7 @@
 
 use super::journal::JOURNAL_PATH;
 use super::revert::{RestoreStatus, revert};
-use super::verify::{self, Status};
+use super::verify::{self, VerifyStatus};
 use super::*;
 use crate::plan::request::PlanRequest;
 use crate::sysroot::SysRoot;
@@ -358,22 +358,38 @@ fn verify_tells_ok_drift_pending_and_unsupported() {
             .unwrap_or_else(|| panic!("no check {id}"))
             .status
     };
-    assert_eq!(status(&before, "sysctl:vm.stat_interval"), Status::Drift);
-    assert_eq!(status(&before, "cmdline:nohz_full"), Status::Drift);
+    assert_eq!(
+        status(&before, "sysctl:vm.stat_interval"),
+        VerifyStatus::Drift
+    );
+    assert_eq!(status(&before, "cmdline:nohz_full"), VerifyStatus::Drift);
     run_apply(&f, &plan, &mut Steps::new());
     // The kernel arguments and the tasks are read from the tree as it was.
     let machine = Machine::read(&root);
     let after = verify::verify(&ctx(&root, &machine), &plan, "p");
-    assert_eq!(status(&after, "sysctl:vm.stat_interval"), Status::Ok);
-    assert_eq!(status(&after, "thp:enabled"), Status::Ok);
-    assert_eq!(status(&after, "cmdline:nohz_full"), Status::PendingReboot);
+    assert_eq!(status(&after, "sysctl:vm.stat_interval"), VerifyStatus::Ok);
+    assert_eq!(status(&after, "thp:enabled"), VerifyStatus::Ok);
+    assert_eq!(
+        status(&after, "cmdline:nohz_full"),
+        VerifyStatus::PendingReboot
+    );
     assert_eq!(
         status(&after, "sysctl:kernel.nonexistent_knob"),
-        Status::Unsupported
+        VerifyStatus::Unsupported
     );
-    assert_eq!(status(&after, "service:irqbalance"), Status::Unsupported);
-    assert_eq!(status(&after, "sysctl:firmware.smt"), Status::Unsupported);
-    for check in after.checks.iter().filter(|c| c.status == Status::Drift) {
+    assert_eq!(
+        status(&after, "service:irqbalance"),
+        VerifyStatus::Unsupported
+    );
+    assert_eq!(
+        status(&after, "sysctl:firmware.smt"),
+        VerifyStatus::Unsupported
+    );
+    for check in after
+        .checks
+        .iter()
+        .filter(|c| c.status == VerifyStatus::Drift)
+    {
         assert!(
             matches!(check.id, SettingId::Tasks { .. }),
             "unexpected drift: {check:?}"

@@ -18,7 +18,7 @@ use crate::tuning::setting_id::SettingId;
 /// The verdict on one setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Status {
+pub(crate) enum VerifyStatus {
     /// The machine has the planned value.
     Ok,
     /// It has another value.
@@ -33,22 +33,22 @@ pub(crate) enum Status {
     Unsupported,
 }
 
-impl Status {
+impl VerifyStatus {
     /// The word shown in reports.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Status::Ok => "ok",
-            Status::Drift => "drift",
-            Status::PendingReboot => "pending-reboot",
-            Status::NotConfigured => "not-configured",
-            Status::Unsupported => "unsupported",
+            VerifyStatus::Ok => "ok",
+            VerifyStatus::Drift => "drift",
+            VerifyStatus::PendingReboot => "pending-reboot",
+            VerifyStatus::NotConfigured => "not-configured",
+            VerifyStatus::Unsupported => "unsupported",
         }
     }
 
     /// Whether the machine differs from the plan here (drift, or kernel arguments nobody
     /// configured): what makes verify exit 1 and watch report drift.
     pub(crate) fn differs(self) -> bool {
-        matches!(self, Status::Drift | Status::NotConfigured)
+        matches!(self, VerifyStatus::Drift | VerifyStatus::NotConfigured)
     }
 }
 
@@ -60,7 +60,7 @@ pub(crate) struct Check {
     /// Its layer.
     pub layer: Layer,
     /// The verdict.
-    pub status: Status,
+    pub status: VerifyStatus,
     /// The planned value (for files, a size).
     pub expected: String,
     /// What the machine has (the first differing knob when there are several), or why it is
@@ -175,11 +175,11 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
     let mut summary = Summary::default();
     for c in &checks {
         match c.status {
-            Status::Ok => summary.ok += 1,
-            Status::Drift => summary.drift += 1,
-            Status::PendingReboot => summary.pending_reboot += 1,
-            Status::NotConfigured => summary.not_configured += 1,
-            Status::Unsupported => summary.unsupported += 1,
+            VerifyStatus::Ok => summary.ok += 1,
+            VerifyStatus::Drift => summary.drift += 1,
+            VerifyStatus::PendingReboot => summary.pending_reboot += 1,
+            VerifyStatus::NotConfigured => summary.not_configured += 1,
+            VerifyStatus::Unsupported => summary.unsupported += 1,
         }
     }
     let boot_line = boot_line(ctx, plan, &checks);
@@ -197,7 +197,7 @@ fn boot_line(ctx: &ApplyContext, plan: &Plan, checks: &[Check]) -> Option<BootLi
         .settings
         .iter()
         .zip(checks)
-        .filter(|(_, c)| c.status == Status::NotConfigured)
+        .filter(|(_, c)| c.status == VerifyStatus::NotConfigured)
         .filter_map(|(s, _)| Args::of(s).ok())
         .collect();
     BootLine::missing(ctx, &missing)
@@ -244,7 +244,7 @@ pub(crate) fn check_prepared(ctx: &ApplyContext, setting: &Setting, prepared: &P
     let (status, actual) = match prepared {
         Prepared::Boot => check_boot(ctx, setting),
         Prepared::Changes(changes) => check_changes(ctx, changes),
-        Prepared::Unsupported(why) => (Status::Unsupported, why.clone()),
+        Prepared::Unsupported(why) => (VerifyStatus::Unsupported, why.clone()),
     };
     Check {
         id: setting.id.clone(),
@@ -255,11 +255,11 @@ pub(crate) fn check_prepared(ctx: &ApplyContext, setting: &Setting, prepared: &P
     }
 }
 
-fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (Status, String) {
+fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (VerifyStatus, String) {
     let mut first = None;
     for change in changes {
         if let Err(why) = change.supported(ctx) {
-            return (Status::Unsupported, why.to_string());
+            return (VerifyStatus::Unsupported, why.to_string());
         }
         match change.inspect(ctx) {
             Ok(inspection) if inspection.in_place => {
@@ -271,24 +271,24 @@ fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (Status, St
                 } else {
                     inspection.current
                 };
-                return (Status::Drift, actual);
+                return (VerifyStatus::Drift, actual);
             }
             Err(ChangeError::Refused(why) | ChangeError::Failed(why)) => {
-                return (Status::Unsupported, why);
+                return (VerifyStatus::Unsupported, why);
             }
         }
     }
-    (Status::Ok, first.unwrap_or_default())
+    (VerifyStatus::Ok, first.unwrap_or_default())
 }
 
-fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
+fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
     let args = match Args::of(setting) {
         Ok(args) => args,
-        Err(why) => return (Status::Unsupported, why.to_string()),
+        Err(why) => return (VerifyStatus::Unsupported, why.to_string()),
     };
     let Some(cmdline) = ctx.machine.kernel.cmdline.get() else {
         return (
-            Status::Unsupported,
+            VerifyStatus::Unsupported,
             "/proc/cmdline could not be read".into(),
         );
     };
@@ -299,17 +299,17 @@ fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (Status, String) {
         running.join(" ")
     };
     if args.satisfied_by(&cmdline.raw) {
-        return (Status::Ok, running);
+        return (VerifyStatus::Ok, running);
     }
     if boot::backend(ctx).is_err() {
-        return (Status::NotConfigured, running);
+        return (VerifyStatus::NotConfigured, running);
     }
     match boot::configured(ctx, &args) {
         Ok(true) => (
-            Status::PendingReboot,
+            VerifyStatus::PendingReboot,
             format!("{running} now; configured for the next boot"),
         ),
-        Ok(false) => (Status::Drift, running),
-        Err(why) => (Status::Drift, format!("{running} ({why})")),
+        Ok(false) => (VerifyStatus::Drift, running),
+        Err(why) => (VerifyStatus::Drift, format!("{running} ({why})")),
     }
 }

@@ -4,7 +4,7 @@
 //! registry's display name as evidence, and a value staged for the next reset is reported.
 
 use crate::audit::Audit;
-use crate::audit::finding::{Finding, Remediation, Status};
+use crate::audit::finding::{Finding, FindingStatus, Remediation};
 use crate::audit::profile::Profile;
 use crate::bios::BiosState;
 use crate::bios::intents::standings;
@@ -69,11 +69,11 @@ pub(crate) fn judge(audit: &mut Audit, profile: &Profile, bios: &BiosState) {
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();
         let status = if entry.expect.allows(&standing.current) {
-            Status::Pass
+            FindingStatus::Pass
         } else if entry.expect.advisory {
-            Status::Warn
+            FindingStatus::Warn
         } else {
-            Status::Fail
+            FindingStatus::Fail
         };
         let pending = standing
             .pending
@@ -86,7 +86,7 @@ pub(crate) fn judge(audit: &mut Audit, profile: &Profile, bios: &BiosState) {
             .is_some_and(|p| entry.expect.allows(p));
         let manual = if staged_right {
             Some("the wanted value is staged: reset the server to make it current".to_string())
-        } else if status != Status::Pass || standing.pending.is_some() {
+        } else if status != FindingStatus::Pass || standing.pending.is_some() {
             Some(format!(
                 "lowlat bios apply --bmc {} --set {intent}={} --journal FILE, then reset the server",
                 bios.bmc,
@@ -111,7 +111,7 @@ pub(crate) fn judge(audit: &mut Audit, profile: &Profile, bios: &BiosState) {
 /// Replaces the verdict, observation, evidence and remediation of `finding`.
 fn rejudge(
     finding: &mut Finding,
-    status: Status,
+    status: FindingStatus,
     observed: String,
     evidence: String,
     manual: Option<String>,

@@ -10,7 +10,7 @@ use crate::tuning::setting::{Layer, Setting};
 /// the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub enum FindingStatus {
     /// The machine is as the profile expects, read from the OS.
     Pass,
     /// A BIOS-only setting whose OS-visible effects match the expectation. Not a pass: the
@@ -27,26 +27,26 @@ pub enum Status {
     Skipped,
 }
 
-impl Status {
+impl FindingStatus {
     /// Every status, in report order.
-    pub const ALL: [Status; 6] = [
-        Status::Pass,
-        Status::Warn,
-        Status::Fail,
-        Status::Inferred,
-        Status::Unknown,
-        Status::Skipped,
+    pub const ALL: [FindingStatus; 6] = [
+        FindingStatus::Pass,
+        FindingStatus::Warn,
+        FindingStatus::Fail,
+        FindingStatus::Inferred,
+        FindingStatus::Unknown,
+        FindingStatus::Skipped,
     ];
 
     /// Lower-case name as in reports and JSON.
     pub fn name(self) -> &'static str {
         match self {
-            Status::Pass => "pass",
-            Status::Inferred => "inferred",
-            Status::Unknown => "unknown",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-            Status::Skipped => "skipped",
+            FindingStatus::Pass => "pass",
+            FindingStatus::Inferred => "inferred",
+            FindingStatus::Unknown => "unknown",
+            FindingStatus::Warn => "warn",
+            FindingStatus::Fail => "fail",
+            FindingStatus::Skipped => "skipped",
         }
     }
 }
@@ -133,7 +133,7 @@ pub struct Finding {
     /// How much a failure costs.
     pub severity: Severity,
     /// The verdict.
-    pub status: Status,
+    pub status: FindingStatus,
     /// What was seen, in one line (values, CPU lists).
     pub observed: String,
     /// What the profile expects, in one line.
@@ -159,7 +159,7 @@ pub struct Finding {
 impl Finding {
     /// Whether its remediation is wanted: the finding failed or warns.
     pub fn needs_fixing(&self) -> bool {
-        matches!(self.status, Status::Fail | Status::Warn)
+        matches!(self.status, FindingStatus::Fail | FindingStatus::Warn)
     }
 }
 
@@ -191,30 +191,30 @@ impl Counts {
     }
 
     /// Adds `n` findings of `status`.
-    pub fn add(&mut self, status: Status, n: usize) {
+    pub fn add(&mut self, status: FindingStatus, n: usize) {
         *self.slot(status) += n;
     }
 
-    fn slot(&mut self, status: Status) -> &mut usize {
+    fn slot(&mut self, status: FindingStatus) -> &mut usize {
         match status {
-            Status::Pass => &mut self.pass,
-            Status::Warn => &mut self.warn,
-            Status::Fail => &mut self.fail,
-            Status::Inferred => &mut self.inferred,
-            Status::Unknown => &mut self.unknown,
-            Status::Skipped => &mut self.skipped,
+            FindingStatus::Pass => &mut self.pass,
+            FindingStatus::Warn => &mut self.warn,
+            FindingStatus::Fail => &mut self.fail,
+            FindingStatus::Inferred => &mut self.inferred,
+            FindingStatus::Unknown => &mut self.unknown,
+            FindingStatus::Skipped => &mut self.skipped,
         }
     }
 
     /// The count of one status.
-    pub fn get(&self, status: Status) -> usize {
+    pub fn get(&self, status: FindingStatus) -> usize {
         match status {
-            Status::Pass => self.pass,
-            Status::Warn => self.warn,
-            Status::Fail => self.fail,
-            Status::Inferred => self.inferred,
-            Status::Unknown => self.unknown,
-            Status::Skipped => self.skipped,
+            FindingStatus::Pass => self.pass,
+            FindingStatus::Warn => self.warn,
+            FindingStatus::Fail => self.fail,
+            FindingStatus::Inferred => self.inferred,
+            FindingStatus::Unknown => self.unknown,
+            FindingStatus::Skipped => self.skipped,
         }
     }
 }

@@ -12,7 +12,7 @@ pub(crate) mod rule;
 pub(crate) mod rules;
 pub mod workload;
 
-pub use finding::{Counts, Finding, Remediation, Severity, Status};
+pub use finding::{Counts, Finding, FindingStatus, Remediation, Severity};
 pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{Profile, ProfileError};
 
@@ -46,12 +46,14 @@ impl Audit {
     pub fn tradeoffs_not_planned(&self) -> impl Iterator<Item = &Finding> {
         self.findings
             .iter()
-            .filter(|f| f.status == Status::Warn && f.security_tradeoff.is_some())
+            .filter(|f| f.status == FindingStatus::Warn && f.security_tradeoff.is_some())
     }
 
     /// Whether any finding failed (exit code 1).
     pub fn has_failures(&self) -> bool {
-        self.findings.iter().any(|f| f.status == Status::Fail)
+        self.findings
+            .iter()
+            .any(|f| f.status == FindingStatus::Fail)
     }
 
     /// The settings that remediate the failing and warning findings, in finding order, each
@@ -188,11 +190,11 @@ impl BiosVendors {
 /// Turns a check's outcome into a finding with the rule's data.
 fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVendors) -> Finding {
     let status = match outcome.status {
-        Status::Fail if advisory || rule.security_tradeoff.is_some() => Status::Warn,
+        FindingStatus::Fail if advisory || rule.security_tradeoff.is_some() => FindingStatus::Warn,
         status => status,
     };
     let sources: Vec<String> = rule.sources.iter().map(|s| s.to_string()).collect();
-    let remediation = if matches!(status, Status::Pass | Status::Skipped) {
+    let remediation = if matches!(status, FindingStatus::Pass | FindingStatus::Skipped) {
         Remediation::default()
     } else {
         let rationale = first_sentence(rule.rationale);

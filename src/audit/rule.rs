@@ -1,7 +1,7 @@
 //! Rules: the data (id, title, layer, rationale, sources, BIOS paths) and the check code that
 //! turns a machine and a profile's expectation into an [`RuleOutcome`].
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::partition::AuditPartition;
 use crate::machine::Machine;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -309,7 +309,7 @@ impl Fix {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleOutcome {
     /// The verdict (a `Fail` becomes `Warn` when the profile's expectation is advisory).
-    pub status: Status,
+    pub status: FindingStatus,
     /// What was seen, one line.
     pub observed: String,
     /// What was expected, one line.
@@ -328,7 +328,11 @@ pub struct RuleOutcome {
 
 impl RuleOutcome {
     /// An outcome with this status.
-    pub fn new(status: Status, observed: impl Into<String>, expected: impl Into<String>) -> Self {
+    pub fn new(
+        status: FindingStatus,
+        observed: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
         Self {
             status,
             observed: observed.into(),
@@ -343,18 +347,22 @@ impl RuleOutcome {
 
     /// Pass or fail depending on `ok`.
     pub fn verdict(ok: bool, observed: impl Into<String>, expected: impl Into<String>) -> Self {
-        let status = if ok { Status::Pass } else { Status::Fail };
+        let status = if ok {
+            FindingStatus::Pass
+        } else {
+            FindingStatus::Fail
+        };
         Self::new(status, observed, expected)
     }
 
     /// Evidence is missing: `why` names what could not be read.
     pub fn unknown(why: impl Into<String>, expected: impl Into<String>) -> Self {
-        Self::new(Status::Unknown, why, expected)
+        Self::new(FindingStatus::Unknown, why, expected)
     }
 
     /// The rule does not apply: `why` says why.
     pub fn skipped(why: impl Into<String>) -> Self {
-        Self::new(Status::Skipped, why, "-")
+        Self::new(FindingStatus::Skipped, why, "-")
     }
 
     /// Adds a file the observation comes from.
@@ -391,7 +399,7 @@ impl RuleOutcome {
     }
 
     /// Changes the status.
-    pub fn with_status(mut self, status: Status) -> Self {
+    pub fn with_status(mut self, status: FindingStatus) -> Self {
         self.status = status;
         self
     }

@@ -49,7 +49,7 @@ pub struct JournalEntry {
 pub fn needed<'a>(state: &BiosState, changes: &'a [Change]) -> Vec<&'a Change> {
     changes
         .iter()
-        .filter(|c| outcome(state, &c.attribute, &c.value) == Outcome::Drift)
+        .filter(|c| outcome(state, &c.attribute, &c.value) == BiosStatus::Drift)
         .collect()
 }
 
@@ -121,7 +121,7 @@ fn target(state: &BiosState) -> &str {
 /// How an attribute stands against the value wanted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum BiosStatus {
     /// The current value is the one wanted, and nothing else is staged.
     Ok,
     /// The wanted value is staged and takes effect at the next reset.
@@ -149,7 +149,7 @@ pub struct Check {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inband: Option<InBand>,
     /// How they compare: a value the BMC reports current but the OS does not show is drift.
-    pub outcome: Outcome,
+    pub outcome: BiosStatus,
 }
 
 /// Checks both the current and the staged value of each change and, given the `machine` the
@@ -162,8 +162,8 @@ pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) 
                 .zip(c.intent)
                 .and_then(|(m, (intent, value))| inband::check(m, intent, value));
             let mut outcome = outcome(state, &c.attribute, &c.value);
-            if outcome == Outcome::Ok && inband.as_ref().is_some_and(|i| !i.agrees) {
-                outcome = Outcome::Drift;
+            if outcome == BiosStatus::Ok && inband.as_ref().is_some_and(|i| !i.agrees) {
+                outcome = BiosStatus::Drift;
             }
             Check {
                 attribute: c.attribute.clone(),
@@ -181,13 +181,13 @@ pub fn verify(state: &BiosState, changes: &[Change], machine: Option<&Machine>) 
 
 /// Whether `attribute` is `wanted` now, at the next reset, or neither. A wrong value staged
 /// over a right current one is drift: the next reset would undo it.
-fn outcome(state: &BiosState, attribute: &str, wanted: &Value) -> Outcome {
+fn outcome(state: &BiosState, attribute: &str, wanted: &Value) -> BiosStatus {
     let current = state.current.get(attribute);
     match state.pending.get(attribute) {
-        Some(pending) if same_value(pending, wanted) => Outcome::PendingReset,
-        Some(_) => Outcome::Drift,
-        None if current.is_some_and(|c| same_value(c, wanted)) => Outcome::Ok,
-        None => Outcome::Drift,
+        Some(pending) if same_value(pending, wanted) => BiosStatus::PendingReset,
+        Some(_) => BiosStatus::Drift,
+        None if current.is_some_and(|c| same_value(c, wanted)) => BiosStatus::Ok,
+        None => BiosStatus::Drift,
     }
 }
 
@@ -240,7 +240,7 @@ mod tests {
             &[("A", "on"), ("B", "on"), ("C", "off"), ("D", "off")],
             &[("B", "off"), ("C", "on")],
         );
-        let outcomes: Vec<Outcome> = verify(
+        let outcomes: Vec<BiosStatus> = verify(
             &s,
             &[
                 change("A", "on"),
@@ -256,10 +256,10 @@ mod tests {
         assert_eq!(
             outcomes,
             [
-                Outcome::Ok,
-                Outcome::PendingReset,
-                Outcome::Drift,
-                Outcome::Drift
+                BiosStatus::Ok,
+                BiosStatus::PendingReset,
+                BiosStatus::Drift,
+                BiosStatus::Drift
             ]
         );
     }

@@ -149,7 +149,7 @@ pub(crate) fn add_steal(figures: &mut [CpuFigures], before: &CpuStat, after: &Cp
 /// Whether a target was met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Outcome {
+pub(crate) enum TargetOutcome {
     /// Every measured CPU stayed below the limit.
     Met,
     /// At least one CPU did not.
@@ -164,7 +164,7 @@ pub(crate) struct TargetVerdict {
     /// The target.
     pub target: Target,
     /// Met, missed or not measured.
-    pub outcome: Outcome,
+    pub outcome: TargetOutcome,
     /// For a rate target: how long each CPU's busy loop must run, s, for a run without an
     /// event to prove it (the 95 % upper bound after no event falls below the target);
     /// `null` for a maximum.
@@ -207,11 +207,11 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
                 })
                 .collect();
             let outcome = if values.is_empty() {
-                Outcome::NotMeasured
+                TargetOutcome::NotMeasured
             } else if values.iter().all(|v| v.met) {
-                Outcome::Met
+                TargetOutcome::Met
             } else {
-                Outcome::Missed
+                TargetOutcome::Missed
             };
             TargetVerdict {
                 target: target.clone(),
@@ -270,14 +270,14 @@ mod tests {
         // 0 in 20 s (proves nothing: the 95 % bound is 9 a minute), and 1 in 30 s (2 a minute).
         let figures = [cpu(1, 20.0, 0, 12_000), cpu(2, 30.0, 1, 49_999)];
         let verdicts = evaluate(&[rate.clone(), timer.clone()], &figures);
-        assert_eq!(verdicts[0].outcome, Outcome::Missed);
+        assert_eq!(verdicts[0].outcome, TargetOutcome::Missed);
         assert_eq!(verdicts[0].values[1].value, 2.0);
         assert!(!verdicts[0].values[0].met && !verdicts[0].values[1].met);
         assert!((verdicts[0].values[0].upper_95.unwrap() - 8.987).abs() < 1e-3);
         assert!((verdicts[0].seconds_to_prove.unwrap() - 179.74).abs() < 1e-2);
         // 0 in 200 s proves it.
         let long = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 0, 0)]);
-        assert_eq!(long[0].outcome, Outcome::Met);
+        assert_eq!(long[0].outcome, TargetOutcome::Met);
         // A target on another length counts the gaps of that length or more.
         let at_20us = Target {
             metric: Metric::InterruptionsPerMinute {
@@ -290,11 +290,11 @@ mod tests {
         some.gaps_ns = vec![1_500, 12_000, 25_000];
         let judged = evaluate(&[at_20us], &[some]);
         assert_eq!(judged[0].values[0].value, 0.1);
-        assert_eq!(judged[0].outcome, Outcome::Met);
-        assert_eq!(verdicts[1].outcome, Outcome::Met);
+        assert_eq!(judged[0].outcome, TargetOutcome::Met);
+        assert_eq!(verdicts[1].outcome, TargetOutcome::Met);
         assert_eq!(verdicts[1].values[1].value, 49.999);
         let unmeasured = evaluate(&[timer], &[cpu(1, 20.0, 0, 0)]);
-        assert_eq!(unmeasured[0].outcome, Outcome::NotMeasured);
+        assert_eq!(unmeasured[0].outcome, TargetOutcome::NotMeasured);
         assert!(unmeasured[0].values.is_empty());
     }
 }

@@ -28,7 +28,7 @@ use crate::measure::runner::harness;
 use crate::measure::runner::place;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::{CpuLoop, Finished, LoopPlan};
+use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::measure::trace::Explanation;
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
@@ -215,7 +215,7 @@ fn rounds(
     request: &CheckRequest,
     mut round_begins: impl FnMut(u32),
 ) -> Result<(Vec<JitterRun>, Vec<TimerRun>, bool), CheckError> {
-    let plan = LoopPlan {
+    let spec = LoopSpec {
         duration: request.round(),
         load: CpuSet::new(),
         inject: None,
@@ -229,7 +229,7 @@ fn rounds(
         let jitter_run = jitter::run(
             session,
             JitterRequest {
-                plan: plan.clone(),
+                spec: spec.clone(),
                 threshold_ns: JITTER_THRESHOLD_NS,
                 priority: None,
                 max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
@@ -244,7 +244,7 @@ fn rounds(
         let timer_run = timer::run(
             session,
             TimerRequest {
-                plan: plan.clone(),
+                spec: spec.clone(),
                 interval_ns: TIMER_INTERVAL_NS,
                 priority: DEFAULT_PRIORITY,
                 histogram_buckets: 0,

@@ -111,7 +111,7 @@ pub struct AuditArgs {
     /// unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
     #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
-    pub status: Vec<audit::Status>,
+    pub status: Vec<audit::FindingStatus>,
 
     /// Show only the findings of these layers (comma-separated): firmware, hardware, boot,
     /// sysctl, runtime, service, file, domain (the layer of the rule's fix, as `--explain`
@@ -349,7 +349,10 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
         print(&freebsd::render_audit(&machine, &findings, &view(args)))?;
     }
     Ok(
-        if findings.iter().any(|f| f.status == audit::Status::Fail) {
+        if findings
+            .iter()
+            .any(|f| f.status == audit::FindingStatus::Fail)
+        {
             exit::FAILURES
         } else {
             exit::OK

@@ -12,7 +12,7 @@ use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::bios::intents::{self, Change};
 use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
-use crate::bios::settings::{self, Journal, Outcome};
+use crate::bios::settings::{self, BiosStatus, Journal};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
@@ -261,7 +261,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
     let reboot_required = settings::verify(&after, &changes, None)
         .iter()
-        .any(|c| c.outcome != Outcome::Ok);
+        .any(|c| c.outcome != BiosStatus::Ok);
     print(&format!(
         "reboot_required: {}\n",
         if reboot_required { "yes" } else { "no" }
@@ -297,7 +297,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
             state.settings_object.is_some(),
         ))?;
     }
-    Ok(if checks.iter().any(|c| c.outcome == Outcome::Drift) {
+    Ok(if checks.iter().any(|c| c.outcome == BiosStatus::Drift) {
         exit::FAILURES
     } else {
         exit::OK

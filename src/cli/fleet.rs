@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::audit::profile;
-use crate::fleet::plan::{self, Outcome};
+use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::findings;
 use crate::plan::request::{PlanRequest, Profile};
@@ -198,7 +198,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     for group in plans {
         let dir = args.out.join(format!("group-{}", group.group));
         match group.outcome {
-            Outcome::Planned { files, left_out } => {
+            GroupOutcome::Planned { files, left_out } => {
                 super::plan::write_artifacts(&dir, &files, args.force)?;
                 writeln!(
                     page,
@@ -212,7 +212,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
                     writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
                 }
             }
-            Outcome::Refused(reasons) => {
+            GroupOutcome::Refused(reasons) => {
                 refused += 1;
                 writeln!(
                     page,

@@ -21,7 +21,7 @@ use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::segments::{Checkpoints, Progress};
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::{CpuLoop, Finished, LoopPlan};
+use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
 use crate::report::measure::document as measure_document;
 use crate::report::measure::header::{Measured, ResultHeader};
@@ -136,7 +136,7 @@ impl LoopArgs {
     /// What the loop engine is asked besides the CPUs (which `session` chose from `--cpus` and
     /// holds): the length of a round and the CPUs of `--load`, checked by the same rule.
     /// Refuses a hog on a measured CPU and an injector period longer than the run.
-    pub fn plan(&self, session: &Session) -> Result<LoopPlan> {
+    pub fn spec(&self, session: &Session) -> Result<LoopSpec> {
         let load = match &self.load {
             Some(load) => session
                 .check_cpus(load)
@@ -165,7 +165,7 @@ impl LoopArgs {
                 );
             }
         }
-        Ok(LoopPlan {
+        Ok(LoopSpec {
             duration: self.round(),
             load,
             inject: self.inject,
@@ -585,7 +585,7 @@ mod tests {
     }
 
     #[test]
-    fn loop_flags_become_a_checked_plan() {
+    fn loop_flags_become_a_checked_spec() {
         let dir = tempfile::tempdir().unwrap();
         let online = dir.path().join("sys/devices/system/cpu");
         std::fs::create_dir_all(&online).unwrap();
@@ -597,17 +597,17 @@ mod tests {
         let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
         let session =
             Session::open(SysRoot::dir(dir.path()), Engine::Freq, args.cpus.as_ref()).unwrap();
-        let plan = args.plan(&session).unwrap();
+        let spec = args.spec(&session).unwrap();
         assert_eq!(session.cpus.to_list(), "1");
-        assert_eq!(plan.duration, Duration::from_secs(2));
-        assert!(plan.load.is_empty());
-        assert_eq!(plan.inject.map(|i| i.spin_ns), Some(500_000));
-        let plan = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "0"])
-            .plan(&session)
+        assert_eq!(spec.duration, Duration::from_secs(2));
+        assert!(spec.load.is_empty());
+        assert_eq!(spec.inject.map(|i| i.spin_ns), Some(500_000));
+        let spec = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "0"])
+            .spec(&session)
             .unwrap();
-        assert_eq!(plan.load.to_list(), "0");
+        assert_eq!(spec.load.to_list(), "0");
         let err = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "3"])
-            .plan(&session)
+            .spec(&session)
             .unwrap_err();
         let err = format!("{err:#}");
         assert!(

@@ -79,14 +79,14 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     let session = open_loop_session(cli, Engine::Jitter, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
     let request = JitterRequest {
-        plan: args.common.plan(&session)?,
+        spec: args.common.spec(&session)?,
         threshold_ns: args.threshold.ns(),
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
         explain: args.explain,
     };
     args.common.in_rounds(|number| {
-        let duration = request.plan.duration;
+        let duration = request.spec.duration;
         let json = |so_far: &jitter::JitterRun, progress: Progress| {
             let result = printers::result(so_far);
             checkpoint_json(
@@ -103,7 +103,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
             |length| {
                 let mut segment = request.clone();
-                segment.plan.duration = length;
+                segment.spec.duration = length;
                 jitter::run(&session, segment)
             },
             |so_far| {

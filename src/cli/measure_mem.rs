@@ -10,9 +10,11 @@ use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::engines::membw::{
-    self, Kernels, MembwPlan, MembwPlanError, MembwRequest, MembwWarning, Stores,
+    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, MembwWarning, Stores,
 };
-use crate::measure::engines::memlat::{self, MemlatPlan, MemlatPlanError, MemlatRequest, Window};
+use crate::measure::engines::memlat::{
+    self, MemlatRequest, MemlatSizing, MemlatSizingError, Window,
+};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::session::Engine;
@@ -145,26 +147,26 @@ impl MembwArgs {
     }
 }
 
-/// The membw plan for these flags on the chosen CPUs, with the flag named in its errors.
-fn plan_membw(
+/// The membw sizing for these flags on the chosen CPUs, with the flag named in its errors.
+fn size_membw(
     topology: &Topology,
     places: &[CpuPlace],
     budget: &MemoryBudget,
     args: &MembwArgs,
-) -> Result<MembwPlan> {
+) -> Result<MembwSizing> {
     args.request()?
-        .plan(topology, places, budget)
+        .size(topology, places, budget)
         .map_err(|e| {
             let flag = match &e {
-                MembwPlanError::TooManyThreads { threads, .. } => {
+                MembwSizingError::TooManyThreads { threads, .. } => {
                     Some(format!("--threads {threads}"))
                 }
-                MembwPlanError::ArraysTooLarge { array_bytes }
-                | MembwPlanError::ArraysTooSmall { array_bytes, .. } => {
+                MembwSizingError::ArraysTooLarge { array_bytes }
+                | MembwSizingError::ArraysTooSmall { array_bytes, .. } => {
                     Some(format!("--size {array_bytes}"))
                 }
-                MembwPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
-                MembwPlanError::Memory(_) => None,
+                MembwSizingError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
+                MembwSizingError::Memory(_) => None,
             };
             with_flag(e, flag)
         })
@@ -204,14 +206,14 @@ where
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Membw, false)?;
-    let plan = plan_membw(
+    let sizing = size_membw(
         &session.machine.topology,
         &session.places,
         &session.budget,
         args,
     )?;
-    let report = membw::run(&session, &plan)?;
-    let mut warnings: Vec<String> = plan.warnings.iter().map(membw_warning).collect();
+    let report = membw::run(&session, &sizing)?;
+    let mut warnings: Vec<String> = sizing.warnings.iter().map(membw_warning).collect();
     warnings.extend(report.system.warnings.iter().cloned());
     let validated = report.system.validation.validated
         && report
@@ -248,29 +250,29 @@ impl MemlatArgs {
     }
 }
 
-/// The memlat plan for these flags on the chosen CPUs, with the flag named in its errors.
-fn plan_memlat(
+/// The memlat sizing for these flags on the chosen CPUs, with the flag named in its errors.
+fn size_memlat(
     topology: &Topology,
     places: &[CpuPlace],
     budget: &MemoryBudget,
     args: &MemlatArgs,
-) -> Result<MemlatPlan> {
+) -> Result<MemlatSizing> {
     let hugepages = |e: &MemoryError| e.is_about_hugepages().then(|| "--hugepages".to_string());
-    args.request().plan(topology, places, budget).map_err(|e| {
-        if let MemlatPlanError::TooFewLoadCpus { threads, free, .. } = e {
+    args.request().size(topology, places, budget).map_err(|e| {
+        if let MemlatSizingError::TooFewLoadCpus { threads, free, .. } = e {
             return anyhow::anyhow!(
                 "--load {threads}: {e}; give --load {free} at most, or more --cpus"
             );
         }
         let flag = match &e {
-            MemlatPlanError::TooFewLoadCpus { .. } => None,
-            MemlatPlanError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
-            MemlatPlanError::NoCpu | MemlatPlanError::Chase(_) => None,
-            MemlatPlanError::StrideTooLarge => Some("--stride".to_string()),
-            MemlatPlanError::WindowTooLarge => Some("--window".to_string()),
-            MemlatPlanError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
-            MemlatPlanError::Memory(e) => hugepages(e),
-            MemlatPlanError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
+            MemlatSizingError::TooFewLoadCpus { .. } => None,
+            MemlatSizingError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
+            MemlatSizingError::NoCpu | MemlatSizingError::Chase(_) => None,
+            MemlatSizingError::StrideTooLarge => Some("--stride".to_string()),
+            MemlatSizingError::WindowTooLarge => Some("--window".to_string()),
+            MemlatSizingError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
+            MemlatSizingError::Memory(e) => hugepages(e),
+            MemlatSizingError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
         };
         with_flag(e, flag).context("memlat")
     })
@@ -281,13 +283,13 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
     // At once: one size's samples and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let plan = plan_memlat(
+    let sizing = size_memlat(
         &session.machine.topology,
         &session.places,
         &session.budget,
         args,
     )?;
-    let report = memlat::run(&session, &plan)?;
+    let report = memlat::run(&session, &sizing)?;
     let results = Results {
         kind: Kind::MeasureMemlat,
         method: "dependent pointer chase over a random single cycle, one pointer per stride, \
@@ -414,29 +416,29 @@ mod tests {
         let dir = machine_tree(2, 1, 4, 16, &[64 << 20, 64 << 20]);
         let topo = topology(&dir);
         let places = place::places(&topo);
-        let plan = plan_membw(&topo, &places, &budget(128 << 20), &membw_args(&[])).unwrap();
-        assert_eq!(plan.total_cache_bytes, ((2 * 16) << 20) + 8 * 576 * 1024);
-        assert_eq!(plan.rule_bytes, 4 * plan.total_cache_bytes);
-        assert_eq!(plan.elements as u64, plan.rule_bytes / 8);
+        let sizing = size_membw(&topo, &places, &budget(128 << 20), &membw_args(&[])).unwrap();
+        assert_eq!(sizing.total_cache_bytes, ((2 * 16) << 20) + 8 * 576 * 1024);
+        assert_eq!(sizing.rule_bytes, 4 * sizing.total_cache_bytes);
+        assert_eq!(sizing.elements as u64, sizing.rule_bytes / 8);
         // One thread per core, the two packages alternating.
-        assert_eq!(plan.system_cpus, vec![0, 4, 1, 5, 2, 6, 3, 7]);
+        assert_eq!(sizing.system_cpus, vec![0, 4, 1, 5, 2, 6, 3, 7]);
         // Two nodes: a 2 × 2 matrix, rows with the node's cores.
         assert_eq!(
-            plan.rows,
+            sizing.rows,
             vec![(0, vec![0, 1, 2, 3]), (1, vec![4, 5, 6, 7])]
         );
-        assert_eq!(plan.columns, vec![0, 1]);
-        assert!(plan.warnings.is_empty());
+        assert_eq!(sizing.columns, vec![0, 1]);
+        assert!(sizing.warnings.is_empty());
 
-        let plan = plan_membw(
+        let sizing = size_membw(
             &topo,
             &places,
             &budget(128 << 20),
             &membw_args(&["--threads", "3", "--nodes", "1"]),
         )
         .unwrap();
-        assert_eq!(plan.system_cpus, vec![0, 4, 1]);
-        assert_eq!(plan.rows, vec![(1, vec![4, 5, 6, 7])]);
+        assert_eq!(sizing.system_cpus, vec![0, 4, 1]);
+        assert_eq!(sizing.rows, vec![(1, vec![4, 5, 6, 7])]);
     }
 
     #[test]
@@ -446,20 +448,21 @@ mod tests {
         let topo = topology(&tree);
         assert_eq!(topo.total_cache_bytes(), 265 << 20);
         let places = place::places(&topo);
-        let plan = plan_membw(
+        let sizing = size_membw(
             &topo,
             &places,
             &budget(u64::MAX / 2048),
             &membw_args(&["--nodes", "0"]),
         );
         // The tree's nodes have no memory: an explicit node without memory is refused.
-        let err = format!("{:#}", plan.unwrap_err());
+        let err = format!("{:#}", sizing.unwrap_err());
         assert!(err.contains("node 0 has no memory"), "{err}");
-        let plan = plan_membw(&topo, &places, &budget(u64::MAX / 2048), &membw_args(&[])).unwrap();
-        assert_eq!(plan.rule_bytes, 1060 << 20);
-        assert_eq!(plan.elements, (1060 << 20) / 8);
+        let sizing =
+            size_membw(&topo, &places, &budget(u64::MAX / 2048), &membw_args(&[])).unwrap();
+        assert_eq!(sizing.rule_bytes, 1060 << 20);
+        assert_eq!(sizing.elements, (1060 << 20) / 8);
         assert!(
-            plan.columns.is_empty(),
+            sizing.columns.is_empty(),
             "memory-less nodes are skipped by default"
         );
     }
@@ -469,57 +472,57 @@ mod tests {
         let dir = machine_tree(2, 1, 2, 1, &[1 << 20, 1 << 20]);
         let topo = topology(&dir);
         let places = place::places(&topo);
-        let plan = |available_kib, args: &[&str]| {
-            plan_membw(&topo, &places, &budget(available_kib), &membw_args(args))
+        let sizing = |available_kib, args: &[&str]| {
+            size_membw(&topo, &places, &budget(available_kib), &membw_args(args))
                 .map_err(|e| format!("{e:#}"))
         };
-        let err = plan(100 << 10, &[]).unwrap_err();
+        let err = sizing(100 << 10, &[]).unwrap_err();
         assert!(err.contains("MemAvailable"), "{err}");
-        let err = plan(64 << 20, &["--size", "512M"]).unwrap_err();
+        let err = sizing(64 << 20, &["--size", "512M"]).unwrap_err();
         assert!(
             err.contains("NUMA node 0") && err.contains("MemFree"),
             "{err}"
         );
-        let err = plan(64 << 20, &["--nodes", "7"]).unwrap_err();
+        let err = sizing(64 << 20, &["--nodes", "7"]).unwrap_err();
         assert!(err.contains("node 7 does not exist (nodes: 0-1)"), "{err}");
-        let err = plan(64 << 20, &["--threads", "9"]).unwrap_err();
+        let err = sizing(64 << 20, &["--threads", "9"]).unwrap_err();
         assert!(err.contains("only 4 CPUs"), "{err}");
-        let plan = plan(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
+        let sizing = sizing(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
         assert!(
-            membw_warning(&plan.warnings[0]).contains("--size 16 MiB is below STREAM's rule"),
+            membw_warning(&sizing.warnings[0]).contains("--size 16 MiB is below STREAM's rule"),
             "{:?}",
-            plan.warnings
+            sizing.warnings
         );
     }
 
     #[test]
-    fn memlat_plan_checks_cpu_nodes_and_hugepages() {
+    fn memlat_sizing_checks_cpu_nodes_and_hugepages() {
         let dir = machine_tree(2, 1, 2, 32, &[1 << 20, 1 << 20]);
         let topo = topology(&dir);
         let places = place::places(&topo);
-        let plan = plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(&[])).unwrap();
-        assert_eq!(plan.curve.cpu, 0);
+        let sizing = size_memlat(&topo, &places, &budget(4 << 20), &memlat_args(&[])).unwrap();
+        assert_eq!(sizing.curve.cpu, 0);
         // 2 × 32 MiB of L3: up to 256 MiB.
-        assert_eq!(plan.curve.sizes.last(), Some(&(256 << 20)));
-        assert_eq!(plan.curve.window_bytes, Some(4096));
-        assert_eq!(plan.rows, vec![(0, 0), (1, 2)]);
-        assert_eq!(plan.columns, vec![0, 1]);
+        assert_eq!(sizing.curve.sizes.last(), Some(&(256 << 20)));
+        assert_eq!(sizing.curve.window_bytes, Some(4096));
+        assert_eq!(sizing.rows, vec![(0, 0), (1, 2)]);
+        assert_eq!(sizing.columns, vec![0, 1]);
 
         let args = memlat_args(&[
             "--cpu", "3", "--window", "full", "--sizes", "16K,1M", "--node", "1",
         ]);
-        let plan = plan_memlat(&topo, &places, &budget(4 << 20), &args).unwrap();
+        let sizing = size_memlat(&topo, &places, &budget(4 << 20), &args).unwrap();
         assert_eq!(
             (
-                plan.curve.cpu,
-                plan.curve.window_bytes,
-                plan.curve.memory_node
+                sizing.curve.cpu,
+                sizing.curve.window_bytes,
+                sizing.curve.memory_node
             ),
             (3, None, Some(1))
         );
 
         let refused = |args: &[&str]| {
-            let err = plan_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args));
+            let err = size_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args));
             format!("{:#}", err.unwrap_err())
         };
         let err = refused(&["--cpu", "9"]);
@@ -540,7 +543,7 @@ mod tests {
             hugepages_free: Avail::Available(1 << 20),
             ..budget(4 << 20)
         };
-        let err = plan_memlat(
+        let err = size_memlat(
             &topo,
             &places,
             &hp,
@@ -567,59 +570,59 @@ mod tests {
         // epyc7f32-2s: 16 × (32 + 32 + 512 KiB + 16 MiB) = 265 MiB of cache → 1060 MiB per
         // array; threads alternate sockets; one matrix row per socket node.
         let (m, places, budget) = fixture("epyc7f32-2s");
-        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(plan.total_cache_bytes, 265 << 20);
-        assert_eq!(plan.rule_bytes, 1060 << 20);
-        assert_eq!(plan.system_cpus[..4], [0, 8, 1, 9]);
-        assert_eq!(plan.system_cpus.len(), 16);
+        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(sizing.total_cache_bytes, 265 << 20);
+        assert_eq!(sizing.rule_bytes, 1060 << 20);
+        assert_eq!(sizing.system_cpus[..4], [0, 8, 1, 9]);
+        assert_eq!(sizing.system_cpus.len(), 16);
         assert_eq!(
-            plan.rows,
+            sizing.rows,
             vec![(0, (0..8).collect()), (1, (8..16).collect())]
         );
-        assert_eq!(plan.columns, vec![0, 1]);
-        assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+        assert_eq!(sizing.columns, vec![0, 1]);
+        assert!(sizing.warnings.is_empty(), "{:?}", sizing.warnings);
 
         // milan64-nps4-smt: 64 × 576 KiB + 8 × 32 MiB = 292 MiB; one thread per core, the
         // four nodes in turn, then the other L3 group of each node.
         let (m, places, budget) = fixture("milan64-nps4-smt");
-        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(plan.rule_bytes, 4 * (292 << 20));
-        assert_eq!(plan.system_cpus.len(), 64);
-        assert_eq!(plan.system_cpus[..8], [0, 16, 32, 48, 8, 24, 40, 56]);
-        assert!(plan.system_cpus.iter().all(|&c| c < 64), "no SMT sibling");
-        assert_eq!(plan.columns, vec![0, 1, 2, 3]);
-        assert_eq!(plan.rows[1].1.len(), 16);
+        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(sizing.rule_bytes, 4 * (292 << 20));
+        assert_eq!(sizing.system_cpus.len(), 64);
+        assert_eq!(sizing.system_cpus[..8], [0, 16, 32, 48, 8, 24, 40, 56]);
+        assert!(sizing.system_cpus.iter().all(|&c| c < 64), "no SMT sibling");
+        assert_eq!(sizing.columns, vec![0, 1, 2, 3]);
+        assert_eq!(sizing.rows[1].1.len(), 16);
         // memlat: 4 × 256 MiB of L3 → the curve reaches 1 GiB; one chasing CPU per node.
-        let plan = plan_memlat(&m.topology, &places, &budget, &memlat_args(&[])).unwrap();
-        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
-        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+        let sizing = size_memlat(&m.topology, &places, &budget, &memlat_args(&[])).unwrap();
+        assert_eq!(sizing.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(sizing.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
 
         // kvm-guest-2vcpu (this development VM): 2 × (32 + 32 KiB + 1 MiB) + 32 MiB of cache
         // → 136.5 MiB per array; one node, so no matrix unless asked for.
         let (m, places, budget) = fixture("kvm-guest-2vcpu");
-        let plan = plan_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(plan.rule_bytes, 4 * ((2 * 1088) << 10) + (128 << 20));
-        assert_eq!(plan.system_cpus, vec![0, 1]);
-        assert!(plan.rows.is_empty() && plan.columns.is_empty());
-        let plan = plan_membw(
+        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
+        assert_eq!(sizing.rule_bytes, 4 * ((2 * 1088) << 10) + (128 << 20));
+        assert_eq!(sizing.system_cpus, vec![0, 1]);
+        assert!(sizing.rows.is_empty() && sizing.columns.is_empty());
+        let sizing = size_membw(
             &m.topology,
             &places,
             &budget,
             &membw_args(&["--nodes", "0"]),
         )
         .unwrap();
-        assert_eq!((plan.rows.len(), plan.columns.clone()), (1, vec![0]));
+        assert_eq!((sizing.rows.len(), sizing.columns.clone()), (1, vec![0]));
 
         // xeon-2s-smt: siblings N and N+56; two L3 groups, one per socket.
         let (m, places, budget) = fixture("xeon-2s-smt");
-        let plan = plan_membw(
+        let sizing = size_membw(
             &m.topology,
             &places,
             &budget,
             &membw_args(&["--threads", "4"]),
         )
         .unwrap();
-        assert_eq!(plan.system_cpus, vec![0, 28, 1, 29]);
+        assert_eq!(sizing.system_cpus, vec![0, 28, 1, 29]);
         assert_eq!(place::group_breaks(&places), vec![55]);
         let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
         assert_eq!(order, vec![0, 56, 1, 57]);

@@ -99,9 +99,9 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     }
     let session = open_loop_session(cli, Engine::Timer, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
-    let plan = args.common.plan(&session)?;
+    let spec = args.common.spec(&session)?;
     let request = TimerRequest {
-        plan,
+        spec,
         interval_ns: args.interval.ns(),
         priority: args.priority,
         histogram_buckets: buckets as usize,
@@ -113,7 +113,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     args.common.in_rounds(|_| {
-        let duration = request.plan.duration;
+        let duration = request.spec.duration;
         let json = |so_far: &timer::TimerRun, progress: Progress| {
             let result = printers::result(so_far);
             checkpoint_json(
@@ -130,7 +130,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
             |length| {
                 let mut segment = request.clone();
-                segment.plan.duration = length;
+                segment.spec.duration = length;
                 timer::run(&session, segment)
             },
             |so_far| so_far.session.interrupted,

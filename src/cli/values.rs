@@ -392,13 +392,13 @@ pub(crate) fn priority(text: &str) -> Result<u8, String> {
 }
 
 /// `--status`: a finding status by its name (`fail`, `warn`, ...).
-pub(crate) fn status(text: &str) -> Result<crate::audit::Status, String> {
-    use crate::audit::Status;
-    Status::ALL
+pub(crate) fn status(text: &str) -> Result<crate::audit::FindingStatus, String> {
+    use crate::audit::FindingStatus;
+    FindingStatus::ALL
         .into_iter()
         .find(|s| s.name() == text)
         .ok_or_else(|| {
-            let names: Vec<_> = Status::ALL.iter().map(|s| s.name()).collect();
+            let names: Vec<_> = FindingStatus::ALL.iter().map(|s| s.name()).collect();
             format!("no status '{text}'; the statuses: {}", names.join(", "))
         })
 }

@@ -398,11 +398,16 @@ fn judge(id: usize, key: &[&str], mut members: Vec<&Host>, states: &[HostState])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::Status;
+    use crate::audit::FindingStatus;
     use crate::fleet::host::Verdict;
     use crate::machine::fingerprint::Fingerprint;
 
-    fn host(name: &str, cpu: &str, bios: &str, status: Status) -> Result<HostRead, HostError> {
+    fn host(
+        name: &str,
+        cpu: &str,
+        bios: &str,
+        status: FindingStatus,
+    ) -> Result<HostRead, HostError> {
         let fields = [
             ("firmware.system", "R740"),
             ("cpu.model", cpu),
@@ -415,7 +420,11 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         );
-        let observed = if status == Status::Pass { "" } else { "on" };
+        let observed = if status == FindingStatus::Pass {
+            ""
+        } else {
+            "on"
+        };
         Ok(HostRead {
             host: name.into(),
             file: PathBuf::from(format!("{name}.lowlat")),
@@ -434,15 +443,18 @@ mod tests {
     fn the_minority_is_named_field_by_field_and_a_tie_judges_no_one() {
         let mut fleet = Fleet::default();
         for (name, cpu, bios, status) in [
-            ("a", "Xeon", "1", Status::Pass),
-            ("b", "Xeon", "1", Status::Pass),
-            ("c", "Xeon", "2", Status::Fail),
-            ("d", "Epyc", "1", Status::Pass),
-            ("e", "Epyc", "2", Status::Pass),
+            ("a", "Xeon", "1", FindingStatus::Pass),
+            ("b", "Xeon", "1", FindingStatus::Pass),
+            ("c", "Xeon", "2", FindingStatus::Fail),
+            ("d", "Epyc", "1", FindingStatus::Pass),
+            ("e", "Epyc", "2", FindingStatus::Pass),
         ] {
             fleet.add(Path::new(name), host(name, cpu, bios, status));
         }
-        fleet.add(Path::new("again"), host("a", "Xeon", "1", Status::Pass));
+        fleet.add(
+            Path::new("again"),
+            host("a", "Xeon", "1", FindingStatus::Pass),
+        );
         let report = fleet.report(ProfileName::LowLatency);
         assert_eq!(report.hosts, 5);
         assert_eq!(report.distinct_states, 4, "a and b share one state");

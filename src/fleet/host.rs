@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::audit::{self, Profile, Status};
+use crate::audit::{self, FindingStatus, Profile};
 use crate::machine::fingerprint::Fingerprint;
 use crate::machine::{Machine, ReadOptions};
 use crate::snapshot::{self, SnapshotError};
@@ -27,7 +27,7 @@ pub struct Verdict {
     /// The rule id (`LL-SMT`).
     pub rule: String,
     /// The status of its finding.
-    pub status: Status,
+    pub status: FindingStatus,
     /// What the rule observed, kept only when the rule did not pass (empty otherwise).
     pub observed: String,
 }
@@ -85,7 +85,7 @@ pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
         .findings
         .into_iter()
         .map(|finding| Verdict {
-            observed: if finding.status == Status::Pass {
+            observed: if finding.status == FindingStatus::Pass {
                 String::new()
             } else {
                 finding.observed

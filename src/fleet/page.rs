@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::group::{FleetReport, Group};
-use crate::audit::Status;
+use crate::audit::FindingStatus;
 use crate::text::escape_controls;
 use crate::units::plural;
 
@@ -33,7 +33,7 @@ pub fn render(report: &FleetReport) -> String {
         render_group(&mut page, group);
     }
     let _ = writeln!(page, "\nRules: hosts per status");
-    let statuses = Status::ALL;
+    let statuses = FindingStatus::ALL;
     let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(4);
     let _ = write!(page, "  {:<width$}", "rule");
     for status in statuses {

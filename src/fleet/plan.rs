@@ -34,12 +34,12 @@ pub struct GroupPlan {
     /// The group's id in the report.
     pub group: usize,
     /// What became of it.
-    pub outcome: Outcome,
+    pub outcome: GroupOutcome,
 }
 
 /// A group's plan, or the refusal.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum GroupOutcome {
     /// The plan's artifacts, with `hosts.txt` (the group's hosts, one a line) among them.
     Planned {
         /// The files to write.
@@ -99,9 +99,9 @@ pub fn plans(
                 let (listed, left_out) = hosts_list(group);
                 let mut files = plan_group(group, request, profile)?;
                 files.push(Artifact::text("hosts.txt", None, listed));
-                Outcome::Planned { files, left_out }
+                GroupOutcome::Planned { files, left_out }
             } else {
-                Outcome::Refused(refusals)
+                GroupOutcome::Refused(refusals)
             };
             Ok(GroupPlan {
                 group: group.id,

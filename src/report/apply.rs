@@ -267,7 +267,7 @@ mod tests {
             checks: vec![verify::Check {
                 id: "cmdline:nohz_full".parse().unwrap(),
                 layer: crate::tuning::setting::Layer::Boot,
-                status: verify::Status::Drift,
+                status: verify::VerifyStatus::Drift,
                 expected: long.into(),
                 actual: long.into(),
             }],

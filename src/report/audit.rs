@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
-use crate::audit::{Audit, AuditPartition, Counts, Finding, Remediation, Status};
+use crate::audit::{Audit, AuditPartition, Counts, Finding, FindingStatus, Remediation};
 use crate::document::{Document, Kind};
 use crate::machine::{Machine, Warning};
 use crate::report::host;
@@ -27,7 +27,7 @@ pub struct View {
     /// Every detail line and fix command, without `... and N more`.
     pub all: bool,
     /// Only the findings of these statuses; empty: every status.
-    pub statuses: Vec<Status>,
+    pub statuses: Vec<FindingStatus>,
     /// Only the findings of these layers; empty: every layer.
     pub layers: Vec<Layer>,
 }
@@ -180,7 +180,7 @@ fn layer_heading(layer: Layer) -> &'static str {
 
 /// "3 pass, 1 fail" for the statuses present.
 fn counts_text(counts: &Counts) -> String {
-    Status::ALL
+    FindingStatus::ALL
         .iter()
         .filter(|s| counts.get(**s) > 0)
         .map(|s| format!("{} {}", counts.get(*s), s.name()))
@@ -245,9 +245,9 @@ pub(crate) fn render_findings(out: &mut String, findings: &[Finding], view: &Vie
     }
 }
 
-fn status_label(status: Status) -> String {
+fn status_label(status: FindingStatus) -> String {
     match status {
-        Status::Fail | Status::Warn => status.name().to_uppercase(),
+        FindingStatus::Fail | FindingStatus::Warn => status.name().to_uppercase(),
         other => other.name().to_string(),
     }
 }
@@ -265,7 +265,7 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) 
         finding.observed
     );
     match finding.status {
-        Status::Fail | Status::Warn => {
+        FindingStatus::Fail | FindingStatus::Warn => {
             let details = if all {
                 finding.details.len()
             } else {
@@ -286,7 +286,7 @@ fn render_finding(out: &mut String, finding: &Finding, width: usize, all: bool) 
             }
             return render_fix(out, &finding.remediation, all);
         }
-        Status::Unknown => {
+        FindingStatus::Unknown => {
             let remediation = &finding.remediation;
             if let Some(step) = remediation.bios.first() {
                 let _ = writeln!(
@@ -391,7 +391,7 @@ impl HandFix {
 /// `not planned (trade-off): what it gives up`, for a warning whose fix is a trade-off.
 pub(crate) fn tradeoff_not_planned(finding: &Finding) -> Option<String> {
     let tradeoff = finding.security_tradeoff.as_deref()?;
-    (finding.status == Status::Warn).then(|| {
+    (finding.status == FindingStatus::Warn).then(|| {
         format!(
             "not planned (trade-off): {tradeoff}; `lowlat plan --allow-security-tradeoffs` plans it"
         )

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
-use crate::bios::settings::{Check, JournalEntry, Outcome};
+use crate::bios::settings::{BiosStatus, Check, JournalEntry};
 use crate::bios::{BiosState, value_text};
 
 /// The summary of `bios read`: the system, the registry, each intent this BIOS carries, and
@@ -87,9 +87,9 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
         let word = match c.outcome {
-            Outcome::Ok => "ok",
-            Outcome::PendingReset => "pending-reset",
-            Outcome::Drift => "drift",
+            BiosStatus::Ok => "ok",
+            BiosStatus::PendingReset => "pending-reset",
+            BiosStatus::Drift => "drift",
         };
         let shown = c
             .display_name
@@ -114,15 +114,15 @@ pub fn render_verify(checks: &[Check], shows_pending: bool) -> String {
             );
         }
     }
-    let count = |o: Outcome| checks.iter().filter(|c| c.outcome == o).count();
+    let count = |o: BiosStatus| checks.iter().filter(|c| c.outcome == o).count();
     let _ = writeln!(
         out,
         "\n{} ok, {} pending a reset, {} drift",
-        count(Outcome::Ok),
-        count(Outcome::PendingReset),
-        count(Outcome::Drift)
+        count(BiosStatus::Ok),
+        count(BiosStatus::PendingReset),
+        count(BiosStatus::Drift)
     );
-    if !shows_pending && count(Outcome::Drift) > 0 {
+    if !shows_pending && count(BiosStatus::Drift) > 0 {
         out.push_str(
             "This BMC shows no staged values (no @Redfish.Settings): a change `bios apply` staged is visible only after the next reset.\n",
         );

@@ -9,8 +9,8 @@ use super::measure::explain::ExplainJson;
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
-use crate::audit::{Audit, Counts, Status};
-use crate::check::{CpuFigures, Outcome, TargetVerdict};
+use crate::audit::{Audit, Counts, FindingStatus};
+use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
 use crate::report::table::aligned;
@@ -52,12 +52,12 @@ impl CheckReport<'_> {
         for verdict in self.targets {
             let what = verdict.target.metric.describe();
             match verdict.outcome {
-                Outcome::Met => {}
-                Outcome::Missed => failures.push(format!(
+                TargetOutcome::Met => {}
+                TargetOutcome::Missed => failures.push(format!(
                     "{what} not below {} on every CPU",
                     verdict.target.below
                 )),
-                Outcome::NotMeasured => failures.push(format!("{what} was not measured")),
+                TargetOutcome::NotMeasured => failures.push(format!("{what} was not measured")),
             }
         }
         if !self.complete {
@@ -118,7 +118,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
             .audit
             .findings
             .iter()
-            .filter(|f| f.status == Status::Fail)
+            .filter(|f| f.status == FindingStatus::Fail)
             .map(|f| f.rule.as_str())
             .collect(),
         figures: report.figures,
@@ -169,7 +169,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .audit
         .findings
         .iter()
-        .filter(|f| f.status == Status::Fail)
+        .filter(|f| f.status == FindingStatus::Fail)
         .map(|f| f.rule.as_str())
         .collect();
     if !failed.is_empty() {
@@ -254,9 +254,9 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     }
     for verdict in report.targets {
         let outcome = match verdict.outcome {
-            Outcome::Met => "met",
-            Outcome::Missed => "MISSED",
-            Outcome::NotMeasured => "NOT MEASURED",
+            TargetOutcome::Met => "met",
+            TargetOutcome::Missed => "MISSED",
+            TargetOutcome::NotMeasured => "NOT MEASURED",
         };
         let values: Vec<String> = verdict
             .values

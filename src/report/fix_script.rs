@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::audit::{HandFix, View};
 use crate::audit::profile::ProfileInfo;
-use crate::audit::{Audit, Counts, Finding, Status};
+use crate::audit::{Audit, Counts, Finding, FindingStatus};
 use crate::text::escape_controls;
 use crate::tuning::commands::{self, shell_word};
 use crate::tuning::grub_block;
@@ -72,7 +72,7 @@ fn block(out: &mut String, finding: &Finding) {
     let tradeoff = finding
         .security_tradeoff
         .as_deref()
-        .filter(|_| finding.status == Status::Warn);
+        .filter(|_| finding.status == FindingStatus::Warn);
     if let Some(tradeoff) = tradeoff {
         let accept = if fix.now.is_empty() {
             "Add its kernel arguments to the reboot block to accept it."
@@ -221,7 +221,7 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
     let mut boot = Vec::new();
     for finding in shown
         .iter()
-        .filter(|f| f.security_tradeoff.is_none() || f.status == Status::Fail)
+        .filter(|f| f.security_tradeoff.is_none() || f.status == FindingStatus::Fail)
     {
         let settings: Vec<&Setting> = finding
             .remediation

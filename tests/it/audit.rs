@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use lowlat::audit::{self, Status, partition, profile};
+use lowlat::audit::{self, FindingStatus, partition, profile};
 use lowlat::machine::Machine;
 use lowlat::sysroot::SysRoot;
 
@@ -322,7 +322,7 @@ fn the_plan_gets_the_settings_of_failing_findings() {
     let passing: Vec<String> = result
         .findings
         .iter()
-        .filter(|f| f.status == Status::Pass)
+        .filter(|f| f.status == FindingStatus::Pass)
         .flat_map(|f| f.remediation.settings.iter().map(|s| s.id.to_string()))
         .collect();
     assert!(passing.is_empty(), "{passing:?}");

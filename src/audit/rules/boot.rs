@@ -1,7 +1,7 @@
 //! Rules on the kernel command line and the kernel itself: isolation parameters, the CPU
 //! partition they describe, huge pages, idle and timer parameters, the RT kernel, the IOMMU.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::kernel_build::{self, Needs};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
@@ -333,7 +333,7 @@ fn preempt_rt(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     match kernel.preempt_rt.get().copied().or(by_config).as_ref() {
         Some(true) => RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("PREEMPT_RT kernel {release}"),
             expected,
         )
@@ -346,7 +346,7 @@ fn preempt_rt(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "not real-time".to_string());
             let mut outcome = RuleOutcome::new(
-                Status::Fail,
+                FindingStatus::Fail,
                 format!("kernel {release} is not PREEMPT_RT (preemption: {model})"),
                 expected,
             )
@@ -401,9 +401,10 @@ fn isolation_list(
     let fix = Fix::cmdline(key, iso.to_list());
     let given = match given {
         None => {
-            let mut outcome = RuleOutcome::new(Status::Fail, format!("{key}= not set"), &expected)
-                .evidence(CMDLINE)
-                .fix(fix);
+            let mut outcome =
+                RuleOutcome::new(FindingStatus::Fail, format!("{key}= not set"), &expected)
+                    .evidence(CMDLINE)
+                    .fix(fix);
             if let Some(typo) = misspelt(cmd, key) {
                 outcome = outcome.detail(format!(
                     "{} is on the command line: a misspelling the kernel ignores",
@@ -413,24 +414,28 @@ fn isolation_list(
             return outcome;
         }
         Some(Avail::Unavailable { unavailable }) => {
-            return RuleOutcome::new(Status::Fail, unavailable.clone(), &expected)
+            return RuleOutcome::new(FindingStatus::Fail, unavailable.clone(), &expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
         Some(Avail::Available(set)) => set,
     };
-    let mut outcome = RuleOutcome::new(Status::Pass, format!("{key}={}", cpus(given)), &expected)
-        .evidence(CMDLINE);
+    let mut outcome = RuleOutcome::new(
+        FindingStatus::Pass,
+        format!("{key}={}", cpus(given)),
+        &expected,
+    )
+    .evidence(CMDLINE);
     if given != iso {
         outcome = outcome
-            .with_status(Status::Fail)
+            .with_status(FindingStatus::Fail)
             .detail(difference(given, iso))
             .fix(fix);
     }
     if let Some((path, Avail::Available(applied))) = effective {
         outcome = outcome.evidence(path);
         if applied != given {
-            outcome = outcome.with_status(Status::Fail).detail(format!(
+            outcome = outcome.with_status(FindingStatus::Fail).detail(format!(
                 "the kernel applies {} ({path}), not the {} asked for: it lacks support or rejected the list",
                 cpus(applied),
                 cpus(given)
@@ -501,15 +506,16 @@ fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let fix = Fix::cmdline("isolcpus", format!("{flags},{}", iso.to_list()));
     let isolcpus = match &ctx.machine.kernel.isolation.isolcpus {
         None if required => {
-            return RuleOutcome::new(Status::Fail, "isolcpus= not set", expected)
+            return RuleOutcome::new(FindingStatus::Fail, "isolcpus= not set", expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
         None => {
-            return RuleOutcome::new(Status::Pass, "isolcpus= not set", expected).evidence(CMDLINE);
+            return RuleOutcome::new(FindingStatus::Pass, "isolcpus= not set", expected)
+                .evidence(CMDLINE);
         }
         Some(Avail::Unavailable { unavailable }) => {
-            return RuleOutcome::new(Status::Fail, unavailable.clone(), expected)
+            return RuleOutcome::new(FindingStatus::Fail, unavailable.clone(), expected)
                 .evidence(CMDLINE)
                 .fix(fix);
         }
@@ -537,7 +543,7 @@ fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     if let Avail::Available(applied) = &ctx.machine.kernel.isolation.isolated {
         outcome = outcome.evidence(ISOLATED_SYSFS);
         if isolcpus.domain && applied != &isolcpus.cpus {
-            outcome = outcome.with_status(Status::Fail).detail(format!(
+            outcome = outcome.with_status(FindingStatus::Fail).detail(format!(
                 "the kernel isolates {} ({ISOLATED_SYSFS}), not the {} asked for",
                 cpus(applied),
                 cpus(&isolcpus.cpus)
@@ -589,7 +595,7 @@ fn core_types(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if kinds.len() < 2 {
         let only = kinds.first().map_or("none", |k| k.plural());
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("isolated CPUs {iso}: {only}"),
             expected,
         )
@@ -598,7 +604,7 @@ fn core_types(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let p = iso.intersection(&types.performance);
     let e = iso.intersection(&types.efficiency);
     RuleOutcome::new(
-        Status::Fail,
+        FindingStatus::Fail,
         format!("isolated CPUs {iso} mix P-cores ({p}) and E-cores ({e})"),
         expected,
     )
@@ -653,7 +659,7 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .evidence("/proc/irq/*/effective_affinity_list")
         .evidence("/proc/interrupts");
     if named.count() > 0 && managed_irq_on && movable == 0 {
-        outcome = outcome.with_status(Status::Warn).detail(
+        outcome = outcome.with_status(FindingStatus::Warn).detail(
             "isolcpus=managed_irq is in effect; these are per-CPU queues whose own mask is one isolated CPU, which no setting can move: they fire only for I/O issued from that CPU, so keep I/O off the isolated CPUs",
         );
     } else if named.count() > 0 {
@@ -695,10 +701,10 @@ fn housekeeping_per_node(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     }
     let observed = format!("housekeeping per node: {}", per_node.join("; "));
     if lacking.is_empty() {
-        return RuleOutcome::new(Status::Pass, observed, expected)
+        return RuleOutcome::new(FindingStatus::Pass, observed, expected)
             .evidence("/sys/devices/system/node");
     }
-    let mut outcome = RuleOutcome::new(Status::Fail, observed, expected)
+    let mut outcome = RuleOutcome::new(FindingStatus::Fail, observed, expected)
         .evidence("/sys/devices/system/node")
         .detail(format!(
             "node(s) {} have no housekeeping CPU; keep CPUs {} for housekeeping",
@@ -735,14 +741,14 @@ fn smt_siblings(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if split.is_empty() {
         let threads = topology.shape.threads_per_core;
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("whole cores on each side ({threads} thread(s) per core)"),
             expected,
         )
         .evidence(evidence);
     }
     let mut outcome = RuleOutcome::new(
-        Status::Fail,
+        FindingStatus::Fail,
         format!(
             "isolated CPU(s) {} have a housekeeping SMT sibling",
             split.to_list()
@@ -842,9 +848,10 @@ fn param_check(
         } else {
             format!("{key}=")
         };
-        let mut outcome = RuleOutcome::new(Status::Fail, format!("{written} not set"), expected)
-            .evidence(CMDLINE)
-            .fix(fix);
+        let mut outcome =
+            RuleOutcome::new(FindingStatus::Fail, format!("{written} not set"), expected)
+                .evidence(CMDLINE)
+                .fix(fix);
         if let Some(typo) = misspelt(cmd, key) {
             outcome = outcome.detail(format!(
                 "{} is on the command line: a misspelling of {key} that the kernel ignores",
@@ -913,7 +920,7 @@ fn max_cstate(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     }
     if intel && cmd.value("intel_idle.max_cstate") != Some("0") {
         outcome = outcome
-            .with_status(Status::Fail)
+            .with_status(FindingStatus::Fail)
             .detail("intel_idle drives idle on this Intel CPU and ignores processor.max_cstate: add intel_idle.max_cstate=0")
             .fix(Fix::cmdline("intel_idle.max_cstate", "0"));
     }
@@ -932,7 +939,7 @@ fn tsc_reliable(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let set = cmd.value("tsc") == Some("reliable");
     if !id.invariant_tsc() {
         return if set {
-            RuleOutcome::new(Status::Fail, "tsc=reliable on a TSC that is not invariant", "no tsc=reliable")
+            RuleOutcome::new(FindingStatus::Fail, "tsc=reliable on a TSC that is not invariant", "no tsc=reliable")
                 .evidence(CMDLINE)
                 .evidence("/proc/cpuinfo")
                 .manual("remove tsc=reliable: the CPU lacks constant_tsc/nonstop_tsc, so the clocksource watchdog is needed")
@@ -962,7 +969,7 @@ fn nosoftlockup(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if let Ok(cmd) = cmdline(ctx, expected)
         && cmd.has("nowatchdog")
     {
-        return RuleOutcome::new(Status::Pass, "nowatchdog", expected).evidence(CMDLINE);
+        return RuleOutcome::new(FindingStatus::Pass, "nowatchdog", expected).evidence(CMDLINE);
     }
     param_check(
         ctx,
@@ -1060,11 +1067,11 @@ fn iommu(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     };
     if !on {
         return if expect.allows("off") {
-            base(Status::Inferred).bios("Disabled").manual(
+            base(FindingStatus::Inferred).bios("Disabled").manual(
                 "the OS sees no IOMMU: it is disabled in the BIOS or on the command line; confirm in the BIOS menu",
             )
         } else if expect.allows("pt") {
-            base(Status::Fail)
+            base(FindingStatus::Fail)
                 .bios("Enabled")
                 .fix(Fix::cmdline("iommu", "pt"))
                 .manual("enable the IOMMU in the BIOS for device passthrough to guests, and boot with iommu=pt")
@@ -1074,9 +1081,9 @@ fn iommu(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         };
     }
     if pt && (expect.allows("pt") || expect.allows("pt-if-on")) {
-        return base(Status::Pass);
+        return base(FindingStatus::Pass);
     }
-    let mut outcome = base(Status::Fail);
+    let mut outcome = base(FindingStatus::Fail);
     if expect.allows("pt") || expect.allows("pt-if-on") {
         outcome = outcome.fix(Fix::cmdline("iommu", "pt"));
     } else {

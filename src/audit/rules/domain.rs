@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::domain::Domain;
@@ -160,7 +160,7 @@ fn each(
             "no libvirt domain in {DEFINED_DIR} or {RUNNING_DIR} (audit one with --domain FILE)"
         ));
     }
-    let mut outcome = RuleOutcome::new(Status::Pass, "", expected);
+    let mut outcome = RuleOutcome::new(FindingStatus::Pass, "", expected);
     let mut failing = Vec::new();
     for domain in &virt.domains {
         outcome = outcome.evidence(domain.path.as_str());
@@ -182,7 +182,7 @@ fn each(
         outcome
     } else {
         let names = failing.join(", ");
-        outcome.with_status(Status::Fail).manual(format!(
+        outcome.with_status(FindingStatus::Fail).manual(format!(
             "virsh edit {names} as the details say (`lowlat plan --vm NAME --vcpus N` writes the whole fragment)"
         ))
     }
@@ -253,7 +253,7 @@ fn definition(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         outcome = outcome
             .evidence(error.path.as_str())
             .detail(error.to_string())
-            .with_status(Status::Fail);
+            .with_status(FindingStatus::Fail);
     }
     if !virt.errors.is_empty() {
         outcome.observed = format!("{} unreadable domain file(s)", virt.errors.len());

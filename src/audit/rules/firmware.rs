@@ -3,7 +3,7 @@
 //! NPS from the NUMA node count), one whose effects contradict fails, and one with no visible
 //! effect is `unknown` with the menu path and how to check.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::machine::power::BoostState;
 use crate::tuning::setting::Layer;
@@ -346,20 +346,20 @@ fn smt(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let on = threads > 1;
     let kernel_off = matches!(control, Some("off" | "forceoff"));
     match (on, want_on) {
-        (true, true) => base(Status::Inferred)
+        (true, true) => base(FindingStatus::Inferred)
             .bios("Enabled")
             .manual("SMT threads are running, so the BIOS has SMT enabled"),
-        (false, false) if kernel_off => base(Status::Inferred).bios("Disabled").manual(
+        (false, false) if kernel_off => base(FindingStatus::Inferred).bios("Disabled").manual(
             "the kernel keeps SMT off (nosmt or smt/control); the BIOS may still enable it, which is harmless",
         ),
-        (false, false) => base(Status::Inferred)
+        (false, false) => base(FindingStatus::Inferred)
             .bios("Disabled")
             .manual("one thread per core: SMT is disabled in the BIOS (or the CPU has none)"),
-        (true, false) => base(Status::Fail)
+        (true, false) => base(FindingStatus::Fail)
             .bios("Disabled")
             .fix(Fix::cmdline("nosmt", "")),
         (false, true) => {
-            let mut outcome = base(Status::Fail).bios("Enabled");
+            let mut outcome = base(FindingStatus::Fail).bios("Enabled");
             if kernel_off {
                 outcome = outcome.manual("remove nosmt from the kernel command line (or write `on` to /sys/devices/system/cpu/smt/control)");
             }
@@ -392,14 +392,14 @@ fn boost(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         RuleOutcome::new(status, observed.clone(), expected).evidence(boost.source.clone())
     };
     match (boost.state, want_on) {
-        (BoostState::Enabled, true) => base(Status::Inferred)
+        (BoostState::Enabled, true) => base(FindingStatus::Inferred)
             .bios("Enabled")
             .manual("the kernel allows boost; a BIOS with boost disabled can still show it allowed here, so confirm in the BIOS"),
-        (BoostState::Disabled, false) => base(Status::Inferred)
+        (BoostState::Disabled, false) => base(FindingStatus::Inferred)
             .bios("Disabled")
             .manual("the kernel keeps boost off, which holds whatever the BIOS says"),
-        (_, true) => base(Status::Fail).bios("Enabled").fix(Fix::runtime(SettingId::Boost, "1")),
-        (_, false) => base(Status::Fail).bios("Disabled").fix(Fix::runtime(SettingId::Boost, "0")),
+        (_, true) => base(FindingStatus::Fail).bios("Enabled").fix(Fix::runtime(SettingId::Boost, "1")),
+        (_, false) => base(FindingStatus::Fail).bios("Disabled").fix(Fix::runtime(SettingId::Boost, "0")),
     }
 }
 
@@ -436,7 +436,7 @@ fn nps(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     } else {
         format!("{per_socket} NUMA node(s) per socket: NPS{per_socket}")
     };
-    let outcome = RuleOutcome::new(Status::Inferred, observed, &expected)
+    let outcome = RuleOutcome::new(FindingStatus::Inferred, observed, &expected)
         .evidence("/sys/devices/system/node")
         .evidence("/sys/devices/system/cpu/cpu*/topology/physical_package_id");
     if want == "report" {
@@ -453,6 +453,6 @@ accesses once a node's memory is full); choose by whether the workload is NUMA-a
         ));
     }
     outcome
-        .with_status(Status::Fail)
+        .with_status(FindingStatus::Fail)
         .bios(format!("NPS{want}; LLC as NUMA node Disabled"))
 }

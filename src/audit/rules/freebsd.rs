@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::finding::{Finding, Remediation, Severity, Status};
+use crate::audit::finding::{Finding, FindingStatus, Remediation, Severity};
 use crate::machine::cpulist::CpuSet;
 use crate::machine::freebsd::{FreeBsdMachine, capture};
 use crate::tuning::profile_name::ProfileName;
@@ -35,13 +35,13 @@ pub(crate) struct BsdRule {
     /// Where the recommendation comes from.
     pub sources: &'static [&'static str],
     /// The check.
-    pub check: fn(&FreeBsdMachine) -> Outcome,
+    pub check: fn(&FreeBsdMachine) -> BsdOutcome,
 }
 
 /// What a check found.
-pub(crate) struct Outcome {
+pub(crate) struct BsdOutcome {
     /// The verdict.
-    pub status: Status,
+    pub status: FindingStatus,
     /// What was seen.
     pub observed: String,
     /// What the profile expects.
@@ -114,7 +114,7 @@ pub(crate) fn audit(machine: &FreeBsdMachine) -> Vec<Finding> {
         .iter()
         .map(|rule| {
             let outcome = (rule.check)(machine);
-            let needs_fix = matches!(outcome.status, Status::Fail | Status::Warn);
+            let needs_fix = matches!(outcome.status, FindingStatus::Fail | FindingStatus::Warn);
             Finding {
                 rule: rule.id.to_string(),
                 title: rule.title.to_string(),
@@ -143,12 +143,12 @@ pub(crate) fn audit(machine: &FreeBsdMachine) -> Vec<Finding> {
 /// The plan's script, named in fixes.
 const PLAN_FIX: &str = "`lowlat --snapshot CAPTURE plan --out DIR` writes rc.d/lowlat_cpuset, which binds them (service lowlat_cpuset start)";
 
-fn queues_spread(m: &FreeBsdMachine) -> Outcome {
+fn queues_spread(m: &FreeBsdMachine) -> BsdOutcome {
     let queues: Vec<_> = m.interrupts.iter().filter(|i| i.queue.is_some()).collect();
     let mut evidence = vec![capture::VMSTAT.to_string()];
     if queues.is_empty() {
-        return Outcome {
-            status: Status::Skipped,
+        return BsdOutcome {
+            status: FindingStatus::Skipped,
             observed: "no NIC queue interrupts in vmstat -ai".into(),
             expected: "NIC queues spread over the cores".into(),
             evidence,
@@ -202,7 +202,7 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
     let (status, observed) = if !shared_queue0.is_empty() && nics <= cores {
         let (cpu, names) = shared_queue0[0];
         (
-            Status::Fail,
+            FindingStatus::Fail,
             format!(
                 "queue 0 of {} on CPU {cpu} (the igb pattern: queue N of every NIC on CPU N)",
                 names.join(", ")
@@ -210,7 +210,7 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
         )
     } else if let Some((cpu, names)) = busiest.filter(|(_, names)| names.len() > ideal) {
         (
-            Status::Fail,
+            FindingStatus::Fail,
             format!(
                 "CPU {cpu} serves {} NIC queues, more than {ideal}",
                 names.len()
@@ -218,7 +218,7 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
         )
     } else if !unknown.is_empty() {
         (
-            Status::Unknown,
+            FindingStatus::Unknown,
             format!(
                 "{} queue interrupt(s) without a captured cpuset",
                 unknown.len()
@@ -226,12 +226,12 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
         )
     } else if !unbound.is_empty() {
         (
-            Status::Warn,
+            FindingStatus::Warn,
             format!("{} queue interrupt(s) not bound to a CPU", unbound.len()),
         )
     } else {
         (
-            Status::Pass,
+            FindingStatus::Pass,
             format!(
                 "{} queues over {} CPUs, queue 0s on different cores",
                 queues.len(),
@@ -239,7 +239,7 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
             ),
         )
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected,
@@ -249,13 +249,13 @@ fn queues_spread(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn queues_local(m: &FreeBsdMachine) -> Outcome {
+fn queues_local(m: &FreeBsdMachine) -> BsdOutcome {
     let evidence = vec![
         capture::VMSTAT.to_string(),
         capture::sysctl("dev.NIC.N.%domain"),
     ];
     let expected = "each queue on a CPU of its NIC's NUMA domain".to_string();
-    let outcome = |status, observed: String, details| Outcome {
+    let outcome = |status, observed: String, details| BsdOutcome {
         status,
         observed,
         expected: expected.clone(),
@@ -266,7 +266,7 @@ fn queues_local(m: &FreeBsdMachine) -> Outcome {
         )),
     };
     if m.topology.domains.len() < 2 {
-        return outcome(Status::Pass, "one NUMA domain".into(), Vec::new());
+        return outcome(FindingStatus::Pass, "one NUMA domain".into(), Vec::new());
     }
     let mut remote = Vec::new();
     let mut unknown = Vec::new();
@@ -295,26 +295,26 @@ fn queues_local(m: &FreeBsdMachine) -> Outcome {
     }
     if !remote.is_empty() {
         outcome(
-            Status::Fail,
+            FindingStatus::Fail,
             format!("{} queue(s) off their NIC's domain", remote.len()),
             remote,
         )
     } else if !unknown.is_empty() {
         outcome(
-            Status::Unknown,
+            FindingStatus::Unknown,
             format!("no NUMA domain captured for {}", unknown.join(", ")),
             Vec::new(),
         )
     } else {
         outcome(
-            Status::Pass,
+            FindingStatus::Pass,
             "every queue on its NIC's domain".into(),
             Vec::new(),
         )
     }
 }
 
-fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
+fn threads_pinned(m: &FreeBsdMachine) -> BsdOutcome {
     let evidence = vec![capture::PROCSTAT.to_string(), "/freebsd/cpuset/tid/".into()];
     let expected = format!("{} pinned to one CPU", PINNED_THREADS.join(", "));
     let named: Vec<_> = m
@@ -324,13 +324,13 @@ fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
         .collect();
     let (status, observed, details) = if m.kernel_threads.is_empty() {
         (
-            Status::Unknown,
+            FindingStatus::Unknown,
             "no kernel threads captured (procstat -at)".to_string(),
             Vec::new(),
         )
     } else if named.is_empty() {
         (
-            Status::Skipped,
+            FindingStatus::Skipped,
             format!("no {} thread (not loaded)", PINNED_THREADS.join(", ")),
             Vec::new(),
         )
@@ -348,16 +348,16 @@ fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
             })
             .collect();
         if loose.is_empty() {
-            (Status::Pass, "pinned".to_string(), Vec::new())
+            (FindingStatus::Pass, "pinned".to_string(), Vec::new())
         } else {
             (
-                Status::Fail,
+                FindingStatus::Fail,
                 format!("{} thread(s) not pinned", loose.len()),
                 loose,
             )
         }
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected,
@@ -369,11 +369,11 @@ fn threads_pinned(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn smt(m: &FreeBsdMachine) -> Outcome {
+fn smt(m: &FreeBsdMachine) -> BsdOutcome {
     let threads = m.topology.cores.iter().map(CpuSet::len).max().unwrap_or(1);
     let (status, observed) = if m.topology.smt() {
         (
-            Status::Warn,
+            FindingStatus::Warn,
             format!(
                 "{threads} threads per core on {} cores",
                 m.topology.cores.len()
@@ -381,11 +381,11 @@ fn smt(m: &FreeBsdMachine) -> Outcome {
         )
     } else {
         (
-            Status::Pass,
+            FindingStatus::Pass,
             format!("one thread per core ({} cores)", m.topology.cores.len()),
         )
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected: "one thread per core, or no more queues than cores".into(),
@@ -399,42 +399,42 @@ fn smt(m: &FreeBsdMachine) -> Outcome {
     }
 }
 
-fn netisr_dispatch(m: &FreeBsdMachine) -> Outcome {
+fn netisr_dispatch(m: &FreeBsdMachine) -> BsdOutcome {
     let dispatch = m.sysctl("net.isr.dispatch");
     let direct = m.sysctl("net.isr.direct");
     let (status, observed, evidence, fix) = match (dispatch, direct) {
         (Some("direct"), _) => (
-            Status::Pass,
+            FindingStatus::Pass,
             "net.isr.dispatch=direct".to_string(),
             "net.isr.dispatch",
             None,
         ),
         (Some(other), _) => (
-            Status::Fail,
+            FindingStatus::Fail,
             format!("net.isr.dispatch={other}"),
             "net.isr.dispatch",
             Some("sysctl net.isr.dispatch=direct, and the line in /etc/sysctl.conf".to_string()),
         ),
         (None, Some("1")) => (
-            Status::Pass,
+            FindingStatus::Pass,
             "net.isr.direct=1 (8.x)".to_string(),
             "net.isr.direct",
             None,
         ),
         (None, Some(other)) => (
-            Status::Fail,
+            FindingStatus::Fail,
             format!("net.isr.direct={other} (8.x)"),
             "net.isr.direct",
             Some("sysctl net.isr.direct=1, and the line in /etc/sysctl.conf".to_string()),
         ),
         (None, None) => (
-            Status::Unknown,
+            FindingStatus::Unknown,
             "neither net.isr.dispatch nor net.isr.direct captured".to_string(),
             "net.isr.dispatch",
             None,
         ),
     };
-    Outcome {
+    BsdOutcome {
         status,
         observed,
         expected: "direct".into(),
@@ -449,7 +449,7 @@ mod tests {
     use super::*;
     use crate::machine::freebsd::test_capture::machine;
 
-    fn status(findings: &[Finding], rule: &str) -> Status {
+    fn status(findings: &[Finding], rule: &str) -> FindingStatus {
         findings.iter().find(|f| f.rule == rule).unwrap().status
     }
 
@@ -462,18 +462,27 @@ mod tests {
             Some(crate::machine::freebsd::IflibQueues { rx: 3, tx: 3 })
         );
         let findings = audit(&m);
-        assert_eq!(status(&findings, "LL-BSD-NIC-QUEUE-NUMA"), Status::Fail);
+        assert_eq!(
+            status(&findings, "LL-BSD-NIC-QUEUE-NUMA"),
+            FindingStatus::Fail
+        );
         let numa = findings
             .iter()
             .find(|f| f.rule == "LL-BSD-NIC-QUEUE-NUMA")
             .unwrap();
         assert_eq!(numa.details.len(), 3, "{:?}", numa.details);
-        assert_eq!(status(&findings, "LL-BSD-SMT"), Status::Warn);
-        assert_eq!(status(&findings, "LL-BSD-NETISR-DISPATCH"), Status::Fail);
-        assert_eq!(status(&findings, "LL-BSD-NIC-QUEUES-SPREAD"), Status::Fail);
+        assert_eq!(status(&findings, "LL-BSD-SMT"), FindingStatus::Warn);
+        assert_eq!(
+            status(&findings, "LL-BSD-NETISR-DISPATCH"),
+            FindingStatus::Fail
+        );
+        assert_eq!(
+            status(&findings, "LL-BSD-NIC-QUEUES-SPREAD"),
+            FindingStatus::Fail
+        );
         assert_eq!(
             status(&findings, "LL-BSD-KTHREAD-PINNED"),
-            Status::Unknown,
+            FindingStatus::Unknown,
             "no procstat"
         );
         let layers: Vec<Layer> = findings.iter().map(|f| f.layer).collect();
@@ -491,6 +500,9 @@ mod tests {
             .unwrap();
         }
         let m = FreeBsdMachine::read(&crate::sysroot::SysRoot::dir(dir.path())).unwrap();
-        assert_eq!(status(&audit(&m), "LL-BSD-NIC-QUEUES-SPREAD"), Status::Pass);
+        assert_eq!(
+            status(&audit(&m), "LL-BSD-NIC-QUEUES-SPREAD"),
+            FindingStatus::Pass
+        );
     }
 }

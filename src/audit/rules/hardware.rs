@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::machine::Avail;
 use crate::machine::cpu::CpuIdentity;
@@ -134,7 +134,7 @@ fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let vendor = id.vendor.as_deref().unwrap_or("unknown");
     if !matches!(vendor, "AuthenticAMD" | "HygonGenuine") {
         return RuleOutcome::new(
-            Status::Skipped,
+            FindingStatus::Skipped,
             format!("{vendor}: the fence is required there (Intel SDM), nothing to gain"),
             expected,
         )
@@ -150,13 +150,13 @@ fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     let outcome = if version >= UNFENCED_ON_AMD_SINCE {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{vendor}, kernel {release}: MSR writes are not fenced on AMD"),
             expected,
         )
     } else if version >= FENCED_SINCE {
         RuleOutcome::new(
-            Status::Fail,
+            FindingStatus::Fail,
             format!("{vendor}, kernel {release}: every x2APIC (IPI) and TSC-deadline (timer) MSR write is preceded by MFENCE+LFENCE (weak_wrmsr_fence), which AMD does not need"),
             expected,
         )
@@ -164,7 +164,7 @@ fn msr_fence(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .manual("boot Linux 6.8 or later, or a distribution kernel whose changelog lists the backport of \"x86/barrier: Do not serialize MSR accesses on AMD\" (commit 04c3024560d3); measure with `lowlat measure wakeup` before and after")
     } else if version <= UNFENCED_UNTIL {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!(
                 "{vendor}, kernel {release}: predates the MSR fence (unless the distribution backported it)"
             ),
@@ -227,8 +227,8 @@ fn hypervisor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return *unknown;
     }
     match &ctx.machine.hypervisor {
-        None => RuleOutcome::new(Status::Pass, "bare metal (no hypervisor flag)", expected).evidence("/proc/cpuinfo"),
-        Some(hv) => RuleOutcome::new(Status::Fail, format!("virtual machine under {}", hv.vendor), expected)
+        None => RuleOutcome::new(FindingStatus::Pass, "bare metal (no hypervisor flag)", expected).evidence("/proc/cpuinfo"),
+        Some(hv) => RuleOutcome::new(FindingStatus::Fail, format!("virtual machine under {}", hv.vendor), expected)
             .evidence("/proc/cpuinfo")
             .detail(format!("recognised from {}", hv.evidence))
             .manual("run latency-critical work on bare metal, or use the realtime-guest profile with vCPUs pinned to isolated host cores"),

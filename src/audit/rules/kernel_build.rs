@@ -2,7 +2,7 @@
 //! than by what the command line asks for, and the known isolation regressions of kernel
 //! versions ([`KNOWN_ISSUES`], each with its source).
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::machine::kernel::{Kernel, bootlog};
 use crate::tuning::setting::Layer;
@@ -58,7 +58,7 @@ pub(crate) fn not_built(ctx: &RuleContext, needs: &Needs, expected: &str) -> Opt
                 return None;
             }
             let outcome = RuleOutcome::new(
-                Status::Fail,
+                FindingStatus::Fail,
                 format!(
                     "kernel built without {}: {}= is ignored",
                     needs.option, needs.key
@@ -71,7 +71,7 @@ pub(crate) fn not_built(ctx: &RuleContext, needs: &Needs, expected: &str) -> Opt
         None => {
             let line = log?;
             let outcome = RuleOutcome::new(
-                Status::Fail,
+                FindingStatus::Fail,
                 format!("the kernel dropped {}= at boot", needs.key),
                 format!("{expected} on a kernel built with {}=y", needs.option),
             );
@@ -212,7 +212,7 @@ fn rt_budget(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         crate::machine::Avail::Available(groups) => groups,
         crate::machine::Avail::Unavailable { unavailable } => {
             return RuleOutcome::new(
-                Status::Pass,
+                FindingStatus::Pass,
                 format!("no real-time budgets per group: {unavailable}"),
                 expected,
             );
@@ -267,9 +267,9 @@ fn known_issues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .collect();
     let mut outcome = RuleOutcome::new(
         if hits.is_empty() {
-            Status::Pass
+            FindingStatus::Pass
         } else {
-            Status::Fail
+            FindingStatus::Fail
         },
         if hits.is_empty() {
             format!(

@@ -2,7 +2,7 @@
 //! must be the kernel's partition, or the isolation bought on the command line is given away
 //! (pods on housekeeping CPUs, the system on isolated ones).
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
@@ -88,9 +88,9 @@ fn kubelet_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Some(_) => {}
     }
     let mut outcome = if problems.is_empty() {
-        RuleOutcome::new(Status::Pass, observed, expected)
+        RuleOutcome::new(FindingStatus::Pass, observed, expected)
     } else {
-        RuleOutcome::new(Status::Fail, observed, expected).manual(format!(
+        RuleOutcome::new(FindingStatus::Fail, observed, expected).manual(format!(
             "In {}, set cpuManagerPolicy: static and reservedSystemCPUs: \"{}\" (`lowlat plan --out DIR` writes DIR/kubernetes/kubelet-config.yaml), drain the node, remove /var/lib/kubelet/cpu_manager_state and restart the kubelet.",
             config.path,
             cpus(hk)

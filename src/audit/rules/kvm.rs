@@ -3,7 +3,7 @@
 //! and `/sys/kernel/mm/ksm/run`; the fix is a modprobe option (the modules read them at
 //! load) or a sysfs write, given as a manual step.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::machine::virt::KSM_RUN;
 use crate::tuning::setting::Layer;
@@ -112,7 +112,7 @@ fn ksm(ctx: &RuleContext, _expect: &Expect) -> RuleOutcome {
             let outcome = RuleOutcome::verdict(run != 1, format!("ksm run={run}"), "run=0 or 2")
                 .evidence(KSM_RUN);
             match outcome.status {
-                Status::Fail => outcome.manual(format!(
+                FindingStatus::Fail => outcome.manual(format!(
                     "echo 2 > {KSM_RUN} (stop and unmerge); systemctl disable --now ksm ksmtuned"
                 )),
                 _ => outcome,

@@ -3,7 +3,7 @@
 //! against the per-device NAPI knobs, irqbalance moving NIC IRQs, and an unused PTP hardware
 //! clock. Their fixes are the exact `ethtool` commands or the sysfs writes, per interface.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Fix, Op, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::cpus;
 use crate::audit::rules::support::with_details;
@@ -238,7 +238,7 @@ fn finish(
     for path in evidence {
         outcome = outcome.evidence(path);
     }
-    if outcome.status != Status::Pass && !commands.is_empty() {
+    if outcome.status != FindingStatus::Pass && !commands.is_empty() {
         outcome = outcome.manual(commands.join(" && "));
     }
     with_details(outcome, lines)
@@ -619,11 +619,11 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return no_nics(ctx);
     }
     let Some(service) = ctx.machine.services.service("irqbalance") else {
-        return RuleOutcome::new(Status::Pass, "irqbalance not installed", expected);
+        return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
     };
     if service.masked || !service.running.unwrap_or(service.enabled) {
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{} not running", service.unit),
             expected,
         )
@@ -702,7 +702,7 @@ fn phc_unused(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .collect();
     let outcome = if running.is_empty() {
         RuleOutcome::new(
-            Status::Fail,
+            FindingStatus::Fail,
             format!(
                 "{} with a PTP hardware clock, no ptp4l, phc2sys or ts2phc running (a chrony PHC refclock is not looked at here)",
                 plural_nics(with_phc.len())
@@ -715,7 +715,7 @@ fn phc_unused(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         ))
     } else {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{} running", running.join(", ")),
             expected,
         )

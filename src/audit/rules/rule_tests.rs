@@ -1,7 +1,7 @@
 //! Rule checks on small trees built for one point each (the fixture machines are covered by
 //! the golden tests in tests/it/audit.rs).
 
-use crate::audit::finding::{Finding, Status};
+use crate::audit::finding::{Finding, FindingStatus};
 use crate::audit::partition;
 use crate::audit::profile::{Entry, PROFILES, Profile};
 use crate::audit::rule::Expect;
@@ -78,7 +78,7 @@ fn stat(pid: u32, comm: &str) -> String {
 fn missing_sysctl_is_skipped_on_a_known_kernel_and_unknown_otherwise() {
     let dir = tree(&[]);
     let f = audit_one(&dir, "LL-SYSCTL-KERNEL-SCHED-LATENCY-NS", "24000000");
-    assert_eq!(f.status, Status::Skipped);
+    assert_eq!(f.status, FindingStatus::Skipped);
     assert!(
         f.observed.contains("does not exist on kernel 5.14.0"),
         "{}",
@@ -93,7 +93,7 @@ fn missing_sysctl_is_skipped_on_a_known_kernel_and_unknown_otherwise() {
 
     dir.remove("/proc/sys/kernel/osrelease");
     let f = audit_one(&dir, "LL-SYSCTL-KERNEL-SCHED-LATENCY-NS", "24000000");
-    assert_eq!(f.status, Status::Unknown);
+    assert_eq!(f.status, FindingStatus::Unknown);
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn sysctl_values_bounds_and_cpu_lists() {
         ("/proc/sys/kernel/timer_migration", "0\n"),
     ]);
     let f = audit_one(&dir, "LL-SYSCTL-VM-SWAPPINESS", "0|<=10");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.expected, "vm.swappiness = 0 or <= 10");
     let fix = &f.remediation.settings[0];
     assert_eq!(
@@ -115,16 +115,16 @@ fn sysctl_values_bounds_and_cpu_lists() {
         fix.source
             .contains("AMD EPYC 7002 low-latency guide §4.2.1")
     );
-    assert!(audit_one(&dir, "LL-SYSCTL-VM-SWAPPINESS", "<=30").status == Status::Pass);
+    assert!(audit_one(&dir, "LL-SYSCTL-VM-SWAPPINESS", "<=30").status == FindingStatus::Pass);
     // watchdog_cpumask is compared as a CPU set with the housekeeping CPUs (0-1).
     assert_eq!(
         audit_one(&dir, "LL-SYSCTL-KERNEL-WATCHDOG-CPUMASK", "hk").status,
-        Status::Pass
+        FindingStatus::Pass
     );
     // Advisory: a contested value warns.
     assert_eq!(
         audit_one(&dir, "LL-SYSCTL-KERNEL-TIMER-MIGRATION", "~1").status,
-        Status::Warn
+        FindingStatus::Warn
     );
 }
 
@@ -132,7 +132,7 @@ fn sysctl_values_bounds_and_cpu_lists() {
 fn misspelt_parameters_and_values_are_named() {
     let dir = tree(&[("/proc/cmdline", "ro pcie_asmp=off idle=pool\n")]);
     let f = audit_one(&dir, "LL-PCIE-ASPM", "off");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(f.details[0].contains("pcie_asmp=off"), "{:?}", f.details);
     let f = audit_one(&dir, "LL-IDLE-POLL", "poll");
     assert_eq!(f.observed, "idle=pool");
@@ -148,15 +148,18 @@ fn misspelt_parameters_and_values_are_named() {
 fn isolation_lists_must_match_the_isolated_set() {
     let dir = tree(&[("/proc/cmdline", "ro nohz_full=2-3 rcu_nocbs=3\n")]);
     let f = audit_one(&dir, "LL-RCU-NOCBS", "iso");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.details, vec!["isolated but not listed: 2"]);
     assert_eq!(f.remediation.settings[0].value, "rcu_nocbs=2-3");
     assert!(f.remediation.settings[0].reboot);
-    assert_eq!(audit_one(&dir, "LL-NOHZ-FULL", "iso").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-NOHZ-FULL", "iso").status,
+        FindingStatus::Pass
+    );
     // isolcpus: optional in low-latency, required in the real-time profiles.
     assert_eq!(
         audit_one(&dir, "LL-ISOLCPUS", "optional").status,
-        Status::Pass
+        FindingStatus::Pass
     );
     let f = audit_one(&dir, "LL-ISOLCPUS", "required");
     assert_eq!(
@@ -167,7 +170,7 @@ fn isolation_lists_must_match_the_isolated_set() {
     // plan writes it for that profile: managed_irq only, load balancing kept (no domain).
     let dir = tree(&[("/proc/cmdline", "ro nohz_full=2-3 isolcpus=1-3\n")]);
     let f = audit_one_isolating(&dir, "LL-ISOLCPUS", "optional", "2-3");
-    assert_eq!(f.status, Status::Fail, "{f:?}");
+    assert_eq!(f.status, FindingStatus::Fail, "{f:?}");
     assert_eq!(f.remediation.settings[0].value, "isolcpus=managed_irq,2-3");
 }
 
@@ -184,7 +187,7 @@ fn irqbalance_banned_cpus_wins_over_the_list() {
         ),
     ]);
     let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.observed.contains("banning 3 (IRQBALANCE_BANNED_CPUS"),
         "{}",
@@ -206,7 +209,7 @@ fn irqbalance_banned_cpus_wins_over_the_list() {
     // Neither variable: irqbalance bans the nohz_full CPUs itself.
     dir.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
     let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
 #[test]
@@ -230,7 +233,7 @@ fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
         .collect();
     let dir = tree(&extra);
     let f = audit_one(&dir, "LL-CSTATES", "c1");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.observed, "deep C-states usable on CPUs 2-3");
     let ids: Vec<(String, &str)> = f
         .remediation
@@ -251,7 +254,10 @@ fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
             "1\n",
         );
     }
-    assert_eq!(audit_one(&dir, "LL-CSTATES", "c1").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-CSTATES", "c1").status,
+        FindingStatus::Pass
+    );
 }
 
 #[test]
@@ -259,21 +265,24 @@ fn iommu_passthrough_only_matters_when_the_iommu_is_on() {
     let dir = tree(&[("/sys/class/net/lo/type", "772\n")]);
     assert_eq!(
         audit_one(&dir, "LL-IOMMU", "pt-if-on").status,
-        Status::Skipped
+        FindingStatus::Skipped
     );
     let f = audit_one(&dir, "LL-IOMMU", "~off|pt");
-    assert_eq!(f.status, Status::Inferred);
+    assert_eq!(f.status, FindingStatus::Inferred);
     assert_eq!(f.remediation.bios.len(), 2);
     assert_eq!(f.remediation.bios[0].value, "Disabled");
 
     dir.make_dir("/sys/class/iommu/ivhd0");
     let f = audit_one(&dir, "LL-IOMMU", "pt-if-on");
     // A trade-off: a warning, not planned unless asked (issue 32, D3).
-    assert_eq!(f.status, Status::Warn);
+    assert_eq!(f.status, FindingStatus::Warn);
     assert_eq!(f.remediation.settings[0].id, "cmdline:iommu");
     assert!(f.security_tradeoff.is_some());
     dir.write("/proc/cmdline", "ro iommu=pt\n");
-    assert_eq!(audit_one(&dir, "LL-IOMMU", "pt-if-on").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-IOMMU", "pt-if-on").status,
+        FindingStatus::Pass
+    );
 }
 
 #[test]
@@ -288,7 +297,7 @@ fn bios_only_settings_are_never_a_pass() {
     ] {
         let f = audit_one(&dir, id, cell);
         assert!(
-            matches!(f.status, Status::Inferred | Status::Unknown),
+            matches!(f.status, FindingStatus::Inferred | FindingStatus::Unknown),
             "{id}: {:?}",
             f.status
         );
@@ -305,12 +314,12 @@ fn the_msr_fence_warns_on_amd_kernels_from_5_11_to_6_7_only() {
     let intel =
         "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\nflags : fpu\n\n";
     for (release, cpuinfo, status) in [
-        ("5.14.0-284.el9.x86_64\n", None, Status::Warn),
-        ("6.7.12\n", None, Status::Warn),
-        ("6.8.0-45-generic\n", None, Status::Pass),
-        ("4.18.0-147.5.1.el8_1.x86_64\n", None, Status::Pass),
-        ("5.10.0\n", None, Status::Unknown),
-        ("5.14.0\n", Some(intel), Status::Skipped),
+        ("5.14.0-284.el9.x86_64\n", None, FindingStatus::Warn),
+        ("6.7.12\n", None, FindingStatus::Warn),
+        ("6.8.0-45-generic\n", None, FindingStatus::Pass),
+        ("4.18.0-147.5.1.el8_1.x86_64\n", None, FindingStatus::Pass),
+        ("5.10.0\n", None, FindingStatus::Unknown),
+        ("5.14.0\n", Some(intel), FindingStatus::Skipped),
     ] {
         let mut extra = vec![("/proc/sys/kernel/osrelease", release)];
         if let Some(cpuinfo) = cpuinfo {
@@ -330,7 +339,7 @@ fn kvm_parameters_and_ksm() {
         ("/sys/kernel/mm/ksm/run", "1\n"),
     ]);
     let f = audit_one(&stock, "LL-KVM-PARAMETERS", "off");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(
         f.observed,
         "kvm.kvmclock_periodic_sync=Y kvm_intel.ple_gap=128"
@@ -338,14 +347,17 @@ fn kvm_parameters_and_ksm() {
     assert!(f.remediation.manual.as_ref().unwrap().contains("ple_gap=0"));
     let f = audit_one(&stock, "LL-KVM-NX-HUGE-PAGES", "off");
     // A trade-off: a warning, not planned unless asked (issue 32, D3).
-    assert_eq!(f.status, Status::Warn);
+    assert_eq!(f.status, FindingStatus::Warn);
     assert!(
         f.security_tradeoff
             .as_ref()
             .unwrap()
             .contains("iTLB multihit")
     );
-    assert_eq!(audit_one(&stock, "LL-KSM", "off").status, Status::Fail);
+    assert_eq!(
+        audit_one(&stock, "LL-KSM", "off").status,
+        FindingStatus::Fail
+    );
 
     let tuned = tree(&[
         ("/sys/module/kvm/parameters/kvmclock_periodic_sync", "N\n"),
@@ -354,13 +366,16 @@ fn kvm_parameters_and_ksm() {
     ]);
     assert_eq!(
         audit_one(&tuned, "LL-KVM-PARAMETERS", "off").status,
-        Status::Pass
+        FindingStatus::Pass
     );
-    assert_eq!(audit_one(&tuned, "LL-KSM", "off").status, Status::Pass);
+    assert_eq!(
+        audit_one(&tuned, "LL-KSM", "off").status,
+        FindingStatus::Pass
+    );
     let bare = tree(&[]);
     assert_eq!(
         audit_one(&bare, "LL-KVM-NX-HUGE-PAGES", "off").status,
-        Status::Skipped
+        FindingStatus::Skipped
     );
 }
 
@@ -376,7 +391,7 @@ fn an_audit_run_for_its_fixes_counts_the_irqs_it_names_and_gives_the_fixes_wante
     // 13 movable IRQs (IRQ 0, the timer, is counted but fixed by the kernel) and 14 managed.
     for (rule, named) in [("LL-IRQ-ON-ISOLATED", 13), ("LL-MANAGED-IRQS", 14)] {
         let (with, without) = (full.finding(rule).unwrap(), lean.finding(rule).unwrap());
-        assert_eq!(with.status, Status::Fail, "{rule}");
+        assert_eq!(with.status, FindingStatus::Fail, "{rule}");
         assert_eq!(with.details.len(), named, "{rule}: {:?}", with.details);
         assert!(without.details.is_empty(), "{rule}: {:?}", without.details);
         assert_eq!(with.observed, without.observed, "{rule}");
@@ -417,7 +432,7 @@ fn steal_is_shown_to_two_decimals_and_said_to_count_since_boot() {
         .collect();
     dir.write("/proc/stat", stat);
     let f = audit_one_isolating(&dir, "LL-STEAL", "none", "2-3");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(f.expected.contains("since boot"), "{f:?}");
     assert!(f.observed.contains("since boot"), "{f:?}");
     assert!(
@@ -439,7 +454,7 @@ fn nohz_full_on_a_kernel_built_without_it_fails_naming_the_config() {
         "BOOT_IMAGE=/vmlinuz-5.15.0-91-generic ro nohz_full=1-63 rcu_nocbs=1-63\n",
     );
     let f = audit_one_isolating(&dir, "LL-NOHZ-FULL", "iso", "1-63");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(f.observed.contains("CONFIG_NO_HZ_FULL"), "{}", f.observed);
     assert!(
         f.details
@@ -463,7 +478,7 @@ fn nohz_full_on_a_kernel_built_without_it_fails_naming_the_config() {
     // The same kernel has RCU_NOCB_CPU: rcu_nocbs= is judged by its list.
     assert_eq!(
         audit_one_isolating(&dir, "LL-RCU-NOCBS", "iso", "1-63").status,
-        Status::Pass
+        FindingStatus::Pass
     );
 }
 
@@ -477,7 +492,7 @@ fn the_boot_log_says_nohz_unsupported() {
     )]);
     dir.remove("/sys/devices/system/cpu/nohz_full");
     let f = audit_one(&dir, "LL-NOHZ-FULL", "iso");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.observed, "the kernel dropped nohz_full= at boot");
     assert_eq!(f.evidence, vec!["/dev/kmsg"]);
     // With a config that has the option, the list is judged as before.
@@ -487,7 +502,10 @@ fn the_boot_log_says_nohz_unsupported() {
     );
     dir.remove("/dev/kmsg");
     dir.write("/sys/devices/system/cpu/nohz_full", "2-3\n");
-    assert_eq!(audit_one(&dir, "LL-NOHZ-FULL", "iso").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-NOHZ-FULL", "iso").status,
+        FindingStatus::Pass
+    );
 }
 
 #[test]
@@ -503,10 +521,10 @@ fn rcu_nocbs_and_isolcpus_need_their_options() {
         ),
     ]);
     let f = audit_one(&dir, "LL-RCU-NOCBS", "iso");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(f.observed.contains("CONFIG_RCU_NOCB_CPU"), "{}", f.observed);
     let f = audit_one(&dir, "LL-ISOLCPUS", "required");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(
         f.observed.contains("CONFIG_CPU_ISOLATION"),
         "{}",
@@ -534,7 +552,7 @@ fn preempt_rt_is_read_from_the_config_too() {
         ),
     ]);
     let f = audit_one(&dir, "LL-PREEMPT-RT", "rt");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(
         f.details
             .contains(&"/boot/config-5.14.0: # CONFIG_PREEMPT_RT is not set".into()),
@@ -545,7 +563,7 @@ fn preempt_rt_is_read_from_the_config_too() {
     dir.remove("/proc/sys/kernel/version");
     dir.write("/boot/config-5.14.0", "CONFIG_PREEMPT_RT=y\n");
     let f = audit_one(&dir, "LL-PREEMPT-RT", "rt");
-    assert_eq!(f.status, Status::Pass);
+    assert_eq!(f.status, FindingStatus::Pass);
     assert_eq!(f.evidence, vec!["/boot/config-5.14.0"]);
 }
 
@@ -553,17 +571,17 @@ fn preempt_rt_is_read_from_the_config_too() {
 fn known_issues_apply_by_version_and_setup() {
     let dir = tree(&[("/proc/sys/kernel/osrelease", "6.12.3\n")]);
     let f = audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(f.details[0].contains("NV-Kernels#400"), "{:?}", f.details);
     // 6.8 has no deadline server; nohz_full= alone trips nothing there.
     dir.write("/proc/sys/kernel/osrelease", "6.8.0-45-generic\n");
     assert_eq!(
         audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none").status,
-        Status::Pass
+        FindingStatus::Pass
     );
     dir.write("/proc/cmdline", "ro nohz_full=2-3 isolcpus=0,2-3\n");
     let f = audit_one(&dir, "LL-KERNEL-KNOWN-ISSUES", "none");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert!(
         f.details[0].contains("raspberrypi/linux#4106"),
         "{:?}",
@@ -582,7 +600,7 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
         (&format!("{mount}/user.slice/cpu.rt_runtime_us"), "950000\n"),
     ]);
     let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(
         f.details,
         vec!["/sys/fs/cgroup/cpu,cpuacct/system.slice/cpu.rt_runtime_us = 0"]
@@ -598,10 +616,16 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
         &format!("{mount}/system.slice/cpu.rt_runtime_us"),
         "100000\n",
     );
-    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-RT-BUDGET", "yes").status,
+        FindingStatus::Pass
+    );
     // No v1 cpu hierarchy: nothing to run out of.
     dir.remove(mount);
-    assert_eq!(audit_one(&dir, "LL-RT-BUDGET", "yes").status, Status::Pass);
+    assert_eq!(
+        audit_one(&dir, "LL-RT-BUDGET", "yes").status,
+        FindingStatus::Pass
+    );
 }
 
 #[test]
@@ -616,7 +640,7 @@ fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
         ("/proc/301/cmdline", "/lib/systemd/systemd-timesyncd\0"),
     ]);
     let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.observed
             .contains("chronyd (pid 300) may run on isolated CPUs 2-3"),
@@ -630,16 +654,16 @@ fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
         "{manual}"
     );
     let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(f.observed.starts_with("2 daemons steer"), "{}", f.observed);
 
     // chronyd told not to steer (-x) leaves one steerer, on housekeeping CPUs.
     dir.write("/proc/300/cmdline", "/usr/sbin/chronyd\0-x\0");
     dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
     let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
 #[test]
@@ -650,7 +674,7 @@ fn ptp4l_alone_does_not_keep_the_system_clock() {
         ("/proc/400/cmdline", "ptp4l\0-i\0eth0\0-m\0"),
     ]);
     let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.remediation.manual.as_deref().unwrap().contains("phc2sys"),
         "{:?}",
@@ -659,11 +683,11 @@ fn ptp4l_alone_does_not_keep_the_system_clock() {
     // With software timestamping ptp4l steers the system clock itself.
     dir.write("/proc/400/cmdline", "ptp4l\0-i\0veth0\0-S\0");
     let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     // Without processes, unknown rather than absent.
     dir.remove("/proc/400");
     let f = audit_one(&dir, "LL-TIME-DAEMON-RUNNING", "yes");
-    assert_eq!(f.status, Status::Unknown, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Unknown, "{}", f.observed);
 }
 
 /// The tree with the recorded NIC of `driver` as interface `name` on NUMA node `node`.
@@ -681,7 +705,7 @@ fn nic_tree(driver: &str, name: &str, node: u32) -> TestTree {
 #[test]
 fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
     let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-ADAPTIVE", "off");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert_eq!(
         f.remediation.manual.as_deref(),
         Some("ethtool -C ens1f0 adaptive-rx off adaptive-tx off")
@@ -693,7 +717,7 @@ fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
     let f = audit_one(&nic_tree("igb", "enp2s0", 0), "LL-NIC-ADAPTIVE", "off");
     assert_eq!(
         f.status,
-        Status::Fail,
+        FindingStatus::Fail,
         "rx-usecs 3 is igb's dynamic conservative mode"
     );
     assert!(
@@ -716,23 +740,23 @@ fn adaptive_moderation_and_dynamic_itr_modes_fail_with_the_ethtool_command() {
 #[test]
 fn rx_usecs_above_the_bound_fails_and_a_dynamic_mode_is_left_to_the_adaptive_rule() {
     let f = audit_one(&nic_tree("ice", "eth0", 0), "LL-NIC-RX-USECS", "<=8");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(f.observed, "rx-usecs above 8 µs on 1 of 1 NICs");
     assert_eq!(
         f.remediation.manual.as_deref(),
         Some("ethtool -C eth0 rx-usecs 8")
     );
     let f = audit_one(&nic_tree("mlx5", "ens1f0", 0), "LL-NIC-RX-USECS", "<=8");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-RX-USECS", "<=0");
     assert_eq!(
         f.status,
-        Status::Pass,
+        FindingStatus::Pass,
         "rx-usecs 1 of ixgbe is a mode: {}",
         f.observed
     );
     let f = audit_one(&nic_tree("sfc", "eth2", 0), "LL-NIC-RX-USECS", "<=8");
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
 }
 
 /// Two nodes (CPUs 0-1 and 2-3) and the mlx5 recording on node 1 with three queue IRQs whose
@@ -767,7 +791,7 @@ fn two_node_nic(affinity: &str) -> TestTree {
 fn queue_irqs_off_the_nics_node_fail_with_node_local_housekeeping_fixes() {
     let dir = two_node_nic("0-1");
     let f = audit_one_isolating(&dir, "LL-NIC-IRQ-NUMA", "local", "1,3");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.details[0].contains(
             "ens1f0 (node 1, CPUs 2-3): 2 of 2 queue IRQs may run elsewhere: IRQ 121, 122"
@@ -789,14 +813,14 @@ fn queue_irqs_off_the_nics_node_fail_with_node_local_housekeeping_fixes() {
         ]
     );
     let f = audit_one_isolating(&two_node_nic("2"), "LL-NIC-IRQ-NUMA", "local", "1,3");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
 #[test]
 fn more_queues_than_the_nodes_housekeeping_cpus_is_said_with_the_channels_command() {
     let dir = nic_tree("ice", "eth0", 0);
     let f = audit_one(&dir, "LL-NIC-QUEUES", "served");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.details[0].starts_with("eth0: 32 receive queues, 2 housekeeping CPUs on node 0: 0-1"),
         "{:?}",
@@ -821,7 +845,7 @@ fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
     dir.write("/proc/sys/net/core/busy_read", "50\n");
     dir.write("/proc/sys/net/core/busy_poll", "0\n");
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert_eq!(
         f.remediation.manual.as_deref(),
         Some(
@@ -830,10 +854,10 @@ fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
     );
     dir.write("/proc/sys/net/core/busy_read", "0\n");
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     dir.write("/sys/class/net/ens1f0/gro_flush_timeout", "20000\n");
     let f = audit_one(&dir, "LL-NIC-BUSY-POLL-NAPI", "consistent");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert_eq!(
         f.remediation.manual.as_deref(),
         Some("echo 0 > /sys/class/net/ens1f0/gro_flush_timeout")
@@ -843,7 +867,7 @@ fn busy_polling_wants_the_napi_knobs_and_no_poller_wants_no_gro_timeout() {
 #[test]
 fn gro_and_lro_on_are_named_with_the_offload_command() {
     let f = audit_one(&nic_tree("ixgbe", "eth4", 0), "LL-NIC-GRO-LRO", "~off");
-    assert_eq!(f.status, Status::Warn, "advisory: {}", f.observed);
+    assert_eq!(f.status, FindingStatus::Warn, "advisory: {}", f.observed);
     assert_eq!(f.details, ["eth4: GRO, LRO on"]);
     assert_eq!(
         f.remediation.manual.as_deref(),
@@ -858,7 +882,7 @@ fn irqbalance_free_to_move_nic_irqs_fails_until_they_are_banned() {
     dir.write("/proc/200/status", "Cpus_allowed_list:\t0-1\n");
     dir.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
     let f = audit_one(&dir, "LL-NIC-IRQBALANCE", "untouched");
-    assert_eq!(f.status, Status::Fail, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
     assert!(
         f.remediation
             .manual
@@ -871,7 +895,7 @@ fn irqbalance_free_to_move_nic_irqs_fails_until_they_are_banned() {
         "IRQBALANCE_ARGS=\"--banirq=121 --banirq=122\"\n",
     );
     let f = audit_one(&dir, "LL-NIC-IRQBALANCE", "untouched");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
 #[test]
@@ -880,12 +904,12 @@ fn a_phc_without_ptp_daemons_warns_and_ptp4l_passes() {
     dir.write("/proc/1/stat", stat(1, "systemd"));
     dir.write("/proc/1/status", "Cpus_allowed_list:\t0-3\n");
     let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
-    assert_eq!(f.status, Status::Warn, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Warn, "{}", f.observed);
     assert_eq!(f.details, ["ens1f0: /dev/ptp0"]);
     dir.write("/proc/300/stat", stat(300, "ptp4l"));
     dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
     let f = audit_one(&dir, "LL-NIC-PHC-UNUSED", "~used");
-    assert_eq!(f.status, Status::Pass, "{}", f.observed);
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
 #[test]
@@ -893,11 +917,11 @@ fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
     let dir = crate::machine::core_types::tests::i7_1370p();
     // lowlat's own partition: the P-cores but the one of CPU 0.
     let f = audit_one(&dir, "LL-CORE-TYPES", "~one-type");
-    assert_eq!(f.status, Status::Pass, "{f:?}");
+    assert_eq!(f.status, FindingStatus::Pass, "{f:?}");
     assert_eq!(f.observed, "isolated CPUs 2-11: P-cores");
     // P- and E-cores isolated together: warned (advisory), the fix isolates the P-cores.
     let f = audit_one_isolating(&dir, "LL-CORE-TYPES", "~one-type", "2-15");
-    assert_eq!(f.status, Status::Warn, "{f:?}");
+    assert_eq!(f.status, FindingStatus::Warn, "{f:?}");
     assert_eq!(
         f.observed,
         "isolated CPUs 2-15 mix P-cores (2-11) and E-cores (12-15)"
@@ -909,7 +933,7 @@ fn core_types_of_a_hybrid_cpu_are_not_mixed_in_the_isolated_set() {
     );
     // A machine of one type: the rule does not apply.
     let f = audit_one(&tree(&[]), "LL-CORE-TYPES", "~one-type");
-    assert_eq!(f.status, Status::Skipped, "{f:?}");
+    assert_eq!(f.status, FindingStatus::Skipped, "{f:?}");
 }
 
 #[test]
@@ -930,7 +954,7 @@ fn vm_placement_is_judged_by_checks_probe() {
     };
     // A plain audit measures nothing: unknown, and says what would tell.
     let f = placement(None);
-    assert_eq!(f.status, Status::Unknown);
+    assert_eq!(f.status, FindingStatus::Unknown);
     assert!(
         f.observed.contains("lowlat check probes it"),
         "{}",
@@ -952,7 +976,7 @@ fn vm_placement_is_judged_by_checks_probe() {
         no_claim: None,
     };
     let f = placement(Some(&moved));
-    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.status, FindingStatus::Fail);
     assert_eq!(
         f.observed,
         "vCPUs 1-3; then 0-2 share host cores (SMT-sibling latency, though the guest shows separate cores); the probes disagree: the host does not pin the vCPUs"
@@ -964,7 +988,7 @@ fn vm_placement_is_judged_by_checks_probe() {
         no_claim: None,
     };
     let f = placement(Some(&apart));
-    assert_eq!(f.status, Status::Pass, "{f:?}");
+    assert_eq!(f.status, FindingStatus::Pass, "{f:?}");
     assert_eq!(f.observed, "no two vCPUs share a host core (2 probe(s))");
     // Too few vCPUs to call: no claim, said.
     let none = VcpuProbe {
@@ -972,7 +996,7 @@ fn vm_placement_is_judged_by_checks_probe() {
         no_claim: Some("1 pair(s) of separate cores measured, 6 needed".into()),
     };
     let f = placement(Some(&none));
-    assert_eq!(f.status, Status::Unknown);
+    assert_eq!(f.status, FindingStatus::Unknown);
     assert!(f.observed.contains("no claim: 1 pair(s)"), "{}", f.observed);
 }
 
@@ -992,7 +1016,7 @@ fn an_irq_line_says_one_interrupt_in_the_singular() {
         ("/proc/irq/31/effective_affinity_list", "3\n"),
     ]);
     let finding = audit_one(&dir, "LL-IRQ-ON-ISOLATED", "none");
-    assert_eq!(finding.status, Status::Fail, "{finding:?}");
+    assert_eq!(finding.status, FindingStatus::Fail, "{finding:?}");
     assert!(
         finding
             .details

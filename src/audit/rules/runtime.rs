@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, BiosMenu, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
@@ -711,7 +711,7 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     if seen == 0 {
         if idle_off {
             return RuleOutcome::new(
-                Status::Pass,
+                FindingStatus::Pass,
                 "cpuidle off (idle=poll or cpuidle.off=1)",
                 expected,
             )
@@ -720,7 +720,7 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         let driver = power.cpuidle.get().and_then(|c| c.driver.get().cloned());
         return match driver.as_deref() {
             Some("none") => RuleOutcome::new(
-                Status::Pass,
+                FindingStatus::Pass,
                 "no cpuidle driver: idle CPUs only halt (C1)",
                 expected,
             )
@@ -840,7 +840,7 @@ fn placement_from_host(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             "the emulator thread and the memory placement only the host's audit tells".into(),
         );
         let mut outcome = RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!(
                 "no two vCPUs share a host core ({} probe(s))",
                 readings.len()
@@ -868,7 +868,7 @@ fn placement_from_host(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if probe.moved() {
         observed.push("the probes disagree: the host does not pin the vCPUs".to_string());
     }
-    let mut outcome = RuleOutcome::new(Status::Fail, observed.join("; "), expected)
+    let mut outcome = RuleOutcome::new(FindingStatus::Fail, observed.join("; "), expected)
         .evidence(evidence)
         .manual(PIN);
     for line in details {

@@ -1,6 +1,6 @@
 //! Service rules: irqbalance's banned CPUs, and other tuners that fight over the same knobs.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Fix, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::services::Service;
@@ -62,11 +62,11 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .service("irqbalance")
         .filter(|s| s.installed || s.enabled || s.running == Some(true))
     else {
-        return RuleOutcome::new(Status::Pass, "irqbalance not installed", expected);
+        return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
     };
     if !active(service) {
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!(
                 "{} not running: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)",
                 service.unit
@@ -187,14 +187,14 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     let evidence = "/etc/systemd/system/*.wants";
     if fighting.is_empty() {
-        let outcome = RuleOutcome::new(Status::Pass, observed, expected).evidence(evidence);
+        let outcome = RuleOutcome::new(FindingStatus::Pass, observed, expected).evidence(evidence);
         return if tuned.is_some() {
             outcome.detail("TuneD applies its own profile: lowlat's changes to the same knobs would be reverted when TuneD reloads")
         } else {
             outcome
         };
     }
-    let mut outcome = RuleOutcome::new(Status::Fail, observed, expected).evidence(evidence);
+    let mut outcome = RuleOutcome::new(FindingStatus::Fail, observed, expected).evidence(evidence);
     for service in fighting {
         outcome = outcome.fix(Fix::service(&service.name, "masked"));
     }

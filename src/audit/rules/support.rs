@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::audit::Status;
+use crate::audit::FindingStatus;
 use crate::audit::rule::{RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
@@ -154,7 +154,7 @@ pub(crate) fn interrupts<'a>(
     part(&ctx.machine.irqs, "interrupts unreadable", expected).map_err(|outcome| {
         let outcome = match ctx.machine.interrupts_unread() {
             Some(reason) => RuleOutcome::new(
-                Status::Fail,
+                FindingStatus::Fail,
                 format!("could not read {INTERRUPTS}: {reason}"),
                 expected,
             ),

@@ -1,7 +1,7 @@
 //! Time-synchronisation rules: the time daemons keep off the isolated CPUs, one of them runs,
 //! and only one steers the system clock.
 
-use crate::audit::finding::{Severity, Status};
+use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
@@ -83,7 +83,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     if daemons.is_empty() {
         return RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             "no time daemon running (see LL-TIME-DAEMON-RUNNING)",
             expected,
         )
@@ -104,7 +104,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     }
     let mut outcome = if offending.is_empty() && unknown.is_empty() {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!(
                 "{} on housekeeping CPUs only",
                 daemons.iter().map(name).collect::<Vec<_>>().join(", ")
@@ -143,7 +143,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        RuleOutcome::new(Status::Fail, observed, expected).manual(steps)
+        RuleOutcome::new(FindingStatus::Fail, observed, expected).manual(steps)
     };
     for d in daemons {
         outcome = outcome.evidence(format!("/proc/{}/status", d.pid));
@@ -164,17 +164,17 @@ fn daemon_running(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .collect();
     let outcome = if !steering.is_empty() {
         RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             format!("{} steers the system clock", steering.join(", ")),
             expected,
         )
     } else if daemons.is_empty() {
-        RuleOutcome::new(Status::Fail, "no time daemon running", expected).manual(
+        RuleOutcome::new(FindingStatus::Fail, "no time daemon running", expected).manual(
             "install and start one: chronyd (NTP, or a NIC's PHC as `refclock PHC /dev/ptpN`), or ptp4l with phc2sys for PTP",
         )
     } else {
         RuleOutcome::new(
-            Status::Fail,
+            FindingStatus::Fail,
             format!(
                 "{} run{}, none steers the system clock",
                 daemons.iter().map(name).collect::<Vec<_>>().join(", "),
@@ -207,13 +207,13 @@ fn one_steerer(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .join(", ");
     let outcome = match steering.len() {
         0 => RuleOutcome::new(
-            Status::Pass,
+            FindingStatus::Pass,
             "no daemon steers the system clock (see LL-TIME-DAEMON-RUNNING)",
             expected,
         ),
-        1 => RuleOutcome::new(Status::Pass, format!("{names} only"), expected),
+        1 => RuleOutcome::new(FindingStatus::Pass, format!("{names} only"), expected),
         _ => RuleOutcome::new(
-            Status::Fail,
+            FindingStatus::Fail,
             format!("{} daemons steer the system clock: {names}", steering.len()),
             expected,
         )

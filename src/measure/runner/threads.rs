@@ -208,7 +208,7 @@ fn sleep_reporting(
 /// What every loop engine (jitter, timer) is asked, whatever it measures. The CPUs are not
 /// here: the session holds them ([`Session::cpus`]), one measuring thread each.
 #[derive(Debug, Clone)]
-pub struct LoopPlan {
+pub struct LoopSpec {
     /// How long to measure (above 0).
     pub duration: Duration,
     /// CPUs to load with a hog during the run.
@@ -305,7 +305,7 @@ impl<R> Finished<R> {
     }
 }
 
-/// Runs a loop engine for `plan` on the session's CPUs (one thread each, in ascending
+/// Runs a loop engine for `spec` on the session's CPUs (one thread each, in ascending
 /// order): captures the environment, runs the hogs and
 /// injectors alongside and reads the counters before GO and after the stop, saying
 /// `progress` on stderr at GO. On each CPU a thread runs `setup(cpu)`, which returns the
@@ -315,7 +315,7 @@ impl<R> Finished<R> {
 /// the call every period until the stop. Fails when a thread cannot be started.
 pub(crate) fn run_loops<R: Send>(
     session: &Session,
-    plan: &LoopPlan,
+    spec: &LoopSpec,
     progress: String,
     drain: Option<(Duration, &(dyn Fn() + Sync))>,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
@@ -324,9 +324,9 @@ pub(crate) fn run_loops<R: Send>(
     let root = session.root();
     let measured: Vec<u32> = session.cpus.iter().collect();
     let environment = env::capture(root, &session.machine, &measured);
-    let mut helpers: Vec<Helper> = load::hogs(&plan.load);
-    let spins = plan.inject.map(|spec| {
-        let (injectors, counts) = inject::injectors(&measured, spec);
+    let mut helpers: Vec<Helper> = load::hogs(&spec.load);
+    let spins = spec.inject.map(|inject| {
+        let (injectors, counts) = inject::injectors(&measured, inject);
         helpers.extend(injectors);
         counts
     });
@@ -341,7 +341,7 @@ pub(crate) fn run_loops<R: Send>(
     let mut observer = CounterObserver::new(root, &measured, progress);
     let outcome = run(
         &measured,
-        plan.duration,
+        spec.duration,
         setup,
         |(mut record, error): (R, Option<String>), go| {
             if error.is_none() {
@@ -514,7 +514,7 @@ mod tests {
         let root = crate::sysroot::SysRoot::dir(dir.path());
         // Every CPU this process may run on: at least one.
         let session = Session::open(root, Engine::Freq, None).unwrap();
-        let plan = LoopPlan {
+        let spec = LoopSpec {
             duration: Duration::from_millis(10),
             load: CpuSet::new(),
             inject: None,
@@ -522,7 +522,7 @@ mod tests {
         let refused = std::sync::atomic::AtomicBool::new(false);
         let finished = run_loops(
             &session,
-            &plan,
+            &spec,
             "test run".to_string(),
             None,
             |_| {

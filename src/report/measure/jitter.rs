@@ -201,9 +201,9 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
     let header = header(METHOD, &run.session, run.request.priority);
     let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
-        span: RunSpan::of(&run.request.plan, &run.session),
+        span: RunSpan::of(&run.request.spec, &run.session),
         counter: run.tsc,
-        conditions: RunConditions::of(&run.request.plan, &run.session),
+        conditions: RunConditions::of(&run.request.spec, &run.session),
         cpus,
         explain: run.explanation.as_ref().map(explain::json),
     };

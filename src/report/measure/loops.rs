@@ -13,7 +13,7 @@ use crate::machine::{Avail, CpuSet};
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::threads::{Finished, LoopPlan};
+use crate::measure::runner::threads::{Finished, LoopSpec};
 
 /// How long a loop engine measured, in its JSON result.
 #[derive(Debug, Serialize)]
@@ -28,10 +28,10 @@ pub(crate) struct RunSpan {
 }
 
 impl RunSpan {
-    /// The span of `session`, run for `plan`.
-    pub(crate) fn of<R>(plan: &LoopPlan, session: &Finished<R>) -> Self {
+    /// The span of `session`, run for `spec`.
+    pub(crate) fn of<R>(spec: &LoopSpec, session: &Finished<R>) -> Self {
         Self {
-            duration_ns: u64::try_from(plan.duration.as_nanos()).unwrap_or(u64::MAX),
+            duration_ns: u64::try_from(spec.duration.as_nanos()).unwrap_or(u64::MAX),
             elapsed_ns: session.elapsed_ns,
             segments: session.segments,
         }
@@ -72,11 +72,11 @@ pub(crate) struct RunConditions {
 }
 
 impl RunConditions {
-    /// The conditions of `session`, run for `plan`.
-    pub(crate) fn of<R>(plan: &LoopPlan, session: &Finished<R>) -> Self {
+    /// The conditions of `session`, run for `spec`.
+    pub(crate) fn of<R>(spec: &LoopSpec, session: &Finished<R>) -> Self {
         Self {
-            load: plan.load.clone(),
-            inject: plan.inject,
+            load: spec.load.clone(),
+            inject: spec.inject,
             memory_locked: session.memory_locked,
             main_cpus: session.main_cpus.clone(),
             load_average: session.load_average,
@@ -94,7 +94,7 @@ pub(crate) struct Alongside {
 }
 
 impl Alongside {
-    /// What ran beside the measuring thread of the CPU in `slot` (its place in the plan) of
+    /// What ran beside the measuring thread of the CPU in `slot` (its place in the run) of
     /// `session`.
     pub(crate) fn of<R>(session: &Finished<R>, slot: usize) -> Self {
         Self {

@@ -136,9 +136,9 @@ pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
     let header = header(METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
-        span: RunSpan::of(&run.request.plan, &run.session),
+        span: RunSpan::of(&run.request.spec, &run.session),
         normal_priority_reason: run.normal_priority_reason.clone(),
-        conditions: RunConditions::of(&run.request.plan, &run.session),
+        conditions: RunConditions::of(&run.request.spec, &run.session),
         cpus: run
             .session
             .cpus

@@ -28,7 +28,7 @@ pub enum Current {
 
 /// Whether a setting already has its planned value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
+pub enum DiffStatus {
     /// Already as planned.
     Same,
     /// Will change.
@@ -51,7 +51,7 @@ pub struct Entry {
     /// The planned value.
     pub planned: String,
     /// Same, change or unknown.
-    pub status: Status,
+    pub status: DiffStatus,
 }
 
 /// The machine and the files under its root, with its IRQs and per-CPU power states indexed
@@ -98,10 +98,10 @@ pub fn diff(plan: &Plan, machine: &Machine, root: &SysRoot) -> Vec<Entry> {
         .map(|s| {
             let current = current_in(s, &now);
             let status = match &current {
-                Current::Value(v) if *v == s.value => Status::Same,
-                Current::Absent if s.value.is_empty() => Status::Same,
-                Current::Unknown(_) => Status::Unknown,
-                _ => Status::Change,
+                Current::Value(v) if *v == s.value => DiffStatus::Same,
+                Current::Absent if s.value.is_empty() => DiffStatus::Same,
+                Current::Unknown(_) => DiffStatus::Unknown,
+                _ => DiffStatus::Change,
             };
             Entry {
                 id: s.id.clone(),
@@ -436,14 +436,17 @@ fn cell(id: &SettingId, layer: Layer, value: &str) -> String {
 /// The diff as a table: one line per setting, `=` same, `~` change, `?` unknown.
 pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
-    let same = entries.iter().filter(|e| e.status == Status::Same).count();
+    let same = entries
+        .iter()
+        .filter(|e| e.status == DiffStatus::Same)
+        .count();
     let change = entries
         .iter()
-        .filter(|e| e.status == Status::Change)
+        .filter(|e| e.status == DiffStatus::Change)
         .count();
     let reboot = entries
         .iter()
-        .filter(|e| e.status == Status::Change && e.reboot)
+        .filter(|e| e.status == DiffStatus::Change && e.reboot)
         .count();
     let unknown = entries.len() - same - change;
     let _ = writeln!(
@@ -460,9 +463,9 @@ pub fn render(entries: &[Entry]) -> String {
         .min(48);
     for e in entries {
         let mark = match e.status {
-            Status::Same => '=',
-            Status::Change => '~',
-            Status::Unknown => '?',
+            DiffStatus::Same => '=',
+            DiffStatus::Change => '~',
+            DiffStatus::Unknown => '?',
         };
         let now = match &e.current {
             Current::Value(v) => cell(&e.id, e.layer, v),

@@ -7,7 +7,7 @@ pub(crate) mod stats;
 use crate::measure::runner::clock::TscTicks;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::{self, Capture, CpuGaps, Explanation, TraceClock, Tracing, tracefs};
@@ -25,7 +25,7 @@ pub(crate) const DEFAULT_MAX_GAPS: usize = 1_000_000;
 #[derive(Debug, Clone)]
 pub(crate) struct JitterRequest {
     /// The duration and what runs alongside (the CPUs are the session's).
-    pub plan: LoopPlan,
+    pub spec: LoopSpec,
     /// Gaps at or above this are interruptions, ns (above 0).
     pub threshold_ns: u64,
     /// SCHED_FIFO priority of the measuring threads (normal scheduling when `None`).
@@ -51,7 +51,7 @@ pub(crate) struct JitterRun {
 
 impl Merge for JitterRun {
     fn merge(&mut self, later: Self) {
-        self.request.plan.duration += later.request.plan.duration;
+        self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
         match (&mut self.explanation, later.explanation) {
             (Some(explanation), Some(more)) => explanation.merge(more),
@@ -78,10 +78,10 @@ pub(crate) enum JitterError {
 /// Runs the measurement in `session`. Fails before measuring when the counter cannot be
 /// calibrated, a requested SCHED_FIFO priority is not permitted or a thread cannot start.
 pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
-    let plan = &request.plan;
-    threads::check_fifo(request.priority, plan.inject.is_some())?;
+    let spec = &request.spec;
+    threads::check_fifo(request.priority, spec.inject.is_some())?;
     let tsc = Tsc::detect()?;
-    let duration_ns = u64::try_from(plan.duration.as_nanos()).unwrap_or(u64::MAX);
+    let duration_ns = u64::try_from(spec.duration.as_nanos()).unwrap_or(u64::MAX);
     let threshold_ticks = tsc.ticks(request.threshold_ns).max(1);
     let config = LoopConfig {
         threshold_ticks,
@@ -95,7 +95,7 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
     let progress = format!(
         "measuring jitter on CPU {} for {:.3} s, threshold {} ns",
         session.cpus.to_list(),
-        plan.duration.as_secs_f64(),
+        spec.duration.as_secs_f64(),
         request.threshold_ns
     );
     let priority = request.priority;
@@ -104,14 +104,14 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
             session.root(),
             &session.cpus,
             TraceClock::X86Tsc,
-            plan.duration,
+            spec.duration,
         )
     });
     let running = tracing.as_ref().and_then(|t| t.as_ref().ok());
     let drain = running.map(|t| move || t.drain());
     let finished = threads::run_loops(
         session,
-        plan,
+        spec,
         progress,
         drain
             .as_ref()

@@ -1,6 +1,6 @@
-//! What `membw` is asked, and the plan decided from it before anything is mapped: STREAM's
+//! What `membw` is asked, and the sizing decided from it before anything is mapped: STREAM's
 //! array sizing rule, the threads spread over the chosen CPUs, and the node × node matrix;
-//! then the run of that plan: the whole machine, then each cell of the matrix.
+//! then the run of that sizing: the whole machine, then each cell of the matrix.
 
 use super::{
     Kernel, Kernels, LABEL, MembwError, MembwReport, NodeBandwidth, NodeRun, StreamConfig, stream,
@@ -35,7 +35,7 @@ pub(crate) struct MembwRequest {
 
 /// Everything decided before a membw run.
 #[derive(Debug, PartialEq)]
-pub(crate) struct MembwPlan {
+pub(crate) struct MembwSizing {
     /// Elements per array.
     pub elements: usize,
     /// Iterations of the four kernels.
@@ -56,7 +56,7 @@ pub(crate) struct MembwPlan {
     pub kernels: Kernels,
 }
 
-/// A STREAM rule the plan bends.
+/// A STREAM rule the sizing bends.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum MembwWarning {
     /// The cache sizes are unknown, so the arrays have stream.c's default size.
@@ -83,7 +83,7 @@ pub(crate) enum MembwWarning {
 
 /// Why a membw request cannot be run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum MembwPlanError {
+pub(crate) enum MembwSizingError {
     /// More threads than chosen CPUs.
     #[error("only {chosen} CPUs are chosen")]
     TooManyThreads {
@@ -119,12 +119,12 @@ pub(crate) enum MembwPlanError {
 impl MembwRequest {
     /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
     /// fit `budget`, before anything is mapped.
-    pub(crate) fn plan(
+    pub(crate) fn size(
         &self,
         topology: &Topology,
         places: &[CpuPlace],
         budget: &MemoryBudget,
-    ) -> Result<MembwPlan, MembwPlanError> {
+    ) -> Result<MembwSizing, MembwSizingError> {
         let mut warnings = Vec::new();
         let total_cache_bytes = topology.total_cache_bytes();
         let rule_bytes = stream_array_bytes(total_cache_bytes);
@@ -144,15 +144,15 @@ impl MembwRequest {
             None => place::one_per_core(places).len(),
         };
         if threads > places.len() {
-            return Err(MembwPlanError::TooManyThreads {
+            return Err(MembwSizingError::TooManyThreads {
                 threads,
                 chosen: places.len(),
             });
         }
         let elements = usize::try_from(array_bytes / 8)
-            .map_err(|_| MembwPlanError::ArraysTooLarge { array_bytes })?;
+            .map_err(|_| MembwSizingError::ArraysTooLarge { array_bytes })?;
         if elements < threads {
-            return Err(MembwPlanError::ArraysTooSmall {
+            return Err(MembwSizingError::ArraysTooSmall {
                 array_bytes,
                 elements,
                 threads,
@@ -171,7 +171,7 @@ impl MembwRequest {
                 (node, place::spread(&cpus, per_core))
             })
             .collect();
-        Ok(MembwPlan {
+        Ok(MembwSizing {
             elements,
             ntimes: self.ntimes as usize,
             total_cache_bytes,
@@ -185,25 +185,25 @@ impl MembwRequest {
     }
 }
 
-impl MembwPlan {
+impl MembwSizing {
     /// Measurement steps, for progress: the whole machine, then each cell of the matrix.
     pub(crate) fn steps(&self) -> usize {
         1 + self.rows.len() * self.columns.len()
     }
 }
 
-/// Runs `plan` (sized on the session's CPUs by [`MembwRequest::plan`]): the whole machine,
+/// Runs `sizing` (sized on the session's CPUs by [`MembwRequest::size`]): the whole machine,
 /// then the node × node matrix cell by cell, each step said on stderr; Ctrl-C or the session's
 /// stop flag ends it early, keeping what was measured.
-pub(crate) fn run(session: &Session, plan: &MembwPlan) -> Result<MembwReport, MembwError> {
-    let mut progress = Progress::stderr("membw", plan.steps());
-    let report = plan.measure(&session.stop, &mut progress);
+pub(crate) fn run(session: &Session, sizing: &MembwSizing) -> Result<MembwReport, MembwError> {
+    let mut progress = Progress::stderr("membw", sizing.steps());
+    let report = sizing.measure(&session.stop, &mut progress);
     progress.finish();
     report
 }
 
-impl MembwPlan {
-    /// Measures the plan as [`run`] does, saying each step on `progress`, until `stop`.
+impl MembwSizing {
+    /// Measures the sizing as [`run`] does, saying each step on `progress`, until `stop`.
     fn measure(&self, stop: &StopFlag, progress: &mut Progress) -> Result<MembwReport, MembwError> {
         let config = |cpus: Vec<u32>, memory_node: Option<u32>| StreamConfig {
             cpus,
@@ -278,20 +278,20 @@ mod tests {
     }
 
     #[test]
-    fn plans_by_streams_rule_and_refuses_with_typed_errors() {
+    fn sizes_by_streams_rule_and_refuses_with_typed_errors() {
         let m = epyc();
         let places = place::places(&m.topology);
         let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
-        let plan = request().plan(&m.topology, &places, &budget).unwrap();
-        assert_eq!(plan.rule_bytes, 1060 << 20);
-        assert_eq!((plan.ntimes, plan.steps()), (10, 1 + 2 * 2));
+        let sizing = request().size(&m.topology, &places, &budget).unwrap();
+        assert_eq!(sizing.rule_bytes, 1060 << 20);
+        assert_eq!((sizing.ntimes, sizing.steps()), (10, 1 + 2 * 2));
         let small = MembwRequest {
             array_bytes: Some(16 << 20),
             ..request()
         };
-        let plan = small.plan(&m.topology, &places, &budget).unwrap();
+        let sizing = small.size(&m.topology, &places, &budget).unwrap();
         assert!(matches!(
-            plan.warnings[..],
+            sizing.warnings[..],
             [MembwWarning::BelowRule {
                 array_bytes: 16_777_216,
                 ..
@@ -302,8 +302,8 @@ mod tests {
             ..request()
         };
         assert_eq!(
-            too_many.plan(&m.topology, &places, &budget),
-            Err(MembwPlanError::TooManyThreads {
+            too_many.size(&m.topology, &places, &budget),
+            Err(MembwSizingError::TooManyThreads {
                 threads: 17,
                 chosen: 16
             })
@@ -312,10 +312,10 @@ mod tests {
             nodes: Some([7].into_iter().collect()),
             ..request()
         };
-        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = missing.size(&m.topology, &places, &budget).unwrap_err();
         assert!(matches!(
             err,
-            MembwPlanError::Nodes(NodeError::Missing { id: 7, .. })
+            MembwSizingError::Nodes(NodeError::Missing { id: 7, .. })
         ));
         assert!(!err.to_string().contains("--"), "no flag in {err}");
     }

@@ -17,7 +17,7 @@ mod loaded;
 mod request;
 
 pub(crate) use loaded::LoadedLatency;
-pub(crate) use request::{MemlatPlan, MemlatPlanError, MemlatRequest, Window, run};
+pub(crate) use request::{MemlatRequest, MemlatSizing, MemlatSizingError, Window, run};
 
 use serde::Serialize;
 use std::time::Instant;

@@ -1,5 +1,5 @@
-//! What `memlat` is asked, and the plan decided from it before anything is mapped: the
-//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that plan:
+//! What `memlat` is asked, and the sizing decided from it before anything is mapped: the
+//! chasing CPU, the sizes, the pages, and the node × node matrix; then the run of that sizing:
 //! the curve, then each cell of the matrix at the largest size.
 
 use super::loaded::{DELAYS_NS, loaded};
@@ -56,7 +56,7 @@ pub(crate) struct MemlatRequest {
 
 /// Everything decided before a memlat run.
 #[derive(Debug, PartialEq)]
-pub(crate) struct MemlatPlan {
+pub(crate) struct MemlatSizing {
     /// The curve's configuration.
     pub curve: ChaseConfig,
     /// Matrix rows: node and the CPU that chases for it.
@@ -69,7 +69,7 @@ pub(crate) struct MemlatPlan {
 
 /// Why a memlat request cannot be run.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MemlatPlanError {
+pub(crate) enum MemlatSizingError {
     /// The chasing CPU is not among the chosen CPUs.
     #[error("not among the chosen CPUs ({chosen})")]
     CpuNotChosen {
@@ -114,22 +114,22 @@ pub(crate) enum MemlatPlanError {
 impl MemlatRequest {
     /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
     /// they fit `budget`, before anything is mapped.
-    pub(crate) fn plan(
+    pub(crate) fn size(
         &self,
         topology: &Topology,
         places: &[CpuPlace],
         budget: &MemoryBudget,
-    ) -> Result<MemlatPlan, MemlatPlanError> {
+    ) -> Result<MemlatSizing, MemlatSizingError> {
         let cpu = match self.cpu {
             Some(cpu) if places.iter().any(|p| p.cpu == cpu) => cpu,
             Some(cpu) => {
                 let chosen: CpuSet = places.iter().map(|p| p.cpu).collect();
-                return Err(MemlatPlanError::CpuNotChosen { cpu, chosen });
+                return Err(MemlatSizingError::CpuNotChosen { cpu, chosen });
             }
             None => places
                 .first()
                 .map(|p| p.cpu)
-                .ok_or(MemlatPlanError::NoCpu)?,
+                .ok_or(MemlatSizingError::NoCpu)?,
         };
         let sizes = self
             .sizes
@@ -137,11 +137,11 @@ impl MemlatRequest {
             .unwrap_or_else(|| default_sizes(topology.llc_bytes_total()));
         let largest = sizes.iter().copied().max().unwrap_or(0);
         let stride =
-            usize::try_from(self.stride_bytes).map_err(|_| MemlatPlanError::StrideTooLarge)?;
+            usize::try_from(self.stride_bytes).map_err(|_| MemlatSizingError::StrideTooLarge)?;
         let window_bytes = match self.window {
             Window::Full => None,
             Window::Bytes(b) => {
-                Some(usize::try_from(b).map_err(|_| MemlatPlanError::WindowTooLarge)?)
+                Some(usize::try_from(b).map_err(|_| MemlatSizingError::WindowTooLarge)?)
             }
         };
         let what = format!("a {} buffer", bytes(largest));
@@ -164,7 +164,7 @@ impl MemlatRequest {
             Ok(())
         };
         if let Some(id) = self.node {
-            node_check(find_node(topology, id).map_err(MemlatPlanError::CurveNode)?)?;
+            node_check(find_node(topology, id).map_err(MemlatSizingError::CurveNode)?)?;
         }
         let nodes = matrix_nodes(topology, self.nodes.as_ref())?;
         let MatrixAxes { rows, columns } =
@@ -188,7 +188,7 @@ impl MemlatRequest {
             Some(threads) => Some(load_cpus(places, cpu, threads)?),
             None => None,
         };
-        Ok(MemlatPlan {
+        Ok(MemlatSizing {
             curve,
             rows: rows
                 .into_iter()
@@ -202,12 +202,12 @@ impl MemlatRequest {
 
 /// The CPUs of `threads` load threads: the chosen CPUs (`places`, in locality order) other
 /// than the chasing `cpu`, nearest first.
-fn load_cpus(places: &[CpuPlace], cpu: u32, threads: u32) -> Result<Vec<u32>, MemlatPlanError> {
+fn load_cpus(places: &[CpuPlace], cpu: u32, threads: u32) -> Result<Vec<u32>, MemlatSizingError> {
     let free: Vec<u32> = (places.iter().map(|p| p.cpu))
         .filter(|&c| c != cpu)
         .collect();
     if free.len() < threads as usize {
-        return Err(MemlatPlanError::TooFewLoadCpus {
+        return Err(MemlatSizingError::TooFewLoadCpus {
             threads,
             free: free.len(),
             cpu,
@@ -216,7 +216,7 @@ fn load_cpus(places: &[CpuPlace], cpu: u32, threads: u32) -> Result<Vec<u32>, Me
     Ok(free.into_iter().take(threads as usize).collect())
 }
 
-impl MemlatPlan {
+impl MemlatSizing {
     /// Measurement steps, for progress: each size of the curve, each cell of the matrix, then
     /// each intensity of the loaded curve.
     pub(crate) fn steps(&self) -> usize {
@@ -225,18 +225,18 @@ impl MemlatPlan {
     }
 }
 
-/// Runs `plan` (sized on the session's CPUs by [`MemlatRequest::plan`]): the curve, the node ×
+/// Runs `sizing` (sized on the session's CPUs by [`MemlatRequest::size`]): the curve, the node ×
 /// node matrix at the largest size, then the loaded curve, each step said on stderr; Ctrl-C or
 /// the session's stop flag ends it early, keeping what was measured.
-pub(crate) fn run(session: &Session, plan: &MemlatPlan) -> Result<MemlatReport, MemlatError> {
-    let mut progress = Progress::stderr("memlat", plan.steps());
-    let report = plan.measure(&session.stop, &mut progress);
+pub(crate) fn run(session: &Session, sizing: &MemlatSizing) -> Result<MemlatReport, MemlatError> {
+    let mut progress = Progress::stderr("memlat", sizing.steps());
+    let report = sizing.measure(&session.stop, &mut progress);
     progress.finish();
     report
 }
 
-impl MemlatPlan {
-    /// Measures the plan as [`run`] does, saying each step on `progress`, until `stop`.
+impl MemlatSizing {
+    /// Measures the sizing as [`run`] does, saying each step on `progress`, until `stop`.
     fn measure(
         &self,
         stop: &StopFlag,
@@ -312,31 +312,31 @@ mod tests {
     }
 
     #[test]
-    fn plans_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
+    fn sizes_one_chasing_cpu_per_node_and_refuses_with_typed_errors() {
         let m = milan();
         let places = place::places(&m.topology);
         let budget = MemoryBudget::new(&m.kernel.meminfo, &m.kernel.hugepages);
-        let plan = request().plan(&m.topology, &places, &budget).unwrap();
-        assert_eq!(plan.curve.sizes.last(), Some(&(1 << 30)));
-        assert_eq!(plan.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
-        assert_eq!(plan.steps(), plan.curve.sizes.len() + 4 * 4);
+        let sizing = request().size(&m.topology, &places, &budget).unwrap();
+        assert_eq!(sizing.curve.sizes.last(), Some(&(1 << 30)));
+        assert_eq!(sizing.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
+        assert_eq!(sizing.steps(), sizing.curve.sizes.len() + 4 * 4);
         let elsewhere = MemlatRequest {
             cpu: Some(999),
             ..request()
         };
-        let err = elsewhere.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = elsewhere.size(&m.topology, &places, &budget).unwrap_err();
         assert!(matches!(
             err,
-            MemlatPlanError::CpuNotChosen { cpu: 999, .. }
+            MemlatSizingError::CpuNotChosen { cpu: 999, .. }
         ));
         let missing = MemlatRequest {
             node: Some(9),
             ..request()
         };
-        let err = missing.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = missing.size(&m.topology, &places, &budget).unwrap_err();
         assert!(matches!(
             err,
-            MemlatPlanError::CurveNode(NodeError::Missing { id: 9, .. })
+            MemlatSizingError::CurveNode(NodeError::Missing { id: 9, .. })
         ));
         assert!(!err.to_string().contains("--"), "no flag in {err}");
     }
@@ -350,24 +350,24 @@ mod tests {
             load_threads: Some(2),
             ..request()
         };
-        let plan = loaded.plan(&m.topology, &places, &budget).unwrap();
+        let sizing = loaded.size(&m.topology, &places, &budget).unwrap();
         let nearest: Vec<u32> = (places.iter().map(|p| p.cpu))
-            .filter(|&c| c != plan.curve.cpu)
+            .filter(|&c| c != sizing.curve.cpu)
             .take(2)
             .collect();
-        assert_eq!(plan.load_cpus, Some(nearest));
+        assert_eq!(sizing.load_cpus, Some(nearest));
         assert_eq!(
-            plan.steps(),
-            plan.curve.sizes.len() + 4 * 4 + DELAYS_NS.len()
+            sizing.steps(),
+            sizing.curve.sizes.len() + 4 * 4 + DELAYS_NS.len()
         );
         let too_many = MemlatRequest {
             load_threads: Some(places.len() as u32),
             ..request()
         };
-        let err = too_many.plan(&m.topology, &places, &budget).unwrap_err();
+        let err = too_many.size(&m.topology, &places, &budget).unwrap_err();
         let free = places.len() - 1;
         assert!(
-            matches!(err, MemlatPlanError::TooFewLoadCpus { free: f, cpu: 0, .. } if f == free),
+            matches!(err, MemlatSizingError::TooFewLoadCpus { free: f, cpu: 0, .. } if f == free),
             "{err}"
         );
         assert!(!err.to_string().contains("--"), "no flag in {err}");

@@ -8,7 +8,7 @@ use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopPlan, SpawnError};
+use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use deadline_loop::TimerRecord;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
@@ -19,7 +19,7 @@ pub const DEFAULT_PRIORITY: u8 = 95;
 #[derive(Debug, Clone)]
 pub struct TimerRequest {
     /// The duration and what runs alongside (the CPUs are the session's).
-    pub plan: LoopPlan,
+    pub spec: LoopSpec,
     /// The period, ns (above 0).
     pub interval_ns: u64,
     /// SCHED_FIFO priority wanted for the measuring threads.
@@ -43,7 +43,7 @@ pub struct TimerRun {
 
 impl Merge for TimerRun {
     fn merge(&mut self, later: Self) {
-        self.request.plan.duration += later.request.plan.duration;
+        self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
     }
 }
@@ -62,8 +62,8 @@ pub enum TimerError {
 /// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
 pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerError> {
-    let plan = &request.plan;
-    threads::check_fifo(None, plan.inject.is_some())?;
+    let spec = &request.spec;
+    threads::check_fifo(None, spec.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
         Ok(()) => (Some(request.priority), None),
         Err(e) => {
@@ -80,12 +80,12 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         "measuring timer latency on CPU {} every {} us for {:.3} s",
         session.cpus.to_list(),
         request.interval_ns / 1000,
-        plan.duration.as_secs_f64()
+        spec.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
     let finished = threads::run_loops(
         session,
-        plan,
+        spec,
         progress,
         None,
         |cpu| {

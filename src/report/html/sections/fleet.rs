@@ -8,20 +8,20 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::from;
-use crate::audit::Status;
+use crate::audit::FindingStatus;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Part};
 
 /// The colour of a status in charts (colour-blind safe: green, orange, vermilion, blues,
 /// greys).
-fn status_colour(status: Status) -> &'static str {
+fn status_colour(status: FindingStatus) -> &'static str {
     match status {
-        Status::Pass => "#009e73",
-        Status::Warn => "#e69f00",
-        Status::Fail => "#d55e00",
-        Status::Inferred => "#56b4e9",
-        Status::Unknown => "#999999",
-        Status::Skipped => "#dddddd",
+        FindingStatus::Pass => "#009e73",
+        FindingStatus::Warn => "#e69f00",
+        FindingStatus::Fail => "#d55e00",
+        FindingStatus::Inferred => "#56b4e9",
+        FindingStatus::Unknown => "#999999",
+        FindingStatus::Skipped => "#dddddd",
     }
 }
 
@@ -103,7 +103,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     for source in sources {
         let fleet: Fleet = source.view()?;
         // The statuses in the audit's order (pass, warn, fail, ...), not by name.
-        let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.name()).collect();
+        let statuses: Vec<&str> = FindingStatus::ALL.iter().map(|s| s.name()).collect();
         let rows: Vec<(String, Vec<usize>)> = fleet
             .rules
             .iter()
@@ -114,7 +114,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                 (r.rule.clone(), counts.collect())
             })
             .collect();
-        let legend: Vec<Part> = Status::ALL
+        let legend: Vec<Part> = FindingStatus::ALL
             .iter()
             .map(|s| Part {
                 name: s.name(),

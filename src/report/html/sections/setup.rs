@@ -7,7 +7,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::from;
-use crate::audit::{Remediation, Status};
+use crate::audit::{FindingStatus, Remediation};
 use crate::report::audit::HandFix;
 use crate::report::html::source::{Source, SourceError};
 use crate::tuning::commands;
@@ -141,7 +141,7 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                 None => by_layer.push((&f.layer, vec![f])),
             }
         }
-        let counts: Vec<(&str, u64)> = Status::ALL
+        let counts: Vec<(&str, u64)> = FindingStatus::ALL
             .iter()
             .filter_map(|s| Some((s.name(), *audit.counts.get(s.name())?)))
             .filter(|&(_, n)| n > 0)
