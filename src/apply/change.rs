@@ -185,21 +185,51 @@ impl FollowUp {
         shown(&program, &args)
     }
 
-    /// Runs it with `runner`; the reason when it could not.
-    pub(crate) fn run(&self, runner: &dyn Runner) -> Result<(), String> {
+    /// Runs it with `runner`; why it could not.
+    pub(crate) fn run(&self, runner: &dyn Runner) -> Result<(), FollowUpError> {
         let (program, args) = self.command();
+        let shown = self.shown();
         let Some(path) = runner.find(&program) else {
-            return Err(format!(
-                "{program} is not installed; run `{}` by hand",
-                self.shown()
-            ));
+            return Err(FollowUpError::NotInstalled { program, shown });
         };
         match runner.run(&path, &args) {
             Ok(out) if out.success() => Ok(()),
-            Ok(out) => Err(format!("`{}` failed: {}", self.shown(), out.message())),
-            Err(e) => Err(format!("`{}` could not run: {e}", self.shown())),
+            Ok(out) => Err(FollowUpError::Failed {
+                shown,
+                message: out.message(),
+            }),
+            Err(source) => Err(FollowUpError::CouldNotRun { shown, source }),
         }
     }
+}
+
+/// Why a follow-up command did not run to success.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FollowUpError {
+    /// The program is not installed.
+    #[error("{program} is not installed; run `{shown}` by hand")]
+    NotInstalled {
+        /// The program looked for (`systemctl`).
+        program: String,
+        /// The whole command line.
+        shown: String,
+    },
+    /// It ran and failed.
+    #[error("`{shown}` failed: {message}")]
+    Failed {
+        /// The whole command line.
+        shown: String,
+        /// What it said (its exit status and output).
+        message: String,
+    },
+    /// It could not be started.
+    #[error("`{shown}` could not run: {source}")]
+    CouldNotRun {
+        /// The whole command line.
+        shown: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// Follow-ups owed after a configuration file changed: systemd files need a daemon-reload,

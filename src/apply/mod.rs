@@ -26,7 +26,7 @@ pub(crate) mod verify;
 use serde::Serialize;
 
 use crate::document;
-use crate::machine::Machine;
+use crate::machine::{CpuSet, Machine};
 use crate::plan::{Plan, systemd};
 use crate::tuning::kernel_args::AllArgs;
 use crate::tuning::setting::{Layer, Setting};
@@ -79,29 +79,49 @@ impl Scope {
     }
 }
 
-/// Why a plan does not fit the machine. `--force` overrides it.
-pub(crate) fn check_target(plan: &Plan, machine: &Machine) -> Result<(), String> {
+/// Why a plan does not fit the machine it is applied on: the host it was made for, the CPUs,
+/// or both. `--force` overrides it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.problems().join("; "))]
+pub(crate) struct PlanMismatch {
+    /// The host the plan was made for and this machine's host name, when they differ.
+    pub host: Option<(String, String)>,
+    /// The CPUs the plan was made for and this machine's online CPUs, when they do not fit.
+    pub cpus: Option<(CpuSet, CpuSet)>,
+}
+
+impl PlanMismatch {
+    /// One sentence per mismatch.
+    fn problems(&self) -> Vec<String> {
+        let host = self
+            .host
+            .iter()
+            .map(|(made_for, this)| format!("it was made for host {made_for}, this is {this}"));
+        let cpus = self.cpus.iter().map(|(made_for, online)| {
+            format!(
+                "it was made for CPUs {}, this machine has {} online",
+                made_for.to_list(),
+                online.to_list()
+            )
+        });
+        host.chain(cpus).collect()
+    }
+}
+
+/// Whether `plan` fits the machine: made for its host (when the plan names one) and for CPUs
+/// that are online. `--force` overrides a mismatch.
+pub(crate) fn check_target(plan: &Plan, machine: &Machine) -> Result<(), PlanMismatch> {
     let host = machine.kernel.hostname.get().map(String::as_str);
     let cpus = machine.topology.online_cpus();
-    let mut problems = Vec::new();
-    if plan.target.host != "unknown" && host.is_some_and(|h| h != plan.target.host) {
-        problems.push(format!(
-            "it was made for host {}, this is {}",
-            plan.target.host,
-            host.unwrap_or("?")
-        ));
-    }
-    if !plan.target.fits_online(&cpus) {
-        problems.push(format!(
-            "it was made for CPUs {}, this machine has {} online",
-            plan.target.cpus.to_list(),
-            cpus.to_list()
-        ));
-    }
-    if problems.is_empty() {
+    let mismatch = PlanMismatch {
+        host: (plan.target.host != "unknown" && host.is_some_and(|h| h != plan.target.host))
+            .then(|| (plan.target.host.clone(), host.unwrap_or("?").to_string())),
+        cpus: (!plan.target.fits_online(&cpus)).then(|| (plan.target.cpus.clone(), cpus)),
+    };
+    if mismatch.host.is_none() && mismatch.cpus.is_none() {
         Ok(())
     } else {
-        Err(problems.join("; "))
+        Err(mismatch)
     }
 }
 

@@ -403,7 +403,7 @@ fn another_machines_plan_is_told_apart() {
     let b = Fixture::new("epyc7f32-2s");
     let plan = plan_for(&a.machine, &a.root());
     assert_eq!(check_target(&plan, &a.machine), Ok(()));
-    let err = check_target(&plan, &b.machine).unwrap_err();
+    let err = check_target(&plan, &b.machine).unwrap_err().to_string();
     assert!(err.contains("made for host rt-guest-01"), "{err}");
     assert!(err.contains("CPUs 0-3"), "{err}");
 }

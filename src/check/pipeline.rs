@@ -22,7 +22,9 @@ use crate::measure::engines::c2c;
 use crate::measure::engines::jitter::{
     self, DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun,
 };
-use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun};
+use crate::measure::engines::timer::{
+    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
+};
 use crate::measure::runner::cpus::CpuChoiceError;
 use crate::measure::runner::harness;
 use crate::measure::runner::place;
@@ -61,7 +63,8 @@ pub(crate) struct CheckRequest {
     pub rounds: u32,
     /// Targets to meet instead of the profile's; empty: the profile's.
     pub targets: Vec<Target>,
-    /// Whether the jitter runs trace the measured CPUs to give each gap its cause.
+    /// Whether the runs trace the measured CPUs to give each jitter gap, and each timer
+    /// wake-up 20 µs late or more, its cause.
     pub explain: bool,
 }
 
@@ -122,6 +125,8 @@ pub(crate) struct CheckRun {
     pub timer_runs: Vec<TimerRun>,
     /// The gaps of all jitter runs by cause, when they were explained.
     pub explanation: Option<Explanation>,
+    /// The late wake-ups of all timer runs by cause, when they were explained.
+    pub timer_explanation: Option<Explanation>,
     /// Each measured CPU's figures over all rounds, in CPU order.
     pub figures: Vec<CpuFigures>,
     /// The targets (the request's, else the profile's) against the figures.
@@ -188,7 +193,8 @@ pub(crate) fn run(check: &Prepared, round_begins: impl FnMut(u32)) -> Result<Che
     let stat_before = read_stat();
     let (jitter_runs, timer_runs, complete) = rounds(session, request, round_begins)?;
     let all_jitter = merged(&jitter_runs).expect("the first round runs jitter");
-    let mut figures = super::figures(Some(&all_jitter), merged(&timer_runs).as_ref());
+    let all_timer = merged(&timer_runs);
+    let mut figures = super::figures(Some(&all_jitter), all_timer.as_ref());
     if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
         super::add_steal(&mut figures, before, after);
     }
@@ -202,6 +208,7 @@ pub(crate) fn run(check: &Prepared, round_begins: impl FnMut(u32)) -> Result<Che
         jitter_runs,
         timer_runs,
         explanation: all_jitter.explanation,
+        timer_explanation: all_timer.and_then(|run| run.explanation),
         figures,
         verdicts,
         complete,
@@ -248,6 +255,7 @@ fn rounds(
                 interval_ns: TIMER_INTERVAL_NS,
                 priority: DEFAULT_PRIORITY,
                 histogram_buckets: 0,
+                explain_above_ns: request.explain.then_some(DEFAULT_EXPLAIN_ABOVE_NS),
             },
         )?;
         complete &= measured_completely(&timer_run.session, |_| false);

@@ -5,6 +5,7 @@ use clap::{ArgGroup, Args};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
@@ -132,7 +133,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 args.plan.display()
             );
         }
-        eprintln!("lowlat: warning: --force: {problem}");
+        warning!("--force: {problem}");
     }
     let ctx = ApplyContext::new(&root, &machine);
     let items = apply::prepare(&ctx, &plan, &text, args.scope())

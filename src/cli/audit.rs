@@ -4,6 +4,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use std::path::PathBuf;
 
+use super::messages::{note, warning};
 use super::output::{print, print_json};
 use super::{Cli, exit};
 use crate::audit::rules::freebsd as freebsd_rules;
@@ -209,7 +210,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         )
         .map_err(|e| anyhow!("--nfd-features {e}"))?;
         for refused in &features.refused {
-            eprintln!("lowlat audit: --nfd-features: left out {refused}");
+            warning!("--nfd-features: left out {refused}");
         }
     }
     let view = view(args);
@@ -234,8 +235,8 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             Durability::Synced,
         )
         .map_err(|e| anyhow!("--fix-script {e}"))?;
-        eprintln!(
-            "lowlat audit: wrote the fixes to {}; review it, then run it as root",
+        note!(
+            "wrote the fixes to {}; review it, then run it as root",
             path.display()
         );
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 
+use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
@@ -359,8 +360,8 @@ pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)
     let password = password(args.password_file.as_deref())?;
     if url.starts_with("http://") {
         // The URL itself is not echoed: user information in it would be the password.
-        eprintln!(
-            "lowlat: warning: --bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
+        warning!(
+            "--bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
         );
     }
     let trust = match (&args.ca_file, args.insecure) {

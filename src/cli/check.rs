@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::measure_common::{BundleArgs, hold_idle_limit, live_root, say_not_measured};
+use super::messages::{error, note};
 use super::output::print;
 use super::{Cli, exit, values};
 use crate::bundle::Bundle;
@@ -78,8 +79,9 @@ pub struct CheckArgs {
     #[arg(long = "target", value_name = "TARGET", value_parser = target)]
     pub(crate) targets: Vec<Target>,
 
-    /// Do not trace the measured CPUs to give each gap its cause (by default a check explains
-    /// where tracing is available: root, tracefs; see docs/guide/explain.md).
+    /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
+    /// more, its cause (by default a check explains where tracing is available: root,
+    /// tracefs; see docs/guide/explain.md).
     #[arg(long)]
     pub no_explain: bool,
 
@@ -111,17 +113,21 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let request = request(args)?;
     let root = live_root(cli)?;
     let check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
+    super::measure_common::say_session_notes(&check.session);
     let bundle = args.bundle.open(&check.session)?;
     let counts = check.audit.counts();
-    eprintln!(
-        "lowlat check: audit against {}: {} fail, {} warn, {} pass",
-        check.profile.info.name, counts.fail, counts.warn, counts.pass
+    note!(
+        "audit against {}: {} fail, {} warn, {} pass",
+        check.profile.info.name,
+        counts.fail,
+        counts.warn,
+        counts.pass
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
     let measured = check::run(&check, |number| {
         if args.repeat > 1 {
-            eprintln!("lowlat check: round {number} of {}", args.repeat);
+            note!("round {number} of {}", args.repeat);
         }
     })?;
     for run in &measured.jitter_runs {
@@ -131,7 +137,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         say_not_measured(&run.session);
     }
     let causes = measured.explanation.as_ref().map(explain::json);
-    let mut report = report(&check, &measured, causes.as_ref());
+    let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
+    let mut report = report(&check, &measured, causes.as_ref(), timer_causes.as_ref());
     let documents = documents(&check, &report, &measured)?;
     if let Some(bundle) = &bundle {
         report.complete &= save(bundle, &documents);
@@ -197,7 +204,7 @@ fn named(error: CheckError, args: &CheckArgs) -> anyhow::Error {
 fn say_probe(probe: &VcpuProbe) {
     let said = hardware_printers::host_sharing_text(probe);
     for line in said.lines().filter(|l| !l.is_empty()) {
-        eprintln!("lowlat check: {}", line.trim_start());
+        note!("{}", line.trim_start());
     }
 }
 
@@ -206,6 +213,7 @@ fn report<'a>(
     check: &'a Prepared,
     measured: &'a CheckRun,
     causes: Option<&'a explain::ExplainJson>,
+    timer_causes: Option<&'a explain::ExplainJson>,
 ) -> CheckReport<'a> {
     CheckReport {
         machine: &check.machine,
@@ -219,6 +227,7 @@ fn report<'a>(
         targets: &measured.verdicts,
         complete: measured.complete,
         causes,
+        timer_causes,
     }
 }
 
@@ -232,12 +241,12 @@ fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
     });
     match saved {
         Ok(()) => {
-            eprintln!("lowlat check: saved the bundle: {}", bundle.dir().display());
+            note!("saved the bundle: {}", bundle.dir().display());
             true
         }
         Err(e) => {
-            eprintln!(
-                "lowlat: error: --out {}: {e}; the report below is all there is of this check",
+            error!(
+                "--out {}: {e}; the report below is all there is of this check",
                 bundle.dir().display()
             );
             false
@@ -257,11 +266,11 @@ fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
         .and_then(|page| Ok(std::fs::write(file, page)?));
     Ok(match written {
         Ok(()) => {
-            eprintln!("lowlat check: wrote {}", file.display());
+            note!("wrote {}", file.display());
             true
         }
         Err(e) => {
-            eprintln!("lowlat: error: --html {}: {e:#}", file.display());
+            error!("--html {}: {e:#}", file.display());
             false
         }
     })

@@ -40,7 +40,9 @@ between runs is unknown: the verdict is inconclusive, naming the runs needed, un
 is beyond the variation inside the runs (their 16 time slices) and a stated run-to-run bound. \
 The environment of each arm (steal, other tasks on the CPUs, frequency, throttling, SMIs, load) \
 is compared too: a verdict it could explain is marked confounded. Per-CPU rows follow as \
-detail, corrected over themselves, without effect on the exit code. `--calibrate RUNS…` splits \
+detail, corrected over themselves, without effect on the exit code. Jitter runs explained with \
+--explain (a check's, by default) add the causes of their gaps that appeared, disappeared or \
+changed, each cause's rate per run judged alike (docs/guide/explain.md). `--calibrate RUNS…` splits \
 untouched runs every way (an A/A test) and says how often this happens to call a difference on \
 this machine and how many runs it needs. The method and its sources: docs/statistics.md.\n\n\
 Examples:\n  lowlat check --out before; (tune); lowlat check --out after; lowlat compare before -- after\n  \

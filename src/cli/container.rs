@@ -12,7 +12,6 @@ pub(super) fn note(root: &SysRoot, topology: &Topology) {
         return;
     };
     let allowed = crate::measure::runner::harness::current_affinity().ok();
-    for line in container::note(&found, allowed.as_ref(), &topology.online_cpus()) {
-        eprintln!("lowlat: {line}");
-    }
+    let lines = container::note(&found, allowed.as_ref(), &topology.online_cpus());
+    super::messages::note!("{}", lines.join("\n"));
 }

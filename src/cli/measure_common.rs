@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
 use super::{Cli, exit};
@@ -191,7 +192,7 @@ impl LoopArgs {
         let mut code = exit::OK;
         for number in 1..=self.repeat {
             if self.repeat > 1 {
-                eprintln!("lowlat: round {number} of {}", self.repeat);
+                note!("round {number} of {}", self.repeat);
             }
             let (round_code, interrupted) = round(number)?;
             code = code.max(round_code);
@@ -207,10 +208,20 @@ impl LoopArgs {
 /// (`cpus`), naming the flag in its errors.
 pub(crate) fn open_session(cli: &Cli, engine: Engine, cpus: Option<&CpuSet>) -> Result<Session> {
     let root = live_root(cli)?;
-    let session = Session::open(root, engine, cpus);
-    match cpus {
-        Some(cpus) => session.with_context(|| format!("--cpus {cpus}")),
-        None => Ok(session?),
+    let session = match cpus {
+        Some(cpus) => {
+            Session::open(root, engine, Some(cpus)).with_context(|| format!("--cpus {cpus}"))?
+        }
+        None => Session::open(root, engine, None)?,
+    };
+    say_session_notes(&session);
+    Ok(session)
+}
+
+/// Says what the session could not set up as the engine wanted (memory locking).
+pub(crate) fn say_session_notes(session: &Session) {
+    for session_note in session.notes() {
+        note!("{session_note}");
     }
 }
 
@@ -266,7 +277,7 @@ pub(crate) fn deliver_document<T: Serialize>(
         && let Some(bundle) = bundle
         && let Err(e) = bundle.remove_checkpoint(kind)
     {
-        eprintln!("lowlat: warning: --out: {e}");
+        warning!("--out: {e}");
     }
     Ok(saved)
 }
@@ -278,12 +289,12 @@ fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
     };
     match bundle.add(kind, json) {
         Ok(path) => {
-            eprintln!("lowlat: saved {}", path.display());
+            note!("saved {}", path.display());
             true
         }
         Err(e) => {
-            eprintln!(
-                "lowlat: error: --out {}: {e}; the results above are all there is of this run",
+            error!(
+                "--out {}: {e}; the results above are all there is of this run",
                 bundle.dir().display()
             );
             false
@@ -297,9 +308,10 @@ fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
 pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatencyLimit> {
     match DmaLatencyLimit::hold(root, limit_us) {
         Ok(limit) => {
-            eprintln!(
-                "lowlat: holding {} at {} µs during the run, as cyclictest does",
-                CPU_DMA_LATENCY, limit.limit_us
+            note!(
+                "holding {} at {} µs during the run, as cyclictest does",
+                CPU_DMA_LATENCY,
+                limit.limit_us
             );
             Some(limit)
         }
@@ -311,8 +323,8 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
             let why = causes
                 .first()
                 .map_or(String::new(), |cause| format!(": {cause}"));
-            eprintln!(
-                "lowlat: note: no idle-state limit held ({e:#}{why}); deep C-states may add to \
+            note!(
+                "no idle-state limit held ({e:#}{why}); deep C-states may add to \
                  the latencies"
             );
             None
@@ -334,13 +346,13 @@ pub(crate) fn checkpoints<'a, T>(
     let save = move |so_far: &T, progress: Progress| {
         let saved = json(so_far, progress).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
         match saved {
-            Ok(path) => eprintln!(
-                "lowlat: checkpoint: {:.1} of {:.1} s measured, saved in {}",
+            Ok(path) => note!(
+                "checkpoint: {:.1} of {:.1} s measured, saved in {}",
                 progress.measured.as_secs_f64(),
                 progress.duration.as_secs_f64(),
                 path.display()
             ),
-            Err(e) => eprintln!("lowlat: warning: --out: no checkpoint written: {e:#}"),
+            Err(e) => warning!("--out: no checkpoint written: {e:#}"),
         }
     };
     Some(Checkpoints { every, save })
@@ -364,7 +376,7 @@ pub(crate) fn checkpoint_json<R, T: Serialize>(
 /// was not (the measurement is then incomplete, see [`results_exit`]).
 fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
     if let Some(error) = &cpu.setup_error {
-        eprintln!("lowlat: error: CPU {} was not measured: {error}", cpu.cpu);
+        error!("CPU {} was not measured: {error}", cpu.cpu);
     }
     cpu.setup_error.is_some()
 }
@@ -419,7 +431,7 @@ pub(crate) fn results_exit(complete: bool) -> u8 {
 
 /// Says on stderr that the run was interrupted and the results cover the time until then.
 pub(crate) fn note_interrupted() {
-    eprintln!("lowlat: interrupted; the results above hold what was measured until then");
+    warning!("interrupted; the results above hold what was measured until then");
 }
 
 /// How a hardware engine prints its result.
@@ -505,7 +517,7 @@ pub(crate) fn emit<T: Serialize>(
         (PageFormat::Json, Some(json)) => print(json)?,
         (PageFormat::Csv, _) => {
             for warning in results.warnings {
-                eprintln!("lowlat: warning: {warning}");
+                warning!("{warning}");
             }
             let mut text = page();
             if interrupted {
@@ -556,8 +568,8 @@ pub(crate) fn open_loop_session(
         return open_session(cli, engine, Some(cpus));
     }
     let measured = measured_cpus(cli, None)?;
-    eprintln!(
-        "lowlat: measuring CPU {} ({}); choose others with --cpus",
+    note!(
+        "measuring CPU {} ({}); choose others with --cpus",
         measured.cpus.to_list(),
         measured.why
     );

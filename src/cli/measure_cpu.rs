@@ -7,6 +7,7 @@ use clap::Args;
 use super::measure_common::{
     BundleArgs, CommonArgs, Output, PageFormat, Results, emit, open_session,
 };
+use super::messages::note;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
@@ -290,8 +291,8 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
             None => e.into(),
         }
     })?;
-    eprintln!(
-        "lowlat measure hwlat: tracing for {:?} (Ctrl-C ends it early)",
+    note!(
+        "tracing the hwlat detector for {:?} (Ctrl-C ends it early)",
         args.duration
     );
     let run = hwlat::run(&session, request)?;

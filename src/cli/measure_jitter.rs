@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use super::Cli;
 use super::measure_common::{LoopArgs, check_output_prefix, deliver_document, loop_exit};
 use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
+use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
 use crate::document::Kind;
@@ -74,7 +75,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }
     if let Some(note) = args.threshold.note("--threshold", "ns") {
-        eprintln!("{note}");
+        note!("{note}");
     }
     let session = open_loop_session(cli, Engine::Jitter, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
@@ -150,17 +151,18 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             };
             for (name, text) in printers::raw_files(&run, &prefix) {
                 if let Err(e) = std::fs::write(&name, text) {
-                    eprintln!("lowlat: error: --raw {prefix}: writing {name}: {e}");
+                    error!("--raw {prefix}: writing {name}: {e}");
                     written = false;
                 }
             }
         }
         let code = loop_exit(&run.session, written, |cpu| {
             if cpu.record.full {
-                eprintln!(
-                    "lowlat: CPU {}: the gap buffer filled ({} gaps); its results cover only the \
+                warning!(
+                    "CPU {}: the gap buffer filled ({} gaps); its results cover only the \
                      time until then; raise --threshold or --max-gaps",
-                    cpu.cpu, cpu.record.config.capacity
+                    cpu.cpu,
+                    cpu.record.config.capacity
                 );
             }
             cpu.record.full

@@ -6,11 +6,14 @@ use clap::{Args, ValueEnum};
 use super::Cli;
 use super::measure_common::{LoopArgs, deliver_document, hold_idle_limit, loop_exit};
 use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
+use super::messages::note;
 use super::output::print;
 use super::values;
 use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
-use crate::measure::engines::timer::{self, DEFAULT_PRIORITY, TimerError, TimerRequest};
+use crate::measure::engines::timer::{
+    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest,
+};
 use crate::measure::runner::segments::{Progress, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
@@ -19,7 +22,8 @@ use crate::report::measure::timer as printers;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  lowlat measure timer\n  \
 lowlat measure timer --cpus 1 --interval 1ms --duration 10m --histogram 200\n  \
-lowlat measure timer --cpus 2 --interval 200us --duration 10s --load 3 --format cyclictest\n\n\
+lowlat measure timer --cpus 2 --interval 200us --duration 10s --load 3 --format cyclictest\n  \
+lowlat measure timer --cpus 1 --duration 10s --explain --explain-above 50us\n\n\
 Defaults are those of `lowlat check`: the machine's isolated CPUs (else every CPU but the \
 first), 20 s, a deadline every 1 ms (cyclictest's default). --interval takes a unit (us, ms); \
 a bare number is still read as µs, as cyclictest's -i, with a note, and will be refused in a \
@@ -55,6 +59,17 @@ pub struct TimerArgs {
     /// Do not hold /dev/cpu_dma_latency: measure with the idle states the machine allows.
     #[arg(long)]
     pub no_dma_latency: bool,
+    /// Give every late wake-up (see --explain-above) its cause: what ran on the CPU between
+    /// the deadline and the wake-up (another task, the tick, a device IRQ, an IPI and its
+    /// sender, a softirq, the hypervisor...) and the setting that removes it, from kernel
+    /// tracepoints recorded on the measured CPUs in a private tracefs instance (needs root;
+    /// removed after). See docs/guide/explain.md.
+    #[arg(long)]
+    pub explain: bool,
+    /// With --explain: a wake-up at least this late is explained (20us unless told: above a
+    /// wake-up's own path on bare metal).
+    #[arg(long, value_name = "D", requires = "explain", value_parser = values::duration_with_unit)]
+    pub explain_above: Option<std::time::Duration>,
 }
 
 /// How to print the result.
@@ -71,7 +86,7 @@ pub enum TimerFormat {
 /// Runs `lowlat measure timer`.
 pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     if let Some(note) = args.interval.note("--interval", "us") {
-        eprintln!("{note}");
+        note!("{note}");
     }
     if args.interval.duration > args.common.round() {
         anyhow::bail!(
@@ -92,8 +107,8 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         args.format
     };
     if args.histogram.is_some() && format == TimerFormat::Table {
-        eprintln!(
-            "lowlat: note: --histogram is printed by --format cyclictest and --json; the table \
+        note!(
+            "--histogram is printed by --format cyclictest and --json; the table \
              shows percentiles"
         );
     }
@@ -105,6 +120,11 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         interval_ns: args.interval.ns(),
         priority: args.priority,
         histogram_buckets: buckets as usize,
+        explain_above_ns: args.explain.then(|| {
+            args.explain_above.map_or(DEFAULT_EXPLAIN_ABOVE_NS, |d| {
+                u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+            })
+        }),
     };
     let _limit = if args.no_dma_latency {
         None

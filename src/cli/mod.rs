@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
+use messages::{note, warning};
 
 /// Documented exit codes.
 pub mod exit {
@@ -134,6 +135,7 @@ pub(crate) mod measure_cpu;
 pub(crate) mod measure_jitter;
 pub(crate) mod measure_mem;
 pub(crate) mod measure_timer;
+mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
@@ -237,7 +239,7 @@ pub fn run(mut cli: Cli) -> Result<u8> {
     if let Some(dir) = cli.sosreport.take() {
         let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
         for lack in &report.lacks {
-            eprintln!("lowlat: warning: --sosreport: the bundle lacks {lack}");
+            warning!("--sosreport: the bundle lacks {lack}");
         }
         cli.root = Some(report.dir);
     }
@@ -247,19 +249,19 @@ pub fn run(mut cli: Cli) -> Result<u8> {
         Some(dir) => {
             let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
                 .context("--must-gather")?;
-            eprintln!(
-                "lowlat: note: --must-gather: node {}",
+            note!(
+                "--must-gather: node {}",
                 crate::text::escape_controls(&node.name)
             );
             if let Some(release) = &node.kernel_from_node_object {
-                eprintln!(
-                    "lowlat: note: --must-gather: the kernel release {release} is the Node object's \
+                note!(
+                    "--must-gather: the kernel release {release} is the Node object's \
                      status.nodeInfo.kernelVersion",
                     release = crate::text::escape_controls(release)
                 );
             }
             for lack in &node.lacks {
-                eprintln!("lowlat: warning: --must-gather: the node's snapshot lacks {lack}");
+                warning!("--must-gather: the node's snapshot lacks {lack}");
             }
             cli.root = Some(node.dir.clone());
             Some(node)

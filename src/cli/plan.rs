@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use super::messages::{note, warning};
 use super::output::{print, print_json};
 use super::{Cli, exit, values};
 use crate::machine::core_types::CoreType;
@@ -235,8 +236,8 @@ impl PlanArgs {
         ] {
             let gone = list.as_ref().map(|cpus| cpus.difference(after));
             if let Some(gone) = gone.filter(|gone| !gone.is_empty()) {
-                eprintln!(
-                    "lowlat plan: {flag}: CPU(s) {gone} go offline at the next boot (the plan \
+                note!(
+                    "{flag}: CPU(s) {gone} go offline at the next boot (the plan \
                      turns SMT off, keeping CPUs {after}): left out of the partition"
                 );
             }
@@ -372,8 +373,8 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         print(&summary::render(&plan, &machine.topology))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
-        eprintln!(
-            "lowlat plan: the IRQ settings (irq:N:affinity) could not be computed, the plan has \
+        warning!(
+            "the IRQ settings (irq:N:affinity) could not be computed, the plan has \
              none: {reason}; make the file readable and plan again"
         );
         return Ok(exit::FAILURES);

@@ -6,6 +6,7 @@ use std::os::unix::process::CommandExt;
 use anyhow::{Result, bail};
 use clap::Args;
 
+use super::messages::{error, note};
 use super::values::cpu_list;
 use super::{Cli, exit};
 use crate::apply::run::{BOOT_ISOLATED, enter, place};
@@ -52,7 +53,7 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
     let placement = place(&tree, &boot, args.cpus.as_ref())?;
     let shown = shown(&args.command);
     if args.dry_run {
-        eprintln!("lowlat run: would run {shown} {}", placement.describe());
+        note!("would run {shown} {}", placement.describe());
         return Ok(exit::OK);
     }
     if placement.cpuset.is_some() && rustix::process::geteuid().as_raw() != 0 {
@@ -61,13 +62,13 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
         );
     }
     enter(&root, &placement)?;
-    eprintln!("lowlat run: running {shown} {}", placement.describe());
+    note!("running {shown} {}", placement.describe());
     let (program, rest) = args
         .command
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no COMMAND given after --"))?;
     let error = std::process::Command::new(program).args(rest).exec();
-    eprintln!("lowlat: error: cannot run {shown}: {error}");
+    error!("cannot run {shown}: {error}");
     Ok(if error.kind() == std::io::ErrorKind::NotFound {
         127
     } else {

@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use std::path::PathBuf;
 
+use super::messages::note;
 use super::{Cli, exit};
 use crate::machine::Machine;
 use crate::text::escape_controls;
@@ -56,8 +57,8 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     let root = cli.sysroot()?.recording();
     let machine = Machine::read(&root);
     let manifest = crate::snapshot::write(&root, output).context("-o")?;
-    eprintln!(
-        "lowlat: wrote {} ({}, {} KiB before compression, host {}; {} while reading)",
+    note!(
+        "wrote {} ({}, {} KiB before compression, host {}; {} while reading)",
         output.display(),
         plural(manifest.files, "file", "files"),
         manifest.bytes.div_ceil(1024),
@@ -83,8 +84,8 @@ fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
     })?;
     crate::snapshot::extract_tree(root.dir_path(), dir)
         .with_context(|| format!("--extract {}", dir.display()))?;
-    eprintln!(
-        "lowlat: extracted {} files of host {} (captured {}) into {}",
+    note!(
+        "extracted {} files of host {} (captured {}) into {}",
         manifest.files,
         escape_controls(&manifest.header.host),
         escape_controls(&manifest.header.created),

@@ -95,7 +95,7 @@ impl Latency {
         };
         self.bare.then(|| {
             format!(
-                "lowlat: note: {flag} {} is read as {} {word}, as before; a bare number is \
+                "{flag} {} is read as {} {word}, as before; a bare number is \
                  deprecated: write the unit ({flag} {})",
                 self.ns() / per,
                 self.ns() / per,
@@ -430,7 +430,7 @@ mod tests {
         assert_eq!((bare.ns(), bare.bare), (1000, true));
         assert_eq!(
             bare.note("--threshold", "ns").unwrap(),
-            "lowlat: note: --threshold 1000 is read as 1000 ns, as before; a bare number is \
+            "--threshold 1000 is read as 1000 ns, as before; a bare number is \
              deprecated: write the unit (--threshold 1us)"
         );
         assert_eq!(latency_bare_us("1000").unwrap().ns(), 1_000_000);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::messages::{note, warning};
 use super::output::print;
 use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
@@ -177,8 +178,8 @@ fn watched_cpus(
     let planned = plan.map(|plan| &plan.partition.isolated);
     let targets = targets::choose(machine, args.isolated.as_ref(), planned)?;
     if let Some(why) = &targets.chosen_because {
-        eprintln!(
-            "lowlat watch: watching CPU {} ({why}); choose others with --isolated LIST",
+        note!(
+            "watching CPU {} ({why}); choose others with --isolated LIST",
             targets.isolated.to_list()
         );
     }
@@ -190,8 +191,8 @@ fn watched_cpus(
     if root.is_live()
         && let Err(e) = crate::measure::runner::harness::pin_current_thread_to(&housekeeping)
     {
-        eprintln!(
-            "lowlat watch: warning: could not pin itself to the housekeeping CPUs {}: {e}",
+        warning!(
+            "could not pin itself to the housekeeping CPUs {}: {e}",
             housekeeping.to_list()
         );
     }
@@ -203,8 +204,8 @@ fn listen(addr: &str, page: &serve::Page, isolated: &CpuSet) -> Result<()> {
     let listener = TcpListener::bind(addr).with_context(|| {
         format!("--listen {addr}: cannot listen there; choose another address or port")
     })?;
-    eprintln!(
-        "lowlat watch: serving http://{}/metrics, isolated CPUs {}",
+    note!(
+        "serving http://{}/metrics, isolated CPUs {}",
         listener
             .local_addr()
             .map_or(addr.to_string(), |a| a.to_string()),
@@ -300,7 +301,7 @@ fn start_osnoise<'r>(
     let started = match mode {
         OsnoiseMode::Off => return Ok(None),
         OsnoiseMode::Auto => Osnoise::start(root, isolated).unwrap_or_else(|e| {
-            eprintln!("lowlat watch: warning: the osnoise events are not read: {e}");
+            warning!("the osnoise events are not read: {e}");
             None
         }),
         OsnoiseMode::On => Some(
@@ -314,8 +315,8 @@ fn start_osnoise<'r>(
         ),
     };
     if started.as_ref().is_some_and(Osnoise::taken_over) {
-        eprintln!(
-            "lowlat watch: the osnoise events were already enabled (left so by a `lowlat watch` \
+        warning!(
+            "the osnoise events were already enabled (left so by a `lowlat watch` \
              killed with SIGKILL, or in use by another tracer): taking them over; they are disabled \
              when this watch ends"
         );

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::run::{CpuConditions, ExposureUnit, Figures, Format, Run, Series, Slice};
+use super::run::{CauseCount, CpuConditions, ExposureUnit, Figures, Format, Run, Series, Slice};
 use super::stats::histogram::Cumulative;
 use crate::bios::value_text;
 use crate::document::{Kind, layout_of};
@@ -284,9 +284,55 @@ struct Environment {
 #[derive(Deserialize)]
 struct LatencyFigures {
     threshold_ns: Option<u64>,
+    /// Each gap's cause (`--explain`).
+    explain: Option<ExplainFigures>,
     elapsed_ns: Option<u64>,
     load_average: Option<LoadAverage>,
     cpus: Vec<CpuFigures>,
+}
+
+/// What compare reads of a jitter run's `explain`.
+#[derive(Deserialize)]
+struct ExplainFigures {
+    traced: bool,
+    #[serde(default)]
+    cpus: Vec<ExplainCpu>,
+}
+
+#[derive(Deserialize)]
+struct ExplainCpu {
+    cpu: u32,
+    causes: Vec<ExplainCause>,
+}
+
+#[derive(Deserialize)]
+struct ExplainCause {
+    class: String,
+    source: String,
+    count: u64,
+}
+
+impl ExplainFigures {
+    /// The causes per CPU, when the run was traced.
+    fn causes(self) -> Option<BTreeMap<u32, Vec<CauseCount>>> {
+        self.traced.then(|| {
+            self.cpus
+                .into_iter()
+                .map(|cpu| {
+                    let causes = cpu
+                        .causes
+                        .into_iter()
+                        .map(|c| CauseCount {
+                            class: c.class,
+                            source: c.source,
+                            count: c.count,
+                        })
+                        .collect();
+                    (cpu.cpu, causes)
+                })
+                .collect()
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -473,6 +519,10 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
         cpus,
         conditions,
         load_average: figures.load_average.map(|l| (l.before + l.after) / 2.0),
+        causes: figures
+            .explain
+            .filter(|_| format == Format::LowlatJitter)
+            .and_then(ExplainFigures::causes),
         ..Run::empty(shown, format)
     }))
 }

@@ -11,11 +11,14 @@
 //! - `environment`: steal, other tasks, frequency, throttling, SMIs and load per arm, and the
 //!   verdicts they could explain (confounded);
 //! - `detail`: the per-CPU rows under the verdicts;
+//! - `causes`: the causes of the gaps (`--explain`) that appeared and disappeared, and each
+//!   cause's rate judged as the detail rows are;
 //! - `settings`: the settings diff between and within the arms;
 //! - `calibrate`: the A/A calibration of a machine from untouched runs;
 //! - `stats`: Welch, histograms and Holm, checked against scipy.
 
 pub mod calibrate;
+pub mod causes;
 pub mod detail;
 pub mod endpoint;
 pub mod environment;
@@ -125,6 +128,11 @@ pub struct Comparison {
     pub environment: Vec<environment::Row>,
     /// Per CPU and metric, the detail (verdicts corrected over these rows; no exit code).
     pub rows: Vec<detail::Row>,
+    /// The causes of the gaps compared, when every run of both arms was explained
+    /// (`measure jitter --explain`, a check's jitter runs); verdicts corrected over the causes,
+    /// no exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causes: Option<causes::CausesDiff>,
     /// What the reader must know (CPUs compared only on one side, files skipped).
     pub notes: Vec<String>,
 }
@@ -436,6 +444,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
     let above_ns = options.above_ns;
     let mut primary_rows = Vec::new();
     let mut rows = Vec::new();
+    let mut causes = None;
     if family_a == Family::Throughput {
         let kernels = |runs: &[Run]| -> BTreeSet<String> {
             runs.iter().flat_map(|r| r.rates.keys().cloned()).collect()
@@ -479,6 +488,25 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             }
         }
         rows = detail::rows(a, b, &cpus, above_ns, options.margin);
+        causes = causes::diff(a, b, &cpus, options.margin);
+        let explained: Vec<&str> = a
+            .iter()
+            .chain(b)
+            .filter(|r| r.causes.is_some())
+            .map(|r| r.source.as_str())
+            .collect();
+        if causes.is_none() && !explained.is_empty() {
+            let unexplained = a
+                .iter()
+                .chain(b)
+                .find(|r| r.causes.is_none())
+                .map_or("", |r| r.source.as_str());
+            notes.push(format!(
+                "the causes of the gaps are not compared: {} run(s) were explained, but not \
+                 e.g. {unexplained} (explain every run of both arms: measure jitter --explain)",
+                explained.len()
+            ));
+        }
         if summarised {
             notes.push(
                 "runs of peers' summaries hold figures, not latencies: compared one value per \
@@ -557,6 +585,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         primary: primary_rows,
         environment,
         rows,
+        causes,
         notes,
     })
 }

@@ -222,6 +222,17 @@ pub struct CpuConditions {
     pub smis: Option<f64>,
 }
 
+/// One cause's gaps on one CPU of a run (`measure jitter --explain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CauseCount {
+    /// The class (`tick`, `task`, ...).
+    pub class: String,
+    /// What in the class (`tick_nohz_handler`, the task's comm).
+    pub source: String,
+    /// Gaps it caused.
+    pub count: u64,
+}
+
 /// One run: where it came from and its latencies per CPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -247,6 +258,9 @@ pub struct Run {
     pub conditions: BTreeMap<u32, CpuConditions>,
     /// The 1-minute load average, mean of the readings before and after the run.
     pub load_average: Option<f64>,
+    /// Each CPU's gaps by cause (`measure jitter --explain`); `None` where the run was not
+    /// explained (not asked, not traced, another format).
+    pub causes: Option<BTreeMap<u32, Vec<CauseCount>>>,
 }
 
 impl Run {
@@ -277,6 +291,7 @@ impl Run {
             rates: BTreeMap::new(),
             conditions: BTreeMap::new(),
             load_average: None,
+            causes: None,
         }
     }
 }

@@ -39,6 +39,8 @@ pub(crate) struct CheckReport<'a> {
     pub complete: bool,
     /// The jitter run's gaps by cause, when explained (the default; `--no-explain`).
     pub causes: Option<&'a ExplainJson>,
+    /// The timer run's late wake-ups by cause, when explained (as `causes`).
+    pub timer_causes: Option<&'a ExplainJson>,
 }
 
 impl CheckReport<'_> {
@@ -101,6 +103,10 @@ pub(crate) struct CheckBody<'a> {
     /// absent with `--no-explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub causes: Option<&'a ExplainJson>,
+    /// The timer run's wake-ups 20 µs late or more by cause per CPU (see the `explain` of
+    /// `measure-timer`); absent with `--no-explain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer_causes: Option<&'a ExplainJson>,
 }
 
 /// The JSON document of a check.
@@ -127,6 +133,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         failures,
         nics: super::nic::summaries(report.machine),
         causes: report.causes,
+        timer_causes: report.timer_causes,
     };
     Document::new(Kind::Check, host(report.machine), body)
 }
@@ -302,7 +309,10 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         let _ = writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
     }
     if let Some(causes) = report.causes {
-        out.push_str(&top_causes(causes));
+        out.push_str(&top_causes(causes, "gaps"));
+    }
+    if let Some(causes) = report.timer_causes {
+        out.push_str(&top_causes(causes, "late wake-ups"));
     }
     out
 }
@@ -310,9 +320,10 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
 /// Causes named per CPU under the verdict.
 const TOP_CAUSES: usize = 3;
 
-/// Under the verdict: each CPU's causes with the most time, and the fix of each (the jitter
-/// run's documents in the bundle have them all).
-fn top_causes(causes: &ExplainJson) -> String {
+/// Under the verdict: each CPU's causes of its `what` (the jitter run's gaps, the timer
+/// run's late wake-ups) with the most time, and the fix of each (the runs' documents in the
+/// bundle have them all).
+fn top_causes(causes: &ExplainJson, what: &str) -> String {
     let mut out = String::new();
     if !causes.traced {
         for note in &causes.notes {
@@ -323,7 +334,7 @@ fn top_causes(causes: &ExplainJson) -> String {
     for cpu in &causes.cpus {
         let _ = writeln!(
             out,
-            "causes:   CPU {}, {} gaps, most time first:",
+            "causes:   CPU {}, {} {what}, most time first:",
             cpu.cpu, cpu.gaps
         );
         for c in cpu.causes.iter().take(TOP_CAUSES) {
@@ -334,7 +345,7 @@ fn top_causes(causes: &ExplainJson) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {} ({}): {} gaps, {} µs in all{fix}",
+                "  {} ({}): {} {what}, {} µs in all{fix}",
                 c.class.label(),
                 c.source,
                 c.count,
@@ -345,7 +356,7 @@ fn top_causes(causes: &ExplainJson) -> String {
     if causes.lost_events > 0 {
         let _ = writeln!(
             out,
-            "          the trace lost {} events: the gaps in their windows are unknown",
+            "          the trace lost {} events: the {what} in their windows are unknown",
             causes.lost_events
         );
     }

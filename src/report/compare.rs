@@ -1,18 +1,20 @@
 //! `lowlat compare`'s printers: the settings diff; the primary endpoints with each arm's value,
 //! the ratio B/A with its interval and the verdict; the minimum detectable effect; the
-//! environment of both arms with its warnings; the per-CPU detail; and the `compare` JSON
+//! environment of both arms with its warnings; the per-CPU detail; the causes of the gaps
+//! that appeared, disappeared or changed (`--explain`); and the `compare` JSON
 //! document. Also the A/A calibration (`compare --calibrate`) and its document.
 
 use std::fmt::Write;
 
 use crate::compare::calibrate::{Calibration, Design};
+use crate::compare::causes::Presence;
 use crate::compare::environment::Spread;
 use crate::compare::estimate::ArmEstimate;
 use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
 use crate::compare::{Comparison, Primary};
 use crate::document::{Document, Kind};
-use crate::report::table::aligned;
+use crate::report::table::{self, Align, Width, aligned};
 
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.
@@ -329,6 +331,85 @@ fn detail(out: &mut String, c: &Comparison) {
     out.push_str(&aligned(&table));
 }
 
+/// Causes listed per group (appeared, disappeared, in both); `--json` has them all.
+const CAUSES_SHOWN: usize = 10;
+
+/// The causes of the gaps compared: those that appeared, those that disappeared and those of
+/// both arms, each with both arms' rates, the ratio and the verdict.
+fn causes(out: &mut String, c: &Comparison) {
+    let Some(diff) = &c.causes else {
+        return;
+    };
+    let count = |p: Presence| diff.rows.iter().filter(|r| r.presence == p).count();
+    let cpus: Vec<String> = diff.cpus.iter().map(u32::to_string).collect();
+    let _ = writeln!(
+        out,
+        "\nCauses of the gaps (--explain) on CPU {}, per minute of busy loop: {} appeared, {} \
+         disappeared, {} in both (Holm over these {} causes; they do not set the exit code):",
+        cpus.join(","),
+        count(Presence::Appeared),
+        count(Presence::Disappeared),
+        count(Presence::Both),
+        diff.rows.len()
+    );
+    let mut table = vec![
+        [
+            "",
+            "class",
+            "source",
+            "gaps A",
+            "gaps B",
+            "A [95% CI]",
+            "B [95% CI]",
+            "B/A [95% CI]",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let mut left_out = Vec::new();
+    for presence in [Presence::Appeared, Presence::Disappeared, Presence::Both] {
+        let rows: Vec<_> = diff
+            .rows
+            .iter()
+            .filter(|r| r.presence == presence)
+            .collect();
+        for row in rows.iter().take(CAUSES_SHOWN) {
+            table.push(vec![
+                presence.label().to_string(),
+                row.class.clone(),
+                row.source.clone(),
+                row.a_gaps.to_string(),
+                row.b_gaps.to_string(),
+                estimate(diff.unit, &row.a),
+                estimate(diff.unit, &row.b),
+                ratio(row.ratio, row.ratio_interval),
+                p_value(row.p_holm),
+                row.verdict.label(),
+            ]);
+        }
+        if rows.len() > CAUSES_SHOWN {
+            left_out.push(format!(
+                "{} {}",
+                rows.len() - CAUSES_SHOWN,
+                presence.label()
+            ));
+        }
+    }
+    // Where, class and source are text; the rest figures.
+    out.push_str(&table::columns(&table, Width::Chars, |c| {
+        if c < 3 { Align::Left } else { Align::Right }
+    }));
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "Not shown, the least frequent (--json has every cause): {}.",
+            left_out.join(", ")
+        );
+    }
+}
+
 /// The comparison for people.
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
@@ -353,6 +434,7 @@ pub fn render(c: &Comparison) -> String {
         let _ = writeln!(out);
     }
     detail(&mut out, c);
+    causes(&mut out, c);
     for note in &c.notes {
         let _ = writeln!(out, "Note: {note}");
     }

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::machine::CpuSet;
-use crate::sysroot::SysRoot;
+use crate::sysroot::{ReadError, SysRoot, WriteError};
 
 /// Where tracefs is mounted.
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -38,6 +38,17 @@ const EVENTS: [(&str, &str); 4] = [
 /// Noise per (CPU, kind: `irq`, `softirq`, `thread`, `nmi`) since the watch started (ns).
 pub(crate) type NoiseTotals = BTreeMap<(u32, &'static str), u64>;
 
+/// Why the osnoise events could not be enabled (what was done is undone).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OsnoiseError {
+    /// A tracefs file could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The kernel refused a write (not root, tracefs read-only).
+    #[error("{0}; run as root, or on a kernel without osnoise events")]
+    Write(#[from] WriteError),
+}
+
 /// The osnoise events enabled for the watched CPUs; dropping it restores tracefs.
 pub(crate) struct Osnoise<'r> {
     root: &'r SysRoot,
@@ -55,7 +66,10 @@ impl<'r> Osnoise<'r> {
     /// Enables the events for `cpus` when tracefs under `root` has them; `Ok(None)` when it
     /// does not. A write the kernel refuses (not root, tracefs read-only) undoes what was done
     /// and is the error, naming the file.
-    pub(crate) fn start(root: &'r SysRoot, cpus: &CpuSet) -> Result<Option<Osnoise<'r>>, String> {
+    pub(crate) fn start(
+        root: &'r SysRoot,
+        cpus: &CpuSet,
+    ) -> Result<Option<Osnoise<'r>>, OsnoiseError> {
         let enables: Vec<String> = EVENTS.iter().map(|(event, _)| enable_path(event)).collect();
         if !enables.iter().all(|path| root.exists(path)) {
             return Ok(None);
@@ -89,11 +103,14 @@ impl<'r> Osnoise<'r> {
 
     /// Writes `value` to `path`, remembering what to write back: `restore`, else its content
     /// before.
-    fn set(&mut self, path: &str, value: &str, restore: Option<String>) -> Result<(), String> {
-        let before = self.root.read(path).map_err(|e| e.to_string())?;
-        self.root
-            .write_knob(path, value.as_bytes())
-            .map_err(|e| format!("{e}; run as root, or on a kernel without osnoise events"))?;
+    fn set(
+        &mut self,
+        path: &str,
+        value: &str,
+        restore: Option<String>,
+    ) -> Result<(), OsnoiseError> {
+        let before = self.root.read(path)?;
+        self.root.write_knob(path, value.as_bytes())?;
         self.saved
             .push((path.to_string(), restore.unwrap_or(before)));
         Ok(())
@@ -120,7 +137,7 @@ impl Drop for Osnoise<'_> {
     fn drop(&mut self) {
         for (path, before) in self.saved.iter().rev() {
             if let Err(e) = self.root.write_knob(path, before.trim().as_bytes()) {
-                eprintln!("lowlat watch: warning: could not restore {path}: {e}");
+                eprintln!("lowlat: warning: could not restore {path}: {e}");
             }
         }
     }

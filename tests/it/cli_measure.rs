@@ -140,7 +140,9 @@ fn jitter_and_timer_need_no_flag() {
     for engine in ["jitter", "timer"] {
         lowlat(&["measure", engine, "--duration", "200ms", "--json"])
             .success()
-            .stderr(contains("lowlat: measuring CPU ").and(contains("choose others with --cpus")));
+            .stderr(
+                contains("lowlat: note: measuring CPU ").and(contains("choose others with --cpus")),
+            );
     }
 }
 

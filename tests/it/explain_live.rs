@@ -1,6 +1,6 @@
-//! `measure jitter --explain` on the live machine: the tracing state is left exactly as it was
-//! (also after SIGTERM mid-run), and causes planted on the measured CPU while it runs are
-//! named.
+//! `measure jitter --explain` and `measure timer --explain` on the live machine: the tracing
+//! state is left exactly as it was (also after SIGTERM mid-run), and causes planted on the
+//! measured CPU while it runs are named.
 //!
 //! `#[ignore]`d; they run with `LOWLAT_LIVE_TESTS=1` and `--include-ignored` (CI does both, as
 //! root) and need root and 2 CPUs (CPU 1 is measured, CPU 0 is the housekeeping CPU). The
@@ -14,6 +14,9 @@
 //!   by this thread. (An IPI from `membarrier` or `mprotect` reaches only the CPUs that run the
 //!   calling process's memory map at that moment, never a CPU that runs lowlat's loop: the
 //!   cpuid device is the way to send one from another process.)
+//! - for the timer, `kat-spin`, pinned to CPU 1 at SCHED_FIFO 96 (above the timer loop's 95),
+//!   spinning 1.5 ms every 10 ms: every spin covers a deadline of the 1 ms loop, whose
+//!   wake-up waits for the spin's end.
 //!
 //! Tolerances for a noisy 2-vCPU guest that other builds share: each planted cause must name
 //! at least half of its events (the rest coincide with other causes, e.g. a task preempting,
@@ -211,8 +214,13 @@ fn explain_leaves_the_tracing_state_as_it_found_it_also_after_sigterm() {
     assert_eq!(doc["result"]["interrupted"], true, "{doc:#}");
 }
 
-/// Pins the calling thread to `cpu`, at SCHED_FIFO 2 (above the loop's 1).
+/// Pins the calling thread to `cpu`, at SCHED_FIFO 2 (above the jitter loop's 1).
 fn pin(cpu: usize) {
+    pin_at(cpu, 2);
+}
+
+/// Pins the calling thread to `cpu`, at SCHED_FIFO `priority`.
+fn pin_at(cpu: usize, priority: i32) {
     // SAFETY: plain system calls on this thread's own affinity and policy.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -221,7 +229,9 @@ fn pin(cpu: usize) {
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
             0
         );
-        let param = libc::sched_param { sched_priority: 2 };
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
         assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &param), 0);
     }
 }
@@ -281,6 +291,83 @@ fn plant(stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
             })
     };
     vec![sleep.unwrap(), timerfd.unwrap(), cpuid.unwrap()]
+}
+
+/// The timer's planted cause (see the module's doc), until `stop`.
+fn plant_spinner(stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("kat-spin".into())
+        .spawn(move || {
+            pin_at(1, 96);
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_micros(8_500));
+                let spin = Instant::now();
+                while spin.elapsed() < Duration::from_micros(1_500) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+        .unwrap()
+}
+
+#[test]
+#[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_task_that_delays_the_timer_is_named_for_its_late_wake_ups() {
+    let Some(_turn) = live() else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = plant_spinner(&stop);
+    std::thread::sleep(Duration::from_millis(100));
+    let seconds = 4.0;
+    let out = crate::support::lowlat(&[])
+        .args(["measure", "timer", "--cpus", "1", "--explain", "--json"])
+        .args(["--duration", "4s"])
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let explain = &doc["result"]["explain"];
+    assert_eq!(explain["traced"], true, "{explain:#}");
+    assert_eq!(doc["result"]["explain_above_ns"], 20_000);
+    let cpu = &explain["cpus"][0];
+    let causes = causes(&doc);
+    let report = format!(
+        "{causes:?}\nlost events {}, notes: {:#}",
+        explain["lost_events"], explain["notes"]
+    );
+    // Counts add up to the late wake-ups, fewer than the wake-ups.
+    let late = cpu["gaps"].as_u64().unwrap();
+    assert_eq!(
+        causes.iter().map(|(.., n)| n).sum::<u64>(),
+        late,
+        "{report}"
+    );
+    assert!(
+        late <= doc["result"]["cpus"][0]["samples"].as_u64().unwrap(),
+        "{report}"
+    );
+    // 100 spins a second, each delaying one wake-up by 0.5 ms or more.
+    let spins = named(&causes, "task", &["kat-spin"]);
+    assert!(
+        spins >= (100.0 * seconds / 2.0) as u64,
+        "kat-spin named {spins} times\n{report}"
+    );
+    let spin = cpu["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "task" && c["source"].as_str().unwrap().contains("kat-spin"))
+        .unwrap();
+    assert_eq!(spin["rule"], "LL-TASKS-ON-ISOLATED");
+    assert_eq!(spin["setting"], "task:kat-spin:affinity");
+    // Its wake-ups were late by the rest of a 1.5 ms spin: the longest ones are its.
+    assert!(spin["max_ns"].as_u64().unwrap() >= 400_000, "{report}");
 }
 
 /// The causes of CPU 1 in a document, as (class, source, count).

@@ -20,6 +20,7 @@ mod bios_vendors;
 mod cli_measure;
 mod compare;
 mod compare_aa;
+mod compare_causes;
 mod compare_peers;
 mod completions;
 mod deploy;

@@ -26,6 +26,7 @@ fn measurements() -> Vec<PathBuf> {
         "ipi.json",
         "ipi-mesh.json",
         "check.json",
+        "jitter-explain.json",
     ]
     .iter()
     .map(|name| dir.join(name))
@@ -925,10 +926,67 @@ fn a_check_with_causes_names_the_top_ones_and_their_fixes_in_its_verdict() {
     let html = report(&[input], &dir.path().join("r.html"));
     for expected in [
         "CPU 1: what caused its 3789 gaps, most time first, and the fix",
-        "<td>task</td><td>report_html::ch</td><td>1</td>",
+        "<td>another task</td><td>report_html::ch</td><td>1</td>",
         "<code>LL-TASKS-ON-ISOLATED</code>",
         "<code>task:report_html::ch:affinity</code>",
     ] {
         assert!(html.contains(expected), "no {expected}");
     }
+}
+
+/// A jitter run explained (`--explain`, recorded: tests/fixtures/report/README.md) draws the
+/// time in gaps by cause as one bar per CPU, each split by class (every drawn part a point of
+/// the chart), lists each CPU's causes with their fixes and the longest gaps with theirs.
+#[test]
+fn an_explained_jitter_run_draws_time_by_cause_per_cpu_and_its_longest_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = committed("jitter-explain.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    let explain = &doc["result"]["explain"];
+    let html = report(&[input], &dir.path().join("r.html"));
+    let chart = html
+        .split("<svg")
+        .find(|c| {
+            c.contains("aria-label=\"Time in gaps by cause, per CPU, report/jitter-explain.json (")
+        })
+        .expect("the time-by-cause chart");
+    // One part per CPU and class with time: the classes of each CPU's causes.
+    let parts: usize = explain["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cpu| {
+            let mut classes: Vec<&str> = cpu["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["total_ns"].as_u64().unwrap() > 0)
+                .map(|c| c["class"].as_str().unwrap())
+                .collect();
+            classes.sort();
+            classes.dedup();
+            classes.len()
+        })
+        .sum();
+    assert!(
+        chart.contains(&format!("data-points=\"{parts}\"")),
+        "{parts} parts"
+    );
+    for cpu in explain["cpus"].as_array().unwrap() {
+        let n = cpu["cpu"].as_u64().unwrap();
+        assert!(html.contains(&format!(
+            "CPU {n}: what caused its {} gaps, most time first, and the fix",
+            cpu["gaps"]
+        )));
+        // Every spike is a row with its time, length and cause.
+        for spike in cpu["spikes"].as_array().unwrap() {
+            let row = format!(
+                "<tr><td>{n}</td><td>{:.6}</td><td>",
+                spike["at_ns"].as_u64().unwrap() as f64 / 1e9
+            );
+            assert!(html.contains(&row), "no spike row {row}");
+        }
+    }
+    assert!(html.contains("<code>LL-TASKS-ON-ISOLATED</code>"));
 }

@@ -43,7 +43,7 @@ fn says_where_the_command_would_run() {
     .assert()
     .code(0)
     .stderr(
-        "lowlat run: would run ./trader -c x in cpuset /lowlat-isolated (cgroup v1), on CPUs 1\n",
+        "lowlat: note: would run ./trader -c x in cpuset /lowlat-isolated (cgroup v1), on CPUs 1\n",
     );
 }
 

@@ -528,7 +528,7 @@ fn with_nothing_isolated_watch_watches_what_check_measures_and_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("lowlat watch: watching CPU 1 (nothing is isolated: every CPU but the first); choose others with --isolated LIST"),
+        stderr.contains("lowlat: note: watching CPU 1 (nothing is isolated: every CPU but the first); choose others with --isolated LIST"),
         "{stderr}"
     );
     assert_eq!(out.status.code(), Some(0), "{stderr}");

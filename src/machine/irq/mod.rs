@@ -86,7 +86,7 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     };
     let (table, dirs) = match read {
         Ok(read) => read,
-        Err(why) => return Avail::missing(why),
+        Err(why) => return Avail::missing(why.to_string()),
     };
     // The IRQs after a device's first take the node read there.
     let mut device_nodes: HashMap<String, Option<u32>> = HashMap::new();
@@ -130,7 +130,7 @@ pub(super) const WANTED_PER_BATCH: usize = 64;
 fn read_table(
     r: &mut Reader,
     mut on_wanted: impl FnMut(Vec<Wanted>),
-) -> Result<InterruptTable, String> {
+) -> Result<InterruptTable, ReadError> {
     let mut rows = InterruptRows::new(INTERRUPTS);
     let mut table = InterruptTable::default();
     // A device's node is read (and warned about) at its first IRQ only, as reading the IRQs
@@ -167,7 +167,7 @@ fn read_table(
         if !e.is_not_found() {
             r.warnings.file(INTERRUPTS, e.to_string());
         }
-        return Err(e.to_string());
+        return Err(e);
     }
     on_wanted(batch);
     rows.finish(&mut r.warnings);
@@ -184,7 +184,7 @@ fn read_table(
 /// entries by doubling would leave the freed halves behind.
 fn read_table_and_dirs_together(
     r: &mut Reader,
-) -> Result<(InterruptTable, Vec<Vec<IrqDir>>), String> {
+) -> Result<(InterruptTable, Vec<Vec<IrqDir>>), ReadError> {
     let root = r.root;
     let (send, receive) = std::sync::mpsc::channel::<(usize, Vec<Wanted>)>();
     let receive = std::sync::Mutex::new(receive);

@@ -157,14 +157,14 @@ impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
     fn before(&mut self, tids: &[u32]) {
         self.before = read_counters(self.root, self.cpus, tids, &mut self.warnings);
         eprintln!(
-            "lowlat: {} (Ctrl-C stops early and keeps the results)",
+            "lowlat: note: {} (Ctrl-C stops early and keeps the results)",
             self.progress
         );
     }
 
     fn after(&mut self, tids: &[u32]) {
         self.after = read_counters(self.root, self.cpus, tids, &mut self.warnings);
-        eprintln!("lowlat: measurement done");
+        eprintln!("lowlat: note: measurement done");
     }
 }
 

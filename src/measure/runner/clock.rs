@@ -54,6 +54,9 @@ pub trait DeadlineClock {
     /// Sleeps until `deadline_ns` and returns the time read right after waking, or `None`
     /// when the source has nothing more to give (only scripted clocks end).
     fn sleep_until(&mut self, deadline_ns: u64) -> Option<u64>;
+    /// The counter the trace clock `x86-tsc` reads (the TSC), read after [`Self::now_ns`] or
+    /// a wake-up: where a late wake-up is in the trace.
+    fn counter(&mut self) -> u64;
 }
 
 /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` followed by
@@ -75,6 +78,10 @@ impl DeadlineClock for Monotonic {
         let _ =
             rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &deadline);
         Some(monotonic_ns())
+    }
+
+    fn counter(&mut self) -> u64 {
+        crate::measure::runner::tsc::read()
     }
 }
 
@@ -106,6 +113,11 @@ impl DeadlineClock for ScriptedWakeups {
         let late = self.late_ns.pop_front()?;
         self.now = self.now.max(deadline_ns) + late;
         Some(self.now)
+    }
+
+    /// A counter of 1 GHz that is the clock.
+    fn counter(&mut self) -> u64 {
+        self.now
     }
 }
 

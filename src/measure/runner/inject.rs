@@ -114,7 +114,7 @@ fn inject(cpu: u32, spec: InjectSpec, stop: &StopFlag, count: &AtomicU64) {
     if let Err(e) =
         harness::pin_current_thread(cpu).and_then(|()| harness::set_fifo_priority(PRIORITY))
     {
-        eprintln!("lowlat: no known-answer injector on CPU {cpu}: {e}");
+        eprintln!("lowlat: warning: no known-answer injector on CPU {cpu}: {e}");
         return;
     }
     let mut next = harness::monotonic_ns() + spec.period_ns;

@@ -14,7 +14,7 @@ pub(crate) fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
 
 fn hog(cpu: u32, stop: &StopFlag) {
     if let Err(e) = harness::pin_current_thread(cpu) {
-        eprintln!("lowlat: cannot pin a load hog to CPU {cpu}: {e}; that hog is not run");
+        eprintln!("lowlat: warning: cannot pin a load hog to CPU {cpu}: {e}; that hog is not run");
         return;
     }
     let mut x = 0u64;

@@ -63,6 +63,38 @@ pub struct Session {
     online: CpuSet,
     allowed: CpuSet,
     memory_lock: MemoryLock,
+    notes: Vec<SessionNote>,
+}
+
+/// What the session could not set up as the engine wanted; the command says it (the library
+/// writes nothing to stderr).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionNote {
+    /// Only the memory mapped at the start could be locked.
+    #[error(
+        "locked the memory mapped now, not what is mapped later (RLIMIT_MEMLOCK is {} KiB, too \
+         small for the threads' stacks); buffers are written once before measuring instead; run \
+         as root or raise `ulimit -l` to lock everything",
+        limit_bytes / 1024
+    )]
+    LockedCurrentOnly {
+        /// The locked-memory limit (bytes).
+        limit_bytes: u64,
+    },
+    /// `mlockall` was refused.
+    #[error(
+        "memory could not be locked (mlockall){}: page faults may add noise",
+        in_parentheses(cause.as_deref())
+    )]
+    NotLocked {
+        /// The first cause found (`RLIMIT_MEMLOCK is 64 KiB …`), when one was.
+        cause: Option<String>,
+    },
+}
+
+/// ` (cause)`, or nothing without a cause.
+fn in_parentheses(cause: Option<&str>) -> String {
+    cause.map_or(String::new(), |cause| format!(" ({cause})"))
 }
 
 impl Session {
@@ -88,27 +120,18 @@ impl Session {
         } else {
             MemoryLock::None
         };
+        let mut notes = Vec::new();
         if let MemoryLock::Current { limit_bytes } = memory_lock {
-            eprintln!(
-                "lowlat: notice: locked the memory mapped now, not what is mapped later \
-                 (RLIMIT_MEMLOCK is {} KiB, too small for the threads' stacks); buffers are \
-                 written once before measuring instead; run as root or raise `ulimit -l` to \
-                 lock everything",
-                limit_bytes / 1024
-            );
+            notes.push(SessionNote::LockedCurrentOnly { limit_bytes });
         }
         if engine.locks_memory() && memory_lock == MemoryLock::None {
             let causes = crate::machine::rt_permission::mlock_refusal_causes(
                 &mut crate::machine::Reader::new(&root),
                 "self",
             );
-            let why = causes
-                .first()
-                .map_or(String::new(), |cause| format!(" ({cause})"));
-            eprintln!(
-                "lowlat: notice: memory could not be locked (mlockall){why}: page faults may add \
-                 noise"
-            );
+            notes.push(SessionNote::NotLocked {
+                cause: causes.first().map(ToString::to_string),
+            });
         }
         harness::catch_interrupt();
         Ok(Session {
@@ -122,6 +145,7 @@ impl Session {
             online,
             allowed,
             memory_lock,
+            notes,
         })
     }
 
@@ -152,6 +176,12 @@ impl Session {
     /// Checks more CPUs the engine will use (load hogs) by the same rule as the chosen ones.
     pub fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
         cpus::choose(&self.online, &self.allowed, Some(requested))
+    }
+
+    /// What could not be set up as the engine wanted (memory locking), for the command to say
+    /// before it measures.
+    pub fn notes(&self) -> &[SessionNote] {
+        &self.notes
     }
 
     /// Whether memory is locked (mlockall).

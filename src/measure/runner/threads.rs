@@ -146,7 +146,7 @@ where
         let interrupted = if !main_cpus.is_empty() && std::io::stderr().is_terminal() {
             sleep_reporting(start, end, PROGRESS_EVERY_NS, &stop, &mut |done, total| {
                 eprintln!(
-                    "lowlat: {} s of {} s measured",
+                    "lowlat: note: {} s of {} s measured",
                     done / 1_000_000_000,
                     total / 1_000_000_000
                 );

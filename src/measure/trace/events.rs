@@ -42,7 +42,13 @@ pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
     tp(
         "sched",
         "sched_switch",
-        &["prev_comm", "prev_pid", "next_comm", "next_pid"],
+        &[
+            "prev_comm",
+            "prev_pid",
+            "prev_state",
+            "next_comm",
+            "next_pid",
+        ],
     ),
     tp("sched", "sched_wakeup", &["comm", "pid", "target_cpu"]),
     tp(
@@ -187,6 +193,9 @@ pub(crate) enum What {
         pid: u32,
         /// Its comm.
         comm: Sym,
+        /// The task switched out gave the CPU up itself (slept, waited, exited: its
+        /// `prev_state` is not `R`), rather than being preempted.
+        prev_blocked: bool,
     },
     /// Task `pid` was woken (made runnable) by what ran on this CPU.
     Wakeup(u32),
@@ -341,10 +350,12 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
         "sched_switch" => {
             let comm = field_until(p.fields, "next_comm=", " next_pid=");
             let pid = field(p.fields, "next_pid=").and_then(|v| v.parse().ok());
-            match (comm, pid) {
-                (Some(comm), Some(pid)) => event(What::Switch {
+            let state = field(p.fields, "prev_state=");
+            match (comm, pid, state) {
+                (Some(comm), Some(pid), Some(state)) => event(What::Switch {
                     pid,
                     comm: symbols.intern(comm),
+                    prev_blocked: !state.starts_with('R'),
                 }),
                 _ => Line::Other,
             }
@@ -466,10 +477,26 @@ mod tests {
         let (what, _, s) = event(
             "            bash-4610    [001] d..2. 29441541245048: sched_switch: prev_comm=bash prev_pid=4610 prev_prio=120 prev_state=R+ ==> next_comm=Web Content next_pid=4355 next_prio=120",
         );
-        let What::Switch { pid: 4355, comm } = what else {
+        let What::Switch {
+            pid: 4355,
+            comm,
+            prev_blocked: false,
+        } = what
+        else {
             panic!("{what:?}")
         };
         assert_eq!(s.name(comm), "Web Content");
+        let (what, ..) = event(
+            "        kat-spin-77      [001] d..2. 29441541245050: sched_switch: prev_comm=kat-spin prev_pid=77 prev_prio=3 prev_state=S ==> next_comm=lowlat next_pid=100 next_prio=4",
+        );
+        assert!(matches!(
+            what,
+            What::Switch {
+                pid: 100,
+                prev_blocked: true,
+                ..
+            }
+        ));
         let (what, ..) = event(
             "           rustc-4355    [001] dNh4. 29441545352060: sched_wakeup: comm=kworker/1:1 pid=15116 prio=120 target_cpu=001",
         );
@@ -533,7 +560,7 @@ mod tests {
         assert!(TRACEPOINTS[0].missing_fields(format).is_empty());
         let renamed = format.replace("int irq;", "int irq_number;");
         assert_eq!(TRACEPOINTS[0].missing_fields(&renamed), vec!["irq"]);
-        let switch = "\tfield:char prev_comm[16];\toffset:8;\n\tfield:pid_t prev_pid;\n\tfield:char next_comm[16];\n\tfield:pid_t next_pid;\n";
+        let switch = "\tfield:char prev_comm[16];\toffset:8;\n\tfield:pid_t prev_pid;\n\tfield:long prev_state;\n\tfield:char next_comm[16];\n\tfield:pid_t next_pid;\n";
         let tp = TRACEPOINTS
             .iter()
             .find(|t| t.name == "sched_switch")

@@ -5,7 +5,8 @@
 //!
 //! One gap, one cause, chosen in this order (the first that applies):
 //! 1. the gap overlaps a window in which the CPU's buffer lost events: **unknown (events
-//!    lost)**: what remained cannot be trusted to be all;
+//!    lost)**: what remained cannot be trusted to be all (also **unknown** a garbled gap whose
+//!    end is before its start);
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
 //!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
@@ -23,10 +24,20 @@
 //!    metal firmware or an SMI).
 //!
 //! Each gap is counted in exactly one class, so the classes' counts add up to the gaps.
+//!
+//! A loop that sleeps (the timer loop) has gaps from a deadline to its wake-up, and each ends
+//! with its own wake-up: the local timer interrupt, the hrtimer that woke it and its
+//! `sched_wakeup` are not causes and are left out. One more cause
+//! comes after rule 2: the task that was running when the loop was woken and kept the CPU
+//! until it gave it up itself (a higher priority: its `sched_switch` to the loop says it
+//! slept, not that it was preempted) is the cause when the loop waited longer for it than
+//! for its wake-up (`comm (running when woken)`). A task preempted by the loop's wake-up
+//! left as soon as the kernel could switch: the wait was the kernel's, not the task's.
 
 use std::collections::BTreeMap;
 
 use super::events::{Event, IpiSend, Sym, Symbols, Vector, What};
+use crate::machine::Avail;
 
 /// The softirq vectors' names, by number.
 pub(crate) const SOFTIRQS: [&str; 10] = [
@@ -201,12 +212,56 @@ pub(crate) struct CpuCauses {
     pub causes: Vec<CauseStats>,
     /// The longest gaps, longest first.
     pub spikes: Vec<Spike>,
+    /// What its `no kernel event` gaps are checked against (filled after the join by
+    /// [`super::Explanation::cross_check`]).
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// What a CPU's `no kernel event` gaps, which no tracepoint names, are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CrossCheck {
+    /// A VM: the time the host ran something else while this vCPU was runnable during the
+    /// run (`/proc/stat` steal), ns.
+    Steal {
+        /// The hypervisor's vendor (`KVM`).
+        hypervisor: String,
+        /// Steal of the vCPU during the run, ns.
+        steal_ns: Avail<u64>,
+    },
+    /// Bare metal: the system management interrupts counted during the run (MSR_SMI_COUNT,
+    /// 0x34, read through `/dev/cpu/N/msr`).
+    Smis(Avail<u64>),
+}
+
+impl CrossCheck {
+    /// Adds a later segment's figure.
+    fn merge(&mut self, later: CrossCheck) {
+        fn add(sum: &mut Avail<u64>, more: Avail<u64>) {
+            if let (Avail::Available(x), Avail::Available(y)) = (&*sum, &more) {
+                *sum = Avail::Available(x + y);
+            } else if sum.get().is_some() {
+                *sum = more;
+            }
+        }
+        match (self, later) {
+            (CrossCheck::Steal { steal_ns, .. }, CrossCheck::Steal { steal_ns: more, .. }) => {
+                add(steal_ns, more);
+            }
+            (CrossCheck::Smis(smis), CrossCheck::Smis(more)) => add(smis, more),
+            _ => {}
+        }
+    }
 }
 
 impl CpuCauses {
     /// Adds a later segment's causes of the same CPU.
     pub(crate) fn merge(&mut self, later: CpuCauses) {
         self.gaps += later.gaps;
+        match (&mut self.cross_check, later.cross_check) {
+            (Some(check), Some(more)) => check.merge(more),
+            (check @ None, more) => *check = more,
+            (Some(_), None) => {}
+        }
         for more in later.causes {
             match self.causes.iter_mut().find(|c| c.cause == more.cause) {
                 Some(stats) => {
@@ -253,6 +308,87 @@ pub(crate) struct CpuTrace<'a> {
     pub lost: Vec<(u64, u64)>,
     /// When the run started (trace clock), for the spikes' times.
     pub run_start: u64,
+    /// The loop sleeps: its own wake-ups are not causes (see the module's doc).
+    pub sleeps: bool,
+}
+
+/// A sleeping loop's wake-up: when it was woken, and the task then on the CPU.
+#[derive(Debug, Clone, Copy)]
+struct Woken {
+    ts: u64,
+    /// The task on the CPU when the loop was woken that kept it until it blocked (`None`:
+    /// idle, preempted by the loop, or not traced).
+    running: Option<(u32, Sym)>,
+}
+
+/// `events` without the loop `tid`'s own wake-ups, and those wake-ups: each `sched_wakeup`
+/// of it, the hrtimer expiry that made it (the last one before it in the same interrupt) and
+/// the local timer interrupt that ran that hrtimer, unless that interrupt ran other hrtimers
+/// too (the tick, another task's timer: those delayed the wake-up and stay causes).
+fn own_wakeups(events: &[Event], tid: u32) -> (Vec<Event>, Vec<Woken>) {
+    let entry = |e: &Event| matches!(e.what, What::Irq { .. } | What::Vector(_) | What::Nmi(_));
+    let mut own = vec![false; events.len()];
+    let mut woken: Vec<Woken> = Vec::new();
+    let mut running = None;
+    let mut waiting: Option<usize> = None;
+    for (at, event) in events.iter().enumerate() {
+        if let What::Switch {
+            pid,
+            comm,
+            prev_blocked,
+        } = event.what
+        {
+            // The loop's switch-in after its wake-up: the task it waited for counts only if
+            // it gave the CPU up itself (a preempted one left as soon as it could).
+            if pid == tid
+                && let Some(w) = waiting.take().and_then(|i| woken.get_mut(i))
+                && !(prev_blocked && w.running == running)
+            {
+                w.running = None;
+            }
+            running = (pid != 0 && pid != tid).then_some((pid, comm));
+        }
+        if event.what != What::Wakeup(tid) {
+            continue;
+        }
+        own[at] = true;
+        waiting = Some(woken.len());
+        woken.push(Woken {
+            ts: event.ts,
+            running,
+        });
+        let Some(timer) = events[..at]
+            .iter()
+            .rposition(|e| entry(e) || matches!(e.what, What::Hrtimer(_)))
+            .filter(|&i| matches!(events[i].what, What::Hrtimer(_)))
+        else {
+            continue;
+        };
+        own[timer] = true;
+        let Some(interrupt) = events[..timer]
+            .iter()
+            .rposition(entry)
+            .filter(|&i| events[i].what == What::Vector(Vector::LocalTimer))
+        else {
+            continue;
+        };
+        let end = events[interrupt + 1..]
+            .iter()
+            .position(|e| entry(e) || matches!(e.what, What::Switch { .. }))
+            .map_or(events.len(), |p| interrupt + 1 + p);
+        let others =
+            (interrupt + 1..end).any(|i| i != timer && matches!(events[i].what, What::Hrtimer(_)));
+        if !others {
+            own[interrupt] = true;
+        }
+    }
+    let kept = events
+        .iter()
+        .zip(own)
+        .filter(|(_, own)| !own)
+        .map(|(e, _)| *e)
+        .collect();
+    (kept, woken)
 }
 
 /// Explains every gap of one CPU. `sent` are the IPIs sent to the measured CPUs in time
@@ -268,8 +404,25 @@ pub(crate) fn explain_cpu(
 ) -> CpuCauses {
     let mut by_cause: BTreeMap<Cause, CauseStats> = BTreeMap::new();
     let mut spikes: Vec<(u64, usize, Cause)> = Vec::new();
-    let kept: Vec<&Event> = trace
-        .events
+    // The join needs the events in time order; a CPU's buffer gives them so, but a counter
+    // that stepped back (a CPU brought back online, a skewed clock) must not make it panic or
+    // misplace them.
+    let sorted;
+    let ordered = if trace.events.is_sorted_by_key(|e| e.ts) {
+        trace.events
+    } else {
+        let mut copy = trace.events.to_vec();
+        copy.sort_by_key(|e| e.ts);
+        sorted = copy;
+        &sorted[..]
+    };
+    let (filtered, woken) = if trace.sleeps {
+        own_wakeups(ordered, trace.loop_tid)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let events = if trace.sleeps { &filtered[..] } else { ordered };
+    let kept: Vec<&Event> = events
         .iter()
         .filter(|e| matches!(e.what, What::TickKept(_)))
         .collect();
@@ -278,10 +431,22 @@ pub(crate) fn explain_cpu(
         .filter(|s| s.targets.contains(&trace.cpu))
         .collect();
     for (index, gap) in gaps.iter().enumerate() {
-        let from = trace.events.partition_point(|e| e.ts < gap.start);
-        let to = trace.events.partition_point(|e| e.ts <= gap.end);
-        let inside = &trace.events[from..to];
-        let (cause, id) = if trace
+        let from = events.partition_point(|e| e.ts < gap.start);
+        // A gap whose end comes before its start (a garbled reading) holds no event.
+        let to = events.partition_point(|e| e.ts <= gap.end).max(from);
+        let inside = &events[from..to];
+        let woke = woken
+            .get(woken.partition_point(|w| w.ts < gap.start))
+            .filter(|w| w.ts <= gap.end);
+        let (cause, id) = if gap.end < gap.start {
+            (
+                Cause {
+                    class: Class::Unknown,
+                    source: "end before start".into(),
+                },
+                None,
+            )
+        } else if trace
             .lost
             .iter()
             .any(|&(a, b)| a <= gap.end && gap.start <= b)
@@ -294,7 +459,7 @@ pub(crate) fn explain_cpu(
                 None,
             )
         } else {
-            classify(trace, gap, inside, &kept, &to_me, ipi_window, symbols)
+            classify(trace, gap, inside, woke, &kept, &to_me, ipi_window, symbols)
         };
         let length = to_ns(gap.end.saturating_sub(gap.start));
         if !by_cause.contains_key(&cause) {
@@ -336,15 +501,31 @@ pub(crate) fn explain_cpu(
                 cause,
             })
             .collect(),
+        cross_check: None,
     }
 }
 
+/// The cause that names a task `pid` (`comm`), a kworker by the work function it ran;
+/// `note` follows a task's name.
+fn task(pid: u32, comm: &str, work: Option<&str>, note: &str) -> (Cause, Option<u32>) {
+    let (class, source) = match work {
+        Some(function) => (Class::Kworker, function.to_string()),
+        None if comm.starts_with("kworker/") => (Class::Kworker, comm.to_string()),
+        // A comm the trace did not know (`<...>`): the pid names it.
+        None if comm == "<...>" => (Class::Task, format!("pid {pid}{note}")),
+        None => (Class::Task, format!("{comm}{note}")),
+    };
+    (Cause { class, source }, Some(pid))
+}
+
 /// The cause of one gap from the events inside it (see the module's order), with the id
-/// behind it (a pid, an IRQ number).
+/// behind it (a pid, an IRQ number). `woke`: a sleeping loop's wake-up in the gap.
+#[allow(clippy::too_many_arguments)]
 fn classify(
     trace: &CpuTrace<'_>,
     gap: &TraceGap,
     inside: &[Event],
+    woke: Option<&Woken>,
     kept: &[&Event],
     to_me: &[&IpiSend],
     ipi_window: u64,
@@ -355,7 +536,7 @@ fn classify(
     // with the first work function a kworker ran meanwhile.
     let mut other_task: Option<(u64, u32, Sym, Option<Sym>)> = None;
     for (at, event) in inside.iter().enumerate() {
-        let What::Switch { pid, comm } = event.what else {
+        let What::Switch { pid, comm, .. } = event.what else {
             continue;
         };
         if pid == trace.loop_tid || pid == 0 {
@@ -394,21 +575,16 @@ fn classify(
                 _ => {}
             }
         }
-        return match work {
-            Some(function) => cause(
-                Class::Kworker,
-                symbols.name(function).to_string(),
-                Some(pid),
-            ),
-            None if comm.starts_with("kworker/") => {
-                cause(Class::Kworker, comm.to_string(), Some(pid))
-            }
-            // A comm the trace did not know (`<...>`): the pid names it.
-            None if comm == "<...>" => {
-                cause(Class::Task, format!("pid {pid}{woken_by}"), Some(pid))
-            }
-            None => cause(Class::Task, format!("{comm}{woken_by}"), Some(pid)),
-        };
+        return task(pid, comm, work.map(|f| symbols.name(f)), &woken_by);
+    }
+    // A sleeping loop woken in time but kept waiting by the task on the CPU.
+    if let Some(&Woken {
+        ts,
+        running: Some((pid, comm)),
+    }) = woke
+        && gap.end.saturating_sub(ts) > ts.saturating_sub(gap.start)
+    {
+        return task(pid, symbols.name(comm), None, " (running when woken)");
     }
     let entry = inside
         .iter()
@@ -515,6 +691,7 @@ mod tests {
             events,
             lost,
             run_start: 0,
+            sleeps: false,
         }
     }
 
@@ -571,6 +748,7 @@ mod tests {
                 What::Switch {
                     pid: 77,
                     comm: cyclic,
+                    prev_blocked: false,
                 },
             ),
             ev(
@@ -578,6 +756,7 @@ mod tests {
                 What::Switch {
                     pid: 100,
                     comm: loop_comm,
+                    prev_blocked: false,
                 },
             ),
             // 5: vmstat_update in a kworker.
@@ -586,6 +765,7 @@ mod tests {
                 What::Switch {
                     pid: 9,
                     comm: kworker,
+                    prev_blocked: false,
                 },
             ),
             ev(506, What::Work(vmstat)),
@@ -594,6 +774,7 @@ mod tests {
                 What::Switch {
                     pid: 100,
                     comm: loop_comm,
+                    prev_blocked: false,
                 },
             ),
             // 6: the RCU softirq alone.
@@ -640,6 +821,69 @@ mod tests {
         assert_eq!(out.spikes.len(), SPIKES);
         // Most time first.
         assert_eq!(out.causes[0].total_ns, 50);
+    }
+
+    #[test]
+    fn a_sleeping_loops_own_wake_up_is_left_out_but_not_what_shared_its_interrupt() {
+        let mut s = Symbols::default();
+        let wake = s.intern("hrtimer_wakeup");
+        let tick = s.intern("tick_nohz_handler");
+        let events = [
+            // Its own wake-up alone: all three go.
+            ev(10, What::Vector(Vector::LocalTimer)),
+            ev(11, What::Hrtimer(wake)),
+            ev(12, What::Wakeup(100)),
+            // The tick in the same interrupt: the interrupt and the tick stay.
+            ev(20, What::Vector(Vector::LocalTimer)),
+            ev(21, What::Hrtimer(tick)),
+            ev(22, What::Hrtimer(wake)),
+            ev(23, What::Wakeup(100)),
+            // Another task's wake-up: stays.
+            ev(30, What::Vector(Vector::LocalTimer)),
+            ev(31, What::Hrtimer(wake)),
+            ev(32, What::Wakeup(55)),
+        ];
+        let (kept, woken) = own_wakeups(&events, 100);
+        let at: Vec<u64> = kept.iter().map(|e| e.ts).collect();
+        assert_eq!(at, vec![20, 21, 30, 31, 32]);
+        assert_eq!(woken.iter().map(|w| w.ts).collect::<Vec<_>>(), vec![12, 23]);
+    }
+
+    /// Bad input: events out of time order (a counter that stepped back), a gap whose end is
+    /// before its start, a gap before the run started: every gap is still counted once,
+    /// nothing panics, and the garbled gap is `unknown`, not given a cause it did not show.
+    #[test]
+    fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
+        let mut s = Symbols::default();
+        let nvme = s.intern("nvme0q1");
+        let tick = s.intern("tick_nohz_handler");
+        let events = [
+            ev(306, What::Hrtimer(tick)),
+            ev(
+                105,
+                What::Irq {
+                    irq: 42,
+                    name: nvme,
+                },
+            ),
+            ev(305, What::Vector(Vector::LocalTimer)),
+        ];
+        let mut t = trace(&events, vec![]);
+        t.run_start = 1_000;
+        let gaps = [gap(100, 110), gap(210, 200), gap(300, 310)];
+        let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_nohz_handler".into(), 1),
+                (Class::DeviceIrq, "42 nvme0q1".into(), 1),
+                (Class::Unknown, "end before start".into(), 1),
+            ]
+        );
+        // Before the run's start: at 0, not a wrapped time.
+        assert!(out.spikes.iter().all(|s| s.at_ns == 0));
     }
 
     #[test]
@@ -786,6 +1030,7 @@ mod scale {
                     events,
                     lost: Vec::new(),
                     run_start: 0,
+                    sleeps: false,
                 };
                 explain_cpu(&trace, gaps, &[], 2_600_000, &symbols, &|t| t * 10 / 26)
             })

@@ -5,17 +5,33 @@
 //! - [`events`]: the fixed set of tracepoints and the parser of their lines;
 //! - [`explain`]: the join of the gaps with the events, and the classes.
 //!
-//! An engine opens the session before its loops start ([`Tracing::start`]), lets the runner
-//! drain it from the housekeeping CPUs during the run, finishes it after, and calls
-//! [`explanation`] with its gaps in the trace clock.
+//! An engine opens a [`RunTrace`] before its loops start, lets the runner drain it from the
+//! housekeeping CPUs during the run, and ends it after with its gaps in the trace clock
+//! ([`RunTrace::explain`], which joins them through [`explanation`]). The jitter loop's gaps
+//! are its interruptions; the timer loop's are its late wake-ups, from the deadline to the
+//! wake-up, without the loop's own wake-up (its timer interrupt, hrtimer and `sched_wakeup`)
+//! among the causes.
 
 pub(crate) mod events;
 pub(crate) mod explain;
 pub(crate) mod tracefs;
 
-pub(crate) use tracefs::{Capture, TraceClock, Tracing, Unavailable};
+pub(crate) use tracefs::{Capture, TraceClock, Tracing};
 
-use explain::{CpuCauses, CpuTrace, TraceGap};
+use std::fmt::Display;
+use std::time::Duration;
+
+use crate::machine::CpuSet;
+use crate::machine::Machine;
+use crate::measure::runner::attribution::CpuAttribution;
+use crate::measure::runner::conditions::CpuConditions;
+use crate::measure::runner::tsc::Tsc;
+use crate::sysroot::SysRoot;
+use explain::{CpuCauses, CpuTrace, CrossCheck, TraceGap};
+
+/// An IPI is matched with its sender when it arrives at most this long after it was sent,
+/// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
+const IPI_WINDOW_NS: u64 = 1_000_000;
 
 /// The gaps of every measured CPU, explained, or why they could not be.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +50,7 @@ pub(crate) struct Explanation {
 
 impl Explanation {
     /// No trace: every gap unexplained, for `reason`.
-    pub(crate) fn unavailable(reason: &Unavailable) -> Self {
+    pub(crate) fn unavailable(reason: &dyn Display) -> Self {
         Explanation {
             traced: false,
             clock: "",
@@ -46,6 +62,28 @@ impl Explanation {
 }
 
 impl Explanation {
+    /// Sets beside each CPU's causes what its `no kernel event` gaps are checked against:
+    /// in a VM (`hypervisor`) the steal of the vCPU during the run, on bare metal the SMIs
+    /// counted during it; `conditions` are the run's, per CPU.
+    pub(crate) fn cross_check(
+        &mut self,
+        hypervisor: Option<&str>,
+        conditions: &[(u32, &CpuConditions)],
+    ) {
+        for cpu in &mut self.cpus {
+            let Some((_, during)) = conditions.iter().find(|(c, _)| *c == cpu.cpu) else {
+                continue;
+            };
+            cpu.cross_check = Some(match hypervisor {
+                Some(vendor) => CrossCheck::Steal {
+                    hypervisor: vendor.to_string(),
+                    steal_ns: during.steal_ns.clone(),
+                },
+                None => CrossCheck::Smis(during.smis.clone()),
+            });
+        }
+    }
+
     /// Adds the explanation of a later segment of the same run (a checkpointed run): each
     /// CPU's causes summed cause by cause, the spikes the longest of both (a later segment's
     /// spike times count from that segment's start).
@@ -77,8 +115,79 @@ pub(crate) struct CpuGaps {
     pub start: u64,
     /// Its gaps.
     pub gaps: Vec<TraceGap>,
+    /// The loop sleeps (the timer loop): each gap ends with the loop's own wake-up, whose
+    /// events are not causes (see [`explain`]).
+    pub sleeps: bool,
 }
 
+/// An engine's tracing for one run, when asked (`--explain`): started before its loops,
+/// drained by the runner during them (from [`RunTrace::running`]), joined with the gaps after.
+pub(crate) enum RunTrace<'r> {
+    /// Not asked.
+    Off,
+    /// Asked, but not possible here: why.
+    Unavailable(String),
+    /// Recording; the counter the loops read, for the lengths.
+    On(Box<Tracing<'r>>, Tsc),
+}
+
+impl<'r> RunTrace<'r> {
+    /// Starts tracing `cpus` in the `x86-tsc` clock for a run of `duration` when wanted:
+    /// `tsc` is the counter the loops read (`None`: not wanted).
+    pub(crate) fn start(
+        root: &'r SysRoot,
+        cpus: &CpuSet,
+        duration: Duration,
+        tsc: Option<Tsc>,
+    ) -> Self {
+        let Some(tsc) = tsc else {
+            return RunTrace::Off;
+        };
+        match Tracing::start(root, cpus, TraceClock::X86Tsc, duration) {
+            Ok(tracing) => RunTrace::On(Box::new(tracing), tsc),
+            Err(reason) => RunTrace::Unavailable(reason.to_string()),
+        }
+    }
+
+    /// The session to drain during the run, when one records.
+    pub(crate) fn running(&self) -> Option<&Tracing<'r>> {
+        match self {
+            RunTrace::On(tracing, _) => Some(tracing),
+            _ => None,
+        }
+    }
+
+    /// Ends the trace and joins it with each CPU's gaps (`gaps`, in ticks of the counter it
+    /// is given), with the cross-check of the `no kernel event` gaps from the run's
+    /// `attribution` on `machine`; `None` when no explanation was asked.
+    pub(crate) fn explain(
+        self,
+        machine: &Machine,
+        attribution: &[CpuAttribution],
+        gaps: impl FnOnce(&Tsc) -> Vec<CpuGaps>,
+    ) -> Option<Explanation> {
+        match self {
+            RunTrace::Off => None,
+            RunTrace::Unavailable(reason) => Some(Explanation::unavailable(&reason)),
+            RunTrace::On(tracing, tsc) => {
+                let mut explained = explanation(
+                    &tracing.finish(),
+                    TraceClock::X86Tsc,
+                    &gaps(&tsc),
+                    tsc.ticks(IPI_WINDOW_NS),
+                    &|ticks| tsc.ns(ticks),
+                );
+                let conditions: Vec<(u32, &CpuConditions)> =
+                    attribution.iter().map(|a| (a.cpu, &a.conditions)).collect();
+                explained.cross_check(
+                    machine.hypervisor.as_ref().map(|h| h.vendor.as_str()),
+                    &conditions,
+                );
+                Some(explained)
+            }
+        }
+    }
+}
 /// Joins each CPU's gaps with what `capture` recorded. `ipi_window` and `to_ns` are in the
 /// trace clock (see [`explain::explain_cpu`]).
 pub(crate) fn explanation(
@@ -108,6 +217,7 @@ pub(crate) fn explanation(
                     .map(|&(_, from, to)| (from, to))
                     .collect(),
                 run_start: c.start,
+                sleeps: c.sleeps,
             };
             explain::explain_cpu(
                 &trace,
@@ -130,8 +240,200 @@ pub(crate) fn explanation(
 
 #[cfg(test)]
 mod tests {
-    use super::events::{self, Line, Symbols, What};
+    use super::events::{self, Event, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
+    use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
+
+    fn ev(ts: u64, what: What) -> Event {
+        Event { ts, what }
+    }
+
+    /// The figures beside `no kernel event`, read from a fixture tree as a run reads them:
+    /// the vCPU's steal in a VM, the SMI count of MSR 0x34 on bare metal (through the
+    /// SysRoot), or why it could not be read; a later segment's figure adds up.
+    #[test]
+    fn no_kernel_event_is_set_beside_steal_in_a_vm_and_smis_on_bare_metal() {
+        use super::explain::{CpuCauses, CrossCheck};
+        use crate::machine::{Avail, Warnings};
+        use crate::measure::runner::conditions;
+        use crate::test_tree::TestTree;
+        let tree = TestTree::empty();
+        let stat = |steal: u64| {
+            format!("cpu  1 0 1 9 0 0 0 {steal} 0 0\ncpu1 1 0 1 9 0 0 0 {steal} 0 0\n")
+        };
+        let msr = |smis: u64| {
+            let mut bytes = vec![0u8; 0x100];
+            bytes[0x34..0x3c].copy_from_slice(&smis.to_le_bytes());
+            bytes
+        };
+        tree.write("proc/stat", stat(10));
+        tree.write("dev/cpu/1/msr", msr(5));
+        let root = tree.root();
+        let mut warnings = Warnings::default();
+        let before = conditions::read(&root, &[1], &mut warnings);
+        tree.write("proc/stat", stat(13));
+        tree.write("dev/cpu/1/msr", msr(8));
+        let after = conditions::read(&root, &[1], &mut warnings);
+        let during = conditions::between(&[1], &before, &after);
+        let one = || Explanation {
+            traced: true,
+            clock: "x86-tsc",
+            cpus: vec![CpuCauses {
+                cpu: 1,
+                gaps: 0,
+                causes: Vec::new(),
+                spikes: Vec::new(),
+                cross_check: None,
+            }],
+            lost_events: 0,
+            notes: Vec::new(),
+        };
+        let mut vm = one();
+        vm.cross_check(Some("KVM"), &[(1, &during[0])]);
+        assert_eq!(
+            vm.cpus[0].cross_check,
+            Some(CrossCheck::Steal {
+                hypervisor: "KVM".into(),
+                steal_ns: Avail::Available(30_000_000),
+            })
+        );
+        let mut metal = one();
+        metal.cross_check(None, &[(1, &during[0])]);
+        assert_eq!(
+            metal.cpus[0].cross_check,
+            Some(CrossCheck::Smis(Avail::Available(3)))
+        );
+        let mut later = one();
+        later.cross_check(None, &[(1, &during[0])]);
+        metal.merge(later);
+        assert_eq!(
+            metal.cpus[0].cross_check,
+            Some(CrossCheck::Smis(Avail::Available(6)))
+        );
+        // Without the msr device: unreadable, with what to do.
+        tree.remove("dev/cpu/1/msr");
+        let gone = conditions::read(&root, &[1], &mut warnings);
+        let during = conditions::between(&[1], &gone, &gone);
+        let mut unreadable = one();
+        unreadable.cross_check(None, &[(1, &during[0])]);
+        let Some(CrossCheck::Smis(smis)) = &unreadable.cpus[0].cross_check else {
+            panic!("{:?}", unreadable.cpus[0].cross_check)
+        };
+        assert!(smis.reason().unwrap().contains("modprobe msr"), "{smis:?}");
+    }
+
+    /// The timer loop (pid 100) is late six times: by its own wake-up only (the hypervisor
+    /// delayed the interrupt), by the tick's hrtimer in the same interrupt, by another task
+    /// that ran first, by a device IRQ before its timer, by the RCU softirq on the way out
+    /// of its interrupt, by a task already running at its deadline that kept the CPU after
+    /// waking it until it slept, and (not that task's doing) by the kernel's switch from a
+    /// task it preempted. Its own wake-up is never the cause.
+    #[test]
+    fn a_late_wake_up_is_not_its_own_cause() {
+        let mut s = Symbols::default();
+        let wake = s.intern("hrtimer_wakeup");
+        let tick = s.intern("tick_nohz_handler");
+        let spin = s.intern("kat-spin");
+        let me = s.intern("lowlat");
+        let nvme = s.intern("nvme0q1");
+        let own = |at: u64| {
+            vec![
+                ev(at, What::Vector(Vector::LocalTimer)),
+                ev(at + 1, What::Hrtimer(wake)),
+                ev(at + 2, What::Wakeup(100)),
+            ]
+        };
+        let switch = |at: u64, pid, comm, prev_blocked| {
+            ev(
+                at,
+                What::Switch {
+                    pid,
+                    comm,
+                    prev_blocked,
+                },
+            )
+        };
+        // The loop switched in, preempting whatever ran.
+        let switch_in = |at: u64| switch(at, 100, me, false);
+        let mut events = Vec::new();
+        // 1: [100, 140]: only its own wake-up, late.
+        events.extend(own(130));
+        events.push(switch_in(135));
+        // 2: [200, 240]: the tick expired in the same interrupt, first.
+        events.push(ev(205, What::Vector(Vector::LocalTimer)));
+        events.push(ev(206, What::Hrtimer(tick)));
+        events.push(ev(207, What::Hrtimer(wake)));
+        events.push(ev(208, What::Wakeup(100)));
+        events.push(switch_in(230));
+        // 3: [300, 340]: woken on time, but kat-spin (higher priority) ran first.
+        events.extend(own(301));
+        events.push(switch(304, 55, spin, false));
+        events.push(switch_in(336));
+        // 4: [400, 440]: a device IRQ ran at the deadline, then the timer.
+        events.push(ev(
+            401,
+            What::Irq {
+                irq: 42,
+                name: nvme,
+            },
+        ));
+        events.extend(own(420));
+        events.push(switch_in(430));
+        // 5: [500, 540]: the RCU softirq after its interrupt.
+        events.extend(own(501));
+        events.push(ev(504, What::Softirq(9)));
+        events.push(switch_in(530));
+        // 6: [600, 640]: kat-spin ran from before the deadline until it slept, well after
+        // the wake-up.
+        events.push(switch(550, 55, spin, false));
+        events.extend(own(605));
+        events.push(switch(636, 100, me, true));
+        // 7: [700, 740]: a task preempted at once by the wake-up: the wait was the kernel's.
+        events.push(switch(650, 56, spin, false));
+        events.extend(own(705));
+        events.push(switch_in(736));
+        let capture = Capture {
+            symbols: s,
+            events: vec![(1, events)],
+            ..Capture::default()
+        };
+        let gaps = CpuGaps {
+            cpu: 1,
+            loop_tid: 100,
+            start: 0,
+            gaps: (1..=7)
+                .map(|i| TraceGap {
+                    start: i * 100,
+                    end: i * 100 + 40,
+                })
+                .collect(),
+            sleeps: true,
+        };
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
+        let mut got: Vec<(Class, String)> = out.cpus[0]
+            .causes
+            .iter()
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_nohz_handler".into()),
+                (Class::DeviceIrq, "42 nvme0q1".into()),
+                (Class::Task, "kat-spin".into()),
+                (Class::Task, "kat-spin (running when woken)".into()),
+                (Class::Rcu, "RCU softirq".into()),
+                (Class::NoKernelEvent, "no kernel event".into()),
+            ]
+        );
+        let hypervisor = out.cpus[0]
+            .causes
+            .iter()
+            .find(|c| c.cause.class == Class::NoKernelEvent);
+        assert_eq!(hypervisor.unwrap().count, 2);
+        assert_eq!(out.cpus[0].gaps, 7);
+    }
 
     /// The loop thread of the recorded run (tests/data/explain/README.md).
     const LOOP_TID: u32 = 11947;
@@ -198,6 +500,7 @@ mod tests {
             events: &events,
             lost: Vec::new(),
             run_start: events[0].ts,
+            sleeps: false,
         };
         let out = explain_cpu(&trace, &gaps, &[], 2_596_122, &symbols, &|t| {
             t * 1000 / 2596

@@ -618,13 +618,17 @@ pub(crate) struct Part<'a> {
 /// Height of one bar of a [`stacked_bars`] chart, px.
 const STACK_ROW: f64 = 14.0;
 
+/// Narrowest legend entry below a [`stacked_bars`] chart, px.
+const STACK_LEGEND_ENTRY: f64 = 100.0;
+
 /// Horizontal bars, one per row (its label left of it), each split into `parts` in order:
-/// how the things counted (`unit`: hosts) of each row divide. One scale for every row, so bars
-/// of rows with fewer things are shorter; empty parts are not drawn.
+/// how the quantity (`unit`: hosts, µs) of each row divides. One scale for every row, so bars
+/// of rows with less are shorter; empty parts are not drawn. The legend's entries are as wide
+/// as its longest name needs (at least [`STACK_LEGEND_ENTRY`]) and wrap at the chart's width.
 pub(crate) fn stacked_bars(
     title: &str,
     parts: &[Part],
-    rows: &[(String, Vec<usize>)],
+    rows: &[(String, Vec<f64>)],
     unit: &str,
 ) -> Markup {
     let longest = rows
@@ -637,29 +641,37 @@ pub(crate) fn stacked_bars(
     let span = WIDTH - PLOT_RIGHT - left;
     let most = rows
         .iter()
-        .map(|(_, counts)| counts.iter().sum::<usize>())
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+        .map(|(_, values)| values.iter().sum::<f64>())
+        .fold(0.0, f64::max);
+    let most = if most > 0.0 { most } else { 1.0 };
     let drawn = rows
         .iter()
-        .flat_map(|(_, counts)| counts.iter())
-        .filter(|&&n| n > 0)
+        .flat_map(|(_, values)| values.iter())
+        .filter(|&&v| v > 0.0)
         .count();
     let bottom = TOP + rows.len() as f64 * STACK_ROW;
-    let height = bottom + BOTTOM + LEGEND_LINE;
-    let at = |n: f64| left + span * n / most;
-    // Each row's non-empty parts: (part, count, where it starts).
-    let segments: Vec<Vec<(&Part, usize, usize)>> = rows
+    // Legend names are lower case at 11 px: about 6.6 px a character, after the swatch.
+    let longest_name = parts
         .iter()
-        .map(|(_, counts)| {
-            let mut from = 0;
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let entry = (longest_name as f64 * 6.6 + 24.0).max(STACK_LEGEND_ENTRY);
+    let per_line = (((WIDTH - PLOT_RIGHT - LEFT) / entry) as usize).max(1);
+    let legend_lines = parts.len().div_ceil(per_line).max(1);
+    let height = bottom + BOTTOM + LEGEND_LINE * legend_lines as f64;
+    let at = |v: f64| left + span * v / most;
+    // Each row's non-empty parts: (part, value, where it starts).
+    let segments: Vec<Vec<(&Part, f64, f64)>> = rows
+        .iter()
+        .map(|(_, values)| {
+            let mut from = 0.0;
             parts
                 .iter()
-                .zip(counts)
-                .filter_map(|(part, &n)| {
-                    from += n;
-                    (n > 0).then_some((part, n, from - n))
+                .zip(values)
+                .filter_map(|(part, &v)| {
+                    from += v;
+                    (v > 0.0).then_some((part, v, from - v))
                 })
                 .collect()
         })
@@ -670,10 +682,10 @@ pub(crate) fn stacked_bars(
             @for (r, ((label, _), row)) in rows.iter().zip(&segments).enumerate() {
                 @let y = TOP + r as f64 * STACK_ROW;
                 text x=(r1(left - 6.0)) y=(r1(y + STACK_ROW - 3.0)) text-anchor="end" fill="#222" { (label) }
-                @for &(part, n, from) in row {
-                    rect.pt x=(r1(at(from as f64))) y=(r1(y + 1.0)) width=(r1(at((from + n) as f64) - at(from as f64)))
+                @for &(part, v, from) in row {
+                    rect.pt x=(r1(at(from))) y=(r1(y + 1.0)) width=(r1(at(from + v) - at(from)))
                         height=(r1(STACK_ROW - 2.0)) fill=(part.colour) {
-                        title { (label) ": " (n) " " (unit) " " (part.name) }
+                        title { (label) ": " (num(v)) " " (unit) " " (part.name) }
                     }
                 }
             }
@@ -686,9 +698,10 @@ pub(crate) fn stacked_bars(
                 text x=(r1(left + span / 2.0)) y=(r1(bottom + 34.0)) text-anchor="middle" stroke="none" { (unit) }
             }
             @for (i, part) in parts.iter().enumerate() {
-                @let x = LEFT + i as f64 * 100.0;
-                rect x=(r1(x)) y=(r1(bottom + BOTTOM)) width="10" height="10" fill=(part.colour) {}
-                text.legend x=(r1(x + 14.0)) y=(r1(bottom + BOTTOM + 9.0)) fill="#222" { (part.name) }
+                @let x = LEFT + (i % per_line) as f64 * entry;
+                @let y = bottom + BOTTOM + (i / per_line) as f64 * LEGEND_LINE;
+                rect x=(r1(x)) y=(r1(y)) width="10" height="10" fill=(part.colour) {}
+                text.legend x=(r1(x + 14.0)) y=(r1(y + 9.0)) fill="#222" { (part.name) }
             }
         }
     }

@@ -1,11 +1,13 @@
 //! `--explain`'s result: each CPU's causes with the rule and the setting that remove each
 //! (from the audit's cause → fix table), as JSON (`explain` in the engine's document) and as
-//! text (a cause table per CPU, the longest gaps with their cause, the fix per cause).
+//! text (a cause table per CPU, its time by class, the longest gaps with their cause, the fix
+//! per cause).
 
 use super::micros;
 use crate::audit::rules::causes::{fix_for, setting_for};
+use crate::machine::Avail;
 use crate::measure::trace::Explanation;
-use crate::measure::trace::explain::{Cause, Class, CpuCauses};
+use crate::measure::trace::explain::{Cause, Class, CpuCauses, CrossCheck};
 use crate::report::table::{self, Align, Width};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -37,6 +39,79 @@ pub(crate) struct CpuCausesJson {
     pub causes: Vec<CauseJson>,
     /// The longest gaps, longest first.
     pub spikes: Vec<SpikeJson>,
+    /// What its `no_kernel_event` gaps, which no tracepoint names, are checked against
+    /// (absent when the run's conditions were not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<CrossCheckJson>,
+}
+
+/// The figure beside the `no_kernel_event` class: the host's steal in a VM, the SMIs on bare
+/// metal.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CrossCheckJson {
+    /// `hypervisor` (a VM: its steal) or `firmware` (bare metal: its SMIs).
+    pub against: String,
+    /// The hypervisor's vendor (`KVM`), in a VM.
+    pub hypervisor: Option<String>,
+    /// Steal of this vCPU during the run, ns (`/proc/stat`, 10 ms resolution), in a VM.
+    pub steal_ns: Option<u64>,
+    /// System management interrupts during the run (MSR_SMI_COUNT, 0x34), on bare metal.
+    pub smis: Option<u64>,
+    /// Why the figure could not be read (null: it was).
+    pub unreadable: Option<String>,
+}
+
+fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
+    let (against, hypervisor, figure) = match check {
+        CrossCheck::Steal {
+            hypervisor,
+            steal_ns,
+        } => ("hypervisor", Some(hypervisor.clone()), steal_ns),
+        CrossCheck::Smis(smis) => ("firmware", None, smis),
+    };
+    let (value, unreadable) = match figure {
+        Avail::Available(v) => (Some(*v), None),
+        Avail::Unavailable { unavailable } => (None, Some(unavailable.clone())),
+    };
+    CrossCheckJson {
+        against: against.to_string(),
+        hypervisor,
+        steal_ns: value.filter(|_| against == "hypervisor"),
+        smis: value.filter(|_| against == "firmware"),
+        unreadable,
+    }
+}
+
+/// The line under a CPU's cause table that sets its `no kernel event` gaps beside the
+/// figure that can confirm them.
+fn cross_check_text(check: &CrossCheckJson) -> String {
+    let unreadable = |what: &str| {
+        check
+            .unreadable
+            .as_ref()
+            .map(|why| format!("{what} unreadable ({why})"))
+    };
+    if check.against == "hypervisor" {
+        let figure = unreadable("steal").unwrap_or_else(|| {
+            format!(
+                "steal of this vCPU during the run {:.0} ms",
+                check.steal_ns.unwrap_or(0) as f64 / 1e6
+            )
+        });
+        format!(
+            "no kernel event: in a VM ({}), the host's: {figure}; the host's exits to run \
+             its own code on this vCPU are not steal",
+            check.hypervisor.as_deref().unwrap_or("unknown hypervisor")
+        )
+    } else {
+        let figure = unreadable("the SMI count (MSR 0x34)").unwrap_or_else(|| {
+            format!("{} SMIs during the run (MSR 0x34)", check.smis.unwrap_or(0))
+        });
+        format!(
+            "no kernel event: on bare metal, firmware or an SMI: {figure}; `lowlat measure \
+             hwlat` measures what firmware takes where the hwlat tracer exists"
+        )
+    }
 }
 
 /// One cause on one CPU.
@@ -83,13 +158,10 @@ pub(crate) struct SpikeJson {
 /// The comm a setting names for a cause: a task's or an IPI sender's.
 fn comm_of(cause: &Cause) -> Option<&str> {
     match cause.class {
-        Class::Task if !cause.source.starts_with("pid ") => Some(
-            cause
-                .source
-                .split(" (woken by ")
-                .next()
-                .unwrap_or(&cause.source),
-        ),
+        // `comm (woken by f)`, `comm (running when woken)`.
+        Class::Task if !cause.source.starts_with("pid ") => {
+            Some(cause.source.split(" (").next().unwrap_or(&cause.source))
+        }
         Class::Ipi | Class::TlbShootdown => {
             let (_, after) = cause.source.split_once(" from ")?;
             after.rsplit_once(" on CPU ").map(|(comm, _)| comm)
@@ -147,6 +219,7 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
                 source: s.cause.source.clone(),
             })
             .collect(),
+        cross_check: cpu.cross_check.as_ref().map(cross_check_json),
     }
 }
 
@@ -154,8 +227,9 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
 const SHOWN: usize = 10;
 
 /// The text: per CPU its cause table (the [`SHOWN`] causes with the most time), its longest
-/// gaps, and the fix of each cause shown (one line per rule and setting).
-pub(crate) fn text(explanation: &ExplainJson) -> String {
+/// gaps, and the fix of each cause shown (one line per rule and setting). `what` names the
+/// gaps: `gaps` (jitter), `late wake-ups` (timer).
+pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
     let mut out = String::new();
     if !explanation.traced {
         for note in &explanation.notes {
@@ -166,7 +240,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
     for cpu in &explanation.cpus {
         let _ = writeln!(
             out,
-            "\nCPU {}: {} gaps by cause (trace clock {})",
+            "\nCPU {}: {} {what} by cause (trace clock {})",
             cpu.cpu, cpu.gaps, explanation.clock
         );
         let shown = &cpu.causes[..cpu.causes.len().min(SHOWN)];
@@ -190,14 +264,20 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
         if !rest.is_empty() {
             let _ = writeln!(
                 out,
-                "and {} more causes ({} gaps, {} µs; see --json)",
+                "and {} more causes ({} {what}, {} µs; see --json)",
                 rest.len(),
                 rest.iter().map(|c| c.count).sum::<u64>(),
                 micros(rest.iter().map(|c| c.total_ns).sum::<u64>() as f64)
             );
         }
+        out.push_str(&class_table(cpu));
+        if let Some(check) = &cpu.cross_check
+            && cpu.causes.iter().any(|c| c.class == Class::NoKernelEvent)
+        {
+            let _ = writeln!(out, "{}", cross_check_text(check));
+        }
         if !cpu.spikes.is_empty() {
-            let _ = writeln!(out, "longest gaps:");
+            let _ = writeln!(out, "longest {what}:");
             for s in &cpu.spikes {
                 let _ = writeln!(
                     out,
@@ -240,7 +320,7 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
     if explanation.lost_events > 0 {
         let _ = writeln!(
             out,
-            "explain: the trace lost {} events; the gaps in their windows are counted as unknown",
+            "explain: the trace lost {} events; the {what} in their windows are counted as unknown",
             explanation.lost_events
         );
     }
@@ -248,6 +328,39 @@ pub(crate) fn text(explanation: &ExplainJson) -> String {
         let _ = writeln!(out, "explain: {note}");
     }
     out
+}
+
+/// The time in one CPU's gaps by class, every cause counted (the HTML report draws it as the
+/// CPU's stacked bar): most time first, with its share of the CPU's time in gaps.
+fn class_table(cpu: &CpuCausesJson) -> String {
+    let mut classes: Vec<(Class, u64, u64)> = Vec::new();
+    for c in &cpu.causes {
+        match classes.iter_mut().find(|(class, ..)| *class == c.class) {
+            Some((_, count, total)) => {
+                *count += c.count;
+                *total = total.saturating_add(c.total_ns);
+            }
+            None => classes.push((c.class, c.count, c.total_ns)),
+        }
+    }
+    classes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let all = classes.iter().map(|c| c.2).sum::<u64>().max(1) as f64;
+    let mut rows = vec![
+        ["time by class", "gaps", "total µs", "share"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for (class, count, total) in classes {
+        rows.push(vec![
+            class.label().to_string(),
+            count.to_string(),
+            micros(total as f64),
+            format!("{:.1} %", total as f64 / all * 100.0),
+        ]);
+    }
+    table::columns(&rows, Width::Chars, |c| {
+        if c == 0 { Align::Left } else { Align::Right }
+    })
 }
 
 /// The cause table: the four figures right-aligned, class and source left-aligned.
@@ -260,6 +373,47 @@ fn cause_table(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In a VM the hypervisor's gaps are set beside the vCPU's steal; on bare metal beside the
+    /// SMI count, or why it could not be read, with the pointer to hwlat.
+    #[test]
+    fn no_kernel_event_is_cross_checked_by_steal_or_smis() {
+        let steal = cross_check_json(&CrossCheck::Steal {
+            hypervisor: "KVM".into(),
+            steal_ns: Avail::Available(30_000_000),
+        });
+        assert_eq!(
+            (steal.against.as_str(), steal.steal_ns, steal.smis),
+            ("hypervisor", Some(30_000_000), None)
+        );
+        assert_eq!(
+            cross_check_text(&steal),
+            "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
+             ms; the host's exits to run its own code on this vCPU are not steal"
+        );
+        let smis = cross_check_json(&CrossCheck::Smis(Avail::Available(3)));
+        assert_eq!((smis.smis, smis.steal_ns), (Some(3), None));
+        assert!(
+            cross_check_text(&smis).starts_with(
+                "no kernel event: on bare metal, firmware or an SMI: 3 SMIs during the run \
+                 (MSR 0x34); `lowlat measure hwlat`"
+            ),
+            "{}",
+            cross_check_text(&smis)
+        );
+        let unreadable = cross_check_json(&CrossCheck::Smis(Avail::missing(
+            "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
+        )));
+        assert_eq!(unreadable.smis, None);
+        assert!(
+            cross_check_text(&unreadable).contains(
+                "the SMI count (MSR 0x34) unreadable (/dev/cpu/1/msr does not exist (root and \
+                 the msr module: modprobe msr))"
+            ),
+            "{}",
+            cross_check_text(&unreadable)
+        );
+    }
 
     /// The guide's example is the text of a real run's explanation, byte for byte.
     #[test]
@@ -274,7 +428,7 @@ mod tests {
         let (_, after) = guide.split_once("<!-- explain-example:").unwrap();
         let (_, block) = after.split_once("```text\n").unwrap();
         let (block, _) = block.split_once("```").unwrap();
-        let text = text(&explanation);
+        let text = text(&explanation, "gaps");
         assert_eq!(text.trim_start_matches('\n'), block);
         // Its counts add up to the CPU's gaps.
         let cpu = &explanation.cpus[0];

@@ -341,7 +341,7 @@ pub(crate) fn table(run: &JitterRun) -> String {
     out.push_str(&shared_lines(&run.session.shared));
     out.push_str(&notes(run));
     if let Some(explanation) = &result.explain {
-        out.push_str(&explain::text(explanation));
+        out.push_str(&explain::text(explanation, "gaps"));
     }
     out
 }

@@ -1,5 +1,6 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
+use super::explain::{self, ExplainJson};
 use super::header::Measured;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
@@ -35,6 +36,13 @@ pub(crate) struct TimerResult {
     pub conditions: RunConditions,
     /// One entry per measured CPU.
     pub cpus: Vec<TimerCpuResult>,
+    /// The wake-ups at least `explain_above_ns` late, by cause per CPU (`--explain` only;
+    /// `gaps` counts them, each from its deadline to its wake-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainJson>,
+    /// The lateness from which a wake-up was explained, ns (`--explain` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain_above_ns: Option<u64>,
 }
 
 /// One measured CPU in the JSON.
@@ -146,6 +154,8 @@ pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
             .enumerate()
             .map(|(slot, cpu)| cpu_result(run, slot, cpu))
             .collect(),
+        explain: run.explanation.as_ref().map(explain::json),
+        explain_above_ns: run.explanation.as_ref().and(run.request.explain_above_ns),
     };
     Measured { header, figures }
 }
@@ -233,6 +243,17 @@ pub(crate) fn table(run: &TimerRun) -> String {
         ));
     }
     out.push_str(&shared_lines(&run.session.shared));
+    if let Some(explanation) = &result.explain {
+        if explanation.traced {
+            let _ = writeln!(
+                out,
+                "\nlate wake-ups: {} µs or more after their deadline, each joined with the trace \
+                 from its deadline to its wake-up",
+                micros(result.explain_above_ns.unwrap_or(0) as f64)
+            );
+        }
+        out.push_str(&explain::text(explanation, "late wake-ups"));
+    }
     out
 }
 
@@ -284,6 +305,8 @@ mod tests {
                     attribution: None,
                 },
             }],
+            explain: None,
+            explain_above_ns: None,
         };
         let json = serde_json::to_string(&result).unwrap();
         let (run, cpu) = json.split_once("\"cpus\":").unwrap();

@@ -10,12 +10,8 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use crate::measure::trace::explain::TraceGap;
-use crate::measure::trace::{self, Capture, CpuGaps, Explanation, TraceClock, Tracing, tracefs};
+use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
 use busy::{BusyRecord, LoopConfig};
-
-/// An IPI is matched with its sender when it arrives at most this long after it was sent,
-/// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
-const IPI_WINDOW_NS: u64 = 1_000_000;
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
 /// for its own sizing run.
@@ -99,16 +95,13 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         request.threshold_ns
     );
     let priority = request.priority;
-    let tracing = request.explain.then(|| {
-        Tracing::start(
-            session.root(),
-            &session.cpus,
-            TraceClock::X86Tsc,
-            spec.duration,
-        )
-    });
-    let running = tracing.as_ref().and_then(|t| t.as_ref().ok());
-    let drain = running.map(|t| move || t.drain());
+    let tracing = RunTrace::start(
+        session.root(),
+        &session.cpus,
+        spec.duration,
+        request.explain.then_some(tsc),
+    );
+    let drain = tracing.running().map(|t| move || t.drain());
     let finished = threads::run_loops(
         session,
         spec,
@@ -119,10 +112,7 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
     )?;
-    let explanation = tracing.map(|tracing| match tracing {
-        Ok(tracing) => explain(tracing.finish(), &finished, &tsc),
-        Err(reason) => Explanation::unavailable(&reason),
-    });
+    let explanation = tracing.explain(&session.machine, &finished.attribution, |_| gaps(&finished));
     Ok(JitterRun {
         request,
         tsc,
@@ -131,10 +121,10 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
     })
 }
 
-/// Joins the gaps of every CPU with the trace. The trace clock is `x86-tsc`, the counter
-/// the loop reads: a gap's ends are its timestamps as they are, without conversion.
-fn explain(capture: Capture, finished: &Finished<BusyRecord>, tsc: &Tsc) -> Explanation {
-    let cpus: Vec<CpuGaps> = finished
+/// The gaps of every CPU for the join. The trace clock is `x86-tsc`, the counter the loop
+/// reads: a gap's ends are its timestamps as they are, without conversion.
+fn gaps(finished: &Finished<BusyRecord>) -> Vec<CpuGaps> {
+    finished
         .cpus
         .iter()
         .filter(|c| c.setup_error.is_none())
@@ -151,15 +141,9 @@ fn explain(capture: Capture, finished: &Finished<BusyRecord>, tsc: &Tsc) -> Expl
                     end: g.end,
                 })
                 .collect(),
+            sleeps: false,
         })
-        .collect();
-    trace::explanation(
-        &capture,
-        TraceClock::X86Tsc,
-        &cpus,
-        tsc.ticks(IPI_WINDOW_NS),
-        &|ticks| tsc.ns(ticks),
-    )
+        .collect()
 }
 
 /// Runs on the measuring thread: pin, priority, buffers (allocated after pinning, so they

@@ -1,7 +1,9 @@
 //! The timer loop: sleep to an absolute deadline, read the clock on waking, record
 //! `now - deadline`, advance the deadline by one interval and skip every period already
 //! missed (so a long stall gives one late sample, as in cyclictest, and the skipped periods
-//! are counted instead of hidden).
+//! are counted instead of hidden). When asked (`--explain`), each wake-up at least a threshold
+//! late is also kept with the counter read on waking ([`LateWakeups`]), so that it can be
+//! joined with the trace as the jitter loop's gaps are.
 
 use super::cyclic::CyclicStats;
 use crate::measure::engines::jitter::busy::HDR_DIGITS;
@@ -33,6 +35,56 @@ pub struct TimerRecord {
     pub cyclic: CyclicStats,
     /// The latencies by slice of the run's time (clock times and values in ns).
     pub(crate) slices: Slices,
+    /// The late wake-ups kept for `--explain` (`None`: not asked).
+    pub(crate) late: Option<LateWakeups>,
+}
+
+/// The wake-ups at least `above_ns` late, each with the counter (TSC) read right after the
+/// clock on waking: its gap in the trace clock runs from the deadline to that reading. Bounded:
+/// the storage is allocated before the loop starts, and a wake-up beyond it is counted, not
+/// kept.
+#[derive(Debug, Clone)]
+pub(crate) struct LateWakeups {
+    /// A wake-up at least this late is kept, ns.
+    pub above_ns: u64,
+    /// The counter when the loop started.
+    pub start: u64,
+    /// `(counter on waking, lateness in ns)`, in time order.
+    pub kept: Vec<(u64, u64)>,
+    /// Late wake-ups not kept: the storage was full.
+    pub dropped: u64,
+}
+
+impl LateWakeups {
+    /// Storage for `capacity` late wake-ups, written once so the loop does not page-fault.
+    pub(crate) fn new(above_ns: u64, capacity: usize) -> Self {
+        let mut kept = vec![(0, 0); capacity.max(1)];
+        kept.clear();
+        Self {
+            above_ns,
+            start: 0,
+            kept,
+            dropped: 0,
+        }
+    }
+
+    fn add(&mut self, counter: u64, late_ns: u64) {
+        if late_ns < self.above_ns {
+            return;
+        }
+        if self.kept.len() < self.kept.capacity() {
+            self.kept.push((counter, late_ns));
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+impl Merge for LateWakeups {
+    fn merge(&mut self, later: Self) {
+        self.kept.extend(later.kept);
+        self.dropped += later.dropped;
+    }
 }
 
 impl TimerRecord {
@@ -55,7 +107,14 @@ impl TimerRecord {
             hist: hist.clone(),
             cyclic,
             slices: Slices { slices: Vec::new() },
+            late: None,
         }
+    }
+
+    /// Also keeps the wake-ups at least `above_ns` late, up to `capacity` of them.
+    pub(crate) fn keeping_late(mut self, above_ns: u64, capacity: usize) -> Self {
+        self.late = Some(LateWakeups::new(above_ns, capacity));
+        self
     }
 
     /// Samples taken.
@@ -89,6 +148,9 @@ impl TimerRecord {
         let interval = self.interval_ns.max(1);
         let start = clock.now_ns();
         self.slices = Slices::new(start, end_ns, HIST_MAX_NS);
+        if let Some(late) = &mut self.late {
+            late.start = clock.counter();
+        }
         let mut next = start.saturating_add(interval);
         while !stop.load(Ordering::Relaxed) && next <= end_ns {
             let Some(now) = clock.sleep_until(next) else {
@@ -97,7 +159,11 @@ impl TimerRecord {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            self.add(now, now.saturating_sub(next));
+            let late_ns = now.saturating_sub(next);
+            if let Some(late) = &mut self.late {
+                late.add(clock.counter(), late_ns);
+            }
+            self.add(now, late_ns);
             next = next.saturating_add(interval);
             while now > next {
                 next = next.saturating_add(interval);
@@ -123,6 +189,11 @@ impl Merge for TimerRecord {
         }
         self.cyclic.merge(later.cyclic);
         self.slices.merge(later.slices);
+        match (&mut self.late, later.late) {
+            (Some(late), Some(more)) => late.merge(more),
+            (late @ None, more) => *late = more,
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -161,6 +232,23 @@ mod tests {
         let mut expected = vec![1u64; 16];
         (expected[0], expected[15]) = (0, 2);
         assert_eq!(counts, expected);
+    }
+
+    #[test]
+    fn keeps_the_late_wake_ups_with_the_counter_bounded() {
+        // The scripted counter is the clock (1 tick = 1 ns): a kept wake-up's gap runs from
+        // its deadline (counter - lateness) to its wake-up.
+        let mut clock = ScriptedWakeups::new(0, [2_000, 30_000, 500, 45_000, 60_000]);
+        let mut rec = TimerRecord::new(1_000_000, 0).keeping_late(20_000, 2);
+        rec.run(&mut clock, &AtomicBool::new(false), u64::MAX);
+        let late = rec.late.as_ref().unwrap();
+        assert_eq!(late.start, 0);
+        assert_eq!(late.kept, vec![(2_030_000, 30_000), (4_045_000, 45_000)]);
+        let (counter, late_ns) = late.kept[0];
+        assert_eq!(counter - late_ns, 2_000_000, "the deadline");
+        // The third late one found the storage full: counted, not kept.
+        assert_eq!(late.dropped, 1);
+        assert_eq!(rec.samples(), 5);
     }
 
     #[test]

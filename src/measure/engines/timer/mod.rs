@@ -1,5 +1,7 @@
 //! `lowlat measure timer`: an absolute-deadline `clock_nanosleep` loop per measured CPU,
-//! cyclictest's measurement, with percentiles and skipped periods.
+//! cyclictest's measurement, with percentiles and skipped periods; with `--explain`, each
+//! wake-up at least a threshold late is joined with the kernel's tracepoints on its CPU and
+//! given a cause, as the jitter loop's gaps are.
 
 pub mod cyclic;
 pub(crate) mod deadline_loop;
@@ -9,7 +11,19 @@ use crate::measure::runner::harness;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
+use crate::measure::runner::tsc::Tsc;
+use crate::measure::trace::explain::TraceGap;
+use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
 use deadline_loop::TimerRecord;
+
+/// Late wake-ups kept per CPU for `--explain` at most (16 bytes each): a 1 ms period for
+/// 16 minutes.
+pub(crate) const MAX_LATE_WAKEUPS: usize = 1_000_000;
+
+/// The lateness from which a wake-up is explained unless asked otherwise (`--explain-above`),
+/// ns: above a bare-metal wake-up's own path (a few µs), at the targets of the realtime
+/// profiles.
+pub const DEFAULT_EXPLAIN_ABOVE_NS: u64 = 20_000;
 
 /// The SCHED_FIFO priority used unless `--priority` says otherwise (as in the guides'
 /// `cyclictest -p95`).
@@ -26,6 +40,9 @@ pub struct TimerRequest {
     pub priority: u8,
     /// Buckets of the cyclictest histogram (1 µs each; 0 for none).
     pub histogram_buckets: usize,
+    /// Explain (`--explain`) each wake-up at least this late, ns: its cause from the kernel's
+    /// tracepoints between its deadline and its wake-up. `None`: no explanation.
+    pub explain_above_ns: Option<u64>,
 }
 
 /// A finished timer measurement.
@@ -39,12 +56,19 @@ pub struct TimerRun {
     pub normal_priority_reason: Option<String>,
     /// What each CPU's timer loop recorded, and the conditions of the run.
     pub session: Finished<TimerRecord>,
+    /// Each late wake-up's cause, when asked (`--explain`).
+    pub(crate) explanation: Option<Explanation>,
 }
 
 impl Merge for TimerRun {
     fn merge(&mut self, later: Self) {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
+        match (&mut self.explanation, later.explanation) {
+            (Some(explanation), Some(more)) => explanation.merge(more),
+            (explanation @ None, more) => *explanation = more,
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -72,7 +96,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
                  default 50 us timer slack is added to every wake-up",
                 request.priority
             );
-            eprintln!("lowlat: notice: {reason}");
+            eprintln!("lowlat: note: {reason}");
             (None, Some(reason))
         }
     };
@@ -83,22 +107,87 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         spec.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
+    let duration_ns = u64::try_from(spec.duration.as_nanos()).unwrap_or(u64::MAX);
+    let late_capacity = usize::try_from(duration_ns / interval_ns.max(1) + 1)
+        .unwrap_or(usize::MAX)
+        .min(MAX_LATE_WAKEUPS);
+    // The late wake-ups are placed in the trace by the TSC, as the jitter loop's gaps.
+    let tracing = match request.explain_above_ns.map(|_| Tsc::detect()) {
+        None => RunTrace::Off,
+        Some(Err(e)) => RunTrace::Unavailable(format!(
+            "the time-stamp counter cannot place the wake-ups in the trace: {e}"
+        )),
+        Some(Ok(tsc)) => RunTrace::start(session.root(), &session.cpus, spec.duration, Some(tsc)),
+    };
+    let drain = tracing.running().map(|t| move || t.drain());
+    let explain_above = tracing.running().and(request.explain_above_ns);
     let finished = threads::run_loops(
         session,
         spec,
         progress,
-        None,
+        drain
+            .as_ref()
+            .map(|d| (tracefs::DRAIN_EVERY, d as &(dyn Fn() + Sync))),
         |cpu| {
             // Pinned first, so the histograms are allocated on the CPU's node.
             let error = threads::prepare_thread(cpu, fifo_priority);
-            (TimerRecord::new(interval_ns, buckets), error)
+            let record = TimerRecord::new(interval_ns, buckets);
+            let record = match explain_above {
+                Some(above) if error.is_none() => record.keeping_late(above, late_capacity),
+                _ => record,
+            };
+            (record, error)
         },
         |record, go| record.run(&mut Monotonic, go.stop, go.end_ns),
     )?;
+    let mut explanation = tracing.explain(&session.machine, &finished.attribution, |tsc| {
+        late_wakeups(&finished, tsc)
+    });
+    if let Some(explanation) = &mut explanation {
+        for cpu in &finished.cpus {
+            if let Some(late) = cpu.record.late.as_ref().filter(|l| l.dropped > 0) {
+                explanation.notes.push(format!(
+                    "CPU {}: {} late wake-ups beyond the {} kept were not explained",
+                    cpu.cpu,
+                    late.dropped,
+                    late.kept.len()
+                ));
+            }
+        }
+    }
     Ok(TimerRun {
         request,
         fifo_priority,
         normal_priority_reason,
         session: finished,
+        explanation,
     })
+}
+
+/// Each CPU's late wake-ups as gaps in the trace clock (`x86-tsc`): from the deadline (the
+/// counter on waking less the lateness) to the wake-up. The wake-ups the storage could not
+/// keep are counted in the record (`dropped`) and said by the printers.
+fn late_wakeups(finished: &Finished<TimerRecord>, tsc: &Tsc) -> Vec<CpuGaps> {
+    finished
+        .cpus
+        .iter()
+        .filter(|c| c.setup_error.is_none())
+        .filter_map(|c| {
+            let late = c.record.late.as_ref()?;
+            Some(CpuGaps {
+                cpu: c.cpu,
+                loop_tid: c.tid,
+                start: late.start,
+                gaps: late
+                    .kept
+                    .iter()
+                    .map(|&(at, late_ns)| TraceGap {
+                        start: at.saturating_sub(tsc.ticks(late_ns)),
+                        end: at,
+                    })
+                    .collect(),
+                sleeps: true,
+            })
+        })
+        .collect()
 }

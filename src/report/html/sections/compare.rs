@@ -1,7 +1,8 @@
 //! The comparison of two arms (a `compare` document): the settings that differ; the primary
 //! endpoints with both arms' values, the ratio B/A with its interval, the verdict and the
 //! minimum detectable effect; the environment of both arms with its warnings; the per-CPU
-//! detail. Plain HTML tables, readable without anything else.
+//! detail; the causes of the gaps that appeared, disappeared or changed (runs explained with
+//! `--explain`). Plain HTML tables, readable without anything else.
 
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -28,7 +29,30 @@ struct Comparison {
     primary: Vec<Primary>,
     environment: Vec<EnvironmentRow>,
     rows: Vec<Row>,
+    /// Absent where the runs were not explained (`--explain`).
+    causes: Option<Causes>,
     notes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Causes {
+    unit: String,
+    rows: Vec<CauseRow>,
+}
+
+#[derive(Deserialize)]
+struct CauseRow {
+    class: String,
+    source: String,
+    presence: String,
+    a_gaps: u64,
+    b_gaps: u64,
+    a: ArmEstimate,
+    b: ArmEstimate,
+    ratio: f64,
+    ratio_interval: Option<(f64, f64)>,
+    p_holm: Option<f64>,
+    verdict: String,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +212,24 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                                 tr class=(format!("verdict-{}", r.verdict)) {
                                     td { (r.cpu) } td { (metric) }
                                     td { (estimate(&r.unit, &r.a)) } td { (estimate(&r.unit, &r.b)) }
+                                    td { (ratio(r.ratio, r.ratio_interval)) }
+                                    td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
+                                    td { (r.verdict) }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if let Some(causes) = &c.causes {
+                    h4 { "Causes of the gaps (--explain): appeared, disappeared, in both (rates per minute of busy loop; corrected over these causes; no effect on the exit code)" }
+                    table.causes {
+                        thead { tr { th { "" } th { "class" } th { "source" } th { "gaps A" } th { "gaps B" } th { "A [95% CI]" } th { "B [95% CI]" }
+                            th { "B/A [95% CI]" } th { "p (Holm)" } th { "verdict" } } }
+                        tbody {
+                            @for r in &causes.rows {
+                                tr class=(format!("verdict-{}", r.verdict)) {
+                                    td { (r.presence) } td { (r.class) } td { (r.source) } td { (r.a_gaps) } td { (r.b_gaps) }
+                                    td { (estimate(&causes.unit, &r.a)) } td { (estimate(&causes.unit, &r.b)) }
                                     td { (ratio(r.ratio, r.ratio_interval)) }
                                     td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
                                     td { (r.verdict) }

@@ -104,13 +104,13 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
         let fleet: Fleet = source.view()?;
         // The statuses in the audit's order (pass, warn, fail, ...), not by name.
         let statuses: Vec<&str> = FindingStatus::ALL.iter().map(|s| s.name()).collect();
-        let rows: Vec<(String, Vec<usize>)> = fleet
+        let rows: Vec<(String, Vec<f64>)> = fleet
             .rules
             .iter()
             .map(|r| {
                 let counts = statuses
                     .iter()
-                    .map(|s| r.hosts.get(*s).copied().unwrap_or(0));
+                    .map(|s| r.hosts.get(*s).copied().unwrap_or(0) as f64);
                 (r.rule.clone(), counts.collect())
             })
             .collect();

@@ -2,7 +2,8 @@
 //! document, all measured CPUs together: a histogram in 1 µs bins on a log count axis (the
 //! OSADL convention, so single worst cases stay visible) and the exceedance curve (CCDF);
 //! documents of the same kind are overlaid. Per CPU: a heat strip of the maximum and a table.
-//! Watch samples give the interruptions over time.
+//! Watch samples give the interruptions over time. A jitter run explained (`--explain`) adds
+//! what caused its gaps (the `causes` view).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::{figure, from};
+use super::{causes, figure, from};
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 
@@ -142,12 +143,33 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
         );
         (note, cpus)
     })?;
+    let mut explained = Vec::new();
+    for source in sources {
+        let doc: Measure<Explained> = source.view()?;
+        if let Some(explain) = doc.result.explain {
+            explained.push((*source, explain));
+        }
+    }
     Ok(distributions(
         &runs,
         "interruption",
         &["runtime (s)", "per second", "top IRQ sources"],
     )
-    .map(|charts| html! { (charts) (no_timeline()) }))
+    .map(|charts| {
+        html! {
+            (charts) (no_timeline())
+            @for (source, explain) in &explained {
+                h3 { "What caused the gaps of " (source.label()) }
+                (causes::view(&source.label(), explain))
+            }
+        }
+    }))
+}
+
+/// The explanation of a jitter run (`--explain`).
+#[derive(Deserialize)]
+struct Explained {
+    explain: Option<causes::Explain>,
 }
 
 /// Why the jitter section has no timeline of gaps over time: a `measure-jitter` document does

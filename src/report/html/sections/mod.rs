@@ -1,6 +1,7 @@
 //! The sections of the report, one module per subject. Each takes the documents of its kinds
 //! and returns nothing when there are none, so the report shows what its inputs allow.
 
+mod causes;
 mod compare;
 mod cross;
 mod fleet;

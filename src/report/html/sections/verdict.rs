@@ -1,14 +1,14 @@
 //! The verdict of a `check` document, first in the report: PASS or FAIL with why, the CPUs
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
-//! each CPU's top causes of its gaps with their fixes (`--explain`, a check's default), and
-//! the audit's failed rules. The view reads only what it shows, and reads targets and
+//! what caused each CPU's gaps (time by cause, the top causes with their fixes, the longest
+//! gaps: the `causes` view; a check explains by default), and the audit's failed rules. The view reads only what it shows, and reads targets and
 //! values leniently (a target's limit as the document states it), so a richer check document
 //! still renders.
 
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::from;
+use super::{causes, from};
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::num;
 
@@ -36,7 +36,7 @@ struct Check {
     nics: Vec<NicSummary>,
     /// The gaps by cause (checks made without tracing have none).
     #[serde(default)]
-    causes: Option<Causes>,
+    causes: Option<causes::Explain>,
 }
 
 #[derive(Deserialize)]
@@ -44,37 +44,6 @@ struct NicSummary {
     interface: String,
     summary: String,
 }
-
-#[derive(Deserialize)]
-struct Causes {
-    traced: bool,
-    #[serde(default)]
-    notes: Vec<String>,
-    #[serde(default)]
-    cpus: Vec<CpuCauses>,
-}
-
-#[derive(Deserialize)]
-struct CpuCauses {
-    cpu: u32,
-    gaps: u64,
-    #[serde(default)]
-    causes: Vec<Cause>,
-}
-
-#[derive(Deserialize)]
-struct Cause {
-    class: String,
-    source: String,
-    count: u64,
-    total_ns: u64,
-    max_ns: u64,
-    rule: Option<String>,
-    setting: Option<String>,
-}
-
-/// Causes shown per CPU in the verdict.
-const TOP_CAUSES: usize = 5;
 
 #[derive(Deserialize)]
 struct Profile {
@@ -212,25 +181,8 @@ fn one(source: &Source, c: &Check) -> Markup {
                 } }
             }
         }
-        @if let Some(causes) = &c.causes {
-            @if causes.traced {
-                @for cpu in &causes.cpus {
-                    table.causes {
-                        caption { "CPU " (cpu.cpu) ": what caused its " (cpu.gaps) " gaps, most time first, and the fix" }
-                        thead { tr { th { "class" } th { "source" } th { "gaps" } th { "total (µs)" } th { "longest (µs)" } th { "rule" } th { "setting" } } }
-                        tbody {
-                            @for k in cpu.causes.iter().take(TOP_CAUSES) {
-                                tr { td { (k.class) } td { (k.source) } td { (k.count) } td { (micros(k.total_ns)) }
-                                     td { (micros(k.max_ns)) }
-                                     td { @if let Some(r) = &k.rule { code { (r) } } @else { "–" } }
-                                     td { @if let Some(s) = &k.setting { code { (s) } } @else { "–" } } }
-                            }
-                        }
-                    }
-                }
-            } @else {
-                p { "Gaps not explained: " (causes.notes.join("; ")) }
-            }
+        @if let Some(explain) = &c.causes {
+            (causes::view(&source.label(), explain))
         }
         p { "Audit: " (c.audit_counts.fail) " fail, " (c.audit_counts.warn) " warn, " (c.audit_counts.pass) " pass"
             @if !c.audit_failed_rules.is_empty() { "; failed: "
