@@ -52,7 +52,7 @@ const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 /// Asks the running chronyd and ptp4l for their offsets (`chronyc -n -c tracking`, `pmc -u -b 0
 /// 'GET TIME_STATUS_NP'`: monitoring requests that change no setting) and puts the answers, or
 /// why there are none, in the machine's time block. A daemon that is not running is not asked.
-fn ask_time_daemons(machine: &mut Machine) {
+pub(super) fn ask_time_daemons(machine: &mut Machine) {
     fn avail<T>(answer: std::result::Result<T, String>) -> crate::machine::Avail<T> {
         match answer {
             Ok(value) => crate::machine::Avail::Available(value),

@@ -16,7 +16,7 @@ lowlat measure jitter --duration 60s --json > jitter.json\n  lowlat report inven
 lowlat report bundle/ before/jitter.json -o report.html\n  \
 lowlat report sysjitter.0 sysjitter.1 cyclictest-v.txt oslat.txt -o peers.html\n\n\
 The report draws what its documents allow: first the verdict of a check (check: PASS or FAIL, why, the \
-targets with each CPU's value), the machine and its topology (inventory), audit findings by layer (audit), \
+targets with each CPU's value, the NICs and the clock), the machine, its topology, its NICs and its clock (inventory), audit findings by layer (audit), \
 the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
 over time (watch --json), the core-to-core heatmap (measure c2c), the membw and memlat node matrices and the \
 memlat curve, the frequency per CPU (measure freq), the wake-up and IPI heatmaps (measure wakeup, measure \

@@ -356,3 +356,56 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::Machine;
+    use crate::machine::nic::recorded;
+    use crate::plan::{self, PlanRequest, findings};
+    use crate::tuning::setting_id::SettingId;
+
+    /// The recorded E810 on node 1 of the two-node machine, CPUs 2-3,6-7 isolated: the plan
+    /// gives each queue IRQ one housekeeping CPU of node 1 (4 and 5) in turn, as
+    /// LL-NIC-IRQ-NUMA wants them on the NIC's node, and the misc IRQ both of them.
+    #[test]
+    fn the_queue_irqs_of_a_recorded_nic_spread_over_its_nodes_housekeeping_cpus() {
+        let tree = recorded::two_node_machine();
+        let machine = Machine::read(&tree.root());
+        let mut request = PlanRequest::default();
+        request.partition.isolate = Some("2-3,6-7".parse().unwrap());
+        let profile = findings::audit_profile(request.profile).unwrap();
+        let plan = plan::build(&machine, &request, |partition| {
+            findings::audit_remediations(&machine, &profile, partition)
+        })
+        .unwrap();
+        assert_eq!(plan.partition.housekeeping.to_list(), "0-1,4-5");
+        let affinity = |irq: u32| {
+            plan.setting(&SettingId::Irq(irq))
+                .map(|s| s.value.as_str())
+                .unwrap_or("none")
+        };
+        let planned: Vec<(u32, &str)> = (139..=143).map(|irq| (irq, affinity(irq))).collect();
+        assert_eq!(
+            planned,
+            [(139, "4-5"), (140, "4"), (141, "5"), (142, "4"), (143, "5")]
+        );
+        // Within what the rule asks for each queue IRQ: the housekeeping CPUs of node 1.
+        let mut p =
+            crate::audit::profile::load(crate::tuning::profile_name::ProfileName::LowLatency)
+                .unwrap();
+        p.entries.retain(|e| e.rule.id == "LL-NIC-IRQ-NUMA");
+        let part =
+            crate::audit::partition::choose(&machine, request.partition.isolate.as_ref()).unwrap();
+        let audit = crate::audit::run(&machine, &p, &part);
+        let asked: Vec<(String, &str)> = audit.findings[0]
+            .remediation
+            .settings
+            .iter()
+            .map(|s| (s.id.to_string(), s.value.as_str()))
+            .collect();
+        let expected: Vec<(String, &str)> = (140..=143)
+            .map(|irq| (format!("irq:{irq}:affinity"), "4-5"))
+            .collect();
+        assert_eq!(asked, expected);
+    }
+}

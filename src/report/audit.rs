@@ -345,7 +345,11 @@ fn render_fix(out: &mut String, remediation: &Remediation, all: bool) -> bool {
             );
         }
         (None, Some(manual)) if !acted => {
-            let _ = writeln!(out, "{UNDER}fix: {}", first_sentence(manual));
+            let mut lead = "fix: ";
+            for line in manual_steps(manual) {
+                let _ = writeln!(out, "{UNDER}{lead}{line}");
+                lead = "     ";
+            }
         }
         _ => {}
     }
@@ -399,6 +403,16 @@ pub(crate) fn tradeoff_not_planned(finding: &Finding) -> Option<String> {
 }
 
 /// The first sentence (or `;`-clause) of a long instruction, for one-line output.
+/// A manual text as the compact view shows it: each line of a text of several (one step a
+/// line), else its first sentence.
+fn manual_steps(text: &str) -> Vec<&str> {
+    if text.contains('\n') {
+        text.lines().collect()
+    } else {
+        vec![first_sentence(text)]
+    }
+}
+
 fn first_sentence(text: &str) -> &str {
     let end = [". ", "; "]
         .iter()
@@ -527,7 +541,9 @@ pub(crate) fn render_explain(
     }
     if let Some(manual) = &remediation.manual {
         let _ = writeln!(out, "  manual:");
-        out.push_str(&wrap(manual, "    ", 92));
+        for step in manual.lines() {
+            out.push_str(&wrap(step, "    ", 92));
+        }
     }
     out
 }

@@ -99,6 +99,9 @@ pub(crate) struct CheckBody<'a> {
     pub failures: Vec<String>,
     /// The NICs ethtool answered about (software interfaces without queues left out).
     pub nics: Vec<super::nic::NicSummary<'a>>,
+    /// The clock: time daemons with their CPUs, sources and offsets, the clocksource and the
+    /// TSC's reliability, each NIC's PTP hardware clock.
+    pub clock: super::timesync::ClockBlock<'a>,
     /// The jitter run's gaps by cause per CPU (see the `explain` of `measure-jitter`);
     /// absent with `--no-explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +135,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         verdict: if failures.is_empty() { "pass" } else { "fail" },
         failures,
         nics: super::nic::summaries(report.machine),
+        clock: super::timesync::ClockBlock::of(report.machine),
         causes: report.causes,
         timer_causes: report.timer_causes,
     };
@@ -197,6 +201,10 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     for (i, nic) in super::nic::summaries(report.machine).iter().enumerate() {
         let label = if i == 0 { "nics:" } else { "" };
         let _ = writeln!(out, "{label:<9} {}", nic.summary);
+    }
+    for (i, line) in super::timesync::lines(report.machine).lines().enumerate() {
+        let label = if i == 0 { "clock:" } else { "" };
+        let _ = writeln!(out, "{label:<9} {line}");
     }
     out.push('\n');
     let mut rows = vec![

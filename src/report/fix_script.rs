@@ -122,7 +122,14 @@ fn block(out: &mut String, finding: &Finding) {
         );
     }
     if let Some(manual) = &remediation.manual {
-        comment(out, &format!("By hand: {manual}"));
+        // One comment per step, the first after "By hand:".
+        for (i, step) in manual.lines().enumerate() {
+            if i == 0 {
+                comment(out, &format!("By hand: {step}"));
+            } else {
+                comment(out, step);
+            }
+        }
     }
 }
 

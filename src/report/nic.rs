@@ -10,28 +10,61 @@ use crate::machine::{Avail, CpuSet, Machine};
 
 /// The block's lines for every interface shown, or why there are none.
 pub fn lines(m: &Machine) -> String {
+    match blocks(m) {
+        Ok(blocks) => blocks.iter().map(InterfaceBlock::text).collect(),
+        Err(reason) => reason,
+    }
+}
+
+/// One interface as the block shows it: a heading, then facts, each a label and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceBlock {
+    /// The interface (`ens1f0`).
+    pub name: String,
+    /// Driver, PCI address, node and speed; or why there is nothing more.
+    pub heading: String,
+    /// The facts, label and text (a text may span lines: one IRQ a line).
+    pub facts: Vec<(&'static str, String)>,
+}
+
+impl InterfaceBlock {
+    /// The interface's lines: `name: heading`, then each fact indented under it.
+    pub fn text(&self) -> String {
+        let mut out = format!("{}: {}\n", self.name, self.heading);
+        for (label, text) in &self.facts {
+            let _ = writeln!(
+                out,
+                "  {label:<11}{}",
+                text.replace('\n', &format!("\n  {:<11}", ""))
+            );
+        }
+        out
+    }
+}
+
+/// Every network device's block, or why there are none.
+pub fn blocks(m: &Machine) -> Result<Vec<InterfaceBlock>, String> {
     if let Some(reason) = m.net.reason() {
-        return reason.to_string();
+        return Err(reason.to_string());
     }
     let irqs = m.irqs.get();
-    let mut out = String::new();
-    for interface in m.net.get().into_iter().flatten() {
-        match &interface.nic {
-            Some(nic) => out.push_str(&interface_lines(interface, nic, irqs)),
-            None if interface.device => {
-                let _ = writeln!(
-                    out,
-                    "{}: no ethtool answers captured (a snapshot or tree taken before lowlat asked ethtool)",
-                    interface.name
-                );
-            }
-            None => {}
-        }
+    let blocks: Vec<InterfaceBlock> = (m.net.get().into_iter().flatten())
+        .filter_map(|interface| match &interface.nic {
+            Some(nic) => Some(interface_block(interface, nic, irqs)),
+            None if interface.device => Some(InterfaceBlock {
+                name: interface.name.clone(),
+                heading: "no ethtool answers captured (a snapshot or tree taken before lowlat \
+                          asked ethtool)"
+                    .to_string(),
+                facts: Vec::new(),
+            }),
+            None => None,
+        })
+        .collect();
+    if blocks.is_empty() {
+        return Err("no network device".to_string());
     }
-    if out.is_empty() {
-        return "no network device".to_string();
-    }
-    out
+    Ok(blocks)
 }
 
 /// One interface in a `check` document: its answers and the one line `check` prints.
@@ -110,9 +143,8 @@ fn summary_line(interface: &NetInterface, nic: &Nic) -> String {
     format!("{}: {}", interface.name, parts.join(", "))
 }
 
-/// The lines of one interface: a heading, then indented facts.
-pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>) -> String {
-    let mut out = String::new();
+/// The block of one interface ethtool answered about.
+fn interface_block(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>) -> InterfaceBlock {
     let mut heading = vec![match nic.driver.get() {
         Some(d) if d.firmware.is_empty() => format!("{} {}", d.driver, d.version),
         Some(d) => format!("{} {}, firmware {}", d.driver, d.version, d.firmware),
@@ -129,11 +161,11 @@ pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>)
         Some(speed) => format!("{speed} Mb/s"),
         None => "speed unknown".to_string(),
     });
-    let _ = writeln!(out, "{}: {}", interface.name, heading.join(", "));
+    let mut facts = Vec::new();
     let mut refused = Vec::new();
-    let mut fact = |label: &str, text: Option<String>| {
+    let mut fact = |label: &'static str, text: Option<String>| {
         if let Some(text) = text {
-            let _ = writeln!(out, "  {label:<11}{text}");
+            facts.push((label, text));
         }
     };
     fact(
@@ -220,7 +252,11 @@ pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>)
     for (reason, queries) in grouped(&refused) {
         fact(
             "not read",
-            Some(format!("{} ({reason})", queries.join(", "))),
+            Some(if queries.is_empty() {
+                reason
+            } else {
+                format!("{} ({reason})", queries.join(", "))
+            }),
         );
     }
     if !nic.unknown_attributes.is_empty() {
@@ -232,7 +268,11 @@ pub fn interface_lines(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>)
             )),
         );
     }
-    out
+    InterfaceBlock {
+        name: interface.name.clone(),
+        heading: heading.join(", "),
+        facts,
+    }
 }
 
 /// The reasons `ethtool <query>: <reason>` grouped by reason, in first-seen order, with the
@@ -383,7 +423,7 @@ fn irq_text(interface: &NetInterface, nic: &Nic, irqs: &Irqs) -> Option<String> 
             )
         })
         .collect();
-    Some(lines.join(&format!("\n  {:<11}", "")))
+    Some(lines.join("\n"))
 }
 
 #[cfg(test)]
@@ -414,6 +454,47 @@ eth4: ixgbe 4.1.5, PCI 0000:06:00.1, node 1, 25000 Mb/s
         assert_eq!(text, expected);
     }
 
+    /// A NIC that answers some requests and refuses others: each refusal said (grouped by
+    /// reason), an answer missing from the capture said with its file, the rest read; the
+    /// attributes of a newer kernel skipped and named.
+    #[test]
+    fn the_block_says_each_refusal_and_the_attributes_it_skipped() {
+        use crate::machine::nic::{ethtool, netlink};
+        let tree = TestTree::empty();
+        recorded::write(&tree, "eth0", &recorded::recording("igb"), 0);
+        for query in ["rings", "rss"] {
+            tree.write(
+                &ethtool::answer_path("eth0", query),
+                netlink::error_message(95, None),
+            );
+        }
+        tree.write(
+            &ethtool::answer_path("eth0", "tsinfo"),
+            netlink::error_message(1, Some("no timestamping here")),
+        );
+        tree.remove(&ethtool::answer_path("eth0", "features"));
+        let mut body = netlink::Request::new(0, 0, 0, 0);
+        body.put_u32(ethtool::coalesce_attr::RX_USECS, 3)
+            .put_u32(41, 1);
+        let bytes = body.finish(0);
+        tree.write(
+            &ethtool::answer_path("eth0", "coalesce"),
+            netlink::reply_message(0x1c, 20, &bytes[20..]),
+        );
+        let m = Machine::read(&tree.root());
+        let text = lines(&m);
+        for expected in [
+            "  coalescing rx-usecs 3\n",
+            "  not read   rings, rss (refused: EOPNOTSUPP: Operation not supported)\n",
+            "  not read   tsinfo (refused: EPERM: Operation not permitted (no timestamping here))\n",
+            "  not read   /lowlat-answers/ethtool/eth0/features does not exist\n",
+            "  skipped    attributes this lowlat does not know (a newer kernel's): coalesce: 41\n",
+        ] {
+            assert!(text.contains(expected), "lacks {expected:?}:\n{text}");
+        }
+        assert!(text.contains("  channels   "), "the rest is read:\n{text}");
+    }
+
     #[test]
     fn check_summarises_each_nic_on_one_line() {
         let tree = TestTree::empty();
@@ -442,69 +523,12 @@ mod guide {
     use crate::audit::profile;
     use crate::machine::Machine;
     use crate::machine::nic::recorded;
-    use crate::test_tree::TestTree;
 
     const GUIDE: &str = include_str!("../../docs/guide/nic.md");
 
-    fn machine() -> TestTree {
-        let d = TestTree::empty();
-        d.write("/proc/cpuinfo", "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 106\nflags : fpu tsc constant_tsc nonstop_tsc\n\n");
-        d.write("/proc/sys/kernel/osrelease", "6.8.0\n");
-        d.write("/proc/cmdline", "ro\n");
-        d.write("/sys/devices/system/cpu/possible", "0-7\n");
-        d.write("/sys/devices/system/cpu/online", "0-7\n");
-        for cpu in 0..8 {
-            let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-            d.write(
-                &format!("{t}/physical_package_id"),
-                format!("{}\n", cpu / 4),
-            );
-            d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
-            d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
-        }
-        d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
-        d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
-        recorded::write(&d, "ens5f0", &recorded::recording("ice"), 1);
-        let mut interrupts = String::from(
-            "            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n",
-        );
-        let names = [(139, "ice-0000:e1:00.0:misc".to_string())]
-            .into_iter()
-            .chain((0..4).map(|q| (140 + q, format!("ice-ens5f0-TxRx-{q}"))));
-        for (irq, name) in names {
-            interrupts.push_str(&format!(
-                " {irq}:          0          0          0          0          0          0          0          0  IR-PCI-MSIX-0000:e1:00.0 0-edge      {name}\n"
-            ));
-            d.write(&format!("/proc/irq/{irq}/smp_affinity_list"), "0-7\n");
-            d.write(
-                &format!("/proc/irq/{irq}/effective_affinity_list"),
-                format!("{}\n", irq % 8),
-            );
-            d.write(
-                &format!("/sys/bus/pci/devices/0000:e1:00.0/msi_irqs/{irq}"),
-                "msix\n",
-            );
-        }
-        d.write("/proc/interrupts", interrupts);
-        d.write(
-            "/proc/1/stat",
-            format!("1 (systemd) S {}\n", vec!["0"; 49].join(" ")),
-        );
-        d.write("/proc/1/status", "Cpus_allowed_list:\t0-7\n");
-        d.write(
-            "/proc/900/stat",
-            format!("900 (irqbalance) S {}\n", vec!["0"; 49].join(" ")),
-        );
-        d.write("/proc/900/status", "Cpus_allowed_list:\t0-7\n");
-        d.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
-        d.write("/proc/sys/net/core/busy_read", "50\n");
-        d.write("/proc/sys/net/core/busy_poll", "0\n");
-        d
-    }
-
     /// The NIC block and the NIC findings of the example, as lowlat prints them.
     fn outputs() -> (String, String) {
-        let tree = machine();
+        let tree = recorded::two_node_machine();
         let m = Machine::read(&tree.root());
         let block = super::lines(&m);
         let mut p = profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();

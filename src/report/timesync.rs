@@ -1,11 +1,76 @@
-//! The time block of `lowlat inventory`: the time daemons with their CPUs and the clock they
-//! steer, their configured sources, chronyd's offset where it was asked, and the clocksource
-//! with the TSC's reliability.
+//! The clock block of `lowlat inventory`, `check` and `report`: the time daemons with their
+//! CPUs and the clock they steer, their configured sources, chronyd's and ptp4l's offsets
+//! where they were asked, the clocksource with the TSC's reliability, and each NIC's PTP
+//! hardware clock.
 
 use std::fmt::Write;
 
+use serde::Serialize;
+
 use crate::machine::timesync::{DaemonKind, TimeSync};
 use crate::machine::{Avail, Machine};
+
+/// The clock block of a `check` document: the lines `check` prints and the facts they say.
+#[derive(Debug, Serialize)]
+pub struct ClockBlock<'a> {
+    /// The lines `check` prints, as [`lines`] writes them.
+    pub lines: Vec<String>,
+    /// The time daemons, their configuration files and offsets, as in the inventory document.
+    pub time_sync: &'a TimeSync,
+    /// The current clocksource (`tsc`); absent when unknown.
+    pub clocksource: Option<&'a str>,
+    /// Whether the CPU's TSC is invariant (`constant_tsc` and `nonstop_tsc`); absent when
+    /// the CPU's flags are unknown.
+    pub tsc_invariant: Option<bool>,
+    /// Whether the kernel command line has `tsc=reliable` (the clocksource watchdog off);
+    /// absent when the command line is unknown.
+    pub tsc_reliable: Option<bool>,
+    /// Each NIC with a PTP hardware clock, in interface order.
+    pub ptp_clocks: Vec<PtpClock<'a>>,
+}
+
+/// A NIC's PTP hardware clock.
+#[derive(Debug, Serialize)]
+pub struct PtpClock<'a> {
+    /// The interface (`ens1f0`).
+    pub interface: &'a str,
+    /// The clock's index: the device is `/dev/ptpN`.
+    pub phc_index: u32,
+}
+
+impl<'a> ClockBlock<'a> {
+    /// The block of `m`.
+    pub fn of(m: &'a Machine) -> Self {
+        ClockBlock {
+            lines: lines(m).lines().map(str::to_string).collect(),
+            time_sync: &m.time_sync,
+            clocksource: m.kernel.clocksource.get().map(|c| c.current.as_str()),
+            tsc_invariant: m.cpu.get().map(|id| id.invariant_tsc()),
+            tsc_reliable: m
+                .kernel
+                .cmdline
+                .get()
+                .map(|c| c.value("tsc") == Some("reliable")),
+            ptp_clocks: ptp_clocks(m),
+        }
+    }
+}
+
+/// The NICs ethtool named a PTP hardware clock of.
+fn ptp_clocks(m: &Machine) -> Vec<PtpClock<'_>> {
+    m.net
+        .get()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            let index = (*i.nic.as_ref()?.phc_index.get()?)?;
+            Some(PtpClock {
+                interface: &i.name,
+                phc_index: index,
+            })
+        })
+        .collect()
+}
 
 /// The block's lines (the first is the summary).
 pub fn lines(m: &Machine) -> String {
@@ -58,6 +123,14 @@ pub fn lines(m: &Machine) -> String {
         None => {}
     }
     let _ = write!(out, "\n{}", clock_line(m));
+    let clocks = ptp_clocks(m);
+    if !clocks.is_empty() {
+        let named: Vec<String> = clocks
+            .iter()
+            .map(|c| format!("{} /dev/ptp{}", c.interface, c.phc_index))
+            .collect();
+        let _ = write!(out, "\nPTP hardware clocks: {}", named.join(", "));
+    }
     out
 }
 
@@ -126,4 +199,60 @@ fn clock_line(m: &Machine) -> String {
         None => "",
     };
     format!("{source}; {tsc}{reliable}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::nic::recorded;
+
+    /// chronyd on every CPU with its configured sources, and the recorded mlx5 and E810 with
+    /// their PTP hardware clocks: the block's lines and the facts of `check`'s `clock` object.
+    #[test]
+    fn the_clock_block_names_the_daemons_the_clocksource_and_the_ptp_clocks() {
+        let tree = recorded::two_node_machine();
+        recorded::write(&tree, "ens1f0", &recorded::recording("mlx5"), 1);
+        tree.write(
+            "/proc/734/stat",
+            format!("734 (chronyd) S {}\n", vec!["0"; 49].join(" ")),
+        );
+        tree.write("/proc/734/status", "Cpus_allowed_list:\t0-7\n");
+        tree.write("/proc/734/cmdline", "/usr/sbin/chronyd\0-F\0-1\0");
+        tree.write("/proc/734/cgroup", "0::/system.slice/chrony.service\n");
+        tree.write(
+            "/etc/chrony/chrony.conf",
+            "pool 2.debian.pool.ntp.org iburst\n",
+        );
+        tree.write(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            "tsc\n",
+        );
+        tree.write(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            "tsc hpet acpi_pm\n",
+        );
+        let m = Machine::read(&tree.root());
+        let block = ClockBlock::of(&m);
+        assert_eq!(
+            block.lines,
+            [
+                "chronyd (pid 734, chrony.service) on CPUs 0-7, last on 0; steers the system clock",
+                "/etc/chrony/chrony.conf (chronyd): pool 2.debian.pool.ntp.org iburst",
+                "clocksource tsc; invariant TSC, clocksource watchdog on (no tsc=reliable)",
+                "PTP hardware clocks: ens1f0 /dev/ptp0, ens5f0 /dev/ptp2",
+            ]
+        );
+        let json = serde_json::to_value(&block).unwrap();
+        assert_eq!(json["clocksource"], "tsc");
+        assert_eq!(json["tsc_invariant"], true);
+        assert_eq!(json["tsc_reliable"], false);
+        assert_eq!(
+            json["ptp_clocks"],
+            serde_json::json!([
+                { "interface": "ens1f0", "phc_index": 0 },
+                { "interface": "ens5f0", "phc_index": 2 }
+            ])
+        );
+        assert_eq!(json["time_sync"]["daemons"][0]["kind"], "chronyd");
+    }
 }

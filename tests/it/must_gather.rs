@@ -158,6 +158,21 @@ fn a_ghw_snapshot_says_what_it_lacks_and_takes_the_kernel_from_the_node_object()
     );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(audit.contains("unknown  LL-TASKS-ON-ISOLATED"), "{audit}");
+    // Without /etc and processes nothing tells whether irqbalance or a tuner runs: unknown,
+    // with the reason, not "not installed".
+    for rule in ["LL-IRQBALANCE", "LL-CONFLICTING-TUNERS"] {
+        let line = audit
+            .lines()
+            .find(|l| l.contains(&format!(" {rule} ")))
+            .unwrap_or_else(|| panic!("no {rule} in\n{audit}"));
+        assert!(
+            line.trim_start().starts_with("unknown")
+                && line.contains(
+                    "unknown: no process list, and systemd's unit files could not be read"
+                ),
+            "{line}"
+        );
+    }
 }
 
 #[test]

@@ -990,3 +990,56 @@ fn an_explained_jitter_run_draws_time_by_cause_per_cpu_and_its_longest_gaps() {
     }
     assert!(html.contains("<code>LL-TASKS-ON-ISOLATED</code>"));
 }
+
+/// The clock block of a check stands in its verdict; the machine section shows the NIC block
+/// (a table per NIC, one row per fact, an IRQ a line) and the clock block as the inventory
+/// prints them.
+#[test]
+fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    check["clock"] = serde_json::json!({
+        "lines": [
+            "chronyd (pid 734) on CPUs 0-15, last on 0; steers the system clock",
+            "clocksource tsc; invariant TSC, clocksource watchdog on (no tsc=reliable)",
+        ]
+    });
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    // The fixture with ethtool's driver answer for its NIC.
+    let tree = dir.path().join("tree");
+    crate::support::tree::copy_tree(&fixture("epyc7f32-2s"), &tree);
+    let answers = tree.join("lowlat-answers/ethtool/ens1f0np0");
+    std::fs::create_dir_all(&answers).unwrap();
+    std::fs::write(
+        answers.join("drvinfo"),
+        "driver: mlx5_core\nversion: 5.0-0\nfirmware-version: 16.27.2008\nbus-info: 0000:41:00.0\n",
+    )
+    .unwrap();
+    let inventory = dir.path().join("inventory.json");
+    std::fs::write(&inventory, run_ok(&tree, &["inventory", "--json"])).unwrap();
+    let html = report(&[input, inventory], &dir.path().join("report.html"));
+    let section = |id: &str| {
+        let start = html.find(&format!("<section id=\"{id}\">")).unwrap();
+        &html[start..start + html[start..].find("</section>").unwrap()]
+    };
+    let verdict = section("verdict");
+    assert!(
+        verdict.contains(
+            "<ul class=\"clock\"><li>chronyd (pid 734) on CPUs 0-15, last on 0; steers the system clock</li><li>clocksource tsc;"
+        ),
+        "{verdict}"
+    );
+    let machine = section("machine");
+    for expected in [
+        "<h3>NICs</h3><table class=\"facts nic\"><caption><code>ens1f0np0</code>: mlx5_core 5.0-0, firmware 16.27.2008, PCI 0000:41:00.0, node 0, speed unknown</caption>",
+        "<tr><th>IRQs</th><td>31 queue 0 ens1f0np0-TxRx-0: CPUs 3 (effective 3)<br>32 queue 1 ",
+        "<h3>Clock</h3><ul class=\"clock\"><li>chronyd (pid 734) on CPUs 0-15, last on 0; steers the system clock</li>",
+    ] {
+        assert!(
+            machine.contains(expected),
+            "the machine lacks {expected}:\n{machine}"
+        );
+    }
+}

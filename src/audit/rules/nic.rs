@@ -621,7 +621,14 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let Some(service) = ctx.machine.services.service("irqbalance") else {
         return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
     };
-    if service.masked || !service.running.unwrap_or(service.enabled) {
+    let in_force = match ctx.machine.services.in_force(service) {
+        Ok(in_force) => in_force,
+        Err(unknown) => {
+            return RuleOutcome::unknown(unknown.to_string(), expected)
+                .manual("check `systemctl is-active irqbalance` on the machine");
+        }
+    };
+    if !in_force {
         return RuleOutcome::new(
             FindingStatus::Pass,
             format!("{} not running", service.unit),

@@ -212,6 +212,43 @@ fn irqbalance_banned_cpus_wins_over_the_list() {
     assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
 }
 
+/// A support bundle without /etc and without processes (a must-gather's node snapshot) cannot
+/// tell whether irqbalance or a tuner runs: unknown, with the reason, not "not installed".
+#[test]
+fn services_are_unknown_without_unit_files_and_processes() {
+    let dir = tree(&[]);
+    for (rule, cell) in [
+        ("LL-IRQBALANCE", "iso-banned"),
+        ("LL-CONFLICTING-TUNERS", "none"),
+    ] {
+        let f = audit_one(&dir, rule, cell);
+        assert_eq!(f.status, FindingStatus::Unknown, "{rule}: {}", f.observed);
+        assert!(
+            f.observed.contains("unknown: no process list")
+                && f.observed.contains("/etc/systemd/system"),
+            "{rule}: {}",
+            f.observed
+        );
+        assert!(
+            f.remediation
+                .manual
+                .as_deref()
+                .is_some_and(|m| m.contains("systemctl is-active")),
+            "{rule}"
+        );
+    }
+    // The processes tell on their own: irqbalance is not running.
+    dir.write("/proc/1/stat", stat(1, "systemd"));
+    dir.write("/proc/1/status", "Cpus_allowed_list:\t0-3\n");
+    let f = audit_one(&dir, "LL-IRQBALANCE", "iso-banned");
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
+    assert_eq!(f.observed, "irqbalance not installed");
+    // The unit files tell on their own too.
+    let dir = tree(&[("/usr/lib/systemd/system/tuned.service", "[Unit]\n")]);
+    let f = audit_one(&dir, "LL-CONFLICTING-TUNERS", "none");
+    assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
+}
+
 #[test]
 fn deep_cstates_unless_a_resume_latency_limit_forbids_them() {
     let mut files: Vec<(String, String)> = Vec::new();
@@ -636,7 +673,7 @@ fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
         ("/proc/300/cmdline", "/usr/sbin/chronyd\0-d\0"),
         ("/proc/300/cgroup", "0::/system.slice/chrony.service\n"),
         ("/proc/301/stat", &stat(301, "systemd-timesyn")),
-        ("/proc/301/status", "Cpus_allowed_list:\t0-1\n"),
+        ("/proc/301/status", "Cpus_allowed_list:\t0-3\n"),
         ("/proc/301/cmdline", "/lib/systemd/systemd-timesyncd\0"),
     ]);
     let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");
@@ -647,10 +684,17 @@ fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
         "{}",
         f.observed
     );
+    // One command per daemon, then the drop-in that keeps the unit's daemon there: a line
+    // each.
     let manual = f.remediation.manual.as_deref().unwrap();
-    assert!(
-        manual.contains("taskset -a -cp 0-1 300")
-            && manual.contains("/etc/systemd/system/chrony.service.d/50-lowlat.conf"),
+    assert_eq!(
+        manual.lines().collect::<Vec<_>>(),
+        [
+            "taskset -a -cp 0-1 300",
+            "taskset -a -cp 0-1 301",
+            "mkdir -p /etc/systemd/system/chrony.service.d && printf '[Service]\\nCPUAffinity=0-1\\n' > /etc/systemd/system/chrony.service.d/50-lowlat.conf && systemctl daemon-reload && systemctl restart chrony.service",
+            "for good, start systemd-timesyncd under taskset -c 0-1 (it was not started by a systemd unit)",
+        ],
         "{manual}"
     );
     let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
@@ -660,6 +704,7 @@ fn time_daemons_on_isolated_cpus_and_more_than_one_clock_steerer() {
     // chronyd told not to steer (-x) leaves one steerer, on housekeeping CPUs.
     dir.write("/proc/300/cmdline", "/usr/sbin/chronyd\0-x\0");
     dir.write("/proc/300/status", "Cpus_allowed_list:\t0-1\n");
+    dir.write("/proc/301/status", "Cpus_allowed_list:\t0-1\n");
     let f = audit_one(&dir, "LL-TIME-ONE-STEERER", "one");
     assert_eq!(f.status, FindingStatus::Pass, "{}", f.observed);
     let f = audit_one(&dir, "LL-TIME-DAEMON-CPUS", "none");

@@ -44,13 +44,6 @@ pub(crate) const RULES: &[Rule] = &[
     },
 ];
 
-/// Whether a service is in force: running, or (when the files cannot tell) enabled. A unit
-/// file is not required: a copied tree or snapshot may hold only the `*.wants` link and the
-/// process.
-fn active(service: &Service) -> bool {
-    !service.masked && service.running.unwrap_or(service.enabled)
-}
-
 fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let iso = &ctx.partition.isolated;
     let expected = format!("irqbalance stopped, or banning {}", cpus(iso));
@@ -58,13 +51,20 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return unknown;
     }
     let services = &ctx.machine.services;
-    let Some(service) = services
-        .service("irqbalance")
-        .filter(|s| s.installed || s.enabled || s.running == Some(true))
-    else {
+    let Some(service) = services.service("irqbalance") else {
         return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
     };
-    if !active(service) {
+    let in_force = match services.in_force(service) {
+        Ok(in_force) => in_force,
+        Err(unknown) => {
+            return RuleOutcome::unknown(unknown.to_string(), expected)
+                .manual("check `systemctl is-active irqbalance` on the machine");
+        }
+    };
+    if !(service.installed || service.enabled || service.running == Some(true)) {
+        return RuleOutcome::new(FindingStatus::Pass, "irqbalance not installed", expected);
+    }
+    if !in_force {
         return RuleOutcome::new(
             FindingStatus::Pass,
             format!(
@@ -163,6 +163,13 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected =
         "at most one tuner (TuneD or lowlat), no power-profiles-daemon, tuned-ppd or cpupower";
     let services = &ctx.machine.services;
+    let mut unknown = Vec::new();
+    let mut active = |s: &Service| {
+        services.in_force(s).unwrap_or_else(|e| {
+            unknown.push(e);
+            false
+        })
+    };
     let fighting: Vec<&Service> = ["power-profiles-daemon", "tuned-ppd", "cpupower"]
         .into_iter()
         .filter_map(|name| services.service(name))
@@ -186,6 +193,23 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         format!("active: {}", names.join(", "))
     };
     let evidence = "/etc/systemd/system/*.wants";
+    if fighting.is_empty()
+        && let Some(first) = unknown.first()
+    {
+        let names: Vec<&str> = unknown.iter().map(|u| u.service.as_str()).collect();
+        return RuleOutcome::unknown(
+            format!(
+                "whether {} run is unknown: no process list, and systemd's unit files could not be read ({})",
+                names.join(", "),
+                first.why
+            ),
+            expected,
+        )
+        .manual(format!(
+            "check `systemctl is-active {}` on the machine",
+            names.join(" ")
+        ));
+    }
     if fighting.is_empty() {
         let outcome = RuleOutcome::new(FindingStatus::Pass, observed, expected).evidence(evidence);
         return if tuned.is_some() {

@@ -6,6 +6,7 @@ use crate::audit::rule::{Accepts, Check, Expect, Rule, RuleContext, RuleOutcome}
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::timesync::{DaemonKind, TimeDaemon};
+use crate::tuning::commands::shell_word;
 use crate::tuning::setting::Layer;
 
 /// The time-synchronisation rules.
@@ -129,20 +130,31 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        let steps = offending
+        // One command per daemon, then what keeps it there: one line each.
+        let hk = hk.to_list();
+        let mut steps: Vec<String> = offending
             .iter()
-            .map(|(d, _)| {
-                let lasting = match &d.unit {
-                    Some(unit) => format!(
-                        "for good, CPUAffinity={} in /etc/systemd/system/{unit}.d/50-lowlat.conf and systemctl restart {unit}",
-                        hk.to_list()
-                    ),
-                    None => format!("for good, start it under taskset -c {}", hk.to_list()),
-                };
-                format!("taskset -a -cp {} {} now, {lasting}", hk.to_list(), d.pid)
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+            .map(|(d, _)| format!("taskset -a -cp {hk} {}", d.pid))
+            .collect();
+        for (d, _) in &offending {
+            let step = match &d.unit {
+                Some(unit) => {
+                    let dir = shell_word(&format!("/etc/systemd/system/{unit}.d"));
+                    let unit = shell_word(unit);
+                    format!(
+                        "mkdir -p {dir} && printf '[Service]\\nCPUAffinity={hk}\\n' > {dir}/50-lowlat.conf && systemctl daemon-reload && systemctl restart {unit}"
+                    )
+                }
+                None => format!(
+                    "for good, start {} under taskset -c {hk} (it was not started by a systemd unit)",
+                    d.kind.name()
+                ),
+            };
+            if !steps.contains(&step) {
+                steps.push(step);
+            }
+        }
+        let steps = steps.join("\n");
         RuleOutcome::new(FindingStatus::Fail, observed, expected).manual(steps)
     };
     for d in daemons {

@@ -265,3 +265,64 @@ pub(crate) fn recording(driver: &str) -> String {
     let path = format!("{}/tests/data/nic/{driver}.txt", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
+
+/// The worked example of docs/guide/nic.md: the recorded E810 (ice) as `ens5f0` on node 1 of
+/// a two-node, eight-CPU machine (CPUs 0-3 on node 0, 4-7 on node 1), its misc IRQ 139 and
+/// queue IRQs 140-143 (MSI-X vectors of PCI device 0000:e1:00.0) allowed everywhere, irqbalance running and `net.core.busy_read` at
+/// 50 µs.
+pub(crate) fn two_node_machine() -> TestTree {
+    let d = TestTree::empty();
+    d.write("/proc/cpuinfo", "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 106\nflags : fpu tsc constant_tsc nonstop_tsc\n\n");
+    d.write("/proc/sys/kernel/osrelease", "6.8.0\n");
+    d.write("/proc/cmdline", "ro\n");
+    d.write("/sys/devices/system/cpu/possible", "0-7\n");
+    d.write("/sys/devices/system/cpu/online", "0-7\n");
+    for cpu in 0..8 {
+        let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        d.write(
+            &format!("{t}/physical_package_id"),
+            format!("{}\n", cpu / 4),
+        );
+        d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
+        d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
+    }
+    d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
+    d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
+    write(&d, "ens5f0", &recording("ice"), 1);
+    let mut interrupts = String::from(
+        "            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n",
+    );
+    let names = [(139, "ice-0000:e1:00.0:misc".to_string())]
+        .into_iter()
+        .chain((0..4).map(|q| (140 + q, format!("ice-ens5f0-TxRx-{q}"))));
+    for (irq, name) in names {
+        interrupts.push_str(&format!(
+            " {irq}:          0          0          0          0          0          0          0          0  IR-PCI-MSIX-0000:e1:00.0 0-edge      {name}\n"
+        ));
+        d.write(&format!("/proc/irq/{irq}/smp_affinity_list"), "0-7\n");
+        d.write(
+            &format!("/proc/irq/{irq}/effective_affinity_list"),
+            format!("{}\n", irq % 8),
+        );
+        d.write(
+            &format!("/sys/bus/pci/devices/0000:e1:00.0/msi_irqs/{irq}"),
+            "msix\n",
+        );
+    }
+    d.write("/sys/bus/pci/devices/0000:e1:00.0/numa_node", "1\n");
+    d.write("/proc/interrupts", interrupts);
+    d.write(
+        "/proc/1/stat",
+        format!("1 (systemd) S {}\n", vec!["0"; 49].join(" ")),
+    );
+    d.write("/proc/1/status", "Cpus_allowed_list:\t0-7\n");
+    d.write(
+        "/proc/900/stat",
+        format!("900 (irqbalance) S {}\n", vec!["0"; 49].join(" ")),
+    );
+    d.write("/proc/900/status", "Cpus_allowed_list:\t0-7\n");
+    d.write("/etc/sysconfig/irqbalance", "IRQBALANCE_ARGS=\n");
+    d.write("/proc/sys/net/core/busy_read", "50\n");
+    d.write("/proc/sys/net/core/busy_poll", "0\n");
+    d
+}

@@ -46,6 +46,11 @@ pub struct Services {
     pub tuned: Tuned,
     /// The services that manage CPU, IRQ and power knobs, in a fixed order.
     pub services: Vec<Service>,
+    /// Why systemd's unit files could not be read: none of its unit directories exists (a
+    /// support bundle that holds no /etc, as a must-gather's node snapshot). Then no
+    /// service's `installed`, `enabled` or `masked` says anything. Absent when they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units_unreadable: Option<String>,
     /// The OS release.
     pub os_release: Avail<OsRelease>,
 }
@@ -55,6 +60,33 @@ impl Services {
     pub fn service(&self, name: &str) -> Option<&Service> {
         self.services.iter().find(|service| service.name == name)
     }
+
+    /// Whether `service` is in force: running, or (when the processes cannot tell) enabled;
+    /// a masked unit never is. A unit file is not required: a copied tree or snapshot may
+    /// hold only the `*.wants` link and the process. Unknown, with the reason, when neither
+    /// the processes nor the unit files can tell.
+    pub fn in_force(&self, service: &Service) -> Result<bool, ServiceUnknown> {
+        match (service.running, &self.units_unreadable) {
+            (None, Some(units)) => Err(ServiceUnknown {
+                service: service.name.clone(),
+                why: units.clone(),
+            }),
+            (running, _) => Ok(!service.masked && running.unwrap_or(service.enabled)),
+        }
+    }
+}
+
+/// Why whether a service is in force is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "whether {service} runs is unknown: no process list, and systemd's unit files could not be \
+     read ({why})"
+)]
+pub struct ServiceUnknown {
+    /// The service's name.
+    pub service: String,
+    /// Why the unit files could not be read.
+    pub why: String,
 }
 
 /// One service and its state as files show it.
@@ -146,8 +178,17 @@ pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> Services {
         irqbalance: irqbalance::read(r),
         tuned: tuned::read(r),
         services: read_services(r, tasks),
+        units_unreadable: units_unreadable(r),
         os_release: os_release::read(r),
     }
+}
+
+/// Why no unit directory could be read, when none could.
+fn units_unreadable(r: &Reader) -> Option<String> {
+    UNIT_DIRS
+        .iter()
+        .all(|dir| !r.root.is_dir(dir))
+        .then(|| format!("none of {} exists", UNIT_DIRS.join(", ")))
 }
 
 fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {

@@ -1,5 +1,6 @@
 //! The machine: what the inventory says (model, sockets, nodes, kernel, firmware, isolation),
-//! a drawing of its topology, and the threads that run on its isolated CPUs.
+//! a drawing of its topology, the threads that run on its isolated CPUs, its NICs and its
+//! clock.
 
 use std::collections::BTreeMap;
 
@@ -9,11 +10,18 @@ use serde::Deserialize;
 use super::{figure, from};
 use crate::machine::{Avail, CpuSet};
 use crate::report::html::source::{Source, SourceError};
+use crate::report::{nic, timesync};
 use crate::units::plural;
 
 #[derive(Deserialize)]
 struct Inventory {
     machine: Machine,
+}
+
+/// The inventory read whole, for the NIC and clock blocks, which show what the text shows.
+#[derive(Deserialize)]
+struct WholeInventory {
+    machine: crate::machine::Machine,
 }
 
 #[derive(Deserialize)]
@@ -103,6 +111,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
         match drawn.iter().find(|(h, _, _)| *h == host) {
             None => {
                 parts.push(one(source, &inv.machine, &facts));
+                parts.push(nics_and_clock(source));
                 drawn.push((host, source, facts));
             }
             Some((_, first, before)) => parts.push(again(source, first, before, &facts)),
@@ -305,6 +314,39 @@ fn topology(topo: &Topology, isolated: &CpuSet) -> Markup {
 fn cpu_names(cpus: &[u32]) -> String {
     let names: Vec<String> = cpus.iter().map(u32::to_string).collect();
     names.join(",")
+}
+
+/// The NIC block and the clock block, as `lowlat inventory` prints them; a note when the
+/// document's machine is not one this lowlat reads whole (written by another version).
+fn nics_and_clock(source: &Source) -> Markup {
+    let whole = match source.view::<WholeInventory>() {
+        Ok(whole) => whole.machine,
+        Err(e) => {
+            return html! {
+                p { "NICs and clock not shown: " (e) " (a document of another lowlat version; \
+                     its own lowlat's report shows them)." }
+            };
+        }
+    };
+    html! {
+        h3 { "NICs" }
+        @match nic::blocks(&whole) {
+            Err(reason) => p { (reason) },
+            Ok(blocks) => {
+                @for b in &blocks {
+                    table.facts.nic {
+                        caption { code { (b.name) } ": " (b.heading) }
+                        @for (label, text) in &b.facts {
+                            tr { th { (label) } td { @for (i, line) in text.lines().enumerate() {
+                                @if i > 0 { br; } (line) } } }
+                        }
+                    }
+                }
+            }
+        }
+        h3 { "Clock" }
+        ul.clock { @for line in timesync::lines(&whole).lines() { li { (line) } } }
+    }
 }
 
 /// Threads last seen on an isolated CPU, and real-time threads: what may disturb the CPUs

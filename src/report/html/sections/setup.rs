@@ -41,7 +41,9 @@ fn fix_cell(remediation: &Remediation) -> Markup {
             @for line in &boot { pre.fix { (line) } }
         }
         @if let Some(other) = other {
-            @if lines.is_empty() && boot.is_empty() { (other) } @else { div.note { "or " (other) } }
+            @if lines.is_empty() && boot.is_empty() {
+                @for (i, step) in other.lines().enumerate() { @if i > 0 { br; } (step) }
+            } @else { div.note { "or " @for (i, step) in other.lines().enumerate() { @if i > 0 { br; } (step) } } }
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The verdict of a `check` document, first in the report: PASS or FAIL with why, the CPUs
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
-//! what caused each CPU's gaps (time by cause, the top causes with their fixes, the longest
-//! gaps: the `causes` view; a check explains by default), and the audit's failed rules. The view reads only what it shows, and reads targets and
+//! the NICs and the clock, what caused each CPU's gaps (time by cause, the top causes with their
+//! fixes, the longest gaps: the `causes` view; a check explains by default), and the audit's
+//! failed rules. The view reads only what it shows, and reads targets and
 //! values leniently (a target's limit as the document states it), so a richer check document
 //! still renders.
 
@@ -34,6 +35,9 @@ struct Check {
     /// The NICs (absent from checks made before lowlat read NICs).
     #[serde(default)]
     nics: Vec<NicSummary>,
+    /// The clock block (absent from checks made before lowlat read the time daemons).
+    #[serde(default)]
+    clock: Option<Clock>,
     /// The gaps by cause (checks made without tracing have none).
     #[serde(default)]
     causes: Option<causes::Explain>,
@@ -43,6 +47,11 @@ struct Check {
 struct NicSummary {
     interface: String,
     summary: String,
+}
+
+#[derive(Deserialize)]
+struct Clock {
+    lines: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -180,6 +189,10 @@ fn one(source: &Source, c: &Check) -> Markup {
                          td { (n.summary.strip_prefix(&format!("{}: ", n.interface)).unwrap_or(&n.summary)) } }
                 } }
             }
+        }
+        @if let Some(clock) = &c.clock {
+            p { "Clock: time daemons with their CPUs, sources and offsets; clocksource and TSC; PTP hardware clocks:" }
+            ul.clock { @for line in &clock.lines { li { (line) } } }
         }
         @if let Some(explain) = &c.causes {
             (causes::view(&source.label(), explain))
