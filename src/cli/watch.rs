@@ -12,12 +12,12 @@ use super::messages::{note, warning};
 use super::output::print;
 use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
-use crate::machine::{CpuSet, Machine, ReadOptions};
+use crate::machine::{CpuSet, Machine};
 use crate::plan::Plan;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
 use crate::snapshot::SignalGuard;
-use crate::sysroot::{Durability, Perms, write_file_atomically};
+use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
 use crate::watch::drift::PlanWatch;
 use crate::watch::osnoise::Osnoise;
 use crate::watch::targets::{self, Targets};
@@ -111,32 +111,72 @@ pub struct WatchArgs {
     pub once: bool,
 }
 
-/// Runs `lowlat watch`.
+/// Runs `lowlat watch`: the CPUs chosen and watch pinned beside them, the outputs opened, then
+/// the watch until it is stopped (or once).
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    // The machine, less its interrupt table, is read once to check the plan and choose the
-    // CPUs; with a plan, the part of it verify's comparisons need is kept (see PlanWatch).
-    // Without the interrupts (checking settings against a plan does not need them, and on a
-    // large machine their table is tens of megabytes), and on this thread: watch runs beside
-    // the production work on the housekeeping CPUs, and threads of its own would keep their
-    // memory arenas for as long as it runs.
-    let machine = Machine::read_with(
-        &root,
-        ReadOptions {
-            interrupts: false,
-            threads: 1,
-        },
-    );
+    let machine = targets::read_machine(&root);
     let plan = args
         .plan
         .as_deref()
         .map(|path| read_plan(path, &machine))
         .transpose()?;
-    let targets = targets::choose(
-        &machine,
-        args.isolated.as_ref(),
-        plan.as_ref().map(|plan| &plan.partition.isolated),
-    )?;
+    let isolated = watched_cpus(&root, &machine, args, plan.as_ref())?;
+    if let Some(file) = &args.textfile {
+        check_textfile(file)?;
+    }
+    let page: serve::Page = Arc::new(Mutex::new(String::new()));
+    if let Some(addr) = &args.listen {
+        listen(addr, &page, &isolated)?;
+    }
+    let osnoise = start_osnoise(&root, &isolated, args.osnoise)?;
+    // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
+    // the osnoise events are restored; then the signal is delivered as it would have been.
+    let signals = osnoise.is_some().then(SignalGuard::install);
+    let mut watch = Watch {
+        root: &root,
+        isolated: isolated.clone(),
+        plan: plan.map(|plan| PlanWatch::new(plan, isolated.clone(), machine)),
+        interval: args.interval,
+        drift_interval: args.drift_interval,
+        osnoise,
+    };
+    let mut outputs = Outputs::new(args, &root, &isolated, page);
+    let result = watch.run(
+        &SystemClock::start(),
+        args.once.then_some(1),
+        |tick: &Tick| {
+            if let Some(signal) = SignalGuard::caught() {
+                bail!("stopped by signal {signal}");
+            }
+            outputs.show(tick)
+        },
+    );
+    drop(watch);
+    if let Some(signal) = SignalGuard::caught() {
+        drop(signals);
+        // SAFETY: raise() only delivers the signal, now with its previous disposition.
+        unsafe { libc::raise(signal) };
+    }
+    result?;
+    Ok(if outputs.drifted {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
+}
+
+/// The CPUs to watch ([`targets::choose`]: `--isolated`, else the plan's, else the rule's,
+/// said on stderr); pins this process to the others on the live machine, with a warning
+/// where it cannot.
+fn watched_cpus(
+    root: &SysRoot,
+    machine: &Machine,
+    args: &WatchArgs,
+    plan: Option<&Plan>,
+) -> Result<CpuSet> {
+    let planned = plan.map(|plan| &plan.partition.isolated);
+    let targets = targets::choose(machine, args.isolated.as_ref(), planned)?;
     if let Some(why) = &targets.chosen_because {
         note!(
             "watching CPU {} ({why}); choose others with --isolated LIST",
@@ -156,84 +196,88 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
             housekeeping.to_list()
         );
     }
-    if let Some(file) = &args.textfile {
-        check_textfile(file)?;
-    }
-    let page: serve::Page = Arc::new(Mutex::new(String::new()));
-    if let Some(addr) = &args.listen {
-        let listener = TcpListener::bind(addr).with_context(|| {
-            format!("--listen {addr}: cannot listen there; choose another address or port")
-        })?;
-        note!(
-            "serving http://{}/metrics, isolated CPUs {}",
-            listener
-                .local_addr()
-                .map_or(addr.clone(), |a| a.to_string()),
-            isolated.to_list()
-        );
-        serve::serve(listener, page.clone());
-    }
-    let osnoise = start_osnoise(&root, &isolated, args.osnoise)?;
-    // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
-    // the osnoise events are restored; then the signal is delivered as it would have been.
-    let signals = osnoise.is_some().then(SignalGuard::install);
-    let mut watch = Watch {
-        root: &root,
-        isolated: isolated.clone(),
-        plan: plan.map(|plan| PlanWatch::new(plan, isolated.clone(), machine)),
-        interval: args.interval,
-        drift_interval: args.drift_interval,
-        osnoise,
-    };
-    let mut exporter = Exporter::new(args.top as usize);
-    let host = crate::document::host_name(&root);
-    let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
-    let clear = screen && std::io::stdout().is_terminal();
-    let mut drifted = false;
-    let result = watch.run(
-        &SystemClock::start(),
-        args.once.then_some(1),
-        |tick: &Tick| {
-            if let Some(signal) = SignalGuard::caught() {
-                bail!("stopped by signal {signal}");
-            }
-            drifted = tick.drift.is_some_and(|d| d.settings() > 0);
-            let exposition = exporter.render(tick);
-            if let Ok(mut shared) = page.lock() {
-                shared.clone_from(&exposition);
-            }
-            if let Some(file) = &args.textfile {
-                write_file_atomically(
-                    file,
-                    exposition.as_bytes(),
-                    Perms::mode(0o644),
-                    Durability::Unsynced,
-                )
-                .with_context(|| format!("--textfile {}", file.display()))?;
-            }
-            if args.json {
-                print_line(&view::json_line(tick, &host)?)?;
-            } else if args.once {
-                print(&exposition)?;
-            } else if screen {
-                let page = view::page(tick, &isolated.to_list());
-                if clear {
-                    print_line(&format!("\x1b[H\x1b[2J{page}"))?;
-                } else {
-                    print(&page)?;
-                }
-            }
-            Ok::<(), anyhow::Error>(())
-        },
+    Ok(isolated)
+}
+
+/// Serves `page` at http://ADDR/metrics (`--listen`), saying where.
+fn listen(addr: &str, page: &serve::Page, isolated: &CpuSet) -> Result<()> {
+    let listener = TcpListener::bind(addr).with_context(|| {
+        format!("--listen {addr}: cannot listen there; choose another address or port")
+    })?;
+    note!(
+        "serving http://{}/metrics, isolated CPUs {}",
+        listener
+            .local_addr()
+            .map_or(addr.to_string(), |a| a.to_string()),
+        isolated.to_list()
     );
-    drop(watch);
-    if let Some(signal) = SignalGuard::caught() {
-        drop(signals);
-        // SAFETY: raise() only delivers the signal, now with its previous disposition.
-        unsafe { libc::raise(signal) };
+    serve::serve(listener, page.clone());
+    Ok(())
+}
+
+/// Where each interval goes: the page served over HTTP, `--textfile`, and stdout (JSON lines,
+/// the one exposition of `--once`, or the screen).
+struct Outputs<'a> {
+    args: &'a WatchArgs,
+    exporter: Exporter,
+    page: serve::Page,
+    host: String,
+    isolated: String,
+    /// The screen, when nothing else is asked for.
+    screen: bool,
+    /// Whether the screen is cleared before each page (a terminal).
+    clear: bool,
+    /// Whether the last interval found a setting drifted.
+    drifted: bool,
+}
+
+impl<'a> Outputs<'a> {
+    /// The outputs `args` ask for, on `root`'s host, watching `isolated`.
+    fn new(args: &'a WatchArgs, root: &SysRoot, isolated: &CpuSet, page: serve::Page) -> Self {
+        let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
+        Outputs {
+            args,
+            exporter: Exporter::new(args.top as usize),
+            page,
+            host: crate::document::host_name(root),
+            isolated: isolated.to_list(),
+            screen,
+            clear: screen && std::io::stdout().is_terminal(),
+            drifted: false,
+        }
     }
-    result?;
-    Ok(if drifted { exit::FAILURES } else { exit::OK })
+
+    /// Writes one interval to every output.
+    fn show(&mut self, tick: &Tick) -> Result<()> {
+        let args = self.args;
+        self.drifted = tick.drift.is_some_and(|d| d.settings() > 0);
+        let exposition = self.exporter.render(tick);
+        if let Ok(mut shared) = self.page.lock() {
+            shared.clone_from(&exposition);
+        }
+        if let Some(file) = &args.textfile {
+            write_file_atomically(
+                file,
+                exposition.as_bytes(),
+                Perms::mode(0o644),
+                Durability::Unsynced,
+            )
+            .with_context(|| format!("--textfile {}", file.display()))?;
+        }
+        if args.json {
+            print_line(&view::json_line(tick, &self.host)?)?;
+        } else if args.once {
+            print(&exposition)?;
+        } else if self.screen {
+            let page = view::page(tick, &self.isolated);
+            if self.clear {
+                print_line(&format!("\x1b[H\x1b[2J{page}"))?;
+            } else {
+                print(&page)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads `--plan FILE` and refuses a plan made for another machine.
@@ -250,7 +294,7 @@ fn read_plan(path: &Path, machine: &Machine) -> Result<Plan> {
 /// Enables the osnoise events as `--osnoise` says; says so when it takes over events a killed
 /// watch left enabled.
 fn start_osnoise<'r>(
-    root: &'r crate::sysroot::SysRoot,
+    root: &'r SysRoot,
     isolated: &CpuSet,
     mode: OsnoiseMode,
 ) -> Result<Option<Osnoise<'r>>> {

@@ -1,13 +1,31 @@
 //! Which CPUs watch watches and which it runs on: the CPUs given, else the plan's isolated
 //! CPUs, else the one rule of the CPUs that matter (`audit::partition::measured_cpus`: the
 //! kernel's isolated CPUs, else every CPU but the first); the rest of the online CPUs are the
-//! housekeeping ones watch pins itself to.
+//! housekeeping ones watch pins itself to. The machine they are chosen on is read here too,
+//! the way watch can afford ([`read_machine`]).
 
 use thiserror::Error;
 
 use crate::audit::partition::{self, MeasuredCpus};
-use crate::machine::{CpuSet, Machine};
+use crate::machine::{CpuSet, Machine, ReadOptions};
+use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
+
+/// The machine as watch reads it before it starts, once: to check the plan and choose the CPUs
+/// ([`choose`]); with a plan, the part of it verify's comparisons need is kept (see
+/// `drift::PlanWatch`). Without the interrupts (checking settings against a plan does not need
+/// them, and on a large machine their table is tens of megabytes), and on this thread: watch
+/// runs beside the production work on the housekeeping CPUs, and threads of its own would keep
+/// their memory arenas for as long as it runs.
+pub(crate) fn read_machine(root: &SysRoot) -> Machine {
+    Machine::read_with(
+        root,
+        ReadOptions {
+            interrupts: false,
+            threads: 1,
+        },
+    )
+}
 
 /// The CPUs a watch is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
