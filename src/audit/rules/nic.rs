@@ -435,7 +435,7 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let hk = &ctx.partition.housekeeping;
     let mut checked = 0;
     let mut lines = Vec::new();
-    let mut commands = Vec::new();
+    let mut fixes = Vec::new();
     let mut evidence = Vec::new();
     for (interface, nic) in &all {
         let Some(channels) = nic.channels.get() else {
@@ -469,12 +469,12 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 "{}: {queues} receive queues, {serve} {place}",
                 interface.name
             ));
-            let kind = if channels.combined.current.unwrap_or(0) > 0 {
-                "combined"
+            let knob = if channels.combined.current.unwrap_or(0) > 0 {
+                Knob::Combined
             } else {
-                "rx"
+                Knob::RxChannels
             };
-            commands.push(format!("ethtool -L {} {kind} {serve}", interface.name));
+            fixes.push(nic_fix(&interface.name, knob, serve.to_string()));
         }
     }
     if checked == 0 {
@@ -492,7 +492,7 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Commands(commands),
+        Remedy::Settings(fixes),
     )
 }
 

@@ -860,7 +860,7 @@ fn queue_irqs_off_the_nics_node_fail_with_node_local_housekeeping_fixes() {
 }
 
 #[test]
-fn more_queues_than_the_nodes_housekeeping_cpus_is_said_with_the_channels_command() {
+fn more_queues_than_the_nodes_housekeeping_cpus_plans_the_channels() {
     let dir = nic_tree("ice", "eth0", 0);
     let f = audit_one(&dir, "LL-NIC-QUEUES", "served");
     assert_eq!(f.status, FindingStatus::Fail, "{}", f.observed);
@@ -869,15 +869,12 @@ fn more_queues_than_the_nodes_housekeeping_cpus_is_said_with_the_channels_comman
         "{:?}",
         f.details
     );
-    assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -L eth0 combined 2")
-    );
+    assert_eq!(planned(&f), ["nic:eth0:combined=2"]);
     let dir = nic_tree("igb", "enp2s0", 0);
     let f = audit_one(&dir, "LL-NIC-QUEUES", "served");
     assert_eq!(
-        f.remediation.manual.as_deref(),
-        Some("ethtool -L enp2s0 rx 2"),
+        planned(&f),
+        ["nic:enp2s0:rx-channels=2"],
         "igb has rx channels, not combined"
     );
 }
