@@ -128,9 +128,9 @@ pub(crate) fn render_udev_rules(plan: &Plan, header: &str) -> Option<String> {
         "#\n# Sets the plan's NIC knobs again whenever an interface appears (boot, driver reload,\n\
          # a reset that re-registers the device, hot-plug) or is renamed to its planned name;\n\
          # lowlat-runtime.service sets them at boot too. A carrier flap (link down/up) sends no\n\
-         # udev event: the driver keeps its settings through it. Installed by `lowlat apply`,\n\
-         # removed by `lowlat revert`; udevd rereads changed rules by itself\n\
-         # (`udevadm control --reload` forces it).\n",
+         # udev event: a driver that resets its settings on link down needs\n\
+         # `lowlat apply --runtime` again. Installed by `lowlat apply`, removed by\n\
+         # `lowlat revert`; udevd rereads changed rules by itself (`udevadm control --reload`).\n",
     );
     for (interface, knobs) in interfaces {
         if !plain_name(interface) {
