@@ -2,8 +2,9 @@
 //! test (`ip link add … type veth`, removed whatever happens) reports its channels, the first
 //! device-backed interface (eth0, virtio-net, on the CI VM) its coalescing, and a snapshot
 //! taken now shows the same NIC block offline; apply and revert round-trip a veth's and eth0's
-//! knobs; udev's own parser reads the plan's NIC rule and sets a veth's knobs on add and move. `#[ignore]`d: it runs only with
-//! `LOWLAT_LIVE_TESTS=1` and `--include-ignored`, as root (CI does all three).
+//! knobs; udev's own parser reads the plan's NIC rule and sets a veth's knobs on add and move.
+//! `#[ignore]`d: it runs only with `LOWLAT_LIVE_TESTS=1` and `--include-ignored`, as root (CI
+//! does all three).
 
 use crate::support::{is_root, live_tests_allowed, lowlat, missing_data};
 use lowlat::machine::Machine;
