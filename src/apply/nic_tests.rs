@@ -318,3 +318,56 @@ fn the_plan_carries_the_nic_rules_settings_and_a_dry_run_lists_them() {
         .count();
     assert_eq!(listed, nic.len(), "{report:#?}");
 }
+
+#[test]
+fn apply_installs_the_nic_udev_rule_of_the_plan_and_revert_removes_it() {
+    let dir = nic_tree();
+    let pristine = tree::describe(dir.path());
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let request = crate::plan::request::PlanRequest::default();
+    let profile = crate::plan::findings::audit_profile(request.profile).unwrap();
+    let plan = crate::plan::build(&machine, &request, |partition| {
+        crate::plan::findings::audit_remediations(&machine, &profile, partition)
+    })
+    .unwrap();
+    let path = crate::plan::nic::UDEV_RULES_PATH;
+    let planned = plan
+        .settings
+        .iter()
+        .find(|s| s.id == format!("file:{path}").as_str())
+        .expect("the plan installs the udev rule");
+    let on_disk = dir.path().join(path.trim_start_matches('/'));
+    assert!(!on_disk.exists());
+
+    let report = apply_plan(&root, &machine, &plan);
+    assert_eq!(report.stopped, None, "{report:#?}");
+    let label = format!("file:{path}");
+    assert_eq!(item(&report, &label).status, ItemStatus::Applied);
+    let installed = std::fs::read_to_string(&on_disk).unwrap();
+    assert_eq!(installed, planned.value);
+    // The audit's fixes of the recorded mlx5 (ens1f0), as udev sets them again.
+    assert!(
+        installed.contains(
+            "ACTION==\"add|move\", SUBSYSTEM==\"net\", KERNEL==\"ens1f0\", \
+             RUN+=\"/usr/sbin/ethtool -C ens1f0 adaptive-rx off adaptive-tx off\"\n"
+        ),
+        "{installed}"
+    );
+    assert!(
+        installed.contains("RUN+=\"/usr/sbin/ethtool -K eth4 gro off lro off\"\n"),
+        "{installed}"
+    );
+
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(reverted.stopped, None);
+    assert!(
+        reverted
+            .lines
+            .iter()
+            .any(|l| l.what.contains(path) && l.status == RestoreStatus::Restored),
+        "{reverted:#?}"
+    );
+    assert!(!on_disk.exists(), "revert removes the rule lowlat created");
+    tree::assert_same(&pristine, &tree::describe(dir.path()), "revert");
+}

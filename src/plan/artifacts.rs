@@ -2,7 +2,7 @@
 //! lowlat's version, the profile and the partition.
 
 use super::{
-    Plan, irq_plan, irqbalance, kernel_cmdline, kthread_plan, setting, sysctl, systemd, tuned,
+    Plan, irq_plan, irqbalance, kernel_cmdline, kthread_plan, nic, setting, sysctl, systemd, tuned,
 };
 use crate::tuning::installed_files::SYSTEMD_AFFINITY_DROPIN;
 use crate::tuning::setting::{Layer, Setting};
@@ -149,6 +149,14 @@ pub fn installed_files(plan: &Plan) -> (Vec<Setting>, Vec<Setting>) {
         "Re-applies the run-time settings (IRQs, kernel threads, workqueues) at every boot, before the workloads.",
         "AMD EPYC 7002 low-latency guide §4.3.3 (one-time.service)",
     ));
+    if let Some(rules) = nic::render_udev_rules(plan, &header(plan, Some(nic::UDEV_RULES_PATH))) {
+        files.push(file(
+            nic::UDEV_RULES_PATH,
+            rules,
+            "Sets the planned NIC knobs again whenever an interface is registered (driver reload, reset, hot-plug) or renamed.",
+            "udev(7) (ACTION, KERNEL, ATTR{}, RUN); ethtool(8)",
+        ));
+    }
     let services = vec![setting(
         SettingId::Service(systemd::RUNTIME_UNIT.to_string()),
         "enabled",
@@ -201,6 +209,7 @@ pub fn render(plan: &Plan) -> Vec<Artifact<'_>> {
             irqbalance::DROPIN_PATH,
         ),
         ("irqbalance/irqbalance.env", irqbalance::ENV_PATH),
+        ("udev/81-lowlat-nic.rules", nic::UDEV_RULES_PATH),
     ] {
         if let Some(s) = plan.setting(&SettingId::File(install.to_string())) {
             out.push(Artifact::text(path, Some(install), s.value.clone()));

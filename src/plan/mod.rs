@@ -22,6 +22,7 @@ pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
 pub(crate) mod kthread_plan;
 pub(crate) mod kubernetes;
+pub(crate) mod nic;
 pub mod platforms;
 pub mod request;
 pub(crate) mod runtime_plan;

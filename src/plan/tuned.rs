@@ -6,12 +6,14 @@
 //! workqueue masks, systemd's `CPUAffinity`, irqbalance's banned CPUs and (for
 //! `no_balance_cores`) `isolcpus=<cpus>` from the variables; the profile adds the rest of the
 //! plan's boot arguments and sysctls. Boot arguments the plan removes cannot be removed by
-//! TuneD (it only removes what it added), so they are listed as comments.
+//! TuneD (it only removes what it added), so they are listed as comments. The plan's NIC
+//! settings become net-plugin sections ([`nic::render_tuned`]).
 
 use std::fmt::Write;
 
 use super::Plan;
 use super::kernel_cmdline;
+use super::nic;
 use super::sysctl;
 use crate::tuning::setting::Layer;
 
@@ -65,6 +67,7 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
             let _ = writeln!(out, "{key}={value}");
         }
     }
+    out.push_str(&nic::render_tuned(plan));
 
     let mut args = vec![format!("isolcpus=managed_irq,{}", p.isolated.to_list())];
     let mut removed = Vec::new();

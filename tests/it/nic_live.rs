@@ -1,8 +1,10 @@
 //! NICs read on the live machine through ethtool's netlink interface: a veth pair made for the
 //! test (`ip link add … type veth`, removed whatever happens) reports its channels, the first
 //! device-backed interface (eth0, virtio-net, on the CI VM) its coalescing, and a snapshot
-//! taken now shows the same NIC block offline. `#[ignore]`d: it runs only with
-//! `LOWLAT_LIVE_TESTS=1` and `--include-ignored`, as root (CI does all three).
+//! taken now shows the same NIC block offline; apply and revert round-trip a veth's and eth0's
+//! knobs; udev's own parser reads the plan's NIC rule and sets a veth's knobs on add and move.
+//! `#[ignore]`d: it runs only with `LOWLAT_LIVE_TESTS=1` and `--include-ignored`, as root (CI
+//! does all three).
 
 use crate::support::{is_root, live_tests_allowed, lowlat, missing_data};
 use lowlat::machine::Machine;
@@ -230,5 +232,124 @@ fn live_nic_settings_apply_verify_and_revert_exactly_through_netlink() {
     );
     if let Some((name, _)) = &device {
         assert_eq!(Some(knobs_of(name)), before_device, "{name} after revert");
+    }
+}
+
+/// The plan's udev rule file in the runtime rules directory, removed when dropped (with
+/// `/run/udev` itself when it was not there before).
+struct RuntimeRule {
+    path: std::path::PathBuf,
+    made_run_udev: bool,
+}
+
+impl Drop for RuntimeRule {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        if self.made_run_udev {
+            let _ = std::fs::remove_dir_all("/run/udev");
+        }
+    }
+}
+
+#[test]
+#[ignore = "changes the live machine (a veth pair, a udev rule in /run); run with LOWLAT_LIVE_TESTS=1"]
+fn live_udev_reads_the_plans_nic_rule_and_sets_the_knobs_on_add_and_move() {
+    if !live_tests_allowed() || !is_root("adds a veth pair and a udev rule") {
+        return;
+    }
+    if Command::new("udevadm").arg("--version").output().is_err() {
+        missing_data("udevadm (Debian package udev)");
+        return;
+    }
+    let Some(_veth) = VethPair::add("llnic6", "llnic7") else {
+        missing_data("ip link add … type veth (iproute2 and the veth module)");
+        return;
+    };
+    use lowlat::plan::{self, artifacts};
+    use lowlat::tuning::setting::Layer;
+    let machine = Machine::read(&SysRoot::live());
+    let nic = |knob: &str, value: &str| {
+        let id = format!("nic:llnic6:{knob}").parse().unwrap();
+        plan::setting(
+            id,
+            value,
+            Layer::Runtime,
+            "live test",
+            "tests/it/nic_live.rs",
+        )
+    };
+    let settings = || {
+        vec![
+            nic("gro", "off"),
+            nic("rx-channels", "1"),
+            nic("napi_defer_hard_irqs", "3"),
+            nic("gro_flush_timeout", "100000"),
+        ]
+    };
+    let plan = match plan::build(&machine, &Default::default(), |_| settings()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            missing_data(&format!("a machine the plan can partition ({e})"));
+            return;
+        }
+    };
+    let rules = artifacts::render(&plan)
+        .into_iter()
+        .find(|a| a.path == "udev/81-lowlat-nic.rules")
+        .expect("the plan's udev rule")
+        .to_text()
+        .into_owned();
+
+    // udevadm of systemd 252 has no `verify`: `udevadm test` parses every rules file with
+    // udev's own parser (a bad key is said as FILE:LINE) and runs the rules of one event.
+    let made_run_udev = !std::path::Path::new("/run/udev").exists();
+    std::fs::create_dir_all("/run/udev/rules.d").unwrap();
+    let rule = RuntimeRule {
+        path: "/run/udev/rules.d/81-lowlat-nic.rules".into(),
+        made_run_udev,
+    };
+    std::fs::write(&rule.path, &rules).unwrap();
+    let napi = "/sys/class/net/llnic6/napi_defer_hard_irqs";
+    for action in ["add", "move"] {
+        std::fs::write(napi, "0").unwrap();
+        let out = Command::new("udevadm")
+            .args([
+                "test",
+                &format!("--action={action}"),
+                "/sys/class/net/llnic6",
+            ])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let ours: Vec<&str> = said
+            .lines()
+            .filter(|l| l.contains("81-lowlat-nic.rules"))
+            .collect();
+        assert!(
+            !ours
+                .iter()
+                .any(|l| l.contains("Invalid") || l.contains("rror")),
+            "udev refused a line of the rule:\n{rules}\n{said}"
+        );
+        for want in [
+            "ATTR '/sys/devices/virtual/net/llnic6/napi_defer_hard_irqs' writing '3'",
+            "ATTR '/sys/devices/virtual/net/llnic6/gro_flush_timeout' writing '100000'",
+            "RUN '/usr/sbin/ethtool -L llnic6 rx 1'",
+            "RUN '/usr/sbin/ethtool -K llnic6 gro off'",
+        ] {
+            assert!(
+                ours.iter().any(|l| l.contains(want)),
+                "{action}: udev did not {want}:\n{said}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(napi).unwrap().trim(),
+            "3",
+            "{action}: udev wrote the NAPI file"
+        );
     }
 }

@@ -10,6 +10,7 @@ use lowlat::plan::request::PlanRequest;
 use lowlat::plan::{self, artifacts, findings};
 use lowlat::sysroot::SysRoot;
 use lowlat::tuning::setting::Layer;
+use lowlat::tuning::setting_id::SettingId;
 use std::path::Path;
 use std::process::Command;
 
@@ -36,6 +37,12 @@ print("isolated_cores\t" + variables.expand("${isolated_cores}"))
 for unit in ("bootloader", "sysctl"):
     for key, value in profile.units[unit].options.items():
         print(unit + "." + key + "\t" + variables.expand(str(value)))
+for name, unit in profile.units.items():
+    if unit.type in ("net", "sysfs"):
+        print(name + ".type\t" + unit.type)
+        print(name + ".devices\t" + str(unit.devices))
+        for key, value in unit.options.items():
+            print(name + "." + key + "\t" + variables.expand(str(value)))
 "#;
 
 fn tuned_missing() -> Option<String> {
@@ -77,8 +84,22 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
     let machine = Machine::read(&root);
     let request = PlanRequest::default();
     let profile = findings::audit_profile(request.profile).unwrap();
+    // NIC settings as the audit's fixes carry them, on an interface TuneD need not find.
+    let nic = |interface: &str, knob: &str, value: &str| {
+        let id: SettingId = format!("nic:{interface}:{knob}").parse().unwrap();
+        plan::setting(id, value, Layer::Runtime, "test", "test")
+    };
     let plan = match plan::build(&machine, &request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        let mut settings = findings::audit_remediations(&machine, &profile, partition);
+        settings.retain(|s| !matches!(s.id, SettingId::Nic { .. }));
+        settings.extend([
+            nic("llnet0", "rx-usecs", "8"),
+            nic("llnet0", "adaptive-rx", "off"),
+            nic("llnet0", "gro", "off"),
+            nic("llnet0", "combined", "2"),
+            nic("llnet0", "napi_defer_hard_irqs", "2"),
+        ]);
+        settings
     }) {
         Ok(plan) => plan,
         Err(e) => {
@@ -162,5 +183,16 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
         let key = s.id.without_family();
         assert_eq!(value(&format!("sysctl.{key}")), s.value, "{key}");
     }
+    // The NIC settings reached a net-plugin instance for their interface, and NAPI's file the
+    // sysfs unit.
+    assert_eq!(value("net_llnet0.type"), "net");
+    assert_eq!(value("net_llnet0.devices"), "llnet0");
+    assert_eq!(value("net_llnet0.coalesce"), "rx-usecs 8 adaptive-rx off");
+    assert_eq!(value("net_llnet0.features"), "gro off");
+    assert_eq!(value("net_llnet0.channels"), "combined 2");
+    assert_eq!(
+        value("sysfs./sys/class/net/llnet0/napi_defer_hard_irqs"),
+        "2"
+    );
     assert!(!stderr.contains("ERROR"), "TuneD logged errors:\n{stderr}");
 }

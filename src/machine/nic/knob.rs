@@ -195,18 +195,28 @@ impl Knob {
     /// What a change of it targets, for apply's lines: the `ethtool` command without its
     /// value (`ethtool -C eth0 rx-usecs`), or the sysfs file.
     pub fn target(self, interface: &str) -> String {
+        match self.ethtool_option() {
+            Some((option, word)) => format!("ethtool {option} {interface} {word}"),
+            // A sysfs knob is named as its file.
+            None => sysfs_path(interface, self.name()),
+        }
+    }
+
+    /// The `ethtool` option that sets it and the word it takes there (`-C`, `rx-usecs`;
+    /// `-G`, `rx`); none for a sysfs file.
+    pub fn ethtool_option(self) -> Option<(&'static str, &'static str)> {
         match self.via() {
             Via::Attribute {
                 query: Query::Coalesce,
                 ..
-            } => format!("ethtool -C {interface} {}", self.name()),
+            } => Some(("-C", self.name())),
             Via::Attribute {
                 query: Query::Rings,
                 ..
-            } => format!("ethtool -G {interface} {}", ring_word(self)),
-            Via::Attribute { .. } => format!("ethtool -L {interface} {}", channel_word(self)),
-            Via::Feature(_) => format!("ethtool -K {interface} {}", self.name()),
-            Via::Sysfs(file) => sysfs_path(interface, file),
+            } => Some(("-G", ring_word(self))),
+            Via::Attribute { .. } => Some(("-L", channel_word(self))),
+            Via::Feature(_) => Some(("-K", self.name())),
+            Via::Sysfs(_) => None,
         }
     }
 }
@@ -695,6 +705,13 @@ mod tests {
         );
         assert_eq!(Knob::TxRing.command("eth0", 512), "ethtool -G eth0 tx 512");
         assert_eq!(Knob::Lro.command("eth0", 0), "ethtool -K eth0 lro off");
+        for knob in Knob::ALL {
+            if let Via::Sysfs(file) = knob.via() {
+                assert_eq!(file, knob.name(), "a sysfs knob is named as its file");
+                assert_eq!(knob.ethtool_option(), None);
+            }
+        }
+        assert_eq!(Knob::RxChannels.ethtool_option(), Some(("-L", "rx")));
         assert_eq!(
             Knob::GroFlushTimeout.command("eth0", 0),
             "echo 0 > /sys/class/net/eth0/gro_flush_timeout"
