@@ -237,36 +237,23 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Settings(fixes),
+        fixes,
     )
 }
 
-/// How a NIC rule's finding is fixed.
-enum Remedy {
-    /// Settings that plan carries and apply makes.
-    Settings(Vec<Fix>),
-    /// Commands to run by hand.
-    Commands(Vec<String>),
-}
-
-/// Adds the evidence, the detail lines and, unless it passed, the remedy.
+/// Adds the evidence, the detail lines and, unless it passed, the fixes: settings that plan
+/// carries and apply makes.
 fn finish(
     mut outcome: RuleOutcome,
     evidence: Vec<String>,
     lines: Vec<String>,
-    remedy: Remedy,
+    fixes: Vec<Fix>,
 ) -> RuleOutcome {
     for path in evidence {
         outcome = outcome.evidence(path);
     }
     if outcome.status != FindingStatus::Pass {
-        match remedy {
-            Remedy::Settings(fixes) => outcome.fixes = fixes,
-            Remedy::Commands(commands) if !commands.is_empty() => {
-                outcome = outcome.manual(commands.join(" && "));
-            }
-            Remedy::Commands(_) => {}
-        }
+        outcome.fixes = fixes;
     }
     with_details(outcome, lines)
 }
@@ -322,7 +309,7 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Settings(fixes),
+        fixes,
     )
 }
 
@@ -492,7 +479,7 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Settings(fixes),
+        fixes,
     )
 }
 
@@ -592,7 +579,7 @@ fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Settings(fixes),
+        fixes,
     )
 }
 
@@ -645,7 +632,7 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         RuleOutcome::verdict(lines.is_empty(), observed, expected),
         evidence,
         lines,
-        Remedy::Settings(fixes),
+        fixes,
     )
 }
 
