@@ -1,7 +1,7 @@
 //! `lowlat plan`.
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -80,7 +80,7 @@ pub struct PlanArgs {
     /// together) or off (nosmt at the next boot). Default: the profile's (off for
     /// low-latency and realtime-host, kept for realtime-guest).
     #[arg(long, value_enum, value_name = "keep|off")]
-    pub smt: Option<SmtArg>,
+    pub smt: Option<SmtChoice>,
 
     /// How to isolate: boot (kernel arguments, in effect after a reboot), runtime (now,
     /// without a reboot: cpusets, cgroup v1 or v2, with the IRQ, workqueue and kernel-thread
@@ -180,15 +180,6 @@ fn memory_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
-/// `--smt` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SmtArg {
-    /// Keep SMT on, siblings together in the partition.
-    Keep,
-    /// Turn SMT off at the next boot (nosmt).
-    Off,
-}
-
 impl PlanArgs {
     /// The request these options describe.
     pub fn request(&self) -> Result<PlanRequest> {
@@ -212,11 +203,7 @@ impl PlanArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: match self.smt {
-                    None => SmtChoice::Profile,
-                    Some(SmtArg::Keep) => SmtChoice::Keep,
-                    Some(SmtArg::Off) => SmtChoice::Off,
-                },
+                smt: self.smt.unwrap_or_default(),
                 isolation: self.isolation,
             },
         })

@@ -15,7 +15,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, Power, Profile};
+use crate::plan::request::{Isolation, Power, Profile, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -325,6 +325,26 @@ impl clap::ValueEnum for Power {
             Power::Latency => "No C-state deeper than C1.",
             Power::Balanced => "No idle-state limit on the command line.",
         }))
+    }
+}
+
+/// `--smt` of plan: `keep` or `off`; without the flag, the profile decides
+/// ([`SmtChoice::Profile`], which has no value of its own).
+impl clap::ValueEnum for SmtChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[SmtChoice::Keep, SmtChoice::Off]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            SmtChoice::Profile => None,
+            SmtChoice::Keep => Some(
+                PossibleValue::new("keep").help("Keep SMT on, siblings together in the partition"),
+            ),
+            SmtChoice::Off => {
+                Some(PossibleValue::new("off").help("Turn SMT off at the next boot (nosmt)"))
+            }
+        }
     }
 }
 
