@@ -11,7 +11,7 @@ use crate::audit::profile;
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::findings;
-use crate::plan::request::{PlanRequest, Profile};
+use crate::plan::request::{PlanProfile, PlanRequest};
 use crate::report::html::{self, Source};
 use crate::sysroot::prepare_output_dir;
 use crate::tuning::profile_name::ProfileName;
@@ -112,8 +112,8 @@ pub struct PlanArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The workload to plan for (and the audit profile the hosts are judged by).
-    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlannedProfile)]
-    pub profile: Profile,
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
+    pub profile: PlanProfile,
 
     /// Write each group's plan into DIR/group-N/.
     #[arg(long, value_name = "DIR")]

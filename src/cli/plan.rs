@@ -13,7 +13,7 @@ use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::plan::request::{
-    HugepagePool, Isolation, PlanOptions, PlanRequest, Power, Profile, SmtChoice,
+    HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
 };
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
@@ -43,8 +43,8 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlannedProfile)]
-    pub profile: Profile,
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
+    pub profile: PlanProfile,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
     /// [default: 1].
@@ -90,8 +90,8 @@ pub struct PlanArgs {
     pub isolation: Isolation,
 
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
-    #[arg(long, value_enum, default_value_t = Power::Latency)]
-    pub power: Power,
+    #[arg(long, value_enum, default_value_t = PowerPolicy::Latency)]
+    pub power: PowerPolicy,
 
     /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
     /// first is the default size.
