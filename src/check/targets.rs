@@ -107,7 +107,7 @@ pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY` (LATENCY with 
 
 /// Why a `--target` was refused; each message starts with the target as given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum TargetError {
+pub(crate) enum ParseTargetError {
     /// No `<` between the metric and the limit.
     #[error("'{text}' has no <; {GRAMMAR}")]
     NoLimit {
@@ -175,17 +175,17 @@ pub(crate) fn parse<E: std::fmt::Display>(
     text: &str,
     length: impl Fn(&str) -> Result<u64, E>,
     shortest_gap_ns: u64,
-) -> Result<Target, TargetError> {
+) -> Result<Target, ParseTargetError> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let given = || text.to_string();
     let length = |value: &str| {
-        length(value).map_err(|e| TargetError::Length {
+        length(value).map_err(|e| ParseTargetError::Length {
             text: given(),
             why: e.to_string(),
         })
     };
     let Some((metric, limit)) = compact.split_once('<') else {
-        return Err(TargetError::NoLimit { text: given() });
+        return Err(ParseTargetError::NoLimit { text: given() });
     };
     let (metric, below) = if metric == "timer.max" {
         let ns = length(limit)?;
@@ -196,20 +196,22 @@ pub(crate) fn parse<E: std::fmt::Display>(
     {
         let at_least_ns = length(gap)?;
         if at_least_ns < shortest_gap_ns {
-            return Err(TargetError::TooShort {
+            return Err(ParseTargetError::TooShort {
                 text: given(),
                 shortest_gap_ns,
             });
         }
-        let (count, unit) = limit.split_once('/').ok_or_else(|| TargetError::NotRate {
-            text: given(),
-            limit: limit.to_string(),
-        })?;
+        let (count, unit) = limit
+            .split_once('/')
+            .ok_or_else(|| ParseTargetError::NotRate {
+                text: given(),
+                limit: limit.to_string(),
+            })?;
         let count: f64 = count
             .parse()
             .ok()
             .filter(|n: &f64| n.is_finite() && *n > 0.0)
-            .ok_or_else(|| TargetError::Count {
+            .ok_or_else(|| ParseTargetError::Count {
                 text: given(),
                 count: count.to_string(),
             })?;
@@ -218,7 +220,7 @@ pub(crate) fn parse<E: std::fmt::Display>(
             "min" => count,
             "h" => count / 60.0,
             _ => {
-                return Err(TargetError::Unit {
+                return Err(ParseTargetError::Unit {
                     text: given(),
                     unit: unit.to_string(),
                 });
@@ -226,7 +228,7 @@ pub(crate) fn parse<E: std::fmt::Display>(
         };
         (Metric::InterruptionsPerMinute { at_least_ns }, per_minute)
     } else {
-        return Err(TargetError::Metric {
+        return Err(ParseTargetError::Metric {
             text: given(),
             metric: metric.to_string(),
         });
