@@ -198,7 +198,7 @@ pub(crate) fn explanation(
     to_ns: &dyn Fn(u64) -> u64,
 ) -> Explanation {
     let none = Vec::new();
-    let explained = cpus
+    let explained: Vec<CpuCauses> = cpus
         .iter()
         .map(|c| {
             let events = capture
@@ -216,6 +216,11 @@ pub(crate) fn explanation(
                     .filter(|(cpu, ..)| *cpu == c.cpu)
                     .map(|&(_, from, to)| (from, to))
                     .collect(),
+                offline_from: capture
+                    .offline
+                    .iter()
+                    .find(|(cpu, _)| *cpu == c.cpu)
+                    .map(|&(_, from)| from),
                 run_start: c.start,
                 sleeps: c.sleeps,
             };
@@ -229,13 +234,38 @@ pub(crate) fn explanation(
             )
         })
         .collect();
+    let mut notes = capture.notes.clone();
+    notes.extend(explained.iter().flat_map(unmatched_notes));
     Explanation {
         traced: true,
         clock: clock.name(),
         cpus: explained,
         lost_events: capture.lost_events,
-        notes: capture.notes.clone(),
+        notes,
     }
+}
+
+/// What a CPU's IPIs without a named sender say, one sentence each.
+fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
+    let window_ms = IPI_WINDOW_NS as f64 / 1e6;
+    let mut notes = Vec::new();
+    let unmatched = cpu.unmatched_ipis;
+    if unmatched.sent_after > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived before the only send to them traced within {window_ms} ms \
+             (the CPUs' trace clocks disagree): their senders are not named",
+            cpu.cpu, unmatched.sent_after
+        ));
+    }
+    if unmatched.far_before > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived more than {window_ms} ms after the last send to them \
+             traced (a send not traced, a late delivery or clocks that far apart): their \
+             senders are not named",
+            cpu.cpu, unmatched.far_before
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]
@@ -284,6 +314,7 @@ mod tests {
                 causes: Vec::new(),
                 spikes: Vec::new(),
                 cross_check: None,
+                unmatched_ipis: Default::default(),
             }],
             lost_events: 0,
             notes: Vec::new(),
@@ -499,6 +530,7 @@ mod tests {
             loop_tid: LOOP_TID,
             events: &events,
             lost: Vec::new(),
+            offline_from: None,
             run_start: events[0].ts,
             sleeps: false,
         };
@@ -529,5 +561,64 @@ mod tests {
             out.causes
         );
         assert_eq!(count(Class::Unknown, ""), 0);
+    }
+
+    /// IPIs whose senders the join did not name for a clock skew, or for a send older than
+    /// the window, are said in the notes with their count, per CPU.
+    #[test]
+    fn unnamed_senders_are_counted_in_the_notes() {
+        use super::events::IpiSend;
+        let mut s = Symbols::default();
+        let comm = s.intern("membarrier");
+        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+        let send = |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite: site,
+            targets: vec![1],
+            kind: None,
+        };
+        let capture = Capture {
+            symbols: s,
+            events: vec![(
+                1,
+                vec![
+                    ev(105, What::Vector(Vector::CallFunction)),
+                    ev(205, What::Vector(Vector::CallFunction)),
+                ],
+            )],
+            sent: vec![send(110), send(150)],
+            ..Capture::default()
+        };
+        let gaps = CpuGaps {
+            cpu: 1,
+            loop_tid: 100,
+            start: 0,
+            gaps: vec![
+                TraceGap {
+                    start: 100,
+                    end: 120,
+                },
+                TraceGap {
+                    start: 200,
+                    end: 220,
+                },
+            ],
+            sleeps: false,
+        };
+        // A window of 40: the first IPI's only send is 5 after it, the second's 55 before.
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 40, &|t| t);
+        assert_eq!(
+            out.notes,
+            vec![
+                "CPU 1: 1 IPI(s) arrived before the only send to them traced within 1 ms (the \
+                 CPUs' trace clocks disagree): their senders are not named",
+                "CPU 1: 1 IPI(s) arrived more than 1 ms after the last send to them traced (a \
+                 send not traced, a late delivery or clocks that far apart): their senders are \
+                 not named"
+            ]
+        );
     }
 }
