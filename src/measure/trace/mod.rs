@@ -621,4 +621,100 @@ mod tests {
             ]
         );
     }
+
+    /// A recorded trace of another architecture and kernel: 401 consecutive lines of a 32-bit
+    /// arm Raspberry Pi's `trace` (four flag characters, a function tracer's lines and stack
+    /// traces between the events; tests/data/explain/README.md). Every line of an event of the
+    /// set parses and nothing else does; on each CPU, the gaps taken around each interrupt
+    /// are given one cause each: the generic timer (`irq=162 name=arch_timer`) the local
+    /// timer, never a device IRQ to move; the USB and MMC controllers device IRQs.
+    #[test]
+    fn a_recorded_arm_trace_of_an_older_kernel_parses_and_explains() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/explain/rpi-arm32-trace.txt"
+        ))
+        .unwrap();
+        let set = [
+            ": irq_handler_entry: ",
+            ": softirq_entry: ",
+            ": sched_switch: ",
+            ": sched_wakeup: ",
+        ];
+        let mut symbols = Symbols::default();
+        let mut by_cpu: Vec<(u32, Vec<Event>)> = Vec::new();
+        for line in text.lines() {
+            let parsed = events::parse(line, &mut symbols);
+            let in_set = set.iter().any(|event| line.contains(event));
+            match parsed {
+                Line::Event(e) => {
+                    assert!(in_set, "parsed, not of the set: {line}");
+                    let cpu: u32 = line[line.find('[').unwrap() + 1..line.find(']').unwrap()]
+                        .parse()
+                        .unwrap();
+                    match by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
+                        Some((_, events)) => events.push(e),
+                        None => by_cpu.push((cpu, vec![e])),
+                    }
+                }
+                Line::Other => assert!(!in_set, "not parsed: {line}"),
+                other => panic!("{other:?} from {line}"),
+            }
+        }
+        let all: Vec<&Event> = by_cpu.iter().flat_map(|(_, e)| e).collect();
+        // 29 IRQ handlers (9 of them the generic timer), 18 softirqs, 7 switches, 5 wake-ups.
+        assert_eq!(all.len(), 29 + 18 + 7 + 5);
+        let timers = all
+            .iter()
+            .filter(|e| e.what == What::Vector(Vector::LocalTimer))
+            .count();
+        assert_eq!(timers, 9);
+        let mut sources = Vec::new();
+        for (cpu, events) in &by_cpu {
+            // A gap from 1 µs before each interrupt to 5 µs after (timestamps in µs).
+            let mut gaps: Vec<TraceGap> = Vec::new();
+            for e in events {
+                if matches!(e.what, What::Vector(_) | What::Irq { .. })
+                    && gaps.last().is_none_or(|g| g.end < e.ts - 1_000)
+                {
+                    gaps.push(TraceGap {
+                        start: e.ts - 1_000,
+                        end: e.ts + 5_000,
+                    });
+                }
+            }
+            let trace = CpuTrace {
+                cpu: *cpu,
+                loop_tid: 1,
+                events,
+                lost: Vec::new(),
+                offline_from: None,
+                run_start: events[0].ts,
+                sleeps: false,
+            };
+            let out = explain_cpu(&trace, &gaps, &[], 1_000_000, &symbols, &|t| t);
+            assert_eq!(
+                out.causes.iter().map(|c| c.count).sum::<u64>(),
+                gaps.len() as u64
+            );
+            for c in out.causes {
+                sources.push((c.cause.class, c.cause.source, c.count));
+            }
+        }
+        let count = |class: Class, source: &str| -> u64 {
+            sources
+                .iter()
+                .filter(|(c, s, _)| *c == class && s == source)
+                .map(|(.., n)| n)
+                .sum()
+        };
+        // No hrtimer event in this trace: the timer's gaps are the local timer's.
+        assert_eq!(count(Class::Tick, "local timer"), 9);
+        assert!(count(Class::DeviceIrq, "56 dwc_otg") >= 5, "{sources:#?}");
+        assert!(count(Class::DeviceIrq, "86 mmc1") >= 1, "{sources:#?}");
+        assert!(
+            sources.iter().all(|(_, s, _)| !s.contains("arch_timer")),
+            "{sources:#?}"
+        );
+    }
 }
