@@ -717,4 +717,64 @@ mod tests {
             "{sources:#?}"
         );
     }
+
+    /// A kernel without `ipi_send_cpu` (arm64 before 6.6), from its lines to the cause: the
+    /// sender's `ipi_raise` on CPU 0, then on CPU 7 the `IPI` interrupt and its `ipi_entry`.
+    /// The lines have the shape such a kernel prints (the events and fields of a public
+    /// report of one, the comm-pid column added); no recorded trace of one could be cited
+    /// (tests/data/explain/README.md).
+    #[test]
+    fn without_ipi_send_cpu_the_sender_comes_from_ipi_raise_lines() {
+        let lines = [
+            "       sugov:4-491     [000] d..4.   154.892148: ipi_raise: target_mask=00000000,00000080 (Function call interrupts)",
+            "          <idle>-0     [007] d.h1.   154.892211: irq_handler_entry: irq=2 name=IPI",
+            "          <idle>-0     [007] d.h1.   154.892211: ipi_entry: (Function call interrupts)",
+            "          <idle>-0     [007] d.h2.   154.892213: sched_wakeup: comm=sugov:4 pid=491 prio=-1 target_cpu=007",
+            "          <idle>-0     [000] d..4.   154.900000: ipi_raise: target_mask=00000000,00000080 (Rescheduling interrupts)",
+            "          <idle>-0     [007] d.h1.   154.900040: irq_handler_entry: irq=2 name=IPI",
+            "          <idle>-0     [007] d.h1.   154.900040: ipi_entry: (Rescheduling interrupts)",
+        ];
+        let mut capture = Capture::default();
+        let mut events = Vec::new();
+        for line in lines {
+            match events::parse(line, &mut capture.symbols) {
+                Line::Event(e) => events.push(e),
+                Line::Sent(sent) => capture.sent.push(sent),
+                other => panic!("{other:?} from {line}"),
+            }
+        }
+        capture.events = vec![(7, events)];
+        let gaps = CpuGaps {
+            cpu: 7,
+            loop_tid: 100,
+            start: 154_000_000_000,
+            gaps: vec![
+                TraceGap {
+                    start: 154_892_200_000,
+                    end: 154_892_220_000,
+                },
+                TraceGap {
+                    start: 154_900_030_000,
+                    end: 154_900_050_000,
+                },
+            ],
+            sleeps: false,
+        };
+        // A ns clock: the window is 1 ms.
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 1_000_000, &|t| t);
+        let mut got: Vec<(Class, String)> = out.cpus[0]
+            .causes
+            .iter()
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Ipi, "function call from sugov:4 on CPU 0".into()),
+                (Class::Ipi, "reschedule from <idle> on CPU 0".into()),
+            ]
+        );
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
+    }
 }
