@@ -6,7 +6,8 @@
 //! One gap, one cause, chosen in this order (the first that applies):
 //! 1. the gap overlaps a window in which the CPU's buffer lost events: **unknown (events
 //!    lost)**: what remained cannot be trusted to be all (also **unknown** a garbled gap whose
-//!    end is before its start);
+//!    end is before its start, and a gap that ends after the CPU was seen offline: the kernel
+//!    moved the loop off it);
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
 //!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
@@ -16,8 +17,10 @@
 //!    hrtimer; with the reason the tick was kept where `tick_stop` said it), another
 //!    **timer** (the hrtimer's callback, e.g. `timerfd_tmrproc`, `hrtimer_wakeup`), a
 //!    **device IRQ** (number and name), an **IPI** (function call or reschedule, with the
-//!    sender where the senders' instance saw it; a **TLB shootdown** when a remote TLB flush
-//!    ran in it), an **NMI**;
+//!    sender where the senders' instance saw it, at most the window before it arrived: a
+//!    send traced after it or older is never named; a **TLB shootdown** when a remote TLB
+//!    flush ran in it), an **NMI**; on arm and arm64 the generic timer's interrupt is the
+//!    local timer and the `IPI` interrupt takes the kind of the `ipi_entry` after it;
 //! 4. a softirq alone (run on the way out of an interrupt not traced, or by ksoftirqd in
 //!    place): **RCU** for the RCU vector, else the **softirq** by name;
 //! 5. nothing on this CPU: **no kernel event** (in a VM the hypervisor took the CPU; on bare
@@ -79,7 +82,8 @@ pub(crate) enum Class {
     Rcu,
     /// No kernel event on this CPU in the gap: the hypervisor (in a VM) or firmware / SMI.
     NoKernelEvent,
-    /// The trace lost events in the gap's window.
+    /// Not to be told: the trace lost events in the gap's window, the CPU went offline, or
+    /// the gap is garbled.
     Unknown,
 }
 
@@ -133,7 +137,8 @@ impl Class {
             Class::Nmi => "NMI",
             Class::Rcu => "RCU",
             Class::NoKernelEvent => "no kernel event",
-            Class::Unknown => "unknown (events lost)",
+            // The source says why: events lost, the CPU offline, a garbled gap.
+            Class::Unknown => "unknown",
         }
     }
 }
