@@ -237,6 +237,9 @@ pub(crate) struct UnmatchedIpis {
     pub sent_after: u64,
     /// Arrivals whose last send to the CPU is older than the window, with none after.
     pub far_before: u64,
+    /// Arrivals in or within the window after a loss of the senders' trace (the send may be
+    /// the one lost).
+    pub sends_lost: u64,
 }
 
 /// Adds a later segment's counts.
@@ -244,6 +247,7 @@ impl Merge for UnmatchedIpis {
     fn merge(&mut self, later: UnmatchedIpis) {
         self.sent_after += later.sent_after;
         self.far_before += later.far_before;
+        self.sends_lost += later.sends_lost;
     }
 }
 
@@ -255,13 +259,22 @@ enum Sender<'a> {
     After,
     /// None in the window on either side; an older one.
     FarBefore,
+    /// The senders' trace lost events in the window before it: the send may be lost.
+    Lost,
     /// No send to the CPU traced, or a kind the sends do not cover.
     Unknown,
 }
 
 /// The sender of an IPI of `vector` that arrived at `ts`, from `to_me` (the sends to its
-/// CPU, in time order) within `window` (trace clock).
-fn sender_of<'a>(ts: u64, vector: Vector, to_me: &[&'a IpiSend], window: u64) -> Sender<'a> {
+/// CPU, in time order) within `window` (trace clock); none where the senders' trace lost
+/// events (`sends_lost`) in the window before it.
+fn sender_of<'a>(
+    ts: u64,
+    vector: Vector,
+    to_me: &[&'a IpiSend],
+    window: u64,
+    sends_lost: &[(u64, u64)],
+) -> Sender<'a> {
     let family = |v: Vector| match v {
         Vector::CallFunctionSingle => Vector::CallFunction,
         other => other,
@@ -271,6 +284,12 @@ fn sender_of<'a>(ts: u64, vector: Vector, to_me: &[&'a IpiSend], window: u64) ->
         Vector::CallFunction | Vector::CallFunctionSingle | Vector::Reschedule
     ) {
         return Sender::Unknown;
+    }
+    if sends_lost
+        .iter()
+        .any(|&(from, to)| from <= ts && ts.saturating_sub(window) <= to)
+    {
+        return Sender::Lost;
     }
     // ipi_raise says the kind: a send of another kind is not this IPI's.
     let same_kind = |s: &&&IpiSend| s.kind.is_none_or(|k| family(k) == family(vector));
@@ -380,6 +399,8 @@ pub(crate) struct CpuTrace<'a> {
     pub lost: Vec<(u64, u64)>,
     /// Seen offline during the run: from this time (its last event before) to the end.
     pub offline_from: Option<u64>,
+    /// Windows `(from, to)` in which the senders' trace lost events (of any CPU).
+    pub sends_lost: &'a [(u64, u64)],
     /// When the run started (trace clock), for the spikes' times.
     pub run_start: u64,
     /// The loop sleeps: its own wake-ups are not causes (see the module's doc).
@@ -742,7 +763,7 @@ fn classify(
                 } else {
                     Class::Ipi
                 };
-                let from = match sender_of(entry.ts, vector, to_me, ipi_window) {
+                let from = match sender_of(entry.ts, vector, to_me, ipi_window, trace.sends_lost) {
                     Sender::Named(s) => {
                         // The callsite without its offset (`on_each_cpu_cond_mask+0x20/0x60`);
                         // none for ipi_raise.
@@ -763,6 +784,10 @@ fn classify(
                     Sender::FarBefore => {
                         unmatched.far_before += 1;
                         ""
+                    }
+                    Sender::Lost => {
+                        unmatched.sends_lost += 1;
+                        " (sender not named: sends lost)"
                     }
                     Sender::Unknown => "",
                 };
@@ -804,6 +829,7 @@ mod tests {
             events,
             lost,
             offline_from: None,
+            sends_lost: &[],
             run_start: 0,
             sleeps: false,
         }
@@ -1161,7 +1187,8 @@ mod tests {
             out.unmatched_ipis,
             UnmatchedIpis {
                 sent_after: 1,
-                far_before: 1
+                far_before: 1,
+                sends_lost: 0,
             }
         );
         // A later segment adds up.
@@ -1169,6 +1196,53 @@ mod tests {
         both.merge(out);
         assert_eq!(both.unmatched_ipis.sent_after, 2);
         assert_eq!(both.unmatched_ipis.far_before, 2);
+    }
+
+    /// A loss in the senders' trace: an IPI arriving in it or within the window after it
+    /// is not given the send before the loss (its own may be the one lost), and is counted.
+    #[test]
+    fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
+        let mut s = Symbols::default();
+        let comm = s.intern("membarrier");
+        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+        let send = |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite: site,
+            targets: vec![1],
+            kind: None,
+        };
+        let events = [
+            ev(105, What::Vector(Vector::CallFunction)),
+            ev(505, What::Vector(Vector::CallFunction)),
+        ];
+        let sent = [send(100), send(500)];
+        // The senders lost events between 80 and 90: within 50 before the first IPI.
+        let lost = [(80, 90)];
+        let mut t = trace(&events, vec![]);
+        t.sends_lost = &lost;
+        let gaps = [gap(100, 110), gap(500, 510)];
+        let out = explain_cpu(&t, &gaps, &sent, 50, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Class::Ipi,
+                    "function call (sender not named: sends lost)".into(),
+                    1
+                ),
+                (
+                    Class::Ipi,
+                    "function call from membarrier on CPU 0 (smp_call_function_many_cond)".into(),
+                    1
+                ),
+            ]
+        );
+        assert_eq!(out.unmatched_ipis.sends_lost, 1);
     }
 
     /// A CPU seen offline during the run: the gap that spans the offlining and every later
@@ -1298,6 +1372,7 @@ mod scale {
                     events,
                     lost: Vec::new(),
                     offline_from: None,
+                    sends_lost: &[],
                     run_start: 0,
                     sleeps: false,
                 };

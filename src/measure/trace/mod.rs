@@ -224,6 +224,7 @@ pub(crate) fn explanation(
                     .iter()
                     .find(|(cpu, _)| *cpu == c.cpu)
                     .map(|&(_, from)| from),
+                sends_lost: &capture.sent_lost,
                 run_start: c.start,
                 sleeps: c.sleeps,
             };
@@ -266,6 +267,13 @@ fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
              traced (a send not traced, a late delivery or clocks that far apart): their \
              senders are not named",
             cpu.cpu, unmatched.far_before
+        ));
+    }
+    if unmatched.sends_lost > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived within {window_ms} ms after the IPI senders' trace lost \
+             events (their send may be the one lost): their senders are not named",
+            cpu.cpu, unmatched.sends_lost
         ));
     }
     notes
@@ -536,6 +544,7 @@ mod tests {
             events: &events,
             lost: Vec::new(),
             offline_from: None,
+            sends_lost: &[],
             run_start: events[0].ts,
             sleeps: false,
         };
@@ -694,6 +703,7 @@ mod tests {
                 events,
                 lost: Vec::new(),
                 offline_from: None,
+                sends_lost: &[],
                 run_start: events[0].ts,
                 sleeps: false,
             };

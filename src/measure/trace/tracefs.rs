@@ -84,6 +84,10 @@ pub(crate) struct Capture {
     pub lost: Vec<(u32, u64, u64)>,
     /// Events lost in all (ring-buffer overruns and drops).
     pub lost_events: u64,
+    /// Windows `(from, to)` of trace time in which the senders' buffer of some CPU lost
+    /// events: a send in them may be missing, so no IPI arriving in or just after them is
+    /// given a sender.
+    pub sent_lost: Vec<(u64, u64)>,
     /// CPUs seen offline during the run `(cpu, from)`: from the last event traced before
     /// (trace time) to the end of the run, their gaps are not theirs to explain.
     pub offline: Vec<(u32, u64)>,
@@ -105,6 +109,8 @@ struct Stream {
     open_loss: Option<u64>,
     /// Seen offline: since its last event traced before (trace time).
     offline_from: Option<u64>,
+    /// The time of the last line read with one (an event or a send).
+    last_ts: u64,
 }
 
 /// The running session; [`Tracing::finish`] ends it, dropping it undoes it.
@@ -127,6 +133,7 @@ struct State {
     senders: Vec<Stream>,
     sent: Vec<IpiSend>,
     lost: Vec<(u32, u64, u64)>,
+    sent_lost: Vec<(u32, u64, u64)>,
     lost_events: u64,
     measured: CpuSet,
 }
@@ -191,6 +198,7 @@ impl<'r> Tracing<'r> {
             senders,
             sent,
             lost,
+            sent_lost,
             lost_events,
             measured,
         } = &mut *state;
@@ -216,15 +224,23 @@ impl<'r> Tracing<'r> {
         if let Some(ipi) = self.instances.get(1) {
             for stream in senders.iter_mut() {
                 let mut batch = Vec::new();
-                read_stream(self.root, ipi, stream, symbols, lost, lost_events, |line| {
-                    if let Line::Sent(mut s) = line {
-                        s.targets.retain(|cpu| measured.contains(*cpu));
-                        if !s.targets.is_empty() {
-                            batch.push(s);
+                read_stream(
+                    self.root,
+                    ipi,
+                    stream,
+                    symbols,
+                    sent_lost,
+                    lost_events,
+                    |line| {
+                        if let Line::Sent(mut s) = line {
+                            s.targets.retain(|cpu| measured.contains(*cpu));
+                            if !s.targets.is_empty() {
+                                batch.push(s);
+                            }
                         }
-                    }
-                    None
-                });
+                        None
+                    },
+                );
                 sent.extend(batch);
             }
         }
@@ -268,6 +284,25 @@ impl<'r> Tracing<'r> {
                 state.lost.push((stream.cpu, from, u64::MAX));
             }
         }
+        // The senders' losses: a send lost may be the one an IPI came from.
+        if let Some(ipi) = self.instances.get(1) {
+            for stream in &mut state.senders {
+                if let Some(from) = stream.open_loss.take() {
+                    state.sent_lost.push((stream.cpu, from, u64::MAX));
+                }
+                let counted = lost_in_stats(self.root, ipi, stream.cpu);
+                let marked = state.sent_lost.iter().any(|(cpu, ..)| *cpu == stream.cpu);
+                if counted > 0 && !marked {
+                    notes.push(format!(
+                        "the IPI senders' trace lost {counted} events of CPU {} that the pipe \
+                         did not place in time: no IPI is given a sender",
+                        stream.cpu
+                    ));
+                    state.sent_lost.push((stream.cpu, 0, u64::MAX));
+                    state.lost_events += counted;
+                }
+            }
+        }
         let offline: Vec<(u32, u64)> = state
             .streams
             .iter()
@@ -296,6 +331,11 @@ impl<'r> Tracing<'r> {
             sent,
             lost: state.lost,
             lost_events: state.lost_events,
+            sent_lost: state
+                .sent_lost
+                .iter()
+                .map(|&(_, from, to)| (from, to))
+                .collect(),
             offline,
             notes,
         }
@@ -577,7 +617,7 @@ pub(crate) fn buffer_kb(duration: Duration) -> u64 {
 
 /// Drains one CPU's pipe of `instance` into `stream`, parsing each whole line; `keep` turns
 /// a line into the event to keep (or consumes it itself). A `[LOST N EVENTS]` marker opens a
-/// lost window from the last event kept to the next one.
+/// lost window (in `lost`) from the last event or send read to the next one.
 fn read_stream(
     root: &SysRoot,
     instance: &str,
@@ -606,14 +646,21 @@ fn read_stream(
             match events::parse(line, symbols) {
                 Line::Lost(n) => {
                     *lost_events += n;
-                    let from = stream.events.last().map_or(0, |e| e.ts);
-                    stream.open_loss = Some(stream.open_loss.unwrap_or(from));
+                    stream.open_loss = Some(stream.open_loss.unwrap_or(stream.last_ts));
                 }
                 other => {
-                    if let Some(event) = keep(other) {
+                    let ts = match &other {
+                        Line::Event(e) => Some(e.ts),
+                        Line::Sent(sent) => Some(sent.ts),
+                        _ => None,
+                    };
+                    if let Some(ts) = ts {
                         if let Some(from) = stream.open_loss.take() {
-                            lost.push((stream.cpu, from, event.ts));
+                            lost.push((stream.cpu, from, ts));
                         }
+                        stream.last_ts = ts;
+                    }
+                    if let Some(event) = keep(other) {
                         stream.events.push(event);
                     }
                 }
@@ -927,6 +974,47 @@ mod tests {
         assert!(
             capture.notes.iter().any(|n| n.starts_with(
                 "CPU 1: the trace buffer lost 3 events that the pipe did not place in time"
+            )),
+            "{:?}",
+            capture.notes
+        );
+    }
+
+    /// The senders' trace lost events: the pipe's marker opens a window from the last send
+    /// read to the next; a loss only the counters report makes every send suspect, said.
+    #[test]
+    fn a_loss_of_the_senders_trace_is_a_window_or_said() {
+        let (tree, _) = tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        senders(&tree, &["ipi/ipi_send_cpu", "ipi/ipi_send_cpumask"]);
+        tree.write("/sys/devices/system/cpu/possible", "0-1\n");
+        let ipi = format!("{T}/instances/lowlat-{}-ipi", std::process::id());
+        let send = |ts: u64| {
+            format!(
+                "  bash-7 [000] ...1. {ts}: ipi_send_cpu: cpu=1 callsite=f+0x1/0x2 callback=g+0x0/0x1\n"
+            )
+        };
+        tree.write(
+            &format!("{ipi}/per_cpu/cpu0/trace_pipe"),
+            send(100) + "CPU:0 [LOST 4 EVENTS]\n" + &send(300),
+        );
+        let root = tree.root();
+        let capture = start(&root).finish();
+        assert_eq!(capture.sent.len(), 2);
+        assert_eq!(capture.sent_lost, vec![(100, 300)]);
+        assert_eq!(capture.lost_events, 4);
+        assert!(capture.lost.is_empty(), "{:?}", capture.lost);
+
+        let (tree, _) = tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        senders(&tree, &["ipi/ipi_send_cpu", "ipi/ipi_send_cpumask"]);
+        tree.write("/sys/devices/system/cpu/possible", "0-1\n");
+        tree.write(&format!("{ipi}/per_cpu/cpu0/trace_pipe"), send(100));
+        tree.write(&format!("{ipi}/per_cpu/cpu0/stats"), "overrun: 2\n");
+        let root = tree.root();
+        let capture = start(&root).finish();
+        assert_eq!(capture.sent_lost, vec![(0, u64::MAX)]);
+        assert!(
+            capture.notes.iter().any(|n| n.starts_with(
+                "the IPI senders' trace lost 2 events of CPU 0 that the pipe did not place"
             )),
             "{:?}",
             capture.notes
