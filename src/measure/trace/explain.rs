@@ -227,9 +227,9 @@ pub(crate) struct CpuCauses {
 
 /// IPIs (function call, reschedule) whose sender the join does not name although sends to
 /// their CPU were traced: the sending CPU's trace clock and this one's disagree (a send
-/// traced after the arrival), or the last send before the arrival is older than the window
-/// (a delivery that late, a send not traced, or clocks that far apart). Naming either would
-/// be a guess.
+/// traced after the arrival), the last send before the arrival is older than the window (a
+/// delivery that late, a send not traced, or clocks that far apart), or the senders' trace
+/// lost events just before it. Naming a sender then would be a guess.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct UnmatchedIpis {
     /// Arrivals with no send to the CPU in the window before them but one in the window after
