@@ -1043,6 +1043,9 @@ mod tests {
         );
         tree.write(online, "0\n");
         tracing.drain();
+        // Its pipe gone while it is offline: read as nothing, not a panic.
+        tree.remove(&pipe);
+        tracing.drain();
         // Back online: the window still runs to the end.
         tree.write(
             &pipe,
