@@ -65,11 +65,7 @@ impl Merge for TimerRun {
     fn merge(&mut self, later: Self) {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
-        match (&mut self.explanation, later.explanation) {
-            (Some(explanation), Some(more)) => explanation.merge(more),
-            (explanation @ None, more) => *explanation = more,
-            (Some(_), None) => {}
-        }
+        self.explanation.merge(later.explanation);
     }
 }
 
