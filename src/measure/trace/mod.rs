@@ -46,6 +46,9 @@ pub(crate) struct Explanation {
     pub lost_events: u64,
     /// What could not be explained, and why, one sentence each.
     pub notes: Vec<String>,
+    /// The loop slept between its readings (the timer's): each gap runs from a deadline to
+    /// its wake-up, so a gap with no kernel event is the way out of idle too.
+    pub slept: bool,
 }
 
 impl Explanation {
@@ -57,6 +60,7 @@ impl Explanation {
             cpus: Vec::new(),
             lost_events: 0,
             notes: vec![format!("gaps not explained: {reason}")],
+            slept: false,
         }
     }
 }
@@ -89,6 +93,7 @@ impl Explanation {
     /// spike times count from that segment's start).
     pub(crate) fn merge(&mut self, later: Explanation) {
         self.traced &= later.traced;
+        self.slept |= later.slept;
         self.lost_events += later.lost_events;
         for note in later.notes {
             if !self.notes.contains(&note) {
@@ -235,6 +240,7 @@ pub(crate) fn explanation(
         cpus: explained,
         lost_events: capture.lost_events,
         notes: capture.notes.clone(),
+        slept: cpus.iter().any(|c| c.sleeps),
     }
 }
 
@@ -287,6 +293,7 @@ mod tests {
             }],
             lost_events: 0,
             notes: Vec::new(),
+            slept: false,
         };
         let mut vm = one();
         vm.cross_check(Some("KVM"), &[(1, &during[0])]);
@@ -433,6 +440,8 @@ mod tests {
             .iter()
             .find(|c| c.cause.class == Class::NoKernelEvent);
         assert_eq!(hypervisor.unwrap().count, 2);
+        // Its no-kernel-event gaps are read as a sleeping loop's.
+        assert!(out.slept);
         assert_eq!(out.cpus[0].gaps, 7);
     }
 

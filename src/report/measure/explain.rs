@@ -26,6 +26,11 @@ pub(crate) struct ExplainJson {
     pub notes: Vec<String>,
     /// Each measured CPU.
     pub cpus: Vec<CpuCausesJson>,
+    /// Whether the loop slept between its readings (the timer's: each gap runs from a
+    /// deadline to the wake-up), so that a `no_kernel_event` gap is also the way out of idle:
+    /// the host waking a halted vCPU, or the CPU leaving its idle state.
+    #[serde(default)]
+    pub loop_slept: bool,
 }
 
 /// One CPU's causes.
@@ -82,9 +87,10 @@ fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
     }
 }
 
-/// The line under a CPU's cause table that sets its `no kernel event` gaps beside the
-/// figure that can confirm them.
-fn cross_check_text(check: &CrossCheckJson) -> String {
+/// The line under a CPU's cause table (and under a check's verdict) that says what its
+/// `no kernel event` gaps are and sets them beside the figure that can confirm them; the
+/// same for both loops, with the way out of idle added for one that slept (`slept`).
+pub(crate) fn cross_check_text(check: &CrossCheckJson, slept: bool) -> String {
     let unreadable = |what: &str| {
         check
             .unreadable
@@ -98,18 +104,30 @@ fn cross_check_text(check: &CrossCheckJson) -> String {
                 check.steal_ns.unwrap_or(0) as f64 / 1e6
             )
         });
+        let host = if slept {
+            "the loop slept, so also the host waking the halted vCPU to deliver its timer \
+             (not steal: a halted vCPU is not waiting to run), and its exits to run its own \
+             code on this vCPU"
+        } else {
+            "the host's exits to run its own code on this vCPU are not steal"
+        };
         format!(
-            "no kernel event: in a VM ({}), the host's: {figure}; the host's exits to run \
-             its own code on this vCPU are not steal",
+            "no kernel event: in a VM ({}), the host's: {figure}; {host}",
             check.hypervisor.as_deref().unwrap_or("unknown hypervisor")
         )
     } else {
         let figure = unreadable("the SMI count (MSR 0x34)").unwrap_or_else(|| {
             format!("{} SMIs during the run (MSR 0x34)", check.smis.unwrap_or(0))
         });
+        let idle = if slept {
+            "the loop slept, so the CPU's way out of its idle state (its exit latency: \
+             LL-CSTATES, LL-MAX-CSTATE), or "
+        } else {
+            ""
+        };
         format!(
-            "no kernel event: on bare metal, firmware or an SMI: {figure}; `lowlat measure \
-             hwlat` measures what firmware takes where the hwlat tracer exists"
+            "no kernel event: on bare metal, {idle}firmware or an SMI: {figure}; `lowlat \
+             measure hwlat` measures what firmware takes where the hwlat tracer exists"
         )
     }
 }
@@ -178,6 +196,7 @@ pub(crate) fn json(explanation: &Explanation) -> ExplainJson {
         lost_events: explanation.lost_events,
         notes: explanation.notes.clone(),
         cpus: explanation.cpus.iter().map(cpu_json).collect(),
+        loop_slept: explanation.slept,
     }
 }
 
@@ -274,7 +293,7 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
         if let Some(check) = &cpu.cross_check
             && cpu.causes.iter().any(|c| c.class == Class::NoKernelEvent)
         {
-            let _ = writeln!(out, "{}", cross_check_text(check));
+            let _ = writeln!(out, "{}", cross_check_text(check, explanation.loop_slept));
         }
         if !cpu.spikes.is_empty() {
             let _ = writeln!(out, "longest {what}:");
@@ -387,31 +406,102 @@ mod tests {
             ("hypervisor", Some(30_000_000), None)
         );
         assert_eq!(
-            cross_check_text(&steal),
+            cross_check_text(&steal, false),
             "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
              ms; the host's exits to run its own code on this vCPU are not steal"
         );
         let smis = cross_check_json(&CrossCheck::Smis(Avail::Available(3)));
         assert_eq!((smis.smis, smis.steal_ns), (Some(3), None));
         assert!(
-            cross_check_text(&smis).starts_with(
+            cross_check_text(&smis, false).starts_with(
                 "no kernel event: on bare metal, firmware or an SMI: 3 SMIs during the run \
                  (MSR 0x34); `lowlat measure hwlat`"
             ),
             "{}",
-            cross_check_text(&smis)
+            cross_check_text(&smis, false)
+        );
+        // The timer's loop slept: the same figure, with the way out of idle its gaps hold.
+        assert_eq!(
+            cross_check_text(&steal, true),
+            "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
+             ms; the loop slept, so also the host waking the halted vCPU to deliver its timer \
+             (not steal: a halted vCPU is not waiting to run), and its exits to run its own \
+             code on this vCPU"
+        );
+        assert!(
+            cross_check_text(&smis, true).starts_with(
+                "no kernel event: on bare metal, the loop slept, so the CPU's way out of its \
+                 idle state (its exit latency: LL-CSTATES, LL-MAX-CSTATE), or firmware or an \
+                 SMI: 3 SMIs during the run (MSR 0x34); `lowlat measure hwlat`"
+            ),
+            "{}",
+            cross_check_text(&smis, true)
         );
         let unreadable = cross_check_json(&CrossCheck::Smis(Avail::missing(
             "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
         )));
         assert_eq!(unreadable.smis, None);
         assert!(
-            cross_check_text(&unreadable).contains(
+            cross_check_text(&unreadable, false).contains(
                 "the SMI count (MSR 0x34) unreadable (/dev/cpu/1/msr does not exist (root and \
                  the msr module: modprobe msr))"
             ),
             "{}",
-            cross_check_text(&unreadable)
+            cross_check_text(&unreadable, false)
+        );
+    }
+
+    /// Both loops' `no kernel event` gaps get their cross-check line from the one place, in
+    /// the text and in the JSON; the timer's (a loop that slept) says the way out of idle.
+    #[test]
+    fn both_loops_set_no_kernel_event_beside_steal_the_timer_with_its_wake_up() {
+        use crate::measure::trace::explain::{CauseStats, CpuCauses};
+        let explanation = |slept: bool| Explanation {
+            traced: true,
+            clock: "x86-tsc",
+            cpus: vec![CpuCauses {
+                cpu: 1,
+                gaps: 3,
+                causes: vec![CauseStats {
+                    cause: Cause {
+                        class: Class::NoKernelEvent,
+                        source: "no kernel event".into(),
+                    },
+                    count: 3,
+                    total_ns: 90_000,
+                    max_ns: 40_000,
+                    lengths_ns: vec![20_000, 30_000, 40_000],
+                    ids: Vec::new(),
+                }],
+                spikes: Vec::new(),
+                cross_check: Some(CrossCheck::Steal {
+                    hypervisor: "KVM".into(),
+                    steal_ns: Avail::Available(0),
+                }),
+            }],
+            lost_events: 0,
+            notes: Vec::new(),
+            slept,
+        };
+        let jitter = json(&explanation(false));
+        let timer = json(&explanation(true));
+        assert!(!jitter.loop_slept && timer.loop_slept);
+        let check = jitter.cpus[0].cross_check.as_ref().unwrap();
+        let jitter_text = text(&jitter, "gaps");
+        let timer_text = text(&timer, "late wake-ups");
+        assert!(jitter_text.contains(&format!("{}\n", cross_check_text(check, false))));
+        assert!(timer_text.contains(&format!("{}\n", cross_check_text(check, true))));
+        assert!(
+            timer_text.contains("the loop slept, so also the host waking the halted vCPU"),
+            "{timer_text}"
+        );
+        // A document written before `loop_slept` existed reads as a loop that did not sleep.
+        let mut old = serde_json::to_value(&timer).unwrap();
+        old.as_object_mut().unwrap().remove("loop_slept");
+        assert!(
+            !serde_json::from_value::<ExplainJson>(old)
+                .unwrap()
+                .loop_slept
         );
     }
 
