@@ -64,15 +64,24 @@ pub(crate) struct CrossCheckJson {
     pub smis: Option<u64>,
     /// Why the figure could not be read (null: it was).
     pub unreadable: Option<String>,
+    /// On bare metal, for a loop that slept (the timer): the deepest idle state the CPU may
+    /// enter (`C6`), whose exit its wake-ups may wait for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_state: Option<String>,
+    /// That state's worst-case exit latency, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_exit_latency_us: Option<u64>,
 }
 
 fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
-    let (against, hypervisor, figure) = match check {
+    let (against, hypervisor, figure, idle) = match check {
         CrossCheck::Steal {
             hypervisor,
             steal_ns,
-        } => ("hypervisor", Some(hypervisor.clone()), steal_ns),
-        CrossCheck::Smis(smis) => ("firmware", None, smis),
+        } => ("hypervisor", Some(hypervisor.clone()), steal_ns, None),
+        CrossCheck::Firmware { smis, deepest_idle } => {
+            ("firmware", None, smis, deepest_idle.as_ref())
+        }
     };
     let (value, unreadable) = match figure {
         Avail::Available(v) => (Some(*v), None),
@@ -84,6 +93,8 @@ fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
         steal_ns: value.filter(|_| against == "hypervisor"),
         smis: value.filter(|_| against == "firmware"),
         unreadable,
+        idle_state: idle.map(|i| i.name.clone()),
+        idle_exit_latency_us: idle.map(|i| i.exit_latency_us),
     }
 }
 
@@ -119,11 +130,19 @@ pub(crate) fn cross_check_text(check: &CrossCheckJson, slept: bool) -> String {
         let figure = unreadable("the SMI count (MSR 0x34)").unwrap_or_else(|| {
             format!("{} SMIs during the run (MSR 0x34)", check.smis.unwrap_or(0))
         });
+        let deepest = match (&check.idle_state, check.idle_exit_latency_us) {
+            (Some(state), Some(latency)) => {
+                format!("the deepest it may enter here {state}, exit up to {latency} µs; ")
+            }
+            _ => String::new(),
+        };
         let idle = if slept {
-            "the loop slept, so the CPU's way out of its idle state (its exit latency: \
-             LL-CSTATES, LL-MAX-CSTATE), or "
+            format!(
+                "the loop slept, so the CPU's way out of its idle state ({deepest}its exit \
+                 latency: LL-CSTATES, LL-MAX-CSTATE), or "
+            )
         } else {
-            ""
+            String::new()
         };
         format!(
             "no kernel event: on bare metal, {idle}firmware or an SMI: {figure}; `lowlat \
@@ -392,6 +411,7 @@ fn cause_table(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::trace::explain::IdleExit;
 
     /// In a VM the hypervisor's gaps are set beside the vCPU's steal; on bare metal beside the
     /// SMI count, or why it could not be read, with the pointer to hwlat.
@@ -410,7 +430,10 @@ mod tests {
             "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
              ms; the host's exits to run its own code on this vCPU are not steal"
         );
-        let smis = cross_check_json(&CrossCheck::Smis(Avail::Available(3)));
+        let smis = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::Available(3),
+            deepest_idle: None,
+        });
         assert_eq!((smis.smis, smis.steal_ns), (Some(3), None));
         assert!(
             cross_check_text(&smis, false).starts_with(
@@ -437,9 +460,33 @@ mod tests {
             "{}",
             cross_check_text(&smis, true)
         );
-        let unreadable = cross_check_json(&CrossCheck::Smis(Avail::missing(
-            "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
-        )));
+        // With the deepest idle state the CPU may enter, named with its exit latency.
+        let c6 = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::Available(0),
+            deepest_idle: Some(IdleExit {
+                name: "C6".into(),
+                exit_latency_us: 133,
+            }),
+        });
+        assert_eq!(
+            (c6.idle_state.as_deref(), c6.idle_exit_latency_us),
+            (Some("C6"), Some(133))
+        );
+        assert!(
+            cross_check_text(&c6, true).starts_with(
+                "no kernel event: on bare metal, the loop slept, so the CPU's way out of its \
+                 idle state (the deepest it may enter here C6, exit up to 133 µs; its exit \
+                 latency: LL-CSTATES, LL-MAX-CSTATE), or firmware or an SMI: 0 SMIs"
+            ),
+            "{}",
+            cross_check_text(&c6, true)
+        );
+        let unreadable = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::missing(
+                "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
+            ),
+            deepest_idle: None,
+        });
         assert_eq!(unreadable.smis, None);
         assert!(
             cross_check_text(&unreadable, false).contains(
