@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 
 use super::events::{Event, IpiSend, Sym, Symbols, Vector, What};
 use crate::machine::Avail;
+use crate::measure::runner::segments::Merge;
 
 /// The softirq vectors' names, by number.
 pub(crate) const SOFTIRQS: [&str; 10] = [
@@ -248,8 +249,8 @@ pub(crate) struct IdleExit {
     pub exit_latency_us: u64,
 }
 
-impl CrossCheck {
-    /// Adds a later segment's figure.
+/// Adds a later segment's figure.
+impl Merge for CrossCheck {
     fn merge(&mut self, later: CrossCheck) {
         fn add(sum: &mut Avail<u64>, more: Avail<u64>) {
             if let (Avail::Available(x), Avail::Available(y)) = (&*sum, &more) {
@@ -270,15 +271,11 @@ impl CrossCheck {
     }
 }
 
-impl CpuCauses {
-    /// Adds a later segment's causes of the same CPU.
-    pub(crate) fn merge(&mut self, later: CpuCauses) {
+/// Adds a later segment's causes of the same CPU.
+impl Merge for CpuCauses {
+    fn merge(&mut self, later: CpuCauses) {
         self.gaps += later.gaps;
-        match (&mut self.cross_check, later.cross_check) {
-            (Some(check), Some(more)) => check.merge(more),
-            (check @ None, more) => *check = more,
-            (Some(_), None) => {}
-        }
+        self.cross_check.merge(later.cross_check);
         for more in later.causes {
             match self.causes.iter_mut().find(|c| c.cause == more.cause) {
                 Some(stats) => {

@@ -26,6 +26,7 @@ use crate::machine::Machine;
 use crate::machine::power::CpuPower;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::conditions::CpuConditions;
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
 use explain::{CpuCauses, CpuTrace, CrossCheck, IdleExit, TraceGap};
@@ -101,11 +102,13 @@ impl Explanation {
             });
         }
     }
+}
 
-    /// Adds the explanation of a later segment of the same run (a checkpointed run): each
-    /// CPU's causes summed cause by cause, the spikes the longest of both (a later segment's
-    /// spike times count from that segment's start).
-    pub(crate) fn merge(&mut self, later: Explanation) {
+/// Adds the explanation of a later segment of the same run (a checkpointed run): each CPU's
+/// causes summed cause by cause, the spikes the longest of both (a later segment's spike
+/// times count from that segment's start).
+impl Merge for Explanation {
+    fn merge(&mut self, later: Explanation) {
         self.traced &= later.traced;
         self.slept |= later.slept;
         self.lost_events += later.lost_events;
@@ -264,6 +267,7 @@ mod tests {
     use super::events::{self, Event, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
     use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
+    use crate::measure::runner::segments::Merge;
 
     fn ev(ts: u64, what: What) -> Event {
         Event { ts, what }

@@ -9,8 +9,8 @@ use crate::machine::Avail;
 use crate::measure::trace::Explanation;
 use crate::measure::trace::explain::{Cause, Class, CpuCauses, CrossCheck};
 use crate::report::table::{self, Align, Width};
+use crate::text::Page;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 /// The explanation in a measurement's JSON.
 #[derive(Debug, Serialize, Deserialize)]
@@ -268,15 +268,15 @@ const SHOWN: usize = 10;
 /// gaps, and the fix of each cause shown (one line per rule and setting). `what` names the
 /// gaps: `gaps` (jitter), `late wake-ups` (timer).
 pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if !explanation.traced {
         for note in &explanation.notes {
-            let _ = writeln!(out, "explain: {note}");
+            writeln!(out, "explain: {note}");
         }
-        return out;
+        return out.into_string();
     }
     for cpu in &explanation.cpus {
-        let _ = writeln!(
+        writeln!(
             out,
             "\nCPU {}: {} {what} by cause (trace clock {})",
             cpu.cpu, cpu.gaps, explanation.clock
@@ -297,10 +297,10 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
                 c.source.clone(),
             ]);
         }
-        out.push_str(&cause_table(&rows));
+        out.text(cause_table(&rows));
         let rest = &cpu.causes[shown.len()..];
         if !rest.is_empty() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "and {} more causes ({} {what}, {} µs; see --json)",
                 rest.len(),
@@ -308,16 +308,16 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
                 micros(rest.iter().map(|c| c.total_ns).sum::<u64>() as f64)
             );
         }
-        out.push_str(&class_table(cpu));
+        out.text(class_table(cpu));
         if let Some(check) = &cpu.cross_check
             && cpu.causes.iter().any(|c| c.class == Class::NoKernelEvent)
         {
-            let _ = writeln!(out, "{}", cross_check_text(check, explanation.loop_slept));
+            out.line(cross_check_text(check, explanation.loop_slept));
         }
         if !cpu.spikes.is_empty() {
-            let _ = writeln!(out, "longest {what}:");
+            writeln!(out, "longest {what}:");
             for s in &cpu.spikes {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "  {} µs at {:.6} s: {} ({})",
                     micros(s.length_ns as f64),
@@ -344,9 +344,9 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
             }
         }
         if !fixes.is_empty() {
-            let _ = writeln!(out, "fix:");
+            writeln!(out, "fix:");
             for (rule, setting, advice, sources) in fixes {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "  {rule}{}: {advice} ({})",
                     setting.map(|s| format!(" {s}")).unwrap_or_default(),
@@ -356,16 +356,16 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
         }
     }
     if explanation.lost_events > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "explain: the trace lost {} events; the {what} in their windows are counted as unknown",
             explanation.lost_events
         );
     }
     for note in &explanation.notes {
-        let _ = writeln!(out, "explain: {note}");
+        writeln!(out, "explain: {note}");
     }
-    out
+    out.into_string()
 }
 
 /// The time in one CPU's gaps by class, every cause counted (the HTML report draws it as the
