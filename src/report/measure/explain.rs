@@ -155,7 +155,8 @@ pub(crate) fn cross_check_text(check: &CrossCheckJson, slept: bool) -> String {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CauseJson {
     /// The class: `tick`, `timer`, `device_irq`, `softirq`, `ipi`, `tlb_shootdown`,
-    /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost).
+    /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost, the CPU
+    /// offline, a garbled gap: the source says which).
     pub class: Class,
     /// What in the class: the IRQ (`42 virtio3-tx`), the task (`comm pid`), the work or
     /// timer function, the IPI's kind and sender.
@@ -525,6 +526,7 @@ mod tests {
                     hypervisor: "KVM".into(),
                     steal_ns: Avail::Available(0),
                 }),
+                unmatched_ipis: Default::default(),
             }],
             lost_events: 0,
             notes: Vec::new(),
