@@ -322,9 +322,24 @@ pub(crate) enum CrossCheck {
         /// Steal of the vCPU during the run, ns.
         steal_ns: Avail<u64>,
     },
-    /// Bare metal: the system management interrupts counted during the run (MSR_SMI_COUNT,
-    /// 0x34, read through `/dev/cpu/N/msr`).
-    Smis(Avail<u64>),
+    /// Bare metal: firmware, and for a loop that slept the way out of idle.
+    Firmware {
+        /// The system management interrupts counted during the run (MSR_SMI_COUNT, 0x34,
+        /// read through `/dev/cpu/N/msr`).
+        smis: Avail<u64>,
+        /// For a loop that slept, the deepest idle state the CPU may enter, whose exit its
+        /// wake-ups may wait for.
+        deepest_idle: Option<IdleExit>,
+    },
+}
+
+/// An idle state and what leaving it costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdleExit {
+    /// Its name (`C6`).
+    pub name: String,
+    /// Its worst-case exit latency, µs (cpuidle's `latency`).
+    pub exit_latency_us: u64,
 }
 
 /// Adds a later segment's figure.
@@ -341,7 +356,9 @@ impl Merge for CrossCheck {
             (CrossCheck::Steal { steal_ns, .. }, CrossCheck::Steal { steal_ns: more, .. }) => {
                 add(steal_ns, more);
             }
-            (CrossCheck::Smis(smis), CrossCheck::Smis(more)) => add(smis, more),
+            (CrossCheck::Firmware { smis, .. }, CrossCheck::Firmware { smis: more, .. }) => {
+                add(smis, more);
+            }
             _ => {}
         }
     }

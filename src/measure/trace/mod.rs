@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use crate::machine::CpuSet;
 use crate::machine::Machine;
+use crate::machine::power::CpuPower;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::conditions::CpuConditions;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
-use explain::{CpuCauses, CpuTrace, CrossCheck, TraceGap};
+use explain::{CpuCauses, CpuTrace, CrossCheck, IdleExit, TraceGap};
 
 /// An IPI is matched with its sender when it arrives at most this long after it was sent,
 /// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
@@ -47,6 +48,9 @@ pub(crate) struct Explanation {
     pub lost_events: u64,
     /// What could not be explained, and why, one sentence each.
     pub notes: Vec<String>,
+    /// The loop slept between its readings (the timer's): each gap runs from a deadline to
+    /// its wake-up, so a gap with no kernel event is the way out of idle too.
+    pub slept: bool,
 }
 
 impl Explanation {
@@ -58,6 +62,7 @@ impl Explanation {
             cpus: Vec::new(),
             lost_events: 0,
             notes: vec![format!("gaps not explained: {reason}")],
+            slept: false,
         }
     }
 }
@@ -65,12 +70,15 @@ impl Explanation {
 impl Explanation {
     /// Sets beside each CPU's causes what its `no kernel event` gaps are checked against:
     /// in a VM (`hypervisor`) the steal of the vCPU during the run, on bare metal the SMIs
-    /// counted during it; `conditions` are the run's, per CPU.
+    /// counted during it and, where the loop slept, the deepest idle state the CPU may enter
+    /// (from `power`, the machine's CPUs); `conditions` are the run's, per CPU.
     pub(crate) fn cross_check(
         &mut self,
         hypervisor: Option<&str>,
         conditions: &[(u32, &CpuConditions)],
+        power: &[CpuPower],
     ) {
+        let slept = self.slept;
         for cpu in &mut self.cpus {
             let Some((_, during)) = conditions.iter().find(|(c, _)| *c == cpu.cpu) else {
                 continue;
@@ -80,7 +88,17 @@ impl Explanation {
                     hypervisor: vendor.to_string(),
                     steal_ns: during.steal_ns.clone(),
                 },
-                None => CrossCheck::Smis(during.smis.clone()),
+                None => CrossCheck::Firmware {
+                    smis: during.smis.clone(),
+                    deepest_idle: power
+                        .iter()
+                        .find(|p| p.cpu == cpu.cpu && slept)
+                        .and_then(CpuPower::deepest_usable_idle)
+                        .map(|state| IdleExit {
+                            name: state.name.get().map_or("?", String::as_str).to_string(),
+                            exit_latency_us: state.latency_us.get().copied().unwrap_or(0),
+                        }),
+                },
             });
         }
     }
@@ -92,6 +110,7 @@ impl Explanation {
 impl Merge for Explanation {
     fn merge(&mut self, later: Explanation) {
         self.traced &= later.traced;
+        self.slept |= later.slept;
         self.lost_events += later.lost_events;
         for note in later.notes {
             if !self.notes.contains(&note) {
@@ -185,6 +204,7 @@ impl<'r> RunTrace<'r> {
                 explained.cross_check(
                     machine.hypervisor.as_ref().map(|h| h.vendor.as_str()),
                     &conditions,
+                    &machine.power.cpus,
                 );
                 Some(explained)
             }
@@ -246,6 +266,7 @@ pub(crate) fn explanation(
         cpus: explained,
         lost_events: capture.lost_events,
         notes,
+        slept: cpus.iter().any(|c| c.sleeps),
     }
 }
 
@@ -295,7 +316,8 @@ mod tests {
     /// SysRoot), or why it could not be read; a later segment's figure adds up.
     #[test]
     fn no_kernel_event_is_set_beside_steal_in_a_vm_and_smis_on_bare_metal() {
-        use super::explain::{CpuCauses, CrossCheck};
+        use super::explain::{CpuCauses, CrossCheck, IdleExit};
+        use crate::machine::power::{CpuPower, IdleState, ResumeLatency};
         use crate::machine::{Avail, Warnings};
         use crate::measure::runner::conditions;
         use crate::test_tree::TestTree;
@@ -330,9 +352,10 @@ mod tests {
             }],
             lost_events: 0,
             notes: Vec::new(),
+            slept: false,
         };
         let mut vm = one();
-        vm.cross_check(Some("KVM"), &[(1, &during[0])]);
+        vm.cross_check(Some("KVM"), &[(1, &during[0])], &[]);
         assert_eq!(
             vm.cpus[0].cross_check,
             Some(CrossCheck::Steal {
@@ -340,26 +363,56 @@ mod tests {
                 steal_ns: Avail::Available(30_000_000),
             })
         );
+        let firmware = |smis: u64, deepest_idle| {
+            Some(CrossCheck::Firmware {
+                smis: Avail::Available(smis),
+                deepest_idle,
+            })
+        };
+        // CPU 1's idle states: C6 (133 µs) disabled, C1E (10 µs) the deepest it may enter.
+        let state = |index, name: &str, latency_us, disabled| IdleState {
+            index,
+            name: Avail::Available(name.into()),
+            desc: Avail::missing("not read"),
+            latency_us: Avail::Available(latency_us),
+            residency_us: Avail::missing("not read"),
+            disabled: Avail::Available(disabled),
+        };
+        let power = [CpuPower {
+            cpu: 1,
+            policy: None,
+            idle_states: Avail::Available(vec![
+                state(0, "POLL", 0, false),
+                state(1, "C1", 2, false),
+                state(2, "C1E", 10, false),
+                state(3, "C6", 133, true),
+            ]),
+            resume_latency: Avail::Available(ResumeLatency::NoConstraint),
+        }];
         let mut metal = one();
-        metal.cross_check(None, &[(1, &during[0])]);
-        assert_eq!(
-            metal.cpus[0].cross_check,
-            Some(CrossCheck::Smis(Avail::Available(3)))
-        );
+        metal.cross_check(None, &[(1, &during[0])], &power);
+        // The busy loop never idles: no idle state beside its gaps.
+        assert_eq!(metal.cpus[0].cross_check, firmware(3, None));
         let mut later = one();
-        later.cross_check(None, &[(1, &during[0])]);
+        later.cross_check(None, &[(1, &during[0])], &power);
         metal.merge(later);
-        assert_eq!(
-            metal.cpus[0].cross_check,
-            Some(CrossCheck::Smis(Avail::Available(6)))
-        );
+        assert_eq!(metal.cpus[0].cross_check, firmware(6, None));
+        // The timer's loop slept: its wake-ups may wait for C1E's exit, not C6's.
+        let mut timer = one();
+        timer.slept = true;
+        timer.cross_check(None, &[(1, &during[0])], &power);
+        let c1e = IdleExit {
+            name: "C1E".into(),
+            exit_latency_us: 10,
+        };
+        assert_eq!(timer.cpus[0].cross_check, firmware(3, Some(c1e)));
         // Without the msr device: unreadable, with what to do.
         tree.remove("dev/cpu/1/msr");
         let gone = conditions::read(&root, &[1], &mut warnings);
         let during = conditions::between(&[1], &gone, &gone);
         let mut unreadable = one();
-        unreadable.cross_check(None, &[(1, &during[0])]);
-        let Some(CrossCheck::Smis(smis)) = &unreadable.cpus[0].cross_check else {
+        unreadable.cross_check(None, &[(1, &during[0])], &power);
+        let Some(CrossCheck::Firmware { smis, .. }) = &unreadable.cpus[0].cross_check else {
             panic!("{:?}", unreadable.cpus[0].cross_check)
         };
         assert!(smis.reason().unwrap().contains("modprobe msr"), "{smis:?}");
@@ -476,6 +529,8 @@ mod tests {
             .iter()
             .find(|c| c.cause.class == Class::NoKernelEvent);
         assert_eq!(hypervisor.unwrap().count, 2);
+        // Its no-kernel-event gaps are read as a sleeping loop's.
+        assert!(out.slept);
         assert_eq!(out.cpus[0].gaps, 7);
     }
 
