@@ -1,7 +1,7 @@
 //! `lowlat check` as text and as its JSON document.
 
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write as _;
 
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::host;
@@ -144,20 +144,20 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
 
 /// The terminal report.
 pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let profile = report.profile;
-    let _ = writeln!(
+    writeln!(
         out,
         "lowlat check, profile {}: {}",
         profile.name, profile.summary
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "machine:  {}",
         MachineIdentity::of(report.machine).line()
     );
     let seconds = report.duration_ns as f64 / 1e9;
-    let _ = writeln!(
+    writeln!(
         out,
         "measured: CPU {} ({}): {seconds:.0} s of busy loop and {seconds:.0} s of timer \
          wake-ups every {}{}",
@@ -170,7 +170,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         }
     );
     let counts = report.audit.counts();
-    let _ = writeln!(
+    writeln!(
         out,
         "audit:    {} fail, {} warn, {} pass, {} inferred, {} unknown (lowlat audit --profile {} \
          shows the findings and their fixes)",
@@ -184,7 +184,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .map(|f| f.rule.as_str())
         .collect();
     if !failed.is_empty() {
-        let _ = writeln!(out, "          failed: {}", failed.join(", "));
+        writeln!(out, "          failed: {}", failed.join(", "));
     }
     let tradeoffs: Vec<&str> = report
         .audit
@@ -192,7 +192,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .map(|f| f.rule.as_str())
         .collect();
     if !tradeoffs.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "          not planned (trade-off), warnings: {}",
             tradeoffs.join(", ")
@@ -200,13 +200,13 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     }
     for (i, nic) in super::nic::summaries(report.machine).iter().enumerate() {
         let label = if i == 0 { "nics:" } else { "" };
-        let _ = writeln!(out, "{label:<9} {}", nic.summary);
+        writeln!(out, "{label:<9} {}", nic.summary);
     }
     for (i, line) in super::timesync::lines(report.machine).lines().enumerate() {
         let label = if i == 0 { "clock:" } else { "" };
-        let _ = writeln!(out, "{label:<9} {line}");
+        writeln!(out, "{label:<9} {line}");
     }
-    out.push('\n');
+    out.blank();
     let mut rows = vec![
         [
             "CPU",
@@ -243,17 +243,17 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             f.steal_ms.map_or("-".to_string(), |ms| format!("{ms:.0}")),
         ]);
     }
-    out.push_str(&aligned(&rows));
+    out.text(aligned(&rows));
     if report.figures.iter().any(|f| f.steal_ms.is_some()) {
-        let _ = writeln!(
+        writeln!(
             out,
             "steal ms: time the host ran something else while the vCPU wanted to run, during \
              the two runs only (the audit's LL-STEAL counts since boot)."
         );
     }
-    out.push('\n');
+    out.blank();
     if report.targets.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "targets:  profile {} has no measured targets; the figures above are the result",
             profile.name
@@ -263,9 +263,9 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .iter()
         .all(|v| v.target.source.starts_with("--target"))
     {
-        let _ = writeln!(out, "targets (--target):");
+        writeln!(out, "targets (--target):");
     } else {
-        let _ = writeln!(out, "targets of {}:", profile.name);
+        writeln!(out, "targets of {}:", profile.name);
     }
     for verdict in report.targets {
         let outcome = match verdict.outcome {
@@ -288,7 +288,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
                 )
             })
             .collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "  {} below {}: {outcome} ({})",
             verdict.target.metric.describe(),
@@ -296,7 +296,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             values.join(", ")
         );
         if let Some(needed) = verdict.seconds_to_prove {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
                  event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
@@ -308,21 +308,21 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
                 }
             );
         }
-        let _ = writeln!(out, "    source: {}", verdict.target.source);
+        writeln!(out, "    source: {}", verdict.target.source);
     }
     let failures = report.failures();
     if failures.is_empty() {
-        let _ = writeln!(out, "verdict:  PASS");
+        writeln!(out, "verdict:  PASS");
     } else {
-        let _ = writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
+        writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
     }
     if let Some(causes) = report.causes {
-        out.push_str(&top_causes(causes, "gaps"));
+        out.text(top_causes(causes, "gaps"));
     }
     if let Some(causes) = report.timer_causes {
-        out.push_str(&top_causes(causes, "late wake-ups"));
+        out.text(top_causes(causes, "late wake-ups"));
     }
-    out
+    out.into_string()
 }
 
 /// Causes named per CPU under the verdict.
@@ -332,15 +332,15 @@ const TOP_CAUSES: usize = 3;
 /// run's late wake-ups) with the most time, and the fix of each (the runs' documents in the
 /// bundle have them all).
 fn top_causes(causes: &ExplainJson, what: &str) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if !causes.traced {
         for note in &causes.notes {
-            let _ = writeln!(out, "causes:   not explained: {note}");
+            writeln!(out, "causes:   not explained: {note}");
         }
-        return out;
+        return out.into_string();
     }
     for cpu in &causes.cpus {
-        let _ = writeln!(
+        writeln!(
             out,
             "causes:   CPU {}, {} {what}, most time first:",
             cpu.cpu, cpu.gaps
@@ -351,7 +351,7 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
                 (Some(rule), None) => format!("; fix: {rule}"),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} ({}): {} {what}, {} µs in all{fix}",
                 c.class.label(),
@@ -362,11 +362,11 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
         }
     }
     if causes.lost_events > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "          the trace lost {} events: the {what} in their windows are unknown",
             causes.lost_events
         );
     }
-    out
+    out.into_string()
 }
