@@ -227,7 +227,7 @@ fn read(args: &ReadArgs) -> Result<u8> {
     if args.json {
         print_json(&document)?;
     } else {
-        print(&report::render_read(&state))?;
+        print(&report::read_text(&state))?;
     }
     Ok(exit::OK)
 }
@@ -237,7 +237,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
-        print(&report::render_staged(&journal.entries, false))?;
+        print(&report::staged_text(&journal.entries, false))?;
         return Ok(exit::OK);
     }
     let Some(path) = &args.journal else {
@@ -258,7 +258,7 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
             path.display()
         )
     })?;
-    print(&report::render_staged(&journal.entries, true))?;
+    print(&report::staged_text(&journal.entries, true))?;
     let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
     let reboot_required = settings::verify(&after, &changes, None)
         .iter()
@@ -293,7 +293,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         };
         print_json(&Document::new(Kind::BiosVerify, state.host(), body))?;
     } else {
-        print(&report::render_verify(
+        print(&report::verify_text(
             &checks,
             state.settings_object.is_some(),
         ))?;

@@ -366,11 +366,11 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     if args.json {
         print_json(&plan.document())?;
     } else if args.diff {
-        print(&diff::render(&diff::diff(&plan, &machine, &root)))?;
+        print(&diff::text(&diff::diff(&plan, &machine, &root)))?;
     } else if let Some(guest) = &guest {
         print(&guest.render())?;
     } else if args.out.is_none() {
-        print(&summary::render(&plan, &machine.topology))?;
+        print(&summary::text(&plan, &machine.topology))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
         warning!(
@@ -392,7 +392,7 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &PlanArgs) -> Result<u8> {
     }
     let machine = FreeBsdMachine::read(root).context("--snapshot")?;
     let plan = freebsd::plan(&machine);
-    print(&report_freebsd::render_plan(&plan))?;
+    print(&report_freebsd::plan_text(&plan))?;
     if let Some(dir) = &args.out {
         let files = [
             Artifact::text(

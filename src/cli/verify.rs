@@ -11,7 +11,7 @@ use crate::apply::change::ApplyContext;
 use crate::apply::verify::verify;
 use crate::document;
 use crate::machine::Machine;
-use crate::report::apply::render_verify;
+use crate::report::apply::verify_text;
 
 /// Options of `lowlat verify`.
 #[derive(Debug, Args)]
@@ -44,7 +44,7 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     if args.json {
         print(&report.to_json(document::host_name(&root))?)?;
     } else {
-        print(&render_verify(&report))?;
+        print(&verify_text(&report))?;
     }
     Ok(if report.drifted() {
         exit::FAILURES

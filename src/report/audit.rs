@@ -189,7 +189,7 @@ fn counts_text(counts: &Counts) -> String {
 }
 
 /// The terminal report of the findings `view` shows.
-pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
+pub fn text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
     let mut out = Page::new();
     writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
     writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
@@ -460,7 +460,7 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
 /// machine when the chosen profile runs it.
-pub(crate) fn render_explain(
+pub(crate) fn explain_text(
     rule: &Rule,
     finding: Option<&Finding>,
     profile_name: ProfileName,

@@ -10,7 +10,7 @@ use crate::bios::{BiosState, value_text};
 
 /// The summary of `bios read`: the system, the registry, each intent this BIOS carries, and
 /// every staged change.
-pub fn render_read(state: &BiosState) -> String {
+pub fn read_text(state: &BiosState) -> String {
     let mut out = Page::new();
     let unknown = || "unknown".to_string();
     writeln!(
@@ -59,7 +59,7 @@ pub fn render_read(state: &BiosState) -> String {
 }
 
 /// What `bios apply` staged (or would stage, with `--dry-run`).
-pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
+pub fn staged_text(entries: &[JournalEntry], staged: bool) -> String {
     if entries.is_empty() {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();
@@ -82,7 +82,7 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
 
 /// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
 /// is false for a BMC without a settings object, whose staged values cannot be seen.
-pub fn render_verify(checks: &[AttributeCheck], shows_pending: bool) -> String {
+pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
     let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {

@@ -15,7 +15,7 @@ use crate::document::{Document, Kind};
 use crate::machine::Machine;
 use crate::report::table::aligned;
 
-/// What a check found, as [`document`] and [`render_text`] show it.
+/// What a check found, as [`document`] and [`text`] show it.
 pub(crate) struct CheckReport<'a> {
     /// The machine.
     pub machine: &'a Machine,
@@ -143,7 +143,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
 }
 
 /// The terminal report.
-pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
+pub(crate) fn text(report: &CheckReport<'_>) -> String {
     let mut out = Page::new();
     let profile = report.profile;
     writeln!(

@@ -46,10 +46,10 @@ pub struct CalibrationBody<'a> {
 }
 
 /// Every comparison as the terminal shows it, one after the other.
-pub fn render_all(comparisons: &[Comparison]) -> String {
+pub fn text(comparisons: &[Comparison]) -> String {
     comparisons
         .iter()
-        .map(render)
+        .map(comparison_text)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -411,7 +411,7 @@ fn causes(out: &mut Page, c: &Comparison) {
 }
 
 /// The comparison for people.
-pub fn render(c: &Comparison) -> String {
+pub fn comparison_text(c: &Comparison) -> String {
     let mut out = Page::new();
     write!(
         out,
@@ -442,7 +442,7 @@ pub fn render(c: &Comparison) -> String {
 }
 
 /// The calibration for people.
-pub fn render_calibration(calibrations: &[Calibration]) -> String {
+pub fn calibration_text(calibrations: &[Calibration]) -> String {
     let mut out = Page::new();
     for (i, c) in calibrations.iter().enumerate() {
         if i > 0 {

@@ -35,7 +35,7 @@ fn row(out: &mut Page, label: &str, text: &str) {
 }
 
 /// The one-screen summary.
-pub fn render_text(m: &Machine) -> String {
+pub fn text(m: &Machine) -> String {
     let mut out = Page::new();
     row(&mut out, "CPU", &cpu_line(m));
     row(&mut out, "Topology", &shape_line(&m.topology));

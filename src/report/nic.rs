@@ -535,12 +535,8 @@ mod guide {
         p.entries.retain(|e| e.rule.id.starts_with("LL-NIC-"));
         let part = partition::choose(&m, Some(&"2-3,6-7".parse().unwrap())).unwrap();
         let audit = crate::audit::run(&m, &p, &part);
-        let text = crate::report::audit::render_text(
-            &m,
-            &audit,
-            p.info,
-            &crate::report::audit::View::default(),
-        );
+        let text =
+            crate::report::audit::text(&m, &audit, p.info, &crate::report::audit::View::default());
         (block, text)
     }
 

@@ -35,7 +35,7 @@ pub(crate) fn document<'a>(
 }
 
 /// The terminal report: one line per thread, its problems and fixes under it.
-pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> String {
+pub(crate) fn text(partition: &AuditPartition, audit: &WorkloadAudit) -> String {
     let mut out = Page::from(format!("partition: {}\n", partition.describe()));
     for gone in &audit.gone {
         writeln!(

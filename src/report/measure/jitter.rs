@@ -275,7 +275,7 @@ pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
 
 /// The plain terminal table: one row per CPU, latencies in µs, rates per minute, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
-pub(crate) fn table(run: &JitterRun) -> String {
+pub(crate) fn text(run: &JitterRun) -> String {
     let Measured {
         header,
         figures: result,

@@ -186,7 +186,7 @@ pub(crate) fn cyclictest(run: &TimerRun) -> String {
 }
 
 /// The plain terminal table: one row per CPU, latencies in µs with ns precision.
-pub(crate) fn table(run: &TimerRun) -> String {
+pub(crate) fn text(run: &TimerRun) -> String {
     let Measured {
         header,
         figures: result,

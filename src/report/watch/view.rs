@@ -114,7 +114,7 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
 }
 
 /// The terminal page of a tick (without the escape sequence that clears the screen).
-pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
+pub(crate) fn text(tick: &Tick, isolated: &str) -> String {
     let mut out = Page::new();
     writeln!(
         out,
