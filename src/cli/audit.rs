@@ -201,7 +201,10 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     }
     if let Some(path) = &args.nfd_features {
         let features = nfd::features(&machine, &result, profile.info.name);
-        let text = nfd::render(&features, &crate::report::host(&machine));
+        let text = nfd::render(
+            &features,
+            &crate::document::host(machine.kernel.hostname.get()),
+        );
         write_file_atomically(
             path,
             text.as_bytes(),
@@ -215,7 +218,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     }
     let view = view(args);
     if let Some(path) = &args.fix_script {
-        let host = crate::report::host(&machine);
+        let host = crate::document::host(machine.kernel.hostname.get());
         let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
             (Some(dir), _, _) => format!("--root {}", dir.display()),
             (None, Some(file), _) => format!("--snapshot {}", file.display()),

@@ -7,9 +7,8 @@ use serde::Serialize;
 use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, FindingStatus, Remediation};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::{Machine, Warning};
-use crate::report::host;
 use crate::tuning::commands::{self, BootArgs};
 use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::{Layer, Setting};
@@ -161,7 +160,11 @@ pub(crate) fn document<'a>(
         findings: audit.findings.iter().filter(|f| view.shows(f)).collect(),
         warnings: &machine.warnings,
     };
-    Document::new(Kind::Audit, host(machine), body)
+    Document::new(
+        Kind::Audit,
+        document::host(machine.kernel.hostname.get()),
+        body,
+    )
 }
 
 /// How a layer is headed in the report.

@@ -4,14 +4,13 @@ use crate::text::Page;
 use serde::Serialize;
 
 use super::audit::{MachineIdentity, ProfileSummary};
-use super::host;
 use super::measure::explain::ExplainJson;
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::report::table::aligned;
 
@@ -139,7 +138,11 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         causes: report.causes,
         timer_causes: report.timer_causes,
     };
-    Document::new(Kind::Check, host(report.machine), body)
+    Document::new(
+        Kind::Check,
+        document::host(report.machine.kernel.hostname.get()),
+        body,
+    )
 }
 
 /// The terminal report.

@@ -6,9 +6,8 @@ use serde::Serialize;
 
 use crate::audit::AuditPartition;
 use crate::audit::workload::{Problem, WorkloadAudit};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
-use crate::report::host;
 use crate::text::escape_controls;
 
 /// The body of the workload document.
@@ -29,7 +28,7 @@ pub(crate) fn document<'a>(
 ) -> Document<WorkloadBody<'a>> {
     Document::new(
         Kind::AuditWorkload,
-        host(machine),
+        document::host(machine.kernel.hostname.get()),
         WorkloadBody { partition, audit },
     )
 }
