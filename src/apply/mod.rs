@@ -145,6 +145,18 @@ pub(crate) struct Item {
     pub boot_line: Option<verify::BootLine>,
 }
 
+/// Why a plan cannot be applied as written (nothing has been changed): one problem per
+/// malformed or conflicting setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the plan has settings lowlat cannot apply as written, so nothing was changed:\n  {}",
+    .problems.join("\n  ")
+)]
+pub(crate) struct PrepareError {
+    /// One sentence per problem, each naming its setting.
+    pub problems: Vec<String>,
+}
+
 /// Turns the plan's settings in `scope` into work items, in plan order (the boot settings
 /// together, where the first of them is). Malformed settings are all listed in the error, and
 /// nothing has been changed.
@@ -153,7 +165,7 @@ pub(crate) fn prepare(
     plan: &Plan,
     plan_text: &str,
     scope: Scope,
-) -> Result<Vec<Item>, String> {
+) -> Result<Vec<Item>, PrepareError> {
     let mut items = Vec::new();
     let mut problems = conflicting_settings(&plan.settings);
     let boot_settings: Vec<&Setting> = plan
@@ -174,7 +186,7 @@ pub(crate) fn prepare(
                     Some(AllArgs::of(&args)),
                     verify::BootLine::missing(ctx, &args),
                 ),
-                Err(problem) => (Expansion::Invalid(problem), None, None),
+                Err(problem) => (Expansion::Invalid(problem.to_string()), None, None),
             };
             if let Expansion::Invalid(problem) = &expansion {
                 problems.push(problem.clone());
@@ -218,10 +230,7 @@ pub(crate) fn prepare(
     if problems.is_empty() {
         Ok(items)
     } else {
-        Err(format!(
-            "the plan has settings lowlat cannot apply as written, so nothing was changed:\n  {}",
-            problems.join("\n  ")
-        ))
+        Err(PrepareError { problems })
     }
 }
 

@@ -238,7 +238,7 @@ fn a_plan_value_a_knob_does_not_take_is_refused_before_anything_changes() {
     let ctx = ctx(&root, &machine);
     let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All);
     let err = match items {
-        Err(err) => err,
+        Err(err) => err.to_string(),
         Ok(items) => {
             let report = execute(&ctx, &items, None, &mut Steps::new());
             panic!("accepted: {report:#?}")

@@ -421,7 +421,7 @@ fn malformed_settings_refuse_the_whole_plan() {
         .push(setting("cmdline:bad", "x=$(reboot)", Layer::Boot));
     let root = f.root();
     let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
-        Err(e) => e,
+        Err(e) => e.to_string(),
         Ok(_) => panic!("prepared a malformed plan"),
     };
     assert!(err.contains("nothing was changed"), "{err}");
@@ -459,7 +459,7 @@ fn one_id_with_two_values_refuses_the_plan() {
         .push(setting("sysctl:vm.stat_interval", "20", Layer::Sysctl));
     let root = f.root();
     let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
-        Err(e) => e,
+        Err(e) => e.to_string(),
         Ok(_) => panic!("prepared a plan setting one id twice"),
     };
     assert!(
@@ -477,7 +477,7 @@ fn cpus_the_machine_lacks_refuse_the_plan() {
         .push(setting("irq:default:affinity", "ff", Layer::Runtime));
     let root = f.root();
     let err = match prepare(&ctx(&root, &f.machine), &plan, "{}", Scope::All) {
-        Err(e) => e,
+        Err(e) => e.to_string(),
         Ok(_) => panic!("prepared a plan naming CPUs 4-7 on a 4-CPU machine"),
     };
     assert!(err.contains("names CPUs 4-7"), "{err}");

@@ -105,54 +105,131 @@ impl Serialize for Metric {
 /// Why a `--target` cannot be read: the grammar, once (`lowlat check --help` shows it).
 pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY` (LATENCY with its unit: 20us, 1ms) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
 
+/// Why a `--target` was refused; each message starts with the target as given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum TargetError {
+    /// No `<` between the metric and the limit.
+    #[error("'{text}' has no <; {GRAMMAR}")]
+    NoLimit {
+        /// The target as given.
+        text: String,
+    },
+    /// A latency or length that the length reader refused (why).
+    #[error("'{text}': {why}")]
+    Length {
+        /// The target as given.
+        text: String,
+        /// What the length reader said.
+        why: String,
+    },
+    /// A gap length below the shortest gap check records, ns.
+    #[error(
+        "'{text}': check records interruptions of {} µs or more; count {} µs or longer",
+        *.shortest_gap_ns as f64 / 1e3,
+        *.shortest_gap_ns as f64 / 1e3
+    )]
+    TooShort {
+        /// The target as given.
+        text: String,
+        /// The shortest gap check records, ns.
+        shortest_gap_ns: u64,
+    },
+    /// A rate limit that is not `N/UNIT`.
+    #[error("'{text}': the limit '{limit}' is not N/UNIT; {GRAMMAR}")]
+    NotRate {
+        /// The target as given.
+        text: String,
+        /// The limit as given.
+        limit: String,
+    },
+    /// A count that is not a number above 0.
+    #[error("'{text}': '{count}' is not a number above 0; {GRAMMAR}")]
+    Count {
+        /// The target as given.
+        text: String,
+        /// The count as given.
+        count: String,
+    },
+    /// A rate unit other than `s`, `min` and `h`.
+    #[error("'{text}': unknown unit '/{unit}' (use /s, /min or /h)")]
+    Unit {
+        /// The target as given.
+        text: String,
+        /// The unit as given.
+        unit: String,
+    },
+    /// A metric other than `timer.max` and `jitter.rate(LENGTH)`.
+    #[error("'{text}': unknown metric '{metric}'; {GRAMMAR}")]
+    Metric {
+        /// The target as given.
+        text: String,
+        /// The metric as given.
+        metric: String,
+    },
+}
+
 /// Reads a target from the command line, with `length` reading a latency with its unit into
 /// ns: `timer.max<20us`, `jitter.rate(10us)<1/min`. Gaps shorter than `shortest_gap_ns`
 /// (what check records) are refused.
-pub(crate) fn parse(
+pub(crate) fn parse<E: std::fmt::Display>(
     text: &str,
-    length: impl Fn(&str) -> Result<u64, String>,
+    length: impl Fn(&str) -> Result<u64, E>,
     shortest_gap_ns: u64,
-) -> Result<Target, String> {
+) -> Result<Target, TargetError> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let given = || text.to_string();
+    let length = |value: &str| {
+        length(value).map_err(|e| TargetError::Length {
+            text: given(),
+            why: e.to_string(),
+        })
+    };
     let Some((metric, limit)) = compact.split_once('<') else {
-        return Err(format!("'{text}' has no <; {GRAMMAR}"));
+        return Err(TargetError::NoLimit { text: given() });
     };
     let (metric, below) = if metric == "timer.max" {
-        let ns = length(limit).map_err(|e| format!("'{text}': {e}"))?;
+        let ns = length(limit)?;
         (Metric::TimerMaxUs, ns as f64 / 1e3)
     } else if let Some(gap) = metric
         .strip_prefix("jitter.rate(")
         .and_then(|m| m.strip_suffix(')'))
     {
-        let at_least_ns = length(gap).map_err(|e| format!("'{text}': {e}"))?;
+        let at_least_ns = length(gap)?;
         if at_least_ns < shortest_gap_ns {
-            return Err(format!(
-                "'{text}': check records interruptions of {} µs or more; count {} µs or longer",
-                shortest_gap_ns as f64 / 1e3,
-                shortest_gap_ns as f64 / 1e3
-            ));
+            return Err(TargetError::TooShort {
+                text: given(),
+                shortest_gap_ns,
+            });
         }
-        let (count, unit) = limit
-            .split_once('/')
-            .ok_or_else(|| format!("'{text}': the limit '{limit}' is not N/UNIT; {GRAMMAR}"))?;
+        let (count, unit) = limit.split_once('/').ok_or_else(|| TargetError::NotRate {
+            text: given(),
+            limit: limit.to_string(),
+        })?;
         let count: f64 = count
             .parse()
             .ok()
             .filter(|n: &f64| n.is_finite() && *n > 0.0)
-            .ok_or_else(|| format!("'{text}': '{count}' is not a number above 0; {GRAMMAR}"))?;
+            .ok_or_else(|| TargetError::Count {
+                text: given(),
+                count: count.to_string(),
+            })?;
         let per_minute = match unit {
             "s" => count * 60.0,
             "min" => count,
             "h" => count / 60.0,
             _ => {
-                return Err(format!(
-                    "'{text}': unknown unit '/{unit}' (use /s, /min or /h)"
-                ));
+                return Err(TargetError::Unit {
+                    text: given(),
+                    unit: unit.to_string(),
+                });
             }
         };
         (Metric::InterruptionsPerMinute { at_least_ns }, per_minute)
     } else {
-        return Err(format!("'{text}': unknown metric '{metric}'; {GRAMMAR}"));
+        return Err(TargetError::Metric {
+            text: given(),
+            metric: metric.to_string(),
+        });
     };
     Ok(Target {
         metric,
@@ -288,7 +365,7 @@ mod tests {
     }
 
     /// The test's latency reader: whole numbers with us or ms.
-    fn length(text: &str) -> Result<u64, String> {
+    fn length(text: &str) -> Result<u64, Box<dyn std::error::Error>> {
         let (n, scale) = match text.strip_suffix("us") {
             Some(n) => (n, 1000),
             None => (
@@ -297,7 +374,7 @@ mod tests {
                 1_000_000,
             ),
         };
-        Ok(n.parse::<u64>().map_err(|e| e.to_string())? * scale)
+        Ok(n.parse::<u64>()? * scale)
     }
 
     #[test]
@@ -323,10 +400,12 @@ mod tests {
             ("jitter.rate(10us)<1/day", "unknown unit '/day'"),
             ("jitter.rate(10us)<0/min", "'0' is not a number above 0"),
         ] {
-            let err = parse(bad, length, 1000).unwrap_err();
+            let err = parse(bad, length, 1000).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
-        let err = parse("jitter.rate(0us)<1/min", length, 1000).unwrap_err();
+        let err = parse("jitter.rate(0us)<1/min", length, 1000)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("records interruptions of 1 µs or more"),
             "{err}"

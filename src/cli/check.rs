@@ -104,7 +104,7 @@ fn target(text: &str) -> Result<Target, String> {
     let length = |t: &str| {
         values::duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     };
-    targets::parse(text, length, JITTER_THRESHOLD_NS)
+    targets::parse(text, length, JITTER_THRESHOLD_NS).map_err(|e| e.to_string())
 }
 
 /// Runs `lowlat check`: the flags as a request, check's pipeline (prepared, then measured),

@@ -7,30 +7,19 @@
 //!
 //! A message of several lines has its further lines indented by two spaces under the first.
 //! Library code does not write to stderr: it returns its warnings as data, and the command
-//! that called it says them here.
+//! that called it says them here. What it must say while it runs (a `Drop` that fails to
+//! restore the machine, a measurement's helper thread, a run's progress notes) reaches this
+//! module through [`crate::text::voice`], whose listener [`listen`] installs.
 
 use std::fmt;
 
-/// How much a message matters; its word follows the `lowlat: ` prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// `error`: the command could not do (part of) its job.
-    Error,
-    /// `warning`: something the user must know is off.
-    Warning,
-    /// `note`: worth knowing, not wrong.
-    Note,
-}
+pub(crate) use crate::text::voice::Level;
 
-impl Level {
-    /// The level word (`error`, `warning`, `note`).
-    fn word(self) -> &'static str {
-        match self {
-            Self::Error => "error",
-            Self::Warning => "warning",
-            Self::Note => "note",
-        }
-    }
+/// Makes this module the listener of what library code says while it runs
+/// ([`crate::text::voice`]), so that it reads as every other message; called once, as the
+/// command starts.
+pub(crate) fn listen() {
+    crate::text::voice::listen(emit);
 }
 
 /// `message` as stderr lines: `lowlat: LEVEL: ` before the first line, two spaces before each

@@ -235,6 +235,7 @@ pub fn error_text(err: &anyhow::Error) -> String {
 
 /// Runs the parsed command line and returns the exit code.
 pub fn run(mut cli: Cli) -> Result<u8> {
+    messages::listen();
     // A sosreport is read as the tree it is: checked and its gaps named here, then --root.
     if let Some(dir) = cli.sosreport.take() {
         let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;

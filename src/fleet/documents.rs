@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::bios::{self, BiosState, value_text};
 use crate::compare::load;
 use crate::compare::run::Run;
-use crate::document::Kind;
+use crate::document::{Kind, LayoutError};
 
 /// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`).
 pub const BIOS_PREFIX: &str = "bios:";
@@ -165,25 +165,64 @@ impl<'a> SnapshotDirs<'a> {
     }
 }
 
+/// Why a document found beside the snapshots could not be read; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {source}", .file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error(
+        "{}:{}: not a JSON document ({source}); remove it or fetch it again",
+        .file.display(),
+        .source.line()
+    )]
+    NotJson {
+        /// The file.
+        file: PathBuf,
+        /// What the parser said (with the line).
+        source: serde_json::Error,
+    },
+    /// A `bios` document this lowlat cannot read.
+    #[error("{}: a bios document lowlat cannot read: {source}", .file.display())]
+    Bios {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: LayoutError,
+    },
+    /// A measurement document that does not load (the error names the file).
+    #[error(transparent)]
+    Measure(#[from] load::LoadError),
+}
+
 /// Reads the document `file` (a JSON file found beside the `snapshots`): `Ok(None)` when it
 /// adds nothing to a host (no lowlat document, or another kind), an error naming the file when
 /// it cannot be read.
-pub fn read(file: &Path, snapshots: &SnapshotDirs<'_>) -> Result<Option<Read>, String> {
-    let shown = file.display();
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-    let stamp: Stamp = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{shown}:{}: not a JSON document ({e}); remove it or fetch it again",
-            e.line()
-        )
+pub fn read(file: &Path, snapshots: &SnapshotDirs<'_>) -> Result<Option<Read>, DocumentError> {
+    let text = std::fs::read_to_string(file).map_err(|source| DocumentError::Read {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let stamp: Stamp = serde_json::from_str(&text).map_err(|source| DocumentError::NotJson {
+        file: file.to_path_buf(),
+        source,
     })?;
     let (Some(kind), Some(host)) = (stamp.kind, stamp.host) else {
         return Ok(None);
     };
     let extras = match kind.as_str() {
         "bios" => {
-            let state: BiosState = bios::parse_document(&text, Kind::Bios)
-                .map_err(|e| format!("{shown}: a bios document lowlat cannot read: {e}"))?;
+            let state: BiosState =
+                bios::parse_document(&text, Kind::Bios).map_err(|source| DocumentError::Bios {
+                    file: file.to_path_buf(),
+                    source,
+                })?;
             Extras {
                 bios: state
                     .current
@@ -194,7 +233,7 @@ pub fn read(file: &Path, snapshots: &SnapshotDirs<'_>) -> Result<Option<Read>, S
             }
         }
         "measure-jitter" | "measure-timer" | "measure-membw" => {
-            let loaded = load::load(&[file.to_path_buf()]).map_err(|e| e.to_string())?;
+            let loaded = load::load(&[file.to_path_buf()])?;
             Extras {
                 figures: loaded
                     .runs

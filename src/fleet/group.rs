@@ -152,11 +152,15 @@ impl FleetReport {
 impl Fleet {
     /// Keeps the document read from `file` until its host is folded in; one that could not
     /// be read is left out.
-    pub fn attach(&mut self, file: &Path, read: Result<Option<documents::Read>, String>) {
+    pub fn attach(
+        &mut self,
+        file: &Path,
+        read: Result<Option<documents::Read>, documents::DocumentError>,
+    ) {
         match read {
             Ok(Some(read)) => self.attached.add(read),
             Ok(None) => {}
-            Err(problem) => self.skip(file, problem),
+            Err(problem) => self.skip(file, problem.to_string()),
         }
     }
 

@@ -274,9 +274,28 @@ pub fn task_cpuset(text: &str, version: CgroupVersion) -> Option<String> {
     })
 }
 
+/// Why the machine has no cpuset hierarchy to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum NoCpuset {
+    /// A cgroup v2 tree without the cpuset controller, and no v1 hierarchy.
+    #[error(
+        "the cgroup v2 tree at {} has no cpuset controller (cgroup.controllers does not name it), and no v1 cpuset hierarchy is mounted at {}",
+        V2_MOUNT,
+        V1_MOUNT
+    )]
+    NoController,
+    /// Neither layout's files exist.
+    #[error(
+        "no cpuset controller: neither {}/cpuset.cpus (cgroup v1) nor {}/cgroup.controllers (cgroup v2) exists",
+        V1_MOUNT,
+        V2_MOUNT
+    )]
+    NoHierarchy,
+}
+
 /// Which layout the root holds: v1 when `/sys/fs/cgroup/cpuset` has `cpuset.cpus`, v2 when
 /// the unified root's `cgroup.controllers` names `cpuset`.
-fn detect(r: &mut Reader) -> Result<(CgroupVersion, String), String> {
+fn detect(r: &mut Reader) -> Result<(CgroupVersion, String), NoCpuset> {
     if r.root.exists(&file_of(V1_MOUNT, "/", "cpuset.cpus")) {
         return Ok((CgroupVersion::V1, V1_MOUNT.to_string()));
     }
@@ -284,12 +303,8 @@ fn detect(r: &mut Reader) -> Result<(CgroupVersion, String), String> {
         Ok(text) if text.split_whitespace().any(|c| c == "cpuset") => {
             Ok((CgroupVersion::V2, V2_MOUNT.to_string()))
         }
-        Ok(_) => Err(format!(
-            "the cgroup v2 tree at {V2_MOUNT} has no cpuset controller (cgroup.controllers does not name it), and no v1 cpuset hierarchy is mounted at {V1_MOUNT}"
-        )),
-        Err(_) => Err(format!(
-            "no cpuset controller: neither {V1_MOUNT}/cpuset.cpus (cgroup v1) nor {V2_MOUNT}/cgroup.controllers (cgroup v2) exists"
-        )),
+        Ok(_) => Err(NoCpuset::NoController),
+        Err(_) => Err(NoCpuset::NoHierarchy),
     }
 }
 
@@ -333,7 +348,7 @@ fn manager(r: &mut Reader, version: CgroupVersion, groups: &[Cpuset]) -> Manager
 pub fn read(r: &mut Reader) -> Avail<CpusetTree> {
     let (version, mount) = match detect(r) {
         Ok(found) => found,
-        Err(why) => return Avail::missing(why),
+        Err(why) => return Avail::missing(why.to_string()),
     };
     let mut groups = Vec::new();
     let mut pending = vec!["/".to_string()];

@@ -241,31 +241,57 @@ impl ProcStat {
     }
 }
 
+/// Why a `/proc/<pid>/stat` line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StatError {
+    /// No `(` opens the command name.
+    #[error("no '(' before the command name")]
+    NoOpen,
+    /// No `)` closes the command name.
+    #[error("no ')' after the command name")]
+    NoClose,
+    /// The pid before the command name is not a number (shortened).
+    #[error("pid '{0}' is not a number")]
+    Pid(String),
+    /// The line ends before field `field`; it has `count` fields.
+    #[error("only {count} fields, field {field} is missing")]
+    Missing {
+        /// How many fields the line has.
+        count: usize,
+        /// The 1-based field asked for.
+        field: usize,
+    },
+    /// Field `field` is not a number (its text, shortened).
+    #[error("field {field} '{text}' is not a number")]
+    NotNumber {
+        /// The 1-based field.
+        field: usize,
+        /// Its text, shortened.
+        text: String,
+    },
+}
+
 /// Parses `/proc/<pid>/stat`. The command name may hold spaces and parentheses, so it runs
 /// from the first `(` to the last `)`.
-pub fn parse_stat(text: &str) -> Result<ProcStat, String> {
-    let (pid, rest) = text
-        .split_once('(')
-        .ok_or("no '(' before the command name")?;
-    let (comm, tail) = rest
-        .rsplit_once(')')
-        .ok_or("no ')' after the command name")?;
+pub fn parse_stat(text: &str) -> Result<ProcStat, StatError> {
+    let (pid, rest) = text.split_once('(').ok_or(StatError::NoOpen)?;
+    let (comm, tail) = rest.rsplit_once(')').ok_or(StatError::NoClose)?;
     let pid = pid.trim();
-    let pid = pid
-        .parse()
-        .map_err(|_| format!("pid '{}' is not a number", truncate(pid, 20)))?;
+    let pid = pid.parse().map_err(|_| StatError::Pid(truncate(pid, 20)))?;
     let comm = comm.to_string();
     // fields[0] is field 3 (state).
     let fields: Vec<&str> = tail.split_whitespace().collect();
-    let field = |n: usize| -> Result<&str, String> {
-        fields
-            .get(n - 3)
-            .copied()
-            .ok_or_else(|| format!("only {} fields, field {n} is missing", fields.len() + 2))
+    let field = |n: usize| -> Result<&str, StatError> {
+        fields.get(n - 3).copied().ok_or(StatError::Missing {
+            count: fields.len() + 2,
+            field: n,
+        })
     };
-    fn number<T: std::str::FromStr>(text: &str, n: usize) -> Result<T, String> {
-        text.parse()
-            .map_err(|_| format!("field {n} '{}' is not a number", truncate(text, 20)))
+    fn number<T: std::str::FromStr>(text: &str, n: usize) -> Result<T, StatError> {
+        text.parse().map_err(|_| StatError::NotNumber {
+            field: n,
+            text: truncate(text, 20),
+        })
     }
     Ok(ProcStat {
         pid,
@@ -451,7 +477,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         Ok(text) => match parse_stat(&text) {
             Ok(stat) => stat,
             Err(e) => {
-                r.warnings.file(&stat_path, e);
+                r.warnings.file(&stat_path, e.to_string());
                 return Read::Skipped;
             }
         },
@@ -611,7 +637,7 @@ mod tests {
         assert_eq!(stat.nice, -5);
         assert_eq!((stat.rt_priority, stat.policy), (50, 1));
         assert_eq!(
-            parse_stat("9 () R 1 0").unwrap_err(),
+            parse_stat("9 () R 1 0").unwrap_err().to_string(),
             "only 5 fields, field 9 is missing"
         );
     }

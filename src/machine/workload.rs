@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::tasks::{SchedPolicy, parse_stat};
+use super::tasks::{SchedPolicy, StatError, parse_stat};
 use super::{Avail, CpuSet, Reader};
+use crate::sysroot::ReadError;
 
 /// The threads of the chosen processes and the processes that could not be read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,26 +91,39 @@ pub fn read(r: &mut Reader, pids: &[u32]) -> Workload {
     for &pid in pids {
         match read_process(r, pid, uptime) {
             Ok(process) => workload.processes.push(process),
-            Err(reason) => workload.gone.push(Gone { pid, reason }),
+            Err(reason) => workload.gone.push(Gone {
+                pid,
+                reason: reason.to_string(),
+            }),
         }
     }
     workload
 }
 
-fn read_process(r: &mut Reader, pid: u32, uptime: Option<f64>) -> Result<Process, String> {
+/// Why a process or thread of the workload could not be read (it may have exited meanwhile).
+#[derive(Debug, thiserror::Error)]
+enum GoneError {
+    /// One of its files could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Its stat line (at `path`) did not parse.
+    #[error("{path}: {source}")]
+    Stat {
+        /// The stat file.
+        path: String,
+        /// What is wrong with it.
+        source: StatError,
+    },
+}
+
+fn read_process(r: &mut Reader, pid: u32, uptime: Option<f64>) -> Result<Process, GoneError> {
     let dir = format!("/proc/{pid}");
-    let status = r
-        .root
-        .read(&format!("{dir}/status"))
-        .map_err(|e| e.to_string())?;
+    let status = r.root.read(&format!("{dir}/status"))?;
     let comm = read_thread(r, &dir, uptime)?.comm;
     // A tree without task/ (a fixture, a snapshot) has the main thread only.
     let has_tasks = r.root.is_dir(&format!("{dir}/task"));
     let tids: Vec<u32> = if has_tasks {
-        let names = r
-            .root
-            .list(&format!("{dir}/task"))
-            .map_err(|e| e.to_string())?;
+        let names = r.root.list(&format!("{dir}/task"))?;
         names.iter().filter_map(|n| n.parse().ok()).collect()
     } else {
         vec![pid]
@@ -145,14 +159,14 @@ fn read_process(r: &mut Reader, pid: u32, uptime: Option<f64>) -> Result<Process
     })
 }
 
-fn read_thread(r: &mut Reader, dir: &str, uptime: Option<f64>) -> Result<Thread, String> {
+fn read_thread(r: &mut Reader, dir: &str, uptime: Option<f64>) -> Result<Thread, GoneError> {
     let stat_path = format!("{dir}/stat");
-    let stat_text = r.root.read(&stat_path).map_err(|e| e.to_string())?;
-    let stat = parse_stat(&stat_text).map_err(|e| format!("{stat_path}: {e}"))?;
-    let status = r
-        .root
-        .read(&format!("{dir}/status"))
-        .map_err(|e| e.to_string())?;
+    let stat_text = r.root.read(&stat_path)?;
+    let stat = parse_stat(&stat_text).map_err(|source| GoneError::Stat {
+        path: stat_path,
+        source,
+    })?;
+    let status = r.root.read(&format!("{dir}/status"))?;
     let cpus_allowed =
         status_field(&status, "Cpus_allowed_list").and_then(|v| CpuSet::parse_list(v).ok());
     let cpu_share = cpu_share(&stat_text, uptime);

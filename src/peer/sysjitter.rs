@@ -228,12 +228,22 @@ pub fn parse_raw(text: &str, path: &str, warnings: &mut Warnings) -> RawFile {
     file
 }
 
+/// A header line that a sysjitter `--raw` file lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the raw file of CPU {cpu} has no '# {line}' line")]
+pub struct MissingLine {
+    /// The CPU of the file.
+    pub cpu: u32,
+    /// The line, as far as its value (`threshold`, `cpu_mhz`, `total_runtime: N cycles`).
+    pub line: &'static str,
+}
+
 impl RawFile {
     /// The summary column of this file, computed with lowlat's statistics from the gap
     /// lengths in ticks. Fails, naming what is missing, when the header lacks the frequency,
     /// the threshold or the run length (sysjitter omits the latter when nothing was recorded).
-    pub fn core(&self, cpu: u32) -> Result<SysjitterCore, String> {
-        let missing = |what: &str| format!("the raw file of CPU {cpu} has no '# {what}' line");
+    pub fn core(&self, cpu: u32) -> Result<SysjitterCore, MissingLine> {
+        let missing = |line: &'static str| MissingLine { cpu, line };
         let mut ticks: Vec<u64> = self.rows.iter().map(|r| r.ticks).collect();
         Ok(SysjitterCore {
             cpu,

@@ -23,9 +23,25 @@ pub(crate) struct Features {
     pub refused: Vec<String>,
 }
 
+/// Why a text cannot be a label value (the text, escaped for showing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LabelError {
+    /// More than 63 characters once escaped (that many).
+    #[error("'{shown}' is {length} characters; a label value has at most 63")]
+    TooLong {
+        /// The text, escaped for showing.
+        shown: String,
+        /// Its length once escaped.
+        length: usize,
+    },
+    /// It starts or ends with neither a letter nor a digit.
+    #[error("'{0}' does not start and end with a letter or digit, as a label value must")]
+    Ends(String),
+}
+
 /// `raw` as a label value: characters outside `[A-Za-z0-9._-]` written as `_`, or why it
 /// cannot be one.
-pub(crate) fn label_value(raw: &str) -> Result<String, String> {
+pub(crate) fn label_value(raw: &str) -> Result<String, LabelError> {
     let escaped: String = raw
         .chars()
         .map(|c| {
@@ -38,18 +54,16 @@ pub(crate) fn label_value(raw: &str) -> Result<String, String> {
         .collect();
     let shown = crate::text::escape_controls(raw);
     if escaped.len() > 63 {
-        return Err(format!(
-            "'{shown}' is {} characters; a label value has at most 63",
-            escaped.len()
-        ));
+        return Err(LabelError::TooLong {
+            shown: shown.into_owned(),
+            length: escaped.len(),
+        });
     }
     let alphanumeric = |c: char| c.is_ascii_alphanumeric();
     let ends_ok = escaped.is_empty()
         || (escaped.starts_with(alphanumeric) && escaped.ends_with(alphanumeric));
     if !ends_ok {
-        return Err(format!(
-            "'{shown}' does not start and end with a letter or digit, as a label value must"
-        ));
+        return Err(LabelError::Ends(shown.into_owned()));
     }
     Ok(escaped)
 }
@@ -121,11 +135,11 @@ mod tests {
         );
         assert_eq!(label_value("6.6.0+rt #1").unwrap(), "6.6.0_rt__1");
         assert_eq!(label_value("").unwrap(), "");
-        let err = label_value(&"a".repeat(64)).unwrap_err();
+        let err = label_value(&"a".repeat(64)).unwrap_err().to_string();
         assert!(err.contains("64 characters"), "{err}");
-        let err = label_value("6.1-").unwrap_err();
+        let err = label_value("6.1-").unwrap_err().to_string();
         assert!(err.contains("start and end"), "{err}");
-        let err = label_value("+6.1").unwrap_err();
+        let err = label_value("+6.1").unwrap_err().to_string();
         assert!(err.contains("start and end"), "{err}");
     }
 }

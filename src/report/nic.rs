@@ -12,7 +12,7 @@ use crate::machine::{Avail, CpuSet, Machine};
 pub fn lines(m: &Machine) -> String {
     match blocks(m) {
         Ok(blocks) => blocks.iter().map(InterfaceBlock::text).collect(),
-        Err(reason) => reason,
+        Err(reason) => reason.to_string(),
     }
 }
 
@@ -42,10 +42,21 @@ impl InterfaceBlock {
     }
 }
 
+/// Why the machine has no interface block to show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBlocks {
+    /// The network interfaces could not be read: why.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Read, and none is a network device.
+    #[error("no network device")]
+    NoDevice,
+}
+
 /// Every network device's block, or why there are none.
-pub fn blocks(m: &Machine) -> Result<Vec<InterfaceBlock>, String> {
+pub fn blocks(m: &Machine) -> Result<Vec<InterfaceBlock>, NoBlocks> {
     if let Some(reason) = m.net.reason() {
-        return Err(reason.to_string());
+        return Err(NoBlocks::Unavailable(reason.to_string()));
     }
     let irqs = m.irqs.get();
     let blocks: Vec<InterfaceBlock> = (m.net.get().into_iter().flatten())
@@ -62,7 +73,7 @@ pub fn blocks(m: &Machine) -> Result<Vec<InterfaceBlock>, String> {
         })
         .collect();
     if blocks.is_empty() {
-        return Err("no network device".to_string());
+        return Err(NoBlocks::NoDevice);
     }
     Ok(blocks)
 }

@@ -312,9 +312,9 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
         ));
     }
     let kernel_from_node_object = match std::fs::read_to_string(&node_yaml) {
-        Ok(text) => kernel_release(&text).map_err(|reason| MustGatherError::NodeObject {
+        Ok(text) => kernel_release(&text).map_err(|e| MustGatherError::NodeObject {
             file: node_yaml.clone(),
-            reason,
+            reason: e.to_string(),
         })?,
         Err(_) => None,
     };
@@ -335,8 +335,8 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
 }
 
 /// The kernel release of a Node object's YAML (`status.nodeInfo.kernelVersion`), if it says.
-fn kernel_release(text: &str) -> Result<Option<String>, String> {
-    let node: NodeObject = serde_norway::from_str(text).map_err(|e| e.to_string())?;
+fn kernel_release(text: &str) -> Result<Option<String>, serde_norway::Error> {
+    let node: NodeObject = serde_norway::from_str(text)?;
     Ok(node
         .status
         .and_then(|s| s.node_info)

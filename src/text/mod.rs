@@ -1,11 +1,13 @@
-//! Text that came from another machine or from a file, made safe to show on a terminal; and
-//! the [`Page`] every printer writes its lines to.
+//! Text that came from another machine or from a file, made safe to show on a terminal; the
+//! [`Page`] every printer writes its lines to; and the [`voice`] library code speaks through
+//! on stderr while it runs.
 //!
 //! A snapshot, a fixture tree or a damaged file can carry control characters (`ESC ]0;…BEL`
 //! retitles a terminal, `ESC [2J` clears it). Every such value is passed through
 //! [`escape_controls`] before it is printed.
 
 mod page;
+pub(crate) mod voice;
 
 pub(crate) use page::Page;
 use std::borrow::Cow;

@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::machine::CpuSet;
 use crate::machine::cpulist::MAX_CPU;
 use crate::tuning::setting::Setting;
-use crate::tuning::setting_id::SettingId;
+use crate::tuning::setting_id::{NamedIdError, SettingId};
 
 /// The placeholder of a group of CPUs.
 const CPUS: &str = "{cpus}";
@@ -159,21 +159,36 @@ fn run_end(settings: &[Setting], start: usize) -> usize {
     end
 }
 
+/// Why a settings entry of plan.json could not be read.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    /// An id (after expansion) that does not parse, named with why.
+    #[error(transparent)]
+    Id(#[from] NamedIdError),
+    /// A group whose members do not match its placeholder (its id).
+    #[error(
+        "settings entry '{0}': a group has either `cpus` with {CPUS} in its id or `names` with {NAMES} in its id",
+        CPUS = CPUS,
+        NAMES = NAMES
+    )]
+    Group(String),
+}
+
 /// The setting of `id`, the rest as `setting`'s; an id that does not parse is refused,
 /// naming it and why.
-fn member(setting: &Setting<String>, id: String) -> Result<Setting, String> {
-    let parsed = SettingId::parse_named(&id).map_err(|e| e.to_string())?;
+fn member(setting: &Setting<String>, id: String) -> Result<Setting, EntryError> {
+    let parsed = SettingId::parse_named(&id)?;
     Ok(setting.clone().with_id(parsed))
 }
 
 /// The settings of `entries`, groups expanded; the problem with an entry otherwise.
-fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
+fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, EntryError> {
     let mut settings = Vec::with_capacity(entries.len());
     for entry in entries {
         let id = entry.setting.id.clone();
         let members: Vec<String> = match (entry.cpus, entry.names) {
             (None, None) => {
-                let parsed = SettingId::parse_named(&id).map_err(|e| e.to_string())?;
+                let parsed = SettingId::parse_named(&id)?;
                 settings.push(entry.setting.with_id(parsed));
                 continue;
             }
@@ -182,10 +197,7 @@ fn expand(entries: Vec<Entry>) -> Result<Vec<Setting>, String> {
             }
             (None, Some(names)) if id.contains(NAMES) => names,
             _ => {
-                return Err(format!(
-                    "settings entry '{id}': a group has either `cpus` with {CPUS} in its id or \
-                     `names` with {NAMES} in its id"
-                ));
+                return Err(EntryError::Group(id));
             }
         };
         let placeholder = if id.contains(CPUS) { CPUS } else { NAMES };
@@ -285,7 +297,7 @@ mod tests {
             "layer": "runtime", "reboot": false, "rationale": "", "source": ""
         }]);
         let entries: Vec<Entry> = serde_json::from_value(json).unwrap();
-        let err = expand(entries).unwrap_err();
+        let err = expand(entries).unwrap_err().to_string();
         assert!(err.contains("'task:chronyd:affinity'"), "{err}");
     }
 }

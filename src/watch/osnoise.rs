@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use crate::machine::CpuSet;
 use crate::sysroot::{ReadError, SysRoot, WriteError};
+use crate::text::voice;
 
 /// Where tracefs is mounted.
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -137,7 +138,7 @@ impl Drop for Osnoise<'_> {
     fn drop(&mut self) {
         for (path, before) in self.saved.iter().rev() {
             if let Err(e) = self.root.write_knob(path, before.trim().as_bytes()) {
-                eprintln!("lowlat: warning: could not restore {path}: {e}");
+                voice::warning!("could not restore {path}: {e}");
             }
         }
     }

@@ -131,6 +131,8 @@ fn thresholds_and_intervals_take_units_and_bare_numbers_are_noted() {
 }
 
 /// With no flag at all, jitter and timer measure what a check would: the CPUs it chooses.
+/// What the run says while it runs (library code, through `text::voice`) reads as every other
+/// message of the command line.
 #[test]
 #[ignore = "measures the live machine; run with LOWLAT_LIVE_TESTS=1"]
 fn jitter_and_timer_need_no_flag() {
@@ -141,7 +143,11 @@ fn jitter_and_timer_need_no_flag() {
         lowlat(&["measure", engine, "--duration", "200ms", "--json"])
             .success()
             .stderr(
-                contains("lowlat: note: measuring CPU ").and(contains("choose others with --cpus")),
+                contains("lowlat: note: measuring CPU ")
+                    .and(contains("choose others with --cpus"))
+                    .and(contains(format!("lowlat: note: measuring {engine} ")))
+                    .and(contains("(Ctrl-C stops early and keeps the results)\n"))
+                    .and(contains("lowlat: note: measurement done\n")),
             );
     }
 }

@@ -196,29 +196,54 @@ struct Structure<'a> {
     end: usize,
 }
 
+/// Why the structure at an offset of the table cannot be read (the rest is skipped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum StructureError {
+    /// Fewer than 4 bytes left for the header.
+    #[error("truncated structure header")]
+    TruncatedHeader,
+    /// A declared length below the header's 4 bytes.
+    #[error("structure type {kind} declares length {length}, below the 4-byte header")]
+    TooShort {
+        /// The structure type.
+        kind: u8,
+        /// Its declared length.
+        length: usize,
+    },
+    /// A formatted area longer than what is left of the table.
+    #[error("type {kind} structure of {length} bytes runs past the end")]
+    PastTheEnd {
+        /// The structure type.
+        kind: u8,
+        /// Its declared length.
+        length: usize,
+    },
+    /// No double NUL ends the string set.
+    #[error("type {0} structure has an unterminated string set")]
+    UnterminatedStrings(u8),
+}
+
 impl<'a> Structure<'a> {
-    fn at(table: &'a [u8], start: usize) -> Result<Self, String> {
+    fn at(table: &'a [u8], start: usize) -> Result<Self, StructureError> {
         let [kind, length, handle_lo, handle_hi]: [u8; 4] = table
             .get(start..start + 4)
             .and_then(|header| header.try_into().ok())
-            .ok_or("truncated structure header")?;
+            .ok_or(StructureError::TruncatedHeader)?;
         let length = usize::from(length);
         let handle = u16::from_le_bytes([handle_lo, handle_hi]);
         if length < 4 {
-            return Err(format!(
-                "structure type {kind} declares length {length}, below the 4-byte header"
-            ));
+            return Err(StructureError::TooShort { kind, length });
         }
         let formatted = table
             .get(start..start + length)
-            .ok_or_else(|| format!("type {kind} structure of {length} bytes runs past the end"))?;
+            .ok_or(StructureError::PastTheEnd { kind, length })?;
         // The string set: NUL-terminated strings, ended by an empty string (a double NUL; a
         // structure without strings has two NULs).
         let rest = table.get(start + length..).unwrap_or_default();
         let terminator = rest
             .windows(2)
             .position(|pair| pair == [0, 0])
-            .ok_or_else(|| format!("type {kind} structure has an unterminated string set"))?;
+            .ok_or(StructureError::UnterminatedStrings(kind))?;
         let strings = match rest.get(..terminator) {
             Some([]) | None => Vec::new(),
             Some(set) => set.split(|&b| b == 0).collect(),

@@ -2,7 +2,7 @@
 //! `cpuset -g` and `kern.sched.topology_spec`. Pure functions over text; the formats each
 //! accepts, by FreeBSD version, are listed in tests/data/freebsd/README.md.
 
-use crate::machine::cpulist::CpuSet;
+use crate::machine::cpulist::{CpuSet, CpuSetError};
 use serde::Serialize;
 
 /// One line of `vmstat -ai`.
@@ -246,18 +246,32 @@ pub fn procstat_threads(text: &str) -> Result<(Vec<ThreadLine>, Vec<BadLine>), N
 /// or why there is none. The `domain policy:` line that follows from 12.x is not the CPU list,
 /// though 12.0-CURRENT wrote its domains after a `mask:` too (`pid 77295 domain policy:
 /// first-touch mask: 0`).
-pub fn cpuset_mask(text: &str) -> Result<CpuSet, String> {
+pub fn cpuset_mask(text: &str) -> Result<CpuSet, MaskError> {
     let line = text
         .lines()
         .filter(|line| !line.contains(" domain policy: "))
         .find(|line| line.contains(" mask: ") || line.trim_end().ends_with(" mask:"))
-        .ok_or_else(|| "no 'mask:' line (not the output of cpuset -g)".to_string())?;
+        .ok_or(MaskError::NoMaskLine)?;
     let (_, list) = line.split_once("mask:").expect("found above");
-    let set = CpuSet::parse_list(list.trim()).map_err(|e| e.to_string())?;
+    let set = CpuSet::parse_list(list.trim())?;
     if set.is_empty() {
-        return Err("an empty CPU list".into());
+        return Err(MaskError::Empty);
     }
     Ok(set)
+}
+
+/// Why a `cpuset -g` output holds no CPU list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MaskError {
+    /// No `mask:` line.
+    #[error("no 'mask:' line (not the output of cpuset -g)")]
+    NoMaskLine,
+    /// The list after `mask:` is not a CPU list.
+    #[error(transparent)]
+    List(#[from] CpuSetError),
+    /// The list is empty.
+    #[error("an empty CPU list")]
+    Empty,
 }
 
 /// One `<group>` of `kern.sched.topology_spec`.
@@ -474,7 +488,9 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(cpuset_mask(&domains).is_err(), "{domains}");
-        let gone = cpuset_mask(&data("cpuset-gp-gone.oshi.txt")).unwrap_err();
+        let gone = cpuset_mask(&data("cpuset-gp-gone.oshi.txt"))
+            .unwrap_err()
+            .to_string();
         assert!(gone.contains("no 'mask:' line"), "{gone}");
     }
 

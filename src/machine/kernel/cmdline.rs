@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::machine::CpuSet;
+use crate::machine::cpulist::CpuSetError;
 
 /// One kernel parameter: `key=value` or a bare flag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,7 +182,10 @@ pub struct Isolcpus {
 /// alphabetic words followed by a comma are flags (`nohz`, `domain`, `managed_irq`; unknown
 /// ones are skipped), the rest is a CPU list; no flag means `domain`. `possible` resolves
 /// `all` and `N` (see [`parse_boot_cpulist`]).
-pub fn parse_isolcpus(value: &str, possible: Option<&CpuSet>) -> Result<Isolcpus, String> {
+pub fn parse_isolcpus(
+    value: &str,
+    possible: Option<&CpuSet>,
+) -> Result<Isolcpus, BootCpuListError> {
     let mut isolcpus = Isolcpus {
         cpus: CpuSet::new(),
         domain: false,
@@ -214,19 +218,36 @@ pub fn parse_isolcpus(value: &str, possible: Option<&CpuSet>) -> Result<Isolcpus
     Ok(isolcpus)
 }
 
+/// Why a CPU list of the kernel command line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootCpuListError {
+    /// Not a CPU list.
+    #[error(transparent)]
+    List(#[from] CpuSetError),
+    /// `all` or `N` (the text given), with no possible CPU set to resolve it.
+    #[error(
+        "'{0}' refers to all possible CPUs, but /sys/devices/system/cpu/possible is unreadable"
+    )]
+    NoPossible(String),
+    /// `N` (in the text given), with an empty possible CPU set.
+    #[error("'{0}' uses N, but the possible CPU set is empty")]
+    EmptyPossible(String),
+}
+
 /// Parses a CPU list given on the command line. Besides the sysfs list form it accepts what
 /// the kernel's `bitmap_parselist()` accepts since Linux 5.13: `all` (every possible CPU) and
 /// `N` (the last possible CPU, as in `1-N`); both need `possible`.
-pub fn parse_boot_cpulist(text: &str, possible: Option<&CpuSet>) -> Result<CpuSet, String> {
+pub fn parse_boot_cpulist(
+    text: &str,
+    possible: Option<&CpuSet>,
+) -> Result<CpuSet, BootCpuListError> {
     let text = text.trim();
     let needs_possible = text == "all" || text.contains('N');
     if !needs_possible {
-        return CpuSet::parse_list(text).map_err(|e| e.to_string());
+        return Ok(CpuSet::parse_list(text)?);
     }
     let Some(possible) = possible else {
-        return Err(format!(
-            "'{text}' refers to all possible CPUs, but /sys/devices/system/cpu/possible is unreadable"
-        ));
+        return Err(BootCpuListError::NoPossible(text.to_string()));
     };
     if text == "all" {
         return Ok(possible.clone());
@@ -234,7 +255,7 @@ pub fn parse_boot_cpulist(text: &str, possible: Option<&CpuSet>) -> Result<CpuSe
     let last = possible
         .iter()
         .next_back()
-        .ok_or_else(|| format!("'{text}' uses N, but the possible CPU set is empty"))?;
+        .ok_or_else(|| BootCpuListError::EmptyPossible(text.to_string()))?;
     let last = last.to_string();
     let expanded: Vec<String> = text
         .split(',')
@@ -259,7 +280,7 @@ pub fn parse_boot_cpulist(text: &str, possible: Option<&CpuSet>) -> Result<CpuSe
             }
         })
         .collect();
-    CpuSet::parse_list(&expanded.join(",")).map_err(|e| e.to_string())
+    Ok(CpuSet::parse_list(&expanded.join(","))?)
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use cmdline::{Cmdline, Isolcpus, Param, parse_boot_cpulist, parse_cmdline, parse_isolcpus};
+pub use cmdline::{
+    BootCpuListError, Cmdline, Isolcpus, Param, parse_boot_cpulist, parse_cmdline, parse_isolcpus,
+};
 pub use config::KernelConfig;
 pub(crate) use memory::read_meminfo;
 pub use memory::{Choice, HugePool, Hugepages, Meminfo, NodeHugepages, Thp};
@@ -213,7 +215,7 @@ fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
 }
 
 /// A command-line value, or why it does not parse (naming the parameter, warned about).
-fn boot_value<T>(r: &mut Reader, key: &str, parsed: Result<T, String>) -> Avail<T> {
+fn boot_value<T>(r: &mut Reader, key: &str, parsed: Result<T, BootCpuListError>) -> Avail<T> {
     match parsed {
         Ok(value) => Avail::Available(value),
         Err(e) => {

@@ -106,15 +106,13 @@ pub(crate) fn get_request(family: u16, query: Query, name: &str) -> Request {
 /// at the first question.
 #[derive(Debug, Default)]
 pub(crate) struct Asker {
-    socket: Option<Result<Socket, String>>,
+    socket: Option<io::Result<Socket>>,
 }
 
 impl Asker {
     /// Asks `query` about `name`; the answer's bytes as the kernel sent them.
     pub(crate) fn ask(&mut self, query: Query, name: &str) -> io::Result<Vec<u8>> {
-        let socket = self
-            .socket
-            .get_or_insert_with(|| Socket::open(FAMILY).map_err(|e| e.to_string()));
+        let socket = self.socket.get_or_insert_with(|| Socket::open(FAMILY));
         match socket {
             Ok(socket) => {
                 let request = get_request(socket.family, query, name);

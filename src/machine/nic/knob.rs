@@ -221,13 +221,24 @@ impl Knob {
     }
 }
 
+/// Why the model of a NIC holds no value of a knob.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoValue {
+    /// The driver answered, without this knob.
+    #[error("the driver does not report {0}")]
+    NotReported(Knob),
+    /// The group of values it belongs to could not be read: why.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 impl Knob {
     /// Its value in the model of `nic`, as inventory read it; why not, when it has none.
-    pub fn current(self, nic: &super::Nic) -> Result<u64, String> {
+    pub fn current(self, nic: &super::Nic) -> Result<u64, NoValue> {
         let from = |avail: Result<Option<u64>, &str>| match avail {
             Ok(Some(value)) => Ok(value),
-            Ok(None) => Err(format!("the driver does not report {self}")),
-            Err(reason) => Err(reason.to_string()),
+            Ok(None) => Err(NoValue::NotReported(self)),
+            Err(reason) => Err(NoValue::Unavailable(reason.to_string())),
         };
         fn avail<T>(a: &super::Avail<T>) -> Result<&T, &str> {
             a.get().ok_or_else(|| a.reason().unwrap_or_default())

@@ -44,7 +44,7 @@ impl IrqbalanceConfig {
 pub fn read(r: &mut Reader) -> Avail<IrqbalanceConfig> {
     match super::first_file(r, &PATHS) {
         Ok((path, text)) => Avail::Available(parse(&text, path, &mut r.warnings)),
-        Err(reason) => Avail::missing(reason),
+        Err(reason) => Avail::missing(reason.to_string()),
     }
 }
 

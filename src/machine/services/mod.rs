@@ -250,17 +250,31 @@ fn running(r: &mut Reader, probe: &Probe, tasks: &Avail<Tasks>) -> Option<bool> 
     }
 }
 
+/// Why none of a list of configuration files could be read.
+#[derive(Debug, thiserror::Error)]
+enum FirstFileError {
+    /// A file exists but could not be read (e.g. only root may read it).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// None of the files exists (the paths, joined by `, `).
+    #[error("none of {0} exists")]
+    NoneExists(String),
+}
+
 /// The first of `paths` that exists, with its text; absent files are skipped, any other
 /// failure (e.g. only root may read it) is the reason the value is unavailable.
-fn first_file(r: &Reader, paths: &[&'static str]) -> Result<(&'static str, String), String> {
+fn first_file(
+    r: &Reader,
+    paths: &[&'static str],
+) -> Result<(&'static str, String), FirstFileError> {
     for path in paths {
         match r.root.read(path) {
             Ok(text) => return Ok((path, text)),
             Err(ReadError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
-    Err(format!("none of {} exists", paths.join(", ")))
+    Err(FirstFileError::NoneExists(paths.join(", ")))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub struct OsRelease {
 pub fn read(r: &mut Reader) -> Avail<OsRelease> {
     match super::first_file(r, &PATHS) {
         Ok((path, text)) => Avail::Available(parse(&text, path, &mut r.warnings)),
-        Err(reason) => Avail::missing(reason),
+        Err(reason) => Avail::missing(reason.to_string()),
     }
 }
 

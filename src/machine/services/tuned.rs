@@ -1,6 +1,7 @@
 //! TuneD's state as its files show it: the active profile and the cpu-partitioning variables.
 
 use super::vars::{Var, last, parse_key_values};
+use crate::machine::cpulist::CpuSetError;
 use crate::machine::{Avail, CpuSet, Reader, Warnings};
 use serde::{Deserialize, Serialize};
 
@@ -82,9 +83,20 @@ fn tuned_cpus(var: &Var, path: &str, warnings: &mut Warnings) -> TunedCpus {
     }
 }
 
+/// Why a TuneD CPU list could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TunedCpuListError {
+    /// A `^` with no CPU or range after it.
+    #[error("'^' must be followed by a CPU or range")]
+    EmptyExclusion,
+    /// The included or the excluded part is not a kernel CPU list.
+    #[error(transparent)]
+    List(#[from] CpuSetError),
+}
+
 /// Parses TuneD's CPU list form: the kernel list form plus `^N` / `^N-M` exclusions
 /// (`2-23,^12`).
-pub fn parse_tuned_cpulist(text: &str) -> Result<CpuSet, String> {
+pub fn parse_tuned_cpulist(text: &str) -> Result<CpuSet, TunedCpuListError> {
     let (excluded, included): (Vec<&str>, Vec<&str>) = text
         .split(',')
         .map(str::trim)
@@ -95,10 +107,10 @@ pub fn parse_tuned_cpulist(text: &str) -> Result<CpuSet, String> {
         .map(|t| t.strip_prefix('^').unwrap_or(t).trim())
         .collect();
     if excluded.iter().any(|t| t.is_empty()) {
-        return Err("'^' must be followed by a CPU or range".to_string());
+        return Err(TunedCpuListError::EmptyExclusion);
     }
-    let included = CpuSet::parse_list(&included.join(",")).map_err(|e| e.to_string())?;
-    let excluded = CpuSet::parse_list(&excluded.join(",")).map_err(|e| e.to_string())?;
+    let included = CpuSet::parse_list(&included.join(","))?;
+    let excluded = CpuSet::parse_list(&excluded.join(","))?;
     Ok(included.difference(&excluded))
 }
 

@@ -19,6 +19,23 @@ pub(crate) fn last<'a>(vars: &'a [Var], key: &str) -> Option<&'a Var> {
     vars.iter().rev().find(|var| var.key == key)
 }
 
+/// Why a line of an environment file is not an assignment (said in its warning).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum LineError {
+    /// No `=` on the line.
+    #[error("expected KEY=value")]
+    NotAssignment,
+    /// The part before `=` is not a shell variable name (shortened).
+    #[error("'{0}' is not a variable name")]
+    BadName(String),
+    /// A quote (`single` or `double`) that the line does not close.
+    #[error("unterminated {0} quote")]
+    UnterminatedQuote(&'static str),
+    /// A space outside quotes, before anything but a comment.
+    #[error("unquoted space in the value (quote it)")]
+    UnquotedSpace,
+}
+
 /// Parses an environment file the way systemd's `EnvironmentFile=` and a POSIX shell agree on:
 /// `KEY=value`, `export KEY=value`, single and double quotes, backslash escapes, `#` and `;`
 /// comment lines, and `# comment` after a value. Variables are not expanded. Lines that are
@@ -33,10 +50,10 @@ pub(crate) fn parse_env_file(text: &str, path: &str, warnings: &mut Warnings) ->
         let line = line.strip_prefix("export ").map_or(line, str::trim_start);
         let parsed = line
             .split_once('=')
-            .ok_or_else(|| "expected KEY=value".to_string())
+            .ok_or(LineError::NotAssignment)
             .and_then(|(key, value)| {
                 if !shell_name(key) {
-                    return Err(format!("'{}' is not a variable name", truncate(key, 30)));
+                    return Err(LineError::BadName(truncate(key, 30)));
                 }
                 Ok((key, shell_value(value)?))
             });
@@ -105,7 +122,7 @@ fn shell_name(name: &str) -> bool {
 
 /// Resolves the quoting of a shell word: `"a b"`, `'a b'`, `a\ b`, and concatenations such as
 /// `"a"'b'c`; after the word only a `# comment` may follow.
-fn shell_value(text: &str) -> Result<String, String> {
+fn shell_value(text: &str) -> Result<String, LineError> {
     let mut value = String::new();
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -114,7 +131,7 @@ fn shell_value(text: &str) -> Result<String, String> {
                 match chars.next() {
                     Some('\'') => break,
                     Some(c) => value.push(c),
-                    None => return Err("unterminated single quote".to_string()),
+                    None => return Err(LineError::UnterminatedQuote("single")),
                 }
             },
             '"' => loop {
@@ -126,10 +143,10 @@ fn shell_value(text: &str) -> Result<String, String> {
                             value.push('\\');
                             value.push(c);
                         }
-                        None => return Err("unterminated double quote".to_string()),
+                        None => return Err(LineError::UnterminatedQuote("double")),
                     },
                     Some(c) => value.push(c),
-                    None => return Err("unterminated double quote".to_string()),
+                    None => return Err(LineError::UnterminatedQuote("double")),
                 }
             },
             '\\' => {
@@ -142,7 +159,7 @@ fn shell_value(text: &str) -> Result<String, String> {
                 if rest.is_empty() || rest.starts_with('#') {
                     break;
                 }
-                return Err("unquoted space in the value (quote it)".to_string());
+                return Err(LineError::UnquotedSpace);
             }
             c => value.push(c),
         }

@@ -142,8 +142,22 @@ pub(crate) const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn add_chain(_turns: u64) {}
 
+/// Why APERF and MPERF of a CPU could not be read, with what to do.
+#[derive(Debug, thiserror::Error)]
+enum MsrError {
+    /// The msr device file is absent (at this path).
+    #[error("{0} does not exist (load the msr module: modprobe msr)")]
+    NoDevice(String),
+    /// The read failed: the registers are not there.
+    #[error("{0} (the CPU or the hypervisor does not expose APERF/MPERF)")]
+    NotExposed(ReadError),
+    /// Any other failure (e.g. only root may read it).
+    #[error(transparent)]
+    Read(ReadError),
+}
+
 /// Reads APERF and MPERF of `cpu` through the SysRoot.
-fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), String> {
+fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), MsrError> {
     let path = format!("/dev/cpu/{cpu}/msr");
     let read = |msr: u64| {
         let mut buf = [0u8; 8];
@@ -151,13 +165,9 @@ fn read_aperf_mperf(root: &SysRoot, cpu: u32) -> Result<(u64, u64), String> {
             .map(|()| u64::from_le_bytes(buf))
     };
     let why = |e: ReadError| match e {
-        ReadError::NotFound { .. } => {
-            format!("{path} does not exist (load the msr module: modprobe msr)")
-        }
-        ReadError::Io { .. } => {
-            format!("{e} (the CPU or the hypervisor does not expose APERF/MPERF)")
-        }
-        other => other.to_string(),
+        ReadError::NotFound { .. } => MsrError::NoDevice(path.clone()),
+        e @ ReadError::Io { .. } => MsrError::NotExposed(e),
+        other => MsrError::Read(other),
     };
     Ok((read(MSR_APERF).map_err(why)?, read(MSR_MPERF).map_err(why)?))
 }
@@ -219,7 +229,7 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) 
     let elapsed = raw_ns().saturating_sub(t_before);
     let aperf = match (msr_before, read_aperf_mperf(root, cpu)) {
         (Ok(before), Ok(after)) => aperf_mperf(before, after, elapsed),
-        (Err(why), _) | (_, Err(why)) => Avail::missing(why),
+        (Err(why), _) | (_, Err(why)) => Avail::missing(why.to_string()),
     };
     Some(CpuFreq {
         cpu,
@@ -342,7 +352,7 @@ mod tests {
     fn msr_reasons_say_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
         let root = SysRoot::dir(dir.path());
-        let why = read_aperf_mperf(&root, 3).unwrap_err();
+        let why = read_aperf_mperf(&root, 3).unwrap_err().to_string();
         assert!(
             why.contains("/dev/cpu/3/msr") && why.contains("modprobe msr"),
             "{why}"

@@ -9,6 +9,7 @@ use crate::machine::{Avail, Warnings};
 use crate::measure::runner::conditions::{self, CpuConditions};
 use crate::measure::runner::segments::Merge;
 use crate::sysroot::SysRoot;
+use crate::text::voice;
 use serde::Serialize;
 
 const INTERRUPTS: &str = "/proc/interrupts";
@@ -156,15 +157,15 @@ impl<'a> CounterObserver<'a> {
 impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
     fn before(&mut self, tids: &[u32]) {
         self.before = read_counters(self.root, self.cpus, tids, &mut self.warnings);
-        eprintln!(
-            "lowlat: note: {} (Ctrl-C stops early and keeps the results)",
+        voice::note!(
+            "{} (Ctrl-C stops early and keeps the results)",
             self.progress
         );
     }
 
     fn after(&mut self, tids: &[u32]) {
         self.after = read_counters(self.root, self.cpus, tids, &mut self.warnings);
-        eprintln!("lowlat: note: measurement done");
+        voice::note!("measurement done");
     }
 }
 

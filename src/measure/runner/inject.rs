@@ -5,6 +5,7 @@
 
 use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
+use crate::text::voice;
 use serde::Serialize;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -114,7 +115,7 @@ fn inject(cpu: u32, spec: InjectSpec, stop: &StopFlag, count: &AtomicU64) {
     if let Err(e) =
         harness::pin_current_thread(cpu).and_then(|()| harness::set_fifo_priority(PRIORITY))
     {
-        eprintln!("lowlat: warning: no known-answer injector on CPU {cpu}: {e}");
+        voice::warning!("no known-answer injector on CPU {cpu}: {e}");
         return;
     }
     let mut next = harness::monotonic_ns() + spec.period_ns;

@@ -4,6 +4,7 @@
 use crate::machine::CpuSet;
 use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
+use crate::text::voice;
 
 /// One hog per CPU of `cpus`, each pinned and spinning at normal priority until the stop.
 pub(crate) fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
@@ -14,7 +15,7 @@ pub(crate) fn hogs(cpus: &CpuSet) -> Vec<Helper<'static>> {
 
 fn hog(cpu: u32, stop: &StopFlag) {
     if let Err(e) = harness::pin_current_thread(cpu) {
-        eprintln!("lowlat: warning: cannot pin a load hog to CPU {cpu}: {e}; that hog is not run");
+        voice::warning!("cannot pin a load hog to CPU {cpu}: {e}; that hog is not run");
         return;
     }
     let mut x = 0u64;

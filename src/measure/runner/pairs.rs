@@ -107,7 +107,7 @@ mod tests {
             &StopFlag::new(),
             &mut Progress::silent(),
             |a, b| format!("{a}-{b}"),
-            |a, b| -> Result<_, String> {
+            |a, b| -> Result<_, &str> {
                 seen.push((a, b));
                 Ok((a != 6).then_some(a * 10 + b))
             },
@@ -142,7 +142,7 @@ mod tests {
     fn stop_and_errors_end_the_run() {
         let stop = StopFlag::new();
         stop.stop();
-        let never = |_: u32, _: u32| -> Result<Option<u32>, String> { panic!("measured") };
+        let never = |_: u32, _: u32| -> Result<Option<u32>, &str> { panic!("measured") };
         let done = measure_pairs(
             &[0, 1],
             &[(0, 1)],
@@ -159,14 +159,10 @@ mod tests {
             &mut Progress::silent(),
             |_, _| String::new(),
             |a, _| {
-                if a == 0 {
-                    Err("no".to_string())
-                } else {
-                    Ok(Some(a))
-                }
+                if a == 0 { Err("no") } else { Ok(Some(a)) }
             },
         );
-        assert_eq!(failed, Err("no".to_string()));
+        assert_eq!(failed, Err("no"));
         assert_eq!(check_two(&[3]), Err(NoPair { got: 1 }));
         assert!(check_two(&[3, 4]).is_ok());
     }

@@ -19,6 +19,18 @@ pub(crate) trait Merge {
     fn merge(&mut self, later: Self);
 }
 
+/// A part a segment may lack (an explanation, the late wake-ups kept): the first segment's,
+/// with each later one's added; a segment without it adds nothing.
+impl<T: Merge> Merge for Option<T> {
+    fn merge(&mut self, later: Self) {
+        match (self, later) {
+            (Some(part), Some(more)) => part.merge(more),
+            (part @ None, more) => *part = more,
+            (Some(_), None) => {}
+        }
+    }
+}
+
 /// Runs `segment(length)` for consecutive segments of at most `every` until `duration` is
 /// covered, merging each into the first and calling `checkpoint` with the merged record after
 /// every segment but the last. Stops early, with what it has, when `ended` says a segment

@@ -23,6 +23,7 @@ use crate::measure::runner::load;
 use crate::measure::runner::observer::Observer;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
+use crate::text::voice;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -145,8 +146,8 @@ where
         // Progress only on a terminal, and only from a main thread off the measured CPUs.
         let interrupted = if !main_cpus.is_empty() && std::io::stderr().is_terminal() {
             sleep_reporting(start, end, PROGRESS_EVERY_NS, &stop, &mut |done, total| {
-                eprintln!(
-                    "lowlat: note: {} s of {} s measured",
+                voice::note!(
+                    "{} s of {} s measured",
                     done / 1_000_000_000,
                     total / 1_000_000_000
                 );

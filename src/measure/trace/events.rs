@@ -124,11 +124,12 @@ impl Tracepoint {
 /// An interned name (a task's comm, an IRQ's name, a kernel function).
 pub(crate) type Sym = u32;
 
-/// Names seen in a trace, each stored once.
+/// Names seen in a trace, each stored once, and the comm each task was last seen with.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Symbols {
     names: Vec<String>,
     index: HashMap<String, Sym>,
+    comms: HashMap<u32, Sym>,
 }
 
 impl Symbols {
@@ -146,6 +147,18 @@ impl Symbols {
     /// The name of `sym` (empty for one never interned).
     pub(crate) fn name(&self, sym: Sym) -> &str {
         self.names.get(sym as usize).map_or("", String::as_str)
+    }
+
+    /// Interns `comm` as task `pid`'s, the comm [`Self::comm`] gives for it from now on.
+    pub(crate) fn intern_task(&mut self, pid: u32, comm: &str) -> Sym {
+        let sym = self.intern(comm);
+        self.comms.insert(pid, sym);
+        sym
+    }
+
+    /// The comm task `pid` was last seen with in a `sched_switch`.
+    pub(crate) fn comm(&self, pid: u32) -> Option<Sym> {
+        self.comms.get(&pid).copied()
     }
 }
 
@@ -187,12 +200,16 @@ pub(crate) enum What {
     Hrtimer(Sym),
     /// The tick could not stop (`success=0`): why.
     TickKept(Sym),
-    /// The scheduler switched to task `pid` (`comm`).
+    /// The scheduler switched from task `prev` to task `pid` (`comm`). A CPU leaving idle
+    /// may trace no switch (Linux 6.18 does not): that the idle task ran is known from the
+    /// switch into it, that it stopped only from what ran next.
     Switch {
         /// The next task's pid (0: idle).
         pid: u32,
         /// Its comm.
         comm: Sym,
+        /// The pid of the task switched out (0: idle); its comm is [`Symbols::comm`]'s.
+        prev: u32,
         /// The task switched out gave the CPU up itself (slept, waited, exited: its
         /// `prev_state` is not `R`), rather than being preempted.
         prev_blocked: bool,
@@ -348,15 +365,26 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
             _ => Line::Other,
         },
         "sched_switch" => {
+            let field_pid = |key| field(p.fields, key).and_then(|v| v.parse().ok());
+            let prev_comm = field_until(p.fields, "prev_comm=", " prev_pid=");
             let comm = field_until(p.fields, "next_comm=", " next_pid=");
-            let pid = field(p.fields, "next_pid=").and_then(|v| v.parse().ok());
             let state = field(p.fields, "prev_state=");
-            match (comm, pid, state) {
-                (Some(comm), Some(pid), Some(state)) => event(What::Switch {
-                    pid,
-                    comm: symbols.intern(comm),
-                    prev_blocked: !state.starts_with('R'),
-                }),
+            match (
+                prev_comm,
+                field_pid("prev_pid="),
+                comm,
+                field_pid("next_pid="),
+                state,
+            ) {
+                (Some(prev_comm), Some(prev), Some(comm), Some(pid), Some(state)) => {
+                    symbols.intern_task(prev, prev_comm);
+                    event(What::Switch {
+                        pid,
+                        comm: symbols.intern_task(pid, comm),
+                        prev,
+                        prev_blocked: !state.starts_with('R'),
+                    })
+                }
                 _ => Line::Other,
             }
         }
@@ -438,6 +466,13 @@ fn hex_mask(text: &str) -> Option<Vec<u32>> {
 mod tests {
     use super::*;
 
+    /// An hour of events on many CPUs is held in memory: the switch's previous pid fits
+    /// in the padding, the event stays 24 bytes.
+    #[test]
+    fn an_event_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Event>(), 24);
+    }
+
     fn one(line: &str) -> (Line, Symbols) {
         let mut symbols = Symbols::default();
         (parse(line, &mut symbols), symbols)
@@ -480,12 +515,15 @@ mod tests {
         let What::Switch {
             pid: 4355,
             comm,
+            prev: 4610,
             prev_blocked: false,
         } = what
         else {
             panic!("{what:?}")
         };
         assert_eq!(s.name(comm), "Web Content");
+        assert_eq!(s.comm(4610).map(|c| s.name(c)), Some("bash"));
+        assert_eq!(s.comm(4355), Some(comm));
         let (what, ..) = event(
             "        kat-spin-77      [001] d..2. 29441541245050: sched_switch: prev_comm=kat-spin prev_pid=77 prev_prio=3 prev_state=S ==> next_comm=lowlat next_pid=100 next_prio=4",
         );

@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 
 use super::events::{Event, IpiSend, Sym, Symbols, Vector, What};
 use crate::machine::Avail;
+use crate::measure::runner::segments::Merge;
 
 /// The softirq vectors' names, by number.
 pub(crate) const SOFTIRQS: [&str; 10] = [
@@ -233,8 +234,8 @@ pub(crate) enum CrossCheck {
     Smis(Avail<u64>),
 }
 
-impl CrossCheck {
-    /// Adds a later segment's figure.
+/// Adds a later segment's figure.
+impl Merge for CrossCheck {
     fn merge(&mut self, later: CrossCheck) {
         fn add(sum: &mut Avail<u64>, more: Avail<u64>) {
             if let (Avail::Available(x), Avail::Available(y)) = (&*sum, &more) {
@@ -253,15 +254,11 @@ impl CrossCheck {
     }
 }
 
-impl CpuCauses {
-    /// Adds a later segment's causes of the same CPU.
-    pub(crate) fn merge(&mut self, later: CpuCauses) {
+/// Adds a later segment's causes of the same CPU.
+impl Merge for CpuCauses {
+    fn merge(&mut self, later: CpuCauses) {
         self.gaps += later.gaps;
-        match (&mut self.cross_check, later.cross_check) {
-            (Some(check), Some(more)) => check.merge(more),
-            (check @ None, more) => *check = more,
-            (Some(_), None) => {}
-        }
+        self.cross_check.merge(later.cross_check);
         for more in later.causes {
             match self.causes.iter_mut().find(|c| c.cause == more.cause) {
                 Some(stats) => {
@@ -325,28 +322,32 @@ struct Woken {
 /// of it, the hrtimer expiry that made it (the last one before it in the same interrupt) and
 /// the local timer interrupt that ran that hrtimer, unless that interrupt ran other hrtimers
 /// too (the tick, another task's timer: those delayed the wake-up and stay causes).
-fn own_wakeups(events: &[Event], tid: u32) -> (Vec<Event>, Vec<Woken>) {
+///
+/// The task a wake-up waited for is read from the loop's switch-in that follows it: the task
+/// switched out (`prev`), when no other switch came between (it held the CPU from the
+/// wake-up on) and it gave the CPU up itself (a preempted one left as soon as it could). Not
+/// from the switches before the wake-up: a CPU leaving idle traces none on some kernels, so
+/// the task that came out of idle to run is unknown until it switches out.
+fn own_wakeups(events: &[Event], tid: u32, symbols: &Symbols) -> (Vec<Event>, Vec<Woken>) {
     let entry = |e: &Event| matches!(e.what, What::Irq { .. } | What::Vector(_) | What::Nmi(_));
     let mut own = vec![false; events.len()];
     let mut woken: Vec<Woken> = Vec::new();
-    let mut running = None;
+    // The last wake-up's index in `woken`, until a switch follows it.
     let mut waiting: Option<usize> = None;
     for (at, event) in events.iter().enumerate() {
         if let What::Switch {
             pid,
-            comm,
+            prev,
             prev_blocked,
+            ..
         } = event.what
+            && let Some(w) = waiting.take().and_then(|i| woken.get_mut(i))
+            && pid == tid
+            && prev_blocked
+            && prev != 0
+            && prev != tid
         {
-            // The loop's switch-in after its wake-up: the task it waited for counts only if
-            // it gave the CPU up itself (a preempted one left as soon as it could).
-            if pid == tid
-                && let Some(w) = waiting.take().and_then(|i| woken.get_mut(i))
-                && !(prev_blocked && w.running == running)
-            {
-                w.running = None;
-            }
-            running = (pid != 0 && pid != tid).then_some((pid, comm));
+            w.running = symbols.comm(prev).map(|comm| (prev, comm));
         }
         if event.what != What::Wakeup(tid) {
             continue;
@@ -355,7 +356,7 @@ fn own_wakeups(events: &[Event], tid: u32) -> (Vec<Event>, Vec<Woken>) {
         waiting = Some(woken.len());
         woken.push(Woken {
             ts: event.ts,
-            running,
+            running: None,
         });
         let Some(timer) = events[..at]
             .iter()
@@ -417,7 +418,7 @@ pub(crate) fn explain_cpu(
         &sorted[..]
     };
     let (filtered, woken) = if trace.sleeps {
-        own_wakeups(ordered, trace.loop_tid)
+        own_wakeups(ordered, trace.loop_tid, symbols)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -748,6 +749,7 @@ mod tests {
                 What::Switch {
                     pid: 77,
                     comm: cyclic,
+                    prev: 100,
                     prev_blocked: false,
                 },
             ),
@@ -756,6 +758,7 @@ mod tests {
                 What::Switch {
                     pid: 100,
                     comm: loop_comm,
+                    prev: 77,
                     prev_blocked: false,
                 },
             ),
@@ -765,6 +768,7 @@ mod tests {
                 What::Switch {
                     pid: 9,
                     comm: kworker,
+                    prev: 100,
                     prev_blocked: false,
                 },
             ),
@@ -774,6 +778,7 @@ mod tests {
                 What::Switch {
                     pid: 100,
                     comm: loop_comm,
+                    prev: 9,
                     prev_blocked: false,
                 },
             ),
@@ -843,7 +848,7 @@ mod tests {
             ev(31, What::Hrtimer(wake)),
             ev(32, What::Wakeup(55)),
         ];
-        let (kept, woken) = own_wakeups(&events, 100);
+        let (kept, woken) = own_wakeups(&events, 100, &s);
         let at: Vec<u64> = kept.iter().map(|e| e.ts).collect();
         assert_eq!(at, vec![20, 21, 30, 31, 32]);
         assert_eq!(woken.iter().map(|w| w.ts).collect::<Vec<_>>(), vec![12, 23]);

@@ -25,6 +25,7 @@ use crate::machine::CpuSet;
 use crate::machine::Machine;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::conditions::CpuConditions;
+use crate::measure::runner::segments::Merge;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
 use explain::{CpuCauses, CpuTrace, CrossCheck, TraceGap};
@@ -83,11 +84,13 @@ impl Explanation {
             });
         }
     }
+}
 
-    /// Adds the explanation of a later segment of the same run (a checkpointed run): each
-    /// CPU's causes summed cause by cause, the spikes the longest of both (a later segment's
-    /// spike times count from that segment's start).
-    pub(crate) fn merge(&mut self, later: Explanation) {
+/// Adds the explanation of a later segment of the same run (a checkpointed run): each CPU's
+/// causes summed cause by cause, the spikes the longest of both (a later segment's spike
+/// times count from that segment's start).
+impl Merge for Explanation {
+    fn merge(&mut self, later: Explanation) {
         self.traced &= later.traced;
         self.lost_events += later.lost_events;
         for note in later.notes {
@@ -243,6 +246,7 @@ mod tests {
     use super::events::{self, Event, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
     use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
+    use crate::measure::runner::segments::Merge;
 
     fn ev(ts: u64, what: What) -> Event {
         Event { ts, what }
@@ -333,8 +337,9 @@ mod tests {
         let mut s = Symbols::default();
         let wake = s.intern("hrtimer_wakeup");
         let tick = s.intern("tick_nohz_handler");
-        let spin = s.intern("kat-spin");
-        let me = s.intern("lowlat");
+        let spin = s.intern_task(55, "kat-spin");
+        s.intern_task(56, "kat-spin");
+        let me = s.intern_task(100, "lowlat");
         let nvme = s.intern("nvme0q1");
         let own = |at: u64| {
             vec![
@@ -343,18 +348,19 @@ mod tests {
                 ev(at + 2, What::Wakeup(100)),
             ]
         };
-        let switch = |at: u64, pid, comm, prev_blocked| {
+        let switch = |at: u64, pid, comm, prev, prev_blocked| {
             ev(
                 at,
                 What::Switch {
                     pid,
                     comm,
+                    prev,
                     prev_blocked,
                 },
             )
         };
-        // The loop switched in, preempting whatever ran.
-        let switch_in = |at: u64| switch(at, 100, me, false);
+        // The loop switched in from idle, as from a task preempted by it.
+        let switch_in = |at: u64| switch(at, 100, me, 0, false);
         let mut events = Vec::new();
         // 1: [100, 140]: only its own wake-up, late.
         events.extend(own(130));
@@ -367,8 +373,8 @@ mod tests {
         events.push(switch_in(230));
         // 3: [300, 340]: woken on time, but kat-spin (higher priority) ran first.
         events.extend(own(301));
-        events.push(switch(304, 55, spin, false));
-        events.push(switch_in(336));
+        events.push(switch(304, 55, spin, 0, false));
+        events.push(switch(336, 100, me, 55, true));
         // 4: [400, 440]: a device IRQ ran at the deadline, then the timer.
         events.push(ev(
             401,
@@ -384,14 +390,13 @@ mod tests {
         events.push(ev(504, What::Softirq(9)));
         events.push(switch_in(530));
         // 6: [600, 640]: kat-spin ran from before the deadline until it slept, well after
-        // the wake-up.
-        events.push(switch(550, 55, spin, false));
+        // the wake-up; it came out of idle, which traced no switch (as on Linux 6.18).
         events.extend(own(605));
-        events.push(switch(636, 100, me, true));
+        events.push(switch(636, 100, me, 55, true));
         // 7: [700, 740]: a task preempted at once by the wake-up: the wait was the kernel's.
-        events.push(switch(650, 56, spin, false));
+        events.push(switch(650, 56, spin, 0, false));
         events.extend(own(705));
-        events.push(switch_in(736));
+        events.push(switch(736, 100, me, 56, false));
         let capture = Capture {
             symbols: s,
             events: vec![(1, events)],

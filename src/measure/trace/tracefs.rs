@@ -484,16 +484,16 @@ impl Drop for Tracing<'_> {
                 Ok(true) => {}
                 // A directory tree (tests) keeps the files it was given.
                 Ok(false) if !self.root.is_live() => {}
-                _ => eprintln!(
-                    "lowlat: warning: could not remove the trace instance {instance}; remove it \
-                     with `rmdir {instance}`"
+                _ => crate::text::voice::warning!(
+                    "could not remove the trace instance {instance}; remove it with `rmdir \
+                     {instance}`"
                 ),
             }
         }
         if self.mounted
             && let Err(e) = self.root.unmount(&self.tracefs)
         {
-            eprintln!("lowlat: warning: could not unmount the tracefs lowlat mounted: {e}");
+            crate::text::voice::warning!("could not unmount the tracefs lowlat mounted: {e}");
         }
     }
 }

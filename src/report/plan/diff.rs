@@ -220,7 +220,7 @@ fn current_nic(name: &str, knob: crate::machine::nic::knob::Knob, machine: &Mach
     };
     match knob.current(nic) {
         Ok(value) => Current::Value(knob.show(value)),
-        Err(why) => Current::Unknown(why),
+        Err(why) => Current::Unknown(why.to_string()),
     }
 }
 

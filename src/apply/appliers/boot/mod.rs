@@ -23,8 +23,9 @@ pub(crate) mod grubby;
 use super::Expansion;
 use crate::apply::change::{ApplyContext, ChangeError, Unsupported};
 use crate::tuning::grub_block;
-use crate::tuning::kernel_args::{AllArgs, Args};
+use crate::tuning::kernel_args::{AllArgs, Args, KernelArgError};
 use crate::tuning::setting::Setting;
+use crate::tuning::setting_id::SettingId;
 
 /// Where a machine's kernel arguments are configured.
 pub(crate) enum Backend {
@@ -74,11 +75,26 @@ pub(crate) fn configured(ctx: &ApplyContext, args: &Args) -> Result<bool, Change
     }
 }
 
+/// A boot setting whose arguments cannot be written safely into a boot configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{id}: {source}")]
+pub(crate) struct BadBootSetting {
+    /// The setting's id.
+    pub id: SettingId,
+    /// What is wrong with its arguments.
+    pub source: KernelArgError,
+}
+
 /// The boot settings' arguments, checked.
-pub(crate) fn args_of(settings: &[&Setting]) -> Result<Vec<Args>, String> {
+pub(crate) fn args_of(settings: &[&Setting]) -> Result<Vec<Args>, BadBootSetting> {
     settings
         .iter()
-        .map(|s| Args::of(s).map_err(|e| format!("{}: {e}", s.id)))
+        .map(|s| {
+            Args::of(s).map_err(|source| BadBootSetting {
+                id: s.id.clone(),
+                source,
+            })
+        })
         .collect()
 }
 

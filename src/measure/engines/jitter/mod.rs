@@ -49,11 +49,7 @@ impl Merge for JitterRun {
     fn merge(&mut self, later: Self) {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
-        match (&mut self.explanation, later.explanation) {
-            (Some(explanation), Some(more)) => explanation.merge(more),
-            (explanation @ None, more) => *explanation = more,
-            (Some(_), None) => {}
-        }
+        self.explanation.merge(later.explanation);
     }
 }
 

@@ -189,11 +189,7 @@ impl Merge for TimerRecord {
         }
         self.cyclic.merge(later.cyclic);
         self.slices.merge(later.slices);
-        match (&mut self.late, later.late) {
-            (Some(late), Some(more)) => late.merge(more),
-            (late @ None, more) => *late = more,
-            (Some(_), None) => {}
-        }
+        self.late.merge(later.late);
     }
 }
 

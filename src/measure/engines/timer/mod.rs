@@ -14,6 +14,7 @@ use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, Spawn
 use crate::measure::runner::tsc::Tsc;
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
+use crate::text::voice;
 use deadline_loop::TimerRecord;
 
 /// Late wake-ups kept per CPU for `--explain` at most (16 bytes each): a 1 ms period for
@@ -64,11 +65,7 @@ impl Merge for TimerRun {
     fn merge(&mut self, later: Self) {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
-        match (&mut self.explanation, later.explanation) {
-            (Some(explanation), Some(more)) => explanation.merge(more),
-            (explanation @ None, more) => *explanation = more,
-            (Some(_), None) => {}
-        }
+        self.explanation.merge(later.explanation);
     }
 }
 
@@ -96,7 +93,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
                  default 50 us timer slack is added to every wake-up",
                 request.priority
             );
-            eprintln!("lowlat: note: {reason}");
+            voice::note!("{reason}");
             (None, Some(reason))
         }
     };
