@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::messages::{note, warning};
@@ -17,7 +16,7 @@ use crate::plan::request::{
 };
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
-use crate::report::plan::{diff, summary};
+use crate::report::plan::{self as report_plan, diff, summary};
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
@@ -353,14 +352,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         }
         write_artifacts(dir, &files, args.force)?;
         if !args.json && !args.diff {
-            let mut page = format!("lowlat: wrote {} files to {}\n", files.len(), dir.display());
-            for file in &files {
-                match file.install {
-                    Some(install) => writeln!(page, "  {:<46} -> {install}", file.path)?,
-                    None => writeln!(page, "  {}", file.path)?,
-                }
-            }
-            print(&page)?;
+            print(&report_plan::written_text(&files, dir))?;
         }
     }
     if args.json {
