@@ -143,6 +143,33 @@ pub struct IdleState {
     pub disabled: Avail<bool>,
 }
 
+impl IdleState {
+    /// Whether the CPU may enter it: enabled, and allowed by the resume-latency `limit`.
+    pub fn usable(&self, limit: Option<&ResumeLatency>) -> bool {
+        let enabled = self.disabled.get().is_none_or(|d| !d);
+        let allowed = match (limit, self.latency_us.get()) {
+            (Some(ResumeLatency::ZeroLatency), Some(latency)) => *latency == 0,
+            (Some(ResumeLatency::MaxUs(max)), Some(latency)) => *latency <= u64::from(*max),
+            _ => true,
+        };
+        enabled && allowed
+    }
+}
+
+impl CpuPower {
+    /// The idle state with the longest exit latency that the CPU may enter (enabled, allowed
+    /// by its resume-latency limit): the most that leaving idle can cost it; `None` when its
+    /// states are unknown or none has a known latency.
+    pub fn deepest_usable_idle(&self) -> Option<&IdleState> {
+        let limit = self.resume_latency.get();
+        self.idle_states
+            .get()?
+            .iter()
+            .filter(|s| s.usable(limit) && s.latency_us.get().is_some())
+            .max_by_key(|s| s.latency_us.get().copied())
+    }
+}
+
 /// A CPU's resume-latency constraint, as `pm_qos_resume_latency_us` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

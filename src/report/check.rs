@@ -4,7 +4,7 @@ use crate::text::Page;
 use serde::Serialize;
 
 use super::audit::{MachineIdentity, ProfileSummary};
-use super::measure::explain::ExplainJson;
+use super::measure::explain::{ExplainJson, cross_check_text};
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
@@ -12,6 +12,7 @@ use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
+use crate::measure::trace::explain::Class;
 use crate::report::table::aligned;
 
 /// What a check found, as [`document`] and [`text`] show it.
@@ -363,6 +364,15 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
                 micros(c.total_ns as f64)
             );
         }
+        if let Some(check) = &cpu.cross_check
+            && cpu
+                .causes
+                .iter()
+                .take(TOP_CAUSES)
+                .any(|c| c.class == Class::NoKernelEvent)
+        {
+            writeln!(out, "  {}", cross_check_text(check, causes.loop_slept));
+        }
     }
     if causes.lost_events > 0 {
         writeln!(
@@ -372,4 +382,46 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
         );
     }
     out.into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under the verdict, a CPU whose top causes hold `no kernel event` gets the same
+    /// cross-check line as `measure`'s tables: the timer's (its loop slept) with the way out
+    /// of idle; none where no such gap is among the causes shown.
+    #[test]
+    fn the_verdict_sets_no_kernel_event_beside_its_cross_check() {
+        let causes = |slept: bool, class: &str| -> ExplainJson {
+            serde_json::from_value(serde_json::json!({
+                "traced": true, "clock": "x86-tsc", "lost_events": 0, "notes": [],
+                "loop_slept": slept,
+                "cpus": [{"cpu": 1, "gaps": 5, "spikes": [],
+                    "causes": [{"class": class, "source": "no kernel event", "count": 5,
+                        "total_ns": 100000, "p99_ns": 30000, "max_ns": 30000, "ids": [],
+                        "rule": "LL-HYPERVISOR", "setting": null, "advice": null}],
+                    "cross_check": {"against": "firmware", "hypervisor": null,
+                        "steal_ns": null, "smis": 2, "unreadable": null}}]
+            }))
+            .unwrap()
+        };
+        let timer = top_causes(&causes(true, "no_kernel_event"), "late wake-ups");
+        assert!(
+            timer.ends_with(
+                "  no kernel event: on bare metal, the loop slept, so the CPU's way out of its \
+                 idle state (its exit latency: LL-CSTATES, LL-MAX-CSTATE), or firmware or an \
+                 SMI: 2 SMIs during the run (MSR 0x34); `lowlat measure hwlat` measures what \
+                 firmware takes where the hwlat tracer exists\n"
+            ),
+            "{timer}"
+        );
+        let jitter = top_causes(&causes(false, "no_kernel_event"), "gaps");
+        assert!(
+            jitter.contains("  no kernel event: on bare metal, firmware or an SMI: 2 SMIs"),
+            "{jitter}"
+        );
+        let other = top_causes(&causes(false, "tick"), "gaps");
+        assert!(!other.contains("SMIs"), "{other}");
+    }
 }

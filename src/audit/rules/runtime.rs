@@ -10,7 +10,7 @@ use crate::audit::rule::{
 use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::{Irq, IrqClass};
-use crate::machine::power::{IdleState, ResumeLatency};
+use crate::machine::power::IdleState;
 use crate::machine::services::{WORKQUEUE_CPUMASK, WRITEBACK_CPUMASK};
 use crate::machine::tasks::{Task, Tasks};
 use crate::machine::{Avail, CpuSet};
@@ -636,17 +636,6 @@ fn deep(state: &IdleState) -> bool {
     }
 }
 
-/// Whether the CPU may enter `state`: enabled, and allowed by the resume-latency limit.
-fn usable(state: &IdleState, limit: Option<&ResumeLatency>) -> bool {
-    let enabled = state.disabled.get().is_none_or(|d| !d);
-    let allowed = match (limit, state.latency_us.get()) {
-        (Some(ResumeLatency::ZeroLatency), Some(latency)) => *latency == 0,
-        (Some(ResumeLatency::MaxUs(max)), Some(latency)) => *latency <= u64::from(*max),
-        _ => true,
-    };
-    enabled && allowed
-}
-
 fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let all = expect.preferred() == "c1-all";
     let scope: CpuSet = if all {
@@ -680,7 +669,7 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         let limit = cpu.resume_latency.get();
         let deep_states: Vec<&IdleState> = states
             .iter()
-            .filter(|s| deep(s) && usable(s, limit))
+            .filter(|s| deep(s) && s.usable(limit))
             .collect();
         if deep_states.is_empty() {
             continue;

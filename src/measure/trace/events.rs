@@ -23,20 +23,52 @@ pub(crate) struct Tracepoint {
     /// Recorded on the measured CPUs (`true`) or on every CPU, filtered by target (the
     /// senders of IPIs, in the second instance).
     pub on_measured: bool,
+    /// The architectures whose kernels fire it.
+    pub arch: Arch,
+}
+
+/// The architectures whose kernels fire a tracepoint: one another architecture's kernel lacks
+/// is not worth a note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arch {
+    /// Every architecture.
+    Any,
+    /// x86 alone (`irq_vectors`, `nmi`).
+    X86,
+    /// arm and arm64 alone (`ipi:ipi_entry`, `ipi:ipi_raise`).
+    Arm,
+}
+
+impl Arch {
+    /// Whether the kernel lowlat runs on is of this architecture.
+    pub(crate) fn is_native(self) -> bool {
+        match self {
+            Arch::Any => true,
+            Arch::X86 => cfg!(any(target_arch = "x86_64", target_arch = "x86")),
+            Arch::Arm => cfg!(any(target_arch = "aarch64", target_arch = "arm")),
+        }
+    }
 }
 
 /// The tracepoints, in the order they are enabled. `ipi_send_cpu`/`ipi_send_cpumask` exist
-/// from Linux 6.6; before, `ipi_raise` is used (no callsite; the sender still named).
+/// from Linux 6.6; before, arm and arm64 have `ipi_raise` (no callsite; the sender still
+/// named) and x86 no tracepoint of the sending side at all. The receiving side is
+/// `irq_vectors` on x86 and `ipi_entry` on arm and arm64 (there, from Linux 5.10, after an
+/// `irq_handler_entry` named `IPI`).
 pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
     tp("irq", "irq_handler_entry", &["irq", "name"]),
     tp("irq", "softirq_entry", &["vec"]),
-    tp("irq_vectors", "local_timer_entry", &["vector"]),
-    tp("irq_vectors", "call_function_entry", &["vector"]),
-    tp("irq_vectors", "call_function_single_entry", &["vector"]),
-    tp("irq_vectors", "reschedule_entry", &["vector"]),
-    tp("irq_vectors", "irq_work_entry", &["vector"]),
-    tp("irq_vectors", "x86_platform_ipi_entry", &["vector"]),
-    tp("irq_vectors", "thermal_apic_entry", &["vector"]),
+    x86("irq_vectors", "local_timer_entry", &["vector"]),
+    x86("irq_vectors", "call_function_entry", &["vector"]),
+    x86("irq_vectors", "call_function_single_entry", &["vector"]),
+    x86("irq_vectors", "reschedule_entry", &["vector"]),
+    x86("irq_vectors", "irq_work_entry", &["vector"]),
+    x86("irq_vectors", "x86_platform_ipi_entry", &["vector"]),
+    x86("irq_vectors", "thermal_apic_entry", &["vector"]),
+    Tracepoint {
+        arch: Arch::Arm,
+        ..tp("ipi", "ipi_entry", &["reason"])
+    },
     tp("timer", "hrtimer_expire_entry", &["hrtimer", "function"]),
     tp("timer", "tick_stop", &["success", "dependency"]),
     tp(
@@ -57,7 +89,7 @@ pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
         &["work", "function"],
     ),
     tp("tlb", "tlb_flush", &["reason", "pages"]),
-    tp("nmi", "nmi_handler", &["handler", "delta_ns"]),
+    x86("nmi", "nmi_handler", &["handler", "delta_ns"]),
     sender("ipi", "ipi_send_cpu", &["cpu", "callsite", "callback"]),
     sender(
         "ipi",
@@ -66,8 +98,12 @@ pub(crate) const TRACEPOINTS: &[Tracepoint] = &[
     ),
 ];
 
-/// The IPI senders' event of kernels before 6.6, used when `ipi_send_cpu` is missing.
-pub(crate) const IPI_RAISE: Tracepoint = sender("ipi", "ipi_raise", &["target_cpus", "reason"]);
+/// The IPI senders' event of arm and arm64 kernels before 6.6, used when `ipi_send_cpu` is
+/// missing.
+pub(crate) const IPI_RAISE: Tracepoint = Tracepoint {
+    arch: Arch::Arm,
+    ..sender("ipi", "ipi_raise", &["target_cpus", "reason"])
+};
 
 const fn tp(
     system: &'static str,
@@ -79,6 +115,18 @@ const fn tp(
         name,
         fields,
         on_measured: true,
+        arch: Arch::Any,
+    }
+}
+
+const fn x86(
+    system: &'static str,
+    name: &'static str,
+    fields: &'static [&'static str],
+) -> Tracepoint {
+    Tracepoint {
+        arch: Arch::X86,
+        ..tp(system, name, fields)
     }
 }
 
@@ -92,6 +140,7 @@ const fn sender(
         name,
         fields,
         on_measured: false,
+        arch: Arch::Any,
     }
 }
 
@@ -179,6 +228,26 @@ pub(crate) enum Vector {
     PlatformIpi,
     /// The thermal interrupt.
     Thermal,
+    /// An IPI of a kind lowlat does not name: arm64's `IPI` interrupt before the
+    /// `ipi_entry` that names its kind, or an `ipi_entry` of another kind (CPU stop,
+    /// backtrace, wake-up).
+    Ipi,
+}
+
+impl Vector {
+    /// The kind of IPI an `ipi_entry` or `ipi_raise` reason names (arm, arm64): the kernel's
+    /// `ipi_types` strings.
+    pub(crate) fn of_ipi_reason(reason: &str) -> Vector {
+        match reason {
+            "Rescheduling interrupts" => Vector::Reschedule,
+            "Function call interrupts" => Vector::CallFunction,
+            "Single function call interrupts" => Vector::CallFunctionSingle,
+            "IRQ work interrupts" => Vector::IrqWork,
+            // The tick broadcast: the timer event of a CPU whose own timer stops in idle.
+            "Timer broadcast interrupts" => Vector::LocalTimer,
+            _ => Vector::Ipi,
+        }
+    }
 }
 
 /// What one traced event says.
@@ -244,10 +313,14 @@ pub(crate) struct IpiSend {
     pub pid: u32,
     /// The sending task's comm.
     pub comm: Sym,
-    /// Where in the kernel it was sent from (`callsite`; the reason for `ipi_raise`).
+    /// Where in the kernel it was sent from (`callsite`; empty for `ipi_raise`, which does
+    /// not say).
     pub callsite: Sym,
     /// The CPUs it was sent to.
     pub targets: Vec<u32>,
+    /// The kind of IPI, where the event says it (`ipi_raise`'s reason; `None` for
+    /// `ipi_send_*`).
+    pub kind: Option<Vector>,
 }
 
 /// One line of a `trace_pipe`, parsed.
@@ -340,12 +413,18 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
             else {
                 return Line::Other;
             };
-            match irq.parse() {
-                Ok(irq) => event(What::Irq {
+            match (irq.parse(), name) {
+                // The arm and arm64 generic timer, per CPU: the local timer, as x86's
+                // local_timer_entry (the hrtimers it runs follow).
+                (Ok(_), "arch_timer") => vector(Vector::LocalTimer),
+                // arm64's IPIs are interrupts from Linux 5.10: the ipi_entry that follows
+                // names the kind.
+                (Ok(_), "IPI") => vector(Vector::Ipi),
+                (Ok(irq), _) => event(What::Irq {
                     irq,
                     name: symbols.intern(name),
                 }),
-                Err(_) => Line::Other,
+                (Err(_), _) => Line::Other,
             }
         }
         "softirq_entry" => field(p.fields, "vec=")
@@ -358,6 +437,11 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
         "irq_work_entry" => vector(Vector::IrqWork),
         "x86_platform_ipi_entry" => vector(Vector::PlatformIpi),
         "thermal_apic_entry" => vector(Vector::Thermal),
+        // arm, arm64: `ipi_entry: (Rescheduling interrupts)`.
+        "ipi_entry" => match p.fields.trim().strip_prefix('(') {
+            Some(reason) => vector(Vector::of_ipi_reason(reason.trim_end_matches(')'))),
+            None => Line::Other,
+        },
         "hrtimer_expire_entry" => field(p.fields, "function=")
             .map_or(Line::Other, |f| event(What::Hrtimer(symbols.intern(f)))),
         "tick_stop" => match (field(p.fields, "success="), field(p.fields, "dependency=")) {
@@ -417,11 +501,15 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
                 // ipi_raise: target_mask=00000000,00000002 (reason: ...)
                 _ => field(p.fields, "target_mask=").and_then(hex_mask),
             };
+            let reason = (p.event == "ipi_raise")
+                .then(|| {
+                    p.fields
+                        .split_once(" (")
+                        .map(|(_, r)| r.trim_end_matches(')'))
+                })
+                .flatten();
             let callsite = match p.event {
-                "ipi_raise" => p
-                    .fields
-                    .split_once(" (")
-                    .map(|(_, r)| r.trim_end_matches(')')),
+                "ipi_raise" => Some(""),
                 _ => field(p.fields, "callsite="),
             };
             match targets {
@@ -432,6 +520,7 @@ pub(crate) fn parse(line: &str, symbols: &mut Symbols) -> Line {
                     comm: symbols.intern(p.comm),
                     callsite: symbols.intern(callsite.unwrap_or("?")),
                     targets,
+                    kind: reason.map(Vector::of_ipi_reason),
                 }),
                 None => Line::Other,
             }
@@ -587,9 +676,95 @@ mod tests {
         );
         let Line::Sent(sent) = line else { panic!() };
         assert_eq!(sent.targets, vec![1]);
-        assert_eq!(s.name(sent.callsite), "Function call interrupts");
+        assert_eq!(s.name(sent.callsite), "");
+        assert_eq!(sent.kind, Some(Vector::CallFunction));
         assert_eq!(one("CPU:1 [LOST 153 EVENTS]").0, Line::Lost(153));
         assert_eq!(one("garbage").0, Line::Other);
+    }
+
+    /// arm and arm64 lines (shapes of the traces of tests/data/explain/README.md): the
+    /// generic timer's interrupt is the local timer, arm64's `IPI` interrupt an IPI whose
+    /// `ipi_entry` names the kind, and a reason lowlat does not know is an IPI of no named
+    /// kind, never another class.
+    #[test]
+    fn arm_timer_and_ipi_lines_are_the_local_timer_and_ipis() {
+        let (what, ts, _) = event(
+            "          <idle>-0       [003] d.h1.  1694.661258: irq_handler_entry: irq=11 name=arch_timer",
+        );
+        assert_eq!(what, What::Vector(Vector::LocalTimer));
+        assert_eq!(ts, 1_694_661_258_000);
+        // Linux 4.19, 32-bit arm: four flag characters, another IRQ number.
+        let (what, ..) = event(
+            "          <idle>-0     [000] d.h.   662.344100: irq_handler_entry: irq=162 name=arch_timer",
+        );
+        assert_eq!(what, What::Vector(Vector::LocalTimer));
+        let (what, ..) = event(
+            "          <idle>-0       [002] d.h1.  1694.658857: irq_handler_entry: irq=2 name=IPI",
+        );
+        assert_eq!(what, What::Vector(Vector::Ipi));
+        for (reason, vector) in [
+            ("Rescheduling interrupts", Vector::Reschedule),
+            ("Function call interrupts", Vector::CallFunction),
+            (
+                "Single function call interrupts",
+                Vector::CallFunctionSingle,
+            ),
+            ("IRQ work interrupts", Vector::IrqWork),
+            ("Timer broadcast interrupts", Vector::LocalTimer),
+            ("CPU stop interrupts", Vector::Ipi),
+            ("CPU backtrace interrupts", Vector::Ipi),
+        ] {
+            let (what, ..) = event(&format!(
+                "          <idle>-0       [007] d.h1.   154.892211: ipi_entry: ({reason})"
+            ));
+            assert_eq!(what, What::Vector(vector), "{reason}");
+        }
+        // A device on the same controller stays a device.
+        let (what, _, s) = event(
+            "    kworker/u9:2-809     [000] d.h..  1694.659284: irq_handler_entry: irq=37 name=mmc1",
+        );
+        let What::Irq { irq: 37, name } = what else {
+            panic!("{what:?}")
+        };
+        assert_eq!(s.name(name), "mmc1");
+        // The send of a reschedule: its kind kept, so it is never named as a function call's.
+        let (line, _) = one(
+            "            bash-77      [000] d..3.   154.892148: ipi_raise: target_mask=00000000,00000081 (Rescheduling interrupts)",
+        );
+        let Line::Sent(sent) = line else { panic!() };
+        assert_eq!(sent.targets, vec![0, 7]);
+        assert_eq!(sent.kind, Some(Vector::Reschedule));
+        // Lines of a function tracer and its stack traces, in the same buffer: not events.
+        for other in [
+            "            sshd-1218  [000] ....   662.343501: mod_timer <-sk_reset_timer",
+            "            sshd-1218  [000] ....   662.343543: <stack trace>",
+            " => tcp_rearm_rto.part.0",
+            "          <idle>-0       [007] d.h1.   154.892214: ipi_exit: (Function call interrupts)",
+        ] {
+            assert_eq!(one(other).0, Line::Other, "{other}");
+        }
+    }
+
+    /// A tracepoint of another architecture is marked so that its absence is not worth a
+    /// note: irq_vectors and nmi are x86's, ipi_entry and ipi_raise arm's.
+    #[test]
+    fn the_set_marks_the_architecture_specific_tracepoints() {
+        let arch = |name: &str| {
+            TRACEPOINTS
+                .iter()
+                .chain([&IPI_RAISE])
+                .find(|t| t.name == name)
+                .unwrap()
+                .arch
+        };
+        assert_eq!(arch("local_timer_entry"), Arch::X86);
+        assert_eq!(arch("nmi_handler"), Arch::X86);
+        assert_eq!(arch("ipi_entry"), Arch::Arm);
+        assert_eq!(arch("ipi_raise"), Arch::Arm);
+        assert_eq!(arch("irq_handler_entry"), Arch::Any);
+        assert_eq!(arch("ipi_send_cpu"), Arch::Any);
+        assert!(Arch::Any.is_native());
+        assert_ne!(Arch::X86.is_native(), Arch::Arm.is_native());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! One gap, one cause, chosen in this order (the first that applies):
 //! 1. the gap overlaps a window in which the CPU's buffer lost events: **unknown (events
 //!    lost)**: what remained cannot be trusted to be all (also **unknown** a garbled gap whose
-//!    end is before its start);
+//!    end is before its start, and a gap that ends after the CPU was seen offline: the kernel
+//!    moved the loop off it);
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
 //!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
@@ -16,8 +17,10 @@
 //!    hrtimer; with the reason the tick was kept where `tick_stop` said it), another
 //!    **timer** (the hrtimer's callback, e.g. `timerfd_tmrproc`, `hrtimer_wakeup`), a
 //!    **device IRQ** (number and name), an **IPI** (function call or reschedule, with the
-//!    sender where the senders' instance saw it; a **TLB shootdown** when a remote TLB flush
-//!    ran in it), an **NMI**;
+//!    sender where the senders' instance saw it, at most the window before it arrived: a
+//!    send traced after it or older is never named; a **TLB shootdown** when a remote TLB
+//!    flush ran in it), an **NMI**; on arm and arm64 the generic timer's interrupt is the
+//!    local timer and the `IPI` interrupt takes the kind of the `ipi_entry` after it;
 //! 4. a softirq alone (run on the way out of an interrupt not traced, or by ksoftirqd in
 //!    place): **RCU** for the RCU vector, else the **softirq** by name;
 //! 5. nothing on this CPU: **no kernel event** (in a VM the hypervisor took the CPU; on bare
@@ -80,7 +83,8 @@ pub(crate) enum Class {
     Rcu,
     /// No kernel event on this CPU in the gap: the hypervisor (in a VM) or firmware / SMI.
     NoKernelEvent,
-    /// The trace lost events in the gap's window.
+    /// Not to be told: the trace lost events in the gap's window, the CPU went offline, or
+    /// the gap is garbled.
     Unknown,
 }
 
@@ -134,7 +138,8 @@ impl Class {
             Class::Nmi => "NMI",
             Class::Rcu => "RCU",
             Class::NoKernelEvent => "no kernel event",
-            Class::Unknown => "unknown (events lost)",
+            // The source says why: events lost, the CPU offline, a garbled gap.
+            Class::Unknown => "unknown",
         }
     }
 }
@@ -216,6 +221,94 @@ pub(crate) struct CpuCauses {
     /// What its `no kernel event` gaps are checked against (filled after the join by
     /// [`super::Explanation::cross_check`]).
     pub cross_check: Option<CrossCheck>,
+    /// Its IPIs whose sender is not named although sends to it were traced.
+    pub unmatched_ipis: UnmatchedIpis,
+}
+
+/// IPIs (function call, reschedule) whose sender the join does not name although sends to
+/// their CPU were traced: the sending CPU's trace clock and this one's disagree (a send
+/// traced after the arrival), the last send before the arrival is older than the window (a
+/// delivery that late, a send not traced, or clocks that far apart), or the senders' trace
+/// lost events just before it. Naming a sender then would be a guess.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UnmatchedIpis {
+    /// Arrivals with no send to the CPU in the window before them but one in the window after
+    /// (the clocks disagree).
+    pub sent_after: u64,
+    /// Arrivals whose last send to the CPU is older than the window, with none after.
+    pub far_before: u64,
+    /// Arrivals in or within the window after a loss of the senders' trace (the send may be
+    /// the one lost).
+    pub sends_lost: u64,
+}
+
+/// Adds a later segment's counts.
+impl Merge for UnmatchedIpis {
+    fn merge(&mut self, later: UnmatchedIpis) {
+        self.sent_after += later.sent_after;
+        self.far_before += later.far_before;
+        self.sends_lost += later.sends_lost;
+    }
+}
+
+/// Who sent an IPI, as far as the sends traced say.
+enum Sender<'a> {
+    /// The last send to the CPU of that kind, at most the window before the arrival.
+    Named(&'a IpiSend),
+    /// None in the window before; one in the window after (the clocks disagree).
+    After,
+    /// None in the window on either side; an older one.
+    FarBefore,
+    /// The senders' trace lost events in the window before it: the send may be lost.
+    Lost,
+    /// No send to the CPU traced, or a kind the sends do not cover.
+    Unknown,
+}
+
+/// The sender of an IPI of `vector` that arrived at `ts`, from `to_me` (the sends to its
+/// CPU, in time order) within `window` (trace clock); none where the senders' trace lost
+/// events (`sends_lost`) in the window before it.
+fn sender_of<'a>(
+    ts: u64,
+    vector: Vector,
+    to_me: &[&'a IpiSend],
+    window: u64,
+    sends_lost: &[(u64, u64)],
+) -> Sender<'a> {
+    let family = |v: Vector| match v {
+        Vector::CallFunctionSingle => Vector::CallFunction,
+        other => other,
+    };
+    if !matches!(
+        vector,
+        Vector::CallFunction | Vector::CallFunctionSingle | Vector::Reschedule
+    ) {
+        return Sender::Unknown;
+    }
+    if sends_lost
+        .iter()
+        .any(|&(from, to)| from <= ts && ts.saturating_sub(window) <= to)
+    {
+        return Sender::Lost;
+    }
+    // ipi_raise says the kind: a send of another kind is not this IPI's.
+    let same_kind = |s: &&&IpiSend| s.kind.is_none_or(|k| family(k) == family(vector));
+    let at = to_me.partition_point(|s| s.ts <= ts);
+    let before = to_me[..at].iter().rev().find(same_kind);
+    if let Some(s) = before.filter(|s| ts - s.ts <= window) {
+        return Sender::Named(s);
+    }
+    if to_me[at..]
+        .iter()
+        .find(same_kind)
+        .is_some_and(|s| s.ts - ts <= window)
+    {
+        return Sender::After;
+    }
+    match before {
+        Some(_) => Sender::FarBefore,
+        None => Sender::Unknown,
+    }
 }
 
 /// What a CPU's `no kernel event` gaps, which no tracepoint names, are checked against.
@@ -229,9 +322,24 @@ pub(crate) enum CrossCheck {
         /// Steal of the vCPU during the run, ns.
         steal_ns: Avail<u64>,
     },
-    /// Bare metal: the system management interrupts counted during the run (MSR_SMI_COUNT,
-    /// 0x34, read through `/dev/cpu/N/msr`).
-    Smis(Avail<u64>),
+    /// Bare metal: firmware, and for a loop that slept the way out of idle.
+    Firmware {
+        /// The system management interrupts counted during the run (MSR_SMI_COUNT, 0x34,
+        /// read through `/dev/cpu/N/msr`).
+        smis: Avail<u64>,
+        /// For a loop that slept, the deepest idle state the CPU may enter, whose exit its
+        /// wake-ups may wait for.
+        deepest_idle: Option<IdleExit>,
+    },
+}
+
+/// An idle state and what leaving it costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdleExit {
+    /// Its name (`C6`).
+    pub name: String,
+    /// Its worst-case exit latency, µs (cpuidle's `latency`).
+    pub exit_latency_us: u64,
 }
 
 /// Adds a later segment's figure.
@@ -248,7 +356,9 @@ impl Merge for CrossCheck {
             (CrossCheck::Steal { steal_ns, .. }, CrossCheck::Steal { steal_ns: more, .. }) => {
                 add(steal_ns, more);
             }
-            (CrossCheck::Smis(smis), CrossCheck::Smis(more)) => add(smis, more),
+            (CrossCheck::Firmware { smis, .. }, CrossCheck::Firmware { smis: more, .. }) => {
+                add(smis, more);
+            }
             _ => {}
         }
     }
@@ -259,6 +369,7 @@ impl Merge for CpuCauses {
     fn merge(&mut self, later: CpuCauses) {
         self.gaps += later.gaps;
         self.cross_check.merge(later.cross_check);
+        self.unmatched_ipis.merge(later.unmatched_ipis);
         for more in later.causes {
             match self.causes.iter_mut().find(|c| c.cause == more.cause) {
                 Some(stats) => {
@@ -303,6 +414,10 @@ pub(crate) struct CpuTrace<'a> {
     pub events: &'a [Event],
     /// Windows `(from, to)` in which its buffer lost events.
     pub lost: Vec<(u64, u64)>,
+    /// Seen offline during the run: from this time (its last event before) to the end.
+    pub offline_from: Option<u64>,
+    /// Windows `(from, to)` in which the senders' trace lost events (of any CPU).
+    pub sends_lost: &'a [(u64, u64)],
     /// When the run started (trace clock), for the spikes' times.
     pub run_start: u64,
     /// The loop sleeps: its own wake-ups are not causes (see the module's doc).
@@ -405,6 +520,7 @@ pub(crate) fn explain_cpu(
 ) -> CpuCauses {
     let mut by_cause: BTreeMap<Cause, CauseStats> = BTreeMap::new();
     let mut spikes: Vec<(u64, usize, Cause)> = Vec::new();
+    let mut unmatched = UnmatchedIpis::default();
     // The join needs the events in time order; a CPU's buffer gives them so, but a counter
     // that stepped back (a CPU brought back online, a skewed clock) must not make it panic or
     // misplace them.
@@ -459,8 +575,28 @@ pub(crate) fn explain_cpu(
                 },
                 None,
             )
+        } else if trace.offline_from.is_some_and(|from| gap.end >= from) {
+            // It spans the CPU's offlining or comes after it: the loop may not have been on
+            // this CPU, whose events then say nothing of it.
+            (
+                Cause {
+                    class: Class::Unknown,
+                    source: "CPU offline".into(),
+                },
+                None,
+            )
         } else {
-            classify(trace, gap, inside, woke, &kept, &to_me, ipi_window, symbols)
+            classify(
+                trace,
+                gap,
+                inside,
+                woke,
+                &kept,
+                &to_me,
+                ipi_window,
+                symbols,
+                &mut unmatched,
+            )
         };
         let length = to_ns(gap.end.saturating_sub(gap.start));
         if !by_cause.contains_key(&cause) {
@@ -503,6 +639,7 @@ pub(crate) fn explain_cpu(
             })
             .collect(),
         cross_check: None,
+        unmatched_ipis: unmatched,
     }
 }
 
@@ -531,6 +668,7 @@ fn classify(
     to_me: &[&IpiSend],
     ipi_window: u64,
     symbols: &Symbols,
+    unmatched: &mut UnmatchedIpis,
 ) -> (Cause, Option<u32>) {
     let cause = |class, source: String, id| (Cause { class, source }, id);
     // The other task that ran longest in the gap (until the next switch, or the gap's end),
@@ -587,11 +725,17 @@ fn classify(
     {
         return task(pid, symbols.name(comm), None, " (running when woken)");
     }
-    let entry = inside
+    let entry_at = inside
         .iter()
-        .find(|e| matches!(e.what, What::Irq { .. } | What::Vector(_) | What::Nmi(_)));
-    if let Some(entry) = entry {
-        return match entry.what {
+        .position(|e| matches!(e.what, What::Irq { .. } | What::Vector(_) | What::Nmi(_)));
+    if let Some(at) = entry_at {
+        let entry = &inside[at];
+        // arm64: the `IPI` interrupt, then the ipi_entry that names its kind.
+        let what = match (entry.what, inside.get(at + 1).map(|e| e.what)) {
+            (What::Vector(Vector::Ipi), Some(What::Vector(kind))) => What::Vector(kind),
+            (what, _) => what,
+        };
+        return match what {
             What::Irq { irq, name } => cause(
                 Class::DeviceIrq,
                 format!("{irq} {}", symbols.name(name)),
@@ -628,33 +772,43 @@ fn classify(
                     Vector::IrqWork => "irq_work",
                     Vector::PlatformIpi => "platform IPI",
                     Vector::Thermal => "thermal",
+                    Vector::Ipi => "IPI",
                     Vector::LocalTimer => unreachable!("matched above"),
                 };
-                let tlb = inside.iter().any(|e| e.what == What::RemoteTlbFlush);
-                let at = to_me.partition_point(|s| s.ts <= entry.ts);
-                let sender = at.checked_sub(1).map(|i| to_me[i]).filter(|s| {
-                    entry.ts.saturating_sub(s.ts) <= ipi_window
-                        && matches!(
-                            vector,
-                            Vector::CallFunction | Vector::CallFunctionSingle | Vector::Reschedule
-                        )
-                });
-                let from = sender.map(|s| {
-                    // The callsite without its offset (`on_each_cpu_cond_mask+0x20/0x60`).
-                    let site = symbols.name(s.callsite);
-                    format!(
-                        " from {} on CPU {} ({})",
-                        symbols.name(s.comm),
-                        s.cpu,
-                        site.split('+').next().unwrap_or(site)
-                    )
-                });
-                let class = if tlb { Class::TlbShootdown } else { Class::Ipi };
-                cause(
-                    class,
-                    format!("{kind}{}", from.unwrap_or_default()),
-                    sender.map(|s| s.pid),
-                )
+                let class = if inside.iter().any(|e| e.what == What::RemoteTlbFlush) {
+                    Class::TlbShootdown
+                } else {
+                    Class::Ipi
+                };
+                let from = match sender_of(entry.ts, vector, to_me, ipi_window, trace.sends_lost) {
+                    Sender::Named(s) => {
+                        // The callsite without its offset (`on_each_cpu_cond_mask+0x20/0x60`);
+                        // none for ipi_raise.
+                        let site = symbols.name(s.callsite);
+                        let site = site.split('+').next().unwrap_or(site);
+                        let site = if site.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({site})")
+                        };
+                        let text = format!(" from {} on CPU {}{site}", symbols.name(s.comm), s.cpu);
+                        return cause(class, format!("{kind}{text}"), Some(s.pid));
+                    }
+                    Sender::After => {
+                        unmatched.sent_after += 1;
+                        " (sender not named: clock skew)"
+                    }
+                    Sender::FarBefore => {
+                        unmatched.far_before += 1;
+                        ""
+                    }
+                    Sender::Lost => {
+                        unmatched.sends_lost += 1;
+                        " (sender not named: sends lost)"
+                    }
+                    Sender::Unknown => "",
+                };
+                cause(class, format!("{kind}{from}"), None)
             }
             _ => unreachable!("only entries are selected"),
         };
@@ -691,6 +845,8 @@ mod tests {
             loop_tid: 100,
             events,
             lost,
+            offline_from: None,
+            sends_lost: &[],
             run_start: 0,
             sleeps: false,
         }
@@ -910,6 +1066,7 @@ mod tests {
                 comm,
                 callsite: site,
                 targets: vec![1],
+                kind: None,
             },
             // To another CPU: not this one's sender.
             IpiSend {
@@ -919,6 +1076,7 @@ mod tests {
                 comm,
                 callsite: site,
                 targets: vec![2],
+                kind: None,
             },
         ];
         let gaps = [gap(100, 110), gap(200, 210), gap(300, 310)];
@@ -937,6 +1095,202 @@ mod tests {
                 (Class::TlbShootdown, "function call".into(), 1),
             ]
         );
+    }
+
+    /// arm64: the generic timer's interrupt carrying the tick's hrtimer is the tick (as x86's
+    /// local timer is), with another hrtimer a timer; the `IPI` interrupt takes the kind of
+    /// the `ipi_entry` after it, and its sender from `ipi_raise` (Linux before 6.6) only when
+    /// the raise was of that kind; an IPI whose kind no event names is an IPI, never a
+    /// device IRQ to move.
+    #[test]
+    fn arm64_timer_and_ipi_interrupts_are_classed_by_what_they_ran() {
+        let mut s = Symbols::default();
+        let tick = s.intern("tick_sched_timer");
+        let wake = s.intern("hrtimer_wakeup");
+        let sugov = s.intern("sugov:4");
+        let empty = s.intern("");
+        let ipi = What::Vector(Vector::Ipi);
+        let events = [
+            ev(105, What::Vector(Vector::LocalTimer)),
+            ev(106, What::Hrtimer(tick)),
+            ev(205, What::Vector(Vector::LocalTimer)),
+            ev(206, What::Hrtimer(wake)),
+            ev(305, ipi),
+            ev(305, What::Vector(Vector::CallFunction)),
+            ev(405, ipi),
+            ev(405, What::Vector(Vector::Reschedule)),
+            ev(505, ipi),
+            ev(605, What::Vector(Vector::Ipi)),
+        ];
+        let raise = |ts, kind| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 491,
+            comm: sugov,
+            callsite: empty,
+            targets: vec![1],
+            kind: Some(kind),
+        };
+        // A function call raised 10 before the first IPI; another 10 before the second,
+        // which is a reschedule: not its sender.
+        let sent = [
+            raise(295, Vector::CallFunction),
+            raise(395, Vector::CallFunction),
+        ];
+        let gaps: Vec<TraceGap> = (1..=6).map(|i| gap(i * 100, i * 100 + 10)).collect();
+        let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_sched_timer".into(), 1),
+                (Class::Timer, "hrtimer_wakeup".into(), 1),
+                (Class::Ipi, "IPI".into(), 2),
+                (Class::Ipi, "function call from sugov:4 on CPU 0".into(), 1),
+                (Class::Ipi, "reschedule".into(), 1),
+            ]
+        );
+        assert_eq!(out.unmatched_ipis, UnmatchedIpis::default());
+    }
+
+    /// Clock skew between CPUs: a send traced after the arrival it caused (the sender's clock
+    /// ahead) is not named, nor is the last send when it is older than the window; each is
+    /// counted. A send in the window before is still named.
+    #[test]
+    fn clock_skew_never_names_a_sender_and_is_counted() {
+        let mut s = Symbols::default();
+        let comm = s.intern("membarrier");
+        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+        let send = |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite: site,
+            targets: vec![1],
+            kind: None,
+        };
+        let events = [
+            // Sent 30 after it arrived (the window is 50).
+            ev(105, What::Vector(Vector::CallFunction)),
+            // The last send is 100 before it: older than the window.
+            ev(1_005, What::Vector(Vector::CallFunctionSingle)),
+            // Sent 5 before: named.
+            ev(2_005, What::Vector(Vector::Reschedule)),
+        ];
+        let sent = [send(135), send(905), send(2_000)];
+        let gaps = [gap(100, 110), gap(1_000, 1_010), gap(2_000, 2_010)];
+        let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Ipi, "function call".into(), 1),
+                (
+                    Class::Ipi,
+                    "function call (sender not named: clock skew)".into(),
+                    1
+                ),
+                (
+                    Class::Ipi,
+                    "reschedule from membarrier on CPU 0 (smp_call_function_many_cond)".into(),
+                    1
+                ),
+            ]
+        );
+        assert_eq!(
+            out.unmatched_ipis,
+            UnmatchedIpis {
+                sent_after: 1,
+                far_before: 1,
+                sends_lost: 0,
+            }
+        );
+        // A later segment adds up.
+        let mut both = out.clone();
+        both.merge(out);
+        assert_eq!(both.unmatched_ipis.sent_after, 2);
+        assert_eq!(both.unmatched_ipis.far_before, 2);
+    }
+
+    /// A loss in the senders' trace: an IPI arriving in it or within the window after it
+    /// is not given the send before the loss (its own may be the one lost), and is counted.
+    #[test]
+    fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
+        let mut s = Symbols::default();
+        let comm = s.intern("membarrier");
+        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+        let send = |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite: site,
+            targets: vec![1],
+            kind: None,
+        };
+        let events = [
+            ev(105, What::Vector(Vector::CallFunction)),
+            ev(505, What::Vector(Vector::CallFunction)),
+        ];
+        let sent = [send(100), send(500)];
+        // The senders lost events between 80 and 90: within 50 before the first IPI.
+        let lost = [(80, 90)];
+        let mut t = trace(&events, vec![]);
+        t.sends_lost = &lost;
+        let gaps = [gap(100, 110), gap(500, 510)];
+        let out = explain_cpu(&t, &gaps, &sent, 50, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Class::Ipi,
+                    "function call (sender not named: sends lost)".into(),
+                    1
+                ),
+                (
+                    Class::Ipi,
+                    "function call from membarrier on CPU 0 (smp_call_function_many_cond)".into(),
+                    1
+                ),
+            ]
+        );
+        assert_eq!(out.unmatched_ipis.sends_lost, 1);
+    }
+
+    /// A CPU seen offline during the run: the gap that spans the offlining and every later
+    /// one are unknown (the kernel moved the loop off it), the earlier ones explained, all
+    /// counted once.
+    #[test]
+    fn gaps_from_a_cpus_offlining_on_are_unknown() {
+        let mut s = Symbols::default();
+        let tick = s.intern("tick_nohz_handler");
+        let events = [
+            ev(105, What::Vector(Vector::LocalTimer)),
+            ev(106, What::Hrtimer(tick)),
+            ev(250, What::Vector(Vector::LocalTimer)),
+            ev(251, What::Hrtimer(tick)),
+            // Events after it came back: not the loop's.
+            ev(405, What::Vector(Vector::LocalTimer)),
+        ];
+        let mut t = trace(&events, vec![]);
+        t.offline_from = Some(251);
+        let gaps = [gap(100, 110), gap(240, 260), gap(400, 410)];
+        let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
+        let mut got = classes(&out);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_nohz_handler".into(), 1),
+                (Class::Unknown, "CPU offline".into(), 2),
+            ]
+        );
+        assert_eq!(out.gaps, 3);
     }
 
     #[test]
@@ -1034,6 +1388,8 @@ mod scale {
                     loop_tid: 1,
                     events,
                     lost: Vec::new(),
+                    offline_from: None,
+                    sends_lost: &[],
                     run_start: 0,
                     sleeps: false,
                 };

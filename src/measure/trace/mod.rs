@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use crate::machine::CpuSet;
 use crate::machine::Machine;
+use crate::machine::power::CpuPower;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::runner::conditions::CpuConditions;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
-use explain::{CpuCauses, CpuTrace, CrossCheck, TraceGap};
+use explain::{CpuCauses, CpuTrace, CrossCheck, IdleExit, TraceGap};
 
 /// An IPI is matched with its sender when it arrives at most this long after it was sent,
 /// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
@@ -47,6 +48,9 @@ pub(crate) struct Explanation {
     pub lost_events: u64,
     /// What could not be explained, and why, one sentence each.
     pub notes: Vec<String>,
+    /// The loop slept between its readings (the timer's): each gap runs from a deadline to
+    /// its wake-up, so a gap with no kernel event is the way out of idle too.
+    pub slept: bool,
 }
 
 impl Explanation {
@@ -58,6 +62,7 @@ impl Explanation {
             cpus: Vec::new(),
             lost_events: 0,
             notes: vec![format!("gaps not explained: {reason}")],
+            slept: false,
         }
     }
 }
@@ -65,12 +70,15 @@ impl Explanation {
 impl Explanation {
     /// Sets beside each CPU's causes what its `no kernel event` gaps are checked against:
     /// in a VM (`hypervisor`) the steal of the vCPU during the run, on bare metal the SMIs
-    /// counted during it; `conditions` are the run's, per CPU.
+    /// counted during it and, where the loop slept, the deepest idle state the CPU may enter
+    /// (from `power`, the machine's CPUs); `conditions` are the run's, per CPU.
     pub(crate) fn cross_check(
         &mut self,
         hypervisor: Option<&str>,
         conditions: &[(u32, &CpuConditions)],
+        power: &[CpuPower],
     ) {
+        let slept = self.slept;
         for cpu in &mut self.cpus {
             let Some((_, during)) = conditions.iter().find(|(c, _)| *c == cpu.cpu) else {
                 continue;
@@ -80,7 +88,17 @@ impl Explanation {
                     hypervisor: vendor.to_string(),
                     steal_ns: during.steal_ns.clone(),
                 },
-                None => CrossCheck::Smis(during.smis.clone()),
+                None => CrossCheck::Firmware {
+                    smis: during.smis.clone(),
+                    deepest_idle: power
+                        .iter()
+                        .find(|p| p.cpu == cpu.cpu && slept)
+                        .and_then(CpuPower::deepest_usable_idle)
+                        .map(|state| IdleExit {
+                            name: state.name.get().map_or("?", String::as_str).to_string(),
+                            exit_latency_us: state.latency_us.get().copied().unwrap_or(0),
+                        }),
+                },
             });
         }
     }
@@ -92,6 +110,7 @@ impl Explanation {
 impl Merge for Explanation {
     fn merge(&mut self, later: Explanation) {
         self.traced &= later.traced;
+        self.slept |= later.slept;
         self.lost_events += later.lost_events;
         for note in later.notes {
             if !self.notes.contains(&note) {
@@ -185,6 +204,7 @@ impl<'r> RunTrace<'r> {
                 explained.cross_check(
                     machine.hypervisor.as_ref().map(|h| h.vendor.as_str()),
                     &conditions,
+                    &machine.power.cpus,
                 );
                 Some(explained)
             }
@@ -201,7 +221,7 @@ pub(crate) fn explanation(
     to_ns: &dyn Fn(u64) -> u64,
 ) -> Explanation {
     let none = Vec::new();
-    let explained = cpus
+    let explained: Vec<CpuCauses> = cpus
         .iter()
         .map(|c| {
             let events = capture
@@ -219,6 +239,12 @@ pub(crate) fn explanation(
                     .filter(|(cpu, ..)| *cpu == c.cpu)
                     .map(|&(_, from, to)| (from, to))
                     .collect(),
+                offline_from: capture
+                    .offline
+                    .iter()
+                    .find(|(cpu, _)| *cpu == c.cpu)
+                    .map(|&(_, from)| from),
+                sends_lost: &capture.sent_lost,
                 run_start: c.start,
                 sleeps: c.sleeps,
             };
@@ -232,13 +258,46 @@ pub(crate) fn explanation(
             )
         })
         .collect();
+    let mut notes = capture.notes.clone();
+    notes.extend(explained.iter().flat_map(unmatched_notes));
     Explanation {
         traced: true,
         clock: clock.name(),
         cpus: explained,
         lost_events: capture.lost_events,
-        notes: capture.notes.clone(),
+        notes,
+        slept: cpus.iter().any(|c| c.sleeps),
     }
+}
+
+/// What a CPU's IPIs without a named sender say, one sentence each.
+fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
+    let window_ms = IPI_WINDOW_NS as f64 / 1e6;
+    let mut notes = Vec::new();
+    let unmatched = cpu.unmatched_ipis;
+    if unmatched.sent_after > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived before the only send to them traced within {window_ms} ms \
+             (the CPUs' trace clocks disagree): their senders are not named",
+            cpu.cpu, unmatched.sent_after
+        ));
+    }
+    if unmatched.far_before > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived more than {window_ms} ms after the last send to them \
+             traced (a send not traced, a late delivery or clocks that far apart): their \
+             senders are not named",
+            cpu.cpu, unmatched.far_before
+        ));
+    }
+    if unmatched.sends_lost > 0 {
+        notes.push(format!(
+            "CPU {}: {} IPI(s) arrived within {window_ms} ms after the IPI senders' trace lost \
+             events (their send may be the one lost): their senders are not named",
+            cpu.cpu, unmatched.sends_lost
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]
@@ -257,7 +316,8 @@ mod tests {
     /// SysRoot), or why it could not be read; a later segment's figure adds up.
     #[test]
     fn no_kernel_event_is_set_beside_steal_in_a_vm_and_smis_on_bare_metal() {
-        use super::explain::{CpuCauses, CrossCheck};
+        use super::explain::{CpuCauses, CrossCheck, IdleExit};
+        use crate::machine::power::{CpuPower, IdleState, ResumeLatency};
         use crate::machine::{Avail, Warnings};
         use crate::measure::runner::conditions;
         use crate::test_tree::TestTree;
@@ -288,12 +348,14 @@ mod tests {
                 causes: Vec::new(),
                 spikes: Vec::new(),
                 cross_check: None,
+                unmatched_ipis: Default::default(),
             }],
             lost_events: 0,
             notes: Vec::new(),
+            slept: false,
         };
         let mut vm = one();
-        vm.cross_check(Some("KVM"), &[(1, &during[0])]);
+        vm.cross_check(Some("KVM"), &[(1, &during[0])], &[]);
         assert_eq!(
             vm.cpus[0].cross_check,
             Some(CrossCheck::Steal {
@@ -301,26 +363,56 @@ mod tests {
                 steal_ns: Avail::Available(30_000_000),
             })
         );
+        let firmware = |smis: u64, deepest_idle| {
+            Some(CrossCheck::Firmware {
+                smis: Avail::Available(smis),
+                deepest_idle,
+            })
+        };
+        // CPU 1's idle states: C6 (133 µs) disabled, C1E (10 µs) the deepest it may enter.
+        let state = |index, name: &str, latency_us, disabled| IdleState {
+            index,
+            name: Avail::Available(name.into()),
+            desc: Avail::missing("not read"),
+            latency_us: Avail::Available(latency_us),
+            residency_us: Avail::missing("not read"),
+            disabled: Avail::Available(disabled),
+        };
+        let power = [CpuPower {
+            cpu: 1,
+            policy: None,
+            idle_states: Avail::Available(vec![
+                state(0, "POLL", 0, false),
+                state(1, "C1", 2, false),
+                state(2, "C1E", 10, false),
+                state(3, "C6", 133, true),
+            ]),
+            resume_latency: Avail::Available(ResumeLatency::NoConstraint),
+        }];
         let mut metal = one();
-        metal.cross_check(None, &[(1, &during[0])]);
-        assert_eq!(
-            metal.cpus[0].cross_check,
-            Some(CrossCheck::Smis(Avail::Available(3)))
-        );
+        metal.cross_check(None, &[(1, &during[0])], &power);
+        // The busy loop never idles: no idle state beside its gaps.
+        assert_eq!(metal.cpus[0].cross_check, firmware(3, None));
         let mut later = one();
-        later.cross_check(None, &[(1, &during[0])]);
+        later.cross_check(None, &[(1, &during[0])], &power);
         metal.merge(later);
-        assert_eq!(
-            metal.cpus[0].cross_check,
-            Some(CrossCheck::Smis(Avail::Available(6)))
-        );
+        assert_eq!(metal.cpus[0].cross_check, firmware(6, None));
+        // The timer's loop slept: its wake-ups may wait for C1E's exit, not C6's.
+        let mut timer = one();
+        timer.slept = true;
+        timer.cross_check(None, &[(1, &during[0])], &power);
+        let c1e = IdleExit {
+            name: "C1E".into(),
+            exit_latency_us: 10,
+        };
+        assert_eq!(timer.cpus[0].cross_check, firmware(3, Some(c1e)));
         // Without the msr device: unreadable, with what to do.
         tree.remove("dev/cpu/1/msr");
         let gone = conditions::read(&root, &[1], &mut warnings);
         let during = conditions::between(&[1], &gone, &gone);
         let mut unreadable = one();
-        unreadable.cross_check(None, &[(1, &during[0])]);
-        let Some(CrossCheck::Smis(smis)) = &unreadable.cpus[0].cross_check else {
+        unreadable.cross_check(None, &[(1, &during[0])], &power);
+        let Some(CrossCheck::Firmware { smis, .. }) = &unreadable.cpus[0].cross_check else {
             panic!("{:?}", unreadable.cpus[0].cross_check)
         };
         assert!(smis.reason().unwrap().contains("modprobe msr"), "{smis:?}");
@@ -437,6 +529,8 @@ mod tests {
             .iter()
             .find(|c| c.cause.class == Class::NoKernelEvent);
         assert_eq!(hypervisor.unwrap().count, 2);
+        // Its no-kernel-event gaps are read as a sleeping loop's.
+        assert!(out.slept);
         assert_eq!(out.cpus[0].gaps, 7);
     }
 
@@ -504,6 +598,8 @@ mod tests {
             loop_tid: LOOP_TID,
             events: &events,
             lost: Vec::new(),
+            offline_from: None,
+            sends_lost: &[],
             run_start: events[0].ts,
             sleeps: false,
         };
@@ -534,5 +630,221 @@ mod tests {
             out.causes
         );
         assert_eq!(count(Class::Unknown, ""), 0);
+    }
+
+    /// IPIs whose senders the join did not name for a clock skew, or for a send older than
+    /// the window, are said in the notes with their count, per CPU.
+    #[test]
+    fn unnamed_senders_are_counted_in_the_notes() {
+        use super::events::IpiSend;
+        let mut s = Symbols::default();
+        let comm = s.intern("membarrier");
+        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+        let send = |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite: site,
+            targets: vec![1],
+            kind: None,
+        };
+        let capture = Capture {
+            symbols: s,
+            events: vec![(
+                1,
+                vec![
+                    ev(105, What::Vector(Vector::CallFunction)),
+                    ev(205, What::Vector(Vector::CallFunction)),
+                ],
+            )],
+            sent: vec![send(110), send(150)],
+            ..Capture::default()
+        };
+        let gaps = CpuGaps {
+            cpu: 1,
+            loop_tid: 100,
+            start: 0,
+            gaps: vec![
+                TraceGap {
+                    start: 100,
+                    end: 120,
+                },
+                TraceGap {
+                    start: 200,
+                    end: 220,
+                },
+            ],
+            sleeps: false,
+        };
+        // A window of 40: the first IPI's only send is 5 after it, the second's 55 before.
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 40, &|t| t);
+        assert_eq!(
+            out.notes,
+            vec![
+                "CPU 1: 1 IPI(s) arrived before the only send to them traced within 1 ms (the \
+                 CPUs' trace clocks disagree): their senders are not named",
+                "CPU 1: 1 IPI(s) arrived more than 1 ms after the last send to them traced (a \
+                 send not traced, a late delivery or clocks that far apart): their senders are \
+                 not named"
+            ]
+        );
+    }
+
+    /// A recorded trace of another architecture and kernel: 401 consecutive lines of a 32-bit
+    /// arm Raspberry Pi's `trace` (four flag characters, a function tracer's lines and stack
+    /// traces between the events; tests/data/explain/README.md). Every line of an event of the
+    /// set parses and nothing else does; on each CPU, the gaps taken around each interrupt
+    /// are given one cause each: the generic timer (`irq=162 name=arch_timer`) the local
+    /// timer, never a device IRQ to move; the USB and MMC controllers device IRQs.
+    #[test]
+    fn a_recorded_arm_trace_of_an_older_kernel_parses_and_explains() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/explain/rpi-arm32-trace.txt"
+        ))
+        .unwrap();
+        let set = [
+            ": irq_handler_entry: ",
+            ": softirq_entry: ",
+            ": sched_switch: ",
+            ": sched_wakeup: ",
+        ];
+        let mut symbols = Symbols::default();
+        let mut by_cpu: Vec<(u32, Vec<Event>)> = Vec::new();
+        for line in text.lines() {
+            let parsed = events::parse(line, &mut symbols);
+            let in_set = set.iter().any(|event| line.contains(event));
+            match parsed {
+                Line::Event(e) => {
+                    assert!(in_set, "parsed, not of the set: {line}");
+                    let cpu: u32 = line[line.find('[').unwrap() + 1..line.find(']').unwrap()]
+                        .parse()
+                        .unwrap();
+                    match by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
+                        Some((_, events)) => events.push(e),
+                        None => by_cpu.push((cpu, vec![e])),
+                    }
+                }
+                Line::Other => assert!(!in_set, "not parsed: {line}"),
+                other => panic!("{other:?} from {line}"),
+            }
+        }
+        let all: Vec<&Event> = by_cpu.iter().flat_map(|(_, e)| e).collect();
+        // 29 IRQ handlers (9 of them the generic timer), 18 softirqs, 7 switches, 5 wake-ups.
+        assert_eq!(all.len(), 29 + 18 + 7 + 5);
+        let timers = all
+            .iter()
+            .filter(|e| e.what == What::Vector(Vector::LocalTimer))
+            .count();
+        assert_eq!(timers, 9);
+        let mut sources = Vec::new();
+        for (cpu, events) in &by_cpu {
+            // A gap from 1 µs before each interrupt to 5 µs after (timestamps in µs).
+            let mut gaps: Vec<TraceGap> = Vec::new();
+            for e in events {
+                if matches!(e.what, What::Vector(_) | What::Irq { .. })
+                    && gaps.last().is_none_or(|g| g.end < e.ts - 1_000)
+                {
+                    gaps.push(TraceGap {
+                        start: e.ts - 1_000,
+                        end: e.ts + 5_000,
+                    });
+                }
+            }
+            let trace = CpuTrace {
+                cpu: *cpu,
+                loop_tid: 1,
+                events,
+                lost: Vec::new(),
+                offline_from: None,
+                sends_lost: &[],
+                run_start: events[0].ts,
+                sleeps: false,
+            };
+            let out = explain_cpu(&trace, &gaps, &[], 1_000_000, &symbols, &|t| t);
+            assert_eq!(
+                out.causes.iter().map(|c| c.count).sum::<u64>(),
+                gaps.len() as u64
+            );
+            for c in out.causes {
+                sources.push((c.cause.class, c.cause.source, c.count));
+            }
+        }
+        let count = |class: Class, source: &str| -> u64 {
+            sources
+                .iter()
+                .filter(|(c, s, _)| *c == class && s == source)
+                .map(|(.., n)| n)
+                .sum()
+        };
+        // No hrtimer event in this trace: the timer's gaps are the local timer's.
+        assert_eq!(count(Class::Tick, "local timer"), 9);
+        assert!(count(Class::DeviceIrq, "56 dwc_otg") >= 5, "{sources:#?}");
+        assert!(count(Class::DeviceIrq, "86 mmc1") >= 1, "{sources:#?}");
+        assert!(
+            sources.iter().all(|(_, s, _)| !s.contains("arch_timer")),
+            "{sources:#?}"
+        );
+    }
+
+    /// A kernel without `ipi_send_cpu` (arm64 before 6.6), from its lines to the cause: the
+    /// sender's `ipi_raise` on CPU 0, then on CPU 7 the `IPI` interrupt and its `ipi_entry`.
+    /// The lines have the shape such a kernel prints (the events and fields of a public
+    /// report of one, the comm-pid column added); no recorded trace of one could be cited
+    /// (tests/data/explain/README.md).
+    #[test]
+    fn without_ipi_send_cpu_the_sender_comes_from_ipi_raise_lines() {
+        let lines = [
+            "       sugov:4-491     [000] d..4.   154.892148: ipi_raise: target_mask=00000000,00000080 (Function call interrupts)",
+            "          <idle>-0     [007] d.h1.   154.892211: irq_handler_entry: irq=2 name=IPI",
+            "          <idle>-0     [007] d.h1.   154.892211: ipi_entry: (Function call interrupts)",
+            "          <idle>-0     [007] d.h2.   154.892213: sched_wakeup: comm=sugov:4 pid=491 prio=-1 target_cpu=007",
+            "          <idle>-0     [000] d..4.   154.900000: ipi_raise: target_mask=00000000,00000080 (Rescheduling interrupts)",
+            "          <idle>-0     [007] d.h1.   154.900040: irq_handler_entry: irq=2 name=IPI",
+            "          <idle>-0     [007] d.h1.   154.900040: ipi_entry: (Rescheduling interrupts)",
+        ];
+        let mut capture = Capture::default();
+        let mut events = Vec::new();
+        for line in lines {
+            match events::parse(line, &mut capture.symbols) {
+                Line::Event(e) => events.push(e),
+                Line::Sent(sent) => capture.sent.push(sent),
+                other => panic!("{other:?} from {line}"),
+            }
+        }
+        capture.events = vec![(7, events)];
+        let gaps = CpuGaps {
+            cpu: 7,
+            loop_tid: 100,
+            start: 154_000_000_000,
+            gaps: vec![
+                TraceGap {
+                    start: 154_892_200_000,
+                    end: 154_892_220_000,
+                },
+                TraceGap {
+                    start: 154_900_030_000,
+                    end: 154_900_050_000,
+                },
+            ],
+            sleeps: false,
+        };
+        // A ns clock: the window is 1 ms.
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 1_000_000, &|t| t);
+        let mut got: Vec<(Class, String)> = out.cpus[0]
+            .causes
+            .iter()
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (Class::Ipi, "function call from sugov:4 on CPU 0".into()),
+                (Class::Ipi, "reschedule from <idle> on CPU 0".into()),
+            ]
+        );
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
     }
 }

@@ -84,6 +84,13 @@ pub(crate) struct Capture {
     pub lost: Vec<(u32, u64, u64)>,
     /// Events lost in all (ring-buffer overruns and drops).
     pub lost_events: u64,
+    /// Windows `(from, to)` of trace time in which the senders' buffer of some CPU lost
+    /// events: a send in them may be missing, so no IPI arriving in or just after them is
+    /// given a sender.
+    pub sent_lost: Vec<(u64, u64)>,
+    /// CPUs seen offline during the run `(cpu, from)`: from the last event traced before
+    /// (trace time) to the end of the run, their gaps are not theirs to explain.
+    pub offline: Vec<(u32, u64)>,
     /// What could not be traced, and why, one sentence each.
     pub notes: Vec<String>,
 }
@@ -100,6 +107,10 @@ struct Stream {
     partial: String,
     /// A loss seen, waiting for the next event's time: (cpu, from).
     open_loss: Option<u64>,
+    /// Seen offline: since its last event traced before (trace time).
+    offline_from: Option<u64>,
+    /// The time of the last line read with one (an event or a send).
+    last_ts: u64,
 }
 
 /// The running session; [`Tracing::finish`] ends it, dropping it undoes it.
@@ -122,6 +133,7 @@ struct State {
     senders: Vec<Stream>,
     sent: Vec<IpiSend>,
     lost: Vec<(u32, u64, u64)>,
+    sent_lost: Vec<(u32, u64, u64)>,
     lost_events: u64,
     measured: CpuSet,
 }
@@ -186,6 +198,7 @@ impl<'r> Tracing<'r> {
             senders,
             sent,
             lost,
+            sent_lost,
             lost_events,
             measured,
         } = &mut *state;
@@ -203,20 +216,31 @@ impl<'r> Tracing<'r> {
                         _ => None,
                     },
                 );
+                if stream.offline_from.is_none() && is_offline(self.root, stream.cpu) {
+                    stream.offline_from = Some(stream.events.last().map_or(0, |e| e.ts));
+                }
             }
         }
         if let Some(ipi) = self.instances.get(1) {
             for stream in senders.iter_mut() {
                 let mut batch = Vec::new();
-                read_stream(self.root, ipi, stream, symbols, lost, lost_events, |line| {
-                    if let Line::Sent(mut s) = line {
-                        s.targets.retain(|cpu| measured.contains(*cpu));
-                        if !s.targets.is_empty() {
-                            batch.push(s);
+                read_stream(
+                    self.root,
+                    ipi,
+                    stream,
+                    symbols,
+                    sent_lost,
+                    lost_events,
+                    |line| {
+                        if let Line::Sent(mut s) = line {
+                            s.targets.retain(|cpu| measured.contains(*cpu));
+                            if !s.targets.is_empty() {
+                                batch.push(s);
+                            }
                         }
-                    }
-                    None
-                });
+                        None
+                    },
+                );
                 sent.extend(batch);
             }
         }
@@ -260,6 +284,37 @@ impl<'r> Tracing<'r> {
                 state.lost.push((stream.cpu, from, u64::MAX));
             }
         }
+        // The senders' losses: a send lost may be the one an IPI came from.
+        if let Some(ipi) = self.instances.get(1) {
+            for stream in &mut state.senders {
+                if let Some(from) = stream.open_loss.take() {
+                    state.sent_lost.push((stream.cpu, from, u64::MAX));
+                }
+                let counted = lost_in_stats(self.root, ipi, stream.cpu);
+                let marked = state.sent_lost.iter().any(|(cpu, ..)| *cpu == stream.cpu);
+                if counted > 0 && !marked {
+                    notes.push(format!(
+                        "the IPI senders' trace lost {counted} events of CPU {} that the pipe \
+                         did not place in time: no IPI is given a sender",
+                        stream.cpu
+                    ));
+                    state.sent_lost.push((stream.cpu, 0, u64::MAX));
+                    state.lost_events += counted;
+                }
+            }
+        }
+        let offline: Vec<(u32, u64)> = state
+            .streams
+            .iter()
+            .filter_map(|s| s.offline_from.map(|from| (s.cpu, from)))
+            .collect();
+        for (cpu, _) in &offline {
+            notes.push(format!(
+                "CPU {cpu} went offline during the run: its gaps from its last event traced \
+                 before are counted as unknown (CPU offline), since the kernel moves the \
+                 loop off a CPU going offline and what it measured after is not that CPU's"
+            ));
+        }
         let mut sent = std::mem::take(&mut state.sent);
         sent.sort_by_key(|s| s.ts);
         Capture {
@@ -276,6 +331,12 @@ impl<'r> Tracing<'r> {
             sent,
             lost: state.lost,
             lost_events: state.lost_events,
+            sent_lost: state
+                .sent_lost
+                .iter()
+                .map(|&(_, from, to)| (from, to))
+                .collect(),
+            offline,
             notes,
         }
         // Dropping `self` removes the instances.
@@ -373,10 +434,14 @@ impl<'r> Tracing<'r> {
         for tp in tracepoints {
             let dir = format!("{instance}/events/{}/{}", tp.system, tp.name);
             let Ok(format) = self.root.read(&format!("{dir}/format")) else {
-                self.notes.push(format!(
-                    "tracepoint {} is not in this kernel: what it shows is not explained",
-                    tp.id()
-                ));
+                // Another architecture's (irq_vectors on arm64, ipi_entry on x86): its
+                // events come from this one's own tracepoints.
+                if tp.arch.is_native() {
+                    self.notes.push(format!(
+                        "tracepoint {} is not in this kernel: what it shows is not explained",
+                        tp.id()
+                    ));
+                }
                 continue;
             };
             let missing = tp.missing_fields(&format);
@@ -439,18 +504,31 @@ impl<'r> Tracing<'r> {
             _ => None,
         };
         let senders: Vec<&Tracepoint> = TRACEPOINTS.iter().filter(|t| !t.on_measured).collect();
-        let has_send = self
-            .root
-            .exists(&format!("{instance}/events/ipi/ipi_send_cpu/format"));
-        let enabled = if has_send {
+        let has = |tp: &Tracepoint| {
+            self.root.exists(&format!(
+                "{instance}/events/{}/{}/format",
+                tp.system, tp.name
+            ))
+        };
+        let enabled = if has(senders[0]) {
             self.enable(&instance, senders.into_iter(), Some(&filter))
-        } else {
+        } else if has(&events::IPI_RAISE) {
             self.notes.push(
                 "tracepoint ipi/ipi_send_cpu is not in this kernel (Linux 6.6+): the senders \
                  come from ipi/ipi_raise, without the callsite"
                     .into(),
             );
             self.enable(&instance, std::iter::once(&events::IPI_RAISE), None)
+        } else {
+            self.notes.push(
+                "no tracepoint of this kernel records IPIs sent (ipi/ipi_send_cpu is Linux \
+                 6.6+, ipi/ipi_raise arm and arm64 only): IPIs are classified without their \
+                 sender"
+                    .into(),
+            );
+            self.instances.pop();
+            let _ = self.root.remove_empty_dir(&instance);
+            return;
         };
         if enabled == 0 {
             self.notes
@@ -539,7 +617,7 @@ pub(crate) fn buffer_kb(duration: Duration) -> u64 {
 
 /// Drains one CPU's pipe of `instance` into `stream`, parsing each whole line; `keep` turns
 /// a line into the event to keep (or consumes it itself). A `[LOST N EVENTS]` marker opens a
-/// lost window from the last event kept to the next one.
+/// lost window (in `lost`) from the last event or send read to the next one.
 fn read_stream(
     root: &SysRoot,
     instance: &str,
@@ -568,14 +646,21 @@ fn read_stream(
             match events::parse(line, symbols) {
                 Line::Lost(n) => {
                     *lost_events += n;
-                    let from = stream.events.last().map_or(0, |e| e.ts);
-                    stream.open_loss = Some(stream.open_loss.unwrap_or(from));
+                    stream.open_loss = Some(stream.open_loss.unwrap_or(stream.last_ts));
                 }
                 other => {
-                    if let Some(event) = keep(other) {
+                    let ts = match &other {
+                        Line::Event(e) => Some(e.ts),
+                        Line::Sent(sent) => Some(sent.ts),
+                        _ => None,
+                    };
+                    if let Some(ts) = ts {
                         if let Some(from) = stream.open_loss.take() {
-                            lost.push((stream.cpu, from, event.ts));
+                            lost.push((stream.cpu, from, ts));
                         }
+                        stream.last_ts = ts;
+                    }
+                    if let Some(event) = keep(other) {
                         stream.events.push(event);
                     }
                 }
@@ -586,6 +671,13 @@ fn read_stream(
             break;
         }
     }
+}
+
+/// Whether `cpu` is offline now (`/sys/devices/system/cpu/cpuN/online` reads 0; a CPU
+/// without the file cannot be taken offline).
+fn is_offline(root: &SysRoot, cpu: u32) -> bool {
+    root.read(&format!("/sys/devices/system/cpu/cpu{cpu}/online"))
+        .is_ok_and(|state| state.trim() == "0")
 }
 
 /// Events a CPU's buffer lost (`overrun` + `dropped events` of `per_cpu/cpuN/stats`).
@@ -677,7 +769,33 @@ mod tests {
         assert_eq!(read("buffer_size_kb"), "1250");
         assert_eq!(read("events/irq_vectors/local_timer_entry/enable"), "1");
         assert_eq!(read("events/irq/irq_handler_entry/enable"), "0\n");
+        tree.write(
+            &format!("{instance}/per_cpu/cpu1/trace_pipe"),
+            "  lowlat-100 [001] d.h1. 105: local_timer_entry: vector=236\n",
+        );
         let capture = tracing.finish();
+        // The rest still explains: the local timer's gap is the tick's.
+        let gaps = super::super::CpuGaps {
+            cpu: 1,
+            loop_tid: 100,
+            start: 0,
+            gaps: vec![super::super::explain::TraceGap {
+                start: 100,
+                end: 110,
+            }],
+            sleeps: false,
+        };
+        let out = super::super::explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
+        let cause = &out.cpus[0].causes[0].cause;
+        assert_eq!(
+            (cause.class, cause.source.as_str()),
+            (super::super::explain::Class::Tick, "local timer")
+        );
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.contains("irq/irq_handler_entry refused"))
+        );
         let notes = capture.notes.join("\n");
         assert!(
             notes.contains(
@@ -699,6 +817,252 @@ mod tests {
         assert_eq!(root.read(&format!("{T}/tracing_cpumask")).unwrap(), "3\n");
         // Tracing is off in the instance at the end.
         assert_eq!(read("tracing_on"), "0");
+    }
+
+    /// The senders' instance, as the "kernel" made it, with the `format` files given.
+    fn senders(tree: &TestTree, formats: &[&str]) {
+        let instance = format!("{T}/instances/lowlat-{}-ipi", std::process::id());
+        for file in ["tracing_on", "buffer_size_kb"] {
+            tree.write(&format!("{instance}/{file}"), "\n");
+        }
+        tree.write(&format!("{instance}/trace_clock"), "[local] x86-tsc\n");
+        for event in formats {
+            let format = match *event {
+                "ipi/ipi_raise" => {
+                    "\tfield:__data_loc cpumask_t target_cpus;\n\tfield:const char * reason;\n"
+                }
+                _ => {
+                    "\tfield:unsigned int cpu;\n\tfield:void * callsite;\n\tfield:void * callback;\n"
+                }
+            };
+            tree.write(&format!("{instance}/events/{event}/format"), format);
+            tree.write(&format!("{instance}/events/{event}/enable"), "0\n");
+        }
+    }
+
+    fn start(root: &SysRoot) -> Tracing<'_> {
+        Tracing::start(
+            root,
+            &CpuSet::parse_list("1").unwrap(),
+            TraceClock::X86Tsc,
+            Duration::from_secs(1),
+        )
+        .unwrap()
+    }
+
+    /// A kernel before 6.6: on arm and arm64 the senders come from ipi_raise, said once; on
+    /// x86, which has no sending tracepoint before 6.6, one note says the IPIs are classified
+    /// without their sender (not that ipi_raise is missing too).
+    #[test]
+    fn without_ipi_send_cpu_the_senders_come_from_ipi_raise_or_are_said_missing() {
+        let timer = [("irq_vectors/local_timer_entry", "\tfield:int vector;\n")];
+        let (tree, _) = tracefs(&timer);
+        senders(&tree, &["ipi/ipi_raise"]);
+        let root = tree.root();
+        let capture = start(&root).finish();
+        let raise = format!(
+            "{T}/instances/lowlat-{}-ipi/events/ipi/ipi_raise/enable",
+            std::process::id()
+        );
+        assert_eq!(root.read(&raise).unwrap(), "1");
+        let notes = capture.notes.join("\n");
+        assert!(
+            notes.contains("the senders come from ipi/ipi_raise, without the callsite"),
+            "{notes}"
+        );
+        assert!(!notes.contains("tracepoint ipi/ipi_raise"), "{notes}");
+        // ipi_entry is arm's: its absence is said on arm only.
+        assert_eq!(
+            notes.contains("tracepoint ipi/ipi_entry is not in this kernel"),
+            super::super::events::Arch::Arm.is_native(),
+            "{notes}"
+        );
+
+        let (tree, _) = tracefs(&timer);
+        senders(&tree, &[]);
+        let root = tree.root();
+        let notes = start(&root).finish().notes;
+        let about_senders: Vec<&String> = notes.iter().filter(|n| n.contains("ipi/")).collect();
+        assert_eq!(
+            about_senders,
+            vec![
+                "no tracepoint of this kernel records IPIs sent (ipi/ipi_send_cpu is Linux 6.6+, \
+                 ipi/ipi_raise arm and arm64 only): IPIs are classified without their sender"
+            ],
+            "{notes:?}"
+        );
+    }
+
+    /// A buffer overrun: the pipe's `[LOST N EVENTS]` opens a window from the last event
+    /// before it to the next one after (counted), and a loss the counters report but the
+    /// pipe did not place makes every gap of that CPU unknown; the gaps outside the windows
+    /// are still explained.
+    #[test]
+    fn an_overrun_is_said_and_the_rest_still_explained() {
+        use super::super::explain::{Class, TraceGap};
+        use super::super::{CpuGaps, explanation};
+        let (tree, instance) = tracefs(&[
+            ("irq_vectors/local_timer_entry", "\tfield:int vector;\n"),
+            (
+                "timer/hrtimer_expire_entry",
+                "\tfield:void * hrtimer;\n\tfield:void * function;\n",
+            ),
+        ]);
+        let pipe = format!("{instance}/per_cpu/cpu1/trace_pipe");
+        let line = |ts: u64, rest: &str| format!("  lowlat-100 [001] d.h1. {ts}: {rest}\n");
+        let tick = |ts| {
+            line(ts, "local_timer_entry: vector=236")
+                + &line(
+                    ts + 1,
+                    "hrtimer_expire_entry: hrtimer=1 function=tick_nohz_handler now=1",
+                )
+        };
+        tree.write(
+            &pipe,
+            tick(105) + "CPU:1 [LOST 7 EVENTS]\n" + &tick(305) + &tick(505),
+        );
+        tree.write(&format!("{instance}/per_cpu/cpu1/stats"), "overrun: 7\n");
+        let root = tree.root();
+        let tracing = start(&root);
+        tracing.drain();
+        tree.write(&pipe, "");
+        let capture = tracing.finish();
+        assert_eq!(capture.lost_events, 7);
+        assert_eq!(capture.lost, vec![(1, 106, 305)]);
+        let gaps = CpuGaps {
+            cpu: 1,
+            loop_tid: 100,
+            start: 0,
+            gaps: [100, 200, 300, 400, 500]
+                .map(|at| TraceGap {
+                    start: at,
+                    end: at + 10,
+                })
+                .to_vec(),
+            sleeps: false,
+        };
+        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
+        let mut got: Vec<(Class, String, u64)> = out.cpus[0]
+            .causes
+            .iter()
+            .map(|c| (c.cause.class, c.cause.source.clone(), c.count))
+            .collect();
+        got.sort();
+        // The window runs from the last event before the loss (106, in the first gap) to
+        // the first after (305, in the third).
+        assert_eq!(
+            got,
+            vec![
+                (Class::Tick, "tick_nohz_handler".into(), 1),
+                (Class::NoKernelEvent, "no kernel event".into(), 1),
+                (Class::Unknown, "events lost".into(), 3),
+            ]
+        );
+
+        // The counters say 3 lost and the pipe placed none: every gap of the CPU unknown.
+        let (tree, instance) =
+            tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        tree.write(&format!("{instance}/per_cpu/cpu1/trace_pipe"), tick(105));
+        tree.write(
+            &format!("{instance}/per_cpu/cpu1/stats"),
+            "entries: 2\noverrun: 1\ndropped events: 2\n",
+        );
+        let root = tree.root();
+        let capture = start(&root).finish();
+        assert_eq!(capture.lost, vec![(1, 0, u64::MAX)]);
+        assert_eq!(capture.lost_events, 3);
+        assert!(
+            capture.notes.iter().any(|n| n.starts_with(
+                "CPU 1: the trace buffer lost 3 events that the pipe did not place in time"
+            )),
+            "{:?}",
+            capture.notes
+        );
+    }
+
+    /// The senders' trace lost events: the pipe's marker opens a window from the last send
+    /// read to the next; a loss only the counters report makes every send suspect, said.
+    #[test]
+    fn a_loss_of_the_senders_trace_is_a_window_or_said() {
+        let (tree, _) = tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        senders(&tree, &["ipi/ipi_send_cpu", "ipi/ipi_send_cpumask"]);
+        tree.write("/sys/devices/system/cpu/possible", "0-1\n");
+        let ipi = format!("{T}/instances/lowlat-{}-ipi", std::process::id());
+        let send = |ts: u64| {
+            format!(
+                "  bash-7 [000] ...1. {ts}: ipi_send_cpu: cpu=1 callsite=f+0x1/0x2 callback=g+0x0/0x1\n"
+            )
+        };
+        tree.write(
+            &format!("{ipi}/per_cpu/cpu0/trace_pipe"),
+            send(100) + "CPU:0 [LOST 4 EVENTS]\n" + &send(300),
+        );
+        let root = tree.root();
+        let capture = start(&root).finish();
+        assert_eq!(capture.sent.len(), 2);
+        assert_eq!(capture.sent_lost, vec![(100, 300)]);
+        assert_eq!(capture.lost_events, 4);
+        assert!(capture.lost.is_empty(), "{:?}", capture.lost);
+
+        let (tree, _) = tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        senders(&tree, &["ipi/ipi_send_cpu", "ipi/ipi_send_cpumask"]);
+        tree.write("/sys/devices/system/cpu/possible", "0-1\n");
+        tree.write(&format!("{ipi}/per_cpu/cpu0/trace_pipe"), send(100));
+        tree.write(&format!("{ipi}/per_cpu/cpu0/stats"), "overrun: 2\n");
+        let root = tree.root();
+        let capture = start(&root).finish();
+        assert_eq!(capture.sent_lost, vec![(0, u64::MAX)]);
+        assert!(
+            capture.notes.iter().any(|n| n.starts_with(
+                "the IPI senders' trace lost 2 events of CPU 0 that the pipe did not place"
+            )),
+            "{:?}",
+            capture.notes
+        );
+    }
+
+    /// A measured CPU seen offline at a drain: the capture says from when (its last event
+    /// traced before), a note says it, and the tracing goes on without a panic.
+    #[test]
+    fn a_cpu_going_offline_mid_run_is_said() {
+        let (tree, instance) =
+            tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        let pipe = format!("{instance}/per_cpu/cpu1/trace_pipe");
+        let online = "/sys/devices/system/cpu/cpu1/online";
+        tree.write(online, "1\n");
+        tree.write(
+            &pipe,
+            "  lowlat-100 [001] d.h1. 105: local_timer_entry: vector=236\n",
+        );
+        let root = tree.root();
+        let tracing = start(&root);
+        tracing.drain();
+        tree.write(
+            &pipe,
+            "  lowlat-100 [001] d.h1. 205: local_timer_entry: vector=236\n",
+        );
+        tree.write(online, "0\n");
+        tracing.drain();
+        // Its pipe gone while it is offline: read as nothing, not a panic.
+        tree.remove(&pipe);
+        tracing.drain();
+        // Back online: the window still runs to the end.
+        tree.write(
+            &pipe,
+            "  lowlat-100 [001] d.h1. 305: local_timer_entry: vector=236\n",
+        );
+        tree.write(online, "1\n");
+        let capture = tracing.finish();
+        assert_eq!(capture.offline, vec![(1, 205)]);
+        assert!(
+            capture
+                .notes
+                .iter()
+                .any(|n| n.starts_with("CPU 1 went offline during the run")),
+            "{:?}",
+            capture.notes
+        );
+        assert_eq!(capture.events[0].1.len(), 3);
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub(crate) struct ExplainJson {
     pub notes: Vec<String>,
     /// Each measured CPU.
     pub cpus: Vec<CpuCausesJson>,
+    /// Whether the loop slept between its readings (the timer's: each gap runs from a
+    /// deadline to the wake-up), so that a `no_kernel_event` gap is also the way out of idle:
+    /// the host waking a halted vCPU, or the CPU leaving its idle state.
+    #[serde(default)]
+    pub loop_slept: bool,
 }
 
 /// One CPU's causes.
@@ -59,15 +64,24 @@ pub(crate) struct CrossCheckJson {
     pub smis: Option<u64>,
     /// Why the figure could not be read (null: it was).
     pub unreadable: Option<String>,
+    /// On bare metal, for a loop that slept (the timer): the deepest idle state the CPU may
+    /// enter (`C6`), whose exit its wake-ups may wait for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_state: Option<String>,
+    /// That state's worst-case exit latency, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_exit_latency_us: Option<u64>,
 }
 
 fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
-    let (against, hypervisor, figure) = match check {
+    let (against, hypervisor, figure, idle) = match check {
         CrossCheck::Steal {
             hypervisor,
             steal_ns,
-        } => ("hypervisor", Some(hypervisor.clone()), steal_ns),
-        CrossCheck::Smis(smis) => ("firmware", None, smis),
+        } => ("hypervisor", Some(hypervisor.clone()), steal_ns, None),
+        CrossCheck::Firmware { smis, deepest_idle } => {
+            ("firmware", None, smis, deepest_idle.as_ref())
+        }
     };
     let (value, unreadable) = match figure {
         Avail::Available(v) => (Some(*v), None),
@@ -79,12 +93,15 @@ fn cross_check_json(check: &CrossCheck) -> CrossCheckJson {
         steal_ns: value.filter(|_| against == "hypervisor"),
         smis: value.filter(|_| against == "firmware"),
         unreadable,
+        idle_state: idle.map(|i| i.name.clone()),
+        idle_exit_latency_us: idle.map(|i| i.exit_latency_us),
     }
 }
 
-/// The line under a CPU's cause table that sets its `no kernel event` gaps beside the
-/// figure that can confirm them.
-fn cross_check_text(check: &CrossCheckJson) -> String {
+/// The line under a CPU's cause table (and under a check's verdict) that says what its
+/// `no kernel event` gaps are and sets them beside the figure that can confirm them; the
+/// same for both loops, with the way out of idle added for one that slept (`slept`).
+pub(crate) fn cross_check_text(check: &CrossCheckJson, slept: bool) -> String {
     let unreadable = |what: &str| {
         check
             .unreadable
@@ -98,18 +115,38 @@ fn cross_check_text(check: &CrossCheckJson) -> String {
                 check.steal_ns.unwrap_or(0) as f64 / 1e6
             )
         });
+        let host = if slept {
+            "the loop slept, so also the host waking the halted vCPU to deliver its timer \
+             (not steal: a halted vCPU is not waiting to run), and its exits to run its own \
+             code on this vCPU"
+        } else {
+            "the host's exits to run its own code on this vCPU are not steal"
+        };
         format!(
-            "no kernel event: in a VM ({}), the host's: {figure}; the host's exits to run \
-             its own code on this vCPU are not steal",
+            "no kernel event: in a VM ({}), the host's: {figure}; {host}",
             check.hypervisor.as_deref().unwrap_or("unknown hypervisor")
         )
     } else {
         let figure = unreadable("the SMI count (MSR 0x34)").unwrap_or_else(|| {
             format!("{} SMIs during the run (MSR 0x34)", check.smis.unwrap_or(0))
         });
+        let deepest = match (&check.idle_state, check.idle_exit_latency_us) {
+            (Some(state), Some(latency)) => {
+                format!("the deepest it may enter here {state}, exit up to {latency} µs; ")
+            }
+            _ => String::new(),
+        };
+        let idle = if slept {
+            format!(
+                "the loop slept, so the CPU's way out of its idle state ({deepest}its exit \
+                 latency: LL-CSTATES, LL-MAX-CSTATE), or "
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "no kernel event: on bare metal, firmware or an SMI: {figure}; `lowlat measure \
-             hwlat` measures what firmware takes where the hwlat tracer exists"
+            "no kernel event: on bare metal, {idle}firmware or an SMI: {figure}; `lowlat \
+             measure hwlat` measures what firmware takes where the hwlat tracer exists"
         )
     }
 }
@@ -118,7 +155,8 @@ fn cross_check_text(check: &CrossCheckJson) -> String {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CauseJson {
     /// The class: `tick`, `timer`, `device_irq`, `softirq`, `ipi`, `tlb_shootdown`,
-    /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost).
+    /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost, the CPU
+    /// offline, a garbled gap: the source says which).
     pub class: Class,
     /// What in the class: the IRQ (`42 virtio3-tx`), the task (`comm pid`), the work or
     /// timer function, the IPI's kind and sender.
@@ -178,6 +216,7 @@ pub(crate) fn json(explanation: &Explanation) -> ExplainJson {
         lost_events: explanation.lost_events,
         notes: explanation.notes.clone(),
         cpus: explanation.cpus.iter().map(cpu_json).collect(),
+        loop_slept: explanation.slept,
     }
 }
 
@@ -274,7 +313,7 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
         if let Some(check) = &cpu.cross_check
             && cpu.causes.iter().any(|c| c.class == Class::NoKernelEvent)
         {
-            out.line(cross_check_text(check));
+            out.line(cross_check_text(check, explanation.loop_slept));
         }
         if !cpu.spikes.is_empty() {
             writeln!(out, "longest {what}:");
@@ -373,6 +412,7 @@ fn cause_table(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::trace::explain::IdleExit;
 
     /// In a VM the hypervisor's gaps are set beside the vCPU's steal; on bare metal beside the
     /// SMI count, or why it could not be read, with the pointer to hwlat.
@@ -387,31 +427,130 @@ mod tests {
             ("hypervisor", Some(30_000_000), None)
         );
         assert_eq!(
-            cross_check_text(&steal),
+            cross_check_text(&steal, false),
             "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
              ms; the host's exits to run its own code on this vCPU are not steal"
         );
-        let smis = cross_check_json(&CrossCheck::Smis(Avail::Available(3)));
+        let smis = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::Available(3),
+            deepest_idle: None,
+        });
         assert_eq!((smis.smis, smis.steal_ns), (Some(3), None));
         assert!(
-            cross_check_text(&smis).starts_with(
+            cross_check_text(&smis, false).starts_with(
                 "no kernel event: on bare metal, firmware or an SMI: 3 SMIs during the run \
                  (MSR 0x34); `lowlat measure hwlat`"
             ),
             "{}",
-            cross_check_text(&smis)
+            cross_check_text(&smis, false)
         );
-        let unreadable = cross_check_json(&CrossCheck::Smis(Avail::missing(
-            "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
-        )));
+        // The timer's loop slept: the same figure, with the way out of idle its gaps hold.
+        assert_eq!(
+            cross_check_text(&steal, true),
+            "no kernel event: in a VM (KVM), the host's: steal of this vCPU during the run 30 \
+             ms; the loop slept, so also the host waking the halted vCPU to deliver its timer \
+             (not steal: a halted vCPU is not waiting to run), and its exits to run its own \
+             code on this vCPU"
+        );
+        assert!(
+            cross_check_text(&smis, true).starts_with(
+                "no kernel event: on bare metal, the loop slept, so the CPU's way out of its \
+                 idle state (its exit latency: LL-CSTATES, LL-MAX-CSTATE), or firmware or an \
+                 SMI: 3 SMIs during the run (MSR 0x34); `lowlat measure hwlat`"
+            ),
+            "{}",
+            cross_check_text(&smis, true)
+        );
+        // With the deepest idle state the CPU may enter, named with its exit latency.
+        let c6 = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::Available(0),
+            deepest_idle: Some(IdleExit {
+                name: "C6".into(),
+                exit_latency_us: 133,
+            }),
+        });
+        assert_eq!(
+            (c6.idle_state.as_deref(), c6.idle_exit_latency_us),
+            (Some("C6"), Some(133))
+        );
+        assert!(
+            cross_check_text(&c6, true).starts_with(
+                "no kernel event: on bare metal, the loop slept, so the CPU's way out of its \
+                 idle state (the deepest it may enter here C6, exit up to 133 µs; its exit \
+                 latency: LL-CSTATES, LL-MAX-CSTATE), or firmware or an SMI: 0 SMIs"
+            ),
+            "{}",
+            cross_check_text(&c6, true)
+        );
+        let unreadable = cross_check_json(&CrossCheck::Firmware {
+            smis: Avail::missing(
+                "/dev/cpu/1/msr does not exist (root and the msr module: modprobe msr)",
+            ),
+            deepest_idle: None,
+        });
         assert_eq!(unreadable.smis, None);
         assert!(
-            cross_check_text(&unreadable).contains(
+            cross_check_text(&unreadable, false).contains(
                 "the SMI count (MSR 0x34) unreadable (/dev/cpu/1/msr does not exist (root and \
                  the msr module: modprobe msr))"
             ),
             "{}",
-            cross_check_text(&unreadable)
+            cross_check_text(&unreadable, false)
+        );
+    }
+
+    /// Both loops' `no kernel event` gaps get their cross-check line from the one place, in
+    /// the text and in the JSON; the timer's (a loop that slept) says the way out of idle.
+    #[test]
+    fn both_loops_set_no_kernel_event_beside_steal_the_timer_with_its_wake_up() {
+        use crate::measure::trace::explain::{CauseStats, CpuCauses};
+        let explanation = |slept: bool| Explanation {
+            traced: true,
+            clock: "x86-tsc",
+            cpus: vec![CpuCauses {
+                cpu: 1,
+                gaps: 3,
+                causes: vec![CauseStats {
+                    cause: Cause {
+                        class: Class::NoKernelEvent,
+                        source: "no kernel event".into(),
+                    },
+                    count: 3,
+                    total_ns: 90_000,
+                    max_ns: 40_000,
+                    lengths_ns: vec![20_000, 30_000, 40_000],
+                    ids: Vec::new(),
+                }],
+                spikes: Vec::new(),
+                cross_check: Some(CrossCheck::Steal {
+                    hypervisor: "KVM".into(),
+                    steal_ns: Avail::Available(0),
+                }),
+                unmatched_ipis: Default::default(),
+            }],
+            lost_events: 0,
+            notes: Vec::new(),
+            slept,
+        };
+        let jitter = json(&explanation(false));
+        let timer = json(&explanation(true));
+        assert!(!jitter.loop_slept && timer.loop_slept);
+        let check = jitter.cpus[0].cross_check.as_ref().unwrap();
+        let jitter_text = text(&jitter, "gaps");
+        let timer_text = text(&timer, "late wake-ups");
+        assert!(jitter_text.contains(&format!("{}\n", cross_check_text(check, false))));
+        assert!(timer_text.contains(&format!("{}\n", cross_check_text(check, true))));
+        assert!(
+            timer_text.contains("the loop slept, so also the host waking the halted vCPU"),
+            "{timer_text}"
+        );
+        // A document written before `loop_slept` existed reads as a loop that did not sleep.
+        let mut old = serde_json::to_value(&timer).unwrap();
+        old.as_object_mut().unwrap().remove("loop_slept");
+        assert!(
+            !serde_json::from_value::<ExplainJson>(old)
+                .unwrap()
+                .loop_slept
         );
     }
 

@@ -4,7 +4,8 @@
 //! in the run, their cause and its fix. The jitter section draws it from `result.explain` of
 //! `measure-jitter`, the verdict from `causes` of `check` (the same shape). The view reads
 //! only what it shows, and a class it does not know by its key, so a richer document still
-//! renders.
+//! renders. A CPU with `no kernel event` gaps gets the line that sets them beside their
+//! cross-check, the text's.
 
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -12,6 +13,7 @@ use serde::Deserialize;
 use super::figure;
 use crate::measure::trace::explain::Class;
 use crate::report::html::svg::{self, Part, num};
+use crate::report::measure::explain::{CrossCheckJson, cross_check_text};
 
 /// The explanation of one run, as both documents hold it.
 #[derive(Deserialize)]
@@ -23,6 +25,9 @@ pub(super) struct Explain {
     notes: Vec<String>,
     #[serde(default)]
     cpus: Vec<CpuCauses>,
+    /// The loop slept (a timer's): absent from older documents.
+    #[serde(default)]
+    loop_slept: bool,
 }
 
 #[derive(Deserialize)]
@@ -33,6 +38,9 @@ struct CpuCauses {
     causes: Vec<Cause>,
     #[serde(default)]
     spikes: Vec<Spike>,
+    /// What its `no_kernel_event` gaps are checked against: absent from older documents.
+    #[serde(default)]
+    cross_check: Option<CrossCheckJson>,
 }
 
 #[derive(Deserialize)]
@@ -194,6 +202,11 @@ pub(super) fn view(run: &str, explain: &Explain) -> Markup {
                     }
                 }
             }
+            @if let Some(check) = &cpu.cross_check {
+                @if cpu.causes.iter().any(|k| k.class == Class::NoKernelEvent.key()) {
+                    p.causes-note { "CPU " (cpu.cpu) ": " (cross_check_text(check, explain.loop_slept)) }
+                }
+            }
         }
         @if explain.cpus.iter().any(|c| !c.spikes.is_empty()) {
             table.spikes {
@@ -247,7 +260,9 @@ mod tests {
                 {"cpu": 3, "gaps": 5, "causes": [
                     {"class": "no_kernel_event", "source": "no kernel event", "count": 5, "total_ns": 25_000,
                      "max_ns": 5_000, "rule": null, "setting": null, "advice": null}],
-                 "spikes": []}
+                 "spikes": [],
+                 "cross_check": {"against": "hypervisor", "hypervisor": "KVM", "steal_ns": 0,
+                     "smis": null, "unreadable": null}}
             ]
         }));
         let page = view("jitter.json", &e).into_string();
@@ -263,6 +278,15 @@ mod tests {
             "<td>2</td><td>1.500000</td><td>40</td><td>another task</td><td>cron</td>\
              <td><code>LL-TASKS-ON-ISOLATED</code> <code>task:cron:affinity</code></td>"
         ));
+        // The no-kernel-event gaps beside their cross-check, as in the text; CPU 2 has none.
+        assert!(
+            page.contains(
+                "CPU 3: no kernel event: in a VM (KVM), the host's: steal of this vCPU during \
+                 the run 0 ms; the host's exits"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("CPU 2: no kernel event"), "{page}");
         // A p99 the document lacks is a dash, not a zero.
         assert!(page.contains("<td>25</td><td>–</td><td>5</td>"), "{page}");
     }
