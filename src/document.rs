@@ -249,10 +249,17 @@ pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
-/// The host name under `root` as documents record it: `unknown` when it cannot be read.
+/// A document's `host` (and a plan's target host): the machine's host name
+/// (`/proc/sys/kernel/hostname`), or [`UNKNOWN_HOST`] where it has none. The one rule; a
+/// machine already read gives `machine.kernel.hostname.get()`, a root [`host_name`].
+pub(crate) fn host(name: Option<impl AsRef<str>>) -> String {
+    name.map_or_else(|| UNKNOWN_HOST.to_string(), |n| n.as_ref().to_string())
+}
+
+/// The host name under `root` as documents record it ([`host`]: `unknown` when it cannot be
+/// read).
 pub(crate) fn host_name(root: &SysRoot) -> String {
-    root.read_value("/proc/sys/kernel/hostname")
-        .unwrap_or_else(|_| UNKNOWN_HOST.to_string())
+    host(root.read_value("/proc/sys/kernel/hostname").ok())
 }
 
 /// The `host` of a document whose machine has no readable host name.

@@ -115,8 +115,9 @@ pub(crate) fn check_target(plan: &Plan, machine: &Machine) -> Result<(), PlanMis
     let host = machine.kernel.hostname.get().map(String::as_str);
     let cpus = machine.topology.online_cpus();
     let mismatch = PlanMismatch {
-        host: (plan.target.host != "unknown" && host.is_some_and(|h| h != plan.target.host))
-            .then(|| (plan.target.host.clone(), host.unwrap_or("?").to_string())),
+        host: (plan.target.host != document::UNKNOWN_HOST
+            && host.is_some_and(|h| h != plan.target.host))
+        .then(|| (plan.target.host.clone(), host.unwrap_or("?").to_string())),
         cpus: (!plan.target.fits_online(&cpus)).then(|| (plan.target.cpus.clone(), cpus)),
     };
     if mismatch.host.is_none() && mismatch.cpus.is_none() {

@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use super::appliers::{self, Expansion, boot};
 use super::change::{ApplyContext, Change, ChangeError};
-use crate::document::{Document, Kind};
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::{Layer, Setting};
@@ -162,11 +161,6 @@ impl Report {
     /// configured).
     pub(crate) fn drifted(&self) -> bool {
         self.summary.drift + self.summary.not_configured > 0
-    }
-
-    /// The `--json` document about `host`: the report in the document envelope.
-    pub(crate) fn to_json(&self, host: String) -> Result<String, serde_json::Error> {
-        Document::new(Kind::Verify, host, self).to_json()
     }
 }
 

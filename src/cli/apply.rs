@@ -13,8 +13,8 @@ use crate::apply::change::ApplyContext;
 use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
 use crate::document;
 use crate::machine::Machine;
+use crate::report::apply::apply_text;
 use crate::report::apply::json::apply_document;
-use crate::report::apply::render_apply;
 use crate::sysroot::SysRoot;
 
 /// Options of `lowlat apply`.
@@ -149,7 +149,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             let doc = apply_document(host, &plan_path, args.scope(), args.dry_run, report);
             print_json(&doc)
         } else {
-            print(&render_apply(report, args.dry_run))
+            print(&apply_text(report, args.dry_run))
         }
     };
     if !args.json {
@@ -188,7 +188,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 }
             );
         }
-        print(&render_apply(&preview, true))?;
+        print(&apply_text(&preview, true))?;
         if !confirm(&format!("Apply {to_change} settings?"))? {
             print("Nothing was changed.\n")?;
             return Ok(exit::OK);

@@ -192,7 +192,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         audit::bios::judge(&mut result, &profile, bios);
     }
     if let Some(rule) = rule {
-        print(&report::render_explain(
+        print(&report::explain_text(
             rule,
             result.finding(rule.id),
             profile.info.name,
@@ -201,7 +201,10 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     }
     if let Some(path) = &args.nfd_features {
         let features = nfd::features(&machine, &result, profile.info.name);
-        let text = nfd::render(&features, &crate::report::host(&machine));
+        let text = nfd::render(
+            &features,
+            &crate::document::host(machine.kernel.hostname.get()),
+        );
         write_file_atomically(
             path,
             text.as_bytes(),
@@ -215,7 +218,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     }
     let view = view(args);
     if let Some(path) = &args.fix_script {
-        let host = crate::report::host(&machine);
+        let host = crate::document::host(machine.kernel.hostname.get());
         let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
             (Some(dir), _, _) => format!("--root {}", dir.display()),
             (None, Some(file), _) => format!("--snapshot {}", file.display()),
@@ -243,7 +246,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     if args.json {
         print_json(&report::document(&machine, &result, profile.info, &view))?;
     } else {
-        print(&report::render_text(&machine, &result, profile.info, &view))?;
+        print(&report::text(&machine, &result, profile.info, &view))?;
     }
     Ok(if result.has_failures() {
         exit::FAILURES
@@ -302,7 +305,7 @@ fn workload(
     if args.json {
         print_json(&report_workload::document(machine, &partition, &result))?;
     } else {
-        print(&report_workload::render_text(&partition, &result))?;
+        print(&report_workload::text(&partition, &result))?;
     }
     Ok(if result.has_problems() {
         exit::FAILURES
@@ -341,13 +344,13 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
                     .join(", ")
             )
         })?;
-        print(&freebsd::render_explain(finding))?;
+        print(&freebsd::explain_text(finding))?;
         return Ok(exit::OK);
     }
     if args.json {
         print_json(&freebsd::audit_document(&machine, &findings))?;
     } else {
-        print(&freebsd::render_audit(&machine, &findings, &view(args)))?;
+        print(&freebsd::audit_text(&machine, &findings, &view(args)))?;
     }
     Ok(
         if findings

@@ -219,7 +219,7 @@ pub(crate) fn run(cli: &Cli, args: &BiosArgs) -> Result<u8> {
 
 fn read(args: &ReadArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let document = Document::new(Kind::Bios, state.host(), &state);
+    let document = report::read_document(&state);
     if let Some(path) = &args.output {
         std::fs::write(path, document.to_json()?)
             .with_context(|| format!("-o {}: cannot write the document", path.display()))?;
@@ -227,7 +227,7 @@ fn read(args: &ReadArgs) -> Result<u8> {
     if args.json {
         print_json(&document)?;
     } else {
-        print(&report::render_read(&state))?;
+        print(&report::read_text(&state))?;
     }
     Ok(exit::OK)
 }
@@ -237,16 +237,13 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
-        print(&report::render_staged(&journal.entries, false))?;
+        print(&report::staged_text(&journal.entries, false))?;
         return Ok(exit::OK);
     }
     let Some(path) = &args.journal else {
         bail!("--journal FILE: say where to record the values replaced");
     };
-    write_new(
-        path,
-        &Document::new(Kind::BiosJournal, state.host(), &journal),
-    )?;
+    write_new(path, &report::journal_document(&state, &journal))?;
     let values: Vec<_> = journal
         .entries
         .iter()
@@ -258,15 +255,12 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
             path.display()
         )
     })?;
-    print(&report::render_staged(&journal.entries, true))?;
+    print(&report::staged_text(&journal.entries, true))?;
     let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
     let reboot_required = settings::verify(&after, &changes, None)
         .iter()
         .any(|c| c.outcome != BiosStatus::Ok);
-    print(&format!(
-        "reboot_required: {}\n",
-        if reboot_required { "yes" } else { "no" }
-    ))?;
+    print(&report::reboot_text(reboot_required))?;
     Ok(exit::OK)
 }
 
@@ -280,20 +274,9 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     };
     let checks = settings::verify(&state, &changes, machine.as_ref());
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Body<'a> {
-            /// The BMC, `scheme://host[:port]`.
-            bmc: &'a str,
-            /// One check per requested value.
-            checks: &'a [settings::AttributeCheck],
-        }
-        let body = Body {
-            bmc: &state.bmc,
-            checks: &checks,
-        };
-        print_json(&Document::new(Kind::BiosVerify, state.host(), body))?;
+        print_json(&report::verify_document(&state, &checks))?;
     } else {
-        print(&report::render_verify(
+        print(&report::verify_text(
             &checks,
             state.settings_object.is_some(),
         ))?;
@@ -324,11 +307,7 @@ fn revert(args: &RevertArgs) -> Result<u8> {
     let values = settings::restoring(&journal);
     settings::stage(&bmc, &state, &values)
         .context("the BMC refused the revert; `lowlat bios verify` shows what is staged now")?;
-    let mut page = String::from("Staged again for the next reset:\n");
-    for (attribute, value) in &values {
-        page.push_str(&format!("  {attribute}: {}\n", bios::value_text(value)));
-    }
-    print(&page)?;
+    print(&report::restaged_text(&values))?;
     Ok(exit::OK)
 }
 

@@ -151,7 +151,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     if args.json {
         print(&printers::document(&report).to_json()?)?;
     } else {
-        print(&printers::render_text(&report))?;
+        print(&printers::text(&report))?;
     }
     Ok(if report.failures().is_empty() {
         exit::OK

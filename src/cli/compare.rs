@@ -10,7 +10,7 @@ use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
 use crate::compare::{Options, calibrate, compare_each, load};
 use crate::document::UNKNOWN_HOST;
-use crate::report::compare::{calibration_document, document, render_all, render_calibration};
+use crate::report::compare as printers;
 
 /// Which verdicts make the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -114,12 +114,12 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         let runs = load::load(&args.calibrate)?;
         let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
         if args.json {
-            print_json(&calibration_document(
+            print_json(&printers::calibration_document(
                 &calibrations,
                 UNKNOWN_HOST.to_string(),
             ))?;
         } else {
-            print(&render_calibration(&calibrations))?;
+            print(&printers::calibration_text(&calibrations))?;
         }
         return Ok(exit::OK);
     }
@@ -130,9 +130,9 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));
     }
     if args.json {
-        print_json(&document(&comparisons, UNKNOWN_HOST.to_string()))?;
+        print_json(&printers::document(&comparisons, UNKNOWN_HOST.to_string()))?;
     } else {
-        print(&render_all(&comparisons))?;
+        print(&printers::text(&comparisons))?;
     }
     let any = args.fail_on == FailOn::Any;
     Ok(if comparisons.iter().any(|c| c.fails(any)) {

@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
-use std::fmt::Write;
 use std::path::PathBuf;
 
 use super::output::{print, print_json};
@@ -157,7 +156,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
     if args.json {
         print_json(&document)?;
     } else {
-        print(&page::render(&report))?;
+        print(&page::text(&report))?;
     }
     Ok(
         if report.outliers() > 0 || report.outside() > 0 || !report.skipped.is_empty() {
@@ -178,42 +177,22 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     // The groups' directories go under it: a file or a dangling link is refused as itself.
     prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;
     let plans = plan::plans(&report, &request, &profile)?;
-    let mut page = String::new();
-    let mut refused = 0;
+    let mut written = Vec::new();
     for group in plans {
         let dir = args.out.join(format!("group-{}", group.group));
-        match group.outcome {
-            GroupOutcome::Planned { files, left_out } => {
-                super::plan::write_artifacts(&dir, &files, args.force)?;
-                writeln!(
-                    page,
-                    "group {}: wrote {} files to {}",
-                    group.group,
-                    files.len(),
-                    dir.display()
-                )?;
-                refused += usize::from(!left_out.is_empty());
-                for reason in left_out {
-                    writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
-                }
-            }
-            GroupOutcome::Refused(reasons) => {
-                refused += 1;
-                writeln!(
-                    page,
-                    "group {}: no plan: its hosts differ in what the plan depends on:",
-                    group.group
-                )?;
-                for reason in reasons {
-                    writeln!(page, "  {}", crate::text::escape_controls(&reason))?;
-                }
-            }
+        if let GroupOutcome::Planned { files, .. } = &group.outcome {
+            super::plan::write_artifacts(&dir, files, args.force)?;
         }
+        written.push((group, dir));
     }
-    for skipped in &report.skipped {
-        writeln!(page, "skipped: {}", skipped.problem)?;
-    }
-    print(&page)?;
+    print(&page::plans_text(&written, &report.skipped))?;
+    let refused = written
+        .iter()
+        .filter(|(group, _)| match &group.outcome {
+            GroupOutcome::Planned { left_out, .. } => !left_out.is_empty(),
+            GroupOutcome::Refused(_) => true,
+        })
+        .count();
     Ok(if refused > 0 || !report.skipped.is_empty() {
         exit::FAILURES
     } else {

@@ -29,7 +29,7 @@ pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
         if args.json {
             print_json(&freebsd::inventory_document(&machine))?;
         } else {
-            print(&freebsd::render_inventory(&machine))?;
+            print(&freebsd::inventory_text(&machine))?;
         }
         return Ok(exit::OK);
     }
@@ -41,7 +41,7 @@ pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     if args.json {
         print_json(&inventory::document(&machine))?;
     } else {
-        print(&inventory::render_text(&machine))?;
+        print(&inventory::text(&machine))?;
     }
     Ok(exit::OK)
 }

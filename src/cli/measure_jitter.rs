@@ -126,7 +126,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             args.format
         };
         match format {
-            JitterFormat::Table => print(&printers::table(&run))?,
+            JitterFormat::Table => print(&printers::text(&run))?,
             JitterFormat::Sysjitter => {
                 print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?
             }

@@ -160,7 +160,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             e => e.into(),
         })?;
         match format {
-            TimerFormat::Table => print(&printers::table(&run))?,
+            TimerFormat::Table => print(&printers::text(&run))?,
             TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
             TimerFormat::Json => {}
         }

@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::messages::{note, warning};
@@ -17,7 +16,7 @@ use crate::plan::request::{
 };
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
-use crate::report::plan::{diff, summary};
+use crate::report::plan::{self as report_plan, diff, summary};
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
@@ -340,24 +339,17 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         }
         write_artifacts(dir, &files, args.force)?;
         if !args.json && !args.diff {
-            let mut page = format!("lowlat: wrote {} files to {}\n", files.len(), dir.display());
-            for file in &files {
-                match file.install {
-                    Some(install) => writeln!(page, "  {:<46} -> {install}", file.path)?,
-                    None => writeln!(page, "  {}", file.path)?,
-                }
-            }
-            print(&page)?;
+            print(&report_plan::written_text(&files, dir))?;
         }
     }
     if args.json {
         print_json(&plan.document())?;
     } else if args.diff {
-        print(&diff::render(&diff::diff(&plan, &machine, &root)))?;
+        print(&diff::text(&diff::diff(&plan, &machine, &root)))?;
     } else if let Some(guest) = &guest {
         print(&guest.render())?;
     } else if args.out.is_none() {
-        print(&summary::render(&plan, &machine.topology))?;
+        print(&summary::text(&plan, &machine.topology))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
         warning!(
@@ -379,7 +371,7 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &PlanArgs) -> Result<u8> {
     }
     let machine = FreeBsdMachine::read(root).context("--snapshot")?;
     let plan = freebsd::plan(&machine);
-    print(&report_freebsd::render_plan(&plan))?;
+    print(&report_freebsd::plan_text(&plan))?;
     if let Some(dir) = &args.out {
         let files = [
             Artifact::text(

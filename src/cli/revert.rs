@@ -11,7 +11,7 @@ use crate::apply::revert::{RestoreStatus, revert};
 use crate::document;
 use crate::machine::Machine;
 use crate::report::apply::json::revert_document;
-use crate::report::apply::render_revert;
+use crate::report::apply::revert_text;
 
 /// Options of `lowlat revert`.
 #[derive(Debug, Args)]
@@ -49,7 +49,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         let host = document::host_name(&root);
         print_json(&revert_document(host, args.dry_run, &report))?;
     } else {
-        print(&render_revert(&report))?;
+        print(&revert_text(&report))?;
     }
     Ok(if report.stopped.is_some() {
         exit::ERROR

@@ -11,7 +11,8 @@ use crate::apply::change::ApplyContext;
 use crate::apply::verify::verify;
 use crate::document;
 use crate::machine::Machine;
-use crate::report::apply::render_verify;
+use crate::report::apply::json::verify_document;
+use crate::report::apply::verify_text;
 
 /// Options of `lowlat verify`.
 #[derive(Debug, Args)]
@@ -42,9 +43,9 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let ctx = ApplyContext::new(&root, &machine);
     let report = verify(&ctx, &plan, &shown);
     if args.json {
-        print(&report.to_json(document::host_name(&root))?)?;
+        print(&verify_document(document::host_name(&root), &report).to_json()?)?;
     } else {
-        print(&render_verify(&report))?;
+        print(&verify_text(&report))?;
     }
     Ok(if report.drifted() {
         exit::FAILURES

@@ -269,7 +269,7 @@ impl<'a> Outputs<'a> {
         } else if args.once {
             print(&exposition)?;
         } else if self.screen {
-            let page = view::page(tick, &self.isolated);
+            let page = view::text(tick, &self.isolated);
             if self.clear {
                 print_line(&format!("\x1b[H\x1b[2J{page}"))?;
             } else {

@@ -1,17 +1,56 @@
-//! The text page of `lowlat fleet report`: a summary line, each group with its outliers field
+//! The text pages of `lowlat fleet`: `report`'s summary line, each group with its outliers field
 //! by field and its measured figures with the hosts outside them, the rules' tallies, and the
-//! files left out. Every value from a snapshot is escaped
+//! files left out; `plan`'s files written per group. Every value from a snapshot is escaped
 //! (a host name could carry a newline or a terminal escape).
+
+use std::path::PathBuf;
 
 use crate::text::Page;
 
-use super::group::{FleetReport, Group};
+use super::group::{FleetReport, Group, Skipped};
+use super::plan::{GroupOutcome, GroupPlan};
 use crate::audit::FindingStatus;
 use crate::text::escape_controls;
 use crate::units::plural;
 
-/// The whole page.
-pub fn render(report: &FleetReport) -> String {
+/// The page of `fleet plan`: per group the files written to its directory (and the hosts
+/// left out of its `hosts.txt`), or why it has no plan; then the files skipped.
+pub fn plans_text(plans: &[(GroupPlan, PathBuf)], skipped: &[Skipped]) -> String {
+    let mut page = Page::new();
+    for (group, dir) in plans {
+        match &group.outcome {
+            GroupOutcome::Planned { files, left_out } => {
+                writeln!(
+                    page,
+                    "group {}: wrote {} files to {}",
+                    group.group,
+                    files.len(),
+                    dir.display()
+                );
+                for reason in left_out {
+                    writeln!(page, "  {}", escape_controls(reason));
+                }
+            }
+            GroupOutcome::Refused(reasons) => {
+                writeln!(
+                    page,
+                    "group {}: no plan: its hosts differ in what the plan depends on:",
+                    group.group
+                );
+                for reason in reasons {
+                    writeln!(page, "  {}", escape_controls(reason));
+                }
+            }
+        }
+    }
+    for skipped in skipped {
+        writeln!(page, "skipped: {}", skipped.problem);
+    }
+    page.into_string()
+}
+
+/// The page of `fleet report`.
+pub fn text(report: &FleetReport) -> String {
     let mut page = Page::new();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });

@@ -73,12 +73,7 @@ impl TargetMachine {
     /// plan's reboot.
     fn of(machine: &Machine, cpus_after_reboot: Option<CpuSet>) -> Self {
         Self {
-            host: machine
-                .kernel
-                .hostname
-                .get()
-                .cloned()
-                .unwrap_or_else(|| "unknown".to_string()),
+            host: document::host(machine.kernel.hostname.get()),
             model: machine.cpu.get().and_then(|c| c.model_name.clone()),
             cpus: machine.topology.online_cpus(),
             cpus_after_reboot,

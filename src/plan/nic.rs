@@ -4,8 +4,8 @@
 //! Both are rendered from the same settings apply makes, as the `ethtool` arguments
 //! [`Knob::ethtool_option`] names and the sysfs files of NAPI's knobs.
 
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use super::Plan;
 use crate::machine::nic::knob::{Knob, sysfs_path};
@@ -86,32 +86,32 @@ pub(crate) fn sysfs_knobs<'m, 'a: 'm>(
 /// arguments), and a `[sysfs]` section for NAPI's files, which the net plugin does not set.
 /// Empty when the plan has none.
 pub(crate) fn render_tuned(plan: &Plan) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     let mut sysfs = Vec::new();
     for (interface, knobs) in by_interface(plan) {
         if !plain_name(interface) {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "\n# {interface}: not written (a name TuneD's devices= would read as a pattern); \
                  lowlat apply sets its knobs."
             );
             continue;
         }
-        let _ = write!(out, "\n[net_{interface}]\ntype=net\ndevices={interface}\n");
+        write!(out, "\n[net_{interface}]\ntype=net\ndevices={interface}\n");
         for (_, tuned, args) in ethtool_args(&knobs) {
-            let _ = writeln!(out, "{tuned}={args}");
+            writeln!(out, "{tuned}={args}");
         }
         sysfs.extend(
             sysfs_knobs(&knobs).map(|(knob, value)| (sysfs_path(interface, knob.name()), value)),
         );
     }
     if !sysfs.is_empty() {
-        out.push_str("\n# NAPI's per-device knobs, which the net plugin does not set.\n[sysfs]\n");
+        out.text("\n# NAPI's per-device knobs, which the net plugin does not set.\n[sysfs]\n");
         for (path, value) in sysfs {
-            let _ = writeln!(out, "{path}={value}");
+            writeln!(out, "{path}={value}");
         }
     }
-    out
+    out.into_string()
 }
 
 /// The udev rule file: for each interface with planned knobs, rules that match its `add`
@@ -123,8 +123,8 @@ pub(crate) fn render_udev_rules(plan: &Plan, header: &str) -> Option<String> {
     if interfaces.is_empty() {
         return None;
     }
-    let mut out = String::from(header);
-    out.push_str(
+    let mut out = Page::from(header);
+    out.text(
         "#\n# Sets the plan's NIC knobs again whenever an interface appears (boot, driver reload,\n\
          # a reset that re-registers the device, hot-plug) or is renamed to its planned name;\n\
          # lowlat-runtime.service sets them at boot too. A carrier flap (link down/up) sends no\n\
@@ -134,28 +134,28 @@ pub(crate) fn render_udev_rules(plan: &Plan, header: &str) -> Option<String> {
     );
     for (interface, knobs) in interfaces {
         if !plain_name(interface) {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "\n# {interface}: no rule (a name udev would read as a pattern); lowlat apply sets its knobs."
             );
             continue;
         }
-        let _ = writeln!(out, "\n# {interface}");
+        writeln!(out, "\n# {interface}");
         let matches = format!("ACTION==\"add|move\", SUBSYSTEM==\"net\", KERNEL==\"{interface}\"");
         let attrs: Vec<String> = sysfs_knobs(&knobs)
             .map(|(knob, value)| format!("ATTR{{{}}}=\"{value}\"", knob.name()))
             .collect();
         if !attrs.is_empty() {
-            let _ = writeln!(out, "{matches}, {}", attrs.join(", "));
+            writeln!(out, "{matches}, {}", attrs.join(", "));
         }
         for (option, _, args) in ethtool_args(&knobs) {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{matches}, RUN+=\"{ETHTOOL} {option} {interface} {args}\""
             );
         }
     }
-    Some(out)
+    Some(out.into_string())
 }
 
 #[cfg(test)]

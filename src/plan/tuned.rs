@@ -9,7 +9,7 @@
 //! TuneD (it only removes what it added), so they are listed as comments. The plan's NIC
 //! settings become net-plugin sections ([`nic::render_tuned`]).
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use super::Plan;
 use super::kernel_cmdline;
@@ -39,8 +39,8 @@ const FROM_CPU_PARTITIONING: &[&str] = &[
 /// tuned/lowlat/tuned.conf.
 pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
     let p = &plan.partition;
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# A TuneD profile built on cpu-partitioning: install it as {PROFILE_PATH}, install\n\
          # cpu-partitioning-variables.conf as {VARIABLES_PATH}, then run\n\
@@ -62,12 +62,12 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
         .filter_map(|s| sysctl::key(&s.id).map(|key| (key, &s.value)))
         .collect();
     if !sysctls.is_empty() {
-        out.push_str("\n[sysctl]\n");
+        out.text("\n[sysctl]\n");
         for (key, value) in sysctls {
-            let _ = writeln!(out, "{key}={value}");
+            writeln!(out, "{key}={value}");
         }
     }
-    out.push_str(&nic::render_tuned(plan));
+    out.text(nic::render_tuned(plan));
 
     let mut args = vec![format!("isolcpus=managed_irq,{}", p.isolated.to_list())];
     let mut removed = Vec::new();
@@ -82,30 +82,30 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
             args.extend(s.value.split_whitespace().map(str::to_string));
         }
     }
-    out.push_str("\n[bootloader]\n");
+    out.text("\n[bootloader]\n");
     if !removed.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "# Remove by hand (TuneD only removes arguments it added): {}",
             removed.join(" ")
         );
     }
-    let _ = writeln!(out, "cmdline_lowlat=+{}", args.join(" "));
-    out
+    writeln!(out, "cmdline_lowlat=+{}", args.join(" "));
+    out.into_string()
 }
 
 /// cpu-partitioning-variables.conf.
 pub(crate) fn render_variables(plan: &Plan, header: &str) -> String {
     let p = &plan.partition;
-    let mut out = String::from(header);
-    let _ = write!(
+    let mut out = Page::from(header);
+    write!(
         out,
         "#\n# Read by TuneD's cpu-partitioning profile (and so by the {PROFILE} profile).\n\
          isolated_cores={}\n",
         p.isolated.to_list()
     );
     if !p.no_balance.is_empty() {
-        let _ = writeln!(out, "no_balance_cores={}", p.no_balance.to_list());
+        writeln!(out, "no_balance_cores={}", p.no_balance.to_list());
     }
-    out
+    out.into_string()
 }

@@ -12,6 +12,7 @@
 use crate::audit::rules::domain::{node_pool, reserved_sizes};
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
+use crate::text::Page;
 use crate::tuning::partition::Partition;
 use crate::units;
 
@@ -276,8 +277,10 @@ impl VmPlan {
             "/sys/devices/system/node/node{}/hugepages/hugepages-{}kB/nr_hugepages",
             self.node, self.page_kib
         );
-        let mut out = format!(
-            "node {node} needs {need} pages of {size} ({now} reserved now){verdict}\necho {need} > {path}\n",
+        let mut out = Page::new();
+        writeln!(
+            out,
+            "node {node} needs {need} pages of {size} ({now} reserved now){verdict}\necho {need} > {path}",
             node = self.node,
             need = self.node_pages,
             size = units::kib(self.page_kib),
@@ -288,13 +291,14 @@ impl VmPlan {
                 ": reserve them before starting the guest (1 GiB pages: at boot, while memory is not yet fragmented)"
             },
         );
-        out.push_str(&format!(
-            "guest memory {} = {} pages; the domain's <numatune> keeps it on node {}\n",
+        writeln!(
+            out,
+            "guest memory {} = {} pages; the domain's <numatune> keeps it on node {}",
             units::kib(self.memory_kib),
             self.memory_kib / self.page_kib,
             self.node
-        ));
-        out
+        );
+        out.into_string()
     }
 
     /// TuneD `realtime-virtual-guest-variables.conf` for the guest.

@@ -7,9 +7,8 @@ use serde::Serialize;
 use crate::audit::profile::{self, ProfileInfo};
 use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, FindingStatus, Remediation};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::{Machine, Warning};
-use crate::report::host;
 use crate::tuning::commands::{self, BootArgs};
 use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::{Layer, Setting};
@@ -161,7 +160,11 @@ pub(crate) fn document<'a>(
         findings: audit.findings.iter().filter(|f| view.shows(f)).collect(),
         warnings: &machine.warnings,
     };
-    Document::new(Kind::Audit, host(machine), body)
+    Document::new(
+        Kind::Audit,
+        document::host(machine.kernel.hostname.get()),
+        body,
+    )
 }
 
 /// How a layer is headed in the report.
@@ -189,7 +192,7 @@ fn counts_text(counts: &Counts) -> String {
 }
 
 /// The terminal report of the findings `view` shows.
-pub fn render_text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
+pub fn text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
     let mut out = Page::new();
     writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
     writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
@@ -460,7 +463,7 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
 /// machine when the chosen profile runs it.
-pub(crate) fn render_explain(
+pub(crate) fn explain_text(
     rule: &Rule,
     finding: Option<&Finding>,
     profile_name: ProfileName,

@@ -1,16 +1,50 @@
-//! The pages of `lowlat bios`: what a BMC reports, what apply staged, how verify found it.
+//! The pages and documents of `lowlat bios`: what a BMC reports, what apply staged (and its
+//! journal), how verify found it, what revert staged again.
 
 use crate::text::Page;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
-use crate::bios::settings::{AttributeCheck, BiosStatus, JournalEntry};
+use crate::bios::settings::{AttributeCheck, BiosStatus, Journal, JournalEntry};
 use crate::bios::{BiosState, value_text};
+use crate::document::{Document, Kind};
+
+/// The `bios` document of `bios read` (and its `-o FILE`): the state the BMC reported.
+pub fn read_document(state: &BiosState) -> Document<&BiosState> {
+    Document::new(Kind::Bios, state.host(), state)
+}
+
+/// The `bios-journal` document `bios apply --journal FILE` writes: the values replaced.
+pub fn journal_document<'a>(state: &BiosState, journal: &'a Journal) -> Document<&'a Journal> {
+    Document::new(Kind::BiosJournal, state.host(), journal)
+}
+
+/// The body of a `bios-verify` document.
+#[derive(Debug, Serialize)]
+pub struct VerifyBody<'a> {
+    /// The BMC, `scheme://host[:port]`.
+    pub bmc: &'a str,
+    /// One check per requested value.
+    pub checks: &'a [AttributeCheck],
+}
+
+/// The `bios-verify` document of `bios verify --json`: one check per requested value.
+pub fn verify_document<'a>(
+    state: &'a BiosState,
+    checks: &'a [AttributeCheck],
+) -> Document<VerifyBody<'a>> {
+    let body = VerifyBody {
+        bmc: &state.bmc,
+        checks,
+    };
+    Document::new(Kind::BiosVerify, state.host(), body)
+}
 
 /// The summary of `bios read`: the system, the registry, each intent this BIOS carries, and
 /// every staged change.
-pub fn render_read(state: &BiosState) -> String {
+pub fn read_text(state: &BiosState) -> String {
     let mut out = Page::new();
     let unknown = || "unknown".to_string();
     writeln!(
@@ -59,7 +93,7 @@ pub fn render_read(state: &BiosState) -> String {
 }
 
 /// What `bios apply` staged (or would stage, with `--dry-run`).
-pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
+pub fn staged_text(entries: &[JournalEntry], staged: bool) -> String {
     if entries.is_empty() {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();
@@ -82,7 +116,7 @@ pub fn render_staged(entries: &[JournalEntry], staged: bool) -> String {
 
 /// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
 /// is false for a BMC without a settings object, whose staged values cannot be seen.
-pub fn render_verify(checks: &[AttributeCheck], shows_pending: bool) -> String {
+pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
     let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
@@ -122,6 +156,23 @@ pub fn render_verify(checks: &[AttributeCheck], shows_pending: bool) -> String {
         out.text(
             "This BMC shows no staged values (no @Redfish.Settings): a change `bios apply` staged is visible only after the next reset.\n",
         );
+    }
+    out.into_string()
+}
+
+/// The line under `bios apply`'s page: whether the staged values wait for a reset.
+pub fn reboot_text(reboot_required: bool) -> String {
+    format!(
+        "reboot_required: {}\n",
+        if reboot_required { "yes" } else { "no" }
+    )
+}
+
+/// The page of `bios revert`: the values staged again for the next reset.
+pub fn restaged_text(values: &[(String, Value)]) -> String {
+    let mut out = Page::from("Staged again for the next reset:\n");
+    for (attribute, value) in values {
+        writeln!(out, "  {attribute}: {}", value_text(value));
     }
     out.into_string()
 }

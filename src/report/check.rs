@@ -1,22 +1,21 @@
 //! `lowlat check` as text and as its JSON document.
 
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write as _;
 
 use super::audit::{MachineIdentity, ProfileSummary};
-use super::host;
 use super::measure::explain::{ExplainJson, cross_check_text};
 use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
 use crate::report::table::aligned;
 
-/// What a check found, as [`document`] and [`render_text`] show it.
+/// What a check found, as [`document`] and [`text`] show it.
 pub(crate) struct CheckReport<'a> {
     /// The machine.
     pub machine: &'a Machine,
@@ -140,25 +139,29 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         causes: report.causes,
         timer_causes: report.timer_causes,
     };
-    Document::new(Kind::Check, host(report.machine), body)
+    Document::new(
+        Kind::Check,
+        document::host(report.machine.kernel.hostname.get()),
+        body,
+    )
 }
 
 /// The terminal report.
-pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
-    let mut out = String::new();
+pub(crate) fn text(report: &CheckReport<'_>) -> String {
+    let mut out = Page::new();
     let profile = report.profile;
-    let _ = writeln!(
+    writeln!(
         out,
         "lowlat check, profile {}: {}",
         profile.name, profile.summary
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "machine:  {}",
         MachineIdentity::of(report.machine).line()
     );
     let seconds = report.duration_ns as f64 / 1e9;
-    let _ = writeln!(
+    writeln!(
         out,
         "measured: CPU {} ({}): {seconds:.0} s of busy loop and {seconds:.0} s of timer \
          wake-ups every {}{}",
@@ -171,7 +174,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         }
     );
     let counts = report.audit.counts();
-    let _ = writeln!(
+    writeln!(
         out,
         "audit:    {} fail, {} warn, {} pass, {} inferred, {} unknown (lowlat audit --profile {} \
          shows the findings and their fixes)",
@@ -185,7 +188,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .map(|f| f.rule.as_str())
         .collect();
     if !failed.is_empty() {
-        let _ = writeln!(out, "          failed: {}", failed.join(", "));
+        writeln!(out, "          failed: {}", failed.join(", "));
     }
     let tradeoffs: Vec<&str> = report
         .audit
@@ -193,7 +196,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .map(|f| f.rule.as_str())
         .collect();
     if !tradeoffs.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "          not planned (trade-off), warnings: {}",
             tradeoffs.join(", ")
@@ -201,13 +204,13 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
     }
     for (i, nic) in super::nic::summaries(report.machine).iter().enumerate() {
         let label = if i == 0 { "nics:" } else { "" };
-        let _ = writeln!(out, "{label:<9} {}", nic.summary);
+        writeln!(out, "{label:<9} {}", nic.summary);
     }
     for (i, line) in super::timesync::lines(report.machine).lines().enumerate() {
         let label = if i == 0 { "clock:" } else { "" };
-        let _ = writeln!(out, "{label:<9} {line}");
+        writeln!(out, "{label:<9} {line}");
     }
-    out.push('\n');
+    out.blank();
     let mut rows = vec![
         [
             "CPU",
@@ -244,17 +247,17 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             f.steal_ms.map_or("-".to_string(), |ms| format!("{ms:.0}")),
         ]);
     }
-    out.push_str(&aligned(&rows));
+    out.text(aligned(&rows));
     if report.figures.iter().any(|f| f.steal_ms.is_some()) {
-        let _ = writeln!(
+        writeln!(
             out,
             "steal ms: time the host ran something else while the vCPU wanted to run, during \
              the two runs only (the audit's LL-STEAL counts since boot)."
         );
     }
-    out.push('\n');
+    out.blank();
     if report.targets.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "targets:  profile {} has no measured targets; the figures above are the result",
             profile.name
@@ -264,9 +267,9 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
         .iter()
         .all(|v| v.target.source.starts_with("--target"))
     {
-        let _ = writeln!(out, "targets (--target):");
+        writeln!(out, "targets (--target):");
     } else {
-        let _ = writeln!(out, "targets of {}:", profile.name);
+        writeln!(out, "targets of {}:", profile.name);
     }
     for verdict in report.targets {
         let outcome = match verdict.outcome {
@@ -289,7 +292,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
                 )
             })
             .collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "  {} below {}: {outcome} ({})",
             verdict.target.metric.describe(),
@@ -297,7 +300,7 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
             values.join(", ")
         );
         if let Some(needed) = verdict.seconds_to_prove {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
                  event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
@@ -309,21 +312,21 @@ pub(crate) fn render_text(report: &CheckReport<'_>) -> String {
                 }
             );
         }
-        let _ = writeln!(out, "    source: {}", verdict.target.source);
+        writeln!(out, "    source: {}", verdict.target.source);
     }
     let failures = report.failures();
     if failures.is_empty() {
-        let _ = writeln!(out, "verdict:  PASS");
+        writeln!(out, "verdict:  PASS");
     } else {
-        let _ = writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
+        writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
     }
     if let Some(causes) = report.causes {
-        out.push_str(&top_causes(causes, "gaps"));
+        out.text(top_causes(causes, "gaps"));
     }
     if let Some(causes) = report.timer_causes {
-        out.push_str(&top_causes(causes, "late wake-ups"));
+        out.text(top_causes(causes, "late wake-ups"));
     }
-    out
+    out.into_string()
 }
 
 /// Causes named per CPU under the verdict.
@@ -333,15 +336,15 @@ const TOP_CAUSES: usize = 3;
 /// run's late wake-ups) with the most time, and the fix of each (the runs' documents in the
 /// bundle have them all).
 fn top_causes(causes: &ExplainJson, what: &str) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if !causes.traced {
         for note in &causes.notes {
-            let _ = writeln!(out, "causes:   not explained: {note}");
+            writeln!(out, "causes:   not explained: {note}");
         }
-        return out;
+        return out.into_string();
     }
     for cpu in &causes.cpus {
-        let _ = writeln!(
+        writeln!(
             out,
             "causes:   CPU {}, {} {what}, most time first:",
             cpu.cpu, cpu.gaps
@@ -352,7 +355,7 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
                 (Some(rule), None) => format!("; fix: {rule}"),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {} ({}): {} {what}, {} µs in all{fix}",
                 c.class.label(),
@@ -368,17 +371,17 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
                 .take(TOP_CAUSES)
                 .any(|c| c.class == Class::NoKernelEvent)
         {
-            let _ = writeln!(out, "  {}", cross_check_text(check, causes.loop_slept));
+            writeln!(out, "  {}", cross_check_text(check, causes.loop_slept));
         }
     }
     if causes.lost_events > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "          the trace lost {} events: the {what} in their windows are unknown",
             causes.lost_events
         );
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

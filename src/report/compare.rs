@@ -4,7 +4,7 @@
 //! that appeared, disappeared or changed (`--explain`); and the `compare` JSON
 //! document. Also the A/A calibration (`compare --calibrate`) and its document.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::compare::calibrate::{Calibration, Design};
 use crate::compare::causes::Presence;
@@ -46,10 +46,10 @@ pub struct CalibrationBody<'a> {
 }
 
 /// Every comparison as the terminal shows it, one after the other.
-pub fn render_all(comparisons: &[Comparison]) -> String {
+pub fn text(comparisons: &[Comparison]) -> String {
     comparisons
         .iter()
-        .map(render)
+        .map(comparison_text)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -97,14 +97,14 @@ fn p_value(p: Option<f64>) -> String {
     })
 }
 
-fn keys(out: &mut String, title: &str, keys: &[KeyValues], between: bool) {
+fn keys(out: &mut Page, title: &str, keys: &[KeyValues], between: bool) {
     if keys.is_empty() {
         return;
     }
-    let _ = writeln!(out, "{title}");
+    writeln!(out, "{title}");
     for k in keys {
         if between {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {}: {} → {}",
                 k.key,
@@ -112,15 +112,15 @@ fn keys(out: &mut String, title: &str, keys: &[KeyValues], between: bool) {
                 k.b.join(" | ")
             );
         } else {
-            let _ = writeln!(out, "  {}: {}", k.key, k.a.join(" | "));
+            writeln!(out, "  {}: {}", k.key, k.a.join(" | "));
         }
     }
 }
 
-fn settings(out: &mut String, c: &Comparison) {
+fn settings(out: &mut Page, c: &Comparison) {
     let s = &c.settings;
     if s.between.is_empty() && s.within_a.is_empty() && s.within_b.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Settings: no difference recorded between or within the arms."
         );
@@ -144,7 +144,7 @@ fn settings(out: &mut String, c: &Comparison) {
         false,
     );
     if !s.unknown.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Settings unknown for {} run(s) (peers' outputs without a lowlat document beside them).",
             s.unknown.len()
@@ -168,12 +168,12 @@ fn verdict(e: &Primary) -> String {
     }
 }
 
-fn primary(out: &mut String, c: &Comparison) {
+fn primary(out: &mut Page, c: &Comparison) {
     let what = match c.family {
         Family::Throughput => "each kernel's best rate, one value per run",
         _ => "one value per run pooled over the CPUs",
     };
-    let _ = writeln!(
+    writeln!(
         out,
         "Verdict (primary endpoints, {what}; {}):",
         c.correction.split(';').next().unwrap_or_default()
@@ -200,7 +200,7 @@ fn primary(out: &mut String, c: &Comparison) {
             verdict(e),
         ]);
     }
-    out.push_str(&aligned(&table));
+    out.text(aligned(&table));
     let runs = c.primary.first().map_or(0, |e| e.a.runs.min(e.b.runs));
     let detectable: Vec<String> = c
         .primary
@@ -216,7 +216,7 @@ fn primary(out: &mut String, c: &Comparison) {
         })
         .collect();
     if !detectable.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "With {runs} runs per arm and this spread, smaller changes than these cannot be told \
              from noise (80 % power): {}.",
@@ -232,7 +232,7 @@ fn primary(out: &mut String, c: &Comparison) {
         }
     }
     for (test, names) in tests {
-        let _ = writeln!(out, "  {}: {test}", names.join(", "));
+        writeln!(out, "  {}: {test}", names.join(", "));
     }
 }
 
@@ -253,11 +253,11 @@ fn spread(s: Option<Spread>) -> String {
     }
 }
 
-fn environment(out: &mut String, c: &Comparison) {
+fn environment(out: &mut Page, c: &Comparison) {
     if c.environment.is_empty() {
         return;
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "Environment during the runs (mean ± sd over the runs):"
     );
@@ -270,10 +270,10 @@ fn environment(out: &mut String, c: &Comparison) {
             if row.worse.is_some() { "differs" } else { "" }.to_string(),
         ]);
     }
-    out.push_str(&aligned(&table));
+    out.text(aligned(&table));
     for row in &c.environment {
         if let Some(warning) = &row.warning {
-            let _ = writeln!(out, "WARNING: {warning}.");
+            writeln!(out, "WARNING: {warning}.");
         }
     }
     let confounded: Vec<String> = c
@@ -283,7 +283,7 @@ fn environment(out: &mut String, c: &Comparison) {
         .map(endpoint_name)
         .collect();
     if !confounded.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Confounded (not counted in the exit code unless --fail-on any): {}.",
             confounded.join(", ")
@@ -291,11 +291,11 @@ fn environment(out: &mut String, c: &Comparison) {
     }
 }
 
-fn detail(out: &mut String, c: &Comparison) {
+fn detail(out: &mut Page, c: &Comparison) {
     if c.rows.is_empty() {
         return;
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "Detail per CPU (Holm over these {} rows; they do not set the exit code):",
         c.rows.len()
@@ -328,7 +328,7 @@ fn detail(out: &mut String, c: &Comparison) {
             row.verdict.label(),
         ]);
     }
-    out.push_str(&aligned(&table));
+    out.text(aligned(&table));
 }
 
 /// Causes listed per group (appeared, disappeared, in both); `--json` has them all.
@@ -336,13 +336,13 @@ const CAUSES_SHOWN: usize = 10;
 
 /// The causes of the gaps compared: those that appeared, those that disappeared and those of
 /// both arms, each with both arms' rates, the ratio and the verdict.
-fn causes(out: &mut String, c: &Comparison) {
+fn causes(out: &mut Page, c: &Comparison) {
     let Some(diff) = &c.causes else {
         return;
     };
     let count = |p: Presence| diff.rows.iter().filter(|r| r.presence == p).count();
     let cpus: Vec<String> = diff.cpus.iter().map(u32::to_string).collect();
-    let _ = writeln!(
+    writeln!(
         out,
         "\nCauses of the gaps (--explain) on CPU {}, per minute of busy loop: {} appeared, {} \
          disappeared, {} in both (Holm over these {} causes; they do not set the exit code):",
@@ -398,11 +398,11 @@ fn causes(out: &mut String, c: &Comparison) {
         }
     }
     // Where, class and source are text; the rest figures.
-    out.push_str(&table::columns(&table, Width::Chars, |c| {
+    out.text(table::columns(&table, Width::Chars, |c| {
         if c < 3 { Align::Left } else { Align::Right }
     }));
     if !left_out.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Not shown, the least frequent (--json has every cause): {}.",
             left_out.join(", ")
@@ -411,55 +411,52 @@ fn causes(out: &mut String, c: &Comparison) {
 }
 
 /// The comparison for people.
-pub fn render(c: &Comparison) -> String {
-    let mut out = String::new();
-    let _ = write!(
+pub fn comparison_text(c: &Comparison) -> String {
+    let mut out = Page::new();
+    write!(
         out,
         "compare: {}; A (baseline) {} run(s), B (candidate) {} run(s)",
         c.family.name(),
         c.a.runs.len(),
         c.b.runs.len(),
     );
-    let _ = match c.family {
+    match c.family {
         Family::Throughput => writeln!(out, "; higher is better"),
         _ => writeln!(out, "; rate above {} µs", c.above_ns / 1e3),
-    };
-    let _ = writeln!(out);
+    }
+    out.blank();
     settings(&mut out, c);
-    let _ = writeln!(out);
+    out.blank();
     primary(&mut out, c);
-    let _ = writeln!(out);
+    out.blank();
     environment(&mut out, c);
     if !c.environment.is_empty() {
-        let _ = writeln!(out);
+        out.blank();
     }
     detail(&mut out, c);
     causes(&mut out, c);
     for note in &c.notes {
-        let _ = writeln!(out, "Note: {note}");
+        writeln!(out, "Note: {note}");
     }
-    let end = out.trim_end().len();
-    out.truncate(end);
-    out.push('\n');
-    out
+    format!("{}\n", out.as_str().trim_end())
 }
 
 /// The calibration for people.
-pub fn render_calibration(calibrations: &[Calibration]) -> String {
-    let mut out = String::new();
+pub fn calibration_text(calibrations: &[Calibration]) -> String {
+    let mut out = Page::new();
     for (i, c) in calibrations.iter().enumerate() {
         if i > 0 {
-            let _ = writeln!(out);
+            out.blank();
         }
         let cpus: Vec<String> = c.cpus.iter().map(u32::to_string).collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "calibrate: {}; {} untouched runs, CPUs {}",
             c.family.name(),
             c.runs,
             cpus.join(",")
         );
-        let _ = writeln!(
+        writeln!(
             out,
             "\nHow far the runs spread, and the smallest change compare detects with 80 % power:"
         );
@@ -492,8 +489,8 @@ pub fn render_calibration(calibrations: &[Calibration]) -> String {
             }
             table.push(row);
         }
-        out.push_str(&aligned(&table));
-        let _ = writeln!(
+        out.text(aligned(&table));
+        writeln!(
             out,
             "\nHow often compare calls a difference between these untouched runs (an A/A test; \
              the method promises at most 5 % with 2 runs or more per arm), and how many of those \
@@ -530,7 +527,7 @@ pub fn render_calibration(calibrations: &[Calibration]) -> String {
             }
             table.push(row);
         }
-        out.push_str(&aligned(&table));
+        out.text(aligned(&table));
     }
-    out
+    out.into_string()
 }

@@ -17,7 +17,7 @@ fn row(out: &mut Page, label: &str, text: &str) {
 }
 
 /// `lowlat inventory` of a FreeBSD capture.
-pub fn render_inventory(m: &FreeBsdMachine) -> String {
+pub fn inventory_text(m: &FreeBsdMachine) -> String {
     let mut out = Page::new();
     row(&mut out, "host", &format!("{} (FreeBSD capture)", m.host));
     if let Some(uname) = &m.uname {
@@ -112,7 +112,7 @@ pub fn render_inventory(m: &FreeBsdMachine) -> String {
 }
 
 /// `lowlat audit` of a FreeBSD capture: the findings `view` shows.
-pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding], view: &View) -> String {
+pub fn audit_text(m: &FreeBsdMachine, findings: &[Finding], view: &View) -> String {
     let mut out = Page::new();
     writeln!(
         out,
@@ -137,7 +137,7 @@ pub fn render_audit(m: &FreeBsdMachine, findings: &[Finding], view: &View) -> St
 }
 
 /// The summary `lowlat plan` prints for a FreeBSD capture.
-pub fn render_plan(plan: &FreeBsdPlan) -> String {
+pub fn plan_text(plan: &FreeBsdPlan) -> String {
     let mut out = Page::new();
     writeln!(
         out,
@@ -231,7 +231,7 @@ pub fn audit_document<'a>(m: &FreeBsdMachine, findings: &'a [Finding]) -> Docume
 }
 
 /// `audit --explain RULE` of a FreeBSD capture: the rule's finding with every detail.
-pub fn render_explain(f: &Finding) -> String {
+pub fn explain_text(f: &Finding) -> String {
     let mut out = Page::new();
     writeln!(out, "{}: {}", f.rule, f.title);
     writeln!(

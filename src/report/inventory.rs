@@ -3,12 +3,11 @@
 use crate::text::Page;
 use serde::Serialize;
 
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
 use crate::machine::kernel::tracers::LATENCY_TRACERS;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
-use crate::report::host;
 use crate::units::{bytes, kib, plural};
 
 /// The body of the inventory JSON document.
@@ -20,7 +19,11 @@ pub struct InventoryBody<'a> {
 
 /// The JSON document for `machine`.
 pub fn document(machine: &Machine) -> Document<InventoryBody<'_>> {
-    Document::new(Kind::Inventory, host(machine), InventoryBody { machine })
+    Document::new(
+        Kind::Inventory,
+        document::host(machine.kernel.hostname.get()),
+        InventoryBody { machine },
+    )
 }
 
 /// Width of the label column of the summary.
@@ -35,7 +38,7 @@ fn row(out: &mut Page, label: &str, text: &str) {
 }
 
 /// The one-screen summary.
-pub fn render_text(m: &Machine) -> String {
+pub fn text(m: &Machine) -> String {
     let mut out = Page::new();
     row(&mut out, "CPU", &cpu_line(m));
     row(&mut out, "Topology", &shape_line(&m.topology));

@@ -21,16 +21,3 @@ pub(crate) mod table;
 pub mod timesync;
 pub(crate) mod watch;
 pub(crate) mod workload;
-
-use crate::document::UNKNOWN_HOST;
-use crate::machine::Machine;
-
-/// The `host` of a document about `machine`: its host name, or `unknown`.
-pub fn host(machine: &Machine) -> String {
-    machine
-        .kernel
-        .hostname
-        .get()
-        .cloned()
-        .unwrap_or_else(|| UNKNOWN_HOST.to_string())
-}

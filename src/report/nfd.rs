@@ -9,6 +9,7 @@
 
 use crate::audit::{Audit, PartitionSource};
 use crate::machine::{Avail, Machine};
+use crate::text::Page;
 use crate::tuning::profile_name::ProfileName;
 
 /// The label prefix of every feature.
@@ -111,16 +112,18 @@ pub(crate) fn features(machine: &Machine, audit: &Audit, profile: ProfileName) -
 
 /// The features file: a comment header, then `lowlat.io/NAME=VALUE` lines.
 pub(crate) fn render(features: &Features, host: &str) -> String {
-    let mut out = format!(
+    let mut out = Page::new();
+    writeln!(
+        out,
         "# node-feature-discovery local features written by lowlat {} (`lowlat audit \
-         --nfd-features`) for {}.\n",
+         --nfd-features`) for {}.",
         env!("CARGO_PKG_VERSION"),
         crate::text::escape_controls(host)
     );
     for (name, value) in &features.lines {
-        out.push_str(&format!("{PREFIX}{name}={value}\n"));
+        writeln!(out, "{PREFIX}{name}={value}");
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

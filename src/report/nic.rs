@@ -1,7 +1,7 @@
 //! The NIC block: each network device's driver, link, queues, moderation, offloads, steering,
 //! clock and IRQs, as `inventory`, `check` and `report` show it.
 
-use std::fmt::Write;
+use crate::text::Page;
 
 use crate::machine::irq::Irqs;
 use crate::machine::net::NetInterface;
@@ -30,15 +30,15 @@ pub struct InterfaceBlock {
 impl InterfaceBlock {
     /// The interface's lines: `name: heading`, then each fact indented under it.
     pub fn text(&self) -> String {
-        let mut out = format!("{}: {}\n", self.name, self.heading);
+        let mut out = Page::from(format!("{}: {}\n", self.name, self.heading));
         for (label, text) in &self.facts {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {label:<11}{}",
                 text.replace('\n', &format!("\n  {:<11}", ""))
             );
         }
-        out
+        out.into_string()
     }
 }
 
@@ -546,12 +546,8 @@ mod guide {
         p.entries.retain(|e| e.rule.id.starts_with("LL-NIC-"));
         let part = partition::choose(&m, Some(&"2-3,6-7".parse().unwrap())).unwrap();
         let audit = crate::audit::run(&m, &p, &part);
-        let text = crate::report::audit::render_text(
-            &m,
-            &audit,
-            p.info,
-            &crate::report::audit::View::default(),
-        );
+        let text =
+            crate::report::audit::text(&m, &audit, p.info, &crate::report::audit::View::default());
         (block, text)
     }
 

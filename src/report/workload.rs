@@ -6,9 +6,8 @@ use serde::Serialize;
 
 use crate::audit::AuditPartition;
 use crate::audit::workload::{Problem, WorkloadAudit};
-use crate::document::{Document, Kind};
+use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
-use crate::report::host;
 use crate::text::escape_controls;
 
 /// The body of the workload document.
@@ -29,13 +28,13 @@ pub(crate) fn document<'a>(
 ) -> Document<WorkloadBody<'a>> {
     Document::new(
         Kind::AuditWorkload,
-        host(machine),
+        document::host(machine.kernel.hostname.get()),
         WorkloadBody { partition, audit },
     )
 }
 
 /// The terminal report: one line per thread, its problems and fixes under it.
-pub(crate) fn render_text(partition: &AuditPartition, audit: &WorkloadAudit) -> String {
+pub(crate) fn text(partition: &AuditPartition, audit: &WorkloadAudit) -> String {
     let mut out = Page::from(format!("partition: {}\n", partition.describe()));
     for gone in &audit.gone {
         writeln!(

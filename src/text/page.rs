@@ -31,8 +31,7 @@ impl Page {
 
     /// `text` as it is: part of a line, or lines that end in their own newlines.
     pub(crate) fn text(&mut self, text: impl Display) {
-        // Writing to a String cannot fail.
-        let _ = write!(self.0, "{text}");
+        write!(self, "{text}");
     }
 
     /// `write!(page, …)` and `writeln!(page, …)`: the formatted text, appended.

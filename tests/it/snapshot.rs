@@ -17,15 +17,12 @@ fn round_trip(root: SysRoot) {
     let (opened, manifest) = snapshot::open(&file).unwrap();
     assert!(manifest.files > 0);
     let replayed = Machine::read(&opened);
-    assert_eq!(
-        inventory::render_text(&captured),
-        inventory::render_text(&replayed)
-    );
+    assert_eq!(inventory::text(&captured), inventory::text(&replayed));
     // Held in memory (as `lowlat fleet` reads snapshots), it reads the same.
     let (loaded, _) = snapshot::load(&file).unwrap();
     assert_eq!(
-        inventory::render_text(&captured),
-        inventory::render_text(&Machine::read(&loaded))
+        inventory::text(&captured),
+        inventory::text(&Machine::read(&loaded))
     );
     let a = serde_json::to_value(inventory::document(&captured).body).unwrap();
     let b = serde_json::to_value(inventory::document(&replayed).body).unwrap();
@@ -91,15 +88,15 @@ fn a_schema_1_snapshot_still_opens() {
     assert!(manifest.header.created.starts_with("20"));
     let original = Machine::read(&SysRoot::dir(fixtures.join("machines/kvm-guest-2vcpu")));
     assert_eq!(
-        inventory::render_text(&Machine::read(&opened)),
-        inventory::render_text(&original)
+        inventory::text(&Machine::read(&opened)),
+        inventory::text(&original)
     );
     // Loaded into memory, its tar headers walked by lowlat itself, it reads the same.
     let (loaded, loaded_manifest) = snapshot::load(&file).unwrap();
     assert_eq!(loaded_manifest, manifest);
     assert_eq!(
-        inventory::render_text(&Machine::read(&loaded)),
-        inventory::render_text(&original)
+        inventory::text(&Machine::read(&loaded)),
+        inventory::text(&original)
     );
 }
 

@@ -60,19 +60,17 @@ impl Progress {
         }
         let total = self.total.max(self.done);
         let line = format!("{}: [{}/{}] {}", self.label, self.done, total, what);
-        let mut err = std::io::stderr().lock();
         if self.terminal {
-            let _ = write!(err, "\r\x1b[2K{line}");
+            show(&format!("\r\x1b[2K{line}"));
         } else if tenth(self.done - 1, total) != tenth(self.done, total) || self.done == 1 {
-            let _ = writeln!(err, "{line}");
+            show(&format!("{line}\n"));
         }
-        let _ = err.flush();
     }
 
     /// Ends the progress display (moves past the redrawn line on a terminal).
     pub(crate) fn finish(&mut self) {
         if self.enabled && self.terminal && self.done > 0 {
-            let _ = writeln!(std::io::stderr());
+            show("\n");
         }
         self.enabled = false;
     }
@@ -82,6 +80,13 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// `text` on stderr at once. A progress line that cannot be written (stderr closed) is
+/// dropped: progress must not stop a measurement.
+fn show(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }
 
 /// Which tenth of the run `done` steps out of `total` reach.

@@ -1,10 +1,11 @@
-//! The `--json` documents of `lowlat apply` and `lowlat revert` (their text is beside, in
-//! `report::apply`): the report of each in the document envelope, with what a caller decides on first (the Ansible module: `changed`,
-//! `reboot_required`) at the top.
+//! The `--json` documents of `lowlat apply`, `lowlat revert` and `lowlat verify` (their text is
+//! beside, in `report::apply`): the report of each in the document envelope, with what a caller
+//! decides on first (the Ansible module: `changed`, `reboot_required`) at the top.
 
 use serde::Serialize;
 
 use crate::apply::revert::{RestoreStatus, RevertReport};
+use crate::apply::verify;
 use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document::{Document, Kind};
 
@@ -87,4 +88,9 @@ pub(crate) fn revert_document(
             report,
         },
     )
+}
+
+/// The `verify` document about `host`: the report of checking the machine against a plan.
+pub(crate) fn verify_document(host: String, report: &verify::Report) -> Document<&verify::Report> {
+    Document::new(Kind::Verify, host, report)
 }

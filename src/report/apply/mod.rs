@@ -71,7 +71,7 @@ fn item_detail(item: &ItemReport) -> String {
 
 /// The apply report: one line per setting (refused changes listed under it), a summary,
 /// the follow-ups, the journal and the reboot state (worded for a preview when `dry_run`).
-pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
+pub(crate) fn apply_text(report: &ApplyReport, dry_run: bool) -> String {
     let mut out = Page::new();
     for item in &report.items {
         writeln!(
@@ -157,7 +157,7 @@ pub(crate) fn render_apply(report: &ApplyReport, dry_run: bool) -> String {
 }
 
 /// The revert report: one line per record, latest first, and a summary.
-pub(crate) fn render_revert(report: &RevertReport) -> String {
+pub(crate) fn revert_text(report: &RevertReport) -> String {
     let mut out = Page::new();
     if !report.had_journal {
         return format!("Nothing to revert: no journal at {JOURNAL_PATH} under the root.\n");
@@ -208,7 +208,7 @@ pub(crate) fn render_revert(report: &RevertReport) -> String {
 }
 
 /// The verify report: one line per setting and a summary.
-pub(crate) fn render_verify(report: &verify::Report) -> String {
+pub(crate) fn verify_text(report: &verify::Report) -> String {
     let mut out = Page::new();
     writeln!(
         out,
@@ -277,7 +277,7 @@ mod tests {
             }],
             boot_line: None,
         };
-        let text = render_verify(&report);
+        let text = verify_text(&report);
         assert_eq!(text.matches(long).count(), 2, "{text}");
     }
 }

@@ -3,6 +3,7 @@
 //! a reader (or a test) can check that nothing was dropped. No chart needs a script, a font or
 //! anything outside the page.
 
+use crate::text::Page;
 use maud::{Markup, html};
 
 /// Width of every chart, px.
@@ -477,8 +478,7 @@ pub(crate) fn heatmap(
 /// Large matrices: per colour level, one path of the horizontal runs of cells of that level
 /// (`M x y h w v cell h -w z` per run), so size grows with the runs, not the cells.
 fn level_paths(values: &[Vec<Option<f64>>], lo: f64, hi: f64, cell: f64) -> Vec<(usize, String)> {
-    use std::fmt::Write;
-    let mut paths = vec![String::new(); HEAT.len()];
+    let mut paths = vec![Page::new(); HEAT.len()];
     for (r, row) in values.iter().enumerate() {
         let mut c = 0;
         while c < row.len() {
@@ -492,7 +492,7 @@ fn level_paths(values: &[Vec<Option<f64>>], lo: f64, hi: f64, cell: f64) -> Vec<
                 c += 1;
             }
             let w = (c - start) as f64 * cell;
-            let _ = write!(
+            write!(
                 paths[level],
                 "M{:.1} {:.1}h{w:.1}v{cell:.2}h-{w:.1}z",
                 start as f64 * cell,
@@ -503,7 +503,8 @@ fn level_paths(values: &[Vec<Option<f64>>], lo: f64, hi: f64, cell: f64) -> Vec<
     paths
         .into_iter()
         .enumerate()
-        .filter(|(_, d)| !d.is_empty())
+        .filter(|(_, d)| !d.as_str().is_empty())
+        .map(|(level, d)| (level, d.into_string()))
         .collect()
 }
 

@@ -17,8 +17,8 @@ use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::peer::oslat::{self, OslatThread};
 use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use crate::report::table::aligned;
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write;
 
 /// How the jitter engine measures, in the result header.
 pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
@@ -275,13 +275,13 @@ pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
 
 /// The plain terminal table: one row per CPU, latencies in µs, rates per minute, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
-pub(crate) fn table(run: &JitterRun) -> String {
+pub(crate) fn text(run: &JitterRun) -> String {
     let Measured {
         header,
         figures: result,
     } = result(run);
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "jitter: threshold {}, {:.3} s{}; counter {:.3} MHz ({}){}",
         micros_setting(result.threshold_ns),
@@ -317,8 +317,8 @@ pub(crate) fn table(run: &JitterRun) -> String {
             format!("{:.1}", cpu.loop_period_ns),
         ]);
     }
-    out.push_str(&aligned(&rows));
-    out.push_str(
+    out.text(aligned(&rows));
+    out.text(
         "(latencies in µs; loop = mean loop iteration in ns, the detection floor is its minimum)\n",
     );
     for cpu in &result.cpus {
@@ -331,19 +331,19 @@ pub(crate) fn table(run: &JitterRun) -> String {
                 cpu.runtime_ns as f64 / 1e9
             )
         });
-        out.push_str(&cpu_notes(
+        out.text(cpu_notes(
             cpu.cpu,
             cpu.setup_error.as_deref(),
             full,
             &cpu.alongside,
         ));
     }
-    out.push_str(&shared_lines(&run.session.shared));
-    out.push_str(&notes(run));
+    out.text(shared_lines(&run.session.shared));
+    out.text(notes(run));
     if let Some(explanation) = &result.explain {
-        out.push_str(&explain::text(explanation, "gaps"));
+        out.text(explain::text(explanation, "gaps"));
     }
-    out
+    out.into_string()
 }
 
 fn freq_method(tsc: &Tsc) -> String {
@@ -361,9 +361,9 @@ fn freq_method(tsc: &Tsc) -> String {
 /// Notes that qualify the numbers of a run (virtual machine, SMT siblings measured
 /// together, main thread on a measured CPU, memory not locked).
 fn notes(run: &JitterRun) -> String {
-    let mut out = String::new();
+    let mut out = Page::new();
     if let Some(h) = &run.session.environment.hypervisor {
-        let _ = writeln!(
+        writeln!(
             out,
             "note: virtual machine ({}): time the host takes the CPU away counts as interruptions",
             h.vendor
@@ -371,7 +371,7 @@ fn notes(run: &JitterRun) -> String {
     }
     for cpu in &run.session.environment.cpus {
         if !cpu.measured_siblings.is_empty() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "note: CPU {} shares its core with measured CPU {}",
                 cpu.cpu,
@@ -380,10 +380,10 @@ fn notes(run: &JitterRun) -> String {
         }
     }
     if run.session.main_cpus.is_empty() {
-        out.push_str("note: every usable CPU was measured; the main thread shared them\n");
+        out.line("note: every usable CPU was measured; the main thread shared them");
     }
     if !run.session.memory_locked {
-        out.push_str("note: memory could not be locked (mlockall); page faults may show up\n");
+        out.line("note: memory could not be locked (mlockall); page faults may show up");
     }
-    out
+    out.into_string()
 }

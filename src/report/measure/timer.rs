@@ -13,8 +13,8 @@ use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::report::table::aligned;
+use crate::text::Page;
 use serde::Serialize;
-use std::fmt::Write;
 
 /// How the timer engine measures, in the result header.
 pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
@@ -172,7 +172,7 @@ pub(crate) fn cyclictest(run: &TimerRun) -> String {
             .collect();
         return histogram_block(&stats);
     }
-    let mut out = String::new();
+    let mut out = Page::new();
     for (index, cpu) in run.session.cpus.iter().enumerate() {
         let label = ThreadLabel {
             index: index as u32,
@@ -180,20 +180,19 @@ pub(crate) fn cyclictest(run: &TimerRun) -> String {
             priority: run.fifo_priority.unwrap_or(0),
             interval_us: run.request.interval_ns / 1000,
         };
-        out.push_str(&thread_line(&label, &cpu.record.cyclic));
-        out.push('\n');
+        out.line(thread_line(&label, &cpu.record.cyclic));
     }
-    out
+    out.into_string()
 }
 
 /// The plain terminal table: one row per CPU, latencies in µs with ns precision.
-pub(crate) fn table(run: &TimerRun) -> String {
+pub(crate) fn text(run: &TimerRun) -> String {
     let Measured {
         header,
         figures: result,
     } = result(run);
-    let mut out = String::new();
-    let _ = writeln!(
+    let mut out = Page::new();
+    writeln!(
         out,
         "timer: every {} for {:.3} s{}, {}",
         micros_setting(result.interval_ns),
@@ -229,32 +228,32 @@ pub(crate) fn table(run: &TimerRun) -> String {
             us(cpu.max_ns),
         ]);
     }
-    out.push_str(&aligned(&rows));
-    out.push_str("(latencies in µs: wake-up time minus deadline; percentiles within 0.1 %)\n");
+    out.text(aligned(&rows));
+    out.line("(latencies in µs: wake-up time minus deadline; percentiles within 0.1 %)");
     if let Some(reason) = &result.normal_priority_reason {
-        let _ = writeln!(out, "note: {reason}");
+        writeln!(out, "note: {reason}");
     }
     for cpu in &result.cpus {
-        out.push_str(&cpu_notes(
+        out.text(cpu_notes(
             cpu.cpu,
             cpu.setup_error.as_deref(),
             None,
             &cpu.alongside,
         ));
     }
-    out.push_str(&shared_lines(&run.session.shared));
+    out.text(shared_lines(&run.session.shared));
     if let Some(explanation) = &result.explain {
         if explanation.traced {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "\nlate wake-ups: {} µs or more after their deadline, each joined with the trace \
                  from its deadline to its wake-up",
                 micros(result.explain_above_ns.unwrap_or(0) as f64)
             );
         }
-        out.push_str(&explain::text(explanation, "late wake-ups"));
+        out.text(explain::text(explanation, "late wake-ups"));
     }
-    out
+    out.into_string()
 }
 
 #[cfg(test)]

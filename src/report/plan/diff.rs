@@ -453,7 +453,7 @@ fn cell(id: &SettingId, layer: Layer, value: &str) -> String {
 }
 
 /// The diff as a table: one line per setting, `=` same, `~` change, `?` unknown.
-pub fn render(entries: &[Entry]) -> String {
+pub fn text(entries: &[Entry]) -> String {
     let mut out = Page::new();
     let same = entries
         .iter()

@@ -22,7 +22,7 @@ fn or_none(set: &CpuSet) -> String {
 }
 
 /// The summary; `topology` adds the per-node view of the partition.
-pub(crate) fn render(plan: &Plan, topology: &Topology) -> String {
+pub(crate) fn text(plan: &Plan, topology: &Topology) -> String {
     let p = &plan.partition;
     let mut out = Page::new();
     writeln!(

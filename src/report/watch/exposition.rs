@@ -8,9 +8,9 @@
 //! new ones while fewer than `top`) and kept, so that every series, `other` included, only
 //! grows as a counter must.
 
+use crate::text::Page;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use crate::watch::Tick;
 use crate::watch::drift::Drift;
@@ -46,14 +46,14 @@ impl Exporter {
     /// events).
     pub(crate) fn render(&mut self, tick: &Tick) -> String {
         let sample = tick.sample;
-        let mut out = String::with_capacity(self.last_len);
+        let mut out = Page::from(String::with_capacity(self.last_len));
         family(
             &mut out,
             "lowlat_build_info",
             "gauge",
             "lowlat's version; always 1.",
         );
-        let _ = writeln!(
+        writeln!(
             out,
             "lowlat_build_info{{version=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION")
@@ -67,7 +67,7 @@ impl Exporter {
         );
         for cpu in &sample.cpus {
             for (vector, count) in &cpu.softirqs {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "lowlat_isolated_cpu_softirqs_total{{cpu=\"{}\",type=\"{}\"}} {count}",
                     cpu.cpu,
@@ -88,7 +88,7 @@ impl Exporter {
                 ("softirq", times.softirq),
                 ("steal", times.steal),
             ] {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "lowlat_isolated_cpu_time_seconds_total{{cpu=\"{}\",mode=\"{mode}\"}} {}",
                     cpu.cpu,
@@ -105,7 +105,7 @@ impl Exporter {
             );
             for cpu in &sample.cpus {
                 if let Some(schedules) = cpu.schedules {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "lowlat_isolated_cpu_schedules_total{{cpu=\"{}\"}} {schedules}",
                         cpu.cpu
@@ -120,7 +120,7 @@ impl Exporter {
             );
             for cpu in &sample.cpus {
                 if let Some(ns) = cpu.runqueue_wait_ns {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "lowlat_isolated_cpu_runqueue_wait_seconds_total{{cpu=\"{}\"}} {}",
                         cpu.cpu,
@@ -136,11 +136,11 @@ impl Exporter {
         if let Some(drift) = tick.drift {
             drift_families(&mut out, drift);
         }
-        self.last_len = out.len();
-        out
+        self.last_len = out.as_str().len();
+        out.into_string()
     }
 
-    fn interrupts(&mut self, out: &mut String, sample: &Sample) {
+    fn interrupts(&mut self, out: &mut Page, sample: &Sample) {
         family(
             out,
             "lowlat_isolated_cpu_interrupts_total",
@@ -172,7 +172,7 @@ impl Exporter {
             let mut sorted = shown.clone();
             sorted.sort();
             for source in &sorted {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"{}\"}} {}",
                     cpu.cpu,
@@ -180,7 +180,7 @@ impl Exporter {
                     count_of(source)
                 );
             }
-            let _ = writeln!(
+            writeln!(
                 out,
                 "lowlat_isolated_cpu_interrupts_total{{cpu=\"{}\",source=\"other\"}} {}",
                 cpu.cpu,
@@ -190,7 +190,7 @@ impl Exporter {
     }
 }
 
-fn noise_family(out: &mut String, noise: &NoiseTotals) {
+fn noise_family(out: &mut Page, noise: &NoiseTotals) {
     family(
         out,
         "lowlat_isolated_cpu_noise_seconds_total",
@@ -198,7 +198,7 @@ fn noise_family(out: &mut String, noise: &NoiseTotals) {
         "Time an isolated CPU spent in noise reported by the osnoise events since the watch started, by kind (irq, softirq, thread, nmi).",
     );
     for ((cpu, kind), ns) in noise {
-        let _ = writeln!(
+        writeln!(
             out,
             "lowlat_isolated_cpu_noise_seconds_total{{cpu=\"{cpu}\",kind=\"{kind}\"}} {}",
             *ns as f64 / 1e9
@@ -206,7 +206,7 @@ fn noise_family(out: &mut String, noise: &NoiseTotals) {
     }
 }
 
-fn appeared_family(out: &mut String, appeared: &Appeared) {
+fn appeared_family(out: &mut Page, appeared: &Appeared) {
     family(
         out,
         "lowlat_tasks_appeared_on_isolated_total",
@@ -214,14 +214,14 @@ fn appeared_family(out: &mut String, appeared: &Appeared) {
         "Processes started since the watch did that may run on isolated and housekeeping CPUs alike, or kernel threads that ran on an isolated CPU, by kind (user tasks, kernel threads).",
     );
     for (kind, count) in [("user", appeared.user), ("kernel", appeared.kernel)] {
-        let _ = writeln!(
+        writeln!(
             out,
             "lowlat_tasks_appeared_on_isolated_total{{kind=\"{kind}\"}} {count}"
         );
     }
 }
 
-fn drift_families(out: &mut String, drift: &Drift) {
+fn drift_families(out: &mut Page, drift: &Drift) {
     family(
         out,
         "lowlat_plan_drift",
@@ -229,7 +229,7 @@ fn drift_families(out: &mut String, drift: &Drift) {
         "1 when some setting of this check differs from the watched plan, else 0.",
     );
     for (check, settings) in &drift.by_check() {
-        let _ = writeln!(
+        writeln!(
             out,
             "lowlat_plan_drift{{check=\"{}\"}} {}",
             label(check),
@@ -242,7 +242,7 @@ fn drift_families(out: &mut String, drift: &Drift) {
         "gauge",
         "Settings of the watched plan that differ from the machine.",
     );
-    let _ = writeln!(out, "lowlat_plan_drift_settings {}", drift.settings());
+    writeln!(out, "lowlat_plan_drift_settings {}", drift.settings());
     family(
         out,
         "lowlat_tasks_allowed_on_isolated",
@@ -253,16 +253,16 @@ fn drift_families(out: &mut String, drift: &Drift) {
         ("user", drift.user_tasks_on_isolated),
         ("kernel", drift.kernel_threads_on_isolated),
     ] {
-        let _ = writeln!(
+        writeln!(
             out,
             "lowlat_tasks_allowed_on_isolated{{kind=\"{kind}\"}} {count}"
         );
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
+fn family(out: &mut Page, name: &str, kind: &str, help: &str) {
+    writeln!(out, "# HELP {name} {help}");
+    writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// A label value as the exposition format wants it: backslash, double quote and newline

@@ -1,8 +1,8 @@
 //! What a person or a script sees each interval: a top-like page, one row per isolated CPU with
 //! what interrupted it during the last interval, and the drift; or one JSON line.
 
+use crate::text::Page;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use serde::Serialize;
 
@@ -114,21 +114,21 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
 }
 
 /// The terminal page of a tick (without the escape sequence that clears the screen).
-pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
+pub(crate) fn text(tick: &Tick, isolated: &str) -> String {
+    let mut out = Page::new();
+    writeln!(
         out,
         "lowlat watch: isolated CPUs {isolated}, {:.0} s since start",
         tick.at.as_secs_f64()
     );
-    let _ = writeln!(
+    writeln!(
         out,
         "{:>5} {:>9} {:>10} {:>8} {:>8}  interrupted by (last interval)",
         "CPU", "irq", "softirq", "irq ms", "steal ms"
     );
     let rows = intervals(tick);
     if rows.is_empty() {
-        let _ = writeln!(out, "  (first sample: rates from the next one)");
+        writeln!(out, "  (first sample: rates from the next one)");
     }
     for row in &rows {
         let mut sources: Vec<(&String, &u64)> = row.interrupts.iter().collect();
@@ -138,7 +138,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
             .take(4)
             .map(|(s, n)| format!("{} {n}", crate::text::escape_controls(s)))
             .collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "{:>5} {:>9} {:>10} {:>8.1} {:>8.1}  {}",
             row.cpu,
@@ -156,12 +156,12 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
     match tick.drift {
         None => {}
         Some(drift) if drift.settings() == 0 => {
-            let _ = writeln!(out, "plan: no drift");
+            writeln!(out, "plan: no drift");
         }
         Some(drift) => {
-            let _ = writeln!(out, "plan: {} setting(s) drifted", drift.settings());
+            writeln!(out, "plan: {} setting(s) drifted", drift.settings());
             for check in drift.examples() {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "  {}: planned {}, now {}",
                     crate::text::escape_controls(&check.id.to_string()),
@@ -172,7 +172,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
         }
     }
     if let Some(drift) = tick.drift {
-        let _ = writeln!(
+        writeln!(
             out,
             "movable tasks allowed on isolated CPUs: {} user, {} kernel",
             drift.user_tasks_on_isolated, drift.kernel_threads_on_isolated
@@ -180,7 +180,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
     }
     let appeared = tick.tasks;
     if appeared.user + appeared.kernel > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "appeared on isolated CPUs since start: {} user, {} kernel",
             appeared.user, appeared.kernel
@@ -190,7 +190,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
                 Some(process) => format!("thread {} of pid {process}", task.pid),
                 None => format!("pid {}", task.pid),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  {id} ({}): allowed on {}, last ran on CPU {}",
                 crate::text::escape_controls(&task.comm),
@@ -200,7 +200,7 @@ pub(crate) fn page(tick: &Tick, isolated: &str) -> String {
         }
     }
     for warning in &tick.sample.warnings {
-        let _ = writeln!(out, "warning: {}", crate::text::escape_controls(warning));
+        writeln!(out, "warning: {}", crate::text::escape_controls(warning));
     }
-    out
+    out.into_string()
 }
