@@ -14,10 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::endpoint::Endpoint;
-use super::estimate::{self, ArmEstimate};
 use super::run::Run;
-use super::stats::holm::holm;
-use super::verdict::{self, Judged, Verdict};
+use super::verdict::{self, Compared};
 
 /// Where a cause was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -55,24 +53,11 @@ pub struct CauseRow {
     pub a_gaps: u64,
     /// Its gaps in all of B's runs.
     pub b_gaps: u64,
-    /// A's rate, per minute of busy-loop time (geometric mean of the runs' rates, each
-    /// `(gaps + 0.5) / minutes`), with its 95 % interval.
-    pub a: ArmEstimate,
-    /// B's rate, per minute.
-    pub b: ArmEstimate,
-    /// B / A of the rates.
-    pub ratio: f64,
-    /// The 95 % interval of the ratio (`null` with one run in an arm).
-    pub ratio_interval: Option<(f64, f64)>,
-    /// The test behind the verdict.
-    pub test: String,
-    /// Two-sided p-value before correction (`null`: not tested).
-    pub p: Option<f64>,
-    /// After Holm's correction over every cause compared.
-    pub p_holm: Option<f64>,
-    /// The verdict: `worse` is more of this cause in B (it never sets the exit code).
+    /// A's rate against B's, per minute of busy-loop time (each arm the geometric mean of
+    /// its runs' rates, each `(gaps + 0.5) / minutes`); Holm over every cause compared; `worse`
+    /// is more of this cause in B.
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub compared: Compared,
 }
 
 /// The causes of both arms compared.
@@ -141,66 +126,27 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
     if ca.iter().chain(&cb).any(|r| r.minutes <= 0.0) {
         return None;
     }
-    let judged: Vec<_> = in_a
-        .union(&in_b)
-        .map(|key| {
-            let ((va, ga), (vb, gb)) = (rates(&ca, key), rates(&cb, key));
-            let presence = match (in_a.contains(key), in_b.contains(key)) {
-                (false, _) => Presence::Appeared,
-                (_, false) => Presence::Disappeared,
-                _ => Presence::Both,
-            };
-            let j = verdict::judge(Endpoint::RateAbove, &va, &vb, None);
-            (key, presence, (va, ga), (vb, gb), j)
-        })
-        .collect();
-    let p: Vec<f64> = judged
-        .iter()
-        .filter_map(|(.., j)| match j {
-            Judged::Tested(e) => Some(e.p),
-            Judged::OneRun { .. } => None,
-        })
-        .collect();
-    let mut adjusted = holm(&p).into_iter();
-    let mut rows: Vec<CauseRow> = judged
+    let mut items = Vec::new();
+    for key in in_a.union(&in_b) {
+        let ((va, a_gaps), (vb, b_gaps)) = (rates(&ca, key), rates(&cb, key));
+        let presence = match (in_a.contains(key), in_b.contains(key)) {
+            (false, _) => Presence::Appeared,
+            (_, false) => Presence::Disappeared,
+            _ => Presence::Both,
+        };
+        items.push(((key, presence, a_gaps, b_gaps), Endpoint::RateAbove, va, vb));
+    }
+    let test = |a, b| format!("Welch's t on the logarithms of the runs' rates ({a} and {b} runs)");
+    let mut rows: Vec<CauseRow> = verdict::compare_each(items, test, margin)
         .into_iter()
         .map(
-            |((class, source), presence, (va, a_gaps), (vb, b_gaps), j)| {
-                let (ea, eb) = (estimate::arm(&va), estimate::arm(&vb));
-                let ratio = eb.value / ea.value;
-                let (p, p_holm, interval, test) = match &j {
-                    Judged::Tested(e) => (
-                        Some(e.p),
-                        adjusted.next(),
-                        Some(e.interval),
-                        format!(
-                            "Welch's t on the logarithms of the runs' rates ({} and {} runs)",
-                            va.len(),
-                            vb.len()
-                        ),
-                    ),
-                    Judged::OneRun { .. } => (
-                        None,
-                        None,
-                        None,
-                        "none: one run in an arm (2 per arm needed)".to_string(),
-                    ),
-                };
-                CauseRow {
-                    class: class.clone(),
-                    source: source.clone(),
-                    presence,
-                    a_gaps,
-                    b_gaps,
-                    a: ea,
-                    b: eb,
-                    ratio,
-                    ratio_interval: interval,
-                    test,
-                    p,
-                    p_holm,
-                    verdict: verdict::decide(&j, p_holm, false, margin, ratio),
-                }
+            |(((class, source), presence, a_gaps, b_gaps), compared)| CauseRow {
+                class: class.clone(),
+                source: source.clone(),
+                presence,
+                a_gaps,
+                b_gaps,
+                compared,
             },
         )
         .collect();
@@ -208,9 +154,11 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
         x.presence
             .cmp(&y.presence)
             .then(
-                y.a.value
-                    .max(y.b.value)
-                    .total_cmp(&x.a.value.max(x.b.value)),
+                y.compared
+                    .a
+                    .value
+                    .max(y.compared.b.value)
+                    .total_cmp(&x.compared.a.value.max(x.compared.b.value)),
             )
             .then_with(|| (&x.class, &x.source).cmp(&(&y.class, &y.source)))
     });
@@ -225,6 +173,7 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
 mod tests {
     use super::*;
     use crate::compare::run::{CauseCount, ExposureUnit, Format, Series};
+    use crate::compare::verdict::Verdict;
 
     /// A deterministic stream of uniform numbers in [0, 1) (a linear congruential generator).
     struct Lcg(u64);
@@ -286,11 +235,14 @@ mod tests {
         assert_eq!(d.rows.len(), 3);
         for row in &d.rows {
             assert_eq!(row.presence, Presence::Both, "{row:?}");
-            assert!(!row.verdict.differs(), "{row:?}");
+            assert!(!row.compared.verdict.differs(), "{row:?}");
         }
         // The tick's rate is its planted 250 per second, per minute.
         let tick = d.rows.iter().find(|r| r.class == "tick").unwrap();
-        assert!((tick.a.value / 15_000.0 - 1.0).abs() < 0.02, "{tick:?}");
+        assert!(
+            (tick.compared.a.value / 15_000.0 - 1.0).abs() < 0.02,
+            "{tick:?}"
+        );
     }
 
     #[test]
@@ -306,18 +258,21 @@ mod tests {
         assert_eq!(first.source, "app-poller (woken by hrtimer_wakeup)");
         assert_eq!(first.a_gaps, 0);
         // 100 per second planted: 6,000 per minute, within a few % over 50 s of runs.
-        assert!((first.b.value / 6_000.0 - 1.0).abs() < 0.05, "{first:?}");
-        assert_eq!(first.verdict, Verdict::Worse, "{first:?}");
-        assert!(first.p_holm.unwrap() < 0.05);
+        assert!(
+            (first.compared.b.value / 6_000.0 - 1.0).abs() < 0.05,
+            "{first:?}"
+        );
+        assert_eq!(first.compared.verdict, Verdict::Worse, "{first:?}");
+        assert!(first.compared.p_holm.unwrap() < 0.05);
         // The others stayed.
         for row in &d.rows[1..] {
             assert_eq!(row.presence, Presence::Both, "{row:?}");
-            assert!(!row.verdict.differs(), "{row:?}");
+            assert!(!row.compared.verdict.differs(), "{row:?}");
         }
         // Taken away again, it disappeared, and B is better for it.
         let back = diff(&b, &a, &[3], 0.03).unwrap();
         assert_eq!(back.rows[0].presence, Presence::Disappeared);
-        assert_eq!(back.rows[0].verdict, Verdict::Better);
+        assert_eq!(back.rows[0].compared.verdict, Verdict::Better);
     }
 
     #[test]
@@ -329,8 +284,11 @@ mod tests {
         let b = [run(&mut rng, &planted)];
         let d = diff(&a, &b, &[3], 0.03).unwrap();
         assert_eq!(d.rows[0].presence, Presence::Appeared);
-        assert!(matches!(d.rows[0].verdict, Verdict::Inconclusive { .. }));
-        assert!(d.rows.iter().all(|r| r.p.is_none()));
+        assert!(matches!(
+            d.rows[0].compared.verdict,
+            Verdict::Inconclusive { .. }
+        ));
+        assert!(d.rows.iter().all(|r| r.compared.p.is_none()));
     }
 
     #[test]

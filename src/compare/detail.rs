@@ -6,10 +6,8 @@
 
 use serde::Serialize;
 
-use super::estimate::{self, ArmEstimate};
 use super::run::{Figures, Run};
-use super::stats::holm::holm;
-use super::verdict::{self, Judged, Verdict};
+use super::verdict::{self, Compared};
 
 /// A figure compared per CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -97,23 +95,9 @@ pub struct Row {
     pub metric: Metric,
     /// The unit of the values: `ns`, `per-minute` or `per-million-samples`.
     pub unit: &'static str,
-    /// The baseline's value (geometric mean of its runs) with its 95 % interval.
-    pub a: ArmEstimate,
-    /// The candidate's value.
-    pub b: ArmEstimate,
-    /// B / A.
-    pub ratio: f64,
-    /// The 95 % interval of the ratio (`null` with one run in an arm).
-    pub ratio_interval: Option<(f64, f64)>,
-    /// The test behind the verdict.
-    pub test: String,
-    /// Two-sided p-value before correction (`null`: not tested).
-    pub p: Option<f64>,
-    /// The p-value after Holm's correction over every detail row.
-    pub p_holm: Option<f64>,
-    /// The verdict (detail only: it never sets the exit code).
+    /// The baseline against the candidate (Holm over every detail row).
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub compared: Compared,
 }
 
 /// The detail rows of `a` against `b` on `cpus`, corrected over themselves.
@@ -129,63 +113,29 @@ pub fn rows(a: &[Run], b: &[Run], cpus: &[u32], above_ns: f64, margin: f64) -> V
         .chain(b)
         .find_map(|r| r.cpus.values().next())
         .map_or("per-minute", |s| s.unit.rate_unit().0);
-    let mut judged = Vec::new();
+    let mut items = Vec::new();
     for &cpu in cpus {
         for &metric in metrics {
             let values = |runs: &[Run]| -> Option<Vec<f64>> {
                 runs.iter().map(|r| metric.of(r, cpu, above_ns)).collect()
             };
-            let (Some(va), Some(vb)) = (values(a), values(b)) else {
-                continue;
-            };
-            let j = verdict::judge(metric.bound_like(), &va, &vb, None);
-            judged.push((cpu, metric, va, vb, j));
+            if let (Some(va), Some(vb)) = (values(a), values(b)) {
+                items.push(((cpu, metric), metric.bound_like(), va, vb));
+            }
         }
     }
-    let p: Vec<f64> = judged
-        .iter()
-        .filter_map(|(.., j)| match j {
-            Judged::Tested(e) => Some(e.p),
-            Judged::OneRun { .. } => None,
-        })
-        .collect();
-    let mut adjusted = holm(&p).into_iter();
-    judged
+    let test = |_, _| "Welch's t on the runs' logarithms".to_string();
+    verdict::compare_each(items, test, margin)
         .into_iter()
-        .map(|(cpu, metric, va, vb, j)| {
-            let (ea, eb) = (estimate::arm(&va), estimate::arm(&vb));
-            let ratio = eb.value / ea.value;
-            let (p, p_holm, interval, test) = match &j {
-                Judged::Tested(e) => (
-                    Some(e.p),
-                    adjusted.next(),
-                    Some(e.interval),
-                    "Welch's t on the runs' logarithms".to_string(),
-                ),
-                Judged::OneRun { .. } => (
-                    None,
-                    None,
-                    None,
-                    "none: one run in an arm (2 per arm needed)".to_string(),
-                ),
-            };
-            Row {
-                cpu,
-                metric,
-                unit: if metric == Metric::RateAbove {
-                    rate_unit
-                } else {
-                    "ns"
-                },
-                a: ea,
-                b: eb,
-                ratio,
-                ratio_interval: interval,
-                test,
-                p,
-                p_holm,
-                verdict: verdict::decide(&j, p_holm, false, margin, ratio),
-            }
+        .map(|((cpu, metric), compared)| Row {
+            cpu,
+            metric,
+            unit: if metric == Metric::RateAbove {
+                rate_unit
+            } else {
+                "ns"
+            },
+            compared,
         })
         .collect()
 }

@@ -7,7 +7,8 @@
 use serde::Serialize;
 
 use super::endpoint::Endpoint;
-use super::estimate::{self, Effect};
+use super::estimate::{self, ArmEstimate, Effect};
+use super::stats::holm::holm;
 
 /// Significance level of every verdict, after Holm's correction.
 pub const ALPHA: f64 = 0.05;
@@ -134,6 +135,87 @@ pub fn decide(
             }
         }
     }
+}
+
+/// One figure of both arms compared, as a detail row and a cause are: each arm's estimate,
+/// the change, the test and the verdict (flattened into the row's JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compared {
+    /// A's value (geometric mean of its runs) with its 95 % interval, in the row's unit.
+    pub a: ArmEstimate,
+    /// B's value.
+    pub b: ArmEstimate,
+    /// B / A.
+    pub ratio: f64,
+    /// The 95 % interval of the ratio (`null` with one run in an arm).
+    pub ratio_interval: Option<(f64, f64)>,
+    /// The test behind the verdict.
+    pub test: String,
+    /// Two-sided p-value before correction (`null`: not tested).
+    pub p: Option<f64>,
+    /// After Holm's correction over every row compared with it.
+    pub p_holm: Option<f64>,
+    /// The verdict (a row's never sets the exit code).
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// Compares every `(key, endpoint, A's values, B's values)` of `items` (one value per run;
+/// `endpoint` gives the run-to-run bound used with one run in an arm): Welch on the logs,
+/// Holm over the tested ones, each decided beyond `margin`. `test` words the test for the
+/// numbers of runs in A and B.
+pub fn compare_each<K>(
+    items: Vec<(K, Endpoint, Vec<f64>, Vec<f64>)>,
+    test: impl Fn(usize, usize) -> String,
+    margin: f64,
+) -> Vec<(K, Compared)> {
+    let judged: Vec<_> = items
+        .into_iter()
+        .map(|(key, endpoint, va, vb)| {
+            let j = judge(endpoint, &va, &vb, None);
+            (key, va, vb, j)
+        })
+        .collect();
+    let p: Vec<f64> = judged
+        .iter()
+        .filter_map(|(.., j)| match j {
+            Judged::Tested(e) => Some(e.p),
+            Judged::OneRun { .. } => None,
+        })
+        .collect();
+    let mut adjusted = holm(&p).into_iter();
+    judged
+        .into_iter()
+        .map(|(key, va, vb, j)| {
+            let (a, b) = (estimate::arm(&va), estimate::arm(&vb));
+            let ratio = b.value / a.value;
+            let (p, p_holm, ratio_interval, test) = match &j {
+                Judged::Tested(e) => (
+                    Some(e.p),
+                    adjusted.next(),
+                    Some(e.interval),
+                    test(va.len(), vb.len()),
+                ),
+                Judged::OneRun { .. } => (
+                    None,
+                    None,
+                    None,
+                    "none: one run in an arm (2 per arm needed)".to_string(),
+                ),
+            };
+            let compared = Compared {
+                a,
+                b,
+                ratio,
+                ratio_interval,
+                test,
+                p,
+                p_holm,
+                verdict: decide(&j, p_holm, false, margin, ratio),
+            };
+            (key, compared)
+        })
+        .collect()
 }
 
 #[cfg(test)]

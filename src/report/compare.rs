@@ -12,6 +12,7 @@ use crate::compare::environment::Spread;
 use crate::compare::estimate::ArmEstimate;
 use crate::compare::run::Family;
 use crate::compare::settings::KeyValues;
+use crate::compare::verdict::Compared;
 use crate::compare::{Comparison, Primary};
 use crate::document::{Document, Kind};
 use crate::report::table::{self, Align, Width, aligned};
@@ -318,17 +319,22 @@ fn detail(out: &mut Page, c: &Comparison) {
             "ns" => row.metric.name().to_string(),
             _ => format!("{} {} µs", row.metric.name(), c.above_ns / 1e3),
         };
-        table.push(vec![
-            row.cpu.to_string(),
-            metric,
-            estimate(row.unit, &row.a),
-            estimate(row.unit, &row.b),
-            ratio(row.ratio, row.ratio_interval),
-            p_value(row.p_holm),
-            row.verdict.label(),
-        ]);
+        let mut cells = vec![row.cpu.to_string(), metric];
+        cells.extend(compared_cells(row.unit, &row.compared));
+        table.push(cells);
     }
     out.text(aligned(&table));
+}
+
+/// The cells of a compared figure in `unit`: A, B, B/A, p (Holm), verdict.
+fn compared_cells(unit: &str, c: &Compared) -> [String; 5] {
+    [
+        estimate(unit, &c.a),
+        estimate(unit, &c.b),
+        ratio(c.ratio, c.ratio_interval),
+        p_value(c.p_holm),
+        c.verdict.label(),
+    ]
 }
 
 /// Causes listed per group (appeared, disappeared, in both); `--json` has them all.
@@ -376,18 +382,15 @@ fn causes(out: &mut Page, c: &Comparison) {
             .filter(|r| r.presence == presence)
             .collect();
         for row in rows.iter().take(CAUSES_SHOWN) {
-            table.push(vec![
+            let mut cells = vec![
                 presence.label().to_string(),
                 row.class.clone(),
                 row.source.clone(),
                 row.a_gaps.to_string(),
                 row.b_gaps.to_string(),
-                estimate(diff.unit, &row.a),
-                estimate(diff.unit, &row.b),
-                ratio(row.ratio, row.ratio_interval),
-                p_value(row.p_holm),
-                row.verdict.label(),
-            ]);
+            ];
+            cells.extend(compared_cells(diff.unit, &row.compared));
+            table.push(cells);
         }
         if rows.len() > CAUSES_SHOWN {
             left_out.push(format!(
