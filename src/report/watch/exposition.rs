@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::watch::Tick;
+use crate::watch::causes::CauseCounts;
 use crate::watch::drift::Drift;
 use crate::watch::osnoise::NoiseTotals;
 use crate::watch::sample::Sample;
@@ -133,6 +134,9 @@ impl Exporter {
         if let Some(noise) = tick.noise {
             noise_family(&mut out, noise);
         }
+        if let Some(causes) = tick.causes {
+            causes_families(&mut out, causes);
+        }
         if let Some(drift) = tick.drift {
             drift_families(&mut out, drift);
         }
@@ -204,6 +208,33 @@ fn noise_family(out: &mut String, noise: &NoiseTotals) {
             *ns as f64 / 1e9
         );
     }
+}
+
+fn causes_families(out: &mut String, causes: &CauseCounts) {
+    family(
+        out,
+        "lowlat_interruptions_total",
+        "counter",
+        "Events that took an isolated CPU since the watch started (watch --explain), by class and source (the first sources per CPU and class, the rest as \"other\"), with the audit rule that removes them.",
+    );
+    for c in &causes.total {
+        let rule = super::view::fix_of(c).0.unwrap_or("");
+        let _ = writeln!(
+            out,
+            "lowlat_interruptions_total{{cpu=\"{}\",class=\"{}\",source=\"{}\",rule=\"{rule}\"}} {}",
+            c.cpu,
+            c.class.key(),
+            label(&c.source),
+            c.count
+        );
+    }
+    family(
+        out,
+        "lowlat_trace_lost_events_total",
+        "counter",
+        "Events the trace of the isolated CPUs lost since the watch started (watch --explain): the interruptions they were are not counted.",
+    );
+    let _ = writeln!(out, "lowlat_trace_lost_events_total {}", causes.lost_events);
 }
 
 fn appeared_family(out: &mut String, appeared: &Appeared) {
@@ -311,6 +342,7 @@ mod tests {
             drift: None,
             tasks: &Appeared::default(),
             noise: None,
+            causes: None,
         })
     }
 
