@@ -11,7 +11,9 @@
 //! - a **softirq** by vector (**RCU** for the RCU vector): a softirq run on the way out of an
 //!   interrupt is counted beside that interrupt, as the work it left;
 //! - a **kworker**, named by the first work function it ran, or **another task** switched in
-//!   (comm; the idle task is not one);
+//!   (comm; the idle task is not one). A CPU leaving idle may trace no switch (Linux 6.18
+//!   does not): a task switched out while the trace had the CPU idle was switched in from
+//!   idle, and is counted then;
 //! - an **NMI** (handler).
 //!
 //! There is no loop and so no gap: the counts are of events, not of gaps, and no class says
@@ -94,6 +96,8 @@ struct CpuFold {
     pending: Option<Pending>,
     /// Why the tick was last kept (`tick_stop` with `success=0`).
     kept: Option<Sym>,
+    /// The task the last switch traced put on the CPU (0: idle).
+    running: Option<u32>,
 }
 
 impl CpuFold {
@@ -152,6 +156,17 @@ impl CpuFold {
                     }
                 }
                 _ => {}
+            }
+            if let What::Switch { pid, prev, .. } = event.what {
+                // A CPU leaving idle may trace no switch (Linux 6.18 does not): a task
+                // switched out after idle was switched in untraced, and is counted now.
+                if self.running == Some(0)
+                    && prev != 0
+                    && let Some(comm) = symbols.comm(prev)
+                {
+                    count(Class::Task, Source::Task(prev, comm));
+                }
+                self.running = Some(pid);
             }
             match event.what {
                 What::Irq { irq, name } => count(Class::DeviceIrq, Source::Irq(irq, name)),
@@ -430,6 +445,40 @@ mod tests {
             assert_eq!(ipis, 17);
             assert_eq!(count(&total, Class::Ipi, "reschedule"), 2);
         }
+    }
+
+    #[test]
+    fn a_task_that_left_idle_without_a_traced_switch_is_counted_when_it_leaves() {
+        let mut symbols = Symbols::default();
+        let idle = symbols.intern_task(0, "swapper/1");
+        symbols.intern_task(200, "app");
+        let other = symbols.intern_task(300, "other-task");
+        let switch = |ts, pid, comm, prev| Event {
+            ts,
+            what: What::Switch {
+                pid,
+                comm,
+                prev,
+                prev_blocked: true,
+            },
+        };
+        // app runs from idle twice, untraced, then other-task is switched in from app.
+        let events = [
+            switch(1, 0, idle, 300),
+            switch(2, 0, idle, 200),
+            switch(3, 0, idle, 200),
+            Event {
+                ts: 4,
+                what: What::Wakeup(300),
+            },
+            switch(5, 300, other, 200),
+        ];
+        let mut fold = Fold::new(5);
+        fold.add(1, &events[..2], &symbols);
+        fold.add(1, &events[2..], &symbols);
+        let total = fold.end_interval(0).total;
+        assert_eq!(count(&total, Class::Task, "app"), 3);
+        assert_eq!(count(&total, Class::Task, "other-task"), 1);
     }
 
     #[test]
