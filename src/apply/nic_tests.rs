@@ -218,7 +218,7 @@ fn revert_says_which_interface_is_gone_and_restores_the_rest() {
         .iter()
         .find(|l| l.what.starts_with("nic:eth4:lro"))
         .unwrap();
-    assert_eq!(line.status, RestoreStatus::Refused);
+    assert_eq!(line.status, RestoreStatus::Failed);
     assert_eq!(
         line.reason.as_deref(),
         Some("eth4 is gone (no such network interface now)")

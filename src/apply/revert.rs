@@ -43,8 +43,7 @@ pub(crate) enum RestoreStatus {
     /// Recorded in an earlier boot: that state is gone.
     OtherBoot,
     /// The machine refused (an IRQ, a task that exited); revert went on.
-    #[serde(rename = "failed")]
-    Refused,
+    Failed,
 }
 
 /// One record and what happened to it.
@@ -275,7 +274,7 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
             }
             Ok(false) => {}
             Err(ChangeError::Refused(reason)) => {
-                line.status = RestoreStatus::Refused;
+                line.status = RestoreStatus::Failed;
                 line.reason = Some(reason);
             }
             Err(ChangeError::Failed(reason)) => {
@@ -283,7 +282,7 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
                     "{JOURNAL_PATH}:{}: {reason}; the journal is kept: fix the cause and run lowlat revert again",
                     entry.line
                 ));
-                line.status = RestoreStatus::Refused;
+                line.status = RestoreStatus::Failed;
                 line.reason = report.stopped.clone();
                 report.lines.push(line);
                 return Ok(report);

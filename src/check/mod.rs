@@ -18,7 +18,7 @@ use crate::machine::kernel::stat::CpuStat;
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::runner::tsc::ticks_to_ns;
-use targets::{Metric, Target};
+use targets::{Target, TargetMetric};
 
 /// Interruptions this long or longer count against the jitter target, ns.
 pub(crate) const LONG_INTERRUPTION_NS: u64 = 10_000;
@@ -64,14 +64,15 @@ impl CpuFigures {
 
 impl CpuFigures {
     /// The value of `metric` here; `None` when it was not measured on this CPU.
-    pub(crate) fn value(&self, metric: Metric) -> Option<f64> {
+    pub(crate) fn value(&self, metric: TargetMetric) -> Option<f64> {
         match metric {
-            Metric::InterruptionsPerMinute { at_least_ns } => {
-                (self.jitter_seconds > 0.0).then(|| {
+            TargetMetric::InterruptionsPerMinute { at_least_ns } => (self.jitter_seconds > 0.0)
+                .then(|| {
                     self.interruptions_at_least(at_least_ns) as f64 * 60.0 / self.jitter_seconds
-                })
+                }),
+            TargetMetric::TimerMaxUs => {
+                (self.timer_samples > 0).then(|| self.timer_max_ns as f64 / 1e3)
             }
-            Metric::TimerMaxUs => (self.timer_samples > 0).then(|| self.timer_max_ns as f64 / 1e3),
         }
     }
 }
@@ -263,7 +264,7 @@ mod tests {
             source: "[S000]".into(),
         };
         let timer = Target {
-            metric: Metric::TimerMaxUs,
+            metric: TargetMetric::TimerMaxUs,
             below: 50.0,
             source: "[S002]".into(),
         };
@@ -280,7 +281,7 @@ mod tests {
         assert_eq!(long[0].outcome, TargetOutcome::Met);
         // A target on another length counts the gaps of that length or more.
         let at_20us = Target {
-            metric: Metric::InterruptionsPerMinute {
+            metric: TargetMetric::InterruptionsPerMinute {
                 at_least_ns: 20_000,
             },
             below: 1.0,

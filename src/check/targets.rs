@@ -30,7 +30,7 @@ pub(crate) fn exposure_to_prove(limit: f64) -> f64 {
 
 /// A figure `lowlat check` measures on each CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Metric {
+pub(crate) enum TargetMetric {
     /// Busy-loop gaps of `at_least_ns` or more per minute of runtime (`measure jitter`);
     /// named `interruptions-ge-10us-per-minute` for 10 µs.
     InterruptionsPerMinute {
@@ -42,7 +42,7 @@ pub(crate) enum Metric {
 }
 
 /// The rate of the profiles' targets: interruptions of 10 µs or more per minute.
-pub(crate) const RATE_GE_10US: Metric = Metric::InterruptionsPerMinute {
+pub(crate) const RATE_GE_10US: TargetMetric = TargetMetric::InterruptionsPerMinute {
     at_least_ns: super::LONG_INTERRUPTION_NS,
 };
 
@@ -55,35 +55,35 @@ fn length_name(ns: u64) -> String {
     }
 }
 
-impl Metric {
+impl TargetMetric {
     /// Its name in the table and in documents.
     pub(crate) fn name(self) -> String {
         match self {
-            Metric::InterruptionsPerMinute { at_least_ns } => {
+            TargetMetric::InterruptionsPerMinute { at_least_ns } => {
                 format!("interruptions-ge-{}-per-minute", length_name(at_least_ns))
             }
-            Metric::TimerMaxUs => "timer-max-us".into(),
+            TargetMetric::TimerMaxUs => "timer-max-us".into(),
         }
     }
 
     /// Words for reports.
     pub(crate) fn describe(self) -> String {
         match self {
-            Metric::InterruptionsPerMinute { at_least_ns } => {
+            TargetMetric::InterruptionsPerMinute { at_least_ns } => {
                 format!("interruptions ≥ {} µs per minute", at_least_ns as f64 / 1e3)
             }
-            Metric::TimerMaxUs => "timer latency max, µs".into(),
+            TargetMetric::TimerMaxUs => "timer latency max, µs".into(),
         }
     }
 
     /// Whether it is a rate (events per minute), judged on its upper bound.
     pub(crate) fn is_rate(self) -> bool {
-        matches!(self, Metric::InterruptionsPerMinute { .. })
+        matches!(self, TargetMetric::InterruptionsPerMinute { .. })
     }
 
-    fn named(name: &str) -> Option<Metric> {
+    fn named(name: &str) -> Option<TargetMetric> {
         if name == "timer-max-us" {
-            return Some(Metric::TimerMaxUs);
+            return Some(TargetMetric::TimerMaxUs);
         }
         let length = name
             .strip_prefix("interruptions-ge-")?
@@ -92,11 +92,11 @@ impl Metric {
             Some(us) => us.parse::<u64>().ok()?.checked_mul(1000)?,
             None => length.strip_suffix("ns")?.parse().ok()?,
         };
-        Some(Metric::InterruptionsPerMinute { at_least_ns })
+        Some(TargetMetric::InterruptionsPerMinute { at_least_ns })
     }
 }
 
-impl Serialize for Metric {
+impl Serialize for TargetMetric {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.name())
     }
@@ -107,7 +107,7 @@ pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY` (LATENCY with 
 
 /// Why a `--target` was refused; each message starts with the target as given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum TargetError {
+pub(crate) enum ParseTargetError {
     /// No `<` between the metric and the limit.
     #[error("'{text}' has no <; {GRAMMAR}")]
     NoLimit {
@@ -160,7 +160,7 @@ pub(crate) enum TargetError {
     },
     /// A metric other than `timer.max` and `jitter.rate(LENGTH)`.
     #[error("'{text}': unknown metric '{metric}'; {GRAMMAR}")]
-    Metric {
+    UnknownMetric {
         /// The target as given.
         text: String,
         /// The metric as given.
@@ -175,41 +175,43 @@ pub(crate) fn parse<E: std::fmt::Display>(
     text: &str,
     length: impl Fn(&str) -> Result<u64, E>,
     shortest_gap_ns: u64,
-) -> Result<Target, TargetError> {
+) -> Result<Target, ParseTargetError> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let given = || text.to_string();
     let length = |value: &str| {
-        length(value).map_err(|e| TargetError::Length {
+        length(value).map_err(|e| ParseTargetError::Length {
             text: given(),
             why: e.to_string(),
         })
     };
     let Some((metric, limit)) = compact.split_once('<') else {
-        return Err(TargetError::NoLimit { text: given() });
+        return Err(ParseTargetError::NoLimit { text: given() });
     };
     let (metric, below) = if metric == "timer.max" {
         let ns = length(limit)?;
-        (Metric::TimerMaxUs, ns as f64 / 1e3)
+        (TargetMetric::TimerMaxUs, ns as f64 / 1e3)
     } else if let Some(gap) = metric
         .strip_prefix("jitter.rate(")
         .and_then(|m| m.strip_suffix(')'))
     {
         let at_least_ns = length(gap)?;
         if at_least_ns < shortest_gap_ns {
-            return Err(TargetError::TooShort {
+            return Err(ParseTargetError::TooShort {
                 text: given(),
                 shortest_gap_ns,
             });
         }
-        let (count, unit) = limit.split_once('/').ok_or_else(|| TargetError::NotRate {
-            text: given(),
-            limit: limit.to_string(),
-        })?;
+        let (count, unit) = limit
+            .split_once('/')
+            .ok_or_else(|| ParseTargetError::NotRate {
+                text: given(),
+                limit: limit.to_string(),
+            })?;
         let count: f64 = count
             .parse()
             .ok()
             .filter(|n: &f64| n.is_finite() && *n > 0.0)
-            .ok_or_else(|| TargetError::Count {
+            .ok_or_else(|| ParseTargetError::Count {
                 text: given(),
                 count: count.to_string(),
             })?;
@@ -218,15 +220,18 @@ pub(crate) fn parse<E: std::fmt::Display>(
             "min" => count,
             "h" => count / 60.0,
             _ => {
-                return Err(TargetError::Unit {
+                return Err(ParseTargetError::Unit {
                     text: given(),
                     unit: unit.to_string(),
                 });
             }
         };
-        (Metric::InterruptionsPerMinute { at_least_ns }, per_minute)
+        (
+            TargetMetric::InterruptionsPerMinute { at_least_ns },
+            per_minute,
+        )
     } else {
-        return Err(TargetError::Metric {
+        return Err(ParseTargetError::UnknownMetric {
             text: given(),
             metric: metric.to_string(),
         });
@@ -242,7 +247,7 @@ pub(crate) fn parse<E: std::fmt::Display>(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Target {
     /// What is measured.
-    pub metric: Metric,
+    pub metric: TargetMetric,
     /// Every measured CPU must stay below this (in the metric's unit).
     pub below: f64,
     /// Where the figure comes from (`--target TEXT` for a target given on the command line).
@@ -255,13 +260,12 @@ impl Target {
     /// not measure the metric.
     pub(crate) fn upper_bound(&self, figures: &CpuFigures) -> Option<f64> {
         match self.metric {
-            Metric::InterruptionsPerMinute { at_least_ns } => {
-                (figures.jitter_seconds > 0.0).then(|| {
+            TargetMetric::InterruptionsPerMinute { at_least_ns } => (figures.jitter_seconds > 0.0)
+                .then(|| {
                     poisson_upper_bound(figures.interruptions_at_least(at_least_ns)) * 60.0
                         / figures.jitter_seconds
-                })
-            }
-            Metric::TimerMaxUs => None,
+                }),
+            TargetMetric::TimerMaxUs => None,
         }
     }
 
@@ -295,7 +299,7 @@ fn rows() -> impl Iterator<Item = (ProfileName, Target)> {
             let (metric, rest) = first_word(rest);
             let (below, source) = first_word(rest);
             let target = Target {
-                metric: Metric::named(metric)
+                metric: TargetMetric::named(metric)
                     .unwrap_or_else(|| panic!("targets.table: unknown metric {metric}")),
                 below: below
                     .parse()
@@ -336,7 +340,7 @@ mod tests {
         assert_eq!(low[0].below, 1.0);
         assert_eq!(
             of_profile(ProfileName::RealtimeHost)[0].metric,
-            Metric::TimerMaxUs
+            TargetMetric::TimerMaxUs
         );
         assert!(of_profile(ProfileName::Throughput).is_empty());
     }
@@ -356,11 +360,11 @@ mod tests {
     fn documents_name_metrics_as_the_table_does() {
         for metric in [
             RATE_GE_10US,
-            Metric::InterruptionsPerMinute { at_least_ns: 2500 },
-            Metric::TimerMaxUs,
+            TargetMetric::InterruptionsPerMinute { at_least_ns: 2500 },
+            TargetMetric::TimerMaxUs,
         ] {
             assert_eq!(serde_json::to_value(metric).unwrap(), metric.name());
-            assert_eq!(Metric::named(&metric.name()), Some(metric));
+            assert_eq!(TargetMetric::named(&metric.name()), Some(metric));
         }
     }
 
@@ -380,14 +384,14 @@ mod tests {
     #[test]
     fn targets_are_read_by_their_grammar_and_refused_naming_what_is_wrong() {
         let t = parse("timer.max<20us", length, 1000).unwrap();
-        assert_eq!((t.metric, t.below), (Metric::TimerMaxUs, 20.0));
+        assert_eq!((t.metric, t.below), (TargetMetric::TimerMaxUs, 20.0));
         assert_eq!(t.source, "--target timer.max<20us");
         let t = parse("jitter.rate(10us) < 1/min", length, 1000).unwrap();
         assert_eq!((t.metric, t.below), (RATE_GE_10US, 1.0));
         let t = parse("jitter.rate(20us)<2/h", length, 1000).unwrap();
         assert_eq!(
             t.metric,
-            Metric::InterruptionsPerMinute {
+            TargetMetric::InterruptionsPerMinute {
                 at_least_ns: 20_000
             }
         );

@@ -1,17 +1,17 @@
 //! `lowlat fleet report` and `lowlat fleet plan`.
 
 use anyhow::{Context, Result, anyhow};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use std::fmt::Write;
 use std::path::PathBuf;
 
 use super::output::{print, print_json};
-use super::{Cli, exit};
+use super::{Cli, exit, values};
 use crate::audit::profile;
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::findings;
-use crate::plan::request::{PlanRequest, Profile};
+use crate::plan::request::{PlanProfile, PlanRequest};
 use crate::report::html::{self, Source};
 use crate::sysroot::prepare_output_dir;
 use crate::tuning::profile_name::ProfileName;
@@ -112,7 +112,7 @@ pub struct PlanArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The workload to plan for (and the audit profile the hosts are judged by).
-    #[arg(long, value_enum, default_value_t = PlanProfile::LowLatency)]
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
     pub profile: PlanProfile,
 
     /// Write each group's plan into DIR/group-N/.
@@ -122,17 +122,6 @@ pub struct PlanArgs {
     /// Write into group directories that are not empty, replacing lowlat's files.
     #[arg(long)]
     pub force: bool,
-}
-
-/// `fleet plan --profile` values: the profiles lowlat plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlanProfile {
-    /// Busy-polling applications on isolated cores.
-    LowLatency,
-    /// A real-time KVM host.
-    RealtimeHost,
-    /// A real-time KVM guest.
-    RealtimeGuest,
 }
 
 /// Runs `lowlat fleet`.
@@ -181,11 +170,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
 
 fn plan(args: &PlanArgs) -> Result<u8> {
     let request = PlanRequest {
-        profile: match args.profile {
-            PlanProfile::LowLatency => Profile::LowLatency,
-            PlanProfile::RealtimeHost => Profile::RealtimeHost,
-            PlanProfile::RealtimeGuest => Profile::RealtimeGuest,
-        },
+        profile: args.profile,
         ..PlanRequest::default()
     };
     let profile = findings::audit_profile(request.profile)?;

@@ -1,7 +1,7 @@
 //! `lowlat plan`.
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ use crate::machine::freebsd::FreeBsdMachine;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
 use crate::plan::request::{
-    HugepagePool, Isolation, PlanOptions, PlanRequest, Power, Profile, SmtChoice,
+    HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
 };
 use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
 use crate::report::freebsd as report_freebsd;
@@ -43,8 +43,8 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlannedProfile)]
-    pub profile: Profile,
+    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
+    pub profile: PlanProfile,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
     /// [default: 1].
@@ -80,7 +80,7 @@ pub struct PlanArgs {
     /// together) or off (nosmt at the next boot). Default: the profile's (off for
     /// low-latency and realtime-host, kept for realtime-guest).
     #[arg(long, value_enum, value_name = "keep|off")]
-    pub smt: Option<SmtArg>,
+    pub smt: Option<SmtChoice>,
 
     /// How to isolate: boot (kernel arguments, in effect after a reboot), runtime (now,
     /// without a reboot: cpusets, cgroup v1 or v2, with the IRQ, workqueue and kernel-thread
@@ -90,8 +90,8 @@ pub struct PlanArgs {
     pub isolation: Isolation,
 
     /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
-    #[arg(long, value_enum, default_value_t = Power::Latency)]
-    pub power: Power,
+    #[arg(long, value_enum, default_value_t = PowerPolicy::Latency)]
+    pub power: PowerPolicy,
 
     /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
     /// first is the default size.
@@ -180,15 +180,6 @@ fn memory_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
-/// `--smt` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SmtArg {
-    /// Keep SMT on, siblings together in the partition.
-    Keep,
-    /// Turn SMT off at the next boot (nosmt).
-    Off,
-}
-
 impl PlanArgs {
     /// The request these options describe.
     pub fn request(&self) -> Result<PlanRequest> {
@@ -212,11 +203,7 @@ impl PlanArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: match self.smt {
-                    None => SmtChoice::Profile,
-                    Some(SmtArg::Keep) => SmtChoice::Keep,
-                    Some(SmtArg::Off) => SmtChoice::Off,
-                },
+                smt: self.smt.unwrap_or_default(),
                 isolation: self.isolation,
             },
         })

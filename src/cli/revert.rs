@@ -53,7 +53,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
     }
     Ok(if report.stopped.is_some() {
         exit::ERROR
-    } else if report.count(RestoreStatus::Refused) > 0 {
+    } else if report.count(RestoreStatus::Failed) > 0 {
         exit::FAILURES
     } else {
         exit::OK

@@ -15,7 +15,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, Power, Profile};
+use crate::plan::request::{Isolation, PlanProfile, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -284,20 +284,20 @@ impl clap::ValueEnum for ProfileName {
 /// `--profile` of plan and fleet plan: the profiles lowlat makes plans for, as `--help` lists
 /// them; another profile's name is refused with the reason it has no plan.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PlannedProfile;
+pub(crate) struct PlanProfileParser;
 
-impl clap::builder::TypedValueParser for PlannedProfile {
-    type Value = Profile;
+impl clap::builder::TypedValueParser for PlanProfileParser {
+    type Value = PlanProfile;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<Profile, clap::Error> {
+    ) -> Result<PlanProfile, clap::Error> {
         let name =
             clap::builder::EnumValueParser::<ProfileName>::new().parse_ref(cmd, arg, value)?;
-        Profile::try_from(name).map_err(|reason| {
+        PlanProfile::try_from(name).map_err(|reason| {
             let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
             clap::Error::raw(
                 clap::error::ErrorKind::ValueValidation,
@@ -308,23 +308,43 @@ impl clap::builder::TypedValueParser for PlannedProfile {
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(Profile::ALL.into_iter().filter_map(|profile| {
-            ProfileName::from(profile).to_possible_value()
-        })))
+        Some(Box::new(PlanProfile::ALL.into_iter().filter_map(
+            |profile| ProfileName::from(profile).to_possible_value(),
+        )))
     }
 }
 
 /// `--power` of plan.
-impl clap::ValueEnum for Power {
+impl clap::ValueEnum for PowerPolicy {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Power::Latency, Power::Balanced]
+        &[PowerPolicy::Latency, PowerPolicy::Balanced]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
         Some(PossibleValue::new(self.name()).help(match self {
-            Power::Latency => "No C-state deeper than C1.",
-            Power::Balanced => "No idle-state limit on the command line.",
+            PowerPolicy::Latency => "No C-state deeper than C1.",
+            PowerPolicy::Balanced => "No idle-state limit on the command line.",
         }))
+    }
+}
+
+/// `--smt` of plan: `keep` or `off`; without the flag, the profile decides
+/// ([`SmtChoice::Profile`], which has no value of its own).
+impl clap::ValueEnum for SmtChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[SmtChoice::Keep, SmtChoice::Off]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            SmtChoice::Profile => None,
+            SmtChoice::Keep => Some(
+                PossibleValue::new("keep").help("Keep SMT on, siblings together in the partition"),
+            ),
+            SmtChoice::Off => {
+                Some(PossibleValue::new("off").help("Turn SMT off at the next boot (nosmt)"))
+            }
+        }
     }
 }
 

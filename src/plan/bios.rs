@@ -110,7 +110,7 @@ mod tests {
     use crate::bios::System;
     use crate::bios::registry::Registry;
     use crate::plan::findings::audit_profile;
-    use crate::plan::request::Profile as PlanProfile;
+    use crate::plan::request::PlanProfile;
     use serde_json::json;
     use std::collections::BTreeMap;
 

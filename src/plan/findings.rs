@@ -6,7 +6,7 @@
 //! `--allow-security-tradeoffs`, and command-line values are written the plan's way.
 
 use super::Draft;
-use super::request::Profile;
+use super::request::PlanProfile;
 use crate::audit::{self, AuditPartition, PartitionSource, ProfileError};
 use crate::machine::Machine;
 use crate::tuning::partition::Partition;
@@ -14,7 +14,7 @@ use crate::tuning::setting::Setting;
 use crate::tuning::setting_id::SettingId;
 
 /// The audit profile of a plan profile (they share their names).
-pub fn audit_profile(profile: Profile) -> Result<audit::Profile, ProfileError> {
+pub fn audit_profile(profile: PlanProfile) -> Result<audit::Profile, ProfileError> {
     audit::profile::load(profile.into())
 }
 
@@ -164,9 +164,9 @@ mod tests {
     #[test]
     fn every_plan_profile_is_an_audit_profile() {
         for profile in [
-            Profile::LowLatency,
-            Profile::RealtimeHost,
-            Profile::RealtimeGuest,
+            PlanProfile::LowLatency,
+            PlanProfile::RealtimeHost,
+            PlanProfile::RealtimeGuest,
         ] {
             assert!(audit_profile(profile).is_ok(), "{}", profile.name());
         }

@@ -4,7 +4,7 @@
 use crate::text::Page;
 use std::collections::BTreeSet;
 
-use super::request::{HugepagePool, Power};
+use super::request::{HugepagePool, PowerPolicy};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
 use super::{Draft, Inputs, Plan, PlanError, cmdline_size, setting};
 use crate::audit::rules::boot::NOSOFTLOCKUP_TRADEOFF;
@@ -106,7 +106,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
     if cmdline.value("idle") == Some("poll") {
         conflicts.push(("idle", poll));
     }
-    if power == Power::Balanced {
+    if power == PowerPolicy::Balanced {
         conflicts.extend([
             ("cpuidle.off", no_limit),
             ("processor.max_cstate", no_limit),
@@ -290,10 +290,10 @@ fn is_x86(cpu: &CpuIdentity) -> bool {
 }
 
 /// Idle-state arguments chosen by the power policy.
-fn plan_idle(power: Power, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
+fn plan_idle(power: PowerPolicy, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
     let source = format!("{GUIDE} §4.3.5; {RT_GUIDE}");
     match power {
-        Power::Latency => {
+        PowerPolicy::Latency => {
             draft.add(boot(
                 "processor.max_cstate",
                 "processor.max_cstate=1",
@@ -309,7 +309,7 @@ fn plan_idle(power: Power, cpu: Option<&CpuIdentity>, draft: &mut Draft) {
                 ));
             }
         }
-        Power::Balanced => {}
+        PowerPolicy::Balanced => {}
     }
 }
 

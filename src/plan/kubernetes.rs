@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::Plan;
 use super::kernel_cmdline::add_and_remove;
-use super::request::Profile;
+use super::request::PlanProfile;
 use crate::machine::topology::Topology;
 
 /// The kubelet configuration's path in the plan's output directory.
@@ -336,7 +336,7 @@ pub(crate) fn render_performance_profile(plan: &Plan, shape: NodeShape, header: 
                 topology_policy: shape.topology_policy(),
             },
             real_time_kernel: Enabled {
-                enabled: plan.profile != Profile::LowLatency,
+                enabled: plan.profile != PlanProfile::LowLatency,
             },
             workload_hints: WorkloadHints {
                 real_time: true,

@@ -41,7 +41,7 @@ use crate::machine::{CpuSet, Machine};
 use crate::tuning::partition::{CpuList, Partition, PartitionError, with_smt_off};
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
-use request::{PlanOptions, PlanRequest, Profile};
+use request::{PlanOptions, PlanProfile, PlanRequest};
 
 /// The machine a plan was made for. `lowlat apply` refuses a plan whose target is not the
 /// machine it runs on.
@@ -118,7 +118,7 @@ pub struct Plan {
     /// The machine the plan was made for.
     pub target: TargetMachine,
     /// The workload profile.
-    pub profile: Profile,
+    pub profile: PlanProfile,
     /// The options chosen (power policy, hugepages, trade-offs).
     pub options: PlanOptions,
     /// The CPU partition every setting derives from.

@@ -11,7 +11,7 @@ use crate::tuning::profile_name::ProfileName;
 /// The workload a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Profile {
+pub enum PlanProfile {
     /// Busy-polling, latency-critical applications on isolated cores (the HPE/AMD guide of
     /// \[S000\]): isolated CPUs keep scheduler load balancing among themselves unless a
     /// no-balance band is asked for.
@@ -23,12 +23,12 @@ pub enum Profile {
     RealtimeGuest,
 }
 
-impl Profile {
+impl PlanProfile {
     /// The profiles lowlat makes plans for.
-    pub const ALL: [Profile; 3] = [
-        Profile::LowLatency,
-        Profile::RealtimeHost,
-        Profile::RealtimeGuest,
+    pub const ALL: [PlanProfile; 3] = [
+        PlanProfile::LowLatency,
+        PlanProfile::RealtimeHost,
+        PlanProfile::RealtimeGuest,
     ];
 
     /// The name as written on the command line and in plan.json.
@@ -39,27 +39,27 @@ impl Profile {
     /// Whether every isolated CPU leaves scheduler load balancing (static partitioning, as the
     /// TuneD realtime profiles do with `isolcpus=managed_irq,domain,...`).
     pub fn static_isolation(self) -> bool {
-        !matches!(self, Profile::LowLatency)
+        !matches!(self, PlanProfile::LowLatency)
     }
 
     /// Whether per-CPU kernel threads get real-time priorities by default.
     pub fn kthread_priorities(self) -> bool {
-        !matches!(self, Profile::LowLatency)
+        !matches!(self, PlanProfile::LowLatency)
     }
 }
 
-impl fmt::Display for Profile {
+impl fmt::Display for PlanProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl From<Profile> for ProfileName {
-    fn from(profile: Profile) -> ProfileName {
+impl From<PlanProfile> for ProfileName {
+    fn from(profile: PlanProfile) -> ProfileName {
         match profile {
-            Profile::LowLatency => ProfileName::LowLatency,
-            Profile::RealtimeHost => ProfileName::RealtimeHost,
-            Profile::RealtimeGuest => ProfileName::RealtimeGuest,
+            PlanProfile::LowLatency => ProfileName::LowLatency,
+            PlanProfile::RealtimeHost => ProfileName::RealtimeHost,
+            PlanProfile::RealtimeGuest => ProfileName::RealtimeGuest,
         }
     }
 }
@@ -80,14 +80,14 @@ pub enum NoPlan {
     FreeBsd,
 }
 
-impl TryFrom<ProfileName> for Profile {
+impl TryFrom<ProfileName> for PlanProfile {
     type Error = NoPlan;
 
-    fn try_from(name: ProfileName) -> Result<Profile, NoPlan> {
+    fn try_from(name: ProfileName) -> Result<PlanProfile, NoPlan> {
         match name {
-            ProfileName::LowLatency => Ok(Profile::LowLatency),
-            ProfileName::RealtimeHost => Ok(Profile::RealtimeHost),
-            ProfileName::RealtimeGuest => Ok(Profile::RealtimeGuest),
+            ProfileName::LowLatency => Ok(PlanProfile::LowLatency),
+            ProfileName::RealtimeHost => Ok(PlanProfile::RealtimeHost),
+            ProfileName::RealtimeGuest => Ok(PlanProfile::RealtimeGuest),
             ProfileName::Throughput => Err(NoPlan::Throughput),
             ProfileName::FreebsdRouter => Err(NoPlan::FreeBsd),
         }
@@ -97,7 +97,7 @@ impl TryFrom<ProfileName> for Profile {
 /// The idle-state (C-state) policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Power {
+pub enum PowerPolicy {
     /// No CPU goes deeper than C1 (`processor.max_cstate=1`, and `intel_idle.max_cstate=0` on
     /// Intel so that the ACPI driver, which honours that limit, is used). Not `idle=poll`: a
     /// polling idle loop keeps the housekeeping cores and every idle SMT sibling at full power
@@ -109,17 +109,17 @@ pub enum Power {
     Balanced,
 }
 
-impl Power {
+impl PowerPolicy {
     /// The name as written on the command line and in plan.json.
     pub fn name(self) -> &'static str {
         match self {
-            Power::Latency => "latency",
-            Power::Balanced => "balanced",
+            PowerPolicy::Latency => "latency",
+            PowerPolicy::Balanced => "balanced",
         }
     }
 }
 
-impl fmt::Display for Power {
+impl fmt::Display for PowerPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -257,7 +257,7 @@ impl Isolation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanOptions {
     /// The idle-state policy.
-    pub power: Power,
+    pub power: PowerPolicy,
     /// Hugepage pools reserved on the kernel command line; the first is the default size.
     pub hugepages: Vec<HugepagePool>,
     /// Whether the guide's security trade-offs (`mitigations=off`, `selinux=0`, ...) are
@@ -301,7 +301,7 @@ impl SmtChoice {
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
-            power: Power::Latency,
+            power: PowerPolicy::Latency,
             hugepages: Vec::new(),
             allow_security_tradeoffs: false,
             kthread_priorities: false,
@@ -315,7 +315,7 @@ impl Default for PlanOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanRequest {
     /// The workload.
-    pub profile: Profile,
+    pub profile: PlanProfile,
     /// How to split the CPUs.
     pub partition: PartitionRequest,
     /// The other choices.
@@ -325,7 +325,7 @@ pub struct PlanRequest {
 impl Default for PlanRequest {
     fn default() -> Self {
         Self {
-            profile: Profile::LowLatency,
+            profile: PlanProfile::LowLatency,
             partition: PartitionRequest::default(),
             options: PlanOptions::default(),
         }
@@ -397,8 +397,8 @@ mod tests {
 
     #[test]
     fn profiles_decide_static_isolation() {
-        assert!(!Profile::LowLatency.static_isolation());
-        assert!(Profile::RealtimeHost.static_isolation());
-        assert!(Profile::RealtimeGuest.kthread_priorities());
+        assert!(!PlanProfile::LowLatency.static_isolation());
+        assert!(PlanProfile::RealtimeHost.static_isolation());
+        assert!(PlanProfile::RealtimeGuest.kthread_priorities());
     }
 }

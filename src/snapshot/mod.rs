@@ -379,7 +379,9 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
     let top = tempdir.path().join("root");
     std::fs::create_dir(&top).map_err(SnapshotError::TempDir)?;
     let mut tempdir = Some(tempdir);
-    let manifest = read_archive(file, &mut Target::Dir(&top), &mut || drop(tempdir.take()))?;
+    let manifest = read_archive(file, &mut Destination::Dir(&top), &mut || {
+        drop(tempdir.take())
+    })?;
     let tempdir = tempdir.ok_or(SnapshotError::Interrupted {
         file: file.to_path_buf(),
     })?;
@@ -390,23 +392,23 @@ pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
 /// its files with the manifest. Nothing is written to disk.
 pub fn load(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
     let mut tree = MemoryTree::default();
-    let manifest = read_archive(file, &mut Target::Memory(&mut tree), &mut || {})?;
+    let manifest = read_archive(file, &mut Destination::Memory(&mut tree), &mut || {})?;
     Ok((SysRoot::in_memory(file.to_path_buf(), tree), manifest))
 }
 
 /// Where the entries of an archive go.
-enum Target<'a> {
+enum Destination<'a> {
     /// Files and directories under this directory.
     Dir(&'a Path),
     /// A tree in memory.
     Memory(&'a mut MemoryTree),
 }
 
-/// Reads the snapshot `file` into `target` and returns its manifest. Ctrl-C or SIGTERM while it
+/// Reads the snapshot `file` into `destination` and returns its manifest. Ctrl-C or SIGTERM while it
 /// reads calls `clean_up`, then ends the process as the signal would have.
 fn read_archive(
     file: &Path,
-    target: &mut Target<'_>,
+    destination: &mut Destination<'_>,
     clean_up: &mut dyn FnMut(),
 ) -> Result<Manifest, SnapshotError> {
     let mut raw = std::fs::File::open(file).map_err(|source| SnapshotError::Open {
@@ -448,8 +450,8 @@ fn read_archive(
     };
     let signals = SignalGuard::install();
     let mut progress = Progress::new(file);
-    let unpacked = match target {
-        Target::Dir(top) if compressed => {
+    let unpacked = match destination {
+        Destination::Dir(top) if compressed => {
             let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
                 .map_err(|e| not_zstd(e.to_string()))?;
             tar::Archive::new(decoder.take(MAX_TOTAL_BYTES + 1))
@@ -457,20 +459,20 @@ fn read_archive(
                 .map_err(ArchiveError::Corrupt)
                 .and_then(|entries| unpack(entries, top, &mut progress))
         }
-        Target::Dir(top) => {
+        Destination::Dir(top) => {
             tar::Archive::new(std::io::Read::chain(&head[..], raw).take(MAX_TOTAL_BYTES + 1))
                 .entries()
                 .map_err(ArchiveError::Corrupt)
                 .and_then(|entries| unpack(entries, top, &mut progress))
         }
-        Target::Memory(_) if !compressed => {
+        Destination::Memory(_) if !compressed => {
             return Err(not_zstd(
                 "an uncompressed tar (a capture made without zstd): compress it with `zstd FILE` \
                  for this command, or open it with --snapshot FILE"
                     .into(),
             ));
         }
-        Target::Memory(tree) => unpack_in_memory(&magic, raw, tree, &mut progress),
+        Destination::Memory(tree) => unpack_in_memory(&magic, raw, tree, &mut progress),
     };
     progress.finish();
     if let Some(signal) = SignalGuard::caught() {

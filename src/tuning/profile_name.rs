@@ -1,6 +1,6 @@
 //! The names of the tuning profiles, one type for every command that takes `--profile`:
 //! audit, check and fleet judge against any of them; plan makes plans for the latency ones
-//! (`plan::request::Profile`, which refuses the others by name).
+//! (`plan::request::PlanProfile`, which refuses the others by name).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

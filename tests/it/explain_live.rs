@@ -102,10 +102,16 @@ fn tracefs_state() -> BTreeMap<String, Vec<u8>> {
     }
     let mut out = BTreeMap::new();
     walk(Path::new(TRACEFS), &mut out);
-    out.insert(
-        "instances/".into(),
-        lowlat_instances().join("\n").into_bytes(),
-    );
+    // lowlat instances left behind: those of processes that no longer run (a lowlat running
+    // beside the test, e.g. another build's, holds its own until it ends).
+    let left: Vec<String> = lowlat_instances()
+        .into_iter()
+        .filter(|name| {
+            let pid = name.trim_start_matches("lowlat-").trim_end_matches("-ipi");
+            !Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .collect();
+    out.insert("instances/".into(), left.join("\n").into_bytes());
     out
 }
 

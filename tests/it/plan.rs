@@ -3,7 +3,7 @@
 
 use crate::support::{fixture, id};
 use lowlat::machine::{CpuSet, Machine};
-use lowlat::plan::request::{PlanRequest, Profile};
+use lowlat::plan::request::{PlanProfile, PlanRequest};
 use lowlat::plan::{self, Plan, artifacts, findings};
 use lowlat::sysroot::SysRoot;
 use lowlat::tuning::setting::Layer;
@@ -250,7 +250,7 @@ fn nic_queues_spread_over_the_nics_node_with_the_queue_rule() {
 #[test]
 fn realtime_guest_isolates_statically_and_raises_kthread_priorities() {
     let request = PlanRequest {
-        profile: Profile::RealtimeGuest,
+        profile: PlanProfile::RealtimeGuest,
         ..PlanRequest::default()
     };
     let (_, plan) = plan_with("rt-guest-4vcpu", &request);
@@ -362,7 +362,7 @@ fn golden_artifacts_with_every_option() {
     let _golden = crate::support::golden_files();
     let request = PlanRequest {
         options: lowlat::plan::request::PlanOptions {
-            power: lowlat::plan::request::Power::Balanced,
+            power: lowlat::plan::request::PowerPolicy::Balanced,
             hugepages: vec!["1G:16".parse().unwrap(), "2M:1024".parse().unwrap()],
             allow_security_tradeoffs: true,
             kthread_priorities: true,

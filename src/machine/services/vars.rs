@@ -21,7 +21,7 @@ pub(crate) fn last<'a>(vars: &'a [Var], key: &str) -> Option<&'a Var> {
 
 /// Why a line of an environment file is not an assignment (said in its warning).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum LineError {
+enum EnvLineError {
     /// No `=` on the line.
     #[error("expected KEY=value")]
     NotAssignment,
@@ -50,10 +50,10 @@ pub(crate) fn parse_env_file(text: &str, path: &str, warnings: &mut Warnings) ->
         let line = line.strip_prefix("export ").map_or(line, str::trim_start);
         let parsed = line
             .split_once('=')
-            .ok_or(LineError::NotAssignment)
+            .ok_or(EnvLineError::NotAssignment)
             .and_then(|(key, value)| {
                 if !shell_name(key) {
-                    return Err(LineError::BadName(truncate(key, 30)));
+                    return Err(EnvLineError::BadName(truncate(key, 30)));
                 }
                 Ok((key, shell_value(value)?))
             });
@@ -122,7 +122,7 @@ fn shell_name(name: &str) -> bool {
 
 /// Resolves the quoting of a shell word: `"a b"`, `'a b'`, `a\ b`, and concatenations such as
 /// `"a"'b'c`; after the word only a `# comment` may follow.
-fn shell_value(text: &str) -> Result<String, LineError> {
+fn shell_value(text: &str) -> Result<String, EnvLineError> {
     let mut value = String::new();
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -131,7 +131,7 @@ fn shell_value(text: &str) -> Result<String, LineError> {
                 match chars.next() {
                     Some('\'') => break,
                     Some(c) => value.push(c),
-                    None => return Err(LineError::UnterminatedQuote("single")),
+                    None => return Err(EnvLineError::UnterminatedQuote("single")),
                 }
             },
             '"' => loop {
@@ -143,10 +143,10 @@ fn shell_value(text: &str) -> Result<String, LineError> {
                             value.push('\\');
                             value.push(c);
                         }
-                        None => return Err(LineError::UnterminatedQuote("double")),
+                        None => return Err(EnvLineError::UnterminatedQuote("double")),
                     },
                     Some(c) => value.push(c),
-                    None => return Err(LineError::UnterminatedQuote("double")),
+                    None => return Err(EnvLineError::UnterminatedQuote("double")),
                 }
             },
             '\\' => {
@@ -159,7 +159,7 @@ fn shell_value(text: &str) -> Result<String, LineError> {
                 if rest.is_empty() || rest.starts_with('#') {
                     break;
                 }
-                return Err(LineError::UnquotedSpace);
+                return Err(EnvLineError::UnquotedSpace);
             }
             c => value.push(c),
         }

@@ -168,7 +168,7 @@ pub(crate) fn render_revert(report: &RevertReport) -> String {
             RestoreStatus::Unchanged => "unchanged",
             RestoreStatus::WouldRestore => "would restore",
             RestoreStatus::OtherBoot => "earlier boot",
-            RestoreStatus::Refused => "refused",
+            RestoreStatus::Failed => "refused",
         };
         write!(out, "  {status:<14} line {:<5} {}", line.line, line.what);
         if let Some(reason) = &line.reason {
@@ -190,7 +190,7 @@ pub(crate) fn render_revert(report: &RevertReport) -> String {
         report.count(RestoreStatus::Restored),
         report.count(RestoreStatus::Unchanged),
         report.count(RestoreStatus::OtherBoot),
-        report.count(RestoreStatus::Refused)
+        report.count(RestoreStatus::Failed)
     );
     if let Some(line) = report.torn_last_line {
         writeln!(

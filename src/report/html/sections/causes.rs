@@ -17,34 +17,34 @@ use crate::report::measure::explain::{CrossCheckJson, cross_check_text};
 
 /// The explanation of one run, as both documents hold it.
 #[derive(Deserialize)]
-pub(super) struct Explain {
+pub(super) struct ExplainView {
     traced: bool,
     #[serde(default)]
     lost_events: u64,
     #[serde(default)]
     notes: Vec<String>,
     #[serde(default)]
-    cpus: Vec<CpuCauses>,
+    cpus: Vec<CpuCausesView>,
     /// The loop slept (a timer's): absent from older documents.
     #[serde(default)]
     loop_slept: bool,
 }
 
 #[derive(Deserialize)]
-struct CpuCauses {
+struct CpuCausesView {
     cpu: u32,
     gaps: u64,
     #[serde(default)]
-    causes: Vec<Cause>,
+    causes: Vec<CauseView>,
     #[serde(default)]
-    spikes: Vec<Spike>,
+    spikes: Vec<SpikeView>,
     /// What its `no_kernel_event` gaps are checked against: absent from older documents.
     #[serde(default)]
     cross_check: Option<CrossCheckJson>,
 }
 
 #[derive(Deserialize)]
-struct Cause {
+struct CauseView {
     class: String,
     source: String,
     count: u64,
@@ -58,7 +58,7 @@ struct Cause {
 }
 
 #[derive(Deserialize)]
-struct Spike {
+struct SpikeView {
     at_ns: u64,
     length_ns: u64,
     class: String,
@@ -113,7 +113,7 @@ fn fix(rule: Option<&str>, setting: Option<&str>) -> Markup {
 
 /// The explanation of the run `run` (its document's name) drawn: the time by class per CPU,
 /// each CPU's top causes with their fixes, the longest gaps; or why it was not explained.
-pub(super) fn view(run: &str, explain: &Explain) -> Markup {
+pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
     if !explain.traced {
         return html! { p.causes-note { "Gaps not explained: " (explain.notes.join("; ")) } };
     }
@@ -237,7 +237,7 @@ pub(super) fn view(run: &str, explain: &Explain) -> Markup {
 mod tests {
     use super::*;
 
-    fn explain(json: serde_json::Value) -> Explain {
+    fn explain(json: serde_json::Value) -> ExplainView {
         serde_json::from_value(json).unwrap()
     }
 

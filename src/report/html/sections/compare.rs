@@ -13,35 +13,35 @@ use crate::report::compare::{estimate, ratio, value};
 use crate::report::html::source::{Source, SourceError};
 
 #[derive(Deserialize)]
-struct Document {
-    comparisons: Vec<Comparison>,
+struct DocumentView {
+    comparisons: Vec<ComparisonView>,
 }
 
 #[derive(Deserialize)]
-struct Comparison {
+struct ComparisonView {
     family: String,
     above_ns: f64,
     alpha: f64,
     correction: String,
-    a: Arm,
-    b: Arm,
-    settings: Settings,
-    primary: Vec<Primary>,
-    environment: Vec<EnvironmentRow>,
-    rows: Vec<Row>,
+    a: ArmView,
+    b: ArmView,
+    settings: SettingsView,
+    primary: Vec<PrimaryView>,
+    environment: Vec<EnvironmentRowView>,
+    rows: Vec<RowView>,
     /// Absent where the runs were not explained (`--explain`).
-    causes: Option<Causes>,
+    causes: Option<CausesView>,
     notes: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct Causes {
+struct CausesView {
     unit: String,
-    rows: Vec<CauseRow>,
+    rows: Vec<CauseRowView>,
 }
 
 #[derive(Deserialize)]
-struct CauseRow {
+struct CauseRowView {
     class: String,
     source: String,
     presence: String,
@@ -56,26 +56,26 @@ struct CauseRow {
 }
 
 #[derive(Deserialize)]
-struct Arm {
+struct ArmView {
     runs: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct Settings {
-    between: Vec<KeyValues>,
-    within_a: Vec<KeyValues>,
-    within_b: Vec<KeyValues>,
+struct SettingsView {
+    between: Vec<KeyValuesView>,
+    within_a: Vec<KeyValuesView>,
+    within_b: Vec<KeyValuesView>,
 }
 
 #[derive(Deserialize)]
-struct KeyValues {
+struct KeyValuesView {
     key: String,
     a: Vec<String>,
     b: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct Primary {
+struct PrimaryView {
     endpoint: String,
     kernel: Option<String>,
     unit: String,
@@ -93,22 +93,22 @@ struct Primary {
 }
 
 #[derive(Deserialize)]
-struct EnvironmentRow {
+struct EnvironmentRowView {
     covariate: String,
-    a: Option<Spread>,
-    b: Option<Spread>,
+    a: Option<SpreadView>,
+    b: Option<SpreadView>,
     warning: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct Spread {
+struct SpreadView {
     mean: f64,
     sd: f64,
     runs: usize,
 }
 
 #[derive(Deserialize)]
-struct Row {
+struct RowView {
     cpu: u32,
     metric: String,
     unit: String,
@@ -120,7 +120,7 @@ struct Row {
     verdict: String,
 }
 
-fn spread(s: &Option<Spread>) -> String {
+fn spread(s: &Option<SpreadView>) -> String {
     match s {
         Some(s) if s.runs > 1 => format!("{:.2} ± {:.2}", s.mean, s.sd),
         Some(s) => format!("{:.2}", s.mean),
@@ -128,7 +128,7 @@ fn spread(s: &Option<Spread>) -> String {
     }
 }
 
-fn verdict(p: &Primary) -> String {
+fn verdict(p: &PrimaryView) -> String {
     let mut text = match (p.verdict.as_str(), p.runs_needed) {
         ("inconclusive", Some(n)) => format!("inconclusive (needs {n} runs per arm)"),
         ("inconclusive", None) => "inconclusive (needs more than 64 runs per arm)".to_string(),
@@ -147,7 +147,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     }
     let mut parts = Vec::new();
     for source in sources {
-        let document: Document = source.view()?;
+        let document: DocumentView = source.view()?;
         for c in &document.comparisons {
             let suspect = !c.settings.within_a.is_empty() || !c.settings.within_b.is_empty();
             let runs = c.primary.first().map_or(0, |p| p.a.runs.min(p.b.runs));

@@ -11,19 +11,19 @@ use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 
 #[derive(Deserialize)]
-struct Measure<T> {
+struct MeasureView<T> {
     result: T,
 }
 
 /// A matrix as the engines write it (`crate::measure::matrix::Matrix`).
 #[derive(Deserialize)]
-struct Matrix {
+struct MatrixView {
     rows: Vec<String>,
     columns: Vec<String>,
     values: Vec<Vec<Option<f64>>>,
 }
 
-impl Matrix {
+impl MatrixView {
     fn cells(&self) -> impl Iterator<Item = f64> + '_ {
         self.values.iter().flatten().flatten().copied()
     }
@@ -39,7 +39,7 @@ impl Matrix {
 }
 
 #[derive(Deserialize)]
-struct Stats {
+struct StatsView {
     count: u64,
     median: f64,
     p99: f64,
@@ -47,50 +47,50 @@ struct Stats {
 }
 
 #[derive(Deserialize)]
-struct Wakeup {
-    pairs: Vec<WakePair>,
-    matrix_median_ns: Matrix,
+struct WakeupView {
+    pairs: Vec<WakePairView>,
+    matrix_median_ns: MatrixView,
 }
 
 #[derive(Deserialize)]
-struct WakePair {
+struct WakePairView {
     waker_cpu: u32,
     woken_cpu: u32,
-    latency_ns: Stats,
+    latency_ns: StatsView,
 }
 
 #[derive(Deserialize)]
-struct Ipi {
-    pairs: Vec<IpiPair>,
-    matrix_round_trip_ns: Matrix,
+struct IpiView {
+    pairs: Vec<IpiPairView>,
+    matrix_round_trip_ns: MatrixView,
 }
 
 #[derive(Deserialize)]
-struct IpiPair {
+struct IpiPairView {
     from_cpu: u32,
     to_cpu: u32,
-    with_target_ns: Stats,
-    baseline_ns: Stats,
+    with_target_ns: StatsView,
+    baseline_ns: StatsView,
     round_trip_ns: f64,
 }
 
 #[derive(Deserialize)]
-struct Mesh {
+struct MeshView {
     elapsed_ns: u64,
-    cpus: Vec<MeshCpu>,
+    cpus: Vec<MeshCpuView>,
     calls_per_second: f64,
     ipis_per_second: f64,
 }
 
 #[derive(Deserialize)]
-struct MeshCpu {
+struct MeshCpuView {
     cpu: u32,
     calls: u64,
     calls_per_second: f64,
 }
 
 /// A matrix in ns as µs (the report's unit for latencies).
-fn in_micros(m: &mut Matrix) {
+fn in_micros(m: &mut MatrixView) {
     for v in m.values.iter_mut().flatten().flatten() {
         *v /= 1e3;
     }
@@ -106,7 +106,7 @@ fn read<'s, T: serde::de::DeserializeOwned>(
 ) -> Result<Vec<(&'s Source, T)>, SourceError> {
     sources
         .iter()
-        .map(|s| Ok((*s, s.view::<Measure<T>>()?.result)))
+        .map(|s| Ok((*s, s.view::<MeasureView<T>>()?.result)))
         .collect()
 }
 
@@ -115,7 +115,7 @@ pub(super) fn wakeup(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut docs = read::<Wakeup>(sources)?;
+    let mut docs = read::<WakeupView>(sources)?;
     for (_, w) in &mut docs {
         in_micros(&mut w.matrix_median_ns);
     }
@@ -142,7 +142,7 @@ pub(super) fn ipi(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut docs = read::<Ipi>(sources)?;
+    let mut docs = read::<IpiView>(sources)?;
     for (_, d) in &mut docs {
         in_micros(&mut d.matrix_round_trip_ns);
     }
@@ -173,7 +173,7 @@ pub(super) fn ipi_mesh(sources: &[&Source]) -> Result<Option<Markup>, SourceErro
     if sources.is_empty() {
         return Ok(None);
     }
-    let docs = read::<Mesh>(sources)?;
+    let docs = read::<MeshView>(sources)?;
     let series: Vec<Series> = docs
         .iter()
         .map(|(source, m)| Series {

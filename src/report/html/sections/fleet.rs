@@ -26,28 +26,28 @@ fn status_colour(status: FindingStatus) -> &'static str {
 }
 
 #[derive(Deserialize)]
-struct Fleet {
+struct FleetView {
     profile: String,
     hosts: usize,
-    groups: Vec<Group>,
-    rules: Vec<Rule>,
-    skipped: Vec<Skipped>,
+    groups: Vec<GroupView>,
+    rules: Vec<RuleView>,
+    skipped: Vec<SkippedView>,
 }
 
 #[derive(Deserialize)]
-struct Group {
+struct GroupView {
     id: usize,
     key: BTreeMap<String, String>,
     hosts: Vec<String>,
     split: Vec<String>,
-    outliers: Vec<Outlier>,
+    outliers: Vec<OutlierView>,
     /// Absent in documents of a lowlat that read no bundles.
     #[serde(default)]
-    measurements: Vec<Spread>,
+    measurements: Vec<SpreadView>,
 }
 
 #[derive(Deserialize)]
-struct Spread {
+struct SpreadView {
     metric: String,
     unit: String,
     hosts: usize,
@@ -56,11 +56,11 @@ struct Spread {
     max: f64,
     low_fence: Option<f64>,
     high_fence: Option<f64>,
-    outside: Vec<Outside>,
+    outside: Vec<OutsideView>,
 }
 
 #[derive(Deserialize)]
-struct Outside {
+struct OutsideView {
     host: String,
     value: f64,
 }
@@ -71,26 +71,26 @@ fn fence(value: Option<f64>) -> String {
 }
 
 #[derive(Deserialize)]
-struct Outlier {
+struct OutlierView {
     host: String,
-    differences: Vec<Difference>,
+    differences: Vec<DifferenceView>,
 }
 
 #[derive(Deserialize)]
-struct Difference {
+struct DifferenceView {
     field: String,
     value: String,
     group: String,
 }
 
 #[derive(Deserialize)]
-struct Rule {
+struct RuleView {
     rule: String,
     hosts: BTreeMap<String, usize>,
 }
 
 #[derive(Deserialize)]
-struct Skipped {
+struct SkippedView {
     problem: String,
 }
 
@@ -101,7 +101,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     }
     let mut parts = Vec::new();
     for source in sources {
-        let fleet: Fleet = source.view()?;
+        let fleet: FleetView = source.view()?;
         // The statuses in the audit's order (pass, warn, fail, ...), not by name.
         let statuses: Vec<&str> = FindingStatus::ALL.iter().map(|s| s.name()).collect();
         let rows: Vec<(String, Vec<f64>)> = fleet

@@ -16,13 +16,13 @@ use crate::units::bytes;
 const MATRIX_TABLE_MAX: usize = 64;
 
 #[derive(Deserialize)]
-struct Measure<T> {
+struct MeasureView<T> {
     result: T,
 }
 
 /// A matrix as the engines write it (`crate::measure::matrix::Matrix`).
 #[derive(Deserialize)]
-struct Matrix {
+struct MatrixView {
     row_kind: String,
     column_kind: String,
     rows: Vec<String>,
@@ -31,19 +31,19 @@ struct Matrix {
 }
 
 #[derive(Deserialize)]
-struct C2c {
-    run: C2cRun,
-    by_class: Vec<ClassLatency>,
+struct C2cView {
+    run: C2cRunView,
+    by_class: Vec<ClassLatencyView>,
     group_breaks: Vec<usize>,
 }
 
 #[derive(Deserialize)]
-struct C2cRun {
-    matrix_mean_ns: Matrix,
+struct C2cRunView {
+    matrix_mean_ns: MatrixView,
 }
 
 #[derive(Deserialize)]
-struct ClassLatency {
+struct ClassLatencyView {
     class: serde_json::Value,
     pairs: usize,
     mean_ns: f64,
@@ -52,14 +52,14 @@ struct ClassLatency {
 }
 
 #[derive(Deserialize)]
-struct Membw {
-    system: StreamRun,
-    node_matrix: Option<NodeBandwidth>,
+struct MembwView {
+    system: StreamRunView,
+    node_matrix: Option<NodeBandwidthView>,
 }
 
 #[derive(Deserialize)]
-struct StreamRun {
-    kernels: Vec<KernelRate>,
+struct StreamRunView {
+    kernels: Vec<KernelRateView>,
     /// Absent in documents from before run-time kernel dispatch.
     implementation: Option<Kernels>,
     /// Absent in documents from before huge pages.
@@ -67,7 +67,7 @@ struct StreamRun {
 }
 
 #[derive(Deserialize)]
-struct KernelRate {
+struct KernelRateView {
     kernel: serde_json::Value,
     bytes_per_iteration: u64,
     best_rate_mb_per_s: f64,
@@ -77,48 +77,48 @@ struct KernelRate {
 }
 
 #[derive(Deserialize)]
-struct NodeBandwidth {
-    triad_best_mb_per_s: Matrix,
+struct NodeBandwidthView {
+    triad_best_mb_per_s: MatrixView,
 }
 
 #[derive(Deserialize)]
-struct Memlat {
-    curve: ChaseRun,
-    node_matrix: Option<NodeLatency>,
+struct MemlatView {
+    curve: ChaseRunView,
+    node_matrix: Option<NodeLatencyView>,
 }
 
 #[derive(Deserialize)]
-struct ChaseRun {
+struct ChaseRunView {
     cpu: u32,
-    points: Vec<ChasePoint>,
+    points: Vec<ChasePointView>,
 }
 
 #[derive(Deserialize)]
-struct ChasePoint {
+struct ChasePointView {
     size_bytes: u64,
-    latency_ns: Median,
+    latency_ns: MedianView,
 }
 
 #[derive(Deserialize)]
-struct Median {
+struct MedianView {
     median: f64,
 }
 
 #[derive(Deserialize)]
-struct NodeLatency {
+struct NodeLatencyView {
     size_bytes: u64,
-    median_ns: Matrix,
+    median_ns: MatrixView,
 }
 
 #[derive(Deserialize)]
-struct Freq {
-    cpus: Vec<CpuFreq>,
+struct FreqView {
+    cpus: Vec<CpuFreqView>,
 }
 
 #[derive(Deserialize)]
-struct CpuFreq {
+struct CpuFreqView {
     cpu: u32,
-    effective_mhz: Median,
+    effective_mhz: MedianView,
 }
 
 /// A JSON value (an enum's name) as text.
@@ -129,7 +129,7 @@ fn name(value: &serde_json::Value) -> String {
 }
 
 /// The values of a matrix, for a colour range shared by the matrices of one section.
-fn cells(m: &Matrix) -> impl Iterator<Item = f64> + '_ {
+fn cells(m: &MatrixView) -> impl Iterator<Item = f64> + '_ {
     m.values.iter().flatten().flatten().copied()
 }
 
@@ -137,7 +137,7 @@ fn cells(m: &Matrix) -> impl Iterator<Item = f64> + '_ {
 /// before and after read on one scale), with its table.
 fn matrix_figure(
     caption: &str,
-    m: &Matrix,
+    m: &MatrixView,
     breaks: &[usize],
     unit: &str,
     range: (f64, f64),
@@ -172,7 +172,7 @@ pub(super) fn c2c(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     }
     let docs = sources
         .iter()
-        .map(|source| Ok((*source, source.view::<Measure<C2c>>()?.result)))
+        .map(|source| Ok((*source, source.view::<MeasureView<C2cView>>()?.result)))
         .collect::<Result<Vec<_>, SourceError>>()?;
     let range = svg::range(docs.iter().flat_map(|(_, c)| cells(&c.run.matrix_mean_ns)));
     let mut parts = Vec::new();
@@ -202,7 +202,7 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let docs = sources
         .iter()
-        .map(|source| Ok((*source, source.view::<Measure<Membw>>()?.result)))
+        .map(|source| Ok((*source, source.view::<MeasureView<MembwView>>()?.result)))
         .collect::<Result<Vec<_>, SourceError>>()?;
     let range = svg::range(
         docs.iter()
@@ -248,7 +248,7 @@ pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
     }
     let mut docs = Vec::new();
     for source in sources {
-        let doc: Measure<Memlat> = source.view()?;
+        let doc: MeasureView<MemlatView> = source.view()?;
         docs.push((*source, doc.result));
     }
     let series: Vec<Series> = docs
@@ -297,7 +297,7 @@ pub(super) fn freq(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     }
     let mut series = Vec::new();
     for source in sources {
-        let doc: Measure<Freq> = source.view()?;
+        let doc: MeasureView<FreqView> = source.view()?;
         series.push(Series {
             label: source.label(),
             points: doc

@@ -16,70 +16,70 @@ use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 
 #[derive(Deserialize)]
-struct Measure<T> {
+struct MeasureView<T> {
     result: T,
 }
 
 #[derive(Deserialize)]
-struct Histogram {
+struct HistogramView {
     /// `[highest value of the bucket, ns; count]`.
     buckets: Vec<(u64, u64)>,
 }
 
 #[derive(Deserialize)]
-struct Jitter {
+struct JitterView {
     threshold_ns: u64,
-    cpus: Vec<JitterCpu>,
+    cpus: Vec<JitterCpuView>,
 }
 
 #[derive(Deserialize)]
-struct JitterCpu {
+struct JitterCpuView {
     cpu: u32,
     setup_error: Option<String>,
     runtime_ns: u64,
     interruptions: u64,
     per_second: f64,
-    stats_ns: JitterStats,
-    histogram: Histogram,
-    attribution: Option<Attribution>,
+    stats_ns: JitterStatsView,
+    histogram: HistogramView,
+    attribution: Option<AttributionView>,
 }
 
 #[derive(Deserialize)]
-struct JitterStats {
+struct JitterStatsView {
     median: u64,
     p99: u64,
     max: u64,
 }
 
 #[derive(Deserialize)]
-struct Attribution {
+struct AttributionView {
     irqs: serde_json::Value,
 }
 
 #[derive(Deserialize)]
-struct EventCount {
+struct EventCountView {
     source: String,
     count: u64,
 }
 
 #[derive(Deserialize)]
-struct Timer {
+struct TimerView {
     interval_ns: u64,
-    cpus: Vec<TimerCpu>,
+    cpus: Vec<TimerCpuView>,
 }
 
 #[derive(Deserialize)]
-struct TimerCpu {
+struct TimerCpuView {
     cpu: u32,
     setup_error: Option<String>,
     samples: u64,
     max_ns: u64,
-    percentiles_ns: TimerPercentiles,
-    histogram: Histogram,
+    percentiles_ns: TimerPercentilesView,
+    histogram: HistogramView,
 }
 
 #[derive(Deserialize)]
-struct TimerPercentiles {
+struct TimerPercentilesView {
     p50: u64,
     p99: u64,
 }
@@ -109,7 +109,7 @@ fn read_runs<'s, T: DeserializeOwned>(
     sources
         .iter()
         .map(|source| {
-            let doc: Measure<T> = source.view()?;
+            let doc: MeasureView<T> = source.view()?;
             let (note, cpus) = run(doc.result);
             Ok((*source, note, cpus))
         })
@@ -118,7 +118,7 @@ fn read_runs<'s, T: DeserializeOwned>(
 
 /// The jitter section.
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = read_runs(sources, |result: Jitter| {
+    let runs = read_runs(sources, |result: JitterView| {
         let cpus = result
             .cpus
             .into_iter()
@@ -145,7 +145,7 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
     })?;
     let mut explained = Vec::new();
     for source in sources {
-        let doc: Measure<Explained> = source.view()?;
+        let doc: MeasureView<ExplainedView> = source.view()?;
         if let Some(explain) = doc.result.explain {
             explained.push((*source, explain));
         }
@@ -168,8 +168,8 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
 
 /// The explanation of a jitter run (`--explain`).
 #[derive(Deserialize)]
-struct Explained {
-    explain: Option<causes::Explain>,
+struct ExplainedView {
+    explain: Option<causes::ExplainView>,
 }
 
 /// Why the jitter section has no timeline of gaps over time: a `measure-jitter` document does
@@ -192,7 +192,7 @@ fn no_timeline() -> Markup {
 
 /// The timer section.
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = read_runs(sources, |result: Timer| {
+    let runs = read_runs(sources, |result: TimerView| {
         let cpus = result
             .cpus
             .into_iter()
@@ -217,8 +217,8 @@ pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
 }
 
 /// The three IRQ sources that hit a CPU most during the run.
-fn top_irqs(attribution: &Attribution) -> String {
-    let Ok(mut counts) = Vec::<EventCount>::deserialize(&attribution.irqs) else {
+fn top_irqs(attribution: &AttributionView) -> String {
+    let Ok(mut counts) = Vec::<EventCountView>::deserialize(&attribution.irqs) else {
         return String::new();
     };
     counts.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.source.cmp(&b.source)));
@@ -324,13 +324,13 @@ pub(super) fn series_table(series: &[Series], x: &str, y: &str) -> Markup {
 }
 
 #[derive(Deserialize)]
-struct WatchSample {
+struct WatchSampleView {
     at_s: f64,
-    cpus: Vec<WatchCpu>,
+    cpus: Vec<WatchCpuView>,
 }
 
 #[derive(Deserialize)]
-struct WatchCpu {
+struct WatchCpuView {
     cpu: u32,
     interrupts: BTreeMap<String, u64>,
     softirqs: BTreeMap<String, u64>,
@@ -346,7 +346,7 @@ pub(super) fn watch(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let mut per_cpu: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
     for source in sources {
-        let sample: WatchSample = source.view()?;
+        let sample: WatchSampleView = source.view()?;
         for c in &sample.cpus {
             let events: u64 = c.interrupts.values().chain(c.softirqs.values()).sum();
             per_cpu

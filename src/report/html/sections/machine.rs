@@ -14,57 +14,57 @@ use crate::report::{nic, timesync};
 use crate::units::plural;
 
 #[derive(Deserialize)]
-struct Inventory {
-    machine: Machine,
+struct InventoryView {
+    machine: MachineView,
 }
 
 /// The inventory read whole, for the NIC and clock blocks, which show what the text shows.
 #[derive(Deserialize)]
-struct WholeInventory {
+struct WholeInventoryView {
     machine: crate::machine::Machine,
 }
 
 #[derive(Deserialize)]
-struct Machine {
-    cpu: Cpu,
-    firmware: Firmware,
-    kernel: Kernel,
-    topology: Topology,
-    tasks: Tasks,
+struct MachineView {
+    cpu: CpuView,
+    firmware: FirmwareView,
+    kernel: KernelView,
+    topology: TopologyView,
+    tasks: TasksView,
 }
 
 #[derive(Deserialize)]
-struct Cpu {
+struct CpuView {
     model_name: String,
     processors: u32,
 }
 
 #[derive(Deserialize)]
-struct Firmware {
+struct FirmwareView {
     dmi: serde_json::Value,
 }
 
 #[derive(Deserialize)]
-struct Kernel {
+struct KernelView {
     release: String,
     preempt_rt: bool,
-    isolation: Isolation,
+    isolation: IsolationView,
 }
 
 #[derive(Deserialize)]
-struct Isolation {
+struct IsolationView {
     isolated: CpuSet,
     nohz_full: Avail<CpuSet>,
 }
 
 #[derive(Deserialize)]
-struct Topology {
-    cpus: Vec<TopoCpu>,
-    shape: Shape,
+struct TopologyView {
+    cpus: Vec<TopoCpuView>,
+    shape: ShapeView,
 }
 
 #[derive(Deserialize)]
-struct TopoCpu {
+struct TopoCpuView {
     cpu: u32,
     core: u32,
     package: u32,
@@ -72,7 +72,7 @@ struct TopoCpu {
 }
 
 #[derive(Deserialize)]
-struct Shape {
+struct ShapeView {
     sockets: u32,
     numa_nodes: u32,
     cores: u32,
@@ -81,12 +81,12 @@ struct Shape {
 }
 
 #[derive(Deserialize)]
-struct Tasks {
-    tasks: Vec<Task>,
+struct TasksView {
+    tasks: Vec<TaskView>,
 }
 
 #[derive(Deserialize)]
-struct Task {
+struct TaskView {
     pid: u32,
     comm: String,
     policy: String,
@@ -105,7 +105,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     let mut drawn: Vec<(&str, &Source, Facts)> = Vec::new();
     let mut parts = Vec::new();
     for source in sources {
-        let inv: Inventory = source.view()?;
+        let inv: InventoryView = source.view()?;
         let facts = facts(source, &inv.machine);
         let host = source.header.host.as_str();
         match drawn.iter().find(|(h, _, _)| *h == host) {
@@ -124,7 +124,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
 type Facts = Vec<(&'static str, String)>;
 
 /// The facts table of a machine: label and value per row, words for what is missing.
-fn facts(source: &Source, m: &Machine) -> Facts {
+fn facts(source: &Source, m: &MachineView) -> Facts {
     let dmi = |keys: &[&str]| -> Option<String> {
         let words: Vec<&str> = keys
             .iter()
@@ -204,7 +204,7 @@ fn facts_table(rows: &[(&'static str, String)]) -> Markup {
     }
 }
 
-fn one(source: &Source, m: &Machine, facts: &[(&'static str, String)]) -> Markup {
+fn one(source: &Source, m: &MachineView, facts: &[(&'static str, String)]) -> Markup {
     let isolated = &m.kernel.isolation.isolated;
     html! {
         (from(source))
@@ -236,7 +236,7 @@ fn again(
 }
 
 /// Package → node → core boxes, each core labelled with its CPUs; isolated CPUs shaded.
-fn topology(topo: &Topology, isolated: &CpuSet) -> Markup {
+fn topology(topo: &TopologyView, isolated: &CpuSet) -> Markup {
     let mut tree: BTreeMap<u32, BTreeMap<u32, BTreeMap<u32, Vec<u32>>>> = BTreeMap::new();
     for c in &topo.cpus {
         tree.entry(c.package)
@@ -319,7 +319,7 @@ fn cpu_names(cpus: &[u32]) -> String {
 /// The NIC block and the clock block, as `lowlat inventory` prints them; a note when the
 /// document's machine is not one this lowlat reads whole (written by another version).
 fn nics_and_clock(source: &Source) -> Markup {
-    let whole = match source.view::<WholeInventory>() {
+    let whole = match source.view::<WholeInventoryView>() {
         Ok(whole) => whole.machine,
         Err(e) => {
             return html! {
@@ -351,8 +351,8 @@ fn nics_and_clock(source: &Source) -> Markup {
 
 /// Threads last seen on an isolated CPU, and real-time threads: what may disturb the CPUs
 /// the application owns.
-fn threads(m: &Machine, isolated: &CpuSet) -> Markup {
-    let shown: Vec<&Task> = m
+fn threads(m: &MachineView, isolated: &CpuSet) -> Markup {
+    let shown: Vec<&TaskView> = m
         .tasks
         .tasks
         .iter()

@@ -49,19 +49,19 @@ fn fix_cell(remediation: &Remediation) -> Markup {
 }
 
 #[derive(Deserialize)]
-struct Audit {
-    profile: Profile,
+struct AuditView {
+    profile: ProfileView,
     counts: BTreeMap<String, u64>,
-    findings: Vec<Finding>,
+    findings: Vec<FindingView>,
 }
 
 #[derive(Deserialize)]
-struct Profile {
+struct ProfileView {
     name: String,
 }
 
 #[derive(Deserialize)]
-struct Finding {
+struct FindingView {
     rule: String,
     title: String,
     layer: String,
@@ -74,20 +74,20 @@ struct Finding {
 }
 
 #[derive(Deserialize)]
-struct Plan {
+struct PlanView {
     profile: serde_json::Value,
-    partition: Partition,
-    settings: Vec<Setting>,
+    partition: PartitionView,
+    settings: Vec<SettingView>,
 }
 
 #[derive(Deserialize)]
-struct Partition {
+struct PartitionView {
     housekeeping: String,
     isolated: String,
 }
 
 #[derive(Deserialize)]
-struct Setting {
+struct SettingView {
     id: String,
     value: String,
     layer: String,
@@ -100,7 +100,7 @@ struct Setting {
     names: Option<Vec<String>>,
 }
 
-impl Setting {
+impl SettingView {
     /// What a group stands for (`{cpus} = 1-7`), empty for one setting.
     fn members(&self) -> String {
         match (&self.cpus, &self.names) {
@@ -112,14 +112,14 @@ impl Setting {
 }
 
 #[derive(Deserialize)]
-struct Verify {
+struct VerifyView {
     plan: String,
     summary: BTreeMap<String, u64>,
-    checks: Vec<Check>,
+    checks: Vec<CheckView>,
 }
 
 #[derive(Deserialize)]
-struct Check {
+struct CheckView {
     id: String,
     layer: String,
     status: String,
@@ -134,9 +134,9 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let mut parts = Vec::new();
     for source in sources {
-        let audit: Audit = source.view()?;
+        let audit: AuditView = source.view()?;
         // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
-        let mut by_layer: Vec<(&str, Vec<&Finding>)> = Vec::new();
+        let mut by_layer: Vec<(&str, Vec<&FindingView>)> = Vec::new();
         for f in audit.findings.iter().filter(|f| f.status != "pass") {
             match by_layer.iter_mut().find(|(layer, _)| *layer == f.layer) {
                 Some((_, findings)) => findings.push(f),
@@ -181,13 +181,13 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
     }
     let mut parts = Vec::new();
     for source in plans {
-        let plan: Plan = source.view()?;
+        let plan: PlanView = source.view()?;
         let profile = plan
             .profile
             .get("name")
             .and_then(|v| v.as_str())
             .unwrap_or("");
-        let mut by_layer: BTreeMap<&str, Vec<&Setting>> = BTreeMap::new();
+        let mut by_layer: BTreeMap<&str, Vec<&SettingView>> = BTreeMap::new();
         for s in &plan.settings {
             by_layer.entry(&s.layer).or_default().push(s);
         }
@@ -209,7 +209,7 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
         });
     }
     for source in verifies {
-        let verify: Verify = source.view()?;
+        let verify: VerifyView = source.view()?;
         parts.push(html! {
             (from(source))
             p { "Checked against " code { (verify.plan) } ": "

@@ -14,67 +14,67 @@ use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::num;
 
 #[derive(Deserialize)]
-struct Check {
-    profile: Profile,
-    measured: Measured,
+struct CheckView {
+    profile: ProfileView,
+    measured: MeasuredView,
     duration_ns: u64,
     /// The rounds of the runs (absent from checks made before rounds: one).
     #[serde(default)]
     rounds: u32,
     timer_interval_ns: u64,
-    audit_counts: AuditCounts,
+    audit_counts: AuditCountsView,
     #[serde(default)]
     audit_failed_rules: Vec<String>,
     #[serde(default)]
-    figures: Vec<Figures>,
+    figures: Vec<FiguresView>,
     #[serde(default)]
-    targets: Vec<TargetVerdict>,
+    targets: Vec<TargetVerdictView>,
     verdict: String,
     #[serde(default)]
     failures: Vec<String>,
     /// The NICs (absent from checks made before lowlat read NICs).
     #[serde(default)]
-    nics: Vec<NicSummary>,
+    nics: Vec<NicSummaryView>,
     /// The clock block (absent from checks made before lowlat read the time daemons).
     #[serde(default)]
-    clock: Option<Clock>,
+    clock: Option<ClockView>,
     /// The gaps by cause (checks made without tracing have none).
     #[serde(default)]
-    causes: Option<causes::Explain>,
+    causes: Option<causes::ExplainView>,
 }
 
 #[derive(Deserialize)]
-struct NicSummary {
+struct NicSummaryView {
     interface: String,
     summary: String,
 }
 
 #[derive(Deserialize)]
-struct Clock {
+struct ClockView {
     lines: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct Profile {
+struct ProfileView {
     name: String,
     summary: String,
 }
 
 #[derive(Deserialize)]
-struct Measured {
+struct MeasuredView {
     cpus: String,
     why: String,
 }
 
 #[derive(Deserialize)]
-struct AuditCounts {
+struct AuditCountsView {
     pass: u64,
     warn: u64,
     fail: u64,
 }
 
 #[derive(Deserialize)]
-struct Figures {
+struct FiguresView {
     cpu: u32,
     jitter_seconds: f64,
     interruptions: u64,
@@ -87,15 +87,15 @@ struct Figures {
 }
 
 #[derive(Deserialize)]
-struct TargetVerdict {
-    target: Target,
+struct TargetVerdictView {
+    target: TargetView,
     outcome: String,
     #[serde(default)]
-    values: Vec<CpuValue>,
+    values: Vec<CpuValueView>,
 }
 
 #[derive(Deserialize)]
-struct Target {
+struct TargetView {
     metric: String,
     /// The limit as the document states it (a number in the metric's unit).
     below: serde_json::Value,
@@ -104,7 +104,7 @@ struct Target {
 }
 
 #[derive(Deserialize)]
-struct CpuValue {
+struct CpuValueView {
     cpu: u32,
     value: f64,
     met: bool,
@@ -117,7 +117,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     }
     let mut parts = Vec::new();
     for source in sources {
-        let check: Check = source.view()?;
+        let check: CheckView = source.view()?;
         parts.push(one(source, &check));
     }
     Ok(Some(html! { @for part in parts { (part) } }))
@@ -127,7 +127,7 @@ fn micros(ns: u64) -> String {
     num(ns as f64 / 1e3)
 }
 
-fn one(source: &Source, c: &Check) -> Markup {
+fn one(source: &Source, c: &CheckView) -> Markup {
     let pass = c.verdict == "pass";
     let seconds = num(c.duration_ns as f64 / 1e9);
     html! {
