@@ -95,7 +95,9 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub textfile: Option<PathBuf>,
 
-    /// Interrupt sources shown per CPU before the rest are summed as "other".
+    /// Interrupt sources shown per CPU before the rest are summed as "other"; with --explain,
+    /// also the causes shown per CPU each interval, and the sources per CPU and class that get
+    /// their own lowlat_interruptions_total series.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::count::<u32>(1, 50))]
     pub top: u32,
 
