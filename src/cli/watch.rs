@@ -18,6 +18,7 @@ use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
 use crate::snapshot::SignalGuard;
 use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
+use crate::watch::causes::Causes;
 use crate::watch::drift::PlanWatch;
 use crate::watch::osnoise::Osnoise;
 use crate::watch::targets::{self, Targets};
@@ -48,7 +49,8 @@ Examples:\n  lowlat watch --plan /etc/lowlat/plan.json                  # a top-
 lowlat watch --isolated 2-7 --listen 127.0.0.1:9464          # Prometheus scrapes /metrics\n  \
 lowlat watch --plan plan.json --textfile /var/lib/node_exporter/textfile_collector/lowlat.prom\n  \
 lowlat watch --isolated 2-7 --json | jq -c '.cpus[] | select(.interrupts != {})'\n  \
-lowlat watch --plan plan.json --once                         # one exposition on stdout\n\n\
+lowlat watch --plan plan.json --once                         # one exposition on stdout\n  \
+lowlat watch --isolated 1 --explain                          # what takes CPU 1, and the fix\n\n\
 Metrics: lowlat_isolated_cpu_interrupts_total{cpu,source}, lowlat_isolated_cpu_softirqs_total{cpu,type}, \
 lowlat_isolated_cpu_time_seconds_total{cpu,mode=irq|softirq|steal}, lowlat_isolated_cpu_schedules_total{cpu} and \
 lowlat_isolated_cpu_runqueue_wait_seconds_total{cpu} (with schedstat), lowlat_plan_drift{check}, \
@@ -57,7 +59,8 @@ lowlat_tasks_appeared_on_isolated_total{kind}, lowlat_build_info{version}; and, 
 the osnoise events (enabled for the isolated CPUs while watch runs, then restored; see \
 --osnoise), lowlat_isolated_cpu_noise_seconds_total{cpu,kind=irq|softirq|thread|nmi}. A watch \
 killed with SIGKILL leaves the events enabled: the next one says so, takes them over, and \
-disables them when it ends.\n\n\
+disables them when it ends. With --explain, lowlat_interruptions_total{cpu,class,source,rule} \
+and lowlat_trace_lost_events_total.\n\n\
 Exit codes: runs until stopped (Ctrl-C, SIGTERM); with --once, 0 when the plan holds (or none is watched) \
 and 1 when some setting drifted; 2 on bad input (a plan from another machine, a CPU that is not online, \
 an address in use, a textfile directory that cannot be written)."
@@ -92,7 +95,9 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub textfile: Option<PathBuf>,
 
-    /// Interrupt sources shown per CPU before the rest are summed as "other".
+    /// Interrupt sources shown per CPU before the rest are summed as "other"; with --explain,
+    /// also the causes shown per CPU each interval, and the sources per CPU and class that get
+    /// their own lowlat_interruptions_total series.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::count::<u32>(1, 50))]
     pub top: u32,
 
@@ -100,6 +105,17 @@ pub struct WatchArgs {
     /// the kernel has them, on to require them, off to leave tracefs alone.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = OsnoiseMode::Auto)]
     pub osnoise: OsnoiseMode,
+
+    /// Trace the watched CPUs (`measure --explain`'s tracepoints, in a private tracefs
+    /// instance removed when watch ends, also on Ctrl-C and SIGTERM; needs root) and count
+    /// what took them each interval by cause: the tick or another timer (callback), a device
+    /// IRQ (number and name), an IPI (kind), a softirq (vector), a kworker (work function),
+    /// another task (comm), an NMI, each with the rule and setting that remove it. At most
+    /// --top sources per CPU and class get their own series; the rest are "other". Where
+    /// tracing is not possible, a warning says why and watch goes on without causes. See
+    /// docs/guide/watch.md.
+    #[arg(long)]
+    pub explain: bool,
 
     /// One JSON line per interval instead of the screen.
     #[arg(long)]
@@ -130,9 +146,18 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         listen(addr, &page, &isolated)?;
     }
     let osnoise = start_osnoise(&root, &isolated, args.osnoise)?;
+    let causes = args
+        .explain
+        .then(|| Causes::start(&root, &isolated, args.interval, args.top as usize))
+        .and_then(|started| {
+            started
+                .inspect_err(|e| warning!("--explain: causes are not counted: {e}"))
+                .ok()
+        });
     // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
-    // the osnoise events are restored; then the signal is delivered as it would have been.
-    let signals = osnoise.is_some().then(SignalGuard::install);
+    // the osnoise events are restored and the trace instance removed; then the signal is
+    // delivered as it would have been.
+    let signals = (osnoise.is_some() || causes.is_some()).then(SignalGuard::install);
     let mut watch = Watch {
         root: &root,
         isolated: isolated.clone(),
@@ -140,6 +165,7 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
         interval: args.interval,
         drift_interval: args.drift_interval,
         osnoise,
+        causes,
     };
     let mut outputs = Outputs::new(args, &root, &isolated, page);
     let result = watch.run(

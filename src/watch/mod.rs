@@ -3,7 +3,8 @@
 //! isolated CPUs ([`tasks`]) and the plan's settings that read one file each; every drift
 //! interval it compares every setting with the watched plan as `verify` does and counts the
 //! movable tasks allowed on isolated CPUs ([`drift`]); where tracefs has the osnoise events, it
-//! sums the noise they report on the isolated CPUs ([`osnoise`]); and it serves a page over
+//! sums the noise they report on the isolated CPUs ([`osnoise`]); with `--explain` it traces
+//! them and counts what interrupted them by cause ([`causes`]); and it serves a page over
 //! HTTP ([`serve`]). Which CPUs it watches is [`targets`]'s choice.
 //! How the results look (the Prometheus exposition, the screen, the JSON lines) is
 //! `report::watch`'s.
@@ -12,6 +13,7 @@
 //! perf events), and the CLI pins the process to the housekeeping CPUs before it starts.
 //! Time comes from a [`Clock`], so that tests replay recorded states without sleeping.
 
+pub(crate) mod causes;
 pub(crate) mod drift;
 pub(crate) mod osnoise;
 pub(crate) mod sample;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::machine::CpuSet;
 use crate::sysroot::SysRoot;
+use causes::{CauseCounts, Causes};
 use drift::{Drift, PlanWatch};
 use osnoise::{NoiseTotals, Osnoise};
 use sample::{Sample, Sampler};
@@ -71,6 +74,8 @@ pub(crate) struct Watch<'a> {
     pub drift_interval: Duration,
     /// The osnoise events enabled for the isolated CPUs, if tracefs has them.
     pub osnoise: Option<Osnoise<'a>>,
+    /// The trace of the isolated CPUs whose events are counted by cause (`--explain`).
+    pub causes: Option<Causes<'a>>,
 }
 
 /// One interval's results, handed to the outputs.
@@ -87,6 +92,8 @@ pub(crate) struct Tick<'a> {
     pub tasks: &'a Appeared,
     /// The noise the osnoise events reported since the start (none without them).
     pub noise: Option<&'a NoiseTotals>,
+    /// What interrupted the isolated CPUs, by cause (none without `--explain`).
+    pub causes: Option<&'a CauseCounts>,
 }
 
 impl Watch<'_> {
@@ -122,6 +129,7 @@ impl Watch<'_> {
                 drift,
                 tasks: tasks.read(self.root, sample.forks),
                 noise: self.osnoise.as_mut().map(Osnoise::read),
+                causes: self.causes.as_mut().map(Causes::read),
             })?;
             previous = Some(sample);
             clock.sleep_until(self.interval * (n + 1));
@@ -242,6 +250,7 @@ mod tests {
             interval: Duration::from_secs(1),
             drift_interval: Duration::from_secs(60),
             osnoise: osnoise::Osnoise::start(&root, &isolated).unwrap(),
+            causes: None,
         };
         assert!(watch.osnoise.is_some(), "the tree has the osnoise events");
         let mut exporter = crate::report::watch::exposition::Exporter::new(5);

@@ -651,3 +651,108 @@ fn vmstat_update_is_named_a_kworker_with_its_sysctl() {
         "pid {pid} is {comm}"
     );
 }
+
+/// Starts `kat-watch`, pinned to CPU 1 at SCHED_FIFO 2, sleeping 10 ms at a time until `stop`.
+fn plant_sleeper(stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("kat-watch".into())
+        .spawn(move || {
+            pin(1);
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .unwrap()
+}
+
+#[test]
+#[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn watch_explain_names_a_planted_task_live_and_leaves_the_tracing_state_after_signals() {
+    let Some(_turn) = live() else { return };
+    if !crate::watch::installed("promtool") {
+        return;
+    }
+    let we_mounted = !Path::new(&format!("{TRACEFS}/instances")).exists();
+    if we_mounted {
+        let ok = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount -t tracefs failed");
+    }
+    let before = tracefs_state();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sleeper = plant_sleeper(&stop);
+    let dir = tempfile::tempdir().unwrap();
+    let textfile = dir.path().join("lowlat.prom");
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("lowlat"))
+            .args(["watch", "--isolated", "1", "--explain", "--json"])
+            .args(["--interval", "1s", "--top", "50", "--osnoise", "off"])
+            .arg("--textfile")
+            .arg(&textfile)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        // Three intervals: the first line is the start's, the next two have a second each.
+        let mut lines = Vec::new();
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        while lines.len() < 3 {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+                break;
+            }
+            lines.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        let exposition = std::fs::read(&textfile).unwrap();
+        assert!(
+            lowlat_instances().contains(&format!("lowlat-{}", child.id())),
+            "watch made no instance"
+        );
+        // SAFETY: a signal to the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "signal {signal} did not end the watch: {stderr}"
+        );
+        assert_eq!(lines.len(), 3, "{stderr}");
+        assert_eq!(
+            differences(&before, &tracefs_state()),
+            Vec::<String>::new(),
+            "after signal {signal}: {stderr}"
+        );
+        // kat-watch woke 100 times a second: at least half of its switches in, in the two
+        // whole seconds, each with its fix.
+        let mut named = 0;
+        for line in &lines {
+            for cause in line["causes"].as_array().expect("causes with --explain") {
+                if cause["cpu"] == 1 && cause["class"] == "task" && cause["source"] == "kat-watch" {
+                    assert_eq!(cause["rule"], "LL-TASKS-ON-ISOLATED", "{cause}");
+                    assert_eq!(cause["setting"], "task:kat-watch:affinity", "{cause}");
+                    named += cause["count"].as_u64().unwrap();
+                }
+            }
+        }
+        assert!(named >= 100, "kat-watch named {named} times: {lines:#?}");
+        let text = String::from_utf8_lossy(&exposition);
+        assert!(
+            text.lines().any(|l| l.starts_with(
+                r#"lowlat_interruptions_total{cpu="1",class="task",source="kat-watch",rule="LL-TASKS-ON-ISOLATED"} "#
+            )),
+            "{text}"
+        );
+        assert_eq!(crate::watch::promtool_complaints(&exposition), "", "{text}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    sleeper.join().unwrap();
+    if we_mounted {
+        let _ = Command::new("umount").arg(TRACEFS).status();
+    }
+}

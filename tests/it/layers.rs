@@ -26,7 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("measure", &["machine", "document"]),
     ("peer", &["measure"]),
     ("compare", &["peer", "document", "bios"]),
-    ("watch", &["apply"]),
+    ("watch", &["apply", "measure"]),
     ("check", &["audit", "measure"]),
     (
         "report",

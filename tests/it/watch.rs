@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether `tool` (promtool, prometheus) is installed; under CI its absence fails the test.
-fn installed(tool: &str) -> bool {
+pub(crate) fn installed(tool: &str) -> bool {
     let found = Command::new(tool)
         .arg("--version")
         .output()
@@ -24,7 +24,7 @@ fn installed(tool: &str) -> bool {
 }
 
 /// `promtool check metrics` on `text`: its complaints, or none.
-fn promtool_complaints(text: &[u8]) -> String {
+pub(crate) fn promtool_complaints(text: &[u8]) -> String {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -532,4 +532,37 @@ fn with_nothing_isolated_watch_watches_what_check_measures_and_says_so() {
         "{stderr}"
     );
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn explain_without_tracefs_says_why_and_watches_on_without_causes() {
+    // The fixture has no tracefs: a warning names why, the exposition has no causes, and the
+    // rest of watch runs as without --explain.
+    let root = fixture("rt-guest-4vcpu");
+    let out = lowlat(&[
+        "--root",
+        root.to_str().unwrap(),
+        "watch",
+        "--isolated",
+        "2",
+        "--explain",
+        "--osnoise",
+        "off",
+        "--once",
+    ])
+    .timeout(Duration::from_secs(20))
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("--explain: causes are not counted: no tracefs"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("lowlat_isolated_cpu_interrupts_total{"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("lowlat_interruptions_total"), "{stdout}");
 }

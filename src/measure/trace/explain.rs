@@ -49,7 +49,7 @@ pub(crate) const SOFTIRQS: [&str; 10] = [
 ];
 
 /// The hrtimer callbacks that are the tick.
-const TICK_FUNCTIONS: [&str; 3] = [
+pub(crate) const TICK_FUNCTIONS: [&str; 3] = [
     "tick_sched_timer",
     "tick_nohz_handler",
     "tick_handle_periodic",
@@ -643,9 +643,22 @@ pub(crate) fn explain_cpu(
     }
 }
 
+/// The kind of IPI an APIC vector is, as a cause's source names it (`function call`).
+pub(crate) fn ipi_kind(vector: Vector) -> &'static str {
+    match vector {
+        Vector::CallFunction | Vector::CallFunctionSingle => "function call",
+        Vector::Reschedule => "reschedule",
+        Vector::IrqWork => "irq_work",
+        Vector::PlatformIpi => "platform IPI",
+        Vector::Thermal => "thermal",
+        Vector::Ipi => "IPI",
+        Vector::LocalTimer => "local timer",
+    }
+}
+
 /// The cause that names a task `pid` (`comm`), a kworker by the work function it ran;
 /// `note` follows a task's name.
-fn task(pid: u32, comm: &str, work: Option<&str>, note: &str) -> (Cause, Option<u32>) {
+pub(crate) fn task(pid: u32, comm: &str, work: Option<&str>, note: &str) -> (Cause, Option<u32>) {
     let (class, source) = match work {
         Some(function) => (Class::Kworker, function.to_string()),
         None if comm.starts_with("kworker/") => (Class::Kworker, comm.to_string()),
@@ -766,15 +779,7 @@ fn classify(
                 }
             }
             What::Vector(vector) => {
-                let kind = match vector {
-                    Vector::CallFunction | Vector::CallFunctionSingle => "function call",
-                    Vector::Reschedule => "reschedule",
-                    Vector::IrqWork => "irq_work",
-                    Vector::PlatformIpi => "platform IPI",
-                    Vector::Thermal => "thermal",
-                    Vector::Ipi => "IPI",
-                    Vector::LocalTimer => unreachable!("matched above"),
-                };
+                let kind = ipi_kind(vector);
                 let class = if inside.iter().any(|e| e.what == What::RemoteTlbFlush) {
                     Class::TlbShootdown
                 } else {

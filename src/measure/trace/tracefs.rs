@@ -41,6 +41,9 @@ pub(crate) const DRAIN_EVERY: Duration = Duration::from_millis(100);
 pub(crate) enum TraceClock {
     /// `x86-tsc`: the raw TSC, as the jitter loop reads it (`rdtsc`); timestamps in ticks.
     X86Tsc,
+    /// `mono`: `CLOCK_MONOTONIC`, on every architecture; timestamps in ns. For a trace whose
+    /// events are counted, not joined with a loop's gaps (`watch --explain`).
+    Mono,
 }
 
 impl TraceClock {
@@ -48,6 +51,7 @@ impl TraceClock {
     pub(crate) fn name(self) -> &'static str {
         match self {
             TraceClock::X86Tsc => "x86-tsc",
+            TraceClock::Mono => "mono",
         }
     }
 }
@@ -244,6 +248,34 @@ impl<'r> Tracing<'r> {
                 sent.extend(batch);
             }
         }
+    }
+
+    /// Drains the buffers and hands each traced CPU's events read since the last call, in
+    /// the order read, to `fold`, then forgets them (and the IPIs sent): for a session that
+    /// counts its events as they come (`watch --explain`), whose memory stays that of one
+    /// drain. Returns the events the buffers lost since the start (the pipes' markers).
+    pub(crate) fn drain_into(&self, mut fold: impl FnMut(u32, &[Event], &Symbols)) -> u64 {
+        self.drain();
+        let Ok(mut state) = self.state.lock() else {
+            return 0;
+        };
+        let State {
+            symbols,
+            streams,
+            sent,
+            lost,
+            sent_lost,
+            lost_events,
+            ..
+        } = &mut *state;
+        for stream in streams.iter_mut() {
+            fold(stream.cpu, &stream.events, symbols);
+            stream.events.clear();
+        }
+        sent.clear();
+        lost.clear();
+        sent_lost.clear();
+        *lost_events
     }
 
     /// Stops tracing, reads what is left and the buffers' loss counters, removes the

@@ -4,7 +4,8 @@
 //! collector rejects them).
 //!
 //! Cardinality is bounded: only isolated CPUs, and per CPU at most `top` interrupt sources
-//! plus `other`. The sources shown for a CPU are chosen once (the busiest when first seen, then
+//! plus `other` (and with `--explain`, per CPU and class at most `top` causes plus `other`,
+//! chosen as `watch::causes` says). The sources shown for a CPU are chosen once (the busiest when first seen, then
 //! new ones while fewer than `top`) and kept, so that every series, `other` included, only
 //! grows as a counter must.
 
@@ -13,6 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::watch::Tick;
+use crate::watch::causes::CauseCounts;
 use crate::watch::drift::Drift;
 use crate::watch::osnoise::NoiseTotals;
 use crate::watch::sample::Sample;
@@ -133,6 +135,9 @@ impl Exporter {
         if let Some(noise) = tick.noise {
             noise_family(&mut out, noise);
         }
+        if let Some(causes) = tick.causes {
+            causes_families(&mut out, causes);
+        }
         if let Some(drift) = tick.drift {
             drift_families(&mut out, drift);
         }
@@ -204,6 +209,33 @@ fn noise_family(out: &mut Page, noise: &NoiseTotals) {
             *ns as f64 / 1e9
         );
     }
+}
+
+fn causes_families(out: &mut Page, causes: &CauseCounts) {
+    family(
+        out,
+        "lowlat_interruptions_total",
+        "counter",
+        "Events that took an isolated CPU since the watch started (watch --explain), by class and source (the first sources per CPU and class, the rest as \"other\"), with the audit rule that removes them.",
+    );
+    for c in &causes.total {
+        let rule = super::view::fix_of(c).0.unwrap_or("");
+        writeln!(
+            out,
+            "lowlat_interruptions_total{{cpu=\"{}\",class=\"{}\",source=\"{}\",rule=\"{rule}\"}} {}",
+            c.cpu,
+            c.class.key(),
+            label(&c.source),
+            c.count
+        );
+    }
+    family(
+        out,
+        "lowlat_trace_lost_events_total",
+        "counter",
+        "Events the trace of the isolated CPUs lost since the watch started (watch --explain): the interruptions they were are not counted.",
+    );
+    writeln!(out, "lowlat_trace_lost_events_total {}", causes.lost_events);
 }
 
 fn appeared_family(out: &mut Page, appeared: &Appeared) {
@@ -311,6 +343,7 @@ mod tests {
             drift: None,
             tasks: &Appeared::default(),
             noise: None,
+            causes: None,
         })
     }
 
@@ -337,6 +370,50 @@ mod tests {
         assert_eq!(value(&second, other), 90);
         assert!(second.contains("source=\"RES\"} 50"));
         assert!(!second.contains("source=\"CAL\""));
+    }
+
+    #[test]
+    fn causes_are_counters_with_their_rule_and_the_lost_events() {
+        use crate::measure::trace::explain::Class;
+        use crate::watch::causes::{CauseCount, CauseCounts};
+        let cause = |class, source: &str, irq, count| CauseCount {
+            cpu: 1,
+            class,
+            source: source.into(),
+            irq,
+            count,
+        };
+        let causes = CauseCounts {
+            interval: vec![],
+            total: vec![
+                cause(Class::DeviceIrq, "36 virtio1-req.0", Some(36), 27),
+                cause(Class::Task, "app-poller", None, 63),
+                cause(Class::Task, "other", None, 3),
+                cause(Class::Unknown, "events lost", None, 1),
+            ],
+            lost_events: 5,
+        };
+        let text = Exporter::new(5).render(&Tick {
+            at: std::time::Duration::ZERO,
+            sample: &sample(&[("LOC", 1)]),
+            previous: None,
+            drift: None,
+            tasks: &Appeared::default(),
+            noise: None,
+            causes: Some(&causes),
+        });
+        for line in [
+            "# TYPE lowlat_interruptions_total counter",
+            r#"lowlat_interruptions_total{cpu="1",class="device_irq",source="36 virtio1-req.0",rule="LL-IRQ-ON-ISOLATED"} 27"#,
+            r#"lowlat_interruptions_total{cpu="1",class="task",source="app-poller",rule="LL-TASKS-ON-ISOLATED"} 63"#,
+            r#"lowlat_interruptions_total{cpu="1",class="task",source="other",rule="LL-TASKS-ON-ISOLATED"} 3"#,
+            // No rule removes it: the label is empty, as Prometheus reads a missing one.
+            r#"lowlat_interruptions_total{cpu="1",class="unknown",source="events lost",rule=""} 1"#,
+            "# TYPE lowlat_trace_lost_events_total counter",
+            "lowlat_trace_lost_events_total 5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
+        }
     }
 
     #[test]

@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::audit::rules::causes::{fix_for, setting_for};
 use crate::document::{Document, Kind};
+use crate::measure::trace::explain::Class;
 use crate::watch::Tick;
+use crate::watch::causes::CauseCount;
 use crate::watch::sample::{CpuSample, Sample};
 
 /// USER_HZ: the unit of `/proc/stat` times (ticks per second).
@@ -43,8 +46,43 @@ pub(crate) struct Line<'a> {
     /// Processes that appeared on isolated CPUs since the start, by kind: `user` tasks and
     /// `kernel` threads (processes).
     pub tasks_appeared: BTreeMap<&'static str, u64>,
+    /// What took each isolated CPU during the interval, by cause (`--explain`; absent
+    /// without it): per CPU its first causes, most first, the rest per class as `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causes: Option<Vec<CauseJson>>,
+    /// Events the trace lost since the start (`--explain`): the causes miss them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_events: Option<u64>,
     /// Problems met while reading, with file and line.
     pub warnings: &'a [String],
+}
+
+/// One cause of the interruptions of one CPU during the interval.
+#[derive(Debug, Serialize)]
+pub(crate) struct CauseJson {
+    /// The CPU.
+    pub cpu: u32,
+    /// The class (`tick`, `device_irq`, `task`...: `--explain`'s classes).
+    pub class: Class,
+    /// What in the class (`25 virtio0-input.0`, a comm, `other`).
+    pub source: String,
+    /// Interruptions during the interval (events).
+    pub count: u64,
+    /// The audit rule that finds the cause, where one does.
+    pub rule: Option<&'static str>,
+    /// The plan setting that removes it, where one does.
+    pub setting: Option<String>,
+}
+
+/// The rule that finds a cause and the setting that removes it (the audit's cause → fix
+/// table).
+pub(crate) fn fix_of(cause: &CauseCount) -> (Option<&'static str>, Option<String>) {
+    let Some(fix) = fix_for(cause.class.key(), &cause.source) else {
+        return (None, None);
+    };
+    let comm = (cause.class == Class::Task && cause.source != crate::watch::causes::OTHER)
+        .then_some(cause.source.as_str());
+    (Some(fix.rule), setting_for(fix, cause.irq, comm))
 }
 
 /// The differences between two samples of each CPU (none on the first tick).
@@ -108,6 +146,24 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
         cpus: intervals(tick),
         drift: tick.drift.map(|d| d.by_check()),
         tasks_appeared: BTreeMap::from([("user", tick.tasks.user), ("kernel", tick.tasks.kernel)]),
+        causes: tick.causes.map(|causes| {
+            causes
+                .interval
+                .iter()
+                .map(|c| {
+                    let (rule, setting) = fix_of(c);
+                    CauseJson {
+                        cpu: c.cpu,
+                        class: c.class,
+                        source: c.source.clone(),
+                        count: c.count,
+                        rule,
+                        setting,
+                    }
+                })
+                .collect()
+        }),
+        lost_events: tick.causes.map(|causes| causes.lost_events),
         warnings: &tick.sample.warnings,
     };
     Document::new(Kind::WatchSample, host, line).to_json_line()
@@ -152,6 +208,9 @@ pub(crate) fn text(tick: &Tick, isolated: &str) -> String {
                 named.join(", ")
             }
         );
+    }
+    if let Some(causes) = tick.causes {
+        causes_lines(&mut out, &causes.interval, causes.lost_events);
     }
     match tick.drift {
         None => {}
@@ -203,4 +262,42 @@ pub(crate) fn text(tick: &Tick, isolated: &str) -> String {
         writeln!(out, "warning: {}", crate::text::escape_controls(warning));
     }
     out.into_string()
+}
+
+/// The causes of the interval, per CPU most first, each with its fix (`--explain`).
+fn causes_lines(out: &mut Page, causes: &[CauseCount], lost_events: u64) {
+    writeln!(
+        out,
+        "what took the isolated CPUs (last interval), and the fix:"
+    );
+    if causes.is_empty() {
+        writeln!(out, "  nothing took the isolated CPUs");
+    }
+    writeln!(
+        out,
+        "{:>5} {:<14} {:<28} {:>6}  fix",
+        "CPU", "class", "source", "count"
+    );
+    for c in causes {
+        let (rule, setting) = fix_of(c);
+        let fix = match (rule, setting) {
+            (Some(rule), Some(setting)) => format!("{rule} ({setting})"),
+            (Some(rule), None) => rule.to_string(),
+            _ => "-".to_string(),
+        };
+        writeln!(
+            out,
+            "{:>5} {:<14} {:<28} {:>6}  {fix}",
+            c.cpu,
+            c.class.label(),
+            crate::text::escape_controls(&c.source),
+            c.count
+        );
+    }
+    if lost_events > 0 {
+        writeln!(
+            out,
+            "the trace lost {lost_events} events since the start: the counts miss them"
+        );
+    }
 }
