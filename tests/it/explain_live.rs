@@ -722,6 +722,12 @@ fn watch_explain_names_a_planted_task_live_and_leaves_the_tracing_state_after_si
             started.elapsed() < Duration::from_secs(15),
             "signal {signal} did not end the watch: {stderr}"
         );
+        // Once the trace is undone the signal is delivered as to a plain watch.
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(signal),
+            "{stderr}"
+        );
         assert_eq!(lines.len(), 3, "{stderr}");
         assert_eq!(
             differences(&before, &tracefs_state()),

@@ -165,6 +165,8 @@ impl<'r> RunTrace<'r> {
         let Some(tsc) = tsc else {
             return RunTrace::Off;
         };
+        // SIGTERM ends the run as Ctrl-C does, so that the session ends and is undone.
+        crate::measure::runner::harness::catch_terminate();
         match Tracing::start(root, cpus, TraceClock::X86Tsc, duration) {
             Ok(tracing) => RunTrace::On(Box::new(tracing), tsc),
             Err(reason) => RunTrace::Unavailable(reason.to_string()),

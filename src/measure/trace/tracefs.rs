@@ -8,9 +8,10 @@
 //! tracefs is used where it is mounted (`/sys/kernel/tracing`, then
 //! `/sys/kernel/debug/tracing`); where it is not, it is mounted at `/sys/kernel/tracing` and
 //! unmounted at the end. The instances are removed when the session ends, also on an error
-//! (drop) and on Ctrl-C or SIGTERM (both end the run early, then the session ends as
-//! usual); what a SIGKILL leaves, the next session removes (an instance named after a pid
-//! that no longer runs).
+//! (drop) and on Ctrl-C or SIGTERM, which its user makes end the run early (a measurement
+//! through `harness::catch_terminate`, watch through its signal guard), then the session
+//! ends as usual; what a SIGKILL leaves, the next session removes (an instance named after a
+//! pid that no longer runs).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -154,7 +155,6 @@ impl<'r> Tracing<'r> {
         duration: Duration,
     ) -> Result<Tracing<'r>, Unavailable> {
         let (tracefs, mounted) = find_or_mount(root)?;
-        crate::measure::runner::harness::catch_terminate();
         let mut tracing = Tracing {
             root,
             tracefs,
