@@ -1,4 +1,4 @@
-//! The whole machine reader over a tree, then the inventory and audit renderers: never panic,
+//! The whole machine reader over a tree, then the inventory and audit printers: never panic,
 //! whatever files a `--root` tree or a snapshot holds.
 //!
 //! Input: records `PATH\0CONTENT\0`, repeated. Each PATH (relative to the root, e.g.
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
     let tree = tempfile::tempdir().expect("creating the fuzz tree");
     build_tree(data, tree.path());
     let machine = Machine::read(&SysRoot::dir(tree.path()));
-    let _ = report::inventory::render_text(&machine);
+    let _ = report::inventory::text(&machine);
     serde_json::to_string(&report::inventory::document(&machine)).expect("inventory JSON");
     let Ok(chosen) = partition::choose(&machine, None) else {
         return;
@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     for info in profile::PROFILES {
         let profile = profile::load(info.name).expect("built-in profile");
         let result = audit::run(&machine, &profile, &chosen);
-        let _ = report::audit::render_text(
+        let _ = report::audit::text(
             &machine,
             &result,
             profile.info,
