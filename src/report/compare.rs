@@ -180,16 +180,11 @@ fn primary(out: &mut Page, c: &Comparison) {
         c.correction.split(';').next().unwrap_or_default()
     );
     let mut table = vec![
-        [
-            "endpoint",
-            "A [95% CI]",
-            "B [95% CI]",
-            "B/A [95% CI]",
-            "p (Holm)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
+        ["endpoint"]
+            .into_iter()
+            .chain(COMPARED_HEADER)
+            .map(String::from)
+            .collect(),
     ];
     for e in &c.primary {
         table.push(vec![
@@ -302,17 +297,11 @@ fn detail(out: &mut Page, c: &Comparison) {
         c.rows.len()
     );
     let mut table = vec![
-        [
-            "cpu",
-            "metric",
-            "A [95% CI]",
-            "B [95% CI]",
-            "B/A [95% CI]",
-            "p (Holm)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
+        ["cpu", "metric"]
+            .into_iter()
+            .chain(COMPARED_HEADER)
+            .map(String::from)
+            .collect(),
     ];
     for row in &c.rows {
         let metric = match row.unit {
@@ -325,6 +314,15 @@ fn detail(out: &mut Page, c: &Comparison) {
     }
     out.text(aligned(&table));
 }
+
+/// The header of the cells of a compared figure, as [`compared_cells`] fills them.
+const COMPARED_HEADER: [&str; 5] = [
+    "A [95% CI]",
+    "B [95% CI]",
+    "B/A [95% CI]",
+    "p (Holm)",
+    "verdict",
+];
 
 /// The cells of a compared figure in `unit`: A, B, B/A, p (Holm), verdict.
 fn compared_cells(unit: &str, c: &Compared) -> [String; 5] {
@@ -359,20 +357,11 @@ fn causes(out: &mut Page, c: &Comparison) {
         diff.rows.len()
     );
     let mut table = vec![
-        [
-            "",
-            "class",
-            "source",
-            "gaps A",
-            "gaps B",
-            "A [95% CI]",
-            "B [95% CI]",
-            "B/A [95% CI]",
-            "p (Holm)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
+        ["", "class", "source", "gaps A", "gaps B"]
+            .into_iter()
+            .chain(COMPARED_HEADER)
+            .map(String::from)
+            .collect(),
     ];
     let mut left_out = Vec::new();
     for presence in [Presence::Appeared, Presence::Disappeared, Presence::Both] {
