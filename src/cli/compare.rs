@@ -83,7 +83,9 @@ pub struct CompareArgs {
     pub fail_on: FailOn,
 
     /// Seed of the splits --calibrate draws when there are more than 2,000 of one size: the
-    /// same runs and seed print the same figures.
+    /// same runs and seed print the same figures. The splits are drawn without listing them
+    /// all: memory stays a few tens of MiB and time grows with the runs times the sizes (100
+    /// runs: about 5 s of CPU in a debug build, docs/guide/compare.md).
     #[arg(long, value_name = "N", default_value = "1")]
     pub seed: u64,
 

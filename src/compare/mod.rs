@@ -15,6 +15,7 @@
 //!   cause's rate judged as the detail rows are;
 //! - `settings`: the settings diff between and within the arms;
 //! - `calibrate`: the A/A calibration of a machine from untouched runs;
+//! - `splits`: the splits of the runs a calibration judges, drawn without listing them all;
 //! - `stats`: Welch, histograms and Holm, checked against scipy.
 
 pub mod calibrate;
@@ -26,6 +27,7 @@ pub mod estimate;
 pub mod load;
 pub mod run;
 pub mod settings;
+pub mod splits;
 pub mod stats;
 pub mod verdict;
 

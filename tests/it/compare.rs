@@ -365,6 +365,69 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
     );
 }
 
+/// `compare --calibrate` of 24 and 100 untouched runs (R2-3: it listed every split before
+/// drawing 2,000; 18 runs took 1.6 GB and 23 s, 24 runs were killed for memory): at most 2,000
+/// splits per size, each the size asked, in seconds of CPU time and a few MiB. `lowlat` is
+/// the debug build here (100 runs: about 7 s); bench/compare-calibrate.sh times the release
+/// build. CPU time, not wall time, is bounded: the machine running the tests may be shared.
+#[test]
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its resource usage"
+)]
+fn calibrating_many_runs_is_bounded_in_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for (runs, cpu_seconds) in [(24, 10.0), (100, 20.0)] {
+        let paths = files(dir.path(), &format!("r{runs}-"), runs, |run| {
+            // Medians spread by a few per cent from run to run, as untouched runs do.
+            jitter_document(1000 + (run as u64 * 37) % 50, run as u64)
+        });
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"));
+        command
+            .args(["compare", "--json", "--calibrate"])
+            .args(&paths)
+            .stdout(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let mut stdout = Vec::new();
+        std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        let (status, usage) = wait4(child.id());
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{runs} runs: wait status {status:#x}"
+        );
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+        // ru_maxrss is in KiB.
+        let max_rss_mib = usage.ru_maxrss as f64 / 1024.0;
+        eprintln!("{runs} runs: {cpu:.1} s of CPU, max RSS {max_rss_mib:.0} MiB");
+        assert!(cpu < cpu_seconds, "{runs} runs: {cpu:.1} s of CPU");
+        assert!(
+            max_rss_mib < 200.0,
+            "{runs} runs: max RSS {max_rss_mib:.0} MiB"
+        );
+        let doc: Value = serde_json::from_slice(&stdout).unwrap();
+        let shares = doc["calibrations"][0]["shares"].as_array().unwrap();
+        assert_eq!(shares.len(), 3 * runs as usize / 2);
+        for share in shares.iter().filter(|s| s["design"] == "all") {
+            let splits = share["splits"].as_u64().unwrap();
+            let k = share["runs_per_arm"].as_u64().unwrap();
+            // 24 runs have 276 splits of 1 and 1: all of them.
+            let expected = if (runs, k) == (24, 1) { 276 } else { 2000 };
+            assert_eq!(splits, expected, "{runs} runs: {share}");
+        }
+    }
+}
+
+/// Waits for the child `pid`: its wait status and resource usage (its own peak RSS).
+fn wait4(pid: u32) -> (i32, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: rusage is plain data, written by wait4 for the child this test spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid as i32, "{}", std::io::Error::last_os_error());
+    (status, usage)
+}
+
 /// Bad input: exit 2, the file named, never a panic.
 #[test]
 fn bad_input_is_refused_naming_the_file() {
