@@ -52,7 +52,7 @@ lowlat compare stream-before.* -- stream-after.*\n  \
 lowlat compare cyclictest-before-*.txt -- cyclictest-after-*.txt\n\n\
 Exit codes: 0 no primary endpoint worse beyond its confounders (with --fail-on any: none \
 better or worse at all); 1 one is; 2 bad input (unreadable or unknown files, arms that cannot \
-be compared, fewer than 4 runs for --calibrate)."
+be compared, fewer than 4 runs for --calibrate or runs without a CPU or kernel in common)."
 )]
 pub struct CompareArgs {
     /// The baseline runs (arm A): files or bundle directories.

@@ -126,6 +126,9 @@ fn one(
         })
         .copied()
         .collect();
+    if cpus.is_empty() && family != Family::Throughput {
+        return Err(nothing_in_common(family, runs));
+    }
     let endpoints: Vec<(Endpoint, Option<String>)> = match family {
         Family::Throughput => runs[0]
             .rates
@@ -151,6 +154,9 @@ fn one(
         .into_iter()
         .filter(|e| runs.iter().all(|r| value(r, e).is_some()))
         .collect();
+    if endpoints.is_empty() && family == Family::Throughput {
+        return Err(nothing_in_common(family, runs));
+    }
     let table: Vec<RunValues> = runs
         .iter()
         .map(|r| {
@@ -218,6 +224,47 @@ fn one(
         endpoints: spreads,
         shares,
     })
+}
+
+/// Runs without a CPU (latencies) or kernel (throughput) that every one measured: each set
+/// named with the runs that measured it.
+fn nothing_in_common(family: Family, runs: &[Run]) -> LoadError {
+    let what = |run: &Run| -> Vec<String> {
+        match family {
+            Family::Throughput => run.rates.keys().cloned().collect(),
+            _ => run
+                .cpus
+                .keys()
+                .chain(run.summaries.keys())
+                .map(u32::to_string)
+                .collect(),
+        }
+    };
+    let mut sets: Vec<(Vec<String>, Vec<&str>)> = Vec::new();
+    for run in runs {
+        let measured = what(run);
+        match sets.iter_mut().find(|(set, _)| *set == measured) {
+            Some((_, sources)) => sources.push(&run.source),
+            None => sets.push((measured, vec![&run.source])),
+        }
+    }
+    let (noun, nouns) = match family {
+        Family::Throughput => ("kernel", "kernels"),
+        _ => ("CPU", "CPUs"),
+    };
+    let sets: Vec<String> = sets
+        .iter()
+        .map(|(set, sources)| format!("{nouns} {} in {}", set.join(","), sources.join(", ")))
+        .collect();
+    LoadError::file(
+        "--calibrate",
+        format!(
+            "the runs of {} measured no {noun} in common, so no figure of theirs can be compared: \
+             {}; calibrate on runs that measured the same {nouns}",
+            family.name(),
+            sets.join("; ")
+        ),
+    )
 }
 
 /// The primary endpoints of the split `a`/`b` (indices into `table`) called better or worse:

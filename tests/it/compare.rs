@@ -418,6 +418,46 @@ fn calibrating_many_runs_is_bounded_in_time_and_memory() {
     }
 }
 
+/// `--calibrate` over runs that measured no CPU in common (R2-15: it printed "0 %" shares
+/// and exited 0), or no kernel in common: exit 2, each set named with its runs.
+#[test]
+fn calibrating_runs_with_nothing_in_common_is_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let jitter = files(dir.path(), "jitter", 4, |run| {
+        let cpu = format!("\"cpu\":{}", 1 + run % 2);
+        jitter_document(1000, u64::from(run)).replace("\"cpu\":3", &cpu)
+    });
+    let likwid = files(dir.path(), "likwid", 4, |run| {
+        let test = if run % 2 == 0 { "copy" } else { "triad" };
+        likwid_output(test, 10_000.0 + f64::from(run))
+    });
+    for (paths, said, sets) in [
+        (jitter, "no CPU in common", ["CPUs 1", "CPUs 2"]),
+        (
+            likwid,
+            "no kernel in common",
+            ["kernels copy", "kernels triad"],
+        ),
+    ] {
+        let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let out = lowlat(&[&["compare", "--calibrate"], &args[..]].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(stderr.contains(said), "{stderr}");
+        for (i, set) in sets.iter().enumerate() {
+            let named = format!("{set} in {}, {}", paths[i], paths[i + 2]);
+            assert!(stderr.contains(&named), "{named}: {stderr}");
+        }
+    }
+}
+
 /// Waits for the child `pid`: its wait status and resource usage (its own peak RSS).
 fn wait4(pid: u32) -> (i32, libc::rusage) {
     let mut status = 0;
