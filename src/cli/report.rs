@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Cli, exit};
 use crate::compare::load::load;
-use crate::report::html::{self, Source};
+use crate::report::html::{self, Budget, Source};
 
 /// Options of `lowlat report`.
 #[derive(Debug, Args)]
@@ -44,6 +44,8 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
     let mut sources = Vec::new();
     // Files that are not JSON nor a report: peers' outputs, read by compare's loader.
     let mut peers = Vec::new();
+    // What the reports among the inputs may inflate to, all of them together.
+    let mut budget = Budget::default();
     for input in &args.inputs {
         for file in files(input)? {
             let text = std::fs::read_to_string(&file).map_err(|e| {
@@ -60,7 +62,11 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
             })?;
             let start = text.trim_start();
             if start.starts_with('{') || start.starts_with('<') || start.is_empty() {
-                sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
+                sources.extend(Source::parse_all(
+                    &file.display().to_string(),
+                    text,
+                    &mut budget,
+                )?);
             } else {
                 peers.push(file);
             }

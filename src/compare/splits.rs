@@ -4,12 +4,12 @@
 //!
 //! The splits are numbered in a fixed order (the 2k-subsets of the runs in lexicographic order,
 //! each split into halves whose first run is in arm A, the halves in lexicographic order) and a
-//! split is made from its number. Up to [`SHUFFLE_LIMIT`] splits of one size, the numbers drawn
+//! split is made from its number. Up to 2^20 splits of one size, the numbers drawn
 //! are the first [`MAX_SPLITS`] of a seeded Fisher–Yates shuffle of all of them, computed in
 //! `MAX_SPLITS` slots (the draw the calibration has always made, so its figures do not change);
 //! beyond that, splits are drawn directly with the seed until [`MAX_SPLITS`] distinct ones are
 //! found. Either way memory is `MAX_SPLITS` splits of `2k` runs and time at most
-//! `SHUFFLE_LIMIT` draws of the generator per size.
+//! 2^20 draws of the generator per size.
 
 use std::collections::HashSet;
 

@@ -371,10 +371,6 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
 /// the debug build here (100 runs: about 7 s); bench/compare-calibrate.sh times the release
 /// build. CPU time, not wall time, is bounded: the machine running the tests may be shared.
 #[test]
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is reaped by wait4, which gives its resource usage"
-)]
 fn calibrating_many_runs_is_bounded_in_time_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     for (runs, cpu_seconds) in [(24, 10.0), (100, 20.0)] {
@@ -385,16 +381,9 @@ fn calibrating_many_runs_is_bounded_in_time_and_memory() {
         let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"));
         command
             .args(["compare", "--json", "--calibrate"])
-            .args(&paths)
-            .stdout(std::process::Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let mut stdout = Vec::new();
-        std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
-        let (status, usage) = wait4(child.id());
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "{runs} runs: wait status {status:#x}"
-        );
+            .args(&paths);
+        let (status, usage, stdout) = crate::support::run_with_usage(&mut command);
+        assert_eq!(status, 0, "{runs} runs");
         let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
         // ru_maxrss is in KiB.
@@ -456,16 +445,6 @@ fn calibrating_runs_with_nothing_in_common_is_refused_naming_them() {
             assert!(stderr.contains(&named), "{named}: {stderr}");
         }
     }
-}
-
-/// Waits for the child `pid`: its wait status and resource usage (its own peak RSS).
-fn wait4(pid: u32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: rusage is plain data, written by wait4 for the child this test spawned.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid as i32, "{}", std::io::Error::last_os_error());
-    (status, usage)
 }
 
 /// Bad input: exit 2, the file named, never a panic.

@@ -69,3 +69,31 @@ pub(crate) fn id(text: &str) -> lowlat::tuning::setting_id::SettingId {
     text.parse()
         .unwrap_or_else(|e| panic!("setting id {text}: {e}"))
 }
+
+/// Runs `command` with its stdout captured: its exit code (-1 when a signal ended it), its
+/// resource usage from wait4 (its own CPU time and peak RSS, `ru_maxrss` in KiB) and its
+/// stdout.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its resource usage"
+)]
+pub(crate) fn run_with_usage(command: &mut std::process::Command) -> (i32, libc::rusage, Vec<u8>) {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data, written by wait4 for the child spawned here.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "{}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, usage, stdout)
+}
