@@ -8,8 +8,7 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, compare_each, load};
-use crate::document::UNKNOWN_HOST;
+use crate::compare::{Options, calibrate, compare_each, hosts, load};
 use crate::report::compare as printers;
 
 /// Which verdicts make the exit code 1.
@@ -118,7 +117,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         if args.json {
             print_json(&printers::calibration_document(
                 &calibrations,
-                UNKNOWN_HOST.to_string(),
+                hosts(&runs.runs),
             ))?;
         } else {
             print(&printers::calibration_text(&calibrations))?;
@@ -132,7 +131,10 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));
     }
     if args.json {
-        print_json(&printers::document(&comparisons, UNKNOWN_HOST.to_string()))?;
+        print_json(&printers::document(
+            &comparisons,
+            hosts(a.runs.iter().chain(&b.runs)),
+        ))?;
     } else {
         print(&printers::text(&comparisons))?;
     }

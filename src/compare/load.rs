@@ -269,6 +269,7 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
 struct Document {
     schema_version: Option<u32>,
     kind: Option<String>,
+    host: Option<String>,
     environment: Option<Environment>,
     result: Option<serde_json::Value>,
     /// A `bios` document's attributes (`lowlat bios read -o FILE`).
@@ -452,7 +453,12 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
         .result
         .ok_or_else(|| LoadError::file(shown, format!("the {kind} document has no `result`")))?;
     if format == Format::LowlatMembw {
-        return read_membw(result, settings, shown).map(Content::Run);
+        return read_membw(result, settings, shown).map(|run| {
+            Content::Run(Run {
+                host: doc.host,
+                ..run
+            })
+        });
     }
     let figures: LatencyFigures = serde_json::from_value(result)
         .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
@@ -523,6 +529,7 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
             .explain
             .filter(|_| format == Format::LowlatJitter)
             .and_then(ExplainFigures::causes),
+        host: doc.host,
         ..Run::empty(shown, format)
     }))
 }

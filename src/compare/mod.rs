@@ -592,6 +592,19 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
     })
 }
 
+/// The `host` of a document about `runs`: the hosts their documents name, each once in the
+/// order met (`db1`, or `db1, db2` for runs of two machines), or `unknown` where none names
+/// one (peers' outputs).
+pub fn hosts<'a>(runs: impl IntoIterator<Item = &'a Run>) -> String {
+    let mut hosts: Vec<&str> = Vec::new();
+    for host in runs.into_iter().filter_map(|r| r.host.as_deref()) {
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    crate::document::host((!hosts.is_empty()).then(|| hosts.join(", ")))
+}
+
 /// The runs of `runs` per family, in the order met.
 pub fn by_family(runs: &[Run]) -> BTreeMap<Family, Vec<Run>> {
     let mut map: BTreeMap<Family, Vec<Run>> = BTreeMap::new();

@@ -447,6 +447,31 @@ fn calibrating_runs_with_nothing_in_common_is_refused_naming_them() {
     }
 }
 
+/// N11: the compare and calibration documents' `host` was `unknown` though every run named
+/// one: it is the hosts the runs name, each once.
+#[test]
+fn the_documents_name_the_hosts_of_their_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = files(dir.path(), "a", 4, |run| {
+        jitter_document(1000, u64::from(run))
+    });
+    let b = files(dir.path(), "b", 4, |run| {
+        jitter_document(1000, u64::from(run)).replace("\"host\":\"db1\"", "\"host\":\"db2\"")
+    });
+    let arms = |b: &[String]| -> Vec<String> { [&a[..], &["--".to_string()], b].concat() };
+    for (b, host) in [(&a, "db1"), (&b, "db1, db2")] {
+        let args = arms(b);
+        let (doc, _) = compare_json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(doc["host"], host);
+    }
+    let args: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = lowlat(&[&["compare", "--json", "--calibrate"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["host"], "db1");
+}
+
 /// Bad input: exit 2, the file named, never a panic.
 #[test]
 fn bad_input_is_refused_naming_the_file() {

@@ -135,10 +135,7 @@ pub(crate) type Placed = (String, Range<usize>);
 /// The documents packed into `html` by [`pack`]: the inflated JSON, and each document's name
 /// and where its text lies in it (the documents are not copied out of it). What it inflates to
 /// is taken from `budget`.
-pub(crate) fn unpack(
-    html: &str,
-    budget: &mut Budget,
-) -> Result<(String, Vec<Placed>), EmbedError> {
+pub(crate) fn unpack(html: &str, budget: &mut Budget) -> Result<(String, Vec<Placed>), EmbedError> {
     let open = opening();
     let start = html.find(&open).ok_or(EmbedError::Missing)? + open.len();
     let end = start + html[start..].find("</script>").ok_or(EmbedError::Missing)?;
