@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::from;
 use crate::compare::estimate::ArmEstimate;
-use crate::report::compare::{estimate, ratio, value};
+use crate::report::compare::{NO_GAPS_NOTE, cause_rate, estimate, ratio, value};
 use crate::report::html::source::{Source, SourceError};
 
 #[derive(Deserialize)]
@@ -229,7 +229,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                             @for r in &causes.rows {
                                 tr class=(format!("verdict-{}", r.verdict)) {
                                     td { (r.presence) } td { (r.class) } td { (r.source) } td { (r.a_gaps) } td { (r.b_gaps) }
-                                    td { (estimate(&causes.unit, &r.a)) } td { (estimate(&causes.unit, &r.b)) }
+                                    td { (cause_rate(&causes.unit, r.a_gaps, &r.a)) } td { (cause_rate(&causes.unit, r.b_gaps, &r.b)) }
                                     td { (ratio(r.ratio, r.ratio_interval)) }
                                     td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
                                     td { (r.verdict) }
@@ -237,6 +237,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                             }
                         }
                     }
+                    @if causes.rows.iter().any(|r| r.a_gaps == 0 || r.b_gaps == 0) { p { (NO_GAPS_NOTE) } }
                 }
                 @for note in &c.notes { p { "Note: " (note) } }
             });
