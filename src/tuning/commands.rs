@@ -6,20 +6,7 @@
 use super::kernel_args::{AllArgs, Args};
 use super::setting::{Layer, Setting};
 use super::setting_id::{SettingId, TaskAttribute};
-
-/// `word` as one shell word: as it is when it holds only characters the shell leaves alone,
-/// else in single quotes (a quote inside written `'\''`).
-pub(crate) fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.,:/+=@%".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+use crate::text::shell_word;
 
 /// `echo VALUE > PATH`.
 fn write_to(value: &str, path: &str) -> String {
@@ -424,15 +411,6 @@ mod tests {
             manager.contains("[Manager]\nCPUAffinity=0 8\n"),
             "{manager}"
         );
-    }
-
-    #[test]
-    fn words_are_quoted_only_when_the_shell_would_touch_them() {
-        assert_eq!(shell_word("1-7,9-15"), "1-7,9-15");
-        assert_eq!(shell_word("a b"), "'a b'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
-        assert_eq!(shell_word("$(reboot)"), "'$(reboot)'");
     }
 
     #[test]
