@@ -43,6 +43,11 @@ pub(crate) fn shorten(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// Whether `text` holds none of the characters [`escape_controls`] escapes.
+pub(crate) fn is_plain(text: &str) -> bool {
+    !text.chars().any(hides_text)
+}
+
 /// A control character, a bidi formatting character (the marks, embeddings, overrides and
 /// isolates of Unicode's bidi algorithm) or a line or paragraph separator.
 fn hides_text(c: char) -> bool {
@@ -99,6 +104,8 @@ mod tests {
             escape_controls("a\u{202e}b\u{2066}c\u{2028}d\u{200f}"),
             "a\\u{202e}b\\u{2066}c\\u{2028}d\\u{200f}"
         );
+        assert!(!is_plain("kworker\u{202e}"));
+        assert!(is_plain("kworker/0:1 µs"));
     }
 
     #[test]
