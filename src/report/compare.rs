@@ -109,12 +109,23 @@ fn p_value(p: Option<f64>) -> String {
     })
 }
 
+/// Settings listed per part of the diff; `--json` has them all (a tuning moves hundreds of
+/// IRQs on a large machine, each a key).
+const SETTINGS_SHOWN: usize = 40;
+
 fn keys(out: &mut Page, title: &str, keys: &[KeyValues], between: bool) {
     if keys.is_empty() {
         return;
     }
     writeln!(out, "{title}");
-    for k in keys {
+    if keys.len() > SETTINGS_SHOWN {
+        writeln!(
+            out,
+            "  ({} keys; the first {SETTINGS_SHOWN} by name, --json has every one)",
+            keys.len()
+        );
+    }
+    for k in keys.iter().take(SETTINGS_SHOWN) {
         if between {
             writeln!(
                 out,

@@ -466,6 +466,41 @@ fn the_documents_name_the_hosts_of_their_runs() {
     assert_eq!(doc["host"], "db1");
 }
 
+/// N11: the settings diff shows IRQ affinities (measure records them now): a tuning that
+/// moved 50 IRQs lists the first 40 by name and says how many there are.
+#[test]
+fn many_settings_that_differ_are_listed_up_to_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_irqs = |run: u32, cpus: &str| {
+        let irqs: Vec<String> = (0..50)
+            .map(|irq| format!("\"irq:{irq}:affinity\":\"{cpus}\""))
+            .collect();
+        jitter_document(1000, u64::from(run)).replace(
+            "\"cpufreq:boost\":\"1\"",
+            &format!("\"cpufreq:boost\":\"1\",{}", irqs.join(",")),
+        )
+    };
+    let a = files(dir.path(), "a", 2, |run| with_irqs(run, "0-3"));
+    let b = files(dir.path(), "b", 2, |run| with_irqs(run, "0"));
+    let args: Vec<String> = [&a[..], &["--".to_string()], &b[..]].concat();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = lowlat(&[&["compare"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("(50 keys; the first 40 by name, --json has every one)"),
+        "{text}"
+    );
+    assert!(text.contains("  irq:0:affinity: 0-3 → 0"), "{text}");
+    assert_eq!(text.matches(":affinity: 0-3 → 0").count(), 40, "{text}");
+    let (doc, _) = compare_json(&args);
+    let between = doc["comparisons"][0]["settings"]["between"]
+        .as_array()
+        .unwrap();
+    assert_eq!(between.len(), 50);
+}
+
 /// Bad input: exit 2, the file named, never a panic.
 #[test]
 fn bad_input_is_refused_naming_the_file() {
