@@ -5,7 +5,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::{Cli, exit};
-use crate::compare::load::load;
+use crate::compare::load::{load, sort_in_run_order};
 use crate::report::html::{self, Budget, Source};
 
 /// Options of `lowlat report`.
@@ -120,7 +120,8 @@ fn files(input: &Path) -> Result<Vec<PathBuf>> {
             files.push(path);
         }
     }
-    files.sort();
+    // A bundle's runs in the order measured (measure-jitter.json, -2, ... -10), not by name.
+    sort_in_run_order(&mut files);
     if files.is_empty() {
         bail!(
             "{}: no *.json or *.jsonl file in this directory; give lowlat documents or a bundle of them",

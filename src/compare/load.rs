@@ -95,9 +95,7 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         })
         .filter(|p| p.is_file())
         .collect();
-    // In the order they were measured: a bundle names its runs measure-timer.json, then
-    // measure-timer-2.json, -3 ... -10 (the first one has no number).
-    files.sort_by(|a, b| natural_cmp(&run_order(a), &run_order(b)));
+    sort_in_run_order(&mut files);
     if files.is_empty() {
         return Err(LoadError::file(
             shown,
@@ -149,6 +147,12 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         loaded.runs.push(run);
     }
     Ok(())
+}
+
+/// Sorts a bundle's files in the order their runs were measured: a bundle names its runs
+/// measure-timer.json, then measure-timer-2.json, -3 ... -10 (the first one has no number).
+pub fn sort_in_run_order(files: &mut [PathBuf]) {
+    files.sort_by(|a, b| natural_cmp(&run_order(a), &run_order(b)));
 }
 
 /// The name of a bundle's file as it sorts by the order its runs were measured in: the first
