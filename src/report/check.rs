@@ -9,7 +9,7 @@ use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
+use crate::check::{CpuFigures, TargetOutcome, TargetVerdict, Verdict};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
@@ -37,6 +37,8 @@ pub(crate) struct CheckReport<'a> {
     pub targets: &'a [TargetVerdict],
     /// Whether both runs measured every CPU to the end.
     pub complete: bool,
+    /// Whether it was a `--quick` smoke run, which can fail a machine but not prove it.
+    pub quick: bool,
     /// The jitter run's gaps by cause, when explained (the default; `--no-explain`).
     pub causes: Option<&'a ExplainJson>,
     /// The timer run's late wake-ups by cause, when explained (as `causes`).
@@ -54,7 +56,7 @@ impl CheckReport<'_> {
         for verdict in self.targets {
             let what = verdict.target.metric.describe();
             match verdict.outcome {
-                TargetOutcome::Met => {}
+                TargetOutcome::Met | TargetOutcome::NotProven => {}
                 TargetOutcome::Missed => failures.push(format!(
                     "{what} not below {} on every CPU",
                     verdict.target.below
@@ -66,6 +68,53 @@ impl CheckReport<'_> {
             failures.push("the measurement is incomplete (see the messages above)".into());
         }
         failures
+    }
+
+    /// Why the run could not decide, one phrase each: the targets it was too short to prove
+    /// (how long a run they need), and a `--quick` run's limit.
+    pub(crate) fn not_proven(&self) -> Vec<String> {
+        let mut undecided: Vec<String> = (self.targets.iter())
+            .filter(|v| v.outcome == TargetOutcome::NotProven)
+            .filter_map(|verdict| {
+                let (needed, had) = verdict.proof_needed()?;
+                let needed = match needed {
+                    Some(seconds) => format!("{} s of busy loop per CPU are needed", whole(seconds)),
+                    None => "at the rate seen no run proves it".to_string(),
+                };
+                Some(format!(
+                    "{} below {} not proven: {needed}, this run had {}",
+                    verdict.target.metric.describe(),
+                    verdict.target.below,
+                    whole(had)
+                ))
+            })
+            .collect();
+        if self.quick && undecided.is_empty() {
+            undecided.push(
+                "--quick is a smoke run: it can find a failure, not prove a pass".to_string(),
+            );
+        }
+        undecided
+    }
+
+    /// PASS, FAIL (the machine failed), or NOT PROVEN (the run could not decide).
+    pub(crate) fn verdict(&self) -> Verdict {
+        if !self.failures().is_empty() {
+            Verdict::Fail
+        } else if !self.not_proven().is_empty() {
+            Verdict::NotProven
+        } else {
+            Verdict::Pass
+        }
+    }
+}
+
+/// Seconds as the report says them: one decimal under 10 s, whole above.
+fn whole(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{seconds:.1}")
+    } else {
+        format!("{seconds:.0}")
     }
 }
 
@@ -93,10 +142,16 @@ pub(crate) struct CheckBody<'a> {
     pub figures: &'a [CpuFigures],
     /// The profile's measured targets, each against the figures.
     pub targets: &'a [TargetVerdict],
-    /// `pass` or `fail`.
-    pub verdict: &'static str,
-    /// Why it fails, one phrase each (empty when it passes).
+    /// `pass`, `fail` (the machine failed) or `not-proven` (nothing failed, but the run could
+    /// not decide: too short for a target, or `--quick`).
+    pub verdict: Verdict,
+    /// Why it fails, one phrase each (empty when it does not).
     pub failures: Vec<String>,
+    /// Why it could not decide, one phrase each: each target not proven with the busy loop
+    /// per CPU it needs and the one it had; a `--quick` run's limit.
+    pub not_proven: Vec<String>,
+    /// Whether it was a `--quick` smoke run, which cannot pass.
+    pub quick: bool,
     /// The NICs ethtool answered about (software interfaces without queues left out).
     pub nics: Vec<super::nic::NicSummary<'a>>,
     /// The clock: time daemons with their CPUs, sources and offsets, the clocksource and the
@@ -132,8 +187,10 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
             .collect(),
         figures: report.figures,
         targets: report.targets,
-        verdict: if failures.is_empty() { "pass" } else { "fail" },
+        verdict: report.verdict(),
         failures,
+        not_proven: report.not_proven(),
+        quick: report.quick,
         nics: super::nic::summaries(report.machine),
         clock: super::timesync::ClockBlock::of(report.machine),
         causes: report.causes,
@@ -275,20 +332,30 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         let outcome = match verdict.outcome {
             TargetOutcome::Met => "met",
             TargetOutcome::Missed => "MISSED",
+            TargetOutcome::NotProven => "NOT PROVEN",
             TargetOutcome::NotMeasured => "NOT MEASURED",
         };
         let values: Vec<String> = verdict
             .values
             .iter()
             .map(|v| {
+                let short = if v.outcome == TargetOutcome::NotProven {
+                    ": not proven"
+                } else {
+                    ""
+                };
                 let bound = v
                     .upper_95
-                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %)"));
+                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %{short})"));
                 format!(
                     "CPU {} {:.1}{bound}{}",
                     v.cpu,
                     v.value,
-                    if v.met { "" } else { " ✗" }
+                    if v.outcome == TargetOutcome::Missed {
+                        " ✗"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();
@@ -303,23 +370,22 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             writeln!(
                 out,
                 "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
-                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
-                 --duration)",
-                if needed < 10.0 {
-                    format!("{needed:.1}")
-                } else {
-                    format!("{needed:.0}")
-                }
+                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s)",
+                whole(needed)
             );
         }
         writeln!(out, "    source: {}", verdict.target.source);
     }
-    let failures = report.failures();
-    if failures.is_empty() {
-        writeln!(out, "verdict:  PASS");
-    } else {
-        writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
-    }
+    let verdict = report.verdict();
+    let why = match verdict {
+        Verdict::Pass => String::new(),
+        Verdict::Fail => format!(": {}", report.failures().join("; ")),
+        Verdict::NotProven => format!(
+            ": {} (not a failure of the machine: a longer run decides)",
+            report.not_proven().join("; ")
+        ),
+    };
+    writeln!(out, "verdict:  {}{why}", verdict.label());
     if let Some(causes) = report.causes {
         out.text(top_causes(causes, "gaps"));
     }
