@@ -233,7 +233,10 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
         .map(|target| {
             let values: Vec<CpuValue> = figures
                 .iter()
-                .filter_map(|f| f.value(target.metric).map(|value| cpu_value(target, f, value)))
+                .filter_map(|f| {
+                    f.value(target.metric)
+                        .map(|value| cpu_value(target, f, value))
+                })
                 .collect();
             let outcome = if values.is_empty() {
                 TargetOutcome::NotMeasured

@@ -78,7 +78,9 @@ impl CheckReport<'_> {
             .filter_map(|verdict| {
                 let (needed, had) = verdict.proof_needed()?;
                 let needed = match needed {
-                    Some(seconds) => format!("{} s of busy loop per CPU are needed", whole(seconds)),
+                    Some(seconds) => {
+                        format!("{} s of busy loop per CPU are needed", whole(seconds))
+                    }
                     None => "at the rate seen no run proves it".to_string(),
                 };
                 Some(format!(
@@ -551,7 +553,10 @@ mod tests {
         // Seen at 2 a minute: missed, however short the run.
         let (said, json) = check(figures(60.0, 2), false, false);
         assert_eq!(json["verdict"], "fail");
-        assert!(said.contains(": MISSED (CPU 1 2.0 (≤ 6.3 at 95 %) ✗)"), "{said}");
+        assert!(
+            said.contains(": MISSED (CPU 1 2.0 (≤ 6.3 at 95 %) ✗)"),
+            "{said}"
+        );
     }
 
     /// A quiet CPU over the default length passes; the same figures from a `--quick` run cannot.

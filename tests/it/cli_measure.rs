@@ -355,7 +355,10 @@ fn check_documents_not_proven_and_its_exit_code() {
         "--quick",
         "200 s each for low-latency",
     ] {
-        assert!(out.contains(expected), "check --help lacks {expected}:\n{out}");
+        assert!(
+            out.contains(expected),
+            "check --help lacks {expected}:\n{out}"
+        );
     }
     let help = lowlat(&["--help"]).success();
     let out = words(&help.get_output().stdout);

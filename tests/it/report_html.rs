@@ -1005,8 +1005,7 @@ fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
         "interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s"
     ]);
     check["targets"][0]["outcome"] = "not-proven".into();
-    check["targets"][0]["values"][0] =
-        serde_json::json!({"cpu": 1, "value": 0.0, "upper_95": 44.9, "met": false, "outcome": "not-proven"});
+    check["targets"][0]["values"][0] = serde_json::json!({"cpu": 1, "value": 0.0, "upper_95": 44.9, "met": false, "outcome": "not-proven"});
     let input = dir.path().join("check.json");
     std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
     let html = report(&[input], &dir.path().join("report.html"));
@@ -1020,7 +1019,10 @@ fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
     ] {
         assert!(verdict.contains(expected), "lacks {expected}:\n{verdict}");
     }
-    assert!(!verdict.contains("<strong>FAIL") && !verdict.contains(" ✗<"), "{verdict}");
+    assert!(
+        !verdict.contains("<strong>FAIL") && !verdict.contains(" ✗<"),
+        "{verdict}"
+    );
 }
 
 /// The clock block of a check stands in its verdict; the machine section shows the NIC block

@@ -4,7 +4,7 @@
 //! per cause).
 
 use super::micros;
-use crate::audit::rules::causes::{fix_for, setting_for};
+use crate::audit::rules::causes;
 use crate::machine::Avail;
 use crate::measure::trace::Explanation;
 use crate::measure::trace::explain::{Cause, Class, CpuCauses, CrossCheck};
@@ -228,7 +228,10 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
             .causes
             .iter()
             .map(|c| {
-                let fix = fix_for(c.cause.class.key(), &c.cause.source);
+                let irq = (c.cause.class == Class::DeviceIrq)
+                    .then(|| c.ids.first().copied())
+                    .flatten();
+                let fix = causes::fix(c.cause.class.key(), &c.cause.source, irq, comm_of(&c.cause));
                 CauseJson {
                     class: c.cause.class,
                     source: c.cause.source.clone(),
@@ -237,14 +240,9 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
                     p99_ns: c.p99_ns(),
                     max_ns: c.max_ns,
                     ids: c.ids.clone(),
-                    rule: fix.map(|f| f.rule.to_string()),
-                    setting: fix.and_then(|f| {
-                        let irq = (c.cause.class == Class::DeviceIrq)
-                            .then(|| c.ids.first().copied())
-                            .flatten();
-                        setting_for(f, irq, comm_of(&c.cause))
-                    }),
-                    advice: fix.map(|f| f.advice.to_string()),
+                    rule: fix.as_ref().map(|f| f.rule.to_string()),
+                    advice: fix.as_ref().map(|f| f.advice.to_string()),
+                    setting: fix.and_then(|f| f.setting),
                 }
             })
             .collect(),
