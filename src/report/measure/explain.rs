@@ -552,6 +552,53 @@ mod tests {
         );
     }
 
+    /// Issue 43 item 6: every cause of the recorded run gets a fix that can be made. Kernel
+    /// threads (`ksoftirqd/1`, `migration/1`, the sender `kcompactd0`) were told to move with
+    /// `task:…:affinity`, and the kernel-managed virtio-blk queue with `irq:36:affinity`.
+    #[test]
+    fn every_cause_of_the_recorded_run_gets_a_fix_that_can_be_made() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let recorded: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/data/explain/guide-run.json")).unwrap(),
+        )
+        .unwrap();
+        let explanation: ExplainJson = serde_json::from_value(recorded["explain"].clone()).unwrap();
+        let mut fixes = std::collections::BTreeMap::new();
+        for c in &explanation.cpus[0].causes {
+            let cause = Cause {
+                class: c.class,
+                source: c.source.clone(),
+            };
+            let irq = (c.class == Class::DeviceIrq).then(|| c.ids[0]);
+            let fix = causes::fix(c.class.key(), &c.source, irq, comm_of(&cause));
+            let fix = fix.map(|f| format!("{} {}", f.rule, f.setting.unwrap_or_default()));
+            fixes.insert(c.source.clone(), fix.unwrap_or_default());
+        }
+        for (source, expected) in [
+            ("ksoftirqd/1", "LL-IRQ-ON-ISOLATED "),
+            (
+                "migration/1 (woken by watchdog_timer_fn)",
+                "LL-ISOLCPUS cmdline:isolcpus",
+            ),
+            (
+                "function call from kcompactd0 on CPU 0 (on_each_cpu_cond_mask)",
+                "LL-KTHREADS-ON-ISOLATED kthread:kcompactd0:affinity",
+            ),
+            ("36 virtio1-req.0", "LL-MANAGED-IRQS cmdline:isolcpus"),
+            (
+                "app-poller (woken by hrtimer_wakeup)",
+                "LL-TASKS-ON-ISOLATED task:app-poller:affinity",
+            ),
+        ] {
+            assert_eq!(fixes[source], expected, "{source}");
+        }
+        for (source, fix) in &fixes {
+            for thread in ["ksoftirqd", "migration", "kcompactd", "kworker", "rcu_"] {
+                assert!(!fix.contains(&format!("task:{thread}")), "{source}: {fix}");
+            }
+        }
+    }
+
     /// The guide's example is the text of a real run's explanation, byte for byte.
     #[test]
     fn the_guide_shows_the_text_of_its_recorded_run() {
