@@ -674,6 +674,20 @@ pub(crate) fn task(pid: u32, comm: &str, work: Option<&str>, note: &str) -> (Cau
     (Cause { class, source }, Some(pid))
 }
 
+/// A task other than the loop that ran in a gap.
+struct OtherTask {
+    /// How long it ran, in the trace's clock.
+    ran: u64,
+    /// Its pid.
+    pid: u32,
+    /// Its comm.
+    comm: Sym,
+    /// The first work function it ran (a kworker).
+    work: Option<Sym>,
+    /// The first softirq vector it ran (ksoftirqd).
+    softirq: Option<u8>,
+}
+
 /// The cause of one gap from the events inside it (see the module's order), with the id
 /// behind it (a pid, an IRQ number). `woke`: a sleeping loop's wake-up in the gap.
 #[allow(clippy::too_many_arguments)]
@@ -691,7 +705,7 @@ fn classify(
     let cause = |class, source: String, id| (Cause { class, source }, id);
     // The other task that ran longest in the gap (until the next switch, or the gap's end),
     // with the first work function a kworker ran meanwhile, and the first softirq.
-    let mut other_task: Option<(u64, u32, Sym, Option<Sym>, Option<u8>)> = None;
+    let mut other_task: Option<OtherTask> = None;
     for (at, event) in inside.iter().enumerate() {
         let What::Switch { pid, comm, .. } = event.what else {
             continue;
@@ -713,11 +727,24 @@ fn classify(
             What::Softirq(vector) => Some(vector),
             _ => None,
         });
-        if other_task.is_none_or(|(longest, ..)| ran > longest) {
-            other_task = Some((ran, pid, comm, work, softirq));
+        if other_task.as_ref().is_none_or(|longest| ran > longest.ran) {
+            other_task = Some(OtherTask {
+                ran,
+                pid,
+                comm,
+                work,
+                softirq,
+            });
         }
     }
-    if let Some((_, pid, comm, work, softirq)) = other_task {
+    if let Some(OtherTask {
+        pid,
+        comm,
+        work,
+        softirq,
+        ..
+    }) = other_task
+    {
         let comm = symbols.name(comm);
         // A softirq thread is named with the softirq it ran: what raised that is the fix.
         if let Some(name) = softirq
