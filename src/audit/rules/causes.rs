@@ -160,6 +160,13 @@ pub(crate) const CAUSE_FIXES: &[CauseFix] = &[
     },
     CauseFix {
         class: "per_cpu_kthread",
+        source: Some("kworker"),
+        rule: "LL-WORKQUEUE-CPUMASK",
+        setting: None,
+        advice: "a kworker bound to this CPU ran work queued here (the trace named no work function), which workqueue:cpumask does not move: keep what queues per-CPU work (I/O, timers) off this CPU",
+    },
+    CauseFix {
+        class: "per_cpu_kthread",
         source: Some("ktimers"),
         rule: "LL-NOHZ-FULL",
         setting: Some("cmdline:nohz_full"),
@@ -319,6 +326,10 @@ pub(crate) fn fix(class: &str, source: &str, irq: Option<u32>, comm: Option<&str
                 setting: None,
                 advice: row.advice,
             });
+        }
+        // A bound kworker named by its comm: the work it ran was not seen.
+        ("kworker", _) if per_cpu(source).is_some_and(|p| p.kind == PerCpuKind::Kworker) => {
+            (row("per_cpu_kthread", "kworker"), irq)
         }
         ("device_irq", _) => {
             let name = source.split_once(' ').map_or("", |(_, name)| name);
@@ -484,6 +495,20 @@ mod tests {
                 None,
                 Some("cpuhp/1"),
                 "LL-KTHREADS-ON-ISOLATED -",
+            ),
+            (
+                "kworker",
+                "kworker/1:0H",
+                None,
+                None,
+                "LL-WORKQUEUE-CPUMASK -",
+            ),
+            (
+                "kworker",
+                "kworker/u8:2",
+                None,
+                None,
+                "LL-WORKQUEUE-CPUMASK workqueue:cpumask",
             ),
             (
                 "ipi",

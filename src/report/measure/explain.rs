@@ -585,6 +585,7 @@ mod tests {
                 "LL-KTHREADS-ON-ISOLATED kthread:kcompactd0:affinity",
             ),
             ("36 virtio1-req.0", "LL-MANAGED-IRQS cmdline:isolcpus"),
+            ("kworker/1:0H", "LL-WORKQUEUE-CPUMASK "),
             (
                 "app-poller (woken by hrtimer_wakeup)",
                 "LL-TASKS-ON-ISOLATED task:app-poller:affinity",
