@@ -1077,3 +1077,27 @@ fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
         );
     }
 }
+
+/// N12: a bundle's runs were drawn in the order of their file names (measure-jitter-10.json,
+/// -2, ... -9, then the first, measure-jitter.json); they come in the order measured.
+#[test]
+fn a_bundles_runs_come_in_the_order_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let aa = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare/aa-quiet-2vcpu");
+    for name in [
+        "measure-jitter.json",
+        "measure-jitter-2.json",
+        "measure-jitter-10.json",
+    ] {
+        std::fs::copy(aa.join(name), bundle.join(name)).unwrap();
+    }
+    let html = report(&[bundle], &dir.path().join("r.html"));
+    let at = |name: &str| {
+        html.find(&format!("bundle/{name}"))
+            .unwrap_or_else(|| panic!("{name} not in the report"))
+    };
+    assert!(at("measure-jitter.json") < at("measure-jitter-2.json"));
+    assert!(at("measure-jitter-2.json") < at("measure-jitter-10.json"));
+}
