@@ -87,8 +87,8 @@ pub struct NetArgs {
     #[arg(long, value_name = "D", default_value = "1s", allow_hyphen_values = true, value_parser = values::duration_with_unit)]
     pub timeout: Duration,
 
-    /// Ask busy polling of the sockets for this many µs (SO_BUSY_POLL; above
-    /// net.core.busy_read it needs CAP_NET_ADMIN, else said and measured without).
+    /// Ask busy polling of the sockets for this many µs (SO_BUSY_POLL; older kernels need
+    /// CAP_NET_ADMIN above net.core.busy_read: refused, it is said and measured without).
     #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u32, 1_000_000))]
     pub busy_poll: Option<u32>,
 

@@ -70,6 +70,13 @@ fn loopback_ping_pongs_over_udp_and_tcp() {
         assert_eq!(result["split"]["timestamps"], "software");
         assert!(result["echo"]["answered"].as_u64().unwrap() >= 2000);
     }
+    // As root busy polling is taken (loopback has no NAPI queue to poll: it changes nothing
+    // here but the option).
+    if rustix::process::geteuid().is_root() {
+        let result = measured(&["--cpus", &two_cpus(), "--count", "100", "--busy-poll", "50"]);
+        assert_eq!(result["busy_poll"]["applied"], true, "{result}");
+        assert_eq!(result["request"]["busy_poll_us"], 50);
+    }
 }
 
 #[test]
@@ -150,7 +157,7 @@ fn veth_ping_pongs_leave_nothing_behind() {
 
 #[test]
 #[ignore = "runs lowlat as nobody; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, as root)"]
-fn veth_without_permission_says_what_it_needs() {
+fn without_permission_veth_is_refused_and_busy_polling_measured_or_said() {
     use std::os::unix::fs::PermissionsExt;
     if !live_tests_allowed() || !is_root("running lowlat as nobody") {
         return;
@@ -164,18 +171,43 @@ fn veth_without_permission_says_what_it_needs() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let binary = dir.path().join("lowlat");
     std::fs::copy(assert_cmd::cargo::cargo_bin("lowlat"), &binary).unwrap();
-    let out = Command::new(runuser)
-        .args(["-u", "nobody", "--"])
-        .arg(&binary)
-        .args(["measure", "net", "--path", "veth", "--count", "10"])
-        .output()
-        .unwrap();
+    let as_nobody = |args: &[&str]| {
+        Command::new(runuser)
+            .args(["-u", "nobody", "--"])
+            .arg(&binary)
+            .args(["measure", "net", "--count", "100"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["--path", "veth"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("--path veth") && err.contains("needs root"),
         "{err}"
     );
+    // Busy polling above net.core.busy_read needs CAP_NET_ADMIN on older kernels (newer ones
+    // take it from anyone): refused, it is said and the run measures without.
+    let out = as_nobody(&["--busy-poll", "50", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let busy_poll = &doc["result"]["busy_poll"];
+    match busy_poll["applied"].as_bool() {
+        Some(true) => assert_eq!(busy_poll["reason"], serde_json::Value::Null),
+        _ => assert!(
+            busy_poll["reason"]
+                .as_str()
+                .unwrap()
+                .contains("CAP_NET_ADMIN"),
+            "{busy_poll}"
+        ),
+    }
+    assert_eq!(doc["result"]["round_trips"], 100);
 }
 
 /// A program started by a test, killed when the test ends.

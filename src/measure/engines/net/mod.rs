@@ -328,8 +328,8 @@ fn client_side(
     let busy_poll = request.busy_poll_us.map(|us| {
         outcome_of(socket::set_busy_poll(conn.fd(), us), |e| {
             format!(
-                "SO_BUSY_POLL {us} µs refused ({e}); above net.core.busy_read it needs \
-                 CAP_NET_ADMIN: measured without busy polling"
+                "SO_BUSY_POLL {us} µs refused ({e}; older kernels need CAP_NET_ADMIN above \
+                 net.core.busy_read): measured without busy polling"
             )
         })
     });
