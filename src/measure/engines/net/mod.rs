@@ -146,6 +146,9 @@ pub(crate) enum NetError {
     /// A side's thread ended without saying why (it panicked).
     #[error("net: the {0} thread panicked")]
     Panicked(&'static str),
+    /// The echo ended before it answered (its own error says why).
+    #[error("net: the echo ended before it answered")]
+    EchoGone,
 }
 
 fn socket_hint(e: &std::io::Error) -> &'static str {
@@ -239,7 +242,7 @@ fn measure(
         let started = monotonic_ns();
         let mut said = 0;
         while !client.is_finished() {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(100));
             let seconds = (monotonic_ns() - started) / 1_000_000_000;
             if seconds > said {
                 said = seconds;
@@ -253,8 +256,12 @@ fn measure(
         let echo_side = echo.map(|e| e.join().map_err(|_| NetError::Panicked("echo")));
         (client_side, echo_side)
     });
+    // The echo's own error, when the client only saw it go.
+    let echo = match (&client_side, echo_side) {
+        (Ok(Err(NetError::EchoGone)), Some(Ok(Err(e)))) => return Err(e),
+        (_, echo_side) => echo_side.transpose()?.transpose()?,
+    };
     let (peer, path_mtu, outcome, busy_poll, timestamps) = client_side??;
-    let echo = echo_side.transpose()?.transpose()?;
     Ok(NetRun {
         client_cpu,
         request,
@@ -287,7 +294,7 @@ fn client_side(
     done: &AtomicU64,
 ) -> Result<ClientSide, NetError> {
     pin_current_thread(cpu).map_err(|source| NetError::Pin { cpu, source })?;
-    let echo_gone = || NetError::Panicked("echo");
+    let echo_gone = || NetError::EchoGone;
     let peer = match request.path {
         NetPath::Peer(addr) => addr,
         NetPath::Veth => {
