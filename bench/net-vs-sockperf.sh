@@ -28,11 +28,8 @@ done
 
 OUT=$(mktemp -d)
 SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    rm -rf "$OUT"
-}
-trap cleanup EXIT
+# The sockperf server of an interrupted run goes too.
+trap 'if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; fi; rm -rf "$OUT"' EXIT
 
 for i in $(seq 1 "$PAIRS"); do
     order="lowlat peer"; [ $((i % 2)) -eq 0 ] && order="peer lowlat"
