@@ -598,6 +598,28 @@ fn a_check_report_opens_with_its_verdict_targets_and_per_cpu_values() {
 }
 
 #[test]
+fn a_net_document_has_its_section_with_its_figures_and_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(&[committed("net.json")], &dir.path().join("r.html"));
+    assert!(html.contains("<section id=\"net\">"), "no section net");
+    // The document's own figures, in µs: p50 14 µs, and the split's rows.
+    assert!(
+        html.contains("<td>round trip</td><td>12.1</td><td>14</td>"),
+        "the round-trip row"
+    );
+    assert!(
+        html.contains("<td>client wake-up and copy</td>"),
+        "the split"
+    );
+    assert!(html.contains("2000 round trips"));
+    let charts = charts(&html);
+    assert_eq!(charts.len(), 1, "the CCDF");
+    // One point per histogram bucket.
+    assert_eq!(charts[0], (638, 638));
+    assert!(!html.contains("id=\"not-drawn\""));
+}
+
+#[test]
 fn wakeup_ipi_and_mesh_documents_have_sections_and_others_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let html = report(
