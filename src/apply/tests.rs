@@ -187,9 +187,10 @@ fn the_knobs_get_the_planned_values() {
     let root = f.root();
     let value = |path: &str| root.read_value(path).unwrap();
     assert_eq!(value("/proc/sys/vm/stat_interval"), "10");
+    // As the kernel shows it (a tree reads back as a live kernel would).
     assert_eq!(
         value("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "never"
+        "always madvise [never]"
     );
     assert_eq!(
         value("/sys/devices/system/cpu/cpu1/cpuidle/state2/disable"),

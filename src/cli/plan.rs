@@ -304,7 +304,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         .map(super::bios::read_document)
         .transpose()?;
     let mut plan = plan::build(&machine, &request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        findings::profile_settings(&machine, &profile, partition)
     })
     .map_err(|e| match e {
         PlanError::Partition(e) => args.partition_error(&e),
