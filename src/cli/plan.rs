@@ -349,7 +349,11 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     } else if let Some(guest) = &guest {
         print(&guest.render())?;
     } else if args.out.is_none() {
-        print(&summary::text(&plan, &machine.topology))?;
+        let held = diff::diff(&plan, &machine, &root)
+            .iter()
+            .filter(|e| e.status == diff::DiffStatus::Same)
+            .count();
+        print(&summary::text(&plan, &machine.topology, Some(held)))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
         warning!(

@@ -271,3 +271,44 @@ fn the_simulated_reboot_replaces_the_planned_keys() {
         "ro quiet nohz_full=1-3 nosmt"
     );
 }
+
+#[test]
+fn a_tuned_copy_is_planned_whole_and_marked_as_already_planned() {
+    // The before-stop hook's case: epyc7f32-2s, plan → apply on a copy → plan.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    tree::copy_tree(&fixture("epyc7f32-2s"), &root);
+    let out = dir.path().join("plan");
+    run(&root, &["plan", "--out", out.to_str().unwrap()]);
+    let sysctls = |root: &Path| {
+        let text = std::fs::read_to_string(root.join("etc/sysctl.d/99-lowlat.conf")).unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains(" = "))
+            .count()
+    };
+    let planned = std::fs::read_to_string(out.join("sysctl.d/99-lowlat.conf")).unwrap();
+    let (code, _) = run(
+        &root,
+        &[
+            "apply",
+            "--plan",
+            out.join("plan.json").to_str().unwrap(),
+            "--yes",
+        ],
+    );
+    assert!(code <= 1);
+    let keys = sysctls(&root);
+    assert!(keys >= 10, "{keys} sysctls installed");
+    let (_, text) = run(&root, &["plan"]);
+    let line = text.lines().find(|l| l.starts_with("Settings (")).unwrap();
+    assert!(line.contains("already as planned"), "{line}");
+    let (_, diff) = run(&root, &["plan", "--diff"]);
+    assert!(diff.contains("= sysctl:vm.stat_interval"), "{diff}");
+    // Applying the second plan keeps the file as the first installed it.
+    let again = dir.path().join("again");
+    run(&root, &["plan", "--out", again.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(again.join("sysctl.d/99-lowlat.conf")).unwrap(),
+        planned
+    );
+}
