@@ -38,6 +38,29 @@ pub fn profile_settings(
     audit::desired(machine, profile, &partition, &|id| !plan_family(id))
 }
 
+/// The plan `lowlat plan --profile P --isolate CPUS` makes for `machine`, with the audit's
+/// profile and isolated CPUs, as the audit's fix script writes it: `None` for a profile that
+/// has no plan (throughput) or a partition the plan refuses.
+pub fn plan_of_audit(
+    machine: &Machine,
+    profile: &audit::Profile,
+    partition: &AuditPartition,
+) -> Option<super::Plan> {
+    let request = super::request::PlanRequest {
+        profile: PlanProfile::try_from(profile.info.name).ok()?,
+        partition: crate::tuning::partition::PartitionRequest {
+            isolate: (partition.is_known() && !partition.isolated.is_empty())
+                .then(|| partition.isolated.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    super::build(machine, &request, |partition| {
+        profile_settings(machine, profile, partition)
+    })
+    .ok()
+}
+
 /// Files (or the directory of files) whose settings the plan derives from the partition.
 const PLAN_FILES: &[&str] = &[
     "/etc/systemd/system.conf.d/",
