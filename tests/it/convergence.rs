@@ -36,11 +36,12 @@ fn settings(plan: &Value) -> BTreeMap<String, Value> {
 /// `/proc/cmdline` after the reboot into the plan's kernel-cmdline.txt: the planned keys and
 /// the removed ones taken out, the planned arguments added.
 fn rebooted_cmdline(current: &str, fragment: &str) -> String {
+    // `NAME='...'` (or `NAME="..."`): the arguments are plain words, quoted as one.
     let var = |name: &str| {
         fragment
             .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
-            .map(|v| v.trim_end_matches('"').to_string())
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .map(|v| v.trim_matches(|c| c == '\'' || c == '"').to_string())
             .unwrap_or_default()
     };
     let (add, remove) = (var("LOWLAT_CMDLINE_ADD"), var("LOWLAT_CMDLINE_REMOVE"));
@@ -185,7 +186,28 @@ fn reboot(root: &Path, plan_dir: &Path, plan: &Value) {
     let fragment = std::fs::read_to_string(plan_dir.join("kernel-cmdline.txt")).unwrap();
     let cmdline = root.join("proc/cmdline");
     let current = std::fs::read_to_string(&cmdline).unwrap_or_default();
-    std::fs::write(&cmdline, rebooted_cmdline(&current, &fragment) + "\n").unwrap();
+    let rebooted = rebooted_cmdline(&current, &fragment);
+    // Every planned argument is on the new command line (the fragment was read).
+    let planned = lowlat::plan::Plan::from_json(&plan.to_string()).unwrap();
+    let added = planned
+        .settings
+        .iter()
+        .filter(|s| !s.value.is_empty())
+        .filter_map(|s| {
+            s.id.to_string()
+                .strip_prefix("cmdline:")
+                .map(str::to_string)
+        });
+    for id in added {
+        let key = id.replace('-', "_");
+        assert!(
+            rebooted
+                .split_whitespace()
+                .any(|arg| arg.split('=').next().unwrap().replace('-', "_") == key),
+            "{key} planned but not in the rebooted command line {rebooted:?}"
+        );
+    }
+    std::fs::write(&cmdline, rebooted + "\n").unwrap();
     let Some(after) = plan["target"]["cpus_after_reboot"].as_str() else {
         return;
     };
@@ -265,7 +287,7 @@ fn plan_apply_plan_is_a_fixed_point_on_every_machine() {
 
 #[test]
 fn the_simulated_reboot_replaces_the_planned_keys() {
-    let fragment = "LOWLAT_CMDLINE_ADD=\"nohz_full=1-3 nosmt\"\nLOWLAT_CMDLINE_REMOVE=\"idle\"\n";
+    let fragment = "LOWLAT_CMDLINE_ADD='nohz_full=1-3 nosmt'\nLOWLAT_CMDLINE_REMOVE='idle'\n";
     assert_eq!(
         rebooted_cmdline("ro quiet nohz_full=2 idle=poll", fragment),
         "ro quiet nohz_full=1-3 nosmt"
