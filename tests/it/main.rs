@@ -23,6 +23,7 @@ mod compare_aa;
 mod compare_causes;
 mod compare_peers;
 mod completions;
+mod convergence;
 mod deploy;
 mod docs;
 mod explain_live;
