@@ -358,9 +358,8 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
             };
             writeln!(
                 out,
-                "  {} ({}): {} {what}, {} µs in all{fix}",
-                c.class.label(),
-                c.source,
+                "  {}: {} {what}, {} µs in all{fix}",
+                super::measure::explain::cause_name(c.class.label(), &c.source),
                 c.count,
                 micros(c.total_ns as f64)
             );
