@@ -40,6 +40,7 @@ mod measure_bounds;
 mod measure_defects;
 mod measure_hw;
 mod must_gather;
+mod net_live;
 mod nic_live;
 mod placement_guide;
 mod plan;

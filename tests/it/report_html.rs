@@ -598,6 +598,28 @@ fn a_check_report_opens_with_its_verdict_targets_and_per_cpu_values() {
 }
 
 #[test]
+fn a_net_document_has_its_section_with_its_figures_and_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(&[committed("net.json")], &dir.path().join("r.html"));
+    assert!(html.contains("<section id=\"net\">"), "no section net");
+    // The document's own figures, in µs: p50 14 µs, and the split's rows.
+    assert!(
+        html.contains("<td>round trip</td><td>12.1</td><td>14</td>"),
+        "the round-trip row"
+    );
+    assert!(
+        html.contains("<td>client wake-up and copy</td>"),
+        "the split"
+    );
+    assert!(html.contains("2000 round trips"));
+    let charts = charts(&html);
+    assert_eq!(charts.len(), 1, "the CCDF");
+    // One point per histogram bucket.
+    assert_eq!(charts[0], (638, 638));
+    assert!(!html.contains("id=\"not-drawn\""));
+}
+
+#[test]
 fn wakeup_ipi_and_mesh_documents_have_sections_and_others_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let html = report(
@@ -991,6 +1013,40 @@ fn an_explained_jitter_run_draws_time_by_cause_per_cpu_and_its_longest_gaps() {
     assert!(html.contains("<code>LL-TASKS-ON-ISOLATED</code>"));
 }
 
+/// Issue 43 item 5: a check that could not decide (nothing seen in too short a run) is NOT
+/// PROVEN in its verdict, with why, and its target row and CPU value say so; not FAIL, no ✗.
+#[test]
+fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    check["verdict"] = "not-proven".into();
+    check["failures"] = serde_json::json!([]);
+    check["audit_failed_rules"] = serde_json::json!([]);
+    check["not_proven"] = serde_json::json!([
+        "interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s"
+    ]);
+    check["targets"][0]["outcome"] = "not-proven".into();
+    check["targets"][0]["values"][0] = serde_json::json!({"cpu": 1, "value": 0.0, "upper_95": 44.9, "met": false, "outcome": "not-proven"});
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(&[input], &dir.path().join("report.html"));
+    let start = html.find("<section id=\"verdict\">").unwrap();
+    let verdict = &html[start..start + html[start..].find("</section>").unwrap()];
+    for expected in [
+        "<p class=\"verdict verdict-not-proven\"><strong>NOT PROVEN</strong> against profile",
+        "<li>interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s</li>",
+        "<tr class=\"status-warn\"><td>not-proven</td>",
+        "CPU 1 0 ?",
+    ] {
+        assert!(verdict.contains(expected), "lacks {expected}:\n{verdict}");
+    }
+    assert!(
+        !verdict.contains("<strong>FAIL") && !verdict.contains(" ✗<"),
+        "{verdict}"
+    );
+}
+
 /// The clock block of a check stands in its verdict; the machine section shows the NIC block
 /// (a table per NIC, one row per fact, an IRQ a line) and the clock block as the inventory
 /// prints them.
@@ -1042,4 +1098,28 @@ fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
             "the machine lacks {expected}:\n{machine}"
         );
     }
+}
+
+/// N12: a bundle's runs were drawn in the order of their file names (measure-jitter-10.json,
+/// -2, ... -9, then the first, measure-jitter.json); they come in the order measured.
+#[test]
+fn a_bundles_runs_come_in_the_order_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let aa = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare/aa-quiet-2vcpu");
+    for name in [
+        "measure-jitter.json",
+        "measure-jitter-2.json",
+        "measure-jitter-10.json",
+    ] {
+        std::fs::copy(aa.join(name), bundle.join(name)).unwrap();
+    }
+    let html = report(&[bundle], &dir.path().join("r.html"));
+    let at = |name: &str| {
+        html.find(&format!("bundle/{name}"))
+            .unwrap_or_else(|| panic!("{name} not in the report"))
+    };
+    assert!(at("measure-jitter.json") < at("measure-jitter-2.json"));
+    assert!(at("measure-jitter-2.json") < at("measure-jitter-10.json"));
 }
