@@ -35,6 +35,21 @@ pub(crate) fn plural<N: std::fmt::Display + PartialEq + From<u8>>(
     }
 }
 
+/// A setting given in ns in µs without trailing zeros (`1 µs`, `0.2 µs`, `1000 µs`), in ms from
+/// 10 ms (`200 ms`, not `200000 µs`) and in s from 10 s (`60 s`).
+pub(crate) fn micros_setting(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..10_000_000 => (ns as f64 / 1e3, "µs"),
+        10_000_000..10_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let text = format!("{value:.3}");
+    format!(
+        "{} {unit}",
+        text.trim_end_matches('0').trim_end_matches('.')
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +62,16 @@ mod tests {
         assert_eq!(bytes(3 << 29), "1.5 GiB");
         assert_eq!(kib(32823440), "31.3 GiB");
         assert_eq!(plural(1, "node", "nodes"), "1 node");
+    }
+
+    #[test]
+    fn settings_lose_trailing_zeros_and_large_ones_change_unit() {
+        assert_eq!(micros_setting(1000), "1 µs");
+        assert_eq!(micros_setting(200), "0.2 µs");
+        assert_eq!(micros_setting(1_000_000), "1000 µs");
+        // Issue 44 N15: a target of `≥ 200000 µs`.
+        assert_eq!(micros_setting(200_000_000), "200 ms");
+        assert_eq!(micros_setting(9_999_000), "9999 µs");
+        assert_eq!(micros_setting(60_000_000_000), "60 s");
     }
 }

@@ -108,7 +108,10 @@ impl TargetMetric {
     pub(crate) fn describe(self) -> String {
         match self {
             TargetMetric::InterruptionsPerMinute { at_least_ns } => {
-                format!("interruptions ≥ {} µs per minute", at_least_ns as f64 / 1e3)
+                format!(
+                    "interruptions ≥ {} per minute",
+                    crate::units::micros_setting(at_least_ns)
+                )
             }
             TargetMetric::TimerMaxUs => "timer latency max, µs".into(),
         }

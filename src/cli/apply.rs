@@ -149,7 +149,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             let doc = apply_document(host, &plan_path, args.scope(), args.dry_run, report);
             print_json(&doc)
         } else {
-            print(&apply_text(report, args.dry_run))
+            print(&apply_text(report, &root, args.dry_run))
         }
     };
     if !args.json {
@@ -188,7 +188,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 }
             );
         }
-        print(&apply_text(&preview, true))?;
+        print(&apply_text(&preview, &root, true))?;
         if !confirm(&format!("Apply {to_change} settings?"))? {
             print("Nothing was changed.\n")?;
             return Ok(exit::OK);

@@ -31,20 +31,20 @@ pub struct Cli {
     /// Read the machine from this directory tree instead of `/` (a fixture or a copy of one).
     /// `measure` and `check` run on this machine only, and `compare`, `report` and `fleet`
     /// read only the files given to them: they refuse it.
-    #[arg(long, global = true, value_name = "DIR", conflicts_with = "snapshot")]
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "DIR", conflicts_with = "snapshot")]
     pub root: Option<PathBuf>,
 
     /// Read the machine from a file made by `lowlat snapshot`, or a FreeBSD capture made by
     /// packaging/freebsd/lowlat-capture.sh (which `inventory`, `audit` and `plan` read).
     /// `measure` and `check` run on this machine only, and `compare`, `report` and `fleet`
     /// read only the files given to them: they refuse it.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 
     /// Read the machine from an unpacked sosreport (the sosreport-* directory, or the one that
     /// holds it): its copies of /proc and /sys, as --root reads a tree; what the bundle lacks
     /// (sos copies no processes) is named on stderr, and the rules that need it are unknown.
-    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
     pub sosreport: Option<PathBuf>,
 
     /// Read the machine from an OpenShift must-gather (the directory `oc adm must-gather`
@@ -52,18 +52,27 @@ pub struct Cli {
     /// its /proc and /sys that the Performance Profile Creator reads, unpacked and checked,
     /// with its kernel release from the Node object; what the snapshot lacks (no sysctls, no
     /// processes) is named on stderr, and the rules that need it are unknown.
-    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["root", "snapshot", "sosreport"])]
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "DIR", conflicts_with_all = ["root", "snapshot", "sosreport"])]
     pub must_gather: Option<PathBuf>,
 
     /// With --must-gather: the node to read (the name of its directory under nodes/);
     /// needed when the must-gather holds several.
-    #[arg(long, global = true, value_name = "NAME", requires = "must_gather")]
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "NAME", requires = "must_gather")]
     pub must_gather_node: Option<String>,
 
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The heading of the global options that choose the machine read (`--root`, `--snapshot`,
+/// `--sosreport`, `--must-gather`): listed apart from each command's own options.
+pub(crate) const INPUT_OPTIONS: &str = "Input options";
+
+/// The commands that refuse the input options: `check` and `measure` run on this machine only,
+/// `compare`, `report` and `fleet` read only the files given to them. Their manual pages leave
+/// the input options out (tests/it/cli.rs holds each to its refusal).
+pub(crate) const REFUSE_INPUT: &[&str] = &["check", "measure", "compare", "report", "fleet"];
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (audit, verify drift, apply or revert refusals); \
 2 the command could not run (bad input, unreadable files, not permitted); 3 (check only) not proven: nothing failed, but the \

@@ -49,7 +49,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         let host = document::host_name(&root);
         print_json(&revert_document(host, args.dry_run, &report))?;
     } else {
-        print(&revert_text(&report))?;
+        print(&revert_text(&report, &root))?;
     }
     Ok(if report.stopped.is_some() {
         exit::ERROR

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::measure::explain::{ExplainJson, cross_check_text};
-use super::measure::{micros, micros_setting};
+use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
@@ -14,6 +14,7 @@ use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
 use crate::report::table::aligned;
+use crate::units::micros_setting;
 
 /// What a check found, as [`document`] and [`text`] show it.
 pub(crate) struct CheckReport<'a> {
@@ -425,9 +426,8 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
             };
             writeln!(
                 out,
-                "  {} ({}): {} {what}, {} µs in all{fix}",
-                c.class.label(),
-                c.source,
+                "  {}: {} {what}, {} µs in all{fix}",
+                super::measure::explain::cause_name(c.class.label(), &c.source),
                 c.count,
                 micros(c.total_ns as f64)
             );

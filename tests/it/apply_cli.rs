@@ -68,7 +68,7 @@ fn apply_verify_revert_round_trip() {
             "applied       sysctl:kernel.watchdog_cpumask",
         ))
         .stdout(predicate::str::contains(
-            "Journal: /var/lib/lowlat/journal.jsonl",
+            "Journal: /var/lib/lowlat/journal.jsonl under --root ",
         ))
         .stdout(predicate::str::contains("pending a reboot"))
         .stdout(predicate::str::contains(
@@ -113,7 +113,9 @@ fn apply_verify_revert_round_trip() {
     m.lowlat(&["revert"])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("Nothing to revert"));
+        .stdout(predicate::str::contains(
+            "Nothing to revert: no journal at /var/lib/lowlat/journal.jsonl under --root ",
+        ));
     m.untouched("a second revert");
 }
 

@@ -137,3 +137,118 @@ fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
         .assert()
         .success();
 }
+
+/// The sections of a rendered page, by their `.SH` names.
+fn sections(page: &str) -> Vec<&str> {
+    page.lines()
+        .filter_map(|l| l.strip_prefix(".SH "))
+        .map(|s| s.trim_matches('"'))
+        .collect()
+}
+
+/// The text of section `name` of `page`, up to the next section.
+fn section<'a>(page: &'a str, name: &str) -> &'a str {
+    let heading = if name.contains(' ') {
+        format!(".SH \"{name}\"\n")
+    } else {
+        format!(".SH {name}\n")
+    };
+    page.split(heading.as_str())
+        .nth(1)
+        .and_then(|rest| rest.split("\n.SH").next())
+        .unwrap_or_else(|| panic!("no {name} in {page}"))
+}
+
+#[test]
+fn man_pages_give_the_standard_sections_and_the_input_options_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    lowlat(&["man", "--out"]).arg(&out).assert().success();
+    let page = |name: &str| std::fs::read_to_string(out.join(format!("{name}.1"))).unwrap();
+    // Issue 44 N14: examples and exit codes sat in a section named EXTRA.
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!sections(&text).contains(&"EXTRA"), "{text}");
+    }
+    let apply = page("lowlat-apply");
+    assert_eq!(
+        sections(&apply),
+        [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "OPTIONS",
+            "INPUT OPTIONS",
+            "NOTES",
+            "EXAMPLES",
+            "EXIT STATUS",
+            "FILES",
+            "SEE ALSO"
+        ]
+    );
+    assert!(
+        section(&apply, "EXAMPLES").contains("lowlat apply \\-\\-plan plan.json \\-\\-dry\\-run\n")
+    );
+    assert!(section(&apply, "EXIT STATUS").starts_with("0 applied"));
+    assert!(section(&apply, "FILES").contains("/var/lib/lowlat/journal.jsonl"));
+    assert!(section(&apply, "INPUT OPTIONS").contains("\\-\\-root"));
+    assert!(!section(&apply, "OPTIONS").contains("\\-\\-root"));
+    assert_eq!(section(&apply, "SEE ALSO").trim(), "lowlat(1)");
+    // A page without exit codes of its own gives those of the command above it.
+    let jitter = page("lowlat-measure-jitter");
+    assert!(
+        section(&jitter, "EXIT STATUS").contains("nothing could be measured"),
+        "{jitter}"
+    );
+    assert_eq!(
+        section(&jitter, "SEE ALSO").trim(),
+        "lowlat(1), lowlat\\-measure(1)"
+    );
+    assert!(
+        section(&page("lowlat-inventory"), "EXIT STATUS").contains("2 the command could not run")
+    );
+    // The commands that refuse the input options do not list them, and do refuse them.
+    let fixture = crate::support::fixture("epyc7f32-2s");
+    for (name, args) in [
+        ("lowlat-check", &["check"][..]),
+        ("lowlat-measure-jitter", &["measure", "jitter"][..]),
+        ("lowlat-compare", &["compare", "a", "--", "b"][..]),
+        ("lowlat-report", &["report", "--output", "r.html", "a"][..]),
+        ("lowlat-fleet-report", &["fleet", "report", "a"][..]),
+    ] {
+        let text = page(name);
+        assert!(!sections(&text).contains(&"INPUT OPTIONS"), "{text}");
+        assert!(!text.contains("\\fB\\-\\-root\\fR"), "{text}");
+        assert!(!text.contains("\\-\\-must\\-gather"), "{text}");
+        lowlat(&["--root"])
+            .arg(&fixture)
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--root"));
+    }
+    // groff reads every page without a warning, UTF-8 through preconv as `man -l` reads it.
+    if std::process::Command::new("groff")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
+        crate::support::missing_data("groff (renders the man pages)");
+        return;
+    }
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let run = std::process::Command::new("groff")
+            .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", path.display());
+        assert!(
+            run.stderr.is_empty(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}

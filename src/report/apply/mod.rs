@@ -9,6 +9,7 @@ use crate::apply::revert::{RestoreStatus, RevertReport};
 use crate::apply::verify;
 use crate::apply::{ApplyReport, ChangeOutcome, ChangeReport, ItemReport, ItemStatus};
 use crate::machine::truncate;
+use crate::sysroot::SysRoot;
 
 /// The widest value shown before it is cut (apply) or moved to its own line (verify).
 const VALUE_WIDTH: usize = 60;
@@ -69,9 +70,19 @@ fn item_detail(item: &ItemReport) -> String {
     }
 }
 
+/// The journal's path on `root`: plain on the live machine, `... under --root DIR` on a tree.
+fn journal_place(root: &SysRoot) -> String {
+    if root.is_live() {
+        JOURNAL_PATH.to_string()
+    } else {
+        format!("{JOURNAL_PATH} under --root {}", root.dir_path().display())
+    }
+}
+
 /// The apply report: one line per setting (refused changes listed under it), a summary,
-/// the follow-ups, the journal and the reboot state (worded for a preview when `dry_run`).
-pub(crate) fn apply_text(report: &ApplyReport, dry_run: bool) -> String {
+/// the follow-ups, the journal on `root` and the reboot state (worded for a preview when
+/// `dry_run`).
+pub(crate) fn apply_text(report: &ApplyReport, root: &SysRoot, dry_run: bool) -> String {
     let mut out = Page::new();
     for item in &report.items {
         writeln!(
@@ -119,7 +130,8 @@ pub(crate) fn apply_text(report: &ApplyReport, dry_run: bool) -> String {
     if report.journaled {
         writeln!(
             out,
-            "Journal: {JOURNAL_PATH} (under the root); `lowlat revert` puts every prior value back."
+            "Journal: {}; `lowlat revert` puts every prior value back.",
+            journal_place(root)
         );
     }
     if report.reboot_required {
@@ -157,10 +169,13 @@ pub(crate) fn apply_text(report: &ApplyReport, dry_run: bool) -> String {
 }
 
 /// The revert report: one line per record, latest first, and a summary.
-pub(crate) fn revert_text(report: &RevertReport) -> String {
+pub(crate) fn revert_text(report: &RevertReport, root: &SysRoot) -> String {
     let mut out = Page::new();
     if !report.had_journal {
-        return format!("Nothing to revert: no journal at {JOURNAL_PATH} under the root.\n");
+        return format!(
+            "Nothing to revert: no journal at {}.\n",
+            journal_place(root)
+        );
     }
     for line in &report.lines {
         let status = match line.status {
@@ -262,6 +277,16 @@ pub(crate) fn verify_text(report: &verify::Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_journal_is_under_the_root_only_on_a_tree() {
+        // Issue 44 N15: "(under the root)" was said on the live machine too.
+        assert_eq!(journal_place(&SysRoot::live()), JOURNAL_PATH);
+        assert_eq!(
+            journal_place(&SysRoot::dir("/tmp/copy")),
+            format!("{JOURNAL_PATH} under --root /tmp/copy")
+        );
+    }
 
     #[test]
     fn verify_shows_long_values_whole() {

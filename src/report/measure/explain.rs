@@ -318,11 +318,10 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
             for s in &cpu.spikes {
                 writeln!(
                     out,
-                    "  {} µs at {:.6} s: {} ({})",
+                    "  {} µs at {:.6} s: {}",
                     micros(s.length_ns as f64),
                     s.at_ns as f64 / 1e9,
-                    s.class.label(),
-                    s.source
+                    cause_name(s.class.label(), &s.source)
                 );
             }
         }
@@ -407,10 +406,31 @@ fn cause_table(rows: &[Vec<String>]) -> String {
     })
 }
 
+/// A cause as the text reports name it: its class, then its source in parentheses where the
+/// source says more (`device IRQ (eth0)`; `no kernel event`, not `no kernel event (no kernel
+/// event)`).
+pub(crate) fn cause_name(label: &str, source: &str) -> String {
+    if source.is_empty() || source == label {
+        label.to_string()
+    } else {
+        format!("{label} ({source})")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::measure::trace::explain::IdleExit;
+
+    #[test]
+    fn a_cause_is_named_once() {
+        // Issue 44 N15: `no kernel event (no kernel event)`.
+        assert_eq!(
+            cause_name("no kernel event", "no kernel event"),
+            "no kernel event"
+        );
+        assert_eq!(cause_name("device IRQ", "eth0"), "device IRQ (eth0)");
+    }
 
     /// In a VM the hypervisor's gaps are set beside the vCPU's steal; on bare metal beside the
     /// SMI count, or why it could not be read, with the pointer to hwlat.

@@ -6,7 +6,7 @@ use super::header::Measured;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
-use super::{micros, micros_setting};
+use super::micros;
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
@@ -18,6 +18,7 @@ use crate::peer::oslat::{self, OslatThread};
 use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use crate::report::table::aligned;
 use crate::text::Page;
+use crate::units::micros_setting;
 use serde::Serialize;
 
 /// How the jitter engine measures, in the result header.

@@ -20,13 +20,6 @@ pub(crate) fn micros(ns: f64) -> String {
     format!("{:.1}", ns / 1e3)
 }
 
-/// A setting given in ns (a threshold, a period) in µs, without trailing zeros: `1 µs`,
-/// `0.2 µs`, `1000 µs`.
-pub(crate) fn micros_setting(ns: u64) -> String {
-    let text = format!("{:.3}", ns as f64 / 1e3);
-    format!("{} µs", text.trim_end_matches('0').trim_end_matches('.'))
-}
-
 /// The body of every measurement document.
 #[derive(Debug, Serialize)]
 pub(crate) struct MeasureBody<T: Serialize> {
@@ -58,10 +51,7 @@ mod unit_tests {
     use super::*;
 
     #[test]
-    fn latencies_are_microseconds_and_settings_lose_trailing_zeros() {
+    fn latencies_are_microseconds_with_one_decimal() {
         assert_eq!(micros(12_345.0), "12.3");
-        assert_eq!(micros_setting(1000), "1 µs");
-        assert_eq!(micros_setting(200), "0.2 µs");
-        assert_eq!(micros_setting(1_000_000), "1000 µs");
     }
 }

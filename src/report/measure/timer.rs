@@ -5,7 +5,7 @@ use super::header::Measured;
 use super::loops::{
     Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
 };
-use super::{micros, micros_setting};
+use super::micros;
 use crate::measure::engines::timer::TimerRun;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
 use crate::measure::runner::slices::SLICES;
@@ -14,6 +14,7 @@ use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::report::table::aligned;
 use crate::text::Page;
+use crate::units::micros_setting;
 use serde::Serialize;
 
 /// How the timer engine measures, in the result header.

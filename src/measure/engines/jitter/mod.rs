@@ -85,10 +85,10 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         hist_max_ticks: tsc.ticks(duration_ns.max(1_000_000_000)),
     };
     let progress = format!(
-        "measuring jitter on CPU {} for {:.3} s, threshold {} ns",
+        "measuring jitter on CPU {} for {:.3} s, threshold {}",
         session.cpus.to_list(),
         spec.duration.as_secs_f64(),
-        request.threshold_ns
+        crate::units::micros_setting(request.threshold_ns)
     );
     let priority = request.priority;
     let tracing = RunTrace::start(

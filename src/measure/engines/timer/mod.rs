@@ -98,9 +98,9 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         }
     };
     let progress = format!(
-        "measuring timer latency on CPU {} every {} us for {:.3} s",
+        "measuring timer latency on CPU {} every {} for {:.3} s",
         session.cpus.to_list(),
-        request.interval_ns / 1000,
+        crate::units::micros_setting(request.interval_ns),
         spec.duration.as_secs_f64()
     );
     let (interval_ns, buckets) = (request.interval_ns, request.histogram_buckets);
