@@ -7,7 +7,7 @@ use crate::audit::rules::support::unread_tasks;
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::timesync::{DaemonKind, TimeDaemon};
-use crate::tuning::commands::shell_word;
+use crate::text::shell_word;
 use crate::tuning::setting::Layer;
 
 /// The time-synchronisation rules.
