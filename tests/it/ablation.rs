@@ -171,13 +171,12 @@ fn no_rule_moves_to_pass_when_an_input_is_emptied_cut_or_garbled() {
     let started = std::time::Instant::now();
     let mut moved = Vec::new();
     let mut audits = 0;
-    let mut fixtures = 0;
     let mut sources: Vec<_> = (std::fs::read_dir(fixture("")).unwrap())
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.is_dir())
         .collect();
     sources.sort();
-    for source in sources {
+    for (fixtures, source) in sources.into_iter().enumerate() {
         let name = source.file_name().unwrap().to_string_lossy().into_owned();
         let copy = tempfile::tempdir().unwrap();
         tree::copy_tree(&source, copy.path());
@@ -230,7 +229,6 @@ fn no_rule_moves_to_pass_when_an_input_is_emptied_cut_or_garbled() {
             groups.len(),
             fixture_started.elapsed().as_secs_f64()
         );
-        fixtures += 1;
     }
     eprintln!(
         "{audits} audits of damaged fixtures in {:.1} s",
