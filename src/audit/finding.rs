@@ -144,6 +144,11 @@ pub struct Finding {
     /// Longer observations, one item per line (IRQs with names and counts, task names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// What the rule could not read (an empty or garbled file, tasks whose files could not be
+    /// parsed) where what it did read found nothing wrong: why an `unknown` finding is not a
+    /// pass. Empty when nothing was missing, or the finding failed on what was read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
     /// Whether the fix takes effect only after a reboot.
     pub reboot: bool,
     /// What the fix gives up in security or safety, when it does.

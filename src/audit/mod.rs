@@ -256,6 +256,7 @@ fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVen
         expected: outcome.expected,
         evidence: outcome.evidence,
         details: outcome.details,
+        missing: outcome.missing,
         reboot: rule.reboot,
         security_tradeoff: rule.security_tradeoff.map(str::to_string),
         sources,

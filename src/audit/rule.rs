@@ -324,6 +324,8 @@ pub struct RuleOutcome {
     pub bios_value: Option<String>,
     /// Manual steps, or how to check what the OS cannot see.
     pub manual: Option<String>,
+    /// What the check could not read (a file, some tasks) that a pass would have needed.
+    pub missing: Vec<String>,
 }
 
 impl RuleOutcome {
@@ -342,6 +344,7 @@ impl RuleOutcome {
             fixes: Vec::new(),
             bios_value: None,
             manual: None,
+            missing: Vec::new(),
         }
     }
 
@@ -395,6 +398,16 @@ impl RuleOutcome {
     /// Sets the manual instruction.
     pub fn manual(mut self, text: impl Into<String>) -> Self {
         self.manual = Some(text.into());
+        self
+    }
+
+    /// Notes evidence the check could not read: a pass without it is no pass, so it becomes
+    /// `unknown` (a failure stands, found in what was read).
+    pub fn lacking(mut self, what: impl Into<String>) -> Self {
+        self.missing.push(what.into());
+        if self.status == FindingStatus::Pass {
+            self.status = FindingStatus::Unknown;
+        }
         self
     }
 

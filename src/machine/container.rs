@@ -12,15 +12,23 @@ use crate::sysroot::SysRoot;
 /// The container lowlat runs in, as seen from inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Container {
-    /// What told: `/run/.containerenv (podman)`, `/.dockerenv (docker)`, `PID 1 is PID N
-    /// outside (a PID namespace)`.
+    /// What told: `/proc/self/ns/pid is pid:[4026532301], not the host's pid:[4026531836]`, or
+    /// `PID 1 is PID N outside (/proc/1/sched)`.
     pub evidence: String,
 }
 
-/// The container the process runs in, from the files of the live `root` (`/`): podman's
-/// `/run/.containerenv`, docker's `/.dockerenv`, or a PID namespace (the first line of
-/// `/proc/1/sched` names PID 1 by its number in the first PID namespace, which differs from 1
-/// inside another). `None` on a host, or for a root that is not the live one.
+/// `/proc/self/ns/pid` in the host's (the initial) PID namespace: its inode is fixed
+/// (`PROC_PID_INIT_INO`, 0xEFFFFFFC, in the kernel's `include/linux/proc_ns.h`, since 3.8).
+const HOST_PID_NAMESPACE: &str = "pid:[4026531836]";
+
+/// The container the process runs in, told by its PID namespace, the one thing that hides the
+/// node's processes: `/proc/self/ns/pid` against the host's namespace; where that link is not
+/// there (kernels before 3.8), kernel threads (`kthreadd`, PID 2) are visible only in the
+/// host's namespace, and in another the first line of `/proc/1/sched` names PID 1 by its
+/// number outside (kernels before 4.1 only). A marker file (`/.dockerenv`,
+/// `/run/.containerenv`) is no evidence: a host may have one lying about, and a container run
+/// with the host's PID namespace sees the node's processes. `None` on a host, or for a root
+/// that is not the live one.
 pub fn detect(root: &SysRoot) -> Option<Container> {
     if !root.is_live() {
         return None;
@@ -29,22 +37,32 @@ pub fn detect(root: &SysRoot) -> Option<Container> {
 }
 
 fn detect_in(root: &SysRoot) -> Option<Container> {
-    let found = |evidence: &str| {
-        Some(Container {
-            evidence: evidence.to_string(),
-        })
-    };
-    if root.exists("/run/.containerenv") {
-        return found("/run/.containerenv (podman)");
+    if let Ok(link) = root.read_link("/proc/self/ns/pid") {
+        let link = link.to_string_lossy();
+        return (link != HOST_PID_NAMESPACE).then(|| Container {
+            evidence: format!(
+                "/proc/self/ns/pid is {}, not the host's {HOST_PID_NAMESPACE}: a PID namespace",
+                crate::text::escape_controls(&link)
+            ),
+        });
     }
-    if root.exists("/.dockerenv") {
-        return found("/.dockerenv (docker)");
+    if kthreadd_visible(root) {
+        return None;
     }
     let sched = root.read("/proc/1/sched").ok()?;
     let outside = outer_pid(sched.lines().next()?)?;
     (outside != 1).then(|| Container {
         evidence: format!("PID 1 is PID {outside} outside (/proc/1/sched): a PID namespace"),
     })
+}
+
+/// Whether PID 2 is `kthreadd`, the parent of the kernel threads: seen only from the host's
+/// PID namespace.
+fn kthreadd_visible(root: &SysRoot) -> bool {
+    root.read("/proc/2/stat")
+        .ok()
+        .and_then(|stat| super::tasks::parse_stat(&stat).ok())
+        .is_some_and(|stat| stat.comm == "kthreadd" && stat.ppid == 0)
 }
 
 /// The PID in `comm (PID, #threads: N)`, the first line of /proc/PID/sched.
@@ -90,10 +108,33 @@ mod tests {
     use crate::test_tree::TestTree;
 
     #[test]
-    fn the_engine_files_and_a_pid_namespace_tell() {
-        let tree = TestTree::with(&[("run/.containerenv", "engine=\"podman-4.3.1\"\n")]);
+    fn the_pid_namespace_tells_not_a_marker_file() {
+        // Inside a container: another PID namespace.
+        let tree = TestTree::empty();
+        tree.link("/proc/self/ns/pid", "pid:[4026532301]");
         let found = detect_in(&tree.root()).unwrap();
-        assert_eq!(found.evidence, "/run/.containerenv (podman)");
+        assert!(
+            found.evidence.contains("pid:[4026532301]"),
+            "{}",
+            found.evidence
+        );
+        // The host's namespace, whatever marker files lie about (this VM has a stray
+        // /.dockerenv, and used to say "running in a container" while judging the node's
+        // processes).
+        let host = TestTree::with(&[
+            (".dockerenv", ""),
+            ("run/.containerenv", "engine=\"podman-4.3.1\"\n"),
+        ]);
+        host.link("/proc/self/ns/pid", HOST_PID_NAMESPACE);
+        assert_eq!(detect_in(&host.root()), None);
+        // Without the link: kthreadd visible is the host's namespace, /.dockerenv or not.
+        let host = TestTree::with(&[
+            (".dockerenv", ""),
+            ("proc/1/sched", "systemd (48213, #threads: 1)\n"),
+            ("proc/2/stat", &kthreadd_stat()),
+        ]);
+        assert_eq!(detect_in(&host.root()), None);
+        // Without the link nor kthreadd: an old kernel's /proc/1/sched names PID 1 outside.
         let tree = TestTree::with(&[("proc/1/sched", "lowlat (48213, #threads: 1)\n----\n")]);
         let found = detect_in(&tree.root()).unwrap();
         assert!(
@@ -108,10 +149,18 @@ mod tests {
         assert_eq!(detect(&tree.root()), None);
     }
 
+    /// `/proc/2/stat` of kthreadd (parent 0, the kernel-thread flag).
+    fn kthreadd_stat() -> String {
+        let mut fields = vec!["0"; 50];
+        fields[0] = "S";
+        fields[6] = "2097216";
+        format!("2 (kthreadd) {}\n", fields.join(" "))
+    }
+
     #[test]
     fn the_note_says_what_is_judged_and_how_to_audit_the_node() {
         let container = Container {
-            evidence: "/.dockerenv (docker)".into(),
+            evidence: "/proc/self/ns/pid is pid:[4026532301]".into(),
         };
         let online = CpuSet::parse_list("0-7").unwrap();
         let allowed = CpuSet::parse_list("2-3").unwrap();

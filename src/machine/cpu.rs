@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use super::{Avail, Reader, Warnings};
 
-const CPUINFO: &str = "/proc/cpuinfo";
+/// Where the kernel describes each online CPU.
+pub const CPUINFO: &str = "/proc/cpuinfo";
 
 /// What the processor is.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -117,10 +118,16 @@ fn parse_number(text: &str) -> Option<u32> {
     }
 }
 
-/// Reads the CPU identity.
+/// Reads the CPU identity; unavailable when /proc/cpuinfo lists no processor (empty or
+/// garbled: nothing in it is evidence, not even the absence of the hypervisor flag).
 pub fn read(r: &mut Reader) -> Avail<CpuIdentity> {
     match r.text(CPUINFO) {
-        Avail::Available(text) => Avail::Available(parse_cpuinfo(&text, &mut r.warnings)),
+        Avail::Available(text) => match parse_cpuinfo(&text, &mut r.warnings) {
+            identity if identity.processors == 0 => {
+                Avail::missing(format!("{CPUINFO} lists no processor (empty or garbled)"))
+            }
+            identity => Avail::Available(identity),
+        },
         Avail::Unavailable { unavailable } => Avail::missing(unavailable),
     }
 }

@@ -381,13 +381,13 @@ impl Machine {
     /// Why `/proc/interrupts` could not be read, when it is there but unreadable (the reader
     /// left a file warning and the interrupts are unavailable); `None` when it was read or is
     /// simply absent. Audit and plan report what depends on it as not computed.
+    /// A file that was read but is empty, garbled or truncated is not "unread": it is
+    /// unavailable as evidence (unknown), not a failure to read.
     pub fn interrupts_unread(&self) -> Option<&str> {
-        if self.irqs.get().is_some() {
-            return None;
-        }
+        let reason = self.irqs.reason()?;
         self.warnings
             .iter()
-            .find(|w| w.path == irq::INTERRUPTS && w.line.is_none())
+            .find(|w| w.path == irq::INTERRUPTS && w.line.is_none() && w.message == reason)
             .map(|w| w.message.as_str())
     }
 }

@@ -31,11 +31,15 @@ pub struct RtGroup {
 
 /// The real-time budgets of the cgroup v1 cpu hierarchy: its root and the groups one level
 /// below (`system.slice`, `user.slice`, a container runtime's). Unavailable without a v1 cpu
-/// hierarchy with `cpu.rt_runtime_us` (no `CONFIG_RT_GROUP_SCHED`, or cgroup v2 only).
+/// hierarchy with `cpu.rt_runtime_us` (no `CONFIG_RT_GROUP_SCHED`, or cgroup v2 only), and
+/// when a group's budget is there but empty, garbled or unreadable (warned): a group whose
+/// budget is unknown may be the one without.
 pub fn read_groups(r: &mut Reader) -> Avail<Vec<RtGroup>> {
     for mount in CPU_MOUNTS {
-        let Some(root) = budget(r, mount) else {
-            continue;
+        let root = match budget(r, mount) {
+            Ok(Some(us)) => us,
+            Ok(None) => continue,
+            Err(why) => return Avail::missing(why),
         };
         let mut groups = vec![RtGroup {
             dir: mount.to_string(),
@@ -43,11 +47,16 @@ pub fn read_groups(r: &mut Reader) -> Avail<Vec<RtGroup>> {
         }];
         for name in r.root.list(mount).unwrap_or_default() {
             let dir = format!("{mount}/{name}");
-            if let Some(us) = budget(r, &dir) {
-                groups.push(RtGroup {
+            if !r.root.is_dir(&dir) {
+                continue;
+            }
+            match budget(r, &dir) {
+                Ok(Some(us)) => groups.push(RtGroup {
                     dir,
                     rt_runtime_us: us,
-                });
+                }),
+                Ok(None) => {}
+                Err(why) => return Avail::missing(why),
             }
         }
         return Avail::Available(groups);
@@ -59,12 +68,22 @@ pub fn read_groups(r: &mut Reader) -> Avail<Vec<RtGroup>> {
     ))
 }
 
-fn budget(r: &mut Reader, dir: &str) -> Option<i64> {
-    r.root
-        .read_value(&format!("{dir}/cpu.rt_runtime_us"))
-        .ok()?
-        .parse()
-        .ok()
+/// The budget of the group `dir`: `None` when it has no `cpu.rt_runtime_us` (not a group);
+/// why not, when the file is there but could not be read or parsed (warned).
+fn budget(r: &mut Reader, dir: &str) -> Result<Option<i64>, String> {
+    let path = format!("{dir}/cpu.rt_runtime_us");
+    match r.root.read_value(&path) {
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => {
+            r.warnings.file(&path, e.to_string());
+            Err(e.to_string())
+        }
+        Ok(text) => text.parse().map(Some).map_err(|_| {
+            let message = format!("cannot parse '{}'", super::truncate(&text, 40));
+            r.warnings.file(&path, message.clone());
+            format!("{path}: {message}")
+        }),
+    }
 }
 
 /// What decides whether process `pid` (`self` for lowlat) may use SCHED_FIFO `priority`, and
@@ -91,7 +110,7 @@ pub fn refusal_causes(r: &mut Reader, pid: &str, priority: u8) -> Vec<String> {
         ));
     }
     if let Some((mount, group)) = cpu_group(r, pid)
-        && let Some(us) = budget(r, &group)
+        && let Ok(Some(us)) = budget(r, &group)
         && us == 0
     {
         causes.push(format!(

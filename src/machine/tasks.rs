@@ -25,12 +25,39 @@ pub struct Tasks {
     pub tasks: Vec<Task>,
     /// Processes whose `stat` could not be read (needs root, e.g. with `hidepid=`).
     pub unreadable: usize,
+    /// Processes listed whose `stat` was empty, cut short or garbled (a truncated copy, a tar
+    /// of procfs): what they are and where they may run is unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unparsed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Tasks {
     /// The tasks whose command name is `comm` (as the kernel stores it: at most 15 bytes).
     pub fn with_comm<'a>(&'a self, comm: &'a str) -> impl Iterator<Item = &'a Task> + 'a {
         self.tasks.iter().filter(move |task| task.comm == comm)
+    }
+
+    /// What is missing from the list, when some processes could not be read: a rule that
+    /// finds nothing wrong in the rest cannot pass on it.
+    pub fn missing(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.unparsed > 0 {
+            parts.push(format!(
+                "{} process(es) whose /proc/PID/stat is empty or garbled",
+                self.unparsed
+            ));
+        }
+        if self.unreadable > 0 {
+            parts.push(format!(
+                "{} process(es) readable only by root",
+                self.unreadable
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
 
@@ -445,6 +472,7 @@ pub fn read(r: &mut Reader) -> Avail<Tasks> {
     let mut tasks = Tasks {
         tasks: Vec::with_capacity(pids.len()),
         unreadable: 0,
+        unparsed: 0,
     };
     let mut sets = Interner::default();
     for read in r.each(&pids, |r, &pid| read_task(r, pid)) {
@@ -456,8 +484,16 @@ pub fn read(r: &mut Reader) -> Avail<Tasks> {
                 tasks.tasks.push(*task)
             }
             Read::Unreadable => tasks.unreadable += 1,
+            Read::Garbled => tasks.unparsed += 1,
             Read::Skipped => {}
         }
+    }
+    if tasks.tasks.is_empty() {
+        return Avail::missing(format!(
+            "none of the {} processes /proc lists could be read (their stat files are empty, \
+             garbled or readable only by root)",
+            pids.len()
+        ));
     }
     Avail::Available(tasks)
 }
@@ -467,7 +503,9 @@ enum Read {
     Task(Box<Task>),
     /// Permission denied.
     Unreadable,
-    /// The process exited, or its stat was garbled (both warned).
+    /// Its stat was empty, cut short or garbled (warned).
+    Garbled,
+    /// The process exited (warned).
     Skipped,
 }
 
@@ -478,7 +516,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
             Ok(stat) => stat,
             Err(e) => {
                 r.warnings.file(&stat_path, e.to_string());
-                return Read::Skipped;
+                return Read::Garbled;
             }
         },
         Err(ReadError::PermissionDenied { .. }) => return Read::Unreadable,
@@ -488,7 +526,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         }
         Err(e) => {
             r.warnings.file(&stat_path, e.to_string());
-            return Read::Skipped;
+            return Read::Garbled;
         }
     };
     let status_path = format!("/proc/{pid}/status");

@@ -362,6 +362,16 @@ pub fn read(r: &mut Reader) -> Topology {
 /// empty one is garbage, warned about and taken as unknown, so that each CPU's own files
 /// decide (an empty `online` would otherwise make every CPU offline).
 fn non_empty_cpulist(r: &mut Reader, path: &str) -> Avail<CpuSet> {
+    // "0-1" may be "0-127" cut short: the kernel ends the list with a newline.
+    if let Ok(text) = r.root.read(path)
+        && !text.is_empty()
+        && !text.ends_with('\n')
+    {
+        let message =
+            "has no newline at its end: cut short, a running kernel ends it with one; ignored";
+        r.warnings.line(path, 1, message);
+        return Avail::missing(format!("{path} {message}"));
+    }
     match r.cpulist(path) {
         Avail::Available(set) if set.is_empty() => {
             let message = "is empty, but a running kernel lists at least one CPU here; ignored";

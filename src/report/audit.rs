@@ -290,6 +290,9 @@ fn render_finding(out: &mut Page, finding: &Finding, width: usize, all: bool) ->
             return render_fix(out, &finding.remediation, all);
         }
         FindingStatus::Unknown => {
+            for what in &finding.missing {
+                writeln!(out, "{UNDER}missing: {what}");
+            }
             let remediation = &finding.remediation;
             if let Some(step) = remediation.bios.first() {
                 writeln!(
@@ -521,6 +524,9 @@ pub(crate) fn explain_text(
     }
     for line in &finding.details {
         writeln!(out, "  detail:   {line}");
+    }
+    for what in &finding.missing {
+        writeln!(out, "  missing:  {what}");
     }
     let remediation = &finding.remediation;
     for setting in &remediation.settings {

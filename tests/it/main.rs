@@ -6,6 +6,7 @@
 
 mod support;
 
+mod ablation;
 mod apply_cli;
 mod apply_defects;
 mod apply_live;

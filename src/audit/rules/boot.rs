@@ -6,7 +6,9 @@ use crate::audit::rule::{
     Accepts, BiosMenu, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome,
 };
 use crate::audit::rules::kernel_build::{self, Needs};
-use crate::audit::rules::support::{IrqLines, interrupts, is_managed, with_details};
+use crate::audit::rules::support::{
+    IrqLines, interrupts, is_managed, unread_affinities, with_details,
+};
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
 use crate::machine::core_types::CoreTypeSource;
 use crate::machine::irq::Irq;
@@ -635,8 +637,12 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     // with managed_irq: the kernel moves a managed IRQ only within its mask. It fires only
     // for I/O issued from that CPU.
     let mut movable = 0;
+    let mut unread = Vec::new();
     for irq in &managed {
         let delivered = irq.effective_affinity.get().or(irq.affinity.get());
+        if delivered.is_none() {
+            unread.push(irq.number);
+        }
         if delivered.is_some_and(|set| set.intersects(iso)) {
             named.add(irq);
             if irq.affinity.get().is_none_or(|mask| !mask.is_subset(iso)) {
@@ -660,6 +666,9 @@ fn managed_irqs(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut outcome = RuleOutcome::verdict(named.count() == 0, observed, expected)
         .evidence("/proc/irq/*/effective_affinity_list")
         .evidence("/proc/interrupts");
+    if let Some(missing) = unread_affinities(&unread) {
+        outcome = outcome.lacking(missing);
+    }
     if named.count() > 0 && managed_irq_on && movable == 0 {
         outcome = outcome.with_status(FindingStatus::Warn).detail(
             "isolcpus=managed_irq is in effect; these are per-CPU queues whose own mask is one isolated CPU, which no setting can move: they fire only for I/O issued from that CPU, so keep I/O off the isolated CPUs",
@@ -920,6 +929,11 @@ fn max_cstate(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(CMDLINE);
     if !ok {
         outcome = outcome.fix(Fix::cmdline("processor.max_cstate", limit.to_string()));
+    }
+    if ctx.machine.cpu.get().is_none() && cmd.value("intel_idle.max_cstate") != Some("0") {
+        // An Intel CPU would need intel_idle.max_cstate=0 as well.
+        outcome = outcome
+            .lacking("the CPU's vendor (/proc/cpuinfo): intel_idle ignores processor.max_cstate");
     }
     if intel && cmd.value("intel_idle.max_cstate") != Some("0") {
         outcome = outcome

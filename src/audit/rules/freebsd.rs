@@ -125,6 +125,7 @@ pub(crate) fn audit(machine: &FreeBsdMachine) -> Vec<Finding> {
                 expected: outcome.expected,
                 evidence: outcome.evidence,
                 details: outcome.details,
+                missing: Vec::new(),
                 reboot: rule.layer == Layer::Firmware,
                 security_tradeoff: None,
                 sources: rule.sources.iter().map(|s| s.to_string()).collect(),

@@ -163,14 +163,23 @@ pub(crate) const RULES: &[Rule] = &[
 
 fn rt_budget(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every cgroup v1 cpu group with a real-time budget (cpu.rt_runtime_us > 0)";
-    let groups = match &ctx.machine.kernel.rt_groups {
+    let kernel = &ctx.machine.kernel;
+    let groups = match &kernel.rt_groups {
         crate::machine::Avail::Available(groups) => groups,
         crate::machine::Avail::Unavailable { unavailable } => {
-            return RuleOutcome::new(
-                FindingStatus::Pass,
-                format!("no real-time budgets per group: {unavailable}"),
-                expected,
-            );
+            // No budget to run out of only where the kernel says it keeps none.
+            const OPTION: &str = "CONFIG_RT_GROUP_SCHED";
+            return match kernel.config.get() {
+                Some(config) if !config.enabled(OPTION) => RuleOutcome::skipped(format!(
+                    "no real-time budgets per group: {}",
+                    config.line(OPTION)
+                ))
+                .evidence(config.source.clone()),
+                _ => RuleOutcome::unknown(
+                    format!("real-time budgets per group not read: {unavailable}"),
+                    expected,
+                ),
+            };
         }
     };
     let empty: Vec<&crate::machine::rt_permission::RtGroup> =

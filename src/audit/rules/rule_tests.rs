@@ -653,12 +653,31 @@ fn a_cpu_group_without_a_real_time_budget_is_named() {
         audit_one(&dir, "LL-RT-BUDGET", "yes").status,
         FindingStatus::Pass
     );
-    // No v1 cpu hierarchy: nothing to run out of.
+    // A budget that cannot be parsed (a cut copy) could be the group without one: unknown.
+    // (It used to pass whenever the budgets could not be read.)
+    for garbled in ["", "95\u{0}x\n"] {
+        dir.write(&format!("{mount}/system.slice/cpu.rt_runtime_us"), garbled);
+        let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
+        assert_eq!(
+            f.status,
+            FindingStatus::Unknown,
+            "{garbled:?}: {}",
+            f.observed
+        );
+        assert!(f.observed.contains("system.slice"), "{}", f.observed);
+    }
+    // No v1 cpu hierarchy: unknown, unless the kernel's configuration says it keeps no
+    // budgets per group (then the rule does not apply).
     dir.remove(mount);
-    assert_eq!(
-        audit_one(&dir, "LL-RT-BUDGET", "yes").status,
-        FindingStatus::Pass
+    let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
+    assert_eq!(f.status, FindingStatus::Unknown, "{}", f.observed);
+    dir.write(
+        "/boot/config-5.14.0",
+        "# CONFIG_RT_GROUP_SCHED is not set\n",
     );
+    let f = audit_one(&dir, "LL-RT-BUDGET", "yes");
+    assert_eq!(f.status, FindingStatus::Skipped, "{}", f.observed);
+    assert_eq!(f.evidence, vec!["/boot/config-5.14.0"]);
 }
 
 #[test]
@@ -823,6 +842,7 @@ fn two_node_nic(affinity: &str) -> TestTree {
             "msix\n",
         );
     }
+    interrupts.push_str(" ERR:          0\n");
     dir.write("/proc/interrupts", interrupts);
     dir
 }
@@ -1046,7 +1066,8 @@ fn an_irq_line_says_one_interrupt_in_the_singular() {
             "/proc/interrupts",
             "           CPU0       CPU1       CPU2       CPU3\n \
              30:          5          0          1          0   PCI-MSI 1-edge      eth0\n \
-             31:          5          0          0          2   PCI-MSI 2-edge      eth1\n",
+             31:          5          0          0          2   PCI-MSI 2-edge      eth1\n \
+             ERR:          0\n",
         ),
         ("/proc/irq/30/smp_affinity_list", "2\n"),
         ("/proc/irq/30/effective_affinity_list", "2\n"),

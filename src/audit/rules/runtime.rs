@@ -7,7 +7,10 @@ use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{
     Accepts, BiosMenu, Expect, Fix, Rule, RuleCheck, RuleContext, RuleOutcome,
 };
-use crate::audit::rules::support::{IrqLines, interrupts, is_managed, part, with_details};
+use crate::audit::rules::support::{
+    IrqLines, first_few, interrupts, is_managed, part, unread_affinities, unread_tasks,
+    with_details,
+};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::irq::{Irq, IrqClass};
 use crate::machine::power::IdleState;
@@ -240,12 +243,18 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .iter()
         .filter(|irq| !is_managed(irq) && !is_timer(irq))
         .collect();
+    let mut unread = Vec::new();
     for irq in &movable {
         let hits = irq
             .affinity
             .get()
             .or(irq.effective_affinity.get())
             .is_some_and(|set| set.intersects(iso));
+        if !hits && irq.affinity.get().is_none() {
+            // Delivered within the housekeeping CPUs now, perhaps, but where it may be sent is
+            // unknown.
+            unread.push(irq.number);
+        }
         if hits {
             named.add(irq);
             let target = near.of(irq.device_node.or(irq.node));
@@ -278,6 +287,9 @@ fn irq_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let mut outcome = RuleOutcome::verdict(named.count() == 0, observed, expected)
         .evidence("/proc/irq/*/smp_affinity_list")
         .evidence("/proc/interrupts");
+    if let Some(missing) = unread_affinities(&unread) {
+        outcome = outcome.lacking(missing);
+    }
     outcome.fixes = fixes;
     with_details(outcome, named.into_lines())
 }
@@ -335,6 +347,28 @@ fn allowed_on_isolated<'a>(
         .filter_map(|t| Some((t, t.cpus_allowed.get()?)))
         .filter(|(_, allowed)| allowed.intersects(iso))
         .collect())
+}
+
+/// `outcome` of a task rule, held back from a pass when some tasks (kernel threads for
+/// `kernel`, else user tasks) could not be read or have CPUs that could not be read (an empty
+/// or cut `/proc/PID/status`).
+fn unread(ctx: &RuleContext, kernel: bool, outcome: RuleOutcome) -> RuleOutcome {
+    let outcome = unread_tasks(ctx, outcome);
+    let Some(tasks) = ctx.machine.tasks.get() else {
+        return outcome;
+    };
+    let unknown: Vec<u32> = (tasks.tasks.iter())
+        .filter(|t| t.kernel_thread == kernel && t.cpus_allowed.get().is_none())
+        .map(|t| t.pid)
+        .collect();
+    if unknown.is_empty() {
+        return outcome;
+    }
+    outcome.lacking(format!(
+        "the allowed CPUs of {} task(s) (no Cpus_allowed_list in /proc/PID/status for PID = {})",
+        unknown.len(),
+        first_few(&unknown)
+    ))
 }
 
 /// The tasks a task rule names: a detail line each (`pid 812 chronyd: allowed 0-15`) and
@@ -430,7 +464,7 @@ fn kthreads_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         };
         outcome = outcome.fix(Fix::runtime(id, placement.near.list));
     }
-    with_details(outcome, movable.lines)
+    with_details(unread(ctx, true, outcome), movable.lines)
 }
 
 fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
@@ -467,7 +501,7 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     }
     let comms = long_running(&ctx.machine.tasks, unpinned.comms);
     outcome = pin_to_housekeeping(ctx, outcome, comms);
-    with_details(outcome, unpinned.lines)
+    with_details(unread(ctx, false, outcome), unpinned.lines)
 }
 
 /// The names among `comms` worth pinning by name: long-running daemons. Where the tasks' cgroups
@@ -549,8 +583,18 @@ fn writeback_cpumask(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     )
 }
 
-/// `skipped` in a virtual machine, where the host owns frequency and idle.
-fn host_owned(ctx: &RuleContext, what: &str) -> Option<RuleOutcome> {
+/// `skipped` in a virtual machine, where the host owns frequency and idle; `unknown` where the
+/// CPU identity (its hypervisor flag) could not be read.
+fn host_owned(ctx: &RuleContext, what: &str, expected: &str) -> Option<RuleOutcome> {
+    if let Some(why) = ctx.machine.cpu.reason() {
+        return Some(
+            RuleOutcome::unknown(
+                format!("whether a hypervisor controls {what} is unknown: {why}"),
+                expected,
+            )
+            .evidence(crate::machine::cpu::CPUINFO),
+        );
+    }
     ctx.machine.hypervisor.as_ref().map(|hv| {
         RuleOutcome::skipped(format!(
             "virtual machine ({}): the host controls {what}",
@@ -564,7 +608,7 @@ fn governor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let policies = match &ctx.machine.power.cpufreq {
         Avail::Available(policies) => policies,
         Avail::Unavailable { unavailable } => {
-            if let Some(skip) = host_owned(ctx, "frequency") {
+            if let Some(skip) = host_owned(ctx, "frequency", expected) {
                 return skip;
             }
             return RuleOutcome::unknown(format!("no cpufreq: {unavailable}"), expected)
@@ -652,7 +696,7 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     if !all && let Some(unknown) = without_partition(ctx, &expected) {
         return unknown;
     }
-    if let Some(skip) = host_owned(ctx, "C-states") {
+    if let Some(skip) = host_owned(ctx, "C-states", &expected) {
         return skip;
     }
     let power = &ctx.machine.power;
@@ -930,6 +974,15 @@ fn steal(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     };
     let mut outcome =
         RuleOutcome::verdict(lines.is_empty(), observed, expected).evidence("/proc/stat");
+    let unread: Vec<u32> = (ctx.partition.isolated.iter())
+        .filter(|cpu| !stat.per_cpu.iter().any(|(seen, _)| seen == cpu))
+        .collect();
+    if !unread.is_empty() {
+        outcome = outcome.lacking(format!(
+            "the times of isolated vCPU(s) {} (no cpuN line in /proc/stat)",
+            first_few(&unread)
+        ));
+    }
     if !lines.is_empty() {
         outcome = outcome.manual(
             "on the host, pin each vCPU thread to its own isolated host core (virsh vcpupin, or <cputune><vcpupin> in the domain XML) and the emulator threads to housekeeping cores (<emulatorpin>)",

@@ -8,6 +8,7 @@ use crate::audit::rule::{RuleContext, RuleOutcome};
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::irq::{INTERRUPTS, Irq, IrqClass, IrqRow, Irqs};
+use crate::machine::tasks::Tasks;
 
 /// `unknown` when a machine part is unavailable.
 pub(crate) fn part<'a, T>(
@@ -28,6 +29,38 @@ pub(crate) fn part<'a, T>(
 pub(crate) fn with_details(mut outcome: RuleOutcome, lines: Vec<String>) -> RuleOutcome {
     outcome.details.extend(lines);
     outcome
+}
+
+/// `outcome`, held back from a pass when some processes could not be read: a daemon or
+/// task among them might be the one the rule looks for.
+pub(crate) fn unread_tasks(ctx: &RuleContext, outcome: RuleOutcome) -> RuleOutcome {
+    match ctx.machine.tasks.get().and_then(Tasks::missing) {
+        Some(missing) => outcome.lacking(missing),
+        None => outcome,
+    }
+}
+
+/// What is missing when the CPUs of some IRQs (their numbers, `unread`) could not be read
+/// (an empty or garbled `/proc/irq/N/` file): they cannot be judged, so the rule cannot pass.
+pub(crate) fn unread_affinities(unread: &[u32]) -> Option<String> {
+    (!unread.is_empty()).then(|| {
+        format!(
+            "the CPUs of {} IRQ(s) could not be read (/proc/irq/N/smp_affinity_list or effective_affinity_list for N = {})",
+            unread.len(),
+            first_few(unread)
+        )
+    })
+}
+
+/// The first few of `numbers` (IRQs, PIDs), comma-separated, for a line that names what was
+/// missing without growing with the machine.
+pub(crate) fn first_few(numbers: &[u32]) -> String {
+    const FEW: usize = 8;
+    let mut text: Vec<String> = numbers.iter().take(FEW).map(u32::to_string).collect();
+    if numbers.len() > FEW {
+        text.push("...".to_string());
+    }
+    text.join(",")
 }
 
 /// Whether the kernel most likely manages the IRQ's affinity (multi-queue storage vectors).

@@ -3,6 +3,7 @@
 
 use crate::audit::finding::{FindingStatus, Severity};
 use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutcome};
+use crate::audit::rules::support::unread_tasks;
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::timesync::{DaemonKind, TimeDaemon};
@@ -83,12 +84,15 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         Err(unknown) => return *unknown,
     };
     if daemons.is_empty() {
-        return RuleOutcome::new(
-            FindingStatus::Pass,
-            "no time daemon running (see LL-TIME-DAEMON-RUNNING)",
-            expected,
-        )
-        .evidence("/proc/*/comm");
+        return unread_tasks(
+            ctx,
+            RuleOutcome::new(
+                FindingStatus::Pass,
+                "no time daemon running (see LL-TIME-DAEMON-RUNNING)",
+                expected,
+            )
+            .evidence("/proc/*/comm"),
+        );
     }
     let mut offending = Vec::new();
     let mut unknown = Vec::new();
@@ -160,7 +164,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     for d in daemons {
         outcome = outcome.evidence(format!("/proc/{}/status", d.pid));
     }
-    outcome
+    unread_tasks(ctx, outcome)
 }
 
 fn daemon_running(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
@@ -239,5 +243,5 @@ fn one_steerer(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 .join(" ")
         )),
     };
-    outcome.evidence("/proc/*/cmdline")
+    unread_tasks(ctx, outcome.evidence("/proc/*/cmdline"))
 }

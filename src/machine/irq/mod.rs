@@ -88,6 +88,9 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
         Ok(read) => read,
         Err(why) => return Avail::missing(why.to_string()),
     };
+    if let Err(why) = whole(&table) {
+        return Avail::missing(why);
+    }
     // The IRQs after a device's first take the node read there.
     let mut device_nodes: HashMap<String, Option<u32>> = HashMap::new();
     let mut sets = Interner::default();
@@ -119,6 +122,31 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
         irqs,
         softirqs,
     })
+}
+
+/// Whether `table` is the whole of a `/proc/interrupts`, as evidence that the IRQs it lists
+/// are all there are: it has the CPU header and ends with the named per-CPU rows (`LOC`,
+/// `ERR` on x86, `IPI0`, `Err` on arm64) that the kernel lists after every numbered IRQ. An
+/// empty, garbled or truncated copy (a tar of procfs, a cut transfer) is no such evidence;
+/// why not, when it is not.
+fn whole(table: &InterruptTable) -> Result<(), String> {
+    if table.cpus.is_empty() {
+        return Err(format!(
+            "{INTERRUPTS} has no 'CPU0 CPU1 ...' header (empty or garbled)"
+        ));
+    }
+    match table.rows.last() {
+        None => Err(format!(
+            "{INTERRUPTS} lists no interrupt (empty or garbled)"
+        )),
+        Some(IrqRow {
+            number: Some(last), ..
+        }) => Err(format!(
+            "{INTERRUPTS} ends at IRQ {last}, without the per-CPU rows (LOC, ERR) the kernel \
+             lists after the IRQs: truncated"
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// How many numbered rows the parser hands on at a time to the threads that read their
@@ -292,7 +320,8 @@ fn read_irq_dir(r: &mut Reader, wanted: &Wanted) -> IrqDir {
 }
 
 /// A CPU set from `<base>_list`, or from the mask file `<base>` where the list is absent
-/// (kernels before 2.6.36 and hwloc-era trees write only masks). Garbled content is warned.
+/// (kernels before 2.6.36 and hwloc-era trees write only masks). Garbled content is warned;
+/// an empty set is unavailable.
 fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
     let list = format!("{base}_list");
     // Read first and fall back on "absent": a stat per file would double the syscalls.
@@ -305,6 +334,8 @@ fn list_or_mask(r: &mut Reader, base: &str) -> Avail<CpuSet> {
         Err(e) => return Avail::missing(e.to_string()),
     };
     match parse(&mut r.sets, &text) {
+        // An IRQ that is listed is sent somewhere: no CPUs is an empty copy, not a value.
+        Ok(set) if set.is_empty() => Avail::missing(format!("{path} is empty")),
         Ok(set) => Avail::Available(set),
         Err(e) => {
             r.warnings.file(path, e.to_string());
@@ -571,8 +602,9 @@ mod tests {
         file.set_len(64 << 20).unwrap();
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
-        let irqs = read(&mut r).get_owned().expect("the file was read");
-        assert!(irqs.irqs.is_empty());
+        // No header: no evidence of any IRQ, so no table.
+        let why = read(&mut r).reason().map(str::to_string);
+        assert!(why.is_some_and(|why| why.contains("no 'CPU0 CPU1 ...' header")));
         let warnings = r.warnings.into_vec();
         assert!(
             warnings.iter().all(|w| w.path == INTERRUPTS),

@@ -52,14 +52,26 @@ pub(crate) fn sysctl_path(key: &str) -> String {
 }
 
 /// Reads every key of [`AUDITED_SYSCTLS`]: the value as the kernel prints it (trimmed; tabs
-/// between fields kept), or why it is missing.
+/// between fields kept), or why it is missing (also where the file is empty or cut short).
 pub(crate) fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
     AUDITED_SYSCTLS
         .iter()
         .map(|key| {
             let path = sysctl_path(key);
-            let value = match r.root.read_value(&path) {
-                Ok(value) => Avail::Available(value),
+            let value = match r.root.read(&path) {
+                // "6" may be "60" cut short: the kernel ends every value with a newline.
+                Ok(text) if !text.ends_with('\n') => Avail::missing(format!(
+                    "{path} is {}: the kernel ends every value with a newline",
+                    if text.is_empty() {
+                        "empty"
+                    } else {
+                        "cut short"
+                    }
+                )),
+                Ok(text) => Avail::Available(
+                    text.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+                        .to_string(),
+                ),
                 Err(ReadError::NotFound { .. }) => {
                     Avail::missing(format!("not on this kernel ({path} does not exist)"))
                 }

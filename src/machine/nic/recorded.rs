@@ -316,6 +316,8 @@ pub(crate) fn two_node_machine() -> TestTree {
         );
     }
     d.write("/sys/bus/pci/devices/0000:e1:00.0/numa_node", "1\n");
+    // The per-CPU rows the kernel lists after the IRQs: a table without them is cut short.
+    interrupts.push_str(" ERR:          0\n");
     d.write("/proc/interrupts", interrupts);
     d.write(
         "/proc/1/stat",

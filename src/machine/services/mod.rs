@@ -242,9 +242,11 @@ fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
 
 fn running(r: &mut Reader, probe: &Probe, tasks: &Avail<Tasks>) -> Option<bool> {
     match probe {
-        Probe::Process(comm) => tasks
-            .get()
-            .map(|tasks| tasks.with_comm(comm).next().is_some()),
+        // Not among the tasks read is not "not running" when some could not be read.
+        Probe::Process(comm) => tasks.get().and_then(|tasks| {
+            let found = tasks.with_comm(comm).next().is_some();
+            (found || tasks.missing().is_none()).then_some(found)
+        }),
         Probe::KernelFlag(path) => r.value(path).get().map(|value| value == "1"),
         Probe::Unknown => None,
     }
@@ -318,6 +320,7 @@ mod tests {
         let tasks = Avail::Available(Tasks {
             tasks: vec![task(800, "irqbalance"), task(900, "power-profiles-")],
             unreadable: 0,
+            unparsed: 0,
         });
         let services = read(&mut r, &tasks);
         assert!(r.warnings.into_vec().is_empty());
