@@ -220,7 +220,9 @@ pub(crate) fn expand(
         if let Err(problem) = form.check(value, cpus) {
             return Expansion::Invalid(problem.to_string());
         }
-        if !root.exists(&path) {
+        // Absent, not refused: a knob whose path leads out of the root is changed, and its
+        // change fails naming why.
+        if !root.exists(&path) && root.read(&path).is_err_and(|e| e.is_not_found()) {
             return Expansion::Unsupported(absent);
         }
         Expansion::Changes(vec![Box::new(KnobChange {
