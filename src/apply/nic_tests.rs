@@ -371,3 +371,119 @@ fn apply_installs_the_nic_udev_rule_of_the_plan_and_revert_removes_it() {
     assert!(!on_disk.exists(), "revert removes the rule lowlat created");
     tree::assert_same(&pristine, &tree::describe(dir.path()), "revert");
 }
+
+/// The lines of a revert that restore NIC knobs.
+fn nic_lines(report: &super::revert::RevertReport) -> Vec<&super::revert::RestoreLine> {
+    report
+        .lines
+        .iter()
+        .filter(|l| l.what.starts_with("nic:"))
+        .collect()
+}
+
+/// Moves interface `from` of the tree (its sysfs directory and captured answers) to `to`.
+fn rename(dir: &TestTree, from: &str, to: &str) {
+    for base in ["/sys/class/net", "/lowlat-answers/ethtool"] {
+        std::fs::rename(
+            dir.join(&format!("{base}/{from}")),
+            dir.join(&format!("{base}/{to}")),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn revert_follows_a_renamed_nic_and_leaves_the_one_that_took_its_name() {
+    let dir = nic_tree();
+    dir.write("/sys/class/net/ens1f0/ifindex", "5\n");
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(&machine, &[("nic:ens1f0:rx-usecs", "0")]);
+    apply_plan(&root, &machine, &plan);
+    assert_eq!(knob::read(&root, "ens1f0", Knob::RxUsecs).unwrap(), 0);
+    // udev renames it, and another device (index 9, at its defaults) takes the old name.
+    rename(&dir, "ens1f0", "ens2");
+    recorded::write(&dir, "ens1f0", &recorded::recording("mlx5"), 0);
+    dir.write("/sys/class/net/ens1f0/ifindex", "9\n");
+    let newcomer = dir.path().join("lowlat-answers/ethtool/ens1f0/coalesce");
+    let netlink::Answer::Reply(_) =
+        netlink::parse_answer(&std::fs::read(&newcomer).unwrap()).unwrap()
+    else {
+        panic!("a recorded answer");
+    };
+    let untouched = std::fs::read(&newcomer).unwrap();
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    let nic = nic_lines(&reverted);
+    assert_eq!(nic.len(), 1, "{reverted:#?}");
+    assert_eq!(nic[0].status, RestoreStatus::Restored, "{reverted:#?}");
+    assert_eq!(knob::read(&root, "ens2", Knob::RxUsecs).unwrap(), 8);
+    assert_eq!(std::fs::read(&newcomer).unwrap(), untouched, "the newcomer");
+    assert!(reverted.kept.is_empty());
+    assert!(!root.exists(crate::apply::journal::JOURNAL_PATH));
+}
+
+#[test]
+fn a_nic_gone_at_revert_keeps_its_record_until_it_is_back() {
+    let dir = nic_tree();
+    dir.write("/sys/class/net/ens1f0/ifindex", "5\n");
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:rx-usecs", "0"), ("nic:eth4:lro", "off")],
+    );
+    apply_plan(&root, &machine, &plan);
+    // Out of the machine while revert runs; another device holds its name.
+    let away = tempfile::tempdir().unwrap();
+    for base in ["sys/class/net", "lowlat-answers/ethtool"] {
+        std::fs::create_dir_all(away.path().join(base)).unwrap();
+        std::fs::rename(
+            dir.path().join(base).join("ens1f0"),
+            away.path().join(base).join("ens1f0"),
+        )
+        .unwrap();
+    }
+    recorded::write(&dir, "ens1f0", &recorded::recording("mlx5"), 0);
+    dir.write("/sys/class/net/ens1f0/ifindex", "9\n");
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    let line = reverted
+        .lines
+        .iter()
+        .find(|l| l.what.starts_with("nic:ens1f0:rx-usecs"))
+        .unwrap();
+    assert_eq!(line.status, RestoreStatus::Failed, "{reverted:#?}");
+    assert!(
+        line.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("ens1f0 (ifindex 5) is gone"),
+        "{line:?}"
+    );
+    assert_eq!(nic_lines(&reverted).len(), 2);
+    assert_eq!(reverted.kept, [line.line]);
+    assert_eq!(
+        knob::read(&root, "eth4", Knob::Lro).unwrap(),
+        1,
+        "the rest restored"
+    );
+    assert_eq!(
+        knob::read(&root, "ens1f0", Knob::RxUsecs).unwrap(),
+        8,
+        "the newcomer"
+    );
+
+    // Back under another name: the kept record restores it, and the journal goes.
+    for base in ["sys/class/net", "lowlat-answers/ethtool"] {
+        std::fs::rename(
+            away.path().join(base).join("ens1f0"),
+            dir.path().join(base).join("ens3"),
+        )
+        .unwrap();
+    }
+    let again = revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(again.lines.len(), 1, "{again:#?}");
+    assert_eq!(again.count(RestoreStatus::Restored), 1, "{again:#?}");
+    assert_eq!(knob::read(&root, "ens3", Knob::RxUsecs).unwrap(), 8);
+    assert!(again.kept.is_empty());
+    assert!(!root.exists(crate::apply::journal::JOURNAL_PATH));
+}
