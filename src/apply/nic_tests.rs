@@ -487,3 +487,58 @@ fn a_nic_gone_at_revert_keeps_its_record_until_it_is_back() {
     assert!(again.kept.is_empty());
     assert!(!root.exists(crate::apply::journal::JOURNAL_PATH));
 }
+
+/// The TSO features of interface `name` that are on, as its captured answer holds them.
+fn tso_on(root: &SysRoot, name: &str) -> Vec<String> {
+    let answer = root
+        .read_bytes(&ethtool::answer_path(name, "features"))
+        .unwrap();
+    let attrs = ethtool::parse(ethtool::Query::Features, &answer).unwrap();
+    ethtool::bitset_bits(attrs.get(4).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|(_, name)| name)
+        .filter(|name| ethtool::TSO_GROUP.contains(&name.as_str()))
+        .collect()
+}
+
+/// R2-12: `tso = off` cleared tx-tcp-segmentation only; ECN and IPv6 segmentation stayed on
+/// (`ethtool -k` said tso on) while verify said ok. The whole group is set, and a feature of it
+/// the driver keeps on keeps the knob on.
+#[test]
+fn tso_sets_the_whole_tso_group_and_reads_on_while_any_of_it_is() {
+    let dir = TestTree::fixture("kvm-guest-2vcpu");
+    let group = "\ttx-tcp-segmentation: on\n";
+    let mlx5 = recorded::recording("mlx5");
+    let both = group.to_string() + "\ttx-tcp-ecn-segmentation: on\n\ttx-tcp6-segmentation: on\n";
+    recorded::write(&dir, "ens1f0", &mlx5.replace(group, &both), 0);
+    let fixed = group.to_string() + "\ttx-tcp6-segmentation: on [fixed]\n";
+    recorded::write(&dir, "eth4", &mlx5.replace(group, &fixed), 0);
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    assert_eq!(tso_on(&root, "ens1f0").len(), 3);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:tso", "off"), ("nic:eth4:tso", "off")],
+    );
+    let report = apply_plan(&root, &machine, &plan);
+    assert_eq!(item(&report, "nic:ens1f0:tso").status, ItemStatus::Changed);
+    assert!(
+        tso_on(&root, "ens1f0").is_empty(),
+        "{:?}",
+        tso_on(&root, "ens1f0")
+    );
+    assert_eq!(
+        refusal(&report, "nic:eth4:tso"),
+        "eth4 tso: set off, the driver kept on"
+    );
+    assert_eq!(tso_on(&root, "eth4"), ["tx-tcp6-segmentation"]);
+    let after = Machine::read(&root);
+    let verified = verify::verify(&ctx(&root, &after), &plan, "plan.json");
+    let status = |id: &str| verified.checks.iter().find(|c| c.id == id).unwrap().status;
+    assert_eq!(status("nic:ens1f0:tso"), VerifyStatus::Ok);
+    assert_eq!(status("nic:eth4:tso"), VerifyStatus::Drift);
+    // And back: revert turns the group on again where the device lets it.
+    revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(tso_on(&root, "ens1f0").len(), 3);
+}
