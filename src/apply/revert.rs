@@ -141,7 +141,14 @@ fn restore(ctx: &ApplyContext, record: &Record, what: &mut String) -> Result<boo
             path,
             prior,
             restore,
-        } => kernel::restore(ctx.root, path, prior, restore),
+        } => {
+            let was = ctx.root.read_value(path).unwrap_or_default();
+            let changed = kernel::restore(ctx.root, path, prior, restore)?;
+            if changed && let Some(also) = kernel::after_restore(ctx.root, path, &was, restore) {
+                what.push_str(&also);
+            }
+            Ok(changed)
+        }
         Record::Nic {
             setting,
             prior,
