@@ -135,7 +135,7 @@ impl Kind {
             Kind::Bios => 2,
             Kind::BiosJournal => 2,
             Kind::BiosVerify => 2,
-            Kind::Check => 2,
+            Kind::Check => 3, // 3: verdict `not-proven`, per-CPU outcome and busy loop needed
             Kind::Compare => 3, // 3: primary endpoints, environment, ratios, detail rows
             Kind::Calibration => 1,
             Kind::Fleet => 2, // born with the envelope, numbered as its kinds are

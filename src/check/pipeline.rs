@@ -63,6 +63,8 @@ pub(crate) struct CheckRequest {
     pub rounds: u32,
     /// Targets to meet instead of the profile's; empty: the profile's.
     pub targets: Vec<Target>,
+    /// Whether it is a `--quick` smoke run, which can fail a machine but not prove it.
+    pub quick: bool,
     /// Whether the runs trace the measured CPUs to give each jitter gap, and each timer
     /// wake-up 20 µs late or more, its cause.
     pub explain: bool,

@@ -28,6 +28,44 @@ pub(crate) fn exposure_to_prove(limit: f64) -> f64 {
     -(1.0 - CONFIDENCE).ln() / limit
 }
 
+/// How long a run must be, in the rate's unit of time, for its bound to fall below `limit`
+/// when events keep coming at `rate` (below `limit`): the exposure T at which the bound after
+/// the expected rate·T events, the chi-square quantile on the continuous 2·rate·T + 2 degrees
+/// of freedom, is below `limit`. [`exposure_to_prove`] for a rate of 0; `None` when `rate` is
+/// not below `limit` (no run proves it) or the exposure passes a million times the limit's
+/// unit.
+pub(crate) fn exposure_to_prove_at(rate: f64, limit: f64) -> Option<f64> {
+    if !(rate >= 0.0 && rate < limit) {
+        return None;
+    }
+    let bound = |exposure: f64| {
+        ChiSquared::new(2.0 * rate * exposure + 2.0)
+            .map_or(f64::INFINITY, |d| d.inverse_cdf(CONFIDENCE) / 2.0)
+            / exposure
+    };
+    // The bound falls with the exposure, towards the rate: bisect between the exposure that
+    // no event needs (a lower limit: the bound never drops under the one of no event) and
+    // the first doubling of it that is enough.
+    let mut low = exposure_to_prove(limit);
+    let mut high = low;
+    while bound(high) >= limit {
+        low = high;
+        high *= 2.0;
+        if high > 1e6 / limit {
+            return None;
+        }
+    }
+    for _ in 0..60 {
+        let middle = (low + high) / 2.0;
+        if bound(middle) >= limit {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    Some(high)
+}
+
 /// A figure `lowlat check` measures on each CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TargetMetric {
@@ -354,6 +392,19 @@ mod tests {
         assert!((poisson_upper_bound(10) - 16.962_219).abs() < 1e-4);
         // A run proves < 1 a minute with no event only after 3 minutes.
         assert!((exposure_to_prove(1.0) - 2.995_732).abs() < 1e-5);
+        assert!((exposure_to_prove_at(0.0, 1.0).unwrap() - 2.995_732).abs() < 1e-5);
+        // At a rate seen of 0.3 a minute, the bound on 0.3·T events falls below 1 a minute
+        // only after some 6 minutes (twice the 3 of no event); never at the limit or above.
+        let at = exposure_to_prove_at(0.3, 1.0).unwrap();
+        let events = 0.3 * at;
+        let bound = ChiSquared::new(2.0 * events + 2.0)
+            .unwrap()
+            .inverse_cdf(CONFIDENCE)
+            / 2.0;
+        assert!((bound / at - 1.0).abs() < 1e-6, "{at}");
+        assert!((5.0..7.0).contains(&at), "{at}");
+        assert_eq!(exposure_to_prove_at(1.0, 1.0), None);
+        assert_eq!(exposure_to_prove_at(3.0, 1.0), None);
     }
 
     #[test]

@@ -12,7 +12,9 @@ use super::output::print;
 use super::{Cli, exit, values};
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{self, CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, Prepared};
+use crate::check::{
+    self, CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, Prepared, Verdict,
+};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -33,6 +35,7 @@ const DEFAULT_ROUNDS: u32 = 5;
 /// Options of `lowlat check`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  lowlat check\n  \
+lowlat check --quick\n  \
 lowlat check --profile realtime-host --duration 60s --out runs/after\n  \
 lowlat check --cpus 2-7 --json\n\n\
 What it does: reads the machine, audits it against --profile, then measures the CPUs that \
@@ -43,12 +46,17 @@ each. The figures are held to the profile's measured targets (src/check/targets.
 with its source): low-latency wants fewer than one interruption of 10 µs or more per minute on \
 each CPU, realtime-host and realtime-guest a timer maximum below 50 µs; --target gives your own \
 in their place. A rate is judged on the exact Poisson 95 % upper bound of each CPU's count, so a \
-run must be long enough to prove it (the report says how long). With --out the audit, \
-both measurements, the inventory and the check itself are written as one bundle for \
-`lowlat compare` and `lowlat report`.\n\n\
-Exit codes: 0 the audit has no failures and every target is met; 1 a failure, a missed \
-target, or an incomplete measurement (Ctrl-C keeps and prints what was measured); 2 could not \
-check (bad flag, unknown profile, --root/--snapshot: a check measures this machine).")]
+run must be long enough to prove it: by default each run lasts what proves the targets with no \
+interruption seen (200 s each for low-latency; check says how long before it starts), and a \
+target whose rate seen is below the limit but whose bound is not is NOT PROVEN, with the busy \
+loop it needs; --quick is a 20 s smoke run. With --out the audit, both measurements, the \
+inventory and the check itself are written as one bundle for `lowlat compare` and `lowlat \
+report`.\n\n\
+Exit codes: 0 PASS: the audit has no failures and every target is met; 1 FAIL: an audit \
+failure, a missed target, or an incomplete measurement (Ctrl-C keeps and prints what was \
+measured); 2 could not check (bad flag, unknown profile, --root/--snapshot: a check measures \
+this machine); 3 NOT PROVEN: nothing failed, but the run was too short to prove a target (or \
+was --quick).")]
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only).
@@ -61,9 +69,16 @@ pub struct CheckArgs {
     pub cpus: Option<CpuSet>,
 
     /// Length of each of the two measurements (jitter, timer): 20s, 5m. With --repeat N it is
-    /// split into N rounds of D/N each.
-    #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
-    pub duration: Duration,
+    /// split into N rounds of D/N each. Default: what proves the targets on a quiet machine
+    /// (the busy loop a rate target needs with no interruption seen, a tenth more: 200 s for
+    /// low-latency; 20 s where the targets are maxima), said before the runs.
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = values::duration)]
+    pub duration: Option<Duration>,
+
+    /// A smoke run of 20 s each: it can find a failure (FAIL) or leave the targets not proven
+    /// (NOT PROVEN, exit 3), never PASS.
+    #[arg(long, conflicts_with = "duration")]
+    pub quick: bool,
 
     /// Measure in N interleaved rounds (jitter, timer, jitter, timer, ...) of --duration/N
     /// each, every round saved as its own run: `lowlat compare` needs several runs per arm
@@ -112,6 +127,7 @@ fn target(text: &str) -> Result<Target, String> {
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let request = request(args)?;
     let root = live_root(cli)?;
+    note!("{}", duration_note(args, &request));
     let mut check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
     super::measure_common::say_session_notes(&check.session);
     // The clock block shows the running daemons' offsets, as inventory does.
@@ -153,11 +169,71 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     } else {
         print(&printers::text(&report))?;
     }
-    Ok(if report.failures().is_empty() {
-        exit::OK
-    } else {
-        exit::FAILURES
+    Ok(match report.verdict() {
+        Verdict::Pass => exit::OK,
+        Verdict::Fail => exit::FAILURES,
+        Verdict::NotProven => exit::NOT_PROVEN,
     })
+}
+
+/// The targets a check holds its figures to: `--target`s, else the profile's.
+fn targets_of(args: &CheckArgs) -> Vec<Target> {
+    if args.targets.is_empty() {
+        targets::of_profile(args.profile)
+    } else {
+        args.targets.clone()
+    }
+}
+
+/// The length of each run: `--duration`, `--quick`'s, else what proves the targets.
+fn duration_of(args: &CheckArgs) -> Duration {
+    match (args.duration, args.quick) {
+        (Some(duration), _) => duration,
+        (None, true) => check::QUICK,
+        (None, false) => check::duration_to_prove(&targets_of(args)),
+    }
+}
+
+/// What check says before the runs: how long it takes and, where a rate target needs a longer
+/// busy loop than the runs give, that this check cannot pass it.
+fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
+    let each = request.duration.as_secs_f64();
+    let targets = targets_of(args);
+    let mut said = format!(
+        "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer wake-ups \
+         per CPU{}",
+        2.0 * each,
+        match request.rounds {
+            0 | 1 => String::new(),
+            n => format!(", in {n} rounds"),
+        }
+    );
+    let hardest = (targets.iter())
+        .filter_map(|target| Some((target, target.seconds_to_prove()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((target, needed)) = hardest {
+        let proves = format!(
+            "{needed:.0} s of busy loop per CPU prove {} below {} with none seen",
+            target.metric.describe(),
+            target.below
+        );
+        if needed > each {
+            said += &format!(
+                "; {proves}: this run can say FAIL or NOT PROVEN, not PASS (without --quick \
+                 and --duration: {} s each)",
+                check::duration_to_prove(&targets).as_secs()
+            );
+        } else {
+            said += &format!(" ({proves})");
+            if args.duration.is_none() {
+                said += &format!(
+                    "; --quick for a {} s smoke run that can only say FAIL or NOT PROVEN",
+                    check::QUICK.as_secs()
+                );
+            }
+        }
+    }
+    said
 }
 
 /// The check the flags ask for; refuses rounds too short for the timer run.
@@ -165,17 +241,18 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
     let request = CheckRequest {
         profile: args.profile,
         cpus: args.cpus.clone(),
-        duration: args.duration,
+        duration: duration_of(args),
         rounds: args.repeat,
         targets: args.targets.clone(),
         explain: !args.no_explain,
+        quick: args.quick,
     };
     let round = request.round();
     if round < check::MIN_ROUND {
         anyhow::bail!(
             "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; \
              give rounds of at least {:?}",
-            args.duration,
+            request.duration,
             args.repeat,
             round,
             check::MIN_ROUND
@@ -228,6 +305,7 @@ fn report<'a>(
         figures: &measured.figures,
         targets: &measured.verdicts,
         complete: measured.complete,
+        quick: check.request.quick,
         causes,
         timer_causes,
     }
@@ -322,4 +400,116 @@ fn documents(
     }
     documents.push((Kind::Check, printers::document(report).to_json()?));
     Ok(documents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::partition::{self, MeasuredCpus};
+    use crate::check::CpuFigures;
+    use crate::machine::Machine;
+    use crate::test_tree::TestTree;
+    use clap::Parser;
+
+    /// The flags of `lowlat check ARGS…`.
+    fn args(line: &[&str]) -> CheckArgs {
+        let line = ["lowlat", "check"].iter().chain(line);
+        match Cli::try_parse_from(line).unwrap().command {
+            super::super::Command::Check(args) => args,
+            _ => unreachable!("a check"),
+        }
+    }
+
+    /// What `lowlat check ARGS…` says on the tuned fixture (epyc7f32-2s-tuned, with the
+    /// `isolcpus=managed_irq` its guide lacked and the plan adds: an audit without failure),
+    /// its stderr note then its report, with the figures of a quiet CPU given here (not
+    /// measured: no 10 µs interruption, a busy loop 2 % shorter than the run, a timer at
+    /// 2-4 µs), as the guide's examples show them.
+    fn example(line: &[&str]) -> (String, Verdict) {
+        let args = args(line);
+        let request = request(&args).unwrap();
+        let tree = TestTree::fixture("epyc7f32-2s-tuned");
+        let cmdline = std::fs::read_to_string(tree.join("/proc/cmdline")).unwrap();
+        let cmdline = format!("{} isolcpus=managed_irq,1-7,9-15\n", cmdline.trim_end());
+        tree.write("/proc/cmdline", cmdline);
+        let machine = Machine::read(&tree.root());
+        let profile = crate::audit::profile::load(args.profile).unwrap();
+        let chosen = partition::choose(&machine, None).unwrap();
+        let audit = crate::audit::run(&machine, &profile, &chosen);
+        let cpus = args.cpus.clone().unwrap();
+        let measured = MeasuredCpus {
+            why: format!("--cpus {}", cpus.to_list()),
+            cpus,
+        };
+        let seconds = request.duration.as_secs_f64() * 0.98;
+        let figures: Vec<CpuFigures> = (measured.cpus.iter())
+            .map(|cpu| CpuFigures {
+                cpu,
+                jitter_seconds: seconds,
+                interruptions: 0,
+                long_interruptions: 0,
+                max_interruption_ns: 0,
+                timer_samples: (seconds * 1000.0) as u64,
+                timer_max_ns: 4_100,
+                timer_p99_ns: 2_300,
+                steal_ms: None,
+                gaps_ns: Vec::new(),
+            })
+            .collect();
+        let verdicts = check::evaluate(&targets_of(&args), &figures);
+        let report = CheckReport {
+            machine: &machine,
+            audit: &audit,
+            profile: profile.info,
+            measured: &measured,
+            duration_ns: u64::try_from(request.duration.as_nanos()).unwrap(),
+            rounds: request.rounds,
+            timer_interval_ns: check::TIMER_INTERVAL_NS,
+            figures: &figures,
+            targets: &verdicts,
+            complete: true,
+            quick: request.quick,
+            causes: None,
+            timer_causes: None,
+        };
+        let said = format!(
+            "$ lowlat check {}\n{}{}",
+            line.join(" "),
+            super::super::messages::lines(
+                super::super::messages::Level::Note,
+                &duration_note(&args, &request)
+            ),
+            printers::text(&report)
+        );
+        (said, report.verdict())
+    }
+
+    /// The console block of `file` after the comment `<!-- check-example: NAME`.
+    fn block(file: &str, name: &str) -> String {
+        let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let marker = format!("<!-- check-example: {name}");
+        let (_, after) = text
+            .split_once(&marker)
+            .unwrap_or_else(|| panic!("{file} has no {marker}"));
+        let (_, block) = after.split_once("```console\n").unwrap();
+        block.split_once("```").unwrap().0.to_string()
+    }
+
+    /// Issue 43 item 5: the README and the guide show a tuned machine reaching PASS with the
+    /// default duration, and a --quick run that is NOT PROVEN, byte for byte as check prints
+    /// them.
+    #[test]
+    fn the_readme_and_the_guide_show_a_pass_and_a_run_not_proven() {
+        let (pass, verdict) = example(&["--cpus", "3"]);
+        assert_eq!(verdict, Verdict::Pass, "{pass}");
+        let (quick, verdict) = example(&["--cpus", "3", "--quick"]);
+        assert_eq!(verdict, Verdict::NotProven, "{quick}");
+        let (short, verdict) = example(&["--cpus", "3", "--duration", "60s"]);
+        assert_eq!(verdict, Verdict::NotProven, "{short}");
+
+        assert_eq!(block("README.md", "pass"), pass);
+        assert_eq!(block("docs/guide/check.md", "pass"), pass);
+        assert_eq!(block("docs/guide/check.md", "not-proven"), short);
+    }
 }

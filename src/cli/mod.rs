@@ -18,6 +18,9 @@ pub mod exit {
     pub const FAILURES: u8 = 1;
     /// The command could not do its job (bad input, unreadable files, not permitted).
     pub const ERROR: u8 = 2;
+    /// `check` only: nothing failed, but the run could not decide: a target it was too short
+    /// to prove, or a `--quick` smoke run.
+    pub const NOT_PROVEN: u8 = 3;
 }
 
 /// lowlat: inventory, audit, plan, apply (with exact revert), verify and measure a Linux
@@ -63,7 +66,8 @@ pub struct Cli {
 }
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command found failures (audit, verify drift, apply or revert refusals); \
-2 the command could not run (bad input, unreadable files, not permitted).";
+2 the command could not run (bad input, unreadable files, not permitted); 3 (check only) not proven: nothing failed, but the \
+run was too short to prove a target.";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,7 @@
 //! Both only carry the boot layer: on an image-based host /etc survives upgrades but /usr is
 //! the image's, so the rest of the plan (sysctl.d, systemd units) is installed as on any host.
 
-use crate::text::Page;
+use crate::text::{Page, comment, shell_word, toml_string};
 
 use super::Plan;
 use super::kernel_cmdline::add_and_remove;
@@ -18,17 +18,6 @@ pub(crate) const KARGS_INSTALL: &str = "/usr/lib/bootc/kargs.d/50-lowlat.toml";
 
 /// The rpm-ostree script's path in the plan's output directory.
 pub(crate) const RPM_OSTREE: &str = "rpm-ostree/kargs.sh";
-
-/// `text` as a TOML basic string. JSON's string escapes (`\"`, `\\`, `\n`, `\uXXXX`, ...) are
-/// all TOML escapes, so serde_json writes it.
-fn toml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
-}
-
-/// `text` quoted for a POSIX shell.
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
 
 /// The keys of `args` and `removed`, each once, in order.
 fn keys<'a>(args: &[&'a str], removed: &'a [String]) -> Vec<&'a str> {
@@ -61,7 +50,7 @@ pub(crate) fn render_kargs_toml(plan: &Plan, header: &str) -> String {
         writeln!(
             out,
             "# Remove from the base image's arguments (kargs.d cannot): {}",
-            remove.join(" ")
+            comment(&remove.join(" "))
         );
     }
     let args: Vec<String> = add.iter().map(|arg| toml_string(arg)).collect();
@@ -84,13 +73,13 @@ pub(crate) fn render_rpm_ostree(plan: &Plan, header: &str) -> String {
     );
     let deletes: Vec<String> = keys(&add, &remove)
         .into_iter()
-        .map(|key| sh_quote(&format!("--delete-if-present={key}")))
+        .map(|key| shell_word(&format!("--delete-if-present={key}")))
         .collect();
     writeln!(out, "rpm-ostree kargs {}", deletes.join(" "));
     if !add.is_empty() {
         let appends: Vec<String> = add
             .iter()
-            .map(|arg| sh_quote(&format!("--append={arg}")))
+            .map(|arg| shell_word(&format!("--append={arg}")))
             .collect();
         writeln!(out, "rpm-ostree kargs {}", appends.join(" "));
     }
@@ -100,12 +89,6 @@ pub(crate) fn render_rpm_ostree(plan: &Plan, header: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strings_are_quoted_for_toml_and_sh() {
-        assert_eq!(toml_string(r#"a"b\c"#), r#""a\"b\\c""#);
-        assert_eq!(sh_quote("it's"), r"'it'\''s'");
-    }
 
     #[test]
     fn keys_are_listed_once() {

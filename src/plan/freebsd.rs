@@ -9,7 +9,7 @@
 //! queue 0s (which carry the single-flow traffic, PPPoE and GRE in `[S004]`) sit on different
 //! cores.
 
-use crate::text::Page;
+use crate::text::{Page, is_host_name};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -244,14 +244,49 @@ pub fn render_rc_script(plan: &FreeBsdPlan) -> String {
     for t in &plan.threads {
         writeln!(entries, "thread\t{}\t{}", t.name, t.cpu);
     }
-    RC_SCRIPT
-        .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
-        .replace(
-            "@HOST@",
-            &plan.host.replace(|c: char| !c.is_ascii_graphic(), "?"),
-        )
-        .replace("@NCPU@", &plan.ncpu.to_string())
-        .replace("@PLAN@", entries.as_str().trim_end())
+    // The captured host name goes into a comment of a script run as root: only a host name
+    // (which holds no `@`, quote or newline) is written.
+    let host = if is_host_name(&plan.host) {
+        plan.host.as_str()
+    } else {
+        "a host whose captured name is not a host name"
+    };
+    fill(
+        RC_SCRIPT,
+        &[
+            ("VERSION", env!("CARGO_PKG_VERSION")),
+            ("HOST", host),
+            ("NCPU", &plan.ncpu.to_string()),
+            ("PLAN", entries.as_str().trim_end()),
+        ],
+    )
+}
+
+/// `template` with each `@NAME@` replaced by the value of `NAME` in `values`, in one pass: a
+/// value is never searched for further names (a host name holding `@PLAN@` stays text).
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let filled = values.iter().find_map(|(name, value)| {
+            let tail = after.strip_prefix(name)?.strip_prefix('@')?;
+            Some((*value, tail))
+        });
+        match filled {
+            Some((value, tail)) => {
+                out.push_str(value);
+                rest = tail;
+            }
+            None => {
+                out.push('@');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The script, with @VERSION@, @HOST@, @NCPU@ and @PLAN@ (lines `KIND<TAB>NAME<TAB>CPUS`) to
@@ -261,6 +296,17 @@ const RC_SCRIPT: &str = include_str!("freebsd_rc.sh");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_filled_in_one_pass() {
+        // R2-2 (issue 44): @HOST@ was replaced before @PLAN@, so a host name holding @PLAN@
+        // took the plan's lines into the comment and out of it.
+        let values = [("HOST", "@PLAN@;x"), ("PLAN", "irq\ta\t1")];
+        assert_eq!(
+            fill("# @HOST@ @ @NCPU@\nPLAN='@PLAN@'@", &values),
+            "# @PLAN@;x @ @NCPU@\nPLAN='irq\ta\t1'@"
+        );
+    }
 
     #[test]
     fn names_the_script_cannot_carry_are_refused() {

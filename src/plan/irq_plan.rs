@@ -6,7 +6,7 @@
 //! does not land on the same CPU. The housekeeping CPUs of a node are ordered one thread per
 //! core first, so consecutive queues use distinct physical cores before SMT siblings.
 
-use crate::text::Page;
+use crate::text::{Page, escape_controls};
 use std::collections::BTreeMap;
 
 use super::sources::{GUIDE, QUEUE_GUIDE};
@@ -313,7 +313,8 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         writeln!(
             out,
             "default_smp_affinity  {}    {}",
-            default.value, default.rationale
+            escape_controls(&default.value),
+            escape_controls(&default.rationale)
         );
     }
     let mut irqs: Vec<(u32, &str, &str)> = plan
@@ -327,7 +328,12 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     } else {
         writeln!(out, "\n{:>5}  {:<12}  why", "irq", "cpus");
         for (n, cpus, why) in irqs {
-            writeln!(out, "{n:>5}  {cpus:<12}  {why}");
+            writeln!(
+                out,
+                "{n:>5}  {:<12}  {}",
+                escape_controls(cpus),
+                escape_controls(why)
+            );
         }
     }
     let rps: Vec<_> = plan
@@ -338,7 +344,13 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     if !rps.is_empty() {
         out.text("\nReceive packet steering (every rx queue of the interface):\n");
         for s in rps {
-            writeln!(out, "  {} = {}    {}", s.id, s.value, s.rationale);
+            writeln!(
+                out,
+                "  {} = {}    {}",
+                escape_controls(&s.id.to_string()),
+                escape_controls(&s.value),
+                escape_controls(&s.rationale)
+            );
         }
     }
     let stays: Vec<_> = plan
@@ -349,7 +361,12 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     if !stays.is_empty() {
         out.text("\nNot moved:\n");
         for u in stays {
-            writeln!(out, "  {}: {}", u.what, u.reason);
+            writeln!(
+                out,
+                "  {}: {}",
+                escape_controls(&u.what),
+                escape_controls(&u.reason)
+            );
         }
     }
     out.into_string()

@@ -1,7 +1,7 @@
 //! The kernel command line of a plan: which arguments to add and remove, why, and the commands
 //! that install them with grubby or through /etc/default/grub.
 
-use crate::text::Page;
+use crate::text::{Page, comment, shell_word};
 use std::collections::BTreeSet;
 
 use super::request::{HugepagePool, PowerPolicy};
@@ -441,8 +441,8 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         "#\n# A shell fragment: `. ./kernel-cmdline.txt` sets the two variables below. Everything\n\
          # else is comments: the reasons, then the commands for your boot loader.\n\n",
     );
-    writeln!(out, "LOWLAT_CMDLINE_ADD=\"{add_line}\"");
-    writeln!(out, "LOWLAT_CMDLINE_REMOVE=\"{remove_line}\"");
+    writeln!(out, "LOWLAT_CMDLINE_ADD={}", shell_word(&add_line));
+    writeln!(out, "LOWLAT_CMDLINE_REMOVE={}", shell_word(&remove_line));
 
     out.text("\n# Arguments to add, and why:\n");
     for s in plan
@@ -480,7 +480,12 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     if !skipped.is_empty() {
         out.text("#\n# Not planned:\n");
         for s in skipped {
-            writeln!(out, "#   {}  ({})", s.setting.value, s.reason);
+            writeln!(
+                out,
+                "#   {}  ({})",
+                comment(&s.setting.value),
+                comment(&s.reason)
+            );
         }
     }
     render_commands(&mut out, &add_line, &remove, two_isolcpus(&add));
@@ -488,8 +493,8 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
 }
 
 fn explain(out: &mut Page, args: &str, rationale: &str, source: &str) {
-    writeln!(out, "#   {args}");
-    writeln!(out, "#       {rationale} [{source}]");
+    writeln!(out, "#   {}", comment(args));
+    writeln!(out, "#       {} [{}]", comment(rationale), comment(source));
 }
 
 fn two_isolcpus(add: &[&str]) -> bool {
@@ -508,9 +513,13 @@ fn render_commands(out: &mut Page, add: &str, remove: &[String], two_isolcpus: b
     writeln!(
         out,
         "# grubby --update-kernel=ALL --remove-args=\"{}\"",
-        drop.join(" ")
+        comment(&drop.join(" "))
     );
-    writeln!(out, "# grubby --update-kernel=ALL --args=\"{add}\"");
+    writeln!(
+        out,
+        "# grubby --update-kernel=ALL --args=\"{}\"",
+        comment(add)
+    );
     out.line("# grubby --info=DEFAULT        # check the args= line");
     if two_isolcpus {
         out.text(

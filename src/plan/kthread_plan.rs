@@ -2,7 +2,7 @@
 //! the housekeeping CPUs; per-CPU kernel threads of isolated CPUs listed as unmovable; and, as
 //! an option, SCHED_FIFO priorities for the softirq, RCU and timer threads.
 
-use crate::text::Page;
+use crate::text::{Page, escape_controls};
 use std::collections::BTreeMap;
 
 use super::sources::GUIDE;
@@ -268,7 +268,13 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     } else {
         out.blank();
         for s in settings {
-            writeln!(out, "{} = {}\n    {}", s.id, s.value, s.rationale);
+            writeln!(
+                out,
+                "{} = {}\n    {}",
+                escape_controls(&s.id.to_string()),
+                escape_controls(&s.value),
+                escape_controls(&s.rationale)
+            );
         }
     }
     let skipped: Vec<_> = plan
@@ -282,7 +288,9 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
             writeln!(
                 out,
                 "  {} = {}: {}",
-                s.setting.id, s.setting.value, s.reason
+                escape_controls(&s.setting.id.to_string()),
+                escape_controls(&s.setting.value),
+                escape_controls(&s.reason)
             );
         }
     }
@@ -294,7 +302,12 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
     if !stays.is_empty() {
         out.text("\nStays on the isolated CPUs:\n");
         for u in stays {
-            writeln!(out, "  {}: {}", u.what, u.reason);
+            writeln!(
+                out,
+                "  {}: {}",
+                escape_controls(&u.what),
+                escape_controls(&u.reason)
+            );
         }
     }
     out.into_string()

@@ -4,7 +4,7 @@
 //! Both are rendered from the same settings apply makes, as the `ethtool` arguments
 //! [`Knob::ethtool_option`] names and the sysfs files of NAPI's knobs.
 
-use crate::text::Page;
+use crate::text::{Page, comment};
 use std::collections::BTreeMap;
 
 use super::Plan;
@@ -92,8 +92,9 @@ pub(crate) fn render_tuned(plan: &Plan) -> String {
         if !plain_name(interface) {
             writeln!(
                 out,
-                "\n# {interface}: not written (a name TuneD's devices= would read as a pattern); \
-                 lowlat apply sets its knobs."
+                "\n# {}: not written (a name TuneD's devices= would read as a pattern); \
+                 lowlat apply sets its knobs.",
+                comment(interface)
             );
             continue;
         }
@@ -136,7 +137,8 @@ pub(crate) fn render_udev_rules(plan: &Plan, header: &str) -> Option<String> {
         if !plain_name(interface) {
             writeln!(
                 out,
-                "\n# {interface}: no rule (a name udev would read as a pattern); lowlat apply sets its knobs."
+                "\n# {}: no rule (a name udev would read as a pattern); lowlat apply sets its knobs.",
+                comment(interface)
             );
             continue;
         }

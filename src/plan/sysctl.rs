@@ -2,7 +2,7 @@
 //! (`kernel.watchdog_cpumask`) is planned here; the others come from the audit's findings.
 //! Only keys that exist on the target kernel are set; the others are skipped with the reason.
 
-use crate::text::Page;
+use crate::text::{Page, comment};
 use std::collections::BTreeMap;
 
 use super::sources::GUIDE;
@@ -73,7 +73,9 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
         write!(
             out,
             "\n# {} [{}]\n{key} = {}\n",
-            s.rationale, s.source, s.value
+            comment(&s.rationale),
+            comment(&s.source),
+            s.value
         );
     }
     let skipped: Vec<&Skipped> = plan.skipped_in(Layer::Sysctl).collect();
@@ -84,7 +86,13 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
                 Some(key) => key.to_string(),
                 None => s.setting.id.to_string(),
             };
-            writeln!(out, "# {key} = {}    ({})", s.setting.value, s.reason);
+            writeln!(
+                out,
+                "# {} = {}    ({})",
+                comment(&key),
+                comment(&s.setting.value),
+                comment(&s.reason)
+            );
         }
     }
     out.into_string()

@@ -9,7 +9,7 @@
 //! TuneD (it only removes what it added), so they are listed as comments. The plan's NIC
 //! settings become net-plugin sections ([`nic::render_tuned`]).
 
-use crate::text::Page;
+use crate::text::{Page, comment, is_host_name};
 
 use super::Plan;
 use super::kernel_cmdline;
@@ -50,9 +50,9 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
          # cpu-partitioning also adds intel_pstate=disable to the command line, and nosoftlockup:\n\
          # a trade-off, which lowlat's own plan leaves out unless --allow-security-tradeoffs.\n\n\
          [main]\n\
-         summary=lowlat plan for {host}: housekeeping {hk}, isolated {iso}\n\
+         summary=lowlat plan{host}: housekeeping {hk}, isolated {iso}\n\
          include=cpu-partitioning\n",
-        host = plan.target.host,
+        host = summary_host(&plan.target.host),
         hk = p.housekeeping.to_list(),
         iso = p.isolated.to_list(),
     );
@@ -87,11 +87,22 @@ pub(crate) fn render_profile(plan: &Plan, header: &str) -> String {
         writeln!(
             out,
             "# Remove by hand (TuneD only removes arguments it added): {}",
-            removed.join(" ")
+            comment(&removed.join(" "))
         );
     }
     writeln!(out, "cmdline_lowlat=+{}", args.join(" "));
     out.into_string()
+}
+
+/// ` for HOST` in the profile's summary, where TuneD shows it (`tuned-adm list`): only a host
+/// name ([`is_host_name`]) goes into an INI value, where `#` starts a comment and `${…}` is
+/// expanded; any other name is left out (the header shows it quoted).
+fn summary_host(host: &str) -> String {
+    if is_host_name(host) {
+        format!(" for {host}")
+    } else {
+        String::new()
+    }
 }
 
 /// cpu-partitioning-variables.conf.

@@ -9,7 +9,7 @@ use super::measure::{micros, micros_setting};
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{CpuFigures, TargetOutcome, TargetVerdict};
+use crate::check::{CpuFigures, TargetOutcome, TargetVerdict, Verdict};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
@@ -37,6 +37,8 @@ pub(crate) struct CheckReport<'a> {
     pub targets: &'a [TargetVerdict],
     /// Whether both runs measured every CPU to the end.
     pub complete: bool,
+    /// Whether it was a `--quick` smoke run, which can fail a machine but not prove it.
+    pub quick: bool,
     /// The jitter run's gaps by cause, when explained (the default; `--no-explain`).
     pub causes: Option<&'a ExplainJson>,
     /// The timer run's late wake-ups by cause, when explained (as `causes`).
@@ -54,7 +56,7 @@ impl CheckReport<'_> {
         for verdict in self.targets {
             let what = verdict.target.metric.describe();
             match verdict.outcome {
-                TargetOutcome::Met => {}
+                TargetOutcome::Met | TargetOutcome::NotProven => {}
                 TargetOutcome::Missed => failures.push(format!(
                     "{what} not below {} on every CPU",
                     verdict.target.below
@@ -66,6 +68,55 @@ impl CheckReport<'_> {
             failures.push("the measurement is incomplete (see the messages above)".into());
         }
         failures
+    }
+
+    /// Why the run could not decide, one phrase each: the targets it was too short to prove
+    /// (how long a run they need), and a `--quick` run's limit.
+    pub(crate) fn not_proven(&self) -> Vec<String> {
+        let mut undecided: Vec<String> = (self.targets.iter())
+            .filter(|v| v.outcome == TargetOutcome::NotProven)
+            .filter_map(|verdict| {
+                let (needed, had) = verdict.proof_needed()?;
+                let needed = match needed {
+                    Some(seconds) => {
+                        format!("{} s of busy loop per CPU are needed", whole(seconds))
+                    }
+                    None => "at the rate seen no run proves it".to_string(),
+                };
+                Some(format!(
+                    "{} below {} not proven: {needed}, this run had {} s",
+                    verdict.target.metric.describe(),
+                    verdict.target.below,
+                    whole(had)
+                ))
+            })
+            .collect();
+        if self.quick && undecided.is_empty() {
+            undecided.push(
+                "--quick is a smoke run: it can find a failure, not prove a pass".to_string(),
+            );
+        }
+        undecided
+    }
+
+    /// PASS, FAIL (the machine failed), or NOT PROVEN (the run could not decide).
+    pub(crate) fn verdict(&self) -> Verdict {
+        if !self.failures().is_empty() {
+            Verdict::Fail
+        } else if !self.not_proven().is_empty() {
+            Verdict::NotProven
+        } else {
+            Verdict::Pass
+        }
+    }
+}
+
+/// Seconds as the report says them: one decimal under 10 s, whole above.
+fn whole(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{seconds:.1}")
+    } else {
+        format!("{seconds:.0}")
     }
 }
 
@@ -93,10 +144,16 @@ pub(crate) struct CheckBody<'a> {
     pub figures: &'a [CpuFigures],
     /// The profile's measured targets, each against the figures.
     pub targets: &'a [TargetVerdict],
-    /// `pass` or `fail`.
-    pub verdict: &'static str,
-    /// Why it fails, one phrase each (empty when it passes).
+    /// `pass`, `fail` (the machine failed) or `not-proven` (nothing failed, but the run could
+    /// not decide: too short for a target, or `--quick`).
+    pub verdict: Verdict,
+    /// Why it fails, one phrase each (empty when it does not).
     pub failures: Vec<String>,
+    /// Why it could not decide, one phrase each: each target not proven with the busy loop
+    /// per CPU it needs and the one it had; a `--quick` run's limit.
+    pub not_proven: Vec<String>,
+    /// Whether it was a `--quick` smoke run, which cannot pass.
+    pub quick: bool,
     /// The NICs ethtool answered about (software interfaces without queues left out).
     pub nics: Vec<super::nic::NicSummary<'a>>,
     /// The clock: time daemons with their CPUs, sources and offsets, the clocksource and the
@@ -132,8 +189,10 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
             .collect(),
         figures: report.figures,
         targets: report.targets,
-        verdict: if failures.is_empty() { "pass" } else { "fail" },
+        verdict: report.verdict(),
         failures,
+        not_proven: report.not_proven(),
+        quick: report.quick,
         nics: super::nic::summaries(report.machine),
         clock: super::timesync::ClockBlock::of(report.machine),
         causes: report.causes,
@@ -275,20 +334,30 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         let outcome = match verdict.outcome {
             TargetOutcome::Met => "met",
             TargetOutcome::Missed => "MISSED",
+            TargetOutcome::NotProven => "NOT PROVEN",
             TargetOutcome::NotMeasured => "NOT MEASURED",
         };
         let values: Vec<String> = verdict
             .values
             .iter()
             .map(|v| {
+                let short = if v.outcome == TargetOutcome::NotProven {
+                    ": not proven"
+                } else {
+                    ""
+                };
                 let bound = v
                     .upper_95
-                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %)"));
+                    .map_or(String::new(), |b| format!(" (≤ {b:.1} at 95 %{short})"));
                 format!(
                     "CPU {} {:.1}{bound}{}",
                     v.cpu,
                     v.value,
-                    if v.met { "" } else { " ✗" }
+                    if v.outcome == TargetOutcome::Missed {
+                        " ✗"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();
@@ -303,23 +372,22 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             writeln!(
                 out,
                 "    judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no \
-                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s; \
-                 --duration)",
-                if needed < 10.0 {
-                    format!("{needed:.1}")
-                } else {
-                    format!("{needed:.0}")
-                }
+                 event in {} s of busy loop per CPU or more (this one: {seconds:.0} s)",
+                whole(needed)
             );
         }
         writeln!(out, "    source: {}", verdict.target.source);
     }
-    let failures = report.failures();
-    if failures.is_empty() {
-        writeln!(out, "verdict:  PASS");
-    } else {
-        writeln!(out, "verdict:  FAIL: {}", failures.join("; "));
-    }
+    let verdict = report.verdict();
+    let why = match verdict {
+        Verdict::Pass => String::new(),
+        Verdict::Fail => format!(": {}", report.failures().join("; ")),
+        Verdict::NotProven => format!(
+            ": {} (not a failure of the machine: a longer run decides)",
+            report.not_proven().join("; ")
+        ),
+    };
+    writeln!(out, "verdict:  {}{why}", verdict.label());
     if let Some(causes) = report.causes {
         out.text(top_causes(causes, "gaps"));
     }
@@ -387,6 +455,128 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::partition;
+    use crate::check::targets::{RATE_GE_10US, Target};
+    use crate::sysroot::SysRoot;
+    use crate::tuning::profile_name::ProfileName;
+
+    /// CPU 1's figures: `seconds` of busy loop with `long` interruptions of 10 µs or more.
+    fn figures(seconds: f64, long: u64) -> CpuFigures {
+        CpuFigures {
+            cpu: 1,
+            jitter_seconds: seconds,
+            interruptions: long,
+            long_interruptions: long,
+            max_interruption_ns: 0,
+            timer_samples: 1000,
+            timer_max_ns: 9_000,
+            timer_p99_ns: 5_000,
+            steal_ms: None,
+            gaps_ns: vec![12_000; long as usize],
+        }
+    }
+
+    /// The text, the JSON verdict and its reasons of a check of the 2-vCPU guest fixture
+    /// against low-latency's target with `figures`; its audit as a tuned machine's (no
+    /// failure) unless `audit_fails`.
+    fn check(figures: CpuFigures, quick: bool, audit_fails: bool) -> (String, serde_json::Value) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/machines/kvm-guest-2vcpu");
+        let machine = Machine::read(&SysRoot::dir(path));
+        let profile = crate::audit::profile::load(ProfileName::LowLatency).unwrap();
+        let chosen = partition::choose(&machine, None).unwrap();
+        let mut audit = crate::audit::run(&machine, &profile, &chosen);
+        if !audit_fails {
+            audit.findings.retain(|f| f.status != FindingStatus::Fail);
+        }
+        assert_eq!(audit.counts().fail > 0, audit_fails);
+        let measured = MeasuredCpus {
+            cpus: "1".parse().unwrap(),
+            why: "--cpus".into(),
+        };
+        let figures = [figures];
+        let target = Target {
+            metric: RATE_GE_10US,
+            below: 1.0,
+            source: "[S000]".into(),
+        };
+        let verdicts = crate::check::evaluate(&[target], &figures);
+        let report = CheckReport {
+            machine: &machine,
+            audit: &audit,
+            profile: profile.info,
+            measured: &measured,
+            duration_ns: (figures[0].jitter_seconds * 1e9) as u64,
+            rounds: 5,
+            timer_interval_ns: 1_000_000,
+            figures: &figures,
+            targets: &verdicts,
+            complete: true,
+            quick,
+            causes: None,
+            timer_causes: None,
+        };
+        let json = serde_json::to_value(document(&report)).unwrap();
+        (text(&report), json)
+    }
+
+    /// Issue 43 item 5: a quiet CPU over 4 s was MISSED and the check FAILed. It is NOT
+    /// PROVEN, with how long a run proves it, and not a failure; an audit failure still fails.
+    #[test]
+    fn a_run_too_short_to_decide_says_not_proven_and_how_long_it_needs() {
+        let (said, json) = check(figures(4.0, 0), false, false);
+        assert!(
+            said.contains(
+                "  interruptions ≥ 10 µs per minute below 1: NOT PROVEN (CPU 1 0.0 (≤ 44.9 at \
+                 95 %: not proven))\n"
+            ),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "verdict:  NOT PROVEN: interruptions ≥ 10 µs per minute below 1 not proven: 180 \
+                 s of busy loop per CPU are needed, this run had 4.0 s (not a failure of the \
+                 machine: a longer run decides)\n"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("MISSED") && !said.contains('✗'), "{said}");
+        assert_eq!(json["verdict"], "not-proven");
+        assert_eq!(json["failures"], serde_json::json!([]));
+        assert_eq!(json["targets"][0]["outcome"], "not-proven");
+        assert_eq!(json["targets"][0]["values"][0]["outcome"], "not-proven");
+        assert_eq!(json["not_proven"].as_array().unwrap().len(), 1);
+        // The machine's failure wins over the run's indecision.
+        let (said, json) = check(figures(4.0, 0), false, true);
+        assert_eq!(json["verdict"], "fail");
+        assert!(said.contains("verdict:  FAIL: "), "{said}");
+        // Seen at 2 a minute: missed, however short the run.
+        let (said, json) = check(figures(60.0, 2), false, false);
+        assert_eq!(json["verdict"], "fail");
+        assert!(
+            said.contains(": MISSED (CPU 1 2.0 (≤ 6.3 at 95 %) ✗)"),
+            "{said}"
+        );
+    }
+
+    /// A quiet CPU over the default length passes; the same figures from a `--quick` run cannot.
+    #[test]
+    fn a_long_enough_quiet_run_passes_and_a_quick_one_cannot() {
+        let (said, json) = check(figures(195.0, 0), false, false);
+        assert_eq!(json["verdict"], "pass", "{said}");
+        assert!(said.contains(": met (CPU 1 0.0 (≤ 0.9 at 95 %))"), "{said}");
+        assert!(said.contains("verdict:  PASS\n"), "{said}");
+        let (said, json) = check(figures(195.0, 0), true, false);
+        assert_eq!(json["verdict"], "not-proven");
+        assert_eq!(json["quick"], true);
+        assert!(
+            said.contains(
+                "verdict:  NOT PROVEN: --quick is a smoke run: it can find a failure, not prove a \
+                 pass"
+            ),
+            "{said}"
+        );
+    }
 
     /// Under the verdict, a CPU whose top causes hold `no kernel event` gets the same
     /// cross-check line as `measure`'s tables: the timer's (its loop slept) with the way out

@@ -3,17 +3,22 @@
 //! on stderr while it runs.
 //!
 //! A snapshot, a fixture tree or a damaged file can carry control characters (`ESC ]0;…BEL`
-//! retitles a terminal, `ESC [2J` clears it). Every such value is passed through
-//! [`escape_controls`] before it is printed.
+//! retitles a terminal, `ESC [2J` clears it) and bidi overrides (`U+202E` shows the text after
+//! it backwards). Every such value is passed through [`escape_controls`] before it is printed,
+//! and through [`quote`] before it goes into a file another program reads.
 
 mod page;
+mod quote;
 pub(crate) mod voice;
 
 pub(crate) use page::Page;
+pub(crate) use quote::{comment, host_label, is_host_name, quoted, shell_word, toml_string};
 use std::borrow::Cow;
 
-/// `text` with every control character (C0, DEL and C1, newlines and tabs included) written as
-/// an escape: `\x1b` for C0 and DEL, `\u{9b}` for C1. Text without control characters is
+/// `text` with every character that changes how the text around it reads written as an escape:
+/// the control characters (C0, DEL and C1, newlines and tabs included) as `\x1b` for C0 and DEL
+/// and `\u{9b}` for C1, the bidi formatting characters and the line and paragraph separators
+/// (which YAML and other readers take for a line break) as `\u{202e}`. Text without them is
 /// returned as it is, without copying.
 pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
     escape_except(text, &[])
@@ -38,8 +43,24 @@ pub(crate) fn shorten(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// Whether `text` holds none of the characters [`escape_controls`] escapes.
+pub(crate) fn is_plain(text: &str) -> bool {
+    !text.chars().any(hides_text)
+}
+
+/// A control character, a bidi formatting character (the marks, embeddings, overrides and
+/// isolates of Unicode's bidi algorithm) or a line or paragraph separator.
+fn hides_text(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+                | '\u{2028}' | '\u{2029}'
+        )
+}
+
 fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
-    let escaped = |c: char| c.is_control() && !kept.contains(&c);
+    let escaped = |c: char| hides_text(c) && !kept.contains(&c);
     if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
@@ -74,6 +95,17 @@ mod tests {
             "\\x1b]0;owned\\x07\\x1b[2Jhost\\x0a\\x09\\x7f"
         );
         assert_eq!(escape_controls("a\u{9b}b"), "a\\u{9b}b");
+    }
+
+    #[test]
+    fn bidi_overrides_and_line_separators_are_escaped() {
+        // R2-1 and R2-11 (issue 44): U+202E from a name shows the rest of a line backwards.
+        assert_eq!(
+            escape_controls("a\u{202e}b\u{2066}c\u{2028}d\u{200f}"),
+            "a\\u{202e}b\\u{2066}c\\u{2028}d\\u{200f}"
+        );
+        assert!(!is_plain("kworker\u{202e}"));
+        assert!(is_plain("kworker/0:1 µs"));
     }
 
     #[test]

@@ -6,20 +6,7 @@
 use super::kernel_args::{AllArgs, Args};
 use super::setting::{Layer, Setting};
 use super::setting_id::{SettingId, TaskAttribute};
-
-/// `word` as one shell word: as it is when it holds only characters the shell leaves alone,
-/// else in single quotes (a quote inside written `'\''`).
-pub(crate) fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.,:/+=@%".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+use crate::text::{is_plain, shell_word};
 
 /// `echo VALUE > PATH`.
 fn write_to(value: &str, path: &str) -> String {
@@ -35,7 +22,8 @@ fn write_each(value: &str, glob: &str) -> String {
 }
 
 /// A task-name pattern (`name`, or `prefix*`) as the extended regular expression `pgrep`
-/// takes: the name itself (`-x`), or anchored at the start.
+/// takes: the name itself (`-x`), or anchored at the start; after `--`, so that a task named
+/// `-u0` is a pattern and not pgrep's option.
 fn pgrep(pattern: &str) -> String {
     let escape = |name: &str| -> String {
         name.chars()
@@ -46,8 +34,8 @@ fn pgrep(pattern: &str) -> String {
             .collect()
     };
     match pattern.strip_suffix('*') {
-        Some(prefix) => format!("pgrep {}", shell_word(&format!("^{}", escape(prefix)))),
-        None => format!("pgrep -x {}", shell_word(&escape(pattern))),
+        Some(prefix) => format!("pgrep -- {}", shell_word(&format!("^{}", escape(prefix)))),
+        None => format!("pgrep -x -- {}", shell_word(&escape(pattern))),
     }
 }
 
@@ -93,10 +81,17 @@ fn set_key(path: &str, key: &str, value: &str) -> Vec<String> {
 }
 
 /// The commands that give `setting` its value now, one shell line each; `None` for kernel
-/// arguments ([`boot_commands`]), settings made by hand (BIOS, libvirt domains) and ids
-/// lowlat does not know.
+/// arguments ([`boot_commands`]), settings made by hand (BIOS, libvirt domains), ids lowlat
+/// does not know, and settings whose id or value holds a control or bidi character (a task
+/// named with `ESC`, `CR` or `U+202E`; R2-11 of issue 44): quoted, the shell would read it
+/// safely, but a person reading the script would see another command.
 pub(crate) fn commands(setting: &Setting) -> Option<Vec<String>> {
-    if setting.layer == Layer::Boot {
+    // A file's content is written line by line: its newlines are its own.
+    let plain_value = match setting.id {
+        SettingId::File(_) => setting.value.split('\n').all(is_plain),
+        _ => is_plain(&setting.value),
+    };
+    if setting.layer == Layer::Boot || !is_plain(&setting.id.to_string()) || !plain_value {
         return None;
     }
     let value = setting.value.as_str();
@@ -371,19 +366,19 @@ mod tests {
                 "kthread:kswapd0:affinity",
                 "0",
                 r,
-                "for pid in $(pgrep -x kswapd0); do taskset -pc 0 \"$pid\" >/dev/null; done",
+                "for pid in $(pgrep -x -- kswapd0); do taskset -pc 0 \"$pid\" >/dev/null; done",
             ),
             (
                 "kthread:rcuop/*:affinity",
                 "0,8",
                 r,
-                "for pid in $(pgrep '^rcuop/'); do taskset -pc 0,8 \"$pid\" >/dev/null; done",
+                "for pid in $(pgrep -- '^rcuop/'); do taskset -pc 0,8 \"$pid\" >/dev/null; done",
             ),
             (
                 "kthread:ksoftirqd/*:priority",
                 "fifo:2",
                 r,
-                "for pid in $(pgrep '^ksoftirqd/'); do chrt -p -f 2 \"$pid\"; done",
+                "for pid in $(pgrep -- '^ksoftirqd/'); do chrt -p -f 2 \"$pid\"; done",
             ),
             (
                 "service:irqbalance",
@@ -424,15 +419,6 @@ mod tests {
             manager.contains("[Manager]\nCPUAffinity=0 8\n"),
             "{manager}"
         );
-    }
-
-    #[test]
-    fn words_are_quoted_only_when_the_shell_would_touch_them() {
-        assert_eq!(shell_word("1-7,9-15"), "1-7,9-15");
-        assert_eq!(shell_word("a b"), "'a b'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
-        assert_eq!(shell_word("$(reboot)"), "'$(reboot)'");
     }
 
     #[test]

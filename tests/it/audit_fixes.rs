@@ -34,7 +34,7 @@ fn fix_lines_are_commands_not_setting_ids() {
         "fix: sysctl -w kernel.numa_balancing=0",
         "fix: echo 0 > /proc/irq/8/smp_affinity_list",
         "fix: echo 0101 > /proc/irq/default_smp_affinity  # CPUs 0,8 (mask 0101)",
-        "fix: for pid in $(pgrep -x kauditd); do taskset -pc 0,8 \"$pid\" >/dev/null; done",
+        "fix: for pid in $(pgrep -x -- kauditd); do taskset -pc 0,8 \"$pid\" >/dev/null; done",
         "fix: echo never > /sys/kernel/mm/transparent_hugepage/enabled",
         "fix at the next boot: grubby --update-kernel=ALL --args=nohz_full=1-7,9-15",
         "fix at the next boot: grubby --update-kernel=ALL --args='default_hugepagesz=2M hugepagesz=2M'",
@@ -267,4 +267,78 @@ fn the_guide_shows_what_the_filters_and_the_script_give() {
         "docs/guide/audit.md's block"
     );
     assert!(script.contains(block), "{script}");
+}
+
+/// R2-9 and R2-11 (issue 44): a task named `-u0` became `pgrep -x -u0` (every root process,
+/// pinned by the script), and ESC, CR and U+202E from a task name reached the script's command
+/// lines raw. The pattern comes after `--`, and a name with such characters gets no command,
+/// only an escaped "Set by hand" comment.
+#[test]
+fn task_names_are_neither_pgrep_options_nor_raw_controls_in_the_fix_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    crate::support::tree::copy_tree(&fixture("kvm-guest-2vcpu"), &root);
+    let rename = |pid: &str, from: &str, to: &str| {
+        let stat = root.join("proc").join(pid).join("stat");
+        let text = std::fs::read_to_string(&stat).unwrap();
+        let renamed = text.replacen(&format!("({from})"), &format!("({to})"), 1);
+        assert_ne!(text, renamed, "{pid}");
+        std::fs::write(&stat, renamed).unwrap();
+    };
+    let hidden = "x\x1b[8m\ry\u{202e}z";
+    for pid in ["9754", "9894"] {
+        rename(pid, "cargo", "-u0");
+    }
+    for pid in ["9755", "9893"] {
+        rename(pid, "grep", hidden);
+    }
+    let path = dir.path().join("fix.sh");
+    let out = crate::support::lowlat(&["--root", root.to_str().unwrap(), "audit"])
+        .args(["--profile", "realtime-guest", "--fix-script"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let script = std::fs::read_to_string(&path).unwrap();
+    shellcheck(&path);
+    let line = script
+        .lines()
+        .find(|l| l.contains("-u0") && !l.starts_with('#'))
+        .unwrap_or_else(|| panic!("no command for -u0:\n{script}"));
+    assert_eq!(
+        line,
+        "for pid in $(pgrep -x -- -u0); do taskset -pc 0 \"$pid\" >/dev/null; done"
+    );
+    // Run as written, with taskset recording what it is given: no process is named -u0.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let pinned = dir.path().join("pinned");
+    std::fs::write(
+        bin.join("taskset"),
+        format!("#!/bin/sh\necho \"$*\" >> {}\n", pinned.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("taskset"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let status = Command::new("sh")
+        .args(["-c", line])
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !pinned.exists(),
+        "pinned: {}",
+        std::fs::read_to_string(&pinned).unwrap_or_default()
+    );
+    for raw in ['\x1b', '\r', '\u{202e}'] {
+        assert!(!script.contains(raw), "{raw:?} in\n{script}");
+    }
+    let by_hand = script
+        .lines()
+        .find(|l| l.contains(r"x\x1b[8m\x0dy\u{202e}z"))
+        .unwrap_or_else(|| panic!("the name is not shown escaped:\n{script}"));
+    assert!(by_hand.starts_with("# Set by hand: "), "{by_hand}");
 }

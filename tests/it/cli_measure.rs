@@ -333,6 +333,36 @@ fn check_refuses_a_bad_profile_a_fixture_root_and_a_tiny_duration() {
     lowlat(&["check", "--cpus", "4095"])
         .code(2)
         .stderr(contains("--cpus 4095"));
+    // Issue 43 item 5: --quick is the smoke run's length; --duration gives another.
+    lowlat(&["check", "--quick", "--duration", "5s"])
+        .code(2)
+        .stderr(contains("'--quick' cannot be used with '--duration <D>'"));
+}
+
+/// Issue 43 item 5: NOT PROVEN has its own exit code, documented with the others, and check
+/// says how long it runs by default and what --quick is.
+#[test]
+fn check_documents_not_proven_and_its_exit_code() {
+    // The help wraps its lines: compare words.
+    let words = |out: &[u8]| {
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let help = lowlat(&["check", "--help"]).success();
+    let out = words(&help.get_output().stdout);
+    for expected in [
+        "3 NOT PROVEN: nothing failed, but the run was too short to prove a target",
+        "--quick",
+        "200 s each for low-latency",
+    ] {
+        assert!(
+            out.contains(expected),
+            "check --help lacks {expected}:\n{out}"
+        );
+    }
+    let help = lowlat(&["--help"]).success();
+    let out = words(&help.get_output().stdout);
+    assert!(out.contains("3 (check only) not proven"), "{out}");
 }
 
 #[test]

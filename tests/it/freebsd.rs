@@ -47,10 +47,18 @@ struct Router {
 
 impl Router {
     fn new() -> Router {
+        Router::named(None)
+    }
+
+    /// The router, captured with `host` as its host name when given.
+    fn named(host: Option<&str>) -> Router {
         let router = Router {
             dir: tempfile::tempdir().unwrap(),
         };
         router.generate();
+        if let Some(host) = host {
+            std::fs::write(router.state().join("hostname"), format!("{host}\n")).unwrap();
+        }
         let out = sh(
             &repo().join("packaging/freebsd/lowlat-capture.sh"),
             &["-o", router.capture().to_str().unwrap()],
@@ -286,6 +294,32 @@ fn the_script_passes_sh_n_and_shellcheck() {
         "rcvar=\"lowlat_cpuset_enable\"",
     ] {
         assert!(body.contains(line), "{line}");
+    }
+}
+
+/// R2-2 (issue 44): @HOST@ was filled in before @PLAN@, so a captured host name holding
+/// `@PLAN@` moved the plan's lines out of the header comment and its command ran at every
+/// start, stop and status.
+#[test]
+fn a_captured_host_name_holding_the_plan_marker_runs_nothing() {
+    let benign = planned(&Router::new().script());
+    let marks = tempfile::tempdir().unwrap();
+    let mark = marks.path().join("x");
+    let router = Router::named(Some(&format!("@PLAN@;touch${{IFS}}{};#", mark.display())));
+    let script = router.script();
+    let body = std::fs::read_to_string(&script).unwrap();
+    assert!(!body.contains("touch"), "{body}");
+    assert!(
+        body.contains(
+            "lowlat planned for\n# a host whose captured name is not a host name (4 CPUs)"
+        ),
+        "{body}"
+    );
+    assert_eq!(planned(&script), benign);
+    for command in ["start", "status", "stop"] {
+        let out = router.rc(&script, command);
+        assert!(out.status.success(), "{command}: {}", text(&out.stderr));
+        assert!(!mark.exists(), "{command} ran the command in the host name");
     }
 }
 

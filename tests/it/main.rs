@@ -46,6 +46,7 @@ mod placement_guide;
 mod plan;
 mod plan_cli;
 mod plan_defects;
+mod plan_hostile;
 mod plan_platforms;
 mod plan_tuned;
 mod replay_cyclictest;

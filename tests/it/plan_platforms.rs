@@ -205,9 +205,9 @@ fn the_bootc_kargs_are_toml_and_the_rpm_ostree_script_sets_the_same_arguments() 
     let cmdline = std::fs::read_to_string(dir.path().join("kernel-cmdline.txt")).unwrap();
     let planned = cmdline
         .lines()
-        .find_map(|l| l.strip_prefix("LOWLAT_CMDLINE_ADD=\""))
+        .find_map(|l| l.strip_prefix("LOWLAT_CMDLINE_ADD='"))
         .unwrap()
-        .trim_end_matches('"')
+        .trim_end_matches('\'')
         .to_string();
 
     // Python's own TOML parser (3.11+) reads the kargs list back.

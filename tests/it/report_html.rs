@@ -991,6 +991,40 @@ fn an_explained_jitter_run_draws_time_by_cause_per_cpu_and_its_longest_gaps() {
     assert!(html.contains("<code>LL-TASKS-ON-ISOLATED</code>"));
 }
 
+/// Issue 43 item 5: a check that could not decide (nothing seen in too short a run) is NOT
+/// PROVEN in its verdict, with why, and its target row and CPU value say so; not FAIL, no ✗.
+#[test]
+fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    check["verdict"] = "not-proven".into();
+    check["failures"] = serde_json::json!([]);
+    check["audit_failed_rules"] = serde_json::json!([]);
+    check["not_proven"] = serde_json::json!([
+        "interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s"
+    ]);
+    check["targets"][0]["outcome"] = "not-proven".into();
+    check["targets"][0]["values"][0] = serde_json::json!({"cpu": 1, "value": 0.0, "upper_95": 44.9, "met": false, "outcome": "not-proven"});
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(&[input], &dir.path().join("report.html"));
+    let start = html.find("<section id=\"verdict\">").unwrap();
+    let verdict = &html[start..start + html[start..].find("</section>").unwrap()];
+    for expected in [
+        "<p class=\"verdict verdict-not-proven\"><strong>NOT PROVEN</strong> against profile",
+        "<li>interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s</li>",
+        "<tr class=\"status-warn\"><td>not-proven</td>",
+        "CPU 1 0 ?",
+    ] {
+        assert!(verdict.contains(expected), "lacks {expected}:\n{verdict}");
+    }
+    assert!(
+        !verdict.contains("<strong>FAIL") && !verdict.contains(" ✗<"),
+        "{verdict}"
+    );
+}
+
 /// The clock block of a check stands in its verdict; the machine section shows the NIC block
 /// (a table per NIC, one row per fact, an IRQ a line) and the clock block as the inventory
 /// prints them.

@@ -6,7 +6,7 @@ use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutc
 use crate::audit::rules::{cpus, without_partition};
 use crate::machine::Avail;
 use crate::machine::timesync::{DaemonKind, TimeDaemon};
-use crate::tuning::commands::shell_word;
+use crate::text::shell_word;
 use crate::tuning::setting::Layer;
 
 /// The time-synchronisation rules.

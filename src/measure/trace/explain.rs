@@ -11,8 +11,9 @@
 //! 2. another task ran (a `sched_switch` to a pid other than the loop's; of several, the one
 //!    that ran longest): a **kworker** (named by the work function it ran, e.g.
 //!    `vmstat_update`) or **another task** (comm, with the hrtimer that woke it where one
-//!    expired in the gap; pids kept beside): whatever woke it, the task is what a setting
-//!    moves away;
+//!    expired in the gap, or for a softirq thread the softirq it ran: `ksoftirqd/1 (TIMER
+//!    softirq)`; pids kept beside): whatever woke it, the task (or for a kernel thread, what
+//!    made it run) is what a setting removes;
 //! 3. the first hardware entry in the gap: the **tick** (the local timer running the tick's
 //!    hrtimer; with the reason the tick was kept where `tick_stop` said it), another
 //!    **timer** (the hrtimer's callback, e.g. `timerfd_tmrproc`, `hrtimer_wakeup`), a
@@ -47,6 +48,10 @@ use crate::measure::runner::segments::Merge;
 pub(crate) const SOFTIRQS: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
+
+/// The per-CPU threads that run softirqs (`ksoftirqd/1`; `ktimers/1` on PREEMPT_RT): a gap
+/// one of them took is named with the softirq it ran (`ksoftirqd/1 (TIMER softirq)`).
+const SOFTIRQ_THREADS: [&str; 2] = ["ksoftirqd/", "ktimers/"];
 
 /// The hrtimer callbacks that are the tick.
 pub(crate) const TICK_FUNCTIONS: [&str; 3] = [
@@ -669,6 +674,20 @@ pub(crate) fn task(pid: u32, comm: &str, work: Option<&str>, note: &str) -> (Cau
     (Cause { class, source }, Some(pid))
 }
 
+/// A task other than the loop that ran in a gap.
+struct OtherTask {
+    /// How long it ran, in the trace's clock.
+    ran: u64,
+    /// Its pid.
+    pid: u32,
+    /// Its comm.
+    comm: Sym,
+    /// The first work function it ran (a kworker).
+    work: Option<Sym>,
+    /// The first softirq vector it ran (ksoftirqd).
+    softirq: Option<u8>,
+}
+
 /// The cause of one gap from the events inside it (see the module's order), with the id
 /// behind it (a pid, an IRQ number). `woke`: a sleeping loop's wake-up in the gap.
 #[allow(clippy::too_many_arguments)]
@@ -685,8 +704,8 @@ fn classify(
 ) -> (Cause, Option<u32>) {
     let cause = |class, source: String, id| (Cause { class, source }, id);
     // The other task that ran longest in the gap (until the next switch, or the gap's end),
-    // with the first work function a kworker ran meanwhile.
-    let mut other_task: Option<(u64, u32, Sym, Option<Sym>)> = None;
+    // with the first work function a kworker ran meanwhile, and the first softirq.
+    let mut other_task: Option<OtherTask> = None;
     for (at, event) in inside.iter().enumerate() {
         let What::Switch { pid, comm, .. } = event.what else {
             continue;
@@ -704,12 +723,36 @@ fn classify(
             What::Work(function) => Some(function),
             _ => None,
         });
-        if other_task.is_none_or(|(longest, ..)| ran > longest) {
-            other_task = Some((ran, pid, comm, work));
+        let softirq = rest[..until].iter().find_map(|e| match e.what {
+            What::Softirq(vector) => Some(vector),
+            _ => None,
+        });
+        if other_task.as_ref().is_none_or(|longest| ran > longest.ran) {
+            other_task = Some(OtherTask {
+                ran,
+                pid,
+                comm,
+                work,
+                softirq,
+            });
         }
     }
-    if let Some((_, pid, comm, work)) = other_task {
+    if let Some(OtherTask {
+        pid,
+        comm,
+        work,
+        softirq,
+        ..
+    }) = other_task
+    {
         let comm = symbols.name(comm);
+        // A softirq thread is named with the softirq it ran: what raised that is the fix.
+        if let Some(name) = softirq
+            .filter(|_| SOFTIRQ_THREADS.iter().any(|t| comm.starts_with(t)))
+            .and_then(|vector| SOFTIRQS.get(usize::from(vector)))
+        {
+            return task(pid, comm, None, &format!(" ({name} softirq)"));
+        }
         // What woke the task: the hrtimer that expired in the gap right before its wake-up
         // (`hrtimer_wakeup` for a sleep, `timerfd_tmrproc` for a timerfd), where one did.
         let mut timer = None;
@@ -987,6 +1030,55 @@ mod tests {
         assert_eq!(out.spikes.len(), SPIKES);
         // Most time first.
         assert_eq!(out.causes[0].total_ns, 50);
+    }
+
+    /// Issue 43 item 6: a gap ksoftirqd took is named with the softirq it ran, which is what
+    /// a setting removes (ksoftirqd cannot move); without one seen it stays `ksoftirqd/1`, and
+    /// another task that ran a softirq in its time is not renamed.
+    #[test]
+    fn a_softirq_thread_is_named_with_the_softirq_it_ran() {
+        let mut s = Symbols::default();
+        let ksoftirqd = s.intern("ksoftirqd/1");
+        let other = s.intern("app");
+        let loop_comm = s.intern("lowlat");
+        let switch = |ts, pid, comm| {
+            ev(
+                ts,
+                What::Switch {
+                    pid,
+                    comm,
+                    prev: 100,
+                    prev_blocked: false,
+                },
+            )
+        };
+        let events = [
+            switch(10, 22, ksoftirqd),
+            ev(11, What::Softirq(1)),
+            switch(15, 100, loop_comm),
+            switch(20, 22, ksoftirqd),
+            ev(21, What::Softirq(9)),
+            switch(25, 100, loop_comm),
+            switch(30, 22, ksoftirqd),
+            switch(35, 100, loop_comm),
+            switch(40, 7, other),
+            ev(41, What::Softirq(1)),
+            switch(45, 100, loop_comm),
+        ];
+        let gaps = [gap(9, 16), gap(19, 26), gap(29, 36), gap(39, 46)];
+        let out = explain_cpu(&trace(&events, vec![]), &gaps, &[], 10, &s, &|t| t);
+        let mut sources: Vec<String> = out.causes.iter().map(|c| c.cause.source.clone()).collect();
+        sources.sort();
+        assert_eq!(
+            sources,
+            [
+                "app",
+                "ksoftirqd/1",
+                "ksoftirqd/1 (RCU softirq)",
+                "ksoftirqd/1 (TIMER softirq)"
+            ]
+        );
+        assert!(out.causes.iter().all(|c| c.cause.class == Class::Task));
     }
 
     #[test]

@@ -39,6 +39,7 @@ nav ol { columns: 3; }
 p.verdict { font-size: 18px; padding: 6px 10px; border-left: 6px solid; }
 p.verdict-pass { border-color: #009e73; background: #eef8f3; }
 p.verdict-fail { border-color: #b00; background: #fbeeee; }
+p.verdict-not-proven { border-color: #a60; background: #fdf6e9; }
 p.verdict strong { font-size: 22px; margin-right: 6px; }
 ";
 

@@ -4,7 +4,7 @@
 //! per cause).
 
 use super::micros;
-use crate::audit::rules::causes::{fix_for, setting_for};
+use crate::audit::rules::causes;
 use crate::machine::Avail;
 use crate::measure::trace::Explanation;
 use crate::measure::trace::explain::{Cause, Class, CpuCauses, CrossCheck};
@@ -228,7 +228,10 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
             .causes
             .iter()
             .map(|c| {
-                let fix = fix_for(c.cause.class.key(), &c.cause.source);
+                let irq = (c.cause.class == Class::DeviceIrq)
+                    .then(|| c.ids.first().copied())
+                    .flatten();
+                let fix = causes::fix(c.cause.class.key(), &c.cause.source, irq, comm_of(&c.cause));
                 CauseJson {
                     class: c.cause.class,
                     source: c.cause.source.clone(),
@@ -237,14 +240,9 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
                     p99_ns: c.p99_ns(),
                     max_ns: c.max_ns,
                     ids: c.ids.clone(),
-                    rule: fix.map(|f| f.rule.to_string()),
-                    setting: fix.and_then(|f| {
-                        let irq = (c.cause.class == Class::DeviceIrq)
-                            .then(|| c.ids.first().copied())
-                            .flatten();
-                        setting_for(f, irq, comm_of(&c.cause))
-                    }),
-                    advice: fix.map(|f| f.advice.to_string()),
+                    rule: fix.as_ref().map(|f| f.rule.to_string()),
+                    advice: fix.as_ref().map(|f| f.advice.to_string()),
+                    setting: fix.and_then(|f| f.setting),
                 }
             })
             .collect(),
@@ -552,6 +550,54 @@ mod tests {
                 .unwrap()
                 .loop_slept
         );
+    }
+
+    /// Issue 43 item 6: every cause of the recorded run gets a fix that can be made. Kernel
+    /// threads (`ksoftirqd/1`, `migration/1`, the sender `kcompactd0`) were told to move with
+    /// `task:…:affinity`, and the kernel-managed virtio-blk queue with `irq:36:affinity`.
+    #[test]
+    fn every_cause_of_the_recorded_run_gets_a_fix_that_can_be_made() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let recorded: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/data/explain/guide-run.json")).unwrap(),
+        )
+        .unwrap();
+        let explanation: ExplainJson = serde_json::from_value(recorded["explain"].clone()).unwrap();
+        let mut fixes = std::collections::BTreeMap::new();
+        for c in &explanation.cpus[0].causes {
+            let cause = Cause {
+                class: c.class,
+                source: c.source.clone(),
+            };
+            let irq = (c.class == Class::DeviceIrq).then(|| c.ids[0]);
+            let fix = causes::fix(c.class.key(), &c.source, irq, comm_of(&cause));
+            let fix = fix.map(|f| format!("{} {}", f.rule, f.setting.unwrap_or_default()));
+            fixes.insert(c.source.clone(), fix.unwrap_or_default());
+        }
+        for (source, expected) in [
+            ("ksoftirqd/1", "LL-IRQ-ON-ISOLATED "),
+            (
+                "migration/1 (woken by watchdog_timer_fn)",
+                "LL-ISOLCPUS cmdline:isolcpus",
+            ),
+            (
+                "function call from kcompactd0 on CPU 0 (on_each_cpu_cond_mask)",
+                "LL-KTHREADS-ON-ISOLATED kthread:kcompactd0:affinity",
+            ),
+            ("36 virtio1-req.0", "LL-MANAGED-IRQS cmdline:isolcpus"),
+            ("kworker/1:0H", "LL-WORKQUEUE-CPUMASK "),
+            (
+                "app-poller (woken by hrtimer_wakeup)",
+                "LL-TASKS-ON-ISOLATED task:app-poller:affinity",
+            ),
+        ] {
+            assert_eq!(fixes[source], expected, "{source}");
+        }
+        for (source, fix) in &fixes {
+            for thread in ["ksoftirqd", "migration", "kcompactd", "kworker", "rcu_"] {
+                assert!(!fix.contains(&format!("task:{thread}")), "{source}: {fix}");
+            }
+        }
     }
 
     /// The guide's example is the text of a real run's explanation, byte for byte.

@@ -404,7 +404,7 @@ mod tests {
         });
         for line in [
             "# TYPE lowlat_interruptions_total counter",
-            r#"lowlat_interruptions_total{cpu="1",class="device_irq",source="36 virtio1-req.0",rule="LL-IRQ-ON-ISOLATED"} 27"#,
+            r#"lowlat_interruptions_total{cpu="1",class="device_irq",source="36 virtio1-req.0",rule="LL-MANAGED-IRQS"} 27"#,
             r#"lowlat_interruptions_total{cpu="1",class="task",source="app-poller",rule="LL-TASKS-ON-ISOLATED"} 63"#,
             r#"lowlat_interruptions_total{cpu="1",class="task",source="other",rule="LL-TASKS-ON-ISOLATED"} 3"#,
             // No rule removes it: the label is empty, as Prometheus reads a missing one.

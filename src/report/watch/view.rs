@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::audit::rules::causes::{fix_for, setting_for};
+use crate::audit::rules::causes;
 use crate::document::{Document, Kind};
 use crate::measure::trace::explain::Class;
 use crate::watch::Tick;
@@ -77,12 +77,12 @@ pub(crate) struct CauseJson {
 /// The rule that finds a cause and the setting that removes it (the audit's cause → fix
 /// table).
 pub(crate) fn fix_of(cause: &CauseCount) -> (Option<&'static str>, Option<String>) {
-    let Some(fix) = fix_for(cause.class.key(), &cause.source) else {
-        return (None, None);
-    };
     let comm = (cause.class == Class::Task && cause.source != crate::watch::causes::OTHER)
         .then_some(cause.source.as_str());
-    (Some(fix.rule), setting_for(fix, cause.irq, comm))
+    match causes::fix(cause.class.key(), &cause.source, cause.irq, comm) {
+        Some(fix) => (Some(fix.rule), fix.setting),
+        None => (None, None),
+    }
 }
 
 /// The differences between two samples of each CPU (none on the first tick).

@@ -1,4 +1,4 @@
-//! The verdict of a `check` document, first in the report: PASS or FAIL with why, the CPUs
+//! The verdict of a `check` document, first in the report: PASS, FAIL or NOT PROVEN with why, the CPUs
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
 //! the NICs and the clock, what caused each CPU's gaps (time by cause, the top causes with their
 //! fixes, the longest gaps: the `causes` view; a check explains by default), and the audit's
@@ -32,6 +32,9 @@ struct CheckView {
     verdict: String,
     #[serde(default)]
     failures: Vec<String>,
+    /// Why the run could not decide (absent from checks made before NOT PROVEN).
+    #[serde(default)]
+    not_proven: Vec<String>,
     /// The NICs (absent from checks made before lowlat read NICs).
     #[serde(default)]
     nics: Vec<NicSummaryView>,
@@ -108,6 +111,21 @@ struct CpuValueView {
     cpu: u32,
     value: f64,
     met: bool,
+    /// `met`, `missed` or `not-proven` (absent from checks made before NOT PROVEN: `met`
+    /// says).
+    #[serde(default)]
+    outcome: Option<String>,
+}
+
+impl CpuValueView {
+    /// The mark after the value: ✗ missed, ? not proven.
+    fn mark(&self) -> &'static str {
+        match self.outcome.as_deref() {
+            Some("not-proven") => " ?",
+            _ if !self.met => " ✗",
+            _ => "",
+        }
+    }
 }
 
 /// The verdict of each check document, in the order given.
@@ -127,18 +145,40 @@ fn micros(ns: u64) -> String {
     num(ns as f64 / 1e3)
 }
 
+/// The class and the word of a check's verdict: `pass`, `fail`, `not-proven`.
+fn verdict(word: &str) -> (&'static str, &'static str) {
+    match word {
+        "pass" => ("verdict verdict-pass", "PASS"),
+        "not-proven" => ("verdict verdict-not-proven", "NOT PROVEN"),
+        _ => ("verdict verdict-fail", "FAIL"),
+    }
+}
+
+/// A target's row class: met passes, not proven warns, the rest fail.
+fn target_status(outcome: &str) -> &'static str {
+    match outcome {
+        "met" => "status-pass",
+        "not-proven" => "status-warn",
+        _ => "status-fail",
+    }
+}
+
 fn one(source: &Source, c: &CheckView) -> Markup {
-    let pass = c.verdict == "pass";
+    let (class, word) = verdict(&c.verdict);
     let seconds = num(c.duration_ns as f64 / 1e9);
     html! {
         (from(source))
-        p class=(if pass { "verdict verdict-pass" } else { "verdict verdict-fail" }) {
-            strong { @if pass { "PASS" } @else { "FAIL" } }
+        p class=(class) {
+            strong { (word) }
             " against profile " code { (c.profile.name) } " (" (c.profile.summary) ")"
         }
         @if !c.failures.is_empty() {
             p { "Why:" }
             ul.why { @for f in &c.failures { li { (f) } } }
+        }
+        @if !c.not_proven.is_empty() {
+            p { "Not proven (not a failure of the machine: a longer run decides):" }
+            ul.why { @for f in &c.not_proven { li { (f) } } }
         }
         p { "Measured CPU " strong { (c.measured.cpus) } " (" (c.measured.why) "): " (seconds)
             " s of busy loop and " (seconds) " s of timer wake-ups every "
@@ -149,16 +189,16 @@ fn one(source: &Source, c: &CheckView) -> Markup {
         } @else {
             table.targets {
                 caption { "Targets of " (c.profile.name) ": every measured CPU must stay below the limit" }
-                thead { tr { th { "outcome" } th { "metric" } th { "below" } th { "per CPU (✗ missed)" } th { "source" } } }
+                thead { tr { th { "outcome" } th { "metric" } th { "below" } th { "per CPU (✗ missed, ? not proven)" } th { "source" } } }
                 tbody {
                     @for t in &c.targets {
-                        tr class=(format!("status-{}", if t.outcome == "met" { "pass" } else { "fail" })) {
+                        tr class=(target_status(&t.outcome)) {
                             td { (t.outcome) }
                             td { code { (t.target.metric) } }
                             td { (limit(&t.target.below)) }
                             td { @for (i, v) in t.values.iter().enumerate() {
                                 @if i > 0 { ", " }
-                                "CPU " (v.cpu) " " (num(v.value)) @if !v.met { " ✗" }
+                                "CPU " (v.cpu) " " (num(v.value)) (v.mark())
                             } }
                             td { (t.target.source) }
                         }
