@@ -30,6 +30,7 @@
 //! | `watch-sample`    | 2              | `watch --json`, one per line   |                     |
 //! | `measure-hwlat`   | 2              | `measure hwlat --json`         |                     |
 //! | `measure-freq`    | 2              | `measure freq --json`          |                     |
+//! | `measure-net`     | 2              | `measure net --json`           |                     |
 //! | `bios`            | 2              | `bios read -o FILE`, `--json`  | bios apply, verify  |
 //! | `bios-journal`    | 2              | `bios apply --journal FILE`    | `bios revert`       |
 //! | `bios-verify`     | 2              | `bios verify --json`           |                     |
@@ -90,6 +91,8 @@ pub enum Kind {
     MeasureHwlat,
     /// Effective frequency (`lowlat measure freq`).
     MeasureFreq,
+    /// Network round trips (`lowlat measure net`).
+    MeasureNet,
     /// BIOS attributes, pending values and registry read from a BMC (`lowlat bios read`).
     Bios,
     /// The values `lowlat bios apply` replaced, for `lowlat bios revert`.
@@ -132,6 +135,7 @@ impl Kind {
             Kind::WatchSample => 2,
             Kind::MeasureHwlat => 2,
             Kind::MeasureFreq => 2,
+            Kind::MeasureNet => 2, // born with the envelope, numbered as its kinds are
             Kind::Bios => 2,
             Kind::BiosJournal => 2,
             Kind::BiosVerify => 2,

@@ -187,9 +187,10 @@ fn the_knobs_get_the_planned_values() {
     let root = f.root();
     let value = |path: &str| root.read_value(path).unwrap();
     assert_eq!(value("/proc/sys/vm/stat_interval"), "10");
+    // As the kernel shows it (a tree reads back as a live kernel would).
     assert_eq!(
         value("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "never"
+        "always madvise [never]"
     );
     assert_eq!(
         value("/sys/devices/system/cpu/cpu1/cpuidle/state2/disable"),
@@ -521,6 +522,7 @@ fn verify_and_bios_verify_say_the_same_verdicts_with_the_same_words() {
         VerifyStatus::Drift,
         VerifyStatus::PendingReboot,
         VerifyStatus::NotConfigured,
+        VerifyStatus::NotInEffect,
         VerifyStatus::Unsupported,
     ] {
         assert_eq!(json(status), serde_json::json!(status.name()));
@@ -565,4 +567,28 @@ fn reverting_a_long_stat_interval_refreshes_the_vmstat_counters() {
         f.root().read_value("/proc/sys/vm/stat_interval").unwrap(),
         "1"
     );
+}
+
+#[test]
+fn an_argument_the_kernel_ignores_is_not_in_effect_not_ok() {
+    // Ubuntu 22.04's generic 5.15 kernel is built without CONFIG_NO_HZ_FULL: after a reboot
+    // into nohz_full=, the command line has it and the kernel ignores it.
+    let dir = TestTree::fixture("milan64-nps4-smt");
+    dir.write("/proc/cmdline", "ro nohz_full=1-3 rcu_nocbs=1-3\n");
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let ctx = ctx(&root, &machine);
+    let nohz = verify::check(
+        &ctx,
+        &setting("cmdline:nohz_full", "nohz_full=1-3", Layer::Boot),
+    );
+    assert_eq!(nohz.status, VerifyStatus::NotInEffect, "{nohz:?}");
+    assert!(nohz.actual.contains("CONFIG_NO_HZ_FULL"), "{}", nohz.actual);
+    assert!(nohz.status.differs());
+    // rcu_nocbs= is built in: written and in effect.
+    let rcu = verify::check(
+        &ctx,
+        &setting("cmdline:rcu_nocbs", "rcu_nocbs=1-3", Layer::Boot),
+    );
+    assert_eq!(rcu.status, VerifyStatus::Ok, "{rcu:?}");
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::appliers::{self, Expansion, boot};
 use super::change::{ApplyContext, Change, ChangeError};
+use crate::machine::capabilities::Capabilities;
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::{Layer, Setting};
@@ -28,6 +29,9 @@ pub(crate) enum VerifyStatus {
     /// lowlat can use (no grubby, no GRUB defaults file): someone must add them. A difference
     /// from the plan, as drift is.
     NotConfigured,
+    /// Kernel arguments on the command line that the running kernel ignores (built without
+    /// the option they need): written, but not in effect. A difference from the plan.
+    NotInEffect,
     /// Not on this machine, or not readable here.
     Unsupported,
 }
@@ -41,14 +45,19 @@ impl VerifyStatus {
             VerifyStatus::Drift => "drift",
             VerifyStatus::PendingReboot => "pending-reboot",
             VerifyStatus::NotConfigured => "not-configured",
+            VerifyStatus::NotInEffect => "not-in-effect",
             VerifyStatus::Unsupported => "unsupported",
         }
     }
 
-    /// Whether the machine differs from the plan here (drift, or kernel arguments nobody
-    /// configured): what makes verify exit 1 and watch report drift.
+    /// Whether the machine differs from the plan here (drift, kernel arguments nobody
+    /// configured or that the kernel ignores): what makes verify exit 1 and watch report
+    /// drift.
     pub(crate) fn differs(self) -> bool {
-        matches!(self, VerifyStatus::Drift | VerifyStatus::NotConfigured)
+        matches!(
+            self,
+            VerifyStatus::Drift | VerifyStatus::NotConfigured | VerifyStatus::NotInEffect
+        )
     }
 }
 
@@ -79,6 +88,8 @@ pub(crate) struct Summary {
     pub pending_reboot: usize,
     /// Kernel arguments absent and not configurable by lowlat here.
     pub not_configured: usize,
+    /// Kernel arguments on the command line that the running kernel ignores.
+    pub not_in_effect: usize,
     /// Settings that cannot be checked here.
     pub unsupported: usize,
 }
@@ -160,7 +171,7 @@ impl Report {
     /// Whether some setting differs from the plan (drift, or kernel arguments not
     /// configured).
     pub(crate) fn drifted(&self) -> bool {
-        self.summary.drift + self.summary.not_configured > 0
+        self.summary.drift + self.summary.not_configured + self.summary.not_in_effect > 0
     }
 }
 
@@ -174,6 +185,7 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
             VerifyStatus::Drift => summary.drift += 1,
             VerifyStatus::PendingReboot => summary.pending_reboot += 1,
             VerifyStatus::NotConfigured => summary.not_configured += 1,
+            VerifyStatus::NotInEffect => summary.not_in_effect += 1,
             VerifyStatus::Unsupported => summary.unsupported += 1,
         }
     }
@@ -298,6 +310,15 @@ fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
         running.join(" ")
     };
     if args.satisfied_by(&cmdline.raw) {
+        // Written is not in effect: a kernel built without the option ignores the argument.
+        if let SettingId::Cmdline(key) = &setting.id
+            && let Some(why) = Capabilities::of(ctx.machine).kernel_ignores(key)
+        {
+            return (
+                VerifyStatus::NotInEffect,
+                format!("{running}, but {}", why.reason),
+            );
+        }
         return (VerifyStatus::Ok, running);
     }
     if boot::backend(ctx).is_err() {

@@ -2,7 +2,7 @@
 //! evidence, sources and exact fixes.
 //!
 //! The audit only reads the [`Machine`]; it never touches the system. `lowlat plan` calls
-//! [`run`] and collects [`Audit::fixes`], the settings of the failing and warning findings.
+//! [`desired`]: the settings every rule of the profile wants on this machine, held or not.
 
 pub(crate) mod bios;
 pub(crate) mod finding;
@@ -17,7 +17,7 @@ pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{Profile, ProfileError};
 
 use crate::audit::finding::BiosStep;
-use crate::audit::rule::{Rule, RuleCheck, RuleContext, RuleOutcome};
+use crate::audit::rule::{Fix, Rule, RuleCheck, RuleContext, RuleOutcome};
 use crate::machine::Machine;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::tuning::profile_name::ProfileName;
@@ -68,18 +68,6 @@ impl Audit {
             .collect()
     }
 
-    /// [`Audit::fixes`], moved out of the audit one at a time rather than copied, each finding
-    /// dropped once its fixes are taken (plan's peak of memory at thousands of CPUs: a
-    /// setting per IRQ).
-    fn into_fixes(self) -> impl Iterator<Item = Setting> {
-        let mut seen = std::collections::HashSet::new();
-        self.findings
-            .into_iter()
-            .filter(|f| f.needs_fixing())
-            .flat_map(|f| f.remediation.settings)
-            .filter(move |s| seen.insert(s.id.clone()))
-    }
-
     /// The finding of one rule.
     pub fn finding(&self, rule_id: &str) -> Option<&Finding> {
         self.findings.iter().find(|f| f.rule == rule_id)
@@ -88,7 +76,7 @@ impl Audit {
 
 /// Audits `machine` against `profile` with `partition` (see [`partition::choose`]).
 pub fn run(machine: &Machine, profile: &Profile, partition: &AuditPartition) -> Audit {
-    run_with(machine, profile, partition, true, None, &|_| true)
+    run_with(machine, profile, partition, None)
 }
 
 /// [`run`], with what `check`'s short c2c probe of a guest measured (LL-VM-PLACEMENT judges
@@ -99,36 +87,66 @@ pub fn run_probed(
     partition: &AuditPartition,
     vm_probe: &VcpuProbe,
 ) -> Audit {
-    run_with(machine, profile, partition, true, Some(vm_probe), &|_| true)
+    run_with(machine, profile, partition, Some(vm_probe))
 }
 
-/// The fixes of an audit (as [`Audit::fixes`], moved out) whose setting id `wanted` accepts,
-/// for a caller that uses nothing else of it (plan, which decides some families itself): the
-/// findings' detail lines that grow with the machine are not made, and the fixes not wanted
-/// are dropped as each rule ends (at 8,192 CPUs, a fix per IRQ).
-pub fn fixes(
+/// The desired state `profile` gives `machine` with `partition`: the setting each rule wants
+/// here, whether the machine already holds it or not, each setting id once (the first rule
+/// proposing it wins), ordered by layer and then table order, keeping those whose id `wanted`
+/// accepts. A rule that does not apply here (skipped: a knob this kernel does not have, a
+/// host-owned setting in a guest) wants nothing. This is what `lowlat plan` sets: a function
+/// of the profile, the hardware and the capabilities, never of the current values, so that
+/// re-planning a tuned machine gives the same plan. The findings' detail lines are not made,
+/// and the settings not wanted are dropped as each rule ends (at 8,192 CPUs, one per IRQ).
+pub fn desired(
     machine: &Machine,
     profile: &Profile,
     partition: &AuditPartition,
     wanted: &dyn Fn(&SettingId) -> bool,
-) -> impl Iterator<Item = Setting> {
-    run_with(machine, profile, partition, false, None, wanted).into_fixes()
+) -> Vec<Setting> {
+    let ctx = RuleContext {
+        machine,
+        partition,
+        details: false,
+        vm_probe: None,
+    };
+    let mut entries: Vec<_> = profile.entries.iter().collect();
+    entries.sort_by_key(|entry| entry.rule.layer);
+    let mut seen = std::collections::HashSet::new();
+    let mut settings = Vec::new();
+    for entry in entries {
+        let outcome = check(&ctx, entry);
+        if outcome.status == FindingStatus::Skipped {
+            continue;
+        }
+        let fixes = outcome
+            .fixes
+            .into_iter()
+            .filter(|fix| wanted(&fix.id) && seen.insert(fix.id.clone()));
+        settings.extend(fixes.map(|fix| setting(entry.rule, fix)));
+    }
+    settings
 }
 
-/// Audits, with the findings' detail lines or without (see [`RuleContext::details`]),
-/// keeping the fixes whose setting id `wanted` accepts.
+/// The outcome of one rule of a profile on the context's machine.
+fn check(ctx: &RuleContext, entry: &profile::Entry) -> RuleOutcome {
+    match entry.rule.check {
+        RuleCheck::Fn(check) => check(ctx, &entry.expect),
+        RuleCheck::Sysctl(key) => rules::sysctl::check(ctx, key, &entry.expect),
+    }
+}
+
+/// Audits, with what `check`'s c2c probe of a guest measured when it made one.
 fn run_with(
     machine: &Machine,
     profile: &Profile,
     partition: &AuditPartition,
-    details: bool,
     vm_probe: Option<&VcpuProbe>,
-    wanted: &dyn Fn(&SettingId) -> bool,
 ) -> Audit {
     let ctx = RuleContext {
         machine,
         partition,
-        details,
+        details: true,
         vm_probe,
     };
     let firmware = BiosVendors::of(machine);
@@ -136,12 +154,12 @@ fn run_with(
         .entries
         .iter()
         .map(|entry| {
-            let mut outcome = match entry.rule.check {
-                RuleCheck::Fn(check) => check(&ctx, &entry.expect),
-                RuleCheck::Sysctl(key) => rules::sysctl::check(&ctx, key, &entry.expect),
-            };
-            outcome.fixes.retain(|fix| wanted(&fix.id));
-            finding(entry.rule, outcome, entry.expect.advisory, &firmware)
+            finding(
+                entry.rule,
+                check(&ctx, entry),
+                entry.expect.advisory,
+                &firmware,
+            )
         })
         .collect();
     // Stable: table order within a layer.
@@ -197,20 +215,17 @@ fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVen
     let remediation = if matches!(status, FindingStatus::Pass | FindingStatus::Skipped) {
         Remediation::default()
     } else {
-        let rationale = first_sentence(rule.rationale);
-        let settings = outcome
-            .fixes
-            .into_iter()
-            .map(|fix| Setting {
-                id: fix.id,
-                value: fix.value,
-                layer: fix.layer,
-                reboot: fix.reboot,
-                rationale: rationale.clone(),
-                source: sources.join("; "),
-                security_tradeoff: rule.security_tradeoff.map(str::to_string),
-            })
-            .collect();
+        // A rule names its desired settings whatever the verdict; the remediation carries
+        // them only where the finding is not met (an inferred one keeps its BIOS steps).
+        let settings = if status == FindingStatus::Inferred {
+            Vec::new()
+        } else {
+            outcome
+                .fixes
+                .into_iter()
+                .map(|fix| setting(rule, fix))
+                .collect()
+        };
         let bios = match &outcome.bios_value {
             Some(value) => rule
                 .bios
@@ -245,6 +260,19 @@ fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVen
         security_tradeoff: rule.security_tradeoff.map(str::to_string),
         sources,
         remediation,
+    }
+}
+
+/// The setting of a rule's fix, with the rule's rationale, sources and trade-off.
+fn setting(rule: &Rule, fix: Fix) -> Setting {
+    Setting {
+        id: fix.id,
+        value: fix.value,
+        layer: fix.layer,
+        reboot: fix.reboot,
+        rationale: first_sentence(rule.rationale),
+        source: rule.sources.join("; "),
+        security_tradeoff: rule.security_tradeoff.map(str::to_string),
     }
 }
 

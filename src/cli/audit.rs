@@ -230,7 +230,8 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             source: &source,
             written: &crate::document::now(),
         };
-        let script = fix_script::render(&result, profile.info, &view, &origin);
+        let plan = crate::plan::findings::plan_of_audit(&machine, &profile, &partition);
+        let script = fix_script::render(&result, profile.info, &view, &origin, plan.as_ref());
         write_file_atomically(
             path,
             script.as_bytes(),

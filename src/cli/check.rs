@@ -20,7 +20,7 @@ use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
-use crate::report::html::{self, Source};
+use crate::report::html::{self, Budget, Source};
 use crate::report::inventory;
 use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
@@ -339,7 +339,11 @@ fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
 fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
     let mut sources = Vec::new();
     for (kind, json) in documents {
-        sources.extend(Source::parse_all(&format!("{kind}.json"), json)?);
+        sources.extend(Source::parse_all(
+            &format!("{kind}.json"),
+            json.clone(),
+            &mut Budget::default(),
+        )?);
     }
     let written = html::render(&sources, &[])
         .map_err(anyhow::Error::from)

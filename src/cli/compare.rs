@@ -8,8 +8,7 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, compare_each, load};
-use crate::document::UNKNOWN_HOST;
+use crate::compare::{Options, calibrate, compare_each, hosts, load};
 use crate::report::compare as printers;
 
 /// Which verdicts make the exit code 1.
@@ -52,7 +51,7 @@ lowlat compare stream-before.* -- stream-after.*\n  \
 lowlat compare cyclictest-before-*.txt -- cyclictest-after-*.txt\n\n\
 Exit codes: 0 no primary endpoint worse beyond its confounders (with --fail-on any: none \
 better or worse at all); 1 one is; 2 bad input (unreadable or unknown files, arms that cannot \
-be compared, fewer than 4 runs for --calibrate)."
+be compared, fewer than 4 runs for --calibrate or runs without a CPU or kernel in common)."
 )]
 pub struct CompareArgs {
     /// The baseline runs (arm A): files or bundle directories.
@@ -83,7 +82,9 @@ pub struct CompareArgs {
     pub fail_on: FailOn,
 
     /// Seed of the splits --calibrate draws when there are more than 2,000 of one size: the
-    /// same runs and seed print the same figures.
+    /// same runs and seed print the same figures. The splits are drawn without listing them
+    /// all: memory stays a few tens of MiB and time grows with the runs times the sizes (100
+    /// runs: about 5 s of CPU in a debug build, docs/guide/compare.md).
     #[arg(long, value_name = "N", default_value = "1")]
     pub seed: u64,
 
@@ -116,7 +117,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         if args.json {
             print_json(&printers::calibration_document(
                 &calibrations,
-                UNKNOWN_HOST.to_string(),
+                hosts(&runs.runs),
             ))?;
         } else {
             print(&printers::calibration_text(&calibrations))?;
@@ -130,7 +131,10 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));
     }
     if args.json {
-        print_json(&printers::document(&comparisons, UNKNOWN_HOST.to_string()))?;
+        print_json(&printers::document(
+            &comparisons,
+            hosts(a.runs.iter().chain(&b.runs)),
+        ))?;
     } else {
         print(&printers::text(&comparisons))?;
     }

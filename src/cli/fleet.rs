@@ -11,7 +11,7 @@ use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::findings;
 use crate::plan::request::{PlanProfile, PlanRequest};
-use crate::report::html::{self, Source};
+use crate::report::html::{self, Budget, Source};
 use crate::sysroot::prepare_output_dir;
 use crate::tuning::profile_name::ProfileName;
 
@@ -149,7 +149,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
     let document = fleet::document(&report);
     if let Some(file) = &args.html {
         let json = document.to_json()?;
-        let sources = Source::parse_all("fleet.json", &json)?;
+        let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
         std::fs::write(file, html::render(&sources, &[])?)
             .with_context(|| format!("--html {}: cannot write the report", file.display()))?;
     }

@@ -44,6 +44,9 @@ pub enum MeasureEngine {
     /// Inter-processor interrupt cost per CPU pair, and IPI throughput of all CPUs at once,
     /// through membarrier (no kernel module).
     Ipi(IpiArgs),
+    /// Network round-trip latency: a ping-pong of fixed-size messages over loopback, a veth
+    /// pair between two namespaces, or to a peer (sockperf's message format).
+    Net(super::measure_net::NetArgs),
     /// Latency the hardware and firmware add (SMIs, hypervisor exits) through the kernel's
     /// hwlat tracer, as hwlatdetect reports it.
     Hwlat(HwlatArgs),
@@ -61,5 +64,6 @@ pub(crate) fn run(cli: &Cli, args: &MeasureArgs) -> Result<u8> {
         MeasureEngine::Freq(a) => super::measure_cpu::run_freq(cli, a),
         MeasureEngine::Ipi(a) => super::measure_cpu::run_ipi(cli, a),
         MeasureEngine::Hwlat(a) => super::measure_cpu::run_hwlat(cli, a),
+        MeasureEngine::Net(a) => super::measure_net::run(cli, a),
     }
 }

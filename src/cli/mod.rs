@@ -138,6 +138,7 @@ pub(crate) mod measure_common;
 pub(crate) mod measure_cpu;
 pub(crate) mod measure_jitter;
 pub(crate) mod measure_mem;
+pub(crate) mod measure_net;
 pub(crate) mod measure_timer;
 mod messages;
 pub(crate) mod output;

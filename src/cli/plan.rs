@@ -304,7 +304,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         .map(super::bios::read_document)
         .transpose()?;
     let mut plan = plan::build(&machine, &request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        findings::profile_settings(&machine, &profile, partition)
     })
     .map_err(|e| match e {
         PlanError::Partition(e) => args.partition_error(&e),
@@ -349,7 +349,11 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     } else if let Some(guest) = &guest {
         print(&guest.render())?;
     } else if args.out.is_none() {
-        print(&summary::text(&plan, &machine.topology))?;
+        let held = diff::diff(&plan, &machine, &root)
+            .iter()
+            .filter(|e| e.status == diff::DiffStatus::Same)
+            .count();
+        print(&summary::text(&plan, &machine.topology, Some(held)))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
         warning!(

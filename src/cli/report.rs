@@ -5,8 +5,8 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::{Cli, exit};
-use crate::compare::load::load;
-use crate::report::html::{self, Source};
+use crate::compare::load::{load, sort_in_run_order};
+use crate::report::html::{self, Budget, Source};
 
 /// Options of `lowlat report`.
 #[derive(Debug, Args)]
@@ -44,6 +44,8 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
     let mut sources = Vec::new();
     // Files that are not JSON nor a report: peers' outputs, read by compare's loader.
     let mut peers = Vec::new();
+    // What the reports among the inputs may inflate to, all of them together.
+    let mut budget = Budget::default();
     for input in &args.inputs {
         for file in files(input)? {
             let text = std::fs::read_to_string(&file).map_err(|e| {
@@ -60,7 +62,11 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
             })?;
             let start = text.trim_start();
             if start.starts_with('{') || start.starts_with('<') || start.is_empty() {
-                sources.extend(Source::parse_all(&file.display().to_string(), &text)?);
+                sources.extend(Source::parse_all(
+                    &file.display().to_string(),
+                    text,
+                    &mut budget,
+                )?);
             } else {
                 peers.push(file);
             }
@@ -114,7 +120,8 @@ fn files(input: &Path) -> Result<Vec<PathBuf>> {
             files.push(path);
         }
     }
-    files.sort();
+    // A bundle's runs in the order measured (measure-jitter.json, -2, ... -10), not by name.
+    sort_in_run_order(&mut files);
     if files.is_empty() {
         bail!(
             "{}: no *.json or *.jsonl file in this directory; give lowlat documents or a bundle of them",

@@ -11,6 +11,7 @@ use super::environment::{self, Side};
 use super::estimate;
 use super::load::LoadError;
 use super::run::{Family, Run};
+use super::splits::{self, Split};
 use super::stats::holm::holm;
 use super::stats::mean_var;
 use super::verdict::{self, ALPHA, Judged, Verdict};
@@ -18,9 +19,6 @@ use super::{Options, by_family};
 
 /// Runs a calibration needs at least: two per arm.
 pub const MIN_RUNS: usize = 4;
-
-/// Splits of one design and size judged at most (drawn with the seed beyond that).
-const MAX_SPLITS: usize = 2000;
 
 /// How the runs were split into arms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,7 +28,7 @@ pub enum Design {
     Consecutive,
     /// 2k consecutive runs, A the 1st, 3rd, ..., B the 2nd, 4th, ... (drift cancels).
     Interleaved,
-    /// Every way of taking k and k of the runs (or MAX_SPLITS of them drawn with the seed).
+    /// Every way of taking k and k of the runs (or [`splits::MAX_SPLITS`] of them drawn with the seed).
     All,
 }
 
@@ -128,6 +126,9 @@ fn one(
         })
         .copied()
         .collect();
+    if cpus.is_empty() && family != Family::Throughput {
+        return Err(nothing_in_common(family, runs));
+    }
     let endpoints: Vec<(Endpoint, Option<String>)> = match family {
         Family::Throughput => runs[0]
             .rates
@@ -153,6 +154,9 @@ fn one(
         .into_iter()
         .filter(|e| runs.iter().all(|r| value(r, e).is_some()))
         .collect();
+    if endpoints.is_empty() && family == Family::Throughput {
+        return Err(nothing_in_common(family, runs));
+    }
     let table: Vec<RunValues> = runs
         .iter()
         .map(|r| {
@@ -222,6 +226,47 @@ fn one(
     })
 }
 
+/// Runs without a CPU (latencies) or kernel (throughput) that every one measured: each set
+/// named with the runs that measured it.
+fn nothing_in_common(family: Family, runs: &[Run]) -> LoadError {
+    let what = |run: &Run| -> Vec<String> {
+        match family {
+            Family::Throughput => run.rates.keys().cloned().collect(),
+            _ => run
+                .cpus
+                .keys()
+                .chain(run.summaries.keys())
+                .map(u32::to_string)
+                .collect(),
+        }
+    };
+    let mut sets: Vec<(Vec<String>, Vec<&str>)> = Vec::new();
+    for run in runs {
+        let measured = what(run);
+        match sets.iter_mut().find(|(set, _)| *set == measured) {
+            Some((_, sources)) => sources.push(&run.source),
+            None => sets.push((measured, vec![&run.source])),
+        }
+    }
+    let (noun, nouns) = match family {
+        Family::Throughput => ("kernel", "kernels"),
+        _ => ("CPU", "CPUs"),
+    };
+    let sets: Vec<String> = sets
+        .iter()
+        .map(|(set, sources)| format!("{nouns} {} in {}", set.join(","), sources.join(", ")))
+        .collect();
+    LoadError::file(
+        "--calibrate",
+        format!(
+            "the runs of {} measured no {noun} in common, so no figure of theirs can be compared: \
+             {}; calibrate on runs that measured the same {nouns}",
+            family.name(),
+            sets.join("; ")
+        ),
+    )
+}
+
 /// The primary endpoints of the split `a`/`b` (indices into `table`) called better or worse:
 /// for each, whether B is the worse (the environment that could explain it is then B's).
 fn called(
@@ -275,12 +320,7 @@ fn called(
 }
 
 /// The splits of `n` runs into arms of `k` by `design`, as index lists.
-fn splits(
-    n: usize,
-    k: usize,
-    design: Design,
-    rng: &mut fastrand::Rng,
-) -> Vec<(Vec<usize>, Vec<usize>)> {
+fn splits(n: usize, k: usize, design: Design, rng: &mut fastrand::Rng) -> Vec<Split> {
     match design {
         Design::Consecutive => (0..=n - 2 * k)
             .map(|i| ((i..i + k).collect(), (i + k..i + 2 * k).collect()))
@@ -294,48 +334,7 @@ fn splits(
                 )
             })
             .collect(),
-        Design::All => {
-            let mut all = Vec::new();
-            let mut chosen = Vec::with_capacity(2 * k);
-            every_subset(n, 2 * k, 0, &mut chosen, &mut |subset| {
-                // Split the subset into halves, the first member always in A (A/B and B/A are
-                // the same split).
-                let mut half = Vec::with_capacity(k);
-                every_subset(2 * k - 1, k - 1, 0, &mut half, &mut |rest| {
-                    let mut a = vec![subset[0]];
-                    a.extend(rest.iter().map(|&i| subset[i + 1]));
-                    let b = subset.iter().filter(|x| !a.contains(x)).copied().collect();
-                    all.push((a, b));
-                });
-            });
-            if all.len() > MAX_SPLITS {
-                rng.shuffle(&mut all);
-                all.truncate(MAX_SPLITS);
-            }
-            all
-        }
-    }
-}
-
-/// Calls `f` with every `k`-subset of `start..n` (ascending), building on `chosen`.
-fn every_subset(
-    n: usize,
-    k: usize,
-    start: usize,
-    chosen: &mut Vec<usize>,
-    f: &mut impl FnMut(&[usize]),
-) {
-    if chosen.len() == k {
-        f(chosen);
-        return;
-    }
-    for i in start..n {
-        if n - i < k - chosen.len() {
-            break;
-        }
-        chosen.push(i);
-        every_subset(n, k, i + 1, chosen, f);
-        chosen.pop();
+        Design::All => splits::all(n, k, rng),
     }
 }
 

@@ -6,8 +6,9 @@
 
 use serde::Serialize;
 
+use super::endpoint;
 use super::run::{Figures, Run};
-use super::verdict::{self, Compared};
+use super::verdict::{self, Compared, Verdict};
 
 /// A figure compared per CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -127,15 +128,22 @@ pub fn rows(a: &[Run], b: &[Run], cpus: &[u32], above_ns: f64, margin: f64) -> V
     let test = |_, _| "Welch's t on the runs' logarithms".to_string();
     verdict::compare_each(items, test, margin)
         .into_iter()
-        .map(|((cpu, metric), compared)| Row {
-            cpu,
-            metric,
-            unit: if metric == Metric::RateAbove {
-                rate_unit
-            } else {
-                "ns"
-            },
-            compared,
+        .map(|((cpu, metric), mut compared)| {
+            if metric == Metric::RateAbove
+                && endpoint::saturated(a.iter().chain(b), &[cpu], above_ns)
+            {
+                compared.verdict = Verdict::Saturated;
+            }
+            Row {
+                cpu,
+                metric,
+                unit: if metric == Metric::RateAbove {
+                    rate_unit
+                } else {
+                    "ns"
+                },
+                compared,
+            }
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::run::{Figures, Run, Series};
+use super::run::{Family, Figures, Run, Series};
 use super::stats::{mean_var, median};
 
 /// A figure of a whole run, pooled over the CPUs compared.
@@ -89,6 +89,34 @@ pub fn of_run(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Opt
         above_ns,
         scale(run, cpus),
     )
+}
+
+/// The share of a run's timer wake-ups above `--above` from which the rate above it is
+/// saturated: with 99 % or more of every run's wake-ups above it in both arms, the rate
+/// cannot change by more than about 1 %, within any margin, and says nothing about a change.
+pub const SATURATED_SHARE: f64 = 0.99;
+
+/// Whether the rate above `above_ns` of `runs` on `cpus` is saturated: timer wake-ups, which
+/// come at the timer's interval, with [`SATURATED_SHARE`] or more of every run's above it, so
+/// that the rate is the wake-up rate whatever the latencies do (busy-loop gaps come as they
+/// come, and are never saturated).
+pub fn saturated<'a>(runs: impl IntoIterator<Item = &'a Run>, cpus: &[u32], above_ns: f64) -> bool {
+    runs.into_iter().all(|r| {
+        r.format.family() == Family::Wakeups
+            && share_above(r, cpus, above_ns).is_some_and(|s| s >= SATURATED_SHARE)
+    })
+}
+
+/// The share of `run`'s latencies on `cpus` above `above_ns` (0 to 1); `None` where it has
+/// none of them.
+fn share_above(run: &Run, cpus: &[u32], above_ns: f64) -> Option<f64> {
+    let series: Vec<&Series> = cpus
+        .iter()
+        .map(|c| run.cpus.get(c))
+        .collect::<Option<_>>()?;
+    let count: u64 = series.iter().map(|s| s.values.count()).sum();
+    let above: u64 = series.iter().map(|s| s.values.count_above(above_ns)).sum();
+    (count > 0).then(|| above as f64 / count as f64)
 }
 
 /// The value of `endpoint` in each slice of `run`'s time (the same slice of every CPU taken

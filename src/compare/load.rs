@@ -95,9 +95,7 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         })
         .filter(|p| p.is_file())
         .collect();
-    // In the order they were measured: a bundle names its runs measure-timer.json, then
-    // measure-timer-2.json, -3 ... -10 (the first one has no number).
-    files.sort_by(|a, b| natural_cmp(&run_order(a), &run_order(b)));
+    sort_in_run_order(&mut files);
     if files.is_empty() {
         return Err(LoadError::file(
             shown,
@@ -149,6 +147,12 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
         loaded.runs.push(run);
     }
     Ok(())
+}
+
+/// Sorts a bundle's files in the order their runs were measured: a bundle names its runs
+/// measure-timer.json, then measure-timer-2.json, -3 ... -10 (the first one has no number).
+pub fn sort_in_run_order(files: &mut [PathBuf]) {
+    files.sort_by(|a, b| natural_cmp(&run_order(a), &run_order(b)));
 }
 
 /// The name of a bundle's file as it sorts by the order its runs were measured in: the first
@@ -269,6 +273,7 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
 struct Document {
     schema_version: Option<u32>,
     kind: Option<String>,
+    host: Option<String>,
     environment: Option<Environment>,
     result: Option<serde_json::Value>,
     /// A `bios` document's attributes (`lowlat bios read -o FILE`).
@@ -452,7 +457,12 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
         .result
         .ok_or_else(|| LoadError::file(shown, format!("the {kind} document has no `result`")))?;
     if format == Format::LowlatMembw {
-        return read_membw(result, settings, shown).map(Content::Run);
+        return read_membw(result, settings, shown).map(|run| {
+            Content::Run(Run {
+                host: doc.host,
+                ..run
+            })
+        });
     }
     let figures: LatencyFigures = serde_json::from_value(result)
         .map_err(|e| LoadError::file(shown, format!("the {kind} document's result: {e}")))?;
@@ -523,6 +533,7 @@ fn read_document(text: &str, shown: &str) -> Result<Content, LoadError> {
             .explain
             .filter(|_| format == Format::LowlatJitter)
             .and_then(ExplainFigures::causes),
+        host: doc.host,
         ..Run::empty(shown, format)
     }))
 }

@@ -15,6 +15,7 @@
 //!   cause's rate judged as the detail rows are;
 //! - `settings`: the settings diff between and within the arms;
 //! - `calibrate`: the A/A calibration of a machine from untouched runs;
+//! - `splits`: the splits of the runs a calibration judges, drawn without listing them all;
 //! - `stats`: Welch, histograms and Holm, checked against scipy.
 
 pub mod calibrate;
@@ -26,6 +27,7 @@ pub mod estimate;
 pub mod load;
 pub mod run;
 pub mod settings;
+pub mod splits;
 pub mod stats;
 pub mod verdict;
 
@@ -101,6 +103,9 @@ pub struct Primary {
     pub detectable_percent_doubled: Option<f64>,
     #[serde(skip)]
     judged: Judged,
+    /// Whether it is a rate above `--above` saturated in every run ([`endpoint::saturated`]).
+    #[serde(skip)]
+    saturated: bool,
 }
 
 /// A whole comparison of one measurement.
@@ -293,6 +298,9 @@ fn decide(comparisons: &mut [Comparison], margin: f64) {
                 margin,
                 e.ratio,
             );
+            if e.saturated {
+                e.verdict = Verdict::Saturated;
+            }
             let explains = match e.verdict {
                 Verdict::Worse => Some(Side::B),
                 Verdict::Better => Some(Side::A),
@@ -378,6 +386,8 @@ fn primary(
             None,
         ),
     };
+    let saturated =
+        endpoint == Endpoint::RateAbove && endpoint::saturated(a.iter().chain(b), cpus, above_ns);
     Some(Primary {
         endpoint,
         kernel,
@@ -395,6 +405,7 @@ fn primary(
         detectable_percent: None,
         detectable_percent_doubled: None,
         judged,
+        saturated,
     })
 }
 
@@ -486,6 +497,25 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
                     e.name()
                 )),
             }
+        }
+        if let Some(rate) = primary_rows.iter().find(|e| e.saturated) {
+            let micros = |ns: f64| format!("{} µs", ns / 1e3);
+            let median = primary_rows.iter().find(|e| e.endpoint == Endpoint::Median);
+            let medians = median.map_or(String::new(), |m| {
+                format!(
+                    " (the median of the runs' medians: A {}, B {})",
+                    micros((m.a.value / 100.0).round() * 100.0),
+                    micros((m.b.value / 100.0).round() * 100.0)
+                )
+            });
+            notes.push(format!(
+                "{}: {} % or more of every run's wake-ups were above --above {}, in both arms: \
+                 the rate is the timer's wake-up rate and carries no information either way \
+                 (verdict: no information); compare with an --above above most wake-ups{medians}",
+                rate.endpoint.name(),
+                endpoint::SATURATED_SHARE * 100.0,
+                micros(above_ns),
+            ));
         }
         rows = detail::rows(a, b, &cpus, above_ns, options.margin);
         causes = causes::diff(a, b, &cpus, options.margin);
@@ -588,6 +618,19 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         causes,
         notes,
     })
+}
+
+/// The `host` of a document about `runs`: the hosts their documents name, each once in the
+/// order met (`db1`, or `db1, db2` for runs of two machines), or `unknown` where none names
+/// one (peers' outputs).
+pub fn hosts<'a>(runs: impl IntoIterator<Item = &'a Run>) -> String {
+    let mut hosts: Vec<&str> = Vec::new();
+    for host in runs.into_iter().filter_map(|r| r.host.as_deref()) {
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    crate::document::host((!hosts.is_empty()).then(|| hosts.join(", ")))
 }
 
 /// The runs of `runs` per family, in the order met.

@@ -240,6 +240,8 @@ pub struct Run {
     pub source: String,
     /// Its format.
     pub format: Format,
+    /// The host its document names (lowlat documents; `None` for peers' outputs).
+    pub host: Option<String>,
     /// The threshold below which the tool recorded nothing, ns (busy-loop gaps only).
     pub threshold_ns: Option<u64>,
     /// The settings that matter of the machine it ran on (`environment.settings`), when known.
@@ -284,6 +286,7 @@ impl Run {
         Self {
             source: source.into(),
             format,
+            host: None,
             threshold_ns: None,
             settings: None,
             cpus: BTreeMap::new(),

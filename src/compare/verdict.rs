@@ -28,6 +28,9 @@ pub enum Verdict {
         /// The margin, %.
         margin_percent: f64,
     },
+    /// A rate of latencies above `--above` where nearly every latency of every run is above
+    /// it: the rate cannot move, so it carries no information either way.
+    Saturated,
     /// Too few runs to tell a change from the variation between runs.
     Inconclusive {
         /// Runs per arm that would detect a change of the size seen, with 80 % power, at the
@@ -44,6 +47,7 @@ impl Verdict {
             Verdict::Worse => "worse".to_string(),
             Verdict::NoDifference => "no difference".to_string(),
             Verdict::Equivalent { margin_percent } => format!("equivalent ±{margin_percent}%"),
+            Verdict::Saturated => "no information (saturated)".to_string(),
             Verdict::Inconclusive {
                 runs_needed: Some(n),
             } => format!("inconclusive (needs {n} runs per arm)"),

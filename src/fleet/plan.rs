@@ -141,7 +141,7 @@ fn plan_group(
     let (root, _) = snapshot::load(Path::new(&group.sample))?;
     let machine = Machine::read(&root);
     let plan = planner::build(&machine, request, |partition| {
-        findings::audit_remediations(&machine, profile, partition)
+        findings::profile_settings(&machine, profile, partition)
     })
     .map_err(|source| FleetPlanError::Plan {
         group: group.id,

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::Machine;
 use super::avail::Avail;
 use super::cpulist::CpuSet;
+use super::nic::knob::Knob;
 use super::power::{BoostState, ResumeLatency};
 
 /// The value of a key whose source could not be read.
@@ -36,6 +37,19 @@ impl Fingerprint {
         kernel(machine, &mut map);
         power(machine, &mut map);
         services(machine, &mut map);
+        Fingerprint(map.0)
+    }
+
+    /// The settings a measurement ran under: [`Fingerprint::of`] and where interrupts and
+    /// kernel work may run (each IRQ's affinity, the writeback workqueue's mask, the unbound
+    /// kernel threads' CPUs) and every NIC knob lowlat sets, keyed by their setting ids
+    /// (`irq:45:affinity`, `workqueue:writeback:cpumask`, `kthread:kswapd0:affinity`,
+    /// `nic:eth0:gro`), so that compare's settings diff shows them. Not in `of`: IRQ numbers
+    /// and interfaces differ between hosts, which a fleet compares.
+    pub fn of_run(machine: &Machine) -> Fingerprint {
+        let mut print = Fingerprint::of(machine);
+        let mut map = Entries(std::mem::take(&mut print.0));
+        placement(machine, &mut map);
         Fingerprint(map.0)
     }
 
@@ -304,6 +318,45 @@ fn services(machine: &Machine, map: &mut Entries) {
     }
 }
 
+fn placement(machine: &Machine, map: &mut Entries) {
+    map.avail("irq:default:affinity", &machine.irq_default_affinity, cpus);
+    for irq in machine.irqs.get().into_iter().flat_map(|i| &i.irqs) {
+        if let Some(affinity) = irq.affinity.get() {
+            map.set(format!("irq:{}:affinity", irq.number), cpus(affinity));
+        }
+    }
+    map.avail(
+        "workqueue:writeback:cpumask",
+        &machine.services.writeback_cpumask,
+        cpus,
+    );
+    // Kernel threads that may move, by name: the CPUs any of them may run on. Workers
+    // (kworker) come and go by number and follow the workqueue masks, recorded above.
+    let mut kthreads: BTreeMap<&str, CpuSet> = BTreeMap::new();
+    for task in machine.tasks.get().into_iter().flat_map(|t| &t.tasks) {
+        if !task.kernel_thread || task.per_cpu.is_some() || task.comm.starts_with("kworker") {
+            continue;
+        }
+        if let Some(allowed) = task.cpus_allowed.get() {
+            let set = kthreads.entry(task.comm.as_str()).or_default();
+            for cpu in allowed.iter() {
+                set.insert(cpu);
+            }
+        }
+    }
+    for (comm, set) in kthreads {
+        map.set(format!("kthread:{comm}:affinity"), cpus(&set));
+    }
+    for interface in machine.net.get().into_iter().flatten() {
+        let Some(nic) = &interface.nic else { continue };
+        for knob in Knob::ALL {
+            if let Ok(value) = knob.current(nic) {
+                map.set(format!("nic:{}:{knob}", interface.name), value);
+            }
+        }
+    }
+}
+
 /// One value when every item agrees, else the distinct values joined by `|` in first-seen order;
 /// unreadable items are [`UNAVAILABLE`].
 fn distinct(values: impl Iterator<Item = Option<String>>) -> String {
@@ -357,6 +410,48 @@ mod tests {
         let b = Fingerprint::of(&fixture("milan64-nps4-smt"));
         assert!(a.differing_keys(&b).is_empty());
         assert_eq!(a.get("topology.nodes_per_socket"), Some("4"));
+    }
+
+    /// N11: compare's settings diff left out IRQ affinities, kernel thread masks, the
+    /// writeback mask and NIC knobs: a measurement's settings hold them.
+    #[test]
+    fn a_run_records_where_interrupts_and_kernel_threads_may_run() {
+        for name in ["xeon-2s-smt", "kvm-guest-2vcpu", "epyc7f32-2s-tuned"] {
+            let machine = fixture(name);
+            let print = Fingerprint::of_run(&machine);
+            let keys = |prefix: &str| print.0.keys().filter(|k| k.starts_with(prefix)).count();
+            let irqs = machine.irqs.get().unwrap();
+            let irq = &irqs.irqs[0];
+            assert_eq!(
+                print.get(&format!("irq:{}:affinity", irq.number)),
+                irq.affinity.get().map(cpus).as_deref(),
+                "{name}"
+            );
+            assert!(print.get("irq:default:affinity").is_some(), "{name}");
+            assert!(print.get("workqueue:writeback:cpumask").is_some(), "{name}");
+            assert!(keys("kthread:") > 0, "{name}: no kernel thread");
+            assert_eq!(keys("kthread:kworker"), 0, "{name}");
+            // The fleet's fingerprint keeps none of them.
+            let fleet = Fingerprint::of(&machine);
+            assert!(
+                !fleet
+                    .0
+                    .keys()
+                    .any(|k| k.starts_with("irq:") || k.starts_with("kthread:"))
+            );
+        }
+        // A recorded ixgbe NIC: its knobs as setting ids, values as apply writes them.
+        let tree = crate::test_tree::TestTree::empty();
+        crate::machine::nic::recorded::write(
+            &tree,
+            "eth4",
+            &crate::machine::nic::recorded::recording("ixgbe"),
+            1,
+        );
+        let nics = Fingerprint::of_run(&Machine::read(&tree.root()));
+        assert_eq!(nics.get("nic:eth4:gro"), Some("1"));
+        assert_eq!(nics.get("nic:eth4:rx-usecs"), Some("1"));
+        assert_eq!(nics.get("nic:eth4:combined"), Some("14"));
     }
 
     #[test]

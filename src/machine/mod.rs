@@ -6,6 +6,7 @@
 //! writes.
 
 pub(crate) mod avail;
+pub mod capabilities;
 pub mod container;
 pub mod core_types;
 pub mod cpu;

@@ -1,9 +1,12 @@
-//! The audit's remediations in a plan. The plan decides the partition-derived knobs itself
-//! (IRQ, RPS, workqueue and kernel-thread placement, irqbalance, systemd's CPU affinity, the
-//! isolation, idle and hugepage arguments); a remediation for one of those is dropped, since
-//! the plan's own setting follows the chosen partition and options. The others (sysctls,
-//! cpufreq, THP, clocksource, services, ...) are added, security trade-offs only with
-//! `--allow-security-tradeoffs`, and command-line values are written the plan's way.
+//! The profile's settings in a plan: what every audit rule of the profile wants on this
+//! machine, held or not ([`crate::audit::desired`]), so that the plan is a function of the
+//! profile, the hardware and the capabilities, never of the current values. The plan decides
+//! the partition-derived knobs itself (IRQ, RPS, workqueue and kernel-thread placement,
+//! irqbalance, systemd's CPU affinity, the isolation, idle and hugepage arguments); a rule's
+//! setting for one of those is dropped, since the plan's own setting follows the chosen
+//! partition and options. The others (sysctls, cpufreq, THP, clocksource, services, ...) are
+//! added, security trade-offs only with `--allow-security-tradeoffs`, and command-line values
+//! are written the plan's way.
 
 use super::Draft;
 use super::request::PlanProfile;
@@ -18,11 +21,10 @@ pub fn audit_profile(profile: PlanProfile) -> Result<audit::Profile, ProfileErro
     audit::profile::load(profile.into())
 }
 
-/// The remediations of the failing and warning findings of the audit of `machine` against
-/// `profile`, on the plan's own partition (given to the audit as an explicit partition),
-/// less the families the plan always decides itself (never kept: at 8,192 CPUs the audit
-/// proposes a setting per IRQ).
-pub fn audit_remediations(
+/// The settings the rules of `profile` want on `machine` with the plan's own partition (given
+/// to the audit as an explicit partition), whether they hold already or not, less the families
+/// the plan always decides itself (never kept: at 8,192 CPUs the rules want a setting per IRQ).
+pub fn profile_settings(
     machine: &Machine,
     profile: &audit::Profile,
     partition: &Partition,
@@ -33,7 +35,30 @@ pub fn audit_remediations(
         source: PartitionSource::Flag,
         nr_cpus: partition.nr_cpus,
     };
-    audit::fixes(machine, profile, &partition, &|id| !plan_family(id)).collect()
+    audit::desired(machine, profile, &partition, &|id| !plan_family(id))
+}
+
+/// The plan `lowlat plan --profile P --isolate CPUS` makes for `machine`, with the audit's
+/// profile and isolated CPUs, as the audit's fix script writes it: `None` for a profile that
+/// has no plan (throughput) or a partition the plan refuses.
+pub fn plan_of_audit(
+    machine: &Machine,
+    profile: &audit::Profile,
+    partition: &AuditPartition,
+) -> Option<super::Plan> {
+    let request = super::request::PlanRequest {
+        profile: PlanProfile::try_from(profile.info.name).ok()?,
+        partition: crate::tuning::partition::PartitionRequest {
+            isolate: (partition.is_known() && !partition.isolated.is_empty())
+                .then(|| partition.isolated.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    super::build(machine, &request, |partition| {
+        profile_settings(machine, profile, partition)
+    })
+    .ok()
 }
 
 /// Files (or the directory of files) whose settings the plan derives from the partition.

@@ -390,7 +390,7 @@ mod tests {
         request.partition.isolate = Some("2-3,6-7".parse().unwrap());
         let profile = findings::audit_profile(request.profile).unwrap();
         let plan = plan::build(&machine, &request, |partition| {
-            findings::audit_remediations(&machine, &profile, partition)
+            findings::profile_settings(&machine, &profile, partition)
         })
         .unwrap();
         assert_eq!(plan.partition.housekeeping.to_list(), "0-1,4-5");

@@ -565,7 +565,10 @@ pub(crate) fn grub_dropin(plan: &Plan, header: &str) -> String {
 
 ",
     );
-    out.text(crate::tuning::grub_block::render_block(&AllArgs::of(&args)));
+    out.text(crate::tuning::grub_block::render_block(
+        &AllArgs::of(&args),
+        crate::tuning::grub_block::BY_APPLY,
+    ));
     out.into_string()
 }
 

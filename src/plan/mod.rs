@@ -17,6 +17,7 @@ pub(crate) mod bootc;
 pub mod cmdline_size;
 pub mod findings;
 pub mod freebsd;
+pub(crate) mod honoured;
 pub(crate) mod irq_plan;
 pub(crate) mod irqbalance;
 pub(crate) mod kernel_cmdline;
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 use crate::document::{self, Document, Kind, Layout, LayoutError};
+use crate::machine::capabilities::Capabilities;
 use crate::machine::topology::Topology;
 use crate::machine::{CpuSet, Machine};
 use crate::tuning::partition::{CpuList, Partition, PartitionError, with_smt_off};
@@ -448,6 +450,7 @@ pub fn build(
     let (files, services) = artifacts::installed_files(&plan);
     plan.settings.extend(files);
     plan.settings.extend(services);
+    honoured::skip_persistence(&Capabilities::of(machine), &mut plan);
     cmdline_size::check(machine, &plan.settings)?;
     Ok(plan)
 }
@@ -483,6 +486,7 @@ fn draft(
         remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
+    honoured::skip_arguments(&Capabilities::of(machine), &mut draft);
     if !isolation.boot() {
         draft.skip_layer(
             Layer::Boot,

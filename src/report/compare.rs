@@ -81,6 +81,17 @@ pub(crate) fn estimate(unit: &str, e: &ArmEstimate) -> String {
     }
 }
 
+/// One arm's rate of a cause: `none (0 gaps)` where the arm saw none of it, since the rate
+/// judged then is only the 0.5 gap per run that keeps a run without any comparable (30/min for
+/// runs of 1 s), not a rate seen.
+pub(crate) fn cause_rate(unit: &str, gaps: u64, e: &ArmEstimate) -> String {
+    if gaps == 0 {
+        "none (0 gaps)".to_string()
+    } else {
+        estimate(unit, e)
+    }
+}
+
 pub(crate) fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
     match interval {
         Some((lo, hi)) => format!("{r:.2} [{lo:.2}, {hi:.2}]"),
@@ -98,12 +109,23 @@ fn p_value(p: Option<f64>) -> String {
     })
 }
 
+/// Settings listed per part of the diff; `--json` has them all (a tuning moves hundreds of
+/// IRQs on a large machine, each a key).
+const SETTINGS_SHOWN: usize = 40;
+
 fn keys(out: &mut Page, title: &str, keys: &[KeyValues], between: bool) {
     if keys.is_empty() {
         return;
     }
     writeln!(out, "{title}");
-    for k in keys {
+    if keys.len() > SETTINGS_SHOWN {
+        writeln!(
+            out,
+            "  ({} keys; the first {SETTINGS_SHOWN} by name, --json has every one)",
+            keys.len()
+        );
+    }
+    for k in keys.iter().take(SETTINGS_SHOWN) {
         if between {
             writeln!(
                 out,
@@ -338,6 +360,10 @@ fn compared_cells(unit: &str, c: &Compared) -> [String; 5] {
 /// Causes listed per group (appeared, disappeared, in both); `--json` has them all.
 const CAUSES_SHOWN: usize = 10;
 
+/// Said under a causes table where an arm saw none of a cause.
+pub(crate) const NO_GAPS_NOTE: &str = "none (0 gaps): the arm saw none of the cause; its ratio \
+     and verdict count 0.5 gap per run, so that a run without any still has a rate to compare.";
+
 /// The causes of the gaps compared: those that appeared, those that disappeared and those of
 /// both arms, each with both arms' rates, the ratio and the verdict.
 fn causes(out: &mut Page, c: &Comparison) {
@@ -378,7 +404,10 @@ fn causes(out: &mut Page, c: &Comparison) {
                 row.a_gaps.to_string(),
                 row.b_gaps.to_string(),
             ];
-            cells.extend(compared_cells(diff.unit, &row.compared));
+            let [_, _, rest @ ..] = compared_cells(diff.unit, &row.compared);
+            let a = cause_rate(diff.unit, row.a_gaps, &row.compared.a);
+            let b = cause_rate(diff.unit, row.b_gaps, &row.compared.b);
+            cells.extend([a, b].into_iter().chain(rest));
             table.push(cells);
         }
         if rows.len() > CAUSES_SHOWN {
@@ -393,6 +422,9 @@ fn causes(out: &mut Page, c: &Comparison) {
     out.text(table::columns(&table, Width::Chars, |c| {
         if c < 3 { Align::Left } else { Align::Right }
     }));
+    if diff.rows.iter().any(|r| r.a_gaps == 0 || r.b_gaps == 0) {
+        writeln!(out, "{NO_GAPS_NOTE}");
+    }
     if !left_out.is_empty() {
         writeln!(
             out,

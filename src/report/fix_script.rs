@@ -9,6 +9,7 @@ use crate::text::Page;
 use super::audit::{HandFix, View};
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, Finding, FindingStatus};
+use crate::plan::Plan;
 use crate::text::{escape_controls, shell_word};
 use crate::tuning::commands;
 use crate::tuning::grub_block;
@@ -44,15 +45,51 @@ fn comment(out: &mut Page, text: &str) {
     writeln!(out, "{line}");
 }
 
-/// The finding's block: its commands (commented out for a trade-off the plan leaves out), its
-/// BIOS step and manual text as comments. Empty when there is nothing to say.
-fn block(out: &mut Page, finding: &Finding) {
+/// A finding with its remediation as `lowlat plan` sets it (the plan's value of each setting),
+/// and what the plan leaves out, each with why: the script never writes a line the plan would
+/// not (`idle=poll`, a hugepage size with no count). A trade-off the plan leaves out only for
+/// want of `--allow-security-tradeoffs` stays, for its block to comment out.
+fn as_planned(finding: &Finding, plan: &Plan) -> (Finding, Vec<String>) {
+    let mut finding = finding.clone();
+    let mut left_out = Vec::new();
+    let settings = std::mem::take(&mut finding.remediation.settings);
+    for s in settings {
+        if let Some(planned) = plan.setting(&s.id) {
+            finding.remediation.settings.push(planned.clone());
+            continue;
+        }
+        let skipped = plan.skipped.iter().find(|k| k.setting.id == s.id);
+        if s.security_tradeoff.is_some()
+            && skipped.is_some_and(|k| k.setting.security_tradeoff.is_some())
+        {
+            finding.remediation.settings.push(s);
+            continue;
+        }
+        let why = skipped.map_or(
+            "it sets this its own way, from the partition and its options, or not at all: \
+             `lowlat plan` shows what it sets"
+                .to_string(),
+            |k| k.reason.clone(),
+        );
+        left_out.push(format!(
+            "Left out, as `lowlat plan` leaves it out: {} = {} ({why})",
+            s.id, s.value
+        ));
+    }
+    (finding, left_out)
+}
+
+/// The finding's block: its commands (commented out for a trade-off the plan leaves out), what
+/// the plan leaves out, its BIOS step and manual text as comments. Empty when there is nothing
+/// to say.
+fn block(out: &mut Page, finding: &Finding, left_out: &[String]) {
     let fix = HandFix::of(&finding.remediation);
     let remediation = &finding.remediation;
     let boot = fix.boot.is_some();
     if fix.now.is_empty()
         && fix.unscripted.is_empty()
         && !boot
+        && left_out.is_empty()
         && remediation.bios.is_empty()
         && remediation.manual.is_none()
     {
@@ -101,6 +138,9 @@ fn block(out: &mut Page, finding: &Finding) {
     }
     for setting in &fix.unscripted {
         comment(out, &format!("Set by hand: {setting}"));
+    }
+    for line in left_out {
+        comment(out, line);
     }
     if let Some(boot) = &fix.boot {
         let args = boot.all.tokens.join(" ");
@@ -157,11 +197,11 @@ fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
     out.line("elif command -v update-grub >/dev/null 2>&1; then");
     writeln!(out, "    mkdir -p {}", grub_block::DROPIN_DIR);
     writeln!(out, "    cat > {GRUB_DROPIN} <<'LOWLAT_EOF'");
-    out.text(
-        "# Written by a `lowlat audit --fix-script` script: drops earlier values of these \
-         arguments' keys\n# and appends them. Delete this file and run update-grub to undo.\n",
-    );
-    out.text(grub_block::render_block(&args.all));
+    out.text(grub_block::render_block(
+        &args.all,
+        "written by a `lowlat audit --fix-script` script, not by `lowlat apply`: `lowlat revert` \
+         does not remove it; delete this file and run update-grub to undo",
+    ));
     out.text("LOWLAT_EOF\n    update-grub\nelse\n");
     writeln!(
         out,
@@ -174,12 +214,23 @@ fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
     out.text("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
 }
 
-/// The script of the findings `view` shows.
-pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Origin) -> String {
-    let shown: Vec<&Finding> = audit
+/// The script of the findings `view` shows, each setting as `plan` (the plan `lowlat plan`
+/// makes for the audited machine and partition, when its profile has one) sets it.
+pub(crate) fn render(
+    audit: &Audit,
+    info: &ProfileInfo,
+    view: &View,
+    origin: &Origin,
+    plan: Option<&Plan>,
+) -> String {
+    let shown: Vec<(Finding, Vec<String>)> = audit
         .findings
         .iter()
         .filter(|f| f.needs_fixing() && view.shows(f))
+        .map(|f| match plan {
+            Some(plan) => as_planned(f, plan),
+            None => (f.clone(), Vec::new()),
+        })
         .collect();
     let mut out = Page::from("#!/bin/sh\n");
     comment(
@@ -194,7 +245,7 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
             env!("CARGO_PKG_VERSION")
         ),
     );
-    let counts = Counts::of(shown.iter().copied());
+    let counts = Counts::of(shown.iter().map(|(f, _)| f));
     comment(
         &mut out,
         &format!(
@@ -221,14 +272,14 @@ pub(crate) fn render(audit: &Audit, info: &ProfileInfo, view: &View, origin: &Or
     if shown.is_empty() {
         out.text("\n# Nothing to fix: no finding fails or warns.\n");
     }
-    for finding in &shown {
-        block(&mut out, finding);
+    for (finding, left_out) in &shown {
+        block(&mut out, finding, left_out);
     }
     let mut rules = Vec::new();
     let mut boot = Vec::new();
-    for finding in shown
+    for (finding, _) in shown
         .iter()
-        .filter(|f| f.security_tradeoff.is_none() || f.status == FindingStatus::Fail)
+        .filter(|(f, _)| f.security_tradeoff.is_none() || f.status == FindingStatus::Fail)
     {
         let settings: Vec<&Setting> = finding
             .remediation

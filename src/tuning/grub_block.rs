@@ -17,8 +17,11 @@ const END: &str = "# END lowlat kernel arguments";
 const ARGS_LINE: &str = "GRUB_CMDLINE_LINUX=\"$(lowlat_drop \"$GRUB_CMDLINE_LINUX\")";
 const CASE_INDENT: &str = "            ";
 
-/// The block for `args`.
-pub(crate) fn render_block(args: &AllArgs) -> String {
+/// Who writes the block `lowlat apply` installs in /etc/default/grub, and how it goes.
+pub(crate) const BY_APPLY: &str = "written by `lowlat apply`; `lowlat revert` removes it";
+
+/// The block for `args`; `written_by` says who wrote it and how to undo it ([`BY_APPLY`]).
+pub(crate) fn render_block(args: &AllArgs, written_by: &str) -> String {
     // Both spellings of each key: the kernel treats `-` and `_` alike.
     let mut patterns: Vec<String> = Vec::new();
     for key in &args.keys {
@@ -30,7 +33,7 @@ pub(crate) fn render_block(args: &AllArgs) -> String {
     }
     let appended: String = args.tokens.iter().map(|t| format!(" {t}")).collect();
     format!(
-        "{BEGIN} (written by `lowlat apply`; `lowlat revert` removes it).\n\
+        "{BEGIN} ({written_by}).\n\
          # Drops every argument with a key lowlat owns, then appends the plan's.\n\
          lowlat_drop() {{\n\
          \x20   lowlat_out=\n\

@@ -245,7 +245,7 @@ mod tests {
         let request = crate::plan::request::PlanRequest::default();
         let profile = crate::plan::findings::audit_profile(request.profile).unwrap();
         let mut plan = crate::plan::build(&machine, &request, |partition| {
-            crate::plan::findings::audit_remediations(&machine, &profile, partition)
+            crate::plan::findings::profile_settings(&machine, &profile, partition)
         })
         .unwrap();
         plan.settings

@@ -66,7 +66,7 @@ fn kernel_arguments_nobody_configured_fail_apply_and_verify() {
     let out = String::from_utf8(out).unwrap();
     assert_eq!(out.matches(sentence).count(), 1, "{out}");
     assert!(out.contains("not-configured  cmdline:nohz_full"), "{out}");
-    assert!(out.contains(", 10 not-configured,"), "{out}");
+    assert!(out.contains(", 11 not-configured,"), "{out}");
     assert!(out.contains(add), "{out}");
     let json = lowlat(&["--root", root_arg, "verify", "--plan", plan_file, "--json"])
         .assert()
@@ -75,7 +75,7 @@ fn kernel_arguments_nobody_configured_fail_apply_and_verify() {
         .stdout
         .clone();
     let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
-    assert_eq!(doc["summary"]["not_configured"], 10);
+    assert_eq!(doc["summary"]["not_configured"], 11);
     assert!(
         doc["boot_line"]["add"]
             .as_str()

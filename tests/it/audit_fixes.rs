@@ -269,6 +269,37 @@ fn the_guide_shows_what_the_filters_and_the_script_give() {
     assert!(script.contains(block), "{script}");
 }
 
+#[test]
+fn the_fix_script_writes_only_what_the_plan_would() {
+    // Issue 43: the script wrote idle=poll (which the plan rejects), hugepage sizes with no
+    // count, and said in its GRUB drop-in that `lowlat revert` removes it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fix.sh");
+    audit("epyc7f32-2s", &["--fix-script", path.to_str().unwrap()]);
+    let script = std::fs::read_to_string(&path).unwrap();
+    let commands: Vec<&str> = script
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    for word in ["idle=poll", "hugepagesz", "IRQBALANCE_BANNED_CPULIST"] {
+        assert!(
+            !commands.iter().any(|l| l.contains(word)),
+            "{word} in {commands:#?}"
+        );
+    }
+    assert!(
+        script.contains("# Left out, as `lowlat plan` leaves it out: cmdline:idle = idle=poll"),
+        "{script}"
+    );
+    assert!(
+        script.contains("not by `lowlat apply`: `lowlat revert` does not remove it"),
+        "{script}"
+    );
+    assert!(!script.contains("`lowlat revert` removes it"), "{script}");
+    // What it does set is the plan's: the plan's kernel arguments, in the reboot block.
+    assert!(script.contains("isolcpus=managed_irq,1-7,9-15"), "{script}");
+}
+
 /// R2-9 and R2-11 (issue 44): a task named `-u0` became `pgrep -x -u0` (every root process,
 /// pinned by the script), and ESC, CR and U+202E from a task name reached the script's command
 /// lines raw. The pattern comes after `--`, and a name with such characters gets no command,

@@ -365,6 +365,142 @@ fn six_runs_per_arm_are_tested_over_runs_and_worse_exits_1() {
     );
 }
 
+/// `compare --calibrate` of 24 and 100 untouched runs (R2-3: it listed every split before
+/// drawing 2,000; 18 runs took 1.6 GB and 23 s, 24 runs were killed for memory): at most 2,000
+/// splits per size, each the size asked, in seconds of CPU time and within 128 MiB of data
+/// memory. `lowlat` is the debug build here (100 runs: about 5 s of CPU; bench/compare-
+/// calibrate.sh measures any build). CPU time, not wall time, is bounded: the machine running
+/// the tests may be shared.
+#[test]
+fn calibrating_many_runs_is_bounded_in_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for (runs, cpu_seconds) in [(24, 10.0), (100, 20.0)] {
+        let paths = files(dir.path(), &format!("r{runs}-"), runs, |run| {
+            // Medians spread by a few per cent from run to run, as untouched runs do.
+            jitter_document(1000 + (run as u64 * 37) % 50, run as u64)
+        });
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"));
+        command
+            .args(["compare", "--json", "--calibrate"])
+            .args(&paths);
+        // The listing took GBs; the splits drawn take a few MiB.
+        let (status, cpu, stdout) = crate::support::run_limited(&mut command, 128 << 20);
+        assert_eq!(status, 0, "{runs} runs: killed, or past 128 MiB of data");
+        eprintln!("{runs} runs: {cpu:.1} s of CPU");
+        assert!(cpu < cpu_seconds, "{runs} runs: {cpu:.1} s of CPU");
+        let doc: Value = serde_json::from_slice(&stdout).unwrap();
+        let shares = doc["calibrations"][0]["shares"].as_array().unwrap();
+        assert_eq!(shares.len(), 3 * runs as usize / 2);
+        for share in shares.iter().filter(|s| s["design"] == "all") {
+            let splits = share["splits"].as_u64().unwrap();
+            let k = share["runs_per_arm"].as_u64().unwrap();
+            // 24 runs have 276 splits of 1 and 1: all of them.
+            let expected = if (runs, k) == (24, 1) { 276 } else { 2000 };
+            assert_eq!(splits, expected, "{runs} runs: {share}");
+        }
+    }
+}
+
+/// `--calibrate` over runs that measured no CPU in common (R2-15: it printed "0 %" shares
+/// and exited 0), or no kernel in common: exit 2, each set named with its runs.
+#[test]
+fn calibrating_runs_with_nothing_in_common_is_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let jitter = files(dir.path(), "jitter", 4, |run| {
+        let cpu = format!("\"cpu\":{}", 1 + run % 2);
+        jitter_document(1000, u64::from(run)).replace("\"cpu\":3", &cpu)
+    });
+    let likwid = files(dir.path(), "likwid", 4, |run| {
+        let test = if run % 2 == 0 { "copy" } else { "triad" };
+        likwid_output(test, 10_000.0 + f64::from(run))
+    });
+    for (paths, said, sets) in [
+        (jitter, "no CPU in common", ["CPUs 1", "CPUs 2"]),
+        (
+            likwid,
+            "no kernel in common",
+            ["kernels copy", "kernels triad"],
+        ),
+    ] {
+        let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let out = lowlat(&[&["compare", "--calibrate"], &args[..]].concat())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(stderr.contains(said), "{stderr}");
+        for (i, set) in sets.iter().enumerate() {
+            let named = format!("{set} in {}, {}", paths[i], paths[i + 2]);
+            assert!(stderr.contains(&named), "{named}: {stderr}");
+        }
+    }
+}
+
+/// N11: the compare and calibration documents' `host` was `unknown` though every run named
+/// one: it is the hosts the runs name, each once.
+#[test]
+fn the_documents_name_the_hosts_of_their_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = files(dir.path(), "a", 4, |run| {
+        jitter_document(1000, u64::from(run))
+    });
+    let b = files(dir.path(), "b", 4, |run| {
+        jitter_document(1000, u64::from(run)).replace("\"host\":\"db1\"", "\"host\":\"db2\"")
+    });
+    let arms = |b: &[String]| -> Vec<String> { [&a[..], &["--".to_string()], b].concat() };
+    for (b, host) in [(&a, "db1"), (&b, "db1, db2")] {
+        let args = arms(b);
+        let (doc, _) = compare_json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(doc["host"], host);
+    }
+    let args: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = lowlat(&[&["compare", "--json", "--calibrate"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["host"], "db1");
+}
+
+/// N11: the settings diff shows IRQ affinities (measure records them now): a tuning that
+/// moved 50 IRQs lists the first 40 by name and says how many there are.
+#[test]
+fn many_settings_that_differ_are_listed_up_to_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_irqs = |run: u32, cpus: &str| {
+        let irqs: Vec<String> = (0..50)
+            .map(|irq| format!("\"irq:{irq}:affinity\":\"{cpus}\""))
+            .collect();
+        jitter_document(1000, u64::from(run)).replace(
+            "\"cpufreq:boost\":\"1\"",
+            &format!("\"cpufreq:boost\":\"1\",{}", irqs.join(",")),
+        )
+    };
+    let a = files(dir.path(), "a", 2, |run| with_irqs(run, "0-3"));
+    let b = files(dir.path(), "b", 2, |run| with_irqs(run, "0"));
+    let args: Vec<String> = [&a[..], &["--".to_string()], &b[..]].concat();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = lowlat(&[&["compare"], &args[..]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("(50 keys; the first 40 by name, --json has every one)"),
+        "{text}"
+    );
+    assert!(text.contains("  irq:0:affinity: 0-3 → 0"), "{text}");
+    assert_eq!(text.matches(":affinity: 0-3 → 0").count(), 40, "{text}");
+    let (doc, _) = compare_json(&args);
+    let between = doc["comparisons"][0]["settings"]["between"]
+        .as_array()
+        .unwrap();
+    assert_eq!(between.len(), 50);
+}
+
 /// Bad input: exit 2, the file named, never a panic.
 #[test]
 fn bad_input_is_refused_naming_the_file() {

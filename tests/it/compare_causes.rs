@@ -154,8 +154,37 @@ fn the_report_of_the_comparison_lists_the_causes() {
     assert!(
         html.contains(
             "<tr class=\"verdict-worse\"><td>appeared</td><td>task</td>\
-             <td>app-poller (woken by hrtimer_wakeup)</td><td>0</td><td>855</td>"
+             <td>app-poller (woken by hrtimer_wakeup)</td><td>0</td><td>855</td><td>none (0 gaps)</td>"
         ),
-        "no row of the planted cause"
+        "no row of the planted cause, or A's rate of it not none"
+    );
+    assert!(html.contains("its ratio and verdict count 0.5 gap per run"));
+}
+
+/// N11: an arm that saw none of a cause showed the rate of the 0.5 gap per run added to keep
+/// it comparable (`10.0/min [10.0/min, 10.0/min]` for runs of 3 s) as if seen: it says none.
+#[test]
+fn an_arm_without_a_cause_shows_none_not_a_rate() {
+    let all = args(&runs("a"), &runs("b"));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = lowlat(&[&["compare"], &all[..]].concat()).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = |source: &str| {
+        text.lines()
+            .find(|l| l.contains(source))
+            .unwrap_or_else(|| panic!("no row of {source}: {text}"))
+            .to_string()
+    };
+    let appeared = row("app-poller (woken by hrtimer_wakeup)");
+    assert!(appeared.contains("none (0 gaps)"), "{appeared}");
+    assert!(!appeared.contains("10.0/min"), "{appeared}");
+    let disappeared = row("function call from bash on CPU 0");
+    assert!(
+        disappeared.contains("27.6/min [") && disappeared.contains("none (0 gaps)"),
+        "{disappeared}"
+    );
+    assert!(
+        text.contains("none (0 gaps): the arm saw none of the cause"),
+        "{text}"
     );
 }

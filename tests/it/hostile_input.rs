@@ -277,6 +277,66 @@ fn a_report_whose_documents_inflate_too_far_is_refused_by_name() {
     );
 }
 
+/// R2-6: the inflate limit was per file and each file cost about 4 times it (three 350 KB
+/// reports took 3 GB). Three reports whose documents inflate to 100 MiB each: the first two
+/// are read, the third crosses the 256 MiB all of them share and is refused by name; the
+/// process never holds much more than the budget (the documents are not copied out of the
+/// inflated text).
+#[test]
+fn reports_given_together_share_one_inflate_budget() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let mut document: serde_json::Value =
+        serde_json::from_str(&report_fixture("freq.json")).unwrap();
+    document["padding"] = " ".repeat(100 << 20).into();
+    let json = serde_json::json!([{"name": "freq.json", "document": document}]).to_string();
+    drop(document);
+    let compressed = miniz_oxide::deflate::compress_to_vec_zlib(json.as_bytes(), 1);
+    drop(json);
+    let page = format!(
+        "<!DOCTYPE html><html><body><script type=\"application/octet-stream\" id=\"lowlat-documents\" data-encoding=\"zlib+base64\">{}</script></body></html>",
+        base64::engine::general_purpose::STANDARD.encode(compressed)
+    );
+    let reports: Vec<String> = ["one", "two", "three"]
+        .iter()
+        .map(|name| {
+            let path = dir.path().join(format!("{name}.html"));
+            std::fs::write(&path, &page).unwrap();
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    let out = dir.path().join("new.html");
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"));
+    command
+        .arg("report")
+        .args(&reports)
+        .args(["-o", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped());
+    // The budget and the program: well under the 1.25 GB a limit per file let through.
+    let (code, _, _) = crate::support::run_limited(&mut command, 400 << 20);
+    assert_eq!(code, 2, "killed, or past 400 MiB of data");
+    assert!(!out.exists());
+    // The error itself: the third report named, and the budget.
+    let err = crate::support::lowlat(
+        &[
+            &["report"],
+            &reports.iter().map(String::as_str).collect::<Vec<_>>()[..],
+            &["-o", out.to_str().unwrap()],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&err.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: its embedded documents inflate past 55 MiB",
+            reports[2]
+        )) && err.contains("of the 256 MiB all the reports"),
+        "{err}"
+    );
+}
+
 /// a document's host was repeated about eleven times in a report (a 16 MiB host gave
 /// 185 MB of HTML). The page shows at most 253 characters of it; the document inside is whole.
 #[test]

@@ -8,8 +8,13 @@ use lowlat::sysroot::SysRoot;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn samples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/hwloc-samples")
+/// `../shared/hwloc-samples`, or the directory `LOWLAT_HWLOC_SAMPLES` names (a checkout
+/// elsewhere than beside `shared/`).
+pub(crate) fn samples_dir() -> PathBuf {
+    match std::env::var_os("LOWLAT_HWLOC_SAMPLES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/hwloc-samples"),
+    }
 }
 
 /// What lstopo printed: counts of objects by kind.
@@ -61,7 +66,7 @@ fn lstopo_cpu_kinds(console: &str) -> Option<(String, String)> {
     Some((kinds[0].1.to_list(), kinds[1].1.to_list()))
 }
 
-fn unpack(archive: &Path, into: &Path) -> Option<PathBuf> {
+pub(crate) fn unpack(archive: &Path, into: &Path) -> Option<PathBuf> {
     let status = Command::new("tar")
         .arg("xjf")
         .arg(archive)

@@ -34,7 +34,7 @@ fn plan_with(name: &str, request: &PlanRequest) -> (Machine, Plan) {
     let machine = machine(name);
     let profile = findings::audit_profile(request.profile).unwrap();
     let plan = plan::build(&machine, request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        findings::profile_settings(&machine, &profile, partition)
     })
     .unwrap();
     (machine, plan)

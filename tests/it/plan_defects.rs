@@ -80,7 +80,7 @@ fn default_plan(name: &str) -> Plan {
     let request = PlanRequest::default();
     let profile = findings::audit_profile(request.profile).unwrap();
     plan::build(&machine, &request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        findings::profile_settings(&machine, &profile, partition)
     })
     .unwrap()
 }
@@ -130,7 +130,7 @@ fn the_plan_pins_by_name_only_tasks_of_systemd_services() {
     let request = PlanRequest::default();
     let profile = findings::audit_profile(request.profile).unwrap();
     let plan = plan::build(&machine, &request, |partition| {
-        findings::audit_remediations(&machine, &profile, partition)
+        findings::profile_settings(&machine, &profile, partition)
     })
     .unwrap();
     let pinned: Vec<String> = plan

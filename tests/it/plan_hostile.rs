@@ -35,6 +35,14 @@ pub(crate) fn plan_files(dir: &Path, host: &str, model: &str) -> BTreeMap<String
     let root = dir.join("root");
     tree::copy_tree(&fixture("kvm-guest-2vcpu"), &root);
     std::fs::write(root.join("proc/sys/kernel/hostname"), host).unwrap();
+    // The fixture was captured where PID 1 is not systemd, so its plan has no systemd files;
+    // these tests read every artifact, the units included: PID 1 is systemd here.
+    let stat = std::fs::read_to_string(root.join("proc/1/stat")).unwrap();
+    std::fs::write(
+        root.join("proc/1/stat"),
+        stat.replacen("(process_api)", "(systemd)", 1),
+    )
+    .unwrap();
     let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap();
     let cpuinfo = cpuinfo.replace("model name\t: ", &format!("model name\t: {model}"));
     std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();

@@ -90,7 +90,7 @@ fn tuned_lists_and_loads_the_lowlat_profile() {
         plan::setting(id, value, Layer::Runtime, "test", "test")
     };
     let plan = match plan::build(&machine, &request, |partition| {
-        let mut settings = findings::audit_remediations(&machine, &profile, partition);
+        let mut settings = findings::profile_settings(&machine, &profile, partition);
         settings.retain(|s| !matches!(s.id, SettingId::Nic { .. }));
         settings.extend([
             nic("llnet0", "rx-usecs", "8"),

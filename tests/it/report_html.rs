@@ -598,6 +598,28 @@ fn a_check_report_opens_with_its_verdict_targets_and_per_cpu_values() {
 }
 
 #[test]
+fn a_net_document_has_its_section_with_its_figures_and_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(&[committed("net.json")], &dir.path().join("r.html"));
+    assert!(html.contains("<section id=\"net\">"), "no section net");
+    // The document's own figures, in µs: p50 14 µs, and the split's rows.
+    assert!(
+        html.contains("<td>round trip</td><td>12.1</td><td>14</td>"),
+        "the round-trip row"
+    );
+    assert!(
+        html.contains("<td>client wake-up and copy</td>"),
+        "the split"
+    );
+    assert!(html.contains("2000 round trips"));
+    let charts = charts(&html);
+    assert_eq!(charts.len(), 1, "the CCDF");
+    // One point per histogram bucket.
+    assert_eq!(charts[0], (638, 638));
+    assert!(!html.contains("id=\"not-drawn\""));
+}
+
+#[test]
 fn wakeup_ipi_and_mesh_documents_have_sections_and_others_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let html = report(
@@ -1076,4 +1098,28 @@ fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
             "the machine lacks {expected}:\n{machine}"
         );
     }
+}
+
+/// N12: a bundle's runs were drawn in the order of their file names (measure-jitter-10.json,
+/// -2, ... -9, then the first, measure-jitter.json); they come in the order measured.
+#[test]
+fn a_bundles_runs_come_in_the_order_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let aa = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare/aa-quiet-2vcpu");
+    for name in [
+        "measure-jitter.json",
+        "measure-jitter-2.json",
+        "measure-jitter-10.json",
+    ] {
+        std::fs::copy(aa.join(name), bundle.join(name)).unwrap();
+    }
+    let html = report(&[bundle], &dir.path().join("r.html"));
+    let at = |name: &str| {
+        html.find(&format!("bundle/{name}"))
+            .unwrap_or_else(|| panic!("{name} not in the report"))
+    };
+    assert!(at("measure-jitter.json") < at("measure-jitter-2.json"));
+    assert!(at("measure-jitter-2.json") < at("measure-jitter-10.json"));
 }

@@ -160,8 +160,15 @@ impl Change for KnobChange {
     }
 
     fn apply(&self, ctx: &ApplyContext) -> Result<(), ChangeError> {
+        let mut bytes = format!("{}\n", self.want);
+        if self.form == Form::Choice && !ctx.root.is_live() {
+            // In a directory tree, the file reads back as the kernel's would: the choices,
+            // the one written in brackets (so that lowlat reads a tree it applied to).
+            let (raw, _) = self.read(ctx.root)?;
+            bytes = choice_shown(&String::from_utf8_lossy(&raw), &self.want);
+        }
         ctx.root
-            .write_knob(&self.path, format!("{}\n", self.want).as_bytes())
+            .write_knob(&self.path, bytes.as_bytes())
             .map_err(|e| ChangeError::from_write(&e))?;
         let (_, now) = self.read(ctx.root)?;
         if self.form.same(&now, &self.want) {
@@ -173,6 +180,29 @@ impl Change for KnobChange {
             )))
         }
     }
+}
+
+/// A choice file (`always [madvise] never`) as the kernel shows it once `want` is written:
+/// the same choices with `want` in brackets, or `want` alone when it is not one of them.
+fn choice_shown(read: &str, want: &str) -> String {
+    let choices: Vec<&str> = read
+        .split_whitespace()
+        .map(|w| w.trim_start_matches('[').trim_end_matches(']'))
+        .collect();
+    if !choices.contains(&want) {
+        return format!("{want}\n");
+    }
+    let shown: Vec<String> = choices
+        .iter()
+        .map(|c| {
+            if *c == want {
+                format!("[{c}]")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    format!("{}\n", shown.join(" "))
 }
 
 /// Puts a knob back as a journal record found it: on the live kernel the value it accepts
@@ -440,6 +470,11 @@ mod tests {
     fn forms_read_and_compare_like_the_kernel_prints() {
         assert_eq!(Form::Choice.current("always [madvise] never\n"), "madvise");
         assert_eq!(Form::Choice.current("never\n"), "never");
+        assert_eq!(
+            choice_shown("always [madvise] never\n", "never"),
+            "always madvise [never]\n"
+        );
+        assert_eq!(choice_shown("garbled\n", "never"), "never\n");
         assert_eq!(Form::Text.current("4\t4\t1\t7\n"), "4 4 1 7");
         assert!(Form::Text.same("4 4 1 7", "4  4 1 7"));
         assert!(Form::CpuList.same("0-1,8", "0,1,8"));

@@ -863,16 +863,17 @@ fn param_check(
         return outcome;
     };
     let ok = values.contains(&param.value.as_deref());
-    let mut outcome = RuleOutcome::verdict(ok, param_text(param), expected).evidence(CMDLINE);
-    if !ok {
-        if let Some(value) = &param.value
-            && let Some(close) = values.iter().flatten().find(|v| near(value, v))
-        {
-            outcome = outcome.detail(format!(
-                "'{value}' is not a value {key}= knows (did you mean {close}?); the kernel ignores it"
-            ));
-        }
-        outcome = outcome.fix(fix);
+    // The desired argument, held or not: the plan sets it whatever the command line has now.
+    let mut outcome = RuleOutcome::verdict(ok, param_text(param), expected)
+        .evidence(CMDLINE)
+        .fix(fix);
+    if !ok
+        && let Some(value) = &param.value
+        && let Some(close) = values.iter().flatten().find(|v| near(value, v))
+    {
+        outcome = outcome.detail(format!(
+            "'{value}' is not a value {key}= knows (did you mean {close}?); the kernel ignores it"
+        ));
     }
     outcome
 }
@@ -983,6 +984,14 @@ fn nosoftlockup(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
 }
 
 fn pcie_aspm(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
+    // A guest's PCIe links are the host's (or emulated): its pcie_aspm= changes nothing.
+    if let Some(hv) = &ctx.machine.hypervisor {
+        return RuleOutcome::skipped(format!(
+            "virtual machine ({}): the host owns the PCIe links; boot the host with pcie_aspm=off",
+            hv.vendor
+        ))
+        .evidence("/proc/cpuinfo");
+    }
     param_is(ctx, "pcie_aspm", "off")
 }
 
@@ -1083,7 +1092,8 @@ fn iommu(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         };
     }
     if pt && (expect.allows("pt") || expect.allows("pt-if-on")) {
-        return base(FindingStatus::Pass);
+        // The desired argument, held already: the plan keeps it.
+        return base(FindingStatus::Pass).fix(Fix::cmdline("iommu", "pt"));
     }
     let mut outcome = base(FindingStatus::Fail);
     if expect.allows("pt") || expect.allows("pt-if-on") {

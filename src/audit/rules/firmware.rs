@@ -351,9 +351,12 @@ fn smt(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         (true, true) => base(FindingStatus::Inferred)
             .bios("Enabled")
             .manual("SMT threads are running, so the BIOS has SMT enabled"),
-        (false, false) if kernel_off => base(FindingStatus::Inferred).bios("Disabled").manual(
-            "the kernel keeps SMT off (nosmt or smt/control); the BIOS may still enable it, which is harmless",
-        ),
+        (false, false) if kernel_off => base(FindingStatus::Inferred)
+            .bios("Disabled")
+            .manual(
+                "the kernel keeps SMT off (nosmt or smt/control); the BIOS may still enable it, which is harmless",
+            )
+            .fix(Fix::cmdline("nosmt", "")),
         (false, false) => base(FindingStatus::Inferred)
             .bios("Disabled")
             .manual("one thread per core: SMT is disabled in the BIOS (or the CPU has none)"),
@@ -393,16 +396,19 @@ fn boost(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let base = |status| {
         RuleOutcome::new(status, observed.clone(), expected).evidence(boost.source.clone())
     };
-    match (boost.state, want_on) {
+    // The desired state, held or not: the plan sets it whatever the machine has now.
+    let fix = Fix::runtime(SettingId::Boost, if want_on { "1" } else { "0" });
+    let outcome = match (boost.state, want_on) {
         (BoostState::Enabled, true) => base(FindingStatus::Inferred)
             .bios("Enabled")
             .manual("the kernel allows boost; a BIOS with boost disabled can still show it allowed here, so confirm in the BIOS"),
         (BoostState::Disabled, false) => base(FindingStatus::Inferred)
             .bios("Disabled")
             .manual("the kernel keeps boost off, which holds whatever the BIOS says"),
-        (_, true) => base(FindingStatus::Fail).bios("Enabled").fix(Fix::runtime(SettingId::Boost, "1")),
-        (_, false) => base(FindingStatus::Fail).bios("Disabled").fix(Fix::runtime(SettingId::Boost, "0")),
-    }
+        (_, true) => base(FindingStatus::Fail).bios("Enabled"),
+        (_, false) => base(FindingStatus::Fail).bios("Disabled"),
+    };
+    outcome.fix(fix)
 }
 
 fn nps(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {

@@ -7,54 +7,17 @@ use crate::audit::rule::{Accepts, Expect, Rule, RuleCheck, RuleContext, RuleOutc
 use crate::machine::kernel::{Kernel, bootlog};
 use crate::tuning::setting::Layer;
 
-/// A boot parameter that works only on a kernel built with an option.
-pub(crate) struct Needs {
-    /// The parameter (`nohz_full`).
-    pub key: &'static str,
-    /// The option it needs (`CONFIG_NO_HZ_FULL`).
-    pub option: &'static str,
-    /// The first kernel version that has the option under this name; older kernels are not
-    /// judged by it.
-    pub since: (u32, u32),
-    /// Words of a boot-log message that say the kernel dropped the parameter.
-    pub log_says: Option<&'static str>,
-}
-
-/// `nohz_full=` needs `CONFIG_NO_HZ_FULL` (Linux 3.10).
-pub(crate) const NOHZ_FULL: Needs = Needs {
-    key: "nohz_full",
-    option: "CONFIG_NO_HZ_FULL",
-    since: (3, 10),
-    log_says: Some("nohz unsupported"),
-};
-
-/// `rcu_nocbs=` needs `CONFIG_RCU_NOCB_CPU` (Linux 3.7).
-pub(crate) const RCU_NOCBS: Needs = Needs {
-    key: "rcu_nocbs",
-    option: "CONFIG_RCU_NOCB_CPU",
-    since: (3, 7),
-    log_says: None,
-};
-
-/// `isolcpus=` needs `CONFIG_CPU_ISOLATION` (the option exists from Linux 4.15; before, isolcpus
-/// was always built in).
-pub(crate) const ISOLCPUS: Needs = Needs {
-    key: "isolcpus",
-    option: "CONFIG_CPU_ISOLATION",
-    since: (4, 15),
-    log_says: None,
-};
+pub(crate) use crate::machine::capabilities::{ISOLCPUS, NOHZ_FULL, Needs, RCU_NOCBS};
 
 /// A failure when the kernel cannot honour `needs.key` whatever the command line says: its
 /// configuration lacks the option, or (without a readable configuration) its boot log says it
 /// dropped the parameter or did not know it. `None` when it can, or when nothing tells.
 pub(crate) fn not_built(ctx: &RuleContext, needs: &Needs, expected: &str) -> Option<RuleOutcome> {
     let kernel = &ctx.machine.kernel;
-    let log = dropped_by_log(kernel, needs);
+    let log = needs.dropped_by_log(kernel);
     let (evidence, mut outcome) = match kernel.config.get() {
         Some(config) => {
-            let old = kernel.version().is_some_and(|v| v < needs.since);
-            if config.enabled(needs.option) || old {
+            if needs.missing_in(kernel) != Some(true) {
                 return None;
             }
             let outcome = RuleOutcome::new(
@@ -78,7 +41,10 @@ pub(crate) fn not_built(ctx: &RuleContext, needs: &Needs, expected: &str) -> Opt
             (bootlog::KMSG.to_string(), outcome.detail(line.clone()))
         }
     };
-    if let Some(line) = dropped_by_log(kernel, needs).filter(|_| evidence != bootlog::KMSG) {
+    if let Some(line) = needs
+        .dropped_by_log(kernel)
+        .filter(|_| evidence != bootlog::KMSG)
+    {
         outcome = outcome
             .evidence(bootlog::KMSG)
             .detail(format!("boot log: {line}"));
@@ -97,17 +63,6 @@ pub(crate) fn not_built(ctx: &RuleContext, needs: &Needs, expected: &str) -> Opt
              can add it",
         needs.option
     )))
-}
-
-/// The boot-log line that says the kernel dropped the parameter: its own message
-/// (`needs.log_says`), or the list of unknown parameters naming it.
-fn dropped_by_log<'a>(kernel: &'a Kernel, needs: &Needs) -> Option<&'a String> {
-    let unknown = format!("{}=", needs.key);
-    kernel.isolation_log.get()?.iter().find(|line| {
-        needs.log_says.is_some_and(|words| line.contains(words))
-            || (line.starts_with("Unknown kernel command line parameters")
-                && line.contains(&unknown))
-    })
 }
 
 /// A known isolation problem of a range of kernel versions, with its source.

@@ -91,7 +91,7 @@ pub(crate) const RULES: &[Rule] = &[
         reboot: false,
         security_tradeoff: None,
         bios: &[],
-        accepts: Accepts::Words(&["consistent"]),
+        accepts: Accepts::Words(&["consistent", "busy"]),
         check: RuleCheck::Fn(busy_poll),
     },
     Rule {
@@ -204,18 +204,20 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             (Knob::AdaptiveRx, c.adaptive_rx),
             (Knob::AdaptiveTx, c.adaptive_tx),
         ] {
-            if value == Some(true) {
-                on.push(format!("{knob} on"));
+            // The desired state of every NIC that has the knob, on now or not.
+            if value.is_some() {
                 fixes.push(nic_fix(&interface.name, knob, "off"));
             }
+            if value == Some(true) {
+                on.push(format!("{knob} on"));
+            }
         }
-        // A dynamic ITR mode becomes no moderation: LL-NIC-RX-USECS then holds the bound.
+        // A dynamic ITR mode: LL-NIC-RX-USECS plans the fixed bound, which ends it.
         if let Some(usecs) = c.rx_usecs.filter(|&u| dynamic_itr(driver(nic), u)) {
             on.push(format!(
                 "rx-usecs {usecs} (a dynamic ITR mode of {})",
                 driver(nic)
             ));
-            fixes.push(nic_fix(&interface.name, Knob::RxUsecs, "0"));
         }
         if !on.is_empty() {
             lines.push(format!("{}: {}", interface.name, on.join(", ")));
@@ -241,8 +243,8 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     )
 }
 
-/// Adds the evidence, the detail lines and, unless it passed, the fixes: settings that plan
-/// carries and apply makes.
+/// Adds the evidence, the detail lines and the desired settings (held or not): settings that
+/// plan carries and apply makes.
 fn finish(
     mut outcome: RuleOutcome,
     evidence: Vec<String>,
@@ -252,9 +254,7 @@ fn finish(
     for path in evidence {
         outcome = outcome.evidence(path);
     }
-    if outcome.status != FindingStatus::Pass {
-        outcome.fixes = fixes;
-    }
+    outcome.fixes = fixes;
     with_details(outcome, lines)
 }
 
@@ -282,12 +282,18 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         };
         checked += 1;
         evidence.push(answer(&interface.name, "coalesce"));
+        // The profile's bound itself, on every NIC, held or not: the least moderation it
+        // allows, so the interrupt rate rises no more than the profile accepts (and a dynamic
+        // ITR mode, which LL-NIC-ADAPTIVE names, ends).
+        let fixed = if dynamic_itr(driver(nic), bound) {
+            0
+        } else {
+            bound
+        };
+        fixes.push(nic_fix(&interface.name, Knob::RxUsecs, fixed.to_string()));
         // A dynamic ITR mode is no delay in microseconds: LL-NIC-ADAPTIVE says it.
         if usecs > bound && !dynamic_itr(driver(nic), usecs) {
             lines.push(format!("{}: rx-usecs {usecs} µs", interface.name));
-            // The profile's bound itself: the least moderation it allows, so the interrupt
-            // rate rises no more than the profile accepts.
-            fixes.push(nic_fix(&interface.name, Knob::RxUsecs, bound.to_string()));
         }
     }
     if checked == 0 {
@@ -447,6 +453,18 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             None => hk.clone(),
         };
         let serve = u32::try_from(serving.len()).unwrap_or(u32::MAX).max(1);
+        let knob = if channels.combined.current.unwrap_or(0) > 0 {
+            Knob::Combined
+        } else {
+            Knob::RxChannels
+        };
+        // At most the serving CPUs; fewer queues are kept as they are (the count planned
+        // before is then held, and planned again).
+        fixes.push(nic_fix(
+            &interface.name,
+            knob,
+            queues.min(serve).to_string(),
+        ));
         if queues > serve {
             let place = match interface.numa_node {
                 Some(node) => format!("housekeeping CPUs on node {node}: {}", cpus(&serving)),
@@ -456,12 +474,6 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 "{}: {queues} receive queues, {serve} {place}",
                 interface.name
             ));
-            let knob = if channels.combined.current.unwrap_or(0) > 0 {
-                Knob::Combined
-            } else {
-                Knob::RxChannels
-            };
-            fixes.push(nic_fix(&interface.name, knob, serve.to_string()));
         }
     }
     if checked == 0 {
@@ -500,18 +512,26 @@ const DEFER_HARD_IRQS: u32 = 2;
 /// `gro_flush_timeout` in ns, as in the documentation's example.
 const GRO_FLUSH_TIMEOUT_NS: u64 = 200_000;
 
-fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
-    let expected = "with busy polling: napi_defer_hard_irqs and gro_flush_timeout set; without: gro_flush_timeout 0";
+/// `busy`: the profile busy-polls (it sets net.core.busy_read and busy_poll), so the NAPI
+/// knobs are wanted whatever the sysctls hold now; `consistent`: the knobs follow the sysctls
+/// as they are.
+fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
+    let planned = expect.preferred() == "busy";
+    let expected = if planned {
+        "busy polling (the profile's): napi_defer_hard_irqs and gro_flush_timeout set"
+    } else {
+        "with busy polling: napi_defer_hard_irqs and gro_flush_timeout set; without: gro_flush_timeout 0"
+    };
     let all = nics(ctx);
     if all.is_empty() {
         return no_nics(ctx);
     }
     let poll = sysctl_number(ctx, "net.core.busy_poll");
     let read = sysctl_number(ctx, "net.core.busy_read");
-    if poll.is_none() && read.is_none() {
+    if !planned && poll.is_none() && read.is_none() {
         return RuleOutcome::unknown("net.core.busy_poll and busy_read unreadable", expected);
     }
-    let busy = poll.unwrap_or(0) > 0 || read.unwrap_or(0) > 0;
+    let busy = planned || poll.unwrap_or(0) > 0 || read.unwrap_or(0) > 0;
     let mut checked = 0;
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
@@ -522,40 +542,39 @@ fn busy_poll(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         };
         checked += 1;
         let name = &interface.name;
+        // The desired knobs of every NIC that has them, held or not.
+        if busy {
+            fixes.push(nic_fix(
+                name,
+                Knob::NapiDeferHardIrqs,
+                DEFER_HARD_IRQS.to_string(),
+            ));
+            fixes.push(nic_fix(
+                name,
+                Knob::GroFlushTimeout,
+                GRO_FLUSH_TIMEOUT_NS.to_string(),
+            ));
+        } else {
+            fixes.push(nic_fix(name, Knob::GroFlushTimeout, "0"));
+        }
         if busy && (defer == 0 || flush == 0) {
             lines.push(format!(
                 "{name}: napi_defer_hard_irqs {defer}, gro_flush_timeout {flush} ns while busy polling is on"
             ));
-            if defer == 0 {
-                fixes.push(nic_fix(
-                    name,
-                    Knob::NapiDeferHardIrqs,
-                    DEFER_HARD_IRQS.to_string(),
-                ));
-            }
-            if flush == 0 {
-                fixes.push(nic_fix(
-                    name,
-                    Knob::GroFlushTimeout,
-                    GRO_FLUSH_TIMEOUT_NS.to_string(),
-                ));
-            }
         } else if !busy && flush > 0 {
             lines.push(format!(
                 "{name}: gro_flush_timeout {flush} ns holds packets back with no busy poller"
             ));
-            fixes.push(nic_fix(name, Knob::GroFlushTimeout, "0"));
         }
     }
     if checked == 0 {
         return RuleOutcome::skipped("no NIC has the NAPI knobs (Linux 5.10 or later)");
     }
-    let mode = if busy {
-        format!(
-            "busy polling on (busy_poll {}, busy_read {})",
-            poll.unwrap_or(0),
-            read.unwrap_or(0)
-        )
+    let (poll, read) = (poll.unwrap_or(0), read.unwrap_or(0));
+    let mode = if poll > 0 || read > 0 {
+        format!("busy polling on (busy_poll {poll}, busy_read {read})")
+    } else if busy {
+        format!("busy polling planned by the profile (busy_poll {poll}, busy_read {read} now)")
     } else {
         "busy polling off".to_string()
     };
@@ -607,9 +626,10 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 } else {
                     format!("{name} (fixed by the driver)")
                 });
-                if state.changeable {
-                    fixes.push(nic_fix(&interface.name, knob, "off"));
-                }
+            }
+            // The desired state of every NIC that can change it, on now or not.
+            if state.is_some_and(|s| s.changeable) {
+                fixes.push(nic_fix(&interface.name, knob, "off"));
             }
         }
         if !on.is_empty() {

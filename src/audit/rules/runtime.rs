@@ -601,18 +601,20 @@ fn governor(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         policies.len(),
         governors.into_iter().collect::<Vec<_>>().join(", ")
     );
+    // The desired governor, held or not; the preference only where the driver has one.
     let mut outcome = RuleOutcome::verdict(slow.is_empty() && epp.is_empty(), observed, expected)
-        .evidence("/sys/devices/system/cpu/cpufreq/policy*/scaling_governor");
-    if !slow.is_empty() {
-        outcome = outcome.fix(Fix::runtime(
+        .evidence("/sys/devices/system/cpu/cpufreq/policy*/scaling_governor")
+        .fix(Fix::runtime(
             SettingId::Cpufreq {
                 policy: None,
                 attribute: "scaling_governor",
             },
             "performance",
         ));
-    }
-    if !epp.is_empty() {
+    let has_epp = policies
+        .iter()
+        .any(|p| p.energy_performance_preference.get().is_some());
+    if has_epp {
         outcome = outcome.fix(Fix::runtime(
             SettingId::Cpufreq {
                 policy: None,
@@ -666,6 +668,21 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             continue;
         };
         seen += 1;
+        // The desired limit holds for every CPU with a deep state, usable now or not (the
+        // limit planned before keeps it out): the plan sets it whatever the CPU has now.
+        if states.iter().any(deep) {
+            let shallow = states
+                .iter()
+                .filter(|s| !deep(s))
+                .filter_map(|s| s.latency_us.get().copied())
+                .max()
+                .unwrap_or(0)
+                .max(1);
+            fixes.push(Fix::runtime(
+                SettingId::ResumeLatency(cpu.cpu),
+                shallow.to_string(),
+            ));
+        }
         let limit = cpu.resume_latency.get();
         let deep_states: Vec<&IdleState> = states
             .iter()
@@ -686,17 +703,6 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             })
             .collect();
         lines.push(format!("CPU {}: {}", cpu.cpu, names.join(", ")));
-        let shallow = states
-            .iter()
-            .filter(|s| !deep(s))
-            .filter_map(|s| s.latency_us.get().copied())
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        fixes.push(Fix::runtime(
-            SettingId::ResumeLatency(cpu.cpu),
-            shallow.to_string(),
-        ));
     }
     let evidence = "/sys/devices/system/cpu/cpu*/cpuidle/state*";
     if seen == 0 {
@@ -733,8 +739,8 @@ fn cstates(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         outcome = outcome
             .evidence("/sys/devices/system/cpu/cpu*/power/pm_qos_resume_latency_us")
             .bios("No C-states");
-        outcome.fixes = fixes;
     }
+    outcome.fixes = fixes;
     with_details(outcome, lines)
 }
 
@@ -742,6 +748,11 @@ fn thp(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let want = expect.preferred();
     let expected = format!("transparent_hugepage {}", expect.describe(""));
     let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+    // The desired setting, whatever the machine holds now.
+    let fixes = [
+        Fix::runtime(SettingId::Thp("enabled"), want),
+        Fix::cmdline("transparent_hugepage", want),
+    ];
     let enabled = match part(
         &ctx.machine.kernel.thp.enabled,
         "THP setting unreadable",
@@ -751,18 +762,14 @@ fn thp(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         Err(unknown) => return unknown.evidence(path),
     };
     let ok = expect.allows(&enabled.current);
-    let mut outcome = RuleOutcome::verdict(
+    RuleOutcome::verdict(
         ok,
         format!("transparent_hugepage {}", enabled.current),
         expected,
     )
-    .evidence(path);
-    if !ok {
-        outcome = outcome
-            .fix(Fix::runtime(SettingId::Thp("enabled"), want))
-            .fix(Fix::cmdline("transparent_hugepage", want));
-    }
-    outcome
+    .evidence(path)
+    .fix(fixes[0].clone())
+    .fix(fixes[1].clone())
 }
 
 fn clocksource(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
@@ -782,14 +789,16 @@ fn clocksource(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         source.available.join(" ")
     );
     let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(CLOCKSOURCE);
+    // The desired clocksource wherever the kernel offers it, held or not.
+    if source.available.iter().any(|s| s == "tsc") {
+        return outcome
+            .fix(Fix::runtime(SettingId::Clocksource, "tsc"))
+            .fix(Fix::cmdline("clocksource", "tsc"));
+    }
     if ok {
         return outcome;
     }
-    if source.available.iter().any(|s| s == "tsc") {
-        outcome = outcome
-            .fix(Fix::runtime(SettingId::Clocksource, "tsc"))
-            .fix(Fix::cmdline("clocksource", "tsc"));
-    } else if ctx.machine.hypervisor.is_some() {
+    if ctx.machine.hypervisor.is_some() {
         outcome = outcome.manual(
             "the guest has no usable TSC clocksource: give it a host-passthrough CPU with an invariant TSC and disable kvmclock in the domain XML (<clock><timer name='kvmclock' present='no'/></clock>)",
         );

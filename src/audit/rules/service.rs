@@ -170,10 +170,17 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             false
         })
     };
-    let fighting: Vec<&Service> = ["power-profiles-daemon", "tuned-ppd", "cpupower"]
+    let known: Vec<&Service> = ["power-profiles-daemon", "tuned-ppd", "cpupower"]
         .into_iter()
         .filter_map(|name| services.service(name))
-        .filter(|s| active(s))
+        .collect();
+    let fighting: Vec<&Service> = known.iter().copied().filter(|s| active(s)).collect();
+    // The desired state: every one installed (or masked already, or running) masked, in
+    // force now or not.
+    let masked: Vec<Fix> = known
+        .iter()
+        .filter(|s| s.installed || s.masked || s.running == Some(true))
+        .map(|s| Fix::service(&s.name, "masked"))
         .collect();
     let tuned = services.service("tuned").filter(|s| active(s));
     let mut names: Vec<String> = fighting.iter().map(|s| s.unit.clone()).collect();
@@ -197,7 +204,7 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         && let Some(first) = unknown.first()
     {
         let names: Vec<&str> = unknown.iter().map(|u| u.service.as_str()).collect();
-        return RuleOutcome::unknown(
+        let mut outcome = RuleOutcome::unknown(
             format!(
                 "whether {} run is unknown: no process list, and systemd's unit files could not be read ({})",
                 names.join(", "),
@@ -209,18 +216,18 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             "check `systemctl is-active {}` on the machine",
             names.join(" ")
         ));
+        outcome.fixes = masked;
+        return outcome;
     }
-    if fighting.is_empty() {
-        let outcome = RuleOutcome::new(FindingStatus::Pass, observed, expected).evidence(evidence);
-        return if tuned.is_some() {
-            outcome.detail("TuneD applies its own profile: lowlat's changes to the same knobs would be reverted when TuneD reloads")
-        } else {
-            outcome
-        };
-    }
-    let mut outcome = RuleOutcome::new(FindingStatus::Fail, observed, expected).evidence(evidence);
-    for service in fighting {
-        outcome = outcome.fix(Fix::service(&service.name, "masked"));
+    let status = if fighting.is_empty() {
+        FindingStatus::Pass
+    } else {
+        FindingStatus::Fail
+    };
+    let mut outcome = RuleOutcome::new(status, observed, expected).evidence(evidence);
+    outcome.fixes.extend(masked);
+    if fighting.is_empty() && tuned.is_some() {
+        outcome = outcome.detail("TuneD applies its own profile: lowlat's changes to the same knobs would be reverted when TuneD reloads");
     }
     outcome
 }

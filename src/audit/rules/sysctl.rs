@@ -327,15 +327,14 @@ pub(crate) fn check(ctx: &RuleContext, key: &str, expect: &Expect) -> RuleOutcom
         }
     });
     let observed = format!("{key} = {value}");
-    let mut outcome = RuleOutcome::verdict(ok, observed, expected).evidence(path);
-    if !ok {
-        let target = match expect.preferred() {
-            "hk" => hk.to_list(),
-            other => other.to_string(),
-        };
-        outcome = outcome.fix(Fix::sysctl(key, target));
-    }
-    outcome
+    // The desired value, held or not: the plan sets it whatever the machine has now.
+    let target = match expect.preferred() {
+        "hk" => hk.to_list(),
+        other => other.to_string(),
+    };
+    RuleOutcome::verdict(ok, observed, expected)
+        .evidence(path)
+        .fix(Fix::sysctl(key, target))
 }
 
 fn words(text: &str) -> Vec<&str> {

@@ -7,5 +7,6 @@ pub(crate) mod ipi;
 pub(crate) mod jitter;
 pub(crate) mod membw;
 pub(crate) mod memlat;
+pub(crate) mod net;
 pub mod timer;
 pub(crate) mod wakeup;

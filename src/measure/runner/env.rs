@@ -112,7 +112,7 @@ pub(crate) fn capture(root: &SysRoot, machine: &Machine, cpus: &[u32]) -> Enviro
         tsc_flags,
         hypervisor,
         cpus,
-        settings: Fingerprint::of(machine),
+        settings: Fingerprint::of_run(machine),
         warnings: r.warnings.into_vec(),
     }
 }

@@ -31,6 +31,8 @@ pub enum Engine {
     Hwlat,
     /// Effective frequency.
     Freq,
+    /// Network round trips.
+    Net,
 }
 
 impl Engine {
@@ -41,7 +43,12 @@ impl Engine {
     pub fn locks_memory(self) -> bool {
         matches!(
             self,
-            Engine::Jitter | Engine::Timer | Engine::C2c | Engine::Wakeup | Engine::Ipi
+            Engine::Jitter
+                | Engine::Timer
+                | Engine::C2c
+                | Engine::Wakeup
+                | Engine::Ipi
+                | Engine::Net
         )
     }
 }

@@ -240,11 +240,14 @@ pub(crate) fn verify_text(report: &verify::Report) -> String {
         }
     }
     let s = &report.summary;
-    let not_configured = if s.not_configured > 0 {
+    let mut not_configured = if s.not_configured > 0 {
         format!(", {} not-configured", s.not_configured)
     } else {
         String::new()
     };
+    if s.not_in_effect > 0 {
+        not_configured.push_str(&format!(", {} not-in-effect", s.not_in_effect));
+    }
     writeln!(
         out,
         "\nSummary: {} ok, {} drift, {} pending-reboot{not_configured}, {} unsupported (plan {}).",

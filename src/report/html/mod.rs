@@ -11,7 +11,7 @@ mod sections;
 mod source;
 mod svg;
 
-pub use embed::{DOCUMENTS_ID, EmbedError};
+pub use embed::{Budget, DOCUMENTS_ID, EmbedError};
 pub use source::{Source, SourceError};
 
 use crate::compare::run::Run;

@@ -99,7 +99,7 @@ pub(crate) fn page(sources: &[Source], sections: &[Section]) -> String {
                         }
                     }
                 }
-                (PreEscaped(embed::pack(sources.iter().map(|s| (s.name.as_str(), s.raw.as_str())))))
+                (PreEscaped(embed::pack(sources.iter().map(|s| (s.name.as_str(), s.raw())))))
             }
         }
     };

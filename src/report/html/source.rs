@@ -1,10 +1,13 @@
 //! The documents a report is made of: any lowlat JSON document (one per file, or one per line
 //! for `watch --json` streams), told apart by the envelope's `kind`.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::embed::{self, EmbedError};
+use super::embed::{self, Budget, EmbedError};
 use crate::document::{Header, Kind};
 use crate::text;
 
@@ -21,8 +24,19 @@ pub struct Source {
     pub name: String,
     /// Its envelope.
     pub header: Header,
-    /// The whole document, as read (its JSON text, untouched).
-    pub raw: String,
+    /// The whole document, as read (its JSON text, untouched): where it lies in the text of
+    /// its file, shared by the documents of that file (a report's thousands of documents are
+    /// not copied out of it).
+    raw: Shared,
+}
+
+/// A document's text: a range of the text it was read from.
+#[derive(Debug, Clone)]
+struct Shared {
+    /// The whole text read (a file, or the documents inflated from a report).
+    text: Arc<String>,
+    /// Where the document lies in it.
+    range: Range<usize>,
 }
 
 /// Why a file cannot go into a report.
@@ -100,22 +114,29 @@ pub enum SourceError {
 impl Source {
     /// Reads the documents in `text`: one JSON document, several one after the other (one per
     /// line, as `watch --json` writes them; each named `FILE:LINE` by the line it starts on),
-    /// or the documents embedded in a report (each keeps the name it had there). An error
+    /// or the documents embedded in a report (each keeps the name it had there; what they
+    /// inflate to is taken from `budget`, which all the inputs of one report share). An error
     /// names the line where the text stops being JSON.
-    pub fn parse_all(name: &str, text: &str) -> Result<Vec<Source>, SourceError> {
+    pub fn parse_all(
+        name: &str,
+        text: String,
+        budget: &mut Budget,
+    ) -> Result<Vec<Source>, SourceError> {
         if text.trim_start().starts_with("<!DOCTYPE html>") {
-            let documents = embed::unpack(text).map_err(|error| SourceError::Embedded {
-                name: name.to_string(),
-                error,
-            })?;
+            let (json, documents) =
+                embed::unpack(&text, budget).map_err(|error| SourceError::Embedded {
+                    name: name.to_string(),
+                    error,
+                })?;
+            let json = Arc::new(json);
             return documents
                 .into_iter()
-                .map(|(name, raw)| Source::from_raw(name, raw))
+                .map(|(name, range)| Source::from_raw(name, Shared::new(&json, range)))
                 .collect();
         }
-        let mut values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
-        // Each value with the line it starts on.
-        let mut found: Vec<(usize, &RawValue)> = Vec::new();
+        let mut values = serde_json::Deserializer::from_str(&text).into_iter::<&RawValue>();
+        // Each value with the line it starts on and where it lies.
+        let mut found: Vec<(usize, Range<usize>)> = Vec::new();
         loop {
             let offset = values.byte_offset();
             let rest = &text[offset..];
@@ -123,7 +144,7 @@ impl Source {
             let line = text[..start].matches('\n').count() + 1;
             match values.next() {
                 None => break,
-                Some(Ok(raw)) => found.push((line, raw)),
+                Some(Ok(raw)) => found.push((line, embed::within(&text, raw.get()))),
                 // Text after a document that is not another one: stderr in the file, say.
                 Some(Err(_)) if !found.is_empty() && !text[start..].starts_with('{') => {
                     return Err(SourceError::Trailing {
@@ -140,35 +161,43 @@ impl Source {
             }
         }
         if found.is_empty() {
-            let error = serde_json::from_str::<&RawValue>(text).expect_err("no JSON value");
+            let error = serde_json::from_str::<&RawValue>(&text).expect_err("no JSON value");
             return Err(SourceError::Json {
                 name: name.to_string(),
                 error,
             });
         }
         let one = found.len() == 1;
+        let text = Arc::new(text);
         found
             .into_iter()
-            .map(|(line, raw)| {
+            .map(|(line, range)| {
                 let name = if one {
                     name.to_string()
                 } else {
                     format!("{name}:{line}")
                 };
-                Source::from_raw(name, raw.get().to_string())
+                Source::from_raw(name, Shared::new(&text, range))
             })
             .collect()
+    }
+
+    /// The whole document, as read (its JSON text, untouched).
+    pub fn raw(&self) -> &str {
+        &self.raw.text[self.raw.range.clone()]
     }
 
     /// The source `raw` named `name`. The name and the header's host are what the page shows
     /// (in its title, tables and legends, about ten times), so they are cut to
     /// [`NAME_SHOWN`] and [`HOST_SHOWN`] characters; the document itself is kept whole.
-    fn from_raw(name: String, raw: String) -> Result<Source, SourceError> {
+    fn from_raw(name: String, raw: Shared) -> Result<Source, SourceError> {
         let name = text::shorten(&name, NAME_SHOWN).into_owned();
         let mut header =
-            serde_json::from_str::<Header>(&raw).map_err(|error| SourceError::Envelope {
-                name: name.clone(),
-                error,
+            serde_json::from_str::<Header>(&raw.text[raw.range.clone()]).map_err(|error| {
+                SourceError::Envelope {
+                    name: name.clone(),
+                    error,
+                }
             })?;
         header.host = text::shorten(&header.host, HOST_SHOWN).into_owned();
         if header.schema_version > header.kind.schema_version() {
@@ -183,7 +212,7 @@ impl Source {
 
     /// The body as the view `T` a section draws.
     pub(crate) fn view<T: DeserializeOwned>(&self) -> Result<T, SourceError> {
-        let mut json = serde_json::Deserializer::from_str(&self.raw);
+        let mut json = serde_json::Deserializer::from_str(self.raw());
         serde_path_to_error::deserialize(&mut json).map_err(|error| SourceError::Body {
             name: self.name.clone(),
             kind: self.header.kind,
@@ -197,5 +226,15 @@ impl Source {
         let parts: Vec<&str> = self.name.rsplit('/').take(2).collect();
         let short: Vec<&str> = parts.into_iter().rev().collect();
         format!("{} ({})", short.join("/"), self.header.host)
+    }
+}
+
+impl Shared {
+    /// The part `range` of `text`.
+    fn new(text: &Arc<String>, range: Range<usize>) -> Shared {
+        Shared {
+            text: Arc::clone(text),
+            range,
+        }
     }
 }

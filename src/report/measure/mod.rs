@@ -6,6 +6,7 @@ pub(crate) mod hardware;
 pub(crate) mod header;
 pub(crate) mod jitter;
 pub(crate) mod loops;
+pub(crate) mod net;
 pub(crate) mod timer;
 
 use serde::Serialize;

@@ -21,8 +21,10 @@ fn or_none(set: &CpuSet) -> String {
     }
 }
 
-/// The summary; `topology` adds the per-node view of the partition.
-pub(crate) fn text(plan: &Plan, topology: &Topology) -> String {
+/// The summary; `topology` adds the per-node view of the partition, `held` says how many
+/// settings the machine already holds (the plan lists every setting the profile wants,
+/// whether it holds already or not).
+pub(crate) fn text(plan: &Plan, topology: &Topology, held: Option<usize>) -> String {
     let p = &plan.partition;
     let mut out = Page::new();
     writeln!(
@@ -138,7 +140,14 @@ pub(crate) fn text(plan: &Plan, topology: &Topology) -> String {
         );
     }
 
-    writeln!(out, "\nSettings ({})", plan.settings.len());
+    match held {
+        Some(held) => writeln!(
+            out,
+            "\nSettings ({}, {held} already as planned: `lowlat plan --diff` marks them =)",
+            plan.settings.len()
+        ),
+        None => writeln!(out, "\nSettings ({})", plan.settings.len()),
+    }
     for layer in [
         Layer::Boot,
         Layer::Sysctl,

@@ -69,3 +69,56 @@ pub(crate) fn id(text: &str) -> lowlat::tuning::setting_id::SettingId {
     text.parse()
         .unwrap_or_else(|e| panic!("setting id {text}: {e}"))
 }
+
+/// Runs `command` with its stdout captured and at most `data_limit` bytes of data memory
+/// (RLIMIT_DATA: the heap and private writable mappings; an allocation past it fails, which
+/// aborts the program): its exit code (-1 when a signal ended it), its CPU time (user and
+/// system, s, from wait4) and its stdout. A limit rather than the peak RSS wait4 reports,
+/// since that counts the forking test process's own peak too.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its resource usage"
+)]
+pub(crate) fn run_limited(
+    command: &mut std::process::Command,
+    data_limit: u64,
+) -> (i32, f64, Vec<u8>) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit {
+        rlim_cur: data_limit,
+        rlim_max: data_limit,
+    };
+    // SAFETY: setrlimit is async-signal-safe, and only it runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data, written by wait4 for the child spawned here.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "{}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        code,
+        seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        stdout,
+    )
+}

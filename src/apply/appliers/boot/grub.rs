@@ -10,13 +10,13 @@ use crate::apply::change::{
 };
 use crate::sysroot::SysRoot;
 use crate::tuning::grub_block::{
-    DEFAULTS_PATH, block_args, dropped_keys, render_block, split_block,
+    BY_APPLY, DEFAULTS_PATH, block_args, dropped_keys, render_block, split_block,
 };
 use crate::tuning::kernel_args::{AllArgs, Args};
 
 /// The content `path` should have, given what it has now.
 fn desired(path: &str, current: Option<&str>, args: &AllArgs) -> String {
-    let block = render_block(args);
+    let block = render_block(args, BY_APPLY);
     if path == DEFAULTS_PATH {
         let (mut rest, _) = split_block(current.unwrap_or(""));
         if !rest.is_empty() && !rest.ends_with('\n') {
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn the_block_replaces_owned_arguments_in_a_real_shell() {
         let (_, _, all) = all();
-        let block = render_block(&all);
+        let block = render_block(&all, BY_APPLY);
         let defaults = "GRUB_CMDLINE_LINUX=\"ro nohz-full=2 quiet *\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"idle=poll splash\"";
         let out = shell(defaults, &block);
         assert_eq!(out, "ro quiet * nohz_full=1-7|splash");

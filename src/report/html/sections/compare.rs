@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::from;
 use crate::compare::estimate::ArmEstimate;
-use crate::report::compare::{estimate, ratio, value};
+use crate::compare::verdict::Verdict;
+use crate::report::compare::{NO_GAPS_NOTE, cause_rate, estimate, ratio, value};
 use crate::report::html::source::{Source, SourceError};
 
 #[derive(Deserialize)]
@@ -128,11 +129,19 @@ fn spread(s: &Option<SpreadView>) -> String {
     }
 }
 
+/// A verdict of the JSON as the terminal says it, where the words differ.
+fn shown(verdict: &str) -> String {
+    match verdict {
+        "saturated" => Verdict::Saturated.label(),
+        _ => verdict.to_string(),
+    }
+}
+
 fn verdict(p: &PrimaryView) -> String {
     let mut text = match (p.verdict.as_str(), p.runs_needed) {
         ("inconclusive", Some(n)) => format!("inconclusive (needs {n} runs per arm)"),
         ("inconclusive", None) => "inconclusive (needs more than 64 runs per arm)".to_string(),
-        _ => p.verdict.clone(),
+        _ => shown(&p.verdict),
     };
     if !p.confounded_by.is_empty() {
         text.push_str(&format!(" (confounded: {})", p.confounded_by.join(", ")));
@@ -214,7 +223,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                                     td { (estimate(&r.unit, &r.a)) } td { (estimate(&r.unit, &r.b)) }
                                     td { (ratio(r.ratio, r.ratio_interval)) }
                                     td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
-                                    td { (r.verdict) }
+                                    td { (shown(&r.verdict)) }
                                 }
                             }
                         }
@@ -229,14 +238,15 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                             @for r in &causes.rows {
                                 tr class=(format!("verdict-{}", r.verdict)) {
                                     td { (r.presence) } td { (r.class) } td { (r.source) } td { (r.a_gaps) } td { (r.b_gaps) }
-                                    td { (estimate(&causes.unit, &r.a)) } td { (estimate(&causes.unit, &r.b)) }
+                                    td { (cause_rate(&causes.unit, r.a_gaps, &r.a)) } td { (cause_rate(&causes.unit, r.b_gaps, &r.b)) }
                                     td { (ratio(r.ratio, r.ratio_interval)) }
                                     td { (r.p_holm.map_or("—".to_string(), |p| format!("{p:.3}"))) }
-                                    td { (r.verdict) }
+                                    td { (shown(&r.verdict)) }
                                 }
                             }
                         }
                     }
+                    @if causes.rows.iter().any(|r| r.a_gaps == 0 || r.b_gaps == 0) { p { (NO_GAPS_NOTE) } }
                 }
                 @for note in &c.notes { p { "Note: " (note) } }
             });

@@ -8,6 +8,7 @@ mod fleet;
 mod hardware;
 mod latency;
 mod machine;
+mod network;
 mod peers;
 mod setup;
 mod verdict;
@@ -98,6 +99,11 @@ pub(crate) fn all(sources: &[Source], runs: &[Run]) -> Result<Vec<Section>, Sour
             "IPI throughput",
             cross::ipi_mesh(&of(Kind::MeasureIpiMesh))?,
         ),
+        (
+            "net",
+            "Network round trips",
+            network::net(&of(Kind::MeasureNet))?,
+        ),
         ("peers", "Peer tools' runs", peers::section(runs)),
     ];
     let mut sections: Vec<Section> = parts
@@ -109,7 +115,7 @@ pub(crate) fn all(sources: &[Source], runs: &[Run]) -> Result<Vec<Section>, Sour
 }
 
 /// The kinds some section draws.
-const DRAWN: [Kind; 17] = [
+const DRAWN: [Kind; 18] = [
     Kind::Check,
     Kind::Inventory,
     Kind::Fleet,
@@ -127,6 +133,7 @@ const DRAWN: [Kind; 17] = [
     Kind::MeasureWakeup,
     Kind::MeasureIpi,
     Kind::MeasureIpiMesh,
+    Kind::MeasureNet,
 ];
 
 /// Documents no section draws (an apply record, hwlat, BIOS), said by kind and file rather

@@ -1,0 +1,430 @@
+//! `lowlat measure net`: its JSON figures and its terminal text.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::micros;
+use crate::measure::engines::net::client::End;
+use crate::measure::engines::net::echo::EchoCounts;
+use crate::measure::engines::net::socket::Proto;
+use crate::measure::engines::net::{NetPath, NetRequest, NetRun, OptionOutcome, WARMUP};
+use crate::peer::hdr::{HdrJson, to_json};
+use crate::report::table::aligned;
+use crate::text::Page;
+use crate::units::plural;
+
+/// How the engine measures, in the result header.
+pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
+     flight, between a client and an echo on pinned CPUs; each round trip timed with \
+     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
+
+/// A distribution of times, ns (each the highest value of its histogram bucket, within
+/// 0.1 %).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Times {
+    /// Smallest, ns.
+    pub min_ns: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 90th percentile, ns.
+    pub p90_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// 99.9th percentile, ns.
+    pub p999_ns: u64,
+    /// Largest, ns.
+    pub max_ns: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+}
+
+impl Times {
+    /// The figures of `hist` (ns); `None` when it is empty.
+    fn of(hist: &Histogram<u64>) -> Option<Self> {
+        (!hist.is_empty()).then(|| Self {
+            min_ns: hist.min(),
+            p50_ns: hist.value_at_quantile(0.5),
+            p90_ns: hist.value_at_quantile(0.9),
+            p99_ns: hist.value_at_quantile(0.99),
+            p999_ns: hist.value_at_quantile(0.999),
+            max_ns: hist.max(),
+            mean_ns: hist.mean(),
+        })
+    }
+
+    /// Every figure halved: the one-way estimate of round trips.
+    fn halved(self) -> Self {
+        Self {
+            min_ns: self.min_ns / 2,
+            p50_ns: self.p50_ns / 2,
+            p90_ns: self.p90_ns / 2,
+            p99_ns: self.p99_ns / 2,
+            p999_ns: self.p999_ns / 2,
+            max_ns: self.max_ns / 2,
+            mean_ns: self.mean_ns / 2.0,
+        }
+    }
+}
+
+/// Where the round trips' time went, from the kernel's receive timestamps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Split {
+    /// Which timestamps split the round trips: always `software` (the stack's receive time of
+    /// the answer, `SO_TIMESTAMPING`); hardware ones are in the NIC's clock and only counted.
+    pub timestamps: &'static str,
+    /// Answers that also carried a hardware timestamp (the NIC's timestamping was enabled).
+    pub hardware_stamped: u64,
+    /// Answers without a software timestamp (not split).
+    pub unstamped: u64,
+    /// From the send call to the answer's receive timestamp: the client's send path, the way
+    /// there and back, the echo and both stacks' receive paths.
+    pub to_socket: Option<Times>,
+    /// From the answer's receive timestamp to the client having it: the client's wake-up,
+    /// scheduling and copy.
+    pub app_wakeup: Option<Times>,
+}
+
+/// `lowlat measure net` as JSON, after the result header.
+#[derive(Debug, Serialize)]
+pub(crate) struct NetResult {
+    /// What was asked.
+    pub request: NetRequest,
+    /// The client's CPU.
+    pub client_cpu: u32,
+    /// The address the client sent to.
+    pub peer: String,
+    /// The largest IP packet of the path, bytes (`null`: the kernel did not say).
+    pub path_mtu_bytes: Option<u32>,
+    /// Answered round trips made first and not kept.
+    pub warmup_round_trips: u32,
+    /// Round trips kept.
+    pub round_trips: u64,
+    /// From the first kept message to the last answer, ns.
+    pub elapsed_ns: u64,
+    /// Messages the client sent per second, answered or not (one per round trip).
+    pub messages_per_s: f64,
+    /// The round trips (`null` without any).
+    pub rtt: Option<Times>,
+    /// Half of each figure of `rtt`: an estimate of one way, which assumes both ways equal.
+    pub one_way_estimate: Option<Times>,
+    /// Every round trip, ns.
+    pub histogram: HdrJson,
+    /// Messages whose answer did not come within `request.timeout_ns`.
+    pub timeouts: u64,
+    /// Answers that came after their timeout (after a later message was sent): counted, not
+    /// timed.
+    pub late: u64,
+    /// Timeouts whose answer never came during the run (`timeouts` − `late`).
+    pub lost: u64,
+    /// Received messages that were no answer of the size sent (not timed).
+    pub foreign: u64,
+    /// Why the run ended: `duration`, `count`, `interrupted`, `no_answer` (TCP, a timeout),
+    /// `no_warmup` (no answers at first), `failed`.
+    pub ended: &'static str,
+    /// What failed, when `ended` is `failed`.
+    pub failure: Option<String>,
+    /// The round trips split by the receive timestamps (`null` without `--timestamps`).
+    pub split: Option<Split>,
+    /// What `--busy-poll` came to (`null`: not asked).
+    pub busy_poll: Option<OptionOutcome>,
+    /// What `--timestamps` came to (`null`: not asked).
+    pub timestamps: Option<OptionOutcome>,
+    /// What the echo did (`null` for a peer).
+    pub echo: Option<EchoCounts>,
+}
+
+/// The JSON figures of `run`.
+pub(crate) fn result(run: &NetRun) -> NetResult {
+    let out = &run.outcome;
+    let rtt = Times::of(&out.rtt);
+    let sent = out.rtt.len() + out.timeouts;
+    let (ended, failure) = match &out.end {
+        End::Duration => ("duration", None),
+        End::Count => ("count", None),
+        End::Interrupted => ("interrupted", None),
+        End::NoAnswer => ("no_answer", None),
+        End::NoWarmup => ("no_warmup", None),
+        End::Failed(why) => ("failed", Some(why.clone())),
+    };
+    let split_on = run.timestamps.as_ref().is_some_and(|t| t.applied);
+    NetResult {
+        request: run.request,
+        client_cpu: run.client_cpu,
+        peer: run.peer.to_string(),
+        path_mtu_bytes: run.path_mtu,
+        warmup_round_trips: WARMUP,
+        round_trips: out.rtt.len(),
+        elapsed_ns: out.elapsed_ns,
+        messages_per_s: if out.elapsed_ns > 0 {
+            sent as f64 * 1e9 / out.elapsed_ns as f64
+        } else {
+            0.0
+        },
+        rtt,
+        one_way_estimate: rtt.map(Times::halved),
+        histogram: to_json(&out.rtt, |ns| ns),
+        timeouts: out.timeouts,
+        late: out.late,
+        lost: out.timeouts.saturating_sub(out.late),
+        foreign: out.foreign,
+        ended,
+        failure,
+        split: split_on.then(|| Split {
+            timestamps: "software",
+            hardware_stamped: out.hardware_stamped,
+            unstamped: out.unstamped,
+            to_socket: Times::of(&out.to_socket),
+            app_wakeup: Times::of(&out.wakeup),
+        }),
+        busy_poll: run.busy_poll.clone(),
+        timestamps: run.timestamps.clone(),
+        echo: run.echo,
+    }
+}
+
+/// Whether the run's own figures are complete: it ended at its duration or count.
+pub(crate) fn complete(run: &NetRun) -> bool {
+    matches!(run.outcome.end, End::Duration | End::Count)
+}
+
+/// The path in words: `UDP over loopback`, `TCP to 10.0.0.2:11111`.
+fn path_words(request: &NetRequest, peer: &str) -> String {
+    let proto = match request.proto {
+        Proto::Udp => "UDP",
+        Proto::Tcp => "TCP",
+    };
+    match request.path {
+        NetPath::Loopback => format!("{proto} over loopback"),
+        NetPath::Veth => format!("{proto} over a veth pair between two network namespaces"),
+        NetPath::Peer(_) => format!("{proto} to {peer}"),
+    }
+}
+
+/// The terminal text of `run`.
+pub(crate) fn text(run: &NetRun) -> String {
+    text_of(&result(run))
+}
+
+fn text_of(r: &NetResult) -> String {
+    let mut out = Page::new();
+    let echo = match r.request.echo_cpu {
+        Some(cpu) => format!(", echo on CPU {cpu}"),
+        None if r.echo.is_some() => ", echo unpinned".to_string(),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "net: {}, {}-byte messages, client on CPU {}{echo}",
+        path_words(&r.request, &r.peer),
+        r.request.size_bytes,
+        r.client_cpu,
+    );
+    writeln!(
+        out,
+        "{} in {:.3} s ({:.0} messages/s)",
+        plural(r.round_trips, "round trip", "round trips"),
+        r.elapsed_ns as f64 / 1e9,
+        r.messages_per_s
+    );
+    let us = |ns: u64| micros(ns as f64);
+    let row = |name: &str, t: &Times| {
+        vec![
+            name.to_string(),
+            us(t.min_ns),
+            us(t.p50_ns),
+            us(t.p90_ns),
+            us(t.p99_ns),
+            us(t.p999_ns),
+            us(t.max_ns),
+            micros(t.mean_ns),
+        ]
+    };
+    let mut rows = vec![
+        ["", "min", "p50", "p90", "p99", "p99.9", "max", "mean"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    if let (Some(rtt), Some(one_way)) = (&r.rtt, &r.one_way_estimate) {
+        rows.push(row("round trip", rtt));
+        rows.push(row("one way (RTT/2)", one_way));
+    }
+    if let Some(split) = &r.split {
+        if let Some(t) = &split.to_socket {
+            rows.push(row("  until the answer's socket", t));
+        }
+        if let Some(t) = &split.app_wakeup {
+            rows.push(row("  client wake-up and copy", t));
+        }
+    }
+    if rows.len() > 1 {
+        out.text(aligned(&rows));
+        out.line(
+            "(µs; the one-way figures are half the round trip, which assumes both ways equal)",
+        );
+    } else {
+        out.line("no round trip was measured");
+    }
+    if let Some(split) = &r.split {
+        writeln!(
+            out,
+            "split by the kernel's software receive timestamps (SO_TIMESTAMPING); {}",
+            if split.hardware_stamped > 0 {
+                format!(
+                    "{} also had a hardware one (the NIC's clock: not used)",
+                    plural(split.hardware_stamped, "answer", "answers")
+                )
+            } else {
+                "no hardware ones".to_string()
+            }
+        );
+        if split.unstamped > 0 {
+            writeln!(
+                out,
+                "{} without a timestamp, not split",
+                plural(split.unstamped, "answer", "answers")
+            );
+        }
+    }
+    writeln!(
+        out,
+        "timeouts {} (late {}, lost {}), foreign {}",
+        r.timeouts, r.late, r.lost, r.foreign
+    );
+    match (r.ended, &r.failure) {
+        ("no_answer", _) => writeln!(
+            out,
+            "the run ended: an answer did not come within {} ms",
+            r.request.timeout_ns / 1_000_000
+        ),
+        ("no_warmup", _) => writeln!(
+            out,
+            "the run ended: the peer did not answer the first messages (is it running, and \
+             reachable on {}?)",
+            r.peer
+        ),
+        ("failed", Some(why)) => writeln!(out, "the run ended: {why}"),
+        _ => {}
+    }
+    for option in [&r.busy_poll, &r.timestamps].into_iter().flatten() {
+        if let Some(reason) = &option.reason {
+            writeln!(out, "note: {reason}");
+        }
+    }
+    out.into_string()
+}
+
+/// What `--serve` did, for the terminal.
+pub(crate) fn serve_text(counts: &EchoCounts) -> String {
+    let mut out = Page::new();
+    writeln!(
+        out,
+        "net --serve: answered {}, left {} unanswered, {}",
+        plural(counts.answered, "message", "messages"),
+        counts.ignored,
+        plural(counts.connections, "TCP connection", "TCP connections")
+    );
+    out.into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run the guide shows (docs/guide/measure.md), made up: the same text whatever
+    /// machine the tests run on.
+    fn guide_result() -> NetResult {
+        let mut rtt = Histogram::<u64>::new_with_bounds(1, 2_000_000_000, 3).unwrap();
+        let mut wakeup = rtt.clone();
+        let mut to_socket = rtt.clone();
+        for i in 0..100_000u64 {
+            let trip = 9_000 + (i % 100) * 20 + if i % 400 == 0 { 30_000 + i / 4 } else { 0 };
+            rtt.record(trip).unwrap();
+            wakeup.record(1_500 + (i % 100) * 5).unwrap();
+            to_socket.record(trip - 1_500 - (i % 100) * 5).unwrap();
+        }
+        let times = Times::of(&rtt).unwrap();
+        NetResult {
+            request: NetRequest {
+                proto: Proto::Udp,
+                path: NetPath::Loopback,
+                size_bytes: 64,
+                duration_ns: 1_000_000_000,
+                count: None,
+                timeout_ns: 1_000_000_000,
+                echo_cpu: Some(3),
+                busy_poll_us: None,
+                timestamps: true,
+            },
+            client_cpu: 2,
+            peer: "127.0.0.1:40000".to_string(),
+            path_mtu_bytes: Some(65_536),
+            warmup_round_trips: WARMUP,
+            round_trips: rtt.len(),
+            elapsed_ns: 1_000_000_000,
+            messages_per_s: 100_000.0,
+            rtt: Some(times),
+            one_way_estimate: Some(times.halved()),
+            histogram: to_json(&rtt, |ns| ns),
+            timeouts: 0,
+            late: 0,
+            lost: 0,
+            foreign: 0,
+            ended: "duration",
+            failure: None,
+            split: Some(Split {
+                timestamps: "software",
+                hardware_stamped: 0,
+                unstamped: 0,
+                to_socket: Times::of(&to_socket),
+                app_wakeup: Times::of(&wakeup),
+            }),
+            busy_poll: None,
+            timestamps: Some(OptionOutcome {
+                applied: true,
+                reason: None,
+            }),
+            echo: Some(EchoCounts {
+                answered: 100_100,
+                ignored: 0,
+                connections: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_guide_shows_the_text_of_a_run() {
+        let guide = include_str!("../../../docs/guide/measure.md");
+        let text = text_of(&guide_result());
+        let block = format!(
+            "```text\n$ lowlat measure net --cpus 2 --echo-cpu 3 --duration 1s --timestamps\n{text}```"
+        );
+        assert!(guide.contains(&block), "the guide should hold:\n{block}");
+    }
+
+    #[test]
+    fn json_has_rtt_percentiles_in_ns_and_the_halved_estimate() {
+        let json = serde_json::to_value(guide_result()).unwrap();
+        assert_eq!(json["rtt"]["p50_ns"], 10_007);
+        assert_eq!(json["one_way_estimate"]["p50_ns"], 5_003);
+        assert_eq!(json["request"]["path"], "loopback");
+        assert_eq!(json["request"]["proto"], "udp");
+        assert_eq!(json["histogram"]["unit"], "ns");
+        assert_eq!(json["split"]["timestamps"], "software");
+    }
+
+    #[test]
+    fn a_peer_that_never_answered_is_said() {
+        let mut r = guide_result();
+        r.rtt = None;
+        r.one_way_estimate = None;
+        r.split = None;
+        r.round_trips = 0;
+        r.ended = "no_warmup";
+        r.request.path = NetPath::Peer("192.0.2.1:11111".parse().unwrap());
+        r.peer = "192.0.2.1:11111".to_string();
+        let text = text_of(&r);
+        assert!(text.contains("no round trip was measured"), "{text}");
+        assert!(text.contains("did not answer the first messages"), "{text}");
+        assert!(text.contains("UDP to 192.0.2.1:11111"), "{text}");
+    }
+}
