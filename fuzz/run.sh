@@ -38,6 +38,12 @@ else
 fi
 
 mapfile -t targets < <("${cargo[@]}" fuzz list)
+# No target (cargo fuzz list failed, or fuzz/Cargo.toml lost its [[bin]]s) is a failure, not a
+# run that passes having fuzzed nothing.
+if [ "${#targets[@]}" -eq 0 ]; then
+  echo "fuzz/run.sh: 'cargo fuzz list' named no target; nothing would be fuzzed" >&2
+  exit 1
+fi
 echo "fuzz: building ${#targets[@]} targets: ${targets[*]}"
 build_start=$SECONDS
 "${cargo[@]}" fuzz build

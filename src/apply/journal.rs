@@ -186,6 +186,11 @@ pub(crate) enum Record {
         setting: crate::tuning::setting_id::SettingId,
         /// Its value before, as a plan writes it (`50`, `on`).
         prior: String,
+        /// The device the interface was: revert sets the knob of that device under the name
+        /// it has then, never of another one that took the name (absent in journals of
+        /// earlier versions, which go by the name).
+        #[serde(default, flatten)]
+        device: crate::machine::nic::identity::NicIdentity,
     },
     /// A configuration file about to be created or replaced.
     File {
@@ -486,6 +491,21 @@ pub(crate) enum AppendError {
     /// Writing failed.
     #[error(transparent)]
     Write(#[from] WriteError),
+}
+
+/// Replaces the journal under `root` with `records` alone, numbered from 1 (revert keeps the
+/// records it could not restore, each after the `begin` of its apply).
+pub(crate) fn rewrite(root: &SysRoot, records: &[&Record]) -> Result<(), WriteError> {
+    let lines: String = records
+        .iter()
+        .enumerate()
+        .map(|(at, record)| encode(at + 1, record))
+        .collect();
+    root.replace_file(
+        JOURNAL_PATH,
+        lines.as_bytes(),
+        crate::sysroot::Perms::mode(0o600),
+    )
 }
 
 /// Appends records after those of earlier applies, writing the `begin` record just before the

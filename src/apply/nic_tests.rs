@@ -379,3 +379,174 @@ fn apply_installs_the_nic_udev_rule_of_the_plan_and_revert_removes_it() {
     assert!(!on_disk.exists(), "revert removes the rule lowlat created");
     tree::assert_same(&pristine, &tree::describe(dir.path()), "revert");
 }
+
+/// The lines of a revert that restore NIC knobs.
+fn nic_lines(report: &super::revert::RevertReport) -> Vec<&super::revert::RestoreLine> {
+    report
+        .lines
+        .iter()
+        .filter(|l| l.what.starts_with("nic:"))
+        .collect()
+}
+
+/// Moves interface `from` of the tree (its sysfs directory and captured answers) to `to`.
+fn rename(dir: &TestTree, from: &str, to: &str) {
+    for base in ["/sys/class/net", "/lowlat-answers/ethtool"] {
+        std::fs::rename(
+            dir.join(&format!("{base}/{from}")),
+            dir.join(&format!("{base}/{to}")),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn revert_follows_a_renamed_nic_and_leaves_the_one_that_took_its_name() {
+    let dir = nic_tree();
+    dir.write("/sys/class/net/ens1f0/ifindex", "5\n");
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(&machine, &[("nic:ens1f0:rx-usecs", "0")]);
+    apply_plan(&root, &machine, &plan);
+    assert_eq!(knob::read(&root, "ens1f0", Knob::RxUsecs).unwrap(), 0);
+    // udev renames it, and another device (index 9, at its defaults) takes the old name.
+    rename(&dir, "ens1f0", "ens2");
+    recorded::write(&dir, "ens1f0", &recorded::recording("mlx5"), 0);
+    dir.write("/sys/class/net/ens1f0/ifindex", "9\n");
+    let newcomer = dir.path().join("lowlat-answers/ethtool/ens1f0/coalesce");
+    let netlink::Answer::Reply(_) =
+        netlink::parse_answer(&std::fs::read(&newcomer).unwrap()).unwrap()
+    else {
+        panic!("a recorded answer");
+    };
+    let untouched = std::fs::read(&newcomer).unwrap();
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    let nic = nic_lines(&reverted);
+    assert_eq!(nic.len(), 1, "{reverted:#?}");
+    assert_eq!(nic[0].status, RestoreStatus::Restored, "{reverted:#?}");
+    assert_eq!(knob::read(&root, "ens2", Knob::RxUsecs).unwrap(), 8);
+    assert_eq!(std::fs::read(&newcomer).unwrap(), untouched, "the newcomer");
+    assert!(reverted.kept.is_empty());
+    assert!(!root.exists(crate::apply::journal::JOURNAL_PATH));
+}
+
+#[test]
+fn a_nic_gone_at_revert_keeps_its_record_until_it_is_back() {
+    let dir = nic_tree();
+    dir.write("/sys/class/net/ens1f0/ifindex", "5\n");
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:rx-usecs", "0"), ("nic:eth4:lro", "off")],
+    );
+    apply_plan(&root, &machine, &plan);
+    // Out of the machine while revert runs; another device holds its name.
+    let away = tempfile::tempdir().unwrap();
+    for base in ["sys/class/net", "lowlat-answers/ethtool"] {
+        std::fs::create_dir_all(away.path().join(base)).unwrap();
+        std::fs::rename(
+            dir.path().join(base).join("ens1f0"),
+            away.path().join(base).join("ens1f0"),
+        )
+        .unwrap();
+    }
+    recorded::write(&dir, "ens1f0", &recorded::recording("mlx5"), 0);
+    dir.write("/sys/class/net/ens1f0/ifindex", "9\n");
+    let reverted = revert(&ctx(&root, &machine), false).unwrap();
+    let line = reverted
+        .lines
+        .iter()
+        .find(|l| l.what.starts_with("nic:ens1f0:rx-usecs"))
+        .unwrap();
+    assert_eq!(line.status, RestoreStatus::Failed, "{reverted:#?}");
+    assert!(
+        line.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("ens1f0 (ifindex 5) is gone"),
+        "{line:?}"
+    );
+    assert_eq!(nic_lines(&reverted).len(), 2);
+    assert_eq!(reverted.kept, [line.line]);
+    assert_eq!(
+        knob::read(&root, "eth4", Knob::Lro).unwrap(),
+        1,
+        "the rest restored"
+    );
+    assert_eq!(
+        knob::read(&root, "ens1f0", Knob::RxUsecs).unwrap(),
+        8,
+        "the newcomer"
+    );
+
+    // Back under another name: the kept record restores it, and the journal goes.
+    for base in ["sys/class/net", "lowlat-answers/ethtool"] {
+        std::fs::rename(
+            away.path().join(base).join("ens1f0"),
+            dir.path().join(base).join("ens3"),
+        )
+        .unwrap();
+    }
+    let again = revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(again.lines.len(), 1, "{again:#?}");
+    assert_eq!(again.count(RestoreStatus::Restored), 1, "{again:#?}");
+    assert_eq!(knob::read(&root, "ens3", Knob::RxUsecs).unwrap(), 8);
+    assert!(again.kept.is_empty());
+    assert!(!root.exists(crate::apply::journal::JOURNAL_PATH));
+}
+
+/// The TSO features of interface `name` that are on, as its captured answer holds them.
+fn tso_on(root: &SysRoot, name: &str) -> Vec<String> {
+    let answer = root
+        .read_bytes(&ethtool::answer_path(name, "features"))
+        .unwrap();
+    let attrs = ethtool::parse(ethtool::Query::Features, &answer).unwrap();
+    ethtool::bitset_bits(attrs.get(4).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|(_, name)| name)
+        .filter(|name| ethtool::TSO_GROUP.contains(&name.as_str()))
+        .collect()
+}
+
+/// R2-12: `tso = off` cleared tx-tcp-segmentation only; ECN and IPv6 segmentation stayed on
+/// (`ethtool -k` said tso on) while verify said ok. The whole group is set, and a feature of it
+/// the driver keeps on keeps the knob on.
+#[test]
+fn tso_sets_the_whole_tso_group_and_reads_on_while_any_of_it_is() {
+    let dir = TestTree::fixture("kvm-guest-2vcpu");
+    let group = "\ttx-tcp-segmentation: on\n";
+    let mlx5 = recorded::recording("mlx5");
+    let both = group.to_string() + "\ttx-tcp-ecn-segmentation: on\n\ttx-tcp6-segmentation: on\n";
+    recorded::write(&dir, "ens1f0", &mlx5.replace(group, &both), 0);
+    let fixed = group.to_string() + "\ttx-tcp6-segmentation: on [fixed]\n";
+    recorded::write(&dir, "eth4", &mlx5.replace(group, &fixed), 0);
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    assert_eq!(tso_on(&root, "ens1f0").len(), 3);
+    let plan = plan_of(
+        &machine,
+        &[("nic:ens1f0:tso", "off"), ("nic:eth4:tso", "off")],
+    );
+    let report = apply_plan(&root, &machine, &plan);
+    assert_eq!(item(&report, "nic:ens1f0:tso").status, ItemStatus::Changed);
+    assert!(
+        tso_on(&root, "ens1f0").is_empty(),
+        "{:?}",
+        tso_on(&root, "ens1f0")
+    );
+    assert_eq!(
+        refusal(&report, "nic:eth4:tso"),
+        "eth4 tso: set off, the driver kept on"
+    );
+    assert_eq!(tso_on(&root, "eth4"), ["tx-tcp6-segmentation"]);
+    let after = Machine::read(&root);
+    let verified = verify::verify(&ctx(&root, &after), &plan, "plan.json");
+    let status = |id: &str| verified.checks.iter().find(|c| c.id == id).unwrap().status;
+    assert_eq!(status("nic:ens1f0:tso"), VerifyStatus::Ok);
+    assert_eq!(status("nic:eth4:tso"), VerifyStatus::Drift);
+    // And back: revert turns the group on again where the device lets it.
+    revert(&ctx(&root, &machine), false).unwrap();
+    assert_eq!(tso_on(&root, "ens1f0").len(), 3);
+}

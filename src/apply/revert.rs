@@ -77,6 +77,11 @@ pub(crate) struct RevertReport {
     /// Why revert stopped before the end (the journal is kept; run revert again); `null` when
     /// it finished.
     pub stopped: Option<String>,
+    /// The journal lines (as numbered before revert) of NIC records that could not be
+    /// restored because the device is gone: the journal keeps them, for a revert once it is
+    /// back. Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<usize>,
 }
 
 impl RevertReport {
@@ -91,7 +96,7 @@ fn describe(record: &Record) -> String {
     match record {
         Record::Begin { stamp, plan, .. } => format!("apply of {plan} at {}", stamp.created()),
         Record::Knob { path, restore, .. } => format!("{path} = {restore}"),
-        Record::Nic { setting, prior } => format!("{setting} = {prior}"),
+        Record::Nic { setting, prior, .. } => format!("{setting} = {prior}"),
         Record::File {
             path, prior: None, ..
         } => format!("{path}: remove (lowlat created it)"),
@@ -136,8 +141,19 @@ fn restore(ctx: &ApplyContext, record: &Record, what: &mut String) -> Result<boo
             path,
             prior,
             restore,
-        } => kernel::restore(ctx.root, path, prior, restore),
-        Record::Nic { setting, prior } => nic::restore(ctx.root, setting, prior),
+        } => {
+            let was = ctx.root.read_value(path).unwrap_or_default();
+            let changed = kernel::restore(ctx.root, path, prior, restore)?;
+            if changed && let Some(also) = kernel::after_restore(ctx.root, path, &was, restore) {
+                what.push_str(&also);
+            }
+            Ok(changed)
+        }
+        Record::Nic {
+            setting,
+            prior,
+            device,
+        } => nic::restore(ctx.root, setting, prior, device),
         Record::File {
             path,
             prior,
@@ -249,6 +265,8 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
     let this_boot = super::boot_id(ctx.root);
     let boots = boots(&journal);
     let mut follow_ups = FollowUps::default();
+    // The entries of NIC records whose device is gone: kept in the journal.
+    let mut kept = Vec::new();
     for at in restore_order(&journal.entries) {
         let (entry, boot) = (&journal.entries[at], &boots[at]);
         if let Record::Begin { .. } = entry.record {
@@ -276,6 +294,9 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
             Err(ChangeError::Refused(reason)) => {
                 line.status = RestoreStatus::Failed;
                 line.reason = Some(reason);
+                if matches!(entry.record, Record::Nic { .. }) {
+                    kept.push(at);
+                }
             }
             Err(ChangeError::Failed(reason)) => {
                 report.stopped = Some(format!(
@@ -291,6 +312,16 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
         report.lines.push(line);
     }
     report.follow_ups = run_follow_ups(ctx, follow_ups.drain(), false);
+    if !kept.is_empty() {
+        kept.sort_unstable();
+        report.kept = kept.iter().map(|&at| journal.entries[at].line).collect();
+        if let Err(e) = journal::rewrite(ctx.root, &with_their_begins(&journal.entries, &kept)) {
+            report.stopped = Some(format!(
+                "the records that could not be restored could not be kept ({e}); the journal is as it was: run lowlat revert again"
+            ));
+        }
+        return Ok(report);
+    }
     match journal.entries.first() {
         Some(Entry {
             record: Record::Begin { created_dirs, .. },
@@ -312,6 +343,26 @@ pub(crate) fn revert(ctx: &ApplyContext, dry_run: bool) -> Result<RevertReport, 
         ));
     }
     Ok(report)
+}
+
+/// The records of `entries` at `kept` (in order), each after the `begin` of the apply it
+/// belongs to (which carries the boot id revert checks it against).
+fn with_their_begins<'a>(entries: &'a [Entry], kept: &[usize]) -> Vec<&'a Record> {
+    let mut records = Vec::new();
+    let mut begin = None;
+    let mut begin_kept = None;
+    for (at, entry) in entries.iter().enumerate() {
+        if let Record::Begin { .. } = entry.record {
+            begin = Some(at);
+        } else if kept.contains(&at) {
+            if let Some(begin) = begin.filter(|&b| begin_kept != Some(b)) {
+                records.push(&entries[begin].record);
+                begin_kept = Some(begin);
+            }
+            records.push(&entry.record);
+        }
+    }
+    records
 }
 
 /// The order revert restores records in: latest first, except that the cpusets of runtime

@@ -536,6 +536,39 @@ fn verify_and_bios_verify_say_the_same_verdicts_with_the_same_words() {
     assert!(pending.iter().all(|word| word.starts_with("pending-")));
 }
 
+/// A `vm.stat_interval` put back from 3600 s left the vmstat work armed for up to an hour:
+/// revert folds the counters through `vm.stat_refresh`, and says so.
+#[test]
+fn reverting_a_long_stat_interval_refreshes_the_vmstat_counters() {
+    let f = Fixture::new("rt-guest-4vcpu");
+    f.dir.write("/proc/sys/vm/stat_interval", "1\n");
+    f.dir.write("/proc/sys/vm/stat_refresh", "");
+    let plan = Plan {
+        settings: vec![setting("sysctl:vm.stat_interval", "3600", Layer::Runtime)],
+        ..plan_for(&f.machine, &f.root())
+    };
+    run_apply(&f, &plan, &mut Steps::new());
+    assert_eq!(
+        f.root().read_value("/proc/sys/vm/stat_interval").unwrap(),
+        "3600"
+    );
+    let reverted = run_revert(&f);
+    let line = reverted
+        .lines
+        .iter()
+        .find(|l| l.what.starts_with("/proc/sys/vm/stat_interval = 1"))
+        .unwrap();
+    assert!(
+        line.what.ends_with("(and /proc/sys/vm/stat_refresh written: the vmstat counters folded now, not at the end of the 3600 s interval)"),
+        "{line:?}"
+    );
+    assert_eq!(f.root().read("/proc/sys/vm/stat_refresh").unwrap(), "1\n");
+    assert_eq!(
+        f.root().read_value("/proc/sys/vm/stat_interval").unwrap(),
+        "1"
+    );
+}
+
 #[test]
 fn an_argument_the_kernel_ignores_is_not_in_effect_not_ok() {
     // Ubuntu 22.04's generic 5.15 kernel is built without CONFIG_NO_HZ_FULL: after a reboot

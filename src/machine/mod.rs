@@ -344,6 +344,7 @@ impl Machine {
         warnings.extend(irq_warnings);
         warnings.extend(task_warnings);
         warnings.extend(kernel_warnings);
+        add_refused(root, &mut warnings);
         if parallel {
             release_freed_memory();
         }
@@ -374,6 +375,7 @@ impl Machine {
         let mut reader = Reader::new(root);
         self.cpusets = Some(cpuset::read(&mut reader));
         self.warnings.extend(reader.warnings.into_vec());
+        add_refused(root, &mut self.warnings);
     }
 }
 
@@ -390,6 +392,24 @@ impl Machine {
             .find(|w| w.path == irq::INTERRUPTS && w.line.is_none() && w.message == reason)
             .map(|w| w.message.as_str())
     }
+}
+
+/// Adds to `warnings` one for each path of `root` refused since the last machine read because
+/// a symbolic link (or `..`) on the way leads outside the root (what was read there counts as
+/// unreadable), unless a reader warned about that path already.
+fn add_refused(root: &SysRoot, warnings: &mut Vec<Warning>) {
+    let warned: std::collections::HashSet<String> =
+        warnings.iter().map(|w| w.path.clone()).collect();
+    let refused = root.take_refused().into_iter();
+    warnings.extend(
+        refused
+            .filter(|path| !warned.contains(path))
+            .map(|path| Warning {
+                path,
+                line: None,
+                message: crate::sysroot::LEAVES_ROOT.to_string(),
+            }),
+    );
 }
 
 /// Hands the free memory of the reader threads back to the system. Each thread that read

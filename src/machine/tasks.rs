@@ -586,7 +586,9 @@ fn vanished(e: &ReadError) -> bool {
     match e {
         ReadError::NotFound { .. } => true,
         ReadError::Io { source, .. } => source.raw_os_error() == Some(libc::ESRCH),
-        ReadError::PermissionDenied { .. } | ReadError::NotRegular { .. } => false,
+        ReadError::PermissionDenied { .. }
+        | ReadError::NotRegular { .. }
+        | ReadError::LeavesRoot { .. } => false,
     }
 }
 

@@ -265,9 +265,11 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
         }
     };
     let sysinfo = nodes_dir.join(&name).join(SYSINFO);
+    let tmp = std::env::temp_dir();
+    remove_stale(&tmp);
     let tempdir = tempfile::Builder::new()
-        .prefix("lowlat-must-gather-")
-        .tempdir()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempdir_in(&tmp)
         .map_err(MustGatherError::TempDir)?;
     // The tree is named after the node, so that the root lowlat reports says which it was.
     let top = tempdir.path().join(&name);
@@ -311,12 +313,18 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
             show(&node_yaml)
         ));
     }
-    let kernel_from_node_object = match std::fs::read_to_string(&node_yaml) {
-        Ok(text) => kernel_release(&text).map_err(|e| MustGatherError::NodeObject {
+    let kernel_from_node_object = match read_node_object(&node_yaml) {
+        Ok(Some(text)) => kernel_release(&text).map_err(|e| MustGatherError::NodeObject {
             file: node_yaml.clone(),
             reason: e.to_string(),
         })?,
-        Err(_) => None,
+        Ok(None) => None,
+        Err(reason) => {
+            return Err(MustGatherError::NodeObject {
+                file: node_yaml,
+                reason,
+            });
+        }
     };
     let osrelease = top.join("proc/sys/kernel/osrelease");
     let kernel_from_node_object = kernel_from_node_object.filter(|_| !osrelease.exists());
@@ -332,6 +340,73 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
         lacks,
         _tempdir: tempdir,
     })
+}
+
+/// How the private directories of unpacked nodes are named: the prefix, then the pid of the
+/// lowlat that unpacked it and `-`.
+const TEMP_PREFIX: &str = "lowlat-must-gather-";
+
+/// Removes from `tmp` the directories of nodes unpacked by lowlat processes that no longer
+/// run: a SIGKILL while unpacking, or a signal after it (which ends lowlat at once, with the
+/// tree still there), leaves one of up to hundreds of megabytes. Directories of other users
+/// and of running processes are left alone.
+fn remove_stale(tmp: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            continue;
+        };
+        let gone = rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH);
+        let mine = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if gone && mine {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The most bytes of a Node object read (a Node's YAML is tens of kilobytes).
+const NODE_OBJECT_BYTES: u64 = 4 << 20;
+
+/// The text of the Node object at `path`; `None` when there is none. Refused: a file that is
+/// not a regular one (a FIFO would block) or larger than [`NODE_OBJECT_BYTES`].
+fn read_node_object(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Without blocking on a FIFO, which is then refused by its type.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let Ok(file) = opened else {
+        return Ok(None);
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file; refused".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(NODE_OBJECT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > NODE_OBJECT_BYTES {
+        return Err(format!(
+            "larger than {} MiB, which no Node object is; refused",
+            NODE_OBJECT_BYTES >> 20
+        ));
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// The kernel release of a Node object's YAML (`status.nodeInfo.kernelVersion`), if it says.
@@ -655,6 +730,54 @@ mod tests {
             assert!(!victim.exists());
             assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         }
+    }
+
+    #[test]
+    fn directories_of_dead_lowlat_processes_are_removed_and_no_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let dir = |pid: u32, rest: &str| {
+            let dir = tmp.path().join(format!("{TEMP_PREFIX}{pid}-{rest}"));
+            std::fs::create_dir_all(dir.join("node/proc")).unwrap();
+            std::fs::write(dir.join("node/proc/cmdline"), "x\n").unwrap();
+            dir
+        };
+        let stale = dir(dead, "aB3xYz");
+        let mine = dir(std::process::id(), "Qw3rTy");
+        let init = dir(1, "Zx9cVb");
+        let other = tmp.path().join("lowlat-must-gather-notapid");
+        std::fs::create_dir(&other).unwrap();
+        remove_stale(tmp.path());
+        assert!(!stale.exists());
+        assert!(mine.exists() && init.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_node_object_too_large_or_not_a_file_is_refused() {
+        let tmp = must_gather(&["sno"], &good());
+        let image = image_dirs(tmp.path())[0].clone();
+        let yaml = image.join("cluster-scoped-resources/core/nodes/sno.yaml");
+        std::fs::create_dir_all(yaml.parent().unwrap()).unwrap();
+        let file = std::fs::File::create(&yaml).unwrap();
+        file.set_len(NODE_OBJECT_BYTES + 1).unwrap();
+        let err = open(tmp.path(), None).unwrap_err().to_string();
+        assert!(
+            err.contains("sno.yaml: not a Node object: larger than 4 MiB"),
+            "{err}"
+        );
+        std::fs::remove_file(&yaml).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &yaml,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let err = open(tmp.path(), None).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -36,9 +36,26 @@ pub(super) fn relative_path(path: &str) -> PathBuf {
         .collect()
 }
 
-/// Why a path was refused: it leads out of the root.
-const LEAVES_ROOT: &str =
-    "a symbolic link (or '..') on the way leads outside the root directory; refused";
+/// Why a path was refused: a symbolic link (or a `..`) on the way leads out of the root. The
+/// error inside the [`io::Error`] that [`open_beneath`] returns then, so that a reader can tell
+/// it from any other failure ([`leaves_root`]).
+#[derive(Debug)]
+pub(super) struct LeavesRoot;
+
+impl std::fmt::Display for LeavesRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "a symbolic link (or '..') on the way leads outside the root directory; refused",
+        )
+    }
+}
+
+impl std::error::Error for LeavesRoot {}
+
+/// Whether `error` is a refusal of [`open_beneath`]: the path leads out of the root.
+pub(super) fn leaves_root(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|e| e.is::<LeavesRoot>())
+}
 
 /// Opens `relative` under the directory `root` so that it resolves inside it: symbolic links
 /// are followed only while they stay inside (an absolute link, or a `..` climbing above
@@ -61,7 +78,7 @@ pub(super) fn open_beneath(
             Ok(fd) => return Ok(fd),
             // A rename or mount raced with the lookup: look again.
             Err(rustix::io::Errno::AGAIN) => continue,
-            Err(rustix::io::Errno::XDEV) => return Err(io::Error::other(LEAVES_ROOT)),
+            Err(rustix::io::Errno::XDEV) => return Err(io::Error::other(LeavesRoot)),
             Err(rustix::io::Errno::NOSYS) => return walk_beneath(root, path, flags, mode),
             Err(e) => return Err(e.into()),
         }
@@ -73,7 +90,7 @@ pub(super) fn open_beneath(
 fn walk_beneath(root: &OwnedFd, relative: &Path, flags: OFlags, mode: Mode) -> io::Result<OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     const MAX_LINKS: usize = 40;
-    let leaves = || io::Error::other(LEAVES_ROOT);
+    let leaves = || io::Error::other(LeavesRoot);
     let mut pending: Vec<OsString> = Vec::new();
     push_components(&mut pending, relative).ok_or_else(leaves)?;
     let mut dirs: Vec<OwnedFd> = vec![root.try_clone()?];

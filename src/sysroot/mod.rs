@@ -18,13 +18,16 @@
 //! by the user (a snapshot, a plan's artifacts).
 //!
 //! Under a root other than `/`, every path is resolved inside the root: a symbolic link (or a
-//! `..`) that would lead out of it is refused, for reads of non-regular files (a FIFO would
-//! block forever) and for every write, directory creation, rename and journal append.
+//! `..`) that would lead out of it is refused, for every read, listing and existence check
+//! (the refused paths are named by [`SysRoot::take_refused`]) and for every write, directory
+//! creation, rename and journal append. Links that stay inside are followed, as sysfs's
+//! relative ones (`cpu0/cpufreq -> ../cpufreq/policy0`). A non-regular file is refused on
+//! reading too (a FIFO would block forever).
 //!
 //! This file holds the door itself (the type, its errors, how it is opened); the reads are in
 //! `read.rs`, the writes in `write.rs`, and the confinement beneath a root in `beneath.rs`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -42,6 +45,10 @@ pub use netlink::Emulated;
 use read::OpenDirs;
 pub use read::natural_cmp;
 pub use write::{Durability, OutputDirError, prepare_output_dir, write_file_atomically};
+
+/// What is said of a path refused because it leads outside the root ([`ReadError::LeavesRoot`]).
+pub const LEAVES_ROOT: &str = "a symbolic link (or '..') on the way leads outside the root \
+     directory; refused, read as unreadable";
 
 /// Why a system file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +75,14 @@ pub enum ReadError {
         /// The system path asked for.
         path: String,
     },
+    /// A symbolic link (or a `..`) on the way leads outside the root directory of a machine
+    /// tree: refused, so that a tree cannot make lowlat read (and report) a file of the machine
+    /// it runs on.
+    #[error("{}: {LEAVES_ROOT}", escape_controls(.path))]
+    LeavesRoot {
+        /// The system path asked for.
+        path: String,
+    },
     /// Any other I/O error.
     #[error("{}: {source}", escape_controls(.path))]
     Io {
@@ -80,6 +95,11 @@ pub enum ReadError {
 
 impl ReadError {
     fn from_io(path: &str, source: io::Error) -> Self {
+        if beneath::leaves_root(&source) {
+            return Self::LeavesRoot {
+                path: path.to_string(),
+            };
+        }
         match source.kind() {
             io::ErrorKind::NotFound => Self::NotFound {
                 path: path.to_string(),
@@ -190,6 +210,9 @@ pub struct SysRoot {
     /// `dir` and its busiest directories opened once, for reads relative to them (see
     /// [`SysRoot::open_dirs`]).
     open_dirs: OnceLock<Option<OpenDirs>>,
+    /// The system paths refused because they lead outside the root, not yet taken by
+    /// [`SysRoot::take_refused`].
+    refused: Mutex<BTreeSet<String>>,
 }
 
 /// What a recording SysRoot saw at one path.
@@ -252,6 +275,7 @@ impl SysRoot {
             _tempdir: None,
             memory: None,
             open_dirs: OnceLock::new(),
+            refused: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -289,6 +313,28 @@ impl SysRoot {
             }
         }
         out
+    }
+
+    /// The system paths refused since the last call because a symbolic link (or `..`) on the
+    /// way leads outside the root (each read failed with [`ReadError::LeavesRoot`]), sorted:
+    /// a machine read names each in a warning.
+    pub fn take_refused(&self) -> Vec<String> {
+        self.refused
+            .lock()
+            .map(|mut set| std::mem::take(&mut *set).into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// The read error of `path` for `source`; a path refused because it leads outside the
+    /// root is kept for [`SysRoot::take_refused`].
+    fn read_error(&self, path: &str, source: io::Error) -> ReadError {
+        let error = ReadError::from_io(path, source);
+        if matches!(error, ReadError::LeavesRoot { .. })
+            && let Ok(mut refused) = self.refused.lock()
+        {
+            refused.insert(path.to_string());
+        }
+        error
     }
 
     fn record(&self, path: &str, what: Recorded) {

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use super::beneath::relative_str;
+use super::beneath::{leaves_root, open_beneath, relative_str};
 use super::{MAX_FILE_BYTES, MAX_LINE_BYTES, MemoryTree, ReadError, Recorded, SysRoot};
 
 /// The bytes of the file `path` of a tree in memory; a path it holds no file at is not found.
@@ -21,8 +21,10 @@ fn memory_file<'a>(tree: &'a MemoryTree, path: &str) -> Result<&'a [u8], ReadErr
 /// and looking up each component of each path was the largest single cost of opening them.
 const BUSY_DIRS: [&str; 3] = ["sys/devices/system/cpu", "proc/irq", "proc"];
 
-/// A machine tree's root directory and its [`BUSY_DIRS`] that exist, opened (`O_PATH`) once,
-/// so that a file is opened relative to the deepest one that holds it.
+/// A machine tree's root directory and its [`BUSY_DIRS`] that exist inside it, opened
+/// (`O_PATH`) once, so that a file is opened relative to the deepest one that holds it. A busy
+/// directory that is a link leading out of the root is not opened (its files are then opened
+/// from the root, and refused).
 #[derive(Debug)]
 pub(super) struct OpenDirs {
     /// The root directory.
@@ -41,7 +43,7 @@ impl OpenDirs {
             .filter_map(|&path| {
                 Some((
                     path,
-                    rustix::fs::openat(&root, path, flags, Mode::empty()).ok()?,
+                    open_beneath(&root, Path::new(path), flags, Mode::empty()).ok()?,
                 ))
             })
             .collect();
@@ -398,22 +400,43 @@ impl SysRoot {
     }
 
     /// Opens a file for reading, without blocking on a FIFO and without looking at its type.
-    /// Under a root other than `/` the path is opened relative to the root directory or to
-    /// one of the directories most files are read from, each opened once ([`OpenDirs`]):
-    /// their components are not walked again for each of the files of a large machine.
     fn open_nonblocking(&self, path: &str) -> Result<std::fs::File, ReadError> {
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let opened = match self.open_dirs() {
-            Some(dirs) => {
-                let relative = relative_str(path);
-                let (dir, rest) = dirs.split(&relative);
-                rustix::fs::openat(dir, rest, flags, Mode::empty())
-            }
-            None => rustix::fs::open(self.host_path(path), flags, Mode::empty()),
-        };
-        opened
+        self.open_confined(path, OFlags::RDONLY | OFlags::NONBLOCK)
             .map(std::fs::File::from)
-            .map_err(|e| ReadError::from_io(path, e.into()))
+            .map_err(|e| self.read_error(path, e))
+    }
+
+    /// Opens the system path `path` with `flags`. On the live machine the path is opened as it
+    /// is; under another root it is resolved beneath the root ([`open_beneath`]: a link that
+    /// leads out is refused), relative to the root directory or to one of the directories most
+    /// files are read from, each opened once ([`OpenDirs`]), so that their components are not
+    /// walked again for each of the files of a large machine. A link that climbs out of such a
+    /// directory but stays in the root (`cpu0/node0 -> ../../node/node0`) is resolved again
+    /// from the root.
+    fn open_confined(&self, path: &str, flags: OFlags) -> io::Result<OwnedFd> {
+        let flags = flags | OFlags::CLOEXEC;
+        if self.live || self.memory.is_some() {
+            return Ok(rustix::fs::open(
+                self.host_path(path),
+                flags,
+                Mode::empty(),
+            )?);
+        }
+        let Some(dirs) = self.open_dirs() else {
+            // The root itself cannot be opened (absent, not a directory, not allowed): why.
+            let root = rustix::fs::open(&self.dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty());
+            return Err(root
+                .err()
+                .map_or(io::ErrorKind::NotFound.into(), Into::into));
+        };
+        let relative = relative_str(path);
+        let (dir, rest) = dirs.split(&relative);
+        match open_beneath(dir, Path::new(rest), flags, Mode::empty()) {
+            Err(e) if leaves_root(&e) && rest.len() < relative.len() => {
+                open_beneath(&dirs.root, Path::new(&*relative), flags, Mode::empty())
+            }
+            opened => opened,
+        }
     }
 
     /// The directories files are opened from, under a root other than `/`; `None` on the
@@ -430,18 +453,31 @@ impl SysRoot {
 
     /// The target of the symbolic link `path`, as written in the link (not resolved).
     pub fn read_link(&self, path: &str) -> Result<PathBuf, ReadError> {
+        use std::os::unix::ffi::OsStringExt;
         if self.memory.is_some() {
             // A snapshot holds no links.
             return Err(ReadError::from_io(path, io::ErrorKind::NotFound.into()));
         }
-        std::fs::read_link(self.host_path(path)).map_err(|e| ReadError::from_io(path, e))
+        let (parent, name) = match path.trim_end_matches('/').rsplit_once('/') {
+            Some((parent, name)) if !name.is_empty() && name != "." && name != ".." => {
+                (parent, name)
+            }
+            _ => return Err(ReadError::from_io(path, io::ErrorKind::InvalidInput.into())),
+        };
+        let target = self
+            .open_confined(parent, OFlags::PATH | OFlags::DIRECTORY)
+            .and_then(|dir| Ok(rustix::fs::readlinkat(&dir, name, Vec::new())?))
+            .map_err(|e| self.read_error(path, e))?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(
+            target.into_bytes(),
+        )))
     }
 
     /// Whether a path is a directory under the root.
     pub fn is_dir(&self, path: &str) -> bool {
         match &self.memory {
             Some(tree) => tree.is_dir(path),
-            None => self.host_path(path).is_dir(),
+            None => self.found(path, OFlags::PATH | OFlags::DIRECTORY),
         }
     }
 
@@ -449,12 +485,24 @@ impl SysRoot {
     pub fn exists(&self, path: &str) -> bool {
         let found = match &self.memory {
             Some(tree) => tree.exists(path),
-            None => self.host_path(path).exists(),
+            None => self.found(path, OFlags::PATH),
         };
         if found {
             self.record(path, Recorded::Exists);
         }
         found
+    }
+
+    /// Whether `path` opens with `flags` (`O_PATH`: nothing is read); a path refused because
+    /// it leads out of the root is not found, and kept for [`SysRoot::take_refused`].
+    fn found(&self, path: &str, flags: OFlags) -> bool {
+        match self.open_confined(path, flags) {
+            Ok(_) => true,
+            Err(e) => {
+                self.read_error(path, e);
+                false
+            }
+        }
     }
 
     /// The names in a directory, sorted; an absent directory is empty.
@@ -489,15 +537,18 @@ impl SysRoot {
         Ok(match &self.memory {
             Some(tree) => tree.names(path),
             None => {
-                let entries = match std::fs::read_dir(self.host_path(path)) {
-                    Ok(entries) => entries,
+                let dir = match self.open_confined(path, OFlags::RDONLY | OFlags::DIRECTORY) {
+                    Ok(dir) => dir,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) => return Err(ReadError::from_io(path, e)),
+                    Err(e) => return Err(self.read_error(path, e)),
                 };
+                let entries =
+                    rustix::fs::Dir::new(dir).map_err(|e| self.read_error(path, e.into()))?;
                 Some(
                     entries
                         .filter_map(|entry| entry.ok())
                         .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                        .filter(|name| name != "." && name != "..")
                         .collect(),
                 )
             }
@@ -840,18 +891,141 @@ mod tests {
 
     #[test]
     fn devices_in_a_tree_are_refused_whether_empty_or_endless() {
-        // Links to the host's devices: /dev/null reads as empty, /dev/zero never ends.
+        // Copies of the host's devices (as root): /dev/null reads as empty, /dev/zero never
+        // ends. Links to them lead out of the tree and are refused before that.
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc")).unwrap();
-        for device in ["null", "zero"] {
-            let link = dir.path().join("proc").join(device);
-            std::os::unix::fs::symlink(format!("/dev/{device}"), &link).unwrap();
+        let as_root = rustix::process::geteuid().is_root();
+        for (device, minor) in [("null", 3), ("zero", 5)] {
+            let at = dir.path().join("proc").join(device);
+            if as_root {
+                let mode = Mode::from_raw_mode(0o666);
+                let dev = rustix::fs::makedev(1, minor);
+                rustix::fs::mknodat(rustix::fs::CWD, &at, FileType::CharacterDevice, mode, dev)
+                    .unwrap();
+            } else {
+                std::os::unix::fs::symlink(format!("/dev/{device}"), &at).unwrap();
+            }
         }
         let root = SysRoot::dir(dir.path());
         for path in ["/proc/null", "/proc/zero"] {
             let err = root.read(path).unwrap_err();
-            assert!(matches!(err, ReadError::NotRegular { .. }), "{path}: {err}");
+            if as_root {
+                assert!(matches!(err, ReadError::NotRegular { .. }), "{path}: {err}");
+            } else {
+                assert!(matches!(err, ReadError::LeavesRoot { .. }), "{path}: {err}");
+            }
         }
+    }
+
+    /// A tree whose host name, `proc/sys/kernel/ostype` and `etc` lead out of it (to a file
+    /// outside, to lowlat's own environment, through `..`), whose `proc` is the live /proc,
+    /// and whose sysfs holds relative links that stay inside (out of a busy directory too).
+    fn tree_with_links(outside: &Path) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |path: &str| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            path
+        };
+        let link =
+            |target: &Path, path: &str| std::os::unix::fs::symlink(target, at(path)).unwrap();
+        std::fs::write(outside.join("secret"), "outside\n").unwrap();
+        link(&outside.join("secret"), "host/proc/sys/kernel/hostname");
+        link(
+            Path::new("/proc/self/environ"),
+            "host/proc/sys/kernel/ostype",
+        );
+        link(
+            Path::new("../../../../../../../../../../../../etc/hostname"),
+            "host/proc/sys/kernel/osrelease",
+        );
+        link(outside, "host/etc");
+        link(Path::new("/proc"), "proc");
+        let cpu = "host/sys/devices/system/cpu";
+        std::fs::write(
+            at(&format!("{cpu}/cpufreq/policy0/scaling_governor")),
+            "performance\n",
+        )
+        .unwrap();
+        std::fs::write(at("host/sys/devices/system/node/node0/cpulist"), "0-3\n").unwrap();
+        link(
+            Path::new("../cpufreq/policy0"),
+            &format!("{cpu}/cpu0/cpufreq"),
+        );
+        link(Path::new("../../node/node0"), &format!("{cpu}/cpu0/node0"));
+        dir
+    }
+
+    #[test]
+    fn reads_never_leave_the_root_through_links_and_name_what_they_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        let tree = tree_with_links(outside.path());
+        // Two roots: the tree whose `proc` is the live /proc, and `host/` without it.
+        let root = SysRoot::dir(tree.path().join("host"));
+        for path in [
+            "/proc/sys/kernel/hostname",
+            "/proc/sys/kernel/ostype",
+            "/proc/sys/kernel/osrelease",
+            "/etc/secret",
+        ] {
+            let err = root.read(path).unwrap_err();
+            assert!(matches!(err, ReadError::LeavesRoot { .. }), "{path}: {err}");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("{path}: a symbolic link")),
+                "{err}"
+            );
+        }
+        assert!(root.list("/etc").is_err());
+        assert!(!root.exists("/etc/secret"));
+        assert!(!root.is_dir("/etc"));
+        assert!(root.read_link("/etc/secret").is_err());
+        // The link itself is in the tree, and is read as written.
+        assert_eq!(
+            root.read_link("/proc/sys/kernel/ostype").unwrap(),
+            Path::new("/proc/self/environ")
+        );
+        assert_eq!(
+            root.take_refused(),
+            [
+                "/etc",
+                "/etc/secret",
+                "/proc/sys/kernel/hostname",
+                "/proc/sys/kernel/osrelease",
+                "/proc/sys/kernel/ostype",
+            ]
+        );
+        assert!(root.take_refused().is_empty(), "taken once");
+        // Links that stay inside are followed, from a busy directory out of it too.
+        let cpu = "/sys/devices/system/cpu/cpu0";
+        assert_eq!(
+            root.read_value(&format!("{cpu}/cpufreq/scaling_governor"))
+                .unwrap(),
+            "performance"
+        );
+        assert_eq!(
+            root.read_value(&format!("{cpu}/node0/cpulist")).unwrap(),
+            "0-3"
+        );
+        assert!(root.is_dir(&format!("{cpu}/node0")));
+        assert_eq!(root.list(&format!("{cpu}/node0")).unwrap(), ["cpulist"]);
+        assert!(root.take_refused().is_empty());
+
+        // `proc -> /proc`: the live machine's processes are neither read nor listed.
+        let root = SysRoot::dir(tree.path());
+        assert!(root.read("/proc/self/status").is_err());
+        assert!(root.read("/proc/1/stat").is_err());
+        assert!(root.list("/proc").is_err());
+        assert!(!root.exists("/proc/self"));
+        assert!(
+            root.open_dirs().unwrap().busy.is_empty(),
+            "no busy directory through the link"
+        );
+        assert_eq!(
+            root.take_refused(),
+            ["/proc", "/proc/1/stat", "/proc/self", "/proc/self/status"]
+        );
     }
 
     #[test]

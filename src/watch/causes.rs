@@ -369,10 +369,15 @@ impl<'r> Causes<'r> {
     /// Drains the trace and returns the interval's counts and those since the start.
     pub(crate) fn read(&mut self) -> &CauseCounts {
         let fold = &mut self.fold;
-        let lost = self
+        let drained = self
             .tracing
             .drain_into(|cpu, events, symbols| fold.add(cpu, events, symbols));
-        self.counts = self.fold.end_interval(lost);
+        for failed in &drained.failed {
+            crate::text::voice::warning!(
+                "--explain: {failed}; this interval's causes are incomplete"
+            );
+        }
+        self.counts = self.fold.end_interval(drained.lost);
         &self.counts
     }
 }

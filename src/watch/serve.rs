@@ -2,18 +2,22 @@
 //! dependency-free server is enough for it: Prometheus sends one `GET` per scrape. It must
 //! stay up for the scraper whatever other clients do, so each connection has a thread of its
 //! own (at most [`MAX_CONNECTIONS`] at once), one deadline for its whole request
-//! ([`REQUEST_DEADLINE`]), and bounded request lines and headers.
+//! ([`REQUEST_DEADLINE`]; [`CROWDED_HEAD_DEADLINE`] for its head when more than half the slots
+//! are taken), and bounded request lines and headers. At the cap, a new connection takes the
+//! slot of the oldest one that has not sent its request line yet: only clients that are
+//! sending requests can fill the server.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The content type of the text exposition format.
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The most connections served at once; more are answered 503 and closed.
+/// The most connections served at once; more, when every one has sent its request line, are
+/// answered 503 and closed.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
 /// How long a client has to send its whole request and read the answer.
 pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
@@ -22,33 +26,102 @@ const LINE_LIMIT: usize = 8 * 1024;
 /// The most bytes of request line and headers together (more: 431).
 const HEAD_LIMIT: usize = 64 * 1024;
 
+/// How long a client has to send its request line and headers when more than half the
+/// connections are taken: a crowd of idle clients holds its slots for less time.
+pub(crate) const CROWDED_HEAD_DEADLINE: Duration = Duration::from_secs(1);
+
 /// The latest exposition, shared between the sampling loop and the server.
 pub(crate) type Page = Arc<Mutex<String>>;
 
+/// One connection being served.
+struct Connection {
+    /// A handle to shut it down by (evicted while idle).
+    stream: TcpStream,
+    /// Whether its request line has come: then it is served, never evicted.
+    requested: Arc<AtomicBool>,
+    /// Which connection it is, to take it off the list when it ends.
+    id: u64,
+}
+
+/// The connections being served, oldest first.
+#[derive(Default)]
+struct Connections {
+    open: Mutex<Vec<Connection>>,
+}
+
+impl Connections {
+    /// Takes a slot for a connection with `id`. At the cap, the oldest connection that has not
+    /// sent its request line yet is shut down to make room (idle clients cannot keep a scrape
+    /// out, however fast they reconnect); `None` when every slot serves a request. Also says
+    /// whether the connections are crowded (more than half the slots taken).
+    fn admit(&self, stream: &TcpStream, id: u64) -> Option<(Arc<AtomicBool>, bool)> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.len() >= MAX_CONNECTIONS {
+            let idle = open
+                .iter()
+                .position(|c| !c.requested.load(Ordering::SeqCst))?;
+            let evicted = open.remove(idle);
+            let _ = evicted.stream.shutdown(Shutdown::Both);
+        }
+        let requested = Arc::new(AtomicBool::new(false));
+        open.push(Connection {
+            stream: stream.try_clone().ok()?,
+            requested: Arc::clone(&requested),
+            id,
+        });
+        Some((requested, open.len() > MAX_CONNECTIONS / 2))
+    }
+
+    /// Gives the slot of connection `id` back (once it is served, dropped or evicted).
+    fn leave(&self, id: u64) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|c| c.id != id);
+    }
+}
+
 /// Answers requests on `listener` from `page`, on threads of their own, until the process ends.
 pub(crate) fn serve(listener: TcpListener, page: Page) {
-    let open = Arc::new(AtomicUsize::new(0));
+    let connections = Arc::new(Connections::default());
     std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                open.fetch_sub(1, Ordering::SeqCst);
+        for (id, stream) in (0u64..).zip(listener.incoming().flatten()) {
+            let Some((requested, crowded)) = connections.admit(&stream, id) else {
                 let _ = refuse(&stream, "503 Service Unavailable", "too many connections\n");
                 continue;
-            }
-            let (page, slots) = (page.clone(), Arc::clone(&open));
+            };
+            let now = Instant::now();
+            let head_deadline = now
+                + if crowded {
+                    CROWDED_HEAD_DEADLINE
+                } else {
+                    REQUEST_DEADLINE
+                };
+            let (page, slots) = (page.clone(), Arc::clone(&connections));
             let spawned = std::thread::Builder::new()
                 .name("watch-http".into())
                 .spawn(move || {
                     // A client that stalls or sends garbage is dropped; the others are served.
-                    let _ = answer(&stream, &page, Instant::now() + REQUEST_DEADLINE);
-                    slots.fetch_sub(1, Ordering::SeqCst);
+                    let deadlines = Deadlines {
+                        head: head_deadline,
+                        whole: now + REQUEST_DEADLINE,
+                    };
+                    let _ = answer(&stream, &page, deadlines, &requested);
+                    slots.leave(id);
                 });
             if spawned.is_err() {
                 // No thread: this connection is dropped and its slot given back.
-                open.fetch_sub(1, Ordering::SeqCst);
+                connections.leave(id);
             }
         }
     });
+}
+
+/// When a connection's request must have come, and when its answer must have gone.
+#[derive(Clone, Copy)]
+struct Deadlines {
+    /// For the request line and headers.
+    head: Instant,
+    /// For the whole exchange.
+    whole: Instant,
 }
 
 /// What the request line and headers came to.
@@ -59,8 +132,14 @@ enum Head {
     TooLong(&'static str),
 }
 
-fn answer(stream: &TcpStream, page: &Page, deadline: Instant) -> std::io::Result<()> {
-    let request_line = match read_head(stream, deadline)? {
+fn answer(
+    stream: &TcpStream,
+    page: &Page,
+    deadlines: Deadlines,
+    requested: &AtomicBool,
+) -> std::io::Result<()> {
+    let deadline = deadlines.whole;
+    let request_line = match read_head(stream, deadlines.head, requested)? {
         Head::Request(line) => line,
         Head::TooLong(status) => return refuse(stream, status, "request too long\n"),
     };
@@ -99,8 +178,12 @@ fn answer(stream: &TcpStream, page: &Page, deadline: Instant) -> std::io::Result
 }
 
 /// Reads the request line and the headers to their end (a scrape has no body), within
-/// `deadline` and the line and head limits.
-fn read_head(stream: &TcpStream, deadline: Instant) -> std::io::Result<Head> {
+/// `deadline` and the line and head limits; sets `requested` once the request line is in.
+fn read_head(
+    stream: &TcpStream,
+    deadline: Instant,
+    requested: &AtomicBool,
+) -> std::io::Result<Head> {
     let mut reader = BufReader::with_capacity(LINE_LIMIT, stream);
     let mut request_line: Option<String> = None;
     let mut total = 0;
@@ -118,7 +201,10 @@ fn read_head(stream: &TcpStream, deadline: Instant) -> std::io::Result<Head> {
             return Ok(Head::TooLong("431 Request Header Fields Too Large"));
         }
         match request_line {
-            None => request_line = Some(String::from_utf8_lossy(&line).into_owned()),
+            None => {
+                requested.store(true, Ordering::SeqCst);
+                request_line = Some(String::from_utf8_lossy(&line).into_owned());
+            }
             Some(request) if line.trim_ascii().is_empty() => return Ok(Head::Request(request)),
             Some(_) => {}
         }
@@ -298,18 +384,54 @@ mod tests {
         assert!(send(addr, fine.as_bytes()).ends_with("a 1\n"));
     }
 
-    /// More clients than [`MAX_CONNECTIONS`] at once are answered 503, and a scrape is served
-    /// again once they are gone.
+    /// More clients than [`MAX_CONNECTIONS`] at once, each with its request line sent, are
+    /// answered 503, and a scrape is served again once they are gone.
     #[test]
     fn connections_beyond_the_cap_are_refused() {
         let addr = server();
         let held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
-            .map(|_| TcpStream::connect(addr).unwrap())
+            .map(|_| {
+                let mut stream = TcpStream::connect(addr).unwrap();
+                stream.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+                stream
+            })
             .collect();
         std::thread::sleep(Duration::from_millis(200));
         assert!(get(addr, "/metrics").starts_with("HTTP/1.1 503 "));
         drop(held);
         std::thread::sleep(Duration::from_millis(200));
         assert!(get(addr, "/metrics").ends_with("a 1\n"));
+    }
+
+    /// R2-5: 64 idle connections, opened again as the server closed them, made every scrape
+    /// 503. At the cap a scrape takes the slot of the oldest idle one, again and again.
+    #[test]
+    fn idle_connections_at_the_cap_never_keep_a_scrape_out() {
+        let addr = server();
+        let mut idle: Vec<TcpStream> = Vec::new();
+        for round in 0..3 {
+            // Every slot taken by idle clients (those the server closed are reopened).
+            while idle.len() < MAX_CONNECTIONS {
+                idle.push(TcpStream::connect(addr).unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            let scrape = get(addr, "/metrics");
+            assert!(scrape.ends_with("a 1\n"), "round {round}: {scrape}");
+            // The closed ones read as ended (or reset), the others time out.
+            let before = idle.len();
+            idle.retain_mut(|stream| {
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(20)))
+                    .unwrap();
+                match stream.read(&mut [0u8; 16]) {
+                    Ok(0) => false,
+                    Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+                    Ok(_) => true,
+                }
+            });
+            let closed = before - idle.len();
+            // At least the one evicted; those admitted into a crowd had a second for their head.
+            assert!(closed >= 1, "round {round}: none evicted");
+        }
     }
 }

@@ -36,6 +36,7 @@ mod inventory;
 mod isolation_live;
 mod isolation_v2;
 mod layers;
+mod links_out;
 mod live_known_answer;
 mod machine_readers;
 mod measure_bounds;

@@ -219,17 +219,40 @@ fn live_nic_settings_apply_verify_and_revert_exactly_through_netlink() {
         assert_eq!(Some(knobs_of(name)), before_device, "{name} after revert");
     }
 
-    // The veth goes away between apply and revert: said, and the rest restored.
+    // Renamed between apply and revert: its knobs come back under the new name (R2-8: revert
+    // went by the name, refused, and removed the journal).
+    let ip = |args: &[&str]| assert!(Command::new("ip").args(args).status().unwrap().success());
+    lowlat(&["apply", "--plan", plan, "--yes"])
+        .assert()
+        .success();
+    ip(&["link", "set", "dev", "llnic2", "name", "llnic9"]);
+    let reverted = lowlat(&["revert"]).output().unwrap();
+    let renamed_back = knobs_of("llnic9");
+    ip(&["link", "set", "dev", "llnic9", "name", "llnic2"]);
+    assert_eq!(
+        reverted.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&reverted.stdout)
+    );
+    assert_eq!(renamed_back, before_veth, "the renamed veth after revert");
+
+    // The veth goes away between apply and revert: said, the rest restored, and its records
+    // kept in the journal (removed here: the device never comes back).
     lowlat(&["apply", "--plan", plan, "--yes"])
         .assert()
         .success();
     drop(veth);
     let reverted = lowlat(&["revert"]).output().unwrap();
     let text = String::from_utf8_lossy(&reverted.stdout).into_owned();
+    let _ = std::fs::remove_file("/var/lib/lowlat/journal.jsonl");
+    let _ = std::fs::remove_dir("/var/lib/lowlat");
+    assert!(text.contains("llnic2 (ifindex "), "{text}");
     assert!(
-        text.contains("llnic2 is gone (no such network interface now)"),
+        text.contains("is gone: no network interface is that device now"),
         "{text}"
     );
+    assert!(text.contains("Kept: "), "{text}");
     if let Some((name, _)) = &device {
         assert_eq!(Some(knobs_of(name)), before_device, "{name} after revert");
     }

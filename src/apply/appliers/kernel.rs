@@ -236,6 +236,32 @@ pub(crate) fn restore(
     Ok(true)
 }
 
+/// The vmstat interval knob, s.
+const STAT_INTERVAL: &str = "/proc/sys/vm/stat_interval";
+/// Writing it folds every CPU's vmstat counters now.
+const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
+
+/// What else revert does after putting `path` back from `was` to `now`: a `vm.stat_interval`
+/// made shorter leaves the vmstat work armed for the rest of the old interval (up to an hour
+/// from 3600 s), so the counters are folded at once through `vm.stat_refresh`. Returns what to
+/// say beside the record; `None` when nothing was done.
+pub(crate) fn after_restore(root: &SysRoot, path: &str, was: &str, now: &str) -> Option<String> {
+    let seconds = |text: &str| text.trim().parse::<u64>().ok();
+    if path != STAT_INTERVAL || seconds(was)? <= seconds(now)? || !root.exists(STAT_REFRESH) {
+        return None;
+    }
+    Some(match root.write_knob(STAT_REFRESH, b"1\n") {
+        Ok(()) => format!(
+            " (and {STAT_REFRESH} written: the vmstat counters folded now, not at the end of the {} s interval)",
+            was.trim()
+        ),
+        Err(e) => format!(
+            " (the vmstat counters stay as they are until the end of the {} s interval: {e})",
+            was.trim()
+        ),
+    })
+}
+
 const CPU: &str = "/sys/devices/system/cpu";
 
 /// The knob changes of a target that is a kernel knob; `None` for other targets.
@@ -250,7 +276,9 @@ pub(crate) fn expand(
         if let Err(problem) = form.check(value, cpus) {
             return Expansion::Invalid(problem.to_string());
         }
-        if !root.exists(&path) {
+        // Absent, not refused: a knob whose path leads out of the root is changed, and its
+        // change fails naming why.
+        if !root.exists(&path) && root.read(&path).is_err_and(|e| e.is_not_found()) {
             return Expansion::Unsupported(absent);
         }
         Expansion::Changes(vec![Box::new(KnobChange {

@@ -7,6 +7,7 @@
 use super::Expansion;
 use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection};
 use crate::apply::journal::Record;
+use crate::machine::nic::identity::{self, NicIdentity};
 use crate::machine::nic::knob::{self, Knob, KnobError};
 use crate::sysroot::SysRoot;
 use crate::tuning::setting_id::SettingId;
@@ -93,6 +94,7 @@ impl Change for NicChange {
             prior: vec![Record::Nic {
                 setting: self.id(),
                 prior: current.clone(),
+                device: identity::identity(ctx.root, &self.interface),
             }],
             current,
         })
@@ -119,11 +121,14 @@ pub(crate) fn expand(target: &SettingId, value: &str) -> Option<Expansion> {
 }
 
 /// Puts a knob back to the value a journal record holds, through the same interface apply
-/// set it by; `Ok(true)` when something changed.
+/// set it by, on the device the record names (found again under its name now: a renamed
+/// device is restored, one that took its name is not); `Ok(true)` when something changed.
+/// A device that is not there is refused (revert keeps the record: the device may come back).
 pub(crate) fn restore(
     root: &SysRoot,
     setting: &SettingId,
     prior: &str,
+    device: &NicIdentity,
 ) -> Result<bool, ChangeError> {
     let SettingId::Nic { interface, knob } = setting else {
         return Err(ChangeError::Failed(format!(
@@ -133,10 +138,20 @@ pub(crate) fn restore(
     let want = knob
         .parse_value(prior)
         .map_err(|e| ChangeError::Failed(format!("{setting}: the journal's value: {e}")))?;
-    let now = knob::read(root, interface, *knob).map_err(change_error)?;
+    let interface = if device.is_empty() {
+        interface.clone()
+    } else {
+        identity::find(root, interface, device).ok_or_else(|| {
+            ChangeError::Refused(format!(
+                "{interface} ({device}) is gone: no network interface is that device now; \
+                 the record stays in the journal for a revert when it is back"
+            ))
+        })?
+    };
+    let now = knob::read(root, &interface, *knob).map_err(change_error)?;
     if now == want {
         return Ok(false);
     }
-    set_and_check(root, interface, *knob, want)?;
+    set_and_check(root, &interface, *knob, want)?;
     Ok(true)
 }

@@ -169,6 +169,19 @@ pub enum FreeBsdError {
         /// Its text.
         value: String,
     },
+    /// The CPU count cannot be this machine's: none, more than lowlat handles, or more than
+    /// its topology holds.
+    #[error(
+        "{path}: kern.smp.cpus {count} {why} (the capture contradicts itself: run lowlat-capture.sh again)"
+    )]
+    CpuCount {
+        /// The file.
+        path: String,
+        /// The count it holds.
+        count: u32,
+        /// Why it cannot be.
+        why: String,
+    },
 }
 
 impl FreeBsdMachine {
@@ -199,6 +212,27 @@ impl FreeBsdMachine {
                 source,
             }
         })?;
+        let listed = listed_cpus(&groups).len();
+        let why = if ncpu == 0 {
+            Some("is no CPU at all".to_string())
+        } else if ncpu > crate::machine::cpulist::MAX_CPU + 1 {
+            Some(format!(
+                "is more than the {} CPUs lowlat handles",
+                crate::machine::cpulist::MAX_CPU + 1
+            ))
+        } else if listed > 0 && ncpu as usize > listed {
+            Some(format!("is more than the {listed} CPUs of {topology_path}"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(FreeBsdError::CpuCount {
+                path: ncpu_path,
+                count: ncpu,
+                why,
+            });
+        }
+        // Fewer started than listed (CPUs disabled by a loader hint): said, and read.
         let topology = topology(groups, ncpu);
         if topology.cpus.len() != ncpu as usize {
             warnings.push(format!(
@@ -357,11 +391,17 @@ impl FreeBsdMachine {
 
 /// Cores and domains from the topology's groups: a group flagged `THREAD`, `SMT` or `HTT` is
 /// one core; a CPU in none is a core of its own. A group flagged `NODE` is a NUMA domain.
-fn topology(groups: Vec<TopologyGroup>, ncpu: u32) -> Topology {
+/// The CPUs the top groups of the topology list.
+fn listed_cpus(groups: &[TopologyGroup]) -> CpuSet {
     let mut cpus = CpuSet::new();
     for group in groups.iter().filter(|g| g.level <= 1) {
         cpus.union_with(&group.cpus);
     }
+    cpus
+}
+
+fn topology(groups: Vec<TopologyGroup>, ncpu: u32) -> Topology {
+    let mut cpus = listed_cpus(&groups);
     if cpus.is_empty() && ncpu > 0 {
         cpus.insert_range(0, ncpu - 1);
     }
@@ -525,5 +565,27 @@ mod tests {
         std::fs::write(dir.path().join("freebsd/sysctl/kern.smp.cpus"), "four\n").unwrap();
         let err = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap_err();
         assert!(err.to_string().contains("'four' is not a number"), "{err}");
+        // R2-14: counts that contradict the two CPUs of the topology were accepted.
+        for (count, why) in [
+            ("0", "kern.smp.cpus 0 is no CPU at all"),
+            (
+                "4294967295",
+                "kern.smp.cpus 4294967295 is more than the 8192 CPUs",
+            ),
+            ("3", "kern.smp.cpus 3 is more than the 2 CPUs of"),
+        ] {
+            std::fs::write(dir.path().join("freebsd/sysctl/kern.smp.cpus"), count).unwrap();
+            let err = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap_err();
+            assert!(err.to_string().contains(why), "{count}: {err}");
+        }
+        std::fs::write(dir.path().join("freebsd/sysctl/kern.smp.cpus"), "1").unwrap();
+        let m = FreeBsdMachine::read(&SysRoot::dir(dir.path())).unwrap();
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("kern.smp.cpus says 1")),
+            "{:?}",
+            m.warnings
+        );
     }
 }

@@ -361,6 +361,25 @@ pub(crate) const FEATURE_NAMES: [&str; 5] = [
     "rx-ntuple-filter",
 ];
 
+/// The features `ethtool -K DEV tso on|off` sets together (the kernel's `NETIF_F_ALL_TSO`):
+/// TCP segmentation over IPv4, with ECN, with mangled IP ids, and over IPv6. The `tso` knob
+/// sets them all and reads on while any one of them is on, as ethtool shows it.
+pub(crate) const TSO_GROUP: [&str; 4] = [
+    "tx-tcp-segmentation",
+    "tx-tcp-ecn-segmentation",
+    "tx-tcp-mangleid-segmentation",
+    "tx-tcp6-segmentation",
+];
+
+/// The kernel features the knob of feature `name` sets: [`TSO_GROUP`] for TSO, else `name`.
+pub(crate) fn feature_group(name: &'static str) -> &'static [&'static str] {
+    match FEATURE_NAMES.iter().position(|n| *n == name) {
+        Some(2) => &TSO_GROUP,
+        Some(at) => &FEATURE_NAMES[at..=at],
+        None => &[],
+    }
+}
+
 /// The names of the bits set in a bitset attribute (verbose form; the compact form, which
 /// carries no names, gives none).
 fn bitset_names(bitset: &Attr) -> Result<Vec<String>, Garbled> {
@@ -427,9 +446,11 @@ pub(crate) fn features(a: &Attrs) -> Result<Features, Garbled> {
     let (Some(hw), Some(active)) = (names(2)?, names(4)?) else {
         return Ok(Features::default());
     };
-    let state = |name: &str| {
-        let on = active.iter().any(|n| n == name);
-        let changeable = hw.iter().any(|n| n == name);
+    // A knob's group: on while any of its features is, changeable where any one is.
+    let state = |name: &'static str| {
+        let group = feature_group(name);
+        let on = active.iter().any(|n| group.contains(&n.as_str()));
+        let changeable = hw.iter().any(|n| group.contains(&n.as_str()));
         // The kernel lists the bits that are set: one in neither list is off and fixed.
         Some(Feature { on, changeable })
     };

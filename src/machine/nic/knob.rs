@@ -492,15 +492,17 @@ pub(crate) fn set_request(family: u16, interface: &str, knob: Knob, value: u64) 
         }
         Via::Feature(name) => {
             // A verbose bitset without NOMASK: only the bits listed change; VALUE sets one.
-            request
-                .begin_nest(FEATURES_WANTED)
-                .begin_nest(3)
-                .begin_nest(1);
-            request.put_str(2, name);
-            if value != 0 {
-                request.put(3, &[]);
+            // Every feature of the knob's group is listed (the kernel leaves those the device
+            // cannot change as they are).
+            request.begin_nest(FEATURES_WANTED).begin_nest(3);
+            for name in ethtool::feature_group(name) {
+                request.begin_nest(1).put_str(2, name);
+                if value != 0 {
+                    request.put(3, &[]);
+                }
+                request.end_nest();
             }
-            request.end_nest().end_nest().end_nest();
+            request.end_nest().end_nest();
         }
         Via::Sysfs(_) => {}
     }
@@ -610,11 +612,13 @@ fn emulate(answer: &[u8], knob: Knob, value: u64) -> Emulated {
             let (Some(Ok(hw)), Some(Ok(mut active))) = (hw, active) else {
                 return refuse(libc::EOPNOTSUPP, "no features to change");
             };
-            if hw.iter().any(|(_, n)| n == name) {
+            for name in ethtool::feature_group(name) {
+                let Some(&(index, _)) = hw.iter().find(|(_, n)| n == name) else {
+                    continue;
+                };
                 active.retain(|(_, n)| n != name);
                 if value != 0 {
                     // The kernel lists bits in index order.
-                    let index = hw.iter().find(|(_, n)| n == name).map_or(0, |(i, _)| *i);
                     let at = active.partition_point(|(i, _)| *i < index);
                     active.insert(at, (index, name.to_string()));
                 }

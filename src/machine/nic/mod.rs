@@ -9,6 +9,7 @@
 //! adds are skipped and listed.
 
 pub mod ethtool;
+pub mod identity;
 pub mod knob;
 pub(crate) mod netlink;
 #[cfg(test)]

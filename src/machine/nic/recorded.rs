@@ -185,6 +185,9 @@ fn encode(section: &Section, name: &str) -> Option<(String, Vec<u8>)> {
                     "generic-receive-offload" => "rx-gro",
                     "large-receive-offload" => "large-receive-offload",
                     "tx-tcp-segmentation" => "tx-tcp-segmentation",
+                    "tx-tcp-ecn-segmentation" => "tx-tcp-ecn-segmentation",
+                    "tx-tcp-mangleid-segmentation" => "tx-tcp-mangleid-segmentation",
+                    "tx-tcp6-segmentation" => "tx-tcp6-segmentation",
                     "generic-segmentation-offload" => "tx-generic-segmentation",
                     "ntuple-filters" => "rx-ntuple-filter",
                     _ => continue,
@@ -233,12 +236,13 @@ fn encode(section: &Section, name: &str) -> Option<(String, Vec<u8>)> {
 
 /// A verbose bitset in list form (`ETHTOOL_A_BITSET_NOMASK`) of the named bits, each with
 /// one index in every bitset (as the kernel's feature bits have): its place in
-/// [`ethtool::FEATURE_NAMES`].
+/// [`ethtool::FEATURE_NAMES`], then in [`ethtool::TSO_GROUP`].
 fn bitset(r: &mut Request, kind: u16, names: &[&str]) {
     r.begin_nest(kind).put(1, &[]).begin_nest(3);
     for name in names {
         let index = ethtool::FEATURE_NAMES
             .iter()
+            .chain(&ethtool::TSO_GROUP[1..])
             .position(|n| n == name)
             .expect("a feature lowlat reads");
         r.begin_nest(1)

@@ -221,13 +221,14 @@ fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
             let masked = units
                 .first()
                 .is_some_and(|admin| admin.contains(&unit.to_string()))
+                // The link first: a tree's link to /dev/null leads out of it and is not read.
                 && (r
                     .root
-                    .read(&admin_path)
-                    .is_ok_and(|text| text.trim().is_empty())
+                    .read_link(&admin_path)
+                    .is_ok_and(|target| target == Path::new("/dev/null"))
                     || r.root
-                        .read_link(&admin_path)
-                        .is_ok_and(|target| target == Path::new("/dev/null")));
+                        .read(&admin_path)
+                        .is_ok_and(|text| text.trim().is_empty()));
             Service {
                 name: name.to_string(),
                 unit: unit.to_string(),

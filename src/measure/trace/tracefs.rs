@@ -7,7 +7,9 @@
 //!
 //! tracefs is used where it is mounted (`/sys/kernel/tracing`, then
 //! `/sys/kernel/debug/tracing`); where it is not, it is mounted at `/sys/kernel/tracing` and
-//! unmounted at the end. The instances are removed when the session ends, also on an error
+//! left mounted (as systemd mounts it at boot): a second session, or another tracer, may be
+//! tracing through it by the end, and an unmount would take its trace away unseen. A drain
+//! that cannot read an online CPU's pipe says so. The instances are removed when the session ends, also on an error
 //! (drop) and on Ctrl-C or SIGTERM, which its user makes end the run early (a measurement
 //! through `harness::catch_terminate`, watch through its signal guard), then the session
 //! ends as usual; what a SIGKILL leaves, the next session removes (an instance named after a
@@ -76,6 +78,16 @@ pub(crate) enum Unavailable {
     NoEvents(String),
 }
 
+/// What a drain of a running session ([`Tracing::drain_into`]) says beside its events.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// The events the buffers lost since the start (the pipes' markers).
+    pub lost: u64,
+    /// Why a CPU's trace could not be read since the last drain (the tracefs unmounted or the
+    /// instance removed under the session): the interval's causes are incomplete.
+    pub failed: Vec<String>,
+}
+
 /// What a session recorded.
 #[derive(Debug, Default)]
 pub(crate) struct Capture {
@@ -123,8 +135,6 @@ pub(crate) struct Tracing<'r> {
     root: &'r SysRoot,
     /// The tracefs directory.
     tracefs: String,
-    /// Whether it was mounted by this session.
-    mounted: bool,
     /// The instances created, main first.
     instances: Vec<String>,
     state: Mutex<State>,
@@ -141,6 +151,10 @@ struct State {
     sent_lost: Vec<(u32, u64, u64)>,
     lost_events: u64,
     measured: CpuSet,
+    /// Why a drain could not read an online CPU's trace (a tracefs unmounted or an instance
+    /// removed under the session), each CPU's first; taken by [`Tracing::drain_into`] or
+    /// said in the notes by [`Tracing::finish`].
+    failed: Vec<String>,
 }
 
 impl<'r> Tracing<'r> {
@@ -155,16 +169,25 @@ impl<'r> Tracing<'r> {
         duration: Duration,
     ) -> Result<Tracing<'r>, Unavailable> {
         let (tracefs, mounted) = find_or_mount(root)?;
+        // Left mounted at the end: a second lowlat (or any tracer) that found it mounted may
+        // trace through it still, and would lose its trace, silently, under an unmount.
+        let notes = if mounted {
+            vec![format!(
+                "tracefs was not mounted: lowlat mounted it at {tracefs} and leaves it mounted \
+                 (another tracer may use it by then); `umount {tracefs}` when nothing traces"
+            )]
+        } else {
+            Vec::new()
+        };
         let mut tracing = Tracing {
             root,
             tracefs,
-            mounted,
             instances: Vec::new(),
             state: Mutex::new(State {
                 measured: cpus.clone(),
                 ..State::default()
             }),
-            notes: Vec::new(),
+            notes,
         };
         tracing.remove_stale();
         let pid = std::process::id();
@@ -205,10 +228,17 @@ impl<'r> Tracing<'r> {
             sent_lost,
             lost_events,
             measured,
+            failed,
         } = &mut *state;
+        let mut fail = |cpu: u32, e: crate::sysroot::ReadError| {
+            let what = format!("the trace of CPU {cpu} could not be read ({e})");
+            if !is_offline(self.root, cpu) && !failed.contains(&what) {
+                failed.push(what);
+            }
+        };
         if let Some(main) = self.instances.first() {
             for stream in streams.iter_mut() {
-                read_stream(
+                let read = read_stream(
                     self.root,
                     main,
                     stream,
@@ -220,6 +250,9 @@ impl<'r> Tracing<'r> {
                         _ => None,
                     },
                 );
+                if let Err(e) = read {
+                    fail(stream.cpu, e);
+                }
                 if stream.offline_from.is_none() && is_offline(self.root, stream.cpu) {
                     stream.offline_from = Some(stream.events.last().map_or(0, |e| e.ts));
                 }
@@ -228,7 +261,7 @@ impl<'r> Tracing<'r> {
         if let Some(ipi) = self.instances.get(1) {
             for stream in senders.iter_mut() {
                 let mut batch = Vec::new();
-                read_stream(
+                let read = read_stream(
                     self.root,
                     ipi,
                     stream,
@@ -245,6 +278,9 @@ impl<'r> Tracing<'r> {
                         None
                     },
                 );
+                if let Err(e) = read {
+                    fail(stream.cpu, e);
+                }
                 sent.extend(batch);
             }
         }
@@ -253,11 +289,12 @@ impl<'r> Tracing<'r> {
     /// Drains the buffers and hands each traced CPU's events read since the last call, in
     /// the order read, to `fold`, then forgets them (and the IPIs sent): for a session that
     /// counts its events as they come (`watch --explain`), whose memory stays that of one
-    /// drain. Returns the events the buffers lost since the start (the pipes' markers).
-    pub(crate) fn drain_into(&self, mut fold: impl FnMut(u32, &[Event], &Symbols)) -> u64 {
+    /// drain. Returns the events the buffers lost since the start (the pipes' markers) and why
+    /// a trace could not be read since the last call.
+    pub(crate) fn drain_into(&self, mut fold: impl FnMut(u32, &[Event], &Symbols)) -> Drained {
         self.drain();
         let Ok(mut state) = self.state.lock() else {
-            return 0;
+            return Drained::default();
         };
         let State {
             symbols,
@@ -266,6 +303,7 @@ impl<'r> Tracing<'r> {
             lost,
             sent_lost,
             lost_events,
+            failed,
             ..
         } = &mut *state;
         for stream in streams.iter_mut() {
@@ -275,12 +313,14 @@ impl<'r> Tracing<'r> {
         sent.clear();
         lost.clear();
         sent_lost.clear();
-        *lost_events
+        Drained {
+            lost: *lost_events,
+            failed: std::mem::take(failed),
+        }
     }
 
     /// Stops tracing, reads what is left and the buffers' loss counters, removes the
-    /// instances (and unmounts tracefs if this session mounted it) and returns what was
-    /// recorded.
+    /// instances and returns what was recorded.
     pub(crate) fn finish(self) -> Capture {
         for instance in &self.instances {
             let _ = self
@@ -290,6 +330,11 @@ impl<'r> Tracing<'r> {
         self.drain();
         let mut notes = self.notes.clone();
         let mut state = std::mem::take(&mut *self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        for failed in &state.failed {
+            notes.push(format!(
+                "{failed}: the events of that time are missing, and its gaps may show no cause"
+            ));
+        }
         // A loss the pipes did not mark (the counters are the truth): every gap of that CPU
         // is unknown rather than explained by what remained.
         if let Some(main) = self.instances.first() {
@@ -600,11 +645,6 @@ impl Drop for Tracing<'_> {
                 ),
             }
         }
-        if self.mounted
-            && let Err(e) = self.root.unmount(&self.tracefs)
-        {
-            crate::text::voice::warning!("could not unmount the tracefs lowlat mounted: {e}");
-        }
     }
 }
 
@@ -649,7 +689,8 @@ pub(crate) fn buffer_kb(duration: Duration) -> u64 {
 
 /// Drains one CPU's pipe of `instance` into `stream`, parsing each whole line; `keep` turns
 /// a line into the event to keep (or consumes it itself). A `[LOST N EVENTS]` marker opens a
-/// lost window (in `lost`) from the last event or send read to the next one.
+/// lost window (in `lost`) from the last event or send read to the next one. Fails when the
+/// pipe cannot be read (then nothing of it was).
 fn read_stream(
     root: &SysRoot,
     instance: &str,
@@ -658,14 +699,12 @@ fn read_stream(
     lost: &mut Vec<(u32, u64, u64)>,
     lost_events: &mut u64,
     mut keep: impl FnMut(Line) -> Option<Event>,
-) {
+) -> Result<(), crate::sysroot::ReadError> {
     let path = format!("{instance}/per_cpu/cpu{}/trace_pipe", stream.cpu);
     loop {
-        let Ok(bytes) = root.read_available(&path) else {
-            return;
-        };
+        let bytes = root.read_available(&path)?;
         if bytes.is_empty() {
-            return;
+            return Ok(());
         }
         let more = bytes.len() as u64 >= crate::sysroot::MAX_FILE_BYTES;
         stream.partial.push_str(&String::from_utf8_lossy(&bytes));
@@ -700,7 +739,7 @@ fn read_stream(
         }
         stream.partial = rest.to_string();
         if !more {
-            break;
+            return Ok(());
         }
     }
 }
@@ -1048,6 +1087,44 @@ mod tests {
             capture.notes.iter().any(|n| n.starts_with(
                 "the IPI senders' trace lost 2 events of CPU 0 that the pipe did not place"
             )),
+            "{:?}",
+            capture.notes
+        );
+    }
+
+    /// The tracefs unmounted (or the instance removed) under a running session, as a second
+    /// lowlat did (R2-7): each drain that cannot read an online CPU's pipe says so, once per
+    /// CPU and cause, and the capture's notes say it too.
+    #[test]
+    fn a_trace_that_cannot_be_read_is_said_not_read_as_no_causes() {
+        let (tree, instance) =
+            tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
+        let pipe = format!("{instance}/per_cpu/cpu1/trace_pipe");
+        tree.write(
+            &pipe,
+            "  lowlat-100 [001] d.h1. 105: local_timer_entry: vector=236\n",
+        );
+        let root = tree.root();
+        let tracing = start(&root);
+        let mut seen = 0;
+        let drained = tracing.drain_into(|_, events, _| seen += events.len());
+        assert_eq!((seen, drained.failed.len()), (1, 0));
+        tree.remove(&format!("{instance}/per_cpu"));
+        let drained = tracing.drain_into(|_, _, _| {});
+        assert_eq!(drained.failed.len(), 1, "{:?}", drained.failed);
+        assert!(
+            drained.failed[0].starts_with("the trace of CPU 1 could not be read ("),
+            "{:?}",
+            drained.failed
+        );
+        tracing.drain();
+        let capture = tracing.finish();
+        assert!(
+            capture
+                .notes
+                .iter()
+                .any(|n| n.starts_with("the trace of CPU 1 could not be read")
+                    && n.ends_with("its gaps may show no cause")),
             "{:?}",
             capture.notes
         );

@@ -216,6 +216,13 @@ pub(crate) fn revert_text(report: &RevertReport, root: &SysRoot) -> String {
     for line in &report.follow_ups {
         writeln!(out, "Follow-up: {line}");
     }
+    if !report.kept.is_empty() {
+        writeln!(
+            out,
+            "Kept: {} records of NICs that are gone stay in {JOURNAL_PATH}: run lowlat revert again when the device is back, or remove the journal to give them up.",
+            report.kept.len()
+        );
+    }
     if let Some(why) = &report.stopped {
         writeln!(out, "Stopped: {why}");
     }
@@ -307,5 +314,28 @@ mod tests {
         };
         let text = verify_text(&report);
         assert_eq!(text.matches(long).count(), 2, "{text}");
+    }
+
+    #[test]
+    fn revert_says_which_records_stay_in_the_journal() {
+        let report = RevertReport {
+            had_journal: true,
+            kept: vec![4, 7],
+            ..RevertReport::default()
+        };
+        let text = revert_text(&report);
+        assert!(
+            text.contains(
+                "Kept: 2 records of NICs that are gone stay in /var/lib/lowlat/journal.jsonl"
+            ),
+            "{text}"
+        );
+        assert!(
+            !revert_text(&RevertReport {
+                had_journal: true,
+                ..RevertReport::default()
+            })
+            .contains("Kept")
+        );
     }
 }
