@@ -323,7 +323,7 @@ mod tests {
             kept: vec![4, 7],
             ..RevertReport::default()
         };
-        let text = revert_text(&report);
+        let text = revert_text(&report, &SysRoot::live());
         assert!(
             text.contains(
                 "Kept: 2 records of NICs that are gone stay in /var/lib/lowlat/journal.jsonl"
@@ -331,10 +331,13 @@ mod tests {
             "{text}"
         );
         assert!(
-            !revert_text(&RevertReport {
-                had_journal: true,
-                ..RevertReport::default()
-            })
+            !revert_text(
+                &RevertReport {
+                    had_journal: true,
+                    ..RevertReport::default()
+                },
+                &SysRoot::live()
+            )
             .contains("Kept")
         );
     }
