@@ -11,6 +11,8 @@ use crate::audit::{FindingStatus, Remediation};
 use crate::report::audit::HandFix;
 use crate::report::html::source::{Source, SourceError};
 use crate::tuning::commands;
+use crate::tuning::setting::value_for_people;
+use crate::tuning::setting_id::SettingId;
 
 /// Fix commands shown in a finding's row; the rest fold under "N more".
 const FIX_COMMANDS: usize = 3;
@@ -55,6 +57,31 @@ struct AuditView {
     findings: Vec<FindingView>,
 }
 
+/// What tells two audits of a host apart: the profile, then each finding's rule, status,
+/// observed and expected value.
+type FindingKey = (String, String, String, String);
+
+impl AuditView {
+    fn key(&self) -> Vec<FindingKey> {
+        let profile = (
+            self.profile.name.clone(),
+            String::new(),
+            String::new(),
+            String::new(),
+        );
+        std::iter::once(profile)
+            .chain(self.findings.iter().map(|f| {
+                (
+                    f.rule.clone(),
+                    f.status.clone(),
+                    f.observed.clone(),
+                    f.expected.clone(),
+                )
+            }))
+            .collect()
+    }
+}
+
 #[derive(Deserialize)]
 struct ProfileView {
     name: String,
@@ -71,13 +98,55 @@ struct FindingView {
     expected: String,
     #[serde(default)]
     remediation: Remediation,
+    /// What its fix gives up, when it is a trade-off.
+    #[serde(default)]
+    security_tradeoff: Option<String>,
+}
+
+impl FindingView {
+    /// What the terminal says under a finding whose fix is a trade-off: a warning's
+    /// `not planned (trade-off)` line, else what the fix gives up.
+    fn tradeoff(&self) -> Option<Markup> {
+        let tradeoff = self.security_tradeoff.as_deref()?;
+        Some(if self.status == "warn" {
+            html! { div.tradeoff { strong { "not planned (trade-off): " } (tradeoff) "; "
+            code { "lowlat plan --allow-security-tradeoffs" } " plans it" } }
+        } else {
+            html! { div.tradeoff { strong { "security trade-off: " } (tradeoff) } }
+        })
+    }
 }
 
 #[derive(Deserialize)]
 struct PlanView {
-    profile: serde_json::Value,
+    /// The profile's name (`low-latency`).
+    profile: String,
     partition: PartitionView,
     settings: Vec<SettingView>,
+    #[serde(default)]
+    skipped: Vec<SkippedView>,
+    #[serde(default)]
+    unmovable: Vec<UnmovableView>,
+}
+
+/// A setting the plan left out, and why.
+#[derive(Deserialize)]
+struct SkippedView {
+    setting: SkippedSettingView,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+struct SkippedSettingView {
+    id: String,
+    value: String,
+}
+
+/// An IRQ or kernel thread that stays on the isolated CPUs, and why.
+#[derive(Deserialize)]
+struct UnmovableView {
+    what: String,
+    reason: String,
 }
 
 #[derive(Deserialize)]
@@ -98,15 +167,49 @@ struct SettingView {
     /// A group's names (`task:{names}:…`), plan.json schema 3.
     #[serde(default)]
     names: Option<Vec<String>>,
+    /// What it gives up, when it is a trade-off.
+    #[serde(default)]
+    security_tradeoff: Option<String>,
 }
 
+/// Members of a group named in its row; the rest are counted.
+const MEMBERS: usize = 8;
+
 impl SettingView {
-    /// What a group stands for (`{cpus} = 1-7`), empty for one setting.
-    fn members(&self) -> String {
-        match (&self.cpus, &self.names) {
-            (Some(cpus), _) => format!(" {{cpus}} = {cpus}"),
-            (None, Some(names)) => format!(" {{names}} = {}", names.join(", ")),
+    /// The id as the row shows it, a group's placeholder (`{cpus}`, `{names}`) as `*`, and
+    /// what `*` stands for (`* = each of CPUs 1-7`), empty for one setting.
+    fn shown(&self) -> (String, String) {
+        let id = self.id.replace("{cpus}", "*").replace("{names}", "*");
+        let members = match (&self.cpus, &self.names) {
+            (Some(cpus), _) => format!(" (* = each of CPUs {cpus})"),
+            (None, Some(names)) => {
+                let what = match self.id.split(':').next() {
+                    Some("irq") => "IRQs",
+                    Some("kthread") => "kernel threads",
+                    _ => "tasks",
+                };
+                let shown = names.iter().take(MEMBERS).cloned().collect::<Vec<_>>();
+                let more = match names.len().saturating_sub(MEMBERS) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                format!(
+                    " (* = each of {} {what}: {}{more})",
+                    names.len(),
+                    shown.join(", ")
+                )
+            }
             (None, None) => String::new(),
+        };
+        (id, members)
+    }
+
+    /// The value as the terminal says it: a CPU mask with its CPUs (`CPUs 0,2 (mask 0101)`,
+    /// not `0101`, which reads as a CPU list), a file by its first line.
+    fn value(&self) -> String {
+        match self.id.parse::<SettingId>() {
+            Ok(id) if id.takes_cpu_mask() => value_for_people(&id, &self.value),
+            _ => first_line(&self.value),
         }
     }
 }
@@ -133,8 +236,20 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
         return Ok(None);
     }
     let mut parts = Vec::new();
+    // The audits drawn so far: host, findings, document name.
+    let mut drawn: Vec<(&str, Vec<FindingKey>, &str)> = Vec::new();
     for source in sources {
         let audit: AuditView = source.view()?;
+        let key = audit.key();
+        let host = source.header.host.as_str();
+        if let Some((_, _, first)) = drawn.iter().find(|(h, k, _)| *h == host && *k == key) {
+            parts.push(html! {
+                (from(source))
+                p { "The same profile and findings as " code { (first) } " above." }
+            });
+            continue;
+        }
+        drawn.push((host, key, &source.name));
         // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
         let mut by_layer: Vec<(&str, Vec<&FindingView>)> = Vec::new();
         for f in audit.findings.iter().filter(|f| f.status != "pass") {
@@ -163,7 +278,7 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                         @for f in findings {
                             tr class=(format!("status-{}", f.status)) {
                                 td { (f.status) } td { (f.severity) } td { code { (f.rule) } } td { (f.title) }
-                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
+                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) @if let Some(t) = f.tradeoff() { (t) } }
                             }
                         }
                     }
@@ -182,11 +297,7 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
     let mut parts = Vec::new();
     for source in plans {
         let plan: PlanView = source.view()?;
-        let profile = plan
-            .profile
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
+        let profile = &plan.profile;
         let mut by_layer: BTreeMap<&str, Vec<&SettingView>> = BTreeMap::new();
         for s in &plan.settings {
             by_layer.entry(&s.layer).or_default().push(s);
@@ -201,9 +312,29 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                     thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
                     tbody {
                         @for s in settings {
-                            tr { td { code { (s.id) } (s.members()) } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                            @let (id, members) = s.shown();
+                            tr { td { code { (id) } (members) }
+                                 td { code { (s.value()) }
+                                      @if let Some(t) = &s.security_tradeoff { div.tradeoff { strong { "security trade-off: " } (t) } } }
+                                 td { @if s.reboot { "yes" } @else { "no" } } }
                         }
                     }
+                }
+            }
+            @if !plan.skipped.is_empty() {
+                h3 { "Not planned (" (plan.skipped.len()) ")" }
+                table {
+                    thead { tr { th { "setting" } th { "value" } th { "why not" } } }
+                    tbody { @for k in &plan.skipped {
+                        tr { td { code { (k.setting.id) } } td { code { (first_line(&k.setting.value)) } } td { (k.reason) } }
+                    } }
+                }
+            }
+            @if !plan.unmovable.is_empty() {
+                h3 { "Stays where it is (" (plan.unmovable.len()) ")" }
+                table {
+                    thead { tr { th { "IRQ or thread" } th { "why, and what keeps it quiet" } } }
+                    tbody { @for u in &plan.unmovable { tr { td { (u.what) } td { (u.reason) } } } }
                 }
             }
         });
