@@ -24,7 +24,6 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
     if !crate::support::live_tests_allowed() {
         return None;
     }
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     if !crate::support::is_root("measuring at SCHED_FIFO with an injector") {
         return None;
     }
@@ -33,7 +32,7 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
         crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
         return None;
     }
-    Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
+    Some(crate::support::cpu1_turn())
 }
 
 /// `measure timer` on CPU 1 every 1 ms for `duration`, with cyclictest's histogram up to
