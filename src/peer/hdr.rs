@@ -2,15 +2,17 @@
 //! converted to ns, so runs can be merged and re-percentiled later.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::measure::runner::slices::Slice;
 
 /// A histogram as written to JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HdrJson {
     /// Unit of the values: always `ns`.
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
     /// Significant decimal digits the histogram keeps (values within 10^-digits).
     pub significant_digits: u8,
     /// `[highest value of the bucket in ns, count]` for every non-empty bucket, ascending.
@@ -20,7 +22,7 @@ pub(crate) struct HdrJson {
 /// Converts `hist` (values in ticks, `to_ns` converts) for JSON.
 pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJson {
     HdrJson {
-        unit: "ns",
+        unit: "ns".into(),
         significant_digits: hist.sigfig(),
         buckets: hist
             .iter_recorded()
@@ -30,7 +32,7 @@ pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJ
 }
 
 /// One slice of a run's time, with the histogram of what was measured in it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SliceJson {
     /// Start of the slice, ns after the start of the CPU's run.
     pub start_ns: u64,

@@ -4,7 +4,7 @@
 //! per run, the load average. `lowlat compare` sets these beside the verdicts: when the arms
 //! differ in them, the host rather than the change may explain a difference.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::machine::kernel::stat::{CpuStat, STAT, parse_stat};
 use crate::machine::{Avail, Warnings};
@@ -122,7 +122,7 @@ fn read_cpu(root: &SysRoot, cpu: u32) -> CpuReading {
 }
 
 /// What could change one measured CPU's result during a run, apart from the settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuConditions {
     /// Time the hypervisor ran something else while this vCPU was runnable, ns
     /// (`/proc/stat` steal, 10 ms resolution; 0 on bare metal).
@@ -137,6 +137,25 @@ pub struct CpuConditions {
     pub throttle_events: Avail<u64>,
     /// System management interrupts during the run (MSR_SMI_COUNT; Intel).
     pub smis: Avail<u64>,
+}
+
+impl CpuConditions {
+    /// What a document from before the conditions were read holds: none of them.
+    pub(crate) fn not_recorded() -> Self {
+        fn why<T>() -> Avail<T> {
+            Avail::Unavailable {
+                unavailable: "not recorded: the document is older than the run conditions"
+                    .to_string(),
+            }
+        }
+        Self {
+            steal_ns: why(),
+            aperf_mperf: why(),
+            cur_freq_mhz: why(),
+            throttle_events: why(),
+            smis: why(),
+        }
+    }
 }
 
 /// The conditions of the run of `cpus` (in the order read) between `before` and `after`.
@@ -209,7 +228,7 @@ fn steal(stat: &CpuStat, cpu: u32) -> Option<u64> {
 }
 
 /// The 1-minute load average before and after a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoadAverage {
     /// Before the run.
     pub before: f64,
