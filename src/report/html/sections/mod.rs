@@ -4,6 +4,8 @@
 mod causes;
 mod compare;
 mod cross;
+#[cfg(test)]
+mod documents_tests;
 mod fleet;
 mod hardware;
 mod latency;
