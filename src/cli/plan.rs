@@ -320,7 +320,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         machine,
         plan,
         guest,
-    } = &linux;
+    } = &*linux;
     if let Some(dir) = &args.out {
         let files = linux.artifacts();
         write_artifacts(dir, &files, args.force)?;
