@@ -218,7 +218,7 @@ impl PlanArgs {
             bios: self
                 .bios
                 .as_deref()
-                .map(super::bios::read_document)
+                .map(crate::bios::read_file)
                 .transpose()?,
             vm: self.vm.as_ref().map(|name| vm::VmRequest {
                 name: name.clone(),
