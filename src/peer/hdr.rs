@@ -2,8 +2,6 @@
 //! converted to ns, so runs can be merged and re-percentiled later.
 
 use hdrhistogram::Histogram;
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 
 use crate::measure::runner::slices::Slice;
@@ -12,17 +10,26 @@ use crate::measure::runner::slices::Slice;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HdrJson {
     /// Unit of the values: always `ns`.
-    pub unit: Cow<'static, str>,
+    pub unit: TimeUnit,
     /// Significant decimal digits the histogram keeps (values within 10^-digits).
     pub significant_digits: u8,
     /// `[highest value of the bucket in ns, count]` for every non-empty bucket, ascending.
     pub buckets: Vec<(u64, u64)>,
 }
 
+/// The unit of a histogram's values: lowlat writes its histograms in ns only, and a document
+/// in another unit is refused rather than read off by its factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TimeUnit {
+    /// Nanoseconds.
+    Ns,
+}
+
 /// Converts `hist` (values in ticks, `to_ns` converts) for JSON.
 pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJson {
     HdrJson {
-        unit: "ns".into(),
+        unit: TimeUnit::Ns,
         significant_digits: hist.sigfig(),
         buckets: hist
             .iter_recorded()

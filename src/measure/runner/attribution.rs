@@ -183,9 +183,9 @@ pub struct CpuAttribution {
     /// Time the measuring thread was ready to run while other tasks ran on its CPU during
     /// the run, ns (`/proc/<pid>/task/<tid>/schedstat`).
     pub waited_ns: Avail<u64>,
-    /// Steal, frequency, throttling and SMIs on the CPU during the run (none in documents
-    /// from before they were read).
-    #[serde(default = "CpuConditions::not_recorded")]
+    /// Steal, frequency, throttling and SMIs on the CPU during the run (absent from documents
+    /// written before they were read: unavailable).
+    #[serde(default)]
     pub conditions: CpuConditions,
 }
 

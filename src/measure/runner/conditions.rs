@@ -139,21 +139,16 @@ pub struct CpuConditions {
     pub smis: Avail<u64>,
 }
 
-impl CpuConditions {
-    /// What a document from before the conditions were read holds: none of them.
-    pub(crate) fn not_recorded() -> Self {
-        fn why<T>() -> Avail<T> {
-            Avail::Unavailable {
-                unavailable: "not recorded: the document is older than the run conditions"
-                    .to_string(),
-            }
-        }
+impl Default for CpuConditions {
+    /// Nothing known: the conditions of a run whose document did not record them.
+    fn default() -> Self {
+        const WHY: &str = "not recorded in the document";
         Self {
-            steal_ns: why(),
-            aperf_mperf: why(),
-            cur_freq_mhz: why(),
-            throttle_events: why(),
-            smis: why(),
+            steal_ns: Avail::missing(WHY),
+            aperf_mperf: Avail::missing(WHY),
+            cur_freq_mhz: Avail::missing(WHY),
+            throttle_events: Avail::missing(WHY),
+            smis: Avail::missing(WHY),
         }
     }
 }

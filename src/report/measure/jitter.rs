@@ -78,8 +78,8 @@ pub(crate) struct JitterCpu {
     /// Histogram of the interruption lengths.
     pub histogram: HdrJson,
     /// The run cut into 16 equal slices of time, each with the histogram of its
-    /// interruptions: drift inside the run, and the within-run variation compare estimates.
-    /// Empty in documents from before slices.
+    /// interruptions: drift inside the run, and the within-run variation compare estimates
+    /// (absent from documents written before slices).
     #[serde(default)]
     pub slices: Vec<SliceJson>,
     /// Every loop iteration in oslat's 1 µs buckets.

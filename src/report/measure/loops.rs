@@ -23,13 +23,13 @@ pub(crate) struct RunSpan {
     /// Wall time of the run, ns (of its segments, for a checkpointed run).
     pub elapsed_ns: u64,
     /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
-    /// `--checkpoint` (nothing is measured for a few ms between two). Absent from documents
-    /// from before checkpoints, whose runs were one segment.
+    /// `--checkpoint` (nothing is measured for a few ms between two; absent from documents
+    /// written before checkpoints: 1).
     #[serde(default = "one_segment")]
     pub segments: u32,
 }
 
-/// The segments of a run written before checkpoints: one.
+/// The segments of a run recorded before checkpoints: one.
 fn one_segment() -> u32 {
     1
 }

@@ -68,8 +68,8 @@ pub(crate) struct TimerCpuResult {
     /// Histogram of all latencies.
     pub histogram: HdrJson,
     /// The run cut into 16 equal slices of time, each with the histogram of its latencies:
-    /// drift inside the run, and the within-run variation compare estimates. Empty in
-    /// documents from before slices.
+    /// drift inside the run, and the within-run variation compare estimates (absent from
+    /// documents written before slices).
     #[serde(default)]
     pub slices: Vec<SliceJson>,
     /// cyclictest's 1 µs histogram, when one was asked for.
@@ -296,7 +296,7 @@ mod tests {
                     p99_99: 4,
                 },
                 histogram: HdrJson {
-                    unit: "ns".into(),
+                    unit: crate::peer::hdr::TimeUnit::Ns,
                     significant_digits: 3,
                     buckets: Vec::new(),
                 },

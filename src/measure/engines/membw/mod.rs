@@ -31,7 +31,6 @@ pub(crate) use kernels::{Kernels, Stores};
 pub(crate) use request::{MembwRequest, MembwSizing, MembwSizingError, MembwWarning, run};
 
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -134,7 +133,8 @@ pub(crate) struct KernelRate {
     pub times_s: Vec<f64>,
     /// Every iteration's loop time of its slowest thread, seconds, the discarded first one
     /// included: each thread's own kernel loop, without dispatch or barrier (likwid-bench's
-    /// definition; `times_s` is STREAM's). Empty in documents from before loop timing.
+    /// definition; `times_s` is STREAM's). Absent from documents written before loop times
+    /// were recorded.
     #[serde(default)]
     pub loop_times_s: Vec<f64>,
 }
@@ -247,8 +247,8 @@ pub(crate) struct NodeBandwidth {
 /// Everything `lowlat measure membw` measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MembwReport {
-    /// [`LABEL`].
-    pub label: Cow<'static, str>,
+    /// [`LABEL`] (owned when read back from a document).
+    pub label: std::borrow::Cow<'static, str>,
     /// All cache instances of all levels and sockets, bytes (the base of the sizing rule).
     pub total_cache_bytes: u64,
     /// What STREAM's rule asks per array ([`stream_array_bytes`]), bytes.
