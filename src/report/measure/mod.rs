@@ -9,10 +9,11 @@ pub(crate) mod loops;
 pub(crate) mod net;
 pub(crate) mod timer;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::document::{Document, Kind};
 use crate::measure::runner::env::Environment;
+use header::Measured;
 
 /// A latency for the terminal, in µs with one decimal (the unit every latency table of
 /// lowlat uses: jitter, timer, check): `12.3`.
@@ -21,8 +22,8 @@ pub(crate) fn micros(ns: f64) -> String {
 }
 
 /// The body of every measurement document.
-#[derive(Debug, Serialize)]
-pub(crate) struct MeasureBody<T: Serialize> {
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct MeasureBody<T> {
     /// The command line, argument by argument.
     pub command: Vec<String>,
     /// The machine when it ran.
@@ -30,6 +31,10 @@ pub(crate) struct MeasureBody<T: Serialize> {
     /// The engine's result: a [`header::ResultHeader`], then its figures.
     pub result: T,
 }
+
+/// A measurement document's body as it is read back (the report's sections, compare): the
+/// command, the environment and the engine's result, figures `T`, after its header.
+pub(crate) type Measurement<T> = MeasureBody<Measured<T>>;
 
 /// The document of a `kind` measurement on `host`, with this process's command line.
 pub(crate) fn document<T: Serialize>(

@@ -14,7 +14,7 @@ pub(crate) mod socket;
 pub(crate) mod veth;
 pub(crate) mod wire;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,7 +33,7 @@ use veth::VethError;
 pub(crate) const WARMUP: u32 = 100;
 
 /// Where the messages go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "path", content = "address")]
 pub(crate) enum NetPath {
     /// 127.0.0.1, echo in this process.
@@ -44,8 +44,19 @@ pub(crate) enum NetPath {
     Peer(SocketAddr),
 }
 
+impl NetPath {
+    /// Its name in the document's `path` field: `loopback`, `veth`, `peer`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            NetPath::Loopback => "loopback",
+            NetPath::Veth => "veth",
+            NetPath::Peer(_) => "peer",
+        }
+    }
+}
+
 /// What `lowlat measure net` is asked (besides the client's CPU, which the session holds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NetRequest {
     /// The transport.
     pub proto: Proto,
@@ -70,7 +81,7 @@ pub(crate) struct NetRequest {
 }
 
 /// What an option asked of the sockets came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct OptionOutcome {
     /// Whether the kernel took it.
     pub applied: bool,
@@ -431,6 +442,15 @@ mod tests {
             echo_cpu: None,
             busy_poll_us: None,
             timestamps: true,
+        }
+    }
+
+    #[test]
+    fn a_path_is_named_as_its_document_names_it() {
+        let peer = NetPath::Peer("10.0.0.2:11111".parse().unwrap());
+        for path in [NetPath::Loopback, NetPath::Veth, peer] {
+            let json = serde_json::to_value(request(Proto::Udp, path)).unwrap();
+            assert_eq!(json["path"], path.name());
         }
     }
 

@@ -4,14 +4,16 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
-use super::from;
-use crate::audit::{FindingStatus, Remediation};
-use crate::report::audit::HandFix;
+use super::{from, serde_name};
+use crate::apply::verify::{self, Summary};
+use crate::audit::{Finding, FindingStatus, Remediation};
+use crate::plan::Plan;
+use crate::report::audit::{AuditBody, HandFix};
 use crate::report::html::source::{Source, SourceError};
 use crate::tuning::commands;
-use crate::tuning::setting::value_for_people;
+use crate::tuning::grouping::{self, Shown};
+use crate::tuning::setting::{Layer, value_for_people};
 use crate::tuning::setting_id::SettingId;
 
 /// Fix commands shown in a finding's row; the rest fold under "N more".
@@ -50,184 +52,88 @@ fn fix_cell(remediation: &Remediation) -> Markup {
     }
 }
 
-#[derive(Deserialize)]
-struct AuditView {
-    profile: ProfileView,
-    counts: BTreeMap<String, u64>,
-    findings: Vec<FindingView>,
-}
-
-/// What tells two audits of a host apart: the profile, then each finding's rule, status,
-/// observed and expected value.
-type FindingKey = (String, String, String, String);
-
-impl AuditView {
-    fn key(&self) -> Vec<FindingKey> {
-        let profile = (
-            self.profile.name.clone(),
-            String::new(),
-            String::new(),
-            String::new(),
-        );
-        std::iter::once(profile)
-            .chain(self.findings.iter().map(|f| {
-                (
-                    f.rule.clone(),
-                    f.status.clone(),
-                    f.observed.clone(),
-                    f.expected.clone(),
-                )
-            }))
-            .collect()
-    }
-}
-
-#[derive(Deserialize)]
-struct ProfileView {
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct FindingView {
-    rule: String,
-    title: String,
-    layer: String,
-    status: String,
-    severity: String,
-    observed: String,
-    expected: String,
-    #[serde(default)]
-    remediation: Remediation,
-    /// What its fix gives up, when it is a trade-off.
-    #[serde(default)]
-    security_tradeoff: Option<String>,
-}
-
-impl FindingView {
-    /// What the terminal says under a finding whose fix is a trade-off: a warning's
-    /// `not planned (trade-off)` line, else what the fix gives up.
-    fn tradeoff(&self) -> Option<Markup> {
-        let tradeoff = self.security_tradeoff.as_deref()?;
-        Some(if self.status == "warn" {
-            html! { div.tradeoff { strong { "not planned (trade-off): " } (tradeoff) "; "
-            code { "lowlat plan --allow-security-tradeoffs" } " plans it" } }
-        } else {
-            html! { div.tradeoff { strong { "security trade-off: " } (tradeoff) } }
-        })
-    }
-}
-
-#[derive(Deserialize)]
-struct PlanView {
-    /// The profile's name (`low-latency`).
-    profile: String,
-    partition: PartitionView,
-    settings: Vec<SettingView>,
-    #[serde(default)]
-    skipped: Vec<SkippedView>,
-    #[serde(default)]
-    unmovable: Vec<UnmovableView>,
-}
-
-/// A setting the plan left out, and why.
-#[derive(Deserialize)]
-struct SkippedView {
-    setting: SkippedSettingView,
-    reason: String,
-}
-
-#[derive(Deserialize)]
-struct SkippedSettingView {
-    id: String,
-    value: String,
-}
-
-/// An IRQ or kernel thread that stays on the isolated CPUs, and why.
-#[derive(Deserialize)]
-struct UnmovableView {
-    what: String,
-    reason: String,
-}
-
-#[derive(Deserialize)]
-struct PartitionView {
-    housekeeping: String,
-    isolated: String,
-}
-
-#[derive(Deserialize)]
-struct SettingView {
-    id: String,
-    value: String,
-    layer: String,
-    reboot: bool,
-    /// A group's CPUs (`cpu:{cpus}:…`), plan.json schema 3.
-    #[serde(default)]
-    cpus: Option<String>,
-    /// A group's names (`task:{names}:…`), plan.json schema 3.
-    #[serde(default)]
-    names: Option<Vec<String>>,
-    /// What it gives up, when it is a trade-off.
-    #[serde(default)]
-    security_tradeoff: Option<String>,
-}
-
 /// Members of a group named in its row; the rest are counted.
 const MEMBERS: usize = 8;
 
-impl SettingView {
-    /// The id as the row shows it, a group's placeholder (`{cpus}`, `{names}`) as `*`, and
-    /// what `*` stands for (`* = each of CPUs 1-7`), empty for one setting.
-    fn shown(&self) -> (String, String) {
-        let id = self.id.replace("{cpus}", "*").replace("{names}", "*");
-        let members = match (&self.cpus, &self.names) {
-            (Some(cpus), _) => format!(" (* = each of CPUs {cpus})"),
-            (None, Some(names)) => {
-                let what = match self.id.split(':').next() {
-                    Some("irq") => "IRQs",
-                    Some("kthread") => "kernel threads",
-                    _ => "tasks",
-                };
-                let shown = names.iter().take(MEMBERS).cloned().collect::<Vec<_>>();
-                let more = match names.len().saturating_sub(MEMBERS) {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
-                format!(
-                    " (* = each of {} {what}: {}{more})",
-                    names.len(),
-                    shown.join(", ")
-                )
-            }
-            (None, None) => String::new(),
-        };
-        (id, members)
-    }
-
-    /// The value as the terminal says it: a CPU mask with its CPUs (`CPUs 0,2 (mask 0101)`,
-    /// not `0101`, which reads as a CPU list), a file by its first line.
-    fn value(&self) -> String {
-        match self.id.parse::<SettingId>() {
-            Ok(id) if id.takes_cpu_mask() => value_for_people(&id, &self.value),
-            _ => first_line(&self.value),
+/// A plan entry's id as the row shows it, a group's placeholder (`{cpus}`, `{names}`) as `*`,
+/// and what `*` stands for (`* = each of CPUs 1-7`), empty for one setting.
+fn shown_id(entry: &Shown) -> (String, String) {
+    let id = &entry.setting.id;
+    let shown = id.replace("{cpus}", "*").replace("{names}", "*");
+    let members = match (&entry.cpus, &entry.names) {
+        (Some(cpus), _) => format!(" (* = each of CPUs {})", cpus.to_list()),
+        (None, Some(names)) => {
+            let what = match id.split(':').next() {
+                Some("irq") => "IRQs",
+                Some("kthread") => "kernel threads",
+                _ => "tasks",
+            };
+            let named: Vec<&str> = names.iter().take(MEMBERS).map(String::as_str).collect();
+            let more = match names.len().saturating_sub(MEMBERS) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            format!(
+                " (* = each of {} {what}: {}{more})",
+                names.len(),
+                named.join(", ")
+            )
         }
+        (None, None) => String::new(),
+    };
+    (shown, members)
+}
+
+/// A plan entry's value as the terminal says it: a CPU mask with its CPUs (`CPUs 0,2 (mask
+/// 0101)`, not `0101`, which reads as a CPU list), a file by its first line.
+fn shown_value(entry: &Shown) -> String {
+    match entry.setting.id.parse::<SettingId>() {
+        Ok(id) if id.takes_cpu_mask() => value_for_people(&id, &entry.setting.value),
+        _ => first_line(&entry.setting.value),
     }
 }
 
-#[derive(Deserialize)]
-struct VerifyView {
-    plan: String,
-    summary: BTreeMap<String, u64>,
-    checks: Vec<CheckView>,
+/// What the terminal says under a finding whose fix is a trade-off: a warning's
+/// `not planned (trade-off)` line, else what the fix gives up.
+fn tradeoff(finding: &Finding) -> Option<Markup> {
+    let tradeoff = finding.security_tradeoff.as_deref()?;
+    Some(if finding.status == FindingStatus::Warn {
+        html! { div.tradeoff { strong { "not planned (trade-off): " } (tradeoff) "; "
+        code { "lowlat plan --allow-security-tradeoffs" } " plans it" } }
+    } else {
+        html! { div.tradeoff { strong { "security trade-off: " } (tradeoff) } }
+    })
 }
 
-#[derive(Deserialize)]
-struct CheckView {
-    id: String,
-    layer: String,
-    status: String,
-    expected: String,
-    actual: String,
+/// One part of what tells two audits of a host apart.
+type KeyPart = (String, String, String, String);
+
+/// What tells two audits of a host apart: the profile, then each finding's rule, status,
+/// observed and expected value.
+fn audit_key(audit: &AuditBody) -> Vec<KeyPart> {
+    let profile = serde_name(&audit.profile.name);
+    std::iter::once((profile, String::new(), String::new(), String::new()))
+        .chain(audit.findings.iter().map(|f| {
+            (
+                f.rule.clone(),
+                f.status.name().to_string(),
+                f.observed.clone(),
+                f.expected.clone(),
+            )
+        }))
+        .collect()
+}
+
+/// A verify document's counts, in the order of their names.
+fn counts(summary: &Summary) -> [(&'static str, usize); 6] {
+    [
+        ("drift", summary.drift),
+        ("not_configured", summary.not_configured),
+        ("not_in_effect", summary.not_in_effect),
+        ("ok", summary.ok),
+        ("pending_reboot", summary.pending_reboot),
+        ("unsupported", summary.unsupported),
+    ]
 }
 
 /// Audit findings, grouped by layer; passes are counted, not listed.
@@ -237,10 +143,10 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let mut parts = Vec::new();
     // The audits drawn so far: host, findings, document name.
-    let mut drawn: Vec<(&str, Vec<FindingKey>, &str)> = Vec::new();
+    let mut drawn: Vec<(&str, Vec<KeyPart>, &str)> = Vec::new();
     for source in sources {
-        let audit: AuditView = source.view()?;
-        let key = audit.key();
+        let audit: AuditBody = source.view()?;
+        let key = audit_key(&audit);
         let host = source.header.host.as_str();
         if let Some((_, _, first)) = drawn.iter().find(|(h, k, _)| *h == host && *k == key) {
             parts.push(html! {
@@ -251,34 +157,34 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
         }
         drawn.push((host, key, &source.name));
         // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
-        let mut by_layer: Vec<(&str, Vec<&FindingView>)> = Vec::new();
-        for f in audit.findings.iter().filter(|f| f.status != "pass") {
+        let mut by_layer: Vec<(Layer, Vec<&Finding>)> = Vec::new();
+        for f in (audit.findings.iter()).filter(|f| f.status != FindingStatus::Pass) {
             match by_layer.iter_mut().find(|(layer, _)| *layer == f.layer) {
                 Some((_, findings)) => findings.push(f),
-                None => by_layer.push((&f.layer, vec![f])),
+                None => by_layer.push((f.layer, vec![f])),
             }
         }
-        let counts: Vec<(&str, u64)> = FindingStatus::ALL
+        let counts: Vec<(&str, usize)> = FindingStatus::ALL
             .iter()
-            .filter_map(|s| Some((s.name(), *audit.counts.get(s.name())?)))
+            .map(|&s| (s.name(), audit.counts.get(s)))
             .filter(|&(_, n)| n > 0)
             .collect();
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (audit.profile.name) } ": "
+            p { "Profile " strong { (serde_name(&audit.profile.name)) } ": "
                 @for (i, (status, n)) in counts.iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
             }
             @for (layer, findings) in &by_layer {
-                h3 { "Layer: " (layer) " (" (findings.len()) ")" }
+                h3 { "Layer: " (serde_name(layer)) " (" (findings.len()) ")" }
                 table {
                     thead { tr { th { "status" } th { "severity" } th { "rule" } th { "finding" } th { "observed" } th { "expected" } th { "fix (as root)" } } }
                     tbody {
                         @for f in findings {
-                            tr class=(format!("status-{}", f.status)) {
-                                td { (f.status) } td { (f.severity) } td { code { (f.rule) } } td { (f.title) }
-                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) @if let Some(t) = f.tradeoff() { (t) } }
+                            tr class=(format!("status-{}", f.status.name())) {
+                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } } td { (f.title) }
+                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) @if let Some(t) = tradeoff(f) { (t) } }
                             }
                         }
                     }
@@ -296,25 +202,31 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
     }
     let mut parts = Vec::new();
     for source in plans {
-        let plan: PlanView = source.view()?;
-        let profile = &plan.profile;
-        let mut by_layer: BTreeMap<&str, Vec<&SettingView>> = BTreeMap::new();
-        for s in &plan.settings {
-            by_layer.entry(&s.layer).or_default().push(s);
+        let plan: Plan = source.view()?;
+        let profile = plan.profile.name();
+        let entries: Vec<Shown> = grouping::shown(&plan.settings).collect();
+        // The layers by name, as the page has always ordered them.
+        let mut by_layer: BTreeMap<String, Vec<&Shown>> = BTreeMap::new();
+        for entry in &entries {
+            by_layer
+                .entry(serde_name(&entry.setting.layer))
+                .or_default()
+                .push(entry);
         }
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (profile) } ": housekeeping CPUs " strong { (plan.partition.housekeeping) }
-                ", isolated CPUs " strong { (plan.partition.isolated) } ", " (plan.settings.len()) " settings." }
+            p { "Profile " strong { (profile) } ": housekeeping CPUs " strong { (plan.partition.housekeeping.to_list()) }
+                ", isolated CPUs " strong { (plan.partition.isolated.to_list()) } ", " (entries.len()) " settings." }
             @for (layer, settings) in &by_layer {
                 h3 { "Layer: " (layer) " (" (settings.len()) ")" }
                 table {
                     thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
                     tbody {
-                        @for s in settings {
-                            @let (id, members) = s.shown();
+                        @for entry in settings {
+                            @let s = &entry.setting;
+                            @let (id, members) = shown_id(entry);
                             tr { td { code { (id) } (members) }
-                                 td { code { (s.value()) }
+                                 td { code { (shown_value(entry)) }
                                       @if let Some(t) = &s.security_tradeoff { div.tradeoff { strong { "security trade-off: " } (t) } } }
                                  td { @if s.reboot { "yes" } @else { "no" } } }
                         }
@@ -326,7 +238,7 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                 table {
                     thead { tr { th { "setting" } th { "value" } th { "why not" } } }
                     tbody { @for k in &plan.skipped {
-                        tr { td { code { (k.setting.id) } } td { code { (first_line(&k.setting.value)) } } td { (k.reason) } }
+                        tr { td { code { (k.setting.id.to_string()) } } td { code { (first_line(&k.setting.value)) } } td { (k.reason) } }
                     } }
                 }
             }
@@ -340,11 +252,11 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
         });
     }
     for source in verifies {
-        let verify: VerifyView = source.view()?;
+        let verify: verify::Report = source.view()?;
         parts.push(html! {
             (from(source))
             p { "Checked against " code { (verify.plan) } ": "
-                @for (i, (status, n)) in verify.summary.iter().enumerate() {
+                @for (i, (status, n)) in counts(&verify.summary).iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
             }
@@ -352,8 +264,9 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                 thead { tr { th { "status" } th { "layer" } th { "setting" } th { "expected" } th { "actual" } } }
                 tbody {
                     @for c in &verify.checks {
-                        tr class=(format!("status-{}", c.status)) {
-                            td { (c.status) } td { (c.layer) } td { code { (c.id) } } td { code { (c.expected) } } td { code { (c.actual) } }
+                        @let status = serde_name(&c.status);
+                        tr class=(format!("status-{status}")) {
+                            td { (status) } td { (serde_name(&c.layer)) } td { code { (c.id.to_string()) } } td { code { (c.expected) } } td { code { (c.actual) } }
                         }
                     }
                 }
