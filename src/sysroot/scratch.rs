@@ -60,11 +60,25 @@ struct Watcher {
 /// The pipe's write end the handler writes a signal's number to (-1: none).
 static PIPE: AtomicI32 = AtomicI32::new(-1);
 
+/// The signals whose previous disposition ends the process (the default): their handler waits
+/// for the end, so that the thread it interrupted (one that raised the signal, say) goes no
+/// further, as with the default action.
+static ENDS: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn on_signal(signal: libc::c_int) {
     let fd = PIPE.load(Ordering::Relaxed);
     let byte = signal as u8;
-    // SAFETY: write(2) is async-signal-safe; a failed write leaves the default clean-up.
-    unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+    // SAFETY: write(2) and pause(2) are async-signal-safe; a failed write leaves the default
+    // clean-up. The clean-up thread blocks these signals, so this never runs on it.
+    unsafe {
+        if libc::write(fd, (&raw const byte).cast(), 1) == 1
+            && ENDS.load(Ordering::Relaxed) & (1 << signal) != 0
+        {
+            loop {
+                libc::pause();
+            }
+        }
+    }
 }
 
 /// The watcher, started on first use: the pipe, the thread reading it and the handlers.
@@ -81,9 +95,23 @@ fn watcher() -> &'static Watcher {
         }
         PIPE.store(fds[1], Ordering::Relaxed);
         let read = fds[0];
+        // The thread starts with the signals blocked (a new thread inherits the mask), so their
+        // handler, which waits for the end, never runs on it.
+        // SAFETY: plain signal-set calls on a zeroed set; the caller's mask is restored below.
+        let mut caller: libc::sigset_t = unsafe { std::mem::zeroed() };
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for signal in SIGNALS {
+                libc::sigaddset(&mut set, signal);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut caller);
+        }
         let spawned = std::thread::Builder::new()
             .name("lowlat-scratch".into())
             .spawn(move || clean_up_on_signals(read));
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &caller, std::ptr::null_mut()) };
         let mut previous = Vec::new();
         if spawned.is_ok() {
             for signal in SIGNALS {
@@ -98,8 +126,14 @@ fn watcher() -> &'static Watcher {
                     }
                     let mut new: libc::sigaction = std::mem::zeroed();
                     new.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+                    // Not blocked while its handler waits: the clean-up thread raises it again
+                    // with the default action, which must reach the waiting thread.
+                    new.sa_flags = libc::SA_NODEFER;
                     libc::sigemptyset(&mut new.sa_mask);
                     if libc::sigaction(signal, &new, std::ptr::null_mut()) == 0 {
+                        if old.sa_sigaction == libc::SIG_DFL {
+                            ENDS.fetch_or(1 << signal, Ordering::Relaxed);
+                        }
                         previous.push((signal, old));
                     }
                 }
