@@ -24,7 +24,7 @@ pub(crate) mod run;
 mod tests;
 pub(crate) mod verify;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::document;
 use crate::machine::{CpuSet, Machine};
@@ -36,7 +36,7 @@ use change::{ApplyContext, ChangeError, FollowUps, run_follow_ups};
 use journal::{BeginStamp, Record, Writer};
 
 /// Which part of a plan to apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Scope {
     /// What takes effect now: sysctls, IRQs, tasks, cpufreq, cpuidle, THP, hugepages,
@@ -46,6 +46,7 @@ pub(crate) enum Scope {
     /// enabled at boot.
     Boot,
     /// Both.
+    #[default]
     All,
 }
 
@@ -462,12 +463,18 @@ impl Steps {
     }
 }
 
-/// The `begin` record of an apply.
-pub(crate) fn begin_record(ctx: &ApplyContext, plan_path: &str, created_dirs: &[String]) -> Record {
+/// The `begin` record of an apply of `scope`.
+pub(crate) fn begin_record(
+    ctx: &ApplyContext,
+    plan_path: &str,
+    scope: Scope,
+    created_dirs: &[String],
+) -> Record {
     Record::Begin {
         stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
         plan: plan_path.to_string(),
+        scope,
         created_dirs: created_dirs.to_vec(),
     }
 }
@@ -488,15 +495,17 @@ pub(crate) enum ApplyError {
     Journal(#[from] journal::AppendError),
 }
 
-/// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
+/// Applies `items` (prepared for `scope`) under the lock, journaling into the SysRoot's
+/// `/var/lib/lowlat/`.
 pub(crate) fn apply(
     ctx: &ApplyContext,
     items: &[Item],
     plan_path: &str,
+    scope: Scope,
     steps: &mut Steps,
 ) -> Result<ApplyReport, ApplyError> {
     let lock = lock::Lock::acquire(ctx.root)?;
-    let begin = begin_record(ctx, plan_path, lock.created_dirs());
+    let begin = begin_record(ctx, plan_path, scope, lock.created_dirs());
     let mut writer = Writer::open(ctx.root, begin)?;
     Ok(execute(ctx, items, Some(&mut writer), steps))
 }

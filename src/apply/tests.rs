@@ -104,7 +104,7 @@ fn run_apply(f: &Fixture, plan: &Plan, steps: &mut Steps) -> ApplyReport {
     let root = f.root();
     let ctx = ctx(&root, &f.machine);
     let items = prepare(&ctx, plan, &plan.to_json(), Scope::All).unwrap();
-    apply(&ctx, &items, "/tmp/plan.json", steps).unwrap()
+    apply(&ctx, &items, "/tmp/plan.json", Scope::All, steps).unwrap()
 }
 
 fn run_revert(f: &Fixture) -> revert::RevertReport {
@@ -340,7 +340,7 @@ fn a_damaged_journal_stops_revert_before_any_change() {
     // Nor does a new apply write after a damaged journal.
     let ctx = ctx(&root, &f.machine);
     let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
-    let err = apply(&ctx, &items, "p", &mut Steps::new()).unwrap_err();
+    let err = apply(&ctx, &items, "p", Scope::All, &mut Steps::new()).unwrap_err();
     assert!(err.to_string().contains("checksum mismatch"), "{err}");
 }
 
@@ -591,4 +591,48 @@ fn an_argument_the_kernel_ignores_is_not_in_effect_not_ok() {
         &setting("cmdline:rcu_nocbs", "rcu_nocbs=1-3", Layer::Boot),
     );
     assert_eq!(rcu.status, VerifyStatus::Ok, "{rcu:?}");
+}
+
+#[test]
+fn after_apply_runtime_the_persistent_settings_are_not_applied_not_drift() {
+    // Issue 43: verify after `apply --runtime` said drift of every file and kernel argument,
+    // as if someone had undone them.
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let before = ctx(&root, &f.machine);
+    let items = prepare(&before, &plan, &plan.to_json(), Scope::Runtime).unwrap();
+    apply(&before, &items, "/tmp/plan.json", Scope::Runtime, &mut Steps::new()).unwrap();
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    let check = |id: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no check {id}"))
+    };
+    assert_eq!(check("sysctl:vm.stat_interval").status, VerifyStatus::Ok);
+    for id in ["cmdline:nohz_full", "file:/etc/sysctl.d/99-lowlat.conf"] {
+        let c = check(id);
+        assert_eq!(c.status, VerifyStatus::NotApplied, "{c:?}");
+        assert!(
+            c.actual
+                .ends_with("not applied (runtime only: `lowlat apply --runtime` left it out)"),
+            "{}",
+            c.actual
+        );
+    }
+    assert!(report.summary.not_applied >= 2, "{:?}", report.summary);
+    assert!(!report.drifted(), "{:?}", report.summary);
+    // A run-time setting changed behind lowlat's back is still drift.
+    f.dir.write("/proc/sys/vm/stat_interval", "1\n");
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    assert!(report.drifted());
+    // After the whole plan is applied, nothing is left out any more.
+    run_apply(&f, &plan, &mut Steps::new());
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    assert_eq!(report.summary.not_applied, 0, "{:?}", report.summary);
 }

@@ -194,7 +194,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             return Ok(exit::OK);
         }
     }
-    let report = apply::apply(&ctx, &items, &plan_path, &mut Steps::new())?;
+    let report = apply::apply(&ctx, &items, &plan_path, args.scope(), &mut Steps::new())?;
     show(&report)?;
     Ok(if report.stopped.is_some() {
         exit::ERROR

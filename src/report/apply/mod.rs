@@ -263,6 +263,9 @@ pub(crate) fn verify_text(report: &verify::Report) -> String {
     if s.not_in_effect > 0 {
         not_configured.push_str(&format!(", {} not-in-effect", s.not_in_effect));
     }
+    if s.not_applied > 0 {
+        not_configured.push_str(&format!(", {} not-applied", s.not_applied));
+    }
     writeln!(
         out,
         "\nSummary: {} ok, {} drift, {} pending-reboot{not_configured}, {} unsupported (plan {}).",
