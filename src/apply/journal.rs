@@ -744,7 +744,10 @@ mod tests {
         let begin = begin();
         let line = encode(1, &begin).replace(r#","scope":"all""#, "");
         let json = &line[LINE_START.len() + 8 + ENTRY_KEY.len()..line.len() - 2];
-        let line = format!("{LINE_START}{:08x}{ENTRY_KEY}{json}}}\n", crc32(json.as_bytes()));
+        let line = format!(
+            "{LINE_START}{:08x}{ENTRY_KEY}{json}}}\n",
+            crc32(json.as_bytes())
+        );
         assert!(!line.contains("scope"), "{line}");
         let journal = parse(line.as_bytes(), "j").unwrap();
         assert_eq!(journal.entries[0].record, begin);
