@@ -27,6 +27,7 @@ pub(crate) mod verify;
 use serde::{Deserialize, Serialize};
 
 use crate::document;
+use crate::machine::capabilities::Capabilities;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::{Plan, systemd};
 use crate::tuning::kernel_args::AllArgs;
@@ -385,6 +386,9 @@ pub(crate) struct ApplyReport {
     /// has no bootloader tool lowlat can use): `why`, `add`, `remove`; `null` otherwise. Apply
     /// exits 1 when it is set.
     pub boot_not_configured: Option<verify::BootLine>,
+    /// Where nothing re-applies the settings at boot (PID 1 is not systemd): what persists and
+    /// what does not, in one sentence; `null` otherwise.
+    pub persistence: Option<String>,
 }
 
 impl ApplyReport {
@@ -603,6 +607,7 @@ pub(crate) fn execute(
     report.journaled = writer.as_ref().is_some_and(|w| w.started());
     report.reboot_required = pending_reboot(ctx, items);
     report.boot_not_configured = items.iter().find_map(|i| i.boot_line.clone());
+    report.persistence = Capabilities::of(ctx.machine).persistence();
     report
 }
 

@@ -9,11 +9,12 @@
 
 use serde::Serialize;
 
-use super::appliers::{self, Expansion, boot};
 use super::Scope;
+use super::appliers::{self, Expansion, boot};
 use super::change::{ApplyContext, Change, ChangeError};
 use super::journal::{self, Record};
-use crate::machine::capabilities::Capabilities;
+use crate::machine::capabilities::{Capabilities, UnknownFlag, isolcpus_unknown_flags};
+use crate::machine::kernel::cmdline::isolcpus_flags;
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::{Layer, Setting};
@@ -116,6 +117,9 @@ pub(crate) struct Report {
     /// When some kernel arguments are `not-configured`: what to do about them; `null`
     /// otherwise.
     pub boot_line: Option<BootLine>,
+    /// Where nothing re-applies the settings at boot (PID 1 is not systemd): what persists and
+    /// what does not, as apply says it; `null` otherwise.
+    pub persistence: Option<String>,
 }
 
 /// The kernel arguments to configure by hand, on a machine whose bootloader lowlat has no tool
@@ -212,6 +216,7 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
         summary,
         checks,
         boot_line,
+        persistence: Capabilities::of(ctx.machine).persistence(),
     }
 }
 
@@ -350,6 +355,21 @@ fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (VerifyStat
     (VerifyStatus::Ok, first.unwrap_or_default())
 }
 
+/// The first flag of a planned `isolcpus=` that the running kernel certainly does not know
+/// (its boot log says it skipped or rejected it).
+fn unknown_isolcpus_flag(ctx: &ApplyContext, setting: &Setting) -> Option<UnknownFlag> {
+    if setting.id != SettingId::Cmdline("isolcpus".to_string()) {
+        return None;
+    }
+    let flags: Vec<&str> = (setting.value.split_whitespace())
+        .filter_map(|arg| arg.strip_prefix("isolcpus="))
+        .flat_map(|value| isolcpus_flags(value).0)
+        .collect();
+    isolcpus_unknown_flags(&ctx.machine.kernel, &flags)
+        .into_iter()
+        .find(|unknown| unknown.certain)
+}
+
 fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
     let args = match Args::of(setting) {
         Ok(args) => args,
@@ -375,6 +395,15 @@ fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
             return (
                 VerifyStatus::NotInEffect,
                 format!("{running}, but {}", why.reason),
+            );
+        }
+        if let Some(unknown) = unknown_isolcpus_flag(ctx, setting) {
+            return (
+                VerifyStatus::NotInEffect,
+                format!(
+                    "{running}, but the flag {} is unknown to this kernel: {}",
+                    unknown.flag, unknown.why
+                ),
             );
         }
         return (VerifyStatus::Ok, running);
