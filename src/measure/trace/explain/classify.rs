@@ -1,9 +1,9 @@
 //! The classification of one gap from the events inside it, in the order of the module's
 //! doc ([`super`]); and who sent an IPI, from the sends traced.
 
-use super::join::Woken;
 use super::{
     Cause, Class, CpuTrace, SOFTIRQ_THREADS, SOFTIRQS, TICK_FUNCTIONS, TraceGap, UnmatchedIpis,
+    Woken,
 };
 use crate::measure::trace::events::{Event, IpiSend, Sym, Symbols, Vector, What};
 

@@ -6,18 +6,9 @@ use std::collections::BTreeMap;
 
 use super::classify::{Gap, Join, classify};
 use super::{
-    Cause, CauseStats, Class, CpuCauses, CpuTrace, SPIKES, Spike, TraceGap, UnmatchedIpis,
+    Cause, CauseStats, Class, CpuCauses, CpuTrace, SPIKES, Spike, TraceGap, UnmatchedIpis, Woken,
 };
-use crate::measure::trace::events::{Event, IpiSend, Sym, Symbols, Vector, What};
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Woken {
-    /// When the loop was woken (trace clock).
-    pub ts: u64,
-    /// The task on the CPU when the loop was woken that kept it until it blocked (`None`:
-    /// idle, preempted by the loop, or not traced).
-    pub running: Option<(u32, Sym)>,
-}
+use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
 
 /// `events` without the loop `tid`'s own wake-ups, and those wake-ups: each `sched_wakeup`
 /// of it, the hrtimer expiry that made it (the last one before it in the same interrupt) and

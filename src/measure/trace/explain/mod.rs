@@ -41,7 +41,7 @@
 mod classify;
 mod join;
 
-use super::events::Event;
+use super::events::{Event, Sym};
 use crate::machine::Avail;
 use crate::measure::runner::segments::Merge;
 
@@ -374,6 +374,14 @@ pub(crate) struct CpuTrace<'a> {
 }
 
 /// A sleeping loop's wake-up: when it was woken, and the task then on the CPU.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Woken {
+    /// When the loop was woken (trace clock).
+    pub ts: u64,
+    /// The task on the CPU when the loop was woken that kept it until it blocked (`None`:
+    /// idle, preempted by the loop, or not traced).
+    pub running: Option<(u32, Sym)>,
+}
 
 #[cfg(test)]
 mod tests;
