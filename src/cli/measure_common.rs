@@ -17,16 +17,17 @@ use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
-use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::segments::{Checkpoints, Progress};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
-use crate::report::measure::document as measure_document;
-use crate::report::measure::header::{Measured, ResultHeader};
+use crate::report::measure::header::Measured;
 use crate::report::measure::loops::checkpoint_document;
+use crate::report::measure::{document as measure_document, finished_document};
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
@@ -465,82 +466,52 @@ pub(crate) struct Output {
     pub bundle: Option<Bundle>,
 }
 
-/// What a hardware engine measured, as [`emit`] writes it.
-pub(crate) struct Results<'a, T> {
-    /// Its document's kind.
-    pub kind: Kind,
-    /// How it measured, one sentence for the document.
-    pub method: &'static str,
-    /// Warnings about the figures.
-    pub warnings: &'a [String],
-    /// The figures.
-    pub result: &'a T,
-    /// Whether the engine's own figures are complete.
-    pub complete: bool,
-}
-
-/// Writes a hardware engine's result: the JSON document (with the environment of the chosen
-/// CPUs) for `--json` and `--out`, else the page `page` makes (tables, or CSV); notes an
-/// interrupted run on stderr. Returns the exit code ([`results_exit`]).
-pub(crate) fn emit<T: Serialize>(
+/// Writes a hardware engine's finished measurement: the JSON document of `kind` (with the
+/// environment of the chosen CPUs; the figures as `figures` writes them) for `--json` and
+/// `--out`, else the page `page` makes (tables, or CSV) and the warnings; notes an interrupted
+/// run on stderr. Returns the exit code ([`results_exit`]).
+pub(crate) fn emit<R, T: Serialize>(
     session: &Session,
     output: &Output,
-    results: Results<'_, T>,
+    kind: Kind,
+    measured: &Measurement<R>,
+    figures: T,
     page: impl FnOnce() -> String,
 ) -> Result<u8> {
-    let interrupted = session.interrupted();
     let wants_document = output.format == PageFormat::Json || output.bundle.is_some();
     let json = if wants_document {
-        let cpus = session.cpus_by_locality();
-        let measured = Measured {
-            header: ResultHeader {
-                method: results.method,
-                interrupted,
-                warnings: results.warnings.to_vec(),
-                priority: None,
-                measured_cpus: cpus.iter().copied().collect(),
-            },
-            figures: results.result,
-        };
-        let environment = env::capture(session.root(), &session.machine, &cpus);
-        let doc = measure_document(
-            results.kind,
-            document::host_name(session.root()),
-            environment,
-            measured,
-        );
-        Some(doc.to_json()?)
+        Some(finished_document(kind, session, measured, figures).to_json()?)
     } else {
         None
     };
     match (output.format, &json) {
         (PageFormat::Json, Some(json)) => print(json)?,
         (PageFormat::Csv, _) => {
-            for warning in results.warnings {
+            for warning in &measured.warnings {
                 warning!("{warning}");
             }
             let mut text = page();
-            if interrupted {
+            if measured.interrupted {
                 text.push_str("# interrupted: only the pairs measured until then have values\n");
             }
             print(&text)?;
         }
         _ => {
             let mut text = page();
-            for w in results.warnings {
+            for w in &measured.warnings {
                 text.push_str(&format!("warning: {w}\n"));
             }
             print(&text)?;
         }
     }
     let saved = match &json {
-        Some(json) => save(output.bundle.as_ref(), results.kind, json),
+        Some(json) => save(output.bundle.as_ref(), kind, json),
         None => true,
     };
-    if interrupted {
+    if measured.interrupted {
         note_interrupted();
     }
-    Ok(results_exit(results.complete && saved && !interrupted))
+    Ok(results_exit(measured.whole() && saved))
 }
 
 /// The CPUs a check measures on this machine (the one rule, `audit::partition::measured_cpus`).

@@ -4,13 +4,13 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::measure_common::{CommonArgs, Results, emit};
+use super::measure_common::{CommonArgs, emit};
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::engines::membw::{
-    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, MembwWarning, Stores,
+    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, Stores,
 };
 use crate::measure::engines::memlat::{
     self, MemlatRequest, MemlatSizing, MemlatSizingError, Window,
@@ -19,7 +19,6 @@ use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::session::Engine;
 use crate::report::measure::hardware;
-use crate::units::bytes;
 
 /// Options of `lowlat measure membw`.
 #[derive(Debug, Args)]
@@ -173,24 +172,6 @@ fn size_membw(
         .context("membw")
 }
 
-/// A membw warning as printed: the flag named where the user asked for the bent rule.
-fn membw_warning(warning: &MembwWarning) -> String {
-    match warning {
-        MembwWarning::BelowRule {
-            array_bytes,
-            total_cache_bytes,
-            rule_bytes,
-        } => format!(
-            "--size {} is below STREAM's rule of 4 × {} of cache = {} per array: caches may \
-             inflate the rates",
-            bytes(*array_bytes),
-            bytes(*total_cache_bytes),
-            bytes(*rule_bytes)
-        ),
-        MembwWarning::CacheSizesUnknown => warning.to_string(),
-    }
-}
-
 /// `error`, with `flag` in front when there is one.
 fn with_flag<E>(error: E, flag: Option<String>) -> anyhow::Error
 where
@@ -212,23 +193,16 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let report = membw::run(&session, &sizing)?;
-    let mut warnings: Vec<String> = sizing.warnings.iter().map(membw_warning).collect();
-    warnings.extend(report.system.warnings.iter().cloned());
-    let validated = report.system.validation.validated
-        && report
-            .node_matrix
-            .as_ref()
-            .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
-    let results = Results {
-        kind: Kind::MeasureMembw,
-        method: "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best \
-         rate after the first iteration, MB = 10^6 bytes, STREAM byte counting",
-        warnings: &warnings,
-        result: &report,
-        complete: validated,
-    };
-    emit(&session, &output, results, || hardware::membw_text(&report))
+    let measured = membw::run(&session, &sizing)?;
+    let report = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureMembw,
+        &measured,
+        report,
+        || hardware::membw_text(report),
+    )
 }
 
 impl MemlatArgs {
@@ -289,19 +263,16 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let report = memlat::run(&session, &sizing)?;
-    let results = Results {
-        kind: Kind::MeasureMemlat,
-        method: "dependent pointer chase over a random single cycle, one pointer per stride, \
-         windows and the lines within them in random order; ns per load over samples after a \
-         warm-up",
-        warnings: &[],
-        result: &report,
-        complete: true,
-    };
-    emit(&session, &output, results, || {
-        hardware::memlat_text(&report, &session.machine.topology)
-    })
+    let measured = memlat::run(&session, &sizing)?;
+    let report = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureMemlat,
+        &measured,
+        report,
+        || hardware::memlat_text(report, &session.machine.topology),
+    )
 }
 
 #[cfg(test)]
@@ -489,7 +460,9 @@ mod tests {
         assert!(err.contains("only 4 CPUs"), "{err}");
         let sizing = sizing(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
         assert!(
-            membw_warning(&sizing.warnings[0]).contains("--size 16 MiB is below STREAM's rule"),
+            sizing.warnings[0]
+                .to_string()
+                .contains("--size 16 MiB is below STREAM's rule"),
             "{:?}",
             sizing.warnings
         );

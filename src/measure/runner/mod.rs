@@ -11,6 +11,7 @@ pub(crate) mod env;
 pub(crate) mod harness;
 pub(crate) mod inject;
 pub(crate) mod load;
+pub(crate) mod measurement;
 pub(crate) mod memory;
 pub(crate) mod node_matrix;
 pub(crate) mod observer;
