@@ -12,15 +12,16 @@ use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
 use super::{Cli, exit};
-use crate::audit;
 use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
+use crate::check;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
 use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::measurement::Measurement;
+use crate::measure::runner::rounds::{self, After, Round};
 use crate::measure::runner::segments::{Checkpoints, Progress};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
@@ -179,11 +180,14 @@ impl LoopArgs {
         self.duration / self.repeat.max(1)
     }
 
-    /// Runs `round(number)` --repeat times (numbered from 1), saying each round on stderr
-    /// when there are several, until one is interrupted; the exit code is the worst of the
-    /// rounds'. `round` returns its exit code and whether it was interrupted. Several rounds
-    /// need --out: each is a run of its own.
-    pub(crate) fn in_rounds(&self, mut round: impl FnMut(u32) -> Result<(u8, bool)>) -> Result<u8> {
+    /// Runs `round` --repeat times ([`rounds::run`]), saying each round on stderr when there
+    /// are several, until one is interrupted; the exit code is the worst of the rounds'.
+    /// `round` returns its exit code and whether it was interrupted. Several rounds need
+    /// --out: each is a run of its own.
+    pub(crate) fn in_rounds(
+        &self,
+        mut round: impl FnMut(Round) -> Result<(u8, bool)>,
+    ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
                 "--repeat {}: each round is saved as its own run in a bundle; give --out DIR",
@@ -191,16 +195,18 @@ impl LoopArgs {
             );
         }
         let mut code = exit::OK;
-        for number in 1..=self.repeat {
-            if self.repeat > 1 {
-                note!("round {number} of {}", self.repeat);
+        rounds::run(self.repeat, |this| {
+            if this.worth_saying() {
+                note!("{this}");
             }
-            let (round_code, interrupted) = round(number)?;
+            let (round_code, interrupted) = round(this)?;
             code = code.max(round_code);
-            if interrupted {
-                break;
-            }
-        }
+            Ok::<_, anyhow::Error>(if interrupted {
+                After::Stop
+            } else {
+                After::Next
+            })
+        })?;
         Ok(code)
     }
 }
@@ -373,52 +379,40 @@ pub(crate) fn checkpoint_json<R, T: Serialize>(
     Ok(doc.to_json()?)
 }
 
-/// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
-/// was not (the measurement is then incomplete, see [`results_exit`]).
-fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
+/// Says on stderr that `cpu` was not measured, and why, when it was not.
+fn say_not_measured_cpu<R>(cpu: &CpuLoop<R>) {
     if let Some(error) = &cpu.setup_error {
         error!("CPU {} was not measured: {error}", cpu.cpu);
     }
-    cpu.setup_error.is_some()
 }
 
 /// Says on stderr which CPUs of `run` were not measured, and why.
 pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
     for cpu in &run.cpus {
-        report_not_measured(cpu);
+        say_not_measured_cpu(cpu);
     }
-}
-
-/// Whether every CPU of `run` measured to its end: says on stderr which CPUs were not
-/// measured and, through `cut_short` (which says its own reason and returns true), which stopped
-/// early. An interrupted run is not complete either.
-pub(crate) fn measured_completely<R>(
-    run: &Finished<R>,
-    mut cut_short: impl FnMut(&CpuLoop<R>) -> bool,
-) -> bool {
-    let mut complete = !run.interrupted;
-    for cpu in &run.cpus {
-        // Both are said, so `|`, not `||`.
-        if report_not_measured(cpu) | cut_short(cpu) {
-            complete = false;
-        }
-    }
-    complete
 }
 
 /// The end of a loop engine's run once its results are printed and `written` says whether
-/// every output was written: what was incomplete said on stderr (see [`measured_completely`]),
-/// an interruption noted, and the exit code of [`results_exit`].
+/// every output was written: which CPUs were not measured said on stderr, and which were
+/// `cut_short` (by `why_short`), CPU by CPU; an interruption noted; and the exit code of
+/// [`results_exit`] (complete: see [`Finished::complete`]).
 pub(crate) fn loop_exit<R>(
     run: &Finished<R>,
     written: bool,
-    cut_short: impl FnMut(&CpuLoop<R>) -> bool,
+    cut_short: impl Fn(&CpuLoop<R>) -> bool,
+    why_short: impl Fn(&CpuLoop<R>),
 ) -> u8 {
-    let measured = measured_completely(run, cut_short);
+    for cpu in &run.cpus {
+        say_not_measured_cpu(cpu);
+        if cut_short(cpu) {
+            why_short(cpu);
+        }
+    }
     if run.interrupted {
         note_interrupted();
     }
-    results_exit(written && measured)
+    results_exit(written && run.complete(cut_short))
 }
 
 /// The one exit-code rule of the measurements, once their results are printed: 0
@@ -514,18 +508,12 @@ pub(crate) fn emit<R, T: Serialize>(
     Ok(results_exit(measured.whole() && saved))
 }
 
-/// The CPUs a check measures on this machine (the one rule, `audit::partition::measured_cpus`).
+/// The CPUs a check measures on this machine ([`check::cpus_that_matter`]).
 pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
-    let root = live_root(cli)?;
-    let machine = Machine::read(&root);
-    let partition =
-        audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
-    let online = machine.topology.online_cpus();
-    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
-    let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    Ok(audit::partition::measured_cpus(
-        &partition, &online, &allowed, requested,
-    ))
+    let machine = Machine::read(&live_root(cli)?);
+    let chosen =
+        check::cpus_that_matter(&machine, requested).map_err(|e| anyhow!("the partition: {e}"))?;
+    Ok(chosen.measured)
 }
 
 /// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check would

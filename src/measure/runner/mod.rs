@@ -19,6 +19,7 @@ pub(crate) mod pairs;
 pub(crate) mod place;
 pub(crate) mod progress;
 pub(crate) mod region;
+pub(crate) mod rounds;
 pub(crate) mod segments;
 pub(crate) mod session;
 pub(crate) mod slices;
