@@ -221,7 +221,7 @@ fn shared_warning(pairs: &[PairLatency]) -> Option<Warning> {
         .filter(|&percent| percent >= 1.0)
         .collect();
     let worst = shared.iter().copied().fold(0.0, f64::max);
-    (!shared.is_empty()).then(|| Warning::PairsShared {
+    (!shared.is_empty()).then_some(Warning::PairsShared {
         shared: shared.len(),
         pairs: pairs.len(),
         worst_percent: worst,
