@@ -7,7 +7,7 @@
 //! persistent ones out) is `not-applied`, not drift. Reading only: it works on the live
 //! machine, a directory tree and a snapshot.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Scope;
 use super::appliers::{self, Expansion, boot};
@@ -21,7 +21,7 @@ use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 
 /// The verdict on one setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum VerifyStatus {
     /// The machine has the planned value.
@@ -71,7 +71,7 @@ impl VerifyStatus {
 }
 
 /// One setting checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SettingCheck {
     /// The setting id.
     pub id: SettingId,
@@ -87,7 +87,7 @@ pub(crate) struct SettingCheck {
 }
 
 /// Counts per verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub(crate) struct Summary {
     /// Settings as planned.
     pub ok: usize,
@@ -106,7 +106,7 @@ pub(crate) struct Summary {
 }
 
 /// The whole verification (the body of the `--json` document).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Report {
     /// The plan file checked against.
     pub plan: String,
@@ -124,7 +124,7 @@ pub(crate) struct Report {
 
 /// The kernel arguments to configure by hand, on a machine whose bootloader lowlat has no tool
 /// for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct BootLine {
     /// Why lowlat could not configure them (which tools and files it looked for).
     pub why: String,
