@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::Reader;
-use crate::sysroot::ORIGINS;
+use crate::sysroot::{ORIGINS, UNCAPTURED};
 
 /// The origins of a tree's files, by system path (`/proc/sys/kernel/sched_rt_runtime_us` →
 /// `sos_commands/kernel/sysctl_-a:412`); empty for a live machine and for trees that were
@@ -44,6 +44,23 @@ impl Origins {
                 .then(|| origin.split(':').next().unwrap_or(origin))
         })
     }
+}
+
+/// What the tree's bundle did not capture that holds `path` (a line of [`UNCAPTURED`] that is
+/// `path` or a directory above it), when it did not: a file absent there is unknown, not
+/// absent from the machine.
+pub fn uncaptured(root: &crate::sysroot::SysRoot, path: &str) -> Option<String> {
+    if root.is_live() {
+        return None;
+    }
+    let text = root.read(UNCAPTURED).ok()?;
+    text.lines()
+        .filter(|line| !line.is_empty())
+        .find(|line| {
+            path.strip_prefix(line)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+        .map(str::to_string)
 }
 
 /// Reads [`ORIGINS`]; absent on a live machine and in ordinary trees. A line without a tab is

@@ -284,8 +284,11 @@ fn bad_bundles_are_said_and_the_rest_read() {
         || t["comm"].as_str().unwrap().starts_with("\x1b]0;owned")));
     assert_eq!(m["kernel"]["release"], "5.14.0-1.el9.x86_64");
     assert_eq!(m["topology"]["cpus"].as_array().map(Vec::len), Some(4));
-    // The sysctls are unknown, not absent.
+    // The sysctls are unknown, not absent from this kernel.
     assert!(m["kernel"]["sysctls"]["vm.swappiness"]["unavailable"].is_string());
+    let audit = findings(&json(Some(("--sosreport", &report)), &["audit", "--json"]));
+    assert_eq!(audit["LL-SYSCTL-VM-SWAPPINESS"].0, "unknown");
+    assert_eq!(audit["LL-SYSCTL-KERNEL-SCHED-LATENCY-NS"].0, "unknown");
     // The text report escapes the task's name.
     let (text, _) = output("--sosreport", &report, &["audit"]);
     assert!(!text.contains('\x1b'));
@@ -353,7 +356,7 @@ fn real_sosreport(into: &Path) -> Option<PathBuf> {
             "report",
             "--batch",
             "--only-plugins",
-            "kernel,process,processor,systemd,services,date",
+            "kernel,process,processor,systemd,services,networking,date",
             "--tmp-dir",
         ])
         .arg(into)
@@ -473,6 +476,33 @@ fn a_real_sosreport_agrees_with_the_live_machine() {
                 assert_eq!(u["running"], t["running"], "{}", t["name"]);
             }
         }
+        // Every NIC setting the bundle's ethtool outputs hold is the live one.
+        let mut nics = 0;
+        for (u, t) in l["net"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(s["net"].as_array().unwrap())
+        {
+            assert_eq!(u["name"], t["name"]);
+            let Some(nic) = t["nic"].as_object() else {
+                continue;
+            };
+            nics += 1;
+            for part in [
+                "driver",
+                "channels",
+                "rings",
+                "coalesce",
+                "features",
+                "phc_index",
+            ] {
+                if nic[part].get("unavailable").is_none() {
+                    assert_eq!(u["nic"][part], nic[part], "{}: {part}", t["name"]);
+                }
+            }
+        }
+        assert!(nics > 0, "no NIC read from the bundle");
         // Every finding the bundle can judge is the live one.
         let bundle_audit = findings(&json(Some(("--sosreport", bundle)), &["audit", "--json"]));
         for (rule, (status, _)) in &bundle_audit {

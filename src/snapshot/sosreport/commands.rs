@@ -1,11 +1,11 @@
 //! sos's command outputs turned into the files lowlat's readers read on a live machine: the
 //! kernel release from `uname -a`, the sysctls from `sysctl -a`, the TuneD profile from
-//! `tuned-adm active`. Each file written names the output and line it came from; a file the
+//! `tuned-adm active`, and the NICs' `ethtool` outputs kept as they are. Each file written names the output and line it came from; a file the
 //! bundle copied itself is kept as it is. What disagrees (two kernel releases) or cannot be
 //! read (an output over the size lowlat reads) is said in a note, and the rest is read.
 
 use super::tree::Tree;
-use crate::sysroot::{ReadError, SysRoot};
+use crate::sysroot::{PRINTED_DIR, ReadError, SysRoot};
 use crate::text::escape_controls;
 
 /// The outputs of the commands sos ran, read beneath the report's directory.
@@ -33,6 +33,38 @@ impl Outputs {
             }
         }
     }
+
+    /// The names in `sos_commands/DIR`, sorted; empty when there is none.
+    fn list(&self, dir: &str) -> Vec<String> {
+        self.root
+            .list(&format!("/sos_commands/{dir}"))
+            .unwrap_or_default()
+    }
+}
+
+/// The ethtool outputs lowlat reads of each interface (`ethtool -i/-c/-g/-l/-k/-T IF`), kept
+/// under [`PRINTED_DIR`] by their sos file names, which the NIC reader reads where the live
+/// machine's answers are missing. An interface is one whose `ethtool -i` sos kept.
+pub(super) fn ethtool(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) -> usize {
+    const OPTIONS: [&str; 6] = ["-i", "-c", "-g", "-l", "-k", "-T"];
+    let mut interfaces = 0;
+    for file in out.list("networking") {
+        let Some(name) = file.strip_prefix("ethtool_-i_") else {
+            continue;
+        };
+        if name.is_empty() || name.starts_with('.') {
+            continue;
+        }
+        interfaces += 1;
+        for option in OPTIONS {
+            let file = format!("networking/ethtool_{option}_{name}");
+            if let Some(text) = out.text(&file, notes) {
+                let path = format!("{PRINTED_DIR}/ethtool_{option}_{name}");
+                let _ = tree.write(&path, text.as_bytes(), format!("sos_commands/{file}"));
+            }
+        }
+    }
+    interfaces
 }
 
 /// Where a file written from `file`'s line `line` came from.
@@ -113,6 +145,11 @@ fn sysctl_path(key: &str) -> Option<String> {
 pub(super) fn sysctls(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) -> usize {
     const SYSCTL: &str = "kernel/sysctl_-a";
     let Some(text) = out.text(SYSCTL, notes) else {
+        // Neither the output nor sos's copy of /proc/sys: a missing key is unknown, not a
+        // knob this kernel lacks.
+        if !tree.dir.join("proc/sys/vm").is_dir() {
+            tree.uncaptured("/proc/sys");
+        }
         return 0;
     };
     let mut written = 0;

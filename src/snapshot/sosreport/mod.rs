@@ -6,7 +6,8 @@
 //! private machine tree of both: the copies as sos wrote them ([`tree`]), and, where sos
 //! kept an output instead, the file a live machine would show, written from it: the kernel
 //! release from `uname -a`, the sysctls from `sysctl -a`, the TuneD profile from `tuned-adm
-//! active` ([`commands`]), the processes from the `ps` outputs ([`ps`]). Each written file
+//! active`, the NICs' settings from the `ethtool -i/-c/-g/-l/-k/-T` outputs ([`commands`]), the
+//! processes from the `ps` outputs ([`ps`]). Each written file
 //! names the output and line it came from (the tree's [`crate::machine::origins`]), so audit
 //! evidence names the bundle's file. The tree is then read as `--root` reads one: links out
 //! of it are refused, and what the bundle does not hold is unknown, never absent.
@@ -121,6 +122,7 @@ pub fn open(path: &Path) -> Result<SosReport, SosReportError> {
     commands::kernel_release(&outputs, &mut tree, &mut notes);
     commands::sysctls(&outputs, &mut tree, &mut notes);
     commands::tuned_profile(&outputs, &mut tree, &mut notes);
+    commands::ethtool(&outputs, &mut tree, &mut notes);
     ps::write(&outputs, &mut tree, &mut notes);
     tree.finish().map_err(io)?;
     let lacks = super::gaps::lacks(

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::sysroot::{MAX_FILE_BYTES, ORIGINS};
+use crate::sysroot::{MAX_FILE_BYTES, ORIGINS, UNCAPTURED};
 
 /// The top-level entries of a sosreport that are sos's own (its command outputs, logs and
 /// reports): kept out of the machine tree.
@@ -26,6 +26,8 @@ pub(super) struct Tree {
     pub(super) dir: PathBuf,
     /// Where each written file came from, by system path.
     origins: BTreeMap<String, String>,
+    /// The system paths the bundle did not capture ([`UNCAPTURED`]).
+    uncaptured: Vec<String>,
 }
 
 impl Tree {
@@ -34,7 +36,13 @@ impl Tree {
         Self {
             dir,
             origins: BTreeMap::new(),
+            uncaptured: Vec::new(),
         }
+    }
+
+    /// Marks the system path `path` (and all below it) as not captured by the bundle.
+    pub(super) fn uncaptured(&mut self, path: &str) {
+        self.uncaptured.push(path.to_string());
     }
 
     /// Writes `bytes` at the system path `path`, made from `origin` (`sos_commands/...:LINE`),
@@ -51,14 +59,23 @@ impl Tree {
         Ok(true)
     }
 
-    /// Writes the list of origins ([`ORIGINS`]: `SYSTEM-PATH<TAB>ORIGIN` lines) into the tree.
+    /// Writes the list of origins ([`ORIGINS`]: `SYSTEM-PATH<TAB>ORIGIN` lines) and of what
+    /// the bundle did not capture ([`UNCAPTURED`]) into the tree.
     pub(super) fn finish(self) -> io::Result<()> {
         let text: String = (self.origins.iter())
             .map(|(path, origin)| format!("{path}\t{origin}\n"))
             .collect();
-        let rel = relative(ORIGINS).expect("a plain path");
-        let _ = fs::remove_file(self.dir.join(&rel));
-        create_file(&self.dir, &rel, text.as_bytes())?;
+        for (path, text) in [
+            (ORIGINS, text),
+            (
+                UNCAPTURED,
+                self.uncaptured.iter().map(|p| format!("{p}\n")).collect(),
+            ),
+        ] {
+            let rel = relative(path).expect("a plain path");
+            let _ = fs::remove_file(self.dir.join(&rel));
+            create_file(&self.dir, &rel, text.as_bytes())?;
+        }
         Ok(())
     }
 }
