@@ -3,11 +3,11 @@
 //!
 //! sos copies some /proc, /sys and /etc files into the report, laid out like `/`, and keeps
 //! the rest as the outputs of the commands it ran (`sos_commands/`). The reader makes one
-//! private machine tree of both: the copies as sos wrote them ([`tree`]), and, where sos
+//! private machine tree of both: the copies as sos wrote them (`tree.rs`), and, where sos
 //! kept an output instead, the file a live machine would show, written from it: the kernel
 //! release from `uname -a`, the sysctls from `sysctl -a`, the TuneD profile from `tuned-adm
-//! active`, the NICs' settings from the `ethtool -i/-c/-g/-l/-k/-T` outputs ([`commands`]), the
-//! processes from the `ps` outputs ([`ps`]). Each written file
+//! active`, the NICs' settings from the `ethtool -i/-c/-g/-l/-k/-T` outputs (`commands.rs`), the
+//! processes from the `ps` outputs (`ps.rs`). Each written file
 //! names the output and line it came from (the tree's [`crate::machine::origins`]), so audit
 //! evidence names the bundle's file. The tree is then read as `--root` reads one: links out
 //! of it are refused, and what the bundle does not hold is unknown, never absent.
