@@ -155,12 +155,16 @@ fn run_with(
         .entries
         .iter()
         .map(|entry| {
-            finding(
+            let mut finding = finding(
                 entry.rule,
                 check(&ctx, entry),
                 entry.expect.advisory,
                 &firmware,
-            )
+            );
+            for path in &mut finding.evidence {
+                *path = machine.origins.annotate(path);
+            }
+            finding
         })
         .collect();
     // Stable: table order within a layer.
