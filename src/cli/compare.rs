@@ -8,8 +8,9 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, compare_each, hosts, load};
+use crate::compare::{Options, calibrate, compare_each, hosts};
 use crate::report::compare as printers;
+use crate::report::runs;
 
 /// Which verdicts make the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -112,7 +113,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         margin: args.margin / 100.0,
     };
     if !args.calibrate.is_empty() {
-        let runs = load::load(&args.calibrate)?;
+        let runs = runs::load(&args.calibrate)?;
         let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
         if args.json {
             print_json(&printers::calibration_document(
@@ -124,8 +125,8 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         }
         return Ok(exit::OK);
     }
-    let a = load::load(&args.a)?;
-    let b = load::load(&args.b)?;
+    let a = runs::load(&args.a)?;
+    let b = runs::load(&args.b)?;
     let mut comparisons = compare_each(&a.runs, &b.runs, &options)?;
     if let Some(first) = comparisons.first_mut() {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::stats::histogram::Cumulative;
+use crate::measure::trace::cause_count::CauseCount;
 
 /// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
 /// as many as lowlat's own documents record (`measure::runner::slices`).
@@ -222,17 +223,6 @@ pub struct CpuConditions {
     pub smis: Option<f64>,
 }
 
-/// One cause's gaps on one CPU of a run (`measure jitter --explain`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CauseCount {
-    /// The class (`tick`, `task`, ...).
-    pub class: String,
-    /// What in the class (`tick_nohz_handler`, the task's comm).
-    pub source: String,
-    /// Gaps it caused.
-    pub count: u64,
-}
-
 /// One run: where it came from and its latencies per CPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -260,9 +250,9 @@ pub struct Run {
     pub conditions: BTreeMap<u32, CpuConditions>,
     /// The 1-minute load average, mean of the readings before and after the run.
     pub load_average: Option<f64>,
-    /// Each CPU's gaps by cause (`measure jitter --explain`); `None` where the run was not
-    /// explained (not asked, not traced, another format).
-    pub causes: Option<BTreeMap<u32, Vec<CauseCount>>>,
+    /// The gaps by cause of each CPU (`measure jitter --explain`); `None` where the run was
+    /// not explained (not asked, not traced, another format).
+    pub(crate) causes: Option<Vec<CauseCount>>,
 }
 
 impl Run {

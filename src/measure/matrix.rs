@@ -1,10 +1,10 @@
 //! A labelled matrix of measurements (CPU × CPU latencies, node × node bandwidths). Its
 //! terminal table and CSV forms are in `report::matrix`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Values indexed by a row label and a column label; a cell not measured is `None`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Matrix {
     /// What the rows are (e.g. "cpu", "cpu node", "waker cpu").
     pub row_kind: String,

@@ -399,7 +399,7 @@ fn causes(out: &mut Page, c: &Comparison) {
         for row in rows.iter().take(CAUSES_SHOWN) {
             let mut cells = vec![
                 presence.label().to_string(),
-                row.class.clone(),
+                row.class.key().to_string(),
                 row.source.clone(),
                 row.a_gaps.to_string(),
                 row.b_gaps.to_string(),

@@ -9,7 +9,7 @@ pub(crate) mod loops;
 pub(crate) mod net;
 pub(crate) mod timer;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::document::{Document, Kind};
 use crate::measure::runner::env::Environment;
@@ -21,8 +21,8 @@ pub(crate) fn micros(ns: f64) -> String {
 }
 
 /// The body of every measurement document.
-#[derive(Debug, Serialize)]
-pub(crate) struct MeasureBody<T: Serialize> {
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct MeasureBody<T> {
     /// The command line, argument by argument.
     pub command: Vec<String>,
     /// The machine when it ran.

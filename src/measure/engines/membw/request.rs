@@ -223,7 +223,7 @@ impl MembwSizing {
             runs: Vec::new(),
         });
         let mut report = MembwReport {
-            label: LABEL,
+            label: LABEL.into(),
             total_cache_bytes: self.total_cache_bytes,
             rule_array_bytes: self.rule_bytes,
             system,
