@@ -27,13 +27,14 @@ pub enum FailOn {
     after_help = "A is the baseline, B the candidate: files or bundle directories (every file in \
 them), at least one on each side of `--`; options go before the `--`, since everything after \
 it is arm B. Each file is recognised by its content: lowlat \
-measure-jitter, measure-timer and measure-membw documents, sysjitter --raw files \
+measure-jitter, measure-timer, measure-membw and measure-net documents, sysjitter --raw files \
 (PREFIX.<cpu>; the files of one prefix are one run) and its summary table, cyclictest -v \
 output, -h histograms and T: summary lines (with or without -q), oslat's table, STREAM's \
 stdout and likwid-bench output.\n\n\
 Runs are the unit. Each run gives one value of a few primary endpoints pooled over the CPUs \
 (the median of the CPUs' medians, the worst CPU's p99, the rate above --above; memory \
-bandwidth: each kernel's best rate); B/A and its 95 % interval come from Welch's t on the logs \
+bandwidth: each kernel's best rate; network round trips: the median and p99 round trip, the \
+messages per second and the messages lost per million); B/A and its 95 % interval come from Welch's t on the logs \
 of those values, which hold the variation between runs and inside them. The exit code comes \
 from these endpoints only, Holm-corrected over them. With one run in an arm the variation \
 between runs is unknown: the verdict is inconclusive, naming the runs needed, unless the change \

@@ -482,14 +482,27 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
     } else {
         let (endpoints, rate_unit): (&[Endpoint], &str) = if summarised {
             (&Endpoint::SUMMARIES, "")
+        } else if family_a == Family::RoundTrips {
+            (&Endpoint::ROUND_TRIPS, "")
         } else {
             (&Endpoint::LATENCIES, unit_a.rate_unit().0)
         };
         for &e in endpoints {
-            let unit = if e == Endpoint::RateAbove {
-                rate_unit
-            } else {
-                "ns"
+            let lossless = |r: &Run| r.traffic.is_some_and(|t| t.lost == 0);
+            if e == Endpoint::Loss && a.iter().chain(b).all(lossless) {
+                // Its rate would be the 0.5 message per run that keeps a lossless run
+                // comparable, not a loss seen.
+                notes.push(format!(
+                    "{}: none in any run of either arm; not compared",
+                    e.name()
+                ));
+                continue;
+            }
+            let unit = match e {
+                Endpoint::RateAbove => rate_unit,
+                Endpoint::MessageRate => "messages/s",
+                Endpoint::Loss => "per-million-messages",
+                _ => "ns",
             };
             match primary(e, None, unit, (a, b), &cpus, above_ns) {
                 Some(row) => primary_rows.push(row),

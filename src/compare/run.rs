@@ -23,6 +23,9 @@ pub enum Family {
     /// Memory bandwidth: the best rate of each kernel per run (lowlat measure membw, STREAM,
     /// likwid-bench), higher is better.
     Throughput,
+    /// Network round trips of a ping-pong, with the messages sent per second and the share
+    /// lost (lowlat measure net).
+    RoundTrips,
 }
 
 impl Family {
@@ -32,6 +35,7 @@ impl Family {
             Family::Gaps => "busy-loop interruptions",
             Family::Wakeups => "timer wake-up latencies",
             Family::Throughput => "memory bandwidth (best rate per kernel)",
+            Family::RoundTrips => "network round trips",
         }
     }
 }
@@ -63,6 +67,8 @@ pub enum Format {
     /// oslat's table: per CPU, every loop iteration in 1 µs buckets. Its last bucket holds
     /// every longer iteration: beyond its edge only the longest is known.
     Oslat,
+    /// A `measure-net` document: the round trips, under the client's CPU.
+    LowlatNet,
 }
 
 impl Format {
@@ -80,6 +86,7 @@ impl Format {
             Format::SysjitterSummary => "sysjitter summary",
             Format::CyclictestSummary => "cyclictest summary",
             Format::Oslat => "oslat",
+            Format::LowlatNet => "lowlat measure-net",
         }
     }
 
@@ -95,6 +102,7 @@ impl Format {
             | Format::CyclictestHistogram
             | Format::CyclictestSummary => Family::Wakeups,
             Format::LowlatMembw | Format::Stream | Format::LikwidBench => Family::Throughput,
+            Format::LowlatNet => Family::RoundTrips,
         }
     }
 }
@@ -223,6 +231,17 @@ pub struct CpuConditions {
     pub smis: Option<f64>,
 }
 
+/// What a network ping-pong sent and lost (`measure net`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    /// Messages the client sent per second, answered or not.
+    pub messages_per_s: f64,
+    /// Messages sent (round trips kept plus timeouts).
+    pub sent: u64,
+    /// Messages whose answer never came.
+    pub lost: u64,
+}
+
 /// One run: where it came from and its latencies per CPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -253,6 +272,8 @@ pub struct Run {
     /// The gaps by cause of each CPU (`measure jitter --explain`); `None` where the run was
     /// not explained (not asked, not traced, another format).
     pub(crate) causes: Option<Vec<CauseCount>>,
+    /// What a network ping-pong sent and lost; `None` for other runs.
+    pub traffic: Option<Traffic>,
 }
 
 impl Run {
@@ -285,6 +306,7 @@ impl Run {
             conditions: BTreeMap::new(),
             load_average: None,
             causes: None,
+            traffic: None,
         }
     }
 }

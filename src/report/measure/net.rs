@@ -1,14 +1,16 @@
 //! `lowlat measure net`: its JSON figures and its terminal text.
 
+use std::borrow::Cow;
+
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::micros;
 use crate::measure::engines::net::client::End;
 use crate::measure::engines::net::echo::EchoCounts;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{NetPath, NetRequest, NetRun, OptionOutcome, WARMUP};
-use crate::peer::hdr::{HdrJson, to_json};
+use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
@@ -20,7 +22,7 @@ pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's 
 
 /// A distribution of times, ns (each the highest value of its histogram bucket, within
 /// 0.1 %).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Times {
     /// Smallest, ns.
     pub min_ns: u64,
@@ -67,11 +69,11 @@ impl Times {
 }
 
 /// Where the round trips' time went, from the kernel's receive timestamps.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Split {
     /// Which timestamps split the round trips: always `software` (the stack's receive time of
     /// the answer, `SO_TIMESTAMPING`); hardware ones are in the NIC's clock and only counted.
-    pub timestamps: &'static str,
+    pub timestamps: Cow<'static, str>,
     /// Answers that also carried a hardware timestamp (the NIC's timestamping was enabled).
     pub hardware_stamped: u64,
     /// Answers without a software timestamp (not split).
@@ -85,7 +87,7 @@ pub(crate) struct Split {
 }
 
 /// `lowlat measure net` as JSON, after the result header.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct NetResult {
     /// What was asked.
     pub request: NetRequest,
@@ -109,6 +111,11 @@ pub(crate) struct NetResult {
     pub one_way_estimate: Option<Times>,
     /// Every round trip, ns.
     pub histogram: HdrJson,
+    /// The round trips in 16 equal slices of the run's duration, each with its histogram:
+    /// drift inside the run, and the within-run variation compare estimates (absent from
+    /// documents written before slices).
+    #[serde(default)]
+    pub slices: Vec<SliceJson>,
     /// Messages whose answer did not come within `request.timeout_ns`.
     pub timeouts: u64,
     /// Answers that came after their timeout (after a later message was sent): counted, not
@@ -120,7 +127,7 @@ pub(crate) struct NetResult {
     pub foreign: u64,
     /// Why the run ended: `duration`, `count`, `interrupted`, `no_answer` (TCP, a timeout),
     /// `no_warmup` (no answers at first), `failed`.
-    pub ended: &'static str,
+    pub ended: Cow<'static, str>,
     /// What failed, when `ended` is `failed`.
     pub failure: Option<String>,
     /// The round trips split by the receive timestamps (`null` without `--timestamps`).
@@ -163,14 +170,15 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         rtt,
         one_way_estimate: rtt.map(Times::halved),
         histogram: to_json(&out.rtt, |ns| ns),
+        slices: slices_to_json(&out.slices.slices, |ns| ns),
         timeouts: out.timeouts,
         late: out.late,
         lost: out.timeouts.saturating_sub(out.late),
         foreign: out.foreign,
-        ended,
+        ended: ended.into(),
         failure,
         split: split_on.then(|| Split {
-            timestamps: "software",
+            timestamps: "software".into(),
             hardware_stamped: out.hardware_stamped,
             unstamped: out.unstamped,
             to_socket: Times::of(&out.to_socket),
@@ -290,7 +298,7 @@ fn text_of(r: &NetResult) -> String {
         "timeouts {} (late {}, lost {}), foreign {}",
         r.timeouts, r.late, r.lost, r.foreign
     );
-    match (r.ended, &r.failure) {
+    match (r.ended.as_ref(), &r.failure) {
         ("no_answer", _) => writeln!(
             out,
             "the run ended: an answer did not come within {} ms",
@@ -365,14 +373,15 @@ mod tests {
             rtt: Some(times),
             one_way_estimate: Some(times.halved()),
             histogram: to_json(&rtt, |ns| ns),
+            slices: Vec::new(),
             timeouts: 0,
             late: 0,
             lost: 0,
             foreign: 0,
-            ended: "duration",
+            ended: "duration".into(),
             failure: None,
             split: Some(Split {
-                timestamps: "software",
+                timestamps: "software".into(),
                 hardware_stamped: 0,
                 unstamped: 0,
                 to_socket: Times::of(&to_socket),
@@ -419,7 +428,7 @@ mod tests {
         r.one_way_estimate = None;
         r.split = None;
         r.round_trips = 0;
-        r.ended = "no_warmup";
+        r.ended = "no_warmup".into();
         r.request.path = NetPath::Peer("192.0.2.1:11111".parse().unwrap());
         r.peer = "192.0.2.1:11111".to_string();
         let text = text_of(&r);

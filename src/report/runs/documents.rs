@@ -11,10 +11,11 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use super::{Content, overflow};
 use crate::bios::{self, BiosState, value_text};
 use crate::compare::error::LoadError;
-use crate::compare::run::{CpuConditions, ExposureUnit, Format, Run, Series, Slice};
+use crate::compare::run::{CpuConditions, ExposureUnit, Format, Run, Series, Slice, Traffic};
 use crate::compare::stats::histogram::Cumulative;
 use crate::document::{Document, Kind, Stamp, layout_of};
 use crate::measure::engines::membw::MembwReport;
+use crate::measure::engines::net::NetPath;
 use crate::measure::runner::attribution::CpuAttribution;
 use crate::measure::trace::cause_count::CauseCount;
 use crate::measure::trace::explain::Class;
@@ -22,7 +23,11 @@ use crate::peer::hdr::{HdrJson, SliceJson};
 use crate::report::measure::MeasureBody;
 use crate::report::measure::explain::ExplainJson;
 use crate::report::measure::jitter::JitterResult;
+use crate::report::measure::net::NetResult;
 use crate::report::measure::timer::TimerResult;
+
+/// The prefix of the settings a `measure-net` document's request adds (`net:busy_poll`).
+const NET_PREFIX: &str = "net:";
 
 /// The prefix of the settings a `bios` document in a bundle adds (`bios:ProcTurboMode`).
 pub const BIOS_PREFIX: &str = "bios:";
@@ -46,6 +51,7 @@ pub(super) fn read(text: &str, shown: &str) -> Result<Content, LoadError> {
         "measure-jitter" => (Kind::MeasureJitter, Format::LowlatJitter),
         "measure-timer" => (Kind::MeasureTimer, Format::LowlatTimer),
         "measure-membw" => (Kind::MeasureMembw, Format::LowlatMembw),
+        "measure-net" => (Kind::MeasureNet, Format::LowlatNet),
         "bios" => {
             let state: BiosState = bios::parse_document(text, Kind::Bios).map_err(|e| {
                 LoadError::file(shown, format!("a bios document lowlat cannot read: {e}"))
@@ -84,9 +90,10 @@ pub(super) fn read(text: &str, shown: &str) -> Result<Content, LoadError> {
     let run = match format {
         Format::LowlatJitter => jitter(body(text, shown, kind)?, shown)?,
         Format::LowlatTimer => timer(body(text, shown, kind)?, shown)?,
+        Format::LowlatNet => net(body(text, shown, kind)?, shown)?,
         _ => membw(body(text, shown, kind)?, shown)?,
     };
-    Ok(Content::Run(Run {
+    Ok(Content::run(Run {
         host: stamp.host,
         ..run
     }))
@@ -227,6 +234,58 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
     })
 }
 
+/// A `measure-net` document's run: the round trips under the client's CPU, over the run's
+/// time, with what was sent and lost; what was asked of the path (transport, path, size,
+/// busy polling, the echo's CPU) joins the settings, so that the settings diff names it.
+fn net(body: MeasureBody<NetResult>, shown: &str) -> Result<Run, LoadError> {
+    let result = body.result;
+    let request = &result.request;
+    let mut settings = body.environment.settings.0;
+    let path = match request.path {
+        NetPath::Loopback => "loopback".to_string(),
+        NetPath::Veth => "veth".to_string(),
+        NetPath::Peer(address) => format!("peer {address}"),
+    };
+    let busy_poll = match (request.busy_poll_us, &result.busy_poll) {
+        (Some(us), Some(outcome)) if !outcome.applied => format!("{us} µs asked, refused"),
+        (Some(us), _) => format!("{us} µs"),
+        (None, _) => "off".to_string(),
+    };
+    let proto = serde_json::to_value(request.proto)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let asked = [
+        ("proto", proto),
+        ("path", path),
+        ("size_bytes", request.size_bytes.to_string()),
+        ("busy_poll", busy_poll),
+        (
+            "echo_cpu",
+            request.echo_cpu.map_or("-".to_string(), |c| c.to_string()),
+        ),
+    ];
+    for (key, value) in asked {
+        settings.insert(format!("{NET_PREFIX}{key}"), value);
+    }
+    let cpus = std::iter::once(LoopCpu {
+        cpu: result.client_cpu,
+        ns: result.elapsed_ns,
+        histogram: &result.histogram,
+        slices: &result.slices,
+        attribution: None,
+    });
+    let run = loop_run(shown, Format::LowlatNet, settings, cpus)?;
+    Ok(Run {
+        traffic: Some(Traffic {
+            messages_per_s: result.messages_per_s,
+            sent: result.round_trips + result.timeouts,
+            lost: result.lost,
+        }),
+        ..run
+    })
+}
+
 /// A `measure-membw` document's run: the whole-system run's best rate per kernel.
 fn membw(body: MeasureBody<MembwReport>, shown: &str) -> Result<Run, LoadError> {
     let kernels = &body.result.system.kernels;
@@ -342,6 +401,7 @@ mod tests {
         round_trip::<JitterResult>("jitter-explain.json");
         round_trip::<TimerResult>("timer.json");
         round_trip::<MembwReport>("membw.json");
+        round_trip::<NetResult>("net.json");
     }
 
     #[test]

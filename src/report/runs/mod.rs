@@ -40,14 +40,14 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
             load_bundle(path, &mut loaded)?;
         } else {
             match read_file(path)? {
-                Content::Run(run) => push(&mut loaded.runs, run)?,
+                Content::Run(run) => push(&mut loaded.runs, *run)?,
                 Content::Other { kind, .. } => {
                     return Err(LoadError::file(
                         shown,
                         format!(
                             "a document of kind {kind} holds no run; give measure-jitter, \
-                             measure-timer or measure-membw documents, peers' outputs, or \
-                             bundle directories"
+                             measure-timer, measure-membw or measure-net documents, peers' \
+                             outputs, or bundle directories"
                         ),
                     ));
                 }
@@ -84,6 +84,7 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
     for file in &files {
         match read_file(file)? {
             Content::Run(run) => {
+                let run = *run;
                 if run.settings.is_some() && settings.is_none() {
                     settings.clone_from(&run.settings);
                 }
@@ -100,7 +101,7 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
                 // compare cannot use (c2c, memlat, ...) is worth saying.
                 if kind.starts_with("measure-") {
                     loaded.skipped.push(format!(
-                        "{}: a {kind} document: compare reads busy-loop, timer and membw runs only",
+                        "{}: a {kind} document: compare reads busy-loop, timer, membw and net runs only",
                         file.display()
                     ));
                 }
@@ -172,13 +173,20 @@ fn push(runs: &mut Vec<Run>, run: Run) -> Result<(), LoadError> {
 
 /// What one file held.
 pub(super) enum Content {
-    /// A run.
-    Run(Run),
+    /// A run (boxed: a run is large beside the other kinds' settings).
+    Run(Box<Run>),
     /// A lowlat document of another kind, with its settings when it records them.
     Other {
         kind: String,
         settings: Option<BTreeMap<String, String>>,
     },
+}
+
+impl Content {
+    /// The content of a file that held `run`.
+    pub(super) fn run(run: Run) -> Self {
+        Content::Run(Box::new(run))
+    }
 }
 
 fn read_file(path: &Path) -> Result<Content, LoadError> {
@@ -207,35 +215,35 @@ fn read_file(path: &Path) -> Result<Content, LoadError> {
         .lines()
         .position(|l| l.starts_with("Function") && l.contains("Best Rate MB/s"))
     {
-        return peers::read_stream(&text, header, &shown).map(Content::Run);
+        return peers::read_stream(&text, header, &shown).map(Content::run);
     }
     if let Some(header) = text.lines().position(|l| l == "LIKWID MICRO BENCHMARK") {
-        return peers::read_likwid(&text, header, &shown).map(Content::Run);
+        return peers::read_likwid(&text, header, &shown).map(Content::run);
     }
     let verbose = text.lines().any(|l| {
         l.split(':').count() == 3 && l.split(':').all(|f| f.trim().parse::<i64>().is_ok())
     });
     if has_line("# cpu_mhz:") {
-        peers::read_sysjitter_raw(path, &text, &shown).map(Content::Run)
+        peers::read_sysjitter_raw(path, &text, &shown).map(Content::run)
     } else if verbose {
-        peers::read_cyclictest_verbose(&text, &shown).map(Content::Run)
+        peers::read_cyclictest_verbose(&text, &shown).map(Content::run)
     } else if has_line("# Histogram") {
-        peers::read_cyclictest_histogram(&text, &shown).map(Content::Run)
+        peers::read_cyclictest_histogram(&text, &shown).map(Content::run)
     } else if has_line("core_i:") {
-        peers::read_sysjitter_summary(&text, &shown).map(Content::Run)
+        peers::read_sysjitter_summary(&text, &shown).map(Content::run)
     } else if text
         .lines()
         .any(|l| l.trim_start().starts_with("Counter Freq:"))
     {
-        peers::read_oslat(&text, &shown).map(Content::Run)
+        peers::read_oslat(&text, &shown).map(Content::run)
     } else if has_line("T:") {
-        peers::read_cyclictest_summary(&text, &shown).map(Content::Run)
+        peers::read_cyclictest_summary(&text, &shown).map(Content::run)
     } else {
         Err(LoadError {
             path: shown,
             line: Some(1),
-            message: "not a format compare reads (lowlat measure-jitter, measure-timer or \
-                      measure-membw documents, sysjitter --raw files or summary table, \
+            message: "not a format compare reads (lowlat measure-jitter, measure-timer, \
+                      measure-membw or measure-net documents, sysjitter --raw files or summary table, \
                       cyclictest -v, -h or summary lines, oslat's table, STREAM's stdout, \
                       likwid-bench output)"
                 .to_string(),

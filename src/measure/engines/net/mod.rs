@@ -14,7 +14,7 @@ pub(crate) mod socket;
 pub(crate) mod veth;
 pub(crate) mod wire;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,7 +33,7 @@ use veth::VethError;
 pub(crate) const WARMUP: u32 = 100;
 
 /// Where the messages go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "path", content = "address")]
 pub(crate) enum NetPath {
     /// 127.0.0.1, echo in this process.
@@ -45,7 +45,7 @@ pub(crate) enum NetPath {
 }
 
 /// What `lowlat measure net` is asked (besides the client's CPU, which the session holds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NetRequest {
     /// The transport.
     pub proto: Proto,
@@ -70,7 +70,7 @@ pub(crate) struct NetRequest {
 }
 
 /// What an option asked of the sockets came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct OptionOutcome {
     /// Whether the kernel took it.
     pub applied: bool,
