@@ -5,7 +5,7 @@
 //! `unsupported` (not on this machine, or not readable here), with the expected and actual
 //! values. Reading only: it works on the live machine, a directory tree and a snapshot.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::appliers::{self, Expansion, boot};
 use super::change::{ApplyContext, Change, ChangeError};
@@ -16,7 +16,7 @@ use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
 
 /// The verdict on one setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum VerifyStatus {
     /// The machine has the planned value.
@@ -62,7 +62,7 @@ impl VerifyStatus {
 }
 
 /// One setting checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SettingCheck {
     /// The setting id.
     pub id: SettingId,
@@ -78,7 +78,7 @@ pub(crate) struct SettingCheck {
 }
 
 /// Counts per verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub(crate) struct Summary {
     /// Settings as planned.
     pub ok: usize,
@@ -95,7 +95,7 @@ pub(crate) struct Summary {
 }
 
 /// The whole verification (the body of the `--json` document).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Report {
     /// The plan file checked against.
     pub plan: String,
@@ -110,7 +110,7 @@ pub(crate) struct Report {
 
 /// The kernel arguments to configure by hand, on a machine whose bootloader lowlat has no tool
 /// for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct BootLine {
     /// Why lowlat could not configure them (which tools and files it looked for).
     pub why: String,

@@ -494,7 +494,7 @@ pub(crate) fn emit<T: Serialize>(
         let cpus = session.cpus_by_locality();
         let measured = Measured {
             header: ResultHeader {
-                method: results.method,
+                method: results.method.into(),
                 interrupted,
                 warnings: results.warnings.to_vec(),
                 priority: None,

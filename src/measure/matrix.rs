@@ -58,4 +58,9 @@ impl Matrix {
     pub(crate) fn get(&self, row: usize, column: usize) -> Option<f64> {
         self.values.get(row)?.get(column).copied().flatten()
     }
+
+    /// The measured cells, row by row.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = f64> + '_ {
+        self.values.iter().flatten().flatten().copied()
+    }
 }

@@ -1,7 +1,8 @@
 //! `lowlat inventory`: the one-screen summary and the versioned JSON document.
 
 use crate::text::Page;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use crate::document::{self, Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
@@ -10,11 +11,12 @@ use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::units::{bytes, kib, plural};
 
-/// The body of the inventory JSON document.
-#[derive(Debug, Serialize)]
+/// The body of the inventory JSON document: the machine borrowed when written, owned when
+/// read back (the report's machine section).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct InventoryBody<'a> {
     /// The machine model.
-    pub machine: &'a Machine,
+    pub machine: Cow<'a, Machine>,
 }
 
 /// The JSON document for `machine`.
@@ -22,7 +24,9 @@ pub fn document(machine: &Machine) -> Document<InventoryBody<'_>> {
     Document::new(
         Kind::Inventory,
         document::host(machine.kernel.hostname.get()),
-        InventoryBody { machine },
+        InventoryBody {
+            machine: Cow::Borrowed(machine),
+        },
     )
 }
 

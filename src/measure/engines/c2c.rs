@@ -11,7 +11,7 @@
 //! group ([`crate::measure::runner::place::places`]) so that CCX, CCD and socket blocks are
 //! visible.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -28,7 +28,7 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PingPongConfig {
     /// Round trips timed together in one sample.
     pub round_trips: u32,
@@ -56,7 +56,7 @@ impl Default for PingPongConfig {
 }
 
 /// The latency between two CPUs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PairLatency {
     /// The CPU that starts each round trip and times it.
     pub from_cpu: u32,
@@ -71,7 +71,7 @@ pub(crate) struct PairLatency {
 }
 
 /// A whole c2c run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct C2cRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
@@ -87,7 +87,7 @@ pub(crate) struct C2cRun {
 }
 
 /// Everything `lowlat measure c2c` measured, with its summaries.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct C2cReport {
     /// The pairs and the matrix.
     pub run: C2cRun,
@@ -403,7 +403,7 @@ pub(crate) fn probe(
 }
 
 /// The pairs of one [`PairClass`], summarised.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ClassLatency {
     /// How the CPUs of these pairs are related.
     pub class: PairClass,

@@ -13,7 +13,7 @@
 //! MPERF reference cycles while the CPU runs, so APERF per second is the frequency the hardware
 //! reports, a cross-check of the add chain. Otherwise the result says why they are missing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 
 use crate::machine::Avail;
@@ -33,7 +33,7 @@ const MSR_MPERF: u64 = 0xE7;
 const MSR_APERF: u64 = 0xE8;
 
 /// How each CPU is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FreqRequest {
     /// Load before the first sample, milliseconds (lets boost ramp up).
     pub warmup_ms: u64,
@@ -46,7 +46,7 @@ pub(crate) struct FreqRequest {
 }
 
 /// What APERF and MPERF say over the samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AperfMperf {
     /// Actual cycles per microsecond: the frequency in MHz.
     pub aperf_mhz: f64,
@@ -57,7 +57,7 @@ pub(crate) struct AperfMperf {
 }
 
 /// The frequency of one CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CpuFreq {
     /// The CPU.
     pub cpu: u32,
@@ -68,7 +68,7 @@ pub(crate) struct CpuFreq {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FreqRun {
     /// How each CPU was measured.
     pub config: FreqRequest,

@@ -8,7 +8,7 @@
 //! order, whatever happens (an error, Ctrl-C): a run must not leave the tracer on or change
 //! the options another tool relies on (rtla's runs are known to leak them).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use crate::machine::Avail;
@@ -19,7 +19,7 @@ use crate::measure::runner::session::Session;
 use crate::sysroot::SysRoot;
 
 /// What to measure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HwlatRequest {
     /// How long the tracer runs (ns).
     pub duration_ns: u64,
@@ -44,7 +44,7 @@ impl Default for HwlatRequest {
 }
 
 /// One gap the tracer recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HwlatSample {
     /// The tracer's sequence number.
     pub seq: u64,
@@ -70,7 +70,7 @@ impl HwlatSample {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HwlatRun {
     /// What was asked.
     pub config: HwlatRequest,

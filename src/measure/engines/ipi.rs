@@ -18,7 +18,7 @@
 //! The mesh mode (ipi-bench's `mesh-ipi`) runs a caller on every CPU at once: each call
 //! interrupts all the others, and the result is calls and IPIs per second.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -43,14 +43,14 @@ const WARM_UP: u32 = 20;
 const TARGET_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How a pair run measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct IpiRequest {
     /// Timed calls per pair, with the target thread running and, before, without it.
     pub samples: u32,
 }
 
 /// The IPI cost from one CPU to another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IpiLatency {
     /// The CPU that calls membarrier (sends the IPI).
     pub from_cpu: u32,
@@ -69,7 +69,7 @@ pub(crate) struct IpiLatency {
 }
 
 /// A whole pair run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IpiRun {
     /// The CPUs, in the order of the matrix (locality order).
     pub cpus: Vec<u32>,
@@ -82,7 +82,7 @@ pub(crate) struct IpiRun {
 }
 
 /// Calls per CPU in the mesh mode.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MeshCpu {
     /// The CPU.
     pub cpu: u32,
@@ -93,7 +93,7 @@ pub(crate) struct MeshCpu {
 }
 
 /// The mesh mode's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MeshRun {
     /// How long the callers ran (ns).
     pub elapsed_ns: u64,

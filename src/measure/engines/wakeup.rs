@@ -9,7 +9,7 @@
 //! switch. Samples where B had not gone to sleep yet are counted and dropped; the first sample
 //! of each pair is a warm-up and is discarded.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -23,7 +23,7 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WakeupRequest {
     /// Wake-ups kept per pair (one more is taken first and discarded).
     pub samples: u32,
@@ -34,7 +34,7 @@ pub(crate) struct WakeupRequest {
 }
 
 /// Wake-up latency from one CPU to another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WakeLatency {
     /// The CPU that calls FUTEX_WAKE.
     pub waker_cpu: u32,
@@ -47,7 +47,7 @@ pub(crate) struct WakeLatency {
 }
 
 /// A whole wake-up run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WakeupRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,

@@ -89,7 +89,8 @@ pub(crate) enum Class {
     /// No kernel event on this CPU in the gap: the hypervisor (in a VM) or firmware / SMI.
     NoKernelEvent,
     /// Not to be told: the trace lost events in the gap's window, the CPU went offline, or
-    /// the gap is garbled.
+    /// the gap is garbled. A class this lowlat does not know (a newer one's) reads as it.
+    #[serde(other)]
     Unknown,
 }
 

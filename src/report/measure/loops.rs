@@ -118,7 +118,7 @@ pub(crate) fn header<R>(
     priority: Option<u8>,
 ) -> ResultHeader {
     ResultHeader {
-        method,
+        method: method.into(),
         interrupted: session.interrupted,
         warnings: session.warning_lines(),
         priority,

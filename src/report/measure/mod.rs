@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::document::{Document, Kind};
 use crate::measure::runner::env::Environment;
+use header::Measured;
 
 /// A latency for the terminal, in µs with one decimal (the unit every latency table of
 /// lowlat uses: jitter, timer, check): `12.3`.
@@ -30,6 +31,10 @@ pub(crate) struct MeasureBody<T> {
     /// The engine's result: a [`header::ResultHeader`], then its figures.
     pub result: T,
 }
+
+/// A measurement document's body as it is read back (the report's sections, compare): the
+/// command, the environment and the engine's result, figures `T`, after its header.
+pub(crate) type Measurement<T> = MeasureBody<Measured<T>>;
 
 /// The document of a `kind` measurement on `host`, with this process's command line.
 pub(crate) fn document<T: Serialize>(

@@ -176,8 +176,9 @@ pub(crate) struct StreamRun {
     /// Iterations completed (fewer when interrupted).
     pub iterations_done: usize,
     /// The vector unit the kernels ran on and the kind of stores (streaming stores give
-    /// another figure than STREAM's).
-    pub implementation: Kernels,
+    /// another figure than STREAM's); always written, absent in documents from before
+    /// run-time kernel dispatch.
+    pub implementation: Option<Kernels>,
     /// Duration of the untimed-in-STREAM `a = 2a` check pass, microseconds.
     pub check_pass_us: f64,
     /// Per kernel, in stream.c's order; empty when fewer than two iterations completed.
@@ -679,7 +680,7 @@ fn assemble(
         transparent_huge_bytes,
         ntimes: config.ntimes,
         iterations_done: iterations,
-        implementation: config.kernels,
+        implementation: Some(config.kernels),
         check_pass_us: check_pass_s * 1e6,
         kernels,
         validation: validate(&errors, config.elements, expected_values(iterations)),

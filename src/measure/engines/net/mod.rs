@@ -44,6 +44,17 @@ pub(crate) enum NetPath {
     Peer(SocketAddr),
 }
 
+impl NetPath {
+    /// Its name in the document's `path` field: `loopback`, `veth`, `peer`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            NetPath::Loopback => "loopback",
+            NetPath::Veth => "veth",
+            NetPath::Peer(_) => "peer",
+        }
+    }
+}
+
 /// What `lowlat measure net` is asked (besides the client's CPU, which the session holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NetRequest {
@@ -431,6 +442,15 @@ mod tests {
             echo_cpu: None,
             busy_poll_us: None,
             timestamps: true,
+        }
+    }
+
+    #[test]
+    fn a_path_is_named_as_its_document_names_it() {
+        let peer = NetPath::Peer("10.0.0.2:11111".parse().unwrap());
+        for path in [NetPath::Loopback, NetPath::Veth, peer] {
+            let json = serde_json::to_value(request(Proto::Udp, path)).unwrap();
+            assert_eq!(json["path"], path.name());
         }
     }
 
