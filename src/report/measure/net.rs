@@ -113,8 +113,8 @@ pub(crate) struct NetResult {
     pub histogram: HdrJson,
     /// The round trips in 16 equal slices of the run's duration, each with its histogram:
     /// drift inside the run, and the within-run variation compare estimates (absent from
-    /// documents written before slices).
-    #[serde(default)]
+    /// documents written before slices, and from runs that ended before measuring).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slices: Vec<SliceJson>,
     /// Messages whose answer did not come within `request.timeout_ns`.
     pub timeouts: u64,
