@@ -15,11 +15,6 @@ use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
 
-/// How the engine measures, in the result header.
-pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
-     flight, between a client and an echo on pinned CPUs; each round trip timed with \
-     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
-
 /// A distribution of times, ns (each the highest value of its histogram bucket, within
 /// 0.1 %).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -188,11 +183,6 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         timestamps: run.timestamps.clone(),
         echo: run.echo,
     }
-}
-
-/// Whether the run's own figures are complete: it ended at its duration or count.
-pub(crate) fn complete(run: &NetRun) -> bool {
-    matches!(run.outcome.end, End::Duration | End::Count)
 }
 
 /// The path in words: `UDP over loopback`, `TCP to 10.0.0.2:11111`.
