@@ -309,13 +309,22 @@ pub enum LayoutError {
 /// `kind` is schema 1 when its `schema_version` is 1 or absent (the snapshot manifest had
 /// none).
 pub(crate) fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
-    #[derive(Deserialize)]
-    struct Stamp {
-        schema_version: Option<u32>,
-        kind: Option<String>,
-    }
     let stamp: Stamp = serde_json::from_str(text)?;
     layout_of(stamp.schema_version, stamp.kind.as_deref(), kind)
+}
+
+/// The envelope's fields as a reader meets them before it knows what a JSON file is: each may
+/// be missing (a document before the envelope, a JSON file that is no lowlat document), and
+/// `kind` may name a kind this lowlat does not know. Read with it first, then the document
+/// with its writer's type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub(crate) struct Stamp {
+    /// [`Header::schema_version`], when the document has one.
+    pub schema_version: Option<u32>,
+    /// [`Header::kind`] as written.
+    pub kind: Option<String>,
+    /// [`Header::host`].
+    pub host: Option<String>,
 }
 
 /// [`layout`] on the two fields already read.

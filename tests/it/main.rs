@@ -22,6 +22,7 @@ mod cli_measure;
 mod compare;
 mod compare_aa;
 mod compare_causes;
+mod compare_net;
 mod compare_peers;
 mod completions;
 mod convergence;

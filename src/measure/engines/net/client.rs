@@ -14,6 +14,7 @@ use super::socket::{Conn, Stamps, realtime_ns, timed_out};
 use super::wire;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns};
 use crate::measure::runner::progress::should_stop;
+use crate::measure::runner::slices::Slices;
 
 /// How the client runs.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +57,10 @@ pub(crate) enum End {
 pub(crate) struct Outcome {
     /// Every kept round trip, ns.
     pub rtt: Histogram<u64>,
+    /// The same round trips in [`SLICES`](crate::measure::runner::slices::SLICES) slices of
+    /// the run's duration (by the time each answer came): the variation inside the run that
+    /// compare estimates. A run that ends before its duration leaves its last slices empty.
+    pub slices: Slices,
     /// From the kernel's software receive timestamp of each answer to the client having it
     /// (the return of `recvmsg`), ns; empty without timestamps.
     pub wakeup: Histogram<u64>,
@@ -95,6 +100,7 @@ pub(crate) fn ping_pong(
     let timeout_ns = u64::try_from(plan.timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut out = Outcome {
         rtt: histogram(timeout_ns.saturating_mul(2)),
+        slices: Slices { slices: Vec::new() },
         wakeup: histogram(timeout_ns.saturating_mul(2)),
         to_socket: histogram(timeout_ns.saturating_mul(2)),
         unstamped: 0,
@@ -140,6 +146,7 @@ pub(crate) fn ping_pong(
     }
     let first = sequence + 1;
     let start = monotonic_ns();
+    out.slices = Slices::new(start, plan.deadline_ns, timeout_ns.saturating_mul(2));
     let mut now = start;
     let mut kept = 0u64;
     loop {
@@ -165,6 +172,7 @@ pub(crate) fn ping_pong(
                 seen,
             } => {
                 out.rtt.saturating_record(rtt_ns.max(1));
+                out.slices.record(at_ns, rtt_ns.max(1));
                 match split {
                     Some((to_socket_ns, wakeup_ns)) => {
                         out.to_socket.saturating_record(to_socket_ns.max(1));
