@@ -54,21 +54,83 @@ pub const PROFILES: &[ProfileInfo] = &[
 ];
 
 /// One rule of a profile with the profile's expectation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// The rule.
     pub rule: &'static Rule,
     /// What the profile expects of it.
     pub expect: Expect,
+    /// Where the expectation was written.
+    pub origin: Origin,
 }
 
-/// A loaded profile.
-#[derive(Debug)]
+/// Where an expectation (or any value of a profile) was written: a row of the built-in table,
+/// or a line of a site profile file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The built-in profile's column of `src/audit/profiles.table`, at this 1-based line.
+    Builtin {
+        /// The built-in profile.
+        profile: ProfileName,
+        /// The table's line.
+        line: usize,
+    },
+    /// A site profile file.
+    Site(Place),
+}
+
+/// A line of a site profile file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Place {
+    /// The file, as named on the command line or in `extends`.
+    pub file: String,
+    /// The 1-based line.
+    pub line: usize,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin { profile, line } => {
+                write!(f, "built-in {profile} (src/audit/profiles.table:{line})")
+            }
+            Origin::Site(place) => place.fmt(f),
+        }
+    }
+}
+
+/// A loaded profile: a built-in one, or a site profile file resolved onto the built-in one it
+/// extends.
+#[derive(Debug, Clone)]
 pub struct Profile {
-    /// Name and purpose.
+    /// Name and purpose of the built-in profile (the one a site file extends).
     pub info: &'static ProfileInfo,
-    /// Its rules in table order.
+    /// Its rules in table order, then the rules a site file added.
     pub entries: Vec<Entry>,
+    /// What a site profile file adds: its files, waivers, rules turned off, partition and
+    /// check targets; `None` for a built-in profile.
+    pub site: Option<crate::audit::site::Site>,
+}
+
+impl Profile {
+    /// The name reports give the profile: the built-in one's, or `low-latency + site.toml`.
+    pub fn label(&self) -> String {
+        match &self.site {
+            Some(site) => format!("{} + {}", self.info.name, site.files.join(" + ")),
+            None => self.info.name.to_string(),
+        }
+    }
+
+    /// The entry of one rule.
+    pub fn entry(&self, rule_id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.rule.id == rule_id)
+    }
 }
 
 /// Why a profile could not be loaded.
@@ -105,11 +167,16 @@ pub fn load(name: ProfileName) -> Result<Profile, ProfileError> {
         entries.push(Entry {
             rule: row.rule,
             expect,
+            origin: Origin::Builtin {
+                profile: name,
+                line: row.line,
+            },
         });
     }
     Ok(Profile {
         info: &PROFILES[column],
         entries,
+        site: None,
     })
 }
 

@@ -19,6 +19,7 @@ fn status_colour(status: FindingStatus) -> &'static str {
         FindingStatus::Pass => "#009e73",
         FindingStatus::Warn => "#e69f00",
         FindingStatus::Fail => "#d55e00",
+        FindingStatus::Waived => "#cc79a7",
         FindingStatus::Inferred => "#56b4e9",
         FindingStatus::Unknown => "#999999",
         FindingStatus::Skipped => "#dddddd",
