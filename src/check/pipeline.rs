@@ -13,7 +13,7 @@ use thiserror::Error;
 use super::targets::{self, Target};
 use super::{CpuFigures, TargetVerdict};
 use crate::audit::partition::{self, MeasuredCpus};
-use crate::audit::profile::{self, Profile, ProfileError};
+use crate::audit::profile::Profile;
 use crate::audit::{self, Audit};
 use crate::machine::kernel::stat;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -34,7 +34,6 @@ use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::measure::trace::Explanation;
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
-use crate::tuning::profile_name::ProfileName;
 
 /// The jitter run counts gaps from this length, ns: short enough for the distribution that
 /// `compare` and `report` use, far below the 10 µs of the targets.
@@ -51,8 +50,9 @@ const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
 /// What a check is asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct CheckRequest {
-    /// The profile to audit against and whose targets to meet.
-    pub profile: ProfileName,
+    /// The profile to audit against and whose targets to meet (a built-in one, or a site
+    /// profile laid over one).
+    pub profile: Profile,
     /// The CPUs to measure; `None`: the rule of the CPUs that matter
     /// (`audit::partition::measured_cpus`).
     pub cpus: Option<CpuSet>,
@@ -80,9 +80,6 @@ impl CheckRequest {
 /// Why a check could not run.
 #[derive(Debug, Error)]
 pub(crate) enum CheckError {
-    /// The profile could not be loaded.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
     /// The machine's partition could not be formed.
     #[error("the partition: {0}")]
     Partition(#[from] PartitionError),
@@ -146,10 +143,12 @@ pub(crate) fn prepare(
     request: CheckRequest,
     probed: impl FnOnce(&VcpuProbe),
 ) -> Result<Prepared, CheckError> {
-    let profile = profile::load(request.profile)?;
+    let profile = request.profile.clone();
     let machine = Machine::read(&root);
-    let partition = partition::choose(&machine, None)?;
     let online = machine.topology.online_cpus();
+    // A site profile's partition, else the machine's own.
+    let isolated = (profile.site.as_ref()).and_then(|site| site.partition.isolated(&online));
+    let partition = partition::choose(&machine, isolated.as_ref())?;
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = harness::current_affinity().unwrap_or(online.clone());
     let audit = match machine.hypervisor {

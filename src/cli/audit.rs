@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::messages::{note, warning};
 use super::output::{print, print_json};
+use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::audit::rules::freebsd as freebsd_rules;
 use crate::audit::{self, profile, rules};
@@ -41,12 +42,15 @@ lowlat audit --fix-script fix.sh    # the fixes as one script to review, then: s
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
-    /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
-    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
-    pub profile: ProfileName,
+    /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput,
+    /// TuneD's name for one (network-latency, cpu-partitioning, realtime-virtual-host,
+    /// realtime-virtual-guest), or a site profile file that extends one (site.toml: waivers,
+    /// sysctl values, expectations, rules turned off, the partition; docs/guide/profiles.md).
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::values::ProfileParser)]
+    pub profile: ProfileArg,
 
-    /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
-    /// isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
+    /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's
+    /// `[partition]`, else the machine's own isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
     /// housekeeping and the rest isolated.
     #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub isolate: Option<CpuSet>,
@@ -136,21 +140,22 @@ pub struct AuditArgs {
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    match (kind, args.profile) {
-        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | ProfileName::DEFAULT) => {
+    match (kind, args.profile.builtin()) {
+        (SnapshotKind::Freebsd, Some(freebsd_rules::PROFILE | ProfileName::DEFAULT)) => {
             return run_freebsd(&root, args);
         }
-        (SnapshotKind::Freebsd, other) => bail!(
-            "--profile {other}: a FreeBSD capture is audited against {}",
+        (SnapshotKind::Freebsd, _) => bail!(
+            "--profile {}: a FreeBSD capture is audited against {}",
+            args.profile,
             freebsd_rules::PROFILE
         ),
-        (SnapshotKind::Linux, freebsd_rules::PROFILE) => bail!(
+        (SnapshotKind::Linux, Some(freebsd_rules::PROFILE)) => bail!(
             "--profile {}: audits a FreeBSD capture (--snapshot FILE from lowlat-capture.sh)",
             freebsd_rules::PROFILE
         ),
         (SnapshotKind::Linux, _) => {}
     }
-    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let profile = args.profile.load()?;
     let rule = match &args.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| {
             anyhow!(
@@ -184,9 +189,8 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
             .map_err(|e| anyhow!("--kubelet-config {e}"))?;
         machine.kubelet = Some(Avail::Available(config));
     }
-    // Only a bad --isolate is an error.
-    let partition = audit::partition::choose(&machine, args.isolate.as_ref())
-        .map_err(|e| anyhow!("--isolate: {e}"))?;
+    // Only a bad --isolate (or a site profile's partition) is an error.
+    let partition = partition(&machine, &profile, args)?;
     let mut result = audit::run(&machine, &profile, &partition);
     if let Some(bios) = &bios {
         audit::bios::judge(&mut result, &profile, bios);
@@ -195,7 +199,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         print(&report::explain_text(
             rule,
             result.finding(rule.id),
-            profile.info.name,
+            &profile,
         ))?;
         return Ok(exit::OK);
     }
@@ -256,6 +260,34 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     })
 }
 
+/// The partition the audit checks against: `--isolate`, else the site profile's
+/// `[partition]`, else the machine's (see [`audit::partition::choose`]).
+fn partition(
+    machine: &Machine,
+    profile: &profile::Profile,
+    args: &AuditArgs,
+) -> Result<audit::AuditPartition> {
+    if args.isolate.is_some() {
+        return audit::partition::choose(machine, args.isolate.as_ref())
+            .map_err(|e| anyhow!("--isolate: {e}"));
+    }
+    let site = profile.site.as_ref().map(|site| &site.partition);
+    let online = machine.topology.online_cpus();
+    match site.and_then(|p| Some((p, p.isolated(&online)?))) {
+        Some((part, isolated)) => {
+            let place = part
+                .isolate
+                .as_ref()
+                .or(part.housekeeping.as_ref())
+                .map(|l| l.place.to_string())
+                .unwrap_or_default();
+            audit::partition::choose(machine, Some(&isolated))
+                .map_err(|e| anyhow!("--profile {place}: the partition: {e}"))
+        }
+        None => audit::partition::choose(machine, None).map_err(|e| anyhow!("{e}")),
+    }
+}
+
 /// What `--all`, `--status` and `--layer` ask the report to show.
 fn view(args: &AuditArgs) -> report::View {
     report::View {
@@ -294,8 +326,7 @@ fn workload(
     }
     pids.sort_unstable();
     pids.dedup();
-    let partition = audit::partition::choose(machine, args.isolate.as_ref())
-        .map_err(|e| anyhow!("--isolate: {e}"))?;
+    let partition = partition(machine, profile, args)?;
     let mut reader = crate::machine::Reader::new(root);
     let workload = crate::machine::workload::read(&mut reader, &pids);
     let realtime = matches!(

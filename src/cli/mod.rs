@@ -129,6 +129,9 @@ pub enum Command {
     /// Many hosts at once, offline, from their snapshots: group them, name the hosts that
     /// differ from their group field by field (`fleet report`), one plan per group (`fleet plan`).
     Fleet(fleet::FleetArgs),
+    /// The profiles: list the built-in ones, or show one resolved (a built-in profile or a
+    /// site profile file) with where each expectation was set.
+    Profile(profile::ProfileArgs),
 }
 
 pub(crate) mod apply;
@@ -153,6 +156,7 @@ mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
+pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod run;
@@ -310,5 +314,6 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),
         Command::Fleet(args) => fleet::run(&cli, args),
+        Command::Profile(args) => profile::run(args),
     }
 }

@@ -15,7 +15,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, PlanProfile, PowerPolicy, SmtChoice};
+use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -281,36 +281,38 @@ impl clap::ValueEnum for ProfileName {
     }
 }
 
-/// `--profile` of plan and fleet plan: the profiles lowlat makes plans for, as `--help` lists
-/// them; another profile's name is refused with the reason it has no plan.
+/// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
+/// with their summaries), TuneD's name for one, or a site profile file
+/// ([`super::profile::ProfileArg`]); anything else is refused with what to give.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PlanProfileParser;
+pub(crate) struct ProfileParser;
 
-impl clap::builder::TypedValueParser for PlanProfileParser {
-    type Value = PlanProfile;
+impl clap::builder::TypedValueParser for ProfileParser {
+    type Value = super::profile::ProfileArg;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<PlanProfile, clap::Error> {
-        let name =
-            clap::builder::EnumValueParser::<ProfileName>::new().parse_ref(cmd, arg, value)?;
-        PlanProfile::try_from(name).map_err(|reason| {
+    ) -> Result<super::profile::ProfileArg, clap::Error> {
+        let text = value.to_string_lossy();
+        super::profile::ProfileArg::parse(&text).map_err(|reason| {
             let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
             clap::Error::raw(
                 clap::error::ErrorKind::ValueValidation,
-                format!("invalid value '{name}' for '{flag}': {reason}\n"),
+                format!("invalid value '{text}' for '{flag}': {reason}\n"),
             )
             .with_cmd(cmd)
         })
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(PlanProfile::ALL.into_iter().filter_map(
-            |profile| ProfileName::from(profile).to_possible_value(),
-        )))
+        Some(Box::new(
+            ProfileName::ALL
+                .into_iter()
+                .filter_map(|profile| profile.to_possible_value()),
+        ))
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod measure;
 pub(crate) mod nfd;
 pub mod nic;
 pub mod plan;
+pub(crate) mod profile;
 pub(crate) mod table;
 pub mod timesync;
 pub(crate) mod watch;

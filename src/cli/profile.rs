@@ -1,0 +1,166 @@
+//! `--profile` as every command takes it (a built-in profile, TuneD's name for one, or a site
+//! profile file), and `lowlat profile list|show`.
+
+use anyhow::{Result, anyhow};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+use super::exit;
+use super::messages::note;
+use super::output::{print, print_json};
+use crate::audit::profile::{self, Profile};
+use crate::audit::site;
+use crate::report::profile as report;
+use crate::tuning::profile_name::{ProfileName, TunedName};
+
+/// What `--profile` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// A built-in profile, by its name or by TuneD's (kept to say which was used).
+    Builtin {
+        /// The profile.
+        name: ProfileName,
+        /// TuneD's name as given, when that is how it was named.
+        tuned: Option<String>,
+    },
+    /// A site profile file.
+    File(PathBuf),
+}
+
+impl Default for ProfileArg {
+    fn default() -> Self {
+        ProfileArg::Builtin {
+            name: ProfileName::DEFAULT,
+            tuned: None,
+        }
+    }
+}
+
+impl ProfileArg {
+    /// Reads `--profile`'s value: a built-in name, TuneD's name for one, or a file (a path
+    /// with a `/` or ending in `.toml`); the error says what to give.
+    pub(crate) fn parse(text: &str) -> Result<ProfileArg, String> {
+        if let Ok(name) = text.parse::<ProfileName>() {
+            return Ok(ProfileArg::Builtin { name, tuned: None });
+        }
+        match TunedName::of(text) {
+            Some(TunedName::Same(name)) => {
+                return Ok(ProfileArg::Builtin {
+                    name,
+                    tuned: Some(text.to_string()),
+                });
+            }
+            Some(TunedName::None(what)) => {
+                return Err(format!("TuneD's {text} has no lowlat profile: {what}"));
+            }
+            None => {}
+        }
+        if text.contains('/') || text.ends_with(".toml") {
+            return Ok(ProfileArg::File(PathBuf::from(text)));
+        }
+        Err(format!(
+            "'{text}': no such profile; give a built-in profile ({}), TuneD's name for one, or \
+             a site profile file (a path ending in .toml; `lowlat profile list`)",
+            ProfileName::valid_names()
+        ))
+    }
+
+    /// The built-in profile it names, `None` for a file.
+    pub(crate) fn builtin(&self) -> Option<ProfileName> {
+        match self {
+            ProfileArg::Builtin { name, .. } => Some(*name),
+            ProfileArg::File(_) => None,
+        }
+    }
+
+    /// Loads the profile, saying on stderr what is worth knowing (TuneD's name taken, the
+    /// notes of a site file). A site file's `[check]` is checked here too, so that every
+    /// command refuses a bad target, not only `check`.
+    pub(crate) fn load(&self) -> Result<Profile> {
+        match self {
+            ProfileArg::Builtin { name, tuned } => {
+                if let Some(tuned) = tuned {
+                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
+                }
+                profile::load(*name).map_err(|e| anyhow!("--profile {e}"))
+            }
+            ProfileArg::File(path) => {
+                let profile = site::load(path).map_err(|e| anyhow!("--profile {e}"))?;
+                let site = profile.site.as_ref().expect("a file gives a site");
+                for line in &site.notes {
+                    note!("{line}");
+                }
+                super::check::site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+                super::check::site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
+                Ok(profile)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ProfileArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileArg::Builtin { name, tuned } => match tuned {
+                Some(tuned) => f.write_str(tuned),
+                None => name.fmt(f),
+            },
+            ProfileArg::File(path) => path.display().fmt(f),
+        }
+    }
+}
+
+/// Options of `lowlat profile`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat profile list\n  lowlat profile show low-latency\n  \
+lowlat profile show site.toml          # every expectation with the file and line it comes from\n  \
+lowlat profile show site.toml --json\n\n\
+A site profile file extends a built-in profile with waivers, sysctl values, rule expectations, \
+rules turned off, the CPU partition and check's targets: docs/guide/profiles.md.\n\n\
+Exit codes: 0 shown; 2 the profile could not be read (the file, line and column are named)."
+)]
+pub struct ProfileArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ProfileCommand,
+}
+
+/// `lowlat profile` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// List the built-in profiles, one line each (and TuneD's names lowlat accepts).
+    List,
+    /// Show a profile resolved: every rule's expectation with where it was set (the built-in
+    /// table's line, or a site file's), the waivers, the rules turned off, the partition and
+    /// check's targets.
+    Show(ShowArgs),
+}
+
+/// Options of `lowlat profile show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A built-in profile's name, TuneD's name for one, or a site profile file.
+    #[arg(value_name = "FILE|NAME", value_parser = super::values::ProfileParser)]
+    pub profile: ProfileArg,
+
+    /// Print the versioned JSON document (kind `profile`) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `lowlat profile`.
+pub(crate) fn run(args: &ProfileArgs) -> Result<u8> {
+    match &args.command {
+        ProfileCommand::List => print(&report::list_text())?,
+        ProfileCommand::Show(show) => {
+            let profile = show.profile.load()?;
+            if show.json {
+                print_json(&report::document(&profile))?;
+            } else {
+                print(&report::text(&profile))?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
