@@ -13,7 +13,7 @@ pub(crate) mod rules;
 pub mod site;
 pub mod workload;
 
-pub use finding::{Counts, Finding, FindingStatus, Remediation, Severity};
+pub use finding::{Counts, Finding, FindingStatus, Remediation, Severity, WaiverNote};
 pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{Profile, ProfileError};
 

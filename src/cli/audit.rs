@@ -46,7 +46,7 @@ pub struct AuditArgs {
     /// TuneD's name for one (network-latency, cpu-partitioning, realtime-virtual-host,
     /// realtime-virtual-guest), or a site profile file that extends one (site.toml: waivers,
     /// sysctl values, expectations, rules turned off, the partition; docs/guide/profiles.md).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::values::ProfileParser)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::values::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's
@@ -112,8 +112,8 @@ pub struct AuditArgs {
     #[arg(long)]
     pub all: bool,
 
-    /// Show only the findings of these statuses (comma-separated): pass, warn, fail, inferred,
-    /// unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
+    /// Show only the findings of these statuses (comma-separated): pass, warn, fail, waived,
+    /// inferred, unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
     #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
     pub status: Vec<audit::FindingStatus>,
@@ -261,31 +261,21 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
 }
 
 /// The partition the audit checks against: `--isolate`, else the site profile's
-/// `[partition]`, else the machine's (see [`audit::partition::choose`]).
+/// `[partition]`, else the machine's (see [`audit::partition::choose_for`]).
 fn partition(
     machine: &Machine,
     profile: &profile::Profile,
     args: &AuditArgs,
 ) -> Result<audit::AuditPartition> {
-    if args.isolate.is_some() {
-        return audit::partition::choose(machine, args.isolate.as_ref())
-            .map_err(|e| anyhow!("--isolate: {e}"));
-    }
-    let site = profile.site.as_ref().map(|site| &site.partition);
-    let online = machine.topology.online_cpus();
-    match site.and_then(|p| Some((p, p.isolated(&online)?))) {
-        Some((part, isolated)) => {
-            let place = part
-                .isolate
-                .as_ref()
-                .or(part.housekeeping.as_ref())
-                .map(|l| l.place.to_string())
-                .unwrap_or_default();
-            audit::partition::choose(machine, Some(&isolated))
-                .map_err(|e| anyhow!("--profile {place}: the partition: {e}"))
+    audit::partition::choose_for(machine, args.isolate.as_ref(), profile).map_err(|e| {
+        match (
+            &args.isolate,
+            audit::partition::of_profile(machine, profile),
+        ) {
+            (None, Some((_, place))) => anyhow!("--profile {place}: [partition]: {e}"),
+            _ => anyhow!("--isolate: {e}"),
         }
-        None => audit::partition::choose(machine, None).map_err(|e| anyhow!("{e}")),
-    }
+    })
 }
 
 /// What `--all`, `--status` and `--layer` ask the report to show.

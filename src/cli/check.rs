@@ -63,7 +63,7 @@ pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only), TuneD's name for one, or a
     /// site profile file (its `[check]` targets and duration, its waivers and partition).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but

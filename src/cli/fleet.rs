@@ -73,7 +73,7 @@ pub struct ReportArgs {
     /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
     /// throughput, TuneD's name for one, or a site profile file (its waivers apply to every
     /// host; waived hosts are counted apart).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
@@ -110,7 +110,7 @@ pub struct PlanArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The workload to plan for (and the audit profile the hosts are judged by).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::PLAN)]
     pub profile: ProfileArg,
 
     /// Write each group's plan into DIR/group-N/.
@@ -139,7 +139,7 @@ fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetRepo
         .and_then(|m| m.mem_available_kib)
         .map(|kib| kib.saturating_mul(1024));
     let fleet = fleet::read(inputs, profile, available)?;
-    Ok(fleet.report(profile.info.name))
+    Ok(fleet.report(profile))
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {

@@ -48,7 +48,7 @@ pub struct PlanArgs {
     /// TuneD's names for these are taken too, and so is a site profile file that extends one
     /// (its sysctl values and expectations are planned, its waived rules are not, and its
     /// `[partition]` is used where no partition flag is given).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::PLAN)]
     pub profile: ProfileArg,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings

@@ -141,12 +141,17 @@ pub enum ProfileCommand {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A built-in profile's name, TuneD's name for one, or a site profile file.
-    #[arg(value_name = "FILE|NAME", value_parser = super::values::ProfileParser)]
+    #[arg(value_name = "FILE|NAME", value_parser = super::values::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// Print the versioned JSON document (kind `profile`) instead of the text.
     #[arg(long)]
     pub json: bool,
+
+    /// Show only what the site profile files set (expectations, rules turned off, waivers,
+    /// partition, targets), not the rules as the built-in profile has them.
+    #[arg(long)]
+    pub changed: bool,
 }
 
 /// Runs `lowlat profile`.
@@ -156,9 +161,9 @@ pub(crate) fn run(args: &ProfileArgs) -> Result<u8> {
         ProfileCommand::Show(show) => {
             let profile = show.profile.load()?;
             if show.json {
-                print_json(&report::document(&profile))?;
+                print_json(&report::document(&profile, show.changed))?;
             } else {
-                print(&report::text(&profile))?;
+                print(&report::text(&profile, show.changed))?;
             }
         }
     }

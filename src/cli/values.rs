@@ -15,7 +15,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
+use crate::plan::request::{Isolation, PlanProfile, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -283,9 +283,21 @@ impl clap::ValueEnum for ProfileName {
 
 /// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
 /// with their summaries), TuneD's name for one, or a site profile file
-/// ([`super::profile::ProfileArg`]); anything else is refused with what to give.
+/// ([`super::profile::ProfileArg`]); anything else is refused with what to give. Plan's lists
+/// (and completes) only the profiles lowlat plans for; another one is refused when loaded,
+/// with the reason it has no plan.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ProfileParser;
+pub(crate) struct ProfileParser {
+    /// Whether only the profiles with a plan are listed.
+    plans: bool,
+}
+
+impl ProfileParser {
+    /// Every profile.
+    pub(crate) const ANY: ProfileParser = ProfileParser { plans: false };
+    /// The profiles lowlat makes plans for.
+    pub(crate) const PLAN: ProfileParser = ProfileParser { plans: true };
+}
 
 impl clap::builder::TypedValueParser for ProfileParser {
     type Value = super::profile::ProfileArg;
@@ -308,9 +320,11 @@ impl clap::builder::TypedValueParser for ProfileParser {
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let plans = self.plans;
         Some(Box::new(
             ProfileName::ALL
                 .into_iter()
+                .filter(move |profile| !plans || PlanProfile::try_from(*profile).is_ok())
                 .filter_map(|profile| profile.to_possible_value()),
         ))
     }

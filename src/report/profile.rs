@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::audit::profile::{PROFILES, Profile};
+use crate::audit::profile::{Origin, PROFILES, Profile};
 use crate::audit::site::{Site, Smt};
 use crate::check::targets;
 use crate::document::{Document, Kind};
@@ -135,11 +135,13 @@ pub(crate) struct ValueRow {
     pub origin: String,
 }
 
-fn body(profile: &Profile) -> ProfileBody {
+/// The body; `changed`: only the rules whose expectation a site file set.
+fn body(profile: &Profile, changed: bool) -> ProfileBody {
     let site = profile.site.clone().unwrap_or_default();
     let rules = profile
         .entries
         .iter()
+        .filter(|entry| !changed || matches!(entry.origin, Origin::Site(_)))
         .map(|entry| RuleRow {
             rule: entry.rule.id,
             expect: entry.expect.cell(),
@@ -229,14 +231,16 @@ fn targets_of(profile: &Profile, site: &Site) -> Vec<ValueRow> {
         .collect()
 }
 
-/// The JSON document of `lowlat profile show --json`.
-pub(crate) fn document(profile: &Profile) -> Document<ProfileBody> {
-    Document::new(Kind::Profile, crate::document::UNKNOWN_HOST, body(profile))
+/// The JSON document of `lowlat profile show --json` (`changed`: `--changed`).
+pub(crate) fn document(profile: &Profile, changed: bool) -> Document<ProfileBody> {
+    let body = body(profile, changed);
+    Document::new(Kind::Profile, crate::document::UNKNOWN_HOST, body)
 }
 
-/// `lowlat profile show`: the resolved profile, each value with where it was set.
-pub(crate) fn text(profile: &Profile) -> String {
-    let body = body(profile);
+/// `lowlat profile show`: the resolved profile, each value with where it was set
+/// (`changed`: only the rules a site file set).
+pub(crate) fn text(profile: &Profile, changed: bool) -> String {
+    let body = body(profile, changed);
     let mut page = Page::new();
     writeln!(
         page,
@@ -256,9 +260,14 @@ pub(crate) fn text(profile: &Profile) -> String {
         chain.push(format!("{} (built-in)", body.extends));
         writeln!(page, "extends: {}", chain.join(" → "));
     }
+    let which = if changed {
+        "set by the site files"
+    } else {
+        "run"
+    };
     writeln!(
         page,
-        "\nrules ({}; expectation, ~ = advisory; where it was set):",
+        "\nrules {which} ({}; expectation, ~ = advisory; where it was set):",
         body.rules.len()
     );
     let rows: Vec<Vec<String>> = body
@@ -335,7 +344,7 @@ mod tests {
     #[test]
     fn a_builtin_profile_shows_each_expectation_with_its_table_line() {
         let profile = crate::audit::profile::load(ProfileName::LowLatency).unwrap();
-        let text = text(&profile);
+        let text = text(&profile, false);
         assert!(text.starts_with("profile low-latency: "), "{text}");
         let line = text
             .lines()
@@ -350,13 +359,10 @@ mod tests {
             text.contains("interruptions-ge-10us-per-minute < 1"),
             "{text}"
         );
-        let json = serde_json::to_value(document(&profile)).unwrap();
+        let json = serde_json::to_value(document(&profile, false)).unwrap();
         assert_eq!(json["kind"], "profile");
         assert_eq!(json["extends"], "low-latency");
-        assert!(matches!(
-            profile.entries[0].origin,
-            crate::audit::profile::Origin::Builtin { .. }
-        ));
+        assert!(matches!(profile.entries[0].origin, Origin::Builtin { .. }));
     }
 
     #[test]

@@ -485,17 +485,14 @@ fn sysctl_rule(source: &Source, key: &Spanned<String>) -> Result<&'static Rule, 
     if let Some((_, rule)) = keyed().find(|(k, _)| *k == key.get_ref()) {
         return Ok(rule);
     }
-    let close = file::closest(key.get_ref(), keyed().map(|(k, _)| k))
-        .map(|c| format!(" (did you mean {c}?)"))
-        .unwrap_or_default();
     let known: Vec<&str> = keyed().map(|(k, _)| k).collect();
+    let what = match file::closest(key.get_ref(), known.iter().copied()) {
+        Some(close) => format!("did you mean {close}?"),
+        None => format!("these are: {}", known.join(", ")),
+    };
     Err(source.error(
         key.span(),
-        format!(
-            "{}: not a sysctl lowlat judges{close}; these are: {}",
-            key.get_ref(),
-            known.join(", ")
-        ),
+        format!("{}: not a sysctl lowlat judges; {what}", key.get_ref()),
     ))
 }
 

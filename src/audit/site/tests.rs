@@ -108,7 +108,7 @@ fn every_bad_input_is_refused_at_its_place_with_the_closest_word() {
     let cases: &[(&str, &str)] = &[
         (
             "extends = \"low-latency\"\n[sysctl]\n\"vm.stat_intervall\" = 10\n",
-            "site.toml:3:1: vm.stat_intervall: not a sysctl lowlat judges (did you mean vm.stat_interval?)",
+            "site.toml:3:1: vm.stat_intervall: not a sysctl lowlat judges; did you mean vm.stat_interval?",
         ),
         (
             "extends = \"low-latency\"\n[[waive]]\nrule = \"LL-PCIE-ASMP\"\nreason = \"x\"\n",

@@ -58,6 +58,9 @@ struct AuditView {
 #[derive(Deserialize)]
 struct ProfileView {
     name: String,
+    /// The site profile files laid over it (absent for a built-in profile).
+    #[serde(default)]
+    files: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +74,9 @@ struct FindingView {
     expected: String,
     #[serde(default)]
     remediation: Remediation,
+    /// A site profile's waiver of the rule (in force: status `waived`; or expired).
+    #[serde(default)]
+    waiver: Option<crate::audit::WaiverNote>,
 }
 
 #[derive(Deserialize)]
@@ -150,7 +156,9 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
             .collect();
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (audit.profile.name) } ": "
+            p { "Profile " strong { (audit.profile.name) }
+                @for file in &audit.profile.files { " + " code { (file) } }
+                ": "
                 @for (i, (status, n)) in counts.iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
@@ -162,7 +170,8 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                     tbody {
                         @for f in findings {
                             tr class=(format!("status-{}", f.status)) {
-                                td { (f.status) } td { (f.severity) } td { code { (f.rule) } } td { (f.title) }
+                                td { (f.status) } td { (f.severity) } td { code { (f.rule) } }
+                                td { (f.title) @if let Some(waiver) = &f.waiver { br; em { (waiver.describe()) } } }
                                 td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
                             }
                         }
