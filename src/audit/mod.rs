@@ -7,6 +7,7 @@
 pub(crate) mod bios;
 pub(crate) mod finding;
 pub mod partition;
+pub(crate) mod pipeline;
 pub mod profile;
 pub(crate) mod rule;
 pub(crate) mod rules;

@@ -115,7 +115,7 @@ pub struct Profile {
     pub entries: Vec<Entry>,
     /// What a site profile file adds: its files, waivers, rules turned off, partition and
     /// check targets; `None` for a built-in profile.
-    pub site: Option<crate::audit::site::Site>,
+    pub site: Option<Box<crate::audit::site::Site>>,
 }
 
 impl Profile {
@@ -130,6 +130,35 @@ impl Profile {
     /// The entry of one rule.
     pub fn entry(&self, rule_id: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.rule.id == rule_id)
+    }
+}
+
+/// The profile a request names: a built-in one by name, loaded when the audit runs (so that
+/// `freebsd-router` picks the FreeBSD rules of a capture), or one loaded already (a site
+/// profile file laid over a built-in one).
+#[derive(Debug, Clone)]
+pub enum Requested {
+    /// A built-in profile.
+    Builtin(ProfileName),
+    /// A profile loaded already.
+    Loaded(Box<Profile>),
+}
+
+impl Requested {
+    /// The built-in profile's name (the one a site profile extends).
+    pub fn name(&self) -> ProfileName {
+        match self {
+            Requested::Builtin(name) => *name,
+            Requested::Loaded(profile) => profile.info.name,
+        }
+    }
+
+    /// The profile, loaded.
+    pub fn load(&self) -> Result<Profile, ProfileError> {
+        match self {
+            Requested::Builtin(name) => load(*name),
+            Requested::Loaded(profile) => Ok((**profile).clone()),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! `lowlat audit`.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -8,19 +8,18 @@ use super::messages::{note, warning};
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
+use crate::audit::FindingStatus;
+use crate::audit::pipeline::{
+    self, AuditRequest, Audited, FreebsdAudit, MachineAudit, Overrides, Processes, ProcessesAudit,
+};
 use crate::audit::rules::freebsd as freebsd_rules;
-use crate::audit::{self, profile, rules};
-use crate::machine::freebsd::FreeBsdMachine;
-use crate::machine::{Avail, CpuSet, Machine, domain, kubelet};
+use crate::machine::CpuSet;
 use crate::report::audit as report;
 use crate::report::fix_script;
 use crate::report::freebsd;
 use crate::report::nfd;
 use crate::report::workload as report_workload;
-use crate::snapshot::SnapshotKind;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
-use crate::text::escape_controls;
-use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Layer;
 
 /// Options of `lowlat audit`.
@@ -116,7 +115,7 @@ pub struct AuditArgs {
     /// inferred, unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
     #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
-    pub status: Vec<audit::FindingStatus>,
+    pub status: Vec<FindingStatus>,
 
     /// Show only the findings of these layers (comma-separated): firmware, hardware, boot,
     /// sysctl, runtime, service, file, domain (the layer of the rule's fix, as `--explain`
@@ -140,71 +139,56 @@ pub struct AuditArgs {
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    match (kind, args.profile.builtin()) {
-        (SnapshotKind::Freebsd, Some(freebsd_rules::PROFILE | ProfileName::DEFAULT)) => {
-            return run_freebsd(&root, args);
-        }
-        (SnapshotKind::Freebsd, _) => bail!(
-            "--profile {}: a FreeBSD capture is audited against {}",
-            args.profile,
-            freebsd_rules::PROFILE
-        ),
-        (SnapshotKind::Linux, Some(freebsd_rules::PROFILE)) => bail!(
-            "--profile {}: audits a FreeBSD capture (--snapshot FILE from lowlat-capture.sh)",
-            freebsd_rules::PROFILE
-        ),
-        (SnapshotKind::Linux, _) => {}
+    let audited = pipeline::run(&root, kind, request(args)?, |machine| {
+        super::container::note(&root, &machine.topology)
+    })?;
+    match audited {
+        Audited::Machine(audited) => machine(cli, args, &audited),
+        Audited::Processes(audited) => processes(args, &audited),
+        Audited::Freebsd(audited) => freebsd(args, &audited),
     }
-    let profile = args.profile.load()?;
-    let rule = match &args.explain {
-        Some(id) => Some(rules::find(id).ok_or_else(|| {
-            anyhow!(
-                "--explain {id}: no such rule; valid rule ids: {}",
-                rules::valid_ids()
-            )
-        })?),
-        None => None,
-    };
+}
+
+/// The request these options describe, with the files they name read.
+fn request(args: &AuditArgs) -> Result<AuditRequest> {
     let bios = match (&args.bios, &args.bmc) {
         (Some(file), _) => Some(super::bios::read_document(file)?),
         (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };
-    let mut machine = Machine::read(&root);
-    super::container::note(&root, &machine.topology);
-    if !args.pid.is_empty() || !args.comm.is_empty() {
-        return workload(&root, &machine, &profile, args);
-    }
-    if let Some(path) = &args.domain {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow!("--domain {}: {e}", path.display()))?;
-        let domain = domain::parse(&path.display().to_string(), &text)
-            .map_err(|e| anyhow!("--domain {e}"))?;
-        machine.virt.only(domain);
-    }
-    if let Some(path) = &args.kubelet_config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow!("--kubelet-config {}: {e}", path.display()))?;
-        let config = kubelet::parse(&path.display().to_string(), &text)
-            .map_err(|e| anyhow!("--kubelet-config {e}"))?;
-        machine.kubelet = Some(Avail::Available(config));
-    }
-    // Only a bad --isolate (or a site profile's partition) is an error.
-    let partition = partition(&machine, &profile, args)?;
-    let mut result = audit::run(&machine, &profile, &partition);
-    if let Some(bios) = &bios {
-        audit::bios::judge(&mut result, &profile, bios);
-    }
-    if let Some(rule) = rule {
+    Ok(AuditRequest {
+        profile: args.profile.requested()?,
+        isolate: args.isolate.clone(),
+        overrides: Overrides::read(args.domain.as_deref(), args.kubelet_config.as_deref())?,
+        bios,
+        processes: Processes {
+            pids: args.pid.clone(),
+            comms: args.comm.clone(),
+        },
+        explain: args.explain.clone(),
+    })
+}
+
+/// Says what the audit of a Linux machine found: the rule explained, or the report, the NFD
+/// features and the fix script.
+fn machine(cli: &Cli, args: &AuditArgs, audited: &MachineAudit) -> Result<u8> {
+    let MachineAudit {
+        profile,
+        machine,
+        audit: result,
+        explain,
+        ..
+    } = audited;
+    if let Some(rule) = explain {
         print(&report::explain_text(
             rule,
             result.finding(rule.id),
-            &profile,
+            profile,
         ))?;
         return Ok(exit::OK);
     }
     if let Some(path) = &args.nfd_features {
-        let features = nfd::features(&machine, &result, profile.info.name);
+        let features = nfd::features(machine, result, profile.info.name);
         let text = nfd::render(
             &features,
             &crate::document::host(machine.kernel.hostname.get()),
@@ -222,20 +206,13 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     }
     let view = view(args);
     if let Some(path) = &args.fix_script {
-        let host = crate::document::host(machine.kernel.hostname.get());
         let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
             (Some(dir), _, _) => format!("--root {}", dir.display()),
             (None, Some(file), _) => format!("--snapshot {}", file.display()),
             (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
             (None, None, None) => "the live machine".to_string(),
         };
-        let origin = fix_script::Origin {
-            host: &host,
-            source: &source,
-            written: &crate::document::now(),
-        };
-        let plan = crate::plan::findings::plan_of_audit(&machine, &profile, &partition);
-        let script = fix_script::render(&result, profile.info, &view, &origin, plan.as_ref());
+        let script = fix_script::of_audit(audited, &view, &source);
         write_file_atomically(
             path,
             script.as_bytes(),
@@ -249,32 +226,14 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
         );
     }
     if args.json {
-        print_json(&report::document(&machine, &result, profile.info, &view))?;
+        print_json(&report::document(machine, result, profile.info, &view))?;
     } else {
-        print(&report::text(&machine, &result, profile.info, &view))?;
+        print(&report::text(machine, result, profile.info, &view))?;
     }
     Ok(if result.has_failures() {
         exit::FAILURES
     } else {
         exit::OK
-    })
-}
-
-/// The partition the audit checks against: `--isolate`, else the site profile's
-/// `[partition]`, else the machine's (see [`audit::partition::choose_for`]).
-fn partition(
-    machine: &Machine,
-    profile: &profile::Profile,
-    args: &AuditArgs,
-) -> Result<audit::AuditPartition> {
-    audit::partition::choose_for(machine, args.isolate.as_ref(), profile).map_err(|e| {
-        match (
-            &args.isolate,
-            audit::partition::of_profile(machine, profile),
-        ) {
-            (None, Some((_, place))) => anyhow!("--profile {place}: [partition]: {e}"),
-            _ => anyhow!("--isolate: {e}"),
-        }
     })
 }
 
@@ -288,46 +247,16 @@ fn view(args: &AuditArgs) -> report::View {
 }
 
 /// `--pid` / `--comm`: the placement of the workload's threads.
-fn workload(
-    root: &crate::sysroot::SysRoot,
-    machine: &Machine,
-    profile: &profile::Profile,
-    args: &AuditArgs,
-) -> Result<u8> {
-    let mut pids = Vec::new();
-    for &pid in &args.pid {
-        if !root.exists(&format!("/proc/{pid}")) {
-            bail!("--pid {pid}: no such process (ps -e lists the running ones)");
-        }
-        pids.push(pid);
-    }
-    for name in &args.comm {
-        let tasks = machine.tasks.get().ok_or_else(|| {
-            anyhow!("--comm {name}: the processes are not readable here; give --pid")
-        })?;
-        let found: Vec<u32> = tasks.with_comm(name).map(|t| t.pid).collect();
-        if found.is_empty() {
-            bail!(
-                "--comm {}: no process has this command name (the kernel's comm, at most 15 characters: `ps -eo comm`)",
-                escape_controls(name)
-            );
-        }
-        pids.extend(found);
-    }
-    pids.sort_unstable();
-    pids.dedup();
-    let partition = partition(machine, profile, args)?;
-    let mut reader = crate::machine::Reader::new(root);
-    let workload = crate::machine::workload::read(&mut reader, &pids);
-    let realtime = matches!(
-        profile.info.name,
-        ProfileName::RealtimeHost | ProfileName::RealtimeGuest
-    );
-    let result = audit::workload::judge(machine, &partition, &workload, realtime);
+fn processes(args: &AuditArgs, audited: &ProcessesAudit) -> Result<u8> {
+    let ProcessesAudit {
+        machine,
+        partition,
+        result,
+    } = audited;
     if args.json {
-        print_json(&report_workload::document(machine, &partition, &result))?;
+        print_json(&report_workload::document(machine, partition, result))?;
     } else {
-        print(&report_workload::text(&partition, &result))?;
+        print(&report_workload::text(partition, result))?;
     }
     Ok(if result.has_problems() {
         exit::FAILURES
@@ -336,8 +265,8 @@ fn workload(
     })
 }
 
-/// `lowlat audit` of a FreeBSD capture, against `freebsd-router`.
-fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
+/// What the audit of a FreeBSD capture, against `freebsd-router`, found.
+fn freebsd(args: &AuditArgs, audited: &FreebsdAudit) -> Result<u8> {
     if args.fix_script.is_some() {
         bail!(
             "--fix-script: the fixes of {} are manual steps (no command to script); the report \
@@ -345,43 +274,23 @@ fn run_freebsd(root: &crate::sysroot::SysRoot, args: &AuditArgs) -> Result<u8> {
             freebsd_rules::PROFILE
         );
     }
-    if args.isolate.is_some() || args.domain.is_some() || args.bios.is_some() || args.bmc.is_some()
-    {
-        bail!(
-            "--isolate, --domain, --bios and --bmc are for Linux machines; {} takes none",
-            freebsd_rules::PROFILE
-        );
-    }
-    let machine = FreeBsdMachine::read(root).context("--snapshot")?;
-    let findings = freebsd_rules::audit(&machine);
-    if let Some(id) = &args.explain {
-        let finding = findings.iter().find(|f| f.rule == *id).ok_or_else(|| {
-            anyhow!(
-                "--explain {id}: no such rule in {}; its rules: {}",
-                freebsd_rules::PROFILE,
-                freebsd_rules::RULES
-                    .iter()
-                    .map(|r| r.id)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-        print(&freebsd::explain_text(finding))?;
+    let FreebsdAudit {
+        machine,
+        findings,
+        explain,
+    } = audited;
+    if let Some(index) = explain {
+        print(&freebsd::explain_text(&findings[*index]))?;
         return Ok(exit::OK);
     }
     if args.json {
-        print_json(&freebsd::audit_document(&machine, &findings))?;
+        print_json(&freebsd::audit_document(machine, findings))?;
     } else {
-        print(&freebsd::audit_text(&machine, &findings, &view(args)))?;
+        print(&freebsd::audit_text(machine, findings, &view(args)))?;
     }
-    Ok(
-        if findings
-            .iter()
-            .any(|f| f.status == audit::FindingStatus::Fail)
-        {
-            exit::FAILURES
-        } else {
-            exit::OK
-        },
-    )
+    Ok(if audited.has_failures() {
+        exit::FAILURES
+    } else {
+        exit::OK
+    })
 }

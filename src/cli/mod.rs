@@ -88,7 +88,7 @@ pub enum Command {
     Inventory(inventory::InventoryArgs),
     /// Check the machine against a tuning profile: findings with evidence, sources and exact
     /// fixes.
-    Audit(audit::AuditArgs),
+    Audit(Box<audit::AuditArgs>),
     /// Capture the files lowlat reads into one archive, to inventory or audit elsewhere with
     /// `--snapshot FILE`.
     Snapshot(snapshot::SnapshotArgs),

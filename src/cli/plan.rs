@@ -1,6 +1,6 @@
 //! `lowlat plan`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -10,17 +10,17 @@ use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::audit::Profile;
 use crate::audit::site::{Located, SitePartition, Smt};
+use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
-use crate::machine::freebsd::FreeBsdMachine;
-use crate::machine::{CpuSet, Machine};
 use crate::plan::artifacts::Artifact;
+use crate::plan::freebsd::FreeBsdPlan;
+use crate::plan::pipeline::{self, LinuxPlan, PlanJob, PlanJobError, Planned, Step};
 use crate::plan::request::{
     HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
 };
-use crate::plan::{self, PlanError, artifacts, findings, freebsd, platforms, vm, write};
+use crate::plan::{self, PlanError, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{self as report_plan, diff, summary};
-use crate::snapshot::SnapshotKind;
 use crate::sysroot::OutputDirError;
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
@@ -242,6 +242,28 @@ impl PlanArgs {
 }
 
 impl PlanArgs {
+    /// The job these options describe, with the `--bios` file read.
+    fn job(&self) -> Result<PlanJob> {
+        let profile = self.profile.load()?;
+        Ok(PlanJob {
+            request: self.request(&profile)?,
+            profile,
+            core_type_asked: self.isolate_core_type.is_some(),
+            bios: self
+                .bios
+                .as_deref()
+                .map(super::bios::read_document)
+                .transpose()?,
+            vm: self.vm.as_ref().map(|name| vm::VmRequest {
+                name: name.clone(),
+                vcpus: self.vcpus.unwrap_or_default(),
+                rt_vcpus: self.rt_vcpus.clone(),
+                memory_kib: self.memory.unwrap_or(vm::DEFAULT_MEMORY_KIB),
+                node: self.node,
+            }),
+        })
+    }
+
     /// Says which CPUs of `--housekeeping` and `--isolate` the plan left out because they go
     /// offline at the reboot it asks for (it turns SMT off).
     fn note_cpus_going_offline(&self, plan: &plan::Plan) {
@@ -317,62 +339,29 @@ pub(super) fn write_artifacts(
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    if kind == SnapshotKind::Freebsd {
-        return run_freebsd(&root, args);
-    }
-    let mut machine = Machine::read(&root);
-    super::container::note(&root, &machine.topology);
-    let profile = args.profile.load()?;
-    let request = args.request(&profile)?;
-    if args.isolate_core_type.is_some() && machine.topology.core_types.is_none() {
-        anyhow::bail!(
-            "--isolate-core-type: the CPUs of this machine are of one type (no \
-             /sys/devices/cpu_core and cpu_atom, equal or no cpu_capacity, no maximum frequency \
-             and L2 sharing that differ): leave the option out"
-        );
-    }
-    if request.options.isolation.runtime() {
-        machine.read_cpusets(&root);
-    }
-    let bios = args
-        .bios
-        .as_deref()
-        .map(super::bios::read_document)
-        .transpose()?;
-    let mut plan = plan::build(&machine, &request, |partition| {
-        findings::profile_settings(&machine, &profile, partition)
+    let job = args.job()?;
+    let planned = pipeline::run(&root, kind, &job, |step| match step {
+        Step::Read(machine) => super::container::note(&root, &machine.topology),
+        Step::Planned(plan) => args.note_cpus_going_offline(plan),
     })
     .map_err(|e| match e {
-        PlanError::Partition(e) => args.partition_error(&e, &profile),
-        PlanError::Hugepages { pool, problem } => anyhow::anyhow!("--hugepages {pool}: {problem}"),
-        PlanError::CommandLineTooLong(e) => anyhow::anyhow!("{e}"),
-        e @ PlanError::ManagedTree(_) => anyhow::anyhow!("{e}"),
-    })?;
-    args.note_cpus_going_offline(&plan);
-    plan.bios = bios.map(|state| plan::bios::plan(&state, &profile));
-    let guest = match &args.vm {
-        Some(name) => Some(
-            vm::plan(
-                &machine,
-                &plan.partition,
-                &vm::VmRequest {
-                    name: name.clone(),
-                    vcpus: args.vcpus.unwrap_or_default(),
-                    rt_vcpus: args.rt_vcpus.clone(),
-                    memory_kib: args.memory.unwrap_or(vm::DEFAULT_MEMORY_KIB),
-                    node: args.node,
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("--vm {name}: {e}"))?,
-        ),
-        None => None,
-    };
-    if let Some(dir) = &args.out {
-        let mut files = artifacts::render(&plan);
-        files.extend(platforms::render(&plan, &machine.topology));
-        if let Some(guest) = &guest {
-            files.extend(guest.artifacts());
+        PlanJobError::Plan(PlanError::Partition(e)) => args.partition_error(&e, &job.profile),
+        PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
+            anyhow::anyhow!("--hugepages {pool}: {problem}")
         }
+        e => anyhow::Error::new(e),
+    })?;
+    let linux = match planned {
+        Planned::Linux(linux) => linux,
+        Planned::Freebsd(plan) => return freebsd(args, &plan),
+    };
+    let LinuxPlan {
+        machine,
+        plan,
+        guest,
+    } = &linux;
+    if let Some(dir) = &args.out {
+        let files = linux.artifacts();
         write_artifacts(dir, &files, args.force)?;
         if !args.json && !args.diff {
             print(&report_plan::written_text(&files, dir))?;
@@ -381,15 +370,15 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     if args.json {
         print_json(&plan.document())?;
     } else if args.diff {
-        print(&diff::text(&diff::diff(&plan, &machine, &root)))?;
-    } else if let Some(guest) = &guest {
+        print(&diff::text(&diff::diff(plan, machine, &root)))?;
+    } else if let Some(guest) = guest {
         print(&guest.render())?;
     } else if args.out.is_none() {
-        let held = diff::diff(&plan, &machine, &root)
+        let held = diff::diff(plan, machine, &root)
             .iter()
             .filter(|e| e.status == diff::DiffStatus::Same)
             .count();
-        print(&summary::text(&plan, &machine.topology, Some(held)))?;
+        print(&summary::text(plan, &machine.topology, Some(held)))?;
     }
     if let Some(reason) = machine.interrupts_unread() {
         warning!(
@@ -402,35 +391,16 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
 }
 
 /// `lowlat plan` of a FreeBSD capture: the rc.d script and the conf lines.
-fn run_freebsd(root: &crate::sysroot::SysRoot, args: &PlanArgs) -> Result<u8> {
+fn freebsd(args: &PlanArgs, plan: &FreeBsdPlan) -> Result<u8> {
     if args.json || args.diff || args.vm.is_some() || args.bios.is_some() {
         anyhow::bail!(
             "--json, --diff, --vm and --bios are for Linux plans; a FreeBSD plan is its rc.d \
              script and conf lines: give --out DIR"
         );
     }
-    let machine = FreeBsdMachine::read(root).context("--snapshot")?;
-    let plan = freebsd::plan(&machine);
-    print(&report_freebsd::plan_text(&plan))?;
+    print(&report_freebsd::plan_text(plan))?;
     if let Some(dir) = &args.out {
-        let files = [
-            Artifact::text(
-                "lowlat_cpuset",
-                Some(freebsd::SCRIPT_PATH),
-                freebsd::render_rc_script(&plan),
-            ),
-            Artifact::text(
-                "loader.conf",
-                Some("/boot/loader.conf"),
-                freebsd::render_loader_conf(&plan),
-            ),
-            Artifact::text(
-                "sysctl.conf",
-                Some("/etc/sysctl.conf"),
-                freebsd::render_sysctl_conf(&plan),
-            ),
-        ];
-        write_artifacts(dir, &files, args.force)?;
+        write_artifacts(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
     }
     Ok(exit::OK)
 }

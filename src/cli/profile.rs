@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::exit;
 use super::messages::note;
 use super::output::{print, print_json};
-use crate::audit::profile::{self, Profile};
+use crate::audit::profile::{self, Profile, Requested};
 use crate::audit::site;
 use crate::report::profile as report;
 use crate::tuning::profile_name::{ProfileName, TunedName};
@@ -65,11 +65,17 @@ impl ProfileArg {
         ))
     }
 
-    /// The built-in profile it names, `None` for a file.
-    pub(crate) fn builtin(&self) -> Option<ProfileName> {
+    /// The profile as an audit request names it: a built-in one by name (said as
+    /// [`ProfileArg::load`] says it), or the site profile loaded.
+    pub(crate) fn requested(&self) -> Result<Requested> {
         match self {
-            ProfileArg::Builtin { name, .. } => Some(*name),
-            ProfileArg::File(_) => None,
+            ProfileArg::Builtin { name, tuned } => {
+                if let Some(tuned) = tuned {
+                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
+                }
+                Ok(Requested::Builtin(*name))
+            }
+            ProfileArg::File(_) => Ok(Requested::Loaded(Box::new(self.load()?))),
         }
     }
 

@@ -24,6 +24,7 @@ pub(crate) mod kernel_cmdline;
 pub(crate) mod kthread_plan;
 pub(crate) mod kubernetes;
 pub(crate) mod nic;
+pub(crate) mod pipeline;
 pub mod platforms;
 pub mod request;
 pub(crate) mod runtime_plan;

@@ -7,6 +7,7 @@
 use crate::text::Page;
 
 use super::audit::{HandFix, View};
+use crate::audit::pipeline::MachineAudit;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, Finding, FindingStatus};
 use crate::plan::Plan;
@@ -212,6 +213,30 @@ fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
         ))
     );
     out.text("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
+}
+
+/// The script of a Linux machine's audit, read from `source` (`the live machine`, `--root DIR`,
+/// `--snapshot FILE`, `--sosreport DIR`) and written now, with the values of the plan the
+/// audit's profile makes for its partition (where the profile has one).
+pub(crate) fn of_audit(audited: &MachineAudit, view: &View, source: &str) -> String {
+    let host = crate::document::host(audited.machine.kernel.hostname.get());
+    let origin = Origin {
+        host: &host,
+        source,
+        written: &crate::document::now(),
+    };
+    let plan = crate::plan::findings::plan_of_audit(
+        &audited.machine,
+        &audited.profile,
+        &audited.partition,
+    );
+    render(
+        &audited.audit,
+        audited.profile.info,
+        view,
+        &origin,
+        plan.as_ref(),
+    )
 }
 
 /// The script of the findings `view` shows, each setting as `plan` (the plan `lowlat plan`

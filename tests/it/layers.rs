@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("snapshot", &["document", "sysroot"]),
     ("bios", &["machine", "document"]),
     ("tuning", &["machine"]),
-    ("audit", &["tuning", "document", "bios"]),
+    ("audit", &["tuning", "document", "bios", "snapshot"]),
     ("plan", &["audit", "document"]),
     ("apply", &["plan", "snapshot"]),
     ("measure", &["machine", "document"]),

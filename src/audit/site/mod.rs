@@ -219,7 +219,7 @@ pub fn load(path: &Path) -> Result<Profile, SiteError> {
             });
         }
     }
-    profile.site = Some(site);
+    profile.site = Some(Box::new(site));
     Ok(profile)
 }
 

@@ -1,0 +1,265 @@
+//! The pipeline of `lowlat plan`, from a typed request to a typed result. [`run`] reads the
+//! files under a root as the system they are and plans them: a Linux machine as the request
+//! asks (the partition, the profile's settings, the BIOS changes of the attributes given, a
+//! real-time guest over the host partition), a FreeBSD capture as its rc.d script and conf
+//! lines. Nothing here prints or writes: the caller says what it must (the container note and
+//! the CPUs left out of the partition, through the callback), prints the plan and writes its
+//! artifacts.
+
+use thiserror::Error;
+
+use super::artifacts::{self, Artifact};
+use super::freebsd::{self, FreeBsdPlan};
+use super::request::PlanRequest;
+use super::vm::{self, VmError, VmPlan, VmRequest};
+use super::{Plan, PlanError, findings, platforms};
+use crate::audit::Profile;
+use crate::bios::BiosState;
+use crate::machine::Machine;
+use crate::machine::freebsd::{FreeBsdError, FreeBsdMachine};
+use crate::snapshot::SnapshotKind;
+use crate::sysroot::SysRoot;
+
+/// What `lowlat plan` is asked to make: the plan's request and what is planned beside it.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanJob {
+    /// The profile, the partition and the options of the machine's plan.
+    pub request: PlanRequest,
+    /// The audit profile whose desired settings the plan takes: the built-in one of
+    /// `request.profile`, or a site profile laid over it.
+    pub profile: Profile,
+    /// Whether the core type to isolate was asked for (`--isolate-core-type`), which a
+    /// machine whose cores are of one type refuses.
+    pub core_type_asked: bool,
+    /// The BIOS attributes whose changes the profile wants to plan too.
+    pub bios: Option<BiosState>,
+    /// The real-time guest to plan over the host partition.
+    pub vm: Option<VmRequest>,
+}
+
+/// Why no plan could be made.
+#[derive(Debug, Error)]
+pub(crate) enum PlanJobError {
+    /// A core type asked for on a machine whose cores are of one type.
+    #[error(
+        "--isolate-core-type: the CPUs of this machine are of one type (no \
+         /sys/devices/cpu_core and cpu_atom, equal or no cpu_capacity, no maximum frequency \
+         and L2 sharing that differ): leave the option out"
+    )]
+    OneCoreType,
+    /// The machine's plan was refused.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The guest could not be planned.
+    #[error("--vm {name}: {source}")]
+    Vm {
+        /// The guest's name.
+        name: String,
+        /// Why.
+        source: VmError,
+    },
+    /// The FreeBSD capture could not be read.
+    #[error("--snapshot")]
+    Freebsd(#[from] FreeBsdError),
+}
+
+/// A step of a Linux plan worth telling the caller of, as it happens.
+pub(crate) enum Step<'a> {
+    /// The machine was read.
+    Read(&'a Machine),
+    /// The machine's plan was made (the guest's comes next).
+    Planned(&'a Plan),
+}
+
+/// What was planned, by system.
+pub(crate) enum Planned {
+    /// A Linux machine's plan.
+    Linux(LinuxPlan),
+    /// A FreeBSD capture's rc.d script and conf lines.
+    Freebsd(FreeBsdPlan),
+}
+
+/// A Linux machine's plan, with the guest planned over it.
+pub(crate) struct LinuxPlan {
+    /// The machine planned (with its cpusets read, for runtime isolation).
+    pub machine: Machine,
+    /// The plan.
+    pub plan: Plan,
+    /// The real-time guest, when one was asked for.
+    pub guest: Option<VmPlan>,
+}
+
+impl LinuxPlan {
+    /// Every file of the plan (`--out`): the plan's artifacts, the platforms' and the
+    /// guest's.
+    pub(crate) fn artifacts(&self) -> Vec<Artifact<'_>> {
+        let mut files = artifacts::render(&self.plan);
+        files.extend(platforms::render(&self.plan, &self.machine.topology));
+        if let Some(guest) = &self.guest {
+            files.extend(guest.artifacts());
+        }
+        files
+    }
+}
+
+/// The files of a FreeBSD plan (`--out`): the rc.d script and the conf lines.
+pub(crate) fn freebsd_artifacts(plan: &FreeBsdPlan) -> [Artifact<'static>; 3] {
+    [
+        Artifact::text(
+            "lowlat_cpuset",
+            Some(freebsd::SCRIPT_PATH),
+            freebsd::render_rc_script(plan),
+        ),
+        Artifact::text(
+            "loader.conf",
+            Some("/boot/loader.conf"),
+            freebsd::render_loader_conf(plan),
+        ),
+        Artifact::text(
+            "sysctl.conf",
+            Some("/etc/sysctl.conf"),
+            freebsd::render_sysctl_conf(plan),
+        ),
+    ]
+}
+
+/// Reads the files under `root` as the system `kind` says they are and plans them as `job`
+/// asks (a FreeBSD capture takes none of it); `step` is told of a Linux plan's steps as they
+/// happen.
+pub(crate) fn run(
+    root: &SysRoot,
+    kind: SnapshotKind,
+    job: &PlanJob,
+    step: impl FnMut(Step<'_>),
+) -> Result<Planned, PlanJobError> {
+    match kind {
+        SnapshotKind::Freebsd => {
+            let machine = FreeBsdMachine::read(root)?;
+            Ok(Planned::Freebsd(freebsd::plan(&machine)))
+        }
+        SnapshotKind::Linux => linux(root, job, step).map(Planned::Linux),
+    }
+}
+
+/// The plan of a Linux machine, and of the guest over it.
+fn linux(
+    root: &SysRoot,
+    job: &PlanJob,
+    mut step: impl FnMut(Step<'_>),
+) -> Result<LinuxPlan, PlanJobError> {
+    let mut machine = Machine::read(root);
+    step(Step::Read(&machine));
+    let request = &job.request;
+    if job.core_type_asked && machine.topology.core_types.is_none() {
+        return Err(PlanJobError::OneCoreType);
+    }
+    if request.options.isolation.runtime() {
+        machine.read_cpusets(root);
+    }
+    let profile = &job.profile;
+    let mut plan = super::build(&machine, request, |partition| {
+        findings::profile_settings(&machine, profile, partition)
+    })?;
+    step(Step::Planned(&plan));
+    plan.bios = job
+        .bios
+        .as_ref()
+        .map(|state| super::bios::plan(state, profile));
+    let guest =
+        match &job.vm {
+            Some(vm) => Some(vm::plan(&machine, &plan.partition, vm).map_err(|source| {
+                PlanJobError::Vm {
+                    name: vm.name.clone(),
+                    source,
+                }
+            })?),
+            None => None,
+        };
+    Ok(LinuxPlan {
+        machine,
+        plan,
+        guest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::CpuSet;
+    use crate::plan::request::PlanProfile;
+    use crate::test_tree::TestTree;
+
+    fn job() -> PlanJob {
+        PlanJob {
+            request: PlanRequest::default(),
+            profile: findings::audit_profile(PlanProfile::LowLatency).unwrap(),
+            core_type_asked: false,
+            bios: None,
+            vm: None,
+        }
+    }
+
+    #[test]
+    fn the_steps_are_told_in_order_and_the_guest_is_planned_on_the_host_plan() {
+        let tree = TestTree::fixture("rt-host-2node");
+        let mut asked = job();
+        asked.request.profile = PlanProfile::RealtimeHost;
+        asked.request.partition.isolate = Some(CpuSet::parse_list("4-7").unwrap());
+        asked.vm = Some(VmRequest {
+            name: "rt-vm".to_string(),
+            vcpus: 4,
+            rt_vcpus: None,
+            memory_kib: vm::DEFAULT_MEMORY_KIB,
+            node: Some(0),
+        });
+        let mut steps = Vec::new();
+        let planned = run(&tree.root(), SnapshotKind::Linux, &asked, |step| {
+            steps.push(match step {
+                Step::Read(_) => "read",
+                Step::Planned(_) => "planned",
+            })
+        })
+        .unwrap();
+        assert_eq!(steps, ["read", "planned"]);
+        let Planned::Linux(linux) = planned else {
+            panic!("a Linux plan");
+        };
+        let guest = linux.guest.as_ref().expect("the guest asked for");
+        let pins: CpuSet = guest.pins.iter().copied().collect();
+        assert!(pins.is_subset(&linux.plan.partition.isolated), "{pins}");
+        let names: Vec<String> = linux.artifacts().into_iter().map(|a| a.path).collect();
+        assert!(names.iter().any(|n| n == "libvirt/rt-vm.xml"), "{names:?}");
+        assert!(names.iter().any(|n| n == "plan.json"), "{names:?}");
+    }
+
+    #[test]
+    fn a_refused_guest_and_a_core_type_on_one_type_of_core_are_errors() {
+        let tree = TestTree::fixture("rt-host-2node");
+        let mut asked = job();
+        asked.vm = Some(VmRequest {
+            name: "rt-vm".to_string(),
+            vcpus: 1,
+            rt_vcpus: None,
+            memory_kib: vm::DEFAULT_MEMORY_KIB,
+            node: None,
+        });
+        let err = run(&tree.root(), SnapshotKind::Linux, &asked, |_| {})
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("--vm rt-vm: a real-time guest needs at least 2 vCPUs"),
+            "{err}"
+        );
+        let mut asked = job();
+        asked.core_type_asked = true;
+        let mut planned = false;
+        let err = run(&tree.root(), SnapshotKind::Linux, &asked, |step| {
+            planned |= matches!(step, Step::Planned(_));
+        })
+        .err()
+        .unwrap();
+        assert!(matches!(err, PlanJobError::OneCoreType), "{err}");
+        assert!(!planned);
+    }
+}
