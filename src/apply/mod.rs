@@ -18,6 +18,7 @@ pub(crate) mod journal;
 pub(crate) mod lock;
 #[cfg(test)]
 mod nic_tests;
+pub(crate) mod pipeline;
 pub(crate) mod revert;
 pub(crate) mod run;
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod registry;
 pub mod settings;
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -322,6 +323,43 @@ fn staged_changes(
         .filter(|(name, value)| !current.get(*name).is_some_and(|c| same_value(c, value)))
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
+}
+
+/// Why a `bios` document file (`--bios FILE`) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BiosFileError {
+    /// The file could not be read.
+    #[error("--bios {}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a `bios` document.
+    #[error(
+        "--bios {}: cannot read it as a bios document (`lowlat bios read -o FILE` writes one)",
+        .path.display()
+    )]
+    Layout {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: LayoutError,
+    },
+}
+
+/// The BIOS state in the `bios` document `file` (`lowlat bios read -o FILE`), given to
+/// `audit --bios FILE` and `plan --bios FILE`.
+pub(crate) fn read_file(file: &Path) -> Result<BiosState, BiosFileError> {
+    let text = std::fs::read_to_string(file).map_err(|source| BiosFileError::Read {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    parse_document(&text, Kind::Bios).map_err(|source| BiosFileError::Layout {
+        path: file.to_path_buf(),
+        source,
+    })
 }
 
 /// The body of a `kind` document (`bios`, `bios-journal`) this lowlat wrote.

@@ -9,10 +9,9 @@ use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
-use crate::apply::change::ApplyContext;
-use crate::apply::{self, ApplyReport, ItemStatus, Scope, Steps};
+use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
+use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document;
-use crate::machine::Machine;
 use crate::report::apply::apply_text;
 use crate::report::apply::json::apply_document;
 use crate::sysroot::SysRoot;
@@ -125,28 +124,39 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
         .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
-    let machine = Machine::read(&root);
-    if let Err(problem) = apply::check_target(&plan, &machine) {
-        if !args.force {
-            bail!(
-                "--plan {}: the plan does not fit this machine: {problem}. Make a plan here with `lowlat plan`, or add --force; nothing was changed",
-                args.plan.display()
-            );
-        }
-        warning!("--force: {problem}");
-    }
-    let ctx = ApplyContext::new(&root, &machine);
-    let items = apply::prepare(&ctx, &plan, &text, args.scope())
-        .map_err(|problem| anyhow::anyhow!("--plan {}: {problem}", args.plan.display()))?;
     let plan_path = std::fs::canonicalize(&args.plan)
         .unwrap_or_else(|_| args.plan.clone())
         .display()
         .to_string();
+    let request = ApplyRequest {
+        plan,
+        text,
+        path: plan_path,
+        scope: args.scope(),
+        dry_run: args.dry_run,
+        force: args.force,
+    };
+    let forced = |problem: &_| warning!("--force: {problem}");
+    let prepared = pipeline::prepare(&root, request, forced).map_err(|e| match e {
+        ApplyRunError::Misfit(problem) => anyhow::anyhow!(
+            "--plan {}: the plan does not fit this machine: {problem}. Make a plan here with `lowlat plan`, or add --force; nothing was changed",
+            args.plan.display()
+        ),
+        ApplyRunError::Prepare(problem) => {
+            anyhow::anyhow!("--plan {}: {problem}", args.plan.display())
+        }
+        e => e.into(),
+    })?;
+    let ApplyRequest {
+        plan,
+        path: plan_path,
+        ..
+    } = &prepared.request;
     // The report, as the table or as the JSON document.
     let show = |report: &ApplyReport| -> Result<()> {
         if args.json {
             let host = document::host_name(&root);
-            let doc = apply_document(host, &plan_path, args.scope(), args.dry_run, report);
+            let doc = apply_document(host, plan_path, args.scope(), args.dry_run, report);
             print_json(&doc)
         } else {
             print(&apply_text(report, &root, args.dry_run))
@@ -162,21 +172,11 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             if args.dry_run { ", dry run" } else { "" }
         ))?;
     }
-    let preview = apply::execute(&ctx, &items, None, &mut Steps::new());
-    let to_change = preview.count(ItemStatus::WouldChange);
-    if args.dry_run || !preview.has(ItemStatus::WouldChange) {
-        // Nothing would change: the preview is the whole report.
-        show(&preview)?;
-        if !args.dry_run && !args.json {
-            print("Nothing to change.\n")?;
+    let applied = pipeline::run(&root, &prepared, |preview| {
+        if args.yes {
+            return Ok(true);
         }
-        return Ok(if !args.dry_run && preview.boot_not_configured.is_some() {
-            exit::FAILURES
-        } else {
-            exit::OK
-        });
-    }
-    if !args.yes {
+        let to_change = preview.count(ItemStatus::WouldChange);
         if args.json || !std::io::stdin().is_terminal() {
             bail!(
                 "{} would change: add --yes to apply without a question ({}); nothing was changed",
@@ -188,21 +188,37 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 }
             );
         }
-        print(&apply_text(&preview, &root, true))?;
-        if !confirm(&format!("Apply {to_change} settings?"))? {
+        print(&apply_text(preview, &root, true))?;
+        confirm(&format!("Apply {to_change} settings?"))
+    })?;
+    match applied {
+        Applied::Preview(preview) => {
+            // Nothing would change: the preview is the whole report.
+            show(&preview)?;
+            if !args.dry_run && !args.json {
+                print("Nothing to change.\n")?;
+            }
+            Ok(if !args.dry_run && preview.boot_not_configured.is_some() {
+                exit::FAILURES
+            } else {
+                exit::OK
+            })
+        }
+        Applied::Declined => {
             print("Nothing was changed.\n")?;
-            return Ok(exit::OK);
+            Ok(exit::OK)
+        }
+        Applied::Done(report) => {
+            show(&report)?;
+            Ok(if report.stopped.is_some() {
+                exit::ERROR
+            } else if report.has(ItemStatus::Failed) || report.boot_not_configured.is_some() {
+                exit::FAILURES
+            } else {
+                exit::OK
+            })
         }
     }
-    let report = apply::apply(&ctx, &items, &plan_path, &mut Steps::new())?;
-    show(&report)?;
-    Ok(if report.stopped.is_some() {
-        exit::ERROR
-    } else if report.has(ItemStatus::Failed) || report.boot_not_configured.is_some() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
 }
 
 #[cfg(test)]

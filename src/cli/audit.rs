@@ -152,7 +152,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
 /// The request these options describe, with the files they name read.
 fn request(args: &AuditArgs) -> Result<AuditRequest> {
     let bios = match (&args.bios, &args.bmc) {
-        (Some(file), _) => Some(super::bios::read_document(file)?),
+        (Some(file), _) => Some(crate::bios::read_file(file)?),
         (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };

@@ -311,18 +311,6 @@ fn revert(args: &RevertArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// The `bios` document in `file` (`lowlat bios read -o FILE`), given with `--bios FILE`.
-pub(crate) fn read_document(file: &Path) -> Result<BiosState> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("--bios {}", file.display()))?;
-    bios::parse_document(&text, Kind::Bios).with_context(|| {
-        format!(
-            "--bios {}: cannot read it as a bios document (`lowlat bios read -o FILE` writes one)",
-            file.display()
-        )
-    })
-}
-
 /// The BMC of `args`, and its BIOS read.
 fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
     connect_to(&args.bmc, &args.access)

@@ -252,7 +252,7 @@ impl PlanArgs {
             bios: self
                 .bios
                 .as_deref()
-                .map(super::bios::read_document)
+                .map(crate::bios::read_file)
                 .transpose()?,
             vm: self.vm.as_ref().map(|name| vm::VmRequest {
                 name: name.clone(),
@@ -359,7 +359,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
         machine,
         plan,
         guest,
-    } = &linux;
+    } = &*linux;
     if let Some(dir) = &args.out {
         let files = linux.artifacts();
         write_artifacts(dir, &files, args.force)?;

@@ -6,10 +6,9 @@ use clap::Args;
 use super::apply::{require_root, writable_root};
 use super::output::{print, print_json};
 use super::{Cli, exit};
-use crate::apply::change::ApplyContext;
-use crate::apply::revert::{RestoreStatus, revert};
+use crate::apply::pipeline;
+use crate::apply::revert::RestoreStatus;
 use crate::document;
-use crate::machine::Machine;
 use crate::report::apply::json::revert_document;
 use crate::report::apply::revert_text;
 
@@ -42,9 +41,7 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         rustix::process::geteuid().as_raw(),
         "revert",
     )?;
-    let machine = Machine::read(&root);
-    let ctx = ApplyContext::new(&root, &machine);
-    let report = revert(&ctx, args.dry_run)?;
+    let report = pipeline::revert(&root, args.dry_run)?;
     if args.json {
         let host = document::host_name(&root);
         print_json(&revert_document(host, args.dry_run, &report))?;

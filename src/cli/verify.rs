@@ -7,10 +7,8 @@ use std::path::PathBuf;
 use super::output::print;
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
-use crate::apply::change::ApplyContext;
-use crate::apply::verify::verify;
+use crate::apply::pipeline;
 use crate::document;
-use crate::machine::Machine;
 use crate::report::apply::json::verify_document;
 use crate::report::apply::verify_text;
 
@@ -39,9 +37,7 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         Some(path) => PlanFile::read(path)?,
         None => PlanFile::installed(&root)?,
     };
-    let machine = Machine::read(&root);
-    let ctx = ApplyContext::new(&root, &machine);
-    let report = verify(&ctx, &plan, &shown);
+    let report = pipeline::verify(&root, &plan, &shown);
     if args.json {
         print(&verify_document(document::host_name(&root), &report).to_json()?)?;
     } else {

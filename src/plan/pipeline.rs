@@ -73,8 +73,8 @@ pub(crate) enum Step<'a> {
 
 /// What was planned, by system.
 pub(crate) enum Planned {
-    /// A Linux machine's plan.
-    Linux(LinuxPlan),
+    /// A Linux machine's plan (boxed: a machine and a plan are large beside a FreeBSD plan).
+    Linux(Box<LinuxPlan>),
     /// A FreeBSD capture's rc.d script and conf lines.
     Freebsd(FreeBsdPlan),
 }
@@ -137,7 +137,7 @@ pub(crate) fn run(
             let machine = FreeBsdMachine::read(root)?;
             Ok(Planned::Freebsd(freebsd::plan(&machine)))
         }
-        SnapshotKind::Linux => linux(root, job, step).map(Planned::Linux),
+        SnapshotKind::Linux => linux(root, job, step).map(|plan| Planned::Linux(Box::new(plan))),
     }
 }
 

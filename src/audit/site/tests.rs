@@ -267,22 +267,16 @@ fn the_desired_state_takes_the_sites_sysctl_and_leaves_out_waived_rules() {
     let settings = crate::audit::desired(&machine, &profile, &partition, &|_| true);
     let stat = settings
         .iter()
-        .find(|s| s.id.to_string() == "sysctl:vm.stat_interval")
+        .find(|s| s.id == "sysctl:vm.stat_interval")
         .unwrap();
     assert_eq!(stat.value, "10");
     assert!(
-        !settings
-            .iter()
-            .any(|s| s.id.to_string() == "cmdline:pcie_aspm"),
+        !settings.iter().any(|s| s.id == "cmdline:pcie_aspm"),
         "the waived LL-PCIE-ASPM plans nothing"
     );
     let builtin = crate::audit::profile::load(ProfileName::LowLatency).unwrap();
     let settings = crate::audit::desired(&machine, &builtin, &partition, &|_| true);
-    assert!(
-        settings
-            .iter()
-            .any(|s| s.id.to_string() == "cmdline:pcie_aspm")
-    );
+    assert!(settings.iter().any(|s| s.id == "cmdline:pcie_aspm"));
 }
 
 #[test]
