@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use crate::audit::profile::Profile;
 use crate::machine::{CpuSet, Machine};
 use crate::tuning::partition::{self, CpuList, PartitionError, PartitionRequest};
 
@@ -118,32 +117,6 @@ pub fn kernel_isolated(machine: &Machine) -> (CpuSet, Vec<String>) {
         isolation.cmdline_nohz_full.as_ref().and_then(|v| v.get()),
     );
     (set, from)
-}
-
-/// The site profile's `[partition]` (isolated CPUs, or every online CPU but its housekeeping
-/// ones) with where it is written, if it names one.
-pub fn of_profile(machine: &Machine, profile: &Profile) -> Option<(CpuSet, String)> {
-    let site = &profile.site.as_ref()?.partition;
-    let isolated = site.isolated(&machine.topology.online_cpus())?;
-    let at = site.isolate.as_ref().or(site.housekeeping.as_ref())?;
-    Some((isolated, at.place.to_string()))
-}
-
-/// [`choose`], with a site profile's `[partition]` (see [`of_profile`]) where `isolate` is not
-/// given. A bad list of the profile is an error, as a bad `isolate` is.
-pub fn choose_for(
-    machine: &Machine,
-    isolate: Option<&CpuSet>,
-    profile: &Profile,
-) -> Result<AuditPartition, PartitionError> {
-    match (isolate, of_profile(machine, profile)) {
-        (None, Some((isolated, place))) => {
-            let mut chosen = choose(machine, Some(&isolated))?;
-            chosen.source = PartitionSource::Profile { place };
-            Ok(chosen)
-        }
-        (isolate, _) => choose(machine, isolate),
-    }
 }
 
 /// Chooses the partition: `isolate` if given (checked against the machine's CPUs), else the

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-use super::partition::{self, AuditPartition};
+use super::partition::AuditPartition;
 use super::profile::{Profile, ProfileError, Requested};
 use super::rule::Rule;
 use super::rules::{self, freebsd as freebsd_rules};
@@ -309,14 +309,14 @@ fn linux(
 }
 
 /// The partition: `isolate`, else the site profile's `[partition]`, else the machine's
-/// ([`partition::choose_for`]); a refusal names the flag or the file and line.
+/// ([`super::site::choose_partition`]); a refusal names the flag or the file and line.
 fn partition_of(
     machine: &Machine,
     isolate: Option<&CpuSet>,
     profile: &Profile,
 ) -> Result<AuditPartition, AuditError> {
-    partition::choose_for(machine, isolate, profile).map_err(|source| {
-        match (isolate, partition::of_profile(machine, profile)) {
+    super::site::choose_partition(machine, isolate, profile).map_err(|source| {
+        match (isolate, super::site::partition_of(machine, profile)) {
             (None, Some((_, place))) => AuditError::ProfilePartition { place, source },
             _ => AuditError::Partition(source),
         }

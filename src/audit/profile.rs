@@ -3,6 +3,7 @@
 
 use crate::audit::rule::{Expect, Rule};
 use crate::audit::rules;
+use crate::audit::site::model::{Place, Site};
 use crate::tuning::profile_name::ProfileName;
 
 /// The profile table, compiled in.
@@ -79,21 +80,6 @@ pub enum Origin {
     Site(Place),
 }
 
-/// A line of a site profile file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Place {
-    /// The file, as named on the command line or in `extends`.
-    pub file: String,
-    /// The 1-based line.
-    pub line: usize,
-}
-
-impl std::fmt::Display for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
-
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -115,7 +101,7 @@ pub struct Profile {
     pub entries: Vec<Entry>,
     /// What a site profile file adds: its files, waivers, rules turned off, partition and
     /// check targets; `None` for a built-in profile.
-    pub site: Option<Box<crate::audit::site::Site>>,
+    pub site: Option<Box<Site>>,
 }
 
 impl Profile {

@@ -147,7 +147,7 @@ pub(crate) fn prepare(
     let machine = Machine::read(&root);
     let online = machine.topology.online_cpus();
     // A site profile's partition, else the machine's own.
-    let partition = partition::choose_for(&machine, None, &profile)?;
+    let partition = crate::audit::site::choose_partition(&machine, None, &profile)?;
     // Where the affinity cannot be read, every online CPU: the session says what it refuses.
     let allowed = harness::current_affinity().unwrap_or(online.clone());
     let audit = match machine.hypervisor {

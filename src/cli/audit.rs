@@ -45,7 +45,7 @@ pub struct AuditArgs {
     /// TuneD's name for one (network-latency, cpu-partitioning, realtime-virtual-host,
     /// realtime-virtual-guest), or a site profile file that extends one (site.toml: waivers,
     /// sysctl values, expectations, rules turned off, the partition; docs/guide/profiles.md).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::values::ProfileParser::ANY)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's

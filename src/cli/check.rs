@@ -12,12 +12,10 @@ use super::output::print;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::audit::Profile;
-use crate::audit::site::{Site, SiteError};
+
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{
-    self, CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, Prepared, Verdict,
-};
+use crate::check::{self, CheckError, CheckRequest, CheckRun, Prepared, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -63,7 +61,7 @@ pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only), TuneD's name for one, or a
     /// site profile file (its `[check]` targets and duration, its waivers and partition).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::ANY)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
@@ -94,7 +92,7 @@ pub struct CheckArgs {
     /// (`timer.max<20us`) or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
     /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
     /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
-    #[arg(long = "target", value_name = "TARGET", value_parser = target)]
+    #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 
     /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
@@ -115,14 +113,6 @@ pub struct CheckArgs {
     /// Where the documents are kept.
     #[command(flatten)]
     pub bundle: BundleArgs,
-}
-
-/// Reads a `--target` (the grammar is check's, in `check::targets::parse`).
-fn target(text: &str) -> Result<Target, String> {
-    let length = |t: &str| {
-        values::duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    };
-    targets::parse(text, length, JITTER_THRESHOLD_NS).map_err(|e| e.to_string())
 }
 
 /// Runs `lowlat check`: the flags as a request, check's pipeline (prepared, then measured),
@@ -186,7 +176,7 @@ fn targets_of(args: &CheckArgs, profile: &Profile) -> Result<Vec<Target>> {
         return Ok(args.targets.clone());
     }
     if let Some(site) = &profile.site {
-        let targets = site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+        let targets = super::profile::site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
         if !targets.is_empty() {
             return Ok(targets);
         }
@@ -194,30 +184,11 @@ fn targets_of(args: &CheckArgs, profile: &Profile) -> Result<Vec<Target>> {
     Ok(targets::of_profile(profile.info.name))
 }
 
-/// A site profile's `[check]` targets, read by `--target`'s grammar; a bad one is refused at
-/// its file, line and column.
-pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
-    (site.check.targets.iter())
-        .map(|located| {
-            let mut parsed = target(&located.value).map_err(|e| located.error(e))?;
-            parsed.source = located.place.to_string();
-            Ok(parsed)
-        })
-        .collect()
-}
-
-/// A site profile's `[check]` duration, read as `--duration`.
-pub(crate) fn site_duration(site: &Site) -> Result<Option<Duration>, SiteError> {
-    (site.check.duration.as_ref())
-        .map(|located| values::duration(&located.value).map_err(|e| located.error(e)))
-        .transpose()
-}
-
 /// The length of each run: `--duration`, `--quick`'s, a site profile's duration, else what
 /// proves the targets.
 fn duration_of(args: &CheckArgs, profile: &Profile, targets: &[Target]) -> Result<Duration> {
     let site = match &profile.site {
-        Some(site) => site_duration(site).map_err(|e| anyhow!("--profile {e}"))?,
+        Some(site) => super::profile::site_duration(site).map_err(|e| anyhow!("--profile {e}"))?,
         None => None,
     };
     Ok(match (args.duration, args.quick, site) {

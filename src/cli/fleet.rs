@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
-use super::{Cli, exit, values};
+use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
 use crate::plan::request::{PlanProfile, PlanRequest};
@@ -73,7 +73,7 @@ pub struct ReportArgs {
     /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
     /// throughput, TuneD's name for one, or a site profile file (its waivers apply to every
     /// host; waived hosts are counted apart).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::ANY)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
@@ -110,7 +110,7 @@ pub struct PlanArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The workload to plan for (and the audit profile the hosts are judged by).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::PLAN)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::PLAN)]
     pub profile: ProfileArg,
 
     /// Write each group's plan into DIR/group-N/.

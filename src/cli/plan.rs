@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::messages::{note, warning};
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
-use super::{Cli, exit, values};
+use super::{Cli, exit};
 use crate::audit::Profile;
 use crate::audit::site::{Located, SitePartition, Smt};
 use crate::machine::CpuSet;
@@ -48,7 +48,7 @@ pub struct PlanArgs {
     /// TuneD's names for these are taken too, and so is a site profile file that extends one
     /// (its sysctl values and expectations are planned, its waived rules are not, and its
     /// `[partition]` is used where no partition flag is given).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = values::ProfileParser::PLAN)]
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::PLAN)]
     pub profile: ProfileArg,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings

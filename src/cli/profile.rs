@@ -9,9 +9,14 @@ use super::exit;
 use super::messages::note;
 use super::output::{print, print_json};
 use crate::audit::profile::{self, Profile, Requested};
-use crate::audit::site;
+use crate::audit::site::{self, Site, SiteError};
+use crate::check::targets::Target;
+use crate::plan::request::PlanProfile;
 use crate::report::profile as report;
 use crate::tuning::profile_name::{ProfileName, TunedName};
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+use std::time::Duration;
 
 /// What `--profile` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,8 +101,8 @@ impl ProfileArg {
                 for line in &site.notes {
                     note!("{line}");
                 }
-                super::check::site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
-                super::check::site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
+                site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+                site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
                 Ok(profile)
             }
         }
@@ -114,6 +119,77 @@ impl std::fmt::Display for ProfileArg {
             ProfileArg::File(path) => path.display().fmt(f),
         }
     }
+}
+
+/// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
+/// with their summaries), TuneD's name for one, or a site profile file
+/// ([`ProfileArg`]); anything else is refused with what to give. Plan's lists
+/// (and completes) only the profiles lowlat plans for; another one is refused when loaded,
+/// with the reason it has no plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProfileParser {
+    /// Whether only the profiles with a plan are listed.
+    plans: bool,
+}
+
+impl ProfileParser {
+    /// Every profile.
+    pub(crate) const ANY: ProfileParser = ProfileParser { plans: false };
+    /// The profiles lowlat makes plans for.
+    pub(crate) const PLAN: ProfileParser = ProfileParser { plans: true };
+}
+
+impl clap::builder::TypedValueParser for ProfileParser {
+    type Value = ProfileArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<ProfileArg, clap::Error> {
+        let text = value.to_string_lossy();
+        ProfileArg::parse(&text).map_err(|reason| {
+            let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{text}' for '{flag}': {reason}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let plans = self.plans;
+        Some(Box::new(
+            ProfileName::ALL
+                .into_iter()
+                .filter(move |profile| !plans || PlanProfile::try_from(*profile).is_ok())
+                .filter_map(|profile| profile.to_possible_value()),
+        ))
+    }
+}
+
+/// A site profile's `[check]` targets, read by `--target`'s grammar; a bad one is refused at
+/// its file, line and column.
+pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
+    (site.check.targets.iter())
+        .map(|located| {
+            let mut parsed =
+                super::values::target(&located.value).map_err(|e| SiteError::at(located, e))?;
+            parsed.source = located.place.to_string();
+            Ok(parsed)
+        })
+        .collect()
+}
+
+/// A site profile's `[check]` duration, read as `--duration`.
+pub(crate) fn site_duration(site: &Site) -> Result<Option<Duration>, SiteError> {
+    (site.check.duration.as_ref())
+        .map(|located| {
+            super::values::duration(&located.value).map_err(|e| SiteError::at(located, e))
+        })
+        .transpose()
 }
 
 /// Options of `lowlat profile`.
@@ -147,7 +223,7 @@ pub enum ProfileCommand {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A built-in profile's name, TuneD's name for one, or a site profile file.
-    #[arg(value_name = "FILE|NAME", value_parser = super::values::ProfileParser::ANY)]
+    #[arg(value_name = "FILE|NAME", value_parser = ProfileParser::ANY)]
     pub profile: ProfileArg,
 
     /// Print the versioned JSON document (kind `profile`) instead of the text.

@@ -7,7 +7,6 @@
 //! reaches these parsers and is refused here, naming the flag, instead of clap reading it as
 //! an unknown flag.
 
-use clap::ValueEnum;
 use clap::builder::PossibleValue;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, PlanProfile, PowerPolicy, SmtChoice};
+use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -281,55 +280,6 @@ impl clap::ValueEnum for ProfileName {
     }
 }
 
-/// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
-/// with their summaries), TuneD's name for one, or a site profile file
-/// ([`super::profile::ProfileArg`]); anything else is refused with what to give. Plan's lists
-/// (and completes) only the profiles lowlat plans for; another one is refused when loaded,
-/// with the reason it has no plan.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ProfileParser {
-    /// Whether only the profiles with a plan are listed.
-    plans: bool,
-}
-
-impl ProfileParser {
-    /// Every profile.
-    pub(crate) const ANY: ProfileParser = ProfileParser { plans: false };
-    /// The profiles lowlat makes plans for.
-    pub(crate) const PLAN: ProfileParser = ProfileParser { plans: true };
-}
-
-impl clap::builder::TypedValueParser for ProfileParser {
-    type Value = super::profile::ProfileArg;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<super::profile::ProfileArg, clap::Error> {
-        let text = value.to_string_lossy();
-        super::profile::ProfileArg::parse(&text).map_err(|reason| {
-            let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
-            clap::Error::raw(
-                clap::error::ErrorKind::ValueValidation,
-                format!("invalid value '{text}' for '{flag}': {reason}\n"),
-            )
-            .with_cmd(cmd)
-        })
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        let plans = self.plans;
-        Some(Box::new(
-            ProfileName::ALL
-                .into_iter()
-                .filter(move |profile| !plans || PlanProfile::try_from(*profile).is_ok())
-                .filter_map(|profile| profile.to_possible_value()),
-        ))
-    }
-}
-
 /// `--power` of plan.
 impl clap::ValueEnum for PowerPolicy {
     fn value_variants<'a>() -> &'a [Self] {
@@ -450,6 +400,14 @@ pub(crate) fn layer(text: &str) -> Result<crate::tuning::setting::Layer, String>
             let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
             format!("no layer '{text}'; the layers: {}", names.join(", "))
         })
+}
+
+/// Reads a `--target` (the grammar is check's, in `check::targets::parse`).
+pub(crate) fn target(text: &str) -> Result<crate::check::targets::Target, String> {
+    let length =
+        |t: &str| duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    crate::check::targets::parse(text, length, crate::check::JITTER_THRESHOLD_NS)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

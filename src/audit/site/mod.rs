@@ -8,115 +8,24 @@
 //! first. Every expectation keeps where it was written ([`Origin`]).
 
 mod file;
+pub mod model;
 mod waiver;
 
-pub use waiver::Waiver;
+pub use model::{Located, Off, Place, Site, SiteCheck, SitePartition, Smt, Waiver};
 pub(crate) use waiver::{judge, today};
 
 use std::path::{Path, PathBuf};
 
-use crate::audit::profile::{self, Entry, Origin, Place, Profile, ProfileError};
+use crate::audit::partition::{self, AuditPartition, PartitionSource};
+use crate::audit::profile::{self, Entry, Origin, Profile, ProfileError};
 use crate::audit::rule::{Expect, Rule, RuleCheck};
 use crate::audit::rules;
 use crate::machine::CpuSet;
+use crate::machine::Machine;
+use crate::tuning::partition::PartitionError;
 use crate::tuning::profile_name::{ProfileName, TunedName};
 use file::{RawFile, Source};
 use toml::Spanned;
-
-/// What a site profile adds to the built-in profile it extends.
-#[derive(Debug, Clone, Default)]
-pub struct Site {
-    /// The files, the one given first, then each one it extends.
-    pub files: Vec<String>,
-    /// What the first file says it is for.
-    pub description: Option<String>,
-    /// The waivers, each rule once (a file's waiver replaces the one of a file it extends).
-    pub waivers: Vec<Waiver>,
-    /// The rules turned off, with why.
-    pub off: Vec<Off>,
-    /// The CPU partition.
-    pub partition: SitePartition,
-    /// `lowlat check`'s targets and duration, as written (`check` reads them).
-    pub check: SiteCheck,
-    /// What is worth saying about the files (a TuneD name taken for a lowlat profile).
-    pub notes: Vec<String>,
-}
-
-/// A rule the site turned off.
-#[derive(Debug, Clone)]
-pub struct Off {
-    /// The rule.
-    pub rule: &'static Rule,
-    /// Why.
-    pub reason: String,
-    /// Where.
-    pub place: Place,
-}
-
-/// A value as written in a site file, with its place (and column, for refusals made later).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Located<T> {
-    /// The value.
-    pub value: T,
-    /// Where it was written.
-    pub place: Place,
-    /// Its 1-based column.
-    pub column: usize,
-}
-
-impl<T> Located<T> {
-    /// `file:line:column: message`, for a value refused after loading (a check target).
-    pub fn error(&self, message: impl std::fmt::Display) -> SiteError {
-        SiteError::At {
-            file: self.place.file.clone(),
-            line: self.place.line,
-            column: self.column,
-            message: message.to_string(),
-        }
-    }
-}
-
-/// SMT as the site wants it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Smt {
-    /// Kept on (the plan leaves out `nosmt`; LL-SMT expects on).
-    Keep,
-    /// Off at the next boot (`nosmt`; LL-SMT expects off).
-    Off,
-}
-
-/// The CPU partition a site profile names; the command-line flags win over it.
-#[derive(Debug, Clone, Default)]
-pub struct SitePartition {
-    /// The isolated CPUs.
-    pub isolate: Option<Located<CpuSet>>,
-    /// The housekeeping CPUs.
-    pub housekeeping: Option<Located<CpuSet>>,
-    /// SMT kept or turned off.
-    pub smt: Option<Located<Smt>>,
-}
-
-impl SitePartition {
-    /// The CPUs to isolate among `online`: `isolate`, else every online CPU but
-    /// `housekeeping`.
-    pub fn isolated(&self, online: &CpuSet) -> Option<CpuSet> {
-        match (&self.isolate, &self.housekeeping) {
-            (Some(isolate), _) => Some(isolate.value.clone()),
-            (None, Some(housekeeping)) => Some(online.difference(&housekeeping.value)),
-            (None, None) => None,
-        }
-    }
-}
-
-/// `[check]`: targets in `--target`'s grammar and a duration in `--duration`'s, read by
-/// `lowlat check` (whose grammar they are); every command refuses a bad one.
-#[derive(Debug, Clone, Default)]
-pub struct SiteCheck {
-    /// The targets; a file's list replaces the one of a file it extends.
-    pub targets: Vec<Located<String>>,
-    /// How long each round measures.
-    pub duration: Option<Located<String>>,
-}
 
 /// Why a site profile was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -144,6 +53,44 @@ pub enum SiteError {
     /// The built-in profile cannot be loaded.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+}
+
+impl SiteError {
+    /// `file:line:column: message`, for a value refused after loading (a check target).
+    pub fn at<T>(located: &Located<T>, message: impl std::fmt::Display) -> SiteError {
+        SiteError::At {
+            file: located.place.file.clone(),
+            line: located.place.line,
+            column: located.column,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// The site profile's `[partition]` (isolated CPUs, or every online CPU but its housekeeping
+/// ones) with where it is written, if it names one.
+pub fn partition_of(machine: &Machine, profile: &Profile) -> Option<(CpuSet, String)> {
+    let site = &profile.site.as_ref()?.partition;
+    let isolated = site.isolated(&machine.topology.online_cpus())?;
+    let at = site.isolate.as_ref().or(site.housekeeping.as_ref())?;
+    Some((isolated, at.place.to_string()))
+}
+
+/// [`partition::choose`], with a site profile's `[partition]` (see [`partition_of`]) where
+/// `isolate` is not given. A bad list of the profile is an error, as a bad `isolate` is.
+pub fn choose_partition(
+    machine: &Machine,
+    isolate: Option<&CpuSet>,
+    profile: &Profile,
+) -> Result<AuditPartition, PartitionError> {
+    match (isolate, partition_of(machine, profile)) {
+        (None, Some((isolated, place))) => {
+            let mut chosen = partition::choose(machine, Some(&isolated))?;
+            chosen.source = PartitionSource::Profile { place };
+            Ok(chosen)
+        }
+        (isolate, _) => partition::choose(machine, isolate),
+    }
 }
 
 /// Reads the site profile `path` and each file it extends, and lays them over the built-in

@@ -5,34 +5,9 @@
 use jiff::civil::Date;
 
 use super::file::{RawWaiver, Source};
+use super::model::{Place, Waiver};
 use super::{SiteError, rule_named};
 use crate::audit::finding::{Finding, FindingStatus, WaiverNote};
-use crate::audit::profile::Place;
-use crate::audit::rule::Rule;
-
-/// One `[[waive]]` of a site profile.
-#[derive(Debug, Clone)]
-pub struct Waiver {
-    /// The rule whose failure is accepted.
-    pub rule: &'static Rule,
-    /// Why.
-    pub reason: String,
-    /// The last day it holds (UTC); none: until the file changes.
-    pub until: Option<Date>,
-    /// Who owns the exception.
-    pub owner: Option<String>,
-    /// Where it was written.
-    pub place: Place,
-    /// The column of its `rule`.
-    pub column: usize,
-}
-
-impl Waiver {
-    /// Whether its last day is before `today`.
-    pub fn expired(&self, today: Date) -> bool {
-        self.until.is_some_and(|until| until < today)
-    }
-}
 
 /// Reads one `[[waive]]`.
 pub(super) fn read(source: &Source, raw: &RawWaiver) -> Result<Waiver, SiteError> {
