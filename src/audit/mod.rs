@@ -167,12 +167,16 @@ fn run_with(
         .entries
         .iter()
         .map(|entry| {
-            finding(
+            let mut finding = finding(
                 entry.rule,
                 check(&ctx, entry),
                 entry.expect.advisory,
                 &firmware,
-            )
+            );
+            for path in &mut finding.evidence {
+                *path = machine.origins.annotate(path);
+            }
+            finding
         })
         .collect();
     if let Some(site) = &profile.site {

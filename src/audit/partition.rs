@@ -2,13 +2,13 @@
 //! machine already has (`isolcpus=`, `nohz_full=`), else lowlat's default partition (the first
 //! physical core of each NUMA node, with its SMT siblings, for housekeeping).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::machine::{CpuSet, Machine};
 use crate::tuning::partition::{self, CpuList, PartitionError, PartitionRequest};
 
 /// Where the isolated set of an audit comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum PartitionSource {
     /// `--isolate CPULIST`.
@@ -34,7 +34,7 @@ pub enum PartitionSource {
 }
 
 /// The partition of an audit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditPartition {
     /// CPUs for the OS, IRQs and kernel threads (the online CPUs not isolated).
     pub housekeeping: CpuSet,

@@ -136,9 +136,9 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
-    let measured = check::run(&check, |number| {
-        if args.repeat > 1 {
-            note!("round {number} of {}", args.repeat);
+    let measured = check::run(&check, |round| {
+        if round.worth_saying() {
+            note!("{round}");
         }
     })?;
     for run in &measured.jitter_runs {

@@ -1,10 +1,10 @@
 //! A labelled matrix of measurements (CPU × CPU latencies, node × node bandwidths). Its
 //! terminal table and CSV forms are in `report::matrix`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Values indexed by a row label and a column label; a cell not measured is `None`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Matrix {
     /// What the rows are (e.g. "cpu", "cpu node", "waker cpu").
     pub row_kind: String,
@@ -57,5 +57,10 @@ impl Matrix {
     /// One cell, if measured.
     pub(crate) fn get(&self, row: usize, column: usize) -> Option<f64> {
         self.values.get(row)?.get(column).copied().flatten()
+    }
+
+    /// The measured cells, row by row.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = f64> + '_ {
+        self.values.iter().flatten().flatten().copied()
     }
 }

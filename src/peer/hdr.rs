@@ -2,25 +2,34 @@
 //! converted to ns, so runs can be merged and re-percentiled later.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::measure::runner::slices::Slice;
 
 /// A histogram as written to JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HdrJson {
     /// Unit of the values: always `ns`.
-    pub unit: &'static str,
+    pub unit: TimeUnit,
     /// Significant decimal digits the histogram keeps (values within 10^-digits).
     pub significant_digits: u8,
     /// `[highest value of the bucket in ns, count]` for every non-empty bucket, ascending.
     pub buckets: Vec<(u64, u64)>,
 }
 
+/// The unit of a histogram's values: lowlat writes its histograms in ns only, and a document
+/// in another unit is refused rather than read off by its factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TimeUnit {
+    /// Nanoseconds.
+    Ns,
+}
+
 /// Converts `hist` (values in ticks, `to_ns` converts) for JSON.
 pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJson {
     HdrJson {
-        unit: "ns",
+        unit: TimeUnit::Ns,
         significant_digits: hist.sigfig(),
         buckets: hist
             .iter_recorded()
@@ -30,7 +39,7 @@ pub(crate) fn to_json(hist: &Histogram<u64>, to_ns: impl Fn(u64) -> u64) -> HdrJ
 }
 
 /// One slice of a run's time, with the histogram of what was measured in it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SliceJson {
     /// Start of the slice, ns after the start of the CPU's run.
     pub start_ns: u64,

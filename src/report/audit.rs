@@ -2,7 +2,8 @@
 //! document, and `--explain RULE`.
 
 use crate::text::Page;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use crate::audit::profile::{self, Profile, ProfileInfo};
 use crate::audit::rule::Rule;
@@ -44,25 +45,26 @@ impl View {
     }
 }
 
-/// The body of the audit JSON document.
-#[derive(Debug, Serialize)]
+/// The body of the audit JSON document: borrowed from the audit when written, owned when read
+/// back (the report's audit section).
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct AuditBody<'a> {
     /// Which machine was audited.
     pub machine: MachineIdentity,
     /// The profile.
     pub profile: ProfileSummary,
     /// The CPU partition the isolation rules checked against.
-    pub partition: &'a AuditPartition,
+    pub partition: Cow<'a, AuditPartition>,
     /// Findings per status, of the whole audit.
     pub counts: Counts,
     /// One finding per rule of the profile, by layer (those `--status` and `--layer` chose).
-    pub findings: Vec<&'a Finding>,
+    pub findings: Vec<Cow<'a, Finding>>,
     /// Problems met while reading the machine (garbled lines, unreadable files).
-    pub warnings: &'a [Warning],
+    pub warnings: Cow<'a, [Warning]>,
 }
 
 /// Enough to tell machines apart in a fleet report.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct MachineIdentity {
     /// Host name (`/proc/sys/kernel/hostname`).
     pub hostname: Option<String>,
@@ -125,17 +127,17 @@ impl MachineIdentity {
 }
 
 /// A profile's name, purpose and sources.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ProfileSummary {
     /// The name (of the built-in profile a site profile extends).
     pub name: ProfileName,
     /// What it targets.
-    pub summary: &'static str,
+    pub summary: Cow<'static, str>,
     /// The documents it follows.
-    pub sources: &'static [&'static str],
+    pub sources: Vec<Cow<'static, str>>,
     /// The site profile files laid over it, the one given first; absent for a built-in
     /// profile.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
 }
 
@@ -143,8 +145,8 @@ impl From<&ProfileInfo> for ProfileSummary {
     fn from(info: &ProfileInfo) -> Self {
         Self {
             name: info.name,
-            summary: info.summary,
-            sources: info.sources,
+            summary: info.summary.into(),
+            sources: info.sources.iter().map(|&s| s.into()).collect(),
             files: Vec::new(),
         }
     }
@@ -175,10 +177,13 @@ pub(crate) fn document<'a>(
             files: audit.profile_files.clone(),
             ..info.into()
         },
-        partition: &audit.partition,
+        partition: Cow::Borrowed(&audit.partition),
         counts: audit.counts(),
-        findings: audit.findings.iter().filter(|f| view.shows(f)).collect(),
-        warnings: &machine.warnings,
+        findings: (audit.findings.iter())
+            .filter(|f| view.shows(f))
+            .map(Cow::Borrowed)
+            .collect(),
+        warnings: Cow::Borrowed(&machine.warnings),
     };
     Document::new(
         Kind::Audit,

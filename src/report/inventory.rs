@@ -1,7 +1,8 @@
 //! `lowlat inventory`: the one-screen summary and the versioned JSON document.
 
 use crate::text::Page;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use crate::document::{self, Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
@@ -10,11 +11,12 @@ use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
 use crate::units::{bytes, kib, plural};
 
-/// The body of the inventory JSON document.
-#[derive(Debug, Serialize)]
+/// The body of the inventory JSON document: the machine borrowed when written, owned when
+/// read back (the report's machine section).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct InventoryBody<'a> {
     /// The machine model.
-    pub machine: &'a Machine,
+    pub machine: Cow<'a, Machine>,
 }
 
 /// The JSON document for `machine`.
@@ -22,7 +24,9 @@ pub fn document(machine: &Machine) -> Document<InventoryBody<'_>> {
     Document::new(
         Kind::Inventory,
         document::host(machine.kernel.hostname.get()),
-        InventoryBody { machine },
+        InventoryBody {
+            machine: Cow::Borrowed(machine),
+        },
     )
 }
 
@@ -373,7 +377,12 @@ fn kernel_lines(m: &Machine) -> String {
             (total > 0).then(|| format!("{total} × {}", kib(pool.size_kib)))
         })
         .collect();
-    let huge = if huge.is_empty() {
+    let pools_unread = k.hugepages.global.is_empty()
+        && k.meminfo.get().is_none_or(|m| m.hugepages_total.is_none());
+    let huge = if huge.is_empty() && pools_unread {
+        // A bundle without either file: not "none".
+        "unknown (no /sys/kernel/mm/hugepages, no HugePages_Total in /proc/meminfo)".to_string()
+    } else if huge.is_empty() {
         "none reserved".to_string()
     } else {
         huge.join(", ")
@@ -601,9 +610,11 @@ fn service_lines(m: &Machine) -> String {
         .iter()
         .filter(|svc| svc.installed || svc.running == Some(true))
         .map(|svc| {
+            // Running unknown (no process list: a support bundle) is never "not running".
             let state = match (svc.running, svc.enabled) {
                 (Some(true), _) => "running",
-                (_, true) => "enabled, not running",
+                (Some(false), true) => "enabled, not running",
+                (None, true) => "enabled, whether it runs unknown",
                 _ => "installed",
             };
             format!("{} ({state})", svc.name)

@@ -102,6 +102,38 @@ fn same_but_id(a: &Setting, b: &Setting) -> bool {
         && a.security_tradeoff == b.security_tradeoff
 }
 
+/// One entry of `settings` as plan.json writes it, for a reader that shows the file's form
+/// (the report's plan section).
+#[derive(Debug)]
+pub(crate) struct Shown {
+    /// The setting; a group's first, with `{cpus}` or `{names}` in its id.
+    pub setting: Setting<String>,
+    /// For `{cpus}`: the CPUs, one setting each.
+    pub cpus: Option<CpuSet>,
+    /// For `{names}`: the names, one setting each, in order.
+    pub names: Option<Vec<String>>,
+}
+
+/// The entries of `settings` as plan.json writes them (runs grouped).
+pub(crate) fn shown(settings: &[Setting]) -> impl Iterator<Item = Shown> + '_ {
+    group(settings).map(|entry| match entry {
+        Written::One(setting) => Shown {
+            setting: setting.clone().with_id(setting.id.to_string()),
+            cpus: None,
+            names: None,
+        },
+        Written::Group {
+            setting,
+            cpus,
+            names,
+        } => Shown {
+            setting,
+            cpus,
+            names,
+        },
+    })
+}
+
 /// The entries of `settings`, one at a time: runs of two or more groupable settings become
 /// one group each.
 fn group(settings: &[Setting]) -> impl Iterator<Item = Written<'_>> {

@@ -59,6 +59,7 @@ mod report_html;
 mod run_cli;
 mod snapshot;
 mod sosreport;
+mod style;
 mod time_sync_guide;
 mod time_sync_live;
 mod tuned_as_planned;

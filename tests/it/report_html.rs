@@ -169,6 +169,29 @@ fn every_fixture_machine_gives_its_machine_audit_and_plan_sections() {
     }
 }
 
+/// The plan section names the plan's profile (it read `profile.name` of a profile that is a
+/// plain string in plan.json, and showed an empty name).
+#[test]
+fn the_plan_section_names_the_plans_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(
+        &machine_documents(&fixture("rt-guest-4vcpu"), dir.path()),
+        &dir.path().join("r.html"),
+    );
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap())
+            .unwrap();
+    let profile = plan["profile"]
+        .as_str()
+        .expect("plan.json names its profile");
+    assert!(
+        html.contains(&format!(
+            "<p>Profile <strong>{profile}</strong>: housekeeping CPUs"
+        )),
+        "{html}"
+    );
+}
+
 #[test]
 fn the_same_documents_give_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();

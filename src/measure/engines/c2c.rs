@@ -11,7 +11,7 @@
 //! group ([`crate::measure::runner::place::places`]) so that CCX, CCD and socket blocks are
 //! visible.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,14 +21,15 @@ use crate::machine::vcpu_sharing::{self, PairMean, VcpuProbe};
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::pairs::{check_two, measure_pairs, pairs_and_matrix};
-use crate::measure::runner::place::{CpuPlace, PairClass};
+use crate::measure::runner::place::{self, CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// Round trips per sample and samples per pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PingPongConfig {
     /// Round trips timed together in one sample.
     pub round_trips: u32,
@@ -56,7 +57,7 @@ impl Default for PingPongConfig {
 }
 
 /// The latency between two CPUs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PairLatency {
     /// The CPU that starts each round trip and times it.
     pub from_cpu: u32,
@@ -71,7 +72,7 @@ pub(crate) struct PairLatency {
 }
 
 /// A whole c2c run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct C2cRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
@@ -87,7 +88,7 @@ pub(crate) struct C2cRun {
 }
 
 /// Everything `lowlat measure c2c` measured, with its summaries.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct C2cReport {
     /// The pairs and the matrix.
     pub run: C2cRun,
@@ -213,20 +214,17 @@ fn waited_since(before: Option<u64>) -> Option<u64> {
 
 /// Says that pairs ran on CPUs other tasks shared (a thread of the pair waited for at least
 /// 1 % of its run): their latencies hold that time too.
-pub(crate) fn shared_warning(pairs: &[PairLatency]) -> Option<String> {
+fn shared_warning(pairs: &[PairLatency]) -> Option<Warning> {
     let shared: Vec<f64> = pairs
         .iter()
         .filter_map(|p| p.shared_percent)
         .filter(|&percent| percent >= 1.0)
         .collect();
     let worst = shared.iter().copied().fold(0.0, f64::max);
-    (!shared.is_empty()).then(|| {
-        format!(
-            "{} of {} pairs ran on CPUs other tasks shared (up to {worst:.0} % of a pair's \
-             time): their latencies include the time those tasks ran",
-            shared.len(),
-            pairs.len()
-        )
+    (!shared.is_empty()).then_some(Warning::PairsShared {
+        shared: shared.len(),
+        pairs: pairs.len(),
+        worst_percent: worst,
     })
 }
 
@@ -281,13 +279,34 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
     samples
 }
 
+/// How c2c measures, in the result header.
+pub(crate) const METHOD: &str = "cache-line ping-pong with compare-and-swap between two pinned \
+     threads; one-way latency = half a round trip, per sample of round trips timed with \
+     CLOCK_MONOTONIC";
+
 /// Measures every pair of the session's CPUs in locality order (each unordered pair once, or
-/// both ways when the request says so), with its progress on stderr. Ctrl-C or the session's
-/// stop flag ends the run; pairs done so far are kept.
-pub(crate) fn run(session: &Session, request: C2cRequest) -> Result<C2cRun, C2cError> {
-    session.on_cpus("c2c", |cpus, stop, progress| {
+/// both ways when the request says so), with its progress on stderr, and finishes the result:
+/// the pairs by class, the matrix's group breaks, in a VM the vCPUs the host shares, and the
+/// warning for pairs on shared CPUs. Ctrl-C or the session's stop flag ends the run; pairs
+/// done so far are kept.
+pub(crate) fn run(
+    session: &Session,
+    request: C2cRequest,
+) -> Result<Measurement<C2cReport>, C2cError> {
+    let run = session.on_cpus("c2c", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    let shared = shared_warning(&run.pairs);
+    let report = C2cReport {
+        by_class: by_class(&run.pairs, &session.places),
+        group_breaks: place::group_breaks(&session.places),
+        host_sharing: (session.machine.hypervisor.as_ref())
+            .map(|_| host_sharing(&run.pairs, &session.places)),
+        run,
+    };
+    let mut measured = Measurement::new(session, METHOD, report);
+    measured.warnings.extend(shared);
+    Ok(measured)
 }
 
 /// Measures every pair of `cpus`, as [`run`] does, saying each pair on `progress`.
@@ -403,7 +422,7 @@ pub(crate) fn probe(
 }
 
 /// The pairs of one [`PairClass`], summarised.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ClassLatency {
     /// How the CPUs of these pairs are related.
     pub class: PairClass,
@@ -462,7 +481,7 @@ mod tests {
         assert_eq!(shared_warning(&pairs), None);
         pairs[1].shared_percent = Some(48.7);
         pairs[2].shared_percent = None;
-        let warning = shared_warning(&pairs).unwrap();
+        let warning = shared_warning(&pairs).unwrap().to_string();
         assert!(
             warning.starts_with("1 of 3 pairs ran on CPUs other tasks shared (up to 49 %"),
             "{warning}"

@@ -13,11 +13,12 @@
 //! MPERF reference cycles while the CPU runs, so APERF per second is the frequency the hardware
 //! reports, a cross-check of the add chain. Otherwise the result says why they are missing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 
 use crate::machine::Avail;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
@@ -33,7 +34,7 @@ const MSR_MPERF: u64 = 0xE7;
 const MSR_APERF: u64 = 0xE8;
 
 /// How each CPU is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FreqRequest {
     /// Load before the first sample, milliseconds (lets boost ramp up).
     pub warmup_ms: u64,
@@ -46,7 +47,7 @@ pub(crate) struct FreqRequest {
 }
 
 /// What APERF and MPERF say over the samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AperfMperf {
     /// Actual cycles per microsecond: the frequency in MHz.
     pub aperf_mhz: f64,
@@ -57,7 +58,7 @@ pub(crate) struct AperfMperf {
 }
 
 /// The frequency of one CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CpuFreq {
     /// The CPU.
     pub cpu: u32,
@@ -68,7 +69,7 @@ pub(crate) struct CpuFreq {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FreqRun {
     /// How each CPU was measured.
     pub config: FreqRequest,
@@ -241,11 +242,20 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) 
 /// Measures every CPU of the session, in locality order, one at a time or all together, with
 /// its progress on stderr. Ctrl-C or the session's stop flag ends the run within one sample;
 /// the CPUs measured until then are kept.
-pub(crate) fn run(session: &Session, request: FreqRequest) -> Result<FreqRun, FreqError> {
-    session.on_cpus("freq", |cpus, stop, progress| {
+pub(crate) fn run(
+    session: &Session,
+    request: FreqRequest,
+) -> Result<Measurement<FreqRun>, FreqError> {
+    let run = session.on_cpus("freq", |cpus, stop, progress| {
         measure(cpus, session.root(), request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How freq measures, in the result header.
+pub(crate) const METHOD: &str = "a chain of dependent register adds (one cycle each) timed with \
+     CLOCK_MONOTONIC_RAW; APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is \
+     readable";
 
 /// Measures every CPU of `cpus` under `root`, as [`run`] does, saying each step on
 /// `progress`.

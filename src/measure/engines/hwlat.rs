@@ -8,18 +8,19 @@
 //! order, whatever happens (an error, Ctrl-C): a run must not leave the tracer on or change
 //! the options another tool relies on (rtla's runs are known to leak them).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use crate::machine::Avail;
 use crate::machine::kernel::tracers;
 use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::progress::should_stop;
 use crate::measure::runner::session::Session;
 use crate::sysroot::SysRoot;
 
 /// What to measure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HwlatRequest {
     /// How long the tracer runs (ns).
     pub duration_ns: u64,
@@ -44,7 +45,7 @@ impl Default for HwlatRequest {
 }
 
 /// One gap the tracer recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HwlatSample {
     /// The tracer's sequence number.
     pub seq: u64,
@@ -70,7 +71,7 @@ impl HwlatSample {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HwlatRun {
     /// What was asked.
     pub config: HwlatRequest,
@@ -158,9 +159,18 @@ fn restorable(text: &str) -> String {
 /// Runs the hwlat tracer of the session's machine for the request's duration (or until Ctrl-C
 /// or the session's stop flag) and returns what it recorded; every tracefs file it touched is
 /// restored before it returns. The tracer picks its CPUs itself: the session's are not used.
-pub(crate) fn run(session: &Session, request: HwlatRequest) -> Result<HwlatRun, HwlatError> {
-    trace(session.root(), request, &session.stop)
+pub(crate) fn run(
+    session: &Session,
+    request: HwlatRequest,
+) -> Result<Measurement<HwlatRun>, HwlatError> {
+    let run = trace(session.root(), request, &session.stop)?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How hwlat measures, in the result header.
+pub(crate) const METHOD: &str = "the kernel's hwlat tracer: one CPU at a time spins with \
+     interrupts off for width of every window reading the clock; gaps at or above the threshold \
+     are recorded";
 
 /// Runs the tracer under `root`, as [`run`] does, until `stop`.
 fn trace(root: &SysRoot, config: HwlatRequest, stop: &StopFlag) -> Result<HwlatRun, HwlatError> {

@@ -18,12 +18,13 @@
 //! The mesh mode (ipi-bench's `mesh-ipi`) runs a caller on every CPU at once: each call
 //! interrupts all the others, and the result is calls and IPIs per second.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -43,14 +44,14 @@ const WARM_UP: u32 = 20;
 const TARGET_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How a pair run measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct IpiRequest {
     /// Timed calls per pair, with the target thread running and, before, without it.
     pub samples: u32,
 }
 
 /// The IPI cost from one CPU to another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IpiLatency {
     /// The CPU that calls membarrier (sends the IPI).
     pub from_cpu: u32,
@@ -69,7 +70,7 @@ pub(crate) struct IpiLatency {
 }
 
 /// A whole pair run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IpiRun {
     /// The CPUs, in the order of the matrix (locality order).
     pub cpus: Vec<u32>,
@@ -82,7 +83,7 @@ pub(crate) struct IpiRun {
 }
 
 /// Calls per CPU in the mesh mode.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MeshCpu {
     /// The CPU.
     pub cpu: u32,
@@ -93,7 +94,7 @@ pub(crate) struct MeshCpu {
 }
 
 /// The mesh mode's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MeshRun {
     /// How long the callers ran (ns).
     pub elapsed_ns: u64,
@@ -329,11 +330,23 @@ pub(crate) fn measure_pair(
 /// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
 /// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
 /// kept.
-pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<IpiRun, IpiError> {
-    session.on_cpus("ipi", |cpus, stop, progress| {
+pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<Measurement<IpiRun>, IpiError> {
+    let run = session.on_cpus("ipi", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How the pairs are measured, in the result header.
+pub(crate) const METHOD: &str = "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the \
+     sending CPU with a thread spinning on the interrupted CPU, minus the same call with no \
+     thread to interrupt (medians); calls made while that thread was off its CPU are left out; \
+     CLOCK_MONOTONIC";
+
+/// How the mesh is measured, in the result header.
+pub(crate) const MESH_METHOD: &str = "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) \
+     in a loop; each call interrupts every other CPU running a thread of the process and waits \
+     for it";
 
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
 /// `progress`.
@@ -371,8 +384,12 @@ fn measure(
 
 /// Every CPU of the session calls membarrier in a loop for `duration` (or until Ctrl-C or the
 /// session's stop flag), each call interrupting all the others.
-pub(crate) fn mesh(session: &Session, duration: Duration) -> Result<MeshRun, IpiError> {
-    mesh_on(&session.cpus_by_locality(), duration, &session.stop)
+pub(crate) fn mesh(
+    session: &Session,
+    duration: Duration,
+) -> Result<Measurement<MeshRun>, IpiError> {
+    let run = mesh_on(&session.cpus_by_locality(), duration, &session.stop)?;
+    Ok(Measurement::new(session, MESH_METHOD, run))
 }
 
 /// The mesh of [`mesh`] on `cpus`, until `duration` has passed or `stop`.

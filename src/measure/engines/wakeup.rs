@@ -9,7 +9,7 @@
 //! switch. Samples where B had not gone to sleep yet are counted and dropped; the first sample
 //! of each pair is a warm-up and is discarded.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -17,13 +17,14 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
 
 /// How each pair is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WakeupRequest {
     /// Wake-ups kept per pair (one more is taken first and discarded).
     pub samples: u32,
@@ -34,7 +35,7 @@ pub(crate) struct WakeupRequest {
 }
 
 /// Wake-up latency from one CPU to another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WakeLatency {
     /// The CPU that calls FUTEX_WAKE.
     pub waker_cpu: u32,
@@ -47,7 +48,7 @@ pub(crate) struct WakeLatency {
 }
 
 /// A whole wake-up run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WakeupRun {
     /// The CPUs, in the order of the matrix.
     pub cpus: Vec<u32>,
@@ -259,13 +260,22 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
     true
 }
 
+/// How wakeup measures, in the result header.
+pub(crate) const METHOD: &str = "FUTEX_WAKE on the waker CPU until the woken thread runs on its \
+     CPU, both read from CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are \
+     dropped";
+
 /// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
 /// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
 /// kept.
-pub(crate) fn run(session: &Session, request: WakeupRequest) -> Result<WakeupRun, WakeError> {
-    session.on_cpus("wakeup", |cpus, stop, progress| {
+pub(crate) fn run(
+    session: &Session,
+    request: WakeupRequest,
+) -> Result<Measurement<WakeupRun>, WakeError> {
+    let run = session.on_cpus("wakeup", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
 
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on

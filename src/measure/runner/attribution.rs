@@ -10,7 +10,7 @@ use crate::measure::runner::conditions::{self, CpuConditions};
 use crate::measure::runner::segments::Merge;
 use crate::sysroot::SysRoot;
 use crate::text::voice;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const INTERRUPTS: &str = "/proc/interrupts";
 const SOFTIRQS: &str = "/proc/softirqs";
@@ -44,7 +44,7 @@ impl Default for Counters {
 }
 
 /// Context switches of one thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextSwitches {
     /// The thread blocked or yielded.
     pub voluntary: u64,
@@ -170,7 +170,7 @@ impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
 }
 
 /// What was counted on one measured CPU during the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CpuAttribution {
     /// The CPU.
     pub cpu: u32,
@@ -183,7 +183,9 @@ pub struct CpuAttribution {
     /// Time the measuring thread was ready to run while other tasks ran on its CPU during
     /// the run, ns (`/proc/<pid>/task/<tid>/schedstat`).
     pub waited_ns: Avail<u64>,
-    /// Steal, frequency, throttling and SMIs on the CPU during the run.
+    /// Steal, frequency, throttling and SMIs on the CPU during the run (absent from documents
+    /// written before they were read: unavailable).
+    #[serde(default)]
     pub conditions: CpuConditions,
 }
 
@@ -206,7 +208,7 @@ impl CpuAttribution {
 }
 
 /// How many times one source fired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventCount {
     /// The row: IRQ number or name with its handlers or description (`LOC Local timer
     /// interrupts`, `45 virtio0-input.0`), or the softirq vector (`TIMER`).

@@ -4,7 +4,7 @@
 //! per run, the load average. `lowlat compare` sets these beside the verdicts: when the arms
 //! differ in them, the host rather than the change may explain a difference.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::machine::kernel::stat::{CpuStat, STAT, parse_stat};
 use crate::machine::{Avail, Warnings};
@@ -122,7 +122,7 @@ fn read_cpu(root: &SysRoot, cpu: u32) -> CpuReading {
 }
 
 /// What could change one measured CPU's result during a run, apart from the settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuConditions {
     /// Time the hypervisor ran something else while this vCPU was runnable, ns
     /// (`/proc/stat` steal, 10 ms resolution; 0 on bare metal).
@@ -137,6 +137,20 @@ pub struct CpuConditions {
     pub throttle_events: Avail<u64>,
     /// System management interrupts during the run (MSR_SMI_COUNT; Intel).
     pub smis: Avail<u64>,
+}
+
+impl Default for CpuConditions {
+    /// Nothing known: the conditions of a run whose document did not record them.
+    fn default() -> Self {
+        const WHY: &str = "not recorded in the document";
+        Self {
+            steal_ns: Avail::missing(WHY),
+            aperf_mperf: Avail::missing(WHY),
+            cur_freq_mhz: Avail::missing(WHY),
+            throttle_events: Avail::missing(WHY),
+            smis: Avail::missing(WHY),
+        }
+    }
 }
 
 /// The conditions of the run of `cpus` (in the order read) between `before` and `after`.
@@ -209,7 +223,7 @@ fn steal(stat: &CpuStat, cpu: u32) -> Option<u64> {
 }
 
 /// The 1-minute load average before and after a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoadAverage {
     /// Before the run.
     pub before: f64,

@@ -5,13 +5,13 @@
 use crate::machine::fingerprint::Fingerprint;
 use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cpu, kernel};
 use crate::sysroot::SysRoot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 const CLOCKSOURCE_DIR: &str = "/sys/devices/system/clocksource/clocksource0";
 
 /// The machine as it was when a measurement ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     /// Kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel_release: Avail<String>,
@@ -44,7 +44,7 @@ pub struct Environment {
 }
 
 /// What matters about one measured CPU.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CpuEnvironment {
     /// The CPU.
     pub cpu: u32,

@@ -6,7 +6,7 @@
 use crate::measure::runner::harness::Helper;
 use crate::measure::runner::harness::{self, StopFlag};
 use crate::text::voice;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) const PRIORITY: u8 = 99;
 
 /// What known-answer noise is asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InjectSpec {
     /// Time between the starts of two spins, ns.
     pub period_ns: u64,

@@ -5,13 +5,13 @@
 //! group, core, thread: [`Topology::cpus_by_locality`]), so that CCX, CCD and socket blocks
 //! show up in matrices.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::machine::topology::Topology;
 
 /// Where one logical CPU sits. `None` means the kernel did not say (old kernel, odd VM).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuPlace {
     /// The logical CPU number.
     pub cpu: u32,
@@ -124,7 +124,7 @@ pub(crate) fn group_breaks(places: &[CpuPlace]) -> Vec<usize> {
 }
 
 /// How two CPUs are related, from the closest to the farthest; c2c summaries group pairs by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum PairClass {
     /// Two SMT threads of one core.

@@ -1,10 +1,10 @@
 //! Summary statistics of a set of samples (latencies, rates): the numbers the hardware engines
 //! print and store. The unit is the samples' unit; the field that holds a `Summary` names it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Minimum, median, mean, standard deviation, 99th percentile and maximum of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Summary {
     /// How many samples.
     pub count: usize,

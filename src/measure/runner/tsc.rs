@@ -7,10 +7,10 @@
 //! recorded with every result. On other architectures the counter is `CLOCK_MONOTONIC_RAW`
 //! itself (1 tick = 1 ns).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the counter frequency was found.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "method")]
 pub(crate) enum FreqMethod {
     /// CPUID leaf 0x15 (TSC / crystal ratio times the crystal frequency).
@@ -30,7 +30,7 @@ pub(crate) enum FreqMethod {
 }
 
 /// The counter used by the busy-loop engines and what is known about it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Tsc {
     /// Counter ticks per second (Hz).
     pub hz: u64,

@@ -18,13 +18,18 @@ pub(crate) struct ExplainJson {
     /// Whether the trace ran (false: `notes` say why; no causes then).
     pub traced: bool,
     /// The trace clock its timestamps were read in (`x86-tsc`: the loop's counter, so the
-    /// gaps and the events compare without conversion).
+    /// gaps and the events compare without conversion). Empty where the trace did not run
+    /// (absent from such documents of older lowlats).
+    #[serde(default)]
     pub clock: String,
     /// Events the trace buffers lost in all; the gaps in their windows are `unknown`.
+    #[serde(default)]
     pub lost_events: u64,
     /// What could not be explained, and why.
+    #[serde(default)]
     pub notes: Vec<String>,
     /// Each measured CPU.
+    #[serde(default)]
     pub cpus: Vec<CpuCausesJson>,
     /// Whether the loop slept between its readings (the timer's: each gap runs from a
     /// deadline to the wake-up), so that a `no_kernel_event` gap is also the way out of idle:
@@ -41,8 +46,10 @@ pub(crate) struct CpuCausesJson {
     /// Its gaps: the causes' counts add up to it.
     pub gaps: u64,
     /// Per cause, most time first.
+    #[serde(default)]
     pub causes: Vec<CauseJson>,
     /// The longest gaps, longest first.
+    #[serde(default)]
     pub spikes: Vec<SpikeJson>,
     /// What its `no_kernel_event` gaps, which no tracepoint names, are checked against
     /// (absent when the run's conditions were not read).
@@ -165,12 +172,15 @@ pub(crate) struct CauseJson {
     pub count: u64,
     /// Their summed length, ns.
     pub total_ns: u64,
-    /// The 99th percentile of their lengths, ns.
-    pub p99_ns: u64,
+    /// The 99th percentile of their lengths, ns (always written; absent from documents
+    /// older than the percentile).
+    #[serde(default)]
+    pub p99_ns: Option<u64>,
     /// The longest, ns.
     pub max_ns: u64,
     /// The ids behind the source (up to 8): the pids of a task, a kworker or an IPI's
     /// sender; the IRQ's number.
+    #[serde(default)]
     pub ids: Vec<u32>,
     /// The audit rule that finds this cause (null: none, e.g. events lost).
     pub rule: Option<String>,
@@ -237,7 +247,7 @@ fn cpu_json(cpu: &CpuCauses) -> CpuCausesJson {
                     source: c.cause.source.clone(),
                     count: c.count,
                     total_ns: c.total_ns,
-                    p99_ns: c.p99_ns(),
+                    p99_ns: Some(c.p99_ns()),
                     max_ns: c.max_ns,
                     ids: c.ids.clone(),
                     rule: fix.as_ref().map(|f| f.rule.to_string()),
@@ -290,7 +300,7 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
             rows.push(vec![
                 c.count.to_string(),
                 micros(c.total_ns as f64),
-                micros(c.p99_ns as f64),
+                c.p99_ns.map_or("-".to_string(), |ns| micros(ns as f64)),
                 micros(c.max_ns as f64),
                 c.class.label().to_string(),
                 c.source.clone(),

@@ -103,7 +103,9 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
         run.cpus.len(),
         cpu_list(&run.cpus)
     );
-    writeln!(out, "Kernels: {}", run.implementation.describe());
+    if let Some(kernels) = run.implementation {
+        writeln!(out, "Kernels: {}", kernels.describe());
+    }
     if let Some(huge) = run.transparent_huge_bytes {
         writeln!(
             out,
@@ -111,7 +113,10 @@ pub(crate) fn membw_text(report: &MembwReport) -> String {
             bytes(huge)
         );
     }
-    if run.implementation.stores == Stores::Streaming {
+    if run
+        .implementation
+        .is_some_and(|k| k.stores == Stores::Streaming)
+    {
         writeln!(
             out,
             "Streaming stores skip the read of each written line: these rates are not \

@@ -3,15 +3,17 @@
 //! (jitter, timer) and hardware engines (membw, memlat, c2c, wakeup, freq) share it; the
 //! engine's figures follow in the same object.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::machine::CpuSet;
 
 /// The fields every engine's result starts with.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ResultHeader {
     /// One sentence saying how the numbers were measured.
-    pub method: &'static str,
+    pub method: Cow<'static, str>,
     /// True when Ctrl-C stopped the run early; the figures hold what was measured until then.
     pub interrupted: bool,
     /// Notes a reader must know (rules bent, sources unavailable, garbled counters).
@@ -23,8 +25,8 @@ pub(crate) struct ResultHeader {
 }
 
 /// An engine's result: the [`ResultHeader`], then the engine's own fields flattened in.
-#[derive(Debug, Serialize)]
-pub(crate) struct Measured<T: Serialize> {
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Measured<T> {
     /// How, whether cut short, notes, priority and CPUs.
     #[serde(flatten)]
     pub header: ResultHeader,
@@ -37,7 +39,7 @@ pub(crate) struct Measured<T: Serialize> {
 mod tests {
     use super::*;
 
-    #[derive(Serialize)]
+    #[derive(Serialize, Deserialize)]
     struct Figures {
         latency_ns: f64,
     }
@@ -46,7 +48,7 @@ mod tests {
     fn header_and_figures_share_one_object() {
         let measured = Measured {
             header: ResultHeader {
-                method: "ping-pong",
+                method: "ping-pong".into(),
                 interrupted: true,
                 warnings: vec!["a note".to_string()],
                 priority: Some(95),

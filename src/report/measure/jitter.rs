@@ -19,14 +19,14 @@ use crate::peer::sysjitter::{SysjitterCore, raw_file, raw_file_name};
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::micros_setting;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the jitter engine measures, in the result header.
 pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
      two reads at or above the threshold is one interruption";
 
 /// `lowlat measure jitter` as JSON, after the result header.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct JitterResult {
     /// Gaps at or above this were counted as interruptions, ns.
     pub threshold_ns: u64,
@@ -46,7 +46,7 @@ pub(crate) struct JitterResult {
 }
 
 /// One measured CPU in the JSON.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct JitterCpu {
     /// The CPU.
     pub cpu: u32,
@@ -78,7 +78,9 @@ pub(crate) struct JitterCpu {
     /// Histogram of the interruption lengths.
     pub histogram: HdrJson,
     /// The run cut into 16 equal slices of time, each with the histogram of its
-    /// interruptions: drift inside the run, and the within-run variation compare estimates.
+    /// interruptions: drift inside the run, and the within-run variation compare estimates
+    /// (absent from documents written before slices).
+    #[serde(default)]
     pub slices: Vec<SliceJson>,
     /// Every loop iteration in oslat's 1 µs buckets.
     pub oslat: OslatJson,
@@ -88,7 +90,7 @@ pub(crate) struct JitterCpu {
 }
 
 /// [`GapStats`] converted to ns with the exact counter frequency.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StatsNs {
     /// Shortest interruption, ns.
     pub min: u64,
@@ -113,7 +115,7 @@ pub(crate) struct StatsNs {
 }
 
 /// oslat's view of the same loop.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct OslatJson {
     /// Width of a bucket, µs (bucket `i` holds iterations of `[i, i+1)` µs).
     pub bucket_us: u32,

@@ -4,7 +4,7 @@
 
 use crate::text::Page;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
@@ -16,15 +16,22 @@ use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::{Finished, LoopSpec};
 
 /// How long a loop engine measured, in its JSON result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunSpan {
     /// Duration asked for, ns.
     pub duration_ns: u64,
     /// Wall time of the run, ns (of its segments, for a checkpointed run).
     pub elapsed_ns: u64,
     /// Segments the run was measured in: 1, or one per checkpoint interval with `--out` and
-    /// `--checkpoint` (nothing is measured for a few ms between two).
+    /// `--checkpoint` (nothing is measured for a few ms between two; absent from documents
+    /// written before checkpoints: 1).
+    #[serde(default = "one_segment")]
     pub segments: u32,
+}
+
+/// The segments of a run recorded before checkpoints: one.
+fn one_segment() -> u32 {
+    1
 }
 
 impl RunSpan {
@@ -57,7 +64,7 @@ pub(crate) fn checkpoint_document<R, T: Serialize>(
 }
 
 /// What ran alongside a loop engine's measuring threads, in its JSON result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunConditions {
     /// CPUs loaded with a hog during the run.
     pub load: CpuSet,
@@ -85,7 +92,7 @@ impl RunConditions {
 }
 
 /// What else ran on one measured CPU during a loop engine's run, in the CPU's JSON entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Alongside {
     /// Spins the injector did on this CPU (absent without `--inject`).
     pub injector_spins: Option<u64>,
@@ -111,7 +118,7 @@ pub(crate) fn header<R>(
     priority: Option<u8>,
 ) -> ResultHeader {
     ResultHeader {
-        method,
+        method: method.into(),
         interrupted: session.interrupted,
         warnings: session.warning_lines(),
         priority,

@@ -9,10 +9,13 @@ pub(crate) mod loops;
 pub(crate) mod net;
 pub(crate) mod timer;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::document::{Document, Kind};
-use crate::measure::runner::env::Environment;
+use crate::document::{self as envelope, Document, Kind};
+use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::measurement;
+use crate::measure::runner::session::Session;
+use header::{Measured, ResultHeader};
 
 /// A latency for the terminal, in µs with one decimal (the unit every latency table of
 /// lowlat uses: jitter, timer, check): `12.3`.
@@ -21,8 +24,8 @@ pub(crate) fn micros(ns: f64) -> String {
 }
 
 /// The body of every measurement document.
-#[derive(Debug, Serialize)]
-pub(crate) struct MeasureBody<T: Serialize> {
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct MeasureBody<T> {
     /// The command line, argument by argument.
     pub command: Vec<String>,
     /// The machine when it ran.
@@ -30,6 +33,10 @@ pub(crate) struct MeasureBody<T: Serialize> {
     /// The engine's result: a [`header::ResultHeader`], then its figures.
     pub result: T,
 }
+
+/// A measurement document's body as it is read back (the report's sections, compare): the
+/// command, the environment and the engine's result, figures `T`, after its header.
+pub(crate) type Measurement<T> = MeasureBody<Measured<T>>;
 
 /// The document of a `kind` measurement on `host`, with this process's command line.
 pub(crate) fn document<T: Serialize>(
@@ -44,6 +51,35 @@ pub(crate) fn document<T: Serialize>(
         result,
     };
     Document::new(kind, host, body)
+}
+
+/// The document of a hardware engine's finished measurement on `session`: the result header
+/// it says (method, interrupted, warnings, the CPUs in locality order), `figures` (its figures
+/// as the document writes them) after it, and the environment of those CPUs now.
+pub(crate) fn finished_document<R, T: Serialize>(
+    kind: Kind,
+    session: &Session,
+    measured: &measurement::Measurement<R>,
+    figures: T,
+) -> Document<MeasureBody<Measured<T>>> {
+    let cpus = session.cpus_by_locality();
+    let result = Measured {
+        header: ResultHeader {
+            method: measured.method.into(),
+            interrupted: measured.interrupted,
+            warnings: measured.warning_lines(),
+            priority: None,
+            measured_cpus: cpus.iter().copied().collect(),
+        },
+        figures,
+    };
+    let environment = env::capture(session.root(), &session.machine, &cpus);
+    document(
+        kind,
+        envelope::host_name(session.root()),
+        environment,
+        result,
+    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `lowlat measure net`: its JSON figures and its terminal text.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::micros;
 use crate::measure::engines::net::client::End;
@@ -13,14 +15,9 @@ use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
 
-/// How the engine measures, in the result header.
-pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
-     flight, between a client and an echo on pinned CPUs; each round trip timed with \
-     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
-
 /// A distribution of times, ns (each the highest value of its histogram bucket, within
 /// 0.1 %).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Times {
     /// Smallest, ns.
     pub min_ns: u64,
@@ -67,11 +64,11 @@ impl Times {
 }
 
 /// Where the round trips' time went, from the kernel's receive timestamps.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Split {
     /// Which timestamps split the round trips: always `software` (the stack's receive time of
     /// the answer, `SO_TIMESTAMPING`); hardware ones are in the NIC's clock and only counted.
-    pub timestamps: &'static str,
+    pub timestamps: Cow<'static, str>,
     /// Answers that also carried a hardware timestamp (the NIC's timestamping was enabled).
     pub hardware_stamped: u64,
     /// Answers without a software timestamp (not split).
@@ -85,7 +82,7 @@ pub(crate) struct Split {
 }
 
 /// `lowlat measure net` as JSON, after the result header.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct NetResult {
     /// What was asked.
     pub request: NetRequest,
@@ -120,7 +117,7 @@ pub(crate) struct NetResult {
     pub foreign: u64,
     /// Why the run ended: `duration`, `count`, `interrupted`, `no_answer` (TCP, a timeout),
     /// `no_warmup` (no answers at first), `failed`.
-    pub ended: &'static str,
+    pub ended: Cow<'static, str>,
     /// What failed, when `ended` is `failed`.
     pub failure: Option<String>,
     /// The round trips split by the receive timestamps (`null` without `--timestamps`).
@@ -167,10 +164,10 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         late: out.late,
         lost: out.timeouts.saturating_sub(out.late),
         foreign: out.foreign,
-        ended,
+        ended: ended.into(),
         failure,
         split: split_on.then(|| Split {
-            timestamps: "software",
+            timestamps: "software".into(),
             hardware_stamped: out.hardware_stamped,
             unstamped: out.unstamped,
             to_socket: Times::of(&out.to_socket),
@@ -180,11 +177,6 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         timestamps: run.timestamps.clone(),
         echo: run.echo,
     }
-}
-
-/// Whether the run's own figures are complete: it ended at its duration or count.
-pub(crate) fn complete(run: &NetRun) -> bool {
-    matches!(run.outcome.end, End::Duration | End::Count)
 }
 
 /// The path in words: `UDP over loopback`, `TCP to 10.0.0.2:11111`.
@@ -290,7 +282,7 @@ fn text_of(r: &NetResult) -> String {
         "timeouts {} (late {}, lost {}), foreign {}",
         r.timeouts, r.late, r.lost, r.foreign
     );
-    match (r.ended, &r.failure) {
+    match (r.ended.as_ref(), &r.failure) {
         ("no_answer", _) => writeln!(
             out,
             "the run ended: an answer did not come within {} ms",
@@ -369,10 +361,10 @@ mod tests {
             late: 0,
             lost: 0,
             foreign: 0,
-            ended: "duration",
+            ended: "duration".into(),
             failure: None,
             split: Some(Split {
-                timestamps: "software",
+                timestamps: "software".into(),
                 hardware_stamped: 0,
                 unstamped: 0,
                 to_socket: Times::of(&to_socket),
@@ -419,7 +411,7 @@ mod tests {
         r.one_way_estimate = None;
         r.split = None;
         r.round_trips = 0;
-        r.ended = "no_warmup";
+        r.ended = "no_warmup".into();
         r.request.path = NetPath::Peer("192.0.2.1:11111".parse().unwrap());
         r.peer = "192.0.2.1:11111".to_string();
         let text = text_of(&r);

@@ -15,7 +15,7 @@ use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::micros_setting;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the timer engine measures, in the result header.
 pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
@@ -23,7 +23,7 @@ pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines o
      clock read on waking minus the deadline";
 
 /// `lowlat measure timer` as JSON, after the result header.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct TimerResult {
     /// The period, ns.
     pub interval_ns: u64,
@@ -47,7 +47,7 @@ pub(crate) struct TimerResult {
 }
 
 /// One measured CPU in the JSON.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct TimerCpuResult {
     /// The CPU.
     pub cpu: u32,
@@ -68,7 +68,9 @@ pub(crate) struct TimerCpuResult {
     /// Histogram of all latencies.
     pub histogram: HdrJson,
     /// The run cut into 16 equal slices of time, each with the histogram of its latencies:
-    /// drift inside the run, and the within-run variation compare estimates.
+    /// drift inside the run, and the within-run variation compare estimates (absent from
+    /// documents written before slices).
+    #[serde(default)]
     pub slices: Vec<SliceJson>,
     /// cyclictest's 1 µs histogram, when one was asked for.
     pub cyclictest: Option<CyclicJson>,
@@ -79,7 +81,7 @@ pub(crate) struct TimerCpuResult {
 
 /// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
 /// largest latency).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Percentiles {
     /// Median, ns.
     pub p50: u64,
@@ -94,7 +96,7 @@ pub(crate) struct Percentiles {
 }
 
 /// cyclictest's histogram in the JSON.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CyclicJson {
     /// Samples per 1 µs bucket (bucket `i`: `[i, i+1)` µs).
     pub buckets: Vec<u64>,
@@ -294,7 +296,7 @@ mod tests {
                     p99_99: 4,
                 },
                 histogram: HdrJson {
-                    unit: "ns",
+                    unit: crate::peer::hdr::TimeUnit::Ns,
                     significant_digits: 3,
                     buckets: Vec::new(),
                 },

@@ -4,7 +4,7 @@
 use crate::text::Page;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::audit::rules::causes;
 use crate::document::{Document, Kind};
@@ -17,7 +17,7 @@ use crate::watch::sample::{CpuSample, Sample};
 const TICKS_PER_SECOND: f64 = 100.0;
 
 /// One isolated CPU during the last interval.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CpuInterval {
     /// The CPU.
     pub cpu: u32,
@@ -34,18 +34,19 @@ pub(crate) struct CpuInterval {
 }
 
 /// The body of one JSON line of `lowlat watch --json` (a `watch-sample` document).
-#[derive(Debug, Serialize)]
-pub(crate) struct Line<'a> {
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Line {
     /// Time since the watch started (s).
     pub at_s: f64,
     /// Per isolated CPU, what happened since the previous line; empty on the first line.
     pub cpus: Vec<CpuInterval>,
     /// Settings of the plan that differ, by kind (settings); absent without a plan.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub drift: Option<BTreeMap<&'a str, usize>>,
+    pub drift: Option<BTreeMap<String, usize>>,
     /// Processes that appeared on isolated CPUs since the start, by kind: `user` tasks and
-    /// `kernel` threads (processes).
-    pub tasks_appeared: BTreeMap<&'static str, u64>,
+    /// `kernel` threads (processes); empty in documents from before it was counted.
+    #[serde(default)]
+    pub tasks_appeared: BTreeMap<String, u64>,
     /// What took each isolated CPU during the interval, by cause (`--explain`; absent
     /// without it): per CPU its first causes, most first, the rest per class as `other`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,11 +55,11 @@ pub(crate) struct Line<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lost_events: Option<u64>,
     /// Problems met while reading, with file and line.
-    pub warnings: &'a [String],
+    pub warnings: Vec<String>,
 }
 
 /// One cause of the interruptions of one CPU during the interval.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CauseJson {
     /// The CPU.
     pub cpu: u32,
@@ -69,7 +70,7 @@ pub(crate) struct CauseJson {
     /// Interruptions during the interval (events).
     pub count: u64,
     /// The audit rule that finds the cause, where one does.
-    pub rule: Option<&'static str>,
+    pub rule: Option<String>,
     /// The plan setting that removes it, where one does.
     pub setting: Option<String>,
 }
@@ -144,8 +145,15 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
     let line = Line {
         at_s: tick.at.as_secs_f64(),
         cpus: intervals(tick),
-        drift: tick.drift.map(|d| d.by_check()),
-        tasks_appeared: BTreeMap::from([("user", tick.tasks.user), ("kernel", tick.tasks.kernel)]),
+        drift: tick.drift.map(|d| {
+            (d.by_check().into_iter())
+                .map(|(kind, n)| (kind.to_string(), n))
+                .collect()
+        }),
+        tasks_appeared: BTreeMap::from([
+            ("user".to_string(), tick.tasks.user),
+            ("kernel".to_string(), tick.tasks.kernel),
+        ]),
         causes: tick.causes.map(|causes| {
             causes
                 .interval
@@ -157,14 +165,14 @@ pub(crate) fn json_line(tick: &Tick, host: &str) -> Result<String, serde_json::E
                         class: c.class,
                         source: c.source.clone(),
                         count: c.count,
-                        rule,
+                        rule: rule.map(str::to_string),
                         setting,
                     }
                 })
                 .collect()
         }),
         lost_events: tick.causes.map(|causes| causes.lost_events),
-        warnings: &tick.sample.warnings,
+        warnings: tick.sample.warnings.clone(),
     };
     Document::new(Kind::WatchSample, host, line).to_json_line()
 }

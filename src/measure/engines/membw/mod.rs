@@ -28,9 +28,9 @@ mod kernels;
 mod request;
 
 pub(crate) use kernels::{Kernels, Stores};
-pub(crate) use request::{MembwRequest, MembwSizing, MembwSizingError, MembwWarning, run};
+pub(crate) use request::{MembwRequest, MembwSizing, MembwSizingError, run};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -63,7 +63,7 @@ pub(crate) fn stream_array_bytes(total_cache_bytes: u64) -> u64 {
 }
 
 /// One STREAM kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Kernel {
     /// `c[j] = a[j]`.
@@ -115,7 +115,7 @@ pub(crate) struct StreamConfig {
 }
 
 /// The rate of one kernel over the kept iterations.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct KernelRate {
     /// Which kernel.
     pub kernel: Kernel,
@@ -133,12 +133,14 @@ pub(crate) struct KernelRate {
     pub times_s: Vec<f64>,
     /// Every iteration's loop time of its slowest thread, seconds, the discarded first one
     /// included: each thread's own kernel loop, without dispatch or barrier (likwid-bench's
-    /// definition; `times_s` is STREAM's).
+    /// definition; `times_s` is STREAM's). Absent from documents written before loop times
+    /// were recorded.
+    #[serde(default)]
     pub loop_times_s: Vec<f64>,
 }
 
 /// stream.c's validation of the final array contents.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Validation {
     /// True when every element was checked and the mean relative error of every array is at
     /// most [`EPSILON`].
@@ -154,7 +156,7 @@ pub(crate) struct Validation {
 }
 
 /// One STREAM run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StreamRun {
     /// The CPU of each thread, in thread order.
     pub cpus: Vec<u32>,
@@ -174,8 +176,9 @@ pub(crate) struct StreamRun {
     /// Iterations completed (fewer when interrupted).
     pub iterations_done: usize,
     /// The vector unit the kernels ran on and the kind of stores (streaming stores give
-    /// another figure than STREAM's).
-    pub implementation: Kernels,
+    /// another figure than STREAM's); always written, absent in documents from before
+    /// run-time kernel dispatch.
+    pub implementation: Option<Kernels>,
     /// Duration of the untimed-in-STREAM `a = 2a` check pass, microseconds.
     pub check_pass_us: f64,
     /// Per kernel, in stream.c's order; empty when fewer than two iterations completed.
@@ -221,7 +224,7 @@ impl StreamRun {
 }
 
 /// A run with the CPUs of one NUMA node and the memory of another (or the same).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NodeRun {
     /// The node whose CPUs ran the threads.
     pub cpu_node: u32,
@@ -233,7 +236,7 @@ pub(crate) struct NodeRun {
 
 /// The node × node bandwidth matrix: CPUs of node i, memory of node j. The diagonal holds the
 /// per-node figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NodeBandwidth {
     /// Best Triad rate in MB/s (10^6 bytes/s); rows = CPU node, columns = memory node.
     pub triad_best_mb_per_s: Matrix,
@@ -242,10 +245,10 @@ pub(crate) struct NodeBandwidth {
 }
 
 /// Everything `lowlat measure membw` measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MembwReport {
-    /// [`LABEL`].
-    pub label: &'static str,
+    /// [`LABEL`] (owned when read back from a document).
+    pub label: std::borrow::Cow<'static, str>,
     /// All cache instances of all levels and sockets, bytes (the base of the sizing rule).
     pub total_cache_bytes: u64,
     /// What STREAM's rule asks per array ([`stream_array_bytes`]), bytes.
@@ -677,7 +680,7 @@ fn assemble(
         transparent_huge_bytes,
         ntimes: config.ntimes,
         iterations_done: iterations,
-        implementation: config.kernels,
+        implementation: Some(config.kernels),
         check_pass_us: check_pass_s * 1e6,
         kernels,
         validation: validate(&errors, config.elements, expected_values(iterations)),

@@ -7,7 +7,7 @@
 //! unit) over arrays of its own, in 64 KiB chunks, and waits `delay` between chunks: no delay is
 //! the heaviest load, longer delays lighter ones.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ const CHUNK: usize = 8192;
 const TRIAD_BYTES: u64 = 24;
 
 /// One intensity of the load.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LoadedPoint {
     /// The wait of each load thread between two chunks (ns).
     pub delay_ns: u64,
@@ -39,7 +39,7 @@ pub(crate) struct LoadedPoint {
 }
 
 /// The loaded-latency curve.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LoadedLatency {
     /// The CPUs that ran the load, one thread each.
     pub load_cpus: Vec<u32>,

@@ -19,7 +19,7 @@ mod request;
 pub(crate) use loaded::LoadedLatency;
 pub(crate) use request::{MemlatRequest, MemlatSizing, MemlatSizingError, Window, run};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::measure::matrix::Matrix;
@@ -73,7 +73,7 @@ pub(crate) struct ChaseConfig {
 }
 
 /// The latency at one buffer size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChasePoint {
     /// Buffer size in bytes.
     pub size_bytes: u64,
@@ -84,7 +84,7 @@ pub(crate) struct ChasePoint {
 }
 
 /// One latency curve (or one point of it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ChaseRun {
     /// The chasing CPU.
     pub cpu: u32,
@@ -108,7 +108,7 @@ pub(crate) struct ChaseRun {
 }
 
 /// The idle-latency node × node matrix: a CPU of node i chasing through memory of node j.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NodeLatency {
     /// Buffer size of every cell, bytes.
     pub size_bytes: u64,
@@ -119,7 +119,7 @@ pub(crate) struct NodeLatency {
 }
 
 /// Everything `lowlat measure memlat` measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MemlatReport {
     /// The latency curve over the sizes.
     pub curve: ChaseRun,

@@ -2,7 +2,7 @@
 //! ([`super::wire`]), over UDP or TCP, until told to stop. It serves lowlat's client and
 //! `sockperf pp` alike.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
@@ -15,7 +15,7 @@ use super::wire::{self, HEADER, MAX_MESSAGE};
 const POLL: Duration = Duration::from_millis(100);
 
 /// What an echo did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct EchoCounts {
     /// Messages answered.
     pub answered: u64,

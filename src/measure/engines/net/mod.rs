@@ -14,7 +14,7 @@ pub(crate) mod socket;
 pub(crate) mod veth;
 pub(crate) mod wire;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,6 +22,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Session;
 use client::{Outcome, Plan};
@@ -33,7 +34,7 @@ use veth::VethError;
 pub(crate) const WARMUP: u32 = 100;
 
 /// Where the messages go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "path", content = "address")]
 pub(crate) enum NetPath {
     /// 127.0.0.1, echo in this process.
@@ -44,8 +45,19 @@ pub(crate) enum NetPath {
     Peer(SocketAddr),
 }
 
+impl NetPath {
+    /// Its name in the document's `path` field: `loopback`, `veth`, `peer`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            NetPath::Loopback => "loopback",
+            NetPath::Veth => "veth",
+            NetPath::Peer(_) => "peer",
+        }
+    }
+}
+
 /// What `lowlat measure net` is asked (besides the client's CPU, which the session holds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NetRequest {
     /// The transport.
     pub proto: Proto,
@@ -70,7 +82,7 @@ pub(crate) struct NetRequest {
 }
 
 /// What an option asked of the sockets came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct OptionOutcome {
     /// Whether the kernel took it.
     pub applied: bool,
@@ -159,13 +171,36 @@ fn socket_hint(e: &std::io::Error) -> &'static str {
     }
 }
 
+/// How net measures, in the result header.
+pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
+     flight, between a client and an echo on pinned CPUs; each round trip timed with \
+     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
+
 /// Runs `request` with the client on the session's first CPU (in locality order), saying the
 /// round trips so far on stderr every second. Ctrl-C or the session's stop flag ends the run
-/// and keeps what was measured.
-pub(crate) fn run(session: &Session, request: NetRequest) -> Result<NetRun, NetError> {
-    session.on_cpus("net", |cpus, stop, progress| {
+/// and keeps what was measured. The result warns of an echo on the client's CPU or on none,
+/// and is complete when the run ended at its duration or count.
+pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<NetRun>, NetError> {
+    let (path, echo_cpu) = (request.path, request.echo_cpu);
+    let run = session.on_cpus("net", |cpus, stop, progress| {
         measure(cpus[0], request, stop, progress)
-    })
+    })?;
+    let client_cpu = run.client_cpu;
+    let mut measured = Measurement::new(session, METHOD, run);
+    if !matches!(path, NetPath::Peer(_)) {
+        match echo_cpu {
+            Some(cpu) if cpu == client_cpu => {
+                (measured.warnings).push(Warning::ClientAndEchoShareCpu { cpu });
+            }
+            None => measured.warnings.push(Warning::EchoNotPinned),
+            Some(_) => {}
+        }
+    }
+    measured.complete = matches!(
+        measured.figures.outcome.end,
+        client::End::Duration | client::End::Count
+    );
+    Ok(measured)
 }
 
 /// What the echo side hands the client side as it sets up.
@@ -431,6 +466,15 @@ mod tests {
             echo_cpu: None,
             busy_poll_us: None,
             timestamps: true,
+        }
+    }
+
+    #[test]
+    fn a_path_is_named_as_its_document_names_it() {
+        let peer = NetPath::Peer("10.0.0.2:11111".parse().unwrap());
+        for path in [NetPath::Loopback, NetPath::Veth, peer] {
+            let json = serde_json::to_value(request(Proto::Udp, path)).unwrap();
+            assert_eq!(json["path"], path.name());
         }
     }
 

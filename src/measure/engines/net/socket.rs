@@ -2,14 +2,14 @@
 //! timestamps, the path MTU; and a receive that returns the kernel's timestamp with the
 //! message.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 /// The transport of the messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Proto {
     /// One datagram per message.

@@ -2,68 +2,20 @@
 //! by class, as one stacked bar per CPU (every CPU on one scale); per CPU the causes with the
 //! most time and the rule and setting that remove each; and the longest gaps with their time
 //! in the run, their cause and its fix. The jitter section draws it from `result.explain` of
-//! `measure-jitter`, the verdict from `causes` of `check` (the same shape). The view reads
-//! only what it shows, and a class it does not know by its key, so a richer document still
-//! renders. A CPU with `no kernel event` gaps gets the line that sets them beside their
+//! `measure-jitter`, the verdict from `causes` of `check` (the same shape, the writer's
+//! [`ExplainJson`]; a class a newer lowlat writes reads as `unknown`). A CPU with `no kernel event` gaps gets the line that sets them beside their
 //! cross-check, the text's.
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
 use super::figure;
 use crate::measure::trace::explain::Class;
 use crate::report::html::svg::{self, Part, num};
-use crate::report::measure::explain::{CrossCheckJson, cross_check_text};
+use crate::report::measure::explain::{ExplainJson, cross_check_text};
 
-/// The explanation of one run, as both documents hold it.
-#[derive(Deserialize)]
-pub(super) struct ExplainView {
-    traced: bool,
-    #[serde(default)]
-    lost_events: u64,
-    #[serde(default)]
-    notes: Vec<String>,
-    #[serde(default)]
-    cpus: Vec<CpuCausesView>,
-    /// The loop slept (a timer's): absent from older documents.
-    #[serde(default)]
-    loop_slept: bool,
-}
-
-#[derive(Deserialize)]
-struct CpuCausesView {
-    cpu: u32,
-    gaps: u64,
-    #[serde(default)]
-    causes: Vec<CauseView>,
-    #[serde(default)]
-    spikes: Vec<SpikeView>,
-    /// What its `no_kernel_event` gaps are checked against: absent from older documents.
-    #[serde(default)]
-    cross_check: Option<CrossCheckJson>,
-}
-
-#[derive(Deserialize)]
-struct CauseView {
-    class: String,
-    source: String,
-    count: u64,
-    total_ns: u64,
-    /// Absent from documents older than the percentile.
-    p99_ns: Option<u64>,
-    max_ns: u64,
-    rule: Option<String>,
-    setting: Option<String>,
-    advice: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct SpikeView {
-    at_ns: u64,
-    length_ns: u64,
-    class: String,
-    source: String,
-}
+/// The explanation of one run, as both documents hold it (`result.explain` of
+/// `measure-jitter`, `causes` of `check`).
+pub(super) type ExplainView = ExplainJson;
 
 /// Causes listed per CPU (the document has them all).
 const TOP: usize = 10;
@@ -84,17 +36,6 @@ const CLASSES: [(Class, &str); 12] = [
     (Class::NoKernelEvent, "#777777"),
     (Class::Unknown, "#cccccc"),
 ];
-
-/// Colour of a class the report does not know (a newer lowlat's).
-const OTHER: &str = "#000000";
-
-/// How a person reads a class key (`device_irq`: `device IRQ`); an unknown key as it is.
-fn label(key: &str) -> String {
-    CLASSES
-        .iter()
-        .find(|(class, _)| class.key() == key)
-        .map_or_else(|| key.to_string(), |(class, _)| class.label().to_string())
-}
 
 fn micros(ns: u64) -> String {
     num(ns as f64 / 1e3)
@@ -117,33 +58,22 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
     if !explain.traced {
         return html! { p.causes-note { "Gaps not explained: " (explain.notes.join("; ")) } };
     }
-    // The classes present, in the bars' order, then any the report does not know.
-    let mut keys: Vec<&str> = CLASSES
-        .iter()
-        .map(|(class, _)| class.key())
-        .filter(|key| {
+    // The classes present, in the bars' order.
+    let present: Vec<(Class, &str)> = CLASSES
+        .into_iter()
+        .filter(|(key, _)| {
             explain
                 .cpus
                 .iter()
                 .any(|c| c.causes.iter().any(|k| k.class == *key))
         })
         .collect();
-    for cause in explain.cpus.iter().flat_map(|c| &c.causes) {
-        if !keys.contains(&cause.class.as_str()) {
-            keys.push(&cause.class);
-        }
-    }
-    let names: Vec<String> = keys.iter().map(|k| label(k)).collect();
-    let parts: Vec<Part> = keys
+    let keys: Vec<Class> = present.iter().map(|(class, _)| *class).collect();
+    let names: Vec<String> = keys.iter().map(|k| k.label().to_string()).collect();
+    let parts: Vec<Part> = present
         .iter()
         .zip(&names)
-        .map(|(key, name)| Part {
-            name,
-            colour: CLASSES
-                .iter()
-                .find(|(class, _)| class.key() == *key)
-                .map_or(OTHER, |(_, colour)| colour),
-        })
+        .map(|((_, colour), name)| Part { name, colour })
         .collect();
     // Per CPU and class: gaps and time, ns.
     let by_class: Vec<Vec<(u64, u64)>> = explain
@@ -194,7 +124,7 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
                     th { "longest (µs)" } th { "rule" } th { "setting" } th { "what to do" } } }
                 tbody {
                     @for k in cpu.causes.iter().take(TOP) {
-                        tr { td { (label(&k.class)) } td { (k.source) } td { (k.count) } td { (micros(k.total_ns)) }
+                        tr { td { (k.class.label()) } td { (k.source) } td { (k.count) } td { (micros(k.total_ns)) }
                              td { (k.p99_ns.map_or("–".to_string(), micros)) } td { (micros(k.max_ns)) }
                              td { @if let Some(r) = &k.rule { code { (r) } } @else { "–" } }
                              td { @if let Some(s) = &k.setting { code { (s) } } @else { "–" } }
@@ -203,7 +133,7 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
                 }
             }
             @if let Some(check) = &cpu.cross_check {
-                @if cpu.causes.iter().any(|k| k.class == Class::NoKernelEvent.key()) {
+                @if cpu.causes.iter().any(|k| k.class == Class::NoKernelEvent) {
                     p.causes-note { "CPU " (cpu.cpu) ": " (cross_check_text(check, explain.loop_slept)) }
                 }
             }
@@ -217,7 +147,7 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
                         @for s in &cpu.spikes {
                             @let cause = cpu.causes.iter().find(|k| k.class == s.class && k.source == s.source);
                             tr { td { (cpu.cpu) } td { (format!("{:.6}", s.at_ns as f64 / 1e9)) } td { (micros(s.length_ns)) }
-                                 td { (label(&s.class)) } td { (s.source) }
+                                 td { (s.class.label()) } td { (s.source) }
                                  td { (fix(cause.and_then(|k| k.rule.as_deref()), cause.and_then(|k| k.setting.as_deref()))) } }
                         }
                     }
@@ -292,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unexplained_run_says_why_and_an_unknown_class_still_draws() {
+    fn an_unexplained_run_says_why_and_a_newer_lowlats_class_draws_as_unknown() {
         let page = view(
             "j.json",
             &explain(serde_json::json!({"traced": false, "notes": ["no tracefs"]})),
@@ -306,8 +236,9 @@ mod tests {
         )
         .into_string();
         assert!(
-            page.contains("<title>CPU 1: 9 µs in gaps smi</title>"),
+            page.contains("<title>CPU 1: 9 µs in gaps unknown</title>"),
             "{page}"
         );
+        assert!(page.contains("<td>unknown</td><td>SMI</td>"), "{page}");
     }
 }

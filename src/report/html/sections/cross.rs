@@ -4,93 +4,26 @@
 //! Documents of one kind share one colour scale.
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
-use super::{figure, from};
+use super::{figure, figures, from};
+use crate::measure::engines::ipi::{IpiRun, MeshRun};
+use crate::measure::engines::wakeup::WakeupRun;
+use crate::measure::matrix::Matrix;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 
-#[derive(Deserialize)]
-struct MeasureView<T> {
-    result: T,
-}
-
-/// A matrix as the engines write it (`crate::measure::matrix::Matrix`).
-#[derive(Deserialize)]
-struct MatrixView {
-    rows: Vec<String>,
-    columns: Vec<String>,
-    values: Vec<Vec<Option<f64>>>,
-}
-
-impl MatrixView {
-    fn cells(&self) -> impl Iterator<Item = f64> + '_ {
-        self.values.iter().flatten().flatten().copied()
-    }
-
-    fn heatmap(&self, title: &str, range: (f64, f64)) -> Markup {
-        let cells = svg::Cells {
-            rows: &self.rows,
-            columns: &self.columns,
-            values: &self.values,
-        };
-        svg::heatmap(title, cells, &[], "µs", range)
-    }
-}
-
-#[derive(Deserialize)]
-struct StatsView {
-    count: u64,
-    median: f64,
-    p99: f64,
-    max: f64,
-}
-
-#[derive(Deserialize)]
-struct WakeupView {
-    pairs: Vec<WakePairView>,
-    matrix_median_ns: MatrixView,
-}
-
-#[derive(Deserialize)]
-struct WakePairView {
-    waker_cpu: u32,
-    woken_cpu: u32,
-    latency_ns: StatsView,
-}
-
-#[derive(Deserialize)]
-struct IpiView {
-    pairs: Vec<IpiPairView>,
-    matrix_round_trip_ns: MatrixView,
-}
-
-#[derive(Deserialize)]
-struct IpiPairView {
-    from_cpu: u32,
-    to_cpu: u32,
-    with_target_ns: StatsView,
-    baseline_ns: StatsView,
-    round_trip_ns: f64,
-}
-
-#[derive(Deserialize)]
-struct MeshView {
-    elapsed_ns: u64,
-    cpus: Vec<MeshCpuView>,
-    calls_per_second: f64,
-    ipis_per_second: f64,
-}
-
-#[derive(Deserialize)]
-struct MeshCpuView {
-    cpu: u32,
-    calls: u64,
-    calls_per_second: f64,
+/// A matrix in µs as a heatmap coloured within `range`.
+fn heatmap(m: &Matrix, title: &str, range: (f64, f64)) -> Markup {
+    let cells = svg::Cells {
+        rows: &m.rows,
+        columns: &m.columns,
+        values: &m.values,
+    };
+    svg::heatmap(title, cells, &[], "µs", range)
 }
 
 /// A matrix in ns as µs (the report's unit for latencies).
-fn in_micros(m: &mut MatrixView) {
+fn in_micros(m: &mut Matrix) {
     for v in m.values.iter_mut().flatten().flatten() {
         *v /= 1e3;
     }
@@ -100,22 +33,12 @@ fn us(ns: f64) -> String {
     num(ns / 1e3)
 }
 
-/// Each document read as `T`, in the order given.
-fn read<'s, T: serde::de::DeserializeOwned>(
-    sources: &[&'s Source],
-) -> Result<Vec<(&'s Source, T)>, SourceError> {
-    sources
-        .iter()
-        .map(|s| Ok((*s, s.view::<MeasureView<T>>()?.result)))
-        .collect()
-}
-
 /// Cross-CPU wake-up latency per document.
 pub(super) fn wakeup(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut docs = read::<WakeupView>(sources)?;
+    let mut docs = figures::<WakeupRun>(sources)?;
     for (_, w) in &mut docs {
         in_micros(&mut w.matrix_median_ns);
     }
@@ -124,7 +47,7 @@ pub(super) fn wakeup(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
         @for (source, w) in &docs {
             @let title = format!("Median wake-up latency (µs), waker CPU (row) × woken CPU (column), {}", source.label());
             (from(source))
-            (figure(&title, w.matrix_median_ns.heatmap(&title, range), html! {
+            (figure(&title, heatmap(&w.matrix_median_ns, &title, range), html! {
                 table {
                     thead { tr { th { "waker CPU" } th { "woken CPU" } th { "wake-ups" } th { "median (µs)" } th { "p99 (µs)" } th { "max (µs)" } } }
                     tbody { @for p in &w.pairs {
@@ -142,7 +65,7 @@ pub(super) fn ipi(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut docs = read::<IpiView>(sources)?;
+    let mut docs = figures::<IpiRun>(sources)?;
     for (_, d) in &mut docs {
         in_micros(&mut d.matrix_round_trip_ns);
     }
@@ -154,7 +77,7 @@ pub(super) fn ipi(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
         @for (source, d) in &docs {
             @let title = format!("IPI round trip (µs), sending CPU (row) × interrupted CPU (column), {}", source.label());
             (from(source))
-            (figure(&title, d.matrix_round_trip_ns.heatmap(&title, range), html! {
+            (figure(&title, heatmap(&d.matrix_round_trip_ns, &title, range), html! {
                 table {
                     thead { tr { th { "from CPU" } th { "to CPU" } th { "round trip (µs)" } th { "call with target, median (µs)" }
                         th { "p99 (µs)" } th { "max (µs)" } th { "call alone, median (µs)" } } }
@@ -173,7 +96,7 @@ pub(super) fn ipi_mesh(sources: &[&Source]) -> Result<Option<Markup>, SourceErro
     if sources.is_empty() {
         return Ok(None);
     }
-    let docs = read::<MeshView>(sources)?;
+    let docs = figures::<MeshRun>(sources)?;
     let series: Vec<Series> = docs
         .iter()
         .map(|(source, m)| Series {

@@ -2,142 +2,26 @@
 //! package, node, L3 group), the membw node × node matrix, the memory-latency curve over
 //! working-set size (log x) and the effective frequency per CPU.
 
-use maud::{Markup, html};
-use serde::Deserialize;
-
-use super::{figure, from};
-use crate::measure::engines::membw::{Kernels, best_loop_rate_mb_per_s};
+use super::{figure, figures, from, serde_name};
+use crate::measure::engines::c2c::C2cReport;
+use crate::measure::engines::freq::FreqRun;
+use crate::measure::engines::membw::{MembwReport, best_loop_rate_mb_per_s};
+use crate::measure::engines::memlat::MemlatReport;
+use crate::measure::matrix::Matrix;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
 use crate::units::bytes;
+use maud::{Markup, html};
 
 /// Matrices whose cells are also given as a table (larger ones: by class, and in the embedded
 /// document).
 const MATRIX_TABLE_MAX: usize = 64;
 
-#[derive(Deserialize)]
-struct MeasureView<T> {
-    result: T,
-}
-
-/// A matrix as the engines write it (`crate::measure::matrix::Matrix`).
-#[derive(Deserialize)]
-struct MatrixView {
-    row_kind: String,
-    column_kind: String,
-    rows: Vec<String>,
-    columns: Vec<String>,
-    values: Vec<Vec<Option<f64>>>,
-}
-
-#[derive(Deserialize)]
-struct C2cView {
-    run: C2cRunView,
-    by_class: Vec<ClassLatencyView>,
-    group_breaks: Vec<usize>,
-}
-
-#[derive(Deserialize)]
-struct C2cRunView {
-    matrix_mean_ns: MatrixView,
-}
-
-#[derive(Deserialize)]
-struct ClassLatencyView {
-    class: serde_json::Value,
-    pairs: usize,
-    mean_ns: f64,
-    min_ns: f64,
-    max_ns: f64,
-}
-
-#[derive(Deserialize)]
-struct MembwView {
-    system: StreamRunView,
-    node_matrix: Option<NodeBandwidthView>,
-}
-
-#[derive(Deserialize)]
-struct StreamRunView {
-    kernels: Vec<KernelRateView>,
-    /// Absent in documents from before run-time kernel dispatch.
-    implementation: Option<Kernels>,
-    /// Absent in documents from before huge pages.
-    transparent_huge_bytes: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct KernelRateView {
-    kernel: serde_json::Value,
-    bytes_per_iteration: u64,
-    best_rate_mb_per_s: f64,
-    /// Absent in documents from before loop timing.
-    #[serde(default)]
-    loop_times_s: Vec<f64>,
-}
-
-#[derive(Deserialize)]
-struct NodeBandwidthView {
-    triad_best_mb_per_s: MatrixView,
-}
-
-#[derive(Deserialize)]
-struct MemlatView {
-    curve: ChaseRunView,
-    node_matrix: Option<NodeLatencyView>,
-}
-
-#[derive(Deserialize)]
-struct ChaseRunView {
-    cpu: u32,
-    points: Vec<ChasePointView>,
-}
-
-#[derive(Deserialize)]
-struct ChasePointView {
-    size_bytes: u64,
-    latency_ns: MedianView,
-}
-
-#[derive(Deserialize)]
-struct MedianView {
-    median: f64,
-}
-
-#[derive(Deserialize)]
-struct NodeLatencyView {
-    size_bytes: u64,
-    median_ns: MatrixView,
-}
-
-#[derive(Deserialize)]
-struct FreqView {
-    cpus: Vec<CpuFreqView>,
-}
-
-#[derive(Deserialize)]
-struct CpuFreqView {
-    cpu: u32,
-    effective_mhz: MedianView,
-}
-
-/// A JSON value (an enum's name) as text.
-fn name(value: &serde_json::Value) -> String {
-    value
-        .as_str()
-        .map_or_else(|| value.to_string(), str::to_string)
-}
-
-/// The values of a matrix, for a colour range shared by the matrices of one section.
-fn cells(m: &MatrixView) -> impl Iterator<Item = f64> + '_ {
-    m.values.iter().flatten().flatten().copied()
-}
-
 /// A matrix as a heatmap coloured within `range` (shared by the documents of a section, so
 /// before and after read on one scale), with its table.
 fn matrix_figure(
     caption: &str,
-    m: &MatrixView,
+    m: &Matrix,
     breaks: &[usize],
     unit: &str,
     range: (f64, f64),
@@ -170,11 +54,8 @@ pub(super) fn c2c(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let docs = sources
-        .iter()
-        .map(|source| Ok((*source, source.view::<MeasureView<C2cView>>()?.result)))
-        .collect::<Result<Vec<_>, SourceError>>()?;
-    let range = svg::range(docs.iter().flat_map(|(_, c)| cells(&c.run.matrix_mean_ns)));
+    let docs = figures::<C2cReport>(sources)?;
+    let range = svg::range(docs.iter().flat_map(|(_, c)| c.run.matrix_mean_ns.cells()));
     let mut parts = Vec::new();
     for (source, c2c) in &docs {
         parts.push(html! {
@@ -186,7 +67,7 @@ pub(super) fn c2c(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
                 thead { tr { th { "relation" } th { "pairs" } th { "mean (ns)" } th { "min (ns)" } th { "max (ns)" } } }
                 tbody {
                     @for c in &c2c.by_class {
-                        tr { td { (name(&c.class)) } td { (c.pairs) } td { (num(c.mean_ns)) } td { (num(c.min_ns)) } td { (num(c.max_ns)) } }
+                        tr { td { (serde_name(&c.class)) } td { (c.pairs) } td { (num(c.mean_ns)) } td { (num(c.min_ns)) } td { (num(c.max_ns)) } }
                     }
                 }
             }
@@ -200,14 +81,11 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     if sources.is_empty() {
         return Ok(None);
     }
-    let docs = sources
-        .iter()
-        .map(|source| Ok((*source, source.view::<MeasureView<MembwView>>()?.result)))
-        .collect::<Result<Vec<_>, SourceError>>()?;
+    let docs = figures::<MembwReport>(sources)?;
     let range = svg::range(
         docs.iter()
             .filter_map(|(_, m)| m.node_matrix.as_ref())
-            .flat_map(|n| cells(&n.triad_best_mb_per_s)),
+            .flat_map(|n| n.triad_best_mb_per_s.cells()),
     );
     let mut parts = Vec::new();
     for (source, m) in &docs {
@@ -224,7 +102,7 @@ pub(super) fn membw(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                 caption { "Best rate over all chosen CPUs: STREAM's (timed from dispatch to the completion barrier) and by each thread's own loop time (likwid-bench's timing)" }
                 thead { tr { th { "kernel" } th { "best rate (MB/s)" } th { "best loop rate (MB/s)" } } }
                 tbody { @for k in &run.kernels { tr {
-                    td { (name(&k.kernel)) }
+                    td { (serde_name(&k.kernel)) }
                     td { (num(k.best_rate_mb_per_s)) }
                     td { @match best_loop_rate_mb_per_s(k.bytes_per_iteration, &k.loop_times_s) {
                         Some(rate) => (num(rate)),
@@ -246,11 +124,7 @@ pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut docs = Vec::new();
-    for source in sources {
-        let doc: MeasureView<MemlatView> = source.view()?;
-        docs.push((*source, doc.result));
-    }
+    let docs = figures::<MemlatReport>(sources)?;
     let series: Vec<Series> = docs
         .iter()
         .map(|(source, m)| Series {
@@ -266,7 +140,7 @@ pub(super) fn memlat(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
     let range = svg::range(
         docs.iter()
             .filter_map(|(_, m)| m.node_matrix.as_ref())
-            .flat_map(|n| cells(&n.median_ns)),
+            .flat_map(|n| n.median_ns.cells()),
     );
     let title = "Memory latency over working-set size (median ns per load, log size axis)";
     Ok(Some(html! {
@@ -295,19 +169,17 @@ pub(super) fn freq(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let mut series = Vec::new();
-    for source in sources {
-        let doc: MeasureView<FreqView> = source.view()?;
-        series.push(Series {
+    let series: Vec<Series> = figures::<FreqRun>(sources)?
+        .into_iter()
+        .map(|(source, run)| Series {
             label: source.label(),
-            points: doc
-                .result
+            points: run
                 .cpus
                 .iter()
                 .map(|c| (f64::from(c.cpu), c.effective_mhz.median))
                 .collect(),
-        });
-    }
+        })
+        .collect();
     let title = "Effective frequency per CPU (median MHz)";
     Ok(Some(html! {
         @for source in sources { (from(source)) }

@@ -8,81 +8,15 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::{causes, figure, from};
+use super::{causes, figure, figures, from};
+use crate::measure::runner::attribution::CpuAttribution;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
-
-#[derive(Deserialize)]
-struct MeasureView<T> {
-    result: T,
-}
-
-#[derive(Deserialize)]
-struct HistogramView {
-    /// `[highest value of the bucket, ns; count]`.
-    buckets: Vec<(u64, u64)>,
-}
-
-#[derive(Deserialize)]
-struct JitterView {
-    threshold_ns: u64,
-    cpus: Vec<JitterCpuView>,
-}
-
-#[derive(Deserialize)]
-struct JitterCpuView {
-    cpu: u32,
-    setup_error: Option<String>,
-    runtime_ns: u64,
-    interruptions: u64,
-    per_second: f64,
-    stats_ns: JitterStatsView,
-    histogram: HistogramView,
-    attribution: Option<AttributionView>,
-}
-
-#[derive(Deserialize)]
-struct JitterStatsView {
-    median: u64,
-    p99: u64,
-    max: u64,
-}
-
-#[derive(Deserialize)]
-struct AttributionView {
-    irqs: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct EventCountView {
-    source: String,
-    count: u64,
-}
-
-#[derive(Deserialize)]
-struct TimerView {
-    interval_ns: u64,
-    cpus: Vec<TimerCpuView>,
-}
-
-#[derive(Deserialize)]
-struct TimerCpuView {
-    cpu: u32,
-    setup_error: Option<String>,
-    samples: u64,
-    max_ns: u64,
-    percentiles_ns: TimerPercentilesView,
-    histogram: HistogramView,
-}
-
-#[derive(Deserialize)]
-struct TimerPercentilesView {
-    p50: u64,
-    p99: u64,
-}
+use crate::report::measure::jitter::JitterResult;
+use crate::report::measure::timer::TimerResult;
+use crate::report::watch::view::Line;
 
 /// One CPU's distribution, as both engines give it.
 struct CpuDistribution {
@@ -104,21 +38,24 @@ type Run<'s> = (&'s Source, String, Vec<CpuDistribution>);
 /// (which gives the note and the CPUs). Both sections read their documents this way.
 fn read_runs<'s, T: DeserializeOwned>(
     sources: &[&'s Source],
-    run: impl Fn(T) -> (String, Vec<CpuDistribution>),
+    mut run: impl FnMut(&'s Source, T) -> (String, Vec<CpuDistribution>),
 ) -> Result<Vec<Run<'s>>, SourceError> {
-    sources
-        .iter()
-        .map(|source| {
-            let doc: MeasureView<T> = source.view()?;
-            let (note, cpus) = run(doc.result);
-            Ok((*source, note, cpus))
+    Ok(figures::<T>(sources)?
+        .into_iter()
+        .map(|(source, result)| {
+            let (note, cpus) = run(source, result);
+            (source, note, cpus)
         })
-        .collect()
+        .collect())
 }
 
 /// The jitter section.
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = read_runs(sources, |result: JitterView| {
+    let mut explained = Vec::new();
+    let runs = read_runs(sources, |source, result: JitterResult| {
+        if let Some(explain) = result.explain {
+            explained.push((source, explain));
+        }
         let cpus = result
             .cpus
             .into_iter()
@@ -133,7 +70,10 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
                 extra: vec![
                     num(c.runtime_ns as f64 / 1e9),
                     num(c.per_second),
-                    c.attribution.as_ref().map_or(String::new(), top_irqs),
+                    c.alongside
+                        .attribution
+                        .as_ref()
+                        .map_or(String::new(), top_irqs),
                 ],
             })
             .collect();
@@ -143,13 +83,6 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
         );
         (note, cpus)
     })?;
-    let mut explained = Vec::new();
-    for source in sources {
-        let doc: MeasureView<ExplainedView> = source.view()?;
-        if let Some(explain) = doc.result.explain {
-            explained.push((*source, explain));
-        }
-    }
     Ok(distributions(
         &runs,
         "interruption",
@@ -164,12 +97,6 @@ pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError>
             }
         }
     }))
-}
-
-/// The explanation of a jitter run (`--explain`).
-#[derive(Deserialize)]
-struct ExplainedView {
-    explain: Option<causes::ExplainView>,
 }
 
 /// Why the jitter section has no timeline of gaps over time: a `measure-jitter` document does
@@ -192,7 +119,7 @@ fn no_timeline() -> Markup {
 
 /// The timer section.
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
-    let runs = read_runs(sources, |result: TimerView| {
+    let runs = read_runs(sources, |_, result: TimerResult| {
         let cpus = result
             .cpus
             .into_iter()
@@ -217,10 +144,11 @@ pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
 }
 
 /// The three IRQ sources that hit a CPU most during the run.
-fn top_irqs(attribution: &AttributionView) -> String {
-    let Ok(mut counts) = Vec::<EventCountView>::deserialize(&attribution.irqs) else {
+fn top_irqs(attribution: &CpuAttribution) -> String {
+    let Some(counts) = attribution.irqs.get() else {
         return String::new();
     };
+    let mut counts: Vec<_> = counts.iter().collect();
     counts.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.source.cmp(&b.source)));
     let top: Vec<String> = counts
         .iter()
@@ -323,19 +251,6 @@ pub(super) fn series_table(series: &[Series], x: &str, y: &str) -> Markup {
     }
 }
 
-#[derive(Deserialize)]
-struct WatchSampleView {
-    at_s: f64,
-    cpus: Vec<WatchCpuView>,
-}
-
-#[derive(Deserialize)]
-struct WatchCpuView {
-    cpu: u32,
-    interrupts: BTreeMap<String, u64>,
-    softirqs: BTreeMap<String, u64>,
-}
-
 /// Series drawn one per CPU up to this many CPUs; beyond, their sum.
 const CPU_SERIES: usize = 6;
 
@@ -346,7 +261,7 @@ pub(super) fn watch(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let mut per_cpu: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
     for source in sources {
-        let sample: WatchSampleView = source.view()?;
+        let sample: Line = source.view()?;
         for c in &sample.cpus {
             let events: u64 = c.interrupts.values().chain(c.softirqs.values()).sum();
             per_cpu

@@ -5,96 +5,15 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
-use super::{figure, from};
-use crate::machine::{Avail, CpuSet};
+use super::{figure, from, serde_name};
+use crate::machine::tasks::{SchedPolicy, Task};
+use crate::machine::topology::Topology;
+use crate::machine::{Avail, CpuSet, Machine};
 use crate::report::html::source::{Source, SourceError};
+use crate::report::inventory::InventoryBody;
 use crate::report::{nic, timesync};
 use crate::units::plural;
-
-#[derive(Deserialize)]
-struct InventoryView {
-    machine: MachineView,
-}
-
-/// The inventory read whole, for the NIC and clock blocks, which show what the text shows.
-#[derive(Deserialize)]
-struct WholeInventoryView {
-    machine: crate::machine::Machine,
-}
-
-#[derive(Deserialize)]
-struct MachineView {
-    cpu: CpuView,
-    firmware: FirmwareView,
-    kernel: KernelView,
-    topology: TopologyView,
-    tasks: TasksView,
-}
-
-#[derive(Deserialize)]
-struct CpuView {
-    model_name: String,
-    processors: u32,
-}
-
-#[derive(Deserialize)]
-struct FirmwareView {
-    dmi: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct KernelView {
-    release: String,
-    preempt_rt: bool,
-    isolation: IsolationView,
-}
-
-#[derive(Deserialize)]
-struct IsolationView {
-    isolated: CpuSet,
-    nohz_full: Avail<CpuSet>,
-}
-
-#[derive(Deserialize)]
-struct TopologyView {
-    cpus: Vec<TopoCpuView>,
-    shape: ShapeView,
-}
-
-#[derive(Deserialize)]
-struct TopoCpuView {
-    cpu: u32,
-    core: u32,
-    package: u32,
-    node: Option<u32>,
-}
-
-#[derive(Deserialize)]
-struct ShapeView {
-    sockets: u32,
-    numa_nodes: u32,
-    cores: u32,
-    threads_per_core: u32,
-    l3_groups: u32,
-}
-
-#[derive(Deserialize)]
-struct TasksView {
-    tasks: Vec<TaskView>,
-}
-
-#[derive(Deserialize)]
-struct TaskView {
-    pid: u32,
-    comm: String,
-    policy: String,
-    rt_priority: u32,
-    cpus_allowed: String,
-    last_cpu: Option<u32>,
-    kernel_thread: bool,
-}
 
 /// The machine section: one part per machine. Further inventories of a host already drawn
 /// (the bundles before and after a change) show only the facts that differ, or one line.
@@ -105,13 +24,25 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     let mut drawn: Vec<(&str, &Source, Facts)> = Vec::new();
     let mut parts = Vec::new();
     for source in sources {
-        let inv: InventoryView = source.view()?;
-        let facts = facts(source, &inv.machine);
+        // An inventory this lowlat does not read whole (another version's, a FreeBSD one) is
+        // named, not drawn: the rest of the report still renders.
+        let machine = match source.view::<InventoryBody>() {
+            Ok(inv) => inv.machine.into_owned(),
+            Err(e) => {
+                parts.push(html! {
+                    (from(source))
+                    p { "Machine not shown: " (e) " (a document of another lowlat version; its \
+                         own lowlat's report shows it)." }
+                });
+                continue;
+            }
+        };
+        let facts = facts(source, &machine);
         let host = source.header.host.as_str();
         match drawn.iter().find(|(h, _, _)| *h == host) {
             None => {
-                parts.push(one(source, &inv.machine, &facts));
-                parts.push(nics_and_clock(source));
+                parts.push(one(source, &machine, &facts));
+                parts.push(nics_and_clock(&machine));
                 drawn.push((host, source, facts));
             }
             Some((_, first, before)) => parts.push(again(source, first, before, &facts)),
@@ -124,17 +55,21 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
 type Facts = Vec<(&'static str, String)>;
 
 /// The facts table of a machine: label and value per row, words for what is missing.
-fn facts(source: &Source, m: &MachineView) -> Facts {
-    let dmi = |keys: &[&str]| -> Option<String> {
-        let words: Vec<&str> = keys
+fn facts(source: &Source, m: &Machine) -> Facts {
+    let dmi = |fields: &[&Avail<String>]| -> Option<String> {
+        let words: Vec<&str> = fields
             .iter()
-            .filter_map(|k| m.firmware.dmi.get(*k).and_then(|v| v.as_str()))
+            .filter_map(|field| field.get().map(String::as_str))
             .filter(|v| !v.trim().is_empty())
             .collect();
         (!words.is_empty()).then(|| words.join(" "))
     };
+    let ids = &m.firmware.dmi;
     const NO_DMI: &str = "not recorded (no DMI tables: a VM or a container)";
-    let bios = match (dmi(&["bios_vendor", "bios_version"]), dmi(&["bios_date"])) {
+    let bios = match (
+        dmi(&[&ids.bios_vendor, &ids.bios_version]),
+        dmi(&[&ids.bios_date]),
+    ) {
         (Some(bios), Some(date)) => format!("{bios} ({date})"),
         (Some(bios), None) => bios,
         (None, Some(date)) => format!("dated {date}"),
@@ -142,14 +77,15 @@ fn facts(source: &Source, m: &MachineView) -> Facts {
     };
     let shape = &m.topology.shape;
     let isolation = &m.kernel.isolation;
+    let cpu = m.cpu.get();
     vec![
         ("Host", source.header.host.clone()),
         (
             "System",
-            dmi(&["sys_vendor", "product_name"]).unwrap_or_else(|| NO_DMI.to_string()),
+            dmi(&[&ids.sys_vendor, &ids.product_name]).unwrap_or_else(|| NO_DMI.to_string()),
         ),
         ("BIOS", bios),
-        ("CPU", m.cpu.model_name.clone()),
+        ("CPU", known(cpu.and_then(|c| c.model_name.as_ref()))),
         (
             "Shape",
             format!(
@@ -158,7 +94,7 @@ fn facts(source: &Source, m: &MachineView) -> Facts {
                 counted(shape.numa_nodes, "NUMA node"),
                 counted(shape.l3_groups, "L3 group"),
                 counted(shape.cores, "core"),
-                counted(m.cpu.processors, "CPU"),
+                counted(cpu.map_or(shape.cpus, |c| c.processors), "CPU"),
                 shape.threads_per_core
             ),
         ),
@@ -166,8 +102,8 @@ fn facts(source: &Source, m: &MachineView) -> Facts {
             "Kernel",
             format!(
                 "{}{}",
-                m.kernel.release,
-                if m.kernel.preempt_rt {
+                known(m.kernel.release.get()),
+                if m.kernel.preempt_rt.get() == Some(&true) {
                     " (PREEMPT_RT)"
                 } else {
                     ""
@@ -176,10 +112,10 @@ fn facts(source: &Source, m: &MachineView) -> Facts {
         ),
         (
             "Isolated CPUs",
-            if isolation.isolated.is_empty() {
-                "none".to_string()
-            } else {
-                isolation.isolated.to_list()
+            match &isolation.isolated {
+                Avail::Available(set) if set.is_empty() => "none".to_string(),
+                Avail::Available(set) => set.to_list(),
+                Avail::Unavailable { unavailable } => format!("unknown ({unavailable})"),
             },
         ),
         (
@@ -194,8 +130,23 @@ fn facts(source: &Source, m: &MachineView) -> Facts {
 }
 
 /// `n` and the noun, plural unless `n` is 1 ("1 socket", "2 sockets").
-fn counted(n: u32, noun: &str) -> String {
-    plural(n as usize, noun, &format!("{noun}s"))
+fn counted(n: usize, noun: &str) -> String {
+    plural(n, noun, &format!("{noun}s"))
+}
+
+/// A value the inventory has, or `unknown`.
+fn known(value: Option<&String>) -> String {
+    value.map_or_else(|| "unknown".to_string(), String::clone)
+}
+
+/// The isolated CPUs (none where the kernel did not say).
+fn isolated(m: &Machine) -> CpuSet {
+    m.kernel
+        .isolation
+        .isolated
+        .get()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn facts_table(rows: &[(&'static str, String)]) -> Markup {
@@ -204,13 +155,13 @@ fn facts_table(rows: &[(&'static str, String)]) -> Markup {
     }
 }
 
-fn one(source: &Source, m: &MachineView, facts: &[(&'static str, String)]) -> Markup {
-    let isolated = &m.kernel.isolation.isolated;
+fn one(source: &Source, m: &Machine, facts: &[(&'static str, String)]) -> Markup {
+    let isolated = isolated(m);
     html! {
         (from(source))
         (facts_table(facts))
-        (topology(&m.topology, isolated))
-        (threads(m, isolated))
+        (topology(&m.topology, &isolated))
+        (threads(m, &isolated))
     }
 }
 
@@ -236,14 +187,14 @@ fn again(
 }
 
 /// Package → node → core boxes, each core labelled with its CPUs; isolated CPUs shaded.
-fn topology(topo: &TopologyView, isolated: &CpuSet) -> Markup {
+fn topology(topo: &Topology, isolated: &CpuSet) -> Markup {
     let mut tree: BTreeMap<u32, BTreeMap<u32, BTreeMap<u32, Vec<u32>>>> = BTreeMap::new();
     for c in &topo.cpus {
-        tree.entry(c.package)
+        tree.entry(c.package.unwrap_or(0))
             .or_default()
             .entry(c.node.unwrap_or(0))
             .or_default()
-            .entry(c.core)
+            .entry(c.core.unwrap_or(c.cpu))
             .or_default()
             .push(c.cpu);
     }
@@ -302,8 +253,8 @@ fn topology(topo: &TopologyView, isolated: &CpuSet) -> Markup {
                     thead { tr { th { "CPU" } th { "package" } th { "node" } th { "core" } th { "isolated" } } }
                     tbody {
                         @for c in &topo.cpus {
-                            tr { td { (c.cpu) } td { (c.package) } td { (c.node.map_or("–".to_string(), |n| n.to_string())) }
-                                 td { (c.core) } td { @if isolated.contains(c.cpu) { "yes" } @else { "no" } } }
+                            tr { td { (c.cpu) } td { (or_dash(c.package)) } td { (or_dash(c.node)) }
+                                 td { (or_dash(c.core)) } td { @if isolated.contains(c.cpu) { "yes" } @else { "no" } } }
                         }
                     }
                 }
@@ -311,26 +262,21 @@ fn topology(topo: &TopologyView, isolated: &CpuSet) -> Markup {
     }
 }
 
+/// A number, or a dash where the inventory has none.
+fn or_dash(n: Option<u32>) -> String {
+    n.map_or("–".to_string(), |n| n.to_string())
+}
+
 fn cpu_names(cpus: &[u32]) -> String {
     let names: Vec<String> = cpus.iter().map(u32::to_string).collect();
     names.join(",")
 }
 
-/// The NIC block and the clock block, as `lowlat inventory` prints them; a note when the
-/// document's machine is not one this lowlat reads whole (written by another version).
-fn nics_and_clock(source: &Source) -> Markup {
-    let whole = match source.view::<WholeInventoryView>() {
-        Ok(whole) => whole.machine,
-        Err(e) => {
-            return html! {
-                p { "NICs and clock not shown: " (e) " (a document of another lowlat version; \
-                     its own lowlat's report shows them)." }
-            };
-        }
-    };
+/// The NIC block and the clock block, as `lowlat inventory` prints them.
+fn nics_and_clock(whole: &Machine) -> Markup {
     html! {
         h3 { "NICs" }
-        @match nic::blocks(&whole) {
+        @match nic::blocks(whole) {
             Err(reason) => p { (reason) },
             Ok(blocks) => {
                 @for b in &blocks {
@@ -345,18 +291,21 @@ fn nics_and_clock(source: &Source) -> Markup {
             }
         }
         h3 { "Clock" }
-        ul.clock { @for line in timesync::lines(&whole).lines() { li { (line) } } }
+        ul.clock { @for line in timesync::lines(whole).lines() { li { (line) } } }
     }
 }
 
 /// Threads last seen on an isolated CPU, and real-time threads: what may disturb the CPUs
 /// the application owns.
-fn threads(m: &MachineView, isolated: &CpuSet) -> Markup {
-    let shown: Vec<&TaskView> = m
+fn threads(m: &Machine, isolated: &CpuSet) -> Markup {
+    let shown: Vec<&Task> = m
         .tasks
-        .tasks
+        .get()
+        .map_or(&[][..], |t| &t.tasks)
         .iter()
-        .filter(|t| t.policy != "other" || t.last_cpu.is_some_and(|c| isolated.contains(c)))
+        .filter(|t| {
+            t.policy != SchedPolicy::Other || t.last_cpu.is_some_and(|c| isolated.contains(c))
+        })
         .collect();
     html! {
         h3 { "Threads on isolated CPUs and real-time threads (" (shown.len()) ")" }
@@ -368,7 +317,8 @@ fn threads(m: &MachineView, isolated: &CpuSet) -> Markup {
                 tbody {
                     @for t in shown {
                         tr { td { (t.pid) } td { code { (t.comm) } } td { @if t.kernel_thread { "yes" } @else { "no" } }
-                             td { (t.policy) } td { (t.rt_priority) } td { (t.cpus_allowed) }
+                             td { (serde_name(&t.policy)) } td { (t.rt_priority) }
+                             td { (t.cpus_allowed.get().map_or("unknown".to_string(), CpuSet::to_list)) }
                              td { (t.last_cpu.map_or("–".to_string(), |c| c.to_string())) } }
                     }
                 }

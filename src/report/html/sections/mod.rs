@@ -4,6 +4,8 @@
 mod causes;
 mod compare;
 mod cross;
+#[cfg(test)]
+mod documents_tests;
 mod fleet;
 mod hardware;
 mod latency;
@@ -14,10 +16,13 @@ mod setup;
 mod verdict;
 
 use maud::{Markup, html};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::source::{Source, SourceError};
 use crate::compare::run::Run;
 use crate::document::Kind;
+use crate::report::measure::Measurement;
 
 /// One titled part of the page, linked from the table of contents.
 #[derive(Debug)]
@@ -177,5 +182,25 @@ fn figure(caption: &str, chart: Markup, table: Markup) -> Markup {
 fn from(source: &Source) -> Markup {
     html! {
         p.from { "From " code { (source.name) } ", host " strong { (source.header.host) } }
+    }
+}
+
+/// The figures of each measurement document of `sources` (one kind, figures `T`), with its
+/// source.
+fn figures<'s, T: DeserializeOwned>(
+    sources: &[&'s Source],
+) -> Result<Vec<(&'s Source, T)>, SourceError> {
+    sources
+        .iter()
+        .map(|source| Ok((*source, source.view::<Measurement<T>>()?.result.figures)))
+        .collect()
+}
+
+/// The name a document gives `value` (an enum's variant: `smt_siblings`, `triad`).
+fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }

@@ -4,61 +4,12 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
 use super::latency::{ccdf, series_table};
-use super::{figure, from};
+use super::{figure, figures, from, serde_name};
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Axis, Mark, Plot, Series, num};
-
-#[derive(Deserialize)]
-struct MeasureView {
-    result: NetView,
-}
-
-#[derive(Deserialize)]
-struct NetView {
-    request: RequestView,
-    peer: String,
-    round_trips: u64,
-    messages_per_s: f64,
-    rtt: Option<TimesView>,
-    one_way_estimate: Option<TimesView>,
-    histogram: HistogramView,
-    timeouts: u64,
-    late: u64,
-    foreign: u64,
-    split: Option<SplitView>,
-}
-
-#[derive(Deserialize)]
-struct RequestView {
-    proto: String,
-    path: String,
-    size_bytes: u64,
-}
-
-#[derive(Deserialize)]
-struct TimesView {
-    min_ns: u64,
-    p50_ns: u64,
-    p90_ns: u64,
-    p99_ns: u64,
-    p999_ns: u64,
-    max_ns: u64,
-}
-
-#[derive(Deserialize)]
-struct SplitView {
-    to_socket: Option<TimesView>,
-    app_wakeup: Option<TimesView>,
-}
-
-#[derive(Deserialize)]
-struct HistogramView {
-    /// `[highest value of the bucket, ns; count]`.
-    buckets: Vec<(u64, u64)>,
-}
+use crate::report::measure::net::NetResult;
 
 fn us(ns: u64) -> String {
     num(ns as f64 / 1e3)
@@ -69,10 +20,7 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     if sources.is_empty() {
         return Ok(None);
     }
-    let docs: Vec<(&Source, NetView)> = sources
-        .iter()
-        .map(|s| Ok((*s, s.view::<MeasureView>()?.result)))
-        .collect::<Result<_, SourceError>>()?;
+    let docs = figures::<NetResult>(sources)?;
     let series: Vec<Series> = docs
         .iter()
         .filter(|(_, n)| !n.histogram.buckets.is_empty())
@@ -91,7 +39,7 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     Ok(Some(html! {
         @for (source, n) in &docs {
             (from(source))
-            p { (n.request.proto.to_uppercase()) " over " (n.request.path) " to " code { (n.peer) } ", "
+            p { (serde_name(&n.request.proto).to_uppercase()) " over " (n.request.path.name()) " to " code { (n.peer) } ", "
                 (n.request.size_bytes) "-byte messages: " (n.round_trips) " round trips, "
                 (num(n.messages_per_s)) " messages/s; timeouts " (n.timeouts) ", late " (n.late)
                 ", foreign " (n.foreign) ". The one-way figures are half the round trip." }

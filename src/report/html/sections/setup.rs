@@ -4,13 +4,16 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
-use serde::Deserialize;
 
-use super::from;
-use crate::audit::{FindingStatus, Remediation};
-use crate::report::audit::HandFix;
+use super::{from, serde_name};
+use crate::apply::verify::{self, Summary};
+use crate::audit::{Finding, FindingStatus, Remediation};
+use crate::plan::Plan;
+use crate::report::audit::{AuditBody, HandFix};
 use crate::report::html::source::{Source, SourceError};
 use crate::tuning::commands;
+use crate::tuning::grouping::{self, Shown};
+use crate::tuning::setting::Layer;
 
 /// Fix commands shown in a finding's row; the rest fold under "N more".
 const FIX_COMMANDS: usize = 3;
@@ -48,89 +51,25 @@ fn fix_cell(remediation: &Remediation) -> Markup {
     }
 }
 
-#[derive(Deserialize)]
-struct AuditView {
-    profile: ProfileView,
-    counts: BTreeMap<String, u64>,
-    findings: Vec<FindingView>,
-}
-
-#[derive(Deserialize)]
-struct ProfileView {
-    name: String,
-    /// The site profile files laid over it (absent for a built-in profile).
-    #[serde(default)]
-    files: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct FindingView {
-    rule: String,
-    title: String,
-    layer: String,
-    status: String,
-    severity: String,
-    observed: String,
-    expected: String,
-    #[serde(default)]
-    remediation: Remediation,
-    /// A site profile's waiver of the rule (in force: status `waived`; or expired).
-    #[serde(default)]
-    waiver: Option<crate::audit::WaiverNote>,
-}
-
-#[derive(Deserialize)]
-struct PlanView {
-    profile: serde_json::Value,
-    partition: PartitionView,
-    settings: Vec<SettingView>,
-}
-
-#[derive(Deserialize)]
-struct PartitionView {
-    housekeeping: String,
-    isolated: String,
-}
-
-#[derive(Deserialize)]
-struct SettingView {
-    id: String,
-    value: String,
-    layer: String,
-    reboot: bool,
-    /// A group's CPUs (`cpu:{cpus}:…`), plan.json schema 3.
-    #[serde(default)]
-    cpus: Option<String>,
-    /// A group's names (`task:{names}:…`), plan.json schema 3.
-    #[serde(default)]
-    names: Option<Vec<String>>,
-}
-
-impl SettingView {
-    /// What a group stands for (`{cpus} = 1-7`), empty for one setting.
-    fn members(&self) -> String {
-        match (&self.cpus, &self.names) {
-            (Some(cpus), _) => format!(" {{cpus}} = {cpus}"),
-            (None, Some(names)) => format!(" {{names}} = {}", names.join(", ")),
-            (None, None) => String::new(),
-        }
+/// What a group of the plan stands for (`{cpus} = 1-7`), empty for one setting.
+fn members(entry: &Shown) -> String {
+    match (&entry.cpus, &entry.names) {
+        (Some(cpus), _) => format!(" {{cpus}} = {}", cpus.to_list()),
+        (None, Some(names)) => format!(" {{names}} = {}", names.join(", ")),
+        (None, None) => String::new(),
     }
 }
 
-#[derive(Deserialize)]
-struct VerifyView {
-    plan: String,
-    summary: BTreeMap<String, u64>,
-    checks: Vec<CheckView>,
-}
-
-#[derive(Deserialize)]
-struct CheckView {
-    id: String,
-    layer: String,
-    status: String,
-    expected: String,
-    actual: String,
+/// A verify document's counts, in the order of their names.
+fn counts(summary: &Summary) -> [(&'static str, usize); 6] {
+    [
+        ("drift", summary.drift),
+        ("not_configured", summary.not_configured),
+        ("not_in_effect", summary.not_in_effect),
+        ("ok", summary.ok),
+        ("pending_reboot", summary.pending_reboot),
+        ("unsupported", summary.unsupported),
+    ]
 }
 
 /// Audit findings, grouped by layer; passes are counted, not listed.
@@ -140,23 +79,23 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
     }
     let mut parts = Vec::new();
     for source in sources {
-        let audit: AuditView = source.view()?;
+        let audit: AuditBody = source.view()?;
         // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
-        let mut by_layer: Vec<(&str, Vec<&FindingView>)> = Vec::new();
-        for f in audit.findings.iter().filter(|f| f.status != "pass") {
+        let mut by_layer: Vec<(Layer, Vec<&Finding>)> = Vec::new();
+        for f in (audit.findings.iter()).filter(|f| f.status != FindingStatus::Pass) {
             match by_layer.iter_mut().find(|(layer, _)| *layer == f.layer) {
                 Some((_, findings)) => findings.push(f),
-                None => by_layer.push((&f.layer, vec![f])),
+                None => by_layer.push((f.layer, vec![f])),
             }
         }
-        let counts: Vec<(&str, u64)> = FindingStatus::ALL
+        let counts: Vec<(&str, usize)> = FindingStatus::ALL
             .iter()
-            .filter_map(|s| Some((s.name(), *audit.counts.get(s.name())?)))
+            .map(|&s| (s.name(), audit.counts.get(s)))
             .filter(|&(_, n)| n > 0)
             .collect();
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (audit.profile.name) }
+            p { "Profile " strong { (serde_name(&audit.profile.name)) }
                 @for file in &audit.profile.files { " + " code { (file) } }
                 ": "
                 @for (i, (status, n)) in counts.iter().enumerate() {
@@ -164,13 +103,13 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                 }
             }
             @for (layer, findings) in &by_layer {
-                h3 { "Layer: " (layer) " (" (findings.len()) ")" }
+                h3 { "Layer: " (serde_name(layer)) " (" (findings.len()) ")" }
                 table {
                     thead { tr { th { "status" } th { "severity" } th { "rule" } th { "finding" } th { "observed" } th { "expected" } th { "fix (as root)" } } }
                     tbody {
                         @for f in findings {
-                            tr class=(format!("status-{}", f.status)) {
-                                td { (f.status) } td { (f.severity) } td { code { (f.rule) } }
+                            tr class=(format!("status-{}", f.status.name())) {
+                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } }
                                 td { (f.title) @if let Some(waiver) = &f.waiver { br; em { (waiver.describe()) } } }
                                 td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
                             }
@@ -190,27 +129,29 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
     }
     let mut parts = Vec::new();
     for source in plans {
-        let plan: PlanView = source.view()?;
-        let profile = plan
-            .profile
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
-        let mut by_layer: BTreeMap<&str, Vec<&SettingView>> = BTreeMap::new();
-        for s in &plan.settings {
-            by_layer.entry(&s.layer).or_default().push(s);
+        let plan: Plan = source.view()?;
+        let profile = plan.profile.name();
+        let entries: Vec<Shown> = grouping::shown(&plan.settings).collect();
+        // The layers by name, as the page has always ordered them.
+        let mut by_layer: BTreeMap<String, Vec<&Shown>> = BTreeMap::new();
+        for entry in &entries {
+            by_layer
+                .entry(serde_name(&entry.setting.layer))
+                .or_default()
+                .push(entry);
         }
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (profile) } ": housekeeping CPUs " strong { (plan.partition.housekeeping) }
-                ", isolated CPUs " strong { (plan.partition.isolated) } ", " (plan.settings.len()) " settings." }
+            p { "Profile " strong { (profile) } ": housekeeping CPUs " strong { (plan.partition.housekeeping.to_list()) }
+                ", isolated CPUs " strong { (plan.partition.isolated.to_list()) } ", " (entries.len()) " settings." }
             @for (layer, settings) in &by_layer {
                 h3 { "Layer: " (layer) " (" (settings.len()) ")" }
                 table {
                     thead { tr { th { "setting" } th { "value" } th { "needs reboot" } } }
                     tbody {
-                        @for s in settings {
-                            tr { td { code { (s.id) } (s.members()) } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                        @for entry in settings {
+                            @let s = &entry.setting;
+                            tr { td { code { (s.id) } (members(entry)) } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
                         }
                     }
                 }
@@ -218,11 +159,11 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
         });
     }
     for source in verifies {
-        let verify: VerifyView = source.view()?;
+        let verify: verify::Report = source.view()?;
         parts.push(html! {
             (from(source))
             p { "Checked against " code { (verify.plan) } ": "
-                @for (i, (status, n)) in verify.summary.iter().enumerate() {
+                @for (i, (status, n)) in counts(&verify.summary).iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
             }
@@ -230,8 +171,9 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                 thead { tr { th { "status" } th { "layer" } th { "setting" } th { "expected" } th { "actual" } } }
                 tbody {
                     @for c in &verify.checks {
-                        tr class=(format!("status-{}", c.status)) {
-                            td { (c.status) } td { (c.layer) } td { code { (c.id) } } td { code { (c.expected) } } td { code { (c.actual) } }
+                        @let status = serde_name(&c.status);
+                        tr class=(format!("status-{status}")) {
+                            td { (status) } td { (serde_name(&c.layer)) } td { code { (c.id.to_string()) } } td { code { (c.expected) } } td { code { (c.actual) } }
                         }
                     }
                 }
