@@ -38,6 +38,7 @@
 //! | `compare`         | 3              | `compare --json`               | `report`            |
 //! | `calibration`     | 1              | `compare --calibrate --json`   |                     |
 //! | `fleet`           | 2              | `fleet report --json`          | `report`, `--html`  |
+//! | `profile`         | 1              | `profile show --json`          |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -109,6 +110,9 @@ pub enum Kind {
     /// Many hosts grouped, with each group's outliers and the rules' tallies
     /// (`lowlat fleet report --json`).
     Fleet,
+    /// A profile resolved, each expectation with where it was set (`lowlat profile show
+    /// --json`).
+    Profile,
 }
 
 impl Kind {
@@ -143,6 +147,7 @@ impl Kind {
             Kind::Compare => 3, // 3: primary endpoints, environment, ratios, detail rows
             Kind::Calibration => 1,
             Kind::Fleet => 2, // born with the envelope, numbered as its kinds are
+            Kind::Profile => 1,
         }
     }
 

@@ -99,7 +99,9 @@ pub(crate) struct Summary {
     pub not_configured: usize,
     /// Kernel arguments on the command line that the running kernel ignores.
     pub not_in_effect: usize,
-    /// Settings no journaled apply covered (left out by `apply --runtime` or `--boot`).
+    /// Settings no journaled apply covered (left out by `apply --runtime` or `--boot`); 0 in
+    /// documents of a lowlat from before the apply's scope was journaled.
+    #[serde(default)]
     pub not_applied: usize,
     /// Settings that cannot be checked here.
     pub unsupported: usize,

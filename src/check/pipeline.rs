@@ -13,7 +13,7 @@ use thiserror::Error;
 use super::targets::{self, Target};
 use super::{CpuFigures, TargetVerdict};
 use crate::audit::partition::{self, AuditPartition, MeasuredCpus};
-use crate::audit::profile::{self, Profile, ProfileError};
+use crate::audit::profile::Profile;
 use crate::audit::{self, Audit};
 use crate::machine::kernel::stat;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -35,7 +35,6 @@ use crate::measure::runner::threads::LoopSpec;
 use crate::measure::trace::Explanation;
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
-use crate::tuning::profile_name::ProfileName;
 
 /// The jitter run counts gaps from this length, ns: short enough for the distribution that
 /// `compare` and `report` use, far below the 10 µs of the targets.
@@ -52,8 +51,9 @@ const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
 /// What a check is asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct CheckRequest {
-    /// The profile to audit against and whose targets to meet.
-    pub profile: ProfileName,
+    /// The profile to audit against and whose targets to meet (a built-in one, or a site
+    /// profile laid over one).
+    pub profile: Profile,
     /// The CPUs to measure; `None`: the rule of the CPUs that matter
     /// (`audit::partition::measured_cpus`).
     pub cpus: Option<CpuSet>,
@@ -81,9 +81,6 @@ impl CheckRequest {
 /// Why a check could not run.
 #[derive(Debug, Error)]
 pub(crate) enum CheckError {
-    /// The profile could not be loaded.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
     /// The machine's partition could not be formed.
     #[error("the partition: {0}")]
     Partition(#[from] PartitionError),
@@ -147,13 +144,13 @@ pub(crate) fn prepare(
     request: CheckRequest,
     probed: impl FnOnce(&VcpuProbe),
 ) -> Result<Prepared, CheckError> {
-    let profile = profile::load(request.profile)?;
+    let profile = request.profile.clone();
     let machine = Machine::read(&root);
     let CpusThatMatter {
         partition,
         allowed,
         measured,
-    } = cpus_that_matter(&machine, request.cpus.as_ref())?;
+    } = cpus_that_matter(&machine, Some(&profile), request.cpus.as_ref())?;
     let audit = match machine.hypervisor {
         Some(_) => {
             let probe = vcpu_probe(&machine, &allowed);
@@ -189,12 +186,18 @@ pub(crate) struct CpusThatMatter {
 }
 
 /// The CPUs that matter on `machine`, as `check` and the loop engines without `--cpus`
-/// measure them: `requested`, else the isolated CPUs, else every CPU but the first.
+/// measure them: `requested`, else the isolated CPUs (a site `profile`'s partition, else the
+/// machine's), else every CPU but the first.
 pub(crate) fn cpus_that_matter(
     machine: &Machine,
+    profile: Option<&Profile>,
     requested: Option<&CpuSet>,
 ) -> Result<CpusThatMatter, PartitionError> {
-    let partition = partition::choose(machine, None)?;
+    // A site profile's partition, else the machine's own.
+    let partition = match profile {
+        Some(profile) => crate::audit::site::choose_partition(machine, None, profile)?,
+        None => partition::choose(machine, None)?,
+    };
     let online = machine.topology.online_cpus();
     let allowed = harness::current_affinity().unwrap_or(online.clone());
     let measured = partition::measured_cpus(&partition, &online, &allowed, requested);

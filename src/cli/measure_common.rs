@@ -511,8 +511,8 @@ pub(crate) fn emit<R, T: Serialize>(
 /// The CPUs a check measures on this machine ([`check::cpus_that_matter`]).
 pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
     let machine = Machine::read(&live_root(cli)?);
-    let chosen =
-        check::cpus_that_matter(&machine, requested).map_err(|e| anyhow!("the partition: {e}"))?;
+    let chosen = check::cpus_that_matter(&machine, None, requested)
+        .map_err(|e| anyhow!("the partition: {e}"))?;
     Ok(chosen.measured)
 }
 

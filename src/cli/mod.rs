@@ -89,7 +89,7 @@ pub enum Command {
     Inventory(inventory::InventoryArgs),
     /// Check the machine against a tuning profile: findings with evidence, sources and exact
     /// fixes.
-    Audit(audit::AuditArgs),
+    Audit(Box<audit::AuditArgs>),
     /// Capture the files lowlat reads into one archive, to inventory or audit elsewhere with
     /// `--snapshot FILE`.
     Snapshot(snapshot::SnapshotArgs),
@@ -130,6 +130,9 @@ pub enum Command {
     /// Many hosts at once, offline, from their snapshots: group them, name the hosts that
     /// differ from their group field by field (`fleet report`), one plan per group (`fleet plan`).
     Fleet(fleet::FleetArgs),
+    /// The profiles: list the built-in ones, or show one resolved (a built-in profile or a
+    /// site profile file) with where each expectation was set.
+    Profile(profile::ProfileArgs),
 }
 
 pub(crate) mod apply;
@@ -154,6 +157,7 @@ mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
+pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod run;
@@ -319,5 +323,6 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),
         Command::Fleet(args) => fleet::run(&cli, args),
+        Command::Profile(args) => profile::run(args),
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod measure;
 pub(crate) mod nfd;
 pub mod nic;
 pub mod plan;
+pub(crate) mod profile;
 pub mod runs;
 pub(crate) mod table;
 pub mod timesync;

@@ -53,6 +53,7 @@ mod plan_defects;
 mod plan_hostile;
 mod plan_platforms;
 mod plan_tuned;
+mod profiles;
 mod replay_cyclictest;
 mod replay_sysjitter;
 mod report_html;

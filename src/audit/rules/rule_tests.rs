@@ -61,7 +61,12 @@ fn audit_one_for(
         entries: vec![Entry {
             rule,
             expect: Expect::parse(cell, rule).unwrap(),
+            origin: crate::audit::profile::Origin::Builtin {
+                profile: PROFILES[0].name,
+                line: 0,
+            },
         }],
+        site: None,
     };
     let partition = partition::choose(&machine, isolate).unwrap();
     let audit = crate::audit::run(&machine, &profile, &partition);

@@ -95,7 +95,9 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
             .collect();
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (serde_name(&audit.profile.name)) } ": "
+            p { "Profile " strong { (serde_name(&audit.profile.name)) }
+                @for file in &audit.profile.files { " + " code { (file) } }
+                ": "
                 @for (i, (status, n)) in counts.iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
@@ -107,7 +109,8 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                     tbody {
                         @for f in findings {
                             tr class=(format!("status-{}", f.status.name())) {
-                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } } td { (f.title) }
+                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } }
+                                td { (f.title) @if let Some(waiver) = &f.waiver { br; em { (waiver.describe()) } } }
                                 td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
                             }
                         }
