@@ -61,9 +61,10 @@ fn members(entry: &Shown) -> String {
 }
 
 /// A verify document's counts, in the order of their names.
-fn counts(summary: &Summary) -> [(&'static str, usize); 6] {
+fn counts(summary: &Summary) -> [(&'static str, usize); 7] {
     [
         ("drift", summary.drift),
+        ("not_applied", summary.not_applied),
         ("not_configured", summary.not_configured),
         ("not_in_effect", summary.not_in_effect),
         ("ok", summary.ok),
