@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use lowlat::compare::load::load;
 use lowlat::compare::run::{Family, Run};
 use lowlat::compare::{Options, by_family, compare_each};
+use lowlat::report::runs::load;
 
 const FACTORS: [f64; 9] = [
     0.5,

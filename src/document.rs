@@ -38,6 +38,7 @@
 //! | `compare`         | 3              | `compare --json`               | `report`            |
 //! | `calibration`     | 1              | `compare --calibrate --json`   |                     |
 //! | `fleet`           | 2              | `fleet report --json`          | `report`, `--html`  |
+//! | `profile`         | 1              | `profile show --json`          |                     |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -109,6 +110,9 @@ pub enum Kind {
     /// Many hosts grouped, with each group's outliers and the rules' tallies
     /// (`lowlat fleet report --json`).
     Fleet,
+    /// A profile resolved, each expectation with where it was set (`lowlat profile show
+    /// --json`).
+    Profile,
 }
 
 impl Kind {
@@ -143,6 +147,7 @@ impl Kind {
             Kind::Compare => 3, // 3: primary endpoints, environment, ratios, detail rows
             Kind::Calibration => 1,
             Kind::Fleet => 2, // born with the envelope, numbered as its kinds are
+            Kind::Profile => 1,
         }
     }
 
@@ -309,13 +314,22 @@ pub enum LayoutError {
 /// `kind` is schema 1 when its `schema_version` is 1 or absent (the snapshot manifest had
 /// none).
 pub(crate) fn layout(text: &str, kind: Kind) -> Result<Layout, LayoutError> {
-    #[derive(Deserialize)]
-    struct Stamp {
-        schema_version: Option<u32>,
-        kind: Option<String>,
-    }
     let stamp: Stamp = serde_json::from_str(text)?;
     layout_of(stamp.schema_version, stamp.kind.as_deref(), kind)
+}
+
+/// The envelope's fields as a reader meets them before it knows what a JSON file is: each may
+/// be missing (a document before the envelope, a JSON file that is no lowlat document), and
+/// `kind` may name a kind this lowlat does not know. Read with it first, then the document
+/// with its writer's type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub(crate) struct Stamp {
+    /// [`Header::schema_version`], when the document has one.
+    pub schema_version: Option<u32>,
+    /// [`Header::kind`] as written.
+    pub kind: Option<String>,
+    /// [`Header::host`].
+    pub host: Option<String>,
 }
 
 /// [`layout`] on the two fields already read.

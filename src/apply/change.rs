@@ -65,6 +65,9 @@ pub(crate) enum Unsupported {
         /// The GRUB defaults file looked for.
         defaults: &'static str,
     },
+    /// The boot loader reads no GRUB configuration (systemd-boot): why and what to do.
+    #[error("{0}")]
+    OtherBootloader(crate::machine::capabilities::Unhonoured),
 }
 
 /// What a change found before acting.

@@ -167,6 +167,11 @@ pub(crate) enum Record {
         boot_id: Option<String>,
         /// The plan file applied.
         plan: String,
+        /// Which part of the plan this apply covered (`runtime`, `boot` or `all`): verify says
+        /// "not applied (runtime only)" of the persistent settings an `apply --runtime` left
+        /// out. Journals of earlier versions lack it and read as `all`.
+        #[serde(default)]
+        scope: super::Scope,
         /// Directories created for the journal itself (outermost first), removed by revert.
         created_dirs: Vec<String>,
     },
@@ -576,6 +581,7 @@ mod tests {
             stamp: BeginStamp::now("h"),
             boot_id: Some("b".into()),
             plan: "/p.json".into(),
+            scope: super::super::Scope::All,
             created_dirs: vec![],
         }
     }
@@ -730,6 +736,21 @@ mod tests {
         assert_eq!(journal.torn_last_line, None);
         assert_eq!(journal.entries.len(), 5);
         assert_eq!(journal.entries[4].record, knob("/c"));
+    }
+
+    #[test]
+    fn a_begin_without_a_scope_reads_as_a_whole_apply() {
+        // Journals written before the scope was recorded.
+        let begin = begin();
+        let line = encode(1, &begin).replace(r#","scope":"all""#, "");
+        let json = &line[LINE_START.len() + 8 + ENTRY_KEY.len()..line.len() - 2];
+        let line = format!(
+            "{LINE_START}{:08x}{ENTRY_KEY}{json}}}\n",
+            crc32(json.as_bytes())
+        );
+        assert!(!line.contains("scope"), "{line}");
+        let journal = parse(line.as_bytes(), "j").unwrap();
+        assert_eq!(journal.entries[0].record, begin);
     }
 
     #[test]

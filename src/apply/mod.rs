@@ -25,9 +25,10 @@ pub(crate) mod run;
 mod tests;
 pub(crate) mod verify;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::document;
+use crate::machine::capabilities::Capabilities;
 use crate::machine::{CpuSet, Machine};
 use crate::plan::{Plan, systemd};
 use crate::tuning::kernel_args::AllArgs;
@@ -37,7 +38,7 @@ use change::{ApplyContext, ChangeError, FollowUps, run_follow_ups};
 use journal::{BeginStamp, Record, Writer};
 
 /// Which part of a plan to apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Scope {
     /// What takes effect now: sysctls, IRQs, tasks, cpufreq, cpuidle, THP, hugepages,
@@ -47,6 +48,7 @@ pub(crate) enum Scope {
     /// enabled at boot.
     Boot,
     /// Both.
+    #[default]
     All,
 }
 
@@ -385,6 +387,9 @@ pub(crate) struct ApplyReport {
     /// has no bootloader tool lowlat can use): `why`, `add`, `remove`; `null` otherwise. Apply
     /// exits 1 when it is set.
     pub boot_not_configured: Option<verify::BootLine>,
+    /// Where nothing re-applies the settings at boot (PID 1 is not systemd): what persists and
+    /// what does not, in one sentence; `null` otherwise.
+    pub persistence: Option<String>,
 }
 
 impl ApplyReport {
@@ -463,12 +468,18 @@ impl Steps {
     }
 }
 
-/// The `begin` record of an apply.
-pub(crate) fn begin_record(ctx: &ApplyContext, plan_path: &str, created_dirs: &[String]) -> Record {
+/// The `begin` record of an apply of `scope`.
+pub(crate) fn begin_record(
+    ctx: &ApplyContext,
+    plan_path: &str,
+    scope: Scope,
+    created_dirs: &[String],
+) -> Record {
     Record::Begin {
         stamp: BeginStamp::now(document::host_name(ctx.root)),
         boot_id: boot_id(ctx.root),
         plan: plan_path.to_string(),
+        scope,
         created_dirs: created_dirs.to_vec(),
     }
 }
@@ -489,15 +500,17 @@ pub(crate) enum ApplyError {
     Journal(#[from] journal::AppendError),
 }
 
-/// Applies `items` under the lock, journaling into the SysRoot's `/var/lib/lowlat/`.
+/// Applies `items` (prepared for `scope`) under the lock, journaling into the SysRoot's
+/// `/var/lib/lowlat/`.
 pub(crate) fn apply(
     ctx: &ApplyContext,
     items: &[Item],
     plan_path: &str,
+    scope: Scope,
     steps: &mut Steps,
 ) -> Result<ApplyReport, ApplyError> {
     let lock = lock::Lock::acquire(ctx.root)?;
-    let begin = begin_record(ctx, plan_path, lock.created_dirs());
+    let begin = begin_record(ctx, plan_path, scope, lock.created_dirs());
     let mut writer = Writer::open(ctx.root, begin)?;
     Ok(execute(ctx, items, Some(&mut writer), steps))
 }
@@ -595,6 +608,7 @@ pub(crate) fn execute(
     report.journaled = writer.as_ref().is_some_and(|w| w.started());
     report.reboot_required = pending_reboot(ctx, items);
     report.boot_not_configured = items.iter().find_map(|i| i.boot_line.clone());
+    report.persistence = Capabilities::of(ctx.machine).persistence();
     report
 }
 

@@ -49,7 +49,14 @@ fn ctx<'a>(root: &'a SysRoot, machine: &'a Machine) -> ApplyContext<'a> {
 fn apply_plan(root: &SysRoot, machine: &Machine, plan: &Plan) -> ApplyReport {
     let ctx = ctx(root, machine);
     let items = prepare(&ctx, plan, &plan.to_json(), Scope::All).unwrap();
-    apply(&ctx, &items, "/tmp/plan.json", &mut Steps::new()).unwrap()
+    apply(
+        &ctx,
+        &items,
+        "/tmp/plan.json",
+        Scope::All,
+        &mut Steps::new(),
+    )
+    .unwrap()
 }
 
 fn item<'r>(report: &'r ApplyReport, id: &str) -> &'r ItemReport {

@@ -109,6 +109,7 @@ pub(crate) fn run<E: From<ApplyRunError>>(
         &ctx,
         &prepared.items,
         &prepared.request.path,
+        prepared.request.scope,
         &mut Steps::new(),
     )
     .map_err(ApplyRunError::from)?;

@@ -104,7 +104,7 @@ fn run_apply(f: &Fixture, plan: &Plan, steps: &mut Steps) -> ApplyReport {
     let root = f.root();
     let ctx = ctx(&root, &f.machine);
     let items = prepare(&ctx, plan, &plan.to_json(), Scope::All).unwrap();
-    apply(&ctx, &items, "/tmp/plan.json", steps).unwrap()
+    apply(&ctx, &items, "/tmp/plan.json", Scope::All, steps).unwrap()
 }
 
 fn run_revert(f: &Fixture) -> revert::RevertReport {
@@ -340,7 +340,7 @@ fn a_damaged_journal_stops_revert_before_any_change() {
     // Nor does a new apply write after a damaged journal.
     let ctx = ctx(&root, &f.machine);
     let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
-    let err = apply(&ctx, &items, "p", &mut Steps::new()).unwrap_err();
+    let err = apply(&ctx, &items, "p", Scope::All, &mut Steps::new()).unwrap_err();
     assert!(err.to_string().contains("checksum mismatch"), "{err}");
 }
 
@@ -591,4 +591,163 @@ fn an_argument_the_kernel_ignores_is_not_in_effect_not_ok() {
         &setting("cmdline:rcu_nocbs", "rcu_nocbs=1-3", Layer::Boot),
     );
     assert_eq!(rcu.status, VerifyStatus::Ok, "{rcu:?}");
+}
+
+#[test]
+fn after_apply_runtime_the_persistent_settings_are_not_applied_not_drift() {
+    // Issue 43: verify after `apply --runtime` said drift of every file and kernel argument,
+    // as if someone had undone them.
+    let f = Fixture::new("epyc7f32-2s");
+    let plan = plan_for(&f.machine, &f.root());
+    let root = f.root();
+    let before = ctx(&root, &f.machine);
+    let items = prepare(&before, &plan, &plan.to_json(), Scope::Runtime).unwrap();
+    apply(
+        &before,
+        &items,
+        "/tmp/plan.json",
+        Scope::Runtime,
+        &mut Steps::new(),
+    )
+    .unwrap();
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    let check = |id: &str| {
+        report
+            .checks
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no check {id}"))
+    };
+    assert_eq!(check("sysctl:vm.stat_interval").status, VerifyStatus::Ok);
+    for id in ["cmdline:nohz_full", "file:/etc/sysctl.d/99-lowlat.conf"] {
+        let c = check(id);
+        assert_eq!(c.status, VerifyStatus::NotApplied, "{c:?}");
+        assert!(
+            c.actual
+                .ends_with("not applied (runtime only: `lowlat apply --runtime` left it out)"),
+            "{}",
+            c.actual
+        );
+    }
+    assert!(report.summary.not_applied >= 2, "{:?}", report.summary);
+    assert!(!report.drifted(), "{:?}", report.summary);
+    // A run-time setting changed behind lowlat's back is still drift.
+    f.dir.write("/proc/sys/vm/stat_interval", "1\n");
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    assert!(report.drifted());
+    // After the whole plan is applied, nothing is left out any more.
+    run_apply(&f, &plan, &mut Steps::new());
+    let machine = Machine::read(&root);
+    let report = verify::verify(&ctx(&root, &machine), &plan, "p");
+    assert_eq!(report.summary.not_applied, 0, "{:?}", report.summary);
+}
+
+#[test]
+fn without_systemd_apply_and_verify_say_once_what_persists() {
+    // Issue 43: on a host whose PID 1 is not systemd, nothing said which of the applied
+    // settings would survive a reboot.
+    let f = Fixture::new("epyc7f32-2s");
+    let under_systemd = run_apply(&f, &plan_for(&f.machine, &f.root()), &mut Steps::new());
+    assert_eq!(under_systemd.persistence, None);
+    let f = Fixture::new("epyc7f32-2s");
+    let stat = f.root().read("/proc/1/stat").unwrap();
+    f.dir
+        .write("/proc/1/stat", stat.replace("(systemd)", "(process_api)"))
+        .write("/proc/1/comm", "process_api\n");
+    let f = Fixture {
+        machine: Machine::read(&f.root()),
+        ..f
+    };
+    let plan = plan_for(&f.machine, &f.root());
+    let report = run_apply(&f, &plan, &mut Steps::new());
+    let said = report.persistence.clone().expect("persistence said");
+    assert!(
+        said.starts_with("PID 1 is process_api, not systemd"),
+        "{said}"
+    );
+    assert!(
+        said.contains("What persists: the kernel arguments"),
+        "{said}"
+    );
+    assert!(said.contains("again after each boot"), "{said}");
+    // Said once for the whole apply, not per setting.
+    let per_setting = (report.items.iter())
+        .filter(|i| {
+            i.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("not systemd"))
+        })
+        .count();
+    assert_eq!(per_setting, 0, "{report:?}");
+    let root = f.root();
+    let verified = verify::verify(&ctx(&root, &f.machine), &plan, "p");
+    assert_eq!(verified.persistence.as_deref(), Some(said.as_str()));
+}
+
+#[test]
+fn an_isolcpus_flag_the_kernel_rejected_is_not_in_effect() {
+    // Issue 43: RHEL 8.1's 4.18 kernel; on a kernel older than 5.6 upstream, the boot log says
+    // it rejected managed_irq (and with it the whole isolcpus=).
+    let dir = TestTree::fixture("epyc7f32-2s");
+    dir.write("/proc/cmdline", "ro isolcpus=managed_irq,domain,1-7\n");
+    let setting = setting(
+        "cmdline:isolcpus",
+        "isolcpus=managed_irq,domain,1-7",
+        Layer::Boot,
+    );
+    let root = dir.root();
+    let machine = Machine::read(&root);
+    let before = verify::check(&ctx(&root, &machine), &setting);
+    assert_eq!(before.status, VerifyStatus::Ok, "{before:?}");
+    dir.write("/dev/kmsg", "4,2,10,-;isolcpus: Error, unknown flag\n");
+    let machine = Machine::read(&root);
+    let after = verify::check(&ctx(&root, &machine), &setting);
+    assert_eq!(after.status, VerifyStatus::NotInEffect, "{after:?}");
+    assert!(
+        after
+            .actual
+            .contains("but the flag managed_irq is unknown to this kernel"),
+        "{}",
+        after.actual
+    );
+}
+
+#[test]
+fn on_systemd_boot_the_kernel_arguments_are_not_written_into_grubs_files() {
+    // Issue 43: the boot loader was not in the model, so a GRUB defaults file left on a
+    // systemd-boot machine got the arguments, and nothing read them at boot.
+    let f = Fixture::new("epyc7f32-2s");
+    f.dir.write("/boot/efi/loader/loader.conf", "timeout 3\n");
+    let root = f.root();
+    let grub = root.read("/etc/default/grub").unwrap();
+    let machine = Machine::read(&root);
+    let plan = plan_for(&machine, &root);
+    let ctx = ctx(&root, &machine);
+    let items = prepare(&ctx, &plan, &plan.to_json(), Scope::All).unwrap();
+    let report = apply(
+        &ctx,
+        &items,
+        "/tmp/plan.json",
+        Scope::All,
+        &mut Steps::new(),
+    )
+    .unwrap();
+    let boot = report
+        .items
+        .iter()
+        .find(|i| i.layer == Layer::Boot)
+        .unwrap();
+    assert_eq!(boot.status, ItemStatus::Unsupported, "{boot:?}");
+    let reason = boot.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("the boot loader is systemd-boot"),
+        "{reason}"
+    );
+    assert_eq!(root.read("/etc/default/grub").unwrap(), grub);
+    let line = report
+        .boot_not_configured
+        .expect("the arguments to add by hand");
+    assert!(line.why.contains("/etc/kernel/cmdline"), "{}", line.why);
 }

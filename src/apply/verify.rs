@@ -3,13 +3,18 @@
 //! `/proc/cmdline`), `not-configured` (kernel arguments absent from `/proc/cmdline` on a machine
 //! whose bootloader lowlat has no tool for, so no apply could have configured them) or
 //! `unsupported` (not on this machine, or not readable here), with the expected and actual
-//! values. Reading only: it works on the live machine, a directory tree and a snapshot.
+//! values. A setting that the journaled applies left out (`apply --runtime` leaves the
+//! persistent ones out) is `not-applied`, not drift. Reading only: it works on the live
+//! machine, a directory tree and a snapshot.
 
 use serde::{Deserialize, Serialize};
 
+use super::Scope;
 use super::appliers::{self, Expansion, boot};
 use super::change::{ApplyContext, Change, ChangeError};
-use crate::machine::capabilities::Capabilities;
+use super::journal::{self, Record};
+use crate::machine::capabilities::{Capabilities, UnknownFlag, isolcpus_unknown_flags};
+use crate::machine::kernel::cmdline::isolcpus_flags;
 use crate::plan::Plan;
 use crate::tuning::kernel_args::{AllArgs, Args};
 use crate::tuning::setting::{Layer, Setting};
@@ -32,6 +37,9 @@ pub(crate) enum VerifyStatus {
     /// Kernel arguments on the command line that the running kernel ignores (built without
     /// the option they need): written, but not in effect. A difference from the plan.
     NotInEffect,
+    /// Not as planned, and no journaled apply covered it (`apply --runtime` leaves the
+    /// persistent settings out): not applied, rather than drift. Not a difference.
+    NotApplied,
     /// Not on this machine, or not readable here.
     Unsupported,
 }
@@ -46,6 +54,7 @@ impl VerifyStatus {
             VerifyStatus::PendingReboot => "pending-reboot",
             VerifyStatus::NotConfigured => "not-configured",
             VerifyStatus::NotInEffect => "not-in-effect",
+            VerifyStatus::NotApplied => "not-applied",
             VerifyStatus::Unsupported => "unsupported",
         }
     }
@@ -90,6 +99,10 @@ pub(crate) struct Summary {
     pub not_configured: usize,
     /// Kernel arguments on the command line that the running kernel ignores.
     pub not_in_effect: usize,
+    /// Settings no journaled apply covered (left out by `apply --runtime` or `--boot`); 0 in
+    /// documents of a lowlat from before the apply's scope was journaled.
+    #[serde(default)]
+    pub not_applied: usize,
     /// Settings that cannot be checked here.
     pub unsupported: usize,
 }
@@ -106,6 +119,9 @@ pub(crate) struct Report {
     /// When some kernel arguments are `not-configured`: what to do about them; `null`
     /// otherwise.
     pub boot_line: Option<BootLine>,
+    /// Where nothing re-applies the settings at boot (PID 1 is not systemd): what persists and
+    /// what does not, as apply says it; `null` otherwise.
+    pub persistence: Option<String>,
 }
 
 /// The kernel arguments to configure by hand, on a machine whose bootloader lowlat has no tool
@@ -175,9 +191,15 @@ impl Report {
     }
 }
 
-/// Checks every setting of `plan` against the machine of `ctx`.
+/// Checks every setting of `plan` against the machine of `ctx`; what differs where no
+/// journaled apply covered it is [`VerifyStatus::NotApplied`].
 pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report {
-    let checks: Vec<SettingCheck> = plan.settings.iter().map(|s| check(ctx, s)).collect();
+    let applied = applied_scopes(ctx);
+    let checks: Vec<SettingCheck> = plan
+        .settings
+        .iter()
+        .map(|s| left_out(check(ctx, s), s, &applied))
+        .collect();
     let mut summary = Summary::default();
     for c in &checks {
         match c.status {
@@ -186,6 +208,7 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
             VerifyStatus::PendingReboot => summary.pending_reboot += 1,
             VerifyStatus::NotConfigured => summary.not_configured += 1,
             VerifyStatus::NotInEffect => summary.not_in_effect += 1,
+            VerifyStatus::NotApplied => summary.not_applied += 1,
             VerifyStatus::Unsupported => summary.unsupported += 1,
         }
     }
@@ -195,6 +218,48 @@ pub(crate) fn verify(ctx: &ApplyContext, plan: &Plan, plan_path: &str) -> Report
         summary,
         checks,
         boot_line,
+        persistence: Capabilities::of(ctx.machine).persistence(),
+    }
+}
+
+/// The scopes of the applies in the journal under the root (`apply --runtime` is `runtime`),
+/// each once; empty when nothing is journaled or the journal cannot be read (then nothing is
+/// known to be left out).
+fn applied_scopes(ctx: &ApplyContext) -> Vec<Scope> {
+    let Ok(Some(journal)) = journal::read(ctx.root) else {
+        return Vec::new();
+    };
+    let mut scopes = Vec::new();
+    for entry in journal.entries {
+        if let Record::Begin { scope, .. } = entry.record
+            && !scopes.contains(&scope)
+        {
+            scopes.push(scope);
+        }
+    }
+    scopes
+}
+
+/// `checked` made `not-applied` when it differs from the plan and none of the journaled
+/// applies (`applied`) covered `setting`.
+fn left_out(checked: SettingCheck, setting: &Setting, applied: &[Scope]) -> SettingCheck {
+    let differs = matches!(
+        checked.status,
+        VerifyStatus::Drift | VerifyStatus::NotConfigured
+    );
+    if !differs || applied.is_empty() || applied.iter().any(|s| s.includes(setting)) {
+        return checked;
+    }
+    let names: Vec<&str> = applied.iter().map(|s| s.name()).collect();
+    SettingCheck {
+        status: VerifyStatus::NotApplied,
+        actual: format!(
+            "{}; not applied ({} only: `lowlat apply --{}` left it out)",
+            checked.actual,
+            names.join(" and "),
+            names.join("` and `lowlat apply --")
+        ),
+        ..checked
     }
 }
 
@@ -292,6 +357,21 @@ fn check_changes(ctx: &ApplyContext, changes: &[Box<dyn Change>]) -> (VerifyStat
     (VerifyStatus::Ok, first.unwrap_or_default())
 }
 
+/// The first flag of a planned `isolcpus=` that the running kernel certainly does not know
+/// (its boot log says it skipped or rejected it).
+fn unknown_isolcpus_flag(ctx: &ApplyContext, setting: &Setting) -> Option<UnknownFlag> {
+    if setting.id != SettingId::Cmdline("isolcpus".to_string()) {
+        return None;
+    }
+    let flags: Vec<&str> = (setting.value.split_whitespace())
+        .filter_map(|arg| arg.strip_prefix("isolcpus="))
+        .flat_map(|value| isolcpus_flags(value).0)
+        .collect();
+    isolcpus_unknown_flags(&ctx.machine.kernel, &flags)
+        .into_iter()
+        .find(|unknown| unknown.certain)
+}
+
 fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
     let args = match Args::of(setting) {
         Ok(args) => args,
@@ -317,6 +397,15 @@ fn check_boot(ctx: &ApplyContext, setting: &Setting) -> (VerifyStatus, String) {
             return (
                 VerifyStatus::NotInEffect,
                 format!("{running}, but {}", why.reason),
+            );
+        }
+        if let Some(unknown) = unknown_isolcpus_flag(ctx, setting) {
+            return (
+                VerifyStatus::NotInEffect,
+                format!(
+                    "{running}, but the flag {} is unknown to this kernel: {}",
+                    unknown.flag, unknown.why
+                ),
             );
         }
         return (VerifyStatus::Ok, running);

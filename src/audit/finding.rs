@@ -21,6 +21,9 @@ pub enum FindingStatus {
     /// Differs from the profile in a way the profile treats as advice, or a contested value,
     /// or by a trade-off that lowlat plans only when asked (`not planned (trade-off)`).
     Warn,
+    /// Differs from the profile, and a site profile accepts it (a waiver in force, with its
+    /// reason): reported, never an exit code of 1.
+    Waived,
     /// Differs from the profile.
     Fail,
     /// The rule does not apply here (a knob this kernel does not have, bare metal vs VM).
@@ -29,10 +32,11 @@ pub enum FindingStatus {
 
 impl FindingStatus {
     /// Every status, in report order.
-    pub const ALL: [FindingStatus; 6] = [
+    pub const ALL: [FindingStatus; 7] = [
         FindingStatus::Pass,
         FindingStatus::Warn,
         FindingStatus::Fail,
+        FindingStatus::Waived,
         FindingStatus::Inferred,
         FindingStatus::Unknown,
         FindingStatus::Skipped,
@@ -46,6 +50,7 @@ impl FindingStatus {
             FindingStatus::Unknown => "unknown",
             FindingStatus::Warn => "warn",
             FindingStatus::Fail => "fail",
+            FindingStatus::Waived => "waived",
             FindingStatus::Skipped => "skipped",
         }
     }
@@ -159,6 +164,44 @@ pub struct Finding {
     /// How to fix it (empty on a pass).
     #[serde(default, skip_serializing_if = "Remediation::is_empty")]
     pub remediation: Remediation,
+    /// The site profile's waiver of this rule, on a finding that differs from the profile:
+    /// in force (the status is `waived`) or expired (the status is what the rule found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiver: Option<WaiverNote>,
+}
+
+/// A site profile's waiver as a finding carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaiverNote {
+    /// Why the site accepts the difference.
+    pub reason: String,
+    /// Who owns the exception.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The last day it holds, `YYYY-MM-DD` (UTC); none: no end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Where it is written, `FILE:LINE`.
+    pub place: String,
+    /// Whether its last day has passed: the finding fails again.
+    pub expired: bool,
+}
+
+impl WaiverNote {
+    /// One line for reports: `waived until 2099-12-31 by netops (site.toml:4): REASON`, or
+    /// `waiver expired on 2020-01-01 …`.
+    pub fn describe(&self) -> String {
+        let mut text = match (&self.until, self.expired) {
+            (Some(until), true) => format!("waiver expired on {until}"),
+            (Some(until), false) => format!("waived until {until}"),
+            (None, _) => "waived".to_string(),
+        };
+        if let Some(owner) = &self.owner {
+            text.push_str(&format!(" by {owner}"));
+        }
+        text.push_str(&format!(" ({}): {}", self.place, self.reason));
+        text
+    }
 }
 
 impl Finding {
@@ -183,6 +226,13 @@ pub struct Counts {
     pub unknown: usize,
     /// Rules that do not apply to this machine.
     pub skipped: usize,
+    /// Findings that differ from the profile where a site profile's waiver accepts it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waived: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Counts {
@@ -208,6 +258,7 @@ impl Counts {
             FindingStatus::Inferred => &mut self.inferred,
             FindingStatus::Unknown => &mut self.unknown,
             FindingStatus::Skipped => &mut self.skipped,
+            FindingStatus::Waived => &mut self.waived,
         }
     }
 
@@ -220,6 +271,7 @@ impl Counts {
             FindingStatus::Inferred => self.inferred,
             FindingStatus::Unknown => self.unknown,
             FindingStatus::Skipped => self.skipped,
+            FindingStatus::Waived => self.waived,
         }
     }
 }

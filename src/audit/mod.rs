@@ -11,9 +11,10 @@ pub(crate) mod pipeline;
 pub mod profile;
 pub(crate) mod rule;
 pub(crate) mod rules;
+pub mod site;
 pub mod workload;
 
-pub use finding::{Counts, Finding, FindingStatus, Remediation, Severity};
+pub use finding::{Counts, Finding, FindingStatus, Remediation, Severity, WaiverNote};
 pub use partition::{AuditPartition, PartitionSource};
 pub use profile::{Profile, ProfileError};
 
@@ -28,8 +29,10 @@ use crate::tuning::setting_id::SettingId;
 /// The result of auditing one machine against one profile.
 #[derive(Debug, Clone)]
 pub struct Audit {
-    /// The profile's name.
+    /// The profile's name (the built-in one a site profile extends).
     pub profile: ProfileName,
+    /// The site profile's files, the one given first; empty for a built-in profile.
+    pub profile_files: Vec<String>,
     /// The partition the isolation rules checked against.
     pub partition: AuditPartition,
     /// One finding per rule of the profile, ordered by layer, then table order.
@@ -111,7 +114,16 @@ pub fn desired(
         details: false,
         vm_probe: None,
     };
-    let mut entries: Vec<_> = profile.entries.iter().collect();
+    let today = site::today();
+    // A waived rule wants nothing: the site accepts the machine as it is.
+    let waived = |entry: &&profile::Entry| {
+        profile.site.as_ref().is_some_and(|site| {
+            site.waivers
+                .iter()
+                .any(|w| w.rule.id == entry.rule.id && !w.expired(today))
+        })
+    };
+    let mut entries: Vec<_> = profile.entries.iter().filter(|e| !waived(e)).collect();
     entries.sort_by_key(|entry| entry.rule.layer);
     let mut seen = std::collections::HashSet::new();
     let mut settings = Vec::new();
@@ -155,18 +167,35 @@ fn run_with(
         .entries
         .iter()
         .map(|entry| {
-            finding(
+            let mut finding = finding(
                 entry.rule,
                 check(&ctx, entry),
                 entry.expect.advisory,
                 &firmware,
-            )
+            );
+            for path in &mut finding.evidence {
+                *path = machine.origins.annotate(path);
+            }
+            finding
         })
         .collect();
+    if let Some(site) = &profile.site {
+        findings.extend(site.off.iter().map(|off| {
+            let outcome =
+                RuleOutcome::skipped(format!("turned off by {}: {}", off.place, off.reason));
+            finding(off.rule, outcome, false, &firmware)
+        }));
+        site::judge(&mut findings, &site.waivers, site::today());
+    }
     // Stable: table order within a layer.
     findings.sort_by_key(|f| f.layer);
     Audit {
         profile: profile.info.name,
+        profile_files: profile
+            .site
+            .as_ref()
+            .map(|s| s.files.clone())
+            .unwrap_or_default(),
         partition: partition.clone(),
         findings,
     }
@@ -262,6 +291,7 @@ fn finding(rule: &Rule, outcome: RuleOutcome, advisory: bool, firmware: &BiosVen
         security_tradeoff: rule.security_tradeoff.map(str::to_string),
         sources,
         remediation,
+        waiver: None,
     }
 }
 

@@ -19,6 +19,11 @@ pub enum PartitionSource {
         /// `isolcpus= in /proc/cmdline`).
         from: Vec<String>,
     },
+    /// A site profile's `[partition]`.
+    Profile {
+        /// Where it is written, `FILE:LINE`.
+        place: String,
+    },
     /// lowlat's default partition, since the machine isolates nothing.
     Default,
     /// No partition could be formed; rules about isolation report `unknown`.
@@ -57,6 +62,7 @@ impl AuditPartition {
     pub fn describe(&self) -> String {
         let from = match &self.source {
             PartitionSource::Flag => "from --isolate".to_string(),
+            PartitionSource::Profile { place } => format!("from the site profile, {place}"),
             PartitionSource::Kernel { from } => format!("the machine's own, from {}", from.join(", ")),
             PartitionSource::Default => {
                 "lowlat's default: the machine isolates nothing; first core of each NUMA node for housekeeping"

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-use super::partition::{self, AuditPartition};
-use super::profile::{self, Profile, ProfileError};
+use super::partition::AuditPartition;
+use super::profile::{Profile, ProfileError, Requested};
 use super::rule::Rule;
 use super::rules::{self, freebsd as freebsd_rules};
 use super::workload::{self, WorkloadAudit};
@@ -31,8 +31,8 @@ use crate::tuning::profile_name::ProfileName;
 #[derive(Debug, Clone)]
 pub(crate) struct AuditRequest {
     /// The profile to audit against (`freebsd-router` for a FreeBSD capture, whose profile it
-    /// is by default).
-    pub profile: ProfileName,
+    /// is by default), or a site profile loaded already.
+    pub profile: Requested,
     /// The CPUs to treat as isolated; `None`: the machine's own isolated CPUs, else the
     /// default partition (`partition::choose`).
     pub isolate: Option<CpuSet>,
@@ -171,6 +171,14 @@ pub(crate) enum AuditError {
     /// The isolated CPUs asked for cannot form a partition of this machine.
     #[error("--isolate: {0}")]
     Partition(#[from] PartitionError),
+    /// A site profile's `[partition]` cannot form a partition of this machine.
+    #[error("--profile {place}: [partition]: {source}")]
+    ProfilePartition {
+        /// Where the partition is written, `FILE:LINE`.
+        place: String,
+        /// Why.
+        source: PartitionError,
+    },
     /// A PID that names no process.
     #[error("--pid {0}: no such process (ps -e lists the running ones)")]
     NoSuchPid(u32),
@@ -256,11 +264,12 @@ pub(crate) fn run(
     request: AuditRequest,
     read: impl FnOnce(&Machine),
 ) -> Result<Audited, AuditError> {
-    match (kind, request.profile) {
-        (SnapshotKind::Freebsd, freebsd_rules::PROFILE | ProfileName::DEFAULT) => {
-            freebsd(root, &request).map(Audited::Freebsd)
-        }
-        (SnapshotKind::Freebsd, other) => Err(AuditError::NotFreebsdProfile(other)),
+    match (kind, &request.profile) {
+        (
+            SnapshotKind::Freebsd,
+            Requested::Builtin(freebsd_rules::PROFILE | ProfileName::DEFAULT),
+        ) => freebsd(root, &request).map(Audited::Freebsd),
+        (SnapshotKind::Freebsd, other) => Err(AuditError::NotFreebsdProfile(other.name())),
         (SnapshotKind::Linux, _) => linux(root, request, read),
     }
 }
@@ -271,7 +280,7 @@ fn linux(
     request: AuditRequest,
     read: impl FnOnce(&Machine),
 ) -> Result<Audited, AuditError> {
-    let profile = profile::load(request.profile)?;
+    let profile = request.profile.load()?;
     let explain = match &request.explain {
         Some(id) => Some(rules::find(id).ok_or_else(|| AuditError::NoSuchRule {
             id: id.clone(),
@@ -285,7 +294,7 @@ fn linux(
         return processes(root, machine, &profile, &request).map(Audited::Processes);
     }
     request.overrides.apply(&mut machine);
-    let partition = partition::choose(&machine, request.isolate.as_ref())?;
+    let partition = partition_of(&machine, request.isolate.as_ref(), &profile)?;
     let mut audit = super::run(&machine, &profile, &partition);
     if let Some(bios) = &request.bios {
         super::bios::judge(&mut audit, &profile, bios);
@@ -297,6 +306,21 @@ fn linux(
         audit,
         explain,
     }))
+}
+
+/// The partition: `isolate`, else the site profile's `[partition]`, else the machine's
+/// ([`super::site::choose_partition`]); a refusal names the flag or the file and line.
+fn partition_of(
+    machine: &Machine,
+    isolate: Option<&CpuSet>,
+    profile: &Profile,
+) -> Result<AuditPartition, AuditError> {
+    super::site::choose_partition(machine, isolate, profile).map_err(|source| {
+        match (isolate, super::site::partition_of(machine, profile)) {
+            (None, Some((_, place))) => AuditError::ProfilePartition { place, source },
+            _ => AuditError::Partition(source),
+        }
+    })
 }
 
 /// Where the threads of the request's processes run (`--pid`, `--comm`).
@@ -326,7 +350,7 @@ fn processes(
     }
     pids.sort_unstable();
     pids.dedup();
-    let partition = partition::choose(&machine, request.isolate.as_ref())?;
+    let partition = partition_of(&machine, request.isolate.as_ref(), profile)?;
     let mut reader = Reader::new(root);
     let threads = crate::machine::workload::read(&mut reader, &pids);
     let realtime = matches!(
@@ -379,7 +403,7 @@ mod tests {
 
     fn request(profile: ProfileName) -> AuditRequest {
         AuditRequest {
-            profile,
+            profile: Requested::Builtin(profile),
             isolate: None,
             overrides: Overrides::default(),
             bios: None,

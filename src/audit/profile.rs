@@ -3,6 +3,7 @@
 
 use crate::audit::rule::{Expect, Rule};
 use crate::audit::rules;
+use crate::audit::site::model::{Place, Site};
 use crate::tuning::profile_name::ProfileName;
 
 /// The profile table, compiled in.
@@ -54,21 +55,97 @@ pub const PROFILES: &[ProfileInfo] = &[
 ];
 
 /// One rule of a profile with the profile's expectation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// The rule.
     pub rule: &'static Rule,
     /// What the profile expects of it.
     pub expect: Expect,
+    /// Where the expectation was written.
+    pub origin: Origin,
 }
 
-/// A loaded profile.
-#[derive(Debug)]
+/// Where an expectation (or any value of a profile) was written: a row of the built-in table,
+/// or a line of a site profile file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The built-in profile's column of `src/audit/profiles.table`, at this 1-based line.
+    Builtin {
+        /// The built-in profile.
+        profile: ProfileName,
+        /// The table's line.
+        line: usize,
+    },
+    /// A site profile file.
+    Site(Place),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin { profile, line } => {
+                write!(f, "built-in {profile} (src/audit/profiles.table:{line})")
+            }
+            Origin::Site(place) => place.fmt(f),
+        }
+    }
+}
+
+/// A loaded profile: a built-in one, or a site profile file resolved onto the built-in one it
+/// extends.
+#[derive(Debug, Clone)]
 pub struct Profile {
-    /// Name and purpose.
+    /// Name and purpose of the built-in profile (the one a site file extends).
     pub info: &'static ProfileInfo,
-    /// Its rules in table order.
+    /// Its rules in table order, then the rules a site file added.
     pub entries: Vec<Entry>,
+    /// What a site profile file adds: its files, waivers, rules turned off, partition and
+    /// check targets; `None` for a built-in profile.
+    pub site: Option<Box<Site>>,
+}
+
+impl Profile {
+    /// The name reports give the profile: the built-in one's, or `low-latency + site.toml`.
+    pub fn label(&self) -> String {
+        match &self.site {
+            Some(site) => format!("{} + {}", self.info.name, site.files.join(" + ")),
+            None => self.info.name.to_string(),
+        }
+    }
+
+    /// The entry of one rule.
+    pub fn entry(&self, rule_id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.rule.id == rule_id)
+    }
+}
+
+/// The profile a request names: a built-in one by name, loaded when the audit runs (so that
+/// `freebsd-router` picks the FreeBSD rules of a capture), or one loaded already (a site
+/// profile file laid over a built-in one).
+#[derive(Debug, Clone)]
+pub enum Requested {
+    /// A built-in profile.
+    Builtin(ProfileName),
+    /// A profile loaded already.
+    Loaded(Box<Profile>),
+}
+
+impl Requested {
+    /// The built-in profile's name (the one a site profile extends).
+    pub fn name(&self) -> ProfileName {
+        match self {
+            Requested::Builtin(name) => *name,
+            Requested::Loaded(profile) => profile.info.name,
+        }
+    }
+
+    /// The profile, loaded.
+    pub fn load(&self) -> Result<Profile, ProfileError> {
+        match self {
+            Requested::Builtin(name) => load(*name),
+            Requested::Loaded(profile) => Ok((**profile).clone()),
+        }
+    }
 }
 
 /// Why a profile could not be loaded.
@@ -105,11 +182,16 @@ pub fn load(name: ProfileName) -> Result<Profile, ProfileError> {
         entries.push(Entry {
             rule: row.rule,
             expect,
+            origin: Origin::Builtin {
+                profile: name,
+                line: row.line,
+            },
         });
     }
     Ok(Profile {
         info: &PROFILES[column],
         entries,
+        site: None,
     })
 }
 

@@ -202,6 +202,22 @@ impl Expect {
         })
     }
 
+    /// The expectation in the profile table's grammar (`~0|<=10`), as [`Expect::parse`] reads
+    /// it.
+    pub fn cell(&self) -> String {
+        let alternatives: Vec<String> = self
+            .alternatives
+            .iter()
+            .map(|a| match a.op {
+                Op::Eq => a.value.clone(),
+                Op::Le => format!("<={}", a.value),
+                Op::Ge => format!(">={}", a.value),
+            })
+            .collect();
+        let tilde = if self.advisory { "~" } else { "" };
+        format!("{tilde}{}", alternatives.join("|"))
+    }
+
     /// The first (preferred) value.
     pub fn preferred(&self) -> &str {
         self.alternatives.first().map_or("", |a| a.value.as_str())

@@ -8,7 +8,7 @@ pub(crate) mod targets;
 
 pub(crate) use pipeline::{
     CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, MIN_ROUND, Prepared,
-    TIMER_INTERVAL_NS, prepare, run,
+    TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
 };
 
 use serde::Serialize;

@@ -12,8 +12,8 @@ use thiserror::Error;
 
 use super::targets::{self, Target};
 use super::{CpuFigures, TargetVerdict};
-use crate::audit::partition::{self, MeasuredCpus};
-use crate::audit::profile::{self, Profile, ProfileError};
+use crate::audit::partition::{self, AuditPartition, MeasuredCpus};
+use crate::audit::profile::Profile;
 use crate::audit::{self, Audit};
 use crate::machine::kernel::stat;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -28,13 +28,13 @@ use crate::measure::engines::timer::{
 use crate::measure::runner::cpus::CpuChoiceError;
 use crate::measure::runner::harness;
 use crate::measure::runner::place;
+use crate::measure::runner::rounds::{self, After, Round};
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
+use crate::measure::runner::threads::LoopSpec;
 use crate::measure::trace::Explanation;
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
-use crate::tuning::profile_name::ProfileName;
 
 /// The jitter run counts gaps from this length, ns: short enough for the distribution that
 /// `compare` and `report` use, far below the 10 µs of the targets.
@@ -51,8 +51,9 @@ const VCPU_PROBE_BUDGET: Duration = Duration::from_secs(2);
 /// What a check is asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct CheckRequest {
-    /// The profile to audit against and whose targets to meet.
-    pub profile: ProfileName,
+    /// The profile to audit against and whose targets to meet (a built-in one, or a site
+    /// profile laid over one).
+    pub profile: Profile,
     /// The CPUs to measure; `None`: the rule of the CPUs that matter
     /// (`audit::partition::measured_cpus`).
     pub cpus: Option<CpuSet>,
@@ -80,9 +81,6 @@ impl CheckRequest {
 /// Why a check could not run.
 #[derive(Debug, Error)]
 pub(crate) enum CheckError {
-    /// The profile could not be loaded.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
     /// The machine's partition could not be formed.
     #[error("the partition: {0}")]
     Partition(#[from] PartitionError),
@@ -146,12 +144,13 @@ pub(crate) fn prepare(
     request: CheckRequest,
     probed: impl FnOnce(&VcpuProbe),
 ) -> Result<Prepared, CheckError> {
-    let profile = profile::load(request.profile)?;
+    let profile = request.profile.clone();
     let machine = Machine::read(&root);
-    let partition = partition::choose(&machine, None)?;
-    let online = machine.topology.online_cpus();
-    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
-    let allowed = harness::current_affinity().unwrap_or(online.clone());
+    let CpusThatMatter {
+        partition,
+        allowed,
+        measured,
+    } = cpus_that_matter(&machine, Some(&profile), request.cpus.as_ref())?;
     let audit = match machine.hypervisor {
         Some(_) => {
             let probe = vcpu_probe(&machine, &allowed);
@@ -160,7 +159,6 @@ pub(crate) fn prepare(
         }
         None => audit::run(&machine, &profile, &partition),
     };
-    let measured = partition::measured_cpus(&partition, &online, &allowed, request.cpus.as_ref());
     let session = match Session::open(root, Engine::Jitter, Some(&measured.cpus)) {
         Ok(session) => session,
         Err(source) => return Err(CheckError::Session { measured, source }),
@@ -175,10 +173,47 @@ pub(crate) fn prepare(
     })
 }
 
-/// Measures a prepared check: its rounds (`round_begins` is told the number of each, from 1,
-/// before it runs), until the last or the first incomplete run; then each CPU's figures over
+/// The CPUs a check measures on a machine and what they were chosen from.
+pub(crate) struct CpusThatMatter {
+    /// The machine's partition.
+    pub partition: AuditPartition,
+    /// The CPUs this process may run on (every online CPU where the affinity cannot be read:
+    /// the session says what it refuses).
+    pub allowed: CpuSet,
+    /// The CPUs measured and why those: `requested`, else the partition's rule
+    /// (`audit::partition::measured_cpus`).
+    pub measured: MeasuredCpus,
+}
+
+/// The CPUs that matter on `machine`, as `check` and the loop engines without `--cpus`
+/// measure them: `requested`, else the isolated CPUs (a site `profile`'s partition, else the
+/// machine's), else every CPU but the first.
+pub(crate) fn cpus_that_matter(
+    machine: &Machine,
+    profile: Option<&Profile>,
+    requested: Option<&CpuSet>,
+) -> Result<CpusThatMatter, PartitionError> {
+    // A site profile's partition, else the machine's own.
+    let partition = match profile {
+        Some(profile) => crate::audit::site::choose_partition(machine, None, profile)?,
+        None => partition::choose(machine, None)?,
+    };
+    let online = machine.topology.online_cpus();
+    let allowed = harness::current_affinity().unwrap_or(online.clone());
+    let measured = partition::measured_cpus(&partition, &online, &allowed, requested);
+    Ok(CpusThatMatter {
+        partition,
+        allowed,
+        measured,
+    })
+}
+
+/// Measures a prepared check: its rounds (`round_begins` is told each before it runs), until the last or the first incomplete run; then each CPU's figures over
 /// all rounds (with the steal time around them, in a guest) and the targets' verdicts.
-pub(crate) fn run(check: &Prepared, round_begins: impl FnMut(u32)) -> Result<CheckRun, CheckError> {
+pub(crate) fn run(
+    check: &Prepared,
+    round_begins: impl FnMut(Round),
+) -> Result<CheckRun, CheckError> {
     let Prepared {
         request,
         session,
@@ -222,7 +257,7 @@ pub(crate) fn run(check: &Prepared, round_begins: impl FnMut(u32)) -> Result<Che
 fn rounds(
     session: &Session,
     request: &CheckRequest,
-    mut round_begins: impl FnMut(u32),
+    mut round_begins: impl FnMut(Round),
 ) -> Result<(Vec<JitterRun>, Vec<TimerRun>, bool), CheckError> {
     let spec = LoopSpec {
         duration: request.round(),
@@ -233,8 +268,8 @@ fn rounds(
     let mut jitter_runs = Vec::new();
     let mut timer_runs = Vec::new();
     let mut complete = true;
-    for number in 1..=request.rounds {
-        round_begins(number);
+    rounds::run(request.rounds, |round| {
+        round_begins(round);
         let jitter_run = jitter::run(
             session,
             JitterRequest {
@@ -245,10 +280,10 @@ fn rounds(
                 explain: request.explain,
             },
         )?;
-        complete &= measured_completely(&jitter_run.session, |cpu| cpu.record.full);
+        complete &= jitter_run.session.complete(|cpu| cpu.record.full);
         jitter_runs.push(jitter_run);
         if !complete {
-            break;
+            return Ok(After::Stop);
         }
         let timer_run = timer::run(
             session,
@@ -260,12 +295,10 @@ fn rounds(
                 explain_above_ns: request.explain.then_some(DEFAULT_EXPLAIN_ABOVE_NS),
             },
         )?;
-        complete &= measured_completely(&timer_run.session, |_| false);
+        complete &= timer_run.session.complete(|_| false);
         timer_runs.push(timer_run);
-        if !complete {
-            break;
-        }
-    }
+        Ok::<_, CheckError>(if complete { After::Next } else { After::Stop })
+    })?;
     Ok((jitter_runs, timer_runs, complete))
 }
 
@@ -279,16 +312,6 @@ fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
         probes: Vec::new(),
         no_claim: Some(e.to_string()),
     })
-}
-
-/// Whether every CPU of `run` measured to its end: the run not interrupted, no CPU left
-/// unmeasured (its setup failed) and none `cut_short` (its buffer full).
-fn measured_completely<R>(run: &Finished<R>, cut_short: impl Fn(&CpuLoop<R>) -> bool) -> bool {
-    !run.interrupted
-        && run
-            .cpus
-            .iter()
-            .all(|cpu| cpu.setup_error.is_none() && !cut_short(cpu))
 }
 
 /// The rounds of one measurement as one run (the targets are judged on all of them).

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::messages::{note, warning};
 use super::output::{print, print_json};
+use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::audit::FindingStatus;
 use crate::audit::pipeline::{
@@ -19,7 +20,6 @@ use crate::report::freebsd;
 use crate::report::nfd;
 use crate::report::workload as report_workload;
 use crate::sysroot::{Durability, Perms, write_file_atomically};
-use crate::tuning::profile_name::ProfileName;
 use crate::tuning::setting::Layer;
 
 /// Options of `lowlat audit`.
@@ -41,12 +41,15 @@ lowlat audit --fix-script fix.sh    # the fixes as one script to review, then: s
 Exit codes: 0 no failures; 1 failures found; 2 could not audit (bad flag, unknown profile or rule)."
 )]
 pub struct AuditArgs {
-    /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput.
-    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
-    pub profile: ProfileName,
+    /// The profile to audit against: low-latency, realtime-host, realtime-guest or throughput,
+    /// TuneD's name for one (network-latency, cpu-partitioning, realtime-virtual-host,
+    /// realtime-virtual-guest), or a site profile file that extends one (site.toml: waivers,
+    /// sysctl values, expectations, rules turned off, the partition; docs/guide/profiles.md).
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
+    pub profile: ProfileArg,
 
-    /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: the machine's own
-    /// isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
+    /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's
+    /// `[partition]`, else the machine's own isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
     /// housekeeping and the rest isolated.
     #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
     pub isolate: Option<CpuSet>,
@@ -108,8 +111,8 @@ pub struct AuditArgs {
     #[arg(long)]
     pub all: bool,
 
-    /// Show only the findings of these statuses (comma-separated): pass, warn, fail, inferred,
-    /// unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
+    /// Show only the findings of these statuses (comma-separated): pass, warn, fail, waived,
+    /// inferred, unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
     #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
     pub status: Vec<FindingStatus>,
@@ -154,7 +157,7 @@ fn request(args: &AuditArgs) -> Result<AuditRequest> {
         (None, None) => None,
     };
     Ok(AuditRequest {
-        profile: args.profile,
+        profile: args.profile.requested()?,
         isolate: args.isolate.clone(),
         overrides: Overrides::read(args.domain.as_deref(), args.kubelet_config.as_deref())?,
         bios,
@@ -180,7 +183,7 @@ fn machine(cli: &Cli, args: &AuditArgs, audited: &MachineAudit) -> Result<u8> {
         print(&report::explain_text(
             rule,
             result.finding(rule.id),
-            profile.info.name,
+            profile,
         ))?;
         return Ok(exit::OK);
     }

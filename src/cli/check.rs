@@ -9,12 +9,13 @@ use std::time::Duration;
 use super::measure_common::{BundleArgs, hold_idle_limit, live_root, say_not_measured};
 use super::messages::{error, note};
 use super::output::print;
+use super::profile::ProfileArg;
 use super::{Cli, exit, values};
+use crate::audit::Profile;
+
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{
-    self, CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, Prepared, Verdict,
-};
+use crate::check::{self, CheckError, CheckRequest, CheckRun, Prepared, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -26,7 +27,6 @@ use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
 use crate::report::measure::timer as timer_printers;
 use crate::report::measure::{document as measure_document, jitter as jitter_printers};
-use crate::tuning::profile_name::ProfileName;
 
 /// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
 /// 20 s, so that two checks can be compared run by run (docs/statistics.md).
@@ -59,9 +59,10 @@ this machine); 3 NOT PROVEN: nothing failed, but the run was too short to prove 
 was --quick).")]
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
-    /// realtime-guest or throughput (no targets: figures only).
-    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
-    pub profile: ProfileName,
+    /// realtime-guest or throughput (no targets: figures only), TuneD's name for one, or a
+    /// site profile file (its `[check]` targets and duration, its waivers and partition).
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
+    pub profile: ProfileArg,
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
     /// the first.
@@ -91,7 +92,7 @@ pub struct CheckArgs {
     /// (`timer.max<20us`) or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
     /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
     /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
-    #[arg(long = "target", value_name = "TARGET", value_parser = target)]
+    #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 
     /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
@@ -112,14 +113,6 @@ pub struct CheckArgs {
     /// Where the documents are kept.
     #[command(flatten)]
     pub bundle: BundleArgs,
-}
-
-/// Reads a `--target` (the grammar is check's, in `check::targets::parse`).
-fn target(text: &str) -> Result<Target, String> {
-    let length = |t: &str| {
-        values::duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    };
-    targets::parse(text, length, JITTER_THRESHOLD_NS).map_err(|e| e.to_string())
 }
 
 /// Runs `lowlat check`: the flags as a request, check's pipeline (prepared, then measured),
@@ -143,9 +136,9 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
-    let measured = check::run(&check, |number| {
-        if args.repeat > 1 {
-            note!("round {number} of {}", args.repeat);
+    let measured = check::run(&check, |round| {
+        if round.worth_saying() {
+            note!("{round}");
         }
     })?;
     for run in &measured.jitter_runs {
@@ -176,29 +169,41 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     })
 }
 
-/// The targets a check holds its figures to: `--target`s, else the profile's.
-fn targets_of(args: &CheckArgs) -> Vec<Target> {
-    if args.targets.is_empty() {
-        targets::of_profile(args.profile)
-    } else {
-        args.targets.clone()
+/// The targets a check holds its figures to: `--target`s, else a site profile's, else the
+/// built-in profile's.
+fn targets_of(args: &CheckArgs, profile: &Profile) -> Result<Vec<Target>> {
+    if !args.targets.is_empty() {
+        return Ok(args.targets.clone());
     }
+    if let Some(site) = &profile.site {
+        let targets = super::profile::site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+        if !targets.is_empty() {
+            return Ok(targets);
+        }
+    }
+    Ok(targets::of_profile(profile.info.name))
 }
 
-/// The length of each run: `--duration`, `--quick`'s, else what proves the targets.
-fn duration_of(args: &CheckArgs) -> Duration {
-    match (args.duration, args.quick) {
-        (Some(duration), _) => duration,
-        (None, true) => check::QUICK,
-        (None, false) => check::duration_to_prove(&targets_of(args)),
-    }
+/// The length of each run: `--duration`, `--quick`'s, a site profile's duration, else what
+/// proves the targets.
+fn duration_of(args: &CheckArgs, profile: &Profile, targets: &[Target]) -> Result<Duration> {
+    let site = match &profile.site {
+        Some(site) => super::profile::site_duration(site).map_err(|e| anyhow!("--profile {e}"))?,
+        None => None,
+    };
+    Ok(match (args.duration, args.quick, site) {
+        (Some(duration), _, _) => duration,
+        (None, true, _) => check::QUICK,
+        (None, false, Some(duration)) => duration,
+        (None, false, None) => check::duration_to_prove(targets),
+    })
 }
 
 /// What check says before the runs: how long it takes and, where a rate target needs a longer
 /// busy loop than the runs give, that this check cannot pass it.
 fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
     let each = request.duration.as_secs_f64();
-    let targets = targets_of(args);
+    let targets = &request.targets;
     let mut said = format!(
         "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer wake-ups \
          per CPU{}",
@@ -221,7 +226,7 @@ fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
             said += &format!(
                 "; {proves}: this run can say FAIL or NOT PROVEN, not PASS (without --quick \
                  and --duration: {} s each)",
-                check::duration_to_prove(&targets).as_secs()
+                check::duration_to_prove(targets).as_secs()
             );
         } else {
             said += &format!(" ({proves})");
@@ -238,12 +243,14 @@ fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
 
 /// The check the flags ask for; refuses rounds too short for the timer run.
 fn request(args: &CheckArgs) -> Result<CheckRequest> {
+    let profile = args.profile.load()?;
+    let targets = targets_of(args, &profile)?;
     let request = CheckRequest {
-        profile: args.profile,
         cpus: args.cpus.clone(),
-        duration: duration_of(args),
+        duration: duration_of(args, &profile, &targets)?,
+        profile,
         rounds: args.repeat,
-        targets: args.targets.clone(),
+        targets,
         explain: !args.no_explain,
         quick: args.quick,
     };
@@ -264,7 +271,6 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
 /// A check's error with the flag it comes from.
 fn named(error: CheckError, args: &CheckArgs) -> anyhow::Error {
     match error {
-        CheckError::Profile(e) => anyhow!("--profile {e}"),
         CheckError::Session { measured, source } => {
             anyhow::Error::new(source).context(match &args.cpus {
                 Some(cpus) => format!("--cpus {cpus}"),
@@ -437,7 +443,7 @@ mod tests {
         let cmdline = format!("{} isolcpus=managed_irq,1-7,9-15\n", cmdline.trim_end());
         tree.write("/proc/cmdline", cmdline);
         let machine = Machine::read(&tree.root());
-        let profile = crate::audit::profile::load(args.profile).unwrap();
+        let profile = request.profile.clone();
         let chosen = partition::choose(&machine, None).unwrap();
         let audit = crate::audit::run(&machine, &profile, &chosen);
         let cpus = args.cpus.clone().unwrap();
@@ -460,7 +466,7 @@ mod tests {
                 gaps_ns: Vec::new(),
             })
             .collect();
-        let verdicts = check::evaluate(&targets_of(&args), &figures);
+        let verdicts = check::evaluate(&request.targets, &figures);
         let report = CheckReport {
             machine: &machine,
             audit: &audit,

@@ -8,8 +8,9 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, compare_each, hosts, load};
+use crate::compare::{Options, calibrate, compare_each, hosts};
 use crate::report::compare as printers;
+use crate::report::runs;
 
 /// Which verdicts make the exit code 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -26,13 +27,14 @@ pub enum FailOn {
     after_help = "A is the baseline, B the candidate: files or bundle directories (every file in \
 them), at least one on each side of `--`; options go before the `--`, since everything after \
 it is arm B. Each file is recognised by its content: lowlat \
-measure-jitter, measure-timer and measure-membw documents, sysjitter --raw files \
+measure-jitter, measure-timer, measure-membw and measure-net documents, sysjitter --raw files \
 (PREFIX.<cpu>; the files of one prefix are one run) and its summary table, cyclictest -v \
 output, -h histograms and T: summary lines (with or without -q), oslat's table, STREAM's \
 stdout and likwid-bench output.\n\n\
 Runs are the unit. Each run gives one value of a few primary endpoints pooled over the CPUs \
 (the median of the CPUs' medians, the worst CPU's p99, the rate above --above; memory \
-bandwidth: each kernel's best rate); B/A and its 95 % interval come from Welch's t on the logs \
+bandwidth: each kernel's best rate; network round trips: the median and p99 round trip, the \
+messages per second and the messages lost per million); B/A and its 95 % interval come from Welch's t on the logs \
 of those values, which hold the variation between runs and inside them. The exit code comes \
 from these endpoints only, Holm-corrected over them. With one run in an arm the variation \
 between runs is unknown: the verdict is inconclusive, naming the runs needed, unless the change \
@@ -112,7 +114,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         margin: args.margin / 100.0,
     };
     if !args.calibrate.is_empty() {
-        let runs = load::load(&args.calibrate)?;
+        let runs = runs::load(&args.calibrate)?;
         let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
         if args.json {
             print_json(&printers::calibration_document(
@@ -124,8 +126,8 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         }
         return Ok(exit::OK);
     }
-    let a = load::load(&args.a)?;
-    let b = load::load(&args.b)?;
+    let a = runs::load(&args.a)?;
+    let b = runs::load(&args.b)?;
     let mut comparisons = compare_each(&a.runs, &b.runs, &options)?;
     if let Some(first) = comparisons.first_mut() {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));

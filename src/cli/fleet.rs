@@ -5,15 +5,13 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 use super::output::{print, print_json};
-use super::{Cli, exit, values};
-use crate::audit::profile;
+use super::profile::ProfileArg;
+use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport, page};
-use crate::plan::findings;
 use crate::plan::request::{PlanProfile, PlanRequest};
 use crate::report::html::{self, Budget, Source};
 use crate::sysroot::prepare_output_dir;
-use crate::tuning::profile_name::ProfileName;
 
 /// Options of `lowlat fleet`.
 #[derive(Debug, Args)]
@@ -73,9 +71,10 @@ pub struct ReportArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The audit profile every host is judged by: low-latency, realtime-host, realtime-guest or
-    /// throughput.
-    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::DEFAULT)]
-    pub profile: ProfileName,
+    /// throughput, TuneD's name for one, or a site profile file (its waivers apply to every
+    /// host; waived hosts are counted apart).
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
+    pub profile: ProfileArg,
 
     /// Print the `fleet` JSON document (schema_version, kind, tool, created, host "fleet", then
     /// profile, hosts, groups with their outliers and measurements, rules, skipped) instead of
@@ -111,8 +110,8 @@ pub struct PlanArgs {
     pub inputs: Vec<PathBuf>,
 
     /// The workload to plan for (and the audit profile the hosts are judged by).
-    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
-    pub profile: PlanProfile,
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::PLAN)]
+    pub profile: ProfileArg,
 
     /// Write each group's plan into DIR/group-N/.
     #[arg(long, value_name = "DIR")]
@@ -140,11 +139,11 @@ fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetRepo
         .and_then(|m| m.mem_available_kib)
         .map(|kib| kib.saturating_mul(1024));
     let fleet = fleet::read(inputs, profile, available)?;
-    Ok(fleet.report(profile.info.name))
+    Ok(fleet.report(profile))
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {
-    let profile = profile::load(args.profile).map_err(|e| anyhow!("--profile {e}"))?;
+    let profile = args.profile.load()?;
     let report = read(&args.inputs, &profile)?;
     let document = fleet::document(&report);
     if let Some(file) = &args.html {
@@ -168,11 +167,12 @@ fn report(args: &ReportArgs) -> Result<u8> {
 }
 
 fn plan(args: &PlanArgs) -> Result<u8> {
+    let profile = args.profile.load()?;
     let request = PlanRequest {
-        profile: args.profile,
+        profile: PlanProfile::try_from(profile.info.name)
+            .map_err(|reason| anyhow!("--profile {}: {reason}", args.profile))?,
         ..PlanRequest::default()
     };
-    let profile = findings::audit_profile(request.profile)?;
     let report = read(&args.inputs, &profile)?;
     // The groups' directories go under it: a file or a dangling link is refused as itself.
     prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;

@@ -12,21 +12,23 @@ use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
 use super::{Cli, exit};
-use crate::audit;
 use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
+use crate::check;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
-use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
+use crate::measure::runner::measurement::Measurement;
+use crate::measure::runner::rounds::{self, After, Round};
 use crate::measure::runner::segments::{Checkpoints, Progress};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
-use crate::report::measure::document as measure_document;
-use crate::report::measure::header::{Measured, ResultHeader};
+use crate::report::measure::header::Measured;
 use crate::report::measure::loops::checkpoint_document;
+use crate::report::measure::{document as measure_document, finished_document};
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
@@ -178,11 +180,14 @@ impl LoopArgs {
         self.duration / self.repeat.max(1)
     }
 
-    /// Runs `round(number)` --repeat times (numbered from 1), saying each round on stderr
-    /// when there are several, until one is interrupted; the exit code is the worst of the
-    /// rounds'. `round` returns its exit code and whether it was interrupted. Several rounds
-    /// need --out: each is a run of its own.
-    pub(crate) fn in_rounds(&self, mut round: impl FnMut(u32) -> Result<(u8, bool)>) -> Result<u8> {
+    /// Runs `round` --repeat times ([`rounds::run`]), saying each round on stderr when there
+    /// are several, until one is interrupted; the exit code is the worst of the rounds'.
+    /// `round` returns its exit code and whether it was interrupted. Several rounds need
+    /// --out: each is a run of its own.
+    pub(crate) fn in_rounds(
+        &self,
+        mut round: impl FnMut(Round) -> Result<(u8, bool)>,
+    ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
                 "--repeat {}: each round is saved as its own run in a bundle; give --out DIR",
@@ -190,16 +195,18 @@ impl LoopArgs {
             );
         }
         let mut code = exit::OK;
-        for number in 1..=self.repeat {
-            if self.repeat > 1 {
-                note!("round {number} of {}", self.repeat);
+        rounds::run(self.repeat, |this| {
+            if this.worth_saying() {
+                note!("{this}");
             }
-            let (round_code, interrupted) = round(number)?;
+            let (round_code, interrupted) = round(this)?;
             code = code.max(round_code);
-            if interrupted {
-                break;
-            }
-        }
+            Ok::<_, anyhow::Error>(if interrupted {
+                After::Stop
+            } else {
+                After::Next
+            })
+        })?;
         Ok(code)
     }
 }
@@ -372,52 +379,40 @@ pub(crate) fn checkpoint_json<R, T: Serialize>(
     Ok(doc.to_json()?)
 }
 
-/// Says on stderr that `cpu` was not measured, and why, when it was not; returns whether it
-/// was not (the measurement is then incomplete, see [`results_exit`]).
-fn report_not_measured<R>(cpu: &CpuLoop<R>) -> bool {
+/// Says on stderr that `cpu` was not measured, and why, when it was not.
+fn say_not_measured_cpu<R>(cpu: &CpuLoop<R>) {
     if let Some(error) = &cpu.setup_error {
         error!("CPU {} was not measured: {error}", cpu.cpu);
     }
-    cpu.setup_error.is_some()
 }
 
 /// Says on stderr which CPUs of `run` were not measured, and why.
 pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
     for cpu in &run.cpus {
-        report_not_measured(cpu);
+        say_not_measured_cpu(cpu);
     }
-}
-
-/// Whether every CPU of `run` measured to its end: says on stderr which CPUs were not
-/// measured and, through `cut_short` (which says its own reason and returns true), which stopped
-/// early. An interrupted run is not complete either.
-pub(crate) fn measured_completely<R>(
-    run: &Finished<R>,
-    mut cut_short: impl FnMut(&CpuLoop<R>) -> bool,
-) -> bool {
-    let mut complete = !run.interrupted;
-    for cpu in &run.cpus {
-        // Both are said, so `|`, not `||`.
-        if report_not_measured(cpu) | cut_short(cpu) {
-            complete = false;
-        }
-    }
-    complete
 }
 
 /// The end of a loop engine's run once its results are printed and `written` says whether
-/// every output was written: what was incomplete said on stderr (see [`measured_completely`]),
-/// an interruption noted, and the exit code of [`results_exit`].
+/// every output was written: which CPUs were not measured said on stderr, and which were
+/// `cut_short` (by `why_short`), CPU by CPU; an interruption noted; and the exit code of
+/// [`results_exit`] (complete: see [`Finished::complete`]).
 pub(crate) fn loop_exit<R>(
     run: &Finished<R>,
     written: bool,
-    cut_short: impl FnMut(&CpuLoop<R>) -> bool,
+    cut_short: impl Fn(&CpuLoop<R>) -> bool,
+    why_short: impl Fn(&CpuLoop<R>),
 ) -> u8 {
-    let measured = measured_completely(run, cut_short);
+    for cpu in &run.cpus {
+        say_not_measured_cpu(cpu);
+        if cut_short(cpu) {
+            why_short(cpu);
+        }
+    }
     if run.interrupted {
         note_interrupted();
     }
-    results_exit(written && measured)
+    results_exit(written && run.complete(cut_short))
 }
 
 /// The one exit-code rule of the measurements, once their results are printed: 0
@@ -465,96 +460,60 @@ pub(crate) struct Output {
     pub bundle: Option<Bundle>,
 }
 
-/// What a hardware engine measured, as [`emit`] writes it.
-pub(crate) struct Results<'a, T> {
-    /// Its document's kind.
-    pub kind: Kind,
-    /// How it measured, one sentence for the document.
-    pub method: &'static str,
-    /// Warnings about the figures.
-    pub warnings: &'a [String],
-    /// The figures.
-    pub result: &'a T,
-    /// Whether the engine's own figures are complete.
-    pub complete: bool,
-}
-
-/// Writes a hardware engine's result: the JSON document (with the environment of the chosen
-/// CPUs) for `--json` and `--out`, else the page `page` makes (tables, or CSV); notes an
-/// interrupted run on stderr. Returns the exit code ([`results_exit`]).
-pub(crate) fn emit<T: Serialize>(
+/// Writes a hardware engine's finished measurement: the JSON document of `kind` (with the
+/// environment of the chosen CPUs; the figures as `figures` writes them) for `--json` and
+/// `--out`, else the page `page` makes (tables, or CSV) and the warnings; notes an interrupted
+/// run on stderr. Returns the exit code ([`results_exit`]).
+pub(crate) fn emit<R, T: Serialize>(
     session: &Session,
     output: &Output,
-    results: Results<'_, T>,
+    kind: Kind,
+    measured: &Measurement<R>,
+    figures: T,
     page: impl FnOnce() -> String,
 ) -> Result<u8> {
-    let interrupted = session.interrupted();
     let wants_document = output.format == PageFormat::Json || output.bundle.is_some();
     let json = if wants_document {
-        let cpus = session.cpus_by_locality();
-        let measured = Measured {
-            header: ResultHeader {
-                method: results.method.into(),
-                interrupted,
-                warnings: results.warnings.to_vec(),
-                priority: None,
-                measured_cpus: cpus.iter().copied().collect(),
-            },
-            figures: results.result,
-        };
-        let environment = env::capture(session.root(), &session.machine, &cpus);
-        let doc = measure_document(
-            results.kind,
-            document::host_name(session.root()),
-            environment,
-            measured,
-        );
-        Some(doc.to_json()?)
+        Some(finished_document(kind, session, measured, figures).to_json()?)
     } else {
         None
     };
     match (output.format, &json) {
         (PageFormat::Json, Some(json)) => print(json)?,
         (PageFormat::Csv, _) => {
-            for warning in results.warnings {
+            for warning in &measured.warnings {
                 warning!("{warning}");
             }
             let mut text = page();
-            if interrupted {
+            if measured.interrupted {
                 text.push_str("# interrupted: only the pairs measured until then have values\n");
             }
             print(&text)?;
         }
         _ => {
             let mut text = page();
-            for w in results.warnings {
+            for w in &measured.warnings {
                 text.push_str(&format!("warning: {w}\n"));
             }
             print(&text)?;
         }
     }
     let saved = match &json {
-        Some(json) => save(output.bundle.as_ref(), results.kind, json),
+        Some(json) => save(output.bundle.as_ref(), kind, json),
         None => true,
     };
-    if interrupted {
+    if measured.interrupted {
         note_interrupted();
     }
-    Ok(results_exit(results.complete && saved && !interrupted))
+    Ok(results_exit(measured.whole() && saved))
 }
 
-/// The CPUs a check measures on this machine (the one rule, `audit::partition::measured_cpus`).
+/// The CPUs a check measures on this machine ([`check::cpus_that_matter`]).
 pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
-    let root = live_root(cli)?;
-    let machine = Machine::read(&root);
-    let partition =
-        audit::partition::choose(&machine, None).map_err(|e| anyhow!("the partition: {e}"))?;
-    let online = machine.topology.online_cpus();
-    // Where the affinity cannot be read, every online CPU: the session says what it refuses.
-    let allowed = crate::measure::runner::harness::current_affinity().unwrap_or(online.clone());
-    Ok(audit::partition::measured_cpus(
-        &partition, &online, &allowed, requested,
-    ))
+    let machine = Machine::read(&live_root(cli)?);
+    let chosen = check::cpus_that_matter(&machine, None, requested)
+        .map_err(|e| anyhow!("the partition: {e}"))?;
+    Ok(chosen.measured)
 }
 
 /// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check would

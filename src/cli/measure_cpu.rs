@@ -4,13 +4,11 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::measure_common::{
-    BundleArgs, CommonArgs, Output, PageFormat, Results, emit, open_session,
-};
+use super::measure_common::{BundleArgs, CommonArgs, Output, PageFormat, emit, open_session};
 use super::messages::note;
 use super::values;
 use crate::document::Kind;
-use crate::measure::engines::c2c::{self, C2cReport, C2cRequest, PingPongConfig};
+use crate::measure::engines::c2c::{self, C2cRequest, PingPongConfig};
 use crate::measure::engines::freq::{self, FreqRequest};
 use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
@@ -53,7 +51,6 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::C2c, args.csv)?;
     // At once: each pair's samples and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let mut warnings = session.memory_warnings();
     let request = C2cRequest {
         ping_pong: PingPongConfig {
             round_trips: args.round_trips,
@@ -61,27 +58,19 @@ pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
         },
         both_directions: args.both_directions,
     };
-    let run = c2c::run(&session, request)?;
-    let report = C2cReport {
-        by_class: c2c::by_class(&run.pairs, &session.places),
-        group_breaks: place::group_breaks(&session.places),
-        host_sharing: (session.machine.hypervisor.as_ref())
-            .map(|_| c2c::host_sharing(&run.pairs, &session.places)),
-        run,
-    };
-    warnings.extend(c2c::shared_warning(&report.run.pairs));
-    let results = Results {
-        kind: Kind::MeasureC2c,
-        method: "cache-line ping-pong with compare-and-swap between two pinned threads; one-way \
-         latency = half a round trip, per sample of round trips timed with CLOCK_MONOTONIC",
-        warnings: &warnings,
-        result: &report,
-        complete: true,
-    };
-    emit(&session, &output, results, || match output.format {
-        PageFormat::Csv => matrix::csv(&report.run.matrix_mean_ns),
-        _ => hardware::c2c_text(&report),
-    })
+    let measured = c2c::run(&session, request)?;
+    let report = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureC2c,
+        &measured,
+        report,
+        || match output.format {
+            PageFormat::Csv => matrix::csv(&report.run.matrix_mean_ns),
+            _ => hardware::c2c_text(report),
+        },
+    )
 }
 
 /// Options of `lowlat measure wakeup`.
@@ -117,26 +106,24 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Wakeup, args.csv)?;
     // At once: each pair's latencies and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let warnings = session.memory_warnings();
     let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
         fifo_priority: args.fifo,
     };
-    let run = wakeup::run(&session, request)?;
-    let breaks = place::group_breaks(&session.places);
-    let results = Results {
-        kind: Kind::MeasureWakeup,
-        method: "FUTEX_WAKE on the waker CPU until the woken thread runs on its CPU, both read \
-         from CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are dropped",
-        warnings: &warnings,
-        result: &run,
-        complete: true,
-    };
-    emit(&session, &output, results, || match output.format {
-        PageFormat::Csv => matrix::csv(&run.matrix_median_ns),
-        _ => hardware::wakeup_text(&run, &breaks),
-    })
+    let measured = wakeup::run(&session, request)?;
+    let (run, breaks) = (&measured.figures, place::group_breaks(&session.places));
+    emit(
+        &session,
+        &output,
+        Kind::MeasureWakeup,
+        &measured,
+        run,
+        || match output.format {
+            PageFormat::Csv => matrix::csv(&run.matrix_median_ns),
+            _ => hardware::wakeup_text(run, &breaks),
+        },
+    )
 }
 
 /// Options of `lowlat measure ipi`.
@@ -181,7 +168,6 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Ipi, args.csv)?;
     // At once: each pair's two series and the sorted copy a summary makes.
     session.budget.check_samples(args.samples, 3)?;
-    let warnings = session.memory_warnings();
     if session.cpus.len() < 2 {
         anyhow::bail!(
             "--cpus {}: measure ipi needs at least two CPUs (one sends, one is interrupted)",
@@ -189,37 +175,29 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
         );
     }
     if args.mesh {
-        let run = ipi::mesh(&session, args.duration)?;
-        let results = Results {
-            kind: Kind::MeasureIpiMesh,
-            method: "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a loop; \
-             each call interrupts every other CPU running a thread of the process and waits \
-             for it",
-            warnings: &warnings,
-            result: &run,
-            complete: true,
-        };
-        return emit(&session, &output, results, || hardware::ipi_mesh_text(&run));
+        let measured = ipi::mesh(&session, args.duration)?;
+        let run = &measured.figures;
+        let kind = Kind::MeasureIpiMesh;
+        return emit(&session, &output, kind, &measured, run, || {
+            hardware::ipi_mesh_text(run)
+        });
     }
     let request = IpiRequest {
         samples: args.samples,
     };
-    let run = ipi::run(&session, request)?;
-    let breaks = place::group_breaks(&session.places);
-    let results = Results {
-        kind: Kind::MeasureIpi,
-        method: "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the sending CPU with a \
-         thread spinning on the interrupted CPU, minus the same call with no thread to \
-         interrupt (medians); calls made while that thread was off its CPU are left out; \
-         CLOCK_MONOTONIC",
-        warnings: &warnings,
-        result: &run,
-        complete: true,
-    };
-    emit(&session, &output, results, || match output.format {
-        PageFormat::Csv => matrix::csv(&run.matrix_round_trip_ns),
-        _ => hardware::ipi_text(&run, &breaks),
-    })
+    let measured = ipi::run(&session, request)?;
+    let (run, breaks) = (&measured.figures, place::group_breaks(&session.places));
+    emit(
+        &session,
+        &output,
+        Kind::MeasureIpi,
+        &measured,
+        run,
+        || match output.format {
+            PageFormat::Csv => matrix::csv(&run.matrix_round_trip_ns),
+            _ => hardware::ipi_text(run, &breaks),
+        },
+    )
 }
 
 /// Options of `lowlat measure hwlat`.
@@ -295,16 +273,16 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         "tracing the hwlat detector for {:?} (Ctrl-C ends it early)",
         args.duration
     );
-    let run = hwlat::run(&session, request)?;
-    let results = Results {
-        kind: Kind::MeasureHwlat,
-        method: "the kernel's hwlat tracer: one CPU at a time spins with interrupts off for \
-         width of every window reading the clock; gaps at or above the threshold are recorded",
-        warnings: &[],
-        result: &run,
-        complete: true,
-    };
-    emit(&session, &output, results, || hardware::hwlat_text(&run))
+    let measured = hwlat::run(&session, request)?;
+    let run = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureHwlat,
+        &measured,
+        run,
+        || hardware::hwlat_text(run),
+    )
 }
 
 /// Options of `lowlat measure freq`.
@@ -345,15 +323,9 @@ pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
         samples: args.samples,
         together: args.together,
     };
-    let run = freq::run(&session, request)?;
-    let results = Results {
-        kind: Kind::MeasureFreq,
-        method: "a chain of dependent register adds (one cycle each) timed with \
-         CLOCK_MONOTONIC_RAW; APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is \
-         readable",
-        warnings: &[],
-        result: &run,
-        complete: true,
-    };
-    emit(&session, &output, results, || hardware::freq_text(&run))
+    let measured = freq::run(&session, request)?;
+    let run = &measured.figures;
+    emit(&session, &output, Kind::MeasureFreq, &measured, run, || {
+        hardware::freq_text(run)
+    })
 }

@@ -10,10 +10,11 @@ use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
 use crate::document::Kind;
+use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
 use crate::measure::runner::segments::{Progress, run_checkpointed};
 use crate::measure::runner::session::Engine;
-use crate::measure::runner::threads::FifoError;
+use crate::measure::runner::threads::{CpuLoop, FifoError};
 use crate::peer::{oslat, sysjitter};
 use crate::report::measure::jitter as printers;
 
@@ -86,7 +87,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
         explain: args.explain,
     };
-    args.common.in_rounds(|number| {
+    args.common.in_rounds(|round| {
         let duration = request.spec.duration;
         let json = |so_far: &jitter::JitterRun, progress: Progress| {
             let result = printers::result(so_far);
@@ -145,7 +146,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         if let Some(prefix) = &args.raw {
             // After the results: a failed write loses the raw files, never the run. Rounds
             // after the first are PREFIX-N.CPU.
-            let prefix = match number {
+            let prefix = match round.number {
                 1 => prefix.clone(),
                 n => format!("{prefix}-{n}"),
             };
@@ -156,16 +157,14 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
                 }
             }
         }
-        let code = loop_exit(&run.session, written, |cpu| {
-            if cpu.record.full {
-                warning!(
-                    "CPU {}: the gap buffer filled ({} gaps); its results cover only the \
-                     time until then; raise --threshold or --max-gaps",
-                    cpu.cpu,
-                    cpu.record.config.capacity
-                );
-            }
-            cpu.record.full
+        let full = |cpu: &CpuLoop<BusyRecord>| cpu.record.full;
+        let code = loop_exit(&run.session, written, full, |cpu| {
+            warning!(
+                "CPU {}: the gap buffer filled ({} gaps); its results cover only the \
+                 time until then; raise --threshold or --max-gaps",
+                cpu.cpu,
+                cpu.record.config.capacity
+            );
         });
         Ok((code, run.session.interrupted))
     })

@@ -4,14 +4,14 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::measure_common::{CommonArgs, Results, emit};
+use super::measure_common::{CommonArgs, emit};
 use super::messages::note;
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::engines::membw::{
-    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, MembwWarning, Stores,
+    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, Stores,
 };
 use crate::measure::engines::memlat::{
     self, MemlatRequest, MemlatSizing, MemlatSizingError, Window,
@@ -174,24 +174,6 @@ fn size_membw(
         .context("membw")
 }
 
-/// A membw warning as printed: the flag named where the user asked for the bent rule.
-fn membw_warning(warning: &MembwWarning) -> String {
-    match warning {
-        MembwWarning::BelowRule {
-            array_bytes,
-            total_cache_bytes,
-            rule_bytes,
-        } => format!(
-            "--size {} is below STREAM's rule of 4 × {} of cache = {} per array: caches may \
-             inflate the rates",
-            bytes(*array_bytes),
-            bytes(*total_cache_bytes),
-            bytes(*rule_bytes)
-        ),
-        MembwWarning::CacheSizesUnknown => warning.to_string(),
-    }
-}
-
 /// What a membw run will do, said before it starts: the arrays and the memory they take, the
 /// repetitions and what each moves; in a VM whose (host's) cache sizes make STREAM's rule
 /// arrays of a GiB or more, that `--size` runs faster.
@@ -247,23 +229,16 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         "{}",
         membw_plan(&sizing, session.machine.hypervisor.is_some())
     );
-    let report = membw::run(&session, &sizing)?;
-    let mut warnings: Vec<String> = sizing.warnings.iter().map(membw_warning).collect();
-    warnings.extend(report.system.warnings.iter().cloned());
-    let validated = report.system.validation.validated
-        && report
-            .node_matrix
-            .as_ref()
-            .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
-    let results = Results {
-        kind: Kind::MeasureMembw,
-        method: "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's run rules; best \
-         rate after the first iteration, MB = 10^6 bytes, STREAM byte counting",
-        warnings: &warnings,
-        result: &report,
-        complete: validated,
-    };
-    emit(&session, &output, results, || hardware::membw_text(&report))
+    let measured = membw::run(&session, &sizing)?;
+    let report = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureMembw,
+        &measured,
+        report,
+        || hardware::membw_text(report),
+    )
 }
 
 impl MemlatArgs {
@@ -324,103 +299,25 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
-    let report = memlat::run(&session, &sizing)?;
-    let results = Results {
-        kind: Kind::MeasureMemlat,
-        method: "dependent pointer chase over a random single cycle, one pointer per stride, \
-         windows and the lines within them in random order; ns per load over samples after a \
-         warm-up",
-        warnings: &[],
-        result: &report,
-        complete: true,
-    };
-    emit(&session, &output, results, || {
-        hardware::memlat_text(&report, &session.machine.topology)
-    })
+    let measured = memlat::run(&session, &sizing)?;
+    let report = &measured.figures;
+    emit(
+        &session,
+        &output,
+        Kind::MeasureMemlat,
+        &measured,
+        report,
+        || hardware::memlat_text(report, &session.machine.topology),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::machine::Avail;
+    use crate::measure::engines::sizing_tests::{budget, machine_tree, topology};
     use crate::measure::runner::place;
-    use crate::sysroot::SysRoot;
-    use crate::test_tree::TestTree;
     use clap::Parser;
-
-    /// A sysfs tree: `nodes` packages of one NUMA node each, each with `groups` L3 groups of
-    /// `cores` cores (no SMT), L3 instances of `l3_mib` MiB, per-core L1d and L1i of 32 KiB
-    /// and L2 of 512 KiB; node memory as given in KiB (0 when not given).
-    fn machine_tree(
-        nodes: u32,
-        groups: u32,
-        cores: u32,
-        l3_mib: u32,
-        node_mem_kib: &[u64],
-    ) -> TestTree {
-        let dir = TestTree::empty();
-        let w = |path: &str, text: String| dir.write(path, text);
-        let per_node = groups * cores;
-        let total = nodes * per_node;
-        w(
-            "/sys/devices/system/cpu/online",
-            format!("0-{}\n", total - 1),
-        );
-        for cpu in 0..total {
-            let node = cpu / per_node;
-            let base = format!("/sys/devices/system/cpu/cpu{cpu}");
-            w(
-                &format!("{base}/topology/physical_package_id"),
-                format!("{node}\n"),
-            );
-            w(
-                &format!("{base}/topology/core_id"),
-                format!("{}\n", cpu % per_node),
-            );
-            w(
-                &format!("{base}/topology/thread_siblings_list"),
-                format!("{cpu}\n"),
-            );
-            let first = cpu / cores * cores;
-            let l3 = format!("{first}-{}", first + cores - 1);
-            let caches = [
-                (1, "Data", "32K".to_string(), cpu.to_string()),
-                (1, "Instruction", "32K".to_string(), cpu.to_string()),
-                (2, "Unified", "512K".to_string(), cpu.to_string()),
-                (3, "Unified", format!("{}K", l3_mib * 1024), l3),
-            ];
-            for (i, (level, kind, size, shared)) in caches.into_iter().enumerate() {
-                let c = format!("{base}/cache/index{i}");
-                w(&format!("{c}/level"), format!("{level}\n"));
-                w(&format!("{c}/type"), format!("{kind}\n"));
-                w(&format!("{c}/size"), format!("{size}\n"));
-                w(&format!("{c}/shared_cpu_list"), format!("{shared}\n"));
-            }
-        }
-        for node in 0..nodes {
-            let base = format!("/sys/devices/system/node/node{node}");
-            let first = node * per_node;
-            w(
-                &format!("{base}/cpulist"),
-                format!("{first}-{}\n", first + per_node - 1),
-            );
-            let kib = node_mem_kib.get(node as usize).copied().unwrap_or(0);
-            w(
-                &format!("{base}/meminfo"),
-                format!("Node {node} MemTotal: {kib} kB\nNode {node} MemFree: {kib} kB\n"),
-            );
-        }
-        dir
-    }
-
-    fn budget(available_kib: u64) -> MemoryBudget {
-        MemoryBudget {
-            available_kib: Avail::Available(available_kib),
-            hugepage_kib: Avail::Available(2048),
-            hugepages_free: Avail::Available(0),
-            node_hugepages_free: Default::default(),
-        }
-    }
 
     fn membw_args(extra: &[&str]) -> MembwArgs {
         #[derive(Parser)]
@@ -438,68 +335,6 @@ mod tests {
             args: MemlatArgs,
         }
         Wrap::parse_from(std::iter::once("memlat").chain(extra.iter().copied())).args
-    }
-
-    fn topology(dir: &TestTree) -> Topology {
-        crate::machine::Machine::read(&dir.root()).topology
-    }
-
-    #[test]
-    fn membw_sizes_by_the_rule_and_spreads_threads() {
-        // Two sockets of 4 cores with a 16 MiB L3 each: 2 × (16 MiB + 4 × 576 KiB) = 36.5 MiB
-        // of cache, so 146 MiB per array.
-        let dir = machine_tree(2, 1, 4, 16, &[64 << 20, 64 << 20]);
-        let topo = topology(&dir);
-        let places = place::places(&topo);
-        let sizing = size_membw(&topo, &places, &budget(128 << 20), &membw_args(&[])).unwrap();
-        assert_eq!(sizing.total_cache_bytes, ((2 * 16) << 20) + 8 * 576 * 1024);
-        assert_eq!(sizing.rule_bytes, 4 * sizing.total_cache_bytes);
-        assert_eq!(sizing.elements as u64, sizing.rule_bytes / 8);
-        // One thread per core, the two packages alternating.
-        assert_eq!(sizing.system_cpus, vec![0, 4, 1, 5, 2, 6, 3, 7]);
-        // Two nodes: a 2 × 2 matrix, rows with the node's cores.
-        assert_eq!(
-            sizing.rows,
-            vec![(0, vec![0, 1, 2, 3]), (1, vec![4, 5, 6, 7])]
-        );
-        assert_eq!(sizing.columns, vec![0, 1]);
-        assert!(sizing.warnings.is_empty());
-
-        let sizing = size_membw(
-            &topo,
-            &places,
-            &budget(128 << 20),
-            &membw_args(&["--threads", "3", "--nodes", "1"]),
-        )
-        .unwrap();
-        assert_eq!(sizing.system_cpus, vec![0, 4, 1]);
-        assert_eq!(sizing.rows, vec![(1, vec![4, 5, 6, 7])]);
-    }
-
-    #[test]
-    fn membw_epyc7f32_rule_is_1060_mib_per_array() {
-        // epyc7f32-2s: 2 sockets × 8 cores, one core per 16 MiB L3 group.
-        let tree = machine_tree(2, 8, 1, 16, &[]);
-        let topo = topology(&tree);
-        assert_eq!(topo.total_cache_bytes(), 265 << 20);
-        let places = place::places(&topo);
-        let sizing = size_membw(
-            &topo,
-            &places,
-            &budget(u64::MAX / 2048),
-            &membw_args(&["--nodes", "0"]),
-        );
-        // The tree's nodes have no memory: an explicit node without memory is refused.
-        let err = format!("{:#}", sizing.unwrap_err());
-        assert!(err.contains("node 0 has no memory"), "{err}");
-        let sizing =
-            size_membw(&topo, &places, &budget(u64::MAX / 2048), &membw_args(&[])).unwrap();
-        assert_eq!(sizing.rule_bytes, 1060 << 20);
-        assert_eq!(sizing.elements, (1060 << 20) / 8);
-        assert!(
-            sizing.columns.is_empty(),
-            "memory-less nodes are skipped by default"
-        );
     }
 
     #[test]
@@ -524,7 +359,9 @@ mod tests {
         assert!(err.contains("only 4 CPUs"), "{err}");
         let sizing = sizing(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
         assert!(
-            membw_warning(&sizing.warnings[0]).contains("--size 16 MiB is below STREAM's rule"),
+            sizing.warnings[0]
+                .to_string()
+                .contains("--size 16 MiB is below STREAM's rule"),
             "{:?}",
             sizing.warnings
         );
@@ -587,80 +424,6 @@ mod tests {
         .unwrap_err();
         let err = format!("{err:#}");
         assert!(err.contains("NUMA node 1"), "{err}");
-    }
-
-    /// A fixture machine of tests/fixtures/machines, with its places and memory budget.
-    fn fixture(name: &str) -> (crate::machine::Machine, Vec<CpuPlace>, MemoryBudget) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/machines")
-            .join(name);
-        let machine = crate::machine::Machine::read(&SysRoot::dir(dir));
-        let places = place::places(&machine.topology);
-        let budget = MemoryBudget::new(&machine.kernel.meminfo, &machine.kernel.hugepages);
-        (machine, places, budget)
-    }
-
-    #[test]
-    fn fixture_machines_size_by_the_rule_and_spread_by_topology() {
-        // epyc7f32-2s: 16 × (32 + 32 + 512 KiB + 16 MiB) = 265 MiB of cache → 1060 MiB per
-        // array; threads alternate sockets; one matrix row per socket node.
-        let (m, places, budget) = fixture("epyc7f32-2s");
-        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(sizing.total_cache_bytes, 265 << 20);
-        assert_eq!(sizing.rule_bytes, 1060 << 20);
-        assert_eq!(sizing.system_cpus[..4], [0, 8, 1, 9]);
-        assert_eq!(sizing.system_cpus.len(), 16);
-        assert_eq!(
-            sizing.rows,
-            vec![(0, (0..8).collect()), (1, (8..16).collect())]
-        );
-        assert_eq!(sizing.columns, vec![0, 1]);
-        assert!(sizing.warnings.is_empty(), "{:?}", sizing.warnings);
-
-        // milan64-nps4-smt: 64 × 576 KiB + 8 × 32 MiB = 292 MiB; one thread per core, the
-        // four nodes in turn, then the other L3 group of each node.
-        let (m, places, budget) = fixture("milan64-nps4-smt");
-        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(sizing.rule_bytes, 4 * (292 << 20));
-        assert_eq!(sizing.system_cpus.len(), 64);
-        assert_eq!(sizing.system_cpus[..8], [0, 16, 32, 48, 8, 24, 40, 56]);
-        assert!(sizing.system_cpus.iter().all(|&c| c < 64), "no SMT sibling");
-        assert_eq!(sizing.columns, vec![0, 1, 2, 3]);
-        assert_eq!(sizing.rows[1].1.len(), 16);
-        // memlat: 4 × 256 MiB of L3 → the curve reaches 1 GiB; one chasing CPU per node.
-        let sizing = size_memlat(&m.topology, &places, &budget, &memlat_args(&[])).unwrap();
-        assert_eq!(sizing.curve.sizes.last(), Some(&(1 << 30)));
-        assert_eq!(sizing.rows, vec![(0, 0), (1, 16), (2, 32), (3, 48)]);
-
-        // kvm-guest-2vcpu (this development VM): 2 × (32 + 32 KiB + 1 MiB) + 32 MiB of cache
-        // → 136.5 MiB per array; one node, so no matrix unless asked for.
-        let (m, places, budget) = fixture("kvm-guest-2vcpu");
-        let sizing = size_membw(&m.topology, &places, &budget, &membw_args(&[])).unwrap();
-        assert_eq!(sizing.rule_bytes, 4 * ((2 * 1088) << 10) + (128 << 20));
-        assert_eq!(sizing.system_cpus, vec![0, 1]);
-        assert!(sizing.rows.is_empty() && sizing.columns.is_empty());
-        let sizing = size_membw(
-            &m.topology,
-            &places,
-            &budget,
-            &membw_args(&["--nodes", "0"]),
-        )
-        .unwrap();
-        assert_eq!((sizing.rows.len(), sizing.columns.clone()), (1, vec![0]));
-
-        // xeon-2s-smt: siblings N and N+56; two L3 groups, one per socket.
-        let (m, places, budget) = fixture("xeon-2s-smt");
-        let sizing = size_membw(
-            &m.topology,
-            &places,
-            &budget,
-            &membw_args(&["--threads", "4"]),
-        )
-        .unwrap();
-        assert_eq!(sizing.system_cpus, vec![0, 28, 1, 29]);
-        assert_eq!(place::group_breaks(&places), vec![55]);
-        let order: Vec<u32> = places.iter().take(4).map(|p| p.cpu).collect();
-        assert_eq!(order, vec![0, 56, 1, 57]);
     }
 
     /// Issue 44 N13: in a VM whose reported caches make STREAM's rule arrays of a GiB or more,

@@ -6,9 +6,7 @@ use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::measure_common::{
-    BundleArgs, Output, PageFormat, Results, emit, live_root, open_session,
-};
+use super::measure_common::{BundleArgs, Output, PageFormat, emit, live_root, open_session};
 use super::messages::note;
 use super::output::print;
 use super::values;
@@ -179,21 +177,6 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
         }
         (None, None) => cpus.get(1).copied(),
     };
-    let mut warnings = session.memory_warnings();
-    if peer.is_none() {
-        match echo_cpu {
-            Some(cpu) if cpu == cpus[0] => warnings.push(format!(
-                "the client and the echo share CPU {cpu}: each round trip includes a context \
-                 switch; give them two CPUs"
-            )),
-            None => warnings.push(
-                "the echo is not pinned (one CPU given): give a second CPU in --cpus or \
-                 --echo-cpu"
-                    .to_string(),
-            ),
-            Some(_) => {}
-        }
-    }
     let output = Output {
         format: PageFormat::of(args.json, false),
         bundle: args.bundle.open(&session)?,
@@ -213,16 +196,16 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
         busy_poll_us: args.busy_poll,
         timestamps: args.timestamps,
     };
-    let run = net::run(&session, request)?;
-    let result = printers::result(&run);
-    let results = Results {
-        kind: Kind::MeasureNet,
-        method: printers::METHOD,
-        warnings: &warnings,
-        result: &result,
-        complete: printers::complete(&run),
-    };
-    emit(&session, &output, results, || printers::text(&run))
+    let measured = net::run(&session, request)?;
+    let result = printers::result(&measured.figures);
+    emit(
+        &session,
+        &output,
+        Kind::MeasureNet,
+        &measured,
+        &result,
+        || printers::text(&measured.figures),
+    )
 }
 
 /// `--serve`: the echo until Ctrl-C, then what it answered.

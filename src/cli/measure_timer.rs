@@ -172,7 +172,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             format == TimerFormat::Json,
             bundle.as_ref(),
         )?;
-        let code = loop_exit(&run.session, saved, |_| false);
+        let code = loop_exit(&run.session, saved, |_| false, |_| {});
         Ok((code, run.session.interrupted))
     })
 }

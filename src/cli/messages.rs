@@ -46,8 +46,12 @@ pub(crate) fn lines(level: Level, message: &str) -> String {
 
 /// Writes `message` to stderr at `level`, in one write (lines of threads that write at the
 /// same time do not interleave).
+/// A progress line ([`Level::Progress`]) is written as it is.
 pub(crate) fn emit(level: Level, message: fmt::Arguments<'_>) {
-    eprint!("{}", lines(level, &message.to_string()));
+    match level {
+        Level::Progress => eprint!("{message}"),
+        _ => eprint!("{}", lines(level, &message.to_string())),
+    }
 }
 
 /// Says on stderr, as `lowlat: error: …`, that the command could not do (part of) its job.

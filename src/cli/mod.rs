@@ -41,10 +41,11 @@ pub struct Cli {
     #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 
-    /// Read the machine from an unpacked sosreport (the sosreport-* directory, or the one that
-    /// holds it): its copies of /proc and /sys, as --root reads a tree; what the bundle lacks
-    /// (sos copies no processes) is named on stderr, and the rules that need it are unknown.
-    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "DIR", conflicts_with_all = ["root", "snapshot"])]
+    /// Read the machine from a sosreport (the sosreport-* directory, the one that holds it, or
+    /// the sosreport-*.tar.xz/.tar.gz sos wrote): its copies of /proc, /sys and /etc, and its
+    /// command outputs (uname -a, sysctl -a, ps, tuned-adm active) as the files they stand
+    /// for; what the bundle lacks is named on stderr, and the rules that need it are unknown.
+    #[arg(long, global = true, help_heading = INPUT_OPTIONS, value_name = "PATH", conflicts_with_all = ["root", "snapshot"])]
     pub sosreport: Option<PathBuf>,
 
     /// Read the machine from an OpenShift must-gather (the directory `oc adm must-gather`
@@ -88,7 +89,7 @@ pub enum Command {
     Inventory(inventory::InventoryArgs),
     /// Check the machine against a tuning profile: findings with evidence, sources and exact
     /// fixes.
-    Audit(audit::AuditArgs),
+    Audit(Box<audit::AuditArgs>),
     /// Capture the files lowlat reads into one archive, to inventory or audit elsewhere with
     /// `--snapshot FILE`.
     Snapshot(snapshot::SnapshotArgs),
@@ -129,6 +130,9 @@ pub enum Command {
     /// Many hosts at once, offline, from their snapshots: group them, name the hosts that
     /// differ from their group field by field (`fleet report`), one plan per group (`fleet plan`).
     Fleet(fleet::FleetArgs),
+    /// The profiles: list the built-in ones, or show one resolved (a built-in profile or a
+    /// site profile file) with where each expectation was set.
+    Profile(profile::ProfileArgs),
 }
 
 pub(crate) mod apply;
@@ -153,6 +157,7 @@ mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
+pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod run;
@@ -250,14 +255,22 @@ pub fn error_text(err: &anyhow::Error) -> String {
 /// Runs the parsed command line and returns the exit code.
 pub fn run(mut cli: Cli) -> Result<u8> {
     messages::listen();
-    // A sosreport is read as the tree it is: checked and its gaps named here, then --root.
-    if let Some(dir) = cli.sosreport.take() {
-        let report = crate::snapshot::sosreport::open(&dir).context("--sosreport")?;
-        for lack in &report.lacks {
-            warning!("--sosreport: the bundle lacks {lack}");
+    // A sosreport is made into a private machine tree that lives until the command ends, its
+    // notes and gaps named here, and read as --root reads a tree.
+    let sosreport = match cli.sosreport.take() {
+        Some(path) => {
+            let report = crate::snapshot::sosreport::open(&path).context("--sosreport")?;
+            for note in &report.notes {
+                warning!("--sosreport: {note}");
+            }
+            for lack in &report.lacks {
+                warning!("--sosreport: the bundle lacks {lack}");
+            }
+            cli.root = Some(report.dir.clone());
+            Some(report)
         }
-        cli.root = Some(report.dir);
-    }
+        None => None,
+    };
     // A must-gather's node is unpacked into a private directory that lives until the command
     // ends, and read as --root reads a tree.
     let must_gather = match cli.must_gather.take() {
@@ -284,7 +297,7 @@ pub fn run(mut cli: Cli) -> Result<u8> {
         None => None,
     };
     let code = dispatch(cli);
-    drop(must_gather);
+    drop((must_gather, sosreport));
     code
 }
 
@@ -310,5 +323,6 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Man(args) => man::run(args),
         Command::Report(args) => report::run(&cli, args),
         Command::Fleet(args) => fleet::run(&cli, args),
+        Command::Profile(args) => profile::run(args),
     }
 }

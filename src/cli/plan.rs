@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::messages::{note, warning};
 use super::output::{print, print_json};
-use super::{Cli, exit, values};
+use super::profile::ProfileArg;
+use super::{Cli, exit};
+use crate::audit::Profile;
+use crate::audit::site::{Located, SitePartition, Smt};
 use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::plan::artifacts::Artifact;
@@ -42,8 +45,11 @@ pub struct PlanArgs {
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
     /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    #[arg(long, value_name = "NAME", default_value = "low-latency", value_parser = values::PlanProfileParser)]
-    pub profile: PlanProfile,
+    /// TuneD's names for these are taken too, and so is a site profile file that extends one
+    /// (its sysctl values and expectations are planned, its waived rules are not, and its
+    /// `[partition]` is used where no partition flag is given).
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::PLAN)]
+    pub profile: ProfileArg,
 
     /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
     /// [default: 1].
@@ -180,11 +186,35 @@ fn memory_size(text: &str) -> Result<u64, String> {
 }
 
 impl PlanArgs {
-    /// The request these options describe.
-    pub fn request(&self) -> Result<PlanRequest> {
+    /// Whether a flag names the partition (then a site profile's `[partition]` is not used).
+    fn partition_flags(&self) -> bool {
+        self.housekeeping.is_some()
+            || self.isolate.is_some()
+            || self.housekeeping_cores.is_some()
+            || self.isolate_core_type.is_some()
+    }
+
+    /// The site profile's partition, where no flag names one.
+    fn site_partition<'a>(&self, profile: &'a Profile) -> Option<&'a SitePartition> {
+        let site = profile.site.as_ref().map(|site| &site.partition);
+        site.filter(|_| !self.partition_flags())
+    }
+
+    /// The request these options describe, for `profile` (loaded from `--profile`).
+    pub fn request(&self, profile: &Profile) -> Result<PlanRequest> {
         let defaults = PartitionRequest::default();
+        let plan_profile = PlanProfile::try_from(profile.info.name)
+            .map_err(|reason| anyhow::anyhow!("--profile {}: {reason}", self.profile))?;
+        let site = self.site_partition(profile);
+        let site_list = |part: Option<&Located<CpuSet>>| part.map(|l| l.value.clone());
+        let site_smt = site
+            .and_then(|s| s.smt.as_ref())
+            .map(|smt| match smt.value {
+                Smt::Keep => SmtChoice::Keep,
+                Smt::Off => SmtChoice::Off,
+            });
         Ok(PlanRequest {
-            profile: self.profile,
+            profile: plan_profile,
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
                     .housekeeping_cores
@@ -192,8 +222,10 @@ impl PlanArgs {
                 no_balance_cores_per_node: self
                     .no_balance
                     .map_or(defaults.no_balance_cores_per_node, usize::from),
-                housekeeping: self.housekeeping.clone(),
-                isolate: self.isolate.clone(),
+                housekeeping: (self.housekeeping.clone())
+                    .or_else(|| site_list(site.and_then(|s| s.housekeeping.as_ref()))),
+                isolate: (self.isolate.clone())
+                    .or_else(|| site_list(site.and_then(|s| s.isolate.as_ref()))),
                 allow_split_smt: self.allow_split_smt,
                 isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
@@ -202,7 +234,7 @@ impl PlanArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: self.smt.unwrap_or_default(),
+                smt: self.smt.or(site_smt).unwrap_or_default(),
                 isolation: self.isolation,
             },
         })
@@ -212,8 +244,10 @@ impl PlanArgs {
 impl PlanArgs {
     /// The job these options describe, with the `--bios` file read.
     fn job(&self) -> Result<PlanJob> {
+        let profile = self.profile.load()?;
         Ok(PlanJob {
-            request: self.request()?,
+            request: self.request(&profile)?,
+            profile,
             core_type_asked: self.isolate_core_type.is_some(),
             bios: self
                 .bios
@@ -250,8 +284,12 @@ impl PlanArgs {
         }
     }
 
-    /// A refused partition, with the options that asked for it.
-    fn partition_error(&self, e: &PartitionError) -> anyhow::Error {
+    /// A refused partition, with the options (or the site profile's line) that asked for it.
+    fn partition_error(&self, e: &PartitionError, profile: &Profile) -> anyhow::Error {
+        let site = self.site_partition(profile);
+        if let Some(at) = site.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref())) {
+            return anyhow::anyhow!("--profile {}: [partition]: {e}", at.place);
+        }
         let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
             (true, true) => "--housekeeping and --isolate",
             (true, false) => "--housekeeping",
@@ -301,12 +339,13 @@ pub(super) fn write_artifacts(
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    let planned = pipeline::run(&root, kind, &args.job()?, |step| match step {
+    let job = args.job()?;
+    let planned = pipeline::run(&root, kind, &job, |step| match step {
         Step::Read(machine) => super::container::note(&root, &machine.topology),
         Step::Planned(plan) => args.note_cpus_going_offline(plan),
     })
     .map_err(|e| match e {
-        PlanJobError::Plan(PlanError::Partition(e)) => args.partition_error(&e),
+        PlanJobError::Plan(PlanError::Partition(e)) => args.partition_error(&e, &job.profile),
         PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
             anyhow::anyhow!("--hugepages {pool}: {problem}")
         }

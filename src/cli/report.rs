@@ -5,8 +5,8 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::{Cli, exit};
-use crate::compare::load::{load, sort_in_run_order};
 use crate::report::html::{self, Budget, Source};
+use crate::report::runs::{load, sort_in_run_order};
 
 /// Options of `lowlat report`.
 #[derive(Debug, Args)]

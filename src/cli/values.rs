@@ -7,7 +7,6 @@
 //! reaches these parsers and is refused here, naming the flag, instead of clap reading it as
 //! an unknown flag.
 
-use clap::ValueEnum;
 use clap::builder::PossibleValue;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::measure::runner::inject::InjectSpec;
-use crate::plan::request::{Isolation, PlanProfile, PowerPolicy, SmtChoice};
+use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
@@ -281,39 +280,6 @@ impl clap::ValueEnum for ProfileName {
     }
 }
 
-/// `--profile` of plan and fleet plan: the profiles lowlat makes plans for, as `--help` lists
-/// them; another profile's name is refused with the reason it has no plan.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PlanProfileParser;
-
-impl clap::builder::TypedValueParser for PlanProfileParser {
-    type Value = PlanProfile;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<PlanProfile, clap::Error> {
-        let name =
-            clap::builder::EnumValueParser::<ProfileName>::new().parse_ref(cmd, arg, value)?;
-        PlanProfile::try_from(name).map_err(|reason| {
-            let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
-            clap::Error::raw(
-                clap::error::ErrorKind::ValueValidation,
-                format!("invalid value '{name}' for '{flag}': {reason}\n"),
-            )
-            .with_cmd(cmd)
-        })
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(PlanProfile::ALL.into_iter().filter_map(
-            |profile| ProfileName::from(profile).to_possible_value(),
-        )))
-    }
-}
-
 /// `--power` of plan.
 impl clap::ValueEnum for PowerPolicy {
     fn value_variants<'a>() -> &'a [Self] {
@@ -434,6 +400,14 @@ pub(crate) fn layer(text: &str) -> Result<crate::tuning::setting::Layer, String>
             let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
             format!("no layer '{text}'; the layers: {}", names.join(", "))
         })
+}
+
+/// Reads a `--target` (the grammar is check's, in `check::targets::parse`).
+pub(crate) fn target(text: &str) -> Result<crate::check::targets::Target, String> {
+    let length =
+        |t: &str| duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    crate::check::targets::parse(text, length, crate::check::JITTER_THRESHOLD_NS)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@ use crate::report::apply::verify_text;
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  lowlat verify\n  lowlat verify --plan plan.json --json | jq '.checks[] | select(.status == \"drift\")'\n\n\
-Kernel arguments are judged on /proc/cmdline; on a machine without grubby or a GRUB defaults file, one absent from it is not-configured (nothing could have configured it), and the line to add is printed. One on the command line that the running kernel ignores (nohz_full= on a kernel built without CONFIG_NO_HZ_FULL) is not-in-effect, not ok.\n\n\
-Exit codes: 0 every setting ok or pending a reboot (or unsupported here), 1 some setting drifted, is not-configured or not-in-effect, 2 the plan could not be read."
+Kernel arguments are judged on /proc/cmdline; on a machine without grubby or a GRUB defaults file, one absent from it is not-configured (nothing could have configured it), and the line to add is printed. One on the command line that the running kernel ignores (nohz_full= on a kernel built without CONFIG_NO_HZ_FULL) is not-in-effect, not ok. A setting that differs from the plan and that no apply in the journal covered (`apply --runtime` leaves the persistent ones out) is not-applied, not drift.\n\n\
+Exit codes: 0 every setting ok, pending a reboot or not-applied (or unsupported here), 1 some setting drifted, is not-configured or not-in-effect, 2 the plan could not be read."
 )]
 pub struct VerifyArgs {
     /// The plan to check against [default: /etc/lowlat/plan.json under the root, installed by

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::endpoint::{self, Endpoint};
 use super::environment::{self, Side};
+use super::error::LoadError;
 use super::estimate;
-use super::load::LoadError;
 use super::run::{Family, Run};
 use super::splits::{self, Split};
 use super::stats::holm::holm;

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::endpoint::Endpoint;
 use super::run::Run;
 use super::verdict::{self, Compared};
+use crate::measure::trace::explain::Class;
 
 /// Where a cause was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -44,7 +45,7 @@ impl Presence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CauseRow {
     /// The class (`tick`, `device_irq`, `task`, ...; see `explain` of `measure-jitter`).
-    pub class: String,
+    pub(crate) class: Class,
     /// What in the class (`tick_nohz_handler`, `42 virtio3-tx`, `cron`).
     pub source: String,
     /// Where it was seen.
@@ -76,7 +77,7 @@ pub struct CausesDiff {
 const UNIT: &str = "per-minute";
 
 /// A cause: its class and source.
-type Key = (String, String);
+type Key = (Class, String);
 
 /// One run's gaps per cause on the CPUs compared, and the minutes of busy loop behind them.
 struct RunCauses {
@@ -94,8 +95,8 @@ fn counts(runs: &[Run], cpus: &[u32]) -> Vec<RunCauses> {
                 if let Some(series) = run.cpus.get(cpu) {
                     minutes += series.exposure / 60.0;
                 }
-                for c in run.causes.iter().flat_map(|m| m.get(cpu)).flatten() {
-                    *gaps.entry((c.class.clone(), c.source.clone())).or_insert(0) += c.count;
+                for c in run.causes.iter().flatten().filter(|c| c.cpu == *cpu) {
+                    *gaps.entry((c.class, c.source.clone())).or_insert(0) += c.count;
                 }
             }
             RunCauses { gaps, minutes }
@@ -141,7 +142,7 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
         .into_iter()
         .map(
             |(((class, source), presence, a_gaps, b_gaps), compared)| CauseRow {
-                class: class.clone(),
+                class: *class,
                 source: source.clone(),
                 presence,
                 a_gaps,
@@ -160,7 +161,7 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
                     .max(y.compared.b.value)
                     .total_cmp(&x.compared.a.value.max(x.compared.b.value)),
             )
-            .then_with(|| (&x.class, &x.source).cmp(&(&y.class, &y.source)))
+            .then_with(|| (x.class.key(), &x.source).cmp(&(y.class.key(), &y.source)))
     });
     Some(CausesDiff {
         unit: UNIT,
@@ -172,8 +173,9 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::run::{CauseCount, ExposureUnit, Format, Series};
+    use crate::compare::run::{ExposureUnit, Format, Series};
     use crate::compare::verdict::Verdict;
+    use crate::measure::trace::cause_count::CauseCount;
 
     /// A deterministic stream of uniform numbers in [0, 1) (a linear congruential generator).
     struct Lcg(u64);
@@ -203,27 +205,29 @@ mod tests {
     }
 
     /// A run of one CPU, 10 s long, whose causes happen at `rates` per second (drawn).
-    fn run(rng: &mut Lcg, rates: &[(&str, &str, f64)]) -> Run {
+    fn run(rng: &mut Lcg, rates: &[(Class, &str, f64)]) -> Run {
         let mut run = Run::empty("r", Format::LowlatJitter);
         let series = Series::from_stream([(0.0, 2000.0)], 10.0, ExposureUnit::Seconds).unwrap();
         run.cpus.insert(3, series);
         let causes = rates
             .iter()
             .map(|&(class, source, per_second)| CauseCount {
-                class: class.into(),
+                cpu: 3,
+                class,
                 source: source.into(),
+                irq: None,
                 count: (0..10).map(|_| rng.poisson(per_second)).sum(),
             })
             .filter(|c| c.count > 0)
             .collect();
-        run.causes = Some(BTreeMap::from([(3, causes)]));
+        run.causes = Some(causes);
         run
     }
 
-    const USUAL: [(&str, &str, f64); 3] = [
-        ("tick", "tick_nohz_handler", 250.0),
-        ("no_kernel_event", "no kernel event", 40.0),
-        ("kworker", "vmstat_update", 1.0),
+    const USUAL: [(Class, &str, f64); 3] = [
+        (Class::Tick, "tick_nohz_handler", 250.0),
+        (Class::NoKernelEvent, "no kernel event", 40.0),
+        (Class::Kworker, "vmstat_update", 1.0),
     ];
 
     #[test]
@@ -238,7 +242,7 @@ mod tests {
             assert!(!row.compared.verdict.differs(), "{row:?}");
         }
         // The tick's rate is its planted 250 per second, per minute.
-        let tick = d.rows.iter().find(|r| r.class == "tick").unwrap();
+        let tick = d.rows.iter().find(|r| r.class == Class::Tick).unwrap();
         assert!(
             (tick.compared.a.value / 15_000.0 - 1.0).abs() < 0.02,
             "{tick:?}"
@@ -250,7 +254,7 @@ mod tests {
         let mut rng = Lcg(11);
         let a: Vec<Run> = (0..5).map(|_| run(&mut rng, &USUAL)).collect();
         let mut planted = USUAL.to_vec();
-        planted.push(("task", "app-poller (woken by hrtimer_wakeup)", 100.0));
+        planted.push((Class::Task, "app-poller (woken by hrtimer_wakeup)", 100.0));
         let b: Vec<Run> = (0..5).map(|_| run(&mut rng, &planted)).collect();
         let d = diff(&a, &b, &[3], 0.03).unwrap();
         let first = &d.rows[0];
@@ -280,7 +284,7 @@ mod tests {
         let mut rng = Lcg(3);
         let a = [run(&mut rng, &USUAL)];
         let mut planted = USUAL.to_vec();
-        planted.push(("device_irq", "42 virtio3-tx", 50.0));
+        planted.push((Class::DeviceIrq, "42 virtio3-tx", 50.0));
         let b = [run(&mut rng, &planted)];
         let d = diff(&a, &b, &[3], 0.03).unwrap();
         assert_eq!(d.rows[0].presence, Presence::Appeared);

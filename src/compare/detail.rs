@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::endpoint;
-use super::run::{Figures, Run};
+use super::run::{Family, Figures, Run};
 use super::verdict::{self, Compared, Verdict};
 
 /// A figure compared per CPU.
@@ -30,6 +30,9 @@ impl Metric {
     /// The metrics of latencies, in the order of the table.
     pub const LATENCIES: [Metric; 4] =
         [Metric::Median, Metric::P99, Metric::Max, Metric::RateAbove];
+    /// The metrics of round trips: a count above `--above` says nothing of a ping-pong whose
+    /// messages come one after the other.
+    pub const ROUND_TRIPS: [Metric; 3] = [Metric::Median, Metric::P99, Metric::Max];
     /// The metrics a peer's summary can give.
     pub const SUMMARIES: [Metric; 4] = [Metric::Median, Metric::P99, Metric::Max, Metric::Mean];
 
@@ -104,8 +107,14 @@ pub struct Row {
 /// The detail rows of `a` against `b` on `cpus`, corrected over themselves.
 pub fn rows(a: &[Run], b: &[Run], cpus: &[u32], above_ns: f64, margin: f64) -> Vec<Row> {
     let summarised = a.iter().chain(b).any(|r| !r.summaries.is_empty());
+    let round_trips = a
+        .iter()
+        .chain(b)
+        .any(|r| r.format.family() == Family::RoundTrips);
     let metrics: &[Metric] = if summarised {
         &Metric::SUMMARIES
+    } else if round_trips {
+        &Metric::ROUND_TRIPS
     } else {
         &Metric::LATENCIES
     };

@@ -1,8 +1,9 @@
 //! `lowlat compare`: two arms of runs (A, the baseline; B, the candidate), read from lowlat's
-//! documents and the peers' outputs, compared with runs as the unit (docs/statistics.md).
-//! The module reads as the method does, one file per step:
+//! documents and the peers' outputs (`report::runs`, beside the types that write lowlat's
+//! documents), compared with runs as the unit (docs/statistics.md). The module reads as the
+//! method does, one file per step:
 //!
-//! - `load`: files and bundle directories to runs (format told by content);
+//! - `error`: why an input cannot be compared, naming the file and the line;
 //! - `run`: what a run is: per CPU its latencies, in slices of its time, and its conditions;
 //! - `endpoint`: the primary endpoints, one value per run pooled over the CPUs;
 //! - `estimate`: the ratio B/A and its interval from the runs' values (Welch on the logs),
@@ -23,8 +24,8 @@ pub mod causes;
 pub mod detail;
 pub mod endpoint;
 pub mod environment;
+pub mod error;
 pub mod estimate;
-pub mod load;
 pub mod run;
 pub mod settings;
 pub mod splits;
@@ -37,8 +38,8 @@ use serde::Serialize;
 
 use endpoint::Endpoint;
 use environment::{Covariate, Side};
+use error::LoadError;
 use estimate::ArmEstimate;
-use load::LoadError;
 use run::{ExposureUnit, Family, Run};
 use settings::SettingsDiff;
 use verdict::{ALPHA, Judged, Verdict};
@@ -481,14 +482,27 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
     } else {
         let (endpoints, rate_unit): (&[Endpoint], &str) = if summarised {
             (&Endpoint::SUMMARIES, "")
+        } else if family_a == Family::RoundTrips {
+            (&Endpoint::ROUND_TRIPS, "")
         } else {
             (&Endpoint::LATENCIES, unit_a.rate_unit().0)
         };
         for &e in endpoints {
-            let unit = if e == Endpoint::RateAbove {
-                rate_unit
-            } else {
-                "ns"
+            let lossless = |r: &Run| r.traffic.is_some_and(|t| t.lost == 0);
+            if e == Endpoint::Loss && a.iter().chain(b).all(lossless) {
+                // Its rate would be the 0.5 message per run that keeps a lossless run
+                // comparable, not a loss seen.
+                notes.push(format!(
+                    "{}: none in any run of either arm; not compared",
+                    e.name()
+                ));
+                continue;
+            }
+            let unit = match e {
+                Endpoint::RateAbove => rate_unit,
+                Endpoint::MessageRate => "messages/s",
+                Endpoint::Loss => "per-million-messages",
+                _ => "ns",
             };
             match primary(e, None, unit, (a, b), &cpus, above_ns) {
                 Some(row) => primary_rows.push(row),

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::stats::histogram::Cumulative;
+use crate::measure::trace::cause_count::CauseCount;
 
 /// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
 /// as many as lowlat's own documents record (`measure::runner::slices`).
@@ -22,6 +23,9 @@ pub enum Family {
     /// Memory bandwidth: the best rate of each kernel per run (lowlat measure membw, STREAM,
     /// likwid-bench), higher is better.
     Throughput,
+    /// Network round trips of a ping-pong, with the messages sent per second and the share
+    /// lost (lowlat measure net).
+    RoundTrips,
 }
 
 impl Family {
@@ -31,6 +35,7 @@ impl Family {
             Family::Gaps => "busy-loop interruptions",
             Family::Wakeups => "timer wake-up latencies",
             Family::Throughput => "memory bandwidth (best rate per kernel)",
+            Family::RoundTrips => "network round trips",
         }
     }
 }
@@ -62,6 +67,8 @@ pub enum Format {
     /// oslat's table: per CPU, every loop iteration in 1 µs buckets. Its last bucket holds
     /// every longer iteration: beyond its edge only the longest is known.
     Oslat,
+    /// A `measure-net` document: the round trips, under the client's CPU.
+    LowlatNet,
 }
 
 impl Format {
@@ -79,6 +86,7 @@ impl Format {
             Format::SysjitterSummary => "sysjitter summary",
             Format::CyclictestSummary => "cyclictest summary",
             Format::Oslat => "oslat",
+            Format::LowlatNet => "lowlat measure-net",
         }
     }
 
@@ -94,6 +102,7 @@ impl Format {
             | Format::CyclictestHistogram
             | Format::CyclictestSummary => Family::Wakeups,
             Format::LowlatMembw | Format::Stream | Format::LikwidBench => Family::Throughput,
+            Format::LowlatNet => Family::RoundTrips,
         }
     }
 }
@@ -222,15 +231,15 @@ pub struct CpuConditions {
     pub smis: Option<f64>,
 }
 
-/// One cause's gaps on one CPU of a run (`measure jitter --explain`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CauseCount {
-    /// The class (`tick`, `task`, ...).
-    pub class: String,
-    /// What in the class (`tick_nohz_handler`, the task's comm).
-    pub source: String,
-    /// Gaps it caused.
-    pub count: u64,
+/// What a network ping-pong sent and lost (`measure net`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    /// Messages the client sent per second, answered or not.
+    pub messages_per_s: f64,
+    /// Messages sent (round trips kept plus timeouts).
+    pub sent: u64,
+    /// Messages whose answer never came.
+    pub lost: u64,
 }
 
 /// One run: where it came from and its latencies per CPU.
@@ -260,9 +269,11 @@ pub struct Run {
     pub conditions: BTreeMap<u32, CpuConditions>,
     /// The 1-minute load average, mean of the readings before and after the run.
     pub load_average: Option<f64>,
-    /// Each CPU's gaps by cause (`measure jitter --explain`); `None` where the run was not
-    /// explained (not asked, not traced, another format).
-    pub causes: Option<BTreeMap<u32, Vec<CauseCount>>>,
+    /// The gaps by cause of each CPU (`measure jitter --explain`); `None` where the run was
+    /// not explained (not asked, not traced, another format).
+    pub(crate) causes: Option<Vec<CauseCount>>,
+    /// What a network ping-pong sent and lost; `None` for other runs.
+    pub traffic: Option<Traffic>,
 }
 
 impl Run {
@@ -295,6 +306,7 @@ impl Run {
             conditions: BTreeMap::new(),
             load_average: None,
             causes: None,
+            traffic: None,
         }
     }
 }

@@ -13,15 +13,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::bios::{self, BiosState, value_text};
-use crate::compare::load;
+use crate::compare::error::LoadError;
 use crate::compare::run::Run;
-use crate::document::{Kind, LayoutError};
+use crate::document::{Kind, LayoutError, Stamp};
+use crate::report::runs;
 
-/// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`).
-pub const BIOS_PREFIX: &str = "bios:";
+/// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`),
+/// as in compare's settings diff.
+pub use crate::report::runs::BIOS_PREFIX;
 
 /// One figure a host measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,13 +129,6 @@ impl Attached {
     }
 }
 
-/// The envelope fields read first, to tell what a JSON file is.
-#[derive(Deserialize)]
-struct Stamp {
-    kind: Option<String>,
-    host: Option<String>,
-}
-
 /// The directories that hold snapshots: for each, its only snapshot (`None`: several).
 #[derive(Debug, Default)]
 pub struct SnapshotDirs<'a>(HashMap<&'a Path, Option<&'a Path>>);
@@ -198,7 +191,7 @@ pub enum DocumentError {
     },
     /// A measurement document that does not load (the error names the file).
     #[error(transparent)]
-    Measure(#[from] load::LoadError),
+    Measure(#[from] LoadError),
 }
 
 /// Reads the document `file` (a JSON file found beside the `snapshots`): `Ok(None)` when it
@@ -233,7 +226,7 @@ pub fn read(file: &Path, snapshots: &SnapshotDirs<'_>) -> Result<Option<Read>, D
             }
         }
         "measure-jitter" | "measure-timer" | "measure-membw" => {
-            let loaded = load::load(&[file.to_path_buf()])?;
+            let loaded = runs::load(&[file.to_path_buf()])?;
             Extras {
                 figures: loaded
                     .runs

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::documents::{self, Attached, BIOS_PREFIX, Figure};
 use super::host::{HostError, HostRead, HostState};
 use super::spread::{self, Spread};
-use crate::audit::Counts;
+use crate::audit::{Counts, Profile};
 use crate::machine::fingerprint::UNAVAILABLE;
 use crate::text::escape_controls;
 use crate::tuning::profile_name::ProfileName;
@@ -65,8 +65,16 @@ pub struct Skipped {
 /// The judged fleet: the body of a `fleet` document (`lowlat fleet report --json`).
 #[derive(Debug, Serialize)]
 pub struct FleetReport {
-    /// The audit profile every host was judged by.
+    /// The audit profile every host was judged by (the built-in one a site profile extends).
     pub profile: ProfileName,
+    /// The site profile files laid over it, the one given first; absent for a built-in
+    /// profile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profile_files: Vec<String>,
+    /// The site profile's waivers, each with the hosts whose finding it waived (a waiver
+    /// that waived none is listed with 0); absent for a built-in profile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waivers: Vec<WaiverTally>,
     /// How many hosts are reported (snapshots read, duplicates left out).
     pub hosts: usize,
     /// How many distinct host states (fingerprint and verdicts) the hosts have.
@@ -77,6 +85,25 @@ pub struct FleetReport {
     pub rules: Vec<RuleTally>,
     /// The files left out, in path order.
     pub skipped: Vec<Skipped>,
+}
+
+/// A site profile's waiver and the hosts it applied to.
+#[derive(Debug, Serialize)]
+pub struct WaiverTally {
+    /// The rule waived.
+    pub rule: String,
+    /// Why.
+    pub reason: String,
+    /// Who owns it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Its last day, `YYYY-MM-DD` (UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Where it is written, `FILE:LINE`.
+    pub place: String,
+    /// How many hosts' findings it waived (status `waived`).
+    pub hosts: usize,
 }
 
 /// Hosts of one system model, CPU model and socket count.
@@ -225,7 +252,7 @@ impl Fleet {
     }
 
     /// Groups the hosts and judges each group.
-    pub fn report(self, profile: ProfileName) -> FleetReport {
+    pub fn report(self, profile: &Profile) -> FleetReport {
         let mut states: Vec<Option<HostState>> = vec![None; self.states.len()];
         for (state, index) in self.states {
             states[index] = Some(state);
@@ -255,12 +282,27 @@ impl Fleet {
             });
         }
         skipped.sort_by(|a, b| a.file.cmp(&b.file));
+        let rules = tally(&self.hosts, &states);
+        let site = profile.site.as_ref();
+        let waivers = site.map_or(&[][..], |s| &s.waivers[..]).iter();
+        let waivers = waivers
+            .map(|w| WaiverTally {
+                rule: w.rule.id.to_string(),
+                reason: w.reason.clone(),
+                owner: w.owner.clone(),
+                until: w.until.map(|d| d.to_string()),
+                place: w.place.to_string(),
+                hosts: (rules.iter().find(|r| r.rule == w.rule.id)).map_or(0, |r| r.hosts.waived),
+            })
+            .collect();
         FleetReport {
-            profile,
+            profile: profile.info.name,
+            profile_files: site.map(|s| s.files.clone()).unwrap_or_default(),
+            waivers,
             hosts: self.hosts.len(),
             distinct_states: states.len(),
             groups,
-            rules: tally(&self.hosts, &states),
+            rules,
             skipped,
         }
     }
@@ -459,7 +501,8 @@ mod tests {
             Path::new("again"),
             host("a", "Xeon", "1", FindingStatus::Pass),
         );
-        let report = fleet.report(ProfileName::LowLatency);
+        let profile = crate::audit::profile::load(ProfileName::LowLatency).unwrap();
+        let report = fleet.report(&profile);
         assert_eq!(report.hosts, 5);
         assert_eq!(report.distinct_states, 4, "a and b share one state");
         let xeon = &report.groups[0];

@@ -59,7 +59,15 @@ pub fn text(report: &FleetReport) -> String {
         "lowlat fleet report: {}, {} (profile {}), {}, {}, {}",
         plural(report.hosts, "host", "hosts"),
         plural(report.groups.len(), "group", "groups"),
-        report.profile,
+        std::iter::once(report.profile.to_string())
+            .chain(
+                report
+                    .profile_files
+                    .iter()
+                    .map(|f| escape_controls(f).into_owned())
+            )
+            .collect::<Vec<_>>()
+            .join(" + "),
         plural(report.outliers(), "outlier", "outliers"),
         plural(
             report.outside(),
@@ -71,17 +79,45 @@ pub fn text(report: &FleetReport) -> String {
     for group in &report.groups {
         render_group(&mut page, group);
     }
+    if !report.waivers.is_empty() {
+        writeln!(
+            page,
+            "\nWaivers of {}:",
+            escape_controls(&report.profile_files.join(" + "))
+        );
+        for w in &report.waivers {
+            let mut when = String::new();
+            if let Some(until) = &w.until {
+                when.push_str(&format!(" until {until}"));
+            }
+            if let Some(owner) = &w.owner {
+                when.push_str(&format!(" by {}", escape_controls(owner)));
+            }
+            writeln!(
+                page,
+                "  {}  waived on {}{when} ({}): {}",
+                w.rule,
+                plural(w.hosts, "host", "hosts"),
+                escape_controls(&w.place),
+                escape_controls(&w.reason)
+            );
+        }
+    }
     page.line("\nRules: hosts per status");
-    let statuses = FindingStatus::ALL;
+    // The waived column only where a site profile waived something.
+    let statuses = FindingStatus::ALL
+        .into_iter()
+        .filter(|s| *s != FindingStatus::Waived || report.rules.iter().any(|r| r.hosts.waived > 0));
+    let statuses: Vec<FindingStatus> = statuses.collect();
     let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(4);
     write!(page, "  {:<width$}", "rule");
-    for status in statuses {
+    for &status in &statuses {
         write!(page, " {:>8}", status.name());
     }
     page.blank();
     for rule in &report.rules {
         write!(page, "  {:<width$}", rule.rule);
-        for status in statuses {
+        for &status in &statuses {
             write!(page, " {:>8}", rule.hosts.get(status));
         }
         page.blank();

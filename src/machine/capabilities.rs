@@ -1,10 +1,13 @@
 //! What this machine can honour: the kernel's build (a boot parameter needs its option), the
-//! idle driver, the platform (bare metal or a guest) and the init system, read once from the
-//! [`Machine`]. The plan never plans what the machine cannot honour (it lists it as not
-//! planned, with the reason and the way out), and the audit judges by the same facts.
+//! idle driver, the platform (bare metal or a guest), the init system, the cgroup layout and
+//! the boot loader, read once from the [`Machine`]. The plan never plans what the machine
+//! cannot honour (it lists it as not planned, with the reason and the way out), and the audit
+//! judges by the same facts.
 
 use super::Machine;
 use super::kernel::Kernel;
+use super::kernel::boot_loader::BootLoader;
+use super::kernel::cgroup::CgroupLayout;
 
 /// A boot parameter that works only on a kernel built with an option.
 pub struct Needs {
@@ -68,6 +71,92 @@ impl Needs {
     }
 }
 
+/// The `isolcpus=` flags and the first upstream kernel that knows each.
+const ISOLCPUS_FLAGS: [(&str, (u32, u32)); 3] = [
+    ("nohz", (4, 15)),
+    ("domain", (4, 15)),
+    ("managed_irq", (5, 6)),
+];
+
+/// An `isolcpus=` flag this kernel does not know: `flag` (`managed_irq`), and how it is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFlag {
+    /// The flag.
+    pub flag: String,
+    /// Whether it is certain: the boot log says so (the kernel skipped the flag, or rejected
+    /// the whole argument), or no kernel knows the flag. Otherwise only the kernel's version
+    /// says so, and a distribution may have backported the flag.
+    pub certain: bool,
+    /// What says so, for people.
+    pub why: String,
+}
+
+/// The flags of `flags` this kernel does not know: those its boot log names as skipped
+/// ("isolcpus: Skipped unknown flag managed_irq"), every one newer than the kernel where the
+/// log says the kernel rejected an unknown flag ("isolcpus: Error, unknown flag", which drops
+/// the whole argument), and, where the log says nothing, those newer than the kernel's version.
+pub fn isolcpus_unknown_flags(kernel: &Kernel, flags: &[&str]) -> Vec<UnknownFlag> {
+    let log = kernel
+        .isolation_log
+        .get()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let version = kernel.version();
+    let newer = |flag: &str| {
+        let since = ISOLCPUS_FLAGS
+            .iter()
+            .find(|(f, _)| *f == flag)
+            .map(|(_, v)| *v);
+        match (since, version) {
+            (None, _) => Some((true, "no kernel knows it".to_string())),
+            (Some(since), Some(v)) if v < since => Some((
+                false,
+                format!(
+                    "upstream Linux knows it from {}.{}, this kernel is {}.{}",
+                    since.0, since.1, v.0, v.1
+                ),
+            )),
+            _ => None,
+        }
+    };
+    let rejected = log.iter().find(|l| {
+        l.contains("isolcpus:") && (l.contains("Error, unknown flag") || l.contains("Invalid flag"))
+    });
+    flags
+        .iter()
+        .filter_map(|flag| {
+            let skipped = log.iter().find(|l| {
+                l.contains("isolcpus:")
+                    && l.contains("unknown flag")
+                    && l.split_whitespace().any(|w| w == *flag)
+            });
+            let (certain, why) = match (skipped, rejected, newer(flag)) {
+                (Some(line), _, _) => (
+                    true,
+                    format!("the kernel skipped it at boot (boot log: {line})"),
+                ),
+                (None, Some(line), Some((_, newer))) => (
+                    true,
+                    format!("{newer}, and the kernel rejected isolcpus= at boot (boot log: {line})"),
+                ),
+                (None, None, Some((true, newer))) => (true, newer),
+                (None, None, Some((false, newer))) => (
+                    false,
+                    format!(
+                        "{newer}: unless the distribution backported it, the kernel ignores it (the boot log tells: `dmesg | grep isolcpus`)"
+                    ),
+                ),
+                _ => return None,
+            };
+            Some(UnknownFlag {
+                flag: (*flag).to_string(),
+                certain,
+                why,
+            })
+        })
+        .collect()
+}
+
 /// What runs as PID 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Init {
@@ -115,6 +204,10 @@ pub struct Capabilities {
     pub platform: Platform,
     /// PID 1.
     pub init: Init,
+    /// How the cgroup hierarchies are mounted, when known.
+    pub cgroup: Option<CgroupLayout>,
+    /// The boot loader, when known.
+    pub boot_loader: Option<BootLoader>,
 }
 
 impl Capabilities {
@@ -165,6 +258,8 @@ impl Capabilities {
                 None => Platform::BareMetal,
             },
             init,
+            cgroup: kernel.cgroup.get().copied(),
+            boot_loader: kernel.boot_loader.get().copied(),
         }
     }
 
@@ -185,6 +280,36 @@ impl Capabilities {
             ),
             way_out: "processor.max_cstate= and the PM QoS resume latency limit the idle states \
                       of this driver"
+                .to_string(),
+        })
+    }
+
+    /// What persists and what does not, said once where nothing re-applies lowlat's settings
+    /// at boot (PID 1 is known and is not systemd); `None` under systemd.
+    pub fn persistence(&self) -> Option<String> {
+        let Init::Other(comm) = &self.init else {
+            return None;
+        };
+        let comm = crate::text::escape_controls(comm);
+        Some(format!(
+            "PID 1 is {comm}, not systemd: nothing re-applies lowlat's settings at boot. What \
+             persists: the kernel arguments (in the boot loader's configuration) and \
+             /etc/lowlat/plan.json. What does not: the sysctls, the IRQ, task and kernel-thread \
+             placement, cpufreq, idle states and services set now hold until the next reboot; \
+             run `lowlat apply --plan /etc/lowlat/plan.json` again after each boot (from the \
+             init system's own boot script)."
+        ))
+    }
+
+    /// Why lowlat cannot make kernel arguments persist itself: the boot loader is
+    /// systemd-boot, which reads neither GRUB's defaults nor a block in them.
+    pub fn boot_loader_not_grub(&self) -> Option<Unhonoured> {
+        (self.boot_loader == Some(BootLoader::SystemdBoot)).then(|| Unhonoured {
+            reason: "the boot loader is systemd-boot (loader.conf on the EFI system partition): \
+                     it reads no GRUB configuration"
+                .to_string(),
+            way_out: "add the arguments to /etc/kernel/cmdline and run `kernel-install add` for \
+                      each installed kernel (or edit the entries under loader/entries)"
                 .to_string(),
         })
     }

@@ -22,6 +22,7 @@ pub mod kernel;
 pub mod kubelet;
 pub mod net;
 pub mod nic;
+pub mod origins;
 pub mod power;
 pub mod rt_permission;
 pub mod services;
@@ -242,6 +243,10 @@ pub struct Machine {
     /// ([`Machine::read_cpusets`]); absent from JSON when not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpusets: Option<Avail<cpuset::CpusetTree>>,
+    /// Where the tree's files came from when it was made from a support bundle (a
+    /// sosreport's command outputs), by system path; absent from JSON when none.
+    #[serde(default, skip_serializing_if = "origins::Origins::is_empty")]
+    pub origins: origins::Origins,
     /// Problems met while reading (garbled lines, unreadable files), with file and line.
     pub warnings: Vec<Warning>,
 }
@@ -331,13 +336,14 @@ impl Machine {
                     firmware,
                     iommu::read(r),
                     net::read(r),
+                    origins::read(r),
                 )
             })
         };
         let (irqs, (tasks, (kernel_power, rest))) = both(parallel, irqs, || {
             both(parallel, tasks, || both(parallel, kernel_power, rest))
         });
-        let ((cpu, hypervisor, topology, firmware, iommu, net), mut warnings) = rest;
+        let ((cpu, hypervisor, topology, firmware, iommu, net, origins), mut warnings) = rest;
         let ((irqs, irq_default_affinity), irq_warnings) = irqs;
         let ((tasks, services, time_sync, virt, kubelet), task_warnings) = tasks;
         let ((kernel, power), kernel_warnings) = kernel_power;
@@ -365,6 +371,7 @@ impl Machine {
             virt,
             kubelet,
             cpusets: None,
+            origins,
             warnings,
         }
     }

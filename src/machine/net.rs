@@ -14,8 +14,9 @@ pub(crate) const NET_DIR: &str = "/sys/class/net";
 pub struct NetInterface {
     /// Interface name (`ens1f0np0`, `lo`, `veth1a2b`).
     pub name: String,
-    /// Whether a device backs it (`/sys/class/net/<name>/device` exists): a NIC or a virtio
-    /// device, as opposed to loopback, bridges, veth and other software interfaces.
+    /// Whether a device backs it (`/sys/class/net/<name>/device` exists, or its driver
+    /// information names a PCI address): a NIC or a virtio device, as opposed to loopback,
+    /// bridges, veth and other software interfaces.
     pub device: bool,
     /// NUMA node of the device (`device/numa_node`); `None` when absent or -1.
     pub numa_node: Option<u32>,
@@ -79,10 +80,17 @@ pub(crate) fn read(r: &mut Reader) -> Avail<Vec<NetInterface>> {
                 })
                 .collect();
             let answers = nic::ethtool::answer_path(&name, "");
-            // Offline, only what a live read captured is there to read.
-            let asks =
-                name != "lo" && (r.root.is_live() || r.root.is_dir(answers.trim_end_matches('/')));
+            // Offline, only what a live read captured, or what a bundle kept of ethtool's
+            // output, is there to read.
+            let printed = format!("{}/ethtool_-i_{name}", crate::sysroot::PRINTED_DIR);
+            let asks = name != "lo"
+                && (r.root.is_live()
+                    || r.root.is_dir(answers.trim_end_matches('/'))
+                    || r.root.exists(&printed));
             let nic = asks.then(|| nic::read(r, &mut asker, &name, &dir));
+            // A PCI function is a device, also where its sysfs link was not captured (a
+            // bundle's ethtool -i names it).
+            let device = device || nic.as_ref().is_some_and(|nic| nic.pci_address.is_some());
             NetInterface {
                 name,
                 device,

@@ -82,8 +82,9 @@ pub struct Task {
     pub rt_priority: u32,
     /// Nice value, -20 (favoured) to 19.
     pub nice: i32,
-    /// The CPU the task last ran on.
-    pub last_cpu: u32,
+    /// The CPU the task last ran on; `None` where the process list did not show it (a
+    /// support bundle's `ps` output).
+    pub last_cpu: Option<u32>,
     /// The per-CPU kernel thread this task is, recognised by name.
     pub per_cpu: Option<PerCpu>,
     /// Whether the task can be moved to other CPUs: false only for a per-CPU kernel thread
@@ -124,7 +125,7 @@ impl Task {
             policy: SchedPolicy::Other,
             rt_priority: 0,
             nice: 0,
-            last_cpu: 0,
+            last_cpu: Some(0),
             per_cpu: None,
             movable: true,
             affinity_locked: false,
@@ -252,8 +253,10 @@ pub struct ProcStat {
     pub flags: u64,
     /// Field 19: nice value.
     pub nice: i32,
-    /// Field 39: the CPU last run on.
-    pub processor: u32,
+    /// Field 39: the CPU last run on; `None` where the field is `-`, which the kernel never
+    /// writes: a tree made from a support bundle whose process list does not show it (sos's
+    /// `ps` outputs have no `psr` column).
+    pub processor: Option<u32>,
     /// Field 40: real-time priority.
     pub rt_priority: u32,
     /// Field 41: scheduling policy number.
@@ -327,7 +330,10 @@ pub fn parse_stat(text: &str) -> Result<ProcStat, StatError> {
         ppid: number(field(4)?, 4)?,
         flags: number(field(9)?, 9)?,
         nice: number(field(19)?, 19)?,
-        processor: number(field(39)?, 39)?,
+        processor: match field(39)? {
+            "-" => None,
+            text => Some(number(text, 39)?),
+        },
         rt_priority: number(field(40)?, 40)?,
         policy: number(field(41)?, 41)?,
     })
@@ -553,6 +559,13 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
                 .get()
                 .is_none_or(|set| set.len() == 1 && set.contains(p.cpu))
     });
+    // A task of a support bundle's process list (no last CPU: `ps` shows no flags either):
+    // PF_NO_SETAFFINITY as the kernel sets it, on every workqueue worker and every per-CPU
+    // kernel thread bound to its CPU.
+    let affinity_locked = match stat.processor {
+        Some(_) => stat.flags & PF_NO_SETAFFINITY != 0,
+        None => kernel_thread && (stat.comm.starts_with("kworker/") || bound),
+    };
     Read::Task(Box::new(Task {
         pid,
         comm: stat.comm,
@@ -566,7 +579,7 @@ fn read_task(r: &mut Reader, pid: u32) -> Read {
         last_cpu: stat.processor,
         per_cpu,
         movable: !bound,
-        affinity_locked: stat.flags & PF_NO_SETAFFINITY != 0,
+        affinity_locked,
         cgroup: if kernel_thread {
             None
         } else {
@@ -665,7 +678,7 @@ mod tests {
         assert_ne!(stat.flags & PF_NO_SETAFFINITY, 0);
         assert_eq!(
             (stat.nice, stat.processor, stat.rt_priority, stat.policy),
-            (0, 1, 0, 0)
+            (0, Some(1), 0, 0)
         );
     }
 

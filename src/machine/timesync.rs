@@ -104,8 +104,8 @@ pub struct TimeDaemon {
     pub pid: u32,
     /// The CPUs it may run on.
     pub cpus_allowed: Avail<CpuSet>,
-    /// The CPU it last ran on.
-    pub last_cpu: u32,
+    /// The CPU it last ran on; `None` where the process list did not show it.
+    pub last_cpu: Option<u32>,
     /// Its command line (`/proc/PID/cmdline`), the program first; empty when unreadable.
     pub args: Vec<String>,
     /// Whether it steers the system clock (CLOCK_REALTIME), from its command line and
@@ -441,7 +441,7 @@ mod tests {
             kind,
             pid: 1,
             cpus_allowed: Avail::missing("test"),
-            last_cpu: 0,
+            last_cpu: Some(0),
             args: args(line),
             steers_system_clock: false,
             unit: None,
@@ -544,7 +544,7 @@ mod tests {
         assert_eq!(daemons.len(), 1);
         assert_eq!(daemons[0].kind, DaemonKind::Chronyd);
         assert_eq!(daemons[0].cpus_allowed.get().unwrap().to_list(), "0-3");
-        assert_eq!(daemons[0].last_cpu, 3);
+        assert_eq!(daemons[0].last_cpu, Some(3));
         assert!(daemons[0].steers_system_clock);
         let by_path = |p: &str| {
             ts.configs

@@ -163,8 +163,16 @@ fn read_thread(r: &mut Reader, dir: &str, uptime: Option<f64>) -> Result<Thread,
     let stat_path = format!("{dir}/stat");
     let stat_text = r.root.read(&stat_path)?;
     let stat = parse_stat(&stat_text).map_err(|source| GoneError::Stat {
-        path: stat_path,
+        path: stat_path.clone(),
         source,
+    })?;
+    // A thread whose last CPU is not known (a support bundle's process list) cannot be placed.
+    let last_cpu = stat.processor.ok_or_else(|| GoneError::Stat {
+        path: stat_path,
+        source: StatError::NotNumber {
+            field: 39,
+            text: "-".to_string(),
+        },
     })?;
     let status = r.root.read(&format!("{dir}/status"))?;
     let cpus_allowed =
@@ -177,7 +185,7 @@ fn read_thread(r: &mut Reader, dir: &str, uptime: Option<f64>) -> Result<Thread,
         cpus_allowed,
         policy: SchedPolicy::from_number(stat.policy),
         rt_priority: stat.rt_priority,
-        last_cpu: stat.processor,
+        last_cpu,
         cpu_share,
     })
 }

@@ -18,6 +18,10 @@ pub(crate) fn skip_arguments(caps: &Capabilities, draft: &mut Draft) {
             let SettingId::Cmdline(key) = &s.id else {
                 return None;
             };
+            // Taking an argument off is honoured whatever the kernel does with it.
+            if s.value.is_empty() {
+                return None;
+            }
             let why = match key.as_str() {
                 "intel_idle.max_cstate" => caps.intel_idle_absent(),
                 key => caps.kernel_ignores(key).cloned(),

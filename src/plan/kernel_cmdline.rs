@@ -94,18 +94,16 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
     Ok(())
 }
 
-/// Removes arguments of the current command line that contradict the idle policy.
+/// Takes off the command line the idle arguments the power policy does not set itself:
+/// `idle=` (poll) always, and with the balanced policy every idle limit. The plan owns these
+/// keys (`findings::PLAN_KEYS`), so it says what it wants of them whatever the running command
+/// line holds: a removal is "already as planned" where the argument is absent, and plan →
+/// apply → reboot → plan is a fixed point.
 fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
-    let Some(cmdline) = inputs.machine.kernel.cmdline.get() else {
-        return;
-    };
     let power = inputs.request.options.power;
-    let poll = "idle=poll keeps every idle CPU spinning at full power, the housekeeping cores and idle SMT siblings included, taking turbo headroom and pipeline slots from the busy cores; the isolated cores that busy-poll gain nothing from it.";
+    let poll = "No idle=: idle=poll keeps every idle CPU spinning at full power, the housekeeping cores and idle SMT siblings included, taking turbo headroom and pipeline slots from the busy cores; the isolated cores that busy-poll gain nothing from it.";
     let no_limit = "The balanced power policy sets no idle limit on the command line.";
-    let mut conflicts: Vec<(&str, &str)> = Vec::new();
-    if cmdline.value("idle") == Some("poll") {
-        conflicts.push(("idle", poll));
-    }
+    let mut conflicts: Vec<(&str, &str)> = vec![("idle", poll)];
     if power == PowerPolicy::Balanced {
         conflicts.extend([
             ("cpuidle.off", no_limit),
@@ -114,8 +112,7 @@ fn plan_removals(inputs: &Inputs, draft: &mut Draft) {
         ]);
     }
     for (key, why) in conflicts {
-        let id = SettingId::Cmdline(key.to_string());
-        if cmdline.has(key) && !draft.has(&id) {
+        if !draft.has(&SettingId::Cmdline(key.to_string())) {
             draft.add(boot(
                 key,
                 "",

@@ -13,7 +13,7 @@ use super::freebsd::{self, FreeBsdPlan};
 use super::request::PlanRequest;
 use super::vm::{self, VmError, VmPlan, VmRequest};
 use super::{Plan, PlanError, findings, platforms};
-use crate::audit::ProfileError;
+use crate::audit::Profile;
 use crate::bios::BiosState;
 use crate::machine::Machine;
 use crate::machine::freebsd::{FreeBsdError, FreeBsdMachine};
@@ -25,6 +25,9 @@ use crate::sysroot::SysRoot;
 pub(crate) struct PlanJob {
     /// The profile, the partition and the options of the machine's plan.
     pub request: PlanRequest,
+    /// The audit profile whose desired settings the plan takes: the built-in one of
+    /// `request.profile`, or a site profile laid over it.
+    pub profile: Profile,
     /// Whether the core type to isolate was asked for (`--isolate-core-type`), which a
     /// machine whose cores are of one type refuses.
     pub core_type_asked: bool,
@@ -44,9 +47,6 @@ pub(crate) enum PlanJobError {
          and L2 sharing that differ): leave the option out"
     )]
     OneCoreType,
-    /// The profile could not be loaded.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
     /// The machine's plan was refused.
     #[error(transparent)]
     Plan(#[from] PlanError),
@@ -156,15 +156,15 @@ fn linux(
     if request.options.isolation.runtime() {
         machine.read_cpusets(root);
     }
-    let profile = findings::audit_profile(request.profile)?;
+    let profile = &job.profile;
     let mut plan = super::build(&machine, request, |partition| {
-        findings::profile_settings(&machine, &profile, partition)
+        findings::profile_settings(&machine, profile, partition)
     })?;
     step(Step::Planned(&plan));
     plan.bios = job
         .bios
         .as_ref()
-        .map(|state| super::bios::plan(state, &profile));
+        .map(|state| super::bios::plan(state, profile));
     let guest =
         match &job.vm {
             Some(vm) => Some(vm::plan(&machine, &plan.partition, vm).map_err(|source| {
@@ -192,6 +192,7 @@ mod tests {
     fn job() -> PlanJob {
         PlanJob {
             request: PlanRequest::default(),
+            profile: findings::audit_profile(PlanProfile::LowLatency).unwrap(),
             core_type_asked: false,
             bios: None,
             vm: None,

@@ -13,6 +13,7 @@
 //! that systemd keeps the value).
 
 use super::{Draft, Inputs, PlanError, setting};
+use crate::machine::capabilities::Capabilities;
 use crate::machine::cpuset::{CgroupVersion, CpusetTree, Manager};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::runtime_isolation::{HOUSEKEEPING, ISOLATED, LIMITS, stays_in_root};
@@ -54,6 +55,10 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
     let tree = match inputs.machine.cpusets.as_ref() {
         Some(Avail::Available(tree)) => tree,
         Some(Avail::Unavailable { unavailable }) => {
+            let layout = Capabilities::of(inputs.machine)
+                .cgroup
+                .map(|layout| format!(" ({})", layout.name()))
+                .unwrap_or_default();
             draft.skip(
                 cpuset_setting(
                     ISOLATED,
@@ -62,7 +67,10 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
                     "The isolated CPUs in a cpuset of their own.",
                     SOURCE,
                 ),
-                format!("no runtime isolation: {unavailable}"),
+                format!(
+                    "no runtime isolation: {unavailable}{layout}; isolate at boot instead \
+                     (`lowlat plan --isolation boot`)"
+                ),
             );
             return Ok(());
         }

@@ -5,7 +5,7 @@ use crate::text::Page;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
-use crate::audit::profile::{self, ProfileInfo};
+use crate::audit::profile::{self, Profile, ProfileInfo};
 use crate::audit::rule::Rule;
 use crate::audit::{Audit, AuditPartition, Counts, Finding, FindingStatus, Remediation};
 use crate::document::{self, Document, Kind};
@@ -129,12 +129,16 @@ impl MachineIdentity {
 /// A profile's name, purpose and sources.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ProfileSummary {
-    /// The name.
+    /// The name (of the built-in profile a site profile extends).
     pub name: ProfileName,
     /// What it targets.
     pub summary: Cow<'static, str>,
     /// The documents it follows.
     pub sources: Vec<Cow<'static, str>>,
+    /// The site profile files laid over it, the one given first; absent for a built-in
+    /// profile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 impl From<&ProfileInfo> for ProfileSummary {
@@ -143,8 +147,21 @@ impl From<&ProfileInfo> for ProfileSummary {
             name: info.name,
             summary: info.summary.into(),
             sources: info.sources.iter().map(|&s| s.into()).collect(),
+            files: Vec::new(),
         }
     }
+}
+
+/// The profile's name as reports give it: `low-latency`, or `low-latency + site.toml`.
+fn profile_label(name: ProfileName, files: &[String]) -> String {
+    std::iter::once(name.to_string())
+        .chain(
+            files
+                .iter()
+                .map(|f| crate::text::escape_controls(f).into_owned()),
+        )
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// The JSON document of an audit, with the findings `view` shows.
@@ -156,7 +173,10 @@ pub(crate) fn document<'a>(
 ) -> Document<AuditBody<'a>> {
     let body = AuditBody {
         machine: MachineIdentity::of(machine),
-        profile: info.into(),
+        profile: ProfileSummary {
+            files: audit.profile_files.clone(),
+            ..info.into()
+        },
         partition: Cow::Borrowed(&audit.partition),
         counts: audit.counts(),
         findings: (audit.findings.iter())
@@ -199,7 +219,12 @@ fn counts_text(counts: &Counts) -> String {
 /// The terminal report of the findings `view` shows.
 pub fn text(machine: &Machine, audit: &Audit, info: &ProfileInfo, view: &View) -> String {
     let mut out = Page::new();
-    writeln!(out, "lowlat audit, profile {}: {}", info.name, info.summary);
+    writeln!(
+        out,
+        "lowlat audit, profile {}: {}",
+        profile_label(info.name, &audit.profile_files),
+        info.summary
+    );
     writeln!(out, "machine:   {}", MachineIdentity::of(machine).line());
     if info.isolates {
         writeln!(out, "partition: {}", audit.partition.describe());
@@ -255,7 +280,9 @@ pub(crate) fn render_findings(out: &mut Page, findings: &[Finding], view: &View)
 
 fn status_label(status: FindingStatus) -> String {
     match status {
-        FindingStatus::Fail | FindingStatus::Warn => status.name().to_uppercase(),
+        FindingStatus::Fail | FindingStatus::Warn | FindingStatus::Waived => {
+            status.name().to_uppercase()
+        }
         other => other.name().to_string(),
     }
 }
@@ -272,6 +299,13 @@ fn render_finding(out: &mut Page, finding: &Finding, width: usize, all: bool) ->
         finding.rule,
         finding.observed
     );
+    if let Some(waiver) = &finding.waiver {
+        writeln!(
+            out,
+            "{UNDER}{}",
+            crate::text::escape_controls(&waiver.describe())
+        );
+    }
     match finding.status {
         FindingStatus::Fail | FindingStatus::Warn => {
             let details = if all {
@@ -471,11 +505,8 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// `--explain RULE`: the rule's data, the profiles that use it, and its finding on this
 /// machine when the chosen profile runs it.
-pub(crate) fn explain_text(
-    rule: &Rule,
-    finding: Option<&Finding>,
-    profile_name: ProfileName,
-) -> String {
+pub(crate) fn explain_text(rule: &Rule, finding: Option<&Finding>, profile: &Profile) -> String {
+    let profile_name = profile.label();
     let mut out = Page::new();
     writeln!(out, "{}: {}", rule.id, rule.title);
     writeln!(
@@ -514,6 +545,16 @@ pub(crate) fn explain_text(
         }
     }
     writeln!(out, "\non this machine (profile {profile_name}):");
+    match (profile.entry(rule.id), off_place(profile, rule.id)) {
+        (Some(entry), _) => writeln!(
+            out,
+            "  expects:  {} (set by {})",
+            entry.expect.cell(),
+            entry.origin
+        ),
+        (None, Some(off)) => writeln!(out, "  turned off by {off}"),
+        (None, None) => {}
+    }
     let Some(finding) = finding else {
         writeln!(
             out,
@@ -522,6 +563,13 @@ pub(crate) fn explain_text(
         return out.into_string();
     };
     writeln!(out, "  status:   {}", finding.status.name());
+    if let Some(waiver) = &finding.waiver {
+        writeln!(
+            out,
+            "  waiver:   {}",
+            crate::text::escape_controls(&waiver.describe())
+        );
+    }
     writeln!(out, "  observed: {}", finding.observed);
     writeln!(out, "  expected: {}", finding.expected);
     for path in &finding.evidence {
@@ -560,4 +608,15 @@ pub(crate) fn explain_text(
         }
     }
     out.into_string()
+}
+
+/// Where a site profile turned `rule_id` off, with why.
+fn off_place(profile: &Profile, rule_id: &str) -> Option<String> {
+    let site = profile.site.as_ref()?;
+    let off = site.off.iter().find(|off| off.rule.id == rule_id)?;
+    Some(format!(
+        "{}: {}",
+        off.place,
+        crate::text::escape_controls(&off.reason)
+    ))
 }

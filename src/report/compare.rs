@@ -65,6 +65,8 @@ pub(crate) fn value(v: f64, unit: &str) -> String {
         "per-minute" => format!("{v:.1}/min"),
         "per-million-samples" => format!("{v:.1}/M"),
         "MB/s" => format!("{v:.0} MB/s"),
+        "messages/s" => format!("{v:.0}/s"),
+        "per-million-messages" => format!("{v:.1}/M msgs"),
         _ => format!("{v:.1}"),
     }
 }
@@ -194,6 +196,7 @@ fn verdict(e: &Primary) -> String {
 fn primary(out: &mut Page, c: &Comparison) {
     let what = match c.family {
         Family::Throughput => "each kernel's best rate, one value per run",
+        Family::RoundTrips => "one value per run: the round trips, messages and losses",
         _ => "one value per run pooled over the CPUs",
     };
     writeln!(
@@ -399,7 +402,7 @@ fn causes(out: &mut Page, c: &Comparison) {
         for row in rows.iter().take(CAUSES_SHOWN) {
             let mut cells = vec![
                 presence.label().to_string(),
-                row.class.clone(),
+                row.class.key().to_string(),
                 row.source.clone(),
                 row.a_gaps.to_string(),
                 row.b_gaps.to_string(),
@@ -446,6 +449,10 @@ pub fn comparison_text(c: &Comparison) -> String {
     );
     match c.family {
         Family::Throughput => writeln!(out, "; higher is better"),
+        Family::RoundTrips => writeln!(
+            out,
+            "; round trips lower is better, messages per second higher"
+        ),
         _ => writeln!(out, "; rate above {} µs", c.above_ns / 1e3),
     }
     out.blank();

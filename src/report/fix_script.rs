@@ -56,7 +56,16 @@ fn as_planned(finding: &Finding, plan: &Plan) -> (Finding, Vec<String>) {
     let settings = std::mem::take(&mut finding.remediation.settings);
     for s in settings {
         if let Some(planned) = plan.setting(&s.id) {
-            finding.remediation.settings.push(planned.clone());
+            if planned.value.is_empty() && !s.value.is_empty() {
+                // The plan takes the argument off instead (idle=poll): nothing of it to write.
+                left_out.push(format!(
+                    "Left out, as `lowlat plan` leaves it out: {} = {} (the plan takes it off \
+                     the command line: {})",
+                    s.id, s.value, planned.rationale
+                ));
+            } else {
+                finding.remediation.settings.push(planned.clone());
+            }
             continue;
         }
         let skipped = plan.skipped.iter().find(|k| k.setting.id == s.id);

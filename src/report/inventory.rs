@@ -377,7 +377,12 @@ fn kernel_lines(m: &Machine) -> String {
             (total > 0).then(|| format!("{total} × {}", kib(pool.size_kib)))
         })
         .collect();
-    let huge = if huge.is_empty() {
+    let pools_unread = k.hugepages.global.is_empty()
+        && k.meminfo.get().is_none_or(|m| m.hugepages_total.is_none());
+    let huge = if huge.is_empty() && pools_unread {
+        // A bundle without either file: not "none".
+        "unknown (no /sys/kernel/mm/hugepages, no HugePages_Total in /proc/meminfo)".to_string()
+    } else if huge.is_empty() {
         "none reserved".to_string()
     } else {
         huge.join(", ")
@@ -605,9 +610,11 @@ fn service_lines(m: &Machine) -> String {
         .iter()
         .filter(|svc| svc.installed || svc.running == Some(true))
         .map(|svc| {
+            // Running unknown (no process list: a support bundle) is never "not running".
             let state = match (svc.running, svc.enabled) {
                 (Some(true), _) => "running",
-                (_, true) => "enabled, not running",
+                (Some(false), true) => "enabled, not running",
+                (None, true) => "enabled, whether it runs unknown",
                 _ => "installed",
             };
             format!("{} ({state})", svc.name)

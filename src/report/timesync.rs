@@ -174,6 +174,7 @@ fn daemon_lines(ts: &TimeSync) -> String {
                 d.kind.name(),
                 d.pid,
                 d.last_cpu
+                    .map_or("an unknown CPU".to_string(), |cpu| cpu.to_string())
             )
         })
         .collect::<Vec<_>>()

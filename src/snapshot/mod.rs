@@ -568,11 +568,11 @@ impl Progress {
     fn add(&mut self, bytes: u64) {
         self.bytes += bytes;
         if let Some(next) = self.next.filter(|next| Instant::now() >= *next) {
-            eprint!(
+            crate::text::voice::progress(&format!(
                 "\rlowlat: unpacking {}: {} MiB",
                 self.label,
                 self.bytes >> 20
-            );
+            ));
             self.shown = true;
             self.next = Some(next + Self::EVERY);
         }
@@ -581,7 +581,7 @@ impl Progress {
     /// Clears the progress line, if one was shown.
     fn finish(&self) {
         if self.shown {
-            eprint!("\r\x1b[K");
+            crate::text::voice::progress("\r\x1b[K");
         }
     }
 }

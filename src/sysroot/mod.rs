@@ -233,6 +233,22 @@ pub enum Recorded {
 /// system has this path, so an answer never shadows a file of the machine.
 pub const ANSWERS_DIR: &str = "/lowlat-answers";
 
+/// The file of a machine tree made from a support bundle that lists where its files came
+/// from: one `SYSTEM-PATH<TAB>ORIGIN` line each (`/proc/sys/vm/swappiness<TAB>
+/// sos_commands/kernel/sysctl_-a:412`). Under [`ANSWERS_DIR`]: no kernel file system has
+/// this path.
+pub const ORIGINS: &str = "/lowlat-answers/origins";
+
+/// The file of a machine tree made from a support bundle that lists, one a line, the system
+/// paths (and all below them) the bundle did not capture (`/proc/sys` where it kept no
+/// `sysctl -a`): a file absent there is unknown, not absent from the machine.
+pub const UNCAPTURED: &str = "/lowlat-answers/uncaptured";
+
+/// Where a machine tree made from a support bundle keeps what commands printed, by the
+/// bundle's file name (`/lowlat-answers/printed/ethtool_-c_eth0`, a sosreport's
+/// `sos_commands/networking/ethtool_-c_eth0`): read where a captured answer is missing.
+pub const PRINTED_DIR: &str = "/lowlat-answers/printed";
+
 /// The largest single file lowlat reads whole; larger ones (a /proc/interrupts of 8,192 CPUs
 /// is gigabytes) are read line by line with [`SysRoot::read_line_bytes`].
 pub const MAX_FILE_BYTES: u64 = 64 << 20;

@@ -29,6 +29,10 @@ pub(crate) enum Level {
     Warning,
     /// `note`: worth knowing, not wrong.
     Note,
+    /// How far a long step got (a measurement's pairs, a snapshot's unpacking): written as it
+    /// is, without prefix or newline, so that a carriage return redraws it in place on a
+    /// terminal.
+    Progress,
 }
 
 impl Level {
@@ -38,6 +42,7 @@ impl Level {
             Self::Error => "error",
             Self::Warning => "warning",
             Self::Note => "note",
+            Self::Progress => "progress",
         }
     }
 }
@@ -57,6 +62,11 @@ pub(crate) fn say(level: Level, message: fmt::Arguments<'_>) {
     if let Some(listener) = LISTENER.get() {
         listener(level, message);
     }
+}
+
+/// Writes `text` as it is through the listener (see [`Level::Progress`]).
+pub(crate) fn progress(text: &str) {
+    say(Level::Progress, format_args!("{text}"));
 }
 
 /// Says a warning through the command line's listener (see the module's doc for when).

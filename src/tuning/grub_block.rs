@@ -6,7 +6,7 @@
 use crate::tuning::kernel_args::AllArgs;
 
 /// GRUB's defaults file.
-pub(crate) const DEFAULTS_PATH: &str = "/etc/default/grub";
+pub(crate) const DEFAULTS_PATH: &str = crate::machine::kernel::boot_loader::GRUB_DEFAULTS;
 /// The drop-in directory of Debian and Ubuntu.
 pub(crate) const DROPIN_DIR: &str = "/etc/default/grub.d";
 /// lowlat's drop-in (sorted last).

@@ -59,6 +59,57 @@ impl ProfileName {
     }
 }
 
+/// What a TuneD profile's name is in lowlat: the built-in profile that means the same thing,
+/// or why none does and what to use instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunedName {
+    /// The built-in profile that does what the TuneD profile does.
+    Same(ProfileName),
+    /// No built-in profile does; what to use.
+    None(&'static str),
+}
+
+/// TuneD's latency profiles, by name, and what each is in lowlat.
+const TUNED: &[(&str, TunedName)] = &[
+    ("cpu-partitioning", TunedName::Same(ProfileName::LowLatency)),
+    ("network-latency", TunedName::Same(ProfileName::LowLatency)),
+    (
+        "realtime-virtual-host",
+        TunedName::Same(ProfileName::RealtimeHost),
+    ),
+    (
+        "realtime-virtual-guest",
+        TunedName::Same(ProfileName::RealtimeGuest),
+    ),
+    (
+        "latency-performance",
+        TunedName::None(
+            "it tunes power and the scheduler without isolating CPUs, and every lowlat latency \
+             profile isolates them: use low-latency (TuneD's network-latency with \
+             cpu-partitioning), or throughput to keep every CPU shared",
+        ),
+    ),
+    (
+        "realtime",
+        TunedName::None(
+            "lowlat's real-time profiles are for KVM (realtime-host, realtime-guest); for a \
+             PREEMPT_RT host without VMs use a site profile that extends low-latency and expects \
+             the RT kernel: `extends = \"low-latency\"` and `[expect] \"LL-PREEMPT-RT\" = \"rt\"`",
+        ),
+    ),
+];
+
+impl TunedName {
+    /// What TuneD's profile `name` is in lowlat; `None` for a name that is not one of TuneD's
+    /// latency profiles.
+    pub fn of(name: &str) -> Option<TunedName> {
+        TUNED
+            .iter()
+            .find(|(tuned, _)| *tuned == name)
+            .map(|(_, what)| *what)
+    }
+}
+
 impl fmt::Display for ProfileName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -101,6 +152,23 @@ mod tests {
             assert_eq!(json, format!("\"{profile}\""));
             assert_eq!(serde_json::from_str::<ProfileName>(&json).unwrap(), profile);
         }
+    }
+
+    #[test]
+    fn tuneds_names_map_to_a_profile_or_say_what_to_use() {
+        assert_eq!(
+            TunedName::of("network-latency"),
+            Some(TunedName::Same(ProfileName::LowLatency))
+        );
+        assert_eq!(
+            TunedName::of("realtime-virtual-guest"),
+            Some(TunedName::Same(ProfileName::RealtimeGuest))
+        );
+        let Some(TunedName::None(what)) = TunedName::of("realtime") else {
+            panic!("realtime has no lowlat profile of its own");
+        };
+        assert!(what.contains("LL-PREEMPT-RT"), "{what}");
+        assert_eq!(TunedName::of("low-latency"), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use crate::machine::CpuSet;
+pub(crate) use crate::measure::trace::cause_count::CauseCount;
 use crate::measure::trace::events::{Event, Sym, Symbols, Vector, What};
 use crate::measure::trace::explain::{Class, SOFTIRQS, TICK_FUNCTIONS, ipi_kind, task};
 use crate::measure::trace::tracefs::Unavailable;
@@ -35,21 +36,6 @@ use crate::sysroot::SysRoot;
 
 /// The source the sources past the first `top` of a CPU and class are summed under.
 pub(crate) const OTHER: &str = "other";
-
-/// The interruptions of one cause on one CPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CauseCount {
-    /// The CPU.
-    pub cpu: u32,
-    /// The class.
-    pub class: Class,
-    /// What in the class (`25 virtio0-input.0`, `tick_nohz_handler`, a comm, [`OTHER`]).
-    pub source: String,
-    /// The IRQ's number, for a device IRQ (its fix names it).
-    pub irq: Option<u32>,
-    /// Interruptions (events).
-    pub count: u64,
-}
 
 /// The counts handed out each interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

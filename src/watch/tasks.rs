@@ -159,7 +159,8 @@ impl TaskWatch {
             kernel_thread: status.kthread.unwrap_or(false) || stat.is_kernel_thread(),
             comm: stat.comm,
             allowed: status.cpus_allowed,
-            last_cpu: stat.processor,
+            // The live kernel always writes it; a tree's `-` leaves the task out.
+            last_cpu: stat.processor?,
         })
     }
 

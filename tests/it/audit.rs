@@ -404,9 +404,9 @@ fn bad_flags_are_exit_2_with_the_valid_choices() {
     let (code, _, err) = run(&root, &["audit", "--profile", "fast"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("invalid value 'fast' for '--profile <NAME>'")
+        err.contains("invalid value 'fast' for '--profile <NAME|FILE>'")
             && err.contains(
-                "[possible values: low-latency, realtime-host, realtime-guest, throughput]"
+                "give a built-in profile (low-latency, realtime-host, realtime-guest, throughput"
             ),
         "{err}"
     );

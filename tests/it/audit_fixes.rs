@@ -122,7 +122,7 @@ fn status_and_layer_choose_the_findings() {
         (
             "--status",
             "failed",
-            "the statuses: pass, warn, fail, inferred, unknown, skipped",
+            "the statuses: pass, warn, fail, waived, inferred, unknown, skipped",
         ),
         (
             "--layer",

@@ -322,7 +322,7 @@ fn an_out_that_cannot_be_a_bundle_is_refused_before_measuring() {
 fn check_refuses_a_bad_profile_a_fixture_root_and_a_tiny_duration() {
     lowlat(&["check", "--profile", "nope"])
         .code(2)
-        .stderr(contains("invalid value 'nope' for '--profile <NAME>'"));
+        .stderr(contains("invalid value 'nope' for '--profile <NAME|FILE>'"));
     let fixture = crate::support::fixture("epyc7f32-2s");
     lowlat(&["--root", fixture.to_str().unwrap(), "check"])
         .code(2)

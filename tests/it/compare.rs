@@ -198,15 +198,26 @@ fn two_halves_of_one_run_are_never_better_or_worse() {
     }
 }
 
+/// A recorded document of `kind` (`tests/fixtures/report/<file>`), as `lowlat measure … --json`
+/// wrote it, about host `host` with `settings`.
+pub(crate) fn recorded(file: &str, host: &str, settings: Value) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/report/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    doc["host"] = json!(host);
+    doc["environment"]["settings"] = settings;
+    doc
+}
+
 /// A settings document beside peers' outputs in a bundle: what they ran under.
 fn settings_document(nohz_full: &str) -> String {
-    json!({
-        "schema_version": 2, "kind": "measure-freq",
-        "tool": {"name": "lowlat", "version": "0.1.0"},
-        "created": "2026-11-25T15:00:00Z", "host": "guest",
-        "environment": {"settings": {"cmdline:nohz_full": nohz_full, "kernel.release": "6.18.0"}},
-        "result": {}
-    })
+    recorded(
+        "freq.json",
+        "guest",
+        json!({"cmdline:nohz_full": nohz_full, "kernel.release": "6.18.0"}),
+    )
     .to_string()
 }
 
@@ -272,25 +283,22 @@ fn fewer_spikes_come_out_better_for_the_tail_only() {
 }
 
 /// A `measure-jitter` document of one CPU whose gaps are `base` ns times 1..=20 (and one
-/// spike), recorded for 10 s under `settings`.
+/// spike), recorded for 10 s under `settings`: the recorded document's first CPU, as CPU 3,
+/// with these gaps and nothing counted beside it.
 fn jitter_document(base: u64, run: u64) -> String {
     let buckets: Vec<[u64; 2]> = (1..=20)
         .map(|i| [base * i + run, 50])
         .chain([[5_000_000, 1]])
         .collect();
-    json!({
-        "schema_version": 2, "kind": "measure-jitter",
-        "tool": {"name": "lowlat", "version": "0.1.0"},
-        "created": "2026-11-25T15:00:00Z", "host": "db1",
-        "command": ["lowlat", "measure", "jitter"],
-        "environment": {"settings": {"cpufreq:boost": "1"}},
-        "result": {
-            "threshold_ns": 1000,
-            "cpus": [{"cpu": 3, "runtime_ns": 10_000_000_000u64,
-                      "histogram": {"unit": "ns", "significant_digits": 3, "buckets": buckets}}]
-        }
-    })
-    .to_string()
+    let mut doc = recorded("jitter.json", "db1", json!({"cpufreq:boost": "1"}));
+    let mut cpu = doc["result"]["cpus"][0].clone();
+    cpu["cpu"] = json!(3);
+    cpu["runtime_ns"] = json!(10_000_000_000u64);
+    cpu["histogram"]["buckets"] = json!(buckets);
+    cpu["attribution"] = Value::Null;
+    doc["result"]["cpus"] = json!([cpu]);
+    doc["result"]["load_average"] = Value::Null;
+    doc.to_string()
 }
 
 /// Six documents per arm: the runs are the unit (Welch on the logs of one value per run); a
@@ -692,19 +700,16 @@ fn stream_stdout(other: f64, triad: f64) -> String {
 
 /// A `measure-membw` document with the same rates as [`stream_stdout`].
 fn membw_document(other: f64, triad: f64) -> String {
-    let kernel = |name: &str, rate: f64| json!({"kernel": name, "best_rate_mb_per_s": rate});
-    json!({
-        "schema_version": 2, "kind": "measure-membw",
-        "tool": {"name": "lowlat", "version": "0.1.0"},
-        "created": "2026-11-25T15:00:00Z", "host": "db1",
-        "command": ["lowlat", "measure", "membw"],
-        "environment": {"settings": {"cpufreq:boost": "1"}},
-        "result": {"system": {"kernels": [
-            kernel("copy", other), kernel("scale", other), kernel("add", other),
-            kernel("triad", triad)
-        ]}}
-    })
-    .to_string()
+    let mut doc = recorded("membw.json", "db1", json!({"cpufreq:boost": "1"}));
+    for kernel in doc["result"]["system"]["kernels"].as_array_mut().unwrap() {
+        let rate = if kernel["kernel"] == "triad" {
+            triad
+        } else {
+            other
+        };
+        kernel["best_rate_mb_per_s"] = json!(rate);
+    }
+    doc.to_string()
 }
 
 /// Writes `runs` files made by `make(run)` into `dir` as `prefix<run>` and gives their paths.

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lowlat::compare::load::load;
 use lowlat::compare::run::Run;
 use lowlat::compare::{Comparison, Options, compare_each};
+use lowlat::report::runs::load;
 use serde_json::Value;
 
 use crate::compare::{compare_json, write};

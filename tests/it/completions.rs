@@ -114,7 +114,7 @@ fn man_writes_one_page_per_subcommand_and_refuses_a_full_directory() {
         .and_then(|rest| rest.split(".SH").next())
         .unwrap();
     for shown in [
-        "[\\-\\-profile NAME]",
+        "[\\-\\-profile NAME|FILE]",
         "[\\-\\-isolate CPULIST]",
         "[\\-\\-out DIR]",
         "[\\-\\-json]",

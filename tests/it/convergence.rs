@@ -2,7 +2,12 @@
 //! ../shared/hwloc-samples and the generated trees, plan → apply on a copy → plan gives the
 //! same settings; after the apply and a simulated reboot (the planned kernel arguments written
 //! into the copy's /proc/cmdline) no rule whose settings the plan applied fails, verify is
-//! clean, and a second apply changes nothing.
+//! clean, a second apply changes nothing, and the plan made after the reboot is the first one.
+//!
+//! The copies are made live-like first: `idle=poll` on the command line (which the plan takes
+//! off), and after apply the user tasks the plan pins are pinned in the copy's /proc, as apply
+//! does on a live machine (a tree's tasks cannot be pinned): the plan must not depend on
+//! either.
 
 use crate::support::{fixture, hybrid, lowlat, missing_data, tree};
 use serde_json::Value;
@@ -66,6 +71,7 @@ fn converges(name: &str, machine: &Path) -> Vec<String> {
     tree::copy_tree(machine, &root);
     let plan_dir = dir.path().join("plan");
     let mut problems = Vec::new();
+    add_idle_poll(&root);
     let (code, first) = run(&root, &["plan", "--json"]);
     if code == 2 {
         // No plan for this machine (a partition it cannot take): nothing to converge.
@@ -89,22 +95,12 @@ fn converges(name: &str, machine: &Path) -> Vec<String> {
         .map(|s| s["id"].as_str().unwrap().to_string())
         .collect();
 
+    pin_tasks(&root, &first);
+
     // plan → apply → plan: the same settings.
     let (_, second) = run(&root, &["plan", "--json"]);
     let second: Value = serde_json::from_str(&second).unwrap();
-    let (before, after) = (settings(&first), settings(&second));
-    for (id, value) in &before {
-        match after.get(id) {
-            None => problems.push(format!("{name}: {id} dropped by the plan after apply")),
-            Some(v) if v != value => {
-                problems.push(format!("{name}: {id} changed after apply: {value} → {v}"));
-            }
-            Some(_) => {}
-        }
-    }
-    for id in after.keys().filter(|id| !before.contains_key(*id)) {
-        problems.push(format!("{name}: {id} added by the plan after apply"));
-    }
+    problems.extend(differences(name, "apply", &first, &second));
 
     // A second apply changes nothing.
     let (_, again) = run(
@@ -129,6 +125,10 @@ fn converges(name: &str, machine: &Path) -> Vec<String> {
     let boot_configured = !unsupported.iter().any(|id| id.starts_with("cmdline:"));
     if boot_configured {
         reboot(&root, &plan_dir, &first);
+        // The removed idle=poll is gone from the command line: the plan still takes it off.
+        let (_, third) = run(&root, &["plan", "--json"]);
+        let third: Value = serde_json::from_str(&third).unwrap();
+        problems.extend(differences(name, "the reboot", &first, &third));
     }
 
     // No rule whose settings the plan applied fails, but for the rules judged on what only a
@@ -173,6 +173,96 @@ fn converges(name: &str, machine: &Path) -> Vec<String> {
         }
     }
     problems
+}
+
+/// What differs between the settings of the plan made before and the one made after `event`.
+fn differences(name: &str, event: &str, first: &Value, again: &Value) -> Vec<String> {
+    let (before, after) = (same_header(settings(first)), same_header(settings(again)));
+    let mut problems = Vec::new();
+    for (id, value) in &before {
+        match after.get(id) {
+            None => problems.push(format!("{name}: {id} dropped by the plan after {event}")),
+            Some(v) if v != value => {
+                problems.push(format!("{name}: {id} changed after {event}: {value} → {v}"));
+            }
+            Some(_) => {}
+        }
+    }
+    for id in after.keys().filter(|id| !before.contains_key(*id)) {
+        problems.push(format!("{name}: {id} added by the plan after {event}"));
+    }
+    problems
+}
+
+/// `settings` with the line of each file's header that names the machine (`# Profile: ...
+/// CPUs 0-111`) taken out: after a reboot that turns SMT off, fewer CPUs are online, and that
+/// is the machine, not a setting.
+fn same_header(mut settings: BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+    for setting in settings.values_mut() {
+        if let Some(text) = setting["value"].as_str() {
+            let kept: String = (text.lines())
+                .filter(|l| !l.starts_with("# Profile: "))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            setting["value"] = Value::String(kept);
+        }
+    }
+    settings
+}
+
+/// Puts `idle=poll` on the command line of the tree `root`, as a machine tuned by hand has it.
+fn add_idle_poll(root: &Path) {
+    let cmdline = root.join("proc/cmdline");
+    let current = std::fs::read_to_string(&cmdline).unwrap_or_default();
+    std::fs::write(&cmdline, format!("{} idle=poll\n", current.trim_end())).unwrap();
+}
+
+/// Pins the user tasks the plan `plan` pins (`task:COMM:affinity`) in the tree `root`, as
+/// `lowlat apply` does on a live machine: each thread of every process of that name gets the
+/// planned CPUs as its `Cpus_allowed_list`.
+fn pin_tasks(root: &Path, plan: &Value) {
+    let plan = lowlat::plan::Plan::from_json(&plan.to_string()).unwrap();
+    let pins: BTreeMap<String, String> = (plan.settings.iter())
+        .filter_map(|s| {
+            let id = s.id.to_string();
+            let comm = id.strip_prefix("task:")?.strip_suffix(":affinity")?;
+            Some((comm.to_string(), s.value.clone()))
+        })
+        .collect();
+    if pins.is_empty() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let dir = entry.path();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let comm = match (stat.find('('), stat.rfind(')')) {
+            (Some(open), Some(close)) if open < close => &stat[open + 1..close],
+            _ => continue,
+        };
+        let Some(cpus) = pins.get(comm) else {
+            continue;
+        };
+        let tasks = std::fs::read_dir(dir.join("task"))
+            .map(|t| t.filter_map(Result::ok).map(|t| t.path()).collect())
+            .unwrap_or_else(|_| Vec::new());
+        for status in std::iter::once(dir.clone()).chain(tasks) {
+            let status = status.join("status");
+            let Ok(text) = std::fs::read_to_string(&status) else {
+                continue;
+            };
+            let pinned: String = (text.lines())
+                .filter(|l| !l.starts_with("Cpus_allowed:"))
+                .map(|l| match l.strip_prefix("Cpus_allowed_list:") {
+                    Some(_) => format!("Cpus_allowed_list:\t{cpus}\n"),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            std::fs::write(&status, pinned).unwrap();
+        }
+    }
 }
 
 /// Rules judged on state only a real boot produces, which the simulated reboot does not: the

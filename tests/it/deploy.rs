@@ -162,4 +162,15 @@ fn the_check_job_is_guaranteed_and_fails_when_lowlat_does() {
         .find(|doc| doc["kind"] == "Job")
         .unwrap();
     assert_eq!(job["spec"]["backoffLimit"], 0);
+    // Issue 43: `--duration 60s` could never prove low-latency's rate target (always NOT
+    // PROVEN, exit 3). check's default length proves it (200 s a run, two runs), and the
+    // deadline leaves room for both and the audit.
+    for short in ["--duration", "--quick"] {
+        assert!(!args.contains(&short.to_string()), "{args:?}");
+    }
+    let deadline = job["spec"]["activeDeadlineSeconds"].as_u64().unwrap();
+    assert!(
+        deadline >= 2 * 200 + 120,
+        "activeDeadlineSeconds {deadline}"
+    );
 }

@@ -38,12 +38,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cli", &["fleet"]),
 ];
 
-fn src() -> PathBuf {
+pub(crate) fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 /// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -84,7 +84,7 @@ fn file_of(module: &[String]) -> Option<PathBuf> {
 }
 
 /// The code of `text` without comments and without its `#[cfg(test)]` modules.
-fn code_of(text: &str) -> String {
+pub(crate) fn code_of(text: &str) -> String {
     let mut code = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {

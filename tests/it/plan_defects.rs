@@ -225,7 +225,7 @@ fn library_errors_leave_the_flag_to_the_cli() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "invalid value 'fast' for '--profile <NAME>'",
+            "invalid value 'fast' for '--profile <NAME|FILE>'",
         ))
         .stderr(predicate::str::contains(
             "low-latency, realtime-host, realtime-guest, throughput",

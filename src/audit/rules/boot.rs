@@ -10,9 +10,11 @@ use crate::audit::rules::support::{
     IrqLines, interrupts, is_managed, unread_affinities, with_details,
 };
 use crate::audit::rules::{CMDLINE, cmdline, cpus, misspelt, near, param_text, without_partition};
+use crate::machine::capabilities;
 use crate::machine::core_types::CoreTypeSource;
 use crate::machine::irq::Irq;
 use crate::machine::kernel::Cmdline;
+use crate::machine::kernel::cmdline::isolcpus_flags;
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::setting::Layer;
 
@@ -561,10 +563,33 @@ fn isolcpus(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             "managed_irq is not set: kernel-managed interrupts (NVMe, multi-queue NICs) may still be delivered to isolated CPUs",
         );
     }
-    for flag in &isolcpus.unknown_flags {
-        outcome = outcome.detail(format!("unknown flag '{flag}' is ignored by the kernel"));
+    for unknown in capabilities::isolcpus_unknown_flags(&ctx.machine.kernel, &written_flags(ctx)) {
+        outcome = outcome.detail(format!(
+            "flag '{}' is unknown to this kernel: {}",
+            unknown.flag, unknown.why
+        ));
+        if unknown.certain && outcome.status == FindingStatus::Pass {
+            outcome = outcome.with_status(FindingStatus::Warn);
+        }
     }
     outcome
+}
+
+/// The flags written in the `isolcpus=` arguments of the command line (`managed_irq`,
+/// `domain`), not the `domain` the kernel assumes where none is written.
+fn written_flags<'a>(ctx: &RuleContext<'a>) -> Vec<&'a str> {
+    let Some(cmdline) = ctx.machine.kernel.cmdline.get() else {
+        return Vec::new();
+    };
+    let mut flags = Vec::new();
+    for value in cmdline.all("isolcpus").filter_map(|p| p.value.as_deref()) {
+        for flag in isolcpus_flags(value).0 {
+            if !flags.contains(&flag) {
+                flags.push(flag);
+            }
+        }
+    }
+    flags
 }
 
 /// The isolated set with `remove` moved to housekeeping, as command-line fixes.

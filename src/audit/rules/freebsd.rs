@@ -133,6 +133,7 @@ pub(crate) fn audit(machine: &FreeBsdMachine) -> Vec<Finding> {
                     manual: outcome.fix.filter(|_| needs_fix),
                     ..Remediation::default()
                 },
+                waiver: None,
             }
         })
         .collect::<Vec<_>>();

@@ -567,6 +567,25 @@ fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             ));
         }
     }
+    // A PCI NIC on Linux 5.10 or later has both knobs: where they were not read (a bundle
+    // that kept ethtool's outputs, not the NIC's sysfs directory), they are unknown.
+    let has_knobs = (ctx.machine.kernel.release.get())
+        .and_then(|release| {
+            let mut parts = release.split(['.', '-']).map(|p| p.parse::<u32>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+        .is_none_or(|version| version >= (5, 10));
+    if checked == 0
+        && has_knobs
+        && all
+            .iter()
+            .any(|(i, nic)| i.device && nic.pci_address.is_some())
+    {
+        return RuleOutcome::unknown(
+            "the NICs' napi_defer_hard_irqs and gro_flush_timeout were not read",
+            expected,
+        );
+    }
     if checked == 0 {
         return RuleOutcome::skipped("no NIC has the NAPI knobs (Linux 5.10 or later)");
     }
@@ -738,6 +757,10 @@ fn phc_unused(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         .filter_map(|(i, nic)| Some((i.name.clone(), (*nic.phc_index.get()?)?)))
         .collect();
     if with_phc.is_empty() {
+        // Interfaces not read (a bundle without /sys/class/net) are not "no NIC".
+        if let Some(reason) = ctx.machine.net.reason() {
+            return RuleOutcome::unknown(format!("interfaces unreadable: {reason}"), expected);
+        }
         return RuleOutcome::skipped("no NIC has a PTP hardware clock");
     }
     let Some(tasks) = ctx.machine.tasks.get() else {

@@ -61,7 +61,12 @@ fn audit_one_for(
         entries: vec![Entry {
             rule,
             expect: Expect::parse(cell, rule).unwrap(),
+            origin: crate::audit::profile::Origin::Builtin {
+                profile: PROFILES[0].name,
+                line: 0,
+            },
         }],
+        site: None,
     };
     let partition = partition::choose(&machine, isolate).unwrap();
     let audit = crate::audit::run(&machine, &profile, &partition);
@@ -1091,5 +1096,64 @@ fn an_irq_line_says_one_interrupt_in_the_singular() {
             .any(|d| d.ends_with("effective 3, 2 interrupts on isolated CPUs")),
         "{:?}",
         finding.details
+    );
+}
+
+/// Issue 43: an `isolcpus=` flag the kernel does not know was silently ok.
+#[test]
+fn isolcpus_flags_unknown_to_this_kernel_are_said() {
+    let dir = tree(&[
+        (
+            "/proc/cmdline",
+            "ro nohz_full=2-3 rcu_nocbs=2-3 isolcpus=managed_irq,domain,2-3\n",
+        ),
+        ("/sys/devices/system/cpu/isolated", "2-3\n"),
+    ]);
+    let unknown = |f: &Finding| -> Vec<String> {
+        (f.details.iter())
+            .filter(|d| d.contains("unknown to this kernel"))
+            .cloned()
+            .collect()
+    };
+    let known = audit_one(&dir, "LL-ISOLCPUS", "required");
+    assert_eq!(known.status, FindingStatus::Pass, "{known:?}");
+    assert!(unknown(&known).is_empty(), "{known:?}");
+    // 5.4 has no managed_irq upstream (5.6): the version alone says so, a backport may not.
+    dir.write("/proc/sys/kernel/osrelease", "5.4.0\n");
+    let by_version = audit_one(&dir, "LL-ISOLCPUS", "required");
+    assert_eq!(
+        unknown(&by_version),
+        [
+            "flag 'managed_irq' is unknown to this kernel: upstream Linux knows it from 5.6, \
+          this kernel is 5.4: unless the distribution backported it, the kernel ignores it \
+          (the boot log tells: `dmesg | grep isolcpus`)"
+        ]
+    );
+    // The boot log says the kernel rejected it: no longer a pass.
+    dir.write("/dev/kmsg", "4,2,10,-;isolcpus: Error, unknown flag\n");
+    let logged = audit_one(&dir, "LL-ISOLCPUS", "required");
+    assert_eq!(logged.status, FindingStatus::Warn, "{logged:?}");
+    assert!(
+        unknown(&logged)[0].ends_with("(boot log: isolcpus: Error, unknown flag)"),
+        "{logged:?}"
+    );
+    // A newer kernel that skips a flag it does not know names it.
+    dir.write("/proc/sys/kernel/osrelease", "6.8.0\n");
+    dir.write(
+        "/proc/cmdline",
+        "ro nohz_full=2-3 rcu_nocbs=2-3 isolcpus=managed_irq,domian,2-3\n",
+    );
+    dir.write(
+        "/dev/kmsg",
+        "6,2,10,-;isolcpus: Skipped unknown flag domian\n",
+    );
+    let skipped = audit_one(&dir, "LL-ISOLCPUS", "optional");
+    assert_eq!(skipped.status, FindingStatus::Warn, "{skipped:?}");
+    assert_eq!(
+        unknown(&skipped),
+        [
+            "flag 'domian' is unknown to this kernel: the kernel skipped it at boot (boot log: \
+          isolcpus: Skipped unknown flag domian)"
+        ]
     );
 }

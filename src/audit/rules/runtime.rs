@@ -499,9 +499,26 @@ fn tasks_on_isolated(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             true,
         ));
     }
-    let comms = long_running(&ctx.machine.tasks, unpinned.comms);
+    // The daemons already pinned to the housekeeping CPUs keep their pin: the desired state
+    // does not depend on whether it holds yet, so plan → apply → plan is a fixed point.
+    let mut comms = unpinned.comms;
+    comms.extend(pinned_to_housekeeping(ctx));
+    let comms = long_running(&ctx.machine.tasks, comms);
     outcome = pin_to_housekeeping(ctx, outcome, comms);
     with_details(unread(ctx, false, outcome), unpinned.lines)
+}
+
+/// The names of the user tasks allowed on exactly the housekeeping CPUs: the pin
+/// [`pin_to_housekeeping`] gives, already in place.
+fn pinned_to_housekeeping(ctx: &RuleContext) -> Vec<String> {
+    let hk = &ctx.partition.housekeeping;
+    let Some(tasks) = ctx.machine.tasks.get() else {
+        return Vec::new();
+    };
+    (tasks.tasks.iter())
+        .filter(|t| !t.kernel_thread && t.cpus_allowed.get() == Some(hk))
+        .map(|t| t.comm.clone())
+        .collect()
 }
 
 /// The names among `comms` worth pinning by name: long-running daemons. Where the tasks' cgroups

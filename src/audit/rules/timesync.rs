@@ -100,7 +100,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         match d.cpus_allowed.get() {
             Some(allowed) => {
                 let on_iso = allowed.intersection(iso);
-                if !on_iso.is_empty() || iso.contains(d.last_cpu) {
+                if !on_iso.is_empty() || d.last_cpu.is_some_and(|cpu| iso.contains(cpu)) {
                     offending.push((d, on_iso));
                 }
             }
@@ -130,6 +130,7 @@ fn daemon_cpus(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                     name(d),
                     on_iso.to_list(),
                     d.last_cpu
+                        .map_or("an unknown CPU".to_string(), |cpu| cpu.to_string())
                 )
             })
             .collect::<Vec<_>>()

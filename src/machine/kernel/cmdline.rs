@@ -178,6 +178,28 @@ pub struct Isolcpus {
     pub unknown_flags: Vec<String>,
 }
 
+/// The flags written in the value of one `isolcpus=` (`managed_irq`, `domain` of
+/// `managed_irq,domain,1-7`) and the rest, the CPU list: the leading alphabetic words followed
+/// by a comma are flags, as the kernel's housekeeping code reads them; none where only CPUs
+/// are written.
+pub(crate) fn isolcpus_flags(value: &str) -> (Vec<&str>, &str) {
+    let mut flags = Vec::new();
+    let mut rest = value.trim();
+    while rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        let Some((flag, after)) = rest.split_once(',') else {
+            // A word without a following comma is the CPU list itself (`all`) or garbage;
+            // the list parser decides.
+            break;
+        };
+        if flag.contains(|c: char| c.is_ascii_digit()) {
+            break;
+        }
+        flags.push(flag);
+        rest = after;
+    }
+    (flags, rest)
+}
+
 /// Parses the value of `isolcpus=` the way the kernel's housekeeping code does: leading
 /// alphabetic words followed by a comma are flags (`nohz`, `domain`, `managed_irq`; unknown
 /// ones are skipped), the rest is a CPU list; no flag means `domain`. `possible` resolves
@@ -193,23 +215,14 @@ pub fn parse_isolcpus(
         managed_irq: false,
         unknown_flags: Vec::new(),
     };
-    let mut rest = value.trim();
-    while rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        let Some((flag, after)) = rest.split_once(',') else {
-            // A word without a following comma is the CPU list itself (`all`) or garbage;
-            // the list parser decides.
-            break;
-        };
-        if flag.contains(|c: char| c.is_ascii_digit()) {
-            break;
-        }
+    let (flags, rest) = isolcpus_flags(value);
+    for flag in flags {
         match flag {
             "nohz" => isolcpus.nohz = true,
             "domain" => isolcpus.domain = true,
             "managed_irq" => isolcpus.managed_irq = true,
             other => isolcpus.unknown_flags.push(other.to_string()),
         }
-        rest = after;
     }
     if !(isolcpus.nohz || isolcpus.domain || isolcpus.managed_irq) {
         isolcpus.domain = true;

@@ -2,7 +2,9 @@
 //! isolation (with the boot log's word on it), clocksource, the audited sysctls, huge pages and
 //! THP, memory counters and CPU time counters.
 
+pub mod boot_loader;
 pub mod bootlog;
+pub mod cgroup;
 pub(crate) mod cmdline;
 pub mod config;
 pub(crate) mod memory;
@@ -72,6 +74,13 @@ pub struct Kernel {
     pub meminfo: Avail<Meminfo>,
     /// The `cpu` lines of `/proc/stat` (cumulative ticks, steal included).
     pub cpu_times: Avail<CpuStat>,
+    /// The boot loader whose configuration holds the kernel arguments (GRUB, GRUB with BLS
+    /// entries, systemd-boot); unavailable where no boot loader's files are under the root.
+    #[serde(default = "not_recorded")]
+    pub boot_loader: Avail<boot_loader::BootLoader>,
+    /// How the cgroup hierarchies are mounted: v1, v2 or hybrid.
+    #[serde(default = "not_recorded")]
+    pub cgroup: Avail<cgroup::CgroupLayout>,
 }
 
 impl Kernel {
@@ -159,6 +168,8 @@ pub fn read(r: &mut Reader) -> Kernel {
         isolation_log: bootlog::read(r),
         tracers: tracers::read(r),
         rt_groups: crate::machine::rt_permission::read_groups(r),
+        boot_loader: boot_loader::read(r),
+        cgroup: cgroup::read(r),
         cmdline,
         clocksource: read_clocksource(r),
         sysctls: sysctl::read(r),

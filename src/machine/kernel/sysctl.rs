@@ -73,7 +73,14 @@ pub(crate) fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
                         .to_string(),
                 ),
                 Err(ReadError::NotFound { .. }) => {
-                    Avail::missing(format!("not on this kernel ({path} does not exist)"))
+                    match crate::machine::origins::uncaptured(r.root, &path) {
+                        Some(dir) => Avail::missing(format!(
+                            "{path}: the support bundle did not capture {dir}"
+                        )),
+                        None => {
+                            Avail::missing(format!("not on this kernel ({path} does not exist)"))
+                        }
+                    }
                 }
                 Err(e) => Avail::missing(e.to_string()),
             };

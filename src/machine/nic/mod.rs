@@ -12,6 +12,7 @@ pub mod ethtool;
 pub mod identity;
 pub mod knob;
 pub(crate) mod netlink;
+pub(crate) mod printed;
 #[cfg(test)]
 pub(crate) mod recorded;
 
@@ -156,6 +157,11 @@ impl Asked<'_> {
         let (asker, name) = (&mut *self.asker, self.name);
         let bytes = match r.root.answer(&path, || asker.ask(query, name)) {
             Ok(bytes) => bytes,
+            // A support bundle keeps what ethtool printed instead.
+            Err(e) if e.is_not_found() => match printed_answer(r, query, name) {
+                Some(bytes) => bytes,
+                None => return Avail::missing(e.to_string()),
+            },
             Err(e) => return Avail::missing(e.to_string()),
         };
         let decoded = ethtool::parse(query, &bytes).and_then(|attrs| {
@@ -180,11 +186,33 @@ impl Asked<'_> {
     }
 }
 
+/// The answer to `query` encoded from what `ethtool` printed for `name`, where a tree keeps
+/// it ([`crate::sysroot::PRINTED_DIR`], by sos's file name: `ethtool_-c_eth0`); `None` on the
+/// live machine and where the tree has none.
+fn printed_answer(r: &Reader, query: Query, name: &str) -> Option<Vec<u8>> {
+    if r.root.is_live() {
+        return None;
+    }
+    let option = printed::option(query);
+    let path = format!("{}/ethtool_{option}_{name}", crate::sysroot::PRINTED_DIR);
+    let text = r.root.read(&path).ok()?;
+    let lines: Vec<&str> = text.lines().collect();
+    printed::encode(option, &lines, name).map(|(_, bytes)| bytes)
+}
+
 /// The driver information, or why it is unavailable.
 fn read_driver(r: &mut Reader, name: &str) -> Avail<DriverInfo> {
     let path = ethtool::answer_path(name, ethtool::DRVINFO);
+    let printed = || {
+        let path = format!("{}/ethtool_-i_{name}", crate::sysroot::PRINTED_DIR);
+        (!r.root.is_live()).then(|| r.root.read_bytes(&path).ok())?
+    };
     let bytes = match r.root.answer(&path, || ethtool::ask_drvinfo(name)) {
         Ok(bytes) => bytes,
+        Err(e) if e.is_not_found() => match printed() {
+            Some(bytes) => bytes,
+            None => return Avail::missing(e.to_string()),
+        },
         Err(e) => return Avail::missing(e.to_string()),
     };
     match ethtool::drvinfo(&String::from_utf8_lossy(&bytes)) {

@@ -299,8 +299,7 @@ pub(crate) fn ack_message() -> Vec<u8> {
 }
 
 /// A reply message as the kernel would send it, of family `family` with `attrs` (already
-/// encoded): what a captured answer holds. For fixtures made from recorded `ethtool` outputs.
-#[cfg(test)]
+/// encoded): what a captured answer holds. For answers made from what `ethtool` printed.
 pub(crate) fn reply_message(family: u16, cmd: u8, attrs: &[u8]) -> Vec<u8> {
     let mut message = Request::new(family, cmd, 1, 0);
     message.bytes.extend_from_slice(attrs);

@@ -21,8 +21,9 @@ use crate::machine::vcpu_sharing::{self, PairMean, VcpuProbe};
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::pairs::{check_two, measure_pairs, pairs_and_matrix};
-use crate::measure::runner::place::{CpuPlace, PairClass};
+use crate::measure::runner::place::{self, CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
@@ -213,20 +214,17 @@ fn waited_since(before: Option<u64>) -> Option<u64> {
 
 /// Says that pairs ran on CPUs other tasks shared (a thread of the pair waited for at least
 /// 1 % of its run): their latencies hold that time too.
-pub(crate) fn shared_warning(pairs: &[PairLatency]) -> Option<String> {
+fn shared_warning(pairs: &[PairLatency]) -> Option<Warning> {
     let shared: Vec<f64> = pairs
         .iter()
         .filter_map(|p| p.shared_percent)
         .filter(|&percent| percent >= 1.0)
         .collect();
     let worst = shared.iter().copied().fold(0.0, f64::max);
-    (!shared.is_empty()).then(|| {
-        format!(
-            "{} of {} pairs ran on CPUs other tasks shared (up to {worst:.0} % of a pair's \
-             time): their latencies include the time those tasks ran",
-            shared.len(),
-            pairs.len()
-        )
+    (!shared.is_empty()).then_some(Warning::PairsShared {
+        shared: shared.len(),
+        pairs: pairs.len(),
+        worst_percent: worst,
     })
 }
 
@@ -281,13 +279,34 @@ fn start(line: &Line, abort: &Abort, config: PingPongConfig, stop: &StopFlag) ->
     samples
 }
 
+/// How c2c measures, in the result header.
+pub(crate) const METHOD: &str = "cache-line ping-pong with compare-and-swap between two pinned \
+     threads; one-way latency = half a round trip, per sample of round trips timed with \
+     CLOCK_MONOTONIC";
+
 /// Measures every pair of the session's CPUs in locality order (each unordered pair once, or
-/// both ways when the request says so), with its progress on stderr. Ctrl-C or the session's
-/// stop flag ends the run; pairs done so far are kept.
-pub(crate) fn run(session: &Session, request: C2cRequest) -> Result<C2cRun, C2cError> {
-    session.on_cpus("c2c", |cpus, stop, progress| {
+/// both ways when the request says so), with its progress on stderr, and finishes the result:
+/// the pairs by class, the matrix's group breaks, in a VM the vCPUs the host shares, and the
+/// warning for pairs on shared CPUs. Ctrl-C or the session's stop flag ends the run; pairs
+/// done so far are kept.
+pub(crate) fn run(
+    session: &Session,
+    request: C2cRequest,
+) -> Result<Measurement<C2cReport>, C2cError> {
+    let run = session.on_cpus("c2c", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    let shared = shared_warning(&run.pairs);
+    let report = C2cReport {
+        by_class: by_class(&run.pairs, &session.places),
+        group_breaks: place::group_breaks(&session.places),
+        host_sharing: (session.machine.hypervisor.as_ref())
+            .map(|_| host_sharing(&run.pairs, &session.places)),
+        run,
+    };
+    let mut measured = Measurement::new(session, METHOD, report);
+    measured.warnings.extend(shared);
+    Ok(measured)
 }
 
 /// Measures every pair of `cpus`, as [`run`] does, saying each pair on `progress`.
@@ -462,7 +481,7 @@ mod tests {
         assert_eq!(shared_warning(&pairs), None);
         pairs[1].shared_percent = Some(48.7);
         pairs[2].shared_percent = None;
-        let warning = shared_warning(&pairs).unwrap();
+        let warning = shared_warning(&pairs).unwrap().to_string();
         assert!(
             warning.starts_with("1 of 3 pairs ran on CPUs other tasks shared (up to 49 %"),
             "{warning}"

@@ -18,6 +18,7 @@ use std::sync::Barrier;
 
 use crate::machine::Avail;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
@@ -241,11 +242,20 @@ fn measure_here(cpu: u32, root: &SysRoot, config: FreqRequest, stop: &StopFlag) 
 /// Measures every CPU of the session, in locality order, one at a time or all together, with
 /// its progress on stderr. Ctrl-C or the session's stop flag ends the run within one sample;
 /// the CPUs measured until then are kept.
-pub(crate) fn run(session: &Session, request: FreqRequest) -> Result<FreqRun, FreqError> {
-    session.on_cpus("freq", |cpus, stop, progress| {
+pub(crate) fn run(
+    session: &Session,
+    request: FreqRequest,
+) -> Result<Measurement<FreqRun>, FreqError> {
+    let run = session.on_cpus("freq", |cpus, stop, progress| {
         measure(cpus, session.root(), request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How freq measures, in the result header.
+pub(crate) const METHOD: &str = "a chain of dependent register adds (one cycle each) timed with \
+     CLOCK_MONOTONIC_RAW; APERF/MPERF deltas over the same samples where /dev/cpu/N/msr is \
+     readable";
 
 /// Measures every CPU of `cpus` under `root`, as [`run`] does, saying each step on
 /// `progress`.

@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::machine::Avail;
 use crate::machine::kernel::tracers;
 use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::progress::should_stop;
 use crate::measure::runner::session::Session;
 use crate::sysroot::SysRoot;
@@ -158,9 +159,18 @@ fn restorable(text: &str) -> String {
 /// Runs the hwlat tracer of the session's machine for the request's duration (or until Ctrl-C
 /// or the session's stop flag) and returns what it recorded; every tracefs file it touched is
 /// restored before it returns. The tracer picks its CPUs itself: the session's are not used.
-pub(crate) fn run(session: &Session, request: HwlatRequest) -> Result<HwlatRun, HwlatError> {
-    trace(session.root(), request, &session.stop)
+pub(crate) fn run(
+    session: &Session,
+    request: HwlatRequest,
+) -> Result<Measurement<HwlatRun>, HwlatError> {
+    let run = trace(session.root(), request, &session.stop)?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How hwlat measures, in the result header.
+pub(crate) const METHOD: &str = "the kernel's hwlat tracer: one CPU at a time spins with \
+     interrupts off for width of every window reading the clock; gaps at or above the threshold \
+     are recorded";
 
 /// Runs the tracer under `root`, as [`run`] does, until `stop`.
 fn trace(root: &SysRoot, config: HwlatRequest, stop: &StopFlag) -> Result<HwlatRun, HwlatError> {

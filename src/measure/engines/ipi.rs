@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -329,11 +330,23 @@ pub(crate) fn measure_pair(
 /// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
 /// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
 /// kept.
-pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<IpiRun, IpiError> {
-    session.on_cpus("ipi", |cpus, stop, progress| {
+pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<Measurement<IpiRun>, IpiError> {
+    let run = session.on_cpus("ipi", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
+
+/// How the pairs are measured, in the result header.
+pub(crate) const METHOD: &str = "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) timed on the \
+     sending CPU with a thread spinning on the interrupted CPU, minus the same call with no \
+     thread to interrupt (medians); calls made while that thread was off its CPU are left out; \
+     CLOCK_MONOTONIC";
+
+/// How the mesh is measured, in the result header.
+pub(crate) const MESH_METHOD: &str = "every CPU calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) \
+     in a loop; each call interrupts every other CPU running a thread of the process and waits \
+     for it";
 
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
 /// `progress`.
@@ -371,8 +384,12 @@ fn measure(
 
 /// Every CPU of the session calls membarrier in a loop for `duration` (or until Ctrl-C or the
 /// session's stop flag), each call interrupting all the others.
-pub(crate) fn mesh(session: &Session, duration: Duration) -> Result<MeshRun, IpiError> {
-    mesh_on(&session.cpus_by_locality(), duration, &session.stop)
+pub(crate) fn mesh(
+    session: &Session,
+    duration: Duration,
+) -> Result<Measurement<MeshRun>, IpiError> {
+    let run = mesh_on(&session.cpus_by_locality(), duration, &session.stop)?;
+    Ok(Measurement::new(session, MESH_METHOD, run))
 }
 
 /// The mesh of [`mesh`] on `cpus`, until `duration` has passed or `stop`.

@@ -8,5 +8,7 @@ pub(crate) mod jitter;
 pub(crate) mod membw;
 pub(crate) mod memlat;
 pub(crate) mod net;
+#[cfg(test)]
+pub(crate) mod sizing_tests;
 pub mod timer;
 pub(crate) mod wakeup;

@@ -17,6 +17,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -259,13 +260,22 @@ fn spin_until(report: &Report, done: impl Fn(&Report) -> bool) -> bool {
     true
 }
 
+/// How wakeup measures, in the result header.
+pub(crate) const METHOD: &str = "FUTEX_WAKE on the waker CPU until the woken thread runs on its \
+     CPU, both read from CLOCK_MONOTONIC; samples where the sleeper was not yet asleep are \
+     dropped";
+
 /// Measures every ordered pair of distinct CPUs of the session, in locality order, with its
 /// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
 /// kept.
-pub(crate) fn run(session: &Session, request: WakeupRequest) -> Result<WakeupRun, WakeError> {
-    session.on_cpus("wakeup", |cpus, stop, progress| {
+pub(crate) fn run(
+    session: &Session,
+    request: WakeupRequest,
+) -> Result<Measurement<WakeupRun>, WakeError> {
+    let run = session.on_cpus("wakeup", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
-    })
+    })?;
+    Ok(Measurement::new(session, METHOD, run))
 }
 
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on

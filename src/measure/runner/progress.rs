@@ -3,7 +3,7 @@
 //! Progress is written only between measured steps (never from a measuring thread while it
 //! measures), so it costs the measurement nothing.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use crate::measure::runner::harness::{self, StopFlag};
 
@@ -82,11 +82,10 @@ impl Drop for Progress {
     }
 }
 
-/// `text` on stderr at once. A progress line that cannot be written (stderr closed) is
-/// dropped: progress must not stop a measurement.
+/// `text` on stderr at once, through the command line's listener
+/// ([`crate::text::voice::progress`]).
 fn show(text: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    crate::text::voice::progress(text);
 }
 
 /// Which tenth of the run `done` steps out of `total` reach.

@@ -196,21 +196,9 @@ impl Session {
         self.memory_lock != MemoryLock::None
     }
 
-    /// What to tell the user about memory locking: a warning when the engine needed memory
-    /// locked and it could not be.
-    pub fn memory_warnings(&self) -> Vec<String> {
-        if self.engine.locks_memory() && !self.memory_locked() {
-            let mut reader = crate::machine::Reader::new(&self.root);
-            let causes = crate::machine::rt_permission::mlock_refusal_causes(&mut reader, "self");
-            let why = causes
-                .first()
-                .map_or(String::new(), |cause| format!(" ({cause})"));
-            vec![format!(
-                "memory could not be locked (mlockall){why}: page faults may add noise"
-            )]
-        } else {
-            Vec::new()
-        }
+    /// Whether the engine needed memory locked (mlockall) and it could not be.
+    pub(crate) fn memory_unlocked(&self) -> bool {
+        self.engine.locks_memory() && !self.memory_locked()
     }
 
     /// Whether the run was cut short (Ctrl-C or the stop flag).

@@ -262,6 +262,16 @@ pub struct Finished<R> {
     pub segments: u32,
 }
 
+impl<R> Finished<R> {
+    /// Whether every CPU measured to its end: the run not interrupted, no CPU left unmeasured
+    /// (its setup failed) and none `cut_short` (a buffer full). Says nothing: the caller says
+    /// why, where it has a voice.
+    pub(crate) fn complete(&self, cut_short: impl Fn(&CpuLoop<R>) -> bool) -> bool {
+        !self.interrupted
+            && (self.cpus.iter()).all(|cpu| cpu.setup_error.is_none() && !cut_short(cpu))
+    }
+}
+
 impl<R: Merge> Merge for Finished<R> {
     fn merge(&mut self, later: Self) {
         for (cpu, more) in self.cpus.iter_mut().zip(later.cpus) {

@@ -12,6 +12,7 @@
 //! wake-up, without the loop's own wake-up (its timer interrupt, hrtimer and `sched_wakeup`)
 //! among the causes.
 
+pub(crate) mod cause_count;
 pub(crate) mod events;
 pub(crate) mod explain;
 pub(crate) mod tracefs;

@@ -159,6 +159,9 @@ pub(crate) fn apply_text(report: &ApplyReport, root: &SysRoot, dry_run: bool) ->
             writeln!(out, "  {text}");
         }
     }
+    if let Some(persistence) = &report.persistence {
+        writeln!(out, "Persistence: {persistence}");
+    }
     if let Some(why) = &report.stopped {
         writeln!(
             out,
@@ -263,6 +266,9 @@ pub(crate) fn verify_text(report: &verify::Report) -> String {
     if s.not_in_effect > 0 {
         not_configured.push_str(&format!(", {} not-in-effect", s.not_in_effect));
     }
+    if s.not_applied > 0 {
+        not_configured.push_str(&format!(", {} not-applied", s.not_applied));
+    }
     writeln!(
         out,
         "\nSummary: {} ok, {} drift, {} pending-reboot{not_configured}, {} unsupported (plan {}).",
@@ -277,6 +283,9 @@ pub(crate) fn verify_text(report: &verify::Report) -> String {
         for text in line.lines() {
             writeln!(out, "  {text}");
         }
+    }
+    if let Some(persistence) = &report.persistence {
+        writeln!(out, "Persistence: {persistence}");
     }
     out.into_string()
 }
@@ -311,9 +320,42 @@ mod tests {
                 actual: long.into(),
             }],
             boot_line: None,
+            persistence: None,
         };
         let text = verify_text(&report);
         assert_eq!(text.matches(long).count(), 2, "{text}");
+    }
+
+    #[test]
+    fn apply_and_verify_say_what_persists_once() {
+        let said =
+            "PID 1 is process_api, not systemd: nothing re-applies lowlat's settings at boot.";
+        let applied = ApplyReport {
+            persistence: Some(said.into()),
+            ..ApplyReport::default()
+        };
+        let text = apply_text(&applied, &SysRoot::live(), false);
+        assert_eq!(
+            text.matches(&format!("Persistence: {said}\n")).count(),
+            1,
+            "{text}"
+        );
+        let verified = verify::Report {
+            plan: "/tmp/plan.json".into(),
+            summary: verify::Summary::default(),
+            checks: Vec::new(),
+            boot_line: None,
+            persistence: Some(said.into()),
+        };
+        let text = verify_text(&verified);
+        assert_eq!(
+            text.matches(&format!("Persistence: {said}\n")).count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            !apply_text(&ApplyReport::default(), &SysRoot::live(), false).contains("Persistence")
+        );
     }
 
     #[test]

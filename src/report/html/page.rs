@@ -37,6 +37,7 @@ ul.warnings { color: #a60; margin: 2px 0 8px; }
 p.from { color: #555; margin: 14px 0 4px; }
 tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
 tr.status-warn td:first-child { color: #a60; font-weight: 600; }
+tr.status-waived td:first-child { color: #85577a; font-weight: 600; }
 nav ol { columns: 3; }
 p.verdict { font-size: 18px; padding: 6px 10px; border-left: 6px solid; }
 p.verdict-pass { border-color: #009e73; background: #eef8f3; }

@@ -11,9 +11,11 @@ pub(crate) mod timer;
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::{Document, Kind};
-use crate::measure::runner::env::Environment;
-use header::Measured;
+use crate::document::{self as envelope, Document, Kind};
+use crate::measure::runner::env::{self, Environment};
+use crate::measure::runner::measurement;
+use crate::measure::runner::session::Session;
+use header::{Measured, ResultHeader};
 
 /// A latency for the terminal, in µs with one decimal (the unit every latency table of
 /// lowlat uses: jitter, timer, check): `12.3`.
@@ -49,6 +51,35 @@ pub(crate) fn document<T: Serialize>(
         result,
     };
     Document::new(kind, host, body)
+}
+
+/// The document of a hardware engine's finished measurement on `session`: the result header
+/// it says (method, interrupted, warnings, the CPUs in locality order), `figures` (its figures
+/// as the document writes them) after it, and the environment of those CPUs now.
+pub(crate) fn finished_document<R, T: Serialize>(
+    kind: Kind,
+    session: &Session,
+    measured: &measurement::Measurement<R>,
+    figures: T,
+) -> Document<MeasureBody<Measured<T>>> {
+    let cpus = session.cpus_by_locality();
+    let result = Measured {
+        header: ResultHeader {
+            method: measured.method.into(),
+            interrupted: measured.interrupted,
+            warnings: measured.warning_lines(),
+            priority: None,
+            measured_cpus: cpus.iter().copied().collect(),
+        },
+        figures,
+    };
+    let environment = env::capture(session.root(), &session.machine, &cpus);
+    document(
+        kind,
+        envelope::host_name(session.root()),
+        environment,
+        result,
+    )
 }
 
 #[cfg(test)]

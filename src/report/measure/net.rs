@@ -1,8 +1,8 @@
 //! `lowlat measure net`: its JSON figures and its terminal text.
 
-use hdrhistogram::Histogram;
 use std::borrow::Cow;
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::micros;
@@ -10,15 +10,10 @@ use crate::measure::engines::net::client::End;
 use crate::measure::engines::net::echo::EchoCounts;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{NetPath, NetRequest, NetRun, OptionOutcome, WARMUP};
-use crate::peer::hdr::{HdrJson, to_json};
+use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
-
-/// How the engine measures, in the result header.
-pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
-     flight, between a client and an echo on pinned CPUs; each round trip timed with \
-     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
 
 /// A distribution of times, ns (each the highest value of its histogram bucket, within
 /// 0.1 %).
@@ -111,6 +106,11 @@ pub(crate) struct NetResult {
     pub one_way_estimate: Option<Times>,
     /// Every round trip, ns.
     pub histogram: HdrJson,
+    /// The round trips in 16 equal slices of the run's duration, each with its histogram:
+    /// drift inside the run, and the within-run variation compare estimates (absent from
+    /// documents written before slices, and from runs that ended before measuring).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<SliceJson>,
     /// Messages whose answer did not come within `request.timeout_ns`.
     pub timeouts: u64,
     /// Answers that came after their timeout (after a later message was sent): counted, not
@@ -165,6 +165,7 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         rtt,
         one_way_estimate: rtt.map(Times::halved),
         histogram: to_json(&out.rtt, |ns| ns),
+        slices: slices_to_json(&out.slices.slices, |ns| ns),
         timeouts: out.timeouts,
         late: out.late,
         lost: out.timeouts.saturating_sub(out.late),
@@ -182,11 +183,6 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         timestamps: run.timestamps.clone(),
         echo: run.echo,
     }
-}
-
-/// Whether the run's own figures are complete: it ended at its duration or count.
-pub(crate) fn complete(run: &NetRun) -> bool {
-    matches!(run.outcome.end, End::Duration | End::Count)
 }
 
 /// The path in words: `UDP over loopback`, `TCP to 10.0.0.2:11111`.
@@ -367,6 +363,7 @@ mod tests {
             rtt: Some(times),
             one_way_estimate: Some(times.halved()),
             histogram: to_json(&rtt, |ns| ns),
+            slices: Vec::new(),
             timeouts: 0,
             late: 0,
             lost: 0,

@@ -12,6 +12,9 @@
 //!   `GRUB_CMDLINE_LINUX_DEFAULT` and appends the plan's, so that no argument is repeated or
 //!   glued to another; then the GRUB configuration is regenerated (`update-grub`,
 //!   `grub2-mkconfig -o ...`), or the command is printed for a directory tree.
+//! * on **systemd-boot** (its `loader.conf` found; `machine::kernel::boot_loader`) without
+//!   grubby, nothing: GRUB's files are not read there, so the arguments to add to
+//!   `/etc/kernel/cmdline` are printed instead, as where no boot loader is known.
 //!
 //! A setting owns its key and every key in its value; an empty value means "no argument with
 //! this key". Arguments take effect at the next boot: until `/proc/cmdline` shows them, verify
@@ -22,6 +25,7 @@ pub(crate) mod grubby;
 
 use super::Expansion;
 use crate::apply::change::{ApplyContext, ChangeError, Unsupported};
+use crate::machine::capabilities::Capabilities;
 use crate::tuning::grub_block;
 use crate::tuning::kernel_args::{AllArgs, Args, KernelArgError};
 use crate::tuning::setting::Setting;
@@ -39,6 +43,9 @@ pub(crate) enum Backend {
 pub(crate) fn backend(ctx: &ApplyContext) -> Result<Backend, Unsupported> {
     if let Some(path) = ctx.runner.and_then(|r| r.find("grubby")) {
         return Ok(Backend::Grubby(path));
+    }
+    if let Some(why) = Capabilities::of(ctx.machine).boot_loader_not_grub() {
+        return Err(Unsupported::OtherBootloader(why));
     }
     if ctx.root.is_dir(grub_block::DROPIN_DIR) {
         return Ok(Backend::GrubFile(grub_block::DROPIN_PATH));

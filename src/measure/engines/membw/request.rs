@@ -9,6 +9,7 @@ use super::{
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::node_matrix::{
     MatrixAxes, NodeError, each_cell, empty_matrix, matrix_axes, matrix_nodes,
@@ -51,34 +52,9 @@ pub(crate) struct MembwSizing {
     /// Matrix columns: memory nodes.
     pub columns: Vec<u32>,
     /// Rules bent, which the user should know about.
-    pub warnings: Vec<MembwWarning>,
+    pub warnings: Vec<Warning>,
     /// The vector unit and stores of the kernels.
     pub kernels: Kernels,
-}
-
-/// A STREAM rule the sizing bends.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum MembwWarning {
-    /// The cache sizes are unknown, so the arrays have stream.c's default size.
-    #[error(
-        "cache sizes unknown (no /sys/devices/system/cpu/cpu*/cache): arrays sized by \
-         stream.c's default of 10,000,000 elements"
-    )]
-    CacheSizesUnknown,
-    /// The arrays asked for are smaller than STREAM's rule.
-    #[error(
-        "arrays of {} are below STREAM's rule of 4 × {} of cache = {} per array: caches may \
-         inflate the rates",
-        bytes(*.array_bytes), bytes(*.total_cache_bytes), bytes(*.rule_bytes)
-    )]
-    BelowRule {
-        /// Bytes per array asked for.
-        array_bytes: u64,
-        /// All cache of the machine, bytes.
-        total_cache_bytes: u64,
-        /// STREAM's rule for one array, bytes.
-        rule_bytes: u64,
-    },
 }
 
 /// Why a membw request cannot be run.
@@ -129,11 +105,11 @@ impl MembwRequest {
         let total_cache_bytes = topology.total_cache_bytes();
         let rule_bytes = stream_array_bytes(total_cache_bytes);
         if total_cache_bytes == 0 {
-            warnings.push(MembwWarning::CacheSizesUnknown);
+            warnings.push(Warning::CacheSizesUnknown);
         }
         let array_bytes = self.array_bytes.unwrap_or(rule_bytes);
         if array_bytes < rule_bytes {
-            warnings.push(MembwWarning::BelowRule {
+            warnings.push(Warning::ArraysBelowRule {
                 array_bytes,
                 total_cache_bytes,
                 rule_bytes,
@@ -195,12 +171,31 @@ impl MembwSizing {
 /// Runs `sizing` (sized on the session's CPUs by [`MembwRequest::size`]): the whole machine,
 /// then the node × node matrix cell by cell, each step said on stderr; Ctrl-C or the session's
 /// stop flag ends it early, keeping what was measured.
-pub(crate) fn run(session: &Session, sizing: &MembwSizing) -> Result<MembwReport, MembwError> {
+///
+/// The result carries the sizing's warnings and the kernels' own, and is complete when every
+/// run validated (STREAM's check of the arrays' final values).
+pub(crate) fn run(
+    session: &Session,
+    sizing: &MembwSizing,
+) -> Result<Measurement<MembwReport>, MembwError> {
     let mut progress = Progress::stderr("membw", sizing.steps());
     let report = sizing.measure(&session.stop, &mut progress);
     progress.finish();
-    report
+    let report = report?;
+    let validated = report.system.validation.validated
+        && (report.node_matrix.as_ref())
+            .is_none_or(|m| m.runs.iter().all(|r| r.run.validation.validated));
+    let mut measured = Measurement::new(session, METHOD, report);
+    measured.warnings.extend(sizing.warnings.iter().cloned());
+    let kernels = measured.figures.system.warnings.iter().cloned();
+    measured.warnings.extend(kernels.map(Warning::Figures));
+    measured.complete = validated;
+    Ok(measured)
 }
+
+/// How membw measures, in the result header.
+pub(crate) const METHOD: &str = "STREAM 5.10 kernels (Copy, Scale, Add, Triad) under STREAM's \
+     run rules; best rate after the first iteration, MB = 10^6 bytes, STREAM byte counting";
 
 impl MembwSizing {
     /// Measures the sizing as [`run`] does, saying each step on `progress`, until `stop`.
@@ -292,7 +287,7 @@ mod tests {
         let sizing = small.size(&m.topology, &places, &budget).unwrap();
         assert!(matches!(
             sizing.warnings[..],
-            [MembwWarning::BelowRule {
+            [Warning::ArraysBelowRule {
                 array_bytes: 16_777_216,
                 ..
             }]

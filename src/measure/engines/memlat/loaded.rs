@@ -229,8 +229,14 @@ mod tests {
         if cpus.len() < 2 {
             return; // no CPU for the load besides the chasing one
         }
+        // 50 ms of chase a point: with 4 ms, a load thread on a loaded 2-core machine could
+        // finish no chunk in the window and report 0 MB/s.
+        let chase = ChaseConfig {
+            sample_ms: 25,
+            ..config(cpus[0])
+        };
         let run = loaded(
-            &config(cpus[0]),
+            &chase,
             &cpus[1..],
             &StopFlag::new(),
             &mut Progress::silent(),

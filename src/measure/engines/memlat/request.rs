@@ -7,6 +7,7 @@ use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, chase_sizes, de
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::runner::harness::StopFlag;
+use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::memory::{MemoryBudget, MemoryError, check_node};
 use crate::measure::runner::node_matrix::{
     MatrixAxes, NodeError, each_cell, empty_matrix, find_node, matrix_axes, matrix_nodes,
@@ -228,12 +229,20 @@ impl MemlatSizing {
 /// Runs `sizing` (sized on the session's CPUs by [`MemlatRequest::size`]): the curve, the node ×
 /// node matrix at the largest size, then the loaded curve, each step said on stderr; Ctrl-C or
 /// the session's stop flag ends it early, keeping what was measured.
-pub(crate) fn run(session: &Session, sizing: &MemlatSizing) -> Result<MemlatReport, MemlatError> {
+pub(crate) fn run(
+    session: &Session,
+    sizing: &MemlatSizing,
+) -> Result<Measurement<MemlatReport>, MemlatError> {
     let mut progress = Progress::stderr("memlat", sizing.steps());
     let report = sizing.measure(&session.stop, &mut progress);
     progress.finish();
-    report
+    Ok(Measurement::new(session, METHOD, report?))
 }
+
+/// How memlat measures, in the result header.
+pub(crate) const METHOD: &str = "dependent pointer chase over a random single cycle, one pointer \
+     per stride, windows and the lines within them in random order; ns per load over samples \
+     after a warm-up";
 
 impl MemlatSizing {
     /// Measures the sizing as [`run`] does, saying each step on `progress`, until `stop`.

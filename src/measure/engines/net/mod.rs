@@ -22,6 +22,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Session;
 use client::{Outcome, Plan};
@@ -170,13 +171,36 @@ fn socket_hint(e: &std::io::Error) -> &'static str {
     }
 }
 
+/// How net measures, in the result header.
+pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's format, one in \
+     flight, between a client and an echo on pinned CPUs; each round trip timed with \
+     CLOCK_MONOTONIC on the client; the one-way estimate is half the round trip";
+
 /// Runs `request` with the client on the session's first CPU (in locality order), saying the
 /// round trips so far on stderr every second. Ctrl-C or the session's stop flag ends the run
-/// and keeps what was measured.
-pub(crate) fn run(session: &Session, request: NetRequest) -> Result<NetRun, NetError> {
-    session.on_cpus("net", |cpus, stop, progress| {
+/// and keeps what was measured. The result warns of an echo on the client's CPU or on none,
+/// and is complete when the run ended at its duration or count.
+pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<NetRun>, NetError> {
+    let (path, echo_cpu) = (request.path, request.echo_cpu);
+    let run = session.on_cpus("net", |cpus, stop, progress| {
         measure(cpus[0], request, stop, progress)
-    })
+    })?;
+    let client_cpu = run.client_cpu;
+    let mut measured = Measurement::new(session, METHOD, run);
+    if !matches!(path, NetPath::Peer(_)) {
+        match echo_cpu {
+            Some(cpu) if cpu == client_cpu => {
+                (measured.warnings).push(Warning::ClientAndEchoShareCpu { cpu });
+            }
+            None => measured.warnings.push(Warning::EchoNotPinned),
+            Some(_) => {}
+        }
+    }
+    measured.complete = matches!(
+        measured.figures.outcome.end,
+        client::End::Duration | client::End::Count
+    );
+    Ok(measured)
 }
 
 /// What the echo side hands the client side as it sets up.

@@ -234,6 +234,7 @@ const UNSHOWN: &[(Kind, &[&str])] = &[
             "machine.irqs.irqs[].number",
             "machine.irqs.softirqs",
             "machine.irqs.table",
+            "machine.kernel.cgroup",
             "machine.kernel.clocksource.available",
             "machine.kernel.cmdline",
             "machine.kernel.config",

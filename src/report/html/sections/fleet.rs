@@ -19,6 +19,7 @@ fn status_colour(status: FindingStatus) -> &'static str {
         FindingStatus::Pass => "#009e73",
         FindingStatus::Warn => "#e69f00",
         FindingStatus::Fail => "#d55e00",
+        FindingStatus::Waived => "#cc79a7",
         FindingStatus::Inferred => "#56b4e9",
         FindingStatus::Unknown => "#999999",
         FindingStatus::Skipped => "#dddddd",
@@ -28,10 +29,28 @@ fn status_colour(status: FindingStatus) -> &'static str {
 #[derive(Deserialize)]
 struct FleetView {
     profile: String,
+    /// The site profile files (absent for a built-in profile).
+    #[serde(default)]
+    profile_files: Vec<String>,
+    /// The site profile's waivers with the hosts each waived.
+    #[serde(default)]
+    waivers: Vec<WaiverView>,
     hosts: usize,
     groups: Vec<GroupView>,
     rules: Vec<RuleView>,
     skipped: Vec<SkippedView>,
+}
+
+#[derive(Deserialize)]
+struct WaiverView {
+    rule: String,
+    reason: String,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    place: String,
+    hosts: usize,
 }
 
 #[derive(Deserialize)]
@@ -102,8 +121,14 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     let mut parts = Vec::new();
     for source in sources {
         let fleet: FleetView = source.view()?;
-        // The statuses in the audit's order (pass, warn, fail, ...), not by name.
-        let statuses: Vec<&str> = FindingStatus::ALL.iter().map(|s| s.name()).collect();
+        // The statuses in the audit's order (pass, warn, fail, ...), not by name; `waived`
+        // only where a site profile waived something.
+        let waived = FindingStatus::Waived.name();
+        let any_waived = (fleet.rules.iter()).any(|r| r.hosts.get(waived).is_some_and(|n| *n > 0));
+        let shown: Vec<FindingStatus> = (FindingStatus::ALL.into_iter())
+            .filter(|s| *s != FindingStatus::Waived || any_waived)
+            .collect();
+        let statuses: Vec<&str> = shown.iter().map(|s| s.name()).collect();
         let rows: Vec<(String, Vec<f64>)> = fleet
             .rules
             .iter()
@@ -114,7 +139,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                 (r.rule.clone(), counts.collect())
             })
             .collect();
-        let legend: Vec<Part> = FindingStatus::ALL
+        let legend: Vec<Part> = shown
             .iter()
             .map(|s| Part {
                 name: s.name(),
@@ -124,8 +149,21 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
         let chart = svg::stacked_bars("Hosts per status, rule by rule", &legend, &rows, "hosts");
         parts.push(html! {
             (from(source))
-            p { (fleet.hosts) " hosts judged by the profile " strong { (fleet.profile) } " in "
-                (fleet.groups.len()) " groups." }
+            p { (fleet.hosts) " hosts judged by the profile " strong { (fleet.profile) }
+                @for file in &fleet.profile_files { " + " code { (file) } }
+                " in " (fleet.groups.len()) " groups." }
+            @if !fleet.waivers.is_empty() {
+                table {
+                    caption { "Waivers of the site profile (" (fleet.waivers.len()) ")" }
+                    thead { tr { th { "rule" } th { "hosts waived" } th { "until" } th { "owner" } th { "where" } th { "reason" } } }
+                    tbody {
+                        @for w in &fleet.waivers {
+                            tr { td { code { (w.rule) } } td { (w.hosts) } td { (w.until.as_deref().unwrap_or("-")) }
+                                 td { (w.owner.as_deref().unwrap_or("-")) } td { code { (w.place) } } td { (w.reason) } }
+                        }
+                    }
+                }
+            }
             @for group in &fleet.groups {
                 h3 { "Group " (group.id) ": " (group.hosts.len()) " hosts" }
                 table.facts {

@@ -303,7 +303,9 @@ fn threads(m: &Machine, isolated: &CpuSet) -> Markup {
         .get()
         .map_or(&[][..], |t| &t.tasks)
         .iter()
-        .filter(|t| t.policy != SchedPolicy::Other || isolated.contains(t.last_cpu))
+        .filter(|t| {
+            t.policy != SchedPolicy::Other || t.last_cpu.is_some_and(|c| isolated.contains(c))
+        })
         .collect();
     html! {
         h3 { "Threads on isolated CPUs and real-time threads (" (shown.len()) ")" }
@@ -317,7 +319,7 @@ fn threads(m: &Machine, isolated: &CpuSet) -> Markup {
                         tr { td { (t.pid) } td { code { (t.comm) } } td { @if t.kernel_thread { "yes" } @else { "no" } }
                              td { (serde_name(&t.policy)) } td { (t.rt_priority) }
                              td { (t.cpus_allowed.get().map_or("unknown".to_string(), CpuSet::to_list)) }
-                             td { (t.last_cpu) } }
+                             td { (t.last_cpu.map_or("–".to_string(), |c| c.to_string())) } }
                     }
                 }
             }

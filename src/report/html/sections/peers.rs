@@ -1,5 +1,5 @@
 //! Peer tools' outputs (sysjitter, cyclictest, oslat, STREAM, likwid-bench), read through
-//! compare's loader (`compare::load`), which tells each format by its content: per run, its
+//! compare's loader (`report::runs`), which tells each format by its content: per run, its
 //! latencies per CPU as a histogram and an exceedance curve with a table of each CPU's figures,
 //! a summary's figures as printed, or a throughput run's best rate per kernel. Drawn, not
 //! embedded: the page embeds lowlat documents only.

@@ -125,9 +125,10 @@ fn audit_key(audit: &AuditBody) -> Vec<KeyPart> {
 }
 
 /// A verify document's counts, in the order of their names.
-fn counts(summary: &Summary) -> [(&'static str, usize); 6] {
+fn counts(summary: &Summary) -> [(&'static str, usize); 7] {
     [
         ("drift", summary.drift),
+        ("not_applied", summary.not_applied),
         ("not_configured", summary.not_configured),
         ("not_in_effect", summary.not_in_effect),
         ("ok", summary.ok),
@@ -171,7 +172,9 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
             .collect();
         parts.push(html! {
             (from(source))
-            p { "Profile " strong { (serde_name(&audit.profile.name)) } ": "
+            p { "Profile " strong { (serde_name(&audit.profile.name)) }
+                @for file in &audit.profile.files { " + " code { (file) } }
+                ": "
                 @for (i, (status, n)) in counts.iter().enumerate() {
                     @if i > 0 { ", " } (n) " " (status)
                 }
@@ -183,7 +186,8 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                     tbody {
                         @for f in findings {
                             tr class=(format!("status-{}", f.status.name())) {
-                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } } td { (f.title) }
+                                td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } }
+                                td { (f.title) @if let Some(waiver) = &f.waiver { br; em { (waiver.describe()) } } }
                                 td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) @if let Some(t) = tradeoff(f) { (t) } }
                             }
                         }

@@ -1,0 +1,253 @@
+//! `--profile` as every command takes it (a built-in profile, TuneD's name for one, or a site
+//! profile file), and `lowlat profile list|show`.
+
+use anyhow::{Result, anyhow};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+use super::exit;
+use super::messages::note;
+use super::output::{print, print_json};
+use crate::audit::profile::{self, Profile, Requested};
+use crate::audit::site::{self, Site, SiteError};
+use crate::check::targets::Target;
+use crate::plan::request::PlanProfile;
+use crate::report::profile as report;
+use crate::tuning::profile_name::{ProfileName, TunedName};
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+use std::time::Duration;
+
+/// What `--profile` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// A built-in profile, by its name or by TuneD's (kept to say which was used).
+    Builtin {
+        /// The profile.
+        name: ProfileName,
+        /// TuneD's name as given, when that is how it was named.
+        tuned: Option<String>,
+    },
+    /// A site profile file.
+    File(PathBuf),
+}
+
+impl Default for ProfileArg {
+    fn default() -> Self {
+        ProfileArg::Builtin {
+            name: ProfileName::DEFAULT,
+            tuned: None,
+        }
+    }
+}
+
+impl ProfileArg {
+    /// Reads `--profile`'s value: a built-in name, TuneD's name for one, or a file (a path
+    /// with a `/` or ending in `.toml`); the error says what to give.
+    pub(crate) fn parse(text: &str) -> Result<ProfileArg, String> {
+        if let Ok(name) = text.parse::<ProfileName>() {
+            return Ok(ProfileArg::Builtin { name, tuned: None });
+        }
+        match TunedName::of(text) {
+            Some(TunedName::Same(name)) => {
+                return Ok(ProfileArg::Builtin {
+                    name,
+                    tuned: Some(text.to_string()),
+                });
+            }
+            Some(TunedName::None(what)) => {
+                return Err(format!("TuneD's {text} has no lowlat profile: {what}"));
+            }
+            None => {}
+        }
+        if text.contains('/') || text.ends_with(".toml") {
+            return Ok(ProfileArg::File(PathBuf::from(text)));
+        }
+        Err(format!(
+            "'{text}': no such profile; give a built-in profile ({}), TuneD's name for one, or \
+             a site profile file (a path ending in .toml; `lowlat profile list`)",
+            ProfileName::valid_names()
+        ))
+    }
+
+    /// The profile as an audit request names it: a built-in one by name (said as
+    /// [`ProfileArg::load`] says it), or the site profile loaded.
+    pub(crate) fn requested(&self) -> Result<Requested> {
+        match self {
+            ProfileArg::Builtin { name, tuned } => {
+                if let Some(tuned) = tuned {
+                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
+                }
+                Ok(Requested::Builtin(*name))
+            }
+            ProfileArg::File(_) => Ok(Requested::Loaded(Box::new(self.load()?))),
+        }
+    }
+
+    /// Loads the profile, saying on stderr what is worth knowing (TuneD's name taken, the
+    /// notes of a site file). A site file's `[check]` is checked here too, so that every
+    /// command refuses a bad target, not only `check`.
+    pub(crate) fn load(&self) -> Result<Profile> {
+        match self {
+            ProfileArg::Builtin { name, tuned } => {
+                if let Some(tuned) = tuned {
+                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
+                }
+                profile::load(*name).map_err(|e| anyhow!("--profile {e}"))
+            }
+            ProfileArg::File(path) => {
+                let profile = site::load(path).map_err(|e| anyhow!("--profile {e}"))?;
+                let site = profile.site.as_ref().expect("a file gives a site");
+                for line in &site.notes {
+                    note!("{line}");
+                }
+                site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+                site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
+                Ok(profile)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ProfileArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileArg::Builtin { name, tuned } => match tuned {
+                Some(tuned) => f.write_str(tuned),
+                None => name.fmt(f),
+            },
+            ProfileArg::File(path) => path.display().fmt(f),
+        }
+    }
+}
+
+/// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
+/// with their summaries), TuneD's name for one, or a site profile file
+/// ([`ProfileArg`]); anything else is refused with what to give. Plan's lists
+/// (and completes) only the profiles lowlat plans for; another one is refused when loaded,
+/// with the reason it has no plan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProfileParser {
+    /// Whether only the profiles with a plan are listed.
+    plans: bool,
+}
+
+impl ProfileParser {
+    /// Every profile.
+    pub(crate) const ANY: ProfileParser = ProfileParser { plans: false };
+    /// The profiles lowlat makes plans for.
+    pub(crate) const PLAN: ProfileParser = ProfileParser { plans: true };
+}
+
+impl clap::builder::TypedValueParser for ProfileParser {
+    type Value = ProfileArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<ProfileArg, clap::Error> {
+        let text = value.to_string_lossy();
+        ProfileArg::parse(&text).map_err(|reason| {
+            let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{text}' for '{flag}': {reason}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let plans = self.plans;
+        Some(Box::new(
+            ProfileName::ALL
+                .into_iter()
+                .filter(move |profile| !plans || PlanProfile::try_from(*profile).is_ok())
+                .filter_map(|profile| profile.to_possible_value()),
+        ))
+    }
+}
+
+/// A site profile's `[check]` targets, read by `--target`'s grammar; a bad one is refused at
+/// its file, line and column.
+pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
+    (site.check.targets.iter())
+        .map(|located| {
+            let mut parsed =
+                super::values::target(&located.value).map_err(|e| SiteError::at(located, e))?;
+            parsed.source = located.place.to_string();
+            Ok(parsed)
+        })
+        .collect()
+}
+
+/// A site profile's `[check]` duration, read as `--duration`.
+pub(crate) fn site_duration(site: &Site) -> Result<Option<Duration>, SiteError> {
+    (site.check.duration.as_ref())
+        .map(|located| {
+            super::values::duration(&located.value).map_err(|e| SiteError::at(located, e))
+        })
+        .transpose()
+}
+
+/// Options of `lowlat profile`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  lowlat profile list\n  lowlat profile show low-latency\n  \
+lowlat profile show site.toml          # every expectation with the file and line it comes from\n  \
+lowlat profile show site.toml --json\n\n\
+A site profile file extends a built-in profile with waivers, sysctl values, rule expectations, \
+rules turned off, the CPU partition and check's targets: docs/guide/profiles.md.\n\n\
+Exit codes: 0 shown; 2 the profile could not be read (the file, line and column are named)."
+)]
+pub struct ProfileArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ProfileCommand,
+}
+
+/// `lowlat profile` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// List the built-in profiles, one line each (and TuneD's names lowlat accepts).
+    List,
+    /// Show a profile resolved: every rule's expectation with where it was set (the built-in
+    /// table's line, or a site file's), the waivers, the rules turned off, the partition and
+    /// check's targets.
+    Show(ShowArgs),
+}
+
+/// Options of `lowlat profile show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A built-in profile's name, TuneD's name for one, or a site profile file.
+    #[arg(value_name = "FILE|NAME", value_parser = ProfileParser::ANY)]
+    pub profile: ProfileArg,
+
+    /// Print the versioned JSON document (kind `profile`) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Show only what the site profile files set (expectations, rules turned off, waivers,
+    /// partition, targets), not the rules as the built-in profile has them.
+    #[arg(long)]
+    pub changed: bool,
+}
+
+/// Runs `lowlat profile`.
+pub(crate) fn run(args: &ProfileArgs) -> Result<u8> {
+    match &args.command {
+        ProfileCommand::List => print(&report::list_text())?,
+        ProfileCommand::Show(show) => {
+            let profile = show.profile.load()?;
+            if show.json {
+                print_json(&report::document(&profile, show.changed))?;
+            } else {
+                print(&report::text(&profile, show.changed))?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}

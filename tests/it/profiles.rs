@@ -1,0 +1,192 @@
+//! Site profiles from the command line: docs/guide/profiles.md's worked example is real (its
+//! `toml` blocks are written as site.toml and typo.toml, and each `console` block shows, byte
+//! for byte, what its command prints: stdout, then stderr), and a site file is taken by every
+//! command that takes a profile.
+
+use std::path::Path;
+
+use crate::support::{fixture, lowlat};
+
+/// A directory holding the guide's files, with the fixture where the guide's commands find it.
+fn guide_dir(guide: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let machines = dir.path().join("tests/fixtures/machines");
+    std::fs::create_dir_all(&machines).unwrap();
+    std::os::unix::fs::symlink(fixture("epyc7f32-2s"), machines.join("epyc7f32-2s")).unwrap();
+    let blocks = fenced(guide, "```toml");
+    assert_eq!(
+        blocks.len(),
+        2,
+        "the guide's toml blocks: site.toml, typo.toml"
+    );
+    for (name, text) in ["site.toml", "typo.toml"].iter().zip(&blocks) {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+/// The text of each fenced block opened by `fence`.
+fn fenced(text: &str, fence: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line == fence {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push(body.iter().map(|l| format!("{l}\n")).collect());
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_guides_worked_example_is_what_lowlat_prints() {
+    let guide = include_str!("../../docs/guide/profiles.md");
+    let dir = guide_dir(guide);
+    let blocks = fenced(guide, "```console");
+    assert_eq!(blocks.len(), 3, "the guide's console blocks");
+    for block in blocks {
+        let (command, shown) = block.split_once('\n').unwrap();
+        let args: Vec<&str> = command
+            .strip_prefix("$ lowlat ")
+            .unwrap_or_else(|| panic!("not a lowlat command: {command}"))
+            .split_whitespace()
+            .collect();
+        let out = lowlat(&args).current_dir(dir.path()).output().unwrap();
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(printed, shown, "`{command}` prints, byte for byte");
+    }
+}
+
+/// Writes `text` as site.toml in a fresh directory.
+fn site(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.toml");
+    std::fs::write(&file, text).unwrap();
+    let named = file.display().to_string();
+    (dir, named)
+}
+
+fn run(root: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = lowlat(&["--root", root.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const WAIVE_ALL: &str = "extends = \"low-latency\"\n";
+
+#[test]
+fn a_waived_finding_is_waived_in_json_and_does_not_fail_the_audit() {
+    let root = fixture("epyc7f32-2s-tuned");
+    // The tuned fixture fails only LL-MANAGED-IRQS (the guide it follows has no
+    // isolcpus=managed_irq): waiving it leaves an audit without failure.
+    let (code, _, _) = run(&root, &["audit"]);
+    assert_eq!(code, 1);
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[[waive]]\nrule = \"LL-MANAGED-IRQS\"\nreason = \"NVMe queues stay\"\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["audit", "--profile", &file, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let finding = (doc["findings"].as_array().unwrap().iter())
+        .find(|f| f["rule"] == "LL-MANAGED-IRQS")
+        .unwrap();
+    assert_eq!(finding["status"], "waived");
+    assert_eq!(finding["waiver"]["reason"], "NVMe queues stay");
+    assert_eq!(finding["waiver"]["expired"], false);
+    assert_eq!(doc["counts"]["waived"], 1);
+    assert_eq!(doc["profile"]["files"][0], file.as_str());
+
+    // Expired: a failure again, saying so.
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[[waive]]\nrule = \"LL-MANAGED-IRQS\"\nreason = \"x\"\nuntil = 2020-01-31\n"
+    ));
+    let (code, stdout, _) = run(&root, &["audit", "--profile", &file]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("waiver expired on 2020-01-31"), "{stdout}");
+}
+
+#[test]
+fn plan_sets_the_sites_sysctl_and_check_refuses_its_bad_target_at_its_line() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!("{WAIVE_ALL}[sysctl]\n\"vm.stat_interval\" = 10\n"));
+    let (code, stdout, stderr) = run(&root, &["plan", "--profile", &file, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("\"id\": \"sysctl:vm.stat_interval\",\n      \"value\": \"10\""),
+        "{stdout}"
+    );
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[check]\ntargets = [\"timer.p50<5us\"]\n"
+    ));
+    for command in ["audit", "plan", "check"] {
+        let out = lowlat(&[command, "--profile", &file]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--profile {file}:3:12: 'timer.p50<5us': unknown metric"
+            )),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn tuneds_names_are_taken_with_a_note_or_refused_with_what_to_use() {
+    let root = fixture("epyc7f32-2s");
+    let (code, _, stderr) = run(&root, &["audit", "--profile", "network-latency"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(
+            "lowlat: note: --profile network-latency: TuneD's name; lowlat's low-latency profile is used"
+        ),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&root, &["audit", "--profile", "latency-performance"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("use low-latency"), "{stderr}");
+}
+
+#[test]
+fn fleet_report_counts_the_waived_hosts_and_names_the_waiver() {
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[[waive]]\nrule = \"LL-PCIE-ASPM\"\nreason = \"vendor\"\nowner = \"netops\"\n"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    for (host, machine) in [("a", "epyc7f32-2s"), ("b", "epyc7f32-2s-tuned")] {
+        let out = dir.path().join(format!("{host}.lowlat"));
+        lowlat(&[
+            "--root",
+            fixture(machine).to_str().unwrap(),
+            "snapshot",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    }
+    let out = lowlat(&["fleet", "report", "--profile", &file])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("LL-PCIE-ASPM  waived on 1 host by netops"),
+        "{stdout}"
+    );
+    let header = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("rule "))
+        .unwrap();
+    assert!(header.contains("waived"), "{header}");
+}
