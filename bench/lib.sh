@@ -56,6 +56,16 @@ bench_target() {
   fi
 }
 
+# bench_at_most WHAT VALUE LIMIT: VALUE must be LIMIT or less (a difference "within 1 µs").
+bench_at_most() {
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)' "$2" "$3"; then
+    echo "bench: target met: $1 $2 <= $3"
+  else
+    echo "bench: TARGET MISSED: $1 $2, above $3" >&2
+    bench_missed=1
+  fi
+}
+
 # bench_at_least WHAT VALUE LIMIT: VALUE must be LIMIT or more (a rate, a ratio to a peer).
 bench_at_least() {
   if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "$2" "$3"; then
@@ -67,7 +77,7 @@ bench_at_least() {
 }
 
 # bench_targets FILE: judges the targets a script's analysis wrote, one a line:
-# `below<TAB>WHAT<TAB>VALUE<TAB>LIMIT` or `at-least<TAB>WHAT<TAB>VALUE<TAB>LIMIT`. A file without
+# `below<TAB>WHAT<TAB>VALUE<TAB>LIMIT`, `at-most<TAB>…` or `at-least<TAB>…`. A file without
 # a line is a miss: the analysis found nothing to judge.
 bench_targets() {
   local kind what value limit judged=0
@@ -75,6 +85,7 @@ bench_targets() {
     case $kind in
       below) bench_target "$what" "$value" "$limit" ;;
       at-least) bench_at_least "$what" "$value" "$limit" ;;
+      at-most) bench_at_most "$what" "$value" "$limit" ;;
       *) echo "bench: $1: not a target line: $kind" >&2; exit 2 ;;
     esac
     judged=1

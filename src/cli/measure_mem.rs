@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::measure_common::{CommonArgs, emit};
+use super::messages::note;
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
@@ -19,6 +20,7 @@ use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::place::CpuPlace;
 use crate::measure::runner::session::Engine;
 use crate::report::measure::hardware;
+use crate::units::bytes;
 
 /// Options of `lowlat measure membw`.
 #[derive(Debug, Args)]
@@ -172,6 +174,36 @@ fn size_membw(
         .context("membw")
 }
 
+/// What a membw run will do, said before it starts: the arrays and the memory they take, the
+/// repetitions and what each moves; in a VM whose (host's) cache sizes make STREAM's rule
+/// arrays of a GiB or more, that `--size` runs faster.
+fn membw_plan(sizing: &MembwSizing, virtual_machine: bool) -> String {
+    let array = sizing.elements as u64 * 8;
+    let mut text = format!(
+        "membw: 3 arrays of {} ({} in all) on {} threads, {} repetitions of the 4 kernels, each \
+         moving {} (10 array passes)",
+        bytes(array),
+        bytes(3 * array),
+        sizing.system_cpus.len(),
+        sizing.ntimes,
+        bytes(10 * array),
+    );
+    let cells = sizing.rows.len() * sizing.columns.len();
+    if cells > 0 {
+        text.push_str(&format!("; the node matrix adds {cells} runs like it"));
+    }
+    if virtual_machine && array >= 1 << 30 && array == sizing.rule_bytes {
+        text.push_str(&format!(
+            "\n  this VM reports {} of cache (often its host's), which STREAM's rule of 4 × all \
+             cache makes arrays of {}: --size runs faster, with caches perhaps inflating the \
+             rates",
+            bytes(sizing.total_cache_bytes),
+            bytes(array)
+        ));
+    }
+    text
+}
+
 /// `error`, with `flag` in front when there is one.
 fn with_flag<E>(error: E, flag: Option<String>) -> anyhow::Error
 where
@@ -193,6 +225,10 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
         &session.budget,
         args,
     )?;
+    note!(
+        "{}",
+        membw_plan(&sizing, session.machine.hypervisor.is_some())
+    );
     let measured = membw::run(&session, &sizing)?;
     let report = &measured.figures;
     emit(
@@ -388,5 +424,35 @@ mod tests {
         .unwrap_err();
         let err = format!("{err:#}");
         assert!(err.contains("NUMA node 1"), "{err}");
+    }
+
+    /// Issue 44 N13: in a VM whose reported caches make STREAM's rule arrays of a GiB or more,
+    /// the plan line says that --size runs faster; on bare metal, or below a GiB, it does not.
+    #[test]
+    fn a_vm_with_large_reported_caches_is_told_that_size_runs_faster() {
+        let sizing = |array: u64| MembwSizing {
+            elements: (array / 8) as usize,
+            ntimes: 10,
+            total_cache_bytes: array / 4,
+            rule_bytes: array,
+            system_cpus: vec![0, 1],
+            rows: Vec::new(),
+            columns: Vec::new(),
+            warnings: Vec::new(),
+            kernels: Kernels::detect(Stores::Normal).unwrap(),
+        };
+        let big = sizing(2 << 30);
+        let said = membw_plan(&big, true);
+        assert!(
+            said.starts_with(
+                "membw: 3 arrays of 2 GiB (6 GiB in all) on 2 threads, 10 repetitions of the 4 \
+                 kernels, each moving 20 GiB (10 array passes)\n  this VM reports 512 MiB of \
+                 cache"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("--size runs faster"), "{said}");
+        assert!(!membw_plan(&big, false).contains('\n'));
+        assert!(!membw_plan(&sizing(256 << 20), true).contains('\n'));
     }
 }

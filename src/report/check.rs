@@ -427,7 +427,10 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
             writeln!(
                 out,
                 "  {}: {} {what}, {} µs in all{fix}",
-                super::measure::explain::cause_name(c.class.label(), &c.source),
+                super::measure::explain::cause_name(
+                    c.class.label(),
+                    &super::measure::explain::source_text(c.class, &c.source, &c.ids)
+                ),
                 c.count,
                 micros(c.total_ns as f64)
             );

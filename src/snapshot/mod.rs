@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
 use crate::sysroot::{
-    Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, SysRoot, WriteError,
+    Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, Scratch, SysRoot, WriteError,
     write_file_atomically,
 };
 use crate::text::escape_controls;
@@ -370,12 +370,9 @@ fn append(
 /// SysRoot over it (which removes the directory when dropped) with the manifest.
 ///
 /// Ctrl-C or SIGTERM while it unpacks removes the directory, then ends the process as the
-/// signal would have.
+/// signal would have; so does Ctrl-C, SIGTERM or SIGHUP while the SysRoot lives.
 pub fn open(file: &Path) -> Result<(SysRoot, Manifest), SnapshotError> {
-    let tempdir = tempfile::Builder::new()
-        .prefix("lowlat-snapshot-")
-        .tempdir()
-        .map_err(SnapshotError::TempDir)?;
+    let tempdir = Scratch::new("lowlat-snapshot-").map_err(SnapshotError::TempDir)?;
     let top = tempdir.path().join("root");
     std::fs::create_dir(&top).map_err(SnapshotError::TempDir)?;
     let mut tempdir = Some(tempdir);

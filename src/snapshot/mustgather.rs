@@ -19,6 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, Progress, SignalGuard};
+use crate::sysroot::Scratch;
 use crate::text::escape_controls;
 
 /// The ghw snapshot of a node, in `nodes/<node>/`.
@@ -37,7 +38,7 @@ pub struct MustGatherNode {
     pub kernel_from_node_object: Option<String>,
     /// What lowlat reads that the snapshot does not hold, each with what depends on it.
     pub lacks: Vec<String>,
-    _tempdir: tempfile::TempDir,
+    _tempdir: Scratch,
 }
 
 /// Why a must-gather's node could not be read. Every message names the directory or file.
@@ -265,11 +266,8 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
         }
     };
     let sysinfo = nodes_dir.join(&name).join(SYSINFO);
-    let tmp = std::env::temp_dir();
-    remove_stale(&tmp);
-    let tempdir = tempfile::Builder::new()
-        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
-        .tempdir_in(&tmp)
+    remove_stale(&std::env::temp_dir());
+    let tempdir = Scratch::new(&format!("{TEMP_PREFIX}{}-", std::process::id()))
         .map_err(MustGatherError::TempDir)?;
     // The tree is named after the node, so that the root lowlat reports says which it was.
     let top = tempdir.path().join(&name);
@@ -347,8 +345,8 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
 const TEMP_PREFIX: &str = "lowlat-must-gather-";
 
 /// Removes from `tmp` the directories of nodes unpacked by lowlat processes that no longer
-/// run: a SIGKILL while unpacking, or a signal after it (which ends lowlat at once, with the
-/// tree still there), leaves one of up to hundreds of megabytes. Directories of other users
+/// run: a SIGKILL (the one signal that cannot be caught, and the scratch directory removes
+/// itself on the others) leaves one of up to hundreds of megabytes. Directories of other users
 /// and of running processes are left alone.
 fn remove_stale(tmp: &Path) {
     use std::os::unix::fs::MetadataExt;

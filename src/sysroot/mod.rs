@@ -38,12 +38,14 @@ mod beneath;
 mod memory;
 mod netlink;
 mod read;
+mod scratch;
 mod write;
 
 pub use memory::MemoryTree;
 pub use netlink::Emulated;
 use read::OpenDirs;
 pub use read::natural_cmp;
+pub use scratch::Scratch;
 pub use write::{Durability, OutputDirError, prepare_output_dir, write_file_atomically};
 
 /// What is said of a path refused because it leads outside the root ([`ReadError::LeavesRoot`]).
@@ -204,7 +206,7 @@ pub struct SysRoot {
     live: bool,
     recorded: Option<Mutex<BTreeMap<String, Recorded>>>,
     /// Keeps an unpacked snapshot alive as long as the root is used.
-    _tempdir: Option<tempfile::TempDir>,
+    _tempdir: Option<Scratch>,
     /// The tree itself when it is held in memory (then nothing is read under `dir`).
     memory: Option<MemoryTree>,
     /// `dir` and its busiest directories opened once, for reads relative to them (see
@@ -269,7 +271,7 @@ impl SysRoot {
     }
 
     /// A root over an unpacked snapshot whose temporary directory it keeps alive.
-    pub(crate) fn unpacked(tempdir: tempfile::TempDir, dir: PathBuf) -> Self {
+    pub(crate) fn unpacked(tempdir: Scratch, dir: PathBuf) -> Self {
         let mut root = Self::new(dir, false);
         root._tempdir = Some(tempdir);
         root

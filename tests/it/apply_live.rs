@@ -28,13 +28,6 @@ impl Drop for RevertOnDrop {
     }
 }
 
-/// The live tests apply and revert through the machine's one journal and lock, so they take
-/// turns (the test harness runs tests in parallel threads).
-pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// `lowlat apply --runtime --yes --plan path` on the live machine, which must succeed (exit 0)
 /// or report refusals (exit 1); its stdout.
 fn apply_runtime(path: &str) -> String {
@@ -84,7 +77,7 @@ fn apply_and_revert_real_sysctls_and_an_irq() {
     if !live_tests_allowed() {
         return;
     }
-    let _turn = one_at_a_time();
+    let _turn = crate::support::cpu1_turn();
     if !crate::support::is_root("applying to the live machine") {
         return;
     }
@@ -197,7 +190,7 @@ fn revert_leaves_no_kernel_thread_pinned_when_a_stopped_thread_restarts() {
     if !live_tests_allowed() {
         return;
     }
-    let _turn = one_at_a_time();
+    let _turn = crate::support::cpu1_turn();
     let Some((_, all_cpus)) = kernel_thread("kthreadd") else {
         crate::support::missing_data("kthreadd in /proc");
         return;

@@ -89,6 +89,29 @@ fn a_run_whose_output_is_read_is_checked_and_targets_come_from_the_analysis() {
     assert!(stderr.contains("no figure to judge"), "{stderr}");
 }
 
+/// Issue 44 T-9: jitter-vs-peers.sh said "within 1 µs" and judged `below 2`; it judges `at
+/// most 1`, which bench/lib.sh now knows.
+#[test]
+fn the_timer_minimum_is_judged_within_the_1_us_it_states() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("bench/jitter-vs-peers.sh")).unwrap();
+    let line = script
+        .lines()
+        .find(|l| l.contains("|timer min lowlat - cyclictest| (us)"))
+        .unwrap();
+    assert!(
+        line.starts_with("print(f\"at-most\\t") && line.ends_with("\\t1\", file=targets)"),
+        "{line}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("targets");
+    for (value, code) in [("1.0", 0), ("0.0", 0), ("2.0", 1)] {
+        std::fs::write(&targets, format!("at-most\tmin apart\t{value}\t1\n")).unwrap();
+        let (got, stderr) = with_lib(&format!("bench_targets {}; bench_end", targets.display()));
+        assert_eq!(got, code, "{value}: {stderr}");
+    }
+}
+
 /// Every bench script: the ones that time lowlat or set it against a peer.
 fn scripts() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

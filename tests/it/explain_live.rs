@@ -40,7 +40,6 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Serialises the live tests and says whether this machine can run them.
 fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     if !crate::support::live_tests_allowed() || !crate::support::is_root("tracing needs root") {
         return None;
     }
@@ -49,7 +48,7 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
         crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
         return None;
     }
-    Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
+    Some(crate::support::cpu1_turn())
 }
 
 /// The mounts of tracefs, as `/proc/self/mountinfo` lists them (mount point and options).

@@ -71,6 +71,71 @@ fn sigterm_while_a_snapshot_unpacks_removes_its_directory() {
     assert!(unpack_dirs(&tmp).is_empty(), "{:?}", unpack_dirs(&tmp));
 }
 
+/// The directories under `tmp` whose names start with `prefix`.
+fn left_in(tmp: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
+/// Issue 44 R2-10: Ctrl-C, SIGTERM or SIGHUP after the machine was unpacked (here while
+/// `watch` reads it) removes its private directory, and lowlat still dies of the signal;
+/// before, only the next run removed it (a must-gather's) or nothing did (a snapshot's).
+#[test]
+fn a_signal_after_unpacking_removes_the_private_directory() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("vm.lowlat");
+    crate::support::lowlat(&[
+        "--root",
+        &fixture("kvm-guest-2vcpu").to_string_lossy(),
+        "snapshot",
+        "-o",
+        &snapshot.to_string_lossy(),
+    ])
+    .assert()
+    .success();
+    let (_gather, image) = crate::must_gather::must_gather("kvm-guest-2vcpu", &["worker-0"], false);
+    let inputs = [
+        ("--snapshot", snapshot.clone(), "lowlat-snapshot-"),
+        ("--must-gather", image, "lowlat-must-gather-"),
+    ];
+    for (flag, input, prefix) in &inputs {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_lowlat"))
+                .arg(flag)
+                .arg(input)
+                .args(["watch", "--interval", "1s"])
+                .env("TMPDIR", tmp.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            // Its first line: the machine is unpacked and read.
+            let mut first = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+            assert!(first.contains("lowlat watch"), "{flag}: {first}");
+            assert_eq!(left_in(tmp.path(), prefix).len(), 1, "{flag}: not unpacked");
+            // SAFETY: a signal to the child this test started.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let status = child.wait().unwrap();
+            assert_eq!(status.signal(), Some(signal), "{flag}: {status:?}");
+            assert!(
+                left_in(tmp.path(), prefix).is_empty(),
+                "{flag}, signal {signal}: {:?} left",
+                left_in(tmp.path(), prefix)
+            );
+        }
+    }
+}
+
 /// Applies the default plan of a copy of a fixture whose `link` (a path in the tree) is a
 /// symbolic link to a directory outside it, and returns lowlat's output; the outside directory
 /// holds `file` ("1") and must still hold only that.

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::apply_live::{RevertOnDrop, one_at_a_time};
+use crate::apply_live::RevertOnDrop;
 use crate::support::{is_root, live_tests_allowed, lowlat, missing_data};
 
 const JOURNAL: &str = "/var/lib/lowlat/journal.jsonl";
@@ -180,7 +180,7 @@ fn revert() -> std::process::Output {
 #[test]
 #[ignore = "changes the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn runtime_isolation_applies_verifies_runs_and_reverts_exactly() {
-    let _turn = one_at_a_time();
+    let _turn = crate::support::cpu1_turn();
     if !ready() {
         return;
     }
@@ -311,7 +311,7 @@ fn kill_after(args: &[&str], after: Duration) {
 #[test]
 #[ignore = "changes the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn apply_and_revert_killed_at_random_points_revert_exactly() {
-    let _turn = one_at_a_time();
+    let _turn = crate::support::cpu1_turn();
     if !ready() {
         return;
     }

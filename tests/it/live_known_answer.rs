@@ -16,6 +16,7 @@
 //! which would add gaps of several ms; the injector at FIFO 99 still preempts it.
 
 use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -24,7 +25,6 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
     if !crate::support::live_tests_allowed() {
         return None;
     }
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     if !crate::support::is_root("measuring at SCHED_FIFO with an injector") {
         return None;
     }
@@ -33,7 +33,7 @@ fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
         crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
         return None;
     }
-    Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
+    Some(crate::support::cpu1_turn())
 }
 
 /// `measure timer` on CPU 1 every 1 ms for `duration`, with cyclictest's histogram up to
@@ -54,8 +54,9 @@ fn timer(duration: &str, extra: &[&str]) -> Value {
 }
 
 /// `measure jitter` on CPU 1 for `duration` with a 300 µs threshold, the measuring thread
-/// at SCHED_FIFO 1, and `extra` flags, as JSON.
-fn jitter(duration: &str, extra: &[&str]) -> Value {
+/// at SCHED_FIFO 1, and `extra` flags, as JSON, with its threads at SCHED_FIFO (see
+/// [`measure_watching_threads`]).
+fn jitter(duration: &str, extra: &[&str]) -> (Value, Vec<(u32, String, u32)>) {
     let args = [
         "jitter",
         "--cpus",
@@ -67,7 +68,7 @@ fn jitter(duration: &str, extra: &[&str]) -> Value {
         "--priority",
         "1",
     ];
-    measure(&[&args[..], extra].concat())
+    measure_watching_threads(&[&args[..], extra].concat())
 }
 
 /// Runs `probe` on a thread pinned to CPU 1 at SCHED_FIFO `priority` (as the engine's
@@ -201,6 +202,59 @@ fn file_names(dir: &Path) -> Vec<String> {
     names
 }
 
+/// `lowlat measure ARGS --json` as [`measure`], with the threads seen at SCHED_FIFO while it
+/// ran: each one's real-time priority, the CPUs it may run on and the CPU it was last on (from
+/// `/proc/PID/task/TID/stat` and `status`, every 20 ms), each once.
+fn measure_watching_threads(args: &[&str]) -> (Value, Vec<(u32, String, u32)>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lowlat"))
+        .arg("measure")
+        .args(args)
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tasks = format!("/proc/{}/task", child.id());
+    let mut seen: Vec<(u32, String, u32)> = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            // The fields after the command name's closing parenthesis, from field 3 on.
+            let Some((_, after)) = stat.rsplit_once(") ") else {
+                continue;
+            };
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let (Some(cpu), Some(rt), Some(policy)) =
+                (fields.get(36), fields.get(37), fields.get(38))
+            else {
+                continue;
+            };
+            let allowed = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            // SCHED_FIFO is policy 1.
+            if *policy == "1" {
+                let thread = (rt.parse().unwrap(), allowed, cpu.parse().unwrap());
+                if !seen.contains(&thread) {
+                    seen.push(thread);
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (serde_json::from_slice(&out.stdout).unwrap(), seen)
+}
+
 fn measure(args: &[&str]) -> Value {
     let out = crate::support::lowlat(&[])
         .args(["measure"])
@@ -226,7 +280,18 @@ fn injected_spins_show_as_interruptions() {
     ) else {
         return;
     };
-    let doc = jitter("3s", &["--inject", "10:500"]);
+    let (doc, threads) = jitter("3s", &["--inject", "10:500"]);
+    // Issue 44 T-5: the injector (SCHED_FIFO 99) and the measuring thread (FIFO 1) pin with
+    // one helper, so an off-by-one in it would move both and still pass the figures below:
+    // each is seen on CPU 1, allowed CPU 1 only.
+    for priority in [99, 1] {
+        let on: Vec<&(u32, String, u32)> = threads.iter().filter(|t| t.0 == priority).collect();
+        assert!(!on.is_empty(), "no thread at FIFO {priority}: {threads:?}");
+        assert!(
+            on.iter().all(|t| t.1 == "1" && t.2 == 1),
+            "FIFO {priority} off CPU 1: {threads:?}"
+        );
+    }
     assert_eq!(doc["schema_version"], 2);
     let cpu = &doc["result"]["cpus"][0];
     let rate = cpu["per_second"].as_f64().unwrap();

@@ -307,6 +307,10 @@ fn tables_give_latencies_in_microseconds_and_rates_per_minute() {
     .stdout(
         contains("timer: every 200 µs for ")
             .and(contains("(latencies in µs: wake-up time minus deadline"))
+            // Issue 44 N15: the `skipped` column was not explained.
+            .and(contains(
+                "skipped: periods left out because a wake-up came after the next",
+            ))
             .and(contains(" us ").not()),
     );
 }

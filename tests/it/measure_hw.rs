@@ -73,6 +73,31 @@ fn membw_validates_and_warns_below_the_rule() {
     );
 }
 
+/// Issue 44 N13: a membw run says up front what it will take (the arrays, the memory, the
+/// repetitions and what each moves) and, after its first repetition, how long the rest will
+/// take; it said only `[1/1] 2 threads, 3 × 1.9 GiB` for 48 s.
+#[test]
+fn membw_says_its_size_up_front_and_its_pace_as_it_runs() {
+    let out = crate::support::lowlat(&["measure", "membw", "--size", "8M", "--ntimes", "3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let threads = cpus();
+    for expected in [
+        format!(
+            "lowlat: note: membw: 3 arrays of 8 MiB (24 MiB in all) on {threads} threads, 3 \
+             repetitions of the 4 kernels, each moving 80 MiB (10 array passes)\n"
+        ),
+        "lowlat: note: membw: repetition 1 of 3 done, ".to_string(),
+    ] {
+        assert!(stderr.contains(&expected), "no {expected} in:\n{stderr}");
+    }
+    let plan = stderr.find("arrays of 8 MiB").unwrap();
+    let pace = stderr.find("repetition 1 of 3").unwrap();
+    assert!(plan < pace, "{stderr}");
+}
+
 #[test]
 fn membw_node_matrix_on_node_zero() {
     let doc = json(&[

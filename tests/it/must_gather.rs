@@ -42,7 +42,11 @@ fn sysinfo(machine: &Path, ghw_like: bool) -> Vec<u8> {
 
 /// A must-gather as `oc adm must-gather --dest-dir` leaves it, with `nodes`, each a snapshot
 /// of `machine`; returns it and its image directory.
-fn must_gather(machine: &str, nodes: &[&str], ghw_like: bool) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn must_gather(
+    machine: &str,
+    nodes: &[&str],
+    ghw_like: bool,
+) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let image = tmp.path().join(
         "must-gather.local.5281/quay-io-openshift-kni-performance-addon-operator-must-gather-sha256-0f7a",

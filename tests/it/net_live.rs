@@ -51,6 +51,7 @@ fn two_cpus() -> String {
 #[test]
 #[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn loopback_ping_pongs_over_udp_and_tcp() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() {
         return;
     }
@@ -82,6 +83,7 @@ fn loopback_ping_pongs_over_udp_and_tcp() {
 #[test]
 #[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn a_peer_that_does_not_answer_ends_the_run_at_its_deadline() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() {
         return;
     }
@@ -122,6 +124,7 @@ fn lowlat_interfaces() -> Vec<String> {
 #[test]
 #[ignore = "makes network namespaces and a veth pair; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, as root)"]
 fn veth_ping_pongs_leave_nothing_behind() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !is_root("network namespaces and a veth pair") {
         return;
     }
@@ -255,6 +258,7 @@ fn wait_listening(port: u16, tcp: bool) {
 #[test]
 #[ignore = "starts sockperf; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, with sockperf installed)"]
 fn the_client_measures_against_a_sockperf_server() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !sockperf_found() {
         return;
     }
@@ -286,6 +290,7 @@ fn the_client_measures_against_a_sockperf_server() {
 #[test]
 #[ignore = "starts sockperf; runs with LOWLAT_LIVE_TESTS=1 (CI sets it, with sockperf installed)"]
 fn sockperf_ping_pongs_against_serve() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !sockperf_found() {
         return;
     }

@@ -1060,7 +1060,7 @@ fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
         "<p class=\"verdict verdict-not-proven\"><strong>NOT PROVEN</strong> against profile",
         "<li>interruptions ≥ 10 µs per minute below 1 not proven: 180 s of busy loop per CPU are needed, this run had 4.0 s</li>",
         "<tr class=\"status-warn\"><td>not-proven</td>",
-        "CPU 1 0 ?",
+        "CPU 1 0 (≤ 44.9 at 95 %) ?",
     ] {
         assert!(verdict.contains(expected), "lacks {expected}:\n{verdict}");
     }
@@ -1145,4 +1145,147 @@ fn a_bundles_runs_come_in_the_order_measured() {
     };
     assert!(at("measure-jitter.json") < at("measure-jitter-2.json"));
     assert!(at("measure-jitter-2.json") < at("measure-jitter-10.json"));
+}
+
+/// The section of `html` with the id `id`.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    &html[start..start + html[start..].find("</section>").unwrap()]
+}
+
+/// Issue 44 N4 and N12: what the terminal says beside a fix is beside it in the page: a
+/// trade-off's `not planned (trade-off)` line in the audit, a planned trade-off marked, the
+/// plan's "Not planned" and "Stays where it is" lists; the plan names its profile, a group
+/// says what its `*` stands for (no `{names}` template text), a CPU mask says its CPUs, and a
+/// second audit of the same host with the same findings is not drawn again.
+#[test]
+fn trade_offs_and_what_the_plan_leaves_out_are_in_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture("epyc7f32-2s");
+    let documents = machine_documents(&root, dir.path());
+    let audit = documents[1].clone();
+    let plan = dir.path().join("plan-tradeoffs.json");
+    std::fs::write(
+        &plan,
+        run_ok(&root, &["plan", "--json", "--allow-security-tradeoffs"]),
+    )
+    .unwrap();
+    let again = dir.path().join("again.json");
+    std::fs::copy(&audit, &again).unwrap();
+    let html = report(&[audit, again, plan], &dir.path().join("r.html"));
+    let audit = section(&html, "audit");
+    for expected in [
+        "<div class=\"tradeoff\"><strong>not planned (trade-off): </strong>real kernel soft \
+         lockups are no longer reported; <code>lowlat plan --allow-security-tradeoffs</code> \
+         plans it</div>",
+        "<p>The same profile and findings as <code>",
+    ] {
+        assert!(audit.contains(expected), "audit lacks {expected}:\n{audit}");
+    }
+    assert_eq!(audit.matches("<h3>Layer: firmware").count(), 1, "{audit}");
+    let plan = section(&html, "plan");
+    for expected in [
+        "<p>Profile <strong>low-latency</strong>: housekeeping CPUs",
+        "<code>nosoftlockup</code><div class=\"tradeoff\"><strong>security trade-off: </strong>",
+        "<h3>Not planned (1)</h3>",
+        "<td><code>kthread:khugepaged:affinity</code></td><td><code>0,8</code></td><td>khugepaged \
+         does not run",
+        "<h3>Stays where it is (7)</h3>",
+        "<td>irq 0 (timer)</td>",
+        "<code>irq:*:affinity</code> (* = each of 2 IRQs: 26, 27)",
+        "<code>kthread:*:affinity</code> (* = each of 3 kernel threads: kdevtmpfs, khungtaskd, ksmd)",
+        "<td><code>workqueue:cpumask</code></td><td><code>CPUs 0,8 (mask 0101)</code>",
+    ] {
+        assert!(plan.contains(expected), "plan lacks {expected}:\n{plan}");
+    }
+    assert!(
+        !html.contains("{names}") && !html.contains("{cpus}"),
+        "template text in the page"
+    );
+}
+
+/// Issue 44 N4: a measurement's warnings (a CPU shared 89 % of the run) stand beside its
+/// figures, and a check's verdict shows each CPU's Poisson bound, the run a target needs, and
+/// the timer run's causes, as the terminal does.
+#[test]
+fn warnings_bounds_and_timer_causes_are_beside_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let explained: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("jitter-explain.json")).unwrap())
+            .unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    check["targets"][0]["seconds_to_prove"] = 179.74.into();
+    check["targets"][0]["values"][0]["upper_95"] = 16146.2.into();
+    check["timer_causes"] = explained["result"]["explain"].clone();
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(
+        &[input, committed("jitter-explain.json")],
+        &dir.path().join("r.html"),
+    );
+    let jitter = section(&html, "jitter");
+    let shared = "<ul class=\"warnings\"><li><strong>warning: </strong>CPU 0 was shared: other \
+                  tasks ran on it for 1757.5 ms (86 % of the run)";
+    assert!(jitter.contains(shared), "{jitter}");
+    let verdict = section(&html, "verdict");
+    for expected in [
+        "CPU 1 16131 (≤ 16146 at 95 %) ✗",
+        "Judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no event in \
+         180 s of busy loop per CPU or more (this one: 2 s).",
+        "The timer run's late wake-ups (20 µs or more) by cause",
+        "timer run</figcaption>",
+    ] {
+        assert!(
+            verdict.contains(expected),
+            "verdict lacks {expected}:\n{verdict}"
+        );
+    }
+}
+
+/// Issue 44 N12: the histogram's latency axis is logarithmic (the bars below 20 µs spread
+/// over the plot instead of one pixel column beside a 36 ms worst case), and the bars of time
+/// by cause count in ms when the longest is seconds (not `0 926696 1853393 µs`).
+#[test]
+fn latency_axes_are_logarithmic_and_long_times_are_in_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = report(
+        &[committed("jitter.json"), committed("jitter-explain.json")],
+        &dir.path().join("r.html"),
+    );
+    let histogram = html.split("<svg").nth(1).unwrap();
+    let histogram = &histogram[..histogram.find("</svg>").unwrap()];
+    // (x of the bar, its bin in µs)
+    let bars: Vec<(f64, f64)> = histogram
+        .split("<rect class=\"pt\" x=\"")
+        .skip(1)
+        .map(|rest| {
+            let x = rest[..rest.find('"').unwrap()].parse().unwrap();
+            let title = &rest[rest.find("<title>").unwrap() + 7..];
+            (x, title[..title.find(':').unwrap()].parse().unwrap())
+        })
+        .collect();
+    let small: Vec<f64> = (bars.iter())
+        .filter(|(_, bin)| *bin < 20.0)
+        .map(|(x, _)| *x)
+        .collect();
+    let spread = small.iter().cloned().fold(f64::MIN, f64::max)
+        - small.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(
+        small.len() > 5 && spread > 100.0,
+        "{} bars below 20 µs spread over {spread:.1} px",
+        small.len()
+    );
+    assert!(histogram.contains("log axis"), "{histogram}");
+    let causes = html
+        .split("<svg")
+        .find(|svg| svg.contains("Time in gaps by cause"))
+        .unwrap();
+    assert!(causes.contains(">ms in gaps</text>"), "{causes}");
+    assert!(
+        causes.contains("<title>CPU 0: 1728 ms in gaps another task</title>"),
+        "{causes}"
+    );
 }

@@ -32,6 +32,8 @@ svg .grid { stroke: #eee; }
 details summary { cursor: pointer; color: #0072b2; font-size: 13px; }
 pre.fix { margin: 0 0 2px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 div.note { color: #555; font-size: 12px; }
+div.tradeoff { color: #a60; font-size: 12px; margin-top: 2px; }
+ul.warnings { color: #a60; margin: 2px 0 8px; }
 p.from { color: #555; margin: 14px 0 4px; }
 tr.status-fail td:first-child, tr.status-drift td:first-child { color: #b00; font-weight: 600; }
 tr.status-warn td:first-child { color: #a60; font-weight: 600; }

@@ -303,7 +303,7 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
                 c.p99_ns.map_or("-".to_string(), |ns| micros(ns as f64)),
                 micros(c.max_ns as f64),
                 c.class.label().to_string(),
-                c.source.clone(),
+                source_text(c.class, &c.source, &c.ids),
             ]);
         }
         out.text(cause_table(&rows));
@@ -326,12 +326,15 @@ pub(crate) fn text(explanation: &ExplainJson, what: &str) -> String {
         if !cpu.spikes.is_empty() {
             writeln!(out, "longest {what}:");
             for s in &cpu.spikes {
+                let ids = (cpu.causes.iter())
+                    .find(|c| c.class == s.class && c.source == s.source)
+                    .map_or(&[][..], |c| &c.ids);
                 writeln!(
                     out,
                     "  {} µs at {:.6} s: {}",
                     micros(s.length_ns as f64),
                     s.at_ns as f64 / 1e9,
-                    cause_name(s.class.label(), &s.source)
+                    cause_name(s.class.label(), &source_text(s.class, &s.source, ids))
                 );
             }
         }
@@ -419,6 +422,18 @@ fn cause_table(rows: &[Vec<String>]) -> String {
 /// A cause as the text reports name it: its class, then its source in parentheses where the
 /// source says more (`device IRQ (eth0)`; `no kernel event`, not `no kernel event (no kernel
 /// event)`).
+/// A cause's source as the text names it: another task's with its pids (`lowlat, pid 4242`:
+/// the name alone cannot tell lowlat's own threads from another lowlat, or two tasks of one
+/// name apart); any other as it is.
+pub(crate) fn source_text(class: Class, source: &str, ids: &[u32]) -> String {
+    if class != Class::Task || ids.is_empty() || source.starts_with("pid ") {
+        return source.to_string();
+    }
+    let pids: Vec<String> = ids.iter().map(u32::to_string).collect();
+    let noun = if ids.len() == 1 { "pid" } else { "pids" };
+    format!("{source}, {noun} {}", pids.join(", "))
+}
+
 pub(crate) fn cause_name(label: &str, source: &str) -> String {
     if source.is_empty() || source == label {
         label.to_string()
@@ -440,6 +455,21 @@ mod tests {
             "no kernel event"
         );
         assert_eq!(cause_name("device IRQ", "eth0"), "device IRQ (eth0)");
+    }
+
+    /// Issue 44 N15: `another task (lowlat)` said which lowlat only by its name.
+    #[test]
+    fn another_task_is_named_with_its_pids() {
+        assert_eq!(
+            source_text(Class::Task, "lowlat", &[4242]),
+            "lowlat, pid 4242"
+        );
+        assert_eq!(
+            source_text(Class::Task, "cron (woken by hrtimer_wakeup)", &[7, 9]),
+            "cron (woken by hrtimer_wakeup), pids 7, 9"
+        );
+        assert_eq!(source_text(Class::Task, "pid 12", &[12]), "pid 12");
+        assert_eq!(source_text(Class::DeviceIrq, "42 eth0", &[42]), "42 eth0");
     }
 
     /// In a VM the hypervisor's gaps are set beside the vCPU's steal; on bare metal beside the

@@ -232,7 +232,10 @@ pub(crate) fn text(run: &TimerRun) -> String {
         ]);
     }
     out.text(aligned(&rows));
-    out.line("(latencies in µs: wake-up time minus deadline; percentiles within 0.1 %)");
+    out.line(
+        "(latencies in µs: wake-up time minus deadline; percentiles within 0.1 %; skipped: \
+         periods left out because a wake-up came after the next deadline)",
+    );
     if let Some(reason) = &result.normal_priority_reason {
         writeln!(out, "note: {reason}");
     }

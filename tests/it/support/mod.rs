@@ -56,6 +56,45 @@ pub(crate) fn is_root(why: &str) -> bool {
 
 /// Data a test needs from outside the repository is missing: under CI (`CI=true`, where the
 /// data is provided) that is a failure; elsewhere the test is skipped with this message.
+/// The one turn of every test that measures on CPU 1 or changes the machine's tuning (a live
+/// measurement, an explained run, an apply and revert): the harness runs tests in parallel
+/// threads, and two such tests at once disturb each other's figures or journals.
+pub(crate) fn cpu1_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Issue 44 T-4: the live tests took three different locks (one per file), so a tracing test
+/// and a known-answer test measured CPU 1 at once. One lock is [`cpu1_turn`].
+#[test]
+fn the_tests_on_cpu_1_take_one_turn() {
+    fn files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it"),
+        &mut found,
+    );
+    let mut locks = Vec::new();
+    for file in found {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains(concat!("Mutex<()> ", "= ")) {
+                locks.push(format!("{}:{}", file.display(), n + 1));
+            }
+        }
+    }
+    assert_eq!(locks.len(), 1, "{locks:#?}");
+}
+
 pub(crate) fn missing_data(what: &str) {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),

@@ -605,6 +605,7 @@ fn worker(
             .region,
         ..ThreadOutcome::default()
     };
+    let mut pace = Pace::new(config.ntimes);
     for _ in 0..config.ntimes {
         if leader && should_stop(stop) {
             shared.stop_now.store(true, Ordering::Relaxed);
@@ -623,10 +624,50 @@ fn worker(
             all.push(t);
         }
         out.iterations += 1;
+        if leader {
+            pace.done(out.iterations);
+        }
     }
     let expected = expected_values(out.iterations);
     out.errors = chunk_errors([a, b, c], expected);
     out
+}
+
+/// The leader's progress through the repetitions, said on stderr (outside the timed phases):
+/// after the first, with the time the rest will take, then at most every [`Pace::EVERY`]. A
+/// run of arrays sized by STREAM's rule takes minutes on a machine with large caches.
+struct Pace {
+    ntimes: usize,
+    start: Instant,
+    said: Option<Instant>,
+}
+
+impl Pace {
+    /// Time between two lines after the first.
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+    fn new(ntimes: usize) -> Self {
+        Pace {
+            ntimes,
+            start: Instant::now(),
+            said: None,
+        }
+    }
+
+    /// `done` repetitions are done.
+    fn done(&mut self, done: usize) {
+        let now = Instant::now();
+        if self.said.is_some_and(|said| now - said < Self::EVERY) || done == self.ntimes {
+            return;
+        }
+        self.said = Some(now);
+        let each = (now - self.start).as_secs_f64() / done as f64;
+        crate::text::voice::note!(
+            "membw: repetition {done} of {} done, {each:.2} s each: about {:.0} s left",
+            self.ntimes,
+            each * (self.ntimes - done) as f64
+        );
+    }
 }
 
 /// Combines the threads' outcomes into the run's figures.

@@ -37,6 +37,16 @@ const CLASSES: [(Class, &str); 12] = [
     (Class::Unknown, "#cccccc"),
 ];
 
+/// The unit the bars of time are drawn in, by the longest (`most_ns`): µs, ms from 10 ms, s
+/// from 10 s (as `units::micros_setting` says a setting), with its ns.
+fn time_unit(most_ns: u64) -> (f64, &'static str) {
+    match most_ns {
+        0..10_000_000 => (1e3, "µs"),
+        10_000_000..10_000_000_000 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    }
+}
+
 fn micros(ns: u64) -> String {
     num(ns as f64 / 1e3)
 }
@@ -90,6 +100,11 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
                 .collect()
         })
         .collect();
+    let most_ns = (by_class.iter())
+        .map(|classes| classes.iter().map(|&(_, ns)| ns).sum::<u64>())
+        .max()
+        .unwrap_or(0);
+    let (per_unit, unit) = time_unit(most_ns);
     let rows: Vec<(String, Vec<f64>)> = explain
         .cpus
         .iter()
@@ -97,12 +112,15 @@ pub(super) fn view(run: &str, explain: &ExplainView) -> Markup {
         .map(|(cpu, classes)| {
             (
                 format!("CPU {}", cpu.cpu),
-                classes.iter().map(|&(_, ns)| ns as f64 / 1e3).collect(),
+                classes
+                    .iter()
+                    .map(|&(_, ns)| ns as f64 / per_unit)
+                    .collect(),
             )
         })
         .collect();
     let title = format!("Time in gaps by cause, per CPU, {run}");
-    let chart = svg::stacked_bars(&title, &parts, &rows, "µs in gaps");
+    let chart = svg::stacked_bars(&title, &parts, &rows, &format!("{unit} in gaps"));
     let table = html! {
         table {
             thead { tr { th { "CPU" } th { "gaps" } @for name in &names { th { (name) " (gaps, µs)" } } } }

@@ -1,6 +1,7 @@
 //! Latency distributions: jitter (interruptions of a busy loop) and timer wake-ups. Per
 //! document, all measured CPUs together: a histogram in 1 µs bins on a log count axis (the
-//! OSADL convention, so single worst cases stay visible) and the exceedance curve (CCDF);
+//! OSADL convention, so single worst cases stay visible) and the exceedance curve (CCDF), both
+//! on a log latency axis (the bulk of a few µs and a worst case of tens of ms both show);
 //! documents of the same kind are overlaid. Per CPU: a heat strip of the maximum and a table.
 //! Watch samples give the interruptions over time. A jitter run explained (`--explain`) adds
 //! what caused its gaps (the `causes` view).
@@ -179,6 +180,13 @@ pub(super) fn ccdf(bins: &BTreeMap<u64, u64>) -> Vec<(f64, f64)> {
     points
 }
 
+/// The latency axis of the histograms: logarithmic, since a run's bulk (a few µs) and its worst
+/// case (tens of ms) differ by four decades, and a linear axis puts the bulk in one pixel.
+const LOG_LATENCY_BINS: &str = "latency (µs, log axis; 1 µs bins, the 0–1 µs bin at the left end)";
+
+/// The latency axis of the exceedance curves (logarithmic, as the histograms').
+const LOG_LATENCY: &str = "latency (µs, log axis; 0 µs at the left end)";
+
 fn distributions(runs: &[Run], event: &str, extra_headers: &[&str]) -> Option<Markup> {
     if runs.is_empty() {
         return None;
@@ -211,12 +219,12 @@ fn distributions(runs: &[Run], event: &str, extra_headers: &[&str]) -> Option<Ma
     Some(html! {
         @for (source, note, _) in runs { (from(source)) p { (note) } }
         (figure(&hist_title,
-            svg::plot(&Plot { title: &hist_title, x_label: "latency (µs, 1 µs bins)", y_label: "events (log)",
-                x: Axis::Linear, y: Axis::Log, mark: Mark::Bars, series: &histograms }),
+            svg::plot(&Plot { title: &hist_title, x_label: LOG_LATENCY_BINS, y_label: "events (log)",
+                x: Axis::Log, y: Axis::Log, mark: Mark::Bars, series: &histograms }),
             series_table(&histograms, "bin (µs)", "events")))
         (figure(&ccdf_title,
-            svg::plot(&Plot { title: &ccdf_title, x_label: "latency (µs)", y_label: "fraction ≥ x (log)",
-                x: Axis::Linear, y: Axis::Log, mark: Mark::Lines, series: &ccdfs }),
+            svg::plot(&Plot { title: &ccdf_title, x_label: LOG_LATENCY, y_label: "fraction ≥ x (log)",
+                x: Axis::Log, y: Axis::Log, mark: Mark::Lines, series: &ccdfs }),
             series_table(&ccdfs, "latency (µs)", "fraction at or above")))
         @for (source, _, cpus) in runs {
             @let strip_title = format!("Maximum {event} latency per CPU, {}", source.label());

@@ -16,8 +16,8 @@ mod setup;
 mod verdict;
 
 use maud::{Markup, html};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use super::source::{Source, SourceError};
 use crate::compare::run::Run;
@@ -178,11 +178,37 @@ fn figure(caption: &str, chart: Markup, table: Markup) -> Markup {
     }
 }
 
-/// A heading naming the document a part of a section comes from.
+/// A heading naming the document a part of a section comes from, with the warnings the
+/// command printed beside its figures (a measurement's `environment` and `result` warnings:
+/// a CPU shared with other tasks, a frequency that moved).
 fn from(source: &Source) -> Markup {
+    let warnings: WarningsView = source.view().unwrap_or_default();
+    let warnings = [warnings.environment, warnings.result]
+        .into_iter()
+        .flatten()
+        .flat_map(|part| part.warnings);
     html! {
         p.from { "From " code { (source.name) } ", host " strong { (source.header.host) } }
+        @let warnings: Vec<String> = warnings.collect();
+        @if !warnings.is_empty() {
+            ul.warnings { @for w in &warnings { li { strong { "warning: " } (w) } } }
+        }
     }
+}
+
+/// The parts of a document that carry warnings; any other document reads as none.
+#[derive(Default, Deserialize)]
+struct WarningsView {
+    #[serde(default)]
+    environment: Option<Warned>,
+    #[serde(default)]
+    result: Option<Warned>,
+}
+
+#[derive(Deserialize)]
+struct Warned {
+    #[serde(default)]
+    warnings: Vec<String>,
 }
 
 /// The figures of each measurement document of `sources` (one kind, figures `T`), with its

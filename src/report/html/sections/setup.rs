@@ -13,7 +13,8 @@ use crate::report::audit::{AuditBody, HandFix};
 use crate::report::html::source::{Source, SourceError};
 use crate::tuning::commands;
 use crate::tuning::grouping::{self, Shown};
-use crate::tuning::setting::Layer;
+use crate::tuning::setting::{Layer, value_for_people};
+use crate::tuning::setting_id::SettingId;
 
 /// Fix commands shown in a finding's row; the rest fold under "N more".
 const FIX_COMMANDS: usize = 3;
@@ -51,13 +52,76 @@ fn fix_cell(remediation: &Remediation) -> Markup {
     }
 }
 
-/// What a group of the plan stands for (`{cpus} = 1-7`), empty for one setting.
-fn members(entry: &Shown) -> String {
-    match (&entry.cpus, &entry.names) {
-        (Some(cpus), _) => format!(" {{cpus}} = {}", cpus.to_list()),
-        (None, Some(names)) => format!(" {{names}} = {}", names.join(", ")),
+/// Members of a group named in its row; the rest are counted.
+const MEMBERS: usize = 8;
+
+/// A plan entry's id as the row shows it, a group's placeholder (`{cpus}`, `{names}`) as `*`,
+/// and what `*` stands for (`* = each of CPUs 1-7`), empty for one setting.
+fn shown_id(entry: &Shown) -> (String, String) {
+    let id = &entry.setting.id;
+    let shown = id.replace("{cpus}", "*").replace("{names}", "*");
+    let members = match (&entry.cpus, &entry.names) {
+        (Some(cpus), _) => format!(" (* = each of CPUs {})", cpus.to_list()),
+        (None, Some(names)) => {
+            let what = match id.split(':').next() {
+                Some("irq") => "IRQs",
+                Some("kthread") => "kernel threads",
+                _ => "tasks",
+            };
+            let named: Vec<&str> = names.iter().take(MEMBERS).map(String::as_str).collect();
+            let more = match names.len().saturating_sub(MEMBERS) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            format!(
+                " (* = each of {} {what}: {}{more})",
+                names.len(),
+                named.join(", ")
+            )
+        }
         (None, None) => String::new(),
+    };
+    (shown, members)
+}
+
+/// A plan entry's value as the terminal says it: a CPU mask with its CPUs (`CPUs 0,2 (mask
+/// 0101)`, not `0101`, which reads as a CPU list), a file by its first line.
+fn shown_value(entry: &Shown) -> String {
+    match entry.setting.id.parse::<SettingId>() {
+        Ok(id) if id.takes_cpu_mask() => value_for_people(&id, &entry.setting.value),
+        _ => first_line(&entry.setting.value),
     }
+}
+
+/// What the terminal says under a finding whose fix is a trade-off: a warning's
+/// `not planned (trade-off)` line, else what the fix gives up.
+fn tradeoff(finding: &Finding) -> Option<Markup> {
+    let tradeoff = finding.security_tradeoff.as_deref()?;
+    Some(if finding.status == FindingStatus::Warn {
+        html! { div.tradeoff { strong { "not planned (trade-off): " } (tradeoff) "; "
+        code { "lowlat plan --allow-security-tradeoffs" } " plans it" } }
+    } else {
+        html! { div.tradeoff { strong { "security trade-off: " } (tradeoff) } }
+    })
+}
+
+/// One part of what tells two audits of a host apart.
+type KeyPart = (String, String, String, String);
+
+/// What tells two audits of a host apart: the profile, then each finding's rule, status,
+/// observed and expected value.
+fn audit_key(audit: &AuditBody) -> Vec<KeyPart> {
+    let profile = serde_name(&audit.profile.name);
+    std::iter::once((profile, String::new(), String::new(), String::new()))
+        .chain(audit.findings.iter().map(|f| {
+            (
+                f.rule.clone(),
+                f.status.name().to_string(),
+                f.observed.clone(),
+                f.expected.clone(),
+            )
+        }))
+        .collect()
 }
 
 /// A verify document's counts, in the order of their names.
@@ -79,8 +143,20 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
         return Ok(None);
     }
     let mut parts = Vec::new();
+    // The audits drawn so far: host, findings, document name.
+    let mut drawn: Vec<(&str, Vec<KeyPart>, &str)> = Vec::new();
     for source in sources {
         let audit: AuditBody = source.view()?;
+        let key = audit_key(&audit);
+        let host = source.header.host.as_str();
+        if let Some((_, _, first)) = drawn.iter().find(|(h, k, _)| *h == host && *k == key) {
+            parts.push(html! {
+                (from(source))
+                p { "The same profile and findings as " code { (first) } " above." }
+            });
+            continue;
+        }
+        drawn.push((host, key, &source.name));
         // The layers in the audit's order (firmware, hardware, boot, ...), as it lists them.
         let mut by_layer: Vec<(Layer, Vec<&Finding>)> = Vec::new();
         for f in (audit.findings.iter()).filter(|f| f.status != FindingStatus::Pass) {
@@ -112,7 +188,7 @@ pub(super) fn audit(sources: &[&Source]) -> Result<Option<Markup>, SourceError> 
                             tr class=(format!("status-{}", f.status.name())) {
                                 td { (f.status.name()) } td { (serde_name(&f.severity)) } td { code { (f.rule) } }
                                 td { (f.title) @if let Some(waiver) = &f.waiver { br; em { (waiver.describe()) } } }
-                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) }
+                                td { (f.observed) } td { (f.expected) } td { (fix_cell(&f.remediation)) @if let Some(t) = tradeoff(f) { (t) } }
                             }
                         }
                     }
@@ -152,9 +228,29 @@ pub(super) fn plan(plans: &[&Source], verifies: &[&Source]) -> Result<Option<Mar
                     tbody {
                         @for entry in settings {
                             @let s = &entry.setting;
-                            tr { td { code { (s.id) } (members(entry)) } td { code { (first_line(&s.value)) } } td { @if s.reboot { "yes" } @else { "no" } } }
+                            @let (id, members) = shown_id(entry);
+                            tr { td { code { (id) } (members) }
+                                 td { code { (shown_value(entry)) }
+                                      @if let Some(t) = &s.security_tradeoff { div.tradeoff { strong { "security trade-off: " } (t) } } }
+                                 td { @if s.reboot { "yes" } @else { "no" } } }
                         }
                     }
+                }
+            }
+            @if !plan.skipped.is_empty() {
+                h3 { "Not planned (" (plan.skipped.len()) ")" }
+                table {
+                    thead { tr { th { "setting" } th { "value" } th { "why not" } } }
+                    tbody { @for k in &plan.skipped {
+                        tr { td { code { (k.setting.id.to_string()) } } td { code { (first_line(&k.setting.value)) } } td { (k.reason) } }
+                    } }
+                }
+            }
+            @if !plan.unmovable.is_empty() {
+                h3 { "Stays where it is (" (plan.unmovable.len()) ")" }
+                table {
+                    thead { tr { th { "IRQ or thread" } th { "why, and what keeps it quiet" } } }
+                    tbody { @for u in &plan.unmovable { tr { td { (u.what) } td { (u.reason) } } } }
                 }
             }
         });

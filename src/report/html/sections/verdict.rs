@@ -44,6 +44,9 @@ struct CheckView {
     /// The gaps by cause (checks made without tracing have none).
     #[serde(default)]
     causes: Option<causes::ExplainView>,
+    /// The timer run's late wake-ups by cause (as `causes`).
+    #[serde(default)]
+    timer_causes: Option<causes::ExplainView>,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +96,9 @@ struct FiguresView {
 struct TargetVerdictView {
     target: TargetView,
     outcome: String,
+    /// For a rate: the busy loop per CPU, s, a run without an event needs to prove it.
+    #[serde(default)]
+    seconds_to_prove: Option<f64>,
     #[serde(default)]
     values: Vec<CpuValueView>,
 }
@@ -110,6 +116,9 @@ struct TargetView {
 struct CpuValueView {
     cpu: u32,
     value: f64,
+    /// For a rate: the exact Poisson 95 % upper bound it is judged on.
+    #[serde(default)]
+    upper_95: Option<f64>,
     met: bool,
     /// `met`, `missed` or `not-proven` (absent from checks made before NOT PROVEN: `met`
     /// says).
@@ -118,6 +127,12 @@ struct CpuValueView {
 }
 
 impl CpuValueView {
+    /// The bound after the value, as the terminal writes it: ` (≤ 44.9 at 95 %)`.
+    fn bound(&self) -> String {
+        self.upper_95
+            .map_or(String::new(), |b| format!(" (≤ {} at 95 %)", num(b)))
+    }
+
     /// The mark after the value: ✗ missed, ? not proven.
     fn mark(&self) -> &'static str {
         match self.outcome.as_deref() {
@@ -198,9 +213,14 @@ fn one(source: &Source, c: &CheckView) -> Markup {
                             td { (limit(&t.target.below)) }
                             td { @for (i, v) in t.values.iter().enumerate() {
                                 @if i > 0 { ", " }
-                                "CPU " (v.cpu) " " (num(v.value)) (v.mark())
+                                "CPU " (v.cpu) " " (num(v.value)) (v.bound()) (v.mark())
                             } }
                             td { (t.target.source) }
+                        }
+                        @if let Some(needed) = t.seconds_to_prove {
+                            tr { td colspan="5" { div.note {
+                                "Judged on each CPU's exact Poisson 95 % upper bound: a run proves it with no event in "
+                                (num(needed)) " s of busy loop per CPU or more (this one: " (seconds) " s)." } } }
                         }
                     }
                 }
@@ -236,6 +256,10 @@ fn one(source: &Source, c: &CheckView) -> Markup {
         }
         @if let Some(explain) = &c.causes {
             (causes::view(&source.label(), explain))
+        }
+        @if let Some(explain) = &c.timer_causes {
+            h3 { "The timer run's late wake-ups (20 µs or more) by cause: each gap below is a wake-up's lateness" }
+            (causes::view(&format!("{} timer run", source.label()), explain))
         }
         p { "Audit: " (c.audit_counts.fail) " fail, " (c.audit_counts.warn) " warn, " (c.audit_counts.pass) " pass"
             @if !c.audit_failed_rules.is_empty() { "; failed: "
