@@ -20,5 +20,6 @@
 
 pub mod engines;
 pub(crate) mod matrix;
+pub(crate) mod load;
 pub(crate) mod runner;
 pub(crate) mod trace;
