@@ -7,11 +7,11 @@ mod pipeline;
 pub(crate) mod targets;
 
 pub(crate) use pipeline::{
-    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, MIN_ROUND, Prepared,
+    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
     TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use targets::{Target, TargetMetric};
 pub(crate) const LONG_INTERRUPTION_NS: u64 = 10_000;
 
 /// What one CPU measured, in the metrics' units.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CpuFigures {
     /// The CPU.
     pub cpu: u32,

@@ -6,8 +6,8 @@ use clap::Args;
 use std::path::Path;
 use std::time::Duration;
 
-use super::measure_common::{BundleArgs, hold_idle_limit, live_root, say_not_measured};
-use super::messages::{error, note};
+use super::measure_common::{BundleArgs, LoadArgs, hold_idle_limit, live_root, say_not_measured};
+use super::messages::{error, note, warning};
 use super::output::print;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
@@ -21,6 +21,7 @@ use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::report::audit as audit_report;
 use crate::report::check::{self as printers, CheckReport};
+use crate::report::check_load::LoadBody;
 use crate::report::html::{self, Budget, Source};
 use crate::report::inventory;
 use crate::report::measure::explain;
@@ -101,6 +102,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_explain: bool,
 
+    /// The loads under which to check (docs/guide/check.md#under-load): each round is
+    /// measured idle, then loaded, and the targets are judged on the loaded rounds.
+    #[command(flatten)]
+    pub load: LoadArgs,
+
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -136,11 +142,21 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
-    let measured = check::run(&check, |round| {
-        if round.worth_saying() {
-            note!("{round}");
-        }
+    let measured = check::run(&check, |round, loaded| match loaded {
+        Some(true) => note!("{round}: loaded"),
+        Some(false) => note!("{round}: idle"),
+        None if round.worth_saying() => note!("{round}"),
+        None => {}
     })?;
+    if let Some(load) = &measured.load {
+        for skipped in &load.skipped {
+            warning!(
+                "--load {}: {}; its rounds were not loaded as asked",
+                skipped.kind.name(),
+                skipped.why
+            );
+        }
+    }
     for run in &measured.jitter_runs {
         say_not_measured(&run.session);
     }
@@ -149,8 +165,11 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     }
     let causes = measured.explanation.as_ref().map(explain::json);
     let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
+    let mut documents = documents(&check, &measured)?;
+    let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
     let mut report = report(&check, &measured, causes.as_ref(), timer_causes.as_ref());
-    let documents = documents(&check, &report, &measured)?;
+    report.load = load.as_ref();
+    documents.push((Kind::Check, printers::document(&report).to_json()?));
     if let Some(bundle) = &bundle {
         report.complete &= save(bundle, &documents);
     }
@@ -204,15 +223,26 @@ fn duration_of(args: &CheckArgs, profile: &Profile, targets: &[Target]) -> Resul
 fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
     let each = request.duration.as_secs_f64();
     let targets = &request.targets;
-    let mut said = format!(
-        "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer wake-ups \
-         per CPU{}",
-        2.0 * each,
-        match request.rounds {
-            0 | 1 => String::new(),
-            n => format!(", in {n} rounds"),
-        }
-    );
+    let mut said = match &request.load {
+        None => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU{}",
+            2.0 * each,
+            match request.rounds {
+                0 | 1 => String::new(),
+                n => format!(", in {n} rounds"),
+            }
+        ),
+        Some(load) => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU idle, and as much again under load ({}), in {} idle and {} loaded \
+             rounds in turn",
+            4.0 * each,
+            load.names(),
+            request.rounds.max(1),
+            request.rounds.max(1)
+        ),
+    };
     let hardest = (targets.iter())
         .filter_map(|target| Some((target, target.seconds_to_prove()?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
@@ -253,6 +283,7 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
         targets,
         explain: !args.no_explain,
         quick: args.quick,
+        load: args.load.asked(),
     };
     let round = request.round();
     if round < check::MIN_ROUND {
@@ -314,6 +345,7 @@ fn report<'a>(
         quick: check.request.quick,
         causes,
         timer_causes,
+        load: None,
     }
 }
 
@@ -366,49 +398,49 @@ fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
     })
 }
 
-/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
-/// and timer runs (interleaved, as measured), the check.
-fn documents(
-    check: &Prepared,
-    report: &CheckReport<'_>,
-    measured: &CheckRun,
-) -> Result<Vec<(Kind, String)>> {
+/// The documents of a check but the check's own, in bundle order: the inventory, the audit,
+/// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
+fn documents(check: &Prepared, measured: &CheckRun) -> Result<Vec<(Kind, String)>> {
     let host = crate::document::host_name(check.session.root());
     let mut documents = vec![
         (
             Kind::Inventory,
-            inventory::document(report.machine).to_json()?,
+            inventory::document(&check.machine).to_json()?,
         ),
         (
             Kind::Audit,
             audit_report::document(
-                report.machine,
-                report.audit,
-                report.profile,
+                &check.machine,
+                &check.audit,
+                check.profile.info,
                 &audit_report::View::default(),
             )
             .to_json()?,
         ),
     ];
     for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
+        let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
+        let mut result = jitter_printers::result(jitter_run);
+        result.figures.conditions.loads = load.clone();
         let doc = measure_document(
             Kind::MeasureJitter,
             host.clone(),
             jitter_run.session.environment.clone(),
-            jitter_printers::result(jitter_run),
+            result,
         );
         documents.push((Kind::MeasureJitter, doc.to_json()?));
         if let Some(run) = measured.timer_runs.get(round) {
+            let mut result = timer_printers::result(run);
+            result.figures.conditions.loads = load;
             let doc = measure_document(
                 Kind::MeasureTimer,
                 host.clone(),
                 run.session.environment.clone(),
-                timer_printers::result(run),
+                result,
             );
             documents.push((Kind::MeasureTimer, doc.to_json()?));
         }
     }
-    documents.push((Kind::Check, printers::document(report).to_json()?));
     Ok(documents)
 }
 
@@ -481,6 +513,7 @@ mod tests {
             quick: request.quick,
             causes: None,
             timer_causes: None,
+            load: None,
         };
         let said = format!(
             "$ lowlat check {}\n{}{}",

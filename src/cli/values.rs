@@ -17,6 +17,11 @@ use crate::measure::runner::inject::InjectSpec;
 use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
+/// `--load KINDS`: `cpu,mem`, `all`.
+pub(crate) fn load_kinds(text: &str) -> Result<super::measure_common::LoadKinds, String> {
+    crate::measure::load::Kind::parse_list(text).map(super::measure_common::LoadKinds)
+}
+
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
 pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {

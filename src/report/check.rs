@@ -1,5 +1,6 @@
 //! `lowlat check` as text and as its JSON document.
 
+use super::check_load::LoadBody;
 use crate::text::Page;
 use serde::Serialize;
 
@@ -44,6 +45,8 @@ pub(crate) struct CheckReport<'a> {
     pub causes: Option<&'a ExplainJson>,
     /// The timer run's late wake-ups by cause, when explained (as `causes`).
     pub timer_causes: Option<&'a ExplainJson>,
+    /// With `--load`: the loads, the idle rounds' figures and the load's effect.
+    pub load: Option<&'a LoadBody>,
 }
 
 impl CheckReport<'_> {
@@ -92,6 +95,17 @@ impl CheckReport<'_> {
                 ))
             })
             .collect();
+        if let Some(load) = self.load {
+            let rounds = load.rounds_not_as_asked();
+            if !rounds.is_empty() {
+                let rounds: Vec<String> = rounds.iter().map(usize::to_string).collect();
+                undecided.push(format!(
+                    "round {} not loaded as asked (see under load): the targets were not \
+                     judged under the load asked",
+                    rounds.join(", ")
+                ));
+            }
+        }
         if self.quick && undecided.is_empty() {
             undecided.push(
                 "--quick is a smoke run: it can find a failure, not prove a pass".to_string(),
@@ -168,6 +182,11 @@ pub(crate) struct CheckBody<'a> {
     /// `measure-timer`); absent with `--no-explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_causes: Option<&'a ExplainJson>,
+    /// With `--load`: the loads on the housekeeping CPUs, each round's intensity, the idle
+    /// rounds' figures (`figures` and `targets` are the loaded rounds') and the load's effect;
+    /// absent without `--load`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<&'a LoadBody>,
 }
 
 /// The JSON document of a check.
@@ -198,6 +217,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         clock: super::timesync::ClockBlock::of(report.machine),
         causes: report.causes,
         timer_causes: report.timer_causes,
+        load: report.load,
     };
     Document::new(
         Kind::Check,
@@ -314,6 +334,10 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             "steal ms: time the host ran something else while the vCPU wanted to run, during \
              the two runs only (the audit's LL-STEAL counts since boot)."
         );
+    }
+    if let Some(load) = report.load {
+        out.blank();
+        out.text(super::check_load::text(load, report.figures));
     }
     out.blank();
     if report.targets.is_empty() {
@@ -518,6 +542,7 @@ mod tests {
             quick,
             causes: None,
             timer_causes: None,
+            load: None,
         };
         let json = serde_json::to_value(document(&report)).unwrap();
         (text(&report), json)

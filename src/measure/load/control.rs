@@ -107,7 +107,10 @@ mod tests {
         std::thread::scope(|s| {
             let passed = s.spawn(|| control.gate());
             std::thread::sleep(Duration::from_millis(20));
-            assert!(!passed.is_finished(), "a paused gate let the thread through");
+            assert!(
+                !passed.is_finished(),
+                "a paused gate let the thread through"
+            );
             control.set_running(true);
             assert!(passed.join().unwrap());
         });

@@ -71,8 +71,7 @@ pub(super) fn scratch(dir: &Path) -> std::io::Result<File> {
 /// Writes then reads a block at random places, chunk by chunk.
 fn read_and_write(ctx: &Context<'_>, file: &File, seed: u64) -> Result<(), String> {
     // A page-aligned block, as O_DIRECT needs.
-    let mut region =
-        Region::map(BLOCK, Backing::Normal).map_err(|e| format!("a buffer: {e}"))?;
+    let mut region = Region::map(BLOCK, Backing::Normal).map_err(|e| format!("a buffer: {e}"))?;
     let block = &mut region.as_f64_mut()[..BLOCK / 8];
     block.fill(1.0);
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -116,7 +115,10 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("no scratch file in /nonexistent-lowlat"), "{err}");
+        assert!(
+            err.contains("no scratch file in /nonexistent-lowlat"),
+            "{err}"
+        );
         assert!(err.contains("io skipped"), "{err}");
     }
 

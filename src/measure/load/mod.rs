@@ -145,6 +145,15 @@ impl Level {
         }
     }
 
+    /// Its name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Level::Low => "low",
+            Level::Medium => "medium",
+            Level::High => "high",
+        }
+    }
+
     /// `low`, `medium`, `high`.
     pub(crate) fn parse(text: &str) -> Result<Level, String> {
         match text {
@@ -155,6 +164,42 @@ impl Level {
                 "unknown load level {text:?}; give low, medium or high"
             )),
         }
+    }
+}
+
+/// What loads the user asked for, before the CPUs are known.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LoadAsked {
+    /// The kinds, each once.
+    pub kinds: Vec<Kind>,
+    /// How hard.
+    pub level: Level,
+    /// Where `io` opens its scratch file; `None`: `/var/tmp`.
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl LoadAsked {
+    /// The loads beside `measured`, on the CPUs of `allowed` not measured, sized to a machine
+    /// whose last-level caches hold `llc_bytes`. Refuses when no CPU is left for them.
+    pub(crate) fn beside(
+        &self,
+        allowed: &CpuSet,
+        measured: &CpuSet,
+        llc_bytes: u64,
+    ) -> Result<LoadRequest, LoadError> {
+        Ok(LoadRequest {
+            kinds: self.kinds.clone(),
+            level: self.level,
+            cpus: housekeeping(allowed, measured)?,
+            scratch_dir: self.scratch_dir.clone(),
+            llc_bytes,
+        })
+    }
+
+    /// `cpu,mem`.
+    pub(crate) fn names(&self) -> String {
+        let names: Vec<&str> = self.kinds.iter().map(|k| k.name()).collect();
+        names.join(",")
     }
 }
 
@@ -179,8 +224,8 @@ pub(crate) struct LoadRequest {
 pub(crate) enum LoadError {
     /// Every CPU this process may run on is measured.
     #[error(
-        "no housekeeping CPU is left for the load: CPU {measured} are measured and this process \
-         may run on no other; measure fewer CPUs (--cpus) or run without --load"
+        "no housekeeping CPU is left for the load: every CPU this process may run on is measured \
+         (CPU {measured}); measure fewer CPUs (--cpus), or run without --load"
     )]
     NoHousekeeping {
         /// The measured CPUs.
@@ -486,10 +531,7 @@ fn spawn(kind: Kind, level: Level, workers: Vec<Worker>) -> Result<Running, Stri
             Ok(Ok(())) => {}
             Ok(Err(why)) => return Err(stop_with(running, why)),
             Err(_) => {
-                let why = format!(
-                    "not set up within {} s",
-                    START_PATIENCE.as_secs()
-                );
+                let why = format!("not set up within {} s", START_PATIENCE.as_secs());
                 return Err(stop_with(running, why));
             }
         }
@@ -600,7 +642,11 @@ pub(crate) mod tests {
         let loads = Loads::start(&request);
         assert!(!loads.any());
         assert_eq!(loads.skipped.len(), 1);
-        assert!(loads.skipped[0].why.contains("CPU 4095"), "{:?}", loads.skipped);
+        assert!(
+            loads.skipped[0].why.contains("CPU 4095"),
+            "{:?}",
+            loads.skipped
+        );
         assert_eq!(load_threads_now(), 0);
     }
 }

@@ -28,7 +28,9 @@ pub(super) fn workers(cpus: &CpuSet) -> Result<Vec<Worker>, String> {
         let bind = || UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("UDP on 127.0.0.1: {e}"));
         let (receiver, sender) = (bind()?, bind()?);
         let to = receiver.local_addr().map_err(|e| e.to_string())?;
-        sender.connect(to).map_err(|e| format!("UDP to {to}: {e}"))?;
+        sender
+            .connect(to)
+            .map_err(|e| format!("UDP to {to}: {e}"))?;
         receiver
             .set_read_timeout(Some(PATIENCE))
             .map_err(|e| e.to_string())?;

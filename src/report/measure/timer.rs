@@ -277,7 +277,7 @@ mod tests {
             },
             normal_priority_reason: None,
             conditions: RunConditions {
-                load: [3].into_iter().collect(),
+                loads: None,
                 inject: None,
                 memory_locked: true,
                 main_cpus: [0].into_iter().collect(),
