@@ -308,3 +308,132 @@ pub(crate) fn text(body: &LoadBody, loaded_figures: &[CpuFigures]) -> String {
     out.line(format!("  {}", body.summary()));
     out.into_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::CpuSet;
+    use crate::measure::load::{KindIntensity, LoadAsked};
+
+    /// A round's load: loaded ones with an ipi load of 1,000 IPIs/s.
+    fn round(loaded: bool) -> RoundLoad {
+        RoundLoad {
+            loaded,
+            as_asked: true,
+            kinds: vec![KindIntensity {
+                kind: Kind::Ipi,
+                threads: 1,
+                rate: if loaded { 1000.0 } else { 0.0 },
+                unit: Kind::Ipi.unit().into(),
+                failed: None,
+            }],
+            ipis_received_per_s: Some(if loaded { 900.0 } else { 10.0 }),
+        }
+    }
+
+    /// Issue 48: the idle rounds are compare's arm A and the loaded rounds its arm B. Recorded
+    /// rounds stand in: five quiet rounds of this VM as the idle ones, five rounds of it under
+    /// six Rust builds as the loaded ones (tests/data/compare/aa-*-2vcpu.md).
+    #[test]
+    fn the_load_is_judged_by_compare_with_the_idle_rounds_as_a() {
+        let dir = |set: &str| format!("{}/tests/data/compare/{set}", env!("CARGO_MANIFEST_DIR"));
+        let file = |set: &str, what: &str, n: usize| {
+            let suffix = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            std::fs::read_to_string(format!("{}/measure-{what}{suffix}.json", dir(set))).unwrap()
+        };
+        let mut documents = Vec::new();
+        let mut rounds = Vec::new();
+        for n in 1..=5 {
+            for (set, loaded) in [("aa-quiet-2vcpu", false), ("aa-busy-2vcpu", true)] {
+                documents.push((DocumentKind::MeasureJitter, file(set, "jitter", n)));
+                documents.push((DocumentKind::MeasureTimer, file(set, "timer", n)));
+                rounds.push(round(loaded));
+            }
+        }
+        let check = LoadedCheck {
+            asked: LoadAsked {
+                kinds: vec![Kind::Ipi],
+                level: Level::High,
+                scratch_dir: None,
+            },
+            cpus: CpuSet::parse_list("0").unwrap(),
+            skipped: Vec::new(),
+            rounds,
+            idle_figures: Vec::new(),
+        };
+        let body = LoadBody::of(&check, &documents);
+        assert!(body.notes.is_empty(), "{:?}", body.notes);
+        let measurements: Vec<&str> = body
+            .effects
+            .iter()
+            .map(|e| e.measurement.as_str())
+            .collect();
+        assert!(
+            measurements.contains(&"busy-loop interruptions"),
+            "{measurements:?}"
+        );
+        assert!(
+            measurements.contains(&"timer wake-up latencies"),
+            "{measurements:?}"
+        );
+        let effect = |measurement: &str, endpoint: &str| {
+            (body.effects.iter())
+                .find(|e| e.measurement == measurement && e.endpoint == endpoint)
+                .unwrap()
+                .clone()
+        };
+        // Under six Rust builds the timer's median wake-up took twice as long, and the busy
+        // loop's worst p99 was hundreds of times the quiet rounds'.
+        let median = effect("timer wake-up latencies", "median of CPUs' medians");
+        assert!(median.ratio > 1.5, "{median:?}");
+        assert_eq!(median.verdict, "worse", "{median:?}");
+        let p99 = effect("busy-loop interruptions", "worst CPU's p99");
+        assert_eq!(p99.verdict, "worse", "{p99:?}");
+        assert!(
+            body.summary()
+                .starts_with("under ipi: busy-loop interruptions"),
+            "{}",
+            body.summary()
+        );
+        assert!(body.loaded_as_asked && body.rounds_not_as_asked().is_empty());
+    }
+
+    #[test]
+    fn without_an_idle_round_the_effect_is_not_judged_and_said() {
+        let check = LoadedCheck {
+            asked: LoadAsked {
+                kinds: vec![Kind::Cpu],
+                level: Level::Low,
+                scratch_dir: None,
+            },
+            cpus: CpuSet::parse_list("0").unwrap(),
+            skipped: vec![Skipped {
+                kind: Kind::Io,
+                why: "no scratch file in /ro: Read-only file system; io skipped".into(),
+            }],
+            rounds: vec![RoundLoad {
+                as_asked: false,
+                ..round(true)
+            }],
+            idle_figures: Vec::new(),
+        };
+        let body = LoadBody::of(&check, &[]);
+        assert!(body.effects.is_empty());
+        assert!(body.notes[0].contains("no idle round"), "{:?}", body.notes);
+        assert_eq!(body.rounds_not_as_asked(), [1]);
+        let text = text(&body, &[]);
+        assert!(
+            text.contains("io did not start: no scratch file in /ro"),
+            "{text}"
+        );
+        assert!(
+            text.contains("round 1 loaded: ipi 1.00k IPIs sent/s"),
+            "{text}"
+        );
+        assert!(text.contains("NOT loaded as asked"), "{text}");
+    }
+}

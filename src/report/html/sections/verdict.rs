@@ -2,14 +2,16 @@
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
 //! the NICs and the clock, what caused each CPU's gaps (time by cause, the top causes with their
 //! fixes, the longest gaps: the `causes` view; a check explains by default), and the audit's
-//! failed rules. The view reads only what it shows, and reads targets and
+//! failed rules; under load, the loads, the idle figures beside the loaded ones and the
+//! load's effect (`check_load`). The view reads only what it shows, and reads targets and
 //! values leniently (a target's limit as the document states it), so a richer check document
 //! still renders.
 
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::{causes, from};
+use super::{causes, check_load, from};
+use crate::report::check_load::LoadBody;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::num;
 
@@ -47,6 +49,9 @@ struct CheckView {
     /// The timer run's late wake-ups by cause (as `causes`).
     #[serde(default)]
     timer_causes: Option<causes::ExplainView>,
+    /// A check under load (`--load`).
+    #[serde(default)]
+    load: Option<LoadBody>,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +244,9 @@ fn one(source: &Source, c: &CheckView) -> Markup {
                          td { (f.steal_ms.map_or("–".to_string(), num)) } }
                 }
             }
+        }
+        @if let Some(load) = &c.load {
+            (check_load::view(load))
         }
         @if !c.nics.is_empty() {
             table.nics {
