@@ -81,7 +81,7 @@ mod tests {
         };
         assert_eq!(
             line(&round),
-            "mem 3.10 GB/s, ipi 48.2k IPIs sent/s (1 of its 1 threads ended\\n); the measured \
+            "mem 3.10 GB/s, ipi 48.2k IPIs sent/s (1 of its 1 threads ended\\x0a); the measured \
              CPUs received 1.25k IPIs/s; NOT loaded as asked"
         );
         assert_eq!(rate(0.5), "0.50");
