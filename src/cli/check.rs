@@ -450,6 +450,8 @@ mod tests {
     use crate::audit::partition::{self, MeasuredCpus};
     use crate::check::CpuFigures;
     use crate::machine::Machine;
+    use crate::measure::load::{Kind as LoadKind, KindIntensity, LoadAsked, RoundLoad};
+    use crate::report::check_load::{CauseAdded, LoadEffect};
     use crate::test_tree::TestTree;
     use clap::Parser;
 
@@ -498,6 +500,26 @@ mod tests {
                 gaps_ns: Vec::new(),
             })
             .collect();
+        // Under load (`--load`): the figures above are the idle rounds'; the loaded rounds
+        // see four interruptions of 11-12 µs and a timer at 3-7 µs, as the guide's example shows.
+        let load = request
+            .load
+            .as_ref()
+            .map(|asked| loaded_example(asked, &figures));
+        let figures = match &load {
+            Some(_) => (figures.iter())
+                .map(|f| CpuFigures {
+                    interruptions: 4,
+                    long_interruptions: 4,
+                    max_interruption_ns: 12_400,
+                    timer_max_ns: 7_300,
+                    timer_p99_ns: 6_800,
+                    gaps_ns: vec![12_100, 12_400, 11_800, 10_900],
+                    ..f.clone()
+                })
+                .collect(),
+            None => figures,
+        };
         let verdicts = check::evaluate(&request.targets, &figures);
         let report = CheckReport {
             machine: &machine,
@@ -513,7 +535,7 @@ mod tests {
             quick: request.quick,
             causes: None,
             timer_causes: None,
-            load: None,
+            load: load.as_ref(),
         };
         let said = format!(
             "$ lowlat check {}\n{}{}",
@@ -525,6 +547,59 @@ mod tests {
             printers::text(&report)
         );
         (said, report.verdict())
+    }
+
+    /// The load of the guide's example under `asked` (mem and ipi on CPU 0), with the idle
+    /// rounds' `idle` figures: each round's intensity and compare's judgement given here.
+    fn loaded_example(asked: &LoadAsked, idle: &[CpuFigures]) -> LoadBody {
+        let round = |loaded: bool| RoundLoad {
+            loaded,
+            as_asked: true,
+            kinds: (asked.kinds.iter())
+                .map(|&kind| KindIntensity {
+                    kind,
+                    threads: 1,
+                    rate: match (loaded, kind) {
+                        (false, _) => 0.0,
+                        (true, LoadKind::Mem) => 9.84,
+                        (true, _) => 212_400.0,
+                    },
+                    unit: kind.unit().to_string(),
+                    failed: None,
+                })
+                .collect(),
+            ipis_received_per_s: Some(if loaded { 14_200.0 } else { 3.2 }),
+        };
+        let effect =
+            |endpoint: &str, unit: &str, idle: f64, loaded: f64, verdict: &str| LoadEffect {
+                measurement: "timer wake-up latencies".into(),
+                endpoint: endpoint.into(),
+                unit: unit.into(),
+                idle,
+                loaded,
+                ratio: loaded / idle,
+                verdict: verdict.into(),
+            };
+        LoadBody {
+            kinds: asked.kinds.clone(),
+            level: asked.level,
+            cpus: "0".into(),
+            skipped: Vec::new(),
+            loaded_as_asked: true,
+            rounds: vec![round(false), round(true), round(false), round(true)],
+            idle_figures: idle.to_vec(),
+            effects: vec![
+                effect("median of CPUs' medians", "ns", 1_900.0, 3_100.0, "worse"),
+                effect("worst CPU's p99", "ns", 2_300.0, 6_800.0, "worse"),
+            ],
+            causes_added: vec![CauseAdded {
+                cause: "IPI: TLB shootdown".into(),
+                idle_per_minute: 0.5,
+                loaded_per_minute: 41.0,
+                verdict: "worse".into(),
+            }],
+            notes: Vec::new(),
+        }
     }
 
     /// The console block of `file` after the comment `<!-- check-example: NAME`.
@@ -554,5 +629,25 @@ mod tests {
         assert_eq!(block("README.md", "pass"), pass);
         assert_eq!(block("docs/guide/check.md", "pass"), pass);
         assert_eq!(block("docs/guide/check.md", "not-proven"), short);
+    }
+
+    /// Issue 48: the guide shows a check under load as check prints it: each round's
+    /// intensity, the idle figures beside the loaded ones, the load's effect, and the targets
+    /// judged on the loaded rounds.
+    #[test]
+    fn the_guide_shows_a_check_under_load() {
+        let line = [
+            "--cpus",
+            "3",
+            "--duration",
+            "200s",
+            "--repeat",
+            "2",
+            "--load",
+            "mem,ipi",
+        ];
+        let (loaded, verdict) = example(&line);
+        assert_eq!(verdict, Verdict::Fail, "{loaded}");
+        assert_eq!(block("docs/guide/check.md", "under-load"), loaded);
     }
 }
