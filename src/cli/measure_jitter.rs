@@ -102,7 +102,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         };
         let every = args.common.checkpoint;
         let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
-            Ok(run_checkpointed(
+            run_checkpointed(
                 duration,
                 checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
                 |length| {
@@ -122,7 +122,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
                     anyhow::Error::new(e).context("--inject")
                 }
                 e => e.into(),
-            })?)
+            })
         })?;
         let format = if args.common.json {
             JitterFormat::Json

@@ -147,7 +147,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
         };
         let every = args.common.checkpoint;
         let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
-            Ok(run_checkpointed(
+            run_checkpointed(
                 duration,
                 checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
                 |length| {
@@ -160,7 +160,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             .map_err(|e| match e {
                 TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
                 e => e.into(),
-            })?)
+            })
         })?;
         match format {
             TimerFormat::Table => print(&printers::text(&run))?,

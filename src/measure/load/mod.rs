@@ -317,8 +317,11 @@ struct Worker {
     /// The housekeeping CPU it is pinned to.
     cpu: u32,
     /// The work.
-    work: Box<dyn FnOnce(&Context<'_>) -> Result<(), String> + Send>,
+    work: Work,
 }
+
+/// What a load thread does: set up, say ready, work until the stop; why it could not.
+type Work = Box<dyn FnOnce(&Context<'_>) -> Result<(), String> + Send>;
 
 /// What a worker is handed.
 struct Context<'a> {
