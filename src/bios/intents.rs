@@ -50,7 +50,7 @@ pub fn table() -> Vec<Row> {
 
 /// One attribute to set, checked against the registry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
+pub struct BiosChange {
     /// The Redfish attribute.
     pub attribute: String,
     /// Its wanted value, typed as the registry (or the current value) says.
@@ -139,7 +139,7 @@ pub enum IntentError {
 }
 
 /// Turns `request` (`intent=value` or `Attribute=Value`) into a change this BMC accepts.
-pub fn resolve(state: &BiosState, request: &str) -> Result<Change, IntentError> {
+pub fn resolve(state: &BiosState, request: &str) -> Result<BiosChange, IntentError> {
     let Some((name, value)) = request
         .split_once('=')
         .filter(|(n, v)| !n.is_empty() && !v.is_empty())
@@ -196,7 +196,7 @@ fn check(
     attribute: &str,
     value: &str,
     row: Option<&Row>,
-) -> Result<Change, IntentError> {
+) -> Result<BiosChange, IntentError> {
     let unknown = || IntentError::UnknownAttribute {
         request: request.to_string(),
         attribute: attribute.to_string(),
@@ -249,7 +249,7 @@ fn check(
         });
     }
     let kind = entry.and_then(|e| e.kind.as_deref());
-    Ok(Change {
+    Ok(BiosChange {
         attribute: attribute.to_string(),
         value: typed(value, kind, current),
         display_name: entry.and_then(|e| e.display_name.clone()),
