@@ -46,7 +46,7 @@ pub struct BiosJournalEntry {
 }
 
 /// The changes of `changes` that are neither current nor already staged.
-pub fn needed<'a>(state: &BiosState, changes: &'a [BiosChange]) -> Vec<&'a BiosChange> {
+pub(crate) fn needed<'a>(state: &BiosState, changes: &'a [BiosChange]) -> Vec<&'a BiosChange> {
     changes
         .iter()
         .filter(|c| outcome(state, &c.attribute, &c.value) == BiosStatus::Drift)
@@ -54,7 +54,7 @@ pub fn needed<'a>(state: &BiosState, changes: &'a [BiosChange]) -> Vec<&'a BiosC
 }
 
 /// The journal of staging `changes` on the BIOS `state` describes.
-pub fn journal(state: &BiosState, changes: &[&BiosChange]) -> BiosJournal {
+pub(crate) fn journal(state: &BiosState, changes: &[&BiosChange]) -> BiosJournal {
     BiosJournal {
         bmc: state.bmc.clone(),
         system_uri: state.system.uri.clone(),
@@ -78,7 +78,11 @@ const APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
 /// Stages `values` (attribute, value) for the next reset. When the BMC offers `OnReset` the
 /// PATCH asks for it; a BMC that then refuses the annotation as unknown (HTTP 400 naming it,
 /// as some Supermicro BMCs do) is sent the same PATCH without it.
-pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result<(), RedfishError> {
+pub(crate) fn stage(
+    bmc: &Bmc,
+    state: &BiosState,
+    values: &[(String, Value)],
+) -> Result<(), RedfishError> {
     let attributes: serde_json::Map<String, Value> = values.iter().cloned().collect();
     let plain = serde_json::json!({ "Attributes": attributes });
     if !state.supported_apply_times.iter().any(|t| t == "OnReset") {
@@ -102,7 +106,7 @@ pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result
 
 /// The values that put back what `journal` changed: the value staged before, else the value
 /// current before. Entries whose attribute had no value reported are left out.
-pub fn restoring(journal: &BiosJournal) -> Vec<(String, Value)> {
+pub(crate) fn restoring(journal: &BiosJournal) -> Vec<(String, Value)> {
     journal
         .entries
         .iter()
@@ -166,7 +170,7 @@ pub struct AttributeCheck {
 
 /// Checks both the current and the staged value of each change and, given the `machine` the
 /// BIOS runs, what its OS shows.
-pub fn verify(
+pub(crate) fn verify(
     state: &BiosState,
     changes: &[BiosChange],
     machine: Option<&Machine>,
