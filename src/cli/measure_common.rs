@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::messages::{error, note, warning};
 use super::output::print;
-use super::values;
+use super::values::{self, LoadKinds};
 use super::{Cli, exit};
 use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
@@ -193,10 +193,6 @@ impl LoopArgs {
         Ok(code)
     }
 }
-
-/// `--load KINDS`: the kinds of load asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadKinds(pub(crate) Vec<load::Kind>);
 
 /// The flags of the loads beside a measurement (`check`, `measure jitter|timer`).
 #[derive(Debug, Args)]
