@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(
             run,
             "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
-             \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
+             \"segments\":1,\"normal_priority_reason\":null,\"loads\":null,\"inject\":null,\
              \"memory_locked\":true,\"main_cpus\":\"0\",\"load_average\":null,"
         );
         assert_eq!(
