@@ -46,6 +46,8 @@ fn cpus() -> usize {
 
 #[test]
 fn membw_validates_and_warns_below_the_rule() {
+    // Its rate is held to a bound below: no live test's spinner on CPU 1 meanwhile.
+    let _turn = crate::support::cpu1_turn();
     let doc = json(&[
         "measure", "membw", "--size", "8M", "--ntimes", "3", "--json",
     ]);
@@ -196,6 +198,14 @@ fn wakeup_latency_is_positive() {
         crate::support::missing_data("a second CPU");
         return;
     }
+    // Its median is held to a bound below: at SCHED_FIFO, so that the other tests' busy loops
+    // (normal priority) cannot hold the woken thread off its CPU (at normal priority, with
+    // the whole suite running, a median rose past 100 µs), and with no live test's spinner
+    // on CPU 1 meanwhile.
+    if !crate::support::is_root("measure wakeup --fifo") {
+        return;
+    }
+    let _turn = crate::support::cpu1_turn();
     let doc = json(&[
         "measure",
         "wakeup",
@@ -205,15 +215,18 @@ fn wakeup_latency_is_positive() {
         "100",
         "--gap-us",
         "200",
+        "--fifo",
+        "50",
         "--json",
     ]);
     let pairs = doc["result"]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 2);
     for pair in pairs {
         // Issue 44 T-6: `0 < median < 1 s` passed any engine. A futex wake-up across vCPUs
-        // on this guest: medians 4.6-6.0 µs at load 6 (10 runs of 100 samples, 2026-12-06;
-        // 10 samples let one burst of load make a median 2 ms). A clock read before the
-        // 200 µs gap instead of after it, or µs taken for ns, falls outside 1-100 µs.
+        // on this guest at FIFO 50: medians 3.4-4.8 µs at load 6-10 (13 runs of 100 samples,
+        // 2026-12-06; 10 samples at normal priority let one burst of load make a median
+        // 2 ms). A clock read before the 200 µs gap instead of after it, or µs taken for ns,
+        // falls outside 1-100 µs.
         let median = pair["latency_ns"]["median"].as_f64().unwrap();
         assert!((1_000.0..=100_000.0).contains(&median), "{pair}");
     }
