@@ -71,10 +71,17 @@ fn printed_of_answer(path: &str) -> Option<String> {
     Some(format!("{PRINTED_DIR}/ethtool_{option}_{name}"))
 }
 
-/// What the tree's bundle did not capture that holds `path` (a line of [`UNCAPTURED`] that is
-/// `path` or a directory above it), when it did not: a file absent there is unknown, not
-/// absent from the machine.
+/// Why `path` is unknown rather than absent, when the tree's snapshot or bundle did not capture
+/// it (a line of [`UNCAPTURED`] that is `path` or a directory above it: a file the snapshot
+/// could not read, a directory the bundle does not copy): `the snapshot or support bundle did
+/// not capture DIR`. The one wording of every reader that says so.
 pub fn uncaptured(root: &crate::sysroot::SysRoot, path: &str) -> Option<String> {
+    uncaptured_dir(root, path)
+        .map(|dir| format!("the snapshot or support bundle did not capture {dir}"))
+}
+
+/// The line of [`UNCAPTURED`] that holds `path`.
+fn uncaptured_dir(root: &crate::sysroot::SysRoot, path: &str) -> Option<String> {
     if root.is_live() {
         return None;
     }

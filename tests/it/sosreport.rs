@@ -288,8 +288,8 @@ fn irqbalance_without_its_environment_file_is_unknown() {
     assert_eq!(irqbalance["status"], "unknown");
     assert_eq!(
         irqbalance["observed"],
-        "irqbalance runs; which CPUs it bans is unknown: the support bundle did not capture \
-         /etc/sysconfig/irqbalance"
+        "irqbalance runs; which CPUs it bans is unknown: the snapshot or support bundle did \
+         not capture /etc/sysconfig/irqbalance"
     );
 }
 
@@ -345,7 +345,7 @@ fn dmidecode_chronyc_and_hostname_are_read_where_the_live_reader_puts_them() {
     // sos never copies the SMBIOS tables: not "no DMI on this machine".
     assert_eq!(
         m["firmware"]["smbios"]["unavailable"],
-        "the support bundle did not capture /sys/firmware/dmi"
+        "the snapshot or support bundle did not capture /sys/firmware/dmi"
     );
     let tracking = &m["time_sync"]["chrony_tracking"];
     assert_eq!(tracking["reference"], "192.168.0.1");

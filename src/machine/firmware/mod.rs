@@ -82,7 +82,7 @@ fn read_smbios(r: &mut Reader) -> Avail<Smbios> {
         Err(e) => {
             return Avail::missing(
                 match crate::machine::origins::uncaptured(r.root, smbios::TABLE) {
-                    Some(dir) => format!("the support bundle did not capture {dir}"),
+                    Some(why) => why,
                     None => why_no_table(&e),
                 },
             );

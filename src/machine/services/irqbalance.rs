@@ -51,10 +51,8 @@ pub fn read(r: &mut Reader) -> (Avail<IrqbalanceConfig>, Option<String>) {
             (Avail::missing(reason.clone()), Some(reason))
         }
         Err(reason) => {
-            let uncaptured = PATHS.iter().find_map(|path| {
-                crate::machine::origins::uncaptured(r.root, path)
-                    .map(|dir| format!("the support bundle did not capture {dir}"))
-            });
+            let uncaptured =
+                (PATHS.iter()).find_map(|path| crate::machine::origins::uncaptured(r.root, path));
             (Avail::missing(reason.to_string()), uncaptured)
         }
     }
