@@ -280,7 +280,7 @@ pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> TimeSync {
 
 /// Where a tree keeps what `chronyc tracking` printed (a sosreport's
 /// `sos_commands/chrony/chronyc_tracking`).
-pub const PRINTED_TRACKING: &str = "/lowlat-answers/printed/chronyc_tracking";
+pub(crate) const PRINTED_TRACKING: &str = "/lowlat-answers/printed/chronyc_tracking";
 
 /// chronyd's view as a tree keeps it printed ([`PRINTED_TRACKING`]); `None` on the live
 /// machine (`lowlat inventory` asks chronyd) and where the tree keeps none.
@@ -298,7 +298,7 @@ fn printed_tracking(r: &Reader) -> Option<Avail<ChronyTracking>> {
 /// Parses `chronyc tracking` as it prints it for people (`Reference ID    : C0A80001
 /// (192.168.0.1)`, `System time     : 0.000001234 seconds slow of NTP time`, `Last offset     :
 /// +0.000000123 seconds` ...).
-pub fn parse_chronyc_tracking_text(text: &str) -> Result<ChronyTracking, TrackingError> {
+pub(crate) fn parse_chronyc_tracking_text(text: &str) -> Result<ChronyTracking, TrackingError> {
     let field = |name: &str| {
         text.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;

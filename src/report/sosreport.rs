@@ -12,17 +12,17 @@ use crate::tuning::partition::PartitionError;
 
 /// The documents of one sosreport, and what its reader said of it.
 #[derive(Debug)]
-pub struct BundleDocuments {
+pub(crate) struct BundleDocuments {
     /// The documents, each with the name the report gives it (`BUNDLE: inventory`), as JSON.
-    pub documents: Vec<(String, String)>,
+    pub(crate) documents: Vec<(String, String)>,
     /// What the reader said of the bundle and what it lacks, one line each (untrusted text,
     /// escaped where it names the bundle's files).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Why a sosreport gave no documents.
 #[derive(Debug, thiserror::Error)]
-pub enum BundleError {
+pub(crate) enum BundleError {
     /// The bundle cannot be read.
     #[error(transparent)]
     SosReport(#[from] SosReportError),
@@ -41,7 +41,7 @@ pub enum BundleError {
 
 /// Reads the sosreport at `path` and makes its inventory document and its audit document
 /// against `profile` (every finding shown).
-pub fn documents(path: &Path, profile: &Profile) -> Result<BundleDocuments, BundleError> {
+pub(crate) fn documents(path: &Path, profile: &Profile) -> Result<BundleDocuments, BundleError> {
     let bundle = sosreport::open(path)?;
     let machine = Machine::read(&SysRoot::dir(&bundle.dir));
     let partition =

@@ -10,20 +10,20 @@ use std::collections::BTreeMap;
 use crate::machine::Reader;
 
 /// Where a tree keeps `systemctl list-units`' output.
-pub const LIST_UNITS: &str = "/lowlat-answers/printed/systemctl_list-units";
+pub(crate) const LIST_UNITS: &str = "/lowlat-answers/printed/systemctl_list-units";
 
 /// One unit `systemctl list-units` listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// `ACTIVE` (`active`, `failed`).
-    pub active: String,
+    pub(crate) active: String,
     /// `SUB` (`running`, `exited`, `dead`).
-    pub sub: String,
+    pub(crate) sub: String,
 }
 
 /// The units of the printed `systemctl list-units` by name; `None` on the live machine, where
 /// the tree keeps none, or where what it keeps is not the table (then also warned).
-pub fn read(r: &mut Reader) -> Option<BTreeMap<String, Listed>> {
+pub(crate) fn read(r: &mut Reader) -> Option<BTreeMap<String, Listed>> {
     if r.root.is_live() {
         return None;
     }
@@ -41,7 +41,7 @@ pub fn read(r: &mut Reader) -> Option<BTreeMap<String, Listed>> {
 
 /// Parses the table: a header naming `UNIT LOAD ACTIVE SUB`, then one row per unit (failed
 /// ones marked `●`) up to the first empty line.
-pub fn parse(text: &str) -> Option<BTreeMap<String, Listed>> {
+pub(crate) fn parse(text: &str) -> Option<BTreeMap<String, Listed>> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next()?.split_whitespace().collect();
     if header.get(..4) != Some(&["UNIT", "LOAD", "ACTIVE", "SUB"][..]) {

@@ -7,7 +7,7 @@
 //! name runs (or, for one-shot units, when the kernel state they set is in force).
 
 pub mod irqbalance;
-pub mod listed;
+pub(crate) mod listed;
 pub mod os_release;
 pub mod tuned;
 pub(crate) mod vars;

@@ -68,7 +68,7 @@ fn has_sos_dirs(dir: &Path) -> bool {
 /// Whether `path` looks like a sosreport: a directory holding sos's own directories
 /// (`sos_commands/` ...), or a file named like the archives sos writes (`*.tar.xz`, `*.tar.gz`).
 /// A directory that merely holds one is not one: a fleet reads each bundle it holds apart.
-pub fn is_bundle(path: &Path) -> bool {
+pub(crate) fn is_bundle(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
@@ -84,7 +84,7 @@ pub fn is_bundle(path: &Path) -> bool {
 
 /// The name of the bundle at `path` (`sosreport-node1-2026-11-27-abcdefg`, an archive's name
 /// without `.tar.xz`), escaped: a host's name where the bundle holds none.
-pub fn bundle_name(path: &Path) -> String {
+pub(crate) fn bundle_name(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
