@@ -138,7 +138,7 @@ pub struct Service {
     /// `None` when the files cannot tell (cpupower; tasks unavailable).
     pub running: Option<bool>,
     /// Where `running` was told when not by the processes: a support bundle's `systemctl
-    /// list-units` ([`listed::LIST_UNITS`]). Absent otherwise.
+    /// list-units` (`/lowlat-answers/printed/systemctl_list-units` in the tree). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_from: Option<String>,
 }
