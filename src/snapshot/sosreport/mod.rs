@@ -32,7 +32,7 @@ pub struct SosReport {
     /// that disagree.
     pub notes: Vec<String>,
     /// The private directory of the tree.
-    _tempdir: tempfile::TempDir,
+    _tempdir: crate::sysroot::Scratch,
 }
 
 /// Why a path is not a sosreport lowlat can read.
@@ -125,10 +125,9 @@ pub fn open(path: &Path) -> Result<SosReport, SosReportError> {
         file: path.to_path_buf(),
         source,
     };
-    let tempdir = tempfile::Builder::new()
-        .prefix("lowlat-sosreport-")
-        .tempdir()
-        .map_err(io)?;
+    // Removed when dropped, and when a signal ends lowlat while it lives (a fleet unpacks
+    // one bundle per worker).
+    let tempdir = crate::sysroot::Scratch::new("lowlat-sosreport-").map_err(io)?;
     let mut notes = Vec::new();
     let (report, tree_dir) = if path.is_dir() {
         let report = report_dir(path)?;
