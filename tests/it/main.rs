@@ -61,6 +61,7 @@ mod report_html;
 mod run_cli;
 mod snapshot;
 mod sosreport;
+mod sosreport_fleet;
 mod style;
 mod time_sync_guide;
 mod time_sync_live;
