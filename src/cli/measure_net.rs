@@ -28,6 +28,7 @@ const SOCKPERF_PORT: u16 = 11111;
 #[command(after_help = "Examples:\n  lowlat measure net --cpus 2,3\n  \
 lowlat measure net --cpus 2 --echo-cpu 3 --proto tcp --size 256 --duration 10s --json\n  \
 lowlat measure net --cpus 2,3 --path veth --timestamps\n  \
+lowlat measure net --cpus 2 --echo-cpu 3 --explain --explain-above 50us\n  \
 lowlat measure net --serve --cpus 3                  (on the server)\n  \
 lowlat measure net --peer 10.0.0.2:11111 --cpus 2    (on the client)\n  \
 sockperf sr -i 10.0.0.2 & lowlat measure net --peer 10.0.0.2:11111\n\n\
@@ -94,6 +95,18 @@ pub struct NetArgs {
     /// until the answer reached the client's socket, and the client's wake-up after.
     #[arg(long)]
     pub timestamps: bool,
+
+    /// Give the slow round trips (the slowest 1 %, or see --explain-above) their causes: what
+    /// ran on the client's CPU and the echo's besides the messages' own path (interrupts,
+    /// softirqs, the tick, other tasks), from kernel tracepoints recorded during the run
+    /// (root; the trace is removed after). See docs/guide/measure.md.
+    #[arg(long, conflicts_with = "serve")]
+    pub explain: bool,
+
+    /// With --explain: a round trip at least this long is explained (instead of those at or
+    /// above the run's 99th percentile).
+    #[arg(long, value_name = "D", requires = "explain", value_parser = values::duration_with_unit)]
+    pub explain_above: Option<Duration>,
 
     /// Print the versioned JSON document instead of the table.
     #[arg(long, conflicts_with = "serve")]
@@ -195,6 +208,10 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
         echo_cpu,
         busy_poll_us: args.busy_poll,
         timestamps: args.timestamps,
+        explain: args.explain,
+        explain_above_ns: args
+            .explain_above
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     };
     let measured = net::run(&session, request)?;
     let result = printers::result(&measured.figures);

@@ -5,12 +5,13 @@ use std::borrow::Cow;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::micros;
+use super::{explain, micros};
 use crate::measure::engines::net::client::End;
 use crate::measure::engines::net::echo::EchoCounts;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{NetPath, NetRequest, NetRun, OptionOutcome, WARMUP};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
+use crate::report::measure::explain::ExplainJson;
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
@@ -133,6 +134,27 @@ pub(crate) struct NetResult {
     pub timestamps: Option<OptionOutcome>,
     /// What the echo did (`null` for a peer).
     pub echo: Option<EchoCounts>,
+    /// The slow round trips' causes (`--explain`; absent when not asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<NetExplainJson>,
+}
+
+/// The slow round trips of a run, explained: on the client's CPU and the echo's, what ran
+/// in each besides the messages' own path.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct NetExplainJson {
+    /// Round trips at least this long were explained, ns.
+    pub above_ns: u64,
+    /// How `above_ns` was chosen: `asked` (`--explain-above`) or `p99` (the run's 99th
+    /// percentile).
+    pub threshold: Cow<'static, str>,
+    /// The round trips explained: each CPU's gaps are these.
+    pub round_trips: u64,
+    /// Round trips measured after the first million were kept: not explained.
+    pub not_kept: u64,
+    /// The causes per CPU, as the other engines' `explain`.
+    #[serde(flatten)]
+    pub causes: ExplainJson,
 }
 
 /// The JSON figures of `run`.
@@ -182,6 +204,13 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         busy_poll: run.busy_poll.clone(),
         timestamps: run.timestamps.clone(),
         echo: run.echo,
+        explain: run.explained.as_ref().map(|e| NetExplainJson {
+            above_ns: e.above_ns,
+            threshold: if e.p99 { "p99" } else { "asked" }.into(),
+            round_trips: e.round_trips,
+            not_kept: e.not_kept,
+            causes: explain::json(&e.causes),
+        }),
     }
 }
 
@@ -308,6 +337,42 @@ fn text_of(r: &NetResult) -> String {
             writeln!(out, "note: {reason}");
         }
     }
+    if let Some(e) = &r.explain {
+        out.text(explain_text(r, e));
+    }
+    out.into_string()
+}
+
+/// `--explain`'s part of the text: which round trips, whose CPUs, then each CPU's causes.
+fn explain_text(r: &NetResult, e: &NetExplainJson) -> String {
+    let mut out = Page::new();
+    if e.causes.traced {
+        let which = if e.threshold == "p99" {
+            " (the slowest 1 %)"
+        } else {
+            ""
+        };
+        let echo = match (r.request.echo_cpu, &r.echo) {
+            (Some(cpu), Some(_)) if cpu != r.client_cpu => format!(" and the echo's CPU {cpu}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "\nexplain: {} of at least {} µs{which}, on the client's CPU {}{echo}, each \
+             without the messages' own path (their NET_RX, wake-ups and switches)",
+            plural(e.round_trips, "round trip", "round trips"),
+            micros(e.above_ns as f64),
+            r.client_cpu
+        );
+        if e.not_kept > 0 {
+            writeln!(
+                out,
+                "explain: {} after the first million were not kept, not explained",
+                plural(e.not_kept, "round trip", "round trips")
+            );
+        }
+    }
+    out.text(explain::text(&e.causes, "slow round trips"));
     out.into_string()
 }
 
@@ -352,6 +417,8 @@ mod tests {
                 echo_cpu: Some(3),
                 busy_poll_us: None,
                 timestamps: true,
+                explain: false,
+                explain_above_ns: None,
             },
             client_cpu: 2,
             peer: "127.0.0.1:40000".to_string(),
@@ -387,6 +454,7 @@ mod tests {
                 ignored: 0,
                 connections: 0,
             }),
+            explain: None,
         }
     }
 

@@ -33,6 +33,21 @@ pub(crate) struct Plan {
     pub timestamps: bool,
     /// Whether a timeout ends the run (TCP: the stream's framing is lost with it).
     pub timeout_ends: bool,
+    /// Keep each round trip's send time and length, up to this many (`--explain`: the slow
+    /// ones are joined with the trace); 0: none.
+    pub keep_trips: usize,
+}
+
+/// Round trips kept at most for `--explain` (16 bytes each): 2 µs round trips for 2 s.
+pub(crate) const MAX_KEPT_TRIPS: usize = 1_000_000;
+
+/// Each kept round trip, for `--explain`.
+#[derive(Debug, Default)]
+pub(crate) struct Trips {
+    /// When each was sent (ns of `CLOCK_MONOTONIC`) and how long it took, ns, in order.
+    pub kept: Vec<(u64, u64)>,
+    /// Round trips measured after the storage was full (not kept).
+    pub dropped: u64,
 }
 
 /// Why the client stopped.
@@ -72,6 +87,8 @@ pub(crate) struct Outcome {
     pub unstamped: u64,
     /// Answers that came with a hardware timestamp.
     pub hardware_stamped: u64,
+    /// Each round trip's send time and length, when asked (`Plan::keep_trips`).
+    pub trips: Trips,
     /// Messages whose answer did not come within the timeout.
     pub timeouts: u64,
     /// Answers that came after their timeout.
@@ -105,6 +122,10 @@ pub(crate) fn ping_pong(
         to_socket: histogram(timeout_ns.saturating_mul(2)),
         unstamped: 0,
         hardware_stamped: 0,
+        trips: Trips {
+            kept: Vec::with_capacity(plan.keep_trips),
+            dropped: 0,
+        },
         timeouts: 0,
         late: 0,
         foreign: 0,
@@ -172,6 +193,13 @@ pub(crate) fn ping_pong(
                 seen,
             } => {
                 out.rtt.saturating_record(rtt_ns.max(1));
+                if plan.keep_trips > 0 {
+                    if out.trips.kept.len() < plan.keep_trips {
+                        out.trips.kept.push((at_ns - rtt_ns, rtt_ns));
+                    } else {
+                        out.trips.dropped += 1;
+                    }
+                }
                 out.slices.record(at_ns, rtt_ns.max(1));
                 match split {
                     Some((to_socket_ns, wakeup_ns)) => {
@@ -302,6 +330,7 @@ mod tests {
             warmup: 2,
             timestamps: true,
             timeout_ends: false,
+            keep_trips: 0,
         }
     }
 
