@@ -37,8 +37,9 @@ The messages are sockperf's (its 14-byte header, then payload), so the client wo
 round trip is timed with CLOCK_MONOTONIC on the client, and the one-way figure is half of it. \
 An answer that comes after --timeout is counted late, not timed; a datagram that is no answer \
 is counted foreign. --path veth needs root (two network namespaces and a veth pair, made for \
-the run and gone with it, addressed 169.254.49.1-2 inside them only). Not yet: --explain, \
-hardware timestamps in the split (they are in the NIC's clock; counted only).")]
+the run and gone with it, addressed 169.254.49.1-2 inside them only). --explain (root) gives \
+each slow round trip its cause on the client's CPU and the echo's, besides the messages' own \
+path. Not yet: hardware timestamps in the split (they are in the NIC's clock; counted only).")]
 pub struct NetArgs {
     /// The client's CPU, and the echo's as a second CPU (`2,3`, the lower first); default:
     /// the first two CPUs this process may run on.

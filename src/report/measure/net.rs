@@ -468,6 +468,34 @@ mod tests {
         assert!(guide.contains(&block), "the guide should hold:\n{block}");
     }
 
+    /// The guide's `--explain` example is the text of a real run's document
+    /// (tests/data/net/README.md), byte for byte.
+    #[test]
+    fn the_guide_shows_the_explained_text_of_its_recorded_run() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let doc: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/data/net/explain-run.json")).unwrap(),
+        )
+        .unwrap();
+        let result: NetResult = serde_json::from_value(doc["result"].clone()).unwrap();
+        let text = format!(
+            "$ lowlat measure net --cpus 0 --echo-cpu 1 --duration 1s --explain --explain-above \
+             1ms\n{}",
+            text_of(&result)
+        );
+        let guide = include_str!("../../../docs/guide/measure.md");
+        let (_, after) = guide.split_once("<!-- net-explain-example:").unwrap();
+        let (_, block) = after.split_once("```text\n").unwrap();
+        let (block, _) = block.split_once("```").unwrap();
+        assert!(block == text, "the guide should hold:\n{text}");
+        // Each CPU's causes add up to the round trips explained.
+        let explain = result.explain.unwrap();
+        for cpu in &explain.causes.cpus {
+            let counted: u64 = cpu.causes.iter().map(|c| c.count).sum();
+            assert_eq!(counted, explain.round_trips);
+        }
+    }
+
     #[test]
     fn json_has_rtt_percentiles_in_ns_and_the_halved_estimate() {
         let json = serde_json::to_value(guide_result()).unwrap();

@@ -26,6 +26,7 @@ use crate::measure::runner::harness::{StopFlag, gettid, monotonic_ns, pin_curren
 use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Session;
+use crate::measure::runner::threads;
 use crate::measure::trace::explain::{TraceGap, Waits};
 use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
 use client::{Outcome, Plan};
@@ -83,12 +84,12 @@ pub(crate) struct NetRequest {
     /// Whether `SO_TIMESTAMPING` receive timestamps were asked.
     pub timestamps: bool,
     /// Whether `--explain` was asked: the slow round trips joined with the kernel's
-    /// tracepoints on the client's CPU and the echo's (absent from older documents).
-    #[serde(default)]
+    /// tracepoints on the client's CPU and the echo's (written only when asked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explain: bool,
-    /// With `explain`: round trips at least this long are explained, ns (`null`: those at or
+    /// With `explain`: round trips at least this long are explained, ns (absent: those at or
     /// above the run's 99th percentile).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain_above_ns: Option<u64>,
 }
 
@@ -228,6 +229,11 @@ pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<
     );
     let drain = tracing.running().map(|t| move || t.drain());
     let drain = drain.as_ref().map(|d| d as &dyn Fn());
+    if drain.is_some() {
+        // The trace is read from this thread: off the traced CPUs where others are allowed.
+        let traced: Vec<u32> = traced.iter().collect();
+        threads::keep_main_thread_off(&traced);
+    }
     let mut run = session.on_cpus("net", |cpus, stop, progress| {
         measure(cpus[0], request, stop, progress, drain)
     })?;

@@ -1,10 +1,12 @@
-//! Network round trips (`measure net`): per document the path and the figures, and the round
-//! trips' exceedance curves (CCDF) of all documents overlaid.
+//! Network round trips (`measure net`): per document the path and the figures, with the slow
+//! round trips' causes where it was explained (`--explain`), and the round trips' exceedance
+//! curves (CCDF) of all documents overlaid.
 
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
 
+use super::causes;
 use super::latency::{ccdf, series_table};
 use super::{figure, figures, from, serde_name};
 use crate::report::html::source::{Source, SourceError};
@@ -57,6 +59,17 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
                         }
                     }
                 }
+            }
+            @if let Some(e) = &n.explain {
+                h3 { "What slowed the round trips of " (source.label()) }
+                @if e.causes.traced {
+                    p { (e.round_trips) " round trips of at least " (us(e.above_ns)) " µs"
+                        @if e.threshold == "p99" { " (the slowest 1 %)" }
+                        ", each explained on the client's CPU and the echo's without the messages' own path"
+                        @if e.not_kept > 0 { "; " (e.not_kept) " round trips after the first million were not kept, not explained" }
+                        "." }
+                }
+                (causes::view(&source.label(), &e.causes))
             }
         }
         @if !series.is_empty() {
