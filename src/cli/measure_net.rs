@@ -39,7 +39,7 @@ An answer that comes after --timeout is counted late, not timed; a datagram that
 is counted foreign. --path veth needs root (two network namespaces and a veth pair, made for \
 the run and gone with it, addressed 169.254.49.1-2 inside them only). --explain (root) gives \
 each slow round trip its cause on the client's CPU and the echo's, besides the messages' own \
-path. Not yet: hardware timestamps in the split (they are in the NIC's clock; counted only).")]
+path. Hardware timestamps are counted, not used in the split (they are in the NIC's clock).")]
 pub struct NetArgs {
     /// The client's CPU, and the echo's as a second CPU (`2,3`, the lower first); default:
     /// the first two CPUs this process may run on.
@@ -92,8 +92,9 @@ pub struct NetArgs {
     #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u32, 1_000_000))]
     pub busy_poll: Option<u32>,
 
-    /// Split each round trip with the kernel's software receive timestamps (SO_TIMESTAMPING):
-    /// until the answer reached the client's socket, and the client's wake-up after.
+    /// Split each round trip with the kernel's software timestamps (SO_TIMESTAMPING): the
+    /// client's send path to the device, there and back until the answer reached the client's
+    /// socket, and the client's wake-up after.
     #[arg(long)]
     pub timestamps: bool,
 

@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::machine::CpuSet;
+use crate::machine::net::NetInterface;
+use crate::machine::{Avail, CpuSet};
 use crate::measure::runner::harness::{StopFlag, gettid, monotonic_ns, pin_current_thread};
 use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::progress::Progress;
@@ -127,6 +128,22 @@ pub(crate) struct NetRun {
     pub echo_tid: Option<u32>,
     /// The slow round trips explained, when asked (`--explain`).
     pub explained: Option<NetExplanation>,
+    /// For a peer, this machine's NICs that can stamp packets in hardware, as
+    /// [`stamping_nics`] names them (`None`: not a peer, or the NICs were not read).
+    pub nic_clocks: Option<Vec<String>>,
+}
+
+/// The NICs among `interfaces` that can stamp packets in hardware: those with a PTP hardware
+/// clock (`ethtool -T`, read with the NIC settings), as `name (/dev/ptpN)`; `None` when the
+/// interfaces were not read.
+pub(crate) fn stamping_nics(interfaces: &Avail<Vec<NetInterface>>) -> Option<Vec<String>> {
+    let clocks = (interfaces.get()?.iter())
+        .filter_map(|i| {
+            let index = (*i.nic.as_ref()?.phc_index.get()?)?;
+            Some(format!("{} (/dev/ptp{index})", i.name))
+        })
+        .collect();
+    Some(clocks)
 }
 
 /// The slow round trips of a run, explained (`--explain`).
@@ -238,6 +255,9 @@ pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<
         measure(cpus[0], request, stop, progress, drain)
     })?;
     run.explained = explain(tracing, session, &run);
+    if matches!(path, NetPath::Peer(_)) {
+        run.nic_clocks = stamping_nics(&session.machine.net);
+    }
     let client_cpu = run.client_cpu;
     let mut measured = Measurement::new(session, METHOD, run);
     if !matches!(path, NetPath::Peer(_)) {
@@ -413,6 +433,7 @@ fn measure(
         client_tid: side.tid,
         echo_tid: side.echo_tid,
         explained: None,
+        nic_clocks: None,
     })
 }
 
@@ -599,6 +620,29 @@ mod tests {
             explain: false,
             explain_above_ns: None,
         }
+    }
+
+    /// ethtool -T's PTP hardware clock, read with the NIC settings, names the NICs that can
+    /// stamp: a recorded mlx5 has /dev/ptp0; one without a clock, none; unread NICs, unknown.
+    #[test]
+    fn the_nics_that_can_stamp_are_those_with_a_ptp_clock() {
+        use crate::machine::Reader;
+        use crate::machine::nic::recorded;
+        let tree = crate::test_tree::TestTree::empty();
+        recorded::write(&tree, "ens1f0", &recorded::recording("mlx5"), 1);
+        let root = tree.root();
+        let mut interfaces = crate::machine::net::read(&mut Reader::new(&root));
+        assert_eq!(
+            stamping_nics(&interfaces),
+            Some(vec!["ens1f0 (/dev/ptp0)".to_string()])
+        );
+        if let Avail::Available(list) = &mut interfaces {
+            for i in list.iter_mut().filter_map(|i| i.nic.as_mut()) {
+                i.phc_index = Avail::Available(None);
+            }
+        }
+        assert_eq!(stamping_nics(&interfaces), Some(Vec::new()));
+        assert_eq!(stamping_nics(&Avail::missing("not read")), None);
     }
 
     #[test]

@@ -50,8 +50,11 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
                     th { "p99.9 (µs)" } th { "max (µs)" } } }
                 tbody {
                     @let split = n.split.as_ref();
+                    @let transmit = split.and_then(|s| s.transmit.as_ref());
                     @for (name, t) in [("round trip", n.rtt.as_ref()), ("one way (RTT/2)", n.one_way_estimate.as_ref()),
                         ("until the answer's socket", split.and_then(|s| s.to_socket.as_ref())),
+                        ("client send path (to its transmit timestamp)", transmit.and_then(|t| t.send_path.as_ref())),
+                        ("there and back (transmit to receive timestamp)", transmit.and_then(|t| t.there_and_back.as_ref())),
                         ("client wake-up and copy", split.and_then(|s| s.app_wakeup.as_ref()))] {
                         @if let Some(t) = t {
                             tr { td { (name) } td { (us(t.min_ns)) } td { (us(t.p50_ns)) } td { (us(t.p90_ns)) }
