@@ -627,6 +627,15 @@ mod tests {
             words(&r),
             "no hardware ones: no NIC here has a PTP hardware clock (ethtool -T)"
         );
+        // A run whose sends got no transmit stamp says so.
+        r.split.as_mut().unwrap().transmit = None;
+        assert!(
+            text_of(&r).contains(
+                "transmit timestamps: not available (the kernel gave none for these sends)"
+            ),
+            "{}",
+            text_of(&r)
+        );
         r.split.as_mut().unwrap().hardware_stamped = 3;
         assert_eq!(
             words(&r),

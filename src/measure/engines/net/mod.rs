@@ -679,6 +679,13 @@ mod tests {
             // before the kernel turned them on, and TCP's often).
             assert_eq!(out.wakeup.len() + out.unstamped, 2_000, "{proto:?}");
             assert_eq!(out.to_socket.len(), out.wakeup.len(), "{proto:?}");
+            // Each split answer's send has its transmit stamp, or is counted without.
+            assert_eq!(
+                out.send_path.len() + out.send_unstamped,
+                out.wakeup.len(),
+                "{proto:?}"
+            );
+            assert_eq!(out.there_and_back.len(), out.send_path.len(), "{proto:?}");
             let echo = run.echo.unwrap();
             assert_eq!(echo.answered, 2_000 + u64::from(WARMUP), "{proto:?}");
             assert!(run.peer.ip().is_loopback());
