@@ -2,15 +2,17 @@
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
-use crate::fleet::{self, FleetReport, page};
+use crate::fleet::{self, FleetReport};
 use crate::plan::request::{PlanProfile, PlanRequest};
+use crate::report::fleet as printers;
 use crate::report::html::{self, Budget, Source};
+use crate::report::runs;
 use crate::sysroot::prepare_output_dir;
 
 /// Options of `lowlat fleet`.
@@ -140,14 +142,15 @@ fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetRepo
         .get()
         .and_then(|m| m.mem_available_kib)
         .map(|kib| kib.saturating_mul(1024));
-    let fleet = fleet::read(inputs, profile, available)?;
+    let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
+    let fleet = fleet::read(inputs, profile, available, &runs)?;
     Ok(fleet.report(profile))
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {
     let profile = args.profile.load()?;
     let report = read(&args.inputs, &profile)?;
-    let document = fleet::document(&report);
+    let document = printers::document(&report);
     if let Some(file) = &args.html {
         let json = document.to_json()?;
         let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
@@ -157,7 +160,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
     if args.json {
         print_json(&document)?;
     } else {
-        print(&page::text(&report))?;
+        print(&printers::text(&report))?;
     }
     Ok(
         if report.outliers() > 0 || report.outside() > 0 || !report.skipped.is_empty() {
@@ -187,7 +190,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
         }
         written.push((group, dir));
     }
-    print(&page::plans_text(&written, &report.skipped))?;
+    print(&printers::plans_text(&written, &report.skipped))?;
     let refused = written
         .iter()
         .filter(|(group, _)| match &group.outcome {

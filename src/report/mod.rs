@@ -10,6 +10,7 @@ pub mod bios;
 pub(crate) mod check;
 pub mod compare;
 pub(crate) mod fix_script;
+pub(crate) mod fleet;
 pub mod freebsd;
 pub mod html;
 pub mod inventory;
