@@ -181,7 +181,7 @@ pub fn choose(
 }
 
 /// Which CPUs a check measures and watch watches, and why those.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeasuredCpus {
     /// The CPUs.
     pub cpus: CpuSet,

@@ -397,6 +397,10 @@ pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
         || matches!((integer(a), integer(b)), (Some(x), Some(y)) if x == y)
 }
 
+/// The prefix of an attribute named as a setting (`bios:ProcTurboMode`): in compare's settings
+/// diff (a `bios` document in a bundle) and in a fleet host's fingerprint.
+pub(crate) const BIOS_PREFIX: &str = "bios:";
+
 /// An attribute value as text (`Disabled`, `3`, `true`), to compare with the intent table.
 pub(crate) fn value_text(value: &Value) -> String {
     match value {

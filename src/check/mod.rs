@@ -149,7 +149,7 @@ pub(crate) fn add_steal(figures: &mut [CpuFigures], before: &CpuStat, after: &Cp
 }
 
 /// Whether a target was met, missed, or not proven by a run too short to decide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum TargetOutcome {
     /// Every measured CPU stayed below the limit: a maximum as measured, a rate with its
@@ -164,8 +164,15 @@ pub(crate) enum TargetOutcome {
     NotMeasured,
 }
 
+impl TargetOutcome {
+    /// A CPU's outcome in a check made before NOT PROVEN, which wrote only `met`.
+    fn before_not_proven() -> Self {
+        TargetOutcome::Met
+    }
+}
+
 /// One target against the figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TargetVerdict {
     /// The target.
     pub target: Target,
@@ -199,7 +206,7 @@ impl TargetVerdict {
 }
 
 /// One CPU's value of a metric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CpuValue {
     /// The CPU.
     pub cpu: u32,
@@ -211,7 +218,9 @@ pub(crate) struct CpuValue {
     /// Whether it is below the target (a rate: its upper bound).
     pub met: bool,
     /// Met, missed (the value itself at or above the limit) or not proven (a rate seen below
-    /// the limit whose upper bound is not).
+    /// the limit whose upper bound is not); absent from checks made before NOT PROVEN, read
+    /// as met (`met` says whether it was).
+    #[serde(default = "TargetOutcome::before_not_proven")]
     pub outcome: TargetOutcome,
     /// For a rate: this CPU's busy loop, s.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -282,7 +291,7 @@ fn cpu_value(target: &Target, figures: &CpuFigures, value: f64) -> CpuValue {
 }
 
 /// What a check concludes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Verdict {
     /// The audit has no failure, every target is met and the measurement is complete.

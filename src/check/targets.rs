@@ -3,7 +3,7 @@
 //! measured, a rate on the exact Poisson upper bound of its count, so that a short run without
 //! events does not pass a target it cannot prove.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 use crate::tuning::profile_name::ProfileName;
@@ -140,6 +140,17 @@ impl TargetMetric {
 impl Serialize for TargetMetric {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for TargetMetric {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        TargetMetric::named(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown metric `{name}` (timer-max-us, interruptions-ge-LENGTH-per-minute)"
+            ))
+        })
     }
 }
 
@@ -285,7 +296,7 @@ pub(crate) fn parse<E: std::fmt::Display>(
 }
 
 /// One row of the table: what a profile's tuned machine must measure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Target {
     /// What is measured.
     pub metric: TargetMetric,

@@ -2,15 +2,17 @@
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
-use crate::fleet::{self, FleetReport, page};
+use crate::fleet::{self, FleetReport};
 use crate::plan::request::{PlanProfile, PlanRequest};
+use crate::report::fleet as printers;
 use crate::report::html::{self, Budget, Source};
+use crate::report::runs;
 use crate::sysroot::prepare_output_dir;
 
 /// Options of `lowlat fleet`.
@@ -34,8 +36,10 @@ pub enum FleetAction {
 
 const INPUTS: &str = "Inputs: snapshot files (`lowlat snapshot -o FILE`), or directories holding them: one \
 directory per host as the Ansible collection's collect role fetches them (lowlat-collected/<host>/<host>.lowlat), \
-or all in one directory. Under a directory, files named *.lowlat or starting with zstd's magic number are read as \
-snapshots, three levels deep, and files named *.json as documents: a `bios` document (`lowlat bios read -o \
+or all in one directory; and sosreports: each sosreport-* directory (holding sos_commands/, sos_logs/ or \
+sos_reports/) and each *.tar.xz or *.tar.gz archive is one host, named by its hostname (sos_commands/host/hostname, \
+else kernel.hostname of its sysctl -a, else the bundle's name). Under a directory, files named *.lowlat or starting \
+with zstd's magic number are read as snapshots, three levels deep, and files named *.json as documents: a `bios` document (`lowlat bios read -o \
 bios.json`) adds the BIOS attributes to its host's fingerprint (bios:ATTRIBUTE), and the measure-jitter, \
 measure-timer and measure-membw documents of a result bundle (`lowlat measure ... --out DIR`) give the host's \
 measured figures. A document belongs to the only snapshot in its directory or the one above \
@@ -66,7 +70,7 @@ judged; a snapshot whose first entry is not manifest.json is refused before the 
 1 outliers or measurements outside found, or files skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
 ))]
 pub struct ReportArgs {
-    /// Snapshot files or directories of them.
+    /// Snapshot files, sosreports, or directories of them.
     #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
     pub inputs: Vec<PathBuf>,
 
@@ -105,7 +109,7 @@ hosts.txt; 2 no plan (an input or \
 OUT cannot be used, no snapshot readable, bad flag)."
 )]
 pub struct PlanArgs {
-    /// Snapshot files or directories of them.
+    /// Snapshot files, sosreports, or directories of them.
     #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
     pub inputs: Vec<PathBuf>,
 
@@ -138,14 +142,15 @@ fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetRepo
         .get()
         .and_then(|m| m.mem_available_kib)
         .map(|kib| kib.saturating_mul(1024));
-    let fleet = fleet::read(inputs, profile, available)?;
+    let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
+    let fleet = fleet::read(inputs, profile, available, &runs)?;
     Ok(fleet.report(profile))
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {
     let profile = args.profile.load()?;
     let report = read(&args.inputs, &profile)?;
-    let document = fleet::document(&report);
+    let document = printers::document(&report);
     if let Some(file) = &args.html {
         let json = document.to_json()?;
         let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
@@ -155,7 +160,7 @@ fn report(args: &ReportArgs) -> Result<u8> {
     if args.json {
         print_json(&document)?;
     } else {
-        print(&page::text(&report))?;
+        print(&printers::text(&report))?;
     }
     Ok(
         if report.outliers() > 0 || report.outside() > 0 || !report.skipped.is_empty() {
@@ -185,7 +190,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
         }
         written.push((group, dir));
     }
-    print(&page::plans_text(&written, &report.skipped))?;
+    print(&printers::plans_text(&written, &report.skipped))?;
     let refused = written
         .iter()
         .filter(|(group, _)| match &group.outcome {

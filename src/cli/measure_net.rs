@@ -28,6 +28,7 @@ const SOCKPERF_PORT: u16 = 11111;
 #[command(after_help = "Examples:\n  lowlat measure net --cpus 2,3\n  \
 lowlat measure net --cpus 2 --echo-cpu 3 --proto tcp --size 256 --duration 10s --json\n  \
 lowlat measure net --cpus 2,3 --path veth --timestamps\n  \
+lowlat measure net --cpus 2 --echo-cpu 3 --explain --explain-above 50us\n  \
 lowlat measure net --serve --cpus 3                  (on the server)\n  \
 lowlat measure net --peer 10.0.0.2:11111 --cpus 2    (on the client)\n  \
 sockperf sr -i 10.0.0.2 & lowlat measure net --peer 10.0.0.2:11111\n\n\
@@ -36,8 +37,9 @@ The messages are sockperf's (its 14-byte header, then payload), so the client wo
 round trip is timed with CLOCK_MONOTONIC on the client, and the one-way figure is half of it. \
 An answer that comes after --timeout is counted late, not timed; a datagram that is no answer \
 is counted foreign. --path veth needs root (two network namespaces and a veth pair, made for \
-the run and gone with it, addressed 169.254.49.1-2 inside them only). Not yet: --explain, \
-hardware timestamps in the split (they are in the NIC's clock; counted only).")]
+the run and gone with it, addressed 169.254.49.1-2 inside them only). --explain (root) gives \
+each slow round trip its cause on the client's CPU and the echo's, besides the messages' own \
+path. Hardware timestamps are counted, not used in the split (they are in the NIC's clock).")]
 pub struct NetArgs {
     /// The client's CPU, and the echo's as a second CPU (`2,3`, the lower first); default:
     /// the first two CPUs this process may run on.
@@ -90,10 +92,23 @@ pub struct NetArgs {
     #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = values::count(1u32, 1_000_000))]
     pub busy_poll: Option<u32>,
 
-    /// Split each round trip with the kernel's software receive timestamps (SO_TIMESTAMPING):
-    /// until the answer reached the client's socket, and the client's wake-up after.
+    /// Split each round trip with the kernel's software timestamps (SO_TIMESTAMPING): the
+    /// client's send path to the device, there and back until the answer reached the client's
+    /// socket, and the client's wake-up after.
     #[arg(long)]
     pub timestamps: bool,
+
+    /// Give the slow round trips (the slowest 1 %, or see --explain-above) their causes: what
+    /// ran on the client's CPU and the echo's besides the messages' own path (interrupts,
+    /// softirqs, the tick, other tasks), from kernel tracepoints recorded during the run
+    /// (root; the trace is removed after). See docs/guide/measure.md.
+    #[arg(long, conflicts_with = "serve")]
+    pub explain: bool,
+
+    /// With --explain: a round trip at least this long is explained (instead of those at or
+    /// above the run's 99th percentile).
+    #[arg(long, value_name = "D", requires = "explain", value_parser = values::duration_with_unit)]
+    pub explain_above: Option<Duration>,
 
     /// Print the versioned JSON document instead of the table.
     #[arg(long, conflicts_with = "serve")]
@@ -195,6 +210,10 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
         echo_cpu,
         busy_poll_us: args.busy_poll,
         timestamps: args.timestamps,
+        explain: args.explain,
+        explain_above_ns: args
+            .explain_above
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     };
     let measured = net::run(&session, request)?;
     let result = printers::result(&measured.figures);

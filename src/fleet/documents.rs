@@ -17,11 +17,10 @@ use crate::bios::{self, BiosState, value_text};
 use crate::compare::error::LoadError;
 use crate::compare::run::Run;
 use crate::document::{Kind, LayoutError, Stamp};
-use crate::report::runs;
 
-/// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`),
-/// as in compare's settings diff.
-pub(crate) use crate::report::runs::BIOS_PREFIX;
+/// Reads the runs of a measurement document (`report::runs` reads them for compare too); the
+/// command line hands it down, since the reader of lowlat's documents lives above the fleet.
+pub(crate) type RunReader<'a> = dyn Fn(&Path) -> Result<Vec<Run>, LoadError> + Sync + 'a;
 
 /// One figure a host measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -200,6 +199,7 @@ pub(crate) enum DocumentError {
 pub(crate) fn read(
     file: &Path,
     snapshots: &SnapshotDirs<'_>,
+    runs: &RunReader<'_>,
 ) -> Result<Option<Read>, DocumentError> {
     let text = std::fs::read_to_string(file).map_err(|source| DocumentError::Read {
         file: file.to_path_buf(),
@@ -228,17 +228,13 @@ pub(crate) fn read(
                 ..Extras::default()
             }
         }
-        "measure-jitter" | "measure-timer" | "measure-membw" => {
-            let loaded = runs::load(&[file.to_path_buf()])?;
-            Extras {
-                figures: loaded
-                    .runs
-                    .iter()
-                    .flat_map(|run| figures(&kind, run))
-                    .collect(),
-                ..Extras::default()
-            }
-        }
+        "measure-jitter" | "measure-timer" | "measure-membw" => Extras {
+            figures: runs(file)?
+                .iter()
+                .flat_map(|run| figures(&kind, run))
+                .collect(),
+            ..Extras::default()
+        },
         _ => return Ok(None),
     };
     let extras = Extras {

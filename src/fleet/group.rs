@@ -10,12 +10,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::documents::{self, Attached, BIOS_PREFIX, Figure};
+use super::documents::{self, Attached, Figure};
 use super::host::{HostError, HostRead, HostState};
 use super::spread::{self, Spread};
 use crate::audit::{Counts, Profile};
+use crate::bios::BIOS_PREFIX;
 use crate::machine::fingerprint::UNAVAILABLE;
 use crate::text::escape_controls;
 use crate::tuning::profile_name::ProfileName;
@@ -54,7 +55,7 @@ struct Host {
 }
 
 /// A file left out of the report, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Skipped {
     /// The file or directory.
     pub file: String,
@@ -63,17 +64,17 @@ pub(crate) struct Skipped {
 }
 
 /// The judged fleet: the body of a `fleet` document (`lowlat fleet report --json`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct FleetReport {
     /// The audit profile every host was judged by (the built-in one a site profile extends).
     pub profile: ProfileName,
     /// The site profile files laid over it, the one given first; absent for a built-in
     /// profile.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile_files: Vec<String>,
     /// The site profile's waivers, each with the hosts whose finding it waived (a waiver
     /// that waived none is listed with 0); absent for a built-in profile.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waivers: Vec<WaiverTally>,
     /// How many hosts are reported (snapshots read, duplicates left out).
     pub hosts: usize,
@@ -88,7 +89,7 @@ pub(crate) struct FleetReport {
 }
 
 /// A site profile's waiver and the hosts it applied to.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct WaiverTally {
     /// The rule waived.
     pub rule: String,
@@ -107,7 +108,7 @@ pub(crate) struct WaiverTally {
 }
 
 /// Hosts of one system model, CPU model and socket count.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Group {
     /// 1 for the largest group, then counting up.
     pub id: usize,
@@ -123,12 +124,14 @@ pub(crate) struct Group {
     /// The hosts that differ from the group's majority, sorted by name.
     pub outliers: Vec<Outlier>,
     /// Per figure its hosts measured (result bundles fetched beside the snapshots), its
-    /// distribution and the hosts outside it, by figure name; empty without bundles.
+    /// distribution and the hosts outside it, by figure name; empty without bundles (absent
+    /// from documents of a lowlat that read no bundles).
+    #[serde(default)]
     pub measurements: Vec<Spread>,
 }
 
 /// One host that differs from its group's majority.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Outlier {
     /// The host name.
     pub host: String,
@@ -139,7 +142,7 @@ pub(crate) struct Outlier {
 }
 
 /// One field in which a host differs from its group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Difference {
     /// The fingerprint field (`memory.population`, `cmdline:nohz_full`) or the rule
     /// (`rule:LL-SMT`).
@@ -152,7 +155,7 @@ pub(crate) struct Difference {
 }
 
 /// How many hosts got each status from one rule.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RuleTally {
     /// The rule id.
     pub rule: String,

@@ -17,7 +17,6 @@ pub(crate) mod documents;
 pub(crate) mod group;
 pub(crate) mod host;
 pub(crate) mod inputs;
-pub(crate) mod page;
 pub(crate) mod plan;
 pub(crate) mod spread;
 
@@ -25,14 +24,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub(crate) use documents::RunReader;
 pub(crate) use group::{Fleet, FleetReport};
 pub(crate) use inputs::InputError;
 
 use crate::audit::Profile;
-use crate::document::{Document, Kind};
-
-/// The `host` of a `fleet` document: it is about many hosts.
-pub(crate) const FLEET_HOST: &str = "fleet";
 
 /// Why no report could be made.
 #[derive(Debug, thiserror::Error)]
@@ -51,12 +47,13 @@ fn reasons(skipped: &[group::Skipped]) -> String {
 }
 
 /// Reads every snapshot under `inputs`, audits each against `profile`, and folds them with the
-/// documents beside them into a [`Fleet`], on as many threads as the machine has CPUs and
-/// `available` bytes of memory allow ([`workers`]).
+/// documents beside them (measurement documents read by `runs`) into a [`Fleet`], on as many
+/// threads as the machine has CPUs and `available` bytes of memory allow ([`workers`]).
 pub(crate) fn read(
     inputs: &[PathBuf],
     profile: &Profile,
     available: Option<u64>,
+    runs: &RunReader<'_>,
 ) -> Result<Fleet, FleetError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let found = inputs::find(inputs)?;
@@ -78,7 +75,7 @@ pub(crate) fn read(
     in_order(
         &found.documents,
         workers(cpus, available),
-        |file| documents::read(file, &dirs),
+        |file| documents::read(file, &dirs, runs),
         |file, read| fleet.attach(file, read),
     );
     in_order(
@@ -155,11 +152,6 @@ fn in_order<R: Send>(
             }
         }
     });
-}
-
-/// The `fleet` document of `report`.
-pub(crate) fn document(report: &FleetReport) -> Document<&FleetReport> {
-    Document::new(Kind::Fleet, FLEET_HOST, report)
 }
 
 #[cfg(test)]

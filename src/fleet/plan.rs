@@ -25,7 +25,7 @@ pub(crate) const NOT_PLANNED: &[&str] = &[
     "firmware.",
     "memory.population",
     "cpu.microcode",
-    super::documents::BIOS_PREFIX,
+    crate::bios::BIOS_PREFIX,
 ];
 
 /// The plan of one group, or why it has none.

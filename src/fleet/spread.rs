@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::documents::Figure;
 use crate::compare::stats::histogram::quantile;
@@ -23,7 +23,7 @@ pub(crate) const MIN_SPREAD: f64 = 0.05;
 pub(crate) const MIN_HOSTS: usize = 4;
 
 /// One figure over the hosts of a group that measured it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Spread {
     /// The figure (`measure-jitter p99`: the host's worst CPU's 99th percentile; for a host
     /// with several documents of a kind, its worst run: the highest latency, the lowest rate).
@@ -51,7 +51,7 @@ pub(crate) struct Spread {
 }
 
 /// A host whose figure is outside its group's distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Outside {
     /// The host name.
     pub host: String,

@@ -1,8 +1,10 @@
 //! `lowlat check` as text and as its JSON document.
 
+use std::borrow::Cow;
+
 use super::check_load::LoadBody;
 use crate::text::Page;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::audit::{MachineIdentity, ProfileSummary};
 use super::measure::explain::{ExplainJson, cross_check_text};
@@ -135,58 +137,72 @@ fn whole(seconds: f64) -> String {
     }
 }
 
-/// The body of a `check` document.
-#[derive(Debug, Serialize)]
+/// The body of a `check` document: written from a [`CheckReport`]'s borrowed parts, read back
+/// (`CheckBody<'static>`, owned) by the HTML report. The fields a check made by an older lowlat
+/// lacks read as their default.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct CheckBody<'a> {
     /// The machine checked.
     pub machine: MachineIdentity,
     /// The profile checked against.
     pub profile: ProfileSummary,
     /// The CPUs measured and why those.
-    pub measured: &'a MeasuredCpus,
+    pub measured: Cow<'a, MeasuredCpus>,
     /// Length of the jitter run and of the timer run, each, ns (all rounds together).
     pub duration_ns: u64,
     /// The rounds they were measured in, interleaved (each round a run of its own in the
-    /// bundle).
+    /// bundle); absent from checks made before rounds (read as 0, one round).
+    #[serde(default)]
     pub rounds: u32,
     /// The timer run's period, ns.
     pub timer_interval_ns: u64,
     /// How many audit findings of each status.
     pub audit_counts: Counts,
     /// The rules whose findings failed, in report order.
-    pub audit_failed_rules: Vec<&'a str>,
+    #[serde(default)]
+    pub audit_failed_rules: Vec<Cow<'a, str>>,
     /// Each measured CPU's figures.
-    pub figures: &'a [CpuFigures],
+    #[serde(default)]
+    pub figures: Cow<'a, [CpuFigures]>,
     /// The profile's measured targets, each against the figures.
-    pub targets: &'a [TargetVerdict],
+    #[serde(default)]
+    pub targets: Cow<'a, [TargetVerdict]>,
     /// `pass`, `fail` (the machine failed) or `not-proven` (nothing failed, but the run could
     /// not decide: too short for a target, or `--quick`).
     pub verdict: Verdict,
     /// Why it fails, one phrase each (empty when it does not).
+    #[serde(default)]
     pub failures: Vec<String>,
     /// Why it could not decide, one phrase each: each target not proven with the busy loop
-    /// per CPU it needs and the one it had; a `--quick` run's limit.
+    /// per CPU it needs and the one it had; a `--quick` run's limit (absent from checks made
+    /// before NOT PROVEN).
+    #[serde(default)]
     pub not_proven: Vec<String>,
     /// Whether it was a `--quick` smoke run, which cannot pass.
+    #[serde(default)]
     pub quick: bool,
-    /// The NICs ethtool answered about (software interfaces without queues left out).
+    /// The NICs ethtool answered about (software interfaces without queues left out; absent
+    /// from checks made before lowlat read NICs).
+    #[serde(default)]
     pub nics: Vec<super::nic::NicSummary<'a>>,
     /// The clock: time daemons with their CPUs, sources and offsets, the clocksource and the
-    /// TSC's reliability, each NIC's PTP hardware clock.
-    pub clock: super::timesync::ClockBlock<'a>,
+    /// TSC's reliability, each NIC's PTP hardware clock; always written, absent from checks
+    /// made before lowlat read the time daemons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<super::timesync::ClockBlock<'a>>,
     /// The jitter run's gaps by cause per CPU (see the `explain` of `measure-jitter`);
     /// absent with `--no-explain`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub causes: Option<&'a ExplainJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<Cow<'a, ExplainJson>>,
     /// The timer run's wake-ups 20 µs late or more by cause per CPU (see the `explain` of
     /// `measure-timer`); absent with `--no-explain`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timer_causes: Option<&'a ExplainJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_causes: Option<Cow<'a, ExplainJson>>,
     /// With `--load`: the loads on the housekeeping CPUs, each round's intensity, the idle
     /// rounds' figures (`figures` and `targets` are the loaded rounds') and the load's effect;
     /// absent without `--load`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub load: Option<&'a LoadBody>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<Cow<'a, LoadBody>>,
 }
 
 /// The JSON document of a check.
@@ -195,7 +211,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
     let body = CheckBody {
         machine: MachineIdentity::of(report.machine),
         profile: report.profile.into(),
-        measured: report.measured,
+        measured: Cow::Borrowed(report.measured),
         duration_ns: report.duration_ns,
         rounds: report.rounds,
         timer_interval_ns: report.timer_interval_ns,
@@ -205,19 +221,19 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
             .findings
             .iter()
             .filter(|f| f.status == FindingStatus::Fail)
-            .map(|f| f.rule.as_str())
+            .map(|f| Cow::from(&f.rule))
             .collect(),
-        figures: report.figures,
-        targets: report.targets,
+        figures: Cow::Borrowed(report.figures),
+        targets: Cow::Borrowed(report.targets),
         verdict: report.verdict(),
         failures,
         not_proven: report.not_proven(),
         quick: report.quick,
         nics: super::nic::summaries(report.machine),
-        clock: super::timesync::ClockBlock::of(report.machine),
-        causes: report.causes,
-        timer_causes: report.timer_causes,
-        load: report.load,
+        clock: Some(super::timesync::ClockBlock::of(report.machine)),
+        causes: report.causes.map(Cow::Borrowed),
+        timer_causes: report.timer_causes.map(Cow::Borrowed),
+        load: report.load.map(Cow::Borrowed),
     };
     Document::new(
         Kind::Check,

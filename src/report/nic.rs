@@ -1,6 +1,8 @@
 //! The NIC block: each network device's driver, link, queues, moderation, offloads, steering,
 //! clock and IRQs, as `inventory`, `check` and `report` show it.
 
+use std::borrow::Cow;
+
 use crate::text::Page;
 
 use crate::machine::irq::Irqs;
@@ -79,16 +81,16 @@ pub fn blocks(m: &Machine) -> Result<Vec<InterfaceBlock>, NoBlocks> {
 }
 
 /// One interface in a `check` document: its answers and the one line `check` prints.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct NicSummary<'a> {
     /// The interface (`ens1f0`).
-    pub interface: &'a str,
+    pub interface: Cow<'a, str>,
     /// The NUMA node of its device, when known.
     pub numa_node: Option<u32>,
     /// The line `check` prints for it (driver, node, channels, moderation, offloads, clock).
     pub summary: String,
     /// Everything ethtool and sysfs said, as in the inventory document.
-    pub nic: &'a Nic,
+    pub nic: Cow<'a, Nic>,
 }
 
 /// Every interface ethtool answered about, summarised for `check`.
@@ -104,10 +106,10 @@ pub fn summaries(m: &Machine) -> Vec<NicSummary<'_>> {
                 return None;
             }
             Some(NicSummary {
-                interface: &i.name,
+                interface: Cow::Borrowed(&i.name),
                 numa_node: i.numa_node,
                 summary: summary_line(i, nic),
-                nic,
+                nic: Cow::Borrowed(nic),
             })
         })
         .collect()

@@ -5,20 +5,22 @@
 
 use crate::text::Page;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::machine::timesync::{DaemonKind, TimeSync};
 use crate::machine::{Avail, Machine};
 
 /// The clock block of a `check` document: the lines `check` prints and the facts they say.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ClockBlock<'a> {
     /// The lines `check` prints, as [`lines`] writes them.
     pub lines: Vec<String>,
     /// The time daemons, their configuration files and offsets, as in the inventory document.
-    pub time_sync: &'a TimeSync,
+    pub time_sync: Cow<'a, TimeSync>,
     /// The current clocksource (`tsc`); absent when unknown.
-    pub clocksource: Option<&'a str>,
+    pub clocksource: Option<Cow<'a, str>>,
     /// Whether the CPU's TSC is invariant (`constant_tsc` and `nonstop_tsc`); absent when
     /// the CPU's flags are unknown.
     pub tsc_invariant: Option<bool>,
@@ -30,10 +32,10 @@ pub struct ClockBlock<'a> {
 }
 
 /// A NIC's PTP hardware clock.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PtpClock<'a> {
     /// The interface (`ens1f0`).
-    pub interface: &'a str,
+    pub interface: Cow<'a, str>,
     /// The clock's index: the device is `/dev/ptpN`.
     pub phc_index: u32,
 }
@@ -43,8 +45,8 @@ impl<'a> ClockBlock<'a> {
     pub fn of(m: &'a Machine) -> Self {
         ClockBlock {
             lines: lines(m).lines().map(str::to_string).collect(),
-            time_sync: &m.time_sync,
-            clocksource: m.kernel.clocksource.get().map(|c| c.current.as_str()),
+            time_sync: Cow::Borrowed(&m.time_sync),
+            clocksource: m.kernel.clocksource.get().map(|c| Cow::from(&c.current)),
             tsc_invariant: m.cpu.get().map(|id| id.invariant_tsc()),
             tsc_reliable: m
                 .kernel
@@ -65,7 +67,7 @@ fn ptp_clocks(m: &Machine) -> Vec<PtpClock<'_>> {
         .filter_map(|i| {
             let index = (*i.nic.as_ref()?.phc_index.get()?)?;
             Some(PtpClock {
-                interface: &i.name,
+                interface: Cow::Borrowed(&i.name),
                 phc_index: index,
             })
         })

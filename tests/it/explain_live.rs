@@ -19,7 +19,9 @@
 //!   there once per `vm.stat_interval` (1 s, set for the test where it is not, and put back);
 //! - for the timer, `kat-spin`, pinned to CPU 1 at SCHED_FIFO 96 (above the timer loop's 95),
 //!   spinning 1.5 ms every 10 ms: every spin covers a deadline of the 1 ms loop, whose
-//!   wake-up waits for the spin's end.
+//!   wake-up waits for the spin's end;
+//! - for net, `kat-netspin`, pinned to CPU 1 (the echo's) at SCHED_FIFO 2, spinning 3 ms after
+//!   each 3 ms of sleep: the round trip in flight waits for the spin's end on the echo's side.
 //!
 //! Tolerances for a noisy 2-vCPU guest that other builds share: each planted cause must name
 //! at least half of its events (the rest coincide with other causes, e.g. a task preempting,
@@ -760,4 +762,110 @@ fn watch_explain_names_a_planted_task_live_and_leaves_the_tracing_state_after_si
     if we_mounted {
         let _ = Command::new("umount").arg(TRACEFS).status();
     }
+}
+
+/// `measure net --explain`'s known answer: `kat-netspin`, pinned to the echo's CPU 1 at
+/// SCHED_FIFO 2 (above the echo's normal priority), spins 3 ms after every 3 ms of sleep. A
+/// spin holds the echo off its CPU for the message in flight: the echo's CPU names the
+/// spinner for more slow round trips than any other cause, the client's CPU never names it,
+/// and each CPU's causes add up to the round trips explained. (Not every spin delays a round
+/// trip: on a loaded machine the client is often late itself, and the echo asleep, not
+/// needed, while it spins.)
+#[test]
+#[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_task_on_the_echo_cpu_is_named_for_the_slow_round_trips() {
+    let Some(_turn) = live() else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("kat-netspin".into())
+            .spawn(move || {
+                pin(1);
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(3));
+                    let spin = Instant::now();
+                    while spin.elapsed() < Duration::from_millis(3) {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+            .unwrap()
+    };
+    let out = crate::support::lowlat(&[])
+        .args(["measure", "net", "--cpus", "0", "--echo-cpu", "1"])
+        .args([
+            "--duration",
+            "3s",
+            "--explain",
+            "--explain-above",
+            "1ms",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let explain = &doc["result"]["explain"];
+    assert_eq!(explain["traced"], true, "{explain:#}");
+    assert_eq!(explain["threshold"], "asked");
+    assert_eq!(explain["above_ns"], 1_000_000);
+    let slow = explain["round_trips"].as_u64().unwrap();
+    let report = format!("{explain:#}");
+    let cpus = explain["cpus"].as_array().unwrap();
+    assert_eq!(
+        cpus.iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![0, 1],
+        "{report}"
+    );
+    // Per CPU: the slow round trips named for the spinner, and the most named for any other
+    // task (by comm) or cause.
+    let mut spins_on = Vec::new();
+    let mut others_on = Vec::new();
+    for cpu in cpus {
+        let causes = cpu["causes"].as_array().unwrap();
+        assert_eq!(cpu["gaps"], slow, "{report}");
+        assert_eq!(
+            causes
+                .iter()
+                .map(|c| c["count"].as_u64().unwrap())
+                .sum::<u64>(),
+            slow,
+            "{report}"
+        );
+        let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+        for c in causes {
+            let source = c["source"].as_str().unwrap();
+            let name = if c["class"] == "task" {
+                source.split(" (").next().unwrap().to_string()
+            } else {
+                format!("{} {source}", c["class"])
+            };
+            *by_name.entry(name).or_default() += c["count"].as_u64().unwrap();
+            if source.starts_with("kat-netspin") {
+                assert_eq!(c["rule"], "LL-TASKS-ON-ISOLATED", "{report}");
+                assert_eq!(c["setting"], "task:kat-netspin:affinity", "{report}");
+            }
+        }
+        spins_on.push(by_name.remove("kat-netspin").unwrap_or(0));
+        others_on.push(by_name.into_values().max().unwrap_or(0));
+    }
+    assert_eq!(
+        spins_on[0], 0,
+        "the client's CPU named the echo's spinner\n{report}"
+    );
+    assert!(
+        spins_on[1] >= 20 && spins_on[1] > others_on[1],
+        "kat-netspin named {} times, another cause {} times\n{report}",
+        spins_on[1],
+        others_on[1]
+    );
 }

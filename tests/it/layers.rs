@@ -28,14 +28,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("compare", &["peer", "document", "bios"]),
     ("watch", &["apply", "measure"]),
     ("check", &["audit", "measure"]),
+    ("fleet", &["plan", "compare", "snapshot"]),
     (
         "report",
         &[
-            "apply", "measure", "watch", "check", "bundle", "bios", "compare",
+            "apply", "measure", "watch", "check", "bundle", "bios", "compare", "fleet",
         ],
     ),
-    ("fleet", &["report"]),
-    ("cli", &["fleet"]),
+    ("cli", &["report"]),
 ];
 
 pub(crate) fn src() -> PathBuf {

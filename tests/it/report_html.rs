@@ -1076,16 +1076,6 @@ fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
 #[test]
 fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
     let dir = tempfile::tempdir().unwrap();
-    let mut check: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
-    check["clock"] = serde_json::json!({
-        "lines": [
-            "chronyd (pid 734) on CPUs 0-15, last on 0; steers the system clock",
-            "clocksource tsc; invariant TSC, clocksource watchdog on (no tsc=reliable)",
-        ]
-    });
-    let input = dir.path().join("check.json");
-    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
     // The fixture with ethtool's driver answer for its NIC.
     let tree = dir.path().join("tree");
     crate::support::tree::copy_tree(&fixture("epyc7f32-2s"), &tree);
@@ -1097,7 +1087,26 @@ fn the_verdict_and_the_machine_show_the_nics_and_the_clock() {
     )
     .unwrap();
     let inventory = dir.path().join("inventory.json");
-    std::fs::write(&inventory, run_ok(&tree, &["inventory", "--json"])).unwrap();
+    let inventory_json = run_ok(&tree, &["inventory", "--json"]);
+    std::fs::write(&inventory, &inventory_json).unwrap();
+    // The check fixture predates the clock block: give it one as check writes it, with the
+    // machine's time daemons.
+    let machine: serde_json::Value = serde_json::from_slice(&inventory_json).unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    check["clock"] = serde_json::json!({
+        "lines": [
+            "chronyd (pid 734) on CPUs 0-15, last on 0; steers the system clock",
+            "clocksource tsc; invariant TSC, clocksource watchdog on (no tsc=reliable)",
+        ],
+        "time_sync": machine["machine"]["time_sync"],
+        "clocksource": "tsc",
+        "tsc_invariant": true,
+        "tsc_reliable": false,
+        "ptp_clocks": [],
+    });
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
     let html = report(&[input, inventory], &dir.path().join("report.html"));
     let section = |id: &str| {
         let start = html.find(&format!("<section id=\"{id}\">")).unwrap();

@@ -448,7 +448,7 @@ pub(crate) fn prepare_thread(cpu: u32, priority: Option<u8>) -> Option<String> {
 
 /// Restricts the main thread to the CPUs it may use that are not measured; returns them
 /// (empty when every CPU it may use is measured, and it then stays where it was).
-fn keep_main_thread_off(cpus: &[u32]) -> CpuSet {
+pub(crate) fn keep_main_thread_off(cpus: &[u32]) -> CpuSet {
     let measured: CpuSet = cpus.iter().copied().collect();
     let Ok(allowed) = harness::current_affinity() else {
         return CpuSet::new();

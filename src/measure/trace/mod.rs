@@ -30,7 +30,7 @@ use crate::measure::runner::conditions::CpuConditions;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::tsc::Tsc;
 use crate::sysroot::SysRoot;
-use explain::{CpuCauses, CpuTrace, CrossCheck, IdleExit, TraceGap};
+use explain::{CpuCauses, CpuTrace, CrossCheck, IdleExit, TraceGap, Waits};
 
 /// An IPI is matched with its sender when it arrives at most this long after it was sent,
 /// ns: a VM's IPI exits take tens of µs, far below the 1 ms.
@@ -138,9 +138,9 @@ pub(crate) struct CpuGaps {
     pub start: u64,
     /// Its gaps.
     pub gaps: Vec<TraceGap>,
-    /// The loop sleeps (the timer loop): each gap ends with the loop's own wake-up, whose
-    /// events are not causes (see [`explain`]).
-    pub sleeps: bool,
+    /// How the loop waits between its readings: which events in its gaps are its own (see
+    /// [`explain`]).
+    pub waits: Waits,
 }
 
 /// An engine's tracing for one run, when asked (`--explain`): started before its loops,
@@ -151,25 +151,61 @@ pub(crate) enum RunTrace<'r> {
     /// Asked, but not possible here: why.
     Unavailable(String),
     /// Recording; the counter the loops read, for the lengths.
-    On(Box<Tracing<'r>>, Tsc),
+    On(Box<Tracing<'r>>, Timebase),
+}
+
+/// The counter a loop's gaps are read in, and so the trace's clock: the gaps and the events
+/// then compare without conversion.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Timebase {
+    /// The TSC (`rdtsc`; the jitter and timer loops), traced in `x86-tsc`.
+    Tsc(Tsc),
+    /// `CLOCK_MONOTONIC` in ns (net's round trips), traced in `mono`.
+    Mono,
+}
+
+impl Timebase {
+    /// The trace clock of this counter.
+    pub(crate) fn clock(self) -> TraceClock {
+        match self {
+            Timebase::Tsc(_) => TraceClock::X86Tsc,
+            Timebase::Mono => TraceClock::Mono,
+        }
+    }
+
+    /// `ns` in the counter's unit (rounded up).
+    pub(crate) fn ticks(self, ns: u64) -> u64 {
+        match self {
+            Timebase::Tsc(tsc) => tsc.ticks(ns),
+            Timebase::Mono => ns,
+        }
+    }
+
+    /// `ticks` of the counter in ns.
+    pub(crate) fn ns(self, ticks: u64) -> u64 {
+        match self {
+            Timebase::Tsc(tsc) => tsc.ns(ticks),
+            Timebase::Mono => ticks,
+        }
+    }
 }
 
 impl<'r> RunTrace<'r> {
-    /// Starts tracing `cpus` in the `x86-tsc` clock for a run of `duration` when wanted:
-    /// `tsc` is the counter the loops read (`None`: not wanted).
+    /// Starts tracing `cpus` in the clock of `timebase`, the counter the loops read, for a
+    /// run of `duration` when wanted (`None`: not wanted).
     pub(crate) fn start(
         root: &'r SysRoot,
         cpus: &CpuSet,
         duration: Duration,
-        tsc: Option<Tsc>,
+        timebase: Option<Timebase>,
     ) -> Self {
-        let Some(tsc) = tsc else {
+        let Some(timebase) = timebase else {
             return RunTrace::Off;
         };
         // SIGTERM ends the run as Ctrl-C does, so that the session ends and is undone.
         crate::measure::runner::harness::catch_terminate();
-        match Tracing::start(root, cpus, TraceClock::X86Tsc, duration) {
-            Ok(tracing) => RunTrace::On(Box::new(tracing), tsc),
+        match Tracing::start(root, cpus, timebase.clock(), duration) {
+            Ok(tracing) => RunTrace::On(Box::new(tracing), timebase),
             Err(reason) => RunTrace::Unavailable(reason.to_string()),
         }
     }
@@ -189,18 +225,18 @@ impl<'r> RunTrace<'r> {
         self,
         machine: &Machine,
         attribution: &[CpuAttribution],
-        gaps: impl FnOnce(&Tsc) -> Vec<CpuGaps>,
+        gaps: impl FnOnce(Timebase) -> Vec<CpuGaps>,
     ) -> Option<Explanation> {
         match self {
             RunTrace::Off => None,
             RunTrace::Unavailable(reason) => Some(Explanation::unavailable(&reason)),
-            RunTrace::On(tracing, tsc) => {
+            RunTrace::On(tracing, timebase) => {
                 let mut explained = explanation(
                     &tracing.finish(),
-                    TraceClock::X86Tsc,
-                    &gaps(&tsc),
-                    tsc.ticks(IPI_WINDOW_NS),
-                    &|ticks| tsc.ns(ticks),
+                    timebase.clock(),
+                    &gaps(timebase),
+                    timebase.ticks(IPI_WINDOW_NS),
+                    &|ticks| timebase.ns(ticks),
                 );
                 let conditions: Vec<(u32, &CpuConditions)> =
                     attribution.iter().map(|a| (a.cpu, &a.conditions)).collect();
@@ -227,6 +263,11 @@ pub(crate) fn explanation(
     let explained: Vec<CpuCauses> = cpus
         .iter()
         .map(|c| {
+            // A thread woken by a message is woken where the message arrived: any CPU's.
+            let wakeups = match c.waits {
+                Waits::Message(_) => wakeups_of(capture, c.loop_tid),
+                _ => Vec::new(),
+            };
             let events = capture
                 .events
                 .iter()
@@ -249,7 +290,8 @@ pub(crate) fn explanation(
                     .map(|&(_, from)| from),
                 sends_lost: &capture.sent_lost,
                 run_start: c.start,
-                sleeps: c.sleeps,
+                waits: &c.waits,
+                wakeups: &wakeups,
             };
             explain::explain_cpu(
                 &trace,
@@ -269,8 +311,19 @@ pub(crate) fn explanation(
         cpus: explained,
         lost_events: capture.lost_events,
         notes,
-        slept: cpus.iter().any(|c| c.sleeps),
+        slept: cpus.iter().any(|c| c.waits != Waits::Spins),
     }
+}
+
+/// When task `tid` was woken, on any CPU of `capture`, in time order.
+fn wakeups_of(capture: &Capture, tid: u32) -> Vec<u64> {
+    let mut at: Vec<u64> = (capture.events.iter())
+        .flat_map(|(_, events)| events)
+        .filter(|e| e.what == events::What::Wakeup(tid))
+        .map(|e| e.ts)
+        .collect();
+    at.sort_unstable();
+    at
 }
 
 /// What a CPU's IPIs without a named sender say, one sentence each.
@@ -306,7 +359,7 @@ fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::events::{self, Event, Line, Symbols, Vector, What};
-    use super::explain::{Class, CpuTrace, TraceGap, explain_cpu};
+    use super::explain::{Class, CpuTrace, TraceGap, Waits, explain_cpu};
     use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
     use crate::measure::runner::segments::Merge;
 
@@ -507,7 +560,7 @@ mod tests {
                     end: i * 100 + 40,
                 })
                 .collect(),
-            sleeps: true,
+            waits: Waits::Timer,
         };
         let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
         let mut got: Vec<(Class, String)> = out.cpus[0]
@@ -604,7 +657,8 @@ mod tests {
             offline_from: None,
             sends_lost: &[],
             run_start: events[0].ts,
-            sleeps: false,
+            waits: &Waits::Spins,
+            wakeups: &[],
         };
         let out = explain_cpu(&trace, &gaps, &[], 2_596_122, &symbols, &|t| {
             t * 1000 / 2596
@@ -678,7 +732,7 @@ mod tests {
                     end: 220,
                 },
             ],
-            sleeps: false,
+            waits: Waits::Spins,
         };
         // A window of 40: the first IPI's only send is 5 after it, the second's 55 before.
         let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 40, &|t| t);
@@ -763,7 +817,8 @@ mod tests {
                 offline_from: None,
                 sends_lost: &[],
                 run_start: events[0].ts,
-                sleeps: false,
+                waits: &Waits::Spins,
+                wakeups: &[],
             };
             let out = explain_cpu(&trace, &gaps, &[], 1_000_000, &symbols, &|t| t);
             assert_eq!(
@@ -831,7 +886,7 @@ mod tests {
                     end: 154_900_050_000,
                 },
             ],
-            sleeps: false,
+            waits: Waits::Spins,
         };
         // A ns clock: the window is 1 ms.
         let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 1_000_000, &|t| t);

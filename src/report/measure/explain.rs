@@ -13,7 +13,7 @@ use crate::text::Page;
 use serde::{Deserialize, Serialize};
 
 /// The explanation in a measurement's JSON.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ExplainJson {
     /// Whether the trace ran (false: `notes` say why; no causes then).
     pub traced: bool,
@@ -39,7 +39,7 @@ pub(crate) struct ExplainJson {
 }
 
 /// One CPU's causes.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct CpuCausesJson {
     /// The CPU.
     pub cpu: u32,
@@ -59,7 +59,7 @@ pub(crate) struct CpuCausesJson {
 
 /// The figure beside the `no_kernel_event` class: the host's steal in a VM, the SMIs on bare
 /// metal.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct CrossCheckJson {
     /// `hypervisor` (a VM: its steal) or `firmware` (bare metal: its SMIs).
     pub against: String,
@@ -159,7 +159,7 @@ pub(crate) fn cross_check_text(check: &CrossCheckJson, slept: bool) -> String {
 }
 
 /// One cause on one CPU.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct CauseJson {
     /// The class: `tick`, `timer`, `device_irq`, `softirq`, `ipi`, `tlb_shootdown`,
     /// `kworker`, `task`, `nmi`, `rcu`, `no_kernel_event` or `unknown` (events lost, the CPU
@@ -191,7 +191,7 @@ pub(crate) struct CauseJson {
 }
 
 /// One of the longest gaps.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct SpikeJson {
     /// When it ended, ns after the start of the run (of its segment).
     pub at_ns: u64,

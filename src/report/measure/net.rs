@@ -5,12 +5,13 @@ use std::borrow::Cow;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::micros;
+use super::{explain, micros};
 use crate::measure::engines::net::client::End;
 use crate::measure::engines::net::echo::EchoCounts;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{NetPath, NetRequest, NetRun, OptionOutcome, WARMUP};
 use crate::peer::hdr::{HdrJson, SliceJson, slices_to_json, to_json};
+use crate::report::measure::explain::ExplainJson;
 use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::plural;
@@ -71,6 +72,11 @@ pub(crate) struct Split {
     pub timestamps: Cow<'static, str>,
     /// Answers that also carried a hardware timestamp (the NIC's timestamping was enabled).
     pub hardware_stamped: u64,
+    /// For a peer: this machine's NICs that can stamp in hardware, those with a PTP hardware
+    /// clock (`ethtool -T`), as `name (/dev/ptpN)` (absent for loopback and veth, which have
+    /// no NIC, and where the NICs were not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_clocks: Option<Vec<String>>,
     /// Answers without a software timestamp (not split).
     pub unstamped: u64,
     /// From the send call to the answer's receive timestamp: the client's send path, the way
@@ -79,6 +85,28 @@ pub(crate) struct Split {
     /// From the answer's receive timestamp to the client having it: the client's wake-up,
     /// scheduling and copy.
     pub app_wakeup: Option<Times>,
+    /// `to_socket` split further at each send's software transmit timestamp (absent where
+    /// the kernel gave none, and from documents older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transmit: Option<TransmitSplit>,
+}
+
+/// The time until the answer's socket, split at the send's transmit timestamp. The echo's
+/// side is not split apart: its stamps are taken on its own socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TransmitSplit {
+    /// Which: `software` (`SOF_TIMESTAMPING_TX_SOFTWARE`, as the message left for the
+    /// device).
+    pub timestamps: Cow<'static, str>,
+    /// Split answers whose send had no transmit timestamp.
+    pub unstamped: u64,
+    /// From the send call to the send's transmit timestamp: the client's send path (socket,
+    /// UDP or TCP, IP, queueing) down to the device.
+    pub send_path: Option<Times>,
+    /// From the send's transmit timestamp to the answer's receive timestamp: the wire (or
+    /// loopback, or veth), the echo's receive, wake-up and answer, and the client's receive
+    /// path.
+    pub there_and_back: Option<Times>,
 }
 
 /// `lowlat measure net` as JSON, after the result header.
@@ -133,6 +161,27 @@ pub(crate) struct NetResult {
     pub timestamps: Option<OptionOutcome>,
     /// What the echo did (`null` for a peer).
     pub echo: Option<EchoCounts>,
+    /// The slow round trips' causes (`--explain`; absent when not asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<NetExplainJson>,
+}
+
+/// The slow round trips of a run, explained: on the client's CPU and the echo's, what ran
+/// in each besides the messages' own path.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct NetExplainJson {
+    /// Round trips at least this long were explained, ns.
+    pub above_ns: u64,
+    /// How `above_ns` was chosen: `asked` (`--explain-above`) or `p99` (the run's 99th
+    /// percentile).
+    pub threshold: Cow<'static, str>,
+    /// The round trips explained: each CPU's gaps are these.
+    pub round_trips: u64,
+    /// Round trips measured after the first million were kept: not explained.
+    pub not_kept: u64,
+    /// The causes per CPU, as the other engines' `explain`.
+    #[serde(flatten)]
+    pub causes: ExplainJson,
 }
 
 /// The JSON figures of `run`.
@@ -175,13 +224,27 @@ pub(crate) fn result(run: &NetRun) -> NetResult {
         split: split_on.then(|| Split {
             timestamps: "software".into(),
             hardware_stamped: out.hardware_stamped,
+            nic_clocks: run.nic_clocks.clone(),
             unstamped: out.unstamped,
             to_socket: Times::of(&out.to_socket),
             app_wakeup: Times::of(&out.wakeup),
+            transmit: (!out.send_path.is_empty()).then(|| TransmitSplit {
+                timestamps: "software".into(),
+                unstamped: out.send_unstamped,
+                send_path: Times::of(&out.send_path),
+                there_and_back: Times::of(&out.there_and_back),
+            }),
         }),
         busy_poll: run.busy_poll.clone(),
         timestamps: run.timestamps.clone(),
         echo: run.echo,
+        explain: run.explained.as_ref().map(|e| NetExplainJson {
+            above_ns: e.above_ns,
+            threshold: if e.p99 { "p99" } else { "asked" }.into(),
+            round_trips: e.round_trips,
+            not_kept: e.not_kept,
+            causes: explain::json(&e.causes),
+        }),
     }
 }
 
@@ -195,6 +258,31 @@ fn path_words(request: &NetRequest, peer: &str) -> String {
         NetPath::Loopback => format!("{proto} over loopback"),
         NetPath::Veth => format!("{proto} over a veth pair between two network namespaces"),
         NetPath::Peer(_) => format!("{proto} to {peer}"),
+    }
+}
+
+/// What became of hardware timestamps: counted where answers had them (they are in the
+/// NIC's clock), or why none came.
+fn hardware_words(r: &NetResult, split: &Split) -> String {
+    if split.hardware_stamped > 0 {
+        return format!(
+            "{} also had a hardware one (the NIC's clock: not used)",
+            plural(split.hardware_stamped, "answer", "answers")
+        );
+    }
+    match (r.request.path, &split.nic_clocks) {
+        (NetPath::Loopback, _) => "no hardware ones (loopback has no NIC)".to_string(),
+        (NetPath::Veth, _) => "no hardware ones (veth has no NIC)".to_string(),
+        (NetPath::Peer(_), Some(clocks)) if clocks.is_empty() => {
+            "no hardware ones: no NIC here has a PTP hardware clock (ethtool -T)".to_string()
+        }
+        (NetPath::Peer(_), Some(clocks)) => format!(
+            "no hardware ones: the NICs that can stamp ({}, ethtool -T) do not stamp received \
+             packets now, and lowlat does not turn that on (it is the whole NIC's: \
+             hwstamp_ctl -r)",
+            clocks.join(", ")
+        ),
+        (NetPath::Peer(_), None) => "no hardware ones".to_string(),
     }
 }
 
@@ -250,6 +338,14 @@ fn text_of(r: &NetResult) -> String {
         if let Some(t) = &split.to_socket {
             rows.push(row("  until the answer's socket", t));
         }
+        if let Some(transmit) = &split.transmit {
+            if let Some(t) = &transmit.send_path {
+                rows.push(row("    client send path", t));
+            }
+            if let Some(t) = &transmit.there_and_back {
+                rows.push(row("    there and back", t));
+            }
+        }
         if let Some(t) = &split.app_wakeup {
             rows.push(row("  client wake-up and copy", t));
         }
@@ -266,14 +362,7 @@ fn text_of(r: &NetResult) -> String {
         writeln!(
             out,
             "split by the kernel's software receive timestamps (SO_TIMESTAMPING); {}",
-            if split.hardware_stamped > 0 {
-                format!(
-                    "{} also had a hardware one (the NIC's clock: not used)",
-                    plural(split.hardware_stamped, "answer", "answers")
-                )
-            } else {
-                "no hardware ones".to_string()
-            }
+            hardware_words(r, split)
         );
         if split.unstamped > 0 {
             writeln!(
@@ -281,6 +370,28 @@ fn text_of(r: &NetResult) -> String {
                 "{} without a timestamp, not split",
                 plural(split.unstamped, "answer", "answers")
             );
+        }
+        match &split.transmit {
+            Some(transmit) => {
+                writeln!(
+                    out,
+                    "the time until the answer's socket split at each send's software transmit \
+                     timestamp: the client's send path to the device, then there and back (the \
+                     way, the echo, the receive paths); the echo's side is not split apart"
+                );
+                if transmit.unstamped > 0 {
+                    writeln!(
+                        out,
+                        "{} without a transmit timestamp",
+                        plural(transmit.unstamped, "send", "sends")
+                    );
+                }
+            }
+            None if split.to_socket.is_some() => writeln!(
+                out,
+                "transmit timestamps: not available (the kernel gave none for these sends)"
+            ),
+            None => {}
         }
     }
     writeln!(
@@ -308,6 +419,42 @@ fn text_of(r: &NetResult) -> String {
             writeln!(out, "note: {reason}");
         }
     }
+    if let Some(e) = &r.explain {
+        out.text(explain_text(r, e));
+    }
+    out.into_string()
+}
+
+/// `--explain`'s part of the text: which round trips, whose CPUs, then each CPU's causes.
+fn explain_text(r: &NetResult, e: &NetExplainJson) -> String {
+    let mut out = Page::new();
+    if e.causes.traced {
+        let which = if e.threshold == "p99" {
+            " (the slowest 1 %)"
+        } else {
+            ""
+        };
+        let echo = match (r.request.echo_cpu, &r.echo) {
+            (Some(cpu), Some(_)) if cpu != r.client_cpu => format!(" and the echo's CPU {cpu}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "\nexplain: {} of at least {} µs{which}, on the client's CPU {}{echo}, each \
+             without the messages' own path (their NET_RX, wake-ups and switches)",
+            plural(e.round_trips, "round trip", "round trips"),
+            micros(e.above_ns as f64),
+            r.client_cpu
+        );
+        if e.not_kept > 0 {
+            writeln!(
+                out,
+                "explain: {} after the first million were not kept, not explained",
+                plural(e.not_kept, "round trip", "round trips")
+            );
+        }
+    }
+    out.text(explain::text(&e.causes, "slow round trips"));
     out.into_string()
 }
 
@@ -334,11 +481,18 @@ mod tests {
         let mut rtt = Histogram::<u64>::new_with_bounds(1, 2_000_000_000, 3).unwrap();
         let mut wakeup = rtt.clone();
         let mut to_socket = rtt.clone();
+        let mut send_path = rtt.clone();
+        let mut there_and_back = rtt.clone();
         for i in 0..100_000u64 {
             let trip = 9_000 + (i % 100) * 20 + if i % 400 == 0 { 30_000 + i / 4 } else { 0 };
             rtt.record(trip).unwrap();
             wakeup.record(1_500 + (i % 100) * 5).unwrap();
-            to_socket.record(trip - 1_500 - (i % 100) * 5).unwrap();
+            let until_socket = trip - 1_500 - (i % 100) * 5;
+            to_socket.record(until_socket).unwrap();
+            send_path.record(400 + (i % 100) * 2).unwrap();
+            there_and_back
+                .record(until_socket - 400 - (i % 100) * 2)
+                .unwrap();
         }
         let times = Times::of(&rtt).unwrap();
         NetResult {
@@ -352,6 +506,8 @@ mod tests {
                 echo_cpu: Some(3),
                 busy_poll_us: None,
                 timestamps: true,
+                explain: false,
+                explain_above_ns: None,
             },
             client_cpu: 2,
             peer: "127.0.0.1:40000".to_string(),
@@ -373,9 +529,16 @@ mod tests {
             split: Some(Split {
                 timestamps: "software".into(),
                 hardware_stamped: 0,
+                nic_clocks: None,
                 unstamped: 0,
                 to_socket: Times::of(&to_socket),
                 app_wakeup: Times::of(&wakeup),
+                transmit: Some(TransmitSplit {
+                    timestamps: "software".into(),
+                    unstamped: 0,
+                    send_path: Times::of(&send_path),
+                    there_and_back: Times::of(&there_and_back),
+                }),
             }),
             busy_poll: None,
             timestamps: Some(OptionOutcome {
@@ -387,6 +550,7 @@ mod tests {
                 ignored: 0,
                 connections: 0,
             }),
+            explain: None,
         }
     }
 
@@ -400,6 +564,34 @@ mod tests {
         assert!(guide.contains(&block), "the guide should hold:\n{block}");
     }
 
+    /// The guide's `--explain` example is the text of a real run's document
+    /// (tests/data/net/README.md), byte for byte.
+    #[test]
+    fn the_guide_shows_the_explained_text_of_its_recorded_run() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let doc: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/data/net/explain-run.json")).unwrap(),
+        )
+        .unwrap();
+        let result: NetResult = serde_json::from_value(doc["result"].clone()).unwrap();
+        let text = format!(
+            "$ lowlat measure net --cpus 0 --echo-cpu 1 --duration 1s --explain --explain-above \
+             1ms\n{}",
+            text_of(&result)
+        );
+        let guide = include_str!("../../../docs/guide/measure.md");
+        let (_, after) = guide.split_once("<!-- net-explain-example:").unwrap();
+        let (_, block) = after.split_once("```text\n").unwrap();
+        let (block, _) = block.split_once("```").unwrap();
+        assert!(block == text, "the guide should hold:\n{text}");
+        // Each CPU's causes add up to the round trips explained.
+        let explain = result.explain.unwrap();
+        for cpu in &explain.causes.cpus {
+            let counted: u64 = cpu.causes.iter().map(|c| c.count).sum();
+            assert_eq!(counted, explain.round_trips);
+        }
+    }
+
     #[test]
     fn json_has_rtt_percentiles_in_ns_and_the_halved_estimate() {
         let json = serde_json::to_value(guide_result()).unwrap();
@@ -409,6 +601,51 @@ mod tests {
         assert_eq!(json["request"]["proto"], "udp");
         assert_eq!(json["histogram"]["unit"], "ns");
         assert_eq!(json["split"]["timestamps"], "software");
+    }
+
+    /// Why no hardware timestamp came: loopback has no NIC; for a peer, the NICs with a PTP
+    /// clock that could stamp (ethtool -T), or that none has one; and hardware stamps that
+    /// came are counted, never mixed into the split.
+    #[test]
+    fn hardware_timestamps_are_said_where_they_cannot_come() {
+        let mut r = guide_result();
+        let words = |r: &NetResult| hardware_words(r, r.split.as_ref().unwrap());
+        assert_eq!(words(&r), "no hardware ones (loopback has no NIC)");
+        r.request.path = NetPath::Peer("192.0.2.1:11111".parse().unwrap());
+        let split = r.split.as_mut().unwrap();
+        split.nic_clocks = Some(vec!["ens1f0 (/dev/ptp0)".into()]);
+        assert!(
+            words(&r).starts_with(
+                "no hardware ones: the NICs that can stamp (ens1f0 (/dev/ptp0), ethtool -T) do \
+                 not stamp"
+            ),
+            "{}",
+            words(&r)
+        );
+        r.split.as_mut().unwrap().nic_clocks = Some(Vec::new());
+        assert_eq!(
+            words(&r),
+            "no hardware ones: no NIC here has a PTP hardware clock (ethtool -T)"
+        );
+        // A run whose sends got no transmit stamp says so.
+        r.split.as_mut().unwrap().transmit = None;
+        assert!(
+            text_of(&r).contains(
+                "transmit timestamps: not available (the kernel gave none for these sends)"
+            ),
+            "{}",
+            text_of(&r)
+        );
+        r.split.as_mut().unwrap().hardware_stamped = 3;
+        assert_eq!(
+            words(&r),
+            "3 answers also had a hardware one (the NIC's clock: not used)"
+        );
+        // The JSON says the clocks for a peer, nothing for loopback.
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["split"]["nic_clocks"], serde_json::json!([]));
+        let json = serde_json::to_value(guide_result()).unwrap();
+        assert!(json["split"].get("nic_clocks").is_none());
     }
 
     #[test]

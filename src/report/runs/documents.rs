@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::{Content, overflow};
-use crate::bios::{self, BiosState, value_text};
+use crate::bios::{self, BIOS_PREFIX, BiosState, value_text};
 use crate::compare::error::LoadError;
 use crate::compare::run::{CpuConditions, ExposureUnit, Format, Run, Series, Slice, Traffic};
 use crate::compare::stats::histogram::Cumulative;
@@ -28,9 +28,6 @@ use crate::report::measure::timer::TimerResult;
 
 /// The prefix of the settings a `measure-net` document's request adds (`net:busy_poll`).
 const NET_PREFIX: &str = "net:";
-
-/// The prefix of the settings a `bios` document in a bundle adds (`bios:ProcTurboMode`).
-pub const BIOS_PREFIX: &str = "bios:";
 
 /// Reads the lowlat document `text` of the file `shown`: a run, or the settings a document of
 /// another kind lends the runs of its bundle.

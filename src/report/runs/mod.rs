@@ -7,8 +7,6 @@
 mod documents;
 mod peers;
 
-pub use documents::BIOS_PREFIX;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

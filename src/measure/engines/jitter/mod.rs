@@ -10,7 +10,8 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use crate::measure::trace::explain::TraceGap;
-use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
+use crate::measure::trace::explain::Waits;
+use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
 use busy::{BusyRecord, LoopConfig};
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
@@ -95,7 +96,7 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         session.root(),
         &session.cpus,
         spec.duration,
-        request.explain.then_some(tsc),
+        request.explain.then_some(Timebase::Tsc(tsc)),
     );
     let drain = tracing.running().map(|t| move || t.drain());
     let finished = threads::run_loops(
@@ -137,7 +138,7 @@ fn gaps(finished: &Finished<BusyRecord>) -> Vec<CpuGaps> {
                     end: g.end,
                 })
                 .collect(),
-            sleeps: false,
+            waits: Waits::Spins,
         })
         .collect()
 }

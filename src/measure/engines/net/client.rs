@@ -33,6 +33,21 @@ pub(crate) struct Plan {
     pub timestamps: bool,
     /// Whether a timeout ends the run (TCP: the stream's framing is lost with it).
     pub timeout_ends: bool,
+    /// Keep each round trip's send time and length, up to this many (`--explain`: the slow
+    /// ones are joined with the trace); 0: none.
+    pub keep_trips: usize,
+}
+
+/// Round trips kept at most for `--explain` (16 bytes each): 2 µs round trips for 2 s.
+pub(crate) const MAX_KEPT_TRIPS: usize = 1_000_000;
+
+/// Each kept round trip, for `--explain`.
+#[derive(Debug, Default)]
+pub(crate) struct Trips {
+    /// When each was sent (ns of `CLOCK_MONOTONIC`) and how long it took, ns, in order.
+    pub kept: Vec<(u64, u64)>,
+    /// Round trips measured after the storage was full (not kept).
+    pub dropped: u64,
 }
 
 /// Why the client stopped.
@@ -70,8 +85,18 @@ pub(crate) struct Outcome {
     pub to_socket: Histogram<u64>,
     /// Answers that came without a software timestamp.
     pub unstamped: u64,
+    /// From the send call to the send's software transmit timestamp (the client's send
+    /// path down to the device), ns; empty without transmit stamps.
+    pub send_path: Histogram<u64>,
+    /// From the send's transmit timestamp to the answer's receive timestamp (the way there
+    /// and back, the echo, the stacks' receive paths), ns; empty without transmit stamps.
+    pub there_and_back: Histogram<u64>,
+    /// Split answers whose send got no transmit timestamp.
+    pub send_unstamped: u64,
     /// Answers that came with a hardware timestamp.
     pub hardware_stamped: u64,
+    /// Each round trip's send time and length, when asked (`Plan::keep_trips`).
+    pub trips: Trips,
     /// Messages whose answer did not come within the timeout.
     pub timeouts: u64,
     /// Answers that came after their timeout.
@@ -104,7 +129,14 @@ pub(crate) fn ping_pong(
         wakeup: histogram(timeout_ns.saturating_mul(2)),
         to_socket: histogram(timeout_ns.saturating_mul(2)),
         unstamped: 0,
+        send_path: histogram(timeout_ns.saturating_mul(2)),
+        there_and_back: histogram(timeout_ns.saturating_mul(2)),
+        send_unstamped: 0,
         hardware_stamped: 0,
+        trips: Trips {
+            kept: Vec::with_capacity(plan.keep_trips),
+            dropped: 0,
+        },
         timeouts: 0,
         late: 0,
         foreign: 0,
@@ -172,11 +204,26 @@ pub(crate) fn ping_pong(
                 seen,
             } => {
                 out.rtt.saturating_record(rtt_ns.max(1));
+                if plan.keep_trips > 0 {
+                    if out.trips.kept.len() < plan.keep_trips {
+                        out.trips.kept.push((at_ns - rtt_ns, rtt_ns));
+                    } else {
+                        out.trips.dropped += 1;
+                    }
+                }
                 out.slices.record(at_ns, rtt_ns.max(1));
                 match split {
-                    Some((to_socket_ns, wakeup_ns)) => {
-                        out.to_socket.saturating_record(to_socket_ns.max(1));
-                        out.wakeup.saturating_record(wakeup_ns.max(1));
+                    Some(split) => {
+                        out.to_socket.saturating_record(split.to_socket_ns.max(1));
+                        out.wakeup.saturating_record(split.wakeup_ns.max(1));
+                        match split.sent {
+                            Some((send_path_ns, there_and_back_ns)) => {
+                                out.send_path.saturating_record(send_path_ns.max(1));
+                                out.there_and_back
+                                    .saturating_record(there_and_back_ns.max(1));
+                            }
+                            None => out.send_unstamped += 1,
+                        }
                     }
                     None if plan.timestamps => out.unstamped += 1,
                     None => {}
@@ -216,15 +263,26 @@ struct Seen {
     hardware: bool,
 }
 
+/// A round trip split by the kernel's timestamps, ns (of `CLOCK_REALTIME`, their clock).
+#[derive(Debug, Clone, Copy)]
+struct Split {
+    /// From the send call to the answer's receive timestamp.
+    to_socket_ns: u64,
+    /// From the answer's receive timestamp to the client having it.
+    wakeup_ns: u64,
+    /// With the send's transmit timestamp: from the send call to it, and from it to the
+    /// answer's receive timestamp.
+    sent: Option<(u64, u64)>,
+}
+
 /// One round trip.
 enum Trip {
     /// The answer came.
     Answered {
         rtt_ns: u64,
         at_ns: u64,
-        /// From the send to the answer's receive timestamp, and from it to the client
-        /// having the answer, ns (both of `CLOCK_REALTIME`, the timestamps' clock).
-        split: Option<(u64, u64)>,
+        /// Split by the timestamps, where the answer had its receive timestamp.
+        split: Option<Split>,
         seen: Seen,
     },
     /// It did not come within the timeout.
@@ -261,11 +319,19 @@ fn round_trip(
                 Some(s) if s == sequence => {
                     let split = stamps.as_deref().and_then(|st| {
                         seen.hardware = st.hardware_ns != 0;
-                        (st.software_ns != 0).then(|| {
+                        let wakeup_ns = realtime_ns().saturating_sub(st.software_ns);
+                        // Read after the answer (the round trip is timed): the send's stamp
+                        // was queued as it left for the device, before any answer.
+                        let sent = conn.sent_stamp().map(|tx| {
                             (
-                                st.software_ns.saturating_sub(sent_realtime),
-                                realtime_ns().saturating_sub(st.software_ns),
+                                tx.saturating_sub(sent_realtime),
+                                st.software_ns.saturating_sub(tx),
                             )
+                        });
+                        (st.software_ns != 0).then(|| Split {
+                            to_socket_ns: st.software_ns.saturating_sub(sent_realtime),
+                            wakeup_ns,
+                            sent,
                         })
                     });
                     return Trip::Answered {
@@ -302,6 +368,7 @@ mod tests {
             warmup: 2,
             timestamps: true,
             timeout_ends: false,
+            keep_trips: 0,
         }
     }
 

@@ -21,10 +21,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
+use crate::machine::net::NetInterface;
+use crate::machine::{Avail, CpuSet};
+use crate::measure::runner::harness::{StopFlag, gettid, monotonic_ns, pin_current_thread};
 use crate::measure::runner::measurement::{Measurement, Warning};
 use crate::measure::runner::progress::Progress;
 use crate::measure::runner::session::Session;
+use crate::measure::runner::threads;
+use crate::measure::trace::explain::{TraceGap, Waits};
+use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
 use client::{Outcome, Plan};
 use echo::{Echo, EchoCounts};
 use socket::{Conn, Proto};
@@ -79,6 +84,14 @@ pub(crate) struct NetRequest {
     pub busy_poll_us: Option<u32>,
     /// Whether `SO_TIMESTAMPING` receive timestamps were asked.
     pub timestamps: bool,
+    /// Whether `--explain` was asked: the slow round trips joined with the kernel's
+    /// tracepoints on the client's CPU and the echo's (written only when asked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain: bool,
+    /// With `explain`: round trips at least this long are explained, ns (absent: those at or
+    /// above the run's 99th percentile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain_above_ns: Option<u64>,
 }
 
 /// What an option asked of the sockets came to.
@@ -109,6 +122,44 @@ pub(crate) struct NetRun {
     pub busy_poll: Option<OptionOutcome>,
     /// `--timestamps`, when asked.
     pub timestamps: Option<OptionOutcome>,
+    /// The client thread's id.
+    pub client_tid: u32,
+    /// The echo thread's id (`None` for a peer).
+    pub echo_tid: Option<u32>,
+    /// The slow round trips explained, when asked (`--explain`).
+    pub explained: Option<NetExplanation>,
+    /// For a peer, this machine's NICs that can stamp packets in hardware, as
+    /// [`stamping_nics`] names them (`None`: not a peer, or the NICs were not read).
+    pub nic_clocks: Option<Vec<String>>,
+}
+
+/// The NICs among `interfaces` that can stamp packets in hardware: those with a PTP hardware
+/// clock (`ethtool -T`, read with the NIC settings), as `name (/dev/ptpN)`; `None` when the
+/// interfaces were not read.
+pub(crate) fn stamping_nics(interfaces: &Avail<Vec<NetInterface>>) -> Option<Vec<String>> {
+    let clocks = (interfaces.get()?.iter())
+        .filter_map(|i| {
+            let index = (*i.nic.as_ref()?.phc_index.get()?)?;
+            Some(format!("{} (/dev/ptp{index})", i.name))
+        })
+        .collect();
+    Some(clocks)
+}
+
+/// The slow round trips of a run, explained (`--explain`).
+#[derive(Debug)]
+pub(crate) struct NetExplanation {
+    /// Round trips at least this long were explained, ns.
+    pub above_ns: u64,
+    /// Whether `above_ns` is the run's 99th percentile (no threshold was asked).
+    pub p99: bool,
+    /// The round trips explained.
+    pub round_trips: u64,
+    /// Round trips measured after [`client::MAX_KEPT_TRIPS`] were kept: not explained.
+    pub not_kept: u64,
+    /// Their causes on the client's CPU and the echo's (each CPU's gaps are these round
+    /// trips).
+    pub causes: Explanation,
 }
 
 /// Why a run could not be done.
@@ -182,9 +233,31 @@ pub(crate) const METHOD: &str = "ping-pong of fixed-size messages in sockperf's 
 /// and is complete when the run ended at its duration or count.
 pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<NetRun>, NetError> {
     let (path, echo_cpu) = (request.path, request.echo_cpu);
-    let run = session.on_cpus("net", |cpus, stop, progress| {
-        measure(cpus[0], request, stop, progress)
+    // The client's CPU as `on_cpus` gives it, and the echo's: the CPUs traced.
+    let traced: CpuSet = (session.cpus_by_locality().first().copied())
+        .into_iter()
+        .chain(echo_cpu.filter(|_| !matches!(path, NetPath::Peer(_))))
+        .collect();
+    let tracing = RunTrace::start(
+        session.root(),
+        &traced,
+        Duration::from_nanos(request.duration_ns),
+        request.explain.then_some(Timebase::Mono),
+    );
+    let drain = tracing.running().map(|t| move || t.drain());
+    let drain = drain.as_ref().map(|d| d as &dyn Fn());
+    if drain.is_some() {
+        // The trace is read from this thread: off the traced CPUs where others are allowed.
+        let traced: Vec<u32> = traced.iter().collect();
+        threads::keep_main_thread_off(&traced);
+    }
+    let mut run = session.on_cpus("net", |cpus, stop, progress| {
+        measure(cpus[0], request, stop, progress, drain)
     })?;
+    run.explained = explain(tracing, session, &run);
+    if matches!(path, NetPath::Peer(_)) {
+        run.nic_clocks = stamping_nics(&session.machine.net);
+    }
     let client_cpu = run.client_cpu;
     let mut measured = Measurement::new(session, METHOD, run);
     if !matches!(path, NetPath::Peer(_)) {
@@ -203,19 +276,67 @@ pub(crate) fn run(session: &Session, request: NetRequest) -> Result<Measurement<
     Ok(measured)
 }
 
+/// The slow round trips of `run` joined with what `tracing` recorded on the client's CPU and
+/// the echo's; `None` when not asked.
+fn explain(tracing: RunTrace<'_>, session: &Session, run: &NetRun) -> Option<NetExplanation> {
+    let asked = run.request.explain_above_ns;
+    let rtt = &run.outcome.rtt;
+    let above_ns = asked.unwrap_or_else(|| rtt.value_at_quantile(0.99));
+    let trips = &run.outcome.trips;
+    let slow: Vec<TraceGap> = (trips.kept.iter())
+        .filter(|&&(_, length)| length >= above_ns)
+        .map(|&(at, length)| TraceGap {
+            start: at,
+            end: at + length,
+        })
+        .collect();
+    let threads: Vec<u32> = std::iter::once(run.client_tid)
+        .chain(run.echo_tid)
+        .collect();
+    let start = trips.kept.first().map_or(0, |&(at, _)| at);
+    let cpu_gaps = |cpu, tid| CpuGaps {
+        cpu,
+        loop_tid: tid,
+        start,
+        gaps: slow.clone(),
+        waits: Waits::Message(threads.clone()),
+    };
+    // No steal or SMI figure is read around a net run: its `no kernel event` is not
+    // cross-checked.
+    let causes = tracing.explain(&session.machine, &[], |_| {
+        let echo = match (run.request.echo_cpu, run.echo_tid) {
+            (Some(cpu), Some(tid)) if cpu != run.client_cpu => Some(cpu_gaps(cpu, tid)),
+            _ => None,
+        };
+        std::iter::once(cpu_gaps(run.client_cpu, run.client_tid))
+            .chain(echo)
+            .collect()
+    })?;
+    Some(NetExplanation {
+        above_ns,
+        p99: asked.is_none(),
+        round_trips: slow.len() as u64,
+        not_kept: trips.dropped,
+        causes,
+    })
+}
+
 /// What the echo side hands the client side as it sets up.
 enum FromEcho {
     /// The echo's network namespace (veth), for the client to put the echo's end in.
     Namespace(OwnedFd),
-    /// The address the echo answers on.
-    Ready(SocketAddr),
+    /// The address the echo answers on, and the echo thread's id.
+    Ready(SocketAddr, u32),
 }
 
+/// Runs the client and its echo; `drain` reads the trace (`--explain`), every
+/// [`tracefs::DRAIN_EVERY`] while they run.
 fn measure(
     client_cpu: u32,
     request: NetRequest,
     stop: &StopFlag,
     progress: &mut Progress,
+    drain: Option<&dyn Fn()>,
 ) -> Result<NetRun, NetError> {
     let client_done = AtomicBool::new(false);
     let done = AtomicU64::new(0);
@@ -255,7 +376,7 @@ fn measure(
                             source,
                         })?;
                     let bound = echo.local_addr().unwrap_or(addr);
-                    let _ = to_client.send(FromEcho::Ready(bound));
+                    let _ = to_client.send(FromEcho::Ready(bound, gettid()));
                     echo.serve(&|| client_done.load(Ordering::Relaxed), options)
                         .map_err(|source| NetError::Socket {
                             what: "answer on",
@@ -277,7 +398,10 @@ fn measure(
         let started = monotonic_ns();
         let mut said = 0;
         while !client.is_finished() {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(tracefs::DRAIN_EVERY);
+            if let Some(drain) = drain {
+                drain();
+            }
             let seconds = (monotonic_ns() - started) / 1_000_000_000;
             if seconds > said {
                 said = seconds;
@@ -296,27 +420,35 @@ fn measure(
         (Ok(Err(NetError::EchoGone)), Some(Ok(Err(e)))) => return Err(e),
         (_, echo_side) => echo_side.transpose()?.transpose()?,
     };
-    let (peer, path_mtu, outcome, busy_poll, timestamps) = client_side??;
+    let side = client_side??;
     Ok(NetRun {
         client_cpu,
         request,
-        peer,
-        path_mtu,
-        outcome,
+        peer: side.peer,
+        path_mtu: side.path_mtu,
+        outcome: side.outcome,
         echo,
-        busy_poll,
-        timestamps,
+        busy_poll: side.busy_poll,
+        timestamps: side.timestamps,
+        client_tid: side.tid,
+        echo_tid: side.echo_tid,
+        explained: None,
+        nic_clocks: None,
     })
 }
 
 /// What the client side returns.
-type ClientSide = (
-    SocketAddr,
-    Option<u32>,
-    Outcome,
-    Option<OptionOutcome>,
-    Option<OptionOutcome>,
-);
+struct ClientSide {
+    peer: SocketAddr,
+    path_mtu: Option<u32>,
+    outcome: Outcome,
+    busy_poll: Option<OptionOutcome>,
+    timestamps: Option<OptionOutcome>,
+    /// The client thread's id.
+    tid: u32,
+    /// The echo thread's id (`None` for a peer).
+    echo_tid: Option<u32>,
+}
 
 /// The client's thread: pinned, in its namespace with the pair made (veth), connected, its
 /// options asked, the size checked against the path MTU, then the ping-pong.
@@ -330,8 +462,8 @@ fn client_side(
 ) -> Result<ClientSide, NetError> {
     pin_current_thread(cpu).map_err(|source| NetError::Pin { cpu, source })?;
     let echo_gone = || NetError::EchoGone;
-    let peer = match request.path {
-        NetPath::Peer(addr) => addr,
+    let (peer, echo_tid) = match request.path {
+        NetPath::Peer(addr) => (addr, None),
         NetPath::Veth => {
             // Leaving first, so that the pair is made in this thread's own namespace.
             let _own = veth::enter_new_namespace()?;
@@ -388,15 +520,34 @@ fn client_side(
         warmup: WARMUP,
         timestamps: timestamps.as_ref().is_some_and(|t| t.applied),
         timeout_ends: request.proto == Proto::Tcp,
+        keep_trips: if request.explain {
+            // At most a round trip every 2 µs, as many as asked.
+            let most = request.duration_ns / 2_000;
+            let most = request.count.map_or(most, |count| count.min(most));
+            usize::try_from(most).map_or(client::MAX_KEPT_TRIPS, |n| {
+                n.clamp(1, client::MAX_KEPT_TRIPS)
+            })
+        } else {
+            0
+        },
     };
     let outcome = client::ping_pong(&mut conn, &plan, stop, done);
-    Ok((peer, path_mtu, outcome, busy_poll, timestamps))
+    Ok(ClientSide {
+        peer,
+        path_mtu,
+        outcome,
+        busy_poll,
+        timestamps,
+        tid: gettid(),
+        echo_tid,
+    })
 }
 
-/// The echo's address, once it is bound; `None` when the echo side ended first.
-fn wait_ready(from_echo: &mpsc::Receiver<FromEcho>) -> Option<SocketAddr> {
+/// The echo's address and thread id, once it is bound; `None` when the echo side ended
+/// first.
+fn wait_ready(from_echo: &mpsc::Receiver<FromEcho>) -> Option<(SocketAddr, Option<u32>)> {
     match from_echo.recv() {
-        Ok(FromEcho::Ready(addr)) => Some(addr),
+        Ok(FromEcho::Ready(addr, tid)) => Some((addr, Some(tid))),
         _ => None,
     }
 }
@@ -466,7 +617,32 @@ mod tests {
             echo_cpu: None,
             busy_poll_us: None,
             timestamps: true,
+            explain: false,
+            explain_above_ns: None,
         }
+    }
+
+    /// ethtool -T's PTP hardware clock, read with the NIC settings, names the NICs that can
+    /// stamp: a recorded mlx5 has /dev/ptp0; one without a clock, none; unread NICs, unknown.
+    #[test]
+    fn the_nics_that_can_stamp_are_those_with_a_ptp_clock() {
+        use crate::machine::Reader;
+        use crate::machine::nic::recorded;
+        let tree = crate::test_tree::TestTree::empty();
+        recorded::write(&tree, "ens1f0", &recorded::recording("mlx5"), 1);
+        let root = tree.root();
+        let mut interfaces = crate::machine::net::read(&mut Reader::new(&root));
+        assert_eq!(
+            stamping_nics(&interfaces),
+            Some(vec!["ens1f0 (/dev/ptp0)".to_string()])
+        );
+        if let Avail::Available(list) = &mut interfaces {
+            for i in list.iter_mut().filter_map(|i| i.nic.as_mut()) {
+                i.phc_index = Avail::Available(None);
+            }
+        }
+        assert_eq!(stamping_nics(&interfaces), Some(Vec::new()));
+        assert_eq!(stamping_nics(&Avail::missing("not read")), None);
     }
 
     #[test]
@@ -487,6 +663,7 @@ mod tests {
                 request(proto, NetPath::Loopback),
                 &StopFlag::new(),
                 &mut Progress::silent(),
+                None,
             )
             .unwrap();
             let out = &run.outcome;
@@ -502,6 +679,13 @@ mod tests {
             // before the kernel turned them on, and TCP's often).
             assert_eq!(out.wakeup.len() + out.unstamped, 2_000, "{proto:?}");
             assert_eq!(out.to_socket.len(), out.wakeup.len(), "{proto:?}");
+            // Each split answer's send has its transmit stamp, or is counted without.
+            assert_eq!(
+                out.send_path.len() + out.send_unstamped,
+                out.wakeup.len(),
+                "{proto:?}"
+            );
+            assert_eq!(out.there_and_back.len(), out.send_path.len(), "{proto:?}");
             let echo = run.echo.unwrap();
             assert_eq!(echo.answered, 2_000 + u64::from(WARMUP), "{proto:?}");
             assert!(run.peer.ip().is_loopback());
@@ -515,7 +699,7 @@ mod tests {
         let mut asked = request(Proto::Udp, NetPath::Loopback);
         asked.size_bytes = wire::MAX_MESSAGE;
         // Loopback's MTU is 65,536: 65,507 + 28 fits exactly; the engine's own limit holds.
-        assert!(measure(cpu, asked, &StopFlag::new(), &mut Progress::silent()).is_ok());
+        assert!(measure(cpu, asked, &StopFlag::new(), &mut Progress::silent(), None).is_ok());
     }
 
     #[test]
@@ -529,6 +713,7 @@ mod tests {
             request(Proto::Tcp, NetPath::Peer(addr)),
             &StopFlag::new(),
             &mut Progress::silent(),
+            None,
         )
         .unwrap_err();
         let text = err.to_string();

@@ -98,6 +98,12 @@ impl Conn {
         }
     }
 
+    /// The software transmit timestamp of the last send, from the error queue (see
+    /// [`sent_stamp`]).
+    pub(crate) fn sent_stamp(&self) -> Option<u64> {
+        sent_stamp(self.fd())
+    }
+
     /// The descriptor, for the options.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         match self {
@@ -135,10 +141,13 @@ pub(crate) fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, us as libc::c_int)
 }
 
-/// Asks `fd` for software receive timestamps, and hardware ones where the NIC gives them
-/// (`SO_TIMESTAMPING`).
+/// Asks `fd` for software receive and transmit timestamps, and hardware receive ones where
+/// the NIC gives them (`SO_TIMESTAMPING`). The transmit stamps queue on the socket's error
+/// queue, the stamp alone (`OPT_TSONLY`): [`sent_stamp`] reads them.
 pub(crate) fn ask_timestamps(fd: BorrowedFd<'_>) -> io::Result<()> {
     let flags = libc::SOF_TIMESTAMPING_RX_SOFTWARE
+        | libc::SOF_TIMESTAMPING_TX_SOFTWARE
+        | libc::SOF_TIMESTAMPING_OPT_TSONLY
         | libc::SOF_TIMESTAMPING_SOFTWARE
         | libc::SOF_TIMESTAMPING_RX_HARDWARE
         | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
@@ -260,6 +269,66 @@ fn recv_or_recvmsg(
     Ok(n as usize)
 }
 
+/// `ee_origin` of a timestamp on the error queue (`SO_EE_ORIGIN_TIMESTAMPING`).
+const ORIGIN_TIMESTAMPING: u8 = 4;
+/// `ee_info` of a stamp taken as the packet left for the device (`SCM_TSTAMP_SND`).
+const TSTAMP_SND: u32 = 0;
+
+/// The software transmit timestamp of the last send whose stamp is queued on `fd`'s error
+/// queue (`SCM_TSTAMP_SND`), ns of `CLOCK_REALTIME`, draining the queue; `None` when none is
+/// queued (the kernel gave none, or not yet). Never waits.
+pub(crate) fn sent_stamp(fd: BorrowedFd<'_>) -> Option<u64> {
+    let mut last = None;
+    loop {
+        let mut control = [0u64; CONTROL_BYTES / 8];
+        let mut data = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: data.len(),
+        };
+        // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = CONTROL_BYTES as _;
+        // SAFETY: msg points to live buffers of the lengths it gives.
+        let n = unsafe {
+            libc::recvmsg(
+                fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            return last;
+        }
+        let (mut stamp, mut sent) = (0, false);
+        // SAFETY: the kernel filled msg_control up to msg_controllen with well-formed
+        // messages; the CMSG macros walk within it.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+                if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
+                    let times = libc::CMSG_DATA(cmsg).cast::<[libc::timespec; 3]>();
+                    stamp = timespec_ns(&std::ptr::read_unaligned(times)[0]);
+                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+                {
+                    let error = libc::CMSG_DATA(cmsg).cast::<libc::sock_extended_err>();
+                    let error = std::ptr::read_unaligned(error);
+                    sent = error.ee_origin == ORIGIN_TIMESTAMPING && error.ee_info == TSTAMP_SND;
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        if sent && stamp != 0 {
+            last = Some(stamp);
+        }
+    }
+}
+
 fn timespec_ns(ts: &libc::timespec) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -321,6 +390,41 @@ mod tests {
         assert_eq!(stamps.hardware_ns, 0);
         // Loopback carries packets of 64 KiB.
         assert!(conn.path_mtu(false).unwrap() >= 65_000);
+    }
+
+    /// A send's software transmit stamp comes on the error queue, after the send call and
+    /// before the datagram reached the other socket; the queue is drained (a second read has
+    /// none).
+    #[test]
+    fn a_send_gets_its_software_transmit_stamp_on_loopback() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut conn = Conn::connect(
+            Proto::Udp,
+            server.local_addr().unwrap(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        ask_timestamps(conn.fd()).unwrap();
+        let mut got = None;
+        for _ in 0..100 {
+            let before = realtime_ns();
+            conn.send(b"hello").unwrap();
+            let mut buf = [0u8; 16];
+            server.recv(&mut buf).unwrap();
+            let after = realtime_ns();
+            if let Some(stamp) = sent_stamp(conn.fd()) {
+                got = Some((before, stamp, after));
+                break;
+            }
+            // The kernel may turn the stamps on a moment after they are asked.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (before, stamp, after) = got.expect("no transmit stamp in 100 sends");
+        assert!(
+            before <= stamp && stamp <= after,
+            "{before} {stamp} {after}"
+        );
+        assert_eq!(sent_stamp(conn.fd()), None);
     }
 
     #[test]

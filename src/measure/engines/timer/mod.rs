@@ -13,7 +13,8 @@ use crate::measure::runner::session::Session;
 use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::Tsc;
 use crate::measure::trace::explain::TraceGap;
-use crate::measure::trace::{CpuGaps, Explanation, RunTrace, tracefs};
+use crate::measure::trace::explain::Waits;
+use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
 use crate::text::voice;
 use deadline_loop::TimerRecord;
 
@@ -114,7 +115,12 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
         Some(Err(e)) => RunTrace::Unavailable(format!(
             "the time-stamp counter cannot place the wake-ups in the trace: {e}"
         )),
-        Some(Ok(tsc)) => RunTrace::start(session.root(), &session.cpus, spec.duration, Some(tsc)),
+        Some(Ok(tsc)) => RunTrace::start(
+            session.root(),
+            &session.cpus,
+            spec.duration,
+            Some(Timebase::Tsc(tsc)),
+        ),
     };
     let drain = tracing.running().map(|t| move || t.drain());
     let explain_above = tracing.running().and(request.explain_above_ns);
@@ -164,7 +170,7 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
 /// Each CPU's late wake-ups as gaps in the trace clock (`x86-tsc`): from the deadline (the
 /// counter on waking less the lateness) to the wake-up. The wake-ups the storage could not
 /// keep are counted in the record (`dropped`) and said by the printers.
-fn late_wakeups(finished: &Finished<TimerRecord>, tsc: &Tsc) -> Vec<CpuGaps> {
+fn late_wakeups(finished: &Finished<TimerRecord>, tsc: Timebase) -> Vec<CpuGaps> {
     finished
         .cpus
         .iter()
@@ -183,7 +189,7 @@ fn late_wakeups(finished: &Finished<TimerRecord>, tsc: &Tsc) -> Vec<CpuGaps> {
                         end: at,
                     })
                     .collect(),
-                sleeps: true,
+                waits: Waits::Timer,
             })
         })
         .collect()

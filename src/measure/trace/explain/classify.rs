@@ -3,12 +3,12 @@
 
 use super::{
     Cause, Class, CpuTrace, SOFTIRQ_THREADS, SOFTIRQS, TICK_FUNCTIONS, TraceGap, UnmatchedIpis,
-    Woken,
+    Waits, Woken,
 };
 use crate::measure::trace::events::{Event, IpiSend, Sym, Symbols, Vector, What};
 
 /// Who sent an IPI, as far as the sends traced say.
-enum Sender<'a> {
+pub(super) enum Sender<'a> {
     /// The last send to the CPU of that kind, at most the window before the arrival.
     Named(&'a IpiSend),
     /// None in the window before; one in the window after (the clocks disagree).
@@ -24,7 +24,7 @@ enum Sender<'a> {
 /// The sender of an IPI of `vector` that arrived at `ts`, from `to_me` (the sends to its
 /// CPU, in time order) within `window` (trace clock); none where the senders' trace lost
 /// events (`sends_lost`) in the window before it.
-fn sender_of<'a>(
+pub(super) fn sender_of<'a>(
     ts: u64,
     vector: Vector,
     to_me: &[&'a IpiSend],
@@ -223,14 +223,25 @@ pub(super) fn classify(
         }
         return task(pid, comm, work.map(|f| symbols.name(f)), &woken_by);
     }
-    // A sleeping loop woken in time but kept waiting by the task on the CPU.
+    // A loop woken in time (or preempted) but kept waiting by the task on the CPU, for more
+    // than half of the gap (the timer's: longer than it waited for its wake-up).
     if let Some(&Woken {
         ts,
         running: Some((pid, comm)),
+        back,
     }) = woke
-        && gap.end.saturating_sub(ts) > ts.saturating_sub(gap.start)
     {
-        return task(pid, symbols.name(comm), None, " (running when woken)");
+        let waited = back
+            .unwrap_or(gap.end)
+            .min(gap.end)
+            .saturating_sub(ts.max(gap.start));
+        if waited > gap.end.saturating_sub(gap.start) - waited {
+            let note = match trace.waits {
+                Waits::Message(_) => " (held the CPU)",
+                _ => " (running when woken)",
+            };
+            return task(pid, symbols.name(comm), None, note);
+        }
     }
     let entry_at = inside
         .iter()

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use super::classify::{Gap, Join, classify};
 use super::{
-    Cause, CauseStats, Class, CpuCauses, CpuTrace, SPIKES, Spike, TraceGap, UnmatchedIpis, Woken,
+    Cause, CauseStats, Class, CpuCauses, CpuTrace, SPIKES, Spike, TraceGap, UnmatchedIpis, Waits,
+    Woken, round_trip,
 };
 use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
 
@@ -53,6 +54,7 @@ pub(super) fn own_wakeups(
         woken.push(Woken {
             ts: event.ts,
             running: None,
+            back: None,
         });
         let Some(timer) = events[..at]
             .iter()
@@ -114,19 +116,24 @@ pub(crate) fn explain_cpu(
         sorted = copy;
         &sorted[..]
     };
-    let (filtered, woken) = if trace.sleeps {
-        own_wakeups(ordered, trace.loop_tid, symbols)
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let events = if trace.sleeps { &filtered[..] } else { ordered };
-    let kept: Vec<&Event> = events
-        .iter()
-        .filter(|e| matches!(e.what, What::TickKept(_)))
-        .collect();
     let to_me: Vec<&IpiSend> = sent
         .iter()
         .filter(|s| s.targets.contains(&trace.cpu))
+        .collect();
+    let (filtered, woken) = match trace.waits {
+        Waits::Spins => (Vec::new(), Vec::new()),
+        Waits::Timer => own_wakeups(ordered, trace.loop_tid, symbols),
+        Waits::Message(threads) => {
+            round_trip::own_path(ordered, trace, threads, &to_me, ipi_window, symbols)
+        }
+    };
+    let events = match trace.waits {
+        Waits::Spins => ordered,
+        _ => &filtered[..],
+    };
+    let kept: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e.what, What::TickKept(_)))
         .collect();
     let join = Join {
         trace,
@@ -140,8 +147,9 @@ pub(crate) fn explain_cpu(
         // A gap whose end comes before its start (a garbled reading) holds no event.
         let to = events.partition_point(|e| e.ts <= gap.end).max(from);
         let inside = &events[from..to];
+        // The first wait that reaches into the gap (a wait known to end before it does not).
         let woke = woken
-            .get(woken.partition_point(|w| w.ts < gap.start))
+            .get(woken.partition_point(|w| w.back.unwrap_or(w.ts) < gap.start))
             .filter(|w| w.ts <= gap.end);
         let (cause, id) = if gap.end < gap.start {
             (

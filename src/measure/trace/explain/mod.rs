@@ -37,9 +37,19 @@
 //! slept, not that it was preempted) is the cause when the loop waited longer for it than
 //! for its wake-up (`comm (running when woken)`). A task preempted by the loop's wake-up
 //! left as soon as the kernel could switch: the wait was the kernel's, not the task's.
+//!
+//! A ping-pong (net) has gaps that are its slow round trips, explained on the client's CPU
+//! and on the echo's: the message's own path on each ([`round_trip`]: the NET_RX softirq
+//! of its own send, the wake-up of the other side and its reschedule IPI, the switches of
+//! the run's threads, the tasks that ran while its thread slept) is left out, and the task
+//! that held the CPU while its thread was woken or preempted (`comm (held the CPU)`) is the
+//! cause when that wait is more than half of the round trip, whether it gave the CPU up or
+//! was preempted (the threads run at normal priority: a task may keep the CPU for its slice
+//! after the wake-up).
 
 mod classify;
 mod join;
+pub(crate) mod round_trip;
 
 use super::events::{Event, Sym};
 use crate::machine::Avail;
@@ -370,8 +380,25 @@ pub(crate) struct CpuTrace<'a> {
     pub sends_lost: &'a [(u64, u64)],
     /// When the run started (trace clock), for the spikes' times.
     pub run_start: u64,
-    /// The loop sleeps: its own wake-ups are not causes (see the module's doc).
-    pub sleeps: bool,
+    /// How the loop waits: which events in its gaps are its own (see the module's doc).
+    pub waits: &'a Waits,
+    /// When the loop thread was woken, on any traced CPU, in time order (for
+    /// [`Waits::Message`]: the waker's CPU traces the wake-up; empty otherwise).
+    pub wakeups: &'a [u64],
+}
+
+/// How a measured loop waits between its readings, which says which events in its gaps are
+/// its own and not causes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Waits {
+    /// It never waits (the jitter loop spins): every event in a gap is a cause.
+    Spins,
+    /// It sleeps to a deadline (the timer loop): its own wake-up is not a cause.
+    Timer,
+    /// It waits for a message from its partner (net's ping-pong, each gap a slow round
+    /// trip): the path of the message is its own ([`round_trip`]). The run's threads (the
+    /// client and the echo), by thread id.
+    Message(Vec<u32>),
 }
 
 /// A sleeping loop's wake-up: when it was woken, and the task then on the CPU.
@@ -382,6 +409,9 @@ pub(crate) struct Woken {
     /// The task on the CPU when the loop was woken that kept it until it blocked (`None`:
     /// idle, preempted by the loop, or not traced).
     pub running: Option<(u32, Sym)>,
+    /// When the loop was back on the CPU, where it is known apart from the gap's end (a
+    /// round trip's thread: its gap goes on after it); `None`: at the gap's end.
+    pub back: Option<u64>,
 }
 
 #[cfg(test)]

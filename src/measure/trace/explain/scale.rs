@@ -63,7 +63,8 @@ fn joining_60_s_of_16_cpus_at_1300_gaps_per_second() {
                 offline_from: None,
                 sends_lost: &[],
                 run_start: 0,
-                sleeps: false,
+                waits: &Waits::Spins,
+                wakeups: &[],
             };
             explain_cpu(&trace, gaps, &[], 2_600_000, &symbols, &|t| t * 10 / 26)
         })

@@ -21,7 +21,8 @@ fn trace<'a>(events: &'a [Event], lost: Vec<(u64, u64)>) -> CpuTrace<'a> {
         offline_from: None,
         sends_lost: &[],
         run_start: 0,
-        sleeps: false,
+        waits: &Waits::Spins,
+        wakeups: &[],
     }
 }
 

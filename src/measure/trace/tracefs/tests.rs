@@ -85,7 +85,7 @@ fn a_format_the_parser_cannot_read_is_refused_by_name_and_the_rest_explain() {
             start: 100,
             end: 110,
         }],
-        sleeps: false,
+        waits: crate::measure::trace::explain::Waits::Spins,
     };
     let out = super::super::explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
     let cause = &out.cpus[0].causes[0].cause;
@@ -200,7 +200,7 @@ fn without_ipi_send_cpu_the_senders_come_from_ipi_raise_or_are_said_missing() {
 #[test]
 fn an_overrun_is_said_and_the_rest_still_explained() {
     use super::super::{CpuGaps, explanation};
-    use crate::measure::trace::explain::{Class, TraceGap};
+    use crate::measure::trace::explain::{Class, TraceGap, Waits};
     let (tree, instance) = tracefs(&[
         ("irq_vectors/local_timer_entry", "\tfield:int vector;\n"),
         (
@@ -239,7 +239,7 @@ fn an_overrun_is_said_and_the_rest_still_explained() {
                 end: at + 10,
             })
             .to_vec(),
-        sleeps: false,
+        waits: Waits::Spins,
     };
     let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
     let mut got: Vec<(Class, String, u64)> = out.cpus[0]

@@ -2,13 +2,11 @@
 //! field by field and its measured figures' distributions with the hosts outside them, then per
 //! rule how many hosts got each status, then the files left out.
 
-use std::collections::BTreeMap;
-
 use maud::{Markup, html};
-use serde::Deserialize;
 
 use super::from;
 use crate::audit::FindingStatus;
+use crate::fleet::FleetReport;
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::{self, Part};
 
@@ -26,91 +24,9 @@ fn status_colour(status: FindingStatus) -> &'static str {
     }
 }
 
-#[derive(Deserialize)]
-struct FleetView {
-    profile: String,
-    /// The site profile files (absent for a built-in profile).
-    #[serde(default)]
-    profile_files: Vec<String>,
-    /// The site profile's waivers with the hosts each waived.
-    #[serde(default)]
-    waivers: Vec<WaiverView>,
-    hosts: usize,
-    groups: Vec<GroupView>,
-    rules: Vec<RuleView>,
-    skipped: Vec<SkippedView>,
-}
-
-#[derive(Deserialize)]
-struct WaiverView {
-    rule: String,
-    reason: String,
-    #[serde(default)]
-    owner: Option<String>,
-    #[serde(default)]
-    until: Option<String>,
-    place: String,
-    hosts: usize,
-}
-
-#[derive(Deserialize)]
-struct GroupView {
-    id: usize,
-    key: BTreeMap<String, String>,
-    hosts: Vec<String>,
-    split: Vec<String>,
-    outliers: Vec<OutlierView>,
-    /// Absent in documents of a lowlat that read no bundles.
-    #[serde(default)]
-    measurements: Vec<SpreadView>,
-}
-
-#[derive(Deserialize)]
-struct SpreadView {
-    metric: String,
-    unit: String,
-    hosts: usize,
-    min: f64,
-    median: f64,
-    max: f64,
-    low_fence: Option<f64>,
-    high_fence: Option<f64>,
-    outside: Vec<OutsideView>,
-}
-
-#[derive(Deserialize)]
-struct OutsideView {
-    host: String,
-    value: f64,
-}
-
 /// A fence, or a dash where there is none.
 fn fence(value: Option<f64>) -> String {
     value.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"))
-}
-
-#[derive(Deserialize)]
-struct OutlierView {
-    host: String,
-    differences: Vec<DifferenceView>,
-}
-
-#[derive(Deserialize)]
-struct DifferenceView {
-    field: String,
-    value: String,
-    group: String,
-}
-
-#[derive(Deserialize)]
-struct RuleView {
-    rule: String,
-    hosts: BTreeMap<String, usize>,
-}
-
-#[derive(Deserialize)]
-struct SkippedView {
-    problem: String,
 }
 
 /// Every fleet document: groups, outliers, rule tallies, skipped files.
@@ -120,11 +36,10 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
     }
     let mut parts = Vec::new();
     for source in sources {
-        let fleet: FleetView = source.view()?;
+        let fleet: FleetReport = source.view()?;
         // The statuses in the audit's order (pass, warn, fail, ...), not by name; `waived`
         // only where a site profile waived something.
-        let waived = FindingStatus::Waived.name();
-        let any_waived = (fleet.rules.iter()).any(|r| r.hosts.get(waived).is_some_and(|n| *n > 0));
+        let any_waived = (fleet.rules.iter()).any(|r| r.hosts.waived > 0);
         let shown: Vec<FindingStatus> = (FindingStatus::ALL.into_iter())
             .filter(|s| *s != FindingStatus::Waived || any_waived)
             .collect();
@@ -133,9 +48,7 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
             .rules
             .iter()
             .map(|r| {
-                let counts = statuses
-                    .iter()
-                    .map(|s| r.hosts.get(*s).copied().unwrap_or(0) as f64);
+                let counts = shown.iter().map(|s| r.hosts.get(*s) as f64);
                 (r.rule.clone(), counts.collect())
             })
             .collect();

@@ -1,10 +1,12 @@
-//! Network round trips (`measure net`): per document the path and the figures, and the round
-//! trips' exceedance curves (CCDF) of all documents overlaid.
+//! Network round trips (`measure net`): per document the path and the figures, with the slow
+//! round trips' causes where it was explained (`--explain`), and the round trips' exceedance
+//! curves (CCDF) of all documents overlaid.
 
 use std::collections::BTreeMap;
 
 use maud::{Markup, html};
 
+use super::causes;
 use super::latency::{ccdf, series_table};
 use super::{figure, figures, from, serde_name};
 use crate::report::html::source::{Source, SourceError};
@@ -48,8 +50,11 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
                     th { "p99.9 (µs)" } th { "max (µs)" } } }
                 tbody {
                     @let split = n.split.as_ref();
+                    @let transmit = split.and_then(|s| s.transmit.as_ref());
                     @for (name, t) in [("round trip", n.rtt.as_ref()), ("one way (RTT/2)", n.one_way_estimate.as_ref()),
                         ("until the answer's socket", split.and_then(|s| s.to_socket.as_ref())),
+                        ("client send path (to its transmit timestamp)", transmit.and_then(|t| t.send_path.as_ref())),
+                        ("there and back (transmit to receive timestamp)", transmit.and_then(|t| t.there_and_back.as_ref())),
                         ("client wake-up and copy", split.and_then(|s| s.app_wakeup.as_ref()))] {
                         @if let Some(t) = t {
                             tr { td { (name) } td { (us(t.min_ns)) } td { (us(t.p50_ns)) } td { (us(t.p90_ns)) }
@@ -57,6 +62,17 @@ pub(super) fn net(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
                         }
                     }
                 }
+            }
+            @if let Some(e) = &n.explain {
+                h3 { "What slowed the round trips of " (source.label()) }
+                @if e.causes.traced {
+                    p { (e.round_trips) " round trips of at least " (us(e.above_ns)) " µs"
+                        @if e.threshold == "p99" { " (the slowest 1 %)" }
+                        ", each explained on the client's CPU and the echo's without the messages' own path"
+                        @if e.not_kept > 0 { "; " (e.not_kept) " round trips after the first million were not kept, not explained" }
+                        "." }
+                }
+                (causes::view(&source.label(), &e.causes))
             }
         }
         @if !series.is_empty() {

@@ -1,17 +1,26 @@
-//! The text pages of `lowlat fleet`: `report`'s summary line, each group with its outliers field
-//! by field and its measured figures with the hosts outside them, the rules' tallies, and the
-//! files left out; `plan`'s files written per group. Every value from a snapshot is escaped
-//! (a host name could carry a newline or a terminal escape).
+//! `lowlat fleet` as text and as its JSON document: `report`'s summary line, each group with its
+//! outliers field by field and its measured figures with the hosts outside them, the rules'
+//! tallies, and the files left out; `plan`'s files written per group. Every value from a
+//! snapshot is escaped (a host name could carry a newline or a terminal escape).
 
 use std::path::PathBuf;
 
 use crate::text::Page;
 
-use super::group::{FleetReport, Group, Skipped};
-use super::plan::{GroupOutcome, GroupPlan};
 use crate::audit::FindingStatus;
+use crate::document::{Document, Kind};
+use crate::fleet::group::{FleetReport, Group, Skipped};
+use crate::fleet::plan::{GroupOutcome, GroupPlan};
 use crate::text::escape_controls;
 use crate::units::plural;
+
+/// The `host` of a `fleet` document: it is about many hosts.
+const FLEET_HOST: &str = "fleet";
+
+/// The `fleet` document of `report`.
+pub(crate) fn document(report: &FleetReport) -> Document<&FleetReport> {
+    Document::new(Kind::Fleet, FLEET_HOST, report)
+}
 
 /// The page of `fleet plan`: per group the files written to its directory (and the hosts
 /// left out of its `hosts.txt`), or why it has no plan; then the files skipped.
@@ -77,7 +86,7 @@ pub(crate) fn text(report: &FleetReport) -> String {
         plural(report.skipped.len(), "file skipped", "files skipped"),
     );
     for group in &report.groups {
-        render_group(&mut page, group);
+        group_text(&mut page, group);
     }
     if !report.waivers.is_empty() {
         writeln!(
@@ -131,7 +140,7 @@ pub(crate) fn text(report: &FleetReport) -> String {
     page.into_string()
 }
 
-fn render_group(page: &mut Page, group: &Group) {
+fn group_text(page: &mut Page, group: &Group) {
     let key = |field: &str| group.key.get(field).map_or("?", String::as_str);
     writeln!(
         page,
@@ -152,7 +161,7 @@ fn render_group(page: &mut Page, group: &Group) {
             escape_controls(&group.split.join(", "))
         );
     }
-    render_measurements(page, group);
+    measurements_text(page, group);
     if group.outliers.is_empty() {
         page.line("  no outliers: every host agrees with the group");
         return;
@@ -173,7 +182,7 @@ fn render_group(page: &mut Page, group: &Group) {
     }
 }
 
-fn render_measurements(page: &mut Page, group: &Group) {
+fn measurements_text(page: &mut Page, group: &Group) {
     for m in &group.measurements {
         let fences = match (m.low_fence, m.high_fence) {
             (Some(low), Some(high)) => format!("fences {low:.0} to {high:.0}"),
