@@ -15,6 +15,8 @@
 //! - `causes`: the causes of the gaps (`--explain`) that appeared and disappeared, and each
 //!   cause's rate judged as the detail rows are;
 //! - `settings`: the settings diff between and within the arms;
+//! - `effects`: which covariates the settings diff moves (the change's own effect, not a
+//!   confounder);
 //! - `calibrate`: the A/A calibration of a machine from untouched runs;
 //! - `splits`: the splits of the runs a calibration judges, drawn without listing them all;
 //! - `stats`: Welch, histograms and Holm, checked against scipy.
@@ -22,6 +24,7 @@
 pub mod calibrate;
 pub mod causes;
 pub mod detail;
+pub mod effects;
 pub mod endpoint;
 pub mod environment;
 pub mod error;
@@ -36,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use effects::Effect;
 use endpoint::Endpoint;
 use environment::{Covariate, Side};
 use error::LoadError;
@@ -94,9 +98,12 @@ pub struct Primary {
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
-    /// The covariates that could explain the verdict (empty: none); a confounded verdict
-    /// does not set the exit code unless `--fail-on any`.
+    /// The covariates that could explain the verdict and that no setting of the diff moves
+    /// (empty: none); a confounded verdict does not set the exit code unless `--fail-on any`.
     pub confounded_by: Vec<Covariate>,
+    /// The covariates that differ the verdict's way and that settings of the diff move: the
+    /// way the change worked ("better, through" those settings), not a confounder.
+    pub through: Vec<Effect>,
     /// The smallest change these runs detect with 80 % power at the corrected level, %
     /// (`null` with one run in an arm).
     pub detectable_percent: Option<f64>,
@@ -307,12 +314,22 @@ fn decide(comparisons: &mut [Comparison], margin: f64) {
                 Verdict::Better => Some(Side::A),
                 _ => None,
             };
-            e.confounded_by = comparison
-                .environment
-                .iter()
-                .filter(|row| explains.is_some() && row.worse == explains)
-                .map(|row| row.covariate)
-                .collect();
+            if let Some(side) = explains {
+                let environment = &comparison.environment;
+                e.confounded_by = environment
+                    .iter()
+                    .filter(|row| row.confounds(side))
+                    .map(|row| row.covariate)
+                    .collect();
+                e.through = environment
+                    .iter()
+                    .filter(|row| row.worse == Some(side) && !row.moved_by.is_empty())
+                    .map(|row| Effect {
+                        covariate: row.covariate,
+                        settings: row.moved_by.clone(),
+                    })
+                    .collect();
+            }
             // The level the first step of Holm's correction tests at.
             let alpha = ALPHA / tested.max(1) as f64;
             let runs = e.a.runs.min(e.b.runs);
@@ -403,6 +420,7 @@ fn primary(
         p_holm: None,
         verdict: Verdict::NoDifference,
         confounded_by: Vec::new(),
+        through: Vec::new(),
         detectable_percent: None,
         detectable_percent_doubled: None,
         judged,
@@ -603,10 +621,12 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
                 .to_string(),
         );
     }
+    let settings = settings::diff(a, b);
     let environment = environment::rows(
         &a.iter().collect::<Vec<_>>(),
         &b.iter().collect::<Vec<_>>(),
         &cpus,
+        &settings.between,
     );
     let recorded = |runs: &[Run]| runs.iter().any(|r| !r.conditions.is_empty());
     match (recorded(a), recorded(b)) {
@@ -623,7 +643,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         margin_percent: options.margin * 100.0,
         alpha: ALPHA,
         correction: String::new(),
-        settings: settings::diff(a, b),
+        settings,
         a: arm_a,
         b: arm_b,
         primary: primary_rows,
@@ -656,4 +676,111 @@ pub fn by_family(runs: &[Run]) -> BTreeMap<Family, Vec<Run>> {
             .push(run.clone());
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use run::{CpuConditions, ExposureUnit, Format, Series};
+
+    /// A run of CPU 1, 10 s long, whose gaps are `scale` times a fixed spread (the `k`th run
+    /// a little off the others), that shared CPU 1 with other tasks for `others_s` seconds,
+    /// under `settings`.
+    fn run(k: usize, scale: f64, others_s: f64, settings: &[(&str, &str)]) -> Run {
+        let mut r = Run::empty(&format!("r{k}"), Format::LowlatJitter);
+        let jitter = 1.0 + 0.02 * k as f64;
+        let stream = (0..2000).map(|i| {
+            let gap = (1000.0 + (i % 100) as f64 * 30.0) * scale * jitter;
+            (i as f64 * 0.005, gap)
+        });
+        r.cpus
+            .insert(1, Series::from_stream(stream, 10.0, ExposureUnit::Seconds).unwrap());
+        r.conditions.insert(
+            1,
+            CpuConditions {
+                steal_ns: Some(0.0),
+                others_ns: Some(others_s * 1e9 * jitter),
+                ..CpuConditions::default()
+            },
+        );
+        r.settings = Some(
+            settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        r
+    }
+
+    const OPTIONS: Options = Options {
+        above_ns: 5_000.0,
+        margin: 0.03,
+    };
+
+    /// The worst p99 of A (slow, shared with other tasks) against B (fast, not shared).
+    fn worst_p99(b_settings: &[(&str, &str)]) -> Primary {
+        let untouched = [("sysctl:vm.swappiness", "60")];
+        let a: Vec<Run> = (0..4).map(|k| run(k, 10.0, 6.0, &untouched)).collect();
+        let b: Vec<Run> = (0..4).map(|k| run(k, 1.0, 0.0, b_settings)).collect();
+        let comparisons = compare_each(&a, &b, &OPTIONS).unwrap();
+        comparisons[0]
+            .primary
+            .iter()
+            .find(|p| p.endpoint == Endpoint::WorstP99)
+            .unwrap()
+            .clone()
+    }
+
+    /// Issue 47: isolating the CPUs is the change; the other tasks it moved away are how it
+    /// worked, not a confounder.
+    #[test]
+    fn other_tasks_moved_away_by_a_cpuset_are_the_change_not_a_confounder() {
+        let p = worst_p99(&[
+            ("sysctl:vm.swappiness", "60"),
+            ("cpuset:/lowlat-isolated:cpus", "1"),
+            ("workqueue:cpumask", "0"),
+        ]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert!(p.confounded_by.is_empty(), "{p:?}");
+        assert_eq!(
+            p.through,
+            [Effect {
+                covariate: Covariate::OtherTasks,
+                settings: vec![
+                    "cpuset:/lowlat-isolated:cpus".to_string(),
+                    "workqueue:cpumask".to_string()
+                ],
+            }]
+        );
+    }
+
+    /// Another task that appeared (here: went away) with no setting changed is the host's
+    /// doing: confounded.
+    #[test]
+    fn other_tasks_without_a_settings_change_still_confound() {
+        let p = worst_p99(&[("sysctl:vm.swappiness", "60")]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert_eq!(p.confounded_by, [Covariate::OtherTasks]);
+        assert!(p.through.is_empty());
+    }
+
+    /// A setting that does not move other tasks (the swappiness) cannot explain them away.
+    #[test]
+    fn a_setting_that_does_not_move_other_tasks_still_confounds() {
+        let p = worst_p99(&[("sysctl:vm.swappiness", "0")]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert_eq!(p.confounded_by, [Covariate::OtherTasks]);
+        assert!(p.through.is_empty());
+        // A worse candidate is then not counted in the exit code; through the change it is.
+        let kswapd = ("kthread:kswapd0:affinity", "0-1");
+        let a: Vec<Run> = (0..4).map(|k| run(k, 1.0, 0.0, &[kswapd])).collect();
+        let b: Vec<Run> = (0..4)
+            .map(|k| run(k, 10.0, 6.0, &[kswapd, ("sysctl:vm.swappiness", "0")]))
+            .collect();
+        assert!(!compare_each(&a, &b, &OPTIONS).unwrap()[0].fails(false));
+        let b: Vec<Run> = (0..4)
+            .map(|k| run(k, 10.0, 6.0, &[("kthread:kswapd0:affinity", "1")]))
+            .collect();
+        assert!(compare_each(&a, &b, &OPTIONS).unwrap()[0].fails(false));
+    }
 }

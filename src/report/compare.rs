@@ -184,13 +184,36 @@ fn endpoint_name(e: &Primary) -> String {
     }
 }
 
-/// The verdict of a primary endpoint, with the covariates that could explain it.
-fn verdict(e: &Primary) -> String {
-    if e.confounded_by.is_empty() {
-        e.verdict.label()
-    } else {
+/// The verdict of a primary endpoint, with the covariates that could explain it, or the
+/// change it came through.
+pub(crate) fn verdict(e: &Primary) -> String {
+    if !e.confounded_by.is_empty() {
         format!("{} (confounded)", e.verdict.label())
+    } else if !e.through.is_empty() {
+        format!("{} (through the change)", e.verdict.label())
+    } else {
+        e.verdict.label()
     }
+}
+
+/// Settings named in a line about an effect; the settings diff above lists them all.
+const EFFECT_SETTINGS_SHOWN: usize = 8;
+
+/// The settings that moved a covariate, as a line says them: the first few, then how many more.
+pub(crate) fn moved_by(settings: &[String]) -> String {
+    let mut shown = settings
+        .iter()
+        .take(EFFECT_SETTINGS_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if settings.len() > EFFECT_SETTINGS_SHOWN {
+        shown.push_str(&format!(
+            " and {} more",
+            settings.len() - EFFECT_SETTINGS_SHOWN
+        ));
+    }
+    shown
 }
 
 fn primary(out: &mut Page, c: &Comparison) {
@@ -296,6 +319,34 @@ fn environment(out: &mut Page, c: &Comparison) {
         if let Some(warning) = &row.warning {
             writeln!(out, "WARNING: {warning}.");
         }
+        if let (Some(difference), false) = (row.difference(), row.moved_by.is_empty()) {
+            writeln!(
+                out,
+                "Effect of the change: {difference}, moved by the settings {}.",
+                moved_by(&row.moved_by)
+            );
+        }
+    }
+    let through: Vec<String> = c
+        .primary
+        .iter()
+        .filter(|e| !e.through.is_empty())
+        .map(|e| {
+            let ways: Vec<&str> = e.through.iter().map(|t| t.covariate.name()).collect();
+            format!(
+                "{} {} by way of {}",
+                endpoint_name(e),
+                e.verdict.label(),
+                ways.join(", ")
+            )
+        })
+        .collect();
+    if !through.is_empty() {
+        writeln!(
+            out,
+            "Through the change, not confounded (the settings diff moved what differs): {}.",
+            through.join("; ")
+        );
     }
     let confounded: Vec<String> = c
         .primary

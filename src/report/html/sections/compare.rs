@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::from;
 use crate::compare::estimate::ArmEstimate;
 use crate::compare::verdict::Verdict;
-use crate::report::compare::{NO_GAPS_NOTE, cause_rate, estimate, ratio, value};
+use crate::report::compare::{NO_GAPS_NOTE, cause_rate, estimate, moved_by, ratio, value};
 use crate::report::html::source::{Source, SourceError};
 
 #[derive(Deserialize)]
@@ -88,9 +88,18 @@ struct PrimaryView {
     verdict: String,
     runs_needed: Option<usize>,
     confounded_by: Vec<String>,
+    /// Absent from documents written before compare knew the change's own effects.
+    #[serde(default)]
+    through: Vec<EffectView>,
     detectable_percent: Option<f64>,
     detectable_percent_doubled: Option<f64>,
     test: String,
+}
+
+#[derive(Deserialize)]
+struct EffectView {
+    covariate: String,
+    settings: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +107,9 @@ struct EnvironmentRowView {
     covariate: String,
     a: Option<SpreadView>,
     b: Option<SpreadView>,
+    /// Absent from documents written before compare knew the change's own effects.
+    #[serde(default)]
+    moved_by: Vec<String>,
     warning: Option<String>,
 }
 
@@ -145,6 +157,13 @@ fn verdict(p: &PrimaryView) -> String {
     };
     if !p.confounded_by.is_empty() {
         text.push_str(&format!(" (confounded: {})", p.confounded_by.join(", ")));
+    }
+    for effect in &p.through {
+        text.push_str(&format!(
+            ", through {} ({} moved)",
+            moved_by(&effect.settings),
+            effect.covariate
+        ));
     }
     text
 }
@@ -206,6 +225,11 @@ pub(super) fn section(sources: &[&Source]) -> Result<Option<Markup>, SourceError
                     }
                     @for e in &c.environment {
                         @if let Some(warning) = &e.warning { p.warning { strong { "Warning: " } (warning) "." } }
+                        @if !e.moved_by.is_empty() {
+                            p { strong { "Effect of the change: " } (e.covariate) " differs between the arms, moved by the settings "
+                                @for (i, key) in e.moved_by.iter().enumerate() { @if i > 0 { ", " } code { (key) } }
+                                "; not a confounder." }
+                        }
                     }
                 }
                 @if !c.rows.is_empty() {
