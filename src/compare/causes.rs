@@ -74,7 +74,7 @@ pub struct CausesDiff {
 }
 
 /// The rate unit of the rows.
-const UNIT: &str = "per-minute";
+pub(crate) const UNIT: &str = "per-minute";
 
 /// A cause: its class and source.
 type Key = (Class, String);
@@ -102,6 +102,21 @@ fn counts(runs: &[Run], cpus: &[u32]) -> Vec<RunCauses> {
             RunCauses { gaps, minutes }
         })
         .collect()
+}
+
+/// The rate of the gaps of `classes` in `run` on `cpus`: their count plus 0.5 per minute of
+/// busy loop (a cause rate endpoint's value); `None` where the run was not explained or has
+/// no busy-loop time on them.
+pub(crate) fn rate(run: &Run, cpus: &[u32], classes: &[Class]) -> Option<f64> {
+    run.causes.as_ref()?;
+    let one = counts(std::slice::from_ref(run), cpus).pop()?;
+    let gaps: u64 = one
+        .gaps
+        .iter()
+        .filter(|((class, _), _)| classes.contains(class))
+        .map(|(_, n)| n)
+        .sum();
+    (one.minutes > 0.0).then(|| (gaps as f64 + 0.5) / one.minutes)
 }
 
 /// The causes of `a` against `b` on `cpus`, corrected over themselves; `None` when a run of

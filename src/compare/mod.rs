@@ -505,6 +505,11 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         } else {
             (&Endpoint::LATENCIES, unit_a.rate_unit().0)
         };
+        let explained = |r: &Run| r.causes.is_some();
+        let causes_too = family_a == Family::Gaps && a.iter().chain(b).all(explained);
+        let endpoints = endpoints
+            .iter()
+            .chain(if causes_too { &Endpoint::CAUSES[..] } else { &[] });
         for &e in endpoints {
             let lossless = |r: &Run| r.traffic.is_some_and(|t| t.lost == 0);
             if e == Endpoint::Loss && a.iter().chain(b).all(lossless) {
@@ -518,6 +523,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             }
             let unit = match e {
                 Endpoint::RateAbove => rate_unit,
+                e if e.classes().is_some() => causes::UNIT,
                 Endpoint::MessageRate => "messages/s",
                 Endpoint::Loss => "per-million-messages",
                 _ => "ns",
@@ -782,5 +788,71 @@ mod tests {
             .map(|k| run(k, 10.0, 6.0, &[("kthread:kswapd0:affinity", "1")]))
             .collect();
         assert!(compare_each(&a, &b, &OPTIONS).unwrap()[0].fails(false));
+    }
+
+    /// Runs explained (`--explain`) with the tick at 250/s in every run and another task at
+    /// `task` per second, a little off from run to run.
+    fn explained(k: usize, scale: f64, task: u64) -> Run {
+        use crate::measure::trace::cause_count::CauseCount;
+        use crate::measure::trace::explain::Class;
+        let mut r = run(k, scale, 0.0, &[]);
+        let cause = |class, source: &str, count| CauseCount {
+            cpu: 1,
+            class,
+            source: source.into(),
+            irq: None,
+            count,
+        };
+        let wobble = |n: u64| n + (k as u64 * 37) % 11 * n / 100;
+        let mut causes = vec![
+            cause(Class::Tick, "tick_nohz_handler", wobble(2500)),
+            cause(Class::NoKernelEvent, "no kernel event", wobble(400)),
+        ];
+        if task > 0 {
+            causes.push(cause(Class::Task, "spinner", wobble(task * 10)));
+        }
+        r.causes = Some(causes);
+        r
+    }
+
+    /// Issue 47 item 3: the cause rates are endpoints beside the quantiles, judged as they are,
+    /// with what the runs can detect.
+    #[test]
+    fn the_rates_of_the_causes_are_endpoints_with_what_the_runs_detect() {
+        let a: Vec<Run> = (0..4).map(|k| explained(k, 1.0, 100)).collect();
+        let b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 0)).collect();
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        let of = |e: Endpoint| c.primary.iter().find(|p| p.endpoint == e).unwrap();
+        let task = of(Endpoint::TaskRate);
+        assert_eq!(task.unit, "per-minute");
+        assert_eq!(task.verdict, Verdict::Better, "{task:?}");
+        // 100 per second: 6,000 per minute, within the planted wobble of ≤ 10 %.
+        assert!((task.a.value / 6_000.0 - 1.0).abs() < 0.1, "{task:?}");
+        // 0.5 per 10 s run: 3 per minute.
+        assert!((task.b.value - 3.0).abs() < 1e-9, "{task:?}");
+        let tick = of(Endpoint::TickRate);
+        assert!(!tick.verdict.differs(), "{tick:?}");
+        assert!((tick.a.value / 15_000.0 - 1.0).abs() < 0.1, "{tick:?}");
+        for e in Endpoint::CAUSES {
+            assert!(of(e).detectable_percent.is_some(), "{e:?}");
+        }
+        // Corrected with the quantiles: 3 + 4 endpoints.
+        assert!(c.correction.contains("the 7 primary endpoints"), "{}", c.correction);
+        // A run not explained: no cause rate (a cause missing from it is not a cause gone).
+        let mut b = b;
+        b[0].causes = None;
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        assert!(c.primary.iter().all(|p| p.endpoint.classes().is_none()));
+    }
+
+    /// A/A: the same causes at the same rates in both arms call no cause rate different.
+    #[test]
+    fn the_same_causes_in_both_arms_call_no_rate_different() {
+        let a: Vec<Run> = (0..4).map(|k| explained(k, 1.0, 100)).collect();
+        let b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 100)).collect();
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        for p in c.primary.iter().filter(|p| p.endpoint.classes().is_some()) {
+            assert!(!p.verdict.differs(), "{p:?}");
+        }
     }
 }
