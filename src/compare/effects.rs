@@ -56,9 +56,7 @@ pub fn moves(key: &str, covariate: Covariate) -> bool {
     let ids: &[&str] = match covariate {
         Covariate::OtherTasks => ISOLATION,
         Covariate::AperfMperf | Covariate::CurFreq => POWER,
-        Covariate::Steal | Covariate::Throttling | Covariate::Smis | Covariate::LoadAverage => {
-            &[]
-        }
+        Covariate::Steal | Covariate::Throttling | Covariate::Smis | Covariate::LoadAverage => &[],
     };
     ids.iter().any(|id| {
         if id.ends_with([':', '.']) {

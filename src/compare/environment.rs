@@ -310,6 +310,10 @@ mod tests {
         assert_eq!(load.worse, None);
         // Recorded on one side only: no claim either way.
         let bare = Run::empty("p", Format::SysjitterRaw);
-        assert!(rows(&a, &[&bare], &[1], &[]).iter().all(|r| r.worse.is_none()));
+        assert!(
+            rows(&a, &[&bare], &[1], &[])
+                .iter()
+                .all(|r| r.worse.is_none())
+        );
     }
 }

@@ -507,9 +507,11 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         };
         let explained = |r: &Run| r.causes.is_some();
         let causes_too = family_a == Family::Gaps && a.iter().chain(b).all(explained);
-        let endpoints = endpoints
-            .iter()
-            .chain(if causes_too { &Endpoint::CAUSES[..] } else { &[] });
+        let endpoints = endpoints.iter().chain(if causes_too {
+            &Endpoint::CAUSES[..]
+        } else {
+            &[]
+        });
         for &e in endpoints {
             let lossless = |r: &Run| r.traffic.is_some_and(|t| t.lost == 0);
             if e == Endpoint::Loss && a.iter().chain(b).all(lossless) {
@@ -693,14 +695,16 @@ mod tests {
     /// a little off the others), that shared CPU 1 with other tasks for `others_s` seconds,
     /// under `settings`.
     fn run(k: usize, scale: f64, others_s: f64, settings: &[(&str, &str)]) -> Run {
-        let mut r = Run::empty(&format!("r{k}"), Format::LowlatJitter);
+        let mut r = Run::empty(format!("r{k}"), Format::LowlatJitter);
         let jitter = 1.0 + 0.02 * k as f64;
         let stream = (0..2000).map(|i| {
             let gap = (1000.0 + (i % 100) as f64 * 30.0) * scale * jitter;
             (i as f64 * 0.005, gap)
         });
-        r.cpus
-            .insert(1, Series::from_stream(stream, 10.0, ExposureUnit::Seconds).unwrap());
+        r.cpus.insert(
+            1,
+            Series::from_stream(stream, 10.0, ExposureUnit::Seconds).unwrap(),
+        );
         r.conditions.insert(
             1,
             CpuConditions {
@@ -837,7 +841,11 @@ mod tests {
             assert!(of(e).detectable_percent.is_some(), "{e:?}");
         }
         // Corrected with the quantiles: 3 + 4 endpoints.
-        assert!(c.correction.contains("the 7 primary endpoints"), "{}", c.correction);
+        assert!(
+            c.correction.contains("the 7 primary endpoints"),
+            "{}",
+            c.correction
+        );
         // A run not explained: no cause rate (a cause missing from it is not a cause gone).
         let mut b = b;
         b[0].causes = None;

@@ -200,7 +200,10 @@ mod tests {
         let env = capture(&tree.root(), &Machine::read(&tree.root()), &[1]);
         let settings = &env.settings;
         assert_eq!(settings.get("cpuset:/lowlat-isolated:cpus"), Some("1"));
-        assert_eq!(settings.get("cpuset:/lowlat-isolated:cpu_exclusive"), Some("1"));
+        assert_eq!(
+            settings.get("cpuset:/lowlat-isolated:cpu_exclusive"),
+            Some("1")
+        );
         assert_eq!(
             settings.get("cpuset:/lowlat-isolated:sched_load_balance"),
             Some("0")
