@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::endpoint::Endpoint;
 use super::run::Run;
@@ -19,7 +19,7 @@ use super::verdict::{self, Compared};
 use crate::measure::trace::explain::Class;
 
 /// Where a cause was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Presence {
     /// In some run of B and in no run of A.
@@ -42,7 +42,7 @@ impl Presence {
 }
 
 /// One cause compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CauseRow {
     /// The class (`tick`, `device_irq`, `task`, ...; see `explain` of `measure-jitter`).
     pub(crate) class: Class,
@@ -62,10 +62,11 @@ pub struct CauseRow {
 }
 
 /// The causes of both arms compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CausesDiff {
     /// The unit of the rates: `per-minute` (of busy-loop time on the CPUs compared).
-    pub unit: &'static str,
+    #[serde(deserialize_with = "super::unit")]
+    pub unit: super::Unit,
     /// The CPUs whose causes were compared.
     pub cpus: Vec<u32>,
     /// Appeared first, then disappeared, then the causes of both arms; in each, the highest

@@ -8,13 +8,13 @@
 //! average are the host's, whatever the settings: they stay confounders, as does another task
 //! that appeared where no setting of the diff moves other tasks.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::environment::Covariate;
 use super::settings::KeyValues;
 
 /// A covariate that differed between the arms, moved by settings of the diff.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
     /// The quantity that moved: the way the change worked.
     pub covariate: Covariate,

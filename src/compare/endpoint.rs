@@ -2,7 +2,7 @@
 //! headline verdicts and the exit code are decided (docs/statistics.md). Each is one value per
 //! run; the same figure of each slice of the run's time gives the variation inside the run.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::causes;
 use super::run::{Family, Figures, Run, Series};
@@ -10,7 +10,7 @@ use super::stats::{mean_var, median};
 use crate::measure::trace::explain::Class;
 
 /// A figure of a whole run, pooled over the CPUs compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Endpoint {
     /// The median over the CPUs of each CPU's median latency, ns.

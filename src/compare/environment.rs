@@ -6,7 +6,7 @@
 //! marked confounded (docs/statistics.md, "The environment"), unless a setting of the diff
 //! between the arms moves it (`effects`): then it is how the change worked, said as such.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::effects;
 use super::run::Run;
@@ -14,7 +14,7 @@ use super::settings::KeyValues;
 use super::stats::mean_var;
 
 /// A quantity of the environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Covariate {
     /// Time the hypervisor gave to others, % of the measured CPUs' time.
@@ -107,7 +107,7 @@ impl Covariate {
 }
 
 /// One arm's values of a covariate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// Mean over the runs that recorded it.
     pub mean: f64,
@@ -118,7 +118,7 @@ pub struct Spread {
 }
 
 /// Which arm ran in the worse environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Side {
     /// The baseline.
     A,
@@ -127,7 +127,7 @@ pub enum Side {
 }
 
 /// One covariate of both arms.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The quantity.
     pub covariate: Covariate,
@@ -140,7 +140,9 @@ pub struct Row {
     pub worse: Option<Side>,
     /// The settings of the diff between the arms that move this quantity, when the arms
     /// differ in it (empty: none, or no difference): the difference is then the change's own
-    /// effect, and explains no verdict as a confounder.
+    /// effect, and explains no verdict as a confounder. Absent from documents written before
+    /// compare knew the change's effects.
+    #[serde(default)]
     pub moved_by: Vec<String>,
     /// The warning, when the arms differ and no setting of the diff moves the quantity.
     pub warning: Option<String>,

@@ -37,7 +37,7 @@ pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use effects::Effect;
 use endpoint::Endpoint;
@@ -47,6 +47,33 @@ use estimate::ArmEstimate;
 use run::{ExposureUnit, Family, Run};
 use settings::SettingsDiff;
 use verdict::{ALPHA, Judged, Verdict};
+
+/// Every unit a compared value is written in (`unit` of primary endpoints, detail rows and
+/// causes): latencies, rates per minute or per million samples, bandwidth, messages.
+const UNITS: [&str; 7] = [
+    "ns",
+    "per-minute",
+    "per-million-samples",
+    "MB/s",
+    "messages/s",
+    "per-million-messages",
+    "",
+];
+
+/// A unit of compared values, one of [`UNITS`]: a name of its own, so that reading a
+/// document back borrows nothing from its text.
+pub type Unit = &'static str;
+
+/// Reads a `unit` of a compare document back: one of [`UNITS`]; another is refused, naming it.
+fn unit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Unit, D::Error> {
+    let text = String::deserialize(d)?;
+    UNITS.into_iter().find(|u| *u == text).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown unit {text:?}; this lowlat writes {}",
+            UNITS.join(", ")
+        ))
+    })
+}
 
 /// How to compare.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,7 +85,7 @@ pub struct Options {
 }
 
 /// One arm as read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Arm {
     /// The files (or prefixes) of its runs.
     pub runs: Vec<String>,
@@ -69,15 +96,17 @@ pub struct Arm {
 }
 
 /// One primary endpoint of a comparison: both arms, the ratio and the verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Primary {
     /// The figure.
     pub endpoint: Endpoint,
     /// The kernel of a throughput endpoint (`copy`, `triad`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    /// The unit of the values: `ns`, `per-minute`, `per-million-samples` or `MB/s`.
-    pub unit: &'static str,
+    /// The unit of the values: `ns`, `per-minute`, `per-million-samples`, `MB/s`,
+    /// `messages/s` or `per-million-messages`.
+    #[serde(deserialize_with = "unit")]
+    pub unit: Unit,
     /// The baseline's value (geometric mean of its runs) with its 95 % interval.
     pub a: ArmEstimate,
     /// The candidate's value.
@@ -102,14 +131,17 @@ pub struct Primary {
     /// (empty: none); a confounded verdict does not set the exit code unless `--fail-on any`.
     pub confounded_by: Vec<Covariate>,
     /// The covariates that differ the verdict's way and that settings of the diff move: the
-    /// way the change worked ("better, through" those settings), not a confounder.
+    /// way the change worked ("better, through" those settings), not a confounder. Absent
+    /// from documents written before compare knew the change's effects.
+    #[serde(default)]
     pub through: Vec<Effect>,
     /// The smallest change these runs detect with 80 % power at the corrected level, %
     /// (`null` with one run in an arm).
     pub detectable_percent: Option<f64>,
     /// The same with twice as many runs per arm, %.
     pub detectable_percent_doubled: Option<f64>,
-    #[serde(skip)]
+    /// How it was judged; a document read back keeps only the verdict.
+    #[serde(skip, default = "Judged::read_back")]
     judged: Judged,
     /// Whether it is a rate above `--above` saturated in every run ([`endpoint::saturated`]).
     #[serde(skip)]
@@ -117,7 +149,7 @@ pub struct Primary {
 }
 
 /// A whole comparison of one measurement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// What was measured.
     pub family: Family,
@@ -862,5 +894,39 @@ mod tests {
         for p in c.primary.iter().filter(|p| p.endpoint.classes().is_some()) {
             assert!(!p.verdict.differs(), "{p:?}");
         }
+    }
+
+    /// Issue 50 item 1: the report reads a compare document back through these types. Every
+    /// field written reads back the same; a document written before `through` and `moved_by`
+    /// reads with them empty.
+    #[test]
+    fn a_comparison_reads_back_as_written() {
+        let settings = |pairs: &[(&str, &str)]| run(0, 1.0, 0.0, pairs).settings;
+        let mut a: Vec<Run> = (0..4).map(|k| explained(k, 10.0, 100)).collect();
+        for (k, r) in a.iter_mut().enumerate() {
+            r.conditions = run(k, 1.0, 6.0, &[]).conditions;
+            r.settings = settings(&[("sysctl:vm.swappiness", "60")]);
+        }
+        let mut b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 0)).collect();
+        for r in &mut b {
+            r.settings = settings(&[
+                ("sysctl:vm.swappiness", "60"),
+                ("cpuset:/lowlat-isolated:cpus", "1"),
+            ]);
+        }
+        let written = serde_json::to_value(compare_each(&a, &b, &OPTIONS).unwrap()).unwrap();
+        let text = written.to_string();
+        assert!(text.contains("\"through\":[{"), "{text}");
+        assert!(text.contains("\"moved_by\":[\"cpuset:"), "{text}");
+        assert!(text.contains("\"task-rate\""), "{text}");
+        assert!(text.contains("\"causes\":{"), "{text}");
+        let read: Vec<Comparison> = serde_json::from_value(written.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        let older = text
+            .replace("\"through\":", "\"through_\":")
+            .replace("\"moved_by\":", "\"moved_by_\":");
+        let read: Vec<Comparison> = serde_json::from_str(&older).unwrap();
+        assert!(read[0].primary.iter().all(|p| p.through.is_empty()));
+        assert!(read[0].environment.iter().all(|r| r.moved_by.is_empty()));
     }
 }

@@ -13,7 +13,9 @@ use crate::measure::trace::cause_count::CauseCount;
 pub const SLICES: usize = 16;
 
 /// What a run's latencies are, which decides what can be compared with what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Family {
     /// Interruptions of a busy loop above a threshold (lowlat measure jitter, sysjitter).

@@ -4,6 +4,8 @@
 //! that appeared, disappeared or changed (`--explain`); and the `compare` JSON
 //! document. Also the A/A calibration (`compare --calibrate`) and its document.
 
+use std::borrow::Cow;
+
 use crate::text::Page;
 
 use crate::compare::calibrate::{Calibration, Design};
@@ -20,15 +22,21 @@ use crate::report::table::{self, Align, Width, aligned};
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.
 pub fn document(comparisons: &[Comparison], host: String) -> Document<CompareBody<'_>> {
-    Document::new(Kind::Compare, host, CompareBody { comparisons })
+    Document::new(
+        Kind::Compare,
+        host,
+        CompareBody {
+            comparisons: Cow::Borrowed(comparisons),
+        },
+    )
 }
 
-/// The body of a `compare` document.
-#[derive(Debug, serde::Serialize)]
+/// The body of a `compare` document, as written and as the report reads it back.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct CompareBody<'a> {
     /// One comparison per measurement both arms hold (busy-loop gaps, timer wake-ups), each
     /// with its arms, settings diff, primary endpoints, environment, detail rows and notes.
-    pub comparisons: &'a [Comparison],
+    pub comparisons: Cow<'a, [Comparison]>,
 }
 
 /// The `calibration` document (`lowlat compare --calibrate --json`).
@@ -101,7 +109,7 @@ pub(crate) fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
     }
 }
 
-fn p_value(p: Option<f64>) -> String {
+pub(crate) fn p_value(p: Option<f64>) -> String {
     p.map_or("—".into(), |p| {
         if p < 0.001 {
             "<0.001".into()
@@ -177,7 +185,7 @@ fn settings(out: &mut Page, c: &Comparison) {
     }
 }
 
-fn endpoint_name(e: &Primary) -> String {
+pub(crate) fn endpoint_name(e: &Primary) -> String {
     match &e.kernel {
         Some(kernel) => format!("{kernel} {}", e.endpoint.name()),
         None => e.endpoint.name().to_string(),
@@ -289,7 +297,7 @@ fn percent(p: f64) -> String {
     }
 }
 
-fn spread(s: Option<Spread>) -> String {
+pub(crate) fn spread(s: Option<Spread>) -> String {
     match s {
         Some(s) if s.runs > 1 => format!("{:.2} ± {:.2}", s.mean, s.sd),
         Some(s) => format!("{:.2}", s.mean),
