@@ -60,7 +60,7 @@ const UNITS: [&str; 7] = [
     "",
 ];
 
-/// A unit of compared values, one of [`UNITS`]: a name of its own, so that reading a
+/// A unit of compared values, one of the units compare writes (`ns`, `per-minute`...): a name of its own, so that reading a
 /// document back borrows nothing from its text.
 pub type Unit = &'static str;
 
