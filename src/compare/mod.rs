@@ -60,8 +60,8 @@ const UNITS: [&str; 7] = [
     "",
 ];
 
-/// A unit of compared values, one of the units compare writes (`ns`, `per-minute`...): a name of its own, so that reading a
-/// document back borrows nothing from its text.
+/// A unit of compared values, one of the units compare writes (`ns`, `per-minute`...): a
+/// name of its own, so that reading a document back borrows nothing from its text.
 pub type Unit = &'static str;
 
 /// Reads a `unit` of a compare document back: one of [`UNITS`]; another is refused, naming it.
