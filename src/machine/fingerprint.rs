@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Machine;
 use super::avail::Avail;
+use super::cgroup_cpuset::CpusetTree;
 use super::cpulist::CpuSet;
-use super::cpuset::CpusetTree;
 use super::nic::knob::Knob;
 use super::power::{BoostState, ResumeLatency};
 

@@ -3,7 +3,7 @@
 //! CPUs, governors, clocksource, hypervisor).
 
 use crate::machine::fingerprint::Fingerprint;
-use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cpu, cpuset, kernel};
+use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cgroup_cpuset, cpu, kernel};
 use crate::sysroot::SysRoot;
 use serde::{Deserialize, Serialize};
 
@@ -86,7 +86,7 @@ pub(crate) fn capture(root: &SysRoot, machine: &Machine, cpus: &[u32]) -> Enviro
     // needs them.
     let cpusets = match &machine.cpusets {
         Some(tree) => tree.clone(),
-        None => cpuset::read(&mut r),
+        None => cgroup_cpuset::read(&mut r),
     };
     let cpus = cpus
         .iter()
@@ -184,7 +184,7 @@ mod tests {
     /// could not name the isolation as the change. The run's settings hold the cpusets.
     #[test]
     fn a_run_records_its_cpusets() {
-        let tree = crate::machine::cpuset::fixtures::v1();
+        let tree = crate::machine::cgroup_cpuset::fixtures::v1();
         let root = "/sys/fs/cgroup/cpuset";
         tree.write(&format!("{root}/cpuset.sched_load_balance"), "0\n");
         for (name, value) in [
