@@ -9,12 +9,12 @@
 //! runs needed). Counts are never compared as a plain ratio of totals: a cause seen once in
 //! one arm "appears" and is judged like any other, so chance is not read as a change.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::endpoint::Endpoint;
-use super::run::Run;
+use super::run::{CausesOn, Run};
 use super::verdict::{self, Compared};
 use crate::measure::trace::explain::Class;
 
@@ -80,44 +80,9 @@ pub(crate) const UNIT: &str = "per-minute";
 /// A cause: its class and source.
 type Key = (Class, String);
 
-/// One run's gaps per cause on the CPUs compared, and the minutes of busy loop behind them.
-struct RunCauses {
-    gaps: BTreeMap<Key, u64>,
-    minutes: f64,
-}
-
 /// Each run's causes on `cpus`.
-fn counts(runs: &[Run], cpus: &[u32]) -> Vec<RunCauses> {
-    runs.iter()
-        .map(|run| {
-            let mut gaps = BTreeMap::new();
-            let mut minutes = 0.0;
-            for cpu in cpus {
-                if let Some(series) = run.cpus.get(cpu) {
-                    minutes += series.exposure / 60.0;
-                }
-                for c in run.causes.iter().flatten().filter(|c| c.cpu == *cpu) {
-                    *gaps.entry((c.class, c.source.clone())).or_insert(0) += c.count;
-                }
-            }
-            RunCauses { gaps, minutes }
-        })
-        .collect()
-}
-
-/// The rate of the gaps of `classes` in `run` on `cpus`: their count plus 0.5 per minute of
-/// busy loop (a cause rate endpoint's value); `None` where the run was not explained or has
-/// no busy-loop time on them.
-pub(crate) fn rate(run: &Run, cpus: &[u32], classes: &[Class]) -> Option<f64> {
-    run.causes.as_ref()?;
-    let one = counts(std::slice::from_ref(run), cpus).pop()?;
-    let gaps: u64 = one
-        .gaps
-        .iter()
-        .filter(|((class, _), _)| classes.contains(class))
-        .map(|(_, n)| n)
-        .sum();
-    (one.minutes > 0.0).then(|| (gaps as f64 + 0.5) / one.minutes)
+fn counts(runs: &[Run], cpus: &[u32]) -> Vec<CausesOn> {
+    runs.iter().map(|run| run.causes_on(cpus)).collect()
 }
 
 /// The causes of `a` against `b` on `cpus`, corrected over themselves; `None` when a run of
@@ -128,11 +93,11 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
         return None;
     }
     let (ca, cb) = (counts(a, cpus), counts(b, cpus));
-    let seen = |c: &[RunCauses]| -> BTreeSet<Key> {
+    let seen = |c: &[CausesOn]| -> BTreeSet<Key> {
         c.iter().flat_map(|r| r.gaps.keys().cloned()).collect()
     };
     let (in_a, in_b) = (seen(&ca), seen(&cb));
-    let rates = |c: &[RunCauses], key: &Key| {
+    let rates = |c: &[CausesOn], key: &Key| {
         let values: Vec<f64> = c
             .iter()
             .map(|r| (r.gaps.get(key).copied().unwrap_or(0) as f64 + 0.5) / r.minutes)

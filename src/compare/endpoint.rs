@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::causes;
 use super::run::{Family, Figures, Run, Series};
 use super::stats::{mean_var, median};
 use crate::measure::trace::explain::Class;
@@ -150,7 +149,8 @@ impl Endpoint {
 /// run does not give it (a CPU without latencies, a summary without the figure).
 pub fn of_run(endpoint: Endpoint, run: &Run, cpus: &[u32], above_ns: f64) -> Option<f64> {
     if let Some(classes) = endpoint.classes() {
-        return causes::rate(run, cpus, classes);
+        run.causes.as_ref()?;
+        return run.causes_on(cpus).rate(classes);
     }
     match (endpoint, run.traffic) {
         (Endpoint::BestRate, _) | (Endpoint::MessageRate | Endpoint::Loss, None) => return None,

@@ -8,9 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::effects;
 use super::run::Run;
-use super::settings::KeyValues;
 use super::stats::mean_var;
 
 /// A quantity of the environment.
@@ -162,9 +160,15 @@ impl Row {
     }
 }
 
-/// The environment of both arms, over the CPUs compared; `between` is the settings diff
-/// between the arms, which says which differences are the change's own effect.
-pub fn rows(a: &[&Run], b: &[&Run], cpus: &[u32], between: &[KeyValues]) -> Vec<Row> {
+/// The environment of both arms, over the CPUs compared; `moved_by` gives the settings of the
+/// diff between the arms that move a covariate (`effects::moved_by`), which make a difference
+/// in it the change's own effect.
+pub fn rows(
+    a: &[&Run],
+    b: &[&Run],
+    cpus: &[u32],
+    moved_by: impl Fn(Covariate) -> Vec<String>,
+) -> Vec<Row> {
     Covariate::ALL
         .iter()
         .filter_map(|&covariate| {
@@ -191,7 +195,7 @@ pub fn rows(a: &[&Run], b: &[&Run], cpus: &[u32], between: &[KeyValues]) -> Vec<
                 _ => None,
             };
             let moved_by = match worse {
-                Some(_) => effects::moved_by(between, covariate),
+                Some(_) => moved_by(covariate),
                 None => Vec::new(),
             };
             let warning = worse
@@ -296,7 +300,7 @@ mod tests {
         let a = [run(1.6e7, 1.0), run(1.5e7, 1.1), run(1.7e7, 0.9)];
         let b = [run(9.8e7, 1.0), run(9.9e7, 1.0), run(9.7e7, 1.1)];
         let (a, b): (Vec<&Run>, Vec<&Run>) = (a.iter().collect(), b.iter().collect());
-        let table = rows(&a, &b, &[1], &[]);
+        let table = rows(&a, &b, &[1], |_| Vec::new());
         let steal = &table[0];
         assert_eq!(steal.covariate, Covariate::Steal);
         assert_eq!(steal.worse, Some(Side::B));
@@ -313,7 +317,7 @@ mod tests {
         // Recorded on one side only: no claim either way.
         let bare = Run::empty("p", Format::SysjitterRaw);
         assert!(
-            rows(&a, &[&bare], &[1], &[])
+            rows(&a, &[&bare], &[1], |_| Vec::new())
                 .iter()
                 .all(|r| r.worse.is_none())
         );

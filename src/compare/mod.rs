@@ -666,7 +666,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         &a.iter().collect::<Vec<_>>(),
         &b.iter().collect::<Vec<_>>(),
         &cpus,
-        &settings.between,
+        |covariate| effects::moved_by(&settings.between, covariate),
     );
     let recorded = |runs: &[Run]| runs.iter().any(|r| !r.conditions.is_empty());
     match (recorded(a), recorded(b)) {
