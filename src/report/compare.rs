@@ -177,7 +177,8 @@ fn settings(out: &mut Page, c: &Comparison) {
     }
 }
 
-fn endpoint_name(e: &Primary) -> String {
+/// The name of a primary endpoint (`worst CPU's p99`; a throughput kernel's first).
+pub(crate) fn endpoint_name(e: &Primary) -> String {
     match &e.kernel {
         Some(kernel) => format!("{kernel} {}", e.endpoint.name()),
         None => e.endpoint.name().to_string(),
@@ -185,7 +186,7 @@ fn endpoint_name(e: &Primary) -> String {
 }
 
 /// The verdict of a primary endpoint, with the covariates that could explain it.
-fn verdict(e: &Primary) -> String {
+pub(crate) fn verdict(e: &Primary) -> String {
     if e.confounded_by.is_empty() {
         e.verdict.label()
     } else {

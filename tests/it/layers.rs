@@ -35,7 +35,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("fleet", &["report"]),
-    ("cli", &["fleet"]),
+    ("prove", &["report"]),
+    ("cli", &["fleet", "prove"]),
 ];
 
 pub(crate) fn src() -> PathBuf {
