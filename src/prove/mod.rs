@@ -38,8 +38,8 @@ use arms::{Arm, Measure};
 use boot::{Resume, Settle};
 use lock::{ProveLock, ProveLockError};
 use state::{
-    AFTER, BEFORE, COMPARE_FILE, Identity, MachineState, PLAN_FILE, REPORT_FILE, Rounds, State,
-    StateError, Step, VerdictLine,
+    AFTER, BEFORE, COMPARE_FILE, Identity, MachineState, PLAN_FILE, REPORT_FILE, Refused, Rounds,
+    State, StateError, Step, VerdictLine,
 };
 
 /// Why prove could not go on. The state file (when one was written) says where it stands.
@@ -222,6 +222,10 @@ pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
         problem: e.to_string(),
     })?;
     let kernel_args = kernel_args(&start.plan);
+    if !kernel_args.is_empty() {
+        // The resume unit will carry DIR: refused now, before anything changes.
+        boot::render_unit(&prove.binary, &prove.dir).map_err(|e| ProveError::Resume(e.into()))?;
+    }
     // A trial of a plan without kernel arguments needs nothing persistent: apply --runtime.
     let scope = if start.revert && kernel_args.is_empty() {
         Scope::Runtime
@@ -240,6 +244,7 @@ pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
         rounds: start.rounds,
         identity: identity(&start.plan, &machine, prove.root),
         kernel_args,
+        refused: Vec::new(),
         settled: None,
         verdict: Vec::new(),
     };
@@ -279,19 +284,24 @@ pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
     state.step = Step::Applied;
     state.machine = MachineState::AsPlanned;
     prove.save(&state)?;
-    let refused = report.count(ItemStatus::Failed);
-    if refused > 0 {
-        // Neither as before nor as planned: put it back, and say so.
-        let was_reboot = std::mem::take(&mut state.kernel_args);
-        prove.revert(&mut state)?;
-        state.kernel_args = was_reboot;
-        return Ok(prove.stop(
-            state,
-            format!(
-                "the plan did not apply: the machine refused {refused} setting(s) (`lowlat apply --plan {}` shows which); reverted",
-                plan_path.display()
-            ),
-        )?);
+    // Settings the machine refuses (a NIC without interrupt coalescing, say) are not part of
+    // what is proved: the state lists them, verify leaves them out, the rest goes on.
+    state.refused = (report.items.iter())
+        .filter(|item| item.status == ItemStatus::Failed)
+        .map(|item| Refused {
+            setting: item.label.clone(),
+            reason: item.reason.clone().unwrap_or_default(),
+        })
+        .collect();
+    if !state.refused.is_empty() {
+        note!(
+            "the machine refused {} setting(s) of the plan; the verdict is on the rest: {}",
+            state.refused.len(),
+            (state.refused.iter().map(|r| r.setting.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        prove.save(&state)?;
     }
     if report.reboot_required {
         return Ok(reboot(prove, state)?);
@@ -445,6 +455,7 @@ fn after_apply(
         let report = pipeline::verify(prove.root, &plan, &shown);
         let differ: Vec<String> = (report.checks.iter())
             .filter(|c| c.status.differs() || c.status == VerifyStatus::PendingReboot)
+            .filter(|c| !state.refused.iter().any(|r| r.setting == c.id.to_string()))
             .map(|c| format!("{} {} (expected {})", c.id, c.status.name(), c.expected))
             .collect();
         if !differ.is_empty() {

@@ -129,6 +129,15 @@ pub(crate) struct VerdictLine {
     pub verdict: String,
 }
 
+/// A setting of the plan the machine refused when it was applied: left out of what is proved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Refused {
+    /// The setting (`nic:eth0:rx-usecs`).
+    pub setting: String,
+    /// Why, as the machine said it.
+    pub reason: String,
+}
+
 /// The body of `prove.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct State {
@@ -154,6 +163,10 @@ pub(crate) struct State {
     /// The kernel arguments the plan needs in effect after the reboot (`isolcpus=1`), empty
     /// when it needs no reboot.
     pub kernel_args: Vec<String>,
+    /// The settings of the plan the machine refused: applied without them, verified and proved
+    /// without them.
+    #[serde(default)]
+    pub refused: Vec<Refused>,
     /// The boot settle condition as found after the reboot, in words.
     pub settled: Option<String>,
     /// compare's verdict on the primary endpoints, once compared.

@@ -46,6 +46,14 @@ pub(crate) fn status(state: &State, dir: &Path) -> String {
             escape_controls(&state.kernel_args.join(" "))
         );
     }
+    for refused in &state.refused {
+        writeln!(
+            out,
+            "  refused:  {} ({}): left out of what is proved",
+            escape_controls(&refused.setting),
+            escape_controls(&refused.reason)
+        );
+    }
     if let Some(settled) = &state.settled {
         writeln!(out, "  boot:     {}", escape_controls(settled));
     }

@@ -20,7 +20,15 @@ struct ProveView {
     kernel_args: Vec<String>,
     settled: Option<String>,
     #[serde(default)]
+    refused: Vec<RefusedView>,
+    #[serde(default)]
     verdict: Vec<VerdictView>,
+}
+
+#[derive(Deserialize)]
+struct RefusedView {
+    setting: String,
+    reason: String,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +84,10 @@ fn one(source: &Source, p: &ProveView) -> Markup {
         }
         p { "Run: " strong { (state) } "; the machine is " strong { (p.machine) } "." }
         @if let Some(why) = &p.stopped { p { "Stopped: " (why) } }
+        @if !p.refused.is_empty() {
+            p { "Refused by the machine, left out of what is proved:" }
+            ul { @for r in &p.refused { li { code { (r.setting) } ": " (r.reason) } } }
+        }
         @if !p.kernel_args.is_empty() { p { "Reboot for: " code { (p.kernel_args.join(" ")) } } }
         @if let Some(settled) = &p.settled { p { "After the boot: " (settled) } }
         @if let Some(next) = &p.next { p { "Next: " (next) } }
