@@ -11,7 +11,7 @@ use crate::apply::run::{BOOT_ISOLATED, enter, place};
 use crate::bundle::Bundle;
 use crate::check::{self, CheckRequest};
 use crate::document::Kind;
-use crate::machine::{CpuSet, Reader, cpuset};
+use crate::machine::{CpuSet, Reader, cgroup_cpuset};
 use crate::measure::runner::harness::DmaLatencyLimit;
 use crate::report::check as check_report;
 use crate::report::measure::explain;
@@ -65,7 +65,7 @@ impl CheckArms {
     /// housekeeping CPUs only; check pins its loops itself).
     fn enter_isolation(root: &SysRoot) -> Result<(), ProveError> {
         let mut reader = Reader::new(root);
-        let tree = cpuset::read(&mut reader);
+        let tree = cgroup_cpuset::read(&mut reader);
         let boot = reader.cpulist(BOOT_ISOLATED);
         let Ok(mut placement) = place(&tree, &boot, None) else {
             return Ok(());
