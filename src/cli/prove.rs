@@ -15,7 +15,6 @@ use super::plan_file::PlanFile;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::apply::command::SystemRunner;
-use crate::apply::pipeline::ApplyRunError;
 use crate::check::{self, CheckRequest};
 use crate::compare::Options;
 use crate::document::{Document, Kind};
@@ -145,6 +144,11 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
             "--root: prove measures this machine's CPUs; on a directory tree only --status and --resume (up to the measurement) run"
         );
     }
+    if !args.yes && !std::io::stdin().is_terminal() {
+        bail!(
+            "standard input is not a terminal: add --yes to apply the plan between the arms; nothing was measured or changed"
+        );
+    }
     let prove = make(&args.out)?;
     let (plan, plan_text) = match &args.plan_file {
         Some(file) => {
@@ -192,57 +196,18 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         revert: args.revert,
         reboot: args.reboot,
     };
-    let ask = |preview: &crate::apply::ApplyReport| -> Result<bool> {
+    let ask = |preview: &crate::apply::ApplyReport| -> Result<bool, ProveError> {
         if args.yes {
             return Ok(true);
-        }
-        if !std::io::stdin().is_terminal() {
-            bail!(
-                "standard input is not a terminal: add --yes to apply the plan; nothing was changed"
-            );
         }
         let due = preview.count(crate::apply::ItemStatus::WouldChange);
         confirm(&format!(
             "Apply {due} change(s) of the plan between the arms?"
         ))
+        .map_err(|e| ProveError::Asked(e.to_string()))
     };
-    let outcome = prove::start::<ProveFailure>(&prove, start, &mut arms, |p| {
-        ask(p).map_err(ProveFailure::Other)
-    })
-    .map_err(ProveFailure::into_anyhow)?;
+    let outcome = prove::start(&prove, start, &mut arms, ask)?;
     ended(outcome, &prove.dir, args.json)
-}
-
-/// What stopped a new run before it could say where it stands.
-enum ProveFailure {
-    /// prove's own error.
-    Prove(ProveError),
-    /// The apply refused to start.
-    Apply(ApplyRunError),
-    /// The question could not be asked.
-    Other(anyhow::Error),
-}
-
-impl From<ProveError> for ProveFailure {
-    fn from(e: ProveError) -> Self {
-        ProveFailure::Prove(e)
-    }
-}
-
-impl From<ApplyRunError> for ProveFailure {
-    fn from(e: ApplyRunError) -> Self {
-        ProveFailure::Apply(e)
-    }
-}
-
-impl ProveFailure {
-    fn into_anyhow(self) -> anyhow::Error {
-        match self {
-            ProveFailure::Prove(e) => e.into(),
-            ProveFailure::Apply(e) => e.into(),
-            ProveFailure::Other(e) => e,
-        }
-    }
 }
 
 /// The check of each arm: `rounds` as check's request.

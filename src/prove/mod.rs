@@ -71,6 +71,9 @@ pub(crate) enum ProveError {
     /// The apply could not start.
     #[error(transparent)]
     Apply(#[from] ApplyRunError),
+    /// The question before the apply could not be asked; nothing was changed.
+    #[error("{0}; nothing was changed")]
+    Asked(String),
     /// `--resume` of a run that cannot resume from where it stands.
     #[error("{0}")]
     CannotResume(String),
@@ -117,9 +120,15 @@ pub(crate) enum Outcome {
 }
 
 impl Prove<'_> {
-    /// Writes the state, and says the step on stderr.
+    /// Writes the state, and says on stderr the step it records and what the machine holds.
     fn save(&self, state: &State) -> Result<(), ProveError> {
         state.save(&self.dir)?;
+        note!(
+            "prove: step {}, the machine {} ({})",
+            state.step.name(),
+            state.machine.name(),
+            self.dir.join(state::STATE_FILE).display()
+        );
         Ok(())
     }
 
@@ -197,13 +206,13 @@ fn identity(plan: &Plan, machine: &Machine, root: &SysRoot) -> Identity {
 
 /// Starts a prove run: holds the plan to the machine, measures the before arm, applies the
 /// plan (asking `confirm` with the preview), then goes on (or waits for the reboot).
-pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
+pub(crate) fn start(
     prove: &Prove<'_>,
     start: Start,
     measure: &mut dyn Measure,
-    confirm: impl FnOnce(&ApplyReport) -> Result<bool, E>,
-) -> Result<Outcome, E> {
-    let _lock = ProveLock::acquire(prove.root).map_err(ProveError::from)?;
+    confirm: impl FnOnce(&ApplyReport) -> Result<bool, ProveError>,
+) -> Result<Outcome, ProveError> {
+    let _lock = ProveLock::acquire(prove.root)?;
     harness::catch_interrupt();
     harness::catch_terminate();
     crate::sysroot::prepare_output_dir(&prove.dir, false).map_err(|e| ProveError::Dir {
@@ -259,25 +268,25 @@ pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
     };
     let prepared = match pipeline::prepare(prove.root, request, |_| {}) {
         Ok(prepared) => prepared,
-        Err(e) => return Ok(prove.stop(state, format!("the plan does not apply: {e}"))?),
+        Err(e) => return prove.stop(state, format!("the plan does not apply: {e}")),
     };
     // The before arm.
     let measured = measure.measure(Arm::Before, &prove.dir.join(BEFORE))?;
     state.step = Step::Before;
     prove.save(&state)?;
     if Prove::interrupted() || !measured.complete {
-        return Ok(prove.stop(state, incomplete(Arm::Before))?);
+        return prove.stop(state, incomplete(Arm::Before));
     }
     // The plan.
     let report = match pipeline::run(prove.root, &prepared, confirm)? {
         Applied::Declined => {
-            return Ok(prove.stop(state, "the apply was declined: nothing changed".into())?);
+            return prove.stop(state, "the apply was declined: nothing changed".into());
         }
         Applied::Preview(_) => {
-            return Ok(prove.stop(
+            return prove.stop(
                 state,
                 "the machine already holds the plan: there is no change to prove".into(),
-            )?);
+            );
         }
         Applied::Done(report) => report,
     };
@@ -304,9 +313,9 @@ pub(crate) fn start<E: From<ApplyRunError> + From<ProveError>>(
         prove.save(&state)?;
     }
     if report.reboot_required {
-        return Ok(reboot(prove, state)?);
+        return reboot(prove, state);
     }
-    Ok(after_apply(prove, state, measure)?)
+    after_apply(prove, state, measure)
 }
 
 /// The note of an arm that did not measure to its end.

@@ -83,7 +83,7 @@ fn start_run(prove: &Prove<'_>, plan: (Plan, String), revert: bool) -> (Outcome,
     let mut recorded = Recorded {
         measured: Vec::new(),
     };
-    let outcome = start::<ProveError>(
+    let outcome = start(
         prove,
         Start {
             plan: plan.0,
@@ -316,7 +316,7 @@ fn a_runtime_trial_runs_every_step_and_leaves_the_machine_as_before() {
     }
     // A second start into the same DIR is refused: it holds a run.
     let (plan, text) = plan(&tree, Isolation::Runtime);
-    let err = start::<ProveError>(
+    let err = start(
         &prove(&root, &dir),
         Start {
             plan,

@@ -167,7 +167,10 @@ fn every_kind_the_report_reads_writes_back_what_it_read() {
     // is read back by `prove --resume` itself, whose tests compare it with what was written).
     let kinds: Vec<Kind> = documents().into_iter().map(|(kind, _)| kind).collect();
     for kind in super::DRAWN {
-        if !matches!(kind, Kind::Check | Kind::Compare | Kind::Fleet | Kind::Prove) {
+        if !matches!(
+            kind,
+            Kind::Check | Kind::Compare | Kind::Fleet | Kind::Prove
+        ) {
             assert!(kinds.contains(&kind), "{kind} has no round trip");
         }
     }
