@@ -31,6 +31,7 @@ mod docs;
 mod explain_live;
 mod fleet;
 mod freebsd;
+mod fuzz;
 mod hostile_input;
 mod hwloc_samples;
 mod inventory;
