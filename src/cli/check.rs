@@ -15,18 +15,14 @@ use crate::audit::Profile;
 
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{self, CheckError, CheckRequest, CheckRun, Prepared, Verdict};
+use crate::check::{self, CheckError, CheckRequest, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
-use crate::report::audit as audit_report;
-use crate::report::check::{self as printers, CheckReport};
+use crate::report::check as printers;
 use crate::report::html::{self, Budget, Source};
-use crate::report::inventory;
 use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
-use crate::report::measure::timer as timer_printers;
-use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 
 /// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
 /// 20 s, so that two checks can be compared run by run (docs/statistics.md).
@@ -149,8 +145,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     }
     let causes = measured.explanation.as_ref().map(explain::json);
     let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
-    let mut report = report(&check, &measured, causes.as_ref(), timer_causes.as_ref());
-    let documents = documents(&check, &report, &measured)?;
+    let mut report = printers::of_run(&check, &measured, causes.as_ref(), timer_causes.as_ref());
+    let documents = printers::documents(&check, &report, &measured)?;
     if let Some(bundle) = &bundle {
         report.complete &= save(bundle, &documents);
     }
@@ -293,30 +289,6 @@ fn say_probe(probe: &VcpuProbe) {
     }
 }
 
-/// The report of a measured check (complete as far as the runs go).
-fn report<'a>(
-    check: &'a Prepared,
-    measured: &'a CheckRun,
-    causes: Option<&'a explain::ExplainJson>,
-    timer_causes: Option<&'a explain::ExplainJson>,
-) -> CheckReport<'a> {
-    CheckReport {
-        machine: &check.machine,
-        audit: &check.audit,
-        profile: check.profile.info,
-        measured: &check.measured,
-        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
-        rounds: check.request.rounds,
-        timer_interval_ns: check::TIMER_INTERVAL_NS,
-        figures: &measured.figures,
-        targets: &measured.verdicts,
-        complete: measured.complete,
-        quick: check.request.quick,
-        causes,
-        timer_causes,
-    }
-}
-
 /// Writes the documents into the bundle of `--out`; says on stderr where, or why not.
 /// Returns whether they were saved.
 fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
@@ -366,58 +338,13 @@ fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
     })
 }
 
-/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
-/// and timer runs (interleaved, as measured), the check.
-fn documents(
-    check: &Prepared,
-    report: &CheckReport<'_>,
-    measured: &CheckRun,
-) -> Result<Vec<(Kind, String)>> {
-    let host = crate::document::host_name(check.session.root());
-    let mut documents = vec![
-        (
-            Kind::Inventory,
-            inventory::document(report.machine).to_json()?,
-        ),
-        (
-            Kind::Audit,
-            audit_report::document(
-                report.machine,
-                report.audit,
-                report.profile,
-                &audit_report::View::default(),
-            )
-            .to_json()?,
-        ),
-    ];
-    for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
-        let doc = measure_document(
-            Kind::MeasureJitter,
-            host.clone(),
-            jitter_run.session.environment.clone(),
-            jitter_printers::result(jitter_run),
-        );
-        documents.push((Kind::MeasureJitter, doc.to_json()?));
-        if let Some(run) = measured.timer_runs.get(round) {
-            let doc = measure_document(
-                Kind::MeasureTimer,
-                host.clone(),
-                run.session.environment.clone(),
-                timer_printers::result(run),
-            );
-            documents.push((Kind::MeasureTimer, doc.to_json()?));
-        }
-    }
-    documents.push((Kind::Check, printers::document(report).to_json()?));
-    Ok(documents)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::audit::partition::{self, MeasuredCpus};
     use crate::check::CpuFigures;
     use crate::machine::Machine;
+    use crate::report::check::CheckReport;
     use crate::test_tree::TestTree;
     use clap::Parser;
 

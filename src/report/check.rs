@@ -11,10 +11,15 @@ use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{CpuFigures, TargetOutcome, TargetVerdict, Verdict};
+use crate::check::{self, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
+use crate::report::audit as audit_report;
+use crate::report::inventory;
+use crate::report::measure::{
+    document as measure_document, jitter as jitter_printers, timer as timer_printers,
+};
 use crate::report::table::aligned;
 use crate::units::micros_setting;
 
@@ -469,6 +474,77 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
         );
     }
     out.into_string()
+}
+
+/// The report of a measured check (complete as far as the runs go), with the causes of its
+/// gaps and late wake-ups as their JSON (`report::measure::explain::json`).
+pub(crate) fn of_run<'a>(
+    check: &'a Prepared,
+    measured: &'a CheckRun,
+    causes: Option<&'a ExplainJson>,
+    timer_causes: Option<&'a ExplainJson>,
+) -> CheckReport<'a> {
+    CheckReport {
+        machine: &check.machine,
+        audit: &check.audit,
+        profile: check.profile.info,
+        measured: &check.measured,
+        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
+        rounds: check.request.rounds,
+        timer_interval_ns: check::TIMER_INTERVAL_NS,
+        figures: &measured.figures,
+        targets: &measured.verdicts,
+        complete: measured.complete,
+        quick: check.request.quick,
+        causes,
+        timer_causes,
+    }
+}
+
+/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
+/// and timer runs (interleaved, as measured), the check.
+pub(crate) fn documents(
+    check: &Prepared,
+    report: &CheckReport<'_>,
+    measured: &CheckRun,
+) -> Result<Vec<(Kind, String)>, serde_json::Error> {
+    let host = crate::document::host_name(check.session.root());
+    let mut documents = vec![
+        (
+            Kind::Inventory,
+            inventory::document(report.machine).to_json()?,
+        ),
+        (
+            Kind::Audit,
+            audit_report::document(
+                report.machine,
+                report.audit,
+                report.profile,
+                &audit_report::View::default(),
+            )
+            .to_json()?,
+        ),
+    ];
+    for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
+        let doc = measure_document(
+            Kind::MeasureJitter,
+            host.clone(),
+            jitter_run.session.environment.clone(),
+            jitter_printers::result(jitter_run),
+        );
+        documents.push((Kind::MeasureJitter, doc.to_json()?));
+        if let Some(run) = measured.timer_runs.get(round) {
+            let doc = measure_document(
+                Kind::MeasureTimer,
+                host.clone(),
+                run.session.environment.clone(),
+                timer_printers::result(run),
+            );
+            documents.push((Kind::MeasureTimer, doc.to_json()?));
+        }
+    }
+    documents.push((Kind::Check, document(report).to_json()?));
+    Ok(documents)
 }
 
 #[cfg(test)]

@@ -185,6 +185,7 @@ fn settings(out: &mut Page, c: &Comparison) {
     }
 }
 
+/// The name of a primary endpoint (`worst CPU's p99`; a throughput kernel's first).
 pub(crate) fn endpoint_name(e: &Primary) -> String {
     match &e.kernel {
         Some(kernel) => format!("{kernel} {}", e.endpoint.name()),
