@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::audit::site::{SitePartition, Smt};
 use crate::tuning::partition::PartitionRequest;
 use crate::tuning::profile_name::ProfileName;
 
@@ -320,6 +321,25 @@ pub struct PlanRequest {
     pub partition: PartitionRequest,
     /// The other choices.
     pub options: PlanOptions,
+}
+
+impl PlanRequest {
+    /// Takes a site profile's `[partition]`: its CPU lists and its SMT choice (`plan` does so
+    /// where no flag names the partition, `fleet plan` always).
+    pub fn take_site_partition(&mut self, site: &SitePartition) {
+        if let Some(housekeeping) = &site.housekeeping {
+            self.partition.housekeeping = Some(housekeeping.value.clone());
+        }
+        if let Some(isolate) = &site.isolate {
+            self.partition.isolate = Some(isolate.value.clone());
+        }
+        if let Some(smt) = &site.smt {
+            self.options.smt = match smt.value {
+                Smt::Keep => SmtChoice::Keep,
+                Smt::Off => SmtChoice::Off,
+            };
+        }
+    }
 }
 
 impl Default for PlanRequest {

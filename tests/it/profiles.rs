@@ -162,19 +162,7 @@ fn fleet_report_counts_the_waived_hosts_and_names_the_waiver() {
     let (_dir, file) = site(&format!(
         "{WAIVE_ALL}[[waive]]\nrule = \"LL-PCIE-ASPM\"\nreason = \"vendor\"\nowner = \"netops\"\n"
     ));
-    let dir = tempfile::tempdir().unwrap();
-    for (host, machine) in [("a", "epyc7f32-2s"), ("b", "epyc7f32-2s-tuned")] {
-        let out = dir.path().join(format!("{host}.lowlat"));
-        lowlat(&[
-            "--root",
-            fixture(machine).to_str().unwrap(),
-            "snapshot",
-            "-o",
-        ])
-        .arg(&out)
-        .assert()
-        .success();
-    }
+    let dir = snapshots(&[("a", "epyc7f32-2s"), ("b", "epyc7f32-2s-tuned")]);
     let out = lowlat(&["fleet", "report", "--profile", &file])
         .arg(dir.path())
         .output()
@@ -189,4 +177,64 @@ fn fleet_report_counts_the_waived_hosts_and_names_the_waiver() {
         .find(|l| l.trim_start().starts_with("rule "))
         .unwrap();
     assert!(header.contains("waived"), "{header}");
+}
+
+/// Snapshots of `machines` (one host each) in a fresh directory.
+fn snapshots(machines: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (host, machine) in machines {
+        let out = dir.path().join(format!("{host}.lowlat"));
+        lowlat(&[
+            "--root",
+            fixture(machine).to_str().unwrap(),
+            "snapshot",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    }
+    dir
+}
+
+/// Issue 45 item 6: `fleet plan` planned every group with the default partition whatever the
+/// site file's `[partition]` said; it takes the site's lists and SMT choice as `plan` does, and
+/// a partition the hosts cannot have is refused naming the file's line.
+#[test]
+fn fleet_plan_partitions_as_the_site_file_says() {
+    let fleet = snapshots(&[("a", "epyc7f32-2s")]);
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[partition]\nhousekeeping = \"0-1,8-9\"\n"
+    ));
+    let plans = tempfile::tempdir().unwrap();
+    let out = lowlat(&["fleet", "plan", "--profile", &file, "--out"])
+        .arg(plans.path().join("out"))
+        .arg(fleet.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(plans.path().join("out/group-1/plan.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["partition"]["housekeeping"], "0-1,8-9");
+    assert_eq!(plan["partition"]["isolated"], "2-7,10-15");
+
+    let (_dir, file) = site(&format!("{WAIVE_ALL}[partition]\nisolate = \"1-40\"\n"));
+    let out = lowlat(&["fleet", "plan", "--profile", &file, "--out"])
+        .arg(plans.path().join("bad"))
+        .arg(fleet.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--profile {file}:3: [partition]: group 1")),
+        "{stderr}"
+    );
 }
