@@ -174,10 +174,11 @@ fn plan(args: &PlanArgs) -> Result<u8> {
             .map_err(|reason| anyhow!("--profile {}: {reason}", args.profile))?,
         ..PlanRequest::default()
     };
-    let site_partition = profile.site.as_ref().map(|site| &site.partition);
-    if let Some(site) = site_partition {
-        request.take_site_partition(site);
+    if let Some(site) = &profile.site {
+        request.take_site_partition(&site.partition);
+        request.kernel = site.kernel.clone();
     }
+    let site_partition = profile.site.as_ref().map(|site| &site.partition);
     let report = read(&args.inputs, &profile)?;
     // The groups' directories go under it: a file or a dangling link is refused as itself.
     prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;

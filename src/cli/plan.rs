@@ -227,6 +227,9 @@ impl PlanArgs {
                 smt: SmtChoice::default(),
                 isolation: self.isolation,
             },
+            kernel: (profile.site.as_ref())
+                .map(|site| site.kernel.clone())
+                .unwrap_or_default(),
         };
         if let Some(site) = self.site_partition(profile) {
             request.take_site_partition(site);

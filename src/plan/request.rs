@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::audit::site::{SitePartition, Smt};
+use crate::audit::site::{SiteKernel, SitePartition, Smt};
 use crate::tuning::partition::PartitionRequest;
 use crate::tuning::profile_name::ProfileName;
 
@@ -321,6 +321,9 @@ pub struct PlanRequest {
     pub partition: PartitionRequest,
     /// The other choices.
     pub options: PlanOptions,
+    /// A site profile's `[kernel]`: arguments added and taken off after the plan's own and the
+    /// profile's, each with its place.
+    pub kernel: SiteKernel,
 }
 
 impl PlanRequest {
@@ -348,6 +351,7 @@ impl Default for PlanRequest {
             profile: PlanProfile::LowLatency,
             partition: PartitionRequest::default(),
             options: PlanOptions::default(),
+            kernel: SiteKernel::default(),
         }
     }
 }

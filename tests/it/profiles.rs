@@ -238,3 +238,52 @@ fn fleet_plan_partitions_as_the_site_file_says() {
         "{stderr}"
     );
 }
+
+/// Issue 45 item 1: `[kernel]` adds arguments to the plan's command line and takes them off,
+/// each with the file's line as its source; a removal wins over the built-in plan's argument,
+/// and says so.
+#[test]
+fn the_plan_adds_and_removes_the_sites_kernel_arguments_naming_their_line() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[kernel]\nadd = [\"nmi_watchdog=0\"]\nremove = [\"skew_tick\"]\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["plan", "--profile", &file, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let setting = |id: &str| {
+        (plan["settings"].as_array().unwrap().iter())
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not planned: {stdout}"))
+            .clone()
+    };
+    let added = setting("cmdline:nmi_watchdog");
+    assert_eq!(added["value"], "nmi_watchdog=0");
+    assert_eq!(added["source"], format!("{file}:3"));
+    let removed = setting("cmdline:skew_tick");
+    assert_eq!(removed["value"], "");
+    assert_eq!(removed["source"], format!("{file}:4"));
+    assert_eq!(
+        removed["rationale"],
+        "Taken off the command line by the site profile; it wins over the low-latency plan's \
+         `skew_tick=1`."
+    );
+    // A trade-off the site asks for is planned, keeping its label; without the file it is
+    // left out (no --allow-security-tradeoffs), and skew_tick=1 is planned.
+    assert_eq!(
+        added["security_tradeoff"],
+        "hard lockups (a CPU stuck with interrupts off) are no longer detected"
+    );
+    assert!(
+        (plan["skipped"].as_array().unwrap().iter())
+            .all(|s| s["setting"]["id"] != "cmdline:nmi_watchdog"),
+        "{stdout}"
+    );
+    let (_, stdout, _) = run(&root, &["plan", "--json"]);
+    assert!(stdout.contains("\"value\": \"skew_tick=1\""), "{stdout}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        (plan["settings"].as_array().unwrap().iter()).all(|s| s["id"] != "cmdline:nmi_watchdog"),
+        "{stdout}"
+    );
+}
