@@ -287,3 +287,23 @@ fn the_plan_adds_and_removes_the_sites_kernel_arguments_naming_their_line() {
         "{stdout}"
     );
 }
+
+/// Issue 45: `watch --profile FILE` watches the CPUs of the site's `[partition]` (before, it
+/// took no profile; and the rule of the CPUs that matter passed over a site's partition, so
+/// `check --profile FILE` measured every CPU but the first), saying where they come from.
+#[test]
+fn watch_watches_the_site_files_partition() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[partition]\nhousekeeping = \"0-1,8-9\"\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["watch", "--profile", &file, "--once", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"kind\":\"watch-sample\""), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "lowlat: note: watching CPU 2-7,10-15 (the site profile's isolated CPUs ({file}:3))"
+        )),
+        "{stderr}"
+    );
+}
