@@ -22,7 +22,7 @@ const MAX_PER_KIND: u32 = 9999;
 
 /// Why a bundle could not be written or read.
 #[derive(Debug, thiserror::Error)]
-pub enum BundleError {
+pub(crate) enum BundleError {
     /// The directory is unusable.
     #[error(transparent)]
     Dir(#[from] OutputDirError),
@@ -49,14 +49,14 @@ pub enum BundleError {
 
 /// A bundle directory being written.
 #[derive(Debug, Clone)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     dir: PathBuf,
 }
 
 impl Bundle {
     /// Opens `dir` for writing, creating it (and its parents) when missing. An existing
     /// directory is kept and added to: a bundle collects runs.
-    pub fn open(dir: &Path) -> Result<Self, BundleError> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, BundleError> {
         prepare_output_dir(dir, true)?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -64,13 +64,13 @@ impl Bundle {
     }
 
     /// The directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Adds a `kind` document (its JSON text) under the next free name of the kind; returns
     /// the file written.
-    pub fn add(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
+    pub(crate) fn add(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
         let path = (1..=MAX_PER_KIND)
             .map(|n| self.dir.join(file_name(kind, n)))
             .find(|path| std::fs::symlink_metadata(path).is_err())
@@ -83,7 +83,7 @@ impl Bundle {
     }
 
     /// Writes the bundle's one `kind` document (the inventory), replacing the earlier one.
-    pub fn put(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
+    pub(crate) fn put(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
         let path = self.dir.join(file_name(kind, 1));
         self.write(&path, json)?;
         Ok(path)
@@ -92,14 +92,14 @@ impl Bundle {
     /// Writes the results so far of a long `kind` run (`measure-jitter.checkpoint.json`),
     /// replacing the previous checkpoint; returns the file. Readers take it as one more run of
     /// the kind: after a crash it is the run.
-    pub fn checkpoint(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
+    pub(crate) fn checkpoint(&self, kind: Kind, json: &str) -> Result<PathBuf, BundleError> {
         let path = self.checkpoint_path(kind);
         self.write(&path, json)?;
         Ok(path)
     }
 
     /// Removes the checkpoint of a `kind` run once its document is in the bundle.
-    pub fn remove_checkpoint(&self, kind: Kind) -> Result<(), BundleError> {
+    pub(crate) fn remove_checkpoint(&self, kind: Kind) -> Result<(), BundleError> {
         let path = self.checkpoint_path(kind);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

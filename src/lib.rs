@@ -6,13 +6,13 @@
 
 pub(crate) mod apply;
 pub mod audit;
-pub mod bios;
-pub mod bundle;
+pub(crate) mod bios;
+pub(crate) mod bundle;
 pub(crate) mod check;
 pub mod cli;
 pub mod compare;
 pub(crate) mod document;
-pub mod fleet;
+pub(crate) mod fleet;
 pub mod machine;
 pub mod measure;
 pub mod peer;

@@ -249,7 +249,7 @@ pub(crate) enum Record {
         /// The hierarchy's mount point.
         mount: String,
         /// Its cgroup version.
-        version: crate::machine::cpuset::CgroupVersion,
+        version: crate::machine::cgroup_cpuset::CgroupVersion,
         /// The threads.
         threads: Vec<PlacedThread>,
     },

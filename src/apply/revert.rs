@@ -469,7 +469,7 @@ mod tests {
                 line: 4,
                 record: Record::CpusetThreads {
                     mount: "/sys/fs/cgroup/cpuset".into(),
-                    version: crate::machine::cpuset::CgroupVersion::V1,
+                    version: crate::machine::cgroup_cpuset::CgroupVersion::V1,
                     threads: vec![],
                 },
             },

@@ -4,7 +4,7 @@
 //! CPUs asked for; on a machine isolated at boot (`isolcpus=`, `/sys/devices/system/cpu/isolated`)
 //! only its affinity is set.
 
-use crate::machine::cpuset::{CgroupVersion, CpusetTree};
+use crate::machine::cgroup_cpuset::{CgroupVersion, CpusetTree};
 use crate::machine::{Avail, CpuSet};
 use crate::sysroot::{SysRoot, WriteError};
 use crate::tuning::runtime_isolation;
@@ -197,7 +197,7 @@ pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterEr
 mod tests {
     use super::*;
     use crate::machine::Reader;
-    use crate::machine::cpuset::{self, fixtures};
+    use crate::machine::cgroup_cpuset::{self, fixtures};
 
     fn set(list: &str) -> CpuSet {
         CpuSet::parse_list(list).unwrap()
@@ -205,7 +205,7 @@ mod tests {
 
     fn tree(tree: &crate::test_tree::TestTree) -> Avail<CpusetTree> {
         let root = tree.root();
-        cpuset::read(&mut Reader::new(&root))
+        cgroup_cpuset::read(&mut Reader::new(&root))
     }
 
     #[test]

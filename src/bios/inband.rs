@@ -24,7 +24,7 @@ pub struct InBand {
 
 /// The OS's view of `intent`=`wanted` on `machine`; `None` for an intent the OS cannot show,
 /// or when the files it would be read from are missing.
-pub fn check(machine: &Machine, intent: &str, wanted: &str) -> Option<InBand> {
+pub(crate) fn check(machine: &Machine, intent: &str, wanted: &str) -> Option<InBand> {
     let (seen, observed) = match intent {
         "smt" => {
             let threads = machine.topology.shape.threads_per_core;

@@ -12,7 +12,7 @@ const TABLE: &str = include_str!("intents.table");
 
 /// One row of the intent table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     /// The intent (`smt`).
     pub intent: &'static str,
     /// Its value (`off`).
@@ -28,7 +28,7 @@ pub struct Row {
 }
 
 /// Every row of the table, in order.
-pub fn table() -> Vec<Row> {
+pub(crate) fn table() -> Vec<Row> {
     TABLE
         .lines()
         .map(str::trim)
@@ -50,7 +50,7 @@ pub fn table() -> Vec<Row> {
 
 /// One attribute to set, checked against the registry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
+pub(crate) struct BiosChange {
     /// The Redfish attribute.
     pub attribute: String,
     /// Its wanted value, typed as the registry (or the current value) says.
@@ -67,7 +67,7 @@ pub struct Change {
 
 /// Why a request cannot be turned into a change on this BMC.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum IntentError {
+pub(crate) enum IntentError {
     /// Not `NAME=VALUE`.
     #[error("{request}: give INTENT=VALUE (smt=off) or ATTRIBUTE=VALUE (ProcTurboMode=Disabled)")]
     Syntax {
@@ -139,7 +139,7 @@ pub enum IntentError {
 }
 
 /// Turns `request` (`intent=value` or `Attribute=Value`) into a change this BMC accepts.
-pub fn resolve(state: &BiosState, request: &str) -> Result<Change, IntentError> {
+pub(crate) fn resolve(state: &BiosState, request: &str) -> Result<BiosChange, IntentError> {
     let Some((name, value)) = request
         .split_once('=')
         .filter(|(n, v)| !n.is_empty() && !v.is_empty())
@@ -196,7 +196,7 @@ fn check(
     attribute: &str,
     value: &str,
     row: Option<&Row>,
-) -> Result<Change, IntentError> {
+) -> Result<BiosChange, IntentError> {
     let unknown = || IntentError::UnknownAttribute {
         request: request.to_string(),
         attribute: attribute.to_string(),
@@ -249,7 +249,7 @@ fn check(
         });
     }
     let kind = entry.and_then(|e| e.kind.as_deref());
-    Ok(Change {
+    Ok(BiosChange {
         attribute: attribute.to_string(),
         value: typed(value, kind, current),
         display_name: entry.and_then(|e| e.display_name.clone()),
@@ -262,7 +262,7 @@ fn check(
 /// Where one intent stands on a BIOS: the attribute that carries it and, in the intent's words,
 /// its current and staged values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Standing {
+pub(crate) struct Standing {
     /// The intent (`smt`).
     pub intent: &'static str,
     /// The attribute this BMC carries it in (the registry's name: an AMI code such as
@@ -276,7 +276,7 @@ pub struct Standing {
 }
 
 /// Each intent whose attribute this BIOS reports, in table order.
-pub fn standings(state: &BiosState) -> Vec<Standing> {
+pub(crate) fn standings(state: &BiosState) -> Vec<Standing> {
     let rows = table();
     let mut out: Vec<Standing> = Vec::new();
     for row in &rows {

@@ -5,11 +5,11 @@
 //! object (pending values) → `/redfish/v1/Registries` → the AttributeRegistry the Bios names,
 //! and returns one [`BiosState`], the body of a `bios` document.
 
-pub mod inband;
-pub mod intents;
-pub mod redfish;
-pub mod registry;
-pub mod settings;
+pub(crate) mod inband;
+pub(crate) mod intents;
+pub(crate) mod redfish;
+pub(crate) mod registry;
+pub(crate) mod settings;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ pub struct System {
 
 /// Why the BIOS could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum BiosError {
+pub(crate) enum BiosError {
     /// The BMC could not be asked.
     #[error(transparent)]
     Redfish(#[from] RedfishError),
@@ -85,7 +85,7 @@ const SYSTEMS: &str = "/redfish/v1/Systems";
 const REGISTRIES: &str = "/redfish/v1/Registries";
 
 /// Reads the BIOS of `system` (its `Id`), or of the BMC's only system when `None`.
-pub fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
+pub(crate) fn read(bmc: &Bmc, system: Option<&str>) -> Result<BiosState, BiosError> {
     let system_uri = choose_system(bmc, system)?;
     let resource = bmc.get(SYSTEMS, &system_uri)?;
     let text = |key: &str| {
@@ -327,7 +327,7 @@ fn staged_changes(
 
 /// Why a `bios` document file (`--bios FILE`) could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum BiosFileError {
+pub(crate) enum BiosFileError {
     /// The file could not be read.
     #[error("--bios {}", .path.display())]
     Read {
@@ -379,7 +379,7 @@ pub(crate) fn parse_document<T: DeserializeOwned>(
 /// Whether two attribute values mean the same: equal JSON, or the same boolean or integer
 /// written once as JSON and once as text (some BMCs, sushy-emulator among them, report a
 /// Boolean attribute as `"true"` or `"False"` after it was set to `false`).
-pub fn same_value(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
     if a == b {
         return true;
     }
@@ -398,7 +398,7 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 }
 
 /// An attribute value as text (`Disabled`, `3`, `true`), to compare with the intent table.
-pub fn value_text(value: &Value) -> String {
+pub(crate) fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -11,7 +11,7 @@ use crate::text::{self, escape_controls};
 
 /// The user name and password of a BMC account. `Debug` shows the user only.
 #[derive(Clone)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     /// The account name.
     pub user: String,
     /// The password, never printed.
@@ -20,7 +20,7 @@ pub struct Credentials {
 
 impl Credentials {
     /// Credentials of `user` with `password`.
-    pub fn new(user: impl Into<String>, password: impl Into<String>) -> Self {
+    pub(crate) fn new(user: impl Into<String>, password: impl Into<String>) -> Self {
         Self {
             user: user.into(),
             password: password.into(),
@@ -48,7 +48,7 @@ impl std::fmt::Debug for Credentials {
 
 /// Which certificates the BMC's may chain to.
 #[derive(Debug, Clone)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// The Mozilla roots built into lowlat (a BMC with a publicly signed certificate).
     PublicRoots,
     /// The CA certificates of this PEM file.
@@ -59,7 +59,7 @@ pub enum Trust {
 
 /// How to reach a BMC.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// `https://host[:port]`, or `http://` for a test bench; a path after it is ignored.
     pub url: String,
     /// Whom to log in as.
@@ -72,11 +72,11 @@ pub struct Endpoint {
 
 /// How many times one request's `timeout` every request to a BMC may take together: a BMC
 /// that answers each request just in time cannot keep lowlat walking for ever.
-pub const DEADLINE_REQUESTS: u32 = 4;
+pub(crate) const DEADLINE_REQUESTS: u32 = 4;
 
 /// Why a request to the BMC failed. No variant holds the password.
 #[derive(Debug, thiserror::Error)]
-pub enum RedfishError {
+pub(crate) enum RedfishError {
     /// The URL given cannot be used.
     #[error("--bmc {url}: {reason}")]
     Url {
@@ -183,7 +183,7 @@ pub enum RedfishError {
 }
 
 /// A BMC to talk to: its origin and an HTTP agent set up for it.
-pub struct Bmc {
+pub(crate) struct Bmc {
     origin: String,
     authorization: String,
     agent: ureq::Agent,
@@ -194,7 +194,7 @@ pub struct Bmc {
 
 impl Bmc {
     /// Checks `endpoint` and prepares the agent; connects nothing yet.
-    pub fn new(endpoint: &Endpoint) -> Result<Self, RedfishError> {
+    pub(crate) fn new(endpoint: &Endpoint) -> Result<Self, RedfishError> {
         let origin = origin_of(&endpoint.url)?;
         let tls = match &endpoint.trust {
             Trust::PublicRoots => ureq::tls::TlsConfig::builder().build(),
@@ -242,13 +242,13 @@ impl Bmc {
     }
 
     /// `scheme://host[:port]`, as documents record the BMC.
-    pub fn origin(&self) -> &str {
+    pub(crate) fn origin(&self) -> &str {
         &self.origin
     }
 
     /// GETs the resource at `path` (an `@odata.id` found in the resource `found_in`), after
     /// checking that it is a path on this BMC.
-    pub fn get(&self, found_in: &str, path: &str) -> Result<Value, RedfishError> {
+    pub(crate) fn get(&self, found_in: &str, path: &str) -> Result<Value, RedfishError> {
         let url = self.url(found_in, path)?;
         let response = self
             .agent
@@ -265,7 +265,7 @@ impl Bmc {
 
     /// PATCHes `body` to the resource at `path` (found in `found_in`), after checking that it
     /// is a path on this BMC; the answer's body, when it has one.
-    pub fn patch(
+    pub(crate) fn patch(
         &self,
         found_in: &str,
         path: &str,

@@ -12,14 +12,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::inband::{self, InBand};
-use super::intents::Change;
+use super::intents::BiosChange;
 use super::redfish::{Bmc, RedfishError};
 use super::{BiosState, same_value};
 use crate::machine::Machine;
 
 /// What `bios apply` changed, written before the PATCH (the body of a `bios-journal` document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Journal {
+pub struct BiosJournal {
     /// The BMC, `scheme://host[:port]`.
     pub bmc: String,
     /// The ComputerSystem (`@odata.id`).
@@ -27,12 +27,12 @@ pub struct Journal {
     /// Where the change was PATCHed (the settings object, or the Bios resource).
     pub target: String,
     /// One entry per attribute changed.
-    pub entries: Vec<JournalEntry>,
+    pub entries: Vec<BiosJournalEntry>,
 }
 
 /// One attribute in a journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JournalEntry {
+pub struct BiosJournalEntry {
     /// The Redfish attribute.
     pub attribute: String,
     /// The request it came from (`smt=off`).
@@ -46,7 +46,7 @@ pub struct JournalEntry {
 }
 
 /// The changes of `changes` that are neither current nor already staged.
-pub fn needed<'a>(state: &BiosState, changes: &'a [Change]) -> Vec<&'a Change> {
+pub(crate) fn needed<'a>(state: &BiosState, changes: &'a [BiosChange]) -> Vec<&'a BiosChange> {
     changes
         .iter()
         .filter(|c| outcome(state, &c.attribute, &c.value) == BiosStatus::Drift)
@@ -54,14 +54,14 @@ pub fn needed<'a>(state: &BiosState, changes: &'a [Change]) -> Vec<&'a Change> {
 }
 
 /// The journal of staging `changes` on the BIOS `state` describes.
-pub fn journal(state: &BiosState, changes: &[&Change]) -> Journal {
-    Journal {
+pub(crate) fn journal(state: &BiosState, changes: &[&BiosChange]) -> BiosJournal {
+    BiosJournal {
         bmc: state.bmc.clone(),
         system_uri: state.system.uri.clone(),
         target: target(state).to_string(),
         entries: changes
             .iter()
-            .map(|c| JournalEntry {
+            .map(|c| BiosJournalEntry {
                 attribute: c.attribute.clone(),
                 request: c.request.clone(),
                 current: state.current.get(&c.attribute).cloned(),
@@ -78,7 +78,11 @@ const APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
 /// Stages `values` (attribute, value) for the next reset. When the BMC offers `OnReset` the
 /// PATCH asks for it; a BMC that then refuses the annotation as unknown (HTTP 400 naming it,
 /// as some Supermicro BMCs do) is sent the same PATCH without it.
-pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result<(), RedfishError> {
+pub(crate) fn stage(
+    bmc: &Bmc,
+    state: &BiosState,
+    values: &[(String, Value)],
+) -> Result<(), RedfishError> {
     let attributes: serde_json::Map<String, Value> = values.iter().cloned().collect();
     let plain = serde_json::json!({ "Attributes": attributes });
     if !state.supported_apply_times.iter().any(|t| t == "OnReset") {
@@ -102,7 +106,7 @@ pub fn stage(bmc: &Bmc, state: &BiosState, values: &[(String, Value)]) -> Result
 
 /// The values that put back what `journal` changed: the value staged before, else the value
 /// current before. Entries whose attribute had no value reported are left out.
-pub fn restoring(journal: &Journal) -> Vec<(String, Value)> {
+pub(crate) fn restoring(journal: &BiosJournal) -> Vec<(String, Value)> {
     journal
         .entries
         .iter()
@@ -166,9 +170,9 @@ pub struct AttributeCheck {
 
 /// Checks both the current and the staged value of each change and, given the `machine` the
 /// BIOS runs, what its OS shows.
-pub fn verify(
+pub(crate) fn verify(
     state: &BiosState,
-    changes: &[Change],
+    changes: &[BiosChange],
     machine: Option<&Machine>,
 ) -> Vec<AttributeCheck> {
     changes
@@ -246,8 +250,8 @@ mod tests {
         }
     }
 
-    fn change(attribute: &str, value: &str) -> Change {
-        Change {
+    fn change(attribute: &str, value: &str) -> BiosChange {
+        BiosChange {
             attribute: attribute.into(),
             value: json!(value),
             display_name: None,

@@ -11,9 +11,9 @@ use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
-use crate::bios::intents::{self, Change};
+use crate::bios::intents::{self, BiosChange};
 use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
-use crate::bios::settings::{self, BiosStatus, Journal};
+use crate::bios::settings::{self, BiosJournal, BiosStatus};
 use crate::bios::{self, BiosState};
 use crate::document::{Document, Kind};
 use crate::machine::Machine;
@@ -291,7 +291,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
 fn revert(args: &RevertArgs) -> Result<u8> {
     let text = std::fs::read_to_string(&args.journal)
         .with_context(|| format!("--journal {}", args.journal.display()))?;
-    let journal: Journal = bios::parse_document(&text, Kind::BiosJournal)
+    let journal: BiosJournal = bios::parse_document(&text, Kind::BiosJournal)
         .with_context(|| format!("--journal {}", args.journal.display()))?;
     let (bmc, state) = connect(&args.bmc)?;
     if journal.bmc != state.bmc || journal.system_uri != state.system.uri {
@@ -418,7 +418,7 @@ fn requests(wanted: &Wanted, state: &BiosState) -> Result<Vec<String>> {
 }
 
 /// Each request resolved through the BMC's registry; the first refusal is the error.
-fn resolve(state: &BiosState, requests: &[String]) -> Result<Vec<Change>> {
+fn resolve(state: &BiosState, requests: &[String]) -> Result<Vec<BiosChange>> {
     requests
         .iter()
         .map(|r| intents::resolve(state, r).map_err(|e| anyhow!("--set {e}")))

@@ -32,7 +32,7 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
     let mut pages = Vec::new();
-    render_pages(&command, &Page::top(&command), &mut pages)?;
+    render_pages(&command, &ManPage::top(&command), &mut pages)?;
     let written = super::plan::write_artifacts(&args.out, &pages, args.force)?;
     let mut listing = String::new();
     for path in written {
@@ -43,7 +43,7 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
 }
 
 /// What a page inherits from the pages above it.
-struct Page {
+struct ManPage {
     /// The page of the command above (`lowlat` for `lowlat-audit`), none for lowlat(1).
     parent: Option<String>,
     /// The command refuses the input options (`--root`, `--snapshot`, ...): its page leaves
@@ -53,7 +53,7 @@ struct Page {
     exit_status: Option<String>,
 }
 
-impl Page {
+impl ManPage {
     fn top(command: &clap::Command) -> Self {
         Self {
             parent: None,
@@ -116,7 +116,7 @@ impl HelpText {
 /// Appends the page of `command` and of each of its subcommands, depth first, to `pages`.
 fn render_pages(
     command: &clap::Command,
-    inherited: &Page,
+    inherited: &ManPage,
     pages: &mut Vec<Artifact<'static>>,
 ) -> Result<()> {
     let mut page = command.clone();
@@ -171,7 +171,7 @@ fn render_pages(
         String::from_utf8(roff)?,
     ));
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let below = Page {
+        let below = ManPage {
             parent: Some(name.clone()),
             refuses_input: inherited.refuses_input
                 || (inherited.parent.is_none() && REFUSE_INPUT.contains(&sub.get_name())),

@@ -22,7 +22,7 @@ use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::rounds::{self, After, Round};
-use crate::measure::runner::segments::{Checkpoints, Progress};
+use crate::measure::runner::segments::{Checkpoints, SegmentsDone};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
@@ -347,10 +347,10 @@ pub(crate) fn checkpoints<'a, T>(
     bundle: Option<&'a Bundle>,
     kind: Kind,
     every: Duration,
-    json: impl Fn(&T, Progress) -> Result<String> + 'a,
-) -> Option<Checkpoints<impl FnMut(&T, Progress) + 'a>> {
+    json: impl Fn(&T, SegmentsDone) -> Result<String> + 'a,
+) -> Option<Checkpoints<impl FnMut(&T, SegmentsDone) + 'a>> {
     let bundle = bundle?;
-    let save = move |so_far: &T, progress: Progress| {
+    let save = move |so_far: &T, progress: SegmentsDone| {
         let saved = json(so_far, progress).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
         match saved {
             Ok(path) => note!(
@@ -372,7 +372,7 @@ pub(crate) fn checkpoint_json<R, T: Serialize>(
     root: &SysRoot,
     so_far: &Finished<R>,
     result: Measured<T>,
-    progress: Progress,
+    progress: SegmentsDone,
 ) -> Result<String> {
     let host = document::host_name(root);
     let doc = checkpoint_document(kind, host, so_far, result, progress.duration);

@@ -12,7 +12,7 @@ use super::values;
 use crate::document::Kind;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
-use crate::measure::runner::segments::{Progress, run_checkpointed};
+use crate::measure::runner::segments::{SegmentsDone, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::{CpuLoop, FifoError};
 use crate::peer::{oslat, sysjitter};
@@ -89,7 +89,7 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     };
     args.common.in_rounds(|round| {
         let duration = request.spec.duration;
-        let json = |so_far: &jitter::JitterRun, progress: Progress| {
+        let json = |so_far: &jitter::JitterRun, progress: SegmentsDone| {
             let result = printers::result(so_far);
             checkpoint_json(
                 Kind::MeasureJitter,

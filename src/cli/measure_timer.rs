@@ -14,7 +14,7 @@ use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{
     self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest,
 };
-use crate::measure::runner::segments::{Progress, run_checkpointed};
+use crate::measure::runner::segments::{SegmentsDone, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
 
@@ -134,7 +134,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     args.common.in_rounds(|_| {
         let duration = request.spec.duration;
-        let json = |so_far: &timer::TimerRun, progress: Progress| {
+        let json = |so_far: &timer::TimerRun, progress: SegmentsDone| {
             let result = printers::result(so_far);
             checkpoint_json(
                 Kind::MeasureTimer,

@@ -10,7 +10,7 @@ use super::messages::{error, note};
 use super::values::cpu_list;
 use super::{Cli, exit};
 use crate::apply::run::{BOOT_ISOLATED, enter, place};
-use crate::machine::{CpuSet, Reader, cpuset};
+use crate::machine::{CpuSet, Reader, cgroup_cpuset};
 
 /// Options of `lowlat run`.
 #[derive(Debug, Args)]
@@ -48,7 +48,7 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
         );
     }
     let mut reader = Reader::new(&root);
-    let tree = cpuset::read(&mut reader);
+    let tree = cgroup_cpuset::read(&mut reader);
     let boot = reader.cpulist(BOOT_ISOLATED);
     let placement = place(&tree, &boot, args.cpus.as_ref())?;
     let shown = shown(&args.command);

@@ -149,7 +149,7 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     if let Some(file) = &args.textfile {
         check_textfile(file)?;
     }
-    let page: serve::Page = Arc::new(Mutex::new(String::new()));
+    let page: serve::SharedPage = Arc::new(Mutex::new(String::new()));
     if let Some(addr) = &args.listen {
         listen(addr, &page, &isolated)?;
     }
@@ -241,7 +241,7 @@ fn watched_cpus(
 }
 
 /// Serves `page` at http://ADDR/metrics (`--listen`), saying where.
-fn listen(addr: &str, page: &serve::Page, isolated: &CpuSet) -> Result<()> {
+fn listen(addr: &str, page: &serve::SharedPage, isolated: &CpuSet) -> Result<()> {
     let listener = TcpListener::bind(addr).with_context(|| {
         format!("--listen {addr}: cannot listen there; choose another address or port")
     })?;
@@ -261,7 +261,7 @@ fn listen(addr: &str, page: &serve::Page, isolated: &CpuSet) -> Result<()> {
 struct Outputs<'a> {
     args: &'a WatchArgs,
     exporter: Exporter,
-    page: serve::Page,
+    page: serve::SharedPage,
     host: String,
     isolated: String,
     /// The screen, when nothing else is asked for.
@@ -274,7 +274,12 @@ struct Outputs<'a> {
 
 impl<'a> Outputs<'a> {
     /// The outputs `args` ask for, on `root`'s host, watching `isolated`.
-    fn new(args: &'a WatchArgs, root: &SysRoot, isolated: &CpuSet, page: serve::Page) -> Self {
+    fn new(
+        args: &'a WatchArgs,
+        root: &SysRoot,
+        isolated: &CpuSet,
+        page: serve::SharedPage,
+    ) -> Self {
         let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
         Outputs {
             args,

@@ -21,11 +21,11 @@ use crate::report::runs;
 
 /// The prefix of the fingerprint fields a `bios` document adds (`bios:NumaNodesPerSocket`),
 /// as in compare's settings diff.
-pub use crate::report::runs::BIOS_PREFIX;
+pub(crate) use crate::report::runs::BIOS_PREFIX;
 
 /// One figure a host measured.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// What it is: the kind and the figure (`measure-jitter p99`: the 99th percentile of the
     /// host's worst CPU; `measure-jitter max`; `measure-membw triad`: the best rate).
     pub metric: String,
@@ -39,7 +39,7 @@ pub struct Figure {
 
 /// What the documents of one host add to it.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Extras {
+pub(crate) struct Extras {
     /// BIOS attribute → its value as text, from `bios` documents.
     pub bios: BTreeMap<String, String>,
     /// The figures of its measurement documents.
@@ -58,7 +58,7 @@ impl Extras {
 
 /// Whom a document belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// The host of this snapshot file (the only one in the document's directory or the one
     /// above).
     Snapshot(PathBuf),
@@ -68,7 +68,7 @@ pub enum Owner {
 
 /// One document read: whom it belongs to and what it adds.
 #[derive(Debug)]
-pub struct Read {
+pub(crate) struct Read {
     /// Its host.
     pub owner: Owner,
     /// What it adds.
@@ -77,13 +77,13 @@ pub struct Read {
 
 /// The documents of the fleet, by the host they belong to, until each host claims its own.
 #[derive(Debug, Default)]
-pub struct Attached {
+pub(crate) struct Attached {
     by_owner: HashMap<Owner, Extras>,
 }
 
 impl Attached {
     /// Adds a document read.
-    pub fn add(&mut self, read: Read) {
+    pub(crate) fn add(&mut self, read: Read) {
         self.by_owner
             .entry(read.owner)
             .or_default()
@@ -91,7 +91,7 @@ impl Attached {
     }
 
     /// Takes what the documents add to the host `name` of the snapshot `file`.
-    pub fn claim(&mut self, file: &Path, name: &str) -> Extras {
+    pub(crate) fn claim(&mut self, file: &Path, name: &str) -> Extras {
         let mut extras = self
             .by_owner
             .remove(&Owner::Snapshot(file.to_path_buf()))
@@ -103,7 +103,7 @@ impl Attached {
     }
 
     /// The documents no host claimed, with why (naming each file), in path order.
-    pub fn unclaimed(self) -> Vec<(PathBuf, String)> {
+    pub(crate) fn unclaimed(self) -> Vec<(PathBuf, String)> {
         let mut left: Vec<(PathBuf, String)> = self
             .by_owner
             .into_iter()
@@ -131,11 +131,11 @@ impl Attached {
 
 /// The directories that hold snapshots: for each, its only snapshot (`None`: several).
 #[derive(Debug, Default)]
-pub struct SnapshotDirs<'a>(HashMap<&'a Path, Option<&'a Path>>);
+pub(crate) struct SnapshotDirs<'a>(HashMap<&'a Path, Option<&'a Path>>);
 
 impl<'a> SnapshotDirs<'a> {
     /// The directories of `snapshots`.
-    pub fn of(snapshots: &'a [PathBuf]) -> Self {
+    pub(crate) fn of(snapshots: &'a [PathBuf]) -> Self {
         let mut dirs: HashMap<&Path, Option<&Path>> = HashMap::new();
         for snapshot in snapshots {
             if let Some(dir) = snapshot.parent() {
@@ -160,7 +160,7 @@ impl<'a> SnapshotDirs<'a> {
 
 /// Why a document found beside the snapshots could not be read; each names the file.
 #[derive(Debug, thiserror::Error)]
-pub enum DocumentError {
+pub(crate) enum DocumentError {
     /// The file could not be read.
     #[error("{}: cannot read: {source}", .file.display())]
     Read {
@@ -197,7 +197,10 @@ pub enum DocumentError {
 /// Reads the document `file` (a JSON file found beside the `snapshots`): `Ok(None)` when it
 /// adds nothing to a host (no lowlat document, or another kind), an error naming the file when
 /// it cannot be read.
-pub fn read(file: &Path, snapshots: &SnapshotDirs<'_>) -> Result<Option<Read>, DocumentError> {
+pub(crate) fn read(
+    file: &Path,
+    snapshots: &SnapshotDirs<'_>,
+) -> Result<Option<Read>, DocumentError> {
     let text = std::fs::read_to_string(file).map_err(|source| DocumentError::Read {
         file: file.to_path_buf(),
         source,

@@ -22,17 +22,17 @@ use crate::tuning::profile_name::ProfileName;
 
 /// The fingerprint fields that make a group: the system model, the CPU model and the number
 /// of sockets. Every other field, and every rule's verdict, is held to the group's majority.
-pub const GROUP_FIELDS: &[&str] = &["firmware.system", "cpu.model", "topology.sockets"];
+pub(crate) const GROUP_FIELDS: &[&str] = &["firmware.system", "cpu.model", "topology.sockets"];
 
 /// The value of a field that a host lacks while others of its group have it.
 const ABSENT: &str = "absent";
 
 /// The prefix of a rule's field (`rule:LL-SMT`), beside the fingerprint's fields.
-pub const RULE_PREFIX: &str = "rule:";
+pub(crate) const RULE_PREFIX: &str = "rule:";
 
 /// The hosts folded so far.
 #[derive(Debug, Default)]
-pub struct Fleet {
+pub(crate) struct Fleet {
     /// Each distinct state once, with its index.
     states: HashMap<HostState, usize>,
     /// The hosts, in the order folded.
@@ -55,7 +55,7 @@ struct Host {
 
 /// A file left out of the report, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// The file or directory.
     pub file: String,
     /// Why it is left out and what to do (naming the file).
@@ -64,7 +64,7 @@ pub struct Skipped {
 
 /// The judged fleet: the body of a `fleet` document (`lowlat fleet report --json`).
 #[derive(Debug, Serialize)]
-pub struct FleetReport {
+pub(crate) struct FleetReport {
     /// The audit profile every host was judged by (the built-in one a site profile extends).
     pub profile: ProfileName,
     /// The site profile files laid over it, the one given first; absent for a built-in
@@ -89,7 +89,7 @@ pub struct FleetReport {
 
 /// A site profile's waiver and the hosts it applied to.
 #[derive(Debug, Serialize)]
-pub struct WaiverTally {
+pub(crate) struct WaiverTally {
     /// The rule waived.
     pub rule: String,
     /// Why.
@@ -108,7 +108,7 @@ pub struct WaiverTally {
 
 /// Hosts of one system model, CPU model and socket count.
 #[derive(Debug, Serialize)]
-pub struct Group {
+pub(crate) struct Group {
     /// 1 for the largest group, then counting up.
     pub id: usize,
     /// The values of [`GROUP_FIELDS`] that make the group.
@@ -129,7 +129,7 @@ pub struct Group {
 
 /// One host that differs from its group's majority.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outlier {
+pub(crate) struct Outlier {
     /// The host name.
     pub host: String,
     /// Its snapshot file.
@@ -140,7 +140,7 @@ pub struct Outlier {
 
 /// One field in which a host differs from its group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// The fingerprint field (`memory.population`, `cmdline:nohz_full`) or the rule
     /// (`rule:LL-SMT`).
     pub field: String,
@@ -153,7 +153,7 @@ pub struct Difference {
 
 /// How many hosts got each status from one rule.
 #[derive(Debug, Serialize)]
-pub struct RuleTally {
+pub(crate) struct RuleTally {
     /// The rule id.
     pub rule: String,
     /// Hosts per status.
@@ -162,12 +162,12 @@ pub struct RuleTally {
 
 impl FleetReport {
     /// How many outliers the groups have.
-    pub fn outliers(&self) -> usize {
+    pub(crate) fn outliers(&self) -> usize {
         self.groups.iter().map(|g| g.outliers.len()).sum()
     }
 
     /// How many times a host is outside a figure's distribution.
-    pub fn outside(&self) -> usize {
+    pub(crate) fn outside(&self) -> usize {
         self.groups
             .iter()
             .flat_map(|g| &g.measurements)
@@ -179,7 +179,7 @@ impl FleetReport {
 impl Fleet {
     /// Keeps the document read from `file` until its host is folded in; one that could not
     /// be read is left out.
-    pub fn attach(
+    pub(crate) fn attach(
         &mut self,
         file: &Path,
         read: Result<Option<documents::Read>, documents::DocumentError>,
@@ -195,7 +195,7 @@ impl Fleet {
     /// attributes join its fingerprint): its state is stored unless an equal one is; a host
     /// whose name was already folded is left out (the first file keeps it), as is a host that
     /// could not be read.
-    pub fn add(&mut self, file: &Path, read: Result<HostRead, HostError>) {
+    pub(crate) fn add(&mut self, file: &Path, read: Result<HostRead, HostError>) {
         let mut read = match read {
             Ok(read) => read,
             Err(e) => return self.skip(file, e.to_string()),
@@ -229,30 +229,25 @@ impl Fleet {
     }
 
     /// Leaves `file` out of the report because of `problem` (which names it).
-    pub fn skip(&mut self, file: &Path, problem: String) {
+    pub(crate) fn skip(&mut self, file: &Path, problem: String) {
         self.skipped.push(Skipped {
             file: file.display().to_string(),
             problem: escape_controls(&problem).into_owned(),
         });
     }
 
-    /// How many hosts are folded in.
-    pub fn len(&self) -> usize {
-        self.hosts.len()
-    }
-
     /// Whether no host is folded in.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.hosts.is_empty()
     }
 
     /// The files left out so far.
-    pub fn skipped(&self) -> &[Skipped] {
+    pub(crate) fn skipped(&self) -> &[Skipped] {
         &self.skipped
     }
 
     /// Groups the hosts and judges each group.
-    pub fn report(self, profile: &Profile) -> FleetReport {
+    pub(crate) fn report(self, profile: &Profile) -> FleetReport {
         let mut states: Vec<Option<HostState>> = vec![None; self.states.len()];
         for (state, index) in self.states {
             states[index] = Some(state);

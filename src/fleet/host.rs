@@ -13,7 +13,7 @@ use crate::tuning::partition::PartitionError;
 /// What the fleet keeps of one host's state. Hosts of a fleet mostly share one, so the fleet
 /// stores each distinct state once.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct HostState {
+pub(crate) struct HostState {
     /// The settings that matter (CPU, topology, memory population, firmware, kernel, cmdline,
     /// sysctls, power, services).
     pub fingerprint: Fingerprint,
@@ -23,7 +23,7 @@ pub struct HostState {
 
 /// One rule's verdict on one host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RuleVerdict {
+pub(crate) struct RuleVerdict {
     /// The rule id (`LL-SMT`).
     pub rule: String,
     /// The status of its finding.
@@ -34,7 +34,7 @@ pub struct RuleVerdict {
 
 /// One host read.
 #[derive(Debug)]
-pub struct HostRead {
+pub(crate) struct HostRead {
     /// The host name the snapshot's manifest records.
     pub host: String,
     /// The snapshot file.
@@ -45,7 +45,7 @@ pub struct HostRead {
 
 /// Why a host's snapshot was skipped.
 #[derive(Debug, thiserror::Error)]
-pub enum HostError {
+pub(crate) enum HostError {
     /// The snapshot cannot be opened (damaged, hostile, another lowlat's schema); the error
     /// names the file.
     #[error(transparent)]
@@ -68,7 +68,7 @@ pub enum HostError {
 }
 
 /// Reads the host of the snapshot `file` and audits it against `profile`.
-pub fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
+pub(crate) fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
     let (root, manifest) = snapshot::load(file)?;
     if manifest.snapshot_kind != snapshot::SnapshotKind::Linux {
         return Err(HostError::NotLinux(file.to_path_buf()));

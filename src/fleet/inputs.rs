@@ -17,7 +17,7 @@ const MAX_DEPTH: usize = 3;
 /// An input that cannot be read at all.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: cannot read it ({source}); give snapshot files or directories of them", .path.display())]
-pub struct InputError {
+pub(crate) struct InputError {
     /// The file or directory.
     pub path: PathBuf,
     /// The error of the read.
@@ -26,7 +26,7 @@ pub struct InputError {
 
 /// What was found under the inputs.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(crate) struct Found {
     /// The snapshot files, sorted by path.
     pub snapshots: Vec<PathBuf>,
     /// The JSON files (documents that may belong to a host), sorted by path.
@@ -43,7 +43,7 @@ pub struct Found {
 /// name ends in `.json`, as a snapshot whatever other name it has; a directory is walked three
 /// levels deep, symbolic links not followed (those that lead to a snapshot, a document or a
 /// directory, and the directories deeper, are listed in [`Found::passed_over`]).
-pub fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
+pub(crate) fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
     let mut found = Found::default();
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|source| InputError {

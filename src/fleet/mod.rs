@@ -13,30 +13,30 @@
 //! with the reason, naming the file. Only inputs that cannot be read at all, or a fleet with
 //! no host left, are errors.
 
-pub mod documents;
-pub mod group;
-pub mod host;
-pub mod inputs;
-pub mod page;
-pub mod plan;
-pub mod spread;
+pub(crate) mod documents;
+pub(crate) mod group;
+pub(crate) mod host;
+pub(crate) mod inputs;
+pub(crate) mod page;
+pub(crate) mod plan;
+pub(crate) mod spread;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub use group::{Fleet, FleetReport};
-pub use inputs::InputError;
+pub(crate) use group::{Fleet, FleetReport};
+pub(crate) use inputs::InputError;
 
 use crate::audit::Profile;
 use crate::document::{Document, Kind};
 
 /// The `host` of a `fleet` document: it is about many hosts.
-pub const FLEET_HOST: &str = "fleet";
+pub(crate) const FLEET_HOST: &str = "fleet";
 
 /// Why no report could be made.
 #[derive(Debug, thiserror::Error)]
-pub enum FleetError {
+pub(crate) enum FleetError {
     /// An input cannot be read.
     #[error(transparent)]
     Input(#[from] InputError),
@@ -53,7 +53,7 @@ fn reasons(skipped: &[group::Skipped]) -> String {
 /// Reads every snapshot under `inputs`, audits each against `profile`, and folds them with the
 /// documents beside them into a [`Fleet`], on as many threads as the machine has CPUs and
 /// `available` bytes of memory allow ([`workers`]).
-pub fn read(
+pub(crate) fn read(
     inputs: &[PathBuf],
     profile: &Profile,
     available: Option<u64>,
@@ -110,7 +110,7 @@ pub fn read(
 /// memory hold when each holds the most a snapshot may inflate to
 /// ([`crate::snapshot::MAX_TOTAL_BYTES`]), so that as many crafted snapshots at once cannot
 /// exhaust memory; at least one. An unknown `available` leaves one per CPU.
-pub fn workers(cpus: usize, available: Option<u64>) -> usize {
+pub(crate) fn workers(cpus: usize, available: Option<u64>) -> usize {
     let by_memory = available.map_or(usize::MAX, |bytes| {
         usize::try_from(bytes / crate::snapshot::MAX_TOTAL_BYTES).unwrap_or(usize::MAX)
     });
@@ -158,7 +158,7 @@ fn in_order<R: Send>(
 }
 
 /// The `fleet` document of `report`.
-pub fn document(report: &FleetReport) -> Document<&FleetReport> {
+pub(crate) fn document(report: &FleetReport) -> Document<&FleetReport> {
     Document::new(Kind::Fleet, FLEET_HOST, report)
 }
 

@@ -15,7 +15,7 @@ use crate::units::plural;
 
 /// The page of `fleet plan`: per group the files written to its directory (and the hosts
 /// left out of its `hosts.txt`), or why it has no plan; then the files skipped.
-pub fn plans_text(plans: &[(GroupPlan, PathBuf)], skipped: &[Skipped]) -> String {
+pub(crate) fn plans_text(plans: &[(GroupPlan, PathBuf)], skipped: &[Skipped]) -> String {
     let mut page = Page::new();
     for (group, dir) in plans {
         match &group.outcome {
@@ -50,7 +50,7 @@ pub fn plans_text(plans: &[(GroupPlan, PathBuf)], skipped: &[Skipped]) -> String
 }
 
 /// The page of `fleet report`.
-pub fn text(report: &FleetReport) -> String {
+pub(crate) fn text(report: &FleetReport) -> String {
     let mut page = Page::new();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });

@@ -21,7 +21,7 @@ use crate::snapshot::{self, SnapshotError};
 use crate::tuning::setting::Layer;
 
 /// Field prefixes no plan depends on: hosts may differ in them and share a plan.
-pub const NOT_PLANNED: &[&str] = &[
+pub(crate) const NOT_PLANNED: &[&str] = &[
     "firmware.",
     "memory.population",
     "cpu.microcode",
@@ -30,7 +30,7 @@ pub const NOT_PLANNED: &[&str] = &[
 
 /// The plan of one group, or why it has none.
 #[derive(Debug)]
-pub struct GroupPlan {
+pub(crate) struct GroupPlan {
     /// The group's id in the report.
     pub group: usize,
     /// What became of it.
@@ -39,7 +39,7 @@ pub struct GroupPlan {
 
 /// A group's plan, or the refusal.
 #[derive(Debug)]
-pub enum GroupOutcome {
+pub(crate) enum GroupOutcome {
     /// The plan's artifacts, with `hosts.txt` (the group's hosts, one a line) among them.
     Planned {
         /// The files to write.
@@ -55,7 +55,7 @@ pub enum GroupOutcome {
 
 /// Why a plan could not be made.
 #[derive(Debug, thiserror::Error)]
-pub enum FleetPlanError {
+pub(crate) enum FleetPlanError {
     /// The group's sample snapshot cannot be opened again.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -72,7 +72,7 @@ pub enum FleetPlanError {
 }
 
 /// Whether a plan depends on `field` (a fingerprint field, or `rule:ID`).
-pub fn depends_on(field: &str) -> bool {
+pub(crate) fn depends_on(field: &str) -> bool {
     if let Some(id) = field.strip_prefix(RULE_PREFIX) {
         return rules::find(id).is_none_or(|rule| {
             !matches!(
@@ -85,7 +85,7 @@ pub fn depends_on(field: &str) -> bool {
 }
 
 /// One plan per group of `report`, for `request` with the audit `profile`.
-pub fn plans(
+pub(crate) fn plans(
     report: &FleetReport,
     request: &PlanRequest,
     profile: &audit::Profile,

@@ -14,17 +14,17 @@ use super::documents::Figure;
 use crate::compare::stats::histogram::quantile;
 
 /// The fences' distance from the quartiles, in IQRs (Tukey's "far out").
-pub const FENCE_IQRS: f64 = 3.0;
+pub(crate) const FENCE_IQRS: f64 = 3.0;
 
 /// The smallest IQR the fences use, as a fraction of the median.
-pub const MIN_SPREAD: f64 = 0.05;
+pub(crate) const MIN_SPREAD: f64 = 0.05;
 
 /// The fewest hosts whose quartiles judge a host.
-pub const MIN_HOSTS: usize = 4;
+pub(crate) const MIN_HOSTS: usize = 4;
 
 /// One figure over the hosts of a group that measured it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// The figure (`measure-jitter p99`: the host's worst CPU's 99th percentile; for a host
     /// with several documents of a kind, its worst run: the highest latency, the lowest rate).
     pub metric: String,
@@ -52,7 +52,7 @@ pub struct Spread {
 
 /// A host whose figure is outside its group's distribution.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outside {
+pub(crate) struct Outside {
     /// The host name.
     pub host: String,
     /// Its value, in the spread's unit.
@@ -60,7 +60,7 @@ pub struct Outside {
 }
 
 /// The spread of every figure the `hosts` (name, figures) measured, by metric name.
-pub fn spreads<'a>(hosts: impl IntoIterator<Item = (&'a str, &'a [Figure])>) -> Vec<Spread> {
+pub(crate) fn spreads<'a>(hosts: impl IntoIterator<Item = (&'a str, &'a [Figure])>) -> Vec<Spread> {
     let mut by_metric: BTreeMap<&str, (&str, BTreeMap<&str, f64>)> = BTreeMap::new();
     for (host, figures) in hosts {
         for figure in figures {

@@ -7,11 +7,11 @@
 
 pub(crate) mod avail;
 pub mod capabilities;
+pub mod cgroup_cpuset;
 pub mod container;
 pub mod core_types;
 pub mod cpu;
 pub(crate) mod cpulist;
-pub mod cpuset;
 pub mod domain;
 pub mod fingerprint;
 pub mod firmware;
@@ -242,7 +242,7 @@ pub struct Machine {
     /// The cpuset hierarchy, read only where runtime isolation needs it
     /// ([`Machine::read_cpusets`]); absent from JSON when not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpusets: Option<Avail<cpuset::CpusetTree>>,
+    pub cpusets: Option<Avail<cgroup_cpuset::CpusetTree>>,
     /// Where the tree's files came from when it was made from a support bundle (a
     /// sosreport's command outputs), by system path; absent from JSON when none.
     #[serde(default, skip_serializing_if = "origins::Origins::is_empty")]
@@ -380,7 +380,7 @@ impl Machine {
     /// to the machine's.
     pub fn read_cpusets(&mut self, root: &SysRoot) {
         let mut reader = Reader::new(root);
-        self.cpusets = Some(cpuset::read(&mut reader));
+        self.cpusets = Some(cgroup_cpuset::read(&mut reader));
         self.warnings.extend(reader.warnings.into_vec());
         add_refused(root, &mut self.warnings);
     }

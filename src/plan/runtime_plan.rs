@@ -14,7 +14,7 @@
 
 use super::{Draft, Inputs, PlanError, setting};
 use crate::machine::capabilities::Capabilities;
-use crate::machine::cpuset::{CgroupVersion, CpusetTree, Manager};
+use crate::machine::cgroup_cpuset::{CgroupVersion, CpusetTree, Manager};
 use crate::machine::{Avail, CpuSet};
 use crate::tuning::runtime_isolation::{HOUSEKEEPING, ISOLATED, LIMITS, stays_in_root};
 use crate::tuning::setting::{Layer, Setting};
@@ -272,8 +272,8 @@ pub(crate) fn limits() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::cpuset::fixtures;
-    use crate::machine::{Machine, Reader, cpuset};
+    use crate::machine::cgroup_cpuset::fixtures;
+    use crate::machine::{Machine, Reader, cgroup_cpuset};
     use crate::plan::request::{Isolation, PlanRequest};
     use crate::plan::{Plan, build};
     use crate::test_tree::TestTree;
@@ -284,7 +284,7 @@ mod tests {
         let guest = TestTree::fixture("kvm-guest-2vcpu");
         let mut machine = Machine::read(&guest.root());
         let root = tree.root();
-        machine.cpusets = Some(cpuset::read(&mut Reader::new(&root)));
+        machine.cpusets = Some(cgroup_cpuset::read(&mut Reader::new(&root)));
         let mut request = PlanRequest::default();
         request.partition.isolate = Some(CpuSet::parse_list("1").unwrap());
         request.options.isolation = isolation;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
-use crate::bios::settings::{AttributeCheck, BiosStatus, Journal, JournalEntry};
+use crate::bios::settings::{AttributeCheck, BiosJournal, BiosJournalEntry, BiosStatus};
 use crate::bios::{BiosState, value_text};
 use crate::document::{Document, Kind};
 
@@ -17,7 +17,10 @@ pub fn read_document(state: &BiosState) -> Document<&BiosState> {
 }
 
 /// The `bios-journal` document `bios apply --journal FILE` writes: the values replaced.
-pub fn journal_document<'a>(state: &BiosState, journal: &'a Journal) -> Document<&'a Journal> {
+pub fn journal_document<'a>(
+    state: &BiosState,
+    journal: &'a BiosJournal,
+) -> Document<&'a BiosJournal> {
     Document::new(Kind::BiosJournal, state.host(), journal)
 }
 
@@ -93,7 +96,7 @@ pub fn read_text(state: &BiosState) -> String {
 }
 
 /// What `bios apply` staged (or would stage, with `--dry-run`).
-pub fn staged_text(entries: &[JournalEntry], staged: bool) -> String {
+pub fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
     if entries.is_empty() {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();

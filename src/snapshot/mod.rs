@@ -446,7 +446,7 @@ fn read_archive(
         Err(e) => return Err(not_zstd(format!("{e} while reading zstd's magic number"))),
     };
     let signals = SignalGuard::install();
-    let mut progress = Progress::new(file);
+    let mut progress = UnpackProgress::new(file);
     let unpacked = match destination {
         Destination::Dir(top) if compressed => {
             let decoder = zstd::stream::read::Decoder::new(std::io::Read::chain(&magic[..], raw))
@@ -544,14 +544,14 @@ impl Drop for SignalGuard {
 }
 
 /// How much of a snapshot is unpacked, shown on a terminal's stderr once a second.
-struct Progress {
+struct UnpackProgress {
     label: String,
     bytes: u64,
     shown: bool,
     next: Option<Instant>,
 }
 
-impl Progress {
+impl UnpackProgress {
     /// Interval between two progress lines.
     const EVERY: Duration = Duration::from_secs(1);
 
@@ -593,11 +593,11 @@ struct Admission<'a> {
     entries: usize,
     /// Their bytes so far.
     total: u64,
-    progress: &'a mut Progress,
+    progress: &'a mut UnpackProgress,
 }
 
 impl<'a> Admission<'a> {
-    fn new(progress: &'a mut Progress) -> Self {
+    fn new(progress: &'a mut UnpackProgress) -> Self {
         Self {
             entries: 0,
             total: 0,
@@ -644,7 +644,7 @@ fn unpack_in_memory(
     magic: &[u8],
     mut raw: std::fs::File,
     tree: &mut MemoryTree,
-    progress: &mut Progress,
+    progress: &mut UnpackProgress,
 ) -> Result<Manifest, ArchiveError> {
     let mut compressed = magic.to_vec();
     raw.read_to_end(&mut compressed)
@@ -730,7 +730,7 @@ fn decompress_whole(compressed: &[u8]) -> Result<Vec<u8>, ArchiveError> {
 fn unpack<R: Read>(
     entries: tar::Entries<'_, R>,
     top: &Path,
-    progress: &mut Progress,
+    progress: &mut UnpackProgress,
 ) -> Result<Manifest, ArchiveError> {
     let mut admission = Admission::new(progress);
     let mut manifest: Option<Manifest> = None;

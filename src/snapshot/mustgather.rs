@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, Progress, SignalGuard};
+use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, SignalGuard, UnpackProgress};
 use crate::sysroot::Scratch;
 use crate::text::escape_controls;
 
@@ -424,7 +424,7 @@ fn unpack_file(file: &Path, top: &Path) -> Result<(), SysinfoError> {
         return Err(SysinfoError::NotAFile);
     }
     let raw = std::fs::File::open(file).map_err(SysinfoError::Read)?;
-    let mut progress = Progress::new(file);
+    let mut progress = UnpackProgress::new(file);
     let result = unpack(
         flate2::read::GzDecoder::new(raw).take(MAX_TOTAL_BYTES + 1),
         top,
@@ -466,7 +466,7 @@ fn link_stays_inside(parts: &[&str], target: &Path) -> bool {
 }
 
 /// Unpacks the tar stream `tar` into `top`, checking every entry.
-fn unpack<R: Read>(tar: R, top: &Path, progress: &mut Progress) -> Result<(), SysinfoError> {
+fn unpack<R: Read>(tar: R, top: &Path, progress: &mut UnpackProgress) -> Result<(), SysinfoError> {
     let mut admission = Admission::new(progress);
     let mut archive = tar::Archive::new(tar);
     let mut links: HashSet<Vec<String>> = HashSet::new();

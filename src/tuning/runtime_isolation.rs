@@ -3,7 +3,7 @@
 //! run` starts a workload inside the isolated one. Their names are here, once.
 
 use crate::machine::CpuSet;
-use crate::machine::cpuset::{CgroupVersion, Cpuset, CpusetTree, PartitionState};
+use crate::machine::cgroup_cpuset::{CgroupCpuset, CgroupVersion, CpusetTree, PartitionState};
 
 /// The cpuset that holds every movable task and kernel thread, on the housekeeping CPUs
 /// (cgroup v1 only: on v2 the root keeps them, and loses the isolated CPUs to the partition).
@@ -36,7 +36,7 @@ pub(crate) const LIMITS: &[(&str, &str)] = &[
 
 /// The isolated cpuset of a tree, when lowlat's arrangement is in place: on v1 the cpuset
 /// exists with CPUs; on v2 it is a valid isolated partition.
-pub(crate) fn isolated(tree: &CpusetTree) -> Option<&Cpuset> {
+pub(crate) fn isolated(tree: &CpusetTree) -> Option<&CgroupCpuset> {
     let group = tree.group(ISOLATED)?;
     let usable = match tree.version {
         CgroupVersion::V1 => group.effective.as_ref().is_some_and(|c| !c.is_empty()),
@@ -46,7 +46,7 @@ pub(crate) fn isolated(tree: &CpusetTree) -> Option<&Cpuset> {
 }
 
 /// The CPUs of the isolated cpuset: its effective CPUs (on v2, those the partition got).
-pub(crate) fn isolated_cpus(group: &Cpuset) -> CpuSet {
+pub(crate) fn isolated_cpus(group: &CgroupCpuset) -> CpuSet {
     group.effective.clone().unwrap_or_default()
 }
 

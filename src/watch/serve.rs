@@ -31,7 +31,7 @@ const HEAD_LIMIT: usize = 64 * 1024;
 pub(crate) const CROWDED_HEAD_DEADLINE: Duration = Duration::from_secs(1);
 
 /// The latest exposition, shared between the sampling loop and the server.
-pub(crate) type Page = Arc<Mutex<String>>;
+pub(crate) type SharedPage = Arc<Mutex<String>>;
 
 /// One connection being served.
 struct Connection {
@@ -80,7 +80,7 @@ impl Connections {
 }
 
 /// Answers requests on `listener` from `page`, on threads of their own, until the process ends.
-pub(crate) fn serve(listener: TcpListener, page: Page) {
+pub(crate) fn serve(listener: TcpListener, page: SharedPage) {
     let connections = Arc::new(Connections::default());
     std::thread::spawn(move || {
         for (id, stream) in (0u64..).zip(listener.incoming().flatten()) {
@@ -134,7 +134,7 @@ enum Head {
 
 fn answer(
     stream: &TcpStream,
-    page: &Page,
+    page: &SharedPage,
     deadlines: Deadlines,
     requested: &AtomicBool,
 ) -> std::io::Result<()> {
@@ -281,7 +281,7 @@ mod tests {
     fn serves_the_latest_page_at_metrics_and_404_elsewhere() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let page: Page = Arc::new(Mutex::new("a 1\n".into()));
+        let page: SharedPage = Arc::new(Mutex::new("a 1\n".into()));
         serve(listener, page.clone());
         let first = get(addr, "/metrics");
         assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");

@@ -167,3 +167,39 @@ fn no_lint_is_silenced_for_too_many_arguments() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+#[test]
+fn a_top_level_module_is_pub_only_when_used_outside_the_library() {
+    // STYLE.md "Visibility": `pub` is what main.rs, tests/ and fuzz/ use; the compiler's
+    // `unreachable_pub` holds every item below a `pub(crate)` module to it.
+    let root = src().parent().unwrap().to_path_buf();
+    let mut users = vec![src().join("main.rs")];
+    users.extend(rust_files(&root.join("tests")));
+    users.extend(rust_files(&root.join("fuzz").join("fuzz_targets")));
+    let outside: String = users
+        .iter()
+        .map(|f| code_of(&std::fs::read_to_string(f).unwrap()))
+        .collect();
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let public: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+        .collect();
+    assert!(
+        public.contains(&"machine"),
+        "lib.rs was not read: {public:?}"
+    );
+    let unused: Vec<&str> = public
+        .into_iter()
+        .filter(|module| {
+            !outside
+                .split(&format!("lowlat::{module}"))
+                .skip(1)
+                .any(|after| !after.starts_with(|c: char| c == '_' || c.is_alphanumeric()))
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "`pub mod` in src/lib.rs that nothing outside src/ uses (make it pub(crate)): {unused:?}"
+    );
+}

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use super::Expansion;
 use crate::apply::change::{ApplyContext, Change, ChangeError, Inspection, Unsupported};
 use crate::apply::journal::{Bytes, PlacedThread, Record};
-use crate::machine::cpuset::{self, CgroupVersion, file_of, task_cpuset};
+use crate::machine::cgroup_cpuset::{self, CgroupVersion, file_of, task_cpuset};
 use crate::machine::tasks::{ProcStat, parse_stat, parse_status};
 use crate::machine::{CpuSet, Reader, Warnings};
 use crate::sysroot::SysRoot;
@@ -203,7 +203,7 @@ fn snapshot(
     hierarchy: &Hierarchy,
     from: Option<&str>,
 ) -> Result<Record, ChangeError> {
-    let tree = cpuset::read(&mut Reader::new(root));
+    let tree = cgroup_cpuset::read(&mut Reader::new(root));
     let Some(tree) = tree.get() else {
         return Err(ChangeError::Refused(
             tree.reason().unwrap_or("no cpuset hierarchy").to_string(),
@@ -548,7 +548,7 @@ pub(crate) fn expand(ctx: &ApplyContext, target: &SettingId, value: &str) -> Opt
     };
     let tree = match ctx.machine.cpusets.as_ref() {
         Some(tree) => tree.clone(),
-        None => cpuset::read(&mut Reader::new(ctx.root)),
+        None => cgroup_cpuset::read(&mut Reader::new(ctx.root)),
     };
     let Some(tree) = tree.get() else {
         return Some(Expansion::Unsupported(

@@ -48,7 +48,7 @@ pub struct Kernel {
     /// `/proc/cmdline`, parsed.
     pub cmdline: Avail<Cmdline>,
     /// CPU isolation, as in effect (sysfs) and as asked for (command line).
-    pub isolation: Isolation,
+    pub isolation: KernelIsolation,
     /// The kernel log's messages about CPU isolation (`Housekeeping: ...`, `NO_HZ: ...`), from
     /// `/dev/kmsg`, oldest first.
     #[serde(default = "not_recorded")]
@@ -97,7 +97,7 @@ impl Kernel {
 
 /// CPU isolation: what the kernel applies (sysfs) and what the command line asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Isolation {
+pub struct KernelIsolation {
     /// `/sys/devices/system/cpu/isolated`: CPUs out of the scheduler domains (isolcpus).
     pub isolated: Avail<CpuSet>,
     /// `/sys/devices/system/cpu/nohz_full`: CPUs with the tick stopped when they run one
@@ -198,7 +198,7 @@ pub fn read_nohz_full(r: &mut Reader) -> Avail<CpuSet> {
     }
 }
 
-fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
+fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> KernelIsolation {
     let possible = r.cpulist(&format!("{CPU_DIR}/possible")).get_owned();
     let nohz_full = read_nohz_full(r);
     let possible = possible.as_ref();
@@ -215,7 +215,7 @@ fn read_isolation(r: &mut Reader, cmdline: Option<&Cmdline>) -> Isolation {
     let cmdline_nohz_full = cpus_of("nohz_full");
     let rcu_nocbs = cpus_of("rcu_nocbs");
     let irqaffinity = cpus_of("irqaffinity");
-    Isolation {
+    KernelIsolation {
         isolated: r.cpulist(&format!("{CPU_DIR}/isolated")),
         nohz_full,
         isolcpus,

@@ -57,7 +57,7 @@ pub(crate) fn in_segments<T: Merge, E>(
 
 /// How far a run in segments got when a checkpoint is saved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Progress {
+pub(crate) struct SegmentsDone {
     /// The segments measured so far, in all.
     pub measured: Duration,
     /// The length of the whole run.
@@ -75,9 +75,9 @@ pub(crate) struct Checkpoints<S> {
 
 /// Runs `segment` for `duration`: in one piece without `checkpoints` or when the run is no
 /// longer than their interval; else in segments of that interval ([`in_segments`]), handing the
-/// merged record so far and the [`Progress`] to `checkpoints.save` after each segment but the
-/// last. `ended` says a segment ended the run (Ctrl-C, a full buffer).
-pub(crate) fn run_checkpointed<T: Merge, E, S: FnMut(&T, Progress)>(
+/// merged record so far and the [`SegmentsDone`] to `checkpoints.save` after each segment but
+/// the last. `ended` says a segment ended the run (Ctrl-C, a full buffer).
+pub(crate) fn run_checkpointed<T: Merge, E, S: FnMut(&T, SegmentsDone)>(
     duration: Duration,
     checkpoints: Option<Checkpoints<S>>,
     mut segment: impl FnMut(Duration) -> Result<T, E>,
@@ -89,7 +89,7 @@ pub(crate) fn run_checkpointed<T: Merge, E, S: FnMut(&T, Progress)>(
     let mut measured = Duration::ZERO;
     in_segments(duration, every, segment, ended, |so_far| {
         measured += every;
-        save(so_far, Progress { measured, duration });
+        save(so_far, SegmentsDone { measured, duration });
     })
 }
 
@@ -150,7 +150,7 @@ mod tests {
         let mut saved = Vec::new();
         let checkpoints = every_ms.map(|every| Checkpoints {
             every: Duration::from_millis(every),
-            save: |_: &Sum, progress: Progress| {
+            save: |_: &Sum, progress: SegmentsDone| {
                 saved.push((progress.measured.as_millis(), progress.duration.as_millis()))
             },
         });

@@ -510,7 +510,7 @@ pub fn text(entries: &[Entry]) -> String {
 mod tests {
     use super::*;
     use crate::machine::Reader;
-    use crate::machine::cpuset::{self, fixtures};
+    use crate::machine::cgroup_cpuset::{self, fixtures};
     use crate::test_tree::TestTree;
 
     #[test]
@@ -519,7 +519,7 @@ mod tests {
         let root = guest.root();
         let mut machine = Machine::read(&root);
         let tree = fixtures::v1();
-        machine.cpusets = Some(cpuset::read(&mut Reader::new(&tree.root())));
+        machine.cpusets = Some(cgroup_cpuset::read(&mut Reader::new(&tree.root())));
         let now = |id: &str, value: &str| {
             let s = crate::plan::setting(id.parse().unwrap(), value, Layer::Runtime, "", "");
             match current(&s, &machine, &root) {

@@ -171,7 +171,7 @@ impl std::fmt::Display for PartitionState {
 
 /// One cpuset (one cgroup with the controller on).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cpuset {
+pub struct CgroupCpuset {
     /// Its path in the hierarchy: `/` for the root, `/libpod_parent/conmon`.
     pub path: String,
     /// The CPUs asked for (`cpuset.cpus`); empty on v2 means the parent's; `None` where the
@@ -207,7 +207,7 @@ pub struct CpusetTree {
     /// Who manages it.
     pub manager: Manager,
     /// Every cpuset, the root first, each parent before its children.
-    pub groups: Vec<Cpuset>,
+    pub groups: Vec<CgroupCpuset>,
 }
 
 impl CpusetTree {
@@ -217,12 +217,12 @@ impl CpusetTree {
     }
 
     /// The root cpuset.
-    pub fn root(&self) -> Option<&Cpuset> {
+    pub fn root(&self) -> Option<&CgroupCpuset> {
         self.groups.first().filter(|g| g.path == "/")
     }
 
     /// The cpuset at `path`.
-    pub fn group(&self, path: &str) -> Option<&Cpuset> {
+    pub fn group(&self, path: &str) -> Option<&CgroupCpuset> {
         self.groups.iter().find(|g| g.path == path)
     }
 
@@ -236,8 +236,8 @@ impl CpusetTree {
 
     /// The cpusets below the root, deepest first (the order to shrink them in: a v1 child's
     /// CPUs must stay within its parent's).
-    pub fn deepest_first(&self) -> Vec<&Cpuset> {
-        let mut below: Vec<&Cpuset> = self.groups.iter().filter(|g| g.path != "/").collect();
+    pub fn deepest_first(&self) -> Vec<&CgroupCpuset> {
+        let mut below: Vec<&CgroupCpuset> = self.groups.iter().filter(|g| g.path != "/").collect();
         below.sort_by_key(|g| std::cmp::Reverse(g.path.matches('/').count()));
         below
     }
@@ -310,7 +310,7 @@ fn detect(r: &mut Reader) -> Result<(CgroupVersion, String), NoCpuset> {
 
 /// Who manages the tree: the kubelet when a `kubepods*` cgroup is at its top, systemd when it
 /// is PID 1 and has its slices in the tree (v2) or its own v1 hierarchy.
-fn manager(r: &mut Reader, version: CgroupVersion, groups: &[Cpuset]) -> Manager {
+fn manager(r: &mut Reader, version: CgroupVersion, groups: &[CgroupCpuset]) -> Manager {
     let top = groups
         .iter()
         .filter(|g| g.path != "/" && g.path.matches('/').count() == 1);
@@ -390,7 +390,12 @@ pub fn read(r: &mut Reader) -> Avail<CpusetTree> {
 }
 
 /// One cpuset; `None` for a v2 cgroup without the controller (no `cpuset.cpus.effective`).
-fn read_group(r: &mut Reader, version: CgroupVersion, mount: &str, path: &str) -> Option<Cpuset> {
+fn read_group(
+    r: &mut Reader,
+    version: CgroupVersion,
+    mount: &str,
+    path: &str,
+) -> Option<CgroupCpuset> {
     let file = |name: &str| file_of(mount, path, name);
     let effective_path = file(version.effective_file());
     if version == CgroupVersion::V2 && !r.root.exists(&effective_path) {
@@ -442,7 +447,7 @@ fn read_group(r: &mut Reader, version: CgroupVersion, mount: &str, path: &str) -
         Ok(text) => parse_ids(&text, &tasks_path, r),
         Err(_) => Vec::new(),
     };
-    Some(Cpuset {
+    Some(CgroupCpuset {
         path: path.to_string(),
         cpus,
         effective,
