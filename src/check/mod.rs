@@ -115,7 +115,9 @@ pub(crate) fn figures(jitter: Option<&JitterRun>, timer: Option<&TimerRun>) -> V
             let figures = figures_of(&mut by_cpu, cpu.cpu);
             figures.timer_samples = record.hist.len();
             figures.timer_max_ns = record.max_ns;
-            figures.timer_p99_ns = record.hist.value_at_quantile(0.99).min(record.max_ns);
+            figures.timer_p99_ns = (targets::Quantile::P99)
+                .value(&record.hist, record.max_ns)
+                .unwrap_or(0);
             figures.timer_latency = Some(record.hist.clone());
         }
     }

@@ -97,7 +97,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
 
 /// Lays a site profile's `[kernel]` over the plan's command line, last: each argument added
 /// replaces the plan's (or the profile's) argument of its key, planned or left out (the site
-/// asked for it; a trade-off keeps its label), each key removed is taken off whatever the plan
+/// asked for it; the same argument left out as a trade-off keeps its label), each key removed is taken off whatever the plan
 /// or the profile wanted of it. Each names its file and line as its source.
 pub(crate) fn site_arguments(kernel: &SiteKernel, profile: PlanProfile, draft: &mut Draft) {
     for (arg, remove) in
@@ -119,7 +119,9 @@ pub(crate) fn site_arguments(kernel: &SiteKernel, profile: PlanProfile, draft: &
                 format!("Added by the site profile{replaced}."),
             )
         };
-        let tradeoff = before.and_then(|s| s.security_tradeoff).filter(|_| !remove);
+        // The label belongs to the argument it was given for, not to another value of its key.
+        let tradeoff =
+            (before.filter(|s| !remove && s.value == arg.arg)).and_then(|s| s.security_tradeoff);
         draft.add(Setting {
             security_tradeoff: tradeoff,
             ..boot(&arg.key, value, &rationale, &arg.place.to_string())

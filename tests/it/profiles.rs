@@ -279,6 +279,17 @@ fn the_plan_adds_and_removes_the_sites_kernel_arguments_naming_their_line() {
             .all(|s| s["setting"]["id"] != "cmdline:nmi_watchdog"),
         "{stdout}"
     );
+    // Another value of the key is not that trade-off.
+    let (_dir, other) = site(&format!(
+        "{WAIVE_ALL}[kernel]\nadd = [\"nmi_watchdog=1\"]\n"
+    ));
+    let (_, stdout, _) = run(&root, &["plan", "--profile", &other, "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let added = (plan["settings"].as_array().unwrap().iter())
+        .find(|s| s["id"] == "cmdline:nmi_watchdog")
+        .unwrap();
+    assert_eq!(added["value"], "nmi_watchdog=1");
+    assert_eq!(added.get("security_tradeoff"), None, "{added}");
     let (_, stdout, _) = run(&root, &["plan", "--json"]);
     assert!(stdout.contains("\"value\": \"skew_tick=1\""), "{stdout}");
     let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
