@@ -56,10 +56,9 @@ fixtures=(epyc7f32-2s xeon-2s-smt milan64-nps4-smt rt-guest-4vcpu)
 mkdir -p "$work/profiles"
 printf '%s\n' 'extends = "base.toml"' '[sysctl]' '"vm.stat_interval" = 10' >"$work/profiles/site.toml"
 printf '%s\n' 'extends = "low-latency"' '[kernel]' 'remove = ["skew_tick"]' >"$work/profiles/base.toml"
-site_vars() {
-  [ "$1" = epyc7f32-2s ] || return 0
-  echo "lowlat_profile=$work/profiles/site.toml lowlat_profile_files=[\"$work/profiles/base.toml\"]"
-}
+mkdir -p "$work/host_vars"
+printf '%s\n' "lowlat_profile: $work/profiles/site.toml" \
+  "lowlat_profile_files: [$work/profiles/base.toml]" >"$work/host_vars/epyc7f32-2s.yml"
 inventory="$work/hosts.ini"
 {
   echo "[fleet]"
@@ -69,8 +68,7 @@ inventory="$work/hosts.ini"
     cp -a "$repo/tests/fixtures/machines/$name" "$host/root"
     echo "$name ansible_connection=local ansible_python_interpreter=$(command -v python3)" \
       "lowlat_root=$host/root lowlat_bin=$host/bin/lowlat lowlat_facts_dir=$host/facts.d" \
-      "lowlat_plan_dir=$host/plan lowlat_remote_dir=$host/staging lowlat_profile_dir=$host/profile" \
-      "$(site_vars "$name")"
+      "lowlat_plan_dir=$host/plan lowlat_remote_dir=$host/staging lowlat_profile_dir=$host/profile"
   done
   echo "[fleet:vars]"
   echo "lowlat_binary_src=$bin"
