@@ -37,9 +37,13 @@ else
   cargo=(cargo)
 fi
 
-mapfile -t targets < <("${cargo[@]}" fuzz list)
 # No target (cargo fuzz list failed, or fuzz/Cargo.toml lost its [[bin]]s) is a failure, not a
-# run that passes having fuzzed nothing.
+# run that passes having fuzzed nothing (tests/it/fuzz.rs runs this part with a stand-in cargo).
+if ! list="$("${cargo[@]}" fuzz list)"; then
+  echo "fuzz/run.sh: 'cargo fuzz list' failed; nothing would be fuzzed" >&2
+  exit 1
+fi
+mapfile -t targets < <(grep -v '^$' <<<"$list" || true)
 if [ "${#targets[@]}" -eq 0 ]; then
   echo "fuzz/run.sh: 'cargo fuzz list' named no target; nothing would be fuzzed" >&2
   exit 1

@@ -11,6 +11,11 @@ pub(crate) mod tree;
 #[path = "../tests/it/support/hybrid.rs"]
 pub(crate) mod hybrid;
 
+#[path = "../tests/it/support/missing.rs"]
+mod missing;
+
+pub(crate) use missing::missing_data;
+
 /// A tree of system files in a temporary directory, removed when dropped.
 pub(crate) struct TestTree {
     dir: tempfile::TempDir,

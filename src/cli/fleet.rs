@@ -35,8 +35,10 @@ pub enum FleetAction {
 
 const INPUTS: &str = "Inputs: snapshot files (`lowlat snapshot -o FILE`), or directories holding them: one \
 directory per host as the Ansible collection's collect role fetches them (lowlat-collected/<host>/<host>.lowlat), \
-or all in one directory. Under a directory, files named *.lowlat or starting with zstd's magic number are read as \
-snapshots, three levels deep, and files named *.json as documents: a `bios` document (`lowlat bios read -o \
+or all in one directory; and sosreports: each sosreport-* directory (holding sos_commands/, sos_logs/ or \
+sos_reports/) and each *.tar.xz or *.tar.gz archive is one host, named by its hostname (sos_commands/host/hostname, \
+else kernel.hostname of its sysctl -a, else the bundle's name). Under a directory, files named *.lowlat or starting \
+with zstd's magic number are read as snapshots, three levels deep, and files named *.json as documents: a `bios` document (`lowlat bios read -o \
 bios.json`) adds the BIOS attributes to its host's fingerprint (bios:ATTRIBUTE), and the measure-jitter, \
 measure-timer and measure-membw documents of a result bundle (`lowlat measure ... --out DIR`) give the host's \
 measured figures. A document belongs to the only snapshot in its directory or the one above \
@@ -67,7 +69,7 @@ judged; a snapshot whose first entry is not manifest.json is refused before the 
 1 outliers or measurements outside found, or files skipped; 2 no report (an input cannot be read, no snapshot found or none readable, bad flag)."
 ))]
 pub struct ReportArgs {
-    /// Snapshot files or directories of them.
+    /// Snapshot files, sosreports, or directories of them.
     #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
     pub inputs: Vec<PathBuf>,
 
@@ -106,7 +108,7 @@ hosts.txt; 2 no plan (an input or \
 OUT cannot be used, no snapshot readable, bad flag)."
 )]
 pub struct PlanArgs {
-    /// Snapshot files or directories of them.
+    /// Snapshot files, sosreports, or directories of them.
     #[arg(required = true, value_name = "DIR|FILE", long_help = INPUTS)]
     pub inputs: Vec<PathBuf>,
 

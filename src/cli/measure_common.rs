@@ -563,7 +563,8 @@ mod tests {
         std::fs::write(online.join("online"), "0-1\n").unwrap();
         let allowed = crate::measure::runner::harness::current_affinity().unwrap();
         if !(allowed.contains(0) && allowed.contains(1)) {
-            return; // this process may not run on CPUs 0 and 1
+            crate::test_tree::missing_data("CPUs 0 and 1 in this process's affinity");
+            return;
         }
         let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
         let session =

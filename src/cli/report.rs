@@ -4,9 +4,12 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
+use super::messages::warning;
 use super::{Cli, exit};
 use crate::report::html::{self, Budget, Source};
 use crate::report::runs::{load, sort_in_run_order};
+use crate::snapshot::sosreport::is_bundle;
+use crate::text::escape_controls;
 
 /// Options of `lowlat report`.
 #[derive(Debug, Args)]
@@ -14,7 +17,8 @@ use crate::report::runs::{load, sort_in_run_order};
     after_help = "Examples:\n  lowlat inventory --json > inventory.json\n  lowlat audit --json > audit.json\n  \
 lowlat measure jitter --duration 60s --json > jitter.json\n  lowlat report inventory.json audit.json jitter.json -o report.html\n  \
 lowlat report bundle/ before/jitter.json -o report.html\n  \
-lowlat report sysjitter.0 sysjitter.1 cyclictest-v.txt oslat.txt -o peers.html\n\n\
+lowlat report sysjitter.0 sysjitter.1 cyclictest-v.txt oslat.txt -o peers.html\n  \
+lowlat report sosreport-node1-2026-12-05-kqzwvxy.tar.xz -o node1.html\n\n\
 The report draws what its documents allow: first the verdict of a check (check: PASS or FAIL, why, the \
 targets with each CPU's value, the NICs and the clock), the machine, its topology, its NICs and its clock (inventory), audit findings by layer (audit), \
 the plan and what verify found (plan, verify), latency histograms with a log count axis, exceedance curves and per-CPU maxima (measure jitter, measure timer; documents of one kind are overlaid), interruptions \
@@ -30,8 +34,18 @@ pub struct ReportArgs {
     /// writes), or directories of them (every `*.json` and `*.jsonl` file in it, by name); and
     /// peer tools' outputs as `lowlat compare` reads them (sysjitter `--raw` files and summary,
     /// cyclictest `-v`, `-h` and summary, oslat, STREAM, likwid-bench), told by their content.
+    ///
+    /// A sosreport (the sosreport-* directory, the directory holding it, or the
+    /// sosreport-*.tar.xz/.tar.gz sos wrote) is read as `--sosreport` reads it and drawn as its
+    /// inventory and its audit against `--profile`; a directory of several sosreports is a
+    /// fleet: `lowlat fleet report DIR --html FILE` draws it.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
+
+    /// The profile a sosreport's audit judges it by: low-latency, realtime-host,
+    /// realtime-guest or throughput, TuneD's name for one, or a site profile file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::ANY)]
+    pub profile: super::profile::ProfileArg,
 
     /// Where to write the HTML (`-` for stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -46,7 +60,22 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
     let mut peers = Vec::new();
     // What the reports among the inputs may inflate to, all of them together.
     let mut budget = Budget::default();
+    let mut profile = None;
     for input in &args.inputs {
+        if let Some(bundle) = sosreport(input)? {
+            let profile = match &profile {
+                Some(profile) => profile,
+                None => profile.insert(args.profile.load()?),
+            };
+            let read = crate::report::sosreport::documents(&bundle, profile)?;
+            for line in &read.notes {
+                warning!("{}: {line}", escape_controls(&bundle.display().to_string()));
+            }
+            for (name, json) in read.documents {
+                sources.extend(Source::parse_all(&name, json, &mut budget)?);
+            }
+            continue;
+        }
         for file in files(input)? {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::InvalidData {
@@ -95,6 +124,37 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
             .with_context(|| format!("-o {}: cannot write the report", args.output.display()))?;
     }
     Ok(exit::OK)
+}
+
+/// The sosreport `input` is, or the one sosreport the directory `input` holds beside no
+/// lowlat document; `None` for anything else. A directory of several is refused: a fleet.
+fn sosreport(input: &Path) -> Result<Option<PathBuf>> {
+    if is_bundle(input) {
+        return Ok(Some(input.to_path_buf()));
+    }
+    let Ok(entries) = std::fs::read_dir(input) else {
+        return Ok(None);
+    };
+    let paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let documents = paths
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "json" || e == "jsonl"));
+    let mut bundles: Vec<&PathBuf> = paths.iter().filter(|p| is_bundle(p)).collect();
+    bundles.sort();
+    match bundles.as_slice() {
+        _ if documents => Ok(None),
+        [] => Ok(None),
+        [one] => Ok(Some((*one).clone())),
+        [first, second, ..] => bail!(
+            "{}: holds {} sosreports ({}, {}, ...): a fleet; draw it with `lowlat fleet report \
+             {} --html FILE`, or give one sosreport",
+            input.display(),
+            bundles.len(),
+            escape_controls(&first.display().to_string()),
+            escape_controls(&second.display().to_string()),
+            input.display()
+        ),
+    }
 }
 
 /// The files of one input: itself, or a directory's `*.json` and `*.jsonl` files by name.

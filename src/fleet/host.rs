@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::audit::{self, FindingStatus, Profile};
 use crate::machine::fingerprint::Fingerprint;
 use crate::machine::{Machine, ReadOptions};
+use crate::snapshot::sosreport::{self, SosReportError};
 use crate::snapshot::{self, SnapshotError};
+use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
 
 /// What the fleet keeps of one host's state. Hosts of a fleet mostly share one, so the fleet
@@ -35,7 +37,8 @@ pub(crate) struct RuleVerdict {
 /// One host read.
 #[derive(Debug)]
 pub(crate) struct HostRead {
-    /// The host name the snapshot's manifest records.
+    /// The host name the snapshot's manifest records, or the sosreport's (its `hostname`,
+    /// else the bundle's name).
     pub host: String,
     /// The snapshot file.
     pub file: PathBuf,
@@ -50,6 +53,10 @@ pub(crate) enum HostError {
     /// names the file.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// The sosreport cannot be read (not one, an archive that cannot be unpacked); the
+    /// error names the file.
+    #[error(transparent)]
+    SosReport(#[from] SosReportError),
     /// A capture of another system than Linux, which the fleet's audit cannot read.
     #[error(
         "{}: a FreeBSD capture (lowlat-capture.sh); the fleet groups Linux hosts: read it with \
@@ -67,20 +74,38 @@ pub(crate) enum HostError {
     },
 }
 
-/// Reads the host of the snapshot `file` and audits it against `profile`.
+/// Reads the host of the snapshot or sosreport `file` and audits it against `profile`.
 pub(crate) fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError> {
+    if sosreport::is_bundle(file) {
+        let bundle = sosreport::open(file)?;
+        let machine = Machine::read_with(&SysRoot::dir(&bundle.dir), ReadOptions::one_thread());
+        // The host's name from the bundle (`hostname`, `sysctl -a`), else the bundle's name.
+        let host = (machine.kernel.hostname.get().cloned())
+            .unwrap_or_else(|| sosreport::bundle_name(file));
+        return judge(file, host, &machine, profile);
+    }
     let (root, manifest) = snapshot::load(file)?;
     if manifest.snapshot_kind != snapshot::SnapshotKind::Linux {
         return Err(HostError::NotLinux(file.to_path_buf()));
     }
     // One thread per host: the fleet already reads as many hosts at once as there are CPUs.
     let machine = Machine::read_with(&root, ReadOptions::one_thread());
+    judge(file, manifest.header.host, &machine, profile)
+}
+
+/// Audits the `machine` of `host`, read from `file`, against `profile`.
+fn judge(
+    file: &Path,
+    host: String,
+    machine: &Machine,
+    profile: &Profile,
+) -> Result<HostRead, HostError> {
     let partition =
-        audit::partition::choose(&machine, None).map_err(|source| HostError::Partition {
+        audit::partition::choose(machine, None).map_err(|source| HostError::Partition {
             file: file.to_path_buf(),
             source,
         })?;
-    let result = audit::run(&machine, profile, &partition);
+    let result = audit::run(machine, profile, &partition);
     let verdicts = result
         .findings
         .into_iter()
@@ -95,10 +120,10 @@ pub(crate) fn read(file: &Path, profile: &Profile) -> Result<HostRead, HostError
         })
         .collect();
     Ok(HostRead {
-        host: manifest.header.host,
+        host,
         file: file.to_path_buf(),
         state: HostState {
-            fingerprint: Fingerprint::of(&machine),
+            fingerprint: Fingerprint::of(machine),
             verdicts,
         },
     })

@@ -1,5 +1,7 @@
 //! The files a fleet is read from: the files given, and under each directory given the snapshots
-//! (files named `*.lowlat` or starting with zstd's magic number) and the documents beside them
+//! (files named `*.lowlat` or starting with zstd's magic number), the sosreports (each
+//! `sosreport-*` directory, not walked into, and each `*.tar.xz`/`*.tar.gz` archive: one host
+//! per bundle, see [`crate::snapshot::sosreport::is_bundle`]) and the documents beside them
 //! (files named `*.json`: `bios` documents and result bundles, see [`super::documents`]), in one
 //! directory per host as the Ansible collection fetches them, or all in one directory. Other
 //! files (logs) are passed over, and so is `audit.json`: the audit is made again, offline, from
@@ -9,7 +11,7 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::snapshot::ZSTD_MAGIC;
+use crate::snapshot::{ZSTD_MAGIC, sosreport};
 
 /// How many directory levels are walked below each directory given.
 const MAX_DEPTH: usize = 3;
@@ -27,7 +29,7 @@ pub(crate) struct InputError {
 /// What was found under the inputs.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
-    /// The snapshot files, sorted by path.
+    /// The hosts' files: snapshots and sosreports (directories or archives), sorted by path.
     pub snapshots: Vec<PathBuf>,
     /// The JSON files (documents that may belong to a host), sorted by path.
     pub documents: Vec<PathBuf>,
@@ -50,6 +52,10 @@ pub(crate) fn find(inputs: &[PathBuf]) -> Result<Found, InputError> {
             path: input.clone(),
             source,
         })?;
+        if sosreport::is_bundle(input) {
+            found.snapshots.push(input.clone());
+            continue;
+        }
         if !meta.is_dir() {
             if is_document(input) {
                 found.documents.push(input.clone());
@@ -103,6 +109,8 @@ fn walk(dir: &Path, given: &Path, depth: usize, found: &mut Found) -> Result<(),
                 );
                 found.passed_over.push((path, problem));
             }
+        } else if (kind.is_dir() || kind.is_file()) && sosreport::is_bundle(&path) {
+            found.snapshots.push(path);
         } else if kind.is_dir() && depth > 0 {
             walk(&path, given, depth - 1, found)?;
         } else if kind.is_dir() && std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
@@ -133,7 +141,7 @@ fn link_to_input(path: &Path) -> Option<&'static str> {
         Some("a directory")
     } else if is_document(path) {
         Some("a document")
-    } else if target.is_file() && is_snapshot(path) {
+    } else if target.is_file() && (is_snapshot(path) || sosreport::is_bundle(path)) {
         Some("a snapshot")
     } else {
         None

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::Reader;
-use crate::sysroot::{ORIGINS, UNCAPTURED};
+use super::nic::ethtool::{self, Query};
+use super::nic::printed;
+use crate::sysroot::{ANSWERS_DIR, ORIGINS, PRINTED_DIR, UNCAPTURED};
 
 /// The origins of a tree's files, by system path (`/proc/sys/kernel/sched_rt_runtime_us` →
 /// `sos_commands/kernel/sysctl_-a:412`); empty for a live machine and for trees that were
@@ -23,19 +25,26 @@ impl Origins {
     }
 
     /// `path` with the bundle file it came from, `path (from ORIGIN)`, or `path` as it is
-    /// when it has no recorded origin.
+    /// when it has no recorded origin. A path of lowlat's own (an ethtool answer under
+    /// [`ANSWERS_DIR`], which no machine has) is named by its origin alone.
     pub fn annotate(&self, path: &str) -> String {
         match self.origin(path) {
+            Some(origin) if path.starts_with(ANSWERS_DIR) => origin.to_string(),
             Some(origin) => format!("{path} (from {origin})"),
             None => path.to_string(),
         }
     }
 
     /// Where `path` came from; for the files of every process (`/proc/*/comm`), the bundle
-    /// file the first process's came from, without its line.
+    /// file the first process's came from, without its line; for an ethtool answer
+    /// (`/lowlat-answers/ethtool/eth0/coalesce`), the origin of the `ethtool` output it was
+    /// encoded from (`sos_commands/networking/ethtool_-c_eth0`).
     fn origin(&self, path: &str) -> Option<&str> {
         if let Some(origin) = self.0.get(path) {
             return Some(origin);
+        }
+        if let Some(printed) = printed_of_answer(path) {
+            return self.0.get(&printed).map(String::as_str);
         }
         let file = path.strip_prefix("/proc/*/")?;
         self.0.iter().find_map(|(known, origin)| {
@@ -46,10 +55,33 @@ impl Origins {
     }
 }
 
-/// What the tree's bundle did not capture that holds `path` (a line of [`UNCAPTURED`] that is
-/// `path` or a directory above it), when it did not: a file absent there is unknown, not
-/// absent from the machine.
+/// The printed `ethtool` output ([`PRINTED_DIR`]) an ethtool answer path is read from
+/// where a tree has no answer: `/lowlat-answers/ethtool/eth0/coalesce` →
+/// `/lowlat-answers/printed/ethtool_-c_eth0`.
+fn printed_of_answer(path: &str) -> Option<String> {
+    let (name, query) = path
+        .strip_prefix(ANSWERS_DIR)?
+        .strip_prefix("/ethtool/")?
+        .split_once('/')?;
+    let option = if query == ethtool::DRVINFO {
+        "-i"
+    } else {
+        printed::option(Query::ALL.into_iter().find(|q| q.name() == query)?)
+    };
+    Some(format!("{PRINTED_DIR}/ethtool_{option}_{name}"))
+}
+
+/// Why `path` is unknown rather than absent, when the tree's snapshot or bundle did not capture
+/// it (a line of [`UNCAPTURED`] that is `path` or a directory above it: a file the snapshot
+/// could not read, a directory the bundle does not copy): `the snapshot or support bundle did
+/// not capture DIR`. The one wording of every reader that says so.
 pub fn uncaptured(root: &crate::sysroot::SysRoot, path: &str) -> Option<String> {
+    uncaptured_dir(root, path)
+        .map(|dir| format!("the snapshot or support bundle did not capture {dir}"))
+}
+
+/// The line of [`UNCAPTURED`] that holds `path`.
+fn uncaptured_dir(root: &crate::sysroot::SysRoot, path: &str) -> Option<String> {
     if root.is_live() {
         return None;
     }
@@ -97,7 +129,9 @@ mod tests {
         tree.write(
             ORIGINS,
             "/proc/sys/vm/swappiness\tsos_commands/kernel/sysctl_-a:412\ngarbage\n\
-             /proc/812/cmdline\tsos_commands/process/ps_alxwww:9\n",
+             /proc/812/cmdline\tsos_commands/process/ps_alxwww:9\n\
+             /lowlat-answers/printed/ethtool_-c_eth0\tsos_commands/networking/ethtool_-c_eth0\n\
+             /lowlat-answers/printed/ethtool_-i_eth0\tsos_commands/networking/ethtool_-i_eth0\n",
         );
         let root = tree.root();
         let mut r = Reader::new(&root);
@@ -112,6 +146,19 @@ mod tests {
             "/proc/*/cmdline (from sos_commands/process/ps_alxwww)"
         );
         assert_eq!(origins.annotate("/proc/*/comm"), "/proc/*/comm");
+        // An ethtool answer is named by the printed output it was read from.
+        assert_eq!(
+            origins.annotate("/lowlat-answers/ethtool/eth0/coalesce"),
+            "sos_commands/networking/ethtool_-c_eth0"
+        );
+        assert_eq!(
+            origins.annotate("/lowlat-answers/ethtool/eth0/drvinfo"),
+            "sos_commands/networking/ethtool_-i_eth0"
+        );
+        assert_eq!(
+            origins.annotate("/lowlat-answers/ethtool/eth1/coalesce"),
+            "/lowlat-answers/ethtool/eth1/coalesce"
+        );
         assert_eq!(r.warnings.into_vec().len(), 1);
     }
 }

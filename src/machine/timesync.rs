@@ -273,9 +273,65 @@ pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> TimeSync {
     TimeSync {
         daemons,
         configs,
-        chrony_tracking: None,
+        chrony_tracking: printed_tracking(r),
         ptp_time_status: None,
     }
+}
+
+/// Where a tree keeps what `chronyc tracking` printed (a sosreport's
+/// `sos_commands/chrony/chronyc_tracking`).
+pub(crate) const PRINTED_TRACKING: &str = "/lowlat-answers/printed/chronyc_tracking";
+
+/// chronyd's view as a tree keeps it printed ([`PRINTED_TRACKING`]); `None` on the live
+/// machine (`lowlat inventory` asks chronyd) and where the tree keeps none.
+fn printed_tracking(r: &Reader) -> Option<Avail<ChronyTracking>> {
+    if r.root.is_live() {
+        return None;
+    }
+    let text = r.root.read(PRINTED_TRACKING).ok()?;
+    Some(match parse_chronyc_tracking_text(&text) {
+        Ok(tracking) => Avail::Available(tracking),
+        Err(e) => Avail::missing(format!("{PRINTED_TRACKING}: {e}")),
+    })
+}
+
+/// Parses `chronyc tracking` as it prints it for people (`Reference ID    : C0A80001
+/// (192.168.0.1)`, `System time     : 0.000001234 seconds slow of NTP time`, `Last offset     :
+/// +0.000000123 seconds` ...).
+pub(crate) fn parse_chronyc_tracking_text(text: &str) -> Result<ChronyTracking, TrackingError> {
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim())
+        })
+    };
+    let missing = |name: &str| TrackingError(format!("no `{name}` line"));
+    let seconds = |name: &str| -> Result<i64, TrackingError> {
+        let value = field(name).ok_or_else(|| missing(name))?;
+        let mut words = value.split_whitespace();
+        let number: f64 = (words.next().and_then(|w| w.parse().ok()))
+            .ok_or_else(|| TrackingError(format!("{name}: not a number of seconds: {value}")))?;
+        // `slow of NTP time`: the clock is behind.
+        let sign = if value.contains(" slow ") { -1.0 } else { 1.0 };
+        Ok((sign * number * 1e9).round() as i64)
+    };
+    let reference = field("Reference ID").ok_or_else(|| missing("Reference ID"))?;
+    let reference = match reference.split_once('(') {
+        Some((_, inner)) => inner.trim_end_matches(')').trim(),
+        None => reference,
+    };
+    let stratum = field("Stratum").ok_or_else(|| missing("Stratum"))?;
+    Ok(ChronyTracking {
+        reference: reference.to_string(),
+        stratum: (stratum.parse())
+            .map_err(|_| TrackingError(format!("the stratum is not a number: {stratum}")))?,
+        offset_ns: seconds("System time")?,
+        last_offset_ns: seconds("Last offset")?,
+        rms_offset_ns: seconds("RMS offset")?,
+        leap_status: field("Leap status")
+            .ok_or_else(|| missing("Leap status"))?
+            .to_string(),
+    })
 }
 
 /// The value after `flag` in `args` (`-f FILE`), or joined to it (`-fFILE`).
@@ -604,5 +660,25 @@ mod tests {
         let err = parse_chronyc_tracking("506 Cannot talk to daemon\n").unwrap_err();
         assert!(err.to_string().contains("expected 14"), "{err}");
         assert!(parse_chronyc_tracking("").is_err());
+    }
+
+    #[test]
+    fn reads_chronyc_tracking_as_printed_for_people() {
+        let text = "Reference ID    : C0A80001 (192.168.0.1)\n\
+                    Stratum         : 3\n\
+                    Ref time (UTC)  : Sat Dec 05 19:29:10 2026\n\
+                    System time     : 0.000001234 seconds slow of NTP time\n\
+                    Last offset     : +0.000000123 seconds\n\
+                    RMS offset      : 0.000001000 seconds\n\
+                    Leap status     : Normal\n";
+        let tracking = parse_chronyc_tracking_text(text).unwrap();
+        assert_eq!(tracking.reference, "192.168.0.1");
+        assert_eq!(tracking.stratum, 3);
+        assert_eq!(tracking.offset_ns, -1234);
+        assert_eq!(tracking.last_offset_ns, 123);
+        assert_eq!(tracking.rms_offset_ns, 1000);
+        assert_eq!(tracking.leap_status, "Normal");
+        let err = parse_chronyc_tracking_text("506 Cannot talk to daemon\n").unwrap_err();
+        assert!(err.to_string().contains("Reference ID"), "{err}");
     }
 }

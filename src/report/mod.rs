@@ -20,6 +20,7 @@ pub mod nic;
 pub mod plan;
 pub(crate) mod profile;
 pub mod runs;
+pub(crate) mod sosreport;
 pub(crate) mod table;
 pub mod timesync;
 pub(crate) mod watch;

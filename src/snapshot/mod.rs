@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
 use crate::sysroot::{
-    Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, Scratch, SysRoot, WriteError,
-    write_file_atomically,
+    Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, Scratch, SysRoot, UNCAPTURED,
+    WriteError, write_file_atomically,
 };
 use crate::text::escape_controls;
 
@@ -263,6 +263,7 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut dirs: Vec<String> = Vec::new();
     let mut placeholders: Vec<String> = Vec::new();
+    let mut unreadable: Vec<String> = Vec::new();
     for (path, what) in &recorded {
         match what {
             Recorded::File(bytes) => files.push((path.clone(), bytes.clone())),
@@ -284,7 +285,19 @@ pub fn write(root: &SysRoot, out: &Path) -> Result<Manifest, SnapshotError> {
                 Ok(bytes) => files.push((path.clone(), bytes)),
                 Err(_) => dirs.push(path.clone()),
             },
+            Recorded::Unreadable => unreadable.push(path.clone()),
         }
+    }
+    // The files that could not be read are listed as not captured, after those the tree
+    // read listed already (a snapshot of a support bundle's tree): unknown where the
+    // snapshot is read, not absent.
+    if !unreadable.is_empty() {
+        let listed = files.iter().position(|(path, _)| path == UNCAPTURED);
+        let mut text = listed.map_or_else(Vec::new, |at| files.remove(at).1);
+        for path in &unreadable {
+            text.extend_from_slice(format!("{path}\n").as_bytes());
+        }
+        files.push((UNCAPTURED.to_string(), text));
     }
     for child in placeholders {
         // A child that is gone since it was listed (a process that exited while the machine
@@ -866,6 +879,27 @@ mod tests {
         );
         assert!(opened.exists("/sys/empty"));
         assert!(!opened.exists("/proc/unread"));
+    }
+
+    #[test]
+    fn a_file_that_could_not_be_read_is_listed_as_not_captured() {
+        let src = tempfile::tempdir().unwrap();
+        // A directory where a file is read: the read fails (as a root-only file does without
+        // root), which is no absence.
+        std::fs::create_dir_all(src.path().join("sys/firmware/dmi/tables/DMI")).unwrap();
+        std::fs::create_dir_all(src.path().join("proc")).unwrap();
+        let root = SysRoot::dir(src.path()).recording();
+        assert!(root.read_bytes("/sys/firmware/dmi/tables/DMI").is_err());
+        assert!(root.read("/proc/missing").is_err());
+        let out = tempfile::tempdir().unwrap();
+        let file = out.path().join("snap.lowlat");
+        write(&root, &file).unwrap();
+        let (opened, _) = open(&file).unwrap();
+        assert_eq!(
+            opened.read(UNCAPTURED).unwrap(),
+            "/sys/firmware/dmi/tables/DMI\n"
+        );
+        assert!(!opened.exists("/sys/firmware/dmi/tables/DMI"));
     }
 
     fn compress(tarball: Vec<u8>) -> tempfile::NamedTempFile {

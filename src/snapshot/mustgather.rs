@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, SignalGuard, UnpackProgress};
-use crate::sysroot::Scratch;
+use crate::sysroot::{Scratch, UNCAPTURED};
 use crate::text::escape_controls;
 
 /// The ghw snapshot of a node, in `nodes/<node>/`.
@@ -301,10 +301,18 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
     if !top.join("etc").exists() {
         lacks.push(
             "/etc: the OS release, the services and their configuration (a ghw snapshot \
-             copies none: the service rules see no service installed)"
+             copies none: whether a service runs, and irqbalance's settings, are unknown)"
                 .to_string(),
         );
     }
+    // What the snapshot never holds is unknown, not absent from the node: no /proc/sys (a
+    // sysctl is not "not on this kernel"), no /etc.
+    let uncaptured: Vec<&str> = [("/proc/sys", "proc/sys"), ("/etc", "etc")]
+        .into_iter()
+        .filter(|(_, rel)| !top.join(rel).exists())
+        .map(|(path, _)| path)
+        .collect();
+    mark_uncaptured(&top, &uncaptured).map_err(MustGatherError::TempDir)?;
     if !node_yaml.is_file() {
         lacks.push(format!(
             "{}: the Node object (the kernel release)",
@@ -338,6 +346,30 @@ pub fn open(dir: &Path, node: Option<&str>) -> Result<MustGatherNode, MustGather
         lacks,
         _tempdir: tempdir,
     })
+}
+
+/// Lists `paths` in the tree's [`UNCAPTURED`] file, so that what lives below them is unknown,
+/// not absent. Nothing is written where the snapshot brought its own `lowlat-answers` (never
+/// through a link it holds).
+fn mark_uncaptured(top: &Path, paths: &[&str]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = top.join(UNCAPTURED.trim_start_matches('/'));
+    let Some(dir) = file.parent() else {
+        return Ok(());
+    };
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let text: String = paths.iter().map(|p| format!("{p}\n")).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&file)?
+        .write_all(text.as_bytes())
 }
 
 /// How the private directories of unpacked nodes are named: the prefix, then the pid of the

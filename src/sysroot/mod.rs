@@ -226,6 +226,10 @@ pub enum Recorded {
     Dir(Vec<String>),
     /// A path whose existence was checked and found.
     Exists,
+    /// A file that exists but could not be read (only root may read it, an I/O error): a
+    /// snapshot lists it as not captured ([`UNCAPTURED`]), so that it reads as unknown there,
+    /// not as absent from the machine.
+    Unreadable,
 }
 
 /// Where captured answers ([`SysRoot::answer`]) lie in a snapshot or a machine tree: one
@@ -359,8 +363,8 @@ impl SysRoot {
         if let Some(recorded) = &self.recorded
             && let Ok(mut map) = recorded.lock()
         {
-            // A file read beats a mere existence check of the same path.
-            if what != Recorded::Exists || !map.contains_key(path) {
+            // A file read beats a mere existence check or a failed read of the same path.
+            if !matches!(what, Recorded::Exists | Recorded::Unreadable) || !map.contains_key(path) {
                 map.insert(path.to_string(), what);
             }
         }

@@ -153,7 +153,17 @@ impl SysRoot {
         let bytes = match &self.memory {
             // A file of a loaded snapshot is a slice of its archive already: one copy.
             Some(tree) => memory_file(tree, path)?.to_vec(),
-            None => self.read_file(path)?,
+            None => match self.read_file(path) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    if self.recorded.is_some()
+                        && matches!(e, ReadError::PermissionDenied { .. } | ReadError::Io { .. })
+                    {
+                        self.record(path, Recorded::Unreadable);
+                    }
+                    return Err(e);
+                }
+            },
         };
         if bytes.len() as u64 > MAX_FILE_BYTES {
             return Err(ReadError::Io {

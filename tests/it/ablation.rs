@@ -315,11 +315,12 @@ fn every_proc_file_empty_passes_none_of_the_rules_that_failed() {
         "LL-TASKS-ON-ISOLATED",
         "LL-TIME-DAEMON-CPUS",
     ] {
-        // Unknown, or (LL-IRQBALANCE) judged by what else tells: its unit is enabled.
         let f = &findings[rule];
         assert_ne!(f.status, FindingStatus::Pass, "{rule}: {}", f.observed);
     }
-    assert_eq!(findings["LL-IRQBALANCE"].status, FindingStatus::Fail);
+    // Its unit is enabled, but no process list tells whether it runs: unknown (issue 46),
+    // neither failed as in force nor passed as stopped.
+    assert_eq!(findings["LL-IRQBALANCE"].status, FindingStatus::Unknown);
     // An empty /proc/cpuinfo says nothing of the hypervisor flag.
     let findings = emptied("kvm-guest-2vcpu", "/proc/cpuinfo");
     let f = &findings["LL-HYPERVISOR"];

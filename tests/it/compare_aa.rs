@@ -1,10 +1,12 @@
-//! compare's verdicts on real recorded runs (tests/data/compare/aa-busy-2vcpu: ten untouched
-//! rounds of `lowlat check` on a busy 2-vCPU guest): no difference called between untouched
-//! runs split consecutively or interleaved, 1 to 4 runs per arm (an A/A test); effects planted
-//! in copies of the same runs (every latency × 1.2, 1.5, 2, and divided) found as the method's
-//! power says; one run per arm inconclusive with the runs needed; and the bad inputs of the
-//! verdict model (runs without slices, conditions in one arm only, too few runs to calibrate,
-//! counts that overflow).
+//! compare's verdicts on real recorded runs (tests/data/compare/aa-*-2vcpu: ten untouched
+//! rounds of `lowlat check` each, on a busy and a quiet 2-vCPU guest, the method tuned on
+//! those two, and a third set recorded on another day that the method never saw): no
+//! difference called between untouched runs split consecutively or interleaved, 1 to 4 runs
+//! per arm (an A/A test), and the false-verdict rate over every split held to its bound per
+//! set; effects planted in copies of the same runs (every latency × 1.2, 1.5, 2, and divided)
+//! found as the method's power says; one run per arm inconclusive with the runs needed; and
+//! the bad inputs of the verdict model (runs without slices, conditions in one arm only, too
+//! few runs to calibrate, counts that overflow).
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +29,50 @@ const QUIET: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/compare/aa-quiet-2vcpu"
 );
+
+/// Ten untouched rounds recorded on another day than the two sets above, which the method
+/// was tuned on (tests/data/compare/aa-holdout-2vcpu.md).
+const HOLDOUT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/compare/aa-holdout-2vcpu"
+);
+
+/// A recorded A/A set and the bound its false verdicts are held to.
+struct Set {
+    /// The directory of its ten rounds.
+    dir: &'static str,
+    /// Nothing else ran: no verdict at all in consecutive and interleaved splits.
+    quiet: bool,
+    /// The largest share of splits (2 runs per arm or more, drawn every way) in which compare
+    /// may call any difference, explained by the environment or not.
+    any_verdict: f64,
+}
+
+/// Every A/A set. The method promises at most 5 % false verdicts with 2 runs per arm or more;
+/// the busy set, on which it was tuned, gets 8 %: the drift at its round 6 (the timer's tail
+/// rose with other tasks' time) gives verdicts, each marked confounded, in up to 7.8 % of its
+/// splits. The held-out set is held to the promise.
+const SETS: [Set; 3] = [
+    Set {
+        dir: AA,
+        quiet: false,
+        any_verdict: 0.08,
+    },
+    Set {
+        dir: QUIET,
+        quiet: true,
+        any_verdict: 0.05,
+    },
+    Set {
+        dir: HOLDOUT,
+        quiet: false,
+        any_verdict: 0.05,
+    },
+];
+
+/// The largest share of splits, in every set, with a verdict the environment does not
+/// explain (what sets the exit code): the method's promise.
+const UNEXPLAINED: f64 = 0.05;
 
 /// Round `n` (1-based) of `kind` (`jitter`, `timer`) of the busy set.
 fn round(kind: &str, n: usize) -> PathBuf {
@@ -68,13 +114,16 @@ fn outcome(comparisons: &[Comparison]) -> (Vec<String>, bool) {
 }
 
 /// The A/A test: untouched runs split consecutively (drift between the arms counts) and
-/// interleaved, 1 to 4 runs per arm: on the quiet set no verdict at all; on the busy set no
-/// verdict that sets the exit code (the timer's tail rose at round 6 of it, with more time
-/// taken by other tasks: the verdicts that drift gives are marked confounded); and one run
-/// per arm never gives a verdict.
+/// interleaved, 1 to 4 runs per arm: on the quiet set no verdict at all; on the busy and the
+/// held-out set no verdict that sets the exit code (the timer's tail rose at round 6 of the
+/// busy one, with more time taken by other tasks: the verdicts that drift gives are marked
+/// confounded); and one run per arm never gives a verdict.
 #[test]
 fn untouched_runs_are_never_called_different() {
-    for (set, quiet) in [(AA, false), (QUIET, true)] {
+    for &Set {
+        dir: set, quiet, ..
+    } in &SETS
+    {
         for kind in ["jitter", "timer"] {
             let runs = runs(set, kind);
             for k in 1..=4 {
@@ -110,10 +159,17 @@ fn untouched_runs_are_never_called_different() {
     }
 }
 
-/// `compare --calibrate` on the same runs says the same, and how many runs this machine needs.
+/// `compare --calibrate` on the same runs says the same, and how many runs this machine needs;
+/// over every split (up to 2,000 per size) the false-verdict rate of each set is within its
+/// bound (issue 44 T-3: the held-out set, never used to tune the method, included).
 #[test]
 fn calibration_of_the_recorded_runs() {
-    for (set, quiet) in [(AA, false), (QUIET, true)] {
+    for &Set {
+        dir: set,
+        quiet,
+        any_verdict,
+    } in &SETS
+    {
         let out = lowlat(&["compare", "--calibrate", set, "--json"])
             .output()
             .unwrap();
@@ -142,8 +198,18 @@ fn calibration_of_the_recorded_runs() {
                 if k == 1 {
                     assert_eq!(share["with_verdict"], 0, "{set}: {share}");
                 }
-                // Every split: the tests hold about their 5 % level.
-                assert!(unexplained as f64 <= 0.08 * splits as f64, "{set}: {c}");
+                // Every split: the tests hold their 5 % level, and the set its bound.
+                assert!(
+                    unexplained as f64 <= UNEXPLAINED * splits as f64,
+                    "{set}: {share}"
+                );
+                if k >= 2 && design == "all" {
+                    let with_verdict = share["with_verdict"].as_u64().unwrap();
+                    assert!(
+                        with_verdict as f64 <= any_verdict * splits as f64,
+                        "{set}: {share}"
+                    );
+                }
             }
             for e in c["endpoints"].as_array().unwrap() {
                 let detectable = e["detectable_percent"].as_array().unwrap();
@@ -155,33 +221,53 @@ fn calibration_of_the_recorded_runs() {
     }
 }
 
-/// Effects planted in copies of the recorded timer runs: rounds 1-4 against rounds 5-8 with
-/// every latency multiplied (B slower) or divided (B faster). Doubling is found both ways
-/// with 4 runs per arm; so is ×1.5, which the timer's run-to-run spread here (a median
-/// spread of about ±10 %) leaves detectable (bench/compare-power.sh has the whole power
-/// curve); ×1.2 is below what 4 runs detect on this busy machine and is never called worse
-/// than it is.
-#[test]
-fn planted_effects_are_found_both_ways() {
-    let runs = runs(AA, "timer");
+/// Plants effects in copies of rounds 5-8 of `kind` of the set in `dir` (every latency
+/// multiplied, B slower, or divided, B faster, by each factor) and compares them with rounds
+/// 1-4: the median of CPUs' medians is called the right way where `found` says so, never the
+/// wrong way, and its ratio is the planted one within 20 %.
+fn planted_effects_are_found(dir: &str, kind: &str, cases: &[(f64, bool)]) {
+    let runs = runs(dir, kind);
     let (a, b) = (&runs[..4], &runs[4..8]);
-    for (factor, found) in [(2.0, true), (1.5, true), (1.2, false)] {
+    for &(factor, found) in cases {
         for direction in [factor, 1.0 / factor] {
             let planted: Vec<Run> = b.iter().map(|r| r.scaled(direction).unwrap()).collect();
             let comparisons = compare_each(a, &planted, &OPTIONS).unwrap();
             let median = &comparisons[0].primary[0];
             let expected = if direction > 1.0 { "worse" } else { "better" };
+            let what = format!("{dir} {kind} ×{direction}: {median:?}");
             if found {
-                assert_eq!(median.verdict.label(), expected, "×{direction}: {median:?}");
+                assert_eq!(median.verdict.label(), expected, "{what}");
             } else {
                 assert!(
                     median.verdict.label() == expected || !median.verdict.differs(),
-                    "×{direction}: {median:?}"
+                    "{what}"
                 );
             }
-            assert!((median.ratio / direction - 1.0).abs() < 0.2, "{median:?}");
+            assert!((median.ratio / direction - 1.0).abs() < 0.2, "{what}");
         }
     }
+}
+
+/// Effects planted in copies of the busy set's timer runs: doubling is found both ways with
+/// 4 runs per arm; so is ×1.5, which the timer's run-to-run spread here (a median spread of
+/// about ±10 %) leaves detectable (bench/compare-power.sh has the whole power curve); ×1.2 is
+/// below what 4 runs detect on this busy machine and is never called worse than it is.
+#[test]
+fn planted_effects_are_found_both_ways() {
+    planted_effects_are_found(AA, "timer", &[(2.0, true), (1.5, true), (1.2, false)]);
+}
+
+/// Issue 44 T-3: on the held-out set, which gives no verdict that sets the exit code between
+/// untouched runs, effects planted the same way are found: the timer's median (run-to-run
+/// spread ±12 %, 40 % detectable with 4 runs per arm) ×2 and ×1.5 both ways, so the set's
+/// silence is the method's and not a set on which nothing can be called. The busy loop's
+/// median is not called even ×3: round 6's burst (29,356 interruptions, the median gap
+/// doubled) is in arm B, and compare says 165 % is what 4 runs detect there; it is never
+/// called the wrong way.
+#[test]
+fn planted_effects_are_found_in_runs_the_method_never_saw() {
+    planted_effects_are_found(HOLDOUT, "timer", &[(2.0, true), (1.5, true), (1.2, false)]);
+    planted_effects_are_found(HOLDOUT, "jitter", &[(3.0, false), (2.0, false)]);
 }
 
 /// N11: timer runs where nearly every wake-up is above --above (the busy set: a wake-up every

@@ -100,9 +100,13 @@ fn a_signal_after_unpacking_removes_the_private_directory() {
     .assert()
     .success();
     let (_gather, image) = crate::must_gather::must_gather("kvm-guest-2vcpu", &["worker-0"], false);
+    let sosreport = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sosreport/sosreport-rt-node-2026-12-05-kqzwvxy");
     let inputs = [
         ("--snapshot", snapshot.clone(), "lowlat-snapshot-"),
         ("--must-gather", image, "lowlat-must-gather-"),
+        // The sosreport's tree (issue 46: a fleet unpacks one per worker).
+        ("--sosreport", sosreport, "lowlat-sosreport-"),
     ];
     for (flag, input, prefix) in &inputs {
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {

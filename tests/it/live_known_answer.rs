@@ -299,9 +299,12 @@ fn injected_spins_show_as_interruptions() {
     let spins = cpu["injector_spins"].as_u64().unwrap();
     // 100 spins a second of 500 µs each. On the 2-vCPU guest (5 runs, 2026-11-27): rates
     // 96.7-103.8/s, medians 516.0-516.8 µs (the spin and the injector's wake-up), 290-297
-    // spins in 3 s.
+    // spins in 3 s; medians 505.5-506.3 µs at load 6 (6 runs, 2026-12-06). Issue 44 T-6: the
+    // median was allowed 480-600 µs, which a counter frequency taken 10 % low passes (562
+    // µs); no gap can be shorter than the 500 µs spin, and the injector's switch in and out
+    // adds 6-17 µs.
     assert!((85.0..=115.0).contains(&rate), "rate {rate}/s");
-    assert!((480_000..=600_000).contains(&median), "median {median} ns");
+    assert!((500_000..=540_000).contains(&median), "median {median} ns");
     assert!((270..=305).contains(&spins), "{spins} spins");
     // Every interruption is at least the threshold long.
     assert!(cpu["stats_ns"]["min"].as_u64().unwrap() >= 299_999);

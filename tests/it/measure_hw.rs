@@ -1,6 +1,7 @@
 //! `lowlat measure membw|memlat|c2c|wakeup|freq` on this machine, with small sizes: the
-//! documents are well formed and the figures sane (no timing assertions beyond sanity), and
-//! bad input is refused before anything is allocated.
+//! documents are well formed, the figures within absolute bounds that hold on this project's
+//! 2-vCPU guest under load and that a broken engine (a unit, a clock read in the wrong place)
+//! falls outside, and bad input is refused before anything is allocated.
 
 use assert_cmd::Command;
 use predicates::str::contains;
@@ -45,6 +46,8 @@ fn cpus() -> usize {
 
 #[test]
 fn membw_validates_and_warns_below_the_rule() {
+    // Its rate is held to a bound below: no live test's spinner on CPU 1 meanwhile.
+    let _turn = crate::support::cpu1_turn();
     let doc = json(&[
         "measure", "membw", "--size", "8M", "--ntimes", "3", "--json",
     ]);
@@ -62,7 +65,12 @@ fn membw_validates_and_warns_below_the_rule() {
     assert_eq!(system["array_elements"], 1 << 20);
     assert_eq!(system["kernels"].as_array().unwrap().len(), 4);
     assert_eq!(system["kernels"][3]["kernel"], "triad");
-    assert!(system["kernels"][3]["best_rate_mb_per_s"].as_f64().unwrap() > 0.0);
+    // Issue 44 T-6: `> 0` passed any rate. 3 arrays of 8 MiB on this 2-vCPU guest, debug
+    // build: triad 315-730 MB/s at load 7 (4 runs, 2026-12-06); an engine off by its time or
+    // byte unit (×1000 or ÷1000) is outside 20 MB/s-200 GB/s, which two cores cannot pass
+    // through 24 MiB of arrays.
+    let triad = system["kernels"][3]["best_rate_mb_per_s"].as_f64().unwrap();
+    assert!((20.0..=200_000.0).contains(&triad), "triad {triad} MB/s");
     let warnings = doc["result"]["warnings"].to_string();
     assert!(warnings.contains("below STREAM's rule"), "{warnings}");
     assert!(
@@ -190,22 +198,37 @@ fn wakeup_latency_is_positive() {
         crate::support::missing_data("a second CPU");
         return;
     }
+    // Its median is held to a bound below: at SCHED_FIFO, so that the other tests' busy loops
+    // (normal priority) cannot hold the woken thread off its CPU (at normal priority, with
+    // the whole suite running, a median rose past 100 µs), and with no live test's spinner
+    // on CPU 1 meanwhile.
+    if !crate::support::is_root("measure wakeup --fifo") {
+        return;
+    }
+    let _turn = crate::support::cpu1_turn();
     let doc = json(&[
         "measure",
         "wakeup",
         "--cpus",
         "0,1",
         "--samples",
-        "10",
+        "100",
         "--gap-us",
+        "200",
+        "--fifo",
         "50",
         "--json",
     ]);
     let pairs = doc["result"]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 2);
     for pair in pairs {
+        // Issue 44 T-6: `0 < median < 1 s` passed any engine. A futex wake-up across vCPUs
+        // on this guest at FIFO 50: medians 3.4-4.8 µs at load 6-10 (13 runs of 100 samples,
+        // 2026-12-06; 10 samples at normal priority let one burst of load make a median
+        // 2 ms). A clock read before the 200 µs gap instead of after it, or µs taken for ns,
+        // falls outside 1-100 µs.
         let median = pair["latency_ns"]["median"].as_f64().unwrap();
-        assert!(median > 0.0 && median < 1e9, "{pair}");
+        assert!((1_000.0..=100_000.0).contains(&median), "{pair}");
     }
 }
 
@@ -261,7 +284,12 @@ fn hugepages_not_reserved_is_a_clear_error() {
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(0);
     if free > 0 {
-        return; // this machine has huge pages reserved
+        // Issue 44 T-7: this returned silently, so the refusal was never checked where huge
+        // pages are free; CI's machine reserves none.
+        crate::support::missing_data(&format!(
+            "a machine with no huge page free (HugePages_Free: {free})"
+        ));
+        return;
     }
     refused(&["measure", "memlat", "--hugepages", "--sizes", "64M"])
         .stderr(contains("no huge pages are free"))

@@ -183,3 +183,33 @@ fn a_snapshot_that_cannot_be_opened_extracts_no_directory() {
     .stderr(predicates::str::contains("missing.lowlat: cannot open"));
     assert!(!out.exists(), "{} was created", out.display());
 }
+
+/// A file the snapshot could not read (root-only without root, an I/O error) reads back as
+/// not captured, never as absent from the machine: the SMBIOS table is not "no DMI".
+#[test]
+fn a_file_the_snapshot_could_not_read_is_unknown_not_absent() {
+    let tree = tempfile::tempdir().unwrap();
+    crate::support::tree::copy_tree(&crate::support::fixture("epyc7f32-2s"), tree.path());
+    // A directory where the table is: its read fails, as a root-only file's does without root.
+    let table = tree.path().join("sys/firmware/dmi/tables/DMI");
+    std::fs::remove_file(&table).unwrap();
+    std::fs::create_dir(&table).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("host.lowlat");
+    crate::support::lowlat(&["--root"])
+        .arg(tree.path())
+        .args(["snapshot", "-o"])
+        .arg(&file)
+        .assert()
+        .success();
+    let inventory = crate::support::lowlat(&["--snapshot"])
+        .arg(&file)
+        .args(["inventory", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&inventory.stdout).unwrap();
+    assert_eq!(
+        json["machine"]["firmware"]["smbios"]["unavailable"],
+        "the snapshot or support bundle did not capture /sys/firmware/dmi/tables/DMI"
+    );
+}

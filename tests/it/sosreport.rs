@@ -215,12 +215,192 @@ fn what_a_bundle_does_not_hold_is_unknown_never_absent() {
         inventory.contains("irqbalance (enabled, whether it runs unknown)"),
         "{inventory}"
     );
-    let findings = findings(&json(Some(("--sosreport", &report)), &["audit", "--json"]));
-    assert_eq!(findings["LL-TIME-DAEMON-RUNNING"].0, "unknown");
+    let verdicts = findings(&json(Some(("--sosreport", &report)), &["audit", "--json"]));
+    assert_eq!(verdicts["LL-TIME-DAEMON-RUNNING"].0, "unknown");
     // No /sys/class/net in the bundle: not "no NIC has a PTP hardware clock".
-    assert_eq!(findings["LL-NIC-PHC-UNUSED"].0, "unknown");
-    // The tuners in force are those enabled (the unit links sos copied), not "none running".
-    assert_eq!(findings["LL-CONFLICTING-TUNERS"].0, "pass");
+    assert_eq!(verdicts["LL-NIC-PHC-UNUSED"].0, "unknown");
+    // Enabled units without a process list: whether they run is unknown, neither in force
+    // (as before) nor stopped.
+    for rule in ["LL-CONFLICTING-TUNERS", "LL-IRQBALANCE"] {
+        assert_eq!(verdicts[rule].0, "unknown", "{rule}");
+    }
+    let audit = json(Some(("--sosreport", &report)), &["audit", "--json"]);
+    let observed = |rule: &str| {
+        audit["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap()["observed"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        observed("LL-IRQBALANCE"),
+        "whether irqbalance runs is unknown: irqbalance.service is enabled, and there is no \
+         process list to tell whether it runs"
+    );
+
+    // systemd's list of units tells instead: irqbalance failed, TuneD runs.
+    std::fs::create_dir_all(report.join("sos_commands/systemd")).unwrap();
+    std::fs::write(
+        report.join("sos_commands/systemd/systemctl_list-units"),
+        "  UNIT                  LOAD   ACTIVE SUB     DESCRIPTION\n\
+         \x20 chronyd.service       loaded active running NTP client/server\n\
+         ● irqbalance.service    loaded failed failed  irqbalance daemon\n\
+         \x20 tuned.service         loaded active running Dynamic System Tuning Daemon\n\
+         \n\
+         LOAD   = Reflects whether the unit definition was properly loaded.\n",
+    )
+    .unwrap();
+    let listed = findings(&json(Some(("--sosreport", &report)), &["audit", "--json"]));
+    let (status, evidence) = &listed["LL-IRQBALANCE"];
+    assert_eq!(status, "pass");
+    assert_eq!(evidence, &["sos_commands/systemd/systemctl_list-units"]);
+    assert_eq!(listed["LL-CONFLICTING-TUNERS"].0, "pass");
+    let (inventory, _) = output("--sosreport", &report, &["inventory"]);
+    assert!(inventory.contains("tuned (running)"), "{inventory}");
+    assert!(
+        inventory.contains("irqbalance (enabled, not running)"),
+        "{inventory}"
+    );
+}
+
+#[test]
+fn irqbalance_without_its_environment_file_is_unknown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("sosreport-rt-node");
+    copy_tree(&rt_node(), &report);
+    // sos copies no irqbalance environment file: before, its absence read as the defaults.
+    std::fs::remove_file(report.join("etc/sysconfig/irqbalance")).unwrap();
+    let audit = json(Some(("--sosreport", &report)), &["audit", "--json"]);
+    let finding = |rule: &str| {
+        audit["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap()
+            .clone()
+    };
+    let irqbalance = finding("LL-IRQBALANCE");
+    assert_eq!(irqbalance["status"], "unknown");
+    assert_eq!(
+        irqbalance["observed"],
+        "irqbalance runs; which CPUs it bans is unknown: the snapshot or support bundle did \
+         not capture /etc/sysconfig/irqbalance"
+    );
+}
+
+/// The rt-node bundle with more of what sos keeps: `dmidecode`, `chronyc tracking` and
+/// `hostname` (its sysctl -a without kernel.hostname).
+fn rt_node_with_more(tmp: &Path) -> PathBuf {
+    let report = tmp.join("sosreport-rt-node");
+    copy_tree(&rt_node(), &report);
+    let sysctl = report.join("sos_commands/kernel/sysctl_-a");
+    let text = std::fs::read_to_string(&sysctl).unwrap();
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("kernel.hostname"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&sysctl, text).unwrap();
+    for dir in ["hardware", "chrony", "host"] {
+        std::fs::create_dir_all(report.join("sos_commands").join(dir)).unwrap();
+    }
+    std::fs::write(report.join("sos_commands/host/hostname"), "rt-node-7\n").unwrap();
+    std::fs::write(
+        report.join("sos_commands/hardware/dmidecode"),
+        "# dmidecode 3.5\nSMBIOS 3.3.0 present.\n\n\
+         Handle 0x0000, DMI type 0, 26 bytes\nBIOS Information\n\tVendor: HPE\n\tVersion: U46\n\
+         \tRelease Date: 01/18/2024\n\n\
+         Handle 0x0001, DMI type 1, 27 bytes\nSystem Information\n\tManufacturer: HPE\x1b]0;owned\x07\n\
+         \tProduct Name: ProLiant DL360 Gen10 Plus\n\tVersion: Not Specified\n",
+    )
+    .unwrap();
+    std::fs::write(
+        report.join("sos_commands/chrony/chronyc_tracking"),
+        "Reference ID    : C0A80001 (192.168.0.1)\nStratum         : 3\n\
+         System time     : 0.000001234 seconds slow of NTP time\n\
+         Last offset     : +0.000000123 seconds\nRMS offset      : 0.000001000 seconds\n\
+         Leap status     : Normal\n",
+    )
+    .unwrap();
+    report
+}
+
+#[test]
+fn dmidecode_chronyc_and_hostname_are_read_where_the_live_reader_puts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = rt_node_with_more(tmp.path());
+    let inventory = json(Some(("--sosreport", &report)), &["inventory", "--json"]);
+    let m = &inventory["machine"];
+    assert_eq!(inventory["host"], "rt-node-7");
+    let dmi = &m["firmware"]["dmi"];
+    assert_eq!(dmi["bios_version"], "U46");
+    assert_eq!(dmi["bios_date"], "01/18/2024");
+    assert_eq!(dmi["product_name"], "ProLiant DL360 Gen10 Plus");
+    assert_eq!(dmi["sys_vendor"], "HPE\x1b]0;owned\x07");
+    // sos never copies the SMBIOS tables: not "no DMI on this machine".
+    assert_eq!(
+        m["firmware"]["smbios"]["unavailable"],
+        "the snapshot or support bundle did not capture /sys/firmware/dmi"
+    );
+    let tracking = &m["time_sync"]["chrony_tracking"];
+    assert_eq!(tracking["reference"], "192.168.0.1");
+    assert_eq!(tracking["offset_ns"], -1234);
+    // The text escapes what the bundle says.
+    let (text, _) = output("--sosreport", &report, &["inventory"]);
+    assert!(!text.contains('\x1b'), "{text}");
+    assert!(text.contains("offset -1234 ns"), "{text}");
+}
+
+#[test]
+fn bad_outputs_of_the_new_readers_are_said_and_the_rest_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = rt_node_with_more(tmp.path());
+    // list-units where systemd was not PID 1, a 1 GB dmidecode, chronyc's output a link out.
+    std::fs::create_dir_all(report.join("sos_commands/systemd")).unwrap();
+    std::fs::write(
+        report.join("sos_commands/systemd/systemctl_list-units"),
+        "System has not been booted with systemd as init system (PID 1). Can't operate.\n",
+    )
+    .unwrap();
+    let dmidecode = std::fs::File::create(report.join("sos_commands/hardware/dmidecode")).unwrap();
+    dmidecode.set_len(1 << 30).unwrap();
+    let tracking = report.join("sos_commands/chrony/chronyc_tracking");
+    std::fs::remove_file(&tracking).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", &tracking).unwrap();
+    // The process plugin did not run: list-units alone would tell.
+    std::fs::remove_dir_all(report.join("sos_commands/process")).unwrap();
+    let out = lowlat(&["--sosreport"])
+        .arg(&report)
+        .args(["audit", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        "/sos_commands/hardware/dmidecode: larger than",
+        "/sos_commands/chrony/chronyc_tracking: a symbolic link (or '..') on the way leads outside the root directory",
+    ] {
+        assert!(stderr.contains(said), "{said}\n{stderr}");
+    }
+    // The machine's warnings (in the document) say the list of units is no table.
+    let raw = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        raw.contains("not the table of `systemctl list-units`"),
+        "{raw}"
+    );
+    let audit: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = findings(&audit);
+    assert_eq!(findings["LL-IRQBALANCE"].0, "unknown");
+    assert_eq!(findings["LL-CONFLICTING-TUNERS"].0, "unknown");
+    let inventory = json(Some(("--sosreport", &report)), &["inventory", "--json"]);
+    let m = &inventory["machine"];
+    assert!(m["firmware"]["dmi"]["bios_version"]["unavailable"].is_string());
+    assert!(m["time_sync"].get("chrony_tracking").is_none());
+    assert_eq!(inventory["host"], "rt-node-7");
 }
 
 #[test]
@@ -503,9 +683,14 @@ fn a_real_sosreport_agrees_with_the_live_machine() {
             }
         }
         assert!(nics > 0, "no NIC read from the bundle");
-        // Every finding the bundle can judge is the live one.
+        // Every finding the bundle can judge is the live one, its evidence naming the
+        // bundle's files, never lowlat's own paths (a NIC's `sos_commands/networking/...`).
         let bundle_audit = findings(&json(Some(("--sosreport", bundle)), &["audit", "--json"]));
-        for (rule, (status, _)) in &bundle_audit {
+        for (rule, (status, evidence)) in &bundle_audit {
+            assert!(
+                !evidence.iter().any(|e| e.contains("lowlat-answers")),
+                "{rule}: {evidence:?}"
+            );
             if status != "unknown" {
                 assert_eq!(
                     &live_audit[rule].0,

@@ -694,10 +694,16 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     if !in_force {
         return RuleOutcome::new(
             FindingStatus::Pass,
-            format!("{} not running", service.unit),
+            format!("{} {}", service.unit, service.idle_state()),
             expected,
         )
-        .evidence("/proc/*/comm");
+        .evidence(service.idle_evidence());
+    }
+    if let Some(why) = ctx.machine.services.irqbalance_unknown() {
+        return RuleOutcome::unknown(
+            format!("irqbalance runs; which IRQs it bans is unknown: {why}"),
+            expected,
+        );
     }
     let banned: Vec<u32> = ctx
         .machine

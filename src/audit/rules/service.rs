@@ -68,12 +68,23 @@ fn irqbalance(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return RuleOutcome::new(
             FindingStatus::Pass,
             format!(
-                "{} not running: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)",
-                service.unit
+                "{} {}: IRQ affinity is static (see LL-IRQ-ON-ISOLATED)",
+                service.unit,
+                service.idle_state()
             ),
             expected,
         )
-        .evidence("/proc/*/comm");
+        .evidence(service.idle_evidence());
+    }
+    if let Some(why) = services.irqbalance_unknown() {
+        return RuleOutcome::unknown(
+            format!("irqbalance runs; which CPUs it bans is unknown: {why}"),
+            expected,
+        )
+        .manual(format!(
+            "check {} on the machine",
+            crate::machine::services::irqbalance::PATHS.join(" or ")
+        ));
     }
     let isolation = &ctx.machine.kernel.isolation;
     let auto_banned = || {
@@ -205,11 +216,7 @@ fn conflicting_tuners(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     {
         let names: Vec<&str> = unknown.iter().map(|u| u.service.as_str()).collect();
         let mut outcome = RuleOutcome::unknown(
-            format!(
-                "whether {} run is unknown: no process list, and systemd's unit files could not be read ({})",
-                names.join(", "),
-                first.why
-            ),
+            format!("whether {} run is unknown: {}", names.join(", "), first.why),
             expected,
         )
         .manual(format!(

@@ -79,7 +79,14 @@ pub fn read(r: &mut Reader) -> Firmware {
 fn read_smbios(r: &mut Reader) -> Avail<Smbios> {
     let table = match r.root.read_bytes(smbios::TABLE) {
         Ok(table) => table,
-        Err(e) => return Avail::missing(why_no_table(&e)),
+        Err(e) => {
+            return Avail::missing(
+                match crate::machine::origins::uncaptured(r.root, smbios::TABLE) {
+                    Some(why) => why,
+                    None => why_no_table(&e),
+                },
+            );
+        }
     };
     let entry_point = match r.root.read_bytes(smbios::ENTRY_POINT) {
         Ok(bytes) => Some(bytes),

@@ -74,9 +74,7 @@ pub(crate) fn read(r: &mut Reader) -> BTreeMap<String, Avail<String>> {
                 ),
                 Err(ReadError::NotFound { .. }) => {
                     match crate::machine::origins::uncaptured(r.root, &path) {
-                        Some(dir) => Avail::missing(format!(
-                            "{path}: the support bundle did not capture {dir}"
-                        )),
+                        Some(why) => Avail::missing(format!("{path}: {why}")),
                         None => {
                             Avail::missing(format!("not on this kernel ({path} does not exist)"))
                         }

@@ -40,11 +40,21 @@ impl IrqbalanceConfig {
     }
 }
 
-/// Reads the first irqbalance environment file that exists; unavailable when none does.
-pub fn read(r: &mut Reader) -> Avail<IrqbalanceConfig> {
+/// Reads the first irqbalance environment file that exists; unavailable when none does, and
+/// then also why that is unknown rather than absent, when it is: one could not be read, or the
+/// support bundle the tree was made from did not capture them.
+pub fn read(r: &mut Reader) -> (Avail<IrqbalanceConfig>, Option<String>) {
     match super::first_file(r, &PATHS) {
-        Ok((path, text)) => Avail::Available(parse(&text, path, &mut r.warnings)),
-        Err(reason) => Avail::missing(reason.to_string()),
+        Ok((path, text)) => (Avail::Available(parse(&text, path, &mut r.warnings)), None),
+        Err(super::FirstFileError::Read(e)) => {
+            let reason = e.to_string();
+            (Avail::missing(reason.clone()), Some(reason))
+        }
+        Err(reason) => {
+            let uncaptured =
+                (PATHS.iter()).find_map(|path| crate::machine::origins::uncaptured(r.root, path));
+            (Avail::missing(reason.to_string()), uncaptured)
+        }
     }
 }
 
@@ -146,12 +156,12 @@ mod tests {
         let dir = TestTree::with(&[("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=2-3\n")]);
         let root = SysRoot::dir(dir.path());
         let mut r = Reader::new(&root);
-        let config = read(&mut r).get_owned().unwrap();
+        let config = read(&mut r).0.get_owned().unwrap();
         assert_eq!(config.path, "/etc/default/irqbalance");
         let empty = TestTree::with(&[]);
         let root = SysRoot::dir(empty.path());
         let mut r = Reader::new(&root);
-        assert!(read(&mut r).reason().is_some());
+        assert!(read(&mut r).0.reason().is_some());
         assert!(r.warnings.into_vec().is_empty());
     }
 }

@@ -7,6 +7,7 @@
 //! name runs (or, for one-shot units, when the kernel state they set is in force).
 
 pub mod irqbalance;
+pub(crate) mod listed;
 pub mod os_release;
 pub mod tuned;
 pub(crate) mod vars;
@@ -40,8 +41,14 @@ pub struct Services {
     pub workqueue_cpumask: Avail<CpuSet>,
     /// `/sys/bus/workqueue/devices/writeback/cpumask`: CPUs for writeback workers.
     pub writeback_cpumask: Avail<CpuSet>,
-    /// irqbalance's environment file.
+    /// irqbalance's environment file; unavailable when none exists (irqbalance then runs with
+    /// its defaults) or it could not be read (then [`Services::irqbalance_unread`] says so).
     pub irqbalance: Avail<IrqbalanceConfig>,
+    /// Why irqbalance's environment file could not be read though it may exist: a support
+    /// bundle that did not capture it, or a read error. Absent when it was read or does not
+    /// exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance_unread: Option<String>,
     /// TuneD's profile and cpu-partitioning variables.
     pub tuned: Tuned,
     /// The services that manage CPU, IRQ and power knobs, in a fixed order.
@@ -61,31 +68,51 @@ impl Services {
         self.services.iter().find(|service| service.name == name)
     }
 
-    /// Whether `service` is in force: running, or (when the processes cannot tell) enabled;
-    /// a masked unit never is. A unit file is not required: a copied tree or snapshot may
-    /// hold only the `*.wants` link and the process. Unknown, with the reason, when neither
-    /// the processes nor the unit files can tell.
+    /// Whether `service` is in force: running, or, for a one-shot unit whose effect the files
+    /// do not show (cpupower), enabled; a masked unit never is, nor one neither enabled nor
+    /// running. A unit file is not required: a copied tree or snapshot may hold only the
+    /// `*.wants` link and the process. Unknown, with the reason, when the processes cannot tell
+    /// whether a daemon runs (no process list: a support bundle) and it is enabled, or the unit
+    /// files cannot be read either: an enabled daemon may have failed or been stopped.
     pub fn in_force(&self, service: &Service) -> Result<bool, ServiceUnknown> {
+        let unknown = |why: String| ServiceUnknown {
+            service: service.name.clone(),
+            why,
+        };
         match (service.running, &self.units_unreadable) {
-            (None, Some(units)) => Err(ServiceUnknown {
-                service: service.name.clone(),
-                why: units.clone(),
-            }),
-            (running, _) => Ok(!service.masked && running.unwrap_or(service.enabled)),
+            (Some(running), _) => Ok(!service.masked && running),
+            (None, Some(units)) => Err(unknown(format!(
+                "no process list, and systemd's unit files could not be read ({units})"
+            ))),
+            (None, None) if service.masked || !service.enabled => Ok(false),
+            (None, None) if daemon(&service.name) => Err(unknown(format!(
+                "{} is enabled, and there is no process list to tell whether it runs",
+                service.unit
+            ))),
+            (None, None) => Ok(true),
         }
     }
+
+    /// Why whether irqbalance's environment file sets anything is unknown, when it is.
+    pub fn irqbalance_unknown(&self) -> Option<&str> {
+        self.irqbalance_unread.as_deref()
+    }
+}
+
+/// Whether the service `name` is a daemon, told running by its process (not a one-shot unit).
+fn daemon(name: &str) -> bool {
+    KNOWN
+        .iter()
+        .any(|(known, _, probe)| *known == name && matches!(probe, Probe::Process(_)))
 }
 
 /// Why whether a service is in force is unknown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "whether {service} runs is unknown: no process list, and systemd's unit files could not be \
-     read ({why})"
-)]
+#[error("whether {service} runs is unknown: {why}")]
 pub struct ServiceUnknown {
     /// The service's name.
     pub service: String,
-    /// Why the unit files could not be read.
+    /// Why: what the machine's files do not show.
     pub why: String,
 }
 
@@ -110,6 +137,32 @@ pub struct Service {
     /// units the state they set (kdump: a crash kernel is loaded; ksm: KSM is merging).
     /// `None` when the files cannot tell (cpupower; tasks unavailable).
     pub running: Option<bool>,
+    /// Where `running` was told when not by the processes: a support bundle's `systemctl
+    /// list-units` (`/lowlat-answers/printed/systemctl_list-units` in the tree). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_from: Option<String>,
+}
+
+impl Service {
+    /// What a service that is not in force is ([`Services::in_force`]): `masked`, `not
+    /// running`, or `not enabled` where no process list tells whether it runs.
+    pub fn idle_state(&self) -> &'static str {
+        match (self.running, self.masked) {
+            (Some(false), _) => "not running",
+            (_, true) => "masked",
+            _ => "not enabled",
+        }
+    }
+
+    /// The evidence of [`Service::idle_state`]: the processes (or the units listed), or the
+    /// unit links.
+    pub fn idle_evidence(&self) -> &str {
+        match (&self.running_from, self.running) {
+            (Some(from), _) => from,
+            (None, Some(_)) => "/proc/*/comm",
+            (None, None) => "/etc/systemd/system/*.wants",
+        }
+    }
 }
 
 /// How to tell whether a service is in force.
@@ -172,10 +225,12 @@ const KNOWN: &[(&str, &[&str], Probe)] = &[
 /// Reads workqueue masks, irqbalance, TuneD, the known services and the OS release; `tasks`
 /// (from [`super::tasks::read`]) tells which daemons run.
 pub fn read(r: &mut Reader, tasks: &Avail<Tasks>) -> Services {
+    let irqbalance = irqbalance::read(r);
     Services {
         workqueue_cpumask: r.cpumask(WORKQUEUE_CPUMASK),
         writeback_cpumask: r.cpumask(WRITEBACK_CPUMASK),
-        irqbalance: irqbalance::read(r),
+        irqbalance: irqbalance.0,
+        irqbalance_unread: irqbalance.1,
         tuned: tuned::read(r),
         services: read_services(r, tasks),
         units_unreadable: units_unreadable(r),
@@ -207,6 +262,7 @@ fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
                 .unwrap_or_default()
         })
         .collect();
+    let listed = listed::read(r);
     KNOWN
         .iter()
         .map(|(name, unit_names, probe)| {
@@ -229,13 +285,25 @@ fn read_services(r: &mut Reader, tasks: &Avail<Tasks>) -> Vec<Service> {
                     || r.root
                         .read(&admin_path)
                         .is_ok_and(|text| text.trim().is_empty()));
+            let mut running_from = None;
+            let mut running = running(r, probe, tasks);
+            // No process list: the units systemd listed as running, where the tree keeps them.
+            if let (None, Probe::Process(_), Some(listed)) = (running, probe, &listed) {
+                running = Some(
+                    unit_names
+                        .iter()
+                        .any(|unit| listed.get(*unit).is_some_and(|u| u.sub == "running")),
+                );
+                running_from = Some(listed::LIST_UNITS.to_string());
+            }
             Service {
                 name: name.to_string(),
                 unit: unit.to_string(),
                 installed: installed_unit.is_some(),
                 enabled: wants.iter().any(|linked| linked == unit),
                 masked,
-                running: running(r, probe, tasks),
+                running,
+                running_from,
             }
         })
         .collect()

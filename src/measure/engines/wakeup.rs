@@ -322,10 +322,9 @@ mod tests {
 
     #[test]
     fn latency_is_positive_and_finite() {
-        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
-        if cpus.len() < 2 {
-            return; // a one-CPU machine has no pair to measure
-        }
+        let Some(cpus) = crate::measure::runner::harness::two_allowed_cpus() else {
+            return;
+        };
         let run = measure(&cpus, config(30), &StopFlag::new(), &mut Progress::silent()).unwrap();
         assert_eq!(run.pairs.len(), 2);
         for pair in &run.pairs {
@@ -351,10 +350,9 @@ mod tests {
 
     #[test]
     fn stop_ends_early() {
-        let cpus = crate::measure::runner::harness::first_allowed_cpus(2);
-        if cpus.len() < 2 {
+        let Some(cpus) = crate::measure::runner::harness::two_allowed_cpus() else {
             return;
-        }
+        };
         let stop = StopFlag::new();
         stop.stop();
         assert!(

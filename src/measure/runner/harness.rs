@@ -199,6 +199,19 @@ pub(crate) fn first_allowed_cpus(n: usize) -> Vec<u32> {
         .collect()
 }
 
+/// Test helper: the first two CPUs this process may run on, for a test measured between two;
+/// `None` on a smaller machine, said through `missing_data` (a failure under CI, which has
+/// two, so the test cannot pass there having measured nothing).
+#[cfg(test)]
+pub(crate) fn two_allowed_cpus() -> Option<Vec<u32>> {
+    let cpus = first_allowed_cpus(2);
+    if cpus.len() < 2 {
+        crate::test_tree::missing_data("a second CPU this process may run on");
+        return None;
+    }
+    Some(cpus)
+}
+
 /// Restricts the calling thread to `cpus` (e.g. the housekeeping CPUs, to keep the main
 /// thread off the measured ones).
 pub(crate) fn pin_current_thread_to(cpus: &CpuSet) -> std::io::Result<()> {

@@ -17,8 +17,10 @@ pub use source::{Source, SourceError};
 use crate::compare::run::Run;
 
 /// The report of `sources`, in the order given, and of peer tools' `runs` (drawn, not
-/// embedded).
+/// embedded). The templates escape markup, not the characters that hide text (a host name's `ESC ]0;`,
+/// a bidi override): those are written as escapes over the whole page, whose own markup holds
+/// none but newlines and tabs (the embedded documents are compressed and encoded).
 pub fn render(sources: &[Source], runs: &[Run]) -> Result<String, SourceError> {
     let sections = sections::all(sources, runs)?;
-    Ok(page::page(sources, &sections))
+    Ok(crate::text::escape_page(&page::page(sources, &sections)).into_owned())
 }

@@ -67,6 +67,62 @@ pub(super) fn ethtool(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) -
     interfaces
 }
 
+/// The outputs kept as they are under [`PRINTED_DIR`] by their sos file names, which the
+/// machine's readers read where the live machine's answer is missing: `systemctl list-units`
+/// (which services run, where the bundle holds no process list) and `chronyc tracking`
+/// (chronyd's offset).
+pub(super) fn printed(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) {
+    for file in ["systemd/systemctl_list-units", "chrony/chronyc_tracking"] {
+        if let Some(text) = out.text(file, notes) {
+            let name = file.rsplit('/').next().unwrap_or(file);
+            let _ = tree.write(
+                &format!("{PRINTED_DIR}/{name}"),
+                text.as_bytes(),
+                format!("sos_commands/{file}"),
+            );
+        }
+    }
+}
+
+/// `/sys/class/dmi/id/*` from `dmidecode` where the bundle did not copy them (sos copies them
+/// with its hardware plugin; `dmidecode` is kept by the same plugin): the BIOS (type 0), the
+/// system (type 1) and the board (type 2) strings. sos never copies the SMBIOS tables
+/// themselves (`/sys/firmware/dmi`, root only), so they are not captured: the memory
+/// population is unknown.
+pub(super) fn dmidecode(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) {
+    const DMIDECODE: &str = "hardware/dmidecode";
+    tree.uncaptured("/sys/firmware/dmi");
+    let Some(text) = out.text(DMIDECODE, notes) else {
+        return;
+    };
+    let mut section = "";
+    for (i, line) in text.lines().enumerate() {
+        if !line.starts_with(char::is_whitespace) {
+            section = line.trim();
+            continue;
+        }
+        let Some((key, value)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        let file = match (section, key) {
+            ("BIOS Information", "Vendor") => "bios_vendor",
+            ("BIOS Information", "Version") => "bios_version",
+            ("BIOS Information", "Release Date") => "bios_date",
+            ("System Information", "Manufacturer") => "sys_vendor",
+            ("System Information", "Product Name") => "product_name",
+            ("System Information", "Version") => "product_version",
+            ("Base Board Information", "Manufacturer") => "board_vendor",
+            ("Base Board Information", "Product Name") => "board_name",
+            _ => continue,
+        };
+        let _ = tree.write(
+            &format!("/sys/class/dmi/id/{file}"),
+            format!("{}\n", value.trim()).as_bytes(),
+            origin(DMIDECODE, i + 1),
+        );
+    }
+}
+
 /// Where a file written from `file`'s line `line` came from.
 pub(super) fn origin(file: &str, line: usize) -> String {
     format!("sos_commands/{file}:{line}")
@@ -175,6 +231,37 @@ pub(super) fn sysctls(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) -
         }
     }
     written
+}
+
+/// `/proc/sys/kernel/hostname` from `hostname` (sos 4.x's host plugin, sos 3.x's general
+/// plugin) where neither the bundle's copy nor `sysctl -a` gave it.
+pub(super) fn hostname(out: &Outputs, tree: &mut Tree, notes: &mut Vec<String>) {
+    for file in ["host/hostname", "general/hostname"] {
+        let Some(text) = out.text(file, notes) else {
+            continue;
+        };
+        if let Some(name) = text.lines().next().map(str::trim).filter(|n| !n.is_empty()) {
+            let _ = tree.write(
+                "/proc/sys/kernel/hostname",
+                format!("{name}\n").as_bytes(),
+                origin(file, 1),
+            );
+            return;
+        }
+    }
+}
+
+/// The files lowlat reads that sos never copies (irqbalance's environment file): marked not
+/// captured where the bundle holds none of them, so that their absence is unknown, not a
+/// machine without them.
+pub(super) fn never_copied(tree: &mut Tree) {
+    // The paths the irqbalance reader looks up (machine::services::irqbalance::PATHS).
+    const PATHS: [&str; 2] = ["/etc/sysconfig/irqbalance", "/etc/default/irqbalance"];
+    if !PATHS.iter().any(|path| tree.dir.join(&path[1..]).exists()) {
+        for path in PATHS {
+            tree.uncaptured(path);
+        }
+    }
 }
 
 /// `/etc/tuned/active_profile` from `tuned-adm active` where the bundle did not copy it.

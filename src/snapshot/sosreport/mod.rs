@@ -32,7 +32,7 @@ pub struct SosReport {
     /// that disagree.
     pub notes: Vec<String>,
     /// The private directory of the tree.
-    _tempdir: tempfile::TempDir,
+    _tempdir: crate::sysroot::Scratch,
 }
 
 /// Why a path is not a sosreport lowlat can read.
@@ -65,6 +65,37 @@ fn has_sos_dirs(dir: &Path) -> bool {
         .any(|name| dir.join(name).is_dir())
 }
 
+/// Whether `path` looks like a sosreport: a directory holding sos's own directories
+/// (`sos_commands/` ...), or a file named like the archives sos writes (`*.tar.xz`, `*.tar.gz`).
+/// A directory that merely holds one is not one: a fleet reads each bundle it holds apart.
+pub(crate) fn is_bundle(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if meta.is_dir() {
+        return has_sos_dirs(path);
+    }
+    meta.is_file()
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".tar.xz") || n.ends_with(".tar.gz"))
+}
+
+/// The name of the bundle at `path` (`sosreport-node1-2026-11-27-abcdefg`, an archive's name
+/// without `.tar.xz`), escaped: a host's name where the bundle holds none.
+pub(crate) fn bundle_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = [".tar.xz", ".tar.gz"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+        .unwrap_or(&name);
+    escape_controls(name).into_owned()
+}
+
 /// The report directory of `dir`: itself, or the one `sosreport-*` directory it holds.
 fn report_dir(dir: &Path) -> Result<PathBuf, SosReportError> {
     if has_sos_dirs(dir) {
@@ -94,10 +125,9 @@ pub fn open(path: &Path) -> Result<SosReport, SosReportError> {
         file: path.to_path_buf(),
         source,
     };
-    let tempdir = tempfile::Builder::new()
-        .prefix("lowlat-sosreport-")
-        .tempdir()
-        .map_err(io)?;
+    // Removed when dropped, and when a signal ends lowlat while it lives (a fleet unpacks
+    // one bundle per worker).
+    let tempdir = crate::sysroot::Scratch::new("lowlat-sosreport-").map_err(io)?;
     let mut notes = Vec::new();
     let (report, tree_dir) = if path.is_dir() {
         let report = report_dir(path)?;
@@ -121,8 +151,12 @@ pub fn open(path: &Path) -> Result<SosReport, SosReportError> {
     let mut tree = tree::Tree::new(tree_dir.clone());
     commands::kernel_release(&outputs, &mut tree, &mut notes);
     commands::sysctls(&outputs, &mut tree, &mut notes);
+    commands::hostname(&outputs, &mut tree, &mut notes);
     commands::tuned_profile(&outputs, &mut tree, &mut notes);
+    commands::never_copied(&mut tree);
     commands::ethtool(&outputs, &mut tree, &mut notes);
+    commands::printed(&outputs, &mut tree, &mut notes);
+    commands::dmidecode(&outputs, &mut tree, &mut notes);
     ps::write(&outputs, &mut tree, &mut notes);
     tree.finish().map_err(io)?;
     let lacks = super::gaps::lacks(

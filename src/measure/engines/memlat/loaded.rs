@@ -207,7 +207,7 @@ impl Load<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::runner::harness::first_allowed_cpus;
+    use crate::measure::runner::harness::two_allowed_cpus;
 
     fn config(cpu: u32) -> ChaseConfig {
         ChaseConfig {
@@ -225,10 +225,10 @@ mod tests {
 
     #[test]
     fn every_intensity_has_a_chase_and_the_bandwidth_the_load_moved() {
-        let cpus = first_allowed_cpus(2);
-        if cpus.len() < 2 {
-            return; // no CPU for the load besides the chasing one
-        }
+        // A CPU for the load besides the chasing one.
+        let Some(cpus) = two_allowed_cpus() else {
+            return;
+        };
         // 50 ms of chase a point: with 4 ms, a load thread on a loaded 2-core machine could
         // finish no chunk in the window and report 0 MB/s.
         let chase = ChaseConfig {
