@@ -85,9 +85,11 @@ pub struct CheckArgs {
     pub repeat: u32,
 
     /// A target of your own instead of the profile's, repeatable: `timer.max<LATENCY`
-    /// (`timer.max<20us`) or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
+    /// (`timer.max<20us`), `timer.p99<LATENCY` or `timer.p99.9<LATENCY` (a percentile of
+    /// the timer latency), or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
     /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
-    /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
+    /// their unit (us, ms, s). A rate and a percentile are judged on each CPU's 95 % upper
+    /// bound (exact Poisson; the binomial order statistic).
     #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 
@@ -391,6 +393,7 @@ mod tests {
                 timer_p99_ns: 2_300,
                 steal_ms: None,
                 gaps_ns: Vec::new(),
+                timer_latency: None,
             })
             .collect();
         let verdicts = check::evaluate(&request.targets, &figures);

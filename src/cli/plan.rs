@@ -9,7 +9,7 @@ use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::audit::Profile;
-use crate::audit::site::{Located, SitePartition, Smt};
+use crate::audit::site::SitePartition;
 use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::plan::artifacts::Artifact;
@@ -215,15 +215,7 @@ impl PlanOptionArgs {
         let defaults = PartitionRequest::default();
         let plan_profile = PlanProfile::try_from(profile.info.name)
             .map_err(|reason| anyhow::anyhow!("--profile {}: {reason}", self.profile))?;
-        let site = self.site_partition(profile);
-        let site_list = |part: Option<&Located<CpuSet>>| part.map(|l| l.value.clone());
-        let site_smt = site
-            .and_then(|s| s.smt.as_ref())
-            .map(|smt| match smt.value {
-                Smt::Keep => SmtChoice::Keep,
-                Smt::Off => SmtChoice::Off,
-            });
-        Ok(PlanRequest {
+        let mut request = PlanRequest {
             profile: plan_profile,
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
@@ -232,10 +224,8 @@ impl PlanOptionArgs {
                 no_balance_cores_per_node: self
                     .no_balance
                     .map_or(defaults.no_balance_cores_per_node, usize::from),
-                housekeeping: (self.housekeeping.clone())
-                    .or_else(|| site_list(site.and_then(|s| s.housekeeping.as_ref()))),
-                isolate: (self.isolate.clone())
-                    .or_else(|| site_list(site.and_then(|s| s.isolate.as_ref()))),
+                housekeeping: self.housekeeping.clone(),
+                isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
                 isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
@@ -244,10 +234,20 @@ impl PlanOptionArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: self.smt.or(site_smt).unwrap_or_default(),
+                smt: SmtChoice::default(),
                 isolation: self.isolation,
             },
-        })
+            kernel: (profile.site.as_ref())
+                .map(|site| site.kernel.clone())
+                .unwrap_or_default(),
+        };
+        if let Some(site) = self.site_partition(profile) {
+            request.take_site_partition(site);
+        }
+        if let Some(smt) = self.smt {
+            request.options.smt = smt;
+        }
+        Ok(request)
     }
 }
 

@@ -84,6 +84,14 @@ impl CheckReport<'_> {
         let mut undecided: Vec<String> = (self.targets.iter())
             .filter(|v| v.outcome == TargetOutcome::NotProven)
             .filter_map(|verdict| {
+                if !verdict.target.metric.is_rate() {
+                    return Some(format!(
+                        "{} below {} not proven: its 95 % upper bound is not below it on every \
+                         CPU; a longer run (more wake-ups) narrows the bound",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                    ));
+                }
                 let (needed, had) = verdict.proof_needed()?;
                 let needed = match needed {
                     Some(seconds) => {
@@ -551,7 +559,7 @@ pub(crate) fn documents(
 mod tests {
     use super::*;
     use crate::audit::partition;
-    use crate::check::targets::{RATE_GE_10US, Target};
+    use crate::check::targets::{Quantile, RATE_GE_10US, Target, TargetMetric};
     use crate::sysroot::SysRoot;
     use crate::tuning::profile_name::ProfileName;
 
@@ -568,6 +576,7 @@ mod tests {
             timer_p99_ns: 5_000,
             steal_ms: None,
             gaps_ns: vec![12_000; long as usize],
+            timer_latency: None,
         }
     }
 
@@ -575,6 +584,21 @@ mod tests {
     /// against low-latency's target with `figures`; its audit as a tuned machine's (no
     /// failure) unless `audit_fails`.
     fn check(figures: CpuFigures, quick: bool, audit_fails: bool) -> (String, serde_json::Value) {
+        let target = Target {
+            metric: RATE_GE_10US,
+            below: 1.0,
+            source: "[S000]".into(),
+        };
+        check_against(target, figures, quick, audit_fails)
+    }
+
+    /// [`check`] against `target`.
+    fn check_against(
+        target: Target,
+        figures: CpuFigures,
+        quick: bool,
+        audit_fails: bool,
+    ) -> (String, serde_json::Value) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/machines/kvm-guest-2vcpu");
         let machine = Machine::read(&SysRoot::dir(path));
@@ -590,11 +614,6 @@ mod tests {
             why: "--cpus".into(),
         };
         let figures = [figures];
-        let target = Target {
-            metric: RATE_GE_10US,
-            below: 1.0,
-            source: "[S000]".into(),
-        };
         let verdicts = crate::check::evaluate(&[target], &figures);
         let report = CheckReport {
             machine: &machine,
@@ -650,6 +669,39 @@ mod tests {
         assert_eq!(json["verdict"], "fail");
         assert!(
             said.contains(": MISSED (CPU 1 2.0 (≤ 6.3 at 95 %) ✗)"),
+            "{said}"
+        );
+    }
+
+    /// Issue 45 item 5: a percentile whose bound is not below the limit is NOT PROVEN, saying
+    /// that a longer run narrows the bound (not "no run proves it, this run had 0 s").
+    #[test]
+    fn a_percentile_not_proven_says_what_narrows_its_bound() {
+        let mut latency = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        latency.record_n(10_000, 9_905).unwrap();
+        latency.record_n(100_000, 95).unwrap();
+        let mut cpu = figures(200.0, 0);
+        cpu.timer_latency = Some(latency);
+        cpu.timer_max_ns = 100_000;
+        let target = Target {
+            metric: TargetMetric::TimerQuantileUs(Quantile::P99),
+            below: 50.0,
+            source: "--target timer.p99<50us".into(),
+        };
+        let (said, json) = check_against(target, cpu, false, false);
+        assert_eq!(json["verdict"], "not-proven", "{said}");
+        assert!(
+            said.contains(
+                "timer latency p99, µs below 50: NOT PROVEN (CPU 1 10.0 (≤ 100.0 at 95 %: not \
+                 proven))"
+            ),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "NOT PROVEN: timer latency p99, µs below 50 not proven: its 95 % upper bound is \
+                 not below it on every CPU; a longer run (more wake-ups) narrows the bound"
+            ),
             "{said}"
         );
     }
