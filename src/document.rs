@@ -39,6 +39,7 @@
 //! | `calibration`     | 1              | `compare --calibrate --json`   |                     |
 //! | `fleet`           | 2              | `fleet report --json`          | `report`, `--html`  |
 //! | `profile`         | 1              | `profile show --json`          |                     |
+//! | `prove`           | 1              | `prove` (`DIR/prove.json`)     | `prove --resume`    |
 //!
 //! Schema 1 is the layout before the envelope (`lowlat_version` in plan.json, verify and the
 //! journal; `tool_version` and `captured_at` in the snapshot manifest). Where lowlat reads a
@@ -113,6 +114,9 @@ pub enum Kind {
     /// A profile resolved, each expectation with where it was set (`lowlat profile show
     /// --json`).
     Profile,
+    /// Where a `lowlat prove` run stands: its steps, the machine's state (as before or as
+    /// planned) and the verdict (`DIR/prove.json`).
+    Prove,
 }
 
 impl Kind {
@@ -148,6 +152,7 @@ impl Kind {
             Kind::Calibration => 1,
             Kind::Fleet => 2, // born with the envelope, numbered as its kinds are
             Kind::Profile => 1,
+            Kind::Prove => 1,
         }
     }
 

@@ -17,6 +17,7 @@ pub mod machine;
 pub mod measure;
 pub mod peer;
 pub mod plan;
+pub(crate) mod prove;
 pub mod report;
 pub mod snapshot;
 pub mod sysroot;

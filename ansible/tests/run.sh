@@ -7,7 +7,9 @@
 # tests/it/bios.rs runs it; without it the bios part is left out, unless CI=true: then that
 # fails), where `lowlat fleet report` reads and shows them; check mode changes nothing and
 # --diff shows a known value's before and after, apply then a second apply reports changed=0,
-# verify passes, revert restores every copy byte for byte, and ansible-lint passes.
+# verify passes, revert restores every copy byte for byte, and ansible-lint passes. One host's
+# lowlat_profile is a site profile file on the controller extending another
+# (lowlat_profile_files): both are copied to the host, and its audit and plan follow them.
 #
 # Usage: ansible/tests/run.sh LOWLAT_BINARY
 set -euo pipefail
@@ -50,6 +52,13 @@ else
 fi
 
 fixtures=(epyc7f32-2s xeon-2s-smt milan64-nps4-smt rt-guest-4vcpu)
+# The site profile of epyc7f32-2s, on the controller: site.toml extends base.toml.
+mkdir -p "$work/profiles"
+printf '%s\n' 'extends = "base.toml"' '[sysctl]' '"vm.stat_interval" = 10' >"$work/profiles/site.toml"
+printf '%s\n' 'extends = "low-latency"' '[kernel]' 'remove = ["skew_tick"]' >"$work/profiles/base.toml"
+mkdir -p "$work/host_vars"
+printf '%s\n' "lowlat_profile: $work/profiles/site.toml" \
+  "lowlat_profile_files: [$work/profiles/base.toml]" >"$work/host_vars/epyc7f32-2s.yml"
 inventory="$work/hosts.ini"
 {
   echo "[fleet]"
@@ -59,7 +68,7 @@ inventory="$work/hosts.ini"
     cp -a "$repo/tests/fixtures/machines/$name" "$host/root"
     echo "$name ansible_connection=local ansible_python_interpreter=$(command -v python3)" \
       "lowlat_root=$host/root lowlat_bin=$host/bin/lowlat lowlat_facts_dir=$host/facts.d" \
-      "lowlat_plan_dir=$host/plan lowlat_remote_dir=$host/staging"
+      "lowlat_plan_dir=$host/plan lowlat_remote_dir=$host/staging lowlat_profile_dir=$host/profile"
   done
   echo "[fleet:vars]"
   echo "lowlat_binary_src=$bin"
@@ -112,6 +121,14 @@ PY
   fi
 done
 ! grep -qF "$bmc_password" "$work/last.log" || fail "the BMC password is in ansible-playbook's output"
+# The site profile was copied to its host and audited against there.
+python3 - "$work/collected/epyc7f32-2s/audit.json" "$work/hosts/epyc7f32-2s/profile" <<'PY' || fail "the audit of epyc7f32-2s did not read its site profile"
+import json, sys
+audit, copied = json.load(open(sys.argv[1])), sys.argv[2]
+assert audit["profile"]["files"] == [copied + "/site.toml", copied + "/base.toml"], audit["profile"]
+finding = next(f for f in audit["findings"] if f["rule"] == "LL-SYSCTL-VM-STAT-INTERVAL")
+assert "10" in finding["expected"], finding
+PY
 
 # lowlat fleet report reads what was collected: four different machines, so four groups and no
 # outlier; nothing skipped (each host's audit.json is passed over, and its bios.json read into
@@ -129,6 +146,15 @@ PY
 
 play "$collection/playbooks/tune.yml" --check --diff
 untouched "check mode"
+# The plan of epyc7f32-2s follows both files, each setting naming its file and line.
+python3 - "$work/hosts/epyc7f32-2s/plan/plan.json" "$work/hosts/epyc7f32-2s/profile" <<'PY' || fail "the plan of epyc7f32-2s did not follow its site profile"
+import json, sys
+plan, copied = json.load(open(sys.argv[1])), sys.argv[2]
+settings = {s["id"]: s for s in plan["settings"]}
+assert settings["sysctl:vm.stat_interval"]["value"] == "10", settings["sysctl:vm.stat_interval"]
+skew = settings["cmdline:skew_tick"]
+assert (skew["value"], skew["source"]) == ("", copied + "/base.toml:3"), skew
+PY
 for name in "${fixtures[@]}"; do
   [ "$(recap "$name" changed)" -gt 0 ] || fail "check mode reported nothing to change on $name"
 done

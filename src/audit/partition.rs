@@ -190,7 +190,8 @@ pub struct MeasuredCpus {
 }
 
 /// The one rule for the CPUs that matter, which a check measures and watch watches: `requested` (`--cpus`) when given; else the
-/// CPUs the machine isolates (what the tuning is for), only those of them this process may
+/// CPUs the machine isolates (what the tuning is for), or a site profile's `[partition]`
+/// when the partition is the profile's, only those of them this process may
 /// run on when its affinity (`allowed`: a container's cpuset, a pod's exclusive CPUs,
 /// taskset) holds some but not all; else, when nothing is isolated, every online CPU but the
 /// first (which keeps the OS and lowlat's own reporting).
@@ -206,15 +207,23 @@ pub fn measured_cpus(
             why: "--cpus".into(),
         };
     }
-    if let PartitionSource::Kernel { from } = &partition.source
+    let isolated = match &partition.source {
+        PartitionSource::Kernel { from } => {
+            Some(format!("the machine's isolated CPUs ({})", from.join(", ")))
+        }
+        PartitionSource::Profile { place } => {
+            Some(format!("the site profile's isolated CPUs ({place})"))
+        }
+        _ => None,
+    };
+    if let Some(these) = isolated
         && !partition.isolated.is_empty()
     {
         let mine = partition.isolated.intersection(allowed);
         if !mine.is_empty() && mine != partition.isolated {
             return MeasuredCpus {
                 why: format!(
-                    "the machine's isolated CPUs ({}) that this process may run on (its affinity: {})",
-                    from.join(", "),
+                    "{these} that this process may run on (its affinity: {})",
                     allowed.to_list()
                 ),
                 cpus: mine,
@@ -222,7 +231,7 @@ pub fn measured_cpus(
         }
         return MeasuredCpus {
             cpus: partition.isolated.clone(),
-            why: format!("the machine's isolated CPUs ({})", from.join(", ")),
+            why: these,
         };
     }
     let mut cpus = online.clone();

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
+
 use crate::machine::kernel::stat::CpuStat;
 use crate::measure::engines::jitter::JitterRun;
 use crate::measure::engines::timer::TimerRun;
@@ -51,6 +53,9 @@ pub(crate) struct CpuFigures {
     /// document).
     #[serde(skip)]
     pub gaps_ns: Vec<u64>,
+    /// The timer wake-up latencies, ns (for quantile targets; not in the document).
+    #[serde(skip)]
+    pub timer_latency: Option<Histogram<u64>>,
 }
 
 impl CpuFigures {
@@ -74,6 +79,9 @@ impl CpuFigures {
             TargetMetric::TimerMaxUs => {
                 (self.timer_samples > 0).then(|| self.timer_max_ns as f64 / 1e3)
             }
+            TargetMetric::TimerQuantileUs(q) => (self.timer_latency.as_ref())
+                .and_then(|histogram| q.value(histogram, self.timer_max_ns))
+                .map(|ns| ns as f64 / 1e3),
         }
     }
 }
@@ -107,7 +115,10 @@ pub(crate) fn figures(jitter: Option<&JitterRun>, timer: Option<&TimerRun>) -> V
             let figures = figures_of(&mut by_cpu, cpu.cpu);
             figures.timer_samples = record.hist.len();
             figures.timer_max_ns = record.max_ns;
-            figures.timer_p99_ns = record.hist.value_at_quantile(0.99).min(record.max_ns);
+            figures.timer_p99_ns = (targets::Quantile::P99)
+                .value(&record.hist, record.max_ns)
+                .unwrap_or(0);
+            figures.timer_latency = Some(record.hist.clone());
         }
     }
     by_cpu.into_values().collect()
@@ -126,6 +137,7 @@ fn figures_of(by_cpu: &mut BTreeMap<u32, CpuFigures>, cpu: u32) -> &mut CpuFigur
         timer_p99_ns: 0,
         steal_ms: None,
         gaps_ns: Vec::new(),
+        timer_latency: None,
     })
 }
 
@@ -347,6 +359,7 @@ mod tests {
             timer_p99_ns: 0,
             steal_ms: None,
             gaps_ns: Vec::new(),
+            timer_latency: None,
         }
     }
 

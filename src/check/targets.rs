@@ -1,10 +1,12 @@
 //! The measured targets of each profile, kept as data (`targets.table`, with a source per
 //! row), the metrics they are stated in, and the evidence a target is judged on: a maximum as
-//! measured, a rate on the exact Poisson upper bound of its count, so that a short run without
-//! events does not pass a target it cannot prove.
+//! measured, a rate on the exact Poisson upper bound of its count, a quantile on the
+//! distribution-free upper bound of its order statistics, so that a short run does not pass a
+//! target it cannot prove.
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ChiSquared, ContinuousCDF};
+use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF};
 
 use crate::tuning::profile_name::ProfileName;
 
@@ -66,6 +68,81 @@ pub(crate) fn exposure_to_prove_at(rate: f64, limit: f64) -> Option<f64> {
     Some(high)
 }
 
+/// The 1-based rank, among `samples` samples sorted from the least, of the order statistic that
+/// is a distribution-free one-sided [`CONFIDENCE`] upper bound of the `quantile` (0–1): the
+/// least k for which at most k − 1 samples fall below the quantile with probability
+/// [`CONFIDENCE`] or more (the Binomial(samples, quantile) distribution function at k − 1).
+/// `None` when even the largest sample is not enough: fewer than ln(1 − CONFIDENCE) /
+/// ln(quantile) samples (299 for the 99th percentile, 2,995 for the 99.9th).
+pub(crate) fn quantile_upper_rank(samples: u64, quantile: f64) -> Option<u64> {
+    let below = Binomial::new(quantile, samples)
+        .ok()?
+        .inverse_cdf(CONFIDENCE);
+    (below < samples).then_some(below + 1)
+}
+
+/// The `rank`-th least value recorded in `histogram` (1-based), at the top of its bucket and no
+/// more than `max` (the largest value, kept exactly).
+fn value_at_rank(histogram: &Histogram<u64>, rank: u64, max: u64) -> u64 {
+    let mut seen = 0;
+    for bucket in histogram.iter_recorded() {
+        seen += bucket.count_at_value();
+        if seen >= rank {
+            return histogram
+                .highest_equivalent(bucket.value_iterated_to())
+                .min(max);
+        }
+    }
+    max
+}
+
+/// A quantile of the timer latency that a target can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantile {
+    /// The 99th percentile.
+    P99,
+    /// The 99.9th percentile.
+    P999,
+}
+
+impl Quantile {
+    /// Every quantile a target can name.
+    const ALL: [Quantile; 2] = [Quantile::P99, Quantile::P999];
+
+    /// Its fraction of the samples.
+    pub(crate) fn fraction(self) -> f64 {
+        match self {
+            Quantile::P99 => 0.99,
+            Quantile::P999 => 0.999,
+        }
+    }
+
+    /// Its name in targets and documents: `p99`, `p99.9`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Quantile::P99 => "p99",
+            Quantile::P999 => "p99.9",
+        }
+    }
+
+    /// The quantile as measured in `histogram` (`max`: its largest value): the sample of rank
+    /// ⌈fraction · samples⌉; `None` without a sample.
+    pub(crate) fn value(self, histogram: &Histogram<u64>, max: u64) -> Option<u64> {
+        let samples = histogram.len();
+        let rank = (self.fraction() * samples as f64).ceil().max(1.0) as u64;
+        (samples > 0).then(|| value_at_rank(histogram, rank, max))
+    }
+
+    /// The [`CONFIDENCE`] upper bound of the quantile after `histogram`'s samples (the order
+    /// statistic of [`quantile_upper_rank`]); infinite when there are too few samples to bound
+    /// it.
+    pub(crate) fn upper_bound(self, histogram: &Histogram<u64>, max: u64) -> f64 {
+        quantile_upper_rank(histogram.len(), self.fraction()).map_or(f64::INFINITY, |rank| {
+            value_at_rank(histogram, rank, max) as f64
+        })
+    }
+}
+
 /// A figure `lowlat check` measures on each CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TargetMetric {
@@ -77,6 +154,9 @@ pub(crate) enum TargetMetric {
     },
     /// The largest timer wake-up latency, µs (`measure timer`); named `timer-max-us`.
     TimerMaxUs,
+    /// A quantile of the timer wake-up latency, µs, judged on its upper bound; named
+    /// `timer-p99-us`, `timer-p99.9-us`.
+    TimerQuantileUs(Quantile),
 }
 
 /// The rate of the profiles' targets: interruptions of 10 µs or more per minute.
@@ -101,6 +181,7 @@ impl TargetMetric {
                 format!("interruptions-ge-{}-per-minute", length_name(at_least_ns))
             }
             TargetMetric::TimerMaxUs => "timer-max-us".into(),
+            TargetMetric::TimerQuantileUs(q) => format!("timer-{}-us", q.name()),
         }
     }
 
@@ -114,6 +195,7 @@ impl TargetMetric {
                 )
             }
             TargetMetric::TimerMaxUs => "timer latency max, µs".into(),
+            TargetMetric::TimerQuantileUs(q) => format!("timer latency {}, µs", q.name()),
         }
     }
 
@@ -125,6 +207,15 @@ impl TargetMetric {
     fn named(name: &str) -> Option<TargetMetric> {
         if name == "timer-max-us" {
             return Some(TargetMetric::TimerMaxUs);
+        }
+        let quantile = name
+            .strip_prefix("timer-")
+            .and_then(|q| q.strip_suffix("-us"));
+        if let Some(q) = Quantile::ALL
+            .into_iter()
+            .find(|q| quantile == Some(q.name()))
+        {
+            return Some(TargetMetric::TimerQuantileUs(q));
         }
         let length = name
             .strip_prefix("interruptions-ge-")?
@@ -148,14 +239,14 @@ impl<'de> Deserialize<'de> for TargetMetric {
         let name = String::deserialize(deserializer)?;
         TargetMetric::named(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown metric `{name}` (timer-max-us, interruptions-ge-LENGTH-per-minute)"
+                "unknown metric `{name}` (timer-max-us, timer-p99-us, timer-p99.9-us, interruptions-ge-LENGTH-per-minute)"
             ))
         })
     }
 }
 
 /// Why a `--target` cannot be read: the grammar, once (`lowlat check --help` shows it).
-pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY` (LATENCY with its unit: 20us, 1ms) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
+pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY`, `timer.p99<LATENCY` or `timer.p99.9<LATENCY` (LATENCY with its unit: 20us, 1ms) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
 
 /// Why a `--target` was refused; each message starts with the target as given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -210,7 +301,7 @@ pub(crate) enum ParseTargetError {
         /// The unit as given.
         unit: String,
     },
-    /// A metric other than `timer.max` and `jitter.rate(LENGTH)`.
+    /// A metric other than `timer.max`, `timer.p99`, `timer.p99.9` and `jitter.rate(LENGTH)`.
     #[error("'{text}': unknown metric '{metric}'; {GRAMMAR}")]
     UnknownMetric {
         /// The target as given.
@@ -221,7 +312,7 @@ pub(crate) enum ParseTargetError {
 }
 
 /// Reads a target from the command line, with `length` reading a latency with its unit into
-/// ns: `timer.max<20us`, `jitter.rate(10us)<1/min`. Gaps shorter than `shortest_gap_ns`
+/// ns: `timer.max<20us`, `timer.p99.9<15us`, `jitter.rate(10us)<1/min`. Gaps shorter than `shortest_gap_ns`
 /// (what check records) are refused.
 pub(crate) fn parse<E: std::fmt::Display>(
     text: &str,
@@ -239,9 +330,17 @@ pub(crate) fn parse<E: std::fmt::Display>(
     let Some((metric, limit)) = compact.split_once('<') else {
         return Err(ParseTargetError::NoLimit { text: given() });
     };
-    let (metric, below) = if metric == "timer.max" {
+    let timer = metric.strip_prefix("timer.").and_then(|name| {
+        (name == "max")
+            .then_some(TargetMetric::TimerMaxUs)
+            .or_else(|| {
+                let q = Quantile::ALL.into_iter().find(|q| q.name() == name)?;
+                Some(TargetMetric::TimerQuantileUs(q))
+            })
+    });
+    let (metric, below) = if let Some(timer) = timer {
         let ns = length(limit)?;
-        (TargetMetric::TimerMaxUs, ns as f64 / 1e3)
+        (timer, ns as f64 / 1e3)
     } else if let Some(gap) = metric
         .strip_prefix("jitter.rate(")
         .and_then(|m| m.strip_suffix(')'))
@@ -307,9 +406,10 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    /// For a rate target: the [`CONFIDENCE`] upper bound of the rate on `figures`' CPU, in the
-    /// metric's unit, which the target is judged on; `None` for a maximum, or when the CPU did
-    /// not measure the metric.
+    /// For a rate or a quantile: the [`CONFIDENCE`] upper bound of the figure on `figures`'
+    /// CPU, in the metric's unit, which the target is judged on (infinite for a quantile with
+    /// too few samples to bound it); `None` for a maximum, or when the CPU did not measure the
+    /// metric.
     pub(crate) fn upper_bound(&self, figures: &CpuFigures) -> Option<f64> {
         match self.metric {
             TargetMetric::InterruptionsPerMinute { at_least_ns } => (figures.jitter_seconds > 0.0)
@@ -318,6 +418,9 @@ impl Target {
                         / figures.jitter_seconds
                 }),
             TargetMetric::TimerMaxUs => None,
+            TargetMetric::TimerQuantileUs(q) => (figures.timer_latency.as_ref())
+                .filter(|histogram| !histogram.is_empty())
+                .map(|histogram| q.upper_bound(histogram, figures.timer_max_ns) / 1e3),
         }
     }
 
@@ -422,11 +525,89 @@ mod tests {
     }
 
     #[test]
+    fn the_quantile_bound_is_the_binomial_order_statistic() {
+        // The least rank k with P(Binomial(n, q) <= k - 1) >= 0.95 (summed exactly): 299
+        // samples are the fewest that bound a 99th percentile (1 - 0.99^299 = 0.9505), 2,995
+        // a 99.9th.
+        assert_eq!(quantile_upper_rank(299, 0.99), Some(299));
+        assert_eq!(quantile_upper_rank(298, 0.99), None);
+        assert_eq!(quantile_upper_rank(1000, 0.99), Some(996));
+        assert_eq!(quantile_upper_rank(2995, 0.999), Some(2995));
+        assert_eq!(quantile_upper_rank(2994, 0.999), None);
+        assert_eq!(quantile_upper_rank(20_000, 0.999), Some(19_988));
+        assert_eq!(quantile_upper_rank(0, 0.99), None);
+    }
+
+    /// A CPU whose timer run recorded `counts` (latency ns, how many).
+    fn timer_cpu(counts: &[(u64, u64)]) -> CpuFigures {
+        let mut histogram = Histogram::<u64>::new(3).unwrap();
+        for (ns, n) in counts {
+            histogram.record_n(*ns, *n).unwrap();
+        }
+        CpuFigures {
+            cpu: 1,
+            jitter_seconds: 0.0,
+            interruptions: 0,
+            long_interruptions: 0,
+            max_interruption_ns: 0,
+            timer_samples: histogram.len(),
+            timer_max_ns: counts.iter().map(|(ns, _)| *ns).max().unwrap_or(0),
+            timer_p99_ns: 0,
+            steal_ms: None,
+            gaps_ns: Vec::new(),
+            timer_latency: Some(histogram),
+        }
+    }
+
+    /// Issue 45 item 5: a quantile target is met only when its 95 % upper bound is below the
+    /// limit, missed when the quantile measured is at or above it, else not proven.
+    #[test]
+    fn a_quantile_target_is_judged_on_its_upper_bound() {
+        use crate::check::{TargetOutcome, evaluate};
+        let target = |text: &str| parse(text, length, 1000).unwrap();
+        let p99 = target("timer.p99<50us");
+        let p999 = target("timer.p99.9<50us");
+        assert_eq!(p99.metric, TargetMetric::TimerQuantileUs(Quantile::P99));
+        assert_eq!(p99.metric.name(), "timer-p99-us");
+        assert_eq!(p999.metric.name(), "timer-p99.9-us");
+        assert_eq!(p999.metric.describe(), "timer latency p99.9, µs");
+        // 10,000 wake-ups, 50 of them at 100 µs: the 99th percentile (rank 9,900) and its
+        // bound (rank 9,917) are 10 µs; the 99.9th (rank 9,990) is 100 µs.
+        let tail = [timer_cpu(&[(10_000, 9_950), (100_000, 50)])];
+        let judged = evaluate(&[p99.clone(), p999.clone()], &tail);
+        assert_eq!(judged[0].outcome, TargetOutcome::Met);
+        let value = &judged[0].values[0];
+        assert!((value.value - 10.0).abs() < 0.01, "{value:?}");
+        assert!((value.upper_95.unwrap() - 10.0).abs() < 0.01, "{value:?}");
+        assert_eq!(judged[1].outcome, TargetOutcome::Missed);
+        assert!((judged[1].values[0].value - 100.0).abs() < 0.1);
+        // 95 at 100 µs: the quantile (rank 9,900) is 10 µs but its bound (rank 9,917) is
+        // 100 µs: not proven, neither a pass nor a failure.
+        let close = [timer_cpu(&[(10_000, 9_905), (100_000, 95)])];
+        let judged = evaluate(std::slice::from_ref(&p99), &close);
+        assert_eq!(judged[0].outcome, TargetOutcome::NotProven);
+        assert!((judged[0].values[0].value - 10.0).abs() < 0.01);
+        assert!((judged[0].values[0].upper_95.unwrap() - 100.0).abs() < 0.1);
+        // 100 quiet wake-ups cannot bound a 99th percentile.
+        let few = [timer_cpu(&[(1_000, 100)])];
+        let judged = evaluate(std::slice::from_ref(&p99), &few);
+        assert_eq!(judged[0].outcome, TargetOutcome::NotProven);
+        assert_eq!(judged[0].values[0].upper_95, Some(f64::INFINITY));
+        // No timer run: not measured.
+        let mut none = timer_cpu(&[]);
+        none.timer_latency = None;
+        let judged = evaluate(&[p99], &[none]);
+        assert_eq!(judged[0].outcome, TargetOutcome::NotMeasured);
+    }
+
+    #[test]
     fn documents_name_metrics_as_the_table_does() {
         for metric in [
             RATE_GE_10US,
             TargetMetric::InterruptionsPerMinute { at_least_ns: 2500 },
             TargetMetric::TimerMaxUs,
+            TargetMetric::TimerQuantileUs(Quantile::P99),
+            TargetMetric::TimerQuantileUs(Quantile::P999),
         ] {
             assert_eq!(serde_json::to_value(metric).unwrap(), metric.name());
             assert_eq!(TargetMetric::named(&metric.name()), Some(metric));
@@ -464,7 +645,8 @@ mod tests {
         for (bad, says) in [
             ("timer.max>20us", "has no <;"),
             ("timer.max<20", "has no unit"),
-            ("timer.p99<20us", "unknown metric 'timer.p99'"),
+            ("timer.p50<20us", "unknown metric 'timer.p50'"),
+            ("timer.p99<20", "has no unit"),
             ("jitter.rate(10us)<1", "is not N/UNIT"),
             ("jitter.rate(10us)<1/day", "unknown unit '/day'"),
             ("jitter.rate(10us)<0/min", "'0' is not a number above 0"),

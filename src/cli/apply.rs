@@ -104,7 +104,7 @@ pub(crate) fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
 }
 
 /// Asks on the terminal; `false` unless the answer is yes.
-fn confirm(question: &str) -> Result<bool> {
+pub(super) fn confirm(question: &str) -> Result<bool> {
     let mut stderr = std::io::stderr().lock();
     write!(stderr, "{question} [y/N] ")?;
     stderr.flush()?;

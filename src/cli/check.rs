@@ -15,19 +15,15 @@ use crate::audit::Profile;
 
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{self, CheckError, CheckRequest, CheckRun, Prepared, Verdict};
+use crate::check::{self, CheckError, CheckRequest, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
-use crate::report::audit as audit_report;
-use crate::report::check::{self as printers, CheckReport};
+use crate::report::check as printers;
 use crate::report::check_load::LoadBody;
 use crate::report::html::{self, Budget, Source};
-use crate::report::inventory;
 use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
-use crate::report::measure::timer as timer_printers;
-use crate::report::measure::{document as measure_document, jitter as jitter_printers};
 
 /// Rounds of a check unless `--repeat` says otherwise: 5 rounds of 4 s rather than one of
 /// 20 s, so that two checks can be compared run by run (docs/statistics.md).
@@ -90,9 +86,11 @@ pub struct CheckArgs {
     pub repeat: u32,
 
     /// A target of your own instead of the profile's, repeatable: `timer.max<LATENCY`
-    /// (`timer.max<20us`) or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
+    /// (`timer.max<20us`), `timer.p99<LATENCY` or `timer.p99.9<LATENCY` (a percentile of
+    /// the timer latency), or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
     /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
-    /// their unit (us, ms, s). A rate is judged on each CPU's 95 % upper bound.
+    /// their unit (us, ms, s). A rate and a percentile are judged on each CPU's 95 % upper
+    /// bound (exact Poisson; the binomial order statistic).
     #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 
@@ -165,9 +163,9 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     }
     let causes = measured.explanation.as_ref().map(explain::json);
     let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
-    let mut documents = documents(&check, &measured)?;
+    let mut documents = printers::run_documents(&check, &measured)?;
     let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
-    let mut report = report(&check, &measured, causes.as_ref(), timer_causes.as_ref());
+    let mut report = printers::of_run(&check, &measured, causes.as_ref(), timer_causes.as_ref());
     report.load = load.as_ref();
     documents.push((Kind::Check, printers::document(&report).to_json()?));
     if let Some(bundle) = &bundle {
@@ -324,31 +322,6 @@ fn say_probe(probe: &VcpuProbe) {
     }
 }
 
-/// The report of a measured check (complete as far as the runs go).
-fn report<'a>(
-    check: &'a Prepared,
-    measured: &'a CheckRun,
-    causes: Option<&'a explain::ExplainJson>,
-    timer_causes: Option<&'a explain::ExplainJson>,
-) -> CheckReport<'a> {
-    CheckReport {
-        machine: &check.machine,
-        audit: &check.audit,
-        profile: check.profile.info,
-        measured: &check.measured,
-        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
-        rounds: check.request.rounds,
-        timer_interval_ns: check::TIMER_INTERVAL_NS,
-        figures: &measured.figures,
-        targets: &measured.verdicts,
-        complete: measured.complete,
-        quick: check.request.quick,
-        causes,
-        timer_causes,
-        load: None,
-    }
-}
-
 /// Writes the documents into the bundle of `--out`; says on stderr where, or why not.
 /// Returns whether they were saved.
 fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
@@ -398,52 +371,6 @@ fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
     })
 }
 
-/// The documents of a check but the check's own, in bundle order: the inventory, the audit,
-/// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
-fn documents(check: &Prepared, measured: &CheckRun) -> Result<Vec<(Kind, String)>> {
-    let host = crate::document::host_name(check.session.root());
-    let mut documents = vec![
-        (
-            Kind::Inventory,
-            inventory::document(&check.machine).to_json()?,
-        ),
-        (
-            Kind::Audit,
-            audit_report::document(
-                &check.machine,
-                &check.audit,
-                check.profile.info,
-                &audit_report::View::default(),
-            )
-            .to_json()?,
-        ),
-    ];
-    for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
-        let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
-        let mut result = jitter_printers::result(jitter_run);
-        result.figures.conditions.loads = load.clone();
-        let doc = measure_document(
-            Kind::MeasureJitter,
-            host.clone(),
-            jitter_run.session.environment.clone(),
-            result,
-        );
-        documents.push((Kind::MeasureJitter, doc.to_json()?));
-        if let Some(run) = measured.timer_runs.get(round) {
-            let mut result = timer_printers::result(run);
-            result.figures.conditions.loads = load;
-            let doc = measure_document(
-                Kind::MeasureTimer,
-                host.clone(),
-                run.session.environment.clone(),
-                result,
-            );
-            documents.push((Kind::MeasureTimer, doc.to_json()?));
-        }
-    }
-    Ok(documents)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,6 +378,7 @@ mod tests {
     use crate::check::CpuFigures;
     use crate::machine::Machine;
     use crate::measure::load::{Kind as LoadKind, KindIntensity, LoadAsked, RoundLoad};
+    use crate::report::check::CheckReport;
     use crate::report::check_load::{CauseAdded, LoadEffect};
     use crate::test_tree::TestTree;
     use clap::Parser;
@@ -498,6 +426,7 @@ mod tests {
                 timer_p99_ns: 2_300,
                 steal_ms: None,
                 gaps_ns: Vec::new(),
+                timer_latency: None,
             })
             .collect();
         // Under load (`--load`): the figures above are the idle rounds'; the loaded rounds

@@ -9,6 +9,7 @@ use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport};
+use crate::plan::PlanError;
 use crate::plan::request::{PlanProfile, PlanRequest};
 use crate::report::fleet as printers;
 use crate::report::html::{self, Budget, Source};
@@ -173,15 +174,33 @@ fn report(args: &ReportArgs) -> Result<u8> {
 
 fn plan(args: &PlanArgs) -> Result<u8> {
     let profile = args.profile.load()?;
-    let request = PlanRequest {
+    let mut request = PlanRequest {
         profile: PlanProfile::try_from(profile.info.name)
             .map_err(|reason| anyhow!("--profile {}: {reason}", args.profile))?,
         ..PlanRequest::default()
     };
+    if let Some(site) = &profile.site {
+        request.take_site_partition(&site.partition);
+        request.kernel = site.kernel.clone();
+    }
+    let site_partition = profile.site.as_ref().map(|site| &site.partition);
     let report = read(&args.inputs, &profile)?;
     // The groups' directories go under it: a file or a dangling link is refused as itself.
     prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;
-    let plans = plan::plans(&report, &request, &profile)?;
+    let plans = plan::plans(&report, &request, &profile).map_err(|e| {
+        // A partition refused because of the site's `[partition]` names its line.
+        let at = site_partition.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref()));
+        match (&e, at) {
+            (
+                plan::FleetPlanError::Plan {
+                    source: PlanError::Partition(_),
+                    ..
+                },
+                Some(at),
+            ) => anyhow!("--profile {}: [partition]: {e}", at.place),
+            _ => e.into(),
+        }
+    })?;
     let mut written = Vec::new();
     for group in plans {
         let dir = args.out.join(format!("group-{}", group.group));

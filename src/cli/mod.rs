@@ -104,6 +104,10 @@ pub enum Command {
     Apply(apply::ApplyArgs),
     /// Put back every value `lowlat apply` changed, from its journal.
     Revert(revert::RevertArgs),
+    /// Prove a plan on this machine: measure before, apply (rebooting and resuming when the
+    /// plan needs it), verify, measure after, compare the arms, write the report, and with
+    /// --revert put the machine back.
+    Prove(Box<prove::ProveArgs>),
     /// Start a command inside the isolated CPUs: in the isolated cpuset of runtime isolation,
     /// with its affinity set; exits with the command's exit code.
     Run(run::RunArgs),
@@ -158,6 +162,7 @@ pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
 pub(crate) mod profile;
+pub(crate) mod prove;
 pub(crate) mod report;
 pub(crate) mod revert;
 pub(crate) mod run;
@@ -311,6 +316,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Plan(args) => plan::run(&cli, args),
         Command::Apply(args) => apply::run(&cli, args),
         Command::Revert(args) => revert::run(&cli, args),
+        Command::Prove(args) => prove::run(&cli, args),
         Command::Run(args) => run::run(&cli, args),
         Command::Verify(args) => verify::run(&cli, args),
         Command::Watch(args) => watch::run(&cli, args),

@@ -9,7 +9,7 @@ use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::audit::Profile;
-use crate::audit::site::{Located, SitePartition, Smt};
+use crate::audit::site::SitePartition;
 use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
 use crate::plan::artifacts::Artifact;
@@ -21,7 +21,8 @@ use crate::plan::request::{
 use crate::plan::{self, PlanError, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{self as report_plan, diff, summary};
-use crate::sysroot::OutputDirError;
+use crate::snapshot::SnapshotKind;
+use crate::sysroot::{OutputDirError, SysRoot};
 use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// Options of `lowlat plan`.
@@ -41,6 +42,63 @@ file could not be read (/proc/interrupts: no IRQ plan; the message names the fil
 too long to boot)."
 )]
 pub struct PlanArgs {
+    /// The plan itself: the profile, the partition and the options.
+    #[command(flatten)]
+    pub options: PlanOptionArgs,
+
+    /// Write every artifact (plan.json, kernel-cmdline.txt, sysctl.d, TuneD profile, systemd
+    /// units, irqbalance configuration, IRQ and kernel-thread plans) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// With --out: write into a directory that is not empty, replacing lowlat's files.
+    #[arg(long, requires = "out")]
+    pub force: bool,
+
+    /// Plan the BIOS too: the attributes of this `bios` document (`lowlat bios read -o FILE`)
+    /// that the profile wants changed, listed beside the OS settings and kept in plan.json for
+    /// `lowlat bios apply --plan` to stage at the next reset.
+    #[arg(long, value_name = "FILE")]
+    pub bios: Option<PathBuf>,
+
+    /// Print plan.json instead of the summary.
+    #[arg(long, conflicts_with = "diff")]
+    pub json: bool,
+
+    /// Print, for each setting, the value on this machine and the planned one.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// Plan a real-time KVM guest of this name over the host partition: the libvirt domain
+    /// (vCPUs on isolated cores of one node, emulator on that node's housekeeping CPUs, FIFO
+    /// vCPUs, huge pages), the host's huge pages for the node and the guest's own plan. With
+    /// --out, also writes libvirt/NAME.xml and guest/.
+    #[arg(long, value_name = "NAME", value_parser = vm_name, requires = "vcpus",
+          conflicts_with_all = ["json", "diff"])]
+    pub vm: Option<String>,
+
+    /// With --vm: the number of vCPUs (at least 2: vCPU 0 keeps the guest's housekeeping).
+    #[arg(long, value_name = "N", requires = "vm")]
+    pub vcpus: Option<u32>,
+
+    /// With --vm: the real-time (SCHED_FIFO) vCPUs, which the guest isolates [default: every
+    /// vCPU but 0].
+    #[arg(long, value_name = "LIST", requires = "vm", value_parser = super::values::cpu_list)]
+    pub rt_vcpus: Option<CpuSet>,
+
+    /// With --vm: guest memory (32G, 4096M), rounded up to whole huge pages [default: 4G].
+    #[arg(long, value_name = "SIZE", requires = "vm", value_parser = memory_size)]
+    pub memory: Option<u64>,
+
+    /// With --vm: the host NUMA node [default: the first with enough free isolated cores].
+    #[arg(long, value_name = "N", requires = "vm")]
+    pub node: Option<u32>,
+}
+
+/// The options that make a plan, which `plan` and `prove` take alike: the profile, the
+/// partition and the settings planned.
+#[derive(Debug, Args)]
+pub struct PlanOptionArgs {
     /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
     /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
     /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
@@ -112,54 +170,6 @@ pub struct PlanArgs {
     /// realtime profiles).
     #[arg(long)]
     pub kthread_priorities: bool,
-
-    /// Write every artifact (plan.json, kernel-cmdline.txt, sysctl.d, TuneD profile, systemd
-    /// units, irqbalance configuration, IRQ and kernel-thread plans) into DIR.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-
-    /// With --out: write into a directory that is not empty, replacing lowlat's files.
-    #[arg(long, requires = "out")]
-    pub force: bool,
-
-    /// Plan the BIOS too: the attributes of this `bios` document (`lowlat bios read -o FILE`)
-    /// that the profile wants changed, listed beside the OS settings and kept in plan.json for
-    /// `lowlat bios apply --plan` to stage at the next reset.
-    #[arg(long, value_name = "FILE")]
-    pub bios: Option<PathBuf>,
-
-    /// Print plan.json instead of the summary.
-    #[arg(long, conflicts_with = "diff")]
-    pub json: bool,
-
-    /// Print, for each setting, the value on this machine and the planned one.
-    #[arg(long)]
-    pub diff: bool,
-
-    /// Plan a real-time KVM guest of this name over the host partition: the libvirt domain
-    /// (vCPUs on isolated cores of one node, emulator on that node's housekeeping CPUs, FIFO
-    /// vCPUs, huge pages), the host's huge pages for the node and the guest's own plan. With
-    /// --out, also writes libvirt/NAME.xml and guest/.
-    #[arg(long, value_name = "NAME", value_parser = vm_name, requires = "vcpus",
-          conflicts_with_all = ["json", "diff"])]
-    pub vm: Option<String>,
-
-    /// With --vm: the number of vCPUs (at least 2: vCPU 0 keeps the guest's housekeeping).
-    #[arg(long, value_name = "N", requires = "vm")]
-    pub vcpus: Option<u32>,
-
-    /// With --vm: the real-time (SCHED_FIFO) vCPUs, which the guest isolates [default: every
-    /// vCPU but 0].
-    #[arg(long, value_name = "LIST", requires = "vm", value_parser = super::values::cpu_list)]
-    pub rt_vcpus: Option<CpuSet>,
-
-    /// With --vm: guest memory (32G, 4096M), rounded up to whole huge pages [default: 4G].
-    #[arg(long, value_name = "SIZE", requires = "vm", value_parser = memory_size)]
-    pub memory: Option<u64>,
-
-    /// With --vm: the host NUMA node [default: the first with enough free isolated cores].
-    #[arg(long, value_name = "N", requires = "vm")]
-    pub node: Option<u32>,
 }
 
 /// `--vm NAME`: a libvirt domain name lowlat writes unescaped into XML and file names.
@@ -185,7 +195,7 @@ fn memory_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
-impl PlanArgs {
+impl PlanOptionArgs {
     /// Whether a flag names the partition (then a site profile's `[partition]` is not used).
     fn partition_flags(&self) -> bool {
         self.housekeeping.is_some()
@@ -205,15 +215,7 @@ impl PlanArgs {
         let defaults = PartitionRequest::default();
         let plan_profile = PlanProfile::try_from(profile.info.name)
             .map_err(|reason| anyhow::anyhow!("--profile {}: {reason}", self.profile))?;
-        let site = self.site_partition(profile);
-        let site_list = |part: Option<&Located<CpuSet>>| part.map(|l| l.value.clone());
-        let site_smt = site
-            .and_then(|s| s.smt.as_ref())
-            .map(|smt| match smt.value {
-                Smt::Keep => SmtChoice::Keep,
-                Smt::Off => SmtChoice::Off,
-            });
-        Ok(PlanRequest {
+        let mut request = PlanRequest {
             profile: plan_profile,
             partition: PartitionRequest {
                 housekeeping_cores_per_node: self
@@ -222,10 +224,8 @@ impl PlanArgs {
                 no_balance_cores_per_node: self
                     .no_balance
                     .map_or(defaults.no_balance_cores_per_node, usize::from),
-                housekeeping: (self.housekeeping.clone())
-                    .or_else(|| site_list(site.and_then(|s| s.housekeeping.as_ref()))),
-                isolate: (self.isolate.clone())
-                    .or_else(|| site_list(site.and_then(|s| s.isolate.as_ref()))),
+                housekeeping: self.housekeeping.clone(),
+                isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
                 isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
@@ -234,21 +234,27 @@ impl PlanArgs {
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: self.smt.or(site_smt).unwrap_or_default(),
+                smt: SmtChoice::default(),
                 isolation: self.isolation,
             },
-        })
+            kernel: (profile.site.as_ref())
+                .map(|site| site.kernel.clone())
+                .unwrap_or_default(),
+        };
+        if let Some(site) = self.site_partition(profile) {
+            request.take_site_partition(site);
+        }
+        if let Some(smt) = self.smt {
+            request.options.smt = smt;
+        }
+        Ok(request)
     }
 }
 
 impl PlanArgs {
     /// The job these options describe, with the `--bios` file read.
     fn job(&self) -> Result<PlanJob> {
-        let profile = self.profile.load()?;
         Ok(PlanJob {
-            request: self.request(&profile)?,
-            profile,
-            core_type_asked: self.isolate_core_type.is_some(),
             bios: self
                 .bios
                 .as_deref()
@@ -261,6 +267,42 @@ impl PlanArgs {
                 memory_kib: self.memory.unwrap_or(vm::DEFAULT_MEMORY_KIB),
                 node: self.node,
             }),
+            ..self.options.job()?
+        })
+    }
+}
+
+impl PlanOptionArgs {
+    /// The job these options describe: the machine's plan alone (no BIOS, no guest).
+    pub(super) fn job(&self) -> Result<PlanJob> {
+        let profile = self.profile.load()?;
+        Ok(PlanJob {
+            request: self.request(&profile)?,
+            profile,
+            core_type_asked: self.isolate_core_type.is_some(),
+            bios: None,
+            vm: None,
+        })
+    }
+
+    /// Plans the files under `root` (read as `kind` says) as `job` asks, a refusal naming the
+    /// option it comes from.
+    pub(super) fn planned(
+        &self,
+        root: &SysRoot,
+        kind: SnapshotKind,
+        job: &PlanJob,
+    ) -> Result<Planned> {
+        pipeline::run(root, kind, job, |step| match step {
+            Step::Read(machine) => super::container::note(root, &machine.topology),
+            Step::Planned(plan) => self.note_cpus_going_offline(plan),
+        })
+        .map_err(|e| match e {
+            PlanJobError::Plan(PlanError::Partition(e)) => self.partition_error(&e, &job.profile),
+            PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
+                anyhow::anyhow!("--hugepages {pool}: {problem}")
+            }
+            e => anyhow::Error::new(e),
         })
     }
 
@@ -340,17 +382,7 @@ pub(super) fn write_artifacts(
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
     let job = args.job()?;
-    let planned = pipeline::run(&root, kind, &job, |step| match step {
-        Step::Read(machine) => super::container::note(&root, &machine.topology),
-        Step::Planned(plan) => args.note_cpus_going_offline(plan),
-    })
-    .map_err(|e| match e {
-        PlanJobError::Plan(PlanError::Partition(e)) => args.partition_error(&e, &job.profile),
-        PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
-            anyhow::anyhow!("--hugepages {pool}: {problem}")
-        }
-        e => anyhow::Error::new(e),
-    })?;
+    let planned = args.options.planned(&root, kind, &job)?;
     let linux = match planned {
         Planned::Linux(linux) => linux,
         Planned::Freebsd(plan) => return freebsd(args, &plan),

@@ -71,10 +71,18 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
 
-    /// The CPUs to watch [default: the plan's isolated CPUs, else the CPUs the kernel isolates,
-    /// else, when nothing is isolated, every CPU but the first, as `lowlat check` measures].
+    /// The CPUs to watch [default: the plan's isolated CPUs, else the profile's partition,
+    /// else the CPUs the kernel isolates, else, when nothing is isolated, every CPU but the
+    /// first, as `lowlat check` measures].
     #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
     pub isolated: Option<CpuSet>,
+
+    /// A site profile file (or a built-in profile) whose `[partition]` names the CPUs to watch
+    /// where neither --isolated nor --plan does, as `lowlat check` measures them. Watch counts
+    /// interruptions from procfs and has no targets to hold them to: the profile's `[check]`
+    /// targets are `lowlat check`'s.
+    #[arg(long, value_name = "NAME|FILE", value_parser = super::profile::ProfileParser::ANY)]
+    pub profile: Option<super::profile::ProfileArg>,
 
     /// Time between samples.
     #[arg(long, value_name = "D", default_value = "1s", value_parser = values::duration)]
@@ -202,7 +210,14 @@ fn watched_cpus(
     plan: Option<&Plan>,
 ) -> Result<CpuSet> {
     let planned = plan.map(|plan| &plan.partition.isolated);
-    let targets = targets::choose(machine, args.isolated.as_ref(), planned)?;
+    let profile = args.profile.as_ref().map(|p| p.load()).transpose()?;
+    let targets = targets::choose(machine, args.isolated.as_ref(), planned, profile.as_ref())
+        .map_err(|e| match (&e, &args.profile) {
+            (targets::TargetError::Partition(_), Some(profile)) => {
+                anyhow::anyhow!("--profile {profile}: {e}")
+            }
+            _ => e.into(),
+        })?;
     if let Some(why) = &targets.chosen_because {
         note!(
             "watching CPU {} ({why}); choose others with --isolated LIST",

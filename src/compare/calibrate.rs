@@ -198,7 +198,7 @@ fn one(
                 }
                 with_verdict += 1;
                 let arm = |idx: &[usize]| idx.iter().map(|&i| &runs[i]).collect::<Vec<_>>();
-                let environment = environment::rows(&arm(a), &arm(b), &cpus);
+                let environment = environment::rows(&arm(a), &arm(b), &cpus, |_| Vec::new());
                 let explained = |worse_in_b: bool| {
                     let side = if worse_in_b { Side::B } else { Side::A };
                     environment.iter().any(|row| row.worse == Some(side))

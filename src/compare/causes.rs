@@ -9,17 +9,17 @@
 //! runs needed). Counts are never compared as a plain ratio of totals: a cause seen once in
 //! one arm "appears" and is judged like any other, so chance is not read as a change.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::endpoint::Endpoint;
-use super::run::Run;
+use super::run::{CausesOn, Run};
 use super::verdict::{self, Compared};
 use crate::measure::trace::explain::Class;
 
 /// Where a cause was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Presence {
     /// In some run of B and in no run of A.
@@ -42,7 +42,7 @@ impl Presence {
 }
 
 /// One cause compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CauseRow {
     /// The class (`tick`, `device_irq`, `task`, ...; see `explain` of `measure-jitter`).
     pub(crate) class: Class,
@@ -62,10 +62,11 @@ pub struct CauseRow {
 }
 
 /// The causes of both arms compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CausesDiff {
     /// The unit of the rates: `per-minute` (of busy-loop time on the CPUs compared).
-    pub unit: &'static str,
+    #[serde(deserialize_with = "super::unit")]
+    pub unit: super::Unit,
     /// The CPUs whose causes were compared.
     pub cpus: Vec<u32>,
     /// Appeared first, then disappeared, then the causes of both arms; in each, the highest
@@ -74,34 +75,14 @@ pub struct CausesDiff {
 }
 
 /// The rate unit of the rows.
-const UNIT: &str = "per-minute";
+pub(crate) const UNIT: &str = "per-minute";
 
 /// A cause: its class and source.
 type Key = (Class, String);
 
-/// One run's gaps per cause on the CPUs compared, and the minutes of busy loop behind them.
-struct RunCauses {
-    gaps: BTreeMap<Key, u64>,
-    minutes: f64,
-}
-
 /// Each run's causes on `cpus`.
-fn counts(runs: &[Run], cpus: &[u32]) -> Vec<RunCauses> {
-    runs.iter()
-        .map(|run| {
-            let mut gaps = BTreeMap::new();
-            let mut minutes = 0.0;
-            for cpu in cpus {
-                if let Some(series) = run.cpus.get(cpu) {
-                    minutes += series.exposure / 60.0;
-                }
-                for c in run.causes.iter().flatten().filter(|c| c.cpu == *cpu) {
-                    *gaps.entry((c.class, c.source.clone())).or_insert(0) += c.count;
-                }
-            }
-            RunCauses { gaps, minutes }
-        })
-        .collect()
+fn counts(runs: &[Run], cpus: &[u32]) -> Vec<CausesOn> {
+    runs.iter().map(|run| run.causes_on(cpus)).collect()
 }
 
 /// The causes of `a` against `b` on `cpus`, corrected over themselves; `None` when a run of
@@ -112,11 +93,11 @@ pub fn diff(a: &[Run], b: &[Run], cpus: &[u32], margin: f64) -> Option<CausesDif
         return None;
     }
     let (ca, cb) = (counts(a, cpus), counts(b, cpus));
-    let seen = |c: &[RunCauses]| -> BTreeSet<Key> {
+    let seen = |c: &[CausesOn]| -> BTreeSet<Key> {
         c.iter().flat_map(|r| r.gaps.keys().cloned()).collect()
     };
     let (in_a, in_b) = (seen(&ca), seen(&cb));
-    let rates = |c: &[RunCauses], key: &Key| {
+    let rates = |c: &[CausesOn], key: &Key| {
         let values: Vec<f64> = c
             .iter()
             .map(|r| (r.gaps.get(key).copied().unwrap_or(0) as f64 + 0.5) / r.minutes)

@@ -4,14 +4,14 @@
 //! detail row and never set the exit code: they say where a change is, not whether there is
 //! one.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::endpoint;
 use super::run::{Family, Figures, Run};
 use super::verdict::{self, Compared, Verdict};
 
 /// A figure compared per CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// The median latency, ns.
@@ -91,14 +91,15 @@ fn summary_figure(metric: Metric, figures: &Figures) -> Option<f64> {
 }
 
 /// One metric of one CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The CPU (for cyclictest: the thread index).
     pub cpu: u32,
     /// The metric.
     pub metric: Metric,
     /// The unit of the values: `ns`, `per-minute` or `per-million-samples`.
-    pub unit: &'static str,
+    #[serde(deserialize_with = "super::unit")]
+    pub unit: super::Unit,
     /// The baseline against the candidate (Holm over every detail row).
     #[serde(flatten)]
     pub compared: Compared,

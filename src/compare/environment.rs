@@ -3,15 +3,16 @@
 //! load), summarised per arm from the conditions lowlat's documents record. When the arms
 //! differ in one beyond its spread inside an arm, and beyond a floor that noise of that
 //! size cannot matter under, it is said in a warning, and the verdicts it could explain are
-//! marked confounded (docs/statistics.md, "The environment").
+//! marked confounded (docs/statistics.md, "The environment"), unless a setting of the diff
+//! between the arms moves it (`effects`): then it is how the change worked, said as such.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::run::Run;
 use super::stats::mean_var;
 
 /// A quantity of the environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Covariate {
     /// Time the hypervisor gave to others, % of the measured CPUs' time.
@@ -104,7 +105,7 @@ impl Covariate {
 }
 
 /// One arm's values of a covariate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// Mean over the runs that recorded it.
     pub mean: f64,
@@ -115,7 +116,7 @@ pub struct Spread {
 }
 
 /// Which arm ran in the worse environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Side {
     /// The baseline.
     A,
@@ -124,7 +125,7 @@ pub enum Side {
 }
 
 /// One covariate of both arms.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The quantity.
     pub covariate: Covariate,
@@ -135,12 +136,39 @@ pub struct Row {
     /// The arm whose environment was worse, when the arms differ beyond their spread and the
     /// floor (`null`: no difference that matters, or not recorded on both sides).
     pub worse: Option<Side>,
-    /// The warning, when the arms differ.
+    /// The settings of the diff between the arms that move this quantity, when the arms
+    /// differ in it (empty: none, or no difference): the difference is then the change's own
+    /// effect, and explains no verdict as a confounder. Absent from documents written before
+    /// compare knew the change's effects.
+    #[serde(default)]
+    pub moved_by: Vec<String>,
+    /// The warning, when the arms differ and no setting of the diff moves the quantity.
     pub warning: Option<String>,
 }
 
-/// The environment of both arms, over the CPUs compared.
-pub fn rows(a: &[&Run], b: &[&Run], cpus: &[u32]) -> Vec<Row> {
+impl Row {
+    /// Whether it could explain a verdict whose worse arm is `side`: it differs that way and
+    /// no setting of the diff moves it.
+    pub fn confounds(&self, side: Side) -> bool {
+        self.worse == Some(side) && self.moved_by.is_empty()
+    }
+
+    /// What differs, in words (`A shared its CPUs 808.9× more with other tasks (…)`), when
+    /// the arms differ.
+    pub fn difference(&self) -> Option<String> {
+        Some(describe(self.covariate, self.a?, self.b?, self.worse?))
+    }
+}
+
+/// The environment of both arms, over the CPUs compared; `moved_by` gives the settings of the
+/// diff between the arms that move a covariate (`effects::moved_by`), which make a difference
+/// in it the change's own effect.
+pub fn rows(
+    a: &[&Run],
+    b: &[&Run],
+    cpus: &[u32],
+    moved_by: impl Fn(Covariate) -> Vec<String>,
+) -> Vec<Row> {
     Covariate::ALL
         .iter()
         .filter_map(|&covariate| {
@@ -166,12 +194,21 @@ pub fn rows(a: &[&Run], b: &[&Run], cpus: &[u32]) -> Vec<Row> {
                 (Some(x), Some(y)) => differs(covariate, x, y),
                 _ => None,
             };
+            let moved_by = match worse {
+                Some(_) => moved_by(covariate),
+                None => Vec::new(),
+            };
+            let warning = worse
+                .filter(|_| moved_by.is_empty())
+                .and_then(|side| Some(describe(covariate, sa?, sb?, side)))
+                .map(|what| format!("{what}: the host, not the change, may explain a difference"));
             Some(Row {
                 covariate,
                 a: sa,
                 b: sb,
                 worse,
-                warning: worse.and_then(|side| Some(warning(covariate, sa?, sb?, side))),
+                moved_by,
+                warning,
             })
         })
         .collect()
@@ -192,7 +229,8 @@ fn differs(covariate: Covariate, a: Spread, b: Spread) -> Option<Side> {
     })
 }
 
-fn warning(covariate: Covariate, a: Spread, b: Spread, worse: Side) -> String {
+/// The difference of `covariate` between the arms in words, `worse` the arm it was worse in.
+fn describe(covariate: Covariate, a: Spread, b: Spread, worse: Side) -> String {
     let (name, other) = match worse {
         Side::A => ("A", "B"),
         Side::B => ("B", "A"),
@@ -209,7 +247,7 @@ fn warning(covariate: Covariate, a: Spread, b: Spread, worse: Side) -> String {
     } else {
         (a.mean, b.mean)
     };
-    let what = match covariate {
+    match covariate {
         Covariate::Steal => format!(
             "{name} lost {}more time to steal ({:.2} % vs {:.2} % of the CPU time, A vs B)",
             times(hi, lo),
@@ -234,8 +272,7 @@ fn warning(covariate: Covariate, a: Spread, b: Spread, worse: Side) -> String {
             a.mean,
             b.mean
         ),
-    };
-    format!("{what}: the host, not the change, may explain a difference")
+    }
 }
 
 #[cfg(test)]
@@ -263,7 +300,7 @@ mod tests {
         let a = [run(1.6e7, 1.0), run(1.5e7, 1.1), run(1.7e7, 0.9)];
         let b = [run(9.8e7, 1.0), run(9.9e7, 1.0), run(9.7e7, 1.1)];
         let (a, b): (Vec<&Run>, Vec<&Run>) = (a.iter().collect(), b.iter().collect());
-        let table = rows(&a, &b, &[1]);
+        let table = rows(&a, &b, &[1], |_| Vec::new());
         let steal = &table[0];
         assert_eq!(steal.covariate, Covariate::Steal);
         assert_eq!(steal.worse, Some(Side::B));
@@ -279,6 +316,10 @@ mod tests {
         assert_eq!(load.worse, None);
         // Recorded on one side only: no claim either way.
         let bare = Run::empty("p", Format::SysjitterRaw);
-        assert!(rows(&a, &[&bare], &[1]).iter().all(|r| r.worse.is_none()));
+        assert!(
+            rows(&a, &[&bare], &[1], |_| Vec::new())
+                .iter()
+                .all(|r| r.worse.is_none())
+        );
     }
 }

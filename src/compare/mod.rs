@@ -15,6 +15,8 @@
 //! - `causes`: the causes of the gaps (`--explain`) that appeared and disappeared, and each
 //!   cause's rate judged as the detail rows are;
 //! - `settings`: the settings diff between and within the arms;
+//! - `effects`: which covariates the settings diff moves (the change's own effect, not a
+//!   confounder);
 //! - `calibrate`: the A/A calibration of a machine from untouched runs;
 //! - `splits`: the splits of the runs a calibration judges, drawn without listing them all;
 //! - `stats`: Welch, histograms and Holm, checked against scipy.
@@ -22,6 +24,7 @@
 pub mod calibrate;
 pub mod causes;
 pub mod detail;
+pub mod effects;
 pub mod endpoint;
 pub mod environment;
 pub mod error;
@@ -34,8 +37,9 @@ pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use effects::Effect;
 use endpoint::Endpoint;
 use environment::{Covariate, Side};
 use error::LoadError;
@@ -43,6 +47,33 @@ use estimate::ArmEstimate;
 use run::{ExposureUnit, Family, Run};
 use settings::SettingsDiff;
 use verdict::{ALPHA, Judged, Verdict};
+
+/// Every unit a compared value is written in (`unit` of primary endpoints, detail rows and
+/// causes): latencies, rates per minute or per million samples, bandwidth, messages.
+const UNITS: [&str; 7] = [
+    "ns",
+    "per-minute",
+    "per-million-samples",
+    "MB/s",
+    "messages/s",
+    "per-million-messages",
+    "",
+];
+
+/// A unit of compared values, one of the units compare writes (`ns`, `per-minute`...): a
+/// name of its own, so that reading a document back borrows nothing from its text.
+pub type Unit = &'static str;
+
+/// Reads a `unit` of a compare document back: one of [`UNITS`]; another is refused, naming it.
+fn unit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Unit, D::Error> {
+    let text = String::deserialize(d)?;
+    UNITS.into_iter().find(|u| *u == text).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown unit {text:?}; this lowlat writes {}",
+            UNITS.join(", ")
+        ))
+    })
+}
 
 /// How to compare.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,7 +85,7 @@ pub struct Options {
 }
 
 /// One arm as read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Arm {
     /// The files (or prefixes) of its runs.
     pub runs: Vec<String>,
@@ -65,15 +96,17 @@ pub struct Arm {
 }
 
 /// One primary endpoint of a comparison: both arms, the ratio and the verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Primary {
     /// The figure.
     pub endpoint: Endpoint,
     /// The kernel of a throughput endpoint (`copy`, `triad`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    /// The unit of the values: `ns`, `per-minute`, `per-million-samples` or `MB/s`.
-    pub unit: &'static str,
+    /// The unit of the values: `ns`, `per-minute`, `per-million-samples`, `MB/s`,
+    /// `messages/s` or `per-million-messages`.
+    #[serde(deserialize_with = "unit")]
+    pub unit: Unit,
     /// The baseline's value (geometric mean of its runs) with its 95 % interval.
     pub a: ArmEstimate,
     /// The candidate's value.
@@ -94,15 +127,21 @@ pub struct Primary {
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
-    /// The covariates that could explain the verdict (empty: none); a confounded verdict
-    /// does not set the exit code unless `--fail-on any`.
+    /// The covariates that could explain the verdict and that no setting of the diff moves
+    /// (empty: none); a confounded verdict does not set the exit code unless `--fail-on any`.
     pub confounded_by: Vec<Covariate>,
+    /// The covariates that differ the verdict's way and that settings of the diff move: the
+    /// way the change worked ("better, through" those settings), not a confounder. Absent
+    /// from documents written before compare knew the change's effects.
+    #[serde(default)]
+    pub through: Vec<Effect>,
     /// The smallest change these runs detect with 80 % power at the corrected level, %
     /// (`null` with one run in an arm).
     pub detectable_percent: Option<f64>,
     /// The same with twice as many runs per arm, %.
     pub detectable_percent_doubled: Option<f64>,
-    #[serde(skip)]
+    /// How it was judged; a document read back keeps only the verdict.
+    #[serde(skip, default = "Judged::read_back")]
     judged: Judged,
     /// Whether it is a rate above `--above` saturated in every run ([`endpoint::saturated`]).
     #[serde(skip)]
@@ -110,7 +149,7 @@ pub struct Primary {
 }
 
 /// A whole comparison of one measurement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// What was measured.
     pub family: Family,
@@ -307,12 +346,22 @@ fn decide(comparisons: &mut [Comparison], margin: f64) {
                 Verdict::Better => Some(Side::A),
                 _ => None,
             };
-            e.confounded_by = comparison
-                .environment
-                .iter()
-                .filter(|row| explains.is_some() && row.worse == explains)
-                .map(|row| row.covariate)
-                .collect();
+            if let Some(side) = explains {
+                let environment = &comparison.environment;
+                e.confounded_by = environment
+                    .iter()
+                    .filter(|row| row.confounds(side))
+                    .map(|row| row.covariate)
+                    .collect();
+                e.through = environment
+                    .iter()
+                    .filter(|row| row.worse == Some(side) && !row.moved_by.is_empty())
+                    .map(|row| Effect {
+                        covariate: row.covariate,
+                        settings: row.moved_by.clone(),
+                    })
+                    .collect();
+            }
             // The level the first step of Holm's correction tests at.
             let alpha = ALPHA / tested.max(1) as f64;
             let runs = e.a.runs.min(e.b.runs);
@@ -403,6 +452,7 @@ fn primary(
         p_holm: None,
         verdict: Verdict::NoDifference,
         confounded_by: Vec::new(),
+        through: Vec::new(),
         detectable_percent: None,
         detectable_percent_doubled: None,
         judged,
@@ -487,6 +537,13 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         } else {
             (&Endpoint::LATENCIES, unit_a.rate_unit().0)
         };
+        let explained = |r: &Run| r.causes.is_some();
+        let causes_too = family_a == Family::Gaps && a.iter().chain(b).all(explained);
+        let endpoints = endpoints.iter().chain(if causes_too {
+            &Endpoint::CAUSES[..]
+        } else {
+            &[]
+        });
         for &e in endpoints {
             let lossless = |r: &Run| r.traffic.is_some_and(|t| t.lost == 0);
             if e == Endpoint::Loss && a.iter().chain(b).all(lossless) {
@@ -500,6 +557,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
             }
             let unit = match e {
                 Endpoint::RateAbove => rate_unit,
+                e if e.classes().is_some() => causes::UNIT,
                 Endpoint::MessageRate => "messages/s",
                 Endpoint::Loss => "per-million-messages",
                 _ => "ns",
@@ -603,10 +661,12 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
                 .to_string(),
         );
     }
+    let settings = settings::diff(a, b);
     let environment = environment::rows(
         &a.iter().collect::<Vec<_>>(),
         &b.iter().collect::<Vec<_>>(),
         &cpus,
+        |covariate| effects::moved_by(&settings.between, covariate),
     );
     let recorded = |runs: &[Run]| runs.iter().any(|r| !r.conditions.is_empty());
     match (recorded(a), recorded(b)) {
@@ -623,7 +683,7 @@ fn compare(a: &[Run], b: &[Run], options: &Options) -> Result<Comparison, LoadEr
         margin_percent: options.margin * 100.0,
         alpha: ALPHA,
         correction: String::new(),
-        settings: settings::diff(a, b),
+        settings,
         a: arm_a,
         b: arm_b,
         primary: primary_rows,
@@ -656,4 +716,217 @@ pub fn by_family(runs: &[Run]) -> BTreeMap<Family, Vec<Run>> {
             .push(run.clone());
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use run::{CpuConditions, ExposureUnit, Format, Series};
+
+    /// A run of CPU 1, 10 s long, whose gaps are `scale` times a fixed spread (the `k`th run
+    /// a little off the others), that shared CPU 1 with other tasks for `others_s` seconds,
+    /// under `settings`.
+    fn run(k: usize, scale: f64, others_s: f64, settings: &[(&str, &str)]) -> Run {
+        let mut r = Run::empty(format!("r{k}"), Format::LowlatJitter);
+        let jitter = 1.0 + 0.02 * k as f64;
+        let stream = (0..2000).map(|i| {
+            let gap = (1000.0 + (i % 100) as f64 * 30.0) * scale * jitter;
+            (i as f64 * 0.005, gap)
+        });
+        r.cpus.insert(
+            1,
+            Series::from_stream(stream, 10.0, ExposureUnit::Seconds).unwrap(),
+        );
+        r.conditions.insert(
+            1,
+            CpuConditions {
+                steal_ns: Some(0.0),
+                others_ns: Some(others_s * 1e9 * jitter),
+                ..CpuConditions::default()
+            },
+        );
+        r.settings = Some(
+            settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        r
+    }
+
+    const OPTIONS: Options = Options {
+        above_ns: 5_000.0,
+        margin: 0.03,
+    };
+
+    /// The worst p99 of A (slow, shared with other tasks) against B (fast, not shared).
+    fn worst_p99(b_settings: &[(&str, &str)]) -> Primary {
+        let untouched = [("sysctl:vm.swappiness", "60")];
+        let a: Vec<Run> = (0..4).map(|k| run(k, 10.0, 6.0, &untouched)).collect();
+        let b: Vec<Run> = (0..4).map(|k| run(k, 1.0, 0.0, b_settings)).collect();
+        let comparisons = compare_each(&a, &b, &OPTIONS).unwrap();
+        comparisons[0]
+            .primary
+            .iter()
+            .find(|p| p.endpoint == Endpoint::WorstP99)
+            .unwrap()
+            .clone()
+    }
+
+    /// Issue 47: isolating the CPUs is the change; the other tasks it moved away are how it
+    /// worked, not a confounder.
+    #[test]
+    fn other_tasks_moved_away_by_a_cpuset_are_the_change_not_a_confounder() {
+        let p = worst_p99(&[
+            ("sysctl:vm.swappiness", "60"),
+            ("cpuset:/lowlat-isolated:cpus", "1"),
+            ("workqueue:cpumask", "0"),
+        ]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert!(p.confounded_by.is_empty(), "{p:?}");
+        assert_eq!(
+            p.through,
+            [Effect {
+                covariate: Covariate::OtherTasks,
+                settings: vec![
+                    "cpuset:/lowlat-isolated:cpus".to_string(),
+                    "workqueue:cpumask".to_string()
+                ],
+            }]
+        );
+    }
+
+    /// Another task that appeared (here: went away) with no setting changed is the host's
+    /// doing: confounded.
+    #[test]
+    fn other_tasks_without_a_settings_change_still_confound() {
+        let p = worst_p99(&[("sysctl:vm.swappiness", "60")]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert_eq!(p.confounded_by, [Covariate::OtherTasks]);
+        assert!(p.through.is_empty());
+    }
+
+    /// A setting that does not move other tasks (the swappiness) cannot explain them away.
+    #[test]
+    fn a_setting_that_does_not_move_other_tasks_still_confounds() {
+        let p = worst_p99(&[("sysctl:vm.swappiness", "0")]);
+        assert_eq!(p.verdict, Verdict::Better, "{p:?}");
+        assert_eq!(p.confounded_by, [Covariate::OtherTasks]);
+        assert!(p.through.is_empty());
+        // A worse candidate is then not counted in the exit code; through the change it is.
+        let kswapd = ("kthread:kswapd0:affinity", "0-1");
+        let a: Vec<Run> = (0..4).map(|k| run(k, 1.0, 0.0, &[kswapd])).collect();
+        let b: Vec<Run> = (0..4)
+            .map(|k| run(k, 10.0, 6.0, &[kswapd, ("sysctl:vm.swappiness", "0")]))
+            .collect();
+        assert!(!compare_each(&a, &b, &OPTIONS).unwrap()[0].fails(false));
+        let b: Vec<Run> = (0..4)
+            .map(|k| run(k, 10.0, 6.0, &[("kthread:kswapd0:affinity", "1")]))
+            .collect();
+        assert!(compare_each(&a, &b, &OPTIONS).unwrap()[0].fails(false));
+    }
+
+    /// Runs explained (`--explain`) with the tick at 250/s in every run and another task at
+    /// `task` per second, a little off from run to run.
+    fn explained(k: usize, scale: f64, task: u64) -> Run {
+        use crate::measure::trace::cause_count::CauseCount;
+        use crate::measure::trace::explain::Class;
+        let mut r = run(k, scale, 0.0, &[]);
+        let cause = |class, source: &str, count| CauseCount {
+            cpu: 1,
+            class,
+            source: source.into(),
+            irq: None,
+            count,
+        };
+        let wobble = |n: u64| n + (k as u64 * 37) % 11 * n / 100;
+        let mut causes = vec![
+            cause(Class::Tick, "tick_nohz_handler", wobble(2500)),
+            cause(Class::NoKernelEvent, "no kernel event", wobble(400)),
+        ];
+        if task > 0 {
+            causes.push(cause(Class::Task, "spinner", wobble(task * 10)));
+        }
+        r.causes = Some(causes);
+        r
+    }
+
+    /// Issue 47 item 3: the cause rates are endpoints beside the quantiles, judged as they are,
+    /// with what the runs can detect.
+    #[test]
+    fn the_rates_of_the_causes_are_endpoints_with_what_the_runs_detect() {
+        let a: Vec<Run> = (0..4).map(|k| explained(k, 1.0, 100)).collect();
+        let b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 0)).collect();
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        let of = |e: Endpoint| c.primary.iter().find(|p| p.endpoint == e).unwrap();
+        let task = of(Endpoint::TaskRate);
+        assert_eq!(task.unit, "per-minute");
+        assert_eq!(task.verdict, Verdict::Better, "{task:?}");
+        // 100 per second: 6,000 per minute, within the planted wobble of ≤ 10 %.
+        assert!((task.a.value / 6_000.0 - 1.0).abs() < 0.1, "{task:?}");
+        // 0.5 per 10 s run: 3 per minute.
+        assert!((task.b.value - 3.0).abs() < 1e-9, "{task:?}");
+        let tick = of(Endpoint::TickRate);
+        assert!(!tick.verdict.differs(), "{tick:?}");
+        assert!((tick.a.value / 15_000.0 - 1.0).abs() < 0.1, "{tick:?}");
+        for e in Endpoint::CAUSES {
+            assert!(of(e).detectable_percent.is_some(), "{e:?}");
+        }
+        // Corrected with the quantiles: 3 + 4 endpoints.
+        assert!(
+            c.correction.contains("the 7 primary endpoints"),
+            "{}",
+            c.correction
+        );
+        // A run not explained: no cause rate (a cause missing from it is not a cause gone).
+        let mut b = b;
+        b[0].causes = None;
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        assert!(c.primary.iter().all(|p| p.endpoint.classes().is_none()));
+    }
+
+    /// A/A: the same causes at the same rates in both arms call no cause rate different.
+    #[test]
+    fn the_same_causes_in_both_arms_call_no_rate_different() {
+        let a: Vec<Run> = (0..4).map(|k| explained(k, 1.0, 100)).collect();
+        let b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 100)).collect();
+        let c = &compare_each(&a, &b, &OPTIONS).unwrap()[0];
+        for p in c.primary.iter().filter(|p| p.endpoint.classes().is_some()) {
+            assert!(!p.verdict.differs(), "{p:?}");
+        }
+    }
+
+    /// Issue 50 item 1: the report reads a compare document back through these types. Every
+    /// field written reads back the same; a document written before `through` and `moved_by`
+    /// reads with them empty.
+    #[test]
+    fn a_comparison_reads_back_as_written() {
+        let settings = |pairs: &[(&str, &str)]| run(0, 1.0, 0.0, pairs).settings;
+        let mut a: Vec<Run> = (0..4).map(|k| explained(k, 10.0, 100)).collect();
+        for (k, r) in a.iter_mut().enumerate() {
+            r.conditions = run(k, 1.0, 6.0, &[]).conditions;
+            r.settings = settings(&[("sysctl:vm.swappiness", "60")]);
+        }
+        let mut b: Vec<Run> = (0..4).map(|k| explained(k + 4, 1.0, 0)).collect();
+        for r in &mut b {
+            r.settings = settings(&[
+                ("sysctl:vm.swappiness", "60"),
+                ("cpuset:/lowlat-isolated:cpus", "1"),
+            ]);
+        }
+        let written = serde_json::to_value(compare_each(&a, &b, &OPTIONS).unwrap()).unwrap();
+        let text = written.to_string();
+        assert!(text.contains("\"through\":[{"), "{text}");
+        assert!(text.contains("\"moved_by\":[\"cpuset:"), "{text}");
+        assert!(text.contains("\"task-rate\""), "{text}");
+        assert!(text.contains("\"causes\":{"), "{text}");
+        let read: Vec<Comparison> = serde_json::from_value(written.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        let older = text
+            .replace("\"through\":", "\"through_\":")
+            .replace("\"moved_by\":", "\"moved_by_\":");
+        let read: Vec<Comparison> = serde_json::from_str(&older).unwrap();
+        assert!(read[0].primary.iter().all(|p| p.through.is_empty()));
+        assert!(read[0].environment.iter().all(|r| r.moved_by.is_empty()));
+    }
 }

@@ -7,13 +7,16 @@ use std::collections::BTreeMap;
 
 use super::stats::histogram::Cumulative;
 use crate::measure::trace::cause_count::CauseCount;
+use crate::measure::trace::explain::Class;
 
 /// Slices of time a run read from a stream (sysjitter `--raw`, cyclictest `-v`) is cut into,
 /// as many as lowlat's own documents record (`measure::runner::slices`).
 pub const SLICES: usize = 16;
 
 /// What a run's latencies are, which decides what can be compared with what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Family {
     /// Interruptions of a busy loop above a threshold (lowlat measure jitter, sysjitter).
@@ -276,7 +279,45 @@ pub struct Run {
     pub traffic: Option<Traffic>,
 }
 
+/// One run's gaps per cause on some CPUs, and the minutes of busy loop behind them.
+pub(crate) struct CausesOn {
+    /// Gaps per cause (class and source) on those CPUs.
+    pub(crate) gaps: BTreeMap<(Class, String), u64>,
+    /// Minutes of busy loop on those CPUs (the exposure of their series).
+    pub(crate) minutes: f64,
+}
+
+impl CausesOn {
+    /// The rate of the gaps of `classes`: their count plus 0.5 per minute of busy loop (a
+    /// cause rate endpoint's value); `None` without busy-loop time.
+    pub(crate) fn rate(&self, classes: &[Class]) -> Option<f64> {
+        let gaps: u64 = self
+            .gaps
+            .iter()
+            .filter(|((class, _), _)| classes.contains(class))
+            .map(|(_, n)| n)
+            .sum();
+        (self.minutes > 0.0).then(|| (gaps as f64 + 0.5) / self.minutes)
+    }
+}
+
 impl Run {
+    /// Its gaps per cause on `cpus` (none where it was not explained) and the minutes of busy
+    /// loop behind them.
+    pub(crate) fn causes_on(&self, cpus: &[u32]) -> CausesOn {
+        let mut gaps = BTreeMap::new();
+        let mut minutes = 0.0;
+        for cpu in cpus {
+            if let Some(series) = self.cpus.get(cpu) {
+                minutes += series.exposure / 60.0;
+            }
+            for c in self.causes.iter().flatten().filter(|c| c.cpu == *cpu) {
+                *gaps.entry((c.class, c.source.clone())).or_insert(0) += c.count;
+            }
+        }
+        CausesOn { gaps, minutes }
+    }
+
     /// A copy of the run with every latency multiplied by `factor` (its histograms and its
     /// slices alike): a change of known size planted in real runs, which is how compare's
     /// power is measured (bench/compare-power.sh) and tested. `None` when a count overflows.

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::run::Run;
 
@@ -11,7 +11,7 @@ use super::run::Run;
 const ABSENT: &str = "(absent)";
 
 /// What differs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SettingsDiff {
     /// Keys whose values differ between the arms.
     pub between: Vec<KeyValues>,
@@ -24,7 +24,7 @@ pub struct SettingsDiff {
 }
 
 /// One key and the values each arm has for it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyValues {
     /// The setting (`cmdline:nohz_full`, `cpufreq:boost`...).
     pub key: String,

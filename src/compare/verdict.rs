@@ -4,7 +4,7 @@
 //! both the variation inside the runs and the endpoint's stated run-to-run bound, and is
 //! otherwise inconclusive, naming the runs needed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::endpoint::Endpoint;
 use super::estimate::{self, ArmEstimate, Effect};
@@ -14,7 +14,7 @@ use super::stats::holm::holm;
 pub const ALPHA: f64 = 0.05;
 
 /// The verdict of one figure.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "verdict")]
 pub enum Verdict {
     /// The candidate is lower (latency, rate of spikes) or higher (throughput), beyond chance.
@@ -57,6 +57,19 @@ impl Verdict {
         }
     }
 
+    /// Its key in JSON (`better`, `no-difference`, `inconclusive`, ...), which the HTML
+    /// report's rows carry as their class.
+    pub fn key(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoDifference => "no-difference",
+            Verdict::Equivalent { .. } => "equivalent",
+            Verdict::Saturated => "saturated",
+            Verdict::Inconclusive { .. } => "inconclusive",
+        }
+    }
+
     /// Whether it says the candidate differs.
     pub fn differs(self) -> bool {
         matches!(self, Verdict::Better | Verdict::Worse)
@@ -76,6 +89,17 @@ pub enum Judged {
         /// Runs per arm that would detect a change of this size.
         runs_needed: Option<usize>,
     },
+}
+
+impl Judged {
+    /// The judgement of a figure read back from a compare document, which keeps only its
+    /// verdict: not beyond anything, no runs named.
+    pub(crate) fn read_back() -> Judged {
+        Judged::OneRun {
+            beyond: false,
+            runs_needed: None,
+        }
+    }
 }
 
 /// Judges one figure of runs `a` and `b` (positive values, one per run), with `se` the
@@ -143,7 +167,7 @@ pub fn decide(
 
 /// One figure of both arms compared, as a detail row and a cause are: each arm's estimate,
 /// the change, the test and the verdict (flattened into the row's JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compared {
     /// A's value (geometric mean of its runs) with its 95 % interval, in the row's unit.
     pub a: ArmEstimate,
@@ -243,6 +267,22 @@ mod tests {
             decide(&judged, None, false, 0.03, 30.0),
             Verdict::Inconclusive { .. }
         ));
+    }
+
+    #[test]
+    fn the_key_is_the_json_tag() {
+        for v in [
+            Verdict::Better,
+            Verdict::Worse,
+            Verdict::NoDifference,
+            Verdict::Equivalent {
+                margin_percent: 3.0,
+            },
+            Verdict::Saturated,
+            Verdict::Inconclusive { runs_needed: None },
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap()["verdict"], v.key());
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Machine;
 use super::avail::Avail;
+use super::cgroup_cpuset::CpusetTree;
 use super::cpulist::CpuSet;
 use super::nic::knob::Knob;
 use super::power::{BoostState, ResumeLatency};
@@ -44,12 +45,17 @@ impl Fingerprint {
     /// kernel work may run (each IRQ's affinity, the writeback workqueue's mask, the unbound
     /// kernel threads' CPUs) and every NIC knob lowlat sets, keyed by their setting ids
     /// (`irq:45:affinity`, `workqueue:writeback:cpumask`, `kthread:kswapd0:affinity`,
-    /// `nic:eth0:gro`), so that compare's settings diff shows them. Not in `of`: IRQ numbers
-    /// and interfaces differ between hosts, which a fleet compares.
-    pub fn of_run(machine: &Machine) -> Fingerprint {
+    /// `nic:eth0:gro`) and the cpusets of `cpusets` (`cpuset:/lowlat-isolated:cpus`,
+    /// `cpuset:/:sched_load_balance`: runtime isolation), so that compare's settings diff shows
+    /// them. Not in `of`: IRQ numbers, interfaces and cgroups differ between hosts, which a
+    /// fleet compares.
+    pub fn of_run(machine: &Machine, cpusets: Option<&CpusetTree>) -> Fingerprint {
         let mut print = Fingerprint::of(machine);
         let mut map = Entries(std::mem::take(&mut print.0));
         placement(machine, &mut map);
+        if let Some(tree) = cpusets {
+            isolation(tree, &mut map);
+        }
         Fingerprint(map.0)
     }
 
@@ -357,6 +363,31 @@ fn placement(machine: &Machine, map: &mut Entries) {
     }
 }
 
+/// The cpusets, keyed by the setting ids runtime isolation writes
+/// (`cpuset:<path>:<attribute>`): below the root each cpuset's CPUs as written (v2: where not
+/// the parent's), its v1 flags and its v2 partition; the root's load balancing (v1). Which
+/// threads a cpuset holds changes from run to run and is left out.
+fn isolation(tree: &CpusetTree, map: &mut Entries) {
+    let flag = |on: bool| if on { "1" } else { "0" };
+    for group in &tree.groups {
+        let key = |attribute: &str| format!("cpuset:{}:{attribute}", group.path);
+        if group.path != "/" {
+            if let Some(set) = group.cpus.as_ref().filter(|s| !s.is_empty()) {
+                map.set(key("cpus"), cpus(set));
+            }
+            if let Some(on) = group.cpu_exclusive {
+                map.set(key("cpu_exclusive"), flag(on));
+            }
+            if let Some(partition) = &group.partition {
+                map.set(key("partition"), partition);
+            }
+        }
+        if let Some(on) = group.sched_load_balance {
+            map.set(key("sched_load_balance"), flag(on));
+        }
+    }
+}
+
 /// One value when every item agrees, else the distinct values joined by `|` in first-seen order;
 /// unreadable items are [`UNAVAILABLE`].
 fn distinct(values: impl Iterator<Item = Option<String>>) -> String {
@@ -418,7 +449,7 @@ mod tests {
     fn a_run_records_where_interrupts_and_kernel_threads_may_run() {
         for name in ["xeon-2s-smt", "kvm-guest-2vcpu", "epyc7f32-2s-tuned"] {
             let machine = fixture(name);
-            let print = Fingerprint::of_run(&machine);
+            let print = Fingerprint::of_run(&machine, None);
             let keys = |prefix: &str| print.0.keys().filter(|k| k.starts_with(prefix)).count();
             let irqs = machine.irqs.get().unwrap();
             let irq = &irqs.irqs[0];
@@ -448,7 +479,7 @@ mod tests {
             &crate::machine::nic::recorded::recording("ixgbe"),
             1,
         );
-        let nics = Fingerprint::of_run(&Machine::read(&tree.root()));
+        let nics = Fingerprint::of_run(&Machine::read(&tree.root()), None);
         assert_eq!(nics.get("nic:eth4:gro"), Some("1"));
         assert_eq!(nics.get("nic:eth4:rx-usecs"), Some("1"));
         assert_eq!(nics.get("nic:eth4:combined"), Some("14"));

@@ -53,6 +53,9 @@ pub fn plan_of_audit(
                 .then(|| partition.isolated.clone()),
             ..Default::default()
         },
+        kernel: (profile.site.as_ref())
+            .map(|site| site.kernel.clone())
+            .unwrap_or_default(),
         ..Default::default()
     };
     super::build(machine, &request, |partition| {

@@ -4,11 +4,12 @@
 use crate::text::{Page, comment, shell_word};
 use std::collections::BTreeSet;
 
-use super::request::{HugepagePool, PowerPolicy};
+use super::request::{HugepagePool, PlanProfile, PowerPolicy};
 use super::sources::{GUIDE, KERNEL_PARAMS, RT_GUIDE};
 use super::{Draft, Inputs, Plan, PlanError, cmdline_size, setting};
 use crate::audit::rules::boot::NOSOFTLOCKUP_TRADEOFF;
 use crate::audit::rules::sysctl::NMI_WATCHDOG_TRADEOFF;
+use crate::audit::site::SiteKernel;
 use crate::machine::cpu::CpuIdentity;
 use crate::machine::cpulist::ListSyntax;
 use crate::machine::kernel::cmdline::Param;
@@ -92,6 +93,40 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
     plan_tradeoffs(inputs, draft);
     plan_removals(inputs, draft);
     Ok(())
+}
+
+/// Lays a site profile's `[kernel]` over the plan's command line, last: each argument added
+/// replaces the plan's (or the profile's) argument of its key, planned or left out (the site
+/// asked for it; the same argument left out as a trade-off keeps its label), each key removed is taken off whatever the plan
+/// or the profile wanted of it. Each names its file and line as its source.
+pub(crate) fn site_arguments(kernel: &SiteKernel, profile: PlanProfile, draft: &mut Draft) {
+    for (arg, remove) in
+        (kernel.add.iter().map(|a| (a, false))).chain(kernel.remove.iter().map(|a| (a, true)))
+    {
+        let before = draft.take_decided(&SettingId::Cmdline(arg.key.clone()));
+        let replaced = (before.as_ref())
+            .filter(|s| !s.value.is_empty() && s.value != arg.arg)
+            .map(|s| format!("; it wins over the {profile} plan's `{}`", s.value))
+            .unwrap_or_default();
+        let (value, rationale) = if remove {
+            (
+                String::new(),
+                format!("Taken off the command line by the site profile{replaced}."),
+            )
+        } else {
+            (
+                arg.arg.clone(),
+                format!("Added by the site profile{replaced}."),
+            )
+        };
+        // The label belongs to the argument it was given for, not to another value of its key.
+        let tradeoff =
+            (before.filter(|s| !remove && s.value == arg.arg)).and_then(|s| s.security_tradeoff);
+        draft.add(Setting {
+            security_tradeoff: tradeoff,
+            ..boot(&arg.key, value, &rationale, &arg.place.to_string())
+        });
+    }
 }
 
 /// Takes off the command line the idle arguments the power policy does not set itself:

@@ -314,6 +314,18 @@ impl Draft {
         }
     }
 
+    /// Takes the setting with this id out of the plan, planned or left out: the planned one,
+    /// else the one left out, if any.
+    pub fn take_decided(&mut self, id: &SettingId) -> Option<Setting> {
+        let planned = self.take(id);
+        if !self.skipped_ids.remove(id) {
+            return planned;
+        }
+        let at = self.skipped.iter().position(|s| &s.setting.id == id);
+        let skipped = at.map(|at| self.skipped.remove(at).setting);
+        planned.or(skipped)
+    }
+
     /// Takes the setting with this id out of the plan, if it is there.
     pub fn take(&mut self, id: &SettingId) -> Option<Setting> {
         if !self.setting_ids.remove(id) {
@@ -487,6 +499,7 @@ fn draft(
         remediations(&partition),
         request.options.allow_security_tradeoffs,
     );
+    kernel_cmdline::site_arguments(&request.kernel, request.profile, &mut draft);
     honoured::skip_arguments(&Capabilities::of(machine), &mut draft);
     if !isolation.boot() {
         draft.skip_layer(

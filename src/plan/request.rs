@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::audit::site::{SiteKernel, SitePartition, Smt};
 use crate::tuning::partition::PartitionRequest;
 use crate::tuning::profile_name::ProfileName;
 
@@ -320,6 +321,28 @@ pub struct PlanRequest {
     pub partition: PartitionRequest,
     /// The other choices.
     pub options: PlanOptions,
+    /// A site profile's `[kernel]`: arguments added and taken off after the plan's own and the
+    /// profile's, each with its place.
+    pub kernel: SiteKernel,
+}
+
+impl PlanRequest {
+    /// Takes a site profile's `[partition]`: its CPU lists and its SMT choice (`plan` does so
+    /// where no flag names the partition, `fleet plan` always).
+    pub fn take_site_partition(&mut self, site: &SitePartition) {
+        if let Some(housekeeping) = &site.housekeeping {
+            self.partition.housekeeping = Some(housekeeping.value.clone());
+        }
+        if let Some(isolate) = &site.isolate {
+            self.partition.isolate = Some(isolate.value.clone());
+        }
+        if let Some(smt) = &site.smt {
+            self.options.smt = match smt.value {
+                Smt::Keep => SmtChoice::Keep,
+                Smt::Off => SmtChoice::Off,
+            };
+        }
+    }
 }
 
 impl Default for PlanRequest {
@@ -328,6 +351,7 @@ impl Default for PlanRequest {
             profile: PlanProfile::LowLatency,
             partition: PartitionRequest::default(),
             options: PlanOptions::default(),
+            kernel: SiteKernel::default(),
         }
     }
 }

@@ -12,10 +12,15 @@ use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{CpuFigures, TargetOutcome, TargetVerdict, Verdict};
+use crate::check::{self, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
+use crate::report::audit as audit_report;
+use crate::report::inventory;
+use crate::report::measure::{
+    document as measure_document, jitter as jitter_printers, timer as timer_printers,
+};
 use crate::report::table::aligned;
 use crate::units::micros_setting;
 
@@ -82,6 +87,14 @@ impl CheckReport<'_> {
         let mut undecided: Vec<String> = (self.targets.iter())
             .filter(|v| v.outcome == TargetOutcome::NotProven)
             .filter_map(|verdict| {
+                if !verdict.target.metric.is_rate() {
+                    return Some(format!(
+                        "{} below {} not proven: its 95 % upper bound is not below it on every \
+                         CPU; a longer run (more wake-ups) narrows the bound",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                    ));
+                }
                 let (needed, had) = verdict.proof_needed()?;
                 let needed = match needed {
                     Some(seconds) => {
@@ -495,11 +508,98 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
     out.into_string()
 }
 
+/// The report of a measured check (complete as far as the runs go), with the causes of its
+/// gaps and late wake-ups as their JSON (`report::measure::explain::json`).
+pub(crate) fn of_run<'a>(
+    check: &'a Prepared,
+    measured: &'a CheckRun,
+    causes: Option<&'a ExplainJson>,
+    timer_causes: Option<&'a ExplainJson>,
+) -> CheckReport<'a> {
+    CheckReport {
+        machine: &check.machine,
+        audit: &check.audit,
+        profile: check.profile.info,
+        measured: &check.measured,
+        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
+        rounds: check.request.rounds,
+        timer_interval_ns: check::TIMER_INTERVAL_NS,
+        figures: &measured.figures,
+        targets: &measured.verdicts,
+        complete: measured.complete,
+        quick: check.request.quick,
+        causes,
+        timer_causes,
+        load: None,
+    }
+}
+
+/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
+/// and timer runs (interleaved, as measured), the check.
+pub(crate) fn documents(
+    check: &Prepared,
+    report: &CheckReport<'_>,
+    measured: &CheckRun,
+) -> Result<Vec<(Kind, String)>, serde_json::Error> {
+    let mut documents = run_documents(check, measured)?;
+    documents.push((Kind::Check, document(report).to_json()?));
+    Ok(documents)
+}
+
+/// The documents of a check but the check's own, in bundle order: the inventory, the audit,
+/// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
+pub(crate) fn run_documents(
+    check: &Prepared,
+    measured: &CheckRun,
+) -> Result<Vec<(Kind, String)>, serde_json::Error> {
+    let host = crate::document::host_name(check.session.root());
+    let mut documents = vec![
+        (
+            Kind::Inventory,
+            inventory::document(&check.machine).to_json()?,
+        ),
+        (
+            Kind::Audit,
+            audit_report::document(
+                &check.machine,
+                &check.audit,
+                check.profile.info,
+                &audit_report::View::default(),
+            )
+            .to_json()?,
+        ),
+    ];
+    for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
+        let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
+        let mut result = jitter_printers::result(jitter_run);
+        result.figures.conditions.loads = load.clone();
+        let doc = measure_document(
+            Kind::MeasureJitter,
+            host.clone(),
+            jitter_run.session.environment.clone(),
+            result,
+        );
+        documents.push((Kind::MeasureJitter, doc.to_json()?));
+        if let Some(run) = measured.timer_runs.get(round) {
+            let mut result = timer_printers::result(run);
+            result.figures.conditions.loads = load;
+            let doc = measure_document(
+                Kind::MeasureTimer,
+                host.clone(),
+                run.session.environment.clone(),
+                result,
+            );
+            documents.push((Kind::MeasureTimer, doc.to_json()?));
+        }
+    }
+    Ok(documents)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::audit::partition;
-    use crate::check::targets::{RATE_GE_10US, Target};
+    use crate::check::targets::{Quantile, RATE_GE_10US, Target, TargetMetric};
     use crate::sysroot::SysRoot;
     use crate::tuning::profile_name::ProfileName;
 
@@ -516,6 +616,7 @@ mod tests {
             timer_p99_ns: 5_000,
             steal_ms: None,
             gaps_ns: vec![12_000; long as usize],
+            timer_latency: None,
         }
     }
 
@@ -523,6 +624,21 @@ mod tests {
     /// against low-latency's target with `figures`; its audit as a tuned machine's (no
     /// failure) unless `audit_fails`.
     fn check(figures: CpuFigures, quick: bool, audit_fails: bool) -> (String, serde_json::Value) {
+        let target = Target {
+            metric: RATE_GE_10US,
+            below: 1.0,
+            source: "[S000]".into(),
+        };
+        check_against(target, figures, quick, audit_fails)
+    }
+
+    /// [`check`] against `target`.
+    fn check_against(
+        target: Target,
+        figures: CpuFigures,
+        quick: bool,
+        audit_fails: bool,
+    ) -> (String, serde_json::Value) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/machines/kvm-guest-2vcpu");
         let machine = Machine::read(&SysRoot::dir(path));
@@ -538,11 +654,6 @@ mod tests {
             why: "--cpus".into(),
         };
         let figures = [figures];
-        let target = Target {
-            metric: RATE_GE_10US,
-            below: 1.0,
-            source: "[S000]".into(),
-        };
         let verdicts = crate::check::evaluate(&[target], &figures);
         let report = CheckReport {
             machine: &machine,
@@ -599,6 +710,39 @@ mod tests {
         assert_eq!(json["verdict"], "fail");
         assert!(
             said.contains(": MISSED (CPU 1 2.0 (≤ 6.3 at 95 %) ✗)"),
+            "{said}"
+        );
+    }
+
+    /// Issue 45 item 5: a percentile whose bound is not below the limit is NOT PROVEN, saying
+    /// that a longer run narrows the bound (not "no run proves it, this run had 0 s").
+    #[test]
+    fn a_percentile_not_proven_says_what_narrows_its_bound() {
+        let mut latency = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        latency.record_n(10_000, 9_905).unwrap();
+        latency.record_n(100_000, 95).unwrap();
+        let mut cpu = figures(200.0, 0);
+        cpu.timer_latency = Some(latency);
+        cpu.timer_max_ns = 100_000;
+        let target = Target {
+            metric: TargetMetric::TimerQuantileUs(Quantile::P99),
+            below: 50.0,
+            source: "--target timer.p99<50us".into(),
+        };
+        let (said, json) = check_against(target, cpu, false, false);
+        assert_eq!(json["verdict"], "not-proven", "{said}");
+        assert!(
+            said.contains(
+                "timer latency p99, µs below 50: NOT PROVEN (CPU 1 10.0 (≤ 100.0 at 95 %: not \
+                 proven))"
+            ),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "NOT PROVEN: timer latency p99, µs below 50 not proven: its 95 % upper bound is \
+                 not below it on every CPU; a longer run (more wake-ups) narrows the bound"
+            ),
             "{said}"
         );
     }

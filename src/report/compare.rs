@@ -4,6 +4,8 @@
 //! that appeared, disappeared or changed (`--explain`); and the `compare` JSON
 //! document. Also the A/A calibration (`compare --calibrate`) and its document.
 
+use std::borrow::Cow;
+
 use crate::text::Page;
 
 use crate::compare::calibrate::{Calibration, Design};
@@ -20,15 +22,21 @@ use crate::report::table::{self, Align, Width, aligned};
 /// The `compare` document (`lowlat compare --json`); `host` is the hosts of the runs' documents
 /// or `unknown`.
 pub fn document(comparisons: &[Comparison], host: String) -> Document<CompareBody<'_>> {
-    Document::new(Kind::Compare, host, CompareBody { comparisons })
+    Document::new(
+        Kind::Compare,
+        host,
+        CompareBody {
+            comparisons: Cow::Borrowed(comparisons),
+        },
+    )
 }
 
-/// The body of a `compare` document.
-#[derive(Debug, serde::Serialize)]
+/// The body of a `compare` document, as written and as the report reads it back.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct CompareBody<'a> {
     /// One comparison per measurement both arms hold (busy-loop gaps, timer wake-ups), each
     /// with its arms, settings diff, primary endpoints, environment, detail rows and notes.
-    pub comparisons: &'a [Comparison],
+    pub comparisons: Cow<'a, [Comparison]>,
 }
 
 /// The `calibration` document (`lowlat compare --calibrate --json`).
@@ -101,7 +109,7 @@ pub(crate) fn ratio(r: f64, interval: Option<(f64, f64)>) -> String {
     }
 }
 
-fn p_value(p: Option<f64>) -> String {
+pub(crate) fn p_value(p: Option<f64>) -> String {
     p.map_or("—".into(), |p| {
         if p < 0.001 {
             "<0.001".into()
@@ -177,20 +185,44 @@ fn settings(out: &mut Page, c: &Comparison) {
     }
 }
 
-fn endpoint_name(e: &Primary) -> String {
+/// The name of a primary endpoint (`worst CPU's p99`; a throughput kernel's first).
+pub(crate) fn endpoint_name(e: &Primary) -> String {
     match &e.kernel {
         Some(kernel) => format!("{kernel} {}", e.endpoint.name()),
         None => e.endpoint.name().to_string(),
     }
 }
 
-/// The verdict of a primary endpoint, with the covariates that could explain it.
-fn verdict(e: &Primary) -> String {
-    if e.confounded_by.is_empty() {
-        e.verdict.label()
-    } else {
+/// The verdict of a primary endpoint, with the covariates that could explain it, or the
+/// change it came through.
+pub(crate) fn verdict(e: &Primary) -> String {
+    if !e.confounded_by.is_empty() {
         format!("{} (confounded)", e.verdict.label())
+    } else if !e.through.is_empty() {
+        format!("{} (through the change)", e.verdict.label())
+    } else {
+        e.verdict.label()
     }
+}
+
+/// Settings named in a line about an effect; the settings diff above lists them all.
+const EFFECT_SETTINGS_SHOWN: usize = 8;
+
+/// The settings that moved a covariate, as a line says them: the first few, then how many more.
+pub(crate) fn moved_by(settings: &[String]) -> String {
+    let mut shown = settings
+        .iter()
+        .take(EFFECT_SETTINGS_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if settings.len() > EFFECT_SETTINGS_SHOWN {
+        shown.push_str(&format!(
+            " and {} more",
+            settings.len() - EFFECT_SETTINGS_SHOWN
+        ));
+    }
+    shown
 }
 
 fn primary(out: &mut Page, c: &Comparison) {
@@ -266,7 +298,7 @@ fn percent(p: f64) -> String {
     }
 }
 
-fn spread(s: Option<Spread>) -> String {
+pub(crate) fn spread(s: Option<Spread>) -> String {
     match s {
         Some(s) if s.runs > 1 => format!("{:.2} ± {:.2}", s.mean, s.sd),
         Some(s) => format!("{:.2}", s.mean),
@@ -296,6 +328,34 @@ fn environment(out: &mut Page, c: &Comparison) {
         if let Some(warning) = &row.warning {
             writeln!(out, "WARNING: {warning}.");
         }
+        if let (Some(difference), false) = (row.difference(), row.moved_by.is_empty()) {
+            writeln!(
+                out,
+                "Effect of the change: {difference}, moved by the settings {}.",
+                moved_by(&row.moved_by)
+            );
+        }
+    }
+    let through: Vec<String> = c
+        .primary
+        .iter()
+        .filter(|e| !e.through.is_empty())
+        .map(|e| {
+            let ways: Vec<&str> = e.through.iter().map(|t| t.covariate.name()).collect();
+            format!(
+                "{} {} by way of {}",
+                endpoint_name(e),
+                e.verdict.label(),
+                ways.join(", ")
+            )
+        })
+        .collect();
+    if !through.is_empty() {
+        writeln!(
+            out,
+            "Through the change, not confounded (the settings diff moved what differs): {}.",
+            through.join("; ")
+        );
     }
     let confounded: Vec<String> = c
         .primary

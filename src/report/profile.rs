@@ -77,6 +77,9 @@ pub(crate) struct ProfileBody {
     pub waivers: Vec<WaiverRow>,
     /// The partition a site file names (each part with where).
     pub partition: Vec<ValueRow>,
+    /// Kernel arguments a site file adds to the plan's command line (`add`) or takes off it
+    /// (`remove`), each with where.
+    pub kernel: Vec<ValueRow>,
     /// `lowlat check`'s targets: the site's (with where) or the built-in profile's.
     pub targets: Vec<ValueRow>,
     /// `lowlat check`'s duration when a site file sets it.
@@ -198,6 +201,14 @@ fn body(profile: &Profile, changed: bool) -> ProfileBody {
             })
             .collect(),
         partition,
+        kernel: (site.kernel.add.iter().map(|a| ("add", a)))
+            .chain(site.kernel.remove.iter().map(|a| ("remove", a)))
+            .map(|(name, arg)| ValueRow {
+                name: name.to_string(),
+                value: arg.arg.clone(),
+                origin: arg.place.to_string(),
+            })
+            .collect(),
         targets: targets_of(profile, &site),
         duration: site.check.duration.as_ref().map(|d| ValueRow {
             name: "duration".to_string(),
@@ -312,6 +323,12 @@ pub(crate) fn text(profile: &Profile, changed: bool) -> String {
         writeln!(page, "\npartition:");
         for part in &body.partition {
             writeln!(page, "  {} = {}  ({})", part.name, part.value, part.origin);
+        }
+    }
+    if !body.kernel.is_empty() {
+        writeln!(page, "\nkernel arguments (the plan's command line):");
+        for arg in &body.kernel {
+            writeln!(page, "  {} {}  ({})", arg.name, arg.value, arg.origin);
         }
     }
     writeln!(page, "\ncheck targets:");

@@ -7,6 +7,7 @@
 use thiserror::Error;
 
 use crate::audit::partition::{self, MeasuredCpus};
+use crate::audit::profile::Profile;
 use crate::machine::{CpuSet, Machine, ReadOptions};
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionError;
@@ -65,11 +66,13 @@ pub(crate) enum TargetError {
 }
 
 /// Chooses the watched CPUs: `requested` (`--isolated`), else `planned` (the plan's isolated
-/// CPUs), else the rule of the CPUs that matter on `machine`.
+/// CPUs), else the rule of the CPUs that matter on `machine`, with a site `profile`'s
+/// `[partition]` taken for the machine's (as `lowlat check` measures).
 pub(crate) fn choose(
     machine: &Machine,
     requested: Option<&CpuSet>,
     planned: Option<&CpuSet>,
+    profile: Option<&Profile>,
 ) -> Result<Targets, TargetError> {
     let online = machine.topology.online_cpus();
     let (isolated, chosen_because) = match requested.or(planned) {
@@ -77,7 +80,10 @@ pub(crate) fn choose(
         None => {
             // Watch runs beside these CPUs, not on them, so its own affinity does not narrow
             // them: every online CPU counts as allowed.
-            let partition = partition::choose(machine, None)?;
+            let partition = match profile {
+                Some(profile) => crate::audit::site::choose_partition(machine, None, profile)?,
+                None => partition::choose(machine, None)?,
+            };
             let MeasuredCpus { cpus, why } =
                 partition::measured_cpus(&partition, &online, &online, None);
             (cpus, Some(why))
@@ -134,14 +140,14 @@ mod tests {
     #[test]
     fn the_flag_then_the_plan_then_the_rule() {
         let machine = machine("0-3", "isolcpus=2-3");
-        let flag = choose(&machine, Some(&set("1")), Some(&set("2"))).unwrap();
+        let flag = choose(&machine, Some(&set("1")), Some(&set("2")), None).unwrap();
         assert_eq!(
             (flag.isolated, flag.housekeeping, flag.chosen_because),
             (set("1"), set("0,2-3"), None)
         );
-        let planned = choose(&machine, None, Some(&set("2"))).unwrap();
+        let planned = choose(&machine, None, Some(&set("2")), None).unwrap();
         assert_eq!(planned.isolated, set("2"));
-        let rule = choose(&machine, None, None).unwrap();
+        let rule = choose(&machine, None, None, None).unwrap();
         assert_eq!(rule.isolated, set("2-3"));
         assert!(
             rule.chosen_because
@@ -151,7 +157,7 @@ mod tests {
             "{rule:?}"
         );
         // Nothing isolated: every CPU but the first, said.
-        let rule = choose(&self::machine("0-3", "quiet"), None, None).unwrap();
+        let rule = choose(&self::machine("0-3", "quiet"), None, None, None).unwrap();
         assert_eq!(rule.isolated, set("1-3"));
         assert_eq!(
             rule.chosen_because.as_deref(),
@@ -159,11 +165,33 @@ mod tests {
         );
     }
 
+    /// Issue 45: `watch --profile FILE` watches the site's partition where neither
+    /// `--isolated` nor a plan names the CPUs, saying where it comes from.
+    #[test]
+    fn a_site_profiles_partition_comes_before_the_machines() {
+        let machine = machine("0-3", "isolcpus=2-3");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("site.toml");
+        std::fs::write(
+            &file,
+            "extends = \"low-latency\"\n[partition]\nhousekeeping = \"0\"\n",
+        )
+        .unwrap();
+        let profile = crate::audit::site::load(&file).unwrap();
+        let site = choose(&machine, None, None, Some(&profile)).unwrap();
+        assert_eq!(site.isolated, set("1-3"));
+        let why = site.chosen_because.unwrap();
+        assert!(why.contains("site.toml:3"), "{why}");
+        // The flag and the plan still win.
+        let flag = choose(&machine, Some(&set("1")), None, Some(&profile)).unwrap();
+        assert_eq!(flag.isolated, set("1"));
+    }
+
     #[test]
     fn lists_that_leave_nothing_to_watch_or_nowhere_to_run_are_refused() {
         let machine = machine("0-3", "quiet");
         let said = |requested: &str| {
-            choose(&machine, Some(&set(requested)), None)
+            choose(&machine, Some(&set(requested)), None, None)
                 .unwrap_err()
                 .to_string()
         };
@@ -177,7 +205,7 @@ mod tests {
         );
         assert!(said("0-3").contains("every online CPU is isolated"));
         // A single-CPU machine has nothing to watch from: every CPU but the first is none.
-        let single = choose(&self::machine("0", "quiet"), None, None).unwrap_err();
+        let single = choose(&self::machine("0", "quiet"), None, None, None).unwrap_err();
         assert!(
             single.to_string().contains("no housekeeping CPU"),
             "{single}"

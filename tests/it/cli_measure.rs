@@ -371,7 +371,7 @@ fn check_targets_follow_their_grammar_and_a_bad_one_names_the_flag() {
     for (bad, says) in [
         ("timer.max>20us", "has no <;"),
         ("timer.max<20", "has no unit"),
-        ("timer.p99<20us", "unknown metric 'timer.p99'"),
+        ("timer.p50<20us", "unknown metric 'timer.p50'"),
         ("jitter.rate(10us)<1/day", "unknown unit '/day'"),
         (
             "jitter.rate(0.5us)<1/min",
@@ -382,7 +382,9 @@ fn check_targets_follow_their_grammar_and_a_bad_one_names_the_flag() {
             contains(format!("invalid value '{bad}' for '--target <TARGET>'")).and(contains(says)),
         );
     }
-    lowlat(&["check", "--help"])
-        .code(0)
-        .stdout(contains("`jitter.rate(LENGTH)<N/UNIT`").and(contains("`timer.max<LATENCY`")));
+    lowlat(&["check", "--help"]).code(0).stdout(
+        contains("`jitter.rate(LENGTH)<N/UNIT`")
+            .and(contains("`timer.max<LATENCY`"))
+            .and(contains("`timer.p99.9<LATENCY`")),
+    );
 }

@@ -120,16 +120,18 @@ fn a_signal_after_unpacking_removes_the_private_directory() {
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
-            // Its first line: the machine is unpacked and read.
+            // Its first line: the machine is unpacked and read. The reader lives until the
+            // child has ended: a closed pipe would end watch at its next line (a broken pipe
+            // exits 0), before the signal, when this test runs late on a loaded machine.
             let mut first = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut first)
-                .unwrap();
+            let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+            out.read_line(&mut first).unwrap();
             assert!(first.contains("lowlat watch"), "{flag}: {first}");
             assert_eq!(left_in(tmp.path(), prefix).len(), 1, "{flag}: not unpacked");
             // SAFETY: a signal to the child this test started.
             unsafe { libc::kill(child.id() as libc::pid_t, signal) };
             let status = child.wait().unwrap();
+            drop(out);
             assert_eq!(status.signal(), Some(signal), "{flag}: {status:?}");
             assert!(
                 left_in(tmp.path(), prefix).is_empty(),

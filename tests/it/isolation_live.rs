@@ -19,7 +19,7 @@ const JOURNAL: &str = "/var/lib/lowlat/journal.jsonl";
 const CPUSET: &str = "/sys/fs/cgroup/cpuset";
 
 /// Each thread's (comm, Cpus_allowed_list, cpuset), by thread id.
-type Threads = BTreeMap<u32, (String, String, String)>;
+pub(crate) type Threads = BTreeMap<u32, (String, String, String)>;
 
 fn field(text: &str, key: &str) -> Option<String> {
     text.lines()
@@ -28,7 +28,7 @@ fn field(text: &str, key: &str) -> Option<String> {
 }
 
 /// Every thread of every process, with its command name, affinity and cpuset.
-fn threads() -> Threads {
+pub(crate) fn threads() -> Threads {
     let mut out = Threads::new();
     for pid in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = pid.file_name().to_string_lossy().parse::<u32>() else {
@@ -68,7 +68,7 @@ fn threads() -> Threads {
 /// processes that have exited, so one alive in both is another lowlat run on the same
 /// machine (CI runs other live tests; the development VM is shared), and `measure` pins its
 /// own threads while it runs.
-fn differences(before: &Threads, after: &Threads) -> Vec<String> {
+pub(crate) fn differences(before: &Threads, after: &Threads) -> Vec<String> {
     before
         .iter()
         .filter_map(|(tid, was)| {
@@ -87,7 +87,7 @@ fn differences(before: &Threads, after: &Threads) -> Vec<String> {
 
 /// Whether this machine can run the test: live tests allowed, root, a v1 cpuset hierarchy with
 /// two CPUs or more, and no journal of a real apply.
-fn ready() -> bool {
+pub(crate) fn ready() -> bool {
     if !live_tests_allowed() || !is_root("changing cpusets") {
         return false;
     }
@@ -108,7 +108,7 @@ fn ready() -> bool {
 /// 2 s rather than the plan's 3600: the kernel re-arms its vmstat work with the interval in
 /// force when it runs, so an hour applied for a few seconds stops vmstat_update for an hour
 /// after the revert, and the vmstat known answer (explain_live.rs) could not be planted.
-fn runtime_plan(dir: &std::path::Path) -> String {
+pub(crate) fn runtime_plan(dir: &std::path::Path) -> String {
     let out = lowlat(&["plan", "--isolation", "runtime", "--isolate", "1", "--json"])
         .output()
         .unwrap();

@@ -35,7 +35,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "apply", "measure", "watch", "check", "bundle", "bios", "compare", "fleet",
         ],
     ),
-    ("cli", &["report"]),
+    ("prove", &["report"]),
+    ("cli", &["prove"]),
 ];
 
 pub(crate) fn src() -> PathBuf {

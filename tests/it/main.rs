@@ -56,6 +56,7 @@ mod plan_hostile;
 mod plan_platforms;
 mod plan_tuned;
 mod profiles;
+mod prove;
 mod replay_cyclictest;
 mod replay_sysjitter;
 mod report_html;

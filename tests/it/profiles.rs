@@ -162,19 +162,7 @@ fn fleet_report_counts_the_waived_hosts_and_names_the_waiver() {
     let (_dir, file) = site(&format!(
         "{WAIVE_ALL}[[waive]]\nrule = \"LL-PCIE-ASPM\"\nreason = \"vendor\"\nowner = \"netops\"\n"
     ));
-    let dir = tempfile::tempdir().unwrap();
-    for (host, machine) in [("a", "epyc7f32-2s"), ("b", "epyc7f32-2s-tuned")] {
-        let out = dir.path().join(format!("{host}.lowlat"));
-        lowlat(&[
-            "--root",
-            fixture(machine).to_str().unwrap(),
-            "snapshot",
-            "-o",
-        ])
-        .arg(&out)
-        .assert()
-        .success();
-    }
+    let dir = snapshots(&[("a", "epyc7f32-2s"), ("b", "epyc7f32-2s-tuned")]);
     let out = lowlat(&["fleet", "report", "--profile", &file])
         .arg(dir.path())
         .output()
@@ -189,4 +177,144 @@ fn fleet_report_counts_the_waived_hosts_and_names_the_waiver() {
         .find(|l| l.trim_start().starts_with("rule "))
         .unwrap();
     assert!(header.contains("waived"), "{header}");
+}
+
+/// Snapshots of `machines` (one host each) in a fresh directory.
+fn snapshots(machines: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (host, machine) in machines {
+        let out = dir.path().join(format!("{host}.lowlat"));
+        lowlat(&[
+            "--root",
+            fixture(machine).to_str().unwrap(),
+            "snapshot",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    }
+    dir
+}
+
+/// Issue 45 item 6: `fleet plan` planned every group with the default partition whatever the
+/// site file's `[partition]` said; it takes the site's lists and SMT choice as `plan` does, and
+/// a partition the hosts cannot have is refused naming the file's line.
+#[test]
+fn fleet_plan_partitions_as_the_site_file_says() {
+    let fleet = snapshots(&[("a", "epyc7f32-2s")]);
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[partition]\nhousekeeping = \"0-1,8-9\"\n"
+    ));
+    let plans = tempfile::tempdir().unwrap();
+    let out = lowlat(&["fleet", "plan", "--profile", &file, "--out"])
+        .arg(plans.path().join("out"))
+        .arg(fleet.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(plans.path().join("out/group-1/plan.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["partition"]["housekeeping"], "0-1,8-9");
+    assert_eq!(plan["partition"]["isolated"], "2-7,10-15");
+
+    let (_dir, file) = site(&format!("{WAIVE_ALL}[partition]\nisolate = \"1-40\"\n"));
+    let out = lowlat(&["fleet", "plan", "--profile", &file, "--out"])
+        .arg(plans.path().join("bad"))
+        .arg(fleet.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--profile {file}:3: [partition]: group 1")),
+        "{stderr}"
+    );
+}
+
+/// Issue 45 item 1: `[kernel]` adds arguments to the plan's command line and takes them off,
+/// each with the file's line as its source; a removal wins over the built-in plan's argument,
+/// and says so.
+#[test]
+fn the_plan_adds_and_removes_the_sites_kernel_arguments_naming_their_line() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[kernel]\nadd = [\"nmi_watchdog=0\"]\nremove = [\"skew_tick\"]\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["plan", "--profile", &file, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let setting = |id: &str| {
+        (plan["settings"].as_array().unwrap().iter())
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not planned: {stdout}"))
+            .clone()
+    };
+    let added = setting("cmdline:nmi_watchdog");
+    assert_eq!(added["value"], "nmi_watchdog=0");
+    assert_eq!(added["source"], format!("{file}:3"));
+    let removed = setting("cmdline:skew_tick");
+    assert_eq!(removed["value"], "");
+    assert_eq!(removed["source"], format!("{file}:4"));
+    assert_eq!(
+        removed["rationale"],
+        "Taken off the command line by the site profile; it wins over the low-latency plan's \
+         `skew_tick=1`."
+    );
+    // A trade-off the site asks for is planned, keeping its label; without the file it is
+    // left out (no --allow-security-tradeoffs), and skew_tick=1 is planned.
+    assert_eq!(
+        added["security_tradeoff"],
+        "hard lockups (a CPU stuck with interrupts off) are no longer detected"
+    );
+    assert!(
+        (plan["skipped"].as_array().unwrap().iter())
+            .all(|s| s["setting"]["id"] != "cmdline:nmi_watchdog"),
+        "{stdout}"
+    );
+    // Another value of the key is not that trade-off.
+    let (_dir, other) = site(&format!(
+        "{WAIVE_ALL}[kernel]\nadd = [\"nmi_watchdog=1\"]\n"
+    ));
+    let (_, stdout, _) = run(&root, &["plan", "--profile", &other, "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let added = (plan["settings"].as_array().unwrap().iter())
+        .find(|s| s["id"] == "cmdline:nmi_watchdog")
+        .unwrap();
+    assert_eq!(added["value"], "nmi_watchdog=1");
+    assert_eq!(added.get("security_tradeoff"), None, "{added}");
+    let (_, stdout, _) = run(&root, &["plan", "--json"]);
+    assert!(stdout.contains("\"value\": \"skew_tick=1\""), "{stdout}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        (plan["settings"].as_array().unwrap().iter()).all(|s| s["id"] != "cmdline:nmi_watchdog"),
+        "{stdout}"
+    );
+}
+
+/// Issue 45: `watch --profile FILE` watches the CPUs of the site's `[partition]` (before, it
+/// took no profile; and the rule of the CPUs that matter passed over a site's partition, so
+/// `check --profile FILE` measured every CPU but the first), saying where they come from.
+#[test]
+fn watch_watches_the_site_files_partition() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[partition]\nhousekeeping = \"0-1,8-9\"\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["watch", "--profile", &file, "--once", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"kind\":\"watch-sample\""), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "lowlat: note: watching CPU 2-7,10-15 (the site profile's isolated CPUs ({file}:3))"
+        )),
+        "{stderr}"
+    );
 }

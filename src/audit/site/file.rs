@@ -36,6 +36,21 @@ pub(super) struct RawFile {
     /// What `lowlat check` measures against.
     #[serde(default)]
     pub check: Option<RawCheck>,
+    /// Kernel arguments added to the plan's command line or taken off it.
+    #[serde(default)]
+    pub kernel: Option<RawKernel>,
+}
+
+/// The `[kernel]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKernel {
+    /// Arguments to add: `key` or `key=value`, each its own string.
+    #[serde(default)]
+    pub add: Vec<Spanned<String>>,
+    /// Keys whose arguments to take off.
+    #[serde(default)]
+    pub remove: Vec<Spanned<String>>,
 }
 
 /// One `[[waive]]` table.

@@ -1,6 +1,6 @@
 //! Site profiles: a TOML file that extends a built-in profile (or another such file) with the
 //! differences a site has: waivers, sysctl values, rule expectations, rules turned off, the
-//! CPU partition and `lowlat check`'s targets (docs/guide/profiles.md).
+//! CPU partition, kernel arguments and `lowlat check`'s targets (docs/guide/profiles.md).
 //!
 //! [`load`] reads the file and each one it extends, checks every value against the rules
 //! (an unknown key, rule, sysctl or expectation is refused at its file, line and column,
@@ -8,10 +8,13 @@
 //! first. Every expectation keeps where it was written ([`Origin`]).
 
 mod file;
+mod kernel;
 pub mod model;
 mod waiver;
 
-pub use model::{Located, Off, Place, Site, SiteCheck, SitePartition, Smt, Waiver};
+pub use model::{
+    KernelArg, Located, Off, Place, Site, SiteCheck, SiteKernel, SitePartition, Smt, Waiver,
+};
 pub(crate) use waiver::{judge, today};
 
 use std::path::{Path, PathBuf};
@@ -379,6 +382,9 @@ fn apply(
         if let Some(duration) = &check.duration {
             site.check.duration = Some(located(duration));
         }
+    }
+    if let Some(raw_kernel) = &raw.kernel {
+        kernel::read(source, raw_kernel, &mut site.kernel)?;
     }
     Ok(())
 }

@@ -37,8 +37,33 @@ pub struct Site {
     pub partition: SitePartition,
     /// `lowlat check`'s targets and duration, as written (`check` reads them).
     pub check: SiteCheck,
+    /// Kernel arguments added to the plan's command line or taken off it.
+    pub kernel: SiteKernel,
     /// What is worth saying about the files (a TuneD name taken for a lowlat profile).
     pub notes: Vec<String>,
+}
+
+/// `[kernel]`: what the site adds to the plan's kernel command line and takes off it, each key
+/// once (a file's word on a key replaces the one of a file it extends). The plan applies them
+/// after its own arguments and the profile's: a removal wins over the built-in profile's
+/// argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteKernel {
+    /// Arguments to add (`key=value` or `key`).
+    pub add: Vec<KernelArg>,
+    /// Arguments to take off, by key.
+    pub remove: Vec<KernelArg>,
+}
+
+/// One kernel argument of `[kernel]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelArg {
+    /// Its key (`nmi_watchdog`).
+    pub key: String,
+    /// As written (`nmi_watchdog=0`; the key alone for a removal).
+    pub arg: String,
+    /// Where it was written.
+    pub place: Place,
 }
 
 /// A rule the site turned off.

@@ -292,3 +292,50 @@ fn the_partition_comes_from_isolate_or_from_housekeeping() {
     assert_eq!(site.partition.smt.as_ref().unwrap().value, Smt::Keep);
     assert_eq!(expect_of(&profile, "LL-SMT").0, "on");
 }
+
+#[test]
+fn kernel_arguments_are_checked_and_a_file_replaces_what_it_extends_said_of_a_key() {
+    let base = "extends = \"low-latency\"\n[kernel]\nadd = [\"skew_tick=0\", \"nmi_watchdog=0\"]\n";
+    let top = "extends = \"base.toml\"\n[kernel]\nremove = [\"skew_tick\"]\n";
+    let (_dir, loaded) = load_files(&[("top.toml", top), ("base.toml", base)]);
+    let profile = loaded.unwrap();
+    let kernel = &profile.site.as_ref().unwrap().kernel;
+    let add: Vec<&str> = kernel.add.iter().map(|a| a.arg.as_str()).collect();
+    assert_eq!(add, ["nmi_watchdog=0"]);
+    assert_eq!(kernel.remove.len(), 1);
+    assert_eq!(kernel.remove[0].key, "skew_tick");
+    assert!(kernel.remove[0].place.to_string().ends_with("top.toml:3"));
+    let head = "extends = \"low-latency\"\n[kernel]\n";
+    for (body, says) in [
+        (
+            "add = [\"nohz_full=2-7\"]",
+            "site.toml:3:8: 'nohz_full=2-7': the plan derives nohz_full= from other choices: \
+             it follows the partition: set [partition] isolate or housekeeping",
+        ),
+        (
+            "add = [\"a=1 b=2\"]",
+            "site.toml:3:8: 'a=1 b=2': one argument per string, without spaces or quotes",
+        ),
+        (
+            "add = [\"=1\"]",
+            "site.toml:3:8: '=1': not a kernel argument",
+        ),
+        (
+            "remove = [\"skew_tick=1\"]",
+            "site.toml:3:11: 'skew_tick=1': remove takes the key alone",
+        ),
+        (
+            "add = [\"nosmt\"]",
+            "site.toml:3:8: 'nosmt': the plan derives nosmt= from other choices: set \
+             [partition] smt = \"off\"",
+        ),
+        (
+            "add = [\"skew_tick=0\"]\nremove = [\"skew_tick\"]",
+            "site.toml:4:11: skew_tick: this file both adds and removes it; keep one",
+        ),
+        ("append = [\"x\"]", "site.toml:3:1: unknown key 'append'"),
+    ] {
+        let refused = refusal(&[("site.toml", &format!("{head}{body}\n"))]);
+        assert!(refused.starts_with(says), "{body}: {refused}");
+    }
+}

@@ -3,7 +3,7 @@
 //! CPUs, governors, clocksource, hypervisor).
 
 use crate::machine::fingerprint::Fingerprint;
-use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cpu, kernel};
+use crate::machine::{Avail, CpuSet, Machine, Reader, Warning, cgroup_cpuset, cpu, kernel};
 use crate::sysroot::SysRoot;
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +82,12 @@ pub(crate) fn capture(root: &SysRoot, machine: &Machine, cpus: &[u32]) -> Enviro
         ),
         None => (Vec::new(), None),
     };
+    // Runtime isolation lives in the cpusets, which the machine model reads only where a plan
+    // needs them.
+    let cpusets = match &machine.cpusets {
+        Some(tree) => tree.clone(),
+        None => cgroup_cpuset::read(&mut r),
+    };
     let cpus = cpus
         .iter()
         .map(|&cpu| {
@@ -112,7 +118,7 @@ pub(crate) fn capture(root: &SysRoot, machine: &Machine, cpus: &[u32]) -> Enviro
         tsc_flags,
         hypervisor,
         cpus,
-        settings: Fingerprint::of_run(machine),
+        settings: Fingerprint::of_run(machine, cpusets.get()),
         warnings: r.warnings.into_vec(),
     }
 }
@@ -172,5 +178,45 @@ mod tests {
         let env = capture(&d.root(), &Machine::read(&d.root()), &[2]);
         assert!(env.nohz_full.reason().unwrap().contains("nohz_full"));
         assert!(env.warnings.iter().any(|w| w.path.ends_with("/nohz_full")));
+    }
+
+    /// Issue 47: a run under runtime isolation recorded no cpuset, so compare's settings diff
+    /// could not name the isolation as the change. The run's settings hold the cpusets.
+    #[test]
+    fn a_run_records_its_cpusets() {
+        let tree = crate::machine::cgroup_cpuset::fixtures::v1();
+        let root = "/sys/fs/cgroup/cpuset";
+        tree.write(&format!("{root}/cpuset.sched_load_balance"), "0\n");
+        for (name, value) in [
+            ("cpuset.cpus", "1\n"),
+            ("cpuset.effective_cpus", "1\n"),
+            ("cpuset.mems", "0\n"),
+            ("cpuset.cpu_exclusive", "1\n"),
+            ("cpuset.sched_load_balance", "0\n"),
+            ("tasks", "300\n"),
+        ] {
+            tree.write(&format!("{root}/lowlat-isolated/{name}"), value);
+        }
+        let env = capture(&tree.root(), &Machine::read(&tree.root()), &[1]);
+        let settings = &env.settings;
+        assert_eq!(settings.get("cpuset:/lowlat-isolated:cpus"), Some("1"));
+        assert_eq!(
+            settings.get("cpuset:/lowlat-isolated:cpu_exclusive"),
+            Some("1")
+        );
+        assert_eq!(
+            settings.get("cpuset:/lowlat-isolated:sched_load_balance"),
+            Some("0")
+        );
+        assert_eq!(settings.get("cpuset:/:sched_load_balance"), Some("0"));
+        assert_eq!(settings.get("cpuset:/libpod_parent:cpus"), Some("0-1"));
+        // The root's CPUs are every CPU, and which threads a cpuset holds is no setting.
+        assert_eq!(settings.get("cpuset:/:cpus"), None);
+        assert!(!settings.0.keys().any(|k| k.ends_with(":tasks")));
+        // Without a cpuset controller, no key and no warning.
+        let bare = TestTree::empty();
+        let env = capture(&bare.root(), &Machine::read(&bare.root()), &[1]);
+        assert!(!env.settings.0.keys().any(|k| k.starts_with("cpuset:")));
+        assert!(env.warnings.is_empty(), "{:?}", env.warnings);
     }
 }

@@ -13,6 +13,7 @@ mod latency;
 mod machine;
 mod network;
 mod peers;
+mod prove;
 mod setup;
 mod verdict;
 
@@ -41,6 +42,11 @@ pub(crate) fn all(sources: &[Source], runs: &[Run]) -> Result<Vec<Section>, Sour
     let of =
         |kind: Kind| -> Vec<&Source> { sources.iter().filter(|s| s.header.kind == kind).collect() };
     let parts = [
+        (
+            "prove",
+            "Verdict of the prove run",
+            prove::section(&of(Kind::Prove))?,
+        ),
         ("verdict", "Verdict", verdict::section(&of(Kind::Check))?),
         (
             "machine",
@@ -121,7 +127,8 @@ pub(crate) fn all(sources: &[Source], runs: &[Run]) -> Result<Vec<Section>, Sour
 }
 
 /// The kinds some section draws.
-const DRAWN: [Kind; 18] = [
+const DRAWN: [Kind; 19] = [
+    Kind::Prove,
     Kind::Check,
     Kind::Inventory,
     Kind::Fleet,

@@ -1,0 +1,292 @@
+//! `lowlat prove`: the flags as a prove run (a new one, `--resume DIR` or `--status DIR`),
+//! `prove`'s state machine, and what it printed.
+
+use anyhow::{Result, anyhow, bail};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::apply::{confirm, require_root, writable_root};
+use super::messages::note;
+use super::output::{print, print_json};
+use super::plan::PlanOptionArgs;
+use super::plan_file::PlanFile;
+use super::profile::ProfileArg;
+use super::{Cli, exit, values};
+use crate::apply::command::SystemRunner;
+use crate::check::{self, CheckRequest};
+use crate::compare::Options;
+use crate::document::{Document, Kind};
+use crate::plan::pipeline::Planned;
+use crate::prove::arms::{Arm, CheckArms, Measure, Measured};
+use crate::prove::boot::{Resume, Settle};
+use crate::prove::state::{Rounds, State};
+use crate::prove::{self, Outcome, Prove, ProveError, Start};
+use crate::report::compare as compare_printers;
+use crate::snapshot::SnapshotKind;
+
+/// Rounds of each arm unless `--repeat` says otherwise (as check's default: compare needs
+/// several runs per arm).
+const DEFAULT_ROUNDS: u32 = 5;
+
+/// Options of `lowlat prove`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "What it does, step by step (the state is written to DIR/prove.json after each):\n  \
+1. plan: the plan the options ask for (as `lowlat plan` makes it; or --plan FILE), held to this machine;\n  \
+2. before: N interleaved rounds of check's jitter and timer runs, with their causes, on the CPUs the plan isolates, into DIR/before;\n  \
+3. apply: the plan, journaled as `lowlat apply` does (with --revert and no kernel argument, only its run-time part);\n  \
+4. reboot, when the plan needs one: lowlat-prove-resume.service (or, without systemd, the command to run) resumes after the boot, waits for the system to settle and checks the machine is the one planned for (--reboot reboots; else reboot yourself);\n  \
+5. verify: the plan in effect, or prove stops (the after arm is never measured against a plan that did not take);\n  \
+6. after: the same rounds into DIR/after (inside the runtime-isolation cpuset when the plan made one);\n  \
+7. verdict: `lowlat compare DIR/before -- DIR/after`, printed and written to DIR/compare.json;\n  \
+8. report: DIR/report.html, the verdict first;\n  \
+9. revert (--revert): the machine put back, a trial.\n\n\
+Ctrl-C or SIGTERM ends the step under way and stops with the machine as before or as planned; \
+`--status DIR` says which, and what to do next. One prove runs at a time.\n\n\
+Examples:\n  sudo lowlat prove --isolation runtime --isolate 1 --revert --yes --out /tmp/prove\n  \
+sudo lowlat prove --isolate 2-7 --reboot --yes --out /var/tmp/prove   # boot isolation: resumes after the reboot\n  \
+lowlat prove --status /var/tmp/prove\n\n\
+Guide: docs/guide/prove.md.\n\n\
+Exit codes: 0 done, and no primary endpoint worse (or waiting for the reboot); 1 done with an \
+endpoint worse, or stopped (a plan that did not apply, a reboot that did not take, another \
+machine after the reboot, Ctrl-C): the state says what the machine holds; 2 could not run (bad \
+flags, another prove running, DIR not empty, not root)."
+)]
+pub struct ProveArgs {
+    /// The plan to prove, as `lowlat plan` takes it.
+    #[command(flatten)]
+    pub plan: PlanOptionArgs,
+
+    /// Prove this plan (plan.json of `lowlat plan --out DIR`) instead of making one from the
+    /// options.
+    #[arg(long = "plan", value_name = "FILE", conflicts_with_all = ["isolate", "housekeeping", "housekeeping_cores"])]
+    pub plan_file: Option<PathBuf>,
+
+    /// Length of each arm's jitter and of its timer measurement, all rounds together: 20s, 5m.
+    #[arg(long, value_name = "D", default_value = "20s", value_parser = values::duration)]
+    pub duration: Duration,
+
+    /// The rounds each arm is measured in (jitter, timer, jitter, timer, ...), each a run of
+    /// its own for compare.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ROUNDS, value_parser = values::count(1u32, 1000))]
+    pub repeat: u32,
+
+    /// Where the run keeps its state, its plan, both arms, the comparison and the report
+    /// (created; refused when it holds anything).
+    #[arg(long, value_name = "DIR", default_value = "prove")]
+    pub out: PathBuf,
+
+    /// Put the machine back at the end: a trial.
+    #[arg(long)]
+    pub revert: bool,
+
+    /// Reboot when the plan needs it (kernel arguments); without it prove says to.
+    #[arg(long)]
+    pub reboot: bool,
+
+    /// Apply without asking (needed when standard input is not a terminal).
+    #[arg(long, short)]
+    pub yes: bool,
+
+    /// Say where the run in DIR stands (its step, whether the machine is as before or as
+    /// planned, why it stopped, the verdict) and change nothing.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub status: Option<PathBuf>,
+
+    /// Continue the run in DIR: after its reboot (what the resume unit runs), or by hand after
+    /// it stopped with the plan applied.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+
+    /// Print the state as its JSON document (kind `prove`, DIR/prove.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `lowlat prove`.
+pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
+    if let Some(dir) = &args.status {
+        let state = State::load(dir)?;
+        show(&state, dir, args.json)?;
+        return Ok(exit::OK);
+    }
+    let root = writable_root(cli, "prove")?;
+    let euid = rustix::process::geteuid().as_raw();
+    require_root(&root, false, euid, "prove")?;
+    let runner = SystemRunner;
+    let make = |dir: &Path| -> Result<Prove<'_>> {
+        Ok(Prove {
+            root: &root,
+            runner: root.is_live().then_some(&runner as _),
+            dir: std::path::absolute(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?,
+            binary: std::env::current_exe()?,
+            options: Options {
+                above_ns: 10_000.0,
+                margin: 0.03,
+            },
+            settle: Settle::default(),
+        })
+    };
+    if let Some(dir) = &args.resume {
+        let prove = make(dir)?;
+        let state = State::load(&prove.dir)?;
+        let mut arms = LiveArms {
+            live: root.is_live(),
+            check: check_request(&state.rounds)?,
+        };
+        let outcome = prove::resume(&prove, &mut arms).map_err(|e| anyhow!("--resume {e}"))?;
+        return ended(outcome, &prove.dir, args.json);
+    }
+    if !root.is_live() {
+        bail!(
+            "--root: prove measures this machine's CPUs; on a directory tree only --status and --resume (up to the measurement) run"
+        );
+    }
+    if !args.yes && !std::io::stdin().is_terminal() {
+        bail!(
+            "standard input is not a terminal: add --yes to apply the plan between the arms; nothing was measured or changed"
+        );
+    }
+    let prove = make(&args.out)?;
+    let (plan, plan_text) = match &args.plan_file {
+        Some(file) => {
+            let PlanFile { plan, text, .. } = PlanFile::read(file)?;
+            (plan, text)
+        }
+        None => {
+            let job = args.plan.job()?;
+            match args.plan.planned(&root, SnapshotKind::Linux, &job)? {
+                Planned::Linux(linux) => {
+                    let text = linux.plan.to_json();
+                    (linux.plan, text)
+                }
+                Planned::Freebsd(_) => bail!("prove runs on Linux"),
+            }
+        }
+    };
+    let cpus = plan.partition.isolated.clone();
+    if cpus.is_empty() {
+        bail!("the plan isolates no CPU: nothing to measure before and after; give --isolate LIST");
+    }
+    let rounds = Rounds {
+        profile: args.plan.profile.to_string(),
+        cpus,
+        duration_ms: u64::try_from(args.duration.as_millis()).unwrap_or(u64::MAX),
+        rounds: args.repeat,
+        explain: true,
+    };
+    let mut arms = LiveArms {
+        live: true,
+        check: check_request(&rounds)?,
+    };
+    note!(
+        "prove takes about {:.0} s of measurement: two arms of {:.0} s of jitter and {:.0} s of timer wake-ups on CPUs {}, in {} rounds each",
+        4.0 * args.duration.as_secs_f64(),
+        args.duration.as_secs_f64(),
+        args.duration.as_secs_f64(),
+        rounds.cpus.to_list(),
+        args.repeat
+    );
+    let start = Start {
+        plan,
+        plan_text,
+        rounds,
+        revert: args.revert,
+        reboot: args.reboot,
+    };
+    let ask = |preview: &crate::apply::ApplyReport| -> Result<bool, ProveError> {
+        if args.yes {
+            return Ok(true);
+        }
+        let due = preview.count(crate::apply::ItemStatus::WouldChange);
+        confirm(&format!(
+            "Apply {due} change(s) of the plan between the arms?"
+        ))
+        .map_err(|e| ProveError::Asked(e.to_string()))
+    };
+    let outcome = prove::start(&prove, start, &mut arms, ask)?;
+    ended(outcome, &prove.dir, args.json)
+}
+
+/// The check of each arm: `rounds` as check's request.
+fn check_request(rounds: &Rounds) -> Result<CheckRequest> {
+    let profile = ProfileArg::parse(&rounds.profile)
+        .map_err(|e| anyhow!("--profile {}: {e}", rounds.profile))?;
+    let request = CheckRequest {
+        profile: profile.load()?,
+        cpus: Some(rounds.cpus.clone()),
+        duration: Duration::from_millis(rounds.duration_ms),
+        rounds: rounds.rounds,
+        targets: Vec::new(),
+        quick: false,
+        explain: rounds.explain,
+        load: None,
+    };
+    if request.round() < check::MIN_ROUND {
+        bail!(
+            "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; give rounds of at least {:?}",
+            request.duration,
+            request.rounds,
+            request.round(),
+            check::MIN_ROUND
+        );
+    }
+    Ok(request)
+}
+
+/// check's arms, on the live machine only.
+struct LiveArms {
+    live: bool,
+    check: CheckRequest,
+}
+
+impl Measure for LiveArms {
+    fn measure(&mut self, arm: Arm, dir: &Path) -> Result<Measured, ProveError> {
+        if !self.live {
+            return Err(ProveError::Measure(format!(
+                "the {arm} arm measures this machine's CPUs, not a directory tree (--root): the run stopped before it"
+            )));
+        }
+        CheckArms {
+            request: self.check.clone(),
+        }
+        .measure(arm, dir)
+    }
+}
+
+/// Prints the state (text or JSON).
+fn show(state: &State, dir: &Path, json: bool) -> Result<()> {
+    if json {
+        let host = state.identity.host.clone();
+        print_json(&Document::new(Kind::Prove, host, state))
+    } else {
+        print(&prove::text::status(state, dir))
+    }
+}
+
+/// Prints how the run ended this time, and its exit code.
+fn ended(outcome: Outcome, dir: &Path, json: bool) -> Result<u8> {
+    match outcome {
+        Outcome::Done(state, comparisons) => {
+            if !json {
+                print(&compare_printers::text(&comparisons))?;
+            }
+            show(&state, dir, json)?;
+            let worse = comparisons.iter().any(|c| c.fails(false));
+            Ok(if worse { exit::FAILURES } else { exit::OK })
+        }
+        Outcome::RebootPending(state, resume) => {
+            if let Resume::ByHand(command) = &resume {
+                note!("after the reboot, run as root: {command}");
+            }
+            show(&state, dir, json)?;
+            Ok(exit::OK)
+        }
+        Outcome::Stopped(state) => {
+            show(&state, dir, json)?;
+            Ok(exit::FAILURES)
+        }
+    }
+}
