@@ -7,7 +7,7 @@ mod pipeline;
 pub(crate) mod targets;
 
 pub(crate) use pipeline::{
-    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, MIN_ROUND, Prepared,
+    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
     TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
 };
 

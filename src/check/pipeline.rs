@@ -25,6 +25,7 @@ use crate::measure::engines::jitter::{
 use crate::measure::engines::timer::{
     self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
 };
+use crate::measure::load::{LoadAsked, LoadError, LoadRequest, Loads, RoundLoad, Skipped};
 use crate::measure::runner::cpus::CpuChoiceError;
 use crate::measure::runner::harness;
 use crate::measure::runner::place;
@@ -69,6 +70,9 @@ pub(crate) struct CheckRequest {
     /// Whether the runs trace the measured CPUs to give each jitter gap, and each timer
     /// wake-up 20 µs late or more, its cause.
     pub explain: bool,
+    /// Loads on the housekeeping CPUs: with them, every round is measured twice, idle then
+    /// loaded, and the targets are judged on the loaded rounds.
+    pub load: Option<LoadAsked>,
 }
 
 impl CheckRequest {
@@ -92,6 +96,14 @@ pub(crate) enum CheckError {
         /// Why the session refused them.
         source: CpuChoiceError,
     },
+    /// The loads cannot run.
+    #[error("--load {asked}: {source}")]
+    Load {
+        /// The kinds asked.
+        asked: String,
+        /// Why not.
+        source: LoadError,
+    },
     /// A jitter run failed.
     #[error(transparent)]
     Jitter(#[from] JitterError),
@@ -114,6 +126,8 @@ pub(crate) struct Prepared {
     pub measured: MeasuredCpus,
     /// The session the runs go through (on the measured CPUs).
     pub session: Session,
+    /// The loads to run beside the measured CPUs, sized and placed.
+    pub load: Option<LoadRequest>,
 }
 
 /// What a check's runs measured and how the figures stand against the targets.
@@ -134,6 +148,30 @@ pub(crate) struct CheckRun {
     /// Whether every run measured every CPU to its end: not interrupted, every CPU set up,
     /// no gap buffer full. The rounds stop at the first run that did not.
     pub complete: bool,
+    /// With loads: the idle rounds beside the loaded ones, and each round's load.
+    pub load: Option<LoadedCheck>,
+}
+
+/// A check under load: the runs alternate, idle then loaded; [`CheckRun::figures`] and the
+/// verdicts are the loaded rounds'.
+pub(crate) struct LoadedCheck {
+    /// What was asked.
+    pub asked: LoadAsked,
+    /// The CPUs the loads ran on.
+    pub cpus: CpuSet,
+    /// The kinds that could not start, with why.
+    pub skipped: Vec<Skipped>,
+    /// Each round's load, in the order of the runs (idle, loaded, idle, ...).
+    pub rounds: Vec<RoundLoad>,
+    /// Each measured CPU's figures over the idle rounds.
+    pub idle_figures: Vec<CpuFigures>,
+}
+
+impl LoadedCheck {
+    /// The rounds that were loaded, each with whether it was as asked.
+    pub(crate) fn loaded_as_asked(&self) -> bool {
+        self.rounds.iter().all(|r| r.as_asked)
+    }
 }
 
 /// Reads the machine under `root`, audits it against the request's profile (in a guest, with
@@ -159,6 +197,17 @@ pub(crate) fn prepare(
         }
         None => audit::run(&machine, &profile, &partition),
     };
+    let load = match &request.load {
+        Some(asked) => Some(
+            asked
+                .beside(&allowed, &measured.cpus, machine.topology.llc_bytes_total())
+                .map_err(|source| CheckError::Load {
+                    asked: asked.names(),
+                    source,
+                })?,
+        ),
+        None => None,
+    };
     let session = match Session::open(root, Engine::Jitter, Some(&measured.cpus)) {
         Ok(session) => session,
         Err(source) => return Err(CheckError::Session { measured, source }),
@@ -170,6 +219,7 @@ pub(crate) fn prepare(
         audit,
         measured,
         session,
+        load,
     })
 }
 
@@ -208,11 +258,14 @@ pub(crate) fn cpus_that_matter(
     })
 }
 
-/// Measures a prepared check: its rounds (`round_begins` is told each before it runs), until the last or the first incomplete run; then each CPU's figures over
-/// all rounds (with the steal time around them, in a guest) and the targets' verdicts.
+/// Measures a prepared check: its rounds (`round_begins` is told each before it runs, and
+/// whether it is loaded), until the last or the first incomplete run; then each CPU's figures
+/// over all rounds (the loaded ones, with loads; with the steal time around them, in a guest)
+/// and the targets' verdicts. Loads are started before the first round and stopped after the
+/// last, also on an error.
 pub(crate) fn run(
     check: &Prepared,
-    round_begins: impl FnMut(Round),
+    round_begins: impl FnMut(Round, Option<bool>),
 ) -> Result<CheckRun, CheckError> {
     let Prepared {
         request,
@@ -227,10 +280,20 @@ pub(crate) fn run(
             .as_ref()
             .and_then(|_| stat::read(&mut Reader::new(session.root())).get().cloned())
     };
+    let loads = check.load.as_ref().map(Loads::start);
     let stat_before = read_stat();
-    let (jitter_runs, timer_runs, complete) = rounds(session, request, round_begins)?;
-    let all_jitter = merged(&jitter_runs).expect("the first round runs jitter");
-    let all_timer = merged(&timer_runs);
+    let measured = rounds(session, request, loads.as_ref(), round_begins)?;
+    // Which rounds were loaded (all of them count as loaded without loads).
+    let loaded: Vec<bool> = (0..measured.jitter_runs.len())
+        .map(|i| loads.is_none() || measured.loads.get(i).is_some_and(|r| r.loaded))
+        .collect();
+    let (jitter_runs, timer_runs) = (&measured.jitter_runs, &measured.timer_runs);
+    // Without loads every round counts; with them the loaded ones (none yet, when the first
+    // idle round ended the check: then the idle ones, said as not loaded).
+    let judged = !of_rounds(jitter_runs, &loaded, true).is_empty();
+    let all_jitter =
+        merged(&of_rounds(jitter_runs, &loaded, judged)).expect("the first round runs jitter");
+    let all_timer = merged(&of_rounds(timer_runs, &loaded, judged));
     let mut figures = super::figures(Some(&all_jitter), all_timer.as_ref());
     if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
         super::add_steal(&mut figures, before, after);
@@ -241,65 +304,124 @@ pub(crate) fn run(
         request.targets.clone()
     };
     let verdicts = super::evaluate(&wanted, &figures);
+    let load = match (loads, &request.load) {
+        (Some(loads), Some(asked)) => {
+            let idle_jitter = merged(&of_rounds(jitter_runs, &loaded, false));
+            let idle_timer = merged(&of_rounds(timer_runs, &loaded, false));
+            Some(LoadedCheck {
+                asked: asked.clone(),
+                cpus: loads.cpus.clone(),
+                skipped: loads.skipped.clone(),
+                rounds: measured.loads,
+                idle_figures: super::figures(idle_jitter.as_ref(), idle_timer.as_ref()),
+            })
+        }
+        _ => None,
+    };
     Ok(CheckRun {
-        jitter_runs,
-        timer_runs,
+        jitter_runs: measured.jitter_runs,
+        timer_runs: measured.timer_runs,
         explanation: all_jitter.explanation,
         timer_explanation: all_timer.and_then(|run| run.explanation),
         figures,
         verdicts,
-        complete,
+        complete: measured.complete,
+        load,
     })
+}
+
+/// What the rounds of a check measured.
+struct Rounds {
+    jitter_runs: Vec<JitterRun>,
+    timer_runs: Vec<TimerRun>,
+    /// With loads, each round's (one per jitter run).
+    loads: Vec<RoundLoad>,
+    complete: bool,
 }
 
 /// The rounds of a check on `session`: a jitter run, then a timer run, each round, until the
 /// last or the first run that did not measure every CPU to its end; with whether every run did.
+/// With `loads`, twice as many rounds, idle and loaded in turn, the loads running in the
+/// loaded ones only.
 fn rounds(
     session: &Session,
     request: &CheckRequest,
-    mut round_begins: impl FnMut(Round),
-) -> Result<(Vec<JitterRun>, Vec<TimerRun>, bool), CheckError> {
+    loads: Option<&Loads>,
+    mut round_begins: impl FnMut(Round, Option<bool>),
+) -> Result<Rounds, CheckError> {
     let spec = LoopSpec {
         duration: request.round(),
-        load: CpuSet::new(),
         inject: None,
     };
     let per_cpu = GAP_BUFFERS_BYTES / 16 / session.cpus.len().max(1);
     let mut jitter_runs = Vec::new();
     let mut timer_runs = Vec::new();
+    let mut round_loads = Vec::new();
     let mut complete = true;
-    rounds::run(request.rounds, |round| {
-        round_begins(round);
-        let jitter_run = jitter::run(
-            session,
-            JitterRequest {
-                spec: spec.clone(),
-                threshold_ns: JITTER_THRESHOLD_NS,
-                priority: None,
-                max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
-                explain: request.explain,
-            },
-        )?;
+    let (root, measured) = (session.root(), &session.cpus);
+    let of = request.rounds.max(1) * if loads.is_some() { 2 } else { 1 };
+    rounds::run(of, |round| {
+        let loaded = loads.map(|_| round.number % 2 == 0);
+        round_begins(round, loaded);
+        let mark = loads.map(|loads| {
+            loads.set_running(loaded == Some(true));
+            loads.mark(root, measured)
+        });
+        let measured_round = measure_round(session, request, &spec, per_cpu);
+        if let (Some(loads), Some(mark)) = (loads, &mark) {
+            let load = loads.round(mark, root, measured, loaded == Some(true));
+            loads.set_running(false);
+            round_loads.push(load);
+        }
+        let (jitter_run, timer_run) = measured_round?;
         complete &= jitter_run.session.complete(|cpu| cpu.record.full);
         jitter_runs.push(jitter_run);
-        if !complete {
+        let Some(timer_run) = timer_run else {
             return Ok(After::Stop);
-        }
-        let timer_run = timer::run(
-            session,
-            TimerRequest {
-                spec: spec.clone(),
-                interval_ns: TIMER_INTERVAL_NS,
-                priority: DEFAULT_PRIORITY,
-                histogram_buckets: 0,
-                explain_above_ns: request.explain.then_some(DEFAULT_EXPLAIN_ABOVE_NS),
-            },
-        )?;
+        };
         complete &= timer_run.session.complete(|_| false);
         timer_runs.push(timer_run);
         Ok::<_, CheckError>(if complete { After::Next } else { After::Stop })
     })?;
-    Ok((jitter_runs, timer_runs, complete))
+    Ok(Rounds {
+        jitter_runs,
+        timer_runs,
+        loads: round_loads,
+        complete,
+    })
+}
+
+/// One round: a jitter run, then, when it measured every CPU to its end, a timer run.
+fn measure_round(
+    session: &Session,
+    request: &CheckRequest,
+    spec: &LoopSpec,
+    per_cpu: usize,
+) -> Result<(JitterRun, Option<TimerRun>), CheckError> {
+    let jitter_run = jitter::run(
+        session,
+        JitterRequest {
+            spec: spec.clone(),
+            threshold_ns: JITTER_THRESHOLD_NS,
+            priority: None,
+            max_gaps: per_cpu.clamp(50_000, DEFAULT_MAX_GAPS),
+            explain: request.explain,
+        },
+    )?;
+    if !jitter_run.session.complete(|cpu| cpu.record.full) {
+        return Ok((jitter_run, None));
+    }
+    let timer_run = timer::run(
+        session,
+        TimerRequest {
+            spec: spec.clone(),
+            interval_ns: TIMER_INTERVAL_NS,
+            priority: DEFAULT_PRIORITY,
+            histogram_buckets: 0,
+            explain_above_ns: request.explain.then_some(DEFAULT_EXPLAIN_ABOVE_NS),
+        },
+    )?;
+    Ok((jitter_run, Some(timer_run)))
 }
 
 /// The two passes of the short c2c probe of a guest's vCPUs (at most [`VCPU_PROBE_BUDGET`] in
@@ -312,6 +434,14 @@ fn vcpu_probe(machine: &Machine, allowed: &CpuSet) -> VcpuProbe {
         probes: Vec::new(),
         no_claim: Some(e.to_string()),
     })
+}
+
+/// The runs of `runs` whose round's entry in `loaded` is `want`.
+fn of_rounds<R: Clone>(runs: &[R], loaded: &[bool], want: bool) -> Vec<R> {
+    (runs.iter().zip(loaded))
+        .filter(|(_, l)| **l == want)
+        .map(|(run, _)| run.clone())
+        .collect()
 }
 
 /// The rounds of one measurement as one run (the targets are judged on all of them).

@@ -6,8 +6,8 @@ use clap::Args;
 use std::path::Path;
 use std::time::Duration;
 
-use super::measure_common::{BundleArgs, hold_idle_limit, live_root, say_not_measured};
-use super::messages::{error, note};
+use super::measure_common::{BundleArgs, LoadArgs, hold_idle_limit, live_root, say_not_measured};
+use super::messages::{error, note, warning};
 use super::output::print;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
@@ -20,6 +20,7 @@ use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::report::check as printers;
+use crate::report::check_load::LoadBody;
 use crate::report::html::{self, Budget, Source};
 use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
@@ -99,6 +100,11 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_explain: bool,
 
+    /// The loads under which to check (docs/guide/check.md#under-load): each round is
+    /// measured idle, then loaded, and the targets are judged on the loaded rounds.
+    #[command(flatten)]
+    pub load: LoadArgs,
+
     /// Print the versioned JSON document (kind `check`) instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -134,11 +140,21 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
-    let measured = check::run(&check, |round| {
-        if round.worth_saying() {
-            note!("{round}");
-        }
+    let measured = check::run(&check, |round, loaded| match loaded {
+        Some(true) => note!("{round}: loaded"),
+        Some(false) => note!("{round}: idle"),
+        None if round.worth_saying() => note!("{round}"),
+        None => {}
     })?;
+    if let Some(load) = &measured.load {
+        for skipped in &load.skipped {
+            warning!(
+                "--load {}: {}; its rounds were not loaded as asked",
+                skipped.kind.name(),
+                skipped.why
+            );
+        }
+    }
     for run in &measured.jitter_runs {
         say_not_measured(&run.session);
     }
@@ -147,8 +163,11 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     }
     let causes = measured.explanation.as_ref().map(explain::json);
     let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
+    let mut documents = printers::run_documents(&check, &measured)?;
+    let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
     let mut report = printers::of_run(&check, &measured, causes.as_ref(), timer_causes.as_ref());
-    let documents = printers::documents(&check, &report, &measured)?;
+    report.load = load.as_ref();
+    documents.push((Kind::Check, printers::document(&report).to_json()?));
     if let Some(bundle) = &bundle {
         report.complete &= save(bundle, &documents);
     }
@@ -202,15 +221,26 @@ fn duration_of(args: &CheckArgs, profile: &Profile, targets: &[Target]) -> Resul
 fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
     let each = request.duration.as_secs_f64();
     let targets = &request.targets;
-    let mut said = format!(
-        "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer wake-ups \
-         per CPU{}",
-        2.0 * each,
-        match request.rounds {
-            0 | 1 => String::new(),
-            n => format!(", in {n} rounds"),
-        }
-    );
+    let mut said = match &request.load {
+        None => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU{}",
+            2.0 * each,
+            match request.rounds {
+                0 | 1 => String::new(),
+                n => format!(", in {n} rounds"),
+            }
+        ),
+        Some(load) => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU idle, and as much again under load ({}), in {} idle and {} loaded \
+             rounds in turn",
+            4.0 * each,
+            load.names(),
+            request.rounds.max(1),
+            request.rounds.max(1)
+        ),
+    };
     let hardest = (targets.iter())
         .filter_map(|target| Some((target, target.seconds_to_prove()?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
@@ -251,6 +281,7 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
         targets,
         explain: !args.no_explain,
         quick: args.quick,
+        load: args.load.asked(),
     };
     let round = request.round();
     if round < check::MIN_ROUND {
@@ -346,7 +377,9 @@ mod tests {
     use crate::audit::partition::{self, MeasuredCpus};
     use crate::check::CpuFigures;
     use crate::machine::Machine;
+    use crate::measure::load::{Kind as LoadKind, KindIntensity, LoadAsked, RoundLoad};
     use crate::report::check::CheckReport;
+    use crate::report::check_load::{CauseAdded, LoadEffect};
     use crate::test_tree::TestTree;
     use clap::Parser;
 
@@ -396,6 +429,26 @@ mod tests {
                 timer_latency: None,
             })
             .collect();
+        // Under load (`--load`): the figures above are the idle rounds'; the loaded rounds
+        // see four interruptions of 11-12 µs and a timer at 3-7 µs, as the guide's example shows.
+        let load = request
+            .load
+            .as_ref()
+            .map(|asked| loaded_example(asked, &figures));
+        let figures = match &load {
+            Some(_) => (figures.iter())
+                .map(|f| CpuFigures {
+                    interruptions: 4,
+                    long_interruptions: 4,
+                    max_interruption_ns: 12_400,
+                    timer_max_ns: 7_300,
+                    timer_p99_ns: 6_800,
+                    gaps_ns: vec![12_100, 12_400, 11_800, 10_900],
+                    ..f.clone()
+                })
+                .collect(),
+            None => figures,
+        };
         let verdicts = check::evaluate(&request.targets, &figures);
         let report = CheckReport {
             machine: &machine,
@@ -411,6 +464,7 @@ mod tests {
             quick: request.quick,
             causes: None,
             timer_causes: None,
+            load: load.as_ref(),
         };
         let said = format!(
             "$ lowlat check {}\n{}{}",
@@ -422,6 +476,59 @@ mod tests {
             printers::text(&report)
         );
         (said, report.verdict())
+    }
+
+    /// The load of the guide's example under `asked` (mem and ipi on CPU 0), with the idle
+    /// rounds' `idle` figures: each round's intensity and compare's judgement given here.
+    fn loaded_example(asked: &LoadAsked, idle: &[CpuFigures]) -> LoadBody {
+        let round = |loaded: bool| RoundLoad {
+            loaded,
+            as_asked: true,
+            kinds: (asked.kinds.iter())
+                .map(|&kind| KindIntensity {
+                    kind,
+                    threads: 1,
+                    rate: match (loaded, kind) {
+                        (false, _) => 0.0,
+                        (true, LoadKind::Mem) => 9.84,
+                        (true, _) => 212_400.0,
+                    },
+                    unit: kind.unit().to_string(),
+                    failed: None,
+                })
+                .collect(),
+            ipis_received_per_s: Some(if loaded { 14_200.0 } else { 3.2 }),
+        };
+        let effect =
+            |endpoint: &str, unit: &str, idle: f64, loaded: f64, verdict: &str| LoadEffect {
+                measurement: "timer wake-up latencies".into(),
+                endpoint: endpoint.into(),
+                unit: unit.into(),
+                idle,
+                loaded,
+                ratio: loaded / idle,
+                verdict: verdict.into(),
+            };
+        LoadBody {
+            kinds: asked.kinds.clone(),
+            level: asked.level,
+            cpus: "0".into(),
+            skipped: Vec::new(),
+            loaded_as_asked: true,
+            rounds: vec![round(false), round(true), round(false), round(true)],
+            idle_figures: idle.to_vec(),
+            effects: vec![
+                effect("median of CPUs' medians", "ns", 1_900.0, 3_100.0, "worse"),
+                effect("worst CPU's p99", "ns", 2_300.0, 6_800.0, "worse"),
+            ],
+            causes_added: vec![CauseAdded {
+                cause: "IPI: TLB shootdown".into(),
+                idle_per_minute: 0.5,
+                loaded_per_minute: 41.0,
+                verdict: "worse".into(),
+            }],
+            notes: Vec::new(),
+        }
     }
 
     /// The console block of `file` after the comment `<!-- check-example: NAME`.
@@ -451,5 +558,25 @@ mod tests {
         assert_eq!(block("README.md", "pass"), pass);
         assert_eq!(block("docs/guide/check.md", "pass"), pass);
         assert_eq!(block("docs/guide/check.md", "not-proven"), short);
+    }
+
+    /// Issue 48: the guide shows a check under load as check prints it: each round's
+    /// intensity, the idle figures beside the loaded ones, the load's effect, and the targets
+    /// judged on the loaded rounds.
+    #[test]
+    fn the_guide_shows_a_check_under_load() {
+        let line = [
+            "--cpus",
+            "3",
+            "--duration",
+            "200s",
+            "--repeat",
+            "2",
+            "--load",
+            "mem,ipi",
+        ];
+        let (loaded, verdict) = example(&line);
+        assert_eq!(verdict, Verdict::Fail, "{loaded}");
+        assert_eq!(block("docs/guide/check.md", "under-load"), loaded);
     }
 }

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use super::messages::{error, note, warning};
 use super::output::print;
-use super::values;
+use super::values::{self, LoadKinds};
 use super::{Cli, exit};
 use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
 use crate::check;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
+use crate::measure::load;
 use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
@@ -27,6 +28,7 @@ use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
 use crate::report::measure::header::Measured;
+use crate::report::measure::load as load_printers;
 use crate::report::measure::loops::checkpoint_document;
 use crate::report::measure::{document as measure_document, finished_document};
 use crate::sysroot::SysRoot;
@@ -110,9 +112,9 @@ pub struct LoopArgs {
     /// How long to measure: 10s, 500ms, 2m.
     #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
     pub duration: Duration,
-    /// CPUs to load with a busy hog during the measurement.
-    #[arg(long, value_name = "CPULIST", value_parser = values::cpu_list)]
-    pub load: Option<CpuSet>,
+    /// The loads beside the measurement.
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).
     #[arg(long, value_name = "PERIOD_MS:SPIN_US", value_parser = values::inject)]
@@ -137,26 +139,8 @@ pub struct LoopArgs {
 
 impl LoopArgs {
     /// What the loop engine is asked besides the CPUs (which `session` chose from `--cpus` and
-    /// holds): the length of a round and the CPUs of `--load`, checked by the same rule.
-    /// Refuses a hog on a measured CPU and an injector period longer than the run.
-    pub fn spec(&self, session: &Session) -> Result<LoopSpec> {
-        let load = match &self.load {
-            Some(load) => session
-                .check_cpus(load)
-                .with_context(|| format!("--load {load}"))?,
-            None => CpuSet::new(),
-        };
-        let measured = &session.cpus;
-        let shared = load.intersection(measured);
-        if !shared.is_empty() {
-            anyhow::bail!(
-                "--load {} --cpus {}: CPU {} would be loaded and measured at once, and the hog \
-                 would take half of its time; load other CPUs than the measured ones",
-                load,
-                measured.to_list(),
-                shared.to_list()
-            );
-        }
+    /// holds): the length of a round. Refuses an injector period longer than the run.
+    pub fn spec(&self) -> Result<LoopSpec> {
         if let Some(inject) = self.inject {
             let duration_ns = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
             if inject.period_ns > duration_ns {
@@ -170,7 +154,6 @@ impl LoopArgs {
         }
         Ok(LoopSpec {
             duration: self.round(),
-            load,
             inject: self.inject,
         })
     }
@@ -208,6 +191,102 @@ impl LoopArgs {
             })
         })?;
         Ok(code)
+    }
+}
+
+/// The flags of the loads beside a measurement (`check`, `measure jitter|timer`).
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Loads to run on the housekeeping CPUs (every CPU this process may run on but does
+    /// not measure) during the measurement, comma-separated: cpu (busy loops and tasks
+    /// passing messages), mem (Triad, memory bandwidth), cache (a pointer chase over more than
+    /// the LLC), io (O_DIRECT reads and writes of a scratch file), net (UDP over loopback), ipi
+    /// (TLB shootdowns and cross-CPU calls), or all. Each round says what each achieved.
+    #[arg(long, value_name = "KINDS", value_parser = values::load_kinds)]
+    pub load: Option<LoadKinds>,
+    /// How hard each load thread works: low (a tenth of the time), medium (half), high (all).
+    #[arg(long, value_name = "LEVEL", default_value = "high", requires = "load", value_parser = load::Level::parse)]
+    pub(crate) load_level: load::Level,
+    /// Where the io load opens its scratch files (unnamed, freed when closed, 16 MiB per
+    /// housekeeping CPU); a directory on the disk to load. Default: /var/tmp.
+    #[arg(long, value_name = "DIR", requires = "load")]
+    pub load_dir: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    /// The loads asked for; `None` without `--load`.
+    pub(crate) fn asked(&self) -> Option<load::LoadAsked> {
+        let LoadKinds(kinds) = self.load.as_ref()?;
+        Some(load::LoadAsked {
+            kinds: kinds.clone(),
+            level: self.load_level,
+            scratch_dir: self.load_dir.clone(),
+        })
+    }
+
+    /// The loads asked for beside `measured`, on the CPUs of `allowed` that are not measured;
+    /// `None` without `--load`. Refuses, naming the flag, when no CPU is left for them.
+    pub(crate) fn request(
+        &self,
+        allowed: &CpuSet,
+        measured: &CpuSet,
+        machine: &Machine,
+    ) -> Result<Option<load::LoadRequest>> {
+        let Some(asked) = self.asked() else {
+            return Ok(None);
+        };
+        let request = asked
+            .beside(allowed, measured, machine.topology.llc_bytes_total())
+            .with_context(|| format!("--load {}", asked.names()))?;
+        Ok(Some(request))
+    }
+
+    /// The loads of `--load` beside `session`'s CPUs, started and running; `None` without
+    /// `--load`. Says each kind that could not start.
+    pub(crate) fn start(&self, session: &Session) -> Result<Option<load::Loads>> {
+        let Some(request) = self.request(session.allowed(), &session.cpus, &session.machine)?
+        else {
+            return Ok(None);
+        };
+        let loads = load::Loads::start(&request);
+        say_skipped(&loads);
+        loads.set_running(true);
+        Ok(Some(loads))
+    }
+}
+
+/// Runs `measure` (one round of a measure command) beside `loads`, when there are any: what
+/// it measured, and what the loads achieved meanwhile, also said on stderr.
+pub(crate) fn beside_loads<T>(
+    loads: Option<&load::Loads>,
+    session: &Session,
+    measure: impl FnOnce() -> Result<T>,
+) -> Result<(T, Option<load::RoundLoad>)> {
+    let Some(loads) = loads else {
+        return Ok((measure()?, None));
+    };
+    let mark = loads.mark(session.root(), &session.cpus);
+    let measured = measure()?;
+    let round = loads.round(&mark, session.root(), &session.cpus, true);
+    note!("load: {}", load_printers::line(&round));
+    Ok((measured, Some(round)))
+}
+
+/// Says on stderr each kind of `loads` that could not start, and where the others run.
+pub(crate) fn say_skipped(loads: &load::Loads) {
+    for skipped in &loads.skipped {
+        warning!(
+            "--load {}: {}; the rounds say they were not loaded as asked",
+            skipped.kind.name(),
+            skipped.why
+        );
+    }
+    if loads.any() {
+        note!(
+            "load on CPU {} at level {}",
+            loads.cpus.to_list(),
+            loads.level.name()
+        );
     }
 }
 
@@ -569,22 +648,36 @@ mod tests {
         let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
         let session =
             Session::open(SysRoot::dir(dir.path()), Engine::Freq, args.cpus.as_ref()).unwrap();
-        let spec = args.spec(&session).unwrap();
+        let spec = args.spec().unwrap();
         assert_eq!(session.cpus.to_list(), "1");
         assert_eq!(spec.duration, Duration::from_secs(2));
-        assert!(spec.load.is_empty());
         assert_eq!(spec.inject.map(|i| i.spin_ns), Some(500_000));
-        let spec = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "0"])
-            .spec(&session)
-            .unwrap();
-        assert_eq!(spec.load.to_list(), "0");
-        let err = loop_args(&["--cpus", "1", "--duration", "1s", "--load", "3"])
-            .spec(&session)
-            .unwrap_err();
+    }
+
+    /// Issue 48: `--load KINDS` runs on the CPUs not measured, and is refused, naming the
+    /// flag, where none is left.
+    #[test]
+    fn loads_go_to_the_cpus_not_measured_and_are_refused_without_one() {
+        let machine =
+            Machine::read(&crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned").root());
+        let args = loop_args(&["--load", "mem,ipi", "--load-level", "low"]);
+        let all = CpuSet::parse_list("0-3").unwrap();
+        let request = (args
+            .load
+            .request(&all, &CpuSet::parse_list("1-2").unwrap(), &machine))
+        .unwrap()
+        .unwrap();
+        assert_eq!(request.cpus.to_list(), "0,3");
+        assert_eq!(request.kinds, [load::Kind::Mem, load::Kind::Ipi]);
+        assert_eq!(request.level, load::Level::Low);
+        assert_eq!(request.llc_bytes, machine.topology.llc_bytes_total());
+        let err = args.load.request(&all, &all, &machine).unwrap_err();
         let err = format!("{err:#}");
         assert!(
-            err.contains("--load 3: CPU 3 does not exist or is offline"),
+            err.starts_with("--load mem,ipi: no housekeeping CPU"),
             "{err}"
         );
+        let none = loop_args(&[]);
+        assert!(none.load.request(&all, &all, &machine).unwrap().is_none());
     }
 }

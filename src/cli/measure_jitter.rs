@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{LoopArgs, check_output_prefix, deliver_document, loop_exit};
-use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
+use super::measure_common::{beside_loads, checkpoint_json, checkpoints, open_loop_session};
 use super::messages::{error, note, warning};
 use super::output::print;
 use super::values;
@@ -81,12 +81,13 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     let session = open_loop_session(cli, Engine::Jitter, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
     let request = JitterRequest {
-        spec: args.common.spec(&session)?,
+        spec: args.common.spec()?,
         threshold_ns: args.threshold.ns(),
         priority: args.priority,
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
         explain: args.explain,
     };
+    let loads = args.common.load.start(&session)?;
     args.common.in_rounds(|round| {
         let duration = request.spec.duration;
         let json = |so_far: &jitter::JitterRun, progress: SegmentsDone| {
@@ -100,26 +101,28 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             )
         };
         let every = args.common.checkpoint;
-        let run = run_checkpointed(
-            duration,
-            checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
-            |length| {
-                let mut segment = request.clone();
-                segment.spec.duration = length;
-                jitter::run(&session, segment)
-            },
-            |so_far| {
-                so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full)
-            },
-        )
-        .map_err(|e| match e {
-            JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
-                anyhow::Error::new(e).context(format!("--priority {priority}"))
-            }
-            JitterError::Fifo(e @ FifoError::Injector { .. }) => {
-                anyhow::Error::new(e).context("--inject")
-            }
-            e => e.into(),
+        let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
+            run_checkpointed(
+                duration,
+                checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
+                |length| {
+                    let mut segment = request.clone();
+                    segment.spec.duration = length;
+                    jitter::run(&session, segment)
+                },
+                |so_far| {
+                    so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full)
+                },
+            )
+            .map_err(|e| match e {
+                JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+                    anyhow::Error::new(e).context(format!("--priority {priority}"))
+                }
+                JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+                    anyhow::Error::new(e).context("--inject")
+                }
+                e => e.into(),
+            })
         })?;
         let format = if args.common.json {
             JitterFormat::Json
@@ -138,7 +141,11 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
             Kind::MeasureJitter,
             session.root(),
             &run.session.environment,
-            printers::result(&run),
+            {
+                let mut result = printers::result(&run);
+                result.figures.conditions.loads = loaded;
+                result
+            },
             format == JitterFormat::Json,
             bundle.as_ref(),
         )?;

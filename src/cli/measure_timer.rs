@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use super::measure_common::{LoopArgs, deliver_document, hold_idle_limit, loop_exit};
-use super::measure_common::{checkpoint_json, checkpoints, open_loop_session};
+use super::measure_common::{beside_loads, checkpoint_json, checkpoints, open_loop_session};
 use super::messages::note;
 use super::output::print;
 use super::values;
@@ -22,7 +22,7 @@ use crate::report::measure::timer as printers;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  lowlat measure timer\n  \
 lowlat measure timer --cpus 1 --interval 1ms --duration 10m --histogram 200\n  \
-lowlat measure timer --cpus 2 --interval 200us --duration 10s --load 3 --format cyclictest\n  \
+lowlat measure timer --cpus 2 --interval 200us --duration 10s --load cpu,mem --format cyclictest\n  \
 lowlat measure timer --cpus 1 --duration 10s --explain --explain-above 50us\n\n\
 Defaults are those of `lowlat check`: the machine's isolated CPUs (else every CPU but the \
 first), 20 s, a deadline every 1 ms (cyclictest's default). --interval takes a unit (us, ms); \
@@ -114,7 +114,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     }
     let session = open_loop_session(cli, Engine::Timer, args.common.cpus.as_ref())?;
     let bundle = args.common.bundle.open(&session)?;
-    let spec = args.common.spec(&session)?;
+    let spec = args.common.spec()?;
     let request = TimerRequest {
         spec,
         interval_ns: args.interval.ns(),
@@ -131,6 +131,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     } else {
         hold_idle_limit(session.root(), args.dma_latency)
     };
+    let loads = args.common.load.start(&session)?;
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     args.common.in_rounds(|_| {
         let duration = request.spec.duration;
@@ -145,19 +146,21 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             )
         };
         let every = args.common.checkpoint;
-        let run = run_checkpointed(
-            duration,
-            checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
-            |length| {
-                let mut segment = request.clone();
-                segment.spec.duration = length;
-                timer::run(&session, segment)
-            },
-            |so_far| so_far.session.interrupted,
-        )
-        .map_err(|e| match e {
-            TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
-            e => e.into(),
+        let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
+            run_checkpointed(
+                duration,
+                checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
+                |length| {
+                    let mut segment = request.clone();
+                    segment.spec.duration = length;
+                    timer::run(&session, segment)
+                },
+                |so_far| so_far.session.interrupted,
+            )
+            .map_err(|e| match e {
+                TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
+                e => e.into(),
+            })
         })?;
         match format {
             TimerFormat::Table => print(&printers::text(&run))?,
@@ -168,7 +171,11 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
             Kind::MeasureTimer,
             session.root(),
             &run.session.environment,
-            printers::result(&run),
+            {
+                let mut result = printers::result(&run);
+                result.figures.conditions.loads = loaded;
+                result
+            },
             format == TimerFormat::Json,
             bundle.as_ref(),
         )?;

@@ -222,6 +222,7 @@ fn check_request(rounds: &Rounds) -> Result<CheckRequest> {
         targets: Vec::new(),
         quick: false,
         explain: rounds.explain,
+        load: None,
     };
     if request.round() < check::MIN_ROUND {
         bail!(

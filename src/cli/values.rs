@@ -17,6 +17,15 @@ use crate::measure::runner::inject::InjectSpec;
 use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
+/// `--load KINDS`: the kinds of load asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadKinds(pub(crate) Vec<crate::measure::load::Kind>);
+
+/// `--load KINDS`: `cpu,mem`, `all`.
+pub(crate) fn load_kinds(text: &str) -> Result<LoadKinds, String> {
+    crate::measure::load::Kind::parse_list(text).map(LoadKinds)
+}
+
 /// Parses a CPU list in the kernel's list form (`1`, `2-3,6`, `0-15:2/4`): the one parser of
 /// every flag that names CPUs.
 pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, String> {

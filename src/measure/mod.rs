@@ -19,6 +19,7 @@
 //! Engines import the runner and `trace`; the runner imports no engine.
 
 pub mod engines;
+pub(crate) mod load;
 pub(crate) mod matrix;
 pub(crate) mod runner;
 pub(crate) mod trace;

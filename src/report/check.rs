@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::check_load::LoadBody;
 use crate::text::Page;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,8 @@ pub(crate) struct CheckReport<'a> {
     pub causes: Option<&'a ExplainJson>,
     /// The timer run's late wake-ups by cause, when explained (as `causes`).
     pub timer_causes: Option<&'a ExplainJson>,
+    /// With `--load`: the loads, the idle rounds' figures and the load's effect.
+    pub load: Option<&'a LoadBody>,
 }
 
 impl CheckReport<'_> {
@@ -107,6 +110,17 @@ impl CheckReport<'_> {
                 ))
             })
             .collect();
+        if let Some(load) = self.load {
+            let rounds = load.rounds_not_as_asked();
+            if !rounds.is_empty() {
+                let rounds: Vec<String> = rounds.iter().map(usize::to_string).collect();
+                undecided.push(format!(
+                    "round {} not loaded as asked (see under load): the targets were not \
+                     judged under the load asked",
+                    rounds.join(", ")
+                ));
+            }
+        }
         if self.quick && undecided.is_empty() {
             undecided.push(
                 "--quick is a smoke run: it can find a failure, not prove a pass".to_string(),
@@ -197,6 +211,11 @@ pub(crate) struct CheckBody<'a> {
     /// `measure-timer`); absent with `--no-explain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timer_causes: Option<Cow<'a, ExplainJson>>,
+    /// With `--load`: the loads on the housekeeping CPUs, each round's intensity, the idle
+    /// rounds' figures (`figures` and `targets` are the loaded rounds') and the load's effect;
+    /// absent without `--load`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<Cow<'a, LoadBody>>,
 }
 
 /// The JSON document of a check.
@@ -227,6 +246,7 @@ pub(crate) fn document<'a>(report: &'a CheckReport<'a>) -> Document<CheckBody<'a
         clock: Some(super::timesync::ClockBlock::of(report.machine)),
         causes: report.causes.map(Cow::Borrowed),
         timer_causes: report.timer_causes.map(Cow::Borrowed),
+        load: report.load.map(Cow::Borrowed),
     };
     Document::new(
         Kind::Check,
@@ -343,6 +363,10 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             "steal ms: time the host ran something else while the vCPU wanted to run, during \
              the two runs only (the audit's LL-STEAL counts since boot)."
         );
+    }
+    if let Some(load) = report.load {
+        out.blank();
+        out.text(super::check_load::text(load, report.figures));
     }
     out.blank();
     if report.targets.is_empty() {
@@ -506,6 +530,7 @@ pub(crate) fn of_run<'a>(
         quick: check.request.quick,
         causes,
         timer_causes,
+        load: None,
     }
 }
 
@@ -516,42 +541,57 @@ pub(crate) fn documents(
     report: &CheckReport<'_>,
     measured: &CheckRun,
 ) -> Result<Vec<(Kind, String)>, serde_json::Error> {
+    let mut documents = run_documents(check, measured)?;
+    documents.push((Kind::Check, document(report).to_json()?));
+    Ok(documents)
+}
+
+/// The documents of a check but the check's own, in bundle order: the inventory, the audit,
+/// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
+pub(crate) fn run_documents(
+    check: &Prepared,
+    measured: &CheckRun,
+) -> Result<Vec<(Kind, String)>, serde_json::Error> {
     let host = crate::document::host_name(check.session.root());
     let mut documents = vec![
         (
             Kind::Inventory,
-            inventory::document(report.machine).to_json()?,
+            inventory::document(&check.machine).to_json()?,
         ),
         (
             Kind::Audit,
             audit_report::document(
-                report.machine,
-                report.audit,
-                report.profile,
+                &check.machine,
+                &check.audit,
+                check.profile.info,
                 &audit_report::View::default(),
             )
             .to_json()?,
         ),
     ];
     for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
+        let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
+        let mut result = jitter_printers::result(jitter_run);
+        result.figures.conditions.loads = load.clone();
         let doc = measure_document(
             Kind::MeasureJitter,
             host.clone(),
             jitter_run.session.environment.clone(),
-            jitter_printers::result(jitter_run),
+            result,
         );
         documents.push((Kind::MeasureJitter, doc.to_json()?));
         if let Some(run) = measured.timer_runs.get(round) {
+            let mut result = timer_printers::result(run);
+            result.figures.conditions.loads = load;
             let doc = measure_document(
                 Kind::MeasureTimer,
                 host.clone(),
                 run.session.environment.clone(),
-                timer_printers::result(run),
+                result,
             );
             documents.push((Kind::MeasureTimer, doc.to_json()?));
         }
     }
-    documents.push((Kind::Check, document(report).to_json()?));
     Ok(documents)
 }
 
@@ -629,6 +669,7 @@ mod tests {
             quick,
             causes: None,
             timer_causes: None,
+            load: None,
         };
         let json = serde_json::to_value(document(&report)).unwrap();
         (text(&report), json)

@@ -8,6 +8,7 @@ pub(crate) mod apply;
 pub mod audit;
 pub mod bios;
 pub(crate) mod check;
+pub(crate) mod check_load;
 pub mod compare;
 pub(crate) mod fix_script;
 pub(crate) mod fleet;

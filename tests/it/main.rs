@@ -40,6 +40,7 @@ mod isolation_v2;
 mod layers;
 mod links_out;
 mod live_known_answer;
+mod load_live;
 mod machine_readers;
 mod measure_bounds;
 mod measure_defects;

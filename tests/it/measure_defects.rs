@@ -117,10 +117,13 @@ fn the_timer_histogram_says_where_it_is_printed() {
 }
 
 #[test]
-fn a_hog_on_a_measured_cpu_is_refused() {
-    // `--load 1 --cpus 1` was accepted.
+fn a_load_without_a_housekeeping_cpu_is_refused() {
+    // Issue 48: loads run only on CPUs not measured; where this process may run on the
+    // measured CPU alone, none is left, and the load is refused before anything runs.
     let cpu = a_cpu();
-    lowlat(&[
+    let lowlat = assert_cmd::cargo::cargo_bin("lowlat");
+    let mut taskset = std::process::Command::new("taskset");
+    taskset.arg("-c").arg(&cpu).arg(lowlat).args([
         "measure",
         "jitter",
         "--cpus",
@@ -130,10 +133,15 @@ fn a_hog_on_a_measured_cpu_is_refused() {
         "--duration",
         "1s",
         "--load",
-        &cpu,
-    ])
-    .code(2)
-    .stderr(contains(format!("--load {cpu} --cpus {cpu}")));
+        "cpu,ipi",
+    ]);
+    assert_cmd::Command::from_std(taskset)
+        .assert()
+        .code(2)
+        .stderr(contains(format!(
+            "--load cpu,ipi: no housekeeping CPU is left for the load: every CPU this process \
+             may run on is measured (CPU {cpu})"
+        )));
 }
 
 #[test]

@@ -124,6 +124,12 @@ pub fn read(r: &mut Reader) -> Avail<Irqs> {
     })
 }
 
+/// `/proc/interrupts` alone, without the IRQ directories (what a count taken again and again
+/// needs); `None` where it cannot be read.
+pub fn read_counts(r: &mut Reader) -> Option<InterruptTable> {
+    read_table(r, drop).ok()
+}
+
 /// Whether `table` is the whole of a `/proc/interrupts`, as evidence that the IRQs it lists
 /// are all there are: it has the CPU header and ends with the named per-CPU rows (`LOC`,
 /// `ERR` on x86, `IPI0`, `Err` on arm64) that the kernel lists after every numbered IRQ. An

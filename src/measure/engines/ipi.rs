@@ -173,6 +173,12 @@ pub(crate) fn register() -> Result<(), IpiError> {
         .map_err(|e| IpiError::Unsupported(e.to_string()))
 }
 
+/// One `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every other CPU running a
+/// thread of this process. Needs [`register`] first.
+pub(crate) fn barrier() -> std::io::Result<()> {
+    membarrier(CMD_PRIVATE_EXPEDITED).map(drop)
+}
+
 fn pin(cpu: u32) -> Result<(), IpiError> {
     pin_current_thread(cpu).map_err(|e| IpiError::Pin {
         cpu,

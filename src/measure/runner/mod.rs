@@ -10,7 +10,6 @@ pub(crate) mod cpus;
 pub(crate) mod env;
 pub(crate) mod harness;
 pub(crate) mod inject;
-pub(crate) mod load;
 pub(crate) mod measurement;
 pub(crate) mod memory;
 pub(crate) mod node_matrix;

@@ -180,7 +180,13 @@ impl Session {
         result
     }
 
-    /// Checks more CPUs the engine will use (load hogs) by the same rule as the chosen ones.
+    /// The CPUs this process may run on.
+    pub fn allowed(&self) -> &CpuSet {
+        &self.allowed
+    }
+
+    /// Checks more CPUs the engine will use (the echo CPU of `measure net`) by the same rule
+    /// as the chosen ones.
     pub fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
         cpus::choose(&self.online, &self.allowed, Some(requested))
     }

@@ -1,7 +1,7 @@
 //! One measurement run, the same for every engine: one thread per measured CPU that sets
 //! itself up, waits for GO, measures until the end or Ctrl-C, then waits until the main
 //! thread has read the after-run counters (its `/proc` task entry must still exist); helper
-//! threads (load, injectors) run alongside until the stop.
+//! threads (injectors, the trace drain) run alongside until the stop.
 //!
 //! The main thread keeps off the measured CPUs when it can, takes Ctrl-C (the measuring
 //! threads block SIGINT) and sleeps through the run without waking to poll (only to say how
@@ -10,7 +10,7 @@
 //! start ends the run with [`SpawnError`] before anything is measured.
 //!
 //! [`run_loops`] is that run as the loop engines (jitter, timer) use it: with the
-//! environment, memory as the [`Session`] locked it, the load hogs and known-answer injectors
+//! environment, memory as the [`Session`] locked it, known-answer injectors
 //! alongside, and the IRQ, softirq and context-switch counters read around it.
 
 use crate::machine::{CpuSet, Warning};
@@ -19,7 +19,6 @@ use crate::measure::runner::conditions::{self, LoadAverage};
 use crate::measure::runner::env::{self, Environment};
 use crate::measure::runner::harness::{self, Helper, StopFlag};
 use crate::measure::runner::inject::{self, InjectSpec};
-use crate::measure::runner::load;
 use crate::measure::runner::observer::Observer;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
@@ -212,8 +211,6 @@ fn sleep_reporting(
 pub struct LoopSpec {
     /// How long to measure (above 0).
     pub duration: Duration,
-    /// CPUs to load with a hog during the run.
-    pub load: CpuSet,
     /// The known-answer injector to run on each measured CPU.
     pub inject: Option<InjectSpec>,
 }
@@ -335,7 +332,7 @@ pub(crate) fn run_loops<R: Send>(
     let root = session.root();
     let measured: Vec<u32> = session.cpus.iter().collect();
     let environment = env::capture(root, &session.machine, &measured);
-    let mut helpers: Vec<Helper> = load::hogs(&spec.load);
+    let mut helpers: Vec<Helper> = Vec::new();
     let spins = spec.inject.map(|inject| {
         let (injectors, counts) = inject::injectors(&measured, inject);
         helpers.extend(injectors);
@@ -527,7 +524,6 @@ mod tests {
         let session = Session::open(root, Engine::Freq, None).unwrap();
         let spec = LoopSpec {
             duration: Duration::from_millis(10),
-            load: CpuSet::new(),
             inject: None,
         };
         let refused = std::sync::atomic::AtomicBool::new(false);

@@ -10,6 +10,7 @@ use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
 use crate::document::{Document, Kind};
 use crate::machine::{Avail, CpuSet};
+use crate::measure::load::RoundLoad;
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
 use crate::measure::runner::inject::InjectSpec;
@@ -66,8 +67,10 @@ pub(crate) fn checkpoint_document<R, T: Serialize>(
 /// What ran alongside a loop engine's measuring threads, in its JSON result.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunConditions {
-    /// CPUs loaded with a hog during the run.
-    pub load: CpuSet,
+    /// The loads on the housekeeping CPUs during the run (`--load`): each kind's intensity
+    /// and the IPIs the measured CPUs received; `null` without a load.
+    #[serde(default)]
+    pub loads: Option<RoundLoad>,
     /// The injector run on each measured CPU, if any.
     pub inject: Option<InjectSpec>,
     /// Whether memory was locked (mlockall).
@@ -82,7 +85,7 @@ impl RunConditions {
     /// The conditions of `session`, run for `spec`.
     pub(crate) fn of<R>(spec: &LoopSpec, session: &Finished<R>) -> Self {
         Self {
-            load: spec.load.clone(),
+            loads: None,
             inject: spec.inject,
             memory_locked: session.memory_locked,
             main_cpus: session.main_cpus.clone(),

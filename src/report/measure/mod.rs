@@ -5,6 +5,7 @@ pub(crate) mod explain;
 pub(crate) mod hardware;
 pub(crate) mod header;
 pub(crate) mod jitter;
+pub(crate) mod load;
 pub(crate) mod loops;
 pub(crate) mod net;
 pub(crate) mod timer;

@@ -277,7 +277,7 @@ mod tests {
             },
             normal_priority_reason: None,
             conditions: RunConditions {
-                load: [3].into_iter().collect(),
+                loads: None,
                 inject: None,
                 memory_locked: true,
                 main_cpus: [0].into_iter().collect(),
@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(
             run,
             "{\"interval_ns\":1000,\"duration_ns\":2000000,\"elapsed_ns\":2000100,\
-             \"segments\":1,\"normal_priority_reason\":null,\"load\":\"3\",\"inject\":null,\
+             \"segments\":1,\"normal_priority_reason\":null,\"loads\":null,\"inject\":null,\
              \"memory_locked\":true,\"main_cpus\":\"0\",\"load_average\":null,"
         );
         assert_eq!(

@@ -123,6 +123,15 @@ fn load_bundle(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// The run a lowlat document held in memory is (`shown` names it in errors); `None` for a
+/// document of a kind that holds no run.
+pub fn of_document(text: &str, shown: &str) -> Result<Option<Run>, LoadError> {
+    match documents::read(text, shown)? {
+        Content::Run(run) => Ok(Some(*run)),
+        Content::Other { .. } => Ok(None),
+    }
+}
+
 /// Sorts a bundle's files in the order their runs were measured: a bundle names its runs
 /// measure-timer.json, then measure-timer-2.json, -3 ... -10 (the first one has no number).
 pub fn sort_in_run_order(files: &mut [PathBuf]) {

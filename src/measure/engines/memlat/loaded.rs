@@ -21,10 +21,10 @@ use crate::measure::runner::region::{Backing, Region};
 pub(crate) const DELAYS_NS: [u64; 5] = [0, 2_000, 10_000, 50_000, 200_000];
 
 /// Elements of one chunk of one array (64 KiB of f64).
-const CHUNK: usize = 8192;
+pub(crate) const CHUNK: usize = 8192;
 
 /// Bytes Triad moves per element (STREAM's counting: two reads, one write).
-const TRIAD_BYTES: u64 = 24;
+pub(crate) const TRIAD_BYTES: u64 = 24;
 
 /// One intensity of the load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

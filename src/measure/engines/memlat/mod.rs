@@ -13,7 +13,7 @@
 //! is the latency. The first sample is discarded (multichase does the same); the minimum is the
 //! best latency (lmbench, multichase) and the median the typical one.
 
-mod loaded;
+pub(crate) mod loaded;
 mod request;
 
 pub(crate) use loaded::LoadedLatency;
@@ -188,9 +188,24 @@ fn build_chain(buffer: *mut u8, stride: usize, order: &[usize]) -> *const usize 
         .map_or(buffer.cast::<usize>(), |&first| line(first))
 }
 
-/// Follows the chain for `turns` × 16 dependent loads and returns where it stopped.
+/// Writes a chain over the first `lines` lines of `stride` bytes of `region`, visited in
+/// windows of `lines_per_window` lines ([`visit_order`]); returns the address to start from.
+pub(crate) fn chain(
+    region: &Region,
+    lines: usize,
+    stride: usize,
+    lines_per_window: usize,
+    rng: &mut fastrand::Rng,
+) -> *const usize {
+    let lines = lines.min(region.len() / stride.max(1));
+    let order = visit_order(lines, lines_per_window, rng);
+    build_chain(region.as_ptr(), stride, &order)
+}
+
+/// Follows the chain for `turns` × [`LOADS_PER_TURN`] dependent loads and returns where it
+/// stopped.
 #[inline(never)]
-fn chase(mut p: *const usize, turns: u64) -> *const usize {
+pub(crate) fn chase(mut p: *const usize, turns: u64) -> *const usize {
     for _ in 0..turns {
         // SAFETY: every pointer of the chain was written by `build_chain` and points to a line
         // of the same live buffer.
@@ -217,7 +232,7 @@ fn chase(mut p: *const usize, turns: u64) -> *const usize {
 }
 
 /// Loads per turn of [`chase`].
-const LOADS_PER_TURN: u64 = 16;
+pub(crate) const LOADS_PER_TURN: u64 = 16;
 
 impl ChaseConfig {
     /// Checks the configuration, so errors come before any memory is mapped.
@@ -331,9 +346,7 @@ fn measure_size(
     let stride = config.stride_bytes;
     let lines = (size / stride).min(region.len() / stride);
     let window = config.window_bytes.unwrap_or(usize::MAX);
-    let order = visit_order(lines, (window / stride).max(1), rng);
-    let mut p = build_chain(region.as_ptr(), stride, &order);
-    drop(order);
+    let mut p = chain(region, lines, stride, (window / stride).max(1), rng);
 
     // Warm-up and calibration: at least one full lap, and at least ~10 ms.
     let mut turns = (lines as u64).div_ceil(LOADS_PER_TURN).max(64);

@@ -2,6 +2,7 @@
 //! and returns nothing when there are none, so the report shows what its inputs allow.
 
 mod causes;
+mod check_load;
 mod compare;
 mod cross;
 #[cfg(test)]

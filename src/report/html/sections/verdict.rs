@@ -2,12 +2,13 @@
 //! measured and why those, each measured target with every CPU's value, each CPU's figures,
 //! the NICs and the clock, what caused each CPU's gaps (time by cause, the top causes with their
 //! fixes, the longest gaps: the `causes` view; a check explains by default), and the audit's
-//! failed rules. The document is read as [`CheckBody`], the type that writes it; what a check
-//! of an older lowlat lacks reads as its default.
+//! failed rules; under load, the loads, the idle figures beside the loaded ones and the
+//! load's effect (`check_load`). The document is read as [`CheckBody`], the type that writes
+//! it; what a check of an older lowlat lacks reads as its default.
 
 use maud::{Markup, html};
 
-use super::{causes, from, serde_name};
+use super::{causes, check_load, from, serde_name};
 use crate::check::{CpuValue, TargetOutcome, Verdict};
 use crate::report::check::CheckBody;
 use crate::report::html::source::{Source, SourceError};
@@ -125,6 +126,9 @@ fn one(source: &Source, c: &CheckBody<'_>) -> Markup {
                          td { (f.steal_ms.map_or("–".to_string(), num)) } }
                 }
             }
+        }
+        @if let Some(load) = &c.load {
+            (check_load::view(load))
         }
         @if !c.nics.is_empty() {
             table.nics {
