@@ -34,6 +34,9 @@ impl Drop for VethPair {
 #[test]
 #[ignore = "changes the live machine (a veth pair); run with LOWLAT_LIVE_TESTS=1"]
 fn live_nics_answer_through_netlink_and_snapshots_keep_the_answers() {
+    // One test at a time changes the machine's interfaces: the NIC block compared below lists
+    // them all, and another test adds veths and flips eth0's GRO.
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !is_root("adds a veth pair") {
         return;
     }
@@ -137,6 +140,7 @@ fn nic_plan(dir: &std::path::Path, settings: &[(String, String)]) -> std::path::
 #[test]
 #[ignore = "changes the live machine (a veth pair, eth0's GRO); run with LOWLAT_LIVE_TESTS=1"]
 fn live_nic_settings_apply_verify_and_revert_exactly_through_netlink() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !is_root("sets NIC knobs") {
         return;
     }
@@ -277,6 +281,7 @@ impl Drop for RuntimeRule {
 #[test]
 #[ignore = "changes the live machine (a veth pair, a udev rule in /run); run with LOWLAT_LIVE_TESTS=1"]
 fn live_udev_reads_the_plans_nic_rule_and_sets_the_knobs_on_add_and_move() {
+    let _turn = crate::support::cpu1_turn();
     if !live_tests_allowed() || !is_root("adds a veth pair and a udev rule") {
         return;
     }

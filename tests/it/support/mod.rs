@@ -57,8 +57,9 @@ pub(crate) fn is_root(why: &str) -> bool {
     false
 }
 
-/// The one turn of every test that measures on CPU 1 or changes the machine's tuning (a live
-/// measurement, an explained run, an apply and revert): the harness runs tests in parallel
+/// The one turn of every test that measures on CPU 1 or changes the machine's tuning or its
+/// network interfaces (a live measurement, an explained run, an apply and revert, a veth
+/// pair): the harness runs tests in parallel
 /// threads, and two such tests at once disturb each other's figures or journals.
 pub(crate) fn cpu1_turn() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
