@@ -56,6 +56,22 @@ impl FindingStatus {
     }
 }
 
+/// A word that names no finding status (`--status`).
+#[derive(Debug, thiserror::Error)]
+#[error("no status '{0}'; the statuses: {names}", names = FindingStatus::ALL.map(FindingStatus::name).join(", "))]
+pub struct UnknownStatus(String);
+
+impl std::str::FromStr for FindingStatus {
+    type Err = UnknownStatus;
+
+    /// A status by its name (`fail`, `warn`, ...).
+    fn from_str(text: &str) -> Result<Self, UnknownStatus> {
+        (FindingStatus::ALL.into_iter())
+            .find(|s| s.name() == text)
+            .ok_or_else(|| UnknownStatus(text.to_string()))
+    }
+}
+
 /// How much a failure of the rule costs in latency (or, for the throughput profile, in
 /// performance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

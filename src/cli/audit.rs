@@ -114,13 +114,13 @@ pub struct AuditArgs {
     /// Show only the findings of these statuses (comma-separated): pass, warn, fail, waived,
     /// inferred, unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
-    #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
+    #[arg(long, value_name = "STATUS,...", value_delimiter = ',')]
     pub status: Vec<FindingStatus>,
 
     /// Show only the findings of these layers (comma-separated): firmware, hardware, boot,
     /// sysctl, runtime, service, file, domain (the layer of the rule's fix, as `--explain`
     /// names it). Applies as --status does.
-    #[arg(long, value_name = "LAYER,...", value_delimiter = ',', value_parser = super::values::layer)]
+    #[arg(long, value_name = "LAYER,...", value_delimiter = ',')]
     pub layer: Vec<Layer>,
 
     /// Also write the fixes of the failing and warning findings shown as one POSIX sh script

@@ -9,14 +9,13 @@ use super::exit;
 use super::messages::note;
 use super::output::{print, print_json};
 use crate::audit::profile::{self, Profile, Requested};
-use crate::audit::site::{self, Site, SiteError};
-use crate::check::targets::Target;
+use crate::audit::site;
+pub(crate) use crate::check::targets::{site_duration, site_targets};
 use crate::plan::request::PlanProfile;
 use crate::report::profile as report;
 use crate::tuning::profile_name::{ProfileName, TunedName};
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
-use std::time::Duration;
 
 /// What `--profile` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,28 +167,6 @@ impl clap::builder::TypedValueParser for ProfileParser {
                 .filter_map(|profile| profile.to_possible_value()),
         ))
     }
-}
-
-/// A site profile's `[check]` targets, read by `--target`'s grammar; a bad one is refused at
-/// its file, line and column.
-pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
-    (site.check.targets.iter())
-        .map(|located| {
-            let mut parsed =
-                super::values::target(&located.value).map_err(|e| SiteError::at(located, e))?;
-            parsed.source = located.place.to_string();
-            Ok(parsed)
-        })
-        .collect()
-}
-
-/// A site profile's `[check]` duration, read as `--duration`.
-pub(crate) fn site_duration(site: &Site) -> Result<Option<Duration>, SiteError> {
-    (site.check.duration.as_ref())
-        .map(|located| {
-            super::values::duration(&located.value).map_err(|e| SiteError::at(located, e))
-        })
-        .transpose()
 }
 
 /// Options of `lowlat profile`.

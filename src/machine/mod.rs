@@ -34,7 +34,7 @@ pub mod virt;
 pub mod workload;
 
 pub use avail::{Avail, Warning, Warnings};
-pub use cpulist::CpuSet;
+pub use cpulist::{CpuSet, CpuSetError};
 
 use crate::sysroot::{ReadError, SysRoot};
 use cpulist::Interner;
