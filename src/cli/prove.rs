@@ -212,7 +212,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
 
 /// The check of each arm: `rounds` as check's request.
 fn check_request(rounds: &Rounds) -> Result<CheckRequest> {
-    let profile = ProfileArg::parse(&rounds.profile)
+    let profile = (rounds.profile.parse::<ProfileArg>())
         .map_err(|e| anyhow!("--profile {}: {e}", rounds.profile))?;
     let request = CheckRequest {
         profile: profile.load()?,
