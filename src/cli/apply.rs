@@ -12,8 +12,8 @@ use super::{Cli, exit};
 use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
 use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document;
-use crate::report::apply::apply_text;
 use crate::report::apply::json::apply_document;
+use crate::report::apply::{apply_header_text, apply_text};
 use crate::sysroot::SysRoot;
 
 /// Options of `lowlat apply`.
@@ -147,11 +147,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
         e => e.into(),
     })?;
-    let ApplyRequest {
-        plan,
-        path: plan_path,
-        ..
-    } = &prepared.request;
+    let plan_path = &prepared.request.path;
     // The report, as the table or as the JSON document.
     let show = |report: &ApplyReport| -> Result<()> {
         if args.json {
@@ -163,14 +159,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
     };
     if !args.json {
-        print(&format!(
-            "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}\n",
-            plan.profile,
-            plan.target.host,
-            args.scope().name(),
-            root.dir_path().display(),
-            if args.dry_run { ", dry run" } else { "" }
-        ))?;
+        print(&apply_header_text(&prepared.request, &root))?;
     }
     let applied = pipeline::run(&root, &prepared, |preview| {
         if args.yes {
@@ -198,11 +187,9 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             if !args.dry_run && !args.json {
                 print("Nothing to change.\n")?;
             }
-            Ok(if !args.dry_run && preview.boot_not_configured.is_some() {
-                exit::FAILURES
-            } else {
-                exit::OK
-            })
+            Ok(exit::found(
+                !args.dry_run && preview.boot_not_configured.is_some(),
+            ))
         }
         Applied::Declined => {
             print("Nothing was changed.\n")?;

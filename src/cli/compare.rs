@@ -141,9 +141,5 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         print(&printers::text(&comparisons))?;
     }
     let any = args.fail_on == FailOn::Any;
-    Ok(if comparisons.iter().any(|c| c.fails(any)) {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(comparisons.iter().any(|c| c.fails(any))))
 }

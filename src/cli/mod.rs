@@ -21,6 +21,11 @@ pub mod exit {
     /// `check` only: nothing failed, but the run could not decide: a target it was too short
     /// to prove, or a `--quick` smoke run.
     pub const NOT_PROVEN: u8 = 3;
+
+    /// [`FAILURES`] when the command found failures, else [`OK`].
+    pub(crate) fn found(failures: bool) -> u8 {
+        if failures { FAILURES } else { OK }
+    }
 }
 
 /// lowlat: inventory, audit, plan, apply (with exact revert), verify and measure a Linux
@@ -193,26 +198,8 @@ impl Cli {
     /// system's files it holds (the snapshot manifest's `snapshot_kind`).
     pub(crate) fn source(&self) -> Result<(SysRoot, SnapshotKind)> {
         if let Some(dir) = &self.root {
-            if !dir.is_dir() {
-                let what = if dir.exists() {
-                    "not a directory"
-                } else {
-                    "does not exist"
-                };
-                anyhow::bail!(
-                    "--root {}: {what} (give the top of a tree laid out like /)",
-                    dir.display()
-                );
-            }
-            let root = SysRoot::dir(dir);
-            // Every part of the model would be unavailable, and an audit of nothing passes.
-            if !root.is_dir("/proc") && !root.is_dir("/sys") {
-                anyhow::bail!(
-                    "--root {}: holds neither proc/ nor sys/ (give the top of a tree laid out \
-                     like /: a fixture machine, or `lowlat --snapshot FILE snapshot --extract DIR`)",
-                    dir.display()
-                );
-            }
+            let root =
+                SysRoot::tree(dir).map_err(|e| anyhow::anyhow!("--root {}: {e}", dir.display()))?;
             return Ok((root, SnapshotKind::Linux));
         }
         if let Some(file) = &self.snapshot {
@@ -224,6 +211,17 @@ impl Cli {
 }
 
 impl Cli {
+    /// The machine read, as a fix script's header names it: `--root DIR`, `--snapshot FILE`,
+    /// `--sosreport DIR` or the live machine.
+    pub(crate) fn input_name(&self) -> String {
+        match (&self.root, &self.snapshot, &self.sosreport) {
+            (Some(dir), _, _) => format!("--root {}", dir.display()),
+            (None, Some(file), _) => format!("--snapshot {}", file.display()),
+            (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
+            (None, None, None) => "the live machine".to_string(),
+        }
+    }
+
     /// Refuses `--root`/`--snapshot` for a `command` that reads no machine but the files given
     /// as its arguments (`reads`), rather than ignoring them without a word.
     pub(crate) fn no_machine(&self, command: &str, reads: &str) -> Result<()> {
