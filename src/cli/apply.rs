@@ -9,6 +9,7 @@ use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
+pub(crate) use crate::apply::pipeline::require_root;
 use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
 use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document;
@@ -81,17 +82,6 @@ impl ApplyArgs {
     }
 }
 
-/// Refuses to change the live machine without root (`euid` 0). Dry runs and directory trees
-/// need no root.
-pub(crate) fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> Result<()> {
-    if root.is_live() && !dry_run && euid != 0 {
-        bail!(
-            "lowlat {command} changes this machine and must run as root (sudo lowlat {command} ...); nothing was changed. --dry-run shows the changes without root."
-        );
-    }
-    Ok(())
-}
-
 /// The root `apply` and `revert` may write to: the live machine or a directory tree, not a
 /// snapshot.
 pub(crate) fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
@@ -123,7 +113,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         "apply",
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
-        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
+        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(e.as_ref())))?;
     let plan_path = std::fs::canonicalize(&args.plan)
         .unwrap_or_else(|_| args.plan.clone())
         .display()
@@ -205,26 +195,5 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 exit::OK
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_live_machine_needs_root_except_for_a_dry_run() {
-        let live = SysRoot::live();
-        let err = require_root(&live, false, 1000, "apply")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("must run as root") && err.contains("nothing was changed"),
-            "{err}"
-        );
-        assert!(require_root(&live, true, 1000, "apply").is_ok());
-        assert!(require_root(&live, false, 0, "apply").is_ok());
-        let dir = tempfile::tempdir().unwrap();
-        assert!(require_root(&SysRoot::dir(dir.path()), false, 1000, "apply").is_ok());
     }
 }

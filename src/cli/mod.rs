@@ -5,6 +5,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+pub use crate::text::error_text;
+
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
 use messages::{note, warning};
@@ -233,26 +235,6 @@ impl Cli {
         }
         Ok(())
     }
-}
-
-/// The text of an error as `lowlat: error:` prints it: the error and its causes joined by `: `,
-/// leaving out a cause whose text the message already holds (a library error that names its
-/// OS error would otherwise print it twice), with every control character but newline and tab
-/// escaped. Errors quote input (a serde "unknown variant" quotes the document's value), and an
-/// escape sequence from a file must not reach the terminal.
-pub fn error_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    crate::text::escape_page(&text).into_owned()
 }
 
 /// Runs the parsed command line and returns the exit code.
