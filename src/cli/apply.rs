@@ -114,14 +114,12 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
         .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(e.as_ref())))?;
-    let plan_path = std::fs::canonicalize(&args.plan)
-        .unwrap_or_else(|_| args.plan.clone())
-        .display()
-        .to_string();
     let request = ApplyRequest {
         plan,
         text,
-        path: plan_path,
+        path: (std::fs::canonicalize(&args.plan).unwrap_or_else(|_| args.plan.clone()))
+            .display()
+            .to_string(),
         scope: args.scope(),
         dry_run: args.dry_run,
         force: args.force,

@@ -210,9 +210,7 @@ impl Cli {
         }
         Ok((SysRoot::live(), SnapshotKind::Linux))
     }
-}
 
-impl Cli {
     /// The machine read, as a fix script's header names it: `--root DIR`, `--snapshot FILE`,
     /// `--sosreport DIR` or the live machine.
     pub(crate) fn input_name(&self) -> String {
@@ -262,16 +260,8 @@ pub fn run(mut cli: Cli) -> Result<u8> {
         Some(dir) => {
             let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
                 .context("--must-gather")?;
-            note!(
-                "--must-gather: node {}",
-                crate::text::escape_controls(&node.name)
-            );
-            if let Some(release) = &node.kernel_from_node_object {
-                note!(
-                    "--must-gather: the kernel release {release} is the Node object's \
-                     status.nodeInfo.kernelVersion",
-                    release = crate::text::escape_controls(release)
-                );
+            for line in node.notes() {
+                note!("--must-gather: {line}");
             }
             for lack in &node.lacks {
                 warning!("--must-gather: the node's snapshot lacks {lack}");

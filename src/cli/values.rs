@@ -18,9 +18,9 @@ use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 
 pub(crate) use crate::check::targets::read as target;
-pub(crate) use crate::units::parse::Latency;
 pub(crate) use crate::units::parse::{
-    count, duration, duration_with_unit, latency_bare_ns, latency_bare_us, percent, priority, size,
+    Latency, count, duration, duration_with_unit, latency_bare_ns, latency_bare_us, percent,
+    priority, size,
 };
 
 /// `--load KINDS`: the kinds of load asked for.
