@@ -502,6 +502,12 @@ fn read_archive(
     })
 }
 
+/// The path of a tar entry, as text (a byte that is not UTF-8 becomes U+FFFD).
+fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, ArchiveError> {
+    let path = entry.path().map_err(ArchiveError::Corrupt)?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
 /// The signal caught while a snapshot unpacks (0: none).
 static CAUGHT_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
@@ -725,11 +731,7 @@ fn unpack<R: Read>(
     let mut manifest: Option<Manifest> = None;
     for (index, entry) in entries.enumerate() {
         let mut entry = entry.map_err(ArchiveError::Corrupt)?;
-        let name = entry
-            .path()
-            .map_err(ArchiveError::Corrupt)?
-            .to_string_lossy()
-            .into_owned();
+        let name = entry_name(&entry)?;
         if index == 0 && name != "manifest.json" {
             return Err(ArchiveError::ManifestNotFirst(
                 escape_controls(&name).into_owned(),
