@@ -157,7 +157,8 @@ pub(super) fn own_path(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::trace::explain::{Class, TraceGap, Waits, explain_cpu};
+    use crate::measure::trace::events::Sym;
+    use crate::measure::trace::explain::{Class, CpuCauses, TraceGap, Waits, explain_cpu};
 
     const CLIENT: u32 = 200;
     const ECHO: u32 = 201;
@@ -166,10 +167,53 @@ mod tests {
         Event { ts, what }
     }
 
+    /// The trace of CPU `cpu` of a ping-pong whose thread there is `loop_tid`.
+    fn ping_pong<'a>(
+        cpu: u32,
+        loop_tid: u32,
+        events: &'a [Event],
+        waits: &'a Waits,
+        wakeups: &'a [u64],
+    ) -> CpuTrace<'a> {
+        CpuTrace {
+            cpu,
+            loop_tid,
+            events,
+            lost: Vec::new(),
+            offline_from: None,
+            sends_lost: &[],
+            run_start: 0,
+            waits,
+            wakeups,
+        }
+    }
+
+    /// Each cause of `out` as (class, source), sorted.
+    fn causes_of(out: &CpuCauses) -> Vec<(Class, String)> {
+        let mut got: Vec<(Class, String)> = (out.causes.iter())
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        got
+    }
+
+    /// A switch at `at` to `pid` (`comm`) from `prev`, which slept (`prev_blocked`) or not.
+    fn switch(at: u64, pid: u32, comm: Sym, prev: u32, prev_blocked: bool) -> Event {
+        ev(
+            at,
+            What::Switch {
+                pid,
+                comm,
+                prev,
+                prev_blocked,
+            },
+        )
+    }
+
     /// The echo's CPU (1) over five round trips of the shape this module's doc describes:
-    /// the message's own path alone; a NIC queue's IRQ and its NET_RX (network receive); a spinner that kept the
-    /// CPU 2 ms after the echo's wake-up; the tick while the echo ran (just after a spinner
-    /// that left at once); a spinner that preempted the echo before the round trip began
+    /// the message's own path alone; a NIC queue's IRQ and its NET_RX (network receive); a
+    /// spinner that kept the CPU 2 ms after the echo's wake-up; the tick while the echo ran
+    /// (just after a spinner that left at once); a spinner that preempted the echo before the round trip began
     /// and held the CPU through most of it. A task that ran while the echo slept is never
     /// named.
     #[test]
@@ -180,17 +224,6 @@ mod tests {
         let spin = s.intern_task(400, "kat-spin");
         let virtio = s.intern("virtio0-input.0");
         let tick = s.intern("tick_nohz_handler");
-        let switch = |at, pid, comm, prev, prev_blocked| {
-            ev(
-                at,
-                What::Switch {
-                    pid,
-                    comm,
-                    prev,
-                    prev_blocked,
-                },
-            )
-        };
         // The client's sends to CPU 1 (its reschedule IPIs), traced on CPU 0.
         let client_comm = s.intern_task(CLIENT, "lowlat");
         let send = |ts| IpiSend {
@@ -252,17 +285,7 @@ mod tests {
         events.push(switch(4_653, 400, spin, ECHO, true));
         events.sort_by_key(|e| e.ts);
         let waits = Waits::Message(vec![CLIENT, ECHO]);
-        let trace = CpuTrace {
-            cpu: 1,
-            loop_tid: ECHO,
-            events: &events,
-            lost: Vec::new(),
-            offline_from: None,
-            sends_lost: &[],
-            run_start: 0,
-            waits: &waits,
-            wakeups: &wakeups,
-        };
+        let trace = ping_pong(1, ECHO, &events, &waits, &wakeups);
         let gaps = [
             (100, 120),
             (200, 220),
@@ -272,12 +295,7 @@ mod tests {
         ]
         .map(|(start, end)| TraceGap { start, end });
         let out = explain_cpu(&trace, &gaps, &sent, 1_000, &s, &|t| t);
-        let mut got: Vec<(Class, String)> = out
-            .causes
-            .iter()
-            .map(|c| (c.cause.class, c.cause.source.clone()))
-            .collect();
-        got.sort();
+        let got = causes_of(&out);
         assert_eq!(
             got,
             vec![
@@ -307,17 +325,6 @@ mod tests {
         let idle = s.intern_task(0, "swapper/0");
         let virtio_net = s.intern("virtio0-input.0");
         let virtio_blk = s.intern("virtio1-req.0");
-        let switch = |at, pid, comm, prev, prev_blocked| {
-            ev(
-                at,
-                What::Switch {
-                    pid,
-                    comm,
-                    prev,
-                    prev_blocked,
-                },
-            )
-        };
         let echo_comm = s.intern_task(ECHO, "lowlat");
         let mut events = Vec::new();
         let mut sent = Vec::new();
@@ -358,26 +365,13 @@ mod tests {
         };
         trip(&mut events, 400, &[disk, What::Softirq(4)]);
         let waits = Waits::Message(vec![CLIENT, ECHO]);
-        let trace = CpuTrace {
-            cpu: 0,
-            loop_tid: CLIENT,
-            events: &events,
-            lost: Vec::new(),
-            offline_from: None,
-            sends_lost: &[],
-            run_start: 0,
-            waits: &waits,
-            wakeups: &wakeups,
-        };
+        let trace = ping_pong(0, CLIENT, &events, &waits, &wakeups);
         let gaps = [100, 200, 300, 400].map(|at| TraceGap {
             start: at,
             end: at + 20,
         });
         let out = explain_cpu(&trace, &gaps, &sent, 1_000, &s, &|t| t);
-        let mut got: Vec<(Class, String)> = (out.causes.iter())
-            .map(|c| (c.cause.class, c.cause.source.clone()))
-            .collect();
-        got.sort();
+        let got = causes_of(&out);
         assert_eq!(
             got,
             vec![
@@ -408,17 +402,7 @@ mod tests {
         };
         let events = [ev(105, What::Vector(Vector::CallFunctionSingle))];
         let waits = Waits::Message(vec![CLIENT, ECHO]);
-        let trace = CpuTrace {
-            cpu: 1,
-            loop_tid: ECHO,
-            events: &events,
-            lost: Vec::new(),
-            offline_from: None,
-            sends_lost: &[],
-            run_start: 0,
-            waits: &waits,
-            wakeups: &[],
-        };
+        let trace = ping_pong(1, ECHO, &events, &waits, &[]);
         let sent = [&send];
         let (kept, woken) = own_path(&events, &trace, &[CLIENT, ECHO], &sent, 1_000, &s);
         assert_eq!(kept, events);
