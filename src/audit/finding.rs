@@ -291,3 +291,28 @@ impl Counts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_layers_are_read_by_their_names() {
+        for status in FindingStatus::ALL {
+            assert_eq!(status.name().parse::<FindingStatus>().unwrap(), status);
+        }
+        assert_eq!(
+            "failed".parse::<FindingStatus>().unwrap_err().to_string(),
+            "no status 'failed'; the statuses: pass, warn, fail, waived, inferred, unknown, skipped"
+        );
+        assert_eq!("services".parse::<Layer>().unwrap(), Layer::Service);
+        assert_eq!("sysctl".parse::<Layer>().unwrap(), Layer::Sysctl);
+        assert!(
+            "kernel"
+                .parse::<Layer>()
+                .unwrap_err()
+                .to_string()
+                .starts_with("no layer 'kernel'; the layers: firmware, hardware, boot")
+        );
+    }
+}

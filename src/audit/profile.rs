@@ -342,6 +342,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_profile_is_named_by_its_name_tuneds_name_or_a_file() {
+        let choice = |text: &str| text.parse::<ProfileChoice>();
+        let builtin = |name, tuned: Option<&str>| ProfileChoice::Builtin {
+            name,
+            tuned: tuned.map(str::to_string),
+        };
+        assert_eq!(
+            choice("throughput").unwrap(),
+            builtin(ProfileName::Throughput, None)
+        );
+        let tuned = choice("cpu-partitioning").unwrap();
+        assert_eq!(tuned.to_string(), "cpu-partitioning");
+        assert!(matches!(
+            tuned,
+            ProfileChoice::Builtin { tuned: Some(_), .. }
+        ));
+        assert_eq!(
+            choice("site.toml").unwrap(),
+            ProfileChoice::File("site.toml".into())
+        );
+        assert_eq!(choice("./site").unwrap().to_string(), "./site");
+        let unknown = choice("low-latancy").unwrap_err().to_string();
+        assert!(
+            unknown.starts_with(
+                "'low-latancy': no such profile; give a built-in profile (low-latency"
+            ),
+            "{unknown}"
+        );
+        let tuned_only = choice("realtime").unwrap_err().to_string();
+        assert!(
+            tuned_only.starts_with("TuneD's realtime has no lowlat profile: "),
+            "{tuned_only}"
+        );
+    }
+
+    #[test]
     fn every_profile_loads_and_every_rule_is_used() {
         let mut used = std::collections::BTreeSet::new();
         for info in PROFILES {
