@@ -4,12 +4,14 @@
 use super::explain::{self, ExplainJson};
 use super::header::Measured;
 use super::loops::{
-    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+    Alongside, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
+    shared_lines,
 };
 use super::micros;
-use crate::measure::engines::jitter::JitterRun;
+use crate::document::Kind;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
+use crate::measure::engines::jitter::{self, JitterRun};
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
@@ -20,10 +22,6 @@ use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::micros_setting;
 use serde::{Deserialize, Serialize};
-
-/// How the jitter engine measures, in the result header.
-pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
-     two reads at or above the threshold is one interruption";
 
 /// `lowlat measure jitter` as JSON, after the result header.
 #[derive(Debug, Serialize, Deserialize)]
@@ -146,6 +144,24 @@ fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
     gap_stats(&mut ticks)
 }
 
+impl LoopDocument for JitterRun {
+    const KIND: Kind = Kind::MeasureJitter;
+    type Figures = JitterResult;
+    fn result(&self) -> Measured<JitterResult> {
+        result(self)
+    }
+    fn conditions(figures: &mut JitterResult) -> &mut RunConditions {
+        &mut figures.conditions
+    }
+    fn why_short(cpu: &CpuLoop<BusyRecord>) -> Option<String> {
+        Some(format!(
+            "CPU {}: the gap buffer filled ({} gaps); its results cover only the time until \
+             then; raise --threshold or --max-gaps",
+            cpu.cpu, cpu.record.config.capacity
+        ))
+    }
+}
+
 /// Builds the JSON result: the shared header, then the jitter figures.
 pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
     let hz = run.tsc.hz;
@@ -201,7 +217,7 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
             }
         })
         .collect();
-    let header = header(METHOD, &run.session, run.request.priority);
+    let header = header(jitter::METHOD, &run.session, run.request.priority);
     let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
         span: RunSpan::of(&run.request.spec, &run.session),

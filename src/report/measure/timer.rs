@@ -3,11 +3,13 @@
 use super::explain::{self, ExplainJson};
 use super::header::Measured;
 use super::loops::{
-    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+    Alongside, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
+    shared_lines,
 };
 use super::micros;
-use crate::measure::engines::timer::TimerRun;
+use crate::document::Kind;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
+use crate::measure::engines::timer::{self, TimerRun};
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
@@ -16,11 +18,6 @@ use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::micros_setting;
 use serde::{Deserialize, Serialize};
-
-/// How the timer engine measures, in the result header.
-pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
-     (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
-     clock read on waking minus the deadline";
 
 /// `lowlat measure timer` as JSON, after the result header.
 #[derive(Debug, Serialize, Deserialize)]
@@ -142,9 +139,20 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
     }
 }
 
+impl LoopDocument for TimerRun {
+    const KIND: Kind = Kind::MeasureTimer;
+    type Figures = TimerResult;
+    fn result(&self) -> Measured<TimerResult> {
+        result(self)
+    }
+    fn conditions(figures: &mut TimerResult) -> &mut RunConditions {
+        &mut figures.conditions
+    }
+}
+
 /// Builds the JSON result: the shared header, then the timer figures.
 pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
-    let header = header(METHOD, &run.session, run.fifo_priority);
+    let header = header(timer::METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
         span: RunSpan::of(&run.request.spec, &run.session),
