@@ -1,10 +1,10 @@
 //! The jitter result: its JSON form, the plain terminal table, and the bridges to the
 //! sysjitter and oslat printers.
 
-use super::explain::{self, ExplainJson};
+use super::explain;
 use super::header::Measured;
 use super::loops::{
-    Alongside, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
+    Alongside, LoopCpus, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
     shared_lines,
 };
 use super::micros;
@@ -33,14 +33,9 @@ pub(crate) struct JitterResult {
     pub span: RunSpan,
     /// The counter read by the loop and how its frequency was found.
     pub counter: Tsc,
-    /// Load, injector, memory locking and the reporting thread's CPUs.
+    /// The conditions, each measured CPU and the causes.
     #[serde(flatten)]
-    pub conditions: RunConditions,
-    /// One entry per measured CPU.
-    pub cpus: Vec<JitterCpu>,
-    /// Each gap's cause, per CPU (`--explain` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<ExplainJson>,
+    pub per_cpu: LoopCpus<JitterCpu>,
 }
 
 /// One measured CPU in the JSON.
@@ -151,7 +146,7 @@ impl LoopDocument for JitterRun {
         result(self)
     }
     fn conditions(figures: &mut JitterResult) -> &mut RunConditions {
-        &mut figures.conditions
+        &mut figures.per_cpu.conditions
     }
     fn why_short(cpu: &CpuLoop<BusyRecord>) -> Option<String> {
         Some(format!(
@@ -222,9 +217,11 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
         threshold_ns: run.request.threshold_ns,
         span: RunSpan::of(&run.request.spec, &run.session),
         counter: run.tsc,
-        conditions: RunConditions::of(&run.request.spec, &run.session),
-        cpus,
-        explain: run.explanation.as_ref().map(explain::json),
+        per_cpu: LoopCpus {
+            conditions: RunConditions::of(&run.request.spec, &run.session),
+            cpus,
+            explain: run.explanation.as_ref().map(explain::json),
+        },
     };
     Measured { header, figures }
 }
@@ -319,7 +316,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
         "loop ns",
     ];
     let mut rows = vec![header.map(String::from).to_vec()];
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         let s = &cpu.stats_ns;
         rows.push(vec![
             cpu.cpu.to_string(),
@@ -340,7 +337,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
     out.text(
         "(latencies in µs; loop = mean loop iteration in ns, the detection floor is its minimum)\n",
     );
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         let full = cpu.buffer_full.then(|| {
             format!(
                 "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
@@ -359,7 +356,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
     }
     out.text(shared_lines(&run.session.shared));
     out.text(notes(run));
-    if let Some(explanation) = &result.explain {
+    if let Some(explanation) = &result.per_cpu.explain {
         out.text(explain::text(explanation, "gaps"));
     }
     out.into_string()

@@ -6,6 +6,7 @@ use crate::text::Page;
 
 use serde::{Deserialize, Serialize};
 
+use super::explain::ExplainJson;
 use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
 use crate::document::{Document, Kind};
@@ -87,6 +88,22 @@ pub(crate) fn checkpoint_document<R, T: Serialize>(
         duration.as_secs_f64()
     ));
     document(kind, host, so_far.environment.clone(), result)
+}
+
+/// What both loop engines' results end with: the conditions of the run, one entry `C` per
+/// measured CPU and, with `--explain`, the causes.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct LoopCpus<C> {
+    /// Load, injector, memory locking and the reporting thread's CPUs.
+    #[serde(flatten)]
+    pub conditions: RunConditions,
+    /// One entry per measured CPU.
+    pub cpus: Vec<C>,
+    /// Each explained gap's cause, per CPU (`--explain` only): the jitter loop's gaps; the
+    /// timer's wake-ups at least `explain_above_ns` late (`gaps` counts them, each from its
+    /// deadline to its wake-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainJson>,
 }
 
 /// What ran alongside a loop engine's measuring threads, in its JSON result.

@@ -174,6 +174,7 @@ fn loop_run<'a>(
 fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError> {
     let result = body.result;
     let cpus = result
+        .per_cpu
         .cpus
         .iter()
         .filter(|c| c.setup_error.is_none())
@@ -193,10 +194,11 @@ fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError
     Ok(Run {
         threshold_ns: Some(result.threshold_ns),
         load_average: result
+            .per_cpu
             .conditions
             .load_average
             .map(|l| (l.before + l.after) / 2.0),
-        causes: result.explain.and_then(causes),
+        causes: result.per_cpu.explain.and_then(causes),
         ..run
     })
 }
@@ -206,6 +208,7 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
     let result = body.result;
     let elapsed_ns = result.span.elapsed_ns;
     let cpus = result
+        .per_cpu
         .cpus
         .iter()
         .filter(|c| c.setup_error.is_none())
@@ -224,6 +227,7 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
     )?;
     Ok(Run {
         load_average: result
+            .per_cpu
             .conditions
             .load_average
             .map(|l| (l.before + l.after) / 2.0),
