@@ -138,24 +138,10 @@ pub struct LoopArgs {
 }
 
 impl LoopArgs {
-    /// What the loop engine is asked besides the CPUs (which `session` chose from `--cpus` and
-    /// holds): the length of a round. Refuses an injector period longer than the run.
+    /// What the loop engine is asked besides the CPUs (which the session holds): one round
+    /// ([`LoopSpec::round_of`]).
     pub fn spec(&self) -> Result<LoopSpec> {
-        if let Some(inject) = self.inject {
-            let duration_ns = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
-            if inject.period_ns > duration_ns {
-                anyhow::bail!(
-                    "--inject: a period of {} ms is longer than --duration {:?}; the injector \
-                     would never spin; use a shorter period or a longer duration",
-                    inject.period_ns as f64 / 1e6,
-                    self.duration
-                );
-            }
-        }
-        Ok(LoopSpec {
-            duration: self.round(),
-            inject: self.inject,
-        })
+        Ok(LoopSpec::round_of(self.duration, self.repeat, self.inject)?)
     }
 
     /// The length of one round: --duration split over --repeat.
@@ -342,33 +328,6 @@ pub(crate) fn say_session_notes(session: &Session) {
     for session_note in session.notes() {
         note!("{session_note}");
     }
-}
-
-/// Checks, before measuring, that files named `PREFIX.<suffix>` can be created: the
-/// directory of `prefix` exists and is writable (a run must not be lost to a typo).
-pub(crate) fn check_output_prefix(prefix: &str) -> Result<()> {
-    let path = std::path::Path::new(prefix);
-    if path.file_name().is_none() || prefix.ends_with('/') {
-        anyhow::bail!("give a file name prefix, e.g. run (files run.<cpu>), not a directory");
-    }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "directory {} does not exist; create it or name another",
-            dir.display()
-        );
-    }
-    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).map_err(|e| {
-        anyhow::anyhow!(
-            "directory {} is not writable ({}); name another",
-            dir.display(),
-            std::io::Error::from(e)
-        )
-    })?;
-    Ok(())
 }
 
 /// Delivers a loop engine's result as the versioned JSON document, with the environment the
@@ -624,7 +583,6 @@ pub(crate) fn open_loop_session(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
 
     fn loop_args(args: &[&str]) -> LoopArgs {
         #[derive(clap::Parser)]
@@ -633,26 +591,6 @@ mod tests {
             args: LoopArgs,
         }
         <Wrap as clap::Parser>::parse_from(std::iter::once("loop").chain(args.iter().copied())).args
-    }
-
-    #[test]
-    fn loop_flags_become_a_checked_spec() {
-        let dir = tempfile::tempdir().unwrap();
-        let online = dir.path().join("sys/devices/system/cpu");
-        std::fs::create_dir_all(&online).unwrap();
-        std::fs::write(online.join("online"), "0-1\n").unwrap();
-        let allowed = crate::measure::runner::harness::current_affinity().unwrap();
-        if !(allowed.contains(0) && allowed.contains(1)) {
-            crate::test_tree::missing_data("CPUs 0 and 1 in this process's affinity");
-            return;
-        }
-        let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
-        let session =
-            Session::open(SysRoot::dir(dir.path()), Engine::Freq, args.cpus.as_ref()).unwrap();
-        let spec = args.spec().unwrap();
-        assert_eq!(session.cpus.to_list(), "1");
-        assert_eq!(spec.duration, Duration::from_secs(2));
-        assert_eq!(spec.inject.map(|i| i.spin_ns), Some(500_000));
     }
 
     /// Issue 48: `--load KINDS` runs on the CPUs not measured, and is refused, naming the

@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::measure_common::{LoopArgs, check_output_prefix};
+use super::measure_common::LoopArgs;
 use super::messages::{error, note};
 use super::values;
 use crate::measure::engines::jitter::{DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun};
@@ -69,7 +69,7 @@ pub enum JitterFormat {
 /// Runs `lowlat measure jitter`.
 pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     if let Some(prefix) = &args.raw {
-        check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
+        sysjitter::check_raw_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }
     if let Some(note) = args.threshold.note("--threshold", "ns") {
         note!("{note}");
