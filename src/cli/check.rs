@@ -15,7 +15,7 @@ use crate::audit::Profile;
 
 use crate::bundle::Bundle;
 use crate::check::targets::{self, Target};
-use crate::check::{self, CheckError, CheckRequest, Verdict};
+use crate::check::{self, CheckError, CheckRequest, Step, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -94,6 +94,14 @@ pub struct CheckArgs {
     #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 
+    /// How long the kernel's hwlat tracer runs when a target names hwlat (`hwlat.max<LATENCY`):
+    /// once, after the rounds, never beside them (it spins one CPU at a time with interrupts
+    /// off). Default 60 s, half of hwlatdetect's 120 s: 60 bursts of 0.5 s, enough to see
+    /// firmware that interrupts every minute or more often; rarer interruptions need longer
+    /// (10m).
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = values::duration)]
+    pub hwlat_duration: Option<Duration>,
+
     /// Do not trace the measured CPUs to give each gap, and each timer wake-up 20 µs late or
     /// more, its cause (by default a check explains where tracing is available: root,
     /// tracefs; see docs/guide/explain.md).
@@ -140,11 +148,12 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     );
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
-    let measured = check::run(&check, |round, loaded| match loaded {
-        Some(true) => note!("{round}: loaded"),
-        Some(false) => note!("{round}: idle"),
-        None if round.worth_saying() => note!("{round}"),
-        None => {}
+    let measured = check::run(&check, |step| match step {
+        Step::Round(round, Some(true)) => note!("{round}: loaded"),
+        Step::Round(round, Some(false)) => note!("{round}: idle"),
+        Step::Round(round, None) if round.worth_saying() => note!("{round}"),
+        Step::Round(..) => {}
+        Step::Hwlat(_) => note!("{step}"),
     })?;
     if let Some(load) = &measured.load {
         for skipped in &load.skipped {
@@ -241,6 +250,12 @@ fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
             request.rounds.max(1)
         ),
     };
+    if targets.iter().any(|t| t.metric.is_machine_wide()) {
+        said += &format!(
+            ", then {:.0} s of the hwlat tracer (--hwlat-duration)",
+            request.hwlat_duration.as_secs_f64()
+        );
+    }
     let hardest = (targets.iter())
         .filter_map(|target| Some((target, target.seconds_to_prove()?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
@@ -282,6 +297,9 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
         explain: !args.no_explain,
         quick: args.quick,
         load: args.load.asked(),
+        hwlat_duration: args
+            .hwlat_duration
+            .unwrap_or(check::hwlat::DEFAULT_DURATION),
     };
     let round = request.round();
     if round < check::MIN_ROUND {
@@ -449,7 +467,7 @@ mod tests {
                 .collect(),
             None => figures,
         };
-        let verdicts = check::evaluate(&request.targets, &figures);
+        let verdicts = check::evaluate(&request.targets, &figures, None);
         let report = CheckReport {
             machine: &machine,
             audit: &audit,

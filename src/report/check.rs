@@ -87,6 +87,22 @@ impl CheckReport<'_> {
         let mut undecided: Vec<String> = (self.targets.iter())
             .filter(|v| v.outcome == TargetOutcome::NotProven)
             .filter_map(|verdict| {
+                if let Some(why) = &verdict.not_measured {
+                    return Some(format!(
+                        "{} below {} not measured: {why}",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                    ));
+                }
+                if let Some(hwlat) = &verdict.hwlat {
+                    return Some(format!(
+                        "{} below {} not proven: the tracer records whole microseconds, so \
+                         its largest gap may be up to {} µs",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                        hwlat.every_gap_below_us()
+                    ));
+                }
                 if !verdict.target.metric.is_rate() {
                     return Some(format!(
                         "{} below {} not proven: its 95 % upper bound is not below it on every \
@@ -139,6 +155,42 @@ impl CheckReport<'_> {
             Verdict::Pass
         }
     }
+}
+
+/// What would decide a check NOT PROVEN, after its reasons: a longer run, unless a target could
+/// not be measured at all.
+pub(crate) fn what_decides(targets: &[TargetVerdict]) -> &'static str {
+    if targets.iter().any(|t| t.not_measured.is_some()) {
+        "not a failure of the machine: a target this check could not measure is not passed"
+    } else {
+        "not a failure of the machine: a longer run decides"
+    }
+}
+
+/// What a machine-wide target (`hwlat.max`) measured, as the text and the HTML say it after
+/// its outcome; `None` for a per-CPU target.
+pub(crate) fn machine_wide(verdict: &TargetVerdict) -> Option<String> {
+    if let Some(why) = &verdict.not_measured {
+        return Some(format!("not measured: {why}"));
+    }
+    let hwlat = verdict.hwlat.as_ref()?;
+    let largest = match (hwlat.max_us, hwlat.max_cpu) {
+        (Some(max), Some(cpu)) => format!(
+            "largest gap {max} µs on CPU {cpu}, {} gap(s) above {} µs",
+            hwlat.gaps, hwlat.threshold_us
+        ),
+        _ => format!(
+            "no gap above {} µs: every gap below {} µs",
+            hwlat.threshold_us,
+            hwlat.every_gap_below_us()
+        ),
+    };
+    Some(format!(
+        "{largest}, in {} s of the hwlat tracer spinning {} µs of every {} µs",
+        whole(hwlat.seconds),
+        hwlat.width_us,
+        hwlat.window_us
+    ))
 }
 
 /// Seconds as the report says them: one decimal under 10 s, whole above.
@@ -391,6 +443,16 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             TargetOutcome::NotProven => "NOT PROVEN",
             TargetOutcome::NotMeasured => "NOT MEASURED",
         };
+        if let Some(said) = machine_wide(verdict) {
+            writeln!(
+                out,
+                "  {} below {}: {outcome} ({said})",
+                verdict.target.metric.describe(),
+                verdict.target.below,
+            );
+            writeln!(out, "    source: {}", verdict.target.source);
+            continue;
+        }
         let values: Vec<String> = verdict
             .values
             .iter()
@@ -437,8 +499,9 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         Verdict::Pass => String::new(),
         Verdict::Fail => format!(": {}", report.failures().join("; ")),
         Verdict::NotProven => format!(
-            ": {} (not a failure of the machine: a longer run decides)",
-            report.not_proven().join("; ")
+            ": {} ({})",
+            report.not_proven().join("; "),
+            what_decides(report.targets)
         ),
     };
     writeln!(out, "verdict:  {}{why}", verdict.label());
@@ -654,7 +717,7 @@ mod tests {
             why: "--cpus".into(),
         };
         let figures = [figures];
-        let verdicts = crate::check::evaluate(&[target], &figures);
+        let verdicts = crate::check::evaluate(&[target], &figures, None);
         let report = CheckReport {
             machine: &machine,
             audit: &audit,
