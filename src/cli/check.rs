@@ -19,6 +19,7 @@ use crate::check::{self, CheckError, CheckRequest, Step, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
+use crate::measure::engines::hwlat;
 use crate::report::check as printers;
 use crate::report::check_load::LoadBody;
 use crate::report::html::{self, Budget, Source};
@@ -132,7 +133,14 @@ pub struct CheckArgs {
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let request = request(args)?;
     let root = live_root(cli)?;
-    note!("{}", duration_note(args, &request));
+    // A kernel without the hwlat tracer is said before the runs, not after them.
+    let no_hwlat = (request.targets.iter().any(|t| t.metric.is_machine_wide()))
+        .then(|| hwlat::find_tracefs(&root).err())
+        .flatten();
+    note!("{}", duration_note(args, &request, no_hwlat.is_none()));
+    if let Some(e) = no_hwlat {
+        warning!("{e}: hwlat.max is not measured, and this check cannot PASS on it");
+    }
     let mut check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
     super::measure_common::say_session_notes(&check.session);
     // The clock block shows the running daemons' offsets, as inventory does.
@@ -225,9 +233,10 @@ fn duration_of(args: &CheckArgs, profile: &Profile, targets: &[Target]) -> Resul
     })
 }
 
-/// What check says before the runs: how long it takes and, where a rate target needs a longer
-/// busy loop than the runs give, that this check cannot pass it.
-fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
+/// What check says before the runs: how long it takes (with the hwlat phase when a target
+/// names hwlat and the tracer `hwlat_runs`) and, where a rate target needs a longer busy loop
+/// than the runs give, that this check cannot pass it.
+fn duration_note(args: &CheckArgs, request: &CheckRequest, hwlat_runs: bool) -> String {
     let each = request.duration.as_secs_f64();
     let targets = &request.targets;
     let mut said = match &request.load {
@@ -250,7 +259,7 @@ fn duration_note(args: &CheckArgs, request: &CheckRequest) -> String {
             request.rounds.max(1)
         ),
     };
-    if targets.iter().any(|t| t.metric.is_machine_wide()) {
+    if hwlat_runs && targets.iter().any(|t| t.metric.is_machine_wide()) {
         said += &format!(
             ", then {:.0} s of the hwlat tracer (--hwlat-duration)",
             request.hwlat_duration.as_secs_f64()
@@ -489,7 +498,7 @@ mod tests {
             line.join(" "),
             super::super::messages::lines(
                 super::super::messages::Level::Note,
-                &duration_note(&args, &request)
+                &duration_note(&args, &request, true)
             ),
             printers::text(&report)
         );

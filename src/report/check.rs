@@ -176,8 +176,9 @@ pub(crate) fn machine_wide(verdict: &TargetVerdict) -> Option<String> {
     let hwlat = verdict.hwlat.as_ref()?;
     let largest = match (hwlat.max_us, hwlat.max_cpu) {
         (Some(max), Some(cpu)) => format!(
-            "largest gap {max} µs on CPU {cpu}, {} gap(s) above {} µs",
-            hwlat.gaps, hwlat.threshold_us
+            "largest gap {max} µs on CPU {cpu}, {} above {} µs",
+            crate::units::plural(hwlat.gaps, "gap", "gaps"),
+            hwlat.threshold_us
         ),
         _ => format!(
             "no gap above {} µs: every gap below {} µs",
@@ -186,10 +187,10 @@ pub(crate) fn machine_wide(verdict: &TargetVerdict) -> Option<String> {
         ),
     };
     Some(format!(
-        "{largest}, in {} s of the hwlat tracer spinning {} µs of every {} µs",
+        "{largest}, in {} s of the hwlat tracer spinning {} of every {}",
         whole(hwlat.seconds),
-        hwlat.width_us,
-        hwlat.window_us
+        micros_setting(hwlat.width_us * 1000),
+        micros_setting(hwlat.window_us * 1000)
     ))
 }
 
@@ -662,6 +663,7 @@ pub(crate) fn run_documents(
 mod tests {
     use super::*;
     use crate::audit::partition;
+    use crate::check::hwlat::{HwlatFigures, HwlatPhase};
     use crate::check::targets::{Quantile, RATE_GE_10US, Target, TargetMetric};
     use crate::sysroot::SysRoot;
     use crate::tuning::profile_name::ProfileName;
@@ -692,15 +694,16 @@ mod tests {
             below: 1.0,
             source: "[S000]".into(),
         };
-        check_against(target, figures, quick, audit_fails)
+        check_against(target, figures, quick, audit_fails, None)
     }
 
-    /// [`check`] against `target`.
+    /// [`check`] against `target`, with what the hwlat phase gave.
     fn check_against(
         target: Target,
         figures: CpuFigures,
         quick: bool,
         audit_fails: bool,
+        hwlat: Option<&HwlatPhase>,
     ) -> (String, serde_json::Value) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/machines/kvm-guest-2vcpu");
@@ -717,7 +720,7 @@ mod tests {
             why: "--cpus".into(),
         };
         let figures = [figures];
-        let verdicts = crate::check::evaluate(&[target], &figures, None);
+        let verdicts = crate::check::evaluate(&[target], &figures, hwlat);
         let report = CheckReport {
             machine: &machine,
             audit: &audit,
@@ -792,7 +795,7 @@ mod tests {
             below: 50.0,
             source: "--target timer.p99<50us".into(),
         };
-        let (said, json) = check_against(target, cpu, false, false);
+        let (said, json) = check_against(target, cpu, false, false, None);
         assert_eq!(json["verdict"], "not-proven", "{said}");
         assert!(
             said.contains(
@@ -806,6 +809,71 @@ mod tests {
                 "NOT PROVEN: timer latency p99, µs below 50 not proven: its 95 % upper bound is \
                  not below it on every CPU; a longer run (more wake-ups) narrows the bound"
             ),
+            "{said}"
+        );
+    }
+
+    /// Issue 45 item 5: an hwlat target says the tracer's largest gap and where, fails the
+    /// check when the gap reaches the limit, passes it when every gap was below; not measured
+    /// (no tracer here) it is NOT PROVEN with why, in the text and the JSON.
+    #[test]
+    fn an_hwlat_target_is_judged_on_the_largest_gap_or_said_not_measured() {
+        let target = Target {
+            metric: TargetMetric::HwlatMaxUs,
+            below: 50.0,
+            source: "--target hwlat.max<50us".into(),
+        };
+        let traced = |max_us: Option<u64>| -> HwlatPhase {
+            Ok(HwlatFigures {
+                seconds: 60.0,
+                threshold_us: 10,
+                width_us: 500_000,
+                window_us: 1_000_000,
+                gaps: usize::from(max_us.is_some()) * 4,
+                max_us,
+                max_cpu: max_us.map(|_| 5),
+            })
+        };
+        let check = |phase: &HwlatPhase| {
+            check_against(target.clone(), figures(200.0, 0), false, false, Some(phase))
+        };
+        let (said, json) = check(&traced(Some(73)));
+        assert_eq!(json["verdict"], "fail", "{said}");
+        assert!(
+            said.contains(
+                "  hardware latency max (hwlat tracer), µs below 50: MISSED (largest gap 73 µs on \
+                 CPU 5, 4 gaps above 10 µs, in 60 s of the hwlat tracer spinning 500 ms of every \
+                 1000 ms)\n    source: --target hwlat.max<50us\n"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("verdict:  FAIL: hardware latency max (hwlat tracer), µs not below 50"));
+        assert_eq!(json["targets"][0]["hwlat"]["max_us"], 73);
+        assert_eq!(json["targets"][0]["hwlat"]["max_cpu"], 5);
+        let (said, json) = check(&traced(None));
+        assert_eq!(json["verdict"], "pass", "{said}");
+        assert!(
+            said.contains(": met (no gap above 10 µs: every gap below 11 µs, in 60 s"),
+            "{said}"
+        );
+        let why = "the hwlat tracer is not available on this kernel (CONFIG_HWLAT_TRACER not set)";
+        let (said, json) = check(&Err(why.into()));
+        assert_eq!(json["verdict"], "not-proven", "{said}");
+        assert_eq!(json["targets"][0]["outcome"], "not-proven");
+        assert_eq!(json["targets"][0]["not_measured"], why);
+        assert!(json["targets"][0].get("hwlat").is_none());
+        assert!(
+            said.contains(&format!(
+                ": NOT PROVEN (not measured: {why})\n    source: --target hwlat.max<50us\n"
+            )),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!(
+                "verdict:  NOT PROVEN: hardware latency max (hwlat tracer), µs below 50 not \
+                 measured: {why} (not a failure of the machine: a target this check could not \
+                 measure is not passed)"
+            )),
             "{said}"
         );
     }
