@@ -53,8 +53,8 @@ report`.\n\n\
 Exit codes: 0 PASS: the audit has no failures and every target is met; 1 FAIL: an audit \
 failure, a missed target, or an incomplete measurement (Ctrl-C keeps and prints what was \
 measured); 2 could not check (bad flag, unknown profile, --root/--snapshot: a check measures \
-this machine); 3 NOT PROVEN: nothing failed, but the run was too short to prove a target (or \
-was --quick).")]
+this machine); 3 NOT PROVEN: nothing failed, but the run was too short to prove a target, \
+could not measure one (hwlat.max without the kernel's hwlat tracer), or was --quick.")]
 pub struct CheckArgs {
     /// The profile to audit against and whose targets to meet: low-latency, realtime-host,
     /// realtime-guest or throughput (no targets: figures only), TuneD's name for one, or a
@@ -88,10 +88,11 @@ pub struct CheckArgs {
 
     /// A target of your own instead of the profile's, repeatable: `timer.max<LATENCY`
     /// (`timer.max<20us`), `timer.p99<LATENCY` or `timer.p99.9<LATENCY` (a percentile of
-    /// the timer latency), or `jitter.rate(LENGTH)<N/UNIT`, interruptions of LENGTH or more
-    /// fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and lengths take
-    /// their unit (us, ms, s). A rate and a percentile are judged on each CPU's 95 % upper
-    /// bound (exact Poisson; the binomial order statistic).
+    /// the timer latency), `hwlat.max<LATENCY` (the largest gap of the kernel's hwlat tracer,
+    /// machine-wide: see --hwlat-duration), or `jitter.rate(LENGTH)<N/UNIT`, interruptions of
+    /// LENGTH or more fewer than N per s, min or h (`jitter.rate(10us)<1/min`). Latencies and
+    /// lengths take their unit (us, ms, s). A rate and a percentile are judged on each CPU's
+    /// 95 % upper bound (exact Poisson; the binomial order statistic).
     #[arg(long = "target", value_name = "TARGET", value_parser = values::target)]
     pub(crate) targets: Vec<Target>,
 

@@ -847,7 +847,9 @@ mod tests {
             ),
             "{said}"
         );
-        assert!(said.contains("verdict:  FAIL: hardware latency max (hwlat tracer), µs not below 50"));
+        assert!(
+            said.contains("verdict:  FAIL: hardware latency max (hwlat tracer), µs not below 50")
+        );
         assert_eq!(json["targets"][0]["hwlat"]["max_us"], 73);
         assert_eq!(json["targets"][0]["hwlat"]["max_cpu"], 5);
         let (said, json) = check(&traced(None));

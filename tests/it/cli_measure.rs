@@ -404,7 +404,10 @@ fn check_says_an_hwlat_target_is_not_measured_without_the_tracer() {
     }
     let tracefs = std::path::Path::new("/sys/kernel/tracing");
     let read = |file: &str| std::fs::read_to_string(tracefs.join(file)).unwrap_or_default();
-    if read("available_tracers").split_whitespace().any(|t| t == "hwlat") {
+    if read("available_tracers")
+        .split_whitespace()
+        .any(|t| t == "hwlat")
+    {
         crate::support::missing_data("a kernel without the hwlat tracer");
         return;
     }
