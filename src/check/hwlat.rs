@@ -5,11 +5,11 @@
 //! maximum is.
 //!
 //! The tracer records a burst's largest gap when it is above its threshold, in whole
-//! microseconds rounded down: a run that recorded nothing proves every gap below the threshold
-//! + 1 µs, and a recorded S µs is a gap of S µs or more, less than S + 1. The threshold is
-//! chosen so that nothing recorded proves the strictest limit: the limit − 1 µs at most, and
-//! hwlatdetect's 10 µs where the limit is higher, so that the largest gap is shown even when it
-//! meets the target.
+//! microseconds rounded down: a run that recorded nothing proves every gap below the
+//! threshold plus 1 µs, and a recorded S µs is a gap of S µs or more, less than S + 1. The
+//! threshold is chosen so that nothing recorded proves the strictest limit: the limit − 1 µs
+//! at most, and hwlatdetect's 10 µs where the limit is higher, so that the largest gap is
+//! shown even when it meets the target.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
