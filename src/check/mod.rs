@@ -5,12 +5,14 @@
 
 pub(crate) mod hwlat;
 mod pipeline;
+mod request;
 pub(crate) mod targets;
 
 pub(crate) use pipeline::{
     CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
     Step, TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
 };
+pub(crate) use request::Asked;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -348,6 +350,10 @@ impl Verdict {
         }
     }
 }
+
+/// Rounds of a check unless asked otherwise (`--repeat`): 5 rounds of 4 s rather than one of
+/// 20 s, so that two checks can be compared run by run (docs/statistics.md).
+pub(crate) const DEFAULT_ROUNDS: u32 = 5;
 
 /// The shortest check, `--quick`'s length (each of the two runs): a smoke run.
 pub(crate) const QUICK: Duration = Duration::from_secs(20);

@@ -12,7 +12,9 @@ use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{self, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict};
+use crate::check::{
+    self, CheckRequest, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict,
+};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
@@ -513,6 +515,71 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         out.text(top_causes(causes, "late wake-ups"));
     }
     out.into_string()
+}
+
+/// What check says before the runs (on stderr): how long it takes (with the hwlat phase when
+/// a target names hwlat and the tracer `hwlat_runs`) and, where a rate target needs a longer
+/// busy loop than the runs give, that this check cannot pass it; and, where the length was
+/// not `duration_given`, what `--quick` is.
+pub(crate) fn before_runs(
+    request: &CheckRequest,
+    duration_given: bool,
+    hwlat_runs: bool,
+) -> String {
+    let each = request.duration.as_secs_f64();
+    let targets = &request.targets;
+    let mut said = match &request.load {
+        None => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU{}",
+            2.0 * each,
+            match request.rounds {
+                0 | 1 => String::new(),
+                n => format!(", in {n} rounds"),
+            }
+        ),
+        Some(load) => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU idle, and as much again under load ({}), in {} idle and {} loaded \
+             rounds in turn",
+            4.0 * each,
+            load.names(),
+            request.rounds.max(1),
+            request.rounds.max(1)
+        ),
+    };
+    if hwlat_runs && targets.iter().any(|t| t.metric.is_machine_wide()) {
+        said += &format!(
+            ", then {:.0} s of the hwlat tracer (--hwlat-duration)",
+            request.hwlat_duration.as_secs_f64()
+        );
+    }
+    let hardest = (targets.iter())
+        .filter_map(|target| Some((target, target.seconds_to_prove()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((target, needed)) = hardest {
+        let proves = format!(
+            "{needed:.0} s of busy loop per CPU prove {} below {} with none seen",
+            target.metric.describe(),
+            target.below
+        );
+        if needed > each {
+            said += &format!(
+                "; {proves}: this run can say FAIL or NOT PROVEN, not PASS (without --quick \
+                 and --duration: {} s each)",
+                check::duration_to_prove(targets).as_secs()
+            );
+        } else {
+            said += &format!(" ({proves})");
+            if !duration_given {
+                said += &format!(
+                    "; --quick for a {} s smoke run that can only say FAIL or NOT PROVEN",
+                    check::QUICK.as_secs()
+                );
+            }
+        }
+    }
+    said
 }
 
 /// Causes named per CPU under the verdict.

@@ -152,7 +152,10 @@ fn a_sites_hwlat_target_has_its_line_and_a_bad_one_is_refused_there() {
     let (code, stdout, stderr) = run(&root, &["profile", "show", &file]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("  hwlat.max<20us"), "{stdout}");
-    let line = stdout.lines().find(|l| l.contains("hwlat.max<20us")).unwrap();
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("hwlat.max<20us"))
+        .unwrap();
     assert!(line.contains("site.toml:3"), "{line}");
     let (_dir, file) = site(&format!(
         "{WAIVE_ALL}[check]\ntargets = [\"hwlat.max<1us\"]\n"
