@@ -42,7 +42,8 @@ in their place. A rate is judged on the exact Poisson 95 % upper bound of each C
 run must be long enough to prove it: by default each run lasts what proves the targets with no \
 interruption seen (200 s each for low-latency; check says how long before it starts), and a \
 target whose rate seen is below the limit but whose bound is not is NOT PROVEN, with the busy \
-loop it needs; --quick is a 20 s smoke run. With --out the audit, both measurements, the \
+loop it needs; --quick is a 20 s smoke run. A target hwlat.max<LATENCY runs the kernel's hwlat \
+tracer once, after the rounds (--hwlat-duration), and holds its largest gap to it. With --out the audit, both measurements, the \
 inventory and the check itself are written as one bundle for `lowlat compare` and `lowlat \
 report`.\n\n\
 Exit codes: 0 PASS: the audit has no failures and every target is met; 1 FAIL: an audit \
