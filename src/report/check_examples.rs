@@ -43,6 +43,7 @@ fn asked(line: &[&str]) -> Asked {
                     kinds: LoadKind::parse_list(value()).unwrap(),
                     level: Default::default(),
                     scratch_dir: None,
+                    net_over: None,
                 })
             }
             other => panic!("the examples use no {other}"),
@@ -155,6 +156,7 @@ fn loaded_example(asked: &LoadAsked, idle: &[CpuFigures]) -> LoadBody {
                     (true, _) => 212_400.0,
                 },
                 unit: kind.unit().to_string(),
+                over: None,
                 failed: None,
             })
             .collect(),

@@ -141,6 +141,25 @@ pub(crate) fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, us as libc::c_int)
 }
 
+/// Sends and receives `fd`'s traffic through the interface `name` only (`SO_BINDTODEVICE`;
+/// kernels before 5.7 ask CAP_NET_RAW for it).
+pub(crate) fn bind_to_device(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    // SAFETY: the name's bytes live across the call; their length is given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Asks `fd` for software receive and transmit timestamps, and hardware receive ones where
 /// the NIC gives them (`SO_TIMESTAMPING`). The transmit stamps queue on the socket's error
 /// queue, the stamp alone (`OPT_TSONLY`): [`sent_stamp`] reads them.
