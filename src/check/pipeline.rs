@@ -360,7 +360,8 @@ pub(crate) fn run(
         }
         _ => None,
     };
-    // The loads have stopped: the tracer runs alone.
+    // The loads were dropped with the match above, which stops and joins their threads: the
+    // tracer runs alone.
     let mut complete = measured.complete;
     let hwlat = hwlat_phase::request(&wanted, request.hwlat_duration).map(|asked| {
         if !complete {
