@@ -326,6 +326,21 @@ fn parse_sample(line: &str) -> Option<HwlatSample> {
     (!sample.timestamp.is_empty()).then_some(sample)
 }
 
+/// A tracefs under `tree` that offers `tracers` (a line of `available_tracers`), with the
+/// files a run touches set as another tool left them (tracing on, the function tracer) and an
+/// empty `trace`: a plain file, which the run clears as the kernel's is cleared.
+#[cfg(test)]
+pub(crate) fn fake_tracefs(tree: &crate::test_tree::TestTree, tracers: &str) {
+    let d = "/sys/kernel/tracing";
+    tree.write(&format!("{d}/available_tracers"), tracers);
+    tree.write(&format!("{d}/tracing_on"), "1\n");
+    tree.write(&format!("{d}/current_tracer"), "function\n");
+    tree.write(&format!("{d}/tracing_thresh"), "0\n");
+    tree.write(&format!("{d}/hwlat_detector/window"), "1000000\n");
+    tree.write(&format!("{d}/hwlat_detector/width"), "500000\n");
+    tree.write(&format!("{d}/trace"), "");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,14 +383,8 @@ something else
     }
 
     fn tracefs(tree: &TestTree, tracers: &str) {
-        let d = "/sys/kernel/tracing";
-        tree.write(&format!("{d}/available_tracers"), tracers);
-        tree.write(&format!("{d}/tracing_on"), "1\n");
-        tree.write(&format!("{d}/current_tracer"), "function\n");
-        tree.write(&format!("{d}/tracing_thresh"), "0\n");
-        tree.write(&format!("{d}/hwlat_detector/window"), "1000000\n");
-        tree.write(&format!("{d}/hwlat_detector/width"), "500000\n");
-        tree.write(&format!("{d}/trace"), TRACE);
+        fake_tracefs(tree, tracers);
+        tree.write("/sys/kernel/tracing/trace", TRACE);
     }
 
     #[test]
