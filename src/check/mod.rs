@@ -3,13 +3,16 @@
 //! (`targets.table`, with sources) turn the figures into a verdict. The pipeline, from request
 //! to verdicts, is `pipeline.rs`'s; this module holds the figures and the verdicts.
 
+pub(crate) mod hwlat;
 mod pipeline;
+mod request;
 pub(crate) mod targets;
 
 pub(crate) use pipeline::{
     CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
-    TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
+    Step, TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
 };
+pub(crate) use request::Asked;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -82,6 +85,7 @@ impl CpuFigures {
             TargetMetric::TimerQuantileUs(q) => (self.timer_latency.as_ref())
                 .and_then(|histogram| q.value(histogram, self.timer_max_ns))
                 .map(|ns| ns as f64 / 1e3),
+            TargetMetric::HwlatMaxUs => None,
         }
     }
 }
@@ -194,8 +198,18 @@ pub(crate) struct TargetVerdict {
     /// event to prove it (the 95 % upper bound after no event falls below the target);
     /// `null` for a maximum.
     pub seconds_to_prove: Option<f64>,
-    /// Each measured CPU's value (in the metric's unit), in CPU order.
+    /// Each measured CPU's value (in the metric's unit), in CPU order; empty for a
+    /// machine-wide target (`hwlat`).
     pub values: Vec<CpuValue>,
+    /// For `hwlat.max`: what the hwlat tracer recorded, machine-wide; absent for the other
+    /// targets and when it measured nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hwlat: Option<hwlat::HwlatFigures>,
+    /// Why the target could not be measured (for `hwlat.max`: no hwlat tracer in this kernel,
+    /// tracefs not writable): it is then not proven, neither met nor missed; absent when
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
 }
 
 impl TargetVerdict {
@@ -247,11 +261,19 @@ pub(crate) struct CpuValue {
 
 /// Checks each target against the figures: a CPU misses a target when its value (a maximum, or
 /// the rate it saw) is at or above the limit, meets it when its value (a rate: its upper bound)
-/// is below, and leaves it not proven otherwise.
-pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<TargetVerdict> {
+/// is below, and leaves it not proven otherwise. A machine-wide target (`hwlat.max`) is held
+/// to what the hwlat phase gave (`None`: none ran), as [`hwlat::verdict`] judges it.
+pub(crate) fn evaluate(
+    targets: &[Target],
+    figures: &[CpuFigures],
+    hwlat: Option<&hwlat::HwlatPhase>,
+) -> Vec<TargetVerdict> {
     targets
         .iter()
         .map(|target| {
+            if target.metric.is_machine_wide() {
+                return hwlat::verdict(target, hwlat);
+            }
             let values: Vec<CpuValue> = figures
                 .iter()
                 .filter_map(|f| {
@@ -273,6 +295,8 @@ pub(crate) fn evaluate(targets: &[Target], figures: &[CpuFigures]) -> Vec<Target
                 outcome,
                 seconds_to_prove: target.seconds_to_prove(),
                 values,
+                hwlat: None,
+                not_measured: None,
             }
         })
         .collect()
@@ -326,6 +350,10 @@ impl Verdict {
         }
     }
 }
+
+/// Rounds of a check unless asked otherwise (`--repeat`): 5 rounds of 4 s rather than one of
+/// 20 s, so that two checks can be compared run by run (docs/statistics.md).
+pub(crate) const DEFAULT_ROUNDS: u32 = 5;
 
 /// The shortest check, `--quick`'s length (each of the two runs): a smoke run.
 pub(crate) const QUICK: Duration = Duration::from_secs(20);
@@ -386,7 +414,7 @@ mod tests {
             below: 1.0,
             source: "--target jitter.rate(10us)<1/min".into(),
         };
-        let nothing = evaluate(std::slice::from_ref(&rate), &[cpu(1, 4.0, 0, 0)]);
+        let nothing = evaluate(std::slice::from_ref(&rate), &[cpu(1, 4.0, 0, 0)], None);
         assert_eq!(nothing[0].outcome, TargetOutcome::NotProven);
         let value = &nothing[0].values[0];
         assert_eq!(value.outcome, TargetOutcome::NotProven);
@@ -397,16 +425,16 @@ mod tests {
         assert_eq!(had, 4.0);
         // 1 in 200 s (0.3 a minute): below the limit, the bound (1.4) not; a longer run at
         // that rate proves it.
-        let little = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 1, 0)]);
+        let little = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 1, 0)], None);
         assert_eq!(little[0].outcome, TargetOutcome::NotProven);
         let needed = little[0].proof_needed().unwrap().0.unwrap();
         assert!(needed > 200.0 && needed < 600.0, "{needed}");
         // 2 in 60 s is 2 a minute: missed, not merely not proven.
-        let seen = evaluate(std::slice::from_ref(&rate), &[cpu(1, 60.0, 2, 0)]);
+        let seen = evaluate(std::slice::from_ref(&rate), &[cpu(1, 60.0, 2, 0)], None);
         assert_eq!(seen[0].outcome, TargetOutcome::Missed);
         assert_eq!(seen[0].proof_needed(), None);
         // One CPU missing it makes the target missed, whatever the others could not prove.
-        let both = evaluate(&[rate], &[cpu(1, 4.0, 0, 0), cpu(2, 60.0, 2, 0)]);
+        let both = evaluate(&[rate], &[cpu(1, 4.0, 0, 0), cpu(2, 60.0, 2, 0)], None);
         assert_eq!(both[0].outcome, TargetOutcome::Missed);
     }
 
@@ -428,7 +456,7 @@ mod tests {
         );
         assert_eq!(duration_to_prove(&[]), QUICK);
         // A perfect low-latency CPU over the default passes.
-        let quiet = evaluate(&low, &[cpu(1, duration.as_secs_f64() * 0.95, 0, 0)]);
+        let quiet = evaluate(&low, &[cpu(1, duration.as_secs_f64() * 0.95, 0, 0)], None);
         assert_eq!(quiet[0].outcome, TargetOutcome::Met);
     }
 
@@ -446,7 +474,7 @@ mod tests {
         };
         // 0 in 20 s (proves nothing: the 95 % bound is 9 a minute), and 1 in 30 s (2 a minute).
         let figures = [cpu(1, 20.0, 0, 12_000), cpu(2, 30.0, 1, 49_999)];
-        let verdicts = evaluate(&[rate.clone(), timer.clone()], &figures);
+        let verdicts = evaluate(&[rate.clone(), timer.clone()], &figures, None);
         assert_eq!(verdicts[0].outcome, TargetOutcome::Missed);
         assert_eq!(verdicts[0].values[1].value, 2.0);
         assert!(!verdicts[0].values[0].met && !verdicts[0].values[1].met);
@@ -455,7 +483,7 @@ mod tests {
         assert!((verdicts[0].values[0].upper_95.unwrap() - 8.987).abs() < 1e-3);
         assert!((verdicts[0].seconds_to_prove.unwrap() - 179.74).abs() < 1e-2);
         // 0 in 200 s proves it.
-        let long = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 0, 0)]);
+        let long = evaluate(std::slice::from_ref(&rate), &[cpu(1, 200.0, 0, 0)], None);
         assert_eq!(long[0].outcome, TargetOutcome::Met);
         // A target on another length counts the gaps of that length or more.
         let at_20us = Target {
@@ -467,12 +495,12 @@ mod tests {
         };
         let mut some = cpu(1, 600.0, 2, 0);
         some.gaps_ns = vec![1_500, 12_000, 25_000];
-        let judged = evaluate(&[at_20us], &[some]);
+        let judged = evaluate(&[at_20us], &[some], None);
         assert_eq!(judged[0].values[0].value, 0.1);
         assert_eq!(judged[0].outcome, TargetOutcome::Met);
         assert_eq!(verdicts[1].outcome, TargetOutcome::Met);
         assert_eq!(verdicts[1].values[1].value, 49.999);
-        let unmeasured = evaluate(&[timer], &[cpu(1, 20.0, 0, 0)]);
+        let unmeasured = evaluate(&[timer], &[cpu(1, 20.0, 0, 0)], None);
         assert_eq!(unmeasured[0].outcome, TargetOutcome::NotMeasured);
         assert!(unmeasured[0].values.is_empty());
     }

@@ -1,7 +1,8 @@
 //! The pipeline of `lowlat check`, from a typed request to a typed result, in two steps:
 //! [`prepare`] reads the machine, audits it against the profile, chooses the CPUs that matter
 //! and opens a measurement session on them; [`run`] measures them in rounds (a jitter run, then
-//! a timer run, each round), turns the runs into each CPU's figures and holds the figures to the
+//! a timer run, each round), then, when a target names hwlat, runs the hwlat tracer once
+//! (`super::hwlat`), turns the runs into each CPU's figures and holds the figures to the
 //! targets. Between the two steps the caller opens what must not cost a measurement when it
 //! fails (the bundle of `--out`). Nothing here prints: the caller is told of the steps worth
 //! saying, and writes the documents, the bundle, the HTML and the report, whose printers sit
@@ -10,6 +11,7 @@
 use std::time::Duration;
 use thiserror::Error;
 
+use super::hwlat::{self as hwlat_phase, HwlatFigures, HwlatPhase};
 use super::targets::{self, Target};
 use super::{CpuFigures, TargetVerdict};
 use crate::audit::partition::{self, AuditPartition, MeasuredCpus};
@@ -19,6 +21,7 @@ use crate::machine::kernel::stat;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::machine::{CpuSet, Machine, Reader};
 use crate::measure::engines::c2c;
+use crate::measure::engines::hwlat;
 use crate::measure::engines::jitter::{
     self, DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun,
 };
@@ -73,12 +76,48 @@ pub(crate) struct CheckRequest {
     /// Loads on the housekeeping CPUs: with them, every round is measured twice, idle then
     /// loaded, and the targets are judged on the loaded rounds.
     pub load: Option<LoadAsked>,
+    /// How long the hwlat tracer runs after the rounds when a target names hwlat
+    /// ([`super::hwlat::DEFAULT_DURATION`] unless `--hwlat-duration`).
+    pub hwlat_duration: Duration,
 }
 
 impl CheckRequest {
     /// The length of one round: the duration split over the rounds.
     pub(crate) fn round(&self) -> Duration {
         self.duration / self.rounds.max(1)
+    }
+
+    /// The targets the figures are held to: the request's, else the profile's.
+    pub(crate) fn wanted(&self) -> Vec<Target> {
+        if self.targets.is_empty() {
+            targets::of_profile(self.profile.info.name)
+        } else {
+            self.targets.clone()
+        }
+    }
+}
+
+/// A step of a check's measurements, told before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A round, and with loads whether it is loaded.
+    Round(Round, Option<bool>),
+    /// The hwlat phase after the rounds, this long.
+    Hwlat(Duration),
+}
+
+/// `round 2 of 5`, `the hwlat tracer for 60 s`.
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Round(round, _) => round.fmt(f),
+            Step::Hwlat(duration) => write!(
+                f,
+                "the hwlat tracer for {} s, machine-wide (one CPU at a time spins with \
+                 interrupts off; Ctrl-C ends it)",
+                duration.as_secs_f64()
+            ),
+        }
     }
 }
 
@@ -263,14 +302,15 @@ pub(crate) fn cpus_that_matter(
     })
 }
 
-/// Measures a prepared check: its rounds (`round_begins` is told each before it runs, and
-/// whether it is loaded), until the last or the first incomplete run; then each CPU's figures
-/// over all rounds (the loaded ones, with loads; with the steal time around them, in a guest)
-/// and the targets' verdicts. Loads are started before the first round and stopped after the
-/// last, also on an error.
+/// Measures a prepared check: its rounds (`step_begins` is told each before it runs, and
+/// whether it is loaded), until the last or the first incomplete run; then, when a target
+/// names hwlat, the hwlat phase (told too); then each CPU's figures over all rounds (the
+/// loaded ones, with loads; with the steal time around them, in a guest) and the targets'
+/// verdicts. Loads are started before the first round and stopped after the last (before the
+/// hwlat phase), also on an error.
 pub(crate) fn run(
     check: &Prepared,
-    round_begins: impl FnMut(Round, Option<bool>),
+    mut step_begins: impl FnMut(Step),
 ) -> Result<CheckRun, CheckError> {
     let Prepared {
         request,
@@ -287,7 +327,9 @@ pub(crate) fn run(
     };
     let loads = check.load.as_ref().map(Loads::start);
     let stat_before = read_stat();
-    let measured = rounds(session, request, loads.as_ref(), round_begins)?;
+    let measured = rounds(session, request, loads.as_ref(), |round, loaded| {
+        step_begins(Step::Round(round, loaded))
+    })?;
     // Which rounds were loaded (all of them count as loaded without loads).
     let loaded: Vec<bool> = (0..measured.jitter_runs.len())
         .map(|i| loads.is_none() || measured.loads.get(i).is_some_and(|r| r.loaded))
@@ -303,12 +345,7 @@ pub(crate) fn run(
     if let (Some(before), Some(after)) = (&stat_before, &read_stat()) {
         super::add_steal(&mut figures, before, after);
     }
-    let wanted = if request.targets.is_empty() {
-        targets::of_profile(check.profile.info.name)
-    } else {
-        request.targets.clone()
-    };
-    let verdicts = super::evaluate(&wanted, &figures);
+    let wanted = request.wanted();
     let load = match (loads, &request.load) {
         (Some(loads), Some(asked)) => {
             let idle_jitter = merged(&of_rounds(jitter_runs, &loaded, false));
@@ -323,6 +360,18 @@ pub(crate) fn run(
         }
         _ => None,
     };
+    // The loads were dropped with the match above, which stops and joins their threads: the
+    // tracer runs alone.
+    let mut complete = measured.complete;
+    let hwlat = hwlat_phase::request(&wanted, request.hwlat_duration).map(|asked| {
+        if !complete {
+            return Err("the check stopped before its hwlat phase".to_string());
+        }
+        let phase = hwlat_run(session, asked, &mut step_begins);
+        complete &= !session.interrupted();
+        phase
+    });
+    let verdicts = super::evaluate(&wanted, &figures, hwlat.as_ref());
     Ok(CheckRun {
         jitter_runs: measured.jitter_runs,
         timer_runs: measured.timer_runs,
@@ -330,9 +379,22 @@ pub(crate) fn run(
         timer_explanation: all_timer.and_then(|run| run.explanation),
         figures,
         verdicts,
-        complete: measured.complete,
+        complete,
         load,
     })
+}
+
+/// The hwlat phase: the tracer run as `asked` on the session's machine (told to `step_begins`
+/// when the kernel has the tracer), or why it could not run.
+fn hwlat_run(
+    session: &Session,
+    asked: hwlat::HwlatRequest,
+    step_begins: &mut impl FnMut(Step),
+) -> HwlatPhase {
+    hwlat::find_tracefs(session.root()).map_err(|e| e.to_string())?;
+    step_begins(Step::Hwlat(Duration::from_nanos(asked.duration_ns)));
+    let measured = hwlat::run(session, asked).map_err(|e| e.to_string())?;
+    Ok(HwlatFigures::of(&measured.figures))
 }
 
 /// What the rounds of a check measured.
@@ -457,4 +519,149 @@ fn merged<R: Merge + Clone>(rounds: &[R]) -> Option<R> {
         all.merge(round.clone());
     }
     Some(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::TargetOutcome;
+    use crate::measure::engines::hwlat::fake_tracefs;
+    use crate::test_tree::TestTree;
+
+    /// A target as `--target` reads it (latencies in whole µs).
+    fn target(text: &str) -> Target {
+        let micros = |t: &str| {
+            (t.strip_suffix("us"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .map(|n| n * 1000)
+                .ok_or("not NNus")
+        };
+        targets::parse(text, micros, JITTER_THRESHOLD_NS).unwrap()
+    }
+
+    /// The tracefs files a run touches, as they read.
+    fn tracefs_state(tree: &TestTree) -> Vec<String> {
+        [
+            "tracing_on",
+            "current_tracer",
+            "tracing_thresh",
+            "hwlat_detector/window",
+        ]
+        .iter()
+        .map(|f| std::fs::read_to_string(tree.join(&format!("/sys/kernel/tracing/{f}"))))
+        .map(|r| r.unwrap().trim().to_string())
+        .collect()
+    }
+
+    /// The hwlat phase of a check on a machine whose tracefs is `tree`'s, as asked by
+    /// `targets`; `recorded` stands for what the kernel writes into `trace` while the tracer
+    /// runs (a thread writes it once the tracer is set, then stops the run). With the steps
+    /// told.
+    fn phase(tree: &TestTree, targets: &[Target], recorded: &str) -> (HwlatPhase, Vec<Step>) {
+        let session = Session::open(tree.root(), Engine::Hwlat, None).unwrap();
+        let asked = hwlat_phase::request(targets, hwlat_phase::DEFAULT_DURATION).unwrap();
+        let mut steps = Vec::new();
+        let phase = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let tracer = tree.join("/sys/kernel/tracing/current_tracer");
+                let started = std::time::Instant::now();
+                while std::fs::read_to_string(&tracer).unwrap().trim() != "hwlat"
+                    && started.elapsed() < Duration::from_secs(30)
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                tree.write("/sys/kernel/tracing/trace", recorded);
+                session.stop.stop();
+            });
+            hwlat_run(&session, asked, &mut |step| steps.push(step))
+        });
+        (phase, steps)
+    }
+
+    /// A trace line of a gap of `inner`/`outer` µs on `cpu`, as the kernel writes it.
+    fn gap(seq: u32, cpu: u32, inner: u32, outer: u32) -> String {
+        format!(
+            "           <...>-1729    [{cpu:03}] d...   678.47: #{seq}     inner/outer(us):   \
+             {inner}/{outer}    ts:1581527483.343962693 count:1\n"
+        )
+    }
+
+    /// Issue 45 item 5: the hwlat phase runs the tracer through tracefs with a threshold below
+    /// the limit and holds the largest gap, machine-wide, to it: a gap at or above the limit is
+    /// missed, none above the threshold proves the limit; every tracefs file is put back.
+    #[test]
+    fn the_hwlat_phase_holds_the_largest_gap_to_the_target() {
+        let recorded = format!("# tracer: hwlat\n{}{}", gap(1, 1, 11, 12), gap(2, 0, 9, 27));
+        for (limit, trace, outcome, max) in [
+            (
+                "hwlat.max<20us",
+                recorded.as_str(),
+                TargetOutcome::Missed,
+                Some(27),
+            ),
+            (
+                "hwlat.max<27us",
+                recorded.as_str(),
+                TargetOutcome::Missed,
+                Some(27),
+            ),
+            (
+                "hwlat.max<28us",
+                recorded.as_str(),
+                TargetOutcome::Met,
+                Some(27),
+            ),
+            (
+                "hwlat.max<20us",
+                "# tracer: hwlat\n",
+                TargetOutcome::Met,
+                None,
+            ),
+        ] {
+            let tree = TestTree::fixture("kvm-guest-2vcpu");
+            fake_tracefs(&tree, "hwlat function nop\n");
+            let before = tracefs_state(&tree);
+            let targets = [target(limit)];
+            let (phase, steps) = phase(&tree, &targets, trace);
+            let figures = phase.clone().unwrap();
+            assert_eq!(figures.max_us, max, "{limit}");
+            assert_eq!(figures.max_cpu, max.map(|_| 0), "{limit}");
+            assert_eq!(figures.threshold_us, 10, "{limit}");
+            assert_eq!(steps, [Step::Hwlat(hwlat_phase::DEFAULT_DURATION)]);
+            assert_eq!(tracefs_state(&tree), before, "{limit}");
+            let verdicts = crate::check::evaluate(&targets, &[], Some(&phase));
+            assert_eq!(verdicts[0].outcome, outcome, "{limit}: {verdicts:?}");
+            assert_eq!(verdicts[0].hwlat.as_ref(), Some(&figures));
+        }
+        // A limit of 5 µs: the tracer records gaps above 4 µs, so none recorded proves < 5 µs.
+        let tree = TestTree::fixture("kvm-guest-2vcpu");
+        fake_tracefs(&tree, "hwlat function nop\n");
+        let targets = [target("hwlat.max<5us")];
+        let (phase, _) = phase(&tree, &targets, "");
+        assert_eq!(phase.as_ref().unwrap().threshold_us, 4);
+        let verdicts = crate::check::evaluate(&targets, &[], Some(&phase));
+        assert_eq!(verdicts[0].outcome, TargetOutcome::Met);
+    }
+
+    /// Issue 45 item 5: where the kernel has no hwlat tracer the target is not measured, with
+    /// why, and not proven (never met); the phase is not announced and tracefs is untouched.
+    #[test]
+    fn without_the_hwlat_tracer_the_target_is_not_measured_and_not_proven() {
+        let tree = TestTree::fixture("kvm-guest-2vcpu");
+        fake_tracefs(&tree, "blk function nop\n");
+        let before = tracefs_state(&tree);
+        let targets = [target("hwlat.max<50us")];
+        let session = Session::open(tree.root(), Engine::Hwlat, None).unwrap();
+        let asked = hwlat_phase::request(&targets, Duration::from_secs(1)).unwrap();
+        let mut steps = Vec::new();
+        let phase = hwlat_run(&session, asked, &mut |step| steps.push(step));
+        let why = phase.clone().unwrap_err();
+        assert!(why.contains("CONFIG_HWLAT_TRACER not set"), "{why}");
+        assert!(steps.is_empty());
+        assert_eq!(tracefs_state(&tree), before);
+        let verdicts = crate::check::evaluate(&targets, &[], Some(&phase));
+        assert_eq!(verdicts[0].outcome, TargetOutcome::NotProven);
+        assert_eq!(verdicts[0].not_measured.as_deref(), Some(why.as_str()));
+        assert_eq!(verdicts[0].hwlat, None);
+    }
 }

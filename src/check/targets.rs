@@ -159,6 +159,9 @@ pub(crate) enum TargetMetric {
     /// A quantile of the timer wake-up latency, µs, judged on its upper bound; named
     /// `timer-p99-us`, `timer-p99.9-us`.
     TimerQuantileUs(Quantile),
+    /// The largest gap the kernel's hwlat tracer records, µs, machine-wide (the tracer moves
+    /// across the CPUs itself; `measure hwlat`); named `hwlat-max-us`.
+    HwlatMaxUs,
 }
 
 /// The rate of the profiles' targets: interruptions of 10 µs or more per minute.
@@ -184,6 +187,7 @@ impl TargetMetric {
             }
             TargetMetric::TimerMaxUs => "timer-max-us".into(),
             TargetMetric::TimerQuantileUs(q) => format!("timer-{}-us", q.name()),
+            TargetMetric::HwlatMaxUs => "hwlat-max-us".into(),
         }
     }
 
@@ -198,7 +202,14 @@ impl TargetMetric {
             }
             TargetMetric::TimerMaxUs => "timer latency max, µs".into(),
             TargetMetric::TimerQuantileUs(q) => format!("timer latency {}, µs", q.name()),
+            TargetMetric::HwlatMaxUs => "hardware latency max (hwlat tracer), µs".into(),
         }
+    }
+
+    /// Whether it is measured on the machine as a whole (by the hwlat phase after the
+    /// rounds) rather than on each measured CPU.
+    pub(crate) fn is_machine_wide(self) -> bool {
+        matches!(self, TargetMetric::HwlatMaxUs)
     }
 
     /// Whether it is a rate (events per minute), judged on its upper bound.
@@ -207,8 +218,10 @@ impl TargetMetric {
     }
 
     fn named(name: &str) -> Option<TargetMetric> {
-        if name == "timer-max-us" {
-            return Some(TargetMetric::TimerMaxUs);
+        match name {
+            "timer-max-us" => return Some(TargetMetric::TimerMaxUs),
+            "hwlat-max-us" => return Some(TargetMetric::HwlatMaxUs),
+            _ => {}
         }
         let quantile = name
             .strip_prefix("timer-")
@@ -241,14 +254,14 @@ impl<'de> Deserialize<'de> for TargetMetric {
         let name = String::deserialize(deserializer)?;
         TargetMetric::named(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown metric `{name}` (timer-max-us, timer-p99-us, timer-p99.9-us, interruptions-ge-LENGTH-per-minute)"
+                "unknown metric `{name}` (timer-max-us, timer-p99-us, timer-p99.9-us, hwlat-max-us, interruptions-ge-LENGTH-per-minute)"
             ))
         })
     }
 }
 
 /// Why a `--target` cannot be read: the grammar, once (`lowlat check --help` shows it).
-pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY`, `timer.p99<LATENCY` or `timer.p99.9<LATENCY` (LATENCY with its unit: 20us, 1ms) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
+pub(crate) const GRAMMAR: &str = "a target is `timer.max<LATENCY`, `timer.p99<LATENCY`, `timer.p99.9<LATENCY` or `hwlat.max<LATENCY` (LATENCY with its unit: 20us, 1ms; hwlat: the largest gap the kernel's hwlat tracer records) or `jitter.rate(LENGTH)<N/UNIT` (interruptions of LENGTH or more, e.g. 10us, fewer than N per s, min or h: 1/min)";
 
 /// Why a `--target` was refused; each message starts with the target as given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -279,6 +292,17 @@ pub(crate) enum ParseTargetError {
         /// The shortest gap check records, ns.
         shortest_gap_ns: u64,
     },
+    /// An hwlat limit below what the tracer can prove, µs.
+    #[error(
+        "'{text}': the hwlat tracer records gaps in whole microseconds above a threshold of 1 µs \
+         or more, so it proves maxima of {} µs or more; give hwlat.max<{}us or above",
+        HWLAT_LEAST_LIMIT_US,
+        HWLAT_LEAST_LIMIT_US
+    )]
+    HwlatTooLow {
+        /// The target as given.
+        text: String,
+    },
     /// A rate limit that is not `N/UNIT`.
     #[error("'{text}': the limit '{limit}' is not N/UNIT; {GRAMMAR}")]
     NotRate {
@@ -303,7 +327,8 @@ pub(crate) enum ParseTargetError {
         /// The unit as given.
         unit: String,
     },
-    /// A metric other than `timer.max`, `timer.p99`, `timer.p99.9` and `jitter.rate(LENGTH)`.
+    /// A metric other than `timer.max`, `timer.p99`, `timer.p99.9`, `hwlat.max` and
+    /// `jitter.rate(LENGTH)`.
     #[error("'{text}': unknown metric '{metric}'; {GRAMMAR}")]
     UnknownMetric {
         /// The target as given.
@@ -342,9 +367,15 @@ pub(crate) fn site_duration(site: &Site) -> Result<Option<std::time::Duration>, 
         .transpose()
 }
 
+/// The least `hwlat.max` limit the tracer can prove, µs: its threshold is whole microseconds,
+/// 1 or more (0 makes the kernel take its default of 10), and no gap above T µs proves every
+/// gap below T + 1 µs (`check::hwlat::threshold_for`).
+pub(crate) const HWLAT_LEAST_LIMIT_US: u64 = 2;
+
 /// Reads a target from the command line, with `length` reading a latency with its unit into
-/// ns: `timer.max<20us`, `timer.p99.9<15us`, `jitter.rate(10us)<1/min`. Gaps shorter than `shortest_gap_ns`
-/// (what check records) are refused.
+/// ns: `timer.max<20us`, `timer.p99.9<15us`, `hwlat.max<20us`, `jitter.rate(10us)<1/min`.
+/// Gaps shorter than `shortest_gap_ns` (what check records) and hwlat limits below
+/// [`HWLAT_LEAST_LIMIT_US`] are refused.
 pub(crate) fn parse<E: std::fmt::Display>(
     text: &str,
     length: impl Fn(&str) -> Result<u64, E>,
@@ -372,6 +403,12 @@ pub(crate) fn parse<E: std::fmt::Display>(
     let (metric, below) = if let Some(timer) = timer {
         let ns = length(limit)?;
         (timer, ns as f64 / 1e3)
+    } else if metric == "hwlat.max" {
+        let ns = length(limit)?;
+        if ns < HWLAT_LEAST_LIMIT_US * 1000 {
+            return Err(ParseTargetError::HwlatTooLow { text: given() });
+        }
+        (TargetMetric::HwlatMaxUs, ns as f64 / 1e3)
     } else if let Some(gap) = metric
         .strip_prefix("jitter.rate(")
         .and_then(|m| m.strip_suffix(')'))
@@ -448,7 +485,7 @@ impl Target {
                     poisson_upper_bound(figures.interruptions_at_least(at_least_ns)) * 60.0
                         / figures.jitter_seconds
                 }),
-            TargetMetric::TimerMaxUs => None,
+            TargetMetric::TimerMaxUs | TargetMetric::HwlatMaxUs => None,
             TargetMetric::TimerQuantileUs(q) => (figures.timer_latency.as_ref())
                 .filter(|histogram| !histogram.is_empty())
                 .map(|histogram| q.upper_bound(histogram, figures.timer_max_ns) / 1e3),
@@ -605,7 +642,7 @@ mod tests {
         // 10,000 wake-ups, 50 of them at 100 µs: the 99th percentile (rank 9,900) and its
         // bound (rank 9,917) are 10 µs; the 99.9th (rank 9,990) is 100 µs.
         let tail = [timer_cpu(&[(10_000, 9_950), (100_000, 50)])];
-        let judged = evaluate(&[p99.clone(), p999.clone()], &tail);
+        let judged = evaluate(&[p99.clone(), p999.clone()], &tail, None);
         assert_eq!(judged[0].outcome, TargetOutcome::Met);
         let value = &judged[0].values[0];
         assert!((value.value - 10.0).abs() < 0.01, "{value:?}");
@@ -615,19 +652,19 @@ mod tests {
         // 95 at 100 µs: the quantile (rank 9,900) is 10 µs but its bound (rank 9,917) is
         // 100 µs: not proven, neither a pass nor a failure.
         let close = [timer_cpu(&[(10_000, 9_905), (100_000, 95)])];
-        let judged = evaluate(std::slice::from_ref(&p99), &close);
+        let judged = evaluate(std::slice::from_ref(&p99), &close, None);
         assert_eq!(judged[0].outcome, TargetOutcome::NotProven);
         assert!((judged[0].values[0].value - 10.0).abs() < 0.01);
         assert!((judged[0].values[0].upper_95.unwrap() - 100.0).abs() < 0.1);
         // 100 quiet wake-ups cannot bound a 99th percentile.
         let few = [timer_cpu(&[(1_000, 100)])];
-        let judged = evaluate(std::slice::from_ref(&p99), &few);
+        let judged = evaluate(std::slice::from_ref(&p99), &few, None);
         assert_eq!(judged[0].outcome, TargetOutcome::NotProven);
         assert_eq!(judged[0].values[0].upper_95, Some(f64::INFINITY));
         // No timer run: not measured.
         let mut none = timer_cpu(&[]);
         none.timer_latency = None;
-        let judged = evaluate(&[p99], &[none]);
+        let judged = evaluate(&[p99], &[none], None);
         assert_eq!(judged[0].outcome, TargetOutcome::NotMeasured);
     }
 
@@ -639,6 +676,7 @@ mod tests {
             TargetMetric::TimerMaxUs,
             TargetMetric::TimerQuantileUs(Quantile::P99),
             TargetMetric::TimerQuantileUs(Quantile::P999),
+            TargetMetric::HwlatMaxUs,
         ] {
             assert_eq!(serde_json::to_value(metric).unwrap(), metric.name());
             assert_eq!(TargetMetric::named(&metric.name()), Some(metric));
@@ -673,6 +711,27 @@ mod tests {
             }
         );
         assert!((t.below - 2.0 / 60.0).abs() < 1e-12);
+        // Issue 45 item 5: the hwlat tracer's largest gap, machine-wide.
+        let t = parse("hwlat.max < 50us", length, 1000).unwrap();
+        assert_eq!((t.metric, t.below), (TargetMetric::HwlatMaxUs, 50.0));
+        assert_eq!(t.source, "--target hwlat.max < 50us");
+        assert!(t.metric.is_machine_wide() && !TargetMetric::TimerMaxUs.is_machine_wide());
+        assert_eq!(t.metric.name(), "hwlat-max-us");
+        assert_eq!(t.upper_bound(&timer_cpu(&[(1_000, 10)])), None);
+        assert_eq!(t.seconds_to_prove(), None);
+        assert_eq!(parse("hwlat.max<2us", length, 1000).unwrap().below, 2.0);
+        for (bad, says) in [
+            ("hwlat.max<20", "has no unit"),
+            ("hwlat.avg<20us", "unknown metric 'hwlat.avg'"),
+            ("hwlat.max>20us", "has no <;"),
+            ("hwlat.max<1us", "proves maxima of 2 µs or more"),
+            ("hwlat.max<0us", "give hwlat.max<2us or above"),
+        ] {
+            let err = parse(bad, length, 1000).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let err = parse("hwlat.avg<20us", length, 1000).unwrap_err();
+        assert!(err.to_string().contains("`hwlat.max<LATENCY`"), "{err}");
         for (bad, says) in [
             ("timer.max>20us", "has no <;"),
             ("timer.max<20", "has no unit"),

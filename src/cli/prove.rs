@@ -223,6 +223,7 @@ fn check_request(rounds: &Rounds) -> Result<CheckRequest> {
         quick: false,
         explain: rounds.explain,
         load: None,
+        hwlat_duration: check::hwlat::DEFAULT_DURATION,
     };
     if request.round() < check::MIN_ROUND {
         bail!(

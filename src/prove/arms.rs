@@ -92,8 +92,8 @@ impl Measure for CheckArms {
         let bundle = Bundle::open(dir).map_err(|e| failed(&e))?;
         // Held for every round, as check holds it.
         let _limit = DmaLatencyLimit::hold(prepared.session.root(), 0).ok();
-        let measured = check::run(&prepared, |round, _| note!("{arm} arm: {round}"))
-            .map_err(|e| failed(&e))?;
+        let measured =
+            check::run(&prepared, |step| note!("{arm} arm: {step}")).map_err(|e| failed(&e))?;
         let causes = measured.explanation.as_ref().map(explain::json);
         let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
         let report =

@@ -12,7 +12,9 @@ use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
-use crate::check::{self, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict};
+use crate::check::{
+    self, CheckRequest, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict,
+};
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
@@ -87,6 +89,22 @@ impl CheckReport<'_> {
         let mut undecided: Vec<String> = (self.targets.iter())
             .filter(|v| v.outcome == TargetOutcome::NotProven)
             .filter_map(|verdict| {
+                if let Some(why) = &verdict.not_measured {
+                    return Some(format!(
+                        "{} below {} not measured: {why}",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                    ));
+                }
+                if let Some(hwlat) = &verdict.hwlat {
+                    return Some(format!(
+                        "{} below {} not proven: the tracer records whole microseconds, so \
+                         its largest gap may be up to {} µs",
+                        verdict.target.metric.describe(),
+                        verdict.target.below,
+                        hwlat.every_gap_below_us()
+                    ));
+                }
                 if !verdict.target.metric.is_rate() {
                     return Some(format!(
                         "{} below {} not proven: its 95 % upper bound is not below it on every \
@@ -139,6 +157,43 @@ impl CheckReport<'_> {
             Verdict::Pass
         }
     }
+}
+
+/// What would decide a check NOT PROVEN, after its reasons: a longer run, unless a target could
+/// not be measured at all.
+pub(crate) fn what_decides(targets: &[TargetVerdict]) -> &'static str {
+    if targets.iter().any(|t| t.not_measured.is_some()) {
+        "not a failure of the machine: a target this check could not measure is not passed"
+    } else {
+        "not a failure of the machine: a longer run decides"
+    }
+}
+
+/// What a machine-wide target (`hwlat.max`) measured, as the text and the HTML say it after
+/// its outcome; `None` for a per-CPU target.
+pub(crate) fn machine_wide(verdict: &TargetVerdict) -> Option<String> {
+    if let Some(why) = &verdict.not_measured {
+        return Some(format!("not measured: {why}"));
+    }
+    let hwlat = verdict.hwlat.as_ref()?;
+    let largest = match (hwlat.max_us, hwlat.max_cpu) {
+        (Some(max), Some(cpu)) => format!(
+            "largest gap {max} µs on CPU {cpu}, {} above {} µs",
+            crate::units::plural(hwlat.gaps, "gap", "gaps"),
+            hwlat.threshold_us
+        ),
+        _ => format!(
+            "no gap above {} µs: every gap below {} µs",
+            hwlat.threshold_us,
+            hwlat.every_gap_below_us()
+        ),
+    };
+    Some(format!(
+        "{largest}, in {} s of the hwlat tracer spinning {} of every {}",
+        whole(hwlat.seconds),
+        micros_setting(hwlat.width_us * 1000),
+        micros_setting(hwlat.window_us * 1000)
+    ))
 }
 
 /// Seconds as the report says them: one decimal under 10 s, whole above.
@@ -391,6 +446,16 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
             TargetOutcome::NotProven => "NOT PROVEN",
             TargetOutcome::NotMeasured => "NOT MEASURED",
         };
+        if let Some(said) = machine_wide(verdict) {
+            writeln!(
+                out,
+                "  {} below {}: {outcome} ({said})",
+                verdict.target.metric.describe(),
+                verdict.target.below,
+            );
+            writeln!(out, "    source: {}", verdict.target.source);
+            continue;
+        }
         let values: Vec<String> = verdict
             .values
             .iter()
@@ -437,8 +502,9 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         Verdict::Pass => String::new(),
         Verdict::Fail => format!(": {}", report.failures().join("; ")),
         Verdict::NotProven => format!(
-            ": {} (not a failure of the machine: a longer run decides)",
-            report.not_proven().join("; ")
+            ": {} ({})",
+            report.not_proven().join("; "),
+            what_decides(report.targets)
         ),
     };
     writeln!(out, "verdict:  {}{why}", verdict.label());
@@ -449,6 +515,71 @@ pub(crate) fn text(report: &CheckReport<'_>) -> String {
         out.text(top_causes(causes, "late wake-ups"));
     }
     out.into_string()
+}
+
+/// What check says before the runs (on stderr): how long it takes (with the hwlat phase when
+/// a target names hwlat and the tracer `hwlat_runs`) and, where a rate target needs a longer
+/// busy loop than the runs give, that this check cannot pass it; and, where the length was
+/// not `duration_given`, what `--quick` is.
+pub(crate) fn before_runs(
+    request: &CheckRequest,
+    duration_given: bool,
+    hwlat_runs: bool,
+) -> String {
+    let each = request.duration.as_secs_f64();
+    let targets = &request.targets;
+    let mut said = match &request.load {
+        None => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU{}",
+            2.0 * each,
+            match request.rounds {
+                0 | 1 => String::new(),
+                n => format!(", in {n} rounds"),
+            }
+        ),
+        Some(load) => format!(
+            "check takes about {:.0} s: {each:.0} s of busy loop and {each:.0} s of timer \
+             wake-ups per CPU idle, and as much again under load ({}), in {} idle and {} loaded \
+             rounds in turn",
+            4.0 * each,
+            load.names(),
+            request.rounds.max(1),
+            request.rounds.max(1)
+        ),
+    };
+    if hwlat_runs && targets.iter().any(|t| t.metric.is_machine_wide()) {
+        said += &format!(
+            ", then {:.0} s of the hwlat tracer (--hwlat-duration)",
+            request.hwlat_duration.as_secs_f64()
+        );
+    }
+    let hardest = (targets.iter())
+        .filter_map(|target| Some((target, target.seconds_to_prove()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((target, needed)) = hardest {
+        let proves = format!(
+            "{needed:.0} s of busy loop per CPU prove {} below {} with none seen",
+            target.metric.describe(),
+            target.below
+        );
+        if needed > each {
+            said += &format!(
+                "; {proves}: this run can say FAIL or NOT PROVEN, not PASS (without --quick \
+                 and --duration: {} s each)",
+                check::duration_to_prove(targets).as_secs()
+            );
+        } else {
+            said += &format!(" ({proves})");
+            if !duration_given {
+                said += &format!(
+                    "; --quick for a {} s smoke run that can only say FAIL or NOT PROVEN",
+                    check::QUICK.as_secs()
+                );
+            }
+        }
+    }
+    said
 }
 
 /// Causes named per CPU under the verdict.
@@ -572,7 +703,7 @@ pub(crate) fn run_documents(
     for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
         let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
         let mut result = jitter_printers::result(jitter_run);
-        result.figures.conditions.loads = load.clone();
+        result.figures.per_cpu.conditions.loads = load.clone();
         let doc = measure_document(
             Kind::MeasureJitter,
             host.clone(),
@@ -582,7 +713,7 @@ pub(crate) fn run_documents(
         documents.push((Kind::MeasureJitter, doc.to_json()?));
         if let Some(run) = measured.timer_runs.get(round) {
             let mut result = timer_printers::result(run);
-            result.figures.conditions.loads = load;
+            result.figures.per_cpu.conditions.loads = load;
             let doc = measure_document(
                 Kind::MeasureTimer,
                 host.clone(),
@@ -599,6 +730,7 @@ pub(crate) fn run_documents(
 mod tests {
     use super::*;
     use crate::audit::partition;
+    use crate::check::hwlat::{HwlatFigures, HwlatPhase};
     use crate::check::targets::{Quantile, RATE_GE_10US, Target, TargetMetric};
     use crate::sysroot::SysRoot;
     use crate::tuning::profile_name::ProfileName;
@@ -629,15 +761,16 @@ mod tests {
             below: 1.0,
             source: "[S000]".into(),
         };
-        check_against(target, figures, quick, audit_fails)
+        check_against(target, figures, quick, audit_fails, None)
     }
 
-    /// [`check`] against `target`.
+    /// [`check`] against `target`, with what the hwlat phase gave.
     fn check_against(
         target: Target,
         figures: CpuFigures,
         quick: bool,
         audit_fails: bool,
+        hwlat: Option<&HwlatPhase>,
     ) -> (String, serde_json::Value) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/machines/kvm-guest-2vcpu");
@@ -654,7 +787,7 @@ mod tests {
             why: "--cpus".into(),
         };
         let figures = [figures];
-        let verdicts = crate::check::evaluate(&[target], &figures);
+        let verdicts = crate::check::evaluate(&[target], &figures, hwlat);
         let report = CheckReport {
             machine: &machine,
             audit: &audit,
@@ -729,7 +862,7 @@ mod tests {
             below: 50.0,
             source: "--target timer.p99<50us".into(),
         };
-        let (said, json) = check_against(target, cpu, false, false);
+        let (said, json) = check_against(target, cpu, false, false, None);
         assert_eq!(json["verdict"], "not-proven", "{said}");
         assert!(
             said.contains(
@@ -743,6 +876,73 @@ mod tests {
                 "NOT PROVEN: timer latency p99, µs below 50 not proven: its 95 % upper bound is \
                  not below it on every CPU; a longer run (more wake-ups) narrows the bound"
             ),
+            "{said}"
+        );
+    }
+
+    /// Issue 45 item 5: an hwlat target says the tracer's largest gap and where, fails the
+    /// check when the gap reaches the limit, passes it when every gap was below; not measured
+    /// (no tracer here) it is NOT PROVEN with why, in the text and the JSON.
+    #[test]
+    fn an_hwlat_target_is_judged_on_the_largest_gap_or_said_not_measured() {
+        let target = Target {
+            metric: TargetMetric::HwlatMaxUs,
+            below: 50.0,
+            source: "--target hwlat.max<50us".into(),
+        };
+        let traced = |max_us: Option<u64>| -> HwlatPhase {
+            Ok(HwlatFigures {
+                seconds: 60.0,
+                threshold_us: 10,
+                width_us: 500_000,
+                window_us: 1_000_000,
+                gaps: usize::from(max_us.is_some()) * 4,
+                max_us,
+                max_cpu: max_us.map(|_| 5),
+            })
+        };
+        let check = |phase: &HwlatPhase| {
+            check_against(target.clone(), figures(200.0, 0), false, false, Some(phase))
+        };
+        let (said, json) = check(&traced(Some(73)));
+        assert_eq!(json["verdict"], "fail", "{said}");
+        assert!(
+            said.contains(
+                "  hardware latency max (hwlat tracer), µs below 50: MISSED (largest gap 73 µs on \
+                 CPU 5, 4 gaps above 10 µs, in 60 s of the hwlat tracer spinning 500 ms of every \
+                 1000 ms)\n    source: --target hwlat.max<50us\n"
+            ),
+            "{said}"
+        );
+        assert!(
+            said.contains("verdict:  FAIL: hardware latency max (hwlat tracer), µs not below 50")
+        );
+        assert_eq!(json["targets"][0]["hwlat"]["max_us"], 73);
+        assert_eq!(json["targets"][0]["hwlat"]["max_cpu"], 5);
+        let (said, json) = check(&traced(None));
+        assert_eq!(json["verdict"], "pass", "{said}");
+        assert!(
+            said.contains(": met (no gap above 10 µs: every gap below 11 µs, in 60 s"),
+            "{said}"
+        );
+        let why = "the hwlat tracer is not available on this kernel (CONFIG_HWLAT_TRACER not set)";
+        let (said, json) = check(&Err(why.into()));
+        assert_eq!(json["verdict"], "not-proven", "{said}");
+        assert_eq!(json["targets"][0]["outcome"], "not-proven");
+        assert_eq!(json["targets"][0]["not_measured"], why);
+        assert!(json["targets"][0].get("hwlat").is_none());
+        assert!(
+            said.contains(&format!(
+                ": NOT PROVEN (not measured: {why})\n    source: --target hwlat.max<50us\n"
+            )),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!(
+                "verdict:  NOT PROVEN: hardware latency max (hwlat tracer), µs below 50 not \
+                 measured: {why} (not a failure of the machine: a target this check could not \
+                 measure is not passed)"
+            )),
             "{said}"
         );
     }

@@ -8,6 +8,8 @@ pub(crate) mod apply;
 pub mod audit;
 pub mod bios;
 pub(crate) mod check;
+#[cfg(test)]
+mod check_examples;
 pub(crate) mod check_load;
 pub mod compare;
 pub(crate) mod fix_script;

@@ -141,6 +141,39 @@ fn plan_sets_the_sites_sysctl_and_check_refuses_its_bad_target_at_its_line() {
     }
 }
 
+/// Issue 45 item 5: a site file's `hwlat.max` target is read by check's one parser, shown
+/// with the line it comes from, and a bad one refused at its line and column.
+#[test]
+fn a_sites_hwlat_target_has_its_line_and_a_bad_one_is_refused_there() {
+    let root = fixture("epyc7f32-2s");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[check]\ntargets = [\"timer.max<50us\", \"hwlat.max<20us\"]\n"
+    ));
+    let (code, stdout, stderr) = run(&root, &["profile", "show", &file]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("  hwlat.max<20us"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("hwlat.max<20us"))
+        .unwrap();
+    assert!(line.contains("site.toml:3"), "{line}");
+    let (_dir, file) = site(&format!(
+        "{WAIVE_ALL}[check]\ntargets = [\"hwlat.max<1us\"]\n"
+    ));
+    for command in ["audit", "check"] {
+        let out = lowlat(&[command, "--profile", &file]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--profile {file}:3:12: 'hwlat.max<1us': the hwlat tracer records gaps in whole \
+                 microseconds"
+            )),
+            "{command}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn tuneds_names_are_taken_with_a_note_or_refused_with_what_to_use() {
     let root = fixture("epyc7f32-2s");

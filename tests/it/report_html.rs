@@ -1070,6 +1070,41 @@ fn a_check_not_proven_says_so_in_its_verdict_and_targets() {
     );
 }
 
+/// Issue 45 item 5: an hwlat target, machine-wide, shows the tracer's largest gap where the
+/// per-CPU values stand, or why it was not measured (NOT PROVEN, and what decides it).
+#[test]
+fn a_check_shows_its_hwlat_target_measured_or_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(committed("check.json")).unwrap()).unwrap();
+    let hwlat = |outcome: &str| {
+        serde_json::json!({"target": {"metric": "hwlat-max-us", "below": 50.0,
+            "source": "--target hwlat.max<50us"}, "outcome": outcome, "seconds_to_prove": null,
+            "values": []})
+    };
+    let mut missed = hwlat("missed");
+    missed["hwlat"] = serde_json::json!({"seconds": 60.0, "threshold_us": 10, "width_us": 500000,
+        "window_us": 1000000, "gaps": 3, "max_us": 73, "max_cpu": 5});
+    let mut absent = hwlat("not-proven");
+    absent["not_measured"] = "the hwlat tracer is not available on this kernel <b>".into();
+    check["targets"] = serde_json::json!([missed, absent]);
+    let input = dir.path().join("check.json");
+    std::fs::write(&input, serde_json::to_string(&check).unwrap()).unwrap();
+    let html = report(&[input], &dir.path().join("report.html"));
+    let start = html.find("<section id=\"verdict\">").unwrap();
+    let verdict = &html[start..start + html[start..].find("</section>").unwrap()];
+    for expected in [
+        "<tr class=\"status-fail\"><td>missed</td><td><code>hwlat-max-us</code></td><td>50</td>\
+         <td>largest gap 73 µs on CPU 5, 3 gaps above 10 µs, in 60 s of the hwlat tracer \
+         spinning 500 ms of every 1000 ms</td>",
+        "<tr class=\"status-warn\"><td>not-proven</td><td><code>hwlat-max-us</code></td>\
+         <td>50</td><td>not measured: the hwlat tracer is not available on this kernel \
+         &lt;b&gt;</td>",
+    ] {
+        assert!(verdict.contains(expected), "lacks {expected}:\n{verdict}");
+    }
+}
+
 /// The clock block of a check stands in its verdict; the machine section shows the NIC block
 /// (a table per NIC, one row per fact, an IRQ a line) and the clock block as the inventory
 /// prints them.

@@ -10,7 +10,7 @@ use maud::{Markup, html};
 
 use super::{causes, check_load, from, serde_name};
 use crate::check::{CpuValue, TargetOutcome, Verdict};
-use crate::report::check::CheckBody;
+use crate::report::check::{CheckBody, machine_wide, what_decides};
 use crate::report::html::source::{Source, SourceError};
 use crate::report::html::svg::num;
 
@@ -79,7 +79,7 @@ fn one(source: &Source, c: &CheckBody<'_>) -> Markup {
             ul.why { @for f in &c.failures { li { (f) } } }
         }
         @if !c.not_proven.is_empty() {
-            p { "Not proven (not a failure of the machine: a longer run decides):" }
+            p { "Not proven (" (what_decides(&c.targets)) "):" }
             ul.why { @for f in &c.not_proven { li { (f) } } }
         }
         p { "Measured CPU " strong { (c.measured.cpus.to_list()) } " (" (c.measured.why) "): " (seconds)
@@ -98,7 +98,8 @@ fn one(source: &Source, c: &CheckBody<'_>) -> Markup {
                             td { (serde_name(&t.outcome)) }
                             td { code { (t.target.metric.name()) } }
                             td { (num(t.target.below)) }
-                            td { @for (i, v) in t.values.iter().enumerate() {
+                            td { @if let Some(said) = machine_wide(t) { (said) }
+                                @for (i, v) in t.values.iter().enumerate() {
                                 @if i > 0 { ", " }
                                 "CPU " (v.cpu) " " (num(v.value)) (bound(v)) (mark(v))
                             } }

@@ -1,0 +1,168 @@
+//! A check's request from what was asked: the targets (given, else a site profile's, else the
+//! built-in profile's), the length of each run (given, `--quick`'s, the site profile's, else
+//! what proves the targets) and the hwlat phase's, refused when its rounds are too short for
+//! the timer run.
+
+use std::time::Duration;
+use thiserror::Error;
+
+use super::pipeline::{CheckRequest, MIN_ROUND};
+use super::targets::{self, Target};
+use crate::audit::profile::Profile;
+use crate::machine::CpuSet;
+use crate::measure::load::LoadAsked;
+
+/// What was asked of a check (the flags of `lowlat check`, a site profile's `[check]`), before
+/// the defaults are taken.
+#[derive(Debug, Clone)]
+pub(crate) struct Asked {
+    /// The profile (a built-in one, or a site profile laid over one).
+    pub profile: Profile,
+    /// The CPUs to measure; `None`: the CPUs that matter.
+    pub cpus: Option<CpuSet>,
+    /// Length of each of the two measurements, all rounds together.
+    pub duration: Option<Duration>,
+    /// A `--quick` smoke run.
+    pub quick: bool,
+    /// The rounds.
+    pub rounds: u32,
+    /// The targets given (`--target`), in place of the profile's.
+    pub targets: Vec<Target>,
+    /// The site profile's `[check]` targets (empty: none, or no site profile).
+    pub site_targets: Vec<Target>,
+    /// The site profile's `[check]` duration.
+    pub site_duration: Option<Duration>,
+    /// Whether the runs explain their gaps.
+    pub explain: bool,
+    /// The loads beside the measured CPUs.
+    pub load: Option<LoadAsked>,
+    /// How long the hwlat phase runs; `None`: [`super::hwlat::DEFAULT_DURATION`].
+    pub hwlat_duration: Option<Duration>,
+}
+
+/// Why a check cannot be asked so.
+#[derive(Debug, Error)]
+pub(crate) enum RequestError {
+    /// Rounds shorter than [`MIN_ROUND`].
+    #[error(
+        "--duration {duration:?} --repeat {rounds}: rounds of {round:?} are too short for a timer \
+         run at 1 ms; give rounds of at least {MIN_ROUND:?}"
+    )]
+    RoundTooShort {
+        /// The length of each measurement.
+        duration: Duration,
+        /// The rounds.
+        rounds: u32,
+        /// The length of one round.
+        round: Duration,
+    },
+}
+
+impl Asked {
+    /// The check asked for, with the defaults taken; refuses rounds too short for the timer
+    /// run.
+    pub(crate) fn request(self) -> Result<CheckRequest, RequestError> {
+        let targets = if !self.targets.is_empty() {
+            self.targets
+        } else if !self.site_targets.is_empty() {
+            self.site_targets
+        } else {
+            targets::of_profile(self.profile.info.name)
+        };
+        let duration = match (self.duration, self.quick, self.site_duration) {
+            (Some(duration), _, _) => duration,
+            (None, true, _) => super::QUICK,
+            (None, false, Some(duration)) => duration,
+            (None, false, None) => super::duration_to_prove(&targets),
+        };
+        let request = CheckRequest {
+            profile: self.profile,
+            cpus: self.cpus,
+            duration,
+            rounds: self.rounds,
+            targets,
+            quick: self.quick,
+            explain: self.explain,
+            load: self.load,
+            hwlat_duration: (self.hwlat_duration).unwrap_or(super::hwlat::DEFAULT_DURATION),
+        };
+        let round = request.round();
+        if round < MIN_ROUND {
+            return Err(RequestError::RoundTooShort {
+                duration: request.duration,
+                rounds: request.rounds,
+                round,
+            });
+        }
+        Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::targets::TargetMetric;
+    use crate::tuning::profile_name::ProfileName;
+
+    /// A low-latency check asked with nothing but `duration`, `quick` and 5 rounds.
+    fn asked(duration: Option<Duration>, quick: bool) -> Asked {
+        Asked {
+            profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
+            cpus: None,
+            duration,
+            quick,
+            rounds: 5,
+            targets: Vec::new(),
+            site_targets: Vec::new(),
+            site_duration: None,
+            explain: true,
+            load: None,
+            hwlat_duration: None,
+        }
+    }
+
+    fn target(metric: TargetMetric, source: &str) -> Target {
+        Target {
+            metric,
+            below: 50.0,
+            source: source.into(),
+        }
+    }
+
+    /// The targets given win over the site's, which win over the profile's; the length given
+    /// wins over --quick's, then the site's, then what proves the targets.
+    #[test]
+    fn what_is_given_wins_over_the_site_and_the_profile() {
+        let plain = asked(None, false).request().unwrap();
+        assert_eq!(plain.targets, targets::of_profile(ProfileName::LowLatency));
+        assert_eq!(plain.duration, Duration::from_secs(200));
+        assert_eq!(plain.hwlat_duration, super::super::hwlat::DEFAULT_DURATION);
+        let mut site = asked(None, false);
+        site.site_targets = vec![target(TargetMetric::TimerMaxUs, "site.toml:3")];
+        site.site_duration = Some(Duration::from_secs(30));
+        let from_site = site.clone().request().unwrap();
+        assert_eq!(from_site.targets, site.site_targets);
+        assert_eq!(from_site.duration, Duration::from_secs(30));
+        site.targets = vec![target(TargetMetric::HwlatMaxUs, "--target hwlat.max<50us")];
+        site.quick = true;
+        site.hwlat_duration = Some(Duration::from_secs(5));
+        let given = site.clone().request().unwrap();
+        assert_eq!(given.targets, site.targets);
+        assert_eq!(given.duration, super::super::QUICK);
+        assert_eq!(given.hwlat_duration, Duration::from_secs(5));
+        site.duration = Some(Duration::from_secs(7));
+        assert_eq!(site.request().unwrap().duration, Duration::from_secs(7));
+    }
+
+    #[test]
+    fn rounds_too_short_for_the_timer_are_refused() {
+        let mut short = asked(Some(Duration::from_millis(40)), false);
+        let err = short.clone().request().unwrap_err().to_string();
+        assert!(
+            err.contains("--duration 40ms --repeat 5: rounds of 8ms are too short"),
+            "{err}"
+        );
+        short.rounds = 4;
+        assert!(short.request().is_ok());
+    }
+}
