@@ -167,8 +167,9 @@ impl Level {
     }
 }
 
-/// What loads the user asked for, before the CPUs are known.
-#[derive(Debug, Clone, PartialEq)]
+/// What loads the user asked for, before the CPUs are known (also as a prove run's state
+/// records them, so that its after arm runs the loads its before arm ran).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LoadAsked {
     /// The kinds, each once.
     pub kinds: Vec<Kind>,
