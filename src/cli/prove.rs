@@ -181,6 +181,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         load: args.load.asked(),
         net: args.net,
     };
+    crate::prove::arms::housekeeping_left(&rounds)?;
     let mut arms = arms(&rounds, true)?;
     note!("{}", prove::text::plan(&rounds));
     let start = Start {

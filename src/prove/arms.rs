@@ -22,6 +22,7 @@ use crate::machine::cgroup_cpuset::{self, CgroupVersion};
 use crate::machine::{CpuSet, Reader};
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{self, NetPath, NetRequest};
+use crate::measure::load;
 use crate::measure::runner::harness::{self, DmaLatencyLimit};
 use crate::measure::runner::session::{Engine, Session};
 use crate::report::check as check_report;
@@ -63,6 +64,19 @@ pub(crate) struct Measured {
 pub(crate) trait Measure {
     /// Measures `arm` into the bundle `dir` (created by the caller).
     fn measure(&mut self, arm: Arm, dir: &Path) -> Result<Measured, ProveError>;
+}
+
+/// Refuses loads (`rounds.load`) when no CPU this process may run on is left beside the
+/// measured ones, with check's error, before anything is measured or changed.
+pub(crate) fn housekeeping_left(rounds: &Rounds) -> Result<(), ProveError> {
+    let Some(asked) = &rounds.load else {
+        return Ok(());
+    };
+    let allowed = harness::current_affinity()
+        .map_err(|e| ProveError::Measure(format!("sched_getaffinity: {e}")))?;
+    load::housekeeping(&allowed, &rounds.cpus)
+        .map(|_| ())
+        .map_err(|e| ProveError::Measure(format!("--load {}: {e}", asked.names())))
 }
 
 /// The arms measured by check's pipeline on the live machine, as `request` asks.
@@ -199,6 +213,8 @@ impl Measure for CheckArms {
             Self::enter_isolation(&root, self.request.load.is_some())?;
         }
         let failed = |e: &dyn fmt::Display| ProveError::Measure(format!("{arm} arm: {e}"));
+        // check's runs keep this thread off the measured CPUs; the net rounds need them back.
+        let allowed = harness::current_affinity().map_err(|e| failed(&e))?;
         let prepared =
             check::prepare(root, self.request.clone(), |_| {}).map_err(|e| failed(&e))?;
         let bundle = Bundle::open(dir).map_err(|e| failed(&e))?;
@@ -237,6 +253,7 @@ impl Measure for CheckArms {
         }
         let mut complete = measured.complete;
         if self.net && complete && !harness::interrupted() {
+            harness::pin_current_thread_to(&allowed).map_err(|e| failed(&e))?;
             complete &= self.net_rounds(arm, &bundle)?;
         }
         note!("{arm} arm: saved the bundle {}", dir.display());
