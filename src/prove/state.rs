@@ -145,6 +145,9 @@ pub(crate) struct VerdictLine {
     pub rounds: Option<String>,
 }
 
+/// The [`Intensity`] kind of the IPIs the measured CPUs received.
+pub(crate) const RECEIVED: &str = "received";
+
 /// With loads, how hard one of them pushed in each arm: the mean over the arm's loaded rounds,
 /// so that a reader sees the two arms were loaded alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

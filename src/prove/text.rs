@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::state::{MachineState, Rounds, State, Step};
+use super::state::{MachineState, RECEIVED, Rounds, State, Step};
 use crate::report::measure::load::rate;
 use crate::text::{Page, escape_controls};
 
@@ -109,6 +109,21 @@ pub(crate) fn status(state: &State, dir: &Path) -> String {
                 figure(i.before),
                 figure(i.after),
                 i.unit
+            );
+        }
+        let unlike: Vec<&str> = (state.intensity.iter())
+            .filter(|i| i.kind != RECEIVED)
+            .filter(|i| match (i.before, i.after) {
+                (Some(b), Some(a)) if b > 0.0 && a > 0.0 => !(0.8..=1.25).contains(&(a / b)),
+                _ => true,
+            })
+            .map(|i| i.kind.as_str())
+            .collect();
+        if !unlike.is_empty() {
+            writeln!(
+                out,
+                "    not alike: {} pushed more than 25 % harder in one arm than in the other, so the loaded verdict compares unequal loads",
+                unlike.join(", ")
             );
         }
     }

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::state::{
-    AFTER, BEFORE, COMPARE_FILE, IDLE_COMPARE_FILE, Intensity, State, Step, VerdictLine,
+    AFTER, BEFORE, COMPARE_FILE, IDLE_COMPARE_FILE, Intensity, RECEIVED, State, Step, VerdictLine,
 };
 use super::{Prove, ProveError};
 use crate::compare::run::{Format, Run};
@@ -204,7 +204,7 @@ fn intensities(before: &ArmRuns, after: &ArmRuns) -> Vec<Intensity> {
         .collect();
     if !out.is_empty() {
         out.push(Intensity {
-            kind: "received".to_string(),
+            kind: RECEIVED.to_string(),
             unit: "IPIs received/s by the measured CPUs".to_string(),
             before: received(before),
             after: received(after),
