@@ -121,8 +121,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let root = writable_root(cli, "prove")?;
-    let euid = rustix::process::geteuid().as_raw();
-    require_root(&root, false, euid, "prove")?;
+    require_root(&root, false, rustix::process::geteuid().as_raw(), "prove")?;
     let runner = SystemRunner;
     let make = |dir: &Path| -> Result<Prove<'_>> {
         Ok(Prove {

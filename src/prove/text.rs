@@ -105,10 +105,10 @@ pub(crate) fn status(state: &State, dir: &Path) -> String {
             writeln!(
                 out,
                 "    {}: {} → {} {}",
-                i.kind,
+                escape_controls(&i.kind),
                 figure(i.before),
                 figure(i.after),
-                i.unit
+                escape_controls(&i.unit)
             );
         }
         let unlike: Vec<&str> = (state.intensity.iter())
