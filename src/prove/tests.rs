@@ -347,6 +347,7 @@ fn a_loaded_trial_gives_the_loaded_verdict_first_and_the_idle_one_beside_it() {
         kinds: vec![crate::measure::load::Kind::Ipi],
         level: crate::measure::load::Level::High,
         scratch_dir: None,
+        net_over: None,
     });
     let recorded = Recorded {
         loads: Some((50_000.0, 70_000.0)),
@@ -411,6 +412,10 @@ fn a_resume_runs_the_loads_the_state_recorded_and_an_old_state_has_none() {
         ],
         level: crate::measure::load::Level::Low,
         scratch_dir: Some(PathBuf::from("/var/tmp/x")),
+        net_over: Some(crate::measure::load::OverNic {
+            interface: "eth0".into(),
+            peer: "192.0.2.7:11111".parse().unwrap(),
+        }),
     });
     asked.net = true;
     let dir = tempfile::tempdir().unwrap();

@@ -180,7 +180,9 @@ pub(crate) struct LoadAsked {
     pub level: Level,
     /// Where `io` opens its scratch file; `None`: `/var/tmp`.
     pub scratch_dir: Option<PathBuf>,
-    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None`: loopback.
+    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None` (and absent
+    /// in a prove state written before them): loopback.
+    #[serde(default)]
     pub net_over: Option<OverNic>,
 }
 
