@@ -170,8 +170,9 @@ impl Level {
     }
 }
 
-/// What loads the user asked for, before the CPUs are known.
-#[derive(Debug, Clone, PartialEq)]
+/// What loads the user asked for, before the CPUs are known (also as a prove run's state
+/// records them, so that its after arm runs the loads its before arm ran).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LoadAsked {
     /// The kinds, each once.
     pub kinds: Vec<Kind>,
@@ -179,7 +180,9 @@ pub(crate) struct LoadAsked {
     pub level: Level,
     /// Where `io` opens its scratch file; `None`: `/var/tmp`.
     pub scratch_dir: Option<PathBuf>,
-    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None`: loopback.
+    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None` (and absent
+    /// in a prove state written before them): loopback.
+    #[serde(default)]
     pub net_over: Option<OverNic>,
 }
 
