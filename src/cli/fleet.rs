@@ -174,7 +174,7 @@ fn plan(args: &PlanArgs) -> Result<u8> {
     for group in plan::plans(&report, &request, &profile)? {
         let dir = args.out.join(format!("group-{}", group.group));
         if let GroupOutcome::Planned { files, .. } = &group.outcome {
-            super::plan::write_artifacts(&dir, files, args.force)?;
+            crate::plan::write::write_out(&dir, files, args.force)?;
         }
         written.push((group, dir));
     }

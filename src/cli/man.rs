@@ -33,7 +33,7 @@ pub(crate) fn run(args: &ManArgs) -> Result<u8> {
         refuse_input: REFUSE_INPUT,
     };
     let pages = manual::pages(&command, &layout)?;
-    let written = super::plan::write_artifacts(&args.out, &pages, args.force)?;
+    let written = crate::plan::write::write_out(&args.out, &pages, args.force)?;
     let mut listing = String::new();
     for path in written {
         listing.push_str(&format!("{}\n", path.display()));

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::messages::{note, warning};
 use super::output::{print, print_json};
@@ -12,18 +12,17 @@ use crate::audit::Profile;
 use crate::audit::site::SitePartition;
 use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
-use crate::plan::artifacts::Artifact;
 use crate::plan::freebsd::FreeBsdPlan;
-use crate::plan::pipeline::{self, LinuxPlan, PlanJob, PlanJobError, Planned, Step};
+use crate::plan::pipeline::{self, LinuxPlan, PlanJob, Planned, Step};
 use crate::plan::request::{
     HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
 };
-use crate::plan::{self, PlanError, vm, write};
+use crate::plan::{self, vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{self as report_plan, diff, summary};
 use crate::snapshot::SnapshotKind;
-use crate::sysroot::{OutputDirError, SysRoot};
-use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
+use crate::sysroot::SysRoot;
+use crate::tuning::partition::PartitionRequest;
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -278,10 +277,14 @@ impl PlanOptionArgs {
         let profile = self.profile.load()?;
         Ok(PlanJob {
             request: self.request(&profile)?,
-            profile,
             core_type_asked: self.isolate_core_type.is_some(),
             bios: None,
             vm: None,
+            site_partition: self.site_partition(&profile).and_then(|site| {
+                let at = site.isolate.as_ref().or(site.housekeeping.as_ref());
+                at.map(|at| at.place.to_string())
+            }),
+            profile,
         })
     }
 
@@ -297,13 +300,7 @@ impl PlanOptionArgs {
             Step::Read(machine) => super::container::note(root, &machine.topology),
             Step::Planned(plan) => self.note_cpus_going_offline(plan),
         })
-        .map_err(|e| match e {
-            PlanJobError::Plan(PlanError::Partition(e)) => self.partition_error(&e, &job.profile),
-            PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
-                anyhow::anyhow!("--hugepages {pool}: {problem}")
-            }
-            e => anyhow::Error::new(e),
-        })
+        .map_err(anyhow::Error::new)
     }
 
     /// Says which CPUs of `--housekeeping` and `--isolate` the plan left out because they go
@@ -325,57 +322,6 @@ impl PlanOptionArgs {
             }
         }
     }
-
-    /// A refused partition, with the options (or the site profile's line) that asked for it.
-    fn partition_error(&self, e: &PartitionError, profile: &Profile) -> anyhow::Error {
-        let site = self.site_partition(profile);
-        if let Some(at) = site.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref())) {
-            return anyhow::anyhow!("--profile {}: [partition]: {e}", at.place);
-        }
-        let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
-            (true, true) => "--housekeeping and --isolate",
-            (true, false) => "--housekeeping",
-            (false, true) => "--isolate",
-            (false, false) => "--housekeeping-cores",
-        };
-        match e {
-            PartitionError::NoSuchCpu { list, .. }
-            | PartitionError::Offline { list, .. }
-            | PartitionError::OfflineAfterReboot { list, .. } => {
-                let flag = match list {
-                    CpuList::Housekeeping => "--housekeeping",
-                    CpuList::Isolated => "--isolate",
-                };
-                anyhow::anyhow!("{flag}: {e}")
-            }
-            PartitionError::TooManyNoBalanceCores { asked, .. } => {
-                anyhow::anyhow!("--no-balance {asked}: {e}")
-            }
-            PartitionError::SplitSmt { .. } => {
-                anyhow::anyhow!("{lists}: {e} (--allow-split-smt)")
-            }
-            _ => anyhow::anyhow!("{lists}: {e}"),
-        }
-    }
-}
-
-/// Writes a plan's (or the man pages') `files` into `dir` (`--out`), with `--force` replacing
-/// lowlat's files, and returns the paths written; a refusal names `--out` and, only where it
-/// would help, suggests `--force`.
-pub(super) fn write_artifacts(
-    dir: &Path,
-    files: &[Artifact<'_>],
-    force: bool,
-) -> Result<Vec<std::path::PathBuf>> {
-    write::write_dir(dir, files, force).map_err(|e| {
-        let hint = match e {
-            write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
-                "; or add --force to replace lowlat's files in it"
-            }
-            _ => "",
-        };
-        anyhow::anyhow!("--out {e}{hint}")
-    })
 }
 
 /// Runs `lowlat plan`.
@@ -394,7 +340,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     } = &*linux;
     if let Some(dir) = &args.out {
         let files = linux.artifacts();
-        write_artifacts(dir, &files, args.force)?;
+        write::write_out(dir, &files, args.force)?;
         if !args.json && !args.diff {
             print(&report_plan::written_text(&files, dir))?;
         }
@@ -432,7 +378,7 @@ fn freebsd(args: &PlanArgs, plan: &FreeBsdPlan) -> Result<u8> {
     }
     print(&report_freebsd::plan_text(plan))?;
     if let Some(dir) = &args.out {
-        write_artifacts(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
+        write::write_out(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
     }
     Ok(exit::OK)
 }
