@@ -72,7 +72,7 @@ pub struct PlanArgs {
     /// (vCPUs on isolated cores of one node, emulator on that node's housekeeping CPUs, FIFO
     /// vCPUs, huge pages), the host's huge pages for the node and the guest's own plan. With
     /// --out, also writes libvirt/NAME.xml and guest/.
-    #[arg(long, value_name = "NAME", value_parser = vm_name, requires = "vcpus",
+    #[arg(long, value_name = "NAME", value_parser = vm::domain_name, requires = "vcpus",
           conflicts_with_all = ["json", "diff"])]
     pub vm: Option<String>,
 
@@ -169,22 +169,6 @@ pub struct PlanOptionArgs {
     /// realtime profiles).
     #[arg(long)]
     pub kthread_priorities: bool,
-}
-
-/// `--vm NAME`: a libvirt domain name lowlat writes unescaped into XML and file names.
-fn vm_name(text: &str) -> Result<String, String> {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && !text.starts_with(['.', '-'])
-    {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "'{text}': use letters, digits, '.', '_' and '-' (not first), as in rt-vm"
-        ))
-    }
 }
 
 /// `--memory SIZE` in KiB.
