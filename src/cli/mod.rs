@@ -161,6 +161,7 @@ mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
+pub(crate) mod plan_options;
 pub(crate) mod profile;
 pub(crate) mod prove;
 pub(crate) mod report;
