@@ -142,6 +142,7 @@ pub enum Command {
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod bios;
+pub(crate) mod bmc;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
