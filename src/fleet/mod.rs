@@ -62,8 +62,9 @@ pub(crate) fn read(
         fleet.skip(
             dir,
             format!(
-                "{}: no lowlat snapshot in this directory (files named *.lowlat, written by \
-                 `lowlat snapshot -o FILE` or the collection's collect role)",
+                "{}: no lowlat snapshot or sosreport in this directory (snapshots are files \
+                 named *.lowlat, written by `lowlat snapshot -o FILE` or the collection's \
+                 collect role; sosreports are sosreport-* directories or archives)",
                 dir.display()
             ),
         );
@@ -92,8 +93,8 @@ pub(crate) fn read(
                 file: String::new(),
                 problem: format!(
                     "no lowlat snapshot among {}: give snapshot files (`lowlat snapshot -o \
-                     FILE`) or directories of them; JSON documents are read only beside a \
-                     snapshot",
+                     FILE`), sosreport bundles, or directories of them; JSON documents are \
+                     read only beside a snapshot",
                     given.join(", ")
                 ),
             });

@@ -226,7 +226,7 @@ fn bad_snapshots_are_skipped_and_named_and_the_rest_reported() {
     for reason in [
         "schema_version 99",
         "duplicate host name host-0000",
-        "no lowlat snapshot in this directory",
+        "no lowlat snapshot or sosreport in this directory",
         "not a lowlat snapshot",
     ] {
         assert!(problems.contains(reason), "{reason} in {problems}");
