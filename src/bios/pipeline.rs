@@ -370,3 +370,35 @@ pub(crate) fn revert(
     settings::stage(bmc, state, &values).map_err(BiosJobError::Restage)?;
     Ok(values)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn password_of(bytes: &[u8]) -> Result<String, BiosJobError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, bytes).unwrap();
+        password(Some(&file))
+    }
+
+    #[test]
+    fn the_password_is_the_first_line_without_its_line_end() {
+        assert_eq!(password_of(b"s3cret\r\nnext\n").unwrap(), "s3cret");
+        assert_eq!(password_of(b"s3cret").unwrap(), "s3cret");
+    }
+
+    #[test]
+    fn an_empty_non_utf8_or_endless_first_line_is_refused_naming_the_file() {
+        let problem = |bytes: &[u8]| match password_of(bytes) {
+            Err(BiosJobError::PasswordLine { problem, .. }) => problem.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(problem(b"\nsecond\n").contains("the first line is empty"));
+        assert!(problem(b"\xff\xfe\n").contains("not UTF-8"));
+        let endless = vec![b'x'; PASSWORD_FILE_LIMIT as usize + 10];
+        assert!(problem(&endless).contains("no end of line in the first 4096 bytes"));
+        let missing = password(Some(Path::new("/nonexistent/password"))).unwrap_err();
+        assert_eq!(missing.to_string(), "--password-file /nonexistent/password");
+    }
+}

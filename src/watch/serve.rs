@@ -337,6 +337,16 @@ fn refuse(stream: &TcpStream, status: &str, body: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_textfile_must_end_in_prom_and_its_directory_be_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_textfile(&dir.path().join("lowlat.prom")).is_ok());
+        let err = check_textfile(&dir.path().join("lowlat.txt")).unwrap_err();
+        assert!(matches!(err, OutputError::NotProm { .. }), "{err}");
+        let err = check_textfile(&dir.path().join("missing/lowlat.prom")).unwrap_err();
+        assert!(err.to_string().contains("cannot write in"), "{err}");
+    }
     use std::io::Read;
 
     fn get(addr: std::net::SocketAddr, path: &str) -> String {
