@@ -200,7 +200,12 @@ pub(crate) fn prepare(
     let load = match &request.load {
         Some(asked) => Some(
             asked
-                .beside(&allowed, &measured.cpus, machine.topology.llc_bytes_total())
+                .beside(
+                    &root,
+                    &allowed,
+                    &measured.cpus,
+                    machine.topology.llc_bytes_total(),
+                )
                 .map_err(|source| CheckError::Load {
                     asked: asked.names(),
                     source,

@@ -494,6 +494,7 @@ mod tests {
                         (true, _) => 212_400.0,
                     },
                     unit: kind.unit().to_string(),
+                    over: None,
                     failed: None,
                 })
                 .collect(),

@@ -211,6 +211,15 @@ pub struct LoadArgs {
     /// housekeeping CPU); a directory on the disk to load. Default: /var/tmp.
     #[arg(long, value_name = "DIR", requires = "load")]
     pub load_dir: Option<PathBuf>,
+    /// Send the net load out of this interface to --load-peer instead of over loopback, so
+    /// that the NIC's interrupts and softirqs land on the housekeeping CPUs too.
+    #[arg(long = "load-if", value_name = "IF", requires_all = ["load", "load_peer"])]
+    pub load_if: Option<String>,
+    /// Where the net load sends through --load-if: a host that answers as `lowlat measure
+    /// net --serve` does (then the answers count too); lowlat sends only to loopback or to
+    /// the address named here.
+    #[arg(long, value_name = "ADDR:PORT", requires = "load_if")]
+    pub load_peer: Option<std::net::SocketAddr>,
 }
 
 impl LoadArgs {
@@ -221,13 +230,18 @@ impl LoadArgs {
             kinds: kinds.clone(),
             level: self.load_level,
             scratch_dir: self.load_dir.clone(),
+            net_over: (self.load_if.clone())
+                .zip(self.load_peer)
+                .map(|(interface, peer)| load::OverNic { interface, peer }),
         })
     }
 
     /// The loads asked for beside `measured`, on the CPUs of `allowed` that are not measured;
-    /// `None` without `--load`. Refuses, naming the flag, when no CPU is left for them.
+    /// `None` without `--load`. Refuses, naming the flag, when no CPU is left for them, and an
+    /// interface (`--load-if`) that `root` lacks or that is down.
     pub(crate) fn request(
         &self,
+        root: &SysRoot,
         allowed: &CpuSet,
         measured: &CpuSet,
         machine: &Machine,
@@ -236,7 +250,7 @@ impl LoadArgs {
             return Ok(None);
         };
         let request = asked
-            .beside(allowed, measured, machine.topology.llc_bytes_total())
+            .beside(root, allowed, measured, machine.topology.llc_bytes_total())
             .with_context(|| format!("--load {}", asked.names()))?;
         Ok(Some(request))
     }
@@ -244,7 +258,12 @@ impl LoadArgs {
     /// The loads of `--load` beside `session`'s CPUs, started and running; `None` without
     /// `--load`. Says each kind that could not start.
     pub(crate) fn start(&self, session: &Session) -> Result<Option<load::Loads>> {
-        let Some(request) = self.request(session.allowed(), &session.cpus, &session.machine)?
+        let Some(request) = self.request(
+            session.root(),
+            session.allowed(),
+            &session.cpus,
+            &session.machine,
+        )?
         else {
             return Ok(None);
         };
@@ -658,26 +677,91 @@ mod tests {
     /// flag, where none is left.
     #[test]
     fn loads_go_to_the_cpus_not_measured_and_are_refused_without_one() {
-        let machine =
-            Machine::read(&crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned").root());
+        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
+        let (root, machine) = (tree.root(), Machine::read(&tree.root()));
         let args = loop_args(&["--load", "mem,ipi", "--load-level", "low"]);
         let all = CpuSet::parse_list("0-3").unwrap();
-        let request = (args
-            .load
-            .request(&all, &CpuSet::parse_list("1-2").unwrap(), &machine))
-        .unwrap()
-        .unwrap();
+        let request =
+            (args
+                .load
+                .request(&root, &all, &CpuSet::parse_list("1-2").unwrap(), &machine))
+            .unwrap()
+            .unwrap();
         assert_eq!(request.cpus.to_list(), "0,3");
         assert_eq!(request.kinds, [load::Kind::Mem, load::Kind::Ipi]);
         assert_eq!(request.level, load::Level::Low);
         assert_eq!(request.llc_bytes, machine.topology.llc_bytes_total());
-        let err = args.load.request(&all, &all, &machine).unwrap_err();
+        let err = args.load.request(&root, &all, &all, &machine).unwrap_err();
         let err = format!("{err:#}");
         assert!(
             err.starts_with("--load mem,ipi: no housekeeping CPU"),
             "{err}"
         );
         let none = loop_args(&[]);
-        assert!(none.load.request(&all, &all, &machine).unwrap().is_none());
+        assert!(
+            none.load
+                .request(&root, &all, &all, &machine)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// Issue 48: `--load-if IF --load-peer ADDR:PORT` reach the net load through the one
+    /// load-args struct; an interface the machine lacks or that is down, or one without net
+    /// among the loads, is refused naming the flag; `--load-if` alone is refused by the parser.
+    #[test]
+    fn load_if_sends_net_through_an_interface_that_is_there_and_up() {
+        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
+        tree.write("/sys/class/net/ens1/flags", "0x1003\n")
+            .write("/sys/class/net/ens1/operstate", "up\n")
+            .write("/sys/class/net/ens2/flags", "0x1002\n");
+        let (root, machine) = (tree.root(), Machine::read(&tree.root()));
+        let (all, measured) = (
+            CpuSet::parse_list("0-3").unwrap(),
+            CpuSet::parse_list("1").unwrap(),
+        );
+        let with = |load: &str, interface: &str| {
+            let args = loop_args(&[
+                "--load",
+                load,
+                "--load-if",
+                interface,
+                "--load-peer",
+                "10.0.0.2:11111",
+            ]);
+            args.load
+                .request(&root, &all, &measured, &machine)
+                .map(|r| r.unwrap())
+        };
+        let request = with("net,cpu", "ens1").unwrap();
+        let over = request.net_over.unwrap();
+        assert_eq!(over.describe(), "ens1 to 10.0.0.2:11111");
+        let refused =
+            |load: &str, interface: &str| format!("{:#}", with(load, interface).unwrap_err());
+        let down = refused("net", "ens2");
+        assert!(
+            down.contains("--load-if ens2: the interface is down"),
+            "{down}"
+        );
+        let missing = refused("all", "ens9");
+        assert!(
+            missing.contains("--load-if ens9: this machine has no such interface"),
+            "{missing}"
+        );
+        let no_net = refused("cpu", "ens1");
+        assert!(
+            no_net.ends_with(
+                "--load-if ens1: only the net load sends through an interface; add net to --load"
+            ),
+            "{no_net}"
+        );
+        #[derive(clap::Parser, Debug)]
+        struct Wrap {
+            #[command(flatten)]
+            args: LoopArgs,
+        }
+        let alone =
+            <Wrap as clap::Parser>::try_parse_from(["loop", "--load", "net", "--load-if", "ens1"]);
+        assert!(alone.unwrap_err().to_string().contains("--load-peer"));
     }
 }

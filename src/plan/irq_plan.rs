@@ -10,7 +10,7 @@ use crate::text::{Page, escape_controls};
 use std::collections::BTreeMap;
 
 use super::sources::{GUIDE, QUEUE_GUIDE};
-use super::{Draft, Inputs, Plan, setting};
+use super::{Draft, Inputs, Plan, setting, write_unmovable};
 use crate::machine::irq::{Irq, IrqClass, Irqs};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
@@ -353,22 +353,7 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
             );
         }
     }
-    let stays: Vec<_> = plan
-        .unmovable
-        .iter()
-        .filter(|u| u.what.starts_with("irq"))
-        .collect();
-    if !stays.is_empty() {
-        out.text("\nNot moved:\n");
-        for u in stays {
-            writeln!(
-                out,
-                "  {}: {}",
-                escape_controls(&u.what),
-                escape_controls(&u.reason)
-            );
-        }
-    }
+    write_unmovable(&mut out, plan, "irq", "Not moved");
     out.into_string()
 }
 

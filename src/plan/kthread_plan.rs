@@ -6,7 +6,7 @@ use crate::text::{Page, escape_controls};
 use std::collections::BTreeMap;
 
 use super::sources::GUIDE;
-use super::{Draft, Inputs, Plan, setting};
+use super::{Draft, Inputs, Plan, setting, write_unmovable};
 use crate::machine::tasks::{PerCpuKind, Task};
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet};
@@ -294,21 +294,6 @@ pub(crate) fn render(plan: &Plan, header: &str) -> String {
             );
         }
     }
-    let stays: Vec<_> = plan
-        .unmovable
-        .iter()
-        .filter(|u| u.what.starts_with("kthread"))
-        .collect();
-    if !stays.is_empty() {
-        out.text("\nStays on the isolated CPUs:\n");
-        for u in stays {
-            writeln!(
-                out,
-                "  {}: {}",
-                escape_controls(&u.what),
-                escape_controls(&u.reason)
-            );
-        }
-    }
+    write_unmovable(&mut out, plan, "kthread", "Stays on the isolated CPUs");
     out.into_string()
 }

@@ -41,6 +41,7 @@ use crate::document::{self, Document, Kind, Layout, LayoutError};
 use crate::machine::capabilities::Capabilities;
 use crate::machine::topology::Topology;
 use crate::machine::{CpuSet, Machine};
+use crate::text::{Page, escape_controls};
 use crate::tuning::partition::{CpuList, Partition, PartitionError, with_smt_off};
 use crate::tuning::setting::{Layer, Setting};
 use crate::tuning::setting_id::SettingId;
@@ -102,6 +103,27 @@ pub struct Unmovable {
     pub what: String,
     /// Why it cannot be moved, and what keeps it quiet instead.
     pub reason: String,
+}
+
+/// Writes under `heading` what stays where it is whose name starts with `prefix` (`irq`,
+/// `kthread`), each with its reason; nothing when there is none. For the text artifacts.
+pub(crate) fn write_unmovable(out: &mut Page, plan: &Plan, prefix: &str, heading: &str) {
+    let stays: Vec<_> = plan
+        .unmovable
+        .iter()
+        .filter(|u| u.what.starts_with(prefix))
+        .collect();
+    if !stays.is_empty() {
+        writeln!(out, "\n{heading}:");
+        for u in stays {
+            writeln!(
+                out,
+                "  {}: {}",
+                escape_controls(&u.what),
+                escape_controls(&u.reason)
+            );
+        }
+    }
 }
 
 /// A plan: the desired state of one machine. Serialized as the body of plan.json (in the

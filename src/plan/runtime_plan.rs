@@ -52,29 +52,23 @@ fn cpuset_setting(
 pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> {
     let hk = &inputs.partition.housekeeping;
     let iso = &inputs.partition.isolated;
-    let tree = match inputs.machine.cpusets.as_ref() {
-        Some(Avail::Available(tree)) => tree,
+    let read = match inputs.machine.cpusets.as_ref() {
+        Some(Avail::Available(tree)) => Ok(tree),
         Some(Avail::Unavailable { unavailable }) => {
             let layout = Capabilities::of(inputs.machine)
                 .cgroup
                 .map(|layout| format!(" ({})", layout.name()))
                 .unwrap_or_default();
-            draft.skip(
-                cpuset_setting(
-                    ISOLATED,
-                    CpusetAttribute::Cpus,
-                    iso.to_list(),
-                    "The isolated CPUs in a cpuset of their own.",
-                    SOURCE,
-                ),
-                format!(
-                    "no runtime isolation: {unavailable}{layout}; isolate at boot instead \
-                     (`lowlat plan --isolation boot`)"
-                ),
-            );
-            return Ok(());
+            Err(format!(
+                "no runtime isolation: {unavailable}{layout}; isolate at boot instead \
+                 (`lowlat plan --isolation boot`)"
+            ))
         }
-        None => {
+        None => Err("no runtime isolation: the cpuset hierarchy was not read".to_string()),
+    };
+    let tree = match read {
+        Ok(tree) => tree,
+        Err(reason) => {
             draft.skip(
                 cpuset_setting(
                     ISOLATED,
@@ -83,7 +77,7 @@ pub(crate) fn plan(inputs: &Inputs, draft: &mut Draft) -> Result<(), PlanError> 
                     "The isolated CPUs in a cpuset of their own.",
                     SOURCE,
                 ),
-                "no runtime isolation: the cpuset hierarchy was not read",
+                reason,
             );
             return Ok(());
         }

@@ -325,6 +325,7 @@ mod tests {
                 threads: 1,
                 rate: if loaded { 1000.0 } else { 0.0 },
                 unit: Kind::Ipi.unit().into(),
+                over: None,
                 failed: None,
             }],
             ipis_received_per_s: Some(if loaded { 900.0 } else { 10.0 }),
@@ -359,6 +360,7 @@ mod tests {
                 kinds: vec![Kind::Ipi],
                 level: Level::High,
                 scratch_dir: None,
+                net_over: None,
             },
             cpus: CpuSet::parse_list("0").unwrap(),
             skipped: Vec::new(),
@@ -409,6 +411,7 @@ mod tests {
                 kinds: vec![Kind::Cpu],
                 level: Level::Low,
                 scratch_dir: None,
+                net_over: None,
             },
             cpus: CpuSet::parse_list("0").unwrap(),
             skipped: vec![Skipped {

@@ -184,28 +184,18 @@ fn interface_block(interface: &NetInterface, nic: &Nic, irqs: Option<&Irqs>) -> 
     fact(
         "channels",
         known(&nic.channels, &mut refused, |c| {
-            let parts: Vec<String> = [
+            current_maxes(&[
                 ("combined", &c.combined),
                 ("rx", &c.rx),
                 ("tx", &c.tx),
                 ("other", &c.other),
-            ]
-            .into_iter()
-            .filter(|(_, v)| v.is_known())
-            .map(|(name, v)| format!("{name} {}", current_max(v)))
-            .collect();
-            none_if_empty(parts.join(", "))
+            ])
         }),
     );
     fact(
         "rings",
         known(&nic.rings, &mut refused, |r| {
-            let parts: Vec<String> = [("rx", &r.rx), ("tx", &r.tx)]
-                .into_iter()
-                .filter(|(_, v)| v.is_known())
-                .map(|(name, v)| format!("{name} {}", current_max(v)))
-                .collect();
-            none_if_empty(parts.join(", "))
+            current_maxes(&[("rx", &r.rx), ("tx", &r.tx)])
         }),
     );
     fact(
@@ -330,6 +320,16 @@ fn known<T>(
 }
 
 /// `4/63` (current of maximum), or the one that is known.
+/// The known ones of `named` (channels, rings) as `name current/max`, joined by commas;
+/// `None` when none is known.
+fn current_maxes(named: &[(&str, &CurrentMax)]) -> Option<String> {
+    let parts: Vec<String> = (named.iter())
+        .filter(|(_, v)| v.is_known())
+        .map(|(name, v)| format!("{name} {}", current_max(v)))
+        .collect();
+    none_if_empty(parts.join(", "))
+}
+
 fn current_max(v: &CurrentMax) -> String {
     match (v.current, v.max) {
         (Some(c), Some(m)) => format!("{c}/{m}"),

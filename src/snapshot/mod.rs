@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::document::{self, Header, Kind, Layout, Tool};
+use crate::sysroot::signals::Handlers;
 use crate::sysroot::{
     Durability, MAX_FILE_BYTES, MemoryTree, Perms, Recorded, Scratch, SysRoot, UNCAPTURED,
     WriteError, write_file_atomically,
@@ -501,6 +502,12 @@ fn read_archive(
     })
 }
 
+/// The path of a tar entry, as text (a byte that is not UTF-8 becomes U+FFFD).
+fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, ArchiveError> {
+    let path = entry.path().map_err(ArchiveError::Corrupt)?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
 /// The signal caught while a snapshot unpacks (0: none).
 static CAUGHT_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
@@ -512,47 +519,22 @@ extern "C" fn record_signal(signal: libc::c_int) {
 /// work in progress (an unpacking, a watch with settings to restore) stops and cleans up;
 /// dropping it restores the previous handlers.
 pub(crate) struct SignalGuard {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
+    _handlers: Handlers,
 }
 
 impl SignalGuard {
-    /// Installs the recording handlers.
+    /// Installs the recording handlers (they only store to an atomic, which is
+    /// async-signal-safe).
     pub(crate) fn install() -> Self {
         CAUGHT_SIGNAL.store(0, Ordering::Relaxed);
-        let mut previous = Vec::new();
-        for signal in [libc::SIGINT, libc::SIGTERM] {
-            // SAFETY: plain sigaction calls on zeroed structs; the handler only stores to an
-            // atomic, which is async-signal-safe.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
-                    || old.sa_sigaction == libc::SIG_IGN
-                {
-                    continue;
-                }
-                let mut new: libc::sigaction = std::mem::zeroed();
-                new.sa_sigaction = record_signal as *const () as libc::sighandler_t;
-                libc::sigemptyset(&mut new.sa_mask);
-                if libc::sigaction(signal, &new, std::ptr::null_mut()) == 0 {
-                    previous.push((signal, old));
-                }
-            }
+        Self {
+            _handlers: Handlers::install(&[libc::SIGINT, libc::SIGTERM], record_signal, 0),
         }
-        Self { previous }
     }
 
     /// The signal caught since [`SignalGuard::install`], if any.
     pub(crate) fn caught() -> Option<libc::c_int> {
         Some(CAUGHT_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        for (signal, old) in &self.previous {
-            // SAFETY: restores the disposition saved by install().
-            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
-        }
     }
 }
 
@@ -749,11 +731,7 @@ fn unpack<R: Read>(
     let mut manifest: Option<Manifest> = None;
     for (index, entry) in entries.enumerate() {
         let mut entry = entry.map_err(ArchiveError::Corrupt)?;
-        let name = entry
-            .path()
-            .map_err(ArchiveError::Corrupt)?
-            .to_string_lossy()
-            .into_owned();
+        let name = entry_name(&entry)?;
         if index == 0 && name != "manifest.json" {
             return Err(ArchiveError::ManifestNotFirst(
                 escape_controls(&name).into_owned(),

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, SignalGuard, UnpackProgress};
+use super::{Admission, ArchiveError, MAX_TOTAL_BYTES, SignalGuard, UnpackProgress, entry_name};
 use crate::sysroot::{Scratch, UNCAPTURED};
 use crate::text::escape_controls;
 
@@ -504,11 +504,7 @@ fn unpack<R: Read>(tar: R, top: &Path, progress: &mut UnpackProgress) -> Result<
     let mut links: HashSet<Vec<String>> = HashSet::new();
     for entry in archive.entries().map_err(ArchiveError::Corrupt)? {
         let mut entry = entry.map_err(ArchiveError::Corrupt)?;
-        let name = entry
-            .path()
-            .map_err(ArchiveError::Corrupt)?
-            .to_string_lossy()
-            .into_owned();
+        let name = entry_name(&entry)?;
         let size = entry.header().size().map_err(ArchiveError::Corrupt)?;
         admission.admit(&name, size)?;
         let parts = components(&name).ok_or_else(|| SysinfoError::Outside(name.clone()))?;

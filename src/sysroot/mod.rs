@@ -39,6 +39,7 @@ mod memory;
 mod netlink;
 mod read;
 mod scratch;
+pub(crate) mod signals;
 mod write;
 
 pub use memory::MemoryTree;

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::signals::Handlers;
+
 /// The signals that end lowlat and after which its scratch directories are removed.
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -51,10 +53,11 @@ impl Drop for Scratch {
     }
 }
 
-/// The scratch directories alive, and the signals' previous dispositions.
+/// The scratch directories alive, and the handlers over the signals' previous dispositions
+/// (none when the pipe or the thread could not be made).
 struct Watcher {
     alive: Mutex<Vec<PathBuf>>,
-    previous: Vec<(libc::c_int, libc::sigaction)>,
+    handlers: Option<Handlers>,
 }
 
 /// The pipe's write end the handler writes a signal's number to (-1: none).
@@ -90,7 +93,7 @@ fn watcher() -> &'static Watcher {
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Watcher {
                 alive: Mutex::new(Vec::new()),
-                previous: Vec::new(),
+                handlers: None,
             };
         }
         PIPE.store(fds[1], Ordering::Relaxed);
@@ -112,36 +115,18 @@ fn watcher() -> &'static Watcher {
             .spawn(move || clean_up_on_signals(read));
         // SAFETY: restores the mask saved above.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &caller, std::ptr::null_mut()) };
-        let mut previous = Vec::new();
-        if spawned.is_ok() {
-            for signal in SIGNALS {
-                // SAFETY: plain sigaction calls on zeroed structs; the handler only writes to
-                // a pipe.
-                unsafe {
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
-                        || old.sa_sigaction == libc::SIG_IGN
-                    {
-                        continue;
-                    }
-                    let mut new: libc::sigaction = std::mem::zeroed();
-                    new.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-                    // Not blocked while its handler waits: the clean-up thread raises it again
-                    // with the default action, which must reach the waiting thread.
-                    new.sa_flags = libc::SA_NODEFER;
-                    libc::sigemptyset(&mut new.sa_mask);
-                    if libc::sigaction(signal, &new, std::ptr::null_mut()) == 0 {
-                        if old.sa_sigaction == libc::SIG_DFL {
-                            ENDS.fetch_or(1 << signal, Ordering::Relaxed);
-                        }
-                        previous.push((signal, old));
-                    }
-                }
-            }
+        // The handler only writes to a pipe. It is not blocked while it waits: the clean-up
+        // thread raises the signal again with the default action, which must reach the
+        // waiting thread.
+        let handlers = spawned
+            .is_ok()
+            .then(|| Handlers::install(&SIGNALS, on_signal, libc::SA_NODEFER));
+        for signal in handlers.iter().flat_map(Handlers::over_default) {
+            ENDS.fetch_or(1 << signal, Ordering::Relaxed);
         }
         Watcher {
             alive: Mutex::new(Vec::new()),
-            previous,
+            handlers,
         }
     })
 }
@@ -172,13 +157,11 @@ fn clean_up_on_signals(read: libc::c_int) {
         {
             let _ = std::fs::remove_dir_all(dir);
         }
-        if let Some((_, old)) = watcher.previous.iter().find(|(s, _)| *s == signal) {
-            // SAFETY: restores the disposition saved when the handler was installed, then
-            // delivers the signal to the process with it.
-            unsafe {
-                libc::sigaction(signal, old, std::ptr::null_mut());
-                libc::kill(libc::getpid(), signal);
-            }
+        // The disposition saved when the handler was installed, then the signal delivered to
+        // the process with it.
+        if watcher.handlers.as_ref().is_some_and(|h| h.restore(signal)) {
+            // SAFETY: kill(2) on our own process.
+            unsafe { libc::kill(libc::getpid(), signal) };
         }
     }
 }

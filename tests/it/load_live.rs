@@ -167,3 +167,114 @@ fn the_ipi_load_reaches_the_measured_cpu_and_compare_judges_its_timer() {
         p99["ratio"], p99["verdict"]
     );
 }
+
+/// The namespace and veth pair of [`net_through_an_interface_moves_its_counters`]: its end
+/// `PEER_END` in a namespace of its own with the echo, removed (with the pair) on drop.
+struct PeerNamespace {
+    echo: Option<std::process::Child>,
+}
+
+/// The veth end in the machine's namespace that the load sends through.
+const LOAD_END: &str = "llloadif0";
+/// Its peer, in [`NAMESPACE`], where the echo listens.
+const PEER_END: &str = "llloadif1";
+const NAMESPACE: &str = "lowlat-loadif";
+const PEER: &str = "169.254.48.2:11111";
+
+impl Drop for PeerNamespace {
+    fn drop(&mut self) {
+        if let Some(echo) = &mut self.echo {
+            let _ = echo.kill();
+            let _ = echo.wait();
+        }
+        // Deleting the namespace deletes the pair; the end here goes with it.
+        let _ = Command::new("ip")
+            .args(["netns", "del", NAMESPACE])
+            .status();
+        let _ = Command::new("ip").args(["link", "del", LOAD_END]).status();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().unwrap();
+    assert!(status.success(), "ip {}", args.join(" "));
+}
+
+/// An interface's counter (/sys/class/net/IF/statistics/NAME).
+fn counter(interface: &str, name: &str) -> u64 {
+    std::fs::read_to_string(format!("/sys/class/net/{interface}/statistics/{name}"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Issue 48, `--load-if IF --load-peer ADDR:PORT`: the net load sends through the named
+/// interface (a veth end here, its peer in a namespace the test makes, where `lowlat measure
+/// net --serve` answers), the round says packets/s above zero and names the interface and
+/// peer, and the interface's own counters moved by at least the packets counted.
+#[test]
+#[ignore = "adds a namespace and a veth pair, measures for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn net_through_an_interface_moves_its_counters() {
+    let Some(_turn) = live() else { return };
+    let mut peer = PeerNamespace { echo: None };
+    ip(&["netns", "add", NAMESPACE]);
+    ip(&[
+        "link", "add", LOAD_END, "type", "veth", "peer", "name", PEER_END, "netns", NAMESPACE,
+    ]);
+    ip(&["addr", "add", "169.254.48.1/30", "dev", LOAD_END]);
+    ip(&["link", "set", LOAD_END, "up"]);
+    let inside = ["netns", "exec", NAMESPACE, "ip"];
+    ip(&[
+        &inside[..],
+        &["addr", "add", "169.254.48.2/30", "dev", PEER_END],
+    ]
+    .concat());
+    ip(&[&inside[..], &["link", "set", PEER_END, "up"]].concat());
+    peer.echo = Some(
+        Command::new("ip")
+            .args(["netns", "exec", NAMESPACE])
+            .arg(env!("CARGO_BIN_EXE_lowlat"))
+            .args(["measure", "net", "--serve", PEER, "--cpus", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let before = (
+        counter(LOAD_END, "tx_packets"),
+        counter(LOAD_END, "rx_packets"),
+    );
+    let (doc, seen) = check_watching_loads(&[
+        "--load",
+        "net",
+        "--load-if",
+        LOAD_END,
+        "--load-peer",
+        PEER,
+        "--duration",
+        "2s",
+    ]);
+    let after = (
+        counter(LOAD_END, "tx_packets"),
+        counter(LOAD_END, "rx_packets"),
+    );
+    let load = &doc["load"];
+    assert_eq!(load["skipped"], serde_json::json!([]), "{load:#}");
+    assert!(seen.iter().all(|t| t.cpu != 1), "{seen:?}");
+    let loaded = &load["rounds"][1];
+    assert_eq!(loaded["loaded"], true, "{load:#}");
+    assert_eq!(loaded["as_asked"], true, "{load:#}");
+    let net = &loaded["kinds"][0];
+    assert_eq!(net["over"], format!("{LOAD_END} to {PEER}"), "{net:#}");
+    let rate = net["rate"].as_f64().unwrap();
+    assert!(rate > 0.0, "{net:#}");
+    let (sent, received) = (after.0 - before.0, after.1 - before.1);
+    // The answers came back through the interface too: the echo in the namespace answered.
+    assert!(
+        sent > 1_000 && received > 1_000,
+        "tx +{sent}, rx +{received}"
+    );
+    eprintln!("net through {LOAD_END}: {rate:.0} packets/s; {LOAD_END} tx +{sent}, rx +{received}");
+}

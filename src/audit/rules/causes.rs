@@ -138,6 +138,13 @@ pub(crate) const CAUSE_FIXES: &[CauseFix] = &[
         advice: "a softirq raised on this CPU by the interrupts it takes (network, block I/O, tasklets): move those IRQs off it (kernel-managed ones: isolcpus=managed_irq, LL-MANAGED-IRQS)",
     },
     CauseFix {
+        class: "net_rx",
+        source: None,
+        rule: "LL-NIC-BUSY-POLL-NAPI",
+        setting: Some("sysctl:net.core.busy_read"),
+        advice: "network receive inside the slow round trips (a NIC queue's interrupt, a NET_RX softirq not of the round trip's own send): busy-poll the socket (net.core.busy_read, `measure net --busy-poll`; with the NIC's napi_defer_hard_irqs and gro_flush_timeout the interrupt stays masked while the application polls) and hold received packets back no longer than needed (rx-usecs, LL-NIC-RX-USECS; adaptive moderation off, LL-NIC-ADAPTIVE); another flow's queue: move its IRQ off this CPU (LL-IRQ-ON-ISOLATED)",
+    },
+    CauseFix {
         class: "managed_irq",
         source: None,
         rule: "LL-MANAGED-IRQS",
@@ -294,6 +301,10 @@ fn softirq_ran(source: &str) -> Option<&str> {
     note.strip_suffix(" softirq)")
 }
 
+/// The note `--explain` of a ping-pong (`measure net`) puts after a cause that is network
+/// receive other than the round trip's own send (`measure::trace::explain::round_trip`).
+const NETWORK_RECEIVE: &str = " (network receive)";
+
 /// The fix of one cause: of `class` (as serialized) from `source`, with the IRQ behind it
 /// (`irq`) and the task it names (`comm`: a task's, an IPI's sender's), sent first to what
 /// really removes it (see the module).
@@ -330,6 +341,9 @@ pub(crate) fn fix(class: &str, source: &str, irq: Option<u32>, comm: Option<&str
         // A bound kworker named by its comm: the work it ran was not seen.
         ("kworker", _) if per_cpu(source).is_some_and(|p| p.kind == PerCpuKind::Kworker) => {
             (row("per_cpu_kthread", "kworker"), irq)
+        }
+        ("device_irq" | "softirq", _) if source.ends_with(NETWORK_RECEIVE) => {
+            (row("net_rx", source), irq)
         }
         ("device_irq", _) => {
             let name = source.split_once(' ').map_or("", |(_, name)| name);
@@ -415,6 +429,41 @@ mod tests {
             "LL-TASKS-ON-ISOLATED task:cyclic:affinity"
         );
         assert!(fix("unknown", "events lost", None, None).is_none());
+    }
+
+    /// Issue 49: network receive in a ping-pong's slow round trips (marked by its explain)
+    /// is addressed by busy polling and the NIC's interrupt delay; the same IRQ or softirq
+    /// unmarked (a jitter or timer run's) keeps its placement fix.
+    #[test]
+    fn network_receive_in_a_round_trip_is_sent_to_busy_polling() {
+        let busy = "LL-NIC-BUSY-POLL-NAPI sysctl:net.core.busy_read";
+        assert_eq!(
+            fixed(
+                "device_irq",
+                "25 virtio0-input.0 (network receive)",
+                Some(25),
+                None
+            ),
+            busy
+        );
+        assert_eq!(
+            fixed("softirq", "NET_RX (network receive)", Some(3), None),
+            busy
+        );
+        let advice = fix("softirq", "NET_RX (network receive)", None, None)
+            .unwrap()
+            .advice;
+        for named in ["LL-NIC-RX-USECS", "napi_defer_hard_irqs", "LL-NIC-ADAPTIVE"] {
+            assert!(advice.contains(named), "{named}: {advice}");
+        }
+        assert_eq!(
+            fixed("device_irq", "25 virtio0-input.0", Some(25), None),
+            "LL-IRQ-ON-ISOLATED irq:25:affinity"
+        );
+        assert_eq!(
+            fixed("softirq", "NET_RX", Some(3), None),
+            "LL-IRQ-ON-ISOLATED -"
+        );
     }
 
     /// Issue 43 item 6: the causes of the recorded run of CPU 1 (tests/data/explain/

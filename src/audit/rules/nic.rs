@@ -189,16 +189,12 @@ fn driver(nic: &Nic) -> &str {
 fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "adaptive-rx and adaptive-tx off (and no dynamic ITR mode)";
     let all = nics(ctx);
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut walk = Walk::new(&all, expected, "no NIC reports its coalescing");
     for (interface, nic) in &all {
         let Avail::Available(c) = &nic.coalesce else {
             continue;
         };
-        checked += 1;
-        evidence.push(answer(&interface.name, "coalesce"));
+        walk.judged(&interface.name, "coalesce");
         let mut on = Vec::new();
         for (knob, value) in [
             (Knob::AdaptiveRx, c.adaptive_rx),
@@ -206,7 +202,7 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         ] {
             // The desired state of every NIC that has the knob, on now or not.
             if value.is_some() {
-                fixes.push(nic_fix(&interface.name, knob, "off"));
+                walk.fixes.push(nic_fix(&interface.name, knob, "off"));
             }
             if value == Some(true) {
                 on.push(format!("{knob} on"));
@@ -220,42 +216,91 @@ fn adaptive(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             ));
         }
         if !on.is_empty() {
-            lines.push(format!("{}: {}", interface.name, on.join(", ")));
+            walk.lines
+                .push(format!("{}: {}", interface.name, on.join(", ")));
         }
     }
-    if checked == 0 {
-        return if all.is_empty() {
-            no_nics(ctx)
-        } else {
-            RuleOutcome::skipped("no NIC reports its coalescing")
-        };
-    }
-    let observed = if lines.is_empty() {
-        format!("fixed moderation on {checked} NICs that report coalescing")
-    } else {
-        format!("adaptive moderation on {} of {checked} NICs", lines.len())
-    };
-    finish(
-        RuleOutcome::verdict(lines.is_empty(), observed, expected),
-        evidence,
-        lines,
-        fixes,
+    walk.outcome(
+        ctx,
+        |of| format!("fixed moderation on {of} NICs that report coalescing"),
+        |bad, of| format!("adaptive moderation on {bad} of {of} NICs"),
     )
 }
 
-/// Adds the evidence, the detail lines and the desired settings (held or not): settings that
-/// plan carries and apply makes.
-fn finish(
-    mut outcome: RuleOutcome,
-    evidence: Vec<String>,
+/// What a NIC rule found on its walk over the NICs: how many it could judge, a detail line
+/// for each problem, the settings it wants on every NIC it judged (held or not: plan carries
+/// them and apply makes them) and the files it read.
+struct Walk<'a> {
+    /// What the rule expects.
+    expected: &'a str,
+    /// Why the rule is skipped when the machine has NICs but it could judge none.
+    unjudged: &'a str,
+    /// Whether ethtool answered about any NIC.
+    any_nic: bool,
+    /// How many NICs the rule could judge.
+    checked: usize,
+    /// A line for each problem found; the rule passes when there is none.
     lines: Vec<String>,
+    /// The desired settings.
     fixes: Vec<Fix>,
-) -> RuleOutcome {
-    for path in evidence {
-        outcome = outcome.evidence(path);
+    /// The files read, as evidence.
+    evidence: Vec<String>,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk over `all`, expecting `expected`, skipped for `unjudged` when it judges none.
+    fn new(all: &[(&NetInterface, &Nic)], expected: &'a str, unjudged: &'a str) -> Self {
+        Walk {
+            expected,
+            unjudged,
+            any_nic: !all.is_empty(),
+            checked: 0,
+            lines: Vec::new(),
+            fixes: Vec::new(),
+            evidence: Vec::new(),
+        }
     }
-    outcome.fixes = fixes;
-    with_details(outcome, lines)
+
+    /// Adds files read about every NIC to the evidence.
+    fn read(&mut self, paths: &[&str]) {
+        self.evidence.extend(paths.iter().map(|p| p.to_string()));
+    }
+
+    /// Counts one more NIC judged from ethtool's answer to `query` about `interface`.
+    fn judged(&mut self, interface: &str, query: &str) {
+        self.checked += 1;
+        self.evidence.push(answer(interface, query));
+    }
+
+    /// The rule's outcome. With no NIC judged: [`no_nics`] when ethtool answered about none,
+    /// else skipped. Otherwise a pass when no line was written, observed as `pass(judged)`, or
+    /// a failure observed as `fail(lines, judged)`.
+    fn outcome(
+        self,
+        ctx: &RuleContext,
+        pass: impl FnOnce(usize) -> String,
+        fail: impl FnOnce(usize, usize) -> String,
+    ) -> RuleOutcome {
+        if self.checked == 0 {
+            return if self.any_nic {
+                RuleOutcome::skipped(self.unjudged)
+            } else {
+                no_nics(ctx)
+            };
+        }
+        let ok = self.lines.is_empty();
+        let observed = if ok {
+            pass(self.checked)
+        } else {
+            fail(self.lines.len(), self.checked)
+        };
+        let mut outcome = RuleOutcome::verdict(ok, observed, self.expected);
+        for path in self.evidence {
+            outcome = outcome.evidence(path);
+        }
+        outcome.fixes = self.fixes;
+        with_details(outcome, self.lines)
+    }
 }
 
 /// The most rx-usecs the expectation allows (`<=N`; `N` alone is the same bound).
@@ -272,16 +317,12 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     let bound = usecs_bound(expect);
     let expected = format!("rx-usecs at most {bound} µs on every NIC");
     let all = nics(ctx);
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut walk = Walk::new(&all, &expected, "no NIC reports rx-usecs");
     for (interface, nic) in &all {
         let Some(usecs) = nic.coalesce.get().and_then(|c: &Coalesce| c.rx_usecs) else {
             continue;
         };
-        checked += 1;
-        evidence.push(answer(&interface.name, "coalesce"));
+        walk.judged(&interface.name, "coalesce");
         // The profile's bound itself, on every NIC, held or not: the least moderation it
         // allows, so the interrupt rate rises no more than the profile accepts (and a dynamic
         // ITR mode, which LL-NIC-ADAPTIVE names, ends).
@@ -290,32 +331,18 @@ fn rx_usecs(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         } else {
             bound
         };
-        fixes.push(nic_fix(&interface.name, Knob::RxUsecs, fixed.to_string()));
+        walk.fixes
+            .push(nic_fix(&interface.name, Knob::RxUsecs, fixed.to_string()));
         // A dynamic ITR mode is no delay in microseconds: LL-NIC-ADAPTIVE says it.
         if usecs > bound && !dynamic_itr(driver(nic), usecs) {
-            lines.push(format!("{}: rx-usecs {usecs} µs", interface.name));
+            walk.lines
+                .push(format!("{}: rx-usecs {usecs} µs", interface.name));
         }
     }
-    if checked == 0 {
-        return if all.is_empty() {
-            no_nics(ctx)
-        } else {
-            RuleOutcome::skipped("no NIC reports rx-usecs")
-        };
-    }
-    let observed = if lines.is_empty() {
-        format!("rx-usecs within {bound} µs on {checked} NICs")
-    } else {
-        format!(
-            "rx-usecs above {bound} µs on {} of {checked} NICs",
-            lines.len()
-        )
-    };
-    finish(
-        RuleOutcome::verdict(lines.is_empty(), observed, expected),
-        evidence,
-        lines,
-        fixes,
+    walk.outcome(
+        ctx,
+        |of| format!("rx-usecs within {bound} µs on {of} NICs"),
+        |bad, of| format!("rx-usecs above {bound} µs on {bad} of {of} NICs"),
     )
 }
 
@@ -333,6 +360,13 @@ fn queue_irqs<'a>(ctx: &RuleContext<'a>, interface: &NetInterface, nic: &Nic) ->
         .unwrap_or_default()
 }
 
+/// The CPUs of NUMA node `node`, when the topology has it.
+fn node_cpus(ctx: &RuleContext, node: u32) -> Option<CpuSet> {
+    (ctx.machine.topology.nodes.iter())
+        .find(|n| n.id == node)
+        .map(|n| n.cpus.clone())
+}
+
 fn irq_numa(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "every queue IRQ of a NIC on CPUs of the NIC's NUMA node";
     let all = nics(ctx);
@@ -343,28 +377,23 @@ fn irq_numa(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         return RuleOutcome::unknown(format!("interrupts unreadable: {reason}"), expected);
     }
     let mut near = NearHousekeeping::new(&ctx.machine.topology, &ctx.partition.housekeeping);
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
+    let mut walk = Walk::new(
+        &all,
+        expected,
+        "no NIC with a known NUMA node and queue IRQs",
+    );
     for (interface, nic) in &all {
         let Some(node) = interface.numa_node else {
             continue;
         };
-        let Some(node_cpus) = ctx
-            .machine
-            .topology
-            .nodes
-            .iter()
-            .find(|n| n.id == node)
-            .map(|n| n.cpus.clone())
-        else {
+        let Some(node_cpus) = node_cpus(ctx, node) else {
             continue;
         };
         let irqs = queue_irqs(ctx, interface, nic);
         if irqs.is_empty() {
             continue;
         }
-        checked += 1;
+        walk.checked += 1;
         let target = near.of(Some(node));
         let off: Vec<&Irq> = irqs
             .iter()
@@ -379,7 +408,7 @@ fn irq_numa(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             continue;
         }
         let numbers: Vec<String> = off.iter().map(|irq| irq.number.to_string()).collect();
-        lines.push(format!(
+        walk.lines.push(format!(
             "{} (node {node}, CPUs {}): {} of {} queue IRQs may run elsewhere: IRQ {}",
             interface.name,
             cpus(&node_cpus),
@@ -389,47 +418,34 @@ fn irq_numa(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         ));
         if target.local {
             for irq in off {
-                fixes.push(Fix::runtime(
+                walk.fixes.push(Fix::runtime(
                     SettingId::Irq(irq.number),
                     target.list.clone(),
                 ));
             }
         } else {
-            lines.push(format!(
+            walk.lines.push(format!(
                 "{}: no housekeeping CPU on node {node}; move one there (--isolate) to place its IRQs locally",
                 interface.name
             ));
         }
     }
-    if checked == 0 {
-        return RuleOutcome::skipped("no NIC with a known NUMA node and queue IRQs");
-    }
-    let observed = if lines.is_empty() {
-        format!("queue IRQs node-local on {checked} NICs")
-    } else {
-        format!(
-            "queue IRQs off the NIC's node on {} of {checked} NICs",
-            lines.len()
-        )
-    };
-    let mut outcome = RuleOutcome::verdict(lines.is_empty(), observed, expected)
-        .evidence("/sys/class/net/*/device/numa_node")
-        .evidence("/proc/irq/*/smp_affinity_list");
-    outcome.fixes = fixes;
-    with_details(outcome, lines)
+    walk.read(&[
+        "/sys/class/net/*/device/numa_node",
+        "/proc/irq/*/smp_affinity_list",
+    ]);
+    walk.outcome(
+        ctx,
+        |of| format!("queue IRQs node-local on {of} NICs"),
+        |bad, of| format!("queue IRQs off the NIC's node on {bad} of {of} NICs"),
+    )
 }
 
 fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "receive queues per NIC at most the housekeeping CPUs of its node";
     let all = nics(ctx);
-    if all.is_empty() {
-        return no_nics(ctx);
-    }
     let hk = &ctx.partition.housekeeping;
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut walk = Walk::new(&all, expected, "no NIC reports its channels");
     for (interface, nic) in &all {
         let Some(channels) = nic.channels.get() else {
             continue;
@@ -438,16 +454,8 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         if queues == 0 {
             continue;
         }
-        checked += 1;
-        evidence.push(answer(&interface.name, "channels"));
-        let node_cpus = interface.numa_node.and_then(|node| {
-            ctx.machine
-                .topology
-                .nodes
-                .iter()
-                .find(|n| n.id == node)
-                .map(|n| n.cpus.clone())
-        });
+        walk.judged(&interface.name, "channels");
+        let node_cpus = interface.numa_node.and_then(|node| node_cpus(ctx, node));
         let serving = match &node_cpus {
             Some(node) => hk.intersection(node),
             None => hk.clone(),
@@ -460,7 +468,7 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
         };
         // At most the serving CPUs; fewer queues are kept as they are (the count planned
         // before is then held, and planned again).
-        fixes.push(nic_fix(
+        walk.fixes.push(nic_fix(
             &interface.name,
             knob,
             queues.min(serve).to_string(),
@@ -470,28 +478,16 @@ fn queues(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
                 Some(node) => format!("housekeeping CPUs on node {node}: {}", cpus(&serving)),
                 None => format!("housekeeping CPUs: {}", cpus(&serving)),
             };
-            lines.push(format!(
+            walk.lines.push(format!(
                 "{}: {queues} receive queues, {serve} {place}",
                 interface.name
             ));
         }
     }
-    if checked == 0 {
-        return RuleOutcome::skipped("no NIC reports its channels");
-    }
-    let observed = if lines.is_empty() {
-        format!("queues within the serving CPUs on {checked} NICs")
-    } else {
-        format!(
-            "more queues than serving CPUs on {} of {checked} NICs",
-            lines.len()
-        )
-    };
-    finish(
-        RuleOutcome::verdict(lines.is_empty(), observed, expected),
-        evidence,
-        lines,
-        fixes,
+    walk.outcome(
+        ctx,
+        |of| format!("queues within the serving CPUs on {of} NICs"),
+        |bad, of| format!("more queues than serving CPUs on {bad} of {of} NICs"),
     )
 }
 
@@ -532,37 +528,39 @@ fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
         return RuleOutcome::unknown("net.core.busy_poll and busy_read unreadable", expected);
     }
     let busy = planned || poll.unwrap_or(0) > 0 || read.unwrap_or(0) > 0;
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
+    let mut walk = Walk::new(
+        &all,
+        expected,
+        "no NIC has the NAPI knobs (Linux 5.10 or later)",
+    );
     for (interface, nic) in all.iter().filter(|(i, _)| i.device) {
         let (Some(defer), Some(flush)) = (nic.napi.defer_hard_irqs, nic.napi.gro_flush_timeout_ns)
         else {
             continue;
         };
-        checked += 1;
+        walk.checked += 1;
         let name = &interface.name;
         // The desired knobs of every NIC that has them, held or not.
         if busy {
-            fixes.push(nic_fix(
+            walk.fixes.push(nic_fix(
                 name,
                 Knob::NapiDeferHardIrqs,
                 DEFER_HARD_IRQS.to_string(),
             ));
-            fixes.push(nic_fix(
+            walk.fixes.push(nic_fix(
                 name,
                 Knob::GroFlushTimeout,
                 GRO_FLUSH_TIMEOUT_NS.to_string(),
             ));
         } else {
-            fixes.push(nic_fix(name, Knob::GroFlushTimeout, "0"));
+            walk.fixes.push(nic_fix(name, Knob::GroFlushTimeout, "0"));
         }
         if busy && (defer == 0 || flush == 0) {
-            lines.push(format!(
+            walk.lines.push(format!(
                 "{name}: napi_defer_hard_irqs {defer}, gro_flush_timeout {flush} ns while busy polling is on"
             ));
         } else if !busy && flush > 0 {
-            lines.push(format!(
+            walk.lines.push(format!(
                 "{name}: gro_flush_timeout {flush} ns holds packets back with no busy poller"
             ));
         }
@@ -575,7 +573,7 @@ fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             Some((parts.next()??, parts.next()??))
         })
         .is_none_or(|version| version >= (5, 10));
-    if checked == 0
+    if walk.checked == 0
         && has_knobs
         && all
             .iter()
@@ -586,9 +584,6 @@ fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
             expected,
         );
     }
-    if checked == 0 {
-        return RuleOutcome::skipped("no NIC has the NAPI knobs (Linux 5.10 or later)");
-    }
     let (poll, read) = (poll.unwrap_or(0), read.unwrap_or(0));
     let mode = if poll > 0 || read > 0 {
         format!("busy polling on (busy_poll {poll}, busy_read {read})")
@@ -597,43 +592,28 @@ fn busy_poll(ctx: &RuleContext, expect: &Expect) -> RuleOutcome {
     } else {
         "busy polling off".to_string()
     };
-    let observed = if lines.is_empty() {
-        format!("{mode}; NAPI knobs consistent on {checked} NICs")
-    } else {
-        format!(
-            "{mode}; NAPI knobs inconsistent on {} of {checked} NICs",
-            lines.len()
-        )
-    };
-    let evidence = [
+    walk.read(&[
         "/proc/sys/net/core/busy_poll",
         "/proc/sys/net/core/busy_read",
         "/sys/class/net/*/napi_defer_hard_irqs",
         "/sys/class/net/*/gro_flush_timeout",
-    ]
-    .map(String::from)
-    .to_vec();
-    finish(
-        RuleOutcome::verdict(lines.is_empty(), observed, expected),
-        evidence,
-        lines,
-        fixes,
+    ]);
+    walk.outcome(
+        ctx,
+        |of| format!("{mode}; NAPI knobs consistent on {of} NICs"),
+        |bad, of| format!("{mode}; NAPI knobs inconsistent on {bad} of {of} NICs"),
     )
 }
 
 fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
     let expected = "GRO and LRO off on latency NICs";
     let all = nics(ctx);
-    let mut checked = 0;
-    let mut lines = Vec::new();
-    let mut fixes = Vec::new();
-    let mut evidence = Vec::new();
+    let mut walk = Walk::new(&all, expected, "no NIC device reports its features");
     for (interface, nic) in all.iter().filter(|(i, _)| i.device) {
         let Some(features) = nic.features.get() else {
             continue;
         };
-        checked += 1;
-        evidence.push(answer(&interface.name, "features"));
+        walk.judged(&interface.name, "features");
         let mut on = Vec::new();
         for (name, knob, state) in [
             ("GRO", Knob::Gro, features.gro),
@@ -648,30 +628,18 @@ fn gro_lro(ctx: &RuleContext, _: &Expect) -> RuleOutcome {
             }
             // The desired state of every NIC that can change it, on now or not.
             if state.is_some_and(|s| s.changeable) {
-                fixes.push(nic_fix(&interface.name, knob, "off"));
+                walk.fixes.push(nic_fix(&interface.name, knob, "off"));
             }
         }
         if !on.is_empty() {
-            lines.push(format!("{}: {} on", interface.name, on.join(", ")));
+            walk.lines
+                .push(format!("{}: {} on", interface.name, on.join(", ")));
         }
     }
-    if checked == 0 {
-        return if all.is_empty() {
-            no_nics(ctx)
-        } else {
-            RuleOutcome::skipped("no NIC device reports its features")
-        };
-    }
-    let observed = if lines.is_empty() {
-        format!("GRO and LRO off on {checked} NICs")
-    } else {
-        format!("GRO or LRO on for {} of {checked} NICs", lines.len())
-    };
-    finish(
-        RuleOutcome::verdict(lines.is_empty(), observed, expected),
-        evidence,
-        lines,
-        fixes,
+    walk.outcome(
+        ctx,
+        |of| format!("GRO and LRO off on {of} NICs"),
+        |bad, of| format!("GRO or LRO on for {bad} of {of} NICs"),
     )
 }
 

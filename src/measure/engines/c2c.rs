@@ -22,7 +22,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
 use crate::measure::runner::measurement::{Measurement, Warning};
-use crate::measure::runner::pairs::{check_two, measure_pairs, pairs_and_matrix};
+use crate::measure::runner::pairs::{Layout, check_two};
 use crate::measure::runner::place::{self, CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -330,18 +330,15 @@ fn measure(
             }
         }
     }
-    let measured = measure_pairs(
-        cpus,
-        &order,
-        stop,
-        progress,
-        |from, to| format!("CPU {from} <-> CPU {to}"),
-        |from, to| measure_pair(from, to, config, stop),
-    )?;
-    let (pairs, matrix) =
-        pairs_and_matrix(measured, cpus, ("cpu", "cpu"), !both_directions, |pair| {
-            pair.one_way_ns.mean
-        });
+    let layout = Layout {
+        axes: ("cpu", "cpu"),
+        mirrored: !both_directions,
+        label: |from, to| format!("CPU {from} <-> CPU {to}"),
+        figure: |pair: &PairLatency| pair.one_way_ns.mean,
+    };
+    let (pairs, matrix) = layout.measure(cpus, &order, (stop, progress), |from, to| {
+        measure_pair(from, to, config, stop)
+    })?;
     Ok(C2cRun {
         cpus: cpus.to_vec(),
         config,

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
 use crate::measure::runner::measurement::Measurement;
-use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
+use crate::measure::runner::pairs::{Layout, check_two, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
@@ -354,6 +354,14 @@ pub(crate) const MESH_METHOD: &str = "every CPU calls membarrier(MEMBARRIER_CMD_
      in a loop; each call interrupts every other CPU running a thread of the process and waits \
      for it";
 
+/// How the pairs are announced and laid out in the matrix.
+const LAYOUT: Layout<IpiLatency> = Layout {
+    axes: ("sending cpu", "interrupted cpu"),
+    mirrored: false,
+    label: |from, to| format!("CPU {from} interrupts CPU {to}"),
+    figure: |pair| pair.round_trip_ns,
+};
+
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
 /// `progress`.
 fn measure(
@@ -365,21 +373,9 @@ fn measure(
     check_two(cpus).map_err(|e| IpiError::Config(e.to_string()))?;
     register()?;
     let order = ordered_pairs(cpus.len());
-    let measured = measure_pairs(
-        cpus,
-        &order,
-        stop,
-        progress,
-        |from, to| format!("CPU {from} interrupts CPU {to}"),
-        |from, to| measure_pair(from, to, config, stop),
-    )?;
-    let (pairs, matrix) = pairs_and_matrix(
-        measured,
-        cpus,
-        ("sending cpu", "interrupted cpu"),
-        false,
-        |pair| pair.round_trip_ns,
-    );
+    let (pairs, matrix) = LAYOUT.measure(cpus, &order, (stop, progress), |from, to| {
+        measure_pair(from, to, config, stop)
+    })?;
     Ok(IpiRun {
         cpus: cpus.to_vec(),
         config,

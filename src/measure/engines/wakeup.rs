@@ -18,7 +18,7 @@ use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
 use crate::measure::runner::measurement::Measurement;
-use crate::measure::runner::pairs::{check_two, measure_pairs, ordered_pairs, pairs_and_matrix};
+use crate::measure::runner::pairs::{Layout, check_two, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
 use crate::measure::runner::summary::Summary;
@@ -278,6 +278,14 @@ pub(crate) fn run(
     Ok(Measurement::new(session, METHOD, run))
 }
 
+/// How the pairs are announced and laid out in the matrix.
+const LAYOUT: Layout<WakeLatency> = Layout {
+    axes: ("waker cpu", "woken cpu"),
+    mirrored: false,
+    label: |waker, woken| format!("CPU {waker} wakes CPU {woken}"),
+    figure: |pair| pair.latency_ns.median,
+};
+
 /// Measures every ordered pair of distinct `cpus`, as [`run`] does, saying each pair on
 /// `progress`.
 fn measure(
@@ -288,18 +296,9 @@ fn measure(
 ) -> Result<WakeupRun, WakeError> {
     check_two(cpus).map_err(|e| WakeError::Config(e.to_string()))?;
     let order = ordered_pairs(cpus.len());
-    let measured = measure_pairs(
-        cpus,
-        &order,
-        stop,
-        progress,
-        |waker, woken| format!("CPU {waker} wakes CPU {woken}"),
-        |waker, woken| measure_pair(waker, woken, config, stop),
-    )?;
-    let (pairs, matrix) =
-        pairs_and_matrix(measured, cpus, ("waker cpu", "woken cpu"), false, |pair| {
-            pair.latency_ns.median
-        });
+    let (pairs, matrix) = LAYOUT.measure(cpus, &order, (stop, progress), |waker, woken| {
+        measure_pair(waker, woken, config, stop)
+    })?;
     Ok(WakeupRun {
         cpus: cpus.to_vec(),
         config,

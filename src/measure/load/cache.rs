@@ -4,7 +4,6 @@
 //! Counts the loads.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use super::{Context, Worker};
 use crate::machine::CpuSet;
@@ -43,14 +42,12 @@ fn chase_over(ctx: &Context<'_>, bytes: usize, seed: u64) -> Result<(), String> 
     let lines = bytes / LINE;
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut p = chain(&region, lines, LINE, lines, &mut rng);
-    ctx.ready();
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         p = chase(p, TURNS_PER_CHUNK);
         ctx.done
             .fetch_add(TURNS_PER_CHUNK * LOADS_PER_TURN, Ordering::Relaxed);
-        ctx.control.pace(began);
-    }
+        Ok(true)
+    })?;
     std::hint::black_box(p);
     Ok(())
 }

@@ -5,9 +5,9 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{Context, Worker};
+use super::{Context, Worker, only_waited};
 use crate::machine::CpuSet;
 
 /// Bytes of one message (hackbench's default).
@@ -59,16 +59,13 @@ pub(super) fn workers(cpus: &CpuSet) -> Vec<Worker> {
 
 /// Integer work the optimiser cannot remove, in chunks, until the stop.
 fn hog(ctx: &Context<'_>) -> Result<(), String> {
-    ctx.ready();
     let mut x = 0u64;
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         for _ in 0..SPINS_PER_CHUNK {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
-        ctx.control.pace(began);
-    }
-    Ok(())
+        Ok(true)
+    })
 }
 
 /// Sends a message and waits for its echo, chunk by chunk; counts both.
@@ -76,22 +73,19 @@ fn send(ctx: &Context<'_>, mut socket: UnixStream) -> Result<(), String> {
     socket
         .set_read_timeout(Some(PATIENCE))
         .map_err(|e| e.to_string())?;
-    ctx.ready();
     let mut message = [7u8; MESSAGE_BYTES];
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         for _ in 0..MESSAGES_PER_CHUNK {
             socket
                 .write_all(&message)
                 .map_err(|e| format!("a message: {e}"))?;
             if !read_message(ctx, &mut socket, &mut message)? {
-                return Ok(());
+                return Ok(false);
             }
             ctx.done.fetch_add(2, Ordering::Relaxed);
         }
-        ctx.control.pace(began);
-    }
-    Ok(())
+        Ok(true)
+    })
 }
 
 /// Sends back every message, until the stop.
@@ -123,13 +117,7 @@ fn read_message(
         match socket.read(&mut message[got..]) {
             Ok(0) => return Ok(false),
             Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if only_waited(&e) => {}
             Err(e) => return Err(format!("a message: {e}")),
         }
     }

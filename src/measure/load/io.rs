@@ -10,7 +10,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use super::{Context, Worker};
 use crate::machine::CpuSet;
@@ -76,9 +75,7 @@ fn read_and_write(ctx: &Context<'_>, file: &File, seed: u64) -> Result<(), Strin
     block.fill(1.0);
     let mut rng = fastrand::Rng::with_seed(seed);
     let blocks = FILE_BYTES / BLOCK as u64;
-    ctx.ready();
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         for i in 0..OPS_PER_CHUNK {
             let at = rng.u64(0..blocks) * BLOCK as u64;
             let bytes = as_bytes(block);
@@ -90,9 +87,8 @@ fn read_and_write(ctx: &Context<'_>, file: &File, seed: u64) -> Result<(), Strin
             done.map_err(|e| format!("an O_DIRECT operation: {e}"))?;
             ctx.done.fetch_add(1, Ordering::Relaxed);
         }
-        ctx.control.pace(began);
-    }
-    Ok(())
+        Ok(true)
+    })
 }
 
 /// The block's bytes.

@@ -6,7 +6,6 @@
 //! thread per housekeeping CPU. Counts the calls that interrupt the other CPUs.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use super::{Context, Worker};
 use crate::machine::CpuSet;
@@ -41,9 +40,7 @@ fn storm(ctx: &Context<'_>, barriers: bool) -> Result<(), String> {
     let mut region = Region::map(PAGE, Backing::Normal).map_err(|e| format!("a page: {e}"))?;
     let page = region.as_ptr().cast::<libc::c_void>();
     region.as_f64_mut()[0] = 1.0;
-    ctx.ready();
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         for round in 0..ROUNDS_PER_CHUNK {
             protect(page, libc::PROT_READ)?;
             protect(page, libc::PROT_READ | libc::PROT_WRITE)?;
@@ -58,9 +55,8 @@ fn storm(ctx: &Context<'_>, barriers: bool) -> Result<(), String> {
             }
             ctx.done.fetch_add(sent, Ordering::Relaxed);
         }
-        ctx.control.pace(began);
-    }
-    Ok(())
+        Ok(true)
+    })
 }
 
 /// Maps twice a page table's span, writes one page in the aligned span within (the kernel

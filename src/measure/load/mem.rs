@@ -3,7 +3,6 @@
 //! that every access goes to memory. Counts bytes as STREAM does (24 per element).
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use super::{Context, Worker};
 use crate::machine::CpuSet;
@@ -48,18 +47,15 @@ fn triad(ctx: &Context<'_>, elements: usize) -> Result<(), String> {
     a.fill(0.0);
     b.fill(1.0);
     c.fill(2.0);
-    ctx.ready();
     let mut at = 0;
-    while ctx.control.gate() {
-        let began = Instant::now();
+    ctx.chunks(|| {
         let end = (at + CHUNK).min(elements);
         kernels.triad(&mut a[at..end], &b[at..end], &c[at..end]);
         ctx.done
             .fetch_add((end - at) as u64 * TRIAD_BYTES, Ordering::Relaxed);
         at = if end == elements { 0 } else { end };
-        ctx.control.pace(began);
-    }
-    Ok(())
+        Ok(true)
+    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //!
 //! One file per kind: `cpu` (busy loops and hackbench's pattern of tasks passing messages),
 //! `mem` (membw's Triad kernel), `cache` (memlat's pointer chase over more than the LLC), `io`
-//! (O_DIRECT reads and writes of an unnamed scratch file), `net` (UDP over loopback), `ipi`
+//! (O_DIRECT reads and writes of an unnamed scratch file), `net` (UDP over loopback, or out of
+//! a NIC to a peer the user names), `ipi`
 //! (mprotect storms for TLB shootdowns, membarrier for cross-CPU calls); `received` reads the
 //! IPIs that reached the measured CPUs. Threads are named `ll-load-KIND` (as `top -H` shows
 //! them), pinned to one housekeeping CPU each, and stopped when the [`Loads`] is dropped: at
@@ -19,6 +20,8 @@ mod ipi;
 mod mem;
 mod net;
 pub(crate) mod received;
+
+pub(crate) use net::OverNic;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -49,7 +52,7 @@ pub(crate) enum Kind {
     Cache,
     /// O_DIRECT reads and writes of a scratch file.
     Io,
-    /// UDP datagrams over loopback.
+    /// UDP datagrams over loopback, or out of a NIC to a named peer.
     Net,
     /// TLB shootdowns and cross-CPU function calls.
     Ipi,
@@ -176,23 +179,38 @@ pub(crate) struct LoadAsked {
     pub level: Level,
     /// Where `io` opens its scratch file; `None`: `/var/tmp`.
     pub scratch_dir: Option<PathBuf>,
+    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None`: loopback.
+    pub net_over: Option<OverNic>,
 }
 
 impl LoadAsked {
     /// The loads beside `measured`, on the CPUs of `allowed` not measured, sized to a machine
-    /// whose last-level caches hold `llc_bytes`. Refuses when no CPU is left for them.
+    /// whose last-level caches hold `llc_bytes`. Refuses when no CPU is left for them, and an
+    /// interface for `net` that `root` does not have or that is down.
     pub(crate) fn beside(
         &self,
+        root: &SysRoot,
         allowed: &CpuSet,
         measured: &CpuSet,
         llc_bytes: u64,
     ) -> Result<LoadRequest, LoadError> {
+        if let Some(over) = &self.net_over {
+            if !self.kinds.contains(&Kind::Net) {
+                return Err(LoadError::Nic(format!(
+                    "--load-if {}: only the net load sends through an interface; add net to \
+                     --load",
+                    crate::text::escape_controls(&over.interface)
+                )));
+            }
+            over.check(root).map_err(LoadError::Nic)?;
+        }
         Ok(LoadRequest {
             kinds: self.kinds.clone(),
             level: self.level,
             cpus: housekeeping(allowed, measured)?,
             scratch_dir: self.scratch_dir.clone(),
             llc_bytes,
+            net_over: self.net_over.clone(),
         })
     }
 
@@ -217,6 +235,8 @@ pub(crate) struct LoadRequest {
     pub scratch_dir: Option<PathBuf>,
     /// The machine's last-level caches together, bytes (sizes `mem` and `cache`).
     pub llc_bytes: u64,
+    /// The interface and peer `net` sends to; `None`: loopback.
+    pub net_over: Option<OverNic>,
 }
 
 /// Why no load can run.
@@ -231,6 +251,9 @@ pub(crate) enum LoadError {
         /// The measured CPUs.
         measured: String,
     },
+    /// `--load-if` names no interface that `net` can send through (said with the flag).
+    #[error("{0}")]
+    Nic(String),
 }
 
 /// The CPUs loads run on: those this process may run on (`allowed`) but does not measure.
@@ -263,9 +286,14 @@ pub(crate) struct KindIntensity {
     /// What it achieved, in `unit` (0 in an idle round).
     pub rate: f64,
     /// The unit of `rate`: `messages/s` (cpu), `GB/s` (mem, 10^9 bytes, STREAM counting),
-    /// `accesses/s` (cache), `IOPS` (io), `packets/s` (net), `IPIs sent/s` (ipi: calls that
-    /// interrupt the other CPUs running this process).
+    /// `accesses/s` (cache), `IOPS` (io), `packets/s` (net: datagrams received over loopback;
+    /// through an interface, datagrams sent plus answers received), `IPIs sent/s` (ipi: calls
+    /// that interrupt the other CPUs running this process).
     pub unit: String,
+    /// Where `net`'s datagrams went when not over loopback: `eth0 to 10.0.0.2:11111`
+    /// (`--load-if`, `--load-peer`); absent for loopback and the other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
     /// Why it did not run the whole round (a thread ended); `null` when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
@@ -301,6 +329,8 @@ pub(crate) struct Loads {
 /// One kind's threads.
 struct Running {
     kind: Kind,
+    /// Where its traffic goes, when not over loopback (`net` only).
+    over: Option<String>,
     control: Arc<Control>,
     threads: Vec<JoinHandle<()>>,
     /// What its threads did, in the kind's counting.
@@ -340,6 +370,33 @@ impl Context<'_> {
             let _ = self.ready.send(Ok(()));
         }
     }
+
+    /// The loop of every worker that works in chunks: says it is set up, then does `chunk`
+    /// over and over while the load runs, parked while it is paused (an idle round), resting
+    /// after each chunk what the level leaves idle; returns at the stop, or when `chunk` says
+    /// the work is over (`Ok(false)`: the other end of its socket went away).
+    fn chunks(&self, mut chunk: impl FnMut() -> Result<bool, String>) -> Result<(), String> {
+        self.ready();
+        while self.control.gate() {
+            let began = Instant::now();
+            if !chunk()? {
+                break;
+            }
+            self.control.pace(began);
+        }
+        Ok(())
+    }
+}
+
+/// Whether a blocking socket call that failed with `e` only waited out its timeout or was
+/// interrupted: the caller looks at the stop and calls again.
+fn only_waited(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }
 
 /// A reading of the counters at the start of a round.
@@ -362,7 +419,12 @@ impl Loads {
         };
         for &kind in &request.kinds {
             match workers(kind, request).and_then(|w| spawn(kind, request.level, w)) {
-                Ok(running) => loads.kinds.push(running),
+                Ok(mut running) => {
+                    if kind == Kind::Net {
+                        running.over = request.net_over.as_ref().map(OverNic::describe);
+                    }
+                    loads.kinds.push(running);
+                }
                 Err(why) => loads.skipped.push(Skipped { kind, why }),
             }
         }
@@ -422,6 +484,7 @@ impl Loads {
                     threads: running.threads.len() as u32,
                     rate: done as f64 / running.kind.per_unit() / seconds,
                     unit: running.kind.unit().to_string(),
+                    over: running.over.clone(),
                     failed,
                 }
             })
@@ -463,7 +526,7 @@ fn workers(kind: Kind, request: &LoadRequest) -> Result<Vec<Worker>, String> {
         Kind::Mem => Ok(mem::workers(&request.cpus, request.llc_bytes)),
         Kind::Cache => Ok(cache::workers(&request.cpus, request.llc_bytes)),
         Kind::Io => io::workers(&request.cpus, request.scratch_dir.as_deref()),
-        Kind::Net => net::workers(&request.cpus),
+        Kind::Net => net::workers(&request.cpus, request.net_over.as_ref()),
         Kind::Ipi => ipi::workers(&request.cpus),
     }
 }
@@ -478,6 +541,7 @@ fn spawn(kind: Kind, level: Level, workers: Vec<Worker>) -> Result<Running, Stri
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut running = Running {
         kind,
+        over: None,
         control: control.clone(),
         threads: Vec::new(),
         done: done.clone(),
@@ -577,6 +641,7 @@ pub(crate) mod tests {
             cpus: CpuSet::parse_list(&cpu.to_string()).unwrap(),
             scratch_dir: scratch,
             llc_bytes: 1 << 20,
+            net_over: None,
         }
     }
 

@@ -30,12 +30,46 @@ pub(crate) fn ordered_pairs(n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// How a pair engine announces its pairs and lays them out in its matrix.
+pub(crate) struct Layout<P> {
+    /// The matrix's row and column names.
+    pub axes: (&'static str, &'static str),
+    /// Whether each unordered pair is measured once, its figure set in both cells.
+    pub mirrored: bool,
+    /// What the progress line says of the pair from one CPU to another.
+    pub label: fn(u32, u32) -> String,
+    /// The pair's figure in the matrix.
+    pub figure: fn(&P) -> f64,
+}
+
+impl<P> Layout<P> {
+    /// Measures the pairs of `order` (indices into `cpus`) as [`measure_pairs`] does, with
+    /// `measure(from, to)`, and lays them out as [`pairs_and_matrix`] does: the pairs in
+    /// measuring order and the matrix of their figures.
+    pub(crate) fn measure<E>(
+        &self,
+        cpus: &[u32],
+        order: &[(usize, usize)],
+        (stop, progress): (&StopFlag, &mut Progress),
+        measure: impl FnMut(u32, u32) -> Result<Option<P>, E>,
+    ) -> Result<(Vec<P>, Matrix), E> {
+        let measured = measure_pairs(cpus, order, stop, progress, self.label, measure)?;
+        Ok(pairs_and_matrix(
+            measured,
+            cpus,
+            self.axes,
+            self.mirrored,
+            self.figure,
+        ))
+    }
+}
+
 /// Measures the pairs of `order` (indices into `cpus`) one after the other with
 /// `measure(cpus[i], cpus[j])`, each announced as `label(cpus[i], cpus[j])`. Stops early,
 /// keeping the pairs done, at Ctrl-C or `stop`, or when a pair comes back empty (it was
 /// stopped before its first sample); fails at the first error. Returns the measured pairs
 /// with their indices, in order.
-pub(crate) fn measure_pairs<P, E>(
+fn measure_pairs<P, E>(
     cpus: &[u32],
     order: &[(usize, usize)],
     stop: &StopFlag,
@@ -64,7 +98,7 @@ pub(crate) fn measure_pairs<P, E>(
 /// Lays out the pairs [`measure_pairs`] measured over `cpus`: the pairs in measuring order,
 /// and the matrix (rows named `row`, columns `column`) of each pair's `figure`, also set in
 /// the transposed cell when `mirrored` (an engine that measures each unordered pair once).
-pub(crate) fn pairs_and_matrix<P>(
+fn pairs_and_matrix<P>(
     measured: Vec<(usize, usize, P)>,
     cpus: &[u32],
     (row, column): (&str, &str),

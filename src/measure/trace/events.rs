@@ -136,11 +136,8 @@ const fn sender(
     fields: &'static [&'static str],
 ) -> Tracepoint {
     Tracepoint {
-        system,
-        name,
-        fields,
         on_measured: false,
-        arch: Arch::Any,
+        ..tp(system, name, fields)
     }
 }
 

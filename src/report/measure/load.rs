@@ -21,7 +21,7 @@ pub(crate) fn line(round: &RoundLoad) -> String {
     said
 }
 
-/// `mem 3.10 GB/s`, with why it failed.
+/// `mem 3.10 GB/s`, `net 12.0k packets/s over eth0 to 10.0.0.2:11111`, with why it failed.
 fn kind(intensity: &KindIntensity) -> String {
     let mut said = format!(
         "{} {} {}",
@@ -29,6 +29,9 @@ fn kind(intensity: &KindIntensity) -> String {
         rate(intensity.rate),
         intensity.unit
     );
+    if let Some(over) = &intensity.over {
+        said += &format!(" over {}", crate::text::escape_controls(over));
+    }
     if let Some(failed) = &intensity.failed {
         said += &format!(" ({})", crate::text::escape_controls(failed));
     }
@@ -67,6 +70,15 @@ mod tests {
                     threads: 1,
                     rate: 3.1,
                     unit: "GB/s".into(),
+                    over: None,
+                    failed: None,
+                },
+                KindIntensity {
+                    kind: Kind::Net,
+                    threads: 2,
+                    rate: 12_000.0,
+                    unit: "packets/s".into(),
+                    over: Some("eth0 to 10.0.0.2:11111".into()),
                     failed: None,
                 },
                 KindIntensity {
@@ -74,6 +86,7 @@ mod tests {
                     threads: 1,
                     rate: 48_213.0,
                     unit: "IPIs sent/s".into(),
+                    over: None,
                     failed: Some("1 of its 1 threads ended\n".into()),
                 },
             ],
@@ -81,7 +94,7 @@ mod tests {
         };
         assert_eq!(
             line(&round),
-            "mem 3.10 GB/s, ipi 48.2k IPIs sent/s (1 of its 1 threads ended\\x0a); the measured \
+            "mem 3.10 GB/s, net 12.0k packets/s over eth0 to 10.0.0.2:11111, ipi 48.2k IPIs sent/s (1 of its 1 threads ended\\x0a); the measured \
              CPUs received 1.25k IPIs/s; NOT loaded as asked"
         );
         assert_eq!(rate(0.5), "0.50");

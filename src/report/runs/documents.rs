@@ -23,6 +23,7 @@ use crate::peer::hdr::{HdrJson, SliceJson};
 use crate::report::measure::MeasureBody;
 use crate::report::measure::explain::ExplainJson;
 use crate::report::measure::jitter::JitterResult;
+use crate::report::measure::loops::RunConditions;
 use crate::report::measure::net::NetResult;
 use crate::report::measure::timer::TimerResult;
 
@@ -121,6 +122,11 @@ struct LoopCpu<'a> {
     attribution: Option<&'a CpuAttribution>,
 }
 
+/// The load average around a jitter or timer run: the mean of the readings before and after.
+fn load_average(conditions: &RunConditions) -> Option<f64> {
+    (conditions.load_average).map(|l| (l.before + l.after) / 2.0)
+}
+
 /// The run of a loop engine's CPUs (those measured; a CPU that could not be set up is left
 /// out).
 fn loop_run<'a>(
@@ -192,10 +198,7 @@ fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError
     )?;
     Ok(Run {
         threshold_ns: Some(result.threshold_ns),
-        load_average: result
-            .conditions
-            .load_average
-            .map(|l| (l.before + l.after) / 2.0),
+        load_average: load_average(&result.conditions),
         causes: result.explain.and_then(causes),
         ..run
     })
@@ -223,10 +226,7 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
         cpus,
     )?;
     Ok(Run {
-        load_average: result
-            .conditions
-            .load_average
-            .map(|l| (l.before + l.after) / 2.0),
+        load_average: load_average(&result.conditions),
         ..run
     })
 }

@@ -141,6 +141,25 @@ pub(crate) fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, us as libc::c_int)
 }
 
+/// Sends and receives `fd`'s traffic through the interface `name` only (`SO_BINDTODEVICE`;
+/// kernels before 5.7 ask CAP_NET_RAW for it).
+pub(crate) fn bind_to_device(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    // SAFETY: the name's bytes live across the call; their length is given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Asks `fd` for software receive and transmit timestamps, and hardware receive ones where
 /// the NIC gives them (`SO_TIMESTAMPING`). The transmit stamps queue on the socket's error
 /// queue, the stamp alone (`OPT_TSONLY`): [`sent_stamp`] reads them.
@@ -235,6 +254,31 @@ fn recv_or_recvmsg(
             Ok(n as usize)
         };
     };
+    let (n, control) = recvmsg_control(fd, buf, 0)?;
+    if let Some(received) = control.stamps {
+        *stamps = received;
+    }
+    Ok(n)
+}
+
+/// What the control messages of one `recvmsg` carried.
+#[derive(Default)]
+struct Control {
+    /// The `SCM_TIMESTAMPING` stamps (software, and hardware where the NIC gives one).
+    stamps: Option<Stamps>,
+    /// Whether an `IP_RECVERR`/`IPV6_RECVERR` message says the stamp was taken as the packet
+    /// left for the device (`SCM_TSTAMP_SND` from the timestamping origin).
+    sent: bool,
+}
+
+/// One `recvmsg(2)` on `fd` into `buf` with `flags`: the bytes received and what the
+/// control messages carried.
+#[inline]
+fn recvmsg_control(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> io::Result<(usize, Control)> {
     let mut control = [0u64; CONTROL_BYTES / 8];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -247,26 +291,36 @@ fn recv_or_recvmsg(
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = CONTROL_BYTES as _;
     // SAFETY: msg points to live buffers of the lengths it gives.
-    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, 0) };
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
+    let mut carried = Control::default();
     // SAFETY: the kernel filled msg_control up to msg_controllen with well-formed messages;
     // the CMSG macros walk within it.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPING
-            {
+            let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+            if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
                 let times = libc::CMSG_DATA(cmsg).cast::<[libc::timespec; 3]>();
                 let times = std::ptr::read_unaligned(times);
-                stamps.software_ns = timespec_ns(&times[0]);
-                stamps.hardware_ns = timespec_ns(&times[2]);
+                carried.stamps = Some(Stamps {
+                    software_ns: timespec_ns(&times[0]),
+                    hardware_ns: timespec_ns(&times[2]),
+                });
+            } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+            {
+                let error = libc::CMSG_DATA(cmsg).cast::<libc::sock_extended_err>();
+                let error = std::ptr::read_unaligned(error);
+                carried.sent =
+                    error.ee_origin == ORIGIN_TIMESTAMPING && error.ee_info == TSTAMP_SND;
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    Ok(n as usize)
+    Ok((n as usize, carried))
 }
 
 /// `ee_origin` of a timestamp on the error queue (`SO_EE_ORIGIN_TIMESTAMPING`).
@@ -279,54 +333,15 @@ const TSTAMP_SND: u32 = 0;
 /// queued (the kernel gave none, or not yet). Never waits.
 pub(crate) fn sent_stamp(fd: BorrowedFd<'_>) -> Option<u64> {
     let mut last = None;
-    loop {
-        let mut control = [0u64; CONTROL_BYTES / 8];
-        let mut data = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: data.len(),
-        };
-        // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = CONTROL_BYTES as _;
-        // SAFETY: msg points to live buffers of the lengths it gives.
-        let n = unsafe {
-            libc::recvmsg(
-                fd.as_raw_fd(),
-                &mut msg,
-                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
-            )
-        };
-        if n < 0 {
-            return last;
-        }
-        let (mut stamp, mut sent) = (0, false);
-        // SAFETY: the kernel filled msg_control up to msg_controllen with well-formed
-        // messages; the CMSG macros walk within it.
-        unsafe {
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
-                if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
-                    let times = libc::CMSG_DATA(cmsg).cast::<[libc::timespec; 3]>();
-                    stamp = timespec_ns(&std::ptr::read_unaligned(times)[0]);
-                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
-                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
-                {
-                    let error = libc::CMSG_DATA(cmsg).cast::<libc::sock_extended_err>();
-                    let error = std::ptr::read_unaligned(error);
-                    sent = error.ee_origin == ORIGIN_TIMESTAMPING && error.ee_info == TSTAMP_SND;
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
-        }
-        if sent && stamp != 0 {
+    let mut data = [0u8; 1];
+    let flags = libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT;
+    while let Ok((_, control)) = recvmsg_control(fd, &mut data, flags) {
+        let stamp = control.stamps.map_or(0, |s| s.software_ns);
+        if control.sent && stamp != 0 {
             last = Some(stamp);
         }
     }
+    last
 }
 
 fn timespec_ns(ts: &libc::timespec) -> u64 {
@@ -352,16 +367,22 @@ pub(crate) fn timed_out(e: &io::Error) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn software_timestamps_come_with_a_datagram_on_loopback() {
+    /// A UDP socket on loopback, and a connection to it that asked for timestamps.
+    fn stamped_loopback() -> (UdpSocket, Conn) {
         let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut conn = Conn::connect(
+        let conn = Conn::connect(
             Proto::Udp,
             server.local_addr().unwrap(),
             Duration::from_secs(1),
         )
         .unwrap();
         ask_timestamps(conn.fd()).unwrap();
+        (server, conn)
+    }
+
+    #[test]
+    fn software_timestamps_come_with_a_datagram_on_loopback() {
+        let (server, mut conn) = stamped_loopback();
         let Conn::Udp(client) = &conn else {
             unreachable!()
         };
@@ -397,14 +418,7 @@ mod tests {
     /// none).
     #[test]
     fn a_send_gets_its_software_transmit_stamp_on_loopback() {
-        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut conn = Conn::connect(
-            Proto::Udp,
-            server.local_addr().unwrap(),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        ask_timestamps(conn.fd()).unwrap();
+        let (server, mut conn) = stamped_loopback();
         let mut got = None;
         for _ in 0..100 {
             let before = realtime_ns();

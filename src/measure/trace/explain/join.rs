@@ -187,7 +187,11 @@ pub(crate) fn explain_cpu(
                 inside,
                 woke,
             };
-            classify(&join, &gap, &mut unmatched)
+            let (cause, id) = classify(&join, &gap, &mut unmatched);
+            match trace.waits {
+                Waits::Message(_) => (round_trip::mark_network_receive(cause), id),
+                _ => (cause, id),
+            }
         };
         let length = to_ns(gap.end.saturating_sub(gap.start));
         if !by_cause.contains_key(&cause) {

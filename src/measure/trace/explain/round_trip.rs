@@ -9,17 +9,46 @@
 //! round trip is what came in the way: an interrupt, a softirq after a device's interrupt,
 //! the tick, a task that preempted the run's thread or that ran after its wake-up.
 //!
+//! Network receive that is not the round trip's own send (a NIC queue's interrupt, or a
+//! NET_RX softirq that ran while the run's thread waited: another CPU's traffic steered
+//! here, or the answer's own receive through a NIC) stays a cause, marked `(network
+//! receive)` ([`mark_network_receive`]): busy polling and the NIC's interrupt delay are what
+//! address it, and the cause's fix says so (the `net_rx` row of the audit's cause table).
+//!
 //! The task on the CPU when the thread was woken is kept beside the wake-up: the
 //! classification names it when the thread waited longer for it than for its wake-up. The
 //! threads run at normal priority, so a task preempted by the wake-up may still have held
 //! the CPU for its slice (unlike the timer's SCHED_FIFO loop, see [`super::join`]).
 
 use super::classify::{Sender, sender_of};
-use super::{CpuTrace, Woken};
+use super::{Cause, Class, CpuTrace, SOFTIRQS, Woken};
+use crate::machine::irq::classify::{IrqClass, classify};
 use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
 
 /// The softirq vector of network receive.
 const NET_RX: u8 = 3;
+
+/// The note that marks a ping-pong's cause as network receive; the audit's cause table reads
+/// it (`audit::rules::causes`).
+pub(crate) const NETWORK_RECEIVE: &str = " (network receive)";
+
+/// `cause`, of a ping-pong's slow round trip, marked as network receive when it is: the
+/// interrupt of a NIC queue (`25 virtio0-input.0`), or a NET_RX softirq alone. The round
+/// trip's own send path never gets here ([`own_path`] left it out).
+pub(super) fn mark_network_receive(mut cause: Cause) -> Cause {
+    let receive = match cause.class {
+        Class::DeviceIrq => {
+            let name = cause.source.split_once(' ').map_or("", |(_, name)| name);
+            matches!(classify(&[name]), IrqClass::NicQueue { .. })
+        }
+        Class::Softirq => cause.source == SOFTIRQS[usize::from(NET_RX)],
+        _ => false,
+    };
+    if receive {
+        cause.source.push_str(NETWORK_RECEIVE);
+    }
+    cause
+}
 
 /// Where the run's thread of this CPU stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +157,8 @@ pub(super) fn own_path(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::trace::explain::{Class, TraceGap, Waits, explain_cpu};
+    use crate::measure::trace::events::Sym;
+    use crate::measure::trace::explain::{Class, CpuCauses, TraceGap, Waits, explain_cpu};
 
     const CLIENT: u32 = 200;
     const ECHO: u32 = 201;
@@ -137,10 +167,53 @@ mod tests {
         Event { ts, what }
     }
 
+    /// The trace of CPU `cpu` of a ping-pong whose thread there is `loop_tid`.
+    fn ping_pong<'a>(
+        cpu: u32,
+        loop_tid: u32,
+        events: &'a [Event],
+        waits: &'a Waits,
+        wakeups: &'a [u64],
+    ) -> CpuTrace<'a> {
+        CpuTrace {
+            cpu,
+            loop_tid,
+            events,
+            lost: Vec::new(),
+            offline_from: None,
+            sends_lost: &[],
+            run_start: 0,
+            waits,
+            wakeups,
+        }
+    }
+
+    /// Each cause of `out` as (class, source), sorted.
+    fn causes_of(out: &CpuCauses) -> Vec<(Class, String)> {
+        let mut got: Vec<(Class, String)> = (out.causes.iter())
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        got
+    }
+
+    /// A switch at `at` to `pid` (`comm`) from `prev`, which slept (`prev_blocked`) or not.
+    fn switch(at: u64, pid: u32, comm: Sym, prev: u32, prev_blocked: bool) -> Event {
+        ev(
+            at,
+            What::Switch {
+                pid,
+                comm,
+                prev,
+                prev_blocked,
+            },
+        )
+    }
+
     /// The echo's CPU (1) over five round trips of the shape this module's doc describes:
-    /// the message's own path alone; a device IRQ and its NET_RX; a spinner that kept the
-    /// CPU 2 ms after the echo's wake-up; the tick while the echo ran (just after a spinner
-    /// that left at once); a spinner that preempted the echo before the round trip began
+    /// the message's own path alone; a NIC queue's IRQ and its NET_RX (network receive); a
+    /// spinner that kept the CPU 2 ms after the echo's wake-up; the tick while the echo ran
+    /// (just after a spinner that left at once); a spinner that preempted the echo before the round trip began
     /// and held the CPU through most of it. A task that ran while the echo slept is never
     /// named.
     #[test]
@@ -151,17 +224,6 @@ mod tests {
         let spin = s.intern_task(400, "kat-spin");
         let virtio = s.intern("virtio0-input.0");
         let tick = s.intern("tick_nohz_handler");
-        let switch = |at, pid, comm, prev, prev_blocked| {
-            ev(
-                at,
-                What::Switch {
-                    pid,
-                    comm,
-                    prev,
-                    prev_blocked,
-                },
-            )
-        };
         // The client's sends to CPU 1 (its reschedule IPIs), traced on CPU 0.
         let client_comm = s.intern_task(CLIENT, "lowlat");
         let send = |ts| IpiSend {
@@ -223,17 +285,7 @@ mod tests {
         events.push(switch(4_653, 400, spin, ECHO, true));
         events.sort_by_key(|e| e.ts);
         let waits = Waits::Message(vec![CLIENT, ECHO]);
-        let trace = CpuTrace {
-            cpu: 1,
-            loop_tid: ECHO,
-            events: &events,
-            lost: Vec::new(),
-            offline_from: None,
-            sends_lost: &[],
-            run_start: 0,
-            waits: &waits,
-            wakeups: &wakeups,
-        };
+        let trace = ping_pong(1, ECHO, &events, &waits, &wakeups);
         let gaps = [
             (100, 120),
             (200, 220),
@@ -243,17 +295,15 @@ mod tests {
         ]
         .map(|(start, end)| TraceGap { start, end });
         let out = explain_cpu(&trace, &gaps, &sent, 1_000, &s, &|t| t);
-        let mut got: Vec<(Class, String)> = out
-            .causes
-            .iter()
-            .map(|c| (c.cause.class, c.cause.source.clone()))
-            .collect();
-        got.sort();
+        let got = causes_of(&out);
         assert_eq!(
             got,
             vec![
                 (Class::Tick, "tick_nohz_handler".into()),
-                (Class::DeviceIrq, "25 virtio0-input.0".into()),
+                (
+                    Class::DeviceIrq,
+                    "25 virtio0-input.0 (network receive)".into()
+                ),
                 (Class::Task, "kat-spin (held the CPU)".into()),
                 (Class::NoKernelEvent, "no kernel event".into()),
             ]
@@ -261,6 +311,79 @@ mod tests {
         let held = out.causes.iter().find(|c| c.cause.class == Class::Task);
         assert_eq!(held.unwrap().count, 2);
         assert_eq!(out.gaps, 5);
+    }
+
+    /// Issue 49: on the client's CPU (0; the echo on CPU 1), the round trip's own NET_RX (its
+    /// send's, run in the client) is never a cause; a NET_RX that ran while the client
+    /// waited (another flow's, steered here) and a NIC queue's interrupt are, marked as
+    /// network receive (the audit's cause table sends them to busy polling); a storage
+    /// queue's interrupt is not marked.
+    #[test]
+    fn network_receive_not_of_the_round_trip_is_a_marked_cause() {
+        let mut s = Symbols::default();
+        let client = s.intern_task(CLIENT, "lowlat");
+        let idle = s.intern_task(0, "swapper/0");
+        let virtio_net = s.intern("virtio0-input.0");
+        let virtio_blk = s.intern("virtio1-req.0");
+        let echo_comm = s.intern_task(ECHO, "lowlat");
+        let mut events = Vec::new();
+        let mut sent = Vec::new();
+        let mut wakeups = Vec::new();
+        // A round trip from `at`: the client's send (its own NET_RX, the echo's wake-up),
+        // its sleep, `inside` while it sleeps, the echo's answer waking it at `at + 15`
+        // (traced on CPU 1, with the reschedule IPI to CPU 0), the client back at `at + 17`.
+        let mut trip = |events: &mut Vec<Event>, at: u64, inside: &[What]| {
+            events.push(ev(at + 1, What::Softirq(NET_RX)));
+            events.push(ev(at + 2, What::Wakeup(ECHO)));
+            events.push(switch(at + 3, 0, idle, CLIENT, true));
+            for (i, what) in inside.iter().enumerate() {
+                events.push(ev(at + 5 + i as u64, *what));
+            }
+            wakeups.push(at + 15);
+            sent.push(IpiSend {
+                ts: at + 15,
+                cpu: 1,
+                pid: ECHO,
+                comm: echo_comm,
+                callsite: 0,
+                targets: vec![0],
+                kind: None,
+            });
+            events.push(ev(at + 16, What::Vector(Vector::Reschedule)));
+            events.push(switch(at + 17, CLIENT, client, 0, false));
+        };
+        trip(&mut events, 100, &[]);
+        trip(&mut events, 200, &[What::Softirq(NET_RX)]);
+        let nic = What::Irq {
+            irq: 25,
+            name: virtio_net,
+        };
+        trip(&mut events, 300, &[nic, What::Softirq(NET_RX)]);
+        let disk = What::Irq {
+            irq: 36,
+            name: virtio_blk,
+        };
+        trip(&mut events, 400, &[disk, What::Softirq(4)]);
+        let waits = Waits::Message(vec![CLIENT, ECHO]);
+        let trace = ping_pong(0, CLIENT, &events, &waits, &wakeups);
+        let gaps = [100, 200, 300, 400].map(|at| TraceGap {
+            start: at,
+            end: at + 20,
+        });
+        let out = explain_cpu(&trace, &gaps, &sent, 1_000, &s, &|t| t);
+        let got = causes_of(&out);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Class::DeviceIrq,
+                    "25 virtio0-input.0 (network receive)".into()
+                ),
+                (Class::DeviceIrq, "36 virtio1-req.0".into()),
+                (Class::Softirq, "NET_RX (network receive)".into()),
+                (Class::NoKernelEvent, "no kernel event".into()),
+            ]
+        );
     }
 
     /// The same IPI sent by a task that is not the run's is a cause, with its sender.
@@ -279,17 +402,7 @@ mod tests {
         };
         let events = [ev(105, What::Vector(Vector::CallFunctionSingle))];
         let waits = Waits::Message(vec![CLIENT, ECHO]);
-        let trace = CpuTrace {
-            cpu: 1,
-            loop_tid: ECHO,
-            events: &events,
-            lost: Vec::new(),
-            offline_from: None,
-            sends_lost: &[],
-            run_start: 0,
-            waits: &waits,
-            wakeups: &[],
-        };
+        let trace = ping_pong(1, ECHO, &events, &waits, &[]);
         let sent = [&send];
         let (kept, woken) = own_path(&events, &trace, &[CLIENT, ECHO], &sent, 1_000, &s);
         assert_eq!(kept, events);

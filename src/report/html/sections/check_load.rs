@@ -92,6 +92,7 @@ mod tests {
                     threads: 1,
                     rate: 3.1,
                     unit: "GB/s".into(),
+                    over: None,
                     failed: None,
                 }],
                 ipis_received_per_s: Some(12.0),
