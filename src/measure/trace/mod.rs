@@ -370,7 +370,7 @@ mod tests {
     /// The explanation of the gaps (start, end) of CPU `cpu`'s loop (thread 100, its run
     /// started at `start`) in `capture`, senders looked for within `window`; an x86 TSC clock
     /// whose ticks are read as ns.
-    fn explain_loop(
+    pub(super) fn explain_loop(
         capture: &Capture,
         cpu: u32,
         start: u64,
