@@ -358,7 +358,7 @@ fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::events::{self, Event, Line, Symbols, Vector, What};
+    use super::events::{self, Event, IpiSend, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, Waits, explain_cpu};
     use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
     use crate::measure::runner::segments::Merge;
@@ -389,6 +389,22 @@ mod tests {
             waits,
         };
         explanation(capture, TraceClock::X86Tsc, &[gaps], window, &|t| t)
+    }
+
+    /// Sends of an IPI to CPU 1 by membarrier (pid 55) on CPU 0 from
+    /// `smp_call_function_many_cond`, its names interned in `s`: the send at a time.
+    pub(super) fn membarrier_sends(s: &mut Symbols) -> impl Fn(u64) -> IpiSend + use<> {
+        let comm = s.intern("membarrier");
+        let callsite = s.intern("smp_call_function_many_cond+0x1/0x2");
+        move |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite,
+            targets: vec![1],
+            kind: None,
+        }
     }
 
     /// The first CPU's causes as (class, source), sorted.
@@ -711,19 +727,8 @@ mod tests {
     /// the window, are said in the notes with their count, per CPU.
     #[test]
     fn unnamed_senders_are_counted_in_the_notes() {
-        use super::events::IpiSend;
         let mut s = Symbols::default();
-        let comm = s.intern("membarrier");
-        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-        let send = |ts| IpiSend {
-            ts,
-            cpu: 0,
-            pid: 55,
-            comm,
-            callsite: site,
-            targets: vec![1],
-            kind: None,
-        };
+        let send = membarrier_sends(&mut s);
         let capture = Capture {
             symbols: s,
             events: vec![(

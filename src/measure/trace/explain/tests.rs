@@ -3,6 +3,7 @@
 use super::join::own_wakeups;
 use super::*;
 use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
+use crate::measure::trace::tests::membarrier_sends;
 
 fn ev(ts: u64, what: What) -> Event {
     Event { ts, what }
@@ -26,11 +27,15 @@ fn trace<'a>(events: &'a [Event], lost: Vec<(u64, u64)>) -> CpuTrace<'a> {
     }
 }
 
-fn classes(out: &CpuCauses) -> Vec<(Class, String, u64)> {
-    out.causes
+/// The causes as (class, source, count), sorted.
+fn sorted_classes(out: &CpuCauses) -> Vec<(Class, String, u64)> {
+    let mut got: Vec<_> = out
+        .causes
         .iter()
         .map(|c| (c.cause.class, c.cause.source.clone(), c.count))
-        .collect()
+        .collect();
+    got.sort();
+    got
 }
 
 #[test]
@@ -133,10 +138,8 @@ fn each_gap_gets_one_cause_and_the_counts_add_up() {
         gap(800, 850),
     ];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick kept: SCHED".into(), 1),
             (Class::Tick, "tick_nohz_handler".into(), 1),
@@ -256,10 +259,8 @@ fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
     t.run_start = 1_000;
     let gaps = [gap(100, 110), gap(210, 200), gap(300, 310)];
     let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::DeviceIrq, "42 nvme0q1".into(), 1),
@@ -273,8 +274,7 @@ fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
 #[test]
 fn ipis_name_their_sender_and_shootdowns_are_told_apart() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+    let send = membarrier_sends(&mut s);
     let events = [
         ev(105, What::Vector(Vector::CallFunction)),
         ev(205, What::Vector(Vector::CallFunctionSingle)),
@@ -282,32 +282,18 @@ fn ipis_name_their_sender_and_shootdowns_are_told_apart() {
         ev(305, What::Vector(Vector::Reschedule)),
     ];
     let sent = [
-        IpiSend {
-            ts: 101,
-            cpu: 0,
-            pid: 55,
-            comm,
-            callsite: site,
-            targets: vec![1],
-            kind: None,
-        },
+        send(101),
         // To another CPU: not this one's sender.
         IpiSend {
-            ts: 203,
-            cpu: 0,
             pid: 56,
-            comm,
-            callsite: site,
             targets: vec![2],
-            kind: None,
+            ..send(203)
         },
     ];
     let gaps = [gap(100, 110), gap(200, 210), gap(300, 310)];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (
                 Class::Ipi,
@@ -362,10 +348,8 @@ fn arm64_timer_and_ipi_interrupts_are_classed_by_what_they_ran() {
     ];
     let gaps: Vec<TraceGap> = (1..=6).map(|i| gap(i * 100, i * 100 + 10)).collect();
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_sched_timer".into(), 1),
             (Class::Timer, "hrtimer_wakeup".into(), 1),
@@ -383,17 +367,7 @@ fn arm64_timer_and_ipi_interrupts_are_classed_by_what_they_ran() {
 #[test]
 fn clock_skew_never_names_a_sender_and_is_counted() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-    let send = |ts| IpiSend {
-        ts,
-        cpu: 0,
-        pid: 55,
-        comm,
-        callsite: site,
-        targets: vec![1],
-        kind: None,
-    };
+    let send = membarrier_sends(&mut s);
     let events = [
         // Sent 30 after it arrived (the window is 50).
         ev(105, What::Vector(Vector::CallFunction)),
@@ -405,10 +379,8 @@ fn clock_skew_never_names_a_sender_and_is_counted() {
     let sent = [send(135), send(905), send(2_000)];
     let gaps = [gap(100, 110), gap(1_000, 1_010), gap(2_000, 2_010)];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Ipi, "function call".into(), 1),
             (
@@ -443,17 +415,7 @@ fn clock_skew_never_names_a_sender_and_is_counted() {
 #[test]
 fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-    let send = |ts| IpiSend {
-        ts,
-        cpu: 0,
-        pid: 55,
-        comm,
-        callsite: site,
-        targets: vec![1],
-        kind: None,
-    };
+    let send = membarrier_sends(&mut s);
     let events = [
         ev(105, What::Vector(Vector::CallFunction)),
         ev(505, What::Vector(Vector::CallFunction)),
@@ -465,10 +427,8 @@ fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
     t.sends_lost = &lost;
     let gaps = [gap(100, 110), gap(500, 510)];
     let out = explain_cpu(&t, &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (
                 Class::Ipi,
@@ -504,10 +464,8 @@ fn gaps_from_a_cpus_offlining_on_are_unknown() {
     t.offline_from = Some(251);
     let gaps = [gap(100, 110), gap(240, 260), gap(400, 410)];
     let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::Unknown, "CPU offline".into(), 2),
@@ -534,10 +492,8 @@ fn a_gap_in_a_lost_window_is_unknown_never_a_guess() {
         &s,
         &|t| t,
     );
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::Unknown, "events lost".into(), 2),
