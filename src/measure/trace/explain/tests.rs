@@ -2,11 +2,24 @@
 
 use super::join::own_wakeups;
 use super::*;
-use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
+use crate::measure::trace::events::{Event, IpiSend, Sym, Symbols, Vector, What};
 use crate::measure::trace::tests::membarrier_sends;
 
 fn ev(ts: u64, what: What) -> Event {
     Event { ts, what }
+}
+
+/// At `ts`, `prev` switched out without blocking for `pid` (`comm`).
+fn switch(ts: u64, pid: u32, comm: Sym, prev: u32) -> Event {
+    ev(
+        ts,
+        What::Switch {
+            pid,
+            comm,
+            prev,
+            prev_blocked: false,
+        },
+    )
 }
 
 fn gap(start: u64, end: u64) -> TraceGap {
@@ -79,44 +92,12 @@ fn each_gap_gets_one_cause_and_the_counts_add_up() {
         ev(405, What::Vector(Vector::LocalTimer)),
         ev(406, What::Hrtimer(s.intern("hrtimer_wakeup"))),
         ev(406, What::Wakeup(77)),
-        ev(
-            407,
-            What::Switch {
-                pid: 77,
-                comm: cyclic,
-                prev: 100,
-                prev_blocked: false,
-            },
-        ),
-        ev(
-            408,
-            What::Switch {
-                pid: 100,
-                comm: loop_comm,
-                prev: 77,
-                prev_blocked: false,
-            },
-        ),
+        switch(407, 77, cyclic, 100),
+        switch(408, 100, loop_comm, 77),
         // 5: vmstat_update in a kworker.
-        ev(
-            505,
-            What::Switch {
-                pid: 9,
-                comm: kworker,
-                prev: 100,
-                prev_blocked: false,
-            },
-        ),
+        switch(505, 9, kworker, 100),
         ev(506, What::Work(vmstat)),
-        ev(
-            507,
-            What::Switch {
-                pid: 100,
-                comm: loop_comm,
-                prev: 9,
-                prev_blocked: false,
-            },
-        ),
+        switch(507, 100, loop_comm, 9),
         // 6: the RCU softirq alone.
         ev(605, What::Softirq(9)),
         // 7: nothing (the gap 700-710).
@@ -170,17 +151,7 @@ fn a_softirq_thread_is_named_with_the_softirq_it_ran() {
     let ksoftirqd = s.intern("ksoftirqd/1");
     let other = s.intern("app");
     let loop_comm = s.intern("lowlat");
-    let switch = |ts, pid, comm| {
-        ev(
-            ts,
-            What::Switch {
-                pid,
-                comm,
-                prev: 100,
-                prev_blocked: false,
-            },
-        )
-    };
+    let switch = |ts, pid, comm| switch(ts, pid, comm, 100);
     let events = [
         switch(10, 22, ksoftirqd),
         ev(11, What::Softirq(1)),
