@@ -17,6 +17,7 @@ use crate::bundle::Bundle;
 use crate::check;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
+use crate::measure::engines::loops;
 use crate::measure::load;
 use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
@@ -27,9 +28,8 @@ use crate::measure::runner::segments::{Checkpoints, SegmentsDone};
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
-use crate::report::measure::header::Measured;
 use crate::report::measure::load as load_printers;
-use crate::report::measure::loops::checkpoint_document;
+use crate::report::measure::loops::{LoopDocument, checkpoint_document};
 use crate::report::measure::{document as measure_document, finished_document};
 use crate::sysroot::SysRoot;
 
@@ -138,24 +138,10 @@ pub struct LoopArgs {
 }
 
 impl LoopArgs {
-    /// What the loop engine is asked besides the CPUs (which `session` chose from `--cpus` and
-    /// holds): the length of a round. Refuses an injector period longer than the run.
+    /// What the loop engine is asked besides the CPUs (which the session holds): one round
+    /// ([`LoopSpec::round_of`]).
     pub fn spec(&self) -> Result<LoopSpec> {
-        if let Some(inject) = self.inject {
-            let duration_ns = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
-            if inject.period_ns > duration_ns {
-                anyhow::bail!(
-                    "--inject: a period of {} ms is longer than --duration {:?}; the injector \
-                     would never spin; use a shorter period or a longer duration",
-                    inject.period_ns as f64 / 1e6,
-                    self.duration
-                );
-            }
-        }
-        Ok(LoopSpec {
-            duration: self.round(),
-            inject: self.inject,
-        })
+        Ok(LoopSpec::round_of(self.duration, self.repeat, self.inject)?)
     }
 
     /// The length of one round: --duration split over --repeat.
@@ -163,13 +149,26 @@ impl LoopArgs {
         self.duration / self.repeat.max(1)
     }
 
-    /// Runs `round` --repeat times ([`rounds::run`]), saying each round on stderr when there
-    /// are several, until one is interrupted; the exit code is the worst of the rounds'.
-    /// `round` returns its exit code and whether it was interrupted. Several rounds need
-    /// --out: each is a run of its own.
-    pub(crate) fn in_rounds(
+    /// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check
+    /// would measure (saying which and why), and the bundle of `--out`.
+    pub(crate) fn open(&self, cli: &Cli, engine: Engine) -> Result<(Session, Option<Bundle>)> {
+        let session = open_loop_session(cli, engine, self.cpus.as_ref())?;
+        let bundle = self.bundle.open(&session)?;
+        Ok((session, bundle))
+    }
+
+    /// Measures `request` --repeat times on `session` ([`rounds::run`]) beside the loads of
+    /// `--load`, saying each round on stderr when there are several, until one is interrupted:
+    /// each round checkpointed into `bundle`, printed as `page` makes it (`None`: the JSON
+    /// document), its document delivered, then `after` (whether its own outputs were written).
+    /// `flag` names the flag of an error. The exit code is the worst of the rounds'.
+    pub(crate) fn run_rounds<E: LoopDocument>(
         &self,
-        mut round: impl FnMut(Round) -> Result<(u8, bool)>,
+        (session, bundle): (&Session, Option<&Bundle>),
+        request: &E::Request,
+        flag: impl Fn(E::Error) -> anyhow::Error,
+        page: impl Fn(&E) -> Option<String>,
+        mut after: impl FnMut(Round, &E) -> bool,
     ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
@@ -177,14 +176,51 @@ impl LoopArgs {
                 self.repeat
             );
         }
+        let loads = self.load.start(session)?;
         let mut code = exit::OK;
-        rounds::run(self.repeat, |this| {
-            if this.worth_saying() {
-                note!("{this}");
+        rounds::run(self.repeat, |round| {
+            if round.worth_saying() {
+                note!("{round}");
             }
-            let (round_code, interrupted) = round(this)?;
-            code = code.max(round_code);
-            Ok::<_, anyhow::Error>(if interrupted {
+            let checkpoints = bundle.map(|bundle| Checkpoints {
+                every: self.checkpoint,
+                save: move |so_far: &E, done| save_checkpoint(bundle, session.root(), so_far, done),
+            });
+            let mark = loads
+                .as_ref()
+                .map(|l| l.mark(session.root(), &session.cpus));
+            let measured = loops::run(session, request, checkpoints).map_err(&flag)?;
+            let loaded = loads.as_ref().zip(mark).map(|(loads, mark)| {
+                let round = loads.round(&mark, session.root(), &session.cpus, true);
+                note!("load: {}", load_printers::line(&round));
+                round
+            });
+            let run = &measured.figures;
+            let printed = page(run);
+            if let Some(text) = &printed {
+                print(text)?;
+            }
+            let (result, environment) = (run.result_with(loaded), &run.finished().environment);
+            let saved = deliver_document(
+                E::KIND,
+                session.root(),
+                environment,
+                result,
+                printed.is_none(),
+                bundle,
+            )?;
+            let written = after(round, run) && saved;
+            for cpu in &run.finished().cpus {
+                say_not_measured_cpu(cpu);
+                if let Some(why) = E::cut_short(cpu).then(|| E::why_short(cpu)).flatten() {
+                    warning!("{why}");
+                }
+            }
+            if measured.interrupted {
+                note_interrupted();
+            }
+            code = code.max(results_exit(written && measured.complete));
+            Ok::<_, anyhow::Error>(if measured.interrupted {
                 After::Stop
             } else {
                 After::Next
@@ -274,23 +310,6 @@ impl LoadArgs {
     }
 }
 
-/// Runs `measure` (one round of a measure command) beside `loads`, when there are any: what
-/// it measured, and what the loads achieved meanwhile, also said on stderr.
-pub(crate) fn beside_loads<T>(
-    loads: Option<&load::Loads>,
-    session: &Session,
-    measure: impl FnOnce() -> Result<T>,
-) -> Result<(T, Option<load::RoundLoad>)> {
-    let Some(loads) = loads else {
-        return Ok((measure()?, None));
-    };
-    let mark = loads.mark(session.root(), &session.cpus);
-    let measured = measure()?;
-    let round = loads.round(&mark, session.root(), &session.cpus, true);
-    note!("load: {}", load_printers::line(&round));
-    Ok((measured, Some(round)))
-}
-
 /// Says on stderr each kind of `loads` that could not start, and where the others run.
 pub(crate) fn say_skipped(loads: &load::Loads) {
     for skipped in &loads.skipped {
@@ -330,38 +349,11 @@ pub(crate) fn say_session_notes(session: &Session) {
     }
 }
 
-/// Checks, before measuring, that files named `PREFIX.<suffix>` can be created: the
-/// directory of `prefix` exists and is writable (a run must not be lost to a typo).
-pub(crate) fn check_output_prefix(prefix: &str) -> Result<()> {
-    let path = std::path::Path::new(prefix);
-    if path.file_name().is_none() || prefix.ends_with('/') {
-        anyhow::bail!("give a file name prefix, e.g. run (files run.<cpu>), not a directory");
-    }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "directory {} does not exist; create it or name another",
-            dir.display()
-        );
-    }
-    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).map_err(|e| {
-        anyhow::anyhow!(
-            "directory {} is not writable ({}); name another",
-            dir.display(),
-            std::io::Error::from(e)
-        )
-    })?;
-    Ok(())
-}
-
 /// Delivers a loop engine's result as the versioned JSON document, with the environment the
 /// run captured: printed when `print` (`--json`), added to `bundle` (`--out`) when there is
 /// one. Returns whether the bundle got it (a failed write is said on stderr and makes the run
 /// incomplete; the printed results are never lost to it).
-pub(crate) fn deliver_document<T: Serialize>(
+fn deliver_document<T: Serialize>(
     kind: Kind,
     root: &SysRoot,
     environment: &Environment,
@@ -437,44 +429,34 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
     }
 }
 
-/// The checkpoints of a loop engine's run into `bundle` (`--out`), every `every`
-/// (`--checkpoint`): each the document `json` makes of the results so far, written in place of
-/// the last and said on stderr; one that cannot be written is said too, and the run goes on.
-/// None without a bundle.
-pub(crate) fn checkpoints<'a, T>(
-    bundle: Option<&'a Bundle>,
-    kind: Kind,
-    every: Duration,
-    json: impl Fn(&T, SegmentsDone) -> Result<String> + 'a,
-) -> Option<Checkpoints<impl FnMut(&T, SegmentsDone) + 'a>> {
-    let bundle = bundle?;
-    let save = move |so_far: &T, progress: SegmentsDone| {
-        let saved = json(so_far, progress).and_then(|json| Ok(bundle.checkpoint(kind, &json)?));
-        match saved {
-            Ok(path) => note!(
-                "checkpoint: {:.1} of {:.1} s measured, saved in {}",
-                progress.measured.as_secs_f64(),
-                progress.duration.as_secs_f64(),
-                path.display()
-            ),
-            Err(e) => warning!("--out: no checkpoint written: {e:#}"),
-        }
-    };
-    Some(Checkpoints { every, save })
-}
-
-/// A loop engine's checkpoint as JSON: the document of its results so far (`result`, with the
-/// environment `so_far` captured), with a warning that the run was still going.
-pub(crate) fn checkpoint_json<R, T: Serialize>(
-    kind: Kind,
+/// Saves `so_far`, a loop engine's results after the segments `done`, as the checkpoint of
+/// `bundle` (`--out`; written in place of the last), saying so on stderr; one that cannot be
+/// written is said too, and the run goes on.
+fn save_checkpoint<E: LoopDocument>(
+    bundle: &Bundle,
     root: &SysRoot,
-    so_far: &Finished<R>,
-    result: Measured<T>,
-    progress: SegmentsDone,
-) -> Result<String> {
+    so_far: &E,
+    done: SegmentsDone,
+) {
     let host = document::host_name(root);
-    let doc = checkpoint_document(kind, host, so_far, result, progress.duration);
-    Ok(doc.to_json()?)
+    let doc = checkpoint_document(
+        E::KIND,
+        host,
+        so_far.finished(),
+        so_far.result(),
+        done.duration,
+    );
+    let saved = (doc.to_json().map_err(anyhow::Error::from))
+        .and_then(|json| Ok(bundle.checkpoint(E::KIND, &json)?));
+    match saved {
+        Ok(path) => note!(
+            "checkpoint: {:.1} of {:.1} s measured, saved in {}",
+            done.measured.as_secs_f64(),
+            done.duration.as_secs_f64(),
+            path.display()
+        ),
+        Err(e) => warning!("--out: no checkpoint written: {e:#}"),
+    }
 }
 
 /// Says on stderr that `cpu` was not measured, and why, when it was not.
@@ -489,28 +471,6 @@ pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
     for cpu in &run.cpus {
         say_not_measured_cpu(cpu);
     }
-}
-
-/// The end of a loop engine's run once its results are printed and `written` says whether
-/// every output was written: which CPUs were not measured said on stderr, and which were
-/// `cut_short` (by `why_short`), CPU by CPU; an interruption noted; and the exit code of
-/// [`results_exit`] (complete: see [`Finished::complete`]).
-pub(crate) fn loop_exit<R>(
-    run: &Finished<R>,
-    written: bool,
-    cut_short: impl Fn(&CpuLoop<R>) -> bool,
-    why_short: impl Fn(&CpuLoop<R>),
-) -> u8 {
-    for cpu in &run.cpus {
-        say_not_measured_cpu(cpu);
-        if cut_short(cpu) {
-            why_short(cpu);
-        }
-    }
-    if run.interrupted {
-        note_interrupted();
-    }
-    results_exit(written && run.complete(cut_short))
 }
 
 /// The one exit-code rule of the measurements, once their results are printed: 0
@@ -642,7 +602,6 @@ pub(crate) fn open_loop_session(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysroot::SysRoot;
 
     fn loop_args(args: &[&str]) -> LoopArgs {
         #[derive(clap::Parser)]
@@ -651,26 +610,6 @@ mod tests {
             args: LoopArgs,
         }
         <Wrap as clap::Parser>::parse_from(std::iter::once("loop").chain(args.iter().copied())).args
-    }
-
-    #[test]
-    fn loop_flags_become_a_checked_spec() {
-        let dir = tempfile::tempdir().unwrap();
-        let online = dir.path().join("sys/devices/system/cpu");
-        std::fs::create_dir_all(&online).unwrap();
-        std::fs::write(online.join("online"), "0-1\n").unwrap();
-        let allowed = crate::measure::runner::harness::current_affinity().unwrap();
-        if !(allowed.contains(0) && allowed.contains(1)) {
-            crate::test_tree::missing_data("CPUs 0 and 1 in this process's affinity");
-            return;
-        }
-        let args = loop_args(&["--cpus", "1", "--duration", "2s", "--inject", "10:500"]);
-        let session =
-            Session::open(SysRoot::dir(dir.path()), Engine::Freq, args.cpus.as_ref()).unwrap();
-        let spec = args.spec().unwrap();
-        assert_eq!(session.cpus.to_list(), "1");
-        assert_eq!(spec.duration, Duration::from_secs(2));
-        assert_eq!(spec.inject.map(|i| i.spin_ns), Some(500_000));
     }
 
     /// Issue 48: `--load KINDS` runs on the CPUs not measured, and is refused, naming the

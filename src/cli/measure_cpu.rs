@@ -258,17 +258,7 @@ pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
         width_us: micros(args.width),
         threshold_us: micros(args.threshold).max(1),
     };
-    hwlat::find_tracefs(session.root()).map_err(|e| {
-        let config = session.machine.kernel.config.get();
-        match config.filter(|c| !c.enabled("CONFIG_HWLAT_TRACER")) {
-            Some(c) => anyhow::anyhow!(
-                "{e}; {} says CONFIG_HWLAT_TRACER is not set, so no tracefs mount gives it: \
-                 a kernel built with it is needed",
-                c.source
-            ),
-            None => e.into(),
-        }
-    })?;
+    hwlat::find_tracer(&session)?;
     note!(
         "tracing the hwlat detector for {:?} (Ctrl-C ends it early)",
         args.duration

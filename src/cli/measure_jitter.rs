@@ -4,17 +4,13 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::measure_common::{LoopArgs, check_output_prefix, deliver_document, loop_exit};
-use super::measure_common::{beside_loads, checkpoint_json, checkpoints, open_loop_session};
-use super::messages::{error, note, warning};
-use super::output::print;
+use super::measure_common::LoopArgs;
+use super::messages::{error, note};
 use super::values;
-use crate::document::Kind;
-use crate::measure::engines::jitter::busy::BusyRecord;
-use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterError, JitterRequest};
-use crate::measure::runner::segments::{SegmentsDone, run_checkpointed};
+use crate::measure::engines::jitter::{DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun};
+use crate::measure::runner::rounds::Round;
 use crate::measure::runner::session::Engine;
-use crate::measure::runner::threads::{CpuLoop, FifoError};
+use crate::measure::runner::threads::FifoError;
 use crate::peer::{oslat, sysjitter};
 use crate::report::measure::jitter as printers;
 
@@ -73,13 +69,12 @@ pub enum JitterFormat {
 /// Runs `lowlat measure jitter`.
 pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
     if let Some(prefix) = &args.raw {
-        check_output_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
+        sysjitter::check_raw_prefix(prefix).with_context(|| format!("--raw {prefix}"))?;
     }
     if let Some(note) = args.threshold.note("--threshold", "ns") {
         note!("{note}");
     }
-    let session = open_loop_session(cli, Engine::Jitter, args.common.cpus.as_ref())?;
-    let bundle = args.common.bundle.open(&session)?;
+    let (session, bundle) = args.common.open(cli, Engine::Jitter)?;
     let request = JitterRequest {
         spec: args.common.spec()?,
         threshold_ns: args.threshold.ns(),
@@ -87,92 +82,45 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         max_gaps: usize::try_from(args.max_gaps).unwrap_or(usize::MAX),
         explain: args.explain,
     };
-    let loads = args.common.load.start(&session)?;
-    args.common.in_rounds(|round| {
-        let duration = request.spec.duration;
-        let json = |so_far: &jitter::JitterRun, progress: SegmentsDone| {
-            let result = printers::result(so_far);
-            checkpoint_json(
-                Kind::MeasureJitter,
-                session.root(),
-                &so_far.session,
-                result,
-                progress,
-            )
-        };
-        let every = args.common.checkpoint;
-        let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
-            run_checkpointed(
-                duration,
-                checkpoints(bundle.as_ref(), Kind::MeasureJitter, every, json),
-                |length| {
-                    let mut segment = request.clone();
-                    segment.spec.duration = length;
-                    jitter::run(&session, segment)
-                },
-                |so_far| {
-                    so_far.session.interrupted || so_far.session.cpus.iter().any(|c| c.record.full)
-                },
-            )
-            .map_err(|e| match e {
-                JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
-                    anyhow::Error::new(e).context(format!("--priority {priority}"))
-                }
-                JitterError::Fifo(e @ FifoError::Injector { .. }) => {
-                    anyhow::Error::new(e).context("--inject")
-                }
-                e => e.into(),
-            })
-        })?;
-        let format = if args.common.json {
-            JitterFormat::Json
-        } else {
-            args.format
-        };
-        match format {
-            JitterFormat::Table => print(&printers::text(&run))?,
-            JitterFormat::Sysjitter => {
-                print(&sysjitter::summary(&printers::sysjitter_cores(&run)))?
-            }
-            JitterFormat::Oslat => print(&oslat::view(&printers::oslat_threads(&run)))?,
-            JitterFormat::Json => {}
+    let flag = |e| match e {
+        JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+            anyhow::Error::new(e).context(format!("--priority {priority}"))
         }
-        let saved = deliver_document(
-            Kind::MeasureJitter,
-            session.root(),
-            &run.session.environment,
-            {
-                let mut result = printers::result(&run);
-                result.figures.conditions.loads = loaded;
-                result
-            },
-            format == JitterFormat::Json,
-            bundle.as_ref(),
-        )?;
-        let mut written = saved;
-        if let Some(prefix) = &args.raw {
-            // After the results: a failed write loses the raw files, never the run. Rounds
-            // after the first are PREFIX-N.CPU.
-            let prefix = match round.number {
-                1 => prefix.clone(),
-                n => format!("{prefix}-{n}"),
-            };
-            for (name, text) in printers::raw_files(&run, &prefix) {
-                if let Err(e) = std::fs::write(&name, text) {
-                    error!("--raw {prefix}: writing {name}: {e}");
-                    written = false;
-                }
+        JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+            anyhow::Error::new(e).context("--inject")
+        }
+        e => e.into(),
+    };
+    let format = if args.common.json {
+        JitterFormat::Json
+    } else {
+        args.format
+    };
+    let page = |run: &JitterRun| match format {
+        JitterFormat::Table => Some(printers::text(run)),
+        JitterFormat::Sysjitter => Some(sysjitter::summary(&printers::sysjitter_cores(run))),
+        JitterFormat::Oslat => Some(oslat::view(&printers::oslat_threads(run))),
+        JitterFormat::Json => None,
+    };
+    // After the results: a failed write loses the raw files, never the run. Rounds after the
+    // first are PREFIX-N.CPU.
+    let raw = |round: Round, run: &JitterRun| {
+        let Some(prefix) = &args.raw else {
+            return true;
+        };
+        let prefix = match round.number {
+            1 => prefix.clone(),
+            n => format!("{prefix}-{n}"),
+        };
+        let mut written = true;
+        for (name, text) in printers::raw_files(run, &prefix) {
+            if let Err(e) = std::fs::write(&name, text) {
+                error!("--raw {prefix}: writing {name}: {e}");
+                written = false;
             }
         }
-        let full = |cpu: &CpuLoop<BusyRecord>| cpu.record.full;
-        let code = loop_exit(&run.session, written, full, |cpu| {
-            warning!(
-                "CPU {}: the gap buffer filled ({} gaps); its results cover only the \
-                 time until then; raise --threshold or --max-gaps",
-                cpu.cpu,
-                cpu.record.config.capacity
-            );
-        });
-        Ok((code, run.session.interrupted))
-    })
+        written
+    };
+    let open = (&session, bundle.as_ref());
+    args.common.run_rounds(open, &request, flag, page, raw)
 }

@@ -9,18 +9,10 @@ use super::messages::note;
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
-use crate::machine::topology::Topology;
-use crate::measure::engines::membw::{
-    self, Kernels, MembwRequest, MembwSizing, MembwSizingError, Stores,
-};
-use crate::measure::engines::memlat::{
-    self, MemlatRequest, MemlatSizing, MemlatSizingError, Window,
-};
-use crate::measure::runner::memory::{MemoryBudget, MemoryError};
-use crate::measure::runner::place::CpuPlace;
-use crate::measure::runner::session::Engine;
+use crate::measure::engines::membw::{self, Kernels, MembwRequest, MembwSizing, Stores};
+use crate::measure::engines::memlat::{self, MemlatRequest, MemlatSizing, Window};
+use crate::measure::runner::session::{Engine, Session};
 use crate::report::measure::hardware;
-use crate::units::bytes;
 
 /// Options of `lowlat measure membw`.
 #[derive(Debug, Args)]
@@ -148,60 +140,16 @@ impl MembwArgs {
     }
 }
 
-/// The membw sizing for these flags on the chosen CPUs, with the flag named in its errors.
-fn size_membw(
-    topology: &Topology,
-    places: &[CpuPlace],
-    budget: &MemoryBudget,
-    args: &MembwArgs,
-) -> Result<MembwSizing> {
-    args.request()?
-        .size(topology, places, budget)
+/// The membw sizing for these flags on `session`'s CPUs, with the flag named in its errors.
+fn size_membw(session: &Session, args: &MembwArgs) -> Result<MembwSizing> {
+    let request = args.request()?;
+    let sizing = request.size(&session.machine.topology, &session.places, &session.budget);
+    sizing
         .map_err(|e| {
-            let flag = match &e {
-                MembwSizingError::TooManyThreads { threads, .. } => {
-                    Some(format!("--threads {threads}"))
-                }
-                MembwSizingError::ArraysTooLarge { array_bytes }
-                | MembwSizingError::ArraysTooSmall { array_bytes, .. } => {
-                    Some(format!("--size {array_bytes}"))
-                }
-                MembwSizingError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
-                MembwSizingError::Memory(_) => None,
-            };
+            let flag = e.flag(&request);
             with_flag(e, flag)
         })
         .context("membw")
-}
-
-/// What a membw run will do, said before it starts: the arrays and the memory they take, the
-/// repetitions and what each moves; in a VM whose (host's) cache sizes make STREAM's rule
-/// arrays of a GiB or more, that `--size` runs faster.
-fn membw_plan(sizing: &MembwSizing, virtual_machine: bool) -> String {
-    let array = sizing.elements as u64 * 8;
-    let mut text = format!(
-        "membw: 3 arrays of {} ({} in all) on {} threads, {} repetitions of the 4 kernels, each \
-         moving {} (10 array passes)",
-        bytes(array),
-        bytes(3 * array),
-        sizing.system_cpus.len(),
-        sizing.ntimes,
-        bytes(10 * array),
-    );
-    let cells = sizing.rows.len() * sizing.columns.len();
-    if cells > 0 {
-        text.push_str(&format!("; the node matrix adds {cells} runs like it"));
-    }
-    if virtual_machine && array >= 1 << 30 && array == sizing.rule_bytes {
-        text.push_str(&format!(
-            "\n  this VM reports {} of cache (often its host's), which STREAM's rule of 4 × all \
-             cache makes arrays of {}: --size runs faster, with caches perhaps inflating the \
-             rates",
-            bytes(sizing.total_cache_bytes),
-            bytes(array)
-        ));
-    }
-    text
 }
 
 /// `error`, with `flag` in front when there is one.
@@ -219,16 +167,9 @@ where
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Membw, false)?;
-    let sizing = size_membw(
-        &session.machine.topology,
-        &session.places,
-        &session.budget,
-        args,
-    )?;
-    note!(
-        "{}",
-        membw_plan(&sizing, session.machine.hypervisor.is_some())
-    );
+    let sizing = size_membw(&session, args)?;
+    let virtual_machine = session.machine.hypervisor.is_some();
+    note!("{}", hardware::membw_plan(&sizing, virtual_machine));
     let measured = membw::run(&session, &sizing)?;
     let report = &measured.figures;
     emit(
@@ -260,31 +201,13 @@ impl MemlatArgs {
     }
 }
 
-/// The memlat sizing for these flags on the chosen CPUs, with the flag named in its errors.
-fn size_memlat(
-    topology: &Topology,
-    places: &[CpuPlace],
-    budget: &MemoryBudget,
-    args: &MemlatArgs,
-) -> Result<MemlatSizing> {
-    let hugepages = |e: &MemoryError| e.is_about_hugepages().then(|| "--hugepages".to_string());
-    args.request().size(topology, places, budget).map_err(|e| {
-        if let MemlatSizingError::TooFewLoadCpus { threads, free, .. } = e {
-            return anyhow::anyhow!(
-                "--load {threads}: {e}; give --load {free} at most, or more --cpus"
-            );
-        }
-        let flag = match &e {
-            MemlatSizingError::TooFewLoadCpus { .. } => None,
-            MemlatSizingError::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
-            MemlatSizingError::NoCpu | MemlatSizingError::Chase(_) => None,
-            MemlatSizingError::StrideTooLarge => Some("--stride".to_string()),
-            MemlatSizingError::WindowTooLarge => Some("--window".to_string()),
-            MemlatSizingError::CurveNode(_) => args.node.map(|n| format!("--node {n}")),
-            MemlatSizingError::Memory(e) => hugepages(e),
-            MemlatSizingError::Nodes(_) => args.nodes.as_ref().map(|n| format!("--nodes {n}")),
-        };
-        with_flag(e, flag).context("memlat")
+/// The memlat sizing for these flags on `session`'s CPUs, with the flag named in its errors.
+fn size_memlat(session: &Session, args: &MemlatArgs) -> Result<MemlatSizing> {
+    let request = args.request();
+    let sizing = request.size(&session.machine.topology, &session.places, &session.budget);
+    sizing.map_err(|e| match (e.flag(&request), e.hint()) {
+        (Some(flag), Some(hint)) => anyhow::anyhow!("{flag}: {e}; {hint}"),
+        (flag, _) => with_flag(e, flag).context("memlat"),
     })
 }
 
@@ -293,12 +216,7 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
     // At once: one size's samples and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let sizing = size_memlat(
-        &session.machine.topology,
-        &session.places,
-        &session.budget,
-        args,
-    )?;
+    let sizing = size_memlat(&session, args)?;
     let measured = memlat::run(&session, &sizing)?;
     let report = &measured.figures;
     emit(
@@ -309,150 +227,4 @@ pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
         report,
         || hardware::memlat_text(report, &session.machine.topology),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::machine::Avail;
-    use crate::measure::engines::sizing_tests::{budget, machine_tree, topology};
-    use crate::measure::runner::place;
-    use clap::Parser;
-
-    fn membw_args(extra: &[&str]) -> MembwArgs {
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            args: MembwArgs,
-        }
-        Wrap::parse_from(std::iter::once("membw").chain(extra.iter().copied())).args
-    }
-
-    fn memlat_args(extra: &[&str]) -> MemlatArgs {
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            args: MemlatArgs,
-        }
-        Wrap::parse_from(std::iter::once("memlat").chain(extra.iter().copied())).args
-    }
-
-    #[test]
-    fn membw_refuses_what_cannot_fit_before_mapping() {
-        let dir = machine_tree(2, 1, 2, 1, &[1 << 20, 1 << 20]);
-        let topo = topology(&dir);
-        let places = place::places(&topo);
-        let sizing = |available_kib, args: &[&str]| {
-            size_membw(&topo, &places, &budget(available_kib), &membw_args(args))
-                .map_err(|e| format!("{e:#}"))
-        };
-        let err = sizing(100 << 10, &[]).unwrap_err();
-        assert!(err.contains("MemAvailable"), "{err}");
-        let err = sizing(64 << 20, &["--size", "512M"]).unwrap_err();
-        assert!(
-            err.contains("NUMA node 0") && err.contains("MemFree"),
-            "{err}"
-        );
-        let err = sizing(64 << 20, &["--nodes", "7"]).unwrap_err();
-        assert!(err.contains("node 7 does not exist (nodes: 0-1)"), "{err}");
-        let err = sizing(64 << 20, &["--threads", "9"]).unwrap_err();
-        assert!(err.contains("only 4 CPUs"), "{err}");
-        let sizing = sizing(64 << 20, &["--size", "16M", "--nodes", "0"]).unwrap();
-        assert!(
-            sizing.warnings[0]
-                .to_string()
-                .contains("--size 16 MiB is below STREAM's rule"),
-            "{:?}",
-            sizing.warnings
-        );
-    }
-
-    #[test]
-    fn memlat_sizing_checks_cpu_nodes_and_hugepages() {
-        let dir = machine_tree(2, 1, 2, 32, &[1 << 20, 1 << 20]);
-        let topo = topology(&dir);
-        let places = place::places(&topo);
-        let sizing = size_memlat(&topo, &places, &budget(4 << 20), &memlat_args(&[])).unwrap();
-        assert_eq!(sizing.curve.cpu, 0);
-        // 2 × 32 MiB of L3: up to 256 MiB.
-        assert_eq!(sizing.curve.sizes.last(), Some(&(256 << 20)));
-        assert_eq!(sizing.curve.window_bytes, Some(4096));
-        assert_eq!(sizing.rows, vec![(0, 0), (1, 2)]);
-        assert_eq!(sizing.columns, vec![0, 1]);
-
-        let args = memlat_args(&[
-            "--cpu", "3", "--window", "full", "--sizes", "16K,1M", "--node", "1",
-        ]);
-        let sizing = size_memlat(&topo, &places, &budget(4 << 20), &args).unwrap();
-        assert_eq!(
-            (
-                sizing.curve.cpu,
-                sizing.curve.window_bytes,
-                sizing.curve.memory_node
-            ),
-            (3, None, Some(1))
-        );
-
-        let refused = |args: &[&str]| {
-            let err = size_memlat(&topo, &places, &budget(4 << 20), &memlat_args(args));
-            format!("{:#}", err.unwrap_err())
-        };
-        let err = refused(&["--cpu", "9"]);
-        assert!(
-            err.contains("--cpu 9: not among the chosen CPUs (0-3)"),
-            "{err}"
-        );
-        let err = refused(&["--node", "4"]);
-        assert!(err.contains("--node 4"), "{err}");
-        let err = refused(&["--hugepages"]);
-        assert!(err.contains("nr_hugepages"), "{err}");
-        let err = refused(&["--sizes", "8G"]);
-        assert!(err.contains("MemAvailable"), "{err}");
-        let err = refused(&["--stride", "48"]);
-        assert!(err.contains("stride 48"), "{err}");
-        // Enough huge pages globally but none on node 1: refused, not a SIGBUS later.
-        let hp = MemoryBudget {
-            hugepages_free: Avail::Available(1 << 20),
-            ..budget(4 << 20)
-        };
-        let err = size_memlat(
-            &topo,
-            &places,
-            &hp,
-            &memlat_args(&["--hugepages", "--sizes", "4M", "--nodes", "1"]),
-        )
-        .unwrap_err();
-        let err = format!("{err:#}");
-        assert!(err.contains("NUMA node 1"), "{err}");
-    }
-
-    /// Issue 44 N13: in a VM whose reported caches make STREAM's rule arrays of a GiB or more,
-    /// the plan line says that --size runs faster; on bare metal, or below a GiB, it does not.
-    #[test]
-    fn a_vm_with_large_reported_caches_is_told_that_size_runs_faster() {
-        let sizing = |array: u64| MembwSizing {
-            elements: (array / 8) as usize,
-            ntimes: 10,
-            total_cache_bytes: array / 4,
-            rule_bytes: array,
-            system_cpus: vec![0, 1],
-            rows: Vec::new(),
-            columns: Vec::new(),
-            warnings: Vec::new(),
-            kernels: Kernels::detect(Stores::Normal).unwrap(),
-        };
-        let big = sizing(2 << 30);
-        let said = membw_plan(&big, true);
-        assert!(
-            said.starts_with(
-                "membw: 3 arrays of 2 GiB (6 GiB in all) on 2 threads, 10 repetitions of the 4 \
-                 kernels, each moving 20 GiB (10 array passes)\n  this VM reports 512 MiB of \
-                 cache"
-            ),
-            "{said}"
-        );
-        assert!(said.contains("--size runs faster"), "{said}");
-        assert!(!membw_plan(&big, false).contains('\n'));
-        assert!(!membw_plan(&sizing(256 << 20), true).contains('\n'));
-    }
 }

@@ -13,6 +13,7 @@ use super::values;
 use super::{Cli, exit};
 use crate::document::Kind;
 use crate::machine::CpuSet;
+use crate::measure::engines::net::cpus::EchoAt;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::wire::{HEADER, MAX_MESSAGE};
 use crate::measure::engines::net::{self, NetPath, NetRequest};
@@ -146,59 +147,26 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
     if let Some(addr) = args.serve {
         return serve(cli, args, proto, addr);
     }
-    let peer = args.peer;
-    // The client's CPU, and the echo's unless it is elsewhere.
-    let wanted = if peer.is_some() || args.echo_cpu.is_some() {
-        1
-    } else {
-        2
+    let echo = match (args.peer, args.echo_cpu) {
+        (Some(_), _) => EchoAt::Peer,
+        (None, Some(cpu)) => EchoAt::Cpu(cpu),
+        (None, None) => EchoAt::SecondCpu,
     };
     let default_cpus: CpuSet = current_affinity()
         .context("the CPUs this process may run on (sched_getaffinity)")?
         .iter()
-        .take(wanted)
+        .take(echo.session_cpus())
         .collect();
-    let session = open_session(
-        cli,
-        Engine::Net,
-        Some(args.cpus.as_ref().unwrap_or(&default_cpus)),
-    )?;
-    let cpus = session.cpus_by_locality();
-    if cpus.len() > wanted {
-        anyhow::bail!(
-            "--cpus {}: measure net runs its client on the first CPU{}; name {}",
-            session.cpus.to_list(),
-            if wanted == 2 {
-                " and its echo on the second"
-            } else if peer.is_some() {
-                " (the echo is the peer)"
-            } else {
-                " (the echo on --echo-cpu)"
-            },
-            if wanted == 2 {
-                "one or two CPUs"
-            } else {
-                "one CPU"
-            }
-        );
-    }
-    let echo_cpu = match (peer, args.echo_cpu) {
-        (Some(_), _) => None,
-        (None, Some(cpu)) => {
-            let checked = session
-                .check_cpus(&std::iter::once(cpu).collect())
-                .with_context(|| format!("--echo-cpu {cpu}"))?;
-            checked.iter().next()
-        }
-        (None, None) => cpus.get(1).copied(),
-    };
+    let cpus = args.cpus.as_ref().unwrap_or(&default_cpus);
+    let session = open_session(cli, Engine::Net, Some(cpus))?;
+    let echo_cpu = echo.cpu(&session)?;
     let output = Output {
         format: PageFormat::of(args.json, false),
         bundle: args.bundle.open(&session)?,
     };
     let request = NetRequest {
         proto,
-        path: match (peer, args.path) {
+        path: match (args.peer, args.path) {
             (Some(addr), _) => NetPath::Peer(addr),
             (None, PathArg::Loopback) => NetPath::Loopback,
             (None, PathArg::Veth) => NetPath::Veth,

@@ -4,17 +4,13 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use super::measure_common::{LoopArgs, deliver_document, hold_idle_limit, loop_exit};
-use super::measure_common::{beside_loads, checkpoint_json, checkpoints, open_loop_session};
+use super::measure_common::{LoopArgs, hold_idle_limit};
 use super::messages::note;
-use super::output::print;
 use super::values;
-use crate::document::Kind;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{
-    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest,
+    DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
 };
-use crate::measure::runner::segments::{SegmentsDone, run_checkpointed};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
 
@@ -112,11 +108,9 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
              shows percentiles"
         );
     }
-    let session = open_loop_session(cli, Engine::Timer, args.common.cpus.as_ref())?;
-    let bundle = args.common.bundle.open(&session)?;
-    let spec = args.common.spec()?;
+    let (session, bundle) = args.common.open(cli, Engine::Timer)?;
     let request = TimerRequest {
-        spec,
+        spec: args.common.spec()?,
         interval_ns: args.interval.ns(),
         priority: args.priority,
         histogram_buckets: buckets as usize,
@@ -131,55 +125,17 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     } else {
         hold_idle_limit(session.root(), args.dma_latency)
     };
-    let loads = args.common.load.start(&session)?;
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
-    args.common.in_rounds(|_| {
-        let duration = request.spec.duration;
-        let json = |so_far: &timer::TimerRun, progress: SegmentsDone| {
-            let result = printers::result(so_far);
-            checkpoint_json(
-                Kind::MeasureTimer,
-                session.root(),
-                &so_far.session,
-                result,
-                progress,
-            )
-        };
-        let every = args.common.checkpoint;
-        let (run, loaded) = beside_loads(loads.as_ref(), &session, || {
-            run_checkpointed(
-                duration,
-                checkpoints(bundle.as_ref(), Kind::MeasureTimer, every, json),
-                |length| {
-                    let mut segment = request.clone();
-                    segment.spec.duration = length;
-                    timer::run(&session, segment)
-                },
-                |so_far| so_far.session.interrupted,
-            )
-            .map_err(|e| match e {
-                TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
-                e => e.into(),
-            })
-        })?;
-        match format {
-            TimerFormat::Table => print(&printers::text(&run))?,
-            TimerFormat::Cyclictest => print(&printers::cyclictest(&run))?,
-            TimerFormat::Json => {}
-        }
-        let saved = deliver_document(
-            Kind::MeasureTimer,
-            session.root(),
-            &run.session.environment,
-            {
-                let mut result = printers::result(&run);
-                result.figures.conditions.loads = loaded;
-                result
-            },
-            format == TimerFormat::Json,
-            bundle.as_ref(),
-        )?;
-        let code = loop_exit(&run.session, saved, |_| false, |_| {});
-        Ok((code, run.session.interrupted))
-    })
+    let flag = |e| match e {
+        TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
+        e => e.into(),
+    };
+    let page = |run: &TimerRun| match format {
+        TimerFormat::Table => Some(printers::text(run)),
+        TimerFormat::Cyclictest => Some(printers::cyclictest(run)),
+        TimerFormat::Json => None,
+    };
+    let open = (&session, bundle.as_ref());
+    args.common
+        .run_rounds(open, &request, flag, page, |_, _| true)
 }

@@ -100,6 +100,45 @@ pub fn summary(cores: &[SysjitterCore]) -> String {
     out.into_string()
 }
 
+/// Why raw files under a prefix cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RawPrefixError {
+    /// The prefix names a directory, not files in one.
+    #[error("give a file name prefix, e.g. run (files run.<cpu>), not a directory")]
+    NotAPrefix,
+    /// Its directory does not exist.
+    #[error("directory {} does not exist; create it or name another", .0.display())]
+    NoDirectory(std::path::PathBuf),
+    /// Its directory is not writable.
+    #[error("directory {} is not writable ({why}); name another", dir.display())]
+    NotWritable {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// What `access(W_OK)` said.
+        why: std::io::Error,
+    },
+}
+
+/// Checks, before measuring, that the raw files `PREFIX.<cpu>` can be created: the directory
+/// of `prefix` exists and is writable (a run must not be lost to a typo).
+pub(crate) fn check_raw_prefix(prefix: &str) -> Result<(), RawPrefixError> {
+    let path = std::path::Path::new(prefix);
+    if path.file_name().is_none() || prefix.ends_with('/') {
+        return Err(RawPrefixError::NotAPrefix);
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(RawPrefixError::NoDirectory(dir.to_path_buf()));
+    }
+    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).map_err(|e| RawPrefixError::NotWritable {
+        dir: dir.to_path_buf(),
+        why: e.into(),
+    })
+}
+
 /// The name of a raw file: `PREFIX.<cpu>` with the CPU zero-padded to the width of the
 /// largest CPU measured (`raw.07` when CPUs go to 15).
 pub fn raw_file_name(prefix: &str, cpu: u32, largest_cpu: u32) -> String {
@@ -491,5 +530,22 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         assert_eq!(warnings[0].line, Some(7));
         assert_eq!(warnings[0].path, "run.1");
+    }
+
+    #[test]
+    fn a_raw_prefix_needs_a_writable_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = |name: &str| dir.path().join(name).display().to_string();
+        assert!(check_raw_prefix(&prefix("run")).is_ok());
+        let err = check_raw_prefix(&format!("{}/", prefix("run"))).unwrap_err();
+        assert!(matches!(err, RawPrefixError::NotAPrefix), "{err}");
+        let err = check_raw_prefix(&prefix("missing/run")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "directory {} does not exist; create it or name another",
+                prefix("missing")
+            )
+        );
     }
 }

@@ -99,6 +99,17 @@ pub(crate) enum HwlatError {
     /// The configuration is unusable.
     #[error("{0}")]
     Config(String),
+    /// The tracer is missing and the kernel's build configuration says it was not built.
+    #[error(
+        "{why}; {config} says CONFIG_HWLAT_TRACER is not set, so no tracefs mount gives it: a \
+         kernel built with it is needed"
+    )]
+    NotBuilt {
+        /// Why the tracer was not found.
+        why: Box<HwlatError>,
+        /// Where the build configuration was read.
+        config: String,
+    },
 }
 
 /// The tracefs files a run changes, in the order they are set (restored in reverse).
@@ -124,6 +135,21 @@ pub(crate) fn find_tracefs(root: &SysRoot) -> Result<String, HwlatError> {
         )));
     }
     Ok(tracers.dir)
+}
+
+/// [`find_tracefs`] on `session`'s machine; where the kernel's build configuration says
+/// CONFIG_HWLAT_TRACER is not set, the error says so ([`HwlatError::NotBuilt`]).
+pub(crate) fn find_tracer(session: &Session) -> Result<String, HwlatError> {
+    find_tracefs(session.root()).map_err(|e| {
+        let config = session.machine.kernel.config.get();
+        match config.filter(|c| !c.enabled("CONFIG_HWLAT_TRACER")) {
+            Some(c) => HwlatError::NotBuilt {
+                why: Box::new(e),
+                config: c.source.to_string(),
+            },
+            None => e,
+        }
+    })
 }
 
 /// The values of the touched files before the run, put back when dropped.

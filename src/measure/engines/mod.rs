@@ -5,6 +5,7 @@ pub(crate) mod freq;
 pub(crate) mod hwlat;
 pub(crate) mod ipi;
 pub(crate) mod jitter;
+pub(crate) mod loops;
 pub(crate) mod membw;
 pub(crate) mod memlat;
 pub(crate) mod net;

@@ -1,6 +1,5 @@
 //! The memory engines' sizing on sysfs trees made by hand and on the fixture machines: STREAM's
-//! rule, threads spread by topology, the node matrices. Its tree builder and budget serve the
-//! command line's tests of the flags named in the sizing errors too.
+//! rule, threads spread by topology, the node matrices, and the flag each sizing error names.
 
 use crate::machine::topology::Topology;
 use crate::machine::{Avail, CpuSet, Machine};
@@ -32,10 +31,10 @@ fn membw(flags: &[&str]) -> MembwRequest {
     request
 }
 
-/// memlat's request with the command line's defaults (no flags in these tests).
+/// memlat's request with the command line's defaults and `flags` (`--cpu N`, `--node N`,
+/// `--nodes LIST`, `--sizes` in bytes, `--stride BYTES`, `--window full`, `--hugepages on`).
 fn memlat(flags: &[&str]) -> MemlatRequest {
-    assert!(flags.is_empty());
-    MemlatRequest {
+    let mut request = MemlatRequest {
         cpu: None,
         node: None,
         sizes: None,
@@ -47,7 +46,136 @@ fn memlat(flags: &[&str]) -> MemlatRequest {
         samples: 5,
         seed: 0x6c6f_776c_6174,
         load_threads: None,
+    };
+    for pair in flags.chunks(2) {
+        match pair {
+            ["--cpu", n] => request.cpu = Some(n.parse().unwrap()),
+            ["--node", n] => request.node = Some(n.parse().unwrap()),
+            ["--nodes", list] => request.nodes = Some(CpuSet::parse_list(list).unwrap()),
+            ["--sizes", list] => {
+                request.sizes = Some(list.split(',').map(|n| n.parse().unwrap()).collect())
+            }
+            ["--stride", n] => request.stride_bytes = n.parse().unwrap(),
+            ["--window", "full"] => request.window = Window::Full,
+            ["--hugepages", "on"] => request.hugepages = true,
+            other => panic!("no such flag in these tests: {other:?}"),
+        }
     }
+    request
+}
+
+/// `error` as the command line says it: its flag (of `flag`) in front, then every message of
+/// its chain.
+fn said(error: &dyn std::error::Error, flag: Option<String>) -> String {
+    let mut text = flag.map_or(String::new(), |flag| format!("{flag}: "));
+    text.push_str(&error.to_string());
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(&format!(": {e}"));
+        source = e.source();
+    }
+    text
+}
+
+/// The command line's refusals of memory requests that cannot fit name the flag, before
+/// anything is mapped (moved here from cli/measure_mem.rs with the flag naming).
+#[test]
+fn membw_refuses_what_cannot_fit_before_mapping() {
+    let dir = machine_tree(2, 1, 2, 1, &[1 << 20, 1 << 20]);
+    let topo = topology(&dir);
+    let places = place::places(&topo);
+    let sizing = |available_kib, flags: &[&str]| {
+        let request = membw(flags);
+        (request.size(&topo, &places, &budget(available_kib)))
+            .map_err(|e| said(&e, e.flag(&request)))
+    };
+    let err = sizing(100 << 10, &[]).unwrap_err();
+    assert!(err.contains("MemAvailable"), "{err}");
+    let err = sizing(64 << 20, &["--size", "536870912"]).unwrap_err();
+    assert!(
+        err.contains("NUMA node 0") && err.contains("MemFree"),
+        "{err}"
+    );
+    let err = sizing(64 << 20, &["--nodes", "7"]).unwrap_err();
+    assert!(err.starts_with("--nodes 7: "), "{err}");
+    assert!(err.contains("node 7 does not exist (nodes: 0-1)"), "{err}");
+    let err = sizing(64 << 20, &["--threads", "9"]).unwrap_err();
+    assert_eq!(err, "--threads 9: only 4 CPUs are chosen");
+    let sizing = sizing(64 << 20, &["--size", "16777216", "--nodes", "0"]).unwrap();
+    assert!(
+        sizing.warnings[0]
+            .to_string()
+            .contains("--size 16 MiB is below STREAM's rule"),
+        "{:?}",
+        sizing.warnings
+    );
+}
+
+#[test]
+fn memlat_sizing_checks_cpu_nodes_and_hugepages() {
+    let dir = machine_tree(2, 1, 2, 32, &[1 << 20, 1 << 20]);
+    let topo = topology(&dir);
+    let places = place::places(&topo);
+    let sized = |budget: &MemoryBudget, flags: &[&str]| {
+        let request = memlat(flags);
+        (request.size(&topo, &places, budget)).map_err(|e| said(&e, e.flag(&request)))
+    };
+    let sizing = sized(&budget(4 << 20), &[]).unwrap();
+    assert_eq!(sizing.curve.cpu, 0);
+    // 2 × 32 MiB of L3: up to 256 MiB.
+    assert_eq!(sizing.curve.sizes.last(), Some(&(256 << 20)));
+    assert_eq!(sizing.curve.window_bytes, Some(4096));
+    assert_eq!(sizing.rows, vec![(0, 0), (1, 2)]);
+    assert_eq!(sizing.columns, vec![0, 1]);
+
+    let flags = [
+        "--cpu",
+        "3",
+        "--window",
+        "full",
+        "--sizes",
+        "16384,1048576",
+        "--node",
+        "1",
+    ];
+    let sizing = sized(&budget(4 << 20), &flags).unwrap();
+    assert_eq!(
+        (
+            sizing.curve.cpu,
+            sizing.curve.window_bytes,
+            sizing.curve.memory_node
+        ),
+        (3, None, Some(1))
+    );
+
+    let refused = |flags: &[&str]| sized(&budget(4 << 20), flags).unwrap_err();
+    let err = refused(&["--cpu", "9"]);
+    assert!(
+        err.contains("--cpu 9: not among the chosen CPUs (0-3)"),
+        "{err}"
+    );
+    let err = refused(&["--node", "4"]);
+    assert!(err.contains("--node 4"), "{err}");
+    let err = refused(&["--hugepages", "on"]);
+    assert!(
+        err.starts_with("--hugepages: ") && err.contains("nr_hugepages"),
+        "{err}"
+    );
+    let err = refused(&["--sizes", "8589934592"]);
+    assert!(err.contains("MemAvailable"), "{err}");
+    let err = refused(&["--stride", "48"]);
+    assert!(err.contains("stride 48"), "{err}");
+    // Enough huge pages globally but none on node 1: refused, not a SIGBUS later.
+    let hp = MemoryBudget {
+        hugepages_free: Avail::Available(1 << 20),
+        ..budget(4 << 20)
+    };
+    let err = sized(
+        &hp,
+        &["--hugepages", "on", "--sizes", "4194304", "--nodes", "1"],
+    );
+    let err = err.unwrap_err();
+    assert!(err.contains("NUMA node 1"), "{err}");
 }
 
 /// A sysfs tree: `nodes` packages of one NUMA node each, each with `groups` L3 groups of

@@ -118,6 +118,13 @@ pub(crate) enum Warning {
         /// The CPU.
         cpu: u32,
     },
+    /// A loop engine (jitter, timer): a problem met reading the counters around the run.
+    #[error("{0}")]
+    Counters(crate::machine::Warning),
+    /// A loop engine: a measured CPU other tasks shared during the run, in the sentence
+    /// [`crate::measure::runner::attribution::CpuAttribution::shared_warning`] says it.
+    #[error("{0}")]
+    CpuShared(String),
     /// net: the echo was not pinned (one CPU given).
     #[error("the echo is not pinned (one CPU given): give a second CPU in --cpus or --echo-cpu")]
     EchoNotPinned,

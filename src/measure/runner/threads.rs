@@ -215,6 +215,48 @@ pub struct LoopSpec {
     pub inject: Option<InjectSpec>,
 }
 
+impl LoopSpec {
+    /// One round's spec of a run of `duration` in all, split over `rounds`, with `inject` on
+    /// each measured CPU. Refuses an injector period longer than the run.
+    pub(crate) fn round_of(
+        duration: Duration,
+        rounds: u32,
+        inject: Option<InjectSpec>,
+    ) -> Result<Self, SpecError> {
+        if let Some(inject) = inject {
+            let duration_ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+            if inject.period_ns > duration_ns {
+                let period_ns = inject.period_ns;
+                return Err(SpecError::InjectorNeverSpins {
+                    period_ns,
+                    duration,
+                });
+            }
+        }
+        Ok(Self {
+            duration: duration / rounds.max(1),
+            inject,
+        })
+    }
+}
+
+/// Why a loop engine's spec is refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpecError {
+    /// The injector's period is longer than the run: it would never spin.
+    #[error(
+        "--inject: a period of {} ms is longer than --duration {duration:?}; the injector \
+         would never spin; use a shorter period or a longer duration",
+        *period_ns as f64 / 1e6
+    )]
+    InjectorNeverSpins {
+        /// The injector's period, ns.
+        period_ns: u64,
+        /// The run's duration.
+        duration: Duration,
+    },
+}
+
 /// One measured CPU of a loop engine.
 #[derive(Debug, Clone)]
 pub struct CpuLoop<R> {
@@ -586,5 +628,22 @@ mod tests {
     fn unpinnable_threads_say_why() {
         let error = prepare_thread(8000, Some(1)).unwrap();
         assert!(error.starts_with("cannot pin to CPU 8000"), "{error}");
+    }
+
+    #[test]
+    fn a_round_is_the_duration_split_and_an_injector_longer_than_the_run_is_refused() {
+        let inject = InjectSpec {
+            period_ns: 10_000_000,
+            spin_ns: 500_000,
+        };
+        let spec = LoopSpec::round_of(Duration::from_secs(2), 4, Some(inject)).unwrap();
+        assert_eq!(spec.duration, Duration::from_millis(500));
+        assert_eq!(spec.inject.map(|i| i.spin_ns), Some(500_000));
+        let err = LoopSpec::round_of(Duration::from_millis(5), 1, Some(inject)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--inject: a period of 10 ms is longer than --duration 5ms; the injector would \
+             never spin; use a shorter period or a longer duration"
+        );
     }
 }

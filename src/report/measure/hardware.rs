@@ -9,7 +9,7 @@ use crate::measure::engines::c2c::C2cReport;
 use crate::measure::engines::freq::FreqRun;
 use crate::measure::engines::hwlat::HwlatRun;
 use crate::measure::engines::ipi::{IpiRun, MeshRun};
-use crate::measure::engines::membw::{MembwReport, Stores, StreamRun};
+use crate::measure::engines::membw::{MembwReport, MembwSizing, Stores, StreamRun};
 use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
 use crate::measure::engines::wakeup::WakeupRun;
 use crate::measure::runner::summary::Summary;
@@ -77,6 +77,36 @@ fn stream_table(out: &mut Page, run: &StreamRun) {
             v.failing_elements[2]
         );
     }
+}
+
+/// What a membw run will do, said before it starts: the arrays and the memory they take, the
+/// repetitions and what each moves; in a VM whose (host's) cache sizes make STREAM's rule
+/// arrays of a GiB or more, that `--size` runs faster.
+pub(crate) fn membw_plan(sizing: &MembwSizing, virtual_machine: bool) -> String {
+    let array = sizing.elements as u64 * 8;
+    let mut text = format!(
+        "membw: 3 arrays of {} ({} in all) on {} threads, {} repetitions of the 4 kernels, each \
+         moving {} (10 array passes)",
+        bytes(array),
+        bytes(3 * array),
+        sizing.system_cpus.len(),
+        sizing.ntimes,
+        bytes(10 * array),
+    );
+    let cells = sizing.rows.len() * sizing.columns.len();
+    if cells > 0 {
+        text.push_str(&format!("; the node matrix adds {cells} runs like it"));
+    }
+    if virtual_machine && array >= 1 << 30 && array == sizing.rule_bytes {
+        text.push_str(&format!(
+            "\n  this VM reports {} of cache (often its host's), which STREAM's rule of 4 × all \
+             cache makes arrays of {}: --size runs faster, with caches perhaps inflating the \
+             rates",
+            bytes(sizing.total_cache_bytes),
+            bytes(array)
+        ));
+    }
+    text
 }
 
 /// `lowlat measure membw` as text.
@@ -561,6 +591,7 @@ pub(crate) fn freq_text(run: &FreqRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::engines::membw::Kernels;
 
     #[test]
     fn sizes_are_placed_in_the_smallest_cache_holding_them() {
@@ -576,5 +607,35 @@ mod tests {
         assert_eq!(fits_in(256 << 20, &caches), "DRAM");
         assert_eq!(cpu_list(&[0, 4, 1]), "0,4,1");
         assert!(cpu_list(&(0..20).collect::<Vec<_>>()).ends_with("(20 CPUs)"));
+    }
+
+    /// Issue 44 N13: in a VM whose reported caches make STREAM's rule arrays of a GiB or more,
+    /// the plan line says that --size runs faster; on bare metal, or below a GiB, it does not.
+    #[test]
+    fn a_vm_with_large_reported_caches_is_told_that_size_runs_faster() {
+        let sizing = |array: u64| MembwSizing {
+            elements: (array / 8) as usize,
+            ntimes: 10,
+            total_cache_bytes: array / 4,
+            rule_bytes: array,
+            system_cpus: vec![0, 1],
+            rows: Vec::new(),
+            columns: Vec::new(),
+            warnings: Vec::new(),
+            kernels: Kernels::detect(Stores::Normal).unwrap(),
+        };
+        let big = sizing(2 << 30);
+        let said = membw_plan(&big, true);
+        assert!(
+            said.starts_with(
+                "membw: 3 arrays of 2 GiB (6 GiB in all) on 2 threads, 10 repetitions of the 4 \
+                 kernels, each moving 20 GiB (10 array passes)\n  this VM reports 512 MiB of \
+                 cache"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("--size runs faster"), "{said}");
+        assert!(!membw_plan(&big, false).contains('\n'));
+        assert!(!membw_plan(&sizing(256 << 20), true).contains('\n'));
     }
 }

@@ -1,15 +1,17 @@
 //! The jitter result: its JSON form, the plain terminal table, and the bridges to the
 //! sysjitter and oslat printers.
 
-use super::explain::{self, ExplainJson};
+use super::explain;
 use super::header::Measured;
 use super::loops::{
-    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+    Alongside, LoopCpus, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
+    shared_lines,
 };
 use super::micros;
-use crate::measure::engines::jitter::JitterRun;
+use crate::document::Kind;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
+use crate::measure::engines::jitter::{self, JitterRun};
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
@@ -21,10 +23,6 @@ use crate::text::Page;
 use crate::units::micros_setting;
 use serde::{Deserialize, Serialize};
 
-/// How the jitter engine measures, in the result header.
-pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
-     two reads at or above the threshold is one interruption";
-
 /// `lowlat measure jitter` as JSON, after the result header.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct JitterResult {
@@ -35,14 +33,9 @@ pub(crate) struct JitterResult {
     pub span: RunSpan,
     /// The counter read by the loop and how its frequency was found.
     pub counter: Tsc,
-    /// Load, injector, memory locking and the reporting thread's CPUs.
+    /// The conditions, each measured CPU and the causes.
     #[serde(flatten)]
-    pub conditions: RunConditions,
-    /// One entry per measured CPU.
-    pub cpus: Vec<JitterCpu>,
-    /// Each gap's cause, per CPU (`--explain` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<ExplainJson>,
+    pub per_cpu: LoopCpus<JitterCpu>,
 }
 
 /// One measured CPU in the JSON.
@@ -146,6 +139,24 @@ fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
     gap_stats(&mut ticks)
 }
 
+impl LoopDocument for JitterRun {
+    const KIND: Kind = Kind::MeasureJitter;
+    type Figures = JitterResult;
+    fn result(&self) -> Measured<JitterResult> {
+        result(self)
+    }
+    fn conditions(figures: &mut JitterResult) -> &mut RunConditions {
+        &mut figures.per_cpu.conditions
+    }
+    fn why_short(cpu: &CpuLoop<BusyRecord>) -> Option<String> {
+        Some(format!(
+            "CPU {}: the gap buffer filled ({} gaps); its results cover only the time until \
+             then; raise --threshold or --max-gaps",
+            cpu.cpu, cpu.record.config.capacity
+        ))
+    }
+}
+
 /// Builds the JSON result: the shared header, then the jitter figures.
 pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
     let hz = run.tsc.hz;
@@ -201,14 +212,16 @@ pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
             }
         })
         .collect();
-    let header = header(METHOD, &run.session, run.request.priority);
+    let header = header(jitter::METHOD, &run.session, run.request.priority);
     let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
         span: RunSpan::of(&run.request.spec, &run.session),
         counter: run.tsc,
-        conditions: RunConditions::of(&run.request.spec, &run.session),
-        cpus,
-        explain: run.explanation.as_ref().map(explain::json),
+        per_cpu: LoopCpus {
+            conditions: RunConditions::of(&run.request.spec, &run.session),
+            cpus,
+            explain: run.explanation.as_ref().map(explain::json),
+        },
     };
     Measured { header, figures }
 }
@@ -303,7 +316,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
         "loop ns",
     ];
     let mut rows = vec![header.map(String::from).to_vec()];
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         let s = &cpu.stats_ns;
         rows.push(vec![
             cpu.cpu.to_string(),
@@ -324,7 +337,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
     out.text(
         "(latencies in µs; loop = mean loop iteration in ns, the detection floor is its minimum)\n",
     );
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         let full = cpu.buffer_full.then(|| {
             format!(
                 "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
@@ -343,7 +356,7 @@ pub(crate) fn text(run: &JitterRun) -> String {
     }
     out.text(shared_lines(&run.session.shared));
     out.text(notes(run));
-    if let Some(explanation) = &result.explain {
+    if let Some(explanation) = &result.per_cpu.explain {
         out.text(explain::text(explanation, "gaps"));
     }
     out.into_string()

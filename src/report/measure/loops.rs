@@ -6,15 +6,41 @@ use crate::text::Page;
 
 use serde::{Deserialize, Serialize};
 
+use super::explain::ExplainJson;
 use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
 use crate::document::{Document, Kind};
 use crate::machine::{Avail, CpuSet};
+use crate::measure::engines::loops::LoopEngine;
 use crate::measure::load::RoundLoad;
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
 use crate::measure::runner::inject::InjectSpec;
-use crate::measure::runner::threads::{Finished, LoopSpec};
+use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
+
+/// A loop engine's run as its document says it: the kind, the result (header and figures)
+/// and what the terminal says of a CPU cut short.
+pub(crate) trait LoopDocument: LoopEngine {
+    /// The document kind.
+    const KIND: Kind;
+    /// The engine's figures, after the result header.
+    type Figures: Serialize;
+    /// The result: the shared header, then the figures.
+    fn result(&self) -> Measured<Self::Figures>;
+    /// The conditions of the run in `figures`.
+    fn conditions(figures: &mut Self::Figures) -> &mut RunConditions;
+    /// Why `cpu`, cut short ([`LoopEngine::cut_short`]), holds less than the run, and what to
+    /// do about it.
+    fn why_short(_cpu: &CpuLoop<Self::Record>) -> Option<String> {
+        None
+    }
+    /// The result with `loads`, what the loads beside the run achieved.
+    fn result_with(&self, loads: Option<RoundLoad>) -> Measured<Self::Figures> {
+        let mut result = self.result();
+        Self::conditions(&mut result.figures).loads = loads;
+        result
+    }
+}
 
 /// How long a loop engine measured, in its JSON result.
 #[derive(Debug, Serialize, Deserialize)]
@@ -62,6 +88,22 @@ pub(crate) fn checkpoint_document<R, T: Serialize>(
         duration.as_secs_f64()
     ));
     document(kind, host, so_far.environment.clone(), result)
+}
+
+/// What both loop engines' results end with: the conditions of the run, one entry `C` per
+/// measured CPU and, with `--explain`, the causes.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct LoopCpus<C> {
+    /// Load, injector, memory locking and the reporting thread's CPUs.
+    #[serde(flatten)]
+    pub conditions: RunConditions,
+    /// One entry per measured CPU.
+    pub cpus: Vec<C>,
+    /// Each explained gap's cause, per CPU (`--explain` only): the jitter loop's gaps; the
+    /// timer's wake-ups at least `explain_above_ns` late (`gaps` counts them, each from its
+    /// deadline to its wake-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainJson>,
 }
 
 /// What ran alongside a loop engine's measuring threads, in its JSON result.

@@ -1,13 +1,15 @@
 //! The timer result: its JSON form, the plain terminal table and the cyclictest output.
 
-use super::explain::{self, ExplainJson};
+use super::explain;
 use super::header::Measured;
 use super::loops::{
-    Alongside, RunConditions, RunSpan, cpu_notes, header, interrupted_note, shared_lines,
+    Alongside, LoopCpus, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
+    shared_lines,
 };
 use super::micros;
-use crate::measure::engines::timer::TimerRun;
+use crate::document::Kind;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
+use crate::measure::engines::timer::{self, TimerRun};
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
@@ -16,11 +18,6 @@ use crate::report::table::aligned;
 use crate::text::Page;
 use crate::units::micros_setting;
 use serde::{Deserialize, Serialize};
-
-/// How the timer engine measures, in the result header.
-pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
-     (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
-     clock read on waking minus the deadline";
 
 /// `lowlat measure timer` as JSON, after the result header.
 #[derive(Debug, Serialize, Deserialize)]
@@ -32,15 +29,9 @@ pub(crate) struct TimerResult {
     pub span: RunSpan,
     /// Why SCHED_FIFO was not used, when it was not.
     pub normal_priority_reason: Option<String>,
-    /// Load, injector, memory locking and the reporting thread's CPUs.
+    /// The conditions, each measured CPU and the causes.
     #[serde(flatten)]
-    pub conditions: RunConditions,
-    /// One entry per measured CPU.
-    pub cpus: Vec<TimerCpuResult>,
-    /// The wake-ups at least `explain_above_ns` late, by cause per CPU (`--explain` only;
-    /// `gaps` counts them, each from its deadline to its wake-up).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<ExplainJson>,
+    pub per_cpu: LoopCpus<TimerCpuResult>,
     /// The lateness from which a wake-up was explained, ns (`--explain` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain_above_ns: Option<u64>,
@@ -142,22 +133,35 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
     }
 }
 
+impl LoopDocument for TimerRun {
+    const KIND: Kind = Kind::MeasureTimer;
+    type Figures = TimerResult;
+    fn result(&self) -> Measured<TimerResult> {
+        result(self)
+    }
+    fn conditions(figures: &mut TimerResult) -> &mut RunConditions {
+        &mut figures.per_cpu.conditions
+    }
+}
+
 /// Builds the JSON result: the shared header, then the timer figures.
 pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
-    let header = header(METHOD, &run.session, run.fifo_priority);
+    let header = header(timer::METHOD, &run.session, run.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
         span: RunSpan::of(&run.request.spec, &run.session),
         normal_priority_reason: run.normal_priority_reason.clone(),
-        conditions: RunConditions::of(&run.request.spec, &run.session),
-        cpus: run
-            .session
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(slot, cpu)| cpu_result(run, slot, cpu))
-            .collect(),
-        explain: run.explanation.as_ref().map(explain::json),
+        per_cpu: LoopCpus {
+            conditions: RunConditions::of(&run.request.spec, &run.session),
+            cpus: run
+                .session
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(slot, cpu)| cpu_result(run, slot, cpu))
+                .collect(),
+            explain: run.explanation.as_ref().map(explain::json),
+        },
         explain_above_ns: run.explanation.as_ref().and(run.request.explain_above_ns),
     };
     Measured { header, figures }
@@ -215,7 +219,7 @@ pub(crate) fn text(run: &TimerRun) -> String {
         .map(String::from)
         .to_vec(),
     ];
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         let p = &cpu.percentiles_ns;
         rows.push(vec![
             cpu.cpu.to_string(),
@@ -239,7 +243,7 @@ pub(crate) fn text(run: &TimerRun) -> String {
     if let Some(reason) = &result.normal_priority_reason {
         writeln!(out, "note: {reason}");
     }
-    for cpu in &result.cpus {
+    for cpu in &result.per_cpu.cpus {
         out.text(cpu_notes(
             cpu.cpu,
             cpu.setup_error.as_deref(),
@@ -248,7 +252,7 @@ pub(crate) fn text(run: &TimerRun) -> String {
         ));
     }
     out.text(shared_lines(&run.session.shared));
-    if let Some(explanation) = &result.explain {
+    if let Some(explanation) = &result.per_cpu.explain {
         if explanation.traced {
             writeln!(
                 out,
@@ -276,41 +280,43 @@ mod tests {
                 segments: 1,
             },
             normal_priority_reason: None,
-            conditions: RunConditions {
-                loads: None,
-                inject: None,
-                memory_locked: true,
-                main_cpus: [0].into_iter().collect(),
-                load_average: None,
+            per_cpu: LoopCpus {
+                conditions: RunConditions {
+                    loads: None,
+                    inject: None,
+                    memory_locked: true,
+                    main_cpus: [0].into_iter().collect(),
+                    load_average: None,
+                },
+                cpus: vec![TimerCpuResult {
+                    cpu: 2,
+                    setup_error: None,
+                    samples: 10,
+                    skipped_periods: 0,
+                    min_ns: 1,
+                    mean_ns: 2.5,
+                    max_ns: 4,
+                    percentiles_ns: Percentiles {
+                        p50: 2,
+                        p90: 3,
+                        p99: 4,
+                        p99_9: 4,
+                        p99_99: 4,
+                    },
+                    histogram: HdrJson {
+                        unit: crate::peer::hdr::TimeUnit::Ns,
+                        significant_digits: 3,
+                        buckets: Vec::new(),
+                    },
+                    slices: Vec::new(),
+                    cyclictest: None,
+                    alongside: Alongside {
+                        injector_spins: Some(4),
+                        attribution: None,
+                    },
+                }],
+                explain: None,
             },
-            cpus: vec![TimerCpuResult {
-                cpu: 2,
-                setup_error: None,
-                samples: 10,
-                skipped_periods: 0,
-                min_ns: 1,
-                mean_ns: 2.5,
-                max_ns: 4,
-                percentiles_ns: Percentiles {
-                    p50: 2,
-                    p90: 3,
-                    p99: 4,
-                    p99_9: 4,
-                    p99_99: 4,
-                },
-                histogram: HdrJson {
-                    unit: crate::peer::hdr::TimeUnit::Ns,
-                    significant_digits: 3,
-                    buckets: Vec::new(),
-                },
-                slices: Vec::new(),
-                cyclictest: None,
-                alongside: Alongside {
-                    injector_spins: Some(4),
-                    attribution: None,
-                },
-            }],
-            explain: None,
             explain_above_ns: None,
         };
         let json = serde_json::to_string(&result).unwrap();

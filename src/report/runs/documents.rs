@@ -180,6 +180,7 @@ fn loop_run<'a>(
 fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError> {
     let result = body.result;
     let cpus = result
+        .per_cpu
         .cpus
         .iter()
         .filter(|c| c.setup_error.is_none())
@@ -198,8 +199,8 @@ fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError
     )?;
     Ok(Run {
         threshold_ns: Some(result.threshold_ns),
-        load_average: load_average(&result.conditions),
-        causes: result.explain.and_then(causes),
+        load_average: load_average(&result.per_cpu.conditions),
+        causes: result.per_cpu.explain.and_then(causes),
         ..run
     })
 }
@@ -209,6 +210,7 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
     let result = body.result;
     let elapsed_ns = result.span.elapsed_ns;
     let cpus = result
+        .per_cpu
         .cpus
         .iter()
         .filter(|c| c.setup_error.is_none())
@@ -226,7 +228,7 @@ fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> 
         cpus,
     )?;
     Ok(Run {
-        load_average: load_average(&result.conditions),
+        load_average: load_average(&result.per_cpu.conditions),
         ..run
     })
 }

@@ -4,10 +4,11 @@
 pub(crate) mod busy;
 pub(crate) mod stats;
 
+use super::loops::LoopEngine;
 use crate::measure::runner::clock::TscTicks;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
+use crate::measure::runner::threads::{self, CpuLoop, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::{self, Tsc, TscError};
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::explain::Waits;
@@ -17,6 +18,10 @@ use busy::{BusyRecord, LoopConfig};
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
 /// for its own sizing run.
 pub(crate) const DEFAULT_MAX_GAPS: usize = 1_000_000;
+
+/// How the jitter engine measures, in the result header.
+pub(crate) const METHOD: &str = "a busy loop per CPU reads the counter back to back; a gap between \
+     two reads at or above the threshold is one interruption";
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -51,6 +56,25 @@ impl Merge for JitterRun {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
         self.explanation.merge(later.explanation);
+    }
+}
+
+impl LoopEngine for JitterRun {
+    type Request = JitterRequest;
+    type Record = BusyRecord;
+    type Error = JitterError;
+    const METHOD: &'static str = METHOD;
+    fn spec(request: &mut JitterRequest) -> &mut LoopSpec {
+        &mut request.spec
+    }
+    fn run(session: &Session, request: JitterRequest) -> Result<Self, JitterError> {
+        run(session, request)
+    }
+    fn finished(&self) -> &Finished<BusyRecord> {
+        &self.session
+    }
+    fn cut_short(cpu: &CpuLoop<BusyRecord>) -> bool {
+        cpu.record.full
     }
 }
 

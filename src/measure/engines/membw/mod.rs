@@ -28,7 +28,7 @@ mod kernels;
 mod request;
 
 pub(crate) use kernels::{Kernels, Stores};
-pub(crate) use request::{MembwRequest, MembwSizing, MembwSizingError, run};
+pub(crate) use request::{MembwRequest, MembwSizing, run};
 
 use serde::{Deserialize, Serialize};
 use std::ops::Range;

@@ -92,6 +92,21 @@ pub(crate) enum MembwSizingError {
     Nodes(#[from] NodeError),
 }
 
+impl MembwSizingError {
+    /// The flag of `request` (with its value) that caused the error, when one did: the
+    /// command line puts it in front of the error.
+    pub(crate) fn flag(&self, request: &MembwRequest) -> Option<String> {
+        match self {
+            Self::TooManyThreads { threads, .. } => Some(format!("--threads {threads}")),
+            Self::ArraysTooLarge { array_bytes } | Self::ArraysTooSmall { array_bytes, .. } => {
+                Some(format!("--size {array_bytes}"))
+            }
+            Self::Nodes(_) => request.nodes.as_ref().map(|n| format!("--nodes {n}")),
+            Self::Memory(_) => None,
+        }
+    }
+}
+
 impl MembwRequest {
     /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
     /// fit `budget`, before anything is mapped.

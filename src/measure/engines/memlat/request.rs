@@ -112,6 +112,33 @@ pub(crate) enum MemlatSizingError {
     Chase(#[from] MemlatError),
 }
 
+impl MemlatSizingError {
+    /// The flag of `request` (with its value) that caused the error, when one did: the
+    /// command line puts it in front of the error.
+    pub(crate) fn flag(&self, request: &MemlatRequest) -> Option<String> {
+        match self {
+            Self::TooFewLoadCpus { threads, .. } => Some(format!("--load {threads}")),
+            Self::CpuNotChosen { cpu, .. } => Some(format!("--cpu {cpu}")),
+            Self::NoCpu | Self::Chase(_) => None,
+            Self::StrideTooLarge => Some("--stride".to_string()),
+            Self::WindowTooLarge => Some("--window".to_string()),
+            Self::CurveNode(_) => request.node.map(|n| format!("--node {n}")),
+            Self::Memory(e) => e.is_about_hugepages().then(|| "--hugepages".to_string()),
+            Self::Nodes(_) => request.nodes.as_ref().map(|n| format!("--nodes {n}")),
+        }
+    }
+
+    /// What to do instead, where the error says more than its flag: fewer load threads.
+    pub(crate) fn hint(&self) -> Option<String> {
+        match self {
+            Self::TooFewLoadCpus { free, .. } => {
+                Some(format!("give --load {free} at most, or more --cpus"))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl MemlatRequest {
     /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
     /// they fit `budget`, before anything is mapped.

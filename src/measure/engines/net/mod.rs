@@ -9,6 +9,7 @@
 //! path, the echo and the stacks both ways) and the client's wake-up and copy after it.
 
 pub(crate) mod client;
+pub(crate) mod cpus;
 pub(crate) mod echo;
 pub(crate) mod socket;
 pub(crate) mod veth;

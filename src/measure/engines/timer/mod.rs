@@ -6,17 +6,23 @@
 pub mod cyclic;
 pub(crate) mod deadline_loop;
 
+use super::loops::LoopEngine;
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, FifoError, Finished, LoopSpec, SpawnError};
+use crate::measure::runner::threads::{self, CpuLoop, FifoError, Finished, LoopSpec, SpawnError};
 use crate::measure::runner::tsc::Tsc;
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::explain::Waits;
 use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
 use crate::text::voice;
 use deadline_loop::TimerRecord;
+
+/// How the timer engine measures, in the result header.
+pub(crate) const METHOD: &str = "a thread per CPU sleeps to absolute deadlines one interval apart \
+     (clock_nanosleep on CLOCK_MONOTONIC with TIMER_ABSTIME, as cyclictest); latency is the \
+     clock read on waking minus the deadline";
 
 /// Late wake-ups kept per CPU for `--explain` at most (16 bytes each): a 1 ms period for
 /// 16 minutes.
@@ -67,6 +73,26 @@ impl Merge for TimerRun {
         self.request.spec.duration += later.request.spec.duration;
         self.session.merge(later.session);
         self.explanation.merge(later.explanation);
+    }
+}
+
+impl LoopEngine for TimerRun {
+    type Request = TimerRequest;
+    type Record = TimerRecord;
+    type Error = TimerError;
+    const METHOD: &'static str = METHOD;
+    fn spec(request: &mut TimerRequest) -> &mut LoopSpec {
+        &mut request.spec
+    }
+    fn run(session: &Session, request: TimerRequest) -> Result<Self, TimerError> {
+        run(session, request)
+    }
+    fn finished(&self) -> &Finished<TimerRecord> {
+        &self.session
+    }
+    /// A deadline loop runs to the end of the run.
+    fn cut_short(_: &CpuLoop<TimerRecord>) -> bool {
+        false
     }
 }
 

@@ -54,10 +54,11 @@ fn read_runs<'s, T: DeserializeOwned>(
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     let mut explained = Vec::new();
     let runs = read_runs(sources, |source, result: JitterResult| {
-        if let Some(explain) = result.explain {
+        if let Some(explain) = result.per_cpu.explain {
             explained.push((source, explain));
         }
         let cpus = result
+            .per_cpu
             .cpus
             .into_iter()
             .filter(|c| c.setup_error.is_none())
@@ -122,6 +123,7 @@ fn no_timeline() -> Markup {
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     let runs = read_runs(sources, |_, result: TimerResult| {
         let cpus = result
+            .per_cpu
             .cpus
             .into_iter()
             .filter(|c| c.setup_error.is_none())
