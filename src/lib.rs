@@ -14,6 +14,7 @@ pub mod compare;
 pub(crate) mod document;
 pub(crate) mod fleet;
 pub mod machine;
+pub(crate) mod manual;
 pub mod measure;
 pub mod peer;
 pub mod plan;

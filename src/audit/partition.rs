@@ -249,6 +249,7 @@ pub fn measured_cpus(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::topology;
     use crate::test_tree::TestTree;
 
     fn partition(isolated: &str, source: PartitionSource) -> AuditPartition {
@@ -310,22 +311,9 @@ mod tests {
     /// Two nodes of four single-thread cores: CPUs 0-3 and 4-7.
     fn two_nodes(extra: &[(&str, &str)]) -> TestTree {
         let dir = TestTree::empty();
-        let d = &dir;
-        d.write("/sys/devices/system/cpu/possible", "0-7\n");
-        d.write("/sys/devices/system/cpu/online", "0-7\n");
-        for cpu in 0..8 {
-            let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-            d.write(
-                &format!("{t}/physical_package_id"),
-                format!("{}\n", cpu / 4),
-            );
-            d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
-            d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
-        }
-        d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
-        d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
+        topology::write_two_nodes(&dir);
         for (path, text) in extra {
-            d.write(path, text);
+            dir.write(path, text);
         }
         dir
     }

@@ -7,6 +7,7 @@
 
 pub(crate) mod inband;
 pub(crate) mod intents;
+pub(crate) mod pipeline;
 pub(crate) mod redfish;
 pub(crate) mod registry;
 pub(crate) mod settings;

@@ -19,7 +19,7 @@ use crate::machine::Machine;
 
 /// What `bios apply` changed, written before the PATCH (the body of a `bios-journal` document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BiosJournal {
+pub(crate) struct BiosJournal {
     /// The BMC, `scheme://host[:port]`.
     pub bmc: String,
     /// The ComputerSystem (`@odata.id`).

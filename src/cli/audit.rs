@@ -132,7 +132,7 @@ pub struct AuditArgs {
 
     /// How to log in to the `--bmc`.
     #[command(flatten)]
-    pub bmc_access: super::bios::BmcAccess,
+    pub bmc_access: super::bmc::BmcAccess,
 }
 
 /// Runs `lowlat audit`.
@@ -152,7 +152,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
 fn request(args: &AuditArgs) -> Result<AuditRequest> {
     let bios = match (&args.bios, &args.bmc) {
         (Some(file), _) => Some(crate::bios::read_file(file)?),
-        (None, Some(url)) => Some(super::bios::connect_to(url, &args.bmc_access)?.1),
+        (None, Some(url)) => Some(super::bmc::connect_to(url, &args.bmc_access)?.1),
         (None, None) => None,
     };
     Ok(AuditRequest {

@@ -1,28 +1,18 @@
 //! `lowlat bios read|apply|verify|revert`: BIOS settings through the server's BMC (Redfish).
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
-use super::messages::warning;
+use super::bmc::{BmcArgs, connect};
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
-use crate::bios::intents::{self, BiosChange};
-use crate::bios::redfish::{Bmc, Credentials, Endpoint, Trust};
-use crate::bios::settings::{self, BiosJournal, BiosStatus};
-use crate::bios::{self, BiosState};
-use crate::document::{Document, Kind};
+use crate::bios::pipeline::{self, PlannedBios};
+use crate::bios::settings::{self, BiosStatus};
 use crate::machine::Machine;
 use crate::report::bios as report;
-
-/// The environment variable a password may come from instead of `--password-file`.
-const PASSWORD_ENV: &str = "LOWLAT_BMC_PASSWORD";
-/// The environment variable the user name may come from instead of `--user`.
-const USER_ENV: &str = "LOWLAT_BMC_USER";
 
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
 smt=on|off, boost=on|off, profile=low-latency|custom, core-cstates=off, package-cstates=off, \
@@ -59,61 +49,6 @@ pub enum BiosAction {
     Verify(VerifyArgs),
     /// Stage again the values a `bios apply` journal recorded.
     Revert(RevertArgs),
-}
-
-/// How to reach and log in to the BMC.
-#[derive(Debug, Args)]
-pub struct BmcArgs {
-    /// The BMC: https://HOST[:PORT] (http:// only for a test bench). No user or password in it.
-    #[arg(long, value_name = "URL")]
-    pub bmc: String,
-
-    /// How to log in.
-    #[command(flatten)]
-    pub access: BmcAccess,
-}
-
-/// How to log in to a BMC and what to trust, beside its URL: `audit` takes these with an
-/// optional `--bmc` (clap makes the fields of an optional flattened struct required, clap
-/// #5292, so the URL stays apart).
-#[derive(Debug, Args)]
-pub struct BmcAccess {
-    /// The BMC account (default: $LOWLAT_BMC_USER).
-    #[arg(long, value_name = "NAME", requires = "bmc")]
-    pub user: Option<String>,
-
-    /// A file whose first line is the password (default: $LOWLAT_BMC_PASSWORD). The password is
-    /// never taken from the command line.
-    #[arg(long, value_name = "FILE", requires = "bmc")]
-    pub password_file: Option<PathBuf>,
-
-    /// Trust the BMC's certificate if a CA in this PEM file signed it. Default: the public web
-    /// roots. A self-signed BMC certificate cannot be trusted this way: have it signed by a CA.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "insecure",
-        requires = "bmc"
-    )]
-    pub ca_file: Option<PathBuf>,
-
-    /// Do not verify the BMC's certificate at all (anyone on the path could read the password).
-    #[arg(long, requires = "bmc")]
-    pub insecure: bool,
-
-    /// Seconds one request may take before the BMC counts as not answering (1 to 3600); all
-    /// the requests of one command together may take four times as long.
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 30,
-        value_parser = clap::value_parser!(u64).range(1..=3600)
-    )]
-    pub timeout: u64,
-
-    /// The system to use (its Redfish Id) when the BMC has several.
-    #[arg(long, value_name = "ID", requires = "bmc")]
-    pub system: Option<String>,
 }
 
 /// Options of `lowlat bios read`.
@@ -234,7 +169,7 @@ fn read(args: &ReadArgs) -> Result<u8> {
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
     let (bmc, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
+    let changes = wanted(&args.wanted)?.changes(&state)?;
     let journal = settings::journal(&state, &settings::needed(&state, &changes));
     if args.dry_run || journal.entries.is_empty() {
         print(&report::staged_text(&journal.entries, false))?;
@@ -243,30 +178,18 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
     let Some(path) = &args.journal else {
         bail!("--journal FILE: say where to record the values replaced");
     };
-    write_new(path, &report::journal_document(&state, &journal))?;
-    let values: Vec<_> = journal
-        .entries
-        .iter()
-        .map(|e| (e.attribute.clone(), e.wanted.clone()))
-        .collect();
-    settings::stage(&bmc, &state, &values).with_context(|| {
-        format!(
-            "the BMC refused the change, so it staged none or part of it: `lowlat bios verify` shows which, and `lowlat bios revert --journal {}` stages the values before again",
-            path.display()
-        )
-    })?;
+    pipeline::write_journal(&state, &journal, path)?;
+    pipeline::stage(&bmc, &state, &journal, path)?;
     print(&report::staged_text(&journal.entries, true))?;
-    let after = bios::read(&bmc, args.bmc.access.system.as_deref())?;
-    let reboot_required = settings::verify(&after, &changes, None)
-        .iter()
-        .any(|c| c.outcome != BiosStatus::Ok);
+    let system = args.bmc.access.system.as_deref();
+    let reboot_required = pipeline::reboot_required(&bmc, &changes, system)?;
     print(&report::reboot_text(reboot_required))?;
     Ok(exit::OK)
 }
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = connect(&args.bmc)?;
-    let changes = resolve(&state, &requests(&args.wanted, &state)?)?;
+    let changes = wanted(&args.wanted)?.changes(&state)?;
     let machine = if args.inband {
         Some(Machine::read(&cli.sysroot()?))
     } else {
@@ -289,156 +212,36 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
 }
 
 fn revert(args: &RevertArgs) -> Result<u8> {
-    let text = std::fs::read_to_string(&args.journal)
-        .with_context(|| format!("--journal {}", args.journal.display()))?;
-    let journal: BiosJournal = bios::parse_document(&text, Kind::BiosJournal)
-        .with_context(|| format!("--journal {}", args.journal.display()))?;
+    let journal = pipeline::read_journal(&args.journal)?;
     let (bmc, state) = connect(&args.bmc)?;
-    if journal.bmc != state.bmc || journal.system_uri != state.system.uri {
-        bail!(
-            "--journal {}: it records {} system {}, not {} system {}",
-            args.journal.display(),
-            journal.bmc,
-            journal.system_uri,
-            state.bmc,
-            state.system.uri
-        );
-    }
-    let values = settings::restoring(&journal);
-    settings::stage(&bmc, &state, &values)
-        .context("the BMC refused the revert; `lowlat bios verify` shows what is staged now")?;
+    let values = pipeline::revert(&bmc, &state, &journal, &args.journal)?;
     print(&report::restaged_text(&values))?;
     Ok(exit::OK)
 }
 
-/// The BMC of `args`, and its BIOS read.
-fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
-    connect_to(&args.bmc, &args.access)
-}
-
-/// The BMC at `url`, logged in to with `args`, and its BIOS read.
-pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)> {
-    let user = match &args.user {
-        Some(user) => user.clone(),
-        None => std::env::var(USER_ENV).map_err(|_| {
-            anyhow!("--user NAME: say which BMC account to use (or set {USER_ENV})")
-        })?,
-    };
-    let password = password(args.password_file.as_deref())?;
-    if url.starts_with("http://") {
-        // The URL itself is not echoed: user information in it would be the password.
-        warning!(
-            "--bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
-        );
-    }
-    let trust = match (&args.ca_file, args.insecure) {
-        (Some(file), _) => Trust::CaPem(
-            std::fs::read(file).with_context(|| format!("--ca-file {}", file.display()))?,
-        ),
-        (None, true) => Trust::Insecure,
-        (None, false) => Trust::PublicRoots,
-    };
-    let endpoint = Endpoint {
-        url: url.to_string(),
-        credentials: Credentials::new(user, password),
-        trust,
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let bmc = Bmc::new(&endpoint)?;
-    let state = bios::read(&bmc, args.system.as_deref())?;
-    Ok((bmc, state))
-}
-
-/// The most bytes of a `--password-file` read: a password is far shorter, and a file such as
-/// /dev/zero is not read until memory runs out.
-const PASSWORD_FILE_LIMIT: u64 = 4096;
-
-/// The password: the first line of `file`, else `$LOWLAT_BMC_PASSWORD`.
-fn password(file: Option<&Path>) -> Result<String> {
-    match file {
-        Some(file) => {
-            let context = || format!("--password-file {}", file.display());
-            let mut bytes = Vec::new();
-            std::fs::File::open(file)
-                .and_then(|f| f.take(PASSWORD_FILE_LIMIT).read_to_end(&mut bytes))
-                .with_context(context)?;
-            let end = bytes.iter().position(|&b| b == b'\n');
-            if end.is_none() && bytes.len() as u64 == PASSWORD_FILE_LIMIT {
-                bail!(
-                    "{}: no end of line in the first {PASSWORD_FILE_LIMIT} bytes; put the password alone on the first line",
-                    context()
-                );
-            }
-            let first = &bytes[..end.unwrap_or(bytes.len())];
-            let line = std::str::from_utf8(first.strip_suffix(b"\r").unwrap_or(first))
-                .map_err(|_| anyhow!("{}: the first line is not UTF-8 text", context()))?;
-            if line.is_empty() {
-                bail!(
-                    "{}: the first line is empty; put the password there",
-                    context()
-                );
-            }
-            Ok(line.to_string())
-        }
-        None => std::env::var(PASSWORD_ENV).map_err(|_| {
-            anyhow!(
-                "no password: give --password-file FILE or set {PASSWORD_ENV} (never on the command line)"
-            )
-        }),
-    }
-}
-
-/// The requests of `--set`, after those of the BIOS part of `--plan FILE`, which must have been
-/// made from this BMC's system.
-fn requests(wanted: &Wanted, state: &BiosState) -> Result<Vec<String>> {
-    let sets = &wanted.changes;
+/// The values `--set` and `--plan FILE` ask for; the plan must have a BIOS part.
+fn wanted(wanted: &Wanted) -> Result<pipeline::Wanted> {
+    let sets = wanted.changes.clone();
     let Some(file) = wanted.plan.as_deref() else {
-        return Ok(sets.clone());
+        return Ok(pipeline::Wanted {
+            sets,
+            planned: None,
+        });
     };
-    let plan = PlanFile::read(file)?.plan;
-    let Some(part) = plan.bios else {
+    let Some(part) = PlanFile::read(file)?.plan.bios else {
         bail!(
             "--plan {}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC",
             file.display()
         );
     };
-    if part.bmc != state.bmc || part.system_uri != state.system.uri {
-        bail!(
-            "--plan {}: its BIOS part was planned for {} system {}, not {} system {}",
-            file.display(),
-            part.bmc,
-            part.system_uri,
-            state.bmc,
-            state.system.uri
-        );
-    }
-    let mut requests: Vec<String> = part.changes.into_iter().map(|c| c.intent).collect();
-    requests.extend(sets.iter().cloned());
-    Ok(requests)
-}
-
-/// Each request resolved through the BMC's registry; the first refusal is the error.
-fn resolve(state: &BiosState, requests: &[String]) -> Result<Vec<BiosChange>> {
-    requests
-        .iter()
-        .map(|r| intents::resolve(state, r).map_err(|e| anyhow!("--set {e}")))
-        .collect()
-}
-
-/// Writes `document` to `path`, which must not exist yet.
-fn write_new<T: serde::Serialize>(path: &Path, document: &Document<T>) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "--journal {}: cannot create it (it must not exist yet)",
-                path.display()
-            )
-        })?;
-    file.write_all(document.to_json()?.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("--journal {}", path.display()))
+    let planned = PlannedBios {
+        shown: format!("--plan {}", file.display()),
+        bmc: part.bmc,
+        system_uri: part.system_uri,
+        intents: part.changes.into_iter().map(|c| c.intent).collect(),
+    };
+    Ok(pipeline::Wanted {
+        sets,
+        planned: Some(planned),
+    })
 }

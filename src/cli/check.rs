@@ -144,7 +144,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let mut check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
     super::measure_common::say_session_notes(&check.session);
     // The clock block shows the running daemons' offsets, as inventory does.
-    super::inventory::ask_time_daemons(&mut check.machine);
+    crate::machine::time_daemons::ask_time_daemons(&mut check.machine);
     let bundle = args.bundle.open(&check.session)?;
     let counts = check.audit.counts();
     note!(

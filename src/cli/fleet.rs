@@ -9,8 +9,6 @@ use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::fleet::plan::{self, GroupOutcome};
 use crate::fleet::{self, FleetReport};
-use crate::plan::PlanError;
-use crate::plan::request::{PlanProfile, PlanRequest};
 use crate::report::fleet as printers;
 use crate::report::html::{self, Budget, Source};
 use crate::report::runs;
@@ -136,16 +134,10 @@ pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
     }
 }
 
+/// The fleet's report, its result bundles' documents read as `report` reads runs.
 fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetReport> {
-    let live = crate::sysroot::SysRoot::live();
-    let meminfo = crate::machine::kernel::read_meminfo(&mut crate::machine::Reader::new(&live));
-    let available = meminfo
-        .get()
-        .and_then(|m| m.mem_available_kib)
-        .map(|kib| kib.saturating_mul(1024));
     let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
-    let fleet = fleet::read(inputs, profile, available, &runs)?;
-    Ok(fleet.report(profile))
+    Ok(fleet::report(inputs, profile, &runs)?)
 }
 
 fn report(args: &ReportArgs) -> Result<u8> {
@@ -174,50 +166,21 @@ fn report(args: &ReportArgs) -> Result<u8> {
 
 fn plan(args: &PlanArgs) -> Result<u8> {
     let profile = args.profile.load()?;
-    let mut request = PlanRequest {
-        profile: PlanProfile::try_from(profile.info.name)
-            .map_err(|reason| anyhow!("--profile {}: {reason}", args.profile))?,
-        ..PlanRequest::default()
-    };
-    if let Some(site) = &profile.site {
-        request.take_site_partition(&site.partition);
-        request.kernel = site.kernel.clone();
-    }
-    let site_partition = profile.site.as_ref().map(|site| &site.partition);
+    let request = plan::request(&profile, &format!("--profile {}", args.profile))?;
     let report = read(&args.inputs, &profile)?;
     // The groups' directories go under it: a file or a dangling link is refused as itself.
     prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;
-    let plans = plan::plans(&report, &request, &profile).map_err(|e| {
-        // A partition refused because of the site's `[partition]` names its line.
-        let at = site_partition.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref()));
-        match (&e, at) {
-            (
-                plan::FleetPlanError::Plan {
-                    source: PlanError::Partition(_),
-                    ..
-                },
-                Some(at),
-            ) => anyhow!("--profile {}: [partition]: {e}", at.place),
-            _ => e.into(),
-        }
-    })?;
     let mut written = Vec::new();
-    for group in plans {
+    for group in plan::plans(&report, &request, &profile)? {
         let dir = args.out.join(format!("group-{}", group.group));
         if let GroupOutcome::Planned { files, .. } = &group.outcome {
-            super::plan::write_artifacts(&dir, files, args.force)?;
+            crate::plan::write::write_out(&dir, files, args.force)?;
         }
         written.push((group, dir));
     }
     print(&printers::plans_text(&written, &report.skipped))?;
-    let refused = written
-        .iter()
-        .filter(|(group, _)| match &group.outcome {
-            GroupOutcome::Planned { left_out, .. } => !left_out.is_empty(),
-            GroupOutcome::Refused(_) => true,
-        })
-        .count();
-    Ok(if refused > 0 || !report.skipped.is_empty() {
+    let incomplete = written.iter().any(|(group, _)| group.incomplete());
+    Ok(if incomplete || !report.skipped.is_empty() {
         exit::FAILURES
     } else {
         exit::OK

@@ -149,6 +149,7 @@ pub enum Command {
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod bios;
+pub(crate) mod bmc;
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod completions;
@@ -168,6 +169,7 @@ mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod plan_file;
+pub(crate) mod plan_options;
 pub(crate) mod profile;
 pub(crate) mod prove;
 pub(crate) mod report;

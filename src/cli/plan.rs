@@ -2,28 +2,18 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::messages::{note, warning};
+use super::messages::warning;
 use super::output::{print, print_json};
-use super::profile::ProfileArg;
+use super::plan_options::PlanOptionArgs;
 use super::{Cli, exit};
-use crate::audit::Profile;
-use crate::audit::site::SitePartition;
 use crate::machine::CpuSet;
-use crate::machine::core_types::CoreType;
-use crate::plan::artifacts::Artifact;
 use crate::plan::freebsd::FreeBsdPlan;
-use crate::plan::pipeline::{self, LinuxPlan, PlanJob, PlanJobError, Planned, Step};
-use crate::plan::request::{
-    HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
-};
-use crate::plan::{self, PlanError, vm, write};
+use crate::plan::pipeline::{self, LinuxPlan, PlanJob, Planned};
+use crate::plan::{vm, write};
 use crate::report::freebsd as report_freebsd;
 use crate::report::plan::{self as report_plan, diff, summary};
-use crate::snapshot::SnapshotKind;
-use crate::sysroot::{OutputDirError, SysRoot};
-use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -73,7 +63,7 @@ pub struct PlanArgs {
     /// (vCPUs on isolated cores of one node, emulator on that node's housekeeping CPUs, FIFO
     /// vCPUs, huge pages), the host's huge pages for the node and the guest's own plan. With
     /// --out, also writes libvirt/NAME.xml and guest/.
-    #[arg(long, value_name = "NAME", value_parser = vm_name, requires = "vcpus",
+    #[arg(long, value_name = "NAME", value_parser = vm::domain_name, requires = "vcpus",
           conflicts_with_all = ["json", "diff"])]
     pub vm: Option<String>,
 
@@ -95,160 +85,11 @@ pub struct PlanArgs {
     pub node: Option<u32>,
 }
 
-/// The options that make a plan, which `plan` and `prove` take alike: the profile, the
-/// partition and the settings planned.
-#[derive(Debug, Args)]
-pub struct PlanOptionArgs {
-    /// The workload: low-latency (busy-polling applications on isolated cores), realtime-host or
-    /// realtime-guest (every isolated CPU out of load balancing, kernel-thread priorities).
-    /// The audit's throughput profile has no plan: lowlat plans isolation for latency, and a
-    /// throughput machine isolates nothing (`lowlat audit --profile throughput` checks one).
-    /// TuneD's names for these are taken too, and so is a site profile file that extends one
-    /// (its sysctl values and expectations are planned, its waived rules are not, and its
-    /// `[partition]` is used where no partition flag is given).
-    #[arg(long, value_name = "NAME|FILE", default_value = "low-latency", value_parser = super::profile::ProfileParser::PLAN)]
-    pub profile: ProfileArg,
-
-    /// Physical cores per NUMA node kept for housekeeping, with all their SMT siblings
-    /// [default: 1].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..),
-          conflicts_with_all = ["housekeeping", "isolate"])]
-    pub housekeeping_cores: Option<u16>,
-
-    /// Cores per NUMA node, after the housekeeping ones, also taken out of scheduler load
-    /// balancing (TuneD's no_balance_cores).
-    #[arg(long, value_name = "N", conflicts_with_all = ["housekeeping", "isolate"])]
-    pub no_balance: Option<u16>,
-
-    /// Housekeeping CPUs (e.g. 0,8 or 0-1,64-65); every other online CPU is isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
-    pub housekeeping: Option<CpuSet>,
-
-    /// Isolated CPUs (e.g. 1-7,9-15); every other online CPU is housekeeping.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
-    pub isolate: Option<CpuSet>,
-
-    /// Accept an isolated CPU whose SMT sibling is housekeeping (where SMT stays on: a plan
-    /// that turns SMT off keeps one thread per core, and splits none).
-    #[arg(long)]
-    pub allow_split_smt: bool,
-
-    /// On a hybrid CPU (Intel P- and E-cores, Arm big.LITTLE): the core type to isolate,
-    /// p (default: the latency-critical threads on the performance cores, housekeeping on the
-    /// efficiency cores) or e. Refused on a machine whose cores are of one type.
-    #[arg(long, value_enum, value_name = "p|e", conflicts_with_all = ["housekeeping", "isolate"])]
-    pub isolate_core_type: Option<CoreType>,
-
-    /// SMT: keep (no nosmt; isolated and housekeeping CPUs are whole cores, siblings
-    /// together) or off (nosmt at the next boot). Default: the profile's (off for
-    /// low-latency and realtime-host, kept for realtime-guest).
-    #[arg(long, value_enum, value_name = "keep|off")]
-    pub smt: Option<SmtChoice>,
-
-    /// How to isolate: boot (kernel arguments, in effect after a reboot), runtime (now,
-    /// without a reboot: cpusets, cgroup v1 or v2, with the IRQ, workqueue and kernel-thread
-    /// settings; no kernel argument) or both. The summary says what runtime isolation cannot
-    /// do (the tick, RCU callbacks, managed IRQs). Guide: docs/guide/runtime-isolation.md.
-    #[arg(long, value_enum, value_name = "boot|runtime|both", default_value_t = Isolation::Boot)]
-    pub isolation: Isolation,
-
-    /// Idle-state policy: latency (no C-state deeper than C1) or balanced (no limit).
-    #[arg(long, value_enum, default_value_t = PowerPolicy::Latency)]
-    pub power: PowerPolicy,
-
-    /// Reserve hugepages at boot, SIZE:COUNT (2M:1024, 1G:16); repeat for several sizes, the
-    /// first is the default size.
-    #[arg(long, value_name = "SIZE:COUNT")]
-    pub hugepages: Vec<HugepagePool>,
-
-    /// Also plan the guide's security trade-offs (mitigations=off, selinux=0, audit=0,
-    /// mce=ignore_ce, ipv6.disable=1), each labelled.
-    #[arg(long)]
-    pub allow_security_tradeoffs: bool,
-
-    /// Give ksoftirqd, rcuc, rcub and ktimers SCHED_FIFO priorities (on by default for the
-    /// realtime profiles).
-    #[arg(long)]
-    pub kthread_priorities: bool,
-}
-
-/// `--vm NAME`: a libvirt domain name lowlat writes unescaped into XML and file names.
-fn vm_name(text: &str) -> Result<String, String> {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && !text.starts_with(['.', '-'])
-    {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "'{text}': use letters, digits, '.', '_' and '-' (not first), as in rt-vm"
-        ))
-    }
-}
-
 /// `--memory SIZE` in KiB.
 fn memory_size(text: &str) -> Result<u64, String> {
     crate::plan::request::parse_page_size(text)
         .filter(|&kib| kib > 0)
         .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
-}
-
-impl PlanOptionArgs {
-    /// Whether a flag names the partition (then a site profile's `[partition]` is not used).
-    fn partition_flags(&self) -> bool {
-        self.housekeeping.is_some()
-            || self.isolate.is_some()
-            || self.housekeeping_cores.is_some()
-            || self.isolate_core_type.is_some()
-    }
-
-    /// The site profile's partition, where no flag names one.
-    fn site_partition<'a>(&self, profile: &'a Profile) -> Option<&'a SitePartition> {
-        let site = profile.site.as_ref().map(|site| &site.partition);
-        site.filter(|_| !self.partition_flags())
-    }
-
-    /// The request these options describe, for `profile` (loaded from `--profile`).
-    pub fn request(&self, profile: &Profile) -> Result<PlanRequest> {
-        let defaults = PartitionRequest::default();
-        let plan_profile = PlanProfile::try_from(profile.info.name)
-            .map_err(|reason| anyhow::anyhow!("--profile {}: {reason}", self.profile))?;
-        let mut request = PlanRequest {
-            profile: plan_profile,
-            partition: PartitionRequest {
-                housekeeping_cores_per_node: self
-                    .housekeeping_cores
-                    .map_or(defaults.housekeeping_cores_per_node, usize::from),
-                no_balance_cores_per_node: self
-                    .no_balance
-                    .map_or(defaults.no_balance_cores_per_node, usize::from),
-                housekeeping: self.housekeeping.clone(),
-                isolate: self.isolate.clone(),
-                allow_split_smt: self.allow_split_smt,
-                isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
-            },
-            options: PlanOptions {
-                power: self.power,
-                hugepages: self.hugepages.clone(),
-                allow_security_tradeoffs: self.allow_security_tradeoffs,
-                kthread_priorities: self.kthread_priorities,
-                smt: SmtChoice::default(),
-                isolation: self.isolation,
-            },
-            kernel: (profile.site.as_ref())
-                .map(|site| site.kernel.clone())
-                .unwrap_or_default(),
-        };
-        if let Some(site) = self.site_partition(profile) {
-            request.take_site_partition(site);
-        }
-        if let Some(smt) = self.smt {
-            request.options.smt = smt;
-        }
-        Ok(request)
-    }
 }
 
 impl PlanArgs {
@@ -272,112 +113,6 @@ impl PlanArgs {
     }
 }
 
-impl PlanOptionArgs {
-    /// The job these options describe: the machine's plan alone (no BIOS, no guest).
-    pub(super) fn job(&self) -> Result<PlanJob> {
-        let profile = self.profile.load()?;
-        Ok(PlanJob {
-            request: self.request(&profile)?,
-            profile,
-            core_type_asked: self.isolate_core_type.is_some(),
-            bios: None,
-            vm: None,
-        })
-    }
-
-    /// Plans the files under `root` (read as `kind` says) as `job` asks, a refusal naming the
-    /// option it comes from.
-    pub(super) fn planned(
-        &self,
-        root: &SysRoot,
-        kind: SnapshotKind,
-        job: &PlanJob,
-    ) -> Result<Planned> {
-        pipeline::run(root, kind, job, |step| match step {
-            Step::Read(machine) => super::container::note(root, &machine.topology),
-            Step::Planned(plan) => self.note_cpus_going_offline(plan),
-        })
-        .map_err(|e| match e {
-            PlanJobError::Plan(PlanError::Partition(e)) => self.partition_error(&e, &job.profile),
-            PlanJobError::Plan(PlanError::Hugepages { pool, problem }) => {
-                anyhow::anyhow!("--hugepages {pool}: {problem}")
-            }
-            e => anyhow::Error::new(e),
-        })
-    }
-
-    /// Says which CPUs of `--housekeeping` and `--isolate` the plan left out because they go
-    /// offline at the reboot it asks for (it turns SMT off).
-    fn note_cpus_going_offline(&self, plan: &plan::Plan) {
-        let Some(after) = &plan.target.cpus_after_reboot else {
-            return;
-        };
-        for (flag, list) in [
-            ("--housekeeping", &self.housekeeping),
-            ("--isolate", &self.isolate),
-        ] {
-            let gone = list.as_ref().map(|cpus| cpus.difference(after));
-            if let Some(gone) = gone.filter(|gone| !gone.is_empty()) {
-                note!(
-                    "{flag}: CPU(s) {gone} go offline at the next boot (the plan \
-                     turns SMT off, keeping CPUs {after}): left out of the partition"
-                );
-            }
-        }
-    }
-
-    /// A refused partition, with the options (or the site profile's line) that asked for it.
-    fn partition_error(&self, e: &PartitionError, profile: &Profile) -> anyhow::Error {
-        let site = self.site_partition(profile);
-        if let Some(at) = site.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref())) {
-            return anyhow::anyhow!("--profile {}: [partition]: {e}", at.place);
-        }
-        let lists = match (self.housekeeping.is_some(), self.isolate.is_some()) {
-            (true, true) => "--housekeeping and --isolate",
-            (true, false) => "--housekeeping",
-            (false, true) => "--isolate",
-            (false, false) => "--housekeeping-cores",
-        };
-        match e {
-            PartitionError::NoSuchCpu { list, .. }
-            | PartitionError::Offline { list, .. }
-            | PartitionError::OfflineAfterReboot { list, .. } => {
-                let flag = match list {
-                    CpuList::Housekeeping => "--housekeeping",
-                    CpuList::Isolated => "--isolate",
-                };
-                anyhow::anyhow!("{flag}: {e}")
-            }
-            PartitionError::TooManyNoBalanceCores { asked, .. } => {
-                anyhow::anyhow!("--no-balance {asked}: {e}")
-            }
-            PartitionError::SplitSmt { .. } => {
-                anyhow::anyhow!("{lists}: {e} (--allow-split-smt)")
-            }
-            _ => anyhow::anyhow!("{lists}: {e}"),
-        }
-    }
-}
-
-/// Writes a plan's (or the man pages') `files` into `dir` (`--out`), with `--force` replacing
-/// lowlat's files, and returns the paths written; a refusal names `--out` and, only where it
-/// would help, suggests `--force`.
-pub(super) fn write_artifacts(
-    dir: &Path,
-    files: &[Artifact<'_>],
-    force: bool,
-) -> Result<Vec<std::path::PathBuf>> {
-    write::write_dir(dir, files, force).map_err(|e| {
-        let hint = match e {
-            write::WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
-                "; or add --force to replace lowlat's files in it"
-            }
-            _ => "",
-        };
-        anyhow::anyhow!("--out {e}{hint}")
-    })
-}
-
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
@@ -394,7 +129,7 @@ pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     } = &*linux;
     if let Some(dir) = &args.out {
         let files = linux.artifacts();
-        write_artifacts(dir, &files, args.force)?;
+        write::write_out(dir, &files, args.force)?;
         if !args.json && !args.diff {
             print(&report_plan::written_text(&files, dir))?;
         }
@@ -432,7 +167,7 @@ fn freebsd(args: &PlanArgs, plan: &FreeBsdPlan) -> Result<u8> {
     }
     print(&report_freebsd::plan_text(plan))?;
     if let Some(dir) = &args.out {
-        write_artifacts(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
+        write::write_out(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
     }
     Ok(exit::OK)
 }

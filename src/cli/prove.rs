@@ -8,22 +8,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::apply::{confirm, require_root, writable_root};
+use super::measure_common::LoadArgs;
 use super::messages::note;
 use super::output::{print, print_json};
-use super::plan::PlanOptionArgs;
 use super::plan_file::PlanFile;
+use super::plan_options::PlanOptionArgs;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::apply::command::SystemRunner;
-use crate::check::{self, CheckRequest};
-use crate::compare::Options;
 use crate::document::{Document, Kind};
 use crate::plan::pipeline::Planned;
-use crate::prove::arms::{Arm, CheckArms, Measure, Measured};
+use crate::prove::arms::CheckArms;
 use crate::prove::boot::{Resume, Settle};
 use crate::prove::state::{Rounds, State};
 use crate::prove::{self, Outcome, Prove, ProveError, Start};
-use crate::report::compare as compare_printers;
 use crate::snapshot::SnapshotKind;
 
 /// Rounds of each arm unless `--repeat` says otherwise (as check's default: compare needs
@@ -73,6 +71,16 @@ pub struct ProveArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ROUNDS, value_parser = values::count(1u32, 1000))]
     pub repeat: u32,
 
+    /// The loads beside the arms (as check's): each arm's rounds alternate idle and loaded,
+    /// and the verdict compares loaded rounds with loaded rounds, idle with idle.
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// Also run `measure net`'s loopback UDP ping-pong on the measured CPUs in each arm, one
+    /// run per round, so that the verdict judges the round trips (loopback: no NIC on the way).
+    #[arg(long)]
+    pub net: bool,
+
     /// Where the run keeps its state, its plan, both arms, the comparison and the report
     /// (created; refused when it holds anything).
     #[arg(long, value_name = "DIR", default_value = "prove")]
@@ -113,8 +121,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let root = writable_root(cli, "prove")?;
-    let euid = rustix::process::geteuid().as_raw();
-    require_root(&root, false, euid, "prove")?;
+    require_root(&root, false, rustix::process::geteuid().as_raw(), "prove")?;
     let runner = SystemRunner;
     let make = |dir: &Path| -> Result<Prove<'_>> {
         Ok(Prove {
@@ -122,20 +129,14 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
             runner: root.is_live().then_some(&runner as _),
             dir: std::path::absolute(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?,
             binary: std::env::current_exe()?,
-            options: Options {
-                above_ns: 10_000.0,
-                margin: 0.03,
-            },
+            options: prove::OPTIONS,
             settle: Settle::default(),
         })
     };
     if let Some(dir) = &args.resume {
         let prove = make(dir)?;
         let state = State::load(&prove.dir)?;
-        let mut arms = LiveArms {
-            live: root.is_live(),
-            check: check_request(&state.rounds)?,
-        };
+        let mut arms = arms(&state.rounds, root.is_live())?;
         let outcome = prove::resume(&prove, &mut arms).map_err(|e| anyhow!("--resume {e}"))?;
         return ended(outcome, &prove.dir, args.json);
     }
@@ -176,19 +177,12 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         duration_ms: u64::try_from(args.duration.as_millis()).unwrap_or(u64::MAX),
         rounds: args.repeat,
         explain: true,
+        load: args.load.asked(),
+        net: args.net,
     };
-    let mut arms = LiveArms {
-        live: true,
-        check: check_request(&rounds)?,
-    };
-    note!(
-        "prove takes about {:.0} s of measurement: two arms of {:.0} s of jitter and {:.0} s of timer wake-ups on CPUs {}, in {} rounds each",
-        4.0 * args.duration.as_secs_f64(),
-        args.duration.as_secs_f64(),
-        args.duration.as_secs_f64(),
-        rounds.cpus.to_list(),
-        args.repeat
-    );
+    crate::prove::arms::housekeeping_left(&rounds)?;
+    let mut arms = arms(&rounds, true)?;
+    note!("{}", prove::text::plan(&rounds));
     let start = Start {
         plan,
         plan_text,
@@ -210,51 +204,11 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
     ended(outcome, &prove.dir, args.json)
 }
 
-/// The check of each arm: `rounds` as check's request.
-fn check_request(rounds: &Rounds) -> Result<CheckRequest> {
+/// The arms `rounds` asks for, with its profile.
+fn arms(rounds: &Rounds, live: bool) -> Result<CheckArms> {
     let profile = (rounds.profile.parse::<ProfileArg>())
         .map_err(|e| anyhow!("--profile {}: {e}", rounds.profile))?;
-    let request = CheckRequest {
-        profile: profile.load()?,
-        cpus: Some(rounds.cpus.clone()),
-        duration: Duration::from_millis(rounds.duration_ms),
-        rounds: rounds.rounds,
-        targets: Vec::new(),
-        quick: false,
-        explain: rounds.explain,
-        load: None,
-        hwlat_duration: check::hwlat::DEFAULT_DURATION,
-    };
-    if request.round() < check::MIN_ROUND {
-        bail!(
-            "--duration {:?} --repeat {}: rounds of {:?} are too short for a timer run at 1 ms; give rounds of at least {:?}",
-            request.duration,
-            request.rounds,
-            request.round(),
-            check::MIN_ROUND
-        );
-    }
-    Ok(request)
-}
-
-/// check's arms, on the live machine only.
-struct LiveArms {
-    live: bool,
-    check: CheckRequest,
-}
-
-impl Measure for LiveArms {
-    fn measure(&mut self, arm: Arm, dir: &Path) -> Result<Measured, ProveError> {
-        if !self.live {
-            return Err(ProveError::Measure(format!(
-                "the {arm} arm measures this machine's CPUs, not a directory tree (--root): the run stopped before it"
-            )));
-        }
-        CheckArms {
-            request: self.check.clone(),
-        }
-        .measure(arm, dir)
-    }
+    Ok(CheckArms::of(rounds, profile.load()?, live)?)
 }
 
 /// Prints the state (text or JSON).
@@ -270,13 +224,16 @@ fn show(state: &State, dir: &Path, json: bool) -> Result<()> {
 /// Prints how the run ended this time, and its exit code.
 fn ended(outcome: Outcome, dir: &Path, json: bool) -> Result<u8> {
     match outcome {
-        Outcome::Done(state, comparisons) => {
+        Outcome::Done(state, judged) => {
             if !json {
-                print(&compare_printers::text(&comparisons))?;
+                print(&prove::verdict::text(&judged))?;
             }
             show(&state, dir, json)?;
-            let worse = comparisons.iter().any(|c| c.fails(false));
-            Ok(if worse { exit::FAILURES } else { exit::OK })
+            Ok(if prove::verdict::worse(&judged) {
+                exit::FAILURES
+            } else {
+                exit::OK
+            })
         }
         Outcome::RebootPending(state, resume) => {
             if let Resume::ByHand(command) = &resume {

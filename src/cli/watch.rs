@@ -1,10 +1,9 @@
 //! `lowlat watch`.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,17 +11,12 @@ use super::messages::{note, warning};
 use super::output::print;
 use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
-use crate::machine::{CpuSet, Machine};
-use crate::plan::Plan;
+use crate::machine::CpuSet;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
-use crate::snapshot::SignalGuard;
 use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
-use crate::watch::causes::Causes;
-use crate::watch::drift::PlanWatch;
-use crate::watch::osnoise::Osnoise;
-use crate::watch::targets::{self, Targets};
-use crate::watch::{SystemClock, Tick, Watch, serve};
+use crate::watch::pipeline::{self, WatchRequest};
+use crate::watch::{Tick, serve};
 
 /// Whether watch reads the osnoise events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -139,60 +133,37 @@ pub struct WatchArgs {
 /// the watch until it is stopped (or once).
 pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let root = cli.sysroot()?;
-    let machine = targets::read_machine(&root);
-    let plan = args
-        .plan
-        .as_deref()
-        .map(|path| read_plan(path, &machine))
-        .transpose()?;
-    let isolated = watched_cpus(&root, &machine, args, plan.as_ref())?;
+    let request = request(args)?;
+    let chosen = pipeline::choose(&root, &request)?;
+    let targets = &chosen.targets;
+    if let Some(why) = &targets.chosen_because {
+        note!(
+            "watching CPU {} ({why}); choose others with --isolated LIST",
+            targets.isolated.to_list()
+        );
+    }
+    if let Some(e) = &chosen.pin_refused {
+        let housekeeping = targets.housekeeping.to_list();
+        warning!("could not pin itself to the housekeeping CPUs {housekeeping}: {e}");
+    }
+    let isolated = targets.isolated.clone();
     if let Some(file) = &args.textfile {
-        check_textfile(file)?;
+        serve::check_textfile(file)?;
     }
     let page: serve::SharedPage = Arc::new(Mutex::new(String::new()));
     if let Some(addr) = &args.listen {
-        listen(addr, &page, &isolated)?;
+        let at = serve::listen(addr, &page)?;
+        note!(
+            "serving http://{at}/metrics, isolated CPUs {}",
+            isolated.to_list()
+        );
     }
-    let osnoise = start_osnoise(&root, &isolated, args.osnoise)?;
-    let causes = args
-        .explain
-        .then(|| Causes::start(&root, &isolated, args.interval, args.top as usize))
-        .and_then(|started| {
-            started
-                .inspect_err(|e| warning!("--explain: causes are not counted: {e}"))
-                .ok()
-        });
-    // With tracefs changed, a Ctrl-C or SIGTERM ends the loop (within an interval) so that
-    // the osnoise events are restored and the trace instance removed; then the signal is
-    // delivered as it would have been.
-    let signals = (osnoise.is_some() || causes.is_some()).then(SignalGuard::install);
-    let mut watch = Watch {
-        root: &root,
-        isolated: isolated.clone(),
-        plan: plan.map(|plan| PlanWatch::new(plan, isolated.clone(), machine)),
-        interval: args.interval,
-        drift_interval: args.drift_interval,
-        osnoise,
-        causes,
-    };
+    let (watch, warnings) = pipeline::start(&root, chosen, &request)?;
+    for said in warnings {
+        warning!("{said}");
+    }
     let mut outputs = Outputs::new(args, &root, &isolated, page);
-    let result = watch.run(
-        &SystemClock::start(),
-        args.once.then_some(1),
-        |tick: &Tick| {
-            if let Some(signal) = SignalGuard::caught() {
-                bail!("stopped by signal {signal}");
-            }
-            outputs.show(tick)
-        },
-    );
-    drop(watch);
-    if let Some(signal) = SignalGuard::caught() {
-        drop(signals);
-        // SAFETY: raise() only delivers the signal, now with its previous disposition.
-        unsafe { libc::raise(signal) };
-    }
-    result?;
+    pipeline::run(watch, request.ticks, |tick: &Tick| outputs.show(tick))?;
     Ok(if outputs.drifted {
         exit::FAILURES
     } else {
@@ -200,60 +171,28 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     })
 }
 
-/// The CPUs to watch ([`targets::choose`]: `--isolated`, else the plan's, else the rule's,
-/// said on stderr); pins this process to the others on the live machine, with a warning
-/// where it cannot.
-fn watched_cpus(
-    root: &SysRoot,
-    machine: &Machine,
-    args: &WatchArgs,
-    plan: Option<&Plan>,
-) -> Result<CpuSet> {
-    let planned = plan.map(|plan| &plan.partition.isolated);
-    let profile = args.profile.as_ref().map(|p| p.load()).transpose()?;
-    let targets = targets::choose(machine, args.isolated.as_ref(), planned, profile.as_ref())
-        .map_err(|e| match (&e, &args.profile) {
-            (targets::TargetError::Partition(_), Some(profile)) => {
-                anyhow::anyhow!("--profile {profile}: {e}")
-            }
-            _ => e.into(),
-        })?;
-    if let Some(why) = &targets.chosen_because {
-        note!(
-            "watching CPU {} ({why}); choose others with --isolated LIST",
-            targets.isolated.to_list()
-        );
-    }
-    let Targets {
-        isolated,
-        housekeeping,
-        ..
-    } = targets;
-    if root.is_live()
-        && let Err(e) = crate::measure::runner::harness::pin_current_thread_to(&housekeeping)
-    {
-        warning!(
-            "could not pin itself to the housekeeping CPUs {}: {e}",
-            housekeeping.to_list()
-        );
-    }
-    Ok(isolated)
-}
-
-/// Serves `page` at http://ADDR/metrics (`--listen`), saying where.
-fn listen(addr: &str, page: &serve::SharedPage, isolated: &CpuSet) -> Result<()> {
-    let listener = TcpListener::bind(addr).with_context(|| {
-        format!("--listen {addr}: cannot listen there; choose another address or port")
-    })?;
-    note!(
-        "serving http://{}/metrics, isolated CPUs {}",
-        listener
-            .local_addr()
-            .map_or(addr.to_string(), |a| a.to_string()),
-        isolated.to_list()
-    );
-    serve::serve(listener, page.clone());
-    Ok(())
+/// The request `args` make, with `--plan` and `--profile` read.
+fn request(args: &WatchArgs) -> Result<WatchRequest> {
+    let plan =
+        (args.plan.as_deref().map(PlanFile::read).transpose()?).map(|file| (file.plan, file.shown));
+    let profile = (args.profile.as_ref())
+        .map(|p| Ok::<_, anyhow::Error>((p.load()?, format!("--profile {p}"))))
+        .transpose()?;
+    Ok(WatchRequest {
+        plan,
+        isolated: args.isolated.clone(),
+        profile,
+        interval: args.interval,
+        drift_interval: args.drift_interval,
+        osnoise: match args.osnoise {
+            OsnoiseMode::Auto => pipeline::OsnoiseMode::Auto,
+            OsnoiseMode::On => pipeline::OsnoiseMode::On,
+            OsnoiseMode::Off => pipeline::OsnoiseMode::Off,
+        },
+        explain: args.explain,
+        top: args.top as usize,
+        ticks: args.once.then_some(1),
+    })
 }
 
 /// Where each interval goes: the page served over HTTP, `--textfile`, and stdout (JSON lines,
@@ -324,73 +263,6 @@ impl<'a> Outputs<'a> {
         }
         Ok(())
     }
-}
-
-/// Reads `--plan FILE` and refuses a plan made for another machine.
-fn read_plan(path: &Path, machine: &Machine) -> Result<Plan> {
-    let PlanFile { plan, shown, .. } = PlanFile::read(path)?;
-    crate::apply::check_target(&plan, machine).map_err(|problem| {
-        anyhow::anyhow!(
-            "{shown}: not this machine's plan: {problem}; make one here with `lowlat plan`"
-        )
-    })?;
-    Ok(plan)
-}
-
-/// Enables the osnoise events as `--osnoise` says; says so when it takes over events a killed
-/// watch left enabled.
-fn start_osnoise<'r>(
-    root: &'r SysRoot,
-    isolated: &CpuSet,
-    mode: OsnoiseMode,
-) -> Result<Option<Osnoise<'r>>> {
-    let started = match mode {
-        OsnoiseMode::Off => return Ok(None),
-        OsnoiseMode::Auto => Osnoise::start(root, isolated).unwrap_or_else(|e| {
-            warning!("the osnoise events are not read: {e}");
-            None
-        }),
-        OsnoiseMode::On => Some(
-            Osnoise::start(root, isolated)
-                .map_err(|e| anyhow::anyhow!("--osnoise on: {e}"))?
-                .context(
-                    "--osnoise on: this kernel's tracefs has no osnoise events \
-                 (/sys/kernel/tracing/events/osnoise: CONFIG_OSNOISE_TRACER, Linux 5.14 or later); \
-                 use --osnoise auto or off",
-                )?,
-        ),
-    };
-    if started.as_ref().is_some_and(Osnoise::taken_over) {
-        warning!(
-            "the osnoise events were already enabled (left so by a `lowlat watch` \
-             killed with SIGKILL, or in use by another tracer): taking them over; they are disabled \
-             when this watch ends"
-        );
-    }
-    Ok(started)
-}
-
-/// Refuses a textfile whose directory does not exist or cannot be written, before watching.
-fn check_textfile(file: &Path) -> Result<()> {
-    if file.extension().is_none_or(|e| e != "prom") {
-        bail!(
-            "--textfile {}: node_exporter's textfile collector reads only *.prom files; name it so",
-            file.display()
-        );
-    }
-    let dir = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .with_context(|| {
-            format!(
-                "--textfile {}: cannot write in {}; create the directory or make it writable",
-                file.display(),
-                dir.display()
-            )
-        })
 }
 
 /// Prints one line and flushes, so that a pipe sees each interval at once.

@@ -104,6 +104,20 @@ pub(crate) fn read(
     Ok(fleet)
 }
 
+/// The report of [`read`] over `inputs`, with as many snapshots read at once as this machine's
+/// available memory allows.
+pub(crate) fn report(
+    inputs: &[PathBuf],
+    profile: &Profile,
+    runs: &RunReader<'_>,
+) -> Result<FleetReport, FleetError> {
+    let live = crate::sysroot::SysRoot::live();
+    let meminfo = crate::machine::kernel::read_meminfo(&mut crate::machine::Reader::new(&live));
+    let available =
+        (meminfo.get().and_then(|m| m.mem_available_kib)).map(|kib| kib.saturating_mul(1024));
+    Ok(read(inputs, profile, available, runs)?.report(profile))
+}
+
 /// How many snapshots are read at once: one per CPU, but no more than `available` bytes of
 /// memory hold when each holds the most a snapshot may inflate to
 /// ([`crate::snapshot::MAX_TOTAL_BYTES`]), so that as many crafted snapshots at once cannot

@@ -15,7 +15,7 @@ use crate::audit::{self, rules};
 use crate::machine::Machine;
 use crate::plan::artifacts::{self, Artifact};
 use crate::plan::findings;
-use crate::plan::request::PlanRequest;
+use crate::plan::request::{NoPlan, PlanProfile, PlanRequest};
 use crate::plan::{self as planner, PlanError};
 use crate::snapshot::{self, SnapshotError};
 use crate::tuning::setting::Layer;
@@ -56,6 +56,22 @@ pub(crate) enum GroupOutcome {
 /// Why a plan could not be made.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FleetPlanError {
+    /// The profile has no plan (the throughput profile).
+    #[error("{shown}: {source}")]
+    NoPlan {
+        /// How messages name the profile (`--profile NAME`).
+        shown: String,
+        /// Why.
+        source: NoPlan,
+    },
+    /// The site profile's `[partition]` (at `place`) cannot be taken by a group's machine.
+    #[error("--profile {place}: [partition]: {refused}")]
+    SitePartition {
+        /// The profile file and line of the partition.
+        place: String,
+        /// The group's refusal.
+        refused: Box<FleetPlanError>,
+    },
     /// The group's sample snapshot cannot be opened again.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -84,8 +100,64 @@ pub(crate) fn depends_on(field: &str) -> bool {
     !NOT_PLANNED.iter().any(|prefix| field.starts_with(prefix))
 }
 
-/// One plan per group of `report`, for `request` with the audit `profile`.
+impl GroupPlan {
+    /// Whether the group got no plan, or one whose hosts.txt leaves hosts out.
+    pub(crate) fn incomplete(&self) -> bool {
+        match &self.outcome {
+            GroupOutcome::Planned { left_out, .. } => !left_out.is_empty(),
+            GroupOutcome::Refused(_) => true,
+        }
+    }
+}
+
+/// The request every group is planned with: `profile`'s (named `shown` in messages) default
+/// partition and options, with a site profile's `[partition]` and `[kernel]`.
+pub(crate) fn request(
+    profile: &audit::Profile,
+    shown: &str,
+) -> Result<PlanRequest, FleetPlanError> {
+    let mut request = PlanRequest {
+        profile: PlanProfile::try_from(profile.info.name).map_err(|source| {
+            FleetPlanError::NoPlan {
+                shown: shown.to_string(),
+                source,
+            }
+        })?,
+        ..PlanRequest::default()
+    };
+    if let Some(site) = &profile.site {
+        request.take_site_partition(&site.partition);
+        request.kernel = site.kernel.clone();
+    }
+    Ok(request)
+}
+
+/// One plan per group of `report`, for `request` with the audit `profile`. A partition refused
+/// because of a site profile's `[partition]` names its line.
 pub(crate) fn plans(
+    report: &FleetReport,
+    request: &PlanRequest,
+    profile: &audit::Profile,
+) -> Result<Vec<GroupPlan>, FleetPlanError> {
+    let site = profile.site.as_ref().map(|site| &site.partition);
+    let at = site.and_then(|s| s.isolate.as_ref().or(s.housekeeping.as_ref()));
+    plans_as_asked(report, request, profile).map_err(|e| match (&e, at) {
+        (
+            FleetPlanError::Plan {
+                source: PlanError::Partition(_),
+                ..
+            },
+            Some(at),
+        ) => FleetPlanError::SitePartition {
+            place: at.place.to_string(),
+            refused: Box::new(e),
+        },
+        _ => e,
+    })
+}
+
+/// One plan per group of `report`, for `request` with the audit `profile`.
+fn plans_as_asked(
     report: &FleetReport,
     request: &PlanRequest,
     profile: &audit::Profile,

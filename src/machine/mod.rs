@@ -27,6 +27,7 @@ pub mod power;
 pub mod rt_permission;
 pub mod services;
 pub mod tasks;
+pub(crate) mod time_daemons;
 pub mod timesync;
 pub mod topology;
 pub mod vcpu_sharing;

@@ -718,6 +718,25 @@ fn shape(t: &Topology) -> Shape {
     }
 }
 
+/// Writes into `d` a two-node machine of eight single-thread cores: CPUs 0-3 in package and
+/// node 0, CPUs 4-7 in package and node 1, all online.
+#[cfg(test)]
+pub(crate) fn write_two_nodes(d: &crate::test_tree::TestTree) {
+    d.write("/sys/devices/system/cpu/possible", "0-7\n");
+    d.write("/sys/devices/system/cpu/online", "0-7\n");
+    for cpu in 0..8 {
+        let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        d.write(
+            &format!("{t}/physical_package_id"),
+            format!("{}\n", cpu / 4),
+        );
+        d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
+        d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
+    }
+    d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
+    d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ use crate::machine::Machine;
 use crate::machine::freebsd::{FreeBsdError, FreeBsdMachine};
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
+use crate::tuning::partition::{CpuList, PartitionError};
 
 /// What `lowlat plan` is asked to make: the plan's request and what is planned beside it.
 #[derive(Debug, Clone)]
@@ -35,6 +36,9 @@ pub(crate) struct PlanJob {
     pub bios: Option<BiosState>,
     /// The real-time guest to plan over the host partition.
     pub vm: Option<VmRequest>,
+    /// Where the site profile's `[partition]` lists the request took are (`FILE:LINE`), which
+    /// a refused partition names; `None` when the options name the partition.
+    pub site_partition: Option<String>,
 }
 
 /// Why no plan could be made.
@@ -50,6 +54,25 @@ pub(crate) enum PlanJobError {
     /// The machine's plan was refused.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The partition was refused: `asked` names the options (or the site profile's line)
+    /// that asked for it, `hint` the option that would allow it.
+    #[error("{asked}: {source}{hint}")]
+    Partition {
+        /// The options or the line.
+        asked: String,
+        /// Why.
+        source: PartitionError,
+        /// ` (--allow-split-smt)`, or nothing.
+        hint: &'static str,
+    },
+    /// A hugepage pool the machine cannot take.
+    #[error("--hugepages {pool}: {problem}")]
+    Hugepages {
+        /// The pool asked for.
+        pool: String,
+        /// Why not.
+        problem: String,
+    },
     /// The guest could not be planned.
     #[error("--vm {name}: {source}")]
     Vm {
@@ -159,7 +182,8 @@ fn linux(
     let profile = &job.profile;
     let mut plan = super::build(&machine, request, |partition| {
         findings::profile_settings(&machine, profile, partition)
-    })?;
+    })
+    .map_err(|e| refused(e, job))?;
     step(Step::Planned(&plan));
     plan.bios = job
         .bios
@@ -182,6 +206,50 @@ fn linux(
     })
 }
 
+/// A refused plan; a refused partition or hugepage pool names the option (or the site
+/// profile's line) that asked for it.
+fn refused(e: PlanError, job: &PlanJob) -> PlanJobError {
+    let e = match e {
+        PlanError::Partition(e) => e,
+        PlanError::Hugepages { pool, problem } => {
+            return PlanJobError::Hugepages { pool, problem };
+        }
+        e => return e.into(),
+    };
+    let partition = &job.request.partition;
+    let lists = match (
+        partition.housekeeping.is_some(),
+        partition.isolate.is_some(),
+    ) {
+        (true, true) => "--housekeeping and --isolate",
+        (true, false) => "--housekeeping",
+        (false, true) => "--isolate",
+        (false, false) => "--housekeeping-cores",
+    };
+    let (asked, hint) = match (&job.site_partition, &e) {
+        (Some(at), _) => (format!("--profile {at}: [partition]"), ""),
+        (
+            None,
+            PartitionError::NoSuchCpu { list, .. }
+            | PartitionError::Offline { list, .. }
+            | PartitionError::OfflineAfterReboot { list, .. },
+        ) => match list {
+            CpuList::Housekeeping => ("--housekeeping".to_string(), ""),
+            CpuList::Isolated => ("--isolate".to_string(), ""),
+        },
+        (None, PartitionError::TooManyNoBalanceCores { asked, .. }) => {
+            (format!("--no-balance {asked}"), "")
+        }
+        (None, PartitionError::SplitSmt { .. }) => (lists.to_string(), " (--allow-split-smt)"),
+        (None, _) => (lists.to_string(), ""),
+    };
+    PlanJobError::Partition {
+        asked,
+        source: e,
+        hint,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +264,7 @@ mod tests {
             core_type_asked: false,
             bios: None,
             vm: None,
+            site_partition: None,
         }
     }
 

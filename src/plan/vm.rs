@@ -57,6 +57,21 @@ pub struct VmPlan {
     pub node_pages_now: u64,
 }
 
+/// A guest name lowlat cannot write unescaped into XML and file names.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}': use letters, digits, '.', '_' and '-' (not first), as in rt-vm")]
+pub struct DomainNameError(String);
+
+/// `--vm NAME`: a libvirt domain name lowlat writes unescaped into XML and file names.
+pub fn domain_name(text: &str) -> Result<String, DomainNameError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if !text.is_empty() && text.chars().all(allowed) && !text.starts_with(['.', '-']) {
+        Ok(text.to_string())
+    } else {
+        Err(DomainNameError(text.to_string()))
+    }
+}
+
 /// Why no guest could be planned. Each message says what to change; the CLI names the flag.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VmError {

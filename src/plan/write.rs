@@ -18,6 +18,32 @@ pub(crate) enum WriteDirError {
     Install(#[from] WriteError),
 }
 
+/// A refused `--out DIR`: the refusal, and `--force` suggested only where it would help.
+#[derive(Debug, thiserror::Error)]
+#[error("--out {source}{}", force_hint(source))]
+pub(crate) struct OutError {
+    /// Why.
+    source: WriteDirError,
+}
+
+fn force_hint(e: &WriteDirError) -> &'static str {
+    match e {
+        WriteDirError::Dir(OutputDirError::NotEmpty(_)) => {
+            "; or add --force to replace lowlat's files in it"
+        }
+        _ => "",
+    }
+}
+
+/// [`write_dir`] for `--out DIR` (a plan's files, or the man pages).
+pub(crate) fn write_out(
+    dir: &Path,
+    artifacts: &[Artifact<'_>],
+    force: bool,
+) -> Result<Vec<PathBuf>, OutError> {
+    write_dir(dir, artifacts, force).map_err(|source| OutError { source })
+}
+
 /// Writes `artifacts` under `dir` (created if missing) and returns the paths written. A
 /// directory that is not empty is refused unless `force`; with `force` the artifacts replace
 /// files of the same name and nothing else is touched.

@@ -16,6 +16,7 @@ pub(crate) mod boot;
 pub(crate) mod lock;
 pub(crate) mod state;
 pub(crate) mod text;
+pub(crate) mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -23,12 +24,11 @@ use crate::apply::command::Runner;
 use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
 use crate::apply::verify::VerifyStatus;
 use crate::apply::{ApplyReport, ItemStatus, Scope};
-use crate::compare::{self, Comparison};
+use crate::compare;
 use crate::document::Kind;
 use crate::machine::Machine;
 use crate::measure::runner::harness;
 use crate::plan::Plan;
-use crate::report::compare as compare_report;
 use crate::report::html::{self, Budget, Source};
 use crate::report::runs;
 use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
@@ -38,9 +38,10 @@ use arms::{Arm, Measure};
 use boot::{Resume, Settle};
 use lock::{ProveLock, ProveLockError};
 use state::{
-    AFTER, BEFORE, COMPARE_FILE, Identity, MachineState, PLAN_FILE, REPORT_FILE, Refused, Rounds,
-    State, StateError, Step, VerdictLine,
+    AFTER, BEFORE, COMPARE_FILE, IDLE_COMPARE_FILE, Identity, MachineState, PLAN_FILE, REPORT_FILE,
+    Refused, Rounds, State, StateError, Step,
 };
+use verdict::{Judged, verdict};
 
 /// Why prove could not go on. The state file (when one was written) says where it stands.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,13 @@ pub(crate) enum ProveError {
     CannotResume(String),
 }
 
+/// How prove's compare judges the arms: the rate of gaps and wake-ups above 10 µs, and a
+/// difference within 3 % counted as none (`lowlat compare`'s defaults).
+pub(crate) const OPTIONS: compare::Options = compare::Options {
+    above_ns: 10_000.0,
+    margin: 0.03,
+};
+
 /// Where prove works and how it talks to the machine.
 pub(crate) struct Prove<'a> {
     /// The machine (the live one, or a directory tree in tests).
@@ -111,8 +119,9 @@ pub(crate) struct Start {
 
 /// How a prove run ended this time.
 pub(crate) enum Outcome {
-    /// Every step done: the comparisons, as compare made them.
-    Done(State, Vec<Comparison>),
+    /// Every step done: the comparisons, as compare made them (with loads, the loaded
+    /// rounds' first, then the idle rounds').
+    Done(State, Vec<Judged>),
     /// The plan needs a reboot; the resume is installed (or must be run by hand).
     RebootPending(State, Resume),
     /// Stopped before the end; the state says why and what the machine holds.
@@ -256,6 +265,7 @@ pub(crate) fn start(
         refused: Vec::new(),
         settled: None,
         verdict: Vec::new(),
+        intensity: Vec::new(),
     };
     prove.save(&state)?;
     let request = ApplyRequest {
@@ -519,39 +529,6 @@ fn after_apply(
     Ok(Outcome::Done(state, comparisons))
 }
 
-/// compare of DIR/before against DIR/after, written to DIR/compare.json; the verdict lines
-/// kept in the state.
-fn verdict(prove: &Prove<'_>, state: &mut State) -> Result<Vec<Comparison>, ProveError> {
-    let failed = |e: &dyn std::fmt::Display| ProveError::Verdict(format!("compare: {e}"));
-    let a = runs::load(&[prove.dir.join(BEFORE)]).map_err(|e| failed(&e))?;
-    let b = runs::load(&[prove.dir.join(AFTER)]).map_err(|e| failed(&e))?;
-    let comparisons =
-        compare::compare_each(&a.runs, &b.runs, &prove.options).map_err(|e| failed(&e))?;
-    let host = compare::hosts(a.runs.iter().chain(&b.runs));
-    let json = compare_report::document(&comparisons, host)
-        .to_json()
-        .map_err(|e| failed(&e))?;
-    write_file_atomically(
-        &prove.dir.join(COMPARE_FILE),
-        json.as_bytes(),
-        Perms::mode(0o644),
-        Durability::Synced,
-    )
-    .map_err(|e| failed(&e))?;
-    state.verdict = (comparisons.iter())
-        .flat_map(|c| {
-            c.primary.iter().map(|p| VerdictLine {
-                family: c.family.name().to_string(),
-                endpoint: compare_report::endpoint_name(p),
-                verdict: compare_report::verdict(p),
-            })
-        })
-        .collect();
-    state.step = Step::Compared;
-    prove.save(state)?;
-    Ok(comparisons)
-}
-
 /// DIR/report.html: the run's state and verdict first, then the comparison and both arms'
 /// documents.
 fn report(prove: &Prove<'_>, state: &mut State) -> Result<(), ProveError> {
@@ -571,6 +548,9 @@ fn report(prove: &Prove<'_>, state: &mut State) -> Result<(), ProveError> {
     prove.save(state)?;
     add(&prove.dir.join(state::STATE_FILE))?;
     add(&prove.dir.join(COMPARE_FILE))?;
+    if state.rounds.load.is_some() {
+        add(&prove.dir.join(IDLE_COMPARE_FILE))?;
+    }
     for arm in [BEFORE, AFTER] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(prove.dir.join(arm))
             .map_err(|e| failed(&e))?

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::document::{Document, Header, Kind};
 use crate::machine::CpuSet;
+use crate::measure::load::LoadAsked;
 use crate::sysroot::{Durability, Perms, WriteError, write_file_atomically};
 
 /// The state file's name in DIR.
@@ -18,8 +19,10 @@ pub(crate) const PLAN_FILE: &str = "plan.json";
 pub(crate) const BEFORE: &str = "before";
 /// The after arm's bundle in DIR.
 pub(crate) const AFTER: &str = "after";
-/// The comparison in DIR.
+/// The comparison in DIR: with loads, the loaded rounds' (the verdict that matters).
 pub(crate) const COMPARE_FILE: &str = "compare.json";
+/// With loads, the idle rounds' comparison in DIR.
+pub(crate) const IDLE_COMPARE_FILE: &str = "compare-idle.json";
 /// The HTML report in DIR.
 pub(crate) const REPORT_FILE: &str = "report.html";
 
@@ -88,7 +91,7 @@ impl MachineState {
 
 /// The check each arm runs, as asked, so that a resume measures the after arm as the before
 /// arm was measured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Rounds {
     /// The profile audited against (`--profile`'s text: a built-in name or a file).
     pub profile: String,
@@ -100,6 +103,15 @@ pub(crate) struct Rounds {
     pub rounds: u32,
     /// Whether the runs are explained (causes traced).
     pub explain: bool,
+    /// The loads on the housekeeping CPUs (`--load`): each arm's rounds alternate idle and
+    /// loaded, the loaded rounds under these loads (and each run's document records the load
+    /// its round ran); `None`, as in a state written before loads: idle rounds only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadAsked>,
+    /// Whether each arm also runs `measure net`'s loopback ping-pong on the measured CPUs
+    /// (`--net`), one run per round, idle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net: bool,
 }
 
 /// The machine the plan was made for, as a resume checks it.
@@ -127,6 +139,27 @@ pub(crate) struct VerdictLine {
     pub endpoint: String,
     /// compare's verdict as it prints it (`better`, `better (confounded)`, `no difference`).
     pub verdict: String,
+    /// With loads, the rounds compared: `loaded (ipi, high)` (loaded rounds before against
+    /// loaded rounds after) or `idle`; absent without loads (every round is idle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<String>,
+}
+
+/// The [`Intensity`] kind of the IPIs the measured CPUs received.
+pub(crate) const RECEIVED: &str = "received";
+
+/// With loads, how hard one of them pushed in each arm: the mean over the arm's loaded rounds,
+/// so that a reader sees the two arms were loaded alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Intensity {
+    /// The load kind (`ipi`), or `received` for the IPIs the measured CPUs received.
+    pub kind: String,
+    /// The unit of `before` and `after` (`IPIs sent/s`, `GB/s`, `IPIs received/s`).
+    pub unit: String,
+    /// The before arm's mean over its loaded rounds, in `unit`; `null` where unreadable.
+    pub before: Option<f64>,
+    /// The after arm's, in `unit`.
+    pub after: Option<f64>,
 }
 
 /// A setting of the plan the machine refused when it was applied: left out of what is proved.
@@ -169,8 +202,12 @@ pub(crate) struct State {
     pub refused: Vec<Refused>,
     /// The boot settle condition as found after the reboot, in words.
     pub settled: Option<String>,
-    /// compare's verdict on the primary endpoints, once compared.
+    /// compare's verdict on the primary endpoints, once compared (with loads, the loaded
+    /// rounds' lines first).
     pub verdict: Vec<VerdictLine>,
+    /// With loads, each load's intensity before and after, once compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intensity: Vec<Intensity>,
 }
 
 /// Why the state file could not be read or written.

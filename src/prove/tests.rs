@@ -11,22 +11,23 @@ use crate::plan::request::{Isolation, PlanRequest};
 use crate::test_tree::{TestTree, tree};
 
 /// The recorded arms, copied into the bundle directory asked for.
+#[derive(Default)]
 struct Recorded {
     /// The arms measured, in order.
     measured: Vec<Arm>,
+    /// With loads: the `ipi` load's IPIs sent/s in the before arm's loaded rounds (even ones)
+    /// and in the after arm's, as check records them in each run.
+    loads: Option<(f64, f64)>,
 }
 
 impl Measure for Recorded {
     fn measure(&mut self, arm: Arm, dir: &Path) -> Result<arms::Measured, ProveError> {
         self.measured.push(arm);
-        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/runtime-isolation")
-            .join(arm.to_string());
-        std::fs::create_dir_all(dir).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
-        }
+        let rate = self.loads.map(|(before, after)| match arm {
+            Arm::Before => before,
+            Arm::After => after,
+        });
+        verdict::tests::recorded_arm(dir, &arm.to_string(), rate);
         Ok(arms::Measured { complete: true })
     }
 }
@@ -62,6 +63,8 @@ fn rounds() -> Rounds {
         duration_ms: 20_000,
         rounds: 5,
         explain: true,
+        load: None,
+        net: false,
     }
 }
 
@@ -71,24 +74,28 @@ fn prove<'a>(root: &'a SysRoot, dir: &Path) -> Prove<'a> {
         runner: None,
         dir: dir.to_path_buf(),
         binary: PathBuf::from("/usr/local/bin/lowlat"),
-        options: compare::Options {
-            above_ns: 10_000.0,
-            margin: 0.03,
-        },
+        options: OPTIONS,
         settle: Settle::default(),
     }
 }
 
 fn start_run(prove: &Prove<'_>, plan: (Plan, String), revert: bool) -> (Outcome, Recorded) {
-    let mut recorded = Recorded {
-        measured: Vec::new(),
-    };
+    start_with(prove, plan, revert, rounds(), Recorded::default())
+}
+
+fn start_with(
+    prove: &Prove<'_>,
+    plan: (Plan, String),
+    revert: bool,
+    rounds: Rounds,
+    mut recorded: Recorded,
+) -> (Outcome, Recorded) {
     let outcome = start(
         prove,
         Start {
             plan: plan.0,
             plan_text: plan.1,
-            rounds: rounds(),
+            rounds,
             revert,
             reboot: false,
         },
@@ -150,23 +157,16 @@ fn after_a_reboot_into_the_planned_arguments_the_resume_goes_on_to_the_verdict()
     let state = up_to_the_reboot(&tree, &dir);
     let root = tree.root();
     // Resuming before the reboot is refused, and changes nothing.
-    let err = resume(
-        &prove(&root, &dir),
-        &mut Recorded {
-            measured: Vec::new(),
-        },
-    )
-    .err()
-    .unwrap();
+    let err = resume(&prove(&root, &dir), &mut Recorded::default())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("reboot first"), "{err}");
     assert_eq!(State::load(&dir).unwrap(), state);
 
     reboot_into(&tree, &state.kernel_args);
-    let mut recorded = Recorded {
-        measured: Vec::new(),
-    };
+    let mut recorded = Recorded::default();
     let outcome = resume(&prove(&root, &dir), &mut recorded).unwrap();
-    let Outcome::Done(state, comparisons) = outcome else {
+    let Outcome::Done(state, judged) = outcome else {
         panic!("not done: {:?}", State::load(&dir).unwrap().stopped);
     };
     assert_eq!(recorded.measured, [Arm::After]);
@@ -181,7 +181,10 @@ fn after_a_reboot_into_the_planned_arguments_the_resume_goes_on_to_the_verdict()
     );
     // The unit is gone; the verdict is compare's, in the state and in compare.json.
     assert!(!tree.join(boot::RESUME_UNIT_PATH).exists());
-    assert_eq!(comparisons.len(), 2);
+    // Without loads, one comparison of every round, two measurements.
+    assert_eq!(judged.len(), 1);
+    assert_eq!(judged[0].rounds, None);
+    assert_eq!(judged[0].comparisons.len(), 2);
     let timer_p99 = (state.verdict.iter())
         .find(|v| v.family == "timer wake-up latencies" && v.endpoint == "worst CPU's p99")
         .unwrap();
@@ -205,9 +208,7 @@ fn a_reboot_without_the_planned_arguments_stops_before_the_after_arm() {
     up_to_the_reboot(&tree, &dir);
     reboot_into(&tree, &[]);
     let root = tree.root();
-    let mut recorded = Recorded {
-        measured: Vec::new(),
-    };
+    let mut recorded = Recorded::default();
     let Outcome::Stopped(state) = resume(&prove(&root, &dir), &mut recorded).unwrap() else {
         panic!("went on without the kernel arguments");
     };
@@ -249,9 +250,7 @@ fn a_resume_on_another_machine_stops_and_says_what_changed() {
         reboot_into(&tree, &state.kernel_args);
         tree.write(file, value);
         let root = tree.root();
-        let mut recorded = Recorded {
-            measured: Vec::new(),
-        };
+        let mut recorded = Recorded::default();
         let Outcome::Stopped(state) = resume(&prove(&root, &dir), &mut recorded).unwrap() else {
             panic!("went on on another machine ({file})");
         };
@@ -325,12 +324,119 @@ fn a_runtime_trial_runs_every_step_and_leaves_the_machine_as_before() {
             revert: true,
             reboot: false,
         },
-        &mut Recorded {
-            measured: Vec::new(),
-        },
+        &mut Recorded::default(),
         |_| Ok(true),
     )
     .err()
     .unwrap();
     assert!(err.to_string().contains("--out"), "{err}");
+}
+
+/// Issue 48, `prove --load`: a runtime trial whose arms alternate idle and loaded rounds gives
+/// two verdicts, the loaded rounds before against the loaded rounds after first (compare.json),
+/// then the idle ones (compare-idle.json); the state labels each line, sets each load's
+/// intensity before beside after, and the report holds both.
+#[test]
+fn a_loaded_trial_gives_the_loaded_verdict_first_and_the_idle_one_beside_it() {
+    let tree = machine();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("prove");
+    let root = tree.root();
+    let mut loaded = rounds();
+    loaded.load = Some(crate::measure::load::LoadAsked {
+        kinds: vec![crate::measure::load::Kind::Ipi],
+        level: crate::measure::load::Level::High,
+        scratch_dir: None,
+        net_over: None,
+    });
+    let recorded = Recorded {
+        loads: Some((50_000.0, 70_000.0)),
+        ..Recorded::default()
+    };
+    let plan = plan(&tree, Isolation::Runtime);
+    let (outcome, _) = start_with(&prove(&root, &dir), plan, true, loaded, recorded);
+    let Outcome::Done(state, judged) = outcome else {
+        panic!("stopped: {:?}", State::load(&dir).unwrap().stopped);
+    };
+    let names: Vec<Option<&str>> = judged.iter().map(|j| j.rounds.as_deref()).collect();
+    assert_eq!(names, [Some("loaded (ipi, high)"), Some("idle")]);
+    assert!(judged.iter().all(|j| j.comparisons.len() == 2));
+    // The lines of the loaded verdict come first, then the idle ones, each labelled.
+    let labels: Vec<&str> = (state.verdict.iter())
+        .map(|v| v.rounds.as_deref().unwrap())
+        .collect();
+    let first_idle = labels.iter().position(|l| *l == "idle").unwrap();
+    assert!(first_idle > 0, "{labels:?}");
+    assert!(
+        labels[..first_idle]
+            .iter()
+            .all(|l| *l == "loaded (ipi, high)")
+    );
+    assert!(labels[first_idle..].iter().all(|l| *l == "idle"));
+    assert_eq!(
+        (
+            state.intensity[0].kind.as_str(),
+            state.intensity[0].before,
+            state.intensity[0].after
+        ),
+        ("ipi", Some(50_000.0), Some(70_000.0))
+    );
+    for file in [COMPARE_FILE, IDLE_COMPARE_FILE, REPORT_FILE] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let said = text::status(&state, &dir);
+    let (loaded_at, idle_at) = (
+        said.find("verdict, loaded (ipi, high) rounds").unwrap(),
+        said.find("verdict, idle rounds").unwrap(),
+    );
+    assert!(loaded_at < idle_at, "{said}");
+    assert!(
+        said.contains("    ipi: 50.0k → 70.0k IPIs sent/s"),
+        "{said}"
+    );
+    let page = std::fs::read_to_string(dir.join(REPORT_FILE)).unwrap();
+    assert!(page.contains("loaded (ipi, high)") && page.contains("IPIs sent/s"));
+}
+
+/// A resume measures the after arm with the loads of the state, as the before arm ran them;
+/// and a state written before loads existed reads as a run without them.
+#[test]
+fn a_resume_runs_the_loads_the_state_recorded_and_an_old_state_has_none() {
+    let profile =
+        crate::audit::profile::load(crate::tuning::profile_name::ProfileName::LowLatency).unwrap();
+    let mut asked = rounds();
+    asked.load = Some(crate::measure::load::LoadAsked {
+        kinds: vec![
+            crate::measure::load::Kind::Ipi,
+            crate::measure::load::Kind::Mem,
+        ],
+        level: crate::measure::load::Level::Low,
+        scratch_dir: Some(PathBuf::from("/var/tmp/x")),
+        net_over: Some(crate::measure::load::OverNic {
+            interface: "eth0".into(),
+            peer: "192.0.2.7:11111".parse().unwrap(),
+        }),
+    });
+    asked.net = true;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = machine();
+    let root = tree.root();
+    let (_, _) = start_with(
+        &prove(&root, dir.path()),
+        plan(&tree, Isolation::Boot),
+        false,
+        asked.clone(),
+        Recorded::default(),
+    );
+    let state = State::load(dir.path()).unwrap();
+    assert_eq!(state.rounds, asked);
+    let arms = arms::CheckArms::of(&state.rounds, profile.clone(), false).unwrap();
+    assert_eq!(arms.request.load, asked.load);
+    assert!(arms.net);
+    // tests/data/prove/prove.json was written before loads and --net.
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/prove");
+    let state = State::load(&old).unwrap();
+    assert_eq!((state.rounds.load, state.rounds.net), (None, false));
+    assert!(state.intensity.is_empty());
+    assert!(state.verdict.iter().all(|v| v.rounds.is_none()));
 }

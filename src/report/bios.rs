@@ -7,21 +7,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
-use crate::bios::settings::{AttributeCheck, BiosJournal, BiosJournalEntry, BiosStatus};
+use crate::bios::settings::{AttributeCheck, BiosJournalEntry, BiosStatus};
 use crate::bios::{BiosState, value_text};
 use crate::document::{Document, Kind};
 
 /// The `bios` document of `bios read` (and its `-o FILE`): the state the BMC reported.
 pub fn read_document(state: &BiosState) -> Document<&BiosState> {
     Document::new(Kind::Bios, state.host(), state)
-}
-
-/// The `bios-journal` document `bios apply --journal FILE` writes: the values replaced.
-pub fn journal_document<'a>(
-    state: &BiosState,
-    journal: &'a BiosJournal,
-) -> Document<&'a BiosJournal> {
-    Document::new(Kind::BiosJournal, state.host(), journal)
 }
 
 /// The body of a `bios-verify` document.

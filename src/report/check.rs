@@ -665,18 +665,6 @@ pub(crate) fn of_run<'a>(
     }
 }
 
-/// The documents of a check, in bundle order: the inventory, the audit, each round's jitter
-/// and timer runs (interleaved, as measured), the check.
-pub(crate) fn documents(
-    check: &Prepared,
-    report: &CheckReport<'_>,
-    measured: &CheckRun,
-) -> Result<Vec<(Kind, String)>, serde_json::Error> {
-    let mut documents = run_documents(check, measured)?;
-    documents.push((Kind::Check, document(report).to_json()?));
-    Ok(documents)
-}
-
 /// The documents of a check but the check's own, in bundle order: the inventory, the audit,
 /// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
 pub(crate) fn run_documents(

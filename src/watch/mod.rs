@@ -10,12 +10,13 @@
 //! `report::watch`'s.
 //!
 //! It never wakes an isolated CPU: no per-CPU reads that run on the target CPU (no MSRs, no
-//! perf events), and the CLI pins the process to the housekeeping CPUs before it starts.
+//! perf events), and [`pipeline`] pins the process to the housekeeping CPUs before it starts.
 //! Time comes from a [`Clock`], so that tests replay recorded states without sleeping.
 
 pub(crate) mod causes;
 pub(crate) mod drift;
 pub(crate) mod osnoise;
+pub(crate) mod pipeline;
 pub(crate) mod sample;
 pub(crate) mod serve;
 pub(crate) mod targets;

@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -79,8 +80,77 @@ impl Connections {
     }
 }
 
+/// Why an output of watch cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OutputError {
+    /// `--listen ADDR` cannot be bound.
+    #[error("--listen {addr}: cannot listen there; choose another address or port")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--textfile` is not named *.prom.
+    #[error(
+        "--textfile {}: node_exporter's textfile collector reads only *.prom files; name it so",
+        file.display()
+    )]
+    NotProm {
+        /// The file.
+        file: PathBuf,
+    },
+    /// `--textfile`'s directory cannot be written.
+    #[error(
+        "--textfile {}: cannot write in {}; create the directory or make it writable",
+        file.display(),
+        dir.display()
+    )]
+    TextfileDir {
+        /// The file.
+        file: PathBuf,
+        /// Its directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Serves `page` at http://ADDR/metrics (`--listen`), and returns the address bound (the
+/// port chosen, for port 0).
+pub(crate) fn listen(addr: &str, page: &SharedPage) -> Result<String, OutputError> {
+    let listener = TcpListener::bind(addr).map_err(|source| OutputError::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let bound = (listener.local_addr()).map_or(addr.to_string(), |a| a.to_string());
+    serve(listener, page.clone());
+    Ok(bound)
+}
+
+/// Refuses a `--textfile` whose directory does not exist or cannot be written, before
+/// watching.
+pub(crate) fn check_textfile(file: &Path) -> Result<(), OutputError> {
+    if file.extension().is_none_or(|e| e != "prom") {
+        return Err(OutputError::NotProm {
+            file: file.to_path_buf(),
+        });
+    }
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .map_err(|source| OutputError::TextfileDir {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+            source,
+        })
+}
+
 /// Answers requests on `listener` from `page`, on threads of their own, until the process ends.
-pub(crate) fn serve(listener: TcpListener, page: SharedPage) {
+fn serve(listener: TcpListener, page: SharedPage) {
     let connections = Arc::new(Connections::default());
     std::thread::spawn(move || {
         for (id, stream) in (0u64..).zip(listener.incoming().flatten()) {
@@ -267,6 +337,16 @@ fn refuse(stream: &TcpStream, status: &str, body: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_textfile_must_end_in_prom_and_its_directory_be_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_textfile(&dir.path().join("lowlat.prom")).is_ok());
+        let err = check_textfile(&dir.path().join("lowlat.txt")).unwrap_err();
+        assert!(matches!(err, OutputError::NotProm { .. }), "{err}");
+        let err = check_textfile(&dir.path().join("missing/lowlat.prom")).unwrap_err();
+        assert!(err.to_string().contains("cannot write in"), "{err}");
+    }
     use std::io::Read;
 
     fn get(addr: std::net::SocketAddr, path: &str) -> String {

@@ -206,25 +206,28 @@ fn the_code_cites_sources_by_tags_that_exist() {
     );
 }
 
-/// Issue 47: docs/guide/prove.md's worked example is what `lowlat prove --status` prints, byte
-/// for byte, on the state file it names (tests/data/prove, run from the repository's root).
+/// Issue 47: docs/guide/prove.md's worked examples are what `lowlat prove --status` prints,
+/// byte for byte, on the state files they name (tests/data/prove, and issue 48's loaded run
+/// with --net, tests/data/prove-load, run from the repository's root).
 #[test]
 fn the_prove_guides_status_example_is_what_lowlat_prints() {
     let guide = fs::read_to_string(root().join("docs/guide/prove.md")).unwrap();
-    let (_, after) = guide
-        .split_once("<!-- prove-example: status -->\n```console\n")
-        .expect("the guide's status example");
-    let block = after.split_once("```").unwrap().0;
-    let (command, shown) = block.split_once('\n').unwrap();
-    let args: Vec<&str> = command
-        .strip_prefix("$ lowlat ")
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    let out = crate::support::lowlat(&args)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), shown);
+    for example in ["status", "load"] {
+        let (_, after) = guide
+            .split_once(&format!("<!-- prove-example: {example} -->\n```console\n"))
+            .unwrap_or_else(|| panic!("the guide's {example} example"));
+        let block = after.split_once("```").unwrap().0;
+        let (command, shown) = block.split_once('\n').unwrap();
+        let args: Vec<&str> = command
+            .strip_prefix("$ lowlat ")
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        let out = crate::support::lowlat(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), shown, "{example}");
+    }
 }

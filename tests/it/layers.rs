@@ -36,7 +36,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("prove", &["report"]),
-    ("cli", &["prove"]),
+    ("manual", &["apply"]),
+    ("cli", &["prove", "manual"]),
 ];
 
 pub(crate) fn src() -> PathBuf {

@@ -160,3 +160,150 @@ fn a_second_prove_at_once_is_refused_and_changes_nothing() {
         before
     );
 }
+
+/// The prove state's JSON on stdout of a finished `--json` trial, with its stderr for messages.
+fn trial(extra: &[&str], out_dir: &std::path::Path, plan: &str) -> (serde_json::Value, String) {
+    let mut args = vec![
+        "prove",
+        "--plan",
+        plan,
+        "--revert",
+        "--yes",
+        "--duration",
+        "2s",
+        "--repeat",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = lowlat(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{stdout}\n{stderr}"
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}\n{stderr}"));
+    assert_eq!(state["done"], true, "{stdout}\n{stderr}");
+    assert_eq!(state["machine"], "as-before", "{stdout}");
+    (state, stderr)
+}
+
+/// Issue 48, `prove --load ipi`: a runtime trial whose arms alternate idle and loaded rounds
+/// runs end to end; the verdict names the loaded rounds' lines first and the idle ones after,
+/// both comparisons are written, the ipi load pushed in both arms (its intensity above zero
+/// before and after), and the machine is as before.
+#[test]
+#[ignore = "changes the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_loaded_trial_gives_a_loaded_and_an_idle_verdict() {
+    let _turn = crate::support::cpu1_turn();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = runtime_plan(dir.path());
+    let before = threads();
+    let out_dir = dir.path().join("prove");
+    let (state, stderr) = trial(&["--load", "ipi"], &out_dir, &plan);
+    let after = threads();
+    let rounds: Vec<&str> = (state["verdict"].as_array().unwrap().iter())
+        .map(|v| v["rounds"].as_str().unwrap_or_else(|| panic!("{state}")))
+        .collect();
+    let first_idle = rounds.iter().position(|r| *r == "idle").unwrap();
+    assert!(first_idle > 0, "{rounds:?}");
+    assert!(
+        rounds[..first_idle]
+            .iter()
+            .all(|r| *r == "loaded (ipi, high)")
+    );
+    assert!(rounds[first_idle..].iter().all(|r| *r == "idle"));
+    let ipi = (state["intensity"].as_array().unwrap().iter())
+        .find(|i| i["kind"] == "ipi")
+        .unwrap_or_else(|| panic!("{state}"));
+    assert!(ipi["before"].as_f64().unwrap() > 0.0, "{ipi}");
+    assert!(ipi["after"].as_f64().unwrap() > 0.0, "{ipi}");
+    for file in ["compare.json", "compare-idle.json", "report.html"] {
+        assert!(out_dir.join(file).is_file(), "{file}\n{stderr}");
+    }
+    let diff = differences(&before, &after);
+    assert!(diff.is_empty(), "not put back:\n{}", diff.join("\n"));
+    assert!(!std::path::Path::new("/var/lib/lowlat/journal.jsonl").exists());
+}
+
+/// Issue 49 item 3, `prove --net`: each arm also runs the loopback ping-pong on the measured
+/// CPUs, and the verdict judges its round trips before against after.
+#[test]
+#[ignore = "changes the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_net_trial_judges_the_round_trips() {
+    let _turn = crate::support::cpu1_turn();
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = runtime_plan(dir.path());
+    let out_dir = dir.path().join("prove");
+    let (state, stderr) = trial(&["--net"], &out_dir, &plan);
+    let families: Vec<&str> = (state["verdict"].as_array().unwrap().iter())
+        .map(|v| v["family"].as_str().unwrap())
+        .collect();
+    assert!(
+        families.contains(&"network round trips"),
+        "{families:?}\n{stderr}"
+    );
+    for arm in ["before", "after"] {
+        assert!(
+            out_dir.join(arm).join("measure-net-2.json").is_file(),
+            "{arm}: {stderr}"
+        );
+    }
+}
+
+/// `--load` beside every CPU this process may run on: refused with check's error before
+/// anything is measured or changed (nothing written to --out).
+#[test]
+#[ignore = "reads the live machine's plan; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
+fn a_load_with_no_housekeeping_cpu_left_is_refused_as_check_refuses_it() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("prove");
+    let out = Command::new("taskset")
+        .args(["-c", "1", env!("CARGO_BIN_EXE_lowlat")])
+        .args([
+            "prove",
+            "--isolation",
+            "runtime",
+            "--isolate",
+            "1",
+            "--load",
+            "ipi",
+        ])
+        .args(["--yes", "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--load ipi: no housekeeping CPU is left for the load"),
+        "{stderr}"
+    );
+    assert!(!out_dir.exists());
+}
+
+/// An unknown load kind: the same error as check's, and nothing runs.
+#[test]
+fn an_unknown_load_kind_is_refused_as_check_refuses_it() {
+    let said = |command: &str| {
+        let out = lowlat(&[command, "--load", "disk"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr.lines().next().unwrap().to_string()
+    };
+    let (check, prove) = (said("check"), said("prove"));
+    assert!(check.contains("unknown load \"disk\""), "{check}");
+    assert_eq!(prove, check);
+}

@@ -8,6 +8,7 @@
 
 use super::ethtool;
 use super::printed;
+use crate::machine::topology;
 use crate::test_tree::TestTree;
 
 /// One recorded command and its output lines.
@@ -68,19 +69,7 @@ pub(crate) fn two_node_machine() -> TestTree {
     d.write("/proc/cpuinfo", "processor : 0\nvendor_id : GenuineIntel\ncpu family : 6\nmodel : 106\nflags : fpu tsc constant_tsc nonstop_tsc\n\n");
     d.write("/proc/sys/kernel/osrelease", "6.8.0\n");
     d.write("/proc/cmdline", "ro\n");
-    d.write("/sys/devices/system/cpu/possible", "0-7\n");
-    d.write("/sys/devices/system/cpu/online", "0-7\n");
-    for cpu in 0..8 {
-        let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-        d.write(
-            &format!("{t}/physical_package_id"),
-            format!("{}\n", cpu / 4),
-        );
-        d.write(&format!("{t}/core_id"), format!("{}\n", cpu % 4));
-        d.write(&format!("{t}/thread_siblings_list"), format!("{cpu}\n"));
-    }
-    d.write("/sys/devices/system/node/node0/cpulist", "0-3\n");
-    d.write("/sys/devices/system/node/node1/cpulist", "4-7\n");
+    topology::write_two_nodes(&d);
     write(&d, "ens5f0", &recording("ice"), 1);
     let mut interrupts = String::from(
         "            CPU0       CPU1       CPU2       CPU3       CPU4       CPU5       CPU6       CPU7\n",

@@ -170,8 +170,9 @@ impl Level {
     }
 }
 
-/// What loads the user asked for, before the CPUs are known.
-#[derive(Debug, Clone, PartialEq)]
+/// What loads the user asked for, before the CPUs are known (also as a prove run's state
+/// records them, so that its after arm runs the loads its before arm ran).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LoadAsked {
     /// The kinds, each once.
     pub kinds: Vec<Kind>,
@@ -179,7 +180,9 @@ pub(crate) struct LoadAsked {
     pub level: Level,
     /// Where `io` opens its scratch file; `None`: `/var/tmp`.
     pub scratch_dir: Option<PathBuf>,
-    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None`: loopback.
+    /// The interface and peer `net` sends to (`--load-if`, `--load-peer`); `None` (and absent
+    /// in a prove state written before them): loopback.
+    #[serde(default)]
     pub net_over: Option<OverNic>,
 }
 
@@ -615,17 +618,30 @@ fn stop_with(mut running: Running, why: String) -> String {
     why
 }
 
-/// The threads of this process named `ll-load-*` now (from /proc/self/task; tests only).
+/// The threads of this process named `ll-load-*` (from /proc/self/task; tests only) once the
+/// ones that have ended are gone: a thread's join returns when it has left its code, and the
+/// kernel removes its task entry a moment later (longer on a busy machine), so a count of 0 is
+/// waited for up to a second before the count is returned.
 #[cfg(test)]
-pub(crate) fn load_threads_now() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.starts_with("ll-load-"))
-        })
-        .count()
+pub(crate) fn load_threads_left() -> usize {
+    let count = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.starts_with("ll-load-"))
+            })
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let now = count();
+        if now == 0 || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[cfg(test)]
@@ -661,7 +677,7 @@ pub(crate) mod tests {
         let round = {
             let loads = Loads::start(request);
             assert!(loads.skipped.is_empty(), "{:?}", loads.skipped);
-            assert!(load_threads_now() > 0);
+            assert!(load_threads_left() > 0);
             let idle = loads.mark(&root, &measured);
             std::thread::sleep(Duration::from_millis(30));
             let paused = loads.round(&idle, &root, &measured, false);
@@ -674,7 +690,7 @@ pub(crate) mod tests {
             std::thread::sleep(Duration::from_millis(100));
             loads.round(&mark, &root, &measured, true)
         };
-        assert_eq!(load_threads_now(), 0, "load threads outlived their Loads");
+        assert_eq!(load_threads_left(), 0, "load threads outlived their Loads");
         round
     }
 
@@ -715,6 +731,6 @@ pub(crate) mod tests {
             "{:?}",
             loads.skipped
         );
-        assert_eq!(load_threads_now(), 0);
+        assert_eq!(load_threads_left(), 0);
     }
 }

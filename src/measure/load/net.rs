@@ -31,7 +31,7 @@ const IFF_UP: u32 = 0x1;
 pub(super) const THREADS_PER_CPU: usize = 2;
 
 /// Where the `net` load sends instead of loopback: out of a named interface to a named peer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct OverNic {
     /// The interface (`--load-if`).
     pub interface: String,

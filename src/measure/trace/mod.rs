@@ -358,13 +358,64 @@ fn unmatched_notes(cpu: &CpuCauses) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::events::{self, Event, Line, Symbols, Vector, What};
+    use super::events::{self, Event, IpiSend, Line, Symbols, Vector, What};
     use super::explain::{Class, CpuTrace, TraceGap, Waits, explain_cpu};
     use super::{Capture, CpuGaps, Explanation, TraceClock, explanation};
     use crate::measure::runner::segments::Merge;
 
     fn ev(ts: u64, what: What) -> Event {
         Event { ts, what }
+    }
+
+    /// The explanation of the gaps (start, end) of CPU `cpu`'s loop (thread 100, its run
+    /// started at `start`) in `capture`, senders looked for within `window`; an x86 TSC clock
+    /// whose ticks are read as ns.
+    pub(super) fn explain_loop(
+        capture: &Capture,
+        cpu: u32,
+        start: u64,
+        gaps: &[(u64, u64)],
+        waits: Waits,
+        window: u64,
+    ) -> Explanation {
+        let gaps = CpuGaps {
+            cpu,
+            loop_tid: 100,
+            start,
+            gaps: gaps
+                .iter()
+                .map(|&(start, end)| TraceGap { start, end })
+                .collect(),
+            waits,
+        };
+        explanation(capture, TraceClock::X86Tsc, &[gaps], window, &|t| t)
+    }
+
+    /// Sends of an IPI to CPU 1 by membarrier (pid 55) on CPU 0 from
+    /// `smp_call_function_many_cond`, its names interned in `s`: the send at a time.
+    pub(super) fn membarrier_sends(s: &mut Symbols) -> impl Fn(u64) -> IpiSend + use<> {
+        let comm = s.intern("membarrier");
+        let callsite = s.intern("smp_call_function_many_cond+0x1/0x2");
+        move |ts| IpiSend {
+            ts,
+            cpu: 0,
+            pid: 55,
+            comm,
+            callsite,
+            targets: vec![1],
+            kind: None,
+        }
+    }
+
+    /// The first CPU's causes as (class, source), sorted.
+    fn sorted_sources(out: &Explanation) -> Vec<(Class, String)> {
+        let mut got: Vec<(Class, String)> = out.cpus[0]
+            .causes
+            .iter()
+            .map(|c| (c.cause.class, c.cause.source.clone()))
+            .collect();
+        got.sort();
+        got
     }
 
     /// The figures beside `no kernel event`, read from a fixture tree as a run reads them:
@@ -550,27 +601,10 @@ mod tests {
             events: vec![(1, events)],
             ..Capture::default()
         };
-        let gaps = CpuGaps {
-            cpu: 1,
-            loop_tid: 100,
-            start: 0,
-            gaps: (1..=7)
-                .map(|i| TraceGap {
-                    start: i * 100,
-                    end: i * 100 + 40,
-                })
-                .collect(),
-            waits: Waits::Timer,
-        };
-        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
-        let mut got: Vec<(Class, String)> = out.cpus[0]
-            .causes
-            .iter()
-            .map(|c| (c.cause.class, c.cause.source.clone()))
-            .collect();
-        got.sort();
+        let gaps: Vec<_> = (1..=7).map(|i| (i * 100, i * 100 + 40)).collect();
+        let out = explain_loop(&capture, 1, 0, &gaps, Waits::Timer, 10);
         assert_eq!(
-            got,
+            sorted_sources(&out),
             vec![
                 (Class::Tick, "tick_nohz_handler".into()),
                 (Class::DeviceIrq, "42 nvme0q1".into()),
@@ -693,19 +727,8 @@ mod tests {
     /// the window, are said in the notes with their count, per CPU.
     #[test]
     fn unnamed_senders_are_counted_in_the_notes() {
-        use super::events::IpiSend;
         let mut s = Symbols::default();
-        let comm = s.intern("membarrier");
-        let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-        let send = |ts| IpiSend {
-            ts,
-            cpu: 0,
-            pid: 55,
-            comm,
-            callsite: site,
-            targets: vec![1],
-            kind: None,
-        };
+        let send = membarrier_sends(&mut s);
         let capture = Capture {
             symbols: s,
             events: vec![(
@@ -718,24 +741,8 @@ mod tests {
             sent: vec![send(110), send(150)],
             ..Capture::default()
         };
-        let gaps = CpuGaps {
-            cpu: 1,
-            loop_tid: 100,
-            start: 0,
-            gaps: vec![
-                TraceGap {
-                    start: 100,
-                    end: 120,
-                },
-                TraceGap {
-                    start: 200,
-                    end: 220,
-                },
-            ],
-            waits: Waits::Spins,
-        };
         // A window of 40: the first IPI's only send is 5 after it, the second's 55 before.
-        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 40, &|t| t);
+        let out = explain_loop(&capture, 1, 0, &[(100, 120), (200, 220)], Waits::Spins, 40);
         assert_eq!(
             out.notes,
             vec![
@@ -872,32 +879,14 @@ mod tests {
             }
         }
         capture.events = vec![(7, events)];
-        let gaps = CpuGaps {
-            cpu: 7,
-            loop_tid: 100,
-            start: 154_000_000_000,
-            gaps: vec![
-                TraceGap {
-                    start: 154_892_200_000,
-                    end: 154_892_220_000,
-                },
-                TraceGap {
-                    start: 154_900_030_000,
-                    end: 154_900_050_000,
-                },
-            ],
-            waits: Waits::Spins,
-        };
+        let gaps = [
+            (154_892_200_000, 154_892_220_000),
+            (154_900_030_000, 154_900_050_000),
+        ];
         // A ns clock: the window is 1 ms.
-        let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 1_000_000, &|t| t);
-        let mut got: Vec<(Class, String)> = out.cpus[0]
-            .causes
-            .iter()
-            .map(|c| (c.cause.class, c.cause.source.clone()))
-            .collect();
-        got.sort();
+        let out = explain_loop(&capture, 7, 154_000_000_000, &gaps, Waits::Spins, 1_000_000);
         assert_eq!(
-            got,
+            sorted_sources(&out),
             vec![
                 (Class::Ipi, "function call from sugov:4 on CPU 0".into()),
                 (Class::Ipi, "reschedule from <idle> on CPU 0".into()),

@@ -2,10 +2,24 @@
 
 use super::join::own_wakeups;
 use super::*;
-use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
+use crate::measure::trace::events::{Event, IpiSend, Sym, Symbols, Vector, What};
+use crate::measure::trace::tests::membarrier_sends;
 
 fn ev(ts: u64, what: What) -> Event {
     Event { ts, what }
+}
+
+/// At `ts`, `prev` switched out without blocking for `pid` (`comm`).
+fn switch(ts: u64, pid: u32, comm: Sym, prev: u32) -> Event {
+    ev(
+        ts,
+        What::Switch {
+            pid,
+            comm,
+            prev,
+            prev_blocked: false,
+        },
+    )
 }
 
 fn gap(start: u64, end: u64) -> TraceGap {
@@ -26,11 +40,15 @@ fn trace<'a>(events: &'a [Event], lost: Vec<(u64, u64)>) -> CpuTrace<'a> {
     }
 }
 
-fn classes(out: &CpuCauses) -> Vec<(Class, String, u64)> {
-    out.causes
+/// The causes as (class, source, count), sorted.
+fn sorted_classes(out: &CpuCauses) -> Vec<(Class, String, u64)> {
+    let mut got: Vec<_> = out
+        .causes
         .iter()
         .map(|c| (c.cause.class, c.cause.source.clone(), c.count))
-        .collect()
+        .collect();
+    got.sort();
+    got
 }
 
 #[test]
@@ -74,44 +92,12 @@ fn each_gap_gets_one_cause_and_the_counts_add_up() {
         ev(405, What::Vector(Vector::LocalTimer)),
         ev(406, What::Hrtimer(s.intern("hrtimer_wakeup"))),
         ev(406, What::Wakeup(77)),
-        ev(
-            407,
-            What::Switch {
-                pid: 77,
-                comm: cyclic,
-                prev: 100,
-                prev_blocked: false,
-            },
-        ),
-        ev(
-            408,
-            What::Switch {
-                pid: 100,
-                comm: loop_comm,
-                prev: 77,
-                prev_blocked: false,
-            },
-        ),
+        switch(407, 77, cyclic, 100),
+        switch(408, 100, loop_comm, 77),
         // 5: vmstat_update in a kworker.
-        ev(
-            505,
-            What::Switch {
-                pid: 9,
-                comm: kworker,
-                prev: 100,
-                prev_blocked: false,
-            },
-        ),
+        switch(505, 9, kworker, 100),
         ev(506, What::Work(vmstat)),
-        ev(
-            507,
-            What::Switch {
-                pid: 100,
-                comm: loop_comm,
-                prev: 9,
-                prev_blocked: false,
-            },
-        ),
+        switch(507, 100, loop_comm, 9),
         // 6: the RCU softirq alone.
         ev(605, What::Softirq(9)),
         // 7: nothing (the gap 700-710).
@@ -133,10 +119,8 @@ fn each_gap_gets_one_cause_and_the_counts_add_up() {
         gap(800, 850),
     ];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick kept: SCHED".into(), 1),
             (Class::Tick, "tick_nohz_handler".into(), 1),
@@ -167,17 +151,7 @@ fn a_softirq_thread_is_named_with_the_softirq_it_ran() {
     let ksoftirqd = s.intern("ksoftirqd/1");
     let other = s.intern("app");
     let loop_comm = s.intern("lowlat");
-    let switch = |ts, pid, comm| {
-        ev(
-            ts,
-            What::Switch {
-                pid,
-                comm,
-                prev: 100,
-                prev_blocked: false,
-            },
-        )
-    };
+    let switch = |ts, pid, comm| switch(ts, pid, comm, 100);
     let events = [
         switch(10, 22, ksoftirqd),
         ev(11, What::Softirq(1)),
@@ -256,10 +230,8 @@ fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
     t.run_start = 1_000;
     let gaps = [gap(100, 110), gap(210, 200), gap(300, 310)];
     let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::DeviceIrq, "42 nvme0q1".into(), 1),
@@ -273,8 +245,7 @@ fn out_of_order_events_and_garbled_gaps_neither_panic_nor_mislead() {
 #[test]
 fn ipis_name_their_sender_and_shootdowns_are_told_apart() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
+    let send = membarrier_sends(&mut s);
     let events = [
         ev(105, What::Vector(Vector::CallFunction)),
         ev(205, What::Vector(Vector::CallFunctionSingle)),
@@ -282,32 +253,18 @@ fn ipis_name_their_sender_and_shootdowns_are_told_apart() {
         ev(305, What::Vector(Vector::Reschedule)),
     ];
     let sent = [
-        IpiSend {
-            ts: 101,
-            cpu: 0,
-            pid: 55,
-            comm,
-            callsite: site,
-            targets: vec![1],
-            kind: None,
-        },
+        send(101),
         // To another CPU: not this one's sender.
         IpiSend {
-            ts: 203,
-            cpu: 0,
             pid: 56,
-            comm,
-            callsite: site,
             targets: vec![2],
-            kind: None,
+            ..send(203)
         },
     ];
     let gaps = [gap(100, 110), gap(200, 210), gap(300, 310)];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (
                 Class::Ipi,
@@ -362,10 +319,8 @@ fn arm64_timer_and_ipi_interrupts_are_classed_by_what_they_ran() {
     ];
     let gaps: Vec<TraceGap> = (1..=6).map(|i| gap(i * 100, i * 100 + 10)).collect();
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_sched_timer".into(), 1),
             (Class::Timer, "hrtimer_wakeup".into(), 1),
@@ -383,17 +338,7 @@ fn arm64_timer_and_ipi_interrupts_are_classed_by_what_they_ran() {
 #[test]
 fn clock_skew_never_names_a_sender_and_is_counted() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-    let send = |ts| IpiSend {
-        ts,
-        cpu: 0,
-        pid: 55,
-        comm,
-        callsite: site,
-        targets: vec![1],
-        kind: None,
-    };
+    let send = membarrier_sends(&mut s);
     let events = [
         // Sent 30 after it arrived (the window is 50).
         ev(105, What::Vector(Vector::CallFunction)),
@@ -405,10 +350,8 @@ fn clock_skew_never_names_a_sender_and_is_counted() {
     let sent = [send(135), send(905), send(2_000)];
     let gaps = [gap(100, 110), gap(1_000, 1_010), gap(2_000, 2_010)];
     let out = explain_cpu(&trace(&events, vec![]), &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Ipi, "function call".into(), 1),
             (
@@ -443,17 +386,7 @@ fn clock_skew_never_names_a_sender_and_is_counted() {
 #[test]
 fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
     let mut s = Symbols::default();
-    let comm = s.intern("membarrier");
-    let site = s.intern("smp_call_function_many_cond+0x1/0x2");
-    let send = |ts| IpiSend {
-        ts,
-        cpu: 0,
-        pid: 55,
-        comm,
-        callsite: site,
-        targets: vec![1],
-        kind: None,
-    };
+    let send = membarrier_sends(&mut s);
     let events = [
         ev(105, What::Vector(Vector::CallFunction)),
         ev(505, What::Vector(Vector::CallFunction)),
@@ -465,10 +398,8 @@ fn a_loss_of_the_senders_trace_names_no_sender_near_it() {
     t.sends_lost = &lost;
     let gaps = [gap(100, 110), gap(500, 510)];
     let out = explain_cpu(&t, &gaps, &sent, 50, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (
                 Class::Ipi,
@@ -504,10 +435,8 @@ fn gaps_from_a_cpus_offlining_on_are_unknown() {
     t.offline_from = Some(251);
     let gaps = [gap(100, 110), gap(240, 260), gap(400, 410)];
     let out = explain_cpu(&t, &gaps, &[], 10, &s, &|t| t);
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::Unknown, "CPU offline".into(), 2),
@@ -534,10 +463,8 @@ fn a_gap_in_a_lost_window_is_unknown_never_a_guess() {
         &s,
         &|t| t,
     );
-    let mut got = classes(&out);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_classes(&out),
         vec![
             (Class::Tick, "tick_nohz_handler".into(), 1),
             (Class::Unknown, "events lost".into(), 2),

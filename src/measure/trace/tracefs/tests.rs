@@ -1,6 +1,8 @@
 //! The session against tracefs trees made by hand: instances, events, drains, removal.
 
 use super::*;
+use crate::measure::trace::explain::Waits;
+use crate::measure::trace::tests::explain_loop;
 use crate::test_tree::TestTree;
 
 const T: &str = "/sys/kernel/tracing";
@@ -30,14 +32,7 @@ fn tracefs(formats: &[(&str, &str)]) -> (TestTree, String) {
 fn without_tracefs_it_says_why_and_touches_nothing() {
     let tree = TestTree::empty();
     let root = tree.root();
-    let err = Tracing::start(
-        &root,
-        &CpuSet::parse_list("1").unwrap(),
-        TraceClock::X86Tsc,
-        Duration::from_secs(1),
-    )
-    .err()
-    .unwrap();
+    let err = start_on_cpu_1(&root).err().unwrap();
     assert!(matches!(err, Unavailable::NoTracefs(_)), "{err}");
     assert!(err.to_string().contains("no tracefs"), "{err}");
 }
@@ -57,13 +52,7 @@ fn a_format_the_parser_cannot_read_is_refused_by_name_and_the_rest_explain() {
     // A stale instance of a pid that does not run here.
     tree.make_dir(&format!("{T}/instances/lowlat-999999999"));
     let root = tree.root();
-    let tracing = Tracing::start(
-        &root,
-        &CpuSet::parse_list("1").unwrap(),
-        TraceClock::X86Tsc,
-        Duration::from_secs(1),
-    )
-    .unwrap();
+    let tracing = start(&root);
     let read = |file: &str| root.read(&format!("{instance}/{file}")).unwrap();
     assert_eq!(read("trace_clock"), "x86-tsc");
     assert_eq!(read("tracing_cpumask"), "2");
@@ -77,17 +66,7 @@ fn a_format_the_parser_cannot_read_is_refused_by_name_and_the_rest_explain() {
     );
     let capture = tracing.finish();
     // The rest still explains: the local timer's gap is the tick's.
-    let gaps = super::super::CpuGaps {
-        cpu: 1,
-        loop_tid: 100,
-        start: 0,
-        gaps: vec![crate::measure::trace::explain::TraceGap {
-            start: 100,
-            end: 110,
-        }],
-        waits: crate::measure::trace::explain::Waits::Spins,
-    };
-    let out = super::super::explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
+    let out = explain_loop(&capture, 1, 0, &[(100, 110)], Waits::Spins, 10);
     let cause = &out.cpus[0].causes[0].cause;
     assert_eq!(
         (cause.class, cause.source.as_str()),
@@ -140,14 +119,28 @@ fn senders(tree: &TestTree, formats: &[&str]) {
     }
 }
 
-fn start(root: &SysRoot) -> Tracing<'_> {
+/// Asserts that one of `capture`'s notes starts with `prefix`.
+fn assert_noted(capture: &Capture, prefix: &str) {
+    assert!(
+        capture.notes.iter().any(|n| n.starts_with(prefix)),
+        "no note starts with {prefix:?}: {:?}",
+        capture.notes
+    );
+}
+
+/// A session tracing CPU 1 for a second with the x86 TSC's clock.
+fn start_on_cpu_1(root: &SysRoot) -> Result<Tracing<'_>, Unavailable> {
     Tracing::start(
         root,
         &CpuSet::parse_list("1").unwrap(),
         TraceClock::X86Tsc,
         Duration::from_secs(1),
     )
-    .unwrap()
+}
+
+/// [`start_on_cpu_1`], which must start.
+fn start(root: &SysRoot) -> Tracing<'_> {
+    start_on_cpu_1(root).unwrap()
 }
 
 /// A kernel before 6.6: on arm and arm64 the senders come from ipi_raise, said once; on
@@ -199,8 +192,7 @@ fn without_ipi_send_cpu_the_senders_come_from_ipi_raise_or_are_said_missing() {
 /// are still explained.
 #[test]
 fn an_overrun_is_said_and_the_rest_still_explained() {
-    use super::super::{CpuGaps, explanation};
-    use crate::measure::trace::explain::{Class, TraceGap, Waits};
+    use crate::measure::trace::explain::Class;
     let (tree, instance) = tracefs(&[
         ("irq_vectors/local_timer_entry", "\tfield:int vector;\n"),
         (
@@ -229,19 +221,8 @@ fn an_overrun_is_said_and_the_rest_still_explained() {
     let capture = tracing.finish();
     assert_eq!(capture.lost_events, 7);
     assert_eq!(capture.lost, vec![(1, 106, 305)]);
-    let gaps = CpuGaps {
-        cpu: 1,
-        loop_tid: 100,
-        start: 0,
-        gaps: [100, 200, 300, 400, 500]
-            .map(|at| TraceGap {
-                start: at,
-                end: at + 10,
-            })
-            .to_vec(),
-        waits: Waits::Spins,
-    };
-    let out = explanation(&capture, TraceClock::X86Tsc, &[gaps], 10, &|t| t);
+    let gaps = [100, 200, 300, 400, 500].map(|at| (at, at + 10));
+    let out = explain_loop(&capture, 1, 0, &gaps, Waits::Spins, 10);
     let mut got: Vec<(Class, String, u64)> = out.cpus[0]
         .causes
         .iter()
@@ -270,12 +251,9 @@ fn an_overrun_is_said_and_the_rest_still_explained() {
     let capture = start(&root).finish();
     assert_eq!(capture.lost, vec![(1, 0, u64::MAX)]);
     assert_eq!(capture.lost_events, 3);
-    assert!(
-        capture.notes.iter().any(|n| n.starts_with(
-            "CPU 1: the trace buffer lost 3 events that the pipe did not place in time"
-        )),
-        "{:?}",
-        capture.notes
+    assert_noted(
+        &capture,
+        "CPU 1: the trace buffer lost 3 events that the pipe did not place in time",
     );
 }
 
@@ -311,12 +289,9 @@ fn a_loss_of_the_senders_trace_is_a_window_or_said() {
     let root = tree.root();
     let capture = start(&root).finish();
     assert_eq!(capture.sent_lost, vec![(0, u64::MAX)]);
-    assert!(
-        capture.notes.iter().any(|n| n.starts_with(
-            "the IPI senders' trace lost 2 events of CPU 0 that the pipe did not place"
-        )),
-        "{:?}",
-        capture.notes
+    assert_noted(
+        &capture,
+        "the IPI senders' trace lost 2 events of CPU 0 that the pipe did not place",
     );
 }
 
@@ -389,14 +364,7 @@ fn a_cpu_going_offline_mid_run_is_said() {
     tree.write(online, "1\n");
     let capture = tracing.finish();
     assert_eq!(capture.offline, vec![(1, 205)]);
-    assert!(
-        capture
-            .notes
-            .iter()
-            .any(|n| n.starts_with("CPU 1 went offline during the run")),
-        "{:?}",
-        capture.notes
-    );
+    assert_noted(&capture, "CPU 1 went offline during the run");
     assert_eq!(capture.events[0].1.len(), 3);
 }
 
@@ -405,14 +373,7 @@ fn a_kernel_without_the_clock_is_refused_with_what_it_offers() {
     let (tree, instance) = tracefs(&[("irq_vectors/local_timer_entry", "\tfield:int vector;\n")]);
     tree.write(&format!("{instance}/trace_clock"), "[local] global\n");
     let root = tree.root();
-    let err = Tracing::start(
-        &root,
-        &CpuSet::parse_list("1").unwrap(),
-        TraceClock::X86Tsc,
-        Duration::from_secs(1),
-    )
-    .err()
-    .unwrap();
+    let err = start_on_cpu_1(&root).err().unwrap();
     assert_eq!(
         err.to_string(),
         "the trace clock x86-tsc is not offered by this kernel (trace_clock lists [local] global)"

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::from;
 use crate::report::html::source::{Source, SourceError};
+use crate::report::measure::load::rate;
 
 #[derive(Deserialize)]
 struct ProveView {
@@ -23,6 +24,16 @@ struct ProveView {
     refused: Vec<RefusedView>,
     #[serde(default)]
     verdict: Vec<VerdictView>,
+    #[serde(default)]
+    intensity: Vec<IntensityView>,
+}
+
+#[derive(Deserialize)]
+struct IntensityView {
+    kind: String,
+    unit: String,
+    before: Option<f64>,
+    after: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -36,6 +47,8 @@ struct VerdictView {
     family: String,
     endpoint: String,
     verdict: String,
+    #[serde(default)]
+    rounds: Option<String>,
 }
 
 /// The verdict and the state of each prove document, in the order given.
@@ -70,15 +83,29 @@ fn one(source: &Source, p: &ProveView) -> Markup {
     } else {
         format!("at step {}", p.step)
     };
+    let loaded = p.verdict.iter().any(|v| v.rounds.is_some());
+    let figure = |v: Option<f64>| v.map_or("-".to_string(), rate);
     html! {
         (from(source))
         @if p.verdict.is_empty() {
             p { "No verdict: the run did not reach the comparison." }
         } @else {
             table {
-                thead { tr { th { "measurement" } th { "endpoint" } th { "verdict, before → after" } } }
+                thead { tr { @if loaded { th { "rounds" } } th { "measurement" } th { "endpoint" } th { "verdict, before → after" } } }
                 tbody { @for v in &p.verdict {
-                    tr class=(class(&v.verdict)) { td { (v.family) } td { (v.endpoint) } td { strong { (v.verdict) } } }
+                    tr class=(class(&v.verdict)) {
+                        @if loaded { td { (v.rounds.as_deref().unwrap_or("")) } }
+                        td { (v.family) } td { (v.endpoint) } td { strong { (v.verdict) } }
+                    }
+                } }
+            }
+        }
+        @if !p.intensity.is_empty() {
+            p { "The loads, mean of each arm's loaded rounds:" }
+            table {
+                thead { tr { th { "load" } th { "before" } th { "after" } th { "unit" } } }
+                tbody { @for i in &p.intensity {
+                    tr { td { (i.kind) } td { (figure(i.before)) } td { (figure(i.after)) } td { (i.unit) } }
                 } }
             }
         }
