@@ -11,7 +11,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("lowlat: error: {}", lowlat::cli::error_text(&err));
+            eprintln!("lowlat: error: {}", lowlat::cli::error_text(err.as_ref()));
             ExitCode::from(lowlat::cli::exit::ERROR)
         }
     }

@@ -32,6 +32,31 @@ pub(crate) struct ApplyRequest {
     pub force: bool,
 }
 
+/// A command that would change the live machine without root (`euid` 0). Nothing was changed.
+#[derive(Debug, Error)]
+#[error(
+    "lowlat {command} changes this machine and must run as root (sudo lowlat {command} ...); \
+     nothing was changed. --dry-run shows the changes without root."
+)]
+pub(crate) struct NeedsRoot {
+    /// The command: apply, revert or prove.
+    pub command: &'static str,
+}
+
+/// Refuses to change the live machine without root (`euid` 0) for `command`. Dry runs and
+/// directory trees need no root.
+pub(crate) fn require_root(
+    root: &SysRoot,
+    dry_run: bool,
+    euid: u32,
+    command: &'static str,
+) -> Result<(), NeedsRoot> {
+    if root.is_live() && !dry_run && euid != 0 {
+        return Err(NeedsRoot { command });
+    }
+    Ok(())
+}
+
 /// Why an apply could not start. Nothing was changed.
 #[derive(Debug, Error)]
 pub(crate) enum ApplyRunError {
@@ -135,6 +160,22 @@ mod tests {
     use crate::apply::journal::JOURNAL_PATH;
     use crate::plan::request::PlanRequest;
     use crate::test_tree::{TestTree, tree};
+
+    #[test]
+    fn the_live_machine_needs_root_except_for_a_dry_run() {
+        let live = SysRoot::live();
+        let err = require_root(&live, false, 1000, "apply")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("must run as root") && err.contains("nothing was changed"),
+            "{err}"
+        );
+        assert!(require_root(&live, true, 1000, "apply").is_ok());
+        assert!(require_root(&live, false, 0, "apply").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(require_root(&SysRoot::dir(dir.path()), false, 1000, "apply").is_ok());
+    }
 
     /// The request to apply the plan lowlat makes for the fixture `tree` holds.
     fn request(tree: &TestTree, dry_run: bool) -> ApplyRequest {

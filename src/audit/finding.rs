@@ -56,6 +56,22 @@ impl FindingStatus {
     }
 }
 
+/// A word that names no finding status (`--status`).
+#[derive(Debug, thiserror::Error)]
+#[error("no status '{0}'; the statuses: {names}", names = FindingStatus::ALL.map(FindingStatus::name).join(", "))]
+pub struct UnknownStatus(String);
+
+impl std::str::FromStr for FindingStatus {
+    type Err = UnknownStatus;
+
+    /// A status by its name (`fail`, `warn`, ...).
+    fn from_str(text: &str) -> Result<Self, UnknownStatus> {
+        (FindingStatus::ALL.into_iter())
+            .find(|s| s.name() == text)
+            .ok_or_else(|| UnknownStatus(text.to_string()))
+    }
+}
+
 /// How much a failure of the rule costs in latency (or, for the throughput profile, in
 /// performance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -273,5 +289,30 @@ impl Counts {
             FindingStatus::Skipped => self.skipped,
             FindingStatus::Waived => self.waived,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_layers_are_read_by_their_names() {
+        for status in FindingStatus::ALL {
+            assert_eq!(status.name().parse::<FindingStatus>().unwrap(), status);
+        }
+        assert_eq!(
+            "failed".parse::<FindingStatus>().unwrap_err().to_string(),
+            "no status 'failed'; the statuses: pass, warn, fail, waived, inferred, unknown, skipped"
+        );
+        assert_eq!("services".parse::<Layer>().unwrap(), Layer::Service);
+        assert_eq!("sysctl".parse::<Layer>().unwrap(), Layer::Sysctl);
+        assert!(
+            "kernel"
+                .parse::<Layer>()
+                .unwrap_err()
+                .to_string()
+                .starts_with("no layer 'kernel'; the layers: firmware, hardware, boot")
+        );
     }
 }

@@ -4,7 +4,7 @@
 use crate::audit::rule::{Expect, Rule};
 use crate::audit::rules;
 use crate::audit::site::model::{Place, Site};
-use crate::tuning::profile_name::ProfileName;
+use crate::tuning::profile_name::{ProfileName, TunedName};
 
 /// The profile table, compiled in.
 const TABLE: &str = include_str!("profiles.table");
@@ -116,6 +116,87 @@ impl Profile {
     /// The entry of one rule.
     pub fn entry(&self, rule_id: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.rule.id == rule_id)
+    }
+}
+
+/// What `--profile` names: a built-in profile by its name or TuneD's, or a site profile file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProfileChoice {
+    /// A built-in profile, by its name or by TuneD's (kept to say which was used).
+    Builtin {
+        /// The profile.
+        name: ProfileName,
+        /// TuneD's name as given, when that is how it was named.
+        tuned: Option<String>,
+    },
+    /// A site profile file.
+    File(std::path::PathBuf),
+}
+
+/// Why a `--profile` value names no profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileChoiceError {
+    /// TuneD's name of a profile lowlat does not have.
+    #[error("TuneD's {text} has no lowlat profile: {what}")]
+    TunedOnly {
+        /// The name given.
+        text: String,
+        /// What lowlat offers instead.
+        what: &'static str,
+    },
+    /// Neither a profile's name nor a file.
+    #[error(
+        "'{0}': no such profile; give a built-in profile ({names}), TuneD's name for one, or \
+         a site profile file (a path ending in .toml; `lowlat profile list`)",
+        names = ProfileName::valid_names()
+    )]
+    Unknown(String),
+}
+
+impl Default for ProfileChoice {
+    fn default() -> Self {
+        ProfileChoice::Builtin {
+            name: ProfileName::DEFAULT,
+            tuned: None,
+        }
+    }
+}
+
+impl std::str::FromStr for ProfileChoice {
+    type Err = ProfileChoiceError;
+
+    /// A built-in name, TuneD's name for one, or a file (a path with a `/` or ending in
+    /// `.toml`).
+    fn from_str(text: &str) -> Result<ProfileChoice, ProfileChoiceError> {
+        if let Ok(name) = text.parse::<ProfileName>() {
+            return Ok(ProfileChoice::Builtin { name, tuned: None });
+        }
+        match TunedName::of(text) {
+            Some(TunedName::Same(name)) => Ok(ProfileChoice::Builtin {
+                name,
+                tuned: Some(text.to_string()),
+            }),
+            Some(TunedName::None(what)) => Err(ProfileChoiceError::TunedOnly {
+                text: text.to_string(),
+                what,
+            }),
+            None if text.contains('/') || text.ends_with(".toml") => {
+                Ok(ProfileChoice::File(text.into()))
+            }
+            None => Err(ProfileChoiceError::Unknown(text.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for ProfileChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileChoice::Builtin {
+                tuned: Some(tuned), ..
+            } => f.write_str(tuned),
+            ProfileChoice::Builtin { name, .. } => name.fmt(f),
+            ProfileChoice::File(path) => path.display().fmt(f),
+        }
     }
 }
 
@@ -259,6 +340,42 @@ fn rows() -> Result<Vec<Row>, ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_is_named_by_its_name_tuneds_name_or_a_file() {
+        let choice = |text: &str| text.parse::<ProfileChoice>();
+        let builtin = |name, tuned: Option<&str>| ProfileChoice::Builtin {
+            name,
+            tuned: tuned.map(str::to_string),
+        };
+        assert_eq!(
+            choice("throughput").unwrap(),
+            builtin(ProfileName::Throughput, None)
+        );
+        let tuned = choice("cpu-partitioning").unwrap();
+        assert_eq!(tuned.to_string(), "cpu-partitioning");
+        assert!(matches!(
+            tuned,
+            ProfileChoice::Builtin { tuned: Some(_), .. }
+        ));
+        assert_eq!(
+            choice("site.toml").unwrap(),
+            ProfileChoice::File("site.toml".into())
+        );
+        assert_eq!(choice("./site").unwrap().to_string(), "./site");
+        let unknown = choice("low-latancy").unwrap_err().to_string();
+        assert!(
+            unknown.starts_with(
+                "'low-latancy': no such profile; give a built-in profile (low-latency"
+            ),
+            "{unknown}"
+        );
+        let tuned_only = choice("realtime").unwrap_err().to_string();
+        assert!(
+            tuned_only.starts_with("TuneD's realtime has no lowlat profile: "),
+            "{tuned_only}"
+        );
+    }
 
     #[test]
     fn every_profile_loads_and_every_rule_is_used() {

@@ -8,7 +8,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, DiscreteCDF};
 
+use crate::audit::site::{Site, SiteError};
 use crate::tuning::profile_name::ProfileName;
+use crate::units::parse::duration_with_unit;
 
 use super::CpuFigures;
 
@@ -334,6 +336,35 @@ pub(crate) enum ParseTargetError {
         /// The metric as given.
         metric: String,
     },
+}
+
+/// Reads a target as `--target` and a site profile's `[check]` give it, latencies with their
+/// unit (`timer.max<20us`), gaps from the length a check records.
+pub(crate) fn read(text: &str) -> Result<Target, ParseTargetError> {
+    let length =
+        |t: &str| duration_with_unit(t).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    parse(text, length, super::JITTER_THRESHOLD_NS)
+}
+
+/// A site profile's `[check]` targets, each read as [`read`] reads `--target`; a bad one is
+/// refused at its file, line and column.
+pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
+    (site.check.targets.iter())
+        .map(|located| {
+            let mut parsed = read(&located.value).map_err(|e| SiteError::at(located, e))?;
+            parsed.source = located.place.to_string();
+            Ok(parsed)
+        })
+        .collect()
+}
+
+/// A site profile's `[check]` duration, read as `--duration`.
+pub(crate) fn site_duration(site: &Site) -> Result<Option<std::time::Duration>, SiteError> {
+    (site.check.duration.as_ref())
+        .map(|located| {
+            crate::units::parse::duration(&located.value).map_err(|e| SiteError::at(located, e))
+        })
+        .transpose()
 }
 
 /// The least `hwlat.max` limit the tracer can prove, µs: its threshold is whole microseconds,

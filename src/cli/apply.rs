@@ -9,11 +9,12 @@ use super::messages::warning;
 use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
+pub(crate) use crate::apply::pipeline::require_root;
 use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
 use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document;
-use crate::report::apply::apply_text;
 use crate::report::apply::json::apply_document;
+use crate::report::apply::{apply_header_text, apply_text};
 use crate::sysroot::SysRoot;
 
 /// Options of `lowlat apply`.
@@ -81,17 +82,6 @@ impl ApplyArgs {
     }
 }
 
-/// Refuses to change the live machine without root (`euid` 0). Dry runs and directory trees
-/// need no root.
-pub(crate) fn require_root(root: &SysRoot, dry_run: bool, euid: u32, command: &str) -> Result<()> {
-    if root.is_live() && !dry_run && euid != 0 {
-        bail!(
-            "lowlat {command} changes this machine and must run as root (sudo lowlat {command} ...); nothing was changed. --dry-run shows the changes without root."
-        );
-    }
-    Ok(())
-}
-
 /// The root `apply` and `revert` may write to: the live machine or a directory tree, not a
 /// snapshot.
 pub(crate) fn writable_root(cli: &Cli, command: &str) -> Result<SysRoot> {
@@ -123,15 +113,13 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         "apply",
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
-        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
-    let plan_path = std::fs::canonicalize(&args.plan)
-        .unwrap_or_else(|_| args.plan.clone())
-        .display()
-        .to_string();
+        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(e.as_ref())))?;
     let request = ApplyRequest {
         plan,
         text,
-        path: plan_path,
+        path: (std::fs::canonicalize(&args.plan).unwrap_or_else(|_| args.plan.clone()))
+            .display()
+            .to_string(),
         scope: args.scope(),
         dry_run: args.dry_run,
         force: args.force,
@@ -147,11 +135,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
         e => e.into(),
     })?;
-    let ApplyRequest {
-        plan,
-        path: plan_path,
-        ..
-    } = &prepared.request;
+    let plan_path = &prepared.request.path;
     // The report, as the table or as the JSON document.
     let show = |report: &ApplyReport| -> Result<()> {
         if args.json {
@@ -163,14 +147,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
     };
     if !args.json {
-        print(&format!(
-            "lowlat apply: plan {plan_path} (profile {}, made for {}), scope {}, root {}{}\n",
-            plan.profile,
-            plan.target.host,
-            args.scope().name(),
-            root.dir_path().display(),
-            if args.dry_run { ", dry run" } else { "" }
-        ))?;
+        print(&apply_header_text(&prepared.request, &root))?;
     }
     let applied = pipeline::run(&root, &prepared, |preview| {
         if args.yes {
@@ -198,11 +175,9 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
             if !args.dry_run && !args.json {
                 print("Nothing to change.\n")?;
             }
-            Ok(if !args.dry_run && preview.boot_not_configured.is_some() {
-                exit::FAILURES
-            } else {
-                exit::OK
-            })
+            Ok(exit::found(
+                !args.dry_run && preview.boot_not_configured.is_some(),
+            ))
         }
         Applied::Declined => {
             print("Nothing was changed.\n")?;
@@ -218,26 +193,5 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
                 exit::OK
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_live_machine_needs_root_except_for_a_dry_run() {
-        let live = SysRoot::live();
-        let err = require_root(&live, false, 1000, "apply")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("must run as root") && err.contains("nothing was changed"),
-            "{err}"
-        );
-        assert!(require_root(&live, true, 1000, "apply").is_ok());
-        assert!(require_root(&live, false, 0, "apply").is_ok());
-        let dir = tempfile::tempdir().unwrap();
-        assert!(require_root(&SysRoot::dir(dir.path()), false, 1000, "apply").is_ok());
     }
 }

@@ -19,7 +19,6 @@ use crate::report::fix_script;
 use crate::report::freebsd;
 use crate::report::nfd;
 use crate::report::workload as report_workload;
-use crate::sysroot::{Durability, Perms, write_file_atomically};
 use crate::tuning::setting::Layer;
 
 /// Options of `lowlat audit`.
@@ -114,13 +113,13 @@ pub struct AuditArgs {
     /// Show only the findings of these statuses (comma-separated): pass, warn, fail, waived,
     /// inferred, unknown, skipped. Applies to the report, --json and --fix-script; the exit code stays
     /// the whole audit's.
-    #[arg(long, value_name = "STATUS,...", value_delimiter = ',', value_parser = super::values::status)]
+    #[arg(long, value_name = "STATUS,...", value_delimiter = ',')]
     pub status: Vec<FindingStatus>,
 
     /// Show only the findings of these layers (comma-separated): firmware, hardware, boot,
     /// sysctl, runtime, service, file, domain (the layer of the rule's fix, as `--explain`
     /// names it). Applies as --status does.
-    #[arg(long, value_name = "LAYER,...", value_delimiter = ',', value_parser = super::values::layer)]
+    #[arg(long, value_name = "LAYER,...", value_delimiter = ',')]
     pub layer: Vec<Layer>,
 
     /// Also write the fixes of the failing and warning findings shown as one POSIX sh script
@@ -188,38 +187,16 @@ fn machine(cli: &Cli, args: &AuditArgs, audited: &MachineAudit) -> Result<u8> {
         return Ok(exit::OK);
     }
     if let Some(path) = &args.nfd_features {
-        let features = nfd::features(machine, result, profile.info.name);
-        let text = nfd::render(
-            &features,
-            &crate::document::host(machine.kernel.hostname.get()),
-        );
-        write_file_atomically(
-            path,
-            text.as_bytes(),
-            Perms::mode(0o644),
-            Durability::Synced,
-        )
-        .map_err(|e| anyhow!("--nfd-features {e}"))?;
-        for refused in &features.refused {
+        let refused = nfd::write(path, machine, result, profile.info.name)
+            .map_err(|e| anyhow!("--nfd-features {e}"))?;
+        for refused in &refused {
             warning!("--nfd-features: left out {refused}");
         }
     }
     let view = view(args);
     if let Some(path) = &args.fix_script {
-        let source = match (&cli.root, &cli.snapshot, &cli.sosreport) {
-            (Some(dir), _, _) => format!("--root {}", dir.display()),
-            (None, Some(file), _) => format!("--snapshot {}", file.display()),
-            (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
-            (None, None, None) => "the live machine".to_string(),
-        };
-        let script = fix_script::of_audit(audited, &view, &source);
-        write_file_atomically(
-            path,
-            script.as_bytes(),
-            Perms::mode(0o755),
-            Durability::Synced,
-        )
-        .map_err(|e| anyhow!("--fix-script {e}"))?;
+        fix_script::write(path, audited, &view, &cli.input_name())
+            .map_err(|e| anyhow!("--fix-script {e}"))?;
         note!(
             "wrote the fixes to {}; review it, then run it as root",
             path.display()
@@ -230,11 +207,7 @@ fn machine(cli: &Cli, args: &AuditArgs, audited: &MachineAudit) -> Result<u8> {
     } else {
         print(&report::text(machine, result, profile.info, &view))?;
     }
-    Ok(if result.has_failures() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(result.has_failures()))
 }
 
 /// What `--all`, `--status` and `--layer` ask the report to show.
@@ -258,11 +231,7 @@ fn processes(args: &AuditArgs, audited: &ProcessesAudit) -> Result<u8> {
     } else {
         print(&report_workload::text(partition, result))?;
     }
-    Ok(if result.has_problems() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(result.has_problems()))
 }
 
 /// What the audit of a FreeBSD capture, against `freebsd-router`, found.
@@ -288,9 +257,5 @@ fn freebsd(args: &AuditArgs, audited: &FreebsdAudit) -> Result<u8> {
     } else {
         print(&freebsd::audit_text(machine, findings, &view(args)))?;
     }
-    Ok(if audited.has_failures() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(audited.has_failures()))
 }

@@ -2,13 +2,13 @@
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, compare_each, hosts};
+use crate::compare::{Options, calibrate, hosts};
 use crate::report::compare as printers;
 use crate::report::runs;
 
@@ -95,14 +95,12 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
-/// An argument after `--` that starts with `-` and names no file: an option put in arm B.
-fn looks_like_an_option(path: &Path) -> bool {
-    path.to_str().is_some_and(|text| text.starts_with('-')) && !path.exists()
-}
-
 /// Runs `lowlat compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
-    if let Some(option) = args.b.iter().find(|path| looks_like_an_option(path)) {
+    // An argument after `--` that starts with `-` and names no file: an option put in arm B.
+    let option =
+        |path: &&PathBuf| path.to_str().is_some_and(|t| t.starts_with('-')) && !path.exists();
+    if let Some(option) = args.b.iter().find(option) {
         bail!(
             "{}: arm B holds an option; options go before `--`, since everything after it is arm B \
              (lowlat compare --above 20us A… -- B…)",
@@ -126,24 +124,12 @@ pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
         }
         return Ok(exit::OK);
     }
-    let a = runs::load(&args.a)?;
-    let b = runs::load(&args.b)?;
-    let mut comparisons = compare_each(&a.runs, &b.runs, &options)?;
-    if let Some(first) = comparisons.first_mut() {
-        first.notes.extend(a.skipped.into_iter().chain(b.skipped));
-    }
+    let (comparisons, hosts) = runs::compare_arms(&args.a, &args.b, &options)?;
     if args.json {
-        print_json(&printers::document(
-            &comparisons,
-            hosts(a.runs.iter().chain(&b.runs)),
-        ))?;
+        print_json(&printers::document(&comparisons, hosts))?;
     } else {
         print(&printers::text(&comparisons))?;
     }
     let any = args.fail_on == FailOn::Any;
-    Ok(if comparisons.iter().any(|c| c.fails(any)) {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(comparisons.iter().any(|c| c.fails(any))))
 }

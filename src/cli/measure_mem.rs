@@ -120,7 +120,9 @@ fn parse_window(text: &str) -> Result<Window, String> {
     if text.trim().eq_ignore_ascii_case("full") {
         Ok(Window::Full)
     } else {
-        values::size(text).map(Window::Bytes)
+        values::size(text)
+            .map(Window::Bytes)
+            .map_err(|e| e.to_string())
     }
 }
 

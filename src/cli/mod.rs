@@ -5,6 +5,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+pub use crate::text::error_text;
+
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
 use messages::{note, warning};
@@ -21,6 +23,11 @@ pub mod exit {
     /// `check` only: nothing failed, but the run could not decide: a target it was too short
     /// to prove, or a `--quick` smoke run.
     pub const NOT_PROVEN: u8 = 3;
+
+    /// [`FAILURES`] when the command found failures, else [`OK`].
+    pub(crate) fn found(failures: bool) -> u8 {
+        if failures { FAILURES } else { OK }
+    }
 }
 
 /// lowlat: inventory, audit, plan, apply (with exact revert), verify and measure a Linux
@@ -195,26 +202,8 @@ impl Cli {
     /// system's files it holds (the snapshot manifest's `snapshot_kind`).
     pub(crate) fn source(&self) -> Result<(SysRoot, SnapshotKind)> {
         if let Some(dir) = &self.root {
-            if !dir.is_dir() {
-                let what = if dir.exists() {
-                    "not a directory"
-                } else {
-                    "does not exist"
-                };
-                anyhow::bail!(
-                    "--root {}: {what} (give the top of a tree laid out like /)",
-                    dir.display()
-                );
-            }
-            let root = SysRoot::dir(dir);
-            // Every part of the model would be unavailable, and an audit of nothing passes.
-            if !root.is_dir("/proc") && !root.is_dir("/sys") {
-                anyhow::bail!(
-                    "--root {}: holds neither proc/ nor sys/ (give the top of a tree laid out \
-                     like /: a fixture machine, or `lowlat --snapshot FILE snapshot --extract DIR`)",
-                    dir.display()
-                );
-            }
+            let root =
+                SysRoot::tree(dir).map_err(|e| anyhow::anyhow!("--root {}: {e}", dir.display()))?;
             return Ok((root, SnapshotKind::Linux));
         }
         if let Some(file) = &self.snapshot {
@@ -223,9 +212,18 @@ impl Cli {
         }
         Ok((SysRoot::live(), SnapshotKind::Linux))
     }
-}
 
-impl Cli {
+    /// The machine read, as a fix script's header names it: `--root DIR`, `--snapshot FILE`,
+    /// `--sosreport DIR` or the live machine.
+    pub(crate) fn input_name(&self) -> String {
+        match (&self.root, &self.snapshot, &self.sosreport) {
+            (Some(dir), _, _) => format!("--root {}", dir.display()),
+            (None, Some(file), _) => format!("--snapshot {}", file.display()),
+            (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
+            (None, None, None) => "the live machine".to_string(),
+        }
+    }
+
     /// Refuses `--root`/`--snapshot` for a `command` that reads no machine but the files given
     /// as its arguments (`reads`), rather than ignoring them without a word.
     pub(crate) fn no_machine(&self, command: &str, reads: &str) -> Result<()> {
@@ -237,26 +235,6 @@ impl Cli {
         }
         Ok(())
     }
-}
-
-/// The text of an error as `lowlat: error:` prints it: the error and its causes joined by `: `,
-/// leaving out a cause whose text the message already holds (a library error that names its
-/// OS error would otherwise print it twice), with every control character but newline and tab
-/// escaped. Errors quote input (a serde "unknown variant" quotes the document's value), and an
-/// escape sequence from a file must not reach the terminal.
-pub fn error_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    crate::text::escape_page(&text).into_owned()
 }
 
 /// Runs the parsed command line and returns the exit code.
@@ -284,16 +262,8 @@ pub fn run(mut cli: Cli) -> Result<u8> {
         Some(dir) => {
             let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
                 .context("--must-gather")?;
-            note!(
-                "--must-gather: node {}",
-                crate::text::escape_controls(&node.name)
-            );
-            if let Some(release) = &node.kernel_from_node_object {
-                note!(
-                    "--must-gather: the kernel release {release} is the Node object's \
-                     status.nodeInfo.kernelVersion",
-                    release = crate::text::escape_controls(release)
-                );
+            for line in node.notes() {
+                note!("--must-gather: {line}");
             }
             for lack in &node.lacks {
                 warning!("--must-gather: the node's snapshot lacks {lack}");

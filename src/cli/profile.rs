@@ -3,73 +3,24 @@
 
 use anyhow::{Result, anyhow};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
 
 use super::exit;
 use super::messages::note;
 use super::output::{print, print_json};
 use crate::audit::profile::{self, Profile, Requested};
-use crate::audit::site::{self, Site, SiteError};
-use crate::check::targets::Target;
+use crate::audit::site;
+pub(crate) use crate::check::targets::{site_duration, site_targets};
 use crate::plan::request::PlanProfile;
 use crate::report::profile as report;
-use crate::tuning::profile_name::{ProfileName, TunedName};
+use crate::tuning::profile_name::ProfileName;
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
-use std::time::Duration;
 
-/// What `--profile` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProfileArg {
-    /// A built-in profile, by its name or by TuneD's (kept to say which was used).
-    Builtin {
-        /// The profile.
-        name: ProfileName,
-        /// TuneD's name as given, when that is how it was named.
-        tuned: Option<String>,
-    },
-    /// A site profile file.
-    File(PathBuf),
-}
-
-impl Default for ProfileArg {
-    fn default() -> Self {
-        ProfileArg::Builtin {
-            name: ProfileName::DEFAULT,
-            tuned: None,
-        }
-    }
-}
+/// What `--profile` names (`audit::profile::ProfileChoice`); here it is loaded, saying on stderr
+/// what is worth knowing.
+pub(crate) use crate::audit::profile::ProfileChoice as ProfileArg;
 
 impl ProfileArg {
-    /// Reads `--profile`'s value: a built-in name, TuneD's name for one, or a file (a path
-    /// with a `/` or ending in `.toml`); the error says what to give.
-    pub(crate) fn parse(text: &str) -> Result<ProfileArg, String> {
-        if let Ok(name) = text.parse::<ProfileName>() {
-            return Ok(ProfileArg::Builtin { name, tuned: None });
-        }
-        match TunedName::of(text) {
-            Some(TunedName::Same(name)) => {
-                return Ok(ProfileArg::Builtin {
-                    name,
-                    tuned: Some(text.to_string()),
-                });
-            }
-            Some(TunedName::None(what)) => {
-                return Err(format!("TuneD's {text} has no lowlat profile: {what}"));
-            }
-            None => {}
-        }
-        if text.contains('/') || text.ends_with(".toml") {
-            return Ok(ProfileArg::File(PathBuf::from(text)));
-        }
-        Err(format!(
-            "'{text}': no such profile; give a built-in profile ({}), TuneD's name for one, or \
-             a site profile file (a path ending in .toml; `lowlat profile list`)",
-            ProfileName::valid_names()
-        ))
-    }
-
     /// The profile as an audit request names it: a built-in one by name (said as
     /// [`ProfileArg::load`] says it), or the site profile loaded.
     pub(crate) fn requested(&self) -> Result<Requested> {
@@ -109,18 +60,6 @@ impl ProfileArg {
     }
 }
 
-impl std::fmt::Display for ProfileArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProfileArg::Builtin { name, tuned } => match tuned {
-                Some(tuned) => f.write_str(tuned),
-                None => name.fmt(f),
-            },
-            ProfileArg::File(path) => path.display().fmt(f),
-        }
-    }
-}
-
 /// `--profile` of every command that takes one: a built-in profile (the ones `--help` lists,
 /// with their summaries), TuneD's name for one, or a site profile file
 /// ([`ProfileArg`]); anything else is refused with what to give. Plan's lists
@@ -149,7 +88,7 @@ impl clap::builder::TypedValueParser for ProfileParser {
         value: &std::ffi::OsStr,
     ) -> Result<ProfileArg, clap::Error> {
         let text = value.to_string_lossy();
-        ProfileArg::parse(&text).map_err(|reason| {
+        text.parse::<ProfileArg>().map_err(|reason| {
             let flag = arg.map_or("--profile".to_string(), |arg| arg.to_string());
             clap::Error::raw(
                 clap::error::ErrorKind::ValueValidation,
@@ -168,28 +107,6 @@ impl clap::builder::TypedValueParser for ProfileParser {
                 .filter_map(|profile| profile.to_possible_value()),
         ))
     }
-}
-
-/// A site profile's `[check]` targets, read by `--target`'s grammar; a bad one is refused at
-/// its file, line and column.
-pub(crate) fn site_targets(site: &Site) -> Result<Vec<Target>, SiteError> {
-    (site.check.targets.iter())
-        .map(|located| {
-            let mut parsed =
-                super::values::target(&located.value).map_err(|e| SiteError::at(located, e))?;
-            parsed.source = located.place.to_string();
-            Ok(parsed)
-        })
-        .collect()
-}
-
-/// A site profile's `[check]` duration, read as `--duration`.
-pub(crate) fn site_duration(site: &Site) -> Result<Option<Duration>, SiteError> {
-    (site.check.duration.as_ref())
-        .map(|located| {
-            super::values::duration(&located.value).map_err(|e| SiteError::at(located, e))
-        })
-        .transpose()
 }
 
 /// Options of `lowlat profile`.

@@ -206,7 +206,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
 
 /// The arms `rounds` asks for, with its profile.
 fn arms(rounds: &Rounds, live: bool) -> Result<CheckArms> {
-    let profile = ProfileArg::parse(&rounds.profile)
+    let profile = (rounds.profile.parse::<ProfileArg>())
         .map_err(|e| anyhow!("--profile {}: {e}", rounds.profile))?;
     Ok(CheckArms::of(rounds, profile.load()?, live)?)
 }

@@ -105,6 +105,9 @@ pub enum CpuSetError {
         /// The offending group.
         group: String,
     },
+    /// A list that names no CPU where at least one is needed (a flag's value).
+    #[error("the list names no CPU; give CPUs such as 2-7 or 1-7,9-15")]
+    Empty,
 }
 
 /// The largest CPU number accepted from text (the kernel's NR_CPUS maximum is 8192).
@@ -114,6 +117,16 @@ impl CpuSet {
     /// The empty set.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Parses the kernel's list form as a person gives CPUs (`1`, `2-3,6`, `0-15:2/4`): the one
+    /// parser of every flag that names CPUs. A list that names no CPU is refused.
+    pub(crate) fn parse_some(text: &str) -> Result<Self, CpuSetError> {
+        let cpus = CpuSet::parse_list(text)?;
+        if cpus.is_empty() {
+            return Err(CpuSetError::Empty);
+        }
+        Ok(cpus)
     }
 
     /// Parses the kernel's list form. Empty text (or only whitespace/NULs) is the empty set.
@@ -559,6 +572,20 @@ impl<'de> Deserialize<'de> for CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_list_given_by_a_person_names_at_least_one_cpu() {
+        assert_eq!(CpuSet::parse_some("2-3,6").unwrap().to_list(), "2-3,6");
+        assert!(CpuSet::parse_some("x").is_err());
+        // An empty --isolate was "no CPU is left to isolate; keep fewer cores for housekeeping".
+        for empty in ["", " "] {
+            assert_eq!(
+                CpuSet::parse_some(empty),
+                Err(CpuSetError::Empty),
+                "{empty:?}"
+            );
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -35,7 +35,7 @@ pub mod virt;
 pub mod workload;
 
 pub use avail::{Avail, Warning, Warnings};
-pub use cpulist::CpuSet;
+pub use cpulist::{CpuSet, CpuSetError};
 
 use crate::sysroot::{ReadError, SysRoot};
 use cpulist::Interner;

@@ -11,6 +11,7 @@ use crate::audit::pipeline::MachineAudit;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, Finding, FindingStatus};
 use crate::plan::Plan;
+use crate::sysroot::{Durability, Perms, WriteError, write_file_atomically};
 use crate::text::{escape_controls, shell_word};
 use crate::tuning::commands;
 use crate::tuning::grub_block;
@@ -222,6 +223,23 @@ fn reboot_block(out: &mut Page, rules: &[&str], settings: &[&Setting]) {
         ))
     );
     out.text("    exit 1\nfi\necho 'Reboot for the kernel arguments to take effect.'\n");
+}
+
+/// Writes the fix script of `audited` to `path` (mode 0755, replaced whole, synced), as
+/// [`of_audit`] makes it.
+pub(crate) fn write(
+    path: &std::path::Path,
+    audited: &MachineAudit,
+    view: &View,
+    source: &str,
+) -> Result<(), WriteError> {
+    let script = of_audit(audited, view, source);
+    write_file_atomically(
+        path,
+        script.as_bytes(),
+        Perms::mode(0o755),
+        Durability::Synced,
+    )
 }
 
 /// The script of a Linux machine's audit, read from `source` (`the live machine`, `--root DIR`,

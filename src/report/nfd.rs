@@ -9,6 +9,7 @@
 
 use crate::audit::{Audit, PartitionSource};
 use crate::machine::{Avail, Machine};
+use crate::sysroot::{Durability, Perms, WriteError, write_file_atomically};
 use crate::text::Page;
 use crate::tuning::profile_name::ProfileName;
 
@@ -108,6 +109,28 @@ pub(crate) fn features(machine: &Machine, audit: &Audit, profile: ProfileName) -
         )),
     }
     out
+}
+
+/// Writes the features of `audit` to `path` (mode 0644, replaced whole, synced) and returns
+/// the values left out.
+pub(crate) fn write(
+    path: &std::path::Path,
+    machine: &Machine,
+    audit: &Audit,
+    profile: ProfileName,
+) -> Result<Vec<String>, WriteError> {
+    let features = features(machine, audit, profile);
+    let text = render(
+        &features,
+        &crate::document::host(machine.kernel.hostname.get()),
+    );
+    write_file_atomically(
+        path,
+        text.as_bytes(),
+        Perms::mode(0o644),
+        Durability::Synced,
+    )?;
+    Ok(features.refused)
 }
 
 /// The features file: a comment header, then `lowlat.io/NAME=VALUE` lines.

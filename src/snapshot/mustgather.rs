@@ -41,6 +41,21 @@ pub struct MustGatherNode {
     _tempdir: Scratch,
 }
 
+impl MustGatherNode {
+    /// What is worth saying of the node read: its name, and where its kernel release came
+    /// from (escaped: both are the must-gather's text).
+    pub fn notes(&self) -> Vec<String> {
+        let node = format!("node {}", escape_controls(&self.name));
+        let release = self.kernel_from_node_object.iter().map(|release| {
+            format!(
+                "the kernel release {} is the Node object's status.nodeInfo.kernelVersion",
+                escape_controls(release)
+            )
+        });
+        std::iter::once(node).chain(release).collect()
+    }
+}
+
 /// Why a must-gather's node could not be read. Every message names the directory or file.
 #[derive(Debug, thiserror::Error)]
 pub enum MustGatherError {

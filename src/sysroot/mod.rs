@@ -49,6 +49,23 @@ pub use read::natural_cmp;
 pub use scratch::Scratch;
 pub use write::{Durability, OutputDirError, prepare_output_dir, write_file_atomically};
 
+/// Why a directory is no machine's tree ([`SysRoot::tree`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// Not a directory, or nothing at all.
+    #[error("{} (give the top of a tree laid out like /)", if *.missing { "does not exist" } else { "not a directory" })]
+    NotADirectory {
+        /// Whether nothing is there.
+        missing: bool,
+    },
+    /// A directory that holds neither proc/ nor sys/.
+    #[error(
+        "holds neither proc/ nor sys/ (give the top of a tree laid out like /: a fixture \
+             machine, or `lowlat --snapshot FILE snapshot --extract DIR`)"
+    )]
+    NoMachine,
+}
+
 /// What is said of a path refused because it leads outside the root ([`ReadError::LeavesRoot`]).
 pub const LEAVES_ROOT: &str = "a symbolic link (or '..') on the way leads outside the root \
      directory; refused, read as unreadable";
@@ -273,6 +290,22 @@ impl SysRoot {
         let dir = dir.into();
         let live = dir == Path::new("/");
         Self::new(dir, live)
+    }
+
+    /// The machine's tree at `dir`, as `--root` names it: refused when `dir` is no directory,
+    /// or holds neither proc/ nor sys/ (every part of the model would be unavailable, and an
+    /// audit of nothing passes).
+    pub fn tree(dir: &Path) -> Result<Self, TreeError> {
+        if !dir.is_dir() {
+            return Err(TreeError::NotADirectory {
+                missing: !dir.exists(),
+            });
+        }
+        let root = SysRoot::dir(dir);
+        if !root.is_dir("/proc") && !root.is_dir("/sys") {
+            return Err(TreeError::NoMachine);
+        }
+        Ok(root)
     }
 
     /// A root over an unpacked snapshot whose temporary directory it keeps alive.

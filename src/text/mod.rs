@@ -78,6 +78,26 @@ fn escape_except<'a>(text: &'a str, kept: &[char]) -> Cow<'a, str> {
     Cow::Owned(out.into_string())
 }
 
+/// The text of an error as `lowlat: error:` prints it: the error and its causes joined by `: `,
+/// leaving out a cause whose text the message already holds (a library error that names its
+/// OS error would otherwise print it twice), with every control character but newline and tab
+/// escaped. Errors quote input (a serde "unknown variant" quotes the document's value), and an
+/// escape sequence from a file must not reach the terminal.
+pub fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    for cause in std::iter::successors(Some(err), |e| e.source()) {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    escape_page(&text).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,22 @@ impl Layer {
     }
 }
 
+/// A word that names no layer (`--layer`).
+#[derive(Debug, thiserror::Error)]
+#[error("no layer '{0}'; the layers: {names}", names = Layer::ALL.map(Layer::name).join(", "))]
+pub struct UnknownLayer(String);
+
+impl std::str::FromStr for Layer {
+    type Err = UnknownLayer;
+
+    /// A layer by its name (`boot`, `sysctl`, ...), or as the report heads it (`services`).
+    fn from_str(text: &str) -> Result<Self, UnknownLayer> {
+        (Layer::ALL.into_iter())
+            .find(|l| l.name() == text || text.strip_suffix('s') == Some(l.name()))
+            .ok_or_else(|| UnknownLayer(text.to_string()))
+    }
+}
+
 /// One knob and the value lowlat wants it to have. `Id` is [`SettingId`] everywhere but in
 /// the grouped form of plan.json (`tuning::grouping`), where a group's id holds a placeholder
 /// and is text until each member's id is parsed.

@@ -5,6 +5,7 @@ pub(crate) mod json;
 use crate::text::Page;
 
 use crate::apply::journal::JOURNAL_PATH;
+use crate::apply::pipeline::ApplyRequest;
 use crate::apply::revert::{RestoreStatus, RevertReport};
 use crate::apply::verify;
 use crate::apply::{ApplyReport, ChangeOutcome, ChangeReport, ItemReport, ItemStatus};
@@ -77,6 +78,20 @@ fn journal_place(root: &SysRoot) -> String {
     } else {
         format!("{JOURNAL_PATH} under --root {}", root.dir_path().display())
     }
+}
+
+/// The line `lowlat apply` starts with: the plan (its path, profile and host), the scope, the
+/// root, and whether it is a dry run.
+pub(crate) fn apply_header_text(request: &ApplyRequest, root: &SysRoot) -> String {
+    format!(
+        "lowlat apply: plan {} (profile {}, made for {}), scope {}, root {}{}\n",
+        request.path,
+        request.plan.profile,
+        request.plan.target.host,
+        request.scope.name(),
+        root.dir_path().display(),
+        if request.dry_run { ", dry run" } else { "" }
+    )
 }
 
 /// The apply report: one line per setting (refused changes listed under it), a summary,

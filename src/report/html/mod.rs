@@ -6,6 +6,7 @@
 //! newest document's). The documents are embedded, compressed, so a report is also an input.
 
 mod embed;
+pub(crate) mod inputs;
 mod page;
 mod sections;
 mod source;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compare::error::LoadError;
 use crate::compare::run::{Format, Run};
+use crate::compare::{Comparison, Options, compare_each, hosts};
 use crate::sysroot::natural_cmp;
 
 /// The runs read from an arm's paths, and the files that held no run (with why).
@@ -21,6 +22,22 @@ pub struct Loaded {
     pub runs: Vec<Run>,
     /// Files of a bundle that hold no run (other lowlat documents), with their kind.
     pub skipped: Vec<String>,
+}
+
+/// Reads both arms and compares them, naming the files of their bundles that held no run in
+/// the first comparison's notes; with the hosts of both arms, as a document's envelope names
+/// them.
+pub fn compare_arms(
+    a: &[PathBuf],
+    b: &[PathBuf],
+    options: &Options,
+) -> Result<(Vec<Comparison>, String), LoadError> {
+    let (a, b) = (load(a)?, load(b)?);
+    let mut comparisons = compare_each(&a.runs, &b.runs, options)?;
+    if let Some(first) = comparisons.first_mut() {
+        first.notes.extend(a.skipped.into_iter().chain(b.skipped));
+    }
+    Ok((comparisons, hosts(a.runs.iter().chain(&b.runs))))
 }
 
 /// Reads every path of one arm: files, and directories (bundles: every file in them, by name,

@@ -1,5 +1,8 @@
 //! Formatting of sizes and other quantities for people: shared by every layer that words a
-//! size (audit observations, measure messages, report tables), so it sits at the bottom.
+//! size (audit observations, measure messages, report tables), so it sits at the bottom; and
+//! reading them back from what people write ([`parse`]).
+
+pub(crate) mod parse;
 
 /// Formats a byte count with binary units: `512 B`, `32 KiB`, `16 MiB`, `1.5 GiB`.
 pub(crate) fn bytes(value: u64) -> String {
