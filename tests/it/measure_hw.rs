@@ -225,10 +225,11 @@ fn wakeup_latency_is_positive() {
         // Issue 44 T-6: `0 < median < 1 s` passed any engine. A futex wake-up across vCPUs
         // on this guest at FIFO 50: medians 3.4-4.8 µs at load 6-10 (13 runs of 100 samples,
         // 2026-12-06; 10 samples at normal priority let one burst of load make a median
-        // 2 ms). A clock read before the 200 µs gap instead of after it, or µs taken for ns,
-        // falls outside 1-100 µs.
+        // 2 ms); with eight builds beside it one median reached 134 µs. A clock read before
+        // the 200 µs gap instead of after it (every sample above 200 µs), or µs taken for ns,
+        // falls outside 1-180 µs.
         let median = pair["latency_ns"]["median"].as_f64().unwrap();
-        assert!((1_000.0..=100_000.0).contains(&median), "{pair}");
+        assert!((1_000.0..=180_000.0).contains(&median), "{pair}");
     }
 }
 
