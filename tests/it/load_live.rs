@@ -159,8 +159,9 @@ fn the_ipi_load_reaches_the_measured_cpu_and_compare_judges_its_timer() {
         })
         .unwrap_or_else(|| panic!("no timer p99 judged: {load:#}"));
     // compare judged the timer's p99, idle rounds against loaded. Its direction is not
-    // asserted: on this VM, shared with other builds, two runs gave ×1.53 and below ×1 (the
-    // other tasks on CPU 1 move the p99 more than the IPIs do); a quiet machine is needed.
+    // asserted: shared with other builds, two runs gave ×1.53 and below ×1 (the other tasks on
+    // CPU 1 move the p99 more than the IPIs do); quiet, ×0.63: this guest's idle vCPU halts
+    // into the host (no cpuidle driver), and a load that keeps it busy shortens the wake-up.
     assert!(p99["ratio"].as_f64().unwrap() > 0.0, "{load:#}");
     eprintln!(
         "timer p99 under ipi: ×{:.2}, compare says {}",
