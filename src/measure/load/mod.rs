@@ -413,7 +413,26 @@ impl Loads {
     /// Starts `request`'s kinds, paused: each kind's threads are set up (memory touched,
     /// sockets and file open) before this returns; a kind that cannot start is listed in
     /// [`Loads::skipped`] with why, its threads ended.
+    ///
+    /// The threads are started from a thread kept to the housekeeping CPUs: a new thread
+    /// inherits its creator's CPUs and runs before it pins itself, so one started from the
+    /// caller (which may run on the measured CPUs) could run there for that moment.
     pub(crate) fn start(request: &LoadRequest) -> Loads {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    // A set this process may not use (the refusal comes from each thread's
+                    // own pin, with the CPU named) leaves the creator where it was.
+                    let _ = harness::pin_current_thread_to(&request.cpus);
+                    Self::start_here(request)
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// [`Loads::start`] from the calling thread.
+    fn start_here(request: &LoadRequest) -> Loads {
         let mut loads = Loads {
             kinds: Vec::new(),
             skipped: Vec::new(),
