@@ -26,9 +26,9 @@ use crate::measure::runner::segments::SegmentsDone;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
-use crate::report::measure::finished_document;
 use crate::report::measure::load as load_printers;
 use crate::report::measure::loops::{LoopDocument, checkpoint_document, round_document};
+use crate::report::measure::{csv_page, finished_document, with_warnings};
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
@@ -503,19 +503,9 @@ pub(crate) fn emit<R, T: Serialize>(
             for warning in &measured.warnings {
                 warning!("{warning}");
             }
-            let mut text = page();
-            if measured.interrupted {
-                text.push_str("# interrupted: only the pairs measured until then have values\n");
-            }
-            print(&text)?;
+            print(&csv_page(page(), measured))?;
         }
-        _ => {
-            let mut text = page();
-            for w in &measured.warnings {
-                text.push_str(&format!("warning: {w}\n"));
-            }
-            print(&text)?;
-        }
+        _ => print(&with_warnings(page(), measured))?,
     }
     let saved = match &json {
         Some(json) => save(output.bundle.as_ref(), kind, json),
