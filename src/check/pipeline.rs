@@ -87,6 +87,13 @@ impl CheckRequest {
         self.duration / self.rounds.max(1)
     }
 
+    /// Why the hwlat tracer cannot run on the machine under `root` when a target names hwlat
+    /// (said before the runs, not after them); `None` when it can, or no target needs it.
+    pub(crate) fn hwlat_missing(&self, root: &SysRoot) -> Option<hwlat::HwlatError> {
+        let needed = self.targets.iter().any(|t| t.metric.is_machine_wide());
+        needed.then(|| hwlat::find_tracefs(root).err()).flatten()
+    }
+
     /// The targets the figures are held to: the request's, else the profile's.
     pub(crate) fn wanted(&self) -> Vec<Target> {
         if self.targets.is_empty() {

@@ -18,7 +18,6 @@ use crate::check::{self, Asked, CheckError, CheckRequest, Step, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
-use crate::measure::engines::hwlat;
 use crate::report::check as printers;
 use crate::report::check_load::LoadBody;
 use crate::report::measure::explain;
@@ -129,10 +128,7 @@ pub struct CheckArgs {
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let request = request(args)?;
     let root = live_root(cli)?;
-    // A kernel without the hwlat tracer is said before the runs, not after them.
-    let no_hwlat = (request.targets.iter().any(|t| t.metric.is_machine_wide()))
-        .then(|| hwlat::find_tracefs(&root).err())
-        .flatten();
+    let no_hwlat = request.hwlat_missing(&root);
     note!(
         "{}",
         printers::before_runs(&request, args.duration.is_some(), no_hwlat.is_none())
