@@ -257,21 +257,12 @@ where
         if let Some(text) = &printed {
             print(text)?;
         }
-        let saved = if printed.is_none() || self.bundle.is_some() {
-            let json = round_document(self.session.root(), run, load).to_json()?;
-            if printed.is_none() {
-                print(&json)?;
+        let saved = match printed.is_none() || self.bundle.is_some() {
+            true => {
+                let json = round_document(self.session.root(), run, load).to_json()?;
+                deliver(E::KIND, &json, printed.is_none(), self.bundle)?
             }
-            let saved = save(self.bundle, E::KIND, &json);
-            if saved
-                && let Some(bundle) = self.bundle
-                && let Err(e) = bundle.remove_checkpoint(E::KIND)
-            {
-                warning!("--out: {e}");
-            }
-            saved
-        } else {
-            true
+            false => true,
         };
         let written = (self.after)(round, run) && saved;
         for cpu in &run.finished().cpus {
@@ -380,24 +371,29 @@ pub(crate) fn say_session_notes(session: &Session) {
     }
 }
 
-/// Adds `json` to `bundle`; says on stderr why it could not. Returns whether it was saved.
-fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
+/// Writes a measurement's document `json`: printed when `to_stdout` (`--json`), added to
+/// `bundle` (`--out`; then a checkpoint of its kind is removed), saying where. Returns whether
+/// the bundle got it (a failed write is said on stderr; the printed results are never lost to
+/// it).
+fn deliver(kind: Kind, json: &str, to_stdout: bool, bundle: Option<&Bundle>) -> Result<bool> {
+    if to_stdout {
+        print(json)?;
+    }
     let Some(bundle) = bundle else {
-        return true;
+        return Ok(true);
     };
     match bundle.add(kind, json) {
-        Ok(path) => {
-            note!("saved {}", path.display());
-            true
-        }
+        Ok(path) => note!("saved {}", path.display()),
         Err(e) => {
-            error!(
-                "--out {}: {e}; the results above are all there is of this run",
-                bundle.dir().display()
-            );
-            false
+            let dir = bundle.dir().display();
+            error!("--out {dir}: {e}; the results above are all there is of this run");
+            return Ok(false);
         }
     }
+    if let Err(e) = bundle.remove_checkpoint(kind) {
+        warning!("--out: {e}");
+    }
+    Ok(true)
 }
 
 /// Holds /dev/cpu_dma_latency at `limit_us` while the returned guard lives, as cyclictest
@@ -491,25 +487,23 @@ pub(crate) fn emit<R, T: Serialize>(
     figures: T,
     page: impl FnOnce() -> String,
 ) -> Result<u8> {
-    let wants_document = output.format == PageFormat::Json || output.bundle.is_some();
-    let json = if wants_document {
-        Some(finished_document(kind, session, measured, figures).to_json()?)
-    } else {
-        None
-    };
-    match (output.format, &json) {
-        (PageFormat::Json, Some(json)) => print(json)?,
-        (PageFormat::Csv, _) => {
+    match output.format {
+        PageFormat::Json => {}
+        PageFormat::Csv => {
             for warning in &measured.warnings {
                 warning!("{warning}");
             }
             print(&csv_page(page(), measured))?;
         }
-        _ => print(&with_warnings(page(), measured))?,
+        PageFormat::Text => print(&with_warnings(page(), measured))?,
     }
-    let saved = match &json {
-        Some(json) => save(output.bundle.as_ref(), kind, json),
-        None => true,
+    let (to_stdout, bundle) = (output.format == PageFormat::Json, output.bundle.as_ref());
+    let saved = match to_stdout || bundle.is_some() {
+        true => {
+            let json = finished_document(kind, session, measured, figures).to_json()?;
+            deliver(kind, &json, to_stdout, bundle)?
+        }
+        false => true,
     };
     if measured.interrupted {
         note_interrupted();
