@@ -26,8 +26,7 @@ use crate::measure::load;
 use crate::measure::runner::harness::{self, DmaLatencyLimit};
 use crate::measure::runner::session::{Engine, Session};
 use crate::report::check as check_report;
-use crate::report::check_load::LoadBody;
-use crate::report::measure::{explain, finished_document, net as net_report};
+use crate::report::measure::{finished_document, net as net_report};
 use crate::sysroot::SysRoot;
 use crate::text::voice::note;
 
@@ -228,23 +227,12 @@ impl Measure for CheckArms {
         })
         .map_err(|e| failed(&e))?;
         for skipped in (measured.load.iter()).flat_map(|load| &load.skipped) {
-            note!(
-                "{arm} arm: --load {}: {}; its rounds were not loaded as asked",
-                skipped.kind.name(),
-                skipped.why
-            );
+            note!("{arm} arm: {skipped}");
         }
-        let causes = measured.explanation.as_ref().map(explain::json);
-        let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
         // As check writes them: the runs, the load's effect judged on them, the check.
-        let mut documents =
-            check_report::run_documents(&prepared, &measured).map_err(|e| failed(&e))?;
-        let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
-        let mut report =
-            check_report::of_run(&prepared, &measured, causes.as_ref(), timer_causes.as_ref());
-        report.load = load.as_ref();
-        let check = check_report::document(&report).to_json();
-        documents.push((Kind::Check, check.map_err(|e| failed(&e))?));
+        let documents = (check_report::Finished::of(&prepared, &measured))
+            .map_err(|e| failed(&e))?
+            .documents;
         for (kind, json) in &documents {
             match kind {
                 Kind::Inventory => bundle.put(*kind, json),

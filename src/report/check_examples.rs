@@ -21,8 +21,6 @@ fn asked(line: &[&str]) -> Asked {
         quick: false,
         rounds: check::DEFAULT_ROUNDS,
         targets: Vec::new(),
-        site_targets: Vec::new(),
-        site_duration: None,
         explain: true,
         load: None,
         hwlat_duration: None,
