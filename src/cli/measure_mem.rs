@@ -126,26 +126,17 @@ fn parse_window(text: &str) -> Result<Window, String> {
     }
 }
 
-impl MembwArgs {
-    /// The request these flags ask for.
-    fn request(&self) -> Result<MembwRequest> {
-        let stores = self.stores;
-        let kernels =
-            Kernels::detect(stores).map_err(|e| anyhow::anyhow!("--stores streaming: {e}"))?;
-        Ok(MembwRequest {
-            threads: self.threads,
-            nodes: self.nodes.clone(),
-            array_bytes: self.size,
-            ntimes: self.ntimes,
-            kernels,
-        })
-    }
-}
-
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Membw, false)?;
-    let sizing = args.request()?.size_on(&session)?;
+    let request = MembwRequest {
+        threads: args.threads,
+        nodes: args.nodes.clone(),
+        array_bytes: args.size,
+        ntimes: args.ntimes,
+        kernels: Kernels::detect(args.stores)?,
+    };
+    let sizing = request.size_on(&session)?;
     let virtual_machine = session.machine.hypervisor.is_some();
     note!("{}", hardware::membw_plan(&sizing, virtual_machine));
     let measured = membw::run(&session, &sizing)?;
