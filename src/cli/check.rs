@@ -143,11 +143,8 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
     let measured = check::run(&check, |step| match step {
-        Step::Round(round, Some(true)) => note!("{round}: loaded"),
-        Step::Round(round, Some(false)) => note!("{round}: idle"),
-        Step::Round(round, None) if round.worth_saying() => note!("{round}"),
-        Step::Round(..) => {}
-        Step::Hwlat(_) => note!("{step}"),
+        Step::Round(round, None) if !round.worth_saying() => {}
+        step => note!("{}", printers::step_said(step)),
     })?;
     for skipped in (measured.load.iter()).flat_map(|load| &load.skipped) {
         warning!("{skipped}");

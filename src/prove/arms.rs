@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::apply::run::{BOOT_ISOLATED, enter, place};
 use crate::audit::profile::Profile;
 use crate::bundle::Bundle;
-use crate::check::{self, CheckRequest, Step};
+use crate::check::{self, CheckRequest};
 use crate::document::Kind;
 use crate::machine::cgroup_cpuset::{self, CgroupVersion};
 use crate::machine::{CpuSet, Reader};
@@ -220,10 +220,8 @@ impl Measure for CheckArms {
         let bundle = Bundle::open(dir).map_err(|e| failed(&e))?;
         // Held for every round, as check holds it.
         let _limit = DmaLatencyLimit::hold(prepared.session.root(), 0).ok();
-        let measured = check::run(&prepared, |step| match step {
-            Step::Round(round, Some(true)) => note!("{arm} arm: {round}: loaded"),
-            Step::Round(round, Some(false)) => note!("{arm} arm: {round}: idle"),
-            step => note!("{arm} arm: {step}"),
+        let measured = check::run(&prepared, |step| {
+            note!("{arm} arm: {}", check_report::step_said(step));
         })
         .map_err(|e| failed(&e))?;
         for skipped in (measured.load.iter()).flat_map(|load| &load.skipped) {

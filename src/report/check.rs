@@ -13,7 +13,7 @@ use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{
-    self, CheckRequest, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict,
+    self, CheckRequest, CheckRun, CpuFigures, Prepared, Step, TargetOutcome, TargetVerdict, Verdict,
 };
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
@@ -647,6 +647,16 @@ pub(crate) fn audit_said(check: &Prepared) -> String {
     let name = check.profile.info.name;
     let (fail, warn, pass) = (counts.fail, counts.warn, counts.pass);
     format!("audit against {name}: {fail} fail, {warn} warn, {pass} pass")
+}
+
+/// What check and prove say as a step of the runs begins: the round with its load, if any
+/// (`round 2 of 5: loaded`), or the hwlat phase.
+pub(crate) fn step_said(step: Step) -> String {
+    match step {
+        Step::Round(round, Some(true)) => format!("{round}: loaded"),
+        Step::Round(round, Some(false)) => format!("{round}: idle"),
+        step => step.to_string(),
+    }
 }
 
 /// A measured check's documents and what its report borrows from them, as check and prove
