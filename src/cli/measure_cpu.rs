@@ -58,8 +58,6 @@ pub struct C2cArgs {
 pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::C2c, args.csv)?;
     a_pair(&session.cpus, "c2c")?;
-    // At once: each pair's samples and the sorted copy its summary makes.
-    session.budget.check_samples(args.samples, 2)?;
     let request = C2cRequest {
         ping_pong: PingPongConfig {
             round_trips: args.round_trips,
@@ -114,8 +112,6 @@ pub struct WakeupArgs {
 pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Wakeup, args.csv)?;
     a_pair(&session.cpus, "wakeup")?;
-    // At once: each pair's latencies and the sorted copy its summary makes.
-    session.budget.check_samples(args.samples, 2)?;
     let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
@@ -176,8 +172,6 @@ pub struct IpiArgs {
 /// Runs `lowlat measure ipi`.
 pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Ipi, args.csv)?;
-    // At once: each pair's two series and the sorted copy a summary makes.
-    session.budget.check_samples(args.samples, 3)?;
     a_pair(&session.cpus, "ipi")?;
     if args.mesh {
         let measured = ipi::mesh(&session, args.duration)?;
