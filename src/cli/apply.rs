@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use super::messages::warning;
 use super::output::{print, print_json};
-use super::plan_file::PlanFile;
 use super::{Cli, exit};
 pub(crate) use crate::apply::pipeline::require_root;
 use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
 use crate::apply::{ApplyReport, ItemStatus, Scope};
 use crate::document;
+use crate::plan::file::PlanFile;
 use crate::report::apply::json::apply_document;
 use crate::report::apply::{apply_header_text, apply_text};
 use crate::sysroot::SysRoot;
@@ -113,7 +113,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         "apply",
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
-        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(e.as_ref())))?;
+        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
     let request = ApplyRequest {
         plan,
         text,

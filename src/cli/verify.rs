@@ -5,10 +5,10 @@ use clap::Args;
 use std::path::PathBuf;
 
 use super::output::print;
-use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::apply::pipeline;
 use crate::document;
+use crate::plan::file::PlanFile;
 use crate::report::apply::json::verify_document;
 use crate::report::apply::verify_text;
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::messages::{note, warning};
 use super::output::print;
-use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
 use crate::machine::CpuSet;
+use crate::plan::file::PlanFile;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
 use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
