@@ -117,7 +117,7 @@ impl PlanArgs {
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
     let job = args.job()?;
-    let planned = args.options.planned(&root, kind, &job)?;
+    let planned = super::plan_options::planned(&root, kind, &job)?;
     let linux = match planned {
         Planned::Linux(linux) => linux,
         Planned::Freebsd(plan) => return freebsd(args, &plan),

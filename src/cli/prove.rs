@@ -158,7 +158,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         }
         None => {
             let job = args.plan.job()?;
-            match args.plan.planned(&root, SnapshotKind::Linux, &job)? {
+            match super::plan_options::planned(&root, SnapshotKind::Linux, &job)? {
                 Planned::Linux(linux) => {
                     let text = linux.plan.to_json();
                     (linux.plan, text)
