@@ -153,7 +153,19 @@ pub(crate) enum PlanJobError {
     /// The FreeBSD capture could not be read.
     #[error("--snapshot")]
     Freebsd(#[from] FreeBsdError),
+    /// A FreeBSD capture asked for what only a Linux plan has.
+    #[error(transparent)]
+    LinuxOnly(#[from] LinuxOnly),
 }
+
+/// A FreeBSD capture asked for what only a Linux plan has (a guest, the BIOS, the JSON
+/// document, the diff).
+#[derive(Debug, Error)]
+#[error(
+    "--json, --diff, --vm and --bios are for Linux plans; a FreeBSD plan is its rc.d script and \
+     conf lines: give --out DIR"
+)]
+pub(crate) struct LinuxOnly;
 
 /// A step of a Linux plan worth telling the caller of, as it happens.
 pub(crate) enum Step<'a> {
@@ -260,7 +272,7 @@ pub(crate) fn freebsd_artifacts(plan: &FreeBsdPlan) -> [Artifact<'static>; 3] {
 }
 
 /// Reads the files under `root` as the system `kind` says they are and plans them as `job`
-/// asks (a FreeBSD capture takes none of it); `step` is told of a Linux plan's steps as they
+/// asks (a FreeBSD capture takes no guest and no BIOS); `step` is told of a Linux plan's steps as they
 /// happen.
 pub(crate) fn run(
     root: &SysRoot,
@@ -271,6 +283,9 @@ pub(crate) fn run(
     match kind {
         SnapshotKind::Freebsd => {
             let machine = FreeBsdMachine::read(root)?;
+            if job.vm.is_some() || job.bios.is_some() {
+                return Err(LinuxOnly.into());
+            }
             Ok(Planned::Freebsd(freebsd::plan(&machine)))
         }
         SnapshotKind::Linux => linux(root, job, step).map(|plan| Planned::Linux(Box::new(plan))),
