@@ -24,7 +24,10 @@ pub(crate) fn show(shown: Shown) -> Result<u8> {
             Out::Json(json) => write(json.as_bytes())?,
         }
     }
-    Ok(super::exit::found(shown.failures))
+    Ok(match shown.stopped {
+        true => super::exit::ERROR,
+        false => super::exit::found(shown.failures),
+    })
 }
 
 /// Writes the page `text` to stdout, control characters escaped.

@@ -1,5 +1,5 @@
 //! What a command shows, in the order it shows it: lines said on stderr and pages on stdout (a
-//! text page or a JSON document), and whether it found failures. A command's printers build it
+//! text page or a JSON document), and how it ended (failures found, or stopped part-way). A command's printers build it
 //! from its typed result; the command line writes it out as it is (`cli/output.rs`), escaping
 //! the text pages and saying the lines through its one stderr voice.
 
@@ -18,13 +18,15 @@ pub(crate) enum Out {
     Json(String),
 }
 
-/// What a command shows, in order, and whether it found failures (exit code 1).
+/// What a command shows, in order, and how it ended.
 #[derive(Debug, Default)]
 pub(crate) struct Shown {
     /// The pieces, in the order they are written.
     pub out: Vec<Out>,
-    /// Whether the command found failures.
+    /// Whether the command found failures (exit code 1).
     pub failures: bool,
+    /// Whether the command stopped part-way (exit code 2, whatever it found).
+    pub stopped: bool,
 }
 
 impl Shown {
