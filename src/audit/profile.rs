@@ -200,6 +200,41 @@ impl std::fmt::Display for ProfileChoice {
     }
 }
 
+impl ProfileChoice {
+    /// The profile named, loaded: a built-in one, or a site profile file laid over one (its
+    /// notes in `site.notes`).
+    pub fn profile(&self) -> Result<Profile, ChoiceError> {
+        match self {
+            ProfileChoice::Builtin { name, .. } => Ok(load(*name)?),
+            ProfileChoice::File(path) => Ok(super::site::load(path)?),
+        }
+    }
+
+    /// What is worth saying of how the profile was named: TuneD's name taken for lowlat's.
+    pub fn tuned_note(&self) -> Option<String> {
+        match self {
+            ProfileChoice::Builtin {
+                name,
+                tuned: Some(tuned),
+            } => Some(format!(
+                "--profile {tuned}: TuneD's name; lowlat's {name} profile is used"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Why the profile `--profile` names could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ChoiceError {
+    /// A built-in profile.
+    #[error("--profile {0}")]
+    Builtin(#[from] ProfileError),
+    /// A site profile file.
+    #[error("--profile {0}")]
+    Site(#[from] super::site::SiteError),
+}
+
 /// The profile a request names: a built-in one by name, loaded when the audit runs (so that
 /// `freebsd-router` picks the FreeBSD rules of a capture), or one loaded already (a site
 /// profile file laid over a built-in one).
@@ -340,6 +375,24 @@ fn rows() -> Result<Vec<Row>, ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_choice_loads_its_profile_and_names_the_flag() {
+        let tuned: ProfileChoice = "network-latency".parse().unwrap();
+        assert_eq!(
+            tuned.tuned_note().unwrap(),
+            "--profile network-latency: TuneD's name; lowlat's low-latency profile is used"
+        );
+        assert_eq!(tuned.profile().unwrap().info.name, ProfileName::LowLatency);
+        let plain: ProfileChoice = "low-latency".parse().unwrap();
+        assert_eq!(plain.tuned_note(), None);
+        let missing = ProfileChoice::File("/nonexistent/site.toml".into());
+        let err = missing.profile().unwrap_err().to_string();
+        assert!(
+            err.starts_with("--profile /nonexistent/site.toml: "),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_profile_is_named_by_its_name_tuneds_name_or_a_file() {
