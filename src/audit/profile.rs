@@ -201,15 +201,6 @@ impl std::fmt::Display for ProfileChoice {
 }
 
 impl ProfileChoice {
-    /// The profile named, loaded: a built-in one, or a site profile file laid over one (its
-    /// notes in `site.notes`).
-    pub fn profile(&self) -> Result<Profile, ChoiceError> {
-        match self {
-            ProfileChoice::Builtin { name, .. } => Ok(load(*name)?),
-            ProfileChoice::File(path) => Ok(super::site::load(path)?),
-        }
-    }
-
     /// What is worth saying of how the profile was named: TuneD's name taken for lowlat's.
     pub fn tuned_note(&self) -> Option<String> {
         match self {
@@ -222,17 +213,6 @@ impl ProfileChoice {
             _ => None,
         }
     }
-}
-
-/// Why the profile `--profile` names could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ChoiceError {
-    /// A built-in profile.
-    #[error("--profile {0}")]
-    Builtin(#[from] ProfileError),
-    /// A site profile file.
-    #[error("--profile {0}")]
-    Site(#[from] super::site::SiteError),
 }
 
 /// The profile a request names: a built-in one by name, loaded when the audit runs (so that
@@ -377,7 +357,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_choice_loads_its_profile_and_names_the_flag() {
+    fn a_tuned_name_is_said() {
         let tuned: ProfileChoice = "network-latency".parse().unwrap();
         assert_eq!(
             tuned.tuned_note().unwrap(),
