@@ -43,7 +43,7 @@ pub struct AuditArgs {
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's
     /// `[partition]`, else the machine's own isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
     /// housekeeping and the rest isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub isolate: Option<CpuSet>,
 
     /// Print the versioned JSON document (schema_version, tool, machine, partition, profile,

@@ -70,7 +70,7 @@ pub struct PlanArgs {
 
     /// With --vm: the real-time (SCHED_FIFO) vCPUs, which the guest isolates [default: every
     /// vCPU but 0].
-    #[arg(long, value_name = "LIST", requires = "vm", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "LIST", requires = "vm", value_parser = CpuSet::parse_some)]
     pub rt_vcpus: Option<CpuSet>,
 
     /// With --vm: guest memory (32G, 4096M), rounded up to whole huge pages [default: 4G].

@@ -40,11 +40,11 @@ pub struct PlanOptionArgs {
     pub no_balance: Option<u16>,
 
     /// Housekeeping CPUs (e.g. 0,8 or 0-1,64-65); every other online CPU is isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub housekeeping: Option<CpuSet>,
 
     /// Isolated CPUs (e.g. 1-7,9-15); every other online CPU is housekeeping.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub isolate: Option<CpuSet>,
 
     /// Accept an isolated CPU whose SMT sibling is housekeeping (where SMT stays on: a plan

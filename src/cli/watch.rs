@@ -68,7 +68,7 @@ pub struct WatchArgs {
     /// The CPUs to watch [default: the plan's isolated CPUs, else the profile's partition,
     /// else the CPUs the kernel isolates, else, when nothing is isolated, every CPU but the
     /// first, as `lowlat check` measures].
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub isolated: Option<CpuSet>,
 
     /// A site profile file (or a built-in profile) whose `[partition]` names the CPUs to watch
