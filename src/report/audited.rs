@@ -153,3 +153,61 @@ fn freebsd(
     shown.failures = audited.has_failures();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::pipeline::{self, AuditRequest, Overrides, Processes};
+    use crate::audit::profile::Requested;
+    use crate::report::shown::Out;
+    use crate::snapshot::SnapshotKind;
+    use crate::test_tree::TestTree;
+    use crate::tuning::profile_name::ProfileName;
+
+    fn audited(explain: Option<&str>) -> Audited {
+        let tree = TestTree::fixture("epyc7f32-2s");
+        let request = AuditRequest {
+            profile: Requested::Builtin(ProfileName::DEFAULT),
+            isolate: None,
+            overrides: Overrides::default(),
+            bios: None,
+            processes: Processes::default(),
+            explain: explain.map(str::to_string),
+        };
+        pipeline::run(&tree.root(), SnapshotKind::Linux, request, |_| {}).unwrap()
+    }
+
+    fn outputs<'a>(json: bool, fix_script: Option<&'a Path>) -> AuditOutputs<'a> {
+        AuditOutputs {
+            json,
+            view: View::default(),
+            nfd_features: None,
+            fix_script,
+            input: "--root DIR",
+        }
+    }
+
+    #[test]
+    fn the_files_are_written_and_said_before_the_page_and_failures_are_the_audits() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("fix.sh");
+        let linux = audited(None);
+        let Audited::Machine(machine) = &linux else {
+            panic!("a Linux machine's audit");
+        };
+        let shown = show(&linux, &outputs(true, Some(&script))).unwrap();
+        assert!(script.exists());
+        assert!(
+            matches!(&shown.out[..], [Out::Say(Level::Note, wrote), Out::Json(_)]
+                if wrote.starts_with("wrote the fixes to ")),
+            "{:?}",
+            shown.out
+        );
+        assert_eq!(shown.failures, machine.audit.has_failures());
+        assert!(shown.failures, "the untuned fixture fails the audit");
+        // Explaining a rule shows only the rule, and fails nothing.
+        let shown = show(&audited(Some("LL-SMT")), &outputs(false, None)).unwrap();
+        assert!(matches!(&shown.out[..], [Out::Text(_)]), "{:?}", shown.out);
+        assert!(!shown.failures);
+    }
+}
