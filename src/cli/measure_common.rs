@@ -73,7 +73,7 @@ impl BundleArgs {
 pub struct CommonArgs {
     /// CPUs to use, in the kernel's list form (`0-7,16`). Default: every online CPU this
     /// process may run on.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
 
     /// Print the versioned JSON document instead of tables.
@@ -105,7 +105,7 @@ impl CommonArgs {
 pub struct LoopArgs {
     /// CPUs to measure, one measuring thread each (e.g. 2-3,6). Default: as `lowlat check`,
     /// the machine's isolated CPUs, else every CPU but the first.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
     /// How long to measure: 10s, 500ms, 2m.
     #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
@@ -115,7 +115,7 @@ pub struct LoopArgs {
     pub load: LoadArgs,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).
-    #[arg(long, value_name = "PERIOD_MS:SPIN_US", value_parser = values::inject)]
+    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
     pub inject: Option<InjectSpec>,
     /// Same as --format json.
     #[arg(long)]
