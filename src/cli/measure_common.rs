@@ -17,7 +17,7 @@ use crate::bundle::Bundle;
 use crate::check;
 use crate::document::{self, Kind};
 use crate::machine::{CpuSet, Machine};
-use crate::measure::engines::loops;
+use crate::measure::engines::loops::{self, LoopError, LoopRecord, LoopRun};
 use crate::measure::load;
 use crate::measure::runner::env::Environment;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
@@ -162,13 +162,13 @@ impl LoopArgs {
     /// each round checkpointed into `bundle`, printed as `page` makes it (`None`: the JSON
     /// document), its document delivered, then `after` (whether its own outputs were written).
     /// `flag` names the flag of an error. The exit code is the worst of the rounds'.
-    pub(crate) fn run_rounds<E: LoopDocument>(
+    pub(crate) fn run_rounds<Q: LoopDocument>(
         &self,
         (session, bundle): (&Session, Option<&Bundle>),
-        request: &E::Request,
-        flag: impl Fn(E::Error) -> anyhow::Error,
-        page: impl Fn(&E) -> Option<String>,
-        mut after: impl FnMut(Round, &E) -> bool,
+        request: &Q,
+        flag: impl Fn(LoopError) -> anyhow::Error,
+        page: impl Fn(&LoopRun<Q>) -> Option<String>,
+        mut after: impl FnMut(Round, &LoopRun<Q>) -> bool,
     ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
@@ -184,7 +184,9 @@ impl LoopArgs {
             }
             let checkpoints = bundle.map(|bundle| Checkpoints {
                 every: self.checkpoint,
-                save: move |so_far: &E, done| save_checkpoint(bundle, session.root(), so_far, done),
+                save: move |so_far: &LoopRun<Q>, done| {
+                    save_checkpoint(bundle, session.root(), so_far, done)
+                },
             });
             let mark = loads
                 .as_ref()
@@ -200,9 +202,9 @@ impl LoopArgs {
             if let Some(text) = &printed {
                 print(text)?;
             }
-            let (result, environment) = (run.result_with(loaded), &run.finished().environment);
+            let (result, environment) = (Q::result(run, loaded), &run.session.environment);
             let saved = deliver_document(
-                E::KIND,
+                Q::KIND,
                 session.root(),
                 environment,
                 result,
@@ -210,9 +212,9 @@ impl LoopArgs {
                 bundle,
             )?;
             let written = after(round, run) && saved;
-            for cpu in &run.finished().cpus {
+            for cpu in &run.session.cpus {
                 say_not_measured_cpu(cpu);
-                if let Some(why) = E::cut_short(cpu).then(|| E::why_short(cpu)).flatten() {
+                if let Some(why) = cpu.record.cut_short().then(|| Q::why_short(cpu)).flatten() {
                     warning!("{why}");
                 }
             }
@@ -432,22 +434,22 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
 /// Saves `so_far`, a loop engine's results after the segments `done`, as the checkpoint of
 /// `bundle` (`--out`; written in place of the last), saying so on stderr; one that cannot be
 /// written is said too, and the run goes on.
-fn save_checkpoint<E: LoopDocument>(
+fn save_checkpoint<Q: LoopDocument>(
     bundle: &Bundle,
     root: &SysRoot,
-    so_far: &E,
+    so_far: &LoopRun<Q>,
     done: SegmentsDone,
 ) {
     let host = document::host_name(root);
     let doc = checkpoint_document(
-        E::KIND,
+        Q::KIND,
         host,
-        so_far.finished(),
-        so_far.result(),
+        &so_far.session,
+        Q::result(so_far, None),
         done.duration,
     );
     let saved = (doc.to_json().map_err(anyhow::Error::from))
-        .and_then(|json| Ok(bundle.checkpoint(E::KIND, &json)?));
+        .and_then(|json| Ok(bundle.checkpoint(Q::KIND, &json)?));
     match saved {
         Ok(path) => note!(
             "checkpoint: {:.1} of {:.1} s measured, saved in {}",
