@@ -137,11 +137,13 @@ impl LoopDocument for JitterRequest {
         result(run, loads)
     }
     fn why_short(cpu: &CpuLoop<BusyRecord>) -> Option<String> {
-        Some(format!(
-            "CPU {}: the gap buffer filled ({} gaps); its results cover only the time until \
-             then; raise --threshold or --max-gaps",
-            cpu.cpu, cpu.record.config.capacity
-        ))
+        cpu.record.full.then(|| {
+            format!(
+                "CPU {}: the gap buffer filled ({} gaps); its results cover only the time \
+                 until then; raise --threshold or --max-gaps",
+                cpu.cpu, cpu.record.config.capacity
+            )
+        })
     }
 }
 
