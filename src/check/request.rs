@@ -59,6 +59,24 @@ pub(crate) enum RequestError {
 }
 
 impl Asked {
+    /// A low-latency check asked with nothing: the default rounds, explained (the tests'
+    /// starting point).
+    #[cfg(test)]
+    pub(crate) fn low_latency() -> Asked {
+        use crate::tuning::profile_name::ProfileName;
+        Asked {
+            profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
+            cpus: None,
+            duration: None,
+            quick: false,
+            rounds: super::DEFAULT_ROUNDS,
+            targets: Vec::new(),
+            explain: true,
+            load: None,
+            hwlat_duration: None,
+        }
+    }
+
     /// The check asked for, with the defaults taken (the site profile's `[check]` read);
     /// refuses a bad site target or duration, and rounds too short for the timer run.
     pub(crate) fn request(self) -> Result<CheckRequest, RequestError> {
@@ -109,21 +127,6 @@ mod tests {
     use crate::check::targets::TargetMetric;
     use crate::tuning::profile_name::ProfileName;
 
-    /// A low-latency check asked with nothing but `duration`, `quick` and 5 rounds.
-    fn asked(duration: Option<Duration>, quick: bool) -> Asked {
-        Asked {
-            profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
-            cpus: None,
-            duration,
-            quick,
-            rounds: 5,
-            targets: Vec::new(),
-            explain: true,
-            load: None,
-            hwlat_duration: None,
-        }
-    }
-
     /// A site profile whose `[check]` (at site.toml line 3 on) has these targets and duration.
     fn site_check(targets: &[&str], duration: Option<&str>) -> Site {
         let at = |line: usize, value: &str| Located {
@@ -146,7 +149,7 @@ mod tests {
     /// --profile.
     #[test]
     fn a_bad_site_target_or_duration_is_refused_at_its_place() {
-        let mut bad = asked(None, false);
+        let mut bad = Asked::low_latency();
         bad.profile.site = Some(Box::new(site_check(&["timer.mean<5us"], None)));
         let err = bad.clone().request().unwrap_err().to_string();
         assert!(err.starts_with("--profile site.toml:3"), "{err}");
@@ -167,11 +170,11 @@ mod tests {
     /// wins over --quick's, then the site's, then what proves the targets.
     #[test]
     fn what_is_given_wins_over_the_site_and_the_profile() {
-        let plain = asked(None, false).request().unwrap();
+        let plain = Asked::low_latency().request().unwrap();
         assert_eq!(plain.targets, targets::of_profile(ProfileName::LowLatency));
         assert_eq!(plain.duration, Duration::from_secs(200));
         assert_eq!(plain.hwlat_duration, super::super::hwlat::DEFAULT_DURATION);
-        let mut site = asked(None, false);
+        let mut site = Asked::low_latency();
         site.profile.site = Some(Box::new(site_check(&["timer.max<50us"], Some("30s"))));
         let from_site = site.clone().request().unwrap();
         assert_eq!(
@@ -192,7 +195,11 @@ mod tests {
 
     #[test]
     fn rounds_too_short_for_the_timer_are_refused() {
-        let mut short = asked(Some(Duration::from_millis(40)), false);
+        let mut short = Asked {
+            duration: Some(Duration::from_millis(40)),
+            rounds: 5,
+            ..Asked::low_latency()
+        };
         let err = short.clone().request().unwrap_err().to_string();
         assert!(
             err.contains("--duration 40ms --repeat 5: rounds of 8ms are too short"),

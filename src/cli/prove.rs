@@ -11,12 +11,12 @@ use super::apply::{confirm, require_root, writable_root};
 use super::measure_common::LoadArgs;
 use super::messages::note;
 use super::output::{print, print_json};
-use super::plan_file::PlanFile;
 use super::plan_options::PlanOptionArgs;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::apply::command::SystemRunner;
 use crate::document::{Document, Kind};
+use crate::plan::file::PlanFile;
 use crate::plan::pipeline::Planned;
 use crate::prove::arms::CheckArms;
 use crate::prove::boot::{Resume, Settle};
@@ -158,7 +158,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         }
         None => {
             let job = args.plan.job()?;
-            match args.plan.planned(&root, SnapshotKind::Linux, &job)? {
+            match super::plan_options::planned(&root, SnapshotKind::Linux, &job)? {
                 Planned::Linux(linux) => {
                     let text = linux.plan.to_json();
                     (linux.plan, text)

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::messages::{note, warning};
 use super::output::print;
-use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
 use crate::machine::CpuSet;
+use crate::plan::file::PlanFile;
 use crate::report::watch::exposition::Exporter;
 use crate::report::watch::view;
 use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
@@ -68,7 +68,7 @@ pub struct WatchArgs {
     /// The CPUs to watch [default: the plan's isolated CPUs, else the profile's partition,
     /// else the CPUs the kernel isolates, else, when nothing is isolated, every CPU but the
     /// first, as `lowlat check` measures].
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub isolated: Option<CpuSet>,
 
     /// A site profile file (or a built-in profile) whose `[partition]` names the CPUs to watch
