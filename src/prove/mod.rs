@@ -309,7 +309,7 @@ pub(crate) fn start(
         .filter(|item| item.status == ItemStatus::Failed)
         .map(|item| Refused {
             setting: item.label.clone(),
-            reason: item.reason.clone().unwrap_or_default(),
+            reason: item.why().unwrap_or_default().to_string(),
         })
         .collect();
     if !state.refused.is_empty() {
