@@ -78,6 +78,14 @@ pub(crate) enum ProveError {
     /// `--resume` of a run that cannot resume from where it stands.
     #[error("{0}")]
     CannotResume(String),
+    /// DIR (`--out`, `--resume`) has no absolute path, or this lowlat's own path is unknown.
+    #[error("{}: {source}", path.display())]
+    Path {
+        /// The directory, or this lowlat.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// How prove's compare judges the arms: the rate of gaps and wake-ups above 10 µs, and a
@@ -126,6 +134,49 @@ pub(crate) enum Outcome {
     RebootPending(State, Resume),
     /// Stopped before the end; the state says why and what the machine holds.
     Stopped(State),
+}
+
+impl Outcome {
+    /// The state the run ended this time with.
+    pub(crate) fn state(&self) -> &State {
+        match self {
+            Outcome::Done(state, _)
+            | Outcome::RebootPending(state, _)
+            | Outcome::Stopped(state) => state,
+        }
+    }
+
+    /// Whether it ends in failure: stopped, or done with a primary endpoint worse (exit 1).
+    pub(crate) fn failed(&self) -> bool {
+        match self {
+            Outcome::Done(_, judged) => verdict::worse(judged),
+            Outcome::RebootPending(..) => false,
+            Outcome::Stopped(_) => true,
+        }
+    }
+}
+
+impl<'a> Prove<'a> {
+    /// Prove on `root` in `dir` (made absolute), with this lowlat for the resume, compare's
+    /// defaults and the default settle condition; `runner` runs systemctl on the live machine.
+    pub(crate) fn new(
+        root: &'a SysRoot,
+        runner: &'a dyn Runner,
+        dir: &Path,
+    ) -> Result<Self, ProveError> {
+        let path = |path: &Path, source| ProveError::Path {
+            path: path.to_path_buf(),
+            source,
+        };
+        Ok(Prove {
+            root,
+            runner: root.is_live().then_some(runner),
+            dir: std::path::absolute(dir).map_err(|e| path(dir, e))?,
+            binary: std::env::current_exe().map_err(|e| path(Path::new("this lowlat"), e))?,
+            options: OPTIONS,
+            settle: Settle::default(),
+        })
+    }
 }
 
 impl Prove<'_> {
