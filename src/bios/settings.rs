@@ -32,7 +32,7 @@ pub(crate) struct BiosJournal {
 
 /// One attribute in a journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BiosJournalEntry {
+pub(crate) struct BiosJournalEntry {
     /// The Redfish attribute.
     pub attribute: String,
     /// The request it came from (`smt=off`).

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::audit::bios::wanted;
 use crate::audit::profile::Profile;
 use crate::bios::intents::resolve;
+use crate::bios::pipeline::PlannedBios;
 use crate::bios::settings::needed;
 use crate::bios::{BiosState, value_text};
 
@@ -51,6 +52,19 @@ pub struct BiosSkipped {
     pub intent: String,
     /// Why it is not planned, and what to do about it.
     pub reason: String,
+}
+
+impl BiosPlan {
+    /// The part as `bios apply --plan` and `bios verify --plan` take it; `shown` names the plan
+    /// in messages (`--plan FILE`).
+    pub(crate) fn planned(self, shown: String) -> PlannedBios {
+        PlannedBios {
+            shown,
+            bmc: self.bmc,
+            system_uri: self.system_uri,
+            intents: self.changes.into_iter().map(|c| c.intent).collect(),
+        }
+    }
 }
 
 impl BiosChange {

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
+use crate::bios::pipeline::Staged;
 use crate::bios::settings::{AttributeCheck, BiosJournalEntry, BiosStatus};
 use crate::bios::{BiosState, value_text};
 use crate::document::{Document, Kind};
@@ -87,8 +88,18 @@ pub fn read_text(state: &BiosState) -> String {
     out.into_string()
 }
 
+/// The page of `bios apply`: what it staged (or would stage, with `--dry-run`) and, when it
+/// staged, whether the values wait for a reset.
+pub(crate) fn apply_text(staged: &Staged) -> String {
+    let mut out = Page::from(staged_text(&staged.journal.entries, staged.staged));
+    if staged.staged {
+        out.text(&reboot_text(staged.reboot_required));
+    }
+    out.into_string()
+}
+
 /// What `bios apply` staged (or would stage, with `--dry-run`).
-pub fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
+fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
     if entries.is_empty() {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();
@@ -156,7 +167,7 @@ pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
 }
 
 /// The line under `bios apply`'s page: whether the staged values wait for a reset.
-pub fn reboot_text(reboot_required: bool) -> String {
+fn reboot_text(reboot_required: bool) -> String {
     format!(
         "reboot_required: {}\n",
         if reboot_required { "yes" } else { "no" }
