@@ -4,8 +4,8 @@
 //! CPUs asked for; on a machine isolated at boot (`isolcpus=`, `/sys/devices/system/cpu/isolated`)
 //! only its affinity is set.
 
-use crate::machine::cgroup_cpuset::{CgroupVersion, CpusetTree};
-use crate::machine::{Avail, CpuSet};
+use crate::machine::cgroup_cpuset::{self, CgroupVersion, CpusetTree};
+use crate::machine::{Avail, CpuSet, Reader};
 use crate::sysroot::{SysRoot, WriteError};
 use crate::tuning::runtime_isolation;
 
@@ -87,6 +87,14 @@ pub(crate) enum PlaceError {
 
 /// The file of boot-time isolation: the CPUs `isolcpus=` took out of the scheduler domains.
 pub(crate) const BOOT_ISOLATED: &str = "/sys/devices/system/cpu/isolated";
+
+/// Where to run on the machine under `root`: [`place`] on its cpuset tree and the CPUs it
+/// isolated at boot.
+pub(crate) fn placement(root: &SysRoot, asked: Option<&CpuSet>) -> Result<Placement, PlaceError> {
+    let mut reader = Reader::new(root);
+    let tree = cgroup_cpuset::read(&mut reader);
+    place(&tree, &reader.cpulist(BOOT_ISOLATED), asked)
+}
 
 /// Where to run: the isolated cpuset when there is one, else the CPUs isolated at boot;
 /// `asked` (`--cpus`) narrows it and must lie within.
@@ -196,8 +204,7 @@ pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::Reader;
-    use crate::machine::cgroup_cpuset::{self, fixtures};
+    use crate::machine::cgroup_cpuset::fixtures;
 
     fn set(list: &str) -> CpuSet {
         CpuSet::parse_list(list).unwrap()

@@ -9,8 +9,9 @@ use clap::Args;
 use super::messages::{error, note};
 use super::values::cpu_list;
 use super::{Cli, exit};
-use crate::apply::run::{BOOT_ISOLATED, enter, place};
-use crate::machine::{CpuSet, Reader, cgroup_cpuset};
+use crate::apply::run::{enter, placement};
+use crate::machine::CpuSet;
+use crate::text::command_line;
 
 /// Options of `lowlat run`.
 #[derive(Debug, Args)]
@@ -47,11 +48,8 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
             "--root/--snapshot: lowlat run starts a command on this machine; with another root only --dry-run (where it would run) makes sense"
         );
     }
-    let mut reader = Reader::new(&root);
-    let tree = cgroup_cpuset::read(&mut reader);
-    let boot = reader.cpulist(BOOT_ISOLATED);
-    let placement = place(&tree, &boot, args.cpus.as_ref())?;
-    let shown = shown(&args.command);
+    let placement = placement(&root, args.cpus.as_ref())?;
+    let shown = command_line(&args.command);
     if args.dry_run {
         note!("would run {shown} {}", placement.describe());
         return Ok(exit::OK);
@@ -74,13 +72,4 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
     } else {
         126
     })
-}
-
-/// The command line, for messages.
-fn shown(command: &[OsString]) -> String {
-    let words: Vec<String> = command
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    crate::text::escape_page(&words.join(" ")).into_owned()
 }
