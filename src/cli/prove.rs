@@ -153,20 +153,9 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
             }
         }
     };
-    let cpus = plan.partition.isolated.clone();
-    if cpus.is_empty() {
-        bail!("the plan isolates no CPU: nothing to measure before and after; give --isolate LIST");
-    }
-    let rounds = Rounds {
-        profile: args.plan.profile.to_string(),
-        cpus,
-        duration_ms: u64::try_from(args.duration.as_millis()).unwrap_or(u64::MAX),
-        rounds: args.repeat,
-        explain: true,
-        load: args.load.asked(),
-        net: args.net,
-    };
-    crate::prove::arms::housekeeping_left(&rounds)?;
+    let profile = args.plan.profile.to_string();
+    let (load, net) = (args.load.asked(), args.net);
+    let rounds = Rounds::of(&plan, profile, args.duration, args.repeat, load, net)?;
     let mut arms = arms(&rounds, true)?;
     note!("{}", prove::text::plan(&rounds));
     let start = Start {

@@ -78,6 +78,9 @@ pub(crate) enum ProveError {
     /// `--resume` of a run that cannot resume from where it stands.
     #[error("{0}")]
     CannotResume(String),
+    /// The plan isolates no CPU, so there is nothing to measure.
+    #[error("the plan isolates no CPU: nothing to measure before and after; give --isolate LIST")]
+    NoCpu,
     /// DIR (`--out`, `--resume`) has no absolute path, or this lowlat's own path is unknown.
     #[error("{}: {source}", path.display())]
     Path {
