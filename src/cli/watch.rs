@@ -2,12 +2,12 @@
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::messages::{note, warning};
-use super::output::print;
+use super::output::{print, print_raw};
 use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
 use crate::machine::CpuSet;
@@ -162,7 +162,7 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     }
     pipeline::run(watch, request.ticks, |tick: &Tick| {
         match outputs.show(tick)? {
-            Some(Shown::Line(line)) => print_line(&line),
+            Some(Shown::Raw(text)) => print_raw(&text),
             Some(Shown::Page(page)) => print(&page),
             None => Ok(()),
         }
@@ -192,12 +192,4 @@ fn request(args: &WatchArgs) -> Result<WatchRequest> {
         top: args.top as usize,
         ticks: args.once.then_some(1),
     })
-}
-
-/// Prints one line and flushes, so that a pipe sees each interval at once.
-fn print_line(line: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
-    out.flush()?;
-    Ok(())
 }

@@ -30,9 +30,9 @@ pub(crate) struct Asked {
 
 /// What one interval prints on stdout.
 pub(crate) enum Shown {
-    /// A line, flushed at once so that a pipe sees each interval (a JSON line, or a screen
-    /// that clears the terminal first).
-    Line(String),
+    /// Text printed as it is (a JSON line, or a screen that clears the terminal first, each
+    /// with its newline), flushed at once so that a pipe sees each interval.
+    Raw(String),
     /// A page, escaped as every page is (the exposition, or the screen on a pipe).
     Page(String),
 }
@@ -133,12 +133,12 @@ impl Outputs {
         }
         Ok(match &self.stdout {
             Stdout::Nothing => None,
-            Stdout::Json(host) => Some(Shown::Line(view::json_line(tick, host)?)),
+            Stdout::Json(host) => Some(Shown::Raw(view::json_line(tick, host)? + "\n")),
             Stdout::Exposition => Some(Shown::Page(exposition)),
             Stdout::Screen { isolated, clear } => {
                 let page = view::text(tick, isolated);
                 Some(if *clear {
-                    Shown::Line(format!("\x1b[H\x1b[2J{page}"))
+                    Shown::Raw(format!("\x1b[H\x1b[2J{page}\n"))
                 } else {
                     Shown::Page(page)
                 })
