@@ -160,6 +160,11 @@ pub(crate) fn place(
 /// Why the process could not be put in place.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum EnterError {
+    /// Joining the cpuset needs root.
+    #[error(
+        "lowlat run joins the isolated cpuset, which needs root (sudo lowlat run ...); nothing was started"
+    )]
+    NotRoot,
     /// Joining the cpuset failed.
     #[error("could not join cpuset {path}: {source}")]
     Join {
@@ -178,10 +183,13 @@ pub(crate) enum EnterError {
     },
 }
 
-/// Puts the calling process in place: joins the cpuset (all its threads), then narrows its
-/// affinity. Only on the live machine.
+/// Puts the calling process in place: joins the cpuset (all its threads; only root may), then
+/// narrows its affinity. Only on the live machine.
 pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterError> {
     if let Some(joined) = &placement.cpuset {
+        if !rustix::process::geteuid().is_root() {
+            return Err(EnterError::NotRoot);
+        }
         let pid = std::process::id().to_string();
         root.write_knob(&joined.procs_file, pid.as_bytes())
             .map_err(|source| EnterError::Join {

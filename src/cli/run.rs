@@ -54,11 +54,6 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
         note!("would run {shown} {}", placement.describe());
         return Ok(exit::OK);
     }
-    if placement.cpuset.is_some() && rustix::process::geteuid().as_raw() != 0 {
-        bail!(
-            "lowlat run joins the isolated cpuset, which needs root (sudo lowlat run ...); nothing was started"
-        );
-    }
     enter(&root, &placement)?;
     note!("running {shown} {}", placement.describe());
     let (program, rest) = args
