@@ -50,10 +50,7 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     let Some(output) = &args.output else {
         bail!("-o FILE: say where to write the snapshot");
     };
-    if cli.snapshot.is_some() {
-        bail!("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead");
-    }
-    steps::check_output(output, args.force)?;
+    steps::check_output(output, args.force, cli.snapshot.is_some())?;
     let root = cli.sysroot()?.recording();
     let machine = Machine::read(&root);
     let manifest = crate::snapshot::write(&root, output).context("-o")?;

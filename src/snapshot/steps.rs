@@ -1,5 +1,5 @@
-//! The steps of `lowlat snapshot` around the archive itself: its output refused before
-//! anything is read ([`check_output`]), and `--extract` ([`extract`]): the snapshot opened
+//! The steps of `lowlat snapshot` around the archive itself: a snapshot of a snapshot, or its
+//! output, refused before anything is read ([`check_output`]), and `--extract` ([`extract`]): the snapshot opened
 //! first, so that one that cannot be read leaves no directory behind.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +10,9 @@ use crate::sysroot::{OutputDirError, prepare_output_dir};
 /// Why `lowlat snapshot` refused its output, or could not extract.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SnapshotJobError {
+    /// The machine read is itself a snapshot.
+    #[error("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead")]
+    OfSnapshot,
     /// `-o` names a directory.
     #[error(
         "-o {}: is a directory; give the snapshot's file name (-o {}/$(hostname).lowlat)",
@@ -39,8 +42,16 @@ pub(crate) enum SnapshotJobError {
     },
 }
 
-/// Refuses `-o output` when it is a directory, or a file that exists without `force`.
-pub(crate) fn check_output(output: &Path, force: bool) -> Result<(), SnapshotJobError> {
+/// Refuses to take a snapshot of a snapshot (`of_snapshot`), and `-o output` when it is a
+/// directory, or a file that exists without `force`.
+pub(crate) fn check_output(
+    output: &Path,
+    force: bool,
+    of_snapshot: bool,
+) -> Result<(), SnapshotJobError> {
+    if of_snapshot {
+        return Err(SnapshotJobError::OfSnapshot);
+    }
     if output.is_dir() {
         return Err(SnapshotJobError::OutputIsDir(output.to_path_buf()));
     }
