@@ -166,6 +166,14 @@ pub(crate) enum BiosJobError {
         /// Why.
         source: std::io::Error,
     },
+    /// The `bios` document cannot be written.
+    #[error("-o {}: cannot write the document", file.display())]
+    Save {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// `bios apply` has values to stage and no journal to record the values they replace in.
     #[error("--journal FILE: say where to record the values replaced")]
     NoJournal,
@@ -193,6 +201,14 @@ pub(crate) enum PasswordProblem {
     /// Empty.
     #[error("the first line is empty; put the password there")]
     Empty,
+}
+
+/// Writes `state`'s `bios` document to `file` (`bios read -o FILE`).
+pub(crate) fn save(state: &BiosState, file: &Path) -> Result<(), BiosJobError> {
+    std::fs::write(file, state.document().to_json()?).map_err(|source| BiosJobError::Save {
+        file: file.to_path_buf(),
+        source,
+    })
 }
 
 /// Logs in to the BMC `login` names and reads the BIOS of its system. Plain HTTP is warned

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
 use super::bmc::BmcArgs;
@@ -154,13 +154,11 @@ pub(crate) fn run(cli: &Cli, args: &BiosArgs) -> Result<u8> {
 
 fn read(args: &ReadArgs) -> Result<u8> {
     let (_, state) = pipeline::connect(&args.bmc.login())?;
-    let document = report::read_document(&state);
     if let Some(path) = &args.output {
-        std::fs::write(path, document.to_json()?)
-            .with_context(|| format!("-o {}: cannot write the document", path.display()))?;
+        pipeline::save(&state, path)?;
     }
     if args.json {
-        print_json(&document)?;
+        print_json(&state.document())?;
     } else {
         print(&report::read_text(&state))?;
     }

@@ -1,5 +1,6 @@
-//! The pages and documents of `lowlat bios`: what a BMC reports, what apply staged (and its
-//! journal), how verify found it, what revert staged again.
+//! The pages and documents of `lowlat bios`: what a BMC reports (its document is
+//! `BiosState::document`), what apply staged (and its journal), how verify found it, what
+//! revert staged again.
 
 use crate::text::Page;
 
@@ -11,11 +12,6 @@ use crate::bios::pipeline::Staged;
 use crate::bios::settings::{AttributeCheck, BiosJournalEntry, BiosStatus};
 use crate::bios::{BiosState, value_text};
 use crate::document::{Document, Kind};
-
-/// The `bios` document of `bios read` (and its `-o FILE`): the state the BMC reported.
-pub fn read_document(state: &BiosState) -> Document<&BiosState> {
-    Document::new(Kind::Bios, state.host(), state)
-}
 
 /// The body of a `bios-verify` document.
 #[derive(Debug, Serialize)]
