@@ -89,7 +89,7 @@ pub fn read_text(state: &BiosState) -> String {
 pub(crate) fn apply_text(staged: &Staged) -> String {
     let mut out = Page::from(staged_text(&staged.journal.entries, staged.staged));
     if staged.staged {
-        out.text(&reboot_text(staged.reboot_required));
+        out.text(reboot_text(staged.reboot_required));
     }
     out.into_string()
 }

@@ -29,6 +29,7 @@ pub(crate) struct Asked {
 }
 
 /// What one interval prints on stdout.
+#[derive(Debug)]
 pub(crate) enum Shown {
     /// Text printed as it is (a JSON line, or a screen that clears the terminal first, each
     /// with its newline), flushed at once so that a pipe sees each interval.
@@ -144,5 +145,89 @@ impl Outputs {
                 })
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::sample::{CpuSample, Sample};
+    use crate::watch::tasks::Appeared;
+
+    fn open(root: &SysRoot, textfile: Option<PathBuf>, json: bool, once: bool) -> Outputs {
+        let asked = Asked {
+            listen: None,
+            textfile,
+            json,
+            once,
+            top: 5,
+            terminal: true,
+        };
+        let (outputs, listening) = Outputs::open(asked, root, &CpuSet::parse_list("3").unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(listening.is_none());
+        outputs
+    }
+
+    #[test]
+    fn each_interval_goes_to_the_textfile_and_stdout_gets_what_was_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::write(dir.path().join("proc/sys/kernel/hostname"), "node1\n").unwrap();
+        let root = SysRoot::dir(dir.path());
+        let sample = Sample {
+            sources: vec!["LOC".to_string()].into(),
+            cpus: vec![CpuSample {
+                cpu: 3,
+                interrupts: [(0, 7)].into_iter().collect(),
+                ..CpuSample::default()
+            }],
+            forks: None,
+            warnings: vec![],
+        };
+        let tasks = Appeared::default();
+        let tick = Tick {
+            at: std::time::Duration::ZERO,
+            sample: &sample,
+            previous: None,
+            drift: None,
+            tasks: &tasks,
+            noise: None,
+            causes: None,
+        };
+
+        // --textfile alone: the file holds the exposition, and stdout gets nothing.
+        let textfile = dir.path().join("lowlat.prom");
+        let mut outputs = open(&root, Some(textfile.clone()), false, false);
+        assert!(outputs.show(&tick).unwrap().is_none());
+        assert!(!outputs.drifted);
+        let exposition = std::fs::read_to_string(&textfile).unwrap();
+        assert!(exposition.contains("lowlat_isolated_cpu_interrupts_total"));
+
+        // --once: the same exposition, printed as a page.
+        let shown = open(&root, None, false, true).show(&tick).unwrap();
+        assert!(matches!(shown, Some(Shown::Page(page)) if page == exposition));
+
+        // --json (also with --once): one line of this host, with its newline.
+        let Some(Shown::Raw(line)) = open(&root, None, true, true).show(&tick).unwrap() else {
+            panic!("no JSON line");
+        };
+        assert!(
+            line.ends_with("}\n") && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        assert!(line.contains(r#""host":"node1""#), "{line}");
+
+        // The screen, on a terminal: cleared first.
+        let Some(Shown::Raw(screen)) = open(&root, None, false, false).show(&tick).unwrap() else {
+            panic!("no screen");
+        };
+        assert!(screen.starts_with("\x1b[H\x1b[2J"), "{screen:?}");
+
+        // A textfile that cannot be replaced names the flag.
+        let mut outputs = open(&root, Some(textfile.clone()), false, false);
+        outputs.textfile = Some(dir.path().join("missing/lowlat.prom"));
+        let error = outputs.show(&tick).unwrap_err().to_string();
+        assert!(error.starts_with("--textfile "), "{error}");
     }
 }
