@@ -211,6 +211,11 @@ fn outcome(state: &BiosState, attribute: &str, wanted: &Value) -> BiosStatus {
     }
 }
 
+/// Whether a check of `bios verify` found drift (exit 1).
+pub(crate) fn drifted(checks: &[AttributeCheck]) -> bool {
+    checks.iter().any(|c| c.outcome == BiosStatus::Drift)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use super::output::{print, print_json};
 use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::bios::pipeline;
-use crate::bios::settings::{self, BiosStatus};
+use crate::bios::settings;
 use crate::machine::Machine;
 use crate::report::bios as report;
 
@@ -178,23 +178,14 @@ fn apply(args: &ApplyArgs) -> Result<u8> {
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
     let (_, state) = pipeline::connect(&args.bmc.login())?;
     let changes = wanted(&args.wanted)?.changes(&state)?;
-    let machine = args.inband.then(|| cli.sysroot()).transpose()?;
-    let checks = settings::verify(
-        &state,
-        &changes,
-        machine.map(|r| Machine::read(&r)).as_ref(),
-    );
+    let inband = (args.inband).then(|| cli.sysroot().map(|root| Machine::read(&root)));
+    let checks = settings::verify(&state, &changes, inband.transpose()?.as_ref());
     if args.json {
         print_json(&report::verify_document(&state, &checks))?;
     } else {
-        print(&report::verify_text(
-            &checks,
-            state.settings_object.is_some(),
-        ))?;
+        print(&report::verify_text(&state, &checks))?;
     }
-    Ok(exit::found(
-        checks.iter().any(|c| c.outcome == BiosStatus::Drift),
-    ))
+    Ok(exit::found(settings::drifted(&checks)))
 }
 
 fn revert(args: &RevertArgs) -> Result<u8> {

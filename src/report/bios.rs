@@ -116,9 +116,11 @@ fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
     out.into_string()
 }
 
-/// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
-/// is false for a BMC without a settings object, whose staged values cannot be seen.
-pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
+/// The checks of `bios verify` on `state`'s BMC, one line each, then the count of each
+/// outcome, and what a BMC without a settings object (whose staged values cannot be seen)
+/// means for drift.
+pub fn verify_text(state: &BiosState, checks: &[AttributeCheck]) -> String {
+    let shows_pending = state.settings_object.is_some();
     let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
