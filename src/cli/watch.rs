@@ -1,7 +1,7 @@
 //! `lowlat watch`.
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,18 +13,7 @@ use super::{Cli, exit, values};
 use crate::machine::CpuSet;
 use crate::report::watch::outputs::{Asked, Outputs, Shown};
 use crate::watch::Tick;
-use crate::watch::pipeline::{self, WatchRequest};
-
-/// Whether watch reads the osnoise events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OsnoiseMode {
-    /// Where tracefs has them and they can be enabled; otherwise a warning, and watch goes on.
-    Auto,
-    /// Always: a tracefs without them, or a refused write, is an error.
-    On,
-    /// Never: tracefs is left alone.
-    Off,
-}
+use crate::watch::pipeline::{self, OsnoiseMode, WatchRequest};
 
 /// Options of `lowlat watch`.
 #[derive(Debug, Args)]
@@ -103,7 +92,7 @@ pub struct WatchArgs {
     /// Whether to read the osnoise events (passive noise durations, from tracefs): auto where
     /// the kernel has them, on to require them, off to leave tracefs alone.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = OsnoiseMode::Auto)]
-    pub osnoise: OsnoiseMode,
+    pub(crate) osnoise: OsnoiseMode,
 
     /// Trace the watched CPUs (`measure --explain`'s tracepoints, in a private tracefs
     /// instance removed when watch ends, also on Ctrl-C and SIGTERM; needs root) and count
@@ -151,10 +140,8 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     };
     let (mut outputs, listening) = Outputs::open(asked, &root, &targets.isolated)?;
     if let Some(at) = listening {
-        note!(
-            "serving http://{at}/metrics, isolated CPUs {}",
-            targets.isolated.to_list()
-        );
+        let isolated = targets.isolated.to_list();
+        note!("serving http://{at}/metrics, isolated CPUs {isolated}");
     }
     let (watch, warnings) = pipeline::start(&root, chosen, &request)?;
     for said in warnings {
@@ -183,11 +170,7 @@ fn request(args: &WatchArgs) -> Result<WatchRequest> {
         profile,
         interval: args.interval,
         drift_interval: args.drift_interval,
-        osnoise: match args.osnoise {
-            OsnoiseMode::Auto => pipeline::OsnoiseMode::Auto,
-            OsnoiseMode::On => pipeline::OsnoiseMode::On,
-            OsnoiseMode::Off => pipeline::OsnoiseMode::Off,
-        },
+        osnoise: args.osnoise,
         explain: args.explain,
         top: args.top as usize,
         ticks: args.once.then_some(1),
