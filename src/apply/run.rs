@@ -209,6 +209,19 @@ pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterEr
     })
 }
 
+/// Becomes `command` (its program, then its arguments; in place, by `execve`), once the
+/// process is in place: returns only why it could not.
+pub(crate) fn exec(command: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let Some((program, rest)) = command.split_first() else {
+        return std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no COMMAND given after --",
+        );
+    };
+    std::process::Command::new(program).args(rest).exec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,6 @@
 //! `lowlat run`.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -9,7 +8,7 @@ use clap::Args;
 use super::messages::{error, note};
 use super::values::cpu_list;
 use super::{Cli, exit};
-use crate::apply::run::{enter, placement};
+use crate::apply::run::{enter, exec, placement};
 use crate::machine::CpuSet;
 use crate::text::command_line;
 
@@ -56,11 +55,7 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
     }
     enter(&root, &placement)?;
     note!("running {shown} {}", placement.describe());
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| anyhow::anyhow!("no COMMAND given after --"))?;
-    let error = std::process::Command::new(program).args(rest).exec();
+    let error = exec(&args.command);
     error!("cannot run {shown}: {error}");
     Ok(if error.kind() == std::io::ErrorKind::NotFound {
         127
