@@ -89,6 +89,15 @@ impl Bundle {
         Ok(path)
     }
 
+    /// Writes `documents` in their order, each added ([`Bundle::add`]) but the inventory,
+    /// which replaces the bundle's one ([`Bundle::put`]); stops at the first that fails.
+    pub(crate) fn add_all(&self, documents: &[(Kind, String)]) -> Result<(), BundleError> {
+        documents.iter().try_for_each(|(kind, json)| match kind {
+            Kind::Inventory => self.put(*kind, json).map(drop),
+            _ => self.add(*kind, json).map(drop),
+        })
+    }
+
     /// Writes the results so far of a long `kind` run (`measure-jitter.checkpoint.json`),
     /// replacing the previous checkpoint; returns the file. Readers take it as one more run of
     /// the kind: after a crash it is the run.

@@ -189,6 +189,15 @@ pub struct MeasuredCpus {
     pub why: String,
 }
 
+/// `CPU 2-3 (the machine's isolated CPUs (isolcpus=)); choose others with --cpus`: the CPUs a
+/// command chose itself, as it says them.
+impl std::fmt::Display for MeasuredCpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (cpus, why) = (self.cpus.to_list(), &self.why);
+        write!(f, "CPU {cpus} ({why}); choose others with --cpus")
+    }
+}
+
 /// The one rule for the CPUs that matter, which a check measures and watch watches: `requested` (`--cpus`) when given; else the
 /// CPUs the machine isolates (what the tuning is for), or a site profile's `[partition]`
 /// when the partition is the profile's, only those of them this process may

@@ -10,7 +10,7 @@ pub(crate) mod targets;
 
 pub(crate) use pipeline::{
     CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
-    Step, TIMER_INTERVAL_NS, cpus_that_matter, prepare, run,
+    Step, TIMER_INTERVAL_NS, measured_cpus, prepare, run,
 };
 pub(crate) use request::Asked;
 

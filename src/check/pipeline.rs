@@ -28,7 +28,7 @@ use crate::measure::engines::jitter::{
 use crate::measure::engines::timer::{
     self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
 };
-use crate::measure::load::{LoadAsked, LoadError, LoadRequest, Loads, RoundLoad, Skipped};
+use crate::measure::load::{LoadAsked, LoadRefused, LoadRequest, Loads, RoundLoad, Skipped};
 use crate::measure::runner::cpus::CpuChoiceError;
 use crate::measure::runner::harness;
 use crate::measure::runner::place;
@@ -87,6 +87,13 @@ impl CheckRequest {
         self.duration / self.rounds.max(1)
     }
 
+    /// Why the hwlat tracer cannot run on the machine under `root` when a target names hwlat
+    /// (said before the runs, not after them); `None` when it can, or no target needs it.
+    pub(crate) fn hwlat_missing(&self, root: &SysRoot) -> Option<hwlat::HwlatError> {
+        let needed = self.targets.iter().any(|t| t.metric.is_machine_wide());
+        needed.then(|| hwlat::find_tracefs(root).err()).flatten()
+    }
+
     /// The targets the figures are held to: the request's, else the profile's.
     pub(crate) fn wanted(&self) -> Vec<Target> {
         if self.targets.is_empty() {
@@ -136,13 +143,8 @@ pub(crate) enum CheckError {
         source: CpuChoiceError,
     },
     /// The loads cannot run.
-    #[error("--load {asked}: {source}")]
-    Load {
-        /// The kinds asked.
-        asked: String,
-        /// Why not.
-        source: LoadError,
-    },
+    #[error(transparent)]
+    Load(#[from] LoadRefused),
     /// A jitter run failed.
     #[error(transparent)]
     Jitter(#[from] JitterError),
@@ -237,19 +239,12 @@ pub(crate) fn prepare(
         None => audit::run(&machine, &profile, &partition),
     };
     let load = match &request.load {
-        Some(asked) => Some(
-            asked
-                .beside(
-                    &root,
-                    &allowed,
-                    &measured.cpus,
-                    machine.topology.llc_bytes_total(),
-                )
-                .map_err(|source| CheckError::Load {
-                    asked: asked.names(),
-                    source,
-                })?,
-        ),
+        Some(asked) => Some(asked.beside(
+            &root,
+            &allowed,
+            &measured.cpus,
+            machine.topology.llc_bytes_total(),
+        )?),
         None => None,
     };
     let session = match Session::open(root, Engine::Jitter, Some(&measured.cpus)) {
@@ -300,6 +295,12 @@ pub(crate) fn cpus_that_matter(
         allowed,
         measured,
     })
+}
+
+/// The CPUs a loop engine measures without `--cpus` on the machine under `root`: those a check
+/// would ([`cpus_that_matter`]).
+pub(crate) fn measured_cpus(root: &SysRoot) -> Result<MeasuredCpus, PartitionError> {
+    Ok(cpus_that_matter(&Machine::read(root), None, None)?.measured)
 }
 
 /// Measures a prepared check: its rounds (`step_begins` is told each before it runs, and
@@ -430,16 +431,17 @@ fn rounds(
     rounds::run(of, |round| {
         let loaded = loads.map(|_| round.number % 2 == 0);
         round_begins(round, loaded);
-        let mark = loads.map(|loads| {
-            loads.set_running(loaded == Some(true));
-            loads.mark(root, measured)
-        });
-        let measured_round = measure_round(session, request, &spec, per_cpu);
-        if let (Some(loads), Some(mark)) = (loads, &mark) {
-            let load = loads.round(mark, root, measured, loaded == Some(true));
-            loads.set_running(false);
-            round_loads.push(load);
-        }
+        let measure = || measure_round(session, request, &spec, per_cpu);
+        let measured_round = match loads {
+            Some(loads) => {
+                let (measured_round, load) =
+                    loads.in_round((root, measured), loaded == Some(true), measure);
+                loads.set_running(false);
+                round_loads.push(load);
+                measured_round
+            }
+            None => measure(),
+        };
         let (jitter_run, timer_run) = measured_round?;
         complete &= jitter_run.session.complete(|cpu| cpu.record.full);
         jitter_runs.push(jitter_run);

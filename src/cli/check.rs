@@ -18,10 +18,8 @@ use crate::check::{self, Asked, CheckError, CheckRequest, Step, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
-use crate::measure::engines::hwlat;
 use crate::report::check as printers;
 use crate::report::check_load::LoadBody;
-use crate::report::html::{self, Budget, Source};
 use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
 
@@ -130,10 +128,7 @@ pub struct CheckArgs {
 pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     let request = request(args)?;
     let root = live_root(cli)?;
-    // A kernel without the hwlat tracer is said before the runs, not after them.
-    let no_hwlat = (request.targets.iter().any(|t| t.metric.is_machine_wide()))
-        .then(|| hwlat::find_tracefs(&root).err())
-        .flatten();
+    let no_hwlat = request.hwlat_missing(&root);
     note!(
         "{}",
         printers::before_runs(&request, args.duration.is_some(), no_hwlat.is_none())
@@ -189,7 +184,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
         report.complete &= save(bundle, &documents);
     }
     if let Some(file) = &args.html {
-        report.complete &= write_html(file, &documents)?;
+        report.complete &= write_html(file, &documents);
     }
     if args.json {
         print(&printers::document(&report).to_json()?)?;
@@ -236,11 +231,7 @@ fn named(error: CheckError, args: &CheckArgs) -> anyhow::Error {
         CheckError::Session { measured, source } => {
             anyhow::Error::new(source).context(match &args.cpus {
                 Some(cpus) => format!("--cpus {cpus}"),
-                None => format!(
-                    "CPU {} ({}); choose others with --cpus",
-                    measured.cpus.to_list(),
-                    measured.why
-                ),
+                None => measured.to_string(),
             })
         }
         e => e.into(),
@@ -258,12 +249,7 @@ fn say_probe(probe: &VcpuProbe) {
 /// Writes the documents into the bundle of `--out`; says on stderr where, or why not.
 /// Returns whether they were saved.
 fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
-    let saved = documents.iter().try_for_each(|(kind, json)| match kind {
-        // The bundle's one inventory, replaced (opening the bundle wrote it).
-        Kind::Inventory => bundle.put(*kind, json).map(drop),
-        _ => bundle.add(*kind, json).map(drop),
-    });
-    match saved {
+    match bundle.add_all(documents) {
         Ok(()) => {
             note!("saved the bundle: {}", bundle.dir().display());
             true
@@ -280,26 +266,12 @@ fn save(bundle: &Bundle, documents: &[(Kind, String)]) -> bool {
 
 /// Writes the HTML report of the documents to `--html FILE`; says on stderr where, or why
 /// not. Returns whether it was written.
-fn write_html(file: &Path, documents: &[(Kind, String)]) -> Result<bool> {
-    let mut sources = Vec::new();
-    for (kind, json) in documents {
-        sources.extend(Source::parse_all(
-            &format!("{kind}.json"),
-            json.clone(),
-            &mut Budget::default(),
-        )?);
-    }
-    let written = html::render(&sources, &[])
-        .map_err(anyhow::Error::from)
+fn write_html(file: &Path, documents: &[(Kind, String)]) -> bool {
+    let written = (printers::html_page(documents).map_err(anyhow::Error::from))
         .and_then(|page| Ok(std::fs::write(file, page)?));
-    Ok(match written {
-        Ok(()) => {
-            note!("wrote {}", file.display());
-            true
-        }
-        Err(e) => {
-            error!("--html {}: {e:#}", file.display());
-            false
-        }
-    })
+    match &written {
+        Ok(()) => note!("wrote {}", file.display()),
+        Err(e) => error!("--html {}: {e:#}", file.display()),
+    }
+    written.is_ok()
 }

@@ -12,25 +12,23 @@ use super::messages::{error, note, warning};
 use super::output::print;
 use super::values::{self, LoadKinds};
 use super::{Cli, exit};
-use crate::audit::partition::MeasuredCpus;
 use crate::bundle::Bundle;
 use crate::check;
-use crate::document::{self, Kind};
-use crate::machine::{CpuSet, Machine};
-use crate::measure::engines::loops;
-use crate::measure::load;
-use crate::measure::runner::env::Environment;
+use crate::document::Kind;
+use crate::machine::CpuSet;
+use crate::measure::load::{self, RoundLoad};
+use crate::measure::repeat;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::measurement::Measurement;
-use crate::measure::runner::rounds::{self, After, Round};
-use crate::measure::runner::segments::{Checkpoints, SegmentsDone};
+use crate::measure::runner::rounds::Round;
+use crate::measure::runner::segments::SegmentsDone;
 use crate::measure::runner::session::{Engine, Session};
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
 use crate::report::inventory;
 use crate::report::measure::load as load_printers;
-use crate::report::measure::loops::{LoopDocument, checkpoint_document};
-use crate::report::measure::{document as measure_document, finished_document};
+use crate::report::measure::loops::{LoopDocument, checkpoint_document, round_document};
+use crate::report::measure::{csv_page, finished_document, with_warnings};
 use crate::sysroot::SysRoot;
 
 /// The live machine: measurements cannot run on a fixture tree or a snapshot.
@@ -157,18 +155,17 @@ impl LoopArgs {
         Ok((session, bundle))
     }
 
-    /// Measures `request` --repeat times on `session` ([`rounds::run`]) beside the loads of
-    /// `--load`, saying each round on stderr when there are several, until one is interrupted:
-    /// each round checkpointed into `bundle`, printed as `page` makes it (`None`: the JSON
-    /// document), its document delivered, then `after` (whether its own outputs were written).
-    /// `flag` names the flag of an error. The exit code is the worst of the rounds'.
+    /// Measures `request` --repeat times on `session` beside the loads of `--load`
+    /// ([`repeat::run`]), each round checkpointed into `bundle`, printed as `page` makes it
+    /// (`None`: the JSON document), its document delivered, then `after` (whether its own
+    /// outputs were written). `flag` names the flag of an engine's error. Returns the exit code.
     pub(crate) fn run_rounds<E: LoopDocument>(
         &self,
         (session, bundle): (&Session, Option<&Bundle>),
         request: &E::Request,
         flag: impl Fn(E::Error) -> anyhow::Error,
         page: impl Fn(&E) -> Option<String>,
-        mut after: impl FnMut(Round, &E) -> bool,
+        after: impl FnMut(Round, &E) -> bool,
     ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
@@ -177,56 +174,107 @@ impl LoopArgs {
             );
         }
         let loads = self.load.start(session)?;
-        let mut code = exit::OK;
-        rounds::run(self.repeat, |round| {
-            if round.worth_saying() {
-                note!("{round}");
+        let every = bundle.map(|_| self.checkpoint);
+        let mut printer = RoundPrinter {
+            session,
+            bundle,
+            flag,
+            page,
+            after,
+        };
+        let complete = repeat::run(
+            session,
+            request,
+            self.repeat,
+            (loads.as_ref(), every),
+            &mut printer,
+        )?;
+        Ok(results_exit(complete))
+    }
+}
+
+/// What `measure jitter|timer` says and writes of each round ([`repeat::Observer`]).
+struct RoundPrinter<'a, F, P, A> {
+    session: &'a Session,
+    bundle: Option<&'a Bundle>,
+    flag: F,
+    page: P,
+    after: A,
+}
+
+impl<E, F, P, A> repeat::Observer<E> for RoundPrinter<'_, F, P, A>
+where
+    E: LoopDocument,
+    F: Fn(E::Error) -> anyhow::Error,
+    P: Fn(&E) -> Option<String>,
+    A: FnMut(Round, &E) -> bool,
+{
+    type Error = anyhow::Error;
+
+    fn refused(&self, error: E::Error) -> anyhow::Error {
+        (self.flag)(error)
+    }
+
+    fn begins(&mut self, round: Round) {
+        if round.worth_saying() {
+            note!("{round}");
+        }
+    }
+
+    /// Saves the run so far as the checkpoint of the bundle (in place of the last); one that
+    /// cannot be written is said, and the run goes on.
+    fn checkpoint(&mut self, so_far: &E, done: SegmentsDone) {
+        let Some(bundle) = self.bundle else {
+            return;
+        };
+        let doc = checkpoint_document(self.session.root(), so_far, done.duration);
+        let saved = (doc.to_json().map_err(anyhow::Error::from))
+            .and_then(|json| Ok(bundle.checkpoint(E::KIND, &json)?));
+        match saved {
+            Ok(path) => note!(
+                "checkpoint: {:.1} of {:.1} s measured, saved in {}",
+                done.measured.as_secs_f64(),
+                done.duration.as_secs_f64(),
+                path.display()
+            ),
+            Err(e) => warning!("--out: no checkpoint written: {e:#}"),
+        }
+    }
+
+    /// Prints the round (its page, else its JSON document), adds its document to the bundle,
+    /// and says what it could not measure.
+    fn ended(
+        &mut self,
+        round: Round,
+        measured: &Measurement<E>,
+        load: Option<RoundLoad>,
+    ) -> Result<bool> {
+        if let Some(load) = &load {
+            note!("load: {}", load_printers::line(load));
+        }
+        let run = &measured.figures;
+        let printed = (self.page)(run);
+        if let Some(text) = &printed {
+            print(text)?;
+        }
+        let saved = match printed.is_none() || self.bundle.is_some() {
+            true => {
+                let json = round_document(self.session.root(), run, load).to_json()?;
+                deliver(E::KIND, &json, printed.is_none(), self.bundle)?
             }
-            let checkpoints = bundle.map(|bundle| Checkpoints {
-                every: self.checkpoint,
-                save: move |so_far: &E, done| save_checkpoint(bundle, session.root(), so_far, done),
-            });
-            let mark = loads
-                .as_ref()
-                .map(|l| l.mark(session.root(), &session.cpus));
-            let measured = loops::run(session, request, checkpoints).map_err(&flag)?;
-            let loaded = loads.as_ref().zip(mark).map(|(loads, mark)| {
-                let round = loads.round(&mark, session.root(), &session.cpus, true);
-                note!("load: {}", load_printers::line(&round));
-                round
-            });
-            let run = &measured.figures;
-            let printed = page(run);
-            if let Some(text) = &printed {
-                print(text)?;
+            false => true,
+        };
+        let written = (self.after)(round, run) && saved;
+        for cpu in &run.finished().cpus {
+            say_not_measured_cpu(cpu);
+            if let Some(why) = E::cut_short(cpu).then(|| E::why_short(cpu)).flatten() {
+                warning!("{why}");
             }
-            let (result, environment) = (run.result_with(loaded), &run.finished().environment);
-            let saved = deliver_document(
-                E::KIND,
-                session.root(),
-                environment,
-                result,
-                printed.is_none(),
-                bundle,
-            )?;
-            let written = after(round, run) && saved;
-            for cpu in &run.finished().cpus {
-                say_not_measured_cpu(cpu);
-                if let Some(why) = E::cut_short(cpu).then(|| E::why_short(cpu)).flatten() {
-                    warning!("{why}");
-                }
-            }
-            if measured.interrupted {
-                note_interrupted();
-            }
-            code = code.max(results_exit(written && measured.complete));
-            Ok::<_, anyhow::Error>(if measured.interrupted {
-                After::Stop
-            } else {
-                After::Next
-            })
-        })?;
-        Ok(code)
+        }
+        if measured.interrupted {
+            note_interrupted();
+        }
+        Ok(written)
     }
 }
 
@@ -272,40 +320,14 @@ impl LoadArgs {
         })
     }
 
-    /// The loads asked for beside `measured`, on the CPUs of `allowed` that are not measured;
-    /// `None` without `--load`. Refuses, naming the flag, when no CPU is left for them, and an
-    /// interface (`--load-if`) that `root` lacks or that is down.
-    pub(crate) fn request(
-        &self,
-        root: &SysRoot,
-        allowed: &CpuSet,
-        measured: &CpuSet,
-        machine: &Machine,
-    ) -> Result<Option<load::LoadRequest>> {
+    /// The loads of `--load` beside `session`'s CPUs, started; `None` without `--load`. Says
+    /// each kind that could not start.
+    pub(crate) fn start(&self, session: &Session) -> Result<Option<load::Loads>> {
         let Some(asked) = self.asked() else {
             return Ok(None);
         };
-        let request = asked
-            .beside(root, allowed, measured, machine.topology.llc_bytes_total())
-            .with_context(|| format!("--load {}", asked.names()))?;
-        Ok(Some(request))
-    }
-
-    /// The loads of `--load` beside `session`'s CPUs, started and running; `None` without
-    /// `--load`. Says each kind that could not start.
-    pub(crate) fn start(&self, session: &Session) -> Result<Option<load::Loads>> {
-        let Some(request) = self.request(
-            session.root(),
-            session.allowed(),
-            &session.cpus,
-            &session.machine,
-        )?
-        else {
-            return Ok(None);
-        };
-        let loads = load::Loads::start(&request);
+        let loads = asked.start_beside(session)?;
         say_skipped(&loads);
-        loads.set_running(true);
         Ok(Some(loads))
     }
 }
@@ -349,61 +371,36 @@ pub(crate) fn say_session_notes(session: &Session) {
     }
 }
 
-/// Delivers a loop engine's result as the versioned JSON document, with the environment the
-/// run captured: printed when `print` (`--json`), added to `bundle` (`--out`) when there is
-/// one. Returns whether the bundle got it (a failed write is said on stderr and makes the run
-/// incomplete; the printed results are never lost to it).
-fn deliver_document<T: Serialize>(
-    kind: Kind,
-    root: &SysRoot,
-    environment: &Environment,
-    result: T,
-    print: bool,
-    bundle: Option<&Bundle>,
-) -> Result<bool> {
-    if !print && bundle.is_none() {
-        return Ok(true);
+/// Writes a measurement's document `json`: printed when `to_stdout` (`--json`), added to
+/// `bundle` (`--out`; then a checkpoint of its kind is removed), saying where. Returns whether
+/// the bundle got it (a failed write is said on stderr; the printed results are never lost to
+/// it).
+fn deliver(kind: Kind, json: &str, to_stdout: bool, bundle: Option<&Bundle>) -> Result<bool> {
+    if to_stdout {
+        print(json)?;
     }
-    let doc = measure_document(kind, document::host_name(root), environment.clone(), result);
-    let json = doc.to_json()?;
-    if print {
-        super::output::print(&json)?;
-    }
-    let saved = save(bundle, kind, &json);
-    if saved
-        && let Some(bundle) = bundle
-        && let Err(e) = bundle.remove_checkpoint(kind)
-    {
-        warning!("--out: {e}");
-    }
-    Ok(saved)
-}
-
-/// Adds `json` to `bundle`; says on stderr why it could not. Returns whether it was saved.
-fn save(bundle: Option<&Bundle>, kind: Kind, json: &str) -> bool {
     let Some(bundle) = bundle else {
-        return true;
+        return Ok(true);
     };
     match bundle.add(kind, json) {
-        Ok(path) => {
-            note!("saved {}", path.display());
-            true
-        }
+        Ok(path) => note!("saved {}", path.display()),
         Err(e) => {
-            error!(
-                "--out {}: {e}; the results above are all there is of this run",
-                bundle.dir().display()
-            );
-            false
+            let dir = bundle.dir().display();
+            error!("--out {dir}: {e}; the results above are all there is of this run");
+            return Ok(false);
         }
     }
+    if let Err(e) = bundle.remove_checkpoint(kind) {
+        warning!("--out: {e}");
+    }
+    Ok(true)
 }
 
 /// Holds /dev/cpu_dma_latency at `limit_us` while the returned guard lives, as cyclictest
 /// does, saying so on stderr; without permission, says that deep idle states may add to the
 /// latencies and holds nothing.
 pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatencyLimit> {
-    match DmaLatencyLimit::hold(root, limit_us) {
+    match DmaLatencyLimit::hold_or_why(root, limit_us) {
         Ok(limit) => {
             note!(
                 "holding {} at {} µs during the run, as cyclictest does",
@@ -413,49 +410,9 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
             Some(limit)
         }
         Err(e) => {
-            let causes = crate::machine::rt_permission::dma_latency_refusal_causes(
-                &mut crate::machine::Reader::new(root),
-                "self",
-            );
-            let why = causes
-                .first()
-                .map_or(String::new(), |cause| format!(": {cause}"));
-            note!(
-                "no idle-state limit held ({e:#}{why}); deep C-states may add to \
-                 the latencies"
-            );
+            note!("no idle-state limit held ({e}); deep C-states may add to the latencies");
             None
         }
-    }
-}
-
-/// Saves `so_far`, a loop engine's results after the segments `done`, as the checkpoint of
-/// `bundle` (`--out`; written in place of the last), saying so on stderr; one that cannot be
-/// written is said too, and the run goes on.
-fn save_checkpoint<E: LoopDocument>(
-    bundle: &Bundle,
-    root: &SysRoot,
-    so_far: &E,
-    done: SegmentsDone,
-) {
-    let host = document::host_name(root);
-    let doc = checkpoint_document(
-        E::KIND,
-        host,
-        so_far.finished(),
-        so_far.result(),
-        done.duration,
-    );
-    let saved = (doc.to_json().map_err(anyhow::Error::from))
-        .and_then(|json| Ok(bundle.checkpoint(E::KIND, &json)?));
-    match saved {
-        Ok(path) => note!(
-            "checkpoint: {:.1} of {:.1} s measured, saved in {}",
-            done.measured.as_secs_f64(),
-            done.duration.as_secs_f64(),
-            path.display()
-        ),
-        Err(e) => warning!("--out: no checkpoint written: {e:#}"),
     }
 }
 
@@ -530,35 +487,23 @@ pub(crate) fn emit<R, T: Serialize>(
     figures: T,
     page: impl FnOnce() -> String,
 ) -> Result<u8> {
-    let wants_document = output.format == PageFormat::Json || output.bundle.is_some();
-    let json = if wants_document {
-        Some(finished_document(kind, session, measured, figures).to_json()?)
-    } else {
-        None
-    };
-    match (output.format, &json) {
-        (PageFormat::Json, Some(json)) => print(json)?,
-        (PageFormat::Csv, _) => {
+    match output.format {
+        PageFormat::Json => {}
+        PageFormat::Csv => {
             for warning in &measured.warnings {
                 warning!("{warning}");
             }
-            let mut text = page();
-            if measured.interrupted {
-                text.push_str("# interrupted: only the pairs measured until then have values\n");
-            }
-            print(&text)?;
+            print(&csv_page(page(), measured))?;
         }
-        _ => {
-            let mut text = page();
-            for w in &measured.warnings {
-                text.push_str(&format!("warning: {w}\n"));
-            }
-            print(&text)?;
-        }
+        PageFormat::Text => print(&with_warnings(page(), measured))?,
     }
-    let saved = match &json {
-        Some(json) => save(output.bundle.as_ref(), kind, json),
-        None => true,
+    let (to_stdout, bundle) = (output.format == PageFormat::Json, output.bundle.as_ref());
+    let saved = match to_stdout || bundle.is_some() {
+        true => {
+            let json = finished_document(kind, session, measured, figures).to_json()?;
+            deliver(kind, &json, to_stdout, bundle)?
+        }
+        false => true,
     };
     if measured.interrupted {
         note_interrupted();
@@ -566,16 +511,8 @@ pub(crate) fn emit<R, T: Serialize>(
     Ok(results_exit(measured.whole() && saved))
 }
 
-/// The CPUs a check measures on this machine ([`check::cpus_that_matter`]).
-pub(crate) fn measured_cpus(cli: &Cli, requested: Option<&CpuSet>) -> Result<MeasuredCpus> {
-    let machine = Machine::read(&live_root(cli)?);
-    let chosen = check::cpus_that_matter(&machine, None, requested)
-        .map_err(|e| anyhow!("the partition: {e}"))?;
-    Ok(chosen.measured)
-}
-
 /// Opens the session of a loop engine on `--cpus`, or without it on the CPUs a check would
-/// measure, saying which and why.
+/// measure ([`check::measured_cpus`]), saying which and why.
 pub(crate) fn open_loop_session(
     cli: &Cli,
     engine: Engine,
@@ -584,123 +521,8 @@ pub(crate) fn open_loop_session(
     if let Some(cpus) = cpus {
         return open_session(cli, engine, Some(cpus));
     }
-    let measured = measured_cpus(cli, None)?;
-    note!(
-        "measuring CPU {} ({}); choose others with --cpus",
-        measured.cpus.to_list(),
-        measured.why
-    );
-    open_session(cli, engine, Some(&measured.cpus)).with_context(|| {
-        format!(
-            "CPU {} ({}); choose others with --cpus",
-            measured.cpus.to_list(),
-            measured.why
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn loop_args(args: &[&str]) -> LoopArgs {
-        #[derive(clap::Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            args: LoopArgs,
-        }
-        <Wrap as clap::Parser>::parse_from(std::iter::once("loop").chain(args.iter().copied())).args
-    }
-
-    /// Issue 48: `--load KINDS` runs on the CPUs not measured, and is refused, naming the
-    /// flag, where none is left.
-    #[test]
-    fn loads_go_to_the_cpus_not_measured_and_are_refused_without_one() {
-        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
-        let (root, machine) = (tree.root(), Machine::read(&tree.root()));
-        let args = loop_args(&["--load", "mem,ipi", "--load-level", "low"]);
-        let all = CpuSet::parse_list("0-3").unwrap();
-        let request =
-            (args
-                .load
-                .request(&root, &all, &CpuSet::parse_list("1-2").unwrap(), &machine))
-            .unwrap()
-            .unwrap();
-        assert_eq!(request.cpus.to_list(), "0,3");
-        assert_eq!(request.kinds, [load::Kind::Mem, load::Kind::Ipi]);
-        assert_eq!(request.level, load::Level::Low);
-        assert_eq!(request.llc_bytes, machine.topology.llc_bytes_total());
-        let err = args.load.request(&root, &all, &all, &machine).unwrap_err();
-        let err = format!("{err:#}");
-        assert!(
-            err.starts_with("--load mem,ipi: no housekeeping CPU"),
-            "{err}"
-        );
-        let none = loop_args(&[]);
-        assert!(
-            none.load
-                .request(&root, &all, &all, &machine)
-                .unwrap()
-                .is_none()
-        );
-    }
-
-    /// Issue 48: `--load-if IF --load-peer ADDR:PORT` reach the net load through the one
-    /// load-args struct; an interface the machine lacks or that is down, or one without net
-    /// among the loads, is refused naming the flag; `--load-if` alone is refused by the parser.
-    #[test]
-    fn load_if_sends_net_through_an_interface_that_is_there_and_up() {
-        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
-        tree.write("/sys/class/net/ens1/flags", "0x1003\n")
-            .write("/sys/class/net/ens1/operstate", "up\n")
-            .write("/sys/class/net/ens2/flags", "0x1002\n");
-        let (root, machine) = (tree.root(), Machine::read(&tree.root()));
-        let (all, measured) = (
-            CpuSet::parse_list("0-3").unwrap(),
-            CpuSet::parse_list("1").unwrap(),
-        );
-        let with = |load: &str, interface: &str| {
-            let args = loop_args(&[
-                "--load",
-                load,
-                "--load-if",
-                interface,
-                "--load-peer",
-                "10.0.0.2:11111",
-            ]);
-            args.load
-                .request(&root, &all, &measured, &machine)
-                .map(|r| r.unwrap())
-        };
-        let request = with("net,cpu", "ens1").unwrap();
-        let over = request.net_over.unwrap();
-        assert_eq!(over.describe(), "ens1 to 10.0.0.2:11111");
-        let refused =
-            |load: &str, interface: &str| format!("{:#}", with(load, interface).unwrap_err());
-        let down = refused("net", "ens2");
-        assert!(
-            down.contains("--load-if ens2: the interface is down"),
-            "{down}"
-        );
-        let missing = refused("all", "ens9");
-        assert!(
-            missing.contains("--load-if ens9: this machine has no such interface"),
-            "{missing}"
-        );
-        let no_net = refused("cpu", "ens1");
-        assert!(
-            no_net.ends_with(
-                "--load-if ens1: only the net load sends through an interface; add net to --load"
-            ),
-            "{no_net}"
-        );
-        #[derive(clap::Parser, Debug)]
-        struct Wrap {
-            #[command(flatten)]
-            args: LoopArgs,
-        }
-        let alone =
-            <Wrap as clap::Parser>::try_parse_from(["loop", "--load", "net", "--load-if", "ens1"]);
-        assert!(alone.unwrap_err().to_string().contains("--load-peer"));
-    }
+    let measured =
+        check::measured_cpus(&live_root(cli)?).map_err(|e| anyhow!("the partition: {e}"))?;
+    note!("measuring {measured}");
+    open_session(cli, engine, Some(&measured.cpus)).with_context(|| measured.to_string())
 }

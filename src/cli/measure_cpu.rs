@@ -13,7 +13,6 @@ use crate::measure::engines::freq::{self, FreqRequest};
 use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
-use crate::measure::runner::place;
 use crate::measure::runner::session::Engine;
 use crate::report::matrix;
 use crate::report::measure::hardware;
@@ -112,7 +111,7 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         fifo_priority: args.fifo,
     };
     let measured = wakeup::run(&session, request)?;
-    let (run, breaks) = (&measured.figures, place::group_breaks(&session.places));
+    let run = &measured.figures;
     emit(
         &session,
         &output,
@@ -121,7 +120,7 @@ pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
         run,
         || match output.format {
             PageFormat::Csv => matrix::csv(&run.matrix_median_ns),
-            _ => hardware::wakeup_text(run, &breaks),
+            _ => hardware::wakeup_text(run, &session.places),
         },
     )
 }
@@ -186,7 +185,7 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
         samples: args.samples,
     };
     let measured = ipi::run(&session, request)?;
-    let (run, breaks) = (&measured.figures, place::group_breaks(&session.places));
+    let run = &measured.figures;
     emit(
         &session,
         &output,
@@ -195,7 +194,7 @@ pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
         run,
         || match output.format {
             PageFormat::Csv => matrix::csv(&run.matrix_round_trip_ns),
-            _ => hardware::ipi_text(run, &breaks),
+            _ => hardware::ipi_text(run, &session.places),
         },
     )
 }

@@ -1,7 +1,7 @@
 //! `lowlat measure membw` and `lowlat measure memlat`: the memory engines, sized and placed
 //! from the machine's topology, with every size and node checked before anything is mapped.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
 use super::measure_common::{CommonArgs, emit};
@@ -9,9 +9,9 @@ use super::messages::note;
 use super::values;
 use crate::document::Kind;
 use crate::machine::CpuSet;
-use crate::measure::engines::membw::{self, Kernels, MembwRequest, MembwSizing, Stores};
-use crate::measure::engines::memlat::{self, MemlatRequest, MemlatSizing, Window};
-use crate::measure::runner::session::{Engine, Session};
+use crate::measure::engines::membw::{self, Kernels, MembwRequest, Stores};
+use crate::measure::engines::memlat::{self, MemlatRequest, Window};
+use crate::measure::runner::session::Engine;
 use crate::report::measure::hardware;
 
 /// Options of `lowlat measure membw`.
@@ -142,34 +142,10 @@ impl MembwArgs {
     }
 }
 
-/// The membw sizing for these flags on `session`'s CPUs, with the flag named in its errors.
-fn size_membw(session: &Session, args: &MembwArgs) -> Result<MembwSizing> {
-    let request = args.request()?;
-    let sizing = request.size(&session.machine.topology, &session.places, &session.budget);
-    sizing
-        .map_err(|e| {
-            let flag = e.flag(&request);
-            with_flag(e, flag)
-        })
-        .context("membw")
-}
-
-/// `error`, with `flag` in front when there is one.
-fn with_flag<E>(error: E, flag: Option<String>) -> anyhow::Error
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let error = anyhow::Error::new(error);
-    match flag {
-        Some(flag) => error.context(flag),
-        None => error,
-    }
-}
-
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Membw, false)?;
-    let sizing = size_membw(&session, args)?;
+    let sizing = args.request()?.size_on(&session)?;
     let virtual_machine = session.machine.hypervisor.is_some();
     note!("{}", hardware::membw_plan(&sizing, virtual_machine));
     let measured = membw::run(&session, &sizing)?;
@@ -203,22 +179,12 @@ impl MemlatArgs {
     }
 }
 
-/// The memlat sizing for these flags on `session`'s CPUs, with the flag named in its errors.
-fn size_memlat(session: &Session, args: &MemlatArgs) -> Result<MemlatSizing> {
-    let request = args.request();
-    let sizing = request.size(&session.machine.topology, &session.places, &session.budget);
-    sizing.map_err(|e| match (e.flag(&request), e.hint()) {
-        (Some(flag), Some(hint)) => anyhow::anyhow!("{flag}: {e}; {hint}"),
-        (flag, _) => with_flag(e, flag).context("memlat"),
-    })
-}
-
 /// Runs `lowlat measure memlat`.
 pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
     // At once: one size's samples and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let sizing = size_memlat(&session, args)?;
+    let sizing = args.request().size_on(&session)?;
     let measured = memlat::run(&session, &sizing)?;
     let report = &measured.figures;
     emit(

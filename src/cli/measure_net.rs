@@ -21,9 +21,6 @@ use crate::measure::runner::harness::{StopFlag, catch_interrupt, current_affinit
 use crate::measure::runner::session::Engine;
 use crate::report::measure::net as printers;
 
-/// sockperf's default port, which `--serve` listens on unless told.
-const SOCKPERF_PORT: u16 = 11111;
-
 /// Options of `lowlat measure net`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  lowlat measure net --cpus 2,3\n  \
@@ -212,18 +209,7 @@ fn serve(cli: &Cli, args: &NetArgs, proto: Proto, addr: SocketAddr) -> Result<u8
     catch_interrupt();
     let stop = StopFlag::new();
     let counts = net::serve(proto, addr, cpu, args.busy_poll, &stop, |bound| {
-        note!(
-            "answering {} on {bound}{} until Ctrl-C",
-            match proto {
-                Proto::Udp => "UDP",
-                Proto::Tcp => "TCP",
-            },
-            if bound.port() == SOCKPERF_PORT {
-                " (sockperf's port)"
-            } else {
-                ""
-            }
-        );
+        note!("{}", printers::serving_line(proto, bound));
     })?;
     print(&printers::serve_text(&counts))?;
     Ok(exit::OK)

@@ -13,6 +13,8 @@
 //!   clocks, progress, memory regions, placement by topology, the node × node matrix axes,
 //!   the environment and the counters read around a run.
 //!
+//! - `load`: the loads beside a measurement on the housekeeping CPUs; `repeat`: a loop engine
+//!   measured in rounds beside them (`--repeat`), each round handed to the caller.
 //! - `trace`: `--explain`: the kernel tracepoints recorded during a loop engine's run and
 //!   the cause of each gap.
 //!
@@ -21,5 +23,6 @@
 pub mod engines;
 pub(crate) mod load;
 pub(crate) mod matrix;
+pub(crate) mod repeat;
 pub(crate) mod runner;
 pub(crate) mod trace;

@@ -19,6 +19,7 @@ use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
 use crate::measure::trace::explain::Class;
 use crate::report::audit as audit_report;
+use crate::report::html::{Budget, Source, SourceError};
 use crate::report::inventory;
 use crate::report::measure::{
     document as measure_document, jitter as jitter_printers, timer as timer_printers,
@@ -663,6 +664,20 @@ pub(crate) fn of_run<'a>(
         timer_causes,
         load: None,
     }
+}
+
+/// The HTML report of a check's `documents`, as `lowlat report` makes it from the bundle.
+pub(crate) fn html_page(documents: &[(Kind, String)]) -> Result<String, SourceError> {
+    let mut sources = Vec::new();
+    for (kind, json) in documents {
+        let name = format!("{kind}.json");
+        sources.extend(Source::parse_all(
+            &name,
+            json.clone(),
+            &mut Budget::default(),
+        )?);
+    }
+    crate::report::html::render(&sources, &[])
 }
 
 /// The documents of a check but the check's own, in bundle order: the inventory, the audit,

@@ -144,6 +144,19 @@ fn a_load_without_a_housekeeping_cpu_is_refused() {
         )));
 }
 
+/// Issue 48: `--load-if` sends the net load to `--load-peer`, so one without the other is
+/// refused by the parser, before anything runs (the unit test of the request went down to
+/// `measure::load` with it; this keeps the flags' side).
+#[test]
+fn load_if_without_a_peer_is_refused() {
+    assert_cmd::Command::cargo_bin("lowlat")
+        .unwrap()
+        .args(["measure", "jitter", "--load", "net", "--load-if", "ens1"])
+        .assert()
+        .code(2)
+        .stderr(contains("--load-peer"));
+}
+
 #[test]
 fn json_and_another_format_are_refused() {
     // `--json --format oslat` was accepted.

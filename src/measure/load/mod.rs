@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::machine::CpuSet;
 use crate::measure::runner::harness;
+use crate::measure::runner::session::Session;
 use crate::sysroot::SysRoot;
 use control::Control;
 
@@ -188,33 +189,44 @@ pub(crate) struct LoadAsked {
 
 impl LoadAsked {
     /// The loads beside `measured`, on the CPUs of `allowed` not measured, sized to a machine
-    /// whose last-level caches hold `llc_bytes`. Refuses when no CPU is left for them, and an
-    /// interface for `net` that `root` does not have or that is down.
+    /// whose last-level caches hold `llc_bytes`. Refuses, naming `--load`, when no CPU is left
+    /// for them, and an interface for `net` that `root` does not have or that is down.
     pub(crate) fn beside(
         &self,
         root: &SysRoot,
         allowed: &CpuSet,
         measured: &CpuSet,
         llc_bytes: u64,
-    ) -> Result<LoadRequest, LoadError> {
+    ) -> Result<LoadRequest, LoadRefused> {
+        let refused = |why| LoadRefused {
+            asked: self.names(),
+            why,
+        };
         if let Some(over) = &self.net_over {
             if !self.kinds.contains(&Kind::Net) {
-                return Err(LoadError::Nic(format!(
+                return Err(refused(LoadError::Nic(format!(
                     "--load-if {}: only the net load sends through an interface; add net to \
                      --load",
                     crate::text::escape_controls(&over.interface)
-                )));
+                ))));
             }
-            over.check(root).map_err(LoadError::Nic)?;
+            over.check(root).map_err(|e| refused(LoadError::Nic(e)))?;
         }
         Ok(LoadRequest {
             kinds: self.kinds.clone(),
             level: self.level,
-            cpus: housekeeping(allowed, measured)?,
+            cpus: housekeeping(allowed, measured).map_err(refused)?,
             scratch_dir: self.scratch_dir.clone(),
             llc_bytes,
             net_over: self.net_over.clone(),
         })
+    }
+
+    /// The loads beside `session`'s CPUs ([`LoadAsked::beside`]), started ([`Loads::start`]).
+    pub(crate) fn start_beside(&self, session: &Session) -> Result<Loads, LoadRefused> {
+        let llc_bytes = session.machine.topology.llc_bytes_total();
+        let request = self.beside(session.root(), session.allowed(), &session.cpus, llc_bytes)?;
+        Ok(Loads::start(&request))
     }
 
     /// `cpu,mem`.
@@ -257,6 +269,16 @@ pub(crate) enum LoadError {
     /// `--load-if` names no interface that `net` can send through (said with the flag).
     #[error("{0}")]
     Nic(String),
+}
+
+/// Why the loads asked for cannot run, said with the flag: `--load cpu,mem: …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--load {asked}: {why}")]
+pub(crate) struct LoadRefused {
+    /// The kinds asked (`cpu,mem`).
+    pub asked: String,
+    /// Why not.
+    pub why: LoadError,
 }
 
 /// The CPUs loads run on: those this process may run on (`allowed`) but does not measure.
@@ -474,6 +496,21 @@ impl Loads {
                 .collect(),
             ipis: received::ipis(root, measured),
         }
+    }
+
+    /// Runs `measure` as a round on the `measured` CPUs of `root`, the loads working in it
+    /// when `loaded` (parked when not, and left as they are after it); with what they
+    /// achieved in it.
+    pub(crate) fn in_round<T>(
+        &self,
+        (root, measured): (&SysRoot, &CpuSet),
+        loaded: bool,
+        measure: impl FnOnce() -> T,
+    ) -> (T, RoundLoad) {
+        self.set_running(loaded);
+        let mark = self.mark(root, measured);
+        let measured_round = measure();
+        (measured_round, self.round(&mark, root, measured, loaded))
     }
 
     /// What each kind achieved since `since`, in a round `loaded` or idle.
@@ -733,6 +770,87 @@ pub(crate) mod tests {
         assert!(err.to_string().contains("no housekeeping CPU"), "{err}");
         let hk = housekeeping(&all, &CpuSet::parse_list("1").unwrap()).unwrap();
         assert_eq!(hk.to_list(), "0");
+    }
+
+    /// `kinds` at level low, sending `net` through `over` (interface, peer) when given.
+    fn asked(kinds: &[Kind], over: Option<&str>) -> LoadAsked {
+        LoadAsked {
+            kinds: kinds.to_vec(),
+            level: Level::Low,
+            scratch_dir: None,
+            net_over: over.map(|interface| OverNic {
+                interface: interface.to_string(),
+                peer: "10.0.0.2:11111".parse().unwrap(),
+            }),
+        }
+    }
+
+    /// Issue 48: `--load KINDS` runs on the CPUs not measured, and is refused, naming the
+    /// flag, where none is left.
+    #[test]
+    fn loads_go_to_the_cpus_not_measured_and_are_refused_without_one() {
+        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
+        let root = tree.root();
+        let llc = crate::machine::Machine::read(&root)
+            .topology
+            .llc_bytes_total();
+        let all = CpuSet::parse_list("0-3").unwrap();
+        let asked = asked(&[Kind::Mem, Kind::Ipi], None);
+        let request =
+            (asked.beside(&root, &all, &CpuSet::parse_list("1-2").unwrap(), llc)).unwrap();
+        assert_eq!(request.cpus.to_list(), "0,3");
+        assert_eq!(request.kinds, [Kind::Mem, Kind::Ipi]);
+        assert_eq!(request.level, Level::Low);
+        assert_eq!(request.llc_bytes, llc);
+        let err = asked
+            .beside(&root, &all, &all, llc)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--load mem,ipi: no housekeeping CPU"),
+            "{err}"
+        );
+    }
+
+    /// Issue 48: `--load-if IF --load-peer ADDR:PORT` send the net load through an interface;
+    /// one the machine lacks or that is down, or one without net among the loads, is refused
+    /// naming the flag.
+    #[test]
+    fn load_if_sends_net_through_an_interface_that_is_there_and_up() {
+        let tree = crate::test_tree::TestTree::fixture("epyc7f32-2s-tuned");
+        tree.write("/sys/class/net/ens1/flags", "0x1003\n")
+            .write("/sys/class/net/ens1/operstate", "up\n")
+            .write("/sys/class/net/ens2/flags", "0x1002\n");
+        let root = tree.root();
+        let (all, measured) = (
+            CpuSet::parse_list("0-3").unwrap(),
+            CpuSet::parse_list("1").unwrap(),
+        );
+        let with = |kinds: &[Kind], interface: &str| {
+            asked(kinds, Some(interface)).beside(&root, &all, &measured, 1 << 20)
+        };
+        let request = with(&[Kind::Net, Kind::Cpu], "ens1").unwrap();
+        let over = request.net_over.unwrap();
+        assert_eq!(over.describe(), "ens1 to 10.0.0.2:11111");
+        let refused =
+            |kinds: &[Kind], interface: &str| with(kinds, interface).unwrap_err().to_string();
+        let down = refused(&[Kind::Net], "ens2");
+        assert!(
+            down.contains("--load-if ens2: the interface is down"),
+            "{down}"
+        );
+        let missing = refused(&Kind::ALL, "ens9");
+        assert!(
+            missing.contains("--load-if ens9: this machine has no such interface"),
+            "{missing}"
+        );
+        let no_net = refused(&[Kind::Cpu], "ens1");
+        assert!(
+            no_net.ends_with(
+                "--load-if ens1: only the net load sends through an interface; add net to --load"
+            ),
+            "{no_net}"
+        );
     }
 
     #[test]

@@ -328,6 +328,35 @@ impl DmaLatencyLimit {
     }
 }
 
+/// Why the idle-state limit could not be held, with the first cause found of the refusal (a
+/// missing capability, a device mode).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}{}", cause.as_ref().map_or(String::new(), |cause| format!(": {cause}")))]
+pub(crate) struct IdleLimitRefused {
+    /// What failed.
+    pub error: DmaLatencyError,
+    /// Why, when found.
+    pub cause: Option<String>,
+}
+
+impl DmaLatencyLimit {
+    /// [`DmaLatencyLimit::hold`], with the cause of a refusal looked up.
+    pub(crate) fn hold_or_why(
+        root: &crate::sysroot::SysRoot,
+        limit_us: i32,
+    ) -> Result<Self, IdleLimitRefused> {
+        Self::hold(root, limit_us).map_err(|error| IdleLimitRefused {
+            error,
+            cause: crate::machine::rt_permission::dma_latency_refusal_causes(
+                &mut crate::machine::Reader::new(root),
+                "self",
+            )
+            .into_iter()
+            .next(),
+        })
+    }
+}
+
 /// Why the idle-state limit could not be held.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DmaLatencyError {

@@ -47,6 +47,38 @@ impl<R> Measurement<R> {
     }
 }
 
+/// A memory engine's request refused by its sizing, said with the flag of the request behind
+/// it: `membw: --threads 9: only 4 CPUs are chosen`, or, where the refusal says what to do
+/// instead, `--load 9: …; give --load 3 at most, or more --cpus`.
+#[derive(Debug)]
+pub(crate) struct SizingRefused<E> {
+    /// The engine (`membw`).
+    pub engine: &'static str,
+    /// The flag behind the refusal, with its value, when one is.
+    pub flag: Option<String>,
+    /// What to do instead, where the refusal says more than its flag.
+    pub hint: Option<String>,
+    /// The refusal (boxed: a sizing error is large beside the sizing).
+    pub error: Box<E>,
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for SizingRefused<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (engine, error) = (self.engine, &self.error);
+        match (&self.flag, &self.hint) {
+            (Some(flag), Some(hint)) => write!(f, "{flag}: {error}; {hint}"),
+            (Some(flag), None) => write!(f, "{engine}: {flag}: {error}"),
+            (None, _) => write!(f, "{engine}: {error}"),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for SizingRefused<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
+    }
+}
+
 /// The warning of a run on `session` when the engine needed memory locked and it could not
 /// be, with the first cause found.
 fn memory_warning(session: &Session) -> Option<Warning> {

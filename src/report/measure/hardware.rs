@@ -12,6 +12,7 @@ use crate::measure::engines::ipi::{IpiRun, MeshRun};
 use crate::measure::engines::membw::{MembwReport, MembwSizing, Stores, StreamRun};
 use crate::measure::engines::memlat::{ChaseRun, MemlatReport};
 use crate::measure::engines::wakeup::WakeupRun;
+use crate::measure::runner::place::{CpuPlace, group_breaks};
 use crate::measure::runner::summary::Summary;
 use crate::report::matrix;
 use crate::units::bytes;
@@ -397,8 +398,9 @@ pub(crate) fn host_sharing_text(probe: &VcpuProbe) -> String {
     out.into_string()
 }
 
-/// `lowlat measure wakeup` as text.
-pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
+/// `lowlat measure wakeup` as text, the matrix in the locality order of `places` (the
+/// session's CPUs), with a line between their groups.
+pub(crate) fn wakeup_text(run: &WakeupRun, places: &[CpuPlace]) -> String {
     let mut out = Page::new();
     writeln!(
         out,
@@ -410,7 +412,11 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
             .fifo_priority
             .map_or(String::new(), |p| format!(", SCHED_FIFO {p}"))
     );
-    out.text(matrix::table(&run.matrix_median_ns, 0, breaks));
+    out.text(matrix::table(
+        &run.matrix_median_ns,
+        0,
+        &group_breaks(places),
+    ));
     let medians: Vec<f64> = run.pairs.iter().map(|p| p.latency_ns.median).collect();
     if let Some(s) = Summary::of(&medians) {
         writeln!(
@@ -429,8 +435,8 @@ pub(crate) fn wakeup_text(run: &WakeupRun, breaks: &[usize]) -> String {
     out.into_string()
 }
 
-/// `lowlat measure ipi` (pairs) as text.
-pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
+/// `lowlat measure ipi` (pairs) as text, the matrix as [`wakeup_text`]'s.
+pub(crate) fn ipi_text(run: &IpiRun, places: &[CpuPlace]) -> String {
     let mut out = Page::new();
     writeln!(
         out,
@@ -439,7 +445,11 @@ pub(crate) fn ipi_text(run: &IpiRun, breaks: &[usize]) -> String {
          (medians of {} calls each)",
         run.config.samples
     );
-    out.text(matrix::table(&run.matrix_round_trip_ns, 0, breaks));
+    out.text(matrix::table(
+        &run.matrix_round_trip_ns,
+        0,
+        &group_breaks(places),
+    ));
     let trips: Vec<f64> = run.pairs.iter().map(|p| p.round_trip_ns).collect();
     if let Some(s) = Summary::of(&trips) {
         writeln!(

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::explain::ExplainJson;
 use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
-use crate::document::{Document, Kind};
+use crate::document::{Document, Kind, host_name};
 use crate::machine::{Avail, CpuSet};
 use crate::measure::engines::loops::LoopEngine;
 use crate::measure::load::RoundLoad;
@@ -17,6 +17,7 @@ use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
 use crate::measure::runner::inject::InjectSpec;
 use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
+use crate::sysroot::SysRoot;
 
 /// A loop engine's run as its document says it: the kind, the result (header and figures)
 /// and what the terminal says of a CPU cut short.
@@ -72,22 +73,39 @@ impl RunSpan {
     }
 }
 
-/// The document of a loop engine's checkpoint on `host`: its results so far (`result`, with
-/// the environment `so_far` captured), with a warning that the run of `duration` was still
-/// going.
-pub(crate) fn checkpoint_document<R, T: Serialize>(
-    kind: Kind,
-    host: String,
-    so_far: &Finished<R>,
-    mut result: Measured<T>,
+/// A loop engine's document, as [`document`] makes it.
+pub(crate) type LoopDoc<E> = Document<MeasureBody<Measured<<E as LoopDocument>::Figures>>>;
+
+/// The document of a loop engine's round on `root`'s host: `run` with what `loads` achieved
+/// beside it, and the environment the run captured.
+pub(crate) fn round_document<E: LoopDocument>(
+    root: &SysRoot,
+    run: &E,
+    loads: Option<RoundLoad>,
+) -> LoopDoc<E> {
+    let environment = run.finished().environment.clone();
+    document(
+        E::KIND,
+        host_name(root),
+        environment,
+        run.result_with(loads),
+    )
+}
+
+/// The document of a loop engine's checkpoint on `root`'s host: its results so far, with a
+/// warning that the run of `duration` was still going.
+pub(crate) fn checkpoint_document<E: LoopDocument>(
+    root: &SysRoot,
+    so_far: &E,
     duration: std::time::Duration,
-) -> Document<MeasureBody<Measured<T>>> {
-    result.header.warnings.push(format!(
+) -> LoopDoc<E> {
+    let mut doc = round_document(root, so_far, None);
+    doc.body.result.header.warnings.push(format!(
         "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
-        so_far.elapsed_ns as f64 / 1e9,
+        so_far.finished().elapsed_ns as f64 / 1e9,
         duration.as_secs_f64()
     ));
-    document(kind, host, so_far.environment.clone(), result)
+    doc
 }
 
 /// What both loop engines' results end with: the conditions of the run, one entry `C` per

@@ -83,6 +83,24 @@ pub(crate) fn finished_document<R, T: Serialize>(
     )
 }
 
+/// A hardware engine's page for the terminal: `page` (its tables), then a `warning:` line for
+/// each warning of `measured`.
+pub(crate) fn with_warnings<R>(mut page: String, measured: &measurement::Measurement<R>) -> String {
+    for warning in &measured.warnings {
+        page.push_str(&format!("warning: {warning}\n"));
+    }
+    page
+}
+
+/// A hardware engine's matrix as CSV, `csv`, ended by a `# interrupted` comment line when
+/// `measured` was cut short (so that a file of it says so too).
+pub(crate) fn csv_page<R>(mut csv: String, measured: &measurement::Measurement<R>) -> String {
+    if measured.interrupted {
+        csv.push_str("# interrupted: only the pairs measured until then have values\n");
+    }
+    csv
+}
+
 #[cfg(test)]
 mod unit_tests {
     use super::*;

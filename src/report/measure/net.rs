@@ -458,6 +458,24 @@ fn explain_text(r: &NetResult, e: &NetExplainJson) -> String {
     out.into_string()
 }
 
+/// sockperf's default port, which `--serve` listens on unless told.
+const SOCKPERF_PORT: u16 = 11111;
+
+/// What `--serve` says once it listens: `answering UDP on 0.0.0.0:11111 (sockperf's port)
+/// until Ctrl-C`.
+pub(crate) fn serving_line(proto: Proto, bound: std::net::SocketAddr) -> String {
+    let proto = match proto {
+        Proto::Udp => "UDP",
+        Proto::Tcp => "TCP",
+    };
+    let whose = if bound.port() == SOCKPERF_PORT {
+        " (sockperf's port)"
+    } else {
+        ""
+    };
+    format!("answering {proto} on {bound}{whose} until Ctrl-C")
+}
+
 /// What `--serve` did, for the terminal.
 pub(crate) fn serve_text(counts: &EchoCounts) -> String {
     let mut out = Page::new();
@@ -474,6 +492,19 @@ pub(crate) fn serve_text(counts: &EchoCounts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serve_says_where_it_answers_and_names_sockperfs_port() {
+        let at = |addr: &str| addr.parse().unwrap();
+        assert_eq!(
+            serving_line(Proto::Udp, at("0.0.0.0:11111")),
+            "answering UDP on 0.0.0.0:11111 (sockperf's port) until Ctrl-C"
+        );
+        assert_eq!(
+            serving_line(Proto::Tcp, at("127.0.0.1:9000")),
+            "answering TCP on 127.0.0.1:9000 until Ctrl-C"
+        );
+    }
 
     /// The run the guide shows (docs/guide/measure.md), made up: the same text whatever
     /// machine the tests run on.

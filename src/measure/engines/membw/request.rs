@@ -9,7 +9,7 @@ use super::{
 use crate::machine::CpuSet;
 use crate::machine::topology::Topology;
 use crate::measure::runner::harness::StopFlag;
-use crate::measure::runner::measurement::{Measurement, Warning};
+use crate::measure::runner::measurement::{Measurement, SizingRefused, Warning};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError};
 use crate::measure::runner::node_matrix::{
     MatrixAxes, NodeError, each_cell, empty_matrix, matrix_axes, matrix_nodes,
@@ -108,6 +108,20 @@ impl MembwSizingError {
 }
 
 impl MembwRequest {
+    /// [`MembwRequest::size`] on `session`'s machine and CPUs, a refusal said with its flag.
+    pub(crate) fn size_on(
+        &self,
+        session: &Session,
+    ) -> Result<MembwSizing, SizingRefused<MembwSizingError>> {
+        let sizing = self.size(&session.machine.topology, &session.places, &session.budget);
+        sizing.map_err(|error| SizingRefused {
+            engine: "membw",
+            flag: error.flag(self),
+            hint: None,
+            error: Box::new(error),
+        })
+    }
+
     /// Decides sizes, threads and nodes on the chosen CPUs (`places`), and checks that they
     /// fit `budget`, before anything is mapped.
     pub(crate) fn size(

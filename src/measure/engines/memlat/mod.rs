@@ -17,7 +17,7 @@ pub(crate) mod loaded;
 mod request;
 
 pub(crate) use loaded::LoadedLatency;
-pub(crate) use request::{MemlatRequest, MemlatSizing, Window, run};
+pub(crate) use request::{MemlatRequest, Window, run};
 
 use serde::{Deserialize, Serialize};
 use std::time::Instant;

@@ -7,7 +7,7 @@ use super::{ChaseConfig, MemlatError, MemlatReport, NodeLatency, chase_sizes, de
 use crate::machine::CpuSet;
 use crate::machine::topology::{NumaNode, Topology};
 use crate::measure::runner::harness::StopFlag;
-use crate::measure::runner::measurement::Measurement;
+use crate::measure::runner::measurement::{Measurement, SizingRefused};
 use crate::measure::runner::memory::{MemoryBudget, MemoryError, check_node};
 use crate::measure::runner::node_matrix::{
     MatrixAxes, NodeError, each_cell, empty_matrix, find_node, matrix_axes, matrix_nodes,
@@ -140,6 +140,20 @@ impl MemlatSizingError {
 }
 
 impl MemlatRequest {
+    /// [`MemlatRequest::size`] on `session`'s machine and CPUs, a refusal said with its flag.
+    pub(crate) fn size_on(
+        &self,
+        session: &Session,
+    ) -> Result<MemlatSizing, SizingRefused<MemlatSizingError>> {
+        let sizing = self.size(&session.machine.topology, &session.places, &session.budget);
+        sizing.map_err(|error| SizingRefused {
+            engine: "memlat",
+            flag: error.flag(self),
+            hint: error.hint(),
+            error: Box::new(error),
+        })
+    }
+
     /// Decides the CPU, sizes, pages and nodes on the chosen CPUs (`places`), and checks that
     /// they fit `budget`, before anything is mapped.
     pub(crate) fn size(
