@@ -21,7 +21,7 @@ use crate::prove::arms::CheckArms;
 use crate::prove::boot::Resume;
 use crate::prove::state::{Rounds, State};
 use crate::prove::{self, Outcome, Prove, ProveError, Start};
-use crate::snapshot::SnapshotKind;
+use crate::snapshot::SnapshotKind::Linux;
 
 /// Rounds of each arm unless `--repeat` says otherwise (as check's default: compare needs
 /// several runs per arm).
@@ -137,27 +137,17 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         );
     }
     let prove = Prove::new(&root, &SystemRunner, &args.out)?;
-    let (plan, plan_text) = match &args.plan_file {
-        Some(file) => {
-            let PlanFile { plan, text, .. } = PlanFile::read(file)?;
-            (plan, text)
-        }
-        None => {
-            let job = args.plan.job()?;
-            match args.plan.planned(&root, SnapshotKind::Linux, &job)? {
-                Planned::Linux(linux) => {
-                    let text = linux.plan.to_json();
-                    (linux.plan, text)
-                }
-                Planned::Freebsd(_) => bail!("prove runs on Linux"),
-            }
-        }
+    let (plan_text, plan) = match &args.plan_file {
+        Some(file) => PlanFile::read(file).map(|read| (read.text, read.plan))?,
+        None => match args.plan.planned(&root, Linux, &args.plan.job()?)? {
+            Planned::Linux(linux) => (linux.plan.to_json(), linux.plan),
+            Planned::Freebsd(_) => bail!("prove runs on Linux"),
+        },
     };
     let profile = args.plan.profile.to_string();
     let (load, net) = (args.load.asked(), args.net);
     let rounds = Rounds::of(&plan, profile, args.duration, args.repeat, load, net)?;
     let mut arms = arms(&rounds, true)?;
-    note!("{}", prove::text::plan(&rounds));
     let start = Start {
         plan,
         plan_text,

@@ -267,14 +267,16 @@ fn identity(plan: &Plan, machine: &Machine, root: &SysRoot) -> Identity {
     }
 }
 
-/// Starts a prove run: holds the plan to the machine, measures the before arm, applies the
-/// plan (asking `confirm` with the preview), then goes on (or waits for the reboot).
+/// Starts a prove run: says what each arm measures, holds the plan to the machine, measures
+/// the before arm, applies the plan (asking `confirm` with the preview), then goes on (or
+/// waits for the reboot).
 pub(crate) fn start(
     prove: &Prove<'_>,
     start: Start,
     measure: &mut dyn Measure,
     confirm: impl FnOnce(&ApplyReport) -> Result<bool, ProveError>,
 ) -> Result<Outcome, ProveError> {
+    note!("{}", text::plan(&start.rounds));
     let _lock = ProveLock::acquire(prove.root)?;
     harness::catch_interrupt();
     harness::catch_terminate();
