@@ -9,7 +9,6 @@ use super::profile::ProfileArg;
 use super::{Cli, exit};
 use crate::fleet::plan;
 use crate::report::fleet as printers;
-use crate::report::html::{self, Budget, Source};
 
 /// Options of `lowlat fleet`.
 #[derive(Debug, Args)]
@@ -133,14 +132,12 @@ pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
 
 fn report(args: &ReportArgs) -> Result<u8> {
     let report = printers::read(&args.inputs, &args.profile.load()?)?;
-    let document = printers::document(&report);
     if let Some(file) = &args.html {
-        let sources = Source::parse_all("fleet.json", document.to_json()?, &mut Budget::default())?;
-        std::fs::write(file, html::render(&sources, &[])?)
+        std::fs::write(file, printers::html(&report)?)
             .with_context(|| format!("--html {}: cannot write the report", file.display()))?;
     }
     if args.json {
-        print_json(&document)?;
+        print_json(&printers::document(&report))?;
     } else {
         print(&printers::text(&report))?;
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::text::Page;
 
+use super::html::{Budget, Source, SourceError};
 use super::runs;
 use crate::audit::{FindingStatus, Profile};
 use crate::document::{Document, Kind};
@@ -25,6 +26,25 @@ const FLEET_HOST: &str = "fleet";
 pub(crate) fn read(inputs: &[PathBuf], profile: &Profile) -> Result<FleetReport, FleetError> {
     let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
     fleet::report(inputs, profile, &runs)
+}
+
+/// Why the fleet's page could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FleetHtmlError {
+    /// The document could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The page could not be drawn from it.
+    #[error(transparent)]
+    Page(#[from] SourceError),
+}
+
+/// The HTML page of `report` (`fleet report --html`), drawn from its document as `lowlat
+/// report fleet.json` draws it.
+pub(crate) fn html(report: &FleetReport) -> Result<String, FleetHtmlError> {
+    let json = document(report).to_json()?;
+    let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
+    Ok(super::html::render(&sources, &[])?)
 }
 
 /// The `fleet` document of `report`.
