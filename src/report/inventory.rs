@@ -1,5 +1,5 @@
 //! `lowlat inventory`: the one-screen summary and the versioned JSON document, of a Linux
-//! machine or of a FreeBSD capture (whose printers are `report::freebsd`'s): [`Inventoried`].
+//! machine or of a FreeBSD capture (whose printers are `report::freebsd`'s): `Inventoried`.
 
 use crate::text::Page;
 use serde::{Deserialize, Serialize};
