@@ -200,6 +200,21 @@ impl std::fmt::Display for ProfileChoice {
     }
 }
 
+impl ProfileChoice {
+    /// What is worth saying of how the profile was named: TuneD's name taken for lowlat's.
+    pub fn tuned_note(&self) -> Option<String> {
+        match self {
+            ProfileChoice::Builtin {
+                name,
+                tuned: Some(tuned),
+            } => Some(format!(
+                "--profile {tuned}: TuneD's name; lowlat's {name} profile is used"
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// The profile a request names: a built-in one by name, loaded when the audit runs (so that
 /// `freebsd-router` picks the FreeBSD rules of a capture), or one loaded already (a site
 /// profile file laid over a built-in one).
@@ -340,6 +355,24 @@ fn rows() -> Result<Vec<Row>, ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tuned_name_is_said() {
+        let tuned: ProfileChoice = "network-latency".parse().unwrap();
+        assert_eq!(
+            tuned.tuned_note().unwrap(),
+            "--profile network-latency: TuneD's name; lowlat's low-latency profile is used"
+        );
+        assert_eq!(tuned.profile().unwrap().info.name, ProfileName::LowLatency);
+        let plain: ProfileChoice = "low-latency".parse().unwrap();
+        assert_eq!(plain.tuned_note(), None);
+        let missing = ProfileChoice::File("/nonexistent/site.toml".into());
+        let err = missing.profile().unwrap_err().to_string();
+        assert!(
+            err.starts_with("--profile /nonexistent/site.toml: "),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_profile_is_named_by_its_name_tuneds_name_or_a_file() {

@@ -95,8 +95,9 @@ impl CpuFigures {
 pub(crate) fn figures(jitter: Option<&JitterRun>, timer: Option<&TimerRun>) -> Vec<CpuFigures> {
     let mut by_cpu = BTreeMap::<u32, CpuFigures>::new();
     if let Some(run) = jitter {
-        let hz = run.tsc.hz;
-        let long = run.tsc.ticks(LONG_INTERRUPTION_NS);
+        let tsc = &run.setup;
+        let hz = tsc.hz;
+        let long = tsc.ticks(LONG_INTERRUPTION_NS);
         for cpu in run.session.cpus.iter().filter(|c| c.setup_error.is_none()) {
             let record = &cpu.record;
             let figures = figures_of(&mut by_cpu, cpu.cpu);

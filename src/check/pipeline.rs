@@ -22,11 +22,10 @@ use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::machine::{CpuSet, Machine, Reader};
 use crate::measure::engines::c2c;
 use crate::measure::engines::hwlat;
-use crate::measure::engines::jitter::{
-    self, DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun,
-};
+use crate::measure::engines::jitter::{self, DEFAULT_MAX_GAPS, JitterRequest, JitterRun};
+use crate::measure::engines::loops::LoopError;
 use crate::measure::engines::timer::{
-    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
+    self, DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerRequest, TimerRun,
 };
 use crate::measure::load::{LoadAsked, LoadRefused, LoadRequest, Loads, RoundLoad, Skipped};
 use crate::measure::runner::cpus::CpuChoiceError;
@@ -145,12 +144,9 @@ pub(crate) enum CheckError {
     /// The loads cannot run.
     #[error(transparent)]
     Load(#[from] LoadRefused),
-    /// A jitter run failed.
+    /// A jitter or timer run failed.
     #[error(transparent)]
-    Jitter(#[from] JitterError),
-    /// A timer run failed.
-    #[error(transparent)]
-    Timer(#[from] TimerError),
+    Loop(#[from] LoopError),
 }
 
 /// A check ready to measure: the machine read and audited, the CPUs chosen, the session open.
@@ -443,12 +439,12 @@ fn rounds(
             None => measure(),
         };
         let (jitter_run, timer_run) = measured_round?;
-        complete &= jitter_run.session.complete(|cpu| cpu.record.full);
+        complete &= jitter_run.complete();
         jitter_runs.push(jitter_run);
         let Some(timer_run) = timer_run else {
             return Ok(After::Stop);
         };
-        complete &= timer_run.session.complete(|_| false);
+        complete &= timer_run.complete();
         timer_runs.push(timer_run);
         Ok::<_, CheckError>(if complete { After::Next } else { After::Stop })
     })?;
@@ -477,7 +473,7 @@ fn measure_round(
             explain: request.explain,
         },
     )?;
-    if !jitter_run.session.complete(|cpu| cpu.record.full) {
+    if !jitter_run.complete() {
         return Ok((jitter_run, None));
     }
     let timer_run = timer::run(

@@ -59,6 +59,26 @@ pub(crate) enum RequestError {
 }
 
 impl Asked {
+    /// A low-latency check asked with nothing: the default rounds, explained (the tests'
+    /// starting point).
+    #[cfg(test)]
+    pub(crate) fn low_latency() -> Asked {
+        use crate::tuning::profile_name::ProfileName;
+        Asked {
+            profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
+            cpus: None,
+            duration: None,
+            quick: false,
+            rounds: super::DEFAULT_ROUNDS,
+            targets: Vec::new(),
+            site_targets: Vec::new(),
+            site_duration: None,
+            explain: true,
+            load: None,
+            hwlat_duration: None,
+        }
+    }
+
     /// The check asked for, with the defaults taken; refuses rounds too short for the timer
     /// run.
     pub(crate) fn request(self) -> Result<CheckRequest, RequestError> {
@@ -104,23 +124,6 @@ mod tests {
     use crate::check::targets::TargetMetric;
     use crate::tuning::profile_name::ProfileName;
 
-    /// A low-latency check asked with nothing but `duration`, `quick` and 5 rounds.
-    fn asked(duration: Option<Duration>, quick: bool) -> Asked {
-        Asked {
-            profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
-            cpus: None,
-            duration,
-            quick,
-            rounds: 5,
-            targets: Vec::new(),
-            site_targets: Vec::new(),
-            site_duration: None,
-            explain: true,
-            load: None,
-            hwlat_duration: None,
-        }
-    }
-
     fn target(metric: TargetMetric, source: &str) -> Target {
         Target {
             metric,
@@ -133,11 +136,11 @@ mod tests {
     /// wins over --quick's, then the site's, then what proves the targets.
     #[test]
     fn what_is_given_wins_over_the_site_and_the_profile() {
-        let plain = asked(None, false).request().unwrap();
+        let plain = Asked::low_latency().request().unwrap();
         assert_eq!(plain.targets, targets::of_profile(ProfileName::LowLatency));
         assert_eq!(plain.duration, Duration::from_secs(200));
         assert_eq!(plain.hwlat_duration, super::super::hwlat::DEFAULT_DURATION);
-        let mut site = asked(None, false);
+        let mut site = Asked::low_latency();
         site.site_targets = vec![target(TargetMetric::TimerMaxUs, "site.toml:3")];
         site.site_duration = Some(Duration::from_secs(30));
         let from_site = site.clone().request().unwrap();
@@ -156,7 +159,11 @@ mod tests {
 
     #[test]
     fn rounds_too_short_for_the_timer_are_refused() {
-        let mut short = asked(Some(Duration::from_millis(40)), false);
+        let mut short = Asked {
+            duration: Some(Duration::from_millis(40)),
+            rounds: 5,
+            ..Asked::low_latency()
+        };
         let err = short.clone().request().unwrap_err().to_string();
         assert!(
             err.contains("--duration 40ms --repeat 5: rounds of 8ms are too short"),

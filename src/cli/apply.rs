@@ -5,16 +5,14 @@ use clap::{ArgGroup, Args};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+use super::Cli;
 use super::messages::warning;
-use super::output::{print, print_json};
-use super::plan_file::PlanFile;
-use super::{Cli, exit};
+use super::output::{print, show};
 pub(crate) use crate::apply::pipeline::require_root;
-use crate::apply::pipeline::{self, Applied, ApplyRequest, ApplyRunError};
-use crate::apply::{ApplyReport, ItemStatus, Scope};
-use crate::document;
-use crate::report::apply::json::apply_document;
-use crate::report::apply::{apply_header_text, apply_text};
+use crate::apply::pipeline::{self, ApplyRequest, ApplyRunError};
+use crate::apply::{ItemStatus, Scope};
+use crate::plan::file::PlanFile;
+use crate::report::apply::{apply_header_text, apply_text, shown};
 use crate::sysroot::SysRoot;
 
 /// Options of `lowlat apply`.
@@ -113,7 +111,7 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         "apply",
     )?;
     let PlanFile { plan, text, .. } = PlanFile::read(&args.plan)
-        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(e.as_ref())))?;
+        .map_err(|e| anyhow::anyhow!("{}; nothing was changed", super::error_text(&e)))?;
     let request = ApplyRequest {
         plan,
         text,
@@ -135,17 +133,6 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         }
         e => e.into(),
     })?;
-    let plan_path = &prepared.request.path;
-    // The report, as the table or as the JSON document.
-    let show = |report: &ApplyReport| -> Result<()> {
-        if args.json {
-            let host = document::host_name(&root);
-            let doc = apply_document(host, plan_path, args.scope(), args.dry_run, report);
-            print_json(&doc)
-        } else {
-            print(&apply_text(report, &root, args.dry_run))
-        }
-    };
     if !args.json {
         print(&apply_header_text(&prepared.request, &root))?;
     }
@@ -168,30 +155,10 @@ pub(crate) fn run(cli: &Cli, args: &ApplyArgs) -> Result<u8> {
         print(&apply_text(preview, &root, true))?;
         confirm(&format!("Apply {to_change} settings?"))
     })?;
-    match applied {
-        Applied::Preview(preview) => {
-            // Nothing would change: the preview is the whole report.
-            show(&preview)?;
-            if !args.dry_run && !args.json {
-                print("Nothing to change.\n")?;
-            }
-            Ok(exit::found(
-                !args.dry_run && preview.boot_not_configured.is_some(),
-            ))
-        }
-        Applied::Declined => {
-            print("Nothing was changed.\n")?;
-            Ok(exit::OK)
-        }
-        Applied::Done(report) => {
-            show(&report)?;
-            Ok(if report.stopped.is_some() {
-                exit::ERROR
-            } else if report.has(ItemStatus::Failed) || report.boot_not_configured.is_some() {
-                exit::FAILURES
-            } else {
-                exit::OK
-            })
-        }
-    }
+    show(shown::applied(
+        &applied,
+        &prepared.request,
+        &root,
+        args.json,
+    )?)
 }

@@ -1,24 +1,17 @@
 //! `lowlat audit`.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
-use super::messages::{note, warning};
-use super::output::{print, print_json};
+use super::Cli;
+use super::output::show;
 use super::profile::ProfileArg;
-use super::{Cli, exit};
 use crate::audit::FindingStatus;
-use crate::audit::pipeline::{
-    self, AuditRequest, Audited, FreebsdAudit, MachineAudit, Overrides, Processes, ProcessesAudit,
-};
-use crate::audit::rules::freebsd as freebsd_rules;
+use crate::audit::pipeline::{self, AuditRequest, Overrides, Processes};
 use crate::machine::CpuSet;
-use crate::report::audit as report;
-use crate::report::fix_script;
-use crate::report::freebsd;
-use crate::report::nfd;
-use crate::report::workload as report_workload;
+use crate::report::audit::View;
+use crate::report::audited::{self, AuditOutputs};
 use crate::tuning::setting::Layer;
 
 /// Options of `lowlat audit`.
@@ -50,7 +43,7 @@ pub struct AuditArgs {
     /// The CPUs to treat as isolated (list form, e.g. 1-7,9-15). Default: a site profile's
     /// `[partition]`, else the machine's own isolated CPUs (isolcpus=, nohz_full=), else the first core of each NUMA node for
     /// housekeeping and the rest isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub isolate: Option<CpuSet>,
 
     /// Print the versioned JSON document (schema_version, tool, machine, partition, profile,
@@ -138,24 +131,12 @@ pub struct AuditArgs {
 /// Runs `lowlat audit`.
 pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    let audited = pipeline::run(&root, kind, request(args)?, |machine| {
-        super::container::note(&root, &machine.topology)
-    })?;
-    match audited {
-        Audited::Machine(audited) => machine(cli, args, &audited),
-        Audited::Processes(audited) => processes(args, &audited),
-        Audited::Freebsd(audited) => freebsd(args, &audited),
-    }
-}
-
-/// The request these options describe, with the files they name read.
-fn request(args: &AuditArgs) -> Result<AuditRequest> {
     let bios = match (&args.bios, &args.bmc) {
         (Some(file), _) => Some(crate::bios::read_file(file)?),
         (None, Some(url)) => Some(crate::bios::pipeline::connect(&args.bmc_access.login(url))?.1),
         (None, None) => None,
     };
-    Ok(AuditRequest {
+    let request = AuditRequest {
         profile: args.profile.requested()?,
         isolate: args.isolate.clone(),
         overrides: Overrides::read(args.domain.as_deref(), args.kubelet_config.as_deref())?,
@@ -165,97 +146,20 @@ fn request(args: &AuditArgs) -> Result<AuditRequest> {
             comms: args.comm.clone(),
         },
         explain: args.explain.clone(),
-    })
-}
-
-/// Says what the audit of a Linux machine found: the rule explained, or the report, the NFD
-/// features and the fix script.
-fn machine(cli: &Cli, args: &AuditArgs, audited: &MachineAudit) -> Result<u8> {
-    let MachineAudit {
-        profile,
-        machine,
-        audit: result,
-        explain,
-        ..
-    } = audited;
-    if let Some(rule) = explain {
-        print(&report::explain_text(
-            rule,
-            result.finding(rule.id),
-            profile,
-        ))?;
-        return Ok(exit::OK);
-    }
-    if let Some(path) = &args.nfd_features {
-        let refused = nfd::write(path, machine, result, profile.info.name)
-            .map_err(|e| anyhow!("--nfd-features {e}"))?;
-        for refused in &refused {
-            warning!("--nfd-features: left out {refused}");
-        }
-    }
-    let view = view(args);
-    if let Some(path) = &args.fix_script {
-        fix_script::write(path, audited, &view, &cli.input_name())
-            .map_err(|e| anyhow!("--fix-script {e}"))?;
-        note!(
-            "wrote the fixes to {}; review it, then run it as root",
-            path.display()
-        );
-    }
-    if args.json {
-        print_json(&report::document(machine, result, profile.info, &view))?;
-    } else {
-        print(&report::text(machine, result, profile.info, &view))?;
-    }
-    Ok(exit::found(result.has_failures()))
-}
-
-/// What `--all`, `--status` and `--layer` ask the report to show.
-fn view(args: &AuditArgs) -> report::View {
-    report::View {
-        all: args.all,
-        statuses: args.status.clone(),
-        layers: args.layer.clone(),
-    }
-}
-
-/// `--pid` / `--comm`: the placement of the workload's threads.
-fn processes(args: &AuditArgs, audited: &ProcessesAudit) -> Result<u8> {
-    let ProcessesAudit {
-        machine,
-        partition,
-        result,
-    } = audited;
-    if args.json {
-        print_json(&report_workload::document(machine, partition, result))?;
-    } else {
-        print(&report_workload::text(partition, result))?;
-    }
-    Ok(exit::found(result.has_problems()))
-}
-
-/// What the audit of a FreeBSD capture, against `freebsd-router`, found.
-fn freebsd(args: &AuditArgs, audited: &FreebsdAudit) -> Result<u8> {
-    if args.fix_script.is_some() {
-        bail!(
-            "--fix-script: the fixes of {} are manual steps (no command to script); the report \
-             prints each under its finding",
-            freebsd_rules::PROFILE
-        );
-    }
-    let FreebsdAudit {
-        machine,
-        findings,
-        explain,
-    } = audited;
-    if let Some(index) = explain {
-        print(&freebsd::explain_text(&findings[*index]))?;
-        return Ok(exit::OK);
-    }
-    if args.json {
-        print_json(&freebsd::audit_document(machine, findings))?;
-    } else {
-        print(&freebsd::audit_text(machine, findings, &view(args)))?;
-    }
-    Ok(exit::found(audited.has_failures()))
+    };
+    let audited = pipeline::run(&root, kind, request, |machine| {
+        super::container::note(&root, &machine.topology)
+    })?;
+    let outputs = AuditOutputs {
+        json: args.json,
+        view: View {
+            all: args.all,
+            statuses: args.status.clone(),
+            layers: args.layer.clone(),
+        },
+        nfd_features: args.nfd_features.as_deref(),
+        fix_script: args.fix_script.as_deref(),
+        input: &cli.input_name(),
+    };
+    show(audited::show(&audited, &outputs)?)
 }

@@ -7,11 +7,11 @@ use clap::{Args, Subcommand};
 
 use super::bmc::BmcArgs;
 use super::output::{print, print_json};
-use super::plan_file::PlanFile;
 use super::{Cli, exit};
 use crate::bios::pipeline;
 use crate::bios::settings;
 use crate::machine::Machine;
+use crate::plan::file::PlanFile;
 use crate::report::bios as report;
 
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \

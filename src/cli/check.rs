@@ -58,7 +58,7 @@ pub struct CheckArgs {
 
     /// CPUs to measure (list form). Default: the machine's isolated CPUs, else every CPU but
     /// the first.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
 
     /// Length of each of the two measurements (jitter, timer): 20s, 5m. With --repeat N it is

@@ -16,6 +16,7 @@ use crate::bundle::Bundle;
 use crate::check;
 use crate::document::Kind;
 use crate::machine::CpuSet;
+use crate::measure::engines::loops::{LoopError, LoopRun};
 use crate::measure::load::{self, RoundLoad};
 use crate::measure::repeat;
 use crate::measure::runner::harness::{CPU_DMA_LATENCY, DmaLatencyLimit};
@@ -24,7 +25,7 @@ use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::rounds::Round;
 use crate::measure::runner::segments::SegmentsDone;
 use crate::measure::runner::session::{Engine, Session};
-use crate::measure::runner::threads::{CpuLoop, Finished, LoopSpec};
+use crate::measure::runner::threads::{Finished, LoopSpec};
 use crate::report::inventory;
 use crate::report::measure::load as load_printers;
 use crate::report::measure::loops::{LoopDocument, checkpoint_document, round_document};
@@ -73,7 +74,7 @@ impl BundleArgs {
 pub struct CommonArgs {
     /// CPUs to use, in the kernel's list form (`0-7,16`). Default: every online CPU this
     /// process may run on.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
 
     /// Print the versioned JSON document instead of tables.
@@ -105,7 +106,7 @@ impl CommonArgs {
 pub struct LoopArgs {
     /// CPUs to measure, one measuring thread each (e.g. 2-3,6). Default: as `lowlat check`,
     /// the machine's isolated CPUs, else every CPU but the first.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
     /// How long to measure: 10s, 500ms, 2m.
     #[arg(long, value_name = "D", default_value = super::defaults::DURATION, allow_hyphen_values = true, value_parser = values::duration)]
@@ -115,7 +116,7 @@ pub struct LoopArgs {
     pub load: LoadArgs,
     /// Known-answer noise: on each measured CPU a SCHED_FIFO 99 thread spins SPIN_US every
     /// PERIOD_MS (e.g. 10:500).
-    #[arg(long, value_name = "PERIOD_MS:SPIN_US", value_parser = values::inject)]
+    #[arg(long, value_name = "PERIOD_MS:SPIN_US")]
     pub inject: Option<InjectSpec>,
     /// Same as --format json.
     #[arg(long)]
@@ -159,13 +160,13 @@ impl LoopArgs {
     /// ([`repeat::run`]), each round checkpointed into `bundle`, printed as `page` makes it
     /// (`None`: the JSON document), its document delivered, then `after` (whether its own
     /// outputs were written). `flag` names the flag of an engine's error. Returns the exit code.
-    pub(crate) fn run_rounds<E: LoopDocument>(
+    pub(crate) fn run_rounds<Q: LoopDocument>(
         &self,
         (session, bundle): (&Session, Option<&Bundle>),
-        request: &E::Request,
-        flag: impl Fn(E::Error) -> anyhow::Error,
-        page: impl Fn(&E) -> Option<String>,
-        after: impl FnMut(Round, &E) -> bool,
+        request: &Q,
+        flag: impl Fn(LoopError) -> anyhow::Error,
+        page: impl Fn(&LoopRun<Q>) -> Option<String>,
+        after: impl FnMut(Round, &LoopRun<Q>) -> bool,
     ) -> Result<u8> {
         if self.repeat > 1 && self.bundle.out.is_none() {
             anyhow::bail!(
@@ -202,16 +203,16 @@ struct RoundPrinter<'a, F, P, A> {
     after: A,
 }
 
-impl<E, F, P, A> repeat::Observer<E> for RoundPrinter<'_, F, P, A>
+impl<Q, F, P, A> repeat::Observer<Q> for RoundPrinter<'_, F, P, A>
 where
-    E: LoopDocument,
-    F: Fn(E::Error) -> anyhow::Error,
-    P: Fn(&E) -> Option<String>,
-    A: FnMut(Round, &E) -> bool,
+    Q: LoopDocument,
+    F: Fn(LoopError) -> anyhow::Error,
+    P: Fn(&LoopRun<Q>) -> Option<String>,
+    A: FnMut(Round, &LoopRun<Q>) -> bool,
 {
     type Error = anyhow::Error;
 
-    fn refused(&self, error: E::Error) -> anyhow::Error {
+    fn refused(&self, error: LoopError) -> anyhow::Error {
         (self.flag)(error)
     }
 
@@ -223,13 +224,13 @@ where
 
     /// Saves the run so far as the checkpoint of the bundle (in place of the last); one that
     /// cannot be written is said, and the run goes on.
-    fn checkpoint(&mut self, so_far: &E, done: SegmentsDone) {
+    fn checkpoint(&mut self, so_far: &LoopRun<Q>, done: SegmentsDone) {
         let Some(bundle) = self.bundle else {
             return;
         };
         let doc = checkpoint_document(self.session.root(), so_far, done.duration);
         let saved = (doc.to_json().map_err(anyhow::Error::from))
-            .and_then(|json| Ok(bundle.checkpoint(E::KIND, &json)?));
+            .and_then(|json| Ok(bundle.checkpoint(Q::KIND, &json)?));
         match saved {
             Ok(path) => note!(
                 "checkpoint: {:.1} of {:.1} s measured, saved in {}",
@@ -246,7 +247,7 @@ where
     fn ended(
         &mut self,
         round: Round,
-        measured: &Measurement<E>,
+        measured: &Measurement<LoopRun<Q>>,
         load: Option<RoundLoad>,
     ) -> Result<bool> {
         if let Some(load) = &load {
@@ -260,16 +261,14 @@ where
         let saved = match printed.is_none() || self.bundle.is_some() {
             true => {
                 let json = round_document(self.session.root(), run, load).to_json()?;
-                deliver(E::KIND, &json, printed.is_none(), self.bundle)?
+                deliver(Q::KIND, &json, printed.is_none(), self.bundle)?
             }
             false => true,
         };
         let written = (self.after)(round, run) && saved;
-        for cpu in &run.finished().cpus {
-            say_not_measured_cpu(cpu);
-            if let Some(why) = E::cut_short(cpu).then(|| E::why_short(cpu)).flatten() {
-                warning!("{why}");
-            }
+        say_not_measured(&run.session);
+        for why in run.session.cpus.iter().filter_map(Q::why_short) {
+            warning!("{why}");
         }
         if measured.interrupted {
             note_interrupted();
@@ -416,17 +415,12 @@ pub(crate) fn hold_idle_limit(root: &SysRoot, limit_us: i32) -> Option<DmaLatenc
     }
 }
 
-/// Says on stderr that `cpu` was not measured, and why, when it was not.
-fn say_not_measured_cpu<R>(cpu: &CpuLoop<R>) {
-    if let Some(error) = &cpu.setup_error {
-        error!("CPU {} was not measured: {error}", cpu.cpu);
-    }
-}
-
 /// Says on stderr which CPUs of `run` were not measured, and why.
 pub(crate) fn say_not_measured<R>(run: &Finished<R>) {
     for cpu in &run.cpus {
-        say_not_measured_cpu(cpu);
+        if let Some(error) = &cpu.setup_error {
+            error!("CPU {} was not measured: {error}", cpu.cpu);
+        }
     }
 }
 

@@ -7,7 +7,8 @@ use super::Cli;
 use super::measure_common::LoopArgs;
 use super::messages::{error, note};
 use super::values;
-use crate::measure::engines::jitter::{DEFAULT_MAX_GAPS, JitterError, JitterRequest, JitterRun};
+use crate::measure::engines::jitter::{DEFAULT_MAX_GAPS, JitterRequest, JitterRun};
+use crate::measure::engines::loops::LoopError;
 use crate::measure::runner::rounds::Round;
 use crate::measure::runner::session::Engine;
 use crate::measure::runner::threads::FifoError;
@@ -83,10 +84,10 @@ pub(crate) fn run(cli: &Cli, args: &JitterArgs) -> Result<u8> {
         explain: args.explain,
     };
     let flag = |e| match e {
-        JitterError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
+        LoopError::Fifo(e @ FifoError::Measuring { priority, .. }) => {
             anyhow::Error::new(e).context(format!("--priority {priority}"))
         }
-        JitterError::Fifo(e @ FifoError::Injector { .. }) => {
+        LoopError::Fifo(e @ FifoError::Injector { .. }) => {
             anyhow::Error::new(e).context("--inject")
         }
         e => e.into(),

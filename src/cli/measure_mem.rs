@@ -35,7 +35,7 @@ pub struct MembwArgs {
 
     /// NUMA nodes of the node × node matrix (threads on the cores of node i, arrays on node
     /// j). Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub nodes: Option<CpuSet>,
 
     /// Bytes per array (e.g. 2G). Default: STREAM's rule, 4 × all cache of all sockets.
@@ -93,7 +93,7 @@ pub struct MemlatArgs {
 
     /// NUMA nodes of the idle-latency node × node matrix, measured at the largest size.
     /// Default: every node, when the machine has several.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub nodes: Option<CpuSet>,
 
     /// Length of one sample in milliseconds.

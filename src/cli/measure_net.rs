@@ -41,7 +41,7 @@ path. Hardware timestamps are counted, not used in the split (they are in the NI
 pub struct NetArgs {
     /// The client's CPU, and the echo's as a second CPU (`2,3`, the lower first); default:
     /// the first two CPUs this process may run on.
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
 
     /// The echo's CPU (loopback and veth), instead of the second of --cpus.

@@ -7,9 +7,10 @@ use super::Cli;
 use super::measure_common::{LoopArgs, hold_idle_limit};
 use super::messages::note;
 use super::values;
+use crate::measure::engines::loops::LoopError;
 use crate::measure::engines::timer::cyclic::MAX_BUCKETS;
 use crate::measure::engines::timer::{
-    DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerError, TimerRequest, TimerRun,
+    DEFAULT_EXPLAIN_ABOVE_NS, DEFAULT_PRIORITY, TimerRequest, TimerRun,
 };
 use crate::measure::runner::session::Engine;
 use crate::report::measure::timer as printers;
@@ -127,7 +128,7 @@ pub(crate) fn run(cli: &Cli, args: &TimerArgs) -> Result<u8> {
     };
     // The timer's own priority falls back to normal scheduling; only the injector's is refused.
     let flag = |e| match e {
-        TimerError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
+        LoopError::Fifo(e) => anyhow::Error::new(e).context("--inject"),
         e => e.into(),
     };
     let page = |run: &TimerRun| match format {

@@ -168,7 +168,6 @@ pub(crate) mod measure_timer;
 mod messages;
 pub(crate) mod output;
 pub(crate) mod plan;
-pub(crate) mod plan_file;
 pub(crate) mod plan_options;
 pub(crate) mod profile;
 pub(crate) mod prove;

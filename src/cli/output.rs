@@ -11,12 +11,34 @@
 use anyhow::Result;
 use std::io::{BufWriter, StdoutLock, Write};
 
+use crate::report::shown::{Out, Shown};
 use crate::text::escape_page;
+
+/// Writes out what a command shows, in order (lines on stderr, pages on stdout), and returns
+/// its exit code.
+pub(crate) fn show(shown: Shown) -> Result<u8> {
+    for out in shown.out {
+        match out {
+            Out::Say(level, line) => super::messages::emit(level, format_args!("{line}")),
+            Out::Text(text) => print(&text)?,
+            Out::Json(json) => write(json.as_bytes())?,
+        }
+    }
+    Ok(match shown.stopped {
+        true => super::exit::ERROR,
+        false => super::exit::found(shown.failures),
+    })
+}
 
 /// Writes the page `text` to stdout, control characters escaped.
 pub(crate) fn print(text: &str) -> Result<()> {
+    write(escape_page(text).as_bytes())
+}
+
+/// Writes `bytes` to stdout as they are.
+fn write(bytes: &[u8]) -> Result<()> {
     let mut stdout = stdout();
-    stdout.write_all(escape_page(text).as_bytes())?;
+    stdout.write_all(bytes)?;
     stdout.flush()?;
     Ok(())
 }

@@ -4,16 +4,13 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
-use super::messages::warning;
-use super::output::{print, print_json};
+use super::Cli;
+use super::output::show;
 use super::plan_options::PlanOptionArgs;
-use super::{Cli, exit};
 use crate::machine::CpuSet;
-use crate::plan::freebsd::FreeBsdPlan;
-use crate::plan::pipeline::{self, LinuxPlan, PlanJob, Planned};
-use crate::plan::{vm, write};
-use crate::report::freebsd as report_freebsd;
-use crate::report::plan::{self as report_plan, diff, summary};
+use crate::plan::pipeline::PlanJob;
+use crate::plan::vm;
+use crate::report::plan::planned::{self, PlanOutputs, PlanView};
 
 /// Options of `lowlat plan`.
 #[derive(Debug, Args)]
@@ -73,23 +70,16 @@ pub struct PlanArgs {
 
     /// With --vm: the real-time (SCHED_FIFO) vCPUs, which the guest isolates [default: every
     /// vCPU but 0].
-    #[arg(long, value_name = "LIST", requires = "vm", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "LIST", requires = "vm", value_parser = CpuSet::parse_some)]
     pub rt_vcpus: Option<CpuSet>,
 
     /// With --vm: guest memory (32G, 4096M), rounded up to whole huge pages [default: 4G].
-    #[arg(long, value_name = "SIZE", requires = "vm", value_parser = memory_size)]
+    #[arg(long, value_name = "SIZE", requires = "vm", value_parser = vm::memory_size)]
     pub memory: Option<u64>,
 
     /// With --vm: the host NUMA node [default: the first with enough free isolated cores].
     #[arg(long, value_name = "N", requires = "vm")]
     pub node: Option<u32>,
-}
-
-/// `--memory SIZE` in KiB.
-fn memory_size(text: &str) -> Result<u64, String> {
-    crate::plan::request::parse_page_size(text)
-        .filter(|&kib| kib > 0)
-        .ok_or_else(|| format!("'{text}': a size such as 32G, 4096M or 1048576K"))
 }
 
 impl PlanArgs {
@@ -116,58 +106,15 @@ impl PlanArgs {
 /// Runs `lowlat plan`.
 pub(crate) fn run(cli: &Cli, args: &PlanArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    let job = args.job()?;
-    let planned = args.options.planned(&root, kind, &job)?;
-    let linux = match planned {
-        Planned::Linux(linux) => linux,
-        Planned::Freebsd(plan) => return freebsd(args, &plan),
+    let planned = super::plan_options::planned(&root, kind, &args.job()?)?;
+    let outputs = PlanOutputs {
+        view: match (args.json, args.diff) {
+            (true, _) => PlanView::Json,
+            (false, true) => PlanView::Diff,
+            (false, false) => PlanView::Summary,
+        },
+        out: args.out.as_deref(),
+        force: args.force,
     };
-    let LinuxPlan {
-        machine,
-        plan,
-        guest,
-    } = &*linux;
-    if let Some(dir) = &args.out {
-        let files = linux.artifacts();
-        write::write_out(dir, &files, args.force)?;
-        if !args.json && !args.diff {
-            print(&report_plan::written_text(&files, dir))?;
-        }
-    }
-    if args.json {
-        print_json(&plan.document())?;
-    } else if args.diff {
-        print(&diff::text(&diff::diff(plan, machine, &root)))?;
-    } else if let Some(guest) = guest {
-        print(&guest.render())?;
-    } else if args.out.is_none() {
-        let held = diff::diff(plan, machine, &root)
-            .iter()
-            .filter(|e| e.status == diff::DiffStatus::Same)
-            .count();
-        print(&summary::text(plan, &machine.topology, Some(held)))?;
-    }
-    if let Some(reason) = machine.interrupts_unread() {
-        warning!(
-            "the IRQ settings (irq:N:affinity) could not be computed, the plan has \
-             none: {reason}; make the file readable and plan again"
-        );
-        return Ok(exit::FAILURES);
-    }
-    Ok(exit::OK)
-}
-
-/// `lowlat plan` of a FreeBSD capture: the rc.d script and the conf lines.
-fn freebsd(args: &PlanArgs, plan: &FreeBsdPlan) -> Result<u8> {
-    if args.json || args.diff || args.vm.is_some() || args.bios.is_some() {
-        anyhow::bail!(
-            "--json, --diff, --vm and --bios are for Linux plans; a FreeBSD plan is its rc.d \
-             script and conf lines: give --out DIR"
-        );
-    }
-    print(&report_freebsd::plan_text(plan))?;
-    if let Some(dir) = &args.out {
-        write::write_out(dir, &pipeline::freebsd_artifacts(plan), args.force)?;
-    }
-    Ok(exit::OK)
+    show(planned::show(&planned, &root, &outputs)?)
 }

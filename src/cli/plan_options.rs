@@ -6,15 +6,10 @@ use clap::Args;
 
 use super::messages::note;
 use super::profile::ProfileArg;
-use crate::audit::Profile;
-use crate::audit::site::SitePartition;
 use crate::machine::CpuSet;
 use crate::machine::core_types::CoreType;
-use crate::plan;
-use crate::plan::pipeline::{self, PlanJob, Planned, Step};
-use crate::plan::request::{
-    HugepagePool, Isolation, PlanOptions, PlanProfile, PlanRequest, PowerPolicy, SmtChoice,
-};
+use crate::plan::pipeline::{self, PlanAsked, PlanJob, Planned, Step};
+use crate::plan::request::{HugepagePool, Isolation, PlanOptions, PowerPolicy, SmtChoice};
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
 use crate::tuning::partition::PartitionRequest;
@@ -45,11 +40,11 @@ pub struct PlanOptionArgs {
     pub no_balance: Option<u16>,
 
     /// Housekeeping CPUs (e.g. 0,8 or 0-1,64-65); every other online CPU is isolated.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub housekeeping: Option<CpuSet>,
 
     /// Isolated CPUs (e.g. 1-7,9-15); every other online CPU is housekeeping.
-    #[arg(long, value_name = "CPULIST", value_parser = super::values::cpu_list)]
+    #[arg(long, value_name = "CPULIST", value_parser = CpuSet::parse_some)]
     pub isolate: Option<CpuSet>,
 
     /// Accept an isolated CPU whose SMT sibling is housekeeping (where SMT stays on: a plan
@@ -97,110 +92,44 @@ pub struct PlanOptionArgs {
 }
 
 impl PlanOptionArgs {
-    /// Whether a flag names the partition (then a site profile's `[partition]` is not used).
-    fn partition_flags(&self) -> bool {
-        self.housekeeping.is_some()
-            || self.isolate.is_some()
-            || self.housekeeping_cores.is_some()
-            || self.isolate_core_type.is_some()
-    }
-
-    /// The site profile's partition, where no flag names one.
-    fn site_partition<'a>(&self, profile: &'a Profile) -> Option<&'a SitePartition> {
-        let site = profile.site.as_ref().map(|site| &site.partition);
-        site.filter(|_| !self.partition_flags())
-    }
-
-    /// The request these options describe, for `profile` (loaded from `--profile`).
-    pub fn request(&self, profile: &Profile) -> Result<PlanRequest> {
+    /// The job these options describe: the machine's plan alone (no BIOS, no guest).
+    pub(super) fn job(&self) -> Result<PlanJob> {
         let defaults = PartitionRequest::default();
-        let plan_profile = PlanProfile::try_from(profile.info.name)
-            .map_err(|reason| anyhow::anyhow!("--profile {}: {reason}", self.profile))?;
-        let mut request = PlanRequest {
-            profile: plan_profile,
+        let asked = PlanAsked {
             partition: PartitionRequest {
-                housekeeping_cores_per_node: self
-                    .housekeeping_cores
+                housekeeping_cores_per_node: (self.housekeeping_cores)
                     .map_or(defaults.housekeeping_cores_per_node, usize::from),
-                no_balance_cores_per_node: self
-                    .no_balance
+                no_balance_cores_per_node: (self.no_balance)
                     .map_or(defaults.no_balance_cores_per_node, usize::from),
                 housekeeping: self.housekeeping.clone(),
                 isolate: self.isolate.clone(),
                 allow_split_smt: self.allow_split_smt,
                 isolate_core_type: self.isolate_core_type.unwrap_or(defaults.isolate_core_type),
             },
+            partition_named: self.housekeeping.is_some()
+                || self.isolate.is_some()
+                || self.housekeeping_cores.is_some()
+                || self.isolate_core_type.is_some(),
+            core_type_asked: self.isolate_core_type.is_some(),
             options: PlanOptions {
                 power: self.power,
                 hugepages: self.hugepages.clone(),
                 allow_security_tradeoffs: self.allow_security_tradeoffs,
                 kthread_priorities: self.kthread_priorities,
-                smt: SmtChoice::default(),
+                smt: self.smt.unwrap_or_default(),
                 isolation: self.isolation,
             },
-            kernel: (profile.site.as_ref())
-                .map(|site| site.kernel.clone())
-                .unwrap_or_default(),
         };
-        if let Some(site) = self.site_partition(profile) {
-            request.take_site_partition(site);
-        }
-        if let Some(smt) = self.smt {
-            request.options.smt = smt;
-        }
-        Ok(request)
+        Ok(PlanJob::new(self.profile.load()?, &self.profile, asked)?)
     }
 }
 
-impl PlanOptionArgs {
-    /// The job these options describe: the machine's plan alone (no BIOS, no guest).
-    pub(super) fn job(&self) -> Result<PlanJob> {
-        let profile = self.profile.load()?;
-        Ok(PlanJob {
-            request: self.request(&profile)?,
-            core_type_asked: self.isolate_core_type.is_some(),
-            bios: None,
-            vm: None,
-            site_partition: self.site_partition(&profile).and_then(|site| {
-                let at = site.isolate.as_ref().or(site.housekeeping.as_ref());
-                at.map(|at| at.place.to_string())
-            }),
-            profile,
-        })
-    }
-
-    /// Plans the files under `root` (read as `kind` says) as `job` asks, a refusal naming the
-    /// option it comes from.
-    pub(super) fn planned(
-        &self,
-        root: &SysRoot,
-        kind: SnapshotKind,
-        job: &PlanJob,
-    ) -> Result<Planned> {
-        pipeline::run(root, kind, job, |step| match step {
-            Step::Read(machine) => super::container::note(root, &machine.topology),
-            Step::Planned(plan) => self.note_cpus_going_offline(plan),
-        })
-        .map_err(anyhow::Error::new)
-    }
-
-    /// Says which CPUs of `--housekeeping` and `--isolate` the plan left out because they go
-    /// offline at the reboot it asks for (it turns SMT off).
-    fn note_cpus_going_offline(&self, plan: &plan::Plan) {
-        let Some(after) = &plan.target.cpus_after_reboot else {
-            return;
-        };
-        for (flag, list) in [
-            ("--housekeeping", &self.housekeeping),
-            ("--isolate", &self.isolate),
-        ] {
-            let gone = list.as_ref().map(|cpus| cpus.difference(after));
-            if let Some(gone) = gone.filter(|gone| !gone.is_empty()) {
-                note!(
-                    "{flag}: CPU(s) {gone} go offline at the next boot (the plan \
-                     turns SMT off, keeping CPUs {after}): left out of the partition"
-                );
-            }
-        }
-    }
+/// Plans the files under `root` (read as `kind` says) as `job` asks, saying what is worth
+/// knowing as it goes; a refusal names the option it comes from.
+pub(super) fn planned(root: &SysRoot, kind: SnapshotKind, job: &PlanJob) -> Result<Planned> {
+    let planned = pipeline::run(root, kind, job, |step| match step {
+        Step::Read(machine) => super::container::note(root, &machine.topology),
+        Step::Planned(left_out) => left_out.iter().for_each(|left| note!("{left}")),
+    });
+    Ok(planned?)
 }

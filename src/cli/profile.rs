@@ -7,8 +7,7 @@ use clap::{Args, Subcommand};
 use super::exit;
 use super::messages::note;
 use super::output::{print, print_json};
-use crate::audit::profile::{self, Profile, Requested};
-use crate::audit::site;
+use crate::audit::profile::{Profile, Requested};
 pub(crate) use crate::check::targets::{site_duration, site_targets};
 use crate::plan::request::PlanProfile;
 use crate::report::profile as report;
@@ -25,10 +24,8 @@ impl ProfileArg {
     /// [`ProfileArg::load`] says it), or the site profile loaded.
     pub(crate) fn requested(&self) -> Result<Requested> {
         match self {
-            ProfileArg::Builtin { name, tuned } => {
-                if let Some(tuned) = tuned {
-                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
-                }
+            ProfileArg::Builtin { name, .. } => {
+                self.tuned_note().inspect(|line| note!("{line}"));
                 Ok(Requested::Builtin(*name))
             }
             ProfileArg::File(_) => Ok(Requested::Loaded(Box::new(self.load()?))),
@@ -39,24 +36,14 @@ impl ProfileArg {
     /// notes of a site file). A site file's `[check]` is checked here too, so that every
     /// command refuses a bad target, not only `check`.
     pub(crate) fn load(&self) -> Result<Profile> {
-        match self {
-            ProfileArg::Builtin { name, tuned } => {
-                if let Some(tuned) = tuned {
-                    note!("--profile {tuned}: TuneD's name; lowlat's {name} profile is used");
-                }
-                profile::load(*name).map_err(|e| anyhow!("--profile {e}"))
-            }
-            ProfileArg::File(path) => {
-                let profile = site::load(path).map_err(|e| anyhow!("--profile {e}"))?;
-                let site = profile.site.as_ref().expect("a file gives a site");
-                for line in &site.notes {
-                    note!("{line}");
-                }
-                site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
-                site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
-                Ok(profile)
-            }
+        self.tuned_note().inspect(|line| note!("{line}"));
+        let profile = self.profile()?;
+        if let Some(site) = &profile.site {
+            site.notes.iter().for_each(|line| note!("{line}"));
+            site_targets(site).map_err(|e| anyhow!("--profile {e}"))?;
+            site_duration(site).map_err(|e| anyhow!("--profile {e}"))?;
         }
+        Ok(profile)
     }
 }
 

@@ -11,11 +11,11 @@ use super::apply::{confirm, require_root, writable_root};
 use super::measure_common::LoadArgs;
 use super::messages::note;
 use super::output::{print, print_json};
-use super::plan_file::PlanFile;
 use super::plan_options::PlanOptionArgs;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::apply::command::SystemRunner;
+use crate::plan::file::PlanFile;
 use crate::plan::pipeline::Planned;
 use crate::prove::arms::CheckArms;
 use crate::prove::boot::Resume;
@@ -139,7 +139,7 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
     let prove = Prove::new(&root, &SystemRunner, &args.out)?;
     let (plan_text, plan) = match &args.plan_file {
         Some(file) => PlanFile::read(file).map(|read| (read.text, read.plan))?,
-        None => match args.plan.planned(&root, Linux, &args.plan.job()?)? {
+        None => match super::plan_options::planned(&root, Linux, &args.plan.job()?)? {
             Planned::Linux(linux) => (linux.plan.to_json(), linux.plan),
             Planned::Freebsd(_) => bail!("prove runs on Linux"),
         },

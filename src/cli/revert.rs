@@ -3,14 +3,11 @@
 use anyhow::Result;
 use clap::Args;
 
+use super::Cli;
 use super::apply::{require_root, writable_root};
-use super::output::{print, print_json};
-use super::{Cli, exit};
+use super::output::show;
 use crate::apply::pipeline;
-use crate::apply::revert::RestoreStatus;
-use crate::document;
-use crate::report::apply::json::revert_document;
-use crate::report::apply::revert_text;
+use crate::report::apply::shown;
 
 /// Options of `lowlat revert`.
 #[derive(Debug, Args)]
@@ -42,17 +39,5 @@ pub(crate) fn run(cli: &Cli, args: &RevertArgs) -> Result<u8> {
         "revert",
     )?;
     let report = pipeline::revert(&root, args.dry_run)?;
-    if args.json {
-        let host = document::host_name(&root);
-        print_json(&revert_document(host, args.dry_run, &report))?;
-    } else {
-        print(&revert_text(&report, &root))?;
-    }
-    Ok(if report.stopped.is_some() {
-        exit::ERROR
-    } else if report.count(RestoreStatus::Failed) > 0 {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    show(shown::reverted(&report, &root, args.dry_run, args.json)?)
 }

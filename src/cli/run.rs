@@ -6,7 +6,6 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::messages::{error, note};
-use super::values::cpu_list;
 use super::{Cli, exit};
 use crate::apply::run::{enter, exec, placement};
 use crate::machine::CpuSet;
@@ -27,7 +26,7 @@ Example: lowlat run --cpus 1 -- ./trader --config prod.toml"
 )]
 pub struct RunArgs {
     /// The CPUs to run on, a subset of the isolated ones (`1`, `2-5`); all of them when absent.
-    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub cpus: Option<CpuSet>,
 
     /// Say where the command would run, and run nothing.

@@ -1,6 +1,7 @@
 //! The command line's values: the parsers of the quantities (durations, latencies, sizes,
-//! counts, priorities: `units::parse`) and CPU lists (`CpuSet::parse_some`) as clap calls them,
-//! and the domain's enums as clap values (profiles, power, stores). Each refusal says what is
+//! counts, priorities: `units::parse`) as clap calls them, and the domain's enums as clap
+//! values (profiles, power, stores). A CPU list is `CpuSet::parse_some`, and a value with its
+//! own `FromStr` (`--inject`) is parsed by it, as clap finds it. Each refusal says what is
 //! allowed; clap puts the flag in front of it (`invalid value '-1' for '--threshold <NS>': …`).
 //!
 //! Flags that take a number are declared with `allow_negative_numbers` (or
@@ -11,9 +12,7 @@
 use clap::builder::PossibleValue;
 
 use crate::machine::core_types::CoreType;
-use crate::machine::{CpuSet, CpuSetError};
 use crate::measure::engines::membw::Stores;
-use crate::measure::runner::inject::InjectSpec;
 use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 use crate::watch::pipeline::OsnoiseMode;
@@ -31,12 +30,6 @@ pub struct LoadKinds(pub(crate) Vec<crate::measure::load::Kind>);
 /// `--load KINDS`: `cpu,mem`, `all`.
 pub(crate) fn load_kinds(text: &str) -> Result<LoadKinds, String> {
     crate::measure::load::Kind::parse_list(text).map(LoadKinds)
-}
-
-/// `--cpus`, `--isolate` and every flag that names CPUs: a CPU list in the kernel's form that
-/// names at least one CPU.
-pub(crate) fn cpu_list(text: &str) -> Result<CpuSet, CpuSetError> {
-    CpuSet::parse_some(text)
 }
 
 /// `--profile` of audit, check and fleet: every profile, with its summary as the help that
@@ -132,9 +125,3 @@ value_enum!(
         Off => "off", "Never: tracefs is left alone";
     }
 );
-
-/// Parses known-answer noise, `PERIOD_MS:SPIN_US` (e.g. `10:500`).
-pub(crate) fn inject(text: &str) -> Result<InjectSpec, String> {
-    text.parse()
-        .map_err(|e: crate::measure::runner::inject::InjectSpecError| e.to_string())
-}

@@ -4,13 +4,11 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
-use super::output::print;
-use super::plan_file::PlanFile;
-use super::{Cli, exit};
+use super::Cli;
+use super::output::show;
 use crate::apply::pipeline;
-use crate::document;
-use crate::report::apply::json::verify_document;
-use crate::report::apply::verify_text;
+use crate::plan::file::PlanFile;
+use crate::report::apply::shown as report_shown;
 
 /// Options of `lowlat verify`.
 #[derive(Debug, Args)]
@@ -38,14 +36,5 @@ pub(crate) fn run(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
         None => PlanFile::installed(&root)?,
     };
     let report = pipeline::verify(&root, &plan, &shown);
-    if args.json {
-        print(&verify_document(document::host_name(&root), &report).to_json()?)?;
-    } else {
-        print(&verify_text(&report))?;
-    }
-    Ok(if report.drifted() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    show(report_shown::verified(&report, &root, args.json)?)
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::messages::{note, warning};
 use super::output::{print, print_raw};
-use super::plan_file::PlanFile;
 use super::{Cli, exit, values};
 use crate::machine::CpuSet;
+use crate::plan::file::PlanFile;
 use crate::report::watch::outputs::{Asked, Outputs, Shown};
 use crate::watch::Tick;
 use crate::watch::pipeline::{self, OsnoiseMode, WatchRequest};
@@ -54,7 +54,7 @@ pub struct WatchArgs {
     /// The CPUs to watch [default: the plan's isolated CPUs, else the profile's partition,
     /// else the CPUs the kernel isolates, else, when nothing is isolated, every CPU but the
     /// first, as `lowlat check` measures].
-    #[arg(long, value_name = "LIST", value_parser = values::cpu_list)]
+    #[arg(long, value_name = "LIST", value_parser = CpuSet::parse_some)]
     pub isolated: Option<CpuSet>,
 
     /// A site profile file (or a built-in profile) whose `[partition]` names the CPUs to watch

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::measure::engines::loops::{self, LoopEngine};
+use crate::measure::engines::loops::{self, LoopError, LoopRequest, LoopRun};
 use crate::measure::load::{Loads, RoundLoad};
 use crate::measure::runner::measurement::Measurement;
 use crate::measure::runner::rounds::{self, After, Round};
@@ -15,21 +15,21 @@ use crate::measure::runner::segments::{Checkpoints, SegmentsDone};
 use crate::measure::runner::session::Session;
 
 /// What the caller of [`run`] is told, and does, as the rounds go.
-pub(crate) trait Observer<E: LoopEngine> {
+pub(crate) trait Observer<Q: LoopRequest> {
     /// Why the caller could not write a round out, or an engine's error as the caller says it.
     type Error;
     /// An engine's refusal, as the caller says it (naming its flag).
-    fn refused(&self, error: E::Error) -> Self::Error;
+    fn refused(&self, error: LoopError) -> Self::Error;
     /// Before `round` runs.
     fn begins(&mut self, round: Round);
     /// After each segment of a run in segments but the last: the run so far, and how far it got.
-    fn checkpoint(&mut self, so_far: &E, done: SegmentsDone);
+    fn checkpoint(&mut self, so_far: &LoopRun<Q>, done: SegmentsDone);
     /// After `round`: its run, and what the loads achieved in it. Returns whether the caller
     /// wrote every output of it.
     fn ended(
         &mut self,
         round: Round,
-        measured: &Measurement<E>,
+        measured: &Measurement<LoopRun<Q>>,
         load: Option<RoundLoad>,
     ) -> Result<bool, Self::Error>;
 }
@@ -38,9 +38,9 @@ pub(crate) trait Observer<E: LoopEngine> {
 /// `checkpoint_every` when given, each round handed to `observer`, until the last or the first
 /// interrupted. Returns whether every round is complete ([`Measurement::complete`]) and was
 /// written out.
-pub(crate) fn run<E: LoopEngine, O: Observer<E>>(
+pub(crate) fn run<Q: LoopRequest, O: Observer<Q>>(
     session: &Session,
-    request: &E::Request,
+    request: &Q,
     of: u32,
     (loads, checkpoint_every): (Option<&Loads>, Option<Duration>),
     observer: &mut O,
@@ -50,7 +50,7 @@ pub(crate) fn run<E: LoopEngine, O: Observer<E>>(
         observer.begins(round);
         let checkpoints = checkpoint_every.map(|every| Checkpoints {
             every,
-            save: |so_far: &E, done| observer.checkpoint(so_far, done),
+            save: |so_far: &LoopRun<Q>, done| observer.checkpoint(so_far, done),
         });
         let measure = || loops::run(session, request, checkpoints);
         let (measured, load) = match loads {
@@ -76,6 +76,7 @@ pub(crate) fn run<E: LoopEngine, O: Observer<E>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::engines::loops::LoopRecord;
     use crate::measure::runner::env;
     use crate::measure::runner::segments::Merge;
     use crate::measure::runner::session::Engine;
@@ -84,12 +85,9 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    /// A loop engine that measures nothing: one CPU whose record is the ms it was asked; the
-    /// run whose number (from 1, over all rounds and segments) is `interrupt_at` is interrupted.
-    #[derive(Debug, Clone)]
-    struct Fake(Finished<u128>);
-
-    /// What the fake is asked: its spec, the runs so far and the run to interrupt.
+    /// A loop engine that measures nothing: its spec, the runs so far and the run to
+    /// interrupt; one CPU whose record is the ms it was asked; the run whose number (from 1,
+    /// over all rounds and segments) is `interrupt_at` is interrupted.
     #[derive(Debug, Clone)]
     struct Asked(LoopSpec, Arc<AtomicU32>, u32);
 
@@ -99,30 +97,27 @@ mod tests {
         }
     }
 
-    impl Merge for Fake {
-        fn merge(&mut self, later: Self) {
-            self.0.merge(later.0);
-        }
+    impl LoopRecord for u128 {
+        type Setup = ();
+        const METHOD: &'static str = "nothing";
     }
 
-    impl LoopEngine for Fake {
-        type Request = Asked;
+    impl LoopRequest for Asked {
         type Record = u128;
-        type Error = String;
-        const METHOD: &'static str = "nothing";
-        fn spec(request: &mut Asked) -> &mut LoopSpec {
-            &mut request.0
+        fn spec(&mut self) -> &mut LoopSpec {
+            &mut self.0
         }
-        fn run(session: &Session, Asked(spec, runs, interrupt_at): Asked) -> Result<Self, String> {
+        fn run(self, session: &Session) -> Result<LoopRun<Asked>, LoopError> {
+            let Asked(spec, runs, interrupt_at) = &self;
             let run = runs.fetch_add(1, Ordering::Relaxed) + 1;
-            Ok(Fake(Finished {
+            let finished = Finished {
                 cpus: vec![CpuLoop {
                     cpu: 0,
                     tid: 0,
                     record: spec.duration.as_millis(),
                     setup_error: None,
                 }],
-                interrupted: run == interrupt_at,
+                interrupted: run == *interrupt_at,
                 elapsed_ns: 0,
                 main_cpus: Default::default(),
                 memory_locked: true,
@@ -133,13 +128,13 @@ mod tests {
                 environment: env::capture(session.root(), &session.machine, &[0]),
                 warnings: Vec::new(),
                 segments: 1,
-            }))
-        }
-        fn finished(&self) -> &Finished<u128> {
-            &self.0
-        }
-        fn cut_short(_: &CpuLoop<u128>) -> bool {
-            false
+            };
+            Ok(LoopRun {
+                request: self,
+                setup: (),
+                session: finished,
+                explanation: None,
+            })
         }
     }
 
@@ -150,25 +145,25 @@ mod tests {
         written: bool,
     }
 
-    impl Observer<Fake> for Seen {
+    impl Observer<Asked> for Seen {
         type Error = String;
-        fn refused(&self, error: String) -> String {
-            error
+        fn refused(&self, error: LoopError) -> String {
+            error.to_string()
         }
         fn begins(&mut self, round: Round) {
             self.told.push(format!("begins {round}"));
         }
-        fn checkpoint(&mut self, so_far: &Fake, done: SegmentsDone) {
-            let (ms, of) = (so_far.0.cpus[0].record, done.duration.as_millis());
+        fn checkpoint(&mut self, so_far: &LoopRun<Asked>, done: SegmentsDone) {
+            let (ms, of) = (so_far.session.cpus[0].record, done.duration.as_millis());
             self.told.push(format!("checkpoint {ms} of {of} ms"));
         }
         fn ended(
             &mut self,
             round: Round,
-            m: &Measurement<Fake>,
+            m: &Measurement<LoopRun<Asked>>,
             _: Option<RoundLoad>,
         ) -> Result<bool, String> {
-            let ms = m.figures.0.cpus[0].record;
+            let ms = m.figures.session.cpus[0].record;
             self.told
                 .push(format!("ended {round}: {ms} ms, complete {}", m.complete));
             Ok(self.written)

@@ -15,6 +15,7 @@ pub mod artifacts;
 pub mod bios;
 pub(crate) mod bootc;
 pub mod cmdline_size;
+pub(crate) mod file;
 pub mod findings;
 pub mod freebsd;
 pub(crate) mod honoured;

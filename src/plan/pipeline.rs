@@ -10,16 +10,17 @@ use thiserror::Error;
 
 use super::artifacts::{self, Artifact};
 use super::freebsd::{self, FreeBsdPlan};
-use super::request::PlanRequest;
+use super::request::{NoPlan, PlanOptions, PlanProfile, PlanRequest};
 use super::vm::{self, VmError, VmPlan, VmRequest};
 use super::{Plan, PlanError, findings, platforms};
 use crate::audit::Profile;
+use crate::audit::profile::ProfileChoice;
 use crate::bios::BiosState;
-use crate::machine::Machine;
 use crate::machine::freebsd::{FreeBsdError, FreeBsdMachine};
+use crate::machine::{CpuSet, Machine};
 use crate::snapshot::SnapshotKind;
 use crate::sysroot::SysRoot;
-use crate::tuning::partition::{CpuList, PartitionError};
+use crate::tuning::partition::{CpuList, PartitionError, PartitionRequest};
 
 /// What `lowlat plan` is asked to make: the plan's request and what is planned beside it.
 #[derive(Debug, Clone)]
@@ -41,9 +42,77 @@ pub(crate) struct PlanJob {
     pub site_partition: Option<String>,
 }
 
+/// What the options of `plan` and `prove` ask of a plan, as the flags give them: a site
+/// profile's `[partition]` fills in what they leave out.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PlanAsked {
+    /// The partition the flags ask for (the defaults where a flag is not given).
+    pub partition: PartitionRequest,
+    /// Whether a flag names the partition (`--housekeeping`, `--isolate`,
+    /// `--housekeeping-cores`, `--isolate-core-type`): then a site profile's `[partition]` is
+    /// not used.
+    pub partition_named: bool,
+    /// Whether the core type to isolate was asked for (`--isolate-core-type`).
+    pub core_type_asked: bool,
+    /// The other choices; `smt` is the profile's where `--smt` is not given, which a site
+    /// profile's `[partition]` may choose.
+    pub options: PlanOptions,
+}
+
+impl PlanJob {
+    /// The job `asked` describes for `profile` (loaded from `named`): the machine's plan
+    /// alone (no BIOS, no guest), with the site profile's `[kernel]`, and its `[partition]`
+    /// where no flag names the partition.
+    pub(crate) fn new(
+        profile: Profile,
+        named: &ProfileChoice,
+        asked: PlanAsked,
+    ) -> Result<PlanJob, PlanJobError> {
+        let no_plan = |reason| PlanJobError::NoPlan {
+            profile: named.to_string(),
+            reason,
+        };
+        let smt = asked.options.smt;
+        let mut request = PlanRequest {
+            profile: PlanProfile::try_from(profile.info.name).map_err(no_plan)?,
+            partition: asked.partition,
+            options: asked.options,
+            kernel: (profile.site.as_ref())
+                .map(|site| site.kernel.clone())
+                .unwrap_or_default(),
+        };
+        let site = (profile.site.as_ref()).filter(|_| !asked.partition_named);
+        let mut site_partition = None;
+        if let Some(site) = site.map(|site| &site.partition) {
+            request.take_site_partition(site);
+            let at = site.isolate.as_ref().or(site.housekeeping.as_ref());
+            site_partition = at.map(|at| at.place.to_string());
+        }
+        if !smt.is_profile() {
+            request.options.smt = smt;
+        }
+        Ok(PlanJob {
+            request,
+            profile,
+            core_type_asked: asked.core_type_asked,
+            bios: None,
+            vm: None,
+            site_partition,
+        })
+    }
+}
+
 /// Why no plan could be made.
 #[derive(Debug, Error)]
 pub(crate) enum PlanJobError {
+    /// The profile has no plan.
+    #[error("--profile {profile}: {reason}")]
+    NoPlan {
+        /// The profile as `--profile` named it.
+        profile: String,
+        /// Why it has none.
+        reason: NoPlan,
+    },
     /// A core type asked for on a machine whose cores are of one type.
     #[error(
         "--isolate-core-type: the CPUs of this machine are of one type (no \
@@ -84,14 +153,70 @@ pub(crate) enum PlanJobError {
     /// The FreeBSD capture could not be read.
     #[error("--snapshot")]
     Freebsd(#[from] FreeBsdError),
+    /// A FreeBSD capture asked for what only a Linux plan has.
+    #[error(transparent)]
+    LinuxOnly(#[from] LinuxOnly),
 }
+
+/// A FreeBSD capture asked for what only a Linux plan has (a guest, the BIOS, the JSON
+/// document, the diff).
+#[derive(Debug, Error)]
+#[error(
+    "--json, --diff, --vm and --bios are for Linux plans; a FreeBSD plan is its rc.d script and \
+     conf lines: give --out DIR"
+)]
+pub(crate) struct LinuxOnly;
 
 /// A step of a Linux plan worth telling the caller of, as it happens.
 pub(crate) enum Step<'a> {
     /// The machine was read.
     Read(&'a Machine),
-    /// The machine's plan was made (the guest's comes next).
-    Planned(&'a Plan),
+    /// The machine's plan was made (the guest's comes next), and left these CPUs of a list
+    /// the options gave out of the partition.
+    Planned(Vec<LeftOut<'a>>),
+}
+
+/// CPUs of `--housekeeping` or `--isolate` that the plan left out of the partition because
+/// they go offline at the reboot it asks for (it turns SMT off).
+pub(crate) struct LeftOut<'a> {
+    /// The option.
+    pub flag: &'static str,
+    /// Its CPUs that go offline.
+    pub gone: CpuSet,
+    /// The CPUs online after the reboot.
+    pub after: &'a CpuSet,
+}
+
+impl std::fmt::Display for LeftOut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: CPU(s) {} go offline at the next boot (the plan turns SMT off, keeping CPUs \
+             {}): left out of the partition",
+            self.flag, self.gone, self.after
+        )
+    }
+}
+
+/// The CPUs of the lists the options gave (not a site profile's) that `plan` left out.
+fn left_out<'a>(job: &PlanJob, plan: &'a Plan) -> Vec<LeftOut<'a>> {
+    let Some(after) = &plan.target.cpus_after_reboot else {
+        return Vec::new();
+    };
+    if job.site_partition.is_some() {
+        return Vec::new();
+    }
+    let partition = &job.request.partition;
+    [
+        ("--housekeeping", &partition.housekeeping),
+        ("--isolate", &partition.isolate),
+    ]
+    .into_iter()
+    .filter_map(|(flag, list)| {
+        let gone = list.as_ref()?.difference(after);
+        (!gone.is_empty()).then_some(LeftOut { flag, gone, after })
+    })
+    .collect()
 }
 
 /// What was planned, by system.
@@ -147,7 +272,7 @@ pub(crate) fn freebsd_artifacts(plan: &FreeBsdPlan) -> [Artifact<'static>; 3] {
 }
 
 /// Reads the files under `root` as the system `kind` says they are and plans them as `job`
-/// asks (a FreeBSD capture takes none of it); `step` is told of a Linux plan's steps as they
+/// asks (a FreeBSD capture takes no guest and no BIOS); `step` is told of a Linux plan's steps as they
 /// happen.
 pub(crate) fn run(
     root: &SysRoot,
@@ -158,6 +283,9 @@ pub(crate) fn run(
     match kind {
         SnapshotKind::Freebsd => {
             let machine = FreeBsdMachine::read(root)?;
+            if job.vm.is_some() || job.bios.is_some() {
+                return Err(LinuxOnly.into());
+            }
             Ok(Planned::Freebsd(freebsd::plan(&machine)))
         }
         SnapshotKind::Linux => linux(root, job, step).map(|plan| Planned::Linux(Box::new(plan))),
@@ -184,7 +312,7 @@ fn linux(
         findings::profile_settings(&machine, profile, partition)
     })
     .map_err(|e| refused(e, job))?;
-    step(Step::Planned(&plan));
+    step(Step::Planned(left_out(job, &plan)));
     plan.bios = job
         .bios
         .as_ref()
@@ -285,7 +413,10 @@ mod tests {
         let planned = run(&tree.root(), SnapshotKind::Linux, &asked, |step| {
             steps.push(match step {
                 Step::Read(_) => "read",
-                Step::Planned(_) => "planned",
+                Step::Planned(left) => {
+                    assert!(left.is_empty(), "SMT stays on");
+                    "planned"
+                }
             })
         })
         .unwrap();

@@ -72,6 +72,18 @@ pub fn domain_name(text: &str) -> Result<String, DomainNameError> {
     }
 }
 
+/// A refused `--memory SIZE`.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}': a size such as 32G, 4096M or 1048576K")]
+pub struct MemorySizeError(String);
+
+/// `--memory SIZE`: the guest's memory in KiB, more than none.
+pub fn memory_size(text: &str) -> Result<u64, MemorySizeError> {
+    super::request::parse_page_size(text)
+        .filter(|&kib| kib > 0)
+        .ok_or_else(|| MemorySizeError(text.to_string()))
+}
+
 /// Why no guest could be planned. Each message says what to change; the CLI names the flag.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VmError {
@@ -397,5 +409,23 @@ impl VmPlan {
             xml = self.domain_xml(),
             cmdline = self.guest_cmdline(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guest_memory_is_a_size_of_more_than_none() {
+        assert_eq!(memory_size("32G").unwrap(), 32 << 20);
+        assert_eq!(memory_size("4096M").unwrap(), 4 << 20);
+        for refused in ["0", "0G", "lots", ""] {
+            let err = memory_size(refused).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("'{refused}': a size such as 32G, 4096M or 1048576K")
+            );
+        }
     }
 }

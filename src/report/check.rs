@@ -705,8 +705,7 @@ pub(crate) fn run_documents(
     ];
     for (round, jitter_run) in measured.jitter_runs.iter().enumerate() {
         let load = (measured.load.as_ref()).and_then(|load| load.rounds.get(round).cloned());
-        let mut result = jitter_printers::result(jitter_run);
-        result.figures.per_cpu.conditions.loads = load.clone();
+        let result = jitter_printers::result(jitter_run, load.clone());
         let doc = measure_document(
             Kind::MeasureJitter,
             host.clone(),
@@ -715,8 +714,7 @@ pub(crate) fn run_documents(
         );
         documents.push((Kind::MeasureJitter, doc.to_json()?));
         if let Some(run) = measured.timer_runs.get(round) {
-            let mut result = timer_printers::result(run);
-            result.figures.per_cpu.conditions.loads = load;
+            let result = timer_printers::result(run, load);
             let doc = measure_document(
                 Kind::MeasureTimer,
                 host.clone(),

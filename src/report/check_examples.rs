@@ -8,25 +8,12 @@ use crate::check::{self, Asked, CpuFigures, Verdict};
 use crate::machine::Machine;
 use crate::measure::load::{Kind as LoadKind, KindIntensity, LoadAsked, RoundLoad};
 use crate::test_tree::TestTree;
-use crate::tuning::profile_name::ProfileName;
 use std::time::Duration;
 
 /// What `lowlat check LINE…` asks (the flags the examples use: `--cpus`, `--duration` in
 /// seconds, `--repeat`, `--quick`, `--load`), on the default profile, low-latency.
 fn asked(line: &[&str]) -> Asked {
-    let mut asked = Asked {
-        profile: crate::audit::profile::load(ProfileName::LowLatency).unwrap(),
-        cpus: None,
-        duration: None,
-        quick: false,
-        rounds: check::DEFAULT_ROUNDS,
-        targets: Vec::new(),
-        site_targets: Vec::new(),
-        site_duration: None,
-        explain: true,
-        load: None,
-        hwlat_duration: None,
-    };
+    let mut asked = Asked::low_latency();
     let mut words = line.iter();
     while let Some(flag) = words.next() {
         let mut value = || *words.next().expect("a value");

@@ -6,6 +6,7 @@
 
 pub(crate) mod apply;
 pub mod audit;
+pub(crate) mod audited;
 pub mod bios;
 pub(crate) mod check;
 #[cfg(test)]
@@ -24,6 +25,7 @@ pub mod nic;
 pub mod plan;
 pub(crate) mod profile;
 pub mod runs;
+pub(crate) mod shown;
 pub(crate) mod sosreport;
 pub(crate) mod table;
 pub mod timesync;

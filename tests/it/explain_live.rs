@@ -40,18 +40,8 @@ use serde_json::Value;
 /// Where lowlat looks for tracefs first, and mounts it when absent.
 const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// Serialises the live tests and says whether this machine can run them.
-fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !crate::support::live_tests_allowed() || !crate::support::is_root("tracing needs root") {
-        return None;
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus < 2 {
-        crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
-        return None;
-    }
-    Some(crate::support::cpu1_turn())
-}
+/// Why the tests of this file need root.
+const ROOT: &str = "tracing needs root";
 
 /// The mounts of tracefs, as `/proc/self/mountinfo` lists them (mount point and options).
 fn tracefs_mounts() -> Vec<String> {
@@ -165,7 +155,9 @@ fn explain(duration: &str) -> Value {
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn explain_leaves_the_tracing_state_as_it_found_it_also_after_ctrl_c_and_sigterm() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     // Unmounted before (this VM's state): unmounted after.
     let mounted_before = tracefs_mounts();
     if mounted_before.is_empty() {
@@ -337,7 +329,9 @@ fn plant_spinner(stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn a_task_that_delays_the_timer_is_named_for_its_late_wake_ups() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let spinner = plant_spinner(&stop);
     std::thread::sleep(Duration::from_millis(100));
@@ -421,7 +415,9 @@ fn named(causes: &[(String, String, u64)], class: &str, words: &[&str]) -> u64 {
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn planted_causes_are_named_and_every_gap_is_counted_once() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     if !Path::new("/dev/cpu/1/cpuid").exists() {
         crate::support::missing_data("/dev/cpu/1/cpuid (the cpuid driver)");
         return;
@@ -584,7 +580,9 @@ fn plant_vmstat(stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn vmstat_update_is_named_a_kworker_with_its_sysctl() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let _interval = StatInterval::one_second();
     let stop = Arc::new(AtomicBool::new(false));
     let dirtier = plant_vmstat(&stop);
@@ -670,7 +668,9 @@ fn plant_sleeper(stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn watch_explain_names_a_planted_task_live_and_leaves_the_tracing_state_after_signals() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     if !crate::watch::installed("promtool") {
         return;
     }
@@ -774,7 +774,9 @@ fn watch_explain_names_a_planted_task_live_and_leaves_the_tracing_state_after_si
 #[test]
 #[ignore = "traces the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn a_task_on_the_echo_cpu_is_named_for_the_slow_round_trips() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let spinner = {
         let stop = stop.clone();

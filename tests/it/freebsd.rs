@@ -247,6 +247,29 @@ fn profiles_and_commands_that_cannot_apply_say_so() {
     .assert()
     .code(2);
     assert!(text(&out.get_output().stderr).contains("audits a FreeBSD capture"));
+    // What only a Linux machine has: a fix script, plan.json, the diff, a guest, the BIOS.
+    let script = router.dir.path().join("fix.sh");
+    let out = (router.lowlat(&["audit", "--fix-script", script.to_str().unwrap()]))
+        .assert()
+        .code(2);
+    assert!(text(&out.get_output().stderr).contains("are manual steps"));
+    assert!(!script.exists());
+    for asked in [
+        &["--json"][..],
+        &["--diff"],
+        &["--vm", "rt", "--vcpus", "2"],
+    ] {
+        let out = router
+            .lowlat(&[&["plan"][..], asked].concat())
+            .assert()
+            .code(2);
+        let stderr = text(&out.get_output().stderr);
+        assert!(
+            stderr.contains("are for Linux plans"),
+            "{asked:?}: {stderr}"
+        );
+        assert!(out.get_output().stdout.is_empty(), "{asked:?}");
+    }
 }
 
 #[test]

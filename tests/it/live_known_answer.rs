@@ -20,21 +20,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Serialises the live tests and says whether this machine can run them.
-fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !crate::support::live_tests_allowed() {
-        return None;
-    }
-    if !crate::support::is_root("measuring at SCHED_FIFO with an injector") {
-        return None;
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus < 2 {
-        crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
-        return None;
-    }
-    Some(crate::support::cpu1_turn())
-}
+/// Why the tests of this file need root.
+const ROOT: &str = "measuring at SCHED_FIFO with an injector";
 
 /// `measure timer` on CPU 1 every 1 ms for `duration`, with cyclictest's histogram up to
 /// 1000 µs and `extra` flags, as JSON.
@@ -166,7 +153,7 @@ fn quiet(
     (background, priority): (fn() -> f64, i32),
     limit: f64,
 ) -> Option<std::sync::MutexGuard<'static, ()>> {
-    let turn = live()?;
+    let turn = crate::support::live_on_cpu1(ROOT)?;
     // Noise on a guest comes in bursts (the host's own work): a few probes a second apart, and
     // the quietest one decides.
     let mut quietest = f64::INFINITY;
@@ -357,7 +344,9 @@ fn injected_spins_show_as_a_timer_plateau() {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn ctrl_c_stops_and_still_prints_results() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lowlat"))
         .args([
             "measure",
@@ -390,7 +379,9 @@ fn ctrl_c_stops_and_still_prints_results() {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn a_full_gap_buffer_is_reported_and_the_results_kept() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let out = crate::support::lowlat(&[])
         .args([
             "measure",
@@ -418,7 +409,9 @@ fn a_full_gap_buffer_is_reported_and_the_results_kept() {
 fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody() {
     // measure ipi: membarrier with a thread spinning on the other CPU waits for an IPI round
     // trip; without one it is the system call alone. The difference must show in every pair.
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let doc = measure(&["ipi", "--cpus", "0-1", "--samples", "1000"]);
     assert_eq!(doc["kind"], "measure-ipi");
     let pairs = doc["result"]["pairs"].as_array().unwrap();
@@ -442,7 +435,9 @@ fn interrupting_a_running_thread_costs_more_than_a_call_that_interrupts_nobody()
 #[test]
 #[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn out_collects_every_run_into_one_bundle_with_the_inventory() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("runs");
     let bundle_arg = bundle.to_str().unwrap();
@@ -496,7 +491,9 @@ fn out_collects_every_run_into_one_bundle_with_the_inventory() {
 #[test]
 #[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("check");
     let out = crate::support::lowlat(&[])
@@ -593,7 +590,9 @@ fn check_audits_measures_and_holds_the_figures_to_the_profiles_targets() {
 #[test]
 #[ignore = "measures the live machine; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn a_killed_long_run_leaves_a_checkpoint_and_a_finished_one_its_document() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     // kill -9 after two 1 s segments: the checkpoint holds them.
     let killed = dir.path().join("killed");

@@ -12,21 +12,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// Serialises the live tests and says whether this machine can run them.
-fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !crate::support::live_tests_allowed() {
-        return None;
-    }
-    if !crate::support::is_root("measuring at SCHED_FIFO beside loads") {
-        return None;
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus < 2 {
-        crate::support::missing_data(&format!("a second CPU (this machine has {cpus})"));
-        return None;
-    }
-    Some(crate::support::cpu1_turn())
-}
+/// Why the tests of this file need root.
+const ROOT: &str = "measuring at SCHED_FIFO beside loads";
 
 /// A load thread seen while the check ran: its name, the CPU it was on, the CPUs it may use.
 #[derive(Debug, PartialEq)]
@@ -91,7 +78,9 @@ fn check_watching_loads(args: &[&str]) -> (Value, Vec<Seen>) {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn every_load_runs_off_the_measured_cpu_and_says_what_it_achieved() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let (doc, seen) = check_watching_loads(&["--load", "all", "--duration", "4s", "--repeat", "2"]);
     let load = &doc["load"];
     assert_eq!(load["cpus"], "0", "{load:#}");
@@ -141,7 +130,9 @@ fn every_load_runs_off_the_measured_cpu_and_says_what_it_achieved() {
 #[test]
 #[ignore = "measures the live machine for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn the_ipi_load_reaches_the_measured_cpu_and_compare_judges_its_timer() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let (doc, _) = check_watching_loads(&["--load", "ipi", "--duration", "10s", "--repeat", "5"]);
     let load = &doc["load"];
     let rounds = load["rounds"].as_array().unwrap();
@@ -217,7 +208,9 @@ fn counter(interface: &str, name: &str) -> u64 {
 #[test]
 #[ignore = "adds a namespace and a veth pair, measures for seconds; runs with LOWLAT_LIVE_TESTS=1 (CI sets it)"]
 fn net_through_an_interface_moves_its_counters() {
-    let Some(_turn) = live() else { return };
+    let Some(_turn) = crate::support::live_on_cpu1(ROOT) else {
+        return;
+    };
     let mut peer = PeerNamespace { echo: None };
     ip(&["netns", "add", NAMESPACE]);
     ip(&[

@@ -10,7 +10,7 @@
 //! isolated CPUs by `isolcpus=managed_irq` (LL-MANAGED-IRQS). `{irq}`, `{comm}` and
 //! `{family}` (a kernel thread's setting pattern) in a setting are filled from the cause.
 
-use crate::machine::irq::classify::{IrqClass, classify};
+use crate::machine::irq::classify::{IrqClass, NETWORK_RECEIVE, classify};
 use crate::machine::tasks::{PerCpuKind, per_cpu};
 use crate::tuning::kthreads;
 
@@ -300,10 +300,6 @@ fn softirq_ran(source: &str) -> Option<&str> {
     let (_, note) = source.split_once(" (")?;
     note.strip_suffix(" softirq)")
 }
-
-/// The note `--explain` of a ping-pong (`measure net`) puts after a cause that is network
-/// receive other than the round trip's own send (`measure::trace::explain::round_trip`).
-const NETWORK_RECEIVE: &str = " (network receive)";
 
 /// The fix of one cause: of `class` (as serialized) from `source`, with the IRQ behind it
 /// (`irq`) and the task it names (`comm`: a task's, an IPI's sender's), sent first to what

@@ -20,7 +20,7 @@ pub(crate) use waiver::{judge, today};
 use std::path::{Path, PathBuf};
 
 use crate::audit::partition::{self, AuditPartition, PartitionSource};
-use crate::audit::profile::{self, Entry, Origin, Profile, ProfileError};
+use crate::audit::profile::{self, Entry, Origin, Profile, ProfileChoice, ProfileError};
 use crate::audit::rule::{Expect, Rule, RuleCheck};
 use crate::audit::rules;
 use crate::machine::CpuSet;
@@ -94,6 +94,28 @@ pub fn choose_partition(
         }
         (isolate, _) => partition::choose(machine, isolate),
     }
+}
+
+impl ProfileChoice {
+    /// The profile named, loaded: a built-in one, or a site profile file laid over one (its
+    /// notes in `site.notes`).
+    pub fn profile(&self) -> Result<Profile, ChoiceError> {
+        match self {
+            ProfileChoice::Builtin { name, .. } => Ok(profile::load(*name)?),
+            ProfileChoice::File(path) => Ok(load(path)?),
+        }
+    }
+}
+
+/// Why the profile `--profile` names could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ChoiceError {
+    /// A built-in profile.
+    #[error("--profile {0}")]
+    Builtin(#[from] ProfileError),
+    /// A site profile file.
+    #[error("--profile {0}")]
+    Site(#[from] SiteError),
 }
 
 /// Reads the site profile `path` and each file it extends, and lays them over the built-in

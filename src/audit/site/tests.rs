@@ -339,3 +339,21 @@ fn kernel_arguments_are_checked_and_a_file_replaces_what_it_extends_said_of_a_ke
         assert!(refused.starts_with(says), "{body}: {refused}");
     }
 }
+
+#[test]
+fn a_choice_loads_its_profile_and_names_the_flag() {
+    let tuned: ProfileChoice = "network-latency".parse().unwrap();
+    assert_eq!(tuned.profile().unwrap().info.name, ProfileName::LowLatency);
+    let missing = ProfileChoice::File("/nonexistent/site.toml".into());
+    let err = missing.profile().unwrap_err().to_string();
+    assert!(
+        err.starts_with("--profile /nonexistent/site.toml: "),
+        "{err}"
+    );
+    let freebsd = ProfileChoice::Builtin {
+        name: ProfileName::FreebsdRouter,
+        tuned: None,
+    };
+    let err = freebsd.profile().unwrap_err().to_string();
+    assert!(err.starts_with("--profile freebsd-router: "), "{err}");
+}

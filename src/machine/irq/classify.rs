@@ -16,6 +16,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The note after a cause's source that marks it as network receive (a NIC queue's interrupt,
+/// a NET_RX softirq): `--explain` of a ping-pong writes it (`measure::trace::explain::round_trip`),
+/// the audit's cause table sends it to the receive fixes (`audit::rules::causes`).
+pub(crate) const NETWORK_RECEIVE: &str = " (network receive)";
+
 /// What an IRQ serves.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -45,7 +45,7 @@ impl Default for Counters {
 
 /// Context switches of one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextSwitches {
+pub(crate) struct ContextSwitches {
     /// The thread blocked or yielded.
     pub voluntary: u64,
     /// The thread was preempted.
@@ -171,7 +171,7 @@ impl crate::measure::runner::observer::Observer for CounterObserver<'_> {
 
 /// What was counted on one measured CPU during the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CpuAttribution {
+pub(crate) struct CpuAttribution {
     /// The CPU.
     pub cpu: u32,
     /// IRQs handled on the CPU during the run, most frequent first (zero counts left out).
@@ -192,7 +192,7 @@ pub struct CpuAttribution {
 impl CpuAttribution {
     /// Says that the CPU was shared when other tasks took at least 1 % of a run of
     /// `elapsed_ns` from the measuring thread: its figures then hold their time too.
-    pub fn shared_warning(&self, elapsed_ns: u64) -> Option<String> {
+    pub(crate) fn shared_warning(&self, elapsed_ns: u64) -> Option<String> {
         let waited = *self.waited_ns.get()?;
         if elapsed_ns == 0 || waited.saturating_mul(100) < elapsed_ns {
             return None;
@@ -209,7 +209,7 @@ impl CpuAttribution {
 
 /// How many times one source fired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventCount {
+pub(crate) struct EventCount {
     /// The row: IRQ number or name with its handlers or description (`LOC Local timer
     /// interrupts`, `45 virtio0-input.0`), or the softirq vector (`TIMER`).
     pub source: String,

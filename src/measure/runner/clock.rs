@@ -48,7 +48,7 @@ impl TickSource for ScriptedTicks {
 }
 
 /// An absolute-deadline sleeper, as the timer loop uses it. Times are ns of one clock.
-pub trait DeadlineClock {
+pub(crate) trait DeadlineClock {
     /// The current time, ns.
     fn now_ns(&mut self) -> u64;
     /// Sleeps until `deadline_ns` and returns the time read right after waking, or `None`

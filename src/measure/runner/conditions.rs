@@ -123,7 +123,7 @@ fn read_cpu(root: &SysRoot, cpu: u32) -> CpuReading {
 
 /// What could change one measured CPU's result during a run, apart from the settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuConditions {
+pub(crate) struct CpuConditions {
     /// Time the hypervisor ran something else while this vCPU was runnable, ns
     /// (`/proc/stat` steal, 10 ms resolution; 0 on bare metal).
     pub steal_ns: Avail<u64>,
@@ -224,7 +224,7 @@ fn steal(stat: &CpuStat, cpu: u32) -> Option<u64> {
 
 /// The 1-minute load average before and after a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LoadAverage {
+pub(crate) struct LoadAverage {
     /// Before the run.
     pub before: f64,
     /// After the run.

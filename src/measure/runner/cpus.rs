@@ -9,7 +9,7 @@ pub(crate) const ONLINE: &str = "/sys/devices/system/cpu/online";
 
 /// Why the CPUs could not be chosen.
 #[derive(Debug, thiserror::Error)]
-pub enum CpuChoiceError {
+pub(crate) enum CpuChoiceError {
     /// An empty list was requested.
     #[error("no CPU given (e.g. 1 or 2-3)")]
     Empty,

@@ -12,7 +12,7 @@ const CLOCKSOURCE_DIR: &str = "/sys/devices/system/clocksource/clocksource0";
 
 /// The machine as it was when a measurement ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
+pub(crate) struct Environment {
     /// Kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel_release: Avail<String>,
     /// Kernel command line (`/proc/cmdline`).
@@ -45,7 +45,7 @@ pub struct Environment {
 
 /// What matters about one measured CPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CpuEnvironment {
+pub(crate) struct CpuEnvironment {
     /// The CPU.
     pub cpu: u32,
     /// Its SMT siblings, itself included (`topology/thread_siblings_list`).

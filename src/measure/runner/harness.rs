@@ -78,7 +78,7 @@ pub(crate) type Helper<'a> = Box<dyn FnOnce(&StopFlag) + Send + 'a>;
 /// A flag that measurement loops poll to stop early; set by Ctrl-C or when the duration ends.
 /// Threads that sleep between their work ([`StopFlag::sleep_until`]) are woken by the stop.
 #[derive(Clone, Default)]
-pub struct StopFlag(Arc<StopInner>);
+pub(crate) struct StopFlag(Arc<StopInner>);
 
 #[derive(Default)]
 struct StopInner {
@@ -89,30 +89,30 @@ struct StopInner {
 
 impl StopFlag {
     /// A flag not yet set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Asks every holder to stop, and wakes those sleeping in [`StopFlag::sleep_until`].
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _guard = self.0.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.0.stopped.store(true, Ordering::Relaxed);
         self.0.woken.notify_all();
     }
 
     /// Whether a stop was asked for.
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.0.stopped.load(Ordering::Relaxed)
     }
 
     /// The flag itself, for loops that poll it with a plain load.
-    pub fn flag(&self) -> &AtomicBool {
+    pub(crate) fn flag(&self) -> &AtomicBool {
         &self.0.stopped
     }
 
     /// Sleeps until `deadline_ns` (`CLOCK_MONOTONIC`) or the stop, whichever comes first;
     /// returns whether the stop came.
-    pub fn sleep_until(&self, deadline_ns: u64) -> bool {
+    pub(crate) fn sleep_until(&self, deadline_ns: u64) -> bool {
         let mut guard = self.0.lock.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if self.is_stopped() {

@@ -14,7 +14,7 @@ const MEMINFO: &str = "/proc/meminfo";
 
 /// The memory figures the engines need, from the machine model's kernel part.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     /// `MemAvailable`: memory available to new work without swapping, KiB.
     pub available_kib: Avail<u64>,
     /// `Hugepagesize`: the default huge page size, KiB.
@@ -27,7 +27,7 @@ pub struct MemoryBudget {
 
 impl MemoryBudget {
     /// The budget from /proc/meminfo and the huge page pools, as the machine model read them.
-    pub fn new(meminfo: &Avail<Meminfo>, hugepages: &Hugepages) -> MemoryBudget {
+    pub(crate) fn new(meminfo: &Avail<Meminfo>, hugepages: &Hugepages) -> MemoryBudget {
         let field = |pick: fn(&Meminfo) -> Option<u64>, key: &str| match meminfo {
             Avail::Available(m) => match pick(m) {
                 Some(value) => Avail::Available(value),
@@ -64,7 +64,7 @@ impl MemoryBudget {
 
     /// Fails when `need` bytes exceed MemAvailable. An unknown MemAvailable passes (the
     /// kernel will refuse instead), since old kernels do not print it.
-    pub fn check_available(&self, what: &str, need: u64) -> Result<(), MemoryError> {
+    pub(crate) fn check_available(&self, what: &str, need: u64) -> Result<(), MemoryError> {
         match self.available_kib.get() {
             Some(&kib) if need > kib.saturating_mul(1024) => Err(MemoryError::NotAvailable {
                 what: what.to_string(),
@@ -78,7 +78,7 @@ impl MemoryBudget {
     /// Fails when `vectors` vectors of `samples` + 1 timings (8 bytes each, the discarded
     /// first one included) held at once exceed MemAvailable: `--samples 4294967295` asked for
     /// 34 GB and aborted in the allocator instead of saying so.
-    pub fn check_samples(&self, samples: u32, vectors: u64) -> Result<(), MemoryError> {
+    pub(crate) fn check_samples(&self, samples: u32, vectors: u64) -> Result<(), MemoryError> {
         let need = (u64::from(samples) + 1)
             .saturating_mul(8)
             .saturating_mul(vectors);
@@ -93,7 +93,11 @@ impl MemoryBudget {
 
     /// The default huge page size in bytes and the pages `need` bytes take, or why huge pages
     /// cannot be used: none reserved, too few free.
-    pub fn check_hugepages(&self, what: &str, need: u64) -> Result<(usize, u64), MemoryError> {
+    pub(crate) fn check_hugepages(
+        &self,
+        what: &str,
+        need: u64,
+    ) -> Result<(usize, u64), MemoryError> {
         let page_kib =
             *self
                 .hugepage_kib
@@ -119,7 +123,7 @@ impl MemoryBudget {
     /// Fails when node `node` has fewer than `pages` free huge pages of `page_kib` KiB:
     /// binding huge pages to a node that lacks them ends in SIGBUS at the first touch, not
     /// in an error.
-    pub fn check_node_hugepages(
+    pub(crate) fn check_node_hugepages(
         &self,
         node: u32,
         pages: u64,
@@ -145,7 +149,7 @@ impl MemoryBudget {
 
 /// Why a size cannot work on this machine.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum MemoryError {
+pub(crate) enum MemoryError {
     /// More than MemAvailable.
     #[error(
         "{what} needs {} but {MEMINFO} says only {} is available (MemAvailable): ask for less",
@@ -238,7 +242,7 @@ pub enum MemoryError {
 
 impl MemoryError {
     /// Whether the error is about huge pages (asked for with a huge-page option).
-    pub fn is_about_hugepages(&self) -> bool {
+    pub(crate) fn is_about_hugepages(&self) -> bool {
         matches!(
             self,
             MemoryError::HugePageSizeUnknown { .. }

@@ -12,7 +12,7 @@ use crate::machine::topology::Topology;
 
 /// Where one logical CPU sits. `None` means the kernel did not say (old kernel, odd VM).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuPlace {
+pub(crate) struct CpuPlace {
     /// The logical CPU number.
     pub cpu: u32,
     /// Physical package (socket) id.
@@ -28,7 +28,7 @@ pub struct CpuPlace {
 
 impl CpuPlace {
     /// Whether `self` and `other` are two threads of the same physical core.
-    pub fn same_core(&self, other: &CpuPlace) -> bool {
+    pub(crate) fn same_core(&self, other: &CpuPlace) -> bool {
         self.core == other.core
     }
 }

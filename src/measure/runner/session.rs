@@ -12,7 +12,7 @@ use crate::sysroot::SysRoot;
 
 /// The measurement engines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
+pub(crate) enum Engine {
     /// Busy-loop gaps.
     Jitter,
     /// Timer wake-up latency.
@@ -40,7 +40,7 @@ impl Engine {
     /// events (a gap, a timer wake-up, a round trip, a wake-up) must not take a page fault
     /// mid-sample. The memory engines map buffers up to the machine's size and prefault
     /// them; freq touches no memory in its loop.
-    pub fn locks_memory(self) -> bool {
+    pub(crate) fn locks_memory(self) -> bool {
         matches!(
             self,
             Engine::Jitter
@@ -54,7 +54,7 @@ impl Engine {
 }
 
 /// This machine, opened for one measurement.
-pub struct Session {
+pub(crate) struct Session {
     root: SysRoot,
     /// The machine model.
     pub machine: Machine,
@@ -76,7 +76,7 @@ pub struct Session {
 /// What the session could not set up as the engine wanted; the command says it (the library
 /// writes nothing to stderr).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionNote {
+pub(crate) enum SessionNote {
     /// Only the memory mapped at the start could be locked.
     #[error(
         "locked the memory mapped now, not what is mapped later (RLIMIT_MEMLOCK is {} KiB, too \
@@ -108,7 +108,7 @@ impl Session {
     /// Reads the machine under `root`, chooses the CPUs (`requested`, or every online CPU this
     /// process may run on), locks memory when `engine` needs it and installs the Ctrl-C
     /// handler. Fails, before anything runs, when the CPUs cannot be chosen.
-    pub fn open(
+    pub(crate) fn open(
         root: SysRoot,
         engine: Engine,
         requested: Option<&CpuSet>,
@@ -157,12 +157,12 @@ impl Session {
     }
 
     /// The root the machine was read from.
-    pub fn root(&self) -> &SysRoot {
+    pub(crate) fn root(&self) -> &SysRoot {
         &self.root
     }
 
     /// The chosen CPU numbers in locality order (the order of [`Session::places`]).
-    pub fn cpus_by_locality(&self) -> Vec<u32> {
+    pub(crate) fn cpus_by_locality(&self) -> Vec<u32> {
         self.places.iter().map(|p| p.cpu).collect()
     }
 
@@ -181,24 +181,24 @@ impl Session {
     }
 
     /// The CPUs this process may run on.
-    pub fn allowed(&self) -> &CpuSet {
+    pub(crate) fn allowed(&self) -> &CpuSet {
         &self.allowed
     }
 
     /// Checks more CPUs the engine will use (the echo CPU of `measure net`) by the same rule
     /// as the chosen ones.
-    pub fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
+    pub(crate) fn check_cpus(&self, requested: &CpuSet) -> Result<CpuSet, CpuChoiceError> {
         cpus::choose(&self.online, &self.allowed, Some(requested))
     }
 
     /// What could not be set up as the engine wanted (memory locking), for the command to say
     /// before it measures.
-    pub fn notes(&self) -> &[SessionNote] {
+    pub(crate) fn notes(&self) -> &[SessionNote] {
         &self.notes
     }
 
     /// Whether memory is locked (mlockall).
-    pub fn memory_locked(&self) -> bool {
+    pub(crate) fn memory_locked(&self) -> bool {
         self.memory_lock != MemoryLock::None
     }
 
@@ -208,7 +208,7 @@ impl Session {
     }
 
     /// Whether the run was cut short (Ctrl-C or the stop flag).
-    pub fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         harness::interrupted() || self.stop.is_stopped()
     }
 }

@@ -58,7 +58,7 @@ pub(crate) struct ThreadsOutcome<T> {
     "cannot start a measurement thread ({0}); nothing was measured; if the limits of this \
      user are low (`ulimit -l` locked memory, `ulimit -u` processes), raise them or run as root"
 )]
-pub struct SpawnError(#[source] std::io::Error);
+pub(crate) struct SpawnError(#[source] std::io::Error);
 
 /// Runs one measurement on `cpus`. For each CPU, a thread runs `setup(cpu)` then, after GO,
 /// `measure(state, go)`. `helpers` start before GO and end at the stop. Fails, having
@@ -259,7 +259,7 @@ pub(crate) enum SpecError {
 
 /// One measured CPU of a loop engine.
 #[derive(Debug, Clone)]
-pub struct CpuLoop<R> {
+pub(crate) struct CpuLoop<R> {
     /// The CPU.
     pub cpu: u32,
     /// Kernel thread id of its measuring thread.
@@ -273,7 +273,7 @@ pub struct CpuLoop<R> {
 
 /// A finished loop-engine run: each CPU's record and the conditions it was taken under.
 #[derive(Debug, Clone)]
-pub struct Finished<R> {
+pub(crate) struct Finished<R> {
     /// Each measured CPU, in ascending order.
     pub cpus: Vec<CpuLoop<R>>,
     /// Whether Ctrl-C cut the run short.
@@ -346,7 +346,7 @@ impl<R: Merge> Merge for Finished<R> {
 impl<R> Finished<R> {
     /// Every warning of the run, as sentences: the counters' file problems, then the shared
     /// CPUs.
-    pub fn warning_lines(&self) -> Vec<String> {
+    pub(crate) fn warning_lines(&self) -> Vec<String> {
         self.warnings
             .iter()
             .map(ToString::to_string)
@@ -367,7 +367,7 @@ pub(crate) fn run_loops<R: Send>(
     session: &Session,
     spec: &LoopSpec,
     progress: String,
-    drain: Option<(Duration, &(dyn Fn() + Sync))>,
+    drain: Option<(Duration, impl Fn() + Send)>,
     setup: impl Fn(u32) -> (R, Option<String>) + Sync,
     measure: impl Fn(&mut R, &Go) + Sync,
 ) -> Result<Finished<R>, SpawnError> {
@@ -438,7 +438,7 @@ pub(crate) fn run_loops<R: Send>(
 
 /// A SCHED_FIFO priority that was asked for but is not permitted.
 #[derive(Debug, thiserror::Error)]
-pub enum FifoError {
+pub(crate) enum FifoError {
     /// The measuring threads' priority.
     #[error(
         "SCHED_FIFO {priority} is not permitted ({source}); run as root, with CAP_SYS_NICE or \
@@ -573,7 +573,7 @@ mod tests {
             &session,
             &spec,
             "test run".to_string(),
-            None,
+            None::<(Duration, fn())>,
             |_| {
                 // The first thread to set up is refused, the other measures.
                 let first = !refused.swap(true, Ordering::Relaxed);

@@ -218,6 +218,14 @@ impl<'r> RunTrace<'r> {
         }
     }
 
+    /// What a loop engine's run calls while this trace records (the `drain` of
+    /// [`run_loops`](crate::measure::runner::threads::run_loops)): read the buffers every
+    /// [`tracefs::DRAIN_EVERY`].
+    pub(crate) fn drain(&self) -> Option<(Duration, impl Fn() + Send + '_)> {
+        self.running()
+            .map(|tracing| (tracefs::DRAIN_EVERY, move || tracing.drain()))
+    }
+
     /// Ends the trace and joins it with each CPU's gaps (`gaps`, in ticks of the counter it
     /// is given), with the cross-check of the `no kernel event` gaps from the run's
     /// `attribution` on `machine`; `None` when no explanation was asked.

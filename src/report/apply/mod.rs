@@ -1,6 +1,7 @@
 //! Terminal renderings of `lowlat apply`, `lowlat revert` and `lowlat verify`.
 
 pub(crate) mod json;
+pub(crate) mod shown;
 
 use crate::text::Page;
 

@@ -3,15 +3,13 @@
 
 use super::explain;
 use super::header::Measured;
-use super::loops::{
-    Alongside, LoopCpus, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
-    shared_lines,
-};
+use super::loops::{LoopCpus, LoopDocument, RunSpan, cpu_notes, header, shared_lines};
 use super::micros;
 use crate::document::Kind;
 use crate::measure::engines::jitter::busy::BusyRecord;
 use crate::measure::engines::jitter::stats::{GapStats, gap_stats, sysjitter_sort_may_differ};
-use crate::measure::engines::jitter::{self, JitterRun};
+use crate::measure::engines::jitter::{self, JitterRequest, JitterRun};
+use crate::measure::load::RoundLoad;
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::measure::runner::tsc::{Tsc, ticks_to_ns};
@@ -38,13 +36,9 @@ pub(crate) struct JitterResult {
     pub per_cpu: LoopCpus<JitterCpu>,
 }
 
-/// One measured CPU in the JSON.
+/// One measured CPU's figures in the JSON, after the CPU and its setup error.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct JitterCpu {
-    /// The CPU.
-    pub cpu: u32,
-    /// Why it was not measured, when it was not.
-    pub setup_error: Option<String>,
     /// Time measured, ns.
     pub runtime_ns: u64,
     /// Loop iterations.
@@ -77,9 +71,6 @@ pub(crate) struct JitterCpu {
     pub slices: Vec<SliceJson>,
     /// Every loop iteration in oslat's 1 µs buckets.
     pub oslat: OslatJson,
-    /// The injector's spins and what was counted on this CPU during the run.
-    #[serde(flatten)]
-    pub alongside: Alongside,
 }
 
 /// [`GapStats`] converted to ns with the exact counter frequency.
@@ -139,91 +130,80 @@ fn cpu_stats(cpu: &CpuLoop<BusyRecord>) -> GapStats {
     gap_stats(&mut ticks)
 }
 
-impl LoopDocument for JitterRun {
+impl LoopDocument for JitterRequest {
     const KIND: Kind = Kind::MeasureJitter;
     type Figures = JitterResult;
-    fn result(&self) -> Measured<JitterResult> {
-        result(self)
-    }
-    fn conditions(figures: &mut JitterResult) -> &mut RunConditions {
-        &mut figures.per_cpu.conditions
+    fn result(run: &JitterRun, loads: Option<RoundLoad>) -> Measured<JitterResult> {
+        result(run, loads)
     }
     fn why_short(cpu: &CpuLoop<BusyRecord>) -> Option<String> {
-        Some(format!(
-            "CPU {}: the gap buffer filled ({} gaps); its results cover only the time until \
-             then; raise --threshold or --max-gaps",
-            cpu.cpu, cpu.record.config.capacity
-        ))
+        cpu.record.full.then(|| {
+            format!(
+                "CPU {}: the gap buffer filled ({} gaps); its results cover only the time \
+                 until then; raise --threshold or --max-gaps",
+                cpu.cpu, cpu.record.config.capacity
+            )
+        })
     }
 }
 
-/// Builds the JSON result: the shared header, then the jitter figures.
-pub(crate) fn result(run: &JitterRun) -> Measured<JitterResult> {
-    let hz = run.tsc.hz;
-    let cpus = run
-        .session
-        .cpus
-        .iter()
-        .enumerate()
-        .map(|(slot, cpu)| {
-            let rec = &cpu.record;
-            let stats = cpu_stats(cpu);
-            let runtime_ns = ticks_to_ns(rec.runtime_ticks(), hz);
-            let seconds = runtime_ns as f64 / 1e9;
-            let loops = rec.loops();
-            JitterCpu {
-                cpu: cpu.cpu,
-                setup_error: cpu.setup_error.clone(),
-                runtime_ns,
-                loops,
-                loop_period_ns: if loops == 0 {
-                    0.0
-                } else {
-                    runtime_ns as f64 / loops as f64
-                },
-                min_loop_period_ns: if rec.min_period == u64::MAX {
-                    0
-                } else {
-                    ticks_to_ns(rec.min_period, hz)
-                },
-                interruptions: stats.n,
-                per_second: if seconds > 0.0 {
-                    stats.n as f64 / seconds
-                } else {
-                    0.0
-                },
-                total_percent: if rec.runtime_ticks() == 0 {
-                    0.0
-                } else {
-                    stats.total as f64 * 100.0 / rec.runtime_ticks() as f64
-                },
-                stats_ns: stats_ns(&stats, hz),
-                buffer_full: rec.full,
-                capacity: rec.config.capacity,
-                sysjitter_sort_may_differ: sysjitter_sort_may_differ(&stats),
-                histogram: to_json(&rec.hist, |t| ticks_to_ns(t, hz)),
-                slices: slices_to_json(&rec.slices().regrouped(SLICES), |t| ticks_to_ns(t, hz)),
-                oslat: OslatJson {
-                    bucket_us: 1,
-                    counts: rec.buckets.to_vec(),
-                    overflow_sum_us: rec.overflow_sum,
-                },
-                alongside: Alongside::of(&run.session, slot),
-            }
-        })
-        .collect();
-    let header = header(jitter::METHOD, &run.session, run.request.priority);
+/// Builds the JSON result: the shared header, then the jitter figures, with `loads`, what
+/// the loads beside the run achieved.
+pub(crate) fn result(run: &JitterRun, loads: Option<RoundLoad>) -> Measured<JitterResult> {
+    let spec = &run.request.spec;
     let figures = JitterResult {
         threshold_ns: run.request.threshold_ns,
-        span: RunSpan::of(&run.request.spec, &run.session),
-        counter: run.tsc,
-        per_cpu: LoopCpus {
-            conditions: RunConditions::of(&run.request.spec, &run.session),
-            cpus,
-            explain: run.explanation.as_ref().map(explain::json),
-        },
+        span: RunSpan::of(spec, &run.session),
+        counter: run.setup,
+        per_cpu: LoopCpus::of(run, spec, loads, |cpu| cpu_figures(cpu, run.setup.hz)),
     };
+    let header = header(jitter::METHOD, &run.session, run.request.priority);
     Measured { header, figures }
+}
+
+/// The figures of one CPU's loop, its counter at `hz`.
+fn cpu_figures(cpu: &CpuLoop<BusyRecord>, hz: u64) -> JitterCpu {
+    let rec = &cpu.record;
+    let stats = cpu_stats(cpu);
+    let runtime_ns = ticks_to_ns(rec.runtime_ticks(), hz);
+    let seconds = runtime_ns as f64 / 1e9;
+    let loops = rec.loops();
+    JitterCpu {
+        runtime_ns,
+        loops,
+        loop_period_ns: if loops == 0 {
+            0.0
+        } else {
+            runtime_ns as f64 / loops as f64
+        },
+        min_loop_period_ns: if rec.min_period == u64::MAX {
+            0
+        } else {
+            ticks_to_ns(rec.min_period, hz)
+        },
+        interruptions: stats.n,
+        per_second: if seconds > 0.0 {
+            stats.n as f64 / seconds
+        } else {
+            0.0
+        },
+        total_percent: if rec.runtime_ticks() == 0 {
+            0.0
+        } else {
+            stats.total as f64 * 100.0 / rec.runtime_ticks() as f64
+        },
+        stats_ns: stats_ns(&stats, hz),
+        buffer_full: rec.full,
+        capacity: rec.config.capacity,
+        sysjitter_sort_may_differ: sysjitter_sort_may_differ(&stats),
+        histogram: to_json(&rec.hist, |t| ticks_to_ns(t, hz)),
+        slices: slices_to_json(&rec.slices().regrouped(SLICES), |t| ticks_to_ns(t, hz)),
+        oslat: OslatJson {
+            bucket_us: 1,
+            counts: rec.buckets.to_vec(),
+            overflow_sum_us: rec.overflow_sum,
+        },
+    }
 }
 
 /// The sysjitter summary columns of a run.
@@ -234,7 +214,7 @@ pub(crate) fn sysjitter_cores(run: &JitterRun) -> Vec<SysjitterCore> {
         .map(|cpu| SysjitterCore {
             cpu: cpu.cpu,
             threshold_ns: run.request.threshold_ns,
-            cpu_mhz: run.tsc.mhz(),
+            cpu_mhz: run.setup.mhz(),
             runtime_ticks: cpu.record.runtime_ticks(),
             stats: cpu_stats(cpu),
         })
@@ -266,7 +246,7 @@ pub(crate) fn raw_files(run: &JitterRun, prefix: &str) -> Vec<(String, String)> 
 
 /// The oslat columns of a run.
 pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
-    let mhz = run.tsc.mhz().max(1);
+    let mhz = run.setup.mhz().max(1);
     run.session
         .cpus
         .iter()
@@ -283,7 +263,7 @@ pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
                     oslat::oslat_us(rec.min_period, mhz)
                 },
                 max_us: oslat::oslat_us(rec.max_period, mhz),
-                seconds: rec.runtime_ticks() as f64 / run.tsc.hz.max(1) as f64,
+                seconds: rec.runtime_ticks() as f64 / run.setup.hz.max(1) as f64,
             }
         })
         .collect()
@@ -292,34 +272,27 @@ pub(crate) fn oslat_threads(run: &JitterRun) -> Vec<OslatThread> {
 /// The plain terminal table: one row per CPU, latencies in µs, rates per minute, then what each CPU
 /// counted during the run and the notes that qualify the numbers.
 pub(crate) fn text(run: &JitterRun) -> String {
-    let Measured {
-        header,
-        figures: result,
-    } = result(run);
+    let result = result(run, None).figures;
     let mut out = Page::new();
+    let tsc = &run.setup;
     writeln!(
         out,
-        "jitter: threshold {}, {:.3} s{}; counter {:.3} MHz ({}){}",
+        "jitter: threshold {}, {}; counter {:.3} MHz ({}){}",
         micros_setting(result.threshold_ns),
-        result.span.elapsed_ns as f64 / 1e9,
-        interrupted_note(header.interrupted),
-        run.tsc.hz as f64 / 1e6,
-        freq_method(&run.tsc),
-        if run.tsc.invariant {
-            ""
-        } else {
-            ", NOT invariant"
-        },
+        result.span.ran_for(run.session.interrupted),
+        tsc.hz as f64 / 1e6,
+        freq_method(tsc),
+        if tsc.invariant { "" } else { ", NOT invariant" },
     );
     let header = [
         "cpu", "gaps", "gaps/min", "min", "median", "mean", "p90", "p99", "p99.9", "max", "total%",
         "loop ns",
     ];
     let mut rows = vec![header.map(String::from).to_vec()];
-    for cpu in &result.per_cpu.cpus {
-        let s = &cpu.stats_ns;
+    for entry in &result.per_cpu.cpus {
+        let (cpu, s) = (&entry.figures, &entry.figures.stats_ns);
         rows.push(vec![
-            cpu.cpu.to_string(),
+            entry.cpu.to_string(),
             cpu.interruptions.to_string(),
             format!("{:.1}", cpu.per_second * 60.0),
             micros(s.min as f64),
@@ -337,22 +310,18 @@ pub(crate) fn text(run: &JitterRun) -> String {
     out.text(
         "(latencies in µs; loop = mean loop iteration in ns, the detection floor is its minimum)\n",
     );
-    for cpu in &result.per_cpu.cpus {
+    for entry in &result.per_cpu.cpus {
+        let cpu = &entry.figures;
         let full = cpu.buffer_full.then(|| {
             format!(
                 "CPU {}: the gap buffer filled ({} gaps) after {:.3} s; its figures cover only \
                  that time (raise --threshold or --max-gaps)\n",
-                cpu.cpu,
+                entry.cpu,
                 cpu.capacity,
                 cpu.runtime_ns as f64 / 1e9
             )
         });
-        out.text(cpu_notes(
-            cpu.cpu,
-            cpu.setup_error.as_deref(),
-            full,
-            &cpu.alongside,
-        ));
+        out.text(cpu_notes(entry, full));
     }
     out.text(shared_lines(&run.session.shared));
     out.text(notes(run));

@@ -6,12 +6,12 @@ use crate::text::Page;
 
 use serde::{Deserialize, Serialize};
 
-use super::explain::ExplainJson;
+use super::explain::{self, ExplainJson};
 use super::header::{Measured, ResultHeader};
 use super::{MeasureBody, document};
 use crate::document::{Document, Kind, host_name};
 use crate::machine::{Avail, CpuSet};
-use crate::measure::engines::loops::LoopEngine;
+use crate::measure::engines::loops::{LoopRequest, LoopRun};
 use crate::measure::load::RoundLoad;
 use crate::measure::runner::attribution::{CpuAttribution, EventCount};
 use crate::measure::runner::conditions::LoadAverage;
@@ -21,25 +21,18 @@ use crate::sysroot::SysRoot;
 
 /// A loop engine's run as its document says it: the kind, the result (header and figures)
 /// and what the terminal says of a CPU cut short.
-pub(crate) trait LoopDocument: LoopEngine {
+pub(crate) trait LoopDocument: LoopRequest {
     /// The document kind.
     const KIND: Kind;
     /// The engine's figures, after the result header.
     type Figures: Serialize;
-    /// The result: the shared header, then the figures.
-    fn result(&self) -> Measured<Self::Figures>;
-    /// The conditions of the run in `figures`.
-    fn conditions(figures: &mut Self::Figures) -> &mut RunConditions;
-    /// Why `cpu`, cut short ([`LoopEngine::cut_short`]), holds less than the run, and what to
-    /// do about it.
+    /// The result of `run`: the shared header, then the figures, with `loads`, what the loads
+    /// beside the run achieved.
+    fn result(run: &LoopRun<Self>, loads: Option<RoundLoad>) -> Measured<Self::Figures>;
+    /// Why `cpu` holds less than the run, and what to do about it, when its loop was cut short
+    /// ([`cut_short`](crate::measure::engines::loops::LoopRecord::cut_short)).
     fn why_short(_cpu: &CpuLoop<Self::Record>) -> Option<String> {
         None
-    }
-    /// The result with `loads`, what the loads beside the run achieved.
-    fn result_with(&self, loads: Option<RoundLoad>) -> Measured<Self::Figures> {
-        let mut result = self.result();
-        Self::conditions(&mut result.figures).loads = loads;
-        result
     }
 }
 
@@ -63,6 +56,17 @@ fn one_segment() -> u32 {
 }
 
 impl RunSpan {
+    /// How long the run took, as a table's first line says it (`1.000 s`), with
+    /// ` (interrupted by Ctrl-C)` when it was.
+    pub(crate) fn ran_for(&self, interrupted: bool) -> String {
+        let note = if interrupted {
+            " (interrupted by Ctrl-C)"
+        } else {
+            ""
+        };
+        format!("{:.3} s{note}", self.elapsed_ns as f64 / 1e9)
+    }
+
     /// The span of `session`, run for `spec`.
     pub(crate) fn of<R>(spec: &LoopSpec, session: &Finished<R>) -> Self {
         Self {
@@ -74,54 +78,99 @@ impl RunSpan {
 }
 
 /// A loop engine's document, as [`document`] makes it.
-pub(crate) type LoopDoc<E> = Document<MeasureBody<Measured<<E as LoopDocument>::Figures>>>;
+pub(crate) type LoopDoc<Q> = Document<MeasureBody<Measured<<Q as LoopDocument>::Figures>>>;
 
 /// The document of a loop engine's round on `root`'s host: `run` with what `loads` achieved
 /// beside it, and the environment the run captured.
-pub(crate) fn round_document<E: LoopDocument>(
+pub(crate) fn round_document<Q: LoopDocument>(
     root: &SysRoot,
-    run: &E,
+    run: &LoopRun<Q>,
     loads: Option<RoundLoad>,
-) -> LoopDoc<E> {
-    let environment = run.finished().environment.clone();
-    document(
-        E::KIND,
-        host_name(root),
-        environment,
-        run.result_with(loads),
-    )
+) -> LoopDoc<Q> {
+    let environment = run.session.environment.clone();
+    document(Q::KIND, host_name(root), environment, Q::result(run, loads))
 }
 
 /// The document of a loop engine's checkpoint on `root`'s host: its results so far, with a
 /// warning that the run of `duration` was still going.
-pub(crate) fn checkpoint_document<E: LoopDocument>(
+pub(crate) fn checkpoint_document<Q: LoopDocument>(
     root: &SysRoot,
-    so_far: &E,
+    so_far: &LoopRun<Q>,
     duration: std::time::Duration,
-) -> LoopDoc<E> {
+) -> LoopDoc<Q> {
     let mut doc = round_document(root, so_far, None);
     doc.body.result.header.warnings.push(format!(
         "checkpoint: the run was still going when this was written ({:.0} of {:.0} s measured)",
-        so_far.finished().elapsed_ns as f64 / 1e9,
+        so_far.session.elapsed_ns as f64 / 1e9,
         duration.as_secs_f64()
     ));
     doc
 }
 
-/// What both loop engines' results end with: the conditions of the run, one entry `C` per
-/// measured CPU and, with `--explain`, the causes.
+/// What both loop engines' results end with: the conditions of the run, one entry per
+/// measured CPU with the engine's figures `C` and, with `--explain`, the causes.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct LoopCpus<C> {
     /// Load, injector, memory locking and the reporting thread's CPUs.
     #[serde(flatten)]
     pub conditions: RunConditions,
     /// One entry per measured CPU.
-    pub cpus: Vec<C>,
+    pub cpus: Vec<CpuEntry<C>>,
     /// Each explained gap's cause, per CPU (`--explain` only): the jitter loop's gaps; the
     /// timer's wake-ups at least `explain_above_ns` late (`gaps` counts them, each from its
     /// deadline to its wake-up).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<ExplainJson>,
+}
+
+impl<C> LoopCpus<C> {
+    /// The conditions of `run`, measured for `spec`, with `loads`; each CPU with the figures
+    /// `figures` makes of its loop; the causes when explained.
+    pub(crate) fn of<Q: LoopRequest>(
+        run: &LoopRun<Q>,
+        spec: &LoopSpec,
+        loads: Option<RoundLoad>,
+        figures: impl Fn(&CpuLoop<Q::Record>) -> C,
+    ) -> Self {
+        let session = &run.session;
+        let cpus = (session.cpus.iter().enumerate())
+            .map(|(slot, cpu)| CpuEntry {
+                cpu: cpu.cpu,
+                setup_error: cpu.setup_error.clone(),
+                figures: figures(cpu),
+                alongside: Alongside::of(session, slot),
+            })
+            .collect();
+        Self {
+            conditions: RunConditions {
+                loads,
+                ..RunConditions::of(spec, session)
+            },
+            cpus,
+            explain: run.explanation.as_ref().map(explain::json),
+        }
+    }
+
+    /// The entries of the CPUs measured (those whose setup did not fail).
+    pub(crate) fn measured(&self) -> impl Iterator<Item = &CpuEntry<C>> {
+        self.cpus.iter().filter(|c| c.setup_error.is_none())
+    }
+}
+
+/// One CPU's entry in a loop engine's result: the CPU, why it was not measured, the
+/// engine's figures `C`, then what else ran on it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CpuEntry<C> {
+    /// The CPU.
+    pub cpu: u32,
+    /// Why it was not measured, when it was not.
+    pub setup_error: Option<String>,
+    /// The engine's figures of the CPU.
+    #[serde(flatten)]
+    pub figures: C,
+    /// The injector's spins and what was counted on this CPU during the run.
+    #[serde(flatten)]
+    pub alongside: Alongside,
 }
 
 /// What ran alongside a loop engine's measuring threads, in its JSON result.
@@ -189,15 +238,6 @@ pub(crate) fn header<R>(
     }
 }
 
-/// What a table's first line says after the run's length when Ctrl-C cut the run short.
-pub(crate) fn interrupted_note(interrupted: bool) -> &'static str {
-    if interrupted {
-        " (interrupted by Ctrl-C)"
-    } else {
-        ""
-    }
-}
-
 /// The warnings of a loop engine's table about measured CPUs other tasks shared.
 pub(crate) fn shared_lines(shared: &[String]) -> String {
     shared.iter().map(|w| format!("warning: {w}\n")).collect()
@@ -205,15 +245,11 @@ pub(crate) fn shared_lines(shared: &[String]) -> String {
 
 /// The lines a loop engine's table (jitter, timer) prints about one CPU under its rows: why
 /// it was not measured, the engine's own `note` (ending in a newline), how often the
-/// injector spun on it and what ran on it during the run (`alongside`).
-pub(crate) fn cpu_notes(
-    cpu: u32,
-    setup_error: Option<&str>,
-    note: Option<String>,
-    alongside: &Alongside,
-) -> String {
+/// injector spun on it and what ran on it during the run.
+pub(crate) fn cpu_notes<C>(entry: &CpuEntry<C>, note: Option<String>) -> String {
+    let (cpu, alongside) = (entry.cpu, &entry.alongside);
     let mut out = Page::new();
-    if let Some(error) = setup_error {
+    if let Some(error) = &entry.setup_error {
         writeln!(out, "CPU {cpu}: not measured: {error}");
     }
     if let Some(note) = note {
@@ -281,12 +317,13 @@ mod tests {
                 },
             }),
         };
-        let text = cpu_notes(
-            3,
-            Some("cannot pin to CPU 3: EINVAL"),
-            Some("CPU 3: the gap buffer filled\n".to_string()),
-            &alongside,
-        );
+        let entry = CpuEntry {
+            cpu: 3,
+            setup_error: Some("cannot pin to CPU 3: EINVAL".to_string()),
+            figures: (),
+            alongside,
+        };
+        let text = cpu_notes(&entry, Some("CPU 3: the gap buffer filled\n".to_string()));
         assert_eq!(
             text,
             "CPU 3: not measured: cannot pin to CPU 3: EINVAL\n\
@@ -295,10 +332,15 @@ mod tests {
              CPU 3 during the run: IRQs: none; softirqs: unavailable (no /proc/softirqs); \
              context switches of the measuring thread: unavailable (not read)\n"
         );
-        let nothing = Alongside {
-            injector_spins: None,
-            attribution: None,
+        let nothing = CpuEntry {
+            cpu: 1,
+            setup_error: None,
+            figures: (),
+            alongside: Alongside {
+                injector_spins: None,
+                attribution: None,
+            },
         };
-        assert_eq!(cpu_notes(1, None, None, &nothing), "");
+        assert_eq!(cpu_notes(&nothing, None), "");
     }
 }

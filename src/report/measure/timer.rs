@@ -2,14 +2,12 @@
 
 use super::explain;
 use super::header::Measured;
-use super::loops::{
-    Alongside, LoopCpus, LoopDocument, RunConditions, RunSpan, cpu_notes, header, interrupted_note,
-    shared_lines,
-};
+use super::loops::{LoopCpus, LoopDocument, RunSpan, cpu_notes, header, shared_lines};
 use super::micros;
 use crate::document::Kind;
 use crate::measure::engines::timer::deadline_loop::TimerRecord;
-use crate::measure::engines::timer::{self, TimerRun};
+use crate::measure::engines::timer::{self, TimerRequest, TimerRun};
+use crate::measure::load::RoundLoad;
 use crate::measure::runner::slices::SLICES;
 use crate::measure::runner::threads::CpuLoop;
 use crate::peer::cyclictest::{ThreadLabel, histogram_block, thread_line};
@@ -37,13 +35,9 @@ pub(crate) struct TimerResult {
     pub explain_above_ns: Option<u64>,
 }
 
-/// One measured CPU in the JSON.
+/// One measured CPU's figures in the JSON, after the CPU and its setup error.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct TimerCpuResult {
-    /// The CPU.
-    pub cpu: u32,
-    /// Why it was not measured, when it was not.
-    pub setup_error: Option<String>,
     /// Wake-ups recorded.
     pub samples: u64,
     /// Periods skipped because a wake-up came after the next deadline.
@@ -65,9 +59,6 @@ pub(crate) struct TimerCpuResult {
     pub slices: Vec<SliceJson>,
     /// cyclictest's 1 µs histogram, when one was asked for.
     pub cyclictest: Option<CyclicJson>,
-    /// The injector's spins and what was counted on this CPU during the run.
-    #[serde(flatten)]
-    pub alongside: Alongside,
 }
 
 /// Percentiles of the latency, ns (highest value of the quantile's bucket, at most the
@@ -97,7 +88,8 @@ pub(crate) struct CyclicJson {
     pub overflow_cycles: Vec<u64>,
 }
 
-fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerCpuResult {
+/// The figures of one CPU's loop.
+fn cpu_result(cpu: &CpuLoop<TimerRecord>) -> TimerCpuResult {
     let rec = &cpu.record;
     let q = |quantile| {
         if rec.hist.is_empty() {
@@ -108,8 +100,6 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
         }
     };
     TimerCpuResult {
-        cpu: cpu.cpu,
-        setup_error: cpu.setup_error.clone(),
         samples: rec.samples(),
         skipped_periods: rec.skipped,
         min_ns: if rec.samples() == 0 { 0 } else { rec.min_ns },
@@ -129,39 +119,27 @@ fn cpu_result(run: &TimerRun, slot: usize, cpu: &CpuLoop<TimerRecord>) -> TimerC
             overflows: rec.cyclic.overflows,
             overflow_cycles: rec.cyclic.overflow_cycles.clone(),
         }),
-        alongside: Alongside::of(&run.session, slot),
     }
 }
 
-impl LoopDocument for TimerRun {
+impl LoopDocument for TimerRequest {
     const KIND: Kind = Kind::MeasureTimer;
     type Figures = TimerResult;
-    fn result(&self) -> Measured<TimerResult> {
-        result(self)
-    }
-    fn conditions(figures: &mut TimerResult) -> &mut RunConditions {
-        &mut figures.per_cpu.conditions
+    fn result(run: &TimerRun, loads: Option<RoundLoad>) -> Measured<TimerResult> {
+        result(run, loads)
     }
 }
 
-/// Builds the JSON result: the shared header, then the timer figures.
-pub(crate) fn result(run: &TimerRun) -> Measured<TimerResult> {
-    let header = header(timer::METHOD, &run.session, run.fifo_priority);
+/// Builds the JSON result: the shared header, then the timer figures, with `loads`, what the
+/// loads beside the run achieved.
+pub(crate) fn result(run: &TimerRun, loads: Option<RoundLoad>) -> Measured<TimerResult> {
+    let spec = &run.request.spec;
+    let header = header(timer::METHOD, &run.session, run.setup.fifo_priority);
     let figures = TimerResult {
         interval_ns: run.request.interval_ns,
-        span: RunSpan::of(&run.request.spec, &run.session),
-        normal_priority_reason: run.normal_priority_reason.clone(),
-        per_cpu: LoopCpus {
-            conditions: RunConditions::of(&run.request.spec, &run.session),
-            cpus: run
-                .session
-                .cpus
-                .iter()
-                .enumerate()
-                .map(|(slot, cpu)| cpu_result(run, slot, cpu))
-                .collect(),
-            explain: run.explanation.as_ref().map(explain::json),
-        },
+        span: RunSpan::of(spec, &run.session),
+        normal_priority_reason: run.setup.normal_priority_reason.clone(),
+        per_cpu: LoopCpus::of(run, spec, loads, cpu_result),
         explain_above_ns: run.explanation.as_ref().and(run.request.explain_above_ns),
     };
     Measured { header, figures }
@@ -184,7 +162,7 @@ pub(crate) fn cyclictest(run: &TimerRun) -> String {
         let label = ThreadLabel {
             index: index as u32,
             tid: cpu.tid,
-            priority: run.fifo_priority.unwrap_or(0),
+            priority: run.setup.fifo_priority.unwrap_or(0),
             interval_us: run.request.interval_ns / 1000,
         };
         out.line(thread_line(&label, &cpu.record.cyclic));
@@ -197,14 +175,13 @@ pub(crate) fn text(run: &TimerRun) -> String {
     let Measured {
         header,
         figures: result,
-    } = result(run);
+    } = result(run, None);
     let mut out = Page::new();
     writeln!(
         out,
-        "timer: every {} for {:.3} s{}, {}",
+        "timer: every {} for {}, {}",
         micros_setting(result.interval_ns),
-        result.span.elapsed_ns as f64 / 1e9,
-        interrupted_note(header.interrupted),
+        result.span.ran_for(header.interrupted),
         match header.priority {
             Some(p) => format!("SCHED_FIFO {p}"),
             None => "normal priority".to_string(),
@@ -219,10 +196,10 @@ pub(crate) fn text(run: &TimerRun) -> String {
         .map(String::from)
         .to_vec(),
     ];
-    for cpu in &result.per_cpu.cpus {
-        let p = &cpu.percentiles_ns;
+    for entry in &result.per_cpu.cpus {
+        let (cpu, p) = (&entry.figures, &entry.figures.percentiles_ns);
         rows.push(vec![
-            cpu.cpu.to_string(),
+            entry.cpu.to_string(),
             cpu.samples.to_string(),
             cpu.skipped_periods.to_string(),
             us(cpu.min_ns),
@@ -243,13 +220,8 @@ pub(crate) fn text(run: &TimerRun) -> String {
     if let Some(reason) = &result.normal_priority_reason {
         writeln!(out, "note: {reason}");
     }
-    for cpu in &result.per_cpu.cpus {
-        out.text(cpu_notes(
-            cpu.cpu,
-            cpu.setup_error.as_deref(),
-            None,
-            &cpu.alongside,
-        ));
+    for entry in &result.per_cpu.cpus {
+        out.text(cpu_notes(entry, None));
     }
     out.text(shared_lines(&run.session.shared));
     if let Some(explanation) = &result.per_cpu.explain {
@@ -269,6 +241,7 @@ pub(crate) fn text(run: &TimerRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::measure::loops::{Alongside, CpuEntry, RunConditions};
 
     #[test]
     fn the_shared_fields_keep_their_places_in_the_json() {
@@ -288,28 +261,30 @@ mod tests {
                     main_cpus: [0].into_iter().collect(),
                     load_average: None,
                 },
-                cpus: vec![TimerCpuResult {
+                cpus: vec![CpuEntry {
                     cpu: 2,
                     setup_error: None,
-                    samples: 10,
-                    skipped_periods: 0,
-                    min_ns: 1,
-                    mean_ns: 2.5,
-                    max_ns: 4,
-                    percentiles_ns: Percentiles {
-                        p50: 2,
-                        p90: 3,
-                        p99: 4,
-                        p99_9: 4,
-                        p99_99: 4,
+                    figures: TimerCpuResult {
+                        samples: 10,
+                        skipped_periods: 0,
+                        min_ns: 1,
+                        mean_ns: 2.5,
+                        max_ns: 4,
+                        percentiles_ns: Percentiles {
+                            p50: 2,
+                            p90: 3,
+                            p99: 4,
+                            p99_9: 4,
+                            p99_99: 4,
+                        },
+                        histogram: HdrJson {
+                            unit: crate::peer::hdr::TimeUnit::Ns,
+                            significant_digits: 3,
+                            buckets: Vec::new(),
+                        },
+                        slices: Vec::new(),
+                        cyclictest: None,
                     },
-                    histogram: HdrJson {
-                        unit: crate::peer::hdr::TimeUnit::Ns,
-                        significant_digits: 3,
-                        buckets: Vec::new(),
-                    },
-                    slices: Vec::new(),
-                    cyclictest: None,
                     alongside: Alongside {
                         injector_spins: Some(4),
                         attribution: None,

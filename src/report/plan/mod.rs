@@ -2,6 +2,7 @@
 //! the files `plan --out` wrote.
 
 pub mod diff;
+pub(crate) mod planned;
 pub(crate) mod summary;
 
 use std::path::Path;

@@ -179,18 +179,13 @@ fn loop_run<'a>(
 /// and the causes when the run was explained.
 fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError> {
     let result = body.result;
-    let cpus = result
-        .per_cpu
-        .cpus
-        .iter()
-        .filter(|c| c.setup_error.is_none())
-        .map(|c| LoopCpu {
-            cpu: c.cpu,
-            ns: c.runtime_ns,
-            histogram: &c.histogram,
-            slices: &c.slices,
-            attribution: c.alongside.attribution.as_ref(),
-        });
+    let cpus = result.per_cpu.measured().map(|c| LoopCpu {
+        cpu: c.cpu,
+        ns: c.figures.runtime_ns,
+        histogram: &c.figures.histogram,
+        slices: &c.figures.slices,
+        attribution: c.alongside.attribution.as_ref(),
+    });
     let run = loop_run(
         shown,
         Format::LowlatJitter,
@@ -209,18 +204,13 @@ fn jitter(body: MeasureBody<JitterResult>, shown: &str) -> Result<Run, LoadError
 fn timer(body: MeasureBody<TimerResult>, shown: &str) -> Result<Run, LoadError> {
     let result = body.result;
     let elapsed_ns = result.span.elapsed_ns;
-    let cpus = result
-        .per_cpu
-        .cpus
-        .iter()
-        .filter(|c| c.setup_error.is_none())
-        .map(|c| LoopCpu {
-            cpu: c.cpu,
-            ns: elapsed_ns,
-            histogram: &c.histogram,
-            slices: &c.slices,
-            attribution: c.alongside.attribution.as_ref(),
-        });
+    let cpus = result.per_cpu.measured().map(|c| LoopCpu {
+        cpu: c.cpu,
+        ns: elapsed_ns,
+        histogram: &c.figures.histogram,
+        slices: &c.figures.slices,
+        attribution: c.alongside.attribution.as_ref(),
+    });
     let run = loop_run(
         shown,
         Format::LowlatTimer,

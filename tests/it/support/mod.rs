@@ -66,6 +66,21 @@ pub(crate) fn cpu1_turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Serialises a live test that measures on CPU 1 ([`cpu1_turn`]) and says whether this
+/// machine can run it: live tests allowed ([`live_tests_allowed`]), root (needed for `why`:
+/// [`is_root`]) and a second CPU, what is missing said through [`missing_data`].
+pub(crate) fn live_on_cpu1(why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !live_tests_allowed() || !is_root(why) {
+        return None;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        missing_data(&format!("a second CPU (this machine has {cpus})"));
+        return None;
+    }
+    Some(cpu1_turn())
+}
+
 /// Issue 44 T-4: the live tests took three different locks (one per file), so a tracing test
 /// and a known-answer test measured CPU 1 at once. One lock is [`cpu1_turn`].
 #[test]

@@ -6,9 +6,11 @@
 //! min; everything else goes through a cold function. Nothing in the loop allocates: the gap
 //! buffer, the histogram and the buckets are sized and touched before the loop starts.
 
+use crate::measure::engines::loops::LoopRecord;
 use crate::measure::runner::clock::TickSource;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::slices::Slices;
+use crate::measure::runner::tsc::Tsc;
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -187,6 +189,15 @@ impl BusyRecord {
             return false;
         }
         true
+    }
+}
+
+impl LoopRecord for BusyRecord {
+    type Setup = Tsc;
+    const METHOD: &'static str = super::METHOD;
+    /// A loop whose gap buffer filled stopped there.
+    fn cut_short(&self) -> bool {
+        self.full
     }
 }
 

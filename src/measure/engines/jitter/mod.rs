@@ -4,15 +4,14 @@
 pub(crate) mod busy;
 pub(crate) mod stats;
 
-use super::loops::LoopEngine;
+use super::loops::{LoopError, LoopRequest, LoopRun};
 use crate::measure::runner::clock::TscTicks;
-use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, CpuLoop, FifoError, Finished, LoopSpec, SpawnError};
-use crate::measure::runner::tsc::{self, Tsc, TscError};
+use crate::measure::runner::threads::{self, Finished, LoopSpec};
+use crate::measure::runner::tsc::{self, Tsc};
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::explain::Waits;
-use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
+use crate::measure::trace::{CpuGaps, RunTrace, Timebase};
 use busy::{BusyRecord, LoopConfig};
 
 /// Gaps kept per CPU unless asked otherwise: 16 MiB of records, what sysjitter allocates
@@ -38,63 +37,12 @@ pub(crate) struct JitterRequest {
     pub explain: bool,
 }
 
-/// A finished jitter measurement.
-#[derive(Debug, Clone)]
-pub(crate) struct JitterRun {
-    /// What was asked.
-    pub request: JitterRequest,
-    /// The counter and its frequency.
-    pub tsc: Tsc,
-    /// What each CPU's busy loop recorded, and the conditions of the run.
-    pub session: Finished<BusyRecord>,
-    /// Each gap's cause, when asked (`--explain`).
-    pub explanation: Option<Explanation>,
-}
-
-impl Merge for JitterRun {
-    fn merge(&mut self, later: Self) {
-        self.request.spec.duration += later.request.spec.duration;
-        self.session.merge(later.session);
-        self.explanation.merge(later.explanation);
-    }
-}
-
-impl LoopEngine for JitterRun {
-    type Request = JitterRequest;
-    type Record = BusyRecord;
-    type Error = JitterError;
-    const METHOD: &'static str = METHOD;
-    fn spec(request: &mut JitterRequest) -> &mut LoopSpec {
-        &mut request.spec
-    }
-    fn run(session: &Session, request: JitterRequest) -> Result<Self, JitterError> {
-        run(session, request)
-    }
-    fn finished(&self) -> &Finished<BusyRecord> {
-        &self.session
-    }
-    fn cut_short(cpu: &CpuLoop<BusyRecord>) -> bool {
-        cpu.record.full
-    }
-}
-
-/// Why a jitter measurement could not start.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum JitterError {
-    /// A SCHED_FIFO priority asked for is not permitted.
-    #[error(transparent)]
-    Fifo(#[from] FifoError),
-    /// The time-stamp counter cannot be used.
-    #[error(transparent)]
-    Tsc(#[from] TscError),
-    /// A thread of the run could not be started.
-    #[error(transparent)]
-    Spawn(#[from] SpawnError),
-}
+/// A finished jitter measurement; its setup is the counter the loop reads and its frequency.
+pub(crate) type JitterRun = LoopRun<JitterRequest>;
 
 /// Runs the measurement in `session`. Fails before measuring when the counter cannot be
 /// calibrated, a requested SCHED_FIFO priority is not permitted or a thread cannot start.
-pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, JitterError> {
+pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun, LoopError> {
     let spec = &request.spec;
     threads::check_fifo(request.priority, spec.inject.is_some())?;
     let tsc = Tsc::detect()?;
@@ -122,21 +70,18 @@ pub(crate) fn run(session: &Session, request: JitterRequest) -> Result<JitterRun
         spec.duration,
         request.explain.then_some(Timebase::Tsc(tsc)),
     );
-    let drain = tracing.running().map(|t| move || t.drain());
     let finished = threads::run_loops(
         session,
         spec,
         progress,
-        drain
-            .as_ref()
-            .map(|d| (tracefs::DRAIN_EVERY, d as &(dyn Fn() + Sync))),
+        tracing.drain(),
         |cpu| setup(cpu, priority, config),
         |record, go| record.run(&mut TscTicks, go.stop),
     )?;
     let explanation = tracing.explain(&session.machine, &finished.attribution, |_| gaps(&finished));
     Ok(JitterRun {
         request,
-        tsc,
+        setup: tsc,
         session: finished,
         explanation,
     })
@@ -180,4 +125,14 @@ fn setup(cpu: u32, priority: Option<u8>, config: LoopConfig) -> (BusyRecord, Opt
     }
     let capacity = if error.is_some() { 1 } else { config.capacity };
     (BusyRecord::new(LoopConfig { capacity, ..config }), error)
+}
+
+impl LoopRequest for JitterRequest {
+    type Record = BusyRecord;
+    fn spec(&mut self) -> &mut LoopSpec {
+        &mut self.spec
+    }
+    fn run(self, session: &Session) -> Result<JitterRun, LoopError> {
+        run(session, self)
+    }
 }

@@ -7,6 +7,7 @@
 
 use super::cyclic::CyclicStats;
 use crate::measure::engines::jitter::busy::HDR_DIGITS;
+use crate::measure::engines::loops::LoopRecord;
 use crate::measure::runner::clock::DeadlineClock;
 use crate::measure::runner::segments::Merge;
 use crate::measure::runner::slices::Slices;
@@ -18,7 +19,7 @@ pub(crate) const HIST_MAX_NS: u64 = 3_600_000_000_000;
 
 /// Everything one timer loop records.
 #[derive(Debug, Clone)]
-pub struct TimerRecord {
+pub(crate) struct TimerRecord {
     /// The period, ns.
     pub interval_ns: u64,
     /// Periods skipped because a wake-up came after the next deadline.
@@ -91,7 +92,7 @@ impl TimerRecord {
     /// An empty record with its histograms allocated and written once, so the loop neither
     /// allocates nor page-faults on them. `buckets` is the cyclictest histogram size (1 µs
     /// each; 0 for none).
-    pub fn new(interval_ns: u64, buckets: usize) -> Self {
+    pub(crate) fn new(interval_ns: u64, buckets: usize) -> Self {
         let hist = Histogram::new_with_bounds(1, HIST_MAX_NS, HDR_DIGITS)
             .expect("constant bounds are valid");
         let mut cyclic = CyclicStats::new(buckets);
@@ -118,7 +119,7 @@ impl TimerRecord {
     }
 
     /// Samples taken.
-    pub fn samples(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         self.cyclic.cycles
     }
 
@@ -134,7 +135,7 @@ impl TimerRecord {
     }
 
     /// Mean latency, ns (0 without samples).
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         match self.samples() {
             0 => 0.0,
             n => self.sum_ns as f64 / n as f64,
@@ -144,7 +145,7 @@ impl TimerRecord {
     /// Runs the loop until `stop` is set, a wake-up at or after `end_ns`, or the clock ends.
     /// A deadline after `end_ns` is never slept to (the run ends at its duration whatever the
     /// interval), and a wake-up that finds `stop` set (Ctrl-C wakes the sleep) is no sample.
-    pub fn run(&mut self, clock: &mut impl DeadlineClock, stop: &AtomicBool, end_ns: u64) {
+    pub(crate) fn run(&mut self, clock: &mut impl DeadlineClock, stop: &AtomicBool, end_ns: u64) {
         let interval = self.interval_ns.max(1);
         let start = clock.now_ns();
         self.slices = Slices::new(start, end_ns, HIST_MAX_NS);
@@ -174,6 +175,12 @@ impl TimerRecord {
             }
         }
     }
+}
+
+/// A deadline loop runs to the end of the run.
+impl LoopRecord for TimerRecord {
+    type Setup = super::TimerSetup;
+    const METHOD: &'static str = super::METHOD;
 }
 
 impl Merge for TimerRecord {

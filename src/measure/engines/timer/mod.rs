@@ -6,16 +6,15 @@
 pub mod cyclic;
 pub(crate) mod deadline_loop;
 
-use super::loops::LoopEngine;
+use super::loops::{LoopError, LoopRequest, LoopRun};
 use crate::measure::runner::clock::Monotonic;
 use crate::measure::runner::harness;
-use crate::measure::runner::segments::Merge;
 use crate::measure::runner::session::Session;
-use crate::measure::runner::threads::{self, CpuLoop, FifoError, Finished, LoopSpec, SpawnError};
+use crate::measure::runner::threads::{self, Finished, LoopSpec};
 use crate::measure::runner::tsc::Tsc;
 use crate::measure::trace::explain::TraceGap;
 use crate::measure::trace::explain::Waits;
-use crate::measure::trace::{CpuGaps, Explanation, RunTrace, Timebase, tracefs};
+use crate::measure::trace::{CpuGaps, RunTrace, Timebase};
 use crate::text::voice;
 use deadline_loop::TimerRecord;
 
@@ -53,63 +52,21 @@ pub struct TimerRequest {
     pub explain_above_ns: Option<u64>,
 }
 
-/// A finished timer measurement.
+/// What the timer loops run with, settled before measuring: their priority.
 #[derive(Debug, Clone)]
-pub struct TimerRun {
-    /// What was asked.
-    pub request: TimerRequest,
+pub(crate) struct TimerSetup {
     /// The SCHED_FIFO priority the threads ran at; `None`: normal scheduling.
     pub fifo_priority: Option<u8>,
     /// Why SCHED_FIFO was not used, when it was not.
     pub normal_priority_reason: Option<String>,
-    /// What each CPU's timer loop recorded, and the conditions of the run.
-    pub session: Finished<TimerRecord>,
-    /// Each late wake-up's cause, when asked (`--explain`).
-    pub(crate) explanation: Option<Explanation>,
 }
 
-impl Merge for TimerRun {
-    fn merge(&mut self, later: Self) {
-        self.request.spec.duration += later.request.spec.duration;
-        self.session.merge(later.session);
-        self.explanation.merge(later.explanation);
-    }
-}
-
-impl LoopEngine for TimerRun {
-    type Request = TimerRequest;
-    type Record = TimerRecord;
-    type Error = TimerError;
-    const METHOD: &'static str = METHOD;
-    fn spec(request: &mut TimerRequest) -> &mut LoopSpec {
-        &mut request.spec
-    }
-    fn run(session: &Session, request: TimerRequest) -> Result<Self, TimerError> {
-        run(session, request)
-    }
-    fn finished(&self) -> &Finished<TimerRecord> {
-        &self.session
-    }
-    /// A deadline loop runs to the end of the run.
-    fn cut_short(_: &CpuLoop<TimerRecord>) -> bool {
-        false
-    }
-}
-
-/// Why a timer measurement could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum TimerError {
-    /// The injector's SCHED_FIFO priority is not permitted.
-    #[error(transparent)]
-    Fifo(#[from] FifoError),
-    /// A thread of the run could not be started.
-    #[error(transparent)]
-    Spawn(#[from] SpawnError),
-}
+/// A finished timer measurement.
+pub(crate) type TimerRun = LoopRun<TimerRequest>;
 
 /// Runs the measurement in `session`. Without permission for SCHED_FIFO it measures at normal priority
 /// and says why on stderr and in the result (cyclictest refuses to run instead).
-pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerError> {
+pub(crate) fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, LoopError> {
     let spec = &request.spec;
     threads::check_fifo(None, spec.inject.is_some())?;
     let (fifo_priority, normal_priority_reason) = match harness::fifo_permitted(request.priority) {
@@ -148,15 +105,12 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
             Some(Timebase::Tsc(tsc)),
         ),
     };
-    let drain = tracing.running().map(|t| move || t.drain());
     let explain_above = tracing.running().and(request.explain_above_ns);
     let finished = threads::run_loops(
         session,
         spec,
         progress,
-        drain
-            .as_ref()
-            .map(|d| (tracefs::DRAIN_EVERY, d as &(dyn Fn() + Sync))),
+        tracing.drain(),
         |cpu| {
             // Pinned first, so the histograms are allocated on the CPU's node.
             let error = threads::prepare_thread(cpu, fifo_priority);
@@ -186,8 +140,10 @@ pub fn run(session: &Session, request: TimerRequest) -> Result<TimerRun, TimerEr
     }
     Ok(TimerRun {
         request,
-        fifo_priority,
-        normal_priority_reason,
+        setup: TimerSetup {
+            fifo_priority,
+            normal_priority_reason,
+        },
         session: finished,
         explanation,
     })
@@ -219,4 +175,14 @@ fn late_wakeups(finished: &Finished<TimerRecord>, tsc: Timebase) -> Vec<CpuGaps>
             })
         })
         .collect()
+}
+
+impl LoopRequest for TimerRequest {
+    type Record = TimerRecord;
+    fn spec(&mut self) -> &mut LoopSpec {
+        &mut self.spec
+    }
+    fn run(self, session: &Session) -> Result<TimerRun, LoopError> {
+        run(session, self)
+    }
 }

@@ -22,15 +22,11 @@
 
 use super::classify::{Sender, sender_of};
 use super::{Cause, Class, CpuTrace, SOFTIRQS, Woken};
-use crate::machine::irq::classify::{IrqClass, classify};
+use crate::machine::irq::classify::{IrqClass, NETWORK_RECEIVE, classify};
 use crate::measure::trace::events::{Event, IpiSend, Symbols, Vector, What};
 
 /// The softirq vector of network receive.
 const NET_RX: u8 = 3;
-
-/// The note that marks a ping-pong's cause as network receive; the audit's cause table reads
-/// it (`audit::rules::causes`).
-pub(crate) const NETWORK_RECEIVE: &str = " (network receive)";
 
 /// `cause`, of a ping-pong's slow round trip, marked as network receive when it is: the
 /// interrupt of a NIC queue (`25 virtio0-input.0`), or a NET_RX softirq alone. The round

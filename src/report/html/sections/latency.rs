@@ -54,31 +54,27 @@ fn read_runs<'s, T: DeserializeOwned>(
 pub(super) fn jitter(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     let mut explained = Vec::new();
     let runs = read_runs(sources, |source, result: JitterResult| {
+        let cpus = (result.per_cpu.measured())
+            .map(|entry| {
+                let (c, s) = (&entry.figures, &entry.figures.stats_ns);
+                CpuDistribution {
+                    cpu: entry.cpu,
+                    events: c.interruptions,
+                    median_ns: s.median,
+                    p99_ns: s.p99,
+                    max_ns: s.max,
+                    buckets: c.histogram.buckets.clone(),
+                    extra: vec![
+                        num(c.runtime_ns as f64 / 1e9),
+                        num(c.per_second),
+                        (entry.alongside.attribution.as_ref()).map_or(String::new(), top_irqs),
+                    ],
+                }
+            })
+            .collect();
         if let Some(explain) = result.per_cpu.explain {
             explained.push((source, explain));
         }
-        let cpus = result
-            .per_cpu
-            .cpus
-            .into_iter()
-            .filter(|c| c.setup_error.is_none())
-            .map(|c| CpuDistribution {
-                cpu: c.cpu,
-                events: c.interruptions,
-                median_ns: c.stats_ns.median,
-                p99_ns: c.stats_ns.p99,
-                max_ns: c.stats_ns.max,
-                buckets: c.histogram.buckets,
-                extra: vec![
-                    num(c.runtime_ns as f64 / 1e9),
-                    num(c.per_second),
-                    c.alongside
-                        .attribution
-                        .as_ref()
-                        .map_or(String::new(), top_irqs),
-                ],
-            })
-            .collect();
         let note = format!(
             "Interruptions: gaps of the busy loop at or above {} µs.",
             num(result.threshold_ns as f64 / 1e3)
@@ -122,19 +118,18 @@ fn no_timeline() -> Markup {
 /// The timer section.
 pub(super) fn timer(sources: &[&Source]) -> Result<Option<Markup>, SourceError> {
     let runs = read_runs(sources, |_, result: TimerResult| {
-        let cpus = result
-            .per_cpu
-            .cpus
-            .into_iter()
-            .filter(|c| c.setup_error.is_none())
-            .map(|c| CpuDistribution {
-                cpu: c.cpu,
-                events: c.samples,
-                median_ns: c.percentiles_ns.p50,
-                p99_ns: c.percentiles_ns.p99,
-                max_ns: c.max_ns,
-                buckets: c.histogram.buckets,
-                extra: Vec::new(),
+        let cpus = (result.per_cpu.measured())
+            .map(|entry| {
+                let (c, p) = (&entry.figures, &entry.figures.percentiles_ns);
+                CpuDistribution {
+                    cpu: entry.cpu,
+                    events: c.samples,
+                    median_ns: p.p50,
+                    p99_ns: p.p99,
+                    max_ns: c.max_ns,
+                    buckets: c.histogram.buckets.clone(),
+                    extra: Vec::new(),
+                }
             })
             .collect();
         let note = format!(
