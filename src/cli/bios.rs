@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use super::bmc::BmcArgs;
@@ -11,7 +11,6 @@ use super::{Cli, exit};
 use crate::bios::pipeline;
 use crate::bios::settings;
 use crate::machine::Machine;
-use crate::plan::file::PlanFile;
 use crate::report::bios as report;
 
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
@@ -196,17 +195,12 @@ fn revert(args: &RevertArgs) -> Result<u8> {
 
 /// The values `--set` and `--plan FILE` ask for; the plan must have a BIOS part.
 fn wanted(wanted: &Wanted) -> Result<pipeline::Wanted> {
-    let planned = wanted.plan.as_deref().map(|file| {
-        let shown = format!("--plan {}", file.display());
-        let Some(part) = PlanFile::read(file)?.plan.bios else {
-            bail!(
-                "{shown}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC"
-            );
-        };
-        Ok(part.planned(shown))
-    });
     Ok(pipeline::Wanted {
         sets: wanted.changes.clone(),
-        planned: planned.transpose()?,
+        planned: wanted
+            .plan
+            .as_deref()
+            .map(crate::plan::bios::planned)
+            .transpose()?,
     })
 }
