@@ -354,7 +354,7 @@ pub(crate) struct ItemReport {
 impl ItemReport {
     /// Why the item did not apply as planned: its own reason (unsupported, manual), else the
     /// error of the first change the machine refused; `None` when nothing went wrong.
-    pub fn why(&self) -> Option<&str> {
+    pub(crate) fn why(&self) -> Option<&str> {
         self.reason.as_deref().or_else(|| {
             self.changes
                 .iter()
