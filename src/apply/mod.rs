@@ -352,6 +352,19 @@ pub(crate) struct ItemReport {
 }
 
 impl ItemReport {
+    /// Why the item did not apply as planned: its own reason (unsupported, manual), else the
+    /// error of the first change the machine refused; `None` when nothing went wrong.
+    pub(crate) fn why(&self) -> Option<&str> {
+        self.reason.as_deref().or_else(|| {
+            self.changes
+                .iter()
+                .find_map(|change| match &change.outcome {
+                    ChangeOutcome::Failed { error } => Some(error.as_str()),
+                    _ => None,
+                })
+        })
+    }
+
     fn status_of(changes: &[ChangeReport]) -> ItemStatus {
         let any = |f: fn(&ChangeOutcome) -> bool| changes.iter().any(|c| f(&c.outcome));
         if any(|o| matches!(o, ChangeOutcome::Failed { .. })) {

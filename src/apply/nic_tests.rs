@@ -67,12 +67,15 @@ fn item<'r>(report: &'r ApplyReport, id: &str) -> &'r ItemReport {
         .unwrap_or_else(|| panic!("no item {id}"))
 }
 
-/// The refusal of the one change of item `id`.
+/// The refusal of the one change of item `id`, which is also what the item says of why
+/// (prove lists it beside the setting it leaves out).
 fn refusal(report: &ApplyReport, id: &str) -> String {
-    match &item(report, id).changes[0].outcome {
-        ChangeOutcome::Failed { error } => error.clone(),
-        other => panic!("{id}: {other:?}"),
-    }
+    let item = item(report, id);
+    let ChangeOutcome::Failed { error } = &item.changes[0].outcome else {
+        panic!("{id}: {:?}", item.changes[0].outcome);
+    };
+    assert_eq!(item.why(), Some(error.as_str()), "{id}");
+    error.clone()
 }
 
 const PLAN: &[(&str, &str)] = &[

@@ -4,8 +4,8 @@
 //! CPUs asked for; on a machine isolated at boot (`isolcpus=`, `/sys/devices/system/cpu/isolated`)
 //! only its affinity is set.
 
-use crate::machine::cgroup_cpuset::{CgroupVersion, CpusetTree};
-use crate::machine::{Avail, CpuSet};
+use crate::machine::cgroup_cpuset::{self, CgroupVersion, CpusetTree};
+use crate::machine::{Avail, CpuSet, Reader};
 use crate::sysroot::{SysRoot, WriteError};
 use crate::tuning::runtime_isolation;
 
@@ -88,6 +88,14 @@ pub(crate) enum PlaceError {
 /// The file of boot-time isolation: the CPUs `isolcpus=` took out of the scheduler domains.
 pub(crate) const BOOT_ISOLATED: &str = "/sys/devices/system/cpu/isolated";
 
+/// Where to run on the machine under `root`: [`place`] on its cpuset tree and the CPUs it
+/// isolated at boot.
+pub(crate) fn placement(root: &SysRoot, asked: Option<&CpuSet>) -> Result<Placement, PlaceError> {
+    let mut reader = Reader::new(root);
+    let tree = cgroup_cpuset::read(&mut reader);
+    place(&tree, &reader.cpulist(BOOT_ISOLATED), asked)
+}
+
 /// Where to run: the isolated cpuset when there is one, else the CPUs isolated at boot;
 /// `asked` (`--cpus`) narrows it and must lie within.
 pub(crate) fn place(
@@ -152,6 +160,11 @@ pub(crate) fn place(
 /// Why the process could not be put in place.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum EnterError {
+    /// Joining the cpuset needs root.
+    #[error(
+        "lowlat run joins the isolated cpuset, which needs root (sudo lowlat run ...); nothing was started"
+    )]
+    NotRoot,
     /// Joining the cpuset failed.
     #[error("could not join cpuset {path}: {source}")]
     Join {
@@ -170,10 +183,13 @@ pub(crate) enum EnterError {
     },
 }
 
-/// Puts the calling process in place: joins the cpuset (all its threads), then narrows its
-/// affinity. Only on the live machine.
+/// Puts the calling process in place: joins the cpuset (all its threads; only root may), then
+/// narrows its affinity. Only on the live machine.
 pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterError> {
     if let Some(joined) = &placement.cpuset {
+        if !rustix::process::geteuid().is_root() {
+            return Err(EnterError::NotRoot);
+        }
         let pid = std::process::id().to_string();
         root.write_knob(&joined.procs_file, pid.as_bytes())
             .map_err(|source| EnterError::Join {
@@ -193,11 +209,23 @@ pub(crate) fn enter(root: &SysRoot, placement: &Placement) -> Result<(), EnterEr
     })
 }
 
+/// Becomes `command` (its program, then its arguments; in place, by `execve`), once the
+/// process is in place: returns only why it could not.
+pub(crate) fn exec(command: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let Some((program, rest)) = command.split_first() else {
+        return std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no COMMAND given after --",
+        );
+    };
+    std::process::Command::new(program).args(rest).exec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::Reader;
-    use crate::machine::cgroup_cpuset::{self, fixtures};
+    use crate::machine::cgroup_cpuset::fixtures;
 
     fn set(list: &str) -> CpuSet {
         CpuSet::parse_list(list).unwrap()

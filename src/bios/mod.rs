@@ -159,6 +159,11 @@ impl BiosState {
         values
     }
 
+    /// The `bios` document of this state (`bios read --json`, and its `-o FILE`).
+    pub fn document(&self) -> Document<&BiosState> {
+        Document::new(Kind::Bios, self.host(), self)
+    }
+
     /// The host the document describes: the system's `HostName`, else its BMC's address.
     pub fn host(&self) -> String {
         self.system

@@ -1,8 +1,9 @@
 //! The steps of `lowlat bios` (and of `audit --bmc`), from typed inputs to typed results: log
-//! in to the BMC ([`endpoint`]) and read its BIOS ([`open`]), resolve the values asked ([`Wanted::changes`]),
-//! stage a change once its journal is written ([`stage`]) and say whether it waits for a reset
-//! ([`reboot_required`]), stage a journal's values again ([`revert`]). Nothing here prints:
-//! `cli/bios.rs` turns the flags into these inputs and prints what comes back.
+//! in to the BMC and read its BIOS ([`connect`]), resolve the values asked ([`Wanted::changes`]),
+//! stage a change once its journal is written and say whether it waits for a reset
+//! ([`apply`]), stage a journal's values again ([`revert`]). Nothing here prints but the
+//! warning of a password sent over plain HTTP: `cli/bios.rs` turns the flags into these inputs
+//! and prints what comes back.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use super::redfish::{Bmc, Credentials, Endpoint, RedfishError, Trust};
 use super::settings::{self, BiosJournal, BiosStatus};
 use super::{BiosError, BiosState, parse_document};
 use crate::document::{Document, Kind, LayoutError};
+use crate::text::voice::warning;
 
 /// The environment variable a password may come from instead of `--password-file`.
 const PASSWORD_ENV: &str = "LOWLAT_BMC_PASSWORD";
@@ -39,6 +41,8 @@ pub(crate) struct Login {
     pub insecure: bool,
     /// How long one request may take.
     pub timeout: Duration,
+    /// The system to use (its Redfish `Id`); `None`: the BMC's only one.
+    pub system: Option<String>,
 }
 
 /// The values to stage or check: `--set`'s, after those of a plan's BIOS part.
@@ -162,6 +166,17 @@ pub(crate) enum BiosJobError {
         /// Why.
         source: std::io::Error,
     },
+    /// The `bios` document cannot be written.
+    #[error("-o {}: cannot write the document", file.display())]
+    Save {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `bios apply` has values to stage and no journal to record the values they replace in.
+    #[error("--journal FILE: say where to record the values replaced")]
+    NoJournal,
     /// The journal is not a `bios-journal` document.
     #[error("--journal {}", file.display())]
     JournalLayout {
@@ -188,19 +203,31 @@ pub(crate) enum PasswordProblem {
     Empty,
 }
 
-/// The BMC at `endpoint`, and the BIOS of its `system` (its Redfish `Id`; `None`: its only
-/// one) read.
-pub(crate) fn open(
-    endpoint: &Endpoint,
-    system: Option<&str>,
-) -> Result<(Bmc, BiosState), BiosJobError> {
-    let bmc = Bmc::new(endpoint)?;
-    let state = super::read(&bmc, system)?;
+/// Writes `state`'s `bios` document to `file` (`bios read -o FILE`).
+pub(crate) fn save(state: &BiosState, file: &Path) -> Result<(), BiosJobError> {
+    std::fs::write(file, state.document().to_json()?).map_err(|source| BiosJobError::Save {
+        file: file.to_path_buf(),
+        source,
+    })
+}
+
+/// Logs in to the BMC `login` names and reads the BIOS of its system. Plain HTTP is warned
+/// of before the password goes out (the URL is not echoed: user information in it would be
+/// the password).
+pub(crate) fn connect(login: &Login) -> Result<(Bmc, BiosState), BiosJobError> {
+    let endpoint = endpoint(login)?;
+    if login.url.starts_with("http://") {
+        warning!(
+            "--bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
+        );
+    }
+    let bmc = Bmc::new(&endpoint)?;
+    let state = super::read(&bmc, login.system.as_deref())?;
     Ok((bmc, state))
 }
 
 /// Where and how to log in: the user, the password and the trust `login` names.
-pub(crate) fn endpoint(login: &Login) -> Result<Endpoint, BiosJobError> {
+fn endpoint(login: &Login) -> Result<Endpoint, BiosJobError> {
     let user = match &login.user {
         Some(user) => user.clone(),
         None => std::env::var(USER_ENV).map_err(|_| BiosJobError::NoUser)?,
@@ -291,7 +318,7 @@ impl Wanted {
 
 /// Writes `journal` of `state`'s BMC, as a `bios-journal` document, to `file`, which must not
 /// exist yet; synced, so that it outlives a crash during the change.
-pub(crate) fn write_journal(
+fn write_journal(
     state: &BiosState,
     journal: &BiosJournal,
     file: &Path,
@@ -314,38 +341,57 @@ pub(crate) fn write_journal(
         })
 }
 
-/// Stages the values `journal` records as wanted, once the journal is written to
-/// `journal_file`.
-pub(crate) fn stage(
+/// What `bios apply` staged, or would stage.
+pub(crate) struct Staged {
+    /// Each value to change, with the one it replaces, as journaled.
+    pub journal: BiosJournal,
+    /// Whether the values were staged: not a dry run, and something to change.
+    pub staged: bool,
+    /// Whether the staged values wait for the next reset (the BIOS read again, some value is
+    /// not current yet); `false` when nothing was staged.
+    pub reboot_required: bool,
+}
+
+/// `bios apply` on `state`'s BMC (read as `login` says): the `changes` that differ, journaled
+/// to `journal_file` (which must not exist yet) and staged. A dry run, or nothing to change,
+/// stages nothing.
+pub(crate) fn apply(
     bmc: &Bmc,
     state: &BiosState,
-    journal: &BiosJournal,
-    journal_file: &Path,
-) -> Result<(), BiosJobError> {
+    login: &Login,
+    changes: &[BiosChange],
+    journal_file: Option<&Path>,
+    dry_run: bool,
+) -> Result<Staged, BiosJobError> {
+    let journal = settings::journal(state, &settings::needed(state, changes));
+    if dry_run || journal.entries.is_empty() {
+        return Ok(Staged {
+            journal,
+            staged: false,
+            reboot_required: false,
+        });
+    }
+    let file = journal_file.ok_or(BiosJobError::NoJournal)?;
+    write_journal(state, &journal, file)?;
     let values: Vec<_> = (journal.entries.iter())
         .map(|e| (e.attribute.clone(), e.wanted.clone()))
         .collect();
     settings::stage(bmc, state, &values).map_err(|source| BiosJobError::Stage {
-        journal: journal_file.to_path_buf(),
+        journal: file.to_path_buf(),
         source,
+    })?;
+    let after = super::read(bmc, login.system.as_deref())?;
+    let reboot_required =
+        (settings::verify(&after, changes, None).iter()).any(|c| c.outcome != BiosStatus::Ok);
+    Ok(Staged {
+        journal,
+        staged: true,
+        reboot_required,
     })
 }
 
-/// Whether `changes`, staged, wait for the next reset: the BIOS read again, some value is not
-/// current yet.
-pub(crate) fn reboot_required(
-    bmc: &Bmc,
-    changes: &[BiosChange],
-    system: Option<&str>,
-) -> Result<bool, BiosJobError> {
-    let after = super::read(bmc, system)?;
-    Ok(settings::verify(&after, changes, None)
-        .iter()
-        .any(|c| c.outcome != BiosStatus::Ok))
-}
-
 /// The journal `bios apply` wrote to `file`.
-pub(crate) fn read_journal(file: &Path) -> Result<BiosJournal, BiosJobError> {
+fn read_journal(file: &Path) -> Result<BiosJournal, BiosJobError> {
     let text = std::fs::read_to_string(file).map_err(|source| BiosJobError::JournalRead {
         file: file.to_path_buf(),
         source,
@@ -356,18 +402,15 @@ pub(crate) fn read_journal(file: &Path) -> Result<BiosJournal, BiosJobError> {
     })
 }
 
-/// Stages again the values `journal` (read from `file`) replaced, on the BMC and system it
-/// records, and returns them.
-pub(crate) fn revert(
-    bmc: &Bmc,
-    state: &BiosState,
-    journal: &BiosJournal,
-    file: &Path,
-) -> Result<Vec<(String, Value)>, BiosJobError> {
+/// `bios revert`: the journal `file` read, then the values it replaced staged again on the BMC
+/// `login` names, which must be the BMC and system it records; returns them.
+pub(crate) fn revert(login: &Login, file: &Path) -> Result<Vec<(String, Value)>, BiosJobError> {
+    let journal = read_journal(file)?;
+    let (bmc, state) = connect(login)?;
     let shown = || format!("--journal {}: it records", file.display());
-    same_system(state, shown, &journal.bmc, &journal.system_uri)?;
-    let values = settings::restoring(journal);
-    settings::stage(bmc, state, &values).map_err(BiosJobError::Restage)?;
+    same_system(&state, shown, &journal.bmc, &journal.system_uri)?;
+    let values = settings::restoring(&journal);
+    settings::stage(&bmc, &state, &values).map_err(BiosJobError::Restage)?;
     Ok(values)
 }
 

@@ -32,7 +32,7 @@ pub(crate) struct BiosJournal {
 
 /// One attribute in a journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BiosJournalEntry {
+pub(crate) struct BiosJournalEntry {
     /// The Redfish attribute.
     pub attribute: String,
     /// The request it came from (`smt=off`).
@@ -209,6 +209,11 @@ fn outcome(state: &BiosState, attribute: &str, wanted: &Value) -> BiosStatus {
         None if current.is_some_and(|c| same_value(c, wanted)) => BiosStatus::Ok,
         None => BiosStatus::Drift,
     }
+}
+
+/// Whether a check of `bios verify` found drift (exit 1).
+pub(crate) fn drifted(checks: &[AttributeCheck]) -> bool {
+    checks.iter().any(|c| c.outcome == BiosStatus::Drift)
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ pub(crate) fn run(cli: &Cli, args: &AuditArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
     let bios = match (&args.bios, &args.bmc) {
         (Some(file), _) => Some(crate::bios::read_file(file)?),
-        (None, Some(url)) => Some(super::bmc::connect_to(url, &args.bmc_access)?.1),
+        (None, Some(url)) => Some(crate::bios::pipeline::connect(&args.bmc_access.login(url))?.1),
         (None, None) => None,
     };
     let request = AuditRequest {

@@ -2,16 +2,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use super::bmc::{BmcArgs, connect};
+use super::bmc::BmcArgs;
 use super::output::{print, print_json};
 use super::{Cli, exit};
-use crate::bios::pipeline::{self, PlannedBios};
-use crate::bios::settings::{self, BiosStatus};
+use crate::bios::pipeline;
+use crate::bios::settings;
 use crate::machine::Machine;
-use crate::plan::file::PlanFile;
 use crate::report::bios as report;
 
 const BIOS_HELP: &str = "Intents (INTENT=VALUE), resolved through the BMC's own attribute registry: \
@@ -153,14 +152,12 @@ pub(crate) fn run(cli: &Cli, args: &BiosArgs) -> Result<u8> {
 }
 
 fn read(args: &ReadArgs) -> Result<u8> {
-    let (_, state) = connect(&args.bmc)?;
-    let document = report::read_document(&state);
+    let (_, state) = pipeline::connect(&args.bmc.login())?;
     if let Some(path) = &args.output {
-        std::fs::write(path, document.to_json()?)
-            .with_context(|| format!("-o {}: cannot write the document", path.display()))?;
+        pipeline::save(&state, path)?;
     }
     if args.json {
-        print_json(&document)?;
+        print_json(&state.document())?;
     } else {
         print(&report::read_text(&state))?;
     }
@@ -168,80 +165,42 @@ fn read(args: &ReadArgs) -> Result<u8> {
 }
 
 fn apply(args: &ApplyArgs) -> Result<u8> {
-    let (bmc, state) = connect(&args.bmc)?;
+    let login = args.bmc.login();
+    let (bmc, state) = pipeline::connect(&login)?;
     let changes = wanted(&args.wanted)?.changes(&state)?;
-    let journal = settings::journal(&state, &settings::needed(&state, &changes));
-    if args.dry_run || journal.entries.is_empty() {
-        print(&report::staged_text(&journal.entries, false))?;
-        return Ok(exit::OK);
-    }
-    let Some(path) = &args.journal else {
-        bail!("--journal FILE: say where to record the values replaced");
-    };
-    pipeline::write_journal(&state, &journal, path)?;
-    pipeline::stage(&bmc, &state, &journal, path)?;
-    print(&report::staged_text(&journal.entries, true))?;
-    let system = args.bmc.access.system.as_deref();
-    let reboot_required = pipeline::reboot_required(&bmc, &changes, system)?;
-    print(&report::reboot_text(reboot_required))?;
+    let journal = args.journal.as_deref();
+    let staged = pipeline::apply(&bmc, &state, &login, &changes, journal, args.dry_run)?;
+    print(&report::apply_text(&staged))?;
     Ok(exit::OK)
 }
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> Result<u8> {
-    let (_, state) = connect(&args.bmc)?;
+    let (_, state) = pipeline::connect(&args.bmc.login())?;
     let changes = wanted(&args.wanted)?.changes(&state)?;
-    let machine = if args.inband {
-        Some(Machine::read(&cli.sysroot()?))
-    } else {
-        None
-    };
-    let checks = settings::verify(&state, &changes, machine.as_ref());
+    let inband = (args.inband).then(|| cli.sysroot().map(|root| Machine::read(&root)));
+    let checks = settings::verify(&state, &changes, inband.transpose()?.as_ref());
     if args.json {
         print_json(&report::verify_document(&state, &checks))?;
     } else {
-        print(&report::verify_text(
-            &checks,
-            state.settings_object.is_some(),
-        ))?;
+        print(&report::verify_text(&state, &checks))?;
     }
-    Ok(if checks.iter().any(|c| c.outcome == BiosStatus::Drift) {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(settings::drifted(&checks)))
 }
 
 fn revert(args: &RevertArgs) -> Result<u8> {
-    let journal = pipeline::read_journal(&args.journal)?;
-    let (bmc, state) = connect(&args.bmc)?;
-    let values = pipeline::revert(&bmc, &state, &journal, &args.journal)?;
+    let values = pipeline::revert(&args.bmc.login(), &args.journal)?;
     print(&report::restaged_text(&values))?;
     Ok(exit::OK)
 }
 
 /// The values `--set` and `--plan FILE` ask for; the plan must have a BIOS part.
 fn wanted(wanted: &Wanted) -> Result<pipeline::Wanted> {
-    let sets = wanted.changes.clone();
-    let Some(file) = wanted.plan.as_deref() else {
-        return Ok(pipeline::Wanted {
-            sets,
-            planned: None,
-        });
-    };
-    let Some(part) = PlanFile::read(file)?.plan.bios else {
-        bail!(
-            "--plan {}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC",
-            file.display()
-        );
-    };
-    let planned = PlannedBios {
-        shown: format!("--plan {}", file.display()),
-        bmc: part.bmc,
-        system_uri: part.system_uri,
-        intents: part.changes.into_iter().map(|c| c.intent).collect(),
-    };
     Ok(pipeline::Wanted {
-        sets,
-        planned: Some(planned),
+        sets: wanted.changes.clone(),
+        planned: wanted
+            .plan
+            .as_deref()
+            .map(crate::plan::bios::planned)
+            .transpose()?,
     })
 }

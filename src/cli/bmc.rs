@@ -1,16 +1,12 @@
-//! How `lowlat bios` and `lowlat audit --bmc` reach and log in to a BMC: their flags, and the
-//! login they make with `bios::pipeline`.
+//! How `lowlat bios` and `lowlat audit --bmc` reach and log in to a BMC: their flags, as the
+//! `bios::pipeline::Login` they ask for.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
 use clap::Args;
 
-use super::messages::warning;
-use crate::bios::BiosState;
-use crate::bios::pipeline::{self, Login};
-use crate::bios::redfish::Bmc;
+use crate::bios::pipeline::Login;
 
 /// How to reach and log in to the BMC.
 #[derive(Debug, Args)]
@@ -67,27 +63,24 @@ pub struct BmcAccess {
     pub system: Option<String>,
 }
 
-/// The BMC of `args`, and its BIOS read.
-pub(super) fn connect(args: &BmcArgs) -> Result<(Bmc, BiosState)> {
-    connect_to(&args.bmc, &args.access)
+impl BmcArgs {
+    /// How to log in to the BMC.
+    pub(super) fn login(&self) -> Login {
+        self.access.login(&self.bmc)
+    }
 }
 
-/// The BMC at `url`, logged in to with `args`, and its BIOS read.
-pub(crate) fn connect_to(url: &str, args: &BmcAccess) -> Result<(Bmc, BiosState)> {
-    let login = Login {
-        url: url.to_string(),
-        user: args.user.clone(),
-        password_file: args.password_file.clone(),
-        ca_file: args.ca_file.clone(),
-        insecure: args.insecure,
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let endpoint = pipeline::endpoint(&login)?;
-    if url.starts_with("http://") {
-        // The URL itself is not echoed: user information in it would be the password.
-        warning!(
-            "--bmc http://…: plain HTTP sends the password unencrypted; use https:// outside a test bench"
-        );
+impl BmcAccess {
+    /// How to log in to the BMC at `url`.
+    pub(crate) fn login(&self, url: &str) -> Login {
+        Login {
+            url: url.to_string(),
+            user: self.user.clone(),
+            password_file: self.password_file.clone(),
+            ca_file: self.ca_file.clone(),
+            insecure: self.insecure,
+            timeout: Duration::from_secs(self.timeout),
+            system: self.system.clone(),
+        }
     }
-    Ok(pipeline::open(&endpoint, args.system.as_deref())?)
 }

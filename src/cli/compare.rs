@@ -1,6 +1,6 @@
 //! `lowlat compare`.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::exit;
 use super::output::{print, print_json};
 use super::values::{duration_with_unit, percent};
-use crate::compare::{Options, calibrate, hosts};
+use crate::compare::Options;
 use crate::report::compare as printers;
 use crate::report::runs;
 
@@ -97,28 +97,14 @@ pub struct CompareArgs {
 
 /// Runs `lowlat compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<u8> {
-    // An argument after `--` that starts with `-` and names no file: an option put in arm B.
-    let option =
-        |path: &&PathBuf| path.to_str().is_some_and(|t| t.starts_with('-')) && !path.exists();
-    if let Some(option) = args.b.iter().find(option) {
-        bail!(
-            "{}: arm B holds an option; options go before `--`, since everything after it is arm B \
-             (lowlat compare --above 20us A… -- B…)",
-            option.display()
-        );
-    }
     let options = Options {
         above_ns: args.above.as_nanos() as f64,
         margin: args.margin / 100.0,
     };
     if !args.calibrate.is_empty() {
-        let runs = runs::load(&args.calibrate)?;
-        let calibrations = calibrate::calibrate(&runs.runs, &options, args.seed)?;
+        let (calibrations, hosts) = runs::calibrate(&args.calibrate, &options, args.seed)?;
         if args.json {
-            print_json(&printers::calibration_document(
-                &calibrations,
-                hosts(&runs.runs),
-            ))?;
+            print_json(&printers::calibration_document(&calibrations, hosts))?;
         } else {
             print(&printers::calibration_text(&calibrations))?;
         }

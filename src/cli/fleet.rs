@@ -1,18 +1,14 @@
 //! `lowlat fleet report` and `lowlat fleet plan`.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::output::{print, print_json};
 use super::profile::ProfileArg;
 use super::{Cli, exit};
-use crate::fleet::plan::{self, GroupOutcome};
-use crate::fleet::{self, FleetReport};
+use crate::fleet::plan;
 use crate::report::fleet as printers;
-use crate::report::html::{self, Budget, Source};
-use crate::report::runs;
-use crate::sysroot::prepare_output_dir;
 
 /// Options of `lowlat fleet`.
 #[derive(Debug, Args)]
@@ -134,55 +130,26 @@ pub(crate) fn run(cli: &Cli, args: &FleetArgs) -> Result<u8> {
     }
 }
 
-/// The fleet's report, its result bundles' documents read as `report` reads runs.
-fn read(inputs: &[PathBuf], profile: &crate::audit::Profile) -> Result<FleetReport> {
-    let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
-    Ok(fleet::report(inputs, profile, &runs)?)
-}
-
 fn report(args: &ReportArgs) -> Result<u8> {
-    let profile = args.profile.load()?;
-    let report = read(&args.inputs, &profile)?;
-    let document = printers::document(&report);
+    let report = printers::read(&args.inputs, &args.profile.load()?)?;
     if let Some(file) = &args.html {
-        let json = document.to_json()?;
-        let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
-        std::fs::write(file, html::render(&sources, &[])?)
+        std::fs::write(file, printers::html(&report)?)
             .with_context(|| format!("--html {}: cannot write the report", file.display()))?;
     }
     if args.json {
-        print_json(&document)?;
+        print_json(&printers::document(&report))?;
     } else {
         print(&printers::text(&report))?;
     }
-    Ok(
-        if report.outliers() > 0 || report.outside() > 0 || !report.skipped.is_empty() {
-            exit::FAILURES
-        } else {
-            exit::OK
-        },
-    )
+    Ok(exit::found(report.flagged()))
 }
 
 fn plan(args: &PlanArgs) -> Result<u8> {
     let profile = args.profile.load()?;
     let request = plan::request(&profile, &format!("--profile {}", args.profile))?;
-    let report = read(&args.inputs, &profile)?;
-    // The groups' directories go under it: a file or a dangling link is refused as itself.
-    prepare_output_dir(&args.out, true).map_err(|e| anyhow!("--out {e}"))?;
-    let mut written = Vec::new();
-    for group in plan::plans(&report, &request, &profile)? {
-        let dir = args.out.join(format!("group-{}", group.group));
-        if let GroupOutcome::Planned { files, .. } = &group.outcome {
-            crate::plan::write::write_out(&dir, files, args.force)?;
-        }
-        written.push((group, dir));
-    }
+    let report = printers::read(&args.inputs, &profile)?;
+    let written = plan::write(&report, &request, &profile, &args.out, args.force)?;
     print(&printers::plans_text(&written, &report.skipped))?;
     let incomplete = written.iter().any(|(group, _)| group.incomplete());
-    Ok(if incomplete || !report.skipped.is_empty() {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    Ok(exit::found(incomplete || !report.skipped.is_empty()))
 }

@@ -2,10 +2,7 @@
 
 use super::output::{print, print_json};
 use super::{Cli, exit};
-use crate::machine::Machine;
-use crate::machine::freebsd::FreeBsdMachine;
-use crate::report::{freebsd, inventory};
-use crate::snapshot::SnapshotKind;
+use crate::report::inventory::Inventoried;
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -24,24 +21,14 @@ pub struct InventoryArgs {
 /// Runs `lowlat inventory`.
 pub(crate) fn run(cli: &Cli, args: &InventoryArgs) -> Result<u8> {
     let (root, kind) = cli.source()?;
-    if kind == SnapshotKind::Freebsd {
-        let machine = FreeBsdMachine::read(&root).context("--snapshot")?;
-        if args.json {
-            print_json(&freebsd::inventory_document(&machine))?;
-        } else {
-            print(&freebsd::inventory_text(&machine))?;
-        }
-        return Ok(exit::OK);
+    let inventory = Inventoried::read(&root, kind).context("--snapshot")?;
+    if let Inventoried::Linux(machine) = &inventory {
+        super::container::note(&root, &machine.topology);
     }
-    let mut machine = Machine::read(&root);
-    if root.is_live() {
-        crate::machine::time_daemons::ask_time_daemons(&mut machine);
-    }
-    super::container::note(&root, &machine.topology);
     if args.json {
-        print_json(&inventory::document(&machine))?;
+        print_json(&inventory.document())?;
     } else {
-        print(&inventory::text(&machine))?;
+        print(&inventory.text())?;
     }
     Ok(exit::OK)
 }

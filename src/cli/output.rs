@@ -43,6 +43,16 @@ fn write(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes `text` to stdout as it is and flushes, so that a pipe sees it at once: for text
+/// that escapes itself or must not be escaped (an HTML page, a JSON line, a screen that
+/// clears the terminal).
+pub(crate) fn print_raw(text: &str) -> Result<()> {
+    let mut stdout = stdout();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
 /// Writes `document` to stdout as pretty JSON, with a final newline.
 pub(crate) fn print_json<T: serde::Serialize>(document: &T) -> Result<()> {
     let mut stdout = stdout();

@@ -15,14 +15,13 @@ use super::plan_options::PlanOptionArgs;
 use super::profile::ProfileArg;
 use super::{Cli, exit, values};
 use crate::apply::command::SystemRunner;
-use crate::document::{Document, Kind};
 use crate::plan::file::PlanFile;
 use crate::plan::pipeline::Planned;
 use crate::prove::arms::CheckArms;
-use crate::prove::boot::{Resume, Settle};
+use crate::prove::boot::Resume;
 use crate::prove::state::{Rounds, State};
 use crate::prove::{self, Outcome, Prove, ProveError, Start};
-use crate::snapshot::SnapshotKind;
+use crate::snapshot::SnapshotKind::Linux;
 
 /// Rounds of each arm unless `--repeat` says otherwise (as check's default: compare needs
 /// several runs per arm).
@@ -116,29 +115,16 @@ pub struct ProveArgs {
 /// Runs `lowlat prove`.
 pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
     if let Some(dir) = &args.status {
-        let state = State::load(dir)?;
-        show(&state, dir, args.json)?;
+        show(&State::load(dir)?, dir, args.json)?;
         return Ok(exit::OK);
     }
     let root = writable_root(cli, "prove")?;
     require_root(&root, false, rustix::process::geteuid().as_raw(), "prove")?;
-    let runner = SystemRunner;
-    let make = |dir: &Path| -> Result<Prove<'_>> {
-        Ok(Prove {
-            root: &root,
-            runner: root.is_live().then_some(&runner as _),
-            dir: std::path::absolute(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?,
-            binary: std::env::current_exe()?,
-            options: prove::OPTIONS,
-            settle: Settle::default(),
-        })
-    };
     if let Some(dir) = &args.resume {
-        let prove = make(dir)?;
-        let state = State::load(&prove.dir)?;
-        let mut arms = arms(&state.rounds, root.is_live())?;
+        let prove = Prove::new(&root, &SystemRunner, dir)?;
+        let mut arms = arms(&State::load(&prove.dir)?.rounds, root.is_live())?;
         let outcome = prove::resume(&prove, &mut arms).map_err(|e| anyhow!("--resume {e}"))?;
-        return ended(outcome, &prove.dir, args.json);
+        return ended(&outcome, &prove.dir, args.json);
     }
     if !root.is_live() {
         bail!(
@@ -150,39 +136,18 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
             "standard input is not a terminal: add --yes to apply the plan between the arms; nothing was measured or changed"
         );
     }
-    let prove = make(&args.out)?;
-    let (plan, plan_text) = match &args.plan_file {
-        Some(file) => {
-            let PlanFile { plan, text, .. } = PlanFile::read(file)?;
-            (plan, text)
-        }
-        None => {
-            let job = args.plan.job()?;
-            match super::plan_options::planned(&root, SnapshotKind::Linux, &job)? {
-                Planned::Linux(linux) => {
-                    let text = linux.plan.to_json();
-                    (linux.plan, text)
-                }
-                Planned::Freebsd(_) => bail!("prove runs on Linux"),
-            }
-        }
+    let prove = Prove::new(&root, &SystemRunner, &args.out)?;
+    let (plan_text, plan) = match &args.plan_file {
+        Some(file) => PlanFile::read(file).map(|read| (read.text, read.plan))?,
+        None => match super::plan_options::planned(&root, Linux, &args.plan.job()?)? {
+            Planned::Linux(linux) => (linux.plan.to_json(), linux.plan),
+            Planned::Freebsd(_) => bail!("prove runs on Linux"),
+        },
     };
-    let cpus = plan.partition.isolated.clone();
-    if cpus.is_empty() {
-        bail!("the plan isolates no CPU: nothing to measure before and after; give --isolate LIST");
-    }
-    let rounds = Rounds {
-        profile: args.plan.profile.to_string(),
-        cpus,
-        duration_ms: u64::try_from(args.duration.as_millis()).unwrap_or(u64::MAX),
-        rounds: args.repeat,
-        explain: true,
-        load: args.load.asked(),
-        net: args.net,
-    };
-    crate::prove::arms::housekeeping_left(&rounds)?;
+    let profile = args.plan.profile.to_string();
+    let (load, net) = (args.load.asked(), args.net);
+    let rounds = Rounds::of(&plan, profile, args.duration, args.repeat, load, net)?;
     let mut arms = arms(&rounds, true)?;
-    note!("{}", prove::text::plan(&rounds));
     let start = Start {
         plan,
         plan_text,
@@ -191,17 +156,12 @@ pub(crate) fn run(cli: &Cli, args: &ProveArgs) -> Result<u8> {
         reboot: args.reboot,
     };
     let ask = |preview: &crate::apply::ApplyReport| -> Result<bool, ProveError> {
-        if args.yes {
-            return Ok(true);
-        }
         let due = preview.count(crate::apply::ItemStatus::WouldChange);
-        confirm(&format!(
-            "Apply {due} change(s) of the plan between the arms?"
-        ))
-        .map_err(|e| ProveError::Asked(e.to_string()))
+        let question = format!("Apply {due} change(s) of the plan between the arms?");
+        Ok(args.yes || confirm(&question).map_err(|e| ProveError::Asked(e.to_string()))?)
     };
     let outcome = prove::start(&prove, start, &mut arms, ask)?;
-    ended(outcome, &prove.dir, args.json)
+    ended(&outcome, &prove.dir, args.json)
 }
 
 /// The arms `rounds` asks for, with its profile.
@@ -214,37 +174,22 @@ fn arms(rounds: &Rounds, live: bool) -> Result<CheckArms> {
 /// Prints the state (text or JSON).
 fn show(state: &State, dir: &Path, json: bool) -> Result<()> {
     if json {
-        let host = state.identity.host.clone();
-        print_json(&Document::new(Kind::Prove, host, state))
+        print_json(&state.document())
     } else {
         print(&prove::text::status(state, dir))
     }
 }
 
-/// Prints how the run ended this time, and its exit code.
-fn ended(outcome: Outcome, dir: &Path, json: bool) -> Result<u8> {
+/// Prints how the run ended this time (the verdict, the command to resume by hand, the
+/// state), and its exit code.
+fn ended(outcome: &Outcome, dir: &Path, json: bool) -> Result<u8> {
     match outcome {
-        Outcome::Done(state, judged) => {
-            if !json {
-                print(&prove::verdict::text(&judged))?;
-            }
-            show(&state, dir, json)?;
-            Ok(if prove::verdict::worse(&judged) {
-                exit::FAILURES
-            } else {
-                exit::OK
-            })
+        Outcome::Done(_, judged) if !json => print(&prove::verdict::text(judged))?,
+        Outcome::RebootPending(_, Resume::ByHand(command)) => {
+            note!("after the reboot, run as root: {command}");
         }
-        Outcome::RebootPending(state, resume) => {
-            if let Resume::ByHand(command) = &resume {
-                note!("after the reboot, run as root: {command}");
-            }
-            show(&state, dir, json)?;
-            Ok(exit::OK)
-        }
-        Outcome::Stopped(state) => {
-            show(&state, dir, json)?;
-            Ok(exit::FAILURES)
-        }
+        _ => {}
     }
+    show(outcome.state(), dir, json)?;
+    Ok(exit::found(outcome.failed()))
 }

@@ -5,6 +5,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::messages::warning;
+use super::output::print_raw;
 use super::{Cli, exit};
 use crate::report::html::{self, inputs};
 
@@ -58,10 +59,7 @@ pub(crate) fn run(cli: &Cli, args: &ReportArgs) -> Result<u8> {
     }
     let page = html::render(&read.sources, &read.runs)?;
     if args.output == Path::new("-") {
-        use std::io::Write;
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(page.as_bytes())?;
-        stdout.flush()?;
+        print_raw(&page)?;
     } else {
         std::fs::write(&args.output, page)
             .with_context(|| format!("-o {}: cannot write the report", args.output.display()))?;

@@ -1,15 +1,15 @@
 //! `lowlat run`.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 
 use anyhow::{Result, bail};
 use clap::Args;
 
 use super::messages::{error, note};
 use super::{Cli, exit};
-use crate::apply::run::{BOOT_ISOLATED, enter, place};
-use crate::machine::{CpuSet, Reader, cgroup_cpuset};
+use crate::apply::run::{enter, exec, placement};
+use crate::machine::CpuSet;
+use crate::text::command_line;
 
 /// Options of `lowlat run`.
 #[derive(Debug, Args)]
@@ -46,40 +46,19 @@ pub(crate) fn run(cli: &Cli, args: &RunArgs) -> Result<u8> {
             "--root/--snapshot: lowlat run starts a command on this machine; with another root only --dry-run (where it would run) makes sense"
         );
     }
-    let mut reader = Reader::new(&root);
-    let tree = cgroup_cpuset::read(&mut reader);
-    let boot = reader.cpulist(BOOT_ISOLATED);
-    let placement = place(&tree, &boot, args.cpus.as_ref())?;
-    let shown = shown(&args.command);
+    let placement = placement(&root, args.cpus.as_ref())?;
+    let shown = command_line(&args.command);
     if args.dry_run {
         note!("would run {shown} {}", placement.describe());
         return Ok(exit::OK);
     }
-    if placement.cpuset.is_some() && rustix::process::geteuid().as_raw() != 0 {
-        bail!(
-            "lowlat run joins the isolated cpuset, which needs root (sudo lowlat run ...); nothing was started"
-        );
-    }
     enter(&root, &placement)?;
     note!("running {shown} {}", placement.describe());
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| anyhow::anyhow!("no COMMAND given after --"))?;
-    let error = std::process::Command::new(program).args(rest).exec();
+    let error = exec(&args.command);
     error!("cannot run {shown}: {error}");
     Ok(if error.kind() == std::io::ErrorKind::NotFound {
         127
     } else {
         126
     })
-}
-
-/// The command line, for messages.
-fn shown(command: &[OsString]) -> String {
-    let words: Vec<String> = command
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    crate::text::escape_page(&words.join(" ")).into_owned()
 }

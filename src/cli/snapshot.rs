@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::messages::note;
 use super::{Cli, exit};
 use crate::machine::Machine;
+use crate::snapshot::steps;
 use crate::text::escape_controls;
 use crate::units::plural;
 
@@ -33,27 +34,23 @@ pub struct SnapshotArgs {
 /// Runs `lowlat snapshot`.
 pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
     if let Some(dir) = &args.extract {
-        return extract(cli, dir, args.force);
+        let Some(file) = &cli.snapshot else {
+            bail!("--extract needs --snapshot FILE: the snapshot to extract");
+        };
+        let manifest = steps::extract(file, dir, args.force)?;
+        note!(
+            "extracted {} files of host {} (captured {}) into {}",
+            manifest.files,
+            escape_controls(&manifest.header.host),
+            escape_controls(&manifest.header.created),
+            dir.display()
+        );
+        return Ok(exit::OK);
     }
     let Some(output) = &args.output else {
         bail!("-o FILE: say where to write the snapshot");
     };
-    if cli.snapshot.is_some() {
-        bail!("--snapshot: a snapshot cannot be taken of a snapshot; copy the file instead");
-    }
-    if output.is_dir() {
-        bail!(
-            "-o {}: is a directory; give the snapshot's file name (-o {}/$(hostname).lowlat)",
-            output.display(),
-            output.display()
-        );
-    }
-    if output.exists() && !args.force {
-        bail!(
-            "-o {}: the file exists; choose another name or add --force",
-            output.display()
-        );
-    }
+    steps::check_output(output, args.force, cli.snapshot.is_some())?;
     let root = cli.sysroot()?.recording();
     let machine = Machine::read(&root);
     let manifest = crate::snapshot::write(&root, output).context("-o")?;
@@ -64,32 +61,6 @@ pub(crate) fn run(cli: &Cli, args: &SnapshotArgs) -> Result<u8> {
         manifest.bytes.div_ceil(1024),
         escape_controls(&manifest.header.host),
         plural(machine.warnings.len(), "warning", "warnings")
-    );
-    Ok(exit::OK)
-}
-
-/// `--extract DIR`: copies the unpacked snapshot tree to DIR.
-fn extract(cli: &Cli, dir: &std::path::Path, force: bool) -> Result<u8> {
-    let Some(file) = &cli.snapshot else {
-        bail!("--extract needs --snapshot FILE: the snapshot to extract");
-    };
-    // Opened first, so that a snapshot that cannot be read leaves no directory behind.
-    let (root, manifest) = crate::snapshot::open(file).context("--snapshot")?;
-    crate::sysroot::prepare_output_dir(dir, force).map_err(|e| {
-        let hint = match e {
-            crate::sysroot::OutputDirError::NotEmpty(_) => "; or add --force",
-            _ => "",
-        };
-        anyhow::anyhow!("--extract {e}{hint}")
-    })?;
-    crate::snapshot::extract_tree(root.dir_path(), dir)
-        .with_context(|| format!("--extract {}", dir.display()))?;
-    note!(
-        "extracted {} files of host {} (captured {}) into {}",
-        manifest.files,
-        escape_controls(&manifest.header.host),
-        escape_controls(&manifest.header.created),
-        dir.display()
     );
     Ok(exit::OK)
 }

@@ -15,6 +15,7 @@ use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
 use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
+use crate::watch::pipeline::OsnoiseMode;
 
 pub(crate) use crate::check::targets::read as target;
 pub(crate) use crate::units::parse::{
@@ -113,5 +114,14 @@ value_enum!(
     Stores {
         Normal => "normal", "Normal stores: STREAM's accounting.";
         Streaming => "streaming", "Non-temporal stores.";
+    }
+);
+
+value_enum!(
+    /// `--osnoise` of watch.
+    OsnoiseMode {
+        Auto => "auto", "Where tracefs has them and they can be enabled; otherwise a warning, and watch goes on";
+        On => "on", "Always: a tracefs without them, or a refused write, is an error";
+        Off => "off", "Never: tracefs is left alone";
     }
 );

@@ -1,33 +1,19 @@
 //! `lowlat watch`.
 
-use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
-use std::io::{IsTerminal, Write};
+use anyhow::Result;
+use clap::Args;
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::messages::{note, warning};
-use super::output::print;
+use super::output::{print, print_raw};
 use super::{Cli, exit, values};
 use crate::machine::CpuSet;
 use crate::plan::file::PlanFile;
-use crate::report::watch::exposition::Exporter;
-use crate::report::watch::view;
-use crate::sysroot::{Durability, Perms, SysRoot, write_file_atomically};
-use crate::watch::pipeline::{self, WatchRequest};
-use crate::watch::{Tick, serve};
-
-/// Whether watch reads the osnoise events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OsnoiseMode {
-    /// Where tracefs has them and they can be enabled; otherwise a warning, and watch goes on.
-    Auto,
-    /// Always: a tracefs without them, or a refused write, is an error.
-    On,
-    /// Never: tracefs is left alone.
-    Off,
-}
+use crate::report::watch::outputs::{Asked, Outputs, Shown};
+use crate::watch::Tick;
+use crate::watch::pipeline::{self, OsnoiseMode, WatchRequest};
 
 /// Options of `lowlat watch`.
 #[derive(Debug, Args)]
@@ -106,7 +92,7 @@ pub struct WatchArgs {
     /// Whether to read the osnoise events (passive noise durations, from tracefs): auto where
     /// the kernel has them, on to require them, off to leave tracefs alone.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = OsnoiseMode::Auto)]
-    pub osnoise: OsnoiseMode,
+    pub(crate) osnoise: OsnoiseMode,
 
     /// Trace the watched CPUs (`measure --explain`'s tracepoints, in a private tracefs
     /// instance removed when watch ends, also on Ctrl-C and SIGTERM; needs root) and count
@@ -137,38 +123,38 @@ pub(crate) fn run(cli: &Cli, args: &WatchArgs) -> Result<u8> {
     let chosen = pipeline::choose(&root, &request)?;
     let targets = &chosen.targets;
     if let Some(why) = &targets.chosen_because {
-        note!(
-            "watching CPU {} ({why}); choose others with --isolated LIST",
-            targets.isolated.to_list()
-        );
+        let isolated = targets.isolated.to_list();
+        note!("watching CPU {isolated} ({why}); choose others with --isolated LIST");
     }
     if let Some(e) = &chosen.pin_refused {
         let housekeeping = targets.housekeeping.to_list();
         warning!("could not pin itself to the housekeeping CPUs {housekeeping}: {e}");
     }
-    let isolated = targets.isolated.clone();
-    if let Some(file) = &args.textfile {
-        serve::check_textfile(file)?;
-    }
-    let page: serve::SharedPage = Arc::new(Mutex::new(String::new()));
-    if let Some(addr) = &args.listen {
-        let at = serve::listen(addr, &page)?;
-        note!(
-            "serving http://{at}/metrics, isolated CPUs {}",
-            isolated.to_list()
-        );
+    let asked = Asked {
+        listen: args.listen.clone(),
+        textfile: args.textfile.clone(),
+        json: args.json,
+        once: args.once,
+        top: args.top as usize,
+        terminal: std::io::stdout().is_terminal(),
+    };
+    let (mut outputs, listening) = Outputs::open(asked, &root, &targets.isolated)?;
+    if let Some(at) = listening {
+        let isolated = targets.isolated.to_list();
+        note!("serving http://{at}/metrics, isolated CPUs {isolated}");
     }
     let (watch, warnings) = pipeline::start(&root, chosen, &request)?;
     for said in warnings {
         warning!("{said}");
     }
-    let mut outputs = Outputs::new(args, &root, &isolated, page);
-    pipeline::run(watch, request.ticks, |tick: &Tick| outputs.show(tick))?;
-    Ok(if outputs.drifted {
-        exit::FAILURES
-    } else {
-        exit::OK
-    })
+    pipeline::run(watch, request.ticks, |tick: &Tick| {
+        match outputs.show(tick)? {
+            Some(Shown::Raw(text)) => print_raw(&text),
+            Some(Shown::Page(page)) => print(&page),
+            None => Ok(()),
+        }
+    })?;
+    Ok(exit::found(outputs.drifted))
 }
 
 /// The request `args` make, with `--plan` and `--profile` read.
@@ -184,91 +170,9 @@ fn request(args: &WatchArgs) -> Result<WatchRequest> {
         profile,
         interval: args.interval,
         drift_interval: args.drift_interval,
-        osnoise: match args.osnoise {
-            OsnoiseMode::Auto => pipeline::OsnoiseMode::Auto,
-            OsnoiseMode::On => pipeline::OsnoiseMode::On,
-            OsnoiseMode::Off => pipeline::OsnoiseMode::Off,
-        },
+        osnoise: args.osnoise,
         explain: args.explain,
         top: args.top as usize,
         ticks: args.once.then_some(1),
     })
-}
-
-/// Where each interval goes: the page served over HTTP, `--textfile`, and stdout (JSON lines,
-/// the one exposition of `--once`, or the screen).
-struct Outputs<'a> {
-    args: &'a WatchArgs,
-    exporter: Exporter,
-    page: serve::SharedPage,
-    host: String,
-    isolated: String,
-    /// The screen, when nothing else is asked for.
-    screen: bool,
-    /// Whether the screen is cleared before each page (a terminal).
-    clear: bool,
-    /// Whether the last interval found a setting drifted.
-    drifted: bool,
-}
-
-impl<'a> Outputs<'a> {
-    /// The outputs `args` ask for, on `root`'s host, watching `isolated`.
-    fn new(
-        args: &'a WatchArgs,
-        root: &SysRoot,
-        isolated: &CpuSet,
-        page: serve::SharedPage,
-    ) -> Self {
-        let screen = args.listen.is_none() && args.textfile.is_none() && !args.json && !args.once;
-        Outputs {
-            args,
-            exporter: Exporter::new(args.top as usize),
-            page,
-            host: crate::document::host_name(root),
-            isolated: isolated.to_list(),
-            screen,
-            clear: screen && std::io::stdout().is_terminal(),
-            drifted: false,
-        }
-    }
-
-    /// Writes one interval to every output.
-    fn show(&mut self, tick: &Tick) -> Result<()> {
-        let args = self.args;
-        self.drifted = tick.drift.is_some_and(|d| d.settings() > 0);
-        let exposition = self.exporter.render(tick);
-        if let Ok(mut shared) = self.page.lock() {
-            shared.clone_from(&exposition);
-        }
-        if let Some(file) = &args.textfile {
-            write_file_atomically(
-                file,
-                exposition.as_bytes(),
-                Perms::mode(0o644),
-                Durability::Unsynced,
-            )
-            .with_context(|| format!("--textfile {}", file.display()))?;
-        }
-        if args.json {
-            print_line(&view::json_line(tick, &self.host)?)?;
-        } else if args.once {
-            print(&exposition)?;
-        } else if self.screen {
-            let page = view::text(tick, &self.isolated);
-            if self.clear {
-                print_line(&format!("\x1b[H\x1b[2J{page}"))?;
-            } else {
-                print(&page)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Prints one line and flushes, so that a pipe sees each interval at once.
-fn print_line(line: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
-    out.flush()?;
-    Ok(())
 }

@@ -164,6 +164,12 @@ pub(crate) struct RuleTally {
 }
 
 impl FleetReport {
+    /// Whether anything calls for a look (exit 1): an outlier, a host outside a measured
+    /// figure, a file skipped.
+    pub(crate) fn flagged(&self) -> bool {
+        self.outliers() > 0 || self.outside() > 0 || !self.skipped.is_empty()
+    }
+
     /// How many outliers the groups have.
     pub(crate) fn outliers(&self) -> usize {
         self.groups.iter().map(|g| g.outliers.len()).sum()

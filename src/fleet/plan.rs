@@ -8,7 +8,7 @@
 //! and on every rule's verdict except those of rules whose fixes are manual (the firmware,
 //! hardware and libvirt domain layers).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::group::{FleetReport, Group, RULE_PREFIX};
 use crate::audit::{self, rules};
@@ -16,8 +16,10 @@ use crate::machine::Machine;
 use crate::plan::artifacts::{self, Artifact};
 use crate::plan::findings;
 use crate::plan::request::{NoPlan, PlanProfile, PlanRequest};
+use crate::plan::write::{OutError, write_out};
 use crate::plan::{self as planner, PlanError};
 use crate::snapshot::{self, SnapshotError};
+use crate::sysroot::{OutputDirError, prepare_output_dir};
 use crate::tuning::setting::Layer;
 
 /// Field prefixes no plan depends on: hosts may differ in them and share a plan.
@@ -85,6 +87,12 @@ pub(crate) enum FleetPlanError {
         /// Why.
         source: PlanError,
     },
+    /// `--out DIR` cannot hold the groups' directories.
+    #[error("--out {0}")]
+    Out(#[from] OutputDirError),
+    /// A group's directory could not be written.
+    #[error(transparent)]
+    Write(#[from] OutError),
 }
 
 /// Whether a plan depends on `field` (a fingerprint field, or `rule:ID`).
@@ -154,6 +162,28 @@ pub(crate) fn plans(
         },
         _ => e,
     })
+}
+
+/// The plans of [`plans`], each group's written into `out/group-N/` (`force`: replacing
+/// lowlat's files in a directory that is not empty), with the directory of each group.
+pub(crate) fn write(
+    report: &FleetReport,
+    request: &PlanRequest,
+    profile: &audit::Profile,
+    out: &Path,
+    force: bool,
+) -> Result<Vec<(GroupPlan, PathBuf)>, FleetPlanError> {
+    // The groups' directories go under it: a file or a dangling link is refused as itself.
+    prepare_output_dir(out, true)?;
+    let mut written = Vec::new();
+    for group in plans(report, request, profile)? {
+        let dir = out.join(format!("group-{}", group.group));
+        if let GroupOutcome::Planned { files, .. } = &group.outcome {
+            write_out(&dir, files, force)?;
+        }
+        written.push((group, dir));
+    }
+    Ok(written)
 }
 
 /// One plan per group of `report`, for `request` with the audit `profile`.

@@ -4,12 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::path::Path;
 
 use crate::audit::bios::wanted;
 use crate::audit::profile::Profile;
 use crate::bios::intents::resolve;
+use crate::bios::pipeline::PlannedBios;
 use crate::bios::settings::needed;
 use crate::bios::{BiosState, value_text};
+use crate::plan::file::{PlanFile, PlanFileError};
 
 /// What to stage on one server's BIOS, and what the profile wants that this BMC cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +54,35 @@ pub struct BiosSkipped {
     pub intent: String,
     /// Why it is not planned, and what to do about it.
     pub reason: String,
+}
+
+/// Why `bios apply --plan` or `bios verify --plan` cannot take a plan's BIOS part.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlannedBiosError {
+    /// The plan file could not be read.
+    #[error(transparent)]
+    File(#[from] PlanFileError),
+    /// The plan has no BIOS part.
+    #[error(
+        "{0}: the plan has no BIOS part; make it with `lowlat plan --bios bios.json` from a `lowlat bios read -o bios.json` of this BMC"
+    )]
+    NoBiosPart(String),
+}
+
+/// The BIOS part of the plan in `file`, as `bios apply --plan` and `bios verify --plan` take it
+/// (named `--plan FILE` in messages).
+pub(crate) fn planned(file: &Path) -> Result<PlannedBios, PlannedBiosError> {
+    let read = PlanFile::read(file)?;
+    let part = read
+        .plan
+        .bios
+        .ok_or(PlannedBiosError::NoBiosPart(read.shown.clone()))?;
+    Ok(PlannedBios {
+        shown: read.shown,
+        bmc: part.bmc,
+        system_uri: part.system_uri,
+        intents: part.changes.into_iter().map(|c| c.intent).collect(),
+    })
 }
 
 impl BiosChange {

@@ -22,9 +22,10 @@ use crate::machine::cgroup_cpuset::{self, CgroupVersion};
 use crate::machine::{CpuSet, Reader};
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::{self, NetPath, NetRequest};
-use crate::measure::load;
+use crate::measure::load::{self, LoadAsked};
 use crate::measure::runner::harness::{self, DmaLatencyLimit};
 use crate::measure::runner::session::{Engine, Session};
+use crate::plan::Plan;
 use crate::report::check as check_report;
 use crate::report::measure::{finished_document, net as net_report};
 use crate::sysroot::SysRoot;
@@ -65,17 +66,40 @@ pub(crate) trait Measure {
     fn measure(&mut self, arm: Arm, dir: &Path) -> Result<Measured, ProveError>;
 }
 
-/// Refuses loads (`rounds.load`) when no CPU this process may run on is left beside the
-/// measured ones, with check's error, before anything is measured or changed.
-pub(crate) fn housekeeping_left(rounds: &Rounds) -> Result<(), ProveError> {
-    let Some(asked) = &rounds.load else {
-        return Ok(());
-    };
-    let allowed = harness::current_affinity()
-        .map_err(|e| ProveError::Measure(format!("sched_getaffinity: {e}")))?;
-    load::housekeeping(&allowed, &rounds.cpus)
-        .map(|_| ())
-        .map_err(|e| ProveError::Measure(format!("--load {}: {e}", asked.names())))
+impl Rounds {
+    /// The rounds of a new prove of `plan`, on its isolated CPUs, explained: each arm's jitter
+    /// and timer `duration` long in `rounds` rounds, with `load` beside them and `net`'s
+    /// ping-pong. Refused before anything is measured or changed when the plan isolates no CPU,
+    /// or when loads have no CPU this process may run on beside the measured ones (check's
+    /// error).
+    pub(crate) fn of(
+        plan: &Plan,
+        profile: String,
+        duration: Duration,
+        rounds: u32,
+        load: Option<LoadAsked>,
+        net: bool,
+    ) -> Result<Rounds, ProveError> {
+        let cpus = plan.partition.isolated.clone();
+        if cpus.is_empty() {
+            return Err(ProveError::NoCpu);
+        }
+        if let Some(asked) = &load {
+            let allowed = harness::current_affinity()
+                .map_err(|e| ProveError::Measure(format!("sched_getaffinity: {e}")))?;
+            load::housekeeping(&allowed, &cpus)
+                .map_err(|e| ProveError::Measure(format!("--load {}: {e}", asked.names())))?;
+        }
+        Ok(Rounds {
+            profile,
+            cpus,
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            rounds,
+            explain: true,
+            load,
+            net,
+        })
+    }
 }
 
 /// The arms measured by check's pipeline on the live machine, as `request` asks.

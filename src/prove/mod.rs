@@ -78,6 +78,17 @@ pub(crate) enum ProveError {
     /// `--resume` of a run that cannot resume from where it stands.
     #[error("{0}")]
     CannotResume(String),
+    /// The plan isolates no CPU, so there is nothing to measure.
+    #[error("the plan isolates no CPU: nothing to measure before and after; give --isolate LIST")]
+    NoCpu,
+    /// DIR (`--out`, `--resume`) has no absolute path, or this lowlat's own path is unknown.
+    #[error("{}: {source}", path.display())]
+    Path {
+        /// The directory, or this lowlat.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// How prove's compare judges the arms: the rate of gaps and wake-ups above 10 µs, and a
@@ -126,6 +137,49 @@ pub(crate) enum Outcome {
     RebootPending(State, Resume),
     /// Stopped before the end; the state says why and what the machine holds.
     Stopped(State),
+}
+
+impl Outcome {
+    /// The state the run ended this time with.
+    pub(crate) fn state(&self) -> &State {
+        match self {
+            Outcome::Done(state, _)
+            | Outcome::RebootPending(state, _)
+            | Outcome::Stopped(state) => state,
+        }
+    }
+
+    /// Whether it ends in failure: stopped, or done with a primary endpoint worse (exit 1).
+    pub(crate) fn failed(&self) -> bool {
+        match self {
+            Outcome::Done(_, judged) => verdict::worse(judged),
+            Outcome::RebootPending(..) => false,
+            Outcome::Stopped(_) => true,
+        }
+    }
+}
+
+impl<'a> Prove<'a> {
+    /// Prove on `root` in `dir` (made absolute), with this lowlat for the resume, compare's
+    /// defaults and the default settle condition; `runner` runs systemctl on the live machine.
+    pub(crate) fn new(
+        root: &'a SysRoot,
+        runner: &'a dyn Runner,
+        dir: &Path,
+    ) -> Result<Self, ProveError> {
+        let path = |path: &Path, source| ProveError::Path {
+            path: path.to_path_buf(),
+            source,
+        };
+        Ok(Prove {
+            root,
+            runner: root.is_live().then_some(runner),
+            dir: std::path::absolute(dir).map_err(|e| path(dir, e))?,
+            binary: std::env::current_exe().map_err(|e| path(Path::new("this lowlat"), e))?,
+            options: OPTIONS,
+            settle: Settle::default(),
+        })
+    }
 }
 
 impl Prove<'_> {
@@ -213,14 +267,16 @@ fn identity(plan: &Plan, machine: &Machine, root: &SysRoot) -> Identity {
     }
 }
 
-/// Starts a prove run: holds the plan to the machine, measures the before arm, applies the
-/// plan (asking `confirm` with the preview), then goes on (or waits for the reboot).
+/// Starts a prove run: says what each arm measures, holds the plan to the machine, measures
+/// the before arm, applies the plan (asking `confirm` with the preview), then goes on (or
+/// waits for the reboot).
 pub(crate) fn start(
     prove: &Prove<'_>,
     start: Start,
     measure: &mut dyn Measure,
     confirm: impl FnOnce(&ApplyReport) -> Result<bool, ProveError>,
 ) -> Result<Outcome, ProveError> {
+    note!("{}", text::plan(&start.rounds));
     let _lock = ProveLock::acquire(prove.root)?;
     harness::catch_interrupt();
     harness::catch_terminate();
@@ -309,7 +365,7 @@ pub(crate) fn start(
         .filter(|item| item.status == ItemStatus::Failed)
         .map(|item| Refused {
             setting: item.label.clone(),
-            reason: item.reason.clone().unwrap_or_default(),
+            reason: item.why().unwrap_or_default().to_string(),
         })
         .collect();
     if !state.refused.is_empty() {

@@ -237,11 +237,15 @@ pub(crate) enum StateError {
 }
 
 impl State {
+    /// The state as its document (kind `prove`), as `DIR/prove.json` and `--json` hold it.
+    pub(crate) fn document(&self) -> Document<&State> {
+        Document::new(Kind::Prove, self.identity.host.clone(), self)
+    }
+
     /// Writes the state to `DIR/prove.json` atomically (temporary file, fsync, rename), so
     /// that a crash leaves the old state or the new one.
     pub(crate) fn save(&self, dir: &Path) -> Result<(), StateError> {
-        let document = Document::new(Kind::Prove, self.identity.host.clone(), self);
-        let json = document.to_json().map_err(|e| StateError::Invalid {
+        let json = self.document().to_json().map_err(|e| StateError::Invalid {
             path: dir.join(STATE_FILE),
             problem: e.to_string(),
         })?;

@@ -1,5 +1,6 @@
-//! The pages and documents of `lowlat bios`: what a BMC reports, what apply staged (and its
-//! journal), how verify found it, what revert staged again.
+//! The pages and documents of `lowlat bios`: what a BMC reports (its document is
+//! `BiosState::document`), what apply staged (and its journal), how verify found it, what
+//! revert staged again.
 
 use crate::text::Page;
 
@@ -7,14 +8,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bios::intents::standings;
+use crate::bios::pipeline::Staged;
 use crate::bios::settings::{AttributeCheck, BiosJournalEntry, BiosStatus};
 use crate::bios::{BiosState, value_text};
 use crate::document::{Document, Kind};
-
-/// The `bios` document of `bios read` (and its `-o FILE`): the state the BMC reported.
-pub fn read_document(state: &BiosState) -> Document<&BiosState> {
-    Document::new(Kind::Bios, state.host(), state)
-}
 
 /// The body of a `bios-verify` document.
 #[derive(Debug, Serialize)]
@@ -87,8 +84,18 @@ pub fn read_text(state: &BiosState) -> String {
     out.into_string()
 }
 
+/// The page of `bios apply`: what it staged (or would stage, with `--dry-run`) and, when it
+/// staged, whether the values wait for a reset.
+pub(crate) fn apply_text(staged: &Staged) -> String {
+    let mut out = Page::from(staged_text(&staged.journal.entries, staged.staged));
+    if staged.staged {
+        out.text(reboot_text(staged.reboot_required));
+    }
+    out.into_string()
+}
+
 /// What `bios apply` staged (or would stage, with `--dry-run`).
-pub fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
+fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
     if entries.is_empty() {
         return "Nothing to change: every attribute is already set or staged as asked.\n"
             .to_string();
@@ -109,9 +116,11 @@ pub fn staged_text(entries: &[BiosJournalEntry], staged: bool) -> String {
     out.into_string()
 }
 
-/// The checks of `bios verify`, one line each, then the count of each outcome; `shows_pending`
-/// is false for a BMC without a settings object, whose staged values cannot be seen.
-pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
+/// The checks of `bios verify` on `state`'s BMC, one line each, then the count of each
+/// outcome, and what a BMC without a settings object (whose staged values cannot be seen)
+/// means for drift.
+pub fn verify_text(state: &BiosState, checks: &[AttributeCheck]) -> String {
+    let shows_pending = state.settings_object.is_some();
     let mut out = Page::new();
     let text = |v: &Option<Value>| v.as_ref().map_or("-".to_string(), value_text);
     for c in checks {
@@ -156,7 +165,7 @@ pub fn verify_text(checks: &[AttributeCheck], shows_pending: bool) -> String {
 }
 
 /// The line under `bios apply`'s page: whether the staged values wait for a reset.
-pub fn reboot_text(reboot_required: bool) -> String {
+fn reboot_text(reboot_required: bool) -> String {
     format!(
         "reboot_required: {}\n",
         if reboot_required { "yes" } else { "no" }

@@ -1,21 +1,51 @@
 //! `lowlat fleet` as text and as its JSON document: `report`'s summary line, each group with its
 //! outliers field by field and its measured figures with the hosts outside them, the rules'
 //! tallies, and the files left out; `plan`'s files written per group. Every value from a
-//! snapshot is escaped (a host name could carry a newline or a terminal escape).
+//! snapshot is escaped (a host name could carry a newline or a terminal escape). The report is
+//! read here ([`read`]), where the result bundles' documents can be read as runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::text::Page;
 
-use crate::audit::FindingStatus;
+use super::html::{Budget, Source, SourceError};
+use super::runs;
+use crate::audit::{FindingStatus, Profile};
 use crate::document::{Document, Kind};
 use crate::fleet::group::{FleetReport, Group, Skipped};
 use crate::fleet::plan::{GroupOutcome, GroupPlan};
+use crate::fleet::{self, FleetError};
 use crate::text::escape_controls;
 use crate::units::plural;
 
 /// The `host` of a `fleet` document: it is about many hosts.
 const FLEET_HOST: &str = "fleet";
+
+/// The fleet's report over `inputs`, judged by `profile`, the documents of its result bundles
+/// read as `lowlat report` reads runs.
+pub(crate) fn read(inputs: &[PathBuf], profile: &Profile) -> Result<FleetReport, FleetError> {
+    let runs = |file: &Path| runs::load(&[file.to_path_buf()]).map(|loaded| loaded.runs);
+    fleet::report(inputs, profile, &runs)
+}
+
+/// Why the fleet's page could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FleetHtmlError {
+    /// The document could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The page could not be drawn from it.
+    #[error(transparent)]
+    Page(#[from] SourceError),
+}
+
+/// The HTML page of `report` (`fleet report --html`), drawn from its document as `lowlat
+/// report fleet.json` draws it.
+pub(crate) fn html(report: &FleetReport) -> Result<String, FleetHtmlError> {
+    let json = document(report).to_json()?;
+    let sources = Source::parse_all("fleet.json", json, &mut Budget::default())?;
+    Ok(super::html::render(&sources, &[])?)
+}
 
 /// The `fleet` document of `report`.
 pub(crate) fn document(report: &FleetReport) -> Document<&FleetReport> {

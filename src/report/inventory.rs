@@ -1,4 +1,5 @@
-//! `lowlat inventory`: the one-screen summary and the versioned JSON document.
+//! `lowlat inventory`: the one-screen summary and the versioned JSON document, of a Linux
+//! machine or of a FreeBSD capture (whose printers are `report::freebsd`'s): `Inventoried`.
 
 use crate::text::Page;
 use serde::{Deserialize, Serialize};
@@ -6,10 +7,64 @@ use std::borrow::Cow;
 
 use crate::document::{self, Document, Kind};
 use crate::machine::core_types::{CoreType, CoreTypes};
+use crate::machine::freebsd::{FreeBsdError, FreeBsdMachine};
 use crate::machine::kernel::tracers::LATENCY_TRACERS;
 use crate::machine::topology::{CacheKind, Topology};
 use crate::machine::{Avail, CpuSet, Machine};
+use crate::snapshot::SnapshotKind;
+use crate::sysroot::SysRoot;
 use crate::units::{bytes, kib, plural};
+
+/// The machine `lowlat inventory` describes.
+pub(crate) enum Inventoried {
+    /// A Linux machine (the live one with its time daemons' answers).
+    Linux(Box<Machine>),
+    /// A FreeBSD capture.
+    Freebsd(Box<FreeBsdMachine>),
+}
+
+/// The inventory document of either machine, written as the one it holds.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum InventoryDocument<'a> {
+    /// A Linux machine's (boxed: its body may own a machine).
+    Linux(Box<Document<InventoryBody<'a>>>),
+    /// A FreeBSD capture's.
+    Freebsd(Document<super::freebsd::InventoryBody<'a>>),
+}
+
+impl Inventoried {
+    /// Reads the machine under `root` as its snapshot's `kind` says; on the live machine, the
+    /// running time daemons are asked too.
+    pub(crate) fn read(root: &SysRoot, kind: SnapshotKind) -> Result<Self, FreeBsdError> {
+        if kind == SnapshotKind::Freebsd {
+            return Ok(Inventoried::Freebsd(Box::new(FreeBsdMachine::read(root)?)));
+        }
+        let mut machine = Machine::read(root);
+        if root.is_live() {
+            crate::machine::time_daemons::ask_time_daemons(&mut machine);
+        }
+        Ok(Inventoried::Linux(Box::new(machine)))
+    }
+
+    /// The document of `inventory --json`.
+    pub(crate) fn document(&self) -> InventoryDocument<'_> {
+        match self {
+            Inventoried::Linux(machine) => InventoryDocument::Linux(Box::new(document(machine))),
+            Inventoried::Freebsd(machine) => {
+                InventoryDocument::Freebsd(super::freebsd::inventory_document(machine))
+            }
+        }
+    }
+
+    /// The summary of `inventory`.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Inventoried::Linux(machine) => text(machine),
+            Inventoried::Freebsd(machine) => super::freebsd::inventory_text(machine),
+        }
+    }
+}
 
 /// The body of the inventory JSON document: the machine borrowed when written, owned when
 /// read back (the report's machine section).

@@ -31,6 +31,7 @@ use crate::text::escape_controls;
 mod gaps;
 pub mod mustgather;
 pub mod sosreport;
+pub(crate) mod steps;
 mod ustar;
 
 /// The `format` field of a schema-1 manifest (before the document envelope).

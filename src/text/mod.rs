@@ -30,6 +30,13 @@ pub(crate) fn escape_page(text: &str) -> Cow<'_, str> {
     escape_except(text, &['\n', '\t'])
 }
 
+/// A command line (`lowlat run`'s COMMAND) as one line for messages: its words joined by
+/// spaces, each read lossily, the whole escaped.
+pub(crate) fn command_line(words: &[std::ffi::OsString]) -> String {
+    let words: Vec<_> = words.iter().map(|w| w.to_string_lossy()).collect();
+    escape_page(&words.join(" ")).into_owned()
+}
+
 /// `text` cut to `max` characters, saying how many were left out (`… (N characters more)`):
 /// a string from another machine or a file shown in a message or a page, where its whole
 /// length (a 16 MiB host name) would drown the rest. Text within `max` is returned as it is.

@@ -4,14 +4,16 @@
 //! (`lowlat: warning: …`).
 //!
 //! Library code returns its warnings as data wherever it can (`machine::Warnings`, a result's
-//! notes). This is for the three places where it cannot:
+//! notes). This is for the four places where it cannot:
 //!
 //! - a `Drop` that restores the machine (the trace instances, the osnoise events) and fails:
 //!   it has nothing to return to;
 //! - a helper thread of a measurement (a load hog, a known-answer injector) that cannot start
 //!   on its CPU: the run goes on without it, and the user should know now;
 //! - what a measurement says while it runs (what it measures, how far it got), which is worth
-//!   nothing once the run has ended.
+//!   nothing once the run has ended;
+//! - a warning due before a step that may fail: `bios::pipeline::connect` warns of plain HTTP
+//!   before the password goes out, whether the login then succeeds or not.
 //!
 //! A listener is one function for the whole process, so that a `Drop` deep in the library
 //! reaches it without one being passed down to it. Without a listener (the library's own

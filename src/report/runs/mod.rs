@@ -10,6 +10,7 @@ mod peers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::compare::calibrate::{self, Calibration};
 use crate::compare::error::LoadError;
 use crate::compare::run::{Format, Run};
 use crate::compare::{Comparison, Options, compare_each, hosts};
@@ -26,18 +27,39 @@ pub struct Loaded {
 
 /// Reads both arms and compares them, naming the files of their bundles that held no run in
 /// the first comparison's notes; with the hosts of both arms, as a document's envelope names
-/// them.
+/// them. An argument of arm B that starts with `-` and names no file is an option put after
+/// `--`, and refused.
 pub fn compare_arms(
     a: &[PathBuf],
     b: &[PathBuf],
     options: &Options,
 ) -> Result<(Vec<Comparison>, String), LoadError> {
+    let option =
+        |path: &&PathBuf| path.to_str().is_some_and(|t| t.starts_with('-')) && !path.exists();
+    if let Some(option) = b.iter().find(option) {
+        return Err(LoadError::file(
+            option.display().to_string(),
+            "arm B holds an option; options go before `--`, since everything after it is arm B \
+             (lowlat compare --above 20us A… -- B…)",
+        ));
+    }
     let (a, b) = (load(a)?, load(b)?);
     let mut comparisons = compare_each(&a.runs, &b.runs, options)?;
     if let Some(first) = comparisons.first_mut() {
         first.notes.extend(a.skipped.into_iter().chain(b.skipped));
     }
     Ok((comparisons, hosts(a.runs.iter().chain(&b.runs))))
+}
+
+/// Reads the untouched runs of `paths` and splits them every way (`compare --calibrate`,
+/// [`calibrate::calibrate`]); with their hosts, as a document's envelope names them.
+pub fn calibrate(
+    paths: &[PathBuf],
+    options: &Options,
+    seed: u64,
+) -> Result<(Vec<Calibration>, String), LoadError> {
+    let runs = load(paths)?.runs;
+    Ok((calibrate::calibrate(&runs, options, seed)?, hosts(&runs)))
 }
 
 /// Reads every path of one arm: files, and directories (bundles: every file in them, by name,
