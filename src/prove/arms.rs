@@ -255,13 +255,7 @@ impl Measure for CheckArms {
         let documents = (check_report::Finished::of(&prepared, &measured))
             .map_err(|e| failed(&e))?
             .documents;
-        for (kind, json) in &documents {
-            match kind {
-                Kind::Inventory => bundle.put(*kind, json),
-                _ => bundle.add(*kind, json),
-            }
-            .map_err(|e| failed(&e))?;
-        }
+        bundle.add_all(&documents).map_err(|e| failed(&e))?;
         let mut complete = measured.complete;
         if self.net && complete && !harness::interrupted() {
             harness::pin_current_thread_to(&allowed).map_err(|e| failed(&e))?;
