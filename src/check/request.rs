@@ -9,11 +9,12 @@ use thiserror::Error;
 use super::pipeline::{CheckRequest, MIN_ROUND};
 use super::targets::{self, Target};
 use crate::audit::profile::Profile;
+use crate::audit::site::SiteError;
 use crate::machine::CpuSet;
 use crate::measure::load::LoadAsked;
 
-/// What was asked of a check (the flags of `lowlat check`, a site profile's `[check]`), before
-/// the defaults are taken.
+/// What was asked of a check (the flags of `lowlat check`; a site profile's `[check]` comes
+/// with its profile), before the defaults are taken.
 #[derive(Debug, Clone)]
 pub(crate) struct Asked {
     /// The profile (a built-in one, or a site profile laid over one).
@@ -28,10 +29,6 @@ pub(crate) struct Asked {
     pub rounds: u32,
     /// The targets given (`--target`), in place of the profile's.
     pub targets: Vec<Target>,
-    /// The site profile's `[check]` targets (empty: none, or no site profile).
-    pub site_targets: Vec<Target>,
-    /// The site profile's `[check]` duration.
-    pub site_duration: Option<Duration>,
     /// Whether the runs explain their gaps.
     pub explain: bool,
     /// The loads beside the measured CPUs.
@@ -56,6 +53,9 @@ pub(crate) enum RequestError {
         /// The length of one round.
         round: Duration,
     },
+    /// A site profile's `[check]` target or duration that cannot be read.
+    #[error("--profile {0}")]
+    Site(#[from] SiteError),
 }
 
 impl Asked {
@@ -71,25 +71,27 @@ impl Asked {
             quick: false,
             rounds: super::DEFAULT_ROUNDS,
             targets: Vec::new(),
-            site_targets: Vec::new(),
-            site_duration: None,
             explain: true,
             load: None,
             hwlat_duration: None,
         }
     }
 
-    /// The check asked for, with the defaults taken; refuses rounds too short for the timer
-    /// run.
+    /// The check asked for, with the defaults taken (the site profile's `[check]` read);
+    /// refuses a bad site target or duration, and rounds too short for the timer run.
     pub(crate) fn request(self) -> Result<CheckRequest, RequestError> {
+        let (site_targets, site_duration) = match &self.profile.site {
+            Some(site) => (targets::site_targets(site)?, targets::site_duration(site)?),
+            None => (Vec::new(), None),
+        };
         let targets = if !self.targets.is_empty() {
             self.targets
-        } else if !self.site_targets.is_empty() {
-            self.site_targets
+        } else if !site_targets.is_empty() {
+            site_targets
         } else {
             targets::of_profile(self.profile.info.name)
         };
-        let duration = match (self.duration, self.quick, self.site_duration) {
+        let duration = match (self.duration, self.quick, site_duration) {
             (Some(duration), _, _) => duration,
             (None, true, _) => super::QUICK,
             (None, false, Some(duration)) => duration,
@@ -121,8 +123,40 @@ impl Asked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::site::{Located, Place, Site};
     use crate::check::targets::TargetMetric;
     use crate::tuning::profile_name::ProfileName;
+
+    /// A site profile whose `[check]` (at site.toml line 3 on) has these targets and duration.
+    fn site_check(targets: &[&str], duration: Option<&str>) -> Site {
+        let at = |line: usize, value: &str| Located {
+            value: value.to_string(),
+            place: Place {
+                file: "site.toml".into(),
+                line,
+            },
+            column: 1,
+        };
+        let mut site = Site::default();
+        site.check.targets = (targets.iter().enumerate())
+            .map(|(i, t)| at(3 + i, t))
+            .collect();
+        site.check.duration = duration.map(|d| at(9, d));
+        site
+    }
+
+    /// A site profile's bad `[check]` target or duration is refused at its place, after
+    /// --profile.
+    #[test]
+    fn a_bad_site_target_or_duration_is_refused_at_its_place() {
+        let mut bad = Asked::low_latency();
+        bad.profile.site = Some(Box::new(site_check(&["timer.mean<5us"], None)));
+        let err = bad.clone().request().unwrap_err().to_string();
+        assert!(err.starts_with("--profile site.toml:3"), "{err}");
+        bad.profile.site = Some(Box::new(site_check(&[], Some("soon"))));
+        let err = bad.request().unwrap_err().to_string();
+        assert!(err.starts_with("--profile site.toml:9"), "{err}");
+    }
 
     fn target(metric: TargetMetric, source: &str) -> Target {
         Target {
@@ -141,10 +175,12 @@ mod tests {
         assert_eq!(plain.duration, Duration::from_secs(200));
         assert_eq!(plain.hwlat_duration, super::super::hwlat::DEFAULT_DURATION);
         let mut site = Asked::low_latency();
-        site.site_targets = vec![target(TargetMetric::TimerMaxUs, "site.toml:3")];
-        site.site_duration = Some(Duration::from_secs(30));
+        site.profile.site = Some(Box::new(site_check(&["timer.max<50us"], Some("30s"))));
         let from_site = site.clone().request().unwrap();
-        assert_eq!(from_site.targets, site.site_targets);
+        assert_eq!(
+            from_site.targets,
+            [target(TargetMetric::TimerMaxUs, "site.toml:3")]
+        );
         assert_eq!(from_site.duration, Duration::from_secs(30));
         site.targets = vec![target(TargetMetric::HwlatMaxUs, "--target hwlat.max<50us")];
         site.quick = true;

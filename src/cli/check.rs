@@ -1,7 +1,7 @@
 //! `lowlat check`: inventory, audit, a jitter run and a timer run on the CPUs that matter, and
 //! the profile's measured targets, in one command.
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use clap::Args;
 use std::path::Path;
 use std::time::Duration;
@@ -19,8 +19,6 @@ use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
 use crate::report::check as printers;
-use crate::report::check_load::LoadBody;
-use crate::report::measure::explain;
 use crate::report::measure::hardware as hardware_printers;
 
 /// Options of `lowlat check`.
@@ -141,31 +139,15 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     // The clock block shows the running daemons' offsets, as inventory does.
     crate::machine::time_daemons::ask_time_daemons(&mut check.machine);
     let bundle = args.bundle.open(&check.session)?;
-    let counts = check.audit.counts();
-    note!(
-        "audit against {}: {} fail, {} warn, {} pass",
-        check.profile.info.name,
-        counts.fail,
-        counts.warn,
-        counts.pass
-    );
+    note!("{}", printers::audit_said(&check));
     // Held for every round, so that the rounds are alike (the busy loop never idles anyway).
     let _limit = hold_idle_limit(check.session.root(), 0);
     let measured = check::run(&check, |step| match step {
-        Step::Round(round, Some(true)) => note!("{round}: loaded"),
-        Step::Round(round, Some(false)) => note!("{round}: idle"),
-        Step::Round(round, None) if round.worth_saying() => note!("{round}"),
-        Step::Round(..) => {}
-        Step::Hwlat(_) => note!("{step}"),
+        Step::Round(round, None) if !round.worth_saying() => {}
+        step => note!("{}", printers::step_said(step)),
     })?;
-    if let Some(load) = &measured.load {
-        for skipped in &load.skipped {
-            warning!(
-                "--load {}: {}; its rounds were not loaded as asked",
-                skipped.kind.name(),
-                skipped.why
-            );
-        }
+    for skipped in (measured.load.iter()).flat_map(|load| &load.skipped) {
+        warning!("{skipped}");
     }
     for run in &measured.jitter_runs {
         say_not_measured(&run.session);
@@ -173,18 +155,13 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     for run in &measured.timer_runs {
         say_not_measured(&run.session);
     }
-    let causes = measured.explanation.as_ref().map(explain::json);
-    let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
-    let mut documents = printers::run_documents(&check, &measured)?;
-    let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
-    let mut report = printers::of_run(&check, &measured, causes.as_ref(), timer_causes.as_ref());
-    report.load = load.as_ref();
-    documents.push((Kind::Check, printers::document(&report).to_json()?));
+    let finished = printers::Finished::of(&check, &measured)?;
+    let mut report = finished.report(&check, &measured);
     if let Some(bundle) = &bundle {
-        report.complete &= save(bundle, &documents);
+        report.complete &= save(bundle, &finished.documents);
     }
     if let Some(file) = &args.html {
-        report.complete &= write_html(file, &documents);
+        report.complete &= write_html(file, &finished.documents);
     }
     if args.json {
         print(&printers::document(&report).to_json()?)?;
@@ -201,23 +178,13 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
 /// The check the flags ask for (with a site profile's `[check]`); refuses rounds too short for
 /// the timer run.
 fn request(args: &CheckArgs) -> Result<CheckRequest> {
-    let profile = args.profile.load()?;
-    let (site_targets, site_duration) = match &profile.site {
-        Some(site) => (
-            super::profile::site_targets(site).map_err(|e| anyhow!("--profile {e}"))?,
-            super::profile::site_duration(site).map_err(|e| anyhow!("--profile {e}"))?,
-        ),
-        None => (Vec::new(), None),
-    };
     let asked = Asked {
-        profile,
+        profile: args.profile.load()?,
         cpus: args.cpus.clone(),
         duration: args.duration,
         quick: args.quick,
         rounds: args.repeat,
         targets: args.targets.clone(),
-        site_targets,
-        site_duration,
         explain: !args.no_explain,
         load: args.load.asked(),
         hwlat_duration: args.hwlat_duration,

@@ -1,21 +1,30 @@
 //! `lowlat measure c2c`, `wakeup` and `freq`: the engines that measure between and on CPUs,
 //! in locality order so that CCX, CCD and socket blocks are visible.
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use clap::Args;
 
 use super::measure_common::{BundleArgs, CommonArgs, Output, PageFormat, emit, open_session};
 use super::messages::note;
 use super::values;
 use crate::document::Kind;
+use crate::machine::CpuSet;
 use crate::measure::engines::c2c::{self, C2cRequest, PingPongConfig};
 use crate::measure::engines::freq::{self, FreqRequest};
 use crate::measure::engines::hwlat::{self, HwlatRequest};
 use crate::measure::engines::ipi::{self, IpiRequest};
 use crate::measure::engines::wakeup::{self, WakeupRequest};
+use crate::measure::runner::pairs;
 use crate::measure::runner::session::Engine;
 use crate::report::matrix;
 use crate::report::measure::hardware;
+
+/// Refuses `--cpus` without a pair for a pair engine, before anything is measured: the
+/// engine's own check, with the flag.
+fn a_pair(cpus: &CpuSet, engine: &str) -> Result<()> {
+    let list: Vec<u32> = cpus.iter().collect();
+    pairs::check_two(&list).map_err(|e| anyhow!("--cpus {cpus}: measure {engine} {e}"))
+}
 
 /// Options of `lowlat measure c2c`.
 #[derive(Debug, Args)]
@@ -48,8 +57,7 @@ pub struct C2cArgs {
 /// Runs `lowlat measure c2c`.
 pub(crate) fn run_c2c(cli: &super::Cli, args: &C2cArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::C2c, args.csv)?;
-    // At once: each pair's samples and the sorted copy its summary makes.
-    session.budget.check_samples(args.samples, 2)?;
+    a_pair(&session.cpus, "c2c")?;
     let request = C2cRequest {
         ping_pong: PingPongConfig {
             round_trips: args.round_trips,
@@ -103,8 +111,7 @@ pub struct WakeupArgs {
 /// Runs `lowlat measure wakeup`.
 pub(crate) fn run_wakeup(cli: &super::Cli, args: &WakeupArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Wakeup, args.csv)?;
-    // At once: each pair's latencies and the sorted copy its summary makes.
-    session.budget.check_samples(args.samples, 2)?;
+    a_pair(&session.cpus, "wakeup")?;
     let request = WakeupRequest {
         samples: args.samples,
         gap_us: args.gap_us,
@@ -165,14 +172,7 @@ pub struct IpiArgs {
 /// Runs `lowlat measure ipi`.
 pub(crate) fn run_ipi(cli: &super::Cli, args: &IpiArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Ipi, args.csv)?;
-    // At once: each pair's two series and the sorted copy a summary makes.
-    session.budget.check_samples(args.samples, 3)?;
-    if session.cpus.len() < 2 {
-        anyhow::bail!(
-            "--cpus {}: measure ipi needs at least two CPUs (one sends, one is interrupted)",
-            session.cpus.to_list()
-        );
-    }
+    a_pair(&session.cpus, "ipi")?;
     if args.mesh {
         let measured = ipi::mesh(&session, args.duration)?;
         let run = &measured.figures;
@@ -238,24 +238,11 @@ pub struct HwlatArgs {
 
 /// Runs `lowlat measure hwlat`.
 pub(crate) fn run_hwlat(cli: &super::Cli, args: &HwlatArgs) -> Result<u8> {
-    if args.width > args.window {
-        anyhow::bail!(
-            "--width {:?}: must be at most --window ({:?})",
-            args.width,
-            args.window
-        );
-    }
+    let request = HwlatRequest::of(args.duration, args.window, args.width, args.threshold)?;
     let session = open_session(cli, Engine::Hwlat, None)?;
     let output = Output {
         format: PageFormat::of(args.json, false),
         bundle: args.bundle.open(&session)?,
-    };
-    let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-    let request = HwlatRequest {
-        duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
-        window_us: micros(args.window),
-        width_us: micros(args.width),
-        threshold_us: micros(args.threshold).max(1),
     };
     hwlat::find_tracer(&session)?;
     note!(
@@ -317,4 +304,18 @@ pub(crate) fn run_freq(cli: &super::Cli, args: &FreqArgs) -> Result<u8> {
     emit(&session, &output, Kind::MeasureFreq, &measured, run, || {
         hardware::freq_text(run)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// c2c and wakeup refused one CPU only inside the engine, without naming --cpus.
+    #[test]
+    fn a_pair_engine_refuses_one_cpu_naming_the_flag() {
+        let err = super::a_pair(&"3".parse().unwrap(), "c2c").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--cpus 3: measure c2c needs at least two CPUs, got 1"
+        );
+        assert!(super::a_pair(&"3-4".parse().unwrap(), "wakeup").is_ok());
+    }
 }

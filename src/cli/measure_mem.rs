@@ -126,26 +126,17 @@ fn parse_window(text: &str) -> Result<Window, String> {
     }
 }
 
-impl MembwArgs {
-    /// The request these flags ask for.
-    fn request(&self) -> Result<MembwRequest> {
-        let stores = self.stores;
-        let kernels =
-            Kernels::detect(stores).map_err(|e| anyhow::anyhow!("--stores streaming: {e}"))?;
-        Ok(MembwRequest {
-            threads: self.threads,
-            nodes: self.nodes.clone(),
-            array_bytes: self.size,
-            ntimes: self.ntimes,
-            kernels,
-        })
-    }
-}
-
 /// Runs `lowlat measure membw`.
 pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Membw, false)?;
-    let sizing = args.request()?.size_on(&session)?;
+    let request = MembwRequest {
+        threads: args.threads,
+        nodes: args.nodes.clone(),
+        array_bytes: args.size,
+        ntimes: args.ntimes,
+        kernels: Kernels::detect(args.stores)?,
+    };
+    let sizing = request.size_on(&session)?;
     let virtual_machine = session.machine.hypervisor.is_some();
     note!("{}", hardware::membw_plan(&sizing, virtual_machine));
     let measured = membw::run(&session, &sizing)?;
@@ -160,31 +151,25 @@ pub(crate) fn run_membw(cli: &super::Cli, args: &MembwArgs) -> Result<u8> {
     )
 }
 
-impl MemlatArgs {
-    /// The request these flags ask for.
-    fn request(&self) -> MemlatRequest {
-        MemlatRequest {
-            cpu: self.cpu,
-            node: self.node,
-            sizes: self.sizes.clone(),
-            hugepages: self.hugepages,
-            window: self.window,
-            stride_bytes: self.stride,
-            nodes: self.nodes.clone(),
-            sample_ms: self.sample_ms,
-            samples: self.samples,
-            seed: self.seed,
-            load_threads: self.load,
-        }
-    }
-}
-
 /// Runs `lowlat measure memlat`.
 pub(crate) fn run_memlat(cli: &super::Cli, args: &MemlatArgs) -> Result<u8> {
     let (session, output) = args.common.open(cli, Engine::Memlat, false)?;
     // At once: one size's samples and the sorted copy its summary makes.
     session.budget.check_samples(args.samples, 2)?;
-    let sizing = args.request().size_on(&session)?;
+    let request = MemlatRequest {
+        cpu: args.cpu,
+        node: args.node,
+        sizes: args.sizes.clone(),
+        hugepages: args.hugepages,
+        window: args.window,
+        stride_bytes: args.stride,
+        nodes: args.nodes.clone(),
+        sample_ms: args.sample_ms,
+        samples: args.samples,
+        seed: args.seed,
+        load_threads: args.load,
+    };
+    let sizing = request.size_on(&session)?;
     let measured = memlat::run(&session, &sizing)?;
     let report = &measured.figures;
     emit(

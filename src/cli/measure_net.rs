@@ -17,7 +17,7 @@ use crate::measure::engines::net::cpus::EchoAt;
 use crate::measure::engines::net::socket::Proto;
 use crate::measure::engines::net::wire::{HEADER, MAX_MESSAGE};
 use crate::measure::engines::net::{self, NetPath, NetRequest};
-use crate::measure::runner::harness::{StopFlag, catch_interrupt, current_affinity};
+use crate::measure::runner::harness::{StopFlag, catch_interrupt};
 use crate::measure::runner::session::Engine;
 use crate::report::measure::net as printers;
 
@@ -144,18 +144,14 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
     if let Some(addr) = args.serve {
         return serve(cli, args, proto, addr);
     }
-    let echo = match (args.peer, args.echo_cpu) {
-        (Some(_), _) => EchoAt::Peer,
-        (None, Some(cpu)) => EchoAt::Cpu(cpu),
-        (None, None) => EchoAt::SecondCpu,
+    let echo = EchoAt::of(args.peer.is_some(), args.echo_cpu);
+    let cpus = match &args.cpus {
+        Some(cpus) => cpus.clone(),
+        None => {
+            (echo.default_cpus()).context("the CPUs this process may run on (sched_getaffinity)")?
+        }
     };
-    let default_cpus: CpuSet = current_affinity()
-        .context("the CPUs this process may run on (sched_getaffinity)")?
-        .iter()
-        .take(echo.session_cpus())
-        .collect();
-    let cpus = args.cpus.as_ref().unwrap_or(&default_cpus);
-    let session = open_session(cli, Engine::Net, Some(cpus))?;
+    let session = open_session(cli, Engine::Net, Some(&cpus))?;
     let echo_cpu = echo.cpu(&session)?;
     let output = Output {
         format: PageFormat::of(args.json, false),
@@ -198,14 +194,7 @@ fn serve(cli: &Cli, args: &NetArgs, proto: Proto, addr: SocketAddr) -> Result<u8
     if args.bundle.out.is_some() {
         anyhow::bail!("--serve --out: a server measures nothing; give --out to the client");
     }
-    let cpu = match &args.cpus {
-        Some(cpus) if cpus.len() > 1 => anyhow::bail!(
-            "--serve --cpus {}: the echo runs on one CPU; name one",
-            cpus.to_list()
-        ),
-        Some(cpus) => cpus.iter().next(),
-        None => None,
-    };
+    let cpu = net::cpus::serve_cpu(args.cpus.as_ref())?;
     catch_interrupt();
     let stop = StopFlag::new();
     let counts = net::serve(proto, addr, cpu, args.busy_poll, &stop, |bound| {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::apply::run::{BOOT_ISOLATED, enter, place};
 use crate::audit::profile::Profile;
 use crate::bundle::Bundle;
-use crate::check::{self, CheckRequest, Step};
+use crate::check::{self, CheckRequest};
 use crate::document::Kind;
 use crate::machine::cgroup_cpuset::{self, CgroupVersion};
 use crate::machine::{CpuSet, Reader};
@@ -27,8 +27,7 @@ use crate::measure::runner::harness::{self, DmaLatencyLimit};
 use crate::measure::runner::session::{Engine, Session};
 use crate::plan::Plan;
 use crate::report::check as check_report;
-use crate::report::check_load::LoadBody;
-use crate::report::measure::{explain, finished_document, net as net_report};
+use crate::report::measure::{finished_document, net as net_report};
 use crate::sysroot::SysRoot;
 use crate::text::voice::note;
 
@@ -245,37 +244,18 @@ impl Measure for CheckArms {
         let bundle = Bundle::open(dir).map_err(|e| failed(&e))?;
         // Held for every round, as check holds it.
         let _limit = DmaLatencyLimit::hold(prepared.session.root(), 0).ok();
-        let measured = check::run(&prepared, |step| match step {
-            Step::Round(round, Some(true)) => note!("{arm} arm: {round}: loaded"),
-            Step::Round(round, Some(false)) => note!("{arm} arm: {round}: idle"),
-            step => note!("{arm} arm: {step}"),
+        let measured = check::run(&prepared, |step| {
+            note!("{arm} arm: {}", check_report::step_said(step));
         })
         .map_err(|e| failed(&e))?;
         for skipped in (measured.load.iter()).flat_map(|load| &load.skipped) {
-            note!(
-                "{arm} arm: --load {}: {}; its rounds were not loaded as asked",
-                skipped.kind.name(),
-                skipped.why
-            );
+            note!("{arm} arm: {skipped}");
         }
-        let causes = measured.explanation.as_ref().map(explain::json);
-        let timer_causes = measured.timer_explanation.as_ref().map(explain::json);
         // As check writes them: the runs, the load's effect judged on them, the check.
-        let mut documents =
-            check_report::run_documents(&prepared, &measured).map_err(|e| failed(&e))?;
-        let load = (measured.load.as_ref()).map(|load| LoadBody::of(load, &documents));
-        let mut report =
-            check_report::of_run(&prepared, &measured, causes.as_ref(), timer_causes.as_ref());
-        report.load = load.as_ref();
-        let check = check_report::document(&report).to_json();
-        documents.push((Kind::Check, check.map_err(|e| failed(&e))?));
-        for (kind, json) in &documents {
-            match kind {
-                Kind::Inventory => bundle.put(*kind, json),
-                _ => bundle.add(*kind, json),
-            }
-            .map_err(|e| failed(&e))?;
-        }
+        let documents = (check_report::Finished::of(&prepared, &measured))
+            .map_err(|e| failed(&e))?
+            .documents;
+        bundle.add_all(&documents).map_err(|e| failed(&e))?;
         let mut complete = measured.complete;
         if self.net && complete && !harness::interrupted() {
             harness::pin_current_thread_to(&allowed).map_err(|e| failed(&e))?;

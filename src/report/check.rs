@@ -7,13 +7,13 @@ use crate::text::Page;
 use serde::{Deserialize, Serialize};
 
 use super::audit::{MachineIdentity, ProfileSummary};
-use super::measure::explain::{ExplainJson, cross_check_text};
+use super::measure::explain::{ExplainJson, cross_check_text, json as explain_json};
 use super::measure::micros;
 use crate::audit::partition::MeasuredCpus;
 use crate::audit::profile::ProfileInfo;
 use crate::audit::{Audit, Counts, FindingStatus};
 use crate::check::{
-    self, CheckRequest, CheckRun, CpuFigures, Prepared, TargetOutcome, TargetVerdict, Verdict,
+    self, CheckRequest, CheckRun, CpuFigures, Prepared, Step, TargetOutcome, TargetVerdict, Verdict,
 };
 use crate::document::{self, Document, Kind};
 use crate::machine::Machine;
@@ -640,29 +640,76 @@ fn top_causes(causes: &ExplainJson, what: &str) -> String {
     out.into_string()
 }
 
-/// The report of a measured check (complete as far as the runs go), with the causes of its
-/// gaps and late wake-ups as their JSON (`report::measure::explain::json`).
-pub(crate) fn of_run<'a>(
-    check: &'a Prepared,
-    measured: &'a CheckRun,
-    causes: Option<&'a ExplainJson>,
-    timer_causes: Option<&'a ExplainJson>,
-) -> CheckReport<'a> {
-    CheckReport {
-        machine: &check.machine,
-        audit: &check.audit,
-        profile: check.profile.info,
-        measured: &check.measured,
-        duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
-        rounds: check.request.rounds,
-        timer_interval_ns: check::TIMER_INTERVAL_NS,
-        figures: &measured.figures,
-        targets: &measured.verdicts,
-        complete: measured.complete,
-        quick: check.request.quick,
-        causes,
-        timer_causes,
-        load: None,
+/// What check says of its audit before the runs: `audit against PROFILE: N fail, N warn, N
+/// pass`.
+pub(crate) fn audit_said(check: &Prepared) -> String {
+    let counts = check.audit.counts();
+    let name = check.profile.info.name;
+    let (fail, warn, pass) = (counts.fail, counts.warn, counts.pass);
+    format!("audit against {name}: {fail} fail, {warn} warn, {pass} pass")
+}
+
+/// What check and prove say as a step of the runs begins: the round with its load, if any
+/// (`round 2 of 5: loaded`), or the hwlat phase.
+pub(crate) fn step_said(step: Step) -> String {
+    match step {
+        Step::Round(round, Some(true)) => format!("{round}: loaded"),
+        Step::Round(round, Some(false)) => format!("{round}: idle"),
+        step => step.to_string(),
+    }
+}
+
+/// A measured check's documents and what its report borrows from them, as check and prove
+/// save them: the runs, the load's effect judged on them, the check's own document last.
+pub(crate) struct Finished {
+    /// Every document, in bundle order ([`run_documents`], then the check's).
+    pub documents: Vec<(Kind, String)>,
+    /// The jitter run's gaps by cause, when explained.
+    causes: Option<ExplainJson>,
+    /// The timer run's late wake-ups by cause, when explained.
+    timer_causes: Option<ExplainJson>,
+    /// With `--load`: the loads and their effect.
+    load: Option<LoadBody>,
+}
+
+impl Finished {
+    /// The documents of `check` as `measured`.
+    pub(crate) fn of(check: &Prepared, measured: &CheckRun) -> Result<Finished, serde_json::Error> {
+        let mut finished = Finished {
+            documents: run_documents(check, measured)?,
+            causes: measured.explanation.as_ref().map(explain_json),
+            timer_causes: measured.timer_explanation.as_ref().map(explain_json),
+            load: None,
+        };
+        finished.load = (measured.load.as_ref()).map(|l| LoadBody::of(l, &finished.documents));
+        let json = document(&finished.report(check, measured)).to_json()?;
+        finished.documents.push((Kind::Check, json));
+        Ok(finished)
+    }
+
+    /// The report of the check (complete as far as the runs go), as its document in
+    /// [`Finished::documents`] holds it.
+    pub(crate) fn report<'a>(
+        &'a self,
+        check: &'a Prepared,
+        measured: &'a CheckRun,
+    ) -> CheckReport<'a> {
+        CheckReport {
+            machine: &check.machine,
+            audit: &check.audit,
+            profile: check.profile.info,
+            measured: &check.measured,
+            duration_ns: u64::try_from(check.request.duration.as_nanos()).unwrap_or(u64::MAX),
+            rounds: check.request.rounds,
+            timer_interval_ns: check::TIMER_INTERVAL_NS,
+            figures: &measured.figures,
+            targets: &measured.verdicts,
+            complete: measured.complete,
+            quick: check.request.quick,
+            causes: self.causes.as_ref(),
+            timer_causes: self.timer_causes.as_ref(),
+            load: self.load.as_ref(),
+        }
     }
 }
 
@@ -682,7 +729,7 @@ pub(crate) fn html_page(documents: &[(Kind, String)]) -> Result<String, SourceEr
 
 /// The documents of a check but the check's own, in bundle order: the inventory, the audit,
 /// each round's jitter and timer runs (interleaved, as measured, each with its round's load).
-pub(crate) fn run_documents(
+fn run_documents(
     check: &Prepared,
     measured: &CheckRun,
 ) -> Result<Vec<(Kind, String)>, serde_json::Error> {

@@ -22,6 +22,7 @@ use crate::measure::matrix::Matrix;
 use crate::measure::runner::attribution::own_waited_ns;
 use crate::measure::runner::harness::{StopFlag, pin_current_thread};
 use crate::measure::runner::measurement::{Measurement, Warning};
+use crate::measure::runner::memory::MemoryError;
 use crate::measure::runner::pairs::{Layout, check_two};
 use crate::measure::runner::place::{self, CpuPlace, PairClass};
 use crate::measure::runner::progress::{Progress, should_stop};
@@ -117,6 +118,9 @@ pub(crate) enum C2cError {
     /// The configuration is unusable.
     #[error("c2c: {0}")]
     Config(String),
+    /// The samples would not fit in the memory available.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
 }
 
 const PING: u32 = 0;
@@ -293,6 +297,8 @@ pub(crate) fn run(
     session: &Session,
     request: C2cRequest,
 ) -> Result<Measurement<C2cReport>, C2cError> {
+    // At once: each pair's samples and the sorted copy its summary makes.
+    session.budget.check_samples(request.ping_pong.samples, 2)?;
     let run = session.on_cpus("c2c", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
     })?;

@@ -44,6 +44,31 @@ impl Default for HwlatRequest {
     }
 }
 
+impl HwlatRequest {
+    /// A run of `duration` with bursts `width` long every `window`, recording gaps of
+    /// `threshold` or more (whole µs, at least 1); refuses a width above the window, naming
+    /// the flags of `measure hwlat`.
+    pub(crate) fn of(
+        duration: Duration,
+        window: Duration,
+        width: Duration,
+        threshold: Duration,
+    ) -> Result<HwlatRequest, HwlatError> {
+        if width > window {
+            return Err(HwlatError::Config(format!(
+                "--width {width:?}: must be at most --window ({window:?})"
+            )));
+        }
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        Ok(HwlatRequest {
+            duration_ns: u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX),
+            window_us: micros(window),
+            width_us: micros(width),
+            threshold_us: micros(threshold).max(1),
+        })
+    }
+}
+
 /// One gap the tracer recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HwlatSample {
@@ -410,6 +435,25 @@ something else
         assert_eq!(read("tracing_thresh"), "0");
         assert_eq!(read("hwlat_detector/window"), "1000000");
         assert_eq!(read("hwlat_detector/width"), "500000");
+    }
+
+    /// The flags' durations in the tracer's units; a width above the window is refused with
+    /// both flags, a threshold below 1 µs taken as 1 µs (0 would be the kernel's default).
+    #[test]
+    fn a_request_of_the_flags_refuses_a_width_above_the_window() {
+        let ms = Duration::from_millis;
+        let request = HwlatRequest::of(ms(2000), ms(1000), ms(500), Duration::ZERO).unwrap();
+        let expected = HwlatRequest {
+            duration_ns: 2_000_000_000,
+            threshold_us: 1,
+            ..HwlatRequest::default()
+        };
+        assert_eq!(request, expected);
+        let err = HwlatRequest::of(ms(2000), ms(500), ms(501), ms(1)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--width 501ms: must be at most --window (500ms)"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use crate::measure::matrix::Matrix;
 use crate::measure::runner::harness::{StopFlag, monotonic_ns, pin_current_thread};
 use crate::measure::runner::measurement::Measurement;
+use crate::measure::runner::memory::MemoryError;
 use crate::measure::runner::pairs::{Layout, check_two, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -139,6 +140,9 @@ pub(crate) enum IpiError {
     /// The configuration is unusable.
     #[error("{0}")]
     Config(String),
+    /// The samples would not fit in the memory available.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
 }
 
 fn membarrier(cmd: libc::c_int) -> Result<libc::c_long, std::io::Error> {
@@ -337,6 +341,8 @@ pub(crate) fn measure_pair(
 /// progress on stderr. Ctrl-C or the session's stop flag ends the run; pairs done so far are
 /// kept.
 pub(crate) fn run(session: &Session, request: IpiRequest) -> Result<Measurement<IpiRun>, IpiError> {
+    // At once: each pair's two series and the sorted copy a summary makes.
+    session.budget.check_samples(request.samples, 3)?;
     let run = session.on_cpus("ipi", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
     })?;

@@ -18,6 +18,7 @@ use crate::measure::runner::harness::{
     StopFlag, monotonic_ns, pin_current_thread, set_fifo_priority,
 };
 use crate::measure::runner::measurement::Measurement;
+use crate::measure::runner::memory::MemoryError;
 use crate::measure::runner::pairs::{Layout, check_two, ordered_pairs};
 use crate::measure::runner::progress::{Progress, should_stop};
 use crate::measure::runner::session::Session;
@@ -74,6 +75,9 @@ pub(crate) enum WakeError {
     /// The configuration is unusable.
     #[error("wakeup: {0}")]
     Config(String),
+    /// The samples would not fit in the memory available.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
 }
 
 /// The futex word (the number of the last wake-up sent), on a cache line of its own.
@@ -272,6 +276,8 @@ pub(crate) fn run(
     session: &Session,
     request: WakeupRequest,
 ) -> Result<Measurement<WakeupRun>, WakeError> {
+    // At once: each pair's latencies and the sorted copy its summary makes.
+    session.budget.check_samples(request.samples, 2)?;
     let run = session.on_cpus("wakeup", |cpus, stop, progress| {
         measure(cpus, request, stop, progress)
     })?;

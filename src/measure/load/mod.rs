@@ -301,6 +301,17 @@ pub(crate) struct Skipped {
     pub why: String,
 }
 
+impl std::fmt::Display for Skipped {
+    /// What check and prove say of it: `--load KIND: WHY; its rounds were not loaded as asked`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, why) = (self.kind.name(), &self.why);
+        write!(
+            f,
+            "--load {kind}: {why}; its rounds were not loaded as asked"
+        )
+    }
+}
+
 /// What one kind achieved during one round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct KindIntensity {

@@ -48,9 +48,9 @@ pub(crate) struct Kernels {
     pub stores: Stores,
 }
 
-/// Streaming stores were asked for on a CPU without them.
+/// Streaming stores were asked for (`--stores streaming`) on a CPU without them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("non-temporal (streaming) stores are not available on this CPU ({0})")]
+#[error("--stores streaming: non-temporal (streaming) stores are not available on this CPU ({0})")]
 pub(crate) struct NoStreamingStores(&'static str);
 
 impl Kernels {

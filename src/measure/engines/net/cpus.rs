@@ -3,6 +3,7 @@
 
 use crate::machine::CpuSet;
 use crate::measure::runner::cpus::CpuChoiceError;
+use crate::measure::runner::harness::current_affinity;
 use crate::measure::runner::session::Session;
 
 /// Where the echo is, as asked.
@@ -36,6 +37,12 @@ pub(crate) enum NetCpusError {
         /// Where the echo is.
         echo: EchoAt,
     },
+    /// More than one CPU for `--serve`'s echo.
+    #[error("--serve --cpus {}: the echo runs on one CPU; name one", cpus.to_list())]
+    ServeTooMany {
+        /// The CPUs given.
+        cpus: CpuSet,
+    },
     /// The echo's own CPU cannot be used.
     #[error("--echo-cpu {cpu}")]
     EchoCpu {
@@ -47,7 +54,32 @@ pub(crate) enum NetCpusError {
     },
 }
 
+/// The CPU `--serve`'s echo is pinned to: the one of `cpus` when given; more are refused.
+pub(crate) fn serve_cpu(cpus: Option<&CpuSet>) -> Result<Option<u32>, NetCpusError> {
+    match cpus {
+        Some(cpus) if cpus.len() > 1 => Err(NetCpusError::ServeTooMany { cpus: cpus.clone() }),
+        cpus => Ok(cpus.and_then(|cpus| cpus.iter().next())),
+    }
+}
+
 impl EchoAt {
+    /// Where the echo is: the peer when there is one (`peer`), else `echo_cpu`, else the
+    /// session's second CPU.
+    pub(crate) fn of(peer: bool, echo_cpu: Option<u32>) -> EchoAt {
+        match (peer, echo_cpu) {
+            (true, _) => Self::Peer,
+            (false, Some(cpu)) => Self::Cpu(cpu),
+            (false, None) => Self::SecondCpu,
+        }
+    }
+
+    /// The CPUs of a run not given its own: the first this process may run on, as many as
+    /// the session holds.
+    pub(crate) fn default_cpus(self) -> std::io::Result<CpuSet> {
+        let allowed = current_affinity()?;
+        Ok(allowed.iter().take(self.session_cpus()).collect())
+    }
+
     /// How many CPUs the session holds: the client's, and the echo's on the second.
     pub(crate) fn session_cpus(self) -> usize {
         match self {
@@ -81,6 +113,28 @@ impl EchoAt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_echo_serves_on_one_cpu_or_none() {
+        let set = |list| CpuSet::parse_list(list).unwrap();
+        assert_eq!(serve_cpu(None).unwrap(), None);
+        assert_eq!(serve_cpu(Some(&set("3"))).unwrap(), Some(3));
+        let err = serve_cpu(Some(&set("3-4"))).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--serve --cpus 3-4: the echo runs on one CPU; name one"
+        );
+    }
+
+    #[test]
+    fn a_peer_wins_over_the_echo_cpu_then_the_second_cpu() {
+        assert_eq!(EchoAt::of(true, Some(3)), EchoAt::Peer);
+        assert_eq!(EchoAt::of(false, Some(3)), EchoAt::Cpu(3));
+        assert_eq!(EchoAt::of(false, None), EchoAt::SecondCpu);
+        let two = EchoAt::SecondCpu.default_cpus().unwrap();
+        assert!((1..=2).contains(&two.len()), "{two}");
+        assert_eq!(EchoAt::Peer.default_cpus().unwrap().len(), 1);
+    }
 
     #[test]
     fn too_many_cpus_are_refused_saying_where_the_echo_runs() {
