@@ -198,6 +198,16 @@ impl std::fmt::Display for MeasuredCpus {
     }
 }
 
+impl MeasuredCpus {
+    /// How an error names these CPUs: `--cpus LIST` when the flag gave them, else as chosen.
+    pub fn named(&self) -> String {
+        match self.why.as_str() {
+            "--cpus" => format!("--cpus {}", self.cpus),
+            _ => self.to_string(),
+        }
+    }
+}
+
 /// The one rule for the CPUs that matter, which a check measures and watch watches: `requested` (`--cpus`) when given; else the
 /// CPUs the machine isolates (what the tuning is for), or a site profile's `[partition]`
 /// when the partition is the profile's, only those of them this process may

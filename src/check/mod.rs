@@ -9,8 +9,8 @@ mod request;
 pub(crate) mod targets;
 
 pub(crate) use pipeline::{
-    CheckError, CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared,
-    Step, TIMER_INTERVAL_NS, measured_cpus, prepare, run,
+    CheckRequest, CheckRun, JITTER_THRESHOLD_NS, LoadedCheck, MIN_ROUND, Prepared, Step,
+    TIMER_INTERVAL_NS, measured_cpus, prepare, run,
 };
 pub(crate) use request::Asked;
 

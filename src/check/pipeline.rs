@@ -133,8 +133,9 @@ pub(crate) enum CheckError {
     /// The machine's partition could not be formed.
     #[error("the partition: {0}")]
     Partition(#[from] PartitionError),
-    /// The measurement session could not be opened on the CPUs chosen.
-    #[error("the CPUs to measure, {} ({})", measured.cpus.to_list(), measured.why)]
+    /// The measurement session could not be opened on the CPUs chosen: named by `--cpus`
+    /// when they were given, else said as chosen.
+    #[error("{}", measured.named())]
     Session {
         /// The CPUs chosen and why.
         measured: MeasuredCpus,

@@ -14,7 +14,7 @@ use super::{Cli, exit, values};
 
 use crate::bundle::Bundle;
 use crate::check::targets::Target;
-use crate::check::{self, Asked, CheckError, CheckRequest, Step, Verdict};
+use crate::check::{self, Asked, CheckRequest, Step, Verdict};
 use crate::document::Kind;
 use crate::machine::CpuSet;
 use crate::machine::vcpu_sharing::VcpuProbe;
@@ -134,7 +134,7 @@ pub(crate) fn run(cli: &Cli, args: &CheckArgs) -> Result<u8> {
     if let Some(e) = no_hwlat {
         warning!("{e}: hwlat.max is not measured, and this check cannot PASS on it");
     }
-    let mut check = check::prepare(root, request, say_probe).map_err(|e| named(e, args))?;
+    let mut check = check::prepare(root, request, say_probe)?;
     super::measure_common::say_session_notes(&check.session);
     // The clock block shows the running daemons' offsets, as inventory does.
     crate::machine::time_daemons::ask_time_daemons(&mut check.machine);
@@ -190,19 +190,6 @@ fn request(args: &CheckArgs) -> Result<CheckRequest> {
         hwlat_duration: args.hwlat_duration,
     };
     Ok(asked.request()?)
-}
-
-/// A check's error with the flag it comes from.
-fn named(error: CheckError, args: &CheckArgs) -> anyhow::Error {
-    match error {
-        CheckError::Session { measured, source } => {
-            anyhow::Error::new(source).context(match &args.cpus {
-                Some(cpus) => format!("--cpus {cpus}"),
-                None => measured.to_string(),
-            })
-        }
-        e => e.into(),
-    }
 }
 
 /// Says on stderr what the probe of a guest's vCPUs found.
