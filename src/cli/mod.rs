@@ -8,8 +8,8 @@ use std::path::PathBuf;
 pub use crate::text::error_text;
 
 use crate::snapshot::SnapshotKind;
+use crate::snapshot::foreign::Foreign;
 use crate::sysroot::SysRoot;
-use messages::{note, warning};
 
 /// Documented exit codes.
 pub mod exit {
@@ -212,15 +212,16 @@ impl Cli {
         Ok((SysRoot::live(), SnapshotKind::Linux))
     }
 
-    /// The machine read, as a fix script's header names it: `--root DIR`, `--snapshot FILE`,
-    /// `--sosreport DIR` or the live machine.
+    /// The machine read, as a fix script's header names it: `--sosreport PATH`,
+    /// `--must-gather DIR` (read through a private tree in `--root`), `--root DIR`,
+    /// `--snapshot FILE` or the live machine.
     pub(crate) fn input_name(&self) -> String {
-        match (&self.root, &self.snapshot, &self.sosreport) {
-            (Some(dir), _, _) => format!("--root {}", dir.display()),
-            (None, Some(file), _) => format!("--snapshot {}", file.display()),
-            (None, None, Some(dir)) => format!("--sosreport {}", dir.display()),
-            (None, None, None) => "the live machine".to_string(),
-        }
+        let (sos, gather) = (&self.sosreport, &self.must_gather);
+        [("--sosreport", sos), ("--must-gather", gather)]
+            .into_iter()
+            .chain([("--root", &self.root), ("--snapshot", &self.snapshot)])
+            .find_map(|(flag, path)| Some(format!("{flag} {}", path.as_ref()?.display())))
+            .unwrap_or_else(|| "the live machine".to_string())
     }
 
     /// Refuses `--root`/`--snapshot` for a `command` that reads no machine but the files given
@@ -239,41 +240,21 @@ impl Cli {
 /// Runs the parsed command line and returns the exit code.
 pub fn run(mut cli: Cli) -> Result<u8> {
     messages::listen();
-    // A sosreport is made into a private machine tree that lives until the command ends, its
-    // notes and gaps named here, and read as --root reads a tree.
-    let sosreport = match cli.sosreport.take() {
-        Some(path) => {
-            let report = crate::snapshot::sosreport::open(&path).context("--sosreport")?;
-            for note in &report.notes {
-                warning!("--sosreport: {note}");
-            }
-            for lack in &report.lacks {
-                warning!("--sosreport: the bundle lacks {lack}");
-            }
-            cli.root = Some(report.dir.clone());
-            Some(report)
+    // A sosreport or a must-gather's node is made into a private machine tree that lives until
+    // the command ends, read as --root reads a tree.
+    let foreign = Foreign::open(
+        cli.sosreport.as_deref(),
+        cli.must_gather.as_deref(),
+        cli.must_gather_node.as_deref(),
+    )?;
+    if let Some(foreign) = &foreign {
+        for (level, line) in foreign.said() {
+            messages::emit(level, format_args!("{line}"));
         }
-        None => None,
-    };
-    // A must-gather's node is unpacked into a private directory that lives until the command
-    // ends, and read as --root reads a tree.
-    let must_gather = match cli.must_gather.take() {
-        Some(dir) => {
-            let node = crate::snapshot::mustgather::open(&dir, cli.must_gather_node.as_deref())
-                .context("--must-gather")?;
-            for line in node.notes() {
-                note!("--must-gather: {line}");
-            }
-            for lack in &node.lacks {
-                warning!("--must-gather: the node's snapshot lacks {lack}");
-            }
-            cli.root = Some(node.dir.clone());
-            Some(node)
-        }
-        None => None,
-    };
+        cli.root = Some(foreign.dir().to_path_buf());
+    }
     let code = dispatch(cli);
-    drop((must_gather, sosreport));
+    drop(foreign);
     code
 }
 

@@ -28,6 +28,7 @@ use crate::sysroot::{
 };
 use crate::text::escape_controls;
 
+pub(crate) mod foreign;
 mod gaps;
 pub mod mustgather;
 pub mod sosreport;

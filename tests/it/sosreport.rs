@@ -86,6 +86,18 @@ fn a_sosreport_reads_as_the_machine_it_was_taken_on() {
             assert_eq!(sos, root, "{args:?} on {}", dir.display());
         }
     }
+    // A fix script says the sosreport it was read from, not the private tree made of it.
+    let script = tmp.path().join("fixes.sh");
+    lowlat(&[])
+        .arg("--sosreport")
+        .arg(&report)
+        .args(["audit", "--fix-script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let script = std::fs::read_to_string(&script).unwrap();
+    assert!(script.contains("(read from --sosreport\n# "), "{script}");
+    assert!(!script.contains("--root"), "{script}");
     std::fs::remove_file(report.join("proc/interrupts")).unwrap();
     lowlat(&[])
         .arg("--sosreport")
