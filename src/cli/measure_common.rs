@@ -320,32 +320,20 @@ impl LoadArgs {
     }
 
     /// The loads of `--load` beside `session`'s CPUs, started; `None` without `--load`. Says
-    /// each kind that could not start.
+    /// each kind that could not start (as check says it), and where the others run.
     pub(crate) fn start(&self, session: &Session) -> Result<Option<load::Loads>> {
         let Some(asked) = self.asked() else {
             return Ok(None);
         };
         let loads = asked.start_beside(session)?;
-        say_skipped(&loads);
+        for skipped in &loads.skipped {
+            warning!("{skipped}");
+        }
+        if loads.any() {
+            let (cpus, level) = (loads.cpus.to_list(), loads.level.name());
+            note!("load on CPU {cpus} at level {level}");
+        }
         Ok(Some(loads))
-    }
-}
-
-/// Says on stderr each kind of `loads` that could not start, and where the others run.
-pub(crate) fn say_skipped(loads: &load::Loads) {
-    for skipped in &loads.skipped {
-        warning!(
-            "--load {}: {}; the rounds say they were not loaded as asked",
-            skipped.kind.name(),
-            skipped.why
-        );
-    }
-    if loads.any() {
-        note!(
-            "load on CPU {} at level {}",
-            loads.cpus.to_list(),
-            loads.level.name()
-        );
     }
 }
 

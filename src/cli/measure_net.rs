@@ -2,7 +2,7 @@
 //! `--serve`, the echo a peer's client talks to.
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -49,13 +49,13 @@ pub struct NetArgs {
     pub echo_cpu: Option<u32>,
 
     /// The transport.
-    #[arg(long, value_enum, default_value_t = ProtoArg::Udp)]
-    pub proto: ProtoArg,
+    #[arg(long, value_enum, default_value_t = Proto::Udp)]
+    pub(crate) proto: Proto,
 
     /// The way to the echo: 127.0.0.1, or a veth pair between two network namespaces made for
     /// the run (needs root).
-    #[arg(long, value_enum, default_value_t = PathArg::Loopback, conflicts_with_all = ["peer", "serve"])]
-    pub path: PathArg,
+    #[arg(long, value_enum, default_value_t = NetPath::Loopback, conflicts_with_all = ["peer", "serve"])]
+    pub(crate) path: NetPath,
 
     /// Measure against a peer at ADDR:PORT that answers as `lowlat measure net --serve` or
     /// `sockperf sr` do.
@@ -117,30 +117,9 @@ pub struct NetArgs {
     pub bundle: BundleArgs,
 }
 
-/// `--proto`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProtoArg {
-    /// One datagram per message.
-    Udp,
-    /// One connection (TCP_NODELAY), messages framed by their header.
-    Tcp,
-}
-
-/// `--path`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PathArg {
-    /// 127.0.0.1.
-    Loopback,
-    /// A veth pair between two network namespaces made for the run.
-    Veth,
-}
-
 /// Runs `lowlat measure net`.
 pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
-    let proto = match args.proto {
-        ProtoArg::Udp => Proto::Udp,
-        ProtoArg::Tcp => Proto::Tcp,
-    };
+    let proto = args.proto;
     if let Some(addr) = args.serve {
         return serve(cli, args, proto, addr);
     }
@@ -159,11 +138,7 @@ pub(crate) fn run(cli: &Cli, args: &NetArgs) -> Result<u8> {
     };
     let request = NetRequest {
         proto,
-        path: match (args.peer, args.path) {
-            (Some(addr), _) => NetPath::Peer(addr),
-            (None, PathArg::Loopback) => NetPath::Loopback,
-            (None, PathArg::Veth) => NetPath::Veth,
-        },
+        path: args.peer.map_or(args.path, NetPath::Peer),
         size_bytes: args.size as usize,
         duration_ns: u64::try_from(args.duration.as_nanos()).unwrap_or(u64::MAX),
         count: args.count,

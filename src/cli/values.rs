@@ -13,6 +13,8 @@ use clap::builder::PossibleValue;
 
 use crate::machine::core_types::CoreType;
 use crate::measure::engines::membw::Stores;
+use crate::measure::engines::net::NetPath;
+use crate::measure::engines::net::socket::Proto;
 use crate::plan::request::{Isolation, PowerPolicy, SmtChoice};
 use crate::tuning::profile_name::ProfileName;
 use crate::watch::pipeline::OsnoiseMode;
@@ -123,5 +125,21 @@ value_enum!(
         Auto => "auto", "Where tracefs has them and they can be enabled; otherwise a warning, and watch goes on";
         On => "on", "Always: a tracefs without them, or a refused write, is an error";
         Off => "off", "Never: tracefs is left alone";
+    }
+);
+
+value_enum!(
+    /// `--proto` of measure net.
+    Proto {
+        Udp => "udp", "One datagram per message";
+        Tcp => "tcp", "One connection (TCP_NODELAY), messages framed by their header";
+    }
+);
+
+value_enum!(
+    /// `--path` of measure net (`--peer` gives the third way).
+    NetPath {
+        Loopback => "loopback", "127.0.0.1";
+        Veth => "veth", "A veth pair between two network namespaces made for the run";
     }
 );

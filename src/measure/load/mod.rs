@@ -302,7 +302,8 @@ pub(crate) struct Skipped {
 }
 
 impl std::fmt::Display for Skipped {
-    /// What check and prove say of it: `--load KIND: WHY; its rounds were not loaded as asked`.
+    /// What check, prove and measure say of it: `--load KIND: WHY; its rounds were not loaded
+    /// as asked`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (kind, why) = (self.kind.name(), &self.why);
         write!(
