@@ -27,6 +27,11 @@ pub(crate) enum Conn {
     Tcp(TcpStream),
 }
 
+/// The shortest wait for a TCP connection: the kernel sends a lost SYN again 1 s after the first,
+/// then 2 s later, and a link just made (a veth pair, whose carrier and queue the kernel's
+/// link watcher turns on up to a second late on a busy machine) can lose the first.
+const CONNECT_AT_LEAST: Duration = Duration::from_secs(4);
+
 impl Conn {
     /// Connects to `to` with `proto`, every receive ending after `timeout`.
     pub(crate) fn connect(proto: Proto, to: SocketAddr, timeout: Duration) -> io::Result<Conn> {
@@ -42,7 +47,7 @@ impl Conn {
                 Conn::Udp(socket)
             }
             Proto::Tcp => {
-                let stream = TcpStream::connect_timeout(&to, timeout.max(Duration::from_secs(1)))?;
+                let stream = TcpStream::connect_timeout(&to, timeout.max(CONNECT_AT_LEAST))?;
                 stream.set_nodelay(true)?;
                 Conn::Tcp(stream)
             }
