@@ -96,7 +96,9 @@ fn a_sosreport_reads_as_the_machine_it_was_taken_on() {
         .output()
         .unwrap();
     let script = std::fs::read_to_string(&script).unwrap();
-    assert!(script.contains("(read from --sosreport\n# "), "{script}");
+    let header = script.replace("\n# ", " ");
+    let read_from = format!("(read from --sosreport {})", report.display());
+    assert!(header.contains(&read_from), "{script}");
     assert!(!script.contains("--root"), "{script}");
     std::fs::remove_file(report.join("proc/interrupts")).unwrap();
     lowlat(&[])
